@@ -1,0 +1,105 @@
+//! Engine cost per evaluation: the NGF blog list (each rule winning) and long lists with the
+//! winner last. `cargo bench -p route-match`.
+
+use criterion::{BenchmarkId, Criterion, black_box, criterion_group, criterion_main};
+use route_match::{MatchList, RequestView, Syntax, compile_list};
+
+struct Req {
+    method: &'static [u8],
+    headers: Vec<(Vec<u8>, Vec<u8>)>,
+    query: Vec<u8>,
+}
+
+impl RequestView for Req {
+    fn method(&self) -> &[u8] {
+        self.method
+    }
+    fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice()))
+    }
+    fn query(&self) -> &[u8] {
+        &self.query
+    }
+}
+
+/// A browser-like request: a handful of ordinary headers before the ones that matter.
+fn req(extra: &[(&str, &str)], query: &str) -> Req {
+    let mut headers: Vec<(Vec<u8>, Vec<u8>)> = [
+        ("Host", "cafe.example.com"),
+        ("User-Agent", "curl/8.5.0"),
+        ("Accept", "*/*"),
+        ("Accept-Encoding", "gzip, deflate"),
+    ]
+    .iter()
+    .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+    .collect();
+    headers.extend(extra.iter().map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec())));
+    Req { method: b"GET", headers, query: query.as_bytes().to_vec() }
+}
+
+fn compile(json: &str) -> MatchList {
+    compile_list(json.as_bytes(), Syntax::Auto).expect("bench list compiles").list
+}
+
+fn blog(c: &mut Criterion) {
+    let list = compile(
+        r#"[{"headers":["version:v2"],"redirectPath":"/coffee_v2"},
+            {"params":["TEST=v2"],"redirectPath":"/coffee_v2"},
+            {"any":true,"redirectPath":"/coffee_v1"}]"#,
+    );
+    let mut g = c.benchmark_group("blog");
+    for (name, r) in [
+        ("header_wins", req(&[("version", "v2")], "")),
+        ("param_wins", req(&[], "TEST=v2")),
+        ("any_wins", req(&[], "a=1")),
+    ] {
+        g.bench_function(name, |b| b.iter(|| black_box(list.evaluate(black_box(&r)))));
+    }
+    g.finish();
+}
+
+/// N entries, each `GET` + 2 exact headers + 1 exact param; only the last is satisfied.
+fn long_list(n: usize) -> MatchList {
+    let entries: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"method":"GET","headers":["x-tenant:Exact:t{i}","x-env:Exact:prod"],"params":["v=Exact={i}"],"redirectPath":"/r{i}"}}"#
+            )
+        })
+        .collect();
+    compile(&format!("[{}]", entries.join(",")))
+}
+
+fn long(c: &mut Criterion) {
+    let mut g = c.benchmark_group("winner_last");
+    for n in [10, 100, 1000] {
+        let list = long_list(n);
+        let last = n - 1;
+        let r = req(&[("x-env", "prod"), ("x-tenant", &format!("t{last}"))], &format!("v={last}"));
+        assert!(
+            matches!(list.evaluate(&r), route_match::Outcome::Redirect { entry, .. } if entry == last)
+        );
+        g.bench_with_input(BenchmarkId::from_parameter(n), &r, |b, r| {
+            b.iter(|| black_box(list.evaluate(black_box(r))))
+        });
+    }
+    g.finish();
+}
+
+fn regex(c: &mut Criterion) {
+    let list = compile(
+        r#"[{"headers":["x-re:RegularExpression:^ab+c$"],"redirectPath":"/re"},
+            {"params":["re=RegularExpression=^v[0-9]+$"],"redirectPath":"/rp"}]"#,
+    );
+    let r = req(&[("x-re", "abbbc")], "");
+    c.bench_function("regex_header_wins", |b| b.iter(|| black_box(list.evaluate(black_box(&r)))));
+    let r = req(&[], "a=1&re=v12");
+    c.bench_function("regex_param_wins", |b| b.iter(|| black_box(list.evaluate(black_box(&r)))));
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
+    targets = blog, long, regex
+}
+criterion_main!(benches);

@@ -1,0 +1,321 @@
+//! Raw JSON entries -> compiled entries, once per list.
+//!
+//! Everything that can be decided without a request is decided here: the string syntax of the
+//! source, header-name validity, the split of every header and param string, every regex. A
+//! malformed entry becomes [`Body::Invalid`] (it answers an error when reached, as njs did) plus
+//! a [`Warning`], so one bad route never blocks the other routes of a reload.
+
+use core::fmt;
+use core::ops::Range;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::eval::{Body, Entry, HeaderCond, MatchList, ParamCond, Test};
+use crate::parse::{self, ParseError, RawList, Syntax, key_path};
+use crate::pattern::Pattern;
+
+/// A malformed entry, found at compile time. The entry answers an error when a request reaches
+/// it; callers log this at load (or refuse the source when they are strict).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// The match key of the list (for `matches.json`), `None` for a single list.
+    pub key: Option<String>,
+    /// How many other keys of the same file hold an identical list (compiled once).
+    pub also: usize,
+    /// 0-based index of the entry in its list.
+    pub entry: usize,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.key {
+            Some(k) => write!(f, "{}[{}]: {}", key_path(Some(k)), self.entry, self.message)?,
+            None => write!(f, "$[{}]: {}", self.entry, self.message)?,
+        }
+        if self.also > 0 {
+            write!(f, " (the same list is under {} other key(s))", self.also)?;
+        }
+        Ok(())
+    }
+}
+
+/// One compiled list and what was wrong with its entries.
+#[derive(Debug)]
+pub struct CompiledList {
+    /// The list, ready to evaluate.
+    pub list: MatchList,
+    /// Malformed entries.
+    pub warnings: Vec<Warning>,
+}
+
+/// A compiled `matches.json`.
+#[derive(Debug, Default)]
+pub struct CompiledFile {
+    lists: HashMap<Box<[u8]>, Arc<MatchList>>,
+    distinct: usize,
+    /// Malformed entries, once per distinct list.
+    pub warnings: Vec<Warning>,
+}
+
+impl CompiledFile {
+    /// The list under `key` (the value of `$match_key`).
+    pub fn get(&self, key: &[u8]) -> Option<&MatchList> {
+        self.lists.get(key).map(|l| &**l)
+    }
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.lists.len()
+    }
+    /// Whether the file has no keys (`{}`, what NGF writes for an empty configuration).
+    pub fn is_empty(&self) -> bool {
+        self.lists.is_empty()
+    }
+    /// Number of distinct lists (identical lists under several keys are compiled once).
+    pub fn distinct(&self) -> usize {
+        self.distinct
+    }
+}
+
+pub(crate) fn compile_list(json: &[u8], syntax: Syntax) -> Result<CompiledList, ParseError> {
+    let raw = parse::parse_list(json)?;
+    let typed = resolve_syntax(syntax, std::slice::from_ref(&raw));
+    let mut c = Compiler { typed, patterns: HashMap::new() };
+    let mut warnings = Vec::new();
+    let list = c.list(&raw, None, &mut warnings);
+    Ok(CompiledList { list, warnings })
+}
+
+pub(crate) fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, ParseError> {
+    let raw = parse::parse_file(json)?;
+    let typed = resolve_syntax(syntax, raw.iter().map(|(_, l)| l));
+    let mut c = Compiler { typed, patterns: HashMap::new() };
+    // Identical lists (NGF writes one per hostname) are compiled once: keyed by their canonical
+    // JSON text (serde_json's map is ordered, so equal lists print equally).
+    let mut by_text: HashMap<String, (Arc<MatchList>, Range<usize>)> = HashMap::new();
+    let mut out = CompiledFile::default();
+    for (key, list) in &raw {
+        let text = serde_json::to_string(list).unwrap_or_default();
+        let shared = match by_text.get(&text) {
+            Some((shared, its_warnings)) => {
+                for w in &mut out.warnings[its_warnings.clone()] {
+                    w.also += 1;
+                }
+                shared.clone()
+            }
+            None => {
+                let first = out.warnings.len();
+                let compiled = Arc::new(c.list(list, Some(key), &mut out.warnings));
+                by_text.insert(text, (compiled.clone(), first..out.warnings.len()));
+                out.distinct += 1;
+                compiled
+            }
+        };
+        out.lists.insert(key.as_bytes().into(), shared);
+    }
+    Ok(out)
+}
+
+/// Decides typed/untyped for a whole source (contract section 3).
+fn resolve_syntax<'a>(syntax: Syntax, lists: impl IntoIterator<Item = &'a RawList>) -> bool {
+    match syntax {
+        Syntax::Typed => true,
+        Syntax::Untyped => false,
+        Syntax::Auto => lists.into_iter().flatten().any(|entry| {
+            let strings = |field: &str, sep: char| -> bool {
+                entry
+                    .get(field)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .any(|s| type_of(s, sep).is_some_and(is_match_type))
+            };
+            strings("headers", ':') || strings("params", '=')
+        }),
+    }
+}
+
+fn is_match_type(t: &str) -> bool {
+    t == "Exact" || t == "RegularExpression"
+}
+
+/// The text between the first two separators, if there are two.
+fn type_of(s: &str, sep: char) -> Option<&str> {
+    let mut it = s.splitn(3, sep);
+    it.next();
+    let t = it.next()?;
+    it.next().map(|_| t)
+}
+
+struct Compiler {
+    typed: bool,
+    /// One compiled regex per distinct pattern text, shared across the source.
+    patterns: HashMap<String, Arc<Pattern>>,
+}
+
+impl Compiler {
+    fn list(&mut self, raw: &RawList, key: Option<&str>, warnings: &mut Vec<Warning>) -> MatchList {
+        let entries = raw
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let (entry, problems) = self.entry(v);
+                warnings.extend(problems.into_iter().map(|message| Warning {
+                    key: key.map(str::to_owned),
+                    also: 0,
+                    entry: i,
+                    message,
+                }));
+                entry
+            })
+            .collect();
+        MatchList::new(entries)
+    }
+
+    /// Compiles one entry. Problems that make it unusable make it `Invalid`; the others (a
+    /// missing redirectPath) are only reported, since they matter only if the entry wins.
+    fn entry(&mut self, v: &Value) -> (Entry, Vec<String>) {
+        let Some(obj) = v.as_object() else {
+            let reason = format!("entry is not a JSON object: {v}");
+            return (Entry::invalid(reason.clone()), vec![reason]);
+        };
+        let redirect = match redirect_path(obj) {
+            Ok(r) => r,
+            Err(reason) => return (Entry::invalid(reason.clone()), vec![reason]),
+        };
+        let body = match self.body(obj) {
+            Ok(b) => b,
+            Err(reason) => return (Entry::invalid(reason.clone()), vec![reason]),
+        };
+        let mut problems = Vec::new();
+        if redirect.is_none() {
+            problems.push("no redirectPath: the entry answers 500 when it matches".to_owned());
+        }
+        (Entry { body, redirect }, problems)
+    }
+
+    fn body(&mut self, obj: &Map<String, Value>) -> Result<Body, String> {
+        match obj.get("any") {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+            // Like njs: `any` wins before any other field is looked at.
+            Some(Value::Bool(true)) => return Ok(Body::Any),
+            Some(other) => return Err(format!("\"any\" must be a boolean, not {other}")),
+        }
+        let method = match obj.get("method") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(m)) if m.is_empty() => None,
+            Some(Value::String(m)) => Some(m.as_bytes().into()),
+            Some(other) => return Err(format!("\"method\" must be a string, not {other}")),
+        };
+        let headers = strings(obj, "headers")?
+            .into_iter()
+            .map(|s| self.header(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let params =
+            strings(obj, "params")?.into_iter().map(|s| self.param(s)).collect::<Result<_, _>>()?;
+        Ok(Body::When { method, headers: headers.into(), params })
+    }
+
+    fn header(&mut self, s: &str) -> Result<HeaderCond, String> {
+        let (name, test) = self.split(s, ':', "header")?;
+        if let Some(bad) = name.bytes().find(|b| !is_token(*b)) {
+            return Err(format!(
+                "invalid header match \"{s}\": header name has the character {:?}",
+                char::from(bad)
+            ));
+        }
+        Ok(HeaderCond { name: name.as_bytes().into(), test })
+    }
+
+    fn param(&mut self, s: &str) -> Result<ParamCond, String> {
+        let (name, test) = self.split(s, '=', "query parameter")?;
+        Ok(ParamCond { name: name.as_bytes().into(), test })
+    }
+
+    /// Splits `name<sep>Type<sep>value` (typed) or `name<sep>value` (untyped).
+    fn split<'s>(&mut self, s: &'s str, sep: char, what: &str) -> Result<(&'s str, Test), String> {
+        let form = if self.typed {
+            format!("name{sep}Exact{sep}value or name{sep}RegularExpression{sep}value")
+        } else {
+            format!("name{sep}value")
+        };
+        let bad = |why: &str| format!("invalid {what} match \"{s}\": {why}");
+        let (name, rest) = s.split_once(sep).ok_or_else(|| bad(&format!("expected {form}")))?;
+        let (kind, value) = if self.typed {
+            let (t, v) = rest.split_once(sep).ok_or_else(|| bad(&format!("expected {form}")))?;
+            if !is_match_type(t) {
+                return Err(bad(&format!(
+                    "unknown match type \"{t}\" (expected Exact or RegularExpression)"
+                )));
+            }
+            (t, v)
+        } else {
+            ("Exact", rest)
+        };
+        if name.is_empty() {
+            return Err(bad("empty name"));
+        }
+        if value.is_empty() {
+            return Err(bad("empty value"));
+        }
+        let test = if kind == "Exact" {
+            Test::Exact(value.as_bytes().into())
+        } else {
+            Test::Regex(self.pattern(value).map_err(|e| {
+                format!("invalid regular expression \"{value}\" in {what} match \"{s}\": {e}")
+            })?)
+        };
+        Ok((name, test))
+    }
+
+    fn pattern(&mut self, source: &str) -> Result<Arc<Pattern>, String> {
+        if let Some(p) = self.patterns.get(source) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(Pattern::new(source)?);
+        self.patterns.insert(source.to_owned(), p.clone());
+        Ok(p)
+    }
+}
+
+fn redirect_path(obj: &Map<String, Value>) -> Result<Option<Box<str>>, String> {
+    match obj.get("redirectPath") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(p)) if p.is_empty() => Ok(None),
+        Some(Value::String(p)) => {
+            if !(p.starts_with('/') || (p.starts_with('@') && p.len() > 1)) {
+                return Err(format!(
+                    "redirectPath \"{p}\" must start with \"/\" (a URI) or \"@\" (a named location)"
+                ));
+            }
+            if p.contains('?') {
+                return Err(format!(
+                    "redirectPath \"{p}\" has a \"?\": the request's own query string is kept"
+                ));
+            }
+            Ok(Some(p.as_str().into()))
+        }
+        Some(other) => Err(format!("\"redirectPath\" must be a string, not {other}")),
+    }
+}
+
+/// An optional array of strings; `null` counts as absent.
+fn strings<'v>(obj: &'v Map<String, Value>, field: &str) -> Result<Vec<&'v str>, String> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().ok_or_else(|| format!("\"{field}\" has a non-string item {v}")))
+            .collect(),
+        Some(other) => Err(format!("\"{field}\" must be an array of strings, not {other}")),
+    }
+}
+
+/// RFC 9110 token characters: what a header name can be made of.
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}

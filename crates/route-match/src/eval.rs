@@ -1,0 +1,231 @@
+//! Per-request evaluation: first satisfied entry wins.
+//!
+//! The common path (method and header conditions) allocates nothing. The query string is
+//! decoded at most once per request, and only when an entry with a param condition is reached.
+
+use core::cell::{Cell, OnceCell};
+use core::fmt;
+use std::sync::Arc;
+
+use crate::pattern::Pattern;
+use crate::query::Params;
+
+/// What the evaluator needs to know about a request. All of it is raw bytes, as NGINX stored
+/// them; nothing needs to be valid UTF-8.
+pub trait RequestView {
+    /// The method name, e.g. `GET` (compared byte for byte, case-sensitively).
+    fn method(&self) -> &[u8];
+    /// Every request header line as (name, value), in arrival order, repeated names included.
+    fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])>;
+    /// The raw query string (without `?`), still percent-encoded.
+    fn query(&self) -> &[u8];
+    /// Called (at most once per evaluation) when a regex gave up: the match limit or the JIT
+    /// stack was exhausted. The condition counts as not matched.
+    fn regex_failed(&self, _entry: usize, _pattern: &str, _why: &str) {}
+}
+
+/// The result of evaluating a request against a list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome<'l> {
+    /// Entry `entry` won: internal redirect to `path` (a URI, or `@name`).
+    Redirect {
+        /// 0-based index of the winning entry.
+        entry: usize,
+        /// Its redirectPath.
+        path: &'l str,
+    },
+    /// No entry was satisfied.
+    NoMatch,
+    /// The data was unusable for this request.
+    Error(EvalError<'l>),
+}
+
+/// Why a list could not answer a request (contract section 4: a 500 with a log line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvalError<'l> {
+    /// A malformed entry was reached before any winner.
+    InvalidEntry {
+        /// 0-based index of the entry.
+        entry: usize,
+        /// What is wrong with it (the compile-time warning text).
+        reason: &'l str,
+    },
+    /// The winning entry has no redirectPath.
+    NoRedirectPath {
+        /// 0-based index of the entry.
+        entry: usize,
+    },
+}
+
+impl fmt::Display for EvalError<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EvalError::InvalidEntry { entry, reason } => {
+                write!(f, "entry {entry} is invalid: {reason}")
+            }
+            EvalError::NoRedirectPath { entry } => {
+                write!(f, "entry {entry} matched but has no redirectPath")
+            }
+        }
+    }
+}
+
+/// A compiled match list.
+#[derive(Debug)]
+pub struct MatchList {
+    entries: Box<[Entry]>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) body: Body,
+    pub(crate) redirect: Option<Box<str>>,
+}
+
+impl Entry {
+    pub(crate) fn invalid(reason: String) -> Entry {
+        Entry { body: Body::Invalid(reason.into()), redirect: None }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) enum Body {
+    /// `any: true`: satisfied by every request.
+    Any,
+    /// All present conditions must hold.
+    When { method: Option<Box<[u8]>>, headers: Box<[HeaderCond]>, params: Box<[ParamCond]> },
+    /// Malformed: an error when reached.
+    Invalid(Box<str>),
+}
+
+#[derive(Debug)]
+pub(crate) struct HeaderCond {
+    /// As written; compared ASCII-case-insensitively over the whole name.
+    pub(crate) name: Box<[u8]>,
+    pub(crate) test: Test,
+}
+
+#[derive(Debug)]
+pub(crate) struct ParamCond {
+    /// Compared byte for byte with the decoded request name.
+    pub(crate) name: Box<[u8]>,
+    pub(crate) test: Test,
+}
+
+#[derive(Debug)]
+pub(crate) enum Test {
+    Exact(Box<[u8]>),
+    Regex(Arc<Pattern>),
+}
+
+/// Per-evaluation state: the lazily decoded query, and whether a regex failure was reported.
+struct Ctx<'r, R: ?Sized> {
+    req: &'r R,
+    params: OnceCell<Params>,
+    reported: Cell<bool>,
+}
+
+impl<R: RequestView + ?Sized> Ctx<'_, R> {
+    fn regex(&self, p: &Pattern, subject: &[u8], entry: usize) -> bool {
+        match p.is_match(subject) {
+            Ok(m) => m,
+            Err(e) => {
+                if !self.reported.replace(true) {
+                    self.req.regex_failed(entry, p.as_str(), &e.0);
+                }
+                false
+            }
+        }
+    }
+
+    /// Exact: the value equals the whole line or one OWS-trimmed comma element of it.
+    /// Regex: the pattern is found in the whole line or in one such element.
+    fn line_holds(&self, test: &Test, line: &[u8], entry: usize) -> bool {
+        match test {
+            Test::Exact(v) => {
+                if line.len() < v.len() {
+                    return false;
+                }
+                **v == *line
+                    || (memchr::memchr(b',', line).is_some()
+                        && line.split(|&b| b == b',').any(|el| trim_ows(el) == &**v))
+            }
+            Test::Regex(p) => {
+                self.regex(p, line, entry)
+                    || (memchr::memchr(b',', line).is_some()
+                        && line.split(|&b| b == b',').map(trim_ows).any(|el| {
+                            !el.is_empty() && el.len() < line.len() && self.regex(p, el, entry)
+                        }))
+            }
+        }
+    }
+
+    fn header_holds(&self, c: &HeaderCond, entry: usize) -> bool {
+        self.req.headers().any(|(name, value)| {
+            !value.is_empty()
+                && name.len() == c.name.len()
+                && name.eq_ignore_ascii_case(&c.name)
+                && self.line_holds(&c.test, value, entry)
+        })
+    }
+
+    fn param_holds(&self, c: &ParamCond, entry: usize) -> bool {
+        let params = self.params.get_or_init(|| Params::parse(self.req.query()));
+        match params.first(&c.name) {
+            None | Some([]) => false,
+            Some(v) => match &c.test {
+                Test::Exact(want) => **want == *v,
+                Test::Regex(p) => self.regex(p, v, entry),
+            },
+        }
+    }
+}
+
+fn trim_ows(s: &[u8]) -> &[u8] {
+    let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = s.iter().position(|b| !is_ows(b)).unwrap_or(s.len());
+    let end = s.iter().rposition(|b| !is_ows(b)).map_or(start, |i| i + 1);
+    &s[start..end]
+}
+
+impl MatchList {
+    pub(crate) fn new(entries: Vec<Entry>) -> MatchList {
+        MatchList { entries: entries.into() }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the list has no entries (never true for a parsed list).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Evaluates `req`: the first satisfied entry wins; entries after it are never looked at.
+    /// A malformed entry reached before a winner is an error.
+    pub fn evaluate<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
+        let cx = Ctx { req, params: OnceCell::new(), reported: Cell::new(false) };
+        for (i, e) in self.entries.iter().enumerate() {
+            let satisfied = match &e.body {
+                Body::Any => true,
+                Body::Invalid(reason) => {
+                    return Outcome::Error(EvalError::InvalidEntry { entry: i, reason });
+                }
+                Body::When { method, headers, params } => {
+                    method.as_deref().is_none_or(|m| m == req.method())
+                        && headers.iter().all(|h| cx.header_holds(h, i))
+                        && params.iter().all(|p| cx.param_holds(p, i))
+                }
+            };
+            if satisfied {
+                return match &e.redirect {
+                    Some(path) => Outcome::Redirect { entry: i, path },
+                    None => Outcome::Error(EvalError::NoRedirectPath { entry: i }),
+                };
+            }
+        }
+        Outcome::NoMatch
+    }
+}

@@ -1,0 +1,44 @@
+//! NGINX Gateway Fabric match lists, natively.
+//!
+//! A *match list* is the JSON array that NGF's `httpmatches.js` evaluates: entries with
+//! `method`, `headers`, `params`, `any` and `redirectPath`. This crate parses such lists (one
+//! inline list, or a whole `matches.json` object of key -> list), compiles them once
+//! ([`MatchList`]), and evaluates a request against a compiled list ([`MatchList::evaluate`]):
+//! the first entry the request satisfies wins.
+//!
+//! The crate knows nothing about NGINX: a request is seen through [`RequestView`] (method bytes,
+//! header lines in arrival order, raw query bytes). Semantics are those of the project contract,
+//! sections 3-5 (`shared/design/contract.md`):
+//! - header names compare case-insensitively; a header condition holds on any whole line value
+//!   or any OWS-trimmed comma element of any line with that name;
+//! - a param condition uses the first occurrence of the (decoded) name; empty counts as absent;
+//! - regular expressions are PCRE2 (the dialect of njs and `location ~`), unanchored, with a
+//!   bounded amount of work per match;
+//! - a malformed entry compiles into "error when reached", with a warning at compile time.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod compile;
+mod eval;
+mod parse;
+mod pattern;
+mod query;
+
+pub use compile::{CompiledFile, CompiledList, Warning};
+pub use eval::{EvalError, MatchList, Outcome, RequestView};
+pub use parse::{ParseError, Syntax};
+pub use pattern::{MATCH_LIMIT, Pattern};
+
+/// Parses and compiles one match list (a JSON array), e.g. an inline `http_matches` argument or
+/// a `$http_matches` value.
+pub fn compile_list(json: &[u8], syntax: Syntax) -> Result<CompiledList, ParseError> {
+    compile::compile_list(json, syntax)
+}
+
+/// Parses and compiles a whole NGF `matches.json` (a JSON object: key -> match list).
+/// Identical lists (NGF writes one copy per hostname) are compiled once and shared.
+pub fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, ParseError> {
+    compile::compile_file(json, syntax)
+}
