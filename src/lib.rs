@@ -1,1 +1,117 @@
-//! placeholder
+//! `ngx_http_matches_module`: NGF's HTTPRoute header/query/method matching as a native NGINX
+//! module, a drop-in for `httpmatches.js`.
+//!
+//! This crate is the thin glue between NGINX and the `route-match` engine: directives, the
+//! content handler, variables. All unsafe code of the project lives here, each block with a
+//! `SAFETY:` comment. Every function NGINX calls is wrapped in [`guard`]: a Rust panic becomes a
+//! logged error (`[alert]` + 500 for requests, `[emerg]` for configuration), never a dead worker.
+
+use core::ffi::{c_char, c_void};
+use core::ptr::{addr_of, addr_of_mut};
+
+use ngx::ffi::{
+    NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE12, NGX_HTTP_LIF_CONF, NGX_HTTP_LOC_CONF,
+    NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE,
+    NGX_HTTP_SRV_CONF, ngx_command_t, ngx_conf_set_flag_slot, ngx_conf_t, ngx_http_module_t,
+    ngx_int_t, ngx_module_t, ngx_uint_t,
+};
+use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::ngx_string;
+
+mod cache;
+mod conf;
+mod guard;
+mod handler;
+mod util;
+
+pub use conf::{LocConf, MainConf};
+
+/// The module's marker type (configuration accessors come from the `ngx` traits).
+pub struct HttpMatchesModule;
+
+impl HttpModule for HttpMatchesModule {
+    fn module() -> &'static ngx_module_t {
+        // SAFETY: the module static is only written by NGINX while it loads the module (it sets
+        // `index` / `ctx_index`), before any of our code runs; after that it is read-only.
+        unsafe { &*addr_of!(ngx_http_matches_module) }
+    }
+
+    unsafe extern "C" fn preconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
+        guard::conf_status(cf, || conf::preconfiguration(cf))
+    }
+
+    unsafe extern "C" fn postconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
+        guard::conf_status(cf, || conf::postconfiguration(cf))
+    }
+}
+
+// SAFETY: the main conf of this module is always created by `conf::create_main_conf`, which
+// allocates a `MainConf`.
+unsafe impl HttpModuleMainConf for HttpMatchesModule {
+    type MainConf = MainConf;
+}
+
+// SAFETY: the location conf of this module is always created by `conf::create_loc_conf`, which
+// allocates a `LocConf`.
+unsafe impl HttpModuleLocationConf for HttpMatchesModule {
+    type LocationConf = LocConf;
+}
+
+static NGX_HTTP_MATCHES_MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
+    preconfiguration: Some(HttpMatchesModule::preconfiguration),
+    postconfiguration: Some(HttpMatchesModule::postconfiguration),
+    create_main_conf: Some(conf::create_main_conf),
+    init_main_conf: None,
+    create_srv_conf: None,
+    merge_srv_conf: None,
+    create_loc_conf: Some(conf::create_loc_conf),
+    merge_loc_conf: Some(conf::merge_loc_conf),
+};
+
+static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 4] = [
+    ngx_command_t {
+        name: ngx_string!("http_matches_load"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12) as ngx_uint_t,
+        set: Some(conf::cmd_http_matches_load),
+        conf: NGX_HTTP_MAIN_CONF_OFFSET,
+        offset: 0,
+        post: core::ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("http_matches"),
+        type_: (NGX_HTTP_LOC_CONF | NGX_HTTP_LIF_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE12)
+            as ngx_uint_t,
+        set: Some(conf::cmd_http_matches),
+        conf: NGX_HTTP_LOC_CONF_OFFSET,
+        offset: 0,
+        post: core::ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("http_matches_strict"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG)
+            as ngx_uint_t,
+        set: Some(ngx_conf_set_flag_slot),
+        conf: NGX_HTTP_LOC_CONF_OFFSET,
+        offset: core::mem::offset_of!(LocConf, strict),
+        post: core::ptr::null_mut(),
+    },
+    ngx_command_t::empty(),
+];
+
+/// The module object `load_module` finds through `ngx_modules`.
+#[used]
+#[allow(non_upper_case_globals)]
+#[unsafe(no_mangle)]
+pub static mut ngx_http_matches_module: ngx_module_t = ngx_module_t {
+    ctx: addr_of!(NGX_HTTP_MATCHES_MODULE_CTX) as *mut c_void,
+    // SAFETY: taking the address of a static does not read or write it.
+    commands: unsafe { addr_of_mut!(NGX_HTTP_MATCHES_COMMANDS[0]) },
+    type_: NGX_HTTP_MODULE as ngx_uint_t,
+    ..ngx_module_t::default()
+};
+
+#[cfg(feature = "export-modules")]
+ngx::ngx_modules!(ngx_http_matches_module);
+
+/// `NGX_CONF_OK` / `NGX_CONF_ERROR` for directive handlers.
+pub(crate) type ConfResult = *mut c_char;

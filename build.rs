@@ -1,0 +1,27 @@
+//! Turns what nginx-sys learned about the NGINX it builds against (DEP_NGINX_*) into cfgs, and
+//! hands the NGINX build directory to the end-to-end tests.
+
+use std::env;
+
+fn main() {
+    for var in ["FEATURES", "FEATURES_CHECK", "OS", "OS_CHECK", "VERSION_NUMBER", "BUILD_DIR"] {
+        println!("cargo::rerun-if-env-changed=DEP_NGINX_{var}");
+    }
+    let check = |var: &str| env::var(var).unwrap_or_else(|_| "any()".to_owned());
+    println!(
+        "cargo::rustc-check-cfg=cfg(ngx_feature, values({}))",
+        check("DEP_NGINX_FEATURES_CHECK")
+    );
+    println!("cargo::rustc-check-cfg=cfg(ngx_os, values({}))", check("DEP_NGINX_OS_CHECK"));
+    if let Ok(features) = env::var("DEP_NGINX_FEATURES") {
+        for f in features.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+            println!("cargo::rustc-cfg=ngx_feature=\"{f}\"");
+        }
+    }
+    if let Ok(os) = env::var("DEP_NGINX_OS") {
+        println!("cargo::rustc-cfg=ngx_os=\"{os}\"");
+    }
+    if let Ok(dir) = env::var("DEP_NGINX_BUILD_DIR") {
+        println!("cargo::rustc-env=DEP_NGINX_BUILD_DIR={dir}");
+    }
+}

@@ -1,0 +1,361 @@
+//! Configuration: directives, conf structures, variables, and everything decided at load time.
+//!
+//! Lists from `http_matches_load` and inline `http_matches` arguments are parsed and compiled
+//! here, in the master, while NGINX reads its configuration: never per request, never per
+//! worker. Problems surface at `nginx -t` in NGINX's own style.
+
+use core::ffi::c_void;
+use std::sync::Arc;
+
+use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Pool, Status};
+use ngx::ffi::{
+    NGX_CONF_UNSET, NGX_LOG_EMERG, NGX_LOG_WARN, ngx_command_t, ngx_conf_full_name, ngx_conf_t,
+    ngx_flag_t, ngx_hash_key_t, ngx_http_add_variable, ngx_http_get_variable_index,
+    ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_uint_t,
+};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
+use ngx::{ngx_conf_log_error, ngx_log_error};
+use route_match::{CompiledFile, MatchList, Syntax, Warning};
+
+use crate::util::{conf_args, conf_where, text};
+use crate::{ConfResult, HttpMatchesModule, guard, handler};
+
+/// `http {}` level state.
+#[derive(Default)]
+pub struct MainConf {
+    /// The compiled `http_matches_load` file.
+    pub(crate) file: Option<Arc<CompiledFile>>,
+    /// Its absolute path, for log lines.
+    pub(crate) file_name: String,
+    /// Where `http_matches_load` stands ("file:line"), and the file's malformed entries,
+    /// reported in postconfiguration once `http_matches_strict` at http level is known.
+    file_where: String,
+    file_warnings: Vec<Warning>,
+    /// Some location uses `http_matches`.
+    used: bool,
+    /// Indexes of `$match_key` and `$http_matches`, when some `set` declares them.
+    pub(crate) match_key: Option<ngx_uint_t>,
+    pub(crate) http_matches: Option<ngx_uint_t>,
+    /// Indexes of `$matches_redirect` and `$matches_entry`.
+    pub(crate) var_redirect: ngx_uint_t,
+    pub(crate) var_entry: ngx_uint_t,
+}
+
+/// Location level state (also `server` and `http` for `http_matches_strict`).
+pub struct LocConf {
+    /// `http_matches_strict`; `NGX_CONF_UNSET` until set or merged.
+    pub strict: ngx_flag_t,
+    /// `http_matches` appeared here.
+    pub(crate) enabled: bool,
+    /// The inline list, compiled at configuration time.
+    pub(crate) inline: Option<Arc<MatchList>>,
+    /// `syntax=` for `$http_matches` values.
+    pub(crate) var_syntax: Syntax,
+    /// Malformed entries of the inline list and where the directive stands: reported at merge,
+    /// when `http_matches_strict` is known.
+    pending: Vec<Warning>,
+    pending_where: String,
+}
+
+impl Default for LocConf {
+    fn default() -> Self {
+        LocConf {
+            strict: NGX_CONF_UNSET as ngx_flag_t,
+            enabled: false,
+            inline: None,
+            var_syntax: Syntax::Auto,
+            pending: Vec::new(),
+            pending_where: String::new(),
+        }
+    }
+}
+
+const VAR_REDIRECT: &str = "matches_redirect";
+const VAR_ENTRY: &str = "matches_entry";
+
+pub(crate) unsafe extern "C" fn create_main_conf(cf: *mut ngx_conf_t) -> *mut c_void {
+    // SAFETY: `cf->pool` is the configuration pool; `allocate` registers a cleanup that drops
+    // the Rust value when the cycle is destroyed.
+    unsafe { Pool::from_ngx_pool((*cf).pool).allocate(MainConf::default()) as *mut c_void }
+}
+
+pub(crate) unsafe extern "C" fn create_loc_conf(cf: *mut ngx_conf_t) -> *mut c_void {
+    // SAFETY: as above.
+    unsafe { Pool::from_ngx_pool((*cf).pool).allocate(LocConf::default()) as *mut c_void }
+}
+
+pub(crate) unsafe extern "C" fn merge_loc_conf(
+    cf: *mut ngx_conf_t,
+    prev: *mut c_void,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: NGINX passes this module's parent and child location confs, both created by
+        // `create_loc_conf`; they are distinct objects.
+        let (prev, conf) = unsafe { (&*(prev as *const LocConf), &mut *(conf as *mut LocConf)) };
+        if conf.strict == NGX_CONF_UNSET as ngx_flag_t {
+            conf.strict = if prev.strict == NGX_CONF_UNSET as ngx_flag_t { 0 } else { prev.strict };
+        }
+        // An inline list is inherited like other directives (this is what makes `http_matches`
+        // work inside `if` blocks of its location).
+        if conf.inline.is_none() && !conf.enabled {
+            conf.inline = prev.inline.clone();
+            conf.var_syntax = prev.var_syntax;
+        }
+        let warnings = core::mem::take(&mut conf.pending);
+        report(cf, &warnings, &conf.pending_where, conf.strict == 1)
+    })
+}
+
+/// Logs malformed entries: `[warn]`, or `[emerg]` and a failed configuration when strict.
+fn report(cf: *mut ngx_conf_t, warnings: &[Warning], at: &str, strict: bool) -> ConfResult {
+    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
+    let log = unsafe { (*cf).log };
+    for w in warnings {
+        if strict {
+            ngx_log_error!(
+                NGX_LOG_EMERG,
+                log,
+                "http_matches: {w} (http_matches_strict is on) in {at}"
+            );
+        } else {
+            ngx_log_error!(
+                NGX_LOG_WARN,
+                log,
+                "http_matches: {w}; the entry answers 500 when a request reaches it in {at}"
+            );
+        }
+    }
+    if strict && !warnings.is_empty() { NGX_CONF_ERROR } else { NGX_CONF_OK }
+}
+
+/// Splits directive arguments into the `syntax=` option and the others.
+fn split_syntax(args: &[ngx_str_t]) -> Result<(Syntax, Vec<&[u8]>), String> {
+    let mut syntax = Syntax::Auto;
+    let mut rest = Vec::new();
+    for a in args {
+        match a.as_bytes().strip_prefix(b"syntax=") {
+            Some(v) => {
+                syntax =
+                    core::str::from_utf8(v).ok().and_then(Syntax::from_name).ok_or_else(|| {
+                        format!("invalid \"syntax={}\": use auto, typed or untyped", text(v))
+                    })?;
+            }
+            None => rest.push(a.as_bytes()),
+        }
+    }
+    Ok((syntax, rest))
+}
+
+/// `http_matches_load FILE [syntax=auto|typed|untyped];`
+pub(crate) unsafe extern "C" fn cmd_http_matches_load(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: the directive is registered with NGX_HTTP_MAIN_CONF_OFFSET, so `conf` is this
+        // module's main conf, created by `create_main_conf`.
+        let mcf = unsafe { &mut *(conf as *mut MainConf) };
+        if mcf.file.is_some() {
+            return c"is duplicate".as_ptr().cast_mut();
+        }
+        // SAFETY: called from a directive handler.
+        let args = unsafe { conf_args(cf) };
+        let (syntax, rest) = match split_syntax(args.get(1..).unwrap_or_default()) {
+            Ok(v) => v,
+            Err(e) => {
+                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: {e}");
+                return NGX_CONF_ERROR;
+            }
+        };
+        let [path] = rest[..] else {
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_load: expected one FILE");
+            return NGX_CONF_ERROR;
+        };
+        let mut name = ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() };
+        // SAFETY: `ngx_conf_full_name` resolves `name` against the configuration prefix,
+        // allocating the result in the cycle pool; `name` points at the argument, alive here.
+        if unsafe { ngx_conf_full_name((*cf).cycle, &mut name, 1) } != ngx::ffi::NGX_OK as ngx_int_t
+        {
+            return NGX_CONF_ERROR;
+        }
+        let file_name = text(name.as_bytes()).into_owned();
+        let json = match std::fs::read(&file_name) {
+            Ok(j) => j,
+            Err(e) => {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches: cannot read \"{file_name}\": {e}"
+                );
+                return NGX_CONF_ERROR;
+            }
+        };
+        match route_match::compile_file(&json, syntax) {
+            Ok(file) => {
+                mcf.file_warnings = file.warnings.clone();
+                mcf.file = Some(Arc::new(file));
+                mcf.file_name = file_name;
+                // SAFETY: called from a directive handler.
+                mcf.file_where = unsafe { conf_where(cf) };
+                NGX_CONF_OK
+            }
+            Err(e) => {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches: invalid \"{file_name}\": {e}"
+                );
+                NGX_CONF_ERROR
+            }
+        }
+    })
+}
+
+/// `http_matches [JSON_LIST] [syntax=auto|typed|untyped];`
+pub(crate) unsafe extern "C" fn cmd_http_matches(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: registered with NGX_HTTP_LOC_CONF_OFFSET: `conf` is this module's location
+        // conf, created by `create_loc_conf`.
+        let lcf = unsafe { &mut *(conf as *mut LocConf) };
+        if lcf.enabled {
+            return c"is duplicate".as_ptr().cast_mut();
+        }
+        // SAFETY: called from a directive handler.
+        let args = unsafe { conf_args(cf) };
+        let (syntax, rest) = match split_syntax(args.get(1..).unwrap_or_default()) {
+            Ok(v) => v,
+            Err(e) => {
+                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: {e}");
+                return NGX_CONF_ERROR;
+            }
+        };
+        lcf.enabled = true;
+        lcf.var_syntax = syntax;
+        match rest[..] {
+            [] => {}
+            [json] => match route_match::compile_list(json, syntax) {
+                Ok(c) => {
+                    lcf.inline = Some(Arc::new(c.list));
+                    lcf.pending = c.warnings;
+                    // SAFETY: called from a directive handler.
+                    lcf.pending_where = unsafe { conf_where(cf) };
+                }
+                Err(e) => {
+                    ngx_conf_log_error!(
+                        NGX_LOG_EMERG,
+                        cf,
+                        "http_matches: invalid inline match list: {e}"
+                    );
+                    return NGX_CONF_ERROR;
+                }
+            },
+            _ => {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches: expected at most one match list (a JSON array)"
+                );
+                return NGX_CONF_ERROR;
+            }
+        }
+        // SAFETY: `cf` is parsing a location (or `if`) block, so the core module's location
+        // conf exists; we only set its content handler, as `proxy_pass` or `return` do.
+        match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
+            Some(clcf) => clcf.handler = Some(handler::content_handler),
+            None => return NGX_CONF_ERROR,
+        }
+        // SAFETY: as above, the http main conf of this module exists while parsing.
+        if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
+            mcf.used = true;
+        }
+        NGX_CONF_OK
+    })
+}
+
+/// Registers `$matches_redirect` and `$matches_entry` before the configuration is parsed, so
+/// `log_format` and friends can name them.
+pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
+    for name in [VAR_REDIRECT, VAR_ENTRY] {
+        let mut n = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
+        // SAFETY: `ngx_http_add_variable` copies the name into the configuration pool.
+        let v = unsafe { ngx_http_add_variable(cf, &mut n, 0) };
+        if v.is_null() {
+            return Status::NGX_ERROR;
+        }
+        // SAFETY: `v` is the variable NGINX just created; we set its getter.
+        unsafe { (*v).get_handler = Some(variable_not_set) };
+    }
+    Status::NGX_OK
+}
+
+/// Getter of our variables: until the handler stores a value (see `handler`), there is none.
+unsafe extern "C" fn variable_not_set(
+    _r: *mut ngx_http_request_t,
+    v: *mut ngx_http_variable_value_t,
+    _data: usize,
+) -> ngx_int_t {
+    // SAFETY: NGINX passes the value slot to fill.
+    unsafe { (*v).set_not_found(1) };
+    Status::NGX_OK.into()
+}
+
+/// Whether some directive (`set`, `map`, ...) declared a variable named `name`.
+fn declared(cf: *mut ngx_conf_t, name: &str) -> bool {
+    // SAFETY: during postconfiguration the core main conf and its `variables_keys` (freed only
+    // later, by ngx_http_variables_init_vars) are alive; `keys` is an array of ngx_hash_key_t.
+    unsafe {
+        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return false };
+        let vk = cmcf.variables_keys;
+        if vk.is_null() || (*vk).keys.nelts == 0 {
+            return false;
+        }
+        let keys =
+            core::slice::from_raw_parts((*vk).keys.elts as *const ngx_hash_key_t, (*vk).keys.nelts);
+        keys.iter().any(|k| k.key.as_bytes() == name.as_bytes())
+    }
+}
+
+fn variable_index(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint_t> {
+    let mut n = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
+    // SAFETY: valid during configuration; the name is copied by NGINX.
+    let i = unsafe { ngx_http_get_variable_index(cf, &mut n) };
+    (i != ngx::ffi::NGX_ERROR as ngx_int_t).then_some(i as ngx_uint_t)
+}
+
+/// Reports the file's malformed entries (strictness of the http level) and resolves the
+/// variables the handler reads.
+pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
+    // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
+    let cf_ref = unsafe { &*cf };
+    let strict = HttpMatchesModule::location_conf(cf_ref).is_some_and(|l| l.strict == 1);
+    let Some(mcf) = HttpMatchesModule::main_conf_mut(cf_ref) else { return Status::NGX_ERROR };
+    let warnings = core::mem::take(&mut mcf.file_warnings);
+    if report(cf, &warnings, &mcf.file_where, strict) == NGX_CONF_ERROR {
+        return Status::NGX_ERROR;
+    }
+    if !mcf.used {
+        return Status::NGX_OK;
+    }
+    // Only variables that some `set` declares: asking NGINX for an undeclared one would fail
+    // the configuration with "unknown variable".
+    if mcf.file.is_some() && declared(cf, "match_key") {
+        mcf.match_key = variable_index(cf, "match_key");
+    }
+    if declared(cf, "http_matches") {
+        mcf.http_matches = variable_index(cf, "http_matches");
+    }
+    match (variable_index(cf, VAR_REDIRECT), variable_index(cf, VAR_ENTRY)) {
+        (Some(r), Some(e)) => {
+            mcf.var_redirect = r;
+            mcf.var_entry = e;
+            Status::NGX_OK
+        }
+        _ => Status::NGX_ERROR,
+    }
+}

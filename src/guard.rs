@@ -1,0 +1,78 @@
+//! Panic containment: no Rust panic may unwind into NGINX (it would abort the worker).
+//! Each entry point runs its body under `catch_unwind`; a panic becomes a logged error.
+
+use core::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use ngx::core::{NGX_CONF_ERROR, Status};
+use ngx::ffi::{
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT, NGX_LOG_EMERG, ngx_conf_t, ngx_http_request_t,
+    ngx_int_t,
+};
+use ngx::{ngx_conf_log_error, ngx_log_error};
+
+use crate::ConfResult;
+
+fn describe(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "(no message)"
+    }
+}
+
+/// Runs a request handler body; a panic answers 500 and logs an `[alert]`.
+pub(crate) fn request(r: *mut ngx_http_request_t, body: impl FnOnce() -> ngx_int_t) -> ngx_int_t {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(rc) => rc,
+        Err(payload) => {
+            // SAFETY: NGINX passed a valid request whose connection (and its log) outlives
+            // every handler call.
+            let log = unsafe { (*(*r).connection).log };
+            ngx_log_error!(
+                NGX_LOG_ALERT,
+                log,
+                "http_matches: internal error (panic: {}); the request gets 500, the worker \
+                 keeps serving",
+                describe(&*payload)
+            );
+            NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
+        }
+    }
+}
+
+/// Runs a directive handler body; a panic fails the configuration with an `[emerg]`.
+pub(crate) fn directive(cf: *mut ngx_conf_t, body: impl FnOnce() -> ConfResult) -> ConfResult {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(rc) => rc,
+        Err(payload) => {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches: internal error (panic: {})",
+                describe(&*payload)
+            );
+            NGX_CONF_ERROR
+        }
+    }
+}
+
+/// Runs a configuration hook that returns a status (pre/postconfiguration).
+pub(crate) fn conf_status(cf: *mut ngx_conf_t, body: impl FnOnce() -> Status) -> ngx_int_t {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(rc) => rc.into(),
+        Err(payload) => {
+            // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
+            let log = unsafe { (*cf).log };
+            ngx_log_error!(
+                NGX_LOG_EMERG,
+                log,
+                "http_matches: internal error (panic: {})",
+                describe(&*payload)
+            );
+            Status::NGX_ERROR.into()
+        }
+    }
+}

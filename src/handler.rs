@@ -1,0 +1,294 @@
+//! The content handler of locations with `http_matches`.
+//!
+//! Per request: pick the list (inline, `$match_key` in the loaded file, or a cached
+//! `$http_matches` value), evaluate it over the request as NGINX stored it (no copies), then
+//! internally redirect to the winner with the request's own `r->args`, answer 404 through
+//! NGINX's special responses, or 500 with one `[error]` line that says what was wrong.
+
+use core::fmt;
+use std::rc::Rc;
+
+use ngx::ffi::{
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND, NGX_LOG_ERR, NGX_LOG_NOTICE, NGX_LOG_WARN,
+    ngx_http_internal_redirect, ngx_http_named_location, ngx_http_request_t, ngx_int_t,
+    ngx_list_part_t, ngx_log_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::{ngx_log_debug_mask, ngx_log_error};
+use route_match::{MatchList, Outcome, RequestView};
+
+use crate::cache::{self, Cached, Lookup};
+use crate::util::{pool_str, text};
+use crate::{HttpMatchesModule, guard};
+
+pub(crate) unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
+    // SAFETY: NGINX calls content handlers with a valid request that stays alive (and is not
+    // touched by anyone else) for the duration of the call.
+    guard::request(r, || unsafe { handle(r) })
+}
+
+/// Where the list of this request came from, for log lines.
+enum Source<'a> {
+    Inline,
+    Key { key: &'a [u8], file: &'a str },
+    Variable,
+}
+
+impl fmt::Display for Source<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Inline => f.write_str("inline list"),
+            Source::Key { key, file } => write!(f, "list \"{}\" of \"{file}\"", text(key)),
+            Source::Variable => f.write_str("list in $http_matches"),
+        }
+    }
+}
+
+/// Logs the reason at `[error]` and answers 500.
+fn fail(log: *mut ngx_log_t, args: fmt::Arguments<'_>) -> ngx_int_t {
+    ngx_log_error!(NGX_LOG_ERR, log, "http_matches: {args}");
+    NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
+}
+
+/// # Safety
+/// `r` must be a valid request in the content phase of a location with `http_matches`.
+unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
+    // SAFETY: see `content_handler`.
+    let req = unsafe { &*r };
+    // SAFETY: every request has a connection with a log.
+    let log = unsafe { (*req.connection).log };
+    let (Some(lcf), Some(mcf)) =
+        (HttpMatchesModule::location_conf(req), HttpMatchesModule::main_conf(req))
+    else {
+        return fail(log, format_args!("module configuration is missing"));
+    };
+    // A value stored by `set` in this request (never a getter's fallback; see `client_value`).
+    // SAFETY: `index` came from ngx_http_get_variable_index for this configuration, so it is
+    // within `r->variables`, which has one slot per indexed variable.
+    let set_value = |index: Option<ngx_uint_t>| -> Option<&[u8]> {
+        let v = unsafe { &*req.variables.add(index?) };
+        (v.valid() == 1 && v.not_found() == 0 && v.len() > 0).then(|| v.as_bytes())
+    };
+
+    let cached: Rc<Cached>;
+    let (list, source): (&MatchList, Source<'_>) = if let Some(inline) = &lcf.inline {
+        (inline, Source::Inline)
+    } else if let (Some(file), Some(key)) = (&mcf.file, set_value(mcf.match_key)) {
+        let source = Source::Key { key, file: &mcf.file_name };
+        match file.get(key) {
+            Some(list) => (list, source),
+            None => {
+                return fail(
+                    log,
+                    format_args!(
+                        "the key \"{}\" ($match_key) is not defined in \"{}\"",
+                        text(key),
+                        mcf.file_name
+                    ),
+                );
+            }
+        }
+    } else if let Some(value) = set_value(mcf.http_matches) {
+        if client_value(req, value) {
+            return fail(
+                log,
+                format_args!(
+                    "$http_matches holds the client's \"Matches\" request header, not a list \
+                     set in the configuration; refused"
+                ),
+            );
+        }
+        let (c, lookup) = cache::get(lcf.var_syntax, value);
+        if let Lookup::Compiled(flushed) = lookup {
+            if flushed {
+                ngx_log_error!(
+                    NGX_LOG_NOTICE,
+                    log,
+                    "http_matches: more than {} distinct $http_matches values in this worker; \
+                     the cache of compiled values was emptied",
+                    cache::MAX_VALUES
+                );
+            }
+            if let Ok(compiled) = &*c {
+                for w in &compiled.warnings {
+                    ngx_log_error!(NGX_LOG_WARN, log, "http_matches: $http_matches {w}");
+                }
+            }
+        }
+        cached = c;
+        match &*cached {
+            Ok(compiled) => (&compiled.list, Source::Variable),
+            Err(e) => return fail(log, format_args!("invalid $http_matches: {e}")),
+        }
+    } else {
+        let key_state = match (&mcf.file, mcf.match_key) {
+            (None, _) => "no http_matches_load",
+            (Some(_), None) => "$match_key is never set",
+            (Some(_), Some(_)) => "$match_key is not set or empty here",
+        };
+        return fail(
+            log,
+            format_args!(
+                "no match list for this request: no inline list, {key_state}, and \
+                 $http_matches is not set here"
+            ),
+        );
+    };
+
+    let view = View { r: req, log };
+    match list.evaluate(&view) {
+        Outcome::Redirect { entry, path } => {
+            ngx_log_debug_mask!(
+                DebugMask::Http,
+                log,
+                "http_matches: {source}: entry {entry} of {} wins, redirect to \"{path}\"",
+                list.len()
+            );
+            // SAFETY: `r` is valid (see above) and nobody else holds references into it now.
+            unsafe { redirect(r, path, entry) }
+        }
+        Outcome::NoMatch => {
+            ngx_log_debug_mask!(
+                DebugMask::Http,
+                log,
+                "http_matches: {source}: none of {} entries matches, 404",
+                list.len()
+            );
+            NGX_HTTP_NOT_FOUND as ngx_int_t
+        }
+        Outcome::Error(e) => fail(log, format_args!("{source}: {e}")),
+    }
+}
+
+/// Stores `$matches_redirect` / `$matches_entry`, then redirects keeping `r->args`.
+///
+/// # Safety
+/// `r` must be a valid request in the content phase, with no outstanding references into it.
+unsafe fn redirect(r: *mut ngx_http_request_t, path: &str, entry: usize) -> ngx_int_t {
+    // SAFETY: the caller guarantees `r`; the pool outlives the request, so the copies stay
+    // valid for the URI and the variables.
+    unsafe {
+        let log = (*(*r).connection).log;
+        let mut digits = [0u8; 20];
+        let entry_text = format_usize(entry, &mut digits);
+        let (Some(mut uri), Some(entry_str)) =
+            (pool_str((*r).pool, path.as_bytes()), pool_str((*r).pool, entry_text))
+        else {
+            return fail(log, format_args!("out of memory"));
+        };
+        if let Some(mcf) = HttpMatchesModule::main_conf(&*r) {
+            store_variable(r, mcf.var_redirect, uri);
+            store_variable(r, mcf.var_entry, entry_str);
+        }
+        if path.starts_with('@') {
+            ngx_http_named_location(r, &mut uri)
+        } else {
+            // The original query string, byte for byte (ngx's Request::internal_redirect would
+            // drop it).
+            let args: *mut ngx_str_t = &mut (*r).args;
+            ngx_http_internal_redirect(r, &mut uri, args)
+        }
+    }
+}
+
+/// Sets an indexed variable's value for the rest of the request (it survives the internal
+/// redirect: `r->variables` is kept).
+///
+/// # Safety
+/// `index` must be an indexed variable of this configuration and `value` live as long as `r`.
+unsafe fn store_variable(r: *mut ngx_http_request_t, index: ngx_uint_t, value: ngx_str_t) {
+    // SAFETY: see the function's contract.
+    unsafe {
+        let v = &mut *(*r).variables.add(index);
+        v.set_len(value.len as u32);
+        v.data = value.data;
+        v.set_valid(1);
+        v.set_no_cacheable(0);
+        v.set_not_found(0);
+        v.set_escape(0);
+    }
+}
+
+fn format_usize(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// Whether `value` is what a client sent as `Matches:` (what `$http_matches` reads in a
+/// location where no `set` ran, if something evaluated it before us).
+fn client_value(req: &ngx_http_request_t, value: &[u8]) -> bool {
+    let lines: Vec<&[u8]> = HeaderLines::new(req)
+        .filter(|(name, _)| name.eq_ignore_ascii_case(b"matches"))
+        .map(|(_, v)| v)
+        .collect();
+    lines.contains(&value) || (lines.len() > 1 && lines.join(&b", "[..]) == value)
+}
+
+/// The request as the engine sees it: borrowed NGINX memory, no copies.
+struct View<'r> {
+    r: &'r ngx_http_request_t,
+    log: *mut ngx_log_t,
+}
+
+impl RequestView for View<'_> {
+    fn method(&self) -> &[u8] {
+        self.r.method_name.as_bytes()
+    }
+    fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        HeaderLines::new(self.r)
+    }
+    fn query(&self) -> &[u8] {
+        self.r.args.as_bytes()
+    }
+    fn regex_failed(&self, entry: usize, pattern: &str, why: &str) {
+        ngx_log_error!(
+            NGX_LOG_WARN,
+            self.log,
+            "http_matches: regular expression \"{pattern}\" of entry {entry} gave up ({why}); \
+             counted as no match"
+        );
+    }
+}
+
+/// Every request header line in arrival order (`r->headers_in.headers`).
+struct HeaderLines<'r> {
+    part: Option<&'r ngx_list_part_t>,
+    i: usize,
+}
+
+impl<'r> HeaderLines<'r> {
+    fn new(r: &'r ngx_http_request_t) -> Self {
+        HeaderLines { part: Some(&r.headers_in.headers.part), i: 0 }
+    }
+}
+
+impl<'r> Iterator for HeaderLines<'r> {
+    type Item = (&'r [u8], &'r [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let part = self.part?;
+            if self.i >= part.nelts {
+                // SAFETY: `next` is null or the next part of the same list, alive as long as
+                // the request.
+                self.part = unsafe { part.next.as_ref() };
+                self.i = 0;
+                continue;
+            }
+            // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t of the headers list.
+            let h = unsafe { &*(part.elts as *const ngx_table_elt_t).add(self.i) };
+            self.i += 1;
+            // hash == 0 marks a header NGINX ignores.
+            if h.hash != 0 {
+                return Some((h.key.as_bytes(), h.value.as_bytes()));
+            }
+        }
+    }
+}
