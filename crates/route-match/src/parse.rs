@@ -80,7 +80,8 @@ impl From<serde_json::Error> for ParseError {
             Some(i) if e.line() > 0 => full[..i].to_owned(),
             _ => full,
         };
-        ParseError { message, line: e.line(), column: e.column() }
+        // serde_json says column 0 for an error at the very start of a line.
+        ParseError { message, line: e.line(), column: e.column().max(usize::from(e.line() > 0)) }
     }
 }
 

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build needs (only those missing). Run as root.
+#   libclang-dev  bindgen (nginx-sys) needs libclang and clang's builtin headers
+#   libpcre2-dev  NGINX's rewrite module and our regex engine (PCRE2)
+#   extra packages can be named as arguments (run.sh adds curl).
+set -euo pipefail
+want=(libclang-dev libpcre2-dev pkg-config make "$@")
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}" >&2
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

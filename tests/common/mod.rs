@@ -1,0 +1,220 @@
+//! End-to-end harness: a real NGINX with the module loaded, in a scratch prefix, on a free
+//! loopback port; raw HTTP/1.0 requests; the error log.
+//!
+//! Binaries: `NGX_MATCHES_NGINX` and `NGX_MATCHES_MODULE` (scripts/test.sh sets both from
+//! scripts/build.sh), else the vendored NGINX that nginx-sys built and the module cargo built
+//! next to this test. `NGX_MATCHES_KEEP=1` keeps the scratch directories.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+pub fn nginx_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("NGX_MATCHES_NGINX") {
+        return p.into();
+    }
+    let dir = option_env!("DEP_NGINX_BUILD_DIR").expect("set NGX_MATCHES_NGINX (scripts/build.sh)");
+    PathBuf::from(dir).join("nginx")
+}
+
+pub fn module_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("NGX_MATCHES_MODULE") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent().expect("deps dir").join("libngx_http_matches.so")
+}
+
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// A scratch prefix: conf/, logs/, tmp/.
+pub struct Prefix {
+    pub dir: PathBuf,
+    pub port: u16,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port()
+}
+
+impl Prefix {
+    /// Writes `conf/nginx.conf` (with `http_body` inside `http {}`, `{PORT}` replaced) and
+    /// the given extra files under `conf/`.
+    pub fn new(name: &str, http_body: &str, files: &[(&str, &str)]) -> Prefix {
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("e2e-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for sub in ["conf", "logs", "tmp"] {
+            std::fs::create_dir_all(dir.join(sub)).expect("scratch dir");
+        }
+        let port = free_port();
+        let p = Prefix { dir, port };
+        p.write_conf(http_body);
+        for (f, text) in files {
+            p.write(f, text);
+        }
+        p
+    }
+
+    pub fn write(&self, file: &str, text: &str) {
+        std::fs::write(self.dir.join("conf").join(file), text).expect("write conf file");
+    }
+
+    pub fn write_conf(&self, http_body: &str) {
+        let conf = format!(
+            "load_module {module};\n\
+             daemon off;\nmaster_process on;\nworker_processes 1;\n\
+             error_log logs/error.log info;\npid logs/nginx.pid;\n\
+             events {{ worker_connections 512; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path tmp/body;\n  \
+             proxy_temp_path tmp/proxy;\n  fastcgi_temp_path tmp/fcgi;\n  uwsgi_temp_path tmp/uwsgi;\n  \
+             scgi_temp_path tmp/scgi;\n{body}\n}}\n",
+            module = module_path().display(),
+            body = http_body.replace("{PORT}", &self.port.to_string()),
+        );
+        self.write("nginx.conf", &conf);
+    }
+
+    fn command(&self) -> Command {
+        let mut c = Command::new(nginx_binary());
+        c.arg("-p").arg(format!("{}/", self.dir.display())).arg("-c").arg("conf/nginx.conf");
+        c
+    }
+
+    /// `nginx -t`: (success, what it printed).
+    pub fn test(&self) -> (bool, String) {
+        let out = self.command().arg("-t").output().expect("run nginx -t");
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    pub fn start(self) -> Nginx {
+        let child = self
+            .command()
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start nginx");
+        let n = Nginx { prefix: self, child: Some(child) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", n.prefix.port)).is_err() {
+            assert!(Instant::now() < deadline, "nginx did not start:\n{}", n.error_log());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        n
+    }
+}
+
+pub struct Nginx {
+    pub prefix: Prefix,
+    child: Option<Child>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl Nginx {
+    pub fn start(name: &str, http_body: &str, files: &[(&str, &str)]) -> Nginx {
+        let p = Prefix::new(name, http_body, files);
+        let (ok, out) = p.test();
+        assert!(ok, "nginx -t failed:\n{out}");
+        p.start()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.prefix.port
+    }
+
+    /// Sends raw bytes, reads the whole answer (HTTP/1.0, the server closes).
+    pub fn raw(&self, request: &[u8]) -> std::io::Result<Resp> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port()))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        s.write_all(request)?;
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf)?;
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        Ok(Resp { status, head: head.to_owned(), body: body.to_owned() })
+    }
+
+    pub fn req(&self, method: &str, target: &str, headers: &[(&str, &str)]) -> Resp {
+        let mut r = format!("{method} {target} HTTP/1.0\r\nHost: localhost\r\n");
+        for (n, v) in headers {
+            r.push_str(&format!("{n}: {v}\r\n"));
+        }
+        r.push_str("\r\n");
+        self.raw(r.as_bytes()).unwrap_or_else(|e| panic!("{method} {target}: {e}"))
+    }
+
+    pub fn get(&self, target: &str, headers: &[(&str, &str)]) -> Resp {
+        self.req("GET", target, headers)
+    }
+
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.prefix.dir.join("logs/error.log")).unwrap_or_default()
+    }
+
+    /// `nginx -s SIGNAL` against this prefix.
+    pub fn signal(&self, sig: &str) -> (bool, String) {
+        let out = self.prefix.command().arg("-s").arg(sig).output().expect("nginx -s");
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    /// Sends SIGHUP to the master (a reload that does not parse the configuration first, as
+    /// `nginx -s reload` would).
+    pub fn hup(&self) {
+        let pid = self.child.as_ref().map(Child::id).expect("running");
+        let ok = Command::new("kill").arg("-HUP").arg(pid.to_string()).status().expect("kill");
+        assert!(ok.success());
+    }
+
+    /// Waits until the error log has `needle` (a reload finishing, say).
+    pub fn wait_log(&self, needle: &str, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.error_log().matches(needle).count() < count {
+            assert!(Instant::now() < deadline, "no {needle:?} in the log:\n{}", self.error_log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops NGINX and checks that no worker died and nothing was logged at `[alert]`.
+    pub fn finish(mut self) {
+        self.stop();
+        let log = self.error_log();
+        assert!(!log.contains("exited on signal"), "a worker crashed:\n{log}");
+        assert!(!log.contains("[alert]"), "alerts in the error log:\n{log}");
+        if std::env::var_os("NGX_MATCHES_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.prefix.dir);
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = self.signal("quit");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
