@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::Nginx;
+use common::{Headers, Nginx};
 
 #[test]
 fn ngf_blog_example_routes_as_documented() {
@@ -10,7 +10,7 @@ fn ngf_blog_example_routes_as_documented() {
     let http = std::fs::read_to_string(format!("{root}/nginx-conf/example/http.conf")).unwrap();
     let json = std::fs::read_to_string(format!("{root}/nginx-conf/example/matches.json")).unwrap();
     let n = Nginx::start("example", &http, &[("matches.json", &json)]);
-    let cases: &[(&str, &[(&str, &str)], &str)] = &[
+    let cases: &[(&str, Headers, &str)] = &[
         ("/coffee", &[], "coffee-v1 answered /coffee\n"),
         ("/coffee", &[("version", "v2")], "coffee-v2 answered /coffee\n"),
         ("/coffee/latte?TEST=v2", &[], "coffee-v2 answered /coffee/latte?TEST=v2\n"),

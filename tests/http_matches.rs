@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Nginx, Prefix, Resp};
+use common::{Headers, Nginx, Prefix, Resp};
 
 /// The list every carrier serves. Anchors use `(?!.)` rather than `$`, which `set` would read
 /// as a variable.
@@ -18,7 +18,8 @@ const L: &str = r#"[{"method":"POST","redirectPath":"/t/post"},
 /// Entry 1 is malformed: reached only when entry 0 fails.
 const BAD: &str = r#"[{"headers":["x-first:Exact:1"],"redirectPath":"/t/first"},
  {"headers":["x:Bogus:1"],"redirectPath":"/t/bad"},{"any":true,"redirectPath":"/t/any"}]"#;
-const ANY: &str = r#"[{"headers":["x:Exact:1"],"redirectPath":"/t/x"},{"any":true,"redirectPath":"/t/any"}]"#;
+const ANY: &str =
+    r#"[{"headers":["x:Exact:1"],"redirectPath":"/t/x"},{"any":true,"redirectPath":"/t/any"}]"#;
 
 const CARRIERS: [&str; 3] = ["inline", "key", "var"];
 
@@ -48,18 +49,21 @@ fn server() -> Nginx {
            {locations}
          }}"
     );
-    let json = format!(
-        r#"{{"l":{},"bad":{},"any":{}}}"#,
-        one_line(L),
-        one_line(BAD),
-        one_line(ANY)
-    );
+    let json =
+        format!(r#"{{"l":{},"bad":{},"any":{}}}"#, one_line(L), one_line(BAD), one_line(ANY));
     Nginx::start("carriers", &body, &[("matches.json", &json)])
 }
 
 /// Checks one request on one carrier. `want`: "404" (the custom error page), "500", or the
 /// internal URI that must answer, with the client's query string echoed byte for byte.
-fn check(n: &Nginx, carrier: &str, method: &str, target: &str, headers: &[(&str, &str)], want: &str) {
+fn check(
+    n: &Nginx,
+    carrier: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    want: &str,
+) {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let full = format!("/{carrier}/{}", path.trim_start_matches('/'));
     let full = if target.contains('?') { format!("{full}?{query}") } else { full };
@@ -76,13 +80,17 @@ fn check(n: &Nginx, carrier: &str, method: &str, target: &str, headers: &[(&str,
         uri => {
             assert_eq!(r.status, 200, "{what}: {r:?}");
             if method != "HEAD" {
-                let want_prefix = if let Some(named) = uri.strip_prefix('@') {
-                    let _ = named;
-                    format!("named uri={full_path} args={query} ", full_path = full.split('?').next().unwrap_or(""))
+                // A named location keeps the request's own URI.
+                let want_prefix = if uri.starts_with('@') {
+                    format!("named uri=/{carrier}/{path} args={query} ")
                 } else {
                     format!("uri={uri} args={query} ")
                 };
-                assert!(r.body.starts_with(&want_prefix), "{what}: want {want_prefix:?}, got {:?}", r.body);
+                assert!(
+                    r.body.starts_with(&want_prefix),
+                    "{what}: want {want_prefix:?}, got {:?}",
+                    r.body
+                );
             }
         }
     }
@@ -91,7 +99,7 @@ fn check(n: &Nginx, carrier: &str, method: &str, target: &str, headers: &[(&str,
 #[test]
 fn every_carrier_routes_alike() {
     let n = server();
-    let rows: &[(&str, &str, &[(&str, &str)], &str)] = &[
+    let rows: &[(&str, &str, Headers, &str)] = &[
         // method, first entry wins even when later entries match too
         ("POST", "l", &[("x-exact", "v2")], "/t/post"),
         // exact header, case-insensitive name, case-sensitive value
@@ -150,10 +158,9 @@ fn every_carrier_routes_alike() {
         format!("list \"bad\" of \"{}\"", matches_json.display()),
         "list in $http_matches".to_owned(),
     ] {
-        let line = format!("[error] ");
         let want = format!("http_matches: {source}: {reason}, client: 127.0.0.1");
         assert_eq!(log.matches(&want).count(), 1, "{want}\n{log}");
-        assert!(log.lines().any(|l| l.contains(&line) && l.contains(&want)));
+        assert!(log.lines().any(|l| l.contains("[error] ") && l.contains(&want)));
     }
     n.finish();
 }
@@ -165,7 +172,11 @@ fn args_reach_the_internal_location_byte_for_byte() {
     for carrier in CARRIERS {
         let r = n.get(&format!("/{carrier}/l?{query}"), &[]);
         assert_eq!(r.status, 200, "{r:?}");
-        assert!(r.body.starts_with(&format!("uri=/t/pexact args={query} entry=3 redirect=/t/pexact")), "{carrier}: {}", r.body);
+        assert!(
+            r.body.starts_with(&format!("uri=/t/pexact args={query} entry=3 redirect=/t/pexact")),
+            "{carrier}: {}",
+            r.body
+        );
     }
     n.finish();
 }
@@ -176,7 +187,11 @@ fn client_matches_header_is_never_a_list() {
     let list = r#"[{"any":true,"redirectPath":"/t/any"}]"#;
     let r = n.get("/nolist", &[("Matches", list)]);
     assert_eq!(r.status, 500, "{r:?}");
-    assert!(n.error_log().contains("http_matches: no match list for this request"), "{}", n.error_log());
+    assert!(
+        n.error_log().contains("http_matches: no match list for this request"),
+        "{}",
+        n.error_log()
+    );
     n.finish();
 }
 
@@ -195,7 +210,11 @@ fn client_header_is_refused_even_when_evaluated_before_us() {
     let list = r#"[{"any":true,"redirectPath":"/t/evil"}]"#;
     let r = n.get("/peek", &[("Matches", list)]);
     assert_eq!(r.status, 500, "{r:?}");
-    assert!(n.error_log().contains("holds the client's \"Matches\" request header"), "{}", n.error_log());
+    assert!(
+        n.error_log().contains("holds the client's \"Matches\" request header"),
+        "{}",
+        n.error_log()
+    );
     assert_eq!(n.get("/set", &[("Matches", list)]).body, "uri=/t/set\n");
     n.finish();
 }
@@ -211,14 +230,26 @@ fn missing_data_is_a_500_naming_what_is_missing() {
           location = /empty { set $match_key ""; http_matches; }
           location = /noredirect { http_matches '[{"method":"GET"}]'; }
         }"#;
-    let n = Nginx::start("missing", body, &[("matches.json", r#"{"k":[{"any":true,"redirectPath":"/t/k"}]}"#)]);
+    let n = Nginx::start(
+        "missing",
+        body,
+        &[("matches.json", r#"{"k":[{"any":true,"redirectPath":"/t/k"}]}"#)],
+    );
     assert_eq!(n.get("/unknown", &[]).status, 500);
     assert_eq!(n.get("/empty", &[]).status, 500);
     assert_eq!(n.get("/noredirect", &[]).status, 500);
     let log = n.error_log();
     assert!(log.contains("the key \"nope\" ($match_key) is not defined in"), "{log}");
-    assert!(log.contains("no inline list, $match_key is not set or empty here, and $http_matches is not set here"), "{log}");
-    assert!(log.contains("http_matches: inline list: entry 0 matched but has no redirectPath"), "{log}");
+    assert!(
+        log.contains(
+            "no inline list, $match_key is not set or empty here, and $http_matches is not set here"
+        ),
+        "{log}"
+    );
+    assert!(
+        log.contains("http_matches: inline list: entry 0 matched but has no redirectPath"),
+        "{log}"
+    );
     n.finish();
 }
 
@@ -236,8 +267,14 @@ fn debug_log_names_the_decision() {
     assert_eq!(n.get("/d", &[]).status, 404);
     let debug = std::fs::read_to_string(n.prefix.dir.join("logs/debug.log")).unwrap_or_default();
     if debug.contains("[debug]") {
-        assert!(debug.contains("http_matches: inline list: entry 0 of 2 wins, redirect to \"/t/v2\""), "{debug}");
-        assert!(debug.contains("http_matches: inline list: none of 2 entries matches, 404"), "{debug}");
+        assert!(
+            debug.contains("http_matches: inline list: entry 0 of 2 wins, redirect to \"/t/v2\""),
+            "{debug}"
+        );
+        assert!(
+            debug.contains("http_matches: inline list: none of 2 entries matches, 404"),
+            "{debug}"
+        );
     } else {
         eprintln!("NGINX built without --with-debug: no debug lines to check");
     }
@@ -260,7 +297,11 @@ fn regex_that_gives_up_is_no_match_with_a_warning() {
     eprintln!("catastrophic regex request answered in {:?}", started.elapsed());
     assert_eq!(r.body, "uri=/t/any\n", "{r:?}");
     assert!(n.error_log().contains("[warn]"), "{}", n.error_log());
-    assert!(n.error_log().contains("regular expression \"(a+)+$\" of entry 0 gave up"), "{}", n.error_log());
+    assert!(
+        n.error_log().contains("regular expression \"(a+)+$\" of entry 0 gave up"),
+        "{}",
+        n.error_log()
+    );
     n.finish();
 }
 
@@ -294,20 +335,40 @@ fn nginx_t_missing_file() {
 
 #[test]
 fn nginx_t_invalid_json_with_line_and_column() {
-    let (ok, out, p) = config_test("t-json", "http_matches_load m.json;", &[("m.json", "{\"k\": [\n  {\"any\": true},\n]}")]);
+    let (ok, out, p) = config_test(
+        "t-json",
+        "http_matches_load m.json;",
+        &[("m.json", "{\"k\": [\n  {\"any\": true},\n]}")],
+    );
     assert!(!ok);
-    let want = format!("http_matches: invalid \"{}/conf/m.json\": trailing comma at line 3 column 1 in ", p.dir.display());
+    let want = format!(
+        "http_matches: invalid \"{}/conf/m.json\": trailing comma at line 3 column 1 in ",
+        p.dir.display()
+    );
     assert!(out.contains("[emerg] ") && out.contains(&want), "{out}");
 }
 
 #[test]
 fn nginx_t_wrong_top_level_shape() {
-    let (ok, out, _) = config_test("t-shape", "http_matches_load m.json;", &[("m.json", r#"[{"any":true}]"#)]);
+    let (ok, out, _) =
+        config_test("t-shape", "http_matches_load m.json;", &[("m.json", r#"[{"any":true}]"#)]);
     assert!(!ok);
-    assert!(out.contains("expected a JSON object of match key -> match list at $ at line 1 column 1"), "{out}");
-    let (ok, out, _) = config_test("t-shape2", "http_matches_load m.json;", &[("m.json", r#"{"1_0": {"any":true}}"#)]);
+    assert!(
+        out.contains("expected a JSON object of match key -> match list at $ at line 1 column 1"),
+        "{out}"
+    );
+    let (ok, out, _) = config_test(
+        "t-shape2",
+        "http_matches_load m.json;",
+        &[("m.json", r#"{"1_0": {"any":true}}"#)],
+    );
     assert!(!ok);
-    assert!(out.contains("invalid type: map, expected an array of match entries at $[\"1_0\"] at line 1 column 9"), "{out}");
+    assert!(
+        out.contains(
+            "invalid type: map, expected an array of match entries at $[\"1_0\"] at line 1 column 9"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
@@ -316,12 +377,22 @@ fn nginx_t_bad_regex_warns_by_default_and_fails_when_strict() {
     let (ok, out, p) = config_test("t-regex", "http_matches_load m.json;", &[("m.json", json)]);
     assert!(ok, "{out}");
     let at = format!("{}/conf/nginx.conf:{}", p.dir.display(), line_of(&p, "http_matches_load"));
-    assert!(out.contains(&format!("[warn] http_matches: $[\"k\"][0]: invalid regular expression \"([\" in header match \"x:RegularExpression:([\": ")), "{out}");
-    assert!(out.contains(&format!("the entry answers 500 when a request reaches it in {at}")), "{out}");
+    assert!(out.contains("[warn] http_matches: $[\"k\"][0]: invalid regular expression \"([\" in header match \"x:RegularExpression:([\": "), "{out}");
+    assert!(
+        out.contains(&format!("the entry answers 500 when a request reaches it in {at}")),
+        "{out}"
+    );
 
-    let (ok, out, _) = config_test("t-regex-strict", "http_matches_strict on; http_matches_load m.json;", &[("m.json", json)]);
+    let (ok, out, _) = config_test(
+        "t-regex-strict",
+        "http_matches_strict on; http_matches_load m.json;",
+        &[("m.json", json)],
+    );
     assert!(!ok, "{out}");
-    assert!(out.contains("[emerg] http_matches: $[\"k\"][0]: invalid regular expression \"([\""), "{out}");
+    assert!(
+        out.contains("[emerg] http_matches: $[\"k\"][0]: invalid regular expression \"([\""),
+        "{out}"
+    );
     assert!(out.contains("(http_matches_strict is on) in "), "{out}");
 
     // Inline lists follow the strictness of their location.
@@ -333,7 +404,8 @@ fn nginx_t_bad_regex_warns_by_default_and_fails_when_strict() {
 
 #[test]
 fn nginx_t_inline_json_error_names_file_and_line() {
-    let body = "server { listen 127.0.0.1:{PORT};\nlocation / {\nhttp_matches '[{\"any\":true},]';\n} }";
+    let body =
+        "server { listen 127.0.0.1:{PORT};\nlocation / {\nhttp_matches '[{\"any\":true},]';\n} }";
     let (ok, out, p) = config_test("t-inline", body, &[]);
     assert!(!ok);
     let want = format!(
@@ -399,7 +471,10 @@ fn reload_switches_routing_without_failing_a_request() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     stop.store(true, Ordering::Relaxed);
     let (seen_old, seen_new, bad) = client.join().expect("client thread");
-    eprintln!("during reload: {seen_old} old answers, {seen_new} new answers, {} failures", bad.len());
+    eprintln!(
+        "during reload: {seen_old} old answers, {seen_new} new answers, {} failures",
+        bad.len()
+    );
     assert!(bad.is_empty(), "failed requests during reload: {bad:?}");
     assert!(seen_old > 0 && seen_new > 0);
     assert_eq!(n.get("/k", &[("x", "1")]).body, "/t/x\n");

@@ -17,8 +17,10 @@ pub fn nginx_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("NGX_MATCHES_NGINX") {
         return p.into();
     }
-    let dir = option_env!("DEP_NGINX_BUILD_DIR").expect("set NGX_MATCHES_NGINX (scripts/build.sh)");
-    PathBuf::from(dir).join("nginx")
+    match option_env!("DEP_NGINX_BUILD_DIR") {
+        Some(dir) => PathBuf::from(dir).join("nginx"),
+        None => panic!("set NGX_MATCHES_NGINX (scripts/build.sh prints it)"),
+    }
 }
 
 pub fn module_path() -> PathBuf {
@@ -28,6 +30,9 @@ pub fn module_path() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     exe.parent().expect("deps dir").join("libngx_http_matches.so")
 }
+
+/// Request headers as (name, value) pairs.
+pub type Headers<'a> = &'a [(&'a str, &'a str)];
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
