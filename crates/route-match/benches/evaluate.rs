@@ -86,6 +86,27 @@ fn long(c: &mut Criterion) {
     g.finish();
 }
 
+/// N regex-only entries (the index cannot help): the linear floor.
+fn long_regex(c: &mut Criterion) {
+    let mut g = c.benchmark_group("winner_last_regex");
+    for n in [10, 100, 1000] {
+        let entries: Vec<String> = (0..n)
+            .map(|i| {
+                format!(r#"{{"headers":["x-tenant:RegularExpression:^t{i}(?!.)"],"redirectPath":"/r{i}"}}"#)
+            })
+            .collect();
+        let list = compile(&format!("[{}]", entries.join(",")));
+        let r = req(&[("x-tenant", &format!("t{}", n - 1))], "");
+        assert!(
+            matches!(list.evaluate(&r), route_match::Outcome::Redirect { entry, .. } if entry == n - 1)
+        );
+        g.bench_with_input(BenchmarkId::from_parameter(n), &r, |b, r| {
+            b.iter(|| black_box(list.evaluate(black_box(r))))
+        });
+    }
+    g.finish();
+}
+
 fn regex(c: &mut Criterion) {
     let list = compile(
         r#"[{"headers":["x-re:RegularExpression:^ab+c$"],"redirectPath":"/re"},
@@ -100,6 +121,6 @@ fn regex(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
-    targets = blog, long, regex
+    targets = blog, long, long_regex, regex
 }
 criterion_main!(benches);

@@ -7,6 +7,7 @@ use core::cell::{Cell, OnceCell};
 use core::fmt;
 use std::sync::Arc;
 
+use crate::index::{Candidates, Index};
 use crate::pattern::Pattern;
 use crate::query::Params;
 
@@ -74,6 +75,8 @@ impl fmt::Display for EvalError<'_> {
 #[derive(Debug)]
 pub struct MatchList {
     entries: Box<[Entry]>,
+    /// For long lists: exact conditions indexed at compile time.
+    index: Option<Index>,
 }
 
 #[derive(Debug)]
@@ -190,7 +193,8 @@ fn trim_ows(s: &[u8]) -> &[u8] {
 
 impl MatchList {
     pub(crate) fn new(entries: Vec<Entry>) -> MatchList {
-        MatchList { entries: entries.into() }
+        let index = Index::build(&entries);
+        MatchList { entries: entries.into(), index }
     }
 
     /// Number of entries.
@@ -207,14 +211,43 @@ impl MatchList {
     /// A malformed entry reached before a winner is an error.
     pub fn evaluate<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
         let cx = Ctx { req, params: OnceCell::new(), reported: Cell::new(false) };
-        for (i, e) in self.entries.iter().enumerate() {
+        if let Some(index) = &self.index {
+            if let Some(candidates) = self.candidates(index, &cx) {
+                return self.first_of(candidates, &cx);
+            }
+        }
+        self.first_of(0..self.entries.len(), &cx)
+    }
+
+    /// [`MatchList::evaluate`] without the index: every entry in order. For tests that check
+    /// the index changes no outcome.
+    #[doc(hidden)]
+    pub fn evaluate_linear<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
+        let cx = Ctx { req, params: OnceCell::new(), reported: Cell::new(false) };
+        self.first_of(0..self.entries.len(), &cx)
+    }
+
+    /// Whether the list is long enough to be indexed.
+    #[doc(hidden)]
+    pub fn is_indexed(&self) -> bool {
+        self.index.is_some()
+    }
+
+    /// Evaluates the given entries in the order given (ascending) until one decides.
+    fn first_of<R: RequestView + ?Sized>(
+        &self,
+        order: impl Iterator<Item = usize>,
+        cx: &Ctx<'_, R>,
+    ) -> Outcome<'_> {
+        for i in order {
+            let Some(e) = self.entries.get(i) else { break };
             let satisfied = match &e.body {
                 Body::Any => true,
                 Body::Invalid(reason) => {
                     return Outcome::Error(EvalError::InvalidEntry { entry: i, reason });
                 }
                 Body::When { method, headers, params } => {
-                    method.as_deref().is_none_or(|m| m == req.method())
+                    method.as_deref().is_none_or(|m| m == cx.req.method())
                         && headers.iter().all(|h| cx.header_holds(h, i))
                         && params.iter().all(|p| cx.param_holds(p, i))
                 }
@@ -227,5 +260,51 @@ impl MatchList {
             }
         }
         Outcome::NoMatch
+    }
+
+    /// The entries whose index key holds for this request, plus the unkeyed ones; `None` when
+    /// the request hits more posting lists than `Candidates` holds.
+    fn candidates<'s, R: RequestView + ?Sized>(
+        &self,
+        index: &'s Index,
+        cx: &'s Ctx<'_, R>,
+    ) -> Option<Candidates<'s>> {
+        let mut c = Candidates::new();
+        let mut ok = c.push(&index.rest);
+        let method = cx.req.method();
+        if let Some((_, list)) = index.methods.iter().find(|(m, _)| **m == *method) {
+            ok &= c.push(list);
+        }
+        if !index.headers.is_empty() {
+            for (name, value) in cx.req.headers() {
+                let Some((_, postings)) =
+                    index.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))
+                else {
+                    continue;
+                };
+                if value.is_empty() {
+                    continue;
+                }
+                if let Some(list) = postings.get(value) {
+                    ok &= c.push(list);
+                }
+                if memchr::memchr(b',', value).is_some() {
+                    for el in value.split(|&b| b == b',').map(trim_ows) {
+                        if let Some(list) = postings.get(el) {
+                            ok &= c.push(list);
+                        }
+                    }
+                }
+            }
+        }
+        if !index.params.is_empty() {
+            let params = cx.params.get_or_init(|| Params::parse(cx.req.query()));
+            for (name, postings) in &index.params {
+                if let Some(list) = params.first(name).and_then(|v| postings.get(v)) {
+                    ok &= c.push(list);
+                }
+            }
+        }
+        ok.then_some(c)
     }
 }

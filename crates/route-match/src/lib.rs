@@ -22,6 +22,7 @@
 
 mod compile;
 mod eval;
+mod index;
 mod parse;
 mod pattern;
 mod query;

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use route_match::{MatchList, Outcome, RequestView, Syntax};
 
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct Req {
     pub method: Vec<u8>,
     pub headers: Vec<(Vec<u8>, Vec<u8>)>,

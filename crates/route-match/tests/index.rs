@@ -1,0 +1,98 @@
+//! The index over exact conditions of long lists never changes an outcome: random lists and
+//! random requests from a small vocabulary (so that conditions often hold), indexed vs linear.
+
+mod common;
+
+use common::Req;
+use proptest::prelude::*;
+use route_match::{Syntax, compile_list};
+
+const METHODS: [&str; 3] = ["GET", "POST", "HEAD"];
+const NAMES: [&str; 3] = ["x-a", "X-B", "v"];
+const VALUES: [&str; 4] = ["1", "2", "a b", "1,2"];
+
+fn condition() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (0..3usize, 0..4usize)
+            .prop_map(|(n, v)| format!(r#"h:"{}:Exact:{}""#, NAMES[n], VALUES[v])),
+        (0..3usize).prop_map(|n| format!(r#"h:"{}:RegularExpression:^[12]""#, NAMES[n])),
+        (0..3usize, 0..4usize)
+            .prop_map(|(n, v)| format!(r#"p:"{}=Exact={}""#, NAMES[n], VALUES[v])),
+        (0..3usize).prop_map(|n| format!(r#"p:"{}=RegularExpression=2""#, NAMES[n])),
+        (0..3usize).prop_map(|m| format!("m:{}", METHODS[m])),
+    ]
+}
+
+fn entry() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => proptest::collection::vec(condition(), 0..4).prop_map(|conds| {
+            let mut headers = Vec::new();
+            let mut params = Vec::new();
+            let mut method = None;
+            for c in conds {
+                match c.split_once(':') {
+                    Some(("h", h)) => headers.push(h.to_owned()),
+                    Some(("p", p)) => params.push(p.to_owned()),
+                    Some(("m", m)) => method = Some(m.to_owned()),
+                    _ => {}
+                }
+            }
+            let m = method.map(|m| format!(r#""method":"{m}","#)).unwrap_or_default();
+            format!(r#"{{{m}"headers":[{}],"params":[{}]"#, headers.join(","), params.join(","))
+        }),
+        1 => Just(r#"{"any":true"#.to_owned()),
+        1 => Just(r#"{"headers":["x-a:Bogus:1"]"#.to_owned()),
+    ]
+}
+
+fn request() -> impl Strategy<Value = Req> {
+    (
+        0..3usize,
+        proptest::collection::vec((0..3usize, 0..4usize, any::<bool>()), 0..5),
+        proptest::collection::vec((0..3usize, 0..4usize), 0..4),
+    )
+        .prop_map(|(m, hs, ps)| {
+            let mut r = Req::new(METHODS[m]);
+            for (n, v, upper) in hs {
+                let name = if upper { NAMES[n].to_uppercase() } else { NAMES[n].to_owned() };
+                r = r.h(&name, VALUES[v]);
+            }
+            let q: Vec<String> = ps
+                .iter()
+                .map(|(n, v)| format!("{}={}", NAMES[*n], VALUES[*v].replace(' ', "+")))
+                .collect();
+            r.q(&q.join("&"))
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn index_agrees_with_linear_scan(entries in proptest::collection::vec(entry(), 8..40), reqs in proptest::collection::vec(request(), 1..8)) {
+        let body: Vec<String> = entries.iter().enumerate().map(|(i, e)| format!(r#"{e},"redirectPath":"/r{i}"}}"#)).collect();
+        let json = format!("[{}]", body.join(","));
+        let list = compile_list(json.as_bytes(), Syntax::Typed).unwrap().list;
+        prop_assert!(list.is_indexed());
+        for req in &reqs {
+            prop_assert_eq!(list.evaluate(req), list.evaluate_linear(req), "{}", json);
+        }
+    }
+}
+
+#[test]
+fn more_posting_lists_than_the_index_holds_falls_back_to_the_scan() {
+    // 40 entries keyed by distinct values of one header; a request with 40 lines hits 40 lists.
+    let body: Vec<String> = (0..40)
+        .map(|i| format!(r#"{{"headers":["x:Exact:v{i}"],"redirectPath":"/r{i}"}}"#))
+        .collect();
+    let list =
+        compile_list(format!("[{}]", body.join(",")).as_bytes(), Syntax::Typed).unwrap().list;
+    let mut req = Req::new("GET");
+    for i in (0..40).rev() {
+        req = req.h("x", &format!("v{i}"));
+    }
+    assert_eq!(common::show(list.evaluate(&req)), "-> /r0");
+    let req = Req::new("GET").h("x", "v7, v39");
+    assert_eq!(common::show(list.evaluate(&req)), "-> /r7");
+}
