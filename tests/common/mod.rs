@@ -174,12 +174,17 @@ impl Nginx {
         (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
     }
 
-    /// Sends SIGHUP to the master (a reload that does not parse the configuration first, as
-    /// `nginx -s reload` would).
-    pub fn hup(&self) {
+    /// Sends a signal to the master by pid (`nginx -s` would parse the configuration first,
+    /// and refuse if it is broken).
+    pub fn kill(&self, signal: &str) {
         let pid = self.child.as_ref().map(Child::id).expect("running");
-        let ok = Command::new("kill").arg("-HUP").arg(pid.to_string()).status().expect("kill");
-        assert!(ok.success());
+        let ok = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status();
+        assert!(ok.is_ok_and(|s| s.success()), "kill -{signal} {pid}");
+    }
+
+    /// A reload that does not check the configuration first.
+    pub fn hup(&self) {
+        self.kill("HUP");
     }
 
     /// Waits until the error log has `needle` (a reload finishing, say).
@@ -203,8 +208,10 @@ impl Nginx {
     }
 
     fn stop(&mut self) {
+        if self.child.is_some() {
+            self.kill("QUIT");
+        }
         if let Some(mut child) = self.child.take() {
-            let _ = self.signal("quit");
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = child.try_wait() {
