@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Builds the module.
 #   scripts/build.sh                  against the vendored NGINX 1.28 (nginx-src), with --with-debug
+#   scripts/build.sh --system         against the installed Debian NGINX (nginx + nginx-dev: a
+#                                     configure-only run of its source with its own flags), for
+#                                     /usr/sbin/nginx; output in target/system/
 #   NGINX_BUILD_DIR=/path/objs scripts/build.sh
 #                                     against a configured NGINX tree (its objs/ directory)
 # Environment: PROFILE=release|debug (default release).
@@ -13,6 +16,34 @@ root=$PWD
 profile=${PROFILE:-release}
 flags=()
 [ "$profile" = release ] && flags+=(--release)
+target=$root/target
+
+if [ "${1:-}" = --system ]; then
+  scripts/install-deps.sh nginx nginx-dev
+  # Debian ships the headers and its configure flags, not a configured tree: run configure
+  # (only) on a copy, with the package's own flags, so the bindings match /usr/sbin/nginx.
+  src=$root/target/system/nginx-src
+  if [ ! -f "$src/objs/ngx_auto_config.h" ] || [ /usr/share/nginx/src/conf_flags -nt "$src/objs/ngx_auto_config.h" ]; then
+    rm -rf "$src"
+    mkdir -p "$src"
+    cp -a /usr/share/nginx/src/. "$src/"
+    (
+      cd "$src"
+      # shellcheck disable=SC1091
+      . ./conf_flags
+      ./configure --with-cc-opt="$(dpkg-buildflags --get CFLAGS) -fPIC $(dpkg-buildflags --get CPPFLAGS)" \
+        --with-ld-opt="$(dpkg-buildflags --get LDFLAGS) -fPIC" \
+        "${NGX_CONF_FLAGS[@]}" --builddir="$src/objs" >"$src/configure.log" 2>&1 \
+        || { cat "$src/configure.log" >&2; exit 1; }
+    )
+  fi
+  export NGINX_BUILD_DIR=$src/objs
+  export NGINX_BINARY=${NGINX_BINARY:-/usr/sbin/nginx}
+  # A target directory of its own, so switching between this and the vendored build does not
+  # rebuild either.
+  target=$root/target/system
+  export CARGO_TARGET_DIR=$target
+fi
 
 if [ -n "${NGINX_BUILD_DIR:-}" ]; then
   NGINX_BUILD_DIR=$(cd "$NGINX_BUILD_DIR" && pwd)
@@ -42,7 +73,7 @@ for line in open(sys.argv[1]):
 PY
 )
 fi
-module=$root/target/$profile/libngx_http_matches.so
+module=$target/$profile/libngx_http_matches.so
 [ -f "$module" ] || { echo "build.sh: $module was not built" >&2; exit 1; }
 [ -x "$nginx_bin" ] || { echo "build.sh: no nginx binary at '$nginx_bin'" >&2; exit 1; }
 echo "module=$module"

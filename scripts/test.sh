@@ -1,33 +1,57 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything, runs every test. Fails loudly on anything.
-#   engine tests (no NGINX) -> module build (vendored NGINX 1.28) -> end-to-end tests that start
-#   a real NGINX with the module loaded.
+#   scripts/test.sh           format, clippy, engine tests (no NGINX), then the module against
+#                             the vendored NGINX 1.28 and the end-to-end tests on a real NGINX
+#   scripts/test.sh --system  the end-to-end tests against Debian's /usr/sbin/nginx (1.22),
+#                             with the module built for it (installs nginx + nginx-dev)
+#   scripts/test.sh --addon   the module built as an NGINX addon (configure
+#                             --add-dynamic-module + make modules), loaded into NGINX 1.28,
+#                             through the end-to-end tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==== %s\n' "$*"; }
+mode=${1:-}
 
 step "dependencies"
 scripts/install-deps.sh
 # One value for every cargo call, or nginx-sys rebuilds NGINX between them.
 export NGX_CONFIGURE_ARGS=${NGX_CONFIGURE_ARGS:---with-debug}
 
-step "format"
-cargo fmt --all -- --check
+e2e() {
+  local module=$1 nginx=$2
+  "$nginx" -V 2>&1 | head -n 1
+  step "end-to-end tests: $module in $nginx"
+  NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx cargo test -p ngx-http-matches --release
+}
 
-step "clippy"
-cargo clippy --workspace --all-targets --release -- -D warnings
+field() { sed -n "s/^$1=//p" | tail -n 1; }
 
-step "engine tests (no NGINX)"
-cargo test --release
-
-step "module build"
-out=$(scripts/build.sh)
-echo "$out" | tail -n 2
-module=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
-nginx=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
-"$nginx" -V 2>&1 | head -n 1
-
-step "end-to-end tests against $nginx"
-NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx cargo test -p ngx-http-matches --release
-
-step "all tests passed"
+case "$mode" in
+  --system)
+    step "module build for Debian's NGINX"
+    out=$(scripts/build.sh --system)
+    e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
+    ;;
+  --addon)
+    step "module build as an NGINX addon"
+    out=$(scripts/build-addon.sh)
+    e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
+    ;;
+  "")
+    step "format"
+    cargo fmt --all -- --check
+    step "clippy"
+    cargo clippy --workspace --all-targets --release -- -D warnings
+    step "engine tests (no NGINX)"
+    cargo test --release
+    step "module build (vendored NGINX)"
+    out=$(scripts/build.sh)
+    echo "$out" | tail -n 2
+    e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
+    ;;
+  *)
+    echo "usage: scripts/test.sh [--system | --addon]" >&2
+    exit 2
+    ;;
+esac
+step "all tests passed ($mode)"

@@ -34,6 +34,13 @@ pub fn module_path() -> PathBuf {
 /// Request headers as (name, value) pairs.
 pub type Headers<'a> = &'a [(&'a str, &'a str)];
 
+/// Whether the NGINX under test was built `--with-debug` (then the module's debug lines must
+/// be there).
+pub fn nginx_has_debug() -> bool {
+    let out = Command::new(nginx_binary()).arg("-V").output().expect("nginx -V");
+    String::from_utf8_lossy(&out.stderr).contains("--with-debug")
+}
+
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
 /// A scratch prefix: conf/, logs/, tmp/.

@@ -30,12 +30,19 @@ pub struct PatternFailure(pub String);
 impl Pattern {
     /// Compiles `source` (UTF mode, JIT when available). The error text is PCRE2's.
     pub fn new(source: &str) -> Result<Pattern, String> {
-        let bounded = format!("(*LIMIT_MATCH={MATCH_LIMIT})(*LIMIT_DEPTH={DEPTH_LIMIT}){source}");
-        let regex = RegexBuilder::new()
-            .utf(true)
-            .jit_if_available(true)
-            .build(&bounded)
-            .map_err(|e| e.to_string())?;
+        let prefix = format!("(*LIMIT_MATCH={MATCH_LIMIT})(*LIMIT_DEPTH={DEPTH_LIMIT})");
+        let regex =
+            RegexBuilder::new().utf(true).jit_if_available(true).build(&(prefix.clone() + source));
+        let regex = regex.map_err(|e| {
+            // "PCRE2: error compiling pattern at offset N: MESSAGE": keep the message, and give
+            // the offset in the pattern as written (without our prefix).
+            let text = e.to_string();
+            let message = text.splitn(3, ": ").nth(2).unwrap_or(&text).to_owned();
+            match e.offset() {
+                Some(at) => format!("{message} at offset {}", at.saturating_sub(prefix.len())),
+                None => message,
+            }
+        })?;
         Ok(Pattern { source: source.into(), regex })
     }
 
@@ -93,7 +100,9 @@ mod tests {
     #[test]
     fn compile_error_text_is_pcre2s() {
         let e = Pattern::new("([").unwrap_err();
-        assert!(e.contains("missing terminating ]"), "{e}");
+        assert_eq!(e, "missing terminating ] for character class at offset 2");
+        let e = Pattern::new("a)").unwrap_err();
+        assert_eq!(e, "unmatched closing parenthesis at offset 1");
     }
 
     #[test]
