@@ -145,7 +145,13 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                 list.len()
             );
             // SAFETY: `r` is valid (see above) and nobody else holds references into it now.
-            unsafe { redirect(r, path, entry) }
+            // Inline and file lists live as long as the configuration cycle, which outlives
+            // every request it serves; a `$http_matches` list lives in the worker's cache,
+            // which may drop it while the request still runs, so its path is copied.
+            let stable = !matches!(source, Source::Variable);
+            // SAFETY: `r` is valid (see above) and nobody else holds references into it now;
+            // `path` outlives the request when `stable`.
+            unsafe { redirect(r, path, entry, stable) }
         }
         Outcome::NoMatch => {
             ngx_log_debug_mask!(
@@ -164,16 +170,26 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
 ///
 /// # Safety
 /// `r` must be a valid request in the content phase, with no outstanding references into it.
-unsafe fn redirect(r: *mut ngx_http_request_t, path: &str, entry: usize) -> ngx_int_t {
+/// Unless `stable`, `path` may die before the request and is copied into its pool.
+unsafe fn redirect(
+    r: *mut ngx_http_request_t,
+    path: &str,
+    entry: usize,
+    stable: bool,
+) -> ngx_int_t {
     // SAFETY: the caller guarantees `r`; the pool outlives the request, so the copies stay
-    // valid for the URI and the variables.
+    // valid for the URI and the variables; a stable `path` outlives it too. NGINX treats
+    // `r->uri` data as read-only.
     unsafe {
         let log = (*(*r).connection).log;
         let mut digits = [0u8; 20];
         let entry_text = format_usize(entry, &mut digits);
-        let (Some(mut uri), Some(entry_str)) =
-            (pool_str((*r).pool, path.as_bytes()), pool_str((*r).pool, entry_text))
-        else {
+        let uri = if stable {
+            Some(ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() })
+        } else {
+            pool_str((*r).pool, path.as_bytes())
+        };
+        let (Some(mut uri), Some(entry_str)) = (uri, pool_str((*r).pool, entry_text)) else {
             return fail(log, format_args!("out of memory"));
         };
         if let Some(mcf) = HttpMatchesModule::main_conf(&*r) {

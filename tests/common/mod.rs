@@ -184,9 +184,13 @@ impl Nginx {
     /// Sends a signal to the master by pid (`nginx -s` would parse the configuration first,
     /// and refuse if it is broken).
     pub fn kill(&self, signal: &str) {
-        let pid = self.child.as_ref().map(Child::id).expect("running");
+        assert!(self.send_signal(signal), "kill -{signal} failed");
+    }
+
+    fn send_signal(&self, signal: &str) -> bool {
+        let Some(pid) = self.child.as_ref().map(Child::id) else { return false };
         let ok = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status();
-        assert!(ok.is_ok_and(|s| s.success()), "kill -{signal} {pid}");
+        ok.is_ok_and(|s| s.success())
     }
 
     /// A reload that does not check the configuration first.
@@ -215,17 +219,23 @@ impl Nginx {
     }
 
     fn stop(&mut self) {
-        if self.child.is_some() {
-            self.kill("QUIT");
-        }
-        if let Some(mut child) = self.child.take() {
-            let deadline = Instant::now() + Duration::from_secs(10);
+        // Graceful stop, then fast stop: both make the master end its workers. Killing the
+        // master outright would orphan them.
+        for signal in ["QUIT", "TERM"] {
+            if self.child.is_none() {
+                return;
+            }
+            self.send_signal(signal);
+            let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
+                if let Some(Ok(Some(_))) = self.child.as_mut().map(Child::try_wait) {
+                    self.child = None;
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
+        }
+        if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }

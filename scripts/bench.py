@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmarks of the module, native NGINX routing and njs, in one run.
+
+Driven by scripts/bench.sh (which installs and builds what is needed). Every scenario runs on the
+same NGINX binary (Debian's 1.22.1, with the module built for it and Debian's njs 0.7.9):
+
+1. instructions per request in the worker: valgrind --tool=callgrind on a `master_process off`
+   NGINX, the difference of two runs that send N1 and N2 requests over one keep-alive
+   connection, divided by N2 - N1 (start-up and first-request costs cancel out);
+2. throughput and p99 latency with wrk: NGINX (1 worker) pinned to CPU 0, wrk to CPU 1,
+   scenarios interleaved over several rounds, medians, ratios to the floor;
+3. `nginx -t` time and worker RSS with 10,000 lists of 10 entries, module vs njs.
+
+Writes docs/BENCHMARKS.md and docs/benchmarks.png (and the raw numbers as JSON).
+"""
+
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "target" / "bench"
+NGINX = os.environ.get("BENCH_NGINX", "/usr/sbin/nginx")
+MODULE = os.environ["BENCH_MODULE"]
+NJS_MODULE = "/usr/lib/nginx/modules/ngx_http_js_module.so"
+NJS_CURRENT = os.environ.get("NJS_HTTPMATCHES")  # NGF HEAD httpmatches.js (never committed)
+NJS_BLOG = os.environ.get("NJS_HTTPMATCHES_BLOG")  # NGF v1.2.0 httpmatches.js (never committed)
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+WRK_SECONDS = int(os.environ.get("BENCH_WRK_SECONDS", "2"))
+SIZES = [10, 100, 1000, 10000]
+PORT = int(os.environ.get("BENCH_PORT", "18480"))
+
+# The NGF blog example: header version=v2 -> v2, query TEST=v2 -> v2, else v1.
+BLOG_TYPED = [
+    {"headers": ["version:Exact:v2"], "redirectPath": "/internal/v2"},
+    {"params": ["TEST=Exact=v2"], "redirectPath": "/internal/v2"},
+    {"any": True, "redirectPath": "/internal/v1"},
+]
+BLOG_UNTYPED = [
+    {"headers": ["version:v2"], "redirectPath": "/internal/v2"},
+    {"params": ["TEST=v2"], "redirectPath": "/internal/v2"},
+    {"any": True, "redirectPath": "/internal/v1"},
+]
+REGEX = [
+    {"headers": ["version:RegularExpression:^v[2-9]$"], "redirectPath": "/internal/v2"},
+    {"params": ["TEST=RegularExpression=^v[2-9]$"], "redirectPath": "/internal/v2"},
+    {"any": True, "redirectPath": "/internal/v1"},
+]
+# The three request kinds of the blog example: each makes another rule win.
+BLOG_REQUESTS = {
+    "header": ("/PATH", {"version": "v2"}),
+    "query": ("/PATH?TEST=v2", {}),
+    "any": ("/PATH?a=1", {}),
+}
+
+
+def long_list(n):
+    """N entries, each GET + 2 exact headers + 1 exact param (as in the engine benches)."""
+    return [
+        {
+            "method": "GET",
+            "headers": [f"x-tenant:Exact:t{i}", "x-env:Exact:prod"],
+            "params": [f"v=Exact={i}"],
+            "redirectPath": f"/internal/r{i}",
+        }
+        for i in range(n)
+    ]
+
+
+def long_request(i):
+    return (f"/PATH?v={i}", {"x-tenant": f"t{i}", "x-env": "prod"})
+
+
+def js(obj):
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def nginx_literal(s):
+    """A JSON text as a single-quoted NGINX string (the JSON has no quote or backslash issue
+    beyond these two)."""
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+class Scenario:
+    def __init__(self, name, group, location, request, files=None, njs=False, heavy=False,
+                 http_extra="", n=None, winner=None, kind=None):
+        self.name, self.group, self.location, self.request = name, group, location, request
+        self.files = files or {}
+        self.njs, self.heavy, self.http_extra = njs, heavy, http_extra
+        self.n, self.winner, self.kind = n, winner, kind
+
+
+def scenarios():
+    out = []
+    internal = 'location /internal/ { internal; return 200 "ok $uri\\n"; }'
+    out.append(Scenario("floor: return 200", "native", 'return 200 "ok\\n";', ("/PATH", {})))
+    out.append(Scenario("native internal redirect", "native",
+                        "rewrite ^ /internal/v1 last;", ("/PATH?a=1", {})))
+    map_http = (
+        "map $http_version $route_h { v2 /internal/v2; default \"\"; }\n"
+        "map $arg_TEST $route_q { v2 /internal/v2; default \"\"; }\n"
+    )
+    map_loc = ("if ($route_h) { rewrite ^ $route_h last; } "
+               "if ($route_q) { rewrite ^ $route_q last; } rewrite ^ /internal/v1 last;")
+    for kind, req in BLOG_REQUESTS.items():
+        out.append(Scenario(f"native map, {kind} rule wins", "native", map_loc, req,
+                            http_extra=map_http, kind=kind))
+    blog_file = {"matches.json": js({"k": BLOG_TYPED})}
+    carriers = [
+        ("module inline", f"http_matches {nginx_literal(js(BLOG_TYPED))};", {}, ""),
+        ("module http_matches_load + $match_key", "set $match_key k; http_matches;", blog_file,
+         "http_matches_load matches.json;"),
+        ("module $http_matches", f"set $http_matches {nginx_literal(js(BLOG_UNTYPED))}; http_matches;",
+         {}, ""),
+    ]
+    if NJS_CURRENT:
+        carriers.append(("njs preload + $match_key", "set $match_key k; js_content ngf.redirect;",
+                         blog_file, "js_preload_object matches from matches.json;"))
+    if NJS_BLOG:
+        carriers.append(("njs blog-era $http_matches",
+                         f"set $http_matches {nginx_literal(js(BLOG_UNTYPED))}; js_content blog.redirect;",
+                         {}, ""))
+    for name, loc, files, extra in carriers:
+        for kind, req in BLOG_REQUESTS.items():
+            out.append(Scenario(f"{name}, {kind} rule wins", "blog", loc, req, files=files,
+                                njs=name.startswith("njs"), http_extra=extra, kind=kind))
+    out.append(Scenario("module regex, header rule wins", "regex",
+                        f"http_matches {nginx_literal(js(REGEX))};", ("/PATH", {"version": "v3"})))
+    out.append(Scenario("module regex, query rule wins", "regex",
+                        f"http_matches {nginx_literal(js(REGEX))};", ("/PATH?TEST=v7", {})))
+    for n in SIZES:
+        files = {"matches.json": js({"k": long_list(n)})}
+        for winner, i in (("first", 0), ("last", n - 1)):
+            out.append(Scenario(f"module, {n} entries, winner {winner}", "lists",
+                                "set $match_key k; http_matches;", long_request(i), files=files,
+                                http_extra="http_matches_load matches.json;", n=n, winner=winner))
+            if NJS_CURRENT:
+                out.append(Scenario(f"njs, {n} entries, winner {winner}", "lists",
+                                    "set $match_key k; js_content ngf.redirect;", long_request(i),
+                                    files=files, njs=True, heavy=n >= 1000,
+                                    http_extra="js_preload_object matches from matches.json;",
+                                    n=n, winner=winner))
+    for s in out:
+        s.internal = internal
+    return out
+
+
+def write_prefix(s, prefix, master=True, workers=1):
+    if prefix.exists():
+        shutil.rmtree(prefix)
+    for d in ("conf", "logs", "tmp"):
+        (prefix / d).mkdir(parents=True)
+    for f, text in s.files.items():
+        (prefix / "conf" / f).write_text(text)
+    njs = ""
+    if s.njs:
+        njs = f"js_path {prefix / 'conf'};\n"
+        if NJS_CURRENT:
+            shutil.copy(NJS_CURRENT, prefix / "conf" / "ngf.js")
+            njs += "js_import ngf from ngf.js;\n"
+        if NJS_BLOG:
+            shutil.copy(NJS_BLOG, prefix / "conf" / "blog.js")
+            njs += "js_import blog from blog.js;\n"
+    loads = f"load_module {MODULE};\n"
+    if s.njs:
+        loads += f"load_module {NJS_MODULE};\n"
+    path = "/bench"
+    conf = f"""{loads}
+master_process {'on' if master else 'off'};
+daemon off;
+worker_processes {workers};
+error_log logs/error.log error;
+pid logs/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fcgi;
+    uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;
+    keepalive_requests 1000000;
+    {njs}
+    {s.http_extra}
+    server {{
+        listen 127.0.0.1:{PORT};
+        location = {path} {{ {s.location} }}
+        {s.internal}
+    }}
+}}
+"""
+    (prefix / "conf" / "nginx.conf").write_text(conf)
+
+
+def target(s):
+    path, headers = s.request
+    return path.replace("/PATH", "/bench"), headers
+
+
+def wait_port(timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", PORT), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("nginx did not start")
+
+
+def send(s, count):
+    """`count` requests over one keep-alive connection; checks every answer."""
+    path, headers = target(s)
+    h = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    req = f"GET {path} HTTP/1.1\r\nHost: bench\r\n{h}\r\n".encode()
+    sock = socket.create_connection(("127.0.0.1", PORT), timeout=600)
+    buf = b""
+    for _ in range(count):
+        sock.sendall(req)
+        while True:
+            head_end = buf.find(b"\r\n\r\n")
+            if head_end >= 0:
+                head = buf[:head_end].decode("latin-1")
+                m = re.search(r"(?i)content-length: *(\d+)", head)
+                length = int(m.group(1)) if m else 0
+                if len(buf) >= head_end + 4 + length:
+                    status = int(head.split(" ")[1])
+                    if status != 200:
+                        raise RuntimeError(f"{s.name}: status {status}")
+                    buf = buf[head_end + 4 + length:]
+                    break
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise RuntimeError(f"{s.name}: connection closed")
+            buf += chunk
+    sock.close()
+
+
+def callgrind_total(s, count, prefix):
+    write_prefix(s, prefix, master=False)
+    out = prefix / "callgrind.out"
+    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                          NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(120)
+        send(s, count)
+    finally:
+        # Debian's `valgrind` is a shell wrapper: signal NGINX itself (its pid file), with
+        # SIGTERM (fast stop); callgrind writes its totals on exit.
+        pid = int((prefix / "logs" / "nginx.pid").read_text())
+        for _ in range(600):
+            os.kill(pid, 15)
+            try:
+                p.wait(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    text = out.read_text(errors="replace")
+    m = re.search(r"^totals: (\d+)", text, re.M)
+    return int(m.group(1))
+
+
+def instructions(s, prefix):
+    n1, n2 = (1, 4) if s.heavy else (20, 120)
+    a = callgrind_total(s, n1, prefix)
+    b = callgrind_total(s, n2, prefix)
+    return (b - a) / (n2 - n1)
+
+
+def wrk(s, prefix):
+    path, headers = target(s)
+    cmd = ["taskset", "-c", "1", "wrk", "-t1", "-c32", f"-d{WRK_SECONDS}s", "--latency"]
+    for k, v in headers.items():
+        cmd += ["-H", f"{k}: {v}"]
+    cmd.append(f"http://127.0.0.1:{PORT}{path}")
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
+    scale = {"us": 1, "ms": 1000, "s": 1e6}[p99.group(2)]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if errors:
+        raise RuntimeError(f"{s.name}: {errors.group(1)} non-2xx answers under wrk")
+    return rps, float(p99.group(1)) * scale
+
+
+def start(s, prefix):
+    write_prefix(s, prefix, master=True)
+    p = subprocess.Popen(["taskset", "-c", "0", NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port()
+    send(s, 3)
+    return p
+
+
+def stop(p):
+    p.send_signal(3)
+    p.wait(timeout=30)
+
+
+def rss_kib(master_pid):
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == master_pid:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+def load_test(prefix):
+    """nginx -t time and worker RSS with 10,000 lists of 10 entries, module vs njs."""
+    lists = {f"{k}_0": [dict(e, redirectPath=f"/internal/l{k}") for e in long_list(10)]
+             for k in range(10000)}
+    # Make every list distinct, as NGF's are across routes (no de-duplication advantage).
+    for k, lst in lists.items():
+        lst[0]["headers"] = [f"x-route:Exact:{k}"]
+    files = {"matches.json": js(lists)}
+    results = {}
+    variants = [("module", "set $match_key 1_0; http_matches;", "http_matches_load matches.json;", False)]
+    if NJS_CURRENT:
+        variants.append(("njs", "set $match_key 1_0; js_content ngf.redirect;",
+                         "js_preload_object matches from matches.json;", True))
+    for name, loc, extra, njs in variants:
+        s = Scenario(name, "load", loc, long_request(0), files=files, njs=njs, http_extra=extra)
+        s.internal = 'location /internal/ { internal; return 200 "ok\\n"; }'
+        write_prefix(s, prefix)
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            subprocess.run([NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf", "-t", "-q"],
+                           check=True, capture_output=True)
+            times.append(time.perf_counter() - t0)
+        p = subprocess.Popen([NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port()
+        send(s, 20)
+        rss = rss_kib(p.pid)
+        stop(p)
+        results[name] = {"nginx_t_s": statistics.median(times), "worker_rss_kib": rss}
+    # The same server with no lists at all: what the lists themselves cost.
+    s = Scenario("none", "load", 'return 200 "ok\\n";', ("/PATH", {}))
+    s.internal = ""
+    write_prefix(s, prefix)
+    p = subprocess.Popen([NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port()
+    send(s, 20)
+    results["no lists"] = {"worker_rss_kib": rss_kib(p.pid)}
+    stop(p)
+    return results
+
+
+def main():
+    WORK.mkdir(parents=True, exist_ok=True)
+    prefix = WORK / "prefix"
+    all_s = scenarios()
+    only = os.environ.get("BENCH_ONLY")
+    if only:
+        all_s = [s for s in all_s if re.search(only, s.name)]
+    results = {s.name: {"group": s.group, "n": s.n, "winner": s.winner, "kind": s.kind}
+               for s in all_s}
+
+    print(f"== instructions per request (callgrind), {len(all_s)} scenarios", flush=True)
+    for s in all_s:
+        results[s.name]["instr"] = instructions(s, prefix)
+        print(f"  {s.name:55s} {results[s.name]['instr']:>14,.0f}", flush=True)
+
+    print(f"== wrk: {ROUNDS} rounds x {WRK_SECONDS}s, interleaved", flush=True)
+    samples = {s.name: [] for s in all_s}
+    for r in range(ROUNDS):
+        for s in all_s:
+            p = start(s, prefix)
+            try:
+                samples[s.name].append(wrk(s, prefix))
+            finally:
+                stop(p)
+        print(f"  round {r + 1} done", flush=True)
+    for s in all_s:
+        results[s.name]["rps"] = statistics.median(x[0] for x in samples[s.name])
+        results[s.name]["p99_us"] = statistics.median(x[1] for x in samples[s.name])
+
+    print("== nginx -t and worker memory, 10,000 lists x 10 entries", flush=True)
+    load = load_test(prefix) if not only else {}
+
+    (WORK / "results.json").write_text(json.dumps({"scenarios": results, "load": load}, indent=1))
+    report(results, load)
+
+
+def fmt_i(x):
+    return f"{x:,.0f}"
+
+
+def report(results, load):
+    floor = results.get("floor: return 200", {})
+    native = results.get("native internal redirect", {})
+    nginx_v = subprocess.run([NGINX, "-v"], capture_output=True, text=True).stderr.strip()
+    njs_v = "not measured (set NJS_HTTPMATCHES)"
+    if NJS_CURRENT:
+        njs_v = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libnginx-mod-http-js"],
+                               capture_output=True, text=True).stdout
+    lines = [
+        "# Benchmarks",
+        "",
+        "Produced by `scripts/bench.sh` in one run on one machine (2 cores); do not edit by hand.",
+        f"NGINX: `{nginx_v}` (Debian) with the module built for it (`scripts/build.sh --system`);",
+        f"njs: libnginx-mod-http-js {njs_v}, NGF's own `httpmatches.js` (not part of this repository).",
+        "",
+        "- **instr/req**: instructions per request in the NGINX process (callgrind, `master_process off`,",
+        "  difference of two runs with N1 and N2 keep-alive requests, divided by N2 - N1);",
+        "  deterministic, so ratios between rows are exact for this binary.",
+        "- **req/s** and **p99**: wrk, 32 connections, NGINX (1 worker) on CPU 0 and wrk on CPU 1,",
+        f"  {ROUNDS} interleaved rounds of {WRK_SECONDS} s, medians. Noisy; compare rows of one run only.",
+        "- ratios: to the native internal redirect (instructions) and to the floor (`return 200`).",
+        "",
+        "| scenario | instr/req | vs native redirect | req/s | vs floor | p99 (us) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in results.items():
+        vs_native = r["instr"] / native["instr"] if native.get("instr") else float("nan")
+        vs_floor = r["rps"] / floor["rps"] if floor.get("rps") else float("nan")
+        lines.append(f"| {name} | {fmt_i(r['instr'])} | {vs_native:.2f}x | {fmt_i(r['rps'])} | "
+                     f"{vs_floor:.2f} | {r['p99_us']:.0f} |")
+    lines += ["", "## Targets", ""]
+    lines += targets(results)
+    if load:
+        lines += ["", "## 10,000 lists of 10 entries each (distinct), one `matches.json`", "",
+                  "| | `nginx -t` (median of 3) | worker RSS |", "|---|---:|---:|"]
+        for name, r in load.items():
+            t = f"{r['nginx_t_s'] * 1000:.0f} ms" if "nginx_t_s" in r else "-"
+            lines.append(f"| {name} | {t} | {r['worker_rss_kib'] / 1024:.1f} MiB |")
+    lines += ["", "![instructions per request against list size](benchmarks.png)", "",
+              "## Reproduce", "", "```sh",
+              "NJS_HTTPMATCHES=/path/to/ngf/internal/controller/nginx/modules/src/httpmatches.js \\",
+              "NJS_HTTPMATCHES_BLOG=/path/to/ngf-v1.2.0/.../httpmatches.js \\",
+              "scripts/bench.sh", "```", "",
+              "Without the two `NJS_*` variables the njs rows are skipped. `BENCH_ROUNDS`,",
+              "`BENCH_WRK_SECONDS` and `BENCH_ONLY=<regex of scenario names>` adjust the run.", ""]
+    (ROOT / "docs" / "BENCHMARKS.md").write_text("\n".join(lines))
+    plot(results)
+    print((ROOT / "docs" / "BENCHMARKS.md").read_text())
+
+
+def targets(results):
+    out = []
+    native = results.get("native internal redirect", {}).get("instr")
+    map_rps = [r["rps"] for r in results.values() if r["group"] == "native" and r.get("kind")]
+    mod_blog = {n: r for n, r in results.items() if n.startswith("module") and r["group"] == "blog"}
+    njs_blog = {n: r for n, r in results.items() if n.startswith("njs") and r["group"] == "blog"}
+    if native and mod_blog:
+        worst = max(r["instr"] for r in mod_blog.values())
+        out.append(f"- 3 rules, any carrier: worst {fmt_i(worst)} instr/req = "
+                   f"{worst / native:.2f}x the native internal redirect (target <= 1.15x).")
+    if mod_blog and njs_blog:
+        best_njs = min(r["instr"] for r in njs_blog.values())
+        worst = max(r["instr"] for r in mod_blog.values())
+        out.append(f"- 3 rules vs njs: njs needs at least {best_njs / worst:.1f}x the instructions "
+                   f"of the module's worst carrier (target >= 6x).")
+    if map_rps and mod_blog:
+        m = statistics.median(map_rps)
+        worst = min(r["rps"] for r in mod_blog.values())
+        out.append(f"- throughput, 3 rules: the module's slowest scenario reaches {worst / m * 100:.0f}% "
+                   f"of native `map` routing's median (target >= 95%; wrk numbers are noisy).")
+    m1000 = results.get("module, 1000 entries, winner last", {}).get("instr")
+    if m1000 and mod_blog:
+        worst = max(r["instr"] for r in mod_blog.values())
+        out.append(f"- 1,000 entries, winner last: {fmt_i(m1000)} instr/req = {m1000 / worst:.2f}x "
+                   f"the 3-rule figure (target <= 3x).")
+    n1000 = results.get("njs, 1000 entries, winner last", {}).get("instr")
+    if m1000 and n1000:
+        out.append(f"- 1,000 entries, winner last, vs njs: {n1000 / m1000:.0f}x fewer instructions "
+                   f"(target >= 500x).")
+    return out
+
+
+def plot(results):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for who, style in (("module", "o-"), ("njs", "s-")):
+        for winner in ("first", "last"):
+            pts = sorted((r["n"], r["instr"]) for n, r in results.items()
+                         if r["group"] == "lists" and n.startswith(who) and r["winner"] == winner)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style,
+                        label=f"{who}, winner {winner}", alpha=1 if winner == "last" else 0.5)
+    for name, ls in (("native internal redirect", "--"), ("floor: return 200", ":")):
+        if name in results:
+            ax.axhline(results[name]["instr"], linestyle=ls, color="grey", label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("entries in the match list")
+    ax.set_ylabel("instructions per request (callgrind)")
+    ax.set_title("Match list size vs cost per request (NGINX 1.22.1)")
+    ax.legend()
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(ROOT / "docs" / "benchmarks.png", dpi=110)
+
+
+if __name__ == "__main__":
+    main()
