@@ -47,9 +47,11 @@ static SEQ: AtomicUsize = AtomicUsize::new(0);
 pub struct Prefix {
     pub dir: PathBuf,
     pub port: u16,
+    /// The configuration file, relative to `dir`.
+    pub conf: String,
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port()
 }
 
@@ -65,12 +67,24 @@ impl Prefix {
             std::fs::create_dir_all(dir.join(sub)).expect("scratch dir");
         }
         let port = free_port();
-        let p = Prefix { dir, port };
+        let p = Prefix { dir, port, conf: "conf/nginx.conf".to_owned() };
         p.write_conf(http_body);
         for (f, text) in files {
             p.write(f, text);
         }
         p
+    }
+
+    /// A scratch directory name for other files (generated configurations).
+    pub fn scratch(name: &str) -> PathBuf {
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("e2e-{name}-{}-{n}", std::process::id()))
+    }
+
+    /// An existing configuration directory (e.g. written by httproute-nginx).
+    pub fn existing(dir: PathBuf, conf: &str, port: u16) -> Prefix {
+        Prefix { dir, port, conf: conf.to_owned() }
     }
 
     pub fn write(&self, file: &str, text: &str) {
@@ -94,7 +108,7 @@ impl Prefix {
 
     fn command(&self) -> Command {
         let mut c = Command::new(nginx_binary());
-        c.arg("-p").arg(format!("{}/", self.dir.display())).arg("-c").arg("conf/nginx.conf");
+        c.arg("-p").arg(format!("{}/", self.dir.display())).arg("-c").arg(&self.conf);
         c
     }
 

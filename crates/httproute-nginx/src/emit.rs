@@ -1,0 +1,222 @@
+//! The plan as NGINX configuration text and `matches.json`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::plan::{Candidate, INTERNAL_PREFIX, Loc, Plan};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Carrier {
+    /// `http_matches_load matches.json` + `set $match_key` (what NGF does today)
+    Preload,
+    /// `http_matches '<list>'` in each location
+    Inline,
+    /// `set $http_matches '<list>'` (blog-era NGF)
+    Variable,
+}
+
+pub struct Options {
+    pub module: String,
+    pub carrier: Carrier,
+    /// `listen ADDRESS:PORT` instead of `listen PORT`.
+    pub listen_address: Option<String>,
+}
+
+pub struct Output {
+    pub nginx_conf: String,
+    pub matches_json: String,
+}
+
+/// NGINX holds one configuration token in a 4 KiB buffer.
+const MAX_TOKEN: usize = 4094;
+
+/// The list entry of one candidate.
+pub fn entry(c: &Candidate) -> Value {
+    let redirect = format!("{INTERNAL_PREFIX}{}", c.rule);
+    if c.method.is_none() && c.headers.is_empty() && c.params.is_empty() {
+        return json!({"any": true, "redirectPath": redirect});
+    }
+    let mut e = serde_json::Map::new();
+    if let Some(m) = &c.method {
+        e.insert("method".into(), json!(m));
+    }
+    if !c.headers.is_empty() {
+        let h: Vec<String> = c.headers.iter().map(|(n, t, v)| format!("{n}:{t}:{v}")).collect();
+        e.insert("headers".into(), json!(h));
+    }
+    if !c.params.is_empty() {
+        let p: Vec<String> = c.params.iter().map(|(n, t, v)| format!("{n}={t}={v}")).collect();
+        e.insert("params".into(), json!(p));
+    }
+    e.insert("redirectPath".into(), json!(redirect));
+    Value::Object(e)
+}
+
+fn quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn single_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
+    let mut conf = String::new();
+    let mut matches: BTreeMap<String, Value> = BTreeMap::new();
+    let mut upstreams: BTreeMap<String, String> = BTreeMap::new();
+    let mut splits = String::new();
+    let mut servers = String::new();
+    let mut split_n = 0usize;
+
+    for port in &plan.ports {
+        for (si, server) in port.servers.iter().enumerate() {
+            let listen = match &opts.listen_address {
+                Some(a) => format!("{a}:{}", port.port),
+                None => port.port.to_string(),
+            };
+            let _ = writeln!(servers, "\n    server {{");
+            match &server.hostname {
+                None => {
+                    let _ = writeln!(servers, "        listen {listen} default_server;");
+                    let _ = writeln!(servers, "        server_name \"\";");
+                }
+                Some(h) => {
+                    let _ = writeln!(servers, "        listen {listen};");
+                    let _ = writeln!(servers, "        server_name {h};");
+                }
+            }
+            match &server.listener {
+                Some(l) => {
+                    let _ = writeln!(servers, "        # listener {l}");
+                }
+                None => {
+                    let _ = writeln!(servers, "        # no listener serves this host: 404");
+                }
+            }
+            for (li, loc) in server.locations.iter().enumerate() {
+                let head = match &loc.loc {
+                    Loc::Exact(p) => format!("location = {}", quote(p)),
+                    Loc::Prefix(p) => format!("location {}", quote(p)),
+                };
+                if loc.candidates.is_empty() {
+                    let _ = writeln!(servers, "        {head} {{ return 404; }}");
+                    continue;
+                }
+                let list: Vec<Value> = loc.candidates.iter().map(entry).collect();
+                let text = serde_json::to_string(&list).map_err(|e| e.to_string())?;
+                let key = format!("{}_{si}_{li}", port.port);
+                let body = match opts.carrier {
+                    Carrier::Preload => {
+                        matches.insert(key.clone(), Value::Array(list));
+                        format!("set $match_key {key}; http_matches;")
+                    }
+                    Carrier::Inline => {
+                        let t = single_quote(&text);
+                        check_token(&t, &key)?;
+                        format!("http_matches {t};")
+                    }
+                    Carrier::Variable => {
+                        if text.contains('$') {
+                            return Err(format!(
+                                "list {key} has a \"$\", which `set $http_matches` would read as \
+                                 a variable; use --carrier preload"
+                            ));
+                        }
+                        let t = single_quote(&text);
+                        check_token(&t, &key)?;
+                        format!("set $http_matches {t}; http_matches;")
+                    }
+                };
+                let _ = writeln!(servers, "        {head} {{ {body} }}");
+            }
+            let used: BTreeSet<usize> =
+                server.locations.iter().flat_map(|l| l.candidates.iter().map(|c| c.rule)).collect();
+            for ri in used {
+                let rule = &server.rules[ri];
+                let name = rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+                let _ =
+                    writeln!(servers, "        # {} rule {}{name}", rule.route, rule.rule_index);
+                let loc = format!("location = {INTERNAL_PREFIX}{ri}");
+                let total: u64 = rule.backends.iter().map(|b| u64::from(b.2)).sum::<u64>()
+                    + u64::from(rule.invalid_weight);
+                if rule.backends.is_empty() || total == 0 {
+                    let _ = writeln!(servers, "        {loc} {{ internal; return 500; }}");
+                    continue;
+                }
+                for (up, addr, _) in &rule.backends {
+                    upstreams.insert(up.clone(), addr.clone());
+                }
+                let proxy = "proxy_http_version 1.1; proxy_set_header Host $host; \
+                             proxy_set_header Connection \"\";";
+                if rule.backends.len() == 1 && rule.invalid_weight == 0 {
+                    let up = &rule.backends[0].0;
+                    let _ = writeln!(
+                        servers,
+                        "        {loc} {{ internal; {proxy} proxy_pass http://{up}$request_uri; }}"
+                    );
+                    continue;
+                }
+                let var = format!("$httproute_split_{split_n}");
+                split_n += 1;
+                let _ = writeln!(splits, "\n    split_clients $request_id {var} {{");
+                let mut shares: Vec<(String, u32)> =
+                    rule.backends.iter().map(|(u, _, w)| (u.clone(), *w)).collect();
+                if rule.invalid_weight > 0 {
+                    shares.push(("\"\"".to_owned(), rule.invalid_weight));
+                }
+                let last = shares.len() - 1;
+                for (i, (up, w)) in shares.iter().enumerate() {
+                    if i == last {
+                        let _ = writeln!(splits, "        * {up};");
+                    } else {
+                        let pct = (u64::from(*w) * 10000 / total) as f64 / 100.0;
+                        let _ = writeln!(splits, "        {pct:.2}% {up};");
+                    }
+                }
+                let _ = writeln!(splits, "    }}");
+                let _ = writeln!(
+                    servers,
+                    "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {proxy} \
+                     proxy_pass http://{var}$request_uri; }}"
+                );
+            }
+            let _ = writeln!(servers, "    }}");
+        }
+    }
+
+    let _ = writeln!(
+        conf,
+        "# Generated by httproute-nginx: do not edit; regenerate from the manifests."
+    );
+    let _ = writeln!(conf, "load_module {};", opts.module);
+    conf.push_str(
+        "worker_processes auto;\npid logs/nginx.pid;\nerror_log logs/error.log notice;\n\n\
+         events {\n    worker_connections 1024;\n}\n\nhttp {\n    access_log logs/access.log;\n    \
+         client_body_temp_path tmp/client_body;\n    proxy_temp_path tmp/proxy;\n    \
+         fastcgi_temp_path tmp/fastcgi;\n    uwsgi_temp_path tmp/uwsgi;\n    scgi_temp_path tmp/scgi;\n",
+    );
+    if opts.carrier == Carrier::Preload {
+        conf.push_str("    http_matches_load matches.json;\n");
+    }
+    for (up, addr) in &upstreams {
+        let _ = writeln!(conf, "\n    upstream {up} {{\n        server {addr};\n    }}");
+    }
+    conf.push_str(&splits);
+    conf.push_str(&servers);
+    conf.push_str("}\n");
+    let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";
+    Ok(Output { nginx_conf: conf, matches_json })
+}
+
+fn check_token(token: &str, key: &str) -> Result<(), String> {
+    if token.len() > MAX_TOKEN {
+        return Err(format!(
+            "the list of location {key} is {} bytes; NGINX takes at most {MAX_TOKEN} in one \
+             configuration token: use --carrier preload",
+            token.len()
+        ));
+    }
+    Ok(())
+}

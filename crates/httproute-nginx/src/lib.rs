@@ -1,0 +1,94 @@
+//! `httproute-nginx`: Gateway API `Gateway` and `HTTPRoute` manifests in, a complete NGINX
+//! configuration that uses `ngx_http_matches_module` out.
+//!
+//! - [`model`] reads manifests (YAML or JSON) with CRD defaults and limits;
+//! - [`plan`] attaches routes to listeners and orders every match by Gateway API precedence,
+//!   per NGINX location, with fallback to shorter prefixes;
+//! - [`emit`] writes `nginx.conf` and `matches.json`;
+//! - [`explain`] answers "which route serves this request, and why".
+
+#![forbid(unsafe_code)]
+
+pub mod emit;
+pub mod explain;
+pub mod model;
+pub mod plan;
+
+use std::path::{Path, PathBuf};
+
+pub use emit::{Carrier, Options, Output};
+pub use plan::BackendMap;
+
+/// Parses `NAMESPACE/NAME:PORT=HOST:PORT`.
+pub fn parse_backend(s: &str) -> Result<(String, String), String> {
+    let (key, addr) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAMESPACE/NAME:PORT=HOST:PORT"))?;
+    let ok_key = key.split_once('/').is_some_and(|(ns, rest)| {
+        !ns.is_empty()
+            && rest.rsplit_once(':').is_some_and(|(n, p)| !n.is_empty() && p.parse::<u16>().is_ok())
+    });
+    if !ok_key {
+        return Err(format!("{s:?}: expected NAMESPACE/NAME:PORT before \"=\""));
+    }
+    let ok_addr = addr.rsplit_once(':').is_some_and(|(h, p)| {
+        !h.is_empty()
+            && p.parse::<u16>().is_ok()
+            && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-[]:".contains(c))
+    });
+    if !ok_addr {
+        return Err(format!("{s:?}: expected HOST:PORT after \"=\""));
+    }
+    Ok((key.to_owned(), addr.to_owned()))
+}
+
+/// Reads a backends file: one `NAMESPACE/NAME:PORT=HOST:PORT` per line, `#` comments.
+pub fn read_backends(path: &Path, into: &mut BackendMap) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (k, v) =
+            parse_backend(line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+        into.insert(k, v);
+    }
+    Ok(())
+}
+
+/// Manifests to configuration text, plus warnings.
+pub fn generate(
+    inputs: &[PathBuf],
+    backends: &BackendMap,
+    opts: &Options,
+) -> Result<(Output, Vec<String>), String> {
+    let model = model::load(inputs).map_err(|e| e.to_string())?;
+    let plan = plan::plan(&model, backends);
+    let out = emit::emit(&plan, opts)?;
+    Ok((out, plan.warnings))
+}
+
+/// Writes the output directory all at once: a complete sibling directory is renamed into
+/// place, so DIR is never half-written.
+pub fn write_dir(dir: &Path, out: &Output) -> std::io::Result<()> {
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let name =
+        dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join("logs"))?;
+    std::fs::create_dir_all(tmp.join("tmp"))?;
+    std::fs::write(tmp.join("nginx.conf"), &out.nginx_conf)?;
+    std::fs::write(tmp.join("matches.json"), &out.matches_json)?;
+    if dir.exists() {
+        let old = parent.join(format!(".{name}.old-{}", std::process::id()));
+        std::fs::rename(dir, &old)?;
+        std::fs::rename(&tmp, dir)?;
+        std::fs::remove_dir_all(&old)?;
+    } else {
+        std::fs::rename(&tmp, dir)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! The `httproute-nginx` command.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use httproute_nginx::{BackendMap, Carrier, Options, explain, parse_backend, read_backends};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Gateway API manifests in, an NGINX configuration (ngx_http_matches_module) out"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct Input {
+    /// A manifest file or a directory of them (YAML or JSON); repeatable.
+    #[arg(short = 'f', long = "file", required = true)]
+    files: Vec<PathBuf>,
+    /// Where a backend lives: NAMESPACE/NAME:PORT=HOST:PORT; repeatable.
+    #[arg(long = "backend", value_parser = parse_backend)]
+    backends: Vec<(String, String)>,
+    /// A file of NAMESPACE/NAME:PORT=HOST:PORT lines.
+    #[arg(long = "backends")]
+    backends_file: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write DIR/nginx.conf and DIR/matches.json (and logs/, tmp/): `nginx -p DIR -c nginx.conf`.
+    Generate {
+        #[command(flatten)]
+        input: Input,
+        /// The output directory (replaced as a whole).
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+        /// The `load_module` path of ngx_http_matches_module.
+        #[arg(long, default_value = "modules/ngx_http_matches_module.so")]
+        module: String,
+        /// How match lists reach the module.
+        #[arg(long, value_enum, default_value_t = Carrier::Preload)]
+        carrier: Carrier,
+        /// Listen on this address only (default: all addresses).
+        #[arg(long)]
+        listen_address: Option<String>,
+    },
+    /// Show which route, rule and match serve a request, and why.
+    Explain {
+        #[command(flatten)]
+        input: Input,
+        #[arg(long, default_value = "GET")]
+        method: String,
+        #[arg(long)]
+        host: String,
+        #[arg(long)]
+        path: String,
+        /// The listener port (default: the first port).
+        #[arg(long)]
+        port: Option<u16>,
+        /// A request header NAME:VALUE; repeatable.
+        #[arg(long = "header")]
+        headers: Vec<String>,
+        /// A query parameter NAME=VALUE (raw, as in the URL); repeatable.
+        #[arg(long = "query")]
+        query: Vec<String>,
+    },
+}
+
+fn backends(input: &Input) -> Result<BackendMap, String> {
+    let mut map = BackendMap::new();
+    if let Some(f) = &input.backends_file {
+        read_backends(f, &mut map)?;
+    }
+    map.extend(input.backends.iter().cloned());
+    Ok(map)
+}
+
+fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Command::Generate { input, output, module, carrier, listen_address } => {
+            let map = backends(&input)?;
+            let opts = Options { module, carrier, listen_address };
+            let (out, warnings) = httproute_nginx::generate(&input.files, &map, &opts)?;
+            for w in &warnings {
+                eprintln!("httproute-nginx: warning: {w}");
+            }
+            httproute_nginx::write_dir(&output, &out)
+                .map_err(|e| format!("{}: {e}", output.display()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain { input, method, host, path, port, headers, query } => {
+            let map = backends(&input)?;
+            let model = httproute_nginx::model::load(&input.files).map_err(|e| e.to_string())?;
+            let plan = httproute_nginx::plan::plan(&model, &map);
+            let headers = headers
+                .iter()
+                .map(|h| h.split_once(':').map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned())))
+                .collect::<Option<Vec<_>>>()
+                .ok_or("--header takes NAME:VALUE")?;
+            let req =
+                explain::Request { port, method, host, path, headers, query: query.join("&") };
+            let (text, status) = explain::explain(&plan, &req);
+            print!("{text}");
+            println!("=> {status}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("httproute-nginx: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

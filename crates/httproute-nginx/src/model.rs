@@ -1,0 +1,464 @@
+//! Gateway API input: reading manifests (YAML multi-document or JSON, `List`s included) into
+//! typed Gateways and HTTPRoutes, with CRD defaults applied and CRD limits checked.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// An input problem: where (file, document, field) and what.
+#[derive(Debug)]
+pub struct InputError {
+    pub file: PathBuf,
+    /// 0-based index of the YAML document (or JSON List item) in the file.
+    pub document: Option<usize>,
+    /// Field path inside the object, e.g. `spec.rules[0].matches[1].path.type`.
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(d) = self.document {
+            write!(f, ", document {d}")?;
+        }
+        if !self.field.is_empty() {
+            write!(f, ", {}", self.field)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta {
+    pub name: String,
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    #[serde(default)]
+    pub creation_timestamp: Option<String>,
+}
+
+fn default_namespace() -> String {
+    "default".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Gateway {
+    pub metadata: Meta,
+    pub spec: GatewaySpec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GatewaySpec {
+    pub listeners: Vec<Listener>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listener {
+    pub name: String,
+    pub port: u16,
+    pub protocol: String,
+    #[serde(default)]
+    pub hostname: Option<String>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct HttpRoute {
+    pub metadata: Meta,
+    pub spec: RouteSpec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteSpec {
+    #[serde(default)]
+    pub parent_refs: Vec<ParentRef>,
+    #[serde(default)]
+    pub hostnames: Vec<String>,
+    #[serde(default = "default_rules")]
+    pub rules: Vec<Rule>,
+}
+
+fn default_rules() -> Vec<Rule> {
+    vec![Rule {
+        name: None,
+        matches: default_matches(),
+        backend_refs: Vec::new(),
+        other: BTreeMap::new(),
+    }]
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub section_name: Option<String>,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub group: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "default_matches")]
+    pub matches: Vec<Match>,
+    #[serde(default)]
+    pub backend_refs: Vec<BackendRef>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+fn default_matches() -> Vec<Match> {
+    vec![Match::default()]
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Match {
+    #[serde(default)]
+    pub path: PathMatch,
+    #[serde(default)]
+    pub headers: Vec<ValueMatch>,
+    #[serde(default)]
+    pub query_params: Vec<ValueMatch>,
+    #[serde(default)]
+    pub method: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PathMatch {
+    #[serde(rename = "type", default = "default_path_type")]
+    pub kind: String,
+    #[serde(default = "default_path_value")]
+    pub value: String,
+}
+
+impl Default for PathMatch {
+    fn default() -> Self {
+        PathMatch { kind: default_path_type(), value: default_path_value() }
+    }
+}
+
+fn default_path_type() -> String {
+    "PathPrefix".to_owned()
+}
+fn default_path_value() -> String {
+    "/".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ValueMatch {
+    #[serde(rename = "type", default = "default_value_type")]
+    pub kind: String,
+    pub name: String,
+    pub value: String,
+}
+
+fn default_value_type() -> String {
+    "Exact".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub group: Option<String>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+/// Everything read from the inputs.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    pub gateways: Vec<Gateway>,
+    pub routes: Vec<HttpRoute>,
+    /// Fields we do not support yet, each reported once: (field, where first seen).
+    pub unsupported: BTreeMap<String, String>,
+    pub files: Vec<PathBuf>,
+}
+
+/// Reads files and directories (their `.yaml`, `.yml` and `.json` files, sorted).
+pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
+    let mut files = Vec::new();
+    for p in paths {
+        collect(p, &mut files)?;
+    }
+    let mut inputs = Inputs::default();
+    for f in files {
+        let text = std::fs::read_to_string(&f).map_err(|e| InputError {
+            file: f.clone(),
+            document: None,
+            field: String::new(),
+            message: e.to_string(),
+        })?;
+        load_text(&f, &text, &mut inputs)?;
+        inputs.files.push(f);
+    }
+    Ok(inputs)
+}
+
+fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
+    let err = |e: std::io::Error| InputError {
+        file: p.to_owned(),
+        document: None,
+        field: String::new(),
+        message: e.to_string(),
+    };
+    if p.is_dir() {
+        let mut entries: Vec<PathBuf> =
+            std::fs::read_dir(p).map_err(err)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for e in entries {
+            let ext = e.extension().and_then(|x| x.to_str()).unwrap_or("");
+            if e.is_dir() || matches!(ext, "yaml" | "yml" | "json") {
+                collect(&e, out)?;
+            }
+        }
+        Ok(())
+    } else if p.exists() {
+        out.push(p.to_owned());
+        Ok(())
+    } else {
+        Err(err(std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory")))
+    }
+}
+
+/// Parses one file's text (YAML documents; JSON is YAML) and adds its objects.
+pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), InputError> {
+    let mut docs = Vec::new();
+    for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let v = Value::deserialize(doc).map_err(|e| InputError {
+            file: file.to_owned(),
+            document: Some(i),
+            field: String::new(),
+            message: format!("invalid YAML/JSON: {e}"),
+        })?;
+        if v.is_null() {
+            continue;
+        }
+        // A `kubectl get -o json` List: its items are the objects.
+        if v.get("kind").and_then(Value::as_str) == Some("List") {
+            for item in v.get("items").and_then(Value::as_array).cloned().unwrap_or_default() {
+                docs.push((i, item));
+            }
+        } else {
+            docs.push((i, v));
+        }
+    }
+    for (i, v) in docs {
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+        let here = |field: String, message: String| InputError {
+            file: file.to_owned(),
+            document: Some(i),
+            field,
+            message,
+        };
+        match kind.as_str() {
+            "Gateway" => {
+                let g: Gateway = typed(v, &here)?;
+                for (f, _) in &g.spec.other {
+                    note(inputs, format!("Gateway spec.{f}"), file, i);
+                }
+                for l in &g.spec.listeners {
+                    for (f, _) in &l.other {
+                        note(inputs, format!("Gateway spec.listeners[].{f}"), file, i);
+                    }
+                }
+                inputs.gateways.push(g);
+            }
+            "HTTPRoute" => {
+                let r: HttpRoute = typed(v, &here)?;
+                validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
+                for rule in &r.spec.rules {
+                    for (f, _) in &rule.other {
+                        note(inputs, format!("HTTPRoute spec.rules[].{f}"), file, i);
+                    }
+                    for b in &rule.backend_refs {
+                        for (f, _) in &b.other {
+                            note(
+                                inputs,
+                                format!("HTTPRoute spec.rules[].backendRefs[].{f}"),
+                                file,
+                                i,
+                            );
+                        }
+                    }
+                }
+                inputs.routes.push(r);
+            }
+            "" => return Err(here(String::new(), "object without a kind".to_owned())),
+            _ => note(inputs, format!("kind {kind}"), file, i),
+        }
+    }
+    Ok(())
+}
+
+fn note(inputs: &mut Inputs, what: String, file: &Path, doc: usize) {
+    inputs.unsupported.entry(what).or_insert_with(|| format!("{}, document {doc}", file.display()));
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    v: Value,
+    here: &dyn Fn(String, String) -> InputError,
+) -> Result<T, InputError> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { String::new() } else { path };
+        here(field, e.into_inner().to_string())
+    })
+}
+
+/// CRD validation we rely on: enums, required shapes and the CRD's length limits.
+fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
+    let s = &r.spec;
+    if s.rules.len() > 16 {
+        return Err(("spec.rules".into(), format!("{} rules; at most 16", s.rules.len())));
+    }
+    if s.hostnames.len() > 16 {
+        return Err(("spec.hostnames".into(), "at most 16 hostnames".into()));
+    }
+    for (i, h) in s.hostnames.iter().enumerate() {
+        if !valid_hostname(h) {
+            return Err((format!("spec.hostnames[{i}]"), format!("invalid hostname {h:?}")));
+        }
+    }
+    for (ri, rule) in s.rules.iter().enumerate() {
+        if rule.matches.len() > 64 {
+            return Err((format!("spec.rules[{ri}].matches"), "at most 64 matches".into()));
+        }
+        for (mi, m) in rule.matches.iter().enumerate() {
+            let at = format!("spec.rules[{ri}].matches[{mi}]");
+            match m.path.kind.as_str() {
+                "Exact" | "PathPrefix" | "RegularExpression" => {}
+                k => return Err((format!("{at}.path.type"), format!("unknown path type {k:?}"))),
+            }
+            let v = &m.path.value;
+            if v.len() > 1024 {
+                return Err((format!("{at}.path.value"), "longer than 1024 characters".into()));
+            }
+            if m.path.kind != "RegularExpression" {
+                if !v.starts_with('/') {
+                    return Err((format!("{at}.path.value"), format!("{v:?} must start with /")));
+                }
+                if let Some(c) = v.chars().find(|c| !path_char(*c)) {
+                    return Err((
+                        format!("{at}.path.value"),
+                        format!("{v:?} has the character {c:?}"),
+                    ));
+                }
+            }
+            for (kind, list, name_max, value_max) in
+                [("headers", &m.headers, 256, 4096), ("queryParams", &m.query_params, 256, 1024)]
+            {
+                if list.len() > 16 {
+                    return Err((format!("{at}.{kind}"), "at most 16 entries".into()));
+                }
+                for (i, h) in list.iter().enumerate() {
+                    let f = format!("{at}.{kind}[{i}]");
+                    if !matches!(h.kind.as_str(), "Exact" | "RegularExpression") {
+                        return Err((
+                            format!("{f}.type"),
+                            format!("unknown match type {:?}", h.kind),
+                        ));
+                    }
+                    if h.name.is_empty() || h.name.len() > name_max {
+                        return Err((format!("{f}.name"), format!("length must be 1-{name_max}")));
+                    }
+                    if kind == "headers" && !h.name.bytes().all(header_token) {
+                        return Err((
+                            format!("{f}.name"),
+                            format!("invalid header name {:?}", h.name),
+                        ));
+                    }
+                    if h.value.is_empty() || h.value.len() > value_max {
+                        return Err((
+                            format!("{f}.value"),
+                            format!("length must be 1-{value_max}"),
+                        ));
+                    }
+                }
+            }
+            if let Some(method) = &m.method {
+                if !matches!(
+                    method.as_str(),
+                    "GET"
+                        | "HEAD"
+                        | "POST"
+                        | "PUT"
+                        | "DELETE"
+                        | "CONNECT"
+                        | "OPTIONS"
+                        | "TRACE"
+                        | "PATCH"
+                ) {
+                    return Err((format!("{at}.method"), format!("unknown method {method:?}")));
+                }
+            }
+        }
+        for (bi, b) in rule.backend_refs.iter().enumerate() {
+            if b.weight > 1_000_000 {
+                return Err((
+                    format!("spec.rules[{ri}].backendRefs[{bi}].weight"),
+                    "at most 1000000".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn header_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Characters a path value may hold in generated `location` text (RFC 3986 pchar and `/`,
+/// without `%`: NGINX matches locations on the decoded URI).
+fn path_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@/".contains(c)
+}
+
+pub fn valid_hostname(h: &str) -> bool {
+    let rest = h.strip_prefix("*.").unwrap_or(h);
+    !rest.is_empty()
+        && h.len() <= 253
+        && rest.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
+}

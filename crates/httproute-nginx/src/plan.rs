@@ -1,0 +1,487 @@
+//! The routing plan: which routes serve which listener and hostname, which NGINX locations
+//! exist, and for each location the ordered candidate list (Gateway API precedence across all
+//! routes of the listener, with fallback to shorter prefixes).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{HttpRoute, Inputs, Match};
+
+/// Where backends live: `namespace/name:port` -> `host:port`.
+pub type BackendMap = BTreeMap<String, String>;
+
+pub const INTERNAL_PREFIX: &str = "/_httproute-internal/";
+
+#[derive(Debug)]
+pub struct Plan {
+    pub ports: Vec<PortPlan>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct PortPlan {
+    pub port: u16,
+    pub servers: Vec<ServerPlan>,
+}
+
+#[derive(Debug)]
+pub struct ServerPlan {
+    /// `None`: the catch-all (default) server of the port.
+    pub hostname: Option<String>,
+    /// `namespace/gateway/listener` serving this hostname, if any.
+    pub listener: Option<String>,
+    pub locations: Vec<LocationPlan>,
+    pub rules: Vec<RulePlan>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Loc {
+    /// `location = PATH`
+    Exact(String),
+    /// `location PATH` (PATH ends with `/`)
+    Prefix(String),
+}
+
+impl Loc {
+    /// Whether a request path that reaches this location is matched by `m`'s path.
+    fn covered_by(&self, kind: PathKind, value: &str) -> bool {
+        let under = |p: &str, q: &str| q == "/" || p == q || p.starts_with(&format!("{q}/"));
+        match (self, kind) {
+            (Loc::Exact(x), PathKind::Exact) => x == value,
+            (Loc::Exact(x), PathKind::Prefix) => under(x, value),
+            (Loc::Prefix(_), PathKind::Exact) => false,
+            (Loc::Prefix(y), PathKind::Prefix) => {
+                value == "/"
+                    || y.trim_end_matches('/') == value
+                    || under(y.trim_end_matches('/'), value)
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct LocationPlan {
+    pub loc: Loc,
+    pub candidates: Vec<Candidate>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    Exact,
+    Prefix,
+}
+
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Index into the server's `rules`.
+    pub rule: usize,
+    pub route: String,
+    pub rule_index: usize,
+    pub match_index: usize,
+    pub path_kind: PathKind,
+    pub path: String,
+    pub route_hostname: Option<String>,
+    pub method: Option<String>,
+    /// (name, type, value), names de-duplicated (headers case-insensitively), first kept.
+    pub headers: Vec<(String, String, String)>,
+    pub params: Vec<(String, String, String)>,
+    pub key: SortKey,
+}
+
+/// Gateway API precedence; the smallest key wins.
+pub type SortKey = (
+    Reverse<usize>, // characters of the matching non-wildcard route hostname
+    Reverse<usize>, // characters of the matching route hostname
+    bool,           // not Exact
+    Reverse<usize>, // path characters
+    bool,           // no method
+    Reverse<usize>, // header matches
+    Reverse<usize>, // query param matches
+    String,         // creationTimestamp (RFC 3339 sorts as text)
+    String,         // namespace
+    String,         // name
+    usize,          // rule index
+    usize,          // match index
+);
+
+#[derive(Debug, Clone)]
+pub struct RulePlan {
+    pub route: String,
+    pub rule_index: usize,
+    pub rule_name: Option<String>,
+    /// (upstream name, host:port, weight), weight > 0.
+    pub backends: Vec<(String, String, u32)>,
+    /// Total weight of backend refs that cannot be used (their share answers 500).
+    pub invalid_weight: u32,
+}
+
+/// Normalized PathPrefix value: no trailing `/` except for `/` itself.
+pub fn normalize_prefix(v: &str) -> String {
+    let t = v.trim_end_matches('/');
+    if t.is_empty() { "/".to_owned() } else { t.to_owned() }
+}
+
+fn wildcard_covers(wild: &str, host: &str) -> bool {
+    match wild.strip_prefix('*') {
+        Some(suffix) => host.len() > suffix.len() && host.ends_with(suffix),
+        None => false,
+    }
+}
+
+/// Listener hostname ∩ route hostnames (`None` = any host).
+fn intersect(listener: Option<&str>, route: &[String]) -> Vec<Option<String>> {
+    if route.is_empty() {
+        return vec![listener.map(str::to_owned)];
+    }
+    let Some(l) = listener else { return route.iter().cloned().map(Some).collect() };
+    let mut out = Vec::new();
+    for r in route {
+        if r == l || wildcard_covers(l, r) {
+            out.push(Some(r.clone()));
+        } else if wildcard_covers(r, l) {
+            out.push(Some(l.to_owned()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Whether route hostname `e` (after intersection) serves every request of server `h`.
+fn serves(e: &Option<String>, h: &Option<String>) -> bool {
+    match (e, h) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(e), Some(h)) => e == h || wildcard_covers(e, h),
+    }
+}
+
+struct Attachment<'a> {
+    listener: usize,
+    route: &'a HttpRoute,
+    hostnames: Vec<Option<String>>,
+}
+
+struct ListenerRef {
+    id: String,
+    port: u16,
+    hostname: Option<String>,
+}
+
+pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
+    let mut warnings = Vec::new();
+    for (what, at) in &inputs.unsupported {
+        warnings.push(format!("{what} is not supported yet and was ignored (first in {at})"));
+    }
+    let mut listeners = Vec::new();
+    for g in &inputs.gateways {
+        for l in &g.spec.listeners {
+            let id = format!("{}/{}/{}", g.metadata.namespace, g.metadata.name, l.name);
+            if l.protocol != "HTTP" {
+                warnings.push(format!(
+                    "listener {id}: protocol {} is not supported yet; skipped",
+                    l.protocol
+                ));
+                continue;
+            }
+            listeners.push(ListenerRef { id, port: l.port, hostname: l.hostname.clone() });
+        }
+    }
+    let mut attachments = Vec::new();
+    let mut routes: Vec<&HttpRoute> = inputs.routes.iter().collect();
+    routes.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
+    for r in &routes {
+        let ns = &r.metadata.namespace;
+        let mut attached = false;
+        for p in &r.spec.parent_refs {
+            if p.kind.as_deref().unwrap_or("Gateway") != "Gateway"
+                || !matches!(p.group.as_deref(), None | Some("gateway.networking.k8s.io"))
+            {
+                continue;
+            }
+            let gw_ns = p.namespace.as_deref().unwrap_or(ns);
+            for (li, l) in listeners.iter().enumerate() {
+                let mut parts = l.id.splitn(3, '/');
+                let (lns, lgw, lname) = (parts.next(), parts.next(), parts.next());
+                if lns != Some(gw_ns) || lgw != Some(p.name.as_str()) {
+                    continue;
+                }
+                if p.section_name.as_deref().is_some_and(|s| Some(s) != lname)
+                    || p.port.is_some_and(|port| port != l.port)
+                {
+                    continue;
+                }
+                let hostnames = intersect(l.hostname.as_deref(), &r.spec.hostnames);
+                if hostnames.is_empty() {
+                    continue;
+                }
+                attached = true;
+                attachments.push(Attachment { listener: li, route: r, hostnames });
+            }
+        }
+        if !attached {
+            warnings.push(format!(
+                "HTTPRoute {ns}/{}: attaches to no listener (parentRefs, sectionName, port or \
+                 hostnames do not match); its requests get 404",
+                r.metadata.name
+            ));
+        }
+    }
+    let ports: BTreeSet<u16> = listeners.iter().map(|l| l.port).collect();
+    let mut out = Vec::new();
+    for port in ports {
+        let on_port: Vec<usize> =
+            (0..listeners.len()).filter(|&i| listeners[i].port == port).collect();
+        let mut names: BTreeSet<Option<String>> = BTreeSet::new();
+        names.insert(None);
+        for &i in &on_port {
+            names.insert(listeners[i].hostname.clone());
+        }
+        for a in attachments.iter().filter(|a| listeners[a.listener].port == port) {
+            names.extend(a.hostnames.iter().cloned());
+        }
+        let mut servers = Vec::new();
+        for h in names {
+            let best = best_listener(&listeners, &on_port, &h);
+            let mut server = ServerPlan {
+                hostname: h.clone(),
+                listener: best.map(|i| listeners[i].id.clone()),
+                locations: Vec::new(),
+                rules: Vec::new(),
+            };
+            if let Some(li) = best {
+                let mut candidates = Vec::new();
+                for a in attachments.iter().filter(|a| a.listener == li) {
+                    let Some(e) =
+                        a.hostnames.iter().filter(|e| serves(e, &h)).max_by_key(|e| host_rank(e))
+                    else {
+                        continue;
+                    };
+                    add_route(a.route, e, backends, &mut server, &mut candidates, &mut warnings);
+                }
+                server.locations = locations(candidates);
+            }
+            if !server.locations.iter().any(|l| l.loc == Loc::Prefix("/".into())) {
+                server
+                    .locations
+                    .push(LocationPlan { loc: Loc::Prefix("/".into()), candidates: Vec::new() });
+                server.locations.sort_by(|a, b| a.loc.cmp(&b.loc));
+            }
+            servers.push(server);
+        }
+        out.push(PortPlan { port, servers });
+    }
+    warnings.sort();
+    warnings.dedup();
+    Plan { ports: out, warnings }
+}
+
+fn host_rank(e: &Option<String>) -> (usize, usize) {
+    match e {
+        None => (0, 0),
+        Some(e) if e.starts_with('*') => (0, e.len()),
+        Some(e) => (e.len(), e.len()),
+    }
+}
+
+/// The most specific listener of the port for hostname `h` (listener isolation).
+fn best_listener(
+    listeners: &[ListenerRef],
+    on_port: &[usize],
+    h: &Option<String>,
+) -> Option<usize> {
+    let exact = on_port
+        .iter()
+        .copied()
+        .find(|&i| listeners[i].hostname.is_some() && listeners[i].hostname == *h);
+    if exact.is_some() {
+        return exact;
+    }
+    if let Some(h) = h {
+        let wild = on_port
+            .iter()
+            .copied()
+            .filter(|&i| listeners[i].hostname.as_deref().is_some_and(|l| wildcard_covers(l, h)))
+            .max_by_key(|&i| listeners[i].hostname.as_ref().map_or(0, String::len));
+        if wild.is_some() {
+            return wild;
+        }
+    }
+    on_port.iter().copied().find(|&i| listeners[i].hostname.is_none())
+}
+
+fn add_route(
+    r: &HttpRoute,
+    hostname: &Option<String>,
+    backends: &BackendMap,
+    server: &mut ServerPlan,
+    candidates: &mut Vec<Candidate>,
+    warnings: &mut Vec<String>,
+) {
+    let m = &r.metadata;
+    let route = format!("{}/{}", m.namespace, m.name);
+    let (nonwild, chars) = host_rank(hostname);
+    for (ri, rule) in r.spec.rules.iter().enumerate() {
+        let rule_slot = server.rules.len();
+        server.rules.push(rule_plan(&route, ri, rule, &m.namespace, backends, warnings));
+        for (mi, mat) in rule.matches.iter().enumerate() {
+            let Some(c) = candidate(&route, ri, mi, mat, rule_slot, hostname, warnings) else {
+                continue;
+            };
+            let key = (
+                Reverse(nonwild),
+                Reverse(chars),
+                c.path_kind != PathKind::Exact,
+                Reverse(c.path.len()),
+                c.method.is_none(),
+                Reverse(c.headers.len()),
+                Reverse(c.params.len()),
+                m.creation_timestamp.clone().unwrap_or_default(),
+                m.namespace.clone(),
+                m.name.clone(),
+                ri,
+                mi,
+            );
+            candidates.push(Candidate { key, ..c });
+        }
+    }
+}
+
+fn candidate(
+    route: &str,
+    ri: usize,
+    mi: usize,
+    m: &Match,
+    rule: usize,
+    hostname: &Option<String>,
+    warnings: &mut Vec<String>,
+) -> Option<Candidate> {
+    let at = format!("HTTPRoute {route} rules[{ri}].matches[{mi}]");
+    let (path_kind, path) = match m.path.kind.as_str() {
+        "Exact" => (PathKind::Exact, m.path.value.clone()),
+        "PathPrefix" => (PathKind::Prefix, normalize_prefix(&m.path.value)),
+        _ => {
+            warnings.push(format!(
+                "{at}: path type {} is not supported yet; match skipped",
+                m.path.kind
+            ));
+            return None;
+        }
+    };
+    if path.starts_with(INTERNAL_PREFIX.trim_end_matches('/')) {
+        warnings.push(format!("{at}: paths under {INTERNAL_PREFIX} are reserved; match skipped"));
+        return None;
+    }
+    let mut headers: Vec<(String, String, String)> = Vec::new();
+    for h in &m.headers {
+        if !headers.iter().any(|(n, _, _)| n.eq_ignore_ascii_case(&h.name)) {
+            headers.push((h.name.clone(), h.kind.clone(), h.value.clone()));
+        }
+    }
+    let mut params: Vec<(String, String, String)> = Vec::new();
+    for q in &m.query_params {
+        if !params.iter().any(|(n, _, _)| *n == q.name) {
+            params.push((q.name.clone(), q.kind.clone(), q.value.clone()));
+        }
+    }
+    Some(Candidate {
+        rule,
+        route: route.to_owned(),
+        rule_index: ri,
+        match_index: mi,
+        path_kind,
+        path,
+        route_hostname: hostname.clone(),
+        method: m.method.clone(),
+        headers,
+        params,
+        key: Default::default(),
+    })
+}
+
+fn rule_plan(
+    route: &str,
+    ri: usize,
+    rule: &crate::model::Rule,
+    ns: &str,
+    backends: &BackendMap,
+    warnings: &mut Vec<String>,
+) -> RulePlan {
+    let mut plan = RulePlan {
+        route: route.to_owned(),
+        rule_index: ri,
+        rule_name: rule.name.clone(),
+        backends: Vec::new(),
+        invalid_weight: 0,
+    };
+    for (bi, b) in rule.backend_refs.iter().enumerate() {
+        if b.weight == 0 {
+            continue;
+        }
+        let at = format!("HTTPRoute {route} rules[{ri}].backendRefs[{bi}]");
+        let bns = b.namespace.as_deref().unwrap_or(ns);
+        let invalid = if !matches!(b.kind.as_deref(), None | Some("Service"))
+            || !matches!(b.group.as_deref(), None | Some(""))
+        {
+            Some(format!("kind {:?} is not a Service", b.kind.as_deref().unwrap_or("")))
+        } else if bns != ns {
+            Some(
+                "a cross-namespace reference needs a ReferenceGrant, which is not supported yet"
+                    .to_owned(),
+            )
+        } else if b.port.is_none() {
+            Some("a Service reference needs a port".to_owned())
+        } else {
+            None
+        };
+        if let Some(why) = invalid {
+            warnings.push(format!("{at}: {why}; its share of requests answers 500"));
+            plan.invalid_weight += b.weight;
+            continue;
+        }
+        let port = b.port.unwrap_or_default();
+        let key = format!("{bns}/{}:{port}", b.name);
+        let address = backends
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| format!("{}.{bns}.svc.cluster.local:{port}", b.name));
+        let upstream: String = format!("{bns}_{}_{port}", b.name)
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .collect();
+        plan.backends.push((upstream, address, b.weight));
+    }
+    plan
+}
+
+/// NGINX locations for a server's candidates, each with its ordered candidate list.
+fn locations(mut candidates: Vec<Candidate>) -> Vec<LocationPlan> {
+    candidates.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut locs: BTreeSet<Loc> = BTreeSet::new();
+    for c in &candidates {
+        match c.path_kind {
+            PathKind::Exact => {
+                locs.insert(Loc::Exact(c.path.clone()));
+            }
+            PathKind::Prefix if c.path == "/" => {
+                locs.insert(Loc::Prefix("/".into()));
+            }
+            PathKind::Prefix => {
+                locs.insert(Loc::Exact(c.path.clone()));
+                locs.insert(Loc::Prefix(format!("{}/", c.path)));
+            }
+        }
+    }
+    locs.into_iter()
+        .map(|loc| {
+            let list = candidates
+                .iter()
+                .filter(|c| loc.covered_by(c.path_kind, &c.path))
+                .cloned()
+                .collect();
+            LocationPlan { loc, candidates: list }
+        })
+        .collect()
+}

@@ -1,0 +1,226 @@
+//! Configurations written by httproute-nginx, run in a real NGINX with the module: requests
+//! land on the backend the Gateway API says they should.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{Headers, Nginx, Prefix, free_port};
+use httproute_nginx::{BackendMap, Carrier, Options};
+
+const BACKENDS: [&str; 13] = [
+    "coffee-v1",
+    "coffee-v2",
+    "tea",
+    "tea-post",
+    "blue",
+    "api",
+    "beta",
+    "status",
+    "w1",
+    "w2",
+    "wild",
+    "getonly",
+    "root",
+];
+
+fn manifests(port: u16) -> String {
+    format!(
+        r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  listeners:
+  - {{name: http, port: {port}, protocol: HTTP}}
+  - {{name: wild, port: {port}, protocol: HTTP, hostname: "*.wild.test"}}
+  - {{name: exact, port: {port}, protocol: HTTP, hostname: "a.wild.test"}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: coffee, namespace: default, creationTimestamp: "2026-01-01T00:00:00Z"}}
+spec:
+  parentRefs: [{{name: gw, sectionName: http}}]
+  hostnames: [cafe.test]
+  rules:
+  - matches: [{{path: {{type: PathPrefix, value: /coffee}}}}]
+    backendRefs: [{{name: coffee-v1, port: 80}}]
+  - matches:
+    - path: {{type: PathPrefix, value: /coffee}}
+      headers: [{{name: version, value: v2}}]
+    - path: {{type: PathPrefix, value: /coffee}}
+      queryParams: [{{name: TEST, value: v2}}]
+    backendRefs: [{{name: coffee-v2, port: 80}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: blue, namespace: default, creationTimestamp: "2026-02-01T00:00:00Z"}}
+spec:
+  parentRefs: [{{name: gw, sectionName: http}}]
+  hostnames: [cafe.test]
+  rules:
+  - matches:
+    - path: {{type: PathPrefix, value: /coffee}}
+      headers: [{{name: x-team, type: RegularExpression, value: "^bl"}}]
+    backendRefs: [{{name: blue, port: 80}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: tea, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+  hostnames: [cafe.test]
+  rules:
+  - matches: [{{path: {{type: Exact, value: /tea}}, method: POST}}]
+    backendRefs: [{{name: tea-post, port: 80}}]
+  - matches: [{{path: {{type: Exact, value: /tea}}, method: GET}}]
+    backendRefs: [{{name: tea, port: 80}}]
+  - matches: [{{path: {{type: PathPrefix, value: /get-only}}, method: GET}}]
+    backendRefs: [{{name: getonly, port: 80}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: api, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: http}}]
+  hostnames: [cafe.test]
+  rules:
+  - matches: [{{path: {{type: PathPrefix, value: /api}}}}]
+    backendRefs: [{{name: api, port: 80}}]
+  - matches:
+    - path: {{type: PathPrefix, value: /api/v2/}}
+      headers: [{{name: x-beta, value: "1"}}]
+    backendRefs: [{{name: beta, port: 80}}]
+  - matches: [{{path: {{type: Exact, value: /api/v2/status}}}}]
+    backendRefs: [{{name: status, port: 80}}]
+  - matches: [{{path: {{type: PathPrefix, value: /split}}}}]
+    backendRefs: [{{name: w1, port: 80, weight: 3}}, {{name: w2, port: 80, weight: 1}}, {{name: root, port: 80, weight: 0}}]
+  - matches: [{{path: {{type: PathPrefix, value: /broken}}}}]
+  - matches: [{{path: {{type: PathPrefix, value: /zero}}}}]
+    backendRefs: [{{name: w1, port: 80, weight: 0}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: wild, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: wild}}]
+  rules:
+  - backendRefs: [{{name: wild, port: 80}}]
+"#
+    )
+}
+
+/// A plain NGINX whose servers stand in for the Services: each says its name.
+fn backends() -> (Nginx, BackendMap) {
+    let mut body = String::new();
+    let mut map = BackendMap::new();
+    for name in BACKENDS {
+        let port = free_port();
+        body.push_str(&format!(
+            "server {{ listen 127.0.0.1:{port}; return 200 \"{name} $request_uri\\n\"; }}\n"
+        ));
+        map.insert(format!("default/{name}:80"), format!("127.0.0.1:{port}"));
+    }
+    body.push_str("server { listen 127.0.0.1:{PORT}; return 404; }\n");
+    (Nginx::start("backends", &body, &[]), map)
+}
+
+fn gateway(carrier: Carrier, map: &BackendMap) -> Nginx {
+    let port = free_port();
+    let src = Prefix::scratch("manifests");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("all.yaml"), manifests(port)).unwrap();
+    let out = Prefix::scratch("generated");
+    let opts = Options {
+        module: common::module_path().display().to_string(),
+        carrier,
+        listen_address: Some("127.0.0.1".into()),
+    };
+    let (generated, warnings) = httproute_nginx::generate(&[src], map, &opts).expect("generate");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    httproute_nginx::write_dir(&out, &generated).unwrap();
+    let p = Prefix::existing(out, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "nginx -t:\n{text}\n{}", generated.nginx_conf);
+    p.start()
+}
+
+fn answer(n: &Nginx, method: &str, host: &str, target: &str, headers: Headers) -> String {
+    let mut h: Vec<(&str, &str)> = vec![("Host", host)];
+    h.extend_from_slice(headers);
+    let mut req = format!("{method} {target} HTTP/1.0\r\n");
+    for (k, v) in &h {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    let r = n.raw(req.as_bytes()).expect("request");
+    if r.status == 200 {
+        if method == "HEAD" {
+            "200".to_owned()
+        } else {
+            r.body.split(' ').next().unwrap_or("").to_owned()
+        }
+    } else {
+        r.status.to_string()
+    }
+}
+
+#[test]
+fn generated_configurations_route_as_the_gateway_api_says() {
+    let (backend, map) = backends();
+    for carrier in [Carrier::Preload, Carrier::Inline, Carrier::Variable] {
+        let n = gateway(carrier, &map);
+        let cafe = "cafe.test";
+        let cases: &[(&str, &str, &str, Headers, &str)] = &[
+            // the NGF blog example
+            ("GET", cafe, "/coffee", &[], "coffee-v1"),
+            ("GET", cafe, "/coffee", &[("version", "v2")], "coffee-v2"),
+            ("GET", cafe, "/coffee/latte?TEST=v2", &[], "coffee-v2"),
+            // across routes: equal precedence, the older route wins; regex header
+            ("GET", cafe, "/coffee", &[("x-team", "blue")], "blue"),
+            ("GET", cafe, "/coffee", &[("x-team", "blue"), ("version", "v2")], "coffee-v2"),
+            // segments: /coffee matches /coffee/x, not /coffeex
+            ("GET", cafe, "/coffeex", &[], "404"),
+            // methods; HEAD is not GET
+            ("POST", cafe, "/tea", &[], "tea-post"),
+            ("GET", cafe, "/tea", &[], "tea"),
+            ("PUT", cafe, "/tea", &[], "404"),
+            ("GET", cafe, "/get-only/x", &[], "getonly"),
+            ("HEAD", cafe, "/get-only/x", &[], "404"),
+            // exact beats prefix; longer prefix with conditions; fallback to a shorter prefix
+            ("GET", cafe, "/api/v2/status", &[("x-beta", "1")], "status"),
+            ("GET", cafe, "/api/v2/x", &[("x-beta", "1")], "beta"),
+            ("GET", cafe, "/api/v2", &[("x-beta", "1")], "beta"),
+            ("GET", cafe, "/api/v2/x", &[], "api"),
+            ("GET", cafe, "/api", &[], "api"),
+            ("GET", cafe, "/apix", &[], "404"),
+            // no backend, all weights zero: 500
+            ("GET", cafe, "/broken", &[], "500"),
+            ("GET", cafe, "/zero/1", &[], "500"),
+            // hostnames: unknown host 404; wildcard listener; listener isolation
+            ("GET", "other.test", "/coffee", &[], "404"),
+            ("GET", "x.wild.test", "/anything", &[], "wild"),
+            ("GET", "deep.x.wild.test", "/", &[], "wild"),
+            ("GET", "a.wild.test", "/anything", &[], "404"),
+            ("GET", "wild.test", "/", &[], "404"),
+        ];
+        for (method, host, target, headers, want) in cases {
+            assert_eq!(
+                answer(&n, method, host, target, headers),
+                *want,
+                "{carrier:?}: {method} {host}{target} {headers:?}"
+            );
+        }
+        // weights 3:1 (and 0): 1,000 requests, each share within 5 points of its target.
+        let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+        for _ in 0..1000 {
+            *seen.entry(answer(&n, "GET", cafe, "/split", &[])).or_default() += 1;
+        }
+        let w1 = seen.get("w1").copied().unwrap_or(0);
+        let w2 = seen.get("w2").copied().unwrap_or(0);
+        assert_eq!(w1 + w2, 1000, "{seen:?}");
+        assert!((700..=800).contains(&w1), "{carrier:?}: 3:1 split gave {seen:?}");
+        n.finish();
+    }
+    backend.finish();
+}
