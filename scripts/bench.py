@@ -292,8 +292,12 @@ def start(s, prefix):
     write_prefix(s, prefix, master=True)
     p = subprocess.Popen(["taskset", "-c", "0", NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port()
-    send(s, 3)
+    try:
+        wait_port()
+        send(s, 3)
+    except Exception:
+        stop(p)
+        raise
     return p
 
 
@@ -341,10 +345,12 @@ def load_test(prefix):
             times.append(time.perf_counter() - t0)
         p = subprocess.Popen([NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port()
-        send(s, 20)
-        rss = rss_kib(p.pid)
-        stop(p)
+        try:
+            wait_port()
+            send(s, 20)
+            rss = rss_kib(p.pid)
+        finally:
+            stop(p)
         results[name] = {"nginx_t_s": statistics.median(times), "worker_rss_kib": rss}
     # The same server with no lists at all: what the lists themselves cost.
     s = Scenario("none", "load", 'return 200 "ok\\n";', ("/PATH", {}))
@@ -352,14 +358,21 @@ def load_test(prefix):
     write_prefix(s, prefix)
     p = subprocess.Popen([NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port()
-    send(s, 20)
-    results["no lists"] = {"worker_rss_kib": rss_kib(p.pid)}
-    stop(p)
+    try:
+        wait_port()
+        send(s, 20)
+        results["no lists"] = {"worker_rss_kib": rss_kib(p.pid)}
+    finally:
+        stop(p)
     return results
 
 
 def main():
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=0.5).close()
+        sys.exit(f"bench: something already listens on 127.0.0.1:{PORT} (BENCH_PORT to change)")
+    except OSError:
+        pass
     WORK.mkdir(parents=True, exist_ok=True)
     prefix = WORK / "prefix"
     all_s = scenarios()

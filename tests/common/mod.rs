@@ -49,6 +49,8 @@ pub struct Prefix {
     pub port: u16,
     /// The configuration file, relative to `dir`.
     pub conf: String,
+    /// The configuration does not say `daemon off;` (so `start` passes it with `-g`).
+    foreign: bool,
 }
 
 pub fn free_port() -> u16 {
@@ -67,7 +69,7 @@ impl Prefix {
             std::fs::create_dir_all(dir.join(sub)).expect("scratch dir");
         }
         let port = free_port();
-        let p = Prefix { dir, port, conf: "conf/nginx.conf".to_owned() };
+        let p = Prefix { dir, port, conf: "conf/nginx.conf".to_owned(), foreign: false };
         p.write_conf(http_body);
         for (f, text) in files {
             p.write(f, text);
@@ -84,7 +86,7 @@ impl Prefix {
 
     /// An existing configuration directory (e.g. written by httproute-nginx).
     pub fn existing(dir: PathBuf, conf: &str, port: u16) -> Prefix {
-        Prefix { dir, port, conf: conf.to_owned() }
+        Prefix { dir, port, conf: conf.to_owned(), foreign: true }
     }
 
     pub fn write(&self, file: &str, text: &str) {
@@ -119,12 +121,13 @@ impl Prefix {
     }
 
     pub fn start(self) -> Nginx {
-        let child = self
-            .command()
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start nginx");
+        let mut command = self.command();
+        if self.foreign {
+            // Stay in the foreground, as our child, so that stopping it stops everything.
+            command.arg("-g").arg("daemon off;");
+        }
+        let child =
+            command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start nginx");
         let n = Nginx { prefix: self, child: Some(child) };
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", n.prefix.port)).is_err() {

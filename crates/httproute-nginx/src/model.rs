@@ -210,7 +210,8 @@ pub struct Inputs {
     pub files: Vec<PathBuf>,
 }
 
-/// Reads files and directories (their `.yaml`, `.yml` and `.json` files, sorted).
+/// Reads files and directories (the `.yaml`, `.yml` and `.json` files directly in them, sorted;
+/// like `kubectl apply -f DIR`, subdirectories are not read).
 pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
     let mut files = Vec::new();
     for p in paths {
@@ -243,8 +244,8 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
         entries.sort();
         for e in entries {
             let ext = e.extension().and_then(|x| x.to_str()).unwrap_or("");
-            if e.is_dir() || matches!(ext, "yaml" | "yml" | "json") {
-                collect(&e, out)?;
+            if e.is_file() && matches!(ext, "yaml" | "yml" | "json") {
+                out.push(e);
             }
         }
         Ok(())
@@ -289,11 +290,12 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
         match kind.as_str() {
             "Gateway" => {
                 let g: Gateway = typed(v, &here)?;
-                for (f, _) in &g.spec.other {
+                // gatewayClassName selects the controller; it does not change routing.
+                for f in g.spec.other.keys().filter(|f| *f != "gatewayClassName") {
                     note(inputs, format!("Gateway spec.{f}"), file, i);
                 }
                 for l in &g.spec.listeners {
-                    for (f, _) in &l.other {
+                    for f in l.other.keys() {
                         note(inputs, format!("Gateway spec.listeners[].{f}"), file, i);
                     }
                 }
@@ -303,11 +305,11 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                 let r: HttpRoute = typed(v, &here)?;
                 validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
                 for rule in &r.spec.rules {
-                    for (f, _) in &rule.other {
+                    for f in rule.other.keys() {
                         note(inputs, format!("HTTPRoute spec.rules[].{f}"), file, i);
                     }
                     for b in &rule.backend_refs {
-                        for (f, _) in &b.other {
+                        for f in b.other.keys() {
                             note(
                                 inputs,
                                 format!("HTTPRoute spec.rules[].backendRefs[].{f}"),

@@ -1,0 +1,219 @@
+//! The generator without NGINX: golden files, determinism, precedence order, input errors,
+//! and `explain`.
+
+use std::path::{Path, PathBuf};
+
+use httproute_nginx::explain::{Request, explain};
+use httproute_nginx::model::load;
+use httproute_nginx::plan::{Loc, plan};
+use httproute_nginx::{BackendMap, Carrier, Options, generate};
+
+fn data(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
+}
+
+fn opts(carrier: Carrier) -> Options {
+    Options { module: "modules/ngx_http_matches_module.so".into(), carrier, listen_address: None }
+}
+
+fn backends() -> BackendMap {
+    let mut m = BackendMap::new();
+    m.insert("default/coffee-v1-svc:80".into(), "10.0.0.1:8080".into());
+    m
+}
+
+/// `UPDATE_GOLDEN=1 cargo test -p httproute-nginx` rewrites the expected files.
+#[test]
+fn cafe_golden_files() {
+    let (out, warnings) = generate(&[data("cafe")], &backends(), &opts(Carrier::Preload)).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let dir = data("cafe/expected");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(dir.join("nginx.conf"), &out.nginx_conf).unwrap();
+        std::fs::write(dir.join("matches.json"), &out.matches_json).unwrap();
+    }
+    assert_eq!(out.nginx_conf, std::fs::read_to_string(dir.join("nginx.conf")).unwrap());
+    assert_eq!(out.matches_json, std::fs::read_to_string(dir.join("matches.json")).unwrap());
+}
+
+#[test]
+fn same_input_same_bytes() {
+    for carrier in [Carrier::Preload, Carrier::Inline, Carrier::Variable] {
+        let a = generate(&[data("cafe")], &backends(), &opts(carrier)).unwrap().0;
+        let b = generate(
+            &[data("cafe/routes.yaml"), data("cafe/gateway.yaml")],
+            &backends(),
+            &opts(carrier),
+        )
+        .unwrap()
+        .0;
+        assert_eq!(a.nginx_conf, b.nginx_conf);
+        assert_eq!(a.matches_json, b.matches_json);
+    }
+}
+
+fn yaml_plan(yaml: &str) -> httproute_nginx::plan::Plan {
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("test.yaml"), yaml, &mut inputs).unwrap();
+    plan(&inputs, &BackendMap::new())
+}
+
+const GW: &str = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 80, protocol: HTTP}]\n---\n";
+
+fn route(name: &str, ts: &str, rules: &str) -> String {
+    format!(
+        "kind: HTTPRoute\nmetadata: {{name: {name}, creationTimestamp: \"{ts}\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n{rules}---\n"
+    )
+}
+
+/// The candidate order of the location `loc` of the catch-all server: "route/rule/match".
+fn order(p: &httproute_nginx::plan::Plan, loc: &Loc) -> Vec<String> {
+    let server = p.ports[0].servers.iter().find(|s| s.hostname.is_none()).unwrap();
+    let l = server.locations.iter().find(|l| l.loc == *loc).unwrap_or_else(|| panic!("{loc:?}"));
+    l.candidates
+        .iter()
+        .map(|c| {
+            format!("{}/{}/{}", c.route.trim_start_matches("default/"), c.rule_index, c.match_index)
+        })
+        .collect()
+}
+
+#[test]
+fn precedence_order_across_routes() {
+    let yaml = format!(
+        "{GW}{}{}",
+        route(
+            "a",
+            "2026-01-02T00:00:00Z",
+            "  - matches:\n    - path: {value: /x}\n    - path: {value: /x}\n      method: GET\n    - path: {value: /x}\n      headers: [{name: h1, value: v}, {name: h2, value: v}]\n    - path: {value: /x}\n      queryParams: [{name: q, value: v}]\n    - path: {type: Exact, value: /x/y}\n    - path: {value: /x/y}\n    - path: {value: /}\n"
+        ),
+        route(
+            "b",
+            "2026-01-01T00:00:00Z",
+            "  - matches:\n    - path: {value: /x}\n      method: GET\n    - path: {value: /x}\n      headers: [{name: h1, value: v}, {name: H1, value: dup}]\n"
+        )
+    );
+    let p = yaml_plan(&yaml);
+    // Exact path, then the longest prefix, then method, header count (duplicates ignored),
+    // param count, then the older route, then rule and match order; shorter prefixes last.
+    assert_eq!(
+        order(&p, &Loc::Exact("/x/y".into())),
+        ["a/0/4", "a/0/5", "b/0/0", "a/0/1", "a/0/2", "b/0/1", "a/0/3", "a/0/0", "a/0/6"]
+    );
+    assert_eq!(
+        order(&p, &Loc::Prefix("/x/".into())),
+        ["b/0/0", "a/0/1", "a/0/2", "b/0/1", "a/0/3", "a/0/0", "a/0/6"]
+    );
+    assert_eq!(order(&p, &Loc::Prefix("/".into())), ["a/0/6"]);
+    // Names break ties between routes of the same age.
+    let yaml = format!(
+        "{GW}{}{}",
+        route("z", "", "  - matches: [{path: {value: /}}]\n"),
+        route("m", "", "  - matches: [{path: {value: /}}]\n")
+    );
+    assert_eq!(order(&yaml_plan(&yaml), &Loc::Prefix("/".into())), ["m/0/0", "z/0/0"]);
+}
+
+#[test]
+fn input_errors_name_file_document_and_field() {
+    let cases = [
+        (
+            "kind: HTTPRoute\nmetadata: {name: r}\nspec:\n  rules:\n  - matches:\n    - path: {type: Bogus, value: /}\n",
+            "test.yaml, document 0, spec.rules[0].matches[0].path.type: unknown path type \"Bogus\"",
+        ),
+        (
+            "{}\n---\nkind: Gateway\nmetadata: {name: g}\nspec:\n  listeners: [{name: a, port: x, protocol: HTTP}]\n",
+            "test.yaml, document 0: object without a kind",
+        ),
+        (
+            "kind: Gateway\nmetadata: {name: g}\nspec:\n  listeners: [{name: a, port: x, protocol: HTTP}]\n",
+            "test.yaml, document 0, spec.listeners[0].port: invalid type: string \"x\", expected u16",
+        ),
+        (
+            "kind: HTTPRoute\nmetadata: {name: r}\nspec:\n  rules:\n  - matches:\n    - headers: [{name: a, value: \"\"}]\n",
+            "test.yaml, document 0, spec.rules[0].matches[0].headers[0].value: length must be 1-4096",
+        ),
+        (
+            "kind: HTTPRoute\nmetadata: {name: r}\nspec:\n  hostnames: [\"Bad_Host\"]\n",
+            "test.yaml, document 0, spec.hostnames[0]: invalid hostname \"Bad_Host\"",
+        ),
+        ("a: [\n", "test.yaml, document 0: invalid YAML/JSON"),
+    ];
+    for (text, want) in cases {
+        let mut inputs = httproute_nginx::model::Inputs::default();
+        let e = httproute_nginx::model::load_text(Path::new("test.yaml"), text, &mut inputs)
+            .unwrap_err();
+        assert!(e.to_string().starts_with(want), "{e}\nwant: {want}");
+    }
+    let e = load(&[data("missing.yaml")]).unwrap_err();
+    assert!(e.to_string().contains("no such file"), "{e}");
+}
+
+#[test]
+fn unsupported_fields_are_reported_once() {
+    let yaml = format!(
+        "{GW}{}{}",
+        route(
+            "a",
+            "",
+            "  - filters: [{type: RequestHeaderModifier}]\n    matches: [{path: {value: /a}}]\n"
+        ),
+        route(
+            "b",
+            "",
+            "  - filters: [{type: RequestRedirect}]\n    matches: [{path: {value: /b}}]\n"
+        )
+    );
+    let p = yaml_plan(&yaml);
+    let filters: Vec<&String> = p.warnings.iter().filter(|w| w.contains("filters")).collect();
+    assert_eq!(filters.len(), 1, "{:?}", p.warnings);
+    assert!(
+        filters[0].starts_with("HTTPRoute spec.rules[].filters is not supported yet"),
+        "{filters:?}"
+    );
+}
+
+#[test]
+fn explain_names_the_winner_and_why() {
+    let model = load(&[data("cafe")]).unwrap();
+    let p = plan(&model, &backends());
+    let req = |method: &str, path: &str, headers: Vec<(String, String)>, query: &str| Request {
+        port: None,
+        method: method.into(),
+        host: "cafe.example.com".into(),
+        path: path.into(),
+        headers,
+        query: query.into(),
+    };
+    let (text, status) =
+        explain(&p, &req("GET", "/coffee/mocha", vec![("version".into(), "v2".into())], ""));
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("location /coffee/ with 3 candidate(s)"), "{text}");
+    assert!(text.contains("4. winner: [0] default/coffee rule 1 match 0"), "{text}");
+    let (text, status) = explain(&p, &req("HEAD", "/tea", vec![], ""));
+    assert_eq!(status, 404, "{text}");
+    let (text, _) = explain(&p, &req("GET", "/coffee", vec![], "TEST=v2"));
+    assert!(text.contains("winner: [1] default/coffee rule 1 match 1"), "{text}");
+    assert!(
+        text.contains(
+            "backend default_coffee-v2-svc_80 (coffee-v2-svc.default.svc.cluster.local:80)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn long_inline_lists_are_refused_with_advice() {
+    let mut rules = String::from("  - matches:\n");
+    for i in 0..60 {
+        rules.push_str(&format!("    - {{path: {{value: /}}, headers: [{{name: x-tenant, value: tenant-number-{i}}}]}}\n"));
+    }
+    let dir = std::env::temp_dir().join(format!("hr-long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), format!("{GW}{}", route("r", "", &rules))).unwrap();
+    let e = generate(std::slice::from_ref(&dir), &BackendMap::new(), &opts(Carrier::Inline))
+        .err()
+        .unwrap();
+    assert!(e.contains("use --carrier preload"), "{e}");
+    assert!(generate(&[dir], &BackendMap::new(), &opts(Carrier::Preload)).is_ok());
+}
