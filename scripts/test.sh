@@ -48,6 +48,10 @@ case "$mode" in
     out=$(scripts/build.sh)
     echo "$out" | tail -n 2
     e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
+    step "panic containment (a module built --features panic-test, in target/panic)"
+    CARGO_TARGET_DIR=$PWD/target/panic cargo build -p ngx-http-matches --release --features panic-test
+    NGX_MATCHES_PANIC_MODULE=$PWD/target/panic/release/libngx_http_matches.so \
+      NGX_MATCHES_NGINX=$(echo "$out" | field nginx) cargo test -p ngx-http-matches --release --test panic
     ;;
   *)
     echo "usage: scripts/test.sh [--system | --addon]" >&2

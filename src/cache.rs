@@ -4,6 +4,11 @@
 //! requests with the same value reuse it. The cache holds at most [`MAX_VALUES`] values; when a
 //! new value would exceed that, the cache is emptied and starts over (logged at `notice`), so
 //! memory stays bounded even if a configuration builds values from request data.
+//!
+//! Lookups first try the value's address: a `set $http_matches '<literal>'` value points into
+//! the configuration, the same bytes at the same address for every request, so a hit costs a
+//! hash of two integers and one comparison of the bytes (which guards against a reused
+//! address). Only other values are hashed whole.
 //! An NGINX worker runs handlers on one thread, so the cache is thread-local.
 
 use std::cell::RefCell;
@@ -15,14 +20,18 @@ use route_match::{CompiledList, Syntax};
 /// The most distinct `$http_matches` values one worker keeps compiled.
 pub(crate) const MAX_VALUES: usize = 1024;
 
-/// A compiled value, or why it could not be used.
-pub(crate) type Cached = Result<CompiledList, String>;
+/// A compiled value (or why it could not be used), with the value it came from.
+pub(crate) struct Entry {
+    source: Box<[u8]>,
+    pub(crate) compiled: Result<CompiledList, String>,
+}
 
-/// One map per syntax, so a lookup borrows the value (`&[u8]`) without building a key.
-type Maps = [HashMap<Box<[u8]>, Rc<Cached>>; 3];
-
-thread_local! {
-    static CACHE: RefCell<Maps> = RefCell::new(Default::default());
+#[derive(Default)]
+struct Cache {
+    /// Per syntax: value -> entry (one map per syntax, so a lookup borrows the value).
+    by_value: [HashMap<Box<[u8]>, Rc<Entry>>; 3],
+    /// (syntax, address, length) -> entry; checked against `Entry::source`.
+    by_address: HashMap<(usize, usize, usize), Rc<Entry>>,
 }
 
 fn slot(syntax: Syntax) -> usize {
@@ -33,6 +42,10 @@ fn slot(syntax: Syntax) -> usize {
     }
 }
 
+thread_local! {
+    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+}
+
 /// What a lookup did, for logging.
 pub(crate) enum Lookup {
     Hit,
@@ -41,19 +54,32 @@ pub(crate) enum Lookup {
 }
 
 /// The compiled form of `value`, compiling it on first sight.
-pub(crate) fn get(syntax: Syntax, value: &[u8]) -> (Rc<Cached>, Lookup) {
+pub(crate) fn get(syntax: Syntax, value: &[u8]) -> (Rc<Entry>, Lookup) {
     CACHE.with(|c| {
-        let mut maps = c.borrow_mut();
-        // A hit costs one hash of the value and no allocation.
-        if let Some(hit) = maps[slot(syntax)].get(value) {
-            return (hit.clone(), Lookup::Hit);
+        let mut c = c.borrow_mut();
+        let s = slot(syntax);
+        let address = (s, value.as_ptr() as usize, value.len());
+        if let Some(hit) = c.by_address.get(&address) {
+            if *hit.source == *value {
+                return (hit.clone(), Lookup::Hit);
+            }
         }
-        let flushed = maps.iter().map(HashMap::len).sum::<usize>() >= MAX_VALUES;
+        if let Some(hit) = c.by_value[s].get(value).cloned() {
+            if c.by_address.len() >= MAX_VALUES {
+                c.by_address.clear();
+            }
+            c.by_address.insert(address, hit.clone());
+            return (hit, Lookup::Hit);
+        }
+        let flushed = c.by_value.iter().map(HashMap::len).sum::<usize>() >= MAX_VALUES;
         if flushed {
-            maps.iter_mut().for_each(HashMap::clear);
+            c.by_value.iter_mut().for_each(HashMap::clear);
+            c.by_address.clear();
         }
-        let compiled = Rc::new(route_match::compile_list(value, syntax).map_err(|e| e.to_string()));
-        maps[slot(syntax)].insert(value.into(), compiled.clone());
-        (compiled, Lookup::Compiled(flushed))
+        let compiled = route_match::compile_list(value, syntax).map_err(|e| e.to_string());
+        let entry = Rc::new(Entry { source: value.into(), compiled });
+        c.by_value[s].insert(value.into(), entry.clone());
+        c.by_address.insert(address, entry.clone());
+        (entry, Lookup::Compiled(flushed))
     })
 }

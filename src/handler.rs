@@ -17,7 +17,7 @@ use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::{ngx_log_debug_mask, ngx_log_error};
 use route_match::{MatchList, Outcome, RequestView};
 
-use crate::cache::{self, Cached, Lookup};
+use crate::cache::{self, Lookup};
 use crate::util::{pool_str, text};
 use crate::{HttpMatchesModule, guard};
 
@@ -70,7 +70,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         (v.valid() == 1 && v.not_found() == 0 && v.len() > 0).then(|| v.as_bytes())
     };
 
-    let cached: Rc<Cached>;
+    let cached: Rc<cache::Entry>;
     let (list, source): (&MatchList, Source<'_>) = if let Some(inline) = &lcf.inline {
         (inline, Source::Inline)
     } else if let (Some(file), Some(key)) = (&mcf.file, set_value(mcf.match_key)) {
@@ -109,14 +109,14 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                     cache::MAX_VALUES
                 );
             }
-            if let Ok(compiled) = &*c {
+            if let Ok(compiled) = &c.compiled {
                 for w in &compiled.warnings {
                     ngx_log_error!(NGX_LOG_WARN, log, "http_matches: $http_matches {w}");
                 }
             }
         }
         cached = c;
-        match &*cached {
+        match &cached.compiled {
             Ok(compiled) => (&compiled.list, Source::Variable),
             Err(e) => return fail(log, format_args!("invalid $http_matches: {e}")),
         }
@@ -134,6 +134,11 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             ),
         );
     };
+
+    #[cfg(feature = "panic-test")]
+    if HeaderLines::new(req).any(|(n, _)| n.eq_ignore_ascii_case(b"x-matches-test-panic")) {
+        panic!("panic-test: the request asked for a panic");
+    }
 
     let view = View { r: req, log };
     match list.evaluate(&view) {

@@ -1,0 +1,98 @@
+//! Hostile requests against a live NGINX with the module: each gets the answer the contract
+//! says, in bounded time (printed; the bound is asserted loosely, 2 s, only to catch a hang),
+//! and no worker dies.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Nginx;
+
+const LIST: &str = r#"[{"headers":["x-tenant:Exact:t42"],"redirectPath":"/t/tenant"},
+ {"headers":["x-re:RegularExpression:^(a+)+$"],"redirectPath":"/t/re"},
+ {"params":["p=Exact=v"],"redirectPath":"/t/param"},
+ {"params":["q=RegularExpression=^z"],"redirectPath":"/t/q"},
+ {"any":true,"redirectPath":"/t/any"}]"#;
+
+fn server() -> Nginx {
+    let body = format!(
+        r#"
+        server {{
+          listen 127.0.0.1:{{PORT}};
+          large_client_header_buffers 64 256k;
+          client_header_buffer_size 64k;
+          location /t/ {{ internal; return 200 "$uri\n"; }}
+          location = /h {{ http_matches '{}'; }}
+        }}"#,
+        LIST.replace('\n', "")
+    );
+    Nginx::start("hostile", &body, &[])
+}
+
+fn timed(n: &Nginx, what: &str, req: &[u8]) -> (u16, String) {
+    let started = Instant::now();
+    let r = n.raw(req).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let took = started.elapsed();
+    eprintln!("{what}: {} in {took:?}", r.status);
+    assert!(took < Duration::from_secs(2), "{what} took {took:?}");
+    (r.status, r.body)
+}
+
+#[test]
+fn hostile_requests_get_contract_answers() {
+    let n = server();
+    let mut cases: Vec<(&str, Vec<u8>, u16, &str)> = Vec::new();
+
+    let big = "b".repeat(8 * 1024);
+    let mut r = String::from("GET /h HTTP/1.0\r\n");
+    for i in 0..100 {
+        r.push_str(&format!("x-big-{i}: {big}\r\n"));
+    }
+    r.push_str("x-tenant: t42\r\n\r\n");
+    cases.push(("100 headers of 8 KiB", r.into_bytes(), 200, "/t/tenant\n"));
+
+    let mut r = String::from("GET /h HTTP/1.0\r\n");
+    for i in 0..10_000 {
+        r.push_str(&format!("x-tenant: t{i}0\r\n"));
+    }
+    r.push_str("x-tenant: x, y,t42\r\n\r\n");
+    cases.push((
+        "10,000 lines of a matched header, the last one matching",
+        r.into_bytes(),
+        200,
+        "/t/tenant\n",
+    ));
+
+    let q: Vec<String> = (0..5000).map(|i| format!("k{i}=v{i}")).collect();
+    let r = format!("GET /h?{}&p=v HTTP/1.0\r\n\r\n", q.join("&"));
+    cases.push(("5,000 query params", r.into_bytes(), 200, "/t/param\n"));
+
+    let r = b"GET /h?p=%ff%fe%zz%&q=%00%01 HTTP/1.0\r\nx-tenant: \xff\xfe\x01t42\r\n\r\n".to_vec();
+    cases.push(("invalid UTF-8, control bytes, broken escapes", r, 200, "/t/any\n"));
+
+    let r = b"GET /h?q=z%00%ff HTTP/1.0\r\n\r\n".to_vec();
+    cases.push(("NUL in a decoded param value", r, 200, "/t/q\n"));
+
+    let r = b"GET /h HTTP/1.0\r\nx-tenant: t\x0042\r\n\r\n".to_vec();
+    cases.push(("NUL in a header value (NGINX refuses it)", r, 400, ""));
+
+    let long_uri = format!("/h?p=v&pad={}", "a".repeat(200 * 1024));
+    let r = format!("GET {long_uri} HTTP/1.0\r\n\r\n");
+    cases.push(("a 200 KiB URI", r.into_bytes(), 200, "/t/param\n"));
+
+    let r = format!("GET /h HTTP/1.0\r\nx-re: {}!\r\n\r\n", "a".repeat(64 * 1024));
+    cases.push(("catastrophic regex subject (64 KiB)", r.into_bytes(), 200, "/t/any\n"));
+
+    for (what, req, status, body) in &cases {
+        let (got_status, got_body) = timed(&n, what, req);
+        assert_eq!(got_status, *status, "{what}");
+        if !body.is_empty() {
+            assert_eq!(got_body, *body, "{what}");
+        }
+    }
+    // Still serving, nothing crashed.
+    assert_eq!(n.get("/h", &[("x-tenant", "t42")]).body, "/t/tenant\n");
+    let log = n.error_log();
+    assert!(log.contains("gave up"), "the catastrophic regex warning:\n{log}");
+    n.finish();
+}

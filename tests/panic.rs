@@ -1,0 +1,54 @@
+//! Panic containment: with a module built `--features panic-test` (NGX_MATCHES_PANIC_MODULE,
+//! set by scripts/test.sh), a panic inside the handler answers 500 with an [alert] line, and
+//! the same worker goes on serving. Skipped (with a message) when that module is not given.
+
+mod common;
+
+use common::{Nginx, Prefix};
+
+#[test]
+fn a_panic_is_a_500_and_the_worker_lives() {
+    let Some(module) = std::env::var_os("NGX_MATCHES_PANIC_MODULE") else {
+        eprintln!("NGX_MATCHES_PANIC_MODULE not set: panic containment not tested here");
+        return;
+    };
+    // SAFETY of the test: the harness reads the module path from this variable.
+    unsafe { std::env::set_var("NGX_MATCHES_MODULE", &module) };
+    let body = r#"
+        server {
+          listen 127.0.0.1:{PORT};
+          location /t/ { internal; return 200 "ok\n"; }
+          location = /p { http_matches '[{"any":true,"redirectPath":"/t/x"}]'; }
+        }"#;
+    let p = Prefix::new("panic", body, &[]);
+    let n: Nginx = p.start();
+    assert_eq!(n.get("/p", &[]).body, "ok\n");
+    let pid_before = worker_pids(&n);
+    for _ in 0..3 {
+        let r = n.get("/p", &[("X-Matches-Test-Panic", "1")]);
+        assert_eq!(r.status, 500, "{r:?}");
+    }
+    assert_eq!(n.get("/p", &[]).body, "ok\n");
+    assert_eq!(worker_pids(&n), pid_before, "the worker was replaced");
+    let log = n.error_log();
+    assert_eq!(log.matches("[alert]").count(), 3, "{log}");
+    assert!(
+        log.contains(
+            "http_matches: internal error (panic: panic-test: the request asked for a panic)"
+        ),
+        "{log}"
+    );
+    assert!(!log.contains("exited on signal"), "{log}");
+}
+
+/// The worker's pid, from the error log lines of its requests ("PID#TID: *N").
+fn worker_pids(n: &Nginx) -> Vec<String> {
+    let mut pids: Vec<String> = n
+        .error_log()
+        .lines()
+        .filter(|l| l.contains("start worker process"))
+        .filter_map(|l| l.rsplit(' ').next().map(str::to_owned))
+        .collect();
+    pids.sort();
+    pids
+}
