@@ -45,7 +45,12 @@ pub enum Loc {
 impl Loc {
     /// Whether a request path that reaches this location is matched by `m`'s path.
     fn covered_by(&self, kind: PathKind, value: &str) -> bool {
-        let under = |p: &str, q: &str| q == "/" || p == q || p.starts_with(&format!("{q}/"));
+        // Whether path `p` is `q` or lies under it, on segment boundaries.
+        let under = |p: &str, q: &str| {
+            q == "/"
+                || p == q
+                || (p.len() > q.len() && p.starts_with(q) && p.as_bytes()[q.len()] == b'/')
+        };
         match (self, kind) {
             (Loc::Exact(x), PathKind::Exact) => x == value,
             (Loc::Exact(x), PathKind::Prefix) => under(x, value),
