@@ -129,6 +129,23 @@ fn report(cf: *mut ngx_conf_t, warnings: &[Warning], at: &str, strict: bool) -> 
     if strict && !warnings.is_empty() { NGX_CONF_ERROR } else { NGX_CONF_OK }
 }
 
+/// The arguments of the directive being parsed, split into the `syntax=` option and the
+/// others; `None` (logged) when `syntax=` is wrong.
+///
+/// # Safety
+/// Only from a directive handler; the result must not outlive it (`cf->args`).
+unsafe fn directive_args<'a>(cf: *mut ngx_conf_t) -> Option<(Syntax, Vec<&'a [u8]>)> {
+    // SAFETY: the caller is a directive handler, so `cf->args` is valid for `'a`.
+    let args = unsafe { conf_args(cf) };
+    match split_syntax(args.get(1..).unwrap_or_default()) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: {e}");
+            None
+        }
+    }
+}
+
 /// Splits directive arguments into the `syntax=` option and the others.
 fn split_syntax(args: &[ngx_str_t]) -> Result<(Syntax, Vec<&[u8]>), String> {
     let mut syntax = Syntax::Auto;
@@ -160,15 +177,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
         if mcf.file.is_some() {
             return c"is duplicate".as_ptr().cast_mut();
         }
-        // SAFETY: called from a directive handler.
-        let args = unsafe { conf_args(cf) };
-        let (syntax, rest) = match split_syntax(args.get(1..).unwrap_or_default()) {
-            Ok(v) => v,
-            Err(e) => {
-                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: {e}");
-                return NGX_CONF_ERROR;
-            }
-        };
+        // SAFETY: in a directive handler; the arguments are used before it returns.
+        let Some((syntax, rest)) = (unsafe { directive_args(cf) }) else { return NGX_CONF_ERROR };
         let [path] = rest[..] else {
             ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_load: expected one FILE");
             return NGX_CONF_ERROR;
@@ -226,15 +236,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
         if lcf.enabled {
             return c"is duplicate".as_ptr().cast_mut();
         }
-        // SAFETY: called from a directive handler.
-        let args = unsafe { conf_args(cf) };
-        let (syntax, rest) = match split_syntax(args.get(1..).unwrap_or_default()) {
-            Ok(v) => v,
-            Err(e) => {
-                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: {e}");
-                return NGX_CONF_ERROR;
-            }
-        };
+        // SAFETY: in a directive handler; the arguments are used before it returns.
+        let Some((syntax, rest)) = (unsafe { directive_args(cf) }) else { return NGX_CONF_ERROR };
         lcf.enabled = true;
         lcf.var_syntax = syntax;
         match rest[..] {

@@ -51,14 +51,17 @@ fn hostile_requests_get_contract_answers() {
     r.push_str("x-tenant: t42\r\n\r\n");
     cases.push(("100 headers of 8 KiB", r.into_bytes(), 200, "/t/tenant\n"));
 
-    let mut r = String::from("GET /h HTTP/1.0\r\n");
-    for i in 0..10_000 {
-        r.push_str(&format!("x-tenant: t{i}0\r\n"));
-    }
-    r.push_str("x-tenant: x, y,t42\r\n\r\n");
+    let repeated = |lines: usize| {
+        let mut r = String::from("GET /h HTTP/1.0\r\n");
+        for i in 0..lines {
+            r.push_str(&format!("x-tenant: t{i}0\r\n"));
+        }
+        r.push_str("x-tenant: x, y,t42\r\n\r\n");
+        r.into_bytes()
+    };
     cases.push((
-        "10,000 lines of a matched header, the last one matching",
-        r.into_bytes(),
+        "500 lines of a matched header, the last one matching",
+        repeated(500),
         200,
         "/t/tenant\n",
     ));
@@ -89,6 +92,19 @@ fn hostile_requests_get_contract_answers() {
         if !body.is_empty() {
             assert_eq!(got_body, *body, "{what}");
         }
+    }
+    // 10,000 lines: NGINX 1.28 hands them to the module; NGINX 1.22 refuses a request with more
+    // than some hundreds of lines itself
+    // ("client sent too many header lines", 400) before any module runs. Either is right.
+    let (status, body) = timed(&n, "10,000 lines of a matched header", &repeated(10_000));
+    match status {
+        200 => assert_eq!(body, "/t/tenant\n"),
+        400 => assert!(
+            n.error_log().contains("client sent too many header lines"),
+            "{}",
+            n.error_log()
+        ),
+        other => panic!("10,000 lines: {other}"),
     }
     // Still serving, nothing crashed.
     assert_eq!(n.get("/h", &[("x-tenant", "t42")]).body, "/t/tenant\n");
