@@ -99,6 +99,8 @@ static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 4] = [
 ];
 
 /// The module object `load_module` finds through `ngx_modules`.
+// SAFETY (no_mangle): the symbol name is this module's own and unique in NGINX; the addon build
+// and `ngx_modules!` refer to it by that name.
 #[used]
 #[allow(non_upper_case_globals)]
 #[unsafe(no_mangle)]
