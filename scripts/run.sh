@@ -17,28 +17,11 @@ module=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
 nginx=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
 
 prefix=$root/.scratch/run
-rm -rf "$prefix"
-mkdir -p "$prefix"/{conf,logs,tmp}
+# shellcheck source=scripts/lib/prefix.sh
+. scripts/lib/prefix.sh
+write_prefix "$prefix" "$module" logs/access.log \
+  "$(sed "s/{PORT}/$port/g" nginx-conf/example/http.conf | sed 's/^/    /')"
 cp nginx-conf/example/matches.json "$prefix/conf/matches.json"
-{
-  cat <<CONF
-load_module $module;
-daemon off;
-worker_processes 1;
-error_log logs/error.log notice;
-pid logs/nginx.pid;
-events { worker_connections 1024; }
-http {
-    access_log logs/access.log;
-    client_body_temp_path tmp/body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
-CONF
-  sed "s/{PORT}/$port/g" nginx-conf/example/http.conf | sed 's/^/    /'
-  echo "}"
-} >"$prefix/conf/nginx.conf"
 
 run_nginx() { "$nginx" -p "$prefix/" -c conf/nginx.conf "$@"; }
 run_nginx -t -q

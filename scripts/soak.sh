@@ -12,26 +12,14 @@ out=$(scripts/build.sh)
 module=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
 nginx=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
 p=$PWD/target/soak
-rm -rf "$p"; mkdir -p "$p"/{conf,logs,tmp}
-cat >"$p/conf/nginx.conf" <<CONF
-load_module $module;
-daemon off;
-worker_processes 1;
-error_log logs/error.log notice;
-pid logs/nginx.pid;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fcgi;
-    uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;
-    http_matches_load matches.json;
+# shellcheck source=scripts/lib/prefix.sh
+. scripts/lib/prefix.sh
+write_prefix "$p" "$module" off "    http_matches_load matches.json;
     server {
         listen 127.0.0.1:$port;
-        location /t/ { internal; return 200 "\$uri\n"; }
+        location /t/ { internal; return 200 \"\$uri\n\"; }
         location = /k { set \$match_key k; http_matches; }
-    }
-}
-CONF
+    }"
 old='{"k":[{"headers":["x:Exact:1"],"redirectPath":"/t/x"},{"any":true,"redirectPath":"/t/old"}]}'
 new='{"k":[{"params":["y=Exact=1"],"redirectPath":"/t/y"},{"any":true,"redirectPath":"/t/new"}]}'
 echo "$old" >"$p/conf/matches.json"

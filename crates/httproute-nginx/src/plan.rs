@@ -55,11 +55,8 @@ impl Loc {
             (Loc::Exact(x), PathKind::Exact) => x == value,
             (Loc::Exact(x), PathKind::Prefix) => under(x, value),
             (Loc::Prefix(_), PathKind::Exact) => false,
-            (Loc::Prefix(y), PathKind::Prefix) => {
-                value == "/"
-                    || y.trim_end_matches('/') == value
-                    || under(y.trim_end_matches('/'), value)
-            }
+            // `y` is `q/` (or `/`): its requests are `q` itself or under it.
+            (Loc::Prefix(y), PathKind::Prefix) => under(y.trim_end_matches('/'), value),
         }
     }
 }
