@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{Headers, Nginx, Prefix, free_port};
+use common::{Headers, Nginx, Prefix, free_ports};
 use httproute_nginx::{BackendMap, Carrier, Options};
 
 const BACKENDS: [&str; 13] = [
@@ -110,23 +110,27 @@ spec:
     )
 }
 
-/// A plain NGINX whose servers stand in for the Services: each says its name.
-fn backends() -> (Nginx, BackendMap) {
+/// A plain NGINX whose servers stand in for the Services: each says its name. Ports come from
+/// one `free_ports` call: two servers on one port would answer for each other.
+fn backends() -> (Nginx, BackendMap, u16) {
     let mut body = String::new();
     let mut map = BackendMap::new();
-    for name in BACKENDS {
-        let port = free_port();
+    // The backends, the backend NGINX's own port and the gateway's: all distinct.
+    let ports = free_ports(BACKENDS.len() + 2);
+    for (name, &port) in BACKENDS.iter().zip(&ports) {
         body.push_str(&format!(
             "server {{ listen 127.0.0.1:{port}; return 200 \"{name} $request_uri\\n\"; }}\n"
         ));
         map.insert(format!("default/{name}:80"), format!("127.0.0.1:{port}"));
     }
     body.push_str("server { listen 127.0.0.1:{PORT}; return 404; }\n");
-    (Nginx::start("backends", &body, &[]), map)
+    let p = Prefix::new_on("backends", &body, &[], ports[BACKENDS.len()]);
+    let (ok, text) = p.test();
+    assert!(ok, "{text}");
+    (p.start(), map, ports[BACKENDS.len() + 1])
 }
 
-fn gateway(carrier: Carrier, map: &BackendMap) -> Nginx {
-    let port = free_port();
+fn gateway(carrier: Carrier, map: &BackendMap, port: u16) -> Nginx {
     let src = Prefix::scratch("manifests");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("all.yaml"), manifests(port)).unwrap();
@@ -167,9 +171,9 @@ fn answer(n: &Nginx, method: &str, host: &str, target: &str, headers: Headers) -
 
 #[test]
 fn generated_configurations_route_as_the_gateway_api_says() {
-    let (backend, map) = backends();
+    let (backend, map, port) = backends();
     for carrier in [Carrier::Preload, Carrier::Inline, Carrier::Variable] {
-        let n = gateway(carrier, &map);
+        let n = gateway(carrier, &map, port);
         let cafe = "cafe.test";
         let cases: &[(&str, &str, &str, Headers, &str)] = &[
             // the NGF blog example

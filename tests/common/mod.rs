@@ -53,6 +53,13 @@ pub struct Prefix {
     foreign: bool,
 }
 
+/// `n` distinct free ports (all bound at once, then released, so none repeats).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> =
+        (0..n).map(|_| TcpListener::bind("127.0.0.1:0").expect("free port")).collect();
+    held.iter().map(|l| l.local_addr().expect("bound").port()).collect()
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port()
 }
@@ -61,6 +68,11 @@ impl Prefix {
     /// Writes `conf/nginx.conf` (with `http_body` inside `http {}`, `{PORT}` replaced) and
     /// the given extra files under `conf/`.
     pub fn new(name: &str, http_body: &str, files: &[(&str, &str)]) -> Prefix {
+        Prefix::new_on(name, http_body, files, free_port())
+    }
+
+    /// As `new`, on a port the caller chose (e.g. one of `free_ports`).
+    pub fn new_on(name: &str, http_body: &str, files: &[(&str, &str)], port: u16) -> Prefix {
         let n = SEQ.fetch_add(1, Ordering::SeqCst);
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("e2e-{name}-{}-{n}", std::process::id()));
@@ -68,7 +80,6 @@ impl Prefix {
         for sub in ["conf", "logs", "tmp"] {
             std::fs::create_dir_all(dir.join(sub)).expect("scratch dir");
         }
-        let port = free_port();
         let p = Prefix { dir, port, conf: "conf/nginx.conf".to_owned(), foreign: false };
         p.write_conf(http_body);
         for (f, text) in files {
