@@ -19,7 +19,9 @@ export NGX_CONFIGURE_ARGS=${NGX_CONFIGURE_ARGS:---with-debug}
 
 e2e() {
   local module=$1 nginx=$2
-  "$nginx" -V 2>&1 | head -n 1
+  # sed, not head: head would close the pipe early and SIGPIPE (exit 141) would fail the
+  # script under pipefail.
+  "$nginx" -V 2>&1 | sed -n 1p
   step "end-to-end tests: $module in $nginx"
   NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx cargo test -p ngx-http-matches --release
 }
