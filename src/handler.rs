@@ -268,6 +268,9 @@ impl RequestView for View<'_> {
     fn query(&self) -> &[u8] {
         self.r.args.as_bytes()
     }
+    fn path(&self) -> &[u8] {
+        self.r.uri.as_bytes()
+    }
     fn regex_failed(&self, entry: usize, pattern: &str, why: &str) {
         ngx_log_error!(
             NGX_LOG_WARN,

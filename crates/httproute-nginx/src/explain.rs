@@ -28,6 +28,9 @@ impl RequestView for Request {
     fn query(&self) -> &[u8] {
         self.query.as_bytes()
     }
+    fn path(&self) -> &[u8] {
+        self.path.as_bytes()
+    }
 }
 
 fn host_matches(server: &str, host: &str) -> bool {

@@ -20,6 +20,9 @@ impl RequestView for Req {
     fn query(&self) -> &[u8] {
         &self.query
     }
+    fn path(&self) -> &[u8] {
+        b"/coffee"
+    }
 }
 
 /// A browser-like request: a handful of ordinary headers before the ones that matter.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::eval::{Body, Entry, HeaderCond, MatchList, ParamCond, Test};
+use crate::eval::{Body, Entry, HeaderCond, MatchList, ParamCond, PathCond, Test};
 use crate::parse::{self, ParseError, RawList, Syntax, key_path};
 use crate::pattern::Pattern;
 
@@ -211,13 +211,43 @@ impl Compiler {
             Some(Value::String(m)) => Some(m.as_bytes().into()),
             Some(other) => return Err(format!("\"method\" must be a string, not {other}")),
         };
+        let path = match obj.get("path") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(p)) => Some(self.path(p)?),
+            Some(other) => return Err(format!("\"path\" must be a string, not {other}")),
+        };
         let headers = strings(obj, "headers")?
             .into_iter()
             .map(|s| self.header(s))
             .collect::<Result<Vec<_>, _>>()?;
         let params =
             strings(obj, "params")?.into_iter().map(|s| self.param(s)).collect::<Result<_, _>>()?;
-        Ok(Body::When { method, headers: headers.into(), params })
+        Ok(Body::When { path, method, headers: headers.into(), params })
+    }
+
+    /// `Exact:/p`, `PathPrefix:/p` or `RegularExpression:pattern` (always typed: there was no
+    /// untyped form, NGF never wrote this field).
+    fn path(&mut self, s: &str) -> Result<PathCond, String> {
+        let bad = |why: &str| format!("invalid path match \"{s}\": {why}");
+        let (kind, value) = s.split_once(':').ok_or_else(|| {
+            bad("expected Exact:/path, PathPrefix:/path or RegularExpression:pattern")
+        })?;
+        match kind {
+            "Exact" | "PathPrefix" if !value.starts_with('/') => {
+                Err(bad("the path must start with \"/\""))
+            }
+            "Exact" => Ok(PathCond::Exact(value.as_bytes().into())),
+            "PathPrefix" => {
+                Ok(PathCond::Prefix(value.trim_end_matches('/').as_bytes().into()))
+            }
+            "RegularExpression" if value.is_empty() => Err(bad("empty pattern")),
+            "RegularExpression" => Ok(PathCond::Regex(self.pattern(value).map_err(|e| {
+                format!("invalid regular expression \"{value}\" in path match \"{s}\": {e}")
+            })?)),
+            other => Err(bad(&format!(
+                "unknown match type \"{other}\" (expected Exact, PathPrefix or RegularExpression)"
+            ))),
+        }
     }
 
     fn header(&mut self, s: &str) -> Result<HeaderCond, String> {

@@ -20,6 +20,9 @@ pub trait RequestView {
     fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])>;
     /// The raw query string (without `?`), still percent-encoded.
     fn query(&self) -> &[u8];
+    /// The request path as NGINX matches locations against it (`$uri`: percent-decoded,
+    /// dot segments resolved, merged slashes). Only entries with a `path` condition read it.
+    fn path(&self) -> &[u8];
     /// Called (at most once per evaluation) when a regex gave up: the match limit or the JIT
     /// stack was exhausted. The condition counts as not matched.
     fn regex_failed(&self, _entry: usize, _pattern: &str, _why: &str) {}
@@ -96,9 +99,27 @@ pub(crate) enum Body {
     /// `any: true`: satisfied by every request.
     Any,
     /// All present conditions must hold.
-    When { method: Option<Box<[u8]>>, headers: Box<[HeaderCond]>, params: Box<[ParamCond]> },
+    When {
+        path: Option<PathCond>,
+        method: Option<Box<[u8]>>,
+        headers: Box<[HeaderCond]>,
+        params: Box<[ParamCond]>,
+    },
     /// Malformed: an error when reached.
     Invalid(Box<str>),
+}
+
+/// The `path` condition (an extension of the NGF format, written by `httproute-nginx` for
+/// Gateway API paths that one NGINX location cannot express).
+#[derive(Debug)]
+pub(crate) enum PathCond {
+    /// The whole path, byte for byte.
+    Exact(Box<[u8]>),
+    /// Whole segments: `/a` (or `/a/`) holds for `/a`, `/a/` and `/a/b`, not `/ab`. Stored
+    /// without its trailing `/`; empty for `/`, which holds for every path.
+    Prefix(Box<[u8]>),
+    /// An unanchored search, like the other regex conditions.
+    Regex(Arc<Pattern>),
 }
 
 #[derive(Debug)]
@@ -160,6 +181,17 @@ impl<R: RequestView + ?Sized> Ctx<'_, R> {
                             !el.is_empty() && el.len() < line.len() && self.regex(p, el, entry)
                         }))
             }
+        }
+    }
+
+    fn path_holds(&self, c: &PathCond, entry: usize) -> bool {
+        let path = self.req.path();
+        match c {
+            PathCond::Exact(p) => **p == *path,
+            PathCond::Prefix(p) => {
+                path.starts_with(p) && (path.len() == p.len() || path[p.len()] == b'/')
+            }
+            PathCond::Regex(p) => self.regex(p, path, entry),
         }
     }
 
@@ -246,8 +278,9 @@ impl MatchList {
                 Body::Invalid(reason) => {
                     return Outcome::Error(EvalError::InvalidEntry { entry: i, reason });
                 }
-                Body::When { method, headers, params } => {
+                Body::When { path, method, headers, params } => {
                     method.as_deref().is_none_or(|m| m == cx.req.method())
+                        && path.as_ref().is_none_or(|p| cx.path_holds(p, i))
                         && headers.iter().all(|h| cx.header_holds(h, i))
                         && params.iter().all(|p| cx.param_holds(p, i))
                 }

@@ -39,7 +39,7 @@ enum Key {
 }
 
 fn keys_of(e: &Entry) -> Vec<Key> {
-    let Body::When { method, headers, params } = &e.body else { return Vec::new() };
+    let Body::When { method, headers, params, .. } = &e.body else { return Vec::new() };
     let mut keys = Vec::new();
     for h in headers.iter() {
         if let Test::Exact(v) = &h.test {

@@ -10,6 +10,8 @@ use route_match::{Syntax, compile_list};
 const METHODS: [&str; 3] = ["GET", "POST", "HEAD"];
 const NAMES: [&str; 3] = ["x-a", "X-B", "v"];
 const VALUES: [&str; 4] = ["1", "2", "a b", "1,2"];
+const PATH_CONDS: [&str; 4] = ["PathPrefix:/a", "Exact:/a/b", "RegularExpression:^/a", "PathPrefix:/"];
+const PATHS: [&str; 4] = ["/a", "/a/b", "/ab", "/"];
 
 fn condition() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -20,6 +22,7 @@ fn condition() -> impl Strategy<Value = String> {
             .prop_map(|(n, v)| format!(r#"p:"{}=Exact={}""#, NAMES[n], VALUES[v])),
         (0..3usize).prop_map(|n| format!(r#"p:"{}=RegularExpression=2""#, NAMES[n])),
         (0..3usize).prop_map(|m| format!("m:{}", METHODS[m])),
+        (0..4usize).prop_map(|c| format!("c:{}", PATH_CONDS[c])),
     ]
 }
 
@@ -29,16 +32,19 @@ fn entry() -> impl Strategy<Value = String> {
             let mut headers = Vec::new();
             let mut params = Vec::new();
             let mut method = None;
+            let mut path = None;
             for c in conds {
                 match c.split_once(':') {
                     Some(("h", h)) => headers.push(h.to_owned()),
                     Some(("p", p)) => params.push(p.to_owned()),
                     Some(("m", m)) => method = Some(m.to_owned()),
+                    Some(("c", c)) => path = Some(c.to_owned()),
                     _ => {}
                 }
             }
             let m = method.map(|m| format!(r#""method":"{m}","#)).unwrap_or_default();
-            format!(r#"{{{m}"headers":[{}],"params":[{}]"#, headers.join(","), params.join(","))
+            let c = path.map(|c| format!(r#""path":"{c}","#)).unwrap_or_default();
+            format!(r#"{{{m}{c}"headers":[{}],"params":[{}]"#, headers.join(","), params.join(","))
         }),
         1 => Just(r#"{"any":true"#.to_owned()),
         1 => Just(r#"{"headers":["x-a:Bogus:1"]"#.to_owned()),
@@ -50,9 +56,10 @@ fn request() -> impl Strategy<Value = Req> {
         0..3usize,
         proptest::collection::vec((0..3usize, 0..4usize, any::<bool>()), 0..5),
         proptest::collection::vec((0..3usize, 0..4usize), 0..4),
+        0..4usize,
     )
-        .prop_map(|(m, hs, ps)| {
-            let mut r = Req::new(METHODS[m]);
+        .prop_map(|(m, hs, ps, path)| {
+            let mut r = Req::new(METHODS[m]).p(PATHS[path]);
             for (n, v, upper) in hs {
                 let name = if upper { NAMES[n].to_uppercase() } else { NAMES[n].to_owned() };
                 r = r.h(&name, VALUES[v]);

@@ -10,6 +10,7 @@ pub struct Req {
     pub method: Vec<u8>,
     pub headers: Vec<(Vec<u8>, Vec<u8>)>,
     pub query: Vec<u8>,
+    pub path: Vec<u8>,
     pub regex_failures: RefCell<Vec<String>>,
 }
 
@@ -25,6 +26,10 @@ impl Req {
         self.query = query.as_bytes().to_vec();
         self
     }
+    pub fn p(mut self, path: &str) -> Req {
+        self.path = path.as_bytes().to_vec();
+        self
+    }
 }
 
 impl RequestView for Req {
@@ -36,6 +41,9 @@ impl RequestView for Req {
     }
     fn query(&self) -> &[u8] {
         &self.query
+    }
+    fn path(&self) -> &[u8] {
+        &self.path
     }
     fn regex_failed(&self, entry: usize, pattern: &str, why: &str) {
         self.regex_failures.borrow_mut().push(format!("{entry} {pattern} {why}"));
