@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use common::{Headers, Nginx, Prefix, free_ports};
 use httproute_nginx::{BackendMap, Carrier, Options};
 
-const BACKENDS: [&str; 13] = [
+const BACKENDS: [&str; 15] = [
     "coffee-v1",
     "coffee-v2",
     "tea",
@@ -22,6 +22,8 @@ const BACKENDS: [&str; 13] = [
     "wild",
     "getonly",
     "root",
+    "items",
+    "menu",
 ];
 
 fn manifests(port: u16) -> String {
@@ -98,6 +100,20 @@ spec:
   - matches: [{{path: {{type: PathPrefix, value: /broken}}}}]
   - matches: [{{path: {{type: PathPrefix, value: /zero}}}}]
     backendRefs: [{{name: w1, port: 80, weight: 0}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: regex, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: http}}]
+  hostnames: [cafe.test]
+  rules:
+  - matches: [{{path: {{type: RegularExpression, value: "/api/v[0-9]+/items/[0-9]+$"}}}}]
+    backendRefs: [{{name: items, port: 80}}]
+  - matches:
+    - path: {{type: RegularExpression, value: "/menu/[a-z]+\\.json"}}
+      headers: [{{name: x-fmt, value: json}}]
+    backendRefs: [{{name: menu, port: 80}}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -198,6 +214,15 @@ fn generated_configurations_route_as_the_gateway_api_says() {
             ("GET", cafe, "/api/v2/x", &[], "api"),
             ("GET", cafe, "/api", &[], "api"),
             ("GET", cafe, "/apix", &[], "404"),
+            // regex paths: above prefixes, below exact paths, anchored at the start, matched
+            // against the decoded URI like `location ~`, fallback when their conditions fail
+            ("GET", cafe, "/api/v2/items/42?x=1", &[("x-beta", "1")], "items"),
+            ("GET", cafe, "/api/v2/items/%34%32", &[], "items"),
+            ("GET", cafe, "/api/v2/items/42/more", &[], "api"),
+            ("GET", cafe, "/x/api/v2/items/42", &[], "404"),
+            ("GET", cafe, "/menu/today.json", &[("x-fmt", "json")], "menu"),
+            ("GET", cafe, "/menu/today.json", &[], "404"),
+            ("GET", cafe, "/menu/todayXjson", &[("x-fmt", "json")], "404"),
             // no backend, all weights zero: 500
             ("GET", cafe, "/broken", &[], "500"),
             ("GET", cafe, "/zero/1", &[], "500"),

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::plan::{Candidate, INTERNAL_PREFIX, Loc, Plan};
+use crate::plan::{Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Carrier {
@@ -35,10 +35,14 @@ const MAX_TOKEN: usize = 4094;
 /// The list entry of one candidate.
 pub fn entry(c: &Candidate) -> Value {
     let redirect = format!("{INTERNAL_PREFIX}{}", c.rule);
-    if c.method.is_none() && c.headers.is_empty() && c.params.is_empty() {
+    let regex = c.path_kind == PathKind::Regex;
+    if !regex && c.method.is_none() && c.headers.is_empty() && c.params.is_empty() {
         return json!({"any": true, "redirectPath": redirect});
     }
     let mut e = serde_json::Map::new();
+    if regex {
+        e.insert("path".into(), json!(PathKind::regex_condition(&c.path)));
+    }
     if let Some(m) = &c.method {
         e.insert("method".into(), json!(m));
     }
@@ -69,6 +73,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     let mut splits = String::new();
     let mut servers = String::new();
     let mut split_n = 0usize;
+    let mut needs_dollar = false;
 
     for port in &plan.ports {
         for (si, server) in port.servers.iter().enumerate() {
@@ -118,13 +123,14 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                         format!("http_matches {t};")
                     }
                     Carrier::Variable => {
-                        if text.contains('$') {
-                            return Err(format!(
-                                "list {key} has a \"$\", which `set $http_matches` would read as \
-                                 a variable; use --carrier preload"
-                            ));
-                        }
-                        let t = single_quote(&text);
+                        // `set` would read a `$` of a regex as a variable; NGINX has no escape
+                        // for it, so it comes from a variable that holds "$" (see DOLLAR).
+                        let t = if text.contains('$') {
+                            needs_dollar = true;
+                            single_quote(&text.replace('$', "${httproute_dollar}"))
+                        } else {
+                            single_quote(&text)
+                        };
                         check_token(&t, &key)?;
                         format!("set $http_matches {t}; http_matches;")
                     }
@@ -200,6 +206,9 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     if opts.carrier == Carrier::Preload {
         conf.push_str("    http_matches_load matches.json;\n");
     }
+    if needs_dollar {
+        conf.push_str(DOLLAR);
+    }
     for (up, addr) in &upstreams {
         let _ = writeln!(conf, "\n    upstream {up} {{\n        server {addr};\n    }}");
     }
@@ -209,6 +218,10 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";
     Ok(Output { nginx_conf: conf, matches_json })
 }
+
+/// A variable whose value is a literal "$" (geo values are not variable-interpolated): how a
+/// `set` value spells a dollar sign.
+const DOLLAR: &str = "    geo $httproute_dollar {\n        default \"$\";\n    }\n";
 
 fn check_token(token: &str, key: &str) -> Result<(), String> {
     if token.len() > MAX_TOKEN {

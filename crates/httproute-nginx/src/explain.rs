@@ -101,6 +101,7 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
         let path_desc = match c.path_kind {
             PathKind::Exact => format!("Exact {}", c.path),
             PathKind::Prefix => format!("PathPrefix {}", c.path),
+            PathKind::Regex => format!("RegularExpression {}", c.path),
         };
         let _ = writeln!(
             out,

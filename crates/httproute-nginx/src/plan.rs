@@ -57,6 +57,9 @@ impl Loc {
             (Loc::Prefix(_), PathKind::Exact) => false,
             // `y` is `q/` (or `/`): its requests are `q` itself or under it.
             (Loc::Prefix(y), PathKind::Prefix) => under(y.trim_end_matches('/'), value),
+            // No location expresses a regex: the candidate goes into every list, with a path
+            // condition the module checks (see `emit::entry`).
+            (_, PathKind::Regex) => true,
         }
     }
 }
@@ -71,6 +74,27 @@ pub struct LocationPlan {
 pub enum PathKind {
     Exact,
     Prefix,
+    /// `value` is the pattern as written; it matches when found at the start of the path
+    /// (`^(?:value)`, what NGF's `location ~ ^value` does).
+    Regex,
+}
+
+impl PathKind {
+    /// Precedence between path types, smaller first: Exact > RegularExpression > PathPrefix.
+    /// The spec leaves regex implementation-specific; this is the order of Envoy Gateway and
+    /// Contour, and what NGF's `location ~` gives in NGINX (a regex location beats prefixes).
+    fn rank(self) -> u8 {
+        match self {
+            PathKind::Exact => 0,
+            PathKind::Regex => 1,
+            PathKind::Prefix => 2,
+        }
+    }
+
+    /// The engine's `path` condition for a regex candidate: anchored at the start.
+    pub fn regex_condition(value: &str) -> String {
+        format!("RegularExpression:^(?:{value})")
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -94,8 +118,8 @@ pub struct Candidate {
 pub type SortKey = (
     Reverse<usize>, // characters of the matching non-wildcard route hostname
     Reverse<usize>, // characters of the matching route hostname
-    bool,           // not Exact
-    Reverse<usize>, // path characters
+    u8,             // path type: Exact, RegularExpression, PathPrefix (PathKind::rank)
+    Reverse<usize>, // path characters (of the pattern, for a regex)
     bool,           // no method
     Reverse<usize>, // header matches
     Reverse<usize>, // query param matches
@@ -335,7 +359,7 @@ fn add_route(
             let key = (
                 Reverse(nonwild),
                 Reverse(chars),
-                c.path_kind != PathKind::Exact,
+                c.path_kind.rank(),
                 Reverse(c.path.len()),
                 c.method.is_none(),
                 Reverse(c.headers.len()),
@@ -364,6 +388,18 @@ fn candidate(
     let (path_kind, path) = match m.path.kind.as_str() {
         "Exact" => (PathKind::Exact, m.path.value.clone()),
         "PathPrefix" => (PathKind::Prefix, normalize_prefix(&m.path.value)),
+        "RegularExpression" => {
+            let anchored = PathKind::regex_condition(&m.path.value);
+            let pattern = anchored.trim_start_matches("RegularExpression:");
+            if let Err(e) = route_match::Pattern::new(pattern) {
+                warnings.push(format!(
+                    "{at}: path regular expression {:?} does not compile ({e}); match skipped",
+                    m.path.value
+                ));
+                return None;
+            }
+            (PathKind::Regex, m.path.value.clone())
+        }
         _ => {
             warnings.push(format!(
                 "{at}: path type {} is not supported yet; match skipped",
@@ -473,6 +509,10 @@ fn locations(mut candidates: Vec<Candidate>) -> Vec<LocationPlan> {
             PathKind::Prefix => {
                 locs.insert(Loc::Exact(c.path.clone()));
                 locs.insert(Loc::Prefix(format!("{}/", c.path)));
+            }
+            // Requests no other location takes reach `location /`.
+            PathKind::Regex => {
+                locs.insert(Loc::Prefix("/".into()));
             }
         }
     }

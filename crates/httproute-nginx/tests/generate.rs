@@ -217,3 +217,98 @@ fn long_inline_lists_are_refused_with_advice() {
     assert!(e.contains("use --carrier preload"), "{e}");
     assert!(generate(&[dir], &BackendMap::new(), &opts(Carrier::Preload)).is_ok());
 }
+
+#[test]
+fn regex_paths_rank_between_exact_and_prefix_in_every_location() {
+    let yaml = format!(
+        "{GW}{}{}",
+        route(
+            "a",
+            "2026-01-01T00:00:00Z",
+            "  - matches:\n    - path: {type: RegularExpression, value: \"/x/[0-9]+\"}\n    - path: {type: PathPrefix, value: /x}\n    - path: {type: Exact, value: /x/1}\n"
+        ),
+        route(
+            "b",
+            "2026-01-02T00:00:00Z",
+            "  - matches:\n    - path: {type: RegularExpression, value: \"/x/[0-9]+/long\"}\n    - path: {type: RegularExpression, value: \"(\"}\n"
+        )
+    );
+    let p = yaml_plan(&yaml);
+    // Exact, then regexes (longer pattern first), then prefixes.
+    assert_eq!(order(&p, &Loc::Exact("/x/1".into())), ["a/0/2", "b/0/0", "a/0/0", "a/0/1"]);
+    assert_eq!(order(&p, &Loc::Prefix("/x/".into())), ["b/0/0", "a/0/0", "a/0/1"]);
+    // No route has PathPrefix /: the catch-all location holds only the regexes.
+    assert_eq!(order(&p, &Loc::Prefix("/".into())), ["b/0/0", "a/0/0"]);
+    let bad: Vec<&String> = p.warnings.iter().filter(|w| w.contains("does not compile")).collect();
+    assert_eq!(bad.len(), 1, "{:?}", p.warnings);
+    assert!(
+        bad[0]
+            .starts_with("HTTPRoute default/b rules[0].matches[1]: path regular expression \"(\"")
+    );
+}
+
+#[test]
+fn regex_paths_carry_an_anchored_path_condition() {
+    let yaml = format!(
+        "{GW}{}",
+        route(
+            "r",
+            "",
+            "  - matches:\n    - path: {type: RegularExpression, value: \"/v[0-9]+|/beta\"}\n      method: GET\n"
+        )
+    );
+    let dir = std::env::temp_dir().join(format!("hr-regex-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), yaml).unwrap();
+    let (out, warnings) = generate(&[dir], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // The alternation stays inside the anchor; the pattern lives in the JSON, not in nginx.conf.
+    assert!(
+        out.matches_json.contains(r#""path":"RegularExpression:^(?:/v[0-9]+|/beta)""#),
+        "{}",
+        out.matches_json
+    );
+    assert!(!out.nginx_conf.contains("[0-9]"), "{}", out.nginx_conf);
+}
+
+#[test]
+fn a_dollar_in_a_variable_carrier_list_comes_from_a_geo_variable() {
+    let yaml = format!(
+        "{GW}{}",
+        route("r", "", "  - matches:\n    - path: {type: RegularExpression, value: \"/a$\"}\n")
+    );
+    let dir = std::env::temp_dir().join(format!("hr-dollar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), yaml).unwrap();
+    let out = generate(&[dir], &BackendMap::new(), &opts(Carrier::Variable)).unwrap().0;
+    assert!(out.nginx_conf.contains("geo $httproute_dollar {\n        default \"$\";"));
+    assert!(out.nginx_conf.contains(r#"^(?:/a${httproute_dollar})"#), "{}", out.nginx_conf);
+}
+
+#[test]
+fn explain_shows_regex_candidates() {
+    let yaml = format!(
+        "{GW}{}",
+        route(
+            "r",
+            "",
+            "  - matches:\n    - path: {type: RegularExpression, value: \"/v[0-9]+/\"}\n  - matches:\n    - path: {value: /}\n"
+        )
+    );
+    let p = yaml_plan(&yaml);
+    let req = |path: &str| Request {
+        port: None,
+        method: "GET".into(),
+        host: "any".into(),
+        path: path.into(),
+        headers: vec![],
+        query: String::new(),
+    };
+    let (text, status) = explain(&p, &req("/v2/users"));
+    assert_eq!(status, 500, "{text}"); // no backendRefs: the rule has no valid backend
+    assert!(text.contains("RegularExpression /v[0-9]+/"), "{text}");
+    assert!(text.contains("winner: [0] default/r rule 0 match 0"), "{text}");
+    // Anchored at the start: "/x/v2/" is not under the regex, the prefix rule wins.
+    let (text, _) = explain(&p, &req("/x/v2/"));
+    assert!(text.contains("winner: [1] default/r rule 1 match 0"), "{text}");
+}

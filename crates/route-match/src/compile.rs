@@ -237,9 +237,7 @@ impl Compiler {
                 Err(bad("the path must start with \"/\""))
             }
             "Exact" => Ok(PathCond::Exact(value.as_bytes().into())),
-            "PathPrefix" => {
-                Ok(PathCond::Prefix(value.trim_end_matches('/').as_bytes().into()))
-            }
+            "PathPrefix" => Ok(PathCond::Prefix(value.trim_end_matches('/').as_bytes().into())),
             "RegularExpression" if value.is_empty() => Err(bad("empty pattern")),
             "RegularExpression" => Ok(PathCond::Regex(self.pattern(value).map_err(|e| {
                 format!("invalid regular expression \"{value}\" in path match \"{s}\": {e}")

@@ -10,7 +10,8 @@ use route_match::{Syntax, compile_list};
 const METHODS: [&str; 3] = ["GET", "POST", "HEAD"];
 const NAMES: [&str; 3] = ["x-a", "X-B", "v"];
 const VALUES: [&str; 4] = ["1", "2", "a b", "1,2"];
-const PATH_CONDS: [&str; 4] = ["PathPrefix:/a", "Exact:/a/b", "RegularExpression:^/a", "PathPrefix:/"];
+const PATH_CONDS: [&str; 4] =
+    ["PathPrefix:/a", "Exact:/a/b", "RegularExpression:^/a", "PathPrefix:/"];
 const PATHS: [&str; 4] = ["/a", "/a/b", "/ab", "/"];
 
 fn condition() -> impl Strategy<Value = String> {

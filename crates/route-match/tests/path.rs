@@ -83,7 +83,9 @@ fn a_malformed_path_makes_the_entry_invalid_with_a_warning() {
         ("7", "\"path\" must be a string"),
     ];
     for (value, want) in cases {
-        let json = format!(r#"[{{"path":{value},"redirectPath":"/bad"}},{{"any":true,"redirectPath":"/ok"}}]"#);
+        let json = format!(
+            r#"[{{"path":{value},"redirectPath":"/bad"}},{{"any":true,"redirectPath":"/ok"}}]"#
+        );
         let c = compile_list(json.as_bytes(), Syntax::Auto).unwrap();
         assert_eq!(c.warnings.len(), 1, "{value}");
         assert!(c.warnings[0].message.contains(want), "{value}: {}", c.warnings[0]);
