@@ -1,0 +1,131 @@
+//! A structured list (every condition kind, values from a small vocabulary or arbitrary
+//! strings) against an arbitrary request (any bytes in the method, header lines, query and
+//! path). Checks, besides "no panic": the index never changes an outcome (evaluate ==
+//! evaluate_linear), and a winner is the entry its redirectPath names.
+
+#![no_main]
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use route_match::{Outcome, RequestView, Syntax, compile_list};
+use serde_json::{Value, json};
+
+const WORDS: [&str; 8] = ["v2", "x", "TEST", "a b", "1,2", "^v[0-9]+$", "(a+)+$", "/a"];
+
+#[derive(Arbitrary, Debug)]
+enum Text {
+    Word(u8),
+    Any(String),
+}
+
+impl Text {
+    fn get(&self) -> String {
+        match self {
+            Text::Word(i) => WORDS[usize::from(*i) % WORDS.len()].to_owned(),
+            Text::Any(s) => s.clone(),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum Kind {
+    Exact,
+    Regex,
+    Bogus,
+}
+
+impl Kind {
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Exact => "Exact",
+            Kind::Regex => "RegularExpression",
+            Kind::Bogus => "Prefix",
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum PathKind {
+    Exact,
+    Prefix,
+    Regex,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Entry {
+    any: bool,
+    method: Option<Text>,
+    headers: Vec<(Text, Kind, Text)>,
+    params: Vec<(Text, Kind, Text)>,
+    path: Option<(PathKind, Text)>,
+    has_redirect: bool,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    entries: Vec<Entry>,
+    method: Vec<u8>,
+    headers: Vec<(Vec<u8>, Vec<u8>)>,
+    query: Vec<u8>,
+    path: Vec<u8>,
+}
+
+impl RequestView for Input {
+    fn method(&self) -> &[u8] {
+        &self.method
+    }
+    fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice()))
+    }
+    fn query(&self) -> &[u8] {
+        &self.query
+    }
+    fn path(&self) -> &[u8] {
+        &self.path
+    }
+}
+
+fn to_json(i: usize, e: &Entry) -> Value {
+    let mut o = serde_json::Map::new();
+    if e.any {
+        o.insert("any".into(), json!(true));
+    }
+    if let Some(m) = &e.method {
+        o.insert("method".into(), json!(m.get()));
+    }
+    let strings = |conds: &[(Text, Kind, Text)], sep: char| -> Value {
+        conds.iter().map(|(n, k, v)| format!("{}{sep}{}{sep}{}", n.get(), k.name(), v.get())).collect()
+    };
+    o.insert("headers".into(), strings(&e.headers, ':'));
+    o.insert("params".into(), strings(&e.params, '='));
+    if let Some((k, v)) = &e.path {
+        let k = match k {
+            PathKind::Exact => "Exact",
+            PathKind::Prefix => "PathPrefix",
+            PathKind::Regex => "RegularExpression",
+        };
+        o.insert("path".into(), json!(format!("{k}:{}", v.get())));
+    }
+    if e.has_redirect {
+        o.insert("redirectPath".into(), json!(format!("/r{i}")));
+    }
+    Value::Object(o)
+}
+
+fuzz_target!(|input: Input| {
+    if input.entries.is_empty() || input.entries.len() > 64 {
+        return;
+    }
+    let list: Vec<Value> = input.entries.iter().enumerate().map(|(i, e)| to_json(i, e)).collect();
+    let Ok(text) = serde_json::to_vec(&list) else { return };
+    let compiled = match compile_list(&text, Syntax::Typed) {
+        Ok(c) => c,
+        Err(e) => panic!("a well-formed list must parse: {e}"),
+    };
+    let fast = compiled.list.evaluate(&input);
+    let slow = compiled.list.evaluate_linear(&input);
+    assert_eq!(fast, slow, "the index changed the outcome");
+    if let Outcome::Redirect { entry, path } = fast {
+        assert_eq!(path, format!("/r{entry}"));
+    }
+});
