@@ -42,6 +42,8 @@ pub struct Meta {
     pub namespace: String,
     #[serde(default)]
     pub creation_timestamp: Option<String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 fn default_namespace() -> String {
@@ -69,8 +71,119 @@ pub struct Listener {
     pub protocol: String,
     #[serde(default)]
     pub hostname: Option<String>,
+    #[serde(default)]
+    pub allowed_routes: AllowedRoutes,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
+}
+
+/// `listeners[].allowedRoutes`: which routes may attach (CRD default: same namespace, the
+/// kinds the protocol supports).
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct AllowedRoutes {
+    #[serde(default)]
+    pub namespaces: RouteNamespaces,
+    /// `None`: the protocol's default kinds (HTTPRoute for HTTP).
+    #[serde(default)]
+    pub kinds: Option<Vec<RouteGroupKind>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RouteNamespaces {
+    /// `Same`, `All` or `Selector`.
+    #[serde(default = "default_from")]
+    pub from: String,
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
+}
+
+impl Default for RouteNamespaces {
+    fn default() -> Self {
+        RouteNamespaces { from: default_from(), selector: None }
+    }
+}
+
+fn default_from() -> String {
+    "Same".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RouteGroupKind {
+    #[serde(default = "default_gateway_group")]
+    pub group: String,
+    pub kind: String,
+}
+
+fn default_gateway_group() -> String {
+    "gateway.networking.k8s.io".to_owned()
+}
+
+/// A Kubernetes label selector: every `matchLabels` pair and every expression must hold.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelSelector {
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub match_expressions: Vec<LabelExpression>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LabelExpression {
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist` (checked at load).
+    pub operator: String,
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+impl LabelSelector {
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+            && self.match_expressions.iter().all(|e| {
+                let have = labels.get(&e.key);
+                match e.operator.as_str() {
+                    "In" => have.is_some_and(|v| e.values.contains(v)),
+                    "NotIn" => have.is_none_or(|v| !e.values.contains(v)),
+                    "Exists" => have.is_some(),
+                    _ => have.is_none(), // DoesNotExist
+                }
+            })
+    }
+}
+
+/// `ReferenceGrant` (gateway.networking.k8s.io v1beta1): lets objects of the `from`
+/// namespaces refer to objects of its own namespace.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReferenceGrant {
+    pub metadata: Meta,
+    pub spec: ReferenceGrantSpec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReferenceGrantSpec {
+    pub from: Vec<GrantFrom>,
+    pub to: Vec<GrantTo>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GrantFrom {
+    pub group: String,
+    pub kind: String,
+    pub namespace: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GrantTo {
+    pub group: String,
+    pub kind: String,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Namespace {
+    metadata: Meta,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -205,6 +318,9 @@ fn default_weight() -> u32 {
 pub struct Inputs {
     pub gateways: Vec<Gateway>,
     pub routes: Vec<HttpRoute>,
+    pub grants: Vec<ReferenceGrant>,
+    /// Labels of the `Namespace` objects given (for `allowedRoutes` selectors).
+    pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
     /// Fields we do not support yet, each reported once: (field, where first seen).
     pub unsupported: BTreeMap<String, String>,
     pub files: Vec<PathBuf>,
@@ -294,7 +410,10 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                 for f in g.spec.other.keys().filter(|f| *f != "gatewayClassName") {
                     note(inputs, format!("Gateway spec.{f}"), file, i);
                 }
-                for l in &g.spec.listeners {
+                for (li, l) in g.spec.listeners.iter().enumerate() {
+                    validate_allowed(&l.allowed_routes).map_err(|(field, msg)| {
+                        here(format!("spec.listeners[{li}].allowedRoutes.{field}"), msg)
+                    })?;
                     for f in l.other.keys() {
                         note(inputs, format!("Gateway spec.listeners[].{f}"), file, i);
                     }
@@ -321,8 +440,39 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                 }
                 inputs.routes.push(r);
             }
+            "ReferenceGrant" => {
+                let g: ReferenceGrant = typed(v, &here)?;
+                inputs.grants.push(g);
+            }
+            "Namespace" => {
+                let n: Namespace = typed(v, &here)?;
+                inputs.namespace_labels.insert(n.metadata.name, n.metadata.labels);
+            }
             "" => return Err(here(String::new(), "object without a kind".to_owned())),
             _ => note(inputs, format!("kind {kind}"), file, i),
+        }
+    }
+    Ok(())
+}
+
+fn validate_allowed(a: &AllowedRoutes) -> Result<(), (String, String)> {
+    match a.namespaces.from.as_str() {
+        "Same" | "All" => {}
+        "Selector" if a.namespaces.selector.is_none() => {
+            return Err(("namespaces.selector".into(), "from: Selector needs a selector".into()));
+        }
+        "Selector" => {}
+        f => return Err(("namespaces.from".into(), format!("unknown value {f:?}"))),
+    }
+    let exprs = a.namespaces.selector.iter().flat_map(|s| s.match_expressions.iter());
+    for (i, e) in exprs.enumerate() {
+        let field = format!("namespaces.selector.matchExpressions[{i}]");
+        match e.operator.as_str() {
+            "In" | "NotIn" if e.values.is_empty() => {
+                return Err((field + ".values", format!("{} needs values", e.operator)));
+            }
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            op => return Err((field + ".operator", format!("unknown operator {op:?}"))),
         }
     }
     Ok(())

@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{HttpRoute, Inputs, Match};
+use crate::model::{AllowedRoutes, HttpRoute, Inputs, Match, ReferenceGrant};
 
 /// Where backends live: `namespace/name:port` -> `host:port`.
 pub type BackendMap = BTreeMap<String, String>;
@@ -192,6 +192,43 @@ struct ListenerRef {
     id: String,
     port: u16,
     hostname: Option<String>,
+    allowed: AllowedRoutes,
+}
+
+/// Why `allowedRoutes` keeps a route of namespace `ns` off a listener of a Gateway in `gw_ns`.
+fn refused(a: &AllowedRoutes, gw_ns: &str, ns: &str, inputs: &Inputs) -> Option<String> {
+    if let Some(kinds) = &a.kinds {
+        if !kinds.iter().any(|k| k.kind == "HTTPRoute" && k.group == "gateway.networking.k8s.io") {
+            return Some("allowedRoutes.kinds does not list HTTPRoute".into());
+        }
+    }
+    match a.namespaces.from.as_str() {
+        "All" => None,
+        "Selector" => {
+            // Kubernetes labels every namespace with its own name.
+            let mut labels = inputs.namespace_labels.get(ns).cloned().unwrap_or_default();
+            labels.insert("kubernetes.io/metadata.name".into(), ns.to_owned());
+            let selector = a.namespaces.selector.clone().unwrap_or_default();
+            (!selector.matches(&labels))
+                .then(|| format!("namespace {ns} does not match allowedRoutes.namespaces.selector"))
+        }
+        _ => (ns != gw_ns).then(|| {
+            format!("allowedRoutes.namespaces.from is Same and the Gateway is in {gw_ns}")
+        }),
+    }
+}
+
+/// Whether a ReferenceGrant in `to_ns` lets HTTPRoutes of `from_ns` use Service `name`.
+fn granted(grants: &[ReferenceGrant], from_ns: &str, to_ns: &str, name: &str) -> bool {
+    grants.iter().filter(|g| g.metadata.namespace == to_ns).any(|g| {
+        g.spec.from.iter().any(|f| {
+            f.group == "gateway.networking.k8s.io"
+                && f.kind == "HTTPRoute"
+                && f.namespace == from_ns
+        }) && g.spec.to.iter().any(|t| {
+            t.group.is_empty() && t.kind == "Service" && t.name.as_deref().is_none_or(|n| n == name)
+        })
+    })
 }
 
 pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
@@ -210,7 +247,12 @@ pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
                 ));
                 continue;
             }
-            listeners.push(ListenerRef { id, port: l.port, hostname: l.hostname.clone() });
+            listeners.push(ListenerRef {
+                id,
+                port: l.port,
+                hostname: l.hostname.clone(),
+                allowed: l.allowed_routes.clone(),
+            });
         }
     }
     let mut attachments = Vec::new();
@@ -237,6 +279,13 @@ pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
                 if p.section_name.as_deref().is_some_and(|s| Some(s) != lname)
                     || p.port.is_some_and(|port| port != l.port)
                 {
+                    continue;
+                }
+                if let Some(why) = refused(&l.allowed, gw_ns, ns, inputs) {
+                    warnings.push(format!(
+                        "HTTPRoute {ns}/{}: listener {} does not accept it: {why}",
+                        r.metadata.name, l.id
+                    ));
                     continue;
                 }
                 let hostnames = intersect(l.hostname.as_deref(), &r.spec.hostnames);
@@ -285,7 +334,8 @@ pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
                     else {
                         continue;
                     };
-                    add_route(a.route, e, backends, &mut server, &mut candidates, &mut warnings);
+                    let ctx = Refs { backends, grants: &inputs.grants };
+                    add_route(a.route, e, &ctx, &mut server, &mut candidates, &mut warnings);
                 }
                 server.locations = locations(candidates);
             }
@@ -338,10 +388,16 @@ fn best_listener(
     on_port.iter().copied().find(|&i| listeners[i].hostname.is_none())
 }
 
+/// What backend references resolve against.
+struct Refs<'a> {
+    backends: &'a BackendMap,
+    grants: &'a [ReferenceGrant],
+}
+
 fn add_route(
     r: &HttpRoute,
     hostname: &Option<String>,
-    backends: &BackendMap,
+    refs: &Refs<'_>,
     server: &mut ServerPlan,
     candidates: &mut Vec<Candidate>,
     warnings: &mut Vec<String>,
@@ -351,7 +407,7 @@ fn add_route(
     let (nonwild, chars) = host_rank(hostname);
     for (ri, rule) in r.spec.rules.iter().enumerate() {
         let rule_slot = server.rules.len();
-        server.rules.push(rule_plan(&route, ri, rule, &m.namespace, backends, warnings));
+        server.rules.push(rule_plan(&route, ri, rule, &m.namespace, refs, warnings));
         for (mi, mat) in rule.matches.iter().enumerate() {
             let Some(c) = candidate(&route, ri, mi, mat, rule_slot, hostname, warnings) else {
                 continue;
@@ -444,7 +500,7 @@ fn rule_plan(
     ri: usize,
     rule: &crate::model::Rule,
     ns: &str,
-    backends: &BackendMap,
+    refs: &Refs<'_>,
     warnings: &mut Vec<String>,
 ) -> RulePlan {
     let mut plan = RulePlan {
@@ -464,11 +520,11 @@ fn rule_plan(
             || !matches!(b.group.as_deref(), None | Some(""))
         {
             Some(format!("kind {:?} is not a Service", b.kind.as_deref().unwrap_or("")))
-        } else if bns != ns {
-            Some(
-                "a cross-namespace reference needs a ReferenceGrant, which is not supported yet"
-                    .to_owned(),
-            )
+        } else if bns != ns && !granted(refs.grants, ns, bns, &b.name) {
+            Some(format!(
+                "no ReferenceGrant in namespace {bns} lets HTTPRoutes of {ns} use Service {}",
+                b.name
+            ))
         } else if b.port.is_none() {
             Some("a Service reference needs a port".to_owned())
         } else {
@@ -481,7 +537,8 @@ fn rule_plan(
         }
         let port = b.port.unwrap_or_default();
         let key = format!("{bns}/{}:{port}", b.name);
-        let address = backends
+        let address = refs
+            .backends
             .get(&key)
             .cloned()
             .unwrap_or_else(|| format!("{}.{bns}.svc.cluster.local:{port}", b.name));

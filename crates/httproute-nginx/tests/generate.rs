@@ -312,3 +312,107 @@ fn explain_shows_regex_candidates() {
     let (text, _) = explain(&p, &req("/x/v2/"));
     assert!(text.contains("winner: [1] default/r rule 1 match 0"), "{text}");
 }
+
+/// Hostnames served by the plan's servers that have a location other than the catch-all's 404.
+fn attached(p: &httproute_nginx::plan::Plan) -> Vec<String> {
+    let server = p.ports[0].servers.iter().find(|s| s.hostname.is_none()).unwrap();
+    let mut routes: Vec<String> = server
+        .locations
+        .iter()
+        .flat_map(|l| l.candidates.iter().map(|c| c.route.clone()))
+        .collect();
+    routes.sort();
+    routes.dedup();
+    routes
+}
+
+fn ns_route(ns: &str, gw_ns: &str) -> String {
+    format!(
+        "kind: HTTPRoute\nmetadata: {{name: r, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: gw, namespace: {gw_ns}}}]\n---\n"
+    )
+}
+
+#[test]
+fn allowed_routes_default_to_the_gateways_namespace() {
+    let gw = |allowed: &str| {
+        format!(
+            "kind: Gateway\nmetadata: {{name: gw, namespace: infra}}\nspec:\n  listeners: [{{name: http, port: 80, protocol: HTTP{allowed}}}]\n---\n"
+        )
+    };
+    let routes = format!(
+        "{}{}{}",
+        ns_route("infra", "infra"),
+        ns_route("team-a", "infra"),
+        ns_route("team-b", "infra")
+    );
+    let ns_objects = "kind: Namespace\nmetadata: {name: team-a, labels: {shared: \"yes\"}}\n---\n";
+    let cases: [(&str, &[&str]); 6] = [
+        ("", &["infra/r"]),
+        (", allowedRoutes: {namespaces: {from: All}}", &["infra/r", "team-a/r", "team-b/r"]),
+        (
+            ", allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {shared: \"yes\"}}}}",
+            &["team-a/r"],
+        ),
+        // Every namespace carries its own name as a label, Namespace objects or not.
+        (
+            ", allowedRoutes: {namespaces: {from: Selector, selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [team-b, infra]}]}}}",
+            &["infra/r", "team-b/r"],
+        ),
+        (
+            ", allowedRoutes: {namespaces: {from: Selector, selector: {matchExpressions: [{key: shared, operator: DoesNotExist}]}}}",
+            &["infra/r", "team-b/r"],
+        ),
+        (", allowedRoutes: {namespaces: {from: All}, kinds: [{kind: GRPCRoute}]}", &[]),
+    ];
+    for (allowed, want) in cases {
+        let p = yaml_plan(&format!("{}{routes}{ns_objects}", gw(allowed)));
+        assert_eq!(attached(&p), want, "{allowed}");
+        let refused = p.warnings.iter().filter(|w| w.contains("does not accept it")).count();
+        assert_eq!(refused, 3 - want.len(), "{allowed}: {:?}", p.warnings);
+    }
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    let e = httproute_nginx::model::load_text(
+        Path::new("test.yaml"),
+        &gw(", allowedRoutes: {namespaces: {from: Selector}}"),
+        &mut inputs,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "test.yaml, document 0, spec.listeners[0].allowedRoutes.namespaces.selector: from: Selector needs a selector"
+    );
+}
+
+#[test]
+fn cross_namespace_backends_need_a_reference_grant() {
+    let route = "kind: HTTPRoute\nmetadata: {name: r, namespace: default}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: db, namespace: data, port: 80}, {name: cache, namespace: data, port: 80}]\n---\n";
+    let grant = |from_ns: &str, to: &str| {
+        format!(
+            "kind: ReferenceGrant\nmetadata: {{name: g, namespace: data}}\nspec:\n  from: [{{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: {from_ns}}}]\n  to: [{to}]\n---\n"
+        )
+    };
+    let backends_of = |yaml: String| {
+        let p = yaml_plan(&yaml);
+        let server = p.ports[0].servers.iter().find(|s| s.hostname.is_none()).unwrap();
+        let rule = &server.rules[0];
+        let ups: Vec<String> = rule.backends.iter().map(|b| b.0.clone()).collect();
+        (ups, rule.invalid_weight)
+    };
+    assert_eq!(backends_of(format!("{GW}{route}")), (vec![], 2));
+    assert_eq!(
+        backends_of(format!("{GW}{route}{}", grant("default", "{group: \"\", kind: Service}"))),
+        (vec!["data_db_80".to_owned(), "data_cache_80".to_owned()], 0)
+    );
+    assert_eq!(
+        backends_of(format!(
+            "{GW}{route}{}",
+            grant("default", "{group: \"\", kind: Service, name: db}")
+        )),
+        (vec!["data_db_80".to_owned()], 1)
+    );
+    // A grant for another namespace, or in the wrong namespace, grants nothing.
+    assert_eq!(
+        backends_of(format!("{GW}{route}{}", grant("other", "{group: \"\", kind: Service}"))),
+        (vec![], 2)
+    );
+}
