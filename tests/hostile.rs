@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::Nginx;
 
@@ -34,7 +34,7 @@ fn timed(n: &Nginx, what: &str, req: &[u8]) -> (u16, String) {
     let r = n.raw(req).unwrap_or_else(|e| panic!("{what}: {e}"));
     let took = started.elapsed();
     eprintln!("{what}: {} in {took:?}", r.status);
-    assert!(took < Duration::from_secs(2), "{what} took {took:?}");
+    assert!(took < common::secs(2), "{what} took {took:?}");
     (r.status, r.body)
 }
 

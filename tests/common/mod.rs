@@ -13,6 +13,17 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+/// `NGX_MATCHES_TIME_SCALE`: how many times longer every wait may take (for an NGINX under
+/// valgrind, say). Default 1.
+pub fn time_scale() -> u32 {
+    std::env::var("NGX_MATCHES_TIME_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
+}
+
+/// `secs` seconds, scaled by [`time_scale`].
+pub fn secs(secs: u64) -> Duration {
+    Duration::from_secs(secs) * time_scale()
+}
+
 pub fn nginx_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("NGX_MATCHES_NGINX") {
         return p.into();
@@ -120,7 +131,20 @@ impl Prefix {
     }
 
     fn command(&self) -> Command {
-        let mut c = Command::new(nginx_binary());
+        self.command_with(None)
+    }
+
+    /// The nginx command line, run through `wrapper` (a program and its arguments) if given.
+    fn command_with(&self, wrapper: Option<&str>) -> Command {
+        let mut words = wrapper.unwrap_or("").split_whitespace();
+        let mut c = match words.next() {
+            Some(program) => {
+                let mut c = Command::new(program);
+                c.args(words).arg(nginx_binary());
+                c
+            }
+            None => Command::new(nginx_binary()),
+        };
         c.arg("-p").arg(format!("{}/", self.dir.display())).arg("-c").arg(&self.conf);
         c
     }
@@ -131,8 +155,12 @@ impl Prefix {
         (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
     }
 
+    /// Starts NGINX in the foreground. `NGX_MATCHES_WRAPPER` (e.g. `valgrind.bin --tool=memcheck
+    /// ...`) runs it under another program; it must exec or be NGINX's own process, since the
+    /// harness signals the child's pid.
     pub fn start(self) -> Nginx {
-        let mut command = self.command();
+        let wrapper = std::env::var("NGX_MATCHES_WRAPPER").ok();
+        let mut command = self.command_with(wrapper.as_deref());
         if self.foreign {
             // Stay in the foreground, as our child, so that stopping it stops everything.
             command.arg("-g").arg("daemon off;");
@@ -140,7 +168,7 @@ impl Prefix {
         let child =
             command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start nginx");
         let n = Nginx { prefix: self, child: Some(child) };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + secs(10);
         while TcpStream::connect(("127.0.0.1", n.prefix.port)).is_err() {
             assert!(Instant::now() < deadline, "nginx did not start:\n{}", n.error_log());
             std::thread::sleep(Duration::from_millis(10));
@@ -176,7 +204,7 @@ impl Nginx {
     /// Sends raw bytes, reads the whole answer (HTTP/1.0, the server closes).
     pub fn raw(&self, request: &[u8]) -> std::io::Result<Resp> {
         let mut s = TcpStream::connect(("127.0.0.1", self.port()))?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        s.set_read_timeout(Some(secs(10)))?;
         s.write_all(request)?;
         let mut buf = Vec::new();
         s.read_to_end(&mut buf)?;
@@ -228,7 +256,7 @@ impl Nginx {
 
     /// Waits until the error log has `needle` (a reload finishing, say).
     pub fn wait_log(&self, needle: &str, count: usize) {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + secs(10);
         while self.error_log().matches(needle).count() < count {
             assert!(Instant::now() < deadline, "no {needle:?} in the log:\n{}", self.error_log());
             std::thread::sleep(Duration::from_millis(20));
@@ -254,7 +282,7 @@ impl Nginx {
                 return;
             }
             self.send_signal(signal);
-            let deadline = Instant::now() + Duration::from_secs(5);
+            let deadline = Instant::now() + secs(5);
             while Instant::now() < deadline {
                 if let Some(Ok(Some(_))) = self.child.as_mut().map(Child::try_wait) {
                     self.child = None;
