@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Worker memory over 1,000,000+ requests: RSS after the first ~10,000 requests against RSS
+# after a million, with every carrier and the $http_matches cache churning (5,000 distinct list
+# values through a 1,024-entry cache). Passes when the final RSS is within MARGIN_KB (default
+# 2048) of the first sample.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+port=${PORT:-18710}
+target=${REQUESTS:-1000000}
+margin=${MARGIN_KB:-2048}
+scripts/install-deps.sh wrk
+out=$(scripts/build.sh)
+module=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
+nginx=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
+p=$PWD/target/rss-drift
+# shellcheck source=scripts/lib/prefix.sh
+. scripts/lib/prefix.sh
+write_prefix "$p" "$module" off "    http_matches_load matches.json;
+    server {
+        listen 127.0.0.1:$port;
+        location /t/ { internal; return 200 \"\$uri\n\"; }
+        location = /k { set \$match_key k; http_matches; }
+        location = /i { http_matches '[{\"headers\":[\"x-re:RegularExpression:^v[0-9]+\$\"],\"redirectPath\":\"/t/re\"},{\"params\":[\"p=Exact=v\",\"q=RegularExpression=z+\"],\"redirectPath\":\"/t/pq\"},{\"any\":true,\"redirectPath\":\"/t/any\"}]'; }
+        # Each distinct n is a distinct list value: the per-worker cache keeps 1,024 of them.
+        location = /v { set \$http_matches '[{\"params\":[\"n=Exact=\$arg_n\"],\"redirectPath\":\"/t/n\"}]'; http_matches; }
+    }"
+echo '{"k":[{"headers":["x:Exact:1"],"redirectPath":"/t/x"},{"any":true,"redirectPath":"/t/k"}]}' >"$p/conf/matches.json"
+cat >"$p/mix.lua" <<'LUA'
+local i, done_n = 0, 0
+local limit = tonumber(os.getenv("LIMIT") or "0")
+function response()
+  done_n = done_n + 1
+  if limit > 0 and done_n >= limit then wrk.thread:stop() end
+end
+function request()
+  i = i + 1
+  local k = i % 4
+  if k == 0 then return wrk.format("GET", "/k", { ["x"] = "1" })
+  elseif k == 1 then return wrk.format("GET", "/i?p=v&q=zzz&pad=" .. i, nil)
+  elseif k == 2 then return wrk.format("GET", "/i", { ["x-re"] = "v" .. (i % 100) })
+  else return wrk.format("GET", "/v?n=" .. math.random(1, 5000), nil) end
+end
+LUA
+"$nginx" -p "$p/" -c conf/nginx.conf &
+master=$!
+trap 'kill -QUIT $master 2>/dev/null || true' EXIT
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
+worker=$(pgrep -P "$master" | head -n 1)
+rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$worker/status"; }
+run() { # seconds [request limit] -> requests done
+  local out
+  out=$(LIMIT=${2:-0} wrk -t1 -c16 -d"$1s" -s "$p/mix.lua" "http://127.0.0.1:$port/")
+  if echo "$out" | grep -qE "Non-2xx|Socket errors"; then echo "$out" >&2; echo "FAIL: errors" >&2; exit 1; fi
+  echo "$out" | sed -n 's/^ *\([0-9]*\) requests in.*/\1/p'
+}
+echo "rss at start: $(rss) kB"
+total=0
+total=$(run 10 10000)
+first=$(rss)
+echo "after $total requests: $first kB"
+peak=$first
+while [ "$total" -lt "$target" ]; do
+  total=$((total + $(run 5)))
+  now=$(rss)
+  [ "$now" -gt "$peak" ] && peak=$now
+  echo "after $total requests: $now kB"
+done
+last=$(rss)
+echo "first=$first kB last=$last kB peak=$peak kB drift=$((last - first)) kB margin=$margin kB"
+if [ "$worker" != "$(pgrep -P "$master" | head -n 1)" ]; then echo "FAIL: the worker was replaced"; exit 1; fi
+if grep -qE "exited on signal|\[alert\]" "$p/logs/error.log"; then echo "FAIL: error log"; exit 1; fi
+[ $((last - first)) -le "$margin" ] || { echo "FAIL: RSS grew by more than $margin kB"; exit 1; }
+echo "rss drift passed"
