@@ -2,9 +2,10 @@
 # Installs the Debian packages the build needs (only those missing). Run as root.
 #   libclang-dev  bindgen (nginx-sys) needs libclang and clang's builtin headers
 #   libpcre2-dev  NGINX's rewrite module and our regex engine (PCRE2)
+#   g++           libFuzzer (C++), built by the fuzz crate for scripts/fuzz.sh
 #   extra packages can be named as arguments (run.sh adds curl).
 set -euo pipefail
-want=(libclang-dev libpcre2-dev pkg-config make "$@")
+want=(libclang-dev libpcre2-dev pkg-config make g++ "$@")
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

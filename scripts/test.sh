@@ -46,6 +46,8 @@ case "$mode" in
     cargo clippy --workspace --all-targets --release -- -D warnings
     step "engine tests (no NGINX)"
     cargo test --release
+    step "fuzz smoke: 15 s of each libFuzzer target (scripts/fuzz.sh)"
+    scripts/fuzz.sh 15
     step "module build (vendored NGINX)"
     out=$(scripts/build.sh)
     echo "$out" | tail -n 2
