@@ -284,6 +284,15 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
 /// Registers `$matches_redirect` and `$matches_entry` before the configuration is parsed, so
 /// `log_format` and friends can name them.
 pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
+    if !crate::util::var::layout_ok() {
+        ngx_conf_log_error!(
+            NGX_LOG_EMERG,
+            cf,
+            "http_matches: ngx_variable_value_t is not laid out as this module expects on this \
+             platform; the module cannot set variables safely"
+        );
+        return Status::NGX_ERROR;
+    }
     for name in [VAR_REDIRECT, VAR_ENTRY] {
         let mut n = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
         // SAFETY: `ngx_http_add_variable` copies the name into the configuration pool.

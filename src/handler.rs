@@ -18,7 +18,7 @@ use ngx::{ngx_log_debug_mask, ngx_log_error};
 use route_match::{MatchList, Outcome, RequestView};
 
 use crate::cache::{self, Lookup};
-use crate::util::{pool_str, text};
+use crate::util::{pool_str, text, var};
 use crate::{HttpMatchesModule, guard};
 
 pub(crate) unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -66,8 +66,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     // SAFETY: `index` came from ngx_http_get_variable_index for this configuration, so it is
     // within `r->variables`, which has one slot per indexed variable.
     let set_value = |index: Option<ngx_uint_t>| -> Option<&[u8]> {
-        let v = unsafe { &*req.variables.add(index?) };
-        (v.valid() == 1 && v.not_found() == 0 && v.len() > 0).then(|| v.as_bytes())
+        var::get(unsafe { &*req.variables.add(index?) })
     };
 
     let cached: Rc<cache::Entry>;
@@ -220,13 +219,7 @@ unsafe fn redirect(
 unsafe fn store_variable(r: *mut ngx_http_request_t, index: ngx_uint_t, value: ngx_str_t) {
     // SAFETY: see the function's contract.
     unsafe {
-        let v = &mut *(*r).variables.add(index);
-        v.set_len(value.len as u32);
-        v.data = value.data;
-        v.set_valid(1);
-        v.set_no_cacheable(0);
-        v.set_not_found(0);
-        v.set_escape(0);
+        var::set(&mut *(*r).variables.add(index), value.data, value.len);
     }
 }
 
