@@ -145,7 +145,7 @@ pub(crate) enum Test {
 /// Per-evaluation state: the lazily decoded query, and whether a regex failure was reported.
 struct Ctx<'r, R: ?Sized> {
     req: &'r R,
-    params: OnceCell<Params>,
+    params: OnceCell<Params<'r>>,
     reported: Cell<bool>,
 }
 

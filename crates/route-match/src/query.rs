@@ -4,38 +4,102 @@
 //! names and values are decoded (`+` -> space, `%XX` -> byte, invalid escapes kept literally).
 //! Lookups return the first occurrence of a name.
 
-use core::ops::Range;
+/// Pairs kept without allocating; a query with more spills into a Vec.
+const INLINE: usize = 4;
+/// From this many pairs on, lookups go through a sorted index instead of a scan.
+const SORT_FROM: usize = 16;
 
-/// A decoded query string: all names and values in one buffer, an index sorted by name.
-#[derive(Debug, Default)]
-pub(crate) struct Params {
-    buf: Vec<u8>,
-    /// (name, value) ranges into `buf`, stably sorted by name: the first of equal names is the
-    /// first occurrence in the query string.
-    items: Vec<(Range<usize>, Range<usize>)>,
+/// Where a decoded name or value lies: in the raw query (nothing to decode) or in `buf`.
+/// Offsets are u32 (a query over 4 GiB is cut there; NGINX's own limit is far lower).
+#[derive(Debug, Clone, Copy, Default)]
+struct Span {
+    start: u32,
+    end: u32,
+    decoded: bool,
 }
 
-impl Params {
-    pub(crate) fn parse(raw: &[u8]) -> Params {
-        let mut p = Params { buf: Vec::with_capacity(raw.len()), items: Vec::new() };
-        for seg in raw.split(|&b| b == b'&') {
-            if seg.is_empty() {
-                continue;
+/// A decoded query string. A segment without `%` or `+` is borrowed from the raw query; only
+/// the others are decoded into `buf`. A short query allocates nothing.
+#[derive(Debug)]
+pub(crate) struct Params<'q> {
+    raw: &'q [u8],
+    buf: Vec<u8>,
+    inline: [(Span, Span); INLINE],
+    n: usize,
+    /// Every pair, once there are more than INLINE; stably sorted by name when there are
+    /// SORT_FROM or more, so the first of equal names is still the first occurrence.
+    spill: Vec<(Span, Span)>,
+    sorted: bool,
+}
+
+impl<'q> Params<'q> {
+    pub(crate) fn parse(raw: &'q [u8]) -> Params<'q> {
+        let raw = &raw[..raw.len().min(u32::MAX as usize)];
+        let mut p = Params {
+            raw,
+            buf: Vec::new(),
+            inline: Default::default(),
+            n: 0,
+            spill: Vec::new(),
+            sorted: false,
+        };
+        // One pass: segment start, its first `=`, and whether name or value needs decoding.
+        let (mut start, mut eq, mut escaped_name, mut escaped_value) = (0, None, false, false);
+        for i in 0..=raw.len() {
+            match raw.get(i) {
+                Some(b'=') if eq.is_none() => eq = Some(i),
+                Some(b'%' | b'+') if eq.is_none() => escaped_name = true,
+                Some(b'%' | b'+') => escaped_value = true,
+                Some(b'&') | None => {
+                    if i > start {
+                        let (name, value) = match eq {
+                            Some(e) => ((start, e), (e + 1, i)),
+                            None => ((start, i), (i, i)),
+                        };
+                        let item = (p.span(name, escaped_name), p.span(value, escaped_value));
+                        p.push(item);
+                    }
+                    (start, eq, escaped_name, escaped_value) = (i + 1, None, false, false);
+                }
+                Some(_) => {}
             }
-            let (name, value) = match memchr::memchr(b'=', seg) {
-                Some(i) => (&seg[..i], &seg[i + 1..]),
-                None => (seg, &[][..]),
-            };
-            let n = p.decode_into(name);
-            let v = p.decode_into(value);
-            p.items.push((n, v));
         }
-        let buf = &p.buf;
-        p.items.sort_by(|a, b| buf[a.0.clone()].cmp(&buf[b.0.clone()]));
+        if p.spill.len() >= SORT_FROM {
+            let mut spill = core::mem::take(&mut p.spill);
+            spill.sort_by(|a, b| p.bytes(&a.0).cmp(p.bytes(&b.0)));
+            p.spill = spill;
+            p.sorted = true;
+        }
         p
     }
 
-    fn decode_into(&mut self, s: &[u8]) -> Range<usize> {
+    fn push(&mut self, item: (Span, Span)) {
+        if self.spill.is_empty() && self.n < INLINE {
+            self.inline[self.n] = item;
+            self.n += 1;
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend_from_slice(&self.inline);
+            }
+            self.spill.push(item);
+        }
+    }
+
+    fn items(&self) -> &[(Span, Span)] {
+        if self.spill.is_empty() { &self.inline[..self.n] } else { &self.spill }
+    }
+
+    fn bytes(&self, s: &Span) -> &[u8] {
+        let r = s.start as usize..s.end as usize;
+        if s.decoded { &self.buf[r] } else { &self.raw[r] }
+    }
+
+    /// The span of raw[start..end], decoded into `buf` first if `escaped`.
+    fn span(&mut self, (start, end): (usize, usize), escaped: bool) -> Span {
+        if !escaped {
+            return Span { start: start as u32, end: end as u32, decoded: false };
+        }
+        let s = &self.raw[start..end];
         let start = self.buf.len();
         let mut i = 0;
         while i < s.len() {
@@ -54,15 +118,19 @@ impl Params {
             }
             i += 1;
         }
-        start..self.buf.len()
+        Span { start: start as u32, end: self.buf.len() as u32, decoded: true }
     }
 
     /// The value of the first occurrence of `name`, if any.
     pub(crate) fn first(&self, name: &[u8]) -> Option<&[u8]> {
-        let buf = &self.buf;
-        let i = self.items.partition_point(|(n, _)| &buf[n.clone()] < name);
-        let (n, v) = self.items.get(i)?;
-        (&buf[n.clone()] == name).then(|| &buf[v.clone()])
+        let items = self.items();
+        let found = if self.sorted {
+            let i = items.partition_point(|(n, _)| self.bytes(n) < name);
+            items.get(i).filter(|(n, _)| self.bytes(n) == name)
+        } else {
+            items.iter().find(|(n, _)| self.bytes(n) == name)
+        };
+        found.map(|(_, v)| self.bytes(v))
     }
 }
 
@@ -103,8 +171,52 @@ mod tests {
     }
 
     #[test]
+    fn long_queries_spill_and_sort_and_keep_the_first_occurrence() {
+        for n in [7, 8, 9, 15, 16, 17, 100] {
+            let mut q: Vec<String> = (0..n).map(|i| format!("k{}=v{i}", n - i)).collect();
+            q.push("k1=late".into());
+            q.push("sp%61ce=a+b".into());
+            let raw = q.join("&");
+            let p = Params::parse(raw.as_bytes());
+            assert_eq!(p.first(b"k1"), Some(format!("v{}", n - 1).as_bytes()), "{n}");
+            assert_eq!(p.first(format!("k{n}").as_bytes()), Some(&b"v0"[..]), "{n}");
+            assert_eq!(p.first(b"space"), Some(&b"a b"[..]), "{n}");
+            assert_eq!(p.first(b"k0"), None, "{n}");
+            assert_eq!(p.sorted, n + 2 >= SORT_FROM, "{n}");
+        }
+    }
+
+    #[test]
     fn binary_bytes_decode() {
         let p = Params::parse(b"k=%00%ff%0A");
         assert_eq!(p.first(b"k"), Some(&b"\x00\xff\n"[..]));
+    }
+
+    /// The contract's rules written the obvious way: split, decode, take the first.
+    fn reference(raw: &[u8], name: &[u8]) -> Option<Vec<u8>> {
+        let decode = |s: &[u8]| {
+            let mut p = Params::parse(b"");
+            p.raw = s;
+            let span = p.span((0, s.len()), true);
+            p.bytes(&span).to_vec()
+        };
+        raw.split(|&b| b == b'&').filter(|s| !s.is_empty()).find_map(|seg| {
+            let (n, v) = match seg.iter().position(|&b| b == b'=') {
+                Some(i) => (&seg[..i], &seg[i + 1..]),
+                None => (seg, &[][..]),
+            };
+            (decode(n) == name).then(|| decode(v))
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn agrees_with_the_reference(
+            raw in proptest::collection::vec(proptest::sample::select(b"ab=&%+2f1".to_vec()), 0..120),
+            name in proptest::collection::vec(proptest::sample::select(b"ab %".to_vec()), 0..3),
+        ) {
+            let p = Params::parse(&raw);
+            proptest::prop_assert_eq!(p.first(&name).map(<[u8]>::to_vec), reference(&raw, &name));
+        }
     }
 }
