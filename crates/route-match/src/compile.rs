@@ -10,6 +10,7 @@ use core::ops::Range;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::eval::{Body, Entry, HeaderCond, MatchList, ParamCond, PathCond, Test};
@@ -55,7 +56,7 @@ pub struct CompiledList {
 /// A compiled `matches.json`.
 #[derive(Debug, Default)]
 pub struct CompiledFile {
-    lists: HashMap<Box<[u8]>, Arc<MatchList>>,
+    lists: FxHashMap<Box<[u8]>, Arc<MatchList>>,
     distinct: usize,
     /// Malformed entries, once per distinct list.
     pub warnings: Vec<Warning>,

@@ -11,13 +11,15 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use crate::eval::{Body, Entry, Test};
 
 /// Lists shorter than this are scanned linearly (the index would not pay for itself).
 pub(crate) const MIN_ENTRIES: usize = 8;
 
 /// Posting lists: value -> ascending entry indexes.
-type Postings = HashMap<Box<[u8]>, Vec<u32>>;
+type Postings = FxHashMap<Box<[u8]>, Vec<u32>>;
 
 #[derive(Debug, Default)]
 pub(crate) struct Index {
@@ -95,7 +97,7 @@ fn posting<'a>(
     let g = match groups.iter().position(|(n, _)| **n == *name) {
         Some(g) => g,
         None => {
-            groups.push((name.into(), HashMap::new()));
+            groups.push((name.into(), FxHashMap::default()));
             groups.len() - 1
         }
     };
