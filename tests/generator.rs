@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use common::{Headers, Nginx, Prefix, free_ports};
 use httproute_nginx::{BackendMap, Carrier, Options};
 
-const BACKENDS: [&str; 15] = [
+const BACKENDS: [&str; 16] = [
     "coffee-v1",
     "coffee-v2",
     "tea",
@@ -24,6 +24,7 @@ const BACKENDS: [&str; 15] = [
     "root",
     "items",
     "menu",
+    "echo",
 ];
 
 fn manifests(port: u16) -> String {
@@ -117,6 +118,26 @@ spec:
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
+metadata: {{name: filters, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: http}}]
+  hostnames: [cafe.test]
+  rules:
+  - matches: [{{path: {{type: PathPrefix, value: /echo}}}}]
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier:
+        set: [{{name: X-Set, value: "s$1\\\"q"}}]
+        add: [{{name: X-Add, value: added}}]
+        remove: [X-Gone]
+    - type: ResponseHeaderModifier
+      responseHeaderModifier:
+        add: [{{name: X-Resp, value: "r$x"}}]
+        remove: [X-Backend-Secret]
+    backendRefs: [{{name: echo, port: 80}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
 metadata: {{name: wild, namespace: default}}
 spec:
   parentRefs: [{{name: gw, sectionName: wild}}]
@@ -134,9 +155,17 @@ fn backends() -> (Nginx, BackendMap, u16) {
     // The backends, the backend NGINX's own port and the gateway's: all distinct.
     let ports = free_ports(BACKENDS.len() + 2);
     for (name, &port) in BACKENDS.iter().zip(&ports) {
-        body.push_str(&format!(
-            "server {{ listen 127.0.0.1:{port}; return 200 \"{name} $request_uri\\n\"; }}\n"
-        ));
+        if *name == "echo" {
+            // Shows the request headers it got, and sends one the route's filter removes.
+            body.push_str(&format!(
+                "server {{ listen 127.0.0.1:{port}; add_header X-Backend-Secret yes; \
+                 return 200 \"echo set=[$http_x_set] add=[$http_x_add] gone=[$http_x_gone]\\n\"; }}\n"
+            ));
+        } else {
+            body.push_str(&format!(
+                "server {{ listen 127.0.0.1:{port}; return 200 \"{name} $request_uri\\n\"; }}\n"
+            ));
+        }
         map.insert(format!("default/{name}:80"), format!("127.0.0.1:{port}"));
     }
     body.push_str("server { listen 127.0.0.1:{PORT}; return 404; }\n");
@@ -240,6 +269,17 @@ fn generated_configurations_route_as_the_gateway_api_says() {
                 "{carrier:?}: {method} {host}{target} {headers:?}"
             );
         }
+        // header filters: set (a value with $, a backslash and a quote), add (appended to the
+        // client's value, or alone), remove; response add and remove
+        let echo = |headers: &str| {
+            let req = format!("GET /echo HTTP/1.0\r\nHost: cafe.test\r\n{headers}\r\n");
+            n.raw(req.as_bytes()).expect("echo")
+        };
+        let r = echo("X-Set: client\r\nX-Add: client\r\nX-Gone: bye\r\n");
+        assert_eq!(r.body, "echo set=[s$1\\\"q] add=[client,added] gone=[]\n", "{carrier:?} {r:?}");
+        assert!(r.head.contains("\r\nX-Resp: r$x"), "{carrier:?} {r:?}");
+        assert!(!r.head.contains("X-Backend-Secret"), "{carrier:?} {r:?}");
+        assert_eq!(echo("").body, "echo set=[s$1\\\"q] add=[added] gone=[]\n", "{carrier:?}");
         // weights 3:1 (and 0): 1,000 requests, each share within 5 points of its target.
         let mut seen: BTreeMap<String, u32> = BTreeMap::new();
         for _ in 0..1000 {

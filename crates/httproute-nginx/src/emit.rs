@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::plan::{Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan};
+use crate::plan::{Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan, RulePlan};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Carrier {
@@ -74,6 +74,8 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     let mut servers = String::new();
     let mut split_n = 0usize;
     let mut needs_dollar = false;
+    // `map`s the header filters need (http level).
+    let mut maps = String::new();
 
     for port in &plan.ports {
         for (si, server) in port.servers.iter().enumerate() {
@@ -154,8 +156,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                 for (up, addr, _) in &rule.backends {
                     upstreams.insert(up.clone(), addr.clone());
                 }
-                let proxy = "proxy_http_version 1.1; proxy_set_header Host $host; \
-                             proxy_set_header Connection \"\";";
+                let proxy = &proxy_directives(rule, &mut maps, &mut needs_dollar);
                 if rule.backends.len() == 1 && rule.invalid_weight == 0 {
                     let up = &rule.backends[0].0;
                     let _ = writeln!(
@@ -209,6 +210,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     if needs_dollar {
         conf.push_str(DOLLAR);
     }
+    conf.push_str(&maps);
     for (up, addr) in &upstreams {
         let _ = writeln!(conf, "\n    upstream {up} {{\n        server {addr};\n    }}");
     }
@@ -217,6 +219,76 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     conf.push_str("}\n");
     let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";
     Ok(Output { nginx_conf: conf, matches_json })
+}
+
+/// A value in double quotes for nginx.conf: `\\` and `"` escaped, `$` spelled through the
+/// `$httproute_dollar` variable (NGINX has no escape for it), so it is never read as a variable.
+fn quote_value(v: &str, needs_dollar: &mut bool) -> String {
+    let q = quote(v);
+    if q.contains('$') {
+        *needs_dollar = true;
+        q.replace('$', "${httproute_dollar}")
+    } else {
+        q
+    }
+}
+
+/// The proxy directives of a rule's internal location, with its header filters.
+fn proxy_directives(rule: &RulePlan, maps: &mut String, needs_dollar: &mut bool) -> String {
+    let req = &rule.request_headers;
+    let resp = &rule.response_headers;
+    let touched = |n: &str| {
+        req.set
+            .iter()
+            .map(|h| &h.name)
+            .chain(req.add.iter().map(|h| &h.name))
+            .chain(&req.remove)
+            .any(|x| x.eq_ignore_ascii_case(n))
+    };
+    let mut out = String::from("proxy_http_version 1.1;");
+    if !touched("host") {
+        out.push_str(" proxy_set_header Host $host;");
+    }
+    if !touched("connection") {
+        out.push_str(" proxy_set_header Connection \"\";");
+    }
+    for h in &req.set {
+        let _ =
+            write!(out, " proxy_set_header {} {};", h.name, quote_value(&h.value, needs_dollar));
+    }
+    for h in &req.add {
+        // Gateway API "add" appends to what the client sent: `name: sent,value`, or `value`
+        // when the client sent nothing. $http_NAME is the client's value (lines joined).
+        let var = format!("$httproute_add_{}", maps.matches("\n    map ").count());
+        let sent = format!("${{http_{}}}", h.name.to_ascii_lowercase().replace('-', "_"));
+        let value = quote_value(&h.value, needs_dollar);
+        let _ = write!(
+            maps,
+            "\n    map {sent} {var} {{\n        \"\" {value};\n        default \"{sent},{}\";\n    }}\n",
+            &value[1..value.len() - 1]
+        );
+        let _ = write!(out, " proxy_set_header {} {var};", h.name);
+    }
+    for n in &req.remove {
+        let _ = write!(out, " proxy_set_header {n} \"\";");
+    }
+    for h in &resp.set {
+        let _ = write!(
+            out,
+            " proxy_hide_header {}; add_header {} {} always;",
+            h.name,
+            h.name,
+            quote_value(&h.value, needs_dollar)
+        );
+    }
+    for h in &resp.add {
+        let _ =
+            write!(out, " add_header {} {} always;", h.name, quote_value(&h.value, needs_dollar));
+    }
+    for n in &resp.remove {
+        let _ = write!(out, " proxy_hide_header {n};");
+    }
+    out
 }
 
 /// A variable whose value is a literal "$" (geo values are not variable-interpolated): how a

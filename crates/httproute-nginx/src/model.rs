@@ -208,6 +208,7 @@ fn default_rules() -> Vec<Rule> {
         name: None,
         matches: default_matches(),
         backend_refs: Vec::new(),
+        filters: Vec::new(),
         other: BTreeMap::new(),
     }]
 }
@@ -237,8 +238,38 @@ pub struct Rule {
     pub matches: Vec<Match>,
     #[serde(default)]
     pub backend_refs: Vec<BackendRef>,
+    #[serde(default)]
+    pub filters: Vec<Filter>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
+}
+
+/// `rules[].filters[]`. Header modifiers are applied; other types are reported (see plan).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Filter {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub request_header_modifier: Option<HeaderModifier>,
+    #[serde(default)]
+    pub response_header_modifier: Option<HeaderModifier>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct HeaderModifier {
+    #[serde(default)]
+    pub set: Vec<HeaderValue>,
+    #[serde(default)]
+    pub add: Vec<HeaderValue>,
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct HeaderValue {
+    pub name: String,
+    pub value: String,
 }
 
 fn default_matches() -> Vec<Match> {
@@ -424,6 +455,19 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                 let r: HttpRoute = typed(v, &here)?;
                 validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
                 for rule in &r.spec.rules {
+                    for f in &rule.filters {
+                        if !matches!(
+                            f.kind.as_str(),
+                            "RequestHeaderModifier" | "ResponseHeaderModifier"
+                        ) {
+                            note(
+                                inputs,
+                                format!("HTTPRoute spec.rules[].filters[] of type {}", f.kind),
+                                file,
+                                i,
+                            );
+                        }
+                    }
                     for f in rule.other.keys() {
                         note(inputs, format!("HTTPRoute spec.rules[].{f}"), file, i);
                     }
@@ -508,6 +552,21 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
         }
     }
     for (ri, rule) in s.rules.iter().enumerate() {
+        if rule.filters.len() > 16 {
+            return Err((format!("spec.rules[{ri}].filters"), "at most 16 filters".into()));
+        }
+        for (fi, f) in rule.filters.iter().enumerate() {
+            let at = format!("spec.rules[{ri}].filters[{fi}]");
+            let (field, m) = match f.kind.as_str() {
+                "RequestHeaderModifier" => ("requestHeaderModifier", &f.request_header_modifier),
+                "ResponseHeaderModifier" => ("responseHeaderModifier", &f.response_header_modifier),
+                _ => continue,
+            };
+            let Some(m) = m else {
+                return Err((format!("{at}.{field}"), format!("required for type {}", f.kind)));
+            };
+            validate_modifier(m).map_err(|(f, msg)| (format!("{at}.{field}.{f}"), msg))?;
+        }
         if rule.matches.len() > 64 {
             return Err((format!("spec.rules[{ri}].matches"), "at most 64 matches".into()));
         }
@@ -598,6 +657,47 @@ fn header_token(b: u8) -> bool {
 
 /// Characters a path value may hold in generated `location` text (RFC 3986 pchar and `/`,
 /// without `%`: NGINX matches locations on the decoded URI).
+fn validate_modifier(m: &HeaderModifier) -> Result<(), (String, String)> {
+    for (kind, list) in [("set", &m.set), ("add", &m.add)] {
+        if list.len() > 16 {
+            return Err((kind.into(), "at most 16 entries".into()));
+        }
+        for (i, h) in list.iter().enumerate() {
+            header_name(&h.name).map_err(|e| (format!("{kind}[{i}].name"), e))?;
+            if h.value.len() > 4096 {
+                return Err((format!("{kind}[{i}].value"), "longer than 4096 characters".into()));
+            }
+            if let Some(c) = h.value.chars().find(|c| c.is_control() && *c != '\t') {
+                return Err((
+                    format!("{kind}[{i}].value"),
+                    format!("has the control character {c:?}"),
+                ));
+            }
+            if list[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&h.name)) {
+                return Err((format!("{kind}[{i}].name"), format!("{:?} appears twice", h.name)));
+            }
+        }
+    }
+    if m.remove.len() > 16 {
+        return Err(("remove".into(), "at most 16 entries".into()));
+    }
+    for (i, n) in m.remove.iter().enumerate() {
+        header_name(n).map_err(|e| (format!("remove[{i}]"), e))?;
+    }
+    Ok(())
+}
+
+/// An HTTP header name as the CRD allows it (RFC 9110 token, 1-256 characters).
+fn header_name(n: &str) -> Result<(), String> {
+    if n.is_empty() || n.len() > 256 {
+        return Err("length must be 1-256".into());
+    }
+    match n.chars().find(|c| !(c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(*c))) {
+        Some(c) => Err(format!("{n:?} has the character {c:?}")),
+        None => Ok(()),
+    }
+}
+
 fn path_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@/".contains(c)
 }

@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{AllowedRoutes, HttpRoute, Inputs, Match, ReferenceGrant};
+use crate::model::{AllowedRoutes, HeaderModifier, HttpRoute, Inputs, Match, ReferenceGrant};
 
 /// Where backends live: `namespace/name:port` -> `host:port`.
 pub type BackendMap = BTreeMap<String, String>;
@@ -139,6 +139,9 @@ pub struct RulePlan {
     pub backends: Vec<(String, String, u32)>,
     /// Total weight of backend refs that cannot be used (their share answers 500).
     pub invalid_weight: u32,
+    /// The rule's RequestHeaderModifier and ResponseHeaderModifier filters.
+    pub request_headers: HeaderModifier,
+    pub response_headers: HeaderModifier,
 }
 
 /// Normalized PathPrefix value: no trailing `/` except for `/` itself.
@@ -509,6 +512,8 @@ fn rule_plan(
         rule_name: rule.name.clone(),
         backends: Vec::new(),
         invalid_weight: 0,
+        request_headers: modifier(rule, "RequestHeaderModifier"),
+        response_headers: modifier(rule, "ResponseHeaderModifier"),
     };
     for (bi, b) in rule.backend_refs.iter().enumerate() {
         if b.weight == 0 {
@@ -549,6 +554,18 @@ fn rule_plan(
         plan.backends.push((upstream, address, b.weight));
     }
     plan
+}
+
+/// The rule's filter of type `kind` (the CRD allows one of each header modifier per rule).
+fn modifier(rule: &crate::model::Rule, kind: &str) -> HeaderModifier {
+    rule.filters
+        .iter()
+        .find(|f| f.kind == kind)
+        .and_then(|f| match kind {
+            "RequestHeaderModifier" => f.request_header_modifier.clone(),
+            _ => f.response_header_modifier.clone(),
+        })
+        .unwrap_or_default()
 }
 
 /// NGINX locations for a server's candidates, each with its ordered candidate list.

@@ -156,7 +156,7 @@ fn unsupported_fields_are_reported_once() {
         route(
             "a",
             "",
-            "  - filters: [{type: RequestHeaderModifier}]\n    matches: [{path: {value: /a}}]\n"
+            "  - filters: [{type: RequestRedirect, requestRedirect: {statusCode: 301}}]\n    matches: [{path: {value: /a}}]\n    timeouts: {request: 1s}\n"
         ),
         route(
             "b",
@@ -165,12 +165,17 @@ fn unsupported_fields_are_reported_once() {
         )
     );
     let p = yaml_plan(&yaml);
+    // One warning per unsupported field or filter type, however many routes use it.
     let filters: Vec<&String> = p.warnings.iter().filter(|w| w.contains("filters")).collect();
     assert_eq!(filters.len(), 1, "{:?}", p.warnings);
     assert!(
-        filters[0].starts_with("HTTPRoute spec.rules[].filters is not supported yet"),
+        filters[0].starts_with(
+            "HTTPRoute spec.rules[].filters[] of type RequestRedirect is not supported yet"
+        ),
         "{filters:?}"
     );
+    let timeouts = p.warnings.iter().filter(|w| w.contains("spec.rules[].timeouts")).count();
+    assert_eq!(timeouts, 1, "{:?}", p.warnings);
 }
 
 #[test]
@@ -414,5 +419,38 @@ fn cross_namespace_backends_need_a_reference_grant() {
     assert_eq!(
         backends_of(format!("{GW}{route}{}", grant("other", "{group: \"\", kind: Service}"))),
         (vec![], 2)
+    );
+}
+
+#[test]
+fn header_filters_become_proxy_and_add_header_directives() {
+    let rules = "  - filters:\n    - type: RequestHeaderModifier\n      requestHeaderModifier:\n        set: [{name: Host, value: \"a$b\"}]\n        add: [{name: X-Tenant, value: t1}]\n        remove: [Cookie]\n    - type: ResponseHeaderModifier\n      responseHeaderModifier: {set: [{name: Server, value: gw}]}\n    backendRefs: [{name: s, port: 80}]\n";
+    let dir = std::env::temp_dir().join(format!("hr-filters-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), format!("{GW}{}", route("r", "", rules))).unwrap();
+    let (out, warnings) = generate(&[dir], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let conf = &out.nginx_conf;
+    // The route's Host replaces the default one; a `$` in a value stays a dollar sign.
+    assert!(conf.contains(r#"proxy_set_header Host "a${httproute_dollar}b";"#), "{conf}");
+    assert!(!conf.contains("proxy_set_header Host $host;"), "{conf}");
+    assert!(conf.contains("proxy_set_header X-Tenant $httproute_add_0;"), "{conf}");
+    assert!(conf.contains("map ${http_x_tenant} $httproute_add_0 {\n        \"\" \"t1\";\n        default \"${http_x_tenant},t1\";"), "{conf}");
+    assert!(conf.contains(r#"proxy_set_header Cookie "";"#), "{conf}");
+    assert!(conf.contains(r#"proxy_hide_header Server; add_header Server "gw" always;"#), "{conf}");
+    // Bad values are input errors with the field path.
+    let bad = format!(
+        "{GW}{}",
+        route(
+            "r",
+            "",
+            "  - filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: \"a b\", value: v}]}}]\n"
+        )
+    );
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    let e = httproute_nginx::model::load_text(Path::new("t.yaml"), &bad, &mut inputs).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t.yaml, document 1, spec.rules[0].filters[0].requestHeaderModifier.set[0].name: \"a b\" has the character ' '"
     );
 }
