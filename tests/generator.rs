@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use common::{Headers, Nginx, Prefix, free_ports};
 use httproute_nginx::{BackendMap, Carrier, Options};
 
-const BACKENDS: [&str; 16] = [
+const BACKENDS: [&str; 17] = [
     "coffee-v1",
     "coffee-v2",
     "tea",
@@ -25,6 +25,7 @@ const BACKENDS: [&str; 16] = [
     "items",
     "menu",
     "echo",
+    "rw",
 ];
 
 fn manifests(port: u16) -> String {
@@ -135,6 +136,22 @@ spec:
         add: [{{name: X-Resp, value: "r$x"}}]
         remove: [X-Backend-Secret]
     backendRefs: [{{name: echo, port: 80}}]
+  - matches: [{{path: {{type: PathPrefix, value: /old}}}}]
+    filters:
+    - type: RequestRedirect
+      requestRedirect:
+        hostname: new.test
+        statusCode: 301
+        path: {{type: ReplacePrefixMatch, replacePrefixMatch: /new}}
+  - matches: [{{path: {{type: Exact, value: /moved}}}}]
+    filters:
+    - type: RequestRedirect
+      requestRedirect: {{scheme: https, path: {{type: ReplaceFullPath, replaceFullPath: /here}}}}
+  - matches: [{{path: {{type: PathPrefix, value: /rw}}}}]
+    filters:
+    - type: URLRewrite
+      urlRewrite: {{hostname: backend.test, path: {{type: ReplacePrefixMatch, replacePrefixMatch: /api/v1/}}}}
+    backendRefs: [{{name: rw, port: 80}}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -155,7 +172,11 @@ fn backends() -> (Nginx, BackendMap, u16) {
     // The backends, the backend NGINX's own port and the gateway's: all distinct.
     let ports = free_ports(BACKENDS.len() + 2);
     for (name, &port) in BACKENDS.iter().zip(&ports) {
-        if *name == "echo" {
+        if *name == "rw" {
+            body.push_str(&format!(
+                "server {{ listen 127.0.0.1:{port}; return 200 \"rw $host $request_uri\\n\"; }}\n"
+            ));
+        } else if *name == "echo" {
             // Shows the request headers it got, and sends one the route's filter removes.
             body.push_str(&format!(
                 "server {{ listen 127.0.0.1:{port}; add_header X-Backend-Secret yes; \
@@ -280,6 +301,25 @@ fn generated_configurations_route_as_the_gateway_api_says() {
         assert!(r.head.contains("\r\nX-Resp: r$x"), "{carrier:?} {r:?}");
         assert!(!r.head.contains("X-Backend-Secret"), "{carrier:?} {r:?}");
         assert_eq!(echo("").body, "echo set=[s$1\\\"q] add=[added] gone=[]\n", "{carrier:?}");
+        // RequestRedirect: prefix replaced on a segment boundary, query kept, the listener's
+        // port (not 80) kept when the filter names neither scheme nor port; a scheme alone
+        // drops it. URLRewrite: host and path prefix rewritten on the way to the backend.
+        let location = |target: &str| {
+            let req = format!("GET {target} HTTP/1.0\r\nHost: cafe.test\r\n\r\n");
+            let r = n.raw(req.as_bytes()).expect("redirect");
+            let loc = r.head.lines().find_map(|l| l.strip_prefix("Location: ")).map(str::to_owned);
+            (r.status, loc.unwrap_or_default())
+        };
+        assert_eq!(location("/old/a/b?x=1"), (301, format!("http://new.test:{port}/new/a/b?x=1")));
+        assert_eq!(location("/old"), (301, format!("http://new.test:{port}/new")));
+        assert_eq!(location("/oldx"), (404, String::new()));
+        assert_eq!(location("/moved?q=1"), (302, "https://cafe.test/here?q=1".to_owned()));
+        let rw = |target: &str| {
+            let req = format!("GET {target} HTTP/1.0\r\nHost: cafe.test\r\n\r\n");
+            n.raw(req.as_bytes()).expect("rewrite").body
+        };
+        assert_eq!(rw("/rw/x/y?z=%20"), "rw backend.test /api/v1/x/y?z=%20\n", "{carrier:?}");
+        assert_eq!(rw("/rw"), "rw backend.test /api/v1/\n", "{carrier:?}");
         // weights 3:1 (and 0): 1,000 requests, each share within 5 points of its target.
         let mut seen: BTreeMap<String, u32> = BTreeMap::new();
         for _ in 0..1000 {

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use crate::model::{PathModifier, RequestRedirect};
 use crate::plan::{Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan, RulePlan};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -74,6 +75,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     let mut servers = String::new();
     let mut split_n = 0usize;
     let mut needs_dollar = false;
+    let mut raw_path = false;
     // `map`s the header filters need (http level).
     let mut maps = String::new();
 
@@ -147,6 +149,28 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                 let _ =
                     writeln!(servers, "        # {} rule {}{name}", rule.route, rule.rule_index);
                 let loc = format!("location = {INTERNAL_PREFIX}{ri}");
+                let path = rule
+                    .redirect
+                    .as_ref()
+                    .and_then(|r| r.path.as_ref())
+                    .or_else(|| rule.rewrite.as_ref().and_then(|r| r.path.as_ref()))
+                    .map(|p| set_path(p, &rule.match_prefix, &mut needs_dollar, &mut raw_path));
+                if let Some(r) = &rule.redirect {
+                    // A redirect answers by itself: backendRefs are not used.
+                    let url = redirect_url(r, port.port, path.is_some());
+                    let _ = writeln!(
+                        servers,
+                        "        {loc} {{ internal; {}return {} {url}; }}",
+                        path.as_deref().unwrap_or(""),
+                        r.status_code
+                    );
+                    continue;
+                }
+                // The URI sent upstream: the client's own, or the rewritten path.
+                let (set, uri) = match &path {
+                    Some(set) => (set.as_str(), "$httproute_path$is_args$args"),
+                    None => ("", "$request_uri"),
+                };
                 let total: u64 = rule.backends.iter().map(|b| u64::from(b.2)).sum::<u64>()
                     + u64::from(rule.invalid_weight);
                 if rule.backends.is_empty() || total == 0 {
@@ -161,7 +185,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                     let up = &rule.backends[0].0;
                     let _ = writeln!(
                         servers,
-                        "        {loc} {{ internal; {proxy} proxy_pass http://{up}$request_uri; }}"
+                        "        {loc} {{ internal; {set}{proxy} proxy_pass http://{up}{uri}; }}"
                     );
                     continue;
                 }
@@ -185,8 +209,8 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                 let _ = writeln!(splits, "    }}");
                 let _ = writeln!(
                     servers,
-                    "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {proxy} \
-                     proxy_pass http://{var}$request_uri; }}"
+                    "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {set}{proxy} \
+                     proxy_pass http://{var}{uri}; }}"
                 );
             }
             let _ = writeln!(servers, "    }}");
@@ -211,6 +235,9 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
         conf.push_str(DOLLAR);
     }
     conf.push_str(&maps);
+    if raw_path {
+        conf.push_str(RAW_PATH);
+    }
     for (up, addr) in &upstreams {
         let _ = writeln!(conf, "\n    upstream {up} {{\n        server {addr};\n    }}");
     }
@@ -233,6 +260,76 @@ fn quote_value(v: &str, needs_dollar: &mut bool) -> String {
     }
 }
 
+/// Directives that leave the new path (no query) in `$httproute_path`. ReplacePrefixMatch
+/// swaps the matched prefix of the client's raw `$request_uri` path on a segment boundary;
+/// when the raw path does not start with the prefix as written (the client percent-encoded a
+/// character of it), the path stays as the client sent it (`$httproute_raw_path`, a `map`).
+fn set_path(
+    p: &PathModifier,
+    prefix: &str,
+    needs_dollar: &mut bool,
+    raw_path: &mut bool,
+) -> String {
+    let (replacement, prefix_only) = p.replacement();
+    if !prefix_only {
+        return format!("set $httproute_path {}; ", quote_value(replacement, needs_dollar));
+    }
+    *raw_path = true;
+    // A regex in a quoted nginx.conf string: `\\c` there is `\c` to PCRE (a literal c). Path
+    // characters never include `"` or `\`.
+    let regex: String =
+        prefix
+            .trim_end_matches('/')
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '/' {
+                    c.to_string()
+                } else {
+                    format!("\\\\{c}")
+                }
+            })
+            .collect();
+    // The prefix alone becomes the replacement as written; the prefix and more segments
+    // become the replacement (without its trailing `/`) and those segments.
+    let whole = quote_value(replacement, needs_dollar);
+    let base = quote_value(replacement.trim_end_matches('/'), needs_dollar);
+    let more = format!("{}${{httproute_rest}}\"", &base[..base.len() - 1]);
+    format!(
+        "set $httproute_path $httproute_raw_path; \
+         if ($request_uri ~ \"^{regex}(\\\\?|$)\") {{ set $httproute_path {whole}; }} \
+         if ($request_uri ~ \"^{regex}(?<httproute_rest>/[^?]*)\") {{ set $httproute_path {more}; }} "
+    )
+}
+
+/// `$httproute_raw_path`: the client's raw path, `$request_uri` without its query.
+const RAW_PATH: &str = "    map $request_uri $httproute_raw_path {\n        \"~^(?<httproute_p>[^?]*)\" $httproute_p;\n    }\n";
+
+/// The Location of a RequestRedirect: scheme, host, port and path, each the filter's or the
+/// request's. A port is written only when it is not the scheme's own (80, 443); with no port
+/// and no scheme in the filter, it is the listener's.
+fn redirect_url(r: &RequestRedirect, listener: u16, new_path: bool) -> String {
+    let scheme = r.scheme.as_deref().unwrap_or("http");
+    let port = match (r.port, &r.scheme) {
+        (Some(p), _) => Some(p),
+        (None, Some(_)) => None,
+        (None, None) => Some(listener),
+    }
+    .filter(|p| !matches!((scheme, p), ("http", 80) | ("https", 443)));
+    let mut url = String::from("\"");
+    url.push_str(r.scheme.as_deref().unwrap_or("$scheme"));
+    url.push_str("://");
+    match &r.hostname {
+        Some(h) => url.push_str(h),
+        None => url.push_str("$host"),
+    }
+    if let Some(p) = port {
+        let _ = write!(url, ":{p}");
+    }
+    url.push_str(if new_path { "$httproute_path$is_args$args" } else { "$request_uri" });
+    url.push('"');
+    url
+}
+
 /// The proxy directives of a rule's internal location, with its header filters.
 fn proxy_directives(rule: &RulePlan, maps: &mut String, needs_dollar: &mut bool) -> String {
     let req = &rule.request_headers;
@@ -247,7 +344,12 @@ fn proxy_directives(rule: &RulePlan, maps: &mut String, needs_dollar: &mut bool)
     };
     let mut out = String::from("proxy_http_version 1.1;");
     if !touched("host") {
-        out.push_str(" proxy_set_header Host $host;");
+        match rule.rewrite.as_ref().and_then(|r| r.hostname.as_deref()) {
+            Some(h) => {
+                let _ = write!(out, " proxy_set_header Host {};", quote(h));
+            }
+            None => out.push_str(" proxy_set_header Host $host;"),
+        }
     }
     if !touched("connection") {
         out.push_str(" proxy_set_header Connection \"\";");

@@ -254,6 +254,59 @@ pub struct Filter {
     pub request_header_modifier: Option<HeaderModifier>,
     #[serde(default)]
     pub response_header_modifier: Option<HeaderModifier>,
+    #[serde(default)]
+    pub request_redirect: Option<RequestRedirect>,
+    #[serde(default, rename = "urlRewrite")]
+    pub url_rewrite: Option<UrlRewrite>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestRedirect {
+    #[serde(default)]
+    pub scheme: Option<String>,
+    #[serde(default)]
+    pub hostname: Option<String>,
+    #[serde(default)]
+    pub path: Option<PathModifier>,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default = "default_redirect_status")]
+    pub status_code: u16,
+}
+
+fn default_redirect_status() -> u16 {
+    302
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct UrlRewrite {
+    #[serde(default)]
+    pub hostname: Option<String>,
+    #[serde(default)]
+    pub path: Option<PathModifier>,
+}
+
+/// `ReplaceFullPath` or `ReplacePrefixMatch`, as validated at load.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PathModifier {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub replace_full_path: Option<String>,
+    #[serde(default)]
+    pub replace_prefix_match: Option<String>,
+}
+
+impl PathModifier {
+    /// The replacement, and whether it replaces only the matched prefix.
+    pub fn replacement(&self) -> (&str, bool) {
+        match self.kind.as_str() {
+            "ReplacePrefixMatch" => (self.replace_prefix_match.as_deref().unwrap_or("/"), true),
+            _ => (self.replace_full_path.as_deref().unwrap_or("/"), false),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -458,7 +511,10 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                     for f in &rule.filters {
                         if !matches!(
                             f.kind.as_str(),
-                            "RequestHeaderModifier" | "ResponseHeaderModifier"
+                            "RequestHeaderModifier"
+                                | "ResponseHeaderModifier"
+                                | "RequestRedirect"
+                                | "URLRewrite"
                         ) {
                             note(
                                 inputs,
@@ -555,8 +611,95 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
         if rule.filters.len() > 16 {
             return Err((format!("spec.rules[{ri}].filters"), "at most 16 filters".into()));
         }
+        let redirects = rule.filters.iter().filter(|f| f.kind == "RequestRedirect").count();
+        let rewrites = rule.filters.iter().filter(|f| f.kind == "URLRewrite").count();
+        if redirects > 0 && rewrites > 0 {
+            return Err((
+                format!("spec.rules[{ri}].filters"),
+                "RequestRedirect and URLRewrite cannot both be used in one rule".into(),
+            ));
+        }
         for (fi, f) in rule.filters.iter().enumerate() {
             let at = format!("spec.rules[{ri}].filters[{fi}]");
+            let path = match f.kind.as_str() {
+                "RequestRedirect" => {
+                    let Some(r) = &f.request_redirect else {
+                        return Err((
+                            format!("{at}.requestRedirect"),
+                            "required for type RequestRedirect".into(),
+                        ));
+                    };
+                    if let Some(sc) =
+                        r.scheme.as_deref().filter(|s| !matches!(*s, "http" | "https"))
+                    {
+                        return Err((
+                            format!("{at}.requestRedirect.scheme"),
+                            format!("{sc:?}: use http or https"),
+                        ));
+                    }
+                    if !matches!(r.status_code, 301 | 302 | 303 | 307 | 308) {
+                        return Err((
+                            format!("{at}.requestRedirect.statusCode"),
+                            format!("{} is not a redirect status", r.status_code),
+                        ));
+                    }
+                    if let Some(h) =
+                        r.hostname.as_deref().filter(|h| !valid_hostname(h) || h.starts_with('*'))
+                    {
+                        return Err((
+                            format!("{at}.requestRedirect.hostname"),
+                            format!("invalid hostname {h:?}"),
+                        ));
+                    }
+                    r.path.as_ref().map(|p| (p, format!("{at}.requestRedirect.path")))
+                }
+                "URLRewrite" => {
+                    let Some(r) = &f.url_rewrite else {
+                        return Err((
+                            format!("{at}.urlRewrite"),
+                            "required for type URLRewrite".into(),
+                        ));
+                    };
+                    if let Some(h) =
+                        r.hostname.as_deref().filter(|h| !valid_hostname(h) || h.starts_with('*'))
+                    {
+                        return Err((
+                            format!("{at}.urlRewrite.hostname"),
+                            format!("invalid hostname {h:?}"),
+                        ));
+                    }
+                    r.path.as_ref().map(|p| (p, format!("{at}.urlRewrite.path")))
+                }
+                _ => None,
+            };
+            if let Some((p, field)) = path {
+                let (value, field) = match p.kind.as_str() {
+                    "ReplaceFullPath" => (&p.replace_full_path, format!("{field}.replaceFullPath")),
+                    "ReplacePrefixMatch" => {
+                        // The CRD's own rule: the prefix to replace must be unambiguous.
+                        let one_prefix =
+                            rule.matches.len() == 1 && rule.matches[0].path.kind == "PathPrefix";
+                        if !one_prefix {
+                            return Err((
+                                field,
+                                "ReplacePrefixMatch needs exactly one match, of type PathPrefix"
+                                    .into(),
+                            ));
+                        }
+                        (&p.replace_prefix_match, format!("{field}.replacePrefixMatch"))
+                    }
+                    k => {
+                        return Err((
+                            format!("{field}.type"),
+                            format!("unknown path modifier {k:?}"),
+                        ));
+                    }
+                };
+                let Some(v) = value else { return Err((field, "required".into())) };
+                if !v.starts_with('/') || v.len() > 1024 || !v.chars().all(path_char) {
+                    return Err((field, format!("{v:?} is not a path")));
+                }
+            }
             let (field, m) = match f.kind.as_str() {
                 "RequestHeaderModifier" => ("requestHeaderModifier", &f.request_header_modifier),
                 "ResponseHeaderModifier" => ("responseHeaderModifier", &f.response_header_modifier),

@@ -5,7 +5,10 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{AllowedRoutes, HeaderModifier, HttpRoute, Inputs, Match, ReferenceGrant};
+use crate::model::{
+    AllowedRoutes, HeaderModifier, HttpRoute, Inputs, Match, ReferenceGrant, RequestRedirect,
+    UrlRewrite,
+};
 
 /// Where backends live: `namespace/name:port` -> `host:port`.
 pub type BackendMap = BTreeMap<String, String>;
@@ -142,6 +145,10 @@ pub struct RulePlan {
     /// The rule's RequestHeaderModifier and ResponseHeaderModifier filters.
     pub request_headers: HeaderModifier,
     pub response_headers: HeaderModifier,
+    pub redirect: Option<RequestRedirect>,
+    pub rewrite: Option<UrlRewrite>,
+    /// The prefix a ReplacePrefixMatch replaces: the rule's only match's (normalized) path.
+    pub match_prefix: String,
 }
 
 /// Normalized PathPrefix value: no trailing `/` except for `/` itself.
@@ -514,6 +521,13 @@ fn rule_plan(
         invalid_weight: 0,
         request_headers: modifier(rule, "RequestHeaderModifier"),
         response_headers: modifier(rule, "ResponseHeaderModifier"),
+        redirect: rule.filters.iter().find_map(|f| f.request_redirect.clone()),
+        rewrite: rule.filters.iter().find_map(|f| f.url_rewrite.clone()),
+        match_prefix: rule
+            .matches
+            .first()
+            .map(|m| normalize_prefix(&m.path.value))
+            .unwrap_or_default(),
     };
     for (bi, b) in rule.backend_refs.iter().enumerate() {
         if b.weight == 0 {

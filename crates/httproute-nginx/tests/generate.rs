@@ -156,12 +156,12 @@ fn unsupported_fields_are_reported_once() {
         route(
             "a",
             "",
-            "  - filters: [{type: RequestRedirect, requestRedirect: {statusCode: 301}}]\n    matches: [{path: {value: /a}}]\n    timeouts: {request: 1s}\n"
+            "  - filters: [{type: RequestMirror, requestMirror: {backendRef: {name: m, port: 80}}}]\n    matches: [{path: {value: /a}}]\n    timeouts: {request: 1s}\n"
         ),
         route(
             "b",
             "",
-            "  - filters: [{type: RequestRedirect}]\n    matches: [{path: {value: /b}}]\n"
+            "  - filters: [{type: RequestMirror}]\n    matches: [{path: {value: /b}}]\n"
         )
     );
     let p = yaml_plan(&yaml);
@@ -170,7 +170,7 @@ fn unsupported_fields_are_reported_once() {
     assert_eq!(filters.len(), 1, "{:?}", p.warnings);
     assert!(
         filters[0].starts_with(
-            "HTTPRoute spec.rules[].filters[] of type RequestRedirect is not supported yet"
+            "HTTPRoute spec.rules[].filters[] of type RequestMirror is not supported yet"
         ),
         "{filters:?}"
     );
@@ -453,4 +453,40 @@ fn header_filters_become_proxy_and_add_header_directives() {
         e.to_string(),
         "t.yaml, document 1, spec.rules[0].filters[0].requestHeaderModifier.set[0].name: \"a b\" has the character ' '"
     );
+}
+
+#[test]
+fn redirect_and_rewrite_filters() {
+    // GW listens on port 80: a redirect keeping scheme and port writes no port.
+    let rules = "  - matches: [{path: {value: /a}}]\n    filters: [{type: RequestRedirect, requestRedirect: {hostname: b.test}}]\n  - matches: [{path: {value: /p}}]\n    filters: [{type: RequestRedirect, requestRedirect: {scheme: https, port: 8443, statusCode: 308}}]\n";
+    let dir = std::env::temp_dir().join(format!("hr-redirect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), format!("{GW}{}", route("r", "", rules))).unwrap();
+    let (out, warnings) = generate(&[dir], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let conf = &out.nginx_conf;
+    assert!(conf.contains(r#"return 302 "$scheme://b.test$request_uri";"#), "{conf}");
+    assert!(conf.contains(r#"return 308 "https://$host:8443$request_uri";"#), "{conf}");
+
+    let load = |rules: &str| {
+        let mut inputs = httproute_nginx::model::Inputs::default();
+        let text = format!("{GW}{}", route("r", "", rules));
+        httproute_nginx::model::load_text(Path::new("t.yaml"), &text, &mut inputs)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let two_matches = "  - matches: [{path: {value: /a}}, {path: {value: /b}}]\n    filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /c}}}]\n";
+    assert_eq!(
+        load(two_matches).unwrap_err(),
+        "t.yaml, document 1, spec.rules[0].filters[0].urlRewrite.path: ReplacePrefixMatch needs exactly one match, of type PathPrefix"
+    );
+    let both = "  - filters: [{type: URLRewrite, urlRewrite: {hostname: x.test}}, {type: RequestRedirect, requestRedirect: {}}]\n";
+    assert!(
+        load(both)
+            .unwrap_err()
+            .ends_with("RequestRedirect and URLRewrite cannot both be used in one rule")
+    );
+    let status = "  - filters: [{type: RequestRedirect, requestRedirect: {statusCode: 200}}]\n";
+    assert!(load(status).unwrap_err().ends_with("statusCode: 200 is not a redirect status"));
+    assert!(load("  - filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplaceFullPath}}}]\n").unwrap_err().ends_with("replaceFullPath: required"));
 }
