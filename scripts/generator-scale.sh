@@ -9,9 +9,9 @@ rules=${RULES:-10}
 work=$PWD/target/scale
 rm -rf "$work"
 mkdir -p "$work/in"
-out=$(scripts/build.sh)
-module=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
-nginx=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
+# shellcheck source=scripts/lib/built.sh
+. scripts/lib/built.sh
+build_module
 cargo build -q --release -p httproute-nginx
 python3 - "$work/in" "$routes" "$rules" <<'PY'
 import sys

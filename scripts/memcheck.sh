@@ -9,9 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh valgrind
 export NGX_CONFIGURE_ARGS=${NGX_CONFIGURE_ARGS:---with-debug}
-out=$(scripts/build.sh "$@")
-module=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
-nginx=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
+# shellcheck source=scripts/lib/built.sh
+. scripts/lib/built.sh
+build_module "$@"
 logs=$PWD/target/memcheck
 rm -rf "$logs" && mkdir -p "$logs"
 # valgrind.bin, not Debian's /usr/bin/valgrind shell wrapper: the harness signals the pid it

@@ -9,9 +9,9 @@ port=${PORT:-18710}
 target=${REQUESTS:-1000000}
 margin=${MARGIN_KB:-2048}
 scripts/install-deps.sh wrk
-out=$(scripts/build.sh)
-module=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
-nginx=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
+# shellcheck source=scripts/lib/built.sh
+. scripts/lib/built.sh
+build_module
 p=$PWD/target/rss-drift
 # shellcheck source=scripts/lib/prefix.sh
 . scripts/lib/prefix.sh

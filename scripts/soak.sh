@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 duration=${DURATION:-60}
 port=${PORT:-18700}
 scripts/install-deps.sh wrk
-out=$(scripts/build.sh)
-module=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
-nginx=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
+# shellcheck source=scripts/lib/built.sh
+. scripts/lib/built.sh
+build_module
 p=$PWD/target/soak
 # shellcheck source=scripts/lib/prefix.sh
 . scripts/lib/prefix.sh

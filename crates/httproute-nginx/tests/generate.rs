@@ -66,6 +66,20 @@ fn route(name: &str, ts: &str, rules: &str) -> String {
     )
 }
 
+/// Writes `yaml` into a fresh directory (named after `tag`) and generates from it.
+fn generate_yaml(
+    tag: &str,
+    yaml: &str,
+    carrier: Carrier,
+) -> Result<httproute_nginx::Output, String> {
+    let dir = std::env::temp_dir().join(format!("hr-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), yaml).unwrap();
+    let (out, warnings) = generate(&[dir], &BackendMap::new(), &opts(carrier))?;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    Ok(out)
+}
+
 /// The candidate order of the location `loc` of the catch-all server: "route/rule/match".
 fn order(p: &httproute_nginx::plan::Plan, loc: &Loc) -> Vec<String> {
     let server = p.ports[0].servers.iter().find(|s| s.hostname.is_none()).unwrap();
@@ -262,11 +276,7 @@ fn regex_paths_carry_an_anchored_path_condition() {
             "  - matches:\n    - path: {type: RegularExpression, value: \"/v[0-9]+|/beta\"}\n      method: GET\n"
         )
     );
-    let dir = std::env::temp_dir().join(format!("hr-regex-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("a.yaml"), yaml).unwrap();
-    let (out, warnings) = generate(&[dir], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let out = generate_yaml("regex", &yaml, Carrier::Preload).unwrap();
     // The alternation stays inside the anchor; the pattern lives in the JSON, not in nginx.conf.
     assert!(
         out.matches_json.contains(r#""path":"RegularExpression:^(?:/v[0-9]+|/beta)""#),
@@ -282,10 +292,7 @@ fn a_dollar_in_a_variable_carrier_list_comes_from_a_geo_variable() {
         "{GW}{}",
         route("r", "", "  - matches:\n    - path: {type: RegularExpression, value: \"/a$\"}\n")
     );
-    let dir = std::env::temp_dir().join(format!("hr-dollar-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("a.yaml"), yaml).unwrap();
-    let out = generate(&[dir], &BackendMap::new(), &opts(Carrier::Variable)).unwrap().0;
+    let out = generate_yaml("dollar", &yaml, Carrier::Variable).unwrap();
     assert!(out.nginx_conf.contains("geo $httproute_dollar {\n        default \"$\";"));
     assert!(out.nginx_conf.contains(r#"^(?:/a${httproute_dollar})"#), "{}", out.nginx_conf);
 }
@@ -425,11 +432,8 @@ fn cross_namespace_backends_need_a_reference_grant() {
 #[test]
 fn header_filters_become_proxy_and_add_header_directives() {
     let rules = "  - filters:\n    - type: RequestHeaderModifier\n      requestHeaderModifier:\n        set: [{name: Host, value: \"a$b\"}]\n        add: [{name: X-Tenant, value: t1}]\n        remove: [Cookie]\n    - type: ResponseHeaderModifier\n      responseHeaderModifier: {set: [{name: Server, value: gw}]}\n    backendRefs: [{name: s, port: 80}]\n";
-    let dir = std::env::temp_dir().join(format!("hr-filters-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("a.yaml"), format!("{GW}{}", route("r", "", rules))).unwrap();
-    let (out, warnings) = generate(&[dir], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let out = generate_yaml("filters", &format!("{GW}{}", route("r", "", rules)), Carrier::Preload)
+        .unwrap();
     let conf = &out.nginx_conf;
     // The route's Host replaces the default one; a `$` in a value stays a dollar sign.
     assert!(conf.contains(r#"proxy_set_header Host "a${httproute_dollar}b";"#), "{conf}");
@@ -459,11 +463,9 @@ fn header_filters_become_proxy_and_add_header_directives() {
 fn redirect_and_rewrite_filters() {
     // GW listens on port 80: a redirect keeping scheme and port writes no port.
     let rules = "  - matches: [{path: {value: /a}}]\n    filters: [{type: RequestRedirect, requestRedirect: {hostname: b.test}}]\n  - matches: [{path: {value: /p}}]\n    filters: [{type: RequestRedirect, requestRedirect: {scheme: https, port: 8443, statusCode: 308}}]\n";
-    let dir = std::env::temp_dir().join(format!("hr-redirect-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("a.yaml"), format!("{GW}{}", route("r", "", rules))).unwrap();
-    let (out, warnings) = generate(&[dir], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let out =
+        generate_yaml("redirect", &format!("{GW}{}", route("r", "", rules)), Carrier::Preload)
+            .unwrap();
     let conf = &out.nginx_conf;
     assert!(conf.contains(r#"return 302 "$scheme://b.test$request_uri";"#), "{conf}");
     assert!(conf.contains(r#"return 308 "https://$host:8443$request_uri";"#), "{conf}");
