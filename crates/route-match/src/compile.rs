@@ -13,7 +13,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use crate::eval::{Body, Entry, HeaderCond, MatchList, ParamCond, PathCond, Test};
+use std::collections::HashSet;
+
+use crate::eval::{Body, Bytes, Entry, HeaderCond, MatchList, ParamCond, PathCond, Test};
 use crate::parse::{self, ParseError, RawList, Syntax, key_path};
 use crate::pattern::Pattern;
 
@@ -84,22 +86,29 @@ impl CompiledFile {
 pub(crate) fn compile_list(json: &[u8], syntax: Syntax) -> Result<CompiledList, ParseError> {
     let raw = parse::parse_list(json)?;
     let typed = resolve_syntax(syntax, std::slice::from_ref(&raw));
-    let mut c = Compiler { typed, patterns: HashMap::new() };
+    let mut c = Compiler::new(typed);
     let mut warnings = Vec::new();
     let list = c.list(&raw, None, &mut warnings);
     Ok(CompiledList { list, warnings })
 }
 
 pub(crate) fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, ParseError> {
-    let raw = parse::parse_file(json)?;
-    let typed = resolve_syntax(syntax, raw.iter().map(|(_, l)| l));
-    let mut c = Compiler { typed, patterns: HashMap::new() };
+    let typed = match syntax {
+        Syntax::Typed => true,
+        Syntax::Untyped => false,
+        // A first pass that only looks at strings: the lists are then compiled one by one
+        // as they are parsed, never all held as JSON trees.
+        Syntax::Auto => {
+            parse::file_is_typed(json, &|s, sep| type_of(s, sep).is_some_and(is_match_type))
+        }
+    };
+    let mut c = Compiler::new(typed);
     // Identical lists (NGF writes one per hostname) are compiled once: keyed by their canonical
     // JSON text (serde_json's map is ordered, so equal lists print equally).
     let mut by_text: HashMap<String, (Arc<MatchList>, Range<usize>)> = HashMap::new();
     let mut out = CompiledFile::default();
-    for (key, list) in &raw {
-        let text = serde_json::to_string(list).unwrap_or_default();
+    parse::parse_file_with(json, &mut |key, list| {
+        let text = serde_json::to_string(&list).unwrap_or_default();
         let shared = match by_text.get(&text) {
             Some((shared, its_warnings)) => {
                 for w in &mut out.warnings[its_warnings.clone()] {
@@ -109,14 +118,14 @@ pub(crate) fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, 
             }
             None => {
                 let first = out.warnings.len();
-                let compiled = Arc::new(c.list(list, Some(key), &mut out.warnings));
+                let compiled = Arc::new(c.list(&list, Some(&key), &mut out.warnings));
                 by_text.insert(text, (compiled.clone(), first..out.warnings.len()));
                 out.distinct += 1;
                 compiled
             }
         };
-        out.lists.insert(key.as_bytes().into(), shared);
-    }
+        out.lists.insert(key.into_bytes().into(), shared);
+    })?;
     Ok(out)
 }
 
@@ -156,9 +165,39 @@ struct Compiler {
     typed: bool,
     /// One compiled regex per distinct pattern text, shared across the source.
     patterns: HashMap<String, Arc<Pattern>>,
+    /// Interned strings and redirect paths, shared across the source.
+    strings: HashSet<Bytes>,
+    redirects: HashSet<Arc<str>>,
 }
 
 impl Compiler {
+    fn new(typed: bool) -> Compiler {
+        Compiler {
+            typed,
+            patterns: HashMap::new(),
+            strings: HashSet::new(),
+            redirects: HashSet::new(),
+        }
+    }
+
+    fn intern(&mut self, b: &[u8]) -> Bytes {
+        if let Some(s) = self.strings.get(b) {
+            return s.clone();
+        }
+        let s: Bytes = b.into();
+        self.strings.insert(s.clone());
+        s
+    }
+
+    fn intern_redirect(&mut self, p: &str) -> Arc<str> {
+        if let Some(s) = self.redirects.get(p) {
+            return s.clone();
+        }
+        let s: Arc<str> = p.into();
+        self.redirects.insert(s.clone());
+        s
+    }
+
     fn list(&mut self, raw: &RawList, key: Option<&str>, warnings: &mut Vec<Warning>) -> MatchList {
         let entries = raw
             .iter()
@@ -196,6 +235,7 @@ impl Compiler {
         if redirect.is_none() {
             problems.push("no redirectPath: the entry answers 500 when it matches".to_owned());
         }
+        let redirect = redirect.map(|p| self.intern_redirect(p));
         (Entry { body, redirect }, problems)
     }
 
@@ -209,7 +249,7 @@ impl Compiler {
         let method = match obj.get("method") {
             None | Some(Value::Null) => None,
             Some(Value::String(m)) if m.is_empty() => None,
-            Some(Value::String(m)) => Some(m.as_bytes().into()),
+            Some(Value::String(m)) => Some(self.intern(m.as_bytes())),
             Some(other) => return Err(format!("\"method\" must be a string, not {other}")),
         };
         let path = match obj.get("path") {
@@ -257,12 +297,12 @@ impl Compiler {
                 char::from(bad)
             ));
         }
-        Ok(HeaderCond { name: name.as_bytes().into(), test })
+        Ok(HeaderCond { name: self.intern(name.as_bytes()), test })
     }
 
     fn param(&mut self, s: &str) -> Result<ParamCond, String> {
         let (name, test) = self.split(s, '=', "query parameter")?;
-        Ok(ParamCond { name: name.as_bytes().into(), test })
+        Ok(ParamCond { name: self.intern(name.as_bytes()), test })
     }
 
     /// Splits `name<sep>Type<sep>value` (typed) or `name<sep>value` (untyped).
@@ -292,7 +332,7 @@ impl Compiler {
             return Err(bad("empty value"));
         }
         let test = if kind == "Exact" {
-            Test::Exact(value.as_bytes().into())
+            Test::Exact(self.intern(value.as_bytes()))
         } else {
             Test::Regex(self.pattern(value).map_err(|e| {
                 format!("invalid regular expression \"{value}\" in {what} match \"{s}\": {e}")
@@ -311,7 +351,7 @@ impl Compiler {
     }
 }
 
-fn redirect_path(obj: &Map<String, Value>) -> Result<Option<Box<str>>, String> {
+fn redirect_path(obj: &Map<String, Value>) -> Result<Option<&str>, String> {
     match obj.get("redirectPath") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(p)) if p.is_empty() => Ok(None),
@@ -326,7 +366,7 @@ fn redirect_path(obj: &Map<String, Value>) -> Result<Option<Box<str>>, String> {
                     "redirectPath \"{p}\" has a \"?\": the request's own query string is kept"
                 ));
             }
-            Ok(Some(p.as_str().into()))
+            Ok(Some(p.as_str()))
         }
         Some(other) => Err(format!("\"redirectPath\" must be a string, not {other}")),
     }
@@ -347,4 +387,54 @@ fn strings<'v>(obj: &'v Map<String, Value>, field: &str) -> Result<Vec<&'v str>,
 /// RFC 9110 token characters: what a header name can be made of.
 fn is_token(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn field() -> impl Strategy<Value = String> {
+        let strings = prop::sample::select(vec![
+            "\"a:Exact:b\"",
+            "\"a=RegularExpression=b\"",
+            "\"a:b\"",
+            "\"a=b=c\"",
+            "\"x:Bogus:y\"",
+            "7",
+            "[\"a:Exact:b\"]",
+            "{\"h\":\"a:Exact:b\"}",
+        ]);
+        (
+            prop::sample::select(vec!["headers", "params", "method", "other"]),
+            proptest::collection::vec(strings, 0..3),
+            any::<bool>(),
+        )
+            .prop_map(|(name, items, array)| {
+                if array {
+                    format!("\"{name}\":[{}]", items.join(","))
+                } else {
+                    format!("\"{name}\":{}", items.first().copied().unwrap_or("null"))
+                }
+            })
+    }
+
+    proptest! {
+        /// The streaming first pass decides typed/untyped exactly as the whole-tree rule does.
+        #[test]
+        fn streaming_detection_agrees_with_the_tree(
+            lists in proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(field(), 0..3), 1..3), 1..4),
+        ) {
+            let body: Vec<String> = lists.iter().enumerate().map(|(k, entries)| {
+                let es: Vec<String> = entries.iter().map(|fs| format!("{{{}}}", fs.join(","))).collect();
+                format!("\"k{k}\":[{}]", es.join(","))
+            }).collect();
+            let json = format!("{{{}}}", body.join(","));
+            let tree = parse::parse_file(json.as_bytes()).unwrap();
+            let want = resolve_syntax(Syntax::Auto, tree.iter().map(|(_, l)| l));
+            let got = parse::file_is_typed(json.as_bytes(), &|s, sep| type_of(s, sep).is_some_and(is_match_type));
+            prop_assert_eq!(got, want, "{}", json);
+        }
+    }
 }

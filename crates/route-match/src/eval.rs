@@ -82,10 +82,15 @@ pub struct MatchList {
     index: Option<Index>,
 }
 
+/// Strings of compiled entries. Interned per source (see `compile`): names, methods, exact
+/// values and redirect paths repeat across entries and lists, and each distinct one is stored
+/// once.
+pub(crate) type Bytes = Arc<[u8]>;
+
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub(crate) body: Body,
-    pub(crate) redirect: Option<Box<str>>,
+    pub(crate) redirect: Option<Arc<str>>,
 }
 
 impl Entry {
@@ -101,7 +106,7 @@ pub(crate) enum Body {
     /// All present conditions must hold.
     When {
         path: Option<PathCond>,
-        method: Option<Box<[u8]>>,
+        method: Option<Bytes>,
         headers: Box<[HeaderCond]>,
         params: Box<[ParamCond]>,
     },
@@ -125,20 +130,20 @@ pub(crate) enum PathCond {
 #[derive(Debug)]
 pub(crate) struct HeaderCond {
     /// As written; compared ASCII-case-insensitively over the whole name.
-    pub(crate) name: Box<[u8]>,
+    pub(crate) name: Bytes,
     pub(crate) test: Test,
 }
 
 #[derive(Debug)]
 pub(crate) struct ParamCond {
     /// Compared byte for byte with the decoded request name.
-    pub(crate) name: Box<[u8]>,
+    pub(crate) name: Bytes,
     pub(crate) test: Test,
 }
 
 #[derive(Debug)]
 pub(crate) enum Test {
-    Exact(Box<[u8]>),
+    Exact(Bytes),
     Regex(Arc<Pattern>),
 }
 

@@ -13,13 +13,13 @@ use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
 
-use crate::eval::{Body, Entry, Test};
+use crate::eval::{Body, Bytes, Entry, Test};
 
 /// Lists shorter than this are scanned linearly (the index would not pay for itself).
 pub(crate) const MIN_ENTRIES: usize = 8;
 
 /// Posting lists: value -> ascending entry indexes.
-type Postings = FxHashMap<Box<[u8]>, Vec<u32>>;
+type Postings = FxHashMap<Bytes, Vec<u32>>;
 
 #[derive(Debug, Default)]
 pub(crate) struct Index {
@@ -28,16 +28,16 @@ pub(crate) struct Index {
     /// (param name, postings by exact decoded value).
     pub(crate) params: Vec<(Box<[u8]>, Postings)>,
     /// (method, entries keyed by their method only).
-    pub(crate) methods: Vec<(Box<[u8]>, Vec<u32>)>,
+    pub(crate) methods: Vec<(Bytes, Vec<u32>)>,
     /// Entries with no exact condition: always candidates.
     pub(crate) rest: Vec<u32>,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Key {
-    Header(Box<[u8]>, Box<[u8]>),
-    Param(Box<[u8]>, Box<[u8]>),
-    Method(Box<[u8]>),
+    Header(Box<[u8]>, Bytes),
+    Param(Bytes, Bytes),
+    Method(Bytes),
 }
 
 fn keys_of(e: &Entry) -> Vec<Key> {
@@ -92,7 +92,7 @@ impl Index {
 fn posting<'a>(
     groups: &'a mut Vec<(Box<[u8]>, Postings)>,
     name: &[u8],
-    value: &[u8],
+    value: &Bytes,
 ) -> &'a mut Vec<u32> {
     let g = match groups.iter().position(|(n, _)| **n == *name) {
         Some(g) => g,
@@ -101,7 +101,7 @@ fn posting<'a>(
             groups.len() - 1
         }
     };
-    groups[g].1.entry(value.into()).or_default()
+    groups[g].1.entry(value.clone()).or_default()
 }
 
 /// The candidate lists of one request, merged in ascending order. Fixed capacity: a request

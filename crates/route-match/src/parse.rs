@@ -103,11 +103,106 @@ pub(crate) fn parse_list(json: &[u8]) -> Result<RawList, ParseError> {
     Ok(list)
 }
 
-pub(crate) fn parse_file(json: &[u8]) -> Result<Vec<(String, RawList)>, ParseError> {
+/// Parses a whole file, handing each (key, list) to `each` as soon as it is read, so that only
+/// one list's JSON tree is alive at a time (a file of 100,000 entries would otherwise hold
+/// ~160 MB of trees at once, and leave the heap that fragmented).
+pub(crate) fn parse_file_with(
+    json: &[u8],
+    each: &mut dyn FnMut(String, RawList),
+) -> Result<(), ParseError> {
     let mut de = serde_json::Deserializer::from_slice(json);
-    let file = de.deserialize_map(FileVisitor)?;
+    de.deserialize_map(FileVisitor { each })?;
     de.end()?;
-    Ok(file)
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) fn parse_file(json: &[u8]) -> Result<Vec<(String, RawList)>, ParseError> {
+    let mut out = Vec::new();
+    parse_file_with(json, &mut |k, l| out.push((k, l)))?;
+    Ok(out)
+}
+
+/// Whether any header or param string of the file is typed (contract section 3), found
+/// without building JSON trees. Syntax errors count as "no": the real parse reports them.
+pub(crate) fn file_is_typed(json: &[u8], is_typed: &dyn Fn(&str, char) -> bool) -> bool {
+    let mut de = serde_json::Deserializer::from_slice(json);
+    Detect { depth: 0, sep: None, is_typed }.deserialize(&mut de).unwrap_or(false)
+}
+
+/// Walks any JSON; at depth 3 (file -> list -> entry -> field), the strings of a `headers` or
+/// `params` array are tested.
+struct Detect<'a> {
+    depth: u8,
+    /// The separator of the field being walked (`:` for headers, `=` for params).
+    sep: Option<char>,
+    is_typed: &'a dyn Fn(&str, char) -> bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Detect<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Detect<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        // In an entry, a repeated field counts as its last occurrence (as in the JSON tree).
+        let (mut headers, mut params, mut found) = (false, false, false);
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let sep = match (self.depth, &*key) {
+                (2, "headers") => Some(':'),
+                (2, "params") => Some('='),
+                _ => None,
+            };
+            let next = Detect { depth: self.depth.saturating_add(1), sep, is_typed: self.is_typed };
+            let f = map.next_value_seed(next)?;
+            match sep {
+                Some(':') => headers = f,
+                Some(_) => params = f,
+                None => found |= f,
+            }
+        }
+        Ok(found || headers || params)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        let mut found = false;
+        let depth = self.depth.saturating_add(1);
+        while let Some(f) =
+            seq.next_element_seed(Detect { depth, sep: self.sep, is_typed: self.is_typed })?
+        {
+            found |= f;
+        }
+        Ok(found)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        Ok(self.depth == 4 && self.sep.is_some_and(|sep| (self.is_typed)(v, sep)))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
 }
 
 struct ListSeed<'a> {
@@ -147,17 +242,18 @@ impl<'de> Visitor<'de> for ListVisitor<'_> {
     }
 }
 
-struct FileVisitor;
+struct FileVisitor<'a> {
+    each: &'a mut dyn FnMut(String, RawList),
+}
 
-impl<'de> Visitor<'de> for FileVisitor {
-    type Value = Vec<(String, RawList)>;
+impl<'de> Visitor<'de> for FileVisitor<'_> {
+    type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object of match key -> match list at $")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::new();
         let mut seen = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             if !seen.insert(key.clone()) {
@@ -167,9 +263,9 @@ impl<'de> Visitor<'de> for FileVisitor {
                 )));
             }
             let list = map.next_value_seed(ListSeed { key: Some(&key) })?;
-            out.push((key, list));
+            (self.each)(key, list);
         }
-        Ok(out)
+        Ok(())
     }
 }
 
