@@ -69,5 +69,9 @@ last=$(rss)
 echo "first=$first kB last=$last kB peak=$peak kB drift=$((last - first)) kB margin=$margin kB"
 if [ "$worker" != "$(pgrep -P "$master" | head -n 1)" ]; then echo "FAIL: the worker was replaced"; exit 1; fi
 if grep -qE "exited on signal|\[alert\]" "$p/logs/error.log"; then echo "FAIL: error log"; exit 1; fi
+# The $http_matches cache really churned (it empties itself past 1,024 distinct values).
+flushes=$(grep -c "cache of compiled values was emptied" "$p/logs/error.log" || true)
+echo "\$http_matches cache emptied $flushes times"
+[ "$flushes" -gt 0 ] || { echo "FAIL: the cache never filled; the test did not churn it"; exit 1; }
 [ $((last - first)) -le "$margin" ] || { echo "FAIL: RSS grew by more than $margin kB"; exit 1; }
 echo "rss drift passed"
