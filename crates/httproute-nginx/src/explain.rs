@@ -137,6 +137,29 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
                 rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default(),
                 c.match_index
             );
+            if let Some(r) = &rule.redirect {
+                let _ = writeln!(
+                    out,
+                    "5. RequestRedirect filter: {} to {}://{}{}{}",
+                    r.status_code,
+                    r.scheme.as_deref().unwrap_or("(request scheme)"),
+                    r.hostname.as_deref().unwrap_or("(request host)"),
+                    r.port.map(|p| format!(":{p}")).unwrap_or_default(),
+                    r.path.as_ref().map_or("(request path)", |p| p.replacement().0),
+                );
+                return (out, r.status_code);
+            }
+            if let Some(r) = &rule.rewrite {
+                let _ = writeln!(
+                    out,
+                    "5. URLRewrite filter: host {}, path {}",
+                    r.hostname.as_deref().unwrap_or("(unchanged)"),
+                    r.path.as_ref().map_or("(unchanged)".to_owned(), |p| match p.replacement() {
+                        (v, true) => format!("prefix {} -> {v}", rule.match_prefix),
+                        (v, false) => v.to_owned(),
+                    }),
+                );
+            }
             if rule.backends.is_empty() {
                 let _ = writeln!(out, "5. the rule has no valid backend: 500");
                 return (out, 500);

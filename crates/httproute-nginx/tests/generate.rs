@@ -469,6 +469,24 @@ fn redirect_and_rewrite_filters() {
     let conf = &out.nginx_conf;
     assert!(conf.contains(r#"return 302 "$scheme://b.test$request_uri";"#), "{conf}");
     assert!(conf.contains(r#"return 308 "https://$host:8443$request_uri";"#), "{conf}");
+    let (text, status) = explain(
+        &yaml_plan(&format!("{GW}{}", route("r", "", rules))),
+        &Request {
+            port: None,
+            method: "GET".into(),
+            host: "h".into(),
+            path: "/p/x".into(),
+            headers: vec![],
+            query: String::new(),
+        },
+    );
+    assert_eq!(status, 308, "{text}");
+    assert!(
+        text.contains(
+            "5. RequestRedirect filter: 308 to https://(request host):8443(request path)"
+        ),
+        "{text}"
+    );
 
     let load = |rules: &str| {
         let mut inputs = httproute_nginx::model::Inputs::default();
