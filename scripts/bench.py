@@ -445,6 +445,13 @@ def report(results, load):
                      f"{vs_floor:.2f} | {r['p99_us']:.0f} |")
     lines += ["", "## Targets", ""]
     lines += targets(results)
+    engine = engine_rows()
+    if engine:
+        lines += ["", "## The engine alone (criterion, `cargo bench -p route-match`, same run)", "",
+                  "Evaluation of one request against a compiled list, no NGINX: medians.", "",
+                  "| benchmark | time per evaluation |", "|---|---:|"]
+        lines += [f"| {name} | {ns / 1000:.2f} us |" if ns >= 1000 else f"| {name} | {ns:.0f} ns |"
+                  for name, ns in engine]
     if load:
         lines += ["", "## 10,000 lists of 10 entries each (distinct), one `matches.json`", "",
                   "| | `nginx -t` (median of 3) | worker RSS |", "|---|---:|---:|"]
@@ -461,6 +468,16 @@ def report(results, load):
     (ROOT / "docs" / "BENCHMARKS.md").write_text("\n".join(lines))
     plot(results)
     print((ROOT / "docs" / "BENCHMARKS.md").read_text())
+
+
+def engine_rows():
+    """(benchmark, median ns) from the criterion run bench.sh made before this script."""
+    base = ROOT / "target" / "criterion"
+    rows = []
+    for f in sorted(base.glob("**/new/estimates.json")):
+        name = str(f.parent.parent.relative_to(base))
+        rows.append((name, json.loads(f.read_text())["median"]["point_estimate"]))
+    return rows
 
 
 def targets(results):

@@ -12,5 +12,8 @@ out=$(scripts/build.sh --system)
 export BENCH_MODULE BENCH_NGINX
 BENCH_MODULE=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
 BENCH_NGINX=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
+# The engine alone first (criterion); bench.py puts its medians beside the NGINX figures.
+rm -rf target/criterion
+cargo bench -p route-match --bench evaluate >&2
 # The system Python has matplotlib from Debian's python3-matplotlib.
 exec /usr/bin/python3 scripts/bench.py
