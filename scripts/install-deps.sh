@@ -3,9 +3,10 @@
 #   libclang-dev  bindgen (nginx-sys) needs libclang and clang's builtin headers
 #   libpcre2-dev  NGINX's rewrite module and our regex engine (PCRE2)
 #   g++           libFuzzer (C++), built by the fuzz crate for scripts/fuzz.sh
+#   curl openssl  the HTTPS end-to-end test (a self-signed certificate, requests with SNI)
 #   extra packages can be named as arguments (run.sh adds curl).
 set -euo pipefail
-want=(libclang-dev libpcre2-dev pkg-config make g++ "$@")
+want=(libclang-dev libpcre2-dev pkg-config make g++ curl openssl "$@")
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use common::{Headers, Nginx, Prefix, free_ports};
 use httproute_nginx::{BackendMap, Carrier, Options};
 
-const BACKENDS: [&str; 17] = [
+const BACKENDS: [&str; 18] = [
     "coffee-v1",
     "coffee-v2",
     "tea",
@@ -26,9 +26,10 @@ const BACKENDS: [&str; 17] = [
     "menu",
     "echo",
     "rw",
+    "secure",
 ];
 
-fn manifests(port: u16) -> String {
+fn manifests(port: u16, tls_port: u16) -> String {
     format!(
         r#"
 apiVersion: gateway.networking.k8s.io/v1
@@ -39,6 +40,11 @@ spec:
   - {{name: http, port: {port}, protocol: HTTP}}
   - {{name: wild, port: {port}, protocol: HTTP, hostname: "*.wild.test"}}
   - {{name: exact, port: {port}, protocol: HTTP, hostname: "a.wild.test"}}
+  - name: https
+    port: {tls_port}
+    protocol: HTTPS
+    hostname: "*.secure.test"
+    tls: {{certificateRefs: [{{name: secure-cert}}]}}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -155,6 +161,14 @@ spec:
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
+metadata: {{name: secure, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: https}}]
+  rules:
+  - backendRefs: [{{name: secure, port: 80}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
 metadata: {{name: wild, namespace: default}}
 spec:
   parentRefs: [{{name: gw, sectionName: wild}}]
@@ -166,11 +180,11 @@ spec:
 
 /// A plain NGINX whose servers stand in for the Services: each says its name. Ports come from
 /// one `free_ports` call: two servers on one port would answer for each other.
-fn backends() -> (Nginx, BackendMap, u16) {
+fn backends() -> (Nginx, BackendMap, u16, u16) {
     let mut body = String::new();
     let mut map = BackendMap::new();
     // The backends, the backend NGINX's own port and the gateway's: all distinct.
-    let ports = free_ports(BACKENDS.len() + 2);
+    let ports = free_ports(BACKENDS.len() + 3);
     for (name, &port) in BACKENDS.iter().zip(&ports) {
         if *name == "rw" {
             body.push_str(&format!(
@@ -193,18 +207,55 @@ fn backends() -> (Nginx, BackendMap, u16) {
     let p = Prefix::new_on("backends", &body, &[], ports[BACKENDS.len()]);
     let (ok, text) = p.test();
     assert!(ok, "{text}");
-    (p.start(), map, ports[BACKENDS.len() + 1])
+    (p.start(), map, ports[BACKENDS.len() + 1], ports[BACKENDS.len() + 2])
 }
 
-fn gateway(carrier: Carrier, map: &BackendMap, port: u16) -> Nginx {
+/// A self-signed certificate for `*.secure.test` (openssl), as (cert, key) paths.
+fn certificate() -> (String, String) {
+    let dir = Prefix::scratch("cert");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (crt, key) = (dir.join("c.pem"), dir.join("k.pem"));
+    let ok = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj"])
+        .args(["/CN=secure.test", "-addext", "subjectAltName=DNS:*.secure.test", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run openssl");
+    assert!(ok.success(), "openssl req failed");
+    (crt.display().to_string(), key.display().to_string())
+}
+
+/// `curl -k` to https://HOST:PORT/PATH with SNI HOST and, if given, another Host header:
+/// (status, body), or None when the TLS handshake fails.
+fn https(port: u16, sni: &str, host: Option<&str>, path: &str) -> Option<(u16, String)> {
+    let mut c = std::process::Command::new("curl");
+    c.args(["-sk", "-o", "-", "-w", "\n%{http_code}", "--max-time", "10", "--resolve"])
+        .arg(format!("{sni}:{port}:127.0.0.1"));
+    if let Some(h) = host {
+        c.arg("-H").arg(format!("Host: {h}"));
+    }
+    let out = c.arg(format!("https://{sni}:{port}{path}")).output().expect("run curl");
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n')?;
+    Some((code.parse().ok()?, body.to_owned()))
+}
+
+fn gateway(carrier: Carrier, map: &BackendMap, port: u16, tls_port: u16) -> Nginx {
     let src = Prefix::scratch("manifests");
     std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("all.yaml"), manifests(port)).unwrap();
+    std::fs::write(src.join("all.yaml"), manifests(port, tls_port)).unwrap();
     let out = Prefix::scratch("generated");
     let opts = Options {
         module: common::module_path().display().to_string(),
         carrier,
         listen_address: Some("127.0.0.1".into()),
+        certificates: [("default/secure-cert".to_owned(), certificate())].into(),
     };
     let (generated, warnings) = httproute_nginx::generate(&[src], map, &opts).expect("generate");
     assert!(warnings.is_empty(), "{warnings:?}");
@@ -237,9 +288,9 @@ fn answer(n: &Nginx, method: &str, host: &str, target: &str, headers: Headers) -
 
 #[test]
 fn generated_configurations_route_as_the_gateway_api_says() {
-    let (backend, map, port) = backends();
+    let (backend, map, port, tls_port) = backends();
     for carrier in [Carrier::Preload, Carrier::Inline, Carrier::Variable] {
-        let n = gateway(carrier, &map, port);
+        let n = gateway(carrier, &map, port, tls_port);
         let cafe = "cafe.test";
         let cases: &[(&str, &str, &str, Headers, &str)] = &[
             // the NGF blog example
@@ -320,6 +371,21 @@ fn generated_configurations_route_as_the_gateway_api_says() {
         };
         assert_eq!(rw("/rw/x/y?z=%20"), "rw backend.test /api/v1/x/y?z=%20\n", "{carrier:?}");
         assert_eq!(rw("/rw"), "rw backend.test /api/v1/\n", "{carrier:?}");
+        // HTTPS listener: routed by SNI and Host; a Host that selects another server than the
+        // SNI did is 421; a name no HTTPS listener serves gets no TLS handshake.
+        assert_eq!(
+            https(tls_port, "a.secure.test", None, "/x?y=1"),
+            Some((200, "secure /x?y=1\n".into()))
+        );
+        assert_eq!(
+            https(tls_port, "a.secure.test", Some("b.secure.test"), "/").map(|r| r.0),
+            Some(200)
+        );
+        assert_eq!(
+            https(tls_port, "a.secure.test", Some("cafe.test"), "/coffee").map(|r| r.0),
+            Some(421)
+        );
+        assert_eq!(https(tls_port, "other.test", None, "/"), None);
         // weights 3:1 (and 0): 1,000 requests, each share within 5 points of its target.
         let mut seen: BTreeMap<String, u32> = BTreeMap::new();
         for _ in 0..1000 {

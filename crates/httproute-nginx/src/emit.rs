@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use crate::model::{PathModifier, RequestRedirect};
-use crate::plan::{Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan, RulePlan};
+use crate::plan::{
+    Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, RulePlan, ServerPlan,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Carrier {
@@ -23,6 +25,9 @@ pub struct Options {
     pub carrier: Carrier,
     /// `listen ADDRESS:PORT` instead of `listen PORT`.
     pub listen_address: Option<String>,
+    /// Certificate and key files of TLS Secrets (`namespace/name`); a Secret not here is
+    /// expected at `certs/NAMESPACE_NAME.crt` and `.key` next to nginx.conf.
+    pub certificates: BTreeMap<String, (String, String)>,
 }
 
 pub struct Output {
@@ -80,11 +85,17 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     let mut maps = String::new();
 
     for port in &plan.ports {
+        if port.tls {
+            sni_map(port, &mut maps);
+        }
         for (si, server) in port.servers.iter().enumerate() {
-            let listen = match &opts.listen_address {
+            let mut listen = match &opts.listen_address {
                 Some(a) => format!("{a}:{}", port.port),
                 None => port.port.to_string(),
             };
+            if port.tls {
+                listen.push_str(" ssl");
+            }
             let _ = writeln!(servers, "\n    server {{");
             match &server.hostname {
                 None => {
@@ -103,6 +114,9 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                 None => {
                     let _ = writeln!(servers, "        # no listener serves this host: 404");
                 }
+            }
+            if port.tls {
+                tls_server(port.port, server, opts, &mut servers);
             }
             for (li, loc) in server.locations.iter().enumerate() {
                 let head = match &loc.loc {
@@ -391,6 +405,53 @@ fn proxy_directives(rule: &RulePlan, maps: &mut String, needs_dollar: &mut bool)
         let _ = write!(out, " proxy_hide_header {n};");
     }
     out
+}
+
+/// `$httproute_sni_PORT`: the `server_name` NGINX picks for the TLS handshake's SNI on an
+/// HTTPS port (`hostnames` gives NGINX's own order: exact, then the longest wildcard), `-` for
+/// an SNI no server names, empty without SNI.
+fn sni_map(port: &PortPlan, maps: &mut String) {
+    let _ = write!(
+        maps,
+        "\n    map $ssl_server_name $httproute_sni_{} {{\n        hostnames;\n        default \"-\";\n        \"\" \"\";\n",
+        port.port
+    );
+    for h in port.servers.iter().filter_map(|s| s.hostname.as_deref()) {
+        let _ = writeln!(maps, "        {h} {};", quote(h));
+    }
+    maps.push_str("    }\n");
+}
+
+/// Certificates of an HTTPS server, and the Gateway API's listener isolation for TLS: a
+/// request whose Host selects another server than its SNI did answers 421 (Misdirected
+/// Request).
+fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &mut String) {
+    if server.certificates.is_empty() {
+        let _ = writeln!(out, "        ssl_reject_handshake on;");
+    }
+    for c in &server.certificates {
+        let (crt, key) = opts.certificates.get(c).cloned().unwrap_or_else(|| {
+            let file = c.replace('/', "_");
+            (format!("certs/{file}.crt"), format!("certs/{file}.key"))
+        });
+        let _ = writeln!(out, "        ssl_certificate {};", quote(&crt));
+        let _ = writeln!(out, "        ssl_certificate_key {};", quote(&key));
+    }
+    // This server's own SNI value(s): its name, or for the catch-all, none or an unknown one.
+    let own = match &server.hostname {
+        Some(h) => h
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c.to_string()
+                } else {
+                    format!("\\\\{c}")
+                }
+            })
+            .collect(),
+        None => "-".to_owned(),
+    };
+    let _ = writeln!(out, "        if ($httproute_sni_{port} !~ \"^(|{own})$\") {{ return 421; }}");
 }
 
 /// A variable whose value is a literal "$" (geo values are not variable-interpolated): how a

@@ -47,6 +47,10 @@ enum Command {
         /// Listen on this address only (default: all addresses).
         #[arg(long)]
         listen_address: Option<String>,
+        /// The files of a TLS Secret: NAMESPACE/NAME=CERT.pem,KEY.pem; repeatable. Without it
+        /// a Secret is read from certs/NAMESPACE_NAME.crt and .key next to nginx.conf.
+        #[arg(long = "certificate", value_parser = parse_certificate)]
+        certificates: Vec<(String, (String, String))>,
     },
     /// Show which route, rule and match serve a request, and why.
     Explain {
@@ -70,6 +74,17 @@ enum Command {
     },
 }
 
+fn parse_certificate(s: &str) -> Result<(String, (String, String)), String> {
+    let bad = || format!("{s:?}: expected NAMESPACE/NAME=CERT.pem,KEY.pem");
+    let (secret, files) = s.split_once('=').ok_or_else(bad)?;
+    let (crt, key) = files.split_once(',').ok_or_else(bad)?;
+    let ok = secret.split_once('/').is_some_and(|(ns, n)| !ns.is_empty() && !n.is_empty());
+    if !ok || crt.is_empty() || key.is_empty() {
+        return Err(bad());
+    }
+    Ok((secret.to_owned(), (crt.to_owned(), key.to_owned())))
+}
+
 fn backends(input: &Input) -> Result<BackendMap, String> {
     let mut map = BackendMap::new();
     if let Some(f) = &input.backends_file {
@@ -81,9 +96,10 @@ fn backends(input: &Input) -> Result<BackendMap, String> {
 
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
-        Command::Generate { input, output, module, carrier, listen_address } => {
+        Command::Generate { input, output, module, carrier, listen_address, certificates } => {
             let map = backends(&input)?;
-            let opts = Options { module, carrier, listen_address };
+            let certificates = certificates.into_iter().collect();
+            let opts = Options { module, carrier, listen_address, certificates };
             let (out, warnings) = httproute_nginx::generate(&input.files, &map, &opts)?;
             for w in &warnings {
                 eprintln!("httproute-nginx: warning: {w}");

@@ -73,8 +73,39 @@ pub struct Listener {
     pub hostname: Option<String>,
     #[serde(default)]
     pub allowed_routes: AllowedRoutes,
+    #[serde(default)]
+    pub tls: Option<ListenerTls>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
+}
+
+/// `listeners[].tls` of an HTTPS listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerTls {
+    #[serde(default = "default_tls_mode")]
+    pub mode: String,
+    #[serde(default)]
+    pub certificate_refs: Vec<SecretRef>,
+}
+
+fn default_tls_mode() -> String {
+    "Terminate".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct SecretRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default = "default_secret_kind")]
+    pub kind: String,
+    #[serde(default)]
+    pub group: String,
+}
+
+fn default_secret_kind() -> String {
+    "Secret".to_owned()
 }
 
 /// `listeners[].allowedRoutes`: which routes may attach (CRD default: same namespace, the

@@ -24,6 +24,8 @@ pub struct Plan {
 #[derive(Debug)]
 pub struct PortPlan {
     pub port: u16,
+    /// HTTPS (TLS terminated here) rather than HTTP.
+    pub tls: bool,
     pub servers: Vec<ServerPlan>,
 }
 
@@ -33,6 +35,9 @@ pub struct ServerPlan {
     pub hostname: Option<String>,
     /// `namespace/gateway/listener` serving this hostname, if any.
     pub listener: Option<String>,
+    /// On an HTTPS port: the listener's certificates, as `namespace/name` of Secrets (empty:
+    /// the TLS handshake is refused for this name).
+    pub certificates: Vec<String>,
     pub locations: Vec<LocationPlan>,
     pub rules: Vec<RulePlan>,
 }
@@ -203,6 +208,8 @@ struct ListenerRef {
     port: u16,
     hostname: Option<String>,
     allowed: AllowedRoutes,
+    tls: bool,
+    certificates: Vec<String>,
 }
 
 /// Why `allowedRoutes` keeps a route of namespace `ns` off a listener of a Gateway in `gw_ns`.
@@ -228,15 +235,14 @@ fn refused(a: &AllowedRoutes, gw_ns: &str, ns: &str, inputs: &Inputs) -> Option<
     }
 }
 
-/// Whether a ReferenceGrant in `to_ns` lets HTTPRoutes of `from_ns` use Service `name`.
-fn granted(grants: &[ReferenceGrant], from_ns: &str, to_ns: &str, name: &str) -> bool {
+/// Whether a ReferenceGrant in `to_ns` lets objects of kind `from.0` (a Gateway API kind) in
+/// namespace `from.1` use the core object `to` (kind, name).
+fn granted(grants: &[ReferenceGrant], from: (&str, &str), to_ns: &str, to: (&str, &str)) -> bool {
     grants.iter().filter(|g| g.metadata.namespace == to_ns).any(|g| {
         g.spec.from.iter().any(|f| {
-            f.group == "gateway.networking.k8s.io"
-                && f.kind == "HTTPRoute"
-                && f.namespace == from_ns
+            f.group == "gateway.networking.k8s.io" && f.kind == from.0 && f.namespace == from.1
         }) && g.spec.to.iter().any(|t| {
-            t.group.is_empty() && t.kind == "Service" && t.name.as_deref().is_none_or(|n| n == name)
+            t.group.is_empty() && t.kind == to.0 && t.name.as_deref().is_none_or(|n| n == to.1)
         })
     })
 }
@@ -246,22 +252,74 @@ pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
     for (what, at) in &inputs.unsupported {
         warnings.push(format!("{what} is not supported yet and was ignored (first in {at})"));
     }
-    let mut listeners = Vec::new();
+    let mut listeners: Vec<ListenerRef> = Vec::new();
     for g in &inputs.gateways {
         for l in &g.spec.listeners {
             let id = format!("{}/{}/{}", g.metadata.namespace, g.metadata.name, l.name);
-            if l.protocol != "HTTP" {
+            let tls = match (l.protocol.as_str(), &l.tls) {
+                ("HTTP", _) => false,
+                ("HTTPS", Some(t)) if t.mode == "Terminate" => true,
+                ("HTTPS", Some(t)) => {
+                    warnings.push(format!(
+                        "listener {id}: TLS mode {} is not supported (HTTPRoutes need \
+                         Terminate); skipped",
+                        t.mode
+                    ));
+                    continue;
+                }
+                ("HTTPS", None) => {
+                    warnings.push(format!("listener {id}: HTTPS without tls; skipped"));
+                    continue;
+                }
+                (p, _) => {
+                    warnings
+                        .push(format!("listener {id}: protocol {p} is not supported yet; skipped"));
+                    continue;
+                }
+            };
+            // HTTP and HTTPS cannot share a port: the first listener of a port decides.
+            if let Some(other) = listeners.iter().find(|o| o.port == l.port && o.tls != tls) {
                 warnings.push(format!(
-                    "listener {id}: protocol {} is not supported yet; skipped",
-                    l.protocol
+                    "listener {id}: port {} is already {} for listener {}; skipped",
+                    l.port,
+                    if other.tls { "HTTPS" } else { "HTTP" },
+                    other.id
                 ));
                 continue;
+            }
+            let gns = g.metadata.namespace.as_str();
+            let mut certificates = Vec::new();
+            for (ci, c) in l.tls.iter().flat_map(|t| t.certificate_refs.iter()).enumerate() {
+                let cns = c.namespace.as_deref().unwrap_or(gns);
+                let why = if c.kind != "Secret" || !c.group.is_empty() {
+                    Some(format!("kind {:?} is not a Secret", c.kind))
+                } else if cns != gns
+                    && !granted(&inputs.grants, ("Gateway", gns), cns, ("Secret", &c.name))
+                {
+                    Some(format!(
+                        "no ReferenceGrant in namespace {cns} lets Gateways of {gns} use it"
+                    ))
+                } else {
+                    None
+                };
+                match why {
+                    Some(why) => warnings
+                        .push(format!("listener {id}: tls.certificateRefs[{ci}]: {why}; ignored")),
+                    None => certificates.push(format!("{cns}/{}", c.name)),
+                }
+            }
+            if tls && certificates.is_empty() {
+                warnings.push(format!(
+                    "listener {id}: no usable certificate; its hosts refuse the TLS handshake"
+                ));
             }
             listeners.push(ListenerRef {
                 id,
                 port: l.port,
                 hostname: l.hostname.clone(),
                 allowed: l.allowed_routes.clone(),
+                tls,
+                certificates,
             });
         }
     }
@@ -333,6 +391,7 @@ pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
             let mut server = ServerPlan {
                 hostname: h.clone(),
                 listener: best.map(|i| listeners[i].id.clone()),
+                certificates: best.map(|i| listeners[i].certificates.clone()).unwrap_or_default(),
                 locations: Vec::new(),
                 rules: Vec::new(),
             };
@@ -357,7 +416,8 @@ pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
             }
             servers.push(server);
         }
-        out.push(PortPlan { port, servers });
+        let tls = on_port.iter().any(|&i| listeners[i].tls);
+        out.push(PortPlan { port, tls, servers });
     }
     warnings.sort();
     warnings.dedup();
@@ -539,7 +599,7 @@ fn rule_plan(
             || !matches!(b.group.as_deref(), None | Some(""))
         {
             Some(format!("kind {:?} is not a Service", b.kind.as_deref().unwrap_or("")))
-        } else if bns != ns && !granted(refs.grants, ns, bns, &b.name) {
+        } else if bns != ns && !granted(refs.grants, ("HTTPRoute", ns), bns, ("Service", &b.name)) {
             Some(format!(
                 "no ReferenceGrant in namespace {bns} lets HTTPRoutes of {ns} use Service {}",
                 b.name

@@ -13,7 +13,12 @@ fn data(p: &str) -> PathBuf {
 }
 
 fn opts(carrier: Carrier) -> Options {
-    Options { module: "modules/ngx_http_matches_module.so".into(), carrier, listen_address: None }
+    Options {
+        module: "modules/ngx_http_matches_module.so".into(),
+        carrier,
+        listen_address: None,
+        certificates: Default::default(),
+    }
 }
 
 fn backends() -> BackendMap {
@@ -509,4 +514,47 @@ fn redirect_and_rewrite_filters() {
     let status = "  - filters: [{type: RequestRedirect, requestRedirect: {statusCode: 200}}]\n";
     assert!(load(status).unwrap_err().ends_with("statusCode: 200 is not a redirect status"));
     assert!(load("  - filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplaceFullPath}}}]\n").unwrap_err().ends_with("replaceFullPath: required"));
+}
+
+#[test]
+fn https_listeners() {
+    let gw = "kind: Gateway\nmetadata: {name: gw, namespace: infra}\nspec:\n  listeners:\n  - {name: a, port: 443, protocol: HTTPS, hostname: a.test, tls: {certificateRefs: [{name: a-cert}]}}\n  - {name: b, port: 443, protocol: HTTPS, hostname: b.test, tls: {certificateRefs: [{name: b-cert, namespace: certs}]}}\n  - {name: c, port: 443, protocol: HTTP}\n  - {name: d, port: 8443, protocol: HTTPS, tls: {mode: Passthrough}}\n  - {name: e, port: 9443, protocol: HTTPS}\n---\n";
+    let p = yaml_plan(gw);
+    let has = |needle: &str| p.warnings.iter().any(|w| w.contains(needle));
+    assert!(
+        has("listener infra/gw/c: port 443 is already HTTPS for listener infra/gw/a; skipped"),
+        "{:?}",
+        p.warnings
+    );
+    assert!(has("listener infra/gw/d: TLS mode Passthrough is not supported"), "{:?}", p.warnings);
+    assert!(has("listener infra/gw/e: HTTPS without tls; skipped"), "{:?}", p.warnings);
+    assert!(
+        has("infra/gw/b: tls.certificateRefs[0]: no ReferenceGrant in namespace certs"),
+        "{:?}",
+        p.warnings
+    );
+    let port = &p.ports[0];
+    assert!(port.tls);
+    let certs = |h: Option<&str>| {
+        port.servers.iter().find(|s| s.hostname.as_deref() == h).unwrap().certificates.clone()
+    };
+    assert_eq!(certs(Some("a.test")), ["infra/a-cert"]);
+    assert!(certs(Some("b.test")).is_empty());
+    assert!(certs(None).is_empty());
+    // With the grant, the cross-namespace Secret is used.
+    let grant = "kind: ReferenceGrant\nmetadata: {name: g, namespace: certs}\nspec:\n  from: [{group: gateway.networking.k8s.io, kind: Gateway, namespace: infra}]\n  to: [{group: \"\", kind: Secret}]\n";
+    let p = yaml_plan(&format!("{gw}{grant}"));
+    let b = p.ports[0].servers.iter().find(|s| s.hostname.as_deref() == Some("b.test")).unwrap();
+    assert_eq!(b.certificates, ["certs/b-cert"]);
+    let conf = httproute_nginx::emit::emit(&p, &opts(Carrier::Preload)).unwrap().nginx_conf;
+    for want in [
+        "listen 443 ssl default_server;",
+        "        ssl_reject_handshake on;\n",
+        "ssl_certificate \"certs/infra_a-cert.crt\";\n        ssl_certificate_key \"certs/infra_a-cert.key\";",
+        "map $ssl_server_name $httproute_sni_443 {\n        hostnames;\n        default \"-\";\n        \"\" \"\";\n        a.test \"a.test\";\n        b.test \"b.test\";\n    }",
+        r#"if ($httproute_sni_443 !~ "^(|a\\.test)$") { return 421; }"#,
+        r#"if ($httproute_sni_443 !~ "^(|-)$") { return 421; }"#,
+    ] {
+        assert!(conf.contains(want), "{want}\n{conf}");
+    }
 }
