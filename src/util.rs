@@ -106,6 +106,7 @@ pub(crate) mod var {
         v.set_valid(1);
         v.set_not_found(1);
         let read_back = word(&v) == (0x0abc_def1 & LEN) | VALID | NOT_FOUND;
+        // SAFETY: as above.
         let mut w: ngx_variable_value_t = unsafe { core::mem::zeroed() };
         set(&mut w, core::ptr::null_mut(), 5);
         read_back
