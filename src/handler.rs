@@ -63,10 +63,11 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         return fail(log, format_args!("module configuration is missing"));
     };
     // A value stored by `set` in this request (never a getter's fallback; see `client_value`).
-    // SAFETY: `index` came from ngx_http_get_variable_index for this configuration, so it is
-    // within `r->variables`, which has one slot per indexed variable.
     let set_value = |index: Option<ngx_uint_t>| -> Option<&[u8]> {
-        var::get(unsafe { &*req.variables.add(index?) })
+        // SAFETY: `index` came from ngx_http_get_variable_index for this configuration, so it
+        // is within `r->variables`, which has one slot per indexed variable.
+        let slot = unsafe { &*req.variables.add(index?) };
+        var::get(slot)
     };
 
     let cached: Rc<cache::Entry>;

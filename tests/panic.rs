@@ -12,7 +12,9 @@ fn a_panic_is_a_500_and_the_worker_lives() {
         eprintln!("NGX_MATCHES_PANIC_MODULE not set: panic containment not tested here");
         return;
     };
-    // SAFETY of the test: the harness reads the module path from this variable.
+    // The harness reads the module path from this variable.
+    // SAFETY: this test binary holds one test, so no other thread reads or writes the
+    // environment while it is changed.
     unsafe { std::env::set_var("NGX_MATCHES_MODULE", &module) };
     let body = r#"
         server {
