@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use common::{Headers, Nginx, Prefix, free_ports};
 use httproute_nginx::{BackendMap, Carrier, Options};
 
-const BACKENDS: [&str; 18] = [
+const BACKENDS: [&str; 19] = [
     "coffee-v1",
     "coffee-v2",
     "tea",
@@ -27,6 +27,7 @@ const BACKENDS: [&str; 18] = [
     "echo",
     "rw",
     "secure",
+    "mirror",
 ];
 
 fn manifests(port: u16, tls_port: u16) -> String {
@@ -141,6 +142,8 @@ spec:
       responseHeaderModifier:
         add: [{{name: X-Resp, value: "r$x"}}]
         remove: [X-Backend-Secret]
+    - type: RequestMirror
+      requestMirror: {{backendRef: {{name: mirror, port: 80}}}}
     backendRefs: [{{name: echo, port: 80}}]
   - matches: [{{path: {{type: PathPrefix, value: /old}}}}]
     filters:
@@ -186,7 +189,12 @@ fn backends() -> (Nginx, BackendMap, u16, u16) {
     // The backends, the backend NGINX's own port and the gateway's: all distinct.
     let ports = free_ports(BACKENDS.len() + 3);
     for (name, &port) in BACKENDS.iter().zip(&ports) {
-        if *name == "rw" {
+        if *name == "mirror" {
+            // Records what it is sent; its answers go nowhere.
+            body.push_str(&format!(
+                "server {{ listen 127.0.0.1:{port}; access_log logs/mirror.log; return 200; }}\n"
+            ));
+        } else if *name == "rw" {
             body.push_str(&format!(
                 "server {{ listen 127.0.0.1:{port}; return 200 \"rw $host $request_uri\\n\"; }}\n"
             ));
@@ -352,6 +360,16 @@ fn generated_configurations_route_as_the_gateway_api_says() {
         assert!(r.head.contains("\r\nX-Resp: r$x"), "{carrier:?} {r:?}");
         assert!(!r.head.contains("X-Backend-Secret"), "{carrier:?} {r:?}");
         assert_eq!(echo("").body, "echo set=[s$1\\\"q] add=[added] gone=[]\n", "{carrier:?}");
+        // RequestMirror: the mirror backend gets a copy, the client the echo backend's answer.
+        let tag = format!("/echo?mirror={carrier:?}");
+        let r = n.raw(format!("GET {tag} HTTP/1.0\r\nHost: cafe.test\r\n\r\n").as_bytes()).unwrap();
+        assert!(r.body.starts_with("echo "), "{r:?}");
+        let log = backend.prefix.dir.join("logs/mirror.log");
+        let deadline = std::time::Instant::now() + common::secs(5);
+        while !std::fs::read_to_string(&log).unwrap_or_default().contains(&format!("GET {tag} ")) {
+            assert!(std::time::Instant::now() < deadline, "no mirrored {tag} in {log:?}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         // RequestRedirect: prefix replaced on a segment boundary, query kept, the listener's
         // port (not 80) kept when the filter names neither scheme nor port; a scheme alone
         // drops it. URLRewrite: host and path prefix rewritten on the way to the backend.

@@ -155,6 +155,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                 };
                 let _ = writeln!(servers, "        {head} {{ {body} }}");
             }
+            let mut mirror_locs = String::new();
             let used: BTreeSet<usize> =
                 server.locations.iter().flat_map(|l| l.candidates.iter().map(|c| c.rule)).collect();
             for ri in used {
@@ -194,7 +195,36 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                 for (up, addr, _) in &rule.backends {
                     upstreams.insert(up.clone(), addr.clone());
                 }
-                let proxy = &proxy_directives(rule, &mut maps, &mut needs_dollar);
+                let mut proxy = proxy_directives(rule, &mut maps, &mut needs_dollar);
+                for (k, (up, addr, share)) in rule.mirrors.iter().enumerate() {
+                    if *share <= 0.0 {
+                        continue;
+                    }
+                    upstreams.insert(up.clone(), addr.clone());
+                    let path = format!("{INTERNAL_PREFIX}mirror-{ri}-{k}");
+                    let _ = write!(proxy, " mirror {path};");
+                    // A share below 1 is drawn per request; the others' mirror subrequest ends
+                    // at once, with no upstream.
+                    let gate = if *share < 1.0 {
+                        let var = format!("$httproute_split_{split_n}");
+                        split_n += 1;
+                        let pct = (share * 10000.0).round() / 100.0;
+                        let _ = writeln!(
+                            splits,
+                            "\n    split_clients \"${{request_id}}m\" {var} {{\n        {pct:.2}% 1;\n        * \"\";\n    }}"
+                        );
+                        format!("if ({var} = \"\") {{ return 204; }} ")
+                    } else {
+                        String::new()
+                    };
+                    let _ = writeln!(
+                        mirror_locs,
+                        "        location = {path} {{ internal; {gate}proxy_http_version 1.1; \
+                         proxy_set_header Host $host; proxy_set_header Connection \"\"; \
+                         proxy_pass http://{up}$request_uri; }}"
+                    );
+                }
+                let proxy = &proxy;
                 if rule.backends.len() == 1 && rule.invalid_weight == 0 {
                     let up = &rule.backends[0].0;
                     let _ = writeln!(
@@ -227,6 +257,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                      proxy_pass http://{var}{uri}; }}"
                 );
             }
+            servers.push_str(&mirror_locs);
             let _ = writeln!(servers, "    }}");
         }
     }

@@ -289,6 +289,55 @@ pub struct Filter {
     pub request_redirect: Option<RequestRedirect>,
     #[serde(default, rename = "urlRewrite")]
     pub url_rewrite: Option<UrlRewrite>,
+    #[serde(default)]
+    pub request_mirror: Option<RequestMirror>,
+}
+
+/// `RequestMirror`: a copy of each request (or of a share of them) goes to another backend;
+/// its answers are ignored.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestMirror {
+    pub backend_ref: ObjectRef,
+    #[serde(default)]
+    pub percent: Option<u32>,
+    #[serde(default)]
+    pub fraction: Option<Fraction>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ObjectRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub group: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Fraction {
+    pub numerator: u32,
+    #[serde(default = "default_denominator")]
+    pub denominator: u32,
+}
+
+fn default_denominator() -> u32 {
+    100
+}
+
+impl RequestMirror {
+    /// The share of requests mirrored, 0.0 to 1.0.
+    pub fn share(&self) -> f64 {
+        match (&self.fraction, self.percent) {
+            (Some(f), _) if f.denominator > 0 => f64::from(f.numerator) / f64::from(f.denominator),
+            (_, Some(p)) => f64::from(p) / 100.0,
+            _ => 1.0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -546,6 +595,7 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                                 | "ResponseHeaderModifier"
                                 | "RequestRedirect"
                                 | "URLRewrite"
+                                | "RequestMirror"
                         ) {
                             note(
                                 inputs,
@@ -700,6 +750,25 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                         ));
                     }
                     r.path.as_ref().map(|p| (p, format!("{at}.urlRewrite.path")))
+                }
+                "RequestMirror" => {
+                    let Some(m) = &f.request_mirror else {
+                        return Err((
+                            format!("{at}.requestMirror"),
+                            "required for type RequestMirror".into(),
+                        ));
+                    };
+                    if m.percent.is_some_and(|p| p > 100)
+                        || m.fraction
+                            .as_ref()
+                            .is_some_and(|f| f.denominator == 0 || f.numerator > f.denominator)
+                    {
+                        return Err((
+                            format!("{at}.requestMirror"),
+                            "percent must be 0-100, a fraction at most 1".into(),
+                        ));
+                    }
+                    None
                 }
                 _ => None,
             };

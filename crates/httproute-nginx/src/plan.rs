@@ -154,6 +154,8 @@ pub struct RulePlan {
     pub rewrite: Option<UrlRewrite>,
     /// The prefix a ReplacePrefixMatch replaces: the rule's only match's (normalized) path.
     pub match_prefix: String,
+    /// RequestMirror filters: (upstream name, host:port, share of requests 0..=1).
+    pub mirrors: Vec<(String, String, f64)>,
 }
 
 /// Normalized PathPrefix value: no trailing `/` except for `/` itself.
@@ -588,46 +590,81 @@ fn rule_plan(
             .first()
             .map(|m| normalize_prefix(&m.path.value))
             .unwrap_or_default(),
+        mirrors: Vec::new(),
     };
+    let mirrors = rule.filters.iter().filter_map(|f| f.request_mirror.as_ref());
+    for (mi, m) in mirrors.enumerate() {
+        let b = &m.backend_ref;
+        match resolve(
+            b.kind.as_deref(),
+            b.group.as_deref(),
+            &b.name,
+            b.namespace.as_deref(),
+            b.port,
+            ns,
+            refs,
+        ) {
+            Ok((upstream, address)) => plan.mirrors.push((upstream, address, m.share())),
+            Err(why) => warnings.push(format!(
+                "HTTPRoute {route} rules[{ri}]: RequestMirror {mi}: {why}; not mirrored"
+            )),
+        }
+    }
     for (bi, b) in rule.backend_refs.iter().enumerate() {
         if b.weight == 0 {
             continue;
         }
         let at = format!("HTTPRoute {route} rules[{ri}].backendRefs[{bi}]");
-        let bns = b.namespace.as_deref().unwrap_or(ns);
-        let invalid = if !matches!(b.kind.as_deref(), None | Some("Service"))
-            || !matches!(b.group.as_deref(), None | Some(""))
-        {
-            Some(format!("kind {:?} is not a Service", b.kind.as_deref().unwrap_or("")))
-        } else if bns != ns && !granted(refs.grants, ("HTTPRoute", ns), bns, ("Service", &b.name)) {
-            Some(format!(
-                "no ReferenceGrant in namespace {bns} lets HTTPRoutes of {ns} use Service {}",
-                b.name
-            ))
-        } else if b.port.is_none() {
-            Some("a Service reference needs a port".to_owned())
-        } else {
-            None
-        };
-        if let Some(why) = invalid {
-            warnings.push(format!("{at}: {why}; its share of requests answers 500"));
-            plan.invalid_weight += b.weight;
-            continue;
+        match resolve(
+            b.kind.as_deref(),
+            b.group.as_deref(),
+            &b.name,
+            b.namespace.as_deref(),
+            b.port,
+            ns,
+            refs,
+        ) {
+            Ok((upstream, address)) => plan.backends.push((upstream, address, b.weight)),
+            Err(why) => {
+                warnings.push(format!("{at}: {why}; its share of requests answers 500"));
+                plan.invalid_weight += b.weight;
+            }
         }
-        let port = b.port.unwrap_or_default();
-        let key = format!("{bns}/{}:{port}", b.name);
-        let address = refs
-            .backends
-            .get(&key)
-            .cloned()
-            .unwrap_or_else(|| format!("{}.{bns}.svc.cluster.local:{port}", b.name));
-        let upstream: String = format!("{bns}_{}_{port}", b.name)
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
-            .collect();
-        plan.backends.push((upstream, address, b.weight));
     }
     plan
+}
+
+/// A backend reference of a route in `ns`: (upstream name, host:port), or why it is unusable.
+fn resolve(
+    kind: Option<&str>,
+    group: Option<&str>,
+    name: &str,
+    namespace: Option<&str>,
+    port: Option<u16>,
+    ns: &str,
+    refs: &Refs<'_>,
+) -> Result<(String, String), String> {
+    let bns = namespace.unwrap_or(ns);
+    if !matches!(kind, None | Some("Service")) || !matches!(group, None | Some("")) {
+        return Err(format!("kind {:?} is not a Service", kind.unwrap_or("")));
+    }
+    if bns != ns && !granted(refs.grants, ("HTTPRoute", ns), bns, ("Service", name)) {
+        return Err(format!(
+            "no ReferenceGrant in namespace {bns} lets HTTPRoutes of {ns} use Service {name}"
+        ));
+    }
+    let Some(port) = port else { return Err("a Service reference needs a port".to_owned()) };
+    let key = format!("{bns}/{name}:{port}");
+    let address = refs
+        .backends
+        .get(&key)
+        .cloned()
+        .unwrap_or_else(|| format!("{name}.{bns}.svc.cluster.local:{port}"));
+    let upstream: String = format!("{bns}_{name}_{port}")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .collect();
+    Ok((upstream, address))
 }
 
 /// The rule's filter of type `kind` (the CRD allows one of each header modifier per rule).

@@ -175,13 +175,9 @@ fn unsupported_fields_are_reported_once() {
         route(
             "a",
             "",
-            "  - filters: [{type: RequestMirror, requestMirror: {backendRef: {name: m, port: 80}}}]\n    matches: [{path: {value: /a}}]\n    timeouts: {request: 1s}\n"
+            "  - filters: [{type: ExtensionRef, extensionRef: {group: x.io, kind: K, name: k}}]\n    matches: [{path: {value: /a}}]\n    timeouts: {request: 1s}\n"
         ),
-        route(
-            "b",
-            "",
-            "  - filters: [{type: RequestMirror}]\n    matches: [{path: {value: /b}}]\n"
-        )
+        route("b", "", "  - filters: [{type: ExtensionRef}]\n    matches: [{path: {value: /b}}]\n")
     );
     let p = yaml_plan(&yaml);
     // One warning per unsupported field or filter type, however many routes use it.
@@ -189,7 +185,7 @@ fn unsupported_fields_are_reported_once() {
     assert_eq!(filters.len(), 1, "{:?}", p.warnings);
     assert!(
         filters[0].starts_with(
-            "HTTPRoute spec.rules[].filters[] of type RequestMirror is not supported yet"
+            "HTTPRoute spec.rules[].filters[] of type ExtensionRef is not supported yet"
         ),
         "{filters:?}"
     );
@@ -557,4 +553,23 @@ fn https_listeners() {
     ] {
         assert!(conf.contains(want), "{want}\n{conf}");
     }
+}
+
+#[test]
+fn mirrors() {
+    let rules = "  - filters:\n    - {type: RequestMirror, requestMirror: {backendRef: {name: m, port: 80}, percent: 25}}\n    - {type: RequestMirror, requestMirror: {backendRef: {name: far, namespace: other, port: 80}}}\n    backendRefs: [{name: s, port: 80}]\n";
+    let p = yaml_plan(&format!("{GW}{}", route("r", "", rules)));
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("RequestMirror 1: no ReferenceGrant in namespace other")),
+        "{:?}",
+        p.warnings
+    );
+    let conf = httproute_nginx::emit::emit(&p, &opts(Carrier::Preload)).unwrap().nginx_conf;
+    assert!(conf.contains(" mirror /_httproute-internal/mirror-0-0;"), "{conf}");
+    assert!(!conf.contains("mirror-0-1"), "{conf}");
+    assert!(conf.contains("split_clients \"${request_id}m\" $httproute_split_0 {\n        25.00% 1;\n        * \"\";\n    }"), "{conf}");
+    assert!(conf.contains("location = /_httproute-internal/mirror-0-0 { internal; if ($httproute_split_0 = \"\") { return 204; } "), "{conf}");
+    assert!(conf.contains("proxy_pass http://default_m_80$request_uri; }"), "{conf}");
 }
