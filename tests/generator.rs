@@ -31,8 +31,24 @@ const BACKENDS: [&str; 19] = [
 ];
 
 fn manifests(port: u16, tls_port: u16) -> String {
-    format!(
-        r#"
+    // The HTTPS listener's certificate, as a kubernetes.io/tls Secret among the manifests.
+    let (crt, key) = certificate();
+    let indent = |path: &str| {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    };
+    let secret = format!(
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: secure-cert, namespace: default}}\n\
+         type: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}---\n",
+        indent(&crt),
+        indent(&key)
+    );
+    secret
+        + &format!(
+            r#"
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {{name: gw, namespace: default}}
@@ -178,7 +194,7 @@ spec:
   rules:
   - backendRefs: [{{name: wild, port: 80}}]
 "#
-    )
+        )
 }
 
 /// A plain NGINX whose servers stand in for the Services: each says its name. Ports come from
@@ -263,7 +279,7 @@ fn gateway(carrier: Carrier, map: &BackendMap, port: u16, tls_port: u16) -> Ngin
         module: common::module_path().display().to_string(),
         carrier,
         listen_address: Some("127.0.0.1".into()),
-        certificates: [("default/secure-cert".to_owned(), certificate())].into(),
+        certificates: Default::default(),
     };
     let (generated, warnings) = httproute_nginx::generate(&[src], map, &opts).expect("generate");
     assert!(warnings.is_empty(), "{warnings:?}");

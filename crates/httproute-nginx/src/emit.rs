@@ -33,6 +33,8 @@ pub struct Options {
 pub struct Output {
     pub nginx_conf: String,
     pub matches_json: String,
+    /// Other files, by path relative to nginx.conf (certificates and keys from Secrets).
+    pub files: BTreeMap<String, Vec<u8>>,
 }
 
 /// NGINX holds one configuration token in a 4 KiB buffer.
@@ -290,7 +292,18 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     conf.push_str(&servers);
     conf.push_str("}\n");
     let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";
-    Ok(Output { nginx_conf: conf, matches_json })
+    // Secrets that came with the manifests, where tls_server expects them (unless the
+    // command line named other files).
+    let files = plan
+        .secrets
+        .iter()
+        .filter(|(c, _)| !opts.certificates.contains_key(*c))
+        .flat_map(|(c, (crt, key))| {
+            let (crt_path, key_path) = certificate_files(c);
+            [(crt_path, crt.clone()), (key_path, key.clone())]
+        })
+        .collect();
+    Ok(Output { nginx_conf: conf, matches_json, files })
 }
 
 /// A value in double quotes for nginx.conf: `\\` and `"` escaped, `$` spelled through the
@@ -461,10 +474,7 @@ fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &mut String) 
         let _ = writeln!(out, "        ssl_reject_handshake on;");
     }
     for c in &server.certificates {
-        let (crt, key) = opts.certificates.get(c).cloned().unwrap_or_else(|| {
-            let file = c.replace('/', "_");
-            (format!("certs/{file}.crt"), format!("certs/{file}.key"))
-        });
+        let (crt, key) = opts.certificates.get(c).cloned().unwrap_or_else(|| certificate_files(c));
         let _ = writeln!(out, "        ssl_certificate {};", quote(&crt));
         let _ = writeln!(out, "        ssl_certificate_key {};", quote(&key));
     }
@@ -483,6 +493,12 @@ fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &mut String) 
         None => "-".to_owned(),
     };
     let _ = writeln!(out, "        if ($httproute_sni_{port} !~ \"^(|{own})$\") {{ return 421; }}");
+}
+
+/// Where a Secret's certificate and key are expected, relative to nginx.conf.
+fn certificate_files(secret: &str) -> (String, String) {
+    let file = secret.replace('/', "_");
+    (format!("certs/{file}.crt"), format!("certs/{file}.key"))
 }
 
 /// A variable whose value is a literal "$" (geo values are not variable-interpolated): how a

@@ -69,6 +69,16 @@ pub fn generate(
     Ok((out, plan.warnings))
 }
 
+/// Writes a file readable by its owner only (keys among them).
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    o.open(path)?.write_all(bytes)
+}
+
 /// Writes the output directory all at once: a complete sibling directory is renamed into
 /// place, so DIR is never half-written.
 pub fn write_dir(dir: &Path, out: &Output) -> std::io::Result<()> {
@@ -82,6 +92,13 @@ pub fn write_dir(dir: &Path, out: &Output) -> std::io::Result<()> {
     std::fs::create_dir_all(tmp.join("tmp"))?;
     std::fs::write(tmp.join("nginx.conf"), &out.nginx_conf)?;
     std::fs::write(tmp.join("matches.json"), &out.matches_json)?;
+    for (rel, bytes) in &out.files {
+        let path = tmp.join(rel);
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        write_private(&path, bytes)?;
+    }
     if dir.exists() {
         let old = parent.join(format!(".{name}.old-{}", std::process::id()));
         std::fs::rename(dir, &old)?;

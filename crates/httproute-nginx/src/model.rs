@@ -217,6 +217,37 @@ struct Namespace {
     metadata: Meta,
 }
 
+/// A `Secret` of type `kubernetes.io/tls`: `data` (base64) or `stringData`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Secret {
+    metadata: Meta,
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    data: BTreeMap<String, String>,
+    #[serde(default)]
+    string_data: BTreeMap<String, String>,
+}
+
+impl Secret {
+    /// (certificate chain, private key) as PEM bytes.
+    fn tls(&self) -> Result<(Vec<u8>, Vec<u8>), (String, String)> {
+        use base64::Engine as _;
+        let field = |k: &str| -> Result<Vec<u8>, (String, String)> {
+            if let Some(v) = self.string_data.get(k) {
+                return Ok(v.as_bytes().to_vec());
+            }
+            let v = self.data.get(k).ok_or_else(|| (format!("data.{k}"), "missing".to_owned()))?;
+            let clean: String = v.chars().filter(|c| !c.is_whitespace()).collect();
+            base64::engine::general_purpose::STANDARD
+                .decode(clean)
+                .map_err(|e| (format!("data.{k}"), format!("not base64: {e}")))
+        };
+        Ok((field("tls.crt")?, field("tls.key")?))
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct HttpRoute {
     pub metadata: Meta,
@@ -485,6 +516,8 @@ pub struct Inputs {
     pub grants: Vec<ReferenceGrant>,
     /// Labels of the `Namespace` objects given (for `allowedRoutes` selectors).
     pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// TLS Secrets given: `namespace/name` -> (certificate chain, key), PEM.
+    pub secrets: BTreeMap<String, (Vec<u8>, Vec<u8>)>,
     /// Fields we do not support yet, each reported once: (field, where first seen).
     pub unsupported: BTreeMap<String, String>,
     pub files: Vec<PathBuf>,
@@ -624,6 +657,15 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
             "ReferenceGrant" => {
                 let g: ReferenceGrant = typed(v, &here)?;
                 inputs.grants.push(g);
+            }
+            "Secret" => {
+                let s: Secret = typed(v, &here)?;
+                if s.kind == "kubernetes.io/tls" {
+                    let pem = s.tls().map_err(|(f, m)| here(f, m))?;
+                    inputs
+                        .secrets
+                        .insert(format!("{}/{}", s.metadata.namespace, s.metadata.name), pem);
+                }
             }
             "Namespace" => {
                 let n: Namespace = typed(v, &here)?;

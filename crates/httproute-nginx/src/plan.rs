@@ -19,6 +19,9 @@ pub const INTERNAL_PREFIX: &str = "/_httproute-internal/";
 pub struct Plan {
     pub ports: Vec<PortPlan>,
     pub warnings: Vec<String>,
+    /// The TLS Secrets listeners use that came with the manifests (written next to
+    /// nginx.conf): `namespace/name` -> (certificate chain, key).
+    pub secrets: BTreeMap<String, (Vec<u8>, Vec<u8>)>,
 }
 
 #[derive(Debug)]
@@ -423,7 +426,12 @@ pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
     }
     warnings.sort();
     warnings.dedup();
-    Plan { ports: out, warnings }
+    let secrets = listeners
+        .iter()
+        .flat_map(|l| l.certificates.iter())
+        .filter_map(|c| inputs.secrets.get(c).map(|pem| (c.clone(), pem.clone())))
+        .collect();
+    Plan { ports: out, warnings, secrets }
 }
 
 fn host_rank(e: &Option<String>) -> (usize, usize) {

@@ -573,3 +573,39 @@ fn mirrors() {
     assert!(conf.contains("location = /_httproute-internal/mirror-0-0 { internal; if ($httproute_split_0 = \"\") { return 204; } "), "{conf}");
     assert!(conf.contains("proxy_pass http://default_m_80$request_uri; }"), "{conf}");
 }
+
+#[test]
+fn tls_secrets_in_the_manifests_are_written_next_to_nginx_conf() {
+    let gw = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: a, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: s}, {name: t}]}}\n---\n";
+    // "crt" and "key" in base64; `t` is given on the command line instead.
+    let secret = |name: &str| {
+        format!(
+            "kind: Secret\nmetadata: {{name: {name}}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: Y3J0, tls.key: a2V5}}\n---\n"
+        )
+    };
+    let mut o = opts(Carrier::Preload);
+    o.certificates.insert("default/t".into(), ("/etc/t.crt".into(), "/etc/t.key".into()));
+    let dir = std::env::temp_dir().join(format!("hr-secret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), format!("{gw}{}{}", secret("s"), secret("t"))).unwrap();
+    let (out, warnings) = generate(std::slice::from_ref(&dir), &BackendMap::new(), &o).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        out.files.keys().collect::<Vec<_>>(),
+        ["certs/default_s.crt", "certs/default_s.key"]
+    );
+    assert_eq!(out.files["certs/default_s.key"], b"key");
+    assert!(out.nginx_conf.contains(r#"ssl_certificate "certs/default_s.crt";"#));
+    assert!(out.nginx_conf.contains(r#"ssl_certificate "/etc/t.crt";"#));
+    let target = dir.join("out");
+    httproute_nginx::write_dir(&target, &out).unwrap();
+    let key = target.join("certs/default_s.key");
+    assert_eq!(std::fs::read(&key).unwrap(), b"key");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+    // Bad base64 is an input error with its field.
+    let bad = "kind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/tls\ndata: {tls.crt: \"%%\", tls.key: a2V5}\n";
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    let e = httproute_nginx::model::load_text(Path::new("s.yaml"), bad, &mut inputs).unwrap_err();
+    assert!(e.to_string().starts_with("s.yaml, document 0, data.tls.crt: not base64"), "{e}");
+}
