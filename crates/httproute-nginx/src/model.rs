@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde::de::DeserializeSeed as _;
 use serde_json::Value;
 
 /// An input problem: where (file, document, field) and what.
@@ -574,7 +575,7 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
 pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), InputError> {
     let mut docs = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let v = Value::deserialize(doc).map_err(|e| InputError {
+        let v = Strict.deserialize(doc).map_err(|e| InputError {
             file: file.to_owned(),
             document: Some(i),
             field: String::new(),
@@ -699,6 +700,70 @@ fn validate_allowed(a: &AllowedRoutes) -> Result<(), (String, String)> {
         }
     }
     Ok(())
+}
+
+/// A document as a JSON value, refusing duplicate keys in any mapping (YAML would keep the
+/// last silently: two objects run together without `---` would merge into a wrong one).
+struct Strict;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Strict {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(Strict)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Strict {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a YAML or JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(Strict)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Strict)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if out.contains_key(&k) {
+                return Err(serde::de::Error::custom(format_args!("duplicate key {k:?}")));
+            }
+            let v = map.next_value_seed(Strict)?;
+            out.insert(k, v);
+        }
+        Ok(Value::Object(out))
+    }
 }
 
 fn note(inputs: &mut Inputs, what: String, file: &Path, doc: usize) {

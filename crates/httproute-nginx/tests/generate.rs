@@ -609,3 +609,13 @@ fn tls_secrets_in_the_manifests_are_written_next_to_nginx_conf() {
     let e = httproute_nginx::model::load_text(Path::new("s.yaml"), bad, &mut inputs).unwrap_err();
     assert!(e.to_string().starts_with("s.yaml, document 0, data.tls.crt: not base64"), "{e}");
 }
+
+#[test]
+fn duplicate_keys_are_input_errors() {
+    // Two objects run together without `---`: the second's keys would silently replace the
+    // first's.
+    let text = "kind: Namespace\nmetadata: {name: a}\nkind: Gateway\nmetadata: {name: gw}\nspec: {listeners: []}\n";
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    let e = httproute_nginx::model::load_text(Path::new("d.yaml"), text, &mut inputs).unwrap_err();
+    assert!(e.to_string().contains("duplicate key \"kind\""), "{e}");
+}
