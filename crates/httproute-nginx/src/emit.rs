@@ -77,18 +77,12 @@ fn single_quote(s: &str) -> String {
 pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     let mut conf = String::new();
     let mut matches: BTreeMap<String, Value> = BTreeMap::new();
-    let mut upstreams: BTreeMap<String, String> = BTreeMap::new();
-    let mut splits = String::new();
     let mut servers = String::new();
-    let mut split_n = 0usize;
-    let mut needs_dollar = false;
-    let mut raw_path = false;
-    // `map`s the header filters need (http level).
-    let mut maps = String::new();
+    let mut http = Http::default();
 
     for port in &plan.ports {
         if port.tls {
-            sni_map(port, &mut maps);
+            http.sni_map(port);
         }
         for (si, server) in port.servers.iter().enumerate() {
             let mut listen = match &opts.listen_address {
@@ -146,7 +140,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                         // `set` would read a `$` of a regex as a variable; NGINX has no escape
                         // for it, so it comes from a variable that holds "$" (see DOLLAR).
                         let t = if text.contains('$') {
-                            needs_dollar = true;
+                            http.dollar = true;
                             single_quote(&text.replace('$', "${httproute_dollar}"))
                         } else {
                             single_quote(&text)
@@ -161,102 +155,12 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
             let used: BTreeSet<usize> =
                 server.locations.iter().flat_map(|l| l.candidates.iter().map(|c| c.rule)).collect();
             for ri in used {
-                let rule = &server.rules[ri];
-                let name = rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
-                let _ =
-                    writeln!(servers, "        # {} rule {}{name}", rule.route, rule.rule_index);
-                let loc = format!("location = {INTERNAL_PREFIX}{ri}");
-                let path = rule
-                    .redirect
-                    .as_ref()
-                    .and_then(|r| r.path.as_ref())
-                    .or_else(|| rule.rewrite.as_ref().and_then(|r| r.path.as_ref()))
-                    .map(|p| set_path(p, &rule.match_prefix, &mut needs_dollar, &mut raw_path));
-                if let Some(r) = &rule.redirect {
-                    // A redirect answers by itself: backendRefs are not used.
-                    let url = redirect_url(r, port.port, path.is_some());
-                    let _ = writeln!(
-                        servers,
-                        "        {loc} {{ internal; {}return {} {url}; }}",
-                        path.as_deref().unwrap_or(""),
-                        r.status_code
-                    );
-                    continue;
-                }
-                // The URI sent upstream: the client's own, or the rewritten path.
-                let (set, uri) = match &path {
-                    Some(set) => (set.as_str(), "$httproute_path$is_args$args"),
-                    None => ("", "$request_uri"),
-                };
-                let total: u64 = rule.backends.iter().map(|b| u64::from(b.2)).sum::<u64>()
-                    + u64::from(rule.invalid_weight);
-                if rule.backends.is_empty() || total == 0 {
-                    let _ = writeln!(servers, "        {loc} {{ internal; return 500; }}");
-                    continue;
-                }
-                for (up, addr, _) in &rule.backends {
-                    upstreams.insert(up.clone(), addr.clone());
-                }
-                let mut proxy = proxy_directives(rule, &mut maps, &mut needs_dollar);
-                for (k, (up, addr, share)) in rule.mirrors.iter().enumerate() {
-                    if *share <= 0.0 {
-                        continue;
-                    }
-                    upstreams.insert(up.clone(), addr.clone());
-                    let path = format!("{INTERNAL_PREFIX}mirror-{ri}-{k}");
-                    let _ = write!(proxy, " mirror {path};");
-                    // A share below 1 is drawn per request; the others' mirror subrequest ends
-                    // at once, with no upstream.
-                    let gate = if *share < 1.0 {
-                        let var = format!("$httproute_split_{split_n}");
-                        split_n += 1;
-                        let pct = (share * 10000.0).round() / 100.0;
-                        let _ = writeln!(
-                            splits,
-                            "\n    split_clients \"${{request_id}}m\" {var} {{\n        {pct:.2}% 1;\n        * \"\";\n    }}"
-                        );
-                        format!("if ({var} = \"\") {{ return 204; }} ")
-                    } else {
-                        String::new()
-                    };
-                    let _ = writeln!(
-                        mirror_locs,
-                        "        location = {path} {{ internal; {gate}proxy_http_version 1.1; \
-                         proxy_set_header Host $host; proxy_set_header Connection \"\"; \
-                         proxy_pass http://{up}$request_uri; }}"
-                    );
-                }
-                let proxy = &proxy;
-                if rule.backends.len() == 1 && rule.invalid_weight == 0 {
-                    let up = &rule.backends[0].0;
-                    let _ = writeln!(
-                        servers,
-                        "        {loc} {{ internal; {set}{proxy} proxy_pass http://{up}{uri}; }}"
-                    );
-                    continue;
-                }
-                let var = format!("$httproute_split_{split_n}");
-                split_n += 1;
-                let _ = writeln!(splits, "\n    split_clients $request_id {var} {{");
-                let mut shares: Vec<(String, u32)> =
-                    rule.backends.iter().map(|(u, _, w)| (u.clone(), *w)).collect();
-                if rule.invalid_weight > 0 {
-                    shares.push(("\"\"".to_owned(), rule.invalid_weight));
-                }
-                let last = shares.len() - 1;
-                for (i, (up, w)) in shares.iter().enumerate() {
-                    if i == last {
-                        let _ = writeln!(splits, "        * {up};");
-                    } else {
-                        let pct = (u64::from(*w) * 10000 / total) as f64 / 100.0;
-                        let _ = writeln!(splits, "        {pct:.2}% {up};");
-                    }
-                }
-                let _ = writeln!(splits, "    }}");
-                let _ = writeln!(
-                    servers,
-                    "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {set}{proxy} \
-                     proxy_pass http://{var}{uri}; }}"
+                http.rule_location(
+                    port.port,
+                    ri,
+                    &server.rules[ri],
+                    &mut servers,
+                    &mut mirror_locs,
                 );
             }
             servers.push_str(&mirror_locs);
@@ -278,17 +182,17 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     if opts.carrier == Carrier::Preload {
         conf.push_str("    http_matches_load matches.json;\n");
     }
-    if needs_dollar {
+    if http.dollar {
         conf.push_str(DOLLAR);
     }
-    conf.push_str(&maps);
-    if raw_path {
+    conf.push_str(&http.maps);
+    if http.raw_path {
         conf.push_str(RAW_PATH);
     }
-    for (up, addr) in &upstreams {
+    for (up, addr) in &http.upstreams {
         let _ = writeln!(conf, "\n    upstream {up} {{\n        server {addr};\n    }}");
     }
-    conf.push_str(&splits);
+    conf.push_str(&http.splits);
     conf.push_str(&servers);
     conf.push_str("}\n");
     let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";
@@ -306,57 +210,242 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     Ok(Output { nginx_conf: conf, matches_json, files })
 }
 
-/// A value in double quotes for nginx.conf: `\\` and `"` escaped, `$` spelled through the
-/// `$httproute_dollar` variable (NGINX has no escape for it), so it is never read as a variable.
-fn quote_value(v: &str, needs_dollar: &mut bool) -> String {
-    let q = quote(v);
-    if q.contains('$') {
-        *needs_dollar = true;
-        q.replace('$', "${httproute_dollar}")
-    } else {
-        q
-    }
+/// What the `http` block collects while the servers are written.
+#[derive(Default)]
+struct Http {
+    upstreams: BTreeMap<String, String>,
+    /// `split_clients` blocks.
+    splits: String,
+    /// `map`s: header filters, SNI.
+    maps: String,
+    split_n: usize,
+    /// `$httproute_dollar` is used.
+    dollar: bool,
+    /// `$httproute_raw_path` is used.
+    raw_path: bool,
 }
 
-/// Directives that leave the new path (no query) in `$httproute_path`. ReplacePrefixMatch
-/// swaps the matched prefix of the client's raw `$request_uri` path on a segment boundary;
-/// when the raw path does not start with the prefix as written (the client percent-encoded a
-/// character of it), the path stays as the client sent it (`$httproute_raw_path`, a `map`).
-fn set_path(
-    p: &PathModifier,
-    prefix: &str,
-    needs_dollar: &mut bool,
-    raw_path: &mut bool,
-) -> String {
-    let (replacement, prefix_only) = p.replacement();
-    if !prefix_only {
-        return format!("set $httproute_path {}; ", quote_value(replacement, needs_dollar));
+impl Http {
+    fn split_var(&mut self) -> String {
+        self.split_n += 1;
+        format!("$httproute_split_{}", self.split_n - 1)
     }
-    *raw_path = true;
-    // A regex in a quoted nginx.conf string: `\\c` there is `\c` to PCRE (a literal c). Path
-    // characters never include `"` or `\`.
-    let regex: String =
-        prefix
-            .trim_end_matches('/')
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '/' {
-                    c.to_string()
-                } else {
-                    format!("\\\\{c}")
+
+    /// The internal location of rule `ri` (a redirect, a 500, or a proxy with its filters and
+    /// weights), and its mirrors' locations into `mirror_locs`.
+    fn rule_location(
+        &mut self,
+        listener_port: u16,
+        ri: usize,
+        rule: &RulePlan,
+        out: &mut String,
+        mirror_locs: &mut String,
+    ) {
+        let name = rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+        let _ = writeln!(out, "        # {} rule {}{name}", rule.route, rule.rule_index);
+        let loc = format!("location = {INTERNAL_PREFIX}{ri}");
+        let path = rule
+            .redirect
+            .as_ref()
+            .and_then(|r| r.path.as_ref())
+            .or_else(|| rule.rewrite.as_ref().and_then(|r| r.path.as_ref()))
+            .map(|p| self.set_path(p, &rule.match_prefix));
+        if let Some(r) = &rule.redirect {
+            // A redirect answers by itself: backendRefs are not used.
+            let url = redirect_url(r, listener_port, path.is_some());
+            let _ = writeln!(
+                out,
+                "        {loc} {{ internal; {}return {} {url}; }}",
+                path.as_deref().unwrap_or(""),
+                r.status_code
+            );
+            return;
+        }
+        // The URI sent upstream: the client's own, or the rewritten path.
+        let (set, uri) = match &path {
+            Some(set) => (set.as_str(), "$httproute_path$is_args$args"),
+            None => ("", "$request_uri"),
+        };
+        let total: u64 = rule.backends.iter().map(|b| u64::from(b.2)).sum::<u64>()
+            + u64::from(rule.invalid_weight);
+        if rule.backends.is_empty() || total == 0 {
+            let _ = writeln!(out, "        {loc} {{ internal; return 500; }}");
+            return;
+        }
+        for (up, addr, _) in &rule.backends {
+            self.upstreams.insert(up.clone(), addr.clone());
+        }
+        let mut proxy = self.proxy(rule);
+        for (k, (up, addr, share)) in rule.mirrors.iter().enumerate() {
+            if *share <= 0.0 {
+                return;
+            }
+            self.upstreams.insert(up.clone(), addr.clone());
+            let path = format!("{INTERNAL_PREFIX}mirror-{ri}-{k}");
+            let _ = write!(proxy, " mirror {path};");
+            // A share below 1 is drawn per request; the others' mirror subrequest ends
+            // at once, with no upstream.
+            let gate = if *share < 1.0 {
+                let var = self.split_var();
+                let pct = (share * 10000.0).round() / 100.0;
+                let _ = writeln!(
+                    self.splits,
+                    "\n    split_clients \"${{request_id}}m\" {var} {{\n        {pct:.2}% 1;\n        * \"\";\n    }}"
+                );
+                format!("if ({var} = \"\") {{ return 204; }} ")
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                mirror_locs,
+                "        location = {path} {{ internal; {gate}proxy_http_version 1.1; \
+                 proxy_set_header Host $host; proxy_set_header Connection \"\"; \
+                 proxy_pass http://{up}$request_uri; }}"
+            );
+        }
+        let proxy = &proxy;
+        if rule.backends.len() == 1 && rule.invalid_weight == 0 {
+            let up = &rule.backends[0].0;
+            let _ = writeln!(
+                out,
+                "        {loc} {{ internal; {set}{proxy} proxy_pass http://{up}{uri}; }}"
+            );
+            return;
+        }
+        let var = self.split_var();
+        let _ = writeln!(self.splits, "\n    split_clients $request_id {var} {{");
+        let mut shares: Vec<(String, u32)> =
+            rule.backends.iter().map(|(u, _, w)| (u.clone(), *w)).collect();
+        if rule.invalid_weight > 0 {
+            shares.push(("\"\"".to_owned(), rule.invalid_weight));
+        }
+        let last = shares.len() - 1;
+        for (i, (up, w)) in shares.iter().enumerate() {
+            if i == last {
+                let _ = writeln!(self.splits, "        * {up};");
+            } else {
+                let pct = (u64::from(*w) * 10000 / total) as f64 / 100.0;
+                let _ = writeln!(self.splits, "        {pct:.2}% {up};");
+            }
+        }
+        let _ = writeln!(self.splits, "    }}");
+        let _ = writeln!(
+            out,
+            "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {set}{proxy} \
+             proxy_pass http://{var}{uri}; }}"
+        );
+    }
+
+    /// A value in double quotes for nginx.conf: `\\` and `"` escaped, `$` spelled through the
+    /// `$httproute_dollar` variable (NGINX has no escape for it), so it is never read as a variable.
+    fn value(&mut self, v: &str) -> String {
+        let q = quote(v);
+        if q.contains('$') {
+            self.dollar = true;
+            q.replace('$', "${httproute_dollar}")
+        } else {
+            q
+        }
+    }
+
+    /// Directives that leave the new path (no query) in `$httproute_path`. ReplacePrefixMatch
+    /// swaps the matched prefix of the client's raw `$request_uri` path on a segment boundary;
+    /// when the raw path does not start with the prefix as written (the client percent-encoded a
+    /// character of it), the path stays as the client sent it (`$httproute_raw_path`, a `map`).
+    fn set_path(&mut self, p: &PathModifier, prefix: &str) -> String {
+        let (replacement, prefix_only) = p.replacement();
+        if !prefix_only {
+            return format!("set $httproute_path {}; ", self.value(replacement));
+        }
+        self.raw_path = true;
+        let regex = regex_literal(prefix.trim_end_matches('/'));
+        // The prefix alone becomes the replacement as written; the prefix and more segments
+        // become the replacement (without its trailing `/`) and those segments.
+        let whole = self.value(replacement);
+        let base = self.value(replacement.trim_end_matches('/'));
+        let more = format!("{}${{httproute_rest}}\"", &base[..base.len() - 1]);
+        format!(
+            "set $httproute_path $httproute_raw_path; \
+             if ($request_uri ~ \"^{regex}(\\\\?|$)\") {{ set $httproute_path {whole}; }} \
+             if ($request_uri ~ \"^{regex}(?<httproute_rest>/[^?]*)\") {{ set $httproute_path {more}; }} "
+        )
+    }
+
+    /// The proxy directives of a rule's internal location, with its header filters.
+    fn proxy(&mut self, rule: &RulePlan) -> String {
+        let req = &rule.request_headers;
+        let resp = &rule.response_headers;
+        let touched = |n: &str| {
+            req.set
+                .iter()
+                .map(|h| &h.name)
+                .chain(req.add.iter().map(|h| &h.name))
+                .chain(&req.remove)
+                .any(|x| x.eq_ignore_ascii_case(n))
+        };
+        let mut out = String::from("proxy_http_version 1.1;");
+        if !touched("host") {
+            match rule.rewrite.as_ref().and_then(|r| r.hostname.as_deref()) {
+                Some(h) => {
+                    let _ = write!(out, " proxy_set_header Host {};", quote(h));
                 }
-            })
-            .collect();
-    // The prefix alone becomes the replacement as written; the prefix and more segments
-    // become the replacement (without its trailing `/`) and those segments.
-    let whole = quote_value(replacement, needs_dollar);
-    let base = quote_value(replacement.trim_end_matches('/'), needs_dollar);
-    let more = format!("{}${{httproute_rest}}\"", &base[..base.len() - 1]);
-    format!(
-        "set $httproute_path $httproute_raw_path; \
-         if ($request_uri ~ \"^{regex}(\\\\?|$)\") {{ set $httproute_path {whole}; }} \
-         if ($request_uri ~ \"^{regex}(?<httproute_rest>/[^?]*)\") {{ set $httproute_path {more}; }} "
-    )
+                None => out.push_str(" proxy_set_header Host $host;"),
+            }
+        }
+        if !touched("connection") {
+            out.push_str(" proxy_set_header Connection \"\";");
+        }
+        for h in &req.set {
+            let _ = write!(out, " proxy_set_header {} {};", h.name, self.value(&h.value));
+        }
+        for h in &req.add {
+            // Gateway API "add" appends to what the client sent: `name: sent,value`, or `value`
+            // when the client sent nothing. $http_NAME is the client's value (lines joined).
+            let var = format!("$httproute_add_{}", self.maps.matches("\n    map ").count());
+            let sent = format!("${{http_{}}}", h.name.to_ascii_lowercase().replace('-', "_"));
+            let value = self.value(&h.value);
+            let _ = write!(
+                self.maps,
+                "\n    map {sent} {var} {{\n        \"\" {value};\n        default \"{sent},{}\";\n    }}\n",
+                &value[1..value.len() - 1]
+            );
+            let _ = write!(out, " proxy_set_header {} {var};", h.name);
+        }
+        for n in &req.remove {
+            let _ = write!(out, " proxy_set_header {n} \"\";");
+        }
+        for h in &resp.set {
+            let _ = write!(
+                out,
+                " proxy_hide_header {}; add_header {} {} always;",
+                h.name,
+                h.name,
+                self.value(&h.value)
+            );
+        }
+        for h in &resp.add {
+            let _ = write!(out, " add_header {} {} always;", h.name, self.value(&h.value));
+        }
+        for n in &resp.remove {
+            let _ = write!(out, " proxy_hide_header {n};");
+        }
+        out
+    }
+
+    /// `$httproute_sni_PORT`: the `server_name` NGINX picks for the TLS handshake's SNI on an
+    /// HTTPS port (`hostnames` gives NGINX's own order: exact, then the longest wildcard), `-` for
+    /// an SNI no server names, empty without SNI.
+    fn sni_map(&mut self, port: &PortPlan) {
+        let _ = write!(
+            self.maps,
+            "\n    map $ssl_server_name $httproute_sni_{} {{\n        hostnames;\n        default \"-\";\n        \"\" \"\";\n",
+            port.port
+        );
+        for h in port.servers.iter().filter_map(|s| s.hostname.as_deref()) {
+            let _ = writeln!(self.maps, "        {h} {};", quote(h));
+        }
+        self.maps.push_str("    }\n");
+    }
 }
 
 /// `$httproute_raw_path`: the client's raw path, `$request_uri` without its query.
@@ -388,84 +477,6 @@ fn redirect_url(r: &RequestRedirect, listener: u16, new_path: bool) -> String {
     url
 }
 
-/// The proxy directives of a rule's internal location, with its header filters.
-fn proxy_directives(rule: &RulePlan, maps: &mut String, needs_dollar: &mut bool) -> String {
-    let req = &rule.request_headers;
-    let resp = &rule.response_headers;
-    let touched = |n: &str| {
-        req.set
-            .iter()
-            .map(|h| &h.name)
-            .chain(req.add.iter().map(|h| &h.name))
-            .chain(&req.remove)
-            .any(|x| x.eq_ignore_ascii_case(n))
-    };
-    let mut out = String::from("proxy_http_version 1.1;");
-    if !touched("host") {
-        match rule.rewrite.as_ref().and_then(|r| r.hostname.as_deref()) {
-            Some(h) => {
-                let _ = write!(out, " proxy_set_header Host {};", quote(h));
-            }
-            None => out.push_str(" proxy_set_header Host $host;"),
-        }
-    }
-    if !touched("connection") {
-        out.push_str(" proxy_set_header Connection \"\";");
-    }
-    for h in &req.set {
-        let _ =
-            write!(out, " proxy_set_header {} {};", h.name, quote_value(&h.value, needs_dollar));
-    }
-    for h in &req.add {
-        // Gateway API "add" appends to what the client sent: `name: sent,value`, or `value`
-        // when the client sent nothing. $http_NAME is the client's value (lines joined).
-        let var = format!("$httproute_add_{}", maps.matches("\n    map ").count());
-        let sent = format!("${{http_{}}}", h.name.to_ascii_lowercase().replace('-', "_"));
-        let value = quote_value(&h.value, needs_dollar);
-        let _ = write!(
-            maps,
-            "\n    map {sent} {var} {{\n        \"\" {value};\n        default \"{sent},{}\";\n    }}\n",
-            &value[1..value.len() - 1]
-        );
-        let _ = write!(out, " proxy_set_header {} {var};", h.name);
-    }
-    for n in &req.remove {
-        let _ = write!(out, " proxy_set_header {n} \"\";");
-    }
-    for h in &resp.set {
-        let _ = write!(
-            out,
-            " proxy_hide_header {}; add_header {} {} always;",
-            h.name,
-            h.name,
-            quote_value(&h.value, needs_dollar)
-        );
-    }
-    for h in &resp.add {
-        let _ =
-            write!(out, " add_header {} {} always;", h.name, quote_value(&h.value, needs_dollar));
-    }
-    for n in &resp.remove {
-        let _ = write!(out, " proxy_hide_header {n};");
-    }
-    out
-}
-
-/// `$httproute_sni_PORT`: the `server_name` NGINX picks for the TLS handshake's SNI on an
-/// HTTPS port (`hostnames` gives NGINX's own order: exact, then the longest wildcard), `-` for
-/// an SNI no server names, empty without SNI.
-fn sni_map(port: &PortPlan, maps: &mut String) {
-    let _ = write!(
-        maps,
-        "\n    map $ssl_server_name $httproute_sni_{} {{\n        hostnames;\n        default \"-\";\n        \"\" \"\";\n",
-        port.port
-    );
-    for h in port.servers.iter().filter_map(|s| s.hostname.as_deref()) {
-        let _ = writeln!(maps, "        {h} {};", quote(h));
-    }
-    maps.push_str("    }\n");
-}
-
 /// Certificates of an HTTPS server, and the Gateway API's listener isolation for TLS: a
 /// request whose Host selects another server than its SNI did answers 421 (Misdirected
 /// Request).
@@ -480,19 +491,25 @@ fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &mut String) 
     }
     // This server's own SNI value(s): its name, or for the catch-all, none or an unknown one.
     let own = match &server.hostname {
-        Some(h) => h
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c.to_string()
-                } else {
-                    format!("\\\\{c}")
-                }
-            })
-            .collect(),
+        Some(h) => regex_literal(h),
         None => "-".to_owned(),
     };
     let _ = writeln!(out, "        if ($httproute_sni_{port} !~ \"^(|{own})$\") {{ return 421; }}");
+}
+
+/// `s` as a PCRE literal inside a quoted nginx.conf string: every character but letters,
+/// digits, `/` and `-` is escaped, and the backslash doubled for nginx.conf (`\\.` there is
+/// `\.` to PCRE). Paths and hostnames never hold `"` or `\`.
+fn regex_literal(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '/' || c == '-' {
+                c.to_string()
+            } else {
+                format!("\\\\{c}")
+            }
+        })
+        .collect()
 }
 
 /// Where a Secret's certificate and key are expected, relative to nginx.conf.
