@@ -505,6 +505,19 @@ pub struct BackendRef {
     pub other: BTreeMap<String, Value>,
 }
 
+impl BackendRef {
+    /// The object it names, as a filter's backendRef would.
+    pub fn object(&self) -> ObjectRef {
+        ObjectRef {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            port: self.port,
+            kind: self.kind.clone(),
+            group: self.group.clone(),
+        }
+    }
+}
+
 fn default_weight() -> u32 {
     1
 }
@@ -831,14 +844,7 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                             format!("{} is not a redirect status", r.status_code),
                         ));
                     }
-                    if let Some(h) =
-                        r.hostname.as_deref().filter(|h| !valid_hostname(h) || h.starts_with('*'))
-                    {
-                        return Err((
-                            format!("{at}.requestRedirect.hostname"),
-                            format!("invalid hostname {h:?}"),
-                        ));
-                    }
+                    precise_hostname(r.hostname.as_deref(), || format!("{at}.requestRedirect"))?;
                     r.path.as_ref().map(|p| (p, format!("{at}.requestRedirect.path")))
                 }
                 "URLRewrite" => {
@@ -848,14 +854,7 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                             "required for type URLRewrite".into(),
                         ));
                     };
-                    if let Some(h) =
-                        r.hostname.as_deref().filter(|h| !valid_hostname(h) || h.starts_with('*'))
-                    {
-                        return Err((
-                            format!("{at}.urlRewrite.hostname"),
-                            format!("invalid hostname {h:?}"),
-                        ));
-                    }
+                    precise_hostname(r.hostname.as_deref(), || format!("{at}.urlRewrite"))?;
                     r.path.as_ref().map(|p| (p, format!("{at}.urlRewrite.path")))
                 }
                 "RequestMirror" => {
@@ -1007,6 +1006,16 @@ fn header_token(b: u8) -> bool {
 
 /// Characters a path value may hold in generated `location` text (RFC 3986 pchar and `/`,
 /// without `%`: NGINX matches locations on the decoded URI).
+/// A filter's `hostname`, if any: a hostname without wildcard.
+fn precise_hostname(h: Option<&str>, at: impl Fn() -> String) -> Result<(), (String, String)> {
+    match h {
+        Some(h) if !valid_hostname(h) || h.starts_with('*') => {
+            Err((format!("{}.hostname", at()), format!("invalid hostname {h:?}")))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn validate_modifier(m: &HeaderModifier) -> Result<(), (String, String)> {
     for (kind, list) in [("set", &m.set), ("add", &m.add)] {
         if list.len() > 16 {

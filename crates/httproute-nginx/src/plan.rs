@@ -6,8 +6,8 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{
-    AllowedRoutes, HeaderModifier, HttpRoute, Inputs, Match, ReferenceGrant, RequestRedirect,
-    UrlRewrite,
+    AllowedRoutes, HeaderModifier, HttpRoute, Inputs, Match, ObjectRef, ReferenceGrant,
+    RequestRedirect, UrlRewrite,
 };
 
 /// Where backends live: `namespace/name:port` -> `host:port`.
@@ -602,16 +602,7 @@ fn rule_plan(
     };
     let mirrors = rule.filters.iter().filter_map(|f| f.request_mirror.as_ref());
     for (mi, m) in mirrors.enumerate() {
-        let b = &m.backend_ref;
-        match resolve(
-            b.kind.as_deref(),
-            b.group.as_deref(),
-            &b.name,
-            b.namespace.as_deref(),
-            b.port,
-            ns,
-            refs,
-        ) {
+        match resolve(&m.backend_ref, ns, refs) {
             Ok((upstream, address)) => plan.mirrors.push((upstream, address, m.share())),
             Err(why) => warnings.push(format!(
                 "HTTPRoute {route} rules[{ri}]: RequestMirror {mi}: {why}; not mirrored"
@@ -623,15 +614,7 @@ fn rule_plan(
             continue;
         }
         let at = format!("HTTPRoute {route} rules[{ri}].backendRefs[{bi}]");
-        match resolve(
-            b.kind.as_deref(),
-            b.group.as_deref(),
-            &b.name,
-            b.namespace.as_deref(),
-            b.port,
-            ns,
-            refs,
-        ) {
+        match resolve(&b.object(), ns, refs) {
             Ok((upstream, address)) => plan.backends.push((upstream, address, b.weight)),
             Err(why) => {
                 warnings.push(format!("{at}: {why}; its share of requests answers 500"));
@@ -643,16 +626,10 @@ fn rule_plan(
 }
 
 /// A backend reference of a route in `ns`: (upstream name, host:port), or why it is unusable.
-fn resolve(
-    kind: Option<&str>,
-    group: Option<&str>,
-    name: &str,
-    namespace: Option<&str>,
-    port: Option<u16>,
-    ns: &str,
-    refs: &Refs<'_>,
-) -> Result<(String, String), String> {
-    let bns = namespace.unwrap_or(ns);
+fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<(String, String), String> {
+    let (kind, group, name, port) =
+        (r.kind.as_deref(), r.group.as_deref(), r.name.as_str(), r.port);
+    let bns = r.namespace.as_deref().unwrap_or(ns);
     if !matches!(kind, None | Some("Service")) || !matches!(group, None | Some("")) {
         return Err(format!("kind {:?} is not a Service", kind.unwrap_or("")));
     }
