@@ -41,11 +41,8 @@ function request()
   else return wrk.format("GET", "/v?n=" .. math.random(1, 5000), nil) end
 end
 LUA
-"$nginx" -p "$p/" -c conf/nginx.conf &
-master=$!
-trap 'kill -QUIT $master 2>/dev/null || true' EXIT
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
-worker=$(pgrep -P "$master" | head -n 1)
+start_nginx "$nginx" "$p" "$port"
+worker=$(pgrep -P "$master" | sed -n 1p)
 rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$worker/status"; }
 run() { # seconds [request limit] -> requests done
   local out
@@ -67,7 +64,7 @@ while [ "$total" -lt "$target" ]; do
 done
 last=$(rss)
 echo "first=$first kB last=$last kB peak=$peak kB drift=$((last - first)) kB margin=$margin kB"
-if [ "$worker" != "$(pgrep -P "$master" | head -n 1)" ]; then echo "FAIL: the worker was replaced"; exit 1; fi
+if [ "$worker" != "$(pgrep -P "$master" | sed -n 1p)" ]; then echo "FAIL: the worker was replaced"; exit 1; fi
 if grep -qE "exited on signal|\[alert\]" "$p/logs/error.log"; then echo "FAIL: error log"; exit 1; fi
 # The $http_matches cache really churned (it empties itself past 1,024 distinct values).
 flushes=$(grep -c "cache of compiled values was emptied" "$p/logs/error.log" || true)

@@ -12,9 +12,10 @@ once=${1:-}
 scripts/install-deps.sh curl
 export NGX_CONFIGURE_ARGS=${NGX_CONFIGURE_ARGS:---with-debug}
 echo "building the module (the first build also builds NGINX 1.28, about a minute)..."
-out=$(scripts/build.sh 2>/dev/null) || { scripts/build.sh; exit 1; }
-module=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
-nginx=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
+# shellcheck source=scripts/lib/built.sh
+. scripts/lib/built.sh
+# Quiet unless it fails; then again with the build's output.
+build_module 2>/dev/null || { scripts/build.sh; exit 1; }
 
 prefix=$root/.scratch/run
 # shellcheck source=scripts/lib/prefix.sh

@@ -39,10 +39,7 @@ function done(summary, latency, requests)
   io.write(string.format("answers: old=%d new=%d bad=%d\n", o, n, b))
 end
 LUA
-"$nginx" -p "$p/" -c conf/nginx.conf &
-master=$!
-trap 'kill -QUIT $master 2>/dev/null || true' EXIT
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
+start_nginx "$nginx" "$p" "$port"
 # Connection: close by default. With keep-alive, an old worker closing its idle connections at
 # a reload races with the client's next request on them (HTTP/1.1 allows it; clients retry),
 # which wrk counts as a read error whatever the module does: KEEPALIVE=1 shows it.

@@ -23,14 +23,15 @@ pub(crate) const MAX_VALUES: usize = 1024;
 
 /// A compiled value (or why it could not be used), with the value it came from.
 pub(crate) struct Entry {
-    source: Box<[u8]>,
+    /// Also the key of `Cache::by_value` (one copy of the value).
+    source: Rc<[u8]>,
     pub(crate) compiled: Result<CompiledList, String>,
 }
 
 #[derive(Default)]
 struct Cache {
     /// Per syntax: value -> entry (one map per syntax, so a lookup borrows the value).
-    by_value: [HashMap<Box<[u8]>, Rc<Entry>>; 3],
+    by_value: [HashMap<Rc<[u8]>, Rc<Entry>>; 3],
     /// (syntax, address, length) -> entry; checked against `Entry::source`. FxHash: SipHash
     /// of the key cost ~280 instructions per request, and addresses are not chosen by clients.
     by_address: FxHashMap<(usize, usize, usize), Rc<Entry>>,
@@ -79,8 +80,9 @@ pub(crate) fn get(syntax: Syntax, value: &[u8]) -> (Rc<Entry>, Lookup) {
             c.by_address.clear();
         }
         let compiled = route_match::compile_list(value, syntax).map_err(|e| e.to_string());
-        let entry = Rc::new(Entry { source: value.into(), compiled });
-        c.by_value[s].insert(value.into(), entry.clone());
+        let source: Rc<[u8]> = value.into();
+        let entry = Rc::new(Entry { source: source.clone(), compiled });
+        c.by_value[s].insert(source, entry.clone());
         c.by_address.insert(address, entry.clone());
         (entry, Lookup::Compiled(flushed))
     })

@@ -18,6 +18,7 @@ use ngx::{ngx_log_debug_mask, ngx_log_error};
 use route_match::{MatchList, Outcome, RequestView};
 
 use crate::cache::{self, Lookup};
+use crate::conf::MainConf;
 use crate::util::{pool_str, text, var};
 use crate::{HttpMatchesModule, guard};
 
@@ -156,7 +157,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             let stable = !matches!(source, Source::Variable);
             // SAFETY: `r` is valid (see above) and nobody else holds references into it now;
             // `path` outlives the request when `stable`.
-            unsafe { redirect(r, path, entry, stable) }
+            unsafe { redirect(r, mcf, path, entry, stable) }
         }
         Outcome::NoMatch => {
             ngx_log_debug_mask!(
@@ -178,6 +179,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
 /// Unless `stable`, `path` may die before the request and is copied into its pool.
 unsafe fn redirect(
     r: *mut ngx_http_request_t,
+    mcf: &MainConf,
     path: &str,
     entry: usize,
     stable: bool,
@@ -197,10 +199,8 @@ unsafe fn redirect(
         let (Some(mut uri), Some(entry_str)) = (uri, pool_str((*r).pool, entry_text)) else {
             return fail(log, format_args!("out of memory"));
         };
-        if let Some(mcf) = HttpMatchesModule::main_conf(&*r) {
-            store_variable(r, mcf.var_redirect, uri);
-            store_variable(r, mcf.var_entry, entry_str);
-        }
+        store_variable(r, mcf.var_redirect, uri);
+        store_variable(r, mcf.var_entry, entry_str);
         if path.starts_with('@') {
             ngx_http_named_location(r, &mut uri)
         } else {

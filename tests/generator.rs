@@ -205,26 +205,17 @@ fn backends() -> (Nginx, BackendMap, u16, u16) {
     // The backends, the backend NGINX's own port and the gateway's: all distinct.
     let ports = free_ports(BACKENDS.len() + 3);
     for (name, &port) in BACKENDS.iter().zip(&ports) {
-        if *name == "mirror" {
+        let answer = match *name {
             // Records what it is sent; its answers go nowhere.
-            body.push_str(&format!(
-                "server {{ listen 127.0.0.1:{port}; access_log logs/mirror.log; return 200; }}\n"
-            ));
-        } else if *name == "rw" {
-            body.push_str(&format!(
-                "server {{ listen 127.0.0.1:{port}; return 200 \"rw $host $request_uri\\n\"; }}\n"
-            ));
-        } else if *name == "echo" {
+            "mirror" => "access_log logs/mirror.log; return 200;".to_owned(),
+            "rw" => "return 200 \"rw $host $request_uri\\n\";".to_owned(),
             // Shows the request headers it got, and sends one the route's filter removes.
-            body.push_str(&format!(
-                "server {{ listen 127.0.0.1:{port}; add_header X-Backend-Secret yes; \
-                 return 200 \"echo set=[$http_x_set] add=[$http_x_add] gone=[$http_x_gone]\\n\"; }}\n"
-            ));
-        } else {
-            body.push_str(&format!(
-                "server {{ listen 127.0.0.1:{port}; return 200 \"{name} $request_uri\\n\"; }}\n"
-            ));
-        }
+            "echo" => "add_header X-Backend-Secret yes; \
+                       return 200 \"echo set=[$http_x_set] add=[$http_x_add] gone=[$http_x_gone]\\n\";"
+                .to_owned(),
+            _ => format!("return 200 \"{name} $request_uri\\n\";"),
+        };
+        body.push_str(&format!("server {{ listen 127.0.0.1:{port}; {answer} }}\n"));
         map.insert(format!("default/{name}:80"), format!("127.0.0.1:{port}"));
     }
     body.push_str("server { listen 127.0.0.1:{PORT}; return 404; }\n");

@@ -137,14 +137,8 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                         format!("http_matches {t};")
                     }
                     Carrier::Variable => {
-                        // `set` would read a `$` of a regex as a variable; NGINX has no escape
-                        // for it, so it comes from a variable that holds "$" (see DOLLAR).
-                        let t = if text.contains('$') {
-                            http.dollar = true;
-                            single_quote(&text.replace('$', "${httproute_dollar}"))
-                        } else {
-                            single_quote(&text)
-                        };
+                        // `set` would read a `$` of a regex as a variable.
+                        let t = http.dollars(single_quote(&text));
                         check_token(&t, &key)?;
                         format!("set $http_matches {t}; http_matches;")
                     }
@@ -339,13 +333,17 @@ impl Http {
     /// A value in double quotes for nginx.conf: `\\` and `"` escaped, `$` spelled through the
     /// `$httproute_dollar` variable (NGINX has no escape for it), so it is never read as a variable.
     fn value(&mut self, v: &str) -> String {
-        let q = quote(v);
-        if q.contains('$') {
-            self.dollar = true;
-            q.replace('$', "${httproute_dollar}")
-        } else {
-            q
+        self.dollars(quote(v))
+    }
+
+    /// `text` (a quoted nginx.conf value) with each `$` spelled `${httproute_dollar}`: NGINX
+    /// has no escape for a dollar sign in a value that takes variables (see DOLLAR).
+    fn dollars(&mut self, text: String) -> String {
+        if !text.contains('$') {
+            return text;
         }
+        self.dollar = true;
+        text.replace('$', "${httproute_dollar}")
     }
 
     /// Directives that leave the new path (no query) in `$httproute_path`. ReplacePrefixMatch

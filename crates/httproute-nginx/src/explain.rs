@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use route_match::{Outcome, RequestView, Syntax};
 
 use crate::emit::entry;
-use crate::plan::{Loc, PathKind, Plan};
+use crate::plan::{Loc, PathKind, Plan, wildcard_covers};
 
 pub struct Request {
     pub port: Option<u16>,
@@ -33,13 +33,6 @@ impl RequestView for Request {
     }
 }
 
-fn host_matches(server: &str, host: &str) -> bool {
-    match server.strip_prefix('*') {
-        Some(suffix) => host.len() > suffix.len() && host.ends_with(suffix),
-        None => server == host,
-    }
-}
-
 /// The explanation text and the HTTP status NGINX would answer (200 for a route).
 pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
     let mut out = String::new();
@@ -56,11 +49,7 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
         .or_else(|| {
             port.servers
                 .iter()
-                .filter(|s| {
-                    s.hostname
-                        .as_deref()
-                        .is_some_and(|h| h.starts_with('*') && host_matches(h, &host))
-                })
+                .filter(|s| s.hostname.as_deref().is_some_and(|h| wildcard_covers(h, &host)))
                 .max_by_key(|s| s.hostname.as_ref().map_or(0, String::len))
         })
         .or_else(|| port.servers.iter().find(|s| s.hostname.is_none()));

@@ -167,7 +167,9 @@ pub fn normalize_prefix(v: &str) -> String {
     if t.is_empty() { "/".to_owned() } else { t.to_owned() }
 }
 
-fn wildcard_covers(wild: &str, host: &str) -> bool {
+/// Whether wildcard hostname `wild` (`*.example.com`) covers `host`; false for a name
+/// without wildcard.
+pub(crate) fn wildcard_covers(wild: &str, host: &str) -> bool {
     match wild.strip_prefix('*') {
         Some(suffix) => host.len() > suffix.len() && host.ends_with(suffix),
         None => false,

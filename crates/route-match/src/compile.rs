@@ -10,13 +10,13 @@ use core::ops::Range;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use std::collections::HashSet;
+
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use std::collections::HashSet;
-
 use crate::eval::{Body, Bytes, Entry, HeaderCond, MatchList, ParamCond, PathCond, Test};
-use crate::parse::{self, ParseError, RawList, Syntax, key_path};
+use crate::parse::{self, ParseError, RawList, Syntax, is_match_type, is_typed_string, key_path};
 use crate::pattern::Pattern;
 
 /// A malformed entry, found at compile time. The entry answers an error when a request reaches
@@ -98,9 +98,7 @@ pub(crate) fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, 
         Syntax::Untyped => false,
         // A first pass that only looks at strings: the lists are then compiled one by one
         // as they are parsed, never all held as JSON trees.
-        Syntax::Auto => {
-            parse::file_is_typed(json, &|s, sep| type_of(s, sep).is_some_and(is_match_type))
-        }
+        Syntax::Auto => parse::file_is_typed(json),
     };
     let mut c = Compiler::new(typed);
     // Identical lists (NGF writes one per hostname) are compiled once: keyed by their canonical
@@ -142,23 +140,11 @@ fn resolve_syntax<'a>(syntax: Syntax, lists: impl IntoIterator<Item = &'a RawLis
                     .into_iter()
                     .flatten()
                     .filter_map(Value::as_str)
-                    .any(|s| type_of(s, sep).is_some_and(is_match_type))
+                    .any(|s| is_typed_string(s, sep))
             };
             strings("headers", ':') || strings("params", '=')
         }),
     }
-}
-
-fn is_match_type(t: &str) -> bool {
-    t == "Exact" || t == "RegularExpression"
-}
-
-/// The text between the first two separators, if there are two.
-fn type_of(s: &str, sep: char) -> Option<&str> {
-    let mut it = s.splitn(3, sep);
-    it.next();
-    let t = it.next()?;
-    it.next().map(|_| t)
 }
 
 struct Compiler {
@@ -181,21 +167,7 @@ impl Compiler {
     }
 
     fn intern(&mut self, b: &[u8]) -> Bytes {
-        if let Some(s) = self.strings.get(b) {
-            return s.clone();
-        }
-        let s: Bytes = b.into();
-        self.strings.insert(s.clone());
-        s
-    }
-
-    fn intern_redirect(&mut self, p: &str) -> Arc<str> {
-        if let Some(s) = self.redirects.get(p) {
-            return s.clone();
-        }
-        let s: Arc<str> = p.into();
-        self.redirects.insert(s.clone());
-        s
+        intern(&mut self.strings, b)
     }
 
     fn list(&mut self, raw: &RawList, key: Option<&str>, warnings: &mut Vec<Warning>) -> MatchList {
@@ -235,7 +207,7 @@ impl Compiler {
         if redirect.is_none() {
             problems.push("no redirectPath: the entry answers 500 when it matches".to_owned());
         }
-        let redirect = redirect.map(|p| self.intern_redirect(p));
+        let redirect = redirect.map(|p| intern(&mut self.redirects, p));
         (Entry { body, redirect }, problems)
     }
 
@@ -351,6 +323,19 @@ impl Compiler {
     }
 }
 
+/// The shared copy of `v` in `set`, made on first sight.
+fn intern<T: ?Sized + Eq + core::hash::Hash>(set: &mut HashSet<Arc<T>>, v: &T) -> Arc<T>
+where
+    Arc<T>: for<'a> From<&'a T>,
+{
+    if let Some(s) = set.get(v) {
+        return s.clone();
+    }
+    let s: Arc<T> = v.into();
+    set.insert(s.clone());
+    s
+}
+
 fn redirect_path(obj: &Map<String, Value>) -> Result<Option<&str>, String> {
     match obj.get("redirectPath") {
         None | Some(Value::Null) => Ok(None),
@@ -433,7 +418,7 @@ mod tests {
             let json = format!("{{{}}}", body.join(","));
             let tree = parse::parse_file(json.as_bytes()).unwrap();
             let want = resolve_syntax(Syntax::Auto, tree.iter().map(|(_, l)| l));
-            let got = parse::file_is_typed(json.as_bytes(), &|s, sep| type_of(s, sep).is_some_and(is_match_type));
+            let got = parse::file_is_typed(json.as_bytes());
             prop_assert_eq!(got, want, "{}", json);
         }
     }

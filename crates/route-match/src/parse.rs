@@ -123,30 +123,41 @@ pub(crate) fn parse_file(json: &[u8]) -> Result<Vec<(String, RawList)>, ParseErr
     Ok(out)
 }
 
+pub(crate) fn is_match_type(t: &str) -> bool {
+    t == "Exact" || t == "RegularExpression"
+}
+
+/// Whether a header (`sep` `:`) or param (`=`) string is written typed: `Exact` or
+/// `RegularExpression` between its first two separators.
+pub(crate) fn is_typed_string(s: &str, sep: char) -> bool {
+    let mut it = s.splitn(3, sep);
+    it.next();
+    matches!((it.next(), it.next()), (Some(t), Some(_)) if is_match_type(t))
+}
+
 /// Whether any header or param string of the file is typed (contract section 3), found
 /// without building JSON trees. Syntax errors count as "no": the real parse reports them.
-pub(crate) fn file_is_typed(json: &[u8], is_typed: &dyn Fn(&str, char) -> bool) -> bool {
+pub(crate) fn file_is_typed(json: &[u8]) -> bool {
     let mut de = serde_json::Deserializer::from_slice(json);
-    Detect { depth: 0, sep: None, is_typed }.deserialize(&mut de).unwrap_or(false)
+    Detect { depth: 0, sep: None }.deserialize(&mut de).unwrap_or(false)
 }
 
 /// Walks any JSON; at depth 3 (file -> list -> entry -> field), the strings of a `headers` or
 /// `params` array are tested.
-struct Detect<'a> {
+struct Detect {
     depth: u8,
     /// The separator of the field being walked (`:` for headers, `=` for params).
     sep: Option<char>,
-    is_typed: &'a dyn Fn(&str, char) -> bool,
 }
 
-impl<'de> DeserializeSeed<'de> for Detect<'_> {
+impl<'de> DeserializeSeed<'de> for Detect {
     type Value = bool;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Detect<'_> {
+impl<'de> Visitor<'de> for Detect {
     type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -162,7 +173,7 @@ impl<'de> Visitor<'de> for Detect<'_> {
                 (2, "params") => Some('='),
                 _ => None,
             };
-            let next = Detect { depth: self.depth.saturating_add(1), sep, is_typed: self.is_typed };
+            let next = Detect { depth: self.depth.saturating_add(1), sep };
             let f = map.next_value_seed(next)?;
             match sep {
                 Some(':') => headers = f,
@@ -176,16 +187,14 @@ impl<'de> Visitor<'de> for Detect<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
         let mut found = false;
         let depth = self.depth.saturating_add(1);
-        while let Some(f) =
-            seq.next_element_seed(Detect { depth, sep: self.sep, is_typed: self.is_typed })?
-        {
+        while let Some(f) = seq.next_element_seed(Detect { depth, sep: self.sep })? {
             found |= f;
         }
         Ok(found)
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
-        Ok(self.depth == 4 && self.sep.is_some_and(|sep| (self.is_typed)(v, sep)))
+        Ok(self.depth == 4 && self.sep.is_some_and(|sep| is_typed_string(v, sep)))
     }
 
     fn visit_bool<E>(self, _: bool) -> Result<bool, E> {

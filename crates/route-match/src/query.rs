@@ -27,22 +27,16 @@ pub(crate) struct Params<'q> {
     inline: [(Span, Span); INLINE],
     n: usize,
     /// Every pair, once there are more than INLINE; stably sorted by name when there are
-    /// SORT_FROM or more, so the first of equal names is still the first occurrence.
+    /// SORT_FROM or more (see `sorted`), so the first of equal names is still the first
+    /// occurrence.
     spill: Vec<(Span, Span)>,
-    sorted: bool,
 }
 
 impl<'q> Params<'q> {
     pub(crate) fn parse(raw: &'q [u8]) -> Params<'q> {
         let raw = &raw[..raw.len().min(u32::MAX as usize)];
-        let mut p = Params {
-            raw,
-            buf: Vec::new(),
-            inline: Default::default(),
-            n: 0,
-            spill: Vec::new(),
-            sorted: false,
-        };
+        let mut p =
+            Params { raw, buf: Vec::new(), inline: Default::default(), n: 0, spill: Vec::new() };
         // One pass: segment start, its first `=`, and whether name or value needs decoding.
         let (mut start, mut eq, mut escaped_name, mut escaped_value) = (0, None, false, false);
         for i in 0..=raw.len() {
@@ -64,13 +58,17 @@ impl<'q> Params<'q> {
                 Some(_) => {}
             }
         }
-        if p.spill.len() >= SORT_FROM {
+        if p.sorted() {
             let mut spill = core::mem::take(&mut p.spill);
             spill.sort_by(|a, b| p.bytes(&a.0).cmp(p.bytes(&b.0)));
             p.spill = spill;
-            p.sorted = true;
         }
         p
+    }
+
+    /// Whether lookups use the sorted index (many pairs) rather than a scan in query order.
+    fn sorted(&self) -> bool {
+        self.spill.len() >= SORT_FROM
     }
 
     fn push(&mut self, item: (Span, Span)) {
@@ -124,7 +122,7 @@ impl<'q> Params<'q> {
     /// The value of the first occurrence of `name`, if any.
     pub(crate) fn first(&self, name: &[u8]) -> Option<&[u8]> {
         let items = self.items();
-        let found = if self.sorted {
+        let found = if self.sorted() {
             let i = items.partition_point(|(n, _)| self.bytes(n) < name);
             items.get(i).filter(|(n, _)| self.bytes(n) == name)
         } else {
@@ -182,7 +180,7 @@ mod tests {
             assert_eq!(p.first(format!("k{n}").as_bytes()), Some(&b"v0"[..]), "{n}");
             assert_eq!(p.first(b"space"), Some(&b"a b"[..]), "{n}");
             assert_eq!(p.first(b"k0"), None, "{n}");
-            assert_eq!(p.sorted, n + 2 >= SORT_FROM, "{n}");
+            assert_eq!(p.sorted(), n + 2 >= SORT_FROM, "{n}");
         }
     }
 
