@@ -7,9 +7,11 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -54,6 +56,29 @@ pub fn nginx_has_debug() -> bool {
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
+/// The directory every scratch prefix of this test process lives in, created mode 0700: as
+/// for a checkout under `/root`, NGINX's workers (`nobody` when the tests run as root) cannot
+/// reach anything below it. So a test passes only if the configuration under test answers
+/// without the workers reading files from the prefix (no static fallthrough, no temp files).
+fn private_root() -> &'static PathBuf {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("private-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("private scratch root");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .expect("chmod 0700 the scratch root");
+        dir
+    })
+}
+
+/// A new, unused path `e2e-NAME-N` under [`private_root`].
+fn scratch_path(name: &str) -> PathBuf {
+    let n = SEQ.fetch_add(1, Ordering::SeqCst);
+    private_root().join(format!("e2e-{name}-{n}"))
+}
+
 /// A scratch prefix: conf/, logs/, tmp/.
 pub struct Prefix {
     pub dir: PathBuf,
@@ -84,10 +109,7 @@ impl Prefix {
 
     /// As `new`, on a port the caller chose (e.g. one of `free_ports`).
     pub fn new_on(name: &str, http_body: &str, files: &[(&str, &str)], port: u16) -> Prefix {
-        let n = SEQ.fetch_add(1, Ordering::SeqCst);
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("e2e-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch_path(name);
         for sub in ["conf", "logs", "tmp"] {
             std::fs::create_dir_all(dir.join(sub)).expect("scratch dir");
         }
@@ -101,9 +123,7 @@ impl Prefix {
 
     /// A scratch directory name for other files (generated configurations).
     pub fn scratch(name: &str) -> PathBuf {
-        let n = SEQ.fetch_add(1, Ordering::SeqCst);
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("e2e-{name}-{}-{n}", std::process::id()))
+        scratch_path(name)
     }
 
     /// An existing configuration directory (e.g. written by httproute-nginx).
