@@ -121,9 +121,32 @@ fn regex(c: &mut Criterion) {
     c.bench_function("regex_param_wins", |b| b.iter(|| black_box(list.evaluate(black_box(&r)))));
 }
 
+/// The hostile case of tests/hostile.rs: five catastrophic patterns, four 64 KiB lines of
+/// comma elements. Bounded by the default regex budget (5 ms) plus the walk over the elements.
+fn hostile(c: &mut Criterion) {
+    let patterns = ["^(a+)+$", "^(a|aa)+$", "^(a|a?)+$", "^(a*)*$", "^([a-z]+a?)*$"];
+    let entries: Vec<String> = patterns
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            format!(r#"{{"headers":["x:RegularExpression:{p}"],"redirectPath":"/r{i}"}}"#)
+        })
+        .collect();
+    let list = compile(&format!(r#"[{},{{"any":true,"redirectPath":"/any"}}]"#, entries.join(",")));
+    let line = "aaaaaaaaaaaaaaaaaaaa!,".repeat(64 * 1024 / 22);
+    let lines: Vec<(&str, &str)> = (0..4).map(|_| ("x", line.as_str())).collect();
+    let r = req(&lines, "");
+    let mut g = c.benchmark_group("hostile");
+    g.sample_size(10);
+    g.bench_function("5_catastrophic_x_4_lines_64k", |b| {
+        b.iter(|| black_box(list.evaluate(black_box(&r))))
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
-    targets = blog, long, long_regex, regex
+    targets = blog, long, long_regex, regex, hostile
 }
 criterion_main!(benches);

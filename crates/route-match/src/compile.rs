@@ -77,6 +77,10 @@ impl CompiledFile {
     pub fn is_empty(&self) -> bool {
         self.lists.is_empty()
     }
+    /// Every (key, list); a list shared by several keys comes once per key.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &MatchList)> {
+        self.lists.iter().map(|(k, l)| (&**k, &**l))
+    }
     /// Number of distinct lists (identical lists under several keys are compiled once).
     pub fn distinct(&self) -> usize {
         self.distinct

@@ -3,9 +3,13 @@
 //! The common path (method and header conditions) allocates nothing. The query string is
 //! decoded at most once per request, and only when an entry with a param condition is reached.
 
-use core::cell::{Cell, OnceCell};
+use core::cell::{Cell, OnceCell, RefCell};
 use core::fmt;
+use core::time::Duration;
 use std::sync::Arc;
+use std::time::Instant;
+
+use rustc_hash::FxHashMap;
 
 use crate::index::{Candidates, Index};
 use crate::pattern::Pattern;
@@ -24,9 +28,18 @@ pub trait RequestView {
     /// dot segments resolved, merged slashes). Only entries with a `path` condition read it.
     fn path(&self) -> &[u8];
     /// Called (at most once per evaluation) when a regex gave up: the match limit or the JIT
-    /// stack was exhausted. The condition counts as not matched.
+    /// stack was exhausted, or the evaluation's regex budget was spent. The condition (and,
+    /// once the budget is spent, every later regex condition) counts as not matched.
     fn regex_failed(&self, _entry: usize, _pattern: &str, _why: &str) {}
+    /// The most time all regex match attempts of one evaluation may take together, counted
+    /// from the first attempt; `None`: no bound but the per-attempt step limit.
+    fn regex_budget(&self) -> Option<Duration> {
+        Some(DEFAULT_REGEX_BUDGET)
+    }
 }
+
+/// The regex budget of an evaluation unless the [`RequestView`] says otherwise.
+pub const DEFAULT_REGEX_BUDGET: Duration = Duration::from_millis(5);
 
 /// The result of evaluating a request against a list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,24 +160,66 @@ pub(crate) enum Test {
     Regex(Arc<Pattern>),
 }
 
-/// Per-evaluation state: the lazily decoded query, and whether a regex failure was reported.
+/// Per-evaluation state: the lazily decoded query, the regex budget and the answers already
+/// known, and whether a regex failure was reported.
 struct Ctx<'r, R: ?Sized> {
     req: &'r R,
     params: OnceCell<Params<'r>>,
-    reported: Cell<bool>,
+    /// The first regex that gave up (entry, pattern, why), reported when the evaluation ends.
+    failed: RefCell<Option<(usize, Box<str>, String)>>,
+    budget: Budget,
+    memo: RefCell<Memo>,
+    /// Match attempts made (memo hits excluded).
+    attempts: Cell<usize>,
 }
 
-impl<R: RequestView + ?Sized> Ctx<'_, R> {
+impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
+    fn new(req: &'r R) -> Self {
+        Ctx {
+            req,
+            params: OnceCell::new(),
+            failed: RefCell::new(None),
+            budget: Budget::new(req.regex_budget()),
+            memo: RefCell::new(Memo::default()),
+            attempts: Cell::new(0),
+        }
+    }
+
+    /// One regex condition on one subject. Within an evaluation every subject is borrowed
+    /// from the request (or the decoded query) and stays where it is, so (pattern, subject
+    /// address, length) names one question: asked again (the same pattern in several entries),
+    /// it is answered from the memo, not matched again.
     fn regex(&self, p: &Pattern, subject: &[u8], entry: usize) -> bool {
-        match p.is_match(subject) {
+        if self.budget.spent() {
+            // Every regex condition after the budget ran out counts as not matched.
+            return false;
+        }
+        let key = (core::ptr::from_ref(p) as usize, subject.as_ptr() as usize, subject.len());
+        if let Some(known) = self.memo.borrow().get(key) {
+            return known;
+        }
+        let answer = match self.budget.steps() {
+            None => Err("the regex budget of this request is spent".to_owned()),
+            Some(steps) => {
+                let r = p.is_match_within(subject, steps).map_err(|e| e.0);
+                self.budget.charge();
+                self.attempts.set(self.attempts.get() + 1);
+                r
+            }
+        };
+        let matched = match answer {
             Ok(m) => m,
-            Err(e) => {
-                if !self.reported.replace(true) {
-                    self.req.regex_failed(entry, p.as_str(), &e.0);
+            Err(_) if self.budget.spent() && self.failed.borrow().is_some() => return false,
+            Err(why) => {
+                let mut failed = self.failed.borrow_mut();
+                if failed.is_none() {
+                    *failed = Some((entry, p.as_str().into(), why));
                 }
                 false
             }
-        }
+        };
+        self.memo.borrow_mut().put(key, matched);
+        matched
     }
 
     /// Exact: the value equals the whole line or one OWS-trimmed comma element of it.
@@ -221,6 +276,135 @@ impl<R: RequestView + ?Sized> Ctx<'_, R> {
     }
 }
 
+impl<R: RequestView + ?Sized> Ctx<'_, R> {
+    /// Reports the first regex that gave up, once, saying whether the budget ran out.
+    fn finish<T>(self, outcome: T) -> T {
+        if let Some((entry, pattern, why)) = self.failed.take() {
+            if self.budget.spent() {
+                let budget = self.budget.limit.unwrap_or_default();
+                let why = format!(
+                    "{why}; then the regex budget of the request ({budget:?}) was spent, so \
+                     every later regex condition counted as not matched"
+                );
+                self.req.regex_failed(entry, &pattern, &why);
+            } else {
+                self.req.regex_failed(entry, &pattern, &why);
+            }
+        }
+        outcome
+    }
+}
+
+/// Counts heap bytes for [`MatchList::memory`].
+#[derive(Default)]
+struct Heap {
+    total: usize,
+    seen: std::collections::HashSet<usize>,
+}
+
+impl Heap {
+    /// One allocation of `size` bytes, as malloc holds it.
+    fn block(&mut self, size: usize) {
+        if size > 0 {
+            self.total += malloc_size(size);
+        }
+    }
+    /// An allocation that several owners may share: counted once.
+    fn shared(&mut self, ptr: *const u8, size: usize) {
+        if self.seen.insert(ptr as usize) {
+            self.block(size);
+        }
+    }
+    fn bytes(&mut self, b: &Bytes) {
+        self.shared(Arc::as_ptr(b).cast::<u8>(), 16 + b.len());
+    }
+    fn pattern(&mut self, p: &Arc<Pattern>) {
+        if self.seen.insert(Arc::as_ptr(p) as usize) {
+            self.block(16 + core::mem::size_of::<Pattern>());
+            self.total += p.memory();
+        }
+    }
+}
+
+/// What malloc (glibc) holds for a request of `size` bytes: an 8-byte header, 16-byte
+/// granules, 32 bytes at least.
+pub(crate) fn malloc_size(size: usize) -> usize {
+    ((size + 8).div_ceil(16) * 16).max(32)
+}
+
+/// The time all regex attempts of one evaluation may take. The clock is read after each
+/// attempt (a read costs about 20 ns; an attempt 50 ns and up); the budget is counted from the
+/// end of the first attempt, which, like any attempt, is bounded by its step limit. An
+/// attempt is given at most as many steps as nanoseconds remain (a step costs a few), so the
+/// last one cannot run far past the deadline either.
+struct Budget {
+    limit: Option<Duration>,
+    /// Set after the first attempt.
+    deadline: Cell<Option<Instant>>,
+    /// The clock after the last attempt.
+    now: Cell<Option<Instant>>,
+}
+
+impl Budget {
+    fn new(limit: Option<Duration>) -> Budget {
+        Budget { limit, deadline: Cell::new(None), now: Cell::new(None) }
+    }
+
+    /// The steps the next attempt may take, `None` when the budget is spent.
+    fn steps(&self) -> Option<u32> {
+        let (Some(now), Some(deadline)) = (self.now.get(), self.deadline.get()) else {
+            return Some(u32::MAX);
+        };
+        let left = deadline.checked_duration_since(now).filter(|d| !d.is_zero())?;
+        Some(u32::try_from(left.as_nanos()).unwrap_or(u32::MAX))
+    }
+
+    /// After an attempt: reads the clock (and starts the budget after the first one).
+    fn charge(&self) {
+        let Some(limit) = self.limit else { return };
+        let now = Instant::now();
+        self.now.set(Some(now));
+        if self.deadline.get().is_none() {
+            // `None` (no deadline) only if the budget is too long to add to the clock.
+            self.deadline.set(now.checked_add(limit));
+        }
+    }
+
+    fn spent(&self) -> bool {
+        matches!((self.now.get(), self.deadline.get()), (Some(n), Some(d)) if n >= d)
+    }
+}
+
+/// Answers of regex attempts in one evaluation, keyed by (pattern, subject address, length).
+/// The first few live inline (most requests ask few questions), the rest in a map.
+#[derive(Default)]
+struct Memo {
+    inline: [(usize, usize, usize, bool); MEMO_INLINE],
+    len: usize,
+    more: Option<FxHashMap<(usize, usize, usize), bool>>,
+}
+
+const MEMO_INLINE: usize = 8;
+
+impl Memo {
+    fn get(&self, key: (usize, usize, usize)) -> Option<bool> {
+        let found = self.inline[..self.len].iter().find(|e| (e.0, e.1, e.2) == key);
+        match found {
+            Some(e) => Some(e.3),
+            None => self.more.as_ref()?.get(&key).copied(),
+        }
+    }
+
+    fn put(&mut self, key: (usize, usize, usize), answer: bool) {
+        if self.len < MEMO_INLINE {
+            self.inline[self.len] = (key.0, key.1, key.2, answer);
+            self.len += 1;
+        } else {
+            self.more.get_or_insert_with(FxHashMap::default).insert(key, answer);
+        }
+    }
+}
+
 fn trim_ows(s: &[u8]) -> &[u8] {
     let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
     let start = s.iter().position(|b| !is_ows(b)).unwrap_or(s.len());
@@ -239,6 +423,59 @@ impl MatchList {
         self.entries.len()
     }
 
+    /// The redirect paths of the entries, with their 0-based index (entries without one are
+    /// left out). For load-time checks such as "does this named location exist".
+    pub fn redirects(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.entries.iter().enumerate().filter_map(|(i, e)| Some((i, e.redirect.as_deref()?)))
+    }
+
+    /// About how many bytes of heap the compiled list holds: entries, conditions, strings,
+    /// the index and PCRE2's compiled patterns, each shared one counted once, each allocation
+    /// with malloc's header and rounding. (`tests/memory_estimate.rs` holds it to what is
+    /// really freed.) Strings interned across the lists of one file are counted in each.
+    pub fn memory(&self) -> usize {
+        use core::mem::size_of;
+        let mut m = Heap::default();
+        m.block(size_of::<MatchList>());
+        m.block(self.entries.len() * size_of::<Entry>());
+        for e in self.entries.iter() {
+            if let Some(r) = &e.redirect {
+                m.shared(Arc::as_ptr(r).cast::<u8>(), 16 + r.len());
+            }
+            match &e.body {
+                Body::Any => {}
+                Body::Invalid(reason) => m.block(reason.len()),
+                Body::When { path, method, headers, params } => {
+                    if let Some(v) = method {
+                        m.bytes(v);
+                    }
+                    match path {
+                        None => {}
+                        Some(PathCond::Exact(p) | PathCond::Prefix(p)) => m.block(p.len()),
+                        Some(PathCond::Regex(p)) => m.pattern(p),
+                    }
+                    m.block(headers.len() * size_of::<HeaderCond>());
+                    m.block(params.len() * size_of::<ParamCond>());
+                    let conds = headers
+                        .iter()
+                        .map(|h| (&h.name, &h.test))
+                        .chain(params.iter().map(|p| (&p.name, &p.test)));
+                    for (name, test) in conds {
+                        m.bytes(name);
+                        match test {
+                            Test::Exact(v) => m.bytes(v),
+                            Test::Regex(p) => m.pattern(p),
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(index) = &self.index {
+            m.total += index.memory();
+        }
+        m.total
+    }
+
     /// Whether the list has no entries (never true for a parsed list).
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
@@ -247,21 +484,29 @@ impl MatchList {
     /// Evaluates `req`: the first satisfied entry wins; entries after it are never looked at.
     /// A malformed entry reached before a winner is an error.
     pub fn evaluate<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
-        let cx = Ctx { req, params: OnceCell::new(), reported: Cell::new(false) };
-        if let Some(index) = &self.index {
-            if let Some(candidates) = self.candidates(index, &cx) {
-                return self.first_of(candidates, &cx);
-            }
-        }
-        self.first_of(0..self.entries.len(), &cx)
+        self.evaluate_counting(req).0
     }
 
     /// [`MatchList::evaluate`] without the index: every entry in order. For tests that check
     /// the index changes no outcome.
     #[doc(hidden)]
     pub fn evaluate_linear<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
-        let cx = Ctx { req, params: OnceCell::new(), reported: Cell::new(false) };
-        self.first_of(0..self.entries.len(), &cx)
+        let cx = Ctx::new(req);
+        let outcome = self.first_of(0..self.entries.len(), &cx);
+        cx.finish(outcome)
+    }
+
+    /// [`MatchList::evaluate`], also telling how many regex match attempts it made (answers
+    /// reused within the evaluation are not attempts). For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn evaluate_counting<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, usize) {
+        let cx = Ctx::new(req);
+        let outcome = match self.index.as_ref().and_then(|index| self.candidates(index, &cx)) {
+            Some(candidates) => self.first_of(candidates, &cx),
+            None => self.first_of(0..self.entries.len(), &cx),
+        };
+        let attempts = cx.attempts.get();
+        (cx.finish(outcome), attempts)
     }
 
     /// Whether the list is long enough to be indexed.

@@ -60,6 +60,28 @@ fn keys_of(e: &Entry) -> Vec<Key> {
 }
 
 impl Index {
+    /// Heap bytes held (see `MatchList::memory`); the keys' strings are the entries' own.
+    pub(crate) fn memory(&self) -> usize {
+        use crate::eval::malloc_size;
+        use core::mem::size_of;
+        let vec = |cap: usize, item: usize| if cap == 0 { 0 } else { malloc_size(cap * item) };
+        let postings = |p: &Postings| {
+            // hashbrown: one block of buckets plus a control byte per bucket and a group.
+            let buckets = p.capacity().next_power_of_two().max(4) * 8 / 7;
+            malloc_size(buckets * (size_of::<(Bytes, Vec<u32>)>() + 1) + 16)
+                + p.values().map(|v| vec(v.capacity(), 4)).sum::<usize>()
+        };
+        let groups = |g: &Vec<(Box<[u8]>, Postings)>| {
+            vec(g.capacity(), size_of::<(Box<[u8]>, Postings)>())
+                + g.iter().map(|(n, p)| malloc_size(n.len()) + postings(p)).sum::<usize>()
+        };
+        groups(&self.headers)
+            + groups(&self.params)
+            + vec(self.methods.capacity(), size_of::<(Bytes, Vec<u32>)>())
+            + self.methods.iter().map(|(_, v)| vec(v.capacity(), 4)).sum::<usize>()
+            + vec(self.rest.capacity(), 4)
+    }
+
     pub(crate) fn build(entries: &[Entry]) -> Option<Index> {
         if entries.len() < MIN_ENTRIES || entries.len() > u32::MAX as usize {
             return None;

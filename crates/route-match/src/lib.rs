@@ -7,8 +7,8 @@
 //! the first entry the request satisfies wins.
 //!
 //! The crate knows nothing about NGINX: a request is seen through [`RequestView`] (method bytes,
-//! header lines in arrival order, raw query bytes). Semantics are those of the project contract,
-//! sections 3-5 (`shared/design/contract.md`):
+//! header lines in arrival order, raw query bytes). Semantics are those of the README's
+//! "Match lists" section (this repository's reference for them):
 //! - header names compare case-insensitively; a header condition holds on any whole line value
 //!   or any OWS-trimmed comma element of any line with that name;
 //! - a param condition uses the first occurrence of the (decoded) name; empty counts as absent;
@@ -28,7 +28,7 @@ mod pattern;
 mod query;
 
 pub use compile::{CompiledFile, CompiledList, Warning};
-pub use eval::{EvalError, MatchList, Outcome, RequestView};
+pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, MatchList, Outcome, RequestView};
 pub use parse::{ParseError, Syntax};
 pub use pattern::{MATCH_LIMIT, Pattern};
 

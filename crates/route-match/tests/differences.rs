@@ -170,8 +170,15 @@ fn odd_bytes_are_data() {
     req.query = b"%ff=%00&k=\xfe".to_vec();
     let l = one(r#""headers":["x-a:RegularExpression:."],"params":["k=Exact=v"]"#);
     assert_eq!(run(&l, &req), "404");
+    // Matched in place (PCRE2_MATCH_INVALID_UTF), never copied: an invalid byte is not the
+    // U+FFFD njs saw, and matches no item of a pattern; the valid text around it does.
     let l = one(r#""params":["k=RegularExpression=^\ufffd$"]"#);
-    assert_eq!(run(&l, &req), "-> /hit", "invalid UTF-8 is matched as U+FFFD, as njs saw it");
+    assert_eq!(run(&l, &req), "404", "invalid UTF-8 is not U+FFFD");
+    let l = one(r#""params":["k=RegularExpression=."]"#);
+    assert_eq!(run(&l, &req), "404", "an invalid byte matches no item");
+    req.query = b"k=v1\xfe".to_vec();
+    let l = one(r#""params":["k=RegularExpression=^v[0-9]"]"#);
+    assert_eq!(run(&l, &req), "-> /hit", "valid text before an invalid byte matches");
 }
 
 #[test]

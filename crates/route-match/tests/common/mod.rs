@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::cell::RefCell;
+use std::time::Duration;
 
 use route_match::{MatchList, Outcome, RequestView, Syntax};
 
@@ -12,6 +13,8 @@ pub struct Req {
     pub query: Vec<u8>,
     pub path: Vec<u8>,
     pub regex_failures: RefCell<Vec<String>>,
+    /// `Some(b)`: the regex budget `b` instead of the default.
+    pub budget: Option<Option<Duration>>,
 }
 
 impl Req {
@@ -47,6 +50,9 @@ impl RequestView for Req {
     }
     fn regex_failed(&self, entry: usize, pattern: &str, why: &str) {
         self.regex_failures.borrow_mut().push(format!("{entry} {pattern} {why}"));
+    }
+    fn regex_budget(&self) -> Option<Duration> {
+        self.budget.unwrap_or(Some(route_match::DEFAULT_REGEX_BUDGET))
     }
 }
 

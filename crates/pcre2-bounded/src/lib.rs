@@ -1,0 +1,315 @@
+//! PCRE2 (8-bit) as route-match needs it: a pattern compiled once (JIT when available), then
+//! matched with limits chosen for each call.
+//!
+//! The `pcre2` crate has no way to set a match context, so its matches can only be bounded by
+//! a `(*LIMIT_MATCH=N)` prefix fixed at compile time; it cannot compile with
+//! `PCRE2_MATCH_INVALID_UTF` (so a subject that is not UTF-8 had to be copied first), and it
+//! does not tell how much memory a compiled pattern holds. This crate is the thin layer over
+//! `pcre2-sys` that does those three things, and nothing else. It is the project's second
+//! piece of glue to C (the NGINX module is the first): every `unsafe` block says why it is
+//! sound.
+//!
+//! Dialect: `PCRE2_UTF | PCRE2_MATCH_INVALID_UTF` and PCRE2's defaults otherwise (ASCII `\d\s\w`,
+//! `$` also before a final newline), the dialect of njs's `RegExp` on NGINX and of
+//! `location ~` with UTF on. A subject that is not valid UTF-8 is matched as it is: an invalid
+//! sequence never matches any item of a pattern, but the valid text around it can match.
+
+use core::cell::RefCell;
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+use pcre2_sys::{
+    PCRE2_ERROR_DEPTHLIMIT, PCRE2_ERROR_HEAPLIMIT, PCRE2_ERROR_JIT_STACKLIMIT,
+    PCRE2_ERROR_MATCHLIMIT, PCRE2_ERROR_NOMATCH, PCRE2_INFO_JITSIZE, PCRE2_INFO_SIZE,
+    PCRE2_JIT_COMPLETE, PCRE2_MATCH_INVALID_UTF, PCRE2_UTF, pcre2_code_8, pcre2_code_free_8,
+    pcre2_compile_8, pcre2_get_error_message_8, pcre2_jit_compile_8, pcre2_jit_match_8,
+    pcre2_match_8, pcre2_match_context_8, pcre2_match_context_create_8, pcre2_match_data_8,
+    pcre2_match_data_create_8, pcre2_pattern_info_8, pcre2_set_depth_limit_8,
+    pcre2_set_heap_limit_8, pcre2_set_match_limit_8,
+};
+
+/// A compiled pattern. Immutable once built: PCRE2 documents compiled code (JIT included) as
+/// safe to match from several threads at once, each with its own match data.
+pub struct Regex {
+    code: NonNull<pcre2_code_8>,
+    /// Bytes the compiled pattern holds: the code plus its JIT machine code.
+    memory: usize,
+    jit: bool,
+}
+
+// SAFETY: a compiled pattern is never written after `Regex::new` returns (PCRE2 only reads it
+// while matching; all per-match state lives in the match data and context, which are
+// per-thread here), so moving or sharing it between threads is sound.
+unsafe impl Send for Regex {}
+// SAFETY: as above.
+unsafe impl Sync for Regex {}
+
+/// Why a pattern does not compile: PCRE2's message and the offset in the pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileError {
+    /// PCRE2's text, e.g. "missing terminating ] for character class".
+    pub message: String,
+    /// Byte offset in the pattern where PCRE2 stopped.
+    pub offset: usize,
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at offset {}", self.message, self.offset)
+    }
+}
+
+/// The bounds of one match call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most times PCRE2 may call its internal match function (interpreter) or take a
+    /// backtracking step (JIT): the bound on the work of the call.
+    pub match_steps: u32,
+    /// The most nested backtracking frames (interpreter) or depth (JIT ignores it).
+    pub depth: u32,
+    /// The most heap the interpreter may use for backtracking frames, in KiB (JIT uses its
+    /// own stack and ignores it).
+    pub heap_kib: u32,
+}
+
+/// What stopped a match call before it could answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchError {
+    /// `Limits::match_steps` was reached.
+    MatchLimit,
+    /// `Limits::depth` was reached.
+    DepthLimit,
+    /// `Limits::heap_kib` was reached.
+    HeapLimit,
+    /// The JIT stack ran out.
+    JitStackLimit,
+    /// Any other PCRE2 error code (e.g. out of memory).
+    Other(i32),
+}
+
+impl MatchError {
+    fn from_code(rc: i32) -> MatchError {
+        match rc {
+            PCRE2_ERROR_MATCHLIMIT => MatchError::MatchLimit,
+            PCRE2_ERROR_DEPTHLIMIT => MatchError::DepthLimit,
+            PCRE2_ERROR_HEAPLIMIT => MatchError::HeapLimit,
+            PCRE2_ERROR_JIT_STACKLIMIT => MatchError::JitStackLimit,
+            other => MatchError::Other(other),
+        }
+    }
+}
+
+impl fmt::Display for MatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MatchError::MatchLimit => f.write_str("match limit exceeded"),
+            MatchError::DepthLimit => f.write_str("depth limit exceeded"),
+            MatchError::HeapLimit => f.write_str("heap limit exceeded"),
+            MatchError::JitStackLimit => f.write_str("JIT stack limit exceeded"),
+            MatchError::Other(code) => f.write_str(&error_message(*code)),
+        }
+    }
+}
+
+/// PCRE2's text for an error code.
+fn error_message(code: i32) -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: PCRE2 writes at most `buf.len()` bytes (NUL included) into `buf` and returns
+    // the length without the NUL, or a negative code.
+    let n = unsafe { pcre2_get_error_message_8(code, buf.as_mut_ptr(), buf.len()) };
+    match usize::try_from(n) {
+        Ok(n) => String::from_utf8_lossy(&buf[..n.min(buf.len())]).into_owned(),
+        Err(_) => format!("PCRE2 error {code}"),
+    }
+}
+
+impl Regex {
+    /// Compiles `pattern`, then JIT-compiles it when this PCRE2 can (else the interpreter
+    /// runs it, bounded by the same limits).
+    pub fn new(pattern: &str) -> Result<Regex, CompileError> {
+        let (mut code, mut offset) = (0i32, 0usize);
+        // SAFETY: the pattern pointer and length describe a live byte slice (PCRE2 reads it
+        // during the call only); the error outputs are valid for writes; a null compile context
+        // means PCRE2's defaults.
+        let raw = unsafe {
+            pcre2_compile_8(
+                pattern.as_ptr(),
+                pattern.len(),
+                PCRE2_UTF | PCRE2_MATCH_INVALID_UTF,
+                &mut code,
+                &mut offset,
+                ptr::null_mut(),
+            )
+        };
+        let Some(code_ptr) = NonNull::new(raw) else {
+            return Err(CompileError { message: error_message(code), offset });
+        };
+        // SAFETY: `code_ptr` is a freshly compiled pattern that nothing else references.
+        let jit = unsafe { pcre2_jit_compile_8(code_ptr.as_ptr(), PCRE2_JIT_COMPLETE) } == 0;
+        let mut re = Regex { code: code_ptr, memory: 0, jit };
+        re.memory =
+            re.info_size(PCRE2_INFO_SIZE) + if jit { re.info_size(PCRE2_INFO_JITSIZE) } else { 0 };
+        Ok(re)
+    }
+
+    fn info_size(&self, what: u32) -> usize {
+        let mut size: usize = 0;
+        // SAFETY: for PCRE2_INFO_SIZE and PCRE2_INFO_JITSIZE PCRE2 writes one size_t to the
+        // given address; `self.code` is a valid compiled pattern.
+        let rc = unsafe { pcre2_pattern_info_8(self.code.as_ptr(), what, (&raw mut size).cast()) };
+        if rc == 0 { size } else { 0 }
+    }
+
+    /// Bytes held by the compiled pattern (code and JIT machine code).
+    pub fn memory(&self) -> usize {
+        self.memory
+    }
+
+    /// Whether the pattern was JIT-compiled.
+    pub fn is_jit(&self) -> bool {
+        self.jit
+    }
+
+    /// Unanchored search of `subject` within `limits`. Never copies the subject.
+    pub fn is_match(&self, subject: &[u8], limits: Limits) -> Result<bool, MatchError> {
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let Some(s) = scratch.get_or_insert_with(Scratch::new) else {
+                return Err(MatchError::Other(pcre2_sys::PCRE2_ERROR_NOMEMORY));
+            };
+            // SAFETY: `s.context` and `s.data` were created by PCRE2 and are only used by
+            // this thread (thread-local); the subject pointer and length describe a live
+            // slice; `self.code` is a valid compiled pattern. The setters only store a value.
+            let rc = unsafe {
+                pcre2_set_match_limit_8(s.context.as_ptr(), limits.match_steps);
+                pcre2_set_depth_limit_8(s.context.as_ptr(), limits.depth);
+                pcre2_set_heap_limit_8(s.context.as_ptr(), limits.heap_kib);
+                // The JIT entry point skips pcre2_match's checks of its arguments, which hold
+                // here by construction.
+                let run = if self.jit { pcre2_jit_match_8 } else { pcre2_match_8 };
+                run(
+                    self.code.as_ptr(),
+                    subject.as_ptr(),
+                    subject.len(),
+                    0,
+                    0,
+                    s.data.as_ptr(),
+                    s.context.as_ptr(),
+                )
+            };
+            if rc >= 0 {
+                Ok(true)
+            } else if rc == PCRE2_ERROR_NOMATCH {
+                Ok(false)
+            } else {
+                Err(MatchError::from_code(rc))
+            }
+        })
+    }
+}
+
+impl Drop for Regex {
+    fn drop(&mut self) {
+        // SAFETY: `self.code` came from pcre2_compile_8 and is freed exactly once, here.
+        unsafe { pcre2_code_free_8(self.code.as_ptr()) };
+    }
+}
+
+impl fmt::Debug for Regex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Regex").field("memory", &self.memory).field("jit", &self.jit).finish()
+    }
+}
+
+/// One thread's match data (one ovector pair: only "is there a match" is asked) and match
+/// context (the limits of the current call). Made on the thread's first match, kept for its
+/// life: an NGINX worker is one thread.
+struct Scratch {
+    data: NonNull<pcre2_match_data_8>,
+    context: NonNull<pcre2_match_context_8>,
+}
+
+impl Scratch {
+    fn new() -> Option<Scratch> {
+        // SAFETY: null general contexts mean PCRE2's malloc/free; the results are checked.
+        let (data, context) = unsafe {
+            (
+                pcre2_match_data_create_8(1, ptr::null_mut()),
+                pcre2_match_context_create_8(ptr::null_mut()),
+            )
+        };
+        Some(Scratch { data: NonNull::new(data)?, context: NonNull::new(context)? })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // SAFETY: both were created by PCRE2 for this thread and are freed once, here.
+        unsafe {
+            pcre2_sys::pcre2_match_data_free_8(self.data.as_ptr());
+            pcre2_sys::pcre2_match_context_free_8(self.context.as_ptr());
+        }
+    }
+}
+
+thread_local! {
+    /// `None` inside: not made yet; `Some(None)`: PCRE2 could not allocate it.
+    static SCRATCH: RefCell<Option<Option<Scratch>>> = const { RefCell::new(None) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WIDE: Limits =
+        Limits { match_steps: 10_000_000, depth: 10_000_000, heap_kib: 20_000_000 };
+
+    fn m(p: &str, s: &[u8]) -> bool {
+        Regex::new(p).unwrap().is_match(s, WIDE).unwrap()
+    }
+
+    #[test]
+    fn matches_and_misses() {
+        assert!(m("b+c", b"abbbcd"));
+        assert!(!m("^b", b"abc"));
+        assert!(m("(?i)^ABC$", b"abc"));
+        assert!(m("^v1$", b"v1\n"));
+        assert!(m("", b""));
+    }
+
+    #[test]
+    fn invalid_utf8_is_matched_in_place() {
+        // Valid text around an invalid byte still matches; the invalid byte matches nothing.
+        assert!(m("^a", b"a\xff"));
+        assert!(m("b$", b"\xffb"));
+        assert!(!m("a.b", b"a\xffb"));
+        assert!(!m("\\xff", b"\xff"));
+        assert!(m("é", "café".as_bytes()));
+    }
+
+    #[test]
+    fn compile_errors_say_where() {
+        let e = Regex::new("([").unwrap_err();
+        assert_eq!(e.to_string(), "missing terminating ] for character class at offset 2");
+    }
+
+    #[test]
+    fn memory_is_counted() {
+        let small = Regex::new("a").unwrap();
+        let big = Regex::new("(ab|cd){300}").unwrap();
+        assert!(small.memory() > 0);
+        assert!(big.memory() > small.memory() + 2000, "{} vs {}", big.memory(), small.memory());
+    }
+
+    #[test]
+    fn each_call_has_its_own_limit() {
+        let re = Regex::new("^(a+)+$").unwrap();
+        let mut s = vec![b'a'; 24];
+        s.push(b'!');
+        let tight = Limits { match_steps: 1_000, ..WIDE };
+        assert_eq!(re.is_match(&s, tight), Err(MatchError::MatchLimit));
+        // The same pattern and thread, a larger limit: the short subject completes.
+        assert_eq!(re.is_match(b"aaaa!", WIDE), Ok(false));
+        assert_eq!(re.is_match(b"aaaa", tight), Ok(true));
+    }
+}

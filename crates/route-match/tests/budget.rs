@@ -1,0 +1,104 @@
+//! The regex work of one evaluation is bounded as a whole: every line, comma element, entry
+//! and pattern shares one budget, and a question asked twice is answered once.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Req, list, show};
+
+/// Patterns that backtrack exponentially on a run of `a` followed by something else.
+const CATASTROPHIC: [&str; 5] = ["^(a+)+$", "^(a|aa)+$", "^(a|a?)+$", "^(a*)*$", "^(\\\\w+a?)*$"];
+
+fn hostile_list() -> String {
+    let entries: Vec<String> = CATASTROPHIC
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            format!(r#"{{"headers":["x:RegularExpression:{p}"],"redirectPath":"/r{i}"}}"#)
+        })
+        .collect();
+    format!(r#"[{},{{"any":true,"redirectPath":"/any"}}]"#, entries.join(","))
+}
+
+/// Four 64 KiB lines of `aaaaaaaaaaaaaaaaaaaa!` comma elements (about 2,980 per line).
+fn hostile_request() -> Req {
+    let line = "aaaaaaaaaaaaaaaaaaaa!,".repeat(64 * 1024 / 22);
+    (0..4).fold(Req::new("GET"), |r, _| r.h("x", &line))
+}
+
+#[test]
+fn a_hostile_request_spends_the_budget_then_every_regex_fails() {
+    let list = list(&hostile_list());
+    let req = hostile_request();
+    let (outcome, attempts) = list.evaluate_counting(&req);
+    assert_eq!(show(outcome), "-> /any");
+    // 5 patterns x (4 lines + ~11,900 elements) questions; the budget stops them long before.
+    assert!(attempts < 5 * 4 * 2_980, "{attempts} attempts");
+    let failures = req.regex_failures.borrow();
+    assert_eq!(failures.len(), 1, "one report per evaluation: {failures:?}");
+    assert!(failures[0].contains("regex budget of the request (5ms) was spent"), "{failures:?}");
+}
+
+#[test]
+fn without_hostile_input_the_budget_changes_nothing() {
+    let list = list(&hostile_list());
+    let req = Req::new("GET").h("x", "aaaa");
+    assert_eq!(show(list.evaluate(&req)), "-> /r0");
+    assert!(req.regex_failures.borrow().is_empty());
+}
+
+#[test]
+fn a_spent_budget_fails_later_regex_conditions_but_not_exact_ones() {
+    let json = r#"[{"headers":["x:RegularExpression:^(a+)+$"],"redirectPath":"/r"},
+        {"headers":["y:RegularExpression:^ok$"],"redirectPath":"/re"},
+        {"headers":["y:Exact:ok"],"redirectPath":"/exact"}]"#;
+    let mut req = Req::new("GET").h("x", &format!("{}!", "a".repeat(40))).h("y", "ok");
+    // A budget of nothing: spent when the first attempt (bounded by its step limit) ends.
+    req.budget = Some(Some(Duration::ZERO));
+    assert_eq!(show(list(json).evaluate(&req)), "-> /exact");
+    let failures = req.regex_failures.borrow();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].starts_with("0 ^(a+)+$ "), "{failures:?}");
+    assert!(failures[0].contains("budget"), "{failures:?}");
+}
+
+#[test]
+fn no_budget_means_only_the_per_attempt_limit() {
+    let json = r#"[{"headers":["x:RegularExpression:^(a+)+$"],"redirectPath":"/r"},
+        {"headers":["y:RegularExpression:^ok$"],"redirectPath":"/re"}]"#;
+    let mut req = Req::new("GET").h("x", &format!("{}!", "a".repeat(40))).h("y", "ok");
+    req.budget = Some(None);
+    assert_eq!(show(list(json).evaluate(&req)), "-> /re");
+    let failures = req.regex_failures.borrow();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].ends_with("match limit exceeded"), "{failures:?}");
+}
+
+#[test]
+fn one_pattern_on_one_subject_is_matched_once() {
+    // Three entries share the pattern (compiled once per source) and the header line: one
+    // attempt answers all three; the second header line is a new subject.
+    let json = r#"[{"headers":["x:RegularExpression:^v[0-9]+$","y:Exact:no"],"redirectPath":"/a"},
+        {"headers":["x:RegularExpression:^v[0-9]+$","y:Exact:nope"],"redirectPath":"/b"},
+        {"method":"POST","headers":["x:RegularExpression:^v[0-9]+$"],"redirectPath":"/c"},
+        {"headers":["x:RegularExpression:^v[0-9]+$"],"redirectPath":"/d"}]"#;
+    let list = list(json);
+    let req = Req::new("GET").h("x", "v12").h("y", "yes");
+    let (outcome, attempts) = list.evaluate_counting(&req);
+    assert_eq!((show(outcome), attempts), ("-> /d".to_owned(), 1));
+    let req = Req::new("GET").h("x", "w1").h("x", "v2").h("y", "yes");
+    let (outcome, attempts) = list.evaluate_counting(&req);
+    assert_eq!((show(outcome), attempts), ("-> /d".to_owned(), 2));
+}
+
+#[test]
+fn elements_of_a_line_are_separate_subjects() {
+    // "v1, v2": the whole line, then each element; the same element text on two lines is two
+    // subjects (two addresses), still answered right.
+    let json = r#"[{"headers":["x:RegularExpression:^v2$"],"redirectPath":"/v2"}]"#;
+    let req = Req::new("GET").h("x", "v1, v2");
+    let list = list(json);
+    let (outcome, attempts) = list.evaluate_counting(&req);
+    assert_eq!((show(outcome), attempts), ("-> /v2".to_owned(), 3));
+}
