@@ -10,10 +10,13 @@ use std::sync::Arc;
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Pool, Status};
 use ngx::ffi::{
     NGX_CONF_UNSET, NGX_LOG_EMERG, NGX_LOG_WARN, ngx_command_t, ngx_conf_full_name, ngx_conf_t,
-    ngx_flag_t, ngx_hash_key_t, ngx_http_add_variable, ngx_http_get_variable_index,
-    ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_uint_t,
+    ngx_cycle_t, ngx_flag_t, ngx_hash_key_t, ngx_http_add_variable, ngx_http_core_loc_conf_t,
+    ngx_http_core_srv_conf_t, ngx_http_get_variable_index, ngx_http_request_t,
+    ngx_http_variable_value_t, ngx_int_t, ngx_msec_t, ngx_str_t, ngx_uint_t,
 };
-use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
+use ngx::http::{
+    HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
+};
 use ngx::{ngx_conf_log_error, ngx_log_error};
 use route_match::{CompiledFile, MatchList, Syntax, Warning};
 
@@ -21,7 +24,6 @@ use crate::util::{conf_args, conf_where, text};
 use crate::{ConfResult, HttpMatchesModule, guard, handler};
 
 /// `http {}` level state.
-#[derive(Default)]
 pub struct MainConf {
     /// The compiled `http_matches_load` file.
     pub(crate) file: Option<Arc<CompiledFile>>,
@@ -39,7 +41,69 @@ pub struct MainConf {
     /// Indexes of `$matches_redirect` and `$matches_entry`.
     pub(crate) var_redirect: ngx_uint_t,
     pub(crate) var_entry: ngx_uint_t,
+    /// `http_matches_var_max_size`: the longest `$http_matches` value compiled.
+    pub var_max_size: usize,
+    /// `http_matches_var_cache`: bytes of compiled `$http_matches` values a worker keeps.
+    pub var_cache_size: usize,
+    /// Inline lists whose `@name` redirect paths are checked once every server's named
+    /// locations are known (postconfiguration).
+    named_checks: Vec<NamedCheck>,
 }
+
+impl Default for MainConf {
+    fn default() -> Self {
+        MainConf {
+            file: None,
+            file_name: String::new(),
+            file_where: String::new(),
+            file_warnings: Vec::new(),
+            used: false,
+            match_key: None,
+            http_matches: None,
+            var_redirect: 0,
+            var_entry: 0,
+            var_max_size: NGX_CONF_UNSET_SIZE,
+            var_cache_size: NGX_CONF_UNSET_SIZE,
+            named_checks: Vec::new(),
+        }
+    }
+}
+
+/// NGINX's `NGX_CONF_UNSET_SIZE` and `NGX_CONF_UNSET_MSEC` (casts of -1 that bindgen does
+/// not carry over).
+const NGX_CONF_UNSET_SIZE: usize = usize::MAX;
+const NGX_CONF_UNSET_MSEC: ngx_msec_t = ngx_msec_t::MAX;
+
+/// Defaults of the http-level directives.
+const DEFAULT_VAR_MAX_SIZE: usize = 16 * 1024;
+const DEFAULT_VAR_CACHE_SIZE: usize = 32 * 1024 * 1024;
+const DEFAULT_REGEX_BUDGET_MS: ngx_msec_t = 5;
+
+/// The `@name` redirect paths of one inline list, to be checked against the named locations
+/// of the server the list is in.
+struct NamedCheck {
+    server: *const ngx_http_core_srv_conf_t,
+    /// The location's conf (pool-allocated, alive for the cycle): strictness is read from it
+    /// once merged.
+    loc: *const LocConf,
+    names: Vec<(usize, String)>,
+    at: String,
+}
+
+impl Drop for MainConf {
+    /// In a worker that is exiting, the compiled lists are left as they are: freeing them
+    /// would write to (and so copy) every page of the heap they share with the master and
+    /// the other workers, moments before the process is gone anyway.
+    fn drop(&mut self) {
+        if EXITING.load(core::sync::atomic::Ordering::Relaxed) {
+            core::mem::forget(self.file.take());
+        }
+    }
+}
+
+/// Set by `exit_process` in a worker that is about to exit.
+pub(crate) static EXITING: core::sync::atomic::AtomicBool =
+    core::sync::atomic::AtomicBool::new(false);
 
 /// Location level state (also `server` and `http` for `http_matches_strict`).
 pub struct LocConf {
@@ -51,6 +115,9 @@ pub struct LocConf {
     pub(crate) inline: Option<Arc<MatchList>>,
     /// `syntax=` for `$http_matches` values.
     pub(crate) var_syntax: Syntax,
+    /// `http_matches_regex_budget`, in milliseconds (0: no budget); `NGX_CONF_UNSET_MSEC`
+    /// until set or merged.
+    pub regex_budget: ngx_msec_t,
     /// Malformed entries of the inline list and where the directive stands: reported at merge,
     /// when `http_matches_strict` is known.
     pending: Vec<Warning>,
@@ -64,6 +131,7 @@ impl Default for LocConf {
             enabled: false,
             inline: None,
             var_syntax: Syntax::Auto,
+            regex_budget: NGX_CONF_UNSET_MSEC,
             pending: Vec::new(),
             pending_where: String::new(),
         }
@@ -95,6 +163,13 @@ pub(crate) unsafe extern "C" fn merge_loc_conf(
         let (prev, conf) = unsafe { (&*(prev as *const LocConf), &mut *(conf as *mut LocConf)) };
         if conf.strict == NGX_CONF_UNSET as ngx_flag_t {
             conf.strict = if prev.strict == NGX_CONF_UNSET as ngx_flag_t { 0 } else { prev.strict };
+        }
+        if conf.regex_budget == NGX_CONF_UNSET_MSEC {
+            conf.regex_budget = if prev.regex_budget == NGX_CONF_UNSET_MSEC {
+                DEFAULT_REGEX_BUDGET_MS
+            } else {
+                prev.regex_budget
+            };
         }
         // An inline list is inherited like other directives (this is what makes `http_matches`
         // work inside `if` blocks of its location).
@@ -244,10 +319,31 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
             [] => {}
             [json] => match route_match::compile_list(json, syntax) {
                 Ok(c) => {
-                    lcf.inline = Some(Arc::new(c.list));
-                    lcf.pending = c.warnings;
                     // SAFETY: called from a directive handler.
                     lcf.pending_where = unsafe { conf_where(cf) };
+                    let names: Vec<(usize, String)> = c
+                        .list
+                        .redirects()
+                        .filter(|(_, p)| p.starts_with('@'))
+                        .map(|(i, p)| (i, p.to_owned()))
+                        .collect();
+                    // SAFETY: `cf` is parsing a location inside a server block, so the core
+                    // module's server conf of that server and this module's main conf exist
+                    // (and live for the cycle).
+                    let cf_ref = unsafe { &*cf };
+                    let server = NgxHttpCoreModule::server_conf(cf_ref)
+                        .map_or(core::ptr::null(), core::ptr::from_ref);
+                    let main = HttpMatchesModule::main_conf_mut(cf_ref);
+                    if let (false, Some(mcf)) = (names.is_empty(), main) {
+                        mcf.named_checks.push(NamedCheck {
+                            server,
+                            loc: core::ptr::from_ref(lcf),
+                            names,
+                            at: lcf.pending_where.clone(),
+                        });
+                    }
+                    lcf.inline = Some(Arc::new(c.list));
+                    lcf.pending = c.warnings;
                 }
                 Err(e) => {
                     ngx_conf_log_error!(
@@ -281,9 +377,120 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
     })
 }
 
+/// The named locations (`@name`) of every server, per server.
+///
+/// # Safety
+/// Only from postconfiguration: the core module's main conf, its servers and their
+/// `named_locations` arrays (built by ngx_http_init_locations just before) are alive.
+unsafe fn named_locations(
+    cf: *mut ngx_conf_t,
+) -> Vec<(*const ngx_http_core_srv_conf_t, Vec<Vec<u8>>)> {
+    let mut out = Vec::new();
+    // SAFETY: see the function's contract; `servers` is an array of core srv conf pointers and
+    // each `named_locations` is null or a null-terminated array of core loc conf pointers.
+    unsafe {
+        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return out };
+        let servers = &cmcf.servers;
+        if servers.nelts == 0 || servers.elts.is_null() {
+            return out;
+        }
+        let servers = core::slice::from_raw_parts(
+            servers.elts as *const *const ngx_http_core_srv_conf_t,
+            servers.nelts,
+        );
+        for &cscf in servers {
+            let mut names = Vec::new();
+            let mut p = (*cscf).named_locations;
+            while !p.is_null() && !(*p).is_null() {
+                let clcf: *const ngx_http_core_loc_conf_t = *p;
+                names.push((*clcf).name.as_bytes().to_vec());
+                p = p.add(1);
+            }
+            out.push((cscf, names));
+        }
+    }
+    out
+}
+
+/// `@name` redirect paths that no server defines (the file's lists: any server; an inline
+/// list: its own server, as `ngx_http_named_location` looks there) are a `[warn]` at load,
+/// or an `[emerg]` under `http_matches_strict on`. Returns `false` when that fails the
+/// configuration.
+fn check_named_locations(cf: *mut ngx_conf_t, mcf: &mut MainConf, file_strict: bool) -> bool {
+    let checks = core::mem::take(&mut mcf.named_checks);
+    if checks.is_empty() && mcf.file.is_none() {
+        return true;
+    }
+    // SAFETY: called from postconfiguration.
+    let servers = unsafe { named_locations(cf) };
+    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
+    let log = unsafe { (*cf).log };
+    let mut ok = true;
+    let mut say = |strict: bool, what: String, at: &str| {
+        if strict {
+            ngx_log_error!(
+                NGX_LOG_EMERG,
+                log,
+                "http_matches: {what} (http_matches_strict is on) in {at}"
+            );
+            ok = false;
+        } else {
+            ngx_log_error!(
+                NGX_LOG_WARN,
+                log,
+                "http_matches: {what}; a request that it wins answers 500 in {at}"
+            );
+        }
+    };
+    for c in &checks {
+        let names = servers.iter().find(|(s, _)| core::ptr::eq(*s, c.server)).map(|(_, n)| n);
+        // SAFETY: `c.loc` is a location conf in the configuration pool, merged by now.
+        let strict = unsafe { (*c.loc).strict == 1 };
+        for (entry, name) in &c.names {
+            if !names.is_some_and(|n| n.iter().any(|n| n == name.as_bytes())) {
+                say(
+                    strict,
+                    format!(
+                        "$[{entry}]: redirectPath \"{name}\" names a location that this server does not define"
+                    ),
+                    &c.at,
+                );
+            }
+        }
+    }
+    if let Some(file) = &mcf.file {
+        let mut missing: Vec<(String, usize, &str)> = Vec::new();
+        for (key, list) in file.iter() {
+            for (entry, path) in list.redirects().filter(|(_, p)| p.starts_with('@')) {
+                if !servers.iter().any(|(_, n)| n.iter().any(|n| n == path.as_bytes())) {
+                    missing.push((text(key).into_owned(), entry, path));
+                }
+            }
+        }
+        missing.sort();
+        for (key, entry, path) in missing {
+            say(
+                file_strict,
+                format!(
+                    "$[\"{key}\"][{entry}]: redirectPath \"{path}\" names a location that no server defines"
+                ),
+                &mcf.file_where,
+            );
+        }
+    }
+    ok
+}
+
+/// `exit_process`: this worker is exiting; see `MainConf`'s `Drop`.
+pub(crate) unsafe extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
+    EXITING.store(true, core::sync::atomic::Ordering::Relaxed);
+    crate::cache::forget_all();
+}
+
 /// Registers `$matches_redirect` and `$matches_entry` before the configuration is parsed, so
 /// `log_format` and friends can name them.
 pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
+    crate::guard::install_panic_hook();
     if !crate::util::var::layout_ok() {
         ngx_conf_log_error!(
             NGX_LOG_EMERG,
@@ -365,6 +572,15 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     let Some(mcf) = HttpMatchesModule::main_conf_mut(cf_ref) else { return Status::NGX_ERROR };
     let warnings = core::mem::take(&mut mcf.file_warnings);
     if report(cf, &warnings, &mcf.file_where, strict) == NGX_CONF_ERROR {
+        return Status::NGX_ERROR;
+    }
+    if mcf.var_max_size == NGX_CONF_UNSET_SIZE {
+        mcf.var_max_size = DEFAULT_VAR_MAX_SIZE;
+    }
+    if mcf.var_cache_size == NGX_CONF_UNSET_SIZE {
+        mcf.var_cache_size = DEFAULT_VAR_CACHE_SIZE;
+    }
+    if !check_named_locations(cf, mcf, strict) {
         return Status::NGX_ERROR;
     }
     if mcf.file.is_some() {

@@ -13,14 +13,35 @@ use ngx::{ngx_conf_log_error, ngx_log_error};
 
 use crate::ConfResult;
 
-fn describe(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&str>() {
+thread_local! {
+    /// Where the last panic happened ("file:line"), recorded by the panic hook.
+    static PANIC_AT: core::cell::RefCell<String> = const { core::cell::RefCell::new(String::new()) };
+}
+
+/// Replaces Rust's default panic hook (which prints to stderr, NGINX's error log of the
+/// master, with no time or level) by one that only records where the panic happened: every
+/// entry point catches panics and logs them once, through NGINX, with that place.
+pub(crate) fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let at =
+                info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+            PANIC_AT.with(|p| *p.borrow_mut() = at);
+        }));
+    });
+}
+
+fn describe(payload: &(dyn Any + Send)) -> String {
+    let message = if let Some(s) = payload.downcast_ref::<&str>() {
         s
     } else if let Some(s) = payload.downcast_ref::<String>() {
         s
     } else {
         "(no message)"
-    }
+    };
+    let at = PANIC_AT.with(|p| core::mem::take(&mut *p.borrow_mut()));
+    if at.is_empty() { message.to_owned() } else { format!("{message}, at {at}") }
 }
 
 /// Runs a request handler body; a panic answers 500 and logs an `[alert]`.

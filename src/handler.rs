@@ -6,12 +6,14 @@
 //! NGINX's special responses, or 500 with one `[error]` line that says what was wrong.
 
 use core::fmt;
+use core::time::Duration;
 use std::rc::Rc;
 
 use ngx::ffi::{
-    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND, NGX_LOG_ERR, NGX_LOG_NOTICE, NGX_LOG_WARN,
-    ngx_http_internal_redirect, ngx_http_named_location, ngx_http_request_t, ngx_int_t,
-    ngx_list_part_t, ngx_log_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN,
+    ngx_http_get_indexed_variable, ngx_http_internal_redirect, ngx_http_named_location,
+    ngx_http_request_t, ngx_int_t, ngx_list_part_t, ngx_log_t, ngx_str_t, ngx_table_elt_t,
+    ngx_uint_t,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::{ngx_log_debug_mask, ngx_log_error};
@@ -19,7 +21,7 @@ use route_match::{MatchList, Outcome, RequestView};
 
 use crate::cache::{self, Lookup};
 use crate::conf::MainConf;
-use crate::util::{pool_str, text, var};
+use crate::util::{escape, pool_str, text, var};
 use crate::{HttpMatchesModule, guard};
 
 pub(crate) unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -70,11 +72,21 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         let slot = unsafe { &*req.variables.add(index?) };
         var::get(slot)
     };
+    // `$match_key` as NGINX evaluates it: a `set` value, or what a `map`, `geo` or any other
+    // definition gives (evaluated now if nothing did before).
+    let match_key = || -> Option<&[u8]> {
+        let index = mcf.match_key?;
+        // SAFETY: `r` is a valid request and `index` an indexed variable of its configuration;
+        // the value NGINX returns lives in the request (or the configuration) as long as `r`.
+        let v = unsafe { ngx_http_get_indexed_variable(r, index) };
+        // SAFETY: null or a value owned by the request, alive while `req` is borrowed.
+        var::get(unsafe { v.as_ref()? })
+    };
 
     let cached: Rc<cache::Entry>;
     let (list, source): (&MatchList, Source<'_>) = if let Some(inline) = &lcf.inline {
         (inline, Source::Inline)
-    } else if let (Some(file), Some(key)) = (&mcf.file, set_value(mcf.match_key)) {
+    } else if let (Some(file), Some(key)) = (&mcf.file, match_key()) {
         let source = Source::Key { key, file: &mcf.file_name };
         match file.get(key) {
             Some(list) => (list, source),
@@ -83,7 +95,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                     log,
                     format_args!(
                         "the key \"{}\" ($match_key) is not defined in \"{}\"",
-                        text(key),
+                        escape(key, 128),
                         mcf.file_name
                     ),
                 );
@@ -99,27 +111,71 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                 ),
             );
         }
-        let (c, lookup) = cache::get(lcf.var_syntax, value);
-        if let Lookup::Compiled(flushed) = lookup {
-            if flushed {
+        if value.len() > mcf.var_max_size {
+            return fail(
+                log,
+                format_args!(
+                    "$http_matches is {} bytes, more than http_matches_var_max_size ({}); \
+                     refused: \"{}\"",
+                    value.len(),
+                    mcf.var_max_size,
+                    escape(value, 64)
+                ),
+            );
+        }
+        let (c, lookup, stats) = cache::get(lcf.var_syntax, value, mcf.var_cache_size);
+        match lookup {
+            Lookup::Hit => {}
+            Lookup::Compiled { evicted } => {
                 ngx_log_error!(
-                    NGX_LOG_NOTICE,
+                    NGX_LOG_INFO,
                     log,
-                    "http_matches: more than {} distinct $http_matches values in this worker; \
-                     the cache of compiled values was emptied",
-                    cache::MAX_VALUES
+                    "http_matches: compiled a $http_matches value of {} bytes ({} bytes \
+                     counted, fingerprint {:016x}); {} evicted, the cache holds {} values, {} \
+                     bytes",
+                    value.len(),
+                    c.cost,
+                    fingerprint(value),
+                    evicted,
+                    stats.values,
+                    stats.bytes
                 );
             }
+            Lookup::Uncached => {
+                ngx_log_error!(
+                    NGX_LOG_WARN,
+                    log,
+                    "http_matches: a $http_matches value of {} bytes compiles to {} bytes, more \
+                     than http_matches_var_cache ({}): compiled for this request only \
+                     (fingerprint {:016x})",
+                    value.len(),
+                    c.cost,
+                    mcf.var_cache_size,
+                    fingerprint(value)
+                );
+            }
+        }
+        if !matches!(lookup, Lookup::Hit) {
             if let Ok(compiled) = &c.compiled {
                 for w in &compiled.warnings {
-                    ngx_log_error!(NGX_LOG_WARN, log, "http_matches: $http_matches {w}");
+                    ngx_log_error!(
+                        NGX_LOG_WARN,
+                        log,
+                        "http_matches: $http_matches {}",
+                        escape(w.to_string().as_bytes(), 256)
+                    );
                 }
             }
         }
         cached = c;
         match &cached.compiled {
             Ok(compiled) => (&compiled.list, Source::Variable),
-            Err(e) => return fail(log, format_args!("invalid $http_matches: {e}")),
+            Err(e) => {
+                return fail(
+                    log,
+                    format_args!("invalid $http_matches: {}", escape(e.as_bytes(), 256)),
+                );
+            }
         }
     } else {
         let key_state = match (&mcf.file, mcf.match_key) {
@@ -141,7 +197,8 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         panic!("panic-test: the request asked for a panic");
     }
 
-    let view = View { r: req, log };
+    let budget = (lcf.regex_budget > 0).then(|| Duration::from_millis(lcf.regex_budget as u64));
+    let view = View { r: req, log, budget };
     match list.evaluate(&view) {
         Outcome::Redirect { entry, path } => {
             ngx_log_debug_mask!(
@@ -199,8 +256,13 @@ unsafe fn redirect(
         let (Some(mut uri), Some(entry_str)) = (uri, pool_str((*r).pool, entry_text)) else {
             return fail(log, format_args!("out of memory"));
         };
-        store_variable(r, mcf.var_redirect, uri);
-        store_variable(r, mcf.var_entry, entry_str);
+        // `r->variables` of a subrequest is its parent's array: a subrequest (SSI, mirror,
+        // auth_request, ...) through an `http_matches` location must not overwrite what the
+        // main request chose, so only the main request records its choice.
+        if core::ptr::eq((*r).main, r) {
+            store_variable(r, mcf.var_redirect, uri);
+            store_variable(r, mcf.var_entry, entry_str);
+        }
         if path.starts_with('@') {
             ngx_http_named_location(r, &mut uri)
         } else {
@@ -222,6 +284,15 @@ unsafe fn store_variable(r: *mut ngx_http_request_t, index: ngx_uint_t, value: n
     unsafe {
         var::set(&mut *(*r).variables.add(index), value.data, value.len);
     }
+}
+
+/// A short fingerprint of a `$http_matches` value for log lines (the value itself may come
+/// from a client and is not logged whole).
+fn fingerprint(value: &[u8]) -> u64 {
+    use core::hash::{BuildHasher, Hasher};
+    let mut h = rustc_hash::FxBuildHasher.build_hasher();
+    h.write(value);
+    h.finish()
 }
 
 fn format_usize(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
@@ -250,6 +321,7 @@ fn client_value(req: &ngx_http_request_t, value: &[u8]) -> bool {
 struct View<'r> {
     r: &'r ngx_http_request_t,
     log: *mut ngx_log_t,
+    budget: Option<Duration>,
 }
 
 impl RequestView for View<'_> {
@@ -269,9 +341,13 @@ impl RequestView for View<'_> {
         ngx_log_error!(
             NGX_LOG_WARN,
             self.log,
-            "http_matches: regular expression \"{pattern}\" of entry {entry} gave up ({why}); \
-             counted as no match"
+            "http_matches: regular expression \"{}\" of entry {entry} gave up ({why}); \
+             counted as no match",
+            escape(pattern.as_bytes(), 128)
         );
+    }
+    fn regex_budget(&self) -> Option<Duration> {
+        self.budget
     }
 }
 

@@ -10,10 +10,11 @@ use core::ffi::{c_char, c_void};
 use core::ptr::{addr_of, addr_of_mut};
 
 use ngx::ffi::{
-    NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE12, NGX_HTTP_LIF_CONF, NGX_HTTP_LOC_CONF,
-    NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE,
-    NGX_HTTP_SRV_CONF, ngx_command_t, ngx_conf_set_flag_slot, ngx_conf_t, ngx_http_module_t,
-    ngx_int_t, ngx_module_t, ngx_uint_t,
+    NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_HTTP_LIF_CONF,
+    NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET,
+    NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, ngx_command_t, ngx_conf_set_flag_slot,
+    ngx_conf_set_msec_slot, ngx_conf_set_size_slot, ngx_conf_t, ngx_http_module_t, ngx_int_t,
+    ngx_module_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_string;
@@ -68,7 +69,7 @@ static NGX_HTTP_MATCHES_MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
     merge_loc_conf: Some(conf::merge_loc_conf),
 };
 
-static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 4] = [
+static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 7] = [
     ngx_command_t {
         name: ngx_string!("http_matches_load"),
         type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12) as ngx_uint_t,
@@ -95,6 +96,31 @@ static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 4] = [
         offset: core::mem::offset_of!(LocConf, strict),
         post: core::ptr::null_mut(),
     },
+    ngx_command_t {
+        name: ngx_string!("http_matches_regex_budget"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1)
+            as ngx_uint_t,
+        set: Some(ngx_conf_set_msec_slot),
+        conf: NGX_HTTP_LOC_CONF_OFFSET,
+        offset: core::mem::offset_of!(LocConf, regex_budget),
+        post: core::ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("http_matches_var_max_size"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1) as ngx_uint_t,
+        set: Some(ngx_conf_set_size_slot),
+        conf: NGX_HTTP_MAIN_CONF_OFFSET,
+        offset: core::mem::offset_of!(MainConf, var_max_size),
+        post: core::ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("http_matches_var_cache"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1) as ngx_uint_t,
+        set: Some(ngx_conf_set_size_slot),
+        conf: NGX_HTTP_MAIN_CONF_OFFSET,
+        offset: core::mem::offset_of!(MainConf, var_cache_size),
+        post: core::ptr::null_mut(),
+    },
     ngx_command_t::empty(),
 ];
 
@@ -109,6 +135,7 @@ pub static mut ngx_http_matches_module: ngx_module_t = ngx_module_t {
     // SAFETY: taking the address of a static does not read or write it.
     commands: unsafe { addr_of_mut!(NGX_HTTP_MATCHES_COMMANDS[0]) },
     type_: NGX_HTTP_MODULE as ngx_uint_t,
+    exit_process: Some(conf::exit_process),
     ..ngx_module_t::default()
 };
 

@@ -112,3 +112,55 @@ fn hostile_requests_get_contract_answers() {
     assert!(log.contains("gave up"), "the catastrophic regex warning:\n{log}");
     n.finish();
 }
+
+/// Five entries with catastrophic patterns, four 64 KiB header lines of ~2,980 comma elements
+/// each: about 60,000 match attempts that each run into the step limit, seconds of work
+/// without a per-request bound. The request's regex budget (5 ms by default) ends it: the
+/// answer is the `any` entry, well under 50 ms, with one `[warn]` naming the budget, and the
+/// worker serves the next request as usual.
+#[test]
+fn catastrophic_patterns_on_many_elements_answer_within_the_budget() {
+    const PATTERNS: [&str; 5] = ["^(a+)+$", "^(a|aa)+$", "^(a|a?)+$", "^(a*)*$", "^([a-z]+a?)*$"];
+    let entries: Vec<String> = PATTERNS
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            format!(r#"{{"headers":["x:RegularExpression:{p}"],"redirectPath":"/t/r{i}"}}"#)
+        })
+        .collect();
+    let list = format!(r#"[{},{{"any":true,"redirectPath":"/t/any"}}]"#, entries.join(","));
+    let body = format!(
+        r#"
+        server {{
+          listen 127.0.0.1:{{PORT}};
+          large_client_header_buffers 8 128k;
+          location /t/ {{ internal; return 200 "$uri\n"; }}
+          location = /h {{ http_matches '{list}'; }}
+        }}"#
+    );
+    let n = Nginx::start("budget", &body, &[]);
+    let line = "aaaaaaaaaaaaaaaaaaaa!,".repeat(64 * 1024 / 22);
+    let mut r = String::from("GET /h HTTP/1.0\r\n");
+    for _ in 0..4 {
+        r.push_str(&format!("x: {line}\r\n"));
+    }
+    r.push_str("\r\n");
+    // The best of three, so that a busy machine does not fail the test; without the budget
+    // each of them takes seconds.
+    let mut best = std::time::Duration::MAX;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let resp = n.raw(r.as_bytes()).expect("hostile request");
+        best = best.min(started.elapsed());
+        assert_eq!((resp.status, resp.body.as_str()), (200, "/t/any\n"));
+    }
+    eprintln!("5 catastrophic entries x 4 lines of 64 KiB: best of 3 in {best:?}");
+    assert!(best < std::time::Duration::from_millis(50) * common::time_scale(), "took {best:?}");
+    assert_eq!(n.get("/h", &[("x", "aaaa")]).body, "/t/r0\n");
+    let log = n.error_log();
+    let warns: Vec<&str> =
+        log.lines().filter(|l| l.contains("[warn]") && l.contains("gave up")).collect();
+    assert_eq!(warns.len(), 3, "one warning per request:\n{log}");
+    assert!(warns[0].contains("regex budget of the request (5ms) was spent"), "{}", warns[0]);
+    n.finish();
+}

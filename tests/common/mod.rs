@@ -7,8 +7,8 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -322,4 +322,25 @@ impl Drop for Nginx {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The pid of the newest worker, from its "start worker process N" notice.
+pub fn worker_pid(n: &Nginx) -> u32 {
+    let log = n.error_log();
+    let pid = log
+        .lines()
+        .rev()
+        .filter(|l| l.contains("start worker process"))
+        .find_map(|l| l.rsplit(' ').next()?.trim().parse().ok());
+    pid.unwrap_or_else(|| panic!("no worker in the log:\n{log}"))
+}
+
+/// Resident memory of a process in KiB (`VmRSS` of /proc/PID/status).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
 }
