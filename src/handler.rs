@@ -76,6 +76,15 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     // definition gives (evaluated now if nothing did before).
     let match_key = || -> Option<&[u8]> {
         let index = mcf.match_key?;
+        if let Some(v) = set_value(Some(index)) {
+            return Some(v);
+        }
+        // Not evaluated yet. When `set $http_matches` ran here, this location uses that
+        // carrier: asking for `$match_key` would only run `set`'s getter of an unset variable,
+        // which logs "using uninitialized variable" on every request.
+        if set_value(mcf.http_matches).is_some() {
+            return None;
+        }
         // SAFETY: `r` is a valid request and `index` an indexed variable of its configuration;
         // the value NGINX returns lives in the request (or the configuration) as long as `r`.
         let v = unsafe { ngx_http_get_indexed_variable(r, index) };
