@@ -147,6 +147,24 @@ pub(crate) unsafe extern "C" fn create_main_conf(cf: *mut ngx_conf_t) -> *mut c_
     unsafe { Pool::from_ngx_pool((*cf).pool).allocate(MainConf::default()) as *mut c_void }
 }
 
+/// Defaults of the http-level directives that were not given.
+pub(crate) unsafe extern "C" fn init_main_conf(
+    cf: *mut ngx_conf_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: NGINX passes this module's main conf, created by `create_main_conf`.
+        let mcf = unsafe { &mut *(conf as *mut MainConf) };
+        if mcf.var_max_size == NGX_CONF_UNSET_SIZE {
+            mcf.var_max_size = DEFAULT_VAR_MAX_SIZE;
+        }
+        if mcf.var_cache_size == NGX_CONF_UNSET_SIZE {
+            mcf.var_cache_size = DEFAULT_VAR_CACHE_SIZE;
+        }
+        NGX_CONF_OK
+    })
+}
+
 pub(crate) unsafe extern "C" fn create_loc_conf(cf: *mut ngx_conf_t) -> *mut c_void {
     // SAFETY: as above.
     unsafe { Pool::from_ngx_pool((*cf).pool).allocate(LocConf::default()) as *mut c_void }
@@ -184,6 +202,17 @@ pub(crate) unsafe extern "C" fn merge_loc_conf(
 
 /// Logs malformed entries: `[warn]`, or `[emerg]` and a failed configuration when strict.
 fn report(cf: *mut ngx_conf_t, warnings: &[Warning], at: &str, strict: bool) -> ConfResult {
+    report_as(cf, warnings, at, strict, "the entry answers 500 when a request reaches it")
+}
+
+/// [`report`], saying what happens at run time (`[warn]`) in `consequence`.
+fn report_as(
+    cf: *mut ngx_conf_t,
+    warnings: &[Warning],
+    at: &str,
+    strict: bool,
+    consequence: &str,
+) -> ConfResult {
     // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
     let log = unsafe { (*cf).log };
     for w in warnings {
@@ -194,11 +223,7 @@ fn report(cf: *mut ngx_conf_t, warnings: &[Warning], at: &str, strict: bool) -> 
                 "http_matches: {w} (http_matches_strict is on) in {at}"
             );
         } else {
-            ngx_log_error!(
-                NGX_LOG_WARN,
-                log,
-                "http_matches: {w}; the entry answers 500 when a request reaches it in {at}"
-            );
+            ngx_log_error!(NGX_LOG_WARN, log, "http_matches: {w}; {consequence} in {at}");
         }
     }
     if strict && !warnings.is_empty() { NGX_CONF_ERROR } else { NGX_CONF_OK }
@@ -423,60 +448,44 @@ fn check_named_locations(cf: *mut ngx_conf_t, mcf: &mut MainConf, file_strict: b
     }
     // SAFETY: called from postconfiguration.
     let servers = unsafe { named_locations(cf) };
-    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
-    let log = unsafe { (*cf).log };
-    let mut ok = true;
-    let mut say = |strict: bool, what: String, at: &str| {
-        if strict {
-            ngx_log_error!(
-                NGX_LOG_EMERG,
-                log,
-                "http_matches: {what} (http_matches_strict is on) in {at}"
-            );
-            ok = false;
-        } else {
-            ngx_log_error!(
-                NGX_LOG_WARN,
-                log,
-                "http_matches: {what}; a request that it wins answers 500 in {at}"
-            );
-        }
+    let warning = |key: Option<&[u8]>, entry: usize, message: String| Warning {
+        key: key.map(|k| text(k).into_owned()),
+        also: 0,
+        entry,
+        message,
     };
+    const WINS: &str = "a request that it wins answers 500";
+    let mut ok = true;
     for c in &checks {
         let names = servers.iter().find(|(s, _)| core::ptr::eq(*s, c.server)).map(|(_, n)| n);
+        let missing: Vec<Warning> = c
+            .names
+            .iter()
+            .filter(|(_, name)| !names.is_some_and(|n| n.iter().any(|n| n == name.as_bytes())))
+            .map(|(entry, name)| {
+                let what = format!(
+                    "redirectPath \"{name}\" names a location that this server does not define"
+                );
+                warning(None, *entry, what)
+            })
+            .collect();
         // SAFETY: `c.loc` is a location conf in the configuration pool, merged by now.
         let strict = unsafe { (*c.loc).strict == 1 };
-        for (entry, name) in &c.names {
-            if !names.is_some_and(|n| n.iter().any(|n| n == name.as_bytes())) {
-                say(
-                    strict,
-                    format!(
-                        "$[{entry}]: redirectPath \"{name}\" names a location that this server does not define"
-                    ),
-                    &c.at,
-                );
-            }
-        }
+        ok &= report_as(cf, &missing, &c.at, strict, WINS) == NGX_CONF_OK;
     }
     if let Some(file) = &mcf.file {
-        let mut missing: Vec<(String, usize, &str)> = Vec::new();
+        let mut missing: Vec<Warning> = Vec::new();
         for (key, list) in file.iter() {
             for (entry, path) in list.redirects().filter(|(_, p)| p.starts_with('@')) {
                 if !servers.iter().any(|(_, n)| n.iter().any(|n| n == path.as_bytes())) {
-                    missing.push((text(key).into_owned(), entry, path));
+                    let what =
+                        format!("redirectPath \"{path}\" names a location that no server defines");
+                    missing.push(warning(Some(key), entry, what));
                 }
             }
         }
-        missing.sort();
-        for (key, entry, path) in missing {
-            say(
-                file_strict,
-                format!(
-                    "$[\"{key}\"][{entry}]: redirectPath \"{path}\" names a location that no server defines"
-                ),
-                &mcf.file_where,
-            );
-        }
+        missing.sort_by(|a, b| (&a.key, a.entry).cmp(&(&b.key, b.entry)));
+        ok &= report_as(cf, &missing, &mcf.file_where, file_strict, WINS) == NGX_CONF_OK;
     }
     ok
 }
@@ -484,7 +493,8 @@ fn check_named_locations(cf: *mut ngx_conf_t, mcf: &mut MainConf, file_strict: b
 /// `exit_process`: this worker is exiting; see `MainConf`'s `Drop`.
 pub(crate) unsafe extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
     EXITING.store(true, core::sync::atomic::Ordering::Relaxed);
-    crate::cache::forget_all();
+    // Nothing to log from here if it failed: the worker is on its way out either way.
+    let _ = std::panic::catch_unwind(crate::cache::forget_all);
 }
 
 /// Registers `$matches_redirect` and `$matches_entry` before the configuration is parsed, so
@@ -573,12 +583,6 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     let warnings = core::mem::take(&mut mcf.file_warnings);
     if report(cf, &warnings, &mcf.file_where, strict) == NGX_CONF_ERROR {
         return Status::NGX_ERROR;
-    }
-    if mcf.var_max_size == NGX_CONF_UNSET_SIZE {
-        mcf.var_max_size = DEFAULT_VAR_MAX_SIZE;
-    }
-    if mcf.var_cache_size == NGX_CONF_UNSET_SIZE {
-        mcf.var_cache_size = DEFAULT_VAR_CACHE_SIZE;
     }
     if !check_named_locations(cf, mcf, strict) {
         return Status::NGX_ERROR;

@@ -21,7 +21,7 @@ use route_match::{MatchList, Outcome, RequestView};
 
 use crate::cache::{self, Lookup};
 use crate::conf::MainConf;
-use crate::util::{escape, pool_str, text, var};
+use crate::util::{escape, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 
 pub(crate) unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -41,7 +41,7 @@ impl fmt::Display for Source<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Source::Inline => f.write_str("inline list"),
-            Source::Key { key, file } => write!(f, "list \"{}\" of \"{file}\"", text(key)),
+            Source::Key { key, file } => write!(f, "list \"{}\" of \"{file}\"", escape(key, 128)),
             Source::Variable => f.write_str("list in $http_matches"),
         }
     }
@@ -255,20 +255,20 @@ unsafe fn redirect(
     // `r->uri` data as read-only.
     unsafe {
         let log = (*(*r).connection).log;
-        let mut digits = [0u8; 20];
-        let entry_text = format_usize(entry, &mut digits);
         let uri = if stable {
             Some(ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() })
         } else {
             pool_str((*r).pool, path.as_bytes())
         };
-        let (Some(mut uri), Some(entry_str)) = (uri, pool_str((*r).pool, entry_text)) else {
-            return fail(log, format_args!("out of memory"));
-        };
+        let Some(mut uri) = uri else { return fail(log, format_args!("out of memory")) };
         // `r->variables` of a subrequest is its parent's array: a subrequest (SSI, mirror,
         // auth_request, ...) through an `http_matches` location must not overwrite what the
         // main request chose, so only the main request records its choice.
         if core::ptr::eq((*r).main, r) {
+            let mut digits = [0u8; 20];
+            let Some(entry_str) = pool_str((*r).pool, format_usize(entry, &mut digits)) else {
+                return fail(log, format_args!("out of memory"));
+            };
             store_variable(r, mcf.var_redirect, uri);
             store_variable(r, mcf.var_entry, entry_str);
         }

@@ -62,7 +62,7 @@ static NGX_HTTP_MATCHES_MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
     preconfiguration: Some(HttpMatchesModule::preconfiguration),
     postconfiguration: Some(HttpMatchesModule::postconfiguration),
     create_main_conf: Some(conf::create_main_conf),
-    init_main_conf: None,
+    init_main_conf: Some(conf::init_main_conf),
     create_srv_conf: None,
     merge_srv_conf: None,
     create_loc_conf: Some(conf::create_loc_conf),

@@ -198,27 +198,17 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
         if let Some(known) = self.memo.borrow().get(key) {
             return known;
         }
-        let answer = match self.budget.steps() {
-            None => Err("the regex budget of this request is spent".to_owned()),
-            Some(steps) => {
-                let r = p.is_match_within(subject, steps).map_err(|e| e.0);
-                self.budget.charge();
-                self.attempts.set(self.attempts.get() + 1);
-                r
-            }
-        };
-        let matched = match answer {
-            Ok(m) => m,
-            Err(_) if self.budget.spent() && self.failed.borrow().is_some() => return false,
-            Err(why) => {
-                let mut failed = self.failed.borrow_mut();
-                if failed.is_none() {
-                    *failed = Some((entry, p.as_str().into(), why));
-                }
-                false
-            }
-        };
-        self.memo.borrow_mut().put(key, matched);
+        let answer = p.is_match_within(subject, self.budget.steps());
+        self.budget.charge();
+        self.attempts.set(self.attempts.get() + 1);
+        let matched = answer.unwrap_or_else(|why| {
+            self.failed.borrow_mut().get_or_insert_with(|| (entry, p.as_str().into(), why.0));
+            false
+        });
+        // Once the budget is spent no attempt is made again, so no answer is needed later.
+        if !self.budget.spent() {
+            self.memo.borrow_mut().put(key, matched);
+        }
         matched
     }
 
@@ -279,17 +269,15 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
 impl<R: RequestView + ?Sized> Ctx<'_, R> {
     /// Reports the first regex that gave up, once, saying whether the budget ran out.
     fn finish<T>(self, outcome: T) -> T {
-        if let Some((entry, pattern, why)) = self.failed.take() {
+        if let Some((entry, pattern, mut why)) = self.failed.take() {
             if self.budget.spent() {
                 let budget = self.budget.limit.unwrap_or_default();
-                let why = format!(
-                    "{why}; then the regex budget of the request ({budget:?}) was spent, so \
-                     every later regex condition counted as not matched"
+                why += &format!(
+                    "; then the regex budget of the request ({budget:?}) was spent, so every \
+                     later regex condition counted as not matched"
                 );
-                self.req.regex_failed(entry, &pattern, &why);
-            } else {
-                self.req.regex_failed(entry, &pattern, &why);
             }
+            self.req.regex_failed(entry, &pattern, &why);
         }
         outcome
     }
@@ -350,13 +338,16 @@ impl Budget {
         Budget { limit, deadline: Cell::new(None), now: Cell::new(None) }
     }
 
-    /// The steps the next attempt may take, `None` when the budget is spent.
-    fn steps(&self) -> Option<u32> {
-        let (Some(now), Some(deadline)) = (self.now.get(), self.deadline.get()) else {
-            return Some(u32::MAX);
-        };
-        let left = deadline.checked_duration_since(now).filter(|d| !d.is_zero())?;
-        Some(u32::try_from(left.as_nanos()).unwrap_or(u32::MAX))
+    /// The steps the next attempt may take: the nanoseconds left (callers check
+    /// [`Budget::spent`] first), no bound before the first attempt or without a budget.
+    fn steps(&self) -> u32 {
+        match (self.now.get(), self.deadline.get()) {
+            (Some(now), Some(deadline)) => {
+                let left = deadline.saturating_duration_since(now).as_nanos();
+                u32::try_from(left).unwrap_or(u32::MAX)
+            }
+            _ => u32::MAX,
+        }
     }
 
     /// After an attempt: reads the clock (and starts the budget after the first one).
