@@ -18,7 +18,7 @@ use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
 };
 use ngx::{ngx_conf_log_error, ngx_log_error};
-use route_match::{CompiledFile, MatchList, Syntax, Warning};
+use route_match::{CompiledFile, FileError, MatchList, Syntax, Warning};
 
 use crate::util::{conf_args, conf_where, text};
 use crate::{ConfResult, HttpMatchesModule, guard, handler};
@@ -97,6 +97,10 @@ impl Drop for MainConf {
     fn drop(&mut self) {
         if EXITING.load(core::sync::atomic::Ordering::Relaxed) {
             core::mem::forget(self.file.take());
+        } else if self.file.take().is_some() {
+            // The master, after a reload: the old lists were just freed. Give their pages back
+            // now, before the new workers fork.
+            release_free_memory();
         }
     }
 }
@@ -291,18 +295,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
             return NGX_CONF_ERROR;
         }
         let file_name = text(name.as_bytes()).into_owned();
-        let json = match std::fs::read(&file_name) {
-            Ok(j) => j,
-            Err(e) => {
-                ngx_conf_log_error!(
-                    NGX_LOG_EMERG,
-                    cf,
-                    "http_matches: cannot read \"{file_name}\": {e}"
-                );
-                return NGX_CONF_ERROR;
-            }
-        };
-        match route_match::compile_file(&json, syntax) {
+        match route_match::compile_file_at(file_name.as_ref(), syntax) {
             Ok(file) => {
                 mcf.file_warnings = file.warnings.clone();
                 mcf.file = Some(Arc::new(file));
@@ -310,6 +303,14 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
                 // SAFETY: called from a directive handler.
                 mcf.file_where = unsafe { conf_where(cf) };
                 NGX_CONF_OK
+            }
+            Err(FileError::Io(e)) => {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches: cannot read \"{file_name}\": {e}"
+                );
+                NGX_CONF_ERROR
             }
             Err(e) => {
                 ngx_conf_log_error!(

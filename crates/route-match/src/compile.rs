@@ -8,16 +8,15 @@
 use core::fmt;
 use core::ops::Range;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
-use std::collections::HashSet;
-
-use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use crate::eval::{Body, Bytes, Entry, HeaderCond, MatchList, ParamCond, PathCond, Test};
+use crate::eval::{Body, Entry, MatchList, PathCond};
+use crate::index;
 use crate::parse::{self, ParseError, RawList, Syntax, is_match_type, is_typed_string, key_path};
-use crate::pattern::Pattern;
+use crate::store::{Builder, Cond, Item, Run, Span, Store, Table, Test};
 
 /// A malformed entry, found at compile time. The entry answers an error when a request reaches
 /// it; callers log this at load (or refuse the source when they are strict).
@@ -55,11 +54,15 @@ pub struct CompiledList {
     pub warnings: Vec<Warning>,
 }
 
-/// A compiled `matches.json`.
+/// A compiled `matches.json`: one compiled form for all its lists.
 #[derive(Debug, Default)]
 pub struct CompiledFile {
-    lists: FxHashMap<Box<[u8]>, Arc<MatchList>>,
-    distinct: usize,
+    store: Arc<Store>,
+    /// The distinct lists.
+    lists: Box<[MatchList]>,
+    /// Key -> list (items of the store whose value starts at the list's number).
+    keys: Table,
+    key_items: Run,
     /// Malformed entries, once per distinct list.
     pub warnings: Vec<Warning>,
 }
@@ -67,23 +70,27 @@ pub struct CompiledFile {
 impl CompiledFile {
     /// The list under `key` (the value of `$match_key`).
     pub fn get(&self, key: &[u8]) -> Option<&MatchList> {
-        self.lists.get(key).map(|l| &**l)
+        let item = self.store.lookup(self.keys, key)?;
+        self.lists.get(item.value.start as usize)
     }
     /// Number of keys.
     pub fn len(&self) -> usize {
-        self.lists.len()
+        self.key_items.len()
     }
     /// Whether the file has no keys (`{}`, what NGF writes for an empty configuration).
     pub fn is_empty(&self) -> bool {
-        self.lists.is_empty()
+        self.key_items.is_empty()
     }
     /// Every (key, list); a list shared by several keys comes once per key.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &MatchList)> {
-        self.lists.iter().map(|(k, l)| (&**k, &**l))
+        let items = self.store.items.get(self.key_items.range()).unwrap_or_default();
+        items.iter().filter_map(|item| {
+            Some((self.store.bytes(item.key), self.lists.get(item.value.start as usize)?))
+        })
     }
     /// Number of distinct lists (identical lists under several keys are compiled once).
     pub fn distinct(&self) -> usize {
-        self.distinct
+        self.lists.len()
     }
 }
 
@@ -92,43 +99,134 @@ pub(crate) fn compile_list(json: &[u8], syntax: Syntax) -> Result<CompiledList, 
     let typed = resolve_syntax(syntax, std::slice::from_ref(&raw));
     let mut c = Compiler::new(typed);
     let mut warnings = Vec::new();
-    let list = c.list(&raw, None, &mut warnings);
+    let (entries, index) = c.list(&raw, None, &mut warnings);
+    if c.b.too_large {
+        return Err(ParseError::too_large());
+    }
+    let list = MatchList::new(Arc::new(c.b.finish()), entries, index);
     Ok(CompiledList { list, warnings })
 }
 
 pub(crate) fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, ParseError> {
+    compile_file_from(syntax, || Ok(serde_json::Deserializer::from_slice(json))).map_err(
+        |e| match e {
+            FileError::Parse(e) => e,
+            FileError::Io(e) => ParseError::io(&e),
+        },
+    )
+}
+
+/// Why a file could not be compiled.
+#[derive(Debug)]
+pub enum FileError {
+    /// It could not be opened.
+    Io(std::io::Error),
+    /// It is not a usable `matches.json` (a read error half-way is one too).
+    Parse(ParseError),
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileError::Io(e) => e.fmt(f),
+            FileError::Parse(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for FileError {}
+
+pub(crate) fn compile_path(path: &Path, syntax: Syntax) -> Result<CompiledFile, FileError> {
+    let open = || {
+        let file = std::fs::File::open(path)?;
+        let reader = std::io::BufReader::with_capacity(64 * 1024, file);
+        Ok(serde_json::Deserializer::from_reader(reader))
+    };
+    match compile_file_from(syntax, open) {
+        // serde_json places errors one column late when it reads from a stream (it cannot
+        // give back the byte it peeked at): parse the text once more from memory, only now,
+        // for the exact position.
+        Err(FileError::Parse(_)) => {
+            let json = std::fs::read(path).map_err(FileError::Io)?;
+            compile_file(&json, syntax).map_err(FileError::Parse)
+        }
+        other => other,
+    }
+}
+
+/// Compiles a file read (once, or twice to decide `auto` syntax) from what `open` returns.
+fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
+    syntax: Syntax,
+    open: impl Fn() -> std::io::Result<serde_json::Deserializer<R>>,
+) -> Result<CompiledFile, FileError> {
+    // A first pass that only looks at strings and counts: the lists are then compiled one by
+    // one as they are parsed, never all held as JSON trees, into arrays sized once.
+    let survey = parse::survey(open().map_err(FileError::Io)?);
     let typed = match syntax {
         Syntax::Typed => true,
         Syntax::Untyped => false,
-        // A first pass that only looks at strings: the lists are then compiled one by one
-        // as they are parsed, never all held as JSON trees.
-        Syntax::Auto => parse::file_is_typed(json),
+        Syntax::Auto => survey.typed,
     };
     let mut c = Compiler::new(typed);
-    // Identical lists (NGF writes one per hostname) are compiled once: keyed by their canonical
-    // JSON text (serde_json's map is ordered, so equal lists print equally).
-    let mut by_text: HashMap<String, (Arc<MatchList>, Range<usize>)> = HashMap::new();
-    let mut out = CompiledFile::default();
-    parse::parse_file_with(json, &mut |key, list| {
-        let text = serde_json::to_string(&list).unwrap_or_default();
-        let shared = match by_text.get(&text) {
-            Some((shared, its_warnings)) => {
-                for w in &mut out.warnings[its_warnings.clone()] {
+    c.b.reserve(&survey);
+    // Identical lists (NGF writes one per hostname) are stored once: each list is compiled,
+    // and dropped again if an earlier list has the same entries (strings and patterns are
+    // interned, so equal lists compile to equal conditions).
+    let mut seen: HashMap<u64, Vec<(usize, Range<usize>)>> = HashMap::new();
+    let mut lists: Vec<(Run, Option<u32>)> = Vec::new();
+    // Key -> list number (the parser refuses a key written twice).
+    let mut keys: Vec<(Span, u32)> = Vec::new();
+    let mut warnings: Vec<Warning> = Vec::new();
+    let de = open().map_err(FileError::Io)?;
+    parse::parse_file_with(de, &mut |key, list| {
+        let (first_warning, first_entry, first_cond) =
+            (warnings.len(), c.b.entries.len(), c.b.conds.len());
+        let entries = c.entries(&list, Some(&key), &mut warnings);
+        let shape = c.shape_hash(entries);
+        let earlier =
+            seen.get(&shape).into_iter().flatten().find(|(n, _)| {
+                lists.get(*n).is_some_and(|(other, _)| c.same_entries(*other, entries))
+            });
+        let number = match earlier.cloned() {
+            Some((number, its_warnings)) => {
+                warnings.truncate(first_warning);
+                for w in &mut warnings[its_warnings] {
                     w.also += 1;
                 }
-                shared.clone()
+                c.b.entries.truncate(first_entry);
+                c.b.conds.truncate(first_cond);
+                number
             }
             None => {
-                let first = out.warnings.len();
-                let compiled = Arc::new(c.list(&list, Some(&key), &mut out.warnings));
-                by_text.insert(text, (compiled.clone(), first..out.warnings.len()));
-                out.distinct += 1;
-                compiled
+                let index = index::build(&mut c.b, entries);
+                lists.push((entries, index));
+                let number = lists.len() - 1;
+                seen.entry(shape).or_default().push((number, first_warning..warnings.len()));
+                number
             }
         };
-        out.lists.insert(key.into_bytes().into(), shared);
-    })?;
-    Ok(out)
+        let span = c.b.intern(&key);
+        let number = c.b.index(number);
+        keys.push((span, number));
+    })
+    .map_err(FileError::Parse)?;
+    drop(seen);
+    let first = c.b.items.len();
+    for (key, number) in keys {
+        let value = Run { start: number, end: number + 1 };
+        c.b.items.push(Item { key, value });
+    }
+    let key_items = c.b.run(first, c.b.items.len());
+    let table = c.b.table(first);
+    if c.b.too_large {
+        return Err(FileError::Parse(ParseError::too_large()));
+    }
+    let store = Arc::new(c.b.finish());
+    let lists = lists
+        .into_iter()
+        .map(|(entries, index)| MatchList::new(store.clone(), entries, index))
+        .collect();
+    Ok(CompiledFile { store, lists, keys: table, key_items, warnings })
 }
 
 /// Decides typed/untyped for a whole source (contract section 3).
@@ -151,67 +249,98 @@ fn resolve_syntax<'a>(syntax: Syntax, lists: impl IntoIterator<Item = &'a RawLis
     }
 }
 
+/// An entry as content: kind, path, method (or the reason it is invalid), redirect path, and
+/// its header and param conditions.
+type Shape<'a> = (u8, Option<PathCond>, Option<Span>, Option<Span>, &'a [Cond], &'a [Cond]);
+
 struct Compiler {
     typed: bool,
-    /// One compiled regex per distinct pattern text, shared across the source.
-    patterns: HashMap<String, Arc<Pattern>>,
-    /// Interned strings and redirect paths, shared across the source.
-    strings: HashSet<Bytes>,
-    redirects: HashSet<Arc<str>>,
+    /// The compiled form being filled: strings, patterns and redirect paths are shared
+    /// across the source.
+    b: Builder,
 }
 
 impl Compiler {
     fn new(typed: bool) -> Compiler {
-        Compiler {
-            typed,
-            patterns: HashMap::new(),
-            strings: HashSet::new(),
-            redirects: HashSet::new(),
+        Compiler { typed, b: Builder::default() }
+    }
+
+    /// Compiles one list into the builder: its entries and its index.
+    fn list(
+        &mut self,
+        raw: &RawList,
+        key: Option<&str>,
+        warnings: &mut Vec<Warning>,
+    ) -> (Run, Option<u32>) {
+        let entries = self.entries(raw, key, warnings);
+        (entries, index::build(&mut self.b, entries))
+    }
+
+    /// What the entries of `r` are, with the runs of conditions they point to resolved.
+    fn shape(&self, r: Run) -> impl Iterator<Item = Shape<'_>> {
+        let conds = |r: Run| self.b.conds.get(r.range()).unwrap_or_default();
+        self.b.entries.get(r.range()).unwrap_or_default().iter().map(move |e| match e.body {
+            Body::Any => (0, None, None, e.redirect, &[][..], &[][..]),
+            Body::Invalid(reason) => (1, None, Some(reason), e.redirect, &[][..], &[][..]),
+            Body::When { path, method, headers, params } => {
+                (2, path, method, e.redirect, conds(headers), conds(params))
+            }
+        })
+    }
+
+    fn shape_hash(&self, r: Run) -> u64 {
+        use core::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        for s in self.shape(r) {
+            s.hash(&mut h);
         }
+        h.finish()
     }
 
-    fn intern(&mut self, b: &[u8]) -> Bytes {
-        intern(&mut self.strings, b)
+    fn same_entries(&self, a: Run, b: Run) -> bool {
+        self.shape(a).eq(self.shape(b))
     }
 
-    fn list(&mut self, raw: &RawList, key: Option<&str>, warnings: &mut Vec<Warning>) -> MatchList {
-        let entries = raw
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let (entry, problems) = self.entry(v);
-                warnings.extend(problems.into_iter().map(|message| Warning {
-                    key: key.map(str::to_owned),
-                    also: 0,
-                    entry: i,
-                    message,
-                }));
-                entry
-            })
-            .collect();
-        MatchList::new(entries)
+    /// Compiles the entries of one list into the builder.
+    fn entries(&mut self, raw: &RawList, key: Option<&str>, warnings: &mut Vec<Warning>) -> Run {
+        let start = self.b.entries.len();
+        for (i, v) in raw.iter().enumerate() {
+            let (entry, problems) = self.entry(v);
+            self.b.entries.push(entry);
+            warnings.extend(problems.into_iter().map(|message| Warning {
+                key: key.map(str::to_owned),
+                also: 0,
+                entry: i,
+                message,
+            }));
+        }
+        self.b.run(start, self.b.entries.len())
+    }
+
+    fn invalid(&mut self, reason: String) -> (Entry, Vec<String>) {
+        let body = Body::Invalid(self.b.intern(&reason));
+        (Entry { body, redirect: None }, vec![reason])
     }
 
     /// Compiles one entry. Problems that make it unusable make it `Invalid`; the others (a
     /// missing redirectPath) are only reported, since they matter only if the entry wins.
     fn entry(&mut self, v: &Value) -> (Entry, Vec<String>) {
         let Some(obj) = v.as_object() else {
-            let reason = format!("entry is not a JSON object: {v}");
-            return (Entry::invalid(reason.clone()), vec![reason]);
+            return self.invalid(format!("entry is not a JSON object: {v}"));
         };
         let redirect = match redirect_path(obj) {
             Ok(r) => r,
-            Err(reason) => return (Entry::invalid(reason.clone()), vec![reason]),
+            Err(reason) => return self.invalid(reason),
         };
         let body = match self.body(obj) {
             Ok(b) => b,
-            Err(reason) => return (Entry::invalid(reason.clone()), vec![reason]),
+            Err(reason) => return self.invalid(reason),
         };
         let mut problems = Vec::new();
         if redirect.is_none() {
             problems.push("no redirectPath: the entry answers 500 when it matches".to_owned());
         }
-        let redirect = redirect.map(|p| intern(&mut self.redirects, p));
+        let redirect = redirect.map(|p| self.b.intern(p));
         (Entry { body, redirect }, problems)
     }
 
@@ -225,7 +354,7 @@ impl Compiler {
         let method = match obj.get("method") {
             None | Some(Value::Null) => None,
             Some(Value::String(m)) if m.is_empty() => None,
-            Some(Value::String(m)) => Some(self.intern(m.as_bytes())),
+            Some(Value::String(m)) => Some(self.b.intern(m)),
             Some(other) => return Err(format!("\"method\" must be a string, not {other}")),
         };
         let path = match obj.get("path") {
@@ -233,13 +362,21 @@ impl Compiler {
             Some(Value::String(p)) => Some(self.path(p)?),
             Some(other) => return Err(format!("\"path\" must be a string, not {other}")),
         };
+        // Every condition is checked before any is stored: an invalid entry stores none.
         let headers = strings(obj, "headers")?
             .into_iter()
             .map(|s| self.header(s))
             .collect::<Result<Vec<_>, _>>()?;
-        let params =
-            strings(obj, "params")?.into_iter().map(|s| self.param(s)).collect::<Result<_, _>>()?;
-        Ok(Body::When { path, method, headers: headers.into(), params })
+        let params = strings(obj, "params")?
+            .into_iter()
+            .map(|s| self.param(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let start = self.b.conds.len();
+        self.b.conds.extend(headers);
+        let headers = self.b.run(start, self.b.conds.len());
+        self.b.conds.extend(params);
+        let params = self.b.run(headers.end as usize, self.b.conds.len());
+        Ok(Body::When { path, method, headers, params })
     }
 
     /// `Exact:/p`, `PathPrefix:/p` or `RegularExpression:pattern` (always typed: there was no
@@ -253,10 +390,10 @@ impl Compiler {
             "Exact" | "PathPrefix" if !value.starts_with('/') => {
                 Err(bad("the path must start with \"/\""))
             }
-            "Exact" => Ok(PathCond::Exact(value.as_bytes().into())),
-            "PathPrefix" => Ok(PathCond::Prefix(value.trim_end_matches('/').as_bytes().into())),
+            "Exact" => Ok(PathCond::Exact(self.b.intern(value))),
+            "PathPrefix" => Ok(PathCond::Prefix(self.b.intern(value.trim_end_matches('/')))),
             "RegularExpression" if value.is_empty() => Err(bad("empty pattern")),
-            "RegularExpression" => Ok(PathCond::Regex(self.pattern(value).map_err(|e| {
+            "RegularExpression" => Ok(PathCond::Regex(self.b.pattern(value).map_err(|e| {
                 format!("invalid regular expression \"{value}\" in path match \"{s}\": {e}")
             })?)),
             other => Err(bad(&format!(
@@ -265,7 +402,7 @@ impl Compiler {
         }
     }
 
-    fn header(&mut self, s: &str) -> Result<HeaderCond, String> {
+    fn header(&mut self, s: &str) -> Result<Cond, String> {
         let (name, test) = self.split(s, ':', "header")?;
         if let Some(bad) = name.bytes().find(|b| !is_token(*b)) {
             return Err(format!(
@@ -273,12 +410,13 @@ impl Compiler {
                 char::from(bad)
             ));
         }
-        Ok(HeaderCond { name: self.intern(name.as_bytes()), test })
+        // Stored lower-case: header names compare case-insensitively.
+        Ok(Cond { name: self.b.intern(&name.to_ascii_lowercase()), test })
     }
 
-    fn param(&mut self, s: &str) -> Result<ParamCond, String> {
+    fn param(&mut self, s: &str) -> Result<Cond, String> {
         let (name, test) = self.split(s, '=', "query parameter")?;
-        Ok(ParamCond { name: self.intern(name.as_bytes()), test })
+        Ok(Cond { name: self.b.intern(name), test })
     }
 
     /// Splits `name<sep>Type<sep>value` (typed) or `name<sep>value` (untyped).
@@ -308,36 +446,14 @@ impl Compiler {
             return Err(bad("empty value"));
         }
         let test = if kind == "Exact" {
-            Test::Exact(self.intern(value.as_bytes()))
+            Test::Exact(self.b.intern(value))
         } else {
-            Test::Regex(self.pattern(value).map_err(|e| {
+            Test::Regex(self.b.pattern(value).map_err(|e| {
                 format!("invalid regular expression \"{value}\" in {what} match \"{s}\": {e}")
             })?)
         };
         Ok((name, test))
     }
-
-    fn pattern(&mut self, source: &str) -> Result<Arc<Pattern>, String> {
-        if let Some(p) = self.patterns.get(source) {
-            return Ok(p.clone());
-        }
-        let p = Arc::new(Pattern::new(source)?);
-        self.patterns.insert(source.to_owned(), p.clone());
-        Ok(p)
-    }
-}
-
-/// The shared copy of `v` in `set`, made on first sight.
-fn intern<T: ?Sized + Eq + core::hash::Hash>(set: &mut HashSet<Arc<T>>, v: &T) -> Arc<T>
-where
-    Arc<T>: for<'a> From<&'a T>,
-{
-    if let Some(s) = set.get(v) {
-        return s.clone();
-    }
-    let s: Arc<T> = v.into();
-    set.insert(s.clone());
-    s
 }
 
 fn redirect_path(obj: &Map<String, Value>) -> Result<Option<&str>, String> {
@@ -422,7 +538,7 @@ mod tests {
             let json = format!("{{{}}}", body.join(","));
             let tree = parse::parse_file(json.as_bytes()).unwrap();
             let want = resolve_syntax(Syntax::Auto, tree.iter().map(|(_, l)| l));
-            let got = parse::file_is_typed(json.as_bytes());
+            let got = parse::file_is_typed(serde_json::Deserializer::from_slice(json.as_bytes()));
             prop_assert_eq!(got, want, "{}", json);
         }
     }

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 use crate::index::{Candidates, Index};
 use crate::pattern::Pattern;
 use crate::query::Params;
+use crate::store::{Cond, Run, Span, Store, Test};
 
 /// What the evaluator needs to know about a request. All of it is raw bytes, as NGINX stored
 /// them; nothing needs to be valid UTF-8.
@@ -87,83 +88,56 @@ impl fmt::Display for EvalError<'_> {
     }
 }
 
-/// A compiled match list.
+/// A compiled match list: its entries in the compiled form of its source (shared by every
+/// list of a `matches.json`).
 #[derive(Debug)]
 pub struct MatchList {
-    entries: Box<[Entry]>,
+    store: Arc<Store>,
+    entries: Run,
     /// For long lists: exact conditions indexed at compile time.
-    index: Option<Index>,
+    index: Option<u32>,
 }
 
-/// Strings of compiled entries. Interned per source (see `compile`): names, methods, exact
-/// values and redirect paths repeat across entries and lists, and each distinct one is stored
-/// once.
-pub(crate) type Bytes = Arc<[u8]>;
-
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry {
     pub(crate) body: Body,
-    pub(crate) redirect: Option<Arc<str>>,
+    pub(crate) redirect: Option<Span>,
 }
 
-impl Entry {
-    pub(crate) fn invalid(reason: String) -> Entry {
-        Entry { body: Body::Invalid(reason.into()), redirect: None }
-    }
-}
-
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Body {
     /// `any: true`: satisfied by every request.
     Any,
     /// All present conditions must hold.
     When {
         path: Option<PathCond>,
-        method: Option<Bytes>,
-        headers: Box<[HeaderCond]>,
-        params: Box<[ParamCond]>,
+        method: Option<Span>,
+        /// Conditions of the store.
+        headers: Run,
+        params: Run,
     },
-    /// Malformed: an error when reached.
-    Invalid(Box<str>),
+    /// Malformed: an error when reached (the reason).
+    Invalid(Span),
 }
 
 /// The `path` condition (an extension of the NGF format, written by `httproute-nginx` for
 /// Gateway API paths that one NGINX location cannot express).
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum PathCond {
     /// The whole path, byte for byte.
-    Exact(Box<[u8]>),
+    Exact(Span),
     /// Whole segments: `/a` (or `/a/`) holds for `/a`, `/a/` and `/a/b`, not `/ab`. Stored
     /// without its trailing `/`; empty for `/`, which holds for every path.
-    Prefix(Box<[u8]>),
-    /// An unanchored search, like the other regex conditions.
-    Regex(Arc<Pattern>),
-}
-
-#[derive(Debug)]
-pub(crate) struct HeaderCond {
-    /// As written; compared ASCII-case-insensitively over the whole name.
-    pub(crate) name: Bytes,
-    pub(crate) test: Test,
-}
-
-#[derive(Debug)]
-pub(crate) struct ParamCond {
-    /// Compared byte for byte with the decoded request name.
-    pub(crate) name: Bytes,
-    pub(crate) test: Test,
-}
-
-#[derive(Debug)]
-pub(crate) enum Test {
-    Exact(Bytes),
-    Regex(Arc<Pattern>),
+    Prefix(Span),
+    /// An unanchored search, like the other regex conditions (a pattern of the store).
+    Regex(u32),
 }
 
 /// Per-evaluation state: the lazily decoded query, the regex budget and the answers already
 /// known, and whether a regex failure was reported.
 struct Ctx<'r, R: ?Sized> {
     req: &'r R,
+    store: &'r Store,
     params: OnceCell<Params<'r>>,
     /// The first regex that gave up (entry, pattern, why), reported when the evaluation ends.
     failed: RefCell<Option<(usize, Box<str>, String)>>,
@@ -174,9 +148,10 @@ struct Ctx<'r, R: ?Sized> {
 }
 
 impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
-    fn new(req: &'r R) -> Self {
+    fn new(req: &'r R, store: &'r Store) -> Self {
         Ctx {
             req,
+            store,
             params: OnceCell::new(),
             failed: RefCell::new(None),
             budget: Budget::new(req.regex_budget()),
@@ -212,19 +187,25 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
         matched
     }
 
+    fn pattern(&self, id: u32) -> Option<&'r Pattern> {
+        self.store.patterns.get(id as usize)
+    }
+
     /// Exact: the value equals the whole line or one OWS-trimmed comma element of it.
     /// Regex: the pattern is found in the whole line or in one such element.
-    fn line_holds(&self, test: &Test, line: &[u8], entry: usize) -> bool {
+    fn line_holds(&self, test: Test, line: &[u8], entry: usize) -> bool {
         match test {
             Test::Exact(v) => {
+                let v = self.store.bytes(v);
                 if line.len() < v.len() {
                     return false;
                 }
-                **v == *line
+                v == line
                     || (memchr::memchr(b',', line).is_some()
-                        && line.split(|&b| b == b',').any(|el| trim_ows(el) == &**v))
+                        && line.split(|&b| b == b',').any(|el| trim_ows(el) == v))
             }
             Test::Regex(p) => {
+                let Some(p) = self.pattern(p) else { return false };
                 self.regex(p, line, entry)
                     || (memchr::memchr(b',', line).is_some()
                         && line.split(|&b| b == b',').map(trim_ows).any(|el| {
@@ -234,33 +215,38 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
         }
     }
 
-    fn path_holds(&self, c: &PathCond, entry: usize) -> bool {
+    fn path_holds(&self, c: PathCond, entry: usize) -> bool {
         let path = self.req.path();
         match c {
-            PathCond::Exact(p) => **p == *path,
+            PathCond::Exact(p) => self.store.bytes(p) == path,
             PathCond::Prefix(p) => {
+                let p = self.store.bytes(p);
                 path.starts_with(p) && (path.len() == p.len() || path[p.len()] == b'/')
             }
-            PathCond::Regex(p) => self.regex(p, path, entry),
+            PathCond::Regex(p) => self.pattern(p).is_some_and(|p| self.regex(p, path, entry)),
         }
     }
 
-    fn header_holds(&self, c: &HeaderCond, entry: usize) -> bool {
+    fn header_holds(&self, c: &Cond, entry: usize) -> bool {
+        let want = self.store.bytes(c.name);
         self.req.headers().any(|(name, value)| {
             !value.is_empty()
-                && name.len() == c.name.len()
-                && name.eq_ignore_ascii_case(&c.name)
-                && self.line_holds(&c.test, value, entry)
+                && name.len() == want.len()
+                && name.eq_ignore_ascii_case(want)
+                && self.line_holds(c.test, value, entry)
         })
     }
 
-    fn param_holds(&self, c: &ParamCond, entry: usize) -> bool {
-        let params = self.params.get_or_init(|| Params::parse(self.req.query()));
-        match params.first(&c.name) {
+    fn params(&self) -> &Params<'r> {
+        self.params.get_or_init(|| Params::parse(self.req.query()))
+    }
+
+    fn param_holds(&self, c: &Cond, entry: usize) -> bool {
+        match self.params().first(self.store.bytes(c.name)) {
             None | Some([]) => false,
-            Some(v) => match &c.test {
-                Test::Exact(want) => **want == *v,
-                Test::Regex(p) => self.regex(p, v, entry),
+            Some(v) => match c.test {
+                Test::Exact(want) => self.store.bytes(want) == v,
+                Test::Regex(p) => self.pattern(p).is_some_and(|p| self.regex(p, v, entry)),
             },
         }
     }
@@ -280,37 +266,6 @@ impl<R: RequestView + ?Sized> Ctx<'_, R> {
             self.req.regex_failed(entry, &pattern, &why);
         }
         outcome
-    }
-}
-
-/// Counts heap bytes for [`MatchList::memory`].
-#[derive(Default)]
-struct Heap {
-    total: usize,
-    seen: std::collections::HashSet<usize>,
-}
-
-impl Heap {
-    /// One allocation of `size` bytes, as malloc holds it.
-    fn block(&mut self, size: usize) {
-        if size > 0 {
-            self.total += malloc_size(size);
-        }
-    }
-    /// An allocation that several owners may share: counted once.
-    fn shared(&mut self, ptr: *const u8, size: usize) {
-        if self.seen.insert(ptr as usize) {
-            self.block(size);
-        }
-    }
-    fn bytes(&mut self, b: &Bytes) {
-        self.shared(Arc::as_ptr(b).cast::<u8>(), 16 + b.len());
-    }
-    fn pattern(&mut self, p: &Arc<Pattern>) {
-        if self.seen.insert(Arc::as_ptr(p) as usize) {
-            self.block(16 + core::mem::size_of::<Pattern>());
-            self.total += p.memory();
-        }
     }
 }
 
@@ -404,9 +359,12 @@ fn trim_ows(s: &[u8]) -> &[u8] {
 }
 
 impl MatchList {
-    pub(crate) fn new(entries: Vec<Entry>) -> MatchList {
-        let index = Index::build(&entries);
-        MatchList { entries: entries.into(), index }
+    pub(crate) fn new(store: Arc<Store>, entries: Run, index: Option<u32>) -> MatchList {
+        MatchList { store, entries, index }
+    }
+
+    fn entries(&self) -> &[Entry] {
+        self.store.entries.get(self.entries.range()).unwrap_or_default()
     }
 
     /// Number of entries.
@@ -414,62 +372,29 @@ impl MatchList {
         self.entries.len()
     }
 
-    /// The redirect paths of the entries, with their 0-based index (entries without one are
-    /// left out). For load-time checks such as "does this named location exist".
-    pub fn redirects(&self) -> impl Iterator<Item = (usize, &str)> {
-        self.entries.iter().enumerate().filter_map(|(i, e)| Some((i, e.redirect.as_deref()?)))
-    }
-
-    /// About how many bytes of heap the compiled list holds: entries, conditions, strings,
-    /// the index and PCRE2's compiled patterns, each shared one counted once, each allocation
-    /// with malloc's header and rounding. (`tests/memory_estimate.rs` holds it to what is
-    /// really freed.) Strings interned across the lists of one file are counted in each.
-    pub fn memory(&self) -> usize {
-        use core::mem::size_of;
-        let mut m = Heap::default();
-        m.block(size_of::<MatchList>());
-        m.block(self.entries.len() * size_of::<Entry>());
-        for e in self.entries.iter() {
-            if let Some(r) = &e.redirect {
-                m.shared(Arc::as_ptr(r).cast::<u8>(), 16 + r.len());
-            }
-            match &e.body {
-                Body::Any => {}
-                Body::Invalid(reason) => m.block(reason.len()),
-                Body::When { path, method, headers, params } => {
-                    if let Some(v) = method {
-                        m.bytes(v);
-                    }
-                    match path {
-                        None => {}
-                        Some(PathCond::Exact(p) | PathCond::Prefix(p)) => m.block(p.len()),
-                        Some(PathCond::Regex(p)) => m.pattern(p),
-                    }
-                    m.block(headers.len() * size_of::<HeaderCond>());
-                    m.block(params.len() * size_of::<ParamCond>());
-                    let conds = headers
-                        .iter()
-                        .map(|h| (&h.name, &h.test))
-                        .chain(params.iter().map(|p| (&p.name, &p.test)));
-                    for (name, test) in conds {
-                        m.bytes(name);
-                        match test {
-                            Test::Exact(v) => m.bytes(v),
-                            Test::Regex(p) => m.pattern(p),
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(index) = &self.index {
-            m.total += index.memory();
-        }
-        m.total
-    }
-
     /// Whether the list has no entries (never true for a parsed list).
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// The redirect paths of the entries, with their 0-based index (entries without one are
+    /// left out). For load-time checks such as "does this named location exist".
+    pub fn redirects(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.entries()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| Some((i, self.store.str(e.redirect?))))
+    }
+
+    /// About how many bytes of heap the compiled list holds: the arrays of its compiled source
+    /// (entries, conditions, strings, index) and PCRE2's compiled patterns, each allocation
+    /// with malloc's header and rounding (`tests/memory_estimate.rs` holds it to what is
+    /// really freed). The lists of one `matches.json` share one compiled source: each counts
+    /// all of it.
+    pub fn memory(&self) -> usize {
+        malloc_size(core::mem::size_of::<MatchList>())
+            + malloc_size(16 + core::mem::size_of::<Store>())
+            + self.store.memory()
     }
 
     /// Evaluates `req`: the first satisfied entry wins; entries after it are never looked at.
@@ -482,8 +407,8 @@ impl MatchList {
     /// the index changes no outcome.
     #[doc(hidden)]
     pub fn evaluate_linear<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
-        let cx = Ctx::new(req);
-        let outcome = self.first_of(0..self.entries.len(), &cx);
+        let cx = Ctx::new(req, &self.store);
+        let outcome = self.first_of(0..self.len(), &cx);
         cx.finish(outcome)
     }
 
@@ -491,10 +416,11 @@ impl MatchList {
     /// reused within the evaluation are not attempts). For tests and benchmarks.
     #[doc(hidden)]
     pub fn evaluate_counting<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, usize) {
-        let cx = Ctx::new(req);
-        let outcome = match self.index.as_ref().and_then(|index| self.candidates(index, &cx)) {
+        let cx = Ctx::new(req, &self.store);
+        let index = self.index.and_then(|i| self.store.indexes.get(i as usize));
+        let outcome = match index.and_then(|index| self.candidates(index, &cx)) {
             Some(candidates) => self.first_of(candidates, &cx),
-            None => self.first_of(0..self.entries.len(), &cx),
+            None => self.first_of(0..self.len(), &cx),
         };
         let attempts = cx.attempts.get();
         (cx.finish(outcome), attempts)
@@ -512,23 +438,33 @@ impl MatchList {
         order: impl Iterator<Item = usize>,
         cx: &Ctx<'_, R>,
     ) -> Outcome<'_> {
+        let (entries, conds) = (self.entries(), &*self.store.conds);
         for i in order {
-            let Some(e) = self.entries.get(i) else { break };
-            let satisfied = match &e.body {
+            let Some(e) = entries.get(i) else { break };
+            let satisfied = match e.body {
                 Body::Any => true,
                 Body::Invalid(reason) => {
+                    let reason = self.store.str(reason);
                     return Outcome::Error(EvalError::InvalidEntry { entry: i, reason });
                 }
                 Body::When { path, method, headers, params } => {
-                    method.as_deref().is_none_or(|m| m == cx.req.method())
-                        && path.as_ref().is_none_or(|p| cx.path_holds(p, i))
-                        && headers.iter().all(|h| cx.header_holds(h, i))
-                        && params.iter().all(|p| cx.param_holds(p, i))
+                    method.is_none_or(|m| self.store.bytes(m) == cx.req.method())
+                        && path.is_none_or(|p| cx.path_holds(p, i))
+                        && conds
+                            .get(headers.range())
+                            .unwrap_or_default()
+                            .iter()
+                            .all(|h| cx.header_holds(h, i))
+                        && conds
+                            .get(params.range())
+                            .unwrap_or_default()
+                            .iter()
+                            .all(|p| cx.param_holds(p, i))
                 }
             };
             if satisfied {
-                return match &e.redirect {
-                    Some(path) => Outcome::Redirect { entry: i, path },
+                return match e.redirect {
+                    Some(path) => Outcome::Redirect { entry: i, path: self.store.str(path) },
                     None => Outcome::Error(EvalError::NoRedirectPath { entry: i }),
                 };
             }
@@ -539,43 +475,49 @@ impl MatchList {
     /// The entries whose index key holds for this request, plus the unkeyed ones; `None` when
     /// the request hits more posting lists than `Candidates` holds.
     fn candidates<'s, R: RequestView + ?Sized>(
-        &self,
-        index: &'s Index,
+        &'s self,
+        index: &Index,
         cx: &'s Ctx<'_, R>,
     ) -> Option<Candidates<'s>> {
+        let store = &*self.store;
         let mut c = Candidates::new();
-        let mut ok = c.push(&index.rest);
+        let mut ok = c.push(store.postings(index.rest));
         let method = cx.req.method();
-        if let Some((_, list)) = index.methods.iter().find(|(m, _)| **m == *method) {
-            ok &= c.push(list);
+        let methods = store.items.get(index.methods.range()).unwrap_or_default();
+        if let Some(item) = methods.iter().find(|m| store.bytes(m.key) == method) {
+            ok &= c.push(store.postings(item.value));
         }
-        if !index.headers.is_empty() {
+        let groups = |r: Run| store.groups.get(r.range()).unwrap_or_default();
+        let headers = groups(index.headers);
+        if !headers.is_empty() {
             for (name, value) in cx.req.headers() {
-                let Some((_, postings)) =
-                    index.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))
+                let Some((_, table)) =
+                    headers.iter().find(|(n, _)| store.bytes(*n).eq_ignore_ascii_case(name))
                 else {
                     continue;
                 };
                 if value.is_empty() {
                     continue;
                 }
-                if let Some(list) = postings.get(value) {
-                    ok &= c.push(list);
+                if let Some(item) = store.lookup(*table, value) {
+                    ok &= c.push(store.postings(item.value));
                 }
                 if memchr::memchr(b',', value).is_some() {
                     for el in value.split(|&b| b == b',').map(trim_ows) {
-                        if let Some(list) = postings.get(el) {
-                            ok &= c.push(list);
+                        if let Some(item) = store.lookup(*table, el) {
+                            ok &= c.push(store.postings(item.value));
                         }
                     }
                 }
             }
         }
-        if !index.params.is_empty() {
-            let params = cx.params.get_or_init(|| Params::parse(cx.req.query()));
-            for (name, postings) in &index.params {
-                if let Some(list) = params.first(name).and_then(|v| postings.get(v)) {
-                    ok &= c.push(list);
+        let params = groups(index.params);
+        if !params.is_empty() {
+            let query = cx.params();
+            for (name, table) in params {
+                let found = query.first(store.bytes(*name)).and_then(|v| store.lookup(*table, v));
+                if let Some(item) = found {
+                    ok &= c.push(store.postings(item.value));
                 }
             }
         }

@@ -11,119 +11,112 @@
 
 use std::collections::HashMap;
 
-use rustc_hash::FxHashMap;
-
-use crate::eval::{Body, Bytes, Entry, Test};
+use crate::eval::{Body, Entry};
+use crate::store::{Builder, Cond, Item, Run, Span, Table, Test};
 
 /// Lists shorter than this are scanned linearly (the index would not pay for itself).
 pub(crate) const MIN_ENTRIES: usize = 8;
 
-/// Posting lists: value -> ascending entry indexes.
-type Postings = FxHashMap<Bytes, Vec<u32>>;
-
-#[derive(Debug, Default)]
+/// The index of one list, in its store. Postings are ascending entry indexes of the list.
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Index {
-    /// (lower-case header name, postings by exact value).
-    pub(crate) headers: Vec<(Box<[u8]>, Postings)>,
-    /// (param name, postings by exact decoded value).
-    pub(crate) params: Vec<(Box<[u8]>, Postings)>,
-    /// (method, entries keyed by their method only).
-    pub(crate) methods: Vec<(Bytes, Vec<u32>)>,
-    /// Entries with no exact condition: always candidates.
-    pub(crate) rest: Vec<u32>,
+    /// Groups: (lower-case header name, table of exact value -> postings).
+    pub(crate) headers: Run,
+    /// Groups: (param name, table of exact decoded value -> postings).
+    pub(crate) params: Run,
+    /// Items: (method, postings of the entries keyed by their method only).
+    pub(crate) methods: Run,
+    /// Postings of the entries with no exact condition: always candidates.
+    pub(crate) rest: Run,
 }
 
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {
-    Header(Box<[u8]>, Bytes),
-    Param(Bytes, Bytes),
-    Method(Bytes),
+    Header(Span, Span),
+    Param(Span, Span),
+    Method(Span),
 }
 
-fn keys_of(e: &Entry) -> Vec<Key> {
-    let Body::When { method, headers, params, .. } = &e.body else { return Vec::new() };
-    let mut keys = Vec::new();
-    for h in headers.iter() {
-        if let Test::Exact(v) = &h.test {
-            keys.push(Key::Header(h.name.to_ascii_lowercase().into(), v.clone()));
-        }
-    }
-    for p in params.iter() {
-        if let Test::Exact(v) = &p.test {
-            keys.push(Key::Param(p.name.clone(), v.clone()));
-        }
-    }
-    if let Some(m) = method {
-        keys.push(Key::Method(m.clone()));
-    }
+fn keys_of(e: &Entry, conds: &[Cond]) -> Vec<Key> {
+    let Body::When { method, headers, params, .. } = e.body else { return Vec::new() };
+    let exact = |r: Run, key: fn(Span, Span) -> Key| {
+        conds.get(r.range()).unwrap_or_default().iter().filter_map(move |c| match c.test {
+            Test::Exact(v) => Some(key(c.name, v)),
+            Test::Regex(_) => None,
+        })
+    };
+    let mut keys: Vec<Key> = exact(headers, Key::Header).collect();
+    keys.extend(exact(params, Key::Param));
+    keys.extend(method.map(Key::Method));
     keys
 }
 
-impl Index {
-    /// Heap bytes held (see `MatchList::memory`); the keys' strings are the entries' own.
-    pub(crate) fn memory(&self) -> usize {
-        use crate::eval::malloc_size;
-        use core::mem::size_of;
-        let vec = |cap: usize, item: usize| if cap == 0 { 0 } else { malloc_size(cap * item) };
-        let postings = |p: &Postings| {
-            // hashbrown: one block of buckets plus a control byte per bucket and a group.
-            let buckets = p.capacity().next_power_of_two().max(4) * 8 / 7;
-            malloc_size(buckets * (size_of::<(Bytes, Vec<u32>)>() + 1) + 16)
-                + p.values().map(|v| vec(v.capacity(), 4)).sum::<usize>()
-        };
-        let groups = |g: &Vec<(Box<[u8]>, Postings)>| {
-            vec(g.capacity(), size_of::<(Box<[u8]>, Postings)>())
-                + g.iter().map(|(n, p)| malloc_size(n.len()) + postings(p)).sum::<usize>()
-        };
-        groups(&self.headers)
-            + groups(&self.params)
-            + vec(self.methods.capacity(), size_of::<(Bytes, Vec<u32>)>())
-            + self.methods.iter().map(|(_, v)| vec(v.capacity(), 4)).sum::<usize>()
-            + vec(self.rest.capacity(), 4)
-    }
+/// Postings grouped by name, then by value, as the index is built.
+type Groups = HashMap<Span, Vec<(Span, Vec<u32>)>>;
 
-    pub(crate) fn build(entries: &[Entry]) -> Option<Index> {
-        if entries.len() < MIN_ENTRIES || entries.len() > u32::MAX as usize {
-            return None;
-        }
-        let keys: Vec<Vec<Key>> = entries.iter().map(keys_of).collect();
-        let mut count: HashMap<&Key, usize> = HashMap::new();
-        for k in keys.iter().flatten() {
-            *count.entry(k).or_default() += 1;
-        }
-        let mut ix = Index::default();
-        for (i, ks) in keys.iter().enumerate() {
-            let i = i as u32;
-            // The most selective key: the one the fewest entries share (methods last on ties,
-            // since every entry of a route tends to share its method).
-            let best = ks.iter().min_by_key(|k| (count[k], matches!(k, Key::Method(_))));
-            match best {
-                None => ix.rest.push(i),
-                Some(Key::Header(name, value)) => posting(&mut ix.headers, name, value).push(i),
-                Some(Key::Param(name, value)) => posting(&mut ix.params, name, value).push(i),
-                Some(Key::Method(m)) => match ix.methods.iter_mut().find(|(n, _)| n == m) {
-                    Some((_, list)) => list.push(i),
-                    None => ix.methods.push((m.clone(), vec![i])),
-                },
-            }
-        }
-        Some(ix)
+/// Builds the index of the list whose entries are `entries` of the builder, if it is long
+/// enough to have one; returns its number.
+pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
+    if entries.len() < MIN_ENTRIES {
+        return None;
     }
+    let keys: Vec<Vec<Key>> =
+        b.entries.get(entries.range())?.iter().map(|e| keys_of(e, &b.conds)).collect();
+    let mut count: HashMap<Key, usize> = HashMap::new();
+    for k in keys.iter().flatten() {
+        *count.entry(*k).or_default() += 1;
+    }
+    let mut filed: HashMap<Key, Vec<u32>> = HashMap::new();
+    let mut rest = Vec::new();
+    for (i, ks) in keys.iter().enumerate() {
+        // The most selective key: the one the fewest entries share (methods last on ties,
+        // since every entry of a route tends to share its method).
+        match ks.iter().min_by_key(|k| (count[*k], matches!(k, Key::Method(_)))) {
+            None => rest.push(i as u32),
+            Some(k) => filed.entry(*k).or_default().push(i as u32),
+        }
+    }
+    let (mut headers, mut params, mut methods) = (Groups::new(), Groups::new(), Vec::new());
+    for (k, list) in filed {
+        match k {
+            Key::Header(name, value) => headers.entry(name).or_default().push((value, list)),
+            Key::Param(name, value) => params.entry(name).or_default().push((value, list)),
+            Key::Method(m) => methods.push((m, list)),
+        }
+    }
+    let rest = postings(b, &rest);
+    let first = b.items.len();
+    for (m, list) in &methods {
+        let value = postings(b, list);
+        b.items.push(Item { key: *m, value });
+    }
+    let methods = b.run(first, b.items.len());
+    let headers = groups(b, &headers);
+    let params = groups(b, &params);
+    let id = b.index(b.indexes.len());
+    b.indexes.push(Index { headers, params, methods, rest });
+    Some(id)
 }
 
-fn posting<'a>(
-    groups: &'a mut Vec<(Box<[u8]>, Postings)>,
-    name: &[u8],
-    value: &Bytes,
-) -> &'a mut Vec<u32> {
-    let g = match groups.iter().position(|(n, _)| **n == *name) {
-        Some(g) => g,
-        None => {
-            groups.push((name.into(), FxHashMap::default()));
-            groups.len() - 1
+fn postings(b: &mut Builder, list: &[u32]) -> Run {
+    let start = b.postings.len();
+    b.postings.extend_from_slice(list);
+    b.run(start, b.postings.len())
+}
+
+fn groups(b: &mut Builder, groups: &Groups) -> Run {
+    let mut made: Vec<(Span, Table)> = Vec::with_capacity(groups.len());
+    for (name, values) in groups.iter() {
+        let first = b.items.len();
+        for (value, list) in values {
+            let run = postings(b, list);
+            b.items.push(Item { key: *value, value: run });
         }
-    };
-    groups[g].1.entry(value.clone()).or_default()
+        made.push((*name, b.table(first)));
+    }
+    let start = b.groups.len();
+    b.groups.extend(made);
+    b.run(start, b.groups.len())
 }
 
 /// The candidate lists of one request, merged in ascending order. Fixed capacity: a request

@@ -26,8 +26,9 @@ mod index;
 mod parse;
 mod pattern;
 mod query;
+mod store;
 
-pub use compile::{CompiledFile, CompiledList, Warning};
+pub use compile::{CompiledFile, CompiledList, FileError, Warning};
 pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, MatchList, Outcome, RequestView};
 pub use parse::{ParseError, Syntax};
 pub use pattern::{MATCH_LIMIT, Pattern};
@@ -42,4 +43,11 @@ pub fn compile_list(json: &[u8], syntax: Syntax) -> Result<CompiledList, ParseEr
 /// Identical lists (NGF writes one copy per hostname) are compiled once and shared.
 pub fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, ParseError> {
     compile::compile_file(json, syntax)
+}
+
+/// [`compile_file`] reading the file as it parses it (a buffer at a time), so the whole text is
+/// never held in memory next to its compiled form (NGINX compiles `http_matches_load` files in
+/// the master at every reload, while the previous configuration is still alive).
+pub fn compile_file_at(path: &std::path::Path, syntax: Syntax) -> Result<CompiledFile, FileError> {
+    compile::compile_path(path, syntax)
 }

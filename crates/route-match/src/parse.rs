@@ -5,6 +5,7 @@
 //! error. Entries themselves are kept as `serde_json::Value`: a malformed entry is not a parse
 //! error but an entry that fails when reached (see `compile`).
 
+use core::cell::Cell;
 use core::fmt;
 use std::collections::HashSet;
 
@@ -59,6 +60,20 @@ impl ParseError {
     }
 }
 
+impl ParseError {
+    pub(crate) fn io(e: &std::io::Error) -> ParseError {
+        ParseError { message: e.to_string(), line: 0, column: 0 }
+    }
+
+    pub(crate) fn too_large() -> ParseError {
+        ParseError {
+            message: "the compiled source would need more than 4 GiB (u32 offsets)".to_owned(),
+            line: 0,
+            column: 0,
+        }
+    }
+}
+
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line > 0 {
@@ -106,12 +121,11 @@ pub(crate) fn parse_list(json: &[u8]) -> Result<RawList, ParseError> {
 /// Parses a whole file, handing each (key, list) to `each` as soon as it is read, so that only
 /// one list's JSON tree is alive at a time (a file of 100,000 entries would otherwise hold
 /// ~160 MB of trees at once, and leave the heap that fragmented).
-pub(crate) fn parse_file_with(
-    json: &[u8],
+pub(crate) fn parse_file_with<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
     each: &mut dyn FnMut(String, RawList),
 ) -> Result<(), ParseError> {
-    let mut de = serde_json::Deserializer::from_slice(json);
-    de.deserialize_map(FileVisitor { each })?;
+    (&mut de).deserialize_map(FileVisitor { each })?;
     de.end()?;
     Ok(())
 }
@@ -119,7 +133,7 @@ pub(crate) fn parse_file_with(
 #[cfg(test)]
 pub(crate) fn parse_file(json: &[u8]) -> Result<Vec<(String, RawList)>, ParseError> {
     let mut out = Vec::new();
-    parse_file_with(json, &mut |k, l| out.push((k, l)))?;
+    parse_file_with(serde_json::Deserializer::from_slice(json), &mut |k, l| out.push((k, l)))?;
     Ok(out)
 }
 
@@ -137,27 +151,75 @@ pub(crate) fn is_typed_string(s: &str, sep: char) -> bool {
 
 /// Whether any header or param string of the file is typed (contract section 3), found
 /// without building JSON trees. Syntax errors count as "no": the real parse reports them.
-pub(crate) fn file_is_typed(json: &[u8]) -> bool {
-    let mut de = serde_json::Deserializer::from_slice(json);
-    Detect { depth: 0, sep: None }.deserialize(&mut de).unwrap_or(false)
+#[cfg(test)]
+pub(crate) fn file_is_typed<'de, R: serde_json::de::Read<'de>>(
+    de: serde_json::Deserializer<R>,
+) -> bool {
+    survey(de).typed
+}
+
+/// What a first pass over a file finds: the syntax, and how much there is to compile (so the
+/// compiled form's arrays are sized once, not grown by copying).
+#[derive(Debug, Default)]
+pub(crate) struct Survey {
+    /// Some header or param string is typed.
+    pub(crate) typed: bool,
+    /// Items of the lists.
+    pub(crate) entries: usize,
+    /// Strings in `headers` and `params` arrays.
+    pub(crate) conditions: usize,
+    /// Keys of the file.
+    pub(crate) keys: usize,
+    /// Bytes of every string and key.
+    pub(crate) bytes: usize,
+}
+
+/// The first pass: walks the file without building JSON trees. Syntax errors end it early
+/// (the real parse reports them).
+pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
+) -> Survey {
+    let counts = Counts::default();
+    let typed =
+        Detect { depth: 0, sep: None, counts: &counts }.deserialize(&mut de).unwrap_or(false);
+    Survey {
+        typed,
+        entries: counts.entries.get(),
+        conditions: counts.conditions.get(),
+        keys: counts.keys.get(),
+        bytes: counts.bytes.get(),
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    entries: Cell<usize>,
+    conditions: Cell<usize>,
+    keys: Cell<usize>,
+    bytes: Cell<usize>,
 }
 
 /// Walks any JSON; at depth 3 (file -> list -> entry -> field), the strings of a `headers` or
 /// `params` array are tested.
-struct Detect {
+struct Detect<'c> {
     depth: u8,
     /// The separator of the field being walked (`:` for headers, `=` for params).
     sep: Option<char>,
+    counts: &'c Counts,
 }
 
-impl<'de> DeserializeSeed<'de> for Detect {
+fn add(c: &Cell<usize>, n: usize) {
+    c.set(c.get().saturating_add(n));
+}
+
+impl<'de> DeserializeSeed<'de> for Detect<'_> {
     type Value = bool;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Detect {
+impl<'de> Visitor<'de> for Detect<'_> {
     type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -168,12 +230,16 @@ impl<'de> Visitor<'de> for Detect {
         // In an entry, a repeated field counts as its last occurrence (as in the JSON tree).
         let (mut headers, mut params, mut found) = (false, false, false);
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            add(&self.counts.bytes, key.len());
+            if self.depth == 0 {
+                add(&self.counts.keys, 1);
+            }
             let sep = match (self.depth, &*key) {
                 (2, "headers") => Some(':'),
                 (2, "params") => Some('='),
                 _ => None,
             };
-            let next = Detect { depth: self.depth.saturating_add(1), sep };
+            let next = Detect { depth: self.depth.saturating_add(1), sep, counts: self.counts };
             let f = map.next_value_seed(next)?;
             match sep {
                 Some(':') => headers = f,
@@ -187,13 +253,20 @@ impl<'de> Visitor<'de> for Detect {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
         let mut found = false;
         let depth = self.depth.saturating_add(1);
-        while let Some(f) = seq.next_element_seed(Detect { depth, sep: self.sep })? {
+        let counts = self.counts;
+        while let Some(f) = seq.next_element_seed(Detect { depth, sep: self.sep, counts })? {
+            match (self.depth, self.sep) {
+                (1, _) => add(&counts.entries, 1),
+                (3, Some(_)) => add(&counts.conditions, 1),
+                _ => {}
+            }
             found |= f;
         }
         Ok(found)
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        add(&self.counts.bytes, v.len());
         Ok(self.depth == 4 && self.sep.is_some_and(|sep| is_typed_string(v, sep)))
     }
 

@@ -1,0 +1,286 @@
+//! The compiled form of one source (an inline list, a `$http_matches` value or a whole
+//! `matches.json`): a handful of flat arrays, with no allocation per entry, condition, string
+//! or index key.
+//!
+//! Why flat: a configuration is compiled in the NGINX master and shared, copy-on-write, by the
+//! workers it forks. A compiled form made of many small allocations interleaves, page by page,
+//! with the next reload's: freeing the old one then writes to (and so copies) nearly every
+//! page of the heap in the master, and leaves free chunks on every page that the new workers'
+//! first `malloc` calls walk and write to. A few large arrays are freed by touching a few
+//! pages, and their pages go back to the system whole (measured in `scripts/reload-memory.sh`).
+//!
+//! Everything refers to everything else by `u32` index or [`Span`]; strings live once in one
+//! text pool (interned: names, values, paths and keys that repeat are stored once).
+
+use core::hash::Hasher;
+use core::ops::Range;
+use std::collections::HashMap;
+
+use rustc_hash::FxHasher;
+
+use crate::eval::Entry;
+use crate::index::Index;
+use crate::pattern::Pattern;
+
+/// A string of the text pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) struct Span {
+    off: u32,
+    len: u32,
+}
+
+/// A range of one of the arrays (entries, conditions, postings, slots, index groups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Run {
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+}
+
+impl Run {
+    pub(crate) fn range(self) -> Range<usize> {
+        self.start as usize..self.end as usize
+    }
+    pub(crate) fn len(self) -> usize {
+        (self.end - self.start) as usize
+    }
+    pub(crate) fn is_empty(self) -> bool {
+        self.start == self.end
+    }
+}
+
+/// A header or param condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Cond {
+    /// Header names are stored lower-case (they compare case-insensitively); param names as
+    /// written.
+    pub(crate) name: Span,
+    pub(crate) test: Test,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Test {
+    Exact(Span),
+    /// Index into the patterns.
+    Regex(u32),
+}
+
+/// A key of a hash table: its text and what it maps to (an index's postings, or a list).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Item {
+    pub(crate) key: Span,
+    pub(crate) value: Run,
+}
+
+/// An open-addressing hash table over a run of items: `slots` (a power of two of them) hold
+/// item indexes, `EMPTY` where free.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Table {
+    slots: Run,
+}
+
+const EMPTY: u32 = u32::MAX;
+
+fn hash(b: &[u8]) -> usize {
+    let mut h = FxHasher::default();
+    h.write(b);
+    h.finish() as usize
+}
+
+/// Everything compiled from one source.
+#[derive(Debug, Default)]
+pub(crate) struct Store {
+    text: Box<str>,
+    pub(crate) entries: Box<[Entry]>,
+    pub(crate) conds: Box<[Cond]>,
+    pub(crate) patterns: Box<[Pattern]>,
+    pub(crate) postings: Box<[u32]>,
+    slots: Box<[u32]>,
+    pub(crate) items: Box<[Item]>,
+    pub(crate) groups: Box<[(Span, Table)]>,
+    pub(crate) indexes: Box<[Index]>,
+}
+
+impl Store {
+    pub(crate) fn bytes(&self, s: Span) -> &[u8] {
+        self.text.as_bytes().get(s.off as usize..(s.off + s.len) as usize).unwrap_or_default()
+    }
+    pub(crate) fn str(&self, s: Span) -> &str {
+        self.text.get(s.off as usize..(s.off + s.len) as usize).unwrap_or_default()
+    }
+    pub(crate) fn postings(&self, r: Run) -> &[u32] {
+        self.postings.get(r.range()).unwrap_or_default()
+    }
+
+    /// The item whose key is `key`, if the table has one.
+    pub(crate) fn lookup(&self, t: Table, key: &[u8]) -> Option<&Item> {
+        let slots = self.slots.get(t.slots.range())?;
+        let mask = slots.len().checked_sub(1)?;
+        let mut at = hash(key) & mask;
+        // At most half full, so an empty slot ends every probe.
+        for _ in 0..slots.len() {
+            let item = self.items.get(*slots.get(at)? as usize)?;
+            if self.bytes(item.key) == key {
+                return Some(item);
+            }
+            at = (at + 1) & mask;
+        }
+        None
+    }
+
+    /// Heap bytes held, each array with malloc's header and rounding, PCRE2's compiled code
+    /// and JIT code included.
+    pub(crate) fn memory(&self) -> usize {
+        use core::mem::size_of_val;
+        let block = |n: usize| if n == 0 { 0 } else { crate::eval::malloc_size(n) };
+        block(self.text.len())
+            + block(size_of_val(&*self.entries))
+            + block(size_of_val(&*self.conds))
+            + block(size_of_val(&*self.patterns))
+            + self.patterns.iter().map(Pattern::memory).sum::<usize>()
+            + block(size_of_val(&*self.postings))
+            + block(size_of_val(&*self.slots))
+            + block(size_of_val(&*self.items))
+            + block(size_of_val(&*self.groups))
+            + block(size_of_val(&*self.indexes))
+    }
+}
+
+/// A [`Store`] being filled. The interning maps are the compiler's and are dropped with it.
+#[derive(Default)]
+pub(crate) struct Builder {
+    text: String,
+    /// The text pool's strings, for interning: an open-addressing table (at most half full)
+    /// of indexes into `spans`, so no string is held twice while compiling.
+    interned: Vec<u32>,
+    spans: Vec<Span>,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) conds: Vec<Cond>,
+    pub(crate) patterns: Vec<Pattern>,
+    pattern_ids: HashMap<Span, u32>,
+    pub(crate) postings: Vec<u32>,
+    slots: Vec<u32>,
+    pub(crate) items: Vec<Item>,
+    pub(crate) groups: Vec<(Span, Table)>,
+    pub(crate) indexes: Vec<Index>,
+    /// An array outgrew `u32` indexes: the source is refused.
+    pub(crate) too_large: bool,
+}
+
+impl Builder {
+    /// Sizes the arrays for what a first pass found: growing them would copy them, and leave
+    /// the old copies behind as freed heap in the master. Index arrays get what every list
+    /// indexed could need (at most one posting, item and group per entry).
+    pub(crate) fn reserve(&mut self, s: &crate::parse::Survey) {
+        self.text.reserve(s.bytes);
+        self.entries.reserve(s.entries);
+        self.conds.reserve(s.conditions);
+        self.postings.reserve(s.entries);
+        self.items.reserve(s.entries + s.keys);
+    }
+
+    /// Converts a length to `u32`, or marks the source too large.
+    pub(crate) fn index(&mut self, n: usize) -> u32 {
+        u32::try_from(n).unwrap_or_else(|_| {
+            self.too_large = true;
+            0
+        })
+    }
+
+    /// The one copy of `s` in the text pool.
+    pub(crate) fn intern(&mut self, s: &str) -> Span {
+        if self.spans.len() * 2 >= self.interned.len() {
+            self.grow_interned();
+        }
+        let mask = self.interned.len() - 1;
+        let mut at = hash(s.as_bytes()) & mask;
+        loop {
+            let slot = self.interned[at];
+            if slot == EMPTY {
+                break;
+            }
+            let span = self.spans[slot as usize];
+            if self.text(span) == s.as_bytes() {
+                return span;
+            }
+            at = (at + 1) & mask;
+        }
+        let (off, len) = (self.index(self.text.len()), self.index(s.len()));
+        let number = self.index(self.spans.len());
+        if self.too_large || off.checked_add(len).is_none() || number == EMPTY {
+            self.too_large = true;
+            return Span::default();
+        }
+        self.text.push_str(s);
+        let span = Span { off, len };
+        self.spans.push(span);
+        self.interned[at] = number;
+        span
+    }
+
+    fn grow_interned(&mut self) {
+        let size = (self.interned.len() * 2).max(64);
+        let mut slots = vec![EMPTY; size];
+        for (i, span) in self.spans.iter().enumerate() {
+            let mut at = hash(self.text(*span)) & (size - 1);
+            while slots[at] != EMPTY {
+                at = (at + 1) & (size - 1);
+            }
+            slots[at] = i as u32;
+        }
+        self.interned = slots;
+    }
+
+    pub(crate) fn text(&self, s: Span) -> &[u8] {
+        self.text.as_bytes().get(s.off as usize..(s.off + s.len) as usize).unwrap_or_default()
+    }
+
+    /// The index of the compiled `source`, compiled on first sight.
+    pub(crate) fn pattern(&mut self, source: &str) -> Result<u32, String> {
+        let text = self.intern(source);
+        if let Some(&id) = self.pattern_ids.get(&text) {
+            return Ok(id);
+        }
+        let p = Pattern::new(source)?;
+        let id = self.index(self.patterns.len());
+        self.patterns.push(p);
+        self.pattern_ids.insert(text, id);
+        Ok(id)
+    }
+
+    /// A run from `start` to the current end of an array of length `end`.
+    pub(crate) fn run(&mut self, start: usize, end: usize) -> Run {
+        Run { start: self.index(start), end: self.index(end) }
+    }
+
+    /// A hash table over the items from `first` to the end: at most half full.
+    pub(crate) fn table(&mut self, first: usize) -> Table {
+        let n = self.items.len() - first;
+        let size = (n * 2).next_power_of_two().max(2);
+        let start = self.slots.len();
+        self.slots.resize(start + size, EMPTY);
+        for i in first..self.items.len() {
+            let key = self.items[i].key;
+            let mut at = hash(self.text(key)) & (size - 1);
+            while self.slots[start + at] != EMPTY {
+                at = (at + 1) & (size - 1);
+            }
+            self.slots[start + at] = self.index(i);
+        }
+        Table { slots: self.run(start, start + size) }
+    }
+
+    /// The finished store: every array at its exact size.
+    pub(crate) fn finish(self) -> Store {
+        Store {
+            text: self.text.into_boxed_str(),
+            entries: self.entries.into_boxed_slice(),
+            conds: self.conds.into_boxed_slice(),
+            patterns: self.patterns.into_boxed_slice(),
+            postings: self.postings.into_boxed_slice(),
+            slots: self.slots.into_boxed_slice(),
+            items: self.items.into_boxed_slice(),
+            groups: self.groups.into_boxed_slice(),
+            indexes: self.indexes.into_boxed_slice(),
+        }
+    }
+}
