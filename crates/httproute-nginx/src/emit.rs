@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::model::{PathModifier, RequestRedirect};
 use crate::plan::{
-    Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, RulePlan, ServerPlan,
+    Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, RulePlan, ServerPlan, Target,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -25,9 +25,13 @@ pub struct Options {
     pub carrier: Carrier,
     /// `listen ADDRESS:PORT` instead of `listen PORT`.
     pub listen_address: Option<String>,
-    /// Certificate and key files of TLS Secrets (`namespace/name`); a Secret not here is
-    /// expected at `certs/NAMESPACE_NAME.crt` and `.key` next to nginx.conf.
+    /// Certificate and key files of TLS Secrets (`namespace/name`); a Secret not here but
+    /// among the inputs is written to `certs/NAMESPACE_NAME.crt` and `.key` next to
+    /// nginx.conf (the plan leaves out Secrets that are neither).
     pub certificates: BTreeMap<String, (String, String)>,
+    /// `resolver` addresses for backends named by DNS (`--resolver`, else the nameservers of
+    /// /etc/resolv.conf); NGINX's syntax: `ADDRESS[:PORT]`, IPv6 in brackets.
+    pub resolvers: Vec<String>,
 }
 
 pub struct Output {
@@ -35,6 +39,8 @@ pub struct Output {
     pub matches_json: String,
     /// Other files, by path relative to nginx.conf (certificates and keys from Secrets).
     pub files: BTreeMap<String, Vec<u8>>,
+    /// What the configuration cannot do (on top of the plan's warnings).
+    pub warnings: Vec<String>,
 }
 
 /// NGINX holds one configuration token in a 4 KiB buffer.
@@ -183,8 +189,27 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     if http.raw_path {
         conf.push_str(RAW_PATH);
     }
-    for (up, addr) in &http.upstreams {
-        let _ = writeln!(conf, "\n    upstream {up} {{\n        server {addr};\n    }}");
+    let mut warnings = Vec::new();
+    if http.resolve {
+        if opts.resolvers.is_empty() {
+            warnings.push(
+                "no resolver (--resolver, or a nameserver in /etc/resolv.conf): backends named \
+                 by DNS answer 502"
+                    .to_owned(),
+            );
+        } else {
+            // Names are looked up when requests need them, cached for `valid`: a name that
+            // does not resolve costs its own requests (502), never the configuration.
+            let _ = writeln!(conf, "    resolver {} valid=10s;", opts.resolvers.join(" "));
+            conf.push_str("    resolver_timeout 5s;\n");
+        }
+    }
+    for (up, servers) in &http.upstreams {
+        let _ = writeln!(conf, "\n    upstream {up} {{");
+        for addr in servers {
+            let _ = writeln!(conf, "        server {addr};");
+        }
+        conf.push_str("    }\n");
     }
     conf.push_str(&http.splits);
     conf.push_str(&servers);
@@ -201,13 +226,15 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
             [(crt_path, crt.clone()), (key_path, key.clone())]
         })
         .collect();
-    Ok(Output { nginx_conf: conf, matches_json, files })
+    Ok(Output { nginx_conf: conf, matches_json, files, warnings })
 }
 
 /// What the `http` block collects while the servers are written.
 #[derive(Default)]
 struct Http {
-    upstreams: BTreeMap<String, String>,
+    upstreams: BTreeMap<String, Vec<String>>,
+    /// Some backend is a name resolved per request.
+    resolve: bool,
     /// `split_clients` blocks.
     splits: String,
     /// `map`s: header filters, SNI.
@@ -260,21 +287,17 @@ impl Http {
             Some(set) => (set.as_str(), "$httproute_path$is_args$args"),
             None => ("", "$request_uri"),
         };
-        let total: u64 = rule.backends.iter().map(|b| u64::from(b.2)).sum::<u64>()
-            + u64::from(rule.invalid_weight);
-        if rule.backends.is_empty() || total == 0 {
+        let total: u64 = rule.backends.iter().map(|b| u64::from(b.weight)).sum();
+        if total == 0 {
             let _ = writeln!(out, "        {loc} {{ internal; return 500; }}");
             return;
         }
-        for (up, addr, _) in &rule.backends {
-            self.upstreams.insert(up.clone(), addr.clone());
-        }
         let mut proxy = self.proxy(rule);
-        for (k, (up, addr, share)) in rule.mirrors.iter().enumerate() {
+        for (k, (target, share)) in rule.mirrors.iter().enumerate() {
             if *share <= 0.0 {
-                return;
+                continue;
             }
-            self.upstreams.insert(up.clone(), addr.clone());
+            let Some((set_backend, host)) = self.destination(target) else { continue };
             let path = format!("{INTERNAL_PREFIX}mirror-{ri}-{k}");
             let _ = write!(proxy, " mirror {path};");
             // A share below 1 is drawn per request; the others' mirror subrequest ends
@@ -292,27 +315,58 @@ impl Http {
             };
             let _ = writeln!(
                 mirror_locs,
-                "        location = {path} {{ internal; {gate}proxy_http_version 1.1; \
+                "        location = {path} {{ internal; {gate}{set_backend}proxy_http_version 1.1; \
                  proxy_set_header Host $host; proxy_set_header Connection \"\"; \
-                 proxy_pass http://{up}$request_uri; }}"
+                 proxy_pass http://{host}$request_uri; }}"
             );
         }
         let proxy = &proxy;
-        if rule.backends.len() == 1 && rule.invalid_weight == 0 {
-            let up = &rule.backends[0].0;
-            let _ = writeln!(
-                out,
-                "        {loc} {{ internal; {set}{proxy} proxy_pass http://{up}{uri}; }}"
-            );
+        if let [only] = &rule.backends[..] {
+            match self.destination(&only.target) {
+                Some((set_backend, host)) => {
+                    let _ = writeln!(
+                        out,
+                        "        {loc} {{ internal; {set}{set_backend}{proxy} \
+                         proxy_pass http://{host}{uri}; }}"
+                    );
+                }
+                None => {
+                    let code = match only.target {
+                        Target::Status(code) => code,
+                        _ => 500,
+                    };
+                    let _ = writeln!(out, "        {loc} {{ internal; return {code}; }}");
+                }
+            }
             return;
         }
+        // Several backends: split_clients picks one per request. Its value is an upstream
+        // name, a "host:port" to resolve, "" for a 500 share or "503" for a 503 share.
         let var = self.split_var();
         let _ = writeln!(self.splits, "\n    split_clients $request_id {var} {{");
-        let mut shares: Vec<(String, u32)> =
-            rule.backends.iter().map(|(u, _, w)| (u.clone(), *w)).collect();
-        if rule.invalid_weight > 0 {
-            shares.push(("\"\"".to_owned(), rule.invalid_weight));
-        }
+        let mut unavailable = false;
+        let shares: Vec<(String, u32)> = rule
+            .backends
+            .iter()
+            .map(|b| {
+                let value = match &b.target {
+                    Target::Upstream { name, servers } => {
+                        self.upstreams.insert(name.clone(), servers.clone());
+                        name.clone()
+                    }
+                    Target::Resolve(addr) => {
+                        self.resolve = true;
+                        format!("\"{addr}\"")
+                    }
+                    Target::Status(503) => {
+                        unavailable = true;
+                        "503".to_owned()
+                    }
+                    Target::Status(_) => "\"\"".to_owned(),
+                };
+                (value, b.weight)
+            })
+            .collect();
         let last = shares.len() - 1;
         for (i, (up, w)) in shares.iter().enumerate() {
             if i == last {
@@ -323,11 +377,34 @@ impl Http {
             }
         }
         let _ = writeln!(self.splits, "    }}");
+        let status_503 = if unavailable {
+            format!("if ({var} = 503) {{ return 503; }} ")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {set}{proxy} \
+            "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {status_503}{set}{proxy} \
              proxy_pass http://{var}{uri}; }}"
         );
+    }
+
+    /// Where `proxy_pass` sends a target, and the `set` it needs first: an upstream's name, or
+    /// for a name resolved per request a variable holding it (NGINX resolves a `proxy_pass`
+    /// host given through a variable when a request needs it, with `resolver`). `None` for a
+    /// status.
+    fn destination(&mut self, t: &Target) -> Option<(String, String)> {
+        match t {
+            Target::Upstream { name, servers } => {
+                self.upstreams.insert(name.clone(), servers.clone());
+                Some((String::new(), name.clone()))
+            }
+            Target::Resolve(addr) => {
+                self.resolve = true;
+                Some((format!("set $httproute_backend \"{addr}\"; "), "$httproute_backend".into()))
+            }
+            Target::Status(_) => None,
+        }
     }
 
     /// A value in double quotes for nginx.conf: `\\` and `"` escaped, `$` spelled through the

@@ -150,14 +150,20 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
                 );
             }
             if rule.backends.is_empty() {
-                let _ = writeln!(out, "5. the rule has no valid backend: 500");
+                let _ = writeln!(out, "5. the rule has no backend: 500");
                 return (out, 500);
             }
-            for (up, addr, w) in &rule.backends {
-                let _ = writeln!(out, "5. backend {up} ({addr}), weight {w}");
+            for b in &rule.backends {
+                let _ = write!(out, "5. backend {}, weight {}", b.target, b.weight);
+                if let Some((reason, why)) = &b.problem {
+                    let _ = write!(out, ": {why} (ResolvedRefs: {reason})");
+                }
+                out.push('\n');
             }
-            if rule.invalid_weight > 0 {
-                let _ = writeln!(out, "5. invalid backends, weight {}: 500", rule.invalid_weight);
+            if let [only] = &rule.backends[..]
+                && let crate::plan::Target::Status(code) = only.target
+            {
+                return (out, code);
             }
             (out, 200)
         }

@@ -64,9 +64,30 @@ pub fn generate(
     opts: &Options,
 ) -> Result<(Output, Vec<String>), String> {
     let model = model::load(inputs).map_err(|e| e.to_string())?;
-    let plan = plan::plan(&model, backends);
-    let out = emit::emit(&plan, opts)?;
-    Ok((out, plan.warnings))
+    let given: std::collections::BTreeSet<String> = opts.certificates.keys().cloned().collect();
+    let plan = plan::plan_with(&model, backends, &given);
+    let mut out = emit::emit(&plan, opts)?;
+    let mut warnings = plan.warnings;
+    warnings.append(&mut out.warnings);
+    Ok((out, warnings))
+}
+
+/// The `nameserver` addresses of a resolv.conf, in NGINX's `resolver` syntax (IPv6 in
+/// brackets; a zone index such as `%eth0` is dropped, NGINX does not take it).
+pub fn resolv_conf_nameservers(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some("nameserver")).then(|| words.next()).flatten()
+        })
+        .filter_map(|a| {
+            let a = a.split('%').next().unwrap_or(a);
+            match a.parse::<std::net::IpAddr>().ok()? {
+                std::net::IpAddr::V4(v4) => Some(v4.to_string()),
+                std::net::IpAddr::V6(v6) => Some(format!("[{v6}]")),
+            }
+        })
+        .collect()
 }
 
 /// Writes a file readable by its owner only (keys among them).

@@ -51,6 +51,10 @@ enum Command {
         /// a Secret is read from certs/NAMESPACE_NAME.crt and .key next to nginx.conf.
         #[arg(long = "certificate", value_parser = parse_certificate)]
         certificates: Vec<(String, (String, String))>,
+        /// A DNS server for backends named by DNS (cluster Service names, ExternalName
+        /// Services): ADDRESS[:PORT]; repeatable. Default: the nameservers of /etc/resolv.conf.
+        #[arg(long = "resolver", value_parser = parse_resolver)]
+        resolvers: Vec<String>,
     },
     /// Show which route, rule and match serve a request, and why.
     Explain {
@@ -85,6 +89,27 @@ fn parse_certificate(s: &str) -> Result<(String, (String, String)), String> {
     Ok((secret.to_owned(), (crt.to_owned(), key.to_owned())))
 }
 
+/// `ADDRESS[:PORT]` for NGINX's `resolver`: an IPv4 address, an IPv6 address in brackets,
+/// or a bare IPv6 address (bracketed here).
+fn parse_resolver(s: &str) -> Result<String, String> {
+    use std::net::{IpAddr, SocketAddr};
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Ok(match ip {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => format!("[{v6}]"),
+        });
+    }
+    if s.parse::<SocketAddr>().is_ok() {
+        return Ok(s.to_owned());
+    }
+    if let Some(inner) = s.strip_prefix('[').and_then(|r| r.strip_suffix(']'))
+        && inner.parse::<std::net::Ipv6Addr>().is_ok()
+    {
+        return Ok(s.to_owned());
+    }
+    Err(format!("{s:?}: expected ADDRESS or ADDRESS:PORT (an IP address)"))
+}
+
 fn backends(input: &Input) -> Result<BackendMap, String> {
     let mut map = BackendMap::new();
     if let Some(f) = &input.backends_file {
@@ -96,10 +121,23 @@ fn backends(input: &Input) -> Result<BackendMap, String> {
 
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
-        Command::Generate { input, output, module, carrier, listen_address, certificates } => {
+        Command::Generate {
+            input,
+            output,
+            module,
+            carrier,
+            listen_address,
+            certificates,
+            mut resolvers,
+        } => {
             let map = backends(&input)?;
             let certificates = certificates.into_iter().collect();
-            let opts = Options { module, carrier, listen_address, certificates };
+            if resolvers.is_empty() {
+                resolvers = std::fs::read_to_string("/etc/resolv.conf")
+                    .map(|t| httproute_nginx::resolv_conf_nameservers(&t))
+                    .unwrap_or_default();
+            }
+            let opts = Options { module, carrier, listen_address, certificates, resolvers };
             let (out, warnings) = httproute_nginx::generate(&input.files, &map, &opts)?;
             for w in &warnings {
                 eprintln!("httproute-nginx: warning: {w}");

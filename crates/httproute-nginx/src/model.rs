@@ -249,6 +249,75 @@ impl Secret {
     }
 }
 
+/// A `Service` (core/v1): what a backendRef names.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Service {
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: ServiceSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceSpec {
+    /// `ClusterIP` (default), `NodePort`, `LoadBalancer` or `ExternalName`.
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub external_name: Option<String>,
+    #[serde(default)]
+    pub ports: Vec<ServicePort>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServicePort {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub port: u16,
+    /// A number or the name of a container port; defaults to `port`.
+    #[serde(default)]
+    pub target_port: Option<Value>,
+}
+
+/// An `EndpointSlice` (discovery.k8s.io/v1): the endpoints of a Service (label
+/// `kubernetes.io/service-name`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointSlice {
+    pub metadata: Meta,
+    #[serde(default)]
+    pub address_type: String,
+    #[serde(default)]
+    pub endpoints: Vec<Endpoint>,
+    /// `null` (not empty) means "all ports" in the API; no port then.
+    #[serde(default)]
+    pub ports: Option<Vec<EndpointPort>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Endpoint {
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    #[serde(default)]
+    pub conditions: EndpointConditions,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct EndpointConditions {
+    /// `None`: unknown, which consumers are to read as ready.
+    #[serde(default)]
+    pub ready: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EndpointPort {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub port: Option<u16>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct HttpRoute {
     pub metadata: Meta,
@@ -532,6 +601,11 @@ pub struct Inputs {
     pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
     /// TLS Secrets given: `namespace/name` -> (certificate chain, key), PEM.
     pub secrets: BTreeMap<String, (Vec<u8>, Vec<u8>)>,
+    /// Services given: `namespace/name` -> Service. When there are any, a backendRef to a
+    /// Service not among them is a reference to a Service that does not exist.
+    pub services: BTreeMap<String, Service>,
+    /// EndpointSlices given.
+    pub endpoint_slices: Vec<EndpointSlice>,
     /// Fields we do not support yet, each reported once: (field, where first seen).
     pub unsupported: BTreeMap<String, String>,
     pub files: Vec<PathBuf>,
@@ -681,6 +755,17 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                         .insert(format!("{}/{}", s.metadata.namespace, s.metadata.name), pem);
                 }
             }
+            "Service" => {
+                let svc: Service = typed(v, &here)?;
+                let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
+                inputs.services.insert(key, svc);
+            }
+            "EndpointSlice" => {
+                let slice: EndpointSlice = typed(v, &here)?;
+                inputs.endpoint_slices.push(slice);
+            }
+            // The older form of the same data, from `kubectl get endpoints`.
+            "Endpoints" => note(inputs, "kind Endpoints (give EndpointSlices)".to_owned(), file, i),
             "Namespace" => {
                 let n: Namespace = typed(v, &here)?;
                 inputs.namespace_labels.insert(n.metadata.name, n.metadata.labels);

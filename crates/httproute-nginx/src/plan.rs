@@ -5,9 +5,11 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
+use std::fmt;
+
 use crate::model::{
-    AllowedRoutes, HeaderModifier, HttpRoute, Inputs, Match, ObjectRef, ReferenceGrant,
-    RequestRedirect, UrlRewrite,
+    AllowedRoutes, EndpointSlice, HeaderModifier, HttpRoute, Inputs, Match, ObjectRef,
+    ReferenceGrant, RequestRedirect, Service, ServicePort, UrlRewrite,
 };
 
 /// Where backends live: `namespace/name:port` -> `host:port`.
@@ -146,10 +148,8 @@ pub struct RulePlan {
     pub route: String,
     pub rule_index: usize,
     pub rule_name: Option<String>,
-    /// (upstream name, host:port, weight), weight > 0.
-    pub backends: Vec<(String, String, u32)>,
-    /// Total weight of backend refs that cannot be used (their share answers 500).
-    pub invalid_weight: u32,
+    /// The backend refs with a weight above 0, in order.
+    pub backends: Vec<Backend>,
     /// The rule's RequestHeaderModifier and ResponseHeaderModifier filters.
     pub request_headers: HeaderModifier,
     pub response_headers: HeaderModifier,
@@ -157,8 +157,42 @@ pub struct RulePlan {
     pub rewrite: Option<UrlRewrite>,
     /// The prefix a ReplacePrefixMatch replaces: the rule's only match's (normalized) path.
     pub match_prefix: String,
-    /// RequestMirror filters: (upstream name, host:port, share of requests 0..=1).
-    pub mirrors: Vec<(String, String, f64)>,
+    /// RequestMirror filters: (where to, share of requests 0..=1); never a status.
+    pub mirrors: Vec<(Target, f64)>,
+}
+
+/// One backendRef of a rule: where its share of requests goes.
+#[derive(Debug, Clone)]
+pub struct Backend {
+    pub target: Target,
+    pub weight: u32,
+    /// Why it cannot serve, for a [`Target::Status`]: the Gateway API condition reason
+    /// (`BackendNotFound`, `RefNotPermitted`, `InvalidKind`, `UnsupportedValue`, or
+    /// `NoReadyEndpoints` for a 503) and what is wrong.
+    pub problem: Option<(&'static str, String)>,
+}
+
+/// Where requests for a backend go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// An `upstream` block of fixed addresses (`--backend`, or a Service's ready endpoints).
+    Upstream { name: String, servers: Vec<String> },
+    /// `host:port` resolved when a request needs it (NGINX `resolver`): a Service's cluster
+    /// DNS name when no Service objects were given, or an ExternalName Service.
+    Resolve(String),
+    /// Answered with this status: 500 for a reference that cannot be used, 503 for a Service
+    /// without ready endpoints.
+    Status(u16),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Upstream { name, servers } => write!(f, "{name} ({})", servers.join(", ")),
+            Target::Resolve(addr) => write!(f, "{addr} (resolved per request)"),
+            Target::Status(code) => write!(f, "status {code}"),
+        }
+    }
 }
 
 /// Normalized PathPrefix value: no trailing `/` except for `/` itself.
@@ -255,6 +289,13 @@ fn granted(grants: &[ReferenceGrant], from: (&str, &str), to_ns: &str, to: (&str
 }
 
 pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
+    plan_with(inputs, backends, &BTreeSet::new())
+}
+
+/// [`plan`], where the TLS Secrets named in `given` have files of their own (`--certificate`)
+/// besides those among the inputs; a listener's certificate that is neither is left out (its
+/// hosts refuse the handshake if it has no other), with a warning.
+pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String>) -> Plan {
     let mut warnings = Vec::new();
     for (what, at) in &inputs.unsupported {
         warnings.push(format!("{what} is not supported yet and was ignored (first in {at})"));
@@ -309,10 +350,15 @@ pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
                 } else {
                     None
                 };
+                let secret = format!("{cns}/{}", c.name);
+                let why = why.or_else(|| {
+                    (!inputs.secrets.contains_key(&secret) && !given.contains(&secret))
+                        .then(|| format!("Secret {secret} is not among the inputs"))
+                });
                 match why {
                     Some(why) => warnings
                         .push(format!("listener {id}: tls.certificateRefs[{ci}]: {why}; ignored")),
-                    None => certificates.push(format!("{cns}/{}", c.name)),
+                    None => certificates.push(secret),
                 }
             }
             if tls && certificates.is_empty() {
@@ -410,7 +456,12 @@ pub fn plan(inputs: &Inputs, backends: &BackendMap) -> Plan {
                     else {
                         continue;
                     };
-                    let ctx = Refs { backends, grants: &inputs.grants };
+                    let ctx = Refs {
+                        backends,
+                        grants: &inputs.grants,
+                        services: &inputs.services,
+                        slices: &inputs.endpoint_slices,
+                    };
                     add_route(a.route, e, &ctx, &mut server, &mut candidates, &mut warnings);
                 }
                 server.locations = locations(candidates);
@@ -474,6 +525,8 @@ fn best_listener(
 struct Refs<'a> {
     backends: &'a BackendMap,
     grants: &'a [ReferenceGrant],
+    services: &'a BTreeMap<String, Service>,
+    slices: &'a [EndpointSlice],
 }
 
 fn add_route(
@@ -590,7 +643,6 @@ fn rule_plan(
         rule_index: ri,
         rule_name: rule.name.clone(),
         backends: Vec::new(),
-        invalid_weight: 0,
         request_headers: modifier(rule, "RequestHeaderModifier"),
         response_headers: modifier(rule, "ResponseHeaderModifier"),
         redirect: rule.filters.iter().find_map(|f| f.request_redirect.clone()),
@@ -605,8 +657,14 @@ fn rule_plan(
     let mirrors = rule.filters.iter().filter_map(|f| f.request_mirror.as_ref());
     for (mi, m) in mirrors.enumerate() {
         match resolve(&m.backend_ref, ns, refs) {
-            Ok((upstream, address)) => plan.mirrors.push((upstream, address, m.share())),
-            Err(why) => warnings.push(format!(
+            Ok(t @ (Target::Upstream { .. } | Target::Resolve(_))) => {
+                plan.mirrors.push((t, m.share()))
+            }
+            Ok(Target::Status(_)) => warnings.push(format!(
+                "HTTPRoute {route} rules[{ri}]: RequestMirror {mi}: the Service has no ready \
+                 endpoints; not mirrored"
+            )),
+            Err((_, why)) => warnings.push(format!(
                 "HTTPRoute {route} rules[{ri}]: RequestMirror {mi}: {why}; not mirrored"
             )),
         }
@@ -616,42 +674,151 @@ fn rule_plan(
             continue;
         }
         let at = format!("HTTPRoute {route} rules[{ri}].backendRefs[{bi}]");
-        match resolve(&b.object(), ns, refs) {
-            Ok((upstream, address)) => plan.backends.push((upstream, address, b.weight)),
-            Err(why) => {
-                warnings.push(format!("{at}: {why}; its share of requests answers 500"));
-                plan.invalid_weight += b.weight;
+        let (target, problem) = match resolve(&b.object(), ns, refs) {
+            Ok(Target::Status(code)) => {
+                let why = format!("Service {} has no ready endpoints", b.name);
+                warnings.push(format!("{at}: {why}; its share of requests answers {code}"));
+                (Target::Status(code), Some(("NoReadyEndpoints", why)))
             }
-        }
+            Ok(t) => (t, None),
+            Err((reason, why)) => {
+                warnings.push(format!("{at}: {why}; its share of requests answers 500"));
+                (Target::Status(500), Some((reason, why)))
+            }
+        };
+        plan.backends.push(Backend { target, weight: b.weight, problem });
     }
     plan
 }
 
-/// A backend reference of a route in `ns`: (upstream name, host:port), or why it is unusable.
-fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<(String, String), String> {
+/// A backend reference of a route in `ns`: where it goes (a 503 status for a Service without
+/// ready endpoints), or the condition reason and why it cannot be used.
+///
+/// In order: `--backend` / `--backends`; the Service among the inputs (its ready endpoints
+/// from EndpointSlices, or its cluster DNS name resolved per request when no EndpointSlices
+/// were given, or its external name); when the inputs hold no Service at all, the cluster DNS
+/// name resolved per request. When they hold Services, one that is not among them does not
+/// exist.
+fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<Target, (&'static str, String)> {
     let (kind, group, name, port) =
         (r.kind.as_deref(), r.group.as_deref(), r.name.as_str(), r.port);
     let bns = r.namespace.as_deref().unwrap_or(ns);
     if !matches!(kind, None | Some("Service")) || !matches!(group, None | Some("")) {
-        return Err(format!("kind {:?} is not a Service", kind.unwrap_or("")));
+        return Err(("InvalidKind", format!("kind {:?} is not a Service", kind.unwrap_or(""))));
     }
     if bns != ns && !granted(refs.grants, ("HTTPRoute", ns), bns, ("Service", name)) {
-        return Err(format!(
-            "no ReferenceGrant in namespace {bns} lets HTTPRoutes of {ns} use Service {name}"
+        return Err((
+            "RefNotPermitted",
+            format!(
+                "no ReferenceGrant in namespace {bns} lets HTTPRoutes of {ns} use Service {name}"
+            ),
         ));
     }
-    let Some(port) = port else { return Err("a Service reference needs a port".to_owned()) };
+    let Some(port) = port else {
+        return Err(("UnsupportedValue", "a Service reference needs a port".to_owned()));
+    };
     let key = format!("{bns}/{name}:{port}");
-    let address = refs
-        .backends
-        .get(&key)
-        .cloned()
-        .unwrap_or_else(|| format!("{name}.{bns}.svc.cluster.local:{port}"));
     let upstream: String = format!("{bns}_{name}_{port}")
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
         .collect();
-    Ok((upstream, address))
+    if let Some(address) = refs.backends.get(&key) {
+        return Ok(Target::Upstream { name: upstream, servers: vec![address.clone()] });
+    }
+    if !is_dns_label(name) || !is_dns_label(bns) {
+        return Err((
+            "UnsupportedValue",
+            format!("{bns}/{name} is not a valid Service name (RFC 1123 label)"),
+        ));
+    }
+    let cluster_name = format!("{name}.{bns}.svc.cluster.local:{port}");
+    if refs.services.is_empty() {
+        return Ok(Target::Resolve(cluster_name));
+    }
+    let Some(svc) = refs.services.get(&format!("{bns}/{name}")) else {
+        return Err(("BackendNotFound", format!("Service {bns}/{name} does not exist")));
+    };
+    if svc.spec.kind.as_deref() == Some("ExternalName") {
+        return match svc.spec.external_name.as_deref() {
+            Some(host) if is_dns_name(host) => Ok(Target::Resolve(format!("{host}:{port}"))),
+            other => Err((
+                "UnsupportedValue",
+                format!("ExternalName Service {bns}/{name} has no valid externalName ({other:?})"),
+            )),
+        };
+    }
+    let Some(sp) = svc.spec.ports.iter().find(|p| p.port == port) else {
+        return Err(("BackendNotFound", format!("Service {bns}/{name} has no port {port}")));
+    };
+    if refs.slices.is_empty() {
+        return Ok(Target::Resolve(cluster_name));
+    }
+    let servers = ready_endpoints(refs.slices, bns, name, sp);
+    if servers.is_empty() {
+        return Ok(Target::Status(503));
+    }
+    Ok(Target::Upstream { name: upstream, servers })
+}
+
+/// `address:port` of every ready endpoint of Service `ns/name` for its port `sp`: the
+/// EndpointSlice port of the same name (NGF's rule: the Service port maps to the endpoints'
+/// target port by name).
+fn ready_endpoints(
+    slices: &[EndpointSlice],
+    ns: &str,
+    name: &str,
+    sp: &ServicePort,
+) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    let wanted = sp.name.as_deref().unwrap_or("");
+    for slice in slices.iter().filter(|s| {
+        s.metadata.namespace == ns
+            && s.metadata.labels.get("kubernetes.io/service-name").map(String::as_str) == Some(name)
+    }) {
+        let Some(port) = slice
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| p.name.as_deref().unwrap_or("") == wanted)
+            .and_then(|p| p.port)
+        else {
+            continue;
+        };
+        for ep in slice.endpoints.iter().filter(|e| e.conditions.ready != Some(false)) {
+            for a in &ep.addresses {
+                match a.parse::<std::net::IpAddr>() {
+                    Ok(std::net::IpAddr::V4(v4)) => out.insert(format!("{v4}:{port}")),
+                    Ok(std::net::IpAddr::V6(v6)) => out.insert(format!("[{v6}]:{port}")),
+                    // FQDN slices and garbage: not an address NGINX can take as is.
+                    Err(_) => false,
+                };
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// An RFC 1123 label: what Kubernetes allows as a Service or namespace name.
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// A DNS name: labels of letters, digits and `-`, dot-separated (a final dot allowed).
+fn is_dns_name(s: &str) -> bool {
+    let s = s.strip_suffix('.').unwrap_or(s);
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
 }
 
 /// The rule's filter of type `kind` (the CRD allows one of each header modifier per rule).

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use httproute_nginx::explain::{Request, explain};
 use httproute_nginx::model::load;
-use httproute_nginx::plan::{Loc, plan};
+use httproute_nginx::plan::{Loc, Target, plan};
 use httproute_nginx::{BackendMap, Carrier, Options, generate};
 
 fn data(p: &str) -> PathBuf {
@@ -18,6 +18,7 @@ fn opts(carrier: Carrier) -> Options {
         carrier,
         listen_address: None,
         certificates: Default::default(),
+        resolvers: vec!["127.0.0.1:53".into()],
     }
 }
 
@@ -216,7 +217,7 @@ fn explain_names_the_winner_and_why() {
     assert!(text.contains("winner: [1] default/coffee rule 1 match 1"), "{text}");
     assert!(
         text.contains(
-            "backend default_coffee-v2-svc_80 (coffee-v2-svc.default.svc.cluster.local:80)"
+            "backend coffee-v2-svc.default.svc.cluster.local:80 (resolved per request), weight 1"
         ),
         "{text}"
     );
@@ -408,20 +409,34 @@ fn cross_namespace_backends_need_a_reference_grant() {
         let p = yaml_plan(&yaml);
         let server = p.ports[0].servers.iter().find(|s| s.hostname.is_none()).unwrap();
         let rule = &server.rules[0];
-        let ups: Vec<String> = rule.backends.iter().map(|b| b.0.clone()).collect();
-        (ups, rule.invalid_weight)
+        let mut ups = Vec::new();
+        let mut invalid = 0;
+        for b in &rule.backends {
+            match &b.target {
+                Target::Upstream { name, .. } => ups.push(name.clone()),
+                Target::Resolve(addr) => ups.push(addr.clone()),
+                Target::Status(_) => invalid += b.weight,
+            }
+        }
+        (ups, invalid)
     };
     assert_eq!(backends_of(format!("{GW}{route}")), (vec![], 2));
     assert_eq!(
         backends_of(format!("{GW}{route}{}", grant("default", "{group: \"\", kind: Service}"))),
-        (vec!["data_db_80".to_owned(), "data_cache_80".to_owned()], 0)
+        (
+            vec![
+                "db.data.svc.cluster.local:80".to_owned(),
+                "cache.data.svc.cluster.local:80".to_owned()
+            ],
+            0
+        )
     );
     assert_eq!(
         backends_of(format!(
             "{GW}{route}{}",
             grant("default", "{group: \"\", kind: Service, name: db}")
         )),
-        (vec!["data_db_80".to_owned()], 1)
+        (vec!["db.data.svc.cluster.local:80".to_owned()], 1)
     );
     // A grant for another namespace, or in the wrong namespace, grants nothing.
     assert_eq!(
@@ -515,6 +530,23 @@ fn redirect_and_rewrite_filters() {
 #[test]
 fn https_listeners() {
     let gw = "kind: Gateway\nmetadata: {name: gw, namespace: infra}\nspec:\n  listeners:\n  - {name: a, port: 443, protocol: HTTPS, hostname: a.test, tls: {certificateRefs: [{name: a-cert}]}}\n  - {name: b, port: 443, protocol: HTTPS, hostname: b.test, tls: {certificateRefs: [{name: b-cert, namespace: certs}]}}\n  - {name: c, port: 443, protocol: HTTP}\n  - {name: d, port: 8443, protocol: HTTPS, tls: {mode: Passthrough}}\n  - {name: e, port: 9443, protocol: HTTPS}\n---\n";
+    let secret = |ns: &str, name: &str| {
+        format!(
+            "kind: Secret\nmetadata: {{name: {name}, namespace: {ns}}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: Y3J0, tls.key: a2V5}}\n---\n"
+        )
+    };
+    // A listener whose Secret is not among the inputs refuses handshakes; the others serve.
+    let p = yaml_plan(gw);
+    assert!(
+        p.warnings.iter().any(|w| w
+            == "listener infra/gw/a: tls.certificateRefs[0]: Secret infra/a-cert is not among \
+                the inputs; ignored"),
+        "{:?}",
+        p.warnings
+    );
+    assert!(p.ports[0].servers.iter().all(|s| s.certificates.is_empty()));
+    let gw = format!("{gw}{}{}", secret("infra", "a-cert"), secret("certs", "b-cert"));
+    let gw = gw.as_str();
     let p = yaml_plan(gw);
     let has = |needle: &str| p.warnings.iter().any(|w| w.contains(needle));
     assert!(
@@ -571,7 +603,14 @@ fn mirrors() {
     assert!(!conf.contains("mirror-0-1"), "{conf}");
     assert!(conf.contains("split_clients \"${request_id}m\" $httproute_split_0 {\n        25.00% 1;\n        * \"\";\n    }"), "{conf}");
     assert!(conf.contains("location = /_httproute-internal/mirror-0-0 { internal; if ($httproute_split_0 = \"\") { return 204; } "), "{conf}");
-    assert!(conf.contains("proxy_pass http://default_m_80$request_uri; }"), "{conf}");
+    assert!(
+        conf.contains(
+            "set $httproute_backend \"m.default.svc.cluster.local:80\"; proxy_http_version 1.1; \
+             proxy_set_header Host $host; proxy_set_header Connection \"\"; \
+             proxy_pass http://$httproute_backend$request_uri; }"
+        ),
+        "{conf}"
+    );
 }
 
 #[test]

@@ -1,0 +1,287 @@
+//! Configurations written by httproute-nginx for cluster states the happy path never has: a
+//! Service that does not exist, a Service without ready endpoints, a missing TLS Secret, and
+//! backends named only by DNS. Each must load in a real NGINX, and only the requests that need
+//! the missing piece may fail.
+
+mod common;
+
+use std::net::UdpSocket;
+use std::path::PathBuf;
+
+use common::{Nginx, Prefix, free_ports};
+use httproute_nginx::{BackendMap, Carrier, Options};
+
+/// Writes `yaml`, generates with `resolvers` and no `--backend`, checks `nginx -t`, starts.
+/// Returns the running gateway and the generator's warnings.
+fn gateway(name: &str, yaml: &str, port: u16, resolvers: Vec<String>) -> (Nginx, Vec<String>) {
+    let src = Prefix::scratch(&format!("{name}-in"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("all.yaml"), yaml).unwrap();
+    let out = Prefix::scratch(&format!("{name}-out"));
+    let opts = Options {
+        module: common::module_path().display().to_string(),
+        carrier: Carrier::Preload,
+        listen_address: Some("127.0.0.1".into()),
+        certificates: Default::default(),
+        resolvers,
+    };
+    let (generated, warnings) =
+        httproute_nginx::generate(&[src], &BackendMap::new(), &opts).expect("generate");
+    httproute_nginx::write_dir(&out, &generated).unwrap();
+    let p = Prefix::existing(out, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "nginx -t:\n{text}\n{}", generated.nginx_conf);
+    (p.start(), warnings)
+}
+
+/// A plain NGINX standing in for the pods: one server per (name, port), each saying its name.
+fn pods(servers: &[(&str, u16)]) -> Nginx {
+    let body: String = servers
+        .iter()
+        .map(|(name, port)| {
+            format!(
+                "server {{ listen 127.0.0.1:{port}; return 200 \"{name} $request_uri\\n\"; }}\n"
+            )
+        })
+        .collect();
+    let p = Prefix::new_on("pods", &body, &[], servers[0].1);
+    p.start()
+}
+
+fn status(n: &Nginx, path: &str) -> (u16, String) {
+    let req = format!("GET {path} HTTP/1.0\r\nHost: cluster.test\r\n\r\n");
+    let r = n.raw(req.as_bytes()).expect("request");
+    (r.status, r.body)
+}
+
+const GATEWAY: &str = "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: nginx
+  listeners:
+  - {name: http, port: PORT, protocol: HTTP}
+---
+";
+
+fn route(rules: &[(&str, &str)]) -> String {
+    let mut r = String::from(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r}\n\
+         spec:\n  parentRefs: [{name: gw}]\n  hostnames: [cluster.test]\n  rules:\n",
+    );
+    for (path, backends) in rules {
+        r.push_str(&format!(
+            "  - matches: [{{path: {{type: PathPrefix, value: {path}}}}}]\n    backendRefs: {backends}\n"
+        ));
+    }
+    r + "---\n"
+}
+
+fn service(name: &str, port: u16) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec:\n  ports: [{{name: http, port: {port}, targetPort: 8080}}]\n---\n"
+    )
+}
+
+/// An EndpointSlice of `service`: (address, ready) endpoints on `port` (the pods' port).
+fn slice(service: &str, port: u16, endpoints: &[(&str, bool)]) -> String {
+    let eps: Vec<String> = endpoints
+        .iter()
+        .map(|(a, ready)| format!("{{addresses: [\"{a}\"], conditions: {{ready: {ready}}}}}"))
+        .collect();
+    format!(
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {service}-x\n  \
+         labels: {{kubernetes.io/service-name: {service}}}\naddressType: IPv4\n\
+         ports: [{{name: http, port: {port}}}]\nendpoints: [{}]\n---\n",
+        eps.join(", ")
+    )
+}
+
+#[test]
+fn missing_service_answers_500_and_a_service_without_endpoints_503() {
+    let ports = free_ports(2);
+    let (pod_port, port) = (ports[0], ports[1]);
+    let _pods = pods(&[("ok", pod_port)]);
+    let yaml = format!(
+        "{}{}{}{}{}{}",
+        GATEWAY.replace("PORT", &port.to_string()),
+        route(&[
+            ("/ok", "[{name: ok, port: 80}]"),
+            ("/missing", "[{name: ghost, port: 80}]"),
+            ("/empty", "[{name: empty, port: 80}]"),
+            ("/half", "[{name: ok, port: 80}, {name: ghost, port: 80}]"),
+            ("/wrong-port", "[{name: ok, port: 81}]"),
+        ]),
+        service("ok", 80),
+        service("empty", 80),
+        slice("ok", pod_port, &[("127.0.0.1", true), ("127.0.0.2", false)]),
+        slice("empty", pod_port, &[("127.0.0.1", false)]),
+    );
+    let (gw, warnings) = gateway("svc", &yaml, port, Vec::new());
+    for want in [
+        "rules[1].backendRefs[0]: Service default/ghost does not exist; its share of requests answers 500",
+        "rules[2].backendRefs[0]: Service empty has no ready endpoints; its share of requests answers 503",
+        "rules[4].backendRefs[0]: Service default/ok has no port 81; its share of requests answers 500",
+    ] {
+        assert!(warnings.iter().any(|w| w.ends_with(want)), "{want}\n{warnings:#?}");
+    }
+    // The sibling rule goes to the ready endpoint only (127.0.0.2 is not ready: were it used,
+    // some requests would fail to connect).
+    for _ in 0..10 {
+        assert_eq!(status(&gw, "/ok/x"), (200, "ok /ok/x\n".to_owned()));
+    }
+    assert_eq!(status(&gw, "/missing").0, 500);
+    assert_eq!(status(&gw, "/empty").0, 503);
+    assert_eq!(status(&gw, "/wrong-port").0, 500);
+    let codes: Vec<u16> = (0..200).map(|_| status(&gw, "/half").0).collect();
+    let ok = codes.iter().filter(|&&c| c == 200).count();
+    assert!(codes.iter().all(|&c| c == 200 || c == 500), "{codes:?}");
+    assert!((60..=140).contains(&ok), "{ok} of 200 answered 200 (weights 1:1)");
+}
+
+/// A DNS server on loopback: A queries for `known` names get 127.0.0.1, everything else an
+/// empty answer (AAAA) or NXDOMAIN. Runs until the test process ends.
+fn dns_server(known: &'static [&'static str]) -> u16 {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = sock.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            if let Some(reply) = dns_reply(&buf[..n], known) {
+                let _ = sock.send_to(&reply, from);
+            }
+        }
+    });
+    port
+}
+
+fn dns_reply(q: &[u8], known: &[&str]) -> Option<Vec<u8>> {
+    if q.len() < 12 {
+        return None;
+    }
+    // The question: labels up to a 0, then type and class.
+    let mut at = 12;
+    let mut labels = Vec::new();
+    loop {
+        let len = *q.get(at)? as usize;
+        at += 1;
+        if len == 0 {
+            break;
+        }
+        labels.push(String::from_utf8_lossy(q.get(at..at + len)?).to_ascii_lowercase());
+        at += len;
+    }
+    let qtype = u16::from_be_bytes([*q.get(at)?, *q.get(at + 1)?]);
+    let question = q.get(12..at + 4)?;
+    let name = labels.join(".");
+    let found = known.contains(&name.as_str());
+    let answer = found && qtype == 1;
+    let rcode = if found { 0 } else { 3 };
+    let mut r = Vec::new();
+    r.extend_from_slice(&q[0..2]);
+    r.extend_from_slice(&[0x81, 0x80 | rcode]);
+    r.extend_from_slice(&[0, 1, 0, u8::from(answer), 0, 0, 0, 0]);
+    r.extend_from_slice(question);
+    if answer {
+        // Name (pointer to the question), A, IN, TTL 30, 4 bytes: 127.0.0.1.
+        r.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4, 127, 0, 0, 1]);
+    }
+    Some(r)
+}
+
+#[test]
+fn without_service_objects_backends_are_resolved_per_request() {
+    let ports = free_ports(2);
+    let (pod_port, port) = (ports[0], ports[1]);
+    let _pods = pods(&[("alpha", pod_port)]);
+    let dns = dns_server(&["alpha.default.svc.cluster.local"]);
+    let backends = format!("[{{name: alpha, port: {pod_port}}}]");
+    let nowhere = format!("[{{name: nowhere, port: {pod_port}}}]");
+    let yaml = format!(
+        "{}{}",
+        GATEWAY.replace("PORT", &port.to_string()),
+        route(&[("/a", &backends), ("/n", &nowhere)])
+    );
+    let (gw, warnings) = gateway("dns", &yaml, port, vec![format!("127.0.0.1:{dns}")]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(status(&gw, "/a/1"), (200, "alpha /a/1\n".to_owned()));
+    // A name that does not resolve costs its own requests, and nothing else.
+    assert_eq!(status(&gw, "/n").0, 502);
+    assert_eq!(status(&gw, "/a/2"), (200, "alpha /a/2\n".to_owned()));
+    assert!(gw.error_log().contains("nowhere.default.svc.cluster.local could not be resolved"));
+    drop(gw);
+
+    // No resolver at all: the configuration still loads; those backends answer 502.
+    let (gw, warnings) = gateway("no-dns", &yaml, port, Vec::new());
+    assert!(warnings.iter().any(|w| w.starts_with("no resolver")), "{warnings:?}");
+    assert_eq!(status(&gw, "/a").0, 502);
+}
+
+/// A self-signed certificate for `NAME`, as a kubernetes.io/tls Secret (base64 PEM).
+fn tls_secret(secret: &str, name: &str) -> String {
+    let dir = Prefix::scratch("cert");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (crt, key) = (dir.join("c.pem"), dir.join("k.pem"));
+    let ok = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj"])
+        .arg(format!("/CN={name}"))
+        .arg("-addext")
+        .arg(format!("subjectAltName=DNS:{name}"))
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run openssl");
+    assert!(ok.success());
+    let b64 = |p: &PathBuf| {
+        let out = std::process::Command::new("base64").arg("-w0").arg(p).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {secret}}}\ntype: kubernetes.io/tls\n\
+         data: {{tls.crt: {}, tls.key: {}}}\n---\n",
+        b64(&crt),
+        b64(&key)
+    )
+}
+
+/// `curl -k` over TLS with SNI `host`: the status, or None when the handshake fails.
+fn https_status(port: u16, host: &str) -> Option<u16> {
+    let out = std::process::Command::new("curl")
+        .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--resolve"])
+        .arg(format!("{host}:{port}:127.0.0.1"))
+        .arg(format!("https://{host}:{port}/"))
+        .output()
+        .expect("run curl");
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).parse().ok()).flatten()
+}
+
+#[test]
+fn a_listener_whose_secret_is_missing_refuses_handshakes_and_the_others_serve() {
+    let ports = free_ports(2);
+    let (pod_port, port) = (ports[0], ports[1]);
+    let _pods = pods(&[("web", pod_port)]);
+    let dns = dns_server(&["web.default.svc.cluster.local"]);
+    let yaml = format!(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: gw}}\nspec:\n  \
+         gatewayClassName: nginx\n  listeners:\n  \
+         - {{name: good, port: {port}, protocol: HTTPS, hostname: good.test, tls: {{certificateRefs: [{{name: good-cert}}]}}}}\n  \
+         - {{name: bad, port: {port}, protocol: HTTPS, hostname: bad.test, tls: {{certificateRefs: [{{name: cert-manager-will-make-it}}]}}}}\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: r}}\nspec:\n  \
+         parentRefs: [{{name: gw}}]\n  rules:\n  - backendRefs: [{{name: web, port: {pod_port}}}]\n---\n{}",
+        tls_secret("good-cert", "good.test")
+    );
+    let (_gw, warnings) = gateway("tls", &yaml, port, vec![format!("127.0.0.1:{dns}")]);
+    for want in [
+        "listener default/gw/bad: tls.certificateRefs[0]: Secret default/cert-manager-will-make-it \
+         is not among the inputs; ignored",
+        "listener default/gw/bad: no usable certificate; its hosts refuse the TLS handshake",
+    ] {
+        assert!(warnings.iter().any(|w| w == want), "{want}\n{warnings:#?}");
+    }
+    assert_eq!(https_status(port, "good.test"), Some(200));
+    assert_eq!(https_status(port, "bad.test"), None);
+    assert_eq!(https_status(port, "good.test"), Some(200));
+}
