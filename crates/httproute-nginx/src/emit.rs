@@ -41,6 +41,8 @@ pub struct Output {
     pub files: BTreeMap<String, Vec<u8>>,
     /// What the configuration cannot do (on top of the plan's warnings).
     pub warnings: Vec<String>,
+    /// The `--status` file: Gateway API conditions, as YAML.
+    pub status: String,
 }
 
 /// NGINX holds one configuration token in a 4 KiB buffer.
@@ -226,7 +228,8 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
             [(crt_path, crt.clone()), (key_path, key.clone())]
         })
         .collect();
-    Ok(Output { nginx_conf: conf, matches_json, files, warnings })
+    let status = crate::status::yaml(&plan.status);
+    Ok(Output { nginx_conf: conf, matches_json, files, warnings, status })
 }
 
 /// What the `http` block collects while the servers are written.

@@ -155,8 +155,14 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
             }
             for b in &rule.backends {
                 let _ = write!(out, "5. backend {}, weight {}", b.target, b.weight);
-                if let Some((reason, why)) = &b.problem {
-                    let _ = write!(out, ": {why} (ResolvedRefs: {reason})");
+                match &b.problem {
+                    Some(("NoReadyEndpoints", why)) => {
+                        let _ = write!(out, ": {why}");
+                    }
+                    Some((reason, why)) => {
+                        let _ = write!(out, ": {why} (condition ResolvedRefs=False, {reason})");
+                    }
+                    None => {}
                 }
                 out.push('\n');
             }

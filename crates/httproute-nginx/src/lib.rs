@@ -5,7 +5,8 @@
 //! - [`plan`] attaches routes to listeners and orders every match by Gateway API precedence,
 //!   per NGINX location, with fallback to shorter prefixes;
 //! - [`emit`] writes `nginx.conf` and `matches.json`;
-//! - [`explain`] answers "which route serves this request, and why".
+//! - [`explain`] answers "which route serves this request, and why";
+//! - [`status`] writes the conditions a controller would set.
 
 #![forbid(unsafe_code)]
 
@@ -13,6 +14,7 @@ pub mod emit;
 pub mod explain;
 pub mod model;
 pub mod plan;
+pub mod status;
 
 use std::path::{Path, PathBuf};
 

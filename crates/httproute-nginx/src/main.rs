@@ -55,6 +55,10 @@ enum Command {
         /// Services): ADDRESS[:PORT]; repeatable. Default: the nameservers of /etc/resolv.conf.
         #[arg(long = "resolver", value_parser = parse_resolver)]
         resolvers: Vec<String>,
+        /// Also write the Gateway API status (conditions of every Gateway, listener and
+        /// HTTPRoute parentRef) to this file, as YAML.
+        #[arg(long = "status")]
+        status: Option<PathBuf>,
     },
     /// Show which route, rule and match serve a request, and why.
     Explain {
@@ -129,6 +133,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             listen_address,
             certificates,
             mut resolvers,
+            status,
         } => {
             let map = backends(&input)?;
             let certificates = certificates.into_iter().collect();
@@ -144,6 +149,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
             httproute_nginx::write_dir(&output, &out)
                 .map_err(|e| format!("{}: {e}", output.display()))?;
+            if let Some(f) = status {
+                std::fs::write(&f, &out.status).map_err(|e| format!("{}: {e}", f.display()))?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { input, method, host, path, port, headers, query } => {

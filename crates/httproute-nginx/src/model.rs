@@ -1018,11 +1018,8 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                 if !v.starts_with('/') {
                     return Err((format!("{at}.path.value"), format!("{v:?} must start with /")));
                 }
-                if let Some(c) = v.chars().find(|c| !path_char(*c)) {
-                    return Err((
-                        format!("{at}.path.value"),
-                        format!("{v:?} has the character {c:?}"),
-                    ));
+                if let Some(why) = path_problem(v) {
+                    return Err((format!("{at}.path.value"), format!("{v:?} {why}")));
                 }
             }
             for (kind, list, name_max, value_max) in
@@ -1089,8 +1086,6 @@ fn header_token(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// Characters a path value may hold in generated `location` text (RFC 3986 pchar and `/`,
-/// without `%`: NGINX matches locations on the decoded URI).
 /// A filter's `hostname`, if any: a hostname without wildcard.
 fn precise_hostname(h: Option<&str>, at: impl Fn() -> String) -> Result<(), (String, String)> {
     match h {
@@ -1144,6 +1139,76 @@ fn header_name(n: &str) -> Result<(), String> {
 
 fn path_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@/".contains(c)
+}
+
+/// What the HTTPRoute CRD (v1.2 and later, standard channel) refuses in an `Exact` or
+/// `PathPrefix` value, besides its length and leading `/`: characters outside RFC 3986
+/// pchar and `/` other than `%XX` escapes, an escaped `/` (`%2F`), and `//`, `/./`, `/../`,
+/// `#`, or a final `/.` or `/..`.
+fn path_problem(v: &str) -> Option<String> {
+    let b = v.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i] as char;
+        if c == '%' {
+            let hex = b.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit));
+            let Some(hex) = hex else {
+                return Some("has a \"%\" that is not followed by two hexadecimal digits".into());
+            };
+            if hex.eq_ignore_ascii_case(b"2f") {
+                return Some("has an escaped \"/\" (%2F)".into());
+            }
+            i += 3;
+            continue;
+        }
+        if !path_char(c) {
+            let c = v[i..].chars().next().unwrap_or(c);
+            return Some(format!("has the character {c:?}"));
+        }
+        i += 1;
+    }
+    for (bad, what) in [("//", "\"//\""), ("/./", "\"/./\""), ("/../", "\"/../\"")] {
+        if v.contains(bad) {
+            return Some(format!("has {what}"));
+        }
+    }
+    if v.ends_with("/.") || v.ends_with("/..") {
+        return Some("ends with a \".\" or \"..\" segment".into());
+    }
+    None
+}
+
+/// A path value as NGINX matches it (`$uri`): `%XX` escapes decoded. `Err` when the decoded
+/// path is not something NGINX ever matches a location against (a NUL or other control
+/// byte, or bytes that are not UTF-8, which nginx.conf text here cannot carry).
+pub fn decoded_path(v: &str) -> Result<String, String> {
+    if !v.contains('%') {
+        return Ok(v.to_owned());
+    }
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = (b[i] == b'%')
+            .then(|| b.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    if let Some(c) = out.iter().find(|c| c.is_ascii_control()) {
+        return Err(format!("decodes to the control character 0x{c:02x}"));
+    }
+    String::from_utf8(out).map_err(|_| "does not decode to UTF-8".to_owned())
 }
 
 pub fn valid_hostname(h: &str) -> bool {

@@ -24,6 +24,51 @@ pub struct Plan {
     /// The TLS Secrets listeners use that came with the manifests (written next to
     /// nginx.conf): `namespace/name` -> (certificate chain, key).
     pub secrets: BTreeMap<String, (Vec<u8>, Vec<u8>)>,
+    /// The conditions a controller would set (see `status`).
+    pub status: Status,
+}
+
+/// A status condition: `type`, `status`, `reason`, `message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    pub kind: &'static str,
+    pub ok: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Condition {
+    fn yes(kind: &'static str, reason: &str) -> Condition {
+        Condition { kind, ok: true, reason: reason.to_owned(), message: String::new() }
+    }
+    fn no(kind: &'static str, reason: &str, message: String) -> Condition {
+        Condition { kind, ok: false, reason: reason.to_owned(), message }
+    }
+}
+
+/// What the generator made of each Gateway, listener and HTTPRoute parentRef.
+#[derive(Debug, Default)]
+pub struct Status {
+    /// Every listener of every Gateway, in input order.
+    pub listeners: Vec<ListenerStatus>,
+    /// Every HTTPRoute (sorted by namespace/name), each parentRef's conditions.
+    pub routes: Vec<RouteStatus>,
+}
+
+#[derive(Debug)]
+pub struct ListenerStatus {
+    pub gateway_namespace: String,
+    pub gateway: String,
+    pub name: String,
+    pub attached_routes: usize,
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Debug)]
+pub struct RouteStatus {
+    pub namespace: String,
+    pub name: String,
+    pub parents: Vec<(crate::model::ParentRef, Vec<Condition>)>,
 }
 
 #[derive(Debug)]
@@ -245,6 +290,8 @@ struct Attachment<'a> {
 }
 
 struct ListenerRef {
+    /// Its entry in `Status::listeners`.
+    status: usize,
     id: String,
     port: u16,
     hostname: Option<String>,
@@ -301,72 +348,113 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
         warnings.push(format!("{what} is not supported yet and was ignored (first in {at})"));
     }
     let mut listeners: Vec<ListenerRef> = Vec::new();
+    let mut status = Status::default();
     for g in &inputs.gateways {
         for l in &g.spec.listeners {
             let id = format!("{}/{}/{}", g.metadata.namespace, g.metadata.name, l.name);
+            let mut skip = |reason: &str, why: String| {
+                warnings.push(format!("listener {id}: {why}; skipped"));
+                status.listeners.push(ListenerStatus {
+                    gateway_namespace: g.metadata.namespace.clone(),
+                    gateway: g.metadata.name.clone(),
+                    name: l.name.clone(),
+                    attached_routes: 0,
+                    conditions: vec![
+                        Condition::no("Accepted", reason, why),
+                        Condition::no("Programmed", "Invalid", "not accepted".to_owned()),
+                    ],
+                });
+            };
             let tls = match (l.protocol.as_str(), &l.tls) {
                 ("HTTP", _) => false,
                 ("HTTPS", Some(t)) if t.mode == "Terminate" => true,
                 ("HTTPS", Some(t)) => {
-                    warnings.push(format!(
-                        "listener {id}: TLS mode {} is not supported (HTTPRoutes need \
-                         Terminate); skipped",
-                        t.mode
-                    ));
+                    skip(
+                        "UnsupportedValue",
+                        format!("TLS mode {} is not supported (HTTPRoutes need Terminate)", t.mode),
+                    );
                     continue;
                 }
                 ("HTTPS", None) => {
-                    warnings.push(format!("listener {id}: HTTPS without tls; skipped"));
+                    skip("UnsupportedValue", "HTTPS without tls".to_owned());
                     continue;
                 }
                 (p, _) => {
-                    warnings
-                        .push(format!("listener {id}: protocol {p} is not supported yet; skipped"));
+                    skip("UnsupportedProtocol", format!("protocol {p} is not supported yet"));
                     continue;
                 }
             };
             // HTTP and HTTPS cannot share a port: the first listener of a port decides.
             if let Some(other) = listeners.iter().find(|o| o.port == l.port && o.tls != tls) {
-                warnings.push(format!(
-                    "listener {id}: port {} is already {} for listener {}; skipped",
+                let why = format!(
+                    "port {} is already {} for listener {}",
                     l.port,
                     if other.tls { "HTTPS" } else { "HTTP" },
                     other.id
-                ));
+                );
+                skip("PortUnavailable", why);
                 continue;
             }
             let gns = g.metadata.namespace.as_str();
             let mut certificates = Vec::new();
+            let mut refs = Condition::yes("ResolvedRefs", "ResolvedRefs");
             for (ci, c) in l.tls.iter().flat_map(|t| t.certificate_refs.iter()).enumerate() {
                 let cns = c.namespace.as_deref().unwrap_or(gns);
                 let why = if c.kind != "Secret" || !c.group.is_empty() {
-                    Some(format!("kind {:?} is not a Secret", c.kind))
+                    Some(("InvalidCertificateRef", format!("kind {:?} is not a Secret", c.kind)))
                 } else if cns != gns
                     && !granted(&inputs.grants, ("Gateway", gns), cns, ("Secret", &c.name))
                 {
-                    Some(format!(
-                        "no ReferenceGrant in namespace {cns} lets Gateways of {gns} use it"
+                    Some((
+                        "RefNotPermitted",
+                        format!(
+                            "no ReferenceGrant in namespace {cns} lets Gateways of {gns} use it"
+                        ),
                     ))
                 } else {
                     None
                 };
                 let secret = format!("{cns}/{}", c.name);
                 let why = why.or_else(|| {
-                    (!inputs.secrets.contains_key(&secret) && !given.contains(&secret))
-                        .then(|| format!("Secret {secret} is not among the inputs"))
+                    (!inputs.secrets.contains_key(&secret) && !given.contains(&secret)).then(|| {
+                        (
+                            "InvalidCertificateRef",
+                            format!("Secret {secret} is not among the inputs"),
+                        )
+                    })
                 });
                 match why {
-                    Some(why) => warnings
-                        .push(format!("listener {id}: tls.certificateRefs[{ci}]: {why}; ignored")),
+                    Some((reason, why)) => {
+                        let why = format!("tls.certificateRefs[{ci}]: {why}");
+                        warnings.push(format!("listener {id}: {why}; ignored"));
+                        if refs.ok {
+                            refs = Condition::no("ResolvedRefs", reason, why);
+                        }
+                    }
                     None => certificates.push(secret),
                 }
             }
-            if tls && certificates.is_empty() {
+            let programmed = if tls && certificates.is_empty() {
                 warnings.push(format!(
                     "listener {id}: no usable certificate; its hosts refuse the TLS handshake"
                 ));
-            }
+                Condition::no(
+                    "Programmed",
+                    "Invalid",
+                    "no usable certificate: its hosts refuse the TLS handshake".to_owned(),
+                )
+            } else {
+                Condition::yes("Programmed", "Programmed")
+            };
+            status.listeners.push(ListenerStatus {
+                gateway_namespace: g.metadata.namespace.clone(),
+                gateway: g.metadata.name.clone(),
+                name: l.name.clone(),
+                attached_routes: 0,
+                conditions: vec![Condition::yes("Accepted", "Accepted"), refs, programmed],
+            });
             listeners.push(ListenerRef {
+                status: status.listeners.len() - 1,
                 id,
                 port: l.port,
                 hostname: l.hostname.clone(),
@@ -381,9 +469,17 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
     routes.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
     });
+    let refs = Refs {
+        backends,
+        grants: &inputs.grants,
+        services: &inputs.services,
+        slices: &inputs.endpoint_slices,
+    };
     for r in &routes {
         let ns = &r.metadata.namespace;
         let mut attached = false;
+        let resolved = route_refs(r, &refs);
+        let mut parents = Vec::new();
         for p in &r.spec.parent_refs {
             if p.kind.as_deref().unwrap_or("Gateway") != "Gateway"
                 || !matches!(p.group.as_deref(), None | Some("gateway.networking.k8s.io"))
@@ -391,6 +487,9 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
                 continue;
             }
             let gw_ns = p.namespace.as_deref().unwrap_or(ns);
+            // What kept it off the listeners it names, most telling last.
+            let (mut named, mut refusal, mut hosts_miss) = (false, None, false);
+            let mut here = false;
             for (li, l) in listeners.iter().enumerate() {
                 let mut parts = l.id.splitn(3, '/');
                 let (lns, lgw, lname) = (parts.next(), parts.next(), parts.next());
@@ -402,21 +501,51 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
                 {
                     continue;
                 }
+                named = true;
                 if let Some(why) = refused(&l.allowed, gw_ns, ns, inputs) {
                     warnings.push(format!(
                         "HTTPRoute {ns}/{}: listener {} does not accept it: {why}",
                         r.metadata.name, l.id
                     ));
+                    refusal = Some(format!("listener {}: {why}", l.id));
                     continue;
                 }
                 let hostnames = intersect(l.hostname.as_deref(), &r.spec.hostnames);
                 if hostnames.is_empty() {
+                    hosts_miss = true;
                     continue;
                 }
                 attached = true;
+                here = true;
+                status.listeners[l.status].attached_routes += 1;
                 attachments.push(Attachment { listener: li, route: r, hostnames });
             }
+            let accepted = if here {
+                Condition::yes("Accepted", "Accepted")
+            } else if hosts_miss {
+                Condition::no(
+                    "Accepted",
+                    "NoMatchingListenerHostname",
+                    "no hostname of the route matches a listener's".to_owned(),
+                )
+            } else if let Some(why) = refusal {
+                Condition::no("Accepted", "NotAllowedByListeners", why)
+            } else if named {
+                Condition::no("Accepted", "NoMatchingParent", "no usable listener".to_owned())
+            } else {
+                Condition::no(
+                    "Accepted",
+                    "NoMatchingParent",
+                    format!("no listener of Gateway {gw_ns}/{} matches", p.name),
+                )
+            };
+            parents.push((p.clone(), vec![accepted, resolved.clone()]));
         }
+        status.routes.push(RouteStatus {
+            namespace: ns.clone(),
+            name: r.metadata.name.clone(),
+            parents,
+        });
         if !attached {
             warnings.push(format!(
                 "HTTPRoute {ns}/{}: attaches to no listener (parentRefs, sectionName, port or \
@@ -456,13 +585,7 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
                     else {
                         continue;
                     };
-                    let ctx = Refs {
-                        backends,
-                        grants: &inputs.grants,
-                        services: &inputs.services,
-                        slices: &inputs.endpoint_slices,
-                    };
-                    add_route(a.route, e, &ctx, &mut server, &mut candidates, &mut warnings);
+                    add_route(a.route, e, &refs, &mut server, &mut candidates, &mut warnings);
                 }
                 server.locations = locations(candidates);
             }
@@ -484,7 +607,31 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
         .flat_map(|l| l.certificates.iter())
         .filter_map(|c| inputs.secrets.get(c).map(|pem| (c.clone(), pem.clone())))
         .collect();
-    Plan { ports: out, warnings, secrets }
+    Plan { ports: out, warnings, secrets, status }
+}
+
+/// A route's ResolvedRefs condition: the first backendRef (rules in order, then mirrors)
+/// that cannot be used. A Service without ready endpoints resolves (it answers 503).
+fn route_refs(r: &HttpRoute, refs: &Refs<'_>) -> Condition {
+    let ns = &r.metadata.namespace;
+    for (ri, rule) in r.spec.rules.iter().enumerate() {
+        let objects = rule.backend_refs.iter().map(|b| (b.object(), "backendRefs")).chain(
+            rule.filters
+                .iter()
+                .filter_map(|f| f.request_mirror.as_ref())
+                .map(|m| (m.backend_ref.clone(), "filters[].requestMirror.backendRef")),
+        );
+        for (object, field) in objects {
+            if let Err((reason, why)) = resolve(&object, ns, refs) {
+                return Condition::no(
+                    "ResolvedRefs",
+                    reason,
+                    format!("rules[{ri}].{field}: {why}"),
+                );
+            }
+        }
+    }
+    Condition::yes("ResolvedRefs", "ResolvedRefs")
 }
 
 fn host_rank(e: &Option<String>) -> (usize, usize) {
@@ -576,9 +723,20 @@ fn candidate(
     warnings: &mut Vec<String>,
 ) -> Option<Candidate> {
     let at = format!("HTTPRoute {route} rules[{ri}].matches[{mi}]");
+    // NGINX matches locations against the decoded path: `/my%20path` is `/my path`.
+    let mut decoded = || match crate::model::decoded_path(&m.path.value) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            warnings.push(format!(
+                "{at}: path {:?} {why}: no request can match it; match skipped",
+                m.path.value
+            ));
+            None
+        }
+    };
     let (path_kind, path) = match m.path.kind.as_str() {
-        "Exact" => (PathKind::Exact, m.path.value.clone()),
-        "PathPrefix" => (PathKind::Prefix, normalize_prefix(&m.path.value)),
+        "Exact" => (PathKind::Exact, decoded()?),
+        "PathPrefix" => (PathKind::Prefix, normalize_prefix(&decoded()?)),
         "RegularExpression" => {
             let anchored = PathKind::regex_condition(&m.path.value);
             let pattern = anchored.trim_start_matches("RegularExpression:");

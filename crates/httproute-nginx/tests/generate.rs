@@ -37,9 +37,43 @@ fn cafe_golden_files() {
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(dir.join("nginx.conf"), &out.nginx_conf).unwrap();
         std::fs::write(dir.join("matches.json"), &out.matches_json).unwrap();
+        std::fs::write(dir.join("status.yaml"), &out.status).unwrap();
     }
     assert_eq!(out.nginx_conf, std::fs::read_to_string(dir.join("nginx.conf")).unwrap());
     assert_eq!(out.matches_json, std::fs::read_to_string(dir.join("matches.json")).unwrap());
+    assert_eq!(out.status, std::fs::read_to_string(dir.join("status.yaml")).unwrap());
+}
+
+/// A set with one listener or route per condition reason: its status file, and the
+/// configuration it gives loads whatever is missing (tests/cluster_states.rs runs such sets).
+#[test]
+fn status_golden_files_name_every_reason() {
+    let (out, warnings) =
+        generate(&[data("reasons")], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
+    let dir = data("reasons/expected");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(dir.join("status.yaml"), &out.status).unwrap();
+        std::fs::write(dir.join("warnings.txt"), warnings.join("\n") + "\n").unwrap();
+    }
+    assert_eq!(out.status, std::fs::read_to_string(dir.join("status.yaml")).unwrap());
+    assert_eq!(
+        warnings.join("\n") + "\n",
+        std::fs::read_to_string(dir.join("warnings.txt")).unwrap()
+    );
+    for reason in [
+        "NotAllowedByListeners",
+        "NoMatchingListenerHostname",
+        "NoMatchingParent",
+        "BackendNotFound",
+        "RefNotPermitted",
+        "InvalidKind",
+        "UnsupportedValue",
+        "InvalidCertificateRef",
+        "UnsupportedProtocol",
+        "PortUnavailable",
+    ] {
+        assert!(out.status.contains(&format!("reason: {reason}\n")), "{reason}");
+    }
 }
 
 #[test]
@@ -657,4 +691,50 @@ fn duplicate_keys_are_input_errors() {
     let mut inputs = httproute_nginx::model::Inputs::default();
     let e = httproute_nginx::model::load_text(Path::new("d.yaml"), text, &mut inputs).unwrap_err();
     assert!(e.to_string().contains("duplicate key \"kind\""), "{e}");
+}
+
+#[test]
+fn path_values_are_checked_as_the_crd_checks_them_and_matched_decoded() {
+    let path = |v: &str| {
+        let text = format!(
+            "kind: HTTPRoute\nmetadata: {{name: r}}\nspec:\n  rules:\n  - matches:\n    - path: {{type: Exact, value: \"{v}\"}}\n"
+        );
+        let mut inputs = httproute_nginx::model::Inputs::default();
+        httproute_nginx::model::load_text(Path::new("t.yaml"), &text, &mut inputs)
+            .map(|_| ())
+            .map_err(|e| e.message)
+    };
+    // Accepted by the CRD (examples/standard/httproute.yaml has the first).
+    for ok in ["/my%20path/123", "/a%2e/b", "/caf%C3%A9", "/~user/x;y=1", "/a/b/"] {
+        assert_eq!(path(ok), Ok(()), "{ok}");
+    }
+    for (bad, why) in [
+        ("/a%2fb", "has an escaped \"/\" (%2F)"),
+        ("/a%2Fb", "has an escaped \"/\" (%2F)"),
+        ("/a%zz", "has a \"%\" that is not followed by two hexadecimal digits"),
+        ("/a%2", "has a \"%\" that is not followed by two hexadecimal digits"),
+        ("/a//b", "has \"//\""),
+        ("/a/./b", "has \"/./\""),
+        ("/a/../b", "has \"/../\""),
+        ("/a/..", "ends with a \".\" or \"..\" segment"),
+        ("/a#b", "has the character '#'"),
+        ("/a b", "has the character ' '"),
+    ] {
+        assert_eq!(path(bad), Err(format!("{bad:?} {why}")), "{bad}");
+    }
+    // NGINX matches locations on the decoded path; a path that decodes to a control byte
+    // can never match and is skipped with a warning.
+    let rules = "  - matches: [{path: {type: Exact, value: /my%20path/123}}, {path: {type: PathPrefix, value: /caf%C3%A9/}}, {path: {type: Exact, value: /nul%00}}]\n    backendRefs: [{name: s, port: 80}]\n";
+    let p = yaml_plan(&format!("{GW}{}", route("r", "", rules)));
+    assert!(
+        p.warnings.iter().any(|w| w.contains(
+            "matches[2]: path \"/nul%00\" decodes to the control character 0x00: no request can match it; match skipped"
+        )),
+        "{:?}",
+        p.warnings
+    );
+    let conf = httproute_nginx::emit::emit(&p, &opts(Carrier::Preload)).unwrap().nginx_conf;
+    assert!(conf.contains("location = \"/my path/123\" {"), "{conf}");
+    assert!(conf.contains("location \"/café/\" {"), "{conf}");
+    assert!(!conf.contains("nul"), "{conf}");
 }

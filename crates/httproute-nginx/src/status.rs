@@ -1,0 +1,118 @@
+//! `--status FILE`: the conditions a Gateway API controller would write, for every Gateway,
+//! listener and HTTPRoute parentRef, as a YAML `List` of objects with only `metadata` and
+//! `status` (the shape `kubectl get -o yaml` shows). No `lastTransitionTime` or
+//! `observedGeneration`: the file describes one run, and stays the same for the same input.
+
+use serde_json::{Value, json};
+
+use crate::plan::{Condition, Status};
+
+/// The `controllerName` written in route parent statuses.
+pub const CONTROLLER: &str = "ngx-http-matches.example/httproute-nginx";
+
+fn conditions(cs: &[Condition]) -> Value {
+    cs.iter()
+        .map(|c| {
+            let mut v = json!({
+                "type": c.kind,
+                "status": if c.ok { "True" } else { "False" },
+                "reason": c.reason,
+            });
+            if !c.message.is_empty() {
+                v["message"] = json!(c.message);
+            }
+            v
+        })
+        .collect()
+}
+
+/// The status of everything the plan saw, as YAML.
+pub fn yaml(status: &Status) -> String {
+    let mut items = Vec::new();
+    // Gateways in input order, each with its listeners.
+    let mut gateways: Vec<(&str, &str)> = Vec::new();
+    for l in &status.listeners {
+        let g = (l.gateway_namespace.as_str(), l.gateway.as_str());
+        if !gateways.contains(&g) {
+            gateways.push(g);
+        }
+    }
+    for (ns, name) in gateways {
+        let listeners: Vec<_> = status
+            .listeners
+            .iter()
+            .filter(|l| l.gateway_namespace == ns && l.gateway == name)
+            .collect();
+        let programmed =
+            listeners.iter().any(|l| l.conditions.iter().any(|c| c.kind == "Programmed" && c.ok));
+        let gateway_conditions = [
+            Condition {
+                kind: "Accepted",
+                ok: true,
+                reason: "Accepted".into(),
+                message: String::new(),
+            },
+            if programmed {
+                Condition {
+                    kind: "Programmed",
+                    ok: true,
+                    reason: "Programmed".into(),
+                    message: String::new(),
+                }
+            } else {
+                Condition {
+                    kind: "Programmed",
+                    ok: false,
+                    reason: "Invalid".into(),
+                    message: "no listener is programmed".into(),
+                }
+            },
+        ];
+        let listeners: Vec<Value> = listeners
+            .iter()
+            .map(|l| {
+                json!({
+                    "name": l.name,
+                    "attachedRoutes": l.attached_routes,
+                    "supportedKinds": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"}],
+                    "conditions": conditions(&l.conditions),
+                })
+            })
+            .collect();
+        items.push(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "metadata": {"name": name, "namespace": ns},
+            "status": {"conditions": conditions(&gateway_conditions), "listeners": listeners},
+        }));
+    }
+    for r in &status.routes {
+        let parents: Vec<Value> = r
+            .parents
+            .iter()
+            .map(|(p, cs)| {
+                let mut parent = json!({
+                    "group": "gateway.networking.k8s.io",
+                    "kind": "Gateway",
+                    "name": p.name,
+                    "namespace": p.namespace.as_deref().unwrap_or(&r.namespace),
+                });
+                if let Some(s) = &p.section_name {
+                    parent["sectionName"] = json!(s);
+                }
+                if let Some(port) = p.port {
+                    parent["port"] = json!(port);
+                }
+                json!({"parentRef": parent, "controllerName": CONTROLLER, "conditions": conditions(cs)})
+            })
+            .collect();
+        items.push(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "HTTPRoute",
+            "metadata": {"name": r.name, "namespace": r.namespace},
+            "status": {"parents": parents},
+        }));
+    }
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    serde_yaml_ng::to_string(&list).unwrap_or_default()
+}
