@@ -432,6 +432,7 @@ impl Http {
     /// character of it), the path stays as the client sent it (`$httproute_raw_path`, a `map`).
     fn set_path(&mut self, p: &PathModifier, prefix: &str) -> String {
         let (replacement, prefix_only) = p.replacement();
+        let replacement = replacement.as_str();
         if !prefix_only {
             return format!("set $httproute_path {}; ", self.value(replacement));
         }

@@ -134,7 +134,7 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
                     r.scheme.as_deref().unwrap_or("(request scheme)"),
                     r.hostname.as_deref().unwrap_or("(request host)"),
                     r.port.map(|p| format!(":{p}")).unwrap_or_default(),
-                    r.path.as_ref().map_or("(request path)", |p| p.replacement().0),
+                    r.path.as_ref().map_or("(request path)".to_owned(), |p| p.replacement().0),
                 );
                 return (out, r.status_code);
             }
@@ -145,7 +145,7 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
                     r.hostname.as_deref().unwrap_or("(unchanged)"),
                     r.path.as_ref().map_or("(unchanged)".to_owned(), |p| match p.replacement() {
                         (v, true) => format!("prefix {} -> {v}", rule.match_prefix),
-                        (v, false) => v.to_owned(),
+                        (v, false) => v,
                     }),
                 );
             }

@@ -481,12 +481,30 @@ pub struct PathModifier {
 }
 
 impl PathModifier {
-    /// The replacement, and whether it replaces only the matched prefix.
-    pub fn replacement(&self) -> (&str, bool) {
-        match self.kind.as_str() {
+    /// The replacement, and whether it replaces only the matched prefix. The CRD bounds only
+    /// its length; what goes on the wire is made a path: a leading `/` (an empty value is
+    /// `/`), and every byte that is not a path character (RFC 3986 pchar and `/`, or an
+    /// existing `%XX`) percent-encoded, so no value can split the request line.
+    pub fn replacement(&self) -> (String, bool) {
+        let (v, prefix) = match self.kind.as_str() {
             "ReplacePrefixMatch" => (self.replace_prefix_match.as_deref().unwrap_or("/"), true),
             _ => (self.replace_full_path.as_deref().unwrap_or("/"), false),
+        };
+        let mut out = String::with_capacity(v.len() + 1);
+        if !v.starts_with('/') {
+            out.push('/');
         }
+        let b = v.as_bytes();
+        for (i, &c) in b.iter().enumerate() {
+            let escape = c == b'%'
+                && b.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit));
+            if escape || (c.is_ascii() && path_char(c as char)) {
+                out.push(c as char);
+            } else {
+                out.push_str(&format!("%{c:02X}"));
+            }
+        }
+        (out, prefix)
     }
 }
 
@@ -987,8 +1005,8 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                     }
                 };
                 let Some(v) = value else { return Err((field, "required".into())) };
-                if !v.starts_with('/') || v.len() > 1024 || !v.chars().all(path_char) {
-                    return Err((field, format!("{v:?} is not a path")));
+                if v.len() > 1024 {
+                    return Err((field, "longer than 1024 characters".into()));
                 }
             }
             let (field, m) = match f.kind.as_str() {
@@ -1105,12 +1123,6 @@ fn validate_modifier(m: &HeaderModifier) -> Result<(), (String, String)> {
             header_name(&h.name).map_err(|e| (format!("{kind}[{i}].name"), e))?;
             if h.value.len() > 4096 {
                 return Err((format!("{kind}[{i}].value"), "longer than 4096 characters".into()));
-            }
-            if let Some(c) = h.value.chars().find(|c| c.is_control() && *c != '\t') {
-                return Err((
-                    format!("{kind}[{i}].value"),
-                    format!("has the control character {c:?}"),
-                ));
             }
             if list[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&h.name)) {
                 return Err((format!("{kind}[{i}].name"), format!("{:?} appears twice", h.name)));

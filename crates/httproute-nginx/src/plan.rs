@@ -801,8 +801,8 @@ fn rule_plan(
         rule_index: ri,
         rule_name: rule.name.clone(),
         backends: Vec::new(),
-        request_headers: modifier(rule, "RequestHeaderModifier"),
-        response_headers: modifier(rule, "ResponseHeaderModifier"),
+        request_headers: modifier(rule, "RequestHeaderModifier", route, ri, warnings),
+        response_headers: modifier(rule, "ResponseHeaderModifier", route, ri, warnings),
         redirect: rule.filters.iter().find_map(|f| f.request_redirect.clone()),
         rewrite: rule.filters.iter().find_map(|f| f.url_rewrite.clone()),
         match_prefix: rule
@@ -980,15 +980,38 @@ fn is_dns_name(s: &str) -> bool {
 }
 
 /// The rule's filter of type `kind` (the CRD allows one of each header modifier per rule).
-fn modifier(rule: &crate::model::Rule, kind: &str) -> HeaderModifier {
-    rule.filters
+/// A value with a control character (the CRD bounds only its length) would split the header
+/// it is written into: that entry is left out, with a warning.
+fn modifier(
+    rule: &crate::model::Rule,
+    kind: &str,
+    route: &str,
+    ri: usize,
+    warnings: &mut Vec<String>,
+) -> HeaderModifier {
+    let mut m = rule
+        .filters
         .iter()
         .find(|f| f.kind == kind)
         .and_then(|f| match kind {
             "RequestHeaderModifier" => f.request_header_modifier.clone(),
             _ => f.response_header_modifier.clone(),
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    for (op, list) in [("set", &mut m.set), ("add", &mut m.add)] {
+        list.retain(|h| {
+            let bad = h.value.chars().find(|c| c.is_control() && *c != '\t');
+            if let Some(c) = bad {
+                warnings.push(format!(
+                    "HTTPRoute {route} rules[{ri}]: {kind} {op} {}: the value has the control \
+                     character {c:?}; left out",
+                    h.name
+                ));
+            }
+            bad.is_none()
+        });
+    }
+    m
 }
 
 /// NGINX locations for a server's candidates, each with its ordered candidate list.

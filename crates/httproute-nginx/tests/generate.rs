@@ -738,3 +738,22 @@ fn path_values_are_checked_as_the_crd_checks_them_and_matched_decoded() {
     assert!(conf.contains("location \"/café/\" {"), "{conf}");
     assert!(!conf.contains("nul"), "{conf}");
 }
+
+/// Values the CRD bounds only by length: accepted, and made safe to write (a path made a
+/// path, a header value with a control character left out) instead of refusing the input.
+#[test]
+fn values_the_crd_bounds_only_by_length_are_accepted_and_made_safe() {
+    let rules = "  - matches: [{path: {type: PathPrefix, value: /a}}]\n    filters:\n    - {type: URLRewrite, urlRewrite: {path: {type: ReplaceFullPath, replaceFullPath: \"new place?x=1\"}}}\n    - type: RequestHeaderModifier\n      requestHeaderModifier:\n        set: [{name: x-ok, value: fine}, {name: x-bad, value: \"a\\r\\nInjected: yes\"}]\n    backendRefs: [{name: s, port: 80}]\n";
+    let p = yaml_plan(&format!("{GW}{}", route("r", "", rules)));
+    assert!(
+        p.warnings.iter().any(|w| w.contains(
+            "rules[0]: RequestHeaderModifier set x-bad: the value has the control character '\\r'; left out"
+        )),
+        "{:?}",
+        p.warnings
+    );
+    let conf = httproute_nginx::emit::emit(&p, &opts(Carrier::Preload)).unwrap().nginx_conf;
+    assert!(conf.contains("set $httproute_path \"/new%20place%3Fx=1\";"), "{conf}");
+    assert!(conf.contains("proxy_set_header x-ok \"fine\";"), "{conf}");
+    assert!(!conf.contains("Injected"), "{conf}");
+}
