@@ -191,6 +191,9 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     if http.raw_path {
         conf.push_str(RAW_PATH);
     }
+    if http.upgrade {
+        conf.push_str(UPGRADE);
+    }
     let mut warnings = Vec::new();
     if http.resolve {
         if opts.resolvers.is_empty() {
@@ -236,6 +239,8 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
 #[derive(Default)]
 struct Http {
     upstreams: BTreeMap<String, Vec<String>>,
+    /// `$httproute_connection` is used (upgrades passed through).
+    upgrade: bool,
     /// Some backend is a name resolved per request.
     resolve: bool,
     /// `split_clients` blocks.
@@ -472,7 +477,25 @@ impl Http {
             }
         }
         if !touched("connection") {
-            out.push_str(" proxy_set_header Connection \"\";");
+            // WebSocket and other upgrades pass through (NGINX tunnels after a 101); every
+            // other request keeps an empty Connection (keepalive to the backend).
+            self.upgrade = true;
+            if !touched("upgrade") {
+                out.push_str(" proxy_set_header Upgrade $http_upgrade;");
+            }
+            out.push_str(" proxy_set_header Connection $httproute_connection;");
+        }
+        match rule.timeout_ms {
+            None => {}
+            // 0s disables the timeout: NGINX has no "never", a day is the stand-in.
+            Some(0) => out.push_str(" proxy_send_timeout 1d; proxy_read_timeout 1d;"),
+            Some(ms) => {
+                let _ = write!(
+                    out,
+                    " proxy_connect_timeout {ms}ms; proxy_send_timeout {ms}ms; \
+                     proxy_read_timeout {ms}ms;"
+                );
+            }
         }
         for h in &req.set {
             let _ = write!(out, " proxy_set_header {} {};", h.name, self.value(&h.value));
@@ -599,6 +622,10 @@ fn certificate_files(secret: &str) -> (String, String) {
 
 /// A variable whose value is a literal "$" (geo values are not variable-interpolated): how a
 /// `set` value spells a dollar sign.
+/// `Connection` to the backend: `upgrade` when the client asks for one (WebSocket), else
+/// empty, so backend connections can be kept alive.
+const UPGRADE: &str = "    map $http_upgrade $httproute_connection {\n        default upgrade;\n        \"\" \"\";\n    }\n";
+
 const DOLLAR: &str = "    geo $httproute_dollar {\n        default \"$\";\n    }\n";
 
 fn check_token(token: &str, key: &str) -> Result<(), String> {

@@ -341,6 +341,7 @@ fn default_rules() -> Vec<Rule> {
         matches: default_matches(),
         backend_refs: Vec::new(),
         filters: Vec::new(),
+        timeouts: None,
         other: BTreeMap::new(),
     }]
 }
@@ -372,8 +373,48 @@ pub struct Rule {
     pub backend_refs: Vec<BackendRef>,
     #[serde(default)]
     pub filters: Vec<Filter>,
+    #[serde(default)]
+    pub timeouts: Option<Timeouts>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
+}
+
+/// `rules[].timeouts`: Gateway API durations (`1h30m`, `500ms`; `0s` disables).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeouts {
+    #[serde(default)]
+    pub request: Option<String>,
+    #[serde(default)]
+    pub backend_request: Option<String>,
+}
+
+/// A Gateway API duration (`^([0-9]{1,5}(h|m|s|ms)){1,4}$`) in milliseconds.
+pub fn duration_ms(v: &str) -> Option<u64> {
+    let (mut total, mut parts, mut rest) = (0u64, 0, v);
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 5 {
+            return None;
+        }
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, len) = if rest.starts_with("ms") {
+            (1, 2)
+        } else if rest.starts_with('h') {
+            (3_600_000, 1)
+        } else if rest.starts_with('m') {
+            (60_000, 1)
+        } else if rest.starts_with('s') {
+            (1_000, 1)
+        } else {
+            return None;
+        };
+        rest = &rest[len..];
+        total += n * unit;
+        parts += 1;
+    }
+    (parts > 0 && parts <= 4).then_some(total)
 }
 
 /// `rules[].filters[]`. Header modifiers are applied; other types are reported (see plan).
@@ -1086,6 +1127,32 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                 ) {
                     return Err((format!("{at}.method"), format!("unknown method {method:?}")));
                 }
+            }
+        }
+        if let Some(t) = &rule.timeouts {
+            let at = format!("spec.rules[{ri}].timeouts");
+            let mut ms = [None, None];
+            for (i, (field, v)) in
+                [("request", &t.request), ("backendRequest", &t.backend_request)].iter().enumerate()
+            {
+                if let Some(v) = v {
+                    ms[i] = Some(duration_ms(v).ok_or_else(|| {
+                        (
+                            format!("{at}.{field}"),
+                            format!("{v:?} is not a duration like 1h30m or 500ms"),
+                        )
+                    })?);
+                }
+            }
+            // The CRD's rule: a backend request cannot outlast the whole request.
+            if let [Some(request), Some(backend)] = ms
+                && request != 0
+                && (backend == 0 || backend > request)
+            {
+                return Err((
+                    format!("{at}.backendRequest"),
+                    "must not be greater than timeouts.request".into(),
+                ));
             }
         }
         for (bi, b) in rule.backend_refs.iter().enumerate() {

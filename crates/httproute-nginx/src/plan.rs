@@ -204,6 +204,10 @@ pub struct RulePlan {
     pub match_prefix: String,
     /// RequestMirror filters: (where to, share of requests 0..=1); never a status.
     pub mirrors: Vec<(Target, f64)>,
+    /// `timeouts`: the bound on each phase of a backend exchange (connect, each send, each
+    /// read), in milliseconds: the smaller of `request` and `backendRequest`; `Some(0)` when
+    /// they disable it.
+    pub timeout_ms: Option<u64>,
 }
 
 /// One backendRef of a rule: where its share of requests goes.
@@ -811,6 +815,17 @@ fn rule_plan(
             .map(|m| normalize_prefix(&m.path.value))
             .unwrap_or_default(),
         mirrors: Vec::new(),
+        timeout_ms: rule.timeouts.as_ref().and_then(|t| {
+            let ms = |v: &Option<String>| v.as_deref().and_then(crate::model::duration_ms);
+            match (ms(&t.request), ms(&t.backend_request)) {
+                (None, None) => None,
+                (Some(a), Some(b)) if a != 0 && b != 0 => Some(a.min(b)),
+                (Some(0), Some(b)) | (Some(b), Some(0)) | (Some(b), None) | (None, Some(b)) => {
+                    Some(b)
+                }
+                (Some(a), Some(_)) => Some(a),
+            }
+        }),
     };
     let mirrors = rule.filters.iter().filter_map(|f| f.request_mirror.as_ref());
     for (mi, m) in mirrors.enumerate() {

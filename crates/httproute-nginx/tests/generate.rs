@@ -210,7 +210,7 @@ fn unsupported_fields_are_reported_once() {
         route(
             "a",
             "",
-            "  - filters: [{type: ExtensionRef, extensionRef: {group: x.io, kind: K, name: k}}]\n    matches: [{path: {value: /a}}]\n    timeouts: {request: 1s}\n"
+            "  - filters: [{type: ExtensionRef, extensionRef: {group: x.io, kind: K, name: k}}]\n    matches: [{path: {value: /a}}]\n    sessionPersistence: {sessionName: s}\n"
         ),
         route("b", "", "  - filters: [{type: ExtensionRef}]\n    matches: [{path: {value: /b}}]\n")
     );
@@ -224,8 +224,9 @@ fn unsupported_fields_are_reported_once() {
         ),
         "{filters:?}"
     );
-    let timeouts = p.warnings.iter().filter(|w| w.contains("spec.rules[].timeouts")).count();
-    assert_eq!(timeouts, 1, "{:?}", p.warnings);
+    let sessions =
+        p.warnings.iter().filter(|w| w.contains("spec.rules[].sessionPersistence")).count();
+    assert_eq!(sessions, 1, "{:?}", p.warnings);
 }
 
 #[test]
@@ -756,4 +757,38 @@ fn values_the_crd_bounds_only_by_length_are_accepted_and_made_safe() {
     assert!(conf.contains("set $httproute_path \"/new%20place%3Fx=1\";"), "{conf}");
     assert!(conf.contains("proxy_set_header x-ok \"fine\";"), "{conf}");
     assert!(!conf.contains("Injected"), "{conf}");
+}
+
+#[test]
+fn timeouts_bound_every_phase_of_the_backend_exchange() {
+    use httproute_nginx::model::duration_ms;
+    assert_eq!(duration_ms("1h30m"), Some(5_400_000));
+    assert_eq!(duration_ms("500ms"), Some(500));
+    assert_eq!(duration_ms("1s500ms"), Some(1_500));
+    assert_eq!(duration_ms("0s"), Some(0));
+    for bad in ["", "1", "1d", "123456s", "1h1m1s1ms1h", "-1s"] {
+        assert_eq!(duration_ms(bad), None, "{bad}");
+    }
+    let conf = |timeouts: &str| {
+        let rules = format!("  - backendRefs: [{{name: s, port: 80}}]\n    timeouts: {timeouts}\n");
+        let p = yaml_plan(&format!("{GW}{}", route("r", "", &rules)));
+        httproute_nginx::emit::emit(&p, &opts(Carrier::Preload)).unwrap().nginx_conf
+    };
+    let bounded =
+        "proxy_connect_timeout 2000ms; proxy_send_timeout 2000ms; proxy_read_timeout 2000ms;";
+    assert!(conf("{request: 5s, backendRequest: 2s}").contains(bounded));
+    assert!(conf("{request: 2s}").contains(bounded));
+    assert!(conf("{request: 0s, backendRequest: 2s}").contains(bounded));
+    assert!(conf("{request: 0s}").contains("proxy_send_timeout 1d; proxy_read_timeout 1d;"));
+    let text = format!(
+        "{GW}{}",
+        route(
+            "r",
+            "",
+            "  - backendRefs: [{name: s, port: 80}]\n    timeouts: {request: 1s, backendRequest: 2s}\n"
+        )
+    );
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    let e = httproute_nginx::model::load_text(Path::new("t.yaml"), &text, &mut inputs).unwrap_err();
+    assert!(e.to_string().ends_with("must not be greater than timeouts.request"), "{e}");
 }

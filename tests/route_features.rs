@@ -1,0 +1,193 @@
+//! Gateway API features beyond matching, through a configuration written by httproute-nginx
+//! and a real NGINX: WebSocket upgrades and rule timeouts, against backends the tests run.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::{Nginx, Prefix, free_port};
+use httproute_nginx::{BackendMap, Carrier, Options};
+
+/// Generates from `yaml` with `backends`, checks `nginx -t`, starts.
+fn gateway(name: &str, yaml: &str, port: u16, backends: &BackendMap) -> Nginx {
+    let src = Prefix::scratch(&format!("{name}-in"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("all.yaml"), yaml).unwrap();
+    let out = Prefix::scratch(&format!("{name}-out"));
+    let opts = Options {
+        module: common::module_path().display().to_string(),
+        carrier: Carrier::Preload,
+        listen_address: Some("127.0.0.1".into()),
+        certificates: Default::default(),
+        resolvers: Vec::new(),
+    };
+    let (generated, warnings) =
+        httproute_nginx::generate(&[src], backends, &opts).expect("generate");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    httproute_nginx::write_dir(&out, &generated).unwrap();
+    let p = Prefix::existing(out, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "nginx -t:\n{text}\n{}", generated.nginx_conf);
+    p.start()
+}
+
+fn manifests(port: u16, rules: &str) -> String {
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: gw}}\nspec:\n  \
+         gatewayClassName: nginx\n  listeners: [{{name: http, port: {port}, protocol: HTTP}}]\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: r}}\nspec:\n  \
+         parentRefs: [{{name: gw}}]\n  rules:\n{rules}"
+    )
+}
+
+/// Reads a request head (up to the blank line): its lines, lower-cased names.
+fn read_head(r: &mut BufReader<TcpStream>) -> Vec<String> {
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            return lines;
+        }
+        lines.push(line.trim_end().to_owned());
+    }
+}
+
+fn header<'a>(head: &'a [String], name: &str) -> Option<&'a str> {
+    head.iter().find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// A WebSocket backend: answers the upgrade with 101, then echoes each text frame it gets
+/// back as "echo: TEXT". Without `Upgrade: websocket` and `Connection: upgrade` it answers 400.
+fn websocket_backend() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn.try_clone().unwrap());
+                let mut w = conn;
+                let head = read_head(&mut r);
+                let upgrade =
+                    header(&head, "upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+                let connection = header(&head, "connection")
+                    .is_some_and(|v| v.to_ascii_lowercase().contains("upgrade"));
+                if !(upgrade && connection) {
+                    let _ = w.write_all(
+                        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\nConnection: close\r\n\r\nno upgrade\n",
+                    );
+                    return;
+                }
+                let _ = w.write_all(
+                    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+                );
+                // Frames: FIN+text, masked payload (< 126 bytes) from the client.
+                loop {
+                    let mut h = [0u8; 2];
+                    if r.read_exact(&mut h).is_err() {
+                        return;
+                    }
+                    let len = usize::from(h[1] & 0x7f);
+                    let mut mask = [0u8; 4];
+                    let mut data = vec![0u8; len];
+                    if r.read_exact(&mut mask).is_err() || r.read_exact(&mut data).is_err() {
+                        return;
+                    }
+                    for (i, b) in data.iter_mut().enumerate() {
+                        *b ^= mask[i % 4];
+                    }
+                    let reply = format!("echo: {}", String::from_utf8_lossy(&data));
+                    let mut frame = vec![0x81, reply.len() as u8];
+                    frame.extend_from_slice(reply.as_bytes());
+                    if w.write_all(&frame).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A client frame: FIN+text, masked.
+fn text_frame(text: &str) -> Vec<u8> {
+    let mask = [0x12, 0x34, 0x56, 0x78];
+    let mut f = vec![0x81, 0x80 | text.len() as u8];
+    f.extend_from_slice(&mask);
+    f.extend(text.bytes().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    f
+}
+
+#[test]
+fn websocket_upgrades_reach_the_backend_and_messages_flow_both_ways() {
+    let (ws, port) = (websocket_backend(), free_port());
+    let mut backends = BackendMap::new();
+    backends.insert("default/ws:80".into(), format!("127.0.0.1:{ws}"));
+    let rules = "  - matches: [{path: {type: PathPrefix, value: /chat}, headers: [{name: x-room, value: a}]}]\n    backendRefs: [{name: ws, port: 80}]\n";
+    let gw = gateway("ws", &manifests(port, rules), port, &backends);
+
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut w = s;
+    w.write_all(
+        b"GET /chat/room HTTP/1.1\r\nHost: any\r\nX-Room: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    )
+    .unwrap();
+    let head = read_head(&mut r);
+    assert!(head.first().is_some_and(|l| l.starts_with("HTTP/1.1 101")), "{head:?}");
+    for msg in ["hello", "second message"] {
+        w.write_all(&text_frame(msg)).unwrap();
+        let mut h = [0u8; 2];
+        r.read_exact(&mut h).unwrap();
+        assert_eq!(h[0], 0x81);
+        let mut data = vec![0u8; usize::from(h[1])];
+        r.read_exact(&mut data).unwrap();
+        assert_eq!(String::from_utf8(data).unwrap(), format!("echo: {msg}"));
+    }
+    // A plain request on the same route is still a plain request (no upgrade asked for).
+    let plain = gw.raw(b"GET /chat/x HTTP/1.0\r\nHost: any\r\nX-Room: a\r\n\r\n").unwrap();
+    assert_eq!(plain.status, 400, "the backend says 'no upgrade'");
+}
+
+/// A backend that waits `delay` before answering 200 "slow".
+fn slow_backend(delay: Duration) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn.try_clone().unwrap());
+                let mut w = conn;
+                read_head(&mut r);
+                std::thread::sleep(delay);
+                let _ = w.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nslow\n",
+                );
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_backend_slower_than_the_rule_timeout_answers_504() {
+    let (slow, port) = (slow_backend(Duration::from_millis(1500)), free_port());
+    let mut backends = BackendMap::new();
+    backends.insert("default/slow:80".into(), format!("127.0.0.1:{slow}"));
+    let rules = "  - matches: [{path: {type: PathPrefix, value: /hurry}}]\n    backendRefs: [{name: slow, port: 80}]\n    timeouts: {request: 300ms}\n\
+                 \x20 - matches: [{path: {type: PathPrefix, value: /patient}}]\n    backendRefs: [{name: slow, port: 80}]\n    timeouts: {request: 10s, backendRequest: 5s}\n";
+    let gw = gateway("timeouts", &manifests(port, rules), port, &backends);
+    let t = Instant::now();
+    let r = gw.raw(b"GET /hurry HTTP/1.0\r\nHost: any\r\n\r\n").unwrap();
+    let took = t.elapsed();
+    assert_eq!(r.status, 504, "{}", r.head);
+    assert!(took < Duration::from_millis(1400), "answered after {took:?}");
+    let r = gw.raw(b"GET /patient HTTP/1.0\r\nHost: any\r\n\r\n").unwrap();
+    assert_eq!((r.status, r.body.as_str()), (200, "slow\n"));
+}
