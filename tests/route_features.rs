@@ -191,3 +191,58 @@ fn a_backend_slower_than_the_rule_timeout_answers_504() {
     let r = gw.raw(b"GET /patient HTTP/1.0\r\nHost: any\r\n\r\n").unwrap();
     assert_eq!((r.status, r.body.as_str()), (200, "slow\n"));
 }
+
+/// A backend that answers 200 with its name and the `x-` headers it got, sorted.
+fn echo_backend(name: &'static str) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn.try_clone().unwrap());
+                let mut w = conn;
+                let mut got: Vec<String> = read_head(&mut r)
+                    .into_iter()
+                    .filter(|l| l.to_ascii_lowercase().starts_with("x-"))
+                    .map(|l| l.to_ascii_lowercase())
+                    .collect();
+                got.sort();
+                let body = format!("{name} {}\n", got.join(" "));
+                let _ = write!(
+                    w,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn filters_on_a_backend_ref_apply_to_its_share_only() {
+    let (a, b, port) = (echo_backend("a"), echo_backend("b"), free_port());
+    let mut backends = BackendMap::new();
+    backends.insert("default/a:80".into(), format!("127.0.0.1:{a}"));
+    backends.insert("default/b:80".into(), format!("127.0.0.1:{b}"));
+    let rules = "  - filters:\n    - {type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x-rule, value: r}, {name: x-who, value: rule}]}}\n    backendRefs:\n    - name: a\n      port: 80\n      filters:\n      - {type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x-who, value: a}], remove: [x-drop]}}\n      - {type: ResponseHeaderModifier, responseHeaderModifier: {add: [{name: x-served-by, value: a}]}}\n    - name: b\n      port: 80\n      filters:\n      - {type: RequestHeaderModifier, requestHeaderModifier: {add: [{name: x-extra, value: b}]}}\n";
+    let gw = gateway("backend-filters", &manifests(port, rules), port, &backends);
+    let (mut seen_a, mut seen_b) = (0, 0);
+    for _ in 0..60 {
+        let r = gw.raw(b"GET /x HTTP/1.0\r\nHost: any\r\nX-Drop: 1\r\n\r\n").unwrap();
+        assert_eq!(r.status, 200, "{}", r.head);
+        let served_by = r.head.lines().any(|l| l.eq_ignore_ascii_case("x-served-by: a"));
+        match r.body.as_str() {
+            "a x-rule: r x-who: a\n" => {
+                assert!(served_by, "{}", r.head);
+                seen_a += 1;
+            }
+            "b x-drop: 1 x-extra: b x-rule: r x-who: rule\n" => {
+                assert!(!served_by, "{}", r.head);
+                seen_b += 1;
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    assert!(seen_a > 10 && seen_b > 10, "a {seen_a}, b {seen_b} of 60 (weights 1:1)");
+}

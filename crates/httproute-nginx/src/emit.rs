@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::model::{PathModifier, RequestRedirect};
+use crate::model::{HeaderModifier, PathModifier, RequestRedirect};
 use crate::plan::{
     Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, RulePlan, ServerPlan, Target,
 };
@@ -300,14 +300,14 @@ impl Http {
             let _ = writeln!(out, "        {loc} {{ internal; return 500; }}");
             return;
         }
-        let mut proxy = self.proxy(rule);
+        let mut mirrors = String::new();
         for (k, (target, share)) in rule.mirrors.iter().enumerate() {
             if *share <= 0.0 {
                 continue;
             }
             let Some((set_backend, host)) = self.destination(target) else { continue };
             let path = format!("{INTERNAL_PREFIX}mirror-{ri}-{k}");
-            let _ = write!(proxy, " mirror {path};");
+            let _ = write!(mirrors, " mirror {path};");
             // A share below 1 is drawn per request; the others' mirror subrequest ends
             // at once, with no upstream.
             let gate = if *share < 1.0 {
@@ -328,6 +328,61 @@ impl Http {
                  proxy_pass http://{host}$request_uri; }}"
             );
         }
+        let own_filters = rule
+            .backends
+            .iter()
+            .any(|b| modifies(&b.request_headers) || modifies(&b.response_headers));
+        if own_filters && rule.backends.len() > 1 {
+            // Filters of their own: one location per backend, picked per request by
+            // split_clients and reached with an internal rewrite.
+            let var = self.split_var();
+            let _ = writeln!(self.splits, "\n    split_clients $request_id {var} {{");
+            let last = rule.backends.len() - 1;
+            for (k, b) in rule.backends.iter().enumerate() {
+                if k == last {
+                    let _ = writeln!(self.splits, "        * b{k};");
+                } else {
+                    let pct = (u64::from(b.weight) * 10000 / total) as f64 / 100.0;
+                    let _ = writeln!(self.splits, "        {pct:.2}% b{k};");
+                }
+            }
+            let _ = writeln!(self.splits, "    }}");
+            let _ = writeln!(
+                out,
+                "        {loc} {{ internal; rewrite ^ {INTERNAL_PREFIX}{ri}-{var} last; }}"
+            );
+            for (k, b) in rule.backends.iter().enumerate() {
+                let loc = format!("location = {INTERNAL_PREFIX}{ri}-b{k}");
+                match self.destination(&b.target) {
+                    Some((set_backend, host)) => {
+                        let req = merge(&rule.request_headers, &b.request_headers);
+                        let resp = merge(&rule.response_headers, &b.response_headers);
+                        let proxy = self.proxy(rule, &req, &resp) + &mirrors;
+                        let _ = writeln!(
+                            out,
+                            "        {loc} {{ internal; {set}{set_backend}{proxy} \
+                             proxy_pass http://{host}{uri}; }}"
+                        );
+                    }
+                    None => {
+                        let code = match b.target {
+                            Target::Status(code) => code,
+                            _ => 500,
+                        };
+                        let _ = writeln!(out, "        {loc} {{ internal; return {code}; }}");
+                    }
+                }
+            }
+            return;
+        }
+        let (req, resp) = match &rule.backends[..] {
+            [only] => (
+                merge(&rule.request_headers, &only.request_headers),
+                merge(&rule.response_headers, &only.response_headers),
+            ),
+            _ => (rule.request_headers.clone(), rule.response_headers.clone()),
+        };
+        let proxy = self.proxy(rule, &req, &resp) + &mirrors;
         let proxy = &proxy;
         if let [only] = &rule.backends[..] {
             match self.destination(&only.target) {
@@ -456,9 +511,7 @@ impl Http {
     }
 
     /// The proxy directives of a rule's internal location, with its header filters.
-    fn proxy(&mut self, rule: &RulePlan) -> String {
-        let req = &rule.request_headers;
-        let resp = &rule.response_headers;
+    fn proxy(&mut self, rule: &RulePlan, req: &HeaderModifier, resp: &HeaderModifier) -> String {
         let touched = |n: &str| {
             req.set
                 .iter()
@@ -622,6 +675,39 @@ fn certificate_files(secret: &str) -> (String, String) {
 
 /// A variable whose value is a literal "$" (geo values are not variable-interpolated): how a
 /// `set` value spells a dollar sign.
+/// Whether a header filter does anything.
+fn modifies(m: &HeaderModifier) -> bool {
+    !(m.set.is_empty() && m.add.is_empty() && m.remove.is_empty())
+}
+
+/// A rule's header filter followed by a backendRef's: the backend's `set` and `remove` win
+/// over the rule's for the same name; `add`s of both are kept.
+fn merge(rule: &HeaderModifier, own: &HeaderModifier) -> HeaderModifier {
+    if !modifies(own) {
+        return rule.clone();
+    }
+    let overridden = |name: &str| {
+        own.set
+            .iter()
+            .map(|h| h.name.as_str())
+            .chain(own.remove.iter().map(String::as_str))
+            .any(|n| n.eq_ignore_ascii_case(name))
+    };
+    let mut m = HeaderModifier::default();
+    m.set.extend(rule.set.iter().filter(|h| !overridden(&h.name)).cloned());
+    m.set.extend(own.set.iter().cloned());
+    m.add.extend(rule.add.iter().filter(|h| !overridden(&h.name)).cloned());
+    m.add.extend(own.add.iter().cloned());
+    m.remove.extend(rule.remove.iter().cloned());
+    m.remove.extend(
+        own.remove
+            .iter()
+            .filter(|n| !rule.remove.iter().any(|r| r.eq_ignore_ascii_case(n)))
+            .cloned(),
+    );
+    m
+}
+
 /// `Connection` to the backend: `upgrade` when the client asks for one (WebSocket), else
 /// empty, so backend connections can be kept alive.
 const UPGRADE: &str = "    map $http_upgrade $httproute_connection {\n        default upgrade;\n        \"\" \"\";\n    }\n";

@@ -629,6 +629,9 @@ pub struct BackendRef {
     pub kind: Option<String>,
     #[serde(default)]
     pub group: Option<String>,
+    /// Filters for this backend's share only (header modifiers are supported).
+    #[serde(default)]
+    pub filters: Vec<Filter>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
 }
@@ -789,6 +792,22 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                         note(inputs, format!("HTTPRoute spec.rules[].{f}"), file, i);
                     }
                     for b in &rule.backend_refs {
+                        for f in &b.filters {
+                            if !matches!(
+                                f.kind.as_str(),
+                                "RequestHeaderModifier" | "ResponseHeaderModifier"
+                            ) {
+                                note(
+                                    inputs,
+                                    format!(
+                                        "HTTPRoute spec.rules[].backendRefs[].filters[] of type {}",
+                                        f.kind
+                                    ),
+                                    file,
+                                    i,
+                                );
+                            }
+                        }
                         for f in b.other.keys() {
                             note(
                                 inputs,
@@ -1156,6 +1175,31 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
             }
         }
         for (bi, b) in rule.backend_refs.iter().enumerate() {
+            if b.filters.len() > 16 {
+                return Err((
+                    format!("spec.rules[{ri}].backendRefs[{bi}].filters"),
+                    "at most 16 filters".into(),
+                ));
+            }
+            for (fi, f) in b.filters.iter().enumerate() {
+                let at = format!("spec.rules[{ri}].backendRefs[{bi}].filters[{fi}]");
+                let (field, m) = match f.kind.as_str() {
+                    "RequestHeaderModifier" => {
+                        ("requestHeaderModifier", &f.request_header_modifier)
+                    }
+                    "ResponseHeaderModifier" => {
+                        ("responseHeaderModifier", &f.response_header_modifier)
+                    }
+                    _ => continue,
+                };
+                let Some(m) = m else {
+                    return Err((format!("{at}.{field}"), format!("required for type {}", f.kind)));
+                };
+                if b.filters[..fi].iter().any(|o| o.kind == f.kind) {
+                    return Err((at, format!("at most one {} per backendRef", f.kind)));
+                }
+                validate_modifier(m).map_err(|(f, msg)| (format!("{at}.{field}.{f}"), msg))?;
+            }
             if b.weight > 1_000_000 {
                 return Err((
                     format!("spec.rules[{ri}].backendRefs[{bi}].weight"),

@@ -215,6 +215,10 @@ pub struct RulePlan {
 pub struct Backend {
     pub target: Target,
     pub weight: u32,
+    /// The backendRef's own RequestHeaderModifier and ResponseHeaderModifier filters, applied
+    /// after the rule's, to this backend's share only.
+    pub request_headers: HeaderModifier,
+    pub response_headers: HeaderModifier,
     /// Why it cannot serve, for a [`Target::Status`]: the Gateway API condition reason
     /// (`BackendNotFound`, `RefNotPermitted`, `InvalidKind`, `UnsupportedValue`, or
     /// `NoReadyEndpoints` for a 503) and what is wrong.
@@ -805,8 +809,8 @@ fn rule_plan(
         rule_index: ri,
         rule_name: rule.name.clone(),
         backends: Vec::new(),
-        request_headers: modifier(rule, "RequestHeaderModifier", route, ri, warnings),
-        response_headers: modifier(rule, "ResponseHeaderModifier", route, ri, warnings),
+        request_headers: modifier(rule, "RequestHeaderModifier", route, &ri, warnings),
+        response_headers: modifier(rule, "ResponseHeaderModifier", route, &ri, warnings),
         redirect: rule.filters.iter().find_map(|f| f.request_redirect.clone()),
         rewrite: rule.filters.iter().find_map(|f| f.url_rewrite.clone()),
         match_prefix: rule
@@ -859,7 +863,22 @@ fn rule_plan(
                 (Target::Status(500), Some((reason, why)))
             }
         };
-        plan.backends.push(Backend { target, weight: b.weight, problem });
+        let own = crate::model::Rule {
+            name: None,
+            matches: Vec::new(),
+            backend_refs: Vec::new(),
+            filters: b.filters.clone(),
+            timeouts: None,
+            other: BTreeMap::new(),
+        };
+        let at = format!("{ri}].backendRefs[{bi}");
+        plan.backends.push(Backend {
+            target,
+            weight: b.weight,
+            request_headers: modifier(&own, "RequestHeaderModifier", route, &at, warnings),
+            response_headers: modifier(&own, "ResponseHeaderModifier", route, &at, warnings),
+            problem,
+        });
     }
     plan
 }
@@ -1001,7 +1020,7 @@ fn modifier(
     rule: &crate::model::Rule,
     kind: &str,
     route: &str,
-    ri: usize,
+    ri: &dyn fmt::Display,
     warnings: &mut Vec<String>,
 ) -> HeaderModifier {
     let mut m = rule
