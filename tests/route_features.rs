@@ -246,3 +246,108 @@ fn filters_on_a_backend_ref_apply_to_its_share_only() {
     }
     assert!(seen_a > 10 && seen_b > 10, "a {seen_a}, b {seen_b} of 60 (weights 1:1)");
 }
+
+/// The response headers of `resp` named `name` (lower-cased), values in order.
+fn headers_named(head: &str, name: &str) -> Vec<String> {
+    head.lines()
+        .filter_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn cors_preflights_are_answered_at_the_gateway_and_answers_carry_the_headers() {
+    let (echo, port) = (echo_backend("app"), free_port());
+    let mut backends = BackendMap::new();
+    backends.insert("default/app:80".into(), format!("127.0.0.1:{echo}"));
+    let rules = r#"  - matches: [{path: {type: PathPrefix, value: /cors-1}}]
+    filters:
+    - type: CORS
+      cors:
+        allowOrigins: ["https://www.foo.com", "https://*.bar.com"]
+        allowMethods: [GET, OPTIONS]
+        allowHeaders: [x-header-1, x-header-2]
+        exposeHeaders: [x-header-3, x-header-4]
+        allowCredentials: true
+        maxAge: 3600
+    backendRefs: [{name: app, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /any-creds}}]
+    filters:
+    - {type: CORS, cors: {allowOrigins: ["*"], allowMethods: ["*"], allowHeaders: ["*"], allowCredentials: true}}
+    backendRefs: [{name: app, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /any}}]
+    filters:
+    - {type: CORS, cors: {allowOrigins: ["*"], allowMethods: ["*"], allowHeaders: ["*"]}}
+    backendRefs: [{name: app, port: 80}]
+"#;
+    let gw = gateway("cors", &manifests(port, rules), port, &backends);
+    let ask = |method: &str, path: &str, headers: &[(&str, &str)]| {
+        let mut req = format!("{method} {path} HTTP/1.0\r\nHost: any\r\n");
+        for (n, v) in headers {
+            req.push_str(&format!("{n}: {v}\r\n"));
+        }
+        gw.raw(format!("{req}\r\n").as_bytes()).unwrap()
+    };
+    let one = |head: &str, name: &str| headers_named(head, name).join("|");
+    let preflight = |path: &str, origin: &str, method: &str, headers: Option<&str>| {
+        let mut h = vec![("Origin", origin), ("Access-Control-Request-Method", method)];
+        h.extend(headers.map(|v| ("Access-Control-Request-Headers", v)));
+        ask("OPTIONS", path, &h)
+    };
+
+    for origin in ["https://www.foo.com", "https://www.bar.com", "https://xpto.www.bar.com"] {
+        let r = preflight("/cors-1", origin, "GET", Some("x-header-1, x-header-2"));
+        assert_eq!(r.status, 204, "{}", r.head);
+        assert_eq!(r.body, "", "a preflight never reaches the backend");
+        assert_eq!(one(&r.head, "access-control-allow-origin"), origin);
+        assert_eq!(one(&r.head, "access-control-allow-methods"), "GET, OPTIONS");
+        assert_eq!(one(&r.head, "access-control-allow-headers"), "x-header-1, x-header-2");
+        assert_eq!(one(&r.head, "access-control-expose-headers"), "x-header-3, x-header-4");
+        assert_eq!(one(&r.head, "access-control-max-age"), "3600");
+        assert_eq!(one(&r.head, "access-control-allow-credentials"), "true");
+    }
+    // Not an allowed origin (a port, another name, the bare wildcard domain): no CORS header.
+    for origin in
+        ["https://foobar.com", "https://www.foo.com:8443", "https://bar.com", "http://www.foo.com"]
+    {
+        let r = preflight("/cors-1", origin, "GET", None);
+        assert!(matches!(r.status, 200 | 204 | 403), "{}", r.head);
+        assert!(!r.head.to_ascii_lowercase().contains("access-control-"), "{origin}: {}", r.head);
+    }
+    // Actual requests reach the backend and carry the headers when the origin is allowed.
+    let r = ask("GET", "/cors-1/x", &[("Origin", "https://www.bar.com")]);
+    assert_eq!((r.status, r.body.as_str()), (200, "app \n"));
+    assert_eq!(one(&r.head, "access-control-allow-origin"), "https://www.bar.com");
+    assert_eq!(one(&r.head, "access-control-allow-credentials"), "true");
+    assert_eq!(one(&r.head, "access-control-expose-headers"), "x-header-3, x-header-4");
+    assert!(headers_named(&r.head, "access-control-allow-methods").is_empty(), "{}", r.head);
+    let r = ask("GET", "/cors-1/x", &[("Origin", "https://foobar.com")]);
+    assert_eq!(r.status, 200);
+    assert!(!r.head.to_ascii_lowercase().contains("access-control-"), "{}", r.head);
+
+    // "*" with credentials: the request's own origin, method and headers are echoed.
+    let r = preflight(
+        "/any-creds",
+        "https://other.foo.com:12345",
+        "PUT",
+        Some("x-header-1, x-header-2"),
+    );
+    assert_eq!(r.status, 204);
+    assert_eq!(one(&r.head, "access-control-allow-origin"), "https://other.foo.com:12345");
+    assert_eq!(one(&r.head, "access-control-allow-methods"), "PUT");
+    assert_eq!(one(&r.head, "access-control-allow-headers"), "x-header-1, x-header-2");
+    assert_eq!(one(&r.head, "access-control-allow-credentials"), "true");
+    assert_eq!(one(&r.head, "access-control-max-age"), "5");
+    // Without credentials, "*" may stay "*", and no Allow-Credentials.
+    let r = preflight("/any", "https://other.foo.com", "PUT", Some("x-header-1"));
+    assert_eq!(r.status, 204);
+    assert_eq!(one(&r.head, "access-control-allow-origin"), "https://other.foo.com");
+    assert_eq!(one(&r.head, "access-control-allow-methods"), "*");
+    assert_eq!(one(&r.head, "access-control-allow-headers"), "*");
+    assert!(headers_named(&r.head, "access-control-allow-credentials").is_empty());
+    // A plain OPTIONS (no Access-Control-Request-Method) is not a preflight: it is proxied.
+    let r = ask("OPTIONS", "/any", &[("Origin", "https://other.foo.com")]);
+    assert_eq!((r.status, r.body.as_str()), (200, "app \n"));
+}

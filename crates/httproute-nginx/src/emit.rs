@@ -194,6 +194,9 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     if http.upgrade {
         conf.push_str(UPGRADE);
     }
+    if http.preflight {
+        conf.push_str(PREFLIGHT);
+    }
     let mut warnings = Vec::new();
     if http.resolve {
         if opts.resolvers.is_empty() {
@@ -239,6 +242,10 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
 #[derive(Default)]
 struct Http {
     upstreams: BTreeMap<String, Vec<String>>,
+    /// CORS filters written so far (`$httproute_cors_N`).
+    cors_n: usize,
+    /// `$httproute_preflight` is used.
+    preflight: bool,
     /// `$httproute_connection` is used (upgrades passed through).
     upgrade: bool,
     /// Some backend is a name resolved per request.
@@ -301,6 +308,10 @@ impl Http {
             return;
         }
         let mut mirrors = String::new();
+        if let Some(c) = &rule.cors {
+            // Answered or decorated in every location that proxies for the rule.
+            mirrors.push_str(&self.cors(c));
+        }
         for (k, (target, share)) in rule.mirrors.iter().enumerate() {
             if *share <= 0.0 {
                 continue;
@@ -450,6 +461,71 @@ impl Http {
             "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {status_503}{set}{proxy} \
              proxy_pass http://{var}{uri}; }}"
         );
+    }
+
+    /// The CORS filter of a rule: `$httproute_cors_N` is the request's Origin when
+    /// `allowOrigins` allows it, else empty; every CORS header comes from a `map` on it, so an
+    /// origin that is not allowed gets none (NGINX leaves out a header whose value is empty).
+    /// A preflight (OPTIONS with Access-Control-Request-Method) is answered here with 204; other
+    /// requests get Allow-Origin, Allow-Credentials and Expose-Headers on the backend's answer,
+    /// whose own Access-Control-* headers are hidden.
+    fn cors(&mut self, c: &crate::model::Cors) -> String {
+        let n = self.cors_n;
+        self.cors_n += 1;
+        self.preflight = true;
+        let origin = format!("$httproute_cors_{n}");
+        let _ = write!(self.maps, "\n    map $http_origin {origin} {{\n        default \"\";\n");
+        for o in &c.allow_origins {
+            if o == "*" {
+                let _ = writeln!(self.maps, "        \"~.\" $http_origin;");
+            } else {
+                let _ = writeln!(self.maps, "        \"~*^{}$\" $http_origin;", origin_regex(o));
+            }
+        }
+        self.maps.push_str("    }\n");
+        let creds = c.allow_credentials == Some(true);
+        let mut gated = |name: &str, value: String| -> String {
+            let var = format!("$httproute_cors_{n}_{name}");
+            let _ = write!(
+                self.maps,
+                "\n    map {origin} {var} {{\n        \"\" \"\";\n        default {value};\n    }}\n"
+            );
+            var
+        };
+        // "*" means any; with credentials a browser takes no "*", so the request's own value
+        // is echoed instead.
+        let list = |l: &[String], echo: &str| -> Option<String> {
+            match l {
+                [] => None,
+                [star] if star == "*" => {
+                    Some(if creds { echo.to_owned() } else { "\"*\"".to_owned() })
+                }
+                _ => Some(quote(&l.join(", "))),
+            }
+        };
+        let methods = list(&c.allow_methods, "$http_access_control_request_method")
+            .map(|v| gated("methods", v));
+        let headers = list(&c.allow_headers, "$http_access_control_request_headers")
+            .map(|v| gated("headers", v));
+        let expose = list(&c.expose_headers, "\"*\"").map(|v| gated("expose", v));
+        let max_age = gated("max_age", c.max_age.unwrap_or(5).to_string());
+        let credentials = creds.then(|| gated("credentials", "true".to_owned()));
+        let header = |name: &str, var: &Option<String>| {
+            var.as_ref().map(|v| format!(" add_header {name} {v} always;")).unwrap_or_default()
+        };
+        let common = format!(
+            " add_header Access-Control-Allow-Origin {origin} always;{}{} add_header Vary Origin always;",
+            header("Access-Control-Allow-Credentials", &credentials),
+            header("Access-Control-Expose-Headers", &expose),
+        );
+        format!(
+            " if ($httproute_preflight) {{{common}{}{} add_header Access-Control-Max-Age {max_age} always; \
+             return 204; }}{common} proxy_hide_header Access-Control-Allow-Origin; \
+             proxy_hide_header Access-Control-Allow-Credentials; \
+             proxy_hide_header Access-Control-Expose-Headers;",
+            header("Access-Control-Allow-Methods", &methods),
+            header("Access-Control-Allow-Headers", &headers),
+        )
     }
 
     /// Where `proxy_pass` sends a target, and the `set` it needs first: an upstream's name, or
@@ -675,6 +751,26 @@ fn certificate_files(secret: &str) -> (String, String) {
 
 /// A variable whose value is a literal "$" (geo values are not variable-interpolated): how a
 /// `set` value spells a dollar sign.
+/// A CORS preflight: OPTIONS with Access-Control-Request-Method.
+const PREFLIGHT: &str = "    map \"$request_method:$http_access_control_request_method\" $httproute_preflight {\n        default \"\";\n        \"~^OPTIONS:.\" 1;\n    }\n";
+
+/// An `allowOrigins` entry as a PCRE (matched case-insensitively against the whole Origin):
+/// `*` as the host is any host, `*.name` one or more labels before `name`.
+fn origin_regex(o: &str) -> String {
+    let (scheme, rest) = o.split_once("://").unwrap_or(("https", o));
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) => (h, format!(":{p}")),
+        None => (rest, String::new()),
+    };
+    let any = "[^/:]+";
+    let host = match host.strip_prefix('*') {
+        Some("") => any.to_owned(),
+        Some(suffix) => format!("{any}{}", regex_literal(suffix)),
+        None => regex_literal(host),
+    };
+    format!("{scheme}://{host}{port}")
+}
+
 /// Whether a header filter does anything.
 fn modifies(m: &HeaderModifier) -> bool {
     !(m.set.is_empty() && m.add.is_empty() && m.remove.is_empty())

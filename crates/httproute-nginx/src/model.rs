@@ -433,6 +433,91 @@ pub struct Filter {
     pub url_rewrite: Option<UrlRewrite>,
     #[serde(default)]
     pub request_mirror: Option<RequestMirror>,
+    #[serde(default)]
+    pub cors: Option<Cors>,
+}
+
+/// The `CORS` filter: preflight requests answered at the gateway, CORS response headers on
+/// the others.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cors {
+    #[serde(default)]
+    pub allow_origins: Vec<String>,
+    #[serde(default)]
+    pub allow_credentials: Option<bool>,
+    #[serde(default)]
+    pub allow_methods: Vec<String>,
+    #[serde(default)]
+    pub allow_headers: Vec<String>,
+    #[serde(default)]
+    pub expose_headers: Vec<String>,
+    /// Seconds a browser may cache a preflight answer (default 5).
+    #[serde(default)]
+    pub max_age: Option<u32>,
+}
+
+/// Whether `o` is an origin the CRD allows in `allowOrigins`: `*`, or
+/// `http(s)://HOST[:PORT]` where HOST is `*`, `*.name` or a name.
+fn valid_origin(o: &str) -> bool {
+    if o == "*" {
+        return true;
+    }
+    let Some(rest) = o.strip_prefix("https://").or_else(|| o.strip_prefix("http://")) else {
+        return false;
+    };
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (rest, None),
+    };
+    let port_ok =
+        port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()));
+    let name = host.strip_prefix("*.").unwrap_or(host);
+    let label =
+        |l: &str| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    port_ok && (host == "*" || name.split('.').all(label))
+}
+
+fn validate_cors(c: &Cors) -> Result<(), (String, String)> {
+    for (field, list, max) in [
+        ("allowOrigins", &c.allow_origins, 64),
+        ("allowMethods", &c.allow_methods, 9),
+        ("allowHeaders", &c.allow_headers, 64),
+        ("exposeHeaders", &c.expose_headers, 64),
+    ] {
+        if list.len() > max {
+            return Err((field.into(), format!("at most {max} entries")));
+        }
+        if field != "exposeHeaders" && list.len() > 1 && list.iter().any(|v| v == "*") {
+            return Err((field.into(), "\"*\" must be the only entry".into()));
+        }
+        for (i, v) in list.iter().enumerate() {
+            let ok = match field {
+                "allowOrigins" => valid_origin(v),
+                "allowMethods" => matches!(
+                    v.as_str(),
+                    "GET"
+                        | "HEAD"
+                        | "POST"
+                        | "PUT"
+                        | "DELETE"
+                        | "CONNECT"
+                        | "OPTIONS"
+                        | "TRACE"
+                        | "PATCH"
+                        | "*"
+                ),
+                _ => header_name(v).is_ok(),
+            };
+            if !ok {
+                return Err((format!("{field}[{i}]"), format!("invalid value {v:?}")));
+            }
+        }
+    }
+    if c.max_age == Some(0) {
+        return Err(("maxAge".into(), "must be at least 1".into()));
+    }
+    Ok(())
 }
 
 /// `RequestMirror`: a copy of each request (or of a share of them) goes to another backend;
@@ -779,6 +864,7 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                                 | "RequestRedirect"
                                 | "URLRewrite"
                                 | "RequestMirror"
+                                | "CORS"
                         ) {
                             note(
                                 inputs,
@@ -983,8 +1069,17 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                 "RequestRedirect and URLRewrite cannot both be used in one rule".into(),
             ));
         }
+        if rule.filters.iter().filter(|f| f.kind == "CORS").count() > 1 {
+            return Err((format!("spec.rules[{ri}].filters"), "at most one CORS filter".into()));
+        }
         for (fi, f) in rule.filters.iter().enumerate() {
             let at = format!("spec.rules[{ri}].filters[{fi}]");
+            if f.kind == "CORS" {
+                let Some(c) = &f.cors else {
+                    return Err((format!("{at}.cors"), "required for type CORS".into()));
+                };
+                validate_cors(c).map_err(|(field, msg)| (format!("{at}.cors.{field}"), msg))?;
+            }
             let path = match f.kind.as_str() {
                 "RequestRedirect" => {
                     let Some(r) = &f.request_redirect else {

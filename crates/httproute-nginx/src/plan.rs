@@ -204,6 +204,8 @@ pub struct RulePlan {
     pub match_prefix: String,
     /// RequestMirror filters: (where to, share of requests 0..=1); never a status.
     pub mirrors: Vec<(Target, f64)>,
+    /// The rule's `CORS` filter.
+    pub cors: Option<crate::model::Cors>,
     /// `timeouts`: the bound on each phase of a backend exchange (connect, each send, each
     /// read), in milliseconds: the smaller of `request` and `backendRequest`; `Some(0)` when
     /// they disable it.
@@ -819,6 +821,7 @@ fn rule_plan(
             .map(|m| normalize_prefix(&m.path.value))
             .unwrap_or_default(),
         mirrors: Vec::new(),
+        cors: rule.filters.iter().find_map(|f| f.cors.clone()),
         timeout_ms: rule.timeouts.as_ref().and_then(|t| {
             let ms = |v: &Option<String>| v.as_deref().and_then(crate::model::duration_ms);
             match (ms(&t.request), ms(&t.backend_request)) {
