@@ -4,9 +4,10 @@
 #   libpcre2-dev  NGINX's rewrite module and our regex engine (PCRE2)
 #   g++           libFuzzer (C++), built by the fuzz crate for scripts/fuzz.sh
 #   curl openssl  the HTTPS end-to-end test (a self-signed certificate, requests with SNI)
+#   python3-grpcio  the GRPCRoute end-to-end test (a real gRPC server and client)
 #   extra packages can be named as arguments (run.sh adds curl).
 set -euo pipefail
-want=(libclang-dev libpcre2-dev pkg-config make g++ curl openssl "$@")
+want=(libclang-dev libpcre2-dev pkg-config make g++ curl openssl python3-grpcio "$@")
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

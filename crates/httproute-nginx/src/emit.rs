@@ -111,6 +111,11 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                     let _ = writeln!(servers, "        server_name {h};");
                 }
             }
+            if port.http2 {
+                // gRPC: HTTP/2 by ALPN over TLS, or with prior knowledge (h2c) on a plain port,
+                // where HTTP/1.1 still works (NGINX 1.25.1 and later).
+                let _ = writeln!(servers, "        http2 on;");
+            }
             match &server.listener {
                 Some(l) => {
                     let _ = writeln!(servers, "        # listener {l}");
@@ -300,6 +305,12 @@ impl Http {
         // The URI sent upstream: the client's own, or the rewritten path.
         let (set, uri) = match &path {
             Some(set) => (set.as_str(), "$httproute_path$is_args$args"),
+            // grpc_pass sends the request's current URI, which the internal redirect changed:
+            // give it back the client's path.
+            None if rule.grpc => {
+                self.raw_path = true;
+                ("rewrite ^ $httproute_raw_path break; ", "")
+            }
             None => ("", "$request_uri"),
         };
         let total: u64 = rule.backends.iter().map(|b| u64::from(b.weight)).sum();
@@ -334,9 +345,19 @@ impl Http {
             };
             let _ = writeln!(
                 mirror_locs,
-                "        location = {path} {{ internal; {gate}{set_backend}proxy_http_version 1.1; \
-                 proxy_set_header Host $host; proxy_set_header Connection \"\"; \
-                 proxy_pass http://{host}$request_uri; }}"
+                "        location = {path} {{ internal; {gate}{set_backend}{} }}",
+                if rule.grpc {
+                    self.raw_path = true;
+                    format!(
+                        "rewrite ^ $httproute_raw_path break; grpc_set_header Host $host; \
+                         grpc_pass grpc://{host};"
+                    )
+                } else {
+                    format!(
+                        "proxy_http_version 1.1; proxy_set_header Host $host; \
+                         proxy_set_header Connection \"\"; proxy_pass http://{host}$request_uri;"
+                    )
+                }
             );
         }
         let own_filters = rule
@@ -369,10 +390,10 @@ impl Http {
                         let req = merge(&rule.request_headers, &b.request_headers);
                         let resp = merge(&rule.response_headers, &b.response_headers);
                         let proxy = self.proxy(rule, &req, &resp) + &mirrors;
+                        let pass = pass(rule, &host, uri);
                         let _ = writeln!(
                             out,
-                            "        {loc} {{ internal; {set}{set_backend}{proxy} \
-                             proxy_pass http://{host}{uri}; }}"
+                            "        {loc} {{ internal; {set}{set_backend}{proxy} {pass} }}"
                         );
                     }
                     None => {
@@ -398,10 +419,10 @@ impl Http {
         if let [only] = &rule.backends[..] {
             match self.destination(&only.target) {
                 Some((set_backend, host)) => {
+                    let pass = pass(rule, &host, uri);
                     let _ = writeln!(
                         out,
-                        "        {loc} {{ internal; {set}{set_backend}{proxy} \
-                         proxy_pass http://{host}{uri}; }}"
+                        "        {loc} {{ internal; {set}{set_backend}{proxy} {pass} }}"
                     );
                 }
                 None => {
@@ -456,10 +477,11 @@ impl Http {
         } else {
             String::new()
         };
+        let pass = pass(rule, &var, uri);
         let _ = writeln!(
             out,
             "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {status_503}{set}{proxy} \
-             proxy_pass http://{var}{uri}; }}"
+             {pass} }}"
         );
     }
 
@@ -596,16 +618,21 @@ impl Http {
                 .chain(&req.remove)
                 .any(|x| x.eq_ignore_ascii_case(n))
         };
-        let mut out = String::from("proxy_http_version 1.1;");
+        // gRPC: the same directives of the grpc module, HTTP/2 to the backend.
+        let m = if rule.grpc { "grpc" } else { "proxy" };
+        let mut out =
+            if rule.grpc { String::new() } else { String::from("proxy_http_version 1.1;") };
         if !touched("host") {
             match rule.rewrite.as_ref().and_then(|r| r.hostname.as_deref()) {
                 Some(h) => {
-                    let _ = write!(out, " proxy_set_header Host {};", quote(h));
+                    let _ = write!(out, " {m}_set_header Host {};", quote(h));
                 }
-                None => out.push_str(" proxy_set_header Host $host;"),
+                None => {
+                    let _ = write!(out, " {m}_set_header Host $host;");
+                }
             }
         }
-        if !touched("connection") {
+        if !touched("connection") && !rule.grpc {
             // WebSocket and other upgrades pass through (NGINX tunnels after a 101); every
             // other request keeps an empty Connection (keepalive to the backend).
             self.upgrade = true;
@@ -617,17 +644,18 @@ impl Http {
         match rule.timeout_ms {
             None => {}
             // 0s disables the timeout: NGINX has no "never", a day is the stand-in.
-            Some(0) => out.push_str(" proxy_send_timeout 1d; proxy_read_timeout 1d;"),
+            Some(0) => {
+                let _ = write!(out, " {m}_send_timeout 1d; {m}_read_timeout 1d;");
+            }
             Some(ms) => {
                 let _ = write!(
                     out,
-                    " proxy_connect_timeout {ms}ms; proxy_send_timeout {ms}ms; \
-                     proxy_read_timeout {ms}ms;"
+                    " {m}_connect_timeout {ms}ms; {m}_send_timeout {ms}ms; {m}_read_timeout {ms}ms;"
                 );
             }
         }
         for h in &req.set {
-            let _ = write!(out, " proxy_set_header {} {};", h.name, self.value(&h.value));
+            let _ = write!(out, " {m}_set_header {} {};", h.name, self.value(&h.value));
         }
         for h in &req.add {
             // Gateway API "add" appends to what the client sent: `name: sent,value`, or `value`
@@ -640,15 +668,15 @@ impl Http {
                 "\n    map {sent} {var} {{\n        \"\" {value};\n        default \"{sent},{}\";\n    }}\n",
                 &value[1..value.len() - 1]
             );
-            let _ = write!(out, " proxy_set_header {} {var};", h.name);
+            let _ = write!(out, " {m}_set_header {} {var};", h.name);
         }
         for n in &req.remove {
-            let _ = write!(out, " proxy_set_header {n} \"\";");
+            let _ = write!(out, " {m}_set_header {n} \"\";");
         }
         for h in &resp.set {
             let _ = write!(
                 out,
-                " proxy_hide_header {}; add_header {} {} always;",
+                " {m}_hide_header {}; add_header {} {} always;",
                 h.name,
                 h.name,
                 self.value(&h.value)
@@ -658,9 +686,9 @@ impl Http {
             let _ = write!(out, " add_header {} {} always;", h.name, self.value(&h.value));
         }
         for n in &resp.remove {
-            let _ = write!(out, " proxy_hide_header {n};");
+            let _ = write!(out, " {m}_hide_header {n};");
         }
-        out
+        out.trim_start().to_owned()
     }
 
     /// `$httproute_sni_PORT`: the `server_name` NGINX picks for the TLS handshake's SNI on an
@@ -769,6 +797,16 @@ fn origin_regex(o: &str) -> String {
         None => regex_literal(host),
     };
     format!("{scheme}://{host}{port}")
+}
+
+/// The directive that sends a rule's request to `host` (an upstream, a variable).
+fn pass(rule: &RulePlan, host: &str, uri: &str) -> String {
+    if rule.grpc {
+        // gRPC keeps the request's own path (/service/method).
+        format!("grpc_pass grpc://{host};")
+    } else {
+        format!("proxy_pass http://{host}{uri};")
+    }
 }
 
 /// Whether a header filter does anything.

@@ -322,6 +322,222 @@ pub struct EndpointPort {
 pub struct HttpRoute {
     pub metadata: Meta,
     pub spec: RouteSpec,
+    /// Made from a `GRPCRoute` (see [`GrpcRoute::into_route`]): proxied with `grpc_pass`.
+    #[serde(skip)]
+    pub grpc: bool,
+}
+
+/// A `GRPCRoute` (v1). It is planned as an HTTPRoute whose matches are paths: a gRPC call is
+/// an HTTP/2 POST to `/SERVICE/METHOD`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GrpcRoute {
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: GrpcRouteSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrpcRouteSpec {
+    #[serde(default)]
+    pub parent_refs: Vec<ParentRef>,
+    #[serde(default)]
+    pub hostnames: Vec<String>,
+    #[serde(default)]
+    pub rules: Vec<GrpcRule>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrpcRule {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub matches: Vec<GrpcMatch>,
+    #[serde(default)]
+    pub filters: Vec<Filter>,
+    #[serde(default)]
+    pub backend_refs: Vec<BackendRef>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct GrpcMatch {
+    #[serde(default)]
+    pub method: Option<GrpcMethodMatch>,
+    #[serde(default)]
+    pub headers: Vec<ValueMatch>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GrpcMethodMatch {
+    #[serde(rename = "type", default = "default_value_type")]
+    pub kind: String,
+    #[serde(default)]
+    pub service: Option<String>,
+    #[serde(default)]
+    pub method: Option<String>,
+}
+
+/// `s` as a PCRE literal.
+fn pcre_literal(s: &str) -> String {
+    s.chars()
+        .map(
+            |c| {
+                if c.is_ascii_alphanumeric() || c == '_' { c.to_string() } else { format!("\\{c}") }
+            },
+        )
+        .collect()
+}
+
+impl GrpcMethodMatch {
+    /// The path match of a method match: `/S/M` exactly, `/S` as a prefix, or a regular
+    /// expression anchored at both ends (a regex path is matched from the start; the `$` ends
+    /// it) where a part is a regex or left out.
+    fn path(&self) -> PathMatch {
+        fn part(v: &Option<String>) -> Option<&str> {
+            v.as_deref().filter(|s| !s.is_empty())
+        }
+        let (service, method) = (part(&self.service), part(&self.method));
+        let regex = |v: Option<&str>, exact: bool| match v {
+            None => "[^/]+".to_owned(),
+            Some(v) if exact => pcre_literal(v),
+            Some(v) => format!("(?:{v})"),
+        };
+        match (self.kind.as_str(), service, method) {
+            ("Exact", Some(s), Some(m)) => {
+                PathMatch { kind: "Exact".into(), value: format!("/{s}/{m}") }
+            }
+            ("Exact", Some(s), None) => {
+                PathMatch { kind: "PathPrefix".into(), value: format!("/{s}") }
+            }
+            (kind, s, m) => {
+                let exact = kind == "Exact";
+                PathMatch {
+                    kind: "RegularExpression".into(),
+                    value: format!("/{}/{}$", regex(s, exact), regex(m, exact)),
+                }
+            }
+        }
+    }
+}
+
+impl GrpcRoute {
+    /// The route as the planner takes it: each method match a path, headers as they are.
+    pub fn into_route(self) -> HttpRoute {
+        let rules = if self.spec.rules.is_empty() {
+            default_rules()
+        } else {
+            self.spec
+                .rules
+                .into_iter()
+                .map(|r| Rule {
+                    name: r.name,
+                    matches: if r.matches.is_empty() {
+                        default_matches()
+                    } else {
+                        r.matches
+                            .into_iter()
+                            .map(|m| Match {
+                                path: m.method.map(|mm| mm.path()).unwrap_or_default(),
+                                headers: m.headers,
+                                query_params: Vec::new(),
+                                method: None,
+                            })
+                            .collect()
+                    },
+                    backend_refs: r.backend_refs,
+                    filters: r.filters,
+                    timeouts: None,
+                    other: r.other,
+                })
+                .collect()
+        };
+        HttpRoute {
+            metadata: self.metadata,
+            spec: RouteSpec {
+                parent_refs: self.spec.parent_refs,
+                hostnames: self.spec.hostnames,
+                rules,
+            },
+            grpc: true,
+        }
+    }
+}
+
+/// CRD checks of a GRPCRoute that its conversion does not make as HTTPRoute checks.
+fn validate_grpc(r: &GrpcRoute) -> Result<(), (String, String)> {
+    if r.spec.rules.len() > 16 {
+        return Err(("spec.rules".into(), "at most 16 rules".into()));
+    }
+    if r.spec.hostnames.len() > 16 {
+        return Err(("spec.hostnames".into(), "at most 16 hostnames".into()));
+    }
+    for (i, h) in r.spec.hostnames.iter().enumerate() {
+        if !valid_hostname(h) {
+            return Err((format!("spec.hostnames[{i}]"), format!("invalid hostname {h:?}")));
+        }
+    }
+    for (ri, rule) in r.spec.rules.iter().enumerate() {
+        if rule.matches.len() > 64 {
+            return Err((format!("spec.rules[{ri}].matches"), "at most 64 matches".into()));
+        }
+        for (mi, m) in rule.matches.iter().enumerate() {
+            let at = format!("spec.rules[{ri}].matches[{mi}]");
+            if let Some(mm) = &m.method {
+                if !matches!(mm.kind.as_str(), "Exact" | "RegularExpression") {
+                    return Err((
+                        format!("{at}.method.type"),
+                        format!("unknown type {:?}", mm.kind),
+                    ));
+                }
+                let given = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.is_empty());
+                if !given(&mm.service) && !given(&mm.method) {
+                    return Err((
+                        format!("{at}.method"),
+                        "one of service and method must be set".into(),
+                    ));
+                }
+                for (field, v) in [("service", &mm.service), ("method", &mm.method)] {
+                    let Some(v) = v else { continue };
+                    if v.len() > 1024 {
+                        return Err((
+                            format!("{at}.method.{field}"),
+                            "longer than 1024 characters".into(),
+                        ));
+                    }
+                    if mm.kind == "Exact"
+                        && let Some(c) = v.chars().find(|c| *c == '/' || !path_char(*c))
+                    {
+                        return Err((
+                            format!("{at}.method.{field}"),
+                            format!("{v:?} has the character {c:?}"),
+                        ));
+                    }
+                }
+            }
+            if m.headers.len() > 16 {
+                return Err((format!("{at}.headers"), "at most 16 entries".into()));
+            }
+            for (hi, h) in m.headers.iter().enumerate() {
+                header_name(&h.name).map_err(|e| (format!("{at}.headers[{hi}].name"), e))?;
+                if h.value.is_empty() || h.value.len() > 4096 {
+                    return Err((
+                        format!("{at}.headers[{hi}].value"),
+                        "length must be 1-4096".into(),
+                    ));
+                }
+                if !matches!(h.kind.as_str(), "Exact" | "RegularExpression") {
+                    return Err((
+                        format!("{at}.headers[{hi}].type"),
+                        format!("unknown match type {:?}", h.kind),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -851,6 +1067,33 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                     }
                 }
                 inputs.gateways.push(g);
+            }
+            "GRPCRoute" => {
+                let g: GrpcRoute = typed(v, &here)?;
+                validate_grpc(&g).map_err(|(field, msg)| here(field, msg))?;
+                for rule in &g.spec.rules {
+                    for f in &rule.filters {
+                        if !matches!(
+                            f.kind.as_str(),
+                            "RequestHeaderModifier" | "ResponseHeaderModifier" | "RequestMirror"
+                        ) {
+                            note(
+                                inputs,
+                                format!("GRPCRoute spec.rules[].filters[] of type {}", f.kind),
+                                file,
+                                i,
+                            );
+                        }
+                    }
+                    for f in rule.other.keys() {
+                        note(inputs, format!("GRPCRoute spec.rules[].{f}"), file, i);
+                    }
+                }
+                let r = g.into_route();
+                // Filters (header values, mirrors) and backendRefs are checked as an
+                // HTTPRoute's; its paths were made here.
+                validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
+                inputs.routes.push(r);
             }
             "HTTPRoute" => {
                 let r: HttpRoute = typed(v, &here)?;

@@ -66,6 +66,8 @@ pub struct ListenerStatus {
 
 #[derive(Debug)]
 pub struct RouteStatus {
+    /// A GRPCRoute.
+    pub grpc: bool,
     pub namespace: String,
     pub name: String,
     pub parents: Vec<(crate::model::ParentRef, Vec<Condition>)>,
@@ -76,6 +78,9 @@ pub struct PortPlan {
     pub port: u16,
     /// HTTPS (TLS terminated here) rather than HTTP.
     pub tls: bool,
+    /// A GRPCRoute is served on the port: HTTP/2 (h2c with prior knowledge on a plain port,
+    /// ALPN over TLS) besides HTTP/1.1.
+    pub http2: bool,
     pub servers: Vec<ServerPlan>,
 }
 
@@ -206,6 +211,8 @@ pub struct RulePlan {
     pub mirrors: Vec<(Target, f64)>,
     /// The rule's `CORS` filter.
     pub cors: Option<crate::model::Cors>,
+    /// A GRPCRoute's rule: `grpc_pass`.
+    pub grpc: bool,
     /// `timeouts`: the bound on each phase of a backend exchange (connect, each send, each
     /// read), in milliseconds: the smaller of `request` and `backendRequest`; `Some(0)` when
     /// they disable it.
@@ -311,10 +318,16 @@ struct ListenerRef {
 }
 
 /// Why `allowedRoutes` keeps a route of namespace `ns` off a listener of a Gateway in `gw_ns`.
-fn refused(a: &AllowedRoutes, gw_ns: &str, ns: &str, inputs: &Inputs) -> Option<String> {
+fn refused(
+    a: &AllowedRoutes,
+    gw_ns: &str,
+    ns: &str,
+    kind: &str,
+    inputs: &Inputs,
+) -> Option<String> {
     if let Some(kinds) = &a.kinds {
-        if !kinds.iter().any(|k| k.kind == "HTTPRoute" && k.group == "gateway.networking.k8s.io") {
-            return Some("allowedRoutes.kinds does not list HTTPRoute".into());
+        if !kinds.iter().any(|k| k.kind == kind && k.group == "gateway.networking.k8s.io") {
+            return Some(format!("allowedRoutes.kinds does not list {kind}"));
         }
     }
     match a.namespaces.from.as_str() {
@@ -512,9 +525,10 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
                     continue;
                 }
                 named = true;
-                if let Some(why) = refused(&l.allowed, gw_ns, ns, inputs) {
+                let kind = if r.grpc { "GRPCRoute" } else { "HTTPRoute" };
+                if let Some(why) = refused(&l.allowed, gw_ns, ns, kind, inputs) {
                     warnings.push(format!(
-                        "HTTPRoute {ns}/{}: listener {} does not accept it: {why}",
+                        "{kind} {ns}/{}: listener {} does not accept it: {why}",
                         r.metadata.name, l.id
                     ));
                     refusal = Some(format!("listener {}: {why}", l.id));
@@ -552,18 +566,21 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
             parents.push((p.clone(), vec![accepted, resolved.clone()]));
         }
         status.routes.push(RouteStatus {
+            grpc: r.grpc,
             namespace: ns.clone(),
             name: r.metadata.name.clone(),
             parents,
         });
         if !attached {
             warnings.push(format!(
-                "HTTPRoute {ns}/{}: attaches to no listener (parentRefs, sectionName, port or \
+                "{} {ns}/{}: attaches to no listener (parentRefs, sectionName, port or \
                  hostnames do not match); its requests get 404",
+                if r.grpc { "GRPCRoute" } else { "HTTPRoute" },
                 r.metadata.name
             ));
         }
     }
+    reject_kind_conflicts(&listeners, &mut attachments, &mut status, &mut warnings);
     let ports: BTreeSet<u16> = listeners.iter().map(|l| l.port).collect();
     let mut out = Vec::new();
     for port in ports {
@@ -608,7 +625,8 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
             servers.push(server);
         }
         let tls = on_port.iter().any(|&i| listeners[i].tls);
-        out.push(PortPlan { port, tls, servers });
+        let http2 = servers.iter().any(|s| s.rules.iter().any(|r| r.grpc));
+        out.push(PortPlan { port, tls, http2, servers });
     }
     warnings.sort();
     warnings.dedup();
@@ -618,6 +636,76 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
         .filter_map(|c| inputs.secrets.get(c).map(|pem| (c.clone(), pem.clone())))
         .collect();
     Plan { ports: out, warnings, secrets, status }
+}
+
+/// A GRPCRoute and an HTTPRoute attached to one listener with hostnames in common: the spec
+/// accepts exactly one of them there, the older (then the first by namespace/name).
+fn reject_kind_conflicts(
+    listeners: &[ListenerRef],
+    attachments: &mut Vec<Attachment<'_>>,
+    status: &mut Status,
+    warnings: &mut Vec<String>,
+) {
+    let key = |r: &HttpRoute| {
+        let m = &r.metadata;
+        (m.creation_timestamp.clone().unwrap_or_default(), m.namespace.clone(), m.name.clone())
+    };
+    let overlap = |a: &[Option<String>], b: &[Option<String>]| {
+        a.iter().any(|x| {
+            b.iter().any(|y| match (x, y) {
+                (None, _) | (_, None) => true,
+                (Some(x), Some(y)) => x == y || wildcard_covers(x, y) || wildcard_covers(y, x),
+            })
+        })
+    };
+    let mut losers: Vec<(usize, String, String)> = Vec::new();
+    for (i, a) in attachments.iter().enumerate() {
+        for b in attachments[i + 1..].iter() {
+            if a.listener != b.listener
+                || a.route.grpc == b.route.grpc
+                || !overlap(&a.hostnames, &b.hostnames)
+            {
+                continue;
+            }
+            let (win, lose) = if key(a.route) <= key(b.route) { (a, b) } else { (b, a) };
+            let kind = |r: &HttpRoute| if r.grpc { "GRPCRoute" } else { "HTTPRoute" };
+            let name = |r: &HttpRoute| format!("{}/{}", r.metadata.namespace, r.metadata.name);
+            let why = format!(
+                "{} {} has hostnames in common with the older {} {} on listener {}: only that one \
+                 is accepted there",
+                kind(lose.route),
+                name(lose.route),
+                kind(win.route),
+                name(win.route),
+                listeners[a.listener].id
+            );
+            warnings.push(why.clone());
+            losers.push((a.listener, name(lose.route), why));
+        }
+    }
+    for (li, route, why) in &losers {
+        let before = attachments.len();
+        attachments.retain(|a| {
+            !(a.listener == *li
+                && format!("{}/{}", a.route.metadata.namespace, a.route.metadata.name) == *route)
+        });
+        if attachments.len() == before {
+            continue;
+        }
+        let l = &listeners[*li];
+        status.listeners[l.status].attached_routes -= 1;
+        let gateway = l.id.rsplit_once('/').map_or("", |(g, _)| g).to_owned();
+        for r in
+            status.routes.iter_mut().filter(|r| format!("{}/{}", r.namespace, r.name) == *route)
+        {
+            for (p, conditions) in &mut r.parents {
+                let pns = p.namespace.as_deref().unwrap_or(&r.namespace);
+                if format!("{pns}/{}", p.name) == gateway {
+                    conditions[0] = Condition::no("Accepted", "NotAllowedByListeners", why.clone());
+                }
+            }
+        }
+    }
 }
 
 /// A route's ResolvedRefs condition: the first backendRef (rules in order, then mirrors)
@@ -699,7 +787,9 @@ fn add_route(
     let (nonwild, chars) = host_rank(hostname);
     for (ri, rule) in r.spec.rules.iter().enumerate() {
         let rule_slot = server.rules.len();
-        server.rules.push(rule_plan(&route, ri, rule, &m.namespace, refs, warnings));
+        let mut plan = rule_plan(&route, ri, rule, &m.namespace, refs, warnings);
+        plan.grpc = r.grpc;
+        server.rules.push(plan);
         for (mi, mat) in rule.matches.iter().enumerate() {
             let Some(c) = candidate(&route, ri, mi, mat, rule_slot, hostname, warnings) else {
                 continue;
@@ -822,6 +912,7 @@ fn rule_plan(
             .unwrap_or_default(),
         mirrors: Vec::new(),
         cors: rule.filters.iter().find_map(|f| f.cors.clone()),
+        grpc: false,
         timeout_ms: rule.timeouts.as_ref().and_then(|t| {
             let ms = |v: &Option<String>| v.as_deref().and_then(crate::model::duration_ms);
             match (ms(&t.request), ms(&t.backend_request)) {

@@ -74,7 +74,10 @@ pub fn yaml(status: &Status) -> String {
                 json!({
                     "name": l.name,
                     "attachedRoutes": l.attached_routes,
-                    "supportedKinds": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"}],
+                    "supportedKinds": [
+                        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"},
+                        {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute"},
+                    ],
                     "conditions": conditions(&l.conditions),
                 })
             })
@@ -108,7 +111,7 @@ pub fn yaml(status: &Status) -> String {
             .collect();
         items.push(json!({
             "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "HTTPRoute",
+            "kind": if r.grpc { "GRPCRoute" } else { "HTTPRoute" },
             "metadata": {"name": r.name, "namespace": r.namespace},
             "status": {"parents": parents},
         }));

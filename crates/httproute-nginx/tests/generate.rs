@@ -792,3 +792,71 @@ fn timeouts_bound_every_phase_of_the_backend_exchange() {
     let e = httproute_nginx::model::load_text(Path::new("t.yaml"), &text, &mut inputs).unwrap_err();
     assert!(e.to_string().ends_with("must not be greater than timeouts.request"), "{e}");
 }
+
+#[test]
+fn grpc_routes_become_paths_and_conflicts_with_http_routes_keep_the_older() {
+    let grpc = |name: &str, ts: &str, host: &str| {
+        format!(
+            "kind: GRPCRoute\nmetadata: {{name: {name}, creationTimestamp: \"{ts}\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{host}]\n  rules:\n  - matches: [{{method: {{service: a.B, method: C}}}}, {{method: {{service: a.B}}}}, {{method: {{method: C}}}}, {{method: {{type: RegularExpression, service: \"a\\\\..*\"}}}}]\n    backendRefs: [{{name: g, port: 80}}]\n---\n"
+        )
+    };
+    let http = |name: &str, ts: &str, host: &str| {
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: {name}, creationTimestamp: \"{ts}\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{host}]\n  rules:\n  - backendRefs: [{{name: h, port: 80}}]\n---\n"
+        )
+    };
+    let yaml = format!(
+        "{GW}{}{}{}{}",
+        grpc("old-grpc", "2024-01-01T00:00:00Z", "a.test"),
+        http("new-http", "2025-01-01T00:00:00Z", "a.test"),
+        grpc("new-grpc", "2025-01-01T00:00:00Z", "b.test"),
+        http("old-http", "2024-01-01T00:00:00Z", "b.test"),
+    );
+    let p = yaml_plan(&yaml);
+    let server =
+        |h: &str| p.ports[0].servers.iter().find(|s| s.hostname.as_deref() == Some(h)).unwrap();
+    let routes = |h: &str| {
+        let mut r: Vec<&str> = server(h).rules.iter().map(|r| r.route.as_str()).collect();
+        r.dedup();
+        r
+    };
+    assert_eq!(routes("a.test"), ["default/old-grpc"]);
+    assert_eq!(routes("b.test"), ["default/old-http"]);
+    assert!(server("a.test").rules.iter().all(|r| r.grpc));
+    for loser in ["HTTPRoute default/new-http", "GRPCRoute default/new-grpc"] {
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.starts_with(loser) && w.contains("only that one is accepted")),
+            "{loser}: {:?}",
+            p.warnings
+        );
+    }
+    let status = httproute_nginx::status::yaml(&p.status);
+    assert!(status.contains("kind: GRPCRoute"), "{status}");
+    assert!(status.contains("message: 'HTTPRoute default/new-http has hostnames in common with the older GRPCRoute default/old-grpc"), "{status}");
+    // Method matches as paths: exact service and method, a service as a prefix, a method
+    // of any service and a regex, both anchored at the end.
+    let conf = httproute_nginx::emit::emit(&p, &opts(Carrier::Preload)).unwrap();
+    assert!(conf.nginx_conf.contains("location = \"/a.B/C\""), "{}", conf.nginx_conf);
+    assert!(conf.nginx_conf.contains("location \"/a.B/\""), "{}", conf.nginx_conf);
+    assert!(
+        conf.matches_json.contains(r#""path":"RegularExpression:^(?:/[^/]+/C$)""#),
+        "{}",
+        conf.matches_json
+    );
+    assert!(
+        conf.matches_json.contains(r#""path":"RegularExpression:^(?:/(?:a\\..*)/[^/]+$)""#),
+        "{}",
+        conf.matches_json
+    );
+    assert!(conf.nginx_conf.contains("http2 on;"));
+    assert!(
+        conf.nginx_conf.contains(
+            "rewrite ^ $httproute_raw_path break; set $httproute_backend \"g.default.svc.cluster.local:80\"; \
+             grpc_set_header Host $host; grpc_pass grpc://$httproute_backend; }"
+        ),
+        "{}",
+        conf.nginx_conf
+    );
+}

@@ -1,0 +1,159 @@
+//! GRPCRoute through a configuration written by httproute-nginx, with real gRPC servers and a
+//! real gRPC client (grpcio, Debian's python3-grpcio; `tests/grpc/echo.py`): calls over h2c
+//! with prior knowledge reach the backend their method and headers select, and HTTP/1.1 keeps
+//! working on the same port.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use common::{Prefix, free_ports};
+use httproute_nginx::{BackendMap, Carrier, Options};
+
+const PYTHON: &str = "/usr/bin/python3";
+
+fn script() -> String {
+    format!("{}/tests/grpc/echo.py", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `nginx -v` says 1.25.1 or later (`http2 on`, h2c beside HTTP/1.1 on one port).
+fn nginx_has_http2_directive() -> bool {
+    let out = Command::new(common::nginx_binary()).arg("-v").output().expect("nginx -v");
+    let text = String::from_utf8_lossy(&out.stderr);
+    let version = text.split("nginx/").nth(1).unwrap_or("").trim();
+    let v: Vec<u32> = version.split('.').filter_map(|p| p.parse().ok()).collect();
+    v >= vec![1, 25, 1]
+}
+
+struct Servers(Child);
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn grpc_servers(specs: &[(&str, u16)]) -> Servers {
+    let mut c = Command::new(PYTHON);
+    c.arg(script()).arg("serve");
+    for (name, port) in specs {
+        c.arg(format!("{name}={port}"));
+    }
+    let mut child = c.stdout(Stdio::piped()).spawn().expect("start the gRPC servers");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(
+        line.trim(),
+        "ready",
+        "the gRPC servers did not start (is python3-grpcio installed?)"
+    );
+    Servers(child)
+}
+
+fn call(port: u16, method: &str, authority: &str, meta: &[&str]) -> String {
+    let out = Command::new(PYTHON)
+        .arg(script())
+        .arg("call")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(method)
+        .arg(authority)
+        .args(meta)
+        .output()
+        .expect("run the gRPC client");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn grpc_calls_route_by_service_method_and_headers() {
+    if !nginx_has_http2_directive() {
+        eprintln!("skipped: this NGINX is older than 1.25.1 (no `http2 on`)");
+        return;
+    }
+    let ports = free_ports(5);
+    let (port, blue, green, regex, web) = (ports[0], ports[1], ports[2], ports[3], ports[4]);
+    let _servers = grpc_servers(&[("blue", blue), ("green", green), ("regex", regex)]);
+    let _web = Prefix::new_on(
+        "web",
+        "server { listen 127.0.0.1:{PORT}; return 200 \"web\\n\"; }",
+        &[],
+        web,
+    )
+    .start();
+    let yaml = format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw}}
+spec:
+  gatewayClassName: nginx
+  listeners: [{{name: h, port: {port}, protocol: HTTP}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {{name: echo}}
+spec:
+  parentRefs: [{{name: gw}}]
+  hostnames: [grpc.test]
+  rules:
+  - matches: [{{method: {{service: echo.Echo, method: Say}}, headers: [{{name: x-tag, value: blue}}]}}]
+    backendRefs: [{{name: blue, port: 80}}]
+  - matches: [{{method: {{service: echo.Echo}}}}]
+    filters:
+    - {{type: RequestHeaderModifier, requestHeaderModifier: {{set: [{{name: x-added, value: "yes"}}]}}}}
+    backendRefs: [{{name: green, port: 80}}]
+  - matches: [{{method: {{type: RegularExpression, service: "echo\\..*", method: "Sh.*"}}}}]
+    backendRefs: [{{name: regex, port: 80}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: web}}
+spec:
+  parentRefs: [{{name: gw}}]
+  hostnames: [web.test]
+  rules:
+  - backendRefs: [{{name: web, port: 80}}]
+"#
+    );
+    let mut backends = BackendMap::new();
+    for (name, p) in [("blue", blue), ("green", green), ("regex", regex), ("web", web)] {
+        backends.insert(format!("default/{name}:80"), format!("127.0.0.1:{p}"));
+    }
+    let src = Prefix::scratch("grpc-in");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("all.yaml"), yaml).unwrap();
+    let out = Prefix::scratch("grpc-out");
+    let opts = Options {
+        module: common::module_path().display().to_string(),
+        carrier: Carrier::Preload,
+        listen_address: Some("127.0.0.1".into()),
+        certificates: Default::default(),
+        resolvers: Vec::new(),
+    };
+    let (generated, warnings) = httproute_nginx::generate(&[src], &backends, &opts).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    httproute_nginx::write_dir(&out, &generated).unwrap();
+    let p = Prefix::existing(out, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "{text}\n{}", generated.nginx_conf);
+    let gw = p.start();
+
+    assert_eq!(
+        call(port, "/echo.Echo/Say", "grpc.test", &["x-tag=blue"]),
+        "blue /echo.Echo/Say x-tag=blue"
+    );
+    assert_eq!(
+        call(port, "/echo.Echo/Say", "grpc.test", &["x-tag=red"]),
+        "green /echo.Echo/Say x-added=yes x-tag=red"
+    );
+    assert_eq!(call(port, "/echo.Echo/Shout", "grpc.test", &[]), "regex /echo.Echo/Shout");
+    assert_eq!(call(port, "/echo.EchoV2/Say", "grpc.test", &[]), "ERROR UNIMPLEMENTED");
+    assert_eq!(call(port, "/other.Svc/Do", "grpc.test", &[]), "ERROR UNIMPLEMENTED");
+    // Another host: no route serves it (404, which gRPC reads as UNIMPLEMENTED); on
+    // web.test the HTTPRoute answers, with something that is not gRPC.
+    assert_eq!(call(port, "/echo.Echo/Say", "other.test", &["x-tag=blue"]), "ERROR UNIMPLEMENTED");
+    assert_eq!(call(port, "/echo.Echo/Say", "web.test", &["x-tag=blue"]), "ERROR UNKNOWN");
+    // HTTP/1.1 on the same port still works.
+    let r = gw.raw(b"GET / HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n").unwrap();
+    assert_eq!((r.status, r.body.as_str()), (200, "web\n"));
+}
