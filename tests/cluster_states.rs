@@ -24,6 +24,7 @@ fn gateway(name: &str, yaml: &str, port: u16, resolvers: Vec<String>) -> (Nginx,
         listen_address: Some("127.0.0.1".into()),
         certificates: Default::default(),
         resolvers,
+        experimental: false,
     };
     let (generated, warnings) =
         httproute_nginx::generate(&[src], &BackendMap::new(), &opts).expect("generate");

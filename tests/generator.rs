@@ -272,6 +272,7 @@ fn gateway(carrier: Carrier, map: &BackendMap, port: u16, tls_port: u16) -> Ngin
         listen_address: Some("127.0.0.1".into()),
         certificates: Default::default(),
         resolvers: Vec::new(),
+        experimental: false,
     };
     let (generated, warnings) = httproute_nginx::generate(&[src], map, &opts).expect("generate");
     assert!(warnings.is_empty(), "{warnings:?}");

@@ -129,6 +129,7 @@ spec:
         listen_address: Some("127.0.0.1".into()),
         certificates: Default::default(),
         resolvers: Vec::new(),
+        experimental: false,
     };
     let (generated, warnings) = httproute_nginx::generate(&[src], &backends, &opts).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");

@@ -12,6 +12,16 @@ use httproute_nginx::{BackendMap, Carrier, Options};
 
 /// Generates from `yaml` with `backends`, checks `nginx -t`, starts.
 fn gateway(name: &str, yaml: &str, port: u16, backends: &BackendMap) -> Nginx {
+    gateway_with(name, yaml, port, backends, false)
+}
+
+fn gateway_with(
+    name: &str,
+    yaml: &str,
+    port: u16,
+    backends: &BackendMap,
+    experimental: bool,
+) -> Nginx {
     let src = Prefix::scratch(&format!("{name}-in"));
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("all.yaml"), yaml).unwrap();
@@ -22,6 +32,7 @@ fn gateway(name: &str, yaml: &str, port: u16, backends: &BackendMap) -> Nginx {
         listen_address: Some("127.0.0.1".into()),
         certificates: Default::default(),
         resolvers: Vec::new(),
+        experimental,
     };
     let (generated, warnings) =
         httproute_nginx::generate(&[src], backends, &opts).expect("generate");
@@ -350,4 +361,64 @@ fn cors_preflights_are_answered_at_the_gateway_and_answers_carry_the_headers() {
     // A plain OPTIONS (no Access-Control-Request-Method) is not a preflight: it is proxied.
     let r = ask("OPTIONS", "/any", &[("Origin", "https://other.foo.com")]);
     assert_eq!((r.status, r.body.as_str()), (200, "app \n"));
+}
+
+/// A backend whose every other answer is 503 (the first, third, ... request it gets).
+fn flaky_backend() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            let mut r = BufReader::new(conn.try_clone().unwrap());
+            let mut w = conn;
+            read_head(&mut r);
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            let answer: &[u8] = if n % 2 == 0 {
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbusy\n"
+            } else {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+            };
+            let _ = w.write_all(answer);
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn retry_resends_a_503_to_the_backend_under_experimental_only() {
+    use std::sync::atomic::Ordering;
+    let rules =
+        "  - backendRefs: [{name: flaky, port: 80}]\n    retry: {codes: [503], attempts: 2}\n";
+    // With --experimental: the 503 is retried (the same endpoint: it is listed once per try).
+    let ((flaky, seen), port) = (flaky_backend(), free_port());
+    let mut backends = BackendMap::new();
+    backends.insert("default/flaky:80".into(), format!("127.0.0.1:{flaky}"));
+    let gw = gateway_with("retry", &manifests(port, rules), port, &backends, true);
+    for i in 0..3 {
+        let r = gw.raw(b"GET / HTTP/1.0\r\nHost: any\r\n\r\n").unwrap();
+        assert_eq!((r.status, r.body.as_str()), (200, "ok\n"), "request {i}");
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 6, "each request: a 503, then a 200");
+    drop(gw);
+
+    // Without it: the field is warned about and the client sees the 503.
+    let src = Prefix::scratch("retry-off-in");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("all.yaml"), manifests(port, rules)).unwrap();
+    let opts = Options {
+        module: common::module_path().display().to_string(),
+        carrier: Carrier::Preload,
+        listen_address: Some("127.0.0.1".into()),
+        certificates: Default::default(),
+        resolvers: Vec::new(),
+        experimental: false,
+    };
+    let (_, warnings) = httproute_nginx::generate(&[src], &backends, &opts).unwrap();
+    assert_eq!(
+        warnings,
+        ["default/r rule 0: retry is an Experimental field; generated only with --experimental"]
+    );
 }

@@ -298,6 +298,7 @@ fn load(name: &str, yaml: &str, extra: &str, resolvers: &[&str]) -> (bool, Strin
         listen_address: Some("127.0.0.1".into()),
         certificates: Default::default(),
         resolvers: resolvers.iter().map(|s| s.to_string()).collect(),
+        experimental: false,
     };
     let (generated, warnings) = httproute_nginx::generate(&[src], &BackendMap::new(), &opts)
         .unwrap_or_else(|e| panic!("{name}: the generator refused it: {e}"));

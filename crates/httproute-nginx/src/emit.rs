@@ -32,6 +32,8 @@ pub struct Options {
     /// `resolver` addresses for backends named by DNS (`--resolver`, else the nameservers of
     /// /etc/resolv.conf); NGINX's syntax: `ADDRESS[:PORT]`, IPv6 in brackets.
     pub resolvers: Vec<String>,
+    /// Generate Experimental-channel fields (`retry`); without it they are warned about.
+    pub experimental: bool,
 }
 
 pub struct Output {
@@ -86,7 +88,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     let mut conf = String::new();
     let mut matches: BTreeMap<String, Value> = BTreeMap::new();
     let mut servers = String::new();
-    let mut http = Http::default();
+    let mut http = Http { experimental: opts.experimental, ..Http::default() };
 
     for port in &plan.ports {
         if port.tls {
@@ -202,7 +204,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     if http.preflight {
         conf.push_str(PREFLIGHT);
     }
-    let mut warnings = Vec::new();
+    let mut warnings = std::mem::take(&mut http.warnings);
     if http.resolve {
         if opts.resolvers.is_empty() {
             warnings.push(
@@ -247,6 +249,10 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
 #[derive(Default)]
 struct Http {
     upstreams: BTreeMap<String, Vec<String>>,
+    /// `--experimental`.
+    experimental: bool,
+    /// What the configuration cannot do, found while writing it.
+    warnings: Vec<String>,
     /// CORS filters written so far (`$httproute_cors_N`).
     cors_n: usize,
     /// `$httproute_preflight` is used.
@@ -284,6 +290,46 @@ impl Http {
     ) {
         let name = rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
         let _ = writeln!(out, "        # {} rule {}{name}", rule.route, rule.rule_index);
+        let retried;
+        let (rule, retry) = match &rule.retry {
+            Some(r) if self.experimental && !rule.grpc => {
+                let (directives, tries) = self.retry(rule, r);
+                // NGINX retries on the next server of the upstream: each fixed address is
+                // listed once per try, so a backend with one endpoint is retried too.
+                retried = RulePlan {
+                    backends: rule
+                        .backends
+                        .iter()
+                        .map(|b| {
+                            let mut b = b.clone();
+                            if let Target::Upstream { name, servers } = &b.target {
+                                b.target = Target::Upstream {
+                                    name: format!("{name}_r{tries}"),
+                                    servers: servers
+                                        .iter()
+                                        .flat_map(|s| {
+                                            std::iter::repeat_n(s.clone(), tries as usize)
+                                        })
+                                        .collect(),
+                                };
+                            }
+                            b
+                        })
+                        .collect(),
+                    ..rule.clone()
+                };
+                (&retried, directives)
+            }
+            Some(_) => {
+                self.warnings.push(format!(
+                    "{} rule {}: retry is an Experimental field; generated only with \
+                     --experimental",
+                    rule.route, rule.rule_index
+                ));
+                (rule, String::new())
+            }
+            None => (rule, String::new()),
+        };
         let loc = format!("location = {INTERNAL_PREFIX}{ri}");
         let path = rule
             .redirect
@@ -318,7 +364,7 @@ impl Http {
             let _ = writeln!(out, "        {loc} {{ internal; return 500; }}");
             return;
         }
-        let mut mirrors = String::new();
+        let mut mirrors = retry;
         if let Some(c) = &rule.cors {
             // Answered or decorated in every location that proxies for the rule.
             mirrors.push_str(&self.cors(c));
@@ -483,6 +529,39 @@ impl Http {
             "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {status_503}{set}{proxy} \
              {pass} }}"
         );
+    }
+
+    /// `retry`: `proxy_next_upstream` on the codes NGINX can retry on, with `tries` attempts
+    /// in all (1 + `attempts`, default 2). What NGINX cannot honour is a warning.
+    fn retry(&mut self, rule: &RulePlan, r: &crate::model::Retry) -> (String, u32) {
+        const CODES: [u16; 7] = [500, 502, 503, 504, 403, 404, 429];
+        let at = format!("{} rule {}: retry", rule.route, rule.rule_index);
+        let mut when = String::from(" error timeout");
+        let mut unsupported = Vec::new();
+        for c in &r.codes {
+            if CODES.contains(c) {
+                let _ = write!(when, " http_{c}");
+            } else {
+                unsupported.push(c.to_string());
+            }
+        }
+        if !unsupported.is_empty() {
+            self.warnings.push(format!(
+                "{at}: NGINX retries only on 403, 404, 429, 500, 502, 503 and 504, not on {}",
+                unsupported.join(", ")
+            ));
+        }
+        if r.backoff.is_some() {
+            self.warnings.push(format!(
+                "{at}: backoff is not honoured: NGINX tries the next attempt at once"
+            ));
+        }
+        let tries = r.attempts.map_or(2, |a| a.saturating_add(1)).min(100);
+        let mut out = format!(" proxy_next_upstream{when}; proxy_next_upstream_tries {tries};");
+        if let Some(ms) = rule.timeout_ms.filter(|ms| *ms > 0) {
+            let _ = write!(out, " proxy_next_upstream_timeout {ms}ms;");
+        }
+        (out, tries)
     }
 
     /// The CORS filter of a rule: `$httproute_cors_N` is the request's Origin when

@@ -55,6 +55,10 @@ enum Command {
         /// Services): ADDRESS[:PORT]; repeatable. Default: the nameservers of /etc/resolv.conf.
         #[arg(long = "resolver", value_parser = parse_resolver)]
         resolvers: Vec<String>,
+        /// Generate Experimental-channel fields too (`retry`); without it they are warned
+        /// about and left out.
+        #[arg(long)]
+        experimental: bool,
         /// Also write the Gateway API status (conditions of every Gateway, listener and
         /// HTTPRoute parentRef) to this file, as YAML.
         #[arg(long = "status")]
@@ -133,6 +137,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             listen_address,
             certificates,
             mut resolvers,
+            experimental,
             status,
         } => {
             let map = backends(&input)?;
@@ -142,7 +147,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     .map(|t| httproute_nginx::resolv_conf_nameservers(&t))
                     .unwrap_or_default();
             }
-            let opts = Options { module, carrier, listen_address, certificates, resolvers };
+            let opts =
+                Options { module, carrier, listen_address, certificates, resolvers, experimental };
             let (out, warnings) = httproute_nginx::generate(&input.files, &map, &opts)?;
             for w in &warnings {
                 eprintln!("httproute-nginx: warning: {w}");

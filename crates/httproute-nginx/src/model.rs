@@ -450,6 +450,7 @@ impl GrpcRoute {
                     backend_refs: r.backend_refs,
                     filters: r.filters,
                     timeouts: None,
+                    retry: None,
                     other: r.other,
                 })
                 .collect()
@@ -558,6 +559,7 @@ fn default_rules() -> Vec<Rule> {
         backend_refs: Vec::new(),
         filters: Vec::new(),
         timeouts: None,
+        retry: None,
         other: BTreeMap::new(),
     }]
 }
@@ -591,8 +593,22 @@ pub struct Rule {
     pub filters: Vec<Filter>,
     #[serde(default)]
     pub timeouts: Option<Timeouts>,
+    /// Experimental: used only with `--experimental`.
+    #[serde(default)]
+    pub retry: Option<Retry>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
+}
+
+/// `rules[].retry` (Experimental channel).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Retry {
+    #[serde(default)]
+    pub codes: Vec<u16>,
+    #[serde(default)]
+    pub attempts: Option<u32>,
+    #[serde(default)]
+    pub backoff: Option<String>,
 }
 
 /// `rules[].timeouts`: Gateway API durations (`1h30m`, `500ms`; `0s` disables).
@@ -1484,6 +1500,20 @@ fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                 ) {
                     return Err((format!("{at}.method"), format!("unknown method {method:?}")));
                 }
+            }
+        }
+        if let Some(r) = &rule.retry {
+            let at = format!("spec.rules[{ri}].retry");
+            if let Some(c) = r.codes.iter().find(|c| !(400..=599).contains(*c)) {
+                return Err((format!("{at}.codes"), format!("{c} is not a status code 400-599")));
+            }
+            if r.attempts == Some(0) {
+                return Err((format!("{at}.attempts"), "must be at least 1".into()));
+            }
+            if let Some(b) = &r.backoff
+                && duration_ms(b).is_none()
+            {
+                return Err((format!("{at}.backoff"), format!("{b:?} is not a duration")));
             }
         }
         if let Some(t) = &rule.timeouts {

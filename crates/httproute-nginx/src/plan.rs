@@ -213,6 +213,8 @@ pub struct RulePlan {
     pub cors: Option<crate::model::Cors>,
     /// A GRPCRoute's rule: `grpc_pass`.
     pub grpc: bool,
+    /// `retry` (Experimental; emitted only with `--experimental`).
+    pub retry: Option<crate::model::Retry>,
     /// `timeouts`: the bound on each phase of a backend exchange (connect, each send, each
     /// read), in milliseconds: the smaller of `request` and `backendRequest`; `Some(0)` when
     /// they disable it.
@@ -913,6 +915,7 @@ fn rule_plan(
         mirrors: Vec::new(),
         cors: rule.filters.iter().find_map(|f| f.cors.clone()),
         grpc: false,
+        retry: rule.retry.clone(),
         timeout_ms: rule.timeouts.as_ref().and_then(|t| {
             let ms = |v: &Option<String>| v.as_deref().and_then(crate::model::duration_ms);
             match (ms(&t.request), ms(&t.backend_request)) {
@@ -963,6 +966,7 @@ fn rule_plan(
             backend_refs: Vec::new(),
             filters: b.filters.clone(),
             timeouts: None,
+            retry: None,
             other: BTreeMap::new(),
         };
         let at = format!("{ri}].backendRefs[{bi}");

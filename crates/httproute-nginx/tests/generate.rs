@@ -19,6 +19,7 @@ fn opts(carrier: Carrier) -> Options {
         listen_address: None,
         certificates: Default::default(),
         resolvers: vec!["127.0.0.1:53".into()],
+        experimental: false,
     }
 }
 
