@@ -305,10 +305,15 @@ impl Http {
                             if let Target::Upstream { name, servers } = &b.target {
                                 b.target = Target::Upstream {
                                     name: format!("{name}_r{tries}"),
+                                    // max_fails=0: a retried answer must not take the
+                                    // address out of the upstream for fail_timeout.
                                     servers: servers
                                         .iter()
                                         .flat_map(|s| {
-                                            std::iter::repeat_n(s.clone(), tries as usize)
+                                            std::iter::repeat_n(
+                                                format!("{s} max_fails=0"),
+                                                tries as usize,
+                                            )
                                         })
                                         .collect(),
                                 };
@@ -406,10 +411,13 @@ impl Http {
                 }
             );
         }
+        // Backends that need locations of their own: their own filters, or not all speaking
+        // the same scheme (one proxy_pass takes one).
         let own_filters = rule
             .backends
             .iter()
-            .any(|b| modifies(&b.request_headers) || modifies(&b.response_headers));
+            .any(|b| modifies(&b.request_headers) || modifies(&b.response_headers))
+            || rule.backends.iter().any(|b| b.tls) && !rule.backends.iter().all(|b| b.tls);
         if own_filters && rule.backends.len() > 1 {
             // Filters of their own: one location per backend, picked per request by
             // split_clients and reached with an internal rewrite.
@@ -436,7 +444,7 @@ impl Http {
                         let req = merge(&rule.request_headers, &b.request_headers);
                         let resp = merge(&rule.response_headers, &b.response_headers);
                         let proxy = self.proxy(rule, &req, &resp) + &mirrors;
-                        let pass = pass(rule, &host, uri);
+                        let pass = pass(rule, &host, uri, b.tls);
                         let _ = writeln!(
                             out,
                             "        {loc} {{ internal; {set}{set_backend}{proxy} {pass} }}"
@@ -465,7 +473,7 @@ impl Http {
         if let [only] = &rule.backends[..] {
             match self.destination(&only.target) {
                 Some((set_backend, host)) => {
-                    let pass = pass(rule, &host, uri);
+                    let pass = pass(rule, &host, uri, only.tls);
                     let _ = writeln!(
                         out,
                         "        {loc} {{ internal; {set}{set_backend}{proxy} {pass} }}"
@@ -523,7 +531,7 @@ impl Http {
         } else {
             String::new()
         };
-        let pass = pass(rule, &var, uri);
+        let pass = pass(rule, &var, uri, rule.backends.iter().any(|b| b.tls));
         let _ = writeln!(
             out,
             "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {status_503}{set}{proxy} \
@@ -879,12 +887,13 @@ fn origin_regex(o: &str) -> String {
 }
 
 /// The directive that sends a rule's request to `host` (an upstream, a variable).
-fn pass(rule: &RulePlan, host: &str, uri: &str) -> String {
+fn pass(rule: &RulePlan, host: &str, uri: &str, tls: bool) -> String {
+    let s = if tls { "s" } else { "" };
     if rule.grpc {
         // gRPC keeps the request's own path (/service/method).
-        format!("grpc_pass grpc://{host};")
+        format!("grpc_pass grpc{s}://{host};")
     } else {
-        format!("proxy_pass http://{host}{uri};")
+        format!("proxy_pass http{s}://{host}{uri};")
     }
 }
 

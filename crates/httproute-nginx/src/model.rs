@@ -278,6 +278,10 @@ pub struct ServicePort {
     /// A number or the name of a container port; defaults to `port`.
     #[serde(default)]
     pub target_port: Option<Value>,
+    /// What the backend speaks on this port: `kubernetes.io/ws`, `kubernetes.io/wss`,
+    /// `kubernetes.io/h2c`, ... (GEP-1911).
+    #[serde(default)]
+    pub app_protocol: Option<String>,
 }
 
 /// An `EndpointSlice` (discovery.k8s.io/v1): the endpoints of a Service (label

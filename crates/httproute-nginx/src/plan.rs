@@ -225,6 +225,8 @@ pub struct RulePlan {
 #[derive(Debug, Clone)]
 pub struct Backend {
     pub target: Target,
+    /// The backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
+    pub tls: bool,
     pub weight: u32,
     /// The backendRef's own RequestHeaderModifier and ResponseHeaderModifier filters, applied
     /// after the rule's, to this backend's share only.
@@ -495,6 +497,7 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
     });
     let refs = Refs {
+        grpc: false,
         backends,
         grants: &inputs.grants,
         services: &inputs.services,
@@ -713,6 +716,7 @@ fn reject_kind_conflicts(
 /// A route's ResolvedRefs condition: the first backendRef (rules in order, then mirrors)
 /// that cannot be used. A Service without ready endpoints resolves (it answers 503).
 fn route_refs(r: &HttpRoute, refs: &Refs<'_>) -> Condition {
+    let refs = &Refs { grpc: r.grpc, ..*refs };
     let ns = &r.metadata.namespace;
     for (ri, rule) in r.spec.rules.iter().enumerate() {
         let objects = rule.backend_refs.iter().map(|b| (b.object(), "backendRefs")).chain(
@@ -721,12 +725,13 @@ fn route_refs(r: &HttpRoute, refs: &Refs<'_>) -> Condition {
                 .filter_map(|f| f.request_mirror.as_ref())
                 .map(|m| (m.backend_ref.clone(), "filters[].requestMirror.backendRef")),
         );
+        let named = rule.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
         for (object, field) in objects {
             if let Err((reason, why)) = resolve(&object, ns, refs) {
                 return Condition::no(
                     "ResolvedRefs",
                     reason,
-                    format!("rules[{ri}].{field}: {why}"),
+                    format!("rules[{ri}]{named}.{field}: {why}"),
                 );
             }
         }
@@ -769,7 +774,10 @@ fn best_listener(
 }
 
 /// What backend references resolve against.
+#[derive(Clone, Copy)]
 struct Refs<'a> {
+    /// The route is a GRPCRoute (its backends speak HTTP/2).
+    grpc: bool,
     backends: &'a BackendMap,
     grants: &'a [ReferenceGrant],
     services: &'a BTreeMap<String, Service>,
@@ -784,6 +792,7 @@ fn add_route(
     candidates: &mut Vec<Candidate>,
     warnings: &mut Vec<String>,
 ) {
+    let refs = &Refs { grpc: r.grpc, ..*refs };
     let m = &r.metadata;
     let route = format!("{}/{}", m.namespace, m.name);
     let (nonwild, chars) = host_rank(hostname);
@@ -930,7 +939,7 @@ fn rule_plan(
     };
     let mirrors = rule.filters.iter().filter_map(|f| f.request_mirror.as_ref());
     for (mi, m) in mirrors.enumerate() {
-        match resolve(&m.backend_ref, ns, refs) {
+        match resolve(&m.backend_ref, ns, refs).map(|(t, _)| t) {
             Ok(t @ (Target::Upstream { .. } | Target::Resolve(_))) => {
                 plan.mirrors.push((t, m.share()))
             }
@@ -948,7 +957,9 @@ fn rule_plan(
             continue;
         }
         let at = format!("HTTPRoute {route} rules[{ri}].backendRefs[{bi}]");
-        let (target, problem) = match resolve(&b.object(), ns, refs) {
+        let resolved = resolve(&b.object(), ns, refs);
+        let tls = resolved.as_ref().is_ok_and(|(_, tls)| *tls);
+        let (target, problem) = match resolved.map(|(t, _)| t) {
             Ok(Target::Status(code)) => {
                 let why = format!("Service {} has no ready endpoints", b.name);
                 warnings.push(format!("{at}: {why}; its share of requests answers {code}"));
@@ -972,6 +983,7 @@ fn rule_plan(
         let at = format!("{ri}].backendRefs[{bi}");
         plan.backends.push(Backend {
             target,
+            tls,
             weight: b.weight,
             request_headers: modifier(&own, "RequestHeaderModifier", route, &at, warnings),
             response_headers: modifier(&own, "ResponseHeaderModifier", route, &at, warnings),
@@ -989,7 +1001,21 @@ fn rule_plan(
 /// were given, or its external name); when the inputs hold no Service at all, the cluster DNS
 /// name resolved per request. When they hold Services, one that is not among them does not
 /// exist.
-fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<Target, (&'static str, String)> {
+fn resolve(
+    r: &ObjectRef,
+    ns: &str,
+    refs: &Refs<'_>,
+) -> Result<(Target, bool), (&'static str, String)> {
+    resolve_target(r, ns, refs)
+}
+
+/// [`resolve`]: the target, and whether the backend speaks TLS (`appProtocol:
+/// kubernetes.io/wss`).
+fn resolve_target(
+    r: &ObjectRef,
+    ns: &str,
+    refs: &Refs<'_>,
+) -> Result<(Target, bool), (&'static str, String)> {
     let (kind, group, name, port) =
         (r.kind.as_deref(), r.group.as_deref(), r.name.as_str(), r.port);
     let bns = r.namespace.as_deref().unwrap_or(ns);
@@ -1013,7 +1039,7 @@ fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<Target, (&'static
         .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
         .collect();
     if let Some(address) = refs.backends.get(&key) {
-        return Ok(Target::Upstream { name: upstream, servers: vec![address.clone()] });
+        return Ok((Target::Upstream { name: upstream, servers: vec![address.clone()] }, false));
     }
     if !is_dns_label(name) || !is_dns_label(bns) {
         return Err((
@@ -1023,14 +1049,16 @@ fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<Target, (&'static
     }
     let cluster_name = format!("{name}.{bns}.svc.cluster.local:{port}");
     if refs.services.is_empty() {
-        return Ok(Target::Resolve(cluster_name));
+        return Ok((Target::Resolve(cluster_name), false));
     }
     let Some(svc) = refs.services.get(&format!("{bns}/{name}")) else {
         return Err(("BackendNotFound", format!("Service {bns}/{name} does not exist")));
     };
     if svc.spec.kind.as_deref() == Some("ExternalName") {
         return match svc.spec.external_name.as_deref() {
-            Some(host) if is_dns_name(host) => Ok(Target::Resolve(format!("{host}:{port}"))),
+            Some(host) if is_dns_name(host) => {
+                Ok((Target::Resolve(format!("{host}:{port}")), false))
+            }
             other => Err((
                 "UnsupportedValue",
                 format!("ExternalName Service {bns}/{name} has no valid externalName ({other:?})"),
@@ -1040,14 +1068,34 @@ fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<Target, (&'static
     let Some(sp) = svc.spec.ports.iter().find(|p| p.port == port) else {
         return Err(("BackendNotFound", format!("Service {bns}/{name} has no port {port}")));
     };
+    // GEP-1911: what the backend speaks on the port.
+    let tls = match sp.app_protocol.as_deref() {
+        None | Some("http" | "kubernetes.io/ws") => false,
+        Some("https" | "kubernetes.io/wss") => true,
+        Some("kubernetes.io/h2c") if refs.grpc => false,
+        Some(other) => {
+            return Err((
+                "UnsupportedProtocol",
+                format!(
+                    "Service {bns}/{name} port {port} speaks {other}, which this gateway cannot \
+                     send{}",
+                    if other == "kubernetes.io/h2c" {
+                        " from an HTTPRoute (NGINX speaks HTTP/2 to a backend only with grpc_pass)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+    };
     if refs.slices.is_empty() {
-        return Ok(Target::Resolve(cluster_name));
+        return Ok((Target::Resolve(cluster_name), tls));
     }
     let servers = ready_endpoints(refs.slices, bns, name, sp);
     if servers.is_empty() {
-        return Ok(Target::Status(503));
+        return Ok((Target::Status(503), tls));
     }
-    Ok(Target::Upstream { name: upstream, servers })
+    Ok((Target::Upstream { name: upstream, servers }, tls))
 }
 
 /// `address:port` of every ready endpoint of Service `ns/name` for its port `sp`: the

@@ -861,3 +861,41 @@ fn grpc_routes_become_paths_and_conflicts_with_http_routes_keep_the_older() {
         conf.nginx_conf
     );
 }
+
+#[test]
+fn app_protocol_of_the_service_port_decides_how_the_backend_is_spoken_to() {
+    let svc = |name: &str, proto: &str| {
+        format!(
+            "kind: Service\nmetadata: {{name: {name}}}\nspec:\n  ports: [{{name: p, port: 80, appProtocol: {proto}}}]\n---\n"
+        )
+    };
+    let rules = "  - name: secure\n    matches: [{path: {value: /s}}]\n    backendRefs: [{name: wss, port: 80}]\n  - name: h2\n    matches: [{path: {value: /h}}]\n    backendRefs: [{name: h2c, port: 80}]\n  - matches: [{path: {value: /m}}]\n    backendRefs: [{name: wss, port: 80}, {name: ws, port: 80}]\n";
+    let yaml = format!(
+        "{GW}{}{}{}{}",
+        route("r", "", rules),
+        svc("wss", "kubernetes.io/wss"),
+        svc("ws", "kubernetes.io/ws"),
+        svc("h2c", "kubernetes.io/h2c")
+    );
+    let p = yaml_plan(&yaml);
+    let conf = httproute_nginx::emit::emit(&p, &opts(Carrier::Preload)).unwrap().nginx_conf;
+    // No EndpointSlices: cluster names, resolved per request; wss over TLS.
+    assert!(conf.contains("set $httproute_backend \"wss.default.svc.cluster.local:80\"; proxy_http_version 1.1; proxy_set_header Host $host; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection $httproute_connection; proxy_pass https://$httproute_backend$request_uri;"), "{conf}");
+    // Mixed schemes in one rule: one location per backend.
+    assert!(conf.contains("rewrite ^ /_httproute-internal/2-$httproute_split_0 last;"), "{conf}");
+    assert!(conf.contains("proxy_pass http://$httproute_backend$request_uri; }"), "{conf}");
+    // h2c from an HTTPRoute: NGINX cannot; the share answers 500, with the reason.
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("Service default/h2c port 80 speaks kubernetes.io/h2c")),
+        "{:?}",
+        p.warnings
+    );
+    let status = httproute_nginx::status::yaml(&p.status);
+    assert!(status.contains("reason: UnsupportedProtocol"), "{status}");
+    assert!(
+        status.contains("rules[1] (h2).backendRefs: Service default/h2c port 80 speaks"),
+        "{status}"
+    );
+}
