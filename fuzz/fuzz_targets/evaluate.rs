@@ -10,7 +10,13 @@ use libfuzzer_sys::fuzz_target;
 use route_match::{Outcome, RequestView, Syntax, compile_list};
 use serde_json::{Value, json};
 
-const WORDS: [&str; 8] = ["v2", "x", "TEST", "a b", "1,2", "^v[0-9]+$", "(a+)+$", "/a"];
+/// Values and patterns; the regex ones include shapes the prefilter uses (`^v[0-9]+$`,
+/// `.*TEST`, `v2\.`) and ones PCRE2 and regex-syntax read differently, which it must leave
+/// alone (`[a[b]]x`, `[x&&y]`, `(?i)test`).
+const WORDS: [&str; 14] = [
+    "v2", "x", "TEST", "a b", "1,2", "^v[0-9]+$", "(a+)+$", "/a", ".*TEST", "v2\\.", "[a[b]]x",
+    "[x&&y]", "(?i)test", "a]x",
+];
 
 #[derive(Arbitrary, Debug)]
 enum Text {

@@ -110,6 +110,41 @@ fn long_regex(c: &mut Criterion) {
     g.finish();
 }
 
+/// N regex-only entries with literals the prefilter uses (version, tenant, user-agent and
+/// path-like patterns in turn), the winner last: only patterns whose literals occur run.
+fn prefiltered_regex(c: &mut Criterion) {
+    let mut g = c.benchmark_group("winner_last_regex_prefiltered");
+    for n in [12, 100, 1000, 10_000] {
+        let entries: Vec<String> = (0..n)
+            .map(|i| {
+                let cond = match i % 4 {
+                    0 => format!(r#""headers":["x-version:RegularExpression:^v{i}\\.[0-9]+$"]"#),
+                    1 => format!(
+                        r#""headers":["x-tenant:RegularExpression:^tenant-{i}(-[a-z]+)?$"]"#
+                    ),
+                    2 => format!(
+                        r#""headers":["user-agent:RegularExpression:Mozilla/.*Build/{i}\\b"]"#
+                    ),
+                    _ => format!(r#""params":["p=RegularExpression=^/api/v{i}/"]"#),
+                };
+                format!(r#"{{{cond},"redirectPath":"/r{i}"}}"#)
+            })
+            .collect();
+        let list = compile(&format!("[{}]", entries.join(",")));
+        let r = req(
+            &[("x-version", "v1.0"), ("user-agent", "Mozilla/5.0 (X11; Linux) Build/7 x")],
+            &format!("p=/api/v{}/items", n - 1),
+        );
+        assert!(
+            matches!(list.evaluate(&r), route_match::Outcome::Redirect { entry, .. } if entry == n - 1)
+        );
+        g.bench_with_input(BenchmarkId::from_parameter(n), &r, |b, r| {
+            b.iter(|| black_box(list.evaluate(black_box(r))))
+        });
+    }
+    g.finish();
+}
+
 fn regex(c: &mut Criterion) {
     let list = compile(
         r#"[{"headers":["x-re:RegularExpression:^ab+c$"],"redirectPath":"/re"},
@@ -147,6 +182,6 @@ fn hostile(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
-    targets = blog, long, long_regex, regex, hostile
+    targets = blog, long, long_regex, prefiltered_regex, regex, hostile
 }
 criterion_main!(benches);

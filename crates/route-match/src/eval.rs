@@ -418,7 +418,8 @@ impl MatchList {
     pub fn evaluate_counting<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, usize) {
         let cx = Ctx::new(req, &self.store);
         let index = self.index.and_then(|i| self.store.indexes.get(i as usize));
-        let outcome = match index.and_then(|index| self.candidates(index, &cx)) {
+        let mut hits = Vec::new();
+        let outcome = match index.and_then(|index| self.candidates(index, &cx, &mut hits)) {
             Some(candidates) => self.first_of(candidates, &cx),
             None => self.first_of(0..self.len(), &cx),
         };
@@ -478,7 +479,15 @@ impl MatchList {
         &'s self,
         index: &Index,
         cx: &'s Ctx<'_, R>,
+        hits: &'s mut Vec<u32>,
     ) -> Option<Candidates<'s>> {
+        // Regex-only entries whose needed literals the request's values contain.
+        for g in self.store.regex_groups.get(index.regex.range()).unwrap_or_default() {
+            self.regex_hits(g, cx, hits);
+        }
+        hits.sort_unstable();
+        hits.dedup();
+        let hits: &'s Vec<u32> = hits;
         let store = &*self.store;
         let mut c = Candidates::new();
         let mut ok = c.push(store.postings(index.rest));
@@ -521,6 +530,37 @@ impl MatchList {
                 }
             }
         }
+        ok &= c.push(hits);
         ok.then_some(c)
+    }
+
+    /// The entries of regex group `g` whose literals occur in the request's values of the
+    /// group's name (every line of a header, the first value of a param).
+    fn regex_hits<R: RequestView + ?Sized>(
+        &self,
+        g: &crate::store::RegexGroup,
+        cx: &Ctx<'_, R>,
+        hits: &mut Vec<u32>,
+    ) {
+        let store = &*self.store;
+        let Some(ac) = store.automata.get(g.automaton as usize) else { return };
+        let literals = store.literal_postings.get(g.literals.range()).unwrap_or_default();
+        let name = store.bytes(g.name);
+        let mut scan = |value: &[u8]| {
+            for m in ac.find_overlapping_iter(value) {
+                if let Some(run) = literals.get(m.pattern().as_usize()) {
+                    hits.extend_from_slice(store.postings(*run));
+                }
+            }
+        };
+        if g.header {
+            for (n, value) in cx.req.headers() {
+                if n.eq_ignore_ascii_case(name) && !value.is_empty() {
+                    scan(value);
+                }
+            }
+        } else if let Some(value) = cx.params().first(name) {
+            scan(value);
+        }
     }
 }

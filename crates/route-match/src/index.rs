@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use crate::eval::{Body, Entry};
-use crate::store::{Builder, Cond, Item, Run, Span, Table, Test};
+use crate::store::{Builder, Cond, Item, RegexGroup, Run, Span, Table, Test};
 
 /// Lists shorter than this are scanned linearly (the index would not pay for itself).
 pub(crate) const MIN_ENTRIES: usize = 8;
@@ -26,8 +26,12 @@ pub(crate) struct Index {
     pub(crate) params: Run,
     /// Items: (method, postings of the entries keyed by their method only).
     pub(crate) methods: Run,
-    /// Postings of the entries with no exact condition: always candidates.
+    /// Postings of the entries with no exact condition and no prefilterable regex: always
+    /// candidates.
     pub(crate) rest: Run,
+    /// Regex prefilter groups (`RegexGroup`s of the store) of the entries with no exact
+    /// condition but a regex condition whose needed literals are known.
+    pub(crate) regex: Run,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,14 +72,33 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     }
     let mut filed: HashMap<Key, Vec<u32>> = HashMap::new();
     let mut rest = Vec::new();
+    // (header?, name) -> (pattern, entry) of entries filed under a regex condition.
+    let mut by_regex: HashMap<(bool, Span), Vec<(u32, u32)>> = HashMap::new();
     for (i, ks) in keys.iter().enumerate() {
         // The most selective key: the one the fewest entries share (methods last on ties,
         // since every entry of a route tends to share its method).
         match ks.iter().min_by_key(|k| (count[*k], matches!(k, Key::Method(_)))) {
-            None => rest.push(i as u32),
+            None => match regex_key(&b.entries[entries.start as usize + i], b) {
+                Some((header, name, pattern)) => {
+                    by_regex.entry((header, name)).or_default().push((pattern, i as u32))
+                }
+                None => rest.push(i as u32),
+            },
             Some(k) => filed.entry(*k).or_default().push(i as u32),
         }
     }
+    let mut regex_groups = Vec::new();
+    for ((header, name), members) in by_regex {
+        match regex_group(b, header, name, &members) {
+            Some(g) => regex_groups.push(g),
+            // The automaton could not be built: these entries are always candidates.
+            None => rest.extend(members.iter().map(|(_, e)| *e)),
+        }
+    }
+    rest.sort_unstable();
+    let first_group = b.regex_groups.len();
+    b.regex_groups.extend(regex_groups);
+    let regex = b.run(first_group, b.regex_groups.len());
     let (mut headers, mut params, mut methods) = (Groups::new(), Groups::new(), Vec::new());
     for (k, list) in filed {
         match k {
@@ -94,8 +117,56 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     let headers = groups(b, &headers);
     let params = groups(b, &params);
     let id = b.index(b.indexes.len());
-    b.indexes.push(Index { headers, params, methods, rest });
+    b.indexes.push(Index { headers, params, methods, rest, regex });
     Some(id)
+}
+
+/// The regex condition an entry without exact conditions is filed under: its first header
+/// (else param) regex condition whose needed literals are known.
+fn regex_key(e: &Entry, b: &Builder) -> Option<(bool, Span, u32)> {
+    let Body::When { headers, params, .. } = e.body else { return None };
+    let conds = |r: Run, header: bool| {
+        b.conds.get(r.range()).unwrap_or_default().iter().map(move |c| (header, c))
+    };
+    conds(headers, true).chain(conds(params, false)).find_map(|(header, c)| match c.test {
+        Test::Regex(p) if b.pattern_literals.get(p as usize)?.is_some() => {
+            Some((header, c.name, p))
+        }
+        _ => None,
+    })
+}
+
+/// One automaton over the literals the members' patterns need, and for each literal the
+/// members it lets through.
+fn regex_group(
+    b: &mut Builder,
+    header: bool,
+    name: Span,
+    members: &[(u32, u32)],
+) -> Option<RegexGroup> {
+    let mut by_literal: std::collections::BTreeMap<&[u8], Vec<u32>> = Default::default();
+    for (pattern, entry) in members {
+        for lit in b.pattern_literals.get(*pattern as usize)?.as_ref()? {
+            by_literal.entry(lit.as_slice()).or_default().push(*entry);
+        }
+    }
+    // A contiguous NFA: a few bytes per state (a DFA would take a kilobyte per state).
+    let automaton = aho_corasick::AhoCorasick::builder()
+        .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+        .build(by_literal.keys())
+        .ok()?;
+    let lists: Vec<Vec<u32>> = by_literal.into_values().collect();
+    let first = b.literal_postings.len();
+    for mut list in lists {
+        list.sort_unstable();
+        list.dedup();
+        let run = postings(b, &list);
+        b.literal_postings.push(run);
+    }
+    let literals = b.run(first, b.literal_postings.len());
+    let id = b.index(b.automata.len());
+    b.automata.push(automaton);
+    Some(RegexGroup { header, name, automaton: id, literals })
 }
 
 fn postings(b: &mut Builder, list: &[u32]) -> Run {

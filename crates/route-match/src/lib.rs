@@ -25,6 +25,7 @@ mod eval;
 mod index;
 mod parse;
 mod pattern;
+mod prefilter;
 mod query;
 mod store;
 

@@ -98,6 +98,24 @@ pub(crate) struct Store {
     pub(crate) items: Box<[Item]>,
     pub(crate) groups: Box<[(Span, Table)]>,
     pub(crate) indexes: Box<[Index]>,
+    /// Regex prefilter groups of the indexes, their automata and, per literal of an
+    /// automaton, the entries it lets through.
+    pub(crate) regex_groups: Box<[RegexGroup]>,
+    pub(crate) automata: Box<[aho_corasick::AhoCorasick]>,
+    pub(crate) literal_postings: Box<[Run]>,
+}
+
+/// The regex-only entries of a list keyed by one header (or param) name: an entry is a
+/// candidate only when a value of that name contains one of the literals its condition
+/// needs (see `prefilter`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RegexGroup {
+    pub(crate) header: bool,
+    /// Lower-case for headers.
+    pub(crate) name: Span,
+    pub(crate) automaton: u32,
+    /// Postings of literal `i` of the automaton: `literal_postings[literals.start + i]`.
+    pub(crate) literals: Run,
 }
 
 impl Store {
@@ -142,6 +160,11 @@ impl Store {
             + block(size_of_val(&*self.items))
             + block(size_of_val(&*self.groups))
             + block(size_of_val(&*self.indexes))
+            + block(size_of_val(&*self.regex_groups))
+            + block(size_of_val(&*self.automata))
+            // What an automaton reports, plus its own few allocations (measured ~450 bytes).
+            + self.automata.iter().map(|a| a.memory_usage() + 512).sum::<usize>()
+            + block(size_of_val(&*self.literal_postings))
     }
 }
 
@@ -162,6 +185,11 @@ pub(crate) struct Builder {
     pub(crate) items: Vec<Item>,
     pub(crate) groups: Vec<(Span, Table)>,
     pub(crate) indexes: Vec<Index>,
+    pub(crate) regex_groups: Vec<RegexGroup>,
+    pub(crate) automata: Vec<aho_corasick::AhoCorasick>,
+    pub(crate) literal_postings: Vec<Run>,
+    /// Per pattern: the literals any match needs, if known (`prefilter`).
+    pub(crate) pattern_literals: Vec<Option<Vec<Vec<u8>>>>,
     /// An array outgrew `u32` indexes: the source is refused.
     pub(crate) too_large: bool,
 }
@@ -243,6 +271,7 @@ impl Builder {
         let p = Pattern::new(source)?;
         let id = self.index(self.patterns.len());
         self.patterns.push(p);
+        self.pattern_literals.push(crate::prefilter::required_literals(source));
         self.pattern_ids.insert(text, id);
         Ok(id)
     }
@@ -281,6 +310,9 @@ impl Builder {
             items: self.items.into_boxed_slice(),
             groups: self.groups.into_boxed_slice(),
             indexes: self.indexes.into_boxed_slice(),
+            regex_groups: self.regex_groups.into_boxed_slice(),
+            automata: self.automata.into_boxed_slice(),
+            literal_postings: self.literal_postings.into_boxed_slice(),
         }
     }
 }

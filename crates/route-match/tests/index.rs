@@ -1,5 +1,6 @@
-//! The index over exact conditions of long lists never changes an outcome: random lists and
-//! random requests from a small vocabulary (so that conditions often hold), indexed vs linear.
+//! The index over exact conditions of long lists, and the regex prefilter, never change an
+//! outcome: random lists and random requests from a small vocabulary (so that conditions often
+//! hold), indexed vs linear.
 
 mod common;
 
@@ -9,19 +10,24 @@ use route_match::{Syntax, compile_list};
 
 const METHODS: [&str; 3] = ["GET", "POST", "HEAD"];
 const NAMES: [&str; 3] = ["x-a", "X-B", "v"];
-const VALUES: [&str; 4] = ["1", "2", "a b", "1,2"];
+const VALUES: [&str; 6] = ["1", "2", "a b", "1,2", "a]", "xAy"];
+/// Regex conditions: with literals the prefilter uses (`^[12]`, `2`, `b$`, `a.b`, `.*,2`),
+/// and ones it must leave alone (`(?i)A`, a nested class, `.`).
+const PATTERNS: [&str; 8] = ["^[12]", "2", "b$", "a.b", ".*,2", "(?i)A", "[1[a]]", "."];
 const PATH_CONDS: [&str; 4] =
     ["PathPrefix:/a", "Exact:/a/b", "RegularExpression:^/a", "PathPrefix:/"];
 const PATHS: [&str; 4] = ["/a", "/a/b", "/ab", "/"];
 
 fn condition() -> impl Strategy<Value = String> {
     prop_oneof![
-        (0..3usize, 0..4usize)
+        (0..3usize, 0..VALUES.len())
             .prop_map(|(n, v)| format!(r#"h:"{}:Exact:{}""#, NAMES[n], VALUES[v])),
-        (0..3usize).prop_map(|n| format!(r#"h:"{}:RegularExpression:^[12]""#, NAMES[n])),
-        (0..3usize, 0..4usize)
+        (0..3usize, 0..PATTERNS.len())
+            .prop_map(|(n, p)| format!(r#"h:"{}:RegularExpression:{}""#, NAMES[n], PATTERNS[p])),
+        (0..3usize, 0..VALUES.len())
             .prop_map(|(n, v)| format!(r#"p:"{}=Exact={}""#, NAMES[n], VALUES[v])),
-        (0..3usize).prop_map(|n| format!(r#"p:"{}=RegularExpression=2""#, NAMES[n])),
+        (0..3usize, 0..PATTERNS.len())
+            .prop_map(|(n, p)| format!(r#"p:"{}=RegularExpression={}""#, NAMES[n], PATTERNS[p])),
         (0..3usize).prop_map(|m| format!("m:{}", METHODS[m])),
         (0..4usize).prop_map(|c| format!("c:{}", PATH_CONDS[c])),
     ]
@@ -55,8 +61,8 @@ fn entry() -> impl Strategy<Value = String> {
 fn request() -> impl Strategy<Value = Req> {
     (
         0..3usize,
-        proptest::collection::vec((0..3usize, 0..4usize, any::<bool>()), 0..5),
-        proptest::collection::vec((0..3usize, 0..4usize), 0..4),
+        proptest::collection::vec((0..3usize, 0..VALUES.len(), any::<bool>()), 0..5),
+        proptest::collection::vec((0..3usize, 0..VALUES.len()), 0..4),
         0..4usize,
     )
         .prop_map(|(m, hs, ps, path)| {

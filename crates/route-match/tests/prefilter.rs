@@ -1,0 +1,79 @@
+//! The regex prefilter: long regex-only lists run only the patterns whose needed literals the
+//! request contains (counted attempts), with the outcome of the linear scan.
+
+mod common;
+
+use common::Req;
+use route_match::{Outcome, Syntax, compile_list};
+
+/// `n` entries keyed by version, tenant, user agent and a path-like param, in turn.
+fn list(n: usize, caseless_every: usize) -> route_match::MatchList {
+    let entries: Vec<String> = (0..n)
+        .map(|i| {
+            let cond = if caseless_every > 0 && i % caseless_every == caseless_every - 1 {
+                format!(r#""headers":["x-version:RegularExpression:(?i)^V{i}\\.[0-9]+$"]"#)
+            } else {
+                match i % 4 {
+                    0 => format!(r#""headers":["x-version:RegularExpression:^v{i}\\.[0-9]+$"]"#),
+                    1 => format!(
+                        r#""headers":["x-tenant:RegularExpression:^tenant-{i}(-[a-z]+)?$"]"#
+                    ),
+                    2 => format!(
+                        r#""headers":["user-agent:RegularExpression:Mozilla/.*Build/{i}\\b"]"#
+                    ),
+                    _ => format!(r#""params":["p=RegularExpression=^/api/v{i}/"]"#),
+                }
+            };
+            format!(r#"{{{cond},"redirectPath":"/r{i}"}}"#)
+        })
+        .collect();
+    compile_list(format!("[{}]", entries.join(",")).as_bytes(), Syntax::Auto).unwrap().list
+}
+
+fn winner(o: &Outcome<'_>) -> Option<usize> {
+    match o {
+        Outcome::Redirect { entry, .. } => Some(*entry),
+        _ => None,
+    }
+}
+
+#[test]
+fn only_the_patterns_whose_literals_occur_are_run() {
+    for n in [100, 1000, 10_000] {
+        let l = list(n, 0);
+        let last = n - 1;
+        let reqs = [
+            (Req::new("GET").h("x-version", &format!("v{}.3", last - 3)), last - 3),
+            (Req::new("GET").h("x-tenant", &format!("tenant-{}-eu", last - 2)), last - 2),
+            (
+                Req::new("GET").h("User-Agent", &format!("Mozilla/5.0 (X11) Build/{} x", last - 1)),
+                last - 1,
+            ),
+            (Req::new("GET").q(&format!("p=/api/v{last}/items")), last),
+        ];
+        for (r, want) in reqs {
+            let (outcome, attempts) = l.evaluate_counting(&r);
+            assert_eq!(winner(&outcome), Some(want), "n={n}");
+            assert_eq!(outcome, l.evaluate_linear(&r));
+            // Substring hits of other entries' literals are few ("v1.3" also holds "v1.")...
+            assert!(attempts <= 3, "n={n}, entry {want}: {attempts} attempts");
+        }
+        // No literal of any entry: no attempt at all.
+        let r = Req::new("GET").h("x-version", "w1").h("x-tenant", "nobody");
+        assert_eq!(l.evaluate_counting(&r), (Outcome::NoMatch, 0));
+    }
+}
+
+#[test]
+fn entries_without_usable_literals_are_still_run_in_order() {
+    // Every tenth entry is caseless: never prefiltered, always a candidate.
+    let l = list(1000, 10);
+    let r = Req::new("GET").h("x-version", "v999.1");
+    let (outcome, attempts) = l.evaluate_counting(&r);
+    assert_eq!(winner(&outcome), Some(999));
+    assert_eq!(outcome, l.evaluate_linear(&r));
+    assert!((100..=103).contains(&attempts), "{attempts}");
+    // A caseless entry wins where it comes first.
+    let r = Req::new("GET").h("x-version", "V19.2");
+    assert_eq!(winner(&l.evaluate(&r)), Some(19));
+}
