@@ -7,6 +7,10 @@
 #   scripts/test.sh --addon   the module built as an NGINX addon (configure
 #                             --add-dynamic-module + make modules), loaded into NGINX 1.28,
 #                             through the end-to-end tests
+#   scripts/test.sh --package the Debian packages (scripts/package.sh) installed with apt:
+#                             the stock `nginx -t` with the module enabled, the end-to-end
+#                             tests against /usr/sbin/nginx and the installed module, then
+#                             purge, and NGINX still loads and starts
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==== %s\n' "$*"; }
@@ -34,6 +38,38 @@ case "$mode" in
     out=$(scripts/build.sh --system)
     e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
     ;;
+  --package)
+    step "Debian packages"
+    debs=$(scripts/package.sh | sed -n 's/^deb=//p')
+    echo "$debs"
+    step "install with apt"
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $debs >/dev/null
+    link=/etc/nginx/modules-enabled/50-mod-http-matches.conf
+    [ -L "$link" ] || { echo "FAIL: $link was not created" >&2; exit 1; }
+    /usr/sbin/nginx -t
+    # Not `nginx -T | grep -q`: grep's early exit would fail the pipe (pipefail).
+    full=$(/usr/sbin/nginx -T 2>/dev/null)
+    grep -q "load_module modules/ngx_http_matches_module.so;" <<<"$full" \
+      || { echo "FAIL: the stock configuration does not load the module" >&2; exit 1; }
+    httproute-nginx --version
+    e2e /usr/lib/nginx/modules/ngx_http_matches_module.so /usr/sbin/nginx
+    step "purge"
+    DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libnginx-mod-http-matches httproute-nginx >/dev/null
+    if ls "$link"* 2>/dev/null; then echo "FAIL: $link left behind" >&2; exit 1; fi
+    [ ! -e /usr/lib/nginx/modules/ngx_http_matches_module.so ] || { echo "FAIL: module left" >&2; exit 1; }
+    /usr/sbin/nginx -t
+    # NGINX still starts with the stock configuration (when its port 80 is free here).
+    if (exec 3<>/dev/tcp/127.0.0.1/80) 2>/dev/null; then
+      echo "port 80 is in use: not starting the stock NGINX"
+    else
+      /usr/sbin/nginx
+      sleep 0.5
+      (exec 3<>/dev/tcp/127.0.0.1/80) || { echo "FAIL: NGINX did not start" >&2; exit 1; }
+      /usr/sbin/nginx -s quit
+      echo "the stock NGINX started and stopped"
+    fi
+    ;;
   --addon)
     step "module build as an NGINX addon"
     out=$(scripts/build-addon.sh)
@@ -58,7 +94,7 @@ case "$mode" in
       NGX_MATCHES_NGINX=$(echo "$out" | field nginx) cargo test -p ngx-http-matches --release --test panic
     ;;
   *)
-    echo "usage: scripts/test.sh [--system | --addon]" >&2
+    echo "usage: scripts/test.sh [--system | --addon | --package]" >&2
     exit 2
     ;;
 esac

@@ -502,3 +502,20 @@ fn reload_switches_routing_without_failing_a_request() {
     let log = n.error_log();
     assert!(!log.contains("exited on signal"), "{log}");
 }
+
+#[test]
+fn the_version_is_logged_once_per_load_and_not_by_nginx_t() {
+    let p = Prefix::new(
+        "version",
+        "server { listen 127.0.0.1:{PORT}; location / { return 204; } }",
+        &[],
+    );
+    let (ok, text) = p.test();
+    assert!(ok, "{text}");
+    assert!(!text.contains("ngx_http_matches_module"), "{text}");
+    let n = p.start();
+    let want = format!("ngx_http_matches_module {} loaded", env!("CARGO_PKG_VERSION"));
+    n.wait_log(&want, 1);
+    n.hup();
+    n.wait_log(&want, 2);
+}
