@@ -1,4 +1,5 @@
-//! Configuration: directives, conf structures, variables, and everything decided at load time.
+//! Configuration: directives, variables, and everything decided at load time (the conf
+//! structures themselves are in `state`).
 //!
 //! Lists from `http_matches_load` and inline `http_matches` arguments are parsed and compiled
 //! here, in the master, while NGINX reads its configuration: never per request, never per
@@ -12,135 +13,20 @@ use ngx::ffi::{
     NGX_CONF_UNSET, NGX_LOG_EMERG, NGX_LOG_WARN, ngx_command_t, ngx_conf_full_name, ngx_conf_t,
     ngx_cycle_t, ngx_flag_t, ngx_hash_key_t, ngx_http_add_variable, ngx_http_core_loc_conf_t,
     ngx_http_core_srv_conf_t, ngx_http_get_variable_index, ngx_http_request_t,
-    ngx_http_variable_value_t, ngx_int_t, ngx_msec_t, ngx_str_t, ngx_uint_t,
+    ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_uint_t,
 };
 use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
 };
 use ngx::{ngx_conf_log_error, ngx_log_error};
-use route_match::{CompiledFile, FileError, MatchList, Syntax, Warning};
+use route_match::{FileError, Syntax, Warning};
 
+use crate::state::{
+    DEFAULT_REGEX_BUDGET_MS, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE, EXITING, LocConf,
+    MainConf, NGX_CONF_UNSET_MSEC, NGX_CONF_UNSET_SIZE, NamedCheck, release_free_memory,
+};
 use crate::util::{conf_args, conf_where, text};
 use crate::{ConfResult, HttpMatchesModule, guard, handler};
-
-/// `http {}` level state.
-pub struct MainConf {
-    /// The compiled `http_matches_load` file.
-    pub(crate) file: Option<Arc<CompiledFile>>,
-    /// Its absolute path, for log lines.
-    pub(crate) file_name: String,
-    /// Where `http_matches_load` stands ("file:line"), and the file's malformed entries,
-    /// reported in postconfiguration once `http_matches_strict` at http level is known.
-    file_where: String,
-    file_warnings: Vec<Warning>,
-    /// Some location uses `http_matches`.
-    used: bool,
-    /// Indexes of `$match_key` and `$http_matches`, when some `set` declares them.
-    pub(crate) match_key: Option<ngx_uint_t>,
-    pub(crate) http_matches: Option<ngx_uint_t>,
-    /// Indexes of `$matches_redirect` and `$matches_entry`.
-    pub(crate) var_redirect: ngx_uint_t,
-    pub(crate) var_entry: ngx_uint_t,
-    /// `http_matches_var_max_size`: the longest `$http_matches` value compiled.
-    pub var_max_size: usize,
-    /// `http_matches_var_cache`: bytes of compiled `$http_matches` values a worker keeps.
-    pub var_cache_size: usize,
-    /// Inline lists whose `@name` redirect paths are checked once every server's named
-    /// locations are known (postconfiguration).
-    named_checks: Vec<NamedCheck>,
-}
-
-impl Default for MainConf {
-    fn default() -> Self {
-        MainConf {
-            file: None,
-            file_name: String::new(),
-            file_where: String::new(),
-            file_warnings: Vec::new(),
-            used: false,
-            match_key: None,
-            http_matches: None,
-            var_redirect: 0,
-            var_entry: 0,
-            var_max_size: NGX_CONF_UNSET_SIZE,
-            var_cache_size: NGX_CONF_UNSET_SIZE,
-            named_checks: Vec::new(),
-        }
-    }
-}
-
-/// NGINX's `NGX_CONF_UNSET_SIZE` and `NGX_CONF_UNSET_MSEC` (casts of -1 that bindgen does
-/// not carry over).
-const NGX_CONF_UNSET_SIZE: usize = usize::MAX;
-const NGX_CONF_UNSET_MSEC: ngx_msec_t = ngx_msec_t::MAX;
-
-/// Defaults of the http-level directives.
-const DEFAULT_VAR_MAX_SIZE: usize = 16 * 1024;
-const DEFAULT_VAR_CACHE_SIZE: usize = 32 * 1024 * 1024;
-const DEFAULT_REGEX_BUDGET_MS: ngx_msec_t = 5;
-
-/// The `@name` redirect paths of one inline list, to be checked against the named locations
-/// of the server the list is in.
-struct NamedCheck {
-    server: *const ngx_http_core_srv_conf_t,
-    /// The location's conf (pool-allocated, alive for the cycle): strictness is read from it
-    /// once merged.
-    loc: *const LocConf,
-    names: Vec<(usize, String)>,
-    at: String,
-}
-
-impl Drop for MainConf {
-    /// In a worker that is exiting, the compiled lists are left as they are: freeing them
-    /// would write to (and so copy) every page of the heap they share with the master and
-    /// the other workers, moments before the process is gone anyway.
-    fn drop(&mut self) {
-        if EXITING.load(core::sync::atomic::Ordering::Relaxed) {
-            core::mem::forget(self.file.take());
-        } else if self.file.take().is_some() {
-            // The master, after a reload: the old lists were just freed. Give their pages back
-            // now, before the new workers fork.
-            release_free_memory();
-        }
-    }
-}
-
-/// Set by `exit_process` in a worker that is about to exit.
-pub(crate) static EXITING: core::sync::atomic::AtomicBool =
-    core::sync::atomic::AtomicBool::new(false);
-
-/// Location level state (also `server` and `http` for `http_matches_strict`).
-pub struct LocConf {
-    /// `http_matches_strict`; `NGX_CONF_UNSET` until set or merged.
-    pub strict: ngx_flag_t,
-    /// `http_matches` appeared here.
-    pub(crate) enabled: bool,
-    /// The inline list, compiled at configuration time.
-    pub(crate) inline: Option<Arc<MatchList>>,
-    /// `syntax=` for `$http_matches` values.
-    pub(crate) var_syntax: Syntax,
-    /// `http_matches_regex_budget`, in milliseconds (0: no budget); `NGX_CONF_UNSET_MSEC`
-    /// until set or merged.
-    pub regex_budget: ngx_msec_t,
-    /// Malformed entries of the inline list and where the directive stands: reported at merge,
-    /// when `http_matches_strict` is known.
-    pending: Vec<Warning>,
-    pending_where: String,
-}
-
-impl Default for LocConf {
-    fn default() -> Self {
-        LocConf {
-            strict: NGX_CONF_UNSET as ngx_flag_t,
-            enabled: false,
-            inline: None,
-            var_syntax: Syntax::Auto,
-            regex_budget: NGX_CONF_UNSET_MSEC,
-            pending: Vec::new(),
-            pending_where: String::new(),
-        }
-    }
-}
 
 const VAR_REDIRECT: &str = "matches_redirect";
 const VAR_ENTRY: &str = "matches_entry";
@@ -551,22 +437,6 @@ unsafe extern "C" fn variable_not_set(
     // SAFETY: NGINX passes the value slot to fill.
     unsafe { (*v).set_not_found(1) };
     Status::NGX_OK.into()
-}
-
-#[cfg(target_env = "gnu")]
-unsafe extern "C" {
-    fn malloc_trim(pad: usize) -> core::ffi::c_int;
-}
-
-/// Compiling a large file leaves much freed heap behind (the parsed JSON tree); give it back
-/// to the system before the workers fork, so it does not count in every worker's memory.
-fn release_free_memory() {
-    // SAFETY: glibc's malloc_trim only returns free heap pages to the system; it does not
-    // touch memory that is in use.
-    #[cfg(target_env = "gnu")]
-    unsafe {
-        malloc_trim(0);
-    }
 }
 
 /// Whether some directive (`set`, `map`, ...) declared a variable named `name`.

@@ -20,7 +20,7 @@ use ngx::{ngx_log_debug_mask, ngx_log_error};
 use route_match::{MatchList, Outcome, RequestView};
 
 use crate::cache::{self, Lookup};
-use crate::conf::MainConf;
+use crate::state::MainConf;
 use crate::util::{escape, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 

@@ -23,9 +23,10 @@ mod cache;
 mod conf;
 mod guard;
 mod handler;
+mod state;
 mod util;
 
-pub use conf::{LocConf, MainConf};
+pub use state::{LocConf, MainConf};
 
 /// The module's marker type (configuration accessors come from the `ngx` traits).
 pub struct HttpMatchesModule;

@@ -13,10 +13,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::eval::{Body, Entry, MatchList, PathCond};
+use crate::eval::MatchList;
 use crate::index;
 use crate::parse::{self, ParseError, RawList, Syntax, is_match_type, is_typed_string, key_path};
-use crate::store::{Builder, Cond, Item, Run, Span, Store, Table, Test};
+use crate::store::{Body, Builder, Cond, Entry, Item, PathCond, Run, Span, Store, Table, Test};
 
 /// A malformed entry, found at compile time. The entry answers an error when a request reaches
 /// it; callers log this at load (or refuse the source when they are strict).

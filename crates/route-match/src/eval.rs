@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use rustc_hash::FxHashMap;
 
-use crate::index::{Candidates, Index};
+use crate::index::Candidates;
 use crate::pattern::Pattern;
 use crate::query::Params;
-use crate::store::{Cond, Run, Span, Store, Test};
+use crate::store::{Body, Cond, Entry, Index, PathCond, Run, Store, Test, malloc_size};
 
 /// What the evaluator needs to know about a request. All of it is raw bytes, as NGINX stored
 /// them; nothing needs to be valid UTF-8.
@@ -96,41 +96,6 @@ pub struct MatchList {
     entries: Run,
     /// For long lists: exact conditions indexed at compile time.
     index: Option<u32>,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Entry {
-    pub(crate) body: Body,
-    pub(crate) redirect: Option<Span>,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Body {
-    /// `any: true`: satisfied by every request.
-    Any,
-    /// All present conditions must hold.
-    When {
-        path: Option<PathCond>,
-        method: Option<Span>,
-        /// Conditions of the store.
-        headers: Run,
-        params: Run,
-    },
-    /// Malformed: an error when reached (the reason).
-    Invalid(Span),
-}
-
-/// The `path` condition (an extension of the NGF format, written by `httproute-nginx` for
-/// Gateway API paths that one NGINX location cannot express).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum PathCond {
-    /// The whole path, byte for byte.
-    Exact(Span),
-    /// Whole segments: `/a` (or `/a/`) holds for `/a`, `/a/` and `/a/b`, not `/ab`. Stored
-    /// without its trailing `/`; empty for `/`, which holds for every path.
-    Prefix(Span),
-    /// An unanchored search, like the other regex conditions (a pattern of the store).
-    Regex(u32),
 }
 
 /// Per-evaluation state: the lazily decoded query, the regex budget and the answers already
@@ -267,12 +232,6 @@ impl<R: RequestView + ?Sized> Ctx<'_, R> {
         }
         outcome
     }
-}
-
-/// What malloc (glibc) holds for a request of `size` bytes: an 8-byte header, 16-byte
-/// granules, 32 bytes at least.
-pub(crate) fn malloc_size(size: usize) -> usize {
-    ((size + 8).div_ceil(16) * 16).max(32)
 }
 
 /// The time all regex attempts of one evaluation may take. The clock is read after each

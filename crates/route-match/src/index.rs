@@ -11,28 +11,10 @@
 
 use std::collections::HashMap;
 
-use crate::eval::{Body, Entry};
-use crate::store::{Builder, Cond, Item, RegexGroup, Run, Span, Table, Test};
+use crate::store::{Body, Builder, Cond, Entry, Index, Item, RegexGroup, Run, Span, Table, Test};
 
 /// Lists shorter than this are scanned linearly (the index would not pay for itself).
 pub(crate) const MIN_ENTRIES: usize = 8;
-
-/// The index of one list, in its store. Postings are ascending entry indexes of the list.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Index {
-    /// Groups: (lower-case header name, table of exact value -> postings).
-    pub(crate) headers: Run,
-    /// Groups: (param name, table of exact decoded value -> postings).
-    pub(crate) params: Run,
-    /// Items: (method, postings of the entries keyed by their method only).
-    pub(crate) methods: Run,
-    /// Postings of the entries with no exact condition and no prefilterable regex: always
-    /// candidates.
-    pub(crate) rest: Run,
-    /// Regex prefilter groups (`RegexGroup`s of the store) of the entries with no exact
-    /// condition but a regex condition whose needed literals are known.
-    pub(crate) regex: Run,
-}
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {

@@ -47,7 +47,7 @@ impl Pattern {
     /// Heap bytes this pattern holds besides itself: its text, PCRE2's compiled code and
     /// JIT machine code.
     pub fn memory(&self) -> usize {
-        crate::eval::malloc_size(self.source.len()) + self.regex.memory()
+        crate::store::malloc_size(self.source.len()) + self.regex.memory()
     }
 
     /// Unanchored search, at most [`MATCH_LIMIT`] steps.

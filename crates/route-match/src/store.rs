@@ -18,8 +18,6 @@ use std::collections::HashMap;
 
 use rustc_hash::FxHasher;
 
-use crate::eval::Entry;
-use crate::index::Index;
 use crate::pattern::Pattern;
 
 /// A string of the text pool.
@@ -149,7 +147,7 @@ impl Store {
     /// and JIT code included.
     pub(crate) fn memory(&self) -> usize {
         use core::mem::size_of_val;
-        let block = |n: usize| if n == 0 { 0 } else { crate::eval::malloc_size(n) };
+        let block = |n: usize| if n == 0 { 0 } else { malloc_size(n) };
         block(self.text.len())
             + block(size_of_val(&*self.entries))
             + block(size_of_val(&*self.conds))
@@ -315,4 +313,62 @@ impl Builder {
             literal_postings: self.literal_postings.into_boxed_slice(),
         }
     }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry {
+    pub(crate) body: Body,
+    pub(crate) redirect: Option<Span>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Body {
+    /// `any: true`: satisfied by every request.
+    Any,
+    /// All present conditions must hold.
+    When {
+        path: Option<PathCond>,
+        method: Option<Span>,
+        /// Conditions of the store.
+        headers: Run,
+        params: Run,
+    },
+    /// Malformed: an error when reached (the reason).
+    Invalid(Span),
+}
+
+/// The `path` condition (an extension of the NGF format, written by `httproute-nginx` for
+/// Gateway API paths that one NGINX location cannot express).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum PathCond {
+    /// The whole path, byte for byte.
+    Exact(Span),
+    /// Whole segments: `/a` (or `/a/`) holds for `/a`, `/a/` and `/a/b`, not `/ab`. Stored
+    /// without its trailing `/`; empty for `/`, which holds for every path.
+    Prefix(Span),
+    /// An unanchored search, like the other regex conditions (a pattern of the store).
+    Regex(u32),
+}
+
+/// The index of one list, in its store. Postings are ascending entry indexes of the list.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Index {
+    /// Groups: (lower-case header name, table of exact value -> postings).
+    pub(crate) headers: Run,
+    /// Groups: (param name, table of exact decoded value -> postings).
+    pub(crate) params: Run,
+    /// Items: (method, postings of the entries keyed by their method only).
+    pub(crate) methods: Run,
+    /// Postings of the entries with no exact condition and no prefilterable regex: always
+    /// candidates.
+    pub(crate) rest: Run,
+    /// Regex prefilter groups (`RegexGroup`s of the store) of the entries with no exact
+    /// condition but a regex condition whose needed literals are known.
+    pub(crate) regex: Run,
+}
+
+/// What malloc (glibc) holds for a request of `size` bytes: an 8-byte header, 16-byte
+/// granules, 32 bytes at least.
+pub(crate) fn malloc_size(size: usize) -> usize {
+    ((size + 8).div_ceil(16) * 16).max(32)
 }
