@@ -1,0 +1,12 @@
+//! Gateway API input: reading manifests (YAML multi-document or JSON, `List`s included) into
+//! typed Gateways and HTTPRoutes, with CRD defaults applied and CRD limits checked.
+//!
+//! [`types`]: the objects; [`load`](load()): files to [`Inputs`]; `validate`: the CRD checks.
+
+mod load;
+mod types;
+mod validate;
+
+pub use load::{InputError, Inputs, load, load_text};
+pub use types::*;
+pub use validate::{decoded_path, valid_hostname};

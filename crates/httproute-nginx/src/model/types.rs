@@ -1,0 +1,811 @@
+//! The Gateway API objects as the generator reads them, with the CRD defaults.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::validate::path_char;
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta {
+    pub name: String,
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    #[serde(default)]
+    pub creation_timestamp: Option<String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+fn default_namespace() -> String {
+    "default".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Gateway {
+    pub metadata: Meta,
+    pub spec: GatewaySpec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GatewaySpec {
+    pub listeners: Vec<Listener>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listener {
+    pub name: String,
+    pub port: u16,
+    pub protocol: String,
+    #[serde(default)]
+    pub hostname: Option<String>,
+    #[serde(default)]
+    pub allowed_routes: AllowedRoutes,
+    #[serde(default)]
+    pub tls: Option<ListenerTls>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `listeners[].tls` of an HTTPS listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerTls {
+    #[serde(default = "default_tls_mode")]
+    pub mode: String,
+    #[serde(default)]
+    pub certificate_refs: Vec<SecretRef>,
+}
+
+fn default_tls_mode() -> String {
+    "Terminate".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct SecretRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default = "default_secret_kind")]
+    pub kind: String,
+    #[serde(default)]
+    pub group: String,
+}
+
+fn default_secret_kind() -> String {
+    "Secret".to_owned()
+}
+
+/// `listeners[].allowedRoutes`: which routes may attach (CRD default: same namespace, the
+/// kinds the protocol supports).
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct AllowedRoutes {
+    #[serde(default)]
+    pub namespaces: RouteNamespaces,
+    /// `None`: the protocol's default kinds (HTTPRoute for HTTP).
+    #[serde(default)]
+    pub kinds: Option<Vec<RouteGroupKind>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RouteNamespaces {
+    /// `Same`, `All` or `Selector`.
+    #[serde(default = "default_from")]
+    pub from: String,
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
+}
+
+impl Default for RouteNamespaces {
+    fn default() -> Self {
+        RouteNamespaces { from: default_from(), selector: None }
+    }
+}
+
+fn default_from() -> String {
+    "Same".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RouteGroupKind {
+    #[serde(default = "default_gateway_group")]
+    pub group: String,
+    pub kind: String,
+}
+
+fn default_gateway_group() -> String {
+    "gateway.networking.k8s.io".to_owned()
+}
+
+/// A Kubernetes label selector: every `matchLabels` pair and every expression must hold.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelSelector {
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub match_expressions: Vec<LabelExpression>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LabelExpression {
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist` (checked at load).
+    pub operator: String,
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+impl LabelSelector {
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+            && self.match_expressions.iter().all(|e| {
+                let have = labels.get(&e.key);
+                match e.operator.as_str() {
+                    "In" => have.is_some_and(|v| e.values.contains(v)),
+                    "NotIn" => have.is_none_or(|v| !e.values.contains(v)),
+                    "Exists" => have.is_some(),
+                    _ => have.is_none(), // DoesNotExist
+                }
+            })
+    }
+}
+
+/// `ReferenceGrant` (gateway.networking.k8s.io v1beta1): lets objects of the `from`
+/// namespaces refer to objects of its own namespace.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReferenceGrant {
+    pub metadata: Meta,
+    pub spec: ReferenceGrantSpec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReferenceGrantSpec {
+    pub from: Vec<GrantFrom>,
+    pub to: Vec<GrantTo>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GrantFrom {
+    pub group: String,
+    pub kind: String,
+    pub namespace: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GrantTo {
+    pub group: String,
+    pub kind: String,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Namespace {
+    pub(crate) metadata: Meta,
+}
+
+/// A `Secret` of type `kubernetes.io/tls`: `data` (base64) or `stringData`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Secret {
+    pub(crate) metadata: Meta,
+    #[serde(rename = "type", default)]
+    pub(crate) kind: String,
+    #[serde(default)]
+    pub(crate) data: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(crate) string_data: BTreeMap<String, String>,
+}
+
+impl Secret {
+    /// (certificate chain, private key) as PEM bytes.
+    pub(crate) fn tls(&self) -> Result<(Vec<u8>, Vec<u8>), (String, String)> {
+        use base64::Engine as _;
+        let field = |k: &str| -> Result<Vec<u8>, (String, String)> {
+            if let Some(v) = self.string_data.get(k) {
+                return Ok(v.as_bytes().to_vec());
+            }
+            let v = self.data.get(k).ok_or_else(|| (format!("data.{k}"), "missing".to_owned()))?;
+            let clean: String = v.chars().filter(|c| !c.is_whitespace()).collect();
+            base64::engine::general_purpose::STANDARD
+                .decode(clean)
+                .map_err(|e| (format!("data.{k}"), format!("not base64: {e}")))
+        };
+        Ok((field("tls.crt")?, field("tls.key")?))
+    }
+}
+
+/// A `Service` (core/v1): what a backendRef names.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Service {
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: ServiceSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceSpec {
+    /// `ClusterIP` (default), `NodePort`, `LoadBalancer` or `ExternalName`.
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub external_name: Option<String>,
+    #[serde(default)]
+    pub ports: Vec<ServicePort>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServicePort {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub port: u16,
+    /// A number or the name of a container port; defaults to `port`.
+    #[serde(default)]
+    pub target_port: Option<Value>,
+    /// What the backend speaks on this port: `kubernetes.io/ws`, `kubernetes.io/wss`,
+    /// `kubernetes.io/h2c`, ... (GEP-1911).
+    #[serde(default)]
+    pub app_protocol: Option<String>,
+}
+
+/// An `EndpointSlice` (discovery.k8s.io/v1): the endpoints of a Service (label
+/// `kubernetes.io/service-name`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointSlice {
+    pub metadata: Meta,
+    #[serde(default)]
+    pub address_type: String,
+    #[serde(default)]
+    pub endpoints: Vec<Endpoint>,
+    /// `null` (not empty) means "all ports" in the API; no port then.
+    #[serde(default)]
+    pub ports: Option<Vec<EndpointPort>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Endpoint {
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    #[serde(default)]
+    pub conditions: EndpointConditions,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct EndpointConditions {
+    /// `None`: unknown, which consumers are to read as ready.
+    #[serde(default)]
+    pub ready: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EndpointPort {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub port: Option<u16>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct HttpRoute {
+    pub metadata: Meta,
+    pub spec: RouteSpec,
+    /// Made from a `GRPCRoute` (see [`GrpcRoute::into_route`]): proxied with `grpc_pass`.
+    #[serde(skip)]
+    pub grpc: bool,
+}
+
+/// A `GRPCRoute` (v1). It is planned as an HTTPRoute whose matches are paths: a gRPC call is
+/// an HTTP/2 POST to `/SERVICE/METHOD`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GrpcRoute {
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: GrpcRouteSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrpcRouteSpec {
+    #[serde(default)]
+    pub parent_refs: Vec<ParentRef>,
+    #[serde(default)]
+    pub hostnames: Vec<String>,
+    #[serde(default)]
+    pub rules: Vec<GrpcRule>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrpcRule {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub matches: Vec<GrpcMatch>,
+    #[serde(default)]
+    pub filters: Vec<Filter>,
+    #[serde(default)]
+    pub backend_refs: Vec<BackendRef>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct GrpcMatch {
+    #[serde(default)]
+    pub method: Option<GrpcMethodMatch>,
+    #[serde(default)]
+    pub headers: Vec<ValueMatch>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GrpcMethodMatch {
+    #[serde(rename = "type", default = "default_value_type")]
+    pub kind: String,
+    #[serde(default)]
+    pub service: Option<String>,
+    #[serde(default)]
+    pub method: Option<String>,
+}
+
+/// `s` as a PCRE literal.
+fn pcre_literal(s: &str) -> String {
+    s.chars()
+        .map(
+            |c| {
+                if c.is_ascii_alphanumeric() || c == '_' { c.to_string() } else { format!("\\{c}") }
+            },
+        )
+        .collect()
+}
+
+impl GrpcMethodMatch {
+    /// The path match of a method match: `/S/M` exactly, `/S` as a prefix, or a regular
+    /// expression anchored at both ends (a regex path is matched from the start; the `$` ends
+    /// it) where a part is a regex or left out.
+    fn path(&self) -> PathMatch {
+        fn part(v: &Option<String>) -> Option<&str> {
+            v.as_deref().filter(|s| !s.is_empty())
+        }
+        let (service, method) = (part(&self.service), part(&self.method));
+        let regex = |v: Option<&str>, exact: bool| match v {
+            None => "[^/]+".to_owned(),
+            Some(v) if exact => pcre_literal(v),
+            Some(v) => format!("(?:{v})"),
+        };
+        match (self.kind.as_str(), service, method) {
+            ("Exact", Some(s), Some(m)) => {
+                PathMatch { kind: "Exact".into(), value: format!("/{s}/{m}") }
+            }
+            ("Exact", Some(s), None) => {
+                PathMatch { kind: "PathPrefix".into(), value: format!("/{s}") }
+            }
+            (kind, s, m) => {
+                let exact = kind == "Exact";
+                PathMatch {
+                    kind: "RegularExpression".into(),
+                    value: format!("/{}/{}$", regex(s, exact), regex(m, exact)),
+                }
+            }
+        }
+    }
+}
+
+impl GrpcRoute {
+    /// The route as the planner takes it: each method match a path, headers as they are.
+    pub fn into_route(self) -> HttpRoute {
+        let rules = if self.spec.rules.is_empty() {
+            default_rules()
+        } else {
+            self.spec
+                .rules
+                .into_iter()
+                .map(|r| Rule {
+                    name: r.name,
+                    matches: if r.matches.is_empty() {
+                        default_matches()
+                    } else {
+                        r.matches
+                            .into_iter()
+                            .map(|m| Match {
+                                path: m.method.map(|mm| mm.path()).unwrap_or_default(),
+                                headers: m.headers,
+                                query_params: Vec::new(),
+                                method: None,
+                            })
+                            .collect()
+                    },
+                    backend_refs: r.backend_refs,
+                    filters: r.filters,
+                    timeouts: None,
+                    retry: None,
+                    other: r.other,
+                })
+                .collect()
+        };
+        HttpRoute {
+            metadata: self.metadata,
+            spec: RouteSpec {
+                parent_refs: self.spec.parent_refs,
+                hostnames: self.spec.hostnames,
+                rules,
+            },
+            grpc: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteSpec {
+    #[serde(default)]
+    pub parent_refs: Vec<ParentRef>,
+    #[serde(default)]
+    pub hostnames: Vec<String>,
+    #[serde(default = "default_rules")]
+    pub rules: Vec<Rule>,
+}
+
+pub(crate) fn default_rules() -> Vec<Rule> {
+    vec![Rule {
+        name: None,
+        matches: default_matches(),
+        backend_refs: Vec::new(),
+        filters: Vec::new(),
+        timeouts: None,
+        retry: None,
+        other: BTreeMap::new(),
+    }]
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub section_name: Option<String>,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub group: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "default_matches")]
+    pub matches: Vec<Match>,
+    #[serde(default)]
+    pub backend_refs: Vec<BackendRef>,
+    #[serde(default)]
+    pub filters: Vec<Filter>,
+    #[serde(default)]
+    pub timeouts: Option<Timeouts>,
+    /// Experimental: used only with `--experimental`.
+    #[serde(default)]
+    pub retry: Option<Retry>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `rules[].retry` (Experimental channel).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Retry {
+    #[serde(default)]
+    pub codes: Vec<u16>,
+    #[serde(default)]
+    pub attempts: Option<u32>,
+    #[serde(default)]
+    pub backoff: Option<String>,
+}
+
+/// `rules[].timeouts`: Gateway API durations (`1h30m`, `500ms`; `0s` disables).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeouts {
+    #[serde(default)]
+    pub request: Option<String>,
+    #[serde(default)]
+    pub backend_request: Option<String>,
+}
+
+/// A Gateway API duration (`^([0-9]{1,5}(h|m|s|ms)){1,4}$`) in milliseconds.
+pub fn duration_ms(v: &str) -> Option<u64> {
+    let (mut total, mut parts, mut rest) = (0u64, 0, v);
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 5 {
+            return None;
+        }
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, len) = if rest.starts_with("ms") {
+            (1, 2)
+        } else if rest.starts_with('h') {
+            (3_600_000, 1)
+        } else if rest.starts_with('m') {
+            (60_000, 1)
+        } else if rest.starts_with('s') {
+            (1_000, 1)
+        } else {
+            return None;
+        };
+        rest = &rest[len..];
+        total += n * unit;
+        parts += 1;
+    }
+    (parts > 0 && parts <= 4).then_some(total)
+}
+
+/// `rules[].filters[]`. Header modifiers are applied; other types are reported (see plan).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Filter {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub request_header_modifier: Option<HeaderModifier>,
+    #[serde(default)]
+    pub response_header_modifier: Option<HeaderModifier>,
+    #[serde(default)]
+    pub request_redirect: Option<RequestRedirect>,
+    #[serde(default, rename = "urlRewrite")]
+    pub url_rewrite: Option<UrlRewrite>,
+    #[serde(default)]
+    pub request_mirror: Option<RequestMirror>,
+    #[serde(default)]
+    pub cors: Option<Cors>,
+}
+
+/// The `CORS` filter: preflight requests answered at the gateway, CORS response headers on
+/// the others.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cors {
+    #[serde(default)]
+    pub allow_origins: Vec<String>,
+    #[serde(default)]
+    pub allow_credentials: Option<bool>,
+    #[serde(default)]
+    pub allow_methods: Vec<String>,
+    #[serde(default)]
+    pub allow_headers: Vec<String>,
+    #[serde(default)]
+    pub expose_headers: Vec<String>,
+    /// Seconds a browser may cache a preflight answer (default 5).
+    #[serde(default)]
+    pub max_age: Option<u32>,
+}
+
+/// `RequestMirror`: a copy of each request (or of a share of them) goes to another backend;
+/// its answers are ignored.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestMirror {
+    pub backend_ref: ObjectRef,
+    #[serde(default)]
+    pub percent: Option<u32>,
+    #[serde(default)]
+    pub fraction: Option<Fraction>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ObjectRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub group: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Fraction {
+    pub numerator: u32,
+    #[serde(default = "default_denominator")]
+    pub denominator: u32,
+}
+
+fn default_denominator() -> u32 {
+    100
+}
+
+impl RequestMirror {
+    /// The share of requests mirrored, 0.0 to 1.0.
+    pub fn share(&self) -> f64 {
+        match (&self.fraction, self.percent) {
+            (Some(f), _) if f.denominator > 0 => f64::from(f.numerator) / f64::from(f.denominator),
+            (_, Some(p)) => f64::from(p) / 100.0,
+            _ => 1.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestRedirect {
+    #[serde(default)]
+    pub scheme: Option<String>,
+    #[serde(default)]
+    pub hostname: Option<String>,
+    #[serde(default)]
+    pub path: Option<PathModifier>,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default = "default_redirect_status")]
+    pub status_code: u16,
+}
+
+fn default_redirect_status() -> u16 {
+    302
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct UrlRewrite {
+    #[serde(default)]
+    pub hostname: Option<String>,
+    #[serde(default)]
+    pub path: Option<PathModifier>,
+}
+
+/// `ReplaceFullPath` or `ReplacePrefixMatch`, as validated at load.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PathModifier {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub replace_full_path: Option<String>,
+    #[serde(default)]
+    pub replace_prefix_match: Option<String>,
+}
+
+impl PathModifier {
+    /// The replacement, and whether it replaces only the matched prefix. The CRD bounds only
+    /// its length; what goes on the wire is made a path: a leading `/` (an empty value is
+    /// `/`), and every byte that is not a path character (RFC 3986 pchar and `/`, or an
+    /// existing `%XX`) percent-encoded, so no value can split the request line.
+    pub fn replacement(&self) -> (String, bool) {
+        let (v, prefix) = match self.kind.as_str() {
+            "ReplacePrefixMatch" => (self.replace_prefix_match.as_deref().unwrap_or("/"), true),
+            _ => (self.replace_full_path.as_deref().unwrap_or("/"), false),
+        };
+        let mut out = String::with_capacity(v.len() + 1);
+        if !v.starts_with('/') {
+            out.push('/');
+        }
+        let b = v.as_bytes();
+        for (i, &c) in b.iter().enumerate() {
+            let escape = c == b'%'
+                && b.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit));
+            if escape || (c.is_ascii() && path_char(c as char)) {
+                out.push(c as char);
+            } else {
+                out.push_str(&format!("%{c:02X}"));
+            }
+        }
+        (out, prefix)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct HeaderModifier {
+    #[serde(default)]
+    pub set: Vec<HeaderValue>,
+    #[serde(default)]
+    pub add: Vec<HeaderValue>,
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct HeaderValue {
+    pub name: String,
+    pub value: String,
+}
+
+pub(crate) fn default_matches() -> Vec<Match> {
+    vec![Match::default()]
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Match {
+    #[serde(default)]
+    pub path: PathMatch,
+    #[serde(default)]
+    pub headers: Vec<ValueMatch>,
+    #[serde(default)]
+    pub query_params: Vec<ValueMatch>,
+    #[serde(default)]
+    pub method: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PathMatch {
+    #[serde(rename = "type", default = "default_path_type")]
+    pub kind: String,
+    #[serde(default = "default_path_value")]
+    pub value: String,
+}
+
+impl Default for PathMatch {
+    fn default() -> Self {
+        PathMatch { kind: default_path_type(), value: default_path_value() }
+    }
+}
+
+fn default_path_type() -> String {
+    "PathPrefix".to_owned()
+}
+
+fn default_path_value() -> String {
+    "/".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ValueMatch {
+    #[serde(rename = "type", default = "default_value_type")]
+    pub kind: String,
+    pub name: String,
+    pub value: String,
+}
+
+pub(crate) fn default_value_type() -> String {
+    "Exact".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Filters for this backend's share only (header modifiers are supported).
+    #[serde(default)]
+    pub filters: Vec<Filter>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+impl BackendRef {
+    /// The object it names, as a filter's backendRef would.
+    pub fn object(&self) -> ObjectRef {
+        ObjectRef {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            port: self.port,
+            kind: self.kind.clone(),
+            group: self.group.clone(),
+        }
+    }
+}
+
+fn default_weight() -> u32 {
+    1
+}
