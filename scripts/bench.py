@@ -152,6 +152,15 @@ def scenarios():
     return out
 
 
+def preamble(**fill):
+    """nginx-conf/preamble.conf (shared with the tests and scripts/lib/prefix.sh) with its
+    @NAME@ placeholders filled."""
+    text = (ROOT / "nginx-conf" / "preamble.conf").read_text()
+    for name, value in fill.items():
+        text = text.replace(f"@{name}@", value)
+    return text
+
+
 def write_prefix(s, prefix, master=True, workers=1):
     if prefix.exists():
         shutil.rmtree(prefix)
@@ -172,27 +181,23 @@ def write_prefix(s, prefix, master=True, workers=1):
     if s.njs:
         loads += f"load_module {NJS_MODULE};\n"
     path = "/bench"
-    conf = f"""{loads}
-master_process {'on' if master else 'off'};
-daemon off;
-worker_processes {workers};
-error_log logs/error.log error;
-pid logs/nginx.pid;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fcgi;
-    uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;
-    keepalive_requests 1000000;
+    http = f"""    keepalive_requests 1000000;
     {njs}
     {s.http_extra}
     server {{
         listen 127.0.0.1:{PORT};
         location = {path} {{ {s.location} }}
         {s.internal}
-    }}
-}}
-"""
+    }}"""
+    conf = preamble(
+        LOADS=loads,
+        MASTER="on" if master else "off",
+        WORKERS=str(workers),
+        LOG_LEVEL="error",
+        CONNECTIONS="1024",
+        ACCESS_LOG="off",
+        HTTP=http,
+    )
     (prefix / "conf" / "nginx.conf").write_text(conf)
 
 

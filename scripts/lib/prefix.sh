@@ -1,27 +1,24 @@
 # Sourced by scripts that run NGINX from a scratch prefix (run.sh, soak.sh, rss-drift.sh).
 # write_prefix DIR MODULE ACCESS_LOG HTTP_BODY: creates DIR/{conf,logs,tmp} and
-# DIR/conf/nginx.conf (foreground, 1 worker, temp paths inside DIR) with HTTP_BODY in http {}.
+# DIR/conf/nginx.conf (nginx-conf/preamble.conf: foreground, 1 worker, temp paths inside
+# DIR) with HTTP_BODY in http {}.
 write_prefix() {
   local dir=$1 module=$2 access_log=$3 body=$4
   rm -rf "$dir"
   mkdir -p "$dir"/{conf,logs,tmp}
-  cat >"$dir/conf/nginx.conf" <<CONF
-load_module $module;
-daemon off;
-worker_processes 1;
-error_log logs/error.log notice;
-pid logs/nginx.pid;
-events { worker_connections 1024; }
-http {
-    access_log $access_log;
-    client_body_temp_path tmp/body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
-$body
-}
-CONF
+  # nginx-conf/preamble.conf, shared with the Rust tests and scripts/bench.py. With bash 5.2's
+  # patsub_replacement an `&` in a replacement would stand for the match: off.
+  shopt -u patsub_replacement 2>/dev/null || true
+  local conf
+  conf=$(<"$(dirname "${BASH_SOURCE[0]}")/../../nginx-conf/preamble.conf")
+  conf=${conf//@LOADS@/"load_module $module;"$'\n'}
+  conf=${conf//@MASTER@/on}
+  conf=${conf//@WORKERS@/1}
+  conf=${conf//@LOG_LEVEL@/notice}
+  conf=${conf//@CONNECTIONS@/1024}
+  conf=${conf//@ACCESS_LOG@/"$access_log"}
+  conf=${conf//@HTTP@/"$body"}
+  printf '%s\n' "$conf" >"$dir/conf/nginx.conf"
 }
 
 # start_nginx NGINX DIR PORT: starts NGINX (foreground, as a child) from prefix DIR, sets

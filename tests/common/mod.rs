@@ -96,6 +96,17 @@ pub fn free_ports(n: usize) -> Vec<u16> {
     held.iter().map(|l| l.local_addr().expect("bound").port()).collect()
 }
 
+/// `nginx-conf/preamble.conf`, the NGINX preamble shared with `scripts/lib/prefix.sh` and
+/// `scripts/bench.py`, with its `@NAME@` placeholders filled (the http body last, so nothing
+/// in it is taken for a placeholder).
+pub fn preamble(fill: &[(&str, &str)]) -> String {
+    let mut text = include_str!("../../nginx-conf/preamble.conf").to_owned();
+    for (name, value) in fill {
+        text = text.replace(&format!("@{name}@"), value);
+    }
+    text
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port()
 }
@@ -136,17 +147,15 @@ impl Prefix {
     }
 
     pub fn write_conf(&self, http_body: &str) {
-        let conf = format!(
-            "load_module {module};\n\
-             daemon off;\nmaster_process on;\nworker_processes 1;\n\
-             error_log logs/error.log info;\npid logs/nginx.pid;\n\
-             events {{ worker_connections 512; }}\n\
-             http {{\n  access_log off;\n  client_body_temp_path tmp/body;\n  \
-             proxy_temp_path tmp/proxy;\n  fastcgi_temp_path tmp/fcgi;\n  uwsgi_temp_path tmp/uwsgi;\n  \
-             scgi_temp_path tmp/scgi;\n{body}\n}}\n",
-            module = module_path().display(),
-            body = http_body.replace("{PORT}", &self.port.to_string()),
-        );
+        let conf = preamble(&[
+            ("LOADS", &format!("load_module {};\n", module_path().display())),
+            ("MASTER", "on"),
+            ("WORKERS", "1"),
+            ("LOG_LEVEL", "info"),
+            ("CONNECTIONS", "512"),
+            ("ACCESS_LOG", "off"),
+            ("HTTP", &http_body.replace("{PORT}", &self.port.to_string())),
+        ]);
         self.write("nginx.conf", &conf);
     }
 
