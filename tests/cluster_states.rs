@@ -9,29 +9,13 @@ use std::net::UdpSocket;
 use std::path::PathBuf;
 
 use common::{Nginx, Prefix, free_ports};
-use httproute_nginx::{BackendMap, Carrier, Options};
+use httproute_nginx::BackendMap;
 
-/// Writes `yaml`, generates with `resolvers` and no `--backend`, checks `nginx -t`, starts.
-/// Returns the running gateway and the generator's warnings.
+/// Generates `yaml` with `resolvers` and no `--backend`, checks `nginx -t`, starts: the
+/// running gateway and the generator's warnings.
 fn gateway(name: &str, yaml: &str, port: u16, resolvers: Vec<String>) -> (Nginx, Vec<String>) {
-    let src = Prefix::scratch(&format!("{name}-in"));
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("all.yaml"), yaml).unwrap();
-    let out = Prefix::scratch(&format!("{name}-out"));
-    let opts = Options {
-        module: common::module_path().display().to_string(),
-        carrier: Carrier::Preload,
-        listen_address: Some("127.0.0.1".into()),
-        certificates: Default::default(),
-        resolvers,
-        experimental: false,
-    };
-    let (generated, warnings) =
-        httproute_nginx::generate(&[src], &BackendMap::new(), &opts).expect("generate");
-    httproute_nginx::write_dir(&out, &generated).unwrap();
-    let p = Prefix::existing(out, "nginx.conf", port);
-    let (ok, text) = p.test();
-    assert!(ok, "nginx -t:\n{text}\n{}", generated.nginx_conf);
+    let opts = httproute_nginx::Options { resolvers, ..common::generator_options() };
+    let (p, warnings) = common::generated(name, yaml, port, &BackendMap::new(), &opts);
     (p.start(), warnings)
 }
 
@@ -220,22 +204,7 @@ fn without_service_objects_backends_are_resolved_per_request() {
 
 /// A self-signed certificate for `NAME`, as a kubernetes.io/tls Secret (base64 PEM).
 fn tls_secret(secret: &str, name: &str) -> String {
-    let dir = Prefix::scratch("cert");
-    std::fs::create_dir_all(&dir).unwrap();
-    let (crt, key) = (dir.join("c.pem"), dir.join("k.pem"));
-    let ok = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj"])
-        .arg(format!("/CN={name}"))
-        .arg("-addext")
-        .arg(format!("subjectAltName=DNS:{name}"))
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&crt)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("run openssl");
-    assert!(ok.success());
+    let (crt, key) = common::self_signed(name, name);
     let b64 = |p: &PathBuf| {
         let out = std::process::Command::new("base64").arg("-w0").arg(p).output().unwrap();
         String::from_utf8(out.stdout).unwrap()

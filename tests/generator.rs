@@ -225,21 +225,9 @@ fn backends() -> (Nginx, BackendMap, u16, u16) {
     (p.start(), map, ports[BACKENDS.len() + 1], ports[BACKENDS.len() + 2])
 }
 
-/// A self-signed certificate for `*.secure.test` (openssl), as (cert, key) paths.
+/// A self-signed certificate for `*.secure.test`, as (cert, key) paths.
 fn certificate() -> (String, String) {
-    let dir = Prefix::scratch("cert");
-    std::fs::create_dir_all(&dir).unwrap();
-    let (crt, key) = (dir.join("c.pem"), dir.join("k.pem"));
-    let ok = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj"])
-        .args(["/CN=secure.test", "-addext", "subjectAltName=DNS:*.secure.test", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&crt)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("run openssl");
-    assert!(ok.success(), "openssl req failed");
+    let (crt, key) = common::self_signed("secure.test", "*.secure.test");
     (crt.display().to_string(), key.display().to_string())
 }
 

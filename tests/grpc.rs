@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use common::{Prefix, free_ports};
-use httproute_nginx::{BackendMap, Carrier, Options};
+use httproute_nginx::BackendMap;
 
 const PYTHON: &str = "/usr/bin/python3";
 
@@ -119,24 +119,9 @@ spec:
     for (name, p) in [("blue", blue), ("green", green), ("regex", regex), ("web", web)] {
         backends.insert(format!("default/{name}:80"), format!("127.0.0.1:{p}"));
     }
-    let src = Prefix::scratch("grpc-in");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("all.yaml"), yaml).unwrap();
-    let out = Prefix::scratch("grpc-out");
-    let opts = Options {
-        module: common::module_path().display().to_string(),
-        carrier: Carrier::Preload,
-        listen_address: Some("127.0.0.1".into()),
-        certificates: Default::default(),
-        resolvers: Vec::new(),
-        experimental: false,
-    };
-    let (generated, warnings) = httproute_nginx::generate(&[src], &backends, &opts).unwrap();
+    let (p, warnings) =
+        common::generated("grpc", &yaml, port, &backends, &common::generator_options());
     assert!(warnings.is_empty(), "{warnings:?}");
-    httproute_nginx::write_dir(&out, &generated).unwrap();
-    let p = Prefix::existing(out, "nginx.conf", port);
-    let (ok, text) = p.test();
-    assert!(ok, "{text}\n{}", generated.nginx_conf);
     let gw = p.start();
 
     assert_eq!(

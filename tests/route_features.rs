@@ -7,10 +7,10 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{Nginx, Prefix, free_port};
-use httproute_nginx::{BackendMap, Carrier, Options};
+use common::{Nginx, free_port};
+use httproute_nginx::{BackendMap, Options};
 
-/// Generates from `yaml` with `backends`, checks `nginx -t`, starts.
+/// Generates from `yaml` with `backends`, checks `nginx -t`, starts (no warning expected).
 fn gateway(name: &str, yaml: &str, port: u16, backends: &BackendMap) -> Nginx {
     gateway_with(name, yaml, port, backends, false)
 }
@@ -22,25 +22,9 @@ fn gateway_with(
     backends: &BackendMap,
     experimental: bool,
 ) -> Nginx {
-    let src = Prefix::scratch(&format!("{name}-in"));
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("all.yaml"), yaml).unwrap();
-    let out = Prefix::scratch(&format!("{name}-out"));
-    let opts = Options {
-        module: common::module_path().display().to_string(),
-        carrier: Carrier::Preload,
-        listen_address: Some("127.0.0.1".into()),
-        certificates: Default::default(),
-        resolvers: Vec::new(),
-        experimental,
-    };
-    let (generated, warnings) =
-        httproute_nginx::generate(&[src], backends, &opts).expect("generate");
+    let opts = Options { experimental, ..common::generator_options() };
+    let (p, warnings) = common::generated(name, yaml, port, backends, &opts);
     assert!(warnings.is_empty(), "{warnings:?}");
-    httproute_nginx::write_dir(&out, &generated).unwrap();
-    let p = Prefix::existing(out, "nginx.conf", port);
-    let (ok, text) = p.test();
-    assert!(ok, "nginx -t:\n{text}\n{}", generated.nginx_conf);
     p.start()
 }
 
@@ -405,19 +389,14 @@ fn retry_resends_a_503_to_the_backend_under_experimental_only() {
     assert_eq!(seen.load(Ordering::SeqCst), 20, "each request: a 503, then a 200");
     drop(gw);
 
-    // Without it: the field is warned about and the client sees the 503.
-    let src = Prefix::scratch("retry-off-in");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("all.yaml"), manifests(port, rules)).unwrap();
-    let opts = Options {
-        module: common::module_path().display().to_string(),
-        carrier: Carrier::Preload,
-        listen_address: Some("127.0.0.1".into()),
-        certificates: Default::default(),
-        resolvers: Vec::new(),
-        experimental: false,
-    };
-    let (_, warnings) = httproute_nginx::generate(&[src], &backends, &opts).unwrap();
+    // Without it: the field is warned about and left out.
+    let (_, warnings) = common::generated(
+        "retry-off",
+        &manifests(port, rules),
+        port,
+        &backends,
+        &common::generator_options(),
+    );
     assert_eq!(
         warnings,
         ["default/r rule 0: retry is an Experimental field; generated only with --experimental"]

@@ -6,7 +6,7 @@
 mod common;
 
 use common::Prefix;
-use httproute_nginx::{BackendMap, Carrier, Options};
+use httproute_nginx::{BackendMap, Options};
 
 const CAFE: &str = r#"
 apiVersion: gateway.networking.k8s.io/v1
@@ -286,19 +286,16 @@ const SETS: [(&str, &str); 8] = [
     ("standard-httproute", STANDARD_HTTPROUTE),
 ];
 
-/// Generates `yaml` (plus `extra`) and runs `nginx -t` on the result: (passed, warnings).
+/// Generates `yaml` (plus `extra`) and runs `nginx -t` on the result: (passed, what nginx -t
+/// said and the configuration, warnings).
 fn load(name: &str, yaml: &str, extra: &str, resolvers: &[&str]) -> (bool, String, Vec<String>) {
     let src = Prefix::scratch(&format!("shape-{name}-in"));
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("set.yaml"), format!("{yaml}---\n{extra}")).unwrap();
     let out = Prefix::scratch(&format!("shape-{name}-out"));
     let opts = Options {
-        module: common::module_path().display().to_string(),
-        carrier: Carrier::Preload,
-        listen_address: Some("127.0.0.1".into()),
-        certificates: Default::default(),
         resolvers: resolvers.iter().map(|s| s.to_string()).collect(),
-        experimental: false,
+        ..common::generator_options()
     };
     let (generated, warnings) = httproute_nginx::generate(&[src], &BackendMap::new(), &opts)
         .unwrap_or_else(|e| panic!("{name}: the generator refused it: {e}"));

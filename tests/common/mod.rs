@@ -353,3 +353,61 @@ pub fn rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS")
 }
+
+/// What the generator end-to-end tests give httproute-nginx: the module under test, listening
+/// on 127.0.0.1, `preload`, no resolver, nothing experimental (tests change what they need).
+pub fn generator_options() -> httproute_nginx::Options {
+    httproute_nginx::Options {
+        module: module_path().display().to_string(),
+        carrier: httproute_nginx::Carrier::Preload,
+        listen_address: Some("127.0.0.1".into()),
+        certificates: Default::default(),
+        resolvers: Vec::new(),
+        experimental: false,
+    }
+}
+
+/// Writes `yaml` to a scratch directory named after `name`, generates from it with `backends`
+/// and `opts` into another, and checks `nginx -t` on the result: the prefix (listening on
+/// `port`, not started) and the generator's warnings.
+pub fn generated(
+    name: &str,
+    yaml: &str,
+    port: u16,
+    backends: &httproute_nginx::BackendMap,
+    opts: &httproute_nginx::Options,
+) -> (Prefix, Vec<String>) {
+    let src = Prefix::scratch(&format!("{name}-in"));
+    std::fs::create_dir_all(&src).expect("scratch dir");
+    std::fs::write(src.join("all.yaml"), yaml).expect("write manifests");
+    let out = Prefix::scratch(&format!("{name}-out"));
+    let (generated, warnings) =
+        httproute_nginx::generate(&[src], backends, opts).expect("generate");
+    httproute_nginx::write_dir(&out, &generated).expect("write the configuration");
+    let p = Prefix::existing(out, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "{name}: nginx -t:\n{text}\n{}", generated.nginx_conf);
+    (p, warnings)
+}
+
+/// A self-signed certificate (openssl) for the DNS name `san` (e.g. `*.secure.test`), with
+/// common name `cn`: (certificate, key) paths in a scratch directory.
+pub fn self_signed(cn: &str, san: &str) -> (PathBuf, PathBuf) {
+    let dir = Prefix::scratch("cert");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let (crt, key) = (dir.join("c.pem"), dir.join("k.pem"));
+    let ok = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj"])
+        .arg(format!("/CN={cn}"))
+        .arg("-addext")
+        .arg(format!("subjectAltName=DNS:{san}"))
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .stderr(Stdio::null())
+        .status()
+        .expect("run openssl");
+    assert!(ok.success(), "openssl req failed");
+    (crt, key)
+}

@@ -113,19 +113,7 @@ pub(crate) fn validate_cors(c: &Cors) -> Result<(), (String, String)> {
         for (i, v) in list.iter().enumerate() {
             let ok = match field {
                 "allowOrigins" => valid_origin(v),
-                "allowMethods" => matches!(
-                    v.as_str(),
-                    "GET"
-                        | "HEAD"
-                        | "POST"
-                        | "PUT"
-                        | "DELETE"
-                        | "CONNECT"
-                        | "OPTIONS"
-                        | "TRACE"
-                        | "PATCH"
-                        | "*"
-                ),
+                "allowMethods" => v == "*" || is_method(v),
                 _ => header_name(v).is_ok(),
             };
             if !ok {
@@ -346,18 +334,7 @@ pub(crate) fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                 }
             }
             if let Some(method) = &m.method {
-                if !matches!(
-                    method.as_str(),
-                    "GET"
-                        | "HEAD"
-                        | "POST"
-                        | "PUT"
-                        | "DELETE"
-                        | "CONNECT"
-                        | "OPTIONS"
-                        | "TRACE"
-                        | "PATCH"
-                ) {
+                if !is_method(method) {
                     return Err((format!("{at}.method"), format!("unknown method {method:?}")));
                 }
             }
@@ -576,4 +553,12 @@ pub fn valid_hostname(h: &str) -> bool {
                 && !l.starts_with('-')
                 && !l.ends_with('-')
         })
+}
+
+/// The HTTP methods the CRD's `HTTPMethod` enum allows.
+fn is_method(m: &str) -> bool {
+    matches!(
+        m,
+        "GET" | "HEAD" | "POST" | "PUT" | "DELETE" | "CONNECT" | "OPTIONS" | "TRACE" | "PATCH"
+    )
 }
