@@ -421,78 +421,30 @@ impl Http {
         if own_filters && rule.backends.len() > 1 {
             // Filters of their own: one location per backend, picked per request by
             // split_clients and reached with an internal rewrite.
-            let var = self.split_var();
-            let _ = writeln!(self.splits, "\n    split_clients $request_id {var} {{");
-            let last = rule.backends.len() - 1;
-            for (k, b) in rule.backends.iter().enumerate() {
-                if k == last {
-                    let _ = writeln!(self.splits, "        * b{k};");
-                } else {
-                    let pct = (u64::from(b.weight) * 10000 / total) as f64 / 100.0;
-                    let _ = writeln!(self.splits, "        {pct:.2}% b{k};");
-                }
-            }
-            let _ = writeln!(self.splits, "    }}");
+            let shares: Vec<(String, u32)> = rule
+                .backends
+                .iter()
+                .enumerate()
+                .map(|(k, b)| (format!("b{k}"), b.weight))
+                .collect();
+            let var = self.split(&shares, total);
             let _ = writeln!(
                 out,
                 "        {loc} {{ internal; rewrite ^ {INTERNAL_PREFIX}{ri}-{var} last; }}"
             );
             for (k, b) in rule.backends.iter().enumerate() {
                 let loc = format!("location = {INTERNAL_PREFIX}{ri}-b{k}");
-                match self.destination(&b.target) {
-                    Some((set_backend, host)) => {
-                        let req = merge(&rule.request_headers, &b.request_headers);
-                        let resp = merge(&rule.response_headers, &b.response_headers);
-                        let proxy = self.proxy(rule, &req, &resp) + &mirrors;
-                        let pass = pass(rule, &host, uri, b.tls);
-                        let _ = writeln!(
-                            out,
-                            "        {loc} {{ internal; {set}{set_backend}{proxy} {pass} }}"
-                        );
-                    }
-                    None => {
-                        let code = match b.target {
-                            Target::Status(code) => code,
-                            _ => 500,
-                        };
-                        let _ = writeln!(out, "        {loc} {{ internal; return {code}; }}");
-                    }
-                }
+                self.backend_location(out, &loc, rule, b, set, uri, &mirrors);
             }
             return;
         }
-        let (req, resp) = match &rule.backends[..] {
-            [only] => (
-                merge(&rule.request_headers, &only.request_headers),
-                merge(&rule.response_headers, &only.response_headers),
-            ),
-            _ => (rule.request_headers.clone(), rule.response_headers.clone()),
-        };
-        let proxy = self.proxy(rule, &req, &resp) + &mirrors;
-        let proxy = &proxy;
         if let [only] = &rule.backends[..] {
-            match self.destination(&only.target) {
-                Some((set_backend, host)) => {
-                    let pass = pass(rule, &host, uri, only.tls);
-                    let _ = writeln!(
-                        out,
-                        "        {loc} {{ internal; {set}{set_backend}{proxy} {pass} }}"
-                    );
-                }
-                None => {
-                    let code = match only.target {
-                        Target::Status(code) => code,
-                        _ => 500,
-                    };
-                    let _ = writeln!(out, "        {loc} {{ internal; return {code}; }}");
-                }
-            }
+            self.backend_location(out, &loc, rule, only, set, uri, &mirrors);
             return;
         }
+        let proxy = self.proxy(rule, &rule.request_headers, &rule.response_headers) + &mirrors;
         // Several backends: split_clients picks one per request. Its value is an upstream
         // name, a "host:port" to resolve, "" for a 500 share or "503" for a 503 share.
-        let var = self.split_var();
-        let _ = writeln!(self.splits, "\n    split_clients $request_id {var} {{");
         let mut unavailable = false;
         let shares: Vec<(String, u32)> = rule
             .backends
@@ -516,16 +468,7 @@ impl Http {
                 (value, b.weight)
             })
             .collect();
-        let last = shares.len() - 1;
-        for (i, (up, w)) in shares.iter().enumerate() {
-            if i == last {
-                let _ = writeln!(self.splits, "        * {up};");
-            } else {
-                let pct = (u64::from(*w) * 10000 / total) as f64 / 100.0;
-                let _ = writeln!(self.splits, "        {pct:.2}% {up};");
-            }
-        }
-        let _ = writeln!(self.splits, "    }}");
+        let var = self.split(&shares, total);
         let status_503 = if unavailable {
             format!("if ({var} = 503) {{ return 503; }} ")
         } else {
@@ -537,6 +480,56 @@ impl Http {
             "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {status_503}{set}{proxy} \
              {pass} }}"
         );
+    }
+
+    /// A `split_clients` on `$request_id` giving each value its share of `total`: its
+    /// variable.
+    fn split(&mut self, shares: &[(String, u32)], total: u64) -> String {
+        let var = self.split_var();
+        let _ = writeln!(self.splits, "\n    split_clients $request_id {var} {{");
+        let last = shares.len().saturating_sub(1);
+        for (i, (value, w)) in shares.iter().enumerate() {
+            if i == last {
+                let _ = writeln!(self.splits, "        * {value};");
+            } else {
+                let pct = (u64::from(*w) * 10000 / total) as f64 / 100.0;
+                let _ = writeln!(self.splits, "        {pct:.2}% {value};");
+            }
+        }
+        let _ = writeln!(self.splits, "    }}");
+        var
+    }
+
+    /// The location `loc` of one backend of a rule: its status, or a proxy with the rule's
+    /// header filters followed by the backend's own, `set` (the new path) and `mirrors`.
+    #[allow(clippy::too_many_arguments)]
+    fn backend_location(
+        &mut self,
+        out: &mut String,
+        loc: &str,
+        rule: &RulePlan,
+        b: &crate::plan::Backend,
+        set: &str,
+        uri: &str,
+        mirrors: &str,
+    ) {
+        match self.destination(&b.target) {
+            Some((set_backend, host)) => {
+                let req = merge(&rule.request_headers, &b.request_headers);
+                let resp = merge(&rule.response_headers, &b.response_headers);
+                let proxy = self.proxy(rule, &req, &resp) + mirrors;
+                let pass = pass(rule, &host, uri, b.tls);
+                let _ =
+                    writeln!(out, "        {loc} {{ internal; {set}{set_backend}{proxy} {pass} }}");
+            }
+            None => {
+                let code = match b.target {
+                    Target::Status(code) => code,
+                    _ => 500,
+                };
+                let _ = writeln!(out, "        {loc} {{ internal; return {code}; }}");
+            }
+        }
     }
 
     /// `retry`: `proxy_next_upstream` on the codes NGINX can retry on, with `tries` attempts

@@ -1001,17 +1001,9 @@ fn rule_plan(
 /// were given, or its external name); when the inputs hold no Service at all, the cluster DNS
 /// name resolved per request. When they hold Services, one that is not among them does not
 /// exist.
+///
+/// Also whether the backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
 fn resolve(
-    r: &ObjectRef,
-    ns: &str,
-    refs: &Refs<'_>,
-) -> Result<(Target, bool), (&'static str, String)> {
-    resolve_target(r, ns, refs)
-}
-
-/// [`resolve`]: the target, and whether the backend speaks TLS (`appProtocol:
-/// kubernetes.io/wss`).
-fn resolve_target(
     r: &ObjectRef,
     ns: &str,
     refs: &Refs<'_>,

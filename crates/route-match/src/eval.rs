@@ -505,9 +505,19 @@ impl MatchList {
         let Some(ac) = store.automata.get(g.automaton as usize) else { return };
         let literals = store.literal_postings.get(g.literals.range()).unwrap_or_default();
         let name = store.bytes(g.name);
+        // Each literal's entries are taken once, however often it occurs: a value repeating a
+        // literal that many entries share would otherwise push (occurrences x entries).
+        let mut taken: Vec<bool> = Vec::new();
         let mut scan = |value: &[u8]| {
             for m in ac.find_overlapping_iter(value) {
-                if let Some(run) = literals.get(m.pattern().as_usize()) {
+                let id = m.pattern().as_usize();
+                if taken.is_empty() {
+                    taken.resize(literals.len(), false);
+                }
+                if let (Some(run), Some(seen)) = (literals.get(id), taken.get_mut(id))
+                    && !*seen
+                {
+                    *seen = true;
                     hits.extend_from_slice(store.postings(*run));
                 }
             }
