@@ -111,13 +111,17 @@ fn long_regex(c: &mut Criterion) {
 }
 
 /// N regex-only entries with literals the prefilter uses (version, tenant, user-agent and
-/// path-like patterns in turn), the winner last: only patterns whose literals occur run.
+/// path-like patterns in turn, every tenth a caseless version), the winner last: only
+/// patterns whose literals occur run.
 fn prefiltered_regex(c: &mut Criterion) {
     let mut g = c.benchmark_group("winner_last_regex_prefiltered");
     for n in [12, 100, 1000, 10_000] {
         let entries: Vec<String> = (0..n)
             .map(|i| {
                 let cond = match i % 4 {
+                    _ if i % 10 == 9 && i != n - 1 => {
+                        format!(r#""headers":["x-version:RegularExpression:(?i)^v{i}-beta$"]"#)
+                    }
                     0 => format!(r#""headers":["x-version:RegularExpression:^v{i}\\.[0-9]+$"]"#),
                     1 => format!(
                         r#""headers":["x-tenant:RegularExpression:^tenant-{i}(-[a-z]+)?$"]"#

@@ -6,20 +6,24 @@
 //! parser from PCRE2's, so a pattern is analysed only where the two read it the same way:
 //! anything `regex-syntax` refuses (lookaround, backreferences, possessive quantifiers,
 //! `\Q..\E`, verbs, ...) is left out, and so are patterns where both parse but could mean
-//! different things for literals: inline flags with `i` (Unicode case folding of the two
-//! engines is not known to agree) or `x` (whitespace in classes), and classes that hold a
-//! `[` or a `&&`, `--`, `~~` (set operations in `regex-syntax`, plain characters in PCRE2).
-//! A pattern without a finite, non-empty set of non-empty literals is left out too. Left
-//! out means: always run, as before.
+//! different things for literals: an inline `x` flag (whitespace in classes), and classes
+//! that hold a `[` or a `&&`, `--`, `~~` (set operations in `regex-syntax`, plain characters
+//! in PCRE2). A pattern without a finite, non-empty set of non-empty literals is left out too.
+//! Left out means: always run, as before.
+//!
+//! Caseless patterns (`(?i)`): `regex-syntax` spells each letter's case variants out, so the
+//! literals are every spelling a match can start with. The two engines' Unicode case folding
+//! need not agree (tables of different Unicode versions), so such literals are kept only when
+//! they are all ASCII: an ASCII letter's caseless partners are its other ASCII case in both
+//! engines, except `k` and `s`, whose partners U+212A KELVIN SIGN and U+017F LONG S (in PCRE2's
+//! UTF mode as in `regex-syntax`) make the literals non-ASCII, and so left out.
 
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Hir, HirKind};
 
 /// The literals any match of `pattern` starts (or else ends) with, when they can be known.
 pub(crate) fn required_literals(pattern: &str) -> Option<Vec<Vec<u8>>> {
-    if !comparable(pattern) {
-        return None;
-    }
+    let caseless = comparable(pattern)?;
     let hir = regex_syntax::ParserBuilder::new().build().parse(pattern).ok()?;
     // An unanchored search: a leading `X*` (`.*` in `.*Firefox/`) can always match empty,
     // so whether there is a match does not depend on it; the literals after it are needed.
@@ -45,6 +49,9 @@ pub(crate) fn required_literals(pattern: &str) -> Option<Vec<Vec<u8>>> {
             if lits.is_empty() || lits.iter().any(|l| l.as_bytes().is_empty()) {
                 return None;
             }
+            if caseless && lits.iter().any(|l| !l.as_bytes().is_ascii()) {
+                return None;
+            }
             let mut out: Vec<Vec<u8>> = lits.iter().map(|l| l.as_bytes().to_vec()).collect();
             out.sort();
             out.dedup();
@@ -56,14 +63,16 @@ pub(crate) fn required_literals(pattern: &str) -> Option<Vec<Vec<u8>>> {
         })
 }
 
-/// Whether PCRE2 and `regex-syntax` read `pattern` alike as far as literals go (see above).
-fn comparable(pattern: &str) -> bool {
+/// Whether PCRE2 and `regex-syntax` read `pattern` alike as far as literals go (see above):
+/// `None` if not, else whether an inline flag turns on caseless matching somewhere.
+fn comparable(pattern: &str) -> Option<bool> {
+    let mut caseless = false;
     let b = pattern.as_bytes();
     let (mut i, mut in_class) = (0, false);
     while i < b.len() {
         match b[i] {
             b'\\' => i += 1,
-            b'[' if in_class => return false,
+            b'[' if in_class => return None,
             b'[' => {
                 in_class = true;
                 // A `]` right after `[` or `[^` is a member.
@@ -75,20 +84,21 @@ fn comparable(pattern: &str) -> bool {
                 }
             }
             b']' if in_class => in_class = false,
-            b'&' | b'-' | b'~' if in_class && b.get(i + 1) == Some(&b[i]) => return false,
+            b'&' | b'-' | b'~' if in_class && b.get(i + 1) == Some(&b[i]) => return None,
             b'(' if !in_class && b.get(i + 1) == Some(&b'?') => {
                 // Inline flags: (?flags) or (?flags:...).
                 let flags =
                     b[i + 2..].iter().take_while(|c| c.is_ascii_alphabetic() || **c == b'-');
-                if flags.clone().any(|c| *c == b'i' || *c == b'x') {
-                    return false;
+                if flags.clone().any(|c| *c == b'x') {
+                    return None;
                 }
+                caseless |= flags.clone().any(|c| *c == b'i');
             }
             _ => {}
         }
         i += 1;
     }
-    true
+    Some(caseless)
 }
 
 #[cfg(test)]
@@ -114,19 +124,41 @@ mod tests {
     }
 
     #[test]
+    fn caseless_literals_are_every_ascii_spelling() {
+        let v = lits("(?i)^v2\\.[0-9]+$").unwrap();
+        assert_eq!(v.len(), 20, "{v:?}");
+        assert!(v.iter().all(|l| l.starts_with("v2.") || l.starts_with("V2.")), "{v:?}");
+        // Only the caseless group is spelled out.
+        assert_eq!(
+            lits("(?i:ab)-x"),
+            Some(vec!["AB-x", "Ab-x", "aB-x", "ab-x"].into_iter().map(String::from).collect())
+        );
+        // A caseless `k` at the start: the suffixes avoid it.
+        let k = lits("(?i)kelvin").unwrap();
+        assert_eq!(k.len(), 32, "{k:?}");
+        assert!(k.iter().all(|l| l.eq_ignore_ascii_case("elvin")), "{k:?}");
+        // Long caseless words are cut to a part every spelling of which is kept.
+        let ff = lits("(?i)firefox/").unwrap();
+        assert!((16..=64).contains(&ff.len()), "{ff:?}");
+        assert!(ff.iter().all(|l| "firefox/".contains(&l.to_ascii_lowercase())), "{ff:?}");
+    }
+
+    #[test]
     fn patterns_that_could_be_read_differently_are_left_out() {
         for p in [
-            "(?i)firefox", // case folding
-            "(?x) a b",    // extended mode
-            "[a[bc]]x",    // a nested class in regex-syntax, `[` and `]x` in PCRE2
-            "[a&&b]x",     // an intersection in regex-syntax
-            "[a--b]x",     // a difference in regex-syntax
-            "(?<=a)b",     // lookbehind: regex-syntax refuses it
-            "(a)\\1",      // a backreference
-            "\\Qa.b\\E",   // quoting
-            ".*",          // no literal
-            "a?",          // may match empty
-            "\\d+",        // Unicode digits: too many to list
+            "(?i)kick",  // (?i)k also matches U+212A KELVIN SIGN, at both ends
+            "(?i)^best", // (?i)s also matches U+017F LONG S, in prefixes and suffixes
+            "(?i)^café", // a non-ASCII letter under (?i)
+            "(?x) a b",  // extended mode
+            "[a[bc]]x",  // a nested class in regex-syntax, `[` and `]x` in PCRE2
+            "[a&&b]x",   // an intersection in regex-syntax
+            "[a--b]x",   // a difference in regex-syntax
+            "(?<=a)b",   // lookbehind: regex-syntax refuses it
+            "(a)\\1",    // a backreference
+            "\\Qa.b\\E", // quoting
+            ".*",        // no literal
+            "a?",        // may match empty
+            "\\d+",      // Unicode digits: too many to list
         ] {
             assert_eq!(lits(p), None, "{p}");
         }

@@ -10,10 +10,12 @@ use route_match::{Syntax, compile_list};
 
 const METHODS: [&str; 3] = ["GET", "POST", "HEAD"];
 const NAMES: [&str; 3] = ["x-a", "X-B", "v"];
-const VALUES: [&str; 6] = ["1", "2", "a b", "1,2", "a]", "xAy"];
-/// Regex conditions: with literals the prefilter uses (`^[12]`, `2`, `b$`, `a.b`, `.*,2`),
-/// and ones it must leave alone (`(?i)A`, a nested class, `.`).
-const PATTERNS: [&str; 8] = ["^[12]", "2", "b$", "a.b", ".*,2", "(?i)A", "[1[a]]", "."];
+/// `\u{212A}` (KELVIN SIGN) is what PCRE2's `(?i)k` also matches.
+const VALUES: [&str; 7] = ["1", "2", "a b", "1,2", "a]", "xAy", "\u{212A}y"];
+/// Regex conditions: with literals the prefilter uses (`^[12]`, `2`, `b$`, `a.b`, `.*,2`,
+/// caseless `(?i)A`), and ones it must leave alone (`(?i)ky`: a letter with a non-ASCII
+/// caseless partner, a nested class, `.`).
+const PATTERNS: [&str; 9] = ["^[12]", "2", "b$", "a.b", ".*,2", "(?i)A", "(?i)ky", "[1[a]]", "."];
 const PATH_CONDS: [&str; 4] =
     ["PathPrefix:/a", "Exact:/a/b", "RegularExpression:^/a", "PathPrefix:/"];
 const PATHS: [&str; 4] = ["/a", "/a/b", "/ab", "/"];

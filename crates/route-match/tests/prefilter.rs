@@ -6,12 +6,16 @@ mod common;
 use common::Req;
 use route_match::{Outcome, Syntax, compile_list};
 
-/// `n` entries keyed by version, tenant, user agent and a path-like param, in turn.
-fn list(n: usize, caseless_every: usize) -> route_match::MatchList {
+/// `n` entries keyed by version, tenant, user agent and a path-like param, in turn; every
+/// `every`-th one is `odd` instead (`{i}` stands for the entry's number).
+fn list(n: usize, every: usize, odd: &str) -> route_match::MatchList {
     let entries: Vec<String> = (0..n)
         .map(|i| {
-            let cond = if caseless_every > 0 && i % caseless_every == caseless_every - 1 {
-                format!(r#""headers":["x-version:RegularExpression:(?i)^V{i}\\.[0-9]+$"]"#)
+            let cond = if every > 0 && i % every == every - 1 {
+                format!(
+                    r#""headers":["x-version:RegularExpression:{}"]"#,
+                    odd.replace("{i}", &i.to_string())
+                )
             } else {
                 match i % 4 {
                     0 => format!(r#""headers":["x-version:RegularExpression:^v{i}\\.[0-9]+$"]"#),
@@ -40,7 +44,7 @@ fn winner(o: &Outcome<'_>) -> Option<usize> {
 #[test]
 fn only_the_patterns_whose_literals_occur_are_run() {
     for n in [100, 1000, 10_000] {
-        let l = list(n, 0);
+        let l = list(n, 0, "");
         let last = n - 1;
         let reqs = [
             (Req::new("GET").h("x-version", &format!("v{}.3", last - 3)), last - 3),
@@ -66,14 +70,48 @@ fn only_the_patterns_whose_literals_occur_are_run() {
 
 #[test]
 fn entries_without_usable_literals_are_still_run_in_order() {
-    // Every tenth entry is caseless: never prefiltered, always a candidate.
-    let l = list(1000, 10);
-    let r = Req::new("GET").h("x-version", "v999.1");
+    // Every tenth entry has a lookahead: never prefiltered, always a candidate.
+    let l = list(1000, 10, r"^(?!x)V{i}\\.[0-9]+$");
+    let r = Req::new("GET").h("x-version", "V999.1");
     let (outcome, attempts) = l.evaluate_counting(&r);
     assert_eq!(winner(&outcome), Some(999));
     assert_eq!(outcome, l.evaluate_linear(&r));
     assert!((100..=103).contains(&attempts), "{attempts}");
-    // A caseless entry wins where it comes first.
+    // One wins where it comes first.
     let r = Req::new("GET").h("x-version", "V19.2");
     assert_eq!(winner(&l.evaluate(&r)), Some(19));
+}
+
+#[test]
+fn caseless_entries_are_prefiltered_by_every_spelling() {
+    // Every tenth entry is caseless: its literals are all the spellings of `v<i>.`.
+    let l = list(1000, 10, r"(?i)^V{i}\\.[0-9]+$");
+    for (value, want) in [("v999.1", 999), ("V999.1", 999), ("V19.2", 19), ("v19.2", 19)] {
+        let r = Req::new("GET").h("x-version", value);
+        let (outcome, attempts) = l.evaluate_counting(&r);
+        assert_eq!(winner(&outcome), Some(want), "{value}");
+        assert_eq!(outcome, l.evaluate_linear(&r), "{value}");
+        assert!(attempts <= 3, "{value}: {attempts} attempts");
+    }
+}
+
+#[test]
+fn caseless_letters_with_non_ascii_partners_are_not_prefiltered() {
+    // PCRE2 (UTF mode) matches U+212A KELVIN SIGN for (?i)k and U+017F LONG S for (?i)s: such
+    // patterns must still run, and match.
+    let l = compile_list(
+        r#"[{"headers":["x:RegularExpression:(?i)^kelvin$"],"redirectPath":"/k"},
+            {"headers":["x:RegularExpression:(?i)^best$"],"redirectPath":"/s"},
+            {"headers":["x:RegularExpression:(?i)^other$"],"redirectPath":"/o"}]"#
+            .as_bytes(),
+        Syntax::Auto,
+    )
+    .unwrap()
+    .list;
+    for (value, want) in [("\u{212A}elvin", 0), ("KELVIN", 0), ("be\u{17F}t", 1), ("OTHER", 2)] {
+        let r = Req::new("GET").h("x", value);
+        let outcome = l.evaluate(&r);
+        assert_eq!(winner(&outcome), Some(want), "{value:?}");
+        assert_eq!(outcome, l.evaluate_linear(&r), "{value:?}");
+    }
 }
