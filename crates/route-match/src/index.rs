@@ -209,11 +209,14 @@ impl Iterator for Candidates<'_> {
     fn next(&mut self) -> Option<usize> {
         let mut min: Option<u32> = None;
         for list in &mut self.lists[..self.len] {
-            // Drop what was already returned (the same entry can sit in several lists).
-            let skip = list.partition_point(|&i| i < self.next_min);
-            *list = &list[skip..];
-            if let Some(&head) = list.first() {
-                min = Some(min.map_or(head, |m| m.min(head)));
+            // Drop what was already returned (the same entry can sit in several lists): each
+            // list is sorted and was at or past the last answer, so that is its head at most.
+            while let Some((&head, rest)) = list.split_first() {
+                if head >= self.next_min {
+                    min = Some(min.map_or(head, |m| m.min(head)));
+                    break;
+                }
+                *list = rest;
             }
         }
         let m = min?;
