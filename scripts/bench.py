@@ -480,7 +480,15 @@ def report(results, load):
               "scripts/bench.sh", "```", "",
               "Without the two `NJS_*` variables the njs rows are skipped. `BENCH_ROUNDS`,",
               "`BENCH_WRK_SECONDS` and `BENCH_ONLY=<regex of scenario names>` adjust the run.", ""]
-    (ROOT / "docs" / "BENCHMARKS.md").write_text("\n".join(lines))
+    # The NGF-shaped section is scripts/ngf-scale.sh's: kept as it is.
+    doc = ROOT / "docs" / "BENCHMARKS.md"
+    kept = ""
+    if doc.exists():
+        old = doc.read_text()
+        begin, end = old.find("<!-- ngf-scale: begin"), old.find("<!-- ngf-scale: end -->")
+        if 0 <= begin < end:
+            kept = "\n" + old[begin:end + len("<!-- ngf-scale: end -->")] + "\n"
+    doc.write_text("\n".join(lines) + kept)
     plot(results)
     print((ROOT / "docs" / "BENCHMARKS.md").read_text())
 

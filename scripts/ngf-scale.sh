@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# NGF-shaped configurations (R HTTPRoutes x 3 rules, written by httproute-nginx), the module
+# against njs and against a plain `return 200`, on Debian's NGINX 1.22.1: `nginx -t`, startup,
+# RSS/PSS after start and traffic, reload time, private memory during a reload. Writes the NGF
+# section of docs/BENCHMARKS.md and docs/ngf-scale.png. About 10 minutes on 2 cores.
+#   NJS_HTTPMATCHES=/path/to/httpmatches.js   NGF's script (not part of this repository): adds njs
+#   NGF_SCALE_SIZES=200,1000,3000,10000       the values of R
+#   NGF_SCALE_REPORT_ONLY=1                   rewrite the section and plot from the last results
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh libnginx-mod-http-js python3-matplotlib
+out=$(scripts/build.sh --system)
+export BENCH_MODULE BENCH_NGINX BENCH_GENERATOR
+BENCH_MODULE=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
+BENCH_NGINX=$(echo "$out" | sed -n 's/^nginx=//p' | tail -n 1)
+cargo build -q --release -p httproute-nginx
+BENCH_GENERATOR=$PWD/target/release/httproute-nginx
+# The system Python has matplotlib from Debian's python3-matplotlib.
+exec /usr/bin/python3 scripts/lib/ngf_scale.py
