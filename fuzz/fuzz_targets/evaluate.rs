@@ -11,12 +11,13 @@ use route_match::{Outcome, RequestView, Syntax, compile_list};
 use serde_json::{Value, json};
 
 /// Values and patterns; the regex ones include shapes the prefilter uses (`^v[0-9]+$`,
-/// `.*TEST`, `v2\.`, caseless `(?i)v2`) and ones PCRE2 and regex-syntax read differently,
-/// which it must leave alone (`[a[b]]x`, `[x&&y]`, `(?i)test`: (?i)s and (?i)k also match
-/// U+017F and U+212A, two of the values).
-const WORDS: [&str; 17] = [
+/// `.*TEST`, `v2\.`, caseless `(?i)v2`, length bounds `^v2$`) and ones PCRE2 and
+/// regex-syntax read differently, which it must leave alone (`[a[b]]x`, `[x&&y]`, `(?i)test`:
+/// (?i)s and (?i)k also match U+017F and U+212A, two of the values; `x\<y`, `a\vb`).
+const WORDS: [&str; 23] = [
     "v2", "x", "TEST", "a b", "1,2", "^v[0-9]+$", "(a+)+$", "/a", ".*TEST", "v2\\.", "[a[b]]x",
-    "[x&&y]", "(?i)test", "a]x", "(?i)v2", "te\u{17F}t", "\u{212A}",
+    "[x&&y]", "(?i)test", "a]x", "(?i)v2", "te\u{17F}t", "\u{212A}", "^v2$", "v2\n", "x\\<y",
+    "x<y", "a\\vb", "a\nb",
 ];
 
 #[derive(Arbitrary, Debug)]

@@ -130,6 +130,9 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
     /// address, length) names one question: asked again (the same pattern in several entries),
     /// it is answered from the memo, not matched again.
     fn regex(&self, p: &Pattern, subject: &[u8], entry: usize) -> bool {
+        if !p.could_match_len(subject.len()) {
+            return false;
+        }
         if self.budget.spent() {
             // Every regex condition after the budget ran out counts as not matched.
             return false;

@@ -25,6 +25,9 @@ const HEAP_LIMIT_KIB: u32 = 16 * 1024;
 pub struct Pattern {
     source: Box<str>,
     regex: Regex,
+    /// Byte lengths of the subjects it can match, for a pattern anchored at both ends
+    /// (see `prefilter::length_bounds`).
+    bounds: Option<(usize, Option<usize>)>,
 }
 
 /// What stopped a match attempt before it could answer (the match limit, a JIT stack limit).
@@ -36,7 +39,11 @@ impl Pattern {
     /// The error text is PCRE2's, with the offset in the pattern.
     pub fn new(source: &str) -> Result<Pattern, String> {
         let regex = Regex::new(source).map_err(|e| e.to_string())?;
-        Ok(Pattern { source: source.into(), regex })
+        Ok(Pattern {
+            source: source.into(),
+            regex,
+            bounds: crate::prefilter::length_bounds(source),
+        })
     }
 
     /// The pattern as written in the match list.
@@ -48,6 +55,12 @@ impl Pattern {
     /// JIT machine code.
     pub fn memory(&self) -> usize {
         crate::store::malloc_size(self.source.len()) + self.regex.memory()
+    }
+
+    /// Whether a subject of `len` bytes can match at all: `false` only for a pattern anchored
+    /// at both ends whose matches cannot have that length.
+    pub fn could_match_len(&self, len: usize) -> bool {
+        self.bounds.is_none_or(|(min, max)| len >= min && max.is_none_or(|m| len <= m))
     }
 
     /// Unanchored search, at most [`MATCH_LIMIT`] steps.

@@ -6,10 +6,18 @@
 //! parser from PCRE2's, so a pattern is analysed only where the two read it the same way:
 //! anything `regex-syntax` refuses (lookaround, backreferences, possessive quantifiers,
 //! `\Q..\E`, verbs, ...) is left out, and so are patterns where both parse but could mean
-//! different things for literals: an inline `x` flag (whitespace in classes), and classes
-//! that hold a `[` or a `&&`, `--`, `~~` (set operations in `regex-syntax`, plain characters
-//! in PCRE2). A pattern without a finite, non-empty set of non-empty literals is left out too.
-//! Left out means: always run, as before.
+//! different things for literals: an inline `x` flag (whitespace in classes), classes that
+//! hold a `[` or a `&&`, `--`, `~~` (set operations in `regex-syntax`, plain characters in
+//! PCRE2), the escapes `\v` (a vertical tab in `regex-syntax`, any vertical space in PCRE2),
+//! `\<`, `\>`, `\b{..}`, `\B{..}` (word-boundary assertions in `regex-syntax`, characters in
+//! PCRE2) and `\p`, `\P` (Unicode tables of versions that need not agree). A pattern without
+//! a finite, non-empty set of non-empty literals is left out too. Left out means: always run,
+//! as before.
+//!
+//! Besides literals: the byte lengths a subject can have if a pattern anchored at both ends
+//! (`^...$`, `\A...\z`) is to match it, so that a value of another length is refused without
+//! PCRE2 (one longer than the maximum is still tried: PCRE2's `$` also matches before a final
+//! newline).
 //!
 //! Caseless patterns (`(?i)`): `regex-syntax` spells each letter's case variants out, so the
 //! literals are every spelling a match can start with. The two engines' Unicode case folding
@@ -19,7 +27,26 @@
 //! UTF mode as in `regex-syntax`) make the literals non-ASCII, and so left out.
 
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
-use regex_syntax::hir::{Hir, HirKind};
+use regex_syntax::hir::{Hir, HirKind, Look};
+
+/// The byte lengths of the subjects `pattern` can match, when it is anchored at both ends
+/// and the two parsers read it alike: (minimum, maximum if bounded). Caseless patterns are
+/// left out (a case partner in one engine's Unicode tables but not the other's could have
+/// another length).
+pub(crate) fn length_bounds(pattern: &str) -> Option<(usize, Option<usize>)> {
+    if comparable(pattern)? {
+        return None;
+    }
+    let hir = regex_syntax::ParserBuilder::new().build().parse(pattern).ok()?;
+    let props = hir.properties();
+    let anchored = props.look_set_prefix().contains(Look::Start)
+        && props.look_set_suffix().contains(Look::End);
+    if !anchored {
+        return None;
+    }
+    // `$` (read as the very end by regex-syntax) also matches before a final newline in PCRE2.
+    Some((props.minimum_len()?, props.maximum_len().map(|m| m + 1)))
+}
 
 /// The literals any match of `pattern` starts (or else ends) with, when they can be known.
 pub(crate) fn required_literals(pattern: &str) -> Option<Vec<Vec<u8>>> {
@@ -71,7 +98,14 @@ fn comparable(pattern: &str) -> Option<bool> {
     let (mut i, mut in_class) = (0, false);
     while i < b.len() {
         match b[i] {
-            b'\\' => i += 1,
+            b'\\' => {
+                i += 1;
+                match b.get(i) {
+                    Some(b'v' | b'<' | b'>' | b'p' | b'P') => return None,
+                    Some(b'b' | b'B') if b.get(i + 1) == Some(&b'{') => return None,
+                    _ => {}
+                }
+            }
             b'[' if in_class => return None,
             b'[' => {
                 in_class = true;
@@ -161,6 +195,16 @@ mod tests {
             "\\d+",      // Unicode digits: too many to list
         ] {
             assert_eq!(lits(p), None, "{p}");
+        }
+    }
+
+    #[test]
+    fn length_bounds_of_patterns_anchored_at_both_ends() {
+        assert_eq!(length_bounds("^v[0-9]$"), Some((2, Some(3))));
+        assert_eq!(length_bounds("\\A(ab|c)\\z"), Some((1, Some(3))));
+        assert_eq!(length_bounds("^a+$"), Some((1, None)));
+        for p in ["^ab", "ab$", "(?m)^ab$", "^a$|b", "(?i)^ab$", "^a\\vb$", "^(?=a)a$"] {
+            assert_eq!(length_bounds(p), None, "{p}");
         }
     }
 }

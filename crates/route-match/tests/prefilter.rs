@@ -115,3 +115,58 @@ fn caseless_letters_with_non_ascii_partners_are_not_prefiltered() {
         assert_eq!(outcome, l.evaluate_linear(&r), "{value:?}");
     }
 }
+
+#[test]
+fn anchored_patterns_refuse_values_of_other_lengths_without_an_attempt() {
+    // UUID-like ids and two-digit versions: no literal a scan could use, but fixed lengths.
+    let l = compile_list(
+        br#"[{"headers":["x-id:RegularExpression:^[0-9a-f]{8}-[0-9a-f]{4}$"],"redirectPath":"/id"},
+            {"headers":["x-v:RegularExpression:^v[0-9]{2}$"],"redirectPath":"/v"},
+            {"headers":["x-v:RegularExpression:^w[0-9]{2}"],"redirectPath":"/w"}]"#,
+        Syntax::Auto,
+    )
+    .unwrap()
+    .list;
+    let cases = [
+        (Req::new("GET").h("x-id", "0123abcd-ef01"), Some(0), 1),
+        (Req::new("GET").h("x-id", "0123abcd-ef0123"), None, 0),
+        // One byte over (13 + a newline PCRE2 allows) is still tried.
+        (Req::new("GET").h("x-id", "0123abcd-ef012"), None, 1),
+        (Req::new("GET").h("x-id", "0123abcd-ef0"), None, 0),
+        (Req::new("GET").h("x-v", "v12"), Some(1), 1),
+        // PCRE2's `$` matches before a final newline: that length is still tried.
+        (Req::new("GET").h("x-v", "v12\n"), Some(1), 1),
+        // Too long for entry 1, not anchored at the end for entry 2: only that one runs.
+        (Req::new("GET").h("x-v", "w123456"), Some(2), 1),
+    ];
+    for (r, want, attempts) in cases {
+        let (outcome, n) = l.evaluate_counting(&r);
+        assert_eq!(winner(&outcome), want);
+        assert_eq!(outcome, l.evaluate_linear(&r));
+        assert_eq!(n, attempts, "{want:?}");
+    }
+}
+
+#[test]
+fn escapes_the_two_parsers_read_differently_still_match() {
+    // regex-syntax reads `\<` and `\b{start}` as assertions and `\v` as a vertical tab;
+    // PCRE2 reads `<`, `\b` then `{start}`, and any vertical space. Filed by regex-syntax's
+    // literals (or bounded by its lengths), these entries would be skipped. Six more entries
+    // make the list long enough to be indexed.
+    let fillers: String = (0..6)
+        .map(|i| format!(r#",{{"headers":["y:RegularExpression:^f{i}"],"redirectPath":"/f{i}"}}"#))
+        .collect();
+    let json = format!(
+        r#"[{{"headers":["x:RegularExpression:x\\<y"],"redirectPath":"/lt"}},
+            {{"headers":["x:RegularExpression:^a\\vb$"],"redirectPath":"/v"}},
+            {{"headers":["x:RegularExpression:a\\b{{start}}"],"redirectPath":"/b"}}{fillers}]"#
+    );
+    let l = compile_list(json.as_bytes(), Syntax::Auto).unwrap().list;
+    assert_eq!(l.len(), 9);
+    for (value, want) in [("x<y", 0), ("a\nb", 1), ("a\u{2028}b", 1), ("a{start}", 2)] {
+        let r = Req::new("GET").h("x", value);
+        let outcome = l.evaluate(&r);
+        assert_eq!(winner(&outcome), Some(want), "{value:?}");
+        assert_eq!(outcome, l.evaluate_linear(&r), "{value:?}");
+    }
+}
