@@ -261,6 +261,7 @@ fn gateway(carrier: Carrier, map: &BackendMap, port: u16, tls_port: u16) -> Ngin
         certificates: Default::default(),
         resolvers: Vec::new(),
         experimental: false,
+        nginx_version: common::nginx_version(),
     };
     let (generated, warnings) = httproute_nginx::generate(&[src], map, &opts).expect("generate");
     assert!(warnings.is_empty(), "{warnings:?}");

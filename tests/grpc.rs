@@ -1,7 +1,8 @@
 //! GRPCRoute through a configuration written by httproute-nginx, with real gRPC servers and a
 //! real gRPC client (grpcio, Debian's python3-grpcio; `tests/grpc/echo.py`): calls over h2c
 //! with prior knowledge reach the backend their method and headers select, and HTTP/1.1 keeps
-//! working on the same port.
+//! working on the same port (NGINX 1.25.1 and later; before, such a port keeps HTTP/1.1 only,
+//! and a port of GRPCRoutes alone speaks h2c).
 
 mod common;
 
@@ -19,11 +20,7 @@ fn script() -> String {
 
 /// `nginx -v` says 1.25.1 or later (`http2 on`, h2c beside HTTP/1.1 on one port).
 fn nginx_has_http2_directive() -> bool {
-    let out = Command::new(common::nginx_binary()).arg("-v").output().expect("nginx -v");
-    let text = String::from_utf8_lossy(&out.stderr);
-    let version = text.split("nginx/").nth(1).unwrap_or("").trim();
-    let v: Vec<u32> = version.split('.').filter_map(|p| p.parse().ok()).collect();
-    v >= vec![1, 25, 1]
+    common::nginx_version() >= (1, 25, 1)
 }
 
 struct Servers(Child);
@@ -67,10 +64,6 @@ fn call(port: u16, method: &str, authority: &str, meta: &[&str]) -> String {
 
 #[test]
 fn grpc_calls_route_by_service_method_and_headers() {
-    if !nginx_has_http2_directive() {
-        eprintln!("skipped: this NGINX is older than 1.25.1 (no `http2 on`)");
-        return;
-    }
     let ports = free_ports(5);
     let (port, blue, green, regex, web) = (ports[0], ports[1], ports[2], ports[3], ports[4]);
     let _servers = grpc_servers(&[("blue", blue), ("green", green), ("regex", regex)]);
@@ -121,6 +114,20 @@ spec:
     }
     let (p, warnings) =
         common::generated("grpc", &yaml, port, &backends, &common::generator_options());
+    if !nginx_has_http2_directive() {
+        // One port cannot carry both before 1.25.1: HTTP/1.1 stays, the GRPCRoute is refused.
+        assert!(
+            warnings.len() == 1
+                && warnings[0].contains("cannot serve HTTP/1.1 and cleartext HTTP/2")
+                && warnings[0].contains("default/echo"),
+            "{warnings:?}"
+        );
+        let gw = p.start();
+        assert!(call(port, "/echo.Echo/Say", "grpc.test", &["x-tag=blue"]).starts_with("ERROR"));
+        let r = gw.raw(b"GET / HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n").unwrap();
+        assert_eq!((r.status, r.body.as_str()), (200, "web\n"));
+        return;
+    }
     assert!(warnings.is_empty(), "{warnings:?}");
     let gw = p.start();
 
@@ -142,4 +149,63 @@ spec:
     // HTTP/1.1 on the same port still works.
     let r = gw.raw(b"GET / HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n").unwrap();
     assert_eq!((r.status, r.body.as_str()), (200, "web\n"));
+}
+
+#[test]
+fn grpc_on_a_listener_of_its_own_works_on_every_nginx() {
+    // A port for GRPCRoutes only: h2c with `http2 on` (1.25.1 and later) or `listen ... http2`
+    // (before); HTTP/1.1 routes on another port are untouched either way.
+    let ports = free_ports(4);
+    let (port, web_port, blue, web) = (ports[0], ports[1], ports[2], ports[3]);
+    let _servers = grpc_servers(&[("blue", blue)]);
+    let _web = Prefix::new_on(
+        "web-own",
+        "server { listen 127.0.0.1:{PORT}; return 200 \"web\\n\"; }",
+        &[],
+        web,
+    )
+    .start();
+    let yaml = format!(
+        r#"kind: Gateway
+metadata: {{name: gw}}
+spec:
+  gatewayClassName: nginx
+  listeners:
+  - {{name: g, port: {port}, protocol: HTTP}}
+  - {{name: h, port: {web_port}, protocol: HTTP}}
+---
+kind: GRPCRoute
+metadata: {{name: echo}}
+spec:
+  parentRefs: [{{name: gw, sectionName: g}}]
+  rules:
+  - matches: [{{method: {{service: echo.Echo, method: Say}}}}]
+    backendRefs: [{{name: blue, port: 80}}]
+---
+kind: HTTPRoute
+metadata: {{name: web}}
+spec:
+  parentRefs: [{{name: gw, sectionName: h}}]
+  rules:
+  - backendRefs: [{{name: web, port: 80}}]
+"#
+    );
+    let mut backends = BackendMap::new();
+    backends.insert("default/blue:80".into(), format!("127.0.0.1:{blue}"));
+    backends.insert("default/web:80".into(), format!("127.0.0.1:{web}"));
+    let (p, warnings) =
+        common::generated("grpc-own", &yaml, port, &backends, &common::generator_options());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let legacy = !nginx_has_http2_directive();
+    let conf = std::fs::read_to_string(p.dir.join(&p.conf)).unwrap();
+    assert_eq!(conf.contains(&format!("listen 127.0.0.1:{port} http2")), legacy, "{conf}");
+    let _gw = p.start();
+    assert_eq!(call(port, "/echo.Echo/Say", "any.test", &[]), "blue /echo.Echo/Say");
+    assert_eq!(call(port, "/echo.Echo/Other", "any.test", &[]), "ERROR UNIMPLEMENTED");
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", web_port)).unwrap();
+    std::io::Write::write_all(&mut s, b"GET / HTTP/1.1\r\nHost: w\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut s, &mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200") && text.ends_with("web\n"), "{text}");
 }

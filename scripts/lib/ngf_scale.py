@@ -96,9 +96,12 @@ def generate(routes):
     shutil.rmtree(base, ignore_errors=True)
     manifests(base / "in", routes)
     out = base / "generated"
+    version = re.search(r"nginx/(\d+\.\d+\.\d+)",
+                        subprocess.run([NGINX, "-v"], capture_output=True, text=True).stderr)
     subprocess.run([GENERATOR, "generate", "-f", str(base / "in"), "--backends",
                     str(base / "in" / "backends.txt"), "-o", str(out), "--module", MODULE,
-                    "--listen-address", "127.0.0.1"], check=True, capture_output=True)
+                    "--listen-address", "127.0.0.1", "--nginx-version", version.group(1)],
+                   check=True, capture_output=True)
     conf = (out / "nginx.conf").read_text()
     matches = out / "matches.json"
     # The probe the reload waits for: a server of its own, its answer changed before each SIGHUP.

@@ -364,6 +364,19 @@ pub fn generator_options() -> httproute_nginx::Options {
         certificates: Default::default(),
         resolvers: Vec::new(),
         experimental: false,
+        nginx_version: nginx_version(),
+    }
+}
+
+/// The version of the NGINX under test, from `nginx -v`.
+pub fn nginx_version() -> (u32, u32, u32) {
+    let out = std::process::Command::new(nginx_binary()).arg("-v").output().expect("nginx -v");
+    let text = String::from_utf8_lossy(&out.stderr);
+    let version = text.split("nginx/").nth(1).unwrap_or("").split_whitespace().next().unwrap_or("");
+    let v: Vec<u32> = version.split('.').filter_map(|p| p.parse().ok()).collect();
+    match v[..] {
+        [a, b, c, ..] => (a, b, c),
+        _ => panic!("cannot read the version in {text:?}"),
     }
 }
 

@@ -34,6 +34,9 @@ pub struct Options {
     pub resolvers: Vec<String>,
     /// Generate Experimental-channel fields (`retry`); without it they are warned about.
     pub experimental: bool,
+    /// The NGINX the configuration is for (major, minor, patch): before 1.25.1 HTTP/2 is a
+    /// `listen` parameter (see `Plan::fit_nginx`).
+    pub nginx_version: (u32, u32, u32),
 }
 
 pub struct Output {
@@ -102,6 +105,12 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
             if port.tls {
                 listen.push_str(" ssl");
             }
+            let legacy_http2 = opts.nginx_version < crate::plan::HTTP2_DIRECTIVE;
+            if port.http2 && legacy_http2 {
+                // Before 1.25.1 (see `Plan::fit_nginx`): over TLS, ALPN keeps HTTP/1.1; a
+                // plain port only gets here when it serves GRPCRoutes alone (h2c).
+                listen.push_str(" http2");
+            }
             let _ = writeln!(servers, "\n    server {{");
             match &server.hostname {
                 None => {
@@ -113,7 +122,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                     let _ = writeln!(servers, "        server_name {h};");
                 }
             }
-            if port.http2 {
+            if port.http2 && !legacy_http2 {
                 // gRPC: HTTP/2 by ALPN over TLS, or with prior knowledge (h2c) on a plain port,
                 // where HTTP/1.1 still works (NGINX 1.25.1 and later).
                 let _ = writeln!(servers, "        http2 on;");

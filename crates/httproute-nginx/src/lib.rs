@@ -67,7 +67,8 @@ pub fn generate(
 ) -> Result<(Output, Vec<String>), String> {
     let model = model::load(inputs).map_err(|e| e.to_string())?;
     let given: std::collections::BTreeSet<String> = opts.certificates.keys().cloned().collect();
-    let plan = plan::plan_with(&model, backends, &given);
+    let mut plan = plan::plan_with(&model, backends, &given);
+    plan.fit_nginx(opts.nginx_version);
     let mut out = emit::emit(&plan, opts)?;
     let mut warnings = plan.warnings;
     warnings.append(&mut out.warnings);

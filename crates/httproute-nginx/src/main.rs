@@ -59,6 +59,10 @@ enum Command {
         /// about and left out.
         #[arg(long)]
         experimental: bool,
+        /// The version of the NGINX that runs the configuration (MAJOR.MINOR[.PATCH]): before
+        /// 1.25.1, HTTP/2 for GRPCRoutes is written as a `listen` parameter.
+        #[arg(long, value_parser = parse_version, default_value = "1.28.0")]
+        nginx_version: (u32, u32, u32),
         /// Also write the Gateway API status (conditions of every Gateway, listener and
         /// HTTPRoute parentRef) to this file, as YAML.
         #[arg(long = "status")]
@@ -84,6 +88,17 @@ enum Command {
         #[arg(long = "query")]
         query: Vec<String>,
     },
+}
+
+fn parse_version(s: &str) -> Result<(u32, u32, u32), String> {
+    let bad = || format!("{s:?}: expected MAJOR.MINOR[.PATCH], e.g. 1.22.1");
+    let parts: Vec<u32> =
+        s.split('.').map(|p| p.parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
+    match parts[..] {
+        [a, b] => Ok((a, b, 0)),
+        [a, b, c] => Ok((a, b, c)),
+        _ => Err(bad()),
+    }
 }
 
 fn parse_certificate(s: &str) -> Result<(String, (String, String)), String> {
@@ -138,6 +153,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             certificates,
             mut resolvers,
             experimental,
+            nginx_version,
             status,
         } => {
             let map = backends(&input)?;
@@ -147,8 +163,15 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     .map(|t| httproute_nginx::resolv_conf_nameservers(&t))
                     .unwrap_or_default();
             }
-            let opts =
-                Options { module, carrier, listen_address, certificates, resolvers, experimental };
+            let opts = Options {
+                module,
+                carrier,
+                listen_address,
+                certificates,
+                resolvers,
+                experimental,
+                nginx_version,
+            };
             let (out, warnings) = httproute_nginx::generate(&input.files, &map, &opts)?;
             for w in &warnings {
                 eprintln!("httproute-nginx: warning: {w}");

@@ -643,6 +643,74 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
     Plan { ports: out, warnings, secrets, status }
 }
 
+impl Plan {
+    /// Fits the plan to the NGINX that will run it (`version`: major, minor, patch). Before
+    /// 1.25.1 there is no `http2` directive: HTTP/2 is a `listen` parameter, and on a plain
+    /// port it makes the port speak only HTTP/2 with prior knowledge. So a plain port that
+    /// serves GRPCRoutes and HTTP/1.1 routes together keeps HTTP/1.1: its GRPCRoutes cannot be
+    /// served there (a warning, and `Accepted: False` for a GRPCRoute served nowhere else).
+    pub fn fit_nginx(&mut self, version: (u32, u32, u32)) {
+        if version >= HTTP2_DIRECTIVE {
+            return;
+        }
+        let mut lost: BTreeMap<String, BTreeSet<u16>> = BTreeMap::new();
+        let mut kept: BTreeSet<String> = BTreeSet::new();
+        for port in &mut self.ports {
+            let rules = || port.servers.iter().flat_map(|s| s.rules.iter());
+            let grpc: BTreeSet<String> =
+                rules().filter(|r| r.grpc).map(|r| r.route.clone()).collect();
+            if grpc.is_empty() {
+                continue;
+            }
+            if port.tls || rules().all(|r| r.grpc) {
+                kept.extend(grpc);
+                continue;
+            }
+            port.http2 = false;
+            self.warnings.push(format!(
+                "port {}: NGINX {}.{}.{} cannot serve HTTP/1.1 and cleartext HTTP/2 (gRPC) on one \
+                 port (1.25.1 can): the GRPCRoutes {} are not served there; give them a \
+                 listener of their own or a TLS one",
+                port.port,
+                version.0,
+                version.1,
+                version.2,
+                grpc.iter().cloned().collect::<Vec<_>>().join(", ")
+            ));
+            for route in grpc {
+                lost.entry(route).or_default().insert(port.port);
+            }
+        }
+        for route in &mut self.status.routes {
+            let id = format!("{}/{}", route.namespace, route.name);
+            let Some(ports) = lost.get(&id).filter(|_| route.grpc && !kept.contains(&id)) else {
+                continue;
+            };
+            for (_, conditions) in &mut route.parents {
+                if let Some(c) = conditions.iter_mut().find(|c| c.kind == "Accepted" && c.ok) {
+                    *c = Condition::no(
+                        "Accepted",
+                        "UnsupportedValue",
+                        format!(
+                            "NGINX {}.{}.{} cannot serve cleartext HTTP/2 beside HTTP/1.1 on \
+                             port {}",
+                            version.0,
+                            version.1,
+                            version.2,
+                            ports.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+        self.warnings.sort();
+        self.warnings.dedup();
+    }
+}
+
+/// The first NGINX with the `http2` directive (and HTTP/1.1 beside cleartext HTTP/2).
+pub const HTTP2_DIRECTIVE: (u32, u32, u32) = (1, 25, 1);
+
 /// A GRPCRoute and an HTTPRoute attached to one listener with hostnames in common: the spec
 /// accepts exactly one of them there, the older (then the first by namespace/name).
 fn reject_kind_conflicts(

@@ -20,6 +20,7 @@ fn opts(carrier: Carrier) -> Options {
         certificates: Default::default(),
         resolvers: vec!["127.0.0.1:53".into()],
         experimental: false,
+        nginx_version: (1, 28, 0),
     }
 }
 
@@ -898,4 +899,51 @@ fn app_protocol_of_the_service_port_decides_how_the_backend_is_spoken_to() {
         status.contains("rules[1] (h2).backendRefs: Service default/h2c port 80 speaks"),
         "{status}"
     );
+}
+
+#[test]
+fn grpc_before_nginx_1_25_1_uses_listen_http2_and_never_on_a_port_with_http_routes() {
+    // Port 80: GRPCRoute and HTTPRoute; 81: GRPCRoute only; 443: both, over TLS.
+    let yaml = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  \
+        - {name: mixed, port: 80, protocol: HTTP}\n  \
+        - {name: alone, port: 81, protocol: HTTP, hostname: g.test}\n  \
+        - {name: tls, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: c}]}}\n---\n\
+        kind: Secret\nmetadata: {name: c}\ntype: kubernetes.io/tls\n\
+        data: {tls.crt: Y2VydA==, tls.key: a2V5}\n---\n\
+        kind: GRPCRoute\nmetadata: {name: mixed-grpc}\nspec:\n  \
+        parentRefs: [{name: gw, sectionName: mixed}]\n  hostnames: [g.test]\n  \
+        rules: [{matches: [{method: {service: a.B}}]}]\n---\n\
+        kind: GRPCRoute\nmetadata: {name: alone-grpc}\nspec:\n  \
+        parentRefs: [{name: gw, sectionName: alone}]\n  hostnames: [g.test]\n  \
+        rules: [{matches: [{method: {service: a.B}}]}]\n---\n\
+        kind: GRPCRoute\nmetadata: {name: tls-grpc}\nspec:\n  \
+        parentRefs: [{name: gw, sectionName: tls}]\n  hostnames: [g.test]\n  \
+        rules: [{matches: [{method: {service: a.B}}]}]\n---\n\
+        kind: HTTPRoute\nmetadata: {name: web}\nspec:\n  \
+        parentRefs: [{name: gw, sectionName: mixed}, {name: gw, sectionName: tls}]\n  \
+        hostnames: [w.test]\n  rules: [{backendRefs: []}]\n";
+    let dir = std::env::temp_dir().join(format!("hr-legacy-h2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), yaml).unwrap();
+    let old = Options { nginx_version: (1, 22, 1), ..opts(Carrier::Preload) };
+    let (out, warnings) = generate(std::slice::from_ref(&dir), &BackendMap::new(), &old).unwrap();
+    let conf = &out.nginx_conf;
+    assert!(!conf.contains("http2 on;"), "{conf}");
+    assert!(conf.contains("listen 81 http2;") && conf.contains("listen 443 ssl http2"), "{conf}");
+    assert!(!conf.contains("listen 80 http2") && conf.contains("listen 80"), "{conf}");
+    assert!(
+        warnings.iter().any(|w| w.starts_with("port 80: NGINX 1.22.1 cannot serve HTTP/1.1 and")
+            && w.contains("default/mixed-grpc")),
+        "{warnings:?}"
+    );
+    // The GRPCRoute served nowhere else is not accepted; the others are.
+    let status = &out.status;
+    let after = |name: &str| status.split(&format!("name: {name}\n")).nth(1).unwrap().to_owned();
+    assert!(after("mixed-grpc").contains("reason: UnsupportedValue"), "{status}");
+    assert!(!after("alone-grpc").split("name: ").next().unwrap().contains("UnsupportedValue"));
+    // NGINX 1.25.1 and later: `http2 on` everywhere, no warning.
+    let (out, warnings) = generate(&[dir], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
+    assert!(out.nginx_conf.contains("http2 on;"), "{}", out.nginx_conf);
+    assert!(!out.nginx_conf.contains(" http2;"), "{}", out.nginx_conf);
+    assert!(warnings.iter().all(|w| !w.contains("cannot serve HTTP/1.1")), "{warnings:?}");
 }
