@@ -154,10 +154,13 @@ spec:
 #[test]
 fn grpc_on_a_listener_of_its_own_works_on_every_nginx() {
     // A port for GRPCRoutes only: h2c with `http2 on` (1.25.1 and later) or `listen ... http2`
-    // (before); HTTP/1.1 routes on another port are untouched either way.
-    let ports = free_ports(4);
-    let (port, web_port, blue, web) = (ports[0], ports[1], ports[2], ports[3]);
-    let _servers = grpc_servers(&[("blue", blue)]);
+    // (before); HTTP/1.1 routes on another port are untouched either way. GRPCRoute
+    // precedence: a match naming the service beats one naming only the method, whatever
+    // the rule order (as paths, a method alone is a regex, which would rank above a prefix).
+    let ports = free_ports(6);
+    let (port, web_port, blue, svc, mo, web) =
+        (ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]);
+    let _servers = grpc_servers(&[("blue", blue), ("svc", svc), ("mo", mo)]);
     let _web = Prefix::new_on(
         "web-own",
         "server { listen 127.0.0.1:{PORT}; return 200 \"web\\n\"; }",
@@ -179,7 +182,11 @@ metadata: {{name: echo}}
 spec:
   parentRefs: [{{name: gw, sectionName: g}}]
   rules:
-  - matches: [{{method: {{service: echo.Echo, method: Say}}}}]
+  - matches: [{{method: {{method: Say}}}}]
+    backendRefs: [{{name: mo, port: 80}}]
+  - matches: [{{method: {{service: echo.Echo}}}}]
+    backendRefs: [{{name: svc, port: 80}}]
+  - matches: [{{method: {{service: echo.Echo, method: Hello}}}}]
     backendRefs: [{{name: blue, port: 80}}]
 ---
 kind: HTTPRoute
@@ -191,8 +198,9 @@ spec:
 "#
     );
     let mut backends = BackendMap::new();
-    backends.insert("default/blue:80".into(), format!("127.0.0.1:{blue}"));
-    backends.insert("default/web:80".into(), format!("127.0.0.1:{web}"));
+    for (name, p) in [("blue", blue), ("svc", svc), ("mo", mo), ("web", web)] {
+        backends.insert(format!("default/{name}:80"), format!("127.0.0.1:{p}"));
+    }
     let (p, warnings) =
         common::generated("grpc-own", &yaml, port, &backends, &common::generator_options());
     assert!(warnings.is_empty(), "{warnings:?}");
@@ -200,8 +208,11 @@ spec:
     let conf = std::fs::read_to_string(p.dir.join(&p.conf)).unwrap();
     assert_eq!(conf.contains(&format!("listen 127.0.0.1:{port} http2")), legacy, "{conf}");
     let _gw = p.start();
-    assert_eq!(call(port, "/echo.Echo/Say", "any.test", &[]), "blue /echo.Echo/Say");
-    assert_eq!(call(port, "/echo.Echo/Other", "any.test", &[]), "ERROR UNIMPLEMENTED");
+    assert_eq!(call(port, "/echo.Echo/Hello", "any.test", &[]), "blue /echo.Echo/Hello");
+    assert_eq!(call(port, "/echo.Echo/Say", "any.test", &[]), "svc /echo.Echo/Say");
+    assert_eq!(call(port, "/echo.Echo/Other", "any.test", &[]), "svc /echo.Echo/Other");
+    assert_eq!(call(port, "/other.Svc/Say", "any.test", &[]), "mo /other.Svc/Say");
+    assert_eq!(call(port, "/other.Svc/Hello", "any.test", &[]), "ERROR UNIMPLEMENTED");
     let mut s = std::net::TcpStream::connect(("127.0.0.1", web_port)).unwrap();
     std::io::Write::write_all(&mut s, b"GET / HTTP/1.1\r\nHost: w\r\nConnection: close\r\n\r\n")
         .unwrap();

@@ -182,7 +182,10 @@ pub type SortKey = (
     Reverse<usize>, // characters of the matching non-wildcard route hostname
     Reverse<usize>, // characters of the matching route hostname
     u8,             // path type: Exact, RegularExpression, PathPrefix (PathKind::rank)
-    Reverse<usize>, // path characters (of the pattern, for a regex)
+    // Path characters (of the pattern, for a regex), 0; for a GRPCRoute, whose precedence
+    // counts the characters of the matched service, then method, instead of path type and
+    // length: whether the match names a service, a method (see `Match::grpc_names`).
+    Reverse<(usize, usize)>,
     bool,           // no method
     Reverse<usize>, // header matches
     Reverse<usize>, // query param matches
@@ -873,11 +876,18 @@ fn add_route(
             let Some(c) = candidate(&route, ri, mi, mat, rule_slot, hostname, warnings) else {
                 continue;
             };
+            let (rank, path_chars) = match (r.grpc, mat.grpc_names) {
+                (true, names) => {
+                    let (service, method) = names.unwrap_or_default();
+                    (0, (usize::from(service), usize::from(method)))
+                }
+                (false, _) => (c.path_kind.rank(), (c.path.len(), 0)),
+            };
             let key = (
                 Reverse(nonwild),
                 Reverse(chars),
-                c.path_kind.rank(),
-                Reverse(c.path.len()),
+                rank,
+                Reverse(path_chars),
                 c.method.is_none(),
                 Reverse(c.headers.len()),
                 Reverse(c.params.len()),

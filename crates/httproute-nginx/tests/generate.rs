@@ -947,3 +947,23 @@ fn grpc_before_nginx_1_25_1_uses_listen_http2_and_never_on_a_port_with_http_rout
     assert!(!out.nginx_conf.contains(" http2;"), "{}", out.nginx_conf);
     assert!(warnings.iter().all(|w| !w.contains("cannot serve HTTP/1.1")), "{warnings:?}");
 }
+
+#[test]
+fn grpc_precedence_counts_service_then_method_not_path_forms() {
+    // Rule order: method only, service only, regex service, service and method.
+    let yaml = format!(
+        "{GW}kind: GRPCRoute\nmetadata: {{name: g}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  \
+         - matches: [{{method: {{method: C}}}}]\n  \
+         - matches: [{{method: {{service: a.B}}}}]\n  \
+         - matches: [{{method: {{type: RegularExpression, service: \"a\\\\..*\"}}}}]\n  \
+         - matches: [{{method: {{service: a.B, method: C}}}}, {{headers: [{{name: x, value: y}}]}}]\n"
+    );
+    let p = yaml_plan(&yaml);
+    // Naming service and method, then the service (exact or regex, in rule order), then the
+    // method, then neither (headers only).
+    assert_eq!(
+        order(&p, &Loc::Exact("/a.B/C".into())),
+        ["g/3/0", "g/1/0", "g/2/0", "g/0/0", "g/3/1"]
+    );
+    assert_eq!(order(&p, &Loc::Prefix("/a.B/".into())), ["g/1/0", "g/2/0", "g/0/0", "g/3/1"]);
+}

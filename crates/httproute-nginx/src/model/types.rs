@@ -416,6 +416,12 @@ impl GrpcRoute {
                         r.matches
                             .into_iter()
                             .map(|m| Match {
+                                grpc_names: Some(m.method.as_ref().map_or((false, false), |mm| {
+                                    let named = |v: &Option<String>| {
+                                        v.as_ref().is_some_and(|s| !s.is_empty())
+                                    };
+                                    (named(&mm.service), named(&mm.method))
+                                })),
                                 path: m.method.map(|mm| mm.path()).unwrap_or_default(),
                                 headers: m.headers,
                                 query_params: Vec::new(),
@@ -736,6 +742,12 @@ pub struct Match {
     pub query_params: Vec<ValueMatch>,
     #[serde(default)]
     pub method: Option<String>,
+    /// A GRPCRoute's match: whether it names a service, a method. GRPCRoute precedence counts
+    /// the characters of the service, then of the method, a match matches; every match that
+    /// names a service and matches a request matched the same service (the request's), so
+    /// among the matches of one request naming it is what counts.
+    #[serde(skip)]
+    pub grpc_names: Option<(bool, bool)>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
