@@ -145,6 +145,12 @@ def scenarios():
                             files={"matches.json": js({"k": entries})},
                             # No time budget: under callgrind 1,000 attempts outlast 5 ms.
                             http_extra="http_matches_load matches.json; http_matches_regex_budget 0;"))
+        if NJS_CURRENT and name == "with literals":
+            out.append(Scenario("njs, 1000 regex entries, winner last", "regex",
+                                "set $match_key k; js_content ngf.redirect;",
+                                ("/PATH", {"x-version": "v999.3"}),
+                                files={"matches.json": js({"k": entries})}, njs=True, heavy=True,
+                                http_extra="js_preload_object matches from matches.json;"))
     for n in SIZES:
         files = {"matches.json": js({"k": long_list(n)})}
         for winner, i in (("first", 0), ("last", n - 1)):
