@@ -149,6 +149,35 @@ fn prefiltered_regex(c: &mut Criterion) {
     g.finish();
 }
 
+/// The same lists with a share of entries no literal can file (a lookahead: every one runs,
+/// in order), the winner last: the cost is that share's attempts.
+fn mixed_regex(c: &mut Criterion) {
+    let mut g = c.benchmark_group("winner_last_regex_5pct_without_literals");
+    for n in [100, 1000, 10_000] {
+        let entries: Vec<String> = (0..n)
+            .map(|i| {
+                let cond = if i % 20 == 19 && i != n - 1 {
+                    format!(r#""headers":["x-version:RegularExpression:^v{i}(?!x)\\."]"#)
+                } else if i % 2 == 0 {
+                    format!(r#""headers":["x-version:RegularExpression:^v{i}\\.[0-9]+$"]"#)
+                } else {
+                    format!(r#""headers":["x-tenant:RegularExpression:^tenant-{i}(-[a-z]+)?$"]"#)
+                };
+                format!(r#"{{{cond},"redirectPath":"/r{i}"}}"#)
+            })
+            .collect();
+        let list = compile(&format!("[{}]", entries.join(",")));
+        let r = req(&[("x-version", "v1.0"), ("x-tenant", &format!("tenant-{}", n - 1))], "");
+        assert!(
+            matches!(list.evaluate(&r), route_match::Outcome::Redirect { entry, .. } if entry == n - 1)
+        );
+        g.bench_with_input(BenchmarkId::from_parameter(n), &r, |b, r| {
+            b.iter(|| black_box(list.evaluate(black_box(r))))
+        });
+    }
+    g.finish();
+}
+
 fn regex(c: &mut Criterion) {
     let list = compile(
         r#"[{"headers":["x-re:RegularExpression:^ab+c$"],"redirectPath":"/re"},
@@ -186,6 +215,6 @@ fn hostile(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
-    targets = blog, long, long_regex, prefiltered_regex, regex, hostile
+    targets = blog, long, long_regex, prefiltered_regex, mixed_regex, regex, hostile
 }
 criterion_main!(benches);

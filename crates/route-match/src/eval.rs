@@ -313,6 +313,38 @@ impl Memo {
     }
 }
 
+/// A set of small integers below a bound fixed at creation: on the stack up to 2,048, else
+/// allocated at the first insertion.
+#[allow(clippy::large_enum_variant, reason = "it lives on the stack for one scan, by design")]
+enum Bits {
+    Inline([u64; 32]),
+    Heap { words: Vec<u64>, n: usize },
+}
+
+impl Bits {
+    fn new(n: usize) -> Bits {
+        if n <= 32 * 64 { Bits::Inline([0; 32]) } else { Bits::Heap { words: Vec::new(), n } }
+    }
+
+    /// Adds `i`; whether it was not there before (`false` also for `i` out of bounds).
+    fn insert(&mut self, i: usize) -> bool {
+        let words: &mut [u64] = match self {
+            Bits::Inline(w) => w,
+            Bits::Heap { words, n } => {
+                if words.is_empty() {
+                    *words = vec![0; n.div_ceil(64)];
+                }
+                words
+            }
+        };
+        let Some(word) = words.get_mut(i / 64) else { return false };
+        let bit = 1u64 << (i % 64);
+        let new = *word & bit == 0;
+        *word |= bit;
+        new
+    }
+}
+
 fn trim_ows(s: &[u8]) -> &[u8] {
     let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
     let start = s.iter().position(|b| !is_ows(b)).unwrap_or(s.len());
@@ -509,18 +541,16 @@ impl MatchList {
         let literals = store.literal_postings.get(g.literals.range()).unwrap_or_default();
         let name = store.bytes(g.name);
         // Each literal's entries are taken once, however often it occurs: a value repeating a
-        // literal that many entries share would otherwise push (occurrences x entries).
-        let mut taken: Vec<bool> = Vec::new();
+        // literal that many entries share would otherwise push (occurrences x entries). One
+        // bit per literal, on the stack up to 2,048 literals (a list of 10,000 patterns has
+        // 10,000 to 100,000: then one allocation, zeroed, of a bit each).
+        let mut taken = Bits::new(literals.len());
         let mut scan = |value: &[u8]| {
             for m in ac.find_overlapping_iter(value) {
                 let id = m.pattern().as_usize();
-                if taken.is_empty() {
-                    taken.resize(literals.len(), false);
-                }
-                if let (Some(run), Some(seen)) = (literals.get(id), taken.get_mut(id))
-                    && !*seen
+                if let Some(run) = literals.get(id)
+                    && taken.insert(id)
                 {
-                    *seen = true;
                     hits.extend_from_slice(store.postings(*run));
                 }
             }
