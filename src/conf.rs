@@ -380,18 +380,22 @@ fn check_named_locations(cf: *mut ngx_conf_t, mcf: &mut MainConf, file_strict: b
 /// `init_module`: once per configuration load (start and reload, not `nginx -t`), the version
 /// at `notice`, as NGINX names its own at start, so an error log says which build ran.
 pub(crate) unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx::ffi::ngx_int_t {
-    // SAFETY: NGINX sets `ngx_test_config` before it loads any configuration and only reads
-    // it afterwards; `cycle` and its log are valid during init_module.
-    unsafe {
-        if ngx::ffi::ngx_test_config == 0 {
+    // SAFETY: `cycle` and its log are valid during init_module.
+    let log = unsafe { (*cycle).log };
+    let notice = std::panic::AssertUnwindSafe(|| {
+        // SAFETY: NGINX sets `ngx_test_config` before it loads any configuration and only
+        // reads it afterwards.
+        if unsafe { ngx::ffi::ngx_test_config } == 0 {
             ngx_log_error!(
                 ngx::ffi::NGX_LOG_NOTICE,
-                (*cycle).log,
+                log,
                 "ngx_http_matches_module {} loaded",
                 env!("CARGO_PKG_VERSION")
             );
         }
-    }
+    });
+    // Like every entry point: a panic must not unwind into NGINX. Only a notice is at stake.
+    let _ = std::panic::catch_unwind(notice);
     ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t
 }
 

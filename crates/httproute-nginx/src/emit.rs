@@ -90,6 +90,10 @@ fn single_quote(s: &str) -> String {
 pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     let mut conf = String::new();
     let mut matches: BTreeMap<String, Value> = BTreeMap::new();
+    // Locations whose lists are the same text share one key (NGF's layout: a PathPrefix
+    // rule's `= /p` and `/p/` locations); a redirect path names a location of the server
+    // that runs the list, so the same text means the same in every server.
+    let mut key_of_text: std::collections::HashMap<String, String> = Default::default();
     let mut servers = String::new();
     let mut http = Http { experimental: opts.experimental, ..Http::default() };
 
@@ -152,7 +156,10 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                 let key = format!("{}_{si}_{li}", port.port);
                 let body = match opts.carrier {
                     Carrier::Preload => {
-                        matches.insert(key.clone(), Value::Array(list));
+                        let key = key_of_text.entry(text).or_insert_with(|| {
+                            matches.insert(key.clone(), Value::Array(list));
+                            key
+                        });
                         format!("set $match_key {key}; http_matches;")
                     }
                     Carrier::Inline => {
