@@ -52,7 +52,7 @@ NOTES = [
     "  `server` and `location` it merges once njs is loaded with `js_import` at http level,",
     "  used or not (`ngx_js_merge_conf` -> `ngx_js_set_ssl`; counted with gdb: 1,624 calls for",
     "  the 1,012 locations at R = 200, `nginx -t`). That is the \"njs loaded, unused\" column,",
-    "  about 95 % of what njs adds, and it grows with locations, not with match lists.",
+    "  nearly all of what njs adds here, and it grows with locations, not with match lists.",
     "- Newer njs versions (not measured here: Debian 12 ships 0.7.9), from njs's CHANGES: 0.8.8",
     "  inherits those TLS contexts from the enclosing level unless a `js_fetch_*` directive is",
     "  redefined (commit f2955c8b), which should remove most of that column; 0.8.6 made a VM",
