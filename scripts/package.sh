@@ -19,7 +19,11 @@ out=$(scripts/build.sh --system)
 module=$(echo "$out" | sed -n 's/^module=//p' | tail -n 1)
 abi=$(dpkg-query -W -f='${Provides}' nginx | tr ',' '\n' | sed -n 's/^ *\(nginx-abi-[^ ]*\).*/\1/p' | head -n 1)
 [ -n "$abi" ] || { echo "package.sh: the installed nginx provides no nginx-abi-*" >&2; exit 1; }
-cargo build --release -q -p httproute-nginx >&2
+# The packaged generator writes for this NGINX by default (--nginx-version): e.g. HTTP/2 as a
+# `listen` parameter before 1.25.1. Its own target directory, so the default build is not redone.
+nginx_version=$(dpkg-query -W -f='${Version}' nginx | sed 's/-.*//')
+HTTPROUTE_NGINX_VERSION=$nginx_version CARGO_TARGET_DIR=$root/target/system \
+  cargo build --release -q -p httproute-nginx >&2
 work=$root/target/package
 rm -rf "$work"
 mkdir -p "$work"
@@ -70,7 +74,7 @@ CONTROL
 mod_deb=$(finish "$d" libnginx-mod-http-matches)
 
 d=$(stage httproute-nginx)
-install -D -m 0755 target/release/httproute-nginx "$d/usr/bin/httproute-nginx"
+install -D -m 0755 target/system/release/httproute-nginx "$d/usr/bin/httproute-nginx"
 strip --strip-unneeded "$d/usr/bin/httproute-nginx"
 cat >"$d/DEBIAN/control" <<CONTROL
 Package: httproute-nginx

@@ -56,6 +56,29 @@ case "$mode" in
     grep -q "load_module modules/ngx_http_matches_module.so;" <<<"$full" \
       || { echo "FAIL: the stock configuration does not load the module" >&2; exit 1; }
     httproute-nginx --version
+    # The installed generator writes for the installed NGINX: a GRPCRoute beside an HTTPRoute
+    # passes its `nginx -t` (1.22 has no `http2` directive).
+    gen=$(mktemp -d)
+    cat >"$gen/routes.yaml" <<'YAML'
+kind: Gateway
+metadata: {name: gw}
+spec: {listeners: [{name: web, port: 18081, protocol: HTTP}, {name: grpc, port: 18082, protocol: HTTP}]}
+---
+kind: HTTPRoute
+metadata: {name: web}
+spec: {parentRefs: [{name: gw, sectionName: web}], rules: [{backendRefs: [{name: web, port: 80}]}]}
+---
+kind: GRPCRoute
+metadata: {name: echo}
+spec: {parentRefs: [{name: gw, sectionName: grpc}], rules: [{matches: [{method: {service: a.B}}], backendRefs: [{name: g, port: 80}]}]}
+YAML
+    httproute-nginx generate -f "$gen/routes.yaml" --backend default/web:80=127.0.0.1:9 \
+      --backend default/g:80=127.0.0.1:9 -o "$gen/out" \
+      --module /usr/lib/nginx/modules/ngx_http_matches_module.so
+    grep -q "listen 18082 http2" "$gen/out/nginx.conf" \
+      || { echo "FAIL: the packaged generator did not write for the installed NGINX" >&2; exit 1; }
+    /usr/sbin/nginx -t -p "$gen/out/" -c nginx.conf
+    rm -rf "$gen"
     e2e /usr/lib/nginx/modules/ngx_http_matches_module.so /usr/sbin/nginx
     step "purge"
     DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libnginx-mod-http-matches httproute-nginx >/dev/null

@@ -60,8 +60,9 @@ enum Command {
         #[arg(long)]
         experimental: bool,
         /// The version of the NGINX that runs the configuration (MAJOR.MINOR[.PATCH]): before
-        /// 1.25.1, HTTP/2 for GRPCRoutes is written as a `listen` parameter.
-        #[arg(long, value_parser = parse_version, default_value = "1.28.0")]
+        /// 1.25.1, HTTP/2 for GRPCRoutes is written as a `listen` parameter. The default is the
+        /// NGINX this build was made for (the Debian package: the distribution's).
+        #[arg(long, value_parser = parse_version, default_value = DEFAULT_NGINX_VERSION)]
         nginx_version: (u32, u32, u32),
         /// Also write the Gateway API status (conditions of every Gateway, listener and
         /// HTTPRoute parentRef) to this file, as YAML.
@@ -89,6 +90,13 @@ enum Command {
         query: Vec<String>,
     },
 }
+
+/// `HTTPROUTE_NGINX_VERSION` at build time (scripts/package.sh sets the distribution's), else
+/// the vendored NGINX's.
+const DEFAULT_NGINX_VERSION: &str = match option_env!("HTTPROUTE_NGINX_VERSION") {
+    Some(v) => v,
+    None => "1.28.0",
+};
 
 fn parse_version(s: &str) -> Result<(u32, u32, u32), String> {
     let bad = || format!("{s:?}: expected MAJOR.MINOR[.PATCH], e.g. 1.22.1");
