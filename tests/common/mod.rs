@@ -368,8 +368,13 @@ pub fn generator_options() -> httproute_nginx::Options {
     }
 }
 
-/// The version of the NGINX under test, from `nginx -v`.
+/// The version of the NGINX under test, from `nginx -v` (asked once per test binary).
 pub fn nginx_version() -> (u32, u32, u32) {
+    static VERSION: std::sync::OnceLock<(u32, u32, u32)> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(ask_nginx_version)
+}
+
+fn ask_nginx_version() -> (u32, u32, u32) {
     let out = std::process::Command::new(nginx_binary()).arg("-v").output().expect("nginx -v");
     let text = String::from_utf8_lossy(&out.stderr);
     let version = text.split("nginx/").nth(1).unwrap_or("").split_whitespace().next().unwrap_or("");

@@ -1111,7 +1111,7 @@ fn resolve(
     if let Some(address) = refs.backends.get(&key) {
         return Ok((Target::Upstream { name: upstream, servers: vec![address.clone()] }, false));
     }
-    if !is_dns_label(name) || !is_dns_label(bns) {
+    if !crate::model::is_dns_label(name) || !crate::model::is_dns_label(bns) {
         return Err((
             "UnsupportedValue",
             format!("{bns}/{name} is not a valid Service name (RFC 1123 label)"),
@@ -1204,15 +1204,6 @@ fn ready_endpoints(
         }
     }
     out.into_iter().collect()
-}
-
-/// An RFC 1123 label: what Kubernetes allows as a Service or namespace name.
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
 
 /// A DNS name: labels of letters, digits and `-`, dot-separated (a final dot allowed).

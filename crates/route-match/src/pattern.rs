@@ -38,12 +38,14 @@ impl Pattern {
     /// Compiles `source` (UTF mode, invalid UTF-8 in subjects allowed, JIT when available).
     /// The error text is PCRE2's, with the offset in the pattern.
     pub fn new(source: &str) -> Result<Pattern, String> {
+        Pattern::analysed(source).map(|(p, _)| p)
+    }
+
+    /// [`Pattern::new`], and the literals any match needs (for the prefilter): one analysis.
+    pub(crate) fn analysed(source: &str) -> Result<(Pattern, crate::prefilter::Literals), String> {
         let regex = Regex::new(source).map_err(|e| e.to_string())?;
-        Ok(Pattern {
-            source: source.into(),
-            regex,
-            bounds: crate::prefilter::length_bounds(source),
-        })
+        let a = crate::prefilter::analyse(source);
+        Ok((Pattern { source: source.into(), regex, bounds: a.bounds }, a.literals))
     }
 
     /// The pattern as written in the match list.

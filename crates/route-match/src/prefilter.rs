@@ -29,15 +29,31 @@
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Hir, HirKind, Look};
 
-/// The byte lengths of the subjects `pattern` can match, when it is anchored at both ends
-/// and the two parsers read it alike: (minimum, maximum if bounded). Caseless patterns are
-/// left out (a case partner in one engine's Unicode tables but not the other's could have
-/// another length).
-pub(crate) fn length_bounds(pattern: &str) -> Option<(usize, Option<usize>)> {
-    if comparable(pattern)? {
-        return None;
-    }
-    let hir = regex_syntax::ParserBuilder::new().build().parse(pattern).ok()?;
+/// The literals any match of a pattern starts (or else ends) with, if they can be known.
+pub(crate) type Literals = Option<Vec<Vec<u8>>>;
+
+/// What a pattern needs before it can match, when PCRE2 and `regex-syntax` read it alike.
+#[derive(Debug, Default)]
+pub(crate) struct Analysis {
+    pub(crate) literals: Literals,
+    /// The byte lengths of the subjects it can match, when anchored at both ends: (minimum,
+    /// maximum if bounded).
+    pub(crate) bounds: Option<(usize, Option<usize>)>,
+}
+
+/// One scan and one parse of `pattern` (it is compiled once per source, so this runs once).
+pub(crate) fn analyse(pattern: &str) -> Analysis {
+    let Some(caseless) = comparable(pattern) else { return Analysis::default() };
+    let Ok(hir) = regex_syntax::ParserBuilder::new().build().parse(pattern) else {
+        return Analysis::default();
+    };
+    // Caseless patterns get no bounds: a case partner in one engine's Unicode tables but not
+    // the other's could have another length.
+    let bounds = if caseless { None } else { length_bounds(&hir) };
+    Analysis { literals: required_literals(hir, caseless), bounds }
+}
+
+fn length_bounds(hir: &Hir) -> Option<(usize, Option<usize>)> {
     let props = hir.properties();
     let anchored = props.look_set_prefix().contains(Look::Start)
         && props.look_set_suffix().contains(Look::End);
@@ -48,10 +64,7 @@ pub(crate) fn length_bounds(pattern: &str) -> Option<(usize, Option<usize>)> {
     Some((props.minimum_len()?, props.maximum_len().map(|m| m + 1)))
 }
 
-/// The literals any match of `pattern` starts (or else ends) with, when they can be known.
-pub(crate) fn required_literals(pattern: &str) -> Option<Vec<Vec<u8>>> {
-    let caseless = comparable(pattern)?;
-    let hir = regex_syntax::ParserBuilder::new().build().parse(pattern).ok()?;
+fn required_literals(hir: Hir, caseless: bool) -> Literals {
     // An unanchored search: a leading `X*` (`.*` in `.*Firefox/`) can always match empty,
     // so whether there is a match does not depend on it; the literals after it are needed.
     let hir = match hir.kind() {
@@ -140,7 +153,8 @@ mod tests {
     use super::*;
 
     fn lits(p: &str) -> Option<Vec<String>> {
-        required_literals(p)
+        analyse(p)
+            .literals
             .map(|v| v.into_iter().map(|l| String::from_utf8_lossy(&l).into_owned()).collect())
     }
 
@@ -200,6 +214,7 @@ mod tests {
 
     #[test]
     fn length_bounds_of_patterns_anchored_at_both_ends() {
+        let length_bounds = |p: &str| analyse(p).bounds;
         assert_eq!(length_bounds("^v[0-9]$"), Some((2, Some(3))));
         assert_eq!(length_bounds("\\A(ab|c)\\z"), Some((1, Some(3))));
         assert_eq!(length_bounds("^a+$"), Some((1, None)));

@@ -187,7 +187,7 @@ pub(crate) struct Builder {
     pub(crate) automata: Vec<aho_corasick::AhoCorasick>,
     pub(crate) literal_postings: Vec<Run>,
     /// Per pattern: the literals any match needs, if known (`prefilter`).
-    pub(crate) pattern_literals: Vec<Option<Vec<Vec<u8>>>>,
+    pub(crate) pattern_literals: Vec<crate::prefilter::Literals>,
     /// An array outgrew `u32` indexes: the source is refused.
     pub(crate) too_large: bool,
 }
@@ -266,10 +266,10 @@ impl Builder {
         if let Some(&id) = self.pattern_ids.get(&text) {
             return Ok(id);
         }
-        let p = Pattern::new(source)?;
+        let (p, literals) = Pattern::analysed(source)?;
         let id = self.index(self.patterns.len());
         self.patterns.push(p);
-        self.pattern_literals.push(crate::prefilter::required_literals(source));
+        self.pattern_literals.push(literals);
         self.pattern_ids.insert(text, id);
         Ok(id)
     }

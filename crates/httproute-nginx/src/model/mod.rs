@@ -9,4 +9,4 @@ mod validate;
 
 pub use load::{InputError, Inputs, load, load_text};
 pub use types::*;
-pub use validate::{decoded_path, valid_hostname};
+pub use validate::{decoded_path, is_dns_label, valid_hostname};

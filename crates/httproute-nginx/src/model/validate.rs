@@ -544,15 +544,17 @@ pub fn decoded_path(v: &str) -> Result<String, String> {
 
 pub fn valid_hostname(h: &str) -> bool {
     let rest = h.strip_prefix("*.").unwrap_or(h);
-    !rest.is_empty()
-        && h.len() <= 253
-        && rest.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        })
+    !rest.is_empty() && h.len() <= 253 && rest.split('.').all(is_dns_label)
+}
+
+/// An RFC 1123 label (lowercase): what Kubernetes allows as a Service or namespace name, and
+/// each label of a Gateway API hostname.
+pub fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
 }
 
 /// The HTTP methods the CRD's `HTTPMethod` enum allows.
