@@ -1,8 +1,17 @@
 # Appended to objs/Makefile by NGINX's configure (see `config`): build the Rust static library
-# before the module is linked. cargo decides itself whether anything changed.
+# before the module (dynamic) or nginx itself (static) is linked. cargo decides itself whether
+# anything changed.
+# (ngx_module_link no longer says which it is here: the addon list does.)
+case " $DYNAMIC_ADDONS " in
+    *" $ngx_addon_dir "*)
+        ngx_http_matches_target=$NGX_OBJS/ngx_http_matches_module$ngx_modext ;;
+    *)
+        ngx_http_matches_target=$NGX_OBJS${ngx_dirsep}nginx$ngx_binext ;;
+esac
+
 cat << END >> $NGX_MAKEFILE
 
-$NGX_OBJS/ngx_http_matches_module$ngx_modext: $ngx_http_matches_lib
+$ngx_http_matches_target: $ngx_http_matches_lib
 
 $ngx_http_matches_lib: ngx_http_matches_cargo
 
