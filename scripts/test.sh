@@ -9,8 +9,17 @@
 #                             through the end-to-end tests
 #   scripts/test.sh --package the Debian packages (scripts/package.sh) installed with apt:
 #                             the stock `nginx -t` with the module enabled, the end-to-end
-#                             tests against /usr/sbin/nginx and the installed module, then
-#                             purge, and NGINX still loads and starts
+#                             and harness tests against /usr/sbin/nginx and the installed
+#                             module, then purge, and NGINX still loads and starts
+#   scripts/test.sh --static  NGINX 1.28 built with the module linked in (--add-module,
+#                             scripts/build-static.sh), through the harness tests
+#   scripts/test.sh --nginx-suite
+#                             NGINX's own test suite against the vendored 1.28, without and
+#                             with the module loaded: no test may fail because of it
+#                             (scripts/nginx-suite.sh)
+# The default, --package, --addon and --static modes run the harness tests (t/*.t, by prove
+# with nginx-tests' Test::Nginx) against their NGINX; nginx-tests is found as below
+# (find_nginx_tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==== %s\n' "$*"; }
@@ -34,6 +43,50 @@ e2e() {
 }
 
 field() { sed -n "s/^$1=//p" | tail -n 1; }
+
+# nginx-tests, the NGINX test harness (not on any registry): NGINX_TESTS_DIR when set (and it
+# must hold the harness), else ../nginx-tests beside the checkout, else a shallow clone into
+# target/nginx-tests. Not found: the harness tests are skipped, loudly; the rest still runs.
+nginx_tests=
+find_nginx_tests() {
+  local clone=target/nginx-tests
+  if [ -n "${NGINX_TESTS_DIR:-}" ]; then
+    [ -f "$NGINX_TESTS_DIR/lib/Test/Nginx.pm" ] \
+      || { echo "FAIL: NGINX_TESTS_DIR=$NGINX_TESTS_DIR holds no nginx-tests (lib/Test/Nginx.pm)" >&2; exit 1; }
+    nginx_tests=$(cd "$NGINX_TESTS_DIR" && pwd)
+  elif [ -f ../nginx-tests/lib/Test/Nginx.pm ]; then
+    nginx_tests=$(cd ../nginx-tests && pwd)
+  elif [ -f "$clone/lib/Test/Nginx.pm" ]; then
+    nginx_tests=$PWD/$clone
+  elif rm -rf "$clone" && timeout 30 git clone -q --depth 1 https://github.com/nginx/nginx-tests "$clone" 2>/dev/null \
+    && [ -f "$clone/lib/Test/Nginx.pm" ]; then
+    nginx_tests=$PWD/$clone
+  else
+    rm -rf "$clone"
+  fi
+  [ -z "$nginx_tests" ] || echo "nginx-tests: $nginx_tests"
+}
+
+# harness MODULE NGINX [VAR=VALUE...]: the t/*.t files against NGINX, with MODULE loaded
+# (an absolute path; empty when NGINX has it built in). As root, the workers run as root:
+# the harness writes its files in a private temp directory.
+harness() {
+  local module=$1 nginx=$2
+  shift 2
+  if [ -z "$nginx_tests" ]; then
+    printf '\n==== SKIPPED: the harness tests (t/*.t): no nginx-tests. Set NGINX_TESTS_DIR=/path/to/nginx-tests, or: git clone https://github.com/nginx/nginx-tests ../nginx-tests\n'
+    return 0
+  fi
+  step "harness tests (t/*.t, nginx-tests' Test::Nginx): $nginx"
+  local globals=
+  [ -z "$module" ] || globals="load_module $(realpath "$module");"
+  [ "$(id -u)" -ne 0 ] || globals="$globals user root;"
+  # TEST_NGINX_MATCHES_REQUIRED: a file that would skip for want of the module fails instead.
+  env TEST_NGINX_BINARY="$nginx" TEST_NGINX_GLOBALS="$globals" TEST_NGINX_MATCHES_REQUIRED=1 "$@" \
+    prove -j2 -I "$nginx_tests/lib" t/
+}
+
+find_nginx_tests
 
 case "$mode" in
   --system)
@@ -80,6 +133,26 @@ YAML
     /usr/sbin/nginx -t -p "$gen/out/" -c nginx.conf
     rm -rf "$gen"
     e2e /usr/lib/nginx/modules/ngx_http_matches_module.so /usr/sbin/nginx
+    # The harness loads every module Debian's NGINX was configured with as dynamic
+    # (`nginx -V`) from TEST_NGINX_MODULES: install the ones missing, purge them after.
+    extra=()
+    for p in libnginx-mod-http-geoip libnginx-mod-http-image-filter libnginx-mod-http-perl \
+      libnginx-mod-http-xslt-filter libnginx-mod-mail libnginx-mod-stream libnginx-mod-stream-geoip; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || extra+=("$p")
+    done
+    purge_extra() {
+      [ ${#extra[@]} -eq 0 ] || DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${extra[@]}" >/dev/null
+    }
+    if [ -n "$nginx_tests" ] && [ ${#extra[@]} -gt 0 ]; then
+      trap purge_extra EXIT
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null
+    fi
+    harness /usr/lib/nginx/modules/ngx_http_matches_module.so /usr/sbin/nginx \
+      TEST_NGINX_MODULES=/usr/lib/nginx/modules
+    if [ -n "$nginx_tests" ]; then
+      purge_extra
+      trap - EXIT
+    fi
     step "purge"
     DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libnginx-mod-http-matches httproute-nginx >/dev/null
     if ls "$link"* 2>/dev/null; then echo "FAIL: $link left behind" >&2; exit 1; fi
@@ -100,6 +173,22 @@ YAML
     step "module build as an NGINX addon"
     out=$(scripts/build-addon.sh)
     e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
+    harness "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
+    ;;
+  --static)
+    step "NGINX built with the module linked in (--add-module)"
+    nginx=$(scripts/build-static.sh | field nginx)
+    "$nginx" -V 2>&1 | sed -n 1p
+    [ -n "$nginx_tests" ] || { echo "FAIL: --static runs the harness tests: no nginx-tests" >&2; exit 1; }
+    harness "" "$nginx"
+    ;;
+  --nginx-suite)
+    step "module build (vendored NGINX)"
+    out=$(scripts/build.sh)
+    echo "$out" | tail -n 2
+    [ -n "$nginx_tests" ] || { echo "FAIL: --nginx-suite needs nginx-tests" >&2; exit 1; }
+    step "NGINX's own test suite, without and with the module (scripts/nginx-suite.sh)"
+    NGINX_TESTS_DIR=$nginx_tests scripts/nginx-suite.sh "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
     ;;
   "")
     step "format"
@@ -114,13 +203,14 @@ YAML
     out=$(scripts/build.sh)
     echo "$out" | tail -n 2
     e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
+    harness "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
     step "panic containment (a module built --features panic-test, in target/panic)"
     CARGO_TARGET_DIR=$PWD/target/panic cargo build -p ngx-http-matches --release --features panic-test
     NGX_MATCHES_PANIC_MODULE=$PWD/target/panic/release/libngx_http_matches.so \
-      NGX_MATCHES_NGINX=$(echo "$out" | field nginx) cargo test -p ngx-http-matches --release --test panic
+      NGX_MATCHES_NGINX=$(echo "$out" | field nginx) cargo test -p ngx-http-matches --release --test panic -- --ignored
     ;;
   *)
-    echo "usage: scripts/test.sh [--system | --addon | --package]" >&2
+    echo "usage: scripts/test.sh [--system | --addon | --package | --static | --nginx-suite]" >&2
     exit 2
     ;;
 esac
