@@ -105,6 +105,16 @@ pub(crate) fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError
 
 /// Parses one file's text (YAML documents; JSON is YAML) and adds its objects.
 pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), InputError> {
+    // Before the parser: its cost grows with the square of the nesting depth.
+    super::depth::check(text).map_err(|(line, column)| InputError {
+        file: file.to_owned(),
+        document: None,
+        field: String::new(),
+        message: format!(
+            "invalid YAML/JSON: nesting deeper than {} levels at line {line} column {column}",
+            super::depth::MAX_DEPTH
+        ),
+    })?;
     let mut docs = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let v = Strict.deserialize(doc).map_err(|e| InputError {

@@ -3,6 +3,7 @@
 //!
 //! [`types`]: the objects; [`load`](load()): files to [`Inputs`]; `validate`: the CRD checks.
 
+mod depth;
 mod load;
 mod types;
 mod validate;
