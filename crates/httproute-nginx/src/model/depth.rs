@@ -8,8 +8,10 @@
 //! plain scalar, as YAML reads it). It can over-count only in exotic plain scalars; what it
 //! passes, the parser's own recursion limit (128) still bounds.
 
-/// The deepest flow nesting accepted: the YAML parser's own recursion limit.
-pub const MAX_DEPTH: usize = 128;
+/// The deepest flow nesting accepted. Kubernetes objects nest about 20 levels at most
+/// (`managedFields` included); each level adds to the parser's cost per token, and the
+/// parser's own recursion limit (128, block and flow levels together) still applies after.
+pub const MAX_DEPTH: usize = 64;
 
 /// `Err((line, column))` (1-based) of the first `[` or `{` deeper than [`MAX_DEPTH`].
 pub fn check(text: &str) -> Result<(), (usize, usize)> {
