@@ -362,3 +362,29 @@ fn a_bad_certificate_costs_only_its_listener() {
     // Only the good Secret's files are written.
     assert_eq!(p.secrets.keys().collect::<Vec<_>>(), ["default/good"]);
 }
+
+#[test]
+fn deep_nesting_is_refused_before_the_parser_sees_it() {
+    // 2 MB of nesting, YAML and JSON: refused with where it gets too deep (the scan is one
+    // pass over the bytes; the time is measured by hand, not asserted).
+    for (text, column) in [
+        ("[".repeat(2 << 20), 65),
+        ("{\"a\": ".repeat((2 << 20) / 6), 6 * 64 + 1),
+        (format!("a: {}", "[a, ".repeat((2 << 20) / 4)), 4 + 4 * 64),
+    ] {
+        let e = load(&text).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "t.yaml: invalid YAML/JSON: nesting deeper than 64 levels at line 1 column {column}"
+            )
+        );
+    }
+    // As deep as Kubernetes objects get, and more: read as before.
+    let nested = format!(
+        "kind: Namespace\nmetadata: {{name: n, labels: {{}}}}\nx: {}1{}\n",
+        "[".repeat(40),
+        "]".repeat(40)
+    );
+    load(&nested).unwrap();
+}
