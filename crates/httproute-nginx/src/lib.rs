@@ -35,7 +35,7 @@ pub fn parse_backend(s: &str) -> Result<(String, String), String> {
     }
     let ok_addr = addr.rsplit_once(':').is_some_and(|(h, p)| {
         !h.is_empty()
-            && p.parse::<u16>().is_ok()
+            && p.parse::<u16>().is_ok_and(|p| p != 0)
             && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-[]:".contains(c))
     });
     if !ok_addr {
@@ -59,18 +59,127 @@ pub fn read_backends(path: &Path, into: &mut BackendMap) -> Result<(), String> {
     Ok(())
 }
 
+/// A file path NGINX is to read (`--module`, `--certificate`): refused when it has a byte
+/// NGINX's configuration syntax gives a meaning (`;`, braces, quotes, `$`, `#`, white space,
+/// control characters) or is empty.
+fn check_path(option: &str, p: &str) -> Result<(), String> {
+    let bad = p.chars().find(|c| {
+        !(c.is_alphanumeric()
+            || matches!(c, '/' | '.' | '_' | '-' | '+' | '~' | '@' | ',' | '=' | ':' | '%'))
+    });
+    match bad {
+        _ if p.is_empty() => Err(format!("{option}: empty path")),
+        Some(c) => Err(format!(
+            "{option} {p:?}: the path has the character {c:?}; use a path of letters, digits \
+             and /._-+~@,=:%"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `--listen-address`: an IPv4 address, an IPv6 address in brackets, `*`, or a host name.
+pub fn check_listen_address(a: &str) -> Result<(), String> {
+    let ok = a == "*"
+        || a.parse::<std::net::Ipv4Addr>().is_ok()
+        || a.strip_prefix('[')
+            .and_then(|r| r.strip_suffix(']'))
+            .is_some_and(|v6| v6.parse::<std::net::Ipv6Addr>().is_ok())
+        || (a.parse::<std::net::Ipv6Addr>().is_err() && is_host_name(a));
+    if ok {
+        Ok(())
+    } else if a.parse::<std::net::Ipv6Addr>().is_ok() {
+        Err(format!("--listen-address {a:?}: write an IPv6 address in brackets: [{a}]"))
+    } else {
+        Err(format!(
+            "--listen-address {a:?}: expected an IPv4 address, an IPv6 address in brackets, * \
+             or a host name"
+        ))
+    }
+}
+
+/// A DNS host name: dot-separated labels of letters, digits and `-`.
+fn is_host_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
+}
+
+/// A `resolver` address: IPv4 or bracketed IPv6, with an optional port 1-65535.
+fn check_resolver(r: &str) -> Result<(), String> {
+    let (host, port) = match r.rsplit_once(':') {
+        Some((h, p)) if !r.ends_with(']') && (h.ends_with(']') || !h.contains(':')) => (h, Some(p)),
+        _ => (r, None),
+    };
+    let host_ok = host.parse::<std::net::Ipv4Addr>().is_ok()
+        || host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .is_some_and(|v6| v6.parse::<std::net::Ipv6Addr>().is_ok());
+    let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok_and(|p| p != 0));
+    if host_ok && port_ok {
+        Ok(())
+    } else {
+        Err(format!("--resolver {r:?}: expected ADDRESS or ADDRESS:PORT (an IP address)"))
+    }
+}
+
+/// Every option that reaches the configuration, checked before anything is written:
+/// `Err` names the option and what is wrong; `Ok` has warnings (a certificate file that
+/// cannot be read here is not checked).
+pub fn check_options(opts: &Options, backends: &BackendMap) -> Result<Vec<String>, String> {
+    let mut warnings = Vec::new();
+    check_path("--module", &opts.module)?;
+    if let Some(a) = &opts.listen_address {
+        check_listen_address(a)?;
+    }
+    for r in &opts.resolvers {
+        check_resolver(r)?;
+    }
+    for (k, v) in backends {
+        parse_backend(&format!("{k}={v}")).map_err(|e| format!("--backend {e}"))?;
+    }
+    for (secret, (crt, key)) in &opts.certificates {
+        check_path("--certificate", crt)?;
+        check_path("--certificate", key)?;
+        match (std::fs::read(crt), std::fs::read(key)) {
+            (Ok(c), Ok(k)) => match model::check_certificate(&c, &k) {
+                Ok(None) => {}
+                Ok(Some(note)) => warnings.push(format!("--certificate {secret}: {note}")),
+                Err(why) => {
+                    return Err(format!("--certificate {secret}={crt},{key}: {why}"));
+                }
+            },
+            (c, k) => {
+                let e = c.err().or(k.err()).map(|e| e.to_string()).unwrap_or_default();
+                warnings.push(format!(
+                    "--certificate {secret}: not checked, the files cannot be read here ({e})"
+                ));
+            }
+        }
+    }
+    Ok(warnings)
+}
+
 /// Manifests to configuration text, plus warnings.
 pub fn generate(
     inputs: &[PathBuf],
     backends: &BackendMap,
     opts: &Options,
 ) -> Result<(Output, Vec<String>), String> {
+    let option_warnings = check_options(opts, backends)?;
     let model = model::load(inputs).map_err(|e| e.to_string())?;
     let given: std::collections::BTreeSet<String> = opts.certificates.keys().cloned().collect();
     let mut plan = plan::plan_with(&model, backends, &given);
     plan.fit_nginx(opts.nginx_version);
     let mut out = emit::emit(&plan, opts)?;
-    let mut warnings = plan.warnings;
+    let mut warnings = option_warnings;
+    warnings.append(&mut plan.warnings);
     warnings.append(&mut out.warnings);
     Ok((out, warnings))
 }

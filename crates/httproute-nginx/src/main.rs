@@ -44,8 +44,8 @@ enum Command {
         /// How match lists reach the module.
         #[arg(long, value_enum, default_value_t = Carrier::Preload)]
         carrier: Carrier,
-        /// Listen on this address only (default: all addresses).
-        #[arg(long)]
+        /// Listen on this address only (default: all addresses): IPv4, [IPv6] or a host name.
+        #[arg(long, value_parser = parse_listen_address)]
         listen_address: Option<String>,
         /// The files of a TLS Secret: NAMESPACE/NAME=CERT.pem,KEY.pem; repeatable. Without it
         /// a Secret is read from certs/NAMESPACE_NAME.crt and .key next to nginx.conf.
@@ -107,6 +107,10 @@ fn parse_version(s: &str) -> Result<(u32, u32, u32), String> {
         [a, b, c] => Ok((a, b, c)),
         _ => Err(bad()),
     }
+}
+
+fn parse_listen_address(s: &str) -> Result<String, String> {
+    httproute_nginx::check_listen_address(s).map(|()| s.to_owned())
 }
 
 fn parse_certificate(s: &str) -> Result<(String, (String, String)), String> {

@@ -186,14 +186,14 @@ pub type SortKey = (
     // counts the characters of the matched service, then method, instead of path type and
     // length: whether the match names a service, a method (see `Match::grpc_names`).
     Reverse<(usize, usize)>,
-    bool,           // no method
-    Reverse<usize>, // header matches
-    Reverse<usize>, // query param matches
-    String,         // creationTimestamp (RFC 3339 sorts as text)
-    String,         // namespace
-    String,         // name
-    usize,          // rule index
-    usize,          // match index
+    bool,                            // no method
+    Reverse<usize>,                  // header matches
+    Reverse<usize>,                  // query param matches
+    Option<crate::model::Timestamp>, // creationTimestamp, as an instant (none: oldest)
+    String,                          // namespace
+    String,                          // name
+    usize,                           // rule index
+    usize,                           // match index
 );
 
 #[derive(Debug, Clone)]
@@ -377,6 +377,7 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
     for (what, at) in &inputs.unsupported {
         warnings.push(format!("{what} is not supported yet and was ignored (first in {at})"));
     }
+    warnings.extend(inputs.warnings.iter().cloned());
     let mut listeners: Vec<ListenerRef> = Vec::new();
     let mut status = Status::default();
     for g in &inputs.gateways {
@@ -452,6 +453,12 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
                             format!("Secret {secret} is not among the inputs"),
                         )
                     })
+                });
+                // A Secret whose certificate NGINX could not load costs only this listener
+                // (files given with --certificate replace it).
+                let why = why.or_else(|| {
+                    let bad = inputs.bad_secrets.get(&secret).filter(|_| !given.contains(&secret));
+                    bad.map(|b| ("InvalidCertificateRef", format!("Secret {secret}: {b}")))
                 });
                 match why {
                     Some((reason, why)) => {
@@ -588,6 +595,27 @@ pub fn plan_with(inputs: &Inputs, backends: &BackendMap, given: &BTreeSet<String
             ));
         }
     }
+    for r in &inputs.rejected {
+        let kind = if r.grpc { "GRPCRoute" } else { "HTTPRoute" };
+        let name = format!("{}/{}", r.namespace.escape_debug(), r.name.escape_debug());
+        warnings.push(format!("{kind} {name} is not served: {}", r.error));
+        let why = match r.error.field.as_str() {
+            "" => r.error.message.clone(),
+            f => format!("{f}: {}", r.error.message),
+        };
+        let parents = r
+            .parent_refs
+            .iter()
+            .map(|p| (p.clone(), vec![Condition::no("Accepted", "UnsupportedValue", why.clone())]))
+            .collect();
+        status.routes.push(RouteStatus {
+            grpc: r.grpc,
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            parents,
+        });
+    }
+    status.routes.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     reject_kind_conflicts(&listeners, &mut attachments, &mut status, &mut warnings);
     let ports: BTreeSet<u16> = listeners.iter().map(|l| l.port).collect();
     let mut out = Vec::new();
@@ -724,7 +752,7 @@ fn reject_kind_conflicts(
 ) {
     let key = |r: &HttpRoute| {
         let m = &r.metadata;
-        (m.creation_timestamp.clone().unwrap_or_default(), m.namespace.clone(), m.name.clone())
+        (m.creation_timestamp.clone(), m.namespace.clone(), m.name.clone())
     };
     let overlap = |a: &[Option<String>], b: &[Option<String>]| {
         a.iter().any(|x| {
@@ -891,7 +919,7 @@ fn add_route(
                 c.method.is_none(),
                 Reverse(c.headers.len()),
                 Reverse(c.params.len()),
-                m.creation_timestamp.clone().unwrap_or_default(),
+                m.creation_timestamp.clone(),
                 m.namespace.clone(),
                 m.name.clone(),
                 ri,
@@ -949,6 +977,22 @@ fn candidate(
     if path.starts_with(INTERNAL_PREFIX.trim_end_matches('/')) {
         warnings.push(format!("{at}: paths under {INTERNAL_PREFIX} are reserved; match skipped"));
         return None;
+    }
+    // Compiled as the module compiles them, so that a bad one is a warning here rather than a
+    // list the module refuses.
+    for (kind, list) in [("headers", &m.headers), ("queryParams", &m.query_params)] {
+        for (i, h) in list.iter().enumerate() {
+            if h.kind == "RegularExpression"
+                && let Err(e) = route_match::Pattern::new(&h.value)
+            {
+                warnings.push(format!(
+                    "{at}.{kind}[{i}].value: regular expression {:?} does not compile ({e}); \
+                     match skipped",
+                    h.value
+                ));
+                return None;
+            }
+        }
     }
     let mut headers: Vec<(String, String, String)> = Vec::new();
     for h in &m.headers {

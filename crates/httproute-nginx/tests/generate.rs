@@ -12,6 +12,15 @@ fn data(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
 }
 
+/// tests/data/tls/test.crt and test.key (a self-signed P-256 certificate for 100 years), in
+/// base64 as a Secret's `data` has them.
+fn test_pem() -> (String, String) {
+    use base64::Engine as _;
+    let b64 =
+        |f: &str| base64::engine::general_purpose::STANDARD.encode(std::fs::read(data(f)).unwrap());
+    (b64("tls/test.crt"), b64("tls/test.key"))
+}
+
 fn opts(carrier: Carrier) -> Options {
     Options {
         module: "modules/ngx_http_matches_module.so".into(),
@@ -91,6 +100,19 @@ fn same_input_same_bytes() {
         .0;
         assert_eq!(a.nginx_conf, b.nginx_conf);
         assert_eq!(a.matches_json, b.matches_json);
+    }
+}
+
+/// `load_text`, with a route the CRDs refuse (left out, with a warning) as an error.
+fn load_checked(
+    file: &str,
+    text: &str,
+) -> Result<httproute_nginx::model::Inputs, httproute_nginx::model::InputError> {
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new(file), text, &mut inputs)?;
+    match inputs.rejected.pop() {
+        Some(r) => Err(r.error),
+        None => Ok(inputs),
     }
 }
 
@@ -196,9 +218,7 @@ fn input_errors_name_file_document_and_field() {
         ("a: [\n", "test.yaml, document 0: invalid YAML/JSON"),
     ];
     for (text, want) in cases {
-        let mut inputs = httproute_nginx::model::Inputs::default();
-        let e = httproute_nginx::model::load_text(Path::new("test.yaml"), text, &mut inputs)
-            .unwrap_err();
+        let e = load_checked("test.yaml", text).unwrap_err();
         assert!(e.to_string().starts_with(want), "{e}\nwant: {want}");
     }
     let e = load(&[data("missing.yaml")]).unwrap_err();
@@ -504,8 +524,7 @@ fn header_filters_become_proxy_and_add_header_directives() {
             "  - filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: \"a b\", value: v}]}}]\n"
         )
     );
-    let mut inputs = httproute_nginx::model::Inputs::default();
-    let e = httproute_nginx::model::load_text(Path::new("t.yaml"), &bad, &mut inputs).unwrap_err();
+    let e = load_checked("t.yaml", &bad).unwrap_err();
     assert_eq!(
         e.to_string(),
         "t.yaml, document 1, spec.rules[0].filters[0].requestHeaderModifier.set[0].name: \"a b\" has the character ' '"
@@ -542,11 +561,8 @@ fn redirect_and_rewrite_filters() {
     );
 
     let load = |rules: &str| {
-        let mut inputs = httproute_nginx::model::Inputs::default();
         let text = format!("{GW}{}", route("r", "", rules));
-        httproute_nginx::model::load_text(Path::new("t.yaml"), &text, &mut inputs)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        load_checked("t.yaml", &text).map(|_| ()).map_err(|e| e.to_string())
     };
     let two_matches = "  - matches: [{path: {value: /a}}, {path: {value: /b}}]\n    filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /c}}}]\n";
     assert_eq!(
@@ -569,7 +585,9 @@ fn https_listeners() {
     let gw = "kind: Gateway\nmetadata: {name: gw, namespace: infra}\nspec:\n  listeners:\n  - {name: a, port: 443, protocol: HTTPS, hostname: a.test, tls: {certificateRefs: [{name: a-cert}]}}\n  - {name: b, port: 443, protocol: HTTPS, hostname: b.test, tls: {certificateRefs: [{name: b-cert, namespace: certs}]}}\n  - {name: c, port: 443, protocol: HTTP}\n  - {name: d, port: 8443, protocol: HTTPS, tls: {mode: Passthrough}}\n  - {name: e, port: 9443, protocol: HTTPS}\n---\n";
     let secret = |ns: &str, name: &str| {
         format!(
-            "kind: Secret\nmetadata: {{name: {name}, namespace: {ns}}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: Y3J0, tls.key: a2V5}}\n---\n"
+            "kind: Secret\nmetadata: {{name: {name}, namespace: {ns}}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: {}, tls.key: {}}}\n---\n",
+            test_pem().0,
+            test_pem().1
         )
     };
     // A listener whose Secret is not among the inputs refuses handshakes; the others serve.
@@ -653,14 +671,18 @@ fn mirrors() {
 #[test]
 fn tls_secrets_in_the_manifests_are_written_next_to_nginx_conf() {
     let gw = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: a, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: s}, {name: t}]}}\n---\n";
-    // "crt" and "key" in base64; `t` is given on the command line instead.
+    // A real certificate and key; `t` is given on the command line instead.
     let secret = |name: &str| {
         format!(
-            "kind: Secret\nmetadata: {{name: {name}}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: Y3J0, tls.key: a2V5}}\n---\n"
+            "kind: Secret\nmetadata: {{name: {name}}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: {}, tls.key: {}}}\n---\n",
+            test_pem().0,
+            test_pem().1
         )
     };
     let mut o = opts(Carrier::Preload);
-    o.certificates.insert("default/t".into(), ("/etc/t.crt".into(), "/etc/t.key".into()));
+    let (t_crt, t_key) = (data("tls/test.crt"), data("tls/test.key"));
+    let (t_crt, t_key) = (t_crt.to_str().unwrap(), t_key.to_str().unwrap());
+    o.certificates.insert("default/t".into(), (t_crt.into(), t_key.into()));
     let dir = std::env::temp_dir().join(format!("hr-secret-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("a.yaml"), format!("{gw}{}{}", secret("s"), secret("t"))).unwrap();
@@ -670,13 +692,13 @@ fn tls_secrets_in_the_manifests_are_written_next_to_nginx_conf() {
         out.files.keys().collect::<Vec<_>>(),
         ["certs/default_s.crt", "certs/default_s.key"]
     );
-    assert_eq!(out.files["certs/default_s.key"], b"key");
+    assert_eq!(out.files["certs/default_s.key"], std::fs::read(data("tls/test.key")).unwrap());
     assert!(out.nginx_conf.contains(r#"ssl_certificate "certs/default_s.crt";"#));
-    assert!(out.nginx_conf.contains(r#"ssl_certificate "/etc/t.crt";"#));
+    assert!(out.nginx_conf.contains(&format!("ssl_certificate \"{t_crt}\";")));
     let target = dir.join("out");
     httproute_nginx::write_dir(&target, &out).unwrap();
     let key = target.join("certs/default_s.key");
-    assert_eq!(std::fs::read(&key).unwrap(), b"key");
+    assert_eq!(std::fs::read(&key).unwrap(), std::fs::read(data("tls/test.key")).unwrap());
     use std::os::unix::fs::PermissionsExt as _;
     assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
     // Bad base64 is an input error with its field.
@@ -702,10 +724,7 @@ fn path_values_are_checked_as_the_crd_checks_them_and_matched_decoded() {
         let text = format!(
             "kind: HTTPRoute\nmetadata: {{name: r}}\nspec:\n  rules:\n  - matches:\n    - path: {{type: Exact, value: \"{v}\"}}\n"
         );
-        let mut inputs = httproute_nginx::model::Inputs::default();
-        httproute_nginx::model::load_text(Path::new("t.yaml"), &text, &mut inputs)
-            .map(|_| ())
-            .map_err(|e| e.message)
+        load_checked("t.yaml", &text).map(|_| ()).map_err(|e| e.message)
     };
     // Accepted by the CRD (examples/standard/httproute.yaml has the first).
     for ok in ["/my%20path/123", "/a%2e/b", "/caf%C3%A9", "/~user/x;y=1", "/a/b/"] {
@@ -790,8 +809,7 @@ fn timeouts_bound_every_phase_of_the_backend_exchange() {
             "  - backendRefs: [{name: s, port: 80}]\n    timeouts: {request: 1s, backendRequest: 2s}\n"
         )
     );
-    let mut inputs = httproute_nginx::model::Inputs::default();
-    let e = httproute_nginx::model::load_text(Path::new("t.yaml"), &text, &mut inputs).unwrap_err();
+    let e = load_checked("t.yaml", &text).unwrap_err();
     assert!(e.to_string().ends_with("must not be greater than timeouts.request"), "{e}");
 }
 

@@ -8,7 +8,9 @@ use serde::de::DeserializeSeed as _;
 use serde_json::Value;
 
 use super::types::*;
-use super::validate::{validate_allowed, validate_grpc, validate_route};
+use super::validate::{
+    validate_allowed, validate_gateway, validate_grpc, validate_meta, validate_route,
+};
 
 /// An input problem: where (file, document, field) and what.
 #[derive(Debug)]
@@ -53,7 +55,44 @@ pub struct Inputs {
     pub endpoint_slices: Vec<EndpointSlice>,
     /// Fields we do not support yet, each reported once: (field, where first seen).
     pub unsupported: BTreeMap<String, String>,
+    /// HTTPRoutes and GRPCRoutes that the CRDs would refuse: left out, each with its error
+    /// (a warning and an `Accepted: False` condition), as a cluster keeps the other objects
+    /// when one is refused.
+    pub rejected: Vec<RejectedRoute>,
+    /// TLS Secrets given whose certificate or key cannot be used: `namespace/name` -> why.
+    /// A listener that names one refuses the handshake, as for a missing Secret.
+    pub bad_secrets: BTreeMap<String, String>,
+    /// Other things worth a warning, found while reading.
+    pub warnings: Vec<String>,
     pub files: Vec<PathBuf>,
+}
+
+/// A route left out: what it is, where it wanted to attach, and why it was refused.
+#[derive(Debug)]
+pub struct RejectedRoute {
+    pub grpc: bool,
+    pub namespace: String,
+    pub name: String,
+    pub parent_refs: Vec<ParentRef>,
+    pub error: InputError,
+}
+
+impl RejectedRoute {
+    /// What can be read of a route that failed to load.
+    fn of(kind: &str, v: &Value, error: InputError) -> RejectedRoute {
+        let text = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
+        let parent_refs = v
+            .pointer("/spec/parentRefs")
+            .and_then(|p| serde_json::from_value(p.clone()).ok())
+            .unwrap_or_default();
+        RejectedRoute {
+            grpc: kind == "GRPCRoute",
+            namespace: text("/metadata/namespace").unwrap_or_else(|| "default".into()),
+            name: text("/metadata/name").unwrap_or_default(),
+            parent_refs,
+            error,
+        }
+    }
 }
 
 /// Reads files and directories (the `.yaml`, `.yml` and `.json` files directly in them, sorted;
@@ -105,6 +144,16 @@ pub(crate) fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError
 
 /// Parses one file's text (YAML documents; JSON is YAML) and adds its objects.
 pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), InputError> {
+    // Before the parser: its cost grows with the square of the nesting depth.
+    super::depth::check(text).map_err(|(line, column)| InputError {
+        file: file.to_owned(),
+        document: None,
+        field: String::new(),
+        message: format!(
+            "invalid YAML/JSON: nesting deeper than {} levels at line {line} column {column}",
+            super::depth::MAX_DEPTH
+        ),
+    })?;
     let mut docs = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let v = Strict.deserialize(doc).map_err(|e| InputError {
@@ -136,6 +185,7 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
         match kind.as_str() {
             "Gateway" => {
                 let g: Gateway = typed(v, &here)?;
+                validate_gateway(&g).map_err(|(field, msg)| here(field, msg))?;
                 // gatewayClassName selects the controller; it does not change routing.
                 for f in g.spec.other.keys().filter(|f| *f != "gatewayClassName") {
                     note(inputs, format!("Gateway spec.{f}"), file, i);
@@ -150,98 +200,35 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                 }
                 inputs.gateways.push(g);
             }
-            "GRPCRoute" => {
-                let g: GrpcRoute = typed(v, &here)?;
-                validate_grpc(&g).map_err(|(field, msg)| here(field, msg))?;
-                for rule in &g.spec.rules {
-                    for f in &rule.filters {
-                        if !matches!(
-                            f.kind.as_str(),
-                            "RequestHeaderModifier" | "ResponseHeaderModifier" | "RequestMirror"
-                        ) {
-                            note(
-                                inputs,
-                                format!("GRPCRoute spec.rules[].filters[] of type {}", f.kind),
-                                file,
-                                i,
-                            );
-                        }
-                    }
-                    for f in rule.other.keys() {
-                        note(inputs, format!("GRPCRoute spec.rules[].{f}"), file, i);
-                    }
-                }
-                let r = g.into_route();
-                // Filters (header values, mirrors) and backendRefs are checked as an
-                // HTTPRoute's; its paths were made here.
-                validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
-                inputs.routes.push(r);
-            }
-            "HTTPRoute" => {
-                let r: HttpRoute = typed(v, &here)?;
-                validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
-                for rule in &r.spec.rules {
-                    for f in &rule.filters {
-                        if !matches!(
-                            f.kind.as_str(),
-                            "RequestHeaderModifier"
-                                | "ResponseHeaderModifier"
-                                | "RequestRedirect"
-                                | "URLRewrite"
-                                | "RequestMirror"
-                                | "CORS"
-                        ) {
-                            note(
-                                inputs,
-                                format!("HTTPRoute spec.rules[].filters[] of type {}", f.kind),
-                                file,
-                                i,
-                            );
-                        }
-                    }
-                    for f in rule.other.keys() {
-                        note(inputs, format!("HTTPRoute spec.rules[].{f}"), file, i);
-                    }
-                    for b in &rule.backend_refs {
-                        for f in &b.filters {
-                            if !matches!(
-                                f.kind.as_str(),
-                                "RequestHeaderModifier" | "ResponseHeaderModifier"
-                            ) {
-                                note(
-                                    inputs,
-                                    format!(
-                                        "HTTPRoute spec.rules[].backendRefs[].filters[] of type {}",
-                                        f.kind
-                                    ),
-                                    file,
-                                    i,
-                                );
-                            }
-                        }
-                        for f in b.other.keys() {
-                            note(
-                                inputs,
-                                format!("HTTPRoute spec.rules[].backendRefs[].{f}"),
-                                file,
-                                i,
-                            );
-                        }
-                    }
-                }
-                inputs.routes.push(r);
-            }
+            "GRPCRoute" => match grpc_route(v.clone(), &here, inputs, file, i) {
+                Ok(r) => inputs.routes.push(r),
+                Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
+            },
+            "HTTPRoute" => match http_route(v.clone(), &here, inputs, file, i) {
+                Ok(r) => inputs.routes.push(r),
+                Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
+            },
             "ReferenceGrant" => {
                 let g: ReferenceGrant = typed(v, &here)?;
                 inputs.grants.push(g);
             }
             "Secret" => {
                 let s: Secret = typed(v, &here)?;
+                validate_meta(&s.metadata).map_err(|(f, m)| here(f, m))?;
                 if s.kind == "kubernetes.io/tls" {
                     let pem = s.tls().map_err(|(f, m)| here(f, m))?;
-                    inputs
-                        .secrets
-                        .insert(format!("{}/{}", s.metadata.namespace, s.metadata.name), pem);
+                    let key = format!("{}/{}", s.metadata.namespace, s.metadata.name);
+                    match super::certificate::check(&pem.0, &pem.1) {
+                        Ok(None) => {}
+                        Ok(Some(note)) => inputs.warnings.push(format!(
+                            "Secret {key} ({}, document {i}): {note}",
+                            file.display()
+                        )),
+                        Err(why) => {
+                            inputs.bad_secrets.insert(key.clone(), why);
+                        }
+                    }
+                    inputs.secrets.insert(key, pem);
                 }
             }
             "Service" => {
@@ -264,6 +251,97 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
         }
     }
     Ok(())
+}
+
+type Here<'a> = dyn Fn(String, String) -> InputError + 'a;
+
+/// A GRPCRoute, checked; its unsupported fields noted.
+fn grpc_route(
+    v: Value,
+    here: &Here<'_>,
+    inputs: &mut Inputs,
+    file: &Path,
+    i: usize,
+) -> Result<HttpRoute, InputError> {
+    let g: GrpcRoute = typed(v, here)?;
+    validate_grpc(&g).map_err(|(field, msg)| here(field, msg))?;
+    for rule in &g.spec.rules {
+        for f in &rule.filters {
+            if !matches!(
+                f.kind.as_str(),
+                "RequestHeaderModifier" | "ResponseHeaderModifier" | "RequestMirror"
+            ) {
+                note(
+                    inputs,
+                    format!("GRPCRoute spec.rules[].filters[] of type {}", f.kind),
+                    file,
+                    i,
+                );
+            }
+        }
+        for f in rule.other.keys() {
+            note(inputs, format!("GRPCRoute spec.rules[].{f}"), file, i);
+        }
+    }
+    let r = g.into_route();
+    // Filters (header values, mirrors) and backendRefs are checked as an
+    // HTTPRoute's; its paths were made here.
+    validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
+    Ok(r)
+}
+
+/// An HTTPRoute, checked; its unsupported fields noted.
+fn http_route(
+    v: Value,
+    here: &Here<'_>,
+    inputs: &mut Inputs,
+    file: &Path,
+    i: usize,
+) -> Result<HttpRoute, InputError> {
+    let r: HttpRoute = typed(v, here)?;
+    validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
+    for rule in &r.spec.rules {
+        for f in &rule.filters {
+            if !matches!(
+                f.kind.as_str(),
+                "RequestHeaderModifier"
+                    | "ResponseHeaderModifier"
+                    | "RequestRedirect"
+                    | "URLRewrite"
+                    | "RequestMirror"
+                    | "CORS"
+            ) {
+                note(
+                    inputs,
+                    format!("HTTPRoute spec.rules[].filters[] of type {}", f.kind),
+                    file,
+                    i,
+                );
+            }
+        }
+        for f in rule.other.keys() {
+            note(inputs, format!("HTTPRoute spec.rules[].{f}"), file, i);
+        }
+        for b in &rule.backend_refs {
+            for f in &b.filters {
+                if !matches!(f.kind.as_str(), "RequestHeaderModifier" | "ResponseHeaderModifier") {
+                    note(
+                        inputs,
+                        format!(
+                            "HTTPRoute spec.rules[].backendRefs[].filters[] of type {}",
+                            f.kind
+                        ),
+                        file,
+                        i,
+                    );
+                }
+            }
+            for f in b.other.keys() {
+                note(inputs, format!("HTTPRoute spec.rules[].backendRefs[].{f}"), file, i);
+            }
+        }
+    }
+    Ok(r)
 }
 
 /// A document as a JSON value, refusing duplicate keys in any mapping (YAML would keep the

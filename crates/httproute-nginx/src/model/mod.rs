@@ -3,10 +3,13 @@
 //!
 //! [`types`]: the objects; [`load`](load()): files to [`Inputs`]; `validate`: the CRD checks.
 
+mod certificate;
+mod depth;
 mod load;
 mod types;
 mod validate;
 
-pub use load::{InputError, Inputs, load, load_text};
+pub use certificate::check as check_certificate;
+pub use load::{InputError, Inputs, RejectedRoute, load, load_text};
 pub use types::*;
-pub use validate::{decoded_path, is_dns_label, valid_hostname};
+pub use validate::{decoded_path, is_dns_label, is_dns_subdomain, valid_hostname};

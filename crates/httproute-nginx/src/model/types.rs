@@ -13,10 +13,59 @@ pub struct Meta {
     pub name: String,
     #[serde(default = "default_namespace")]
     pub namespace: String,
-    #[serde(default)]
-    pub creation_timestamp: Option<String>,
+    /// Empty or `null`: none (then the route counts as the oldest).
+    #[serde(default, deserialize_with = "timestamp")]
+    pub creation_timestamp: Option<Timestamp>,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+}
+
+/// `metadata.creationTimestamp`: an RFC 3339 date and time, compared as an instant (an
+/// offset or fractional seconds do not change the order).
+#[derive(Debug, Clone)]
+pub struct Timestamp {
+    /// Nanoseconds since the Unix epoch.
+    pub nanos: i128,
+    /// As written.
+    pub text: String,
+}
+
+impl Timestamp {
+    pub fn parse(text: &str) -> Result<Timestamp, String> {
+        let t = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+            .map_err(|e| {
+            format!("{text:?} is not an RFC 3339 timestamp like 2026-01-31T12:00:00Z ({e})")
+        })?;
+        Ok(Timestamp { nanos: t.unix_timestamp_nanos(), text: text.to_owned() })
+    }
+}
+
+impl PartialEq for Timestamp {
+    fn eq(&self, other: &Self) -> bool {
+        self.nanos == other.nanos
+    }
+}
+
+impl Eq for Timestamp {}
+
+impl PartialOrd for Timestamp {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Timestamp {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.nanos.cmp(&other.nanos)
+    }
+}
+
+fn timestamp<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
+    match Option::<String>::deserialize(d)? {
+        None => Ok(None),
+        Some(t) if t.is_empty() => Ok(None),
+        Some(t) => Timestamp::parse(&t).map(Some).map_err(serde::de::Error::custom),
+    }
 }
 
 fn default_namespace() -> String {

@@ -150,9 +150,138 @@ pub(crate) fn validate_allowed(a: &AllowedRoutes) -> Result<(), (String, String)
     Ok(())
 }
 
-/// CRD validation we rely on: enums, required shapes and the CRD's length limits.
+/// What Kubernetes and the Gateway API CRDs (v1.5, standard channel) require of a Gateway:
+/// object name, 1-64 listeners with unique `SectionName` names, a `Hostname`, a port 1-65535,
+/// certificate references with valid names.
+pub(crate) fn validate_gateway(g: &Gateway) -> Result<(), (String, String)> {
+    validate_meta(&g.metadata)?;
+    let ls = &g.spec.listeners;
+    if ls.is_empty() || ls.len() > 64 {
+        return Err(("spec.listeners".into(), "must have 1-64 listeners".into()));
+    }
+    for (i, l) in ls.iter().enumerate() {
+        let at = format!("spec.listeners[{i}]");
+        section_name(&l.name).map_err(|e| (format!("{at}.name"), e))?;
+        if ls[..i].iter().any(|o| o.name == l.name) {
+            return Err((
+                format!("{at}.name"),
+                format!("{:?}: listener names must be unique", l.name),
+            ));
+        }
+        if let Some(h) = &l.hostname
+            && !valid_hostname(h)
+        {
+            return Err((
+                format!("{at}.hostname"),
+                format!("invalid hostname {h:?} (lowercase DNS labels, optionally after \"*.\")"),
+            ));
+        }
+        if l.port == 0 {
+            return Err((format!("{at}.port"), "must be 1-65535".into()));
+        }
+        for (ci, c) in l.tls.iter().flat_map(|t| t.certificate_refs.iter()).enumerate() {
+            let at = format!("{at}.tls.certificateRefs[{ci}]");
+            object_name(&c.name).map_err(|e| (format!("{at}.name"), e))?;
+            if let Some(ns) = &c.namespace {
+                namespace(ns).map_err(|e| (format!("{at}.namespace"), e))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `metadata`: a name Kubernetes accepts for these objects (an RFC 1123 subdomain) and a
+/// namespace (an RFC 1123 label); a creationTimestamp was parsed as RFC 3339 already.
+pub(crate) fn validate_meta(m: &Meta) -> Result<(), (String, String)> {
+    if !is_dns_subdomain(&m.name) {
+        return Err((
+            "metadata.name".into(),
+            format!(
+                "{:?} is not a valid name (lowercase RFC 1123 subdomain, at most 253 characters)",
+                m.name
+            ),
+        ));
+    }
+    namespace(&m.namespace).map_err(|e| ("metadata.namespace".into(), e))
+}
+
+/// A Gateway API `SectionName`: listener names, rule names, a parentRef's `sectionName`.
+pub(crate) fn section_name(n: &str) -> Result<(), String> {
+    if is_dns_subdomain(n) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{n:?} is not a valid name (lowercase letters, digits, \"-\" and \".\", at most 253)"
+        ))
+    }
+}
+
+/// A Gateway API `ObjectName`: 1-253 characters.
+fn object_name(n: &str) -> Result<(), String> {
+    if n.is_empty() || n.len() > 253 { Err("length must be 1-253".into()) } else { Ok(()) }
+}
+
+/// A Gateway API `Namespace`: an RFC 1123 label.
+fn namespace(n: &str) -> Result<(), String> {
+    if is_dns_label(n) {
+        Ok(())
+    } else {
+        Err(format!("{n:?} is not a valid namespace (lowercase RFC 1123 label)"))
+    }
+}
+
+/// A port the CRDs allow (`PortNumber` with its minimum 1).
+fn port(p: Option<u16>, field: impl Fn() -> String) -> Result<(), (String, String)> {
+    if p == Some(0) { Err((field(), "must be 1-65535".into())) } else { Ok(()) }
+}
+
+/// The pattern of `SectionName` and of Kubernetes object names (RFC 1123 subdomain):
+/// dot-separated labels of lowercase letters, digits and `-`, not starting or ending with
+/// `-`; 1-253 characters.
+pub fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
+}
+
+/// `parentRefs` (at most 32): names, namespaces, section names and ports as the CRD has them.
+fn validate_parents(refs: &[ParentRef]) -> Result<(), (String, String)> {
+    if refs.len() > 32 {
+        return Err(("spec.parentRefs".into(), "at most 32 entries".into()));
+    }
+    for (i, p) in refs.iter().enumerate() {
+        let at = format!("spec.parentRefs[{i}]");
+        object_name(&p.name).map_err(|e| (format!("{at}.name"), e))?;
+        if let Some(ns) = &p.namespace {
+            namespace(ns).map_err(|e| (format!("{at}.namespace"), e))?;
+        }
+        if let Some(s) = &p.section_name {
+            section_name(s).map_err(|e| (format!("{at}.sectionName"), e))?;
+        }
+        port(p.port, || format!("{at}.port"))?;
+    }
+    Ok(())
+}
+
+/// A backend reference: name, namespace, port.
+fn validate_object_ref(r: &ObjectRef, at: &str) -> Result<(), (String, String)> {
+    object_name(&r.name).map_err(|e| (format!("{at}.name"), e))?;
+    if let Some(ns) = &r.namespace {
+        namespace(ns).map_err(|e| (format!("{at}.namespace"), e))?;
+    }
+    port(r.port, || format!("{at}.port"))
+}
+
+/// CRD validation we rely on: enums, patterns, required shapes and the CRD's length limits.
 pub(crate) fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
+    validate_meta(&r.metadata)?;
     let s = &r.spec;
+    validate_parents(&s.parent_refs)?;
     if s.rules.len() > 16 {
         return Err(("spec.rules".into(), format!("{} rules; at most 16", s.rules.len())));
     }
@@ -165,6 +294,18 @@ pub(crate) fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
         }
     }
     for (ri, rule) in s.rules.iter().enumerate() {
+        if let Some(n) = &rule.name {
+            section_name(n).map_err(|e| (format!("spec.rules[{ri}].name"), e))?;
+            if s.rules[..ri].iter().any(|o| o.name.as_ref() == Some(n)) {
+                return Err((
+                    format!("spec.rules[{ri}].name"),
+                    format!("{n:?}: rule names must be unique within the route"),
+                ));
+            }
+        }
+        for (bi, b) in rule.backend_refs.iter().enumerate() {
+            validate_object_ref(&b.object(), &format!("spec.rules[{ri}].backendRefs[{bi}]"))?;
+        }
         if rule.filters.len() > 16 {
             return Err((format!("spec.rules[{ri}].filters"), "at most 16 filters".into()));
         }
@@ -210,6 +351,7 @@ pub(crate) fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                         ));
                     }
                     precise_hostname(r.hostname.as_deref(), || format!("{at}.requestRedirect"))?;
+                    port(r.port, || format!("{at}.requestRedirect.port"))?;
                     r.path.as_ref().map(|p| (p, format!("{at}.requestRedirect.path")))
                 }
                 "URLRewrite" => {
@@ -229,6 +371,7 @@ pub(crate) fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                             "required for type RequestMirror".into(),
                         ));
                     };
+                    validate_object_ref(&m.backend_ref, &format!("{at}.requestMirror.backendRef"))?;
                     if m.percent.is_some_and(|p| p > 100)
                         || m.fraction
                             .as_ref()
@@ -319,10 +462,12 @@ pub(crate) fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
                     if h.name.is_empty() || h.name.len() > name_max {
                         return Err((format!("{f}.name"), format!("length must be 1-{name_max}")));
                     }
-                    if kind == "headers" && !h.name.bytes().all(header_token) {
+                    // Query parameter names are `HTTPHeaderName`s too.
+                    if !h.name.bytes().all(header_token) {
+                        let what = if kind == "headers" { "header" } else { "query parameter" };
                         return Err((
                             format!("{f}.name"),
-                            format!("invalid header name {:?}", h.name),
+                            format!("invalid {what} name {:?}", h.name),
                         ));
                     }
                     if h.value.is_empty() || h.value.len() > value_max {
