@@ -120,8 +120,8 @@ fn memory_error(e: Exhausted, during: &str) -> String {
              had been allocated for this source"
         ),
         Exhausted::Limit { used, limit } => format!(
-            "the compiled lists need more memory than allowed: {used} bytes allocated while \
-             {during}, more than the limit of {limit} bytes"
+            "the compiled lists need more memory than allowed: the limit of {limit} bytes was \
+             reached while {during} ({used} bytes allocated)"
         ),
     }
 }
@@ -143,9 +143,10 @@ pub(crate) fn compile_list(
     let mut warnings = Vec::new();
     let (entries, index) = c.list(&raw, None, &mut warnings);
     drop(raw);
-    let failed = scope.check().err().or(c.b.no_memory.then_some(Exhausted::OutOfMemory {
-        used: scope.used(),
-    }));
+    let failed = scope
+        .check()
+        .err()
+        .or(c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() }));
     if let Some(e) = failed {
         return Err(ParseError::memory(memory_error(e, "compiling the list")));
     }
@@ -372,7 +373,9 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     if out.try_reserve_exact(lists.len()).is_err() {
         return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, "finishing the lists"));
     }
-    out.extend(lists.into_iter().map(|(entries, index)| MatchList::new(store.clone(), entries, index)));
+    out.extend(
+        lists.into_iter().map(|(entries, index)| MatchList::new(store.clone(), entries, index)),
+    );
     scope.check().map_err(|e| mem(e, "finishing the lists"))?;
     Ok(CompiledFile { store, lists: out.into_boxed_slice(), keys: table, key_items, warnings })
 }

@@ -156,9 +156,8 @@ impl Pattern {
         if first > remaining {
             return (Verdict::BudgetSpent, 0);
         }
-        match self.probe(subject, 0) {
-            Some(end) => return Record { last: 0, end }.replay(remaining),
-            None => {}
+        if let Some(end) = self.probe(subject, 0) {
+            return Record { last: 0, end }.replay(remaining);
         }
         if let Some(record) = crate::regex_cache::get(self.id, subject) {
             return record.replay(remaining);

@@ -124,14 +124,8 @@ pub(crate) fn put(pattern: u64, subject: &[u8], record: Record) {
             c.remove(old);
         }
         while c.bytes + cost(subject) > capacity && c.evict() {}
-        let slot = Slot {
-            pattern,
-            subject: subject.into(),
-            record,
-            newer: NONE,
-            older: NONE,
-            hash,
-        };
+        let slot =
+            Slot { pattern, subject: subject.into(), record, newer: NONE, older: NONE, hash };
         let i = match c.free.pop() {
             Some(i) => {
                 c.slots[i as usize] = slot;
