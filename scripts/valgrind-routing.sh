@@ -9,7 +9,12 @@ cd "$(dirname "$0")/.."
 . scripts/lib/built.sh
 . scripts/lib/prefix.sh
 scripts/install-deps.sh valgrind
-build_module >/dev/null
+# NGX_MATCHES_MODULE / NGX_MATCHES_NGINX (as for the tests): another build, e.g. an older one.
+if [ -n "${NGX_MATCHES_MODULE:-}" ] && [ -n "${NGX_MATCHES_NGINX:-}" ]; then
+  module=$NGX_MATCHES_MODULE nginx=$NGX_MATCHES_NGINX
+else
+  build_module >/dev/null
+fi
 vg=$(command -v valgrind.bin || command -v valgrind)
 port=${PORT:-18323}
 route() {
