@@ -20,7 +20,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use route_match::{CompiledList, Syntax};
+use route_match::{Bounds, CompiledList, ParseError, Syntax};
 use rustc_hash::FxHashMap;
 
 /// The most distinct `$http_matches` values one worker keeps compiled, whatever their size.
@@ -106,7 +106,12 @@ impl Cache {
 
 /// The compiled form of `value`, compiling it on first sight. `budget` is the most bytes the
 /// worker's cache may hold.
-pub(crate) fn get(syntax: Syntax, value: &[u8], budget: usize) -> (Rc<Entry>, Lookup, Stats) {
+pub(crate) fn get(
+    syntax: Syntax,
+    value: &[u8],
+    budget: usize,
+    bounds: Bounds,
+) -> (Rc<Entry>, Lookup, Stats) {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let now = c.tick();
@@ -129,14 +134,17 @@ pub(crate) fn get(syntax: Syntax, value: &[u8], budget: usize) -> (Rc<Entry>, Lo
             c.by_address.insert(address, hit.clone());
             return (hit, Lookup::Hit, c.stats());
         }
-        let compiled = route_match::compile_list(value, syntax).map_err(|e| e.to_string());
+        let compiled = route_match::compile_list_within(value, syntax, bounds);
+        // Out of memory says nothing about the value: never remembered.
+        let transient = compiled.as_ref().is_err_and(ParseError::is_memory);
+        let compiled = compiled.map_err(|e| e.to_string());
         let cost = value.len()
             + core::mem::size_of::<Entry>()
             + compiled.as_ref().map_or_else(String::len, |c| c.list.memory());
         let source: Rc<[u8]> = value.into();
         let entry =
             Rc::new(Entry { source: source.clone(), compiled, cost, slot: s, used: now.into() });
-        if cost > budget {
+        if cost > budget || transient {
             return (entry, Lookup::Uncached, c.stats());
         }
         let mut evicted = 0;

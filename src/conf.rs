@@ -19,11 +19,12 @@ use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
 };
 use ngx::{ngx_conf_log_error, ngx_log_error};
-use route_match::{FileError, Syntax, Warning};
+use route_match::{Bounds, FileError, Syntax, Warning};
 
 use crate::state::{
-    DEFAULT_REGEX_BUDGET_MS, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE, EXITING, LocConf,
-    MainConf, NGX_CONF_UNSET_MSEC, NGX_CONF_UNSET_SIZE, NamedCheck, release_free_memory,
+    DEFAULT_REGEX_BUDGET, DEFAULT_REGEX_CACHE_SIZE, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE,
+    EXITING, LocConf, MainConf, NGX_CONF_UNSET_SIZE, NGX_CONF_UNSET_UINT, NamedCheck,
+    release_free_memory,
 };
 use crate::util::{conf_args, conf_where, text};
 use crate::{ConfResult, HttpMatchesModule, guard, handler};
@@ -51,6 +52,9 @@ pub(crate) unsafe extern "C" fn init_main_conf(
         if mcf.var_cache_size == NGX_CONF_UNSET_SIZE {
             mcf.var_cache_size = DEFAULT_VAR_CACHE_SIZE;
         }
+        if mcf.regex_cache_size == NGX_CONF_UNSET_SIZE {
+            mcf.regex_cache_size = DEFAULT_REGEX_CACHE_SIZE;
+        }
         NGX_CONF_OK
     })
 }
@@ -72,9 +76,9 @@ pub(crate) unsafe extern "C" fn merge_loc_conf(
         if conf.strict == NGX_CONF_UNSET as ngx_flag_t {
             conf.strict = if prev.strict == NGX_CONF_UNSET as ngx_flag_t { 0 } else { prev.strict };
         }
-        if conf.regex_budget == NGX_CONF_UNSET_MSEC {
-            conf.regex_budget = if prev.regex_budget == NGX_CONF_UNSET_MSEC {
-                DEFAULT_REGEX_BUDGET_MS
+        if conf.regex_budget == NGX_CONF_UNSET_UINT {
+            conf.regex_budget = if prev.regex_budget == NGX_CONF_UNSET_UINT {
+                DEFAULT_REGEX_BUDGET
             } else {
                 prev.regex_budget
             };
@@ -181,8 +185,11 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
             return NGX_CONF_ERROR;
         }
         let file_name = text(name.as_bytes()).into_owned();
-        match route_match::compile_file_at(file_name.as_ref(), syntax) {
+        mcf.compiled_any = true;
+        let bounds = mcf.bounds();
+        match route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds) {
             Ok(file) => {
+                mcf.compiled_memory += file.iter().next().map_or(0, |(_, l)| l.memory());
                 mcf.file_warnings = file.warnings.clone();
                 mcf.file = Some(Arc::new(file));
                 mcf.file_name = file_name;
@@ -195,6 +202,17 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
                     NGX_LOG_EMERG,
                     cf,
                     "http_matches: cannot read \"{file_name}\": {e}"
+                );
+                NGX_CONF_ERROR
+            }
+            Err(FileError::Memory(e)) => {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches: cannot compile \"{file_name}\": {e} (http_matches_max_memory \
+                     {}; {} bytes already taken by lists compiled before it)",
+                    size_text(mcf.max_memory),
+                    mcf.compiled_memory
                 );
                 NGX_CONF_ERROR
             }
@@ -227,9 +245,15 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
         let Some((syntax, rest)) = (unsafe { directive_args(cf) }) else { return NGX_CONF_ERROR };
         lcf.enabled = true;
         lcf.var_syntax = syntax;
+        // SAFETY: as below, the http main conf of this module exists while parsing.
+        let main = HttpMatchesModule::main_conf_mut(unsafe { &*cf });
+        let bounds = main.as_ref().map_or_else(Bounds::default, |m| m.bounds());
+        if let Some(m) = main {
+            m.compiled_any |= !rest.is_empty();
+        }
         match rest[..] {
             [] => {}
-            [json] => match route_match::compile_list(json, syntax) {
+            [json] => match route_match::compile_list_within(json, syntax, bounds) {
                 Ok(c) => {
                     // SAFETY: called from a directive handler.
                     lcf.pending_where = unsafe { conf_where(cf) };
@@ -246,6 +270,9 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
                     let server = NgxHttpCoreModule::server_conf(cf_ref)
                         .map_or(core::ptr::null(), core::ptr::from_ref);
                     let main = HttpMatchesModule::main_conf_mut(cf_ref);
+                    if let Some(mcf) = HttpMatchesModule::main_conf_mut(cf_ref) {
+                        mcf.compiled_memory += c.list.memory();
+                    }
                     if let (false, Some(mcf)) = (names.is_empty(), main) {
                         mcf.named_checks.push(NamedCheck {
                             server,
@@ -256,6 +283,16 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
                     }
                     lcf.inline = Some(Arc::new(c.list));
                     lcf.pending = c.warnings;
+                }
+                Err(e) if e.is_memory() => {
+                    ngx_conf_log_error!(
+                        NGX_LOG_EMERG,
+                        cf,
+                        "http_matches: cannot compile the inline match list: {e} \
+                         (http_matches_max_memory {} left for it)",
+                        size_text(bounds.memory)
+                    );
+                    return NGX_CONF_ERROR;
                 }
                 Err(e) => {
                     ngx_conf_log_error!(
@@ -286,6 +323,126 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
             mcf.used = true;
         }
         NGX_CONF_OK
+    })
+}
+
+/// A bound for log lines: bytes, or `off`.
+fn size_text(n: usize) -> String {
+    if n == usize::MAX { "off".to_owned() } else { n.to_string() }
+}
+
+/// A size as NGINX writes them: a number with an optional `k`, `m` or `g` (either case).
+fn parse_size(v: &[u8]) -> Option<usize> {
+    let (digits, unit) = match v.last()?.to_ascii_lowercase() {
+        b'k' => (&v[..v.len() - 1], 1usize << 10),
+        b'm' => (&v[..v.len() - 1], 1 << 20),
+        b'g' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    let n: usize = core::str::from_utf8(digits).ok()?.parse().ok()?;
+    n.checked_mul(unit)
+}
+
+/// `http_matches_max_memory size [pattern=size];`
+pub(crate) unsafe extern "C" fn cmd_http_matches_max_memory(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: registered with NGX_HTTP_MAIN_CONF_OFFSET: `conf` is this module's main conf.
+        let mcf = unsafe { &mut *(conf as *mut MainConf) };
+        if mcf.compiled_any {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_max_memory must come before http_matches_load and every inline \
+                 http_matches list (they are compiled where they stand)"
+            );
+            return NGX_CONF_ERROR;
+        }
+        // SAFETY: in a directive handler; the arguments are used before it returns.
+        let args = unsafe { conf_args(cf) };
+        for (i, a) in args.iter().enumerate().skip(1) {
+            let v = a.as_bytes();
+            let (value, is_pattern) = match v.strip_prefix(b"pattern=") {
+                Some(p) => (p, true),
+                None => (v, false),
+            };
+            let size = match (value, i, is_pattern) {
+                (b"off", 1, false) => Some(usize::MAX),
+                (_, 1, false) | (_, 2.., true) => parse_size(value).filter(|n| *n > 0),
+                _ => None,
+            };
+            let Some(size) = size else {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches_max_memory: invalid \"{}\": expected a size (or off), then \
+                     optionally pattern=size",
+                    text(v)
+                );
+                return NGX_CONF_ERROR;
+            };
+            if is_pattern {
+                mcf.max_pattern_memory = size;
+            } else {
+                mcf.max_memory = size;
+            }
+        }
+        NGX_CONF_OK
+    })
+}
+
+/// `http_matches_regex_budget steps | off;`
+pub(crate) unsafe extern "C" fn cmd_http_matches_regex_budget(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: registered with NGX_HTTP_LOC_CONF_OFFSET: `conf` is this module's loc conf.
+        let lcf = unsafe { &mut *(conf as *mut LocConf) };
+        if lcf.regex_budget != NGX_CONF_UNSET_UINT {
+            return c"is duplicate".as_ptr().cast_mut();
+        }
+        // SAFETY: in a directive handler; the arguments are used before it returns.
+        let args = unsafe { conf_args(cf) };
+        let v = args.get(1).map_or(&b""[..], |a| a.as_bytes());
+        if v == b"off" {
+            lcf.regex_budget = 0;
+            return NGX_CONF_OK;
+        }
+        if let Some(n) = core::str::from_utf8(v).ok().and_then(|s| s.parse::<ngx_uint_t>().ok()) {
+            if n != NGX_CONF_UNSET_UINT {
+                lcf.regex_budget = n;
+                return NGX_CONF_OK;
+            }
+        }
+        let time_unit = v.iter().rposition(u8::is_ascii_digit).is_some_and(|i| {
+            matches!(&v[i + 1..], b"ms" | b"s" | b"m" | b"h" | b"d" | b"w" | b"M" | b"y")
+        });
+        if time_unit {
+            // The old syntax (a time): still loads, with the default work budget.
+            ngx_conf_log_error!(
+                NGX_LOG_WARN,
+                cf,
+                "http_matches_regex_budget \"{}\": the budget is now a count of PCRE2 match \
+                 steps, not a time (the answer must not depend on the machine's speed); the \
+                 default of {} steps applies",
+                text(v),
+                DEFAULT_REGEX_BUDGET
+            );
+            lcf.regex_budget = DEFAULT_REGEX_BUDGET;
+            return NGX_CONF_OK;
+        }
+        ngx_conf_log_error!(
+            NGX_LOG_EMERG,
+            cf,
+            "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",
+            text(v)
+        );
+        NGX_CONF_ERROR
     })
 }
 
@@ -483,6 +640,8 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     if mcf.file.is_some() {
         release_free_memory();
     }
+    // The workers fork from this process: they inherit the setting of its thread.
+    route_match::regex_cache::set_capacity(mcf.regex_cache_size);
     if !mcf.used {
         return Status::NGX_OK;
     }

@@ -6,7 +6,6 @@
 //! NGINX's special responses, or 500 with one `[error]` line that says what was wrong.
 
 use core::fmt;
-use core::time::Duration;
 use std::rc::Rc;
 
 use ngx::ffi::{
@@ -132,7 +131,9 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                 ),
             );
         }
-        let (c, lookup, stats) = cache::get(lcf.var_syntax, value, mcf.var_cache_size);
+        let bounds =
+            route_match::Bounds { memory: mcf.max_memory, pattern: mcf.max_pattern_memory };
+        let (c, lookup, stats) = cache::get(lcf.var_syntax, value, mcf.var_cache_size, bounds);
         match lookup {
             Lookup::Hit => {}
             Lookup::Compiled { evicted } => {
@@ -150,6 +151,8 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                     stats.bytes
                 );
             }
+            // Refused for memory: the 500 below says so.
+            Lookup::Uncached if c.compiled.is_err() => {}
             Lookup::Uncached => {
                 ngx_log_error!(
                     NGX_LOG_WARN,
@@ -206,7 +209,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         panic!("panic-test: the request asked for a panic");
     }
 
-    let budget = (lcf.regex_budget > 0).then(|| Duration::from_millis(lcf.regex_budget as u64));
+    let budget = (lcf.regex_budget > 0).then_some(lcf.regex_budget as u64);
     let view = View { r: req, log, budget };
     match list.evaluate(&view) {
         Outcome::Redirect { entry, path } => {
@@ -330,7 +333,7 @@ fn client_value(req: &ngx_http_request_t, value: &[u8]) -> bool {
 struct View<'r> {
     r: &'r ngx_http_request_t,
     log: *mut ngx_log_t,
-    budget: Option<Duration>,
+    budget: Option<u64>,
 }
 
 impl RequestView for View<'_> {
@@ -355,7 +358,7 @@ impl RequestView for View<'_> {
             escape(pattern.as_bytes(), 128)
         );
     }
-    fn regex_budget(&self) -> Option<Duration> {
+    fn regex_budget(&self) -> Option<u64> {
         self.budget
     }
 }

@@ -13,8 +13,7 @@ use ngx::ffi::{
     NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_HTTP_LIF_CONF,
     NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET,
     NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, ngx_command_t, ngx_conf_set_flag_slot,
-    ngx_conf_set_msec_slot, ngx_conf_set_size_slot, ngx_conf_t, ngx_http_module_t, ngx_int_t,
-    ngx_module_t, ngx_uint_t,
+    ngx_conf_set_size_slot, ngx_conf_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_string;
@@ -70,7 +69,7 @@ static NGX_HTTP_MATCHES_MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
     merge_loc_conf: Some(conf::merge_loc_conf),
 };
 
-static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 7] = [
+static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 9] = [
     ngx_command_t {
         name: ngx_string!("http_matches_load"),
         type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12) as ngx_uint_t,
@@ -101,9 +100,25 @@ static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 7] = [
         name: ngx_string!("http_matches_regex_budget"),
         type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1)
             as ngx_uint_t,
-        set: Some(ngx_conf_set_msec_slot),
+        set: Some(conf::cmd_http_matches_regex_budget),
         conf: NGX_HTTP_LOC_CONF_OFFSET,
-        offset: core::mem::offset_of!(LocConf, regex_budget),
+        offset: 0,
+        post: core::ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("http_matches_max_memory"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12) as ngx_uint_t,
+        set: Some(conf::cmd_http_matches_max_memory),
+        conf: NGX_HTTP_MAIN_CONF_OFFSET,
+        offset: 0,
+        post: core::ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("http_matches_regex_cache"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1) as ngx_uint_t,
+        set: Some(ngx_conf_set_size_slot),
+        conf: NGX_HTTP_MAIN_CONF_OFFSET,
+        offset: core::mem::offset_of!(MainConf, regex_cache_size),
         post: core::ptr::null_mut(),
     },
     ngx_command_t {
@@ -143,6 +158,13 @@ pub static mut ngx_http_matches_module: ngx_module_t = ngx_module_t {
 
 #[cfg(feature = "export-modules")]
 ngx::ngx_modules!(ngx_http_matches_module);
+
+/// Every Rust allocation of the module is counted (the memory bounds of a configuration
+/// load), and one that fails becomes an error at the compiler's next checkpoint instead of an
+/// abort of the master (see `pcre2_bounded::memory`). NGINX's own allocations are not
+/// affected: it calls the C library directly.
+#[global_allocator]
+static ALLOCATOR: pcre2_bounded::memory::Metered = pcre2_bounded::memory::Metered;
 
 /// `NGX_CONF_OK` / `NGX_CONF_ERROR` for directive handlers.
 pub(crate) type ConfResult = *mut c_char;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ngx::ffi::{NGX_CONF_UNSET, ngx_flag_t, ngx_http_core_srv_conf_t, ngx_msec_t, ngx_uint_t};
+use ngx::ffi::{NGX_CONF_UNSET, ngx_flag_t, ngx_http_core_srv_conf_t, ngx_uint_t};
 use route_match::{CompiledFile, MatchList, Syntax, Warning};
 
 /// `http {}` level state.
@@ -29,6 +29,16 @@ pub struct MainConf {
     pub var_max_size: usize,
     /// `http_matches_var_cache`: bytes of compiled `$http_matches` values a worker keeps.
     pub var_cache_size: usize,
+    /// `http_matches_max_memory`: bytes all compiled lists of the configuration may take
+    /// (and one `$http_matches` compile), and bytes one pattern may compile to.
+    pub(crate) max_memory: usize,
+    pub(crate) max_pattern_memory: usize,
+    /// Bytes the lists compiled so far in this configuration hold (the file, inline lists).
+    pub(crate) compiled_memory: usize,
+    /// Something was compiled already: a later `http_matches_max_memory` is refused.
+    pub(crate) compiled_any: bool,
+    /// `http_matches_regex_cache`: bytes of regex results a worker keeps.
+    pub regex_cache_size: usize,
     /// Inline lists whose `@name` redirect paths are checked once every server's named
     /// locations are known (postconfiguration).
     pub(crate) named_checks: Vec<NamedCheck>,
@@ -48,20 +58,32 @@ impl Default for MainConf {
             var_entry: 0,
             var_max_size: NGX_CONF_UNSET_SIZE,
             var_cache_size: NGX_CONF_UNSET_SIZE,
+            max_memory: DEFAULT_MAX_MEMORY,
+            max_pattern_memory: route_match::DEFAULT_PATTERN_MEMORY,
+            compiled_memory: 0,
+            compiled_any: false,
+            regex_cache_size: NGX_CONF_UNSET_SIZE,
             named_checks: Vec::new(),
         }
     }
 }
 
-/// NGINX's `NGX_CONF_UNSET_SIZE` and `NGX_CONF_UNSET_MSEC` (casts of -1 that bindgen does
-/// not carry over).
+/// NGINX's `NGX_CONF_UNSET_SIZE` (a cast of -1 that bindgen does not carry over).
 pub(crate) const NGX_CONF_UNSET_SIZE: usize = usize::MAX;
-pub(crate) const NGX_CONF_UNSET_MSEC: ngx_msec_t = ngx_msec_t::MAX;
 
 /// Defaults of the http-level directives.
 pub(crate) const DEFAULT_VAR_MAX_SIZE: usize = 16 * 1024;
 pub(crate) const DEFAULT_VAR_CACHE_SIZE: usize = 32 * 1024 * 1024;
-pub(crate) const DEFAULT_REGEX_BUDGET_MS: ngx_msec_t = 5;
+/// `http_matches_regex_budget` unless set: match steps (see route_match::DEFAULT_REGEX_BUDGET).
+pub(crate) const DEFAULT_REGEX_BUDGET: ngx_uint_t = route_match::DEFAULT_REGEX_BUDGET as ngx_uint_t;
+/// `http_matches_max_memory` unless set: NGF-shaped configurations of 10,000 routes compile
+/// to a few MiB (docs/RELIABILITY.md), so this is far above them, and low enough that a
+/// hostile file cannot take the master past a few hundred MiB.
+pub(crate) const DEFAULT_MAX_MEMORY: usize = 128 * 1024 * 1024;
+/// `http_matches_regex_cache` unless set.
+pub(crate) const DEFAULT_REGEX_CACHE_SIZE: usize = 1024 * 1024;
+/// `NGX_CONF_UNSET_UINT`.
+pub(crate) const NGX_CONF_UNSET_UINT: ngx_uint_t = ngx_uint_t::MAX;
 
 /// The `@name` redirect paths of one inline list, to be checked against the named locations
 /// of the server the list is in.
@@ -72,6 +94,17 @@ pub(crate) struct NamedCheck {
     pub(crate) loc: *const LocConf,
     pub(crate) names: Vec<(usize, String)>,
     pub(crate) at: String,
+}
+
+impl MainConf {
+    /// The memory the next compile of this configuration may take: what
+    /// `http_matches_max_memory` leaves after the lists compiled so far.
+    pub(crate) fn bounds(&self) -> route_match::Bounds {
+        route_match::Bounds {
+            memory: self.max_memory.saturating_sub(self.compiled_memory),
+            pattern: self.max_pattern_memory,
+        }
+    }
 }
 
 impl Drop for MainConf {
@@ -103,9 +136,9 @@ pub struct LocConf {
     pub(crate) inline: Option<Arc<MatchList>>,
     /// `syntax=` for `$http_matches` values.
     pub(crate) var_syntax: Syntax,
-    /// `http_matches_regex_budget`, in milliseconds (0: no budget); `NGX_CONF_UNSET_MSEC`
+    /// `http_matches_regex_budget`, in match steps (0: no budget); `NGX_CONF_UNSET_UINT`
     /// until set or merged.
-    pub regex_budget: ngx_msec_t,
+    pub regex_budget: ngx_uint_t,
     /// Malformed entries of the inline list and where the directive stands: reported at merge,
     /// when `http_matches_strict` is known.
     pub(crate) pending: Vec<Warning>,
@@ -119,7 +152,7 @@ impl Default for LocConf {
             enabled: false,
             inline: None,
             var_syntax: Syntax::Auto,
-            regex_budget: NGX_CONF_UNSET_MSEC,
+            regex_budget: NGX_CONF_UNSET_UINT,
             pending: Vec::new(),
             pending_where: String::new(),
         }

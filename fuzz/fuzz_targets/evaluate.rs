@@ -91,9 +91,10 @@ impl RequestView for Input {
     fn path(&self) -> &[u8] {
         &self.path
     }
-    /// No time budget: it would make the outcome depend on the clock, and the check below
-    /// compares two evaluations. Each attempt is still bounded by its step limit.
-    fn regex_budget(&self) -> Option<std::time::Duration> {
+    /// No shared budget: the check below compares the indexed evaluation with the linear one,
+    /// which attempts more regexes and so could spend a budget where the index does not.
+    /// Each attempt is still bounded by its step limit.
+    fn regex_budget(&self) -> Option<u64> {
         None
     }
 }

@@ -14,16 +14,24 @@
 //! `location ~` with UTF on. A subject that is not valid UTF-8 is matched as it is: an invalid
 //! sequence never matches any item of a pattern, but the valid text around it can match.
 
+use core::alloc::Layout;
 use core::cell::RefCell;
+use core::ffi::c_void;
 use core::fmt;
 use core::ptr::{self, NonNull};
+use std::alloc::{GlobalAlloc, System};
+use std::sync::OnceLock;
+
+pub mod memory;
 
 use pcre2_sys::{
     PCRE2_ERROR_DEPTHLIMIT, PCRE2_ERROR_HEAPLIMIT, PCRE2_ERROR_JIT_STACKLIMIT,
-    PCRE2_ERROR_MATCHLIMIT, PCRE2_ERROR_NOMATCH, PCRE2_INFO_JITSIZE, PCRE2_INFO_SIZE,
-    PCRE2_JIT_COMPLETE, PCRE2_MATCH_INVALID_UTF, PCRE2_UTF, pcre2_code_8, pcre2_code_free_8,
-    pcre2_compile_8, pcre2_get_error_message_8, pcre2_jit_compile_8, pcre2_jit_match_8,
-    pcre2_match_8, pcre2_match_context_8, pcre2_match_context_create_8, pcre2_match_data_8,
+    PCRE2_ERROR_MATCHLIMIT, PCRE2_ERROR_NOMATCH, PCRE2_ERROR_NOMEMORY, PCRE2_INFO_JITSIZE,
+    PCRE2_INFO_SIZE, PCRE2_JIT_COMPLETE, PCRE2_MATCH_INVALID_UTF, PCRE2_UTF, pcre2_code_8,
+    pcre2_code_free_8, pcre2_compile_8, pcre2_compile_context_create_8,
+    pcre2_compile_context_free_8, pcre2_general_context_8, pcre2_general_context_create_8,
+    pcre2_get_error_message_8, pcre2_jit_compile_8, pcre2_jit_match_8, pcre2_match_8,
+    pcre2_match_context_8, pcre2_match_context_create_8, pcre2_match_data_8,
     pcre2_match_data_create_8, pcre2_pattern_info_8, pcre2_set_depth_limit_8,
     pcre2_set_heap_limit_8, pcre2_set_match_limit_8,
 };
@@ -44,18 +52,38 @@ unsafe impl Send for Regex {}
 // SAFETY: as above.
 unsafe impl Sync for Regex {}
 
-/// Why a pattern does not compile: PCRE2's message and the offset in the pattern.
+/// Why a pattern does not compile.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompileError {
-    /// PCRE2's text, e.g. "missing terminating ] for character class".
-    pub message: String,
-    /// Byte offset in the pattern where PCRE2 stopped.
-    pub offset: usize,
+pub enum CompileError {
+    /// The pattern is not valid: PCRE2's message and the offset in the pattern.
+    Invalid {
+        /// PCRE2's text, e.g. "missing terminating ] for character class".
+        message: String,
+        /// Byte offset in the pattern where PCRE2 stopped.
+        offset: usize,
+    },
+    /// It compiles to more than the bound given to [`Regex::with_max_memory`].
+    TooLarge {
+        /// Bytes of compiled code (plus JIT code, when it got that far).
+        bytes: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// PCRE2 could not allocate (the system refused, or the open [`memory::Scope`] is spent).
+    NoMemory,
 }
 
 impl fmt::Display for CompileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at offset {}", self.message, self.offset)
+        match self {
+            CompileError::Invalid { message, offset } => write!(f, "{message} at offset {offset}"),
+            CompileError::TooLarge { bytes, max } => write!(
+                f,
+                "it compiles to {bytes} bytes (code and JIT code), more than the {max} bytes \
+                 one pattern may take"
+            ),
+            CompileError::NoMemory => f.write_str("out of memory while compiling it"),
+        }
     }
 }
 
@@ -127,28 +155,57 @@ impl Regex {
     /// Compiles `pattern`, then JIT-compiles it when this PCRE2 can (else the interpreter
     /// runs it, bounded by the same limits).
     pub fn new(pattern: &str) -> Result<Regex, CompileError> {
+        Regex::with_max_memory(pattern, usize::MAX)
+    }
+
+    /// [`Regex::new`], refusing a pattern whose compiled code plus JIT code is over `max`
+    /// bytes (checked before the JIT compile too, on the code alone). Every allocation goes
+    /// through the crate's general context, so the open [`memory::Scope`] counts (and bounds)
+    /// it; the JIT's executable memory, which PCRE2 maps itself, is counted once it is known.
+    pub fn with_max_memory(pattern: &str, max: usize) -> Result<Regex, CompileError> {
         let (mut code, mut offset) = (0i32, 0usize);
+        let general = general_context().ok_or(CompileError::NoMemory)?;
+        // SAFETY: `general` is the process's general context (never freed); the result is
+        // checked for NULL.
+        let Some(context) = NonNull::new(unsafe { pcre2_compile_context_create_8(general) }) else {
+            return Err(CompileError::NoMemory);
+        };
         // SAFETY: the pattern pointer and length describe a live byte slice (PCRE2 reads it
-        // during the call only); the error outputs are valid for writes; a null compile context
-        // means PCRE2's defaults.
+        // during the call only); the error outputs are valid for writes; `context` is a live
+        // compile context, freed right after (the compiled code keeps its own copy of the
+        // allocator).
         let raw = unsafe {
-            pcre2_compile_8(
+            let raw = pcre2_compile_8(
                 pattern.as_ptr(),
                 pattern.len(),
                 PCRE2_UTF | PCRE2_MATCH_INVALID_UTF,
                 &mut code,
                 &mut offset,
-                ptr::null_mut(),
-            )
+                context.as_ptr(),
+            );
+            pcre2_compile_context_free_8(context.as_ptr());
+            raw
         };
         let Some(code_ptr) = NonNull::new(raw) else {
-            return Err(CompileError { message: error_message(code), offset });
+            if code == PCRE2_ERROR_NOMEMORY || code == COMPILE_ERROR_HEAP_FAILED {
+                return Err(CompileError::NoMemory);
+            }
+            return Err(CompileError::Invalid { message: error_message(code), offset });
         };
+        let mut re = Regex { code: code_ptr, memory: 0, jit: false };
+        let size = re.info_size(PCRE2_INFO_SIZE);
+        if size > max {
+            return Err(CompileError::TooLarge { bytes: size, max });
+        }
         // SAFETY: `code_ptr` is a freshly compiled pattern that nothing else references.
-        let jit = unsafe { pcre2_jit_compile_8(code_ptr.as_ptr(), PCRE2_JIT_COMPLETE) } == 0;
-        let mut re = Regex { code: code_ptr, memory: 0, jit };
-        re.memory =
-            re.info_size(PCRE2_INFO_SIZE) + if jit { re.info_size(PCRE2_INFO_JITSIZE) } else { 0 };
+        re.jit = unsafe { pcre2_jit_compile_8(code_ptr.as_ptr(), PCRE2_JIT_COMPLETE) } == 0;
+        let jit_size = if re.jit { re.info_size(PCRE2_INFO_JITSIZE) } else { 0 };
+        re.memory = size + jit_size;
+        // PCRE2 maps the JIT's machine code itself: counted here, and given back in `drop`.
+        memory::add(jit_size);
+        if re.memory > max {
+            return Err(CompileError::TooLarge { bytes: re.memory, max });
+        }
         Ok(re)
     }
 
@@ -210,9 +267,78 @@ impl Regex {
 
 impl Drop for Regex {
     fn drop(&mut self) {
+        if self.jit {
+            memory::sub(self.info_size(PCRE2_INFO_JITSIZE));
+        }
         // SAFETY: `self.code` came from pcre2_compile_8 and is freed exactly once, here.
         unsafe { pcre2_code_free_8(self.code.as_ptr()) };
     }
+}
+
+/// pcre2_compile's "failed to allocate heap memory" (COMPILE_ERROR_BASE 100 + 21).
+const COMPILE_ERROR_HEAP_FAILED: i32 = 121;
+
+/// Bytes in front of each PCRE2 block that record its size (PCRE2's `free` is not told it).
+const HEADER: usize = 16;
+
+/// PCRE2's `malloc`: the system's, counted by [`memory`], refused (NULL, which PCRE2 reports
+/// as an error) when the open scope's limit would be passed or the system says no.
+unsafe extern "C" fn metered_malloc(size: usize, _data: *mut c_void) -> *mut c_void {
+    let Some(total) = size.checked_add(HEADER) else { return ptr::null_mut() };
+    let Ok(layout) = Layout::from_size_align(total, HEADER) else { return ptr::null_mut() };
+    if !memory::fits(total) {
+        return ptr::null_mut();
+    }
+    // SAFETY: the layout has a non-zero size.
+    let block = unsafe { System.alloc(layout) };
+    if block.is_null() {
+        memory::note_failure();
+        return ptr::null_mut();
+    }
+    memory::add(total);
+    // SAFETY: the block is at least HEADER bytes and aligned to 16: it holds a usize at its
+    // start, and the caller's part starts HEADER bytes in.
+    unsafe {
+        block.cast::<usize>().write(total);
+        block.add(HEADER).cast()
+    }
+}
+
+/// PCRE2's `free`, for blocks of [`metered_malloc`].
+unsafe extern "C" fn metered_free(p: *mut c_void, _data: *mut c_void) {
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: `p` came from `metered_malloc`, so the block starts HEADER bytes before it and
+    // records its total size there; it is freed with the layout it was allocated with.
+    unsafe {
+        let block = p.cast::<u8>().sub(HEADER);
+        let total = block.cast::<usize>().read();
+        System.dealloc(block, Layout::from_size_align_unchecked(total, HEADER));
+        memory::sub(total);
+    }
+}
+
+/// The process's PCRE2 general context: PCRE2's memory through [`metered_malloc`].
+fn general_context() -> Option<*mut pcre2_general_context_8> {
+    struct General(*mut pcre2_general_context_8);
+    // SAFETY: a general context is only read after creation (PCRE2 copies its allocator into
+    // each context and compiled pattern made from it).
+    unsafe impl Send for General {}
+    // SAFETY: as above.
+    unsafe impl Sync for General {}
+    static GENERAL: OnceLock<General> = OnceLock::new();
+    let g = GENERAL.get_or_init(|| {
+        // SAFETY: both functions have the signatures PCRE2 expects; no user data.
+        General(unsafe {
+            pcre2_general_context_create_8(
+                Some(metered_malloc),
+                Some(metered_free),
+                ptr::null_mut(),
+            )
+        })
+    });
+    (!g.0.is_null()).then_some(g.0)
 }
 
 impl fmt::Debug for Regex {
@@ -231,12 +357,10 @@ struct Scratch {
 
 impl Scratch {
     fn new() -> Option<Scratch> {
-        // SAFETY: null general contexts mean PCRE2's malloc/free; the results are checked.
+        let general = general_context()?;
+        // SAFETY: `general` is the process's general context; the results are checked.
         let (data, context) = unsafe {
-            (
-                pcre2_match_data_create_8(1, ptr::null_mut()),
-                pcre2_match_context_create_8(ptr::null_mut()),
-            )
+            (pcre2_match_data_create_8(1, general), pcre2_match_context_create_8(general))
         };
         Some(Scratch { data: NonNull::new(data)?, context: NonNull::new(context)? })
     }
@@ -291,6 +415,26 @@ mod tests {
     fn compile_errors_say_where() {
         let e = Regex::new("([").unwrap_err();
         assert_eq!(e.to_string(), "missing terminating ] for character class at offset 2");
+    }
+
+    #[test]
+    fn a_pattern_over_its_bound_is_refused() {
+        let e = Regex::with_max_memory("(?:ab|cd){3000}N", 16 * 1024).unwrap_err();
+        assert!(matches!(e, CompileError::TooLarge { max: 16384, .. }), "{e:?}");
+        assert!(Regex::with_max_memory("^v[0-9]+$", 16 * 1024).is_ok());
+    }
+
+    #[test]
+    fn pcre2_memory_is_counted_and_bounded_by_the_scope() {
+        let s = memory::Scope::open(usize::MAX);
+        let re = Regex::new("(?:ab|cd){300}").unwrap();
+        assert!(s.used() >= re.memory() / 2, "{} counted for {}", s.used(), re.memory());
+        drop(re);
+        assert!(s.used() < 1024, "{} left after the free", s.used());
+        drop(s);
+        let s = memory::Scope::open(2000);
+        assert_eq!(Regex::new("(?:ab|cd){300}").unwrap_err(), CompileError::NoMemory);
+        assert!(matches!(s.check(), Err(memory::Exhausted::Limit { .. })));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use pcre2_bounded::memory::{Exhausted, Scope};
 use serde_json::{Map, Value};
 
 use crate::eval::MatchList;
@@ -94,26 +95,83 @@ impl CompiledFile {
     }
 }
 
-pub(crate) fn compile_list(json: &[u8], syntax: Syntax) -> Result<CompiledList, ParseError> {
-    let raw = parse::parse_list(json)?;
+/// The memory one compile may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Bytes the whole compile may allocate (the compiled form and its temporaries, PCRE2's
+    /// allocations and JIT code included, as far as they are counted: the module's allocator
+    /// counts every Rust allocation; without it only PCRE2's are). More: the source is refused.
+    pub memory: usize,
+    /// Bytes one pattern may compile to (code plus JIT code). More: its entry is malformed.
+    pub pattern: usize,
+}
+
+impl Default for Bounds {
+    fn default() -> Bounds {
+        Bounds { memory: usize::MAX, pattern: crate::pattern::DEFAULT_PATTERN_MEMORY }
+    }
+}
+
+/// Why a compile ran out of memory, and what it was doing.
+fn memory_error(e: Exhausted, during: &str) -> String {
+    match e {
+        Exhausted::OutOfMemory { used } => format!(
+            "out of memory while {during}: the system refused an allocation after {used} bytes \
+             had been allocated for this source"
+        ),
+        Exhausted::Limit { used, limit } => format!(
+            "the compiled lists need more memory than allowed: the limit of {limit} bytes was \
+             reached while {during} ({used} bytes allocated)"
+        ),
+    }
+}
+
+pub(crate) fn compile_list(
+    json: &[u8],
+    syntax: Syntax,
+    bounds: Bounds,
+) -> Result<CompiledList, ParseError> {
+    let scope = Scope::open(bounds.memory);
+    // A list given inline or in a variable is small (NGINX's 4 KiB token, or
+    // http_matches_var_max_size): its JSON tree is at most ~100x that, well within the
+    // reserve of the allocator, so the checkpoint after the parse is enough.
+    let raw = parse::parse_list(json);
+    scope.check().map_err(|e| ParseError::memory(memory_error(e, "parsing the list")))?;
+    let raw = raw?;
     let typed = resolve_syntax(syntax, std::slice::from_ref(&raw));
-    let mut c = Compiler::new(typed);
+    let mut c = Compiler::new(typed, bounds);
     let mut warnings = Vec::new();
     let (entries, index) = c.list(&raw, None, &mut warnings);
+    drop(raw);
+    let failed = scope
+        .check()
+        .err()
+        .or(c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() }));
+    if let Some(e) = failed {
+        return Err(ParseError::memory(memory_error(e, "compiling the list")));
+    }
     if c.b.too_large {
         return Err(ParseError::too_large());
     }
     let list = MatchList::new(Arc::new(c.b.finish()), entries, index);
+    if let Err(e) = scope.check() {
+        return Err(ParseError::memory(memory_error(e, "compiling the list")));
+    }
     Ok(CompiledList { list, warnings })
 }
 
-pub(crate) fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, ParseError> {
-    compile_file_from(syntax, || Ok(serde_json::Deserializer::from_slice(json))).map_err(
-        |e| match e {
+pub(crate) fn compile_file(
+    json: &[u8],
+    syntax: Syntax,
+    bounds: Bounds,
+) -> Result<CompiledFile, ParseError> {
+    let scope = Scope::open(bounds.memory);
+    compile_file_from(syntax, bounds, &scope, || Ok(serde_json::Deserializer::from_slice(json)))
+        .map_err(|e| match e {
             FileError::Parse(e) => e,
             FileError::Io(e) => ParseError::io(&e),
-        },
-    )
+            FileError::Memory(m) => ParseError::memory(m),
+        })
 }
 
 /// Why a file could not be compiled.
@@ -123,6 +181,9 @@ pub enum FileError {
     Io(std::io::Error),
     /// It is not a usable `matches.json` (a read error half-way is one too).
     Parse(ParseError),
+    /// Compiling it ran out of memory, or needed more than [`Bounds::memory`]: what happened
+    /// and what was being compiled.
+    Memory(String),
 }
 
 impl fmt::Display for FileError {
@@ -130,45 +191,99 @@ impl fmt::Display for FileError {
         match self {
             FileError::Io(e) => e.fmt(f),
             FileError::Parse(e) => e.fmt(f),
+            FileError::Memory(e) => f.write_str(e),
         }
     }
 }
 
 impl std::error::Error for FileError {}
 
-pub(crate) fn compile_path(path: &Path, syntax: Syntax) -> Result<CompiledFile, FileError> {
+/// A reader that fails once the compile's scope is spent: the parse stops within one buffer
+/// (64 KiB of JSON) of the allocation that failed or went over the limit, so what it
+/// allocates after that stays within the allocator's reserve.
+struct Checked<'s> {
+    file: std::fs::File,
+    scope: &'s Scope,
+}
+
+impl std::io::Read for Checked<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.scope.check().map_err(std::io::Error::other)?;
+        self.file.read(buf)
+    }
+}
+
+pub(crate) fn compile_path(
+    path: &Path,
+    syntax: Syntax,
+    bounds: Bounds,
+) -> Result<CompiledFile, FileError> {
+    let scope = Scope::open(bounds.memory);
     let open = || {
-        let file = std::fs::File::open(path)?;
+        let file = Checked { file: std::fs::File::open(path)?, scope: &scope };
         let reader = std::io::BufReader::with_capacity(64 * 1024, file);
         Ok(serde_json::Deserializer::from_reader(reader))
     };
-    match compile_file_from(syntax, open) {
+    match compile_file_from(syntax, bounds, &scope, open) {
         // serde_json places errors one column late when it reads from a stream (it cannot
         // give back the byte it peeked at): parse the text once more from memory, only now,
-        // for the exact position.
-        Err(FileError::Parse(_)) => {
-            let json = std::fs::read(path).map_err(FileError::Io)?;
-            compile_file(&json, syntax).map_err(FileError::Parse)
+        // for the exact position (if the memory for the text is there; else the stream's).
+        Err(FileError::Parse(streamed)) => {
+            let mut json = Vec::new();
+            let len = std::fs::metadata(path).map_err(FileError::Io)?.len();
+            if json.try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX)).is_err() {
+                return Err(FileError::Parse(streamed));
+            }
+            use std::io::Read;
+            std::fs::File::open(path)
+                .and_then(|mut f| f.read_to_end(&mut json))
+                .map_err(FileError::Io)?;
+            drop(scope);
+            compile_file(&json, syntax, bounds).map_err(FileError::Parse)
         }
         other => other,
     }
 }
 
 /// Compiles a file read (once, or twice to decide `auto` syntax) from what `open` returns.
+///
+/// Memory: every array of the compiled form is sized once from the first pass, fallibly; the
+/// scope is checked at every list and (through the reader) every 64 KiB of JSON; what cannot
+/// be made fallible (serde_json's tree of one list, the growth of a few small vectors) is
+/// bounded by those checkpoints and covered by the allocator's reserve.
 fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     syntax: Syntax,
+    bounds: Bounds,
+    scope: &Scope,
     open: impl Fn() -> std::io::Result<serde_json::Deserializer<R>>,
 ) -> Result<CompiledFile, FileError> {
+    let mem = |e: Exhausted, during: &str| FileError::Memory(memory_error(e, during));
     // A first pass that only looks at strings and counts: the lists are then compiled one by
     // one as they are parsed, never all held as JSON trees, into arrays sized once.
     let survey = parse::survey(open().map_err(FileError::Io)?);
+    scope.check().map_err(|e| mem(e, "reading the file"))?;
     let typed = match syntax {
         Syntax::Typed => true,
         Syntax::Untyped => false,
         Syntax::Auto => survey.typed,
     };
-    let mut c = Compiler::new(typed);
-    c.b.reserve(&survey);
+    let mut c = Compiler::new(typed, bounds);
+    let what = || {
+        format!(
+            "sizing the arrays for {} keys, {} entries and {} conditions",
+            survey.keys, survey.entries, survey.conditions
+        )
+    };
+    if let Err(bytes) = c.b.reserve(&survey) {
+        let used = scope.used().saturating_add(bytes);
+        let e = if bytes > scope.limit() {
+            Exhausted::Limit { used, limit: scope.limit() }
+        } else {
+            Exhausted::OutOfMemory { used: scope.used() }
+        };
+        return Err(mem(e, &what()));
+    }
+    scope.check().map_err(|e| mem(e, &what()))?;
     // Identical lists (NGF writes one per hostname) are stored once: each list is compiled,
     // and dropped again if an earlier list has the same entries (strings and patterns are
     // interned, so equal lists compile to equal conditions).
@@ -176,9 +291,27 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     let mut lists: Vec<(Run, Option<u32>)> = Vec::new();
     // Key -> list number (the parser refuses a key written twice).
     let mut keys: Vec<(Span, u32)> = Vec::new();
+    if seen.try_reserve(survey.keys).is_err()
+        || lists.try_reserve_exact(survey.keys).is_err()
+        || keys.try_reserve_exact(survey.keys).is_err()
+    {
+        return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, &what()));
+    }
     let mut warnings: Vec<Warning> = Vec::new();
+    // The first list during which the scope was found spent.
+    let mut failed: Option<(Exhausted, String)> = None;
     let de = open().map_err(FileError::Io)?;
-    parse::parse_file_with(de, &mut |key, list| {
+    let parsed = parse::parse_file_with(de, &mut |key, list| {
+        if failed.is_none() {
+            let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
+            if let Some(e) = scope.check().err().or(no_memory) {
+                failed = Some((e, key));
+                // The reader stops the parse at its next buffer.
+                return;
+            }
+        } else {
+            return;
+        }
         let (first_warning, first_entry, first_cond) =
             (warnings.len(), c.b.entries.len(), c.b.conds.len());
         let entries = c.entries(&list, Some(&key), &mut warnings);
@@ -208,8 +341,18 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         let span = c.b.intern(&key);
         let number = c.b.index(number);
         keys.push((span, number));
-    })
-    .map_err(FileError::Parse)?;
+    });
+    let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
+    if let Some(e) = failed.as_ref().map(|(e, _)| *e).or(scope.check().err()).or(no_memory) {
+        let during = match &failed {
+            Some((_, key)) => {
+                format!("compiling the list under the key {}", parse::key_path(Some(key)))
+            }
+            None => "parsing the file".to_owned(),
+        };
+        return Err(mem(e, &during));
+    }
+    parsed.map_err(FileError::Parse)?;
     drop(seen);
     let first = c.b.items.len();
     for (key, number) in keys {
@@ -218,15 +361,23 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     }
     let key_items = c.b.run(first, c.b.items.len());
     let table = c.b.table(first);
+    let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
+    if let Some(e) = scope.check().err().or(no_memory) {
+        return Err(mem(e, "building the table of keys"));
+    }
     if c.b.too_large {
         return Err(FileError::Parse(ParseError::too_large()));
     }
     let store = Arc::new(c.b.finish());
-    let lists = lists
-        .into_iter()
-        .map(|(entries, index)| MatchList::new(store.clone(), entries, index))
-        .collect();
-    Ok(CompiledFile { store, lists, keys: table, key_items, warnings })
+    let mut out = Vec::new();
+    if out.try_reserve_exact(lists.len()).is_err() {
+        return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, "finishing the lists"));
+    }
+    out.extend(
+        lists.into_iter().map(|(entries, index)| MatchList::new(store.clone(), entries, index)),
+    );
+    scope.check().map_err(|e| mem(e, "finishing the lists"))?;
+    Ok(CompiledFile { store, lists: out.into_boxed_slice(), keys: table, key_items, warnings })
 }
 
 /// Decides typed/untyped for a whole source (contract section 3).
@@ -261,8 +412,10 @@ struct Compiler {
 }
 
 impl Compiler {
-    fn new(typed: bool) -> Compiler {
-        Compiler { typed, b: Builder::default() }
+    fn new(typed: bool, bounds: Bounds) -> Compiler {
+        let mut b = Builder::default();
+        b.pattern_max = bounds.pattern;
+        Compiler { typed, b }
     }
 
     /// Compiles one list into the builder: its entries and its index.

@@ -5,14 +5,12 @@
 
 use core::cell::{Cell, OnceCell, RefCell};
 use core::fmt;
-use core::time::Duration;
 use std::sync::Arc;
-use std::time::Instant;
 
 use rustc_hash::FxHashMap;
 
 use crate::index::Candidates;
-use crate::pattern::Pattern;
+use crate::pattern::{Pattern, Verdict};
 use crate::query::Params;
 use crate::store::{Body, Cond, Entry, Index, PathCond, Run, Store, Test, malloc_size};
 
@@ -32,15 +30,19 @@ pub trait RequestView {
     /// stack was exhausted, or the evaluation's regex budget was spent. The condition (and,
     /// once the budget is spent, every later regex condition) counts as not matched.
     fn regex_failed(&self, _entry: usize, _pattern: &str, _why: &str) {}
-    /// The most time all regex match attempts of one evaluation may take together, counted
-    /// from the first attempt; `None`: no bound but the per-attempt step limit.
-    fn regex_budget(&self) -> Option<Duration> {
+    /// The most PCRE2 match steps all regex attempts of one evaluation may be charged together
+    /// (see `pattern`: each attempt is charged the step limits it ran with); `None`: no bound
+    /// but the per-attempt step limit. A count of work, not time: the answer never depends on
+    /// the machine's speed.
+    fn regex_budget(&self) -> Option<u64> {
         Some(DEFAULT_REGEX_BUDGET)
     }
 }
 
-/// The regex budget of an evaluation unless the [`RequestView`] says otherwise.
-pub const DEFAULT_REGEX_BUDGET: Duration = Duration::from_millis(5);
+/// The regex budget of an evaluation (in charged match steps) unless the [`RequestView`] says
+/// otherwise: 15,625 attempts that finish within their first probe (64 steps), or three that
+/// go all the way up the ladder.
+pub const DEFAULT_REGEX_BUDGET: u64 = 1_000_000;
 
 /// The result of evaluating a request against a list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +109,8 @@ struct Ctx<'r, R: ?Sized> {
     /// The first regex that gave up (entry, pattern, why), reported when the evaluation ends.
     failed: RefCell<Option<(usize, Box<str>, String)>>,
     budget: Budget,
-    memo: RefCell<Memo>,
+    /// Made at the first regex attempt: an evaluation without one writes nothing here.
+    memo: RefCell<Option<Memo>>,
     /// Match attempts made (memo hits excluded).
     attempts: Cell<usize>,
 }
@@ -120,7 +123,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
             params: OnceCell::new(),
             failed: RefCell::new(None),
             budget: Budget::new(req.regex_budget()),
-            memo: RefCell::new(Memo::default()),
+            memo: RefCell::new(None),
             attempts: Cell::new(0),
         }
     }
@@ -138,21 +141,33 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
             return false;
         }
         let key = (core::ptr::from_ref(p) as usize, subject.as_ptr() as usize, subject.len());
-        if let Some(known) = self.memo.borrow().get(key) {
+        if let Some(known) = self.memo.borrow().as_ref().and_then(|m| m.get(key)) {
             return known;
         }
-        let answer = p.is_match_within(subject, self.budget.steps());
-        self.budget.charge();
+        let (verdict, charged) = p.attempt(subject, self.budget.remaining());
+        self.budget.charge(charged);
         self.attempts.set(self.attempts.get() + 1);
-        let matched = answer.unwrap_or_else(|why| {
-            self.failed.borrow_mut().get_or_insert_with(|| (entry, p.as_str().into(), why.0));
-            false
-        });
+        let matched = match verdict {
+            Verdict::Matched(m) => m,
+            Verdict::GaveUp(why) => {
+                self.fail(entry, p, why.to_string());
+                false
+            }
+            Verdict::BudgetSpent => {
+                self.budget.spent.set(true);
+                self.fail(entry, p, "the regex budget of the request was spent".to_owned());
+                false
+            }
+        };
         // Once the budget is spent no attempt is made again, so no answer is needed later.
         if !self.budget.spent() {
-            self.memo.borrow_mut().put(key, matched);
+            self.memo.borrow_mut().get_or_insert_with(Memo::default).put(key, matched);
         }
         matched
+    }
+
+    fn fail(&self, entry: usize, p: &Pattern, why: String) {
+        self.failed.borrow_mut().get_or_insert_with(|| (entry, p.as_str().into(), why));
     }
 
     fn pattern(&self, id: u32) -> Option<&'r Pattern> {
@@ -227,7 +242,7 @@ impl<R: RequestView + ?Sized> Ctx<'_, R> {
             if self.budget.spent() {
                 let budget = self.budget.limit.unwrap_or_default();
                 why += &format!(
-                    "; then the regex budget of the request ({budget:?}) was spent, so every \
+                    "; then the regex budget of the request ({budget} steps) was spent, so every \
                      later regex condition counted as not matched"
                 );
             }
@@ -237,49 +252,31 @@ impl<R: RequestView + ?Sized> Ctx<'_, R> {
     }
 }
 
-/// The time all regex attempts of one evaluation may take. The clock is read after each
-/// attempt (a read costs about 20 ns; an attempt 50 ns and up); the budget is counted from the
-/// end of the first attempt, which, like any attempt, is bounded by its step limit. An
-/// attempt is given at most as many steps as nanoseconds remain (a step costs a few), so the
-/// last one cannot run far past the deadline either.
+/// The match steps all regex attempts of one evaluation may be charged. Counted, never timed:
+/// the same request and configuration spend it the same way on any machine.
 struct Budget {
-    limit: Option<Duration>,
-    /// Set after the first attempt.
-    deadline: Cell<Option<Instant>>,
-    /// The clock after the last attempt.
-    now: Cell<Option<Instant>>,
+    limit: Option<u64>,
+    used: Cell<u64>,
+    /// An attempt found its next probe did not fit: every later regex condition is false.
+    spent: Cell<bool>,
 }
 
 impl Budget {
-    fn new(limit: Option<Duration>) -> Budget {
-        Budget { limit, deadline: Cell::new(None), now: Cell::new(None) }
+    fn new(limit: Option<u64>) -> Budget {
+        Budget { limit, used: Cell::new(0), spent: Cell::new(false) }
     }
 
-    /// The steps the next attempt may take: the nanoseconds left (callers check
-    /// [`Budget::spent`] first), no bound before the first attempt or without a budget.
-    fn steps(&self) -> u32 {
-        match (self.now.get(), self.deadline.get()) {
-            (Some(now), Some(deadline)) => {
-                let left = deadline.saturating_duration_since(now).as_nanos();
-                u32::try_from(left).unwrap_or(u32::MAX)
-            }
-            _ => u32::MAX,
-        }
+    /// Steps the next attempt may be charged.
+    fn remaining(&self) -> u64 {
+        self.limit.map_or(u64::MAX, |l| l.saturating_sub(self.used.get()))
     }
 
-    /// After an attempt: reads the clock (and starts the budget after the first one).
-    fn charge(&self) {
-        let Some(limit) = self.limit else { return };
-        let now = Instant::now();
-        self.now.set(Some(now));
-        if self.deadline.get().is_none() {
-            // `None` (no deadline) only if the budget is too long to add to the clock.
-            self.deadline.set(now.checked_add(limit));
-        }
+    fn charge(&self, steps: u64) {
+        self.used.set(self.used.get().saturating_add(steps));
     }
 
     fn spent(&self) -> bool {
-        matches!((self.now.get(), self.deadline.get()), (Some(n), Some(d)) if n >= d)
+        self.spent.get()
     }
 }
 

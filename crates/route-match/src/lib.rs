@@ -27,28 +27,50 @@ mod parse;
 mod pattern;
 mod prefilter;
 mod query;
+pub mod regex_cache;
 mod store;
 
-pub use compile::{CompiledFile, CompiledList, FileError, Warning};
+pub use compile::{Bounds, CompiledFile, CompiledList, FileError, Warning};
 pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, MatchList, Outcome, RequestView};
 pub use parse::{ParseError, Syntax};
-pub use pattern::{MATCH_LIMIT, Pattern};
+pub use pattern::{ATTEMPT_MAX_CHARGE, DEFAULT_PATTERN_MEMORY, MATCH_LIMIT, PROBES, Pattern};
 
 /// Parses and compiles one match list (a JSON array), e.g. an inline `http_matches` argument or
 /// a `$http_matches` value.
 pub fn compile_list(json: &[u8], syntax: Syntax) -> Result<CompiledList, ParseError> {
-    compile::compile_list(json, syntax)
+    compile::compile_list(json, syntax, Bounds::default())
+}
+
+/// [`compile_list`] within `bounds`: running out of memory (or over `bounds.memory`) is an
+/// error ([`ParseError::is_memory`]), a pattern over `bounds.pattern` a malformed entry.
+pub fn compile_list_within(
+    json: &[u8],
+    syntax: Syntax,
+    bounds: Bounds,
+) -> Result<CompiledList, ParseError> {
+    compile::compile_list(json, syntax, bounds)
 }
 
 /// Parses and compiles a whole NGF `matches.json` (a JSON object: key -> match list).
 /// Identical lists (NGF writes one copy per hostname) are compiled once and shared.
 pub fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, ParseError> {
-    compile::compile_file(json, syntax)
+    compile::compile_file(json, syntax, Bounds::default())
 }
 
 /// [`compile_file`] reading the file as it parses it (a buffer at a time), so the whole text is
 /// never held in memory next to its compiled form (NGINX compiles `http_matches_load` files in
 /// the master at every reload, while the previous configuration is still alive).
 pub fn compile_file_at(path: &std::path::Path, syntax: Syntax) -> Result<CompiledFile, FileError> {
-    compile::compile_path(path, syntax)
+    compile::compile_path(path, syntax, Bounds::default())
+}
+
+/// [`compile_file_at`] within `bounds`: running out of memory, or needing more than
+/// `bounds.memory`, is [`FileError::Memory`] (never an abort: see `pcre2_bounded::memory`); a
+/// pattern over `bounds.pattern` is a malformed entry.
+pub fn compile_file_at_within(
+    path: &std::path::Path,
+    syntax: Syntax,
+    bounds: Bounds,
+) -> Result<CompiledFile, FileError> {
+    compile::compile_path(path, syntax, bounds)
 }

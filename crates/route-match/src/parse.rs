@@ -43,6 +43,7 @@ pub struct ParseError {
     message: String,
     line: usize,
     column: usize,
+    memory: bool,
 }
 
 impl ParseError {
@@ -58,11 +59,20 @@ impl ParseError {
     pub fn message(&self) -> &str {
         &self.message
     }
+    /// Whether the source was refused for memory (the system's, or the bound given), not for
+    /// what it says.
+    pub fn is_memory(&self) -> bool {
+        self.memory
+    }
 }
 
 impl ParseError {
     pub(crate) fn io(e: &std::io::Error) -> ParseError {
-        ParseError { message: e.to_string(), line: 0, column: 0 }
+        ParseError { message: e.to_string(), line: 0, column: 0, memory: false }
+    }
+
+    pub(crate) fn memory(message: String) -> ParseError {
+        ParseError { message, line: 0, column: 0, memory: true }
     }
 
     pub(crate) fn too_large() -> ParseError {
@@ -70,6 +80,7 @@ impl ParseError {
             message: "the compiled source would need more than 4 GiB (u32 offsets)".to_owned(),
             line: 0,
             column: 0,
+            memory: false,
         }
     }
 }
@@ -96,7 +107,8 @@ impl From<serde_json::Error> for ParseError {
             _ => full,
         };
         // serde_json says column 0 for an error at the very start of a line.
-        ParseError { message, line: e.line(), column: e.column().max(usize::from(e.line() > 0)) }
+        let column = e.column().max(usize::from(e.line() > 0));
+        ParseError { message, line: e.line(), column, memory: false }
     }
 }
 

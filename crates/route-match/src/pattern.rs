@@ -3,14 +3,24 @@
 //! PCRE2 is the dialect njs uses for `new RegExp()` and NGINX uses for `location ~`, so a
 //! pattern that worked under `httpmatches.js` means the same here (lookaround, `(?i)`, POSIX
 //! classes, `$` before a final newline, ASCII-only `\d\s\w`). Every match attempt runs with a
-//! step limit (at most [`MATCH_LIMIT`], less when the request's regex budget is nearly spent,
-//! see `eval`), a depth limit and a heap limit for the interpreter (used where JIT is not
-//! available), so a catastrophic pattern on hostile input stops after a bounded amount of
-//! work; the evaluator treats that as "no match" and reports it.
+//! step limit (at most [`MATCH_LIMIT`]), a depth limit and a heap limit for the interpreter
+//! (used where JIT is not available), so a catastrophic pattern on hostile input stops after a
+//! bounded amount of work; the evaluator treats that as "no match" and reports it.
+//!
+//! **Work, not time.** PCRE2 does not tell how many steps a match took, only whether it
+//! finished within the limit it was given. So an attempt climbs a fixed ladder of limits
+//! ([`PROBES`]: 64 steps, then 4x more each time, up to [`MATCH_LIMIT`]), and is charged the
+//! sum of the limits it ran with: an upper bound of its work that depends only on the pattern
+//! and the subject. Nearly every real attempt finishes within the first 64 steps (a JIT step
+//! is a backtracking point, not a byte); only a backtracking-heavy one climbs, and then the
+//! probes it wasted are at most a third of its last. The request's budget (`eval`) is a count
+//! of these charged steps, so the same request and configuration route the same on any
+//! machine under any load.
 
 use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering};
 
-use pcre2_bounded::{Limits, Regex};
+use pcre2_bounded::{CompileError, Limits, MatchError, Regex};
 
 /// The most backtracking steps one match attempt may take before it is abandoned as "no
 /// match". Measured cost of hitting it: see the README.
@@ -21,8 +31,30 @@ const DEPTH_LIMIT: u32 = 10_000;
 /// the JIT stack bounds it).
 const HEAP_LIMIT_KIB: u32 = 16 * 1024;
 
+/// The step limits an attempt climbs, in order; it is charged the sum of those it ran.
+pub const PROBES: [u32; 7] = [64, 256, 1024, 4096, 16_384, 65_536, MATCH_LIMIT];
+
+/// The steps an attempt that goes all the way up the ladder is charged.
+pub const ATTEMPT_MAX_CHARGE: u64 = {
+    let mut sum = 0u64;
+    let mut i = 0;
+    while i < PROBES.len() {
+        sum += PROBES[i] as u64;
+        i += 1;
+    }
+    sum
+};
+
+/// The most bytes (code plus JIT code) one pattern may compile to unless the caller says
+/// otherwise ([`crate::Bounds`]).
+pub const DEFAULT_PATTERN_MEMORY: usize = 64 * 1024;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
 /// A compiled regular expression condition.
 pub struct Pattern {
+    /// Unique in the process for its life (the per-worker result cache's key).
+    id: u64,
     source: Box<str>,
     regex: Regex,
     /// Byte lengths of the subjects it can match, for a pattern anchored at both ends
@@ -34,18 +66,68 @@ pub struct Pattern {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatternFailure(pub String);
 
+/// How an attempt up the ladder ended, whatever budget it had: which probe decided and what
+/// it said. A function of (pattern, subject) only, so it can be remembered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Record {
+    /// Index in [`PROBES`] of the probe that decided.
+    pub(crate) last: u8,
+    pub(crate) end: End,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    Matched(bool),
+    /// The last probe (or an earlier one, for a limit other than the step limit) gave up.
+    GaveUp(MatchError),
+}
+
+/// What an attempt with a given budget answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Matched(bool),
+    GaveUp(MatchError),
+    /// The next probe did not fit in what was left of the budget.
+    BudgetSpent,
+}
+
+impl Record {
+    /// What this attempt answers, and is charged, with `remaining` steps: the probes run in
+    /// order while each fits.
+    pub(crate) fn replay(self, remaining: u64) -> (Verdict, u64) {
+        let mut charged = 0u64;
+        for probe in PROBES.iter().take(usize::from(self.last) + 1) {
+            let next = charged + u64::from(*probe);
+            if next > remaining {
+                return (Verdict::BudgetSpent, charged);
+            }
+            charged = next;
+        }
+        let verdict = match self.end {
+            End::Matched(m) => Verdict::Matched(m),
+            End::GaveUp(e) => Verdict::GaveUp(e),
+        };
+        (verdict, charged)
+    }
+}
+
 impl Pattern {
     /// Compiles `source` (UTF mode, invalid UTF-8 in subjects allowed, JIT when available).
     /// The error text is PCRE2's, with the offset in the pattern.
     pub fn new(source: &str) -> Result<Pattern, String> {
-        Pattern::analysed(source).map(|(p, _)| p)
+        Pattern::analysed(source, usize::MAX).map(|(p, _)| p).map_err(|e| e.to_string())
     }
 
-    /// [`Pattern::new`], and the literals any match needs (for the prefilter): one analysis.
-    pub(crate) fn analysed(source: &str) -> Result<(Pattern, crate::prefilter::Literals), String> {
-        let regex = Regex::new(source).map_err(|e| e.to_string())?;
+    /// [`Pattern::new`] within `max_memory` bytes of compiled code, and the literals any match
+    /// needs (for the prefilter): one analysis.
+    pub(crate) fn analysed(
+        source: &str,
+        max_memory: usize,
+    ) -> Result<(Pattern, crate::prefilter::Literals), CompileError> {
+        let regex = Regex::with_max_memory(source, max_memory)?;
         let a = crate::prefilter::analyse(source);
-        Ok((Pattern { source: source.into(), regex, bounds: a.bounds }, a.literals))
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        Ok((Pattern { id, source: source.into(), regex, bounds: a.bounds }, a.literals))
     }
 
     /// The pattern as written in the match list.
@@ -63,6 +145,49 @@ impl Pattern {
     /// at both ends whose matches cannot have that length.
     pub fn could_match_len(&self, len: usize) -> bool {
         self.bounds.is_none_or(|(min, max)| len >= min && max.is_none_or(|m| len <= m))
+    }
+
+    /// One attempt on `subject` with `remaining` steps of the request's budget: the verdict
+    /// and the steps charged (see the module documentation). The first probe runs at once;
+    /// only an attempt that needs more asks the per-worker cache (`regex_cache`), so the
+    /// common case never hashes the subject.
+    pub(crate) fn attempt(&self, subject: &[u8], remaining: u64) -> (Verdict, u64) {
+        let first = u64::from(PROBES[0]);
+        if first > remaining {
+            return (Verdict::BudgetSpent, 0);
+        }
+        if let Some(end) = self.probe(subject, 0) {
+            return Record { last: 0, end }.replay(remaining);
+        }
+        if let Some(record) = crate::regex_cache::get(self.id, subject) {
+            return record.replay(remaining);
+        }
+        let mut charged = first;
+        for (i, probe) in PROBES.iter().enumerate().skip(1) {
+            let next = charged + u64::from(*probe);
+            if next > remaining {
+                return (Verdict::BudgetSpent, charged);
+            }
+            charged = next;
+            if let Some(end) = self.probe(subject, i) {
+                let record = Record { last: i as u8, end };
+                crate::regex_cache::put(self.id, subject, record);
+                return record.replay(remaining);
+            }
+        }
+        // Not reached: the last probe always decides.
+        (Verdict::GaveUp(MatchError::MatchLimit), charged)
+    }
+
+    /// Runs probe `i`; `None` when it hit its step limit and a larger probe follows.
+    fn probe(&self, subject: &[u8], i: usize) -> Option<End> {
+        let steps = PROBES.get(i).copied().unwrap_or(MATCH_LIMIT);
+        let limits = Limits { match_steps: steps, depth: DEPTH_LIMIT, heap_kib: HEAP_LIMIT_KIB };
+        match self.regex.is_match(subject, limits) {
+            Ok(m) => Some(End::Matched(m)),
+            Err(MatchError::MatchLimit) if i + 1 < PROBES.len() => None,
+            Err(e) => Some(End::GaveUp(e)),
+        }
     }
 
     /// Unanchored search, at most [`MATCH_LIMIT`] steps.

@@ -190,18 +190,36 @@ pub(crate) struct Builder {
     pub(crate) pattern_literals: Vec<crate::prefilter::Literals>,
     /// An array outgrew `u32` indexes: the source is refused.
     pub(crate) too_large: bool,
+    /// An allocation of the compile failed (an array could not grow, PCRE2 got no memory):
+    /// the source is refused, with the memory error of the open scope.
+    pub(crate) no_memory: bool,
+    /// The most bytes one pattern may compile to; more makes its entry malformed.
+    pub(crate) pattern_max: usize,
+}
+
+/// Makes room for `additional` more items in `v`, or says it cannot (instead of aborting).
+pub(crate) fn try_room<T>(v: &mut Vec<T>, additional: usize) -> bool {
+    v.try_reserve(additional).is_ok()
 }
 
 impl Builder {
     /// Sizes the arrays for what a first pass found: growing them would copy them, and leave
     /// the old copies behind as freed heap in the master. Index arrays get what every list
     /// indexed could need (at most one posting, item and group per entry).
-    pub(crate) fn reserve(&mut self, s: &crate::parse::Survey) {
-        self.text.reserve(s.bytes);
-        self.entries.reserve(s.entries);
-        self.conds.reserve(s.conditions);
-        self.postings.reserve(s.entries);
-        self.items.reserve(s.entries + s.keys);
+    ///
+    /// Fallible: `Err` with the bytes asked for when the system refuses them.
+    pub(crate) fn reserve(&mut self, s: &crate::parse::Survey) -> Result<(), usize> {
+        use core::mem::size_of;
+        let bytes = s.bytes
+            + s.entries * (size_of::<Entry>() + size_of::<u32>())
+            + s.conditions * size_of::<Cond>()
+            + (s.entries + s.keys) * size_of::<Item>();
+        let ok = self.text.try_reserve_exact(s.bytes).is_ok()
+            && self.entries.try_reserve_exact(s.entries).is_ok()
+            && self.conds.try_reserve_exact(s.conditions).is_ok()
+            && self.postings.try_reserve_exact(s.entries).is_ok()
+            && self.items.try_reserve_exact(s.entries + s.keys).is_ok();
+        if ok { Ok(()) } else { Err(bytes) }
     }
 
     /// Converts a length to `u32`, or marks the source too large.
@@ -214,8 +232,9 @@ impl Builder {
 
     /// The one copy of `s` in the text pool.
     pub(crate) fn intern(&mut self, s: &str) -> Span {
-        if self.spans.len() * 2 >= self.interned.len() {
-            self.grow_interned();
+        if self.spans.len() * 2 >= self.interned.len() && !self.grow_interned() {
+            self.no_memory = true;
+            return Span::default();
         }
         let mask = self.interned.len() - 1;
         let mut at = hash(s.as_bytes()) & mask;
@@ -236,6 +255,10 @@ impl Builder {
             self.too_large = true;
             return Span::default();
         }
+        if !(self.text.try_reserve(s.len()).is_ok() && try_room(&mut self.spans, 1)) {
+            self.no_memory = true;
+            return Span::default();
+        }
         self.text.push_str(s);
         let span = Span { off, len };
         self.spans.push(span);
@@ -243,9 +266,14 @@ impl Builder {
         span
     }
 
-    fn grow_interned(&mut self) {
+    /// Doubles the interning table; `false` when the system refuses the memory.
+    fn grow_interned(&mut self) -> bool {
         let size = (self.interned.len() * 2).max(64);
-        let mut slots = vec![EMPTY; size];
+        let mut slots = Vec::new();
+        if slots.try_reserve_exact(size).is_err() {
+            return false;
+        }
+        slots.resize(size, EMPTY);
         for (i, span) in self.spans.iter().enumerate() {
             let mut at = hash(self.text(*span)) & (size - 1);
             while slots[at] != EMPTY {
@@ -254,6 +282,7 @@ impl Builder {
             slots[at] = i as u32;
         }
         self.interned = slots;
+        true
     }
 
     pub(crate) fn text(&self, s: Span) -> &[u8] {
@@ -266,7 +295,19 @@ impl Builder {
         if let Some(&id) = self.pattern_ids.get(&text) {
             return Ok(id);
         }
-        let (p, literals) = Pattern::analysed(source)?;
+        if !(try_room(&mut self.patterns, 1)
+            && try_room(&mut self.pattern_literals, 1)
+            && self.pattern_ids.try_reserve(1).is_ok())
+        {
+            self.no_memory = true;
+            return Err("out of memory".to_owned());
+        }
+        let (p, literals) = Pattern::analysed(source, self.pattern_max).map_err(|e| {
+            if e == pcre2_bounded::CompileError::NoMemory {
+                self.no_memory = true;
+            }
+            e.to_string()
+        })?;
         let id = self.index(self.patterns.len());
         self.patterns.push(p);
         self.pattern_literals.push(literals);
@@ -284,6 +325,10 @@ impl Builder {
         let n = self.items.len() - first;
         let size = (n * 2).next_power_of_two().max(2);
         let start = self.slots.len();
+        if !try_room(&mut self.slots, size) {
+            self.no_memory = true;
+            return Table::default();
+        }
         self.slots.resize(start + size, EMPTY);
         for i in first..self.items.len() {
             let key = self.items[i].key;

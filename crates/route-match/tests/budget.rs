@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{Req, list, show};
 
 /// Patterns that backtrack exponentially on a run of `a` followed by something else.
@@ -37,7 +35,10 @@ fn a_hostile_request_spends_the_budget_then_every_regex_fails() {
     assert!(attempts < 5 * 4 * 2_980, "{attempts} attempts");
     let failures = req.regex_failures.borrow();
     assert_eq!(failures.len(), 1, "one report per evaluation: {failures:?}");
-    assert!(failures[0].contains("regex budget of the request (5ms) was spent"), "{failures:?}");
+    assert!(
+        failures[0].contains("regex budget of the request (1000000 steps) was spent"),
+        "{failures:?}"
+    );
 }
 
 #[test]
@@ -54,8 +55,8 @@ fn a_spent_budget_fails_later_regex_conditions_but_not_exact_ones() {
         {"headers":["y:RegularExpression:^ok$"],"redirectPath":"/re"},
         {"headers":["y:Exact:ok"],"redirectPath":"/exact"}]"#;
     let mut req = Req::new("GET").h("x", &format!("{}!", "a".repeat(40))).h("y", "ok");
-    // A budget of nothing: spent when the first attempt (bounded by its step limit) ends.
-    req.budget = Some(Some(Duration::ZERO));
+    // A budget of nothing: not even the first probe of the first attempt fits.
+    req.budget = Some(Some(0));
     assert_eq!(show(list(json).evaluate(&req)), "-> /exact");
     let failures = req.regex_failures.borrow();
     assert_eq!(failures.len(), 1, "{failures:?}");
@@ -101,4 +102,42 @@ fn elements_of_a_line_are_separate_subjects() {
     let list = list(json);
     let (outcome, attempts) = list.evaluate_counting(&req);
     assert_eq!((show(outcome), attempts), ("-> /v2".to_owned(), 2));
+}
+
+/// The budget is a count of work: the same request on the same list gives the same answer,
+/// the same attempts and the same report every time, and the per-thread cache of expensive
+/// attempts changes none of it (it only saves the CPU).
+#[test]
+fn the_budget_is_deterministic_and_the_cache_changes_no_answer() {
+    let list = list(&hostile_list());
+    let run = || {
+        let req = hostile_request();
+        let (outcome, attempts) = list.evaluate_counting(&req);
+        let failures = req.regex_failures.borrow().clone();
+        (show(outcome), attempts, failures)
+    };
+    route_match::regex_cache::set_capacity(0);
+    let first = run();
+    assert_eq!(run(), first);
+    route_match::regex_cache::set_capacity(1 << 20);
+    let (hits_before, _) = route_match::regex_cache::stats();
+    assert_eq!(run(), first, "cold cache");
+    assert_eq!(run(), first, "warm cache");
+    let (hits_after, _) = route_match::regex_cache::stats();
+    assert!(hits_after > hits_before, "the second run was answered from the cache");
+    route_match::regex_cache::set_capacity(0);
+}
+
+/// A list whose winner is the 1,000th regex entry routes there with the default budget: 1,000
+/// cheap attempts are charged 64 steps each, far from the budget.
+#[test]
+fn a_thousand_cheap_attempts_fit_in_the_default_budget() {
+    let entries: Vec<String> = (0..1000)
+        .map(|i| format!(r#"{{"headers":["x-build:RegularExpression:^[0-9a-f]{{12}}-{i}$"],"redirectPath":"/r{i}"}}"#))
+        .collect();
+    let list = list(&format!("[{}]", entries.join(",")));
+    let req = Req::new("GET").h("x-build", "0123456789ab-999");
+    let (outcome, _) = list.evaluate_counting(&req);
+    assert_eq!(show(outcome), "-> /r999");
+    assert!(req.regex_failures.borrow().is_empty());
 }

@@ -2,7 +2,6 @@
 #![allow(dead_code)]
 
 use std::cell::RefCell;
-use std::time::Duration;
 
 use route_match::{MatchList, Outcome, RequestView, Syntax};
 
@@ -14,7 +13,7 @@ pub struct Req {
     pub path: Vec<u8>,
     pub regex_failures: RefCell<Vec<String>>,
     /// `Some(b)`: the regex budget `b` instead of the default.
-    pub budget: Option<Option<Duration>>,
+    pub budget: Option<Option<u64>>,
 }
 
 impl Req {
@@ -51,7 +50,7 @@ impl RequestView for Req {
     fn regex_failed(&self, entry: usize, pattern: &str, why: &str) {
         self.regex_failures.borrow_mut().push(format!("{entry} {pattern} {why}"));
     }
-    fn regex_budget(&self) -> Option<Duration> {
+    fn regex_budget(&self) -> Option<u64> {
         self.budget.unwrap_or(Some(route_match::DEFAULT_REGEX_BUDGET))
     }
 }

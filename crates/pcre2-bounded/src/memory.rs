@@ -1,0 +1,320 @@
+//! One meter for the memory a configuration load (or a `$http_matches` compile) allocates:
+//! the Rust allocations of the NGINX module (through [`Metered`], its `#[global_allocator]`)
+//! and PCRE2's own (through the general context of this crate, see `lib.rs`).
+//!
+//! Rust aborts the process when an allocation fails (`handle_alloc_error`), and a global
+//! allocator may not unwind. So an allocation failure cannot be turned into an error where it
+//! happens; it is turned into one at the next *checkpoint* of the compiler instead:
+//!
+//! - While a [`Scope`] is open, every byte allocated on its thread is counted. Going over the
+//!   scope's limit never fails a Rust allocation (that would abort); it marks the scope, and
+//!   the compiler's next checkpoint ([`Scope::check`]: each list, each 64 KiB read of the file)
+//!   stops the compile with an error. PCRE2's allocations are refused outright once over the
+//!   limit (PCRE2 answers "failed to get memory", a plain error).
+//! - When `malloc` itself fails (an address-space limit, `vm.overcommit_memory=2`, a cgroup
+//!   limit), [`Metered`] frees a reserve of [`RESERVE`] bytes of address space, kept for that,
+//!   marks the thread's scope as out of memory and tries again: the allocation succeeds and the
+//!   next checkpoint fails the compile. Only a second failure before that checkpoint (more than
+//!   the reserve allocated between two checkpoints) still aborts.
+//!
+//! The reserve is taken when a scope opens (it is address space only: its pages are never
+//! touched, so it costs no RSS) and, once used, taken again by the next scope; a scope that
+//! cannot take it fails at once.
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::cell::Cell;
+use core::fmt;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use std::alloc::System;
+
+/// Bytes of address space held back for the allocations between an allocation failure and the
+/// compiler's next checkpoint.
+pub const RESERVE: usize = 16 << 20;
+
+/// The thread's meter. `Cell`s of plain integers: no destructor, so reading them from the
+/// allocator is sound at any point of a thread's life.
+struct Meter {
+    /// Bytes allocated minus bytes freed on this thread (frees of another thread's memory can
+    /// make it negative).
+    live: Cell<isize>,
+    /// `live` must stay at or below this while a scope is open; `isize::MAX` otherwise.
+    limit: Cell<isize>,
+    /// `live` went over `limit` in the open scope.
+    over: Cell<bool>,
+    /// An allocation failed in the open scope (the reserve was used, or PCRE2 got NULL).
+    failed: Cell<bool>,
+}
+
+thread_local! {
+    static METER: Meter = const {
+        Meter {
+            live: Cell::new(0),
+            limit: Cell::new(isize::MAX),
+            over: Cell::new(false),
+            failed: Cell::new(false),
+        }
+    };
+}
+
+static RESERVE_BLOCK: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
+
+fn reserve_layout() -> Layout {
+    // A constant, valid layout (non-zero size, power-of-two alignment).
+    Layout::from_size_align(RESERVE, 4096).unwrap_or(Layout::new::<u8>())
+}
+
+/// Counts `n` more bytes on this thread; `false` if that goes over the open scope's limit.
+pub(crate) fn add(n: usize) -> bool {
+    let n = isize::try_from(n).unwrap_or(isize::MAX);
+    METER
+        .try_with(|m| {
+            let live = m.live.get().saturating_add(n);
+            m.live.set(live);
+            if live > m.limit.get() {
+                m.over.set(true);
+                return false;
+            }
+            true
+        })
+        .unwrap_or(true)
+}
+
+/// Counts `n` bytes freed.
+pub(crate) fn sub(n: usize) {
+    let n = isize::try_from(n).unwrap_or(isize::MAX);
+    let _ = METER.try_with(|m| m.live.set(m.live.get().saturating_sub(n)));
+}
+
+/// Whether `n` more bytes would stay within the open scope's limit (for PCRE2, which is told
+/// "no" instead of being counted over).
+pub(crate) fn fits(n: usize) -> bool {
+    let n = isize::try_from(n).unwrap_or(isize::MAX);
+    METER
+        .try_with(|m| {
+            let ok = m.live.get().saturating_add(n) <= m.limit.get();
+            if !ok {
+                m.over.set(true);
+            }
+            ok
+        })
+        .unwrap_or(true)
+}
+
+/// Records that an allocation failed on this thread.
+pub(crate) fn note_failure() {
+    let _ = METER.try_with(|m| m.failed.set(true));
+}
+
+/// Frees the reserve (if held) so that the failed allocation can be tried again; `true` if
+/// there was one.
+fn rescue() -> bool {
+    note_failure();
+    let block = RESERVE_BLOCK.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    if block.is_null() {
+        return false;
+    }
+    // SAFETY: `block` was allocated by `System` with `reserve_layout()` in `take_reserve` and
+    // is freed once: the swap above removed it from the static.
+    unsafe { System.dealloc(block, reserve_layout()) };
+    true
+}
+
+/// Takes the reserve if it is not held; `false` if the system cannot give it.
+fn take_reserve() -> bool {
+    if !RESERVE_BLOCK.load(Ordering::Acquire).is_null() {
+        return true;
+    }
+    // SAFETY: the layout has a non-zero size.
+    let block = unsafe { System.alloc(reserve_layout()) };
+    if block.is_null() {
+        return false;
+    }
+    if RESERVE_BLOCK
+        .compare_exchange(core::ptr::null_mut(), block, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        // Another thread took one meanwhile.
+        // SAFETY: `block` was just allocated with this layout and is referenced nowhere else.
+        unsafe { System.dealloc(block, reserve_layout()) };
+    }
+    true
+}
+
+/// Why a scope's work has to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exhausted {
+    /// The system refused an allocation (or the reserve could not be taken).
+    OutOfMemory {
+        /// Bytes the scope had allocated when it was found.
+        used: usize,
+    },
+    /// The scope allocated more than its limit.
+    Limit {
+        /// Bytes the scope had allocated when it was found.
+        used: usize,
+        /// The scope's limit.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for Exhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Exhausted::OutOfMemory { used } => {
+                write!(f, "out of memory (the system refused an allocation after {used} bytes)")
+            }
+            Exhausted::Limit { used, limit } => {
+                write!(f, "{used} bytes allocated, more than the limit of {limit} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Exhausted {}
+
+/// A counted stretch of work on one thread (one compile). Not nestable: opening a scope while
+/// another is open on the same thread replaces its limit until the inner one is dropped.
+pub struct Scope {
+    base: isize,
+    limit: usize,
+    saved: (isize, bool, bool),
+    reserve_ok: bool,
+}
+
+impl Scope {
+    /// Opens a scope that may allocate `limit` bytes (`usize::MAX`: only count).
+    pub fn open(limit: usize) -> Scope {
+        let reserve_ok = take_reserve();
+        METER.with(|m| {
+            let base = m.live.get();
+            let saved = (m.limit.get(), m.over.get(), m.failed.get());
+            let l = isize::try_from(limit).unwrap_or(isize::MAX);
+            m.limit.set(base.saturating_add(l));
+            m.over.set(false);
+            m.failed.set(false);
+            Scope { base, limit, saved, reserve_ok }
+        })
+    }
+
+    /// Bytes allocated (and not freed) since the scope opened.
+    pub fn used(&self) -> usize {
+        METER.with(|m| usize::try_from(m.live.get().saturating_sub(self.base)).unwrap_or(0))
+    }
+
+    /// The scope's limit.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// `Err` once an allocation failed or the limit was passed in this scope.
+    pub fn check(&self) -> Result<(), Exhausted> {
+        let (over, failed) = METER.with(|m| (m.over.get(), m.failed.get()));
+        let used = self.used();
+        if failed || !self.reserve_ok {
+            Err(Exhausted::OutOfMemory { used })
+        } else if over || used > self.limit {
+            Err(Exhausted::Limit { used, limit: self.limit })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        let (limit, over, failed) = self.saved;
+        let _ = METER.try_with(|m| {
+            m.limit.set(limit);
+            m.over.set(over);
+            m.failed.set(failed);
+        });
+    }
+}
+
+/// The global allocator of the NGINX module: the system's, counted by the thread's meter, and
+/// with the reserve that turns a failed allocation into an error at the next checkpoint (see
+/// the module documentation).
+pub struct Metered;
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged (the retry
+// after `rescue` repeats the same call) and only adds bookkeeping in thread-local cells and an
+// atomic pointer; nothing here unwinds (no panicking call: `try_with` and saturating
+// arithmetic only).
+unsafe impl GlobalAlloc for Metered {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc` is `System.alloc`'s.
+        let mut p = unsafe { System.alloc(layout) };
+        if p.is_null() && rescue() {
+            // SAFETY: as above.
+            p = unsafe { System.alloc(layout) };
+        }
+        if !p.is_null() {
+            add(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let mut p = unsafe { System.alloc_zeroed(layout) };
+        if p.is_null() && rescue() {
+            // SAFETY: as above.
+            p = unsafe { System.alloc_zeroed(layout) };
+        }
+        if !p.is_null() {
+            add(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract for `dealloc` is `System.dealloc`'s (`ptr` came from
+        // this allocator, which is `System`'s).
+        unsafe { System.dealloc(ptr, layout) };
+        sub(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's contract for `realloc` is `System.realloc`'s; a failed realloc
+        // leaves `ptr` valid, so it can be tried again.
+        let mut p = unsafe { System.realloc(ptr, layout, new_size) };
+        if p.is_null() && rescue() {
+            // SAFETY: as above.
+            p = unsafe { System.realloc(ptr, layout, new_size) };
+        }
+        if !p.is_null() {
+            sub(layout.size());
+            add(new_size);
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_counts_and_stops_at_its_limit() {
+        let s = Scope::open(1000);
+        assert!(add(600));
+        assert_eq!(s.used(), 600);
+        assert_eq!(s.check(), Ok(()));
+        assert!(fits(400));
+        assert!(!fits(401));
+        // `fits` saying no marks the scope: PCRE2 was refused memory.
+        assert_eq!(s.check(), Err(Exhausted::Limit { used: 600, limit: 1000 }));
+        sub(600);
+        drop(s);
+        let s = Scope::open(1000);
+        assert!(!add(1001));
+        assert!(matches!(s.check(), Err(Exhausted::Limit { used: 1001, .. })));
+        sub(1001);
+        note_failure();
+        assert_eq!(s.check(), Err(Exhausted::OutOfMemory { used: 0 }));
+        drop(s);
+        // Outside a scope nothing is limited.
+        assert!(add(usize::MAX / 4));
+        sub(usize::MAX / 4);
+    }
+}

@@ -1,0 +1,218 @@
+//! The module under memory pressure: a configuration that cannot be compiled in the memory
+//! the master has (an address-space limit) or may use (`http_matches_max_memory`) is an
+//! `[emerg]`, never an abort; a reload with it is refused and the running configuration keeps
+//! answering.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+use common::{Nginx, Prefix, nginx_binary};
+
+/// A matches.json of `keys` distinct keys, each with its own one-entry list (~65 bytes a key).
+fn write_big_file(path: &Path, keys: usize) {
+    let f = std::fs::File::create(path).expect("create matches.json");
+    let mut w = std::io::BufWriter::new(f);
+    w.write_all(b"{").unwrap();
+    for i in 0..keys {
+        let sep = if i == 0 { "" } else { "," };
+        write!(w, r#"{sep}"k{i}":[{{"headers":["x-tenant:Exact:t{i}"],"redirectPath":"/big"}}]"#)
+            .unwrap();
+    }
+    w.write_all(b"}").unwrap();
+}
+
+/// Runs `nginx -t` on `prefix` with the address space limited to `kib` KiB: (exit code or
+/// signal, what it printed).
+fn test_limited(prefix: &Prefix, kib: u64) -> (Option<i32>, Option<i32>, String) {
+    use std::os::unix::process::ExitStatusExt;
+    let out = Command::new("prlimit")
+        .arg(format!("--as={}", kib * 1024))
+        .arg(nginx_binary())
+        .arg("-p")
+        .arg(format!("{}/", prefix.dir.display()))
+        .arg("-c")
+        .arg("conf/nginx.conf")
+        .arg("-t")
+        .output()
+        .expect("prlimit nginx -t");
+    (out.status.code(), out.status.signal(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn vm_size_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn master_pid(n: &Nginx) -> u32 {
+    let pid = std::fs::read_to_string(n.prefix.dir.join("logs/nginx.pid")).unwrap_or_default();
+    pid.trim().parse().expect("master pid")
+}
+
+const CONF: &str = r#"
+    http_matches_max_memory off;
+    http_matches_load matches.json;
+    server {
+      listen 127.0.0.1:{PORT};
+      location /small { internal; return 200 "small\n"; }
+      location /big { internal; return 200 "big\n"; }
+      location = /t { set $match_key $http_x_key; http_matches; }
+    }"#;
+
+const SMALL: &str = r#"{"k1":[{"any":true,"redirectPath":"/small"}]}"#;
+
+/// 1,000,000 keys (65 MB): `nginx -t` under an address-space limit the compile does not fit
+/// in exits 1 with an `[emerg]` that names the file and what it was doing (it was SIGABRT and
+/// a Rust backtrace).
+#[test]
+fn nginx_t_out_of_address_space_is_an_emerg_not_an_abort() {
+    let p = Prefix::new("pressure-t", CONF, &[]);
+    write_big_file(&p.dir.join("conf/matches.json"), 1_000_000);
+    let (ok, out) = p.test();
+    assert!(ok, "the file compiles without a limit:\n{out}");
+    let (code, signal, out) = test_limited(&p, 200 * 1024);
+    assert_eq!(signal, None, "nginx -t died on a signal:\n{out}");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("[emerg]") && out.contains("http_matches: cannot compile"), "{out}");
+    assert!(out.contains("matches.json") && out.contains("out of memory while"), "{out}");
+    assert!(!out.contains("memory allocation of"), "Rust's abort message:\n{out}");
+    let _ = std::fs::remove_dir_all(&p.dir);
+}
+
+/// The same file on a reload, with the master's address space limited: the reload is refused
+/// with the `[emerg]`, the master and its workers keep serving the old list, and a later
+/// reload with a good file works.
+#[test]
+fn a_reload_out_of_address_space_is_refused_and_the_old_list_answers() {
+    let n = Nginx::start("pressure-reload", CONF, &[("matches.json", SMALL)]);
+    let small = || n.get("/t", &[("x-key", "k1")]);
+    assert_eq!(small().body, "small\n");
+    let master = master_pid(&n);
+    // Room for a reload of a small file (a second cycle next to the first), not for 1,000,000
+    // keys.
+    let limit_kib = vm_size_kib(master) + 150 * 1024;
+    let ok = Command::new("prlimit")
+        .arg(format!("--pid={master}"))
+        .arg(format!("--as={}", limit_kib * 1024))
+        .status()
+        .expect("prlimit");
+    assert!(ok.success());
+    write_big_file(&n.prefix.dir.join("conf/matches.json"), 1_000_000);
+    n.hup();
+    n.wait_log("[emerg]", 1);
+    let log = n.error_log();
+    assert!(log.contains("out of memory while"), "{log}");
+    assert!(!log.contains("exited on signal"), "{log}");
+    for _ in 0..20 {
+        assert_eq!(small().body, "small\n", "the old configuration answers");
+    }
+    // The master is alive and reloads a good file.
+    n.prefix.write("matches.json", r#"{"k1":[{"any":true,"redirectPath":"/big"}]}"#);
+    n.hup();
+    let deadline = std::time::Instant::now() + common::secs(10);
+    while small().body != "big\n" {
+        assert!(std::time::Instant::now() < deadline, "no reload:\n{}", n.error_log());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    n.finish();
+}
+
+/// Peak RSS of `nginx -t` on `prefix`, in KiB (the children's maxrss, read by a Python
+/// parent so the test process's own does not count), and what it printed.
+fn test_peak_rss(prefix: &Prefix) -> (bool, u64, String) {
+    let script = "import resource,subprocess,sys\n\
+                  r=subprocess.run(sys.argv[1:],capture_output=True)\n\
+                  sys.stderr.write(r.stderr.decode('utf-8','replace'))\n\
+                  print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n";
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(nginx_binary())
+        .arg("-p")
+        .arg(format!("{}/", prefix.dir.display()))
+        .arg("-c")
+        .arg("conf/nginx.conf")
+        .arg("-t")
+        .output()
+        .expect("python3");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut words = stdout.split_whitespace();
+    let code: i32 = words.next().and_then(|w| w.parse().ok()).expect("exit code");
+    let rss: u64 = words.next().and_then(|w| w.parse().ok()).expect("maxrss");
+    (code == 0, rss, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// 10,000 patterns like `(?:ab|cd){3000}N` (0.9 MB of JSON): 551 MiB of RSS before. With the
+/// default bound the file is refused, and `nginx -t` stays under 200 MiB.
+#[test]
+fn ten_thousand_huge_patterns_are_refused_within_200_mib() {
+    let mut json = String::from("{");
+    for i in 0..10_000 {
+        let sep = if i == 0 { "" } else { "," };
+        json += &format!(
+            r#"{sep}"k{i}":[{{"headers":["x:RegularExpression:(?:ab|cd){{3000}}N{i}"],"redirectPath":"/big"}}]"#
+        );
+    }
+    json.push('}');
+    let conf = CONF.replace("http_matches_max_memory off;", "");
+    let p = Prefix::new("pressure-patterns", &conf, &[("matches.json", &json)]);
+    let (ok, rss_kib, out) = test_peak_rss(&p);
+    eprintln!("nginx -t: peak RSS {rss_kib} KiB\n{out}");
+    assert!(!ok, "{out}");
+    assert!(out.contains("[emerg]") && out.contains("more memory than allowed"), "{out}");
+    assert!(rss_kib < 200 * 1024, "peak RSS {rss_kib} KiB");
+    let _ = std::fs::remove_dir_all(&p.dir);
+}
+
+/// A pattern over the per-pattern bound is a malformed entry: `[warn]` at load (`[emerg]`
+/// under `http_matches_strict`), and its entry answers 500; the other entries work.
+#[test]
+fn a_pattern_over_its_bound_is_a_malformed_entry() {
+    let list = r#"{"k1":[{"headers":["x:RegularExpression:(?:ab|cd){3000}N"],"redirectPath":"/big"},{"headers":["y:Exact:1"],"redirectPath":"/small"}]}"#;
+    let conf =
+        CONF.replace("http_matches_max_memory off;", "http_matches_max_memory 64m pattern=16k;");
+    let n = Nginx::start("pressure-pattern", &conf, &[("matches.json", list)]);
+    let log = n.error_log();
+    assert!(log.contains("[warn]") && log.contains("more than the 16384 bytes"), "{log}");
+    assert_eq!(n.get("/t", &[("x-key", "k1"), ("x", "abN")]).status, 500);
+    assert_eq!(n.get("/t", &[("x-key", "k1"), ("y", "1")]).status, 500, "entry 0 is reached first");
+    n.finish();
+    let strict = conf.replace("http_matches_load", "http_matches_strict on; http_matches_load");
+    let p = Prefix::new("pressure-pattern-strict", &strict, &[("matches.json", list)]);
+    let (ok, out) = p.test();
+    assert!(!ok && out.contains("[emerg]") && out.contains("more than the 16384 bytes"), "{out}");
+    let _ = std::fs::remove_dir_all(&p.dir);
+}
+
+/// `$http_matches` compiled at request time within the bound: over it, that request is a 500
+/// with an `[error]`, and the worker keeps serving.
+#[test]
+fn a_request_time_compile_over_the_bound_is_a_500() {
+    let conf = r#"
+        http_matches_max_memory 256k pattern=1m;
+        server {
+          listen 127.0.0.1:{PORT};
+          large_client_header_buffers 4 32k;
+          location /ok { internal; return 200 "ok\n"; }
+          location = /v { set $http_matches $http_x_list; http_matches; }
+        }"#;
+    let n = Nginx::start("pressure-var", conf, &[]);
+    let small = r#"[{"any":true,"redirectPath":"/ok"}]"#;
+    assert_eq!(n.get("/v", &[("x-list", small)]).body, "ok\n");
+    let entries: Vec<String> = (0..8)
+        .map(|i| format!(r#"{{"headers":["x:RegularExpression:(?:ab|cd){{3000}}N{i}"],"redirectPath":"/ok"}}"#))
+        .collect();
+    let big = format!("[{}]", entries.join(","));
+    let r = n.get("/v", &[("x-list", &big)]);
+    assert_eq!(r.status, 500);
+    let log = n.error_log();
+    assert!(log.contains("[error]") && log.contains("more memory than allowed"), "{log}");
+    assert_eq!(n.get("/v", &[("x-list", small)]).body, "ok\n");
+    n.finish();
+}
