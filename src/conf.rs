@@ -23,7 +23,7 @@ use route_match::{Bounds, FileError, Syntax, Warning};
 
 use crate::state::{
     DEFAULT_REGEX_BUDGET, DEFAULT_REGEX_CACHE_SIZE, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE,
-    EXITING, LocConf, MainConf, NGX_CONF_UNSET_SIZE, NGX_CONF_UNSET_UINT, NamedCheck,
+    EXITING, LocConf, MainConf, NGX_CONF_UNSET_SIZE, NGX_CONF_UNSET_UINT, NamedCheck, compile_apart,
     release_free_memory,
 };
 use crate::util::{conf_args, conf_where, text};
@@ -187,7 +187,9 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
         let file_name = text(name.as_bytes()).into_owned();
         mcf.compiled_any = true;
         let bounds = mcf.bounds();
-        match route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds) {
+        let compiled =
+            compile_apart(|| route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds));
+        match compiled {
             Ok(file) => {
                 mcf.compiled_memory += file.iter().next().map_or(0, |(_, l)| l.memory());
                 mcf.file_warnings = file.warnings.clone();
@@ -543,6 +545,7 @@ pub(crate) unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx::ffi
         // SAFETY: NGINX sets `ngx_test_config` before it loads any configuration and only
         // reads it afterwards.
         if unsafe { ngx::ffi::ngx_test_config } == 0 {
+            crate::prefork::arm();
             ngx_log_error!(
                 ngx::ffi::NGX_LOG_NOTICE,
                 log,
@@ -566,6 +569,8 @@ pub(crate) unsafe extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
 /// Registers `$matches_redirect` and `$matches_entry` before the configuration is parsed, so
 /// `log_format` and friends can name them.
 pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
+    // A configuration load begins (master): the heap held since the last fork serves it.
+    crate::prefork::release();
     crate::guard::install_panic_hook();
     if !crate::util::var::layout_ok() {
         ngx_conf_log_error!(

@@ -22,6 +22,7 @@ mod cache;
 mod conf;
 mod guard;
 mod handler;
+mod prefork;
 mod state;
 mod util;
 

@@ -11,13 +11,16 @@ use route_match::{Outcome, RequestView, Syntax, compile_list};
 use serde_json::{Value, json};
 
 /// Values and patterns; the regex ones include shapes the prefilter uses (`^v[0-9]+$`,
-/// `.*TEST`, `v2\.`, caseless `(?i)v2`, length bounds `^v2$`) and ones PCRE2 and
-/// regex-syntax read differently, which it must leave alone (`[a[b]]x`, `[x&&y]`, `(?i)test`:
-/// (?i)s and (?i)k also match U+017F and U+212A, two of the values; `x\<y`, `a\vb`).
-const WORDS: [&str; 23] = [
+/// `.*TEST`, `v2\.`, length bounds `^v2$`), caseless ones whose literals hold letters with
+/// partners outside ASCII (`(?i)test`, `(?i)^ks`, `(?i)µå`, `(?i)eu-west-[0-9]`: PCRE2 also
+/// matches U+017F for s, U+212A for k, U+039C/U+03BC for µ, U+212B for å, spelled in some
+/// values), and ones PCRE2 and regex-syntax read differently, which it must leave alone
+/// (`[a[b]]x`, `[x&&y]`, `x\<y`, `a\vb`).
+const WORDS: [&str; 31] = [
     "v2", "x", "TEST", "a b", "1,2", "^v[0-9]+$", "(a+)+$", "/a", ".*TEST", "v2\\.", "[a[b]]x",
     "[x&&y]", "(?i)test", "a]x", "(?i)v2", "te\u{17F}t", "\u{212A}", "^v2$", "v2\n", "x\\<y",
-    "x<y", "a\\vb", "a\nb",
+    "x<y", "a\\vb", "a\nb", "(?i)^ks", "\u{212A}\u{17F}", "(?i)\u{B5}\u{E5}", "\u{39C}\u{212B}",
+    "\u{3BC}\u{C5}", "(?i)eu-west-[0-9]", "EU-WE\u{17F}T-1", "(?i:k)elvin|\u{17F}s",
 ];
 
 #[derive(Arbitrary, Debug)]

@@ -133,8 +133,11 @@ fn regex_group(
         }
     }
     // A contiguous NFA: a few bytes per state (a DFA would take a kilobyte per state).
+    // ASCII case is ignored: a caseless pattern's literals come in one ASCII spelling
+    // (`prefilter`); for the others it only lets more values through.
     let automaton = aho_corasick::AhoCorasick::builder()
         .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+        .ascii_case_insensitive(true)
         .build(by_literal.keys())
         .ok()?;
     let lists: Vec<Vec<u32>> = by_literal.into_values().collect();

@@ -19,18 +19,32 @@
 //! PCRE2 (one longer than the maximum is still tried: PCRE2's `$` also matches before a final
 //! newline).
 //!
-//! Caseless patterns (`(?i)`): `regex-syntax` spells each letter's case variants out, so the
-//! literals are every spelling a match can start with. The two engines' Unicode case folding
-//! need not agree (tables of different Unicode versions), so such literals are kept only when
-//! they are all ASCII: an ASCII letter's caseless partners are its other ASCII case in both
-//! engines, except `k` and `s`, whose partners U+212A KELVIN SIGN and U+017F LONG S (in PCRE2's
-//! UTF mode as in `regex-syntax`) make the literals non-ASCII, and so left out.
+//! The automaton that finds literals in request values ignores ASCII case (for a
+//! case-sensitive literal that only lets more values through, never fewer), so a caseless
+//! pattern's literals come in one ASCII spelling, lower case.
+//!
+//! Caseless patterns (`(?i)`): `regex-syntax` spells each letter's case variants out (its
+//! simple case folding: `(?i)s` is `[Ssſ]`, `(?i)k` is `[KkK]`, `(?i)µ` is `[µΜμ]`), so the
+//! literals are every spelling a match can start with, as UTF-8 bytes. PCRE2 (UTF mode, which
+//! is how `pcre2-bounded` compiles; no UCP, which only changes `\d\s\w`) matches a caseless
+//! character with every member of its Unicode caseless set: the same simple folding, but from
+//! the tables of its own Unicode version. A partner that only PCRE2 knows would be a spelling
+//! the literals miss, so caseless literals are kept only when every character in them lies in
+//! the blocks of [`FOLD_AGREED`] or is a partner of one that does (U+212A KELVIN SIGN for `k`,
+//! U+017F LONG S for `s`, U+212B ANGSTROM SIGN for `å`, U+1E9E for `ß`, U+1FD3 for `ΐ`, ...):
+//! a unit test checks, over every character of those blocks, that each of PCRE2's caseless
+//! partners is one of `regex-syntax`'s. Any other character (e.g. U+0264, which Unicode 16 gave
+//! a capital) leaves the pattern out, as before.
 
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Hir, HirKind, Look};
 
 /// The literals any match of a pattern starts (or else ends) with, if they can be known.
 pub(crate) type Literals = Option<Vec<Vec<u8>>>;
+
+/// The most literals (ASCII case variants counted apart) extracted from a caseless pattern:
+/// `(?i)^eu-west-12[a-c]$` is 576 spellings, 6 once ASCII case is ignored.
+const CASELESS_TOTAL: usize = 4096;
 
 /// What a pattern needs before it can match, when PCRE2 and `regex-syntax` read it alike.
 #[derive(Debug, Default)]
@@ -83,24 +97,58 @@ fn required_literals(hir: Hir, caseless: bool) -> Literals {
         .into_iter()
         .filter_map(|kind| {
             let mut ex = Extractor::new();
-            ex.kind(kind).limit_class(16).limit_repeat(8).limit_literal_len(64).limit_total(64);
+            // Caseless: every ASCII case variant counts towards the extractor's total, but
+            // they fold into one below.
+            let total = if caseless { CASELESS_TOTAL } else { 64 };
+            ex.kind(kind).limit_class(16).limit_repeat(8).limit_literal_len(64).limit_total(total);
             let seq = ex.extract(&hir);
             let lits = seq.literals()?;
             if lits.is_empty() || lits.iter().any(|l| l.as_bytes().is_empty()) {
                 return None;
             }
-            if caseless && lits.iter().any(|l| !l.as_bytes().is_ascii()) {
+            if caseless && !lits.iter().all(|l| fold_agreed(l.as_bytes())) {
                 return None;
             }
-            let mut out: Vec<Vec<u8>> = lits.iter().map(|l| l.as_bytes().to_vec()).collect();
+            // The automaton ignores ASCII case (see `index`): one spelling per ASCII case
+            // family; the spellings with non-ASCII partners (ſ, K, ...) stay apart.
+            let fold = |l: &[u8]| if caseless { l.to_ascii_lowercase() } else { l.to_vec() };
+            let mut out: Vec<Vec<u8>> = lits.iter().map(|l| fold(l.as_bytes())).collect();
             out.sort();
             out.dedup();
-            Some(out)
+            (out.len() <= 64).then_some(out)
         })
         .max_by_key(|lits| {
             let shortest = lits.iter().map(Vec::len).min().unwrap_or(0);
             (shortest, core::cmp::Reverse(lits.len()))
         })
+}
+
+/// The blocks whose characters' caseless partners in PCRE2 (wherever they lie) are all known
+/// to `regex-syntax`, checked by `caseless_sets_agree_with_pcre2`: Basic Latin, Latin-1,
+/// Latin Extended-A, Greek and Coptic, Cyrillic and its supplement, whose folds both engines'
+/// Unicode versions have had for long; later versions gave partners to characters elsewhere
+/// (e.g. Unicode 16: U+A7CB for U+0264).
+const FOLD_AGREED: [(char, char); 3] =
+    [('\0', '\u{17F}'), ('\u{370}', '\u{3FF}'), ('\u{400}', '\u{52F}')];
+
+fn in_agreed_block(c: char) -> bool {
+    FOLD_AGREED.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
+}
+
+/// Whether every character of a caseless literal (UTF-8; `false` if not) is in
+/// [`FOLD_AGREED`] or a case partner of one that is: a character whose caseless partners in
+/// PCRE2 `regex-syntax` spells out too, so that the literals hold every spelling PCRE2 matches.
+fn fold_agreed(literal: &[u8]) -> bool {
+    let Ok(text) = core::str::from_utf8(literal) else { return false };
+    text.chars().all(|c| in_agreed_block(c) || caseless_set(c).into_iter().any(in_agreed_block))
+}
+
+/// `c` and its simple case folding partners, as `regex-syntax` knows them.
+fn caseless_set(c: char) -> Vec<char> {
+    let mut class =
+        regex_syntax::hir::ClassUnicode::new([regex_syntax::hir::ClassUnicodeRange::new(c, c)]);
+    class.case_fold_simple();
+    class.iter().flat_map(|r| r.start()..=r.end()).collect()
 }
 
 /// Whether PCRE2 and `regex-syntax` read `pattern` alike as far as literals go (see above):
@@ -173,30 +221,87 @@ mod tests {
 
     #[test]
     fn caseless_literals_are_every_ascii_spelling() {
-        let v = lits("(?i)^v2\\.[0-9]+$").unwrap();
-        assert_eq!(v.len(), 20, "{v:?}");
-        assert!(v.iter().all(|l| l.starts_with("v2.") || l.starts_with("V2.")), "{v:?}");
-        // Only the caseless group is spelled out.
-        assert_eq!(
-            lits("(?i:ab)-x"),
-            Some(vec!["AB-x", "Ab-x", "aB-x", "ab-x"].into_iter().map(String::from).collect())
-        );
-        // A caseless `k` at the start: the suffixes avoid it.
-        let k = lits("(?i)kelvin").unwrap();
-        assert_eq!(k.len(), 32, "{k:?}");
-        assert!(k.iter().all(|l| l.eq_ignore_ascii_case("elvin")), "{k:?}");
-        // Long caseless words are cut to a part every spelling of which is kept.
-        let ff = lits("(?i)firefox/").unwrap();
-        assert!((16..=64).contains(&ff.len()), "{ff:?}");
-        assert!(ff.iter().all(|l| "firefox/".contains(&l.to_ascii_lowercase())), "{ff:?}");
+        // One ASCII spelling (the automaton ignores ASCII case).
+        let v = lits("(?i)^V2\\.[0-9]+$").unwrap();
+        assert_eq!(v.len(), 10, "{v:?}");
+        assert!(v.iter().all(|l| l.starts_with("v2.")), "{v:?}");
+        assert_eq!(lits("(?i:ab)-x"), Some(vec!["ab-x".into()]));
+        // A caseless `k`: its Kelvin sign spelling too.
+        assert_eq!(lits("(?i)kelvin"), Some(vec!["kelvin".into(), "\u{212A}elvin".into()]));
+        // Whole caseless words, not cut short by their ASCII case variants.
+        assert_eq!(lits("(?i)firefox/"), Some(vec!["firefox/".into()]));
+    }
+
+    /// The premise of caseless literals: for every character of [`FOLD_AGREED`], PCRE2 (as
+    /// `pcre2-bounded` compiles, UTF mode) matches `(?i)c` only with characters `regex-syntax`
+    /// folds it with. Checked one by one against every character either
+    /// engine could pair it with: all that have a partner in `regex-syntax`, and (one scan
+    /// of a subject holding every other character) none of the rest.
+    #[test]
+    fn caseless_sets_agree_with_pcre2() {
+        use pcre2_bounded::{Limits, Regex};
+        let wide = Limits { match_steps: u32::MAX, depth: u32::MAX, heap_kib: u32::MAX };
+        let all = (0..=0x10FFFFu32).filter_map(char::from_u32);
+        let block: Vec<char> = all.clone().filter(|&c| in_agreed_block(c)).collect();
+        let partnered: Vec<char> = all.clone().filter(|&c| caseless_set(c).len() > 1).collect();
+        let mut candidates = partnered.clone();
+        candidates.extend(&block);
+        candidates.sort_unstable();
+        candidates.dedup();
+        let mut buf = [0u8; 4];
+        for &c in &block {
+            let re = Regex::new(&format!("(?i)^\\x{{{:x}}}$", c as u32)).unwrap();
+            let pcre2: Vec<char> = candidates
+                .iter()
+                .copied()
+                .filter(|d| re.is_match(d.encode_utf8(&mut buf).as_bytes(), wide).unwrap())
+                .collect();
+            // A partner only `regex-syntax` knows (U+0390 and U+1FD3, paired by Unicode 15)
+            // only adds a spelling; one only PCRE2 knows would be missed.
+            let ours = caseless_set(c);
+            assert!(
+                pcre2.iter().all(|d| ours.contains(d)),
+                "U+{:04X}: {pcre2:?} {ours:?}",
+                c as u32
+            );
+        }
+        // No character outside the candidates is a caseless partner of one in the blocks.
+        let rest: String = all.filter(|c| candidates.binary_search(c).is_err()).collect();
+        let class: String = block
+            .iter()
+            .filter(|c| !c.is_control() || **c == '\t')
+            .map(|c| format!("\\x{{{:x}}}", *c as u32))
+            .collect();
+        let re = Regex::new(&format!("(?i)[{class}]")).unwrap();
+        assert!(!re.is_match(rest.as_bytes(), wide).unwrap());
+        // The letters the issue names, as regex-syntax spells them.
+        assert_eq!(caseless_set('s'), ['S', 's', '\u{17F}']);
+        assert_eq!(caseless_set('k'), ['K', 'k', '\u{212A}']);
+        assert_eq!(caseless_set('\u{E5}'), ['\u{C5}', '\u{E5}', '\u{212B}']);
+        assert_eq!(caseless_set('\u{B5}'), ['\u{B5}', '\u{39C}', '\u{3BC}']);
+    }
+
+    #[test]
+    fn caseless_literals_hold_every_utf8_spelling() {
+        // `(?i)s` and `(?i)k`: the long s and the Kelvin sign, as UTF-8 bytes.
+        let v = lits("(?i)^ks$").unwrap();
+        assert_eq!(v, ["ks", "k\u{17F}", "\u{212A}s", "\u{212A}\u{17F}"], "{v:?}");
+        // The whole literal of each region, every spelling of its `s`.
+        let v = lits("(?i)^eu-west-17[a-c]$").unwrap();
+        assert_eq!(v.len(), 6, "{v:?}");
+        assert!(v.contains(&"eu-we\u{17F}t-17c".to_owned()), "{v:?}");
+        assert!(v.contains(&"eu-west-17a".to_owned()), "{v:?}");
+        // Non-ASCII letters with partners elsewhere: µ (U+00B5, U+039C, U+03BC) and å (U+00C5,
+        // U+212B).
+        let v = lits("(?i)^µå").unwrap();
+        assert_eq!(v.len(), 9, "{v:?}");
+        assert!(v.contains(&"\u{3BC}\u{212B}".to_owned()), "{v:?}");
     }
 
     #[test]
     fn patterns_that_could_be_read_differently_are_left_out() {
         for p in [
-            "(?i)kick",  // (?i)k also matches U+212A KELVIN SIGN, at both ends
-            "(?i)^best", // (?i)s also matches U+017F LONG S, in prefixes and suffixes
-            "(?i)^café", // a non-ASCII letter under (?i)
+            "(?i)^ɤx",   // U+0264: Unicode 16 gave it a capital; the engines may differ
             "(?x) a b",  // extended mode
             "[a[bc]]x",  // a nested class in regex-syntax, `[` and `]x` in PCRE2
             "[a&&b]x",   // an intersection in regex-syntax

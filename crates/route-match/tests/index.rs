@@ -13,8 +13,8 @@ const NAMES: [&str; 3] = ["x-a", "X-B", "v"];
 /// `\u{212A}` (KELVIN SIGN) is what PCRE2's `(?i)k` also matches.
 const VALUES: [&str; 7] = ["1", "2", "a b", "1,2", "a]", "xAy", "\u{212A}y"];
 /// Regex conditions: with literals the prefilter uses (`^[12]`, `2`, `b$`, `a.b`, `.*,2`,
-/// caseless `(?i)A`), length bounds (`^[12]$`), and ones it must leave alone (`(?i)ky`: a
-/// letter with a non-ASCII caseless partner, a nested class, `.`).
+/// caseless `(?i)A` and `(?i)ky`, whose `k` has a non-ASCII partner), length bounds
+/// (`^[12]$`), and ones it must leave alone (a nested class, `.`).
 const PATTERNS: [&str; 10] =
     ["^[12]", "2", "b$", "a.b", ".*,2", "(?i)A", "(?i)ky", "[1[a]]", ".", "^[12]$"];
 const PATH_CONDS: [&str; 4] =

@@ -4,6 +4,7 @@
 mod common;
 
 use common::Req;
+use proptest::prelude::*;
 use route_match::{Outcome, Syntax, compile_list};
 
 /// `n` entries keyed by version, tenant, user agent and a path-like param, in turn; every
@@ -34,6 +35,12 @@ fn list(n: usize, every: usize, odd: &str) -> route_match::MatchList {
     compile_list(format!("[{}]", entries.join(",")).as_bytes(), Syntax::Auto).unwrap().list
 }
 
+/// A GET request with no regex budget: the linear reference runs up to 10,000 patterns, and a
+/// wall-clock budget would make its outcome depend on the machine's speed.
+fn get() -> Req {
+    Req { budget: Some(None), ..Req::new("GET") }
+}
+
 fn winner(o: &Outcome<'_>) -> Option<usize> {
     match o {
         Outcome::Redirect { entry, .. } => Some(*entry),
@@ -47,13 +54,10 @@ fn only_the_patterns_whose_literals_occur_are_run() {
         let l = list(n, 0, "");
         let last = n - 1;
         let reqs = [
-            (Req::new("GET").h("x-version", &format!("v{}.3", last - 3)), last - 3),
-            (Req::new("GET").h("x-tenant", &format!("tenant-{}-eu", last - 2)), last - 2),
-            (
-                Req::new("GET").h("User-Agent", &format!("Mozilla/5.0 (X11) Build/{} x", last - 1)),
-                last - 1,
-            ),
-            (Req::new("GET").q(&format!("p=/api/v{last}/items")), last),
+            (get().h("x-version", &format!("v{}.3", last - 3)), last - 3),
+            (get().h("x-tenant", &format!("tenant-{}-eu", last - 2)), last - 2),
+            (get().h("User-Agent", &format!("Mozilla/5.0 (X11) Build/{} x", last - 1)), last - 1),
+            (get().q(&format!("p=/api/v{last}/items")), last),
         ];
         for (r, want) in reqs {
             let (outcome, attempts) = l.evaluate_counting(&r);
@@ -63,7 +67,7 @@ fn only_the_patterns_whose_literals_occur_are_run() {
             assert!(attempts <= 3, "n={n}, entry {want}: {attempts} attempts");
         }
         // No literal of any entry: no attempt at all.
-        let r = Req::new("GET").h("x-version", "w1").h("x-tenant", "nobody");
+        let r = get().h("x-version", "w1").h("x-tenant", "nobody");
         assert_eq!(l.evaluate_counting(&r), (Outcome::NoMatch, 0));
     }
 }
@@ -72,13 +76,13 @@ fn only_the_patterns_whose_literals_occur_are_run() {
 fn entries_without_usable_literals_are_still_run_in_order() {
     // Every tenth entry has a lookahead: never prefiltered, always a candidate.
     let l = list(1000, 10, r"^(?!x)V{i}\\.[0-9]+$");
-    let r = Req::new("GET").h("x-version", "V999.1");
+    let r = get().h("x-version", "V999.1");
     let (outcome, attempts) = l.evaluate_counting(&r);
     assert_eq!(winner(&outcome), Some(999));
     assert_eq!(outcome, l.evaluate_linear(&r));
     assert!((100..=103).contains(&attempts), "{attempts}");
     // One wins where it comes first.
-    let r = Req::new("GET").h("x-version", "V19.2");
+    let r = get().h("x-version", "V19.2");
     assert_eq!(winner(&l.evaluate(&r)), Some(19));
 }
 
@@ -87,7 +91,7 @@ fn caseless_entries_are_prefiltered_by_every_spelling() {
     // Every tenth entry is caseless: its literals are all the spellings of `v<i>.`.
     let l = list(1000, 10, r"(?i)^V{i}\\.[0-9]+$");
     for (value, want) in [("v999.1", 999), ("V999.1", 999), ("V19.2", 19), ("v19.2", 19)] {
-        let r = Req::new("GET").h("x-version", value);
+        let r = get().h("x-version", value);
         let (outcome, attempts) = l.evaluate_counting(&r);
         assert_eq!(winner(&outcome), Some(want), "{value}");
         assert_eq!(outcome, l.evaluate_linear(&r), "{value}");
@@ -96,23 +100,64 @@ fn caseless_entries_are_prefiltered_by_every_spelling() {
 }
 
 #[test]
-fn caseless_letters_with_non_ascii_partners_are_not_prefiltered() {
-    // PCRE2 (UTF mode) matches U+212A KELVIN SIGN for (?i)k and U+017F LONG S for (?i)s: such
-    // patterns must still run, and match.
-    let l = compile_list(
-        r#"[{"headers":["x:RegularExpression:(?i)^kelvin$"],"redirectPath":"/k"},
-            {"headers":["x:RegularExpression:(?i)^best$"],"redirectPath":"/s"},
-            {"headers":["x:RegularExpression:(?i)^other$"],"redirectPath":"/o"}]"#
-            .as_bytes(),
-        Syntax::Auto,
-    )
-    .unwrap()
-    .list;
-    for (value, want) in [("\u{212A}elvin", 0), ("KELVIN", 0), ("be\u{17F}t", 1), ("OTHER", 2)] {
-        let r = Req::new("GET").h("x", value);
-        let outcome = l.evaluate(&r);
-        assert_eq!(winner(&outcome), Some(want), "{value:?}");
+fn caseless_letters_with_non_ascii_partners_are_prefiltered_by_every_spelling() {
+    // PCRE2 (UTF mode) matches U+212A KELVIN SIGN for (?i)k, U+017F LONG S for (?i)s, U+212B
+    // ANGSTROM SIGN for (?i)å, U+039C and U+03BC for (?i)µ: the literals hold those spellings
+    // as UTF-8, so such patterns are prefiltered, and still match every spelling.
+    let mut json: Vec<String> = [
+        "(?i)^kelvin$",
+        "(?i)^best$",
+        "(?i)^other$",
+        "(?i)^ångström-µs$",
+        "(?i)^eu-west-[0-9]+[a-c]$",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, p)| format!(r#"{{"headers":["x:RegularExpression:{p}"],"redirectPath":"/{i}"}}"#))
+    .collect();
+    json.extend((0..4).map(|i| format!(r#"{{"headers":["y:Exact:{i}"],"redirectPath":"/f{i}"}}"#)));
+    let l = compile_list(format!("[{}]", json.join(",")).as_bytes(), Syntax::Auto).unwrap().list;
+    assert!(l.is_indexed());
+    for (value, want) in [
+        ("\u{212A}elvin", 0),
+        ("KELVIN", 0),
+        ("kelvi\u{1E44}", 99), // not a partner of n
+        ("be\u{17F}t", 1),
+        ("BE\u{17F}T", 1),
+        ("OTHER", 2),
+        ("\u{212B}NGSTR\u{D6}M-\u{39C}\u{17F}", 3),
+        ("\u{E5}ngstr\u{F6}m-\u{3BC}s", 3),
+        ("Eu-We\u{17F}t-12C", 4),
+        ("eu-west-12d", 99),
+    ] {
+        let r = get().h("x", value);
+        let (outcome, attempts) = l.evaluate_counting(&r);
+        assert_eq!(winner(&outcome), (want != 99).then_some(want), "{value:?}");
         assert_eq!(outcome, l.evaluate_linear(&r), "{value:?}");
+        // Only the entry whose literals the value holds runs (or none).
+        assert!(attempts <= 1, "{value:?}: {attempts} attempts");
+    }
+}
+
+#[test]
+fn two_hundred_caseless_regions_run_one_pattern() {
+    // The issue's case: 200 `(?i)^eu-west-N[a-c]$` entries, the winner last.
+    let entries: Vec<String> = (0..200)
+        .map(|i| {
+            format!(
+                r#"{{"headers":["x-region:RegularExpression:(?i)^eu-west-{i}[a-c]$"],"redirectPath":"/r{i}"}}"#
+            )
+        })
+        .collect();
+    let l = compile_list(format!("[{}]", entries.join(",")).as_bytes(), Syntax::Auto).unwrap().list;
+    for (value, want) in
+        [("EU-WEST-199C", Some(199)), ("eu-we\u{17F}t-7a", Some(7)), ("eu-west-7d", None)]
+    {
+        let r = get().h("x-region", value);
+        let (outcome, attempts) = l.evaluate_counting(&r);
+        assert_eq!(winner(&outcome), want, "{value}");
+        assert_eq!(outcome, l.evaluate_linear(&r), "{value}");
+        assert!(attempts <= 2, "{value}: {attempts} attempts");
     }
 }
 
@@ -128,16 +173,16 @@ fn anchored_patterns_refuse_values_of_other_lengths_without_an_attempt() {
     .unwrap()
     .list;
     let cases = [
-        (Req::new("GET").h("x-id", "0123abcd-ef01"), Some(0), 1),
-        (Req::new("GET").h("x-id", "0123abcd-ef0123"), None, 0),
+        (get().h("x-id", "0123abcd-ef01"), Some(0), 1),
+        (get().h("x-id", "0123abcd-ef0123"), None, 0),
         // One byte over (13 + a newline PCRE2 allows) is still tried.
-        (Req::new("GET").h("x-id", "0123abcd-ef012"), None, 1),
-        (Req::new("GET").h("x-id", "0123abcd-ef0"), None, 0),
-        (Req::new("GET").h("x-v", "v12"), Some(1), 1),
+        (get().h("x-id", "0123abcd-ef012"), None, 1),
+        (get().h("x-id", "0123abcd-ef0"), None, 0),
+        (get().h("x-v", "v12"), Some(1), 1),
         // PCRE2's `$` matches before a final newline: that length is still tried.
-        (Req::new("GET").h("x-v", "v12\n"), Some(1), 1),
+        (get().h("x-v", "v12\n"), Some(1), 1),
         // Too long for entry 1, not anchored at the end for entry 2: only that one runs.
-        (Req::new("GET").h("x-v", "w123456"), Some(2), 1),
+        (get().h("x-v", "w123456"), Some(2), 1),
     ];
     for (r, want, attempts) in cases {
         let (outcome, n) = l.evaluate_counting(&r);
@@ -164,9 +209,65 @@ fn escapes_the_two_parsers_read_differently_still_match() {
     let l = compile_list(json.as_bytes(), Syntax::Auto).unwrap().list;
     assert_eq!(l.len(), 9);
     for (value, want) in [("x<y", 0), ("a\nb", 1), ("a\u{2028}b", 1), ("a{start}", 2)] {
-        let r = Req::new("GET").h("x", value);
+        let r = get().h("x", value);
         let outcome = l.evaluate(&r);
         assert_eq!(winner(&outcome), Some(want), "{value:?}");
         assert_eq!(outcome, l.evaluate_linear(&r), "{value:?}");
+    }
+}
+
+/// Caseless patterns whose literals hold letters with partners outside ASCII, and values
+/// spelled with those partners.
+const CASELESS: [&str; 8] = [
+    "(?i)^ks",
+    "(?i)sk$",
+    "(?i)a[sk]b",
+    "(?i)^µå",
+    "(?i:kelvin)-s",
+    "(?i)ſt",
+    "(?i)ss|kk",
+    "(?i)^(?:ab|sk)c",
+];
+const SPELLINGS: [&str; 12] = [
+    "ks",
+    "KS",
+    "\u{212A}\u{17F}",
+    "sk",
+    "S\u{212A}",
+    "aSb",
+    "a\u{212A}b",
+    "\u{B5}\u{212B}",
+    "\u{39C}\u{C5}",
+    "kelvin-s",
+    "\u{212A}ELVIN-s",
+    "\u{17F}T",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// Prefiltered (indexed) and linear evaluation agree on caseless lists (no regex budget:
+    /// see `get`).
+    #[test]
+    fn caseless_prefilter_agrees_with_linear_scan(
+        pats in proptest::collection::vec(0..CASELESS.len(), 8..24),
+        values in proptest::collection::vec((0..SPELLINGS.len(), 0..SPELLINGS.len(), any::<bool>()), 1..6),
+    ) {
+        let entries: Vec<String> = pats
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!(r#"{{"headers":["x:RegularExpression:{}"],"redirectPath":"/r{i}"}}"#, CASELESS[*p]))
+            .collect();
+        let json = format!("[{}]", entries.join(","));
+        let list = compile_list(json.as_bytes(), Syntax::Auto).unwrap().list;
+        prop_assert!(list.is_indexed());
+        for (a, b, upper) in values {
+            let mut v = format!("{}{}", SPELLINGS[a], SPELLINGS[b]);
+            if upper {
+                v = v.to_uppercase();
+            }
+            let r = get().h("x", &v);
+            prop_assert_eq!(list.evaluate(&r), list.evaluate_linear(&r), "{} {:?}", json, v);
+        }
     }
 }
