@@ -1,10 +1,15 @@
-//! The plan as NGINX configuration text and `matches.json`.
+//! The plan as NGINX configuration and `matches.json`. Configuration text is written only
+//! through the typed writer of [`crate::conf`]: this module builds the tree of directives,
+//! with every byte from the manifests or the command line as data ([`Part::Data`]).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use crate::conf::{
+    Arg, Directive, Node, Part, Rendered, Stmt, Writer, braced_var, code, data, regex_data, var,
+};
 use crate::model::{HeaderModifier, PathModifier, RequestRedirect};
 use crate::plan::{
     Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, RulePlan, ServerPlan, Target,
@@ -41,6 +46,9 @@ pub struct Options {
 
 pub struct Output {
     pub nginx_conf: String,
+    /// The directives of `nginx_conf` as NGINX's parser will read them (what the writer
+    /// meant to write; tests and the fuzz target read the text back and compare).
+    pub tree: Vec<Stmt>,
     pub matches_json: String,
     /// Other files, by path relative to nginx.conf (certificates and keys from Secrets).
     pub files: BTreeMap<String, Vec<u8>>,
@@ -49,9 +57,6 @@ pub struct Output {
     /// The `--status` file: Gateway API conditions, as YAML.
     pub status: String,
 }
-
-/// NGINX holds one configuration token in a 4 KiB buffer.
-const MAX_TOKEN: usize = 4094;
 
 /// The list entry of one candidate.
 pub fn entry(c: &Candidate) -> Value {
@@ -79,22 +84,36 @@ pub fn entry(c: &Candidate) -> Value {
     Value::Object(e)
 }
 
-fn quote(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+fn d(name: &'static str) -> Directive {
+    Directive::new(name)
 }
 
-fn single_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+/// A map entry: `KEY VALUE;`.
+fn entry_of(key: Arg, value: Arg) -> Node {
+    Directive::entry(key).arg(value).into()
 }
+
+/// `""` (an empty word).
+fn empty() -> Arg {
+    Arg::code("").quoted()
+}
+
+fn quoted(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Arg {
+    Arg::data(field, text).quoted()
+}
+
+/// Where the path of a location comes from.
+const PATH_FIELD: &str = "HTTPRoute spec.rules[].matches[].path.value";
+const HOSTNAME_FIELD: &str =
+    "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
 
 pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
-    let mut conf = String::new();
     let mut matches: BTreeMap<String, Value> = BTreeMap::new();
     // Locations whose lists are the same text share one key (NGF's layout: a PathPrefix
     // rule's `= /p` and `/p/` locations); a redirect path names a location of the server
     // that runs the list, so the same text means the same in every server.
     let mut key_of_text: std::collections::HashMap<String, String> = Default::default();
-    let mut servers = String::new();
+    let mut servers: Vec<Node> = Vec::new();
     let mut http = Http { experimental: opts.experimental, ..Http::default() };
 
     for port in &plan.ports {
@@ -102,125 +121,133 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
             http.sni_map(port);
         }
         for (si, server) in port.servers.iter().enumerate() {
-            let mut listen = match &opts.listen_address {
-                Some(a) => format!("{a}:{}", port.port),
-                None => port.port.to_string(),
+            let address = match &opts.listen_address {
+                Some(a) => Arg::parts(vec![
+                    data("--listen-address", a.clone()),
+                    code(format!(":{}", port.port)),
+                ]),
+                None => Arg::code(port.port.to_string()),
             };
+            let mut listen = d("listen").arg(address);
             if port.tls {
-                listen.push_str(" ssl");
+                listen = listen.code("ssl");
             }
             let legacy_http2 = opts.nginx_version < crate::plan::HTTP2_DIRECTIVE;
             if port.http2 && legacy_http2 {
                 // Before 1.25.1 (see `Plan::fit_nginx`): over TLS, ALPN keeps HTTP/1.1; a
                 // plain port only gets here when it serves GRPCRoutes alone (h2c).
-                listen.push_str(" http2");
+                listen = listen.code("http2");
             }
-            let _ = writeln!(servers, "\n    server {{");
+            let mut body: Vec<Node> = Vec::new();
             match &server.hostname {
                 None => {
-                    let _ = writeln!(servers, "        listen {listen} default_server;");
-                    let _ = writeln!(servers, "        server_name \"\";");
+                    body.push(listen.code("default_server").into());
+                    body.push(d("server_name").arg(empty()).into());
                 }
                 Some(h) => {
-                    let _ = writeln!(servers, "        listen {listen};");
-                    let _ = writeln!(servers, "        server_name {h};");
+                    body.push(listen.into());
+                    body.push(d("server_name").data(HOSTNAME_FIELD, h.clone()).into());
                 }
             }
             if port.http2 && !legacy_http2 {
                 // gRPC: HTTP/2 by ALPN over TLS, or with prior knowledge (h2c) on a plain port,
                 // where HTTP/1.1 still works (NGINX 1.25.1 and later).
-                let _ = writeln!(servers, "        http2 on;");
+                body.push(d("http2").code("on").into());
             }
-            match &server.listener {
-                Some(l) => {
-                    let _ = writeln!(servers, "        # listener {l}");
-                }
-                None => {
-                    let _ = writeln!(servers, "        # no listener serves this host: 404");
-                }
-            }
+            body.push(Node::Comment(match &server.listener {
+                Some(l) => format!("listener {l}"),
+                None => "no listener serves this host: 404".to_owned(),
+            }));
             if port.tls {
-                tls_server(port.port, server, opts, &mut servers);
+                tls_server(port.port, server, opts, &mut body);
             }
             for (li, loc) in server.locations.iter().enumerate() {
                 let head = match &loc.loc {
-                    Loc::Exact(p) => format!("location = {}", quote(p)),
-                    Loc::Prefix(p) => format!("location {}", quote(p)),
+                    Loc::Exact(p) => d("location").code("=").arg(quoted(PATH_FIELD, p.clone())),
+                    Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
                 };
                 if loc.candidates.is_empty() {
-                    let _ = writeln!(servers, "        {head} {{ return 404; }}");
+                    body.push(head.inline(vec![d("return").code("404").into()]).into());
                     continue;
                 }
                 let list: Vec<Value> = loc.candidates.iter().map(entry).collect();
                 let text = serde_json::to_string(&list).map_err(|e| e.to_string())?;
                 let key = format!("{}_{si}_{li}", port.port);
-                let body = match opts.carrier {
+                let list_field = || -> Cow<'static, str> {
+                    format!(
+                        "the list of location {key} (one configuration token: if it is too long, \
+                         use --carrier preload)"
+                    )
+                    .into()
+                };
+                let inner: Vec<Node> = match opts.carrier {
                     Carrier::Preload => {
                         let key = key_of_text.entry(text).or_insert_with(|| {
                             matches.insert(key.clone(), Value::Array(list));
                             key
                         });
-                        format!("set $match_key {key}; http_matches;")
+                        vec![
+                            d("set").var("match_key").code(key.clone()).into(),
+                            d("http_matches").into(),
+                        ]
                     }
                     Carrier::Inline => {
-                        let t = single_quote(&text);
-                        check_token(&t, &key)?;
-                        format!("http_matches {t};")
+                        vec![
+                            d("http_matches")
+                                .arg(Arg::data(list_field(), text).single_quoted())
+                                .into(),
+                        ]
                     }
                     Carrier::Variable => {
-                        // `set` would read a `$` of a regex as a variable.
-                        let t = http.dollars(single_quote(&text));
-                        check_token(&t, &key)?;
-                        format!("set $http_matches {t}; http_matches;")
+                        // `set` would read a `$` of a regex as a variable: the writer spells it
+                        // `${httproute_dollar}`.
+                        vec![
+                            d("set")
+                                .var("http_matches")
+                                .arg(Arg::data(list_field(), text).single_quoted())
+                                .into(),
+                            d("http_matches").into(),
+                        ]
                     }
                 };
-                let _ = writeln!(servers, "        {head} {{ {body} }}");
+                body.push(head.inline(inner).into());
             }
-            let mut mirror_locs = String::new();
+            let mut mirror_locs = Vec::new();
             let used: BTreeSet<usize> =
                 server.locations.iter().flat_map(|l| l.candidates.iter().map(|c| c.rule)).collect();
             for ri in used {
-                http.rule_location(
-                    port.port,
-                    ri,
-                    &server.rules[ri],
-                    &mut servers,
-                    &mut mirror_locs,
-                );
+                http.rule_location(port.port, ri, &server.rules[ri], &mut body, &mut mirror_locs)?;
             }
-            servers.push_str(&mirror_locs);
-            let _ = writeln!(servers, "    }}");
+            body.append(&mut mirror_locs);
+            servers.push(Node::Blank);
+            servers.push(d("server").block(body).into());
         }
     }
 
-    let _ = writeln!(
-        conf,
-        "# Generated by httproute-nginx: do not edit; regenerate from the manifests."
-    );
-    let _ = writeln!(conf, "load_module {};", opts.module);
-    conf.push_str(
-        "worker_processes auto;\npid logs/nginx.pid;\nerror_log logs/error.log notice;\n\n\
-         events {\n    worker_connections 1024;\n}\n\nhttp {\n    access_log logs/access.log;\n    \
-         client_body_temp_path tmp/client_body;\n    proxy_temp_path tmp/proxy;\n    \
-         fastcgi_temp_path tmp/fastcgi;\n    uwsgi_temp_path tmp/uwsgi;\n    scgi_temp_path tmp/scgi;\n",
-    );
+    let mut warnings = std::mem::take(&mut http.warnings);
+    let mut inner: Vec<Node> = vec![
+        d("access_log").code("logs/access.log").into(),
+        d("client_body_temp_path").code("tmp/client_body").into(),
+        d("proxy_temp_path").code("tmp/proxy").into(),
+        d("fastcgi_temp_path").code("tmp/fastcgi").into(),
+        d("uwsgi_temp_path").code("tmp/uwsgi").into(),
+        d("scgi_temp_path").code("tmp/scgi").into(),
+    ];
     if opts.carrier == Carrier::Preload {
-        conf.push_str("    http_matches_load matches.json;\n");
+        inner.push(d("http_matches_load").code("matches.json").into());
     }
-    if http.dollar {
-        conf.push_str(DOLLAR);
-    }
-    conf.push_str(&http.maps);
+    // `geo $httproute_dollar` goes here when the writer spelled a `$` of data with it.
+    let dollar_at = inner.len();
+    inner.append(&mut http.maps);
     if http.raw_path {
-        conf.push_str(RAW_PATH);
+        inner.push(raw_path_map());
     }
     if http.upgrade {
-        conf.push_str(UPGRADE);
+        inner.push(upgrade_map());
     }
     if http.preflight {
-        conf.push_str(PREFLIGHT);
+        inner.push(preflight_map());
     }
-    let mut warnings = std::mem::take(&mut http.warnings);
     if http.resolve {
         if opts.resolvers.is_empty() {
             warnings.push(
@@ -231,20 +258,53 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
         } else {
             // Names are looked up when requests need them, cached for `valid`: a name that
             // does not resolve costs its own requests (502), never the configuration.
-            let _ = writeln!(conf, "    resolver {} valid=10s;", opts.resolvers.join(" "));
-            conf.push_str("    resolver_timeout 5s;\n");
+            let mut r = d("resolver");
+            for a in &opts.resolvers {
+                r = r.data("--resolver", a.clone());
+            }
+            inner.push(r.code("valid=10s").into());
+            inner.push(d("resolver_timeout").code("5s").into());
         }
     }
-    for (up, servers) in &http.upstreams {
-        let _ = writeln!(conf, "\n    upstream {up} {{");
-        for addr in servers {
-            let _ = writeln!(conf, "        server {addr};");
+    for (up, addrs) in &http.upstreams {
+        let mut entries = Vec::new();
+        for addr in addrs {
+            let mut s = d("server").data("backend address", addr.clone());
+            if http.no_fail.contains(up) {
+                // max_fails=0: a retried answer must not take the address out of the
+                // upstream for fail_timeout.
+                s = s.code("max_fails=0");
+            }
+            entries.push(s.into());
         }
-        conf.push_str("    }\n");
+        inner.push(Node::Blank);
+        inner.push(d("upstream").data("backend upstream name", up.clone()).block(entries).into());
     }
-    conf.push_str(&http.splits);
-    conf.push_str(&servers);
-    conf.push_str("}\n");
+    inner.append(&mut http.splits);
+    inner.append(&mut servers);
+
+    let top = |inner: Vec<Node>| -> Vec<Node> {
+        vec![
+            Node::Comment(
+                "Generated by httproute-nginx: do not edit; regenerate from the manifests.".into(),
+            ),
+            d("load_module").data("--module", opts.module.clone()).into(),
+            d("worker_processes").code("auto").into(),
+            d("pid").code("logs/nginx.pid").into(),
+            d("error_log").code("logs/error.log").code("notice").into(),
+            Node::Blank,
+            d("events").block(vec![d("worker_connections").code("1024").into()]).into(),
+            Node::Blank,
+            d("http").block(inner).into(),
+        ]
+    };
+    let mut nodes = top(inner.clone());
+    let mut rendered: Rendered = Writer::render(&nodes)?;
+    if rendered.dollar {
+        inner.insert(dollar_at, crate::conf::dollar_geo());
+        nodes = top(inner);
+        rendered = Writer::render(&nodes)?;
+    }
     let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";
     // Secrets that came with the manifests, where tls_server expects them (unless the
     // command line named other files).
@@ -258,13 +318,22 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
         })
         .collect();
     let status = crate::status::yaml(&plan.status);
-    Ok(Output { nginx_conf: conf, matches_json, files, warnings, status })
+    Ok(Output {
+        nginx_conf: rendered.text,
+        tree: rendered.tree,
+        matches_json,
+        files,
+        warnings,
+        status,
+    })
 }
 
 /// What the `http` block collects while the servers are written.
 #[derive(Default)]
 struct Http {
     upstreams: BTreeMap<String, Vec<String>>,
+    /// Upstreams of retried rules: `max_fails=0` on each server.
+    no_fail: BTreeSet<String>,
     /// `--experimental`.
     experimental: bool,
     /// What the configuration cannot do, found while writing it.
@@ -278,20 +347,31 @@ struct Http {
     /// Some backend is a name resolved per request.
     resolve: bool,
     /// `split_clients` blocks.
-    splits: String,
+    splits: Vec<Node>,
     /// `map`s: header filters, SNI.
-    maps: String,
+    maps: Vec<Node>,
+    /// How many `map`s `maps` holds.
+    map_n: usize,
     split_n: usize,
-    /// `$httproute_dollar` is used.
-    dollar: bool,
     /// `$httproute_raw_path` is used.
     raw_path: bool,
+}
+
+/// A rule's fields, for errors: "HTTPRoute default/r rule 0: FIELD".
+fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
+    Cow::Owned(format!("{} rule {}: {f}", rule.route, rule.rule_index))
 }
 
 impl Http {
     fn split_var(&mut self) -> String {
         self.split_n += 1;
-        format!("$httproute_split_{}", self.split_n - 1)
+        format!("httproute_split_{}", self.split_n - 1)
+    }
+
+    fn push_map(&mut self, m: Directive) {
+        self.map_n += 1;
+        self.maps.push(Node::Blank);
+        self.maps.push(m.into());
     }
 
     /// The internal location of rule `ri` (a redirect, a 500, or a proxy with its filters and
@@ -301,11 +381,11 @@ impl Http {
         listener_port: u16,
         ri: usize,
         rule: &RulePlan,
-        out: &mut String,
-        mirror_locs: &mut String,
-    ) {
+        out: &mut Vec<Node>,
+        mirror_locs: &mut Vec<Node>,
+    ) -> Result<(), String> {
         let name = rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
-        let _ = writeln!(out, "        # {} rule {}{name}", rule.route, rule.rule_index);
+        out.push(Node::Comment(format!("{} rule {}{name}", rule.route, rule.rule_index)));
         let retried;
         let (rule, retry) = match &rule.retry {
             Some(r) if self.experimental && !rule.grpc => {
@@ -319,17 +399,14 @@ impl Http {
                         .map(|b| {
                             let mut b = b.clone();
                             if let Target::Upstream { name, servers } = &b.target {
+                                let name = format!("{name}_r{tries}");
+                                self.no_fail.insert(name.clone());
                                 b.target = Target::Upstream {
-                                    name: format!("{name}_r{tries}"),
-                                    // max_fails=0: a retried answer must not take the
-                                    // address out of the upstream for fail_timeout.
+                                    name,
                                     servers: servers
                                         .iter()
                                         .flat_map(|s| {
-                                            std::iter::repeat_n(
-                                                format!("{s} max_fails=0"),
-                                                tries as usize,
-                                            )
+                                            std::iter::repeat_n(s.clone(), tries as usize)
                                         })
                                         .collect(),
                                 };
@@ -347,48 +424,57 @@ impl Http {
                      --experimental",
                     rule.route, rule.rule_index
                 ));
-                (rule, String::new())
+                (rule, Vec::new())
             }
-            None => (rule, String::new()),
+            None => (rule, Vec::new()),
         };
-        let loc = format!("location = {INTERNAL_PREFIX}{ri}");
+        let loc = || d("location").code("=").code(format!("{INTERNAL_PREFIX}{ri}"));
+        let path_field = if rule.redirect.as_ref().is_some_and(|r| r.path.is_some()) {
+            "RequestRedirect path"
+        } else {
+            "URLRewrite path"
+        };
         let path = rule
             .redirect
             .as_ref()
             .and_then(|r| r.path.as_ref())
             .or_else(|| rule.rewrite.as_ref().and_then(|r| r.path.as_ref()))
-            .map(|p| self.set_path(p, &rule.match_prefix));
+            .map(|p| self.set_path(p, &rule.match_prefix, field(rule, path_field)));
         if let Some(r) = &rule.redirect {
             // A redirect answers by itself: backendRefs are not used.
-            let url = redirect_url(r, listener_port, path.is_some());
-            let _ = writeln!(
-                out,
-                "        {loc} {{ internal; {}return {} {url}; }}",
-                path.as_deref().unwrap_or(""),
-                r.status_code
-            );
-            return;
+            let url = redirect_url(r, listener_port, path.is_some(), rule);
+            let mut inner: Vec<Node> = vec![d("internal").into()];
+            inner.extend(path.unwrap_or_default());
+            inner.push(d("return").code(r.status_code.to_string()).arg(url).into());
+            out.push(loc().inline(inner).into());
+            return Ok(());
         }
         // The URI sent upstream: the client's own, or the rewritten path.
-        let (set, uri) = match &path {
-            Some(set) => (set.as_str(), "$httproute_path$is_args$args"),
+        let (set, uri): (Vec<Node>, Vec<Part>) = match path {
+            Some(set) => (set, vec![var("httproute_path"), var("is_args"), var("args")]),
             // grpc_pass sends the request's current URI, which the internal redirect changed:
             // give it back the client's path.
             None if rule.grpc => {
                 self.raw_path = true;
-                ("rewrite ^ $httproute_raw_path break; ", "")
+                (
+                    vec![d("rewrite").code("^").var("httproute_raw_path").code("break").into()],
+                    vec![],
+                )
             }
-            None => ("", "$request_uri"),
+            None => (vec![], vec![var("request_uri")]),
         };
         let total: u64 = rule.backends.iter().map(|b| u64::from(b.weight)).sum();
         if total == 0 {
-            let _ = writeln!(out, "        {loc} {{ internal; return 500; }}");
-            return;
+            out.push(
+                loc().inline(vec![d("internal").into(), d("return").code("500").into()]).into(),
+            );
+            return Ok(());
         }
         let mut mirrors = retry;
         if let Some(c) = &rule.cors {
             // Answered or decorated in every location that proxies for the rule.
-            mirrors.push_str(&self.cors(c));
+            let cors = self.cors(c, rule);
+            mirrors.extend(cors);
         }
         for (k, (target, share)) in rule.mirrors.iter().enumerate() {
             if *share <= 0.0 {
@@ -396,36 +482,47 @@ impl Http {
             }
             let Some((set_backend, host)) = self.destination(target) else { continue };
             let path = format!("{INTERNAL_PREFIX}mirror-{ri}-{k}");
-            let _ = write!(mirrors, " mirror {path};");
+            mirrors.push(d("mirror").code(path.clone()).into());
+            let mut inner: Vec<Node> = vec![d("internal").into()];
             // A share below 1 is drawn per request; the others' mirror subrequest ends
             // at once, with no upstream.
-            let gate = if *share < 1.0 {
-                let var = self.split_var();
+            if *share < 1.0 {
+                let v = self.split_var();
                 let pct = (share * 10000.0).round() / 100.0;
-                let _ = writeln!(
-                    self.splits,
-                    "\n    split_clients \"${{request_id}}m\" {var} {{\n        {pct:.2}% 1;\n        * \"\";\n    }}"
+                self.splits.push(Node::Blank);
+                self.splits.push(
+                    d("split_clients")
+                        .arg(Arg::parts(vec![var("request_id"), code("m")]).quoted())
+                        .var(v.clone())
+                        .block(vec![
+                            entry_of(Arg::code(format!("{pct:.2}%")), Arg::code("1")),
+                            entry_of(Arg::code("*"), empty()),
+                        ])
+                        .into(),
                 );
-                format!("if ({var} = \"\") {{ return 204; }} ")
+                inner.push(
+                    Directive::if_(v, Some(("=", empty())))
+                        .inline(vec![d("return").code("204").into()])
+                        .into(),
+                );
+            }
+            inner.extend(set_backend);
+            if rule.grpc {
+                self.raw_path = true;
+                inner.push(d("rewrite").code("^").var("httproute_raw_path").code("break").into());
+                inner.push(d("grpc_set_header").code("Host").var("host").into());
+                inner.push(d("grpc_pass").arg(Arg::parts(vec![code("grpc://"), host])).into());
             } else {
-                String::new()
-            };
-            let _ = writeln!(
-                mirror_locs,
-                "        location = {path} {{ internal; {gate}{set_backend}{} }}",
-                if rule.grpc {
-                    self.raw_path = true;
-                    format!(
-                        "rewrite ^ $httproute_raw_path break; grpc_set_header Host $host; \
-                         grpc_pass grpc://{host};"
-                    )
-                } else {
-                    format!(
-                        "proxy_http_version 1.1; proxy_set_header Host $host; \
-                         proxy_set_header Connection \"\"; proxy_pass http://{host}$request_uri;"
-                    )
-                }
-            );
+                inner.push(d("proxy_http_version").code("1.1").into());
+                inner.push(d("proxy_set_header").code("Host").var("host").into());
+                inner.push(d("proxy_set_header").code("Connection").arg(empty()).into());
+                inner.push(
+                    d("proxy_pass")
+                        .arg(Arg::parts(vec![code("http://"), host, var("request_uri")]))
+                        .into(),
+                );
+            }
+            mirror_locs.push(d("location").code("=").code(path).inline(inner).into());
         }
         // Backends that need locations of their own: their own filters, or not all speaking
         // the same scheme (one proxy_pass takes one).
@@ -437,83 +534,100 @@ impl Http {
         if own_filters && rule.backends.len() > 1 {
             // Filters of their own: one location per backend, picked per request by
             // split_clients and reached with an internal rewrite.
-            let shares: Vec<(String, u32)> = rule
+            let shares: Vec<(Arg, u32)> = rule
                 .backends
                 .iter()
                 .enumerate()
-                .map(|(k, b)| (format!("b{k}"), b.weight))
+                .map(|(k, b)| (Arg::code(format!("b{k}")), b.weight))
                 .collect();
-            let var = self.split(&shares, total);
-            let _ = writeln!(
-                out,
-                "        {loc} {{ internal; rewrite ^ {INTERNAL_PREFIX}{ri}-{var} last; }}"
+            let v = self.split(shares, total);
+            out.push(
+                loc()
+                    .inline(vec![
+                        d("internal").into(),
+                        d("rewrite")
+                            .code("^")
+                            .arg(Arg::parts(vec![code(format!("{INTERNAL_PREFIX}{ri}-")), var(v)]))
+                            .code("last")
+                            .into(),
+                    ])
+                    .into(),
             );
             for (k, b) in rule.backends.iter().enumerate() {
-                let loc = format!("location = {INTERNAL_PREFIX}{ri}-b{k}");
-                self.backend_location(out, &loc, rule, b, set, uri, &mirrors);
+                let loc = d("location").code("=").code(format!("{INTERNAL_PREFIX}{ri}-b{k}"));
+                self.backend_location(out, loc, rule, b, &set, &uri, &mirrors)?;
             }
-            return;
+            return Ok(());
         }
         if let [only] = &rule.backends[..] {
-            self.backend_location(out, &loc, rule, only, set, uri, &mirrors);
-            return;
+            self.backend_location(out, loc(), rule, only, &set, &uri, &mirrors)?;
+            return Ok(());
         }
-        let proxy = self.proxy(rule, &rule.request_headers, &rule.response_headers) + &mirrors;
+        let mut proxy = self.proxy(rule, &rule.request_headers, &rule.response_headers)?;
+        proxy.extend(mirrors);
         // Several backends: split_clients picks one per request. Its value is an upstream
         // name, a "host:port" to resolve, "" for a 500 share or "503" for a 503 share.
         let mut unavailable = false;
-        let shares: Vec<(String, u32)> = rule
+        let shares: Vec<(Arg, u32)> = rule
             .backends
             .iter()
             .map(|b| {
                 let value = match &b.target {
                     Target::Upstream { name, servers } => {
                         self.upstreams.insert(name.clone(), servers.clone());
-                        name.clone()
+                        Arg::data("backend upstream name", name.clone())
                     }
                     Target::Resolve(addr) => {
                         self.resolve = true;
-                        format!("\"{addr}\"")
+                        quoted("backend address", addr.clone())
                     }
                     Target::Status(503) => {
                         unavailable = true;
-                        "503".to_owned()
+                        Arg::code("503")
                     }
-                    Target::Status(_) => "\"\"".to_owned(),
+                    Target::Status(_) => empty(),
                 };
                 (value, b.weight)
             })
             .collect();
-        let var = self.split(&shares, total);
-        let status_503 = if unavailable {
-            format!("if ({var} = 503) {{ return 503; }} ")
-        } else {
-            String::new()
-        };
-        let pass = pass(rule, &var, uri, rule.backends.iter().any(|b| b.tls));
-        let _ = writeln!(
-            out,
-            "        {loc} {{ internal; if ({var} = \"\") {{ return 500; }} {status_503}{set}{proxy} \
-             {pass} }}"
-        );
+        let v = self.split(shares, total);
+        let mut inner: Vec<Node> = vec![
+            d("internal").into(),
+            Directive::if_(v.clone(), Some(("=", empty())))
+                .inline(vec![d("return").code("500").into()])
+                .into(),
+        ];
+        if unavailable {
+            inner.push(
+                Directive::if_(v.clone(), Some(("=", Arg::code("503"))))
+                    .inline(vec![d("return").code("503").into()])
+                    .into(),
+            );
+        }
+        inner.extend(set);
+        inner.extend(proxy);
+        inner.push(pass(rule, var(v), &uri, rule.backends.iter().any(|b| b.tls)));
+        out.push(loc().inline(inner).into());
+        Ok(())
     }
 
     /// A `split_clients` on `$request_id` giving each value its share of `total`: its
     /// variable.
-    fn split(&mut self, shares: &[(String, u32)], total: u64) -> String {
-        let var = self.split_var();
-        let _ = writeln!(self.splits, "\n    split_clients $request_id {var} {{");
+    fn split(&mut self, shares: Vec<(Arg, u32)>, total: u64) -> String {
+        let v = self.split_var();
         let last = shares.len().saturating_sub(1);
-        for (i, (value, w)) in shares.iter().enumerate() {
+        let mut entries = Vec::new();
+        for (i, (value, w)) in shares.into_iter().enumerate() {
             if i == last {
-                let _ = writeln!(self.splits, "        * {value};");
+                entries.push(entry_of(Arg::code("*"), value));
             } else {
-                let pct = (u64::from(*w) * 10000 / total) as f64 / 100.0;
-                let _ = writeln!(self.splits, "        {pct:.2}% {value};");
+                let pct = (u64::from(w) * 10000 / total) as f64 / 100.0;
+                entries.push(entry_of(Arg::code(format!("{pct:.2}%")), value));
             }
         }
-        let _ = writeln!(self.splits, "    }}");
-        var
+        self.splits.push(Node::Blank);
+        self.splits.push(d("split_clients").var("request_id").var(v.clone()).block(entries).into());
+        v
     }
 
     /// The location `loc` of one backend of a rule: its status, or a proxy with the rule's
@@ -521,43 +635,53 @@ impl Http {
     #[allow(clippy::too_many_arguments)]
     fn backend_location(
         &mut self,
-        out: &mut String,
-        loc: &str,
+        out: &mut Vec<Node>,
+        loc: Directive,
         rule: &RulePlan,
         b: &crate::plan::Backend,
-        set: &str,
-        uri: &str,
-        mirrors: &str,
-    ) {
+        set: &[Node],
+        uri: &[Part],
+        mirrors: &[Node],
+    ) -> Result<(), String> {
         match self.destination(&b.target) {
             Some((set_backend, host)) => {
                 let req = merge(&rule.request_headers, &b.request_headers);
                 let resp = merge(&rule.response_headers, &b.response_headers);
-                let proxy = self.proxy(rule, &req, &resp) + mirrors;
-                let pass = pass(rule, &host, uri, b.tls);
-                let _ =
-                    writeln!(out, "        {loc} {{ internal; {set}{set_backend}{proxy} {pass} }}");
+                let mut inner: Vec<Node> = vec![d("internal").into()];
+                inner.extend(set.iter().cloned());
+                inner.extend(set_backend);
+                inner.extend(self.proxy(rule, &req, &resp)?);
+                inner.extend(mirrors.iter().cloned());
+                inner.push(pass(rule, host, uri, b.tls));
+                out.push(loc.inline(inner).into());
             }
             None => {
                 let code = match b.target {
                     Target::Status(code) => code,
                     _ => 500,
                 };
-                let _ = writeln!(out, "        {loc} {{ internal; return {code}; }}");
+                out.push(
+                    loc.inline(vec![
+                        d("internal").into(),
+                        d("return").code(code.to_string()).into(),
+                    ])
+                    .into(),
+                );
             }
         }
+        Ok(())
     }
 
     /// `retry`: `proxy_next_upstream` on the codes NGINX can retry on, with `tries` attempts
     /// in all (1 + `attempts`, default 2). What NGINX cannot honour is a warning.
-    fn retry(&mut self, rule: &RulePlan, r: &crate::model::Retry) -> (String, u32) {
+    fn retry(&mut self, rule: &RulePlan, r: &crate::model::Retry) -> (Vec<Node>, u32) {
         const CODES: [u16; 7] = [500, 502, 503, 504, 403, 404, 429];
         let at = format!("{} rule {}: retry", rule.route, rule.rule_index);
-        let mut when = String::from(" error timeout");
+        let mut when = d("proxy_next_upstream").code("error").code("timeout");
         let mut unsupported = Vec::new();
         for c in &r.codes {
             if CODES.contains(c) {
-                let _ = write!(when, " http_{c}");
+                when = when.code(format!("http_{c}"));
             } else {
                 unsupported.push(c.to_string());
             }
@@ -574,9 +698,10 @@ impl Http {
             ));
         }
         let tries = r.attempts.map_or(2, |a| a.saturating_add(1)).min(100);
-        let mut out = format!(" proxy_next_upstream{when}; proxy_next_upstream_tries {tries};");
+        let mut out =
+            vec![when.into(), d("proxy_next_upstream_tries").code(tries.to_string()).into()];
         if let Some(ms) = rule.timeout_ms.filter(|ms| *ms > 0) {
-            let _ = write!(out, " proxy_next_upstream_timeout {ms}ms;");
+            out.push(d("proxy_next_upstream_timeout").code(format!("{ms}ms")).into());
         }
         (out, tries)
     }
@@ -587,125 +712,158 @@ impl Http {
     /// A preflight (OPTIONS with Access-Control-Request-Method) is answered here with 204; other
     /// requests get Allow-Origin, Allow-Credentials and Expose-Headers on the backend's answer,
     /// whose own Access-Control-* headers are hidden.
-    fn cors(&mut self, c: &crate::model::Cors) -> String {
+    fn cors(&mut self, c: &crate::model::Cors, rule: &RulePlan) -> Vec<Node> {
         let n = self.cors_n;
         self.cors_n += 1;
         self.preflight = true;
-        let origin = format!("$httproute_cors_{n}");
-        let _ = write!(self.maps, "\n    map $http_origin {origin} {{\n        default \"\";\n");
+        let origin = format!("httproute_cors_{n}");
+        let mut entries = vec![entry_of(Arg::code("default"), empty())];
         for o in &c.allow_origins {
-            if o == "*" {
-                let _ = writeln!(self.maps, "        \"~.\" $http_origin;");
+            let key = if o == "*" {
+                Arg::code("~.").quoted()
             } else {
-                let _ = writeln!(self.maps, "        \"~*^{}$\" $http_origin;", origin_regex(o));
-            }
+                let mut parts = vec![code("~*^")];
+                parts.extend(origin_regex(o, field(rule, "CORS allowOrigins[]")));
+                parts.push(code("$"));
+                Arg::parts(parts).quoted()
+            };
+            entries.push(entry_of(key, Arg::var("http_origin")));
         }
-        self.maps.push_str("    }\n");
+        self.push_map(d("map").var("http_origin").var(origin.clone()).block(entries));
         let creds = c.allow_credentials == Some(true);
-        let mut gated = |name: &str, value: String| -> String {
-            let var = format!("$httproute_cors_{n}_{name}");
-            let _ = write!(
-                self.maps,
-                "\n    map {origin} {var} {{\n        \"\" \"\";\n        default {value};\n    }}\n"
-            );
-            var
-        };
+        let mut gated =
+            |name: &str, value: Arg| -> String {
+                let v = format!("httproute_cors_{n}_{name}");
+                self.push_map(d("map").var(origin.clone()).var(v.clone()).block(vec![
+                    entry_of(empty(), empty()),
+                    entry_of(Arg::code("default"), value),
+                ]));
+                v
+            };
         // "*" means any; with credentials a browser takes no "*", so the request's own value
         // is echoed instead.
-        let list = |l: &[String], echo: &str| -> Option<String> {
+        let list = |l: &[String], echo: Option<&'static str>, f: &str| -> Option<Arg> {
             match l {
                 [] => None,
-                [star] if star == "*" => {
-                    Some(if creds { echo.to_owned() } else { "\"*\"".to_owned() })
-                }
-                _ => Some(quote(&l.join(", "))),
+                [star] if star == "*" => Some(match echo {
+                    Some(echo) if creds => Arg::var(echo),
+                    _ => Arg::code("*").quoted(),
+                }),
+                _ => Some(quoted(field(rule, f), l.join(", "))),
             }
         };
-        let methods = list(&c.allow_methods, "$http_access_control_request_method")
-            .map(|v| gated("methods", v));
-        let headers = list(&c.allow_headers, "$http_access_control_request_headers")
-            .map(|v| gated("headers", v));
-        let expose = list(&c.expose_headers, "\"*\"").map(|v| gated("expose", v));
-        let max_age = gated("max_age", c.max_age.unwrap_or(5).to_string());
-        let credentials = creds.then(|| gated("credentials", "true".to_owned()));
-        let header = |name: &str, var: &Option<String>| {
-            var.as_ref().map(|v| format!(" add_header {name} {v} always;")).unwrap_or_default()
-        };
-        let common = format!(
-            " add_header Access-Control-Allow-Origin {origin} always;{}{} add_header Vary Origin always;",
-            header("Access-Control-Allow-Credentials", &credentials),
-            header("Access-Control-Expose-Headers", &expose),
-        );
-        format!(
-            " if ($httproute_preflight) {{{common}{}{} add_header Access-Control-Max-Age {max_age} always; \
-             return 204; }}{common} proxy_hide_header Access-Control-Allow-Origin; \
-             proxy_hide_header Access-Control-Allow-Credentials; \
-             proxy_hide_header Access-Control-Expose-Headers;",
-            header("Access-Control-Allow-Methods", &methods),
-            header("Access-Control-Allow-Headers", &headers),
+        let methods =
+            list(&c.allow_methods, Some("http_access_control_request_method"), "CORS allowMethods")
+                .map(|v| gated("methods", v));
+        let headers = list(
+            &c.allow_headers,
+            Some("http_access_control_request_headers"),
+            "CORS allowHeaders",
         )
+        .map(|v| gated("headers", v));
+        let expose =
+            list(&c.expose_headers, None, "CORS exposeHeaders").map(|v| gated("expose", v));
+        let max_age = gated("max_age", Arg::code(c.max_age.unwrap_or(5).to_string()));
+        let credentials = creds.then(|| gated("credentials", Arg::code("true")));
+        let header = |name: &'static str, v: &Option<String>| -> Option<Node> {
+            v.as_ref().map(|v| d("add_header").code(name).var(v.clone()).code("always").into())
+        };
+        let common = || -> Vec<Node> {
+            let mut c: Vec<Node> = vec![
+                d("add_header")
+                    .code("Access-Control-Allow-Origin")
+                    .var(origin.clone())
+                    .code("always")
+                    .into(),
+            ];
+            c.extend(header("Access-Control-Allow-Credentials", &credentials));
+            c.extend(header("Access-Control-Expose-Headers", &expose));
+            c.push(d("add_header").code("Vary").code("Origin").code("always").into());
+            c
+        };
+        let mut preflight = common();
+        preflight.extend(header("Access-Control-Allow-Methods", &methods));
+        preflight.extend(header("Access-Control-Allow-Headers", &headers));
+        preflight.push(
+            d("add_header").code("Access-Control-Max-Age").var(max_age).code("always").into(),
+        );
+        preflight.push(d("return").code("204").into());
+        let mut out: Vec<Node> =
+            vec![Directive::if_("httproute_preflight", None).inline(preflight).into()];
+        out.extend(common());
+        for h in [
+            "Access-Control-Allow-Origin",
+            "Access-Control-Allow-Credentials",
+            "Access-Control-Expose-Headers",
+        ] {
+            out.push(d("proxy_hide_header").code(h).into());
+        }
+        out
     }
 
     /// Where `proxy_pass` sends a target, and the `set` it needs first: an upstream's name, or
     /// for a name resolved per request a variable holding it (NGINX resolves a `proxy_pass`
     /// host given through a variable when a request needs it, with `resolver`). `None` for a
     /// status.
-    fn destination(&mut self, t: &Target) -> Option<(String, String)> {
+    fn destination(&mut self, t: &Target) -> Option<(Option<Node>, Part)> {
         match t {
             Target::Upstream { name, servers } => {
                 self.upstreams.insert(name.clone(), servers.clone());
-                Some((String::new(), name.clone()))
+                Some((None, data("backend upstream name", name.clone())))
             }
             Target::Resolve(addr) => {
                 self.resolve = true;
-                Some((format!("set $httproute_backend \"{addr}\"; "), "$httproute_backend".into()))
+                let set =
+                    d("set").var("httproute_backend").arg(quoted("backend address", addr.clone()));
+                Some((Some(set.into()), var("httproute_backend")))
             }
             Target::Status(_) => None,
         }
-    }
-
-    /// A value in double quotes for nginx.conf: `\\` and `"` escaped, `$` spelled through the
-    /// `$httproute_dollar` variable (NGINX has no escape for it), so it is never read as a variable.
-    fn value(&mut self, v: &str) -> String {
-        self.dollars(quote(v))
-    }
-
-    /// `text` (a quoted nginx.conf value) with each `$` spelled `${httproute_dollar}`: NGINX
-    /// has no escape for a dollar sign in a value that takes variables (see DOLLAR).
-    fn dollars(&mut self, text: String) -> String {
-        if !text.contains('$') {
-            return text;
-        }
-        self.dollar = true;
-        text.replace('$', "${httproute_dollar}")
     }
 
     /// Directives that leave the new path (no query) in `$httproute_path`. ReplacePrefixMatch
     /// swaps the matched prefix of the client's raw `$request_uri` path on a segment boundary;
     /// when the raw path does not start with the prefix as written (the client percent-encoded a
     /// character of it), the path stays as the client sent it (`$httproute_raw_path`, a `map`).
-    fn set_path(&mut self, p: &PathModifier, prefix: &str) -> String {
+    fn set_path(&mut self, p: &PathModifier, prefix: &str, f: Cow<'static, str>) -> Vec<Node> {
         let (replacement, prefix_only) = p.replacement();
-        let replacement = replacement.as_str();
+        let set = |value: Arg| -> Node { d("set").var("httproute_path").arg(value).into() };
         if !prefix_only {
-            return format!("set $httproute_path {}; ", self.value(replacement));
+            return vec![set(quoted(f, replacement))];
         }
         self.raw_path = true;
-        let regex = regex_literal(prefix.trim_end_matches('/'));
+        let prefix = prefix.trim_end_matches('/').to_owned();
+        let match_field = || "HTTPRoute spec.rules[].matches[].path.value (the prefix replaced)";
         // The prefix alone becomes the replacement as written; the prefix and more segments
         // become the replacement (without its trailing `/`) and those segments.
-        let whole = self.value(replacement);
-        let base = self.value(replacement.trim_end_matches('/'));
-        let more = format!("{}${{httproute_rest}}\"", &base[..base.len() - 1]);
-        format!(
-            "set $httproute_path $httproute_raw_path; \
-             if ($request_uri ~ \"^{regex}(\\\\?|$)\") {{ set $httproute_path {whole}; }} \
-             if ($request_uri ~ \"^{regex}(?<httproute_rest>/[^?]*)\") {{ set $httproute_path {more}; }} "
-        )
+        let whole = quoted(f.clone(), replacement.clone());
+        let more = Arg::parts(vec![
+            data(f, replacement.trim_end_matches('/').to_owned()),
+            braced_var("httproute_rest"),
+        ])
+        .quoted();
+        let re = |tail: &'static str| {
+            Arg::parts(vec![code("^"), regex_data(match_field(), prefix.clone()), code(tail)])
+                .quoted()
+        };
+        vec![
+            set(Arg::var("httproute_raw_path")),
+            Directive::if_("request_uri", Some(("~", re("(\\?|$)"))))
+                .inline(vec![set(whole)])
+                .into(),
+            Directive::if_("request_uri", Some(("~", re("(?<httproute_rest>/[^?]*)"))))
+                .inline(vec![set(more)])
+                .into(),
+        ]
     }
 
     /// The proxy directives of a rule's internal location, with its header filters.
-    fn proxy(&mut self, rule: &RulePlan, req: &HeaderModifier, resp: &HeaderModifier) -> String {
+    fn proxy(
+        &mut self,
+        rule: &RulePlan,
+        req: &HeaderModifier,
+        resp: &HeaderModifier,
+    ) -> Result<Vec<Node>, String> {
         let touched = |n: &str| {
             req.set
                 .iter()
@@ -715,101 +873,199 @@ impl Http {
                 .any(|x| x.eq_ignore_ascii_case(n))
         };
         // gRPC: the same directives of the grpc module, HTTP/2 to the backend.
-        let m = if rule.grpc { "grpc" } else { "proxy" };
-        let mut out =
-            if rule.grpc { String::new() } else { String::from("proxy_http_version 1.1;") };
+        let g = rule.grpc;
+        let set_header = if g { "grpc_set_header" } else { "proxy_set_header" };
+        let hide_header = if g { "grpc_hide_header" } else { "proxy_hide_header" };
+        let mut out: Vec<Node> = Vec::new();
+        if !g {
+            out.push(d("proxy_http_version").code("1.1").into());
+        }
         if !touched("host") {
             match rule.rewrite.as_ref().and_then(|r| r.hostname.as_deref()) {
-                Some(h) => {
-                    let _ = write!(out, " {m}_set_header Host {};", quote(h));
-                }
-                None => {
-                    let _ = write!(out, " {m}_set_header Host $host;");
-                }
+                Some(h) => out.push(
+                    d(set_header)
+                        .code("Host")
+                        .arg(quoted(field(rule, "URLRewrite hostname"), h))
+                        .into(),
+                ),
+                None => out.push(d(set_header).code("Host").var("host").into()),
             }
         }
-        if !touched("connection") && !rule.grpc {
+        if !touched("connection") && !g {
             // WebSocket and other upgrades pass through (NGINX tunnels after a 101); every
             // other request keeps an empty Connection (keepalive to the backend).
             self.upgrade = true;
             if !touched("upgrade") {
-                out.push_str(" proxy_set_header Upgrade $http_upgrade;");
+                out.push(d("proxy_set_header").code("Upgrade").var("http_upgrade").into());
             }
-            out.push_str(" proxy_set_header Connection $httproute_connection;");
+            out.push(d("proxy_set_header").code("Connection").var("httproute_connection").into());
         }
+        let (connect, send, read) = if g {
+            ("grpc_connect_timeout", "grpc_send_timeout", "grpc_read_timeout")
+        } else {
+            ("proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout")
+        };
         match rule.timeout_ms {
             None => {}
             // 0s disables the timeout: NGINX has no "never", a day is the stand-in.
             Some(0) => {
-                let _ = write!(out, " {m}_send_timeout 1d; {m}_read_timeout 1d;");
+                out.push(d(send).code("1d").into());
+                out.push(d(read).code("1d").into());
             }
             Some(ms) => {
-                let _ = write!(
-                    out,
-                    " {m}_connect_timeout {ms}ms; {m}_send_timeout {ms}ms; {m}_read_timeout {ms}ms;"
-                );
+                for t in [connect, send, read] {
+                    out.push(d(t).code(format!("{ms}ms")).into());
+                }
             }
         }
+        let req_name = || field(rule, "RequestHeaderModifier header name");
+        let req_value = || field(rule, "RequestHeaderModifier header value");
         for h in &req.set {
-            let _ = write!(out, " {m}_set_header {} {};", h.name, self.value(&h.value));
+            out.push(
+                d(set_header)
+                    .data(req_name(), h.name.clone())
+                    .arg(quoted(req_value(), h.value.clone()))
+                    .into(),
+            );
         }
         for h in &req.add {
             // Gateway API "add" appends to what the client sent: `name: sent,value`, or `value`
             // when the client sent nothing. $http_NAME is the client's value (lines joined).
-            let var = format!("$httproute_add_{}", self.maps.matches("\n    map ").count());
-            let sent = format!("${{http_{}}}", h.name.to_ascii_lowercase().replace('-', "_"));
-            let value = self.value(&h.value);
-            let _ = write!(
-                self.maps,
-                "\n    map {sent} {var} {{\n        \"\" {value};\n        default \"{sent},{}\";\n    }}\n",
-                &value[1..value.len() - 1]
+            let sent = format!("http_{}", h.name.to_ascii_lowercase().replace('-', "_"));
+            if !crate::conf::is_var_name(&sent) {
+                // NGINX names a request header's variable by letters, digits and `_` only.
+                self.warnings.push(format!(
+                    "{} rule {}: RequestHeaderModifier add {:?}: NGINX has no variable for this \
+                     header name, so the client's value cannot be kept: the header is set to the \
+                     value alone",
+                    rule.route, rule.rule_index, h.name
+                ));
+                out.push(
+                    d(set_header)
+                        .data(req_name(), h.name.clone())
+                        .arg(quoted(req_value(), h.value.clone()))
+                        .into(),
+                );
+                continue;
+            }
+            let v = format!("httproute_add_{}", self.map_n);
+            self.push_map(
+                d("map").arg(Arg::parts(vec![braced_var(sent.clone())])).var(v.clone()).block(
+                    vec![
+                        entry_of(empty(), quoted(req_value(), h.value.clone())),
+                        entry_of(
+                            Arg::code("default"),
+                            Arg::parts(vec![
+                                braced_var(sent),
+                                code(","),
+                                data(req_value(), h.value.clone()),
+                            ])
+                            .quoted(),
+                        ),
+                    ],
+                ),
             );
-            let _ = write!(out, " {m}_set_header {} {var};", h.name);
+            out.push(d(set_header).data(req_name(), h.name.clone()).var(v).into());
         }
         for n in &req.remove {
-            let _ = write!(out, " {m}_set_header {n} \"\";");
+            out.push(d(set_header).data(req_name(), n.clone()).arg(empty()).into());
         }
+        let resp_name = || field(rule, "ResponseHeaderModifier header name");
+        let resp_value = || field(rule, "ResponseHeaderModifier header value");
         for h in &resp.set {
-            let _ = write!(
-                out,
-                " {m}_hide_header {}; add_header {} {} always;",
-                h.name,
-                h.name,
-                self.value(&h.value)
+            out.push(d(hide_header).data(resp_name(), h.name.clone()).into());
+            out.push(
+                d("add_header")
+                    .data(resp_name(), h.name.clone())
+                    .arg(quoted(resp_value(), h.value.clone()))
+                    .code("always")
+                    .into(),
             );
         }
         for h in &resp.add {
-            let _ = write!(out, " add_header {} {} always;", h.name, self.value(&h.value));
+            out.push(
+                d("add_header")
+                    .data(resp_name(), h.name.clone())
+                    .arg(quoted(resp_value(), h.value.clone()))
+                    .code("always")
+                    .into(),
+            );
         }
         for n in &resp.remove {
-            let _ = write!(out, " {m}_hide_header {n};");
+            out.push(d(hide_header).data(resp_name(), n.clone()).into());
         }
-        out.trim_start().to_owned()
+        Ok(out)
     }
 
     /// `$httproute_sni_PORT`: the `server_name` NGINX picks for the TLS handshake's SNI on an
     /// HTTPS port (`hostnames` gives NGINX's own order: exact, then the longest wildcard), `-` for
     /// an SNI no server names, empty without SNI.
     fn sni_map(&mut self, port: &PortPlan) {
-        let _ = write!(
-            self.maps,
-            "\n    map $ssl_server_name $httproute_sni_{} {{\n        hostnames;\n        default \"-\";\n        \"\" \"\";\n",
-            port.port
-        );
+        let mut entries: Vec<Node> = vec![
+            d("hostnames").into(),
+            entry_of(Arg::code("default"), Arg::code("-").quoted()),
+            entry_of(empty(), empty()),
+        ];
         for h in port.servers.iter().filter_map(|s| s.hostname.as_deref()) {
-            let _ = writeln!(self.maps, "        {h} {};", quote(h));
+            entries.push(entry_of(Arg::data(HOSTNAME_FIELD, h), quoted(HOSTNAME_FIELD, h)));
         }
-        self.maps.push_str("    }\n");
+        self.push_map(
+            d("map")
+                .var("ssl_server_name")
+                .var(format!("httproute_sni_{}", port.port))
+                .block(entries),
+        );
     }
 }
 
 /// `$httproute_raw_path`: the client's raw path, `$request_uri` without its query.
-const RAW_PATH: &str = "    map $request_uri $httproute_raw_path {\n        \"~^(?<httproute_p>[^?]*)\" $httproute_p;\n    }\n";
+fn raw_path_map() -> Node {
+    d("map")
+        .var("request_uri")
+        .var("httproute_raw_path")
+        .block(vec![entry_of(
+            Arg::code("~^(?<httproute_p>[^?]*)").quoted(),
+            Arg::var("httproute_p"),
+        )])
+        .into()
+}
+
+/// `Connection` to the backend: `upgrade` when the client asks for one (WebSocket), else
+/// empty, so backend connections can be kept alive.
+fn upgrade_map() -> Node {
+    d("map")
+        .var("http_upgrade")
+        .var("httproute_connection")
+        .block(vec![
+            entry_of(Arg::code("default"), Arg::code("upgrade")),
+            entry_of(empty(), empty()),
+        ])
+        .into()
+}
+
+/// A CORS preflight: OPTIONS with Access-Control-Request-Method.
+fn preflight_map() -> Node {
+    d("map")
+        .arg(
+            Arg::parts(vec![
+                var("request_method"),
+                code(":"),
+                var("http_access_control_request_method"),
+            ])
+            .quoted(),
+        )
+        .var("httproute_preflight")
+        .block(vec![
+            entry_of(Arg::code("default"), empty()),
+            entry_of(Arg::code("~^OPTIONS:.").quoted(), Arg::code("1")),
+        ])
+        .into()
+}
 
 /// The Location of a RequestRedirect: scheme, host, port and path, each the filter's or the
 /// request's. A port is written only when it is not the scheme's own (80, 443); with no port
 /// and no scheme in the filter, it is the listener's.
-fn redirect_url(r: &RequestRedirect, listener: u16, new_path: bool) -> String {
+fn redirect_url(r: &RequestRedirect, listener: u16, new_path: bool, rule: &RulePlan) -> Arg {
     let scheme = r.scheme.as_deref().unwrap_or("http");
     let port = match (r.port, &r.scheme) {
         (Some(p), _) => Some(p),
@@ -817,54 +1073,55 @@ fn redirect_url(r: &RequestRedirect, listener: u16, new_path: bool) -> String {
         (None, None) => Some(listener),
     }
     .filter(|p| !matches!((scheme, p), ("http", 80) | ("https", 443)));
-    let mut url = String::from("\"");
-    url.push_str(r.scheme.as_deref().unwrap_or("$scheme"));
-    url.push_str("://");
-    match &r.hostname {
-        Some(h) => url.push_str(h),
-        None => url.push_str("$host"),
-    }
+    let mut parts = vec![match &r.scheme {
+        Some(s) => data(field(rule, "RequestRedirect scheme"), s.clone()),
+        None => var("scheme"),
+    }];
+    parts.push(code("://"));
+    parts.push(match &r.hostname {
+        Some(h) => data(field(rule, "RequestRedirect hostname"), h.clone()),
+        None => var("host"),
+    });
     if let Some(p) = port {
-        let _ = write!(url, ":{p}");
+        parts.push(code(format!(":{p}")));
     }
-    url.push_str(if new_path { "$httproute_path$is_args$args" } else { "$request_uri" });
-    url.push('"');
-    url
+    if new_path {
+        parts.extend([var("httproute_path"), var("is_args"), var("args")]);
+    } else {
+        parts.push(var("request_uri"));
+    }
+    Arg::parts(parts).quoted()
 }
 
 /// Certificates of an HTTPS server, and the Gateway API's listener isolation for TLS: a
 /// request whose Host selects another server than its SNI did answers 421 (Misdirected
 /// Request).
-fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &mut String) {
+fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &mut Vec<Node>) {
     if server.certificates.is_empty() {
-        let _ = writeln!(out, "        ssl_reject_handshake on;");
+        out.push(d("ssl_reject_handshake").code("on").into());
     }
     for c in &server.certificates {
         let (crt, key) = opts.certificates.get(c).cloned().unwrap_or_else(|| certificate_files(c));
-        let _ = writeln!(out, "        ssl_certificate {};", quote(&crt));
-        let _ = writeln!(out, "        ssl_certificate_key {};", quote(&key));
+        out.push(
+            d("ssl_certificate")
+                .arg(quoted("certificate file (--certificate, Secret)", crt))
+                .into(),
+        );
+        out.push(
+            d("ssl_certificate_key").arg(quoted("key file (--certificate, Secret)", key)).into(),
+        );
     }
     // This server's own SNI value(s): its name, or for the catch-all, none or an unknown one.
     let own = match &server.hostname {
-        Some(h) => regex_literal(h),
-        None => "-".to_owned(),
+        Some(h) => regex_data(HOSTNAME_FIELD, h.clone()),
+        None => code("-"),
     };
-    let _ = writeln!(out, "        if ($httproute_sni_{port} !~ \"^(|{own})$\") {{ return 421; }}");
-}
-
-/// `s` as a PCRE literal inside a quoted nginx.conf string: every character but letters,
-/// digits, `/` and `-` is escaped, and the backslash doubled for nginx.conf (`\\.` there is
-/// `\.` to PCRE). Paths and hostnames never hold `"` or `\`.
-fn regex_literal(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '/' || c == '-' {
-                c.to_string()
-            } else {
-                format!("\\\\{c}")
-            }
-        })
-        .collect()
+    let re = Arg::parts(vec![code("^(|"), own, code(")$")]).quoted();
+    out.push(
+        Directive::if_(format!("httproute_sni_{port}"), Some(("!~", re)))
+            .inline(vec![d("return").code("421").into()])
+            .into(),
+    );
 }
 
 /// Where a Secret's certificate and key are expected, relative to nginx.conf.
@@ -873,39 +1130,54 @@ fn certificate_files(secret: &str) -> (String, String) {
     (format!("certs/{file}.crt"), format!("certs/{file}.key"))
 }
 
-/// A variable whose value is a literal "$" (geo values are not variable-interpolated): how a
-/// `set` value spells a dollar sign.
-/// A CORS preflight: OPTIONS with Access-Control-Request-Method.
-const PREFLIGHT: &str = "    map \"$request_method:$http_access_control_request_method\" $httproute_preflight {\n        default \"\";\n        \"~^OPTIONS:.\" 1;\n    }\n";
-
 /// An `allowOrigins` entry as a PCRE (matched case-insensitively against the whole Origin):
 /// `*` as the host is any host, `*.name` one or more labels before `name`.
-fn origin_regex(o: &str) -> String {
+fn origin_regex(o: &str, f: Cow<'static, str>) -> Vec<Part> {
     let (scheme, rest) = o.split_once("://").unwrap_or(("https", o));
     let (host, port) = match rest.rsplit_once(':') {
-        Some((h, p)) => (h, format!(":{p}")),
-        None => (rest, String::new()),
+        Some((h, p)) => (h, Some(p)),
+        None => (rest, None),
     };
+    // Scheme and port as they are when they are what they should be (letters; digits).
+    let plain = |s: &str, ok: fn(char) -> bool| !s.is_empty() && s.chars().all(ok);
+    let mut parts = vec![if plain(scheme, |c| c.is_ascii_alphanumeric()) {
+        data(f.clone(), scheme.to_owned())
+    } else {
+        regex_data(f.clone(), scheme.to_owned())
+    }];
+    parts.push(code("://"));
     let any = "[^/:]+";
-    let host = match host.strip_prefix('*') {
-        Some("") => any.to_owned(),
-        Some(suffix) => format!("{any}{}", regex_literal(suffix)),
-        None => regex_literal(host),
-    };
-    format!("{scheme}://{host}{port}")
+    match host.strip_prefix('*') {
+        Some("") => parts.push(code(any)),
+        Some(suffix) => {
+            parts.push(code(any));
+            parts.push(regex_data(f.clone(), suffix.to_owned()));
+        }
+        None => parts.push(regex_data(f.clone(), host.to_owned())),
+    }
+    if let Some(p) = port {
+        parts.push(code(":"));
+        parts.push(if plain(p, |c| c.is_ascii_digit()) {
+            data(f, p.to_owned())
+        } else {
+            regex_data(f, p.to_owned())
+        });
+    }
+    parts
 }
 
 /// The directive that sends a rule's request to `host` (an upstream, a variable).
-fn pass(rule: &RulePlan, host: &str, uri: &str, tls: bool) -> String {
+fn pass(rule: &RulePlan, host: Part, uri: &[Part], tls: bool) -> Node {
     let s = if tls { "s" } else { "" };
     if rule.grpc {
         // gRPC keeps the request's own path (/service/method).
-        format!("grpc_pass grpc{s}://{host};")
+        d("grpc_pass").arg(Arg::parts(vec![code(format!("grpc{s}://")), host])).into()
     } else {
-        format!("proxy_pass http{s}://{host}{uri};")
+        let mut parts = vec![code(format!("http{s}://")), host];
+        parts.extend(uri.iter().cloned());
+        d("proxy_pass").arg(Arg::parts(parts)).into()
     }
 }
-
 /// Whether a header filter does anything.
 fn modifies(m: &HeaderModifier) -> bool {
     !(m.set.is_empty() && m.add.is_empty() && m.remove.is_empty())
@@ -937,21 +1209,4 @@ fn merge(rule: &HeaderModifier, own: &HeaderModifier) -> HeaderModifier {
             .cloned(),
     );
     m
-}
-
-/// `Connection` to the backend: `upgrade` when the client asks for one (WebSocket), else
-/// empty, so backend connections can be kept alive.
-const UPGRADE: &str = "    map $http_upgrade $httproute_connection {\n        default upgrade;\n        \"\" \"\";\n    }\n";
-
-const DOLLAR: &str = "    geo $httproute_dollar {\n        default \"$\";\n    }\n";
-
-fn check_token(token: &str, key: &str) -> Result<(), String> {
-    if token.len() > MAX_TOKEN {
-        return Err(format!(
-            "the list of location {key} is {} bytes; NGINX takes at most {MAX_TOKEN} in one \
-             configuration token: use --carrier preload",
-            token.len()
-        ));
-    }
-    Ok(())
 }

@@ -4,12 +4,15 @@
 //! - [`model`] reads manifests (YAML or JSON) with CRD defaults and limits;
 //! - [`plan`] attaches routes to listeners and orders every match by Gateway API precedence,
 //!   per NGINX location, with fallback to shorter prefixes;
-//! - [`emit`] writes `nginx.conf` and `matches.json`;
+//! - [`emit`] writes `nginx.conf` (through the typed writer [`conf`]) and `matches.json`;
+//! - [`conf_reader`] reads nginx.conf back the way NGINX does (for tests and fuzzing);
 //! - [`explain`] answers "which route serves this request, and why";
 //! - [`status`] writes the conditions a controller would set.
 
 #![forbid(unsafe_code)]
 
+pub mod conf;
+pub mod conf_reader;
 pub mod emit;
 pub mod explain;
 pub mod model;

@@ -1,0 +1,763 @@
+//! A typed writer for nginx.conf: the only way the generator produces configuration text.
+//!
+//! A configuration is a tree of [`Node`]s: directives (whose words are [`Arg`]s, the first one
+//! the directive's name), blocks, comments and blank lines. Every word goes through one
+//! function, [`Writer::word`], which decides how it is written:
+//!
+//! - bytes from the manifests or the command line are [`Part::Data`]: a byte NGINX's parser
+//!   cannot take as data even quoted (a control character, NUL) is an error naming the field;
+//!   a word with a space, `;`, `{`, `}`, `#`, a quote or a backslash is quoted, with `\` and the
+//!   quote escaped, so it stays one word;
+//! - a `$` of data is written so that NGINX never expands it: in a word NGINX compiles with
+//!   variables (see [`takes_variables`]) as `${httproute_dollar}`, a variable the `geo` block
+//!   [`DOLLAR_GEO`] defines as a literal `$` (geo values are not compiled; NGINX has no escape
+//!   for `$`); elsewhere (a location's path, a map's key, a regex) it stays as it is;
+//! - variables are [`Part::Var`], written only by the generator: data never becomes one;
+//! - a data word whose first bytes would change what the directive means (a `map` key named
+//!   `default` or starting with `~`, a location path starting with `~`, `=` or `@`, a server
+//!   name starting with `~`) is escaped (map keys) or an error.
+//!
+//! Comments are escaped: control characters and `\` become `\xNN` / `\\`, so a comment is always
+//! one line. Rendering also returns the tree of words as NGINX's parser will read it back
+//! ([`Stmt`]), which the tests and the fuzz target compare with an independent reader
+//! ([`crate::conf_reader`]).
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// NGINX holds one configuration word in its 4 KiB read buffer (with the byte that ends it).
+pub const MAX_WORD: usize = 4094;
+
+/// The variable that holds a literal `$`.
+pub const DOLLAR_VAR: &str = "httproute_dollar";
+
+/// Defines `$httproute_dollar` as `$`: geo values are not compiled as complex values.
+pub fn dollar_geo() -> Node {
+    Directive::new("geo")
+        .var(DOLLAR_VAR)
+        .block(vec![Directive::new("default").arg(Arg::code("$").quoted()).into()])
+        .into()
+}
+
+/// The same, as text (for documentation).
+pub const DOLLAR_GEO: &str = "geo $httproute_dollar { default \"$\"; }";
+
+/// One piece of a word.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Text of the generator itself: keywords, numbers, regex syntax, names it made up.
+    Code(Cow<'static, str>),
+    /// `$NAME`: a variable the generator defines, or one of NGINX's.
+    Var(Cow<'static, str>),
+    /// `${NAME}`: the same, always in braces.
+    BracedVar(Cow<'static, str>),
+    /// Bytes from the manifests or the command line, named by the field they came from.
+    Data { field: Cow<'static, str>, text: String },
+    /// Data matched literally inside a regular expression: every byte but letters, digits, `/`
+    /// and `-` is escaped with `\` for PCRE.
+    RegexData { field: Cow<'static, str>, text: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    /// Bare when it can be, else in double quotes.
+    Auto,
+    Double,
+    Single,
+}
+
+/// A word of a directive.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arg {
+    parts: Vec<Part>,
+    style: Style,
+}
+
+impl Arg {
+    pub fn code(s: impl Into<Cow<'static, str>>) -> Arg {
+        Arg { parts: vec![Part::Code(s.into())], style: Style::Auto }
+    }
+    pub fn var(name: impl Into<Cow<'static, str>>) -> Arg {
+        Arg { parts: vec![Part::Var(name.into())], style: Style::Auto }
+    }
+    pub fn data(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Arg {
+        Arg {
+            parts: vec![Part::Data { field: field.into(), text: text.into() }],
+            style: Style::Auto,
+        }
+    }
+    pub fn parts(parts: Vec<Part>) -> Arg {
+        Arg { parts, style: Style::Auto }
+    }
+    /// Always in double quotes.
+    pub fn quoted(mut self) -> Arg {
+        self.style = Style::Double;
+        self
+    }
+    /// Always in single quotes.
+    pub fn single_quoted(mut self) -> Arg {
+        self.style = Style::Single;
+        self
+    }
+}
+
+/// Shorthands for parts.
+pub fn code(s: impl Into<Cow<'static, str>>) -> Part {
+    Part::Code(s.into())
+}
+pub fn var(name: impl Into<Cow<'static, str>>) -> Part {
+    Part::Var(name.into())
+}
+pub fn braced_var(name: impl Into<Cow<'static, str>>) -> Part {
+    Part::BracedVar(name.into())
+}
+pub fn data(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Part {
+    Part::Data { field: field.into(), text: text.into() }
+}
+pub fn regex_data(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Part {
+    Part::RegexData { field: field.into(), text: text.into() }
+}
+
+/// What a block holds: its entries are read differently by NGINX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// Directives (`http`, `server`, `location`, `if`, `upstream`...).
+    Directives,
+    /// `map` entries: a key (a string, a regex with `~`, or a special word) and a value that
+    /// takes variables.
+    Map,
+    /// `geo` and `split_clients` entries: values are plain strings.
+    Plain,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    kind: BlockKind,
+    /// On the directive's line: `{ a; b; }`.
+    inline: bool,
+    nodes: Vec<Node>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Directive {
+    words: Vec<Arg>,
+    /// `if (...)`: the words after the name are a condition in parentheses.
+    condition: bool,
+    block: Option<Block>,
+}
+
+impl Directive {
+    pub fn new(name: &'static str) -> Directive {
+        Directive { words: vec![Arg::code(name)], condition: false, block: None }
+    }
+    /// An entry whose first word is not a directive name (a `map` key).
+    pub fn entry(first: Arg) -> Directive {
+        Directive { words: vec![first], condition: false, block: None }
+    }
+    /// `if (VAR OP OPERAND) { ... }`, or `if (VAR) { ... }` without an operator.
+    pub fn if_(
+        variable: impl Into<Cow<'static, str>>,
+        op: Option<(&'static str, Arg)>,
+    ) -> Directive {
+        let mut d = Directive::new("if").var(variable);
+        d.condition = true;
+        if let Some((op, operand)) = op {
+            d.words.push(Arg::code(op));
+            d.words.push(operand);
+        }
+        d
+    }
+    pub fn arg(mut self, a: Arg) -> Directive {
+        self.words.push(a);
+        self
+    }
+    pub fn code(self, s: impl Into<Cow<'static, str>>) -> Directive {
+        self.arg(Arg::code(s))
+    }
+    pub fn var(self, name: impl Into<Cow<'static, str>>) -> Directive {
+        self.arg(Arg::var(name))
+    }
+    pub fn data(self, field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Directive {
+        self.arg(Arg::data(field, text))
+    }
+    /// A block of lines.
+    pub fn block(self, nodes: Vec<Node>) -> Directive {
+        let kind = match self.name() {
+            Some("map") => BlockKind::Map,
+            Some("geo" | "split_clients") => BlockKind::Plain,
+            _ => BlockKind::Directives,
+        };
+        self.with_block(Block { kind, inline: false, nodes })
+    }
+    /// A block on one line: `{ a; b; }`.
+    pub fn inline(self, nodes: Vec<Node>) -> Directive {
+        self.with_block(Block { kind: BlockKind::Directives, inline: true, nodes })
+    }
+    fn with_block(mut self, b: Block) -> Directive {
+        self.block = Some(b);
+        self
+    }
+    fn name(&self) -> Option<&str> {
+        match self.words.first()?.parts.as_slice() {
+            [Part::Code(c)] => Some(c),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    Directive(Directive),
+    /// `# text` on a line of its own.
+    Comment(String),
+    /// An empty line.
+    Blank,
+}
+
+impl From<Directive> for Node {
+    fn from(d: Directive) -> Node {
+        Node::Directive(d)
+    }
+}
+
+/// A directive as NGINX's parser reads it: its words (unescaped, unquoted) and its block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stmt {
+    pub words: Vec<String>,
+    pub block: Option<Vec<Stmt>>,
+}
+
+/// The text of a configuration and the tree NGINX will read from it.
+#[derive(Debug)]
+pub struct Rendered {
+    pub text: String,
+    pub tree: Vec<Stmt>,
+    /// Some data `$` was written as `${httproute_dollar}`: [`dollar_geo`] must be defined.
+    pub dollar: bool,
+}
+
+/// Where a word is in its directive, for what NGINX makes of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pos {
+    /// Compiled with variables (a complex value): a data `$` must not be written as `$`.
+    Variables,
+    /// Taken as it is.
+    Literal,
+    /// The key of a `map` entry.
+    MapKey,
+    /// The path of a `location`.
+    LocationPath,
+    /// A name of `server_name`.
+    ServerName,
+}
+
+/// Whether NGINX compiles word `i` (0 is the name) of directive `name` with variables, for the
+/// directives the generator writes. Unknown directives are taken to: a literal `$` is then
+/// still never a variable.
+fn position(parent: BlockKind, name: Option<&str>, i: usize, n: usize) -> Pos {
+    match parent {
+        BlockKind::Map if i == 0 => return Pos::MapKey,
+        BlockKind::Map => return Pos::Variables,
+        BlockKind::Plain => return Pos::Literal,
+        BlockKind::Directives => {}
+    }
+    let Some(name) = name else { return Pos::Variables };
+    if i == 0 {
+        return Pos::Literal;
+    }
+    match (name, i) {
+        ("location", _) if i == n - 1 => Pos::LocationPath,
+        ("server_name", _) => Pos::ServerName,
+        // Plain strings: paths read at start, names, addresses, numbers, flags.
+        (
+            "load_module"
+            | "worker_processes"
+            | "pid"
+            | "error_log"
+            | "worker_connections"
+            | "client_body_temp_path"
+            | "proxy_temp_path"
+            | "fastcgi_temp_path"
+            | "uwsgi_temp_path"
+            | "scgi_temp_path"
+            | "http_matches_load"
+            | "http_matches"
+            | "resolver"
+            | "resolver_timeout"
+            | "upstream"
+            | "server"
+            | "listen"
+            | "location"
+            | "mirror"
+            | "proxy_hide_header"
+            | "grpc_hide_header"
+            | "proxy_http_version"
+            | "proxy_next_upstream"
+            | "proxy_next_upstream_tries"
+            | "proxy_next_upstream_timeout"
+            | "proxy_connect_timeout"
+            | "proxy_send_timeout"
+            | "proxy_read_timeout"
+            | "grpc_connect_timeout"
+            | "grpc_send_timeout"
+            | "grpc_read_timeout"
+            | "http2"
+            | "ssl_reject_handshake"
+            | "internal"
+            | "hostnames"
+            | "default"
+            | "map"
+            | "geo"
+            | "split_clients"
+            | "http_matches_module",
+            _,
+        ) if !matches!((name, i), ("map" | "split_clients", 1)) => Pos::Literal,
+        // The source of a map or split_clients is a complex value; the variable defined is not.
+        ("map" | "split_clients", 1) => Pos::Variables,
+        // Header names; `always`.
+        ("add_header" | "proxy_set_header" | "grpc_set_header", 1) => Pos::Literal,
+        ("add_header", 3) => Pos::Literal,
+        // The status code; the regex of rewrite and its flag; the variable set.
+        ("return", 1) if n > 2 => Pos::Literal,
+        ("rewrite", 1 | 3) => Pos::Literal,
+        ("set", 1) => Pos::Literal,
+        // `if (VAR OP OPERAND)`: see `Writer::directive`.
+        ("if", 2) => Pos::Literal,
+        _ => Pos::Variables,
+    }
+}
+
+/// Characters that make a word need quotes to stay one word of data.
+fn needs_quotes(v: &str) -> bool {
+    v.is_empty()
+        || v.bytes().any(|b| matches!(b, b' ' | b';' | b'{' | b'}' | b'#' | b'"' | b'\'' | b'\\'))
+}
+
+/// Rejects what NGINX's parser cannot read back as data: control characters (a newline ends
+/// a comment and is taken raw inside quotes, `\r` and tabs are separators, NUL ends the C
+/// string NGINX makes of a word).
+fn check_bytes(field: &str, text: &str) -> Result<(), String> {
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "{field}: {:?} holds the control character U+{:04X}, which nginx.conf cannot hold \
+             as data",
+            truncate(text),
+            c as u32
+        ));
+    }
+    Ok(())
+}
+
+fn truncate(s: &str) -> Cow<'_, str> {
+    if s.len() <= 80 {
+        return Cow::Borrowed(s);
+    }
+    let mut end = 80;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}...", &s[..end]))
+}
+
+/// Whether `n` can be written as `$n`.
+pub fn is_var_name(n: &str) -> bool {
+    !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The text of a comment: control characters and `\` escaped, so it stays on its line.
+pub fn comment_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The writer: renders nodes into text and the tree NGINX will read.
+#[derive(Default)]
+pub struct Writer {
+    text: String,
+    dollar: bool,
+}
+
+impl Writer {
+    pub fn render(nodes: &[Node]) -> Result<Rendered, String> {
+        let mut w = Writer::default();
+        let tree = w.nodes(nodes, BlockKind::Directives, 0)?;
+        Ok(Rendered { text: w.text, tree, dollar: w.dollar })
+    }
+
+    fn nodes(
+        &mut self,
+        nodes: &[Node],
+        kind: BlockKind,
+        depth: usize,
+    ) -> Result<Vec<Stmt>, String> {
+        let mut tree = Vec::new();
+        for n in nodes {
+            match n {
+                Node::Blank => self.text.push('\n'),
+                Node::Comment(c) => {
+                    self.indent(depth);
+                    let _ = writeln!(self.text, "# {}", comment_text(c));
+                }
+                Node::Directive(d) => {
+                    self.indent(depth);
+                    tree.push(self.directive(d, kind, depth)?);
+                    self.text.push('\n');
+                }
+            }
+        }
+        Ok(tree)
+    }
+
+    fn indent(&mut self, depth: usize) {
+        for _ in 0..depth {
+            self.text.push_str("    ");
+        }
+    }
+
+    /// One directive, without its line's indentation and end.
+    fn directive(
+        &mut self,
+        d: &Directive,
+        parent: BlockKind,
+        depth: usize,
+    ) -> Result<Stmt, String> {
+        let name = d.name();
+        let n = d.words.len();
+        let mut words = Vec::with_capacity(n);
+        for (i, a) in d.words.iter().enumerate() {
+            if i > 0 {
+                self.text.push(' ');
+            }
+            let pos = if d.condition && i == 3 {
+                // `~`, `!~`...: a regex, compiled as it is; `=`, `!=`: a value with variables.
+                let op = d.words.get(2).and_then(|w| match w.parts.as_slice() {
+                    [Part::Code(c)] => Some(c.as_ref()),
+                    _ => None,
+                });
+                if op.is_some_and(|o| o.contains('~')) { Pos::Literal } else { Pos::Variables }
+            } else {
+                position(parent, name, i, n)
+            };
+            let (written, value) = self.word(a, pos)?;
+            if d.condition && i == 1 {
+                self.text.push('(');
+                words.push(format!("({value}"));
+            } else {
+                words.push(value);
+            }
+            self.text.push_str(&written);
+            if d.condition && i == n - 1 {
+                self.text.push(')');
+                // After a quoted word, `)` is a word of its own; else it ends the word.
+                if written.ends_with(['"', '\'']) && written.len() > 1 {
+                    words.push(")".to_owned());
+                } else {
+                    words.last_mut().expect("a word").push(')');
+                }
+            }
+        }
+        let block = match &d.block {
+            None => {
+                self.text.push(';');
+                None
+            }
+            Some(b) if b.inline => {
+                self.text.push_str(" {");
+                let mut inner = Vec::new();
+                for node in &b.nodes {
+                    let Node::Directive(child) = node else {
+                        return Err(
+                            "generator bug: a comment or blank line in a block on one line".into(),
+                        );
+                    };
+                    self.text.push(' ');
+                    inner.push(self.directive(child, b.kind, depth)?);
+                }
+                self.text.push_str(" }");
+                Some(inner)
+            }
+            Some(b) => {
+                self.text.push_str(" {\n");
+                let inner = self.nodes(&b.nodes, b.kind, depth + 1)?;
+                self.indent(depth);
+                self.text.push('}');
+                Some(inner)
+            }
+        };
+        Ok(Stmt { words, block })
+    }
+
+    /// The one function that decides how a word is written: its text in nginx.conf and the
+    /// value NGINX's parser reads from it.
+    fn word(&mut self, a: &Arg, pos: Pos) -> Result<(String, String), String> {
+        let mut value = String::new();
+        let mut field: Option<&str> = None;
+        // A variable's `${...}` is fine in a bare word; any other space, `;`, brace, `#`,
+        // quote or backslash needs quotes.
+        let mut needs = a.parts.is_empty();
+        for (k, p) in a.parts.iter().enumerate() {
+            match p {
+                Part::Code(c) => {
+                    if c.chars().any(char::is_control) {
+                        return Err(format!("generator bug: a control character in {c:?}"));
+                    }
+                    needs |= needs_quotes(c);
+                    value.push_str(c);
+                }
+                Part::Var(v) | Part::BracedVar(v) => {
+                    if !is_var_name(v) {
+                        return Err(format!("generator bug: invalid variable name {v:?}"));
+                    }
+                    // `$a` followed by a name character would read a longer name.
+                    let next_is_name = a.parts.get(k + 1).is_some_and(|n| {
+                        let first = match n {
+                            Part::Code(c) => c.chars().next(),
+                            Part::Var(_) | Part::BracedVar(_) => Some('$'),
+                            Part::Data { text, .. } | Part::RegexData { text, .. } => {
+                                text.chars().next()
+                            }
+                        };
+                        first.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                    });
+                    if next_is_name || matches!(p, Part::BracedVar(_)) {
+                        let _ = write!(value, "${{{v}}}");
+                    } else {
+                        let _ = write!(value, "${v}");
+                    }
+                }
+                Part::Data { field: f, text } | Part::RegexData { field: f, text } => {
+                    check_bytes(f, text)?;
+                    field.get_or_insert(f);
+                    needs |= needs_quotes(text) || matches!(p, Part::RegexData { .. });
+                    let regex = matches!(p, Part::RegexData { .. });
+                    let first = value.is_empty();
+                    self.data(&mut value, f, text, regex, pos, first)?;
+                    // A map key's leading `\`.
+                    needs |= value.starts_with('\\');
+                }
+            }
+        }
+        let written = match a.style {
+            Style::Auto if !needs && !value.is_empty() => value.clone(),
+            Style::Auto | Style::Double => quote(&value, '"'),
+            Style::Single => quote(&value, '\''),
+        };
+        if written.len() > MAX_WORD {
+            return Err(format!(
+                "{}: {} bytes in one nginx.conf word; NGINX takes at most {MAX_WORD}",
+                field.unwrap_or("generated text"),
+                written.len()
+            ));
+        }
+        Ok((written, value))
+    }
+
+    /// Appends data `text` to the value of a word at `pos`.
+    fn data(
+        &mut self,
+        value: &mut String,
+        field: &str,
+        text: &str,
+        regex: bool,
+        pos: Pos,
+        first: bool,
+    ) -> Result<(), String> {
+        if first {
+            match pos {
+                Pos::MapKey
+                    if matches!(text, "default" | "hostnames" | "include" | "volatile")
+                        || text.starts_with(['~', '\\']) =>
+                {
+                    // NGINX strips one leading `\` of a key: the rest is taken as it is.
+                    value.push('\\');
+                }
+                Pos::LocationPath if !text.starts_with('/') => {
+                    return Err(format!(
+                        "{field}: {:?} is not a path starting with \"/\"",
+                        truncate(text)
+                    ));
+                }
+                Pos::ServerName if text.starts_with('~') || text.contains('$') => {
+                    return Err(format!(
+                        "{field}: {:?} would not be a plain server name",
+                        truncate(text)
+                    ));
+                }
+                _ => {}
+            }
+        }
+        for c in text.chars() {
+            if regex && !(c.is_ascii_alphanumeric() || c == '/' || c == '-') {
+                value.push('\\');
+            }
+            if c == '$' && pos == Pos::Variables {
+                self.dollar = true;
+                let _ = write!(value, "${{{DOLLAR_VAR}}}");
+            } else {
+                value.push(c);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `v` in quotes `q`, with `\` and `q` escaped.
+fn quote(v: &str, q: char) -> String {
+    let mut s = String::with_capacity(v.len() + 2);
+    s.push(q);
+    for c in v.chars() {
+        if c == '\\' || c == q {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s.push(q);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(d: Directive) -> Result<Rendered, String> {
+        Writer::render(&[d.into()])
+    }
+
+    fn text(d: Directive) -> String {
+        one(d).unwrap().text
+    }
+
+    #[test]
+    fn plain_words_stay_bare_and_specials_are_quoted() {
+        assert_eq!(
+            text(Directive::new("server_name").data("f", "a.example")),
+            "server_name a.example;\n"
+        );
+        assert_eq!(
+            text(Directive::new("listen").data("f", "127.0.0.1;x")),
+            "listen \"127.0.0.1;x\";\n"
+        );
+        for (input, written) in [
+            ("a b", "\"a b\""),
+            ("{", "\"{\""),
+            ("}", "\"}\""),
+            ("#x", "\"#x\""),
+            ("a\"b", "\"a\\\"b\""),
+            ("a'b", "\"a'b\""),
+            ("a\\nb", "\"a\\\\nb\""),
+            ("", "\"\""),
+        ] {
+            assert_eq!(
+                text(Directive::new("proxy_hide_header").data("f", input)),
+                format!("proxy_hide_header {written};\n"),
+                "{input:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn control_characters_are_errors_naming_the_field() {
+        for bad in ["a\nb", "a\rb", "a\tb", "a\0b", "\u{7f}", "x\u{85}"] {
+            let e = one(Directive::new("add_header").data("spec.rules[0].name", bad)).unwrap_err();
+            assert!(e.starts_with("spec.rules[0].name: "), "{e}");
+            assert!(e.contains("control character"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_data_dollar_is_never_a_variable() {
+        let r =
+            one(Directive::new("add_header").data("f", "x-$tenant").data("g", "$host")).unwrap();
+        assert_eq!(r.text, "add_header x-$tenant ${httproute_dollar}host;\n");
+        assert!(r.dollar);
+        // Where NGINX takes the word as it is, `$` stays.
+        let r = one(Directive::new("location").code("=").data("f", "/a$b")).unwrap();
+        assert_eq!(r.text, "location = /a$b;\n");
+        assert!(!r.dollar);
+        let r = one(Directive::new("set").var("v").data("f", "${a}")).unwrap();
+        assert_eq!(r.text, "set $v \"${httproute_dollar}{a}\";\n");
+        // Variables are written by the generator; one followed by a name character is braced.
+        let r = one(Directive::new("return").code("302").arg(Arg::parts(vec![
+            var("scheme"),
+            code("://"),
+            var("host"),
+            data("f", "x"),
+        ])))
+        .unwrap();
+        assert_eq!(r.text, "return 302 $scheme://${host}x;\n");
+    }
+
+    #[test]
+    fn words_that_change_a_directive_are_escaped_or_refused() {
+        let map = Directive::new("map").var("a").var("b").block(vec![
+            Directive::entry(Arg::data("k", "default")).data("v", "x").into(),
+            Directive::entry(Arg::data("k", "~re")).data("v", "y").into(),
+            Directive::entry(Arg::data("k", "plain")).data("v", "$z").into(),
+        ]);
+        let r = one(map).unwrap();
+        assert_eq!(
+            r.text,
+            "map $a $b {\n    \"\\\\default\" x;\n    \"\\\\~re\" y;\n    plain ${httproute_dollar}z;\n}\n"
+        );
+        assert_eq!(r.tree[0].block.as_ref().unwrap()[0].words, ["\\default", "x"]);
+        let e = one(Directive::new("location").data("path", "~ /x")).unwrap_err();
+        assert!(e.starts_with("path: "), "{e}");
+        let e = one(Directive::new("server_name").data("hostname", "~.*")).unwrap_err();
+        assert!(e.starts_with("hostname: "), "{e}");
+    }
+
+    #[test]
+    fn comments_stay_on_their_line() {
+        let r = Writer::render(&[
+            Node::Comment("rule (x\n location = /pwned { alias /etc/passwd; }\\)".into()),
+            Directive::new("a").into(),
+        ])
+        .unwrap();
+        assert_eq!(r.text, "# rule (x\\u{a} location = /pwned { alias /etc/passwd; }\\\\)\na;\n");
+        assert_eq!(r.tree.len(), 1);
+    }
+
+    #[test]
+    fn conditions_and_inline_blocks() {
+        let d = Directive::new("location").code("=").code("/x").inline(vec![
+            Directive::new("internal").into(),
+            Directive::if_("v", Some(("=", Arg::code("").quoted())))
+                .inline(vec![Directive::new("return").code("500").into()])
+                .into(),
+            Directive::if_("v", Some(("=", Arg::code("503"))))
+                .inline(vec![Directive::new("return").code("503").into()])
+                .into(),
+        ]);
+        let r = one(d).unwrap();
+        assert_eq!(
+            r.text,
+            "location = /x { internal; if ($v = \"\") { return 500; } if ($v = 503) { return 503; } }\n"
+        );
+        let inner = r.tree[0].block.as_ref().unwrap();
+        assert_eq!(inner[1].words, ["if", "($v", "=", "", ")"]);
+        assert_eq!(inner[2].words, ["if", "($v", "=", "503)"]);
+    }
+
+    #[test]
+    fn long_words_are_errors() {
+        let e = one(Directive::new("add_header").data("f", "a".repeat(5000))).unwrap_err();
+        assert!(e.starts_with("f: 5000 bytes"), "{e}");
+    }
+
+    #[test]
+    fn regex_data_is_literal() {
+        let re = Arg::parts(vec![code("^"), regex_data("h", "a.b$"), code("$")]).quoted();
+        let r = one(Directive::if_("v", Some(("!~", re))).inline(vec![])).unwrap();
+        assert_eq!(r.text, "if ($v !~ \"^a\\\\.b\\\\$$\") { }\n");
+        assert_eq!(r.tree[0].words, ["if", "($v", "!~", "^a\\.b\\$$", ")"]);
+    }
+}
