@@ -61,6 +61,9 @@ fn cafe_golden_files() {
 fn status_golden_files_name_every_reason() {
     let (out, warnings) =
         generate(&[data("reasons")], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
+    // File names relative to the set, so the file is the same in every checkout.
+    let dir = format!("{}/", data("reasons").display());
+    let warnings: Vec<String> = warnings.iter().map(|w| w.replace(&dir, "")).collect();
     let dir = data("reasons/expected");
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(dir.join("status.yaml"), &out.status).unwrap();
