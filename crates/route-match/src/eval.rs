@@ -155,7 +155,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
             }
             Verdict::BudgetSpent => {
                 self.budget.spent.set(true);
-                self.fail(entry, p, "the regex budget of the request was spent".to_owned());
+                self.fail(entry, p, "its next step limit did not fit in the budget".to_owned());
                 false
             }
         };
