@@ -1,6 +1,8 @@
 //! Hostile requests against a live NGINX with the module: each gets the answer the contract
-//! says, in bounded time (printed; the bound is asserted loosely, 2 s, only to catch a hang),
-//! and no worker dies.
+//! says, and no worker dies. The time each took is printed, never asserted (the machine's
+//! speed is no property of the module; the regex work is bounded by a count, see
+//! tests/pressure.rs and the engine's budget tests); a hang fails through the client's read
+//! timeout.
 
 mod common;
 
@@ -34,7 +36,6 @@ fn timed(n: &Nginx, what: &str, req: &[u8]) -> (u16, String) {
     let r = n.raw(req).unwrap_or_else(|e| panic!("{what}: {e}"));
     let took = started.elapsed();
     eprintln!("{what}: {} in {took:?}", r.status);
-    assert!(took < common::secs(2), "{what} took {took:?}");
     (r.status, r.body)
 }
 

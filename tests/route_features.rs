@@ -126,7 +126,7 @@ fn websocket_upgrades_reach_the_backend_and_messages_flow_both_ways() {
     let gw = gateway("ws", &manifests(port, rules), port, &backends);
 
     let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_read_timeout(Some(common::patience())).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
     let mut w = s;
     w.write_all(

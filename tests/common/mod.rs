@@ -26,6 +26,13 @@ pub fn secs(secs: u64) -> Duration {
     Duration::from_secs(secs) * time_scale()
 }
 
+/// How long a test waits for something that must happen (NGINX listening, a log line, an
+/// answer) before it fails: long, because it only runs out when the test fails anyway, and
+/// these machines can slow down 10-50x without warning. Never a bound on how fast anything is.
+pub fn patience() -> Duration {
+    secs(120)
+}
+
 pub fn nginx_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("NGX_MATCHES_NGINX") {
         return p.into();
@@ -197,7 +204,7 @@ impl Prefix {
         let child =
             command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start nginx");
         let n = Nginx { prefix: self, child: Some(child) };
-        let deadline = Instant::now() + secs(10);
+        let deadline = Instant::now() + patience();
         while TcpStream::connect(("127.0.0.1", n.prefix.port)).is_err() {
             assert!(Instant::now() < deadline, "nginx did not start:\n{}", n.error_log());
             std::thread::sleep(Duration::from_millis(10));
@@ -233,7 +240,7 @@ impl Nginx {
     /// Sends raw bytes, reads the whole answer (HTTP/1.0, the server closes).
     pub fn raw(&self, request: &[u8]) -> std::io::Result<Resp> {
         let mut s = TcpStream::connect(("127.0.0.1", self.port()))?;
-        s.set_read_timeout(Some(secs(10)))?;
+        s.set_read_timeout(Some(patience()))?;
         s.write_all(request)?;
         let mut buf = Vec::new();
         s.read_to_end(&mut buf)?;
@@ -285,7 +292,7 @@ impl Nginx {
 
     /// Waits until the error log has `needle` (a reload finishing, say).
     pub fn wait_log(&self, needle: &str, count: usize) {
-        let deadline = Instant::now() + secs(10);
+        let deadline = Instant::now() + patience();
         while self.error_log().matches(needle).count() < count {
             assert!(Instant::now() < deadline, "no {needle:?} in the log:\n{}", self.error_log());
             std::thread::sleep(Duration::from_millis(20));
