@@ -547,7 +547,8 @@ impl Writer {
             }
         }
         let written = match a.style {
-            Style::Auto if !needs && !value.is_empty() => value.clone(),
+            // A bare `${...}` is fine for NGINX, but crossplane reads on past its `}`: quoted.
+            Style::Auto if !needs && !value.is_empty() && !value.contains("${") => value.clone(),
             Style::Auto | Style::Double => quote(&value, '"'),
             Style::Single => quote(&value, '\''),
         };
@@ -677,7 +678,7 @@ mod tests {
     fn a_data_dollar_is_never_a_variable() {
         let r =
             one(Directive::new("add_header").data("f", "x-$tenant").data("g", "$host")).unwrap();
-        assert_eq!(r.text, "add_header x-$tenant ${httproute_dollar}host;\n");
+        assert_eq!(r.text, "add_header x-$tenant \"${httproute_dollar}host\";\n");
         assert!(r.dollar);
         // Where NGINX takes the word as it is, `$` stays.
         let r = one(Directive::new("location").code("=").data("f", "/a$b")).unwrap();
@@ -693,7 +694,7 @@ mod tests {
             data("f", "x"),
         ])))
         .unwrap();
-        assert_eq!(r.text, "return 302 $scheme://${host}x;\n");
+        assert_eq!(r.text, "return 302 \"$scheme://${host}x\";\n");
     }
 
     #[test]
@@ -706,7 +707,7 @@ mod tests {
         let r = one(map).unwrap();
         assert_eq!(
             r.text,
-            "map $a $b {\n    \"\\\\default\" x;\n    \"\\\\~re\" y;\n    plain ${httproute_dollar}z;\n}\n"
+            "map $a $b {\n    \"\\\\default\" x;\n    \"\\\\~re\" y;\n    plain \"${httproute_dollar}z\";\n}\n"
         );
         assert_eq!(r.tree[0].block.as_ref().unwrap()[0].words, ["\\default", "x"]);
         let e = one(Directive::new("location").data("path", "~ /x")).unwrap_err();
