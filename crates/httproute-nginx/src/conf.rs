@@ -364,10 +364,18 @@ pub fn is_var_name(n: &str) -> bool {
     !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// The text of a comment: control characters and `\` escaped, so it stays on its line.
+/// Longest comment text: NGINX reads a comment through its 4 KiB word buffer too.
+pub const MAX_COMMENT: usize = 240;
+
+/// The text of a comment: control characters and `\` escaped, so it stays on its line, and
+/// cut at [`MAX_COMMENT`] bytes.
 pub fn comment_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+    let mut out = String::with_capacity(s.len().min(MAX_COMMENT));
     for c in s.chars() {
+        if out.len() >= MAX_COMMENT {
+            out.push_str("...");
+            break;
+        }
         match c {
             '\\' => out.push_str("\\\\"),
             c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
@@ -746,6 +754,12 @@ mod tests {
         let inner = r.tree[0].block.as_ref().unwrap();
         assert_eq!(inner[1].words, ["if", "($v", "=", "", ")"]);
         assert_eq!(inner[2].words, ["if", "($v", "=", "503)"]);
+    }
+
+    #[test]
+    fn long_comments_are_cut() {
+        let r = Writer::render(&[Node::Comment("x".repeat(5000))]).unwrap();
+        assert_eq!(r.text.len(), 2 + MAX_COMMENT + 3 + 1);
     }
 
     #[test]

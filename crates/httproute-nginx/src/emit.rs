@@ -236,6 +236,20 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     if opts.carrier == Carrier::Preload {
         inner.push(d("http_matches_load").code("matches.json").into());
     }
+    // Server names (and the SNI map's keys) the CRD allows (253 bytes) but NGINX's default
+    // hash buckets (64) do not hold.
+    let longest_name = plan
+        .ports
+        .iter()
+        .flat_map(|p| &p.servers)
+        .filter_map(|s| s.hostname.as_ref().map(String::len))
+        .max()
+        .unwrap_or(0);
+    if longest_name > 32 {
+        let size = (longest_name + 32).next_power_of_two().max(128);
+        inner.push(d("server_names_hash_bucket_size").code(size.to_string()).into());
+        inner.push(d("map_hash_bucket_size").code(size.to_string()).into());
+    }
     if http.longest_header > 32 {
         // The CRD allows header names of 256 bytes; NGINX's default bucket (64) holds about 40.
         let size = (http.longest_header + 32).next_power_of_two().max(128);
