@@ -5,9 +5,10 @@
 #   g++           libFuzzer (C++), built by the fuzz crate for scripts/fuzz.sh
 #   curl openssl  the HTTPS end-to-end test (a self-signed certificate, requests with SNI)
 #   python3-grpcio  the GRPCRoute end-to-end test (a real gRPC server and client)
+#   python3-venv  scripts/conf-roundtrip.sh installs crossplane (PyPI) into target/venv
 #   extra packages can be named as arguments (run.sh adds curl).
 set -euo pipefail
-want=(libclang-dev libpcre2-dev pkg-config make g++ curl openssl python3-grpcio "$@")
+want=(libclang-dev libpcre2-dev pkg-config make g++ curl openssl python3-grpcio python3-venv "$@")
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

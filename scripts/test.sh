@@ -197,11 +197,15 @@ YAML
     cargo clippy --workspace --all-targets --release -- -D warnings
     step "engine tests (no NGINX)"
     cargo test --release
+    step "the nginx.conf writer read back by crossplane (scripts/conf-roundtrip.sh)"
+    scripts/conf-roundtrip.sh
     step "fuzz smoke: 15 s of each libFuzzer target (scripts/fuzz.sh)"
     scripts/fuzz.sh 15
     step "module build (vendored NGINX)"
     out=$(scripts/build.sh)
     echo "$out" | tail -n 2
+    step "nginx -t on 200 configurations of the generator fuzz corpus (scripts/fuzz-nginx-t.sh)"
+    scripts/fuzz-nginx-t.sh 200
     e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
     harness "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
     step "panic containment (a module built --features panic-test, in target/panic)"

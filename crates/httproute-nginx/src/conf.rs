@@ -364,10 +364,18 @@ pub fn is_var_name(n: &str) -> bool {
     !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// The text of a comment: control characters and `\` escaped, so it stays on its line.
+/// Longest comment text: NGINX reads a comment through its 4 KiB word buffer too.
+pub const MAX_COMMENT: usize = 240;
+
+/// The text of a comment: control characters and `\` escaped, so it stays on its line, and
+/// cut at [`MAX_COMMENT`] bytes.
 pub fn comment_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+    let mut out = String::with_capacity(s.len().min(MAX_COMMENT));
     for c in s.chars() {
+        if out.len() >= MAX_COMMENT {
+            out.push_str("...");
+            break;
+        }
         match c {
             '\\' => out.push_str("\\\\"),
             c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
@@ -547,7 +555,8 @@ impl Writer {
             }
         }
         let written = match a.style {
-            Style::Auto if !needs && !value.is_empty() => value.clone(),
+            // A bare `${...}` is fine for NGINX, but crossplane reads on past its `}`: quoted.
+            Style::Auto if !needs && !value.is_empty() && !value.contains("${") => value.clone(),
             Style::Auto | Style::Double => quote(&value, '"'),
             Style::Single => quote(&value, '\''),
         };
@@ -677,7 +686,7 @@ mod tests {
     fn a_data_dollar_is_never_a_variable() {
         let r =
             one(Directive::new("add_header").data("f", "x-$tenant").data("g", "$host")).unwrap();
-        assert_eq!(r.text, "add_header x-$tenant ${httproute_dollar}host;\n");
+        assert_eq!(r.text, "add_header x-$tenant \"${httproute_dollar}host\";\n");
         assert!(r.dollar);
         // Where NGINX takes the word as it is, `$` stays.
         let r = one(Directive::new("location").code("=").data("f", "/a$b")).unwrap();
@@ -693,7 +702,7 @@ mod tests {
             data("f", "x"),
         ])))
         .unwrap();
-        assert_eq!(r.text, "return 302 $scheme://${host}x;\n");
+        assert_eq!(r.text, "return 302 \"$scheme://${host}x\";\n");
     }
 
     #[test]
@@ -706,7 +715,7 @@ mod tests {
         let r = one(map).unwrap();
         assert_eq!(
             r.text,
-            "map $a $b {\n    \"\\\\default\" x;\n    \"\\\\~re\" y;\n    plain ${httproute_dollar}z;\n}\n"
+            "map $a $b {\n    \"\\\\default\" x;\n    \"\\\\~re\" y;\n    plain \"${httproute_dollar}z\";\n}\n"
         );
         assert_eq!(r.tree[0].block.as_ref().unwrap()[0].words, ["\\default", "x"]);
         let e = one(Directive::new("location").data("path", "~ /x")).unwrap_err();
@@ -745,6 +754,12 @@ mod tests {
         let inner = r.tree[0].block.as_ref().unwrap();
         assert_eq!(inner[1].words, ["if", "($v", "=", "", ")"]);
         assert_eq!(inner[2].words, ["if", "($v", "=", "503)"]);
+    }
+
+    #[test]
+    fn long_comments_are_cut() {
+        let r = Writer::render(&[Node::Comment("x".repeat(5000))]).unwrap();
+        assert_eq!(r.text.len(), 2 + MAX_COMMENT + 3 + 1);
     }
 
     #[test]

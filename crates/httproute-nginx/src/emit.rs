@@ -236,6 +236,25 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     if opts.carrier == Carrier::Preload {
         inner.push(d("http_matches_load").code("matches.json").into());
     }
+    // Server names (and the SNI map's keys) the CRD allows (253 bytes) but NGINX's default
+    // hash buckets (64) do not hold.
+    let longest_name = plan
+        .ports
+        .iter()
+        .flat_map(|p| &p.servers)
+        .filter_map(|s| s.hostname.as_ref().map(String::len))
+        .max()
+        .unwrap_or(0);
+    if longest_name > 32 {
+        let size = (longest_name + 32).next_power_of_two().max(128);
+        inner.push(d("server_names_hash_bucket_size").code(size.to_string()).into());
+        inner.push(d("map_hash_bucket_size").code(size.to_string()).into());
+    }
+    if http.longest_header > 32 {
+        // The CRD allows header names of 256 bytes; NGINX's default bucket (64) holds about 40.
+        let size = (http.longest_header + 32).next_power_of_two().max(128);
+        inner.push(d("proxy_headers_hash_bucket_size").code(size.to_string()).into());
+    }
     // `geo $httproute_dollar` goes here when the writer spelled a `$` of data with it.
     let dollar_at = inner.len();
     inner.append(&mut http.maps);
@@ -355,6 +374,8 @@ struct Http {
     split_n: usize,
     /// `$httproute_raw_path` is used.
     raw_path: bool,
+    /// The longest header name of a `proxy_set_header`.
+    longest_header: usize,
 }
 
 /// A rule's fields, for errors: "HTTPRoute default/r rule 0: FIELD".
@@ -920,6 +941,11 @@ impl Http {
         }
         let req_name = || field(rule, "RequestHeaderModifier header name");
         let req_value = || field(rule, "RequestHeaderModifier header value");
+        if !g {
+            let names = req.set.iter().chain(&req.add).map(|h| h.name.len());
+            let longest = names.chain(req.remove.iter().map(String::len)).max().unwrap_or(0);
+            self.longest_header = self.longest_header.max(longest);
+        }
         for h in &req.set {
             out.push(
                 d(set_header)
@@ -949,9 +975,7 @@ impl Http {
                 continue;
             }
             let v = format!("httproute_add_{}", self.map_n);
-            self.push_map(
-                d("map").arg(Arg::parts(vec![braced_var(sent.clone())])).var(v.clone()).block(
-                    vec![
+            self.push_map(d("map").var(sent.clone()).var(v.clone()).block(vec![
                         entry_of(empty(), quoted(req_value(), h.value.clone())),
                         entry_of(
                             Arg::code("default"),
@@ -962,9 +986,7 @@ impl Http {
                             ])
                             .quoted(),
                         ),
-                    ],
-                ),
-            );
+                    ]));
             out.push(d(set_header).data(req_name(), h.name.clone()).var(v).into());
         }
         for n in &req.remove {

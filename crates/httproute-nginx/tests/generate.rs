@@ -515,7 +515,7 @@ fn header_filters_become_proxy_and_add_header_directives() {
     assert!(conf.contains(r#"proxy_set_header Host "a${httproute_dollar}b";"#), "{conf}");
     assert!(!conf.contains("proxy_set_header Host $host;"), "{conf}");
     assert!(conf.contains("proxy_set_header X-Tenant $httproute_add_0;"), "{conf}");
-    assert!(conf.contains("map ${http_x_tenant} $httproute_add_0 {\n        \"\" \"t1\";\n        default \"${http_x_tenant},t1\";"), "{conf}");
+    assert!(conf.contains("map $http_x_tenant $httproute_add_0 {\n        \"\" \"t1\";\n        default \"${http_x_tenant},t1\";"), "{conf}");
     assert!(conf.contains(r#"proxy_set_header Cookie "";"#), "{conf}");
     assert!(conf.contains(r#"proxy_hide_header Server; add_header Server "gw" always;"#), "{conf}");
     // Bad values are input errors with the field path.
@@ -1007,4 +1007,64 @@ fn generated_configuration_reads_back_as_written() {
     let golden = std::fs::read_to_string(data("cafe/expected/nginx.conf")).unwrap();
     let (out, _) = generate(&[data("cafe")], &backends(), &opts(Carrier::Preload)).unwrap();
     assert_eq!(httproute_nginx::conf_reader::read(&golden).unwrap(), out.tree);
+}
+
+/// Values the CRDs allow that nginx.conf must quote or escape: quotes, braces, `;`, `#`, `$`,
+/// `${`, backslashes, spaces, Unicode, in header values, CORS lists, redirect and rewrite paths.
+const HOSTILE_VALUES: &str = "  - matches: [{path: {type: PathPrefix, value: \"/a$b'c;d\"}}]\n    filters:\n    \
+    - type: RequestHeaderModifier\n      requestHeaderModifier:\n        \
+    set: [{name: x-a, value: \"v\\\"; } # $host ${x} \\\\ é '\"}]\n        \
+    add: [{name: x-b, value: \"{w};$1\"}]\n        remove: [x-c]\n    \
+    - type: ResponseHeaderModifier\n      responseHeaderModifier:\n        \
+    set: [{name: x-d, value: \"location = /pwned { alias /etc/passwd; }\"}]\n    \
+    - type: CORS\n      cors:\n        allowOrigins: [\"https://*.o.test\"]\n        \
+    allowHeaders: [\"x-$tenant\", \"$host\"]\n        exposeHeaders: [\"$x\", \"*\"]\n    \
+    - type: URLRewrite\n      urlRewrite: {hostname: h.test, path: {type: ReplacePrefixMatch, replacePrefixMatch: \"/n$ew\"}}\n    \
+    backendRefs: [{name: s, port: 80}]\n  \
+    - matches: [{path: {type: Exact, value: \"/r$\"}}]\n    filters:\n    \
+    - type: RequestRedirect\n      requestRedirect: {hostname: r.test, path: {type: ReplaceFullPath, replaceFullPath: \"/x$y\"}}\n";
+
+/// With CONF_TREE_DIR set, writes each configuration (`NAME.conf`) and the tree of words the
+/// writer meant (`NAME.json`) for scripts/conf-roundtrip.sh, which reads the text back with
+/// crossplane and compares. Always: NGINX's tokenizer (conf_reader) reads back the same tree.
+#[test]
+fn trees_for_the_crossplane_round_trip() {
+    fn json(stmts: &[httproute_nginx::conf::Stmt]) -> serde_json::Value {
+        stmts
+            .iter()
+            .map(|s| {
+                let mut o = serde_json::json!({"words": s.words});
+                if let Some(b) = &s.block {
+                    o["block"] = json(b);
+                }
+                o
+            })
+            .collect()
+    }
+    let hostile = format!("{GW}{}", route("r", "", HOSTILE_VALUES));
+    let dir = std::env::temp_dir().join(format!("hr-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), hostile).unwrap();
+    let out_dir = std::env::var_os("CONF_TREE_DIR").map(PathBuf::from);
+    let mut written = 0;
+    for (set, input) in [("cafe", data("cafe")), ("reasons", data("reasons")), ("hostile", dir)] {
+        for carrier in [Carrier::Preload, Carrier::Inline, Carrier::Variable] {
+            let o = Options { experimental: true, ..opts(carrier) };
+            let (out, _) = generate(std::slice::from_ref(&input), &backends(), &o).unwrap();
+            let read = httproute_nginx::conf_reader::read(&out.nginx_conf).unwrap();
+            assert_eq!(read, out.tree, "{set} {carrier:?}\n{}", out.nginx_conf);
+            if set == "hostile" {
+                assert!(out.nginx_conf.contains("${httproute_dollar}"), "{}", out.nginx_conf);
+                assert!(!out.nginx_conf.contains("\nlocation = /pwned"), "{}", out.nginx_conf);
+            }
+            if let Some(d) = &out_dir {
+                let name = format!("{set}-{carrier:?}").to_lowercase();
+                std::fs::write(d.join(format!("{name}.conf")), &out.nginx_conf).unwrap();
+                std::fs::write(d.join(format!("{name}.json")), json(&out.tree).to_string())
+                    .unwrap();
+                written += 1;
+            }
+        }
+    }
+    assert!(out_dir.is_none() || written == 9);
 }

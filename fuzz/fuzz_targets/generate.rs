@@ -1,0 +1,485 @@
+//! The generator on manifest sets built from a grammar (Gateway listeners, HTTPRoutes with
+//! matches, every filter, backends), every string field filled with hostile text: control
+//! bytes, quotes, braces, `;`, `#`, `$`, `${`, backslashes, Unicode, very long values, and
+//! whole directives (`location = /pwned { alias /etc/passwd; }`). Checks, besides "no panic":
+//! whatever the generator accepts reads back with NGINX's tokenizer (conf_reader, written apart
+//! from the writer) as exactly the directives the writer meant to write, and no `$` of the
+//! manifests is a variable where NGINX compiles variables (every variable there is one the
+//! generator writes).
+//!
+//! With FUZZ_WRITE_DIR set, each accepted input's configuration is also written to a
+//! directory of its own there (scripts/fuzz-nginx-t.sh runs `nginx -t` on them), loading the
+//! module FUZZ_MODULE.
+
+#![no_main]
+
+use std::path::Path;
+
+use arbitrary::Arbitrary;
+use httproute_nginx::conf::Stmt;
+use httproute_nginx::{BackendMap, Carrier, Options};
+use libfuzzer_sys::fuzz_target;
+use serde_json::{Value, json};
+
+const PIECES: [&str; 52] = [
+    "\n",
+    "\r\n",
+    "\0",
+    "\t",
+    "\u{7f}",
+    "\u{85}",
+    "\"",
+    "'",
+    "\\",
+    "{",
+    "}",
+    ";",
+    "#",
+    "$",
+    "${",
+    "$host",
+    "${host}",
+    "x-$tenant",
+    " ",
+    " location = /pwned { alias /etc/passwd; } ",
+    "é",
+    "\u{2028}",
+    "*",
+    "~",
+    "=",
+    "/",
+    ".",
+    "-",
+    "a",
+    "default",
+    "(",
+    ")",
+    "%00",
+    "%2F",
+    "^~",
+    "@",
+    "*.",
+    "example.com",
+    ":",
+    "80",
+    "\\n",
+    "\\\"",
+    "${httproute_dollar}",
+    "svc",
+    "x-h",
+    "https://",
+    "http://a.test",
+    "/p",
+    "GET",
+    "hostnames",
+    "$1",
+    "}#",
+];
+
+#[derive(Arbitrary, Debug)]
+enum Piece {
+    Word(u8),
+    Char(char),
+    Long(u8, u16),
+}
+
+/// A string field: pieces of the vocabulary, any characters, or long runs.
+#[derive(Arbitrary, Debug)]
+struct S(Vec<Piece>);
+
+impl S {
+    fn get(&self) -> String {
+        let mut s = String::new();
+        for p in self.0.iter().take(12) {
+            match p {
+                Piece::Word(i) => s.push_str(PIECES[usize::from(*i) % PIECES.len()]),
+                Piece::Char(c) => s.push(*c),
+                Piece::Long(i, n) => {
+                    let w = PIECES[usize::from(*i) % PIECES.len()];
+                    for _ in 0..usize::from(*n % 6000) / w.len().max(1) {
+                        s.push_str(w);
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+struct Listener {
+    name: S,
+    port: u16,
+    https: bool,
+    hostname: Option<S>,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Match {
+    path: Option<(u8, S)>,
+    headers: Vec<(S, S, bool)>,
+    query: Vec<(S, S)>,
+    method: Option<u8>,
+}
+
+#[derive(Arbitrary, Debug)]
+enum Filter {
+    Request {
+        set: Vec<(S, S)>,
+        add: Vec<(S, S)>,
+        remove: Vec<S>,
+    },
+    Response {
+        set: Vec<(S, S)>,
+        add: Vec<(S, S)>,
+        remove: Vec<S>,
+    },
+    Redirect {
+        scheme: Option<S>,
+        hostname: Option<S>,
+        port: Option<u16>,
+        path: Option<(bool, S)>,
+        status: bool,
+    },
+    Rewrite {
+        hostname: Option<S>,
+        path: Option<(bool, S)>,
+    },
+    Cors {
+        origins: Vec<S>,
+        methods: Vec<S>,
+        headers: Vec<S>,
+        expose: Vec<S>,
+        creds: Option<bool>,
+        max_age: Option<u16>,
+    },
+    Mirror {
+        name: S,
+        port: u16,
+        percent: Option<u8>,
+    },
+}
+
+#[derive(Arbitrary, Debug)]
+struct BackendRef {
+    name: S,
+    port: u16,
+    weight: Option<u16>,
+    filters: Vec<Filter>,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Rule {
+    name: Option<S>,
+    matches: Vec<Match>,
+    filters: Vec<Filter>,
+    backends: Vec<BackendRef>,
+    timeout: Option<S>,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Route {
+    name: S,
+    hostnames: Vec<S>,
+    section: Option<S>,
+    rules: Vec<Rule>,
+    created: Option<S>,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    listeners: Vec<Listener>,
+    routes: Vec<Route>,
+    carrier: u8,
+    listen_address: Option<S>,
+    module: Option<S>,
+    resolvers: Vec<S>,
+}
+
+fn pairs(v: &[(S, S)]) -> Value {
+    v.iter().take(4).map(|(n, x)| json!({"name": n.get(), "value": x.get()})).collect()
+}
+
+fn strings(v: &[S]) -> Vec<String> {
+    v.iter().take(4).map(S::get).collect()
+}
+
+fn path_modifier(p: &(bool, S)) -> Value {
+    if p.0 {
+        json!({"type": "ReplacePrefixMatch", "replacePrefixMatch": p.1.get()})
+    } else {
+        json!({"type": "ReplaceFullPath", "replaceFullPath": p.1.get()})
+    }
+}
+
+fn filter(f: &Filter) -> Value {
+    match f {
+        Filter::Request { set, add, remove } => json!({"type": "RequestHeaderModifier",
+            "requestHeaderModifier": {"set": pairs(set), "add": pairs(add), "remove": strings(remove)}}),
+        Filter::Response { set, add, remove } => json!({"type": "ResponseHeaderModifier",
+            "responseHeaderModifier": {"set": pairs(set), "add": pairs(add), "remove": strings(remove)}}),
+        Filter::Redirect { scheme, hostname, port, path, status } => {
+            let mut r = serde_json::Map::new();
+            if let Some(s) = scheme {
+                r.insert("scheme".into(), json!(s.get()));
+            }
+            if let Some(h) = hostname {
+                r.insert("hostname".into(), json!(h.get()));
+            }
+            if let Some(p) = port {
+                r.insert("port".into(), json!(p));
+            }
+            if let Some(p) = path {
+                r.insert("path".into(), path_modifier(p));
+            }
+            r.insert("statusCode".into(), json!(if *status { 301 } else { 302 }));
+            json!({"type": "RequestRedirect", "requestRedirect": r})
+        }
+        Filter::Rewrite { hostname, path } => {
+            let mut r = serde_json::Map::new();
+            if let Some(h) = hostname {
+                r.insert("hostname".into(), json!(h.get()));
+            }
+            if let Some(p) = path {
+                r.insert("path".into(), path_modifier(p));
+            }
+            json!({"type": "URLRewrite", "urlRewrite": r})
+        }
+        Filter::Cors { origins, methods, headers, expose, creds, max_age } => {
+            let mut c = json!({"allowOrigins": strings(origins), "allowMethods": strings(methods),
+                "allowHeaders": strings(headers), "exposeHeaders": strings(expose)});
+            if let Some(b) = creds {
+                c["allowCredentials"] = json!(b);
+            }
+            if let Some(m) = max_age {
+                c["maxAge"] = json!(m);
+            }
+            json!({"type": "CORS", "cors": c})
+        }
+        Filter::Mirror { name, port, percent } => {
+            let mut m = json!({"backendRef": {"name": name.get(), "port": port}});
+            if let Some(p) = percent {
+                m["percent"] = json!(p % 101);
+            }
+            json!({"type": "RequestMirror", "requestMirror": m})
+        }
+    }
+}
+
+fn manifests(input: &Input) -> String {
+    let listeners: Vec<Value> = input
+        .listeners
+        .iter()
+        .take(4)
+        .map(|l| {
+            let mut v = json!({"name": l.name.get(), "port": l.port % 4 + 8080,
+                "protocol": if l.https { "HTTPS" } else { "HTTP" }});
+            if l.port > 60000 {
+                v["port"] = json!(l.port);
+            }
+            if let Some(h) = &l.hostname {
+                v["hostname"] = json!(h.get());
+            }
+            v
+        })
+        .collect();
+    let mut docs = vec![json!({"kind": "Gateway", "metadata": {"name": "gw"},
+        "spec": {"listeners": listeners}})];
+    for r in input.routes.iter().take(4) {
+        let rules: Vec<Value> = r
+            .rules
+            .iter()
+            .take(4)
+            .map(|rule| {
+                let matches: Vec<Value> = rule
+                    .matches
+                    .iter()
+                    .take(4)
+                    .map(|m| {
+                        let mut v = serde_json::Map::new();
+                        if let Some((k, p)) = &m.path {
+                            let kind =
+                                ["PathPrefix", "Exact", "RegularExpression"][usize::from(*k % 3)];
+                            v.insert("path".into(), json!({"type": kind, "value": p.get()}));
+                        }
+                        let headers: Vec<Value> = m
+                            .headers
+                            .iter()
+                            .take(3)
+                            .map(|(n, x, re)| {
+                                json!({"name": n.get(), "value": x.get(),
+                                "type": if *re { "RegularExpression" } else { "Exact" }})
+                            })
+                            .collect();
+                        v.insert("headers".into(), json!(headers));
+                        v.insert("queryParams".into(), pairs(&m.query));
+                        if let Some(i) = m.method {
+                            let methods = ["GET", "POST", "OPTIONS", "PATCH"];
+                            v.insert("method".into(), json!(methods[usize::from(i % 4)]));
+                        }
+                        Value::Object(v)
+                    })
+                    .collect();
+                let backends: Vec<Value> = rule
+                    .backends
+                    .iter()
+                    .take(3)
+                    .map(|b| {
+                        let mut v = json!({"name": b.name.get(), "port": b.port % 2 + 80,
+                            "filters": b.filters.iter().take(2).map(filter).collect::<Vec<_>>()});
+                        if let Some(w) = b.weight {
+                            v["weight"] = json!(w % 5);
+                        }
+                        v
+                    })
+                    .collect();
+                let mut v = json!({"matches": matches,
+                    "filters": rule.filters.iter().take(4).map(filter).collect::<Vec<_>>(),
+                    "backendRefs": backends});
+                if let Some(n) = &rule.name {
+                    v["name"] = json!(n.get());
+                }
+                if let Some(t) = &rule.timeout {
+                    v["timeouts"] = json!({"request": t.get()});
+                }
+                v
+            })
+            .collect();
+        let mut parent = json!({"name": "gw"});
+        if let Some(s) = &r.section {
+            parent["sectionName"] = json!(s.get());
+        }
+        let mut meta = json!({"name": r.name.get()});
+        if let Some(c) = &r.created {
+            meta["creationTimestamp"] = json!(c.get());
+        }
+        docs.push(json!({"kind": "HTTPRoute", "metadata": meta, "spec": {
+            "parentRefs": [parent], "hostnames": strings(&r.hostnames), "rules": rules}}));
+    }
+    docs.iter().map(Value::to_string).collect::<Vec<_>>().join("\n---\n")
+}
+
+/// NGINX's variables the generator writes where NGINX compiles variables.
+const NGINX_VARS: [&str; 13] = [
+    "host",
+    "request_uri",
+    "scheme",
+    "is_args",
+    "args",
+    "request_id",
+    "request_method",
+    "ssl_server_name",
+    "http_upgrade",
+    "http_origin",
+    "http_access_control_request_method",
+    "http_access_control_request_headers",
+    "match_key",
+];
+
+/// The variables named in `word`; `Err` for a `$` NGINX could not read as one.
+fn variables(word: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let b = word.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'$' {
+            i += 1;
+            continue;
+        }
+        let braced = b.get(i + 1) == Some(&b'{');
+        let start = i + 1 + usize::from(braced);
+        let mut end = start;
+        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
+            end += 1;
+        }
+        if end == start || (braced && b.get(end) != Some(&b'}')) {
+            return Err(format!("a `$` that is not a variable in {word:?}"));
+        }
+        out.push(&word[start..end]);
+        i = end;
+    }
+    Ok(out)
+}
+
+/// Words NGINX compiles with variables, by directive (an independent table: the writer has
+/// its own).
+fn check_variables(stmts: &[Stmt], in_map: bool, headers: &[String]) {
+    for s in stmts {
+        let name = s.words[0].as_str();
+        let compiled: &[usize] = if in_map {
+            &[1]
+        } else {
+            match name {
+                "set" | "add_header" | "proxy_set_header" | "grpc_set_header" => &[2],
+                "proxy_pass" | "grpc_pass" | "ssl_certificate" | "ssl_certificate_key" => &[1],
+                "return" if s.words.len() == 3 => &[2],
+                "map" => &[1],
+                _ => &[],
+            }
+        };
+        for &i in compiled {
+            let Some(w) = s.words.get(i) else { continue };
+            for v in variables(w).unwrap_or_else(|e| panic!("{e}: {s:?}")) {
+                let ok = v.starts_with("httproute_")
+                    || NGINX_VARS.contains(&v)
+                    || v == "http_matches"
+                    // `add` filters read the client's header: its name, lowercased, `-` as `_`.
+                    || (name == "map" && !in_map && headers.iter().any(|h| *h == v));
+                assert!(ok, "variable ${v} written from data: {s:?}");
+            }
+        }
+        if let Some(b) = &s.block {
+            check_variables(b, name == "map", headers);
+        }
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let text = manifests(&input);
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    if httproute_nginx::model::load_text(Path::new("fuzz.yaml"), &text, &mut inputs).is_err() {
+        return;
+    }
+    let mut backends = BackendMap::new();
+    backends.insert("default/svc:80".into(), "127.0.0.1:9".into());
+    let mut plan = httproute_nginx::plan::plan_with(&inputs, &backends, &Default::default());
+    plan.fit_nginx((1, 28, 0));
+    let write_dir = std::env::var_os("FUZZ_WRITE_DIR");
+    let module = std::env::var("FUZZ_MODULE").ok();
+    let opts = Options {
+        module: match (&module, &input.module) {
+            (Some(m), _) => m.clone(),
+            (None, Some(m)) => m.get(),
+            (None, None) => "modules/ngx_http_matches_module.so".into(),
+        },
+        carrier: [Carrier::Preload, Carrier::Inline, Carrier::Variable]
+            [usize::from(input.carrier % 3)],
+        listen_address: if write_dir.is_some() {
+            Some("127.0.0.1".into())
+        } else {
+            input.listen_address.as_ref().map(S::get)
+        },
+        certificates: Default::default(),
+        resolvers: input.resolvers.iter().take(2).map(S::get).collect(),
+        experimental: true,
+        nginx_version: (1, 28, 0),
+    };
+    let Ok(out) = httproute_nginx::emit::emit(&plan, &opts) else { return };
+    let read = httproute_nginx::conf_reader::read(&out.nginx_conf)
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.nginx_conf));
+    assert_eq!(read, out.tree, "{}", out.nginx_conf);
+    // Header names `add` filters may read.
+    let headers: Vec<String> = text
+        .split('"')
+        .map(|h| format!("http_{}", h.to_ascii_lowercase().replace('-', "_")))
+        .collect();
+    check_variables(&read, false, &headers);
+    if let Some(dir) = write_dir {
+        let name = format!("{:016x}", fxhash(text.as_bytes()));
+        let _ = httproute_nginx::write_dir(&Path::new(&dir).join(name), &out);
+    }
+});
+
+fn fxhash(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf29ce484222325u64, |h, &c| (h ^ u64::from(c)).wrapping_mul(0x100000001b3))
+}

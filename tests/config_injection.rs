@@ -1,0 +1,229 @@
+//! Manifests that try to write NGINX configuration of their own, through a configuration
+//! written by httproute-nginx and a real NGINX: each either fails with an error naming its
+//! field, or gives a configuration that passes `nginx -t`, still serves the other routes, and
+//! serves nothing injected (GET /pwned gets NGINX's 404, never a file). The writer is also
+//! fed such bytes directly, past the manifest checks, so that it closes the class of bug
+//! whatever validation lets through.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+
+use common::{Nginx, Prefix, free_port};
+use httproute_nginx::BackendMap;
+
+/// What a request for the injected location gets: NGINX's 404, not /etc/passwd.
+fn assert_nothing_injected(n: &Nginx, what: &str) {
+    for host in ["localhost", "a.test"] {
+        let r = n
+            .raw(format!("GET /pwned HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+            .expect("request");
+        assert_eq!(r.status, 404, "{what}: GET /pwned (Host {host}): {r:?}");
+        assert!(!r.body.contains("root:"), "{what}: /etc/passwd served: {r:?}");
+    }
+}
+
+/// A backend that answers every request with its request head as the body.
+fn echo_backend() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            std::thread::spawn(move || answer(conn));
+        }
+    });
+    port
+}
+
+fn answer(conn: TcpStream) {
+    let mut r = BufReader::new(conn.try_clone().unwrap());
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let mut w = conn;
+    let _ = write!(
+        w,
+        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+        head.len()
+    );
+}
+
+fn manifests(port: u16, hostile_rules: &str) -> String {
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: gw}}\nspec:\n  \
+         gatewayClassName: nginx\n  listeners: [{{name: http, port: {port}, protocol: HTTP}}]\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: good}}\nspec:\n  \
+         parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /ok}}}}]\n    \
+         backendRefs: [{{name: echo, port: 80}}]\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: hostile}}\nspec:\n  \
+         parentRefs: [{{name: gw}}]\n  rules:\n{hostile_rules}"
+    )
+}
+
+fn backends(echo: u16) -> BackendMap {
+    let mut m = BackendMap::new();
+    m.insert("default/echo:80".into(), format!("127.0.0.1:{echo}"));
+    m
+}
+
+/// Generates from `yaml`: `Err` (the message) when the generator refuses it, else the
+/// started NGINX after `nginx -t` passed, and the configuration text.
+fn generate(name: &str, yaml: &str, port: u16, echo: u16) -> Result<(Nginx, String), String> {
+    let src = Prefix::scratch(&format!("{name}-in"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("all.yaml"), yaml).unwrap();
+    let (out, warnings) =
+        httproute_nginx::generate(&[src], &backends(echo), &common::generator_options())?;
+    eprintln!("{name}: warnings {warnings:?}");
+    start(name, &out, port)
+}
+
+fn start(name: &str, out: &httproute_nginx::Output, port: u16) -> Result<(Nginx, String), String> {
+    let dir = Prefix::scratch(&format!("{name}-out"));
+    httproute_nginx::write_dir(&dir, out).unwrap();
+    let p = Prefix::existing(dir, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "{name}: nginx -t:\n{text}\n{}", out.nginx_conf);
+    Ok((p.start(), out.nginx_conf.clone()))
+}
+
+fn assert_serves_the_good_route(n: &Nginx, what: &str) {
+    let r = n.get("/ok/x", &[]);
+    assert_eq!(r.status, 200, "{what}: {r:?}");
+    assert!(r.body.starts_with("GET /ok/x HTTP/1.1\r\n"), "{what}: {r:?}");
+}
+
+#[test]
+fn a_newline_in_a_rule_name_writes_no_configuration() {
+    let echo = echo_backend();
+    let port = free_port();
+    let rules = "  - name: \"x\\nlocation = /pwned { alias /etc/passwd; }\\n# \"\n    \
+                 matches: [{path: {type: PathPrefix, value: /h}}]\n    \
+                 backendRefs: [{name: echo, port: 80}]\n";
+    match generate("rule-name", &manifests(port, rules), port, echo) {
+        Err(e) => assert!(e.contains("name"), "the error names the field: {e}"),
+        Ok((n, conf)) => {
+            assert!(!conf.contains("\nlocation = /pwned"), "{conf}");
+            assert_serves_the_good_route(&n, "rule name");
+            assert_nothing_injected(&n, "rule name");
+            n.finish();
+        }
+    }
+}
+
+#[test]
+fn a_dollar_in_header_names_is_never_a_variable() {
+    let echo = echo_backend();
+    let port = free_port();
+    let rules = "  - matches: [{path: {type: PathPrefix, value: /h}}]\n    filters:\n    \
+                 - type: CORS\n      cors:\n        allowOrigins: [\"https://o.test\"]\n        \
+                 allowMethods: [GET]\n        allowHeaders: [x-$tenant, $host]\n        \
+                 exposeHeaders: [x-$tenant, $host]\n    \
+                 - type: RequestHeaderModifier\n      requestHeaderModifier:\n        \
+                 set: [{name: x-$tenant, value: t1}, {name: $host, value: h1}]\n    \
+                 - type: ResponseHeaderModifier\n      responseHeaderModifier:\n        \
+                 add: [{name: x-$tenant, value: $host}]\n    \
+                 backendRefs: [{name: echo, port: 80}]\n";
+    let (n, conf) = match generate("dollar", &manifests(port, rules), port, echo) {
+        Err(e) => {
+            assert!(e.contains("eader"), "the error names the field: {e}");
+            return;
+        }
+        Ok(x) => x,
+    };
+    assert_serves_the_good_route(&n, "dollar");
+    // The request filter: the header names as written, the values not expanded.
+    let r = n.get("/h", &[("Origin", "https://o.test")]);
+    assert_eq!(r.status, 200, "{r:?}\n{conf}");
+    assert!(r.body.contains("\r\nx-$tenant: t1\r\n"), "{r:?}\n{conf}");
+    assert!(r.body.contains("\r\n$host: h1\r\n"), "{r:?}\n{conf}");
+    // The response filter and CORS: `$host` stays `$host`, never the request's host.
+    assert!(r.head.contains("\r\nx-$tenant: $host"), "{r:?}\n{conf}");
+    assert!(r.head.contains("\r\nAccess-Control-Expose-Headers: x-$tenant, $host"), "{r:?}");
+    let pre = n.req(
+        "OPTIONS",
+        "/h",
+        &[("Origin", "https://o.test"), ("Access-Control-Request-Method", "GET")],
+    );
+    assert_eq!(pre.status, 204, "{pre:?}");
+    assert!(pre.head.contains("\r\nAccess-Control-Allow-Headers: x-$tenant, $host"), "{pre:?}");
+    assert!(!pre.head.contains("localhost"), "{pre:?}");
+    assert_nothing_injected(&n, "dollar");
+    n.finish();
+}
+
+/// Past the manifest checks: hostile bytes put straight into the plan, in every field the
+/// writer takes from it. Control bytes are refused by the writer, naming the field; the rest
+/// are written as data: `nginx -t` passes, the good route serves, nothing is injected.
+#[test]
+fn the_writer_closes_injection_whatever_validation_lets_through() {
+    let echo = echo_backend();
+    let port = free_port();
+    let rules = "  - name: r\n    matches: [{path: {type: PathPrefix, value: /h}}]\n    filters:\n    \
+                 - type: RequestHeaderModifier\n      requestHeaderModifier:\n        \
+                 set: [{name: x-a, value: v}]\n        add: [{name: x-b, value: w}]\n    \
+                 - type: ResponseHeaderModifier\n      responseHeaderModifier:\n        \
+                 set: [{name: x-c, value: v}]\n    \
+                 - type: CORS\n      cors:\n        allowOrigins: [\"https://o.test\"]\n        \
+                 allowHeaders: [x-d]\n        exposeHeaders: [x-e]\n    \
+                 backendRefs: [{name: echo, port: 80}]\n";
+    let yaml = manifests(port, rules);
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(std::path::Path::new("t.yaml"), &yaml, &mut inputs).unwrap();
+    let fresh = || httproute_nginx::plan::plan(&inputs, &backends(echo));
+    let inject = " location = /pwned { alias /etc/passwd; } ";
+    let payloads: Vec<String> = vec![
+        format!("x;{inject}#"),
+        format!("x\"{inject}\""),
+        format!("x'{inject}'"),
+        format!("x}} server {{ listen 127.0.0.1:{port}; {inject} }}"),
+        "$host".into(),
+        "${host}".into(),
+        "x\\".into(),
+        "x-$tenant".into(),
+    ];
+    let opts = common::generator_options();
+    let mut tried = 0;
+    for (k, payload) in payloads.iter().enumerate() {
+        let mut plan = fresh();
+        let server = plan.ports[0].servers.iter_mut().find(|s| !s.rules.is_empty()).unwrap();
+        let rule = server.rules.iter_mut().find(|r| r.route == "default/hostile").unwrap();
+        rule.rule_name = Some(format!("{payload}\n{inject}"));
+        rule.request_headers.set[0].name = payload.clone();
+        rule.request_headers.set[0].value = payload.clone();
+        rule.request_headers.add[0].value = payload.clone();
+        rule.response_headers.set[0].name = payload.clone();
+        rule.response_headers.set[0].value = payload.clone();
+        let cors = rule.cors.as_mut().unwrap();
+        cors.allow_headers = vec![payload.clone()];
+        cors.expose_headers = vec![payload.clone()];
+        let out = httproute_nginx::emit::emit(&plan, &opts).expect("written as data");
+        assert_eq!(httproute_nginx::conf_reader::read(&out.nginx_conf).unwrap(), out.tree);
+        let (n, conf) = start(&format!("writer-{k}"), &out, port).unwrap();
+        assert_serves_the_good_route(&n, payload);
+        assert_nothing_injected(&n, payload);
+        let r = n.get("/h", &[]);
+        assert_eq!(r.status, 200, "{payload}: {r:?}\n{conf}");
+        n.finish();
+        tried += 1;
+    }
+    assert_eq!(tried, payloads.len());
+    // Control bytes: an error naming the field.
+    for bad in ["a\nb", "a\rb", "a\0b", "a\tb"] {
+        let mut plan = fresh();
+        let server = plan.ports[0].servers.iter_mut().find(|s| !s.rules.is_empty()).unwrap();
+        let rule = server.rules.iter_mut().find(|r| r.route == "default/hostile").unwrap();
+        rule.request_headers.set[0].value = bad.into();
+        let e = httproute_nginx::emit::emit(&plan, &opts).err().expect("refused");
+        assert!(
+            e.starts_with("default/hostile rule 0: RequestHeaderModifier header value: "),
+            "{e}"
+        );
+    }
+}
