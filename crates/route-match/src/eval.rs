@@ -107,7 +107,9 @@ struct Ctx<'r, R: ?Sized> {
     /// The first regex that gave up (entry, pattern, why), reported when the evaluation ends.
     failed: RefCell<Option<(usize, Box<str>, String)>>,
     budget: Budget,
-    memo: RefCell<Memo>,
+    /// Made at the first regex attempt: most evaluations make none, and would only pay for
+    /// zeroing it.
+    memo: RefCell<Option<Memo>>,
     /// Match attempts made (memo hits excluded).
     attempts: Cell<usize>,
 }
@@ -120,7 +122,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
             params: OnceCell::new(),
             failed: RefCell::new(None),
             budget: Budget::new(req.regex_budget()),
-            memo: RefCell::new(Memo::default()),
+            memo: RefCell::new(None),
             attempts: Cell::new(0),
         }
     }
@@ -138,7 +140,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
             return false;
         }
         let key = (core::ptr::from_ref(p) as usize, subject.as_ptr() as usize, subject.len());
-        if let Some(known) = self.memo.borrow().get(key) {
+        if let Some(known) = self.memo.borrow().as_ref().and_then(|m| m.get(key)) {
             return known;
         }
         let answer = p.is_match_within(subject, self.budget.steps());
@@ -150,7 +152,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
         });
         // Once the budget is spent no attempt is made again, so no answer is needed later.
         if !self.budget.spent() {
-            self.memo.borrow_mut().put(key, matched);
+            self.memo.borrow_mut().get_or_insert_with(Memo::default).put(key, matched);
         }
         matched
     }
@@ -161,6 +163,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
 
     /// Exact: the value equals the whole line or one OWS-trimmed comma element of it.
     /// Regex: the pattern is found in the whole line or in one such element.
+    #[inline]
     fn line_holds(&self, test: Test, line: &[u8], entry: usize) -> bool {
         match test {
             Test::Exact(v) => {
@@ -198,9 +201,10 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
     fn header_holds(&self, c: &Cond, entry: usize) -> bool {
         let want = self.store.bytes(c.name);
         self.req.headers().any(|(name, value)| {
-            !value.is_empty()
-                && name.len() == want.len()
-                && name.eq_ignore_ascii_case(want)
+            name.len() == want.len()
+                && !value.is_empty()
+                // `want` is lower case; most clients send it so (HTTP/2 and /3 always do).
+                && (name == want || name.eq_ignore_ascii_case(want))
                 && self.line_holds(c.test, value, entry)
         })
     }
@@ -222,7 +226,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
 
 impl<R: RequestView + ?Sized> Ctx<'_, R> {
     /// Reports the first regex that gave up, once, saying whether the budget ran out.
-    fn finish<T>(self, outcome: T) -> T {
+    fn finish<T>(&self, outcome: T) -> T {
         if let Some((entry, pattern, mut why)) = self.failed.take() {
             if self.budget.spent() {
                 let budget = self.budget.limit.unwrap_or_default();
@@ -411,14 +415,28 @@ impl MatchList {
     #[doc(hidden)]
     pub fn evaluate_counting<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, usize) {
         let cx = Ctx::new(req, &self.store);
-        let index = self.index.and_then(|i| self.store.indexes.get(i as usize));
-        let mut hits = Vec::new();
-        let outcome = match index.and_then(|index| self.candidates(index, &cx, &mut hits)) {
-            Some(candidates) => self.first_of(candidates, &cx),
+        let outcome = match self.index.and_then(|i| self.store.indexes.get(i as usize)) {
+            // Short lists (NGF's few rules per path): no index, none of its state made.
             None => self.first_of(0..self.len(), &cx),
+            Some(index) => self.first_of_indexed(index, &cx),
         };
         let attempts = cx.attempts.get();
         (cx.finish(outcome), attempts)
+    }
+
+    /// The candidates the index gives, in order (or every entry, when the request hits more
+    /// posting lists than `Candidates` holds).
+    #[inline(never)]
+    fn first_of_indexed<R: RequestView + ?Sized>(
+        &self,
+        index: &Index,
+        cx: &Ctx<'_, R>,
+    ) -> Outcome<'_> {
+        let mut hits = Vec::new();
+        match self.candidates(index, cx, &mut hits) {
+            Some(candidates) => self.first_of(candidates, cx),
+            None => self.first_of(0..self.len(), cx),
+        }
     }
 
     /// Whether the list is long enough to be indexed.
@@ -428,6 +446,7 @@ impl MatchList {
     }
 
     /// Evaluates the given entries in the order given (ascending) until one decides.
+    #[inline(always)]
     fn first_of<R: RequestView + ?Sized>(
         &self,
         order: impl Iterator<Item = usize>,
