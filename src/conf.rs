@@ -23,8 +23,8 @@ use route_match::{Bounds, FileError, Syntax, Warning};
 
 use crate::state::{
     DEFAULT_REGEX_BUDGET, DEFAULT_REGEX_CACHE_SIZE, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE,
-    EXITING, LocConf, MainConf, NGX_CONF_UNSET_SIZE, NGX_CONF_UNSET_UINT, NamedCheck, compile_apart,
-    release_free_memory,
+    EXITING, LocConf, MainConf, NGX_CONF_UNSET_SIZE, NGX_CONF_UNSET_UINT, NamedCheck,
+    compile_apart, release_free_memory,
 };
 use crate::util::{conf_args, conf_where, text};
 use crate::{ConfResult, HttpMatchesModule, guard, handler};
@@ -187,8 +187,9 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
         let file_name = text(name.as_bytes()).into_owned();
         mcf.compiled_any = true;
         let bounds = mcf.bounds();
-        let compiled =
-            compile_apart(|| route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds));
+        let compiled = compile_apart(|| {
+            route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds)
+        });
         match compiled {
             Ok(file) => {
                 mcf.compiled_memory += file.iter().next().map_or(0, |(_, l)| l.memory());

@@ -37,8 +37,9 @@ WORK = ROOT / "target" / "ngf-scale"
 NGINX = os.environ.get("BENCH_NGINX", "/usr/sbin/nginx")
 MODULE = os.environ["BENCH_MODULE"]
 GENERATOR = os.environ["BENCH_GENERATOR"]
-NJS_MODULE = "/usr/lib/nginx/modules/ngx_http_js_module.so"
+NJS_MODULE = os.environ.get("NJS_MODULE") or "/usr/lib/nginx/modules/ngx_http_js_module.so"
 NJS_SCRIPT = os.environ.get("NJS_HTTPMATCHES")  # NGF's httpmatches.js (never committed)
+NJS_VERSION = os.environ.get("NJS_VERSION", "?")  # njs.version of NJS_MODULE (scripts/lib/njs.sh)
 SIZES = [int(x) for x in os.environ.get("NGF_SCALE_SIZES", "200,1000,3000,10000").split(",")]
 PORT = int(os.environ.get("BENCH_PORT", "18700"))
 CONTROL = PORT + 1  # the generation probe
@@ -48,22 +49,19 @@ HOSTS = 10
 # this benchmark's own plain-vs-module runs).
 NOTES = [
     "Notes:",
+    "- Worker growth during traffic: before this run's module version, each worker copied 5-6 MiB",
+    "  (R = 3,000) to 12 MiB (R = 10,000) of heap pages it shared with the master over the first",
+    "  pass of traffic (the module's compile temporaries, and NGINX's own temporary pool, freed",
+    "  between configuration data, were handed out to request pools and proxy buffers). The",
+    "  module now compiles on a thread of its own (another malloc arena) and, right before the",
+    "  master forks, takes the main heap's free chunks (src/prefork.rs), so requests allocate",
+    "  fresh memory and reuse it: see the private-growth column.",
+    "- **plain** answers `return 200` in the matcher location, so it proxies nothing; module and",
+    "  njs redirect to the rule's internal location, which proxies to the backend.",
     "- njs 0.7.9 (Debian 12's) makes an `ngx.fetch()` TLS context (`SSL_CTX_new`) for every",
-    "  `server` and `location` it merges once njs is loaded with `js_import` at http level,",
-    "  used or not (`ngx_js_merge_conf` -> `ngx_js_set_ssl`; counted with gdb: 1,624 calls for",
-    "  the 1,012 locations at R = 200, `nginx -t`). That is the \"njs loaded, unused\" column,",
-    "  nearly all of what njs adds here, and it grows with locations, not with match lists.",
-    "- Newer njs versions (not measured here: Debian 12 ships 0.7.9), from njs's CHANGES: 0.8.8",
-    "  inherits those TLS contexts from the enclosing level unless a `js_fetch_*` directive is",
-    "  redefined (commit f2955c8b), which should remove most of that column; 0.8.6 made a VM",
-    "  copy per location and per server, fixed in 0.8.7 and 0.8.9 (avoid those three); 0.9.1",
-    "  cut object-hash memory by 42 % per element (the preloaded `matches` object is one). Per",
-    "  request njs still clones a VM and walks the list (the instruction counts above).",
-    "- Every variant's worker grows over its first few hundred requests by up to the free heap",
-    "  the master left after reading the configuration, as glibc hands it out to the requests'",
-    "  allocations (by hand, R = 3,000, one worker, one route: +6 MiB of dirty heap over 500",
-    "  requests in plain NGINX, the same in the module's, then flat); figures after traffic",
-    "  include it.",
+    "  `server` and `location` once njs is loaded with `js_import` at http level, used or not:",
+    "  the \"njs loaded, unused\" column, nearly all of what 0.7.9 adds here. njs 0.8.8 and later",
+    "  (NGF ships 1.0.x) inherit those contexts from the enclosing level.",
     "- `nginx -t`, startup and reload are dominated by NGINX reading R x 5 locations; the module",
     "  compiles `matches.json` within the noise of that (plain is the floor).",
 ]
@@ -202,7 +200,7 @@ def rollup(pid):
 
 
 def memory(master):
-    """Master and workers (RSS, PSS), once the numbers stop moving."""
+    """Master and workers (RSS, PSS, private per worker), once the numbers stop moving."""
     last = None
     for _ in range(100):
         workers = [rollup(p) for p in children(master)]
@@ -212,7 +210,8 @@ def memory(master):
         last = now
         time.sleep(0.2)
     m, workers = last
-    return {"master_rss": m[0], "master_pss": m[1],
+    private = {str(p): rollup(p)[2] for p in children(master)}
+    return {"master_rss": m[0], "master_pss": m[1], "worker_private": private,
             "worker_rss": max(w[0] for w in workers), "worker_pss": max(w[1] for w in workers),
             "total_pss": m[1] + sum(w[1] for w in workers), "workers": len(workers)}
 
@@ -282,6 +281,10 @@ def run(name, prefix, routes):
         r["start"] = memory(proc.pid)
         traffic(routes, check=not name.startswith("plain"))
         r["traffic"] = memory(proc.pid)
+        # Each worker's private memory (Private_Clean + Private_Dirty): what the traffic made
+        # it copy or allocate.
+        before, after = r["start"]["worker_private"], r["traffic"]["worker_private"]
+        r["worker_private_growth"] = max(after[p] - before.get(p, after[p]) for p in after)
         r["reload_s"], r["reload_peak_private"] = reload(prefix, proc.pid)
         r["after_reload"] = memory(proc.pid)
     finally:
@@ -298,13 +301,16 @@ def mib(kib):
     return f"{kib / 1024:.1f}"
 
 
+def smib(kib):
+    return f"{kib / 1024:+.1f}"
+
+
 def report(results, sizes):
     nginx_v = subprocess.run([NGINX, "-v"], capture_output=True, text=True).stderr.strip()
-    njs_v = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libnginx-mod-http-js"],
-                           capture_output=True, text=True).stdout or "not installed"
+    njs_v = results.get("njs_version", NJS_VERSION)
     lines = [BEGIN, "", "## NGF-shaped configurations: module vs njs", "",
              f"Produced by `scripts/ngf-scale.sh` in one run (2 cores, `worker_processes auto` = 2);",
-             f"`{nginx_v}` (Debian), njs {njs_v} with NGF's own `httpmatches.js`.",
+             f"`{nginx_v}` (Debian), **njs {njs_v}** with NGF's own `httpmatches.js`.",
              "R HTTPRoutes of three rules each (a header match, a query match, a default), ten",
              "hostnames, written by `httproute-nginx`: one matcher location per path and one internal",
              "location per rule, as NGF lays them out. The njs twin is the same file with",
@@ -316,7 +322,7 @@ def report(results, sizes):
              "memory (Private_Clean + Private_Dirty) until the old workers have exited.", "",
              "| R | variant | `nginx -t` | startup | reload |", "|---:|---|---:|---:|---:|"]
     for routes in sizes:
-        for name, r in results[str(routes)]["variants"].items():
+        for name, r in variants(results, routes).items():
             lines.append(f"| {routes:,} | {name} | {r['nginx_t_s']:.2f} s | {r['startup_s']:.2f} s | "
                          f"{r['reload_s']:.2f} s |")
     lines += ["", "Memory in MiB (RSS / PSS; the worker is the larger of two):", "",
@@ -324,7 +330,7 @@ def report(results, sizes):
               "worker after traffic | total PSS after traffic | private during reload (peak) |",
               "|---:|---|---:|---:|---:|---:|---:|---:|"]
     for routes in sizes:
-        for name, r in results[str(routes)]["variants"].items():
+        for name, r in variants(results, routes).items():
             s, t = r["start"], r["traffic"]
             lines.append(
                 f"| {routes:,} | {name} | {mib(s['master_rss'])} / {mib(s['master_pss'])} | "
@@ -335,13 +341,15 @@ def report(results, sizes):
     sizes_line = ", ".join(f"R = {n:,}: {results[str(n)]['matches_json'] / 1024:,.0f} KiB"
                            for n in sizes)
     lines += ["", f"matches.json: {sizes_line}."]
-    lines += ["", "What each adds over plain, from the same run (total PSS: every process; the",
-              "njs-loaded column is njs's part that comes before any matching):", "",
-              "| R | module: worker / total PSS | njs: worker / total PSS | njs loaded, unused: total PSS "
-              "| njs / module, total PSS | reload: plain / module / njs |",
-              "|---:|---:|---:|---:|---:|---:|"]
+    lines += ["", f"What each adds over plain after traffic over every route, from the same run (total",
+              f"PSS: every process; the njs-loaded column is njs's part that comes before any",
+              f"matching); growth: the most any one worker's private memory grew during that traffic:", "",
+              f"| R | module: worker / total PSS | njs {njs_v}: worker / total PSS | njs loaded, unused: "
+              "total PSS | module / njs, total PSS | worker private growth: plain / module / njs "
+              "| reload: plain / module / njs | `nginx -t`: plain / module / njs |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for routes in sizes:
-        v = results[str(routes)]["variants"]
+        v = variants(results, routes)
         if "njs" not in v:
             continue
         p, m, n, nl = v["plain"], v["module"], v["njs"], v["plain, njs loaded"]
@@ -349,16 +357,21 @@ def report(results, sizes):
         def added(r, key):
             return r["traffic"][key] - p["traffic"][key]
 
-        ratio = added(n, "total_pss") / added(m, "total_pss") if added(m, "total_pss") > 0 else 0
+        ratio = added(m, "total_pss") / added(n, "total_pss") if added(n, "total_pss") > 0 else 0
+        ratio = f"{ratio:.2f}x" if added(m, "total_pss") > 0 else "<= 0 (below plain)"
+        growth = " / ".join(f"{mib(r.get('worker_private_growth', 0))}" for r in (p, m, n))
         lines.append(
-            f"| {routes:,} | +{mib(added(m, 'worker_pss'))} / +{mib(added(m, 'total_pss'))} MiB | "
-            f"+{mib(added(n, 'worker_pss'))} / +{mib(added(n, 'total_pss'))} MiB | "
-            f"+{mib(added(nl, 'total_pss'))} MiB | {ratio:.0f}x | "
-            f"{p['reload_s']:.2f} / {m['reload_s']:.2f} / {n['reload_s']:.2f} s |")
+            f"| {routes:,} | {smib(added(m, 'worker_pss'))} / {smib(added(m, 'total_pss'))} MiB | "
+            f"{smib(added(n, 'worker_pss'))} / {smib(added(n, 'total_pss'))} MiB | "
+            f"{smib(added(nl, 'total_pss'))} MiB | {ratio} | {growth} MiB | "
+            f"{p['reload_s']:.2f} / {m['reload_s']:.2f} / {n['reload_s']:.2f} s | "
+            f"{p['nginx_t_s']:.2f} / {m['nginx_t_s']:.2f} / {n['nginx_t_s']:.2f} s |")
     lines += ["", *NOTES]
     lines += ["", "![NGF-shaped configurations: memory and reload time](ngf-scale.png)", "",
               "Reproduce: `NJS_HTTPMATCHES=/path/to/ngf/internal/controller/nginx/modules/src/httpmatches.js "
-              "scripts/ngf-scale.sh` (`NGF_SCALE_SIZES=200,1000` for fewer sizes).", "", END]
+              "NJS_MODULE=/path/to/ngx_http_js_module.so scripts/ngf-scale.sh` (or `NJS_SRC=/path/to/njs`, "
+              "built for Debian's NGINX; neither: Debian's njs 0.7.9; `NGF_SCALE_SIZES=200,1000` for "
+              "fewer sizes).", "", END]
     section = "\n".join(lines)
     doc = ROOT / "docs" / "BENCHMARKS.md"
     text = doc.read_text()
@@ -370,21 +383,27 @@ def report(results, sizes):
     print(section)
 
 
+def variants(results, routes):
+    return results[str(routes)]["variants"]
+
+
 def plot(results, sizes):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.5))
-    panels = [("worker PSS after traffic (MiB)", lambda r: r["traffic"]["worker_pss"] / 1024),
+    panels = [("total PSS after traffic, all processes (MiB)",
+               lambda r: r["traffic"]["total_pss"] / 1024),
               ("reload until new workers answer (s)", lambda r: r["reload_s"]),
               ("private memory during reload (MiB)", lambda r: r["reload_peak_private"] / 1024)]
     for ax, (title, value) in zip(axes, panels):
         for name, style in (("njs", "s-"), ("plain, njs loaded", "x--"), ("module", "o-"),
                             ("plain", "^:")):
-            pts = [(n, value(results[str(n)]["variants"][name])) for n in sizes
-                   if name in results[str(n)]["variants"]]
+            pts = [(n, value(variants(results, n)[name])) for n in sizes
+                   if name in variants(results, n)]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=name)
+                label = name.replace("njs", f"njs {results.get('njs_version', NJS_VERSION)}")
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
         ax.set_xscale("log")
         ax.set_xlabel("HTTPRoutes (3 rules each)")
         ax.set_title(title)
@@ -399,13 +418,13 @@ def main():
     WORK.mkdir(parents=True, exist_ok=True)
     if os.environ.get("NGF_SCALE_REPORT_ONLY"):
         results = json.loads((WORK / "results.json").read_text())
-        sizes = [int(n) for n in results]
+        sizes = [int(n) for n in results if n.isdigit()]
         report(results, sizes)
         plot(results, sizes)
         return
     if not NJS_SCRIPT:
         print("NJS_HTTPMATCHES not set: no njs rows", file=sys.stderr)
-    results = {}
+    results = {"njs_version": NJS_VERSION}
     back = backend()
     try:
         for routes in SIZES:

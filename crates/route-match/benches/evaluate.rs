@@ -149,6 +149,24 @@ fn prefiltered_regex(c: &mut Criterion) {
     g.finish();
 }
 
+/// 200 caseless entries whose literals hold `s` (U+017F is one of its spellings), the winner
+/// last: only the winner's literals occur.
+fn caseless_regions(c: &mut Criterion) {
+    let entries: Vec<String> = (0..200)
+        .map(|i| {
+            format!(
+                r#"{{"headers":["x-region:RegularExpression:(?i)^eu-west-{i}[a-c]$"],"redirectPath":"/r{i}"}}"#
+            )
+        })
+        .collect();
+    let list = compile(&format!("[{}]", entries.join(",")));
+    let r = req(&[("x-region", "EU-West-199C")], "");
+    assert!(matches!(list.evaluate(&r), route_match::Outcome::Redirect { entry: 199, .. }));
+    c.bench_function("caseless_200_regions_winner_last", |b| {
+        b.iter(|| black_box(list.evaluate(black_box(&r))))
+    });
+}
+
 /// The same lists with a share of entries no literal can file (a lookahead: every one runs,
 /// in order), the winner last: the cost is that share's attempts.
 fn mixed_regex(c: &mut Criterion) {
@@ -215,6 +233,6 @@ fn hostile(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
-    targets = blog, long, long_regex, prefiltered_regex, mixed_regex, regex, hostile
+    targets = blog, long, long_regex, prefiltered_regex, caseless_regions, mixed_regex, regex, hostile
 }
 criterion_main!(benches);

@@ -176,6 +176,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
 
     /// Exact: the value equals the whole line or one OWS-trimmed comma element of it.
     /// Regex: the pattern is found in the whole line or in one such element.
+    #[inline]
     fn line_holds(&self, test: Test, line: &[u8], entry: usize) -> bool {
         match test {
             Test::Exact(v) => {
@@ -213,9 +214,10 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
     fn header_holds(&self, c: &Cond, entry: usize) -> bool {
         let want = self.store.bytes(c.name);
         self.req.headers().any(|(name, value)| {
-            !value.is_empty()
-                && name.len() == want.len()
-                && name.eq_ignore_ascii_case(want)
+            name.len() == want.len()
+                && !value.is_empty()
+                // `want` is lower case; most clients send it so (HTTP/2 and /3 always do).
+                && (name == want || name.eq_ignore_ascii_case(want))
                 && self.line_holds(c.test, value, entry)
         })
     }
@@ -237,7 +239,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
 
 impl<R: RequestView + ?Sized> Ctx<'_, R> {
     /// Reports the first regex that gave up, once, saying whether the budget ran out.
-    fn finish<T>(self, outcome: T) -> T {
+    fn finish<T>(&self, outcome: T) -> T {
         if let Some((entry, pattern, mut why)) = self.failed.take() {
             if self.budget.spent() {
                 let budget = self.budget.limit.unwrap_or_default();
@@ -408,14 +410,28 @@ impl MatchList {
     #[doc(hidden)]
     pub fn evaluate_counting<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, usize) {
         let cx = Ctx::new(req, &self.store);
-        let index = self.index.and_then(|i| self.store.indexes.get(i as usize));
-        let mut hits = Vec::new();
-        let outcome = match index.and_then(|index| self.candidates(index, &cx, &mut hits)) {
-            Some(candidates) => self.first_of(candidates, &cx),
+        let outcome = match self.index.and_then(|i| self.store.indexes.get(i as usize)) {
+            // Short lists (NGF's few rules per path): no index, none of its state made.
             None => self.first_of(0..self.len(), &cx),
+            Some(index) => self.first_of_indexed(index, &cx),
         };
         let attempts = cx.attempts.get();
         (cx.finish(outcome), attempts)
+    }
+
+    /// The candidates the index gives, in order (or every entry, when the request hits more
+    /// posting lists than `Candidates` holds).
+    #[inline(never)]
+    fn first_of_indexed<R: RequestView + ?Sized>(
+        &self,
+        index: &Index,
+        cx: &Ctx<'_, R>,
+    ) -> Outcome<'_> {
+        let mut hits = Vec::new();
+        match self.candidates(index, cx, &mut hits) {
+            Some(candidates) => self.first_of(candidates, cx),
+            None => self.first_of(0..self.len(), cx),
+        }
     }
 
     /// Whether the list is long enough to be indexed.
@@ -425,6 +441,7 @@ impl MatchList {
     }
 
     /// Evaluates the given entries in the order given (ascending) until one decides.
+    #[inline(always)]
     fn first_of<R: RequestView + ?Sized>(
         &self,
         order: impl Iterator<Item = usize>,
