@@ -491,7 +491,7 @@ impl Compiler {
         };
         let mut problems = Vec::new();
         if redirect.is_none() {
-            problems.push("no redirectPath: the entry answers 500 when it matches".to_owned());
+            problems.push("no redirectPath".to_owned());
         }
         let redirect = redirect.map(|p| self.b.intern(p));
         (Entry { body, redirect }, problems)

@@ -230,7 +230,7 @@ fn malformed_fields_are_invalid_entries_with_warnings() {
             "$[3]: \"any\" must be a boolean, not \"yes\"",
             "$[4]: \"redirectPath\" must be a string, not 5",
             "$[5]: invalid header match \"bad name:Exact:y\": header name has the character ' '",
-            "$[6]: no redirectPath: the entry answers 500 when it matches",
+            "$[6]: no redirectPath",
         ]
     );
 }
