@@ -186,6 +186,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
         }
         let file_name = text(name.as_bytes()).into_owned();
         mcf.compiled_any = true;
+        crate::prefork::mark_used();
         let bounds = mcf.bounds();
         let compiled = compile_apart(|| {
             route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds)
@@ -247,6 +248,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
         // SAFETY: in a directive handler; the arguments are used before it returns.
         let Some((syntax, rest)) = (unsafe { directive_args(cf) }) else { return NGX_CONF_ERROR };
         lcf.enabled = true;
+        crate::prefork::mark_used();
         lcf.var_syntax = syntax;
         // SAFETY: as below, the http main conf of this module exists while parsing.
         let main = HttpMatchesModule::main_conf_mut(unsafe { &*cf });

@@ -10,7 +10,8 @@
 //! every route once): +4 MiB private per worker in NGINX alone with `proxy_pass`, over the
 //! first pass of traffic, and more for bigger configurations.
 //!
-//! So, once per configuration load, right before the master forks its first process (a
+//! So, once per configuration load that uses the module (an `http_matches` or
+//! `http_matches_load` directive; merely loading it changes nothing), right before the master forks its first process (a
 //! `pthread_atfork` prepare handler, armed by `init_module`), the free chunks of the main heap
 //! are allocated and held: their pages stay shared (only a chunk header and a link are
 //! written, in the master), and the workers' allocations come from fresh memory at the top of
@@ -24,12 +25,17 @@ use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Set by `init_module` in the master; taken by the first fork after it.
 static ARMED: AtomicBool = AtomicBool::new(false);
+/// The configuration being loaded has an `http_matches` or `http_matches_load` directive.
+/// A configuration that only loads the module (the Debian package enables it for every
+/// NGINX) leaves NGINX's heap alone.
+static USED: AtomicBool = AtomicBool::new(false);
 /// The chunks held: a list linked through their first word (0: none).
 static HELD: AtomicUsize = AtomicUsize::new(0);
 
 /// Frees the chunks held since the last fork (in the master, as a configuration load
 /// begins; in any other process the list is empty or, in a worker, never freed).
 pub(crate) fn release() {
+    USED.store(false, Ordering::Relaxed);
     let mut p = HELD.swap(0, Ordering::Relaxed);
     while p != 0 {
         // SAFETY: every element of the list is a live malloc chunk of at least 8 bytes,
@@ -43,10 +49,16 @@ pub(crate) fn release() {
     }
 }
 
-/// Arms the fill for the next fork (in the master, after a configuration load).
+/// The configuration being loaded uses the module (a directive handler says so).
+pub(crate) fn mark_used() {
+    USED.store(true, Ordering::Relaxed);
+}
+
+/// Arms the fill for the next fork (in the master, after a configuration load that uses the
+/// module).
 pub(crate) fn arm() {
     #[cfg(target_env = "gnu")]
-    {
+    if USED.load(Ordering::Relaxed) {
         static REGISTER: std::sync::Once = std::sync::Once::new();
         REGISTER.call_once(|| {
             // SAFETY: registers a handler with no state; glibc unregisters handlers of a shared
