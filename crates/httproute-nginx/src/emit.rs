@@ -994,24 +994,19 @@ impl Http {
         }
         let resp_name = || field(rule, "ResponseHeaderModifier header name");
         let resp_value = || field(rule, "ResponseHeaderModifier header value");
+        let add_header = |h: &crate::model::HeaderValue| {
+            d("add_header")
+                .data(resp_name(), h.name.clone())
+                .arg(quoted(resp_value(), h.value.clone()))
+                .code("always")
+                .into()
+        };
         for h in &resp.set {
             out.push(d(hide_header).data(resp_name(), h.name.clone()).into());
-            out.push(
-                d("add_header")
-                    .data(resp_name(), h.name.clone())
-                    .arg(quoted(resp_value(), h.value.clone()))
-                    .code("always")
-                    .into(),
-            );
+            out.push(add_header(h));
         }
         for h in &resp.add {
-            out.push(
-                d("add_header")
-                    .data(resp_name(), h.name.clone())
-                    .arg(quoted(resp_value(), h.value.clone()))
-                    .code("always")
-                    .into(),
-            );
+            out.push(add_header(h));
         }
         for n in &resp.remove {
             out.push(d(hide_header).data(resp_name(), n.clone()).into());

@@ -87,7 +87,7 @@ pub fn check_listen_address(a: &str) -> Result<(), String> {
         || a.strip_prefix('[')
             .and_then(|r| r.strip_suffix(']'))
             .is_some_and(|v6| v6.parse::<std::net::Ipv6Addr>().is_ok())
-        || (a.parse::<std::net::Ipv6Addr>().is_err() && is_host_name(a));
+        || (a.parse::<std::net::Ipv6Addr>().is_err() && model::is_host_name(a));
     if ok {
         Ok(())
     } else if a.parse::<std::net::Ipv6Addr>().is_ok() {
@@ -98,19 +98,6 @@ pub fn check_listen_address(a: &str) -> Result<(), String> {
              or a host name"
         ))
     }
-}
-
-/// A DNS host name: dot-separated labels of letters, digits and `-`.
-fn is_host_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        })
 }
 
 /// A `resolver` address: IPv4 or bracketed IPv6, with an optional port 1-65535.

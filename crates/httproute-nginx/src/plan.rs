@@ -1252,16 +1252,7 @@ fn ready_endpoints(
 
 /// A DNS name: labels of letters, digits and `-`, dot-separated (a final dot allowed).
 fn is_dns_name(s: &str) -> bool {
-    let s = s.strip_suffix('.').unwrap_or(s);
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        })
+    crate::model::is_host_name(s.strip_suffix('.').unwrap_or(s))
 }
 
 /// The rule's filter of type `kind` (the CRD allows one of each header modifier per rule).

@@ -12,4 +12,4 @@ mod validate;
 pub use certificate::check as check_certificate;
 pub use load::{InputError, Inputs, RejectedRoute, load, load_text};
 pub use types::*;
-pub use validate::{decoded_path, is_dns_label, is_dns_subdomain, valid_hostname};
+pub use validate::{decoded_path, is_dns_label, is_dns_subdomain, is_host_name, valid_hostname};

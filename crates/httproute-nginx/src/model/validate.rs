@@ -702,6 +702,20 @@ pub fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
+/// A DNS host name: dot-separated labels of letters (either case), digits and `-`, at most
+/// 253 bytes (no final dot).
+pub fn is_host_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
+}
+
 /// The HTTP methods the CRD's `HTTPMethod` enum allows.
 fn is_method(m: &str) -> bool {
     matches!(
