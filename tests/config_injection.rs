@@ -176,7 +176,9 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
     let yaml = manifests(port, rules);
     let mut inputs = httproute_nginx::model::Inputs::default();
     httproute_nginx::model::load_text(std::path::Path::new("t.yaml"), &yaml, &mut inputs).unwrap();
-    let fresh = || httproute_nginx::plan::plan(&inputs, &backends(echo));
+    let map = backends(echo);
+    let fresh =
+        || httproute_nginx::plan::plan(&inputs, &httproute_nginx::plan::PlanOptions::new(&map));
     let inject = " location = /pwned { alias /etc/passwd; } ";
     let payloads: Vec<String> = vec![
         format!("x;{inject}#"),
@@ -193,7 +195,8 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
     for (k, payload) in payloads.iter().enumerate() {
         let mut plan = fresh();
         let server = plan.ports[0].servers.iter_mut().find(|s| !s.rules.is_empty()).unwrap();
-        let rule = server.rules.iter_mut().find(|r| r.route == "default/hostile").unwrap();
+        let rule =
+            server.rules.iter_mut().find(|r| r.route.to_string() == "default/hostile").unwrap();
         rule.rule_name = Some(format!("{payload}\n{inject}"));
         rule.request_headers.set[0].name = payload.clone();
         rule.request_headers.set[0].value = payload.clone();
@@ -218,7 +221,8 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
     for bad in ["a\nb", "a\rb", "a\0b", "a\tb"] {
         let mut plan = fresh();
         let server = plan.ports[0].servers.iter_mut().find(|s| !s.rules.is_empty()).unwrap();
-        let rule = server.rules.iter_mut().find(|r| r.route == "default/hostile").unwrap();
+        let rule =
+            server.rules.iter_mut().find(|r| r.route.to_string() == "default/hostile").unwrap();
         rule.request_headers.set[0].value = bad.into();
         let e = httproute_nginx::emit::emit(&plan, &opts).err().expect("refused");
         assert!(

@@ -442,8 +442,6 @@ fuzz_target!(|input: Input| {
     }
     let mut backends = BackendMap::new();
     backends.insert("default/svc:80".into(), "127.0.0.1:9".into());
-    let mut plan = httproute_nginx::plan::plan_with(&inputs, &backends, &Default::default());
-    plan.fit_nginx((1, 28, 0));
     let write_dir = std::env::var_os("FUZZ_WRITE_DIR");
     let module = std::env::var("FUZZ_MODULE").ok();
     let opts = Options {
@@ -464,6 +462,8 @@ fuzz_target!(|input: Input| {
         experimental: true,
         nginx_version: (1, 28, 0),
     };
+    let plan =
+        httproute_nginx::plan::plan(&inputs, &httproute_nginx::plan_options(&opts, &backends));
     let Ok(out) = httproute_nginx::emit::emit(&plan, &opts) else { return };
     let read = httproute_nginx::conf_reader::read(&out.nginx_conf)
         .unwrap_or_else(|e| panic!("{e}\n{}", out.nginx_conf));

@@ -5,15 +5,11 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Value, json};
-
 use crate::conf::{
     Arg, Directive, Node, Part, Rendered, Stmt, Writer, braced_var, code, data, regex_data, var,
 };
 use crate::model::{HeaderModifier, PathModifier, RequestRedirect};
-use crate::plan::{
-    Candidate, INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, RulePlan, ServerPlan, Target,
-};
+use crate::plan::{Entry, INTERNAL_PREFIX, Loc, Plan, PortPlan, RulePlan, ServerPlan, Target};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Carrier {
@@ -39,8 +35,8 @@ pub struct Options {
     pub resolvers: Vec<String>,
     /// Generate Experimental-channel fields (`retry`); without it they are warned about.
     pub experimental: bool,
-    /// The NGINX the configuration is for (major, minor, patch): before 1.25.1 HTTP/2 is a
-    /// `listen` parameter (see `Plan::fit_nginx`).
+    /// The NGINX the configuration is for (major, minor, patch): planning takes its
+    /// capabilities (`plan::Capabilities`; before 1.25.1 HTTP/2 is a `listen` parameter).
     pub nginx_version: (u32, u32, u32),
 }
 
@@ -54,34 +50,6 @@ pub struct Output {
     pub files: BTreeMap<String, Vec<u8>>,
     /// What the configuration cannot do (on top of the plan's warnings).
     pub warnings: Vec<String>,
-    /// The `--status` file: Gateway API conditions, as YAML.
-    pub status: String,
-}
-
-/// The list entry of one candidate.
-pub fn entry(c: &Candidate) -> Value {
-    let redirect = format!("{INTERNAL_PREFIX}{}", c.rule);
-    let regex = c.path_kind == PathKind::Regex;
-    if !regex && c.method.is_none() && c.headers.is_empty() && c.params.is_empty() {
-        return json!({"any": true, "redirectPath": redirect});
-    }
-    let mut e = serde_json::Map::new();
-    if regex {
-        e.insert("path".into(), json!(PathKind::regex_condition(&c.path)));
-    }
-    if let Some(m) = &c.method {
-        e.insert("method".into(), json!(m));
-    }
-    if !c.headers.is_empty() {
-        let h: Vec<String> = c.headers.iter().map(|(n, t, v)| format!("{n}:{t}:{v}")).collect();
-        e.insert("headers".into(), json!(h));
-    }
-    if !c.params.is_empty() {
-        let p: Vec<String> = c.params.iter().map(|(n, t, v)| format!("{n}={t}={v}")).collect();
-        e.insert("params".into(), json!(p));
-    }
-    e.insert("redirectPath".into(), json!(redirect));
-    Value::Object(e)
 }
 
 fn d(name: &'static str) -> Directive {
@@ -108,7 +76,7 @@ const HOSTNAME_FIELD: &str =
     "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
 
 pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
-    let mut matches: BTreeMap<String, Value> = BTreeMap::new();
+    let mut matches: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
     // Locations whose lists are the same text share one key (NGF's layout: a PathPrefix
     // rule's `= /p` and `/p/` locations); a redirect path names a location of the server
     // that runs the list, so the same text means the same in every server.
@@ -132,9 +100,9 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
             if port.tls {
                 listen = listen.code("ssl");
             }
-            let legacy_http2 = opts.nginx_version < crate::plan::HTTP2_DIRECTIVE;
+            let legacy_http2 = !plan.capabilities.http2_directive;
             if port.http2 && legacy_http2 {
-                // Before 1.25.1 (see `Plan::fit_nginx`): over TLS, ALPN keeps HTTP/1.1; a
+                // Before 1.25.1 (see `plan::Capabilities`): over TLS, ALPN keeps HTTP/1.1; a
                 // plain port only gets here when it serves GRPCRoutes alone (h2c).
                 listen = listen.code("http2");
             }
@@ -170,7 +138,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                     body.push(head.inline(vec![d("return").code("404").into()]).into());
                     continue;
                 }
-                let list: Vec<Value> = loc.candidates.iter().map(entry).collect();
+                let list: Vec<&Entry> = loc.candidates.iter().map(|c| &c.entry).collect();
                 let text = serde_json::to_string(&list).map_err(|e| e.to_string())?;
                 let key = format!("{}_{si}_{li}", port.port);
                 let list_field = || -> Cow<'static, str> {
@@ -183,7 +151,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
                 let inner: Vec<Node> = match opts.carrier {
                     Carrier::Preload => {
                         let key = key_of_text.entry(text).or_insert_with(|| {
-                            matches.insert(key.clone(), Value::Array(list));
+                            matches.insert(key.clone(), list);
                             key
                         });
                         vec![
@@ -336,15 +304,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
             [(crt_path, crt.clone()), (key_path, key.clone())]
         })
         .collect();
-    let status = crate::status::yaml(&plan.status);
-    Ok(Output {
-        nginx_conf: rendered.text,
-        tree: rendered.tree,
-        matches_json,
-        files,
-        warnings,
-        status,
-    })
+    Ok(Output { nginx_conf: rendered.text, tree: rendered.tree, matches_json, files, warnings })
 }
 
 /// What the `http` block collects while the servers are written.

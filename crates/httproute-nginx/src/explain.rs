@@ -6,8 +6,7 @@ use std::fmt::Write as _;
 
 use route_match::{Outcome, RequestView, Syntax};
 
-use crate::emit::entry;
-use crate::plan::{Loc, PathKind, Plan, wildcard_covers};
+use crate::plan::{Entry, Loc, PathKind, Plan, Reason, wildcard_covers};
 
 pub struct Request {
     pub port: Option<u16>,
@@ -58,10 +57,7 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
         out,
         "2. host {host:?}: server {} ({})",
         server.hostname.as_deref().unwrap_or("(default)"),
-        server
-            .listener
-            .as_deref()
-            .map_or("no listener: 404".to_owned(), |l| format!("listener {l}"))
+        server.listener.as_ref().map_or("no listener: 404".to_owned(), |l| format!("listener {l}"))
     );
     let path = &req.path;
     let loc =
@@ -104,7 +100,7 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
             c.params.len()
         );
     }
-    let list: Vec<serde_json::Value> = loc.candidates.iter().map(entry).collect();
+    let list: Vec<&Entry> = loc.candidates.iter().map(|c| &c.entry).collect();
     if list.is_empty() {
         return (out + "4. no candidates: 404\n", 404);
     }
@@ -156,7 +152,7 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
             for b in &rule.backends {
                 let _ = write!(out, "5. backend {}, weight {}", b.target, b.weight);
                 match &b.problem {
-                    Some(("NoReadyEndpoints", why)) => {
+                    Some((Reason::NoReadyEndpoints, why)) => {
                         let _ = write!(out, ": {why}");
                     }
                     Some((reason, why)) => {

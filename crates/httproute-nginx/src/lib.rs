@@ -3,11 +3,14 @@
 //!
 //! - [`model`] reads manifests (YAML or JSON) with CRD defaults and limits;
 //! - [`plan`] attaches routes to listeners and orders every match by Gateway API precedence,
-//!   per NGINX location, with fallback to shorter prefixes;
+//!   per NGINX location, with fallback to shorter prefixes, for the target NGINX; one file per
+//!   Gateway API step (the table in [`plan`]'s docs). [`plan::plan`] with [`plan_options`] is
+//!   the one planning generate and explain run;
 //! - [`emit`] writes `nginx.conf` (through the typed writer [`conf`]) and `matches.json`;
 //! - [`conf_reader`] reads nginx.conf back the way NGINX does (for tests and fuzzing);
 //! - [`explain`] answers "which route serves this request, and why";
-//! - [`status`] writes the conditions a controller would set.
+//! - [`status`] writes the conditions a controller would set, from [`plan::Plan::status`]
+//!   (the caller renders it: [`generate_all`] returns it).
 
 #![forbid(unsafe_code)]
 
@@ -156,22 +159,51 @@ pub fn check_options(opts: &Options, backends: &BackendMap) -> Result<Vec<String
     Ok(warnings)
 }
 
+/// The planning options of a generator run: its backends, the Secrets `--certificate` gives
+/// files for, the target NGINX (`--nginx-version`) and `--experimental`. Explain plans with
+/// the same.
+pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanOptions<'a> {
+    plan::PlanOptions {
+        backends,
+        given_certificates: opts.certificates.keys().cloned().collect(),
+        capabilities: plan::Capabilities::of_nginx(opts.nginx_version),
+        experimental: opts.experimental,
+    }
+}
+
+/// What a generator run makes.
+pub struct Generated {
+    /// The configuration.
+    pub output: Output,
+    /// The conditions a controller would set (`--status`: [`status::yaml`]).
+    pub status: plan::Status,
+    /// Warnings: the options', the plan's, then the configuration's.
+    pub warnings: Vec<String>,
+}
+
+/// Manifests to configuration, status and warnings.
+pub fn generate_all(
+    inputs: &[PathBuf],
+    backends: &BackendMap,
+    opts: &Options,
+) -> Result<Generated, String> {
+    let option_warnings = check_options(opts, backends)?;
+    let model = model::load(inputs).map_err(|e| e.to_string())?;
+    let mut plan = plan::plan(&model, &plan_options(opts, backends));
+    let mut output = emit::emit(&plan, opts)?;
+    let mut warnings = option_warnings;
+    warnings.append(&mut plan.warnings);
+    warnings.append(&mut output.warnings);
+    Ok(Generated { output, status: plan.status, warnings })
+}
+
 /// Manifests to configuration text, plus warnings.
 pub fn generate(
     inputs: &[PathBuf],
     backends: &BackendMap,
     opts: &Options,
 ) -> Result<(Output, Vec<String>), String> {
-    let option_warnings = check_options(opts, backends)?;
-    let model = model::load(inputs).map_err(|e| e.to_string())?;
-    let given: std::collections::BTreeSet<String> = opts.certificates.keys().cloned().collect();
-    let mut plan = plan::plan_with(&model, backends, &given);
-    plan.fit_nginx(opts.nginx_version);
-    let mut out = emit::emit(&plan, opts)?;
-    let mut warnings = option_warnings;
-    warnings.append(&mut plan.warnings);
-    warnings.append(&mut out.warnings);
-    Ok((out, warnings))
+    generate_all(inputs, backends, opts).map(|g| (g.output, g.warnings))
 }
 
 /// The `nameserver` addresses of a resolv.conf, in NGINX's `resolver` syntax (IPv6 in

@@ -184,21 +184,23 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 experimental,
                 nginx_version,
             };
-            let (out, warnings) = httproute_nginx::generate(&input.files, &map, &opts)?;
-            for w in &warnings {
+            let generated = httproute_nginx::generate_all(&input.files, &map, &opts)?;
+            for w in &generated.warnings {
                 eprintln!("httproute-nginx: warning: {w}");
             }
-            httproute_nginx::write_dir(&output, &out)
+            httproute_nginx::write_dir(&output, &generated.output)
                 .map_err(|e| format!("{}: {e}", output.display()))?;
             if let Some(f) = status {
-                std::fs::write(&f, &out.status).map_err(|e| format!("{}: {e}", f.display()))?;
+                let yaml = httproute_nginx::status::yaml(&generated.status);
+                std::fs::write(&f, yaml).map_err(|e| format!("{}: {e}", f.display()))?;
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { input, method, host, path, port, headers, query } => {
             let map = backends(&input)?;
             let model = httproute_nginx::model::load(&input.files).map_err(|e| e.to_string())?;
-            let plan = httproute_nginx::plan::plan(&model, &map);
+            let plan =
+                httproute_nginx::plan::plan(&model, &httproute_nginx::plan::PlanOptions::new(&map));
             let headers = headers
                 .iter()
                 .map(|h| h.split_once(':').map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned())))

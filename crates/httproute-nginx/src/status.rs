@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::plan::{Condition, Status};
+use crate::plan::{Condition, ConditionType, Reason, Status};
 
 /// The `controllerName` written in route parent statuses.
 pub const CONTROLLER: &str = "ngx-http-matches.example/httproute-nginx";
@@ -14,9 +14,9 @@ fn conditions(cs: &[Condition]) -> Value {
     cs.iter()
         .map(|c| {
             let mut v = json!({
-                "type": c.kind,
+                "type": c.kind.as_str(),
                 "status": if c.ok { "True" } else { "False" },
-                "reason": c.reason,
+                "reason": c.reason.as_str(),
             });
             if !c.message.is_empty() {
                 v["message"] = json!(c.message);
@@ -32,7 +32,7 @@ pub fn yaml(status: &Status) -> String {
     // Gateways in input order, each with its listeners.
     let mut gateways: Vec<(&str, &str)> = Vec::new();
     for l in &status.listeners {
-        let g = (l.gateway_namespace.as_str(), l.gateway.as_str());
+        let g = (l.id.namespace.as_str(), l.id.gateway.as_str());
         if !gateways.contains(&g) {
             gateways.push(g);
         }
@@ -41,38 +41,28 @@ pub fn yaml(status: &Status) -> String {
         let listeners: Vec<_> = status
             .listeners
             .iter()
-            .filter(|l| l.gateway_namespace == ns && l.gateway == name)
+            .filter(|l| l.id.namespace == ns && l.id.gateway == name)
             .collect();
-        let programmed =
-            listeners.iter().any(|l| l.conditions.iter().any(|c| c.kind == "Programmed" && c.ok));
+        let programmed = listeners
+            .iter()
+            .any(|l| l.conditions.iter().any(|c| c.kind == ConditionType::Programmed && c.ok));
         let gateway_conditions = [
-            Condition {
-                kind: "Accepted",
-                ok: true,
-                reason: "Accepted".into(),
-                message: String::new(),
-            },
+            Condition::yes(ConditionType::Accepted, Reason::Accepted),
             if programmed {
-                Condition {
-                    kind: "Programmed",
-                    ok: true,
-                    reason: "Programmed".into(),
-                    message: String::new(),
-                }
+                Condition::yes(ConditionType::Programmed, Reason::Programmed)
             } else {
-                Condition {
-                    kind: "Programmed",
-                    ok: false,
-                    reason: "Invalid".into(),
-                    message: "no listener is programmed".into(),
-                }
+                Condition::no(
+                    ConditionType::Programmed,
+                    Reason::Invalid,
+                    "no listener is programmed".into(),
+                )
             },
         ];
         let listeners: Vec<Value> = listeners
             .iter()
             .map(|l| {
                 json!({
-                    "name": l.name,
+                    "name": l.id.name,
                     "attachedRoutes": l.attached_routes,
                     "supportedKinds": [
                         {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"},
@@ -98,7 +88,7 @@ pub fn yaml(status: &Status) -> String {
                     "group": "gateway.networking.k8s.io",
                     "kind": "Gateway",
                     "name": p.name,
-                    "namespace": p.namespace.as_deref().unwrap_or(&r.namespace),
+                    "namespace": p.namespace.as_deref().unwrap_or(&r.id.namespace),
                 });
                 if let Some(s) = &p.section_name {
                     parent["sectionName"] = json!(s);
@@ -111,8 +101,8 @@ pub fn yaml(status: &Status) -> String {
             .collect();
         items.push(json!({
             "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": if r.grpc { "GRPCRoute" } else { "HTTPRoute" },
-            "metadata": {"name": r.name, "namespace": r.namespace},
+            "kind": r.id.kind.as_str(),
+            "metadata": {"name": r.id.name, "namespace": r.id.namespace},
             "status": {"parents": parents},
         }));
     }

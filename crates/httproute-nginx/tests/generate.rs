@@ -5,8 +5,16 @@ use std::path::{Path, PathBuf};
 
 use httproute_nginx::explain::{Request, explain};
 use httproute_nginx::model::load;
-use httproute_nginx::plan::{Loc, Target, plan};
-use httproute_nginx::{BackendMap, Carrier, Options, generate};
+use httproute_nginx::plan::{Loc, Target};
+use httproute_nginx::{BackendMap, Carrier, Options, generate, generate_all};
+
+/// The plan of `inputs` with these backends and the default options.
+fn plan(
+    inputs: &httproute_nginx::model::Inputs,
+    backends: &BackendMap,
+) -> httproute_nginx::plan::Plan {
+    httproute_nginx::plan::plan(inputs, &httproute_nginx::plan::PlanOptions::new(backends))
+}
 
 fn data(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
@@ -42,34 +50,36 @@ fn backends() -> BackendMap {
 /// `UPDATE_GOLDEN=1 cargo test -p httproute-nginx` rewrites the expected files.
 #[test]
 fn cafe_golden_files() {
-    let (out, warnings) = generate(&[data("cafe")], &backends(), &opts(Carrier::Preload)).unwrap();
+    let g = generate_all(&[data("cafe")], &backends(), &opts(Carrier::Preload)).unwrap();
+    let (out, warnings) = (&g.output, &g.warnings);
+    let status = httproute_nginx::status::yaml(&g.status);
     assert!(warnings.is_empty(), "{warnings:?}");
     let dir = data("cafe/expected");
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(dir.join("nginx.conf"), &out.nginx_conf).unwrap();
         std::fs::write(dir.join("matches.json"), &out.matches_json).unwrap();
-        std::fs::write(dir.join("status.yaml"), &out.status).unwrap();
+        std::fs::write(dir.join("status.yaml"), &status).unwrap();
     }
     assert_eq!(out.nginx_conf, std::fs::read_to_string(dir.join("nginx.conf")).unwrap());
     assert_eq!(out.matches_json, std::fs::read_to_string(dir.join("matches.json")).unwrap());
-    assert_eq!(out.status, std::fs::read_to_string(dir.join("status.yaml")).unwrap());
+    assert_eq!(status, std::fs::read_to_string(dir.join("status.yaml")).unwrap());
 }
 
 /// A set with one listener or route per condition reason: its status file, and the
 /// configuration it gives loads whatever is missing (tests/cluster_states.rs runs such sets).
 #[test]
 fn status_golden_files_name_every_reason() {
-    let (out, warnings) =
-        generate(&[data("reasons")], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
+    let g = generate_all(&[data("reasons")], &BackendMap::new(), &opts(Carrier::Preload)).unwrap();
+    let (status, warnings) = (httproute_nginx::status::yaml(&g.status), &g.warnings);
     // File names relative to the set, so the file is the same in every checkout.
     let dir = format!("{}/", data("reasons").display());
     let warnings: Vec<String> = warnings.iter().map(|w| w.replace(&dir, "")).collect();
     let dir = data("reasons/expected");
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(dir.join("status.yaml"), &out.status).unwrap();
+        std::fs::write(dir.join("status.yaml"), &status).unwrap();
         std::fs::write(dir.join("warnings.txt"), warnings.join("\n") + "\n").unwrap();
     }
-    assert_eq!(out.status, std::fs::read_to_string(dir.join("status.yaml")).unwrap());
+    assert_eq!(status, std::fs::read_to_string(dir.join("status.yaml")).unwrap());
     assert_eq!(
         warnings.join("\n") + "\n",
         std::fs::read_to_string(dir.join("warnings.txt")).unwrap()
@@ -86,7 +96,7 @@ fn status_golden_files_name_every_reason() {
         "UnsupportedProtocol",
         "PortUnavailable",
     ] {
-        assert!(out.status.contains(&format!("reason: {reason}\n")), "{reason}");
+        assert!(status.contains(&format!("reason: {reason}\n")), "{reason}");
     }
 }
 
@@ -154,7 +164,12 @@ fn order(p: &httproute_nginx::plan::Plan, loc: &Loc) -> Vec<String> {
     l.candidates
         .iter()
         .map(|c| {
-            format!("{}/{}/{}", c.route.trim_start_matches("default/"), c.rule_index, c.match_index)
+            format!(
+                "{}/{}/{}",
+                c.route.to_string().trim_start_matches("default/"),
+                c.rule_index,
+                c.match_index
+            )
         })
         .collect()
 }
@@ -393,7 +408,7 @@ fn attached(p: &httproute_nginx::plan::Plan) -> Vec<String> {
     let mut routes: Vec<String> = server
         .locations
         .iter()
-        .flat_map(|l| l.candidates.iter().map(|c| c.route.clone()))
+        .flat_map(|l| l.candidates.iter().map(|c| c.route.to_string()))
         .collect();
     routes.sort();
     routes.dedup();
@@ -839,7 +854,7 @@ fn grpc_routes_become_paths_and_conflicts_with_http_routes_keep_the_older() {
     let server =
         |h: &str| p.ports[0].servers.iter().find(|s| s.hostname.as_deref() == Some(h)).unwrap();
     let routes = |h: &str| {
-        let mut r: Vec<&str> = server(h).rules.iter().map(|r| r.route.as_str()).collect();
+        let mut r: Vec<String> = server(h).rules.iter().map(|r| r.route.to_string()).collect();
         r.dedup();
         r
     };
@@ -947,7 +962,8 @@ fn grpc_before_nginx_1_25_1_uses_listen_http2_and_never_on_a_port_with_http_rout
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("a.yaml"), yaml).unwrap();
     let old = Options { nginx_version: (1, 22, 1), ..opts(Carrier::Preload) };
-    let (out, warnings) = generate(std::slice::from_ref(&dir), &BackendMap::new(), &old).unwrap();
+    let g = generate_all(std::slice::from_ref(&dir), &BackendMap::new(), &old).unwrap();
+    let (out, warnings) = (&g.output, &g.warnings);
     let conf = &out.nginx_conf;
     assert!(!conf.contains("http2 on;"), "{conf}");
     assert!(conf.contains("listen 81 http2;") && conf.contains("listen 443 ssl http2"), "{conf}");
@@ -958,7 +974,7 @@ fn grpc_before_nginx_1_25_1_uses_listen_http2_and_never_on_a_port_with_http_rout
         "{warnings:?}"
     );
     // The GRPCRoute served nowhere else is not accepted; the others are.
-    let status = &out.status;
+    let status = &httproute_nginx::status::yaml(&g.status);
     let after = |name: &str| status.split(&format!("name: {name}\n")).nth(1).unwrap().to_owned();
     assert!(after("mixed-grpc").contains("reason: UnsupportedValue"), "{status}");
     assert!(!after("alone-grpc").split("name: ").next().unwrap().contains("UnsupportedValue"));

@@ -6,8 +6,15 @@
 use std::path::Path;
 
 use httproute_nginx::model::{Inputs, load_text};
-use httproute_nginx::plan::plan;
-use httproute_nginx::{BackendMap, Carrier, Options, generate};
+use httproute_nginx::{BackendMap, Carrier, Options, generate_all};
+
+/// The plan of `inputs` with these backends and the default options.
+fn plan(
+    inputs: &httproute_nginx::model::Inputs,
+    backends: &BackendMap,
+) -> httproute_nginx::plan::Plan {
+    httproute_nginx::plan::plan(inputs, &httproute_nginx::plan::PlanOptions::new(backends))
+}
 
 const GW: &str = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 80, protocol: HTTP}]\n---\n";
 
@@ -167,8 +174,9 @@ fn a_route_left_out_costs_only_itself_with_a_warning_and_a_status_condition() {
     let dir = std::env::temp_dir().join(format!("hr-validation-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("a.yaml"), format!("{GW}{good}{bad}")).unwrap();
-    let (out, warnings) =
-        generate(std::slice::from_ref(&dir), &BackendMap::new(), &opts()).unwrap();
+    let g = generate_all(std::slice::from_ref(&dir), &BackendMap::new(), &opts()).unwrap();
+    let (out, warnings, status) =
+        (&g.output, &g.warnings, httproute_nginx::status::yaml(&g.status));
     let want = format!(
         "HTTPRoute default/r is not served: {}, document 2, spec.rules[0].filters[0].requestRedirect.port: must be 1-65535",
         dir.join("a.yaml").display()
@@ -177,11 +185,11 @@ fn a_route_left_out_costs_only_itself_with_a_warning_and_a_status_condition() {
     assert!(out.nginx_conf.contains("location = \"/good\""), "{}", out.nginx_conf);
     assert!(!out.nginx_conf.contains(":0"), "{}", out.nginx_conf);
     assert!(
-        out.status.contains(
+        status.contains(
             "    - conditions:\n      - message: 'spec.rules[0].filters[0].requestRedirect.port: must be 1-65535'\n        reason: UnsupportedValue\n        status: 'False'\n        type: Accepted\n"
         ),
         "{}",
-        out.status
+        status
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -199,7 +207,7 @@ fn creation_timestamps_compare_as_instants() {
             plan(&load(&format!("{GW}{}{}", r("b", tb), r("a", ta))).unwrap(), &BackendMap::new());
         let server = &p.ports[0].servers[0];
         let loc = server.locations.iter().find(|l| !l.candidates.is_empty()).unwrap();
-        loc.candidates[0].route.clone()
+        loc.candidates[0].route.to_string()
     };
     assert_eq!(two("2026-01-01T06:30:00+06:00", "2026-01-01T01:00:00Z"), "default/a");
     assert_eq!(two("2026-01-01T01:00:00+06:00", "2026-01-01T00:00:00Z"), "default/a");

@@ -1,0 +1,291 @@
+//! Attachment: which routes attach to which listeners (parentRefs, sectionName and port,
+//! `allowedRoutes`, hostname intersection), ReferenceGrants, and the one kind a listener
+//! accepts for hostnames a GRPCRoute and an HTTPRoute share.
+
+use std::collections::BTreeMap;
+
+use crate::model::{AllowedRoutes, HttpRoute, Inputs, ReferenceGrant};
+
+use super::backends::{Refs, route_refs};
+use super::ids::{ListenerId, RouteId, RouteKind};
+use super::listeners::Listener;
+use super::status::{Condition, ConditionType, Reason, RouteStatus, Status};
+use super::wildcard_covers;
+
+/// A route attached to a listener, with the hostnames it serves there.
+pub(super) struct Attachment<'a> {
+    pub listener: usize,
+    pub route: &'a HttpRoute,
+    /// Listener hostname ∩ route hostnames (`None`: any host).
+    pub hostnames: Vec<Option<String>>,
+}
+
+/// Listener hostname ∩ route hostnames (`None` = any host).
+fn intersect(listener: Option<&str>, route: &[String]) -> Vec<Option<String>> {
+    if route.is_empty() {
+        return vec![listener.map(str::to_owned)];
+    }
+    let Some(l) = listener else { return route.iter().cloned().map(Some).collect() };
+    let mut out = Vec::new();
+    for r in route {
+        if r == l || wildcard_covers(l, r) {
+            out.push(Some(r.clone()));
+        } else if wildcard_covers(r, l) {
+            out.push(Some(l.to_owned()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Why `allowedRoutes` keeps a route of namespace `ns` off a listener of a Gateway in `gw_ns`.
+fn refused(
+    a: &AllowedRoutes,
+    gw_ns: &str,
+    ns: &str,
+    kind: &str,
+    inputs: &Inputs,
+) -> Option<String> {
+    if let Some(kinds) = &a.kinds {
+        if !kinds.iter().any(|k| k.kind == kind && k.group == "gateway.networking.k8s.io") {
+            return Some(format!("allowedRoutes.kinds does not list {kind}"));
+        }
+    }
+    match a.namespaces.from.as_str() {
+        "All" => None,
+        "Selector" => {
+            // Kubernetes labels every namespace with its own name.
+            let mut labels = inputs.namespace_labels.get(ns).cloned().unwrap_or_default();
+            labels.insert("kubernetes.io/metadata.name".into(), ns.to_owned());
+            let selector = a.namespaces.selector.clone().unwrap_or_default();
+            (!selector.matches(&labels))
+                .then(|| format!("namespace {ns} does not match allowedRoutes.namespaces.selector"))
+        }
+        _ => (ns != gw_ns).then(|| {
+            format!("allowedRoutes.namespaces.from is Same and the Gateway is in {gw_ns}")
+        }),
+    }
+}
+
+/// Whether a ReferenceGrant in `to_ns` lets objects of kind `from.0` (a Gateway API kind) in
+/// namespace `from.1` use the core object `to` (kind, name).
+pub(super) fn granted(
+    grants: &[ReferenceGrant],
+    from: (&str, &str),
+    to_ns: &str,
+    to: (&str, &str),
+) -> bool {
+    grants.iter().filter(|g| g.metadata.namespace == to_ns).any(|g| {
+        g.spec.from.iter().any(|f| {
+            f.group == "gateway.networking.k8s.io" && f.kind == from.0 && f.namespace == from.1
+        }) && g.spec.to.iter().any(|t| {
+            t.group.is_empty() && t.kind == to.0 && t.name.as_deref().is_none_or(|n| n == to.1)
+        })
+    })
+}
+
+/// Attaches every route (sorted by namespace/name) to the listeners its parentRefs name and
+/// that accept it; writes each route's status (`Accepted` per parentRef, `ResolvedRefs`) and
+/// counts attached routes per listener.
+pub(super) fn attach<'a>(
+    inputs: &'a Inputs,
+    routes: &[&'a HttpRoute],
+    listeners: &[Listener],
+    refs: &Refs<'_>,
+    status: &mut Status,
+    warnings: &mut Vec<String>,
+) -> Vec<Attachment<'a>> {
+    use ConditionType::Accepted;
+    // The listeners of each Gateway (namespace, name), in input order.
+    let mut of_gateway: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
+    for (li, l) in listeners.iter().enumerate() {
+        of_gateway.entry((&l.id.namespace, &l.id.gateway)).or_default().push(li);
+    }
+    let mut attachments = Vec::new();
+    for r in routes {
+        let ns = &r.metadata.namespace;
+        let kind = RouteKind::of(r.grpc);
+        let mut attached = false;
+        let resolved = route_refs(r, refs);
+        let mut parents = Vec::new();
+        for p in &r.spec.parent_refs {
+            if p.kind.as_deref().unwrap_or("Gateway") != "Gateway"
+                || !matches!(p.group.as_deref(), None | Some("gateway.networking.k8s.io"))
+            {
+                continue;
+            }
+            let gw_ns = p.namespace.as_deref().unwrap_or(ns);
+            // What kept it off the listeners it names, most telling last.
+            let (mut named, mut refusal, mut hosts_miss) = (false, None, false);
+            let mut here = false;
+            let of_parent = of_gateway.get(&(gw_ns, p.name.as_str())).map_or(&[][..], |v| v);
+            for &li in of_parent {
+                let l = &listeners[li];
+                if p.section_name.as_deref().is_some_and(|s| s != l.id.name)
+                    || p.port.is_some_and(|port| port != l.port)
+                {
+                    continue;
+                }
+                named = true;
+                if let Some(why) = refused(&l.allowed, gw_ns, ns, kind.as_str(), inputs) {
+                    warnings.push(format!(
+                        "{kind} {ns}/{}: listener {} does not accept it: {why}",
+                        r.metadata.name, l.id
+                    ));
+                    refusal = Some(format!("listener {}: {why}", l.id));
+                    continue;
+                }
+                let hostnames = intersect(l.hostname.as_deref(), &r.spec.hostnames);
+                if hostnames.is_empty() {
+                    hosts_miss = true;
+                    continue;
+                }
+                attached = true;
+                here = true;
+                status.listeners[l.status].attached_routes += 1;
+                attachments.push(Attachment { listener: li, route: r, hostnames });
+            }
+            let accepted = if here {
+                Condition::yes(Accepted, Reason::Accepted)
+            } else if hosts_miss {
+                Condition::no(
+                    Accepted,
+                    Reason::NoMatchingListenerHostname,
+                    "no hostname of the route matches a listener's".to_owned(),
+                )
+            } else if let Some(why) = refusal {
+                Condition::no(Accepted, Reason::NotAllowedByListeners, why)
+            } else if named {
+                Condition::no(Accepted, Reason::NoMatchingParent, "no usable listener".to_owned())
+            } else {
+                Condition::no(
+                    Accepted,
+                    Reason::NoMatchingParent,
+                    format!("no listener of Gateway {gw_ns}/{} matches", p.name),
+                )
+            };
+            parents.push((p.clone(), vec![accepted, resolved.clone()]));
+        }
+        status.routes.push(RouteStatus { id: RouteId::of(r), parents });
+        if !attached {
+            warnings.push(format!(
+                "{kind} {ns}/{}: attaches to no listener (parentRefs, sectionName, port or \
+                 hostnames do not match); its requests get 404",
+                r.metadata.name
+            ));
+        }
+    }
+    attachments
+}
+
+/// A GRPCRoute and an HTTPRoute attached to one listener with hostnames in common: the spec
+/// accepts exactly one of them there, the older (then the first by namespace/name). The other
+/// is detached from that listener (`Accepted: False, NotAllowedByListeners` for that Gateway).
+///
+/// `status.routes` must be sorted by namespace/name.
+pub(super) fn reject_kind_conflicts(
+    listeners: &[Listener],
+    attachments: &mut Vec<Attachment<'_>>,
+    status: &mut Status,
+    warnings: &mut Vec<String>,
+) {
+    let key = |r: &HttpRoute| {
+        let m = &r.metadata;
+        (m.creation_timestamp.clone(), m.namespace.clone(), m.name.clone())
+    };
+    let overlap = |a: &[Option<String>], b: &[Option<String>]| {
+        a.iter().any(|x| {
+            b.iter().any(|y| match (x, y) {
+                (None, _) | (_, None) => true,
+                (Some(x), Some(y)) => x == y || wildcard_covers(x, y) || wildcard_covers(y, x),
+            })
+        })
+    };
+    // Per listener and kind, the attachments in order: only pairs of different kinds on one
+    // listener can conflict.
+    let mut by_kind: BTreeMap<(usize, bool), Vec<usize>> = BTreeMap::new();
+    for (i, a) in attachments.iter().enumerate() {
+        by_kind.entry((a.listener, a.route.grpc)).or_default().push(i);
+    }
+    let mut losers: Vec<(usize, RouteId, String)> = Vec::new();
+    for (i, a) in attachments.iter().enumerate() {
+        let Some(others) = by_kind.get(&(a.listener, !a.route.grpc)) else { continue };
+        let later = others.partition_point(|&j| j <= i);
+        for &j in &others[later..] {
+            let b = &attachments[j];
+            if !overlap(&a.hostnames, &b.hostnames) {
+                continue;
+            }
+            let (win, lose) = if key(a.route) <= key(b.route) { (a, b) } else { (b, a) };
+            let (win_id, lose_id) = (RouteId::of(win.route), RouteId::of(lose.route));
+            let why = format!(
+                "{} {lose_id} has hostnames in common with the older {} {win_id} on listener {}: \
+                 only that one is accepted there",
+                lose_id.kind, win_id.kind, listeners[a.listener].id
+            );
+            warnings.push(why.clone());
+            losers.push((a.listener, lose_id, why));
+        }
+    }
+    for (li, route, why) in &losers {
+        let before = attachments.len();
+        attachments.retain(|a| !(a.listener == *li && RouteId::of(a.route) == *route));
+        if attachments.len() == before {
+            continue;
+        }
+        let l = &listeners[*li];
+        status.listeners[l.status].attached_routes -= 1;
+        set_refused(status, route, &l.id, why);
+    }
+}
+
+/// Route `route`'s parentRefs to the Gateway of listener `l`: `Accepted: False,
+/// NotAllowedByListeners`.
+fn set_refused(status: &mut Status, route: &RouteId, l: &ListenerId, why: &str) {
+    let at = status
+        .routes
+        .partition_point(|r| (&r.id.namespace, &r.id.name) < (&route.namespace, &route.name));
+    for r in status.routes[at..]
+        .iter_mut()
+        .take_while(|r| (&r.id.namespace, &r.id.name) == (&route.namespace, &route.name))
+        .filter(|r| r.id.kind == route.kind)
+    {
+        for (p, conditions) in &mut r.parents {
+            let pns = p.namespace.as_deref().unwrap_or(&r.id.namespace);
+            if pns == l.namespace && p.name == l.gateway {
+                conditions[0] = Condition::no(
+                    ConditionType::Accepted,
+                    Reason::NotAllowedByListeners,
+                    why.to_owned(),
+                );
+            }
+        }
+    }
+}
+
+/// The most specific listener of the port for hostname `h` (listener isolation).
+pub(super) fn best_listener(
+    listeners: &[Listener],
+    on_port: &[usize],
+    h: &Option<String>,
+) -> Option<usize> {
+    let exact = on_port
+        .iter()
+        .copied()
+        .find(|&i| listeners[i].hostname.is_some() && listeners[i].hostname == *h);
+    if exact.is_some() {
+        return exact;
+    }
+    if let Some(h) = h {
+        let wild = on_port
+            .iter()
+            .copied()
+            .filter(|&i| listeners[i].hostname.as_deref().is_some_and(|l| wildcard_covers(l, h)))
+            .max_by_key(|&i| listeners[i].hostname.as_ref().map_or(0, String::len));
+        if wild.is_some() {
+            return wild;
+        }
+    }
+    on_port.iter().copied().find(|&i| listeners[i].hostname.is_none())
+}

@@ -1,0 +1,205 @@
+//! Backends: what a backendRef resolves to (`--backend`, a Service's ready endpoints from
+//! EndpointSlices, a cluster DNS name, an ExternalName), whether a ReferenceGrant permits it,
+//! and a route's `ResolvedRefs` condition.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{
+    EndpointSlice, HttpRoute, Inputs, ObjectRef, ReferenceGrant, Service, ServicePort,
+};
+
+use super::attach::granted;
+use super::status::{Condition, ConditionType, Reason};
+use super::{BackendMap, Target};
+
+/// What backend references resolve against.
+#[derive(Clone, Copy)]
+pub(super) struct Refs<'a> {
+    /// The route is a GRPCRoute (its backends speak HTTP/2).
+    pub grpc: bool,
+    pub backends: &'a BackendMap,
+    pub grants: &'a [ReferenceGrant],
+    pub services: &'a BTreeMap<String, Service>,
+    /// Whether any EndpointSlice was given.
+    pub any_slices: bool,
+    /// The EndpointSlices of each Service: (namespace, `kubernetes.io/service-name`).
+    pub slices: &'a BTreeMap<(&'a str, &'a str), Vec<&'a EndpointSlice>>,
+}
+
+/// The EndpointSlices of each Service, (namespace, service name) -> slices in input order.
+pub(super) fn slices_by_service(inputs: &Inputs) -> BTreeMap<(&str, &str), Vec<&EndpointSlice>> {
+    let mut out: BTreeMap<(&str, &str), Vec<&EndpointSlice>> = BTreeMap::new();
+    for s in &inputs.endpoint_slices {
+        if let Some(name) = s.metadata.labels.get("kubernetes.io/service-name") {
+            out.entry((&s.metadata.namespace, name)).or_default().push(s);
+        }
+    }
+    out
+}
+
+/// A backend that cannot be used: the condition reason, and why.
+pub(super) type Unusable = (Reason, String);
+
+/// A backend reference of a route in `ns`: where it goes (a 503 status for a Service without
+/// ready endpoints), or the condition reason and why it cannot be used.
+///
+/// In order: `--backend` / `--backends`; the Service among the inputs (its ready endpoints
+/// from EndpointSlices, or its cluster DNS name resolved per request when no EndpointSlices
+/// were given, or its external name); when the inputs hold no Service at all, the cluster DNS
+/// name resolved per request. When they hold Services, one that is not among them does not
+/// exist.
+///
+/// Also whether the backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
+pub(super) fn resolve(
+    r: &ObjectRef,
+    ns: &str,
+    refs: &Refs<'_>,
+) -> Result<(Target, bool), Unusable> {
+    let (kind, group, name, port) =
+        (r.kind.as_deref(), r.group.as_deref(), r.name.as_str(), r.port);
+    let bns = r.namespace.as_deref().unwrap_or(ns);
+    if !matches!(kind, None | Some("Service")) || !matches!(group, None | Some("")) {
+        return Err((
+            Reason::InvalidKind,
+            format!("kind {:?} is not a Service", kind.unwrap_or("")),
+        ));
+    }
+    if bns != ns && !granted(refs.grants, ("HTTPRoute", ns), bns, ("Service", name)) {
+        return Err((
+            Reason::RefNotPermitted,
+            format!(
+                "no ReferenceGrant in namespace {bns} lets HTTPRoutes of {ns} use Service {name}"
+            ),
+        ));
+    }
+    let Some(port) = port else {
+        return Err((Reason::UnsupportedValue, "a Service reference needs a port".to_owned()));
+    };
+    let key = format!("{bns}/{name}:{port}");
+    let upstream = || -> String {
+        format!("{bns}_{name}_{port}")
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .collect()
+    };
+    if let Some(address) = refs.backends.get(&key) {
+        return Ok((Target::Upstream { name: upstream(), servers: vec![address.clone()] }, false));
+    }
+    if !crate::model::is_dns_label(name) || !crate::model::is_dns_label(bns) {
+        return Err((
+            Reason::UnsupportedValue,
+            format!("{bns}/{name} is not a valid Service name (RFC 1123 label)"),
+        ));
+    }
+    let cluster_name = || format!("{name}.{bns}.svc.cluster.local:{port}");
+    if refs.services.is_empty() {
+        return Ok((Target::Resolve(cluster_name()), false));
+    }
+    let Some(svc) = refs.services.get(&format!("{bns}/{name}")) else {
+        return Err((Reason::BackendNotFound, format!("Service {bns}/{name} does not exist")));
+    };
+    if svc.spec.kind.as_deref() == Some("ExternalName") {
+        return match svc.spec.external_name.as_deref() {
+            Some(host) if is_dns_name(host) => {
+                Ok((Target::Resolve(format!("{host}:{port}")), false))
+            }
+            other => Err((
+                Reason::UnsupportedValue,
+                format!("ExternalName Service {bns}/{name} has no valid externalName ({other:?})"),
+            )),
+        };
+    }
+    let Some(sp) = svc.spec.ports.iter().find(|p| p.port == port) else {
+        return Err((Reason::BackendNotFound, format!("Service {bns}/{name} has no port {port}")));
+    };
+    // GEP-1911: what the backend speaks on the port.
+    let tls = match sp.app_protocol.as_deref() {
+        None | Some("http" | "kubernetes.io/ws") => false,
+        Some("https" | "kubernetes.io/wss") => true,
+        Some("kubernetes.io/h2c") if refs.grpc => false,
+        Some(other) => {
+            return Err((
+                Reason::UnsupportedProtocol,
+                format!(
+                    "Service {bns}/{name} port {port} speaks {other}, which this gateway cannot \
+                     send{}",
+                    if other == "kubernetes.io/h2c" {
+                        " from an HTTPRoute (NGINX speaks HTTP/2 to a backend only with grpc_pass)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+    };
+    if !refs.any_slices {
+        return Ok((Target::Resolve(cluster_name()), tls));
+    }
+    let slices = refs.slices.get(&(bns, name)).map_or(&[][..], |v| v);
+    let servers = ready_endpoints(slices, sp);
+    if servers.is_empty() {
+        return Ok((Target::Status(503), tls));
+    }
+    Ok((Target::Upstream { name: upstream(), servers }, tls))
+}
+
+/// `address:port` of every ready endpoint of a Service's `slices` for its port `sp`: the
+/// EndpointSlice port of the same name (NGF's rule: the Service port maps to the endpoints'
+/// target port by name).
+fn ready_endpoints(slices: &[&EndpointSlice], sp: &ServicePort) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    let wanted = sp.name.as_deref().unwrap_or("");
+    for slice in slices {
+        let Some(port) = slice
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| p.name.as_deref().unwrap_or("") == wanted)
+            .and_then(|p| p.port)
+        else {
+            continue;
+        };
+        for ep in slice.endpoints.iter().filter(|e| e.conditions.ready != Some(false)) {
+            for a in &ep.addresses {
+                match a.parse::<std::net::IpAddr>() {
+                    Ok(std::net::IpAddr::V4(v4)) => out.insert(format!("{v4}:{port}")),
+                    Ok(std::net::IpAddr::V6(v6)) => out.insert(format!("[{v6}]:{port}")),
+                    // FQDN slices and garbage: not an address NGINX can take as is.
+                    Err(_) => false,
+                };
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// A DNS name: labels of letters, digits and `-`, dot-separated (a final dot allowed).
+fn is_dns_name(s: &str) -> bool {
+    crate::model::is_host_name(s.strip_suffix('.').unwrap_or(s))
+}
+
+/// A route's ResolvedRefs condition: the first backendRef (rules in order, then mirrors)
+/// that cannot be used. A Service without ready endpoints resolves (it answers 503).
+pub(super) fn route_refs(r: &HttpRoute, refs: &Refs<'_>) -> Condition {
+    let refs = &Refs { grpc: r.grpc, ..*refs };
+    let ns = &r.metadata.namespace;
+    for (ri, rule) in r.spec.rules.iter().enumerate() {
+        let objects = rule.backend_refs.iter().map(|b| (b.object(), "backendRefs")).chain(
+            rule.filters
+                .iter()
+                .filter_map(|f| f.request_mirror.as_ref())
+                .map(|m| (m.backend_ref.clone(), "filters[].requestMirror.backendRef")),
+        );
+        let named = rule.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+        for (object, field) in objects {
+            if let Err((reason, why)) = resolve(&object, ns, refs) {
+                return Condition::no(
+                    ConditionType::ResolvedRefs,
+                    reason,
+                    format!("rules[{ri}]{named}.{field}: {why}"),
+                );
+            }
+        }
+    }
+    Condition::yes(ConditionType::ResolvedRefs, Reason::ResolvedRefs)
+}

@@ -1,0 +1,59 @@
+//! The match-list entry of a candidate, as the module reads it (`matches.json`, `http_matches`):
+//! one type, serialised one way, written by emit and evaluated by explain.
+
+use serde::Serialize;
+
+use super::INTERNAL_PREFIX;
+
+/// One entry of a location's match list. Fields serialise in this order (alphabetical, as the
+/// lists have always been written), each left out when empty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// Matches every request (no condition).
+    #[serde(skip_serializing_if = "is_false")]
+    pub any: bool,
+    /// `NAME:TYPE:VALUE`
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// `NAME=TYPE=VALUE`
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub params: Vec<String>,
+    /// `RegularExpression:^(?:PATTERN)`, for a regex path match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The internal location of the rule: `INTERNAL_PREFIX` and the rule's slot in its server.
+    #[serde(rename = "redirectPath")]
+    pub redirect_path: String,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The engine's `path` condition for a regex path: anchored at the start.
+pub(super) const REGEX_CONDITION: &str = "RegularExpression:";
+
+impl Entry {
+    /// The entry of a candidate of rule slot `rule` with these conditions; `path`: the
+    /// regex path condition, if any.
+    pub(super) fn new(
+        rule: usize,
+        path: Option<String>,
+        method: Option<&String>,
+        headers: &[(String, String, String)],
+        params: &[(String, String, String)],
+    ) -> Entry {
+        let redirect_path = format!("{INTERNAL_PREFIX}{rule}");
+        let any = path.is_none() && method.is_none() && headers.is_empty() && params.is_empty();
+        Entry {
+            any,
+            headers: headers.iter().map(|(n, t, v)| format!("{n}:{t}:{v}")).collect(),
+            method: method.cloned(),
+            params: params.iter().map(|(n, t, v)| format!("{n}={t}={v}")).collect(),
+            path,
+            redirect_path,
+        }
+    }
+}

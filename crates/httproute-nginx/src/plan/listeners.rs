@@ -1,0 +1,178 @@
+//! Listeners and certificates: which listeners of the Gateways can be served (protocol, TLS
+//! mode, one protocol per port), and the TLS Secrets each one's hosts are served with.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{AllowedRoutes, Inputs};
+
+use super::attach::granted;
+use super::ids::ListenerId;
+use super::status::{Condition, ConditionType, ListenerStatus, Reason, Status};
+
+/// A listener that is served.
+pub(super) struct Listener {
+    /// Its entry in `Status::listeners`.
+    pub status: usize,
+    pub id: ListenerId,
+    pub port: u16,
+    pub hostname: Option<String>,
+    pub allowed: AllowedRoutes,
+    pub tls: bool,
+    /// Its usable certificates, as `namespace/name` of Secrets.
+    pub certificates: Vec<String>,
+}
+
+/// Every listener of every Gateway, in input order: those that can be served, and the status
+/// of all of them. `given`: the Secrets with files of their own (`--certificate`).
+pub(super) fn listeners(
+    inputs: &Inputs,
+    given: &BTreeSet<String>,
+    status: &mut Status,
+    warnings: &mut Vec<String>,
+) -> Vec<Listener> {
+    use ConditionType::{Accepted, Programmed, ResolvedRefs};
+    let mut listeners: Vec<Listener> = Vec::new();
+    // The first listener of each port: HTTP and HTTPS cannot share a port.
+    let mut port_owner: BTreeMap<u16, usize> = BTreeMap::new();
+    for g in &inputs.gateways {
+        for l in &g.spec.listeners {
+            let id = ListenerId {
+                namespace: g.metadata.namespace.clone(),
+                gateway: g.metadata.name.clone(),
+                name: l.name.clone(),
+            };
+            let mut skip = |reason: Reason, why: String| {
+                warnings.push(format!("listener {id}: {why}; skipped"));
+                status.listeners.push(ListenerStatus {
+                    id: id.clone(),
+                    attached_routes: 0,
+                    conditions: vec![
+                        Condition::no(Accepted, reason, why),
+                        Condition::no(Programmed, Reason::Invalid, "not accepted".to_owned()),
+                    ],
+                });
+            };
+            let tls = match (l.protocol.as_str(), &l.tls) {
+                ("HTTP", _) => false,
+                ("HTTPS", Some(t)) if t.mode == "Terminate" => true,
+                ("HTTPS", Some(t)) => {
+                    skip(
+                        Reason::UnsupportedValue,
+                        format!("TLS mode {} is not supported (HTTPRoutes need Terminate)", t.mode),
+                    );
+                    continue;
+                }
+                ("HTTPS", None) => {
+                    skip(Reason::UnsupportedValue, "HTTPS without tls".to_owned());
+                    continue;
+                }
+                (p, _) => {
+                    skip(Reason::UnsupportedProtocol, format!("protocol {p} is not supported yet"));
+                    continue;
+                }
+            };
+            // HTTP and HTTPS cannot share a port: the first listener of a port decides.
+            if let Some(other) = port_owner.get(&l.port).map(|&i| &listeners[i])
+                && other.tls != tls
+            {
+                let why = format!(
+                    "port {} is already {} for listener {}",
+                    l.port,
+                    if other.tls { "HTTPS" } else { "HTTP" },
+                    other.id
+                );
+                skip(Reason::PortUnavailable, why);
+                continue;
+            }
+            let gns = g.metadata.namespace.as_str();
+            let mut certificates = Vec::new();
+            let mut refs = Condition::yes(ResolvedRefs, Reason::ResolvedRefs);
+            for (ci, c) in l.tls.iter().flat_map(|t| t.certificate_refs.iter()).enumerate() {
+                let cns = c.namespace.as_deref().unwrap_or(gns);
+                let why = if c.kind != "Secret" || !c.group.is_empty() {
+                    Some((
+                        Reason::InvalidCertificateRef,
+                        format!("kind {:?} is not a Secret", c.kind),
+                    ))
+                } else if cns != gns
+                    && !granted(&inputs.grants, ("Gateway", gns), cns, ("Secret", &c.name))
+                {
+                    Some((
+                        Reason::RefNotPermitted,
+                        format!(
+                            "no ReferenceGrant in namespace {cns} lets Gateways of {gns} use it"
+                        ),
+                    ))
+                } else {
+                    None
+                };
+                let secret = format!("{cns}/{}", c.name);
+                let why = why.or_else(|| {
+                    (!inputs.secrets.contains_key(&secret) && !given.contains(&secret)).then(|| {
+                        (
+                            Reason::InvalidCertificateRef,
+                            format!("Secret {secret} is not among the inputs"),
+                        )
+                    })
+                });
+                // A Secret whose certificate NGINX could not load costs only this listener
+                // (files given with --certificate replace it).
+                let why = why.or_else(|| {
+                    let bad = inputs.bad_secrets.get(&secret).filter(|_| !given.contains(&secret));
+                    bad.map(|b| (Reason::InvalidCertificateRef, format!("Secret {secret}: {b}")))
+                });
+                match why {
+                    Some((reason, why)) => {
+                        let why = format!("tls.certificateRefs[{ci}]: {why}");
+                        warnings.push(format!("listener {id}: {why}; ignored"));
+                        if refs.ok {
+                            refs = Condition::no(ResolvedRefs, reason, why);
+                        }
+                    }
+                    None => certificates.push(secret),
+                }
+            }
+            let programmed = if tls && certificates.is_empty() {
+                warnings.push(format!(
+                    "listener {id}: no usable certificate; its hosts refuse the TLS handshake"
+                ));
+                Condition::no(
+                    Programmed,
+                    Reason::Invalid,
+                    "no usable certificate: its hosts refuse the TLS handshake".to_owned(),
+                )
+            } else {
+                Condition::yes(Programmed, Reason::Programmed)
+            };
+            status.listeners.push(ListenerStatus {
+                id: id.clone(),
+                attached_routes: 0,
+                conditions: vec![Condition::yes(Accepted, Reason::Accepted), refs, programmed],
+            });
+            port_owner.entry(l.port).or_insert(listeners.len());
+            listeners.push(Listener {
+                status: status.listeners.len() - 1,
+                id,
+                port: l.port,
+                hostname: l.hostname.clone(),
+                allowed: l.allowed_routes.clone(),
+                tls,
+                certificates,
+            });
+        }
+    }
+    listeners
+}
+
+/// The TLS Secrets the listeners use that came with the manifests: `namespace/name` ->
+/// (certificate chain, key).
+pub(super) fn secrets(
+    inputs: &Inputs,
+    listeners: &[Listener],
+) -> BTreeMap<String, (Vec<u8>, Vec<u8>)> {
+    listeners
+        .iter()
+        .flat_map(|l| l.certificates.iter())
+        .filter_map(|c| inputs.secrets.get(c).map(|pem| (c.clone(), pem.clone())))
+        .collect()
+}

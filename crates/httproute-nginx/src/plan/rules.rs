@@ -1,0 +1,152 @@
+//! Rules: what a rule does once it is chosen: its filters (header modifiers, redirect,
+//! rewrite, mirrors, CORS), timeouts and retry, and each backendRef's target and weight.
+
+use crate::model::{Filter, HeaderModifier, Rule};
+
+use super::backends::{Refs, resolve};
+use super::ids::RouteId;
+use super::status::Reason;
+use super::{Backend, RulePlan, Target, normalize_prefix};
+
+/// The plan of rule `ri` of route `route` (in namespace `ns`); what cannot be used is a
+/// warning.
+pub(super) fn rule_plan(
+    route: &RouteId,
+    ri: usize,
+    rule: &Rule,
+    refs: &Refs<'_>,
+    experimental: bool,
+    warnings: &mut Vec<String>,
+) -> RulePlan {
+    let ns = route.namespace.as_str();
+    let at = || format!("HTTPRoute {route} rules[{ri}]");
+    let retry = match &rule.retry {
+        Some(_) if !experimental => {
+            warnings.push(format!(
+                "{route} rule {ri}: retry is an Experimental field; generated only with \
+                 --experimental"
+            ));
+            None
+        }
+        r => r.clone(),
+    };
+    let mut plan = RulePlan {
+        route: route.clone(),
+        rule_index: ri,
+        rule_name: rule.name.clone(),
+        backends: Vec::new(),
+        request_headers: modifier(&rule.filters, Kind::Request, &at, warnings),
+        response_headers: modifier(&rule.filters, Kind::Response, &at, warnings),
+        redirect: rule.filters.iter().find_map(|f| f.request_redirect.clone()),
+        rewrite: rule.filters.iter().find_map(|f| f.url_rewrite.clone()),
+        match_prefix: rule
+            .matches
+            .first()
+            .map(|m| normalize_prefix(&m.path.value))
+            .unwrap_or_default(),
+        mirrors: Vec::new(),
+        cors: rule.filters.iter().find_map(|f| f.cors.clone()),
+        grpc: refs.grpc,
+        retry,
+        timeout_ms: rule.timeouts.as_ref().and_then(|t| {
+            let ms = |v: &Option<String>| v.as_deref().and_then(crate::model::duration_ms);
+            match (ms(&t.request), ms(&t.backend_request)) {
+                (None, None) => None,
+                (Some(a), Some(b)) if a != 0 && b != 0 => Some(a.min(b)),
+                (Some(0), Some(b)) | (Some(b), Some(0)) | (Some(b), None) | (None, Some(b)) => {
+                    Some(b)
+                }
+                (Some(a), Some(_)) => Some(a),
+            }
+        }),
+    };
+    let mirrors = rule.filters.iter().filter_map(|f| f.request_mirror.as_ref());
+    for (mi, m) in mirrors.enumerate() {
+        match resolve(&m.backend_ref, ns, refs).map(|(t, _)| t) {
+            Ok(t @ (Target::Upstream { .. } | Target::Resolve(_))) => {
+                plan.mirrors.push((t, m.share()))
+            }
+            Ok(Target::Status(_)) => warnings.push(format!(
+                "{}: RequestMirror {mi}: the Service has no ready endpoints; not mirrored",
+                at()
+            )),
+            Err((_, why)) => {
+                warnings.push(format!("{}: RequestMirror {mi}: {why}; not mirrored", at()))
+            }
+        }
+    }
+    for (bi, b) in rule.backend_refs.iter().enumerate() {
+        if b.weight == 0 {
+            continue;
+        }
+        let at = || format!("HTTPRoute {route} rules[{ri}].backendRefs[{bi}]");
+        let resolved = resolve(&b.object(), ns, refs);
+        let tls = resolved.as_ref().is_ok_and(|(_, tls)| *tls);
+        let (target, problem) = match resolved.map(|(t, _)| t) {
+            Ok(Target::Status(code)) => {
+                let why = format!("Service {} has no ready endpoints", b.name);
+                warnings.push(format!("{}: {why}; its share of requests answers {code}", at()));
+                (Target::Status(code), Some((Reason::NoReadyEndpoints, why)))
+            }
+            Ok(t) => (t, None),
+            Err((reason, why)) => {
+                warnings.push(format!("{}: {why}; its share of requests answers 500", at()));
+                (Target::Status(500), Some((reason, why)))
+            }
+        };
+        plan.backends.push(Backend {
+            target,
+            tls,
+            weight: b.weight,
+            request_headers: modifier(&b.filters, Kind::Request, &at, warnings),
+            response_headers: modifier(&b.filters, Kind::Response, &at, warnings),
+            problem,
+        });
+    }
+    plan
+}
+
+/// Which header modifier filter.
+#[derive(Clone, Copy)]
+enum Kind {
+    Request,
+    Response,
+}
+
+/// The filter of type `kind` among `filters` (the CRD allows one of each header modifier per
+/// rule and per backendRef). A value with a control character (the CRD bounds only its
+/// length) would split the header it is written into: that entry is left out, with a warning
+/// that starts with `at()`.
+fn modifier(
+    filters: &[Filter],
+    kind: Kind,
+    at: &dyn Fn() -> String,
+    warnings: &mut Vec<String>,
+) -> HeaderModifier {
+    let name = match kind {
+        Kind::Request => "RequestHeaderModifier",
+        Kind::Response => "ResponseHeaderModifier",
+    };
+    let mut m = filters
+        .iter()
+        .find(|f| f.kind == name)
+        .and_then(|f| match kind {
+            Kind::Request => f.request_header_modifier.clone(),
+            Kind::Response => f.response_header_modifier.clone(),
+        })
+        .unwrap_or_default();
+    for (op, list) in [("set", &mut m.set), ("add", &mut m.add)] {
+        list.retain(|h| {
+            let bad = h.value.chars().find(|c| c.is_control() && *c != '\t');
+            if let Some(c) = bad {
+                warnings.push(format!(
+                    "{}: {name} {op} {}: the value has the control character {c:?}; left out",
+                    at(),
+                    h.name
+                ));
+            }
+            bad.is_none()
+        });
+    }
+    m
+}

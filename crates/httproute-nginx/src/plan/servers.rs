@@ -1,0 +1,173 @@
+//! Servers: one per port and hostname (the listeners' and the attached routes' names, and a
+//! catch-all), each served by the most specific listener of the port (listener isolation)
+//! with the routes attached there; and whether a port speaks HTTP/2, as far as the target
+//! NGINX can.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::attach::{Attachment, best_listener};
+use super::backends::Refs;
+use super::ids::RouteId;
+use super::listeners::Listener;
+use super::precedence::{add_route, host_rank, locations};
+use super::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
+
+/// Whether route hostname `e` (after intersection) serves every request of server `h`.
+fn serves(e: &Option<String>, h: &Option<String>) -> bool {
+    match (e, h) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(e), Some(h)) => e == h || wildcard_covers(e, h),
+    }
+}
+
+/// The attachments of one listener, by the hostnames they serve.
+#[derive(Default)]
+struct Attached<'a> {
+    /// Attachments with this exact (non-wildcard) hostname.
+    exact: HashMap<&'a str, Vec<usize>>,
+    /// Attachments with a wildcard hostname or any host.
+    other: Vec<usize>,
+}
+
+impl Attached<'_> {
+    /// The attachments that may serve server `h`, in order.
+    fn for_host(&self, h: &Option<String>) -> Vec<usize> {
+        let mut out = self.other.clone();
+        if let Some(h) = h {
+            out.extend(self.exact.get(h.as_str()).into_iter().flatten());
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// What the ports lost to the target NGINX: (GRPCRoutes not served on some port, and those
+/// ports; GRPCRoutes served on some port).
+pub(super) type Http2Loss = (BTreeMap<RouteId, BTreeSet<u16>>, BTreeSet<RouteId>);
+
+/// Every port of the served listeners with its servers.
+pub(super) fn ports(
+    listeners: &[Listener],
+    attachments: &[Attachment<'_>],
+    refs: &Refs<'_>,
+    capabilities: &Capabilities,
+    experimental: bool,
+    warnings: &mut Vec<String>,
+) -> (Vec<PortPlan>, Http2Loss) {
+    let mut attached: Vec<Attached<'_>> =
+        (0..listeners.len()).map(|_| Attached::default()).collect();
+    for (i, a) in attachments.iter().enumerate() {
+        let at = &mut attached[a.listener];
+        let mut wild = false;
+        for h in &a.hostnames {
+            match h {
+                Some(h) if !h.starts_with('*') => at.exact.entry(h).or_default().push(i),
+                _ => wild = true,
+            }
+        }
+        if wild {
+            at.other.push(i);
+        }
+    }
+    let mut on_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    for (i, l) in listeners.iter().enumerate() {
+        on_port.entry(l.port).or_default().push(i);
+    }
+    let mut names: BTreeMap<u16, BTreeSet<Option<String>>> = BTreeMap::new();
+    for (&port, ls) in &on_port {
+        let n = names.entry(port).or_default();
+        n.insert(None);
+        n.extend(ls.iter().map(|&i| listeners[i].hostname.clone()));
+    }
+    for a in attachments {
+        let n = names.entry(listeners[a.listener].port).or_default();
+        for h in &a.hostnames {
+            if !n.contains(h) {
+                n.insert(h.clone());
+            }
+        }
+    }
+    let mut loss = Http2Loss::default();
+    let mut out = Vec::new();
+    for (port, on_port) in on_port {
+        let mut servers = Vec::new();
+        for h in std::mem::take(names.get_mut(&port).expect("every port has names")) {
+            let best = best_listener(listeners, &on_port, &h);
+            let mut server = ServerPlan {
+                hostname: h.clone(),
+                listener: best.map(|i| listeners[i].id.clone()),
+                certificates: best.map(|i| listeners[i].certificates.clone()).unwrap_or_default(),
+                locations: Vec::new(),
+                rules: Vec::new(),
+            };
+            let mut candidates = Vec::new();
+            if let Some(li) = best {
+                for ai in attached[li].for_host(&h) {
+                    let a = &attachments[ai];
+                    let Some(e) =
+                        a.hostnames.iter().filter(|e| serves(e, &h)).max_by_key(|e| host_rank(e))
+                    else {
+                        continue;
+                    };
+                    add_route(
+                        a.route,
+                        e,
+                        refs,
+                        experimental,
+                        &mut server,
+                        &mut candidates,
+                        warnings,
+                    );
+                }
+            }
+            server.locations = locations(candidates);
+            servers.push(server);
+        }
+        let tls = on_port.iter().any(|&i| listeners[i].tls);
+        let http2 = http2(port, tls, &servers, capabilities, &mut loss, warnings);
+        out.push(PortPlan { port, tls, http2, servers });
+    }
+    (out, loss)
+}
+
+/// Whether a port speaks HTTP/2 (it serves a GRPCRoute: h2c with prior knowledge on a plain
+/// port, ALPN over TLS). Before NGINX 1.25.1 there is no `http2` directive: HTTP/2 is a
+/// `listen` parameter, and on a plain port it makes the port speak only HTTP/2 with prior
+/// knowledge. So a plain port that serves GRPCRoutes and HTTP/1.1 routes together keeps
+/// HTTP/1.1: its GRPCRoutes cannot be served there (a warning; `loss` records them).
+fn http2(
+    port: u16,
+    tls: bool,
+    servers: &[ServerPlan],
+    capabilities: &Capabilities,
+    loss: &mut Http2Loss,
+    warnings: &mut Vec<String>,
+) -> bool {
+    let rules = || servers.iter().flat_map(|s| s.rules.iter());
+    let grpc: BTreeSet<&RouteId> = rules().filter(|r| r.grpc).map(|r| &r.route).collect();
+    if grpc.is_empty() {
+        return false;
+    }
+    if capabilities.http2_directive || tls || rules().all(|r| r.grpc) {
+        loss.1.extend(grpc.into_iter().cloned());
+        return true;
+    }
+    let (a, b, c) = capabilities.version;
+    warnings.push(format!(
+        "port {port}: NGINX {a}.{b}.{c} cannot serve HTTP/1.1 and cleartext HTTP/2 (gRPC) on one \
+         port (1.25.1 can): the GRPCRoutes {} are not served there; give them a listener of \
+         their own or a TLS one",
+        grpc.iter()
+            .map(ToString::to_string)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    for route in grpc {
+        loss.0.entry(route.clone()).or_default().insert(port);
+    }
+    false
+}
