@@ -190,6 +190,8 @@ pub fn generate_all(
     let option_warnings = check_options(opts, backends)?;
     let model = model::load(inputs).map_err(|e| e.to_string())?;
     let mut plan = plan::plan(&model, &plan_options(opts, backends));
+    // The plan holds what it needs: the manifests' memory is free for the configuration.
+    drop(model);
     let mut output = emit::emit(&plan, opts)?;
     let mut warnings = option_warnings;
     warnings.append(&mut plan.warnings);

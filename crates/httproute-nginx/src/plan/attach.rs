@@ -16,6 +16,9 @@ use super::wildcard_covers;
 pub(super) struct Attachment<'a> {
     pub listener: usize,
     pub route: &'a HttpRoute,
+    /// The route's place by age: creationTimestamp, then namespace and name (see
+    /// `precedence::SortKey`).
+    pub age: usize,
     /// Listener hostname ∩ route hostnames (`None`: any host).
     pub hostnames: Vec<Option<String>>,
 }
@@ -87,10 +90,11 @@ pub(super) fn granted(
 
 /// Attaches every route (sorted by namespace/name) to the listeners its parentRefs name and
 /// that accept it; writes each route's status (`Accepted` per parentRef, `ResolvedRefs`) and
-/// counts attached routes per listener.
+/// counts attached routes per listener. `ages[i]`: the place of `routes[i]` by age.
 pub(super) fn attach<'a>(
     inputs: &'a Inputs,
     routes: &[&'a HttpRoute],
+    ages: &[usize],
     listeners: &[Listener],
     refs: &Refs<'_>,
     status: &mut Status,
@@ -103,7 +107,7 @@ pub(super) fn attach<'a>(
         of_gateway.entry((&l.id.namespace, &l.id.gateway)).or_default().push(li);
     }
     let mut attachments = Vec::new();
-    for r in routes {
+    for (r, &age) in routes.iter().zip(ages) {
         let ns = &r.metadata.namespace;
         let kind = RouteKind::of(r.grpc);
         let mut attached = false;
@@ -144,7 +148,7 @@ pub(super) fn attach<'a>(
                 attached = true;
                 here = true;
                 status.listeners[l.status].attached_routes += 1;
-                attachments.push(Attachment { listener: li, route: r, hostnames });
+                attachments.push(Attachment { listener: li, route: r, age, hostnames });
             }
             let accepted = if here {
                 Condition::yes(Accepted, Reason::Accepted)
@@ -190,10 +194,6 @@ pub(super) fn reject_kind_conflicts(
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) {
-    let key = |r: &HttpRoute| {
-        let m = &r.metadata;
-        (m.creation_timestamp.clone(), m.namespace.clone(), m.name.clone())
-    };
     let overlap = |a: &[Option<String>], b: &[Option<String>]| {
         a.iter().any(|x| {
             b.iter().any(|y| match (x, y) {
@@ -217,7 +217,7 @@ pub(super) fn reject_kind_conflicts(
             if !overlap(&a.hostnames, &b.hostnames) {
                 continue;
             }
-            let (win, lose) = if key(a.route) <= key(b.route) { (a, b) } else { (b, a) };
+            let (win, lose) = if a.age <= b.age { (a, b) } else { (b, a) };
             let (win_id, lose_id) = (RouteId::of(win.route), RouteId::of(lose.route));
             let why = format!(
                 "{} {lose_id} has hostnames in common with the older {} {win_id} on listener {}: \

@@ -263,6 +263,20 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     routes.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
     });
+    // Older first, then by namespace and name: the last tie-breakers of precedence.
+    let mut by_age: Vec<usize> = (0..routes.len()).collect();
+    by_age.sort_by(|&a, &b| {
+        let (a, b) = (&routes[a].metadata, &routes[b].metadata);
+        (&a.creation_timestamp, &a.namespace, &a.name).cmp(&(
+            &b.creation_timestamp,
+            &b.namespace,
+            &b.name,
+        ))
+    });
+    let mut ages = vec![0; routes.len()];
+    for (age, &i) in by_age.iter().enumerate() {
+        ages[i] = age;
+    }
     let slices = backends::slices_by_service(inputs);
     let refs = backends::Refs {
         grpc: false,
@@ -273,7 +287,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         slices: &slices,
     };
     let mut attachments =
-        attach::attach(inputs, &routes, &listeners, &refs, &mut status, &mut warnings);
+        attach::attach(inputs, &routes, &ages, &listeners, &refs, &mut status, &mut warnings);
     status::rejected(inputs, &mut status, &mut warnings);
     status.routes.sort_by(|a, b| (&a.id.namespace, &a.id.name).cmp(&(&b.id.namespace, &b.id.name)));
     attach::reject_kind_conflicts(&listeners, &mut attachments, &mut status, &mut warnings);

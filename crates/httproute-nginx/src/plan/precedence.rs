@@ -79,14 +79,14 @@ pub type SortKey = (
     // counts the characters of the matched service, then method, instead of path type and
     // length: whether the match names a service, a method (see `Match::grpc_names`).
     Reverse<(usize, usize)>,
-    bool,                            // no method
-    Reverse<usize>,                  // header matches
-    Reverse<usize>,                  // query param matches
-    Option<crate::model::Timestamp>, // creationTimestamp, as an instant (none: oldest)
-    String,                          // namespace
-    String,                          // name
-    usize,                           // rule index
-    usize,                           // match index
+    bool,           // no method
+    Reverse<usize>, // header matches
+    Reverse<usize>, // query param matches
+    // The route's place by creationTimestamp, as an instant (none: oldest), then namespace
+    // and name.
+    usize,
+    usize, // rule index
+    usize, // match index
 );
 
 /// (characters of a non-wildcard hostname, characters of the hostname); `None`: any host.
@@ -99,9 +99,12 @@ pub(super) fn host_rank(e: &Option<String>) -> (usize, usize) {
 }
 
 /// Route `r`'s rules into `server.rules` and its matches into `candidates`, for requests to
-/// route hostname `hostname` (after intersection with the listener's).
+/// route hostname `hostname` (after intersection with the listener's). `age`: the route's
+/// place by age.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn add_route(
     r: &HttpRoute,
+    age: usize,
     hostname: &Option<String>,
     refs: &super::backends::Refs<'_>,
     experimental: bool,
@@ -110,7 +113,6 @@ pub(super) fn add_route(
     warnings: &mut Vec<String>,
 ) {
     let refs = &super::backends::Refs { grpc: r.grpc, ..*refs };
-    let m = &r.metadata;
     let route = RouteId::of(r);
     let (nonwild, chars) = host_rank(hostname);
     for (ri, rule) in r.spec.rules.iter().enumerate() {
@@ -135,9 +137,7 @@ pub(super) fn add_route(
                 c.method.is_none(),
                 Reverse(c.headers.len()),
                 Reverse(c.params.len()),
-                m.creation_timestamp.clone(),
-                m.namespace.clone(),
-                m.name.clone(),
+                age,
                 ri,
                 mi,
             );
@@ -250,7 +250,7 @@ fn candidate(
 /// NGINX locations for a server's candidates, each with its ordered candidate list; always
 /// one `location /`.
 pub(super) fn locations(mut candidates: Vec<Candidate>) -> Vec<LocationPlan> {
-    candidates.sort_by(|a, b| a.key.cmp(&b.key));
+    candidates.sort_by_key(|c| c.key);
     let candidates: Vec<Arc<Candidate>> = candidates.into_iter().map(Arc::new).collect();
     let mut locs: BTreeSet<Loc> = BTreeSet::new();
     locs.insert(Loc::Prefix("/".into()));

@@ -113,6 +113,7 @@ pub(super) fn ports(
                     };
                     add_route(
                         a.route,
+                        a.age,
                         e,
                         refs,
                         experimental,
