@@ -41,8 +41,8 @@ pub enum Reason {
     RefNotPermitted,
     InvalidKind,
     BackendNotFound,
-    /// Not a condition reason of the spec: a Service without ready endpoints resolves (its
-    /// share answers 503); explain says so.
+    /// Only a backend's problem, never in a condition: a Service without ready endpoints
+    /// resolves (its share answers 503); explain says why.
     NoReadyEndpoints,
 }
 
