@@ -127,7 +127,7 @@ impl Loc {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct LocationPlan {
     pub loc: Loc,
     pub candidates: Vec<Candidate>,
@@ -160,7 +160,7 @@ impl PathKind {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     /// Index into the server's `rules`.
     pub rule: usize,
@@ -196,7 +196,7 @@ pub type SortKey = (
     usize,                           // match index
 );
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RulePlan {
     pub route: String,
     pub rule_index: usize,
@@ -225,7 +225,7 @@ pub struct RulePlan {
 }
 
 /// One backendRef of a rule: where its share of requests goes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Backend {
     pub target: Target,
     /// The backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
