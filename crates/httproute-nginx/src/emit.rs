@@ -330,13 +330,18 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
             d("http").block(inner).into(),
         ]
     };
-    let mut nodes = top(inner.clone());
+    let mut nodes = top(inner);
     let mut rendered: Rendered = Writer::render(&nodes)?;
     if rendered.dollar {
-        inner.insert(dollar_at, crate::conf::dollar_geo());
-        nodes = top(inner);
+        drop(rendered);
+        if let Some(Node::Directive(http)) = nodes.last_mut()
+            && let Some(inner) = http.block_nodes_mut()
+        {
+            inner.insert(dollar_at, crate::conf::dollar_geo());
+        }
         rendered = Writer::render(&nodes)?;
     }
+    drop(nodes);
     let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";
     // Secrets that came with the manifests, where tls_server expects them (unless the
     // command line named other files).
