@@ -204,6 +204,8 @@ YAML
     step "module build (vendored NGINX)"
     out=$(scripts/build.sh)
     echo "$out" | tail -n 2
+    step "generator scale, small sizes: output sizes asserted, times printed (scripts/generator-scale.sh --quick)"
+    scripts/generator-scale.sh --quick
     step "nginx -t on 200 configurations of the generator fuzz corpus (scripts/fuzz-nginx-t.sh)"
     scripts/fuzz-nginx-t.sh 200
     e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"

@@ -193,6 +193,10 @@ impl Directive {
     pub fn inline(self, nodes: Vec<Node>) -> Directive {
         self.with_block(Block { kind: BlockKind::Directives, inline: true, nodes })
     }
+    /// The lines of its block (to add one before rendering).
+    pub fn block_nodes_mut(&mut self) -> Option<&mut Vec<Node>> {
+        self.block.as_mut().map(|b| &mut b.nodes)
+    }
     fn with_block(mut self, b: Block) -> Directive {
         self.block = Some(b);
         self

@@ -84,48 +84,61 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     let mut servers: Vec<Node> = Vec::new();
     let mut http = Http { experimental: opts.experimental, ..Http::default() };
 
-    for port in &plan.ports {
-        if port.tls {
+    let merged = Merged::of(plan);
+    for (pi, port) in plan.ports.iter().enumerate() {
+        // A port whose servers are all written with an earlier port's needs no map of its own.
+        if port.tls && merged.writes_any(pi) {
             http.sni_map(port);
         }
         for (si, server) in port.servers.iter().enumerate() {
-            let address = match &opts.listen_address {
-                Some(a) => Arg::parts(vec![
-                    data("--listen-address", a.clone()),
-                    code(format!(":{}", port.port)),
-                ]),
-                None => Arg::code(port.port.to_string()),
-            };
-            let mut listen = d("listen").arg(address);
-            if port.tls {
-                listen = listen.code("ssl");
-            }
+            // A server that listens on several ports is written once, where its first port
+            // would have it.
+            let Some(members) = merged.members(pi, si) else { continue };
             let legacy_http2 = !plan.capabilities.http2_directive;
-            if port.http2 && legacy_http2 {
-                // Before 1.25.1 (see `plan::Capabilities`): over TLS, ALPN keeps HTTP/1.1; a
-                // plain port only gets here when it serves GRPCRoutes alone (h2c).
-                listen = listen.code("http2");
-            }
             let mut body: Vec<Node> = Vec::new();
+            for &(mp, _) in members {
+                let member_port = &plan.ports[mp];
+                let address = match &opts.listen_address {
+                    Some(a) => Arg::parts(vec![
+                        data("--listen-address", a.clone()),
+                        code(format!(":{}", member_port.port)),
+                    ]),
+                    None => Arg::code(member_port.port.to_string()),
+                };
+                let mut listen = d("listen").arg(address);
+                if port.tls {
+                    listen = listen.code("ssl");
+                }
+                if port.http2 && legacy_http2 {
+                    // Before 1.25.1 (see `plan::Capabilities`): over TLS, ALPN keeps HTTP/1.1; a
+                    // plain port only gets here when it serves GRPCRoutes alone (h2c).
+                    listen = listen.code("http2");
+                }
+                if server.hostname.is_none() {
+                    listen = listen.code("default_server");
+                }
+                body.push(listen.into());
+            }
             match &server.hostname {
-                None => {
-                    body.push(listen.code("default_server").into());
-                    body.push(d("server_name").arg(empty()).into());
-                }
-                Some(h) => {
-                    body.push(listen.into());
-                    body.push(d("server_name").data(HOSTNAME_FIELD, h.clone()).into());
-                }
+                None => body.push(d("server_name").arg(empty()).into()),
+                Some(h) => body.push(d("server_name").data(HOSTNAME_FIELD, h.clone()).into()),
             }
             if port.http2 && !legacy_http2 {
                 // gRPC: HTTP/2 by ALPN over TLS, or with prior knowledge (h2c) on a plain port,
                 // where HTTP/1.1 still works (NGINX 1.25.1 and later).
                 body.push(d("http2").code("on").into());
             }
-            body.push(Node::Comment(match &server.listener {
-                Some(l) => format!("listener {l}"),
-                None => "no listener serves this host: 404".to_owned(),
-            }));
+            let mut comments: Vec<String> = Vec::new();
+            for &(mp, ms) in members {
+                let c = match &plan.ports[mp].servers[ms].listener {
+                    Some(l) => format!("listener {l}"),
+                    None => "no listener serves this host: 404".to_owned(),
+                };
+                if !comments.contains(&c) {
+                    comments.push(c);
+                }
+            }
+            body.extend(comments.into_iter().map(Node::Comment));
             if port.tls {
                 tls_server(port.port, server, opts, &mut body);
             }
@@ -285,13 +298,18 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
             d("http").block(inner).into(),
         ]
     };
-    let mut nodes = top(inner.clone());
+    let mut nodes = top(inner);
     let mut rendered: Rendered = Writer::render(&nodes)?;
     if rendered.dollar {
-        inner.insert(dollar_at, crate::conf::dollar_geo());
-        nodes = top(inner);
+        drop(rendered);
+        if let Some(Node::Directive(http)) = nodes.last_mut()
+            && let Some(inner) = http.block_nodes_mut()
+        {
+            inner.insert(dollar_at, crate::conf::dollar_geo());
+        }
         rendered = Writer::render(&nodes)?;
     }
+    drop(nodes);
     let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";
     // Secrets that came with the manifests, where tls_server expects them (unless the
     // command line named other files).
@@ -305,6 +323,112 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
         })
         .collect();
     Ok(Output { nginx_conf: rendered.text, tree: rendered.tree, matches_json, files, warnings })
+}
+
+/// Servers that are the same on several ports, written once with a `listen` per port.
+///
+/// Two servers of different ports are one when everything written in them is the same: the
+/// host name, the certificates, the locations with their lists and the rules. Their ports
+/// must also be alike: both HTTP or both HTTPS, the same HTTP/2 setting, and, over TLS, the
+/// same host names (the SNI check of [`tls_server`] reads the map of the first port). A server
+/// with a RequestRedirect to the listener's own port (no port, no scheme) stays on its port.
+/// Each server is hashed once and compared with the first server of its bucket, so the cost
+/// grows with the servers, not with their pairs.
+struct Merged {
+    /// Per port, per server: the (port, server) indexes it stands for, when it is the first of
+    /// them; `None` for one written with an earlier port.
+    members: Vec<Vec<Option<Vec<ServerAt>>>>,
+}
+
+/// A server of the plan: (index of its port, index in the port's servers).
+type ServerAt = (usize, usize);
+
+impl Merged {
+    fn of(plan: &Plan) -> Merged {
+        use std::collections::HashMap;
+        use std::hash::{Hash as _, Hasher as _};
+        // Over TLS: ports with the same host names (their SNI maps are the same).
+        let mut host_sets: HashMap<Vec<Option<&str>>, usize> = HashMap::new();
+        let hosts: Vec<usize> = plan
+            .ports
+            .iter()
+            .map(|p| {
+                let set: Vec<Option<&str>> =
+                    p.servers.iter().map(|s| s.hostname.as_deref()).collect();
+                let n = host_sets.len();
+                *host_sets.entry(set).or_insert(n)
+            })
+            .collect();
+        // A redirect whose port is the listener's: the server is written for its port.
+        let pinned = |p: &PortPlan, s: &ServerPlan| -> Option<u16> {
+            s.rules
+                .iter()
+                .any(|r| {
+                    r.redirect.as_ref().is_some_and(|r| r.port.is_none() && r.scheme.is_none())
+                })
+                .then_some(p.port)
+        };
+        let alike = |(ap, a): (usize, &ServerPlan), (bp, b): (usize, &ServerPlan)| {
+            let (pa, pb) = (&plan.ports[ap], &plan.ports[bp]);
+            pa.tls == pb.tls
+                && pa.http2 == pb.http2
+                && (!pa.tls || hosts[ap] == hosts[bp])
+                && pinned(pa, a) == pinned(pb, b)
+                && a.hostname == b.hostname
+                && a.certificates == b.certificates
+                && a.locations == b.locations
+                && a.rules == b.rules
+        };
+        let mut buckets: HashMap<u64, Vec<ServerAt>> = HashMap::new();
+        let mut members: Vec<Vec<Option<Vec<ServerAt>>>> =
+            plan.ports.iter().map(|p| p.servers.iter().map(|_| None).collect()).collect();
+        for (pi, port) in plan.ports.iter().enumerate() {
+            for (si, server) in port.servers.iter().enumerate() {
+                // What tells servers apart cheaply; `alike` decides.
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (port.tls, port.http2, port.tls.then_some(hosts[pi]), pinned(port, server))
+                    .hash(&mut h);
+                (&server.hostname, &server.certificates).hash(&mut h);
+                (server.locations.len(), server.rules.len()).hash(&mut h);
+                for l in &server.locations {
+                    match &l.loc {
+                        Loc::Exact(p) => (0u8, p).hash(&mut h),
+                        Loc::Prefix(p) => (1u8, p).hash(&mut h),
+                    }
+                    l.candidates.len().hash(&mut h);
+                }
+                for r in &server.rules {
+                    (&r.route, r.rule_index, r.backends.len()).hash(&mut h);
+                }
+                let bucket = buckets.entry(h.finish()).or_default();
+                let first = bucket
+                    .iter()
+                    .copied()
+                    .find(|&(fp, fs)| alike((fp, &plan.ports[fp].servers[fs]), (pi, server)));
+                match first {
+                    Some((fp, fs)) => {
+                        members[fp][fs].as_mut().expect("the first of its group").push((pi, si))
+                    }
+                    None => {
+                        bucket.push((pi, si));
+                        members[pi][si] = Some(vec![(pi, si)]);
+                    }
+                }
+            }
+        }
+        Merged { members }
+    }
+
+    /// The servers (port, server) that server `si` of port `pi` is written for, or `None` when
+    /// it is written with an earlier port.
+    fn members(&self, pi: usize, si: usize) -> Option<&[ServerAt]> {
+        self.members[pi][si].as_deref()
+    }
+
+    /// Whether some server is written for port `pi` (first of its group).
+    fn writes_any(&self, pi: usize) -> bool {
+        self.members[pi].iter().any(Option::is_some)
+    }
 }
 
 /// What the `http` block collects while the servers are written.

@@ -184,7 +184,7 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
         };
         match kind.as_str() {
             "Gateway" => {
-                let g: Gateway = typed(v, &here)?;
+                let g: Gateway = typed(&v, &here)?;
                 validate_gateway(&g).map_err(|(field, msg)| here(field, msg))?;
                 // gatewayClassName selects the controller; it does not change routing.
                 for f in g.spec.other.keys().filter(|f| *f != "gatewayClassName") {
@@ -200,20 +200,20 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                 }
                 inputs.gateways.push(g);
             }
-            "GRPCRoute" => match grpc_route(v.clone(), &here, inputs, file, i) {
+            "GRPCRoute" => match grpc_route(&v, &here, inputs, file, i) {
                 Ok(r) => inputs.routes.push(r),
                 Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
             },
-            "HTTPRoute" => match http_route(v.clone(), &here, inputs, file, i) {
+            "HTTPRoute" => match http_route(&v, &here, inputs, file, i) {
                 Ok(r) => inputs.routes.push(r),
                 Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
             },
             "ReferenceGrant" => {
-                let g: ReferenceGrant = typed(v, &here)?;
+                let g: ReferenceGrant = typed(&v, &here)?;
                 inputs.grants.push(g);
             }
             "Secret" => {
-                let s: Secret = typed(v, &here)?;
+                let s: Secret = typed(&v, &here)?;
                 validate_meta(&s.metadata).map_err(|(f, m)| here(f, m))?;
                 if s.kind == "kubernetes.io/tls" {
                     let pem = s.tls().map_err(|(f, m)| here(f, m))?;
@@ -232,18 +232,18 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                 }
             }
             "Service" => {
-                let svc: Service = typed(v, &here)?;
+                let svc: Service = typed(&v, &here)?;
                 let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
                 inputs.services.insert(key, svc);
             }
             "EndpointSlice" => {
-                let slice: EndpointSlice = typed(v, &here)?;
+                let slice: EndpointSlice = typed(&v, &here)?;
                 inputs.endpoint_slices.push(slice);
             }
             // The older form of the same data, from `kubectl get endpoints`.
             "Endpoints" => note(inputs, "kind Endpoints (give EndpointSlices)".to_owned(), file, i),
             "Namespace" => {
-                let n: Namespace = typed(v, &here)?;
+                let n: Namespace = typed(&v, &here)?;
                 inputs.namespace_labels.insert(n.metadata.name, n.metadata.labels);
             }
             "" => return Err(here(String::new(), "object without a kind".to_owned())),
@@ -257,7 +257,7 @@ type Here<'a> = dyn Fn(String, String) -> InputError + 'a;
 
 /// A GRPCRoute, checked; its unsupported fields noted.
 fn grpc_route(
-    v: Value,
+    v: &Value,
     here: &Here<'_>,
     inputs: &mut Inputs,
     file: &Path,
@@ -292,7 +292,7 @@ fn grpc_route(
 
 /// An HTTPRoute, checked; its unsupported fields noted.
 fn http_route(
-    v: Value,
+    v: &Value,
     here: &Here<'_>,
     inputs: &mut Inputs,
     file: &Path,
@@ -413,7 +413,7 @@ pub(crate) fn note(inputs: &mut Inputs, what: String, file: &Path, doc: usize) {
 }
 
 pub(crate) fn typed<T: serde::de::DeserializeOwned>(
-    v: Value,
+    v: &Value,
     here: &dyn Fn(String, String) -> InputError,
 ) -> Result<T, InputError> {
     serde_path_to_error::deserialize(v).map_err(|e| {

@@ -558,7 +558,7 @@ pub struct Rule {
 }
 
 /// `rules[].retry` (Experimental channel).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 pub struct Retry {
     #[serde(default)]
     pub codes: Vec<u16>,
@@ -628,7 +628,7 @@ pub struct Filter {
 
 /// The `CORS` filter: preflight requests answered at the gateway, CORS response headers on
 /// the others.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Cors {
     #[serde(default)]
@@ -693,7 +693,7 @@ impl RequestMirror {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestRedirect {
     #[serde(default)]
@@ -712,7 +712,7 @@ fn default_redirect_status() -> u16 {
     302
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct UrlRewrite {
     #[serde(default)]
     pub hostname: Option<String>,
@@ -721,7 +721,7 @@ pub struct UrlRewrite {
 }
 
 /// `ReplaceFullPath` or `ReplacePrefixMatch`, as validated at load.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct PathModifier {
     #[serde(rename = "type")]
@@ -760,7 +760,7 @@ impl PathModifier {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
 pub struct HeaderModifier {
     #[serde(default)]
     pub set: Vec<HeaderValue>,
@@ -770,7 +770,7 @@ pub struct HeaderModifier {
     pub remove: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct HeaderValue {
     pub name: String,
     pub value: String,

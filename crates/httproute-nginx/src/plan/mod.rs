@@ -137,14 +137,14 @@ pub struct ServerPlan {
     pub rules: Vec<RulePlan>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct LocationPlan {
     pub loc: Loc,
     /// In precedence order; shared between the locations they serve.
     pub candidates: Vec<Arc<Candidate>>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     /// Index into the server's `rules`.
     pub rule: usize,
@@ -164,7 +164,7 @@ pub struct Candidate {
     pub key: SortKey,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RulePlan {
     pub route: RouteId,
     pub rule_index: usize,
@@ -193,7 +193,7 @@ pub struct RulePlan {
 }
 
 /// One backendRef of a rule: where its share of requests goes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Backend {
     pub target: Target,
     /// The backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
