@@ -129,14 +129,19 @@ impl Store {
 
     /// The item whose key is `key`, if the table has one.
     pub(crate) fn lookup(&self, t: Table, key: &[u8]) -> Option<&Item> {
+        self.items.get(self.lookup_index(t, key)?)
+    }
+
+    /// Where in `items` the item whose key is `key` is, if the table has one.
+    pub(crate) fn lookup_index(&self, t: Table, key: &[u8]) -> Option<usize> {
         let slots = self.slots.get(t.slots.range())?;
         let mask = slots.len().checked_sub(1)?;
         let mut at = hash(key) & mask;
         // At most half full, so an empty slot ends every probe.
         for _ in 0..slots.len() {
-            let item = self.items.get(*slots.get(at)? as usize)?;
-            if crate::bytes::eq(self.bytes(item.key), key) {
-                return Some(item);
+            let i = *slots.get(at)? as usize;
+            if crate::bytes::eq(self.bytes(self.items.get(i)?.key), key) {
+                return Some(i);
             }
             at = (at + 1) & mask;
         }
