@@ -45,6 +45,10 @@ struct Cache {
     /// (syntax, address, length) -> entry; checked against `Entry::source`. FxHash: SipHash
     /// of the key cost ~280 instructions per request, and addresses are not chosen by clients.
     by_address: FxHashMap<(usize, usize, usize), Rc<Entry>>,
+    /// The last hit by address, asked first: a location's `set $http_matches '<literal>'`
+    /// gives the same address on every request. Checked against `Entry::source` like
+    /// `by_address`; dropped when its entry is evicted.
+    last: Option<((usize, usize, usize), Rc<Entry>)>,
     /// Sum of `cost` over `by_value`.
     bytes: usize,
     clock: u64,
@@ -95,6 +99,9 @@ impl Cache {
         let Some(victim) = oldest.cloned() else { return false };
         self.by_value[victim.slot].remove(&victim.source);
         self.by_address.retain(|_, e| !Rc::ptr_eq(e, &victim));
+        if self.last.as_ref().is_some_and(|(_, e)| Rc::ptr_eq(e, &victim)) {
+            self.last = None;
+        }
         self.bytes -= victim.cost;
         true
     }
@@ -117,10 +124,19 @@ pub(crate) fn get(
         let now = c.tick();
         let s = slot(syntax);
         let address = (s, value.as_ptr() as usize, value.len());
+        if let Some((at, hit)) = &c.last
+            && *at == address
+            && *hit.source == *value
+        {
+            hit.used.set(now);
+            let hit = hit.clone();
+            return (hit, Lookup::Hit, c.stats());
+        }
         if let Some(hit) = c.by_address.get(&address) {
             if *hit.source == *value {
                 hit.used.set(now);
                 let hit = hit.clone();
+                c.last = Some((address, hit.clone()));
                 return (hit, Lookup::Hit, c.stats());
             }
         }

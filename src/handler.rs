@@ -6,6 +6,7 @@
 //! NGINX's special responses, or 500 with one `[error]` line that says what was wrong.
 
 use core::fmt;
+use core::sync::atomic::{AtomicU32, Ordering};
 use std::rc::Rc;
 
 use ngx::ffi::{
@@ -22,6 +23,11 @@ use crate::cache::{self, Lookup};
 use crate::state::MainConf;
 use crate::util::{escape, pool_str, var};
 use crate::{HttpMatchesModule, guard};
+
+/// Where in the loaded file the last `$match_key` was found: most locations ask for one key
+/// on every request (`CompiledFile::get_hinted` checks it, so any value is safe). One word
+/// per worker process (a thread-local would cost a `__tls_get_addr` call in a loaded module).
+static KEY_HINT: AtomicU32 = AtomicU32::new(0);
 
 pub(crate) unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     // SAFETY: NGINX calls content handlers with a valid request that stays alive (and is not
@@ -96,7 +102,10 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         (inline, Source::Inline)
     } else if let (Some(file), Some(key)) = (&mcf.file, match_key()) {
         let source = Source::Key { key, file: &mcf.file_name };
-        match file.get(key) {
+        let hint = core::cell::Cell::new(KEY_HINT.load(Ordering::Relaxed));
+        let found = file.get_hinted(key, &hint);
+        KEY_HINT.store(hint.get(), Ordering::Relaxed);
+        match found {
             Some(list) => (list, source),
             None => {
                 return fail(
@@ -268,9 +277,19 @@ unsafe fn redirect(
         // auth_request, ...) through an `http_matches` location must not overwrite what the
         // main request chose, so only the main request records its choice.
         if core::ptr::eq((*r).main, r) {
-            let mut digits = [0u8; 20];
-            let Some(entry_str) = pool_str((*r).pool, format_usize(entry, &mut digits)) else {
-                return fail(log, format_args!("out of memory"));
+            let entry_str = match SMALL_NUMBERS.get(entry) {
+                // Read-only text of the module, alive as long as it is loaded.
+                Some(&(at, len)) => ngx_str_t {
+                    len: len as usize,
+                    data: NUMBERS.as_ptr().add(at as usize).cast_mut(),
+                },
+                None => {
+                    let mut digits = [0u8; 20];
+                    let Some(s) = pool_str((*r).pool, format_usize(entry, &mut digits)) else {
+                        return fail(log, format_args!("out of memory"));
+                    };
+                    s
+                }
             };
             store_variable(r, mcf.var_redirect, uri);
             store_variable(r, mcf.var_entry, entry_str);
@@ -285,6 +304,35 @@ unsafe fn redirect(
         }
     }
 }
+
+/// "0" to "99" written out, for `$matches_entry` without an allocation: (offset, length).
+static NUMBERS: [u8; 190] = *b"0123456789\
+    10111213141516171819202122232425262728293031323334353637383940414243444546474849\
+    50515253545556575859606162636465666768697071727374757677787980818283848586878889\
+    90919293949596979899";
+const SMALL_NUMBERS: [(u8, u8); 100] = {
+    let mut t = [(0u8, 0u8); 100];
+    let mut i = 0;
+    while i < 100 {
+        t[i] = if i < 10 { (i as u8, 1) } else { ((10 + (i - 10) * 2) as u8, 2) };
+        i += 1;
+    }
+    t
+};
+const _: () = {
+    let mut i = 0;
+    while i < 100 {
+        let (at, len) = SMALL_NUMBERS[i];
+        let at = at as usize;
+        let digits = b"0123456789";
+        assert!(if len == 1 {
+            NUMBERS[at] == digits[i]
+        } else {
+            NUMBERS[at] == digits[i / 10] && NUMBERS[at + 1] == digits[i % 10]
+        });
+        i += 1;
+    }
+};
 
 /// Sets an indexed variable's value for the rest of the request (it survives the internal
 /// redirect: `r->variables` is kept).
@@ -323,7 +371,7 @@ fn format_usize(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
 /// location where no `set` ran, if something evaluated it before us).
 fn client_value(req: &ngx_http_request_t, value: &[u8]) -> bool {
     let lines: Vec<&[u8]> = HeaderLines::new(req)
-        .filter(|(name, _)| name.eq_ignore_ascii_case(b"matches"))
+        .filter(|(name, _)| name.len() == 7 && name.eq_ignore_ascii_case(b"matches"))
         .map(|(_, v)| v)
         .collect();
     lines.contains(&value) || (lines.len() > 1 && lines.join(&b", "[..]) == value)

@@ -74,6 +74,22 @@ impl CompiledFile {
         let item = self.store.lookup(self.keys, key)?;
         self.lists.get(item.value.start as usize)
     }
+    /// [`CompiledFile::get`], trying first the key at `hint` (what the last call found; any
+    /// value is safe: it is checked against `key`). Most locations ask for one key on every
+    /// request, which this answers with one comparison instead of a hash and a probe.
+    pub fn get_hinted(&self, key: &[u8], hint: &core::cell::Cell<u32>) -> Option<&MatchList> {
+        let items = self.store.items.get(self.key_items.range()).unwrap_or_default();
+        let item = match items.get(hint.get() as usize) {
+            Some(item) if crate::bytes::eq(self.store.bytes(item.key), key) => item,
+            _ => {
+                let i = self.store.lookup_index(self.keys, key)?;
+                let at = i.checked_sub(self.key_items.start as usize);
+                hint.set(at.map_or(u32::MAX, |i| i as u32));
+                self.store.items.get(i)?
+            }
+        };
+        self.lists.get(item.value.start as usize)
+    }
     /// Number of keys.
     pub fn len(&self) -> usize {
         self.key_items.len()
@@ -651,6 +667,25 @@ fn is_token(b: u8) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_hint_never_changes_which_list_a_key_gets() {
+        let json =
+            br#"{"a":[{"any":true,"redirectPath":"/a"}],"bb":[{"any":true,"redirectPath":"/b"}],
+            "c":[{"any":true,"redirectPath":"/a"}],"dd":[{"any":true,"redirectPath":"/d"}]}"#;
+        let file = compile_file(json, Syntax::Auto, Bounds::default()).unwrap();
+        let hint = core::cell::Cell::new(0);
+        for key in [&b"a"[..], b"bb", b"bb", b"zz", b"c", b"dd", b"a", b"", b"dd"] {
+            for start in [None, Some(0), Some(1), Some(3), Some(4), Some(u32::MAX)] {
+                if let Some(h) = start {
+                    hint.set(h);
+                }
+                let got = file.get_hinted(key, &hint).map(|l| l.redirects().collect::<Vec<_>>());
+                let want = file.get(key).map(|l| l.redirects().collect::<Vec<_>>());
+                assert_eq!(got, want, "{key:?} {start:?}");
+            }
+        }
+    }
 
     fn field() -> impl Strategy<Value = String> {
         let strings = prop::sample::select(vec![

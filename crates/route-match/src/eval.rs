@@ -184,7 +184,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
                 if line.len() < v.len() {
                     return false;
                 }
-                v == line
+                crate::bytes::eq(v, line)
                     || (memchr::memchr(b',', line).is_some()
                         && line.split(|&b| b == b',').any(|el| trim_ows(el) == v))
             }
@@ -217,7 +217,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
             name.len() == want.len()
                 && !value.is_empty()
                 // `want` is lower case; most clients send it so (HTTP/2 and /3 always do).
-                && (name == want || name.eq_ignore_ascii_case(want))
+                && (crate::bytes::eq(name, want) || name.eq_ignore_ascii_case(want))
                 && self.line_holds(c.test, value, entry)
         })
     }
@@ -230,7 +230,7 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
         match self.params().first(self.store.bytes(c.name)) {
             None | Some([]) => false,
             Some(v) => match c.test {
-                Test::Exact(want) => self.store.bytes(want) == v,
+                Test::Exact(want) => crate::bytes::eq(self.store.bytes(want), v),
                 Test::Regex(p) => self.pattern(p).is_some_and(|p| self.regex(p, v, entry)),
             },
         }
@@ -457,7 +457,7 @@ impl MatchList {
                     return Outcome::Error(EvalError::InvalidEntry { entry: i, reason });
                 }
                 Body::When { path, method, headers, params } => {
-                    method.is_none_or(|m| self.store.bytes(m) == cx.req.method())
+                    method.is_none_or(|m| crate::bytes::eq(self.store.bytes(m), cx.req.method()))
                         && path.is_none_or(|p| cx.path_holds(p, i))
                         && conds
                             .get(headers.range())

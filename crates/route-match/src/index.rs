@@ -132,14 +132,9 @@ fn regex_group(
             by_literal.entry(lit.as_slice()).or_default().push(*entry);
         }
     }
-    // A contiguous NFA: a few bytes per state (a DFA would take a kilobyte per state).
     // ASCII case is ignored: a caseless pattern's literals come in one ASCII spelling
     // (`prefilter`); for the others it only lets more values through.
-    let automaton = aho_corasick::AhoCorasick::builder()
-        .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
-        .ascii_case_insensitive(true)
-        .build(by_literal.keys())
-        .ok()?;
+    let automaton = automaton(by_literal.keys().copied())?;
     let lists: Vec<Vec<u32>> = by_literal.into_values().collect();
     let first = b.literal_postings.len();
     for mut list in lists {
@@ -152,6 +147,38 @@ fn regex_group(
     let id = b.index(b.automata.len());
     b.automata.push(automaton);
     Some(RegexGroup { header, name, automaton: id, literals })
+}
+
+/// Literal bytes up to which a DFA is tried: its states are at most this many, so building it
+/// stays cheap.
+const DFA_LITERAL_BYTES: usize = 4096;
+/// The most memory a group's DFA may keep; a larger one gives way to a contiguous NFA.
+const DFA_MAX_MEMORY: usize = 128 * 1024;
+
+/// The automaton of one group's literals. A request scans every value of the group's name
+/// with it, overlapping matches included, which no prefilter can skip: a DFA takes one
+/// table lookup per byte, a contiguous NFA several, with failure transitions (the 1,000
+/// mixed-regex list of `scripts/bench.sh` spent a third of its request there). So a DFA when
+/// it is small (byte classes keep it to a stride of a few dozen words per state), else the
+/// contiguous NFA (a few bytes per state).
+fn automaton<'l>(
+    literals: impl Iterator<Item = &'l [u8]> + Clone,
+) -> Option<aho_corasick::AhoCorasick> {
+    let build = |kind| {
+        aho_corasick::AhoCorasick::builder()
+            .kind(Some(kind))
+            .ascii_case_insensitive(true)
+            .build(literals.clone())
+            .ok()
+    };
+    let bytes: usize = literals.clone().map(<[u8]>::len).sum();
+    if bytes <= DFA_LITERAL_BYTES
+        && let Some(dfa) = build(aho_corasick::AhoCorasickKind::DFA)
+        && dfa.memory_usage() <= DFA_MAX_MEMORY
+    {
+        return Some(dfa);
+    }
+    build(aho_corasick::AhoCorasickKind::ContiguousNFA)
 }
 
 fn postings(b: &mut Builder, list: &[u32]) -> Run {

@@ -9,14 +9,26 @@ const INLINE: usize = 4;
 /// From this many pairs on, lookups go through a sorted index instead of a scan.
 const SORT_FROM: usize = 16;
 
-/// Where a decoded name or value lies: in the raw query (nothing to decode) or in `buf`.
-/// Offsets are u32 (a query over 4 GiB is cut there; NGINX's own limit is far lower).
+/// Where a decoded name or value lies: in the raw query (nothing to decode) or, with
+/// [`DECODED`] set in `end`, in `buf`. Offsets are u32 (a query over 2 GiB is cut there;
+/// NGINX's own limit is far lower).
 #[derive(Debug, Clone, Copy, Default)]
 struct Span {
     start: u32,
     end: u32,
-    decoded: bool,
 }
+
+const DECODED: u32 = 1 << 31;
+
+/// The bytes that end a name (`=`), a pair (`&`) or need decoding (`%`, `+`).
+const SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'&' as usize] = true;
+    t[b'=' as usize] = true;
+    t[b'%' as usize] = true;
+    t[b'+' as usize] = true;
+    t
+};
 
 /// A decoded query string. A segment without `%` or `+` is borrowed from the raw query; only
 /// the others are decoded into `buf`. A short query allocates nothing.
@@ -34,17 +46,23 @@ pub(crate) struct Params<'q> {
 
 impl<'q> Params<'q> {
     pub(crate) fn parse(raw: &'q [u8]) -> Params<'q> {
-        let raw = &raw[..raw.len().min(u32::MAX as usize)];
+        let raw = &raw[..raw.len().min((DECODED - 1) as usize)];
         let mut p =
             Params { raw, buf: Vec::new(), inline: Default::default(), n: 0, spill: Vec::new() };
         // One pass: segment start, its first `=`, and whether name or value needs decoding.
+        // Ordinary bytes are skipped by a table lookup each.
         let (mut start, mut eq, mut escaped_name, mut escaped_value) = (0, None, false, false);
-        for i in 0..=raw.len() {
+        let mut i = 0;
+        loop {
+            while i < raw.len() && !SPECIAL[raw[i] as usize] {
+                i += 1;
+            }
             match raw.get(i) {
                 Some(b'=') if eq.is_none() => eq = Some(i),
+                Some(b'=') => {}
                 Some(b'%' | b'+') if eq.is_none() => escaped_name = true,
                 Some(b'%' | b'+') => escaped_value = true,
-                Some(b'&') | None => {
+                end => {
                     if i > start {
                         let (name, value) = match eq {
                             Some(e) => ((start, e), (e + 1, i)),
@@ -53,10 +71,13 @@ impl<'q> Params<'q> {
                         let item = (p.span(name, escaped_name), p.span(value, escaped_value));
                         p.push(item);
                     }
+                    if end.is_none() {
+                        break;
+                    }
                     (start, eq, escaped_name, escaped_value) = (i + 1, None, false, false);
                 }
-                Some(_) => {}
             }
+            i += 1;
         }
         if p.sorted() {
             let mut spill = core::mem::take(&mut p.spill);
@@ -88,15 +109,23 @@ impl<'q> Params<'q> {
     }
 
     fn bytes(&self, s: &Span) -> &[u8] {
-        let r = s.start as usize..s.end as usize;
-        if s.decoded { &self.buf[r] } else { &self.raw[r] }
+        let r = s.start as usize..(s.end & !DECODED) as usize;
+        if s.end & DECODED != 0 { &self.buf[r] } else { &self.raw[r] }
     }
 
     /// The span of raw[start..end], decoded into `buf` first if `escaped`.
+    #[inline]
     fn span(&mut self, (start, end): (usize, usize), escaped: bool) -> Span {
-        if !escaped {
-            return Span { start: start as u32, end: end as u32, decoded: false };
+        if escaped {
+            self.decode(start, end)
+        } else {
+            Span { start: start as u32, end: end as u32 }
         }
+    }
+
+    /// Decodes raw[start..end] into `buf`.
+    #[inline(never)]
+    fn decode(&mut self, start: usize, end: usize) -> Span {
         let s = &self.raw[start..end];
         let start = self.buf.len();
         let mut i = 0;
@@ -116,7 +145,8 @@ impl<'q> Params<'q> {
             }
             i += 1;
         }
-        Span { start: start as u32, end: self.buf.len() as u32, decoded: true }
+        // A decoded string is never longer than its raw form, so it fits the same bound.
+        Span { start: start as u32, end: self.buf.len() as u32 | DECODED }
     }
 
     /// The value of the first occurrence of `name`, if any.
@@ -124,9 +154,9 @@ impl<'q> Params<'q> {
         let items = self.items();
         let found = if self.sorted() {
             let i = items.partition_point(|(n, _)| self.bytes(n) < name);
-            items.get(i).filter(|(n, _)| self.bytes(n) == name)
+            items.get(i).filter(|(n, _)| crate::bytes::eq(self.bytes(n), name))
         } else {
-            items.iter().find(|(n, _)| self.bytes(n) == name)
+            items.iter().find(|(n, _)| crate::bytes::eq(self.bytes(n), name))
         };
         found.map(|(_, v)| self.bytes(v))
     }

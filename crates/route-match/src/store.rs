@@ -129,14 +129,19 @@ impl Store {
 
     /// The item whose key is `key`, if the table has one.
     pub(crate) fn lookup(&self, t: Table, key: &[u8]) -> Option<&Item> {
+        self.items.get(self.lookup_index(t, key)?)
+    }
+
+    /// Where in `items` the item whose key is `key` is, if the table has one.
+    pub(crate) fn lookup_index(&self, t: Table, key: &[u8]) -> Option<usize> {
         let slots = self.slots.get(t.slots.range())?;
         let mask = slots.len().checked_sub(1)?;
         let mut at = hash(key) & mask;
         // At most half full, so an empty slot ends every probe.
         for _ in 0..slots.len() {
-            let item = self.items.get(*slots.get(at)? as usize)?;
-            if self.bytes(item.key) == key {
-                return Some(item);
+            let i = *slots.get(at)? as usize;
+            if crate::bytes::eq(self.bytes(self.items.get(i)?.key), key) {
+                return Some(i);
             }
             at = (at + 1) & mask;
         }
@@ -160,10 +165,20 @@ impl Store {
             + block(size_of_val(&*self.indexes))
             + block(size_of_val(&*self.regex_groups))
             + block(size_of_val(&*self.automata))
-            // What an automaton reports, plus its own few allocations (measured ~450 bytes).
-            + self.automata.iter().map(|a| a.memory_usage() + 512).sum::<usize>()
+            // What an automaton reports, plus its own few allocations (measured ~450 bytes);
+            // a DFA also holds one small allocation per match state (its patterns), which it
+            // does not report: about one per literal, each with malloc's header and rounding.
+            + self.automata.iter().map(automaton_memory).sum::<usize>()
             + block(size_of_val(&*self.literal_postings))
     }
+}
+
+fn automaton_memory(a: &aho_corasick::AhoCorasick) -> usize {
+    let match_states = match a.kind() {
+        aho_corasick::AhoCorasickKind::DFA => a.patterns_len() * 48,
+        _ => 0,
+    };
+    a.memory_usage() + 512 + match_states
 }
 
 /// A [`Store`] being filled. The interning maps are the compiler's and are dropped with it.

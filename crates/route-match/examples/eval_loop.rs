@@ -1,0 +1,135 @@
+//! Evaluates one benchmark case N times, for instruction counts that do not depend on the
+//! machine's load: `scripts/engine-callgrind.sh` runs it under callgrind with two values of N
+//! and divides the difference by their difference (start-up and compile costs cancel out).
+//!
+//! usage: eval_loop CASE N   (CASE: header, param, any, regex_header, caseless_200, mixed_1000)
+
+use std::hint::black_box;
+
+use route_match::{MatchList, Outcome, RequestView, Syntax, compile_list};
+
+struct Req {
+    headers: Vec<(Vec<u8>, Vec<u8>)>,
+    query: Vec<u8>,
+}
+
+impl RequestView for Req {
+    fn method(&self) -> &[u8] {
+        b"GET"
+    }
+    fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice()))
+    }
+    fn query(&self) -> &[u8] {
+        &self.query
+    }
+    fn path(&self) -> &[u8] {
+        b"/coffee"
+    }
+}
+
+/// The request of `benches/evaluate.rs`: a few ordinary headers before the ones that matter.
+fn req(extra: &[(&str, String)], query: &str) -> Req {
+    let mut headers: Vec<(Vec<u8>, Vec<u8>)> = [
+        ("Host", "cafe.example.com"),
+        ("User-Agent", "curl/8.5.0"),
+        ("Accept", "*/*"),
+        ("Accept-Encoding", "gzip, deflate"),
+    ]
+    .iter()
+    .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+    .collect();
+    headers.extend(extra.iter().map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec())));
+    Req { headers, query: query.as_bytes().to_vec() }
+}
+
+const BLOG: &str = r#"[{"headers":["version:v2"],"redirectPath":"/coffee_v2"},
+    {"params":["TEST=v2"],"redirectPath":"/coffee_v2"},
+    {"any":true,"redirectPath":"/coffee_v1"}]"#;
+
+fn case(name: &str) -> Option<(String, Req, usize)> {
+    let blog = |r| Some((BLOG.to_owned(), r, 0));
+    match name {
+        "header" => blog(req(&[("version", "v2".into())], "")).map(|(l, r, _)| (l, r, 0)),
+        "param" => blog(req(&[], "TEST=v2")).map(|(l, r, _)| (l, r, 1)),
+        "any" => blog(req(&[], "a=1")).map(|(l, r, _)| (l, r, 2)),
+        "regex_header" => Some((
+            r#"[{"headers":["x-re:RegularExpression:^ab+c$"],"redirectPath":"/re"},
+                {"params":["re=RegularExpression=^v[0-9]+$"],"redirectPath":"/rp"}]"#
+                .to_owned(),
+            req(&[("x-re", "abbbc".into())], ""),
+            0,
+        )),
+        "caseless_200" => {
+            let entries: Vec<String> = (0..200)
+                .map(|i| {
+                    format!(
+                        r#"{{"headers":["x-region:RegularExpression:(?i)^eu-west-{i}[a-c]$"],"redirectPath":"/r{i}"}}"#
+                    )
+                })
+                .collect();
+            Some((
+                format!("[{}]", entries.join(",")),
+                req(&[("x-region", "EU-West-199C".into())], ""),
+                199,
+            ))
+        }
+        // scripts/bench.py's mixed_regex_list(1000) and MIXED_REQUEST.
+        "mixed_1000" => {
+            let entries: Vec<String> = (0..1000)
+                .map(|i| {
+                    let cond = match i % 5 {
+                        0 => format!(r"x-tenant:RegularExpression:^tenant-{i}(-[a-z]+)?$"),
+                        1 => format!(r"x-version:RegularExpression:^v{i}\\.[0-9]+$"),
+                        2 => format!(r"user-agent:RegularExpression:Mozilla/.*Build/{i}\\b"),
+                        3 => format!(r"x-id:RegularExpression:^id-{i:04x}[0-9a-f]{{4}}$"),
+                        _ => format!(r"x-region:RegularExpression:(?i)^eu-west-{i}[a-c]$"),
+                    };
+                    format!(r#"{{"headers":["{cond}"],"redirectPath":"/r{i}"}}"#)
+                })
+                .collect();
+            let r = req(
+                &[
+                    ("x-tenant", "tenant-none".into()),
+                    ("x-version", "v1000.0".into()),
+                    ("user-agent", "Mozilla/5.0 (X11; Linux) Build/99999 x".into()),
+                    ("x-id", "id-ffff0000".into()),
+                    ("x-region", "EU-West-999C".into()),
+                ],
+                "",
+            );
+            Some((format!("[{}]", entries.join(",")), r, 999))
+        }
+        _ => None,
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(name), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse::<usize>().ok()))
+    else {
+        eprintln!("usage: eval_loop CASE N");
+        std::process::exit(2);
+    };
+    let Some((json, r, winner)) = case(name) else {
+        eprintln!("eval_loop: unknown case {name}");
+        std::process::exit(2);
+    };
+    let list: MatchList = match compile_list(json.as_bytes(), Syntax::Auto) {
+        Ok(c) => c.list,
+        Err(e) => {
+            eprintln!("eval_loop: {e}");
+            std::process::exit(1);
+        }
+    };
+    match list.evaluate(&r) {
+        Outcome::Redirect { entry, .. } if entry == winner => {}
+        other => {
+            eprintln!("eval_loop: {name}: expected entry {winner} to win, got {other:?}");
+            std::process::exit(1);
+        }
+    }
+    for _ in 0..n {
+        black_box(list.evaluate(black_box(&r)));
+    }
+}
