@@ -6,7 +6,8 @@
 //!   per NGINX location, with fallback to shorter prefixes;
 //! - [`emit`] writes `nginx.conf` (through the typed writer [`conf`]) and `matches.json`;
 //! - [`conf_reader`] reads nginx.conf back the way NGINX does (for tests and fuzzing);
-//! - [`explain`] answers "which route serves this request, and why";
+//! - [`explain`] answers "which route serves this request, and why", from the request as
+//!   [`nginx_request`] says NGINX reads it (decoded, normalised path; validated host);
 //! - [`status`] writes the conditions a controller would set.
 
 #![forbid(unsafe_code)]
@@ -16,6 +17,7 @@ pub mod conf_reader;
 pub mod emit;
 pub mod explain;
 pub mod model;
+pub mod nginx_request;
 pub mod plan;
 pub mod status;
 
@@ -156,6 +158,17 @@ pub fn check_options(opts: &Options, backends: &BackendMap) -> Result<Vec<String
     Ok(warnings)
 }
 
+/// The plan the configuration is written from, for these manifests, backends and options:
+/// the one planning step of `generate` and `explain`, so that they cannot disagree. The
+/// options that change it: the TLS Secrets given as files (`--certificate`) and the NGINX
+/// version (what it can serve on one port); `--experimental` changes only what is written.
+pub fn plan_for(model: &model::Inputs, backends: &BackendMap, opts: &Options) -> plan::Plan {
+    let given: std::collections::BTreeSet<String> = opts.certificates.keys().cloned().collect();
+    let mut plan = plan::plan_with(model, backends, &given);
+    plan.fit_nginx(opts.nginx_version);
+    plan
+}
+
 /// Manifests to configuration text, plus warnings.
 pub fn generate(
     inputs: &[PathBuf],
@@ -164,9 +177,26 @@ pub fn generate(
 ) -> Result<(Output, Vec<String>), String> {
     let option_warnings = check_options(opts, backends)?;
     let model = model::load(inputs).map_err(|e| e.to_string())?;
-    let given: std::collections::BTreeSet<String> = opts.certificates.keys().cloned().collect();
-    let mut plan = plan::plan_with(&model, backends, &given);
-    plan.fit_nginx(opts.nginx_version);
+    emit_checked(&model, backends, opts, option_warnings)
+}
+
+/// [`generate`] from manifests already read.
+pub fn generate_from(
+    model: &model::Inputs,
+    backends: &BackendMap,
+    opts: &Options,
+) -> Result<(Output, Vec<String>), String> {
+    let option_warnings = check_options(opts, backends)?;
+    emit_checked(model, backends, opts, option_warnings)
+}
+
+fn emit_checked(
+    model: &model::Inputs,
+    backends: &BackendMap,
+    opts: &Options,
+    option_warnings: Vec<String>,
+) -> Result<(Output, Vec<String>), String> {
+    let mut plan = plan_for(model, backends, opts);
     let mut out = emit::emit(&plan, opts)?;
     let mut warnings = option_warnings;
     warnings.append(&mut plan.warnings);
