@@ -8,7 +8,9 @@ use route_match::{Outcome, RequestView, Syntax};
 
 use crate::emit::entry;
 use crate::nginx_request;
-use crate::plan::{INTERNAL_PREFIX, Loc, PathKind, Plan, ServerPlan, Target, wildcard_covers};
+use crate::plan::{
+    INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, ServerPlan, Target, wildcard_covers,
+};
 
 /// A request as a client sends it.
 pub struct Request {
@@ -78,7 +80,30 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
         return done("no listener on that port: connection refused\n".into(), 0);
     };
     let _ = writeln!(out, "1. port {}", port.port);
-    if let Err(e) = nginx_request::check_method(&req.method) {
+    if port.tls {
+        // The handshake comes first, by SNI (taken to be the Host, as browsers send it).
+        let sni = nginx_request::validate_host(req.host.as_bytes())
+            .unwrap_or_else(|_| req.host.to_ascii_lowercase());
+        match select_server(port, &sni) {
+            Some(s) if !s.certificates.is_empty() => {
+                let _ = writeln!(
+                    out,
+                    "   TLS: SNI {sni:?}, certificate of {}",
+                    s.hostname.as_deref().unwrap_or("(default)")
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "   TLS: no certificate for SNI {sni:?}: the handshake is refused"
+                );
+                return done(out, 0);
+            }
+        }
+    }
+    // In NGINX's order: the request line (method, target), the Host header, then the
+    // methods it refuses whatever the target.
+    if let Err(e) = nginx_request::check_method_syntax(&req.method) {
         let _ =
             writeln!(out, "2. method {:?}: NGINX refuses it ({}): {}", req.method, e.why, e.status);
         return done(out, e.status);
@@ -90,30 +115,28 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
             return done(out, e.status);
         }
     };
-    let host = match (&target.host, req.host.as_str()) {
-        (_, h) if !h.is_empty() && nginx_request::validate_host(h.as_bytes()).is_err() => {
-            let _ = writeln!(out, "2. Host {h:?}: client sent invalid host header: 400");
-            return done(out, 400);
-        }
-        (Some(h), _) => h.clone(),
-        (None, "") => {
+    // HTTP/1.1: a Host header, exactly one, valid, even when the target names the host.
+    let host = match nginx_request::validate_host(req.host.as_bytes()) {
+        _ if req.host.is_empty() => {
             let _ = writeln!(out, "2. no Host header (HTTP/1.1): 400");
             return done(out, 400);
         }
-        (None, h) => nginx_request::validate_host(h.as_bytes()).unwrap_or_default(),
+        _ if req.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) => {
+            let _ = writeln!(out, "2. client sent duplicate host header: 400");
+            return done(out, 400);
+        }
+        Err(e) => {
+            let _ = writeln!(out, "2. Host {:?}: {}: 400", req.host, e.why);
+            return done(out, 400);
+        }
+        Ok(h) => target.host.clone().unwrap_or(h),
     };
-    // NGINX server selection: exact name, then the longest wildcard, then the default server.
-    let server = port
-        .servers
-        .iter()
-        .find(|s| s.hostname.as_deref() == Some(host.as_str()))
-        .or_else(|| {
-            port.servers
-                .iter()
-                .filter(|s| s.hostname.as_deref().is_some_and(|h| wildcard_covers(h, &host)))
-                .max_by_key(|s| s.hostname.as_ref().map_or(0, String::len))
-        })
-        .or_else(|| port.servers.iter().find(|s| s.hostname.is_none()));
+    if let Err(e) = nginx_request::check_method(&req.method) {
+        let _ =
+            writeln!(out, "2. method {:?}: NGINX refuses it ({}): {}", req.method, e.why, e.status);
+        return done(out, e.status);
+    }
+    let server = select_server(port, &host);
     let Some(server) = server else { return done(out + "no server: 404\n", 404) };
     let _ = writeln!(
         out,
@@ -124,13 +147,6 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
             .as_deref()
             .map_or("no listener: 404".to_owned(), |l| format!("listener {l}"))
     );
-    if port.tls && server.certificates.is_empty() {
-        let _ = writeln!(
-            out,
-            "   no certificate for this name (SNI {host:?}): the TLS handshake is refused"
-        );
-        return done(out, 0);
-    }
     let mut headers = Vec::new();
     for (n, v) in &req.headers {
         if nginx_request::header_kept(n) {
@@ -287,6 +303,21 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
         return done(out, *code);
     }
     Explanation { text: out, status: 200, backends }
+}
+
+/// NGINX's server selection: the exact name, then the longest wildcard, then the default
+/// server.
+fn select_server<'p>(port: &'p PortPlan, host: &str) -> Option<&'p ServerPlan> {
+    port.servers
+        .iter()
+        .find(|s| s.hostname.as_deref() == Some(host))
+        .or_else(|| {
+            port.servers
+                .iter()
+                .filter(|s| s.hostname.as_deref().is_some_and(|h| wildcard_covers(h, host)))
+                .max_by_key(|s| s.hostname.as_ref().map_or(0, String::len))
+        })
+        .or_else(|| port.servers.iter().find(|s| s.hostname.is_none()))
 }
 
 /// Whether `path` names one of the `location = /_httproute-internal/...` the configuration

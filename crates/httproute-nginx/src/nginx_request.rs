@@ -12,13 +12,14 @@
 //! - runs of `/` merged into one; `.` segments dropped; a `..` segment drops the one before it,
 //!   and one above the root is refused (400);
 //! - `?` ends the path (the query follows, as sent, up to a `#`), `#` ends both;
-//! - a control character (below 0x20, or 0x7f) anywhere in the target is refused (400);
+//! - a control character (below 0x20, or 0x7f) or a space anywhere in the target is refused
+//!   (400);
 //!   bytes above 0x7f are kept as they are;
 //! - an absolute target (`http://HOST[:PORT]/path`) names the host instead of `Host`.
 //! - **Host**: lowercased, its port and one trailing `.` dropped; refused (400) when empty,
 //!   with `..`, a `/` or a control character or space.
 //! - **Methods**: upper-case letters, `_` and `-` only (else 400); `TRACE` and `CONNECT` are
-//!   refused (405) before any location.
+//!   refused (405) before any location, once the target and the Host header were found valid.
 //! - **Header names**: letters, digits and `-`; a header whose name has anything else (`_`
 //!   among it) is ignored, as if not sent.
 
@@ -48,6 +49,10 @@ pub struct Target {
 pub fn parse_target(raw: &[u8]) -> Result<Target, Refused> {
     if raw.iter().any(|&b| b < 0x20 || b == 0x7f) {
         return Err(bad("client sent invalid request (a control character in the target)"));
+    }
+    // A space ends the target in the request line: what follows is not `HTTP/1.x`.
+    if raw.contains(&b' ') {
+        return Err(bad("client sent invalid request (a space in the target)"));
     }
     let (host, path) = match raw.first() {
         Some(b'/') => (None, raw.to_vec()),
@@ -248,11 +253,18 @@ pub fn validate_host(raw: &[u8]) -> Result<String, Refused> {
     Ok(String::from_utf8_lossy(&raw[..host_len]).to_ascii_lowercase())
 }
 
-/// A method NGINX passes to the locations, or why not.
-pub fn check_method(m: &str) -> Result<(), Refused> {
+/// Whether the request line's method is one NGINX reads: upper-case letters, `_` and `-`.
+pub fn check_method_syntax(m: &str) -> Result<(), Refused> {
     if m.is_empty() || !m.bytes().all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-') {
         return Err(bad("client sent invalid method"));
     }
+    Ok(())
+}
+
+/// A method NGINX passes to the locations, or why not (checked after the request line and
+/// the headers were read: a bad target or Host is a 400 first).
+pub fn check_method(m: &str) -> Result<(), Refused> {
+    check_method_syntax(m)?;
     if m == "TRACE" || m == "CONNECT" {
         return Err(Refused { status: 405, why: "client sent TRACE or CONNECT method" });
     }
@@ -343,6 +355,7 @@ mod tests {
         assert_eq!(uri("/a\x01b"), Err(400));
         assert_eq!(uri("/a\x7f"), Err(400));
         assert_eq!(uri(""), Err(400));
+        assert_eq!(uri("/my path"), Err(400));
     }
 
     #[test]
