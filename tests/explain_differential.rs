@@ -7,7 +7,8 @@
 //! NGINX's. The backends are servers of another NGINX that name themselves in a header.
 //!
 //! Requests are generated from a fixed seed (the same every run) out of the plan's own
-//! hostnames, paths, header and parameter names and values, mutated.
+//! hostnames, paths, header and parameter names and values, mutated. `EXPLAIN_DIFF_SHOW=1`
+//! prints each request and explain's answer.
 
 mod common;
 
@@ -132,13 +133,33 @@ fn sets() -> Vec<Set> {
         certificates,
         unresolved: &[],
     });
+    // The shapes' Secrets come from the cluster: given here with --certificate, but for one
+    // set, whose HTTPS listener then refuses the handshake.
+    let files =
+        (data("tls/test.crt").display().to_string(), data("tls/test.key").display().to_string());
     for (name, yaml) in common::shapes::SETS {
-        out.push(Set {
-            name: name.into(),
-            inputs: vec![scratch(name, yaml)],
-            certificates: BTreeMap::new(),
-            unresolved: &[],
-        });
+        let inputs = vec![scratch(name, yaml)];
+        let certificates = if name == "simple-http-https" {
+            BTreeMap::new()
+        } else {
+            let model = load(&inputs).expect("load");
+            listener_secrets(&model).into_iter().map(|s| (s, files.clone())).collect()
+        };
+        out.push(Set { name: name.into(), inputs, certificates, unresolved: &[] });
+    }
+    out
+}
+
+/// Every Secret a listener of `model` names, as `NAMESPACE/NAME`.
+fn listener_secrets(model: &Inputs) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for gw in &model.gateways {
+        for l in &gw.spec.listeners {
+            for c in l.tls.iter().flat_map(|t| &t.certificate_refs) {
+                let ns = c.namespace.as_deref().unwrap_or(&gw.metadata.namespace);
+                out.insert(format!("{ns}/{}", c.name));
+            }
+        }
     }
     out
 }
@@ -183,7 +204,11 @@ impl Rng {
 /// What the plan is made of: the words requests are built from.
 #[derive(Default)]
 struct Vocabulary {
+    /// The names of servers that serve routes (then `hosts`, all the others, weighted less).
+    served: Vec<String>,
     hosts: Vec<String>,
+    /// The routes' own paths (then `paths`, all the others, weighted less).
+    route_paths: Vec<String>,
     paths: Vec<String>,
     headers: Vec<(String, String)>,
     params: Vec<(String, String)>,
@@ -197,7 +222,13 @@ fn vocabulary(plan: &Plan) -> Vocabulary {
         BTreeSet::from(["/".to_owned(), "/x".to_owned(), "/_httproute-internal/0".to_owned()]);
     let (mut headers, mut params, mut methods) =
         (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let mut served = BTreeSet::new();
+    let mut route_paths = BTreeSet::new();
     for s in plan.ports.iter().flat_map(|p| &p.servers) {
+        if !s.rules.is_empty() {
+            let name = s.hostname.as_deref().unwrap_or("localhost");
+            served.insert(name.strip_prefix("*.").map_or(name.to_owned(), |b| format!("a.{b}")));
+        }
         if let Some(h) = &s.hostname {
             match h.strip_prefix("*.") {
                 Some(base) => {
@@ -216,6 +247,9 @@ fn vocabulary(plan: &Plan) -> Vocabulary {
             };
             for c in &l.candidates {
                 paths.insert(c.path.clone());
+                if c.path_kind != httproute_nginx::plan::PathKind::Regex {
+                    route_paths.insert(c.path.clone());
+                }
                 for (n, _, value) in &c.headers {
                     headers.insert((n.clone(), value.clone()));
                 }
@@ -234,7 +268,15 @@ fn vocabulary(plan: &Plan) -> Vocabulary {
     }
     headers.insert(("x-env".into(), "canary".into()));
     params.insert(("great".into(), "example".into()));
+    v.served = served.into_iter().collect();
+    if v.served.is_empty() {
+        v.served = hosts.iter().cloned().collect();
+    }
     v.hosts = hosts.into_iter().collect();
+    v.route_paths = route_paths.into_iter().collect();
+    if v.route_paths.is_empty() {
+        v.route_paths = paths.iter().cloned().collect();
+    }
     v.paths = paths.into_iter().collect();
     v.headers = headers.into_iter().collect();
     v.params = params.into_iter().collect();
@@ -283,7 +325,7 @@ fn encode_some(rng: &mut Rng, s: &str) -> String {
 }
 
 fn mutate_path(rng: &mut Rng, v: &Vocabulary) -> String {
-    let mut p = rng.pick(&v.paths).clone();
+    let mut p = if rng.chance(65) { rng.pick(&v.route_paths) } else { rng.pick(&v.paths) }.clone();
     // Paths as a client writes them: a space encoded (sent raw now and then: a 400).
     if rng.chance(90) {
         p = p.replace(' ', "%20");
@@ -298,16 +340,41 @@ fn mutate_path(rng: &mut Rng, v: &Vocabulary) -> String {
         2 => p.push('/'),
         _ => {}
     }
-    // Splices that NGINX resolves (or refuses).
-    let splices: &[&str] = &[
-        "/../", "/./", "//", "/%2e%2e/", "/%2E%2E/", "/.%2e/", "%2F", "%2f", "/%2F/", "/x/../",
-        "/./././", "/../../", "%20", "%25", "%3F", "%23", "%00", "%zz", "%", "#frag", "/.", "/..",
-        "+", ";x", "%C3%A9", "%FF",
+    // Splices NGINX resolves, inserted at a segment boundary mostly; now and then one it
+    // refuses, or anywhere.
+    let benign: &[&str] = &[
+        "/../",
+        "/./",
+        "//",
+        "/%2e%2e/",
+        "/%2E%2E/",
+        "/.%2e/",
+        "%2F",
+        "%2f",
+        "/%2F/",
+        "/x/../",
+        "/./././",
+        "/x/%2e%2e/",
+        "/x/..%2F",
+        "%2F%2F",
+        "/.",
+        "/x/..",
+        "+",
+        ";x",
+        "%20",
+        "%C3%A9",
+        "%FF",
+        "%25",
+        "%3F",
+        "%23",
+        "#frag",
     ];
-    for _ in 0..rng.below(3) {
-        let at = rng.below(p.len() + 1);
-        // Only at a char boundary (all ASCII here).
-        let s = rng.pick(splices);
+    let refused: &[&str] = &["/../../", "%00", "%zz", "%", "%2", "/..", "%2e%2e/"];
+    let splices = if rng.chance(50) { 0 } else { 1 + rng.below(2) };
+    for _ in 0..splices {
+        let bounds: Vec<usize> = p.match_indices('/').map(|(i, _)| i).chain([p.len()]).collect();
+        let at = if rng.chance(80) { *rng.pick(&bounds) } else { rng.below(p.len() + 1) };
+        let s = if rng.chance(90) { rng.pick(benign) } else { rng.pick(refused) };
         p.insert_str(at, s);
     }
     if rng.chance(20) {
@@ -318,6 +385,9 @@ fn mutate_path(rng: &mut Rng, v: &Vocabulary) -> String {
     }
     if rng.chance(10) {
         p = format!("/{p}");
+    }
+    if !p.starts_with('/') && rng.chance(90) {
+        p.insert(0, '/');
     }
     if rng.chance(35) {
         let mut q = Vec::new();
@@ -342,7 +412,7 @@ fn mutate_path(rng: &mut Rng, v: &Vocabulary) -> String {
 
 fn request(rng: &mut Rng, v: &Vocabulary, ports: &[(u16, bool)]) -> Req {
     let &(port, tls) = rng.pick(ports);
-    let mut host = rng.pick(&v.hosts).clone();
+    let mut host = if rng.chance(70) { rng.pick(&v.served) } else { rng.pick(&v.hosts) }.clone();
     if rng.chance(25) {
         host = flip_case(rng, &host);
     }
@@ -592,7 +662,10 @@ fn explain_answers_as_the_running_nginx_does() {
         assert!(ok, "{}: nginx -t:\n{text}\n{}", set.name, generated.nginx_conf);
         let n = p.start();
 
-        let ports: Vec<(u16, bool)> = plan.ports.iter().map(|p| (p.port, p.tls)).collect();
+        // In the order of the set's own ports: the same requests whatever ports were free.
+        let original: BTreeMap<u16, u16> = port_of.iter().map(|(&a, &b)| (b, a)).collect();
+        let mut ports: Vec<(u16, bool)> = plan.ports.iter().map(|p| (p.port, p.tls)).collect();
+        ports.sort_by_key(|p| original.get(&p.0).copied());
         let vocabulary = vocabulary(&plan);
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15
             ^ set.name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))));
@@ -600,8 +673,36 @@ fn explain_answers_as_the_running_nginx_does() {
         let mut wrong = 0;
         // What explain answered, by kind: a backend, or the status.
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-        for _ in 0..REQUESTS {
-            let r = request(&mut rng, &vocabulary, &ports);
+        // The examples first, each with the backend NGINX must answer from.
+        let fixed: Vec<(Req, &str)> = if set.name == "golden-cafe" {
+            [
+                ("/coffee/../tea", "default/tea-svc:80"),
+                ("/coffee/%2e%2e/tea", "default/tea-svc:80"),
+                ("/coffee%2Flatte", "default/coffee-v1-svc:80"),
+            ]
+            .into_iter()
+            .map(|(target, want)| {
+                let r = Req {
+                    port: ports[0].0,
+                    tls: false,
+                    host: Some("cafe.example.com".into()),
+                    target: target.into(),
+                    method: "GET".into(),
+                    headers: vec![],
+                };
+                (r, want)
+            })
+            .collect()
+        } else {
+            Vec::new()
+        };
+        let count = fixed.len() + REQUESTS;
+        let mut fixed = fixed.into_iter();
+        for _ in 0..count {
+            let (r, want) = match fixed.next() {
+                Some((r, want)) => (r, Some(want)),
+                None => (request(&mut rng, &vocabulary, &ports), None),
+            };
             let e = explain_request(
                 &plan,
                 &Request {
@@ -635,7 +736,16 @@ fn explain_answers_as_the_running_nginx_does() {
                 0 => "no answer".to_owned(),
                 code => code.to_string(),
             };
+            if std::env::var_os("EXPLAIN_DIFF_SHOW").is_some() {
+                eprintln!(
+                    "{}: {kind}: {} {} Host: {:?} {:?}",
+                    set.name, r.method, r.target, r.host, r.headers
+                );
+            }
             *seen.entry(kind).or_default() += 1;
+            if let Some(want) = want {
+                assert_eq!(got, Some((200, Some(want.to_owned()))), "{r:?}");
+            }
             if !agrees(&e, &got, &who) {
                 wrong += 1;
                 disagreements.push(format!(
@@ -645,7 +755,7 @@ fn explain_answers_as_the_running_nginx_does() {
             }
         }
         drop(conns);
-        report.push(format!("{}: {REQUESTS} requests ({seen:?}), {wrong} disagreements", set.name));
+        report.push(format!("{}: {count} requests ({seen:?}), {wrong} disagreements", set.name));
         n.finish();
     }
     backend.finish();
