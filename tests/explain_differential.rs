@@ -487,8 +487,8 @@ impl Conn {
                     .stderr(Stdio::null())
                     .spawn()
                     .expect("run openssl s_client");
-                let out = BufReader::new(child.stdout.take()?);
-                let inp = child.stdin.take()?;
+                let out = BufReader::new(child.stdout.take().expect("piped stdout"));
+                let inp = child.stdin.take().expect("piped stdin");
                 Some(Conn::Tls(child, out, inp))
             }
         }
