@@ -427,7 +427,7 @@ fn request(rng: &mut Rng, v: &Vocabulary, ports: &[(u16, bool)]) -> Req {
     }
     let host = (tls || !rng.chance(2)).then_some(host);
     let mut target = mutate_path(rng, v);
-    if !tls && rng.chance(5) {
+    if rng.chance(5) {
         let named = rng.pick(&v.hosts).clone();
         target = format!("http://{}{target}", flip_case(rng, &named));
     }

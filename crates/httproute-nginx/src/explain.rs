@@ -80,8 +80,9 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
         return done("no listener on that port: connection refused\n".into(), 0);
     };
     let _ = writeln!(out, "1. port {}", port.port);
+    // The handshake comes first, by SNI (taken to be the Host header, as browsers send it).
+    let mut sni_server = None;
     if port.tls {
-        // The handshake comes first, by SNI (taken to be the Host, as browsers send it).
         let sni = nginx_request::validate_host(req.host.as_bytes())
             .unwrap_or_else(|_| req.host.to_ascii_lowercase());
         match select_server(port, &sni) {
@@ -91,6 +92,7 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
                     "   TLS: SNI {sni:?}, certificate of {}",
                     s.hostname.as_deref().unwrap_or("(default)")
                 );
+                sni_server = Some(s);
             }
             _ => {
                 let _ = writeln!(
@@ -147,6 +149,15 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
             .as_deref()
             .map_or("no listener: 404".to_owned(), |l| format!("listener {l}"))
     );
+    // Listener isolation over TLS: a request for another server than its SNI chose.
+    if sni_server.is_some_and(|s| !std::ptr::eq(s, server)) {
+        let _ = writeln!(
+            out,
+            "   the SNI chose another server ({}): 421 Misdirected Request",
+            sni_server.and_then(|s| s.hostname.as_deref()).unwrap_or("(default)")
+        );
+        return done(out, 421);
+    }
     let mut headers = Vec::new();
     for (n, v) in &req.headers {
         if nginx_request::header_kept(n) {

@@ -90,6 +90,9 @@ fn explain_serves_a_listener_whose_certificate_comes_from_the_command_line() {
         let (text, status) = explain(&plan, &req("secure.test", "GET", "/x"));
         if served {
             assert_eq!(status, 200, "{text}");
+            // A target naming another server than the SNI chose: 421 (listener isolation).
+            let (text, status) = explain(&plan, &req("secure.test", "GET", "http://other.test/x"));
+            assert_eq!(status, 421, "{text}");
         } else {
             assert_eq!(status, 0, "{text}");
             assert!(text.contains("the handshake is refused"), "{text}");
