@@ -6,6 +6,8 @@
 //! next to this test. `NGX_MATCHES_KEEP=1` keeps the scratch directories.
 #![allow(dead_code)]
 
+pub mod shapes;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;

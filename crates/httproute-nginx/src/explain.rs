@@ -6,18 +6,37 @@ use std::fmt::Write as _;
 
 use route_match::{Outcome, RequestView, Syntax};
 
-use crate::plan::{Entry, Loc, PathKind, Plan, Reason, wildcard_covers};
+use crate::nginx_request;
+use crate::plan::{
+    Entry, INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, Reason, ServerPlan, Target,
+    wildcard_covers,
+};
 
+/// A request as a client sends it.
 pub struct Request {
+    /// The listener port (`None`: the first port).
     pub port: Option<u16>,
     pub method: String,
+    /// The `Host` header as sent (empty: none); an absolute `path` names the host instead.
     pub host: String,
+    /// The request target as sent: `/path?query` (not decoded: NGINX decodes and normalises
+    /// it, see [`crate::nginx_request`]), or `http://host/path?query`.
     pub path: String,
     pub headers: Vec<(String, String)>,
+    /// More of the query (raw, as in the URL), after the target's own.
     pub query: String,
 }
 
-impl RequestView for Request {
+/// The request as the locations and the module see it: NGINX's `$uri`, `$args`, the
+/// headers it keeps.
+struct Seen<'a> {
+    method: &'a str,
+    uri: Vec<u8>,
+    args: Vec<u8>,
+    headers: Vec<(&'a str, &'a str)>,
+}
+
+impl RequestView for Seen<'_> {
     fn method(&self) -> &[u8] {
         self.method.as_bytes()
     }
@@ -25,61 +44,171 @@ impl RequestView for Request {
         self.headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()))
     }
     fn query(&self) -> &[u8] {
-        self.query.as_bytes()
+        &self.args
     }
     fn path(&self) -> &[u8] {
-        self.path.as_bytes()
+        &self.uri
     }
+}
+
+/// What `explain` found.
+#[derive(Debug)]
+pub struct Explanation {
+    /// The steps, one a line.
+    pub text: String,
+    /// The HTTP status NGINX answers: 200 for a backend; 0 for no HTTP answer at all (no
+    /// listener on the port, a TLS handshake refused, a gRPC route this NGINX cannot serve
+    /// on the port).
+    pub status: u16,
+    /// For a 200: where the request may go, one of these by weight (a weighted share that
+    /// cannot be served is a [`Target::Status`]).
+    pub backends: Vec<Target>,
 }
 
 /// The explanation text and the HTTP status NGINX would answer (200 for a route).
 pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
+    let e = explain_request(plan, req);
+    (e.text, e.status)
+}
+
+/// Which location, route, rule and backend answer `req`, step by step, from `plan` (which
+/// must be the plan the configuration was written from: [`crate::plan_for`]).
+pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
     let mut out = String::new();
-    let host = req.host.split(':').next().unwrap_or("").to_ascii_lowercase();
+    let done = |text: String, status: u16| Explanation { text, status, backends: Vec::new() };
     let Some(port) = plan.ports.iter().find(|p| req.port.is_none_or(|n| n == p.port)) else {
-        return ("no listener on that port: connection refused\n".into(), 0);
+        return done("no listener on that port: connection refused\n".into(), 0);
     };
     let _ = writeln!(out, "1. port {}", port.port);
-    // NGINX server selection: exact name, then the longest wildcard, then the default server.
-    let server = port
-        .servers
-        .iter()
-        .find(|s| s.hostname.as_deref() == Some(host.as_str()))
-        .or_else(|| {
-            port.servers
-                .iter()
-                .filter(|s| s.hostname.as_deref().is_some_and(|h| wildcard_covers(h, &host)))
-                .max_by_key(|s| s.hostname.as_ref().map_or(0, String::len))
-        })
-        .or_else(|| port.servers.iter().find(|s| s.hostname.is_none()));
-    let Some(server) = server else { return (out + "no server: 404\n", 404) };
+    // The handshake comes first, by SNI (taken to be the Host header, as browsers send it).
+    let mut sni_server = None;
+    if port.tls {
+        let sni = nginx_request::validate_host(req.host.as_bytes())
+            .unwrap_or_else(|_| req.host.to_ascii_lowercase());
+        match select_server(port, &sni) {
+            Some(s) if !s.certificates.is_empty() => {
+                let _ = writeln!(
+                    out,
+                    "   TLS: SNI {sni:?}, certificate of {}",
+                    s.hostname.as_deref().unwrap_or("(default)")
+                );
+                sni_server = Some(s);
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "   TLS: no certificate for SNI {sni:?}: the handshake is refused"
+                );
+                return done(out, 0);
+            }
+        }
+    }
+    // In NGINX's order: the request line (method, target), the Host header, then the
+    // methods it refuses whatever the target.
+    if let Err(e) = nginx_request::check_method_syntax(&req.method) {
+        let _ =
+            writeln!(out, "2. method {:?}: NGINX refuses it ({}): {}", req.method, e.why, e.status);
+        return done(out, e.status);
+    }
+    let target = match nginx_request::parse_target(req.path.as_bytes()) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(out, "2. target {:?}: {}: {}", req.path, e.why, e.status);
+            return done(out, e.status);
+        }
+    };
+    // HTTP/1.1: a Host header, exactly one, valid, even when the target names the host.
+    let host = match nginx_request::validate_host(req.host.as_bytes()) {
+        _ if req.host.is_empty() => {
+            let _ = writeln!(out, "2. no Host header (HTTP/1.1): 400");
+            return done(out, 400);
+        }
+        _ if req.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) => {
+            let _ = writeln!(out, "2. client sent duplicate host header: 400");
+            return done(out, 400);
+        }
+        Err(e) => {
+            let _ = writeln!(out, "2. Host {:?}: {}: 400", req.host, e.why);
+            return done(out, 400);
+        }
+        Ok(h) => target.host.clone().unwrap_or(h),
+    };
+    if let Err(e) = nginx_request::check_method(&req.method) {
+        let _ =
+            writeln!(out, "2. method {:?}: NGINX refuses it ({}): {}", req.method, e.why, e.status);
+        return done(out, e.status);
+    }
+    let server = select_server(port, &host);
+    let Some(server) = server else { return done(out + "no server: 404\n", 404) };
     let _ = writeln!(
         out,
         "2. host {host:?}: server {} ({})",
         server.hostname.as_deref().unwrap_or("(default)"),
         server.listener.as_ref().map_or("no listener: 404".to_owned(), |l| format!("listener {l}"))
     );
-    let path = &req.path;
-    let loc =
-        server.locations.iter().find(|l| matches!(&l.loc, Loc::Exact(p) if p == path)).or_else(
-            || {
-                server
-                    .locations
-                    .iter()
-                    .filter(|l| matches!(&l.loc, Loc::Prefix(p) if path.starts_with(p.as_str())))
-                    .max_by_key(|l| match &l.loc {
-                        Loc::Prefix(p) | Loc::Exact(p) => p.len(),
-                    })
-            },
+    // Listener isolation over TLS: a request for another server than its SNI chose.
+    if sni_server.is_some_and(|s| !std::ptr::eq(s, server)) {
+        let _ = writeln!(
+            out,
+            "   the SNI chose another server ({}): 421 Misdirected Request",
+            sni_server.and_then(|s| s.hostname.as_deref()).unwrap_or("(default)")
         );
-    let Some(loc) = loc else { return (out + "3. no location: 404\n", 404) };
+        return done(out, 421);
+    }
+    let mut headers = Vec::new();
+    for (n, v) in &req.headers {
+        if nginx_request::header_kept(n) {
+            headers.push((n.as_str(), v.as_str()));
+        } else {
+            let _ = writeln!(
+                out,
+                "   header {n:?} ignored: NGINX keeps only names of letters, digits and - \
+                 (ignore_invalid_headers, underscores_in_headers off)"
+            );
+        }
+    }
+    let mut args = target.args.clone();
+    if !req.query.is_empty() {
+        if !args.is_empty() {
+            args.push(b'&');
+        }
+        args.extend_from_slice(req.query.as_bytes());
+    }
+    let seen = Seen { method: &req.method, uri: target.uri, args, headers };
+    let path = &seen.uri[..];
+    let shown = String::from_utf8_lossy(path);
+    let normalised = if path == req.path.split(['?', '#']).next().unwrap_or("").as_bytes() {
+        format!("path {shown:?}")
+    } else {
+        format!("path {shown:?} (NGINX's $uri for {:?})", req.path)
+    };
+    if is_internal(server, path) {
+        let _ = writeln!(out, "3. {normalised}: an internal location of the generator: 404");
+        return done(out, 404);
+    }
+    let loc = server
+        .locations
+        .iter()
+        .find(|l| matches!(&l.loc, Loc::Exact(p) if p.as_bytes() == path))
+        .or_else(|| {
+            server
+                .locations
+                .iter()
+                .filter(|l| matches!(&l.loc, Loc::Prefix(p) if path.starts_with(p.as_bytes())))
+                .max_by_key(|l| match &l.loc {
+                    Loc::Prefix(p) | Loc::Exact(p) => p.len(),
+                })
+        });
+    let Some(loc) = loc else {
+        return done(out + &format!("3. {normalised}: no location: 404\n"), 404);
+    };
     let (kind, p) = match &loc.loc {
         Loc::Exact(p) => ("location =", p),
         Loc::Prefix(p) => ("location", p),
     };
     let _ = writeln!(
         out,
-        "3. path {path:?}: {kind} {p} with {} candidate(s), in precedence order:",
+        "3. {normalised}: {kind} {p} with {} candidate(s), in precedence order:",
         loc.candidates.len()
     );
     for (i, c) in loc.candidates.iter().enumerate() {
@@ -102,74 +231,122 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
     }
     let list: Vec<&Entry> = loc.candidates.iter().map(|c| &c.entry).collect();
     if list.is_empty() {
-        return (out + "4. no candidates: 404\n", 404);
+        return done(out + "4. no candidates: 404\n", 404);
     }
     let json = serde_json::to_vec(&list).unwrap_or_default();
     let compiled = match route_match::compile_list(&json, Syntax::Typed) {
         Ok(c) => c,
-        Err(e) => return (out + &format!("4. internal error: {e}\n"), 500),
+        Err(e) => return done(out + &format!("4. internal error: {e}\n"), 500),
     };
-    match compiled.list.evaluate(req) {
-        Outcome::Redirect { entry, .. } => {
-            let c = &loc.candidates[entry];
-            let rule = &server.rules[c.rule];
-            let _ = writeln!(
-                out,
-                "4. winner: [{entry}] {} rule {}{} match {} (the first candidate whose method, \
-                 headers and query parameters all hold)",
-                c.route,
-                c.rule_index,
-                rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default(),
-                c.match_index
-            );
-            if let Some(r) = &rule.redirect {
-                let _ = writeln!(
-                    out,
-                    "5. RequestRedirect filter: {} to {}://{}{}{}",
-                    r.status_code,
-                    r.scheme.as_deref().unwrap_or("(request scheme)"),
-                    r.hostname.as_deref().unwrap_or("(request host)"),
-                    r.port.map(|p| format!(":{p}")).unwrap_or_default(),
-                    r.path.as_ref().map_or("(request path)".to_owned(), |p| p.replacement().0),
-                );
-                return (out, r.status_code);
+    let entry = match compiled.list.evaluate(&seen) {
+        Outcome::Redirect { entry, .. } => entry,
+        Outcome::NoMatch => return done(out + "4. no candidate holds: 404\n", 404),
+        Outcome::Error(e) => return done(out + &format!("4. error: {e}: 500\n"), 500),
+    };
+    let c = &loc.candidates[entry];
+    let rule = &server.rules[c.rule];
+    let _ = writeln!(
+        out,
+        "4. winner: [{entry}] {} rule {}{} match {} (the first candidate whose method, \
+         headers and query parameters all hold)",
+        c.route,
+        c.rule_index,
+        rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default(),
+        c.match_index
+    );
+    if rule.grpc && !port.http2 {
+        let _ = writeln!(
+            out,
+            "5. not served: a GRPCRoute, and this NGINX does not speak HTTP/2 on port {} \
+             (it cannot beside HTTP/1.1 before 1.25.1; see the warnings)",
+            port.port
+        );
+        return done(out, 0);
+    }
+    if let Some(r) = &rule.redirect {
+        let _ = writeln!(
+            out,
+            "5. RequestRedirect filter: {} to {}://{}{}{}",
+            r.status_code,
+            r.scheme.as_deref().unwrap_or("(request scheme)"),
+            r.hostname.as_deref().unwrap_or("(request host)"),
+            r.port.map(|p| format!(":{p}")).unwrap_or_default(),
+            r.path.as_ref().map_or("(request path)".to_owned(), |p| p.replacement().0),
+        );
+        return done(out, r.status_code);
+    }
+    if let Some(r) = &rule.rewrite {
+        let _ = writeln!(
+            out,
+            "5. URLRewrite filter: host {}, path {}",
+            r.hostname.as_deref().unwrap_or("(unchanged)"),
+            r.path.as_ref().map_or("(unchanged)".to_owned(), |p| match p.replacement() {
+                (v, true) => format!("prefix {} -> {v}", rule.match_prefix),
+                (v, false) => v,
+            }),
+        );
+    }
+    if rule.backends.is_empty() {
+        let _ = writeln!(out, "5. the rule has no backend: 500");
+        return done(out, 500);
+    }
+    for b in &rule.backends {
+        let _ = write!(out, "5. backend {}, weight {}", b.target, b.weight);
+        match &b.problem {
+            Some((Reason::NoReadyEndpoints, why)) => {
+                let _ = write!(out, ": {why}");
             }
-            if let Some(r) = &rule.rewrite {
-                let _ = writeln!(
-                    out,
-                    "5. URLRewrite filter: host {}, path {}",
-                    r.hostname.as_deref().unwrap_or("(unchanged)"),
-                    r.path.as_ref().map_or("(unchanged)".to_owned(), |p| match p.replacement() {
-                        (v, true) => format!("prefix {} -> {v}", rule.match_prefix),
-                        (v, false) => v,
-                    }),
-                );
+            Some((reason, why)) => {
+                let _ = write!(out, ": {why} (condition ResolvedRefs=False, {reason})");
             }
-            if rule.backends.is_empty() {
-                let _ = writeln!(out, "5. the rule has no backend: 500");
-                return (out, 500);
-            }
-            for b in &rule.backends {
-                let _ = write!(out, "5. backend {}, weight {}", b.target, b.weight);
-                match &b.problem {
-                    Some((Reason::NoReadyEndpoints, why)) => {
-                        let _ = write!(out, ": {why}");
-                    }
-                    Some((reason, why)) => {
-                        let _ = write!(out, ": {why} (condition ResolvedRefs=False, {reason})");
-                    }
-                    None => {}
-                }
-                out.push('\n');
-            }
-            if let [only] = &rule.backends[..]
-                && let crate::plan::Target::Status(code) = only.target
-            {
-                return (out, code);
-            }
-            (out, 200)
+            None => {}
         }
-        Outcome::NoMatch => (out + "4. no candidate holds: 404\n", 404),
-        Outcome::Error(e) => (out + &format!("4. error: {e}: 500\n"), 500),
+        out.push('\n');
+    }
+    let backends: Vec<Target> = rule.backends.iter().map(|b| b.target.clone()).collect();
+    // Every share answered with one status: that status.
+    if let Some(Target::Status(code)) = backends.first()
+        && backends.iter().all(|t| t == &backends[0])
+    {
+        return done(out, *code);
+    }
+    Explanation { text: out, status: 200, backends }
+}
+
+/// NGINX's server selection: the exact name, then the longest wildcard, then the default
+/// server.
+fn select_server<'p>(port: &'p PortPlan, host: &str) -> Option<&'p ServerPlan> {
+    port.servers
+        .iter()
+        .find(|s| s.hostname.as_deref() == Some(host))
+        .or_else(|| {
+            port.servers
+                .iter()
+                .filter(|s| s.hostname.as_deref().is_some_and(|h| wildcard_covers(h, host)))
+                .max_by_key(|s| s.hostname.as_ref().map_or(0, String::len))
+        })
+        .or_else(|| port.servers.iter().find(|s| s.hostname.is_none()))
+}
+
+/// Whether `path` names one of the `location = /_httproute-internal/...` the configuration
+/// writes for the server's rules (`N`, `N-bK`, `mirror-N-K`): those are `internal`, a client's
+/// request for one is answered 404.
+fn is_internal(server: &ServerPlan, path: &[u8]) -> bool {
+    let Some(rest) = path.strip_prefix(INTERNAL_PREFIX.as_bytes()) else { return false };
+    let Ok(rest) = std::str::from_utf8(rest) else { return false };
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    // A rule index as the generator writes it (no leading zero), of a rule the server uses.
+    let used = |ri: &str| {
+        ri.parse::<usize>().is_ok_and(|n| {
+            n.to_string() == ri
+                && server.locations.iter().any(|l| l.candidates.iter().any(|c| c.rule == n))
+        })
+    };
+    if let Some(m) = rest.strip_prefix("mirror-") {
+        return m.split_once('-').is_some_and(|(ri, k)| used(ri) && number(k));
+    }
+    match rest.split_once("-b") {
+        Some((ri, k)) => used(ri) && number(k),
+        None => used(rest),
     }
 }

@@ -8,7 +8,8 @@
 //!   the one planning generate and explain run;
 //! - [`emit`] writes `nginx.conf` (through the typed writer [`conf`]) and `matches.json`;
 //! - [`conf_reader`] reads nginx.conf back the way NGINX does (for tests and fuzzing);
-//! - [`explain`] answers "which route serves this request, and why";
+//! - [`explain`] answers "which route serves this request, and why", from the request as
+//!   [`nginx_request`] says NGINX reads it (decoded, normalised path; validated host);
 //! - [`status`] writes the conditions a controller would set, from [`plan::Plan::status`]
 //!   (the caller renders it: [`generate_all`] returns it).
 
@@ -19,6 +20,7 @@ pub mod conf_reader;
 pub mod emit;
 pub mod explain;
 pub mod model;
+pub mod nginx_request;
 pub mod plan;
 pub mod status;
 
@@ -199,6 +201,12 @@ pub fn generate_all(
     Ok(Generated { output, status: plan.status, warnings })
 }
 
+/// The plan the configuration is written from, for these manifests, backends and options:
+/// the one planning step of `generate` and `explain`, so that they cannot disagree.
+pub fn plan_for(model: &model::Inputs, backends: &BackendMap, opts: &Options) -> plan::Plan {
+    plan::plan(model, &plan_options(opts, backends))
+}
+
 /// Manifests to configuration text, plus warnings.
 pub fn generate(
     inputs: &[PathBuf],
@@ -206,6 +214,20 @@ pub fn generate(
     opts: &Options,
 ) -> Result<(Output, Vec<String>), String> {
     generate_all(inputs, backends, opts).map(|g| (g.output, g.warnings))
+}
+
+/// [`generate`] from manifests already read.
+pub fn generate_from(
+    model: &model::Inputs,
+    backends: &BackendMap,
+    opts: &Options,
+) -> Result<(Output, Vec<String>), String> {
+    let mut warnings = check_options(opts, backends)?;
+    let mut plan = plan_for(model, backends, opts);
+    let mut out = emit::emit(&plan, opts)?;
+    warnings.append(&mut plan.warnings);
+    warnings.append(&mut out.warnings);
+    Ok((out, warnings))
 }
 
 /// The `nameserver` addresses of a resolv.conf, in NGINX's `resolver` syntax (IPv6 in

@@ -29,12 +29,33 @@ struct Input {
     backends_file: Option<PathBuf>,
 }
 
+/// The options that decide the plan: `generate` and `explain` take the same, so that explain
+/// answers for the configuration generate writes.
+#[derive(clap::Args)]
+struct Planning {
+    /// The files of a TLS Secret: NAMESPACE/NAME=CERT.pem,KEY.pem; repeatable. Without it
+    /// a Secret is read from certs/NAMESPACE_NAME.crt and .key next to nginx.conf.
+    #[arg(long = "certificate", value_parser = parse_certificate)]
+    certificates: Vec<(String, (String, String))>,
+    /// Generate Experimental-channel fields too (`retry`); without it they are warned
+    /// about and left out.
+    #[arg(long)]
+    experimental: bool,
+    /// The version of the NGINX that runs the configuration (MAJOR.MINOR[.PATCH]): before
+    /// 1.25.1, HTTP/2 for GRPCRoutes is written as a `listen` parameter. The default is the
+    /// NGINX this build was made for (the Debian package: the distribution's).
+    #[arg(long, value_parser = parse_version, default_value = DEFAULT_NGINX_VERSION)]
+    nginx_version: (u32, u32, u32),
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Write DIR/nginx.conf and DIR/matches.json (and logs/, tmp/): `nginx -p DIR -c nginx.conf`.
     Generate {
         #[command(flatten)]
         input: Input,
+        #[command(flatten)]
+        planning: Planning,
         /// The output directory (replaced as a whole).
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
@@ -47,23 +68,10 @@ enum Command {
         /// Listen on this address only (default: all addresses): IPv4, [IPv6] or a host name.
         #[arg(long, value_parser = parse_listen_address)]
         listen_address: Option<String>,
-        /// The files of a TLS Secret: NAMESPACE/NAME=CERT.pem,KEY.pem; repeatable. Without it
-        /// a Secret is read from certs/NAMESPACE_NAME.crt and .key next to nginx.conf.
-        #[arg(long = "certificate", value_parser = parse_certificate)]
-        certificates: Vec<(String, (String, String))>,
         /// A DNS server for backends named by DNS (cluster Service names, ExternalName
         /// Services): ADDRESS[:PORT]; repeatable. Default: the nameservers of /etc/resolv.conf.
         #[arg(long = "resolver", value_parser = parse_resolver)]
         resolvers: Vec<String>,
-        /// Generate Experimental-channel fields too (`retry`); without it they are warned
-        /// about and left out.
-        #[arg(long)]
-        experimental: bool,
-        /// The version of the NGINX that runs the configuration (MAJOR.MINOR[.PATCH]): before
-        /// 1.25.1, HTTP/2 for GRPCRoutes is written as a `listen` parameter. The default is the
-        /// NGINX this build was made for (the Debian package: the distribution's).
-        #[arg(long, value_parser = parse_version, default_value = DEFAULT_NGINX_VERSION)]
-        nginx_version: (u32, u32, u32),
         /// Also write the Gateway API status (conditions of every Gateway, listener and
         /// HTTPRoute parentRef) to this file, as YAML.
         #[arg(long = "status")]
@@ -73,10 +81,15 @@ enum Command {
     Explain {
         #[command(flatten)]
         input: Input,
+        #[command(flatten)]
+        planning: Planning,
         #[arg(long, default_value = "GET")]
         method: String,
+        /// The Host header, as sent (NGINX lowercases it and drops its port and a trailing dot).
         #[arg(long)]
         host: String,
+        /// The request target, as sent: /PATH?QUERY, percent-encoded (NGINX decodes it and
+        /// resolves `.`, `..` and `//` before it looks up a location), or http://HOST/PATH.
         #[arg(long)]
         path: String,
         /// The listener port (default: the first port).
@@ -154,36 +167,39 @@ fn backends(input: &Input) -> Result<BackendMap, String> {
     Ok(map)
 }
 
+/// Options with the planning ones given and the others at their defaults (what `explain`
+/// plans with; `generate` sets the others).
+fn options(p: Planning) -> Options {
+    Options {
+        module: "modules/ngx_http_matches_module.so".into(),
+        carrier: Carrier::Preload,
+        listen_address: None,
+        certificates: p.certificates.into_iter().collect(),
+        resolvers: Vec::new(),
+        experimental: p.experimental,
+        nginx_version: p.nginx_version,
+    }
+}
+
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Generate {
             input,
+            planning,
             output,
             module,
             carrier,
             listen_address,
-            certificates,
             mut resolvers,
-            experimental,
-            nginx_version,
             status,
         } => {
             let map = backends(&input)?;
-            let certificates = certificates.into_iter().collect();
             if resolvers.is_empty() {
                 resolvers = std::fs::read_to_string("/etc/resolv.conf")
                     .map(|t| httproute_nginx::resolv_conf_nameservers(&t))
                     .unwrap_or_default();
             }
-            let opts = Options {
-                module,
-                carrier,
-                listen_address,
-                certificates,
-                resolvers,
-                experimental,
-                nginx_version,
-            };
+            let opts = Options { module, carrier, listen_address, resolvers, ..options(planning) };
             let generated = httproute_nginx::generate_all(&input.files, &map, &opts)?;
             for w in &generated.warnings {
                 eprintln!("httproute-nginx: warning: {w}");
@@ -196,11 +212,16 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Explain { input, method, host, path, port, headers, query } => {
+        Command::Explain { input, planning, method, host, path, port, headers, query } => {
             let map = backends(&input)?;
+            let opts = options(planning);
+            let mut warnings = httproute_nginx::check_options(&opts, &map)?;
             let model = httproute_nginx::model::load(&input.files).map_err(|e| e.to_string())?;
-            let plan =
-                httproute_nginx::plan::plan(&model, &httproute_nginx::plan::PlanOptions::new(&map));
+            let mut plan = httproute_nginx::plan_for(&model, &map, &opts);
+            warnings.append(&mut plan.warnings);
+            for w in &warnings {
+                eprintln!("httproute-nginx: warning: {w}");
+            }
             let headers = headers
                 .iter()
                 .map(|h| h.split_once(':').map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned())))

@@ -1,0 +1,199 @@
+//! `explain` plans as `generate` does (same options, one planning function) and reads the
+//! request as NGINX does (decoded, normalised path; validated host). Against a running NGINX:
+//! tests/explain_differential.rs at the repository root.
+
+use std::path::{Path, PathBuf};
+
+use httproute_nginx::explain::{Request, explain, explain_request};
+use httproute_nginx::model::load;
+use httproute_nginx::{BackendMap, Carrier, Options, generate, plan_for};
+
+fn data(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
+}
+
+fn opts(version: (u32, u32, u32)) -> Options {
+    Options {
+        module: "modules/ngx_http_matches_module.so".into(),
+        carrier: Carrier::Preload,
+        listen_address: None,
+        certificates: Default::default(),
+        resolvers: vec!["127.0.0.1:53".into()],
+        experimental: false,
+        nginx_version: version,
+    }
+}
+
+fn req(host: &str, method: &str, path: &str) -> Request {
+    Request {
+        port: None,
+        method: method.into(),
+        host: host.into(),
+        path: path.into(),
+        headers: vec![],
+        query: String::new(),
+    }
+}
+
+/// A scratch directory holding `yaml` as one manifest file.
+fn manifests(name: &str, yaml: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hr-explain-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("all.yaml"), yaml).unwrap();
+    dir
+}
+
+/// A GRPCRoute and an HTTPRoute on one plain port (listeners of their own hostnames).
+const GRPC_BESIDE_HTTP: &str = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: web, port: 8080, protocol: HTTP, hostname: web.test}\n  - {name: grpc, port: 8080, protocol: HTTP, hostname: grpc.test}\n---\nkind: HTTPRoute\nmetadata: {name: web}\nspec: {parentRefs: [{name: gw, sectionName: web}], rules: [{matches: [{path: {value: /web}}], backendRefs: [{name: web, port: 80}]}]}\n---\nkind: GRPCRoute\nmetadata: {name: echo}\nspec: {parentRefs: [{name: gw, sectionName: grpc}], rules: [{matches: [{method: {service: a.B}}], backendRefs: [{name: g, port: 80}]}]}\n";
+
+#[test]
+fn explain_plans_for_the_nginx_version_as_generate_does() {
+    let dir = manifests("grpc", GRPC_BESIDE_HTTP);
+    let model = load(std::slice::from_ref(&dir)).unwrap();
+    let grpc_call = Request {
+        headers: vec![("content-type".into(), "application/grpc".into())],
+        ..req("grpc.test", "POST", "/a.B/Call")
+    };
+    for (version, served) in [((1, 22, 1), false), ((1, 28, 0), true)] {
+        let o = opts(version);
+        let (out, warnings) = generate(std::slice::from_ref(&dir), &BackendMap::new(), &o).unwrap();
+        // What the configuration does on that NGINX: HTTP/2 on the port, or a warning.
+        assert_eq!(out.nginx_conf.contains("http2 on;"), served, "{}", out.nginx_conf);
+        assert_eq!(warnings.iter().any(|w| w.contains("GRPCRoutes default/echo")), !served);
+        let plan = plan_for(&model, &BackendMap::new(), &o);
+        let (text, status) = explain(&plan, &grpc_call);
+        assert!(text.contains("winner: [0] default/echo rule 0 match 0"), "{text}");
+        if served {
+            assert_eq!(status, 200, "{text}");
+        } else {
+            assert_eq!(status, 0, "{text}");
+            assert!(text.contains("not served: a GRPCRoute"), "{text}");
+        }
+        // The HTTPRoute beside it is served either way.
+        assert_eq!(explain(&plan, &req("web.test", "GET", "/web")).1, 200);
+    }
+}
+
+#[test]
+fn explain_serves_a_listener_whose_certificate_comes_from_the_command_line() {
+    let yaml = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: s, port: 8443, protocol: HTTPS, hostname: secure.test, tls: {certificateRefs: [{name: given}]}}\n---\nkind: HTTPRoute\nmetadata: {name: r}\nspec: {parentRefs: [{name: gw}], rules: [{backendRefs: [{name: web, port: 80}]}]}\n";
+    let dir = manifests("cert", yaml);
+    let model = load(std::slice::from_ref(&dir)).unwrap();
+    let mut with = opts((1, 28, 0));
+    let files = (data("tls/test.crt"), data("tls/test.key"));
+    let files = (files.0.display().to_string(), files.1.display().to_string());
+    with.certificates.insert("default/given".into(), files);
+    for (o, served) in [(&opts((1, 28, 0)), false), (&with, true)] {
+        let (out, _) = generate(std::slice::from_ref(&dir), &BackendMap::new(), o).unwrap();
+        assert_eq!(out.nginx_conf.contains("ssl_certificate \""), served, "{}", out.nginx_conf);
+        let plan = plan_for(&model, &BackendMap::new(), o);
+        let (text, status) = explain(&plan, &req("secure.test", "GET", "/x"));
+        if served {
+            assert_eq!(status, 200, "{text}");
+            // A target naming another server than the SNI chose: 421 (listener isolation).
+            let (text, status) = explain(&plan, &req("secure.test", "GET", "http://other.test/x"));
+            assert_eq!(status, 421, "{text}");
+        } else {
+            assert_eq!(status, 0, "{text}");
+            assert!(text.contains("the handshake is refused"), "{text}");
+        }
+    }
+}
+
+/// The issue's examples: the path NGINX matches is the decoded, normalised one.
+#[test]
+fn explain_normalises_the_path_as_nginx_does() {
+    let model = load(&[data("cafe")]).unwrap();
+    let plan = plan_for(&model, &BackendMap::new(), &opts((1, 28, 0)));
+    let winner = |method: &str, path: &str| {
+        let (text, status) = explain(&plan, &req("Cafe.Example.com.:8080", method, path));
+        let line = text.lines().find(|l| l.starts_with("4. winner")).map(str::to_owned);
+        (status, line.unwrap_or_else(|| text.lines().last().unwrap_or("").to_owned()))
+    };
+    let tea = (200, "4. winner: [1] default/tea rule 1 match 0 (the first candidate whose method, headers and query parameters all hold)".to_owned());
+    assert_eq!(winner("GET", "/coffee/../tea"), tea);
+    assert_eq!(winner("GET", "/coffee/%2e%2e/tea"), tea);
+    assert_eq!(winner("GET", "//tea?x=1#y"), tea);
+    assert_eq!(winner("GET", "http://cafe.example.com/tea"), tea);
+    let coffee_v1 = "4. winner: [2] default/coffee rule 0 match 0";
+    let (status, line) = winner("GET", "/coffee%2Flatte");
+    assert_eq!(status, 200);
+    assert!(line.starts_with(coffee_v1), "{line}");
+    // Query parameters from the target and from --query both count.
+    let (_, line) = winner("GET", "/coffee?TEST=v2");
+    assert!(line.starts_with("4. winner: [1] default/coffee rule 1 match 1"), "{line}");
+    let (text, status) = explain(&plan, &req("cafe.example.com", "GET", "/coffee/%2e%2e/tea"));
+    assert_eq!(status, 200);
+    assert!(
+        text.contains(
+            "3. path \"/tea\" (NGINX's $uri for \"/coffee/%2e%2e/tea\"): location = /tea"
+        ),
+        "{text}"
+    );
+    // What NGINX refuses before any location.
+    for (method, path, status) in [
+        ("GET", "/..", 400),
+        ("GET", "/coffee/%zz", 400),
+        ("GET", "/coffee%00", 400),
+        ("TRACE", "/coffee", 405),
+        ("get", "/coffee", 400),
+        // An internal location of the generator is not for clients.
+        ("GET", "/_httproute-internal/0", 404),
+    ] {
+        assert_eq!(
+            explain(&plan, &req("cafe.example.com", method, path)).1,
+            status,
+            "{method} {path}"
+        );
+    }
+    assert_eq!(explain(&plan, &req("cafe..example.com", "GET", "/tea")).1, 400);
+    assert_eq!(explain(&plan, &req("", "GET", "/tea")).1, 400);
+    // A header NGINX ignores (an underscore in its name) does not match.
+    let e = explain_request(
+        &plan,
+        &Request {
+            headers: vec![("version".into(), "v2".into())],
+            ..req("cafe.example.com", "GET", "/coffee")
+        },
+    );
+    assert!(e.text.contains("rule 1 match 0"), "{}", e.text);
+    let e = explain_request(
+        &plan,
+        &Request {
+            headers: vec![("ver_sion".into(), "v2".into())],
+            ..req("cafe.example.com", "GET", "/coffee")
+        },
+    );
+    assert!(e.text.contains("header \"ver_sion\" ignored"), "{}", e.text);
+    assert!(e.text.contains("rule 0 match 0"), "{}", e.text);
+}
+
+/// The command: the planning options are explain's too.
+#[test]
+fn the_explain_command_takes_the_planning_options() {
+    let dir = manifests("cli", GRPC_BESIDE_HTTP);
+    let run = |version: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_httproute-nginx"))
+            .args(["explain", "-f"])
+            .arg(&dir)
+            .args([
+                "--host",
+                "grpc.test",
+                "--method",
+                "POST",
+                "--path",
+                "/a.B/Call",
+                "--nginx-version",
+                version,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (text, warnings) = run("1.22.1");
+    assert!(text.ends_with("=> 0\n"), "{text}");
+    assert!(warnings.contains("the GRPCRoutes default/echo are not served there"), "{warnings}");
+    let (text, _) = run("1.28.0");
+    assert!(text.ends_with("=> 200\n"), "{text}");
+}
