@@ -396,3 +396,22 @@ fn deep_nesting_is_refused_before_the_parser_sees_it() {
     );
     load(&nested).unwrap();
 }
+
+/// Documents are read one at a time, but an invalid document is still the error reported, ahead
+/// of an earlier object's; a List's items are objects of their document.
+#[test]
+fn invalid_yaml_is_reported_before_an_earlier_objects_error() {
+    let bad_gateway = gateway("{name: http, port: 0, protocol: HTTP}");
+    let e = load(&format!("{bad_gateway}---\nkind: [unclosed\n")).unwrap_err();
+    assert!(e.starts_with("t.yaml, document 1") && e.contains("invalid YAML/JSON"), "{e}");
+    let e =
+        load(&format!("{bad_gateway}---\nkind: Namespace\nmetadata: {{name: a}}\n")).unwrap_err();
+    assert!(e.starts_with("t.yaml, document 0, spec.listeners[0].port"), "{e}");
+    let list =
+        "kind: List\nitems:\n- {kind: Namespace, metadata: {name: a}}\n- {kind: ReferenceGrant}\n";
+    let e = load(list).unwrap_err();
+    assert!(e.starts_with("t.yaml, document 0"), "{e}");
+    let ok = load("kind: List\nitems:\n- {kind: Namespace, metadata: {name: a, labels: {x: y}}}\n")
+        .unwrap();
+    assert_eq!(ok.namespace_labels.len(), 1);
+}

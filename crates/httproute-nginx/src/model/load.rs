@@ -154,7 +154,10 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
             super::depth::MAX_DEPTH
         ),
     })?;
-    let mut docs = Vec::new();
+    // One document at a time, so that only one is held as a tree. An invalid document is
+    // reported before any object's error (as if every document were read first): after an
+    // object's error the rest is still parsed, not used.
+    let mut refused: Option<InputError> = None;
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let v = Strict.deserialize(doc).map_err(|e| InputError {
             file: file.to_owned(),
@@ -162,93 +165,101 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
             field: String::new(),
             message: format!("invalid YAML/JSON: {e}"),
         })?;
-        if v.is_null() {
+        if v.is_null() || refused.is_some() {
             continue;
         }
         // A `kubectl get -o json` List: its items are the objects.
-        if v.get("kind").and_then(Value::as_str) == Some("List") {
-            for item in v.get("items").and_then(Value::as_array).cloned().unwrap_or_default() {
-                docs.push((i, item));
+        let done = match v {
+            Value::Object(mut m) if m.get("kind").and_then(Value::as_str) == Some("List") => {
+                let items = match m.remove("items") {
+                    Some(Value::Array(items)) => items,
+                    _ => Vec::new(),
+                };
+                items.into_iter().try_for_each(|item| object(file, i, item, inputs))
             }
-        } else {
-            docs.push((i, v));
+            v => object(file, i, v, inputs),
+        };
+        if let Err(e) = done {
+            refused = Some(e);
         }
     }
-    for (i, v) in docs {
-        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
-        let here = |field: String, message: String| InputError {
-            file: file.to_owned(),
-            document: Some(i),
-            field,
-            message,
-        };
-        match kind.as_str() {
-            "Gateway" => {
-                let g: Gateway = typed(&v, &here)?;
-                validate_gateway(&g).map_err(|(field, msg)| here(field, msg))?;
-                // gatewayClassName selects the controller; it does not change routing.
-                for f in g.spec.other.keys().filter(|f| *f != "gatewayClassName") {
-                    note(inputs, format!("Gateway spec.{f}"), file, i);
-                }
-                for (li, l) in g.spec.listeners.iter().enumerate() {
-                    validate_allowed(&l.allowed_routes).map_err(|(field, msg)| {
-                        here(format!("spec.listeners[{li}].allowedRoutes.{field}"), msg)
-                    })?;
-                    for f in l.other.keys() {
-                        note(inputs, format!("Gateway spec.listeners[].{f}"), file, i);
-                    }
-                }
-                inputs.gateways.push(g);
+    refused.map_or(Ok(()), Err)
+}
+
+/// One object (document `i` of `file`, or an item of its List) into `inputs`.
+fn object(file: &Path, i: usize, v: Value, inputs: &mut Inputs) -> Result<(), InputError> {
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+    let here = |field: String, message: String| InputError {
+        file: file.to_owned(),
+        document: Some(i),
+        field,
+        message,
+    };
+    match kind.as_str() {
+        "Gateway" => {
+            let g: Gateway = typed(&v, &here)?;
+            validate_gateway(&g).map_err(|(field, msg)| here(field, msg))?;
+            // gatewayClassName selects the controller; it does not change routing.
+            for f in g.spec.other.keys().filter(|f| *f != "gatewayClassName") {
+                note(inputs, format!("Gateway spec.{f}"), file, i);
             }
-            "GRPCRoute" => match grpc_route(&v, &here, inputs, file, i) {
-                Ok(r) => inputs.routes.push(r),
-                Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
-            },
-            "HTTPRoute" => match http_route(&v, &here, inputs, file, i) {
-                Ok(r) => inputs.routes.push(r),
-                Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
-            },
-            "ReferenceGrant" => {
-                let g: ReferenceGrant = typed(&v, &here)?;
-                inputs.grants.push(g);
-            }
-            "Secret" => {
-                let s: Secret = typed(&v, &here)?;
-                validate_meta(&s.metadata).map_err(|(f, m)| here(f, m))?;
-                if s.kind == "kubernetes.io/tls" {
-                    let pem = s.tls().map_err(|(f, m)| here(f, m))?;
-                    let key = format!("{}/{}", s.metadata.namespace, s.metadata.name);
-                    match super::certificate::check(&pem.0, &pem.1) {
-                        Ok(None) => {}
-                        Ok(Some(note)) => inputs.warnings.push(format!(
-                            "Secret {key} ({}, document {i}): {note}",
-                            file.display()
-                        )),
-                        Err(why) => {
-                            inputs.bad_secrets.insert(key.clone(), why);
-                        }
-                    }
-                    inputs.secrets.insert(key, pem);
+            for (li, l) in g.spec.listeners.iter().enumerate() {
+                validate_allowed(&l.allowed_routes).map_err(|(field, msg)| {
+                    here(format!("spec.listeners[{li}].allowedRoutes.{field}"), msg)
+                })?;
+                for f in l.other.keys() {
+                    note(inputs, format!("Gateway spec.listeners[].{f}"), file, i);
                 }
             }
-            "Service" => {
-                let svc: Service = typed(&v, &here)?;
-                let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
-                inputs.services.insert(key, svc);
-            }
-            "EndpointSlice" => {
-                let slice: EndpointSlice = typed(&v, &here)?;
-                inputs.endpoint_slices.push(slice);
-            }
-            // The older form of the same data, from `kubectl get endpoints`.
-            "Endpoints" => note(inputs, "kind Endpoints (give EndpointSlices)".to_owned(), file, i),
-            "Namespace" => {
-                let n: Namespace = typed(&v, &here)?;
-                inputs.namespace_labels.insert(n.metadata.name, n.metadata.labels);
-            }
-            "" => return Err(here(String::new(), "object without a kind".to_owned())),
-            _ => note(inputs, format!("kind {kind}"), file, i),
+            inputs.gateways.push(g);
         }
+        "GRPCRoute" => match grpc_route(&v, &here, inputs, file, i) {
+            Ok(r) => inputs.routes.push(r),
+            Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
+        },
+        "HTTPRoute" => match http_route(&v, &here, inputs, file, i) {
+            Ok(r) => inputs.routes.push(r),
+            Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
+        },
+        "ReferenceGrant" => {
+            let g: ReferenceGrant = typed(&v, &here)?;
+            inputs.grants.push(g);
+        }
+        "Secret" => {
+            let s: Secret = typed(&v, &here)?;
+            validate_meta(&s.metadata).map_err(|(f, m)| here(f, m))?;
+            if s.kind == "kubernetes.io/tls" {
+                let pem = s.tls().map_err(|(f, m)| here(f, m))?;
+                let key = format!("{}/{}", s.metadata.namespace, s.metadata.name);
+                match super::certificate::check(&pem.0, &pem.1) {
+                    Ok(None) => {}
+                    Ok(Some(note)) => inputs
+                        .warnings
+                        .push(format!("Secret {key} ({}, document {i}): {note}", file.display())),
+                    Err(why) => {
+                        inputs.bad_secrets.insert(key.clone(), why);
+                    }
+                }
+                inputs.secrets.insert(key, pem);
+            }
+        }
+        "Service" => {
+            let svc: Service = typed(&v, &here)?;
+            let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
+            inputs.services.insert(key, svc);
+        }
+        "EndpointSlice" => {
+            let slice: EndpointSlice = typed(&v, &here)?;
+            inputs.endpoint_slices.push(slice);
+        }
+        // The older form of the same data, from `kubectl get endpoints`.
+        "Endpoints" => note(inputs, "kind Endpoints (give EndpointSlices)".to_owned(), file, i),
+        "Namespace" => {
+            let n: Namespace = typed(&v, &here)?;
+            inputs.namespace_labels.insert(n.metadata.name, n.metadata.labels);
+        }
+        "" => return Err(here(String::new(), "object without a kind".to_owned())),
+        _ => note(inputs, format!("kind {kind}"), file, i),
     }
     Ok(())
 }
