@@ -396,6 +396,8 @@ pub fn comment_text(s: &str) -> String {
 pub struct Writer {
     text: String,
     dollar: bool,
+    /// Only the text: [`Rendered::tree`] stays empty (it costs more memory than the text).
+    text_only: bool,
 }
 
 impl Writer {
@@ -403,6 +405,13 @@ impl Writer {
         let mut w = Writer::default();
         let tree = w.nodes(nodes, BlockKind::Directives, 0)?;
         Ok(Rendered { text: w.text, tree, dollar: w.dollar })
+    }
+
+    /// [`Writer::render`] without the tree: what a generator run writes to disk.
+    pub fn render_text(nodes: &[Node]) -> Result<Rendered, String> {
+        let mut w = Writer { text_only: true, ..Writer::default() };
+        w.nodes(nodes, BlockKind::Directives, 0)?;
+        Ok(Rendered { text: w.text, tree: Vec::new(), dollar: w.dollar })
     }
 
     fn nodes(
@@ -421,7 +430,10 @@ impl Writer {
                 }
                 Node::Directive(d) => {
                     self.indent(depth);
-                    tree.push(self.directive(d, kind, depth)?);
+                    let stmt = self.directive(d, kind, depth)?;
+                    if !self.text_only {
+                        tree.push(stmt);
+                    }
                     self.text.push('\n');
                 }
             }

@@ -43,7 +43,8 @@ pub struct Options {
 pub struct Output {
     pub nginx_conf: String,
     /// The directives of `nginx_conf` as NGINX's parser will read them (what the writer
-    /// meant to write; tests and the fuzz target read the text back and compare).
+    /// meant to write; tests and the fuzz target read the text back and compare); empty with
+    /// [`Tree::Drop`].
     pub tree: Vec<Stmt>,
     pub matches_json: String,
     /// Other files, by path relative to nginx.conf (certificates and keys from Secrets).
@@ -76,6 +77,23 @@ const HOSTNAME_FIELD: &str =
     "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
 
 pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
+    emit_with(plan, opts, Tree::Keep)
+}
+
+/// Whether [`Output::tree`] is made (tests and the fuzz target compare it with the text read
+/// back; a generator run writes only the text, and the tree costs more memory than it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tree {
+    Keep,
+    Drop,
+}
+
+/// [`emit`], with or without [`Output::tree`].
+pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
+    let render = match tree {
+        Tree::Keep => Writer::render,
+        Tree::Drop => Writer::render_text,
+    };
     let mut matches: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
     // Locations whose lists are the same text share one key (NGF's layout: a PathPrefix
     // rule's `= /p` and `/p/` locations); a redirect path names a location of the server
@@ -299,7 +317,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
         ]
     };
     let mut nodes = top(inner);
-    let mut rendered: Rendered = Writer::render(&nodes)?;
+    let mut rendered: Rendered = render(&nodes)?;
     if rendered.dollar {
         drop(rendered);
         if let Some(Node::Directive(http)) = nodes.last_mut()
@@ -307,7 +325,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
         {
             inner.insert(dollar_at, crate::conf::dollar_geo());
         }
-        rendered = Writer::render(&nodes)?;
+        rendered = render(&nodes)?;
     }
     drop(nodes);
     let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";

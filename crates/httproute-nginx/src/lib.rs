@@ -189,12 +189,28 @@ pub fn generate_all(
     backends: &BackendMap,
     opts: &Options,
 ) -> Result<Generated, String> {
+    generate_all_with(inputs, backends, opts, emit::Tree::Keep, true)
+}
+
+/// [`generate_all`], with or without [`Output::tree`] (the command writes only the text), and
+/// with or without the status (without: [`Generated::status`] is empty, and its memory is free
+/// before the configuration is written).
+pub fn generate_all_with(
+    inputs: &[PathBuf],
+    backends: &BackendMap,
+    opts: &Options,
+    tree: emit::Tree,
+    status: bool,
+) -> Result<Generated, String> {
     let option_warnings = check_options(opts, backends)?;
     let model = model::load(inputs).map_err(|e| e.to_string())?;
-    let mut plan = plan::plan(&model, &plan_options(opts, backends));
+    let mut plan = plan_for(&model, backends, opts);
     // The plan holds what it needs: the manifests' memory is free for the configuration.
     drop(model);
-    let mut output = emit::emit(&plan, opts)?;
+    if !status {
+        plan.status = plan::Status::default();
+    }
+    let mut output = emit::emit_with(&plan, opts, tree)?;
     let mut warnings = option_warnings;
     warnings.append(&mut plan.warnings);
     warnings.append(&mut output.warnings);

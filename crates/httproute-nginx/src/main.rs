@@ -200,7 +200,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     .unwrap_or_default();
             }
             let opts = Options { module, carrier, listen_address, resolvers, ..options(planning) };
-            let generated = httproute_nginx::generate_all(&input.files, &map, &opts)?;
+            let generated = httproute_nginx::generate_all_with(
+                &input.files,
+                &map,
+                &opts,
+                httproute_nginx::emit::Tree::Drop,
+                status.is_some(),
+            )?;
             for w in &generated.warnings {
                 eprintln!("httproute-nginx: warning: {w}");
             }
