@@ -196,7 +196,7 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
         let mut plan = fresh();
         let server = plan.ports[0].servers.iter_mut().find(|s| !s.rules.is_empty()).unwrap();
         let rule =
-            server.rules.iter_mut().find(|r| r.route.to_string() == "default/hostile").unwrap();
+            server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap();
         rule.rule_name = Some(format!("{payload}\n{inject}"));
         rule.request_headers.set[0].name = payload.clone();
         rule.request_headers.set[0].value = payload.clone();
@@ -222,7 +222,7 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
         let mut plan = fresh();
         let server = plan.ports[0].servers.iter_mut().find(|s| !s.rules.is_empty()).unwrap();
         let rule =
-            server.rules.iter_mut().find(|r| r.route.to_string() == "default/hostile").unwrap();
+            server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap();
         rule.request_headers.set[0].value = bad.into();
         let e = httproute_nginx::emit::emit(&plan, &opts).err().expect("refused");
         assert!(

@@ -416,7 +416,7 @@ impl Merged {
                     l.candidates.len().hash(&mut h);
                 }
                 for r in &server.rules {
-                    (&r.route, r.rule_index, r.backends.len()).hash(&mut h);
+                    (&r.id, r.backends.len()).hash(&mut h);
                 }
                 let bucket = buckets.entry(h.finish()).or_default();
                 let first = bucket
@@ -482,7 +482,7 @@ struct Http {
 
 /// A rule's fields, for errors: "HTTPRoute default/r rule 0: FIELD".
 fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
-    Cow::Owned(format!("{} rule {}: {f}", rule.route, rule.rule_index))
+    Cow::Owned(format!("{}: {f}", rule.id))
 }
 
 impl Http {
@@ -508,7 +508,7 @@ impl Http {
         mirror_locs: &mut Vec<Node>,
     ) -> Result<(), String> {
         let name = rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
-        out.push(Node::Comment(format!("{} rule {}{name}", rule.route, rule.rule_index)));
+        out.push(Node::Comment(format!("{}{name}", rule.id)));
         let retried;
         let (rule, retry) = match &rule.retry {
             Some(r) if self.experimental && !rule.grpc => {
@@ -543,9 +543,8 @@ impl Http {
             }
             Some(_) => {
                 self.warnings.push(format!(
-                    "{} rule {}: retry is an Experimental field; generated only with \
-                     --experimental",
-                    rule.route, rule.rule_index
+                    "{}: retry is an Experimental field; generated only with --experimental",
+                    rule.id
                 ));
                 (rule, Vec::new())
             }
@@ -799,7 +798,7 @@ impl Http {
     /// in all (1 + `attempts`, default 2). What NGINX cannot honour is a warning.
     fn retry(&mut self, rule: &RulePlan, r: &crate::model::Retry) -> (Vec<Node>, u32) {
         const CODES: [u16; 7] = [500, 502, 503, 504, 403, 404, 429];
-        let at = format!("{} rule {}: retry", rule.route, rule.rule_index);
+        let at = format!("{}: retry", rule.id);
         let mut when = d("proxy_next_upstream").code("error").code("timeout");
         let mut unsupported = Vec::new();
         for c in &r.codes {
@@ -1063,10 +1062,10 @@ impl Http {
             if !crate::conf::is_var_name(&sent) {
                 // NGINX names a request header's variable by letters, digits and `_` only.
                 self.warnings.push(format!(
-                    "{} rule {}: RequestHeaderModifier add {:?}: NGINX has no variable for this \
+                    "{}: RequestHeaderModifier add {:?}: NGINX has no variable for this \
                      header name, so the client's value cannot be kept: the header is set to the \
                      value alone",
-                    rule.route, rule.rule_index, h.name
+                    rule.id, h.name
                 ));
                 out.push(
                     d(set_header)

@@ -219,9 +219,8 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
         };
         let _ = writeln!(
             out,
-            "   [{i}] {} rule {} match {}: host {}, {path_desc}, method {}, {} header(s), {} param(s)",
-            c.route,
-            c.rule_index,
+            "   [{i}] {} match {}: host {}, {path_desc}, method {}, {} header(s), {} param(s)",
+            c.id,
             c.match_index,
             c.route_hostname.as_deref().unwrap_or("(any)"),
             c.method.as_deref().unwrap_or("(any)"),
@@ -247,10 +246,9 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
     let rule = &server.rules[c.rule];
     let _ = writeln!(
         out,
-        "4. winner: [{entry}] {} rule {}{} match {} (the first candidate whose method, \
+        "4. winner: [{entry}] {}{} match {} (the first candidate whose method, \
          headers and query parameters all hold)",
-        c.route,
-        c.rule_index,
+        c.id,
         rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default(),
         c.match_index
     );

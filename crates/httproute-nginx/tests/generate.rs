@@ -166,8 +166,8 @@ fn order(p: &httproute_nginx::plan::Plan, loc: &Loc) -> Vec<String> {
         .map(|c| {
             format!(
                 "{}/{}/{}",
-                c.route.to_string().trim_start_matches("default/"),
-                c.rule_index,
+                c.id.route.to_string().trim_start_matches("default/"),
+                c.id.index,
                 c.match_index
             )
         })
@@ -408,7 +408,7 @@ fn attached(p: &httproute_nginx::plan::Plan) -> Vec<String> {
     let mut routes: Vec<String> = server
         .locations
         .iter()
-        .flat_map(|l| l.candidates.iter().map(|c| c.route.to_string()))
+        .flat_map(|l| l.candidates.iter().map(|c| c.id.route.to_string()))
         .collect();
     routes.sort();
     routes.dedup();
@@ -854,7 +854,7 @@ fn grpc_routes_become_paths_and_conflicts_with_http_routes_keep_the_older() {
     let server =
         |h: &str| p.ports[0].servers.iter().find(|s| s.hostname.as_deref() == Some(h)).unwrap();
     let routes = |h: &str| {
-        let mut r: Vec<String> = server(h).rules.iter().map(|r| r.route.to_string()).collect();
+        let mut r: Vec<String> = server(h).rules.iter().map(|r| r.id.route.to_string()).collect();
         r.dedup();
         r
     };

@@ -207,7 +207,7 @@ fn creation_timestamps_compare_as_instants() {
             plan(&load(&format!("{GW}{}{}", r("b", tb), r("a", ta))).unwrap(), &BackendMap::new());
         let server = &p.ports[0].servers[0];
         let loc = server.locations.iter().find(|l| !l.candidates.is_empty()).unwrap();
-        loc.candidates[0].route.to_string()
+        loc.candidates[0].id.route.to_string()
     };
     assert_eq!(two("2026-01-01T06:30:00+06:00", "2026-01-01T01:00:00Z"), "default/a");
     assert_eq!(two("2026-01-01T01:00:00+06:00", "2026-01-01T00:00:00Z"), "default/a");

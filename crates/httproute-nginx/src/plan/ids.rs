@@ -1,5 +1,6 @@
 //! Typed names of what planning works on: listeners, routes and rules. Their `Display` is the
-//! text warnings, comments and status show (`namespace/gateway/listener`, `namespace/name`).
+//! text warnings, comments and status show (`namespace/gateway/listener`, `namespace/name`,
+//! `namespace/name rule N`).
 
 use std::fmt;
 
@@ -65,5 +66,19 @@ impl RouteId {
 impl fmt::Display for RouteId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// A rule of a route: shown as `namespace/name rule N`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RuleId {
+    pub route: RouteId,
+    /// Its index in the route's `rules`.
+    pub index: usize,
+}
+
+impl fmt::Display for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} rule {}", self.route, self.index)
     }
 }

@@ -15,7 +15,7 @@
 //! | precedence (candidates and their sort key, locations, `Loc`/`PathKind`) | `plan/precedence.rs` |
 //! | status (condition types and reasons, listener and route conditions) | `plan/status.rs` |
 //!
-//! and `plan/ids.rs` (typed listener and route ids), `plan/entry.rs` (the match-list entry
+//! and `plan/ids.rs` (typed listener, route and rule ids), `plan/entry.rs` (the match-list entry
 //! emit writes and explain evaluates). The target NGINX is an input ([`Capabilities`]):
 //! nothing patches a plan once made.
 
@@ -36,7 +36,7 @@ mod servers;
 mod status;
 
 pub use entry::Entry;
-pub use ids::{ListenerId, RouteId, RouteKind};
+pub use ids::{ListenerId, RouteId, RouteKind, RuleId};
 pub use precedence::{Loc, PathKind, SortKey};
 pub use status::{Condition, ConditionType, ListenerStatus, Reason, RouteStatus, Status};
 
@@ -148,8 +148,8 @@ pub struct LocationPlan {
 pub struct Candidate {
     /// Index into the server's `rules`.
     pub rule: usize,
-    pub route: RouteId,
-    pub rule_index: usize,
+    /// Its route and its index there.
+    pub id: RuleId,
     pub match_index: usize,
     pub path_kind: PathKind,
     /// The decoded path (normalized for a prefix), or the pattern as written for a regex.
@@ -166,8 +166,8 @@ pub struct Candidate {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RulePlan {
-    pub route: RouteId,
-    pub rule_index: usize,
+    /// Its route and its index there.
+    pub id: RuleId,
     pub rule_name: Option<String>,
     /// The backend refs with a weight above 0, in order.
     pub backends: Vec<Backend>,

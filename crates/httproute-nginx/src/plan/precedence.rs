@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::model::{HttpRoute, Match};
 
 use super::entry::{Entry, REGEX_CONDITION};
-use super::ids::RouteId;
+use super::ids::{RouteId, RuleId};
 use super::{Candidate, INTERNAL_PREFIX, LocationPlan, ServerPlan, normalize_prefix};
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -233,8 +233,7 @@ fn candidate(
     let entry = Entry::new(rule, condition, m.method.as_ref(), &headers, &params);
     Some(Candidate {
         rule,
-        route: route.clone(),
-        rule_index: ri,
+        id: RuleId { route: route.clone(), index: ri },
         match_index: mi,
         path_kind,
         path,

@@ -4,7 +4,7 @@
 use crate::model::{Filter, HeaderModifier, Rule};
 
 use super::backends::{Refs, resolve};
-use super::ids::RouteId;
+use super::ids::{RouteId, RuleId};
 use super::status::Reason;
 use super::{Backend, RulePlan, Target, normalize_prefix};
 
@@ -31,8 +31,7 @@ pub(super) fn rule_plan(
         r => r.clone(),
     };
     let mut plan = RulePlan {
-        route: route.clone(),
-        rule_index: ri,
+        id: RuleId { route: route.clone(), index: ri },
         rule_name: rule.name.clone(),
         backends: Vec::new(),
         request_headers: modifier(&rule.filters, Kind::Request, &at, warnings),

@@ -147,7 +147,7 @@ fn http2(
     warnings: &mut Vec<String>,
 ) -> bool {
     let rules = || servers.iter().flat_map(|s| s.rules.iter());
-    let grpc: BTreeSet<&RouteId> = rules().filter(|r| r.grpc).map(|r| &r.route).collect();
+    let grpc: BTreeSet<&RouteId> = rules().filter(|r| r.grpc).map(|r| &r.id.route).collect();
     if grpc.is_empty() {
         return false;
     }
