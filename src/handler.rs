@@ -277,12 +277,10 @@ unsafe fn redirect(
         // auth_request, ...) through an `http_matches` location must not overwrite what the
         // main request chose, so only the main request records its choice.
         if core::ptr::eq((*r).main, r) {
-            let entry_str = match SMALL_NUMBERS.get(entry) {
-                // Read-only text of the module, alive as long as it is loaded.
-                Some(&(at, len)) => ngx_str_t {
-                    len: len as usize,
-                    data: NUMBERS.as_ptr().add(at as usize).cast_mut(),
-                },
+            let entry_str = match small_number(entry) {
+                // A static of the module: alive while the module is loaded, and NGINX only
+                // reads a variable's value (nothing writes through `data`).
+                Some(text) => ngx_str_t { len: text.len(), data: text.as_ptr().cast_mut() },
                 None => {
                     let mut digits = [0u8; 20];
                     let Some(s) = pool_str((*r).pool, format_usize(entry, &mut digits)) else {
@@ -305,34 +303,26 @@ unsafe fn redirect(
     }
 }
 
-/// "0" to "99" written out, for `$matches_entry` without an allocation: (offset, length).
-static NUMBERS: [u8; 190] = *b"0123456789\
-    10111213141516171819202122232425262728293031323334353637383940414243444546474849\
-    50515253545556575859606162636465666768697071727374757677787980818283848586878889\
-    90919293949596979899";
-const SMALL_NUMBERS: [(u8, u8); 100] = {
-    let mut t = [(0u8, 0u8); 100];
+/// "00" to "99", two digits each: `$matches_entry` below 100 without an allocation.
+static TWO_DIGITS: [u8; 200] = {
+    let mut t = [0u8; 200];
     let mut i = 0;
     while i < 100 {
-        t[i] = if i < 10 { (i as u8, 1) } else { ((10 + (i - 10) * 2) as u8, 2) };
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
         i += 1;
     }
     t
 };
-const _: () = {
-    let mut i = 0;
-    while i < 100 {
-        let (at, len) = SMALL_NUMBERS[i];
-        let at = at as usize;
-        let digits = b"0123456789";
-        assert!(if len == 1 {
-            NUMBERS[at] == digits[i]
-        } else {
-            NUMBERS[at] == digits[i / 10] && NUMBERS[at + 1] == digits[i % 10]
-        });
-        i += 1;
+
+/// The decimal text of `n` when it is below 100, from [`TWO_DIGITS`].
+fn small_number(n: usize) -> Option<&'static [u8]> {
+    if n >= 100 {
+        return None;
     }
-};
+    let two = &TWO_DIGITS[2 * n..2 * n + 2];
+    Some(if n < 10 { &two[1..] } else { two })
+}
 
 /// Sets an indexed variable's value for the rest of the request (it survives the internal
 /// redirect: `r->variables` is kept).
