@@ -24,7 +24,7 @@ use route_match::{Bounds, FileError, Syntax, Warning};
 use crate::state::{
     DEFAULT_REGEX_BUDGET, DEFAULT_REGEX_CACHE_SIZE, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE,
     EXITING, LocConf, MainConf, NGX_CONF_UNSET_SIZE, NGX_CONF_UNSET_UINT, NamedCheck,
-    compile_apart, release_free_memory,
+    release_free_memory,
 };
 use crate::util::{conf_args, conf_where, text};
 use crate::{ConfResult, HttpMatchesModule, guard, handler};
@@ -188,9 +188,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
         mcf.compiled_any = true;
         crate::prefork::mark_used();
         let bounds = mcf.bounds();
-        let compiled = compile_apart(|| {
-            route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds)
-        });
+        let compiled = route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds);
         match compiled {
             Ok(file) => {
                 mcf.compiled_memory += file.iter().next().map_or(0, |(_, l)| l.memory());

@@ -159,36 +159,6 @@ impl Default for LocConf {
     }
 }
 
-/// Runs `f` (compiling a `matches.json`) on a short-lived thread of its own, so that glibc
-/// serves its allocations from an arena of their own instead of the main heap.
-///
-/// Why: a worker's request allocations come from the main heap, which it shares copy-on-write
-/// with the master. Compiled on the master's main thread, the parse tree and other temporaries
-/// leave free chunks all over the main heap, between NGINX's configuration data; the worker's
-/// `malloc` then hands those chunks out to requests, one shared page after another, and each
-/// write copies a page (measured: +5-6 MiB private per worker at 3,000 NGF routes, +12 MiB at
-/// 10,000, over the first pass of traffic). In an arena of its own the compiled store and the
-/// holes its temporaries leave are never handed to the worker's allocations (a worker frees
-/// nothing of the store: see `MainConf`'s `Drop`), so those pages stay shared. Falls back to
-/// the calling thread if no thread can be started; a panic is passed on to the caller's guard.
-pub(crate) fn compile_apart<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    let f = std::sync::Mutex::new(Some(f));
-    let take = || f.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-    let run = || take().map(|f| f());
-    let apart = std::thread::scope(|s| {
-        let spawned = std::thread::Builder::new().name("http_matches".into()).spawn_scoped(s, run);
-        spawned.map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-    });
-    match apart {
-        Ok(Some(v)) => v,
-        // No thread could be started: here, then.
-        _ => match take() {
-            Some(f) => f(),
-            None => unreachable!("compile_apart: the closure ran without a result"),
-        },
-    }
-}
-
 #[cfg(target_env = "gnu")]
 unsafe extern "C" {
     fn malloc_trim(pad: usize) -> core::ffi::c_int;
