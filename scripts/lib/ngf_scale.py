@@ -24,6 +24,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -49,13 +50,14 @@ HOSTS = 10
 # this benchmark's own plain-vs-module runs).
 NOTES = [
     "Notes:",
-    "- Worker growth during traffic: before this run's module version, each worker copied 5-6 MiB",
-    "  (R = 3,000) to 12 MiB (R = 10,000) of heap pages it shared with the master over the first",
-    "  pass of traffic (the module's compile temporaries, and NGINX's own temporary pool, freed",
-    "  between configuration data, were handed out to request pools and proxy buffers). The",
-    "  module now compiles on a thread of its own (another malloc arena) and, right before the",
-    "  master forks, takes the main heap's free chunks (src/prefork.rs), so requests allocate",
-    "  fresh memory and reuse it: see the private-growth column.",
+    "- Worker growth during traffic: a worker's request pools and proxy buffers come from the",
+    "  free chunks of the heap it shares with the master (NGINX's temporary pool and the",
+    "  module's compile temporaries, freed between configuration data), one copied page after",
+    "  another: plain's column. Right before the master forks workers of a configuration that",
+    "  uses the module, the module takes those free chunks (src/prefork.rs), so requests",
+    "  allocate fresh memory and reuse it. (It no longer compiles on a thread of its own: a",
+    "  process that ever started a thread keeps glibc's multi-threaded code paths, and so do",
+    "  its workers, about 190 instructions per request.)",
     "- **plain** answers `return 200` in the matcher location, so it proxies nothing; module and",
     "  njs redirect to the rule's internal location, which proxies to the backend.",
     "- njs 0.7.9 (Debian 12's) makes an `ngx.fetch()` TLS context (`SSL_CTX_new`) for every",
@@ -63,7 +65,8 @@ NOTES = [
     "  the \"njs loaded, unused\" column, nearly all of what 0.7.9 adds here. njs 0.8.8 and later",
     "  (NGF ships 1.0.x) inherit those contexts from the enclosing level.",
     "- `nginx -t`, startup and reload are dominated by NGINX reading R x 5 locations; the module",
-    "  compiles `matches.json` within the noise of that (plain is the floor).",
+    "  compiles `matches.json` within the noise of that (plain is the floor). `nginx -t` runs",
+    "  three times per row (the median is shown).",
 ]
 BEGIN = "<!-- ngf-scale: begin (scripts/ngf-scale.sh writes this section) -->"
 END = "<!-- ngf-scale: end -->"
@@ -237,23 +240,45 @@ def traffic(routes, check):
 
 
 def timed(cmd):
+    """(wall seconds, CPU seconds: user + system) of one run of `cmd`. The CPU figure is the
+    one to compare: on a shared machine the wall clock also counts other processes' turns."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    """User + system CPU seconds `pid` has used so far (0 for a process that is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def reload(prefix, master):
-    """SIGHUP with a new generation; (seconds until a new worker answers it, peak private KiB)."""
+    """SIGHUP with a new generation; (seconds until a new worker answers it, peak private KiB,
+    CPU seconds the reload took)."""
     template = (prefix / "template.conf").read_text()
     (prefix / "nginx.conf").write_text(template.replace("@GEN@", "1"))
     before = set(children(master))
     peak = 0
     answered = None
+    cpu0 = cpu_s(master)
+    new_cpu = {}
     t0 = time.perf_counter()
     os.kill(master, signal.SIGHUP)
     while True:
         procs = [master] + children(master)
         peak = max(peak, sum(rollup(p)[2] for p in procs))
+        for p in set(procs) - before - {master}:
+            new_cpu[p] = max(new_cpu.get(p, 0.0), cpu_s(p))
         if answered is None:
             try:
                 if get(CONTROL, "/generation", timeout=0.2) == (200, "1"):
@@ -262,7 +287,9 @@ def reload(prefix, master):
                 pass
         # Done once the new workers answer and the old ones are gone.
         if answered is not None and not before & set(procs):
-            return answered, peak
+            # CPU: the master's part (reading the configuration, forking) and the new workers'
+            # (their start and the few /generation answers).
+            return answered, peak, cpu_s(master) - cpu0 + sum(new_cpu.values())
         if time.perf_counter() - t0 > 300:
             raise RuntimeError(f"{prefix}: reload did not finish in 300 s")
         time.sleep(0.01)
@@ -270,8 +297,10 @@ def reload(prefix, master):
 
 def run(name, prefix, routes):
     cmd = [NGINX, "-p", f"{prefix}/", "-c", "nginx.conf"]
-    runs = 3 if routes <= 1000 else 1
-    r = {"nginx_t_s": statistics.median(timed(cmd + ["-t", "-q"]) for _ in range(runs))}
+    runs = 3
+    tests = [timed(cmd + ["-t", "-q"]) for _ in range(runs)]
+    r = {"nginx_t_s": statistics.median(t[0] for t in tests),
+         "nginx_t_cpu_s": statistics.median(t[1] for t in tests)}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd + ["-g", "daemon off;"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -285,7 +314,7 @@ def run(name, prefix, routes):
         # it copy or allocate.
         before, after = r["start"]["worker_private"], r["traffic"]["worker_private"]
         r["worker_private_growth"] = max(after[p] - before.get(p, after[p]) for p in after)
-        r["reload_s"], r["reload_peak_private"] = reload(prefix, proc.pid)
+        r["reload_s"], r["reload_peak_private"], r["reload_cpu_s"] = reload(prefix, proc.pid)
         r["after_reload"] = memory(proc.pid)
     finally:
         proc.send_signal(signal.SIGQUIT)
@@ -299,6 +328,10 @@ def run(name, prefix, routes):
 
 def mib(kib):
     return f"{kib / 1024:.1f}"
+
+
+def cpu(r, key):
+    return f"{r[key]:.2f} s" if key in r else "-"
 
 
 def smib(kib):
@@ -320,11 +353,15 @@ def report(results, sizes):
              "Traffic: every rule of every route once, each answer checked against its backend.",
              "Reload: SIGHUP until a new worker answers, and the peak of all processes' private",
              "memory (Private_Clean + Private_Dirty) until the old workers have exited.", "",
-             "| R | variant | `nginx -t` | startup | reload |", "|---:|---|---:|---:|---:|"]
+             "Times: wall clock and CPU (user + system; reload: the master's and the new",
+             "workers'). Compare the CPU figures: the wall clock of a shared machine also counts",
+             "other processes' turns.", "",
+             "| R | variant | `nginx -t` wall / CPU | startup | reload wall / CPU |",
+             "|---:|---|---:|---:|---:|"]
     for routes in sizes:
         for name, r in variants(results, routes).items():
-            lines.append(f"| {routes:,} | {name} | {r['nginx_t_s']:.2f} s | {r['startup_s']:.2f} s | "
-                         f"{r['reload_s']:.2f} s |")
+            lines.append(f"| {routes:,} | {name} | {r['nginx_t_s']:.2f} / {cpu(r, 'nginx_t_cpu_s')} | "
+                         f"{r['startup_s']:.2f} s | {r['reload_s']:.2f} / {cpu(r, 'reload_cpu_s')} |")
     lines += ["", "Memory in MiB (RSS / PSS; the worker is the larger of two):", "",
               "| R | variant | master after start | worker after start | master after traffic | "
               "worker after traffic | total PSS after traffic | private during reload (peak) |",
@@ -346,7 +383,7 @@ def report(results, sizes):
               f"matching); growth: the most any one worker's private memory grew during that traffic:", "",
               f"| R | module: worker / total PSS | njs {njs_v}: worker / total PSS | njs loaded, unused: "
               "total PSS | module / njs, total PSS | worker private growth: plain / module / njs "
-              "| reload: plain / module / njs | `nginx -t`: plain / module / njs |",
+              "| reload CPU: plain / module / njs | `nginx -t` CPU: plain / module / njs |",
               "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for routes in sizes:
         v = variants(results, routes)
@@ -364,8 +401,8 @@ def report(results, sizes):
             f"| {routes:,} | {smib(added(m, 'worker_pss'))} / {smib(added(m, 'total_pss'))} MiB | "
             f"{smib(added(n, 'worker_pss'))} / {smib(added(n, 'total_pss'))} MiB | "
             f"{smib(added(nl, 'total_pss'))} MiB | {ratio} | {growth} MiB | "
-            f"{p['reload_s']:.2f} / {m['reload_s']:.2f} / {n['reload_s']:.2f} s | "
-            f"{p['nginx_t_s']:.2f} / {m['nginx_t_s']:.2f} / {n['nginx_t_s']:.2f} s |")
+            f"{' / '.join(cpu(r, 'reload_cpu_s') for r in (p, m, n))} | "
+            f"{' / '.join(cpu(r, 'nginx_t_cpu_s') for r in (p, m, n))} |")
     lines += ["", *NOTES]
     lines += ["", "![NGF-shaped configurations: memory and reload time](ngf-scale.png)", "",
               "Reproduce: `NJS_HTTPMATCHES=/path/to/ngf/internal/controller/nginx/modules/src/httpmatches.js "
@@ -394,7 +431,8 @@ def plot(results, sizes):
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.5))
     panels = [("total PSS after traffic, all processes (MiB)",
                lambda r: r["traffic"]["total_pss"] / 1024),
-              ("reload until new workers answer (s)", lambda r: r["reload_s"]),
+              ("reload: CPU of master and new workers (s)",
+               lambda r: r.get("reload_cpu_s", r["reload_s"])),
               ("private memory during reload (MiB)", lambda r: r["reload_peak_private"] / 1024)]
     for ax, (title, value) in zip(axes, panels):
         for name, style in (("njs", "s-"), ("plain, njs loaded", "x--"), ("module", "o-"),
