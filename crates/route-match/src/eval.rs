@@ -96,12 +96,19 @@ impl fmt::Display for EvalError<'_> {
 pub struct MatchList {
     store: Arc<Store>,
     entries: Run,
-    /// For long lists: exact conditions indexed at compile time.
-    index: Option<u32>,
+    /// For long lists: exact conditions indexed at compile time (`NO_INDEX`: none; not an
+    /// `Option`, which would make the struct, one per distinct list, 8 bytes larger).
+    index: u32,
     /// No entry has a regex condition (known when the list is made): an evaluation makes no
     /// regex state (budget, memo, failure report) and never asks the request for a budget.
     regex_free: bool,
 }
+
+/// `MatchList::index` of a list without an index.
+const NO_INDEX: u32 = u32::MAX;
+
+// One per distinct list of a configuration: the regex-free flag fits in what was padding.
+const _: () = assert!(core::mem::size_of::<MatchList>() <= 24);
 
 /// Per-evaluation state: the lazily decoded query and, for lists with a regex condition, the
 /// regex state.
@@ -413,7 +420,7 @@ impl MatchList {
                 }
             })
         };
-        MatchList { store, entries, index, regex_free }
+        MatchList { store, entries, index: index.unwrap_or(NO_INDEX), regex_free }
     }
 
     /// Whether the list has no regex condition (its evaluations make no regex state).
@@ -504,8 +511,11 @@ impl MatchList {
     /// The winner among the index's candidates, or among all entries for a short list.
     #[inline(always)]
     fn first_of_list<R: RequestView + ?Sized>(&self, cx: &Ctx<'_, R>) -> Outcome<'_> {
-        match self.index.and_then(|i| self.store.indexes.get(i as usize)) {
-            // Short lists (NGF's few rules per path): no index, none of its state made.
+        // Short lists (NGF's few rules per path): no index, none of its state made.
+        if self.index == NO_INDEX {
+            return self.first_of_all(cx);
+        }
+        match self.store.indexes.get(self.index as usize) {
             None => self.first_of_all(cx),
             Some(index) => self.first_of_indexed(index, cx),
         }
@@ -529,7 +539,7 @@ impl MatchList {
     /// Whether the list is long enough to be indexed.
     #[doc(hidden)]
     pub fn is_indexed(&self) -> bool {
-        self.index.is_some()
+        self.index != NO_INDEX
     }
 
     /// Evaluates the given entries in the order given (ascending) until one decides.
