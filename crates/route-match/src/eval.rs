@@ -96,16 +96,33 @@ impl fmt::Display for EvalError<'_> {
 pub struct MatchList {
     store: Arc<Store>,
     entries: Run,
-    /// For long lists: exact conditions indexed at compile time.
-    index: Option<u32>,
+    /// For long lists: exact conditions indexed at compile time (`NO_INDEX`: none; not an
+    /// `Option`, which would make the struct, one per distinct list, 8 bytes larger).
+    index: u32,
+    /// No entry has a regex condition (known when the list is made): an evaluation makes no
+    /// regex state (budget, memo, failure report) and never asks the request for a budget.
+    regex_free: bool,
 }
 
-/// Per-evaluation state: the lazily decoded query, the regex budget and the answers already
-/// known, and whether a regex failure was reported.
+/// `MatchList::index` of a list without an index.
+const NO_INDEX: u32 = u32::MAX;
+
+// One per distinct list of a configuration: the regex-free flag fits in what was padding.
+const _: () = assert!(core::mem::size_of::<MatchList>() <= 24);
+
+/// Per-evaluation state: the lazily decoded query and, for lists with a regex condition, the
+/// regex state.
 struct Ctx<'r, R: ?Sized> {
     req: &'r R,
     store: &'r Store,
     params: OnceCell<Params<'r>>,
+    /// `None` for a list without regex conditions: nothing asks for it there.
+    rx: Option<&'r Regexes>,
+}
+
+/// The regex state of one evaluation: the budget, the answers already known, and the first
+/// regex failure, to be reported when the evaluation ends.
+struct Regexes {
     /// The first regex that gave up (entry, pattern, why), reported when the evaluation ends.
     failed: RefCell<Option<(usize, Box<str>, String)>>,
     budget: Budget,
@@ -115,17 +132,39 @@ struct Ctx<'r, R: ?Sized> {
     attempts: Cell<usize>,
 }
 
-impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
-    fn new(req: &'r R, store: &'r Store) -> Self {
-        Ctx {
-            req,
-            store,
-            params: OnceCell::new(),
+impl Regexes {
+    fn new(limit: Option<u64>) -> Regexes {
+        Regexes {
             failed: RefCell::new(None),
-            budget: Budget::new(req.regex_budget()),
+            budget: Budget::new(limit),
             memo: RefCell::new(None),
             attempts: Cell::new(0),
         }
+    }
+
+    fn fail(&self, entry: usize, p: &Pattern, why: String) {
+        self.failed.borrow_mut().get_or_insert_with(|| (entry, p.as_str().into(), why));
+    }
+
+    /// Reports the first regex that gave up, once, saying whether the budget ran out.
+    fn finish<R: RequestView + ?Sized, T>(&self, req: &R, outcome: T) -> T {
+        if let Some((entry, pattern, mut why)) = self.failed.take() {
+            if self.budget.spent() {
+                let budget = self.budget.limit.unwrap_or_default();
+                why += &format!(
+                    "; then the regex budget of the request ({budget} steps) was spent, so every \
+                     later regex condition counted as not matched"
+                );
+            }
+            req.regex_failed(entry, &pattern, &why);
+        }
+        outcome
+    }
+}
+
+impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
+    fn new(req: &'r R, store: &'r Store, rx: Option<&'r Regexes>) -> Self {
+        Ctx { req, store, params: OnceCell::new(), rx }
     }
 
     /// One regex condition on one subject. Within an evaluation every subject is borrowed
@@ -133,70 +172,55 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
     /// address, length) names one question: asked again (the same pattern in several entries),
     /// it is answered from the memo, not matched again.
     fn regex(&self, p: &Pattern, subject: &[u8], entry: usize) -> bool {
+        // Only lists without regex conditions are evaluated without regex state.
+        let Some(rx) = self.rx else { return false };
         if !p.could_match_len(subject.len()) {
             return false;
         }
-        if self.budget.spent() {
+        if rx.budget.spent() {
             // Every regex condition after the budget ran out counts as not matched.
             return false;
         }
         let key = (core::ptr::from_ref(p) as usize, subject.as_ptr() as usize, subject.len());
-        if let Some(known) = self.memo.borrow().as_ref().and_then(|m| m.get(key)) {
+        if let Some(known) = rx.memo.borrow().as_ref().and_then(|m| m.get(key)) {
             return known;
         }
-        let (verdict, charged) = p.attempt(subject, self.budget.remaining());
-        self.budget.charge(charged);
-        self.attempts.set(self.attempts.get() + 1);
+        let (verdict, charged) = p.attempt(subject, rx.budget.remaining());
+        rx.budget.charge(charged);
+        rx.attempts.set(rx.attempts.get() + 1);
         let matched = match verdict {
             Verdict::Matched(m) => m,
             Verdict::GaveUp(why) => {
-                self.fail(entry, p, why.to_string());
+                rx.fail(entry, p, why.to_string());
                 false
             }
             Verdict::BudgetSpent => {
-                self.budget.spent.set(true);
-                self.fail(entry, p, "its next step limit did not fit in the budget".to_owned());
+                rx.budget.spent.set(true);
+                rx.fail(entry, p, "its next step limit did not fit in the budget".to_owned());
                 false
             }
         };
         // Once the budget is spent no attempt is made again, so no answer is needed later.
-        if !self.budget.spent() {
-            self.memo.borrow_mut().get_or_insert_with(Memo::default).put(key, matched);
+        if !rx.budget.spent() {
+            rx.memo.borrow_mut().get_or_insert_with(Memo::default).put(key, matched);
         }
         matched
-    }
-
-    fn fail(&self, entry: usize, p: &Pattern, why: String) {
-        self.failed.borrow_mut().get_or_insert_with(|| (entry, p.as_str().into(), why));
     }
 
     fn pattern(&self, id: u32) -> Option<&'r Pattern> {
         self.store.patterns.get(id as usize)
     }
 
-    /// Exact: the value equals the whole line or one OWS-trimmed comma element of it.
-    /// Regex: the pattern is found in the whole line or in one such element.
-    #[inline]
-    fn line_holds(&self, test: Test, line: &[u8], entry: usize) -> bool {
-        match test {
-            Test::Exact(v) => {
-                let v = self.store.bytes(v);
-                if line.len() < v.len() {
-                    return false;
-                }
-                crate::bytes::eq(v, line)
-                    || (memchr::memchr(b',', line).is_some()
-                        && line.split(|&b| b == b',').any(|el| trim_ows(el) == v))
-            }
-            Test::Regex(p) => {
-                let Some(p) = self.pattern(p) else { return false };
-                self.regex(p, line, entry)
-                    || (memchr::memchr(b',', line).is_some()
-                        && line.split(|&b| b == b',').map(trim_ows).any(|el| {
-                            !el.is_empty() && el.len() < line.len() && self.regex(p, el, entry)
-                        }))
-            }
-        }
+    /// Regex: the pattern is found in the whole line or in one OWS-trimmed comma element of
+    /// it (see [`exact_line`] for exact values).
+    #[inline(never)]
+    fn regex_line(&self, p: &Pattern, line: &[u8], entry: usize) -> bool {
+        self.regex(p, line, entry)
+            || (memchr::memchr(b',', line).is_some()
+                && line
+                    .split(|&b| b == b',')
+                    .map(trim_ows)
+                    .any(|el| !el.is_empty() && el.len() < line.len() && self.regex(p, el, entry)))
     }
 
     fn path_holds(&self, c: PathCond, entry: usize) -> bool {
@@ -211,14 +235,36 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
         }
     }
 
+    /// Some line of header `c.name` holds the condition. Exact values (the common case) are
+    /// compared inline; a regex condition goes to [`Ctx::header_regex`].
+    #[inline(always)]
     fn header_holds(&self, c: &Cond, entry: usize) -> bool {
         let want = self.store.bytes(c.name);
+        let v = match c.test {
+            Test::Exact(v) => v,
+            Test::Regex(p) => return self.header_regex(p, want, entry),
+        };
+        let v = self.store.bytes(v);
+        for (name, value) in self.req.headers() {
+            if name.len() == want.len()
+                && same_name(name, want)
+                && !value.is_empty()
+                && exact_line(v, value)
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    #[inline(never)]
+    fn header_regex(&self, p: u32, want: &[u8], entry: usize) -> bool {
+        let Some(p) = self.pattern(p) else { return false };
         self.req.headers().any(|(name, value)| {
             name.len() == want.len()
+                && same_name(name, want)
                 && !value.is_empty()
-                // `want` is lower case; most clients send it so (HTTP/2 and /3 always do).
-                && (crate::bytes::eq(name, want) || name.eq_ignore_ascii_case(want))
-                && self.line_holds(c.test, value, entry)
+                && self.regex_line(p, value, entry)
         })
     }
 
@@ -234,23 +280,6 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
                 Test::Regex(p) => self.pattern(p).is_some_and(|p| self.regex(p, v, entry)),
             },
         }
-    }
-}
-
-impl<R: RequestView + ?Sized> Ctx<'_, R> {
-    /// Reports the first regex that gave up, once, saying whether the budget ran out.
-    fn finish<T>(&self, outcome: T) -> T {
-        if let Some((entry, pattern, mut why)) = self.failed.take() {
-            if self.budget.spent() {
-                let budget = self.budget.limit.unwrap_or_default();
-                why += &format!(
-                    "; then the regex budget of the request ({budget} steps) was spent, so every \
-                     later regex condition counted as not matched"
-                );
-            }
-            self.req.regex_failed(entry, &pattern, &why);
-        }
-        outcome
     }
 }
 
@@ -344,6 +373,31 @@ impl Bits {
     }
 }
 
+/// Whether header name `name` is `want` (lower case; most clients send it so, HTTP/2 and /3
+/// always), both of one length.
+#[inline(always)]
+fn same_name(name: &[u8], want: &[u8]) -> bool {
+    crate::bytes::eq(name, want) || caseless_eq(name, want)
+}
+
+#[inline(never)]
+fn caseless_eq(name: &[u8], want: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(want)
+}
+
+/// Exact header value `v`: equals the whole line or one OWS-trimmed comma element of it.
+#[inline(always)]
+fn exact_line(v: &[u8], line: &[u8]) -> bool {
+    line.len() >= v.len() && (crate::bytes::eq(v, line) || exact_element(v, line))
+}
+
+/// Whether `v` is one OWS-trimmed comma element of `line` (off the common path: a line that
+/// is not the value itself).
+#[inline(never)]
+fn exact_element(v: &[u8], line: &[u8]) -> bool {
+    memchr::memchr(b',', line).is_some() && line.split(|&b| b == b',').any(|el| trim_ows(el) == v)
+}
+
 fn trim_ows(s: &[u8]) -> &[u8] {
     let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
     let start = s.iter().position(|b| !is_ows(b)).unwrap_or(s.len());
@@ -353,7 +407,26 @@ fn trim_ows(s: &[u8]) -> &[u8] {
 
 impl MatchList {
     pub(crate) fn new(store: Arc<Store>, entries: Run, index: Option<u32>) -> MatchList {
-        MatchList { store, entries, index }
+        let regex_free = {
+            let conds = |r: Run| store.conds.get(r.range()).unwrap_or_default();
+            let exact = |c: &Cond| matches!(c.test, Test::Exact(_));
+            let list = store.entries.get(entries.range()).unwrap_or_default();
+            list.iter().all(|e| match e.body {
+                Body::Any | Body::Invalid(_) => true,
+                Body::When { path, headers, params, .. } => {
+                    !matches!(path, Some(PathCond::Regex(_)))
+                        && conds(headers).iter().all(exact)
+                        && conds(params).iter().all(exact)
+                }
+            })
+        };
+        MatchList { store, entries, index: index.unwrap_or(NO_INDEX), regex_free }
+    }
+
+    /// Whether the list has no regex condition (its evaluations make no regex state).
+    #[doc(hidden)]
+    pub fn is_regex_free(&self) -> bool {
+        self.regex_free
     }
 
     fn entries(&self) -> &[Entry] {
@@ -393,30 +466,59 @@ impl MatchList {
     /// Evaluates `req`: the first satisfied entry wins; entries after it are never looked at.
     /// A malformed entry reached before a winner is an error.
     pub fn evaluate<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
-        self.evaluate_counting(req).0
+        if self.regex_free {
+            return self.evaluate_regex_free(req);
+        }
+        self.evaluate_with_regexes(req).0
     }
 
     /// [`MatchList::evaluate`] without the index: every entry in order. For tests that check
     /// the index changes no outcome.
     #[doc(hidden)]
     pub fn evaluate_linear<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
-        let cx = Ctx::new(req, &self.store);
-        let outcome = self.first_of(0..self.len(), &cx);
-        cx.finish(outcome)
+        // Always with regex state, also for a regex-free list: the reference for both.
+        let rx = Regexes::new(req.regex_budget());
+        let cx = Ctx::new(req, &self.store, Some(&rx));
+        let outcome = self.first_of_all(&cx);
+        rx.finish(req, outcome)
     }
 
     /// [`MatchList::evaluate`], also telling how many regex match attempts it made (answers
     /// reused within the evaluation are not attempts). For tests and benchmarks.
     #[doc(hidden)]
     pub fn evaluate_counting<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, usize) {
-        let cx = Ctx::new(req, &self.store);
-        let outcome = match self.index.and_then(|i| self.store.indexes.get(i as usize)) {
-            // Short lists (NGF's few rules per path): no index, none of its state made.
-            None => self.first_of(0..self.len(), &cx),
-            Some(index) => self.first_of_indexed(index, &cx),
-        };
-        let attempts = cx.attempts.get();
-        (cx.finish(outcome), attempts)
+        if self.regex_free {
+            return (self.evaluate_regex_free(req), 0);
+        }
+        self.evaluate_with_regexes(req)
+    }
+
+    /// A list without regex conditions: no regex state, no failure to report.
+    #[inline(always)]
+    fn evaluate_regex_free<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
+        self.first_of_list(&Ctx::new(req, &self.store, None))
+    }
+
+    #[inline(never)]
+    fn evaluate_with_regexes<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, usize) {
+        let rx = Regexes::new(req.regex_budget());
+        let cx = Ctx::new(req, &self.store, Some(&rx));
+        let outcome = self.first_of_list(&cx);
+        let attempts = rx.attempts.get();
+        (rx.finish(req, outcome), attempts)
+    }
+
+    /// The winner among the index's candidates, or among all entries for a short list.
+    #[inline(always)]
+    fn first_of_list<R: RequestView + ?Sized>(&self, cx: &Ctx<'_, R>) -> Outcome<'_> {
+        // Short lists (NGF's few rules per path): no index, none of its state made.
+        if self.index == NO_INDEX {
+            return self.first_of_all(cx);
+        }
+        match self.store.indexes.get(self.index as usize) {
+            None => self.first_of_all(cx),
+            Some(index) => self.first_of_indexed(index, cx),
+        }
     }
 
     /// The candidates the index gives, in order (or every entry, when the request hits more
@@ -437,7 +539,7 @@ impl MatchList {
     /// Whether the list is long enough to be indexed.
     #[doc(hidden)]
     pub fn is_indexed(&self) -> bool {
-        self.index.is_some()
+        self.index != NO_INDEX
     }
 
     /// Evaluates the given entries in the order given (ascending) until one decides.
@@ -447,38 +549,71 @@ impl MatchList {
         order: impl Iterator<Item = usize>,
         cx: &Ctx<'_, R>,
     ) -> Outcome<'_> {
-        let (entries, conds) = (self.entries(), &*self.store.conds);
+        let entries = self.entries();
         for i in order {
             let Some(e) = entries.get(i) else { break };
-            let satisfied = match e.body {
-                Body::Any => true,
-                Body::Invalid(reason) => {
-                    let reason = self.store.str(reason);
-                    return Outcome::Error(EvalError::InvalidEntry { entry: i, reason });
-                }
-                Body::When { path, method, headers, params } => {
-                    method.is_none_or(|m| crate::bytes::eq(self.store.bytes(m), cx.req.method()))
-                        && path.is_none_or(|p| cx.path_holds(p, i))
-                        && conds
-                            .get(headers.range())
-                            .unwrap_or_default()
-                            .iter()
-                            .all(|h| cx.header_holds(h, i))
-                        && conds
-                            .get(params.range())
-                            .unwrap_or_default()
-                            .iter()
-                            .all(|p| cx.param_holds(p, i))
-                }
-            };
-            if satisfied {
-                return match e.redirect {
-                    Some(path) => Outcome::Redirect { entry: i, path: self.store.str(path) },
-                    None => Outcome::Error(EvalError::NoRedirectPath { entry: i }),
-                };
+            if self.decides(i, e, cx) {
+                return self.decision(i, e);
             }
         }
         Outcome::NoMatch
+    }
+
+    /// Evaluates every entry in order until one decides.
+    #[inline(always)]
+    fn first_of_all<R: RequestView + ?Sized>(&self, cx: &Ctx<'_, R>) -> Outcome<'_> {
+        for (i, e) in self.entries().iter().enumerate() {
+            if self.decides(i, e, cx) {
+                return self.decision(i, e);
+            }
+        }
+        Outcome::NoMatch
+    }
+
+    /// Whether entry `i` decides the evaluation: it is satisfied, or malformed.
+    #[inline(always)]
+    fn decides<R: RequestView + ?Sized>(&self, i: usize, e: &Entry, cx: &Ctx<'_, R>) -> bool {
+        let Body::When { path, method, headers, params } = e.body else { return true };
+        if let Some(m) = method
+            && !crate::bytes::eq(self.store.bytes(m), cx.req.method())
+        {
+            return false;
+        }
+        if let Some(p) = path
+            && !cx.path_holds(p, i)
+        {
+            return false;
+        }
+        for h in self.conds(headers) {
+            if !cx.header_holds(h, i) {
+                return false;
+            }
+        }
+        for p in self.conds(params) {
+            if !cx.param_holds(p, i) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The outcome when entry `i` decides.
+    #[inline(always)]
+    fn decision(&self, i: usize, e: &Entry) -> Outcome<'_> {
+        if let Body::Invalid(reason) = e.body {
+            let reason = self.store.str(reason);
+            return Outcome::Error(EvalError::InvalidEntry { entry: i, reason });
+        }
+        match e.redirect {
+            Some(path) => Outcome::Redirect { entry: i, path: self.store.str(path) },
+            None => Outcome::Error(EvalError::NoRedirectPath { entry: i }),
+        }
+    }
+
+    /// The conditions of run `r` (most entries have no header or no param condition).
+    #[inline(always)]
+    fn conds(&self, r: Run) -> &[Cond] {
+        if r.is_empty() { &[] } else { self.store.conds.get(r.range()).unwrap_or_default() }
     }
 
     /// The entries whose index key holds for this request, plus the unkeyed ones; `None` when

@@ -117,11 +117,17 @@ pub(crate) struct RegexGroup {
 }
 
 impl Store {
+    // The end is computed in `usize`, where it cannot wrap: one bounds check, not two.
+    #[inline]
     pub(crate) fn bytes(&self, s: Span) -> &[u8] {
-        self.text.as_bytes().get(s.off as usize..(s.off + s.len) as usize).unwrap_or_default()
+        self.text
+            .as_bytes()
+            .get(s.off as usize..s.off as usize + s.len as usize)
+            .unwrap_or_default()
     }
+    #[inline]
     pub(crate) fn str(&self, s: Span) -> &str {
-        self.text.get(s.off as usize..(s.off + s.len) as usize).unwrap_or_default()
+        self.text.get(s.off as usize..s.off as usize + s.len as usize).unwrap_or_default()
     }
     pub(crate) fn postings(&self, r: Run) -> &[u32] {
         self.postings.get(r.range()).unwrap_or_default()
