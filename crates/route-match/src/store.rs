@@ -104,13 +104,35 @@ pub(crate) struct Store {
 }
 
 /// The regex-only entries of a list keyed by one header (or param) name: an entry is a
-/// candidate only when a value of that name contains one of the literals its condition
-/// needs (see `prefilter`).
+/// candidate only when a value of that name holds one of the literals its condition needs
+/// (see `prefilter`): at its start, for a pattern anchored there, else anywhere.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RegexGroup {
     pub(crate) header: bool,
     /// Lower-case for headers.
     pub(crate) name: Span,
+    /// The literals of the anchored patterns, looked for at the start of each subject only.
+    pub(crate) anchored: Option<Prefixes>,
+    /// The literals of the others, looked for anywhere in the value.
+    pub(crate) scan: Option<Literals>,
+}
+
+/// The literals of a [`RegexGroup`]'s anchored patterns, ASCII lower-case, in a hash table
+/// of items (literal -> the entries it lets through): a subject is looked up once per literal
+/// length, by its first bytes lower-cased (whatever the number of literals, whatever follows
+/// in the value).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Prefixes {
+    /// Bit `n - 1` is set when some literal is `n` bytes long (literals are 1 to 64 bytes).
+    pub(crate) lengths: u64,
+    pub(crate) table: Table,
+    /// The table's items (a run of `items`).
+    pub(crate) items: Run,
+}
+
+/// One automaton of a [`RegexGroup`] and, per literal of it, the entries it lets through.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Literals {
     pub(crate) automaton: u32,
     /// Postings of literal `i` of the automaton: `literal_postings[literals.start + i]`.
     pub(crate) literals: Run,
