@@ -312,39 +312,48 @@ impl Memo {
     }
 }
 
-/// A set of small integers below a bound fixed at creation: nothing until the first
-/// insertion (most groups of a request find no literal), then on the stack up to 2,048, else
-/// allocated.
-#[allow(clippy::large_enum_variant, reason = "it lives on the stack for one scan, by design")]
-enum Bits {
-    Empty { n: usize },
-    Inline([u64; 32]),
-    Heap(Vec<u64>),
+/// A set of small integers below a bound fixed at creation: the first few in a list on the
+/// stack (a request's values usually hold a few literals), then one bit each, allocated and
+/// zeroed at the first insertion past the list.
+struct Taken {
+    few: [u32; TAKEN_FEW],
+    len: usize,
+    bits: Vec<u64>,
+    n: usize,
 }
 
-impl Bits {
-    fn new(n: usize) -> Bits {
-        Bits::Empty { n }
+const TAKEN_FEW: usize = 16;
+
+impl Taken {
+    fn new(n: usize) -> Taken {
+        Taken { few: [0; TAKEN_FEW], len: 0, bits: Vec::new(), n }
     }
 
     /// Adds `i`; whether it was not there before (`false` also for `i` out of bounds).
     fn insert(&mut self, i: usize) -> bool {
-        if let Bits::Empty { n } = *self {
-            if i >= n {
+        if i >= self.n {
+            return false;
+        }
+        if self.bits.is_empty() {
+            let few = self.few.get(..self.len).unwrap_or_default();
+            if few.iter().any(|&t| t as usize == i) {
                 return false;
             }
-            *self = if n <= 32 * 64 {
-                Bits::Inline([0; 32])
-            } else {
-                Bits::Heap(vec![0; n.div_ceil(64)])
-            };
+            if let (Some(slot), Ok(t)) = (self.few.get_mut(self.len), u32::try_from(i)) {
+                *slot = t;
+                self.len += 1;
+                return true;
+            }
+            self.bits = vec![0; self.n.div_ceil(64)];
+            for t in self.few.into_iter().take(self.len) {
+                self.set(t as usize);
+            }
         }
-        let words: &mut [u64] = match self {
-            Bits::Empty { .. } => return false,
-            Bits::Inline(w) => w,
-            Bits::Heap(w) => w,
-        };
-        let Some(word) = words.get_mut(i / 64) else { return false };
+        self.set(i)
+    }
+
+    fn set(&mut self, i: usize) -> bool {
+        let Some(word) = self.bits.get_mut(i / 64) else { return false };
         let bit = 1u64 << (i % 64);
         let new = *word & bit == 0;
         *word |= bit;
@@ -397,9 +406,24 @@ impl Hits {
     }
 }
 
-/// Whether a value holds a comma: short values (most) byte by byte, long ones with memchr.
+/// Whether a value holds a comma: short values (most) a word at a time, long ones with
+/// memchr (whose set-up costs more than a short value's bytes).
 fn has_comma(value: &[u8]) -> bool {
-    if value.len() < 32 { value.contains(&b',') } else { memchr::memchr(b',', value).is_some() }
+    if value.len() >= 64 {
+        return memchr::memchr(b',', value).is_some();
+    }
+    const COMMAS: u64 = u64::from_ne_bytes([b','; 8]);
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = value.chunks_exact(8);
+    for w in &mut words {
+        // A zero byte of `w ^ COMMAS` is a comma (the classic exact zero-byte test).
+        let w = u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])) ^ COMMAS;
+        if w.wrapping_sub(LOW) & !w & HIGH != 0 {
+            return true;
+        }
+    }
+    words.remainder().contains(&b',')
 }
 
 fn trim_ows(s: &[u8]) -> &[u8] {
@@ -551,8 +575,9 @@ impl MatchList {
         c: &mut Candidates<'s>,
     ) -> bool {
         // Regex-only entries whose needed literals the request's values contain.
-        for g in self.store.regex_groups.get(index.regex.range()).unwrap_or_default() {
-            self.regex_hits(g, cx, hits);
+        let groups = self.store.regex_groups.get(index.regex.range()).unwrap_or_default();
+        if !groups.is_empty() {
+            self.regex_hits(groups, cx, hits);
         }
         let hits = hits.sorted();
         let store = &*self.store;
@@ -600,33 +625,33 @@ impl MatchList {
         ok
     }
 
-    /// The entries of regex group `g` whose literals occur in the request's values of the
-    /// group's name (every line of a header, the first value of a param): anywhere in the
-    /// value for the group's scan, at the start of a subject for its anchored patterns (the
-    /// value, and each comma element of a header line: `line_holds` matches those too).
+    /// The entries of the regex groups whose literals occur in the request's values of each
+    /// group's name (every line of a header, in one pass over the header lines; the first
+    /// value of a param): anywhere in the value for a group's scan, at the start of a subject
+    /// for its anchored patterns (the value, and each comma element of a header line:
+    /// `line_holds` matches those too).
     fn regex_hits<R: RequestView + ?Sized>(
         &self,
-        g: &crate::store::RegexGroup,
+        groups: &[crate::store::RegexGroup],
         cx: &Ctx<'_, R>,
         hits: &mut Hits,
     ) {
         let store = &*self.store;
-        let name = store.bytes(g.name);
         // Each literal's entries are taken once, however often it occurs: a value repeating a
-        // literal that many entries share would otherwise push (occurrences x entries). One
-        // bit per literal, on the stack up to 2,048 literals (a list of 10,000 patterns has
-        // 10,000 to 100,000: then one allocation, zeroed, of a bit each).
-        let scan_lits =
-            g.scan.and_then(|l| store.literal_postings.get(l.literals.range())).unwrap_or_default();
-        let scan = g.scan.and_then(|l| store.automata.get(l.automaton as usize));
-        let mut scan_taken = Bits::new(scan_lits.len());
-        let mut prefix_taken = Bits::new(g.anchored.map_or(0, |p| p.items.len()));
-        let mut value = |value: &[u8], header: bool| {
-            if let Some(ac) = scan {
+        // literal that many entries share would otherwise push (occurrences x entries).
+        // Literals are numbered across groups: scanned ones by their postings, anchored ones
+        // after those, by their item.
+        let scanned = store.literal_postings.len();
+        let mut taken = Taken::new(scanned + store.items.len());
+        let mut value = |g: &crate::store::RegexGroup, value: &[u8], header: bool| {
+            if let Some(l) = g.scan
+                && let Some(ac) = store.automata.get(l.automaton as usize)
+            {
                 for m in ac.find_overlapping_iter(value) {
-                    let id = m.pattern().as_usize();
-                    if let Some(run) = scan_lits.get(id)
-                        && scan_taken.insert(id)
+                    let id = l.literals.start as usize + m.pattern().as_usize();
+                    if id < l.literals.end as usize
+                        && let Some(run) = store.literal_postings.get(id)
+                        && taken.insert(id)
                     {
                         hits.extend(store.postings(*run));
                     }
@@ -647,10 +672,12 @@ impl MatchList {
                     while lengths != 0 {
                         let len = lengths.trailing_zeros() as usize + 1;
                         lengths &= lengths - 1;
-                        if let Some(key) = head.get(..len)
+                        let Some(key) = head.get(..len) else { break };
+                        let end = crate::store::end_key(len, key.last().copied().unwrap_or(0));
+                        if p.ends[end / 64] >> (end % 64) & 1 != 0
                             && let Some(i) = store.lookup_index(p.table, key)
                             && let Some(item) = store.items.get(i)
-                            && prefix_taken.insert(i.wrapping_sub(p.items.start as usize))
+                            && taken.insert(scanned + i)
                         {
                             hits.extend(store.postings(item.value));
                         }
@@ -666,18 +693,26 @@ impl MatchList {
                 }
             }
         };
-        if g.header {
+        if groups.iter().any(|g| g.header) {
             for (n, v) in cx.req.headers() {
-                // `name` is lower case, as most clients send it.
-                if n.len() == name.len()
-                    && !v.is_empty()
-                    && (crate::bytes::eq(n, name) || n.eq_ignore_ascii_case(name))
-                {
-                    value(v, true);
+                if v.is_empty() {
+                    continue;
+                }
+                for g in groups.iter().filter(|g| g.header) {
+                    let name = store.bytes(g.name);
+                    // `name` is lower case, as most clients send it.
+                    if n.len() == name.len()
+                        && (crate::bytes::eq(n, name) || n.eq_ignore_ascii_case(name))
+                    {
+                        value(g, v, true);
+                    }
                 }
             }
-        } else if let Some(v) = cx.params().first(name) {
-            value(v, false);
+        }
+        for g in groups.iter().filter(|g| !g.header) {
+            if let Some(v) = cx.params().first(store.bytes(g.name)) {
+                value(g, v, false);
+            }
         }
     }
 }

@@ -9,7 +9,7 @@
 //! of the list and a malformed entry is still reached exactly when the linear scan would reach
 //! it. Built at compile time; the lookups allocate nothing.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::prefilter::Needed;
 use crate::store::{
@@ -51,14 +51,14 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     }
     let keys: Vec<Vec<Key>> =
         b.entries.get(entries.range())?.iter().map(|e| keys_of(e, &b.conds)).collect();
-    let mut count: HashMap<Key, usize> = HashMap::new();
+    let mut count: HashMap<Key, usize> = HashMap::default();
     for k in keys.iter().flatten() {
         *count.entry(*k).or_default() += 1;
     }
-    let mut filed: HashMap<Key, Vec<u32>> = HashMap::new();
+    let mut filed: HashMap<Key, Vec<u32>> = HashMap::default();
     let mut rest = Vec::new();
     // (header?, name) -> (pattern, entry) of entries filed under a regex condition.
-    let mut by_regex: HashMap<(bool, Span), Vec<(u32, u32)>> = HashMap::new();
+    let mut by_regex: HashMap<(bool, Span), Vec<(u32, u32)>> = HashMap::default();
     for (i, ks) in keys.iter().enumerate() {
         // The most selective key: the one the fewest entries share (methods last on ties,
         // since every entry of a route tends to share its method).
@@ -72,8 +72,8 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
             Some(k) => filed.entry(*k).or_default().push(i as u32),
         }
     }
-    // In list order (of each group's first entry), not the maps' (random) order: the same
-    // list compiles to the same layout, and costs the same per request, in every process.
+    // In list order (of each group's first entry), not the maps' order: the layout follows
+    // the list, whatever the hash function.
     let mut by_regex: Vec<_> = by_regex.into_iter().collect();
     by_regex.sort_unstable_by_key(|(_, members)| members.first().map(|(_, e)| *e));
     let mut filed: Vec<_> = filed.into_iter().collect();
@@ -90,7 +90,7 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     let first_group = b.regex_groups.len();
     b.regex_groups.extend(regex_groups);
     let regex = b.run(first_group, b.regex_groups.len());
-    let (mut headers, mut params, mut methods) = (Groups::new(), Groups::new(), Vec::new());
+    let (mut headers, mut params, mut methods) = (Groups::default(), Groups::default(), Vec::new());
     for (k, list) in filed {
         match k {
             Key::Header(name, value) => headers.entry(name).or_default().push((value, list)),
@@ -140,7 +140,7 @@ fn regex_group(
         .map(|(pattern, entry)| Some((b.pattern_literals.get(*pattern as usize)?.clone()?, *entry)))
         .collect::<Option<_>>()?;
     // How many of the scanned members' patterns need each literal (in either set).
-    let mut shared: HashMap<&[u8], usize> = HashMap::new();
+    let mut shared: HashMap<&[u8], usize> = HashMap::default();
     for (n, _) in needs.iter().filter(|(n, _)| !n.anchored) {
         let mut own: Vec<&[u8]> =
             [&n.prefixes, &n.suffixes].into_iter().flatten().flatten().map(Vec::as_slice).collect();
@@ -184,13 +184,15 @@ fn prefixes(b: &mut Builder, by_literal: Literals) -> Option<Option<crate::store
         return Some(None);
     }
     let first = b.items.len();
-    let mut lengths = 0u64;
+    let (mut lengths, mut ends) = (0u64, [0u64; 4]);
     for (lit, mut list) in by_literal {
         let text = core::str::from_utf8(&lit).ok()?;
         if !(1..=64).contains(&lit.len()) || !try_room(&mut b.items, 1) {
             return None;
         }
         lengths |= 1 << (lit.len() - 1);
+        let end = crate::store::end_key(lit.len(), lit.last().copied().unwrap_or_default());
+        ends[end / 64] |= 1 << (end % 64);
         let key = b.intern(text);
         list.sort_unstable();
         list.dedup();
@@ -198,8 +200,7 @@ fn prefixes(b: &mut Builder, by_literal: Literals) -> Option<Option<crate::store
         b.items.push(Item { key, value });
     }
     let table = b.table(first);
-    let items = b.run(first, b.items.len());
-    Some(Some(crate::store::Prefixes { lengths, table, items }))
+    Some(Some(crate::store::Prefixes { lengths, table, ends }))
 }
 
 /// The automaton of `by_literal` and the postings of its literals; `Some(None)` when there

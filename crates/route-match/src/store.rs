@@ -14,7 +14,6 @@
 
 use core::hash::Hasher;
 use core::ops::Range;
-use std::collections::HashMap;
 
 use rustc_hash::FxHasher;
 
@@ -126,8 +125,14 @@ pub(crate) struct Prefixes {
     /// Bit `n - 1` is set when some literal is `n` bytes long (literals are 1 to 64 bytes).
     pub(crate) lengths: u64,
     pub(crate) table: Table,
-    /// The table's items (a run of `items`).
-    pub(crate) items: Run,
+    /// Bit [`end_key`] of each literal's (length, last byte): a subject's prefix of a length
+    /// whose bit is clear is no literal, and is not looked up.
+    pub(crate) ends: [u64; 4],
+}
+
+/// Where a literal of `len` bytes ending in `last` sits in `Prefixes::ends`.
+pub(crate) fn end_key(len: usize, last: u8) -> usize {
+    (usize::from(last) + len.wrapping_mul(37)) & 255
 }
 
 /// One automaton of a [`RegexGroup`] and, per literal of it, the entries it lets through.
@@ -214,7 +219,7 @@ pub(crate) struct Builder {
     pub(crate) entries: Vec<Entry>,
     pub(crate) conds: Vec<Cond>,
     pub(crate) patterns: Vec<Pattern>,
-    pattern_ids: HashMap<Span, u32>,
+    pattern_ids: rustc_hash::FxHashMap<Span, u32>,
     pub(crate) postings: Vec<u32>,
     slots: Vec<u32>,
     pub(crate) items: Vec<Item>,

@@ -383,3 +383,38 @@ proptest! {
         prop_assert_eq!(list.evaluate(&r), list.evaluate_linear(&r), "{} {:?}", json, r.headers);
     }
 }
+
+#[test]
+fn values_holding_many_literals_let_every_one_through() {
+    // More literals found in one request than the evaluator keeps in its short list: anchored
+    // ones in comma elements, scanned ones in one value.
+    let entries: Vec<String> = (0..200)
+        .map(|i| {
+            let cond = if i % 2 == 0 {
+                format!(r"x-tenant:RegularExpression:^tenant-{i}$")
+            } else {
+                format!(r"x-tag:RegularExpression:tag{i}z")
+            };
+            format!(r#"{{"headers":["{cond}"],"redirectPath":"/r{i}"}}"#)
+        })
+        .collect();
+    let l = compile_list(format!("[{}]", entries.join(",")).as_bytes(), Syntax::Auto).unwrap().list;
+    let tenants: Vec<String> = (100..200).step_by(2).map(|i| format!("tenant-{i}")).collect();
+    let tags: String = (101..200).step_by(2).map(|i| format!("tag{i}z ")).collect();
+    for r in [
+        get().h("x-tenant", &tenants.join(", ")),
+        get().h("x-tenant", &tenants.join(",")).h("x-tag", &tags),
+        get().h("x-tag", &tags),
+        get().h("x-tag", &tags).h("x-tenant", "tenant-198"),
+    ] {
+        let (outcome, attempts) = l.evaluate_counting(&r);
+        assert_eq!(outcome, l.evaluate_linear(&r));
+        assert!(winner(&outcome).is_some_and(|w| (100..=101).contains(&w)), "{outcome:?}");
+        // `tenant-10` .. `tenant-18` are literals the elements start with too: those five
+        // entries run, on the line and each of its (up to 50) elements.
+        assert!(attempts <= 6 * 51, "{attempts}");
+    }
+    // The last literals found still count: only the last tenant and tag are real.
+    let r = get().h("x-tenant", &format!("{}, tenant-198", vec!["nobody"; 40].join(", ")));
+    assert_eq!(winner(&l.evaluate(&r)), Some(198));
+}
