@@ -74,7 +74,7 @@ fn case(name: &str) -> Option<(String, Req, usize)> {
                 199,
             ))
         }
-        // scripts/bench.py's mixed_regex_list(1000) and MIXED_REQUEST.
+        // scripts/bench.py's mixed_regex_list(1000) and MIXED_REQUEST, as bench.py sends it.
         "mixed_1000" => {
             let entries: Vec<String> = (0..1000)
                 .map(|i| {
@@ -88,16 +88,22 @@ fn case(name: &str) -> Option<(String, Req, usize)> {
                     format!(r#"{{"headers":["{cond}"],"redirectPath":"/r{i}"}}"#)
                 })
                 .collect();
-            let r = req(
-                &[
-                    ("x-tenant", "tenant-none".into()),
-                    ("x-version", "v1000.0".into()),
-                    ("user-agent", "Mozilla/5.0 (X11; Linux) Build/99999 x".into()),
-                    ("x-id", "id-ffff0000".into()),
-                    ("x-region", "EU-West-999C".into()),
-                ],
-                "",
-            );
+            // Exactly the request bench.py sends: its Host line, then MIXED_REQUEST's headers
+            // (no other User-Agent line before the one that matters).
+            let r = Req {
+                headers: [
+                    ("Host", "bench"),
+                    ("x-tenant", "tenant-none"),
+                    ("x-version", "v1000.0"),
+                    ("user-agent", "Mozilla/5.0 (X11; Linux) Build/99999 x"),
+                    ("x-id", "id-ffff0000"),
+                    ("x-region", "EU-West-999C"),
+                ]
+                .iter()
+                .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+                .collect(),
+                query: Vec::new(),
+            };
             Some((format!("[{}]", entries.join(",")), r, 999))
         }
         _ => None,

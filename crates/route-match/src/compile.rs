@@ -7,7 +7,7 @@
 
 use core::fmt;
 use core::ops::Range;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -303,7 +303,7 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     // Identical lists (NGF writes one per hostname) are stored once: each list is compiled,
     // and dropped again if an earlier list has the same entries (strings and patterns are
     // interned, so equal lists compile to equal conditions).
-    let mut seen: HashMap<u64, Vec<(usize, Range<usize>)>> = HashMap::new();
+    let mut seen: HashMap<u64, Vec<(usize, Range<usize>)>> = HashMap::default();
     let mut lists: Vec<(Run, Option<u32>)> = Vec::new();
     // Key -> list number (the parser refuses a key written twice).
     let mut keys: Vec<(Span, u32)> = Vec::new();

@@ -341,31 +341,48 @@ impl Memo {
     }
 }
 
-/// A set of small integers below a bound fixed at creation: on the stack up to 2,048, else
-/// allocated at the first insertion.
-#[allow(clippy::large_enum_variant, reason = "it lives on the stack for one scan, by design")]
-enum Bits {
-    Inline([u64; 32]),
-    Heap { words: Vec<u64>, n: usize },
+/// A set of small integers below a bound fixed at creation: the first few in a list on the
+/// stack (a request's values usually hold a few literals), then one bit each, allocated and
+/// zeroed at the first insertion past the list.
+struct Taken {
+    few: [u32; TAKEN_FEW],
+    len: usize,
+    bits: Vec<u64>,
+    n: usize,
 }
 
-impl Bits {
-    fn new(n: usize) -> Bits {
-        if n <= 32 * 64 { Bits::Inline([0; 32]) } else { Bits::Heap { words: Vec::new(), n } }
+const TAKEN_FEW: usize = 16;
+
+impl Taken {
+    fn new(n: usize) -> Taken {
+        Taken { few: [0; TAKEN_FEW], len: 0, bits: Vec::new(), n }
     }
 
     /// Adds `i`; whether it was not there before (`false` also for `i` out of bounds).
     fn insert(&mut self, i: usize) -> bool {
-        let words: &mut [u64] = match self {
-            Bits::Inline(w) => w,
-            Bits::Heap { words, n } => {
-                if words.is_empty() {
-                    *words = vec![0; n.div_ceil(64)];
-                }
-                words
+        if i >= self.n {
+            return false;
+        }
+        if self.bits.is_empty() {
+            let few = self.few.get(..self.len).unwrap_or_default();
+            if few.iter().any(|&t| t as usize == i) {
+                return false;
             }
-        };
-        let Some(word) = words.get_mut(i / 64) else { return false };
+            if let (Some(slot), Ok(t)) = (self.few.get_mut(self.len), u32::try_from(i)) {
+                *slot = t;
+                self.len += 1;
+                return true;
+            }
+            self.bits = vec![0; self.n.div_ceil(64)];
+            for t in self.few.into_iter().take(self.len) {
+                self.set(t as usize);
+            }
+        }
+        self.set(i)
+    }
+
+    fn set(&mut self, i: usize) -> bool {
+        let Some(word) = self.bits.get_mut(i / 64) else { return false };
         let bit = 1u64 << (i % 64);
         let new = *word & bit == 0;
         *word |= bit;
@@ -396,6 +413,71 @@ fn exact_line(v: &[u8], line: &[u8]) -> bool {
 #[inline(never)]
 fn exact_element(v: &[u8], line: &[u8]) -> bool {
     memchr::memchr(b',', line).is_some() && line.split(|&b| b == b',').any(|el| trim_ows(el) == v)
+}
+
+/// The entries the regex groups let through in one evaluation: on the stack up to 32 (a
+/// request's values usually hold the literals of a few), else allocated.
+struct Hits {
+    inline: [u32; 32],
+    len: usize,
+    more: Vec<u32>,
+}
+
+impl Hits {
+    fn new() -> Hits {
+        Hits { inline: [0; 32], len: 0, more: Vec::new() }
+    }
+
+    fn extend(&mut self, list: &[u32]) {
+        if self.more.is_empty() {
+            if let Some(room) = self.inline.get_mut(self.len..self.len + list.len()) {
+                room.copy_from_slice(list);
+                self.len += list.len();
+                return;
+            }
+            self.more.extend_from_slice(self.inline.get(..self.len).unwrap_or_default());
+        }
+        self.more.extend_from_slice(list);
+    }
+
+    /// All of them, ascending, each once.
+    fn sorted(&mut self) -> &[u32] {
+        if !self.more.is_empty() {
+            self.more.sort_unstable();
+            self.more.dedup();
+            return &self.more;
+        }
+        let v = self.inline.get_mut(..self.len).unwrap_or_default();
+        v.sort_unstable();
+        let mut n = 0;
+        for i in 0..v.len() {
+            if n == 0 || v[i] != v[n - 1] {
+                v[n] = v[i];
+                n += 1;
+            }
+        }
+        &v[..n]
+    }
+}
+
+/// Whether a value holds a comma: short values (most) a word at a time, long ones with
+/// memchr (whose set-up costs more than a short value's bytes).
+fn has_comma(value: &[u8]) -> bool {
+    if value.len() >= 64 {
+        return memchr::memchr(b',', value).is_some();
+    }
+    const COMMAS: u64 = u64::from_ne_bytes([b','; 8]);
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = value.chunks_exact(8);
+    for w in &mut words {
+        // A zero byte of `w ^ COMMAS` is a comma (the classic exact zero-byte test).
+        let w = u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])) ^ COMMAS;
+        if w.wrapping_sub(LOW) & !w & HIGH != 0 {
+            return true;
+        }
+    }
+    words.remainder().contains(&b',')
 }
 
 fn trim_ows(s: &[u8]) -> &[u8] {
@@ -529,10 +611,12 @@ impl MatchList {
         index: &Index,
         cx: &Ctx<'_, R>,
     ) -> Outcome<'_> {
-        let mut hits = Vec::new();
-        match self.candidates(index, cx, &mut hits) {
-            Some(candidates) => self.first_of(candidates, cx),
-            None => self.first_of(0..self.len(), cx),
+        let mut hits = Hits::new();
+        let mut candidates = Candidates::new();
+        if self.candidates(index, cx, &mut hits, &mut candidates) {
+            self.first_of(&mut candidates, cx)
+        } else {
+            self.first_of(0..self.len(), cx)
         }
     }
 
@@ -616,23 +700,22 @@ impl MatchList {
         if r.is_empty() { &[] } else { self.store.conds.get(r.range()).unwrap_or_default() }
     }
 
-    /// The entries whose index key holds for this request, plus the unkeyed ones; `None` when
-    /// the request hits more posting lists than `Candidates` holds.
+    /// The entries whose index key holds for this request, plus the unkeyed ones, into `c`;
+    /// `false` when the request hits more posting lists than `Candidates` holds.
     fn candidates<'s, R: RequestView + ?Sized>(
         &'s self,
         index: &Index,
         cx: &'s Ctx<'_, R>,
-        hits: &'s mut Vec<u32>,
-    ) -> Option<Candidates<'s>> {
+        hits: &'s mut Hits,
+        c: &mut Candidates<'s>,
+    ) -> bool {
         // Regex-only entries whose needed literals the request's values contain.
-        for g in self.store.regex_groups.get(index.regex.range()).unwrap_or_default() {
-            self.regex_hits(g, cx, hits);
+        let groups = self.store.regex_groups.get(index.regex.range()).unwrap_or_default();
+        if !groups.is_empty() {
+            self.regex_hits(groups, cx, hits);
         }
-        hits.sort_unstable();
-        hits.dedup();
-        let hits: &'s Vec<u32> = hits;
+        let hits = hits.sorted();
         let store = &*self.store;
-        let mut c = Candidates::new();
         let mut ok = c.push(store.postings(index.rest));
         let method = cx.req.method();
         let methods = store.items.get(index.methods.range()).unwrap_or_default();
@@ -674,44 +757,97 @@ impl MatchList {
             }
         }
         ok &= c.push(hits);
-        ok.then_some(c)
+        ok
     }
 
-    /// The entries of regex group `g` whose literals occur in the request's values of the
-    /// group's name (every line of a header, the first value of a param).
+    /// The entries of the regex groups whose literals occur in the request's values of each
+    /// group's name (every line of a header, in one pass over the header lines; the first
+    /// value of a param): anywhere in the value for a group's scan, at the start of a subject
+    /// for its anchored patterns (the value, and each comma element of a header line:
+    /// `line_holds` matches those too).
     fn regex_hits<R: RequestView + ?Sized>(
         &self,
-        g: &crate::store::RegexGroup,
+        groups: &[crate::store::RegexGroup],
         cx: &Ctx<'_, R>,
-        hits: &mut Vec<u32>,
+        hits: &mut Hits,
     ) {
         let store = &*self.store;
-        let Some(ac) = store.automata.get(g.automaton as usize) else { return };
-        let literals = store.literal_postings.get(g.literals.range()).unwrap_or_default();
-        let name = store.bytes(g.name);
         // Each literal's entries are taken once, however often it occurs: a value repeating a
-        // literal that many entries share would otherwise push (occurrences x entries). One
-        // bit per literal, on the stack up to 2,048 literals (a list of 10,000 patterns has
-        // 10,000 to 100,000: then one allocation, zeroed, of a bit each).
-        let mut taken = Bits::new(literals.len());
-        let mut scan = |value: &[u8]| {
-            for m in ac.find_overlapping_iter(value) {
-                let id = m.pattern().as_usize();
-                if let Some(run) = literals.get(id)
-                    && taken.insert(id)
-                {
-                    hits.extend_from_slice(store.postings(*run));
+        // literal that many entries share would otherwise push (occurrences x entries).
+        // Literals are numbered across groups: scanned ones by their postings, anchored ones
+        // after those, by their item.
+        let scanned = store.literal_postings.len();
+        let mut taken = Taken::new(scanned + store.items.len());
+        let mut value = |g: &crate::store::RegexGroup, value: &[u8], header: bool| {
+            if let Some(l) = g.scan
+                && let Some(ac) = store.automata.get(l.automaton as usize)
+            {
+                for m in ac.find_overlapping_iter(value) {
+                    let id = l.literals.start as usize + m.pattern().as_usize();
+                    if id < l.literals.end as usize
+                        && let Some(run) = store.literal_postings.get(id)
+                        && taken.insert(id)
+                    {
+                        hits.extend(store.postings(*run));
+                    }
+                }
+            }
+            if let Some(p) = g.anchored {
+                // The subject's first bytes, lower-cased, looked up once per literal length.
+                let longest = 64 - p.lengths.leading_zeros() as usize;
+                let mut at_start = |subject: &[u8]| {
+                    let mut lower = [0u8; 64];
+                    let n = subject.len().min(longest);
+                    for (l, b) in lower.iter_mut().zip(&subject[..n]) {
+                        *l = b.to_ascii_lowercase();
+                    }
+                    let head = &lower[..n];
+                    let fits = u64::MAX.checked_shl(head.len() as u32).map_or(u64::MAX, |m| !m);
+                    let mut lengths = p.lengths & fits;
+                    while lengths != 0 {
+                        let len = lengths.trailing_zeros() as usize + 1;
+                        lengths &= lengths - 1;
+                        let Some(key) = head.get(..len) else { break };
+                        let end = crate::store::end_key(len, key.last().copied().unwrap_or(0));
+                        if p.ends[end / 64] >> (end % 64) & 1 != 0
+                            && let Some(i) = store.lookup_index(p.table, key)
+                            && let Some(item) = store.items.get(i)
+                            && taken.insert(scanned + i)
+                        {
+                            hits.extend(store.postings(item.value));
+                        }
+                    }
+                };
+                at_start(value);
+                if header && has_comma(value) {
+                    for el in value.split(|&b| b == b',').map(trim_ows) {
+                        if !el.is_empty() && el.len() < value.len() {
+                            at_start(el);
+                        }
+                    }
                 }
             }
         };
-        if g.header {
-            for (n, value) in cx.req.headers() {
-                if n.eq_ignore_ascii_case(name) && !value.is_empty() {
-                    scan(value);
+        if groups.iter().any(|g| g.header) {
+            for (n, v) in cx.req.headers() {
+                if v.is_empty() {
+                    continue;
+                }
+                for g in groups.iter().filter(|g| g.header) {
+                    let name = store.bytes(g.name);
+                    // `name` is lower case, as most clients send it.
+                    if n.len() == name.len()
+                        && (crate::bytes::eq(n, name) || n.eq_ignore_ascii_case(name))
+                    {
+                        value(g, v, true);
+                    }
                 }
             }
-        } else if let Some(value) = cx.params().first(name) {
-            scan(value);
+        }
+        for g in groups.iter().filter(|g| !g.header) {
+            if let Some(v) = cx.params().first(store.bytes(g.name)) {
+                value(g, v, false);
+            }
         }
     }
 }

@@ -9,9 +9,12 @@
 //! of the list and a malformed entry is still reached exactly when the linear scan would reach
 //! it. Built at compile time; the lookups allocate nothing.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
-use crate::store::{Body, Builder, Cond, Entry, Index, Item, RegexGroup, Run, Span, Table, Test};
+use crate::prefilter::Needed;
+use crate::store::{
+    Body, Builder, Cond, Entry, Index, Item, RegexGroup, Run, Span, Table, Test, try_room,
+};
 
 /// Lists shorter than this are scanned linearly (the index would not pay for itself).
 pub(crate) const MIN_ENTRIES: usize = 8;
@@ -48,14 +51,14 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     }
     let keys: Vec<Vec<Key>> =
         b.entries.get(entries.range())?.iter().map(|e| keys_of(e, &b.conds)).collect();
-    let mut count: HashMap<Key, usize> = HashMap::new();
+    let mut count: HashMap<Key, usize> = HashMap::default();
     for k in keys.iter().flatten() {
         *count.entry(*k).or_default() += 1;
     }
-    let mut filed: HashMap<Key, Vec<u32>> = HashMap::new();
+    let mut filed: HashMap<Key, Vec<u32>> = HashMap::default();
     let mut rest = Vec::new();
     // (header?, name) -> (pattern, entry) of entries filed under a regex condition.
-    let mut by_regex: HashMap<(bool, Span), Vec<(u32, u32)>> = HashMap::new();
+    let mut by_regex: HashMap<(bool, Span), Vec<(u32, u32)>> = HashMap::default();
     for (i, ks) in keys.iter().enumerate() {
         // The most selective key: the one the fewest entries share (methods last on ties,
         // since every entry of a route tends to share its method).
@@ -69,6 +72,12 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
             Some(k) => filed.entry(*k).or_default().push(i as u32),
         }
     }
+    // In list order (of each group's first entry), not the maps' order: the layout follows
+    // the list, whatever the hash function.
+    let mut by_regex: Vec<_> = by_regex.into_iter().collect();
+    by_regex.sort_unstable_by_key(|(_, members)| members.first().map(|(_, e)| *e));
+    let mut filed: Vec<_> = filed.into_iter().collect();
+    filed.sort_unstable_by_key(|(_, list)| list.first().copied());
     let mut regex_groups = Vec::new();
     for ((header, name), members) in by_regex {
         match regex_group(b, header, name, &members) {
@@ -81,7 +90,7 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     let first_group = b.regex_groups.len();
     b.regex_groups.extend(regex_groups);
     let regex = b.run(first_group, b.regex_groups.len());
-    let (mut headers, mut params, mut methods) = (Groups::new(), Groups::new(), Vec::new());
+    let (mut headers, mut params, mut methods) = (Groups::default(), Groups::default(), Vec::new());
     for (k, list) in filed {
         match k {
             Key::Header(name, value) => headers.entry(name).or_default().push((value, list)),
@@ -118,35 +127,102 @@ fn regex_key(e: &Entry, b: &Builder) -> Option<(bool, Span, u32)> {
     })
 }
 
-/// One automaton over the literals the members' patterns need, and for each literal the
-/// members it lets through.
+/// The literals the members' patterns need, and for each the members it lets through: those
+/// of patterns anchored at the start in a lookup table, the others in an automaton.
 fn regex_group(
     b: &mut Builder,
     header: bool,
     name: Span,
     members: &[(u32, u32)],
 ) -> Option<RegexGroup> {
-    let mut by_literal: std::collections::BTreeMap<&[u8], Vec<u32>> = Default::default();
-    for (pattern, entry) in members {
-        for lit in b.pattern_literals.get(*pattern as usize)?.as_ref()? {
-            by_literal.entry(lit.as_slice()).or_default().push(*entry);
+    let needs: Vec<(Needed, u32)> = members
+        .iter()
+        .map(|(pattern, entry)| Some((b.pattern_literals.get(*pattern as usize)?.clone()?, *entry)))
+        .collect::<Option<_>>()?;
+    // How many of the scanned members' patterns need each literal (in either set).
+    let mut shared: HashMap<&[u8], usize> = HashMap::default();
+    for (n, _) in needs.iter().filter(|(n, _)| !n.anchored) {
+        let mut own: Vec<&[u8]> =
+            [&n.prefixes, &n.suffixes].into_iter().flatten().flatten().map(Vec::as_slice).collect();
+        own.sort_unstable();
+        own.dedup();
+        for lit in own {
+            *shared.entry(lit).or_default() += 1;
         }
+    }
+    let sharers = |lits: &[Vec<u8>]| {
+        lits.iter().map(|l| shared.get(l.as_slice()).copied().unwrap_or(0)).max().unwrap_or(0)
+    };
+    let (mut anchored, mut scan) = (Literals::new(), Literals::new());
+    for (n, entry) in &needs {
+        match &n.prefixes {
+            // Looked up by length and lower-cased (`store::Prefixes`): at most 64 bytes.
+            Some(p) if n.anchored && p.iter().all(|l| l.len() <= 64) => {
+                for lit in p {
+                    anchored.entry(lit.to_ascii_lowercase()).or_default().push(*entry);
+                }
+            }
+            _ => {
+                for lit in n.preferred(sharers) {
+                    scan.entry(lit.clone()).or_default().push(*entry);
+                }
+            }
+        }
+    }
+    let anchored = prefixes(b, anchored)?;
+    let scan = literals(b, scan)?;
+    Some(RegexGroup { header, name, anchored, scan })
+}
+
+/// Literal -> the entries it lets through, in literal order.
+type Literals = std::collections::BTreeMap<Vec<u8>, Vec<u32>>;
+
+/// The lookup table of the anchored literals; `Some(None)` when there are none, `None` when
+/// one is not UTF-8 (not expected: `regex-syntax` matches only valid UTF-8).
+fn prefixes(b: &mut Builder, by_literal: Literals) -> Option<Option<crate::store::Prefixes>> {
+    if by_literal.is_empty() {
+        return Some(None);
+    }
+    let first = b.items.len();
+    let (mut lengths, mut ends) = (0u64, [0u64; 4]);
+    for (lit, mut list) in by_literal {
+        let text = core::str::from_utf8(&lit).ok()?;
+        if !(1..=64).contains(&lit.len()) || !try_room(&mut b.items, 1) {
+            return None;
+        }
+        lengths |= 1 << (lit.len() - 1);
+        let end = crate::store::end_key(lit.len(), lit.last().copied().unwrap_or_default());
+        ends[end / 64] |= 1 << (end % 64);
+        let key = b.intern(text);
+        list.sort_unstable();
+        list.dedup();
+        let value = postings(b, &list);
+        b.items.push(Item { key, value });
+    }
+    let table = b.table(first);
+    Some(Some(crate::store::Prefixes { lengths, table, ends }))
+}
+
+/// The automaton of `by_literal` and the postings of its literals; `Some(None)` when there
+/// are none, `None` when the automaton could not be built.
+fn literals(b: &mut Builder, by_literal: Literals) -> Option<Option<crate::store::Literals>> {
+    if by_literal.is_empty() {
+        return Some(None);
     }
     // ASCII case is ignored: a caseless pattern's literals come in one ASCII spelling
     // (`prefilter`); for the others it only lets more values through.
-    let automaton = automaton(by_literal.keys().copied())?;
-    let lists: Vec<Vec<u32>> = by_literal.into_values().collect();
+    let automaton = automaton(by_literal.keys().map(Vec::as_slice))?;
+    let id = b.index(b.automata.len());
+    b.automata.push(automaton);
     let first = b.literal_postings.len();
-    for mut list in lists {
+    for mut list in by_literal.into_values() {
         list.sort_unstable();
         list.dedup();
         let run = postings(b, &list);
         b.literal_postings.push(run);
     }
     let literals = b.run(first, b.literal_postings.len());
-    let id = b.index(b.automata.len());
-    b.automata.push(automaton);
-    Some(RegexGroup { header, name, automaton: id, literals })
+    Some(Some(crate::store::Literals { automaton: id, literals }))
 }
 
 /// Literal bytes up to which a DFA is tried: its states are at most this many, so building it
@@ -156,11 +232,11 @@ const DFA_LITERAL_BYTES: usize = 4096;
 const DFA_MAX_MEMORY: usize = 128 * 1024;
 
 /// The automaton of one group's literals. A request scans every value of the group's name
-/// with it, overlapping matches included, which no prefilter can skip: a DFA takes one
-/// table lookup per byte, a contiguous NFA several, with failure transitions (the 1,000
-/// mixed-regex list of `scripts/bench.sh` spent a third of its request there). So a DFA when
-/// it is small (byte classes keep it to a stride of a few dozen words per state), else the
-/// contiguous NFA (a few bytes per state).
+/// with it, overlapping matches included, which
+/// no prefilter can skip: a DFA takes one table lookup per byte, a contiguous NFA several,
+/// with failure transitions (the 1,000 mixed-regex list of `scripts/bench.sh` spent a third
+/// of its request there). So a DFA when it is small (byte classes keep it to a stride of a few
+/// dozen words per state), else the contiguous NFA (a few bytes per state).
 fn automaton<'l>(
     literals: impl Iterator<Item = &'l [u8]> + Clone,
 ) -> Option<aho_corasick::AhoCorasick> {
@@ -189,7 +265,11 @@ fn postings(b: &mut Builder, list: &[u32]) -> Run {
 
 fn groups(b: &mut Builder, groups: &Groups) -> Run {
     let mut made: Vec<(Span, Table)> = Vec::with_capacity(groups.len());
-    for (name, values) in groups.iter() {
+    let mut order: Vec<_> = groups.iter().collect();
+    order.sort_unstable_by_key(|(_, values)| {
+        values.first().and_then(|(_, list)| list.first().copied())
+    });
+    for (name, values) in order {
         let first = b.items.len();
         for (value, list) in values {
             let run = postings(b, list);

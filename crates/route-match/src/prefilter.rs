@@ -14,6 +14,13 @@
 //! a finite, non-empty set of non-empty literals is left out too. Left out means: always run,
 //! as before.
 //!
+//! Both sets are kept, prefixes and suffixes, with whether every match starts at the start
+//! of the subject (`^` outside multi-line mode, `\A`): the index (`index`) looks an anchored
+//! pattern's prefixes up at the start of each subject only, and for the others scans for the
+//! set its group's other patterns share least ([`Needed::preferred`]). Literals of one length
+//! that differ only in a last (first) ASCII byte, a class at the end, give way to the one
+//! literal they all start (end) with.
+//!
 //! Besides literals: the byte lengths a subject can have if a pattern anchored at both ends
 //! (`^...$`, `\A...\z`) is to match it, so that a value of another length is refused without
 //! PCRE2 (one longer than the maximum is still tried: PCRE2's `$` also matches before a final
@@ -39,12 +46,46 @@
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Hir, HirKind, Look};
 
-/// The literals any match of a pattern starts (or else ends) with, if they can be known.
-pub(crate) type Literals = Option<Vec<Vec<u8>>>;
+/// The literals any match of a pattern needs, if they can be known.
+pub(crate) type Literals = Option<Needed>;
 
 /// The most literals (ASCII case variants counted apart) extracted from a caseless pattern:
 /// `(?i)^eu-west-12[a-c]$` is 576 spellings, 6 once ASCII case is ignored.
 const CASELESS_TOTAL: usize = 4096;
+
+/// What every match of a pattern starts with and what it ends with (each a finite set of
+/// non-empty literals, when known; at least one is), and whether it starts at the start of
+/// the subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Needed {
+    /// Every match starts with one of these.
+    pub(crate) prefixes: Option<Vec<Vec<u8>>>,
+    /// Every match ends with one of these.
+    pub(crate) suffixes: Option<Vec<Vec<u8>>>,
+    /// Every match starts at the start of the subject (`^` outside multi-line mode, `\A`,
+    /// before anything else in every branch): a subject that does not begin with one of the
+    /// prefixes cannot match, wherever else it holds them.
+    pub(crate) anchored: bool,
+}
+
+impl Needed {
+    /// The set a scan should look for, given how many patterns of its group (the maximum over
+    /// a set's literals) share a literal of each set: the less shared (a literal a group's
+    /// patterns have in common, `Mozilla/` or `tenant-`, is in most values and lets them all
+    /// through), then the longer shortest literal, then the fewer literals; suffixes on a tie.
+    pub(crate) fn preferred(&self, shared: impl Fn(&[Vec<u8>]) -> usize) -> &[Vec<u8>] {
+        let key = |lits: &[Vec<u8>]| {
+            let shortest = lits.iter().map(Vec::len).min().unwrap_or(0);
+            (core::cmp::Reverse(shared(lits)), shortest, core::cmp::Reverse(lits.len()))
+        };
+        match (&self.prefixes, &self.suffixes) {
+            (Some(p), Some(s)) if key(p) > key(s) => p,
+            (_, Some(s)) => s,
+            (Some(p), None) => p,
+            (None, None) => &[],
+        }
+    }
+}
 
 /// What a pattern needs before it can match, when PCRE2 and `regex-syntax` read it alike.
 #[derive(Debug, Default)]
@@ -79,6 +120,9 @@ fn length_bounds(hir: &Hir) -> Option<(usize, Option<usize>)> {
 }
 
 fn required_literals(hir: Hir, caseless: bool) -> Literals {
+    // `^` outside multi-line mode (and `\A`) is regex-syntax's `Look::Start`: the start of
+    // the subject only, as in PCRE2 (the evaluator always matches from offset 0).
+    let anchored = hir.properties().look_set_prefix().contains(Look::Start);
     // An unanchored search: a leading `X*` (`.*` in `.*Firefox/`) can always match empty,
     // so whether there is a match does not depend on it; the literals after it are needed.
     let hir = match hir.kind() {
@@ -91,36 +135,59 @@ fn required_literals(hir: Hir, caseless: bool) -> Literals {
         }
         _ => hir,
     };
-    // Prefixes or suffixes, whichever are the more selective: the longer shortest literal,
-    // then the fewer literals.
-    [ExtractKind::Prefix, ExtractKind::Suffix]
-        .into_iter()
-        .filter_map(|kind| {
-            let mut ex = Extractor::new();
-            // Caseless: every ASCII case variant counts towards the extractor's total, but
-            // they fold into one below.
-            let total = if caseless { CASELESS_TOTAL } else { 64 };
-            ex.kind(kind).limit_class(16).limit_repeat(8).limit_literal_len(64).limit_total(total);
-            let seq = ex.extract(&hir);
-            let lits = seq.literals()?;
-            if lits.is_empty() || lits.iter().any(|l| l.as_bytes().is_empty()) {
-                return None;
-            }
-            if caseless && !lits.iter().all(|l| fold_agreed(l.as_bytes())) {
-                return None;
-            }
-            // The automaton ignores ASCII case (see `index`): one spelling per ASCII case
-            // family; the spellings with non-ASCII partners (ſ, K, ...) stay apart.
-            let fold = |l: &[u8]| if caseless { l.to_ascii_lowercase() } else { l.to_vec() };
-            let mut out: Vec<Vec<u8>> = lits.iter().map(|l| fold(l.as_bytes())).collect();
-            out.sort();
-            out.dedup();
-            (out.len() <= 64).then_some(out)
-        })
-        .max_by_key(|lits| {
-            let shortest = lits.iter().map(Vec::len).min().unwrap_or(0);
-            (shortest, core::cmp::Reverse(lits.len()))
-        })
+    let set = |kind: ExtractKind| {
+        let prefix = matches!(kind, ExtractKind::Prefix);
+        let mut ex = Extractor::new();
+        // Caseless: every ASCII case variant counts towards the extractor's total, but
+        // they fold into one below.
+        let total = if caseless { CASELESS_TOTAL } else { 64 };
+        ex.kind(kind).limit_class(16).limit_repeat(8).limit_literal_len(64).limit_total(total);
+        let seq = ex.extract(&hir);
+        let lits = seq.literals()?;
+        if lits.is_empty() || lits.iter().any(|l| l.as_bytes().is_empty()) {
+            return None;
+        }
+        if caseless && !lits.iter().all(|l| fold_agreed(l.as_bytes())) {
+            return None;
+        }
+        // The automaton ignores ASCII case (see `index`): one spelling per ASCII case
+        // family; the spellings with non-ASCII partners (ſ, K, ...) stay apart.
+        let fold = |l: &[u8]| if caseless { l.to_ascii_lowercase() } else { l.to_vec() };
+        let mut out: Vec<Vec<u8>> = lits.iter().map(|l| fold(l.as_bytes())).collect();
+        out.sort();
+        out.dedup();
+        let out = stem(out, prefix);
+        (out.len() <= 64).then_some(out)
+    };
+    let prefixes = set(ExtractKind::Prefix);
+    let suffixes = set(ExtractKind::Suffix);
+    if prefixes.is_none() && suffixes.is_none() {
+        return None;
+    }
+    Some(Needed { anchored: anchored && prefixes.is_some(), prefixes, suffixes })
+}
+
+/// Literals of one length that differ only in their last byte (their first, for suffixes),
+/// an ASCII one (`v2.0` .. `v2.9`, a class at the end), give way to the one literal they all
+/// start (end) with: every match still holds it, and one literal is cheaper to look for than
+/// ten. (Literals are sorted and distinct.)
+fn stem(lits: Vec<Vec<u8>>, prefix: bool) -> Vec<Vec<u8>> {
+    let cut = |l: &[u8]| -> Option<Vec<u8>> {
+        let (rest, byte) = if prefix {
+            let (last, rest) = l.split_last()?;
+            (rest, *last)
+        } else {
+            let (first, rest) = l.split_first()?;
+            (rest, *first)
+        };
+        (byte.is_ascii() && !rest.is_empty()).then(|| rest.to_vec())
+    };
+    if lits.len() < 2 {
+        return lits;
+    }
+    let Some(first) = cut(&lits[0]) else { return lits };
+    let alike = lits.iter().all(|l| l.len() == lits[0].len() && cut(l).as_ref() == Some(&first));
+    if alike { vec![first] } else { lits }
 }
 
 /// The blocks whose characters' caseless partners in PCRE2 (wherever they lie) are all known
@@ -200,31 +267,33 @@ fn comparable(pattern: &str) -> Option<bool> {
 mod tests {
     use super::*;
 
+    /// The set a scan would look for (no other pattern sharing its literals).
     fn lits(p: &str) -> Option<Vec<String>> {
-        analyse(p)
-            .literals
-            .map(|v| v.into_iter().map(|l| String::from_utf8_lossy(&l).into_owned()).collect())
+        analyse(p).literals.map(|n| {
+            n.preferred(|_| 0).iter().map(|l| String::from_utf8_lossy(l).into_owned()).collect()
+        })
     }
 
     #[test]
     fn literals_of_common_route_patterns() {
-        assert_eq!(lits("^v2\\.[0-9]+$").map(|l| l.len()), Some(10)); // v2.0 .. v2.9
+        // v2.0 .. v2.9: the one literal they all start with.
+        assert_eq!(lits("^v2\\.[0-9]+$"), Some(vec!["v2.".into()]));
         // Possessive: PCRE2's matches are some of regex-syntax's greedy ones, same start.
         assert_eq!(lits("a++b"), Some(vec!["ab".into()]));
+        // Its prefixes give way to `tenant-`; its suffixes stay two, and longer.
         assert_eq!(lits("tenant-(a|b)"), Some(vec!["tenant-a".into(), "tenant-b".into()]));
-        let firefox = lits(".*Firefox/[0-9]+").unwrap();
-        assert_eq!(firefox.len(), 10);
-        assert!(firefox.iter().all(|l| l.starts_with("Firefox/")), "{firefox:?}");
+        let n = analyse("tenant-(a|b)").literals.unwrap();
+        assert_eq!(n.prefixes, Some(vec![b"tenant-".to_vec()]));
+        assert_eq!(lits(".*Firefox/[0-9]+"), Some(vec!["Firefox/".into()]));
         assert_eq!(lits("^(gold|silver)$"), Some(vec!["gold".into(), "silver".into()]));
-        assert_eq!(lits("[0-9]+x").map(|l| l.len()), Some(10));
+        // 0x .. 9x: the one literal they all end with.
+        assert_eq!(lits("[0-9]+x"), Some(vec!["x".into()]));
     }
 
     #[test]
     fn caseless_literals_are_every_ascii_spelling() {
         // One ASCII spelling (the automaton ignores ASCII case).
-        let v = lits("(?i)^V2\\.[0-9]+$").unwrap();
-        assert_eq!(v.len(), 10, "{v:?}");
-        assert!(v.iter().all(|l| l.starts_with("v2.")), "{v:?}");
+        assert_eq!(lits("(?i)^V2\\.[0-9]+$"), Some(vec!["v2.".into()]));
         assert_eq!(lits("(?i:ab)-x"), Some(vec!["ab-x".into()]));
         // A caseless `k`: its Kelvin sign spelling too.
         assert_eq!(lits("(?i)kelvin"), Some(vec!["kelvin".into(), "\u{212A}elvin".into()]));
@@ -315,6 +384,28 @@ mod tests {
         ] {
             assert_eq!(lits(p), None, "{p}");
         }
+    }
+
+    #[test]
+    fn patterns_anchored_at_the_start_are_marked() {
+        let anchored = |p: &str| analyse(p).literals.map(|n| n.anchored);
+        for p in ["^v2\\.", "\\Av2", "(?i)^eu-west-1[a-c]$", "^(a|b)c", "^tenant-1(-[a-z]+)?$"] {
+            assert_eq!(anchored(p), Some(true), "{p}");
+        }
+        // Multi-line `^` (after any newline), a branch without `^`, no `^`, `^` after a
+        // repetition that may match empty.
+        for p in ["(?m)^v2", "^a|b", "v2\\.", "x*^ab", ".*Build/7"] {
+            assert_ne!(anchored(p), Some(true), "{p}");
+        }
+    }
+
+    #[test]
+    fn the_less_shared_set_is_preferred() {
+        let n = analyse("Mozilla/.*Build/7\\b").literals.unwrap();
+        let lit = |l: &[Vec<u8>]| String::from_utf8_lossy(&l[0]).into_owned();
+        // Alone, the longer literal; when other patterns share it, the other end.
+        assert_eq!(lit(n.preferred(|_| 1)), "Mozilla/");
+        assert_eq!(lit(n.preferred(|l| if l[0] == b"Mozilla/" { 2 } else { 1 })), "Build/7");
     }
 
     #[test]

@@ -14,7 +14,6 @@
 
 use core::hash::Hasher;
 use core::ops::Range;
-use std::collections::HashMap;
 
 use rustc_hash::FxHasher;
 
@@ -104,13 +103,41 @@ pub(crate) struct Store {
 }
 
 /// The regex-only entries of a list keyed by one header (or param) name: an entry is a
-/// candidate only when a value of that name contains one of the literals its condition
-/// needs (see `prefilter`).
+/// candidate only when a value of that name holds one of the literals its condition needs
+/// (see `prefilter`): at its start, for a pattern anchored there, else anywhere.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RegexGroup {
     pub(crate) header: bool,
     /// Lower-case for headers.
     pub(crate) name: Span,
+    /// The literals of the anchored patterns, looked for at the start of each subject only.
+    pub(crate) anchored: Option<Prefixes>,
+    /// The literals of the others, looked for anywhere in the value.
+    pub(crate) scan: Option<Literals>,
+}
+
+/// The literals of a [`RegexGroup`]'s anchored patterns, ASCII lower-case, in a hash table
+/// of items (literal -> the entries it lets through): a subject is looked up once per literal
+/// length, by its first bytes lower-cased (whatever the number of literals, whatever follows
+/// in the value).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Prefixes {
+    /// Bit `n - 1` is set when some literal is `n` bytes long (literals are 1 to 64 bytes).
+    pub(crate) lengths: u64,
+    pub(crate) table: Table,
+    /// Bit [`end_key`] of each literal's (length, last byte): a subject's prefix of a length
+    /// whose bit is clear is no literal, and is not looked up.
+    pub(crate) ends: [u64; 4],
+}
+
+/// Where a literal of `len` bytes ending in `last` sits in `Prefixes::ends`.
+pub(crate) fn end_key(len: usize, last: u8) -> usize {
+    (usize::from(last) + len.wrapping_mul(37)) & 255
+}
+
+/// One automaton of a [`RegexGroup`] and, per literal of it, the entries it lets through.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Literals {
     pub(crate) automaton: u32,
     /// Postings of literal `i` of the automaton: `literal_postings[literals.start + i]`.
     pub(crate) literals: Run,
@@ -198,7 +225,7 @@ pub(crate) struct Builder {
     pub(crate) entries: Vec<Entry>,
     pub(crate) conds: Vec<Cond>,
     pub(crate) patterns: Vec<Pattern>,
-    pattern_ids: HashMap<Span, u32>,
+    pattern_ids: rustc_hash::FxHashMap<Span, u32>,
     pub(crate) postings: Vec<u32>,
     slots: Vec<u32>,
     pub(crate) items: Vec<Item>,

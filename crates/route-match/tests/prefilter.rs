@@ -271,3 +271,150 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn anchored_patterns_are_looked_up_at_the_start_of_each_subject() {
+    // Tenants, versions and caseless regions, anchored at the start: a value holding a
+    // literal anywhere but at its start (or at the start of a comma element) runs nothing.
+    let entries: Vec<String> = (0..300)
+        .map(|i| {
+            let cond = match i % 3 {
+                0 => format!(r"x-tenant:RegularExpression:^tenant-{i}(-[a-z]+)?$"),
+                1 => format!(r"x-version:RegularExpression:^v{i}\\.[0-9]+$"),
+                _ => format!(r"x-region:RegularExpression:(?i)^eu-west-{i}[a-c]$"),
+            };
+            format!(r#"{{"headers":["{cond}"],"redirectPath":"/r{i}"}}"#)
+        })
+        .collect();
+    let l = compile_list(format!("[{}]", entries.join(",")).as_bytes(), Syntax::Auto).unwrap().list;
+    assert!(l.is_indexed());
+    let cases = [
+        (get().h("x-tenant", "tenant-42"), Some(42), 1..=1),
+        (get().h("X-Tenant", "tenant-42-eu"), Some(42), 1..=1),
+        // `tenant-4` and `tenant-42` hold too, as literals: both run, the second matches.
+        (get().h("x-tenant", "tenant-420"), None, 1..=3),
+        (get().h("x-tenant", "my-tenant-42"), None, 0..=0),
+        // A comma element starts with it: `line_holds` matches the element.
+        (get().h("x-tenant", "other, tenant-42"), Some(42), 1..=2),
+        (get().h("x-tenant", "other,\ttenant-42-x ,y"), Some(42), 1..=2),
+        // The second line of a repeated header.
+        (get().h("x-tenant", "nobody").h("x-tenant", "tenant-42"), Some(42), 1..=1),
+        (get().h("x-version", "v43.7"), Some(43), 1..=1),
+        (get().h("x-version", "xv43.7"), None, 0..=0),
+        (get().h("x-region", "EU-WEST-299C"), Some(299), 1..=1),
+        (get().h("x-region", "eu-we\u{17F}t-44b"), Some(44), 1..=1),
+        (get().h("x-region", "eu-west-44d"), None, 0..=0),
+        (get().h("x-region", " eu-west-44a"), None, 0..=0),
+    ];
+    for (r, want, attempts) in cases {
+        let (outcome, n) = l.evaluate_counting(&r);
+        assert_eq!(winner(&outcome), want, "{:?}", r.headers);
+        assert_eq!(outcome, l.evaluate_linear(&r), "{:?}", r.headers);
+        assert!(attempts.contains(&n), "{:?}: {n} attempts", r.headers);
+    }
+}
+
+#[test]
+fn a_literal_the_list_shares_is_not_the_one_looked_for() {
+    // `Mozilla/` is the longer literal of entries 2 and 7, but all the user-agent entries
+    // share it: their `Build/N` is looked for instead, so a browser's value runs none.
+    let entries: Vec<String> = (0..50)
+        .map(|i| {
+            format!(
+                r#"{{"headers":["user-agent:RegularExpression:Mozilla/.*Build/{i}\\b"],"redirectPath":"/r{i}"}}"#
+            )
+        })
+        .collect();
+    let l = compile_list(format!("[{}]", entries.join(",")).as_bytes(), Syntax::Auto).unwrap().list;
+    let r = get().h("user-agent", "Mozilla/5.0 (X11; Linux) Build/x");
+    assert_eq!(l.evaluate_counting(&r), (Outcome::NoMatch, 0));
+    // `Build/99999` holds `Build/9` (entry 9 runs) and no other entry's.
+    let r = get().h("user-agent", "Mozilla/5.0 (X11; Linux) Build/99999 x");
+    assert_eq!(l.evaluate_counting(&r), (Outcome::NoMatch, 1));
+    let r = get().h("user-agent", "Mozilla/5.0 (X11; Linux) Build/7 x");
+    let (outcome, attempts) = l.evaluate_counting(&r);
+    assert_eq!(winner(&outcome), Some(7));
+    assert_eq!(attempts, 1);
+}
+
+/// Patterns anchored at the start or not, case-sensitive or not, and value fragments that
+/// hold their literals at the start, in the middle, after commas and spaces.
+const ANCHORED: [&str; 10] = [
+    "^ab",
+    "^ab$",
+    "\\Aab",
+    "(?i)^ab",
+    "(?i)^sk[a-c]$",
+    "^a(b|c)d",
+    "(?m)^ab",
+    "^(?:ab|x)c",
+    "ab",
+    "^v1\\.[0-9]+",
+];
+const FRAGMENTS: [&str; 14] =
+    ["ab", "AB", "abd", "acd", "x", "c", ",", ", ", " ", "\t", "\u{17F}k", "SKb", "v1.2", "\n"];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// Prefiltered (indexed) and linear evaluation agree on lists of anchored patterns, for
+    /// values with comma elements and repeated lines.
+    #[test]
+    fn anchored_prefilter_agrees_with_linear_scan(
+        pats in proptest::collection::vec(0..ANCHORED.len(), 8..24),
+        lines in proptest::collection::vec(proptest::collection::vec(0..FRAGMENTS.len(), 1..6), 1..4),
+    ) {
+        let entries: Vec<String> = pats
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let p = ANCHORED[*p].replace('\\', "\\\\");
+                format!(r#"{{"headers":["x:RegularExpression:{p}"],"redirectPath":"/r{i}"}}"#)
+            })
+            .collect();
+        let json = format!("[{}]", entries.join(","));
+        let list = compile_list(json.as_bytes(), Syntax::Auto).unwrap().list;
+        prop_assert!(list.is_indexed());
+        let mut r = get();
+        for line in &lines {
+            let v: String = line.iter().map(|f| FRAGMENTS[*f]).collect();
+            r = r.h("x", &v);
+        }
+        prop_assert_eq!(list.evaluate(&r), list.evaluate_linear(&r), "{} {:?}", json, r.headers);
+    }
+}
+
+#[test]
+fn values_holding_many_literals_let_every_one_through() {
+    // More literals found in one request than the evaluator keeps in its short list: anchored
+    // ones in comma elements, scanned ones in one value.
+    let entries: Vec<String> = (0..200)
+        .map(|i| {
+            let cond = if i % 2 == 0 {
+                format!(r"x-tenant:RegularExpression:^tenant-{i}$")
+            } else {
+                format!(r"x-tag:RegularExpression:tag{i}z")
+            };
+            format!(r#"{{"headers":["{cond}"],"redirectPath":"/r{i}"}}"#)
+        })
+        .collect();
+    let l = compile_list(format!("[{}]", entries.join(",")).as_bytes(), Syntax::Auto).unwrap().list;
+    let tenants: Vec<String> = (100..200).step_by(2).map(|i| format!("tenant-{i}")).collect();
+    let tags: String = (101..200).step_by(2).map(|i| format!("tag{i}z ")).collect();
+    for r in [
+        get().h("x-tenant", &tenants.join(", ")),
+        get().h("x-tenant", &tenants.join(",")).h("x-tag", &tags),
+        get().h("x-tag", &tags),
+        get().h("x-tag", &tags).h("x-tenant", "tenant-198"),
+    ] {
+        let (outcome, attempts) = l.evaluate_counting(&r);
+        assert_eq!(outcome, l.evaluate_linear(&r));
+        assert!(winner(&outcome).is_some_and(|w| (100..=101).contains(&w)), "{outcome:?}");
+        // `tenant-10` .. `tenant-18` are literals the elements start with too: those five
+        // entries run, on the line and each of its (up to 50) elements.
+        assert!(attempts <= 6 * 51, "{attempts}");
+    }
+    // The last literals found still count: only the last tenant and tag are real.
+    let r = get().h("x-tenant", &format!("{}, tenant-198", vec!["nobody"; 40].join(", ")));
+    assert_eq!(winner(&l.evaluate(&r)), Some(198));
+}
