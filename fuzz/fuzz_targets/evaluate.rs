@@ -16,11 +16,85 @@ use serde_json::{Value, json};
 /// matches U+017F for s, U+212A for k, U+039C/U+03BC for µ, U+212B for å, spelled in some
 /// values), and ones PCRE2 and regex-syntax read differently, which it must leave alone
 /// (`[a[b]]x`, `[x&&y]`, `x\<y`, `a\vb`).
-const WORDS: [&str; 31] = [
-    "v2", "x", "TEST", "a b", "1,2", "^v[0-9]+$", "(a+)+$", "/a", ".*TEST", "v2\\.", "[a[b]]x",
-    "[x&&y]", "(?i)test", "a]x", "(?i)v2", "te\u{17F}t", "\u{212A}", "^v2$", "v2\n", "x\\<y",
-    "x<y", "a\\vb", "a\nb", "(?i)^ks", "\u{212A}\u{17F}", "(?i)\u{B5}\u{E5}", "\u{39C}\u{212B}",
-    "\u{3BC}\u{C5}", "(?i)eu-west-[0-9]", "EU-WE\u{17F}T-1", "(?i:k)elvin|\u{17F}s",
+const WORDS: [&str; 77] = [
+    "v2",
+    "x",
+    "TEST",
+    "a b",
+    "1,2",
+    "^v[0-9]+$",
+    "(a+)+$",
+    "/a",
+    ".*TEST",
+    "v2\\.",
+    "[a[b]]x",
+    "[x&&y]",
+    "(?i)test",
+    "a]x",
+    "(?i)v2",
+    "te\u{17F}t",
+    "\u{212A}",
+    "^v2$",
+    "v2\n",
+    "x\\<y",
+    "x<y",
+    "a\\vb",
+    "a\nb",
+    "(?i)^ks",
+    "\u{212A}\u{17F}",
+    "(?i)\u{B5}\u{E5}",
+    "\u{39C}\u{212B}",
+    "\u{3BC}\u{C5}",
+    "(?i)eu-west-[0-9]",
+    "EU-WE\u{17F}T-1",
+    "(?i:k)elvin|\u{17F}s",
+    // Shapes aimed at the anchored prefix lookup and the stems.
+    "^a|b",
+    "(?m)^v2",
+    "\\Av2",
+    "(?i)^\u{17F}t",
+    "(?i)^st",
+    "(?i)^k",
+    "(?i)^\u{B5}",
+    "(?i)^\u{C5}x",
+    "(?i)^\u{E9}",
+    "\u{C9}",
+    "^(?:v2|v3)\\.",
+    "^.?x",
+    "^\\x{17F}",
+    "^[sS]",
+    "^(ab)?c",
+    "(?<=a)^b",
+    "\\Gv2",
+    "(?x) ^ v2",
+    "(*UTF)^v2",
+    "(*UCP)(?i)^k",
+    "\\Q^v2\\E",
+    "^v2\\.[0-9]",
+    "v2.5",
+    " v2",
+    "v2, v3",
+    "x,\tv2.1",
+    "ab c",
+    "c",
+    "^\u{E9}",
+    "^\u{E8}",
+    "\u{E8}x",
+    "(?i)^\u{130}",
+    "i\u{307}",
+    "(?i)^\u{23F}",
+    "\u{2C7E}",
+    "^aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "^\\s?v2",
+    "^ v2",
+    "(?i)^V2\\.[0-9]",
+    "V2.7",
+    ",v2",
+    "^v2|^v3",
+    "^$",
+    "^v2(?=\\.)",
+    "\u{17F}T",
 ];
 
 #[derive(Arbitrary, Debug)]
@@ -111,7 +185,10 @@ fn to_json(i: usize, e: &Entry) -> Value {
         o.insert("method".into(), json!(m.get()));
     }
     let strings = |conds: &[(Text, Kind, Text)], sep: char| -> Value {
-        conds.iter().map(|(n, k, v)| format!("{}{sep}{}{sep}{}", n.get(), k.name(), v.get())).collect()
+        conds
+            .iter()
+            .map(|(n, k, v)| format!("{}{sep}{}{sep}{}", n.get(), k.name(), v.get()))
+            .collect()
     };
     o.insert("headers".into(), strings(&e.headers, ':'));
     o.insert("params".into(), strings(&e.params, '='));
