@@ -427,6 +427,9 @@ fn anchored_patterns_are_looked_up_at_the_start_only() {
     }
 }
 
+/// Header lines of a request.
+type Lines<'a> = &'a [(&'a [u8], &'a [u8])];
+
 /// A header both in the exact index and in a regex group: the first entry in list order
 /// wins, whichever kind.
 #[test]
@@ -442,7 +445,7 @@ fn a_name_in_the_exact_index_and_in_a_regex_group() {
     entries.push(r#"{"headers":["x-t:Exact:v3"],"redirectPath":"/r12"}"#.to_owned());
     entries.push(regex_entry(false, "x-t", "v3", 13));
     let l = compile(&entries);
-    let cases: [(&[(&[u8], &[u8])], Option<usize>); 7] = [
+    let cases: [(Lines, Option<usize>); 7] = [
         (&[(b"x-t", b"v2")], Some(8)),
         (&[(b"x-t", b"x, v2")], Some(8)),
         (&[(b"x-t", b"V2")], Some(11)),
