@@ -231,7 +231,23 @@ fn comparable(pattern: &str) -> Option<bool> {
                 match b.get(i) {
                     Some(b'v' | b'<' | b'>' | b'p' | b'P') => return None,
                     Some(b'b' | b'B') if b.get(i + 1) == Some(&b'{') => return None,
+                    // `\x{17F}`, `\o{..}`, `\N{U+..}`, ...: the braces belong to the escape.
+                    Some(b'x' | b'o' | b'N' | b'g' | b'k') if b.get(i + 1) == Some(&b'{') => {
+                        match b[i..].iter().position(|&c| c == b'}') {
+                            Some(end) => i += end,
+                            None => return None,
+                        }
+                    }
                     _ => {}
+                }
+            }
+            // A quantifier's braces hold digits and a comma and nothing else to both engines
+            // alike: regex-syntax also reads `a{ 2}` or `a{2, 3}` as quantifiers (it skips
+            // whitespace there), where PCRE2 before 10.43 reads them as literal text.
+            b'{' if !in_class => {
+                let body = b[i + 1..].iter().take_while(|&&c| c != b'}');
+                if body.clone().any(|c| !c.is_ascii_digit() && *c != b',') {
+                    return None;
                 }
             }
             b'[' if in_class => return None,
