@@ -536,14 +536,15 @@ def report(results, load):
               "own njs (0.7.9 on Debian 12) runs.",
               "Without the two `NJS_*` variables the njs rows are skipped. `BENCH_ROUNDS`,",
               "`BENCH_WRK_SECONDS` and `BENCH_ONLY=<regex of scenario names>` adjust the run.", ""]
-    # The NGF-shaped section is scripts/ngf-scale.sh's: kept as it is.
+    # The NGF-shaped section is scripts/ngf-scale.sh's, and what follows it (the generator's
+    # scale) is written by hand from scripts/generator-scale.sh: both kept as they are.
     doc = ROOT / "docs" / "BENCHMARKS.md"
     kept = ""
     if doc.exists():
         old = doc.read_text()
         begin, end = old.find("<!-- ngf-scale: begin"), old.find("<!-- ngf-scale: end -->")
         if 0 <= begin < end:
-            kept = "\n" + old[begin:end + len("<!-- ngf-scale: end -->")] + "\n"
+            kept = "\n" + old[begin:].rstrip("\n") + "\n"
     doc.write_text("\n".join(lines) + kept)
     plot(results)
     print((ROOT / "docs" / "BENCHMARKS.md").read_text())
