@@ -65,8 +65,7 @@ NOTES = [
     "  the \"njs loaded, unused\" column, nearly all of what 0.7.9 adds here. njs 0.8.8 and later",
     "  (NGF ships 1.0.x) inherit those contexts from the enclosing level.",
     "- `nginx -t`, startup and reload are dominated by NGINX reading R x 5 locations; the module",
-    "  compiles `matches.json` within the noise of that (plain is the floor). `nginx -t` runs",
-    "  three times per row (the median is shown).",
+    "  compiles `matches.json` within the noise of that (plain is the floor).",
 ]
 BEGIN = "<!-- ngf-scale: begin (scripts/ngf-scale.sh writes this section) -->"
 END = "<!-- ngf-scale: end -->"
@@ -262,11 +261,11 @@ def cpu_s(pid):
         return 0.0
 
 
-def reload(prefix, master):
-    """SIGHUP with a new generation; (seconds until a new worker answers it, peak private KiB,
+def reload(prefix, master, gen):
+    """SIGHUP with generation `gen`; (seconds until a new worker answers it, peak private KiB,
     CPU seconds the reload took)."""
     template = (prefix / "template.conf").read_text()
-    (prefix / "nginx.conf").write_text(template.replace("@GEN@", "1"))
+    (prefix / "nginx.conf").write_text(template.replace("@GEN@", str(gen)))
     before = set(children(master))
     peak = 0
     answered = None
@@ -281,7 +280,7 @@ def reload(prefix, master):
             new_cpu[p] = max(new_cpu.get(p, 0.0), cpu_s(p))
         if answered is None:
             try:
-                if get(CONTROL, "/generation", timeout=0.2) == (200, "1"):
+                if get(CONTROL, "/generation", timeout=0.2) == (200, str(gen)):
                     answered = time.perf_counter() - t0
             except OSError:
                 pass
@@ -295,12 +294,26 @@ def reload(prefix, master):
         time.sleep(0.01)
 
 
-def run(name, prefix, routes):
+ROUNDS = 5
+RELOADS = 3
+
+
+def nginx_t(prefixes):
+    """`nginx -t` of every variant, ROUNDS rounds interleaved (a round runs each variant
+    once, back to back), so a slow phase of the machine falls on all of them alike: per
+    variant the median wall and CPU seconds."""
+    runs = {name: [] for name in prefixes}
+    for _ in range(ROUNDS):
+        for name, prefix in prefixes.items():
+            runs[name].append(timed([NGINX, "-p", f"{prefix}/", "-c", "nginx.conf", "-t", "-q"]))
+    return {name: {"nginx_t_s": statistics.median(t[0] for t in ts),
+                   "nginx_t_cpu_s": statistics.median(t[1] for t in ts)}
+            for name, ts in runs.items()}
+
+
+def run(name, prefix, routes, tested):
     cmd = [NGINX, "-p", f"{prefix}/", "-c", "nginx.conf"]
-    runs = 3
-    tests = [timed(cmd + ["-t", "-q"]) for _ in range(runs)]
-    r = {"nginx_t_s": statistics.median(t[0] for t in tests),
-         "nginx_t_cpu_s": statistics.median(t[1] for t in tests)}
+    r = dict(tested)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd + ["-g", "daemon off;"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -314,7 +327,11 @@ def run(name, prefix, routes):
         # it copy or allocate.
         before, after = r["start"]["worker_private"], r["traffic"]["worker_private"]
         r["worker_private_growth"] = max(after[p] - before.get(p, after[p]) for p in after)
-        r["reload_s"], r["reload_peak_private"], r["reload_cpu_s"] = reload(prefix, proc.pid)
+        # RELOADS reloads (generations 1, 2, ...): the median time, the highest peak.
+        reloads = [reload(prefix, proc.pid, gen) for gen in range(1, RELOADS + 1)]
+        r["reload_s"] = statistics.median(x[0] for x in reloads)
+        r["reload_peak_private"] = max(x[1] for x in reloads)
+        r["reload_cpu_s"] = statistics.median(x[2] for x in reloads)
         r["after_reload"] = memory(proc.pid)
     finally:
         proc.send_signal(signal.SIGQUIT)
@@ -352,7 +369,9 @@ def report(results, sizes):
              "Worker figures are the larger of the two workers; total PSS is every process.",
              "Traffic: every rule of every route once, each answer checked against its backend.",
              "Reload: SIGHUP until a new worker answers, and the peak of all processes' private",
-             "memory (Private_Clean + Private_Dirty) until the old workers have exited.", "",
+             "memory (Private_Clean + Private_Dirty) until the old workers have exited; three",
+             "reloads per variant (median time, highest peak). `nginx -t`: five rounds that run",
+             "every variant once, back to back (medians).", "",
              "Times: wall clock and CPU (user + system; reload: the master's and the new",
              "workers'). Compare the CPU figures: the wall clock of a shared machine also counts",
              "other processes' turns.", "",
@@ -469,10 +488,13 @@ def main():
             prefixes, matches_json, conf_bytes = generate(routes)
             results[str(routes)] = {"matches_json": matches_json, "nginx_conf": conf_bytes,
                                     "variants": {}}
-            for name in ("plain", "module", "njs", "plain, njs loaded"):
+            order = [n for n in ("plain", "module", "njs", "plain, njs loaded") if n in prefixes]
+            print(f"R={routes} nginx -t, {ROUNDS} interleaved rounds ...", file=sys.stderr, flush=True)
+            tested = nginx_t({n: prefixes[n] for n in order})
+            for name in order:
                 if name in prefixes:
                     print(f"R={routes} {name} ...", file=sys.stderr, flush=True)
-                    r = run(name, prefixes[name], routes)
+                    r = run(name, prefixes[name], routes, tested[name])
                     results[str(routes)]["variants"][name] = r
                     print(f"  {json.dumps(r)}", file=sys.stderr, flush=True)
             (WORK / "results.json").write_text(json.dumps(results, indent=1))
