@@ -374,6 +374,7 @@ pub fn generator_options() -> httproute_nginx::Options {
         resolvers: Vec::new(),
         experimental: false,
         nginx_version: nginx_version(),
+        allow_external_name: false,
     }
 }
 

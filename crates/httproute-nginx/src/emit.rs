@@ -38,6 +38,9 @@ pub struct Options {
     /// The NGINX the configuration is for (major, minor, patch): planning takes its
     /// capabilities (`plan::Capabilities`; before 1.25.1 HTTP/2 is a `listen` parameter).
     pub nginx_version: (u32, u32, u32),
+    /// Follow ExternalName Services (`--allow-external-name`; planning's
+    /// `PlanOptions::allow_external_name`).
+    pub allow_external_name: bool,
 }
 
 pub struct Output {

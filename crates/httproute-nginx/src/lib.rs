@@ -170,6 +170,7 @@ pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanO
         given_certificates: opts.certificates.keys().cloned().collect(),
         capabilities: plan::Capabilities::of_nginx(opts.nginx_version),
         experimental: opts.experimental,
+        allow_external_name: opts.allow_external_name,
     }
 }
 

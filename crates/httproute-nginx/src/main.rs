@@ -46,6 +46,11 @@ struct Planning {
     /// NGINX this build was made for (the Debian package: the distribution's).
     #[arg(long, value_parser = parse_version, default_value = DEFAULT_NGINX_VERSION)]
     nginx_version: (u32, u32, u32),
+    /// Follow backendRefs to ExternalName Services (their name resolved per request). Off
+    /// by default: the name may be the gateway's own loopback or another namespace's Service
+    /// without a ReferenceGrant (CVE-2021-25740).
+    #[arg(long)]
+    allow_external_name: bool,
 }
 
 #[derive(Subcommand)]
@@ -178,6 +183,7 @@ fn options(p: Planning) -> Options {
         resolvers: Vec::new(),
         experimental: p.experimental,
         nginx_version: p.nginx_version,
+        allow_external_name: p.allow_external_name,
     }
 }
 

@@ -21,6 +21,7 @@ fn opts(version: (u32, u32, u32)) -> Options {
         resolvers: vec!["127.0.0.1:53".into()],
         experimental: false,
         nginx_version: version,
+        allow_external_name: false,
     }
 }
 

@@ -38,6 +38,7 @@ fn opts(carrier: Carrier) -> Options {
         resolvers: vec!["127.0.0.1:53".into()],
         experimental: false,
         nginx_version: (1, 28, 0),
+        allow_external_name: false,
     }
 }
 
@@ -434,7 +435,7 @@ fn allowed_routes_default_to_the_gateways_namespace() {
         ns_route("team-a", "infra"),
         ns_route("team-b", "infra")
     );
-    let ns_objects = "kind: Namespace\nmetadata: {name: team-a, labels: {shared: \"yes\"}}\n---\n";
+    let ns_objects = "kind: Namespace\nmetadata: {name: team-a, labels: {shared: \"yes\"}}\n---\nkind: Namespace\nmetadata: {name: team-b}\n---\nkind: Namespace\nmetadata: {name: infra}\n---\n";
     let cases: [(&str, &[&str]); 6] = [
         ("", &["infra/r"]),
         (", allowedRoutes: {namespaces: {from: All}}", &["infra/r", "team-a/r", "team-b/r"]),
@@ -442,7 +443,7 @@ fn allowed_routes_default_to_the_gateways_namespace() {
             ", allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {shared: \"yes\"}}}}",
             &["team-a/r"],
         ),
-        // Every namespace carries its own name as a label, Namespace objects or not.
+        // Every Namespace object carries its own name as a label.
         (
             ", allowedRoutes: {namespaces: {from: Selector, selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [team-b, infra]}]}}}",
             &["infra/r", "team-b/r"],

@@ -53,6 +53,13 @@ pub struct Inputs {
     pub services: BTreeMap<String, Service>,
     /// EndpointSlices given.
     pub endpoint_slices: Vec<EndpointSlice>,
+    /// Services the API server would refuse: `namespace/name` -> why. A backendRef to one
+    /// does not resolve (`BackendNotFound`).
+    pub refused_services: BTreeMap<String, String>,
+    /// EndpointSlices the API server would refuse, by (namespace, `kubernetes.io/service-name`):
+    /// which slice and why. The Service's other slices still serve; the routes that reference
+    /// it say so in `ResolvedRefs`.
+    pub refused_slices: BTreeMap<(String, String), Vec<String>>,
     /// Fields we do not support yet, each reported once: (field, where first seen).
     pub unsupported: BTreeMap<String, String>,
     /// HTTPRoutes and GRPCRoutes that the CRDs would refuse: left out, each with its error
@@ -243,14 +250,57 @@ fn object(file: &Path, i: usize, v: Value, inputs: &mut Inputs) -> Result<(), In
                 inputs.secrets.insert(key, pem);
             }
         }
+        // Core objects the API server would refuse are left out one by one, each with its
+        // reason (a warning, and a condition on the routes that reference it): never the run.
         "Service" => {
-            let svc: Service = typed(&v, &here)?;
-            let key = format!("{}/{}", svc.metadata.namespace, svc.metadata.name);
-            inputs.services.insert(key, svc);
+            let (ns, name) = names(&v);
+            let key = format!("{ns}/{name}");
+            let svc = typed::<Service>(&v, &here).map_err(|e| (e.field, e.message)).and_then(|s| {
+                validate_meta(&s.metadata)?;
+                super::core::check_service(&s)?;
+                Ok(s)
+            });
+            match svc {
+                Ok(svc) => {
+                    inputs.services.insert(key, svc);
+                }
+                Err(why) => {
+                    let why = refusal(why);
+                    inputs.warnings.push(format!(
+                        "Service {} ({}, document {i}) is refused as the API server refuses it: {}",
+                        key.escape_debug(),
+                        file.display(),
+                        why.escape_debug()
+                    ));
+                    inputs.refused_services.insert(key, why);
+                }
+            }
         }
         "EndpointSlice" => {
-            let slice: EndpointSlice = typed(&v, &here)?;
-            inputs.endpoint_slices.push(slice);
+            let (ns, name) = names(&v);
+            let service = v
+                .pointer("/metadata/labels/kubernetes.io~1service-name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let slice =
+                typed::<EndpointSlice>(&v, &here).map_err(|e| (e.field, e.message)).and_then(|s| {
+                    validate_meta(&s.metadata)?;
+                    super::core::check_slice(&s)?;
+                    Ok(s)
+                });
+            match slice {
+                Ok(slice) => inputs.endpoint_slices.push(slice),
+                Err(why) => {
+                    let why = format!("EndpointSlice {}/{}: {}", ns, name, refusal(why));
+                    inputs.warnings.push(format!(
+                        "{} ({}, document {i}) is refused as the API server refuses it",
+                        why.escape_debug(),
+                        file.display()
+                    ));
+                    inputs.refused_slices.entry((ns, service)).or_default().push(why);
+                }
+            }
         }
         // The older form of the same data, from `kubectl get endpoints`.
         "Endpoints" => note(inputs, "kind Endpoints (give EndpointSlices)".to_owned(), file, i),
@@ -262,6 +312,21 @@ fn object(file: &Path, i: usize, v: Value, inputs: &mut Inputs) -> Result<(), In
         _ => note(inputs, format!("kind {kind}"), file, i),
     }
     Ok(())
+}
+
+/// `metadata.namespace` (default `default`) and `metadata.name` of an object, as far as they
+/// can be read.
+fn names(v: &Value) -> (String, String) {
+    let text = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    (
+        text("/metadata/namespace").unwrap_or_else(|| "default".into()),
+        text("/metadata/name").unwrap_or_default(),
+    )
+}
+
+/// `field: why` (or `why` for the object as a whole).
+fn refusal((field, why): (String, String)) -> String {
+    if field.is_empty() { why } else { format!("{field}: {why}") }
 }
 
 type Here<'a> = dyn Fn(String, String) -> InputError + 'a;

@@ -4,12 +4,14 @@
 //! [`types`]: the objects; [`load`](load()): files to [`Inputs`]; `validate`: the CRD checks.
 
 mod certificate;
+mod core;
 mod depth;
 mod load;
 mod types;
 mod validate;
 
 pub use certificate::check as check_certificate;
+pub use core::{special_ip, unusable_ip};
 pub use load::{InputError, Inputs, RejectedRoute, load, load_text};
 pub use types::*;
 pub use validate::{decoded_path, is_dns_label, is_dns_subdomain, is_host_name, valid_hostname};

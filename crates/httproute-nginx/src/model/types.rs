@@ -286,7 +286,7 @@ pub struct ServiceSpec {
     pub kind: Option<String>,
     #[serde(default)]
     pub external_name: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_default")]
     pub ports: Vec<ServicePort>,
 }
 
@@ -313,7 +313,8 @@ pub struct EndpointSlice {
     pub metadata: Meta,
     #[serde(default)]
     pub address_type: String,
-    #[serde(default)]
+    /// `null` (a Service scaled to 0) reads as none.
+    #[serde(default, deserialize_with = "null_default")]
     pub endpoints: Vec<Endpoint>,
     /// `null` (not empty) means "all ports" in the API; no port then.
     #[serde(default)]
@@ -322,9 +323,9 @@ pub struct EndpointSlice {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Endpoint {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_default")]
     pub addresses: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_default")]
     pub conditions: EndpointConditions,
 }
 
@@ -339,8 +340,18 @@ pub struct EndpointConditions {
 pub struct EndpointPort {
     #[serde(default)]
     pub name: Option<String>,
+    /// An int32 the API server does not range-check: only 1-65535 is usable.
     #[serde(default)]
-    pub port: Option<u16>,
+    pub port: Option<i64>,
+}
+
+/// A field the API server stores as `null` when empty: `null` reads as the default.
+fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -58,8 +58,15 @@ fn refused(
     match a.namespaces.from.as_str() {
         "All" => None,
         "Selector" => {
+            // A selector selects Namespace objects: without one there is nothing to match.
+            let Some(labels) = inputs.namespace_labels.get(ns) else {
+                return Some(format!(
+                    "namespace {ns} has no Namespace object among the inputs, so \
+                     allowedRoutes.namespaces.selector matches nothing"
+                ));
+            };
             // Kubernetes labels every namespace with its own name.
-            let mut labels = inputs.namespace_labels.get(ns).cloned().unwrap_or_default();
+            let mut labels = labels.clone();
             labels.insert("kubernetes.io/metadata.name".into(), ns.to_owned());
             let selector = a.namespaces.selector.clone().unwrap_or_default();
             (!selector.matches(&labels))

@@ -24,6 +24,13 @@ pub(super) struct Refs<'a> {
     pub any_slices: bool,
     /// The EndpointSlices of each Service: (namespace, `kubernetes.io/service-name`).
     pub slices: &'a BTreeMap<(&'a str, &'a str), Vec<&'a EndpointSlice>>,
+    /// Services the API server would refuse (`Inputs::refused_services`).
+    pub refused_services: &'a BTreeMap<String, String>,
+    /// EndpointSlices the API server would refuse (`Inputs::refused_slices`).
+    pub refused_slices: &'a BTreeMap<(String, String), Vec<String>>,
+    /// ExternalName Services are followed (`--allow-external-name`); without it a backendRef
+    /// to one does not resolve.
+    pub allow_external_name: bool,
 }
 
 /// The EndpointSlices of each Service, (namespace, service name) -> slices in input order.
@@ -64,12 +71,12 @@ pub(super) fn resolve(
             format!("kind {:?} is not a Service", kind.unwrap_or("")),
         ));
     }
-    if bns != ns && !granted(refs.grants, ("HTTPRoute", ns), bns, ("Service", name)) {
+    // The grant is for the route's own kind: one for HTTPRoutes does not admit a GRPCRoute.
+    let kind = super::RouteKind::of(refs.grpc).as_str();
+    if bns != ns && !granted(refs.grants, (kind, ns), bns, ("Service", name)) {
         return Err((
             Reason::RefNotPermitted,
-            format!(
-                "no ReferenceGrant in namespace {bns} lets HTTPRoutes of {ns} use Service {name}"
-            ),
+            format!("no ReferenceGrant in namespace {bns} lets {kind}s of {ns} use Service {name}"),
         ));
     }
     let Some(port) = port else {
@@ -92,22 +99,20 @@ pub(super) fn resolve(
         ));
     }
     let cluster_name = || format!("{name}.{bns}.svc.cluster.local:{port}");
-    if refs.services.is_empty() {
+    if let Some(why) = refs.refused_services.get(&format!("{bns}/{name}")) {
+        return Err((
+            Reason::BackendNotFound,
+            format!("Service {bns}/{name} is refused as the API server refuses it: {why}"),
+        ));
+    }
+    if refs.services.is_empty() && refs.refused_services.is_empty() {
         return Ok((Target::Resolve(cluster_name()), false));
     }
     let Some(svc) = refs.services.get(&format!("{bns}/{name}")) else {
         return Err((Reason::BackendNotFound, format!("Service {bns}/{name} does not exist")));
     };
     if svc.spec.kind.as_deref() == Some("ExternalName") {
-        return match svc.spec.external_name.as_deref() {
-            Some(host) if is_dns_name(host) => {
-                Ok((Target::Resolve(format!("{host}:{port}")), false))
-            }
-            other => Err((
-                Reason::UnsupportedValue,
-                format!("ExternalName Service {bns}/{name} has no valid externalName ({other:?})"),
-            )),
-        };
+        return external_name(svc, bns, name, port, refs.allow_external_name);
     }
     let Some(sp) = svc.spec.ports.iter().find(|p| p.port == port) else {
         return Err((Reason::BackendNotFound, format!("Service {bns}/{name} has no port {port}")));
@@ -143,6 +148,42 @@ pub(super) fn resolve(
     Ok((Target::Upstream { name: upstream(), servers }, tls))
 }
 
+/// An ExternalName Service's name and the backendRef's port, resolved per request: only with
+/// `--allow-external-name` (Gateway API: implementations SHOULD NOT follow them; the name may
+/// be the gateway's own loopback, or another namespace's Service without a ReferenceGrant,
+/// CVE-2021-25740). Even then, a name that is an IP address the API server refuses for
+/// endpoints (loopback, link-local, ...) is refused.
+fn external_name(
+    svc: &Service,
+    bns: &str,
+    name: &str,
+    port: u16,
+    allowed: bool,
+) -> Result<(Target, bool), Unusable> {
+    if !allowed {
+        return Err((
+            Reason::UnsupportedValue,
+            format!(
+                "Service {bns}/{name} is of type ExternalName, which this gateway follows only                  with --allow-external-name (CVE-2021-25740)"
+            ),
+        ));
+    }
+    let host = svc.spec.external_name.as_deref().unwrap_or("");
+    let ip = host.parse::<std::net::IpAddr>().ok();
+    let special = ip.and_then(|ip| crate::model::special_ip(ip).or(crate::model::unusable_ip(ip)));
+    match special {
+        None if is_dns_name(host) => Ok((Target::Resolve(format!("{host}:{port}")), false)),
+        None => Err((
+            Reason::UnsupportedValue,
+            format!("ExternalName Service {bns}/{name} has no valid externalName ({host:?})"),
+        )),
+        Some(why) => Err((
+            Reason::UnsupportedValue,
+            format!("ExternalName Service {bns}/{name}: externalName {host:?} {why}"),
+        )),
+    }
+}
+
 /// `address:port` of every ready endpoint of a Service's `slices` for its port `sp`: the
 /// EndpointSlice port of the same name (NGF's rule: the Service port maps to the endpoints'
 /// target port by name).
@@ -150,22 +191,39 @@ fn ready_endpoints(slices: &[&EndpointSlice], sp: &ServicePort) -> Vec<String> {
     let mut out = BTreeSet::new();
     let wanted = sp.name.as_deref().unwrap_or("");
     for slice in slices {
+        // FQDN slices name hosts: never read as addresses (a name may be an IP literal).
+        let v4 = match slice.address_type.as_str() {
+            "IPv4" => true,
+            "IPv6" => false,
+            _ => continue,
+        };
+        // A port the API server does not range-check: only 1-65535 is one.
         let Some(port) = slice
             .ports
             .iter()
             .flatten()
             .find(|p| p.name.as_deref().unwrap_or("") == wanted)
             .and_then(|p| p.port)
+            .and_then(|p| u16::try_from(p).ok())
+            .filter(|&p| p != 0)
         else {
             continue;
         };
         for ep in slice.endpoints.iter().filter(|e| e.conditions.ready != Some(false)) {
             for a in &ep.addresses {
+                // The slice was checked as the API server checks it; what it accepts and
+                // no TCP peer answers on (multicast, broadcast) is left out too.
                 match a.parse::<std::net::IpAddr>() {
-                    Ok(std::net::IpAddr::V4(v4)) => out.insert(format!("{v4}:{port}")),
-                    Ok(std::net::IpAddr::V6(v6)) => out.insert(format!("[{v6}]:{port}")),
-                    // FQDN slices and garbage: not an address NGINX can take as is.
-                    Err(_) => false,
+                    Ok(ip)
+                        if crate::model::special_ip(ip)
+                            .or(crate::model::unusable_ip(ip))
+                            .is_some() =>
+                    {
+                        false
+                    }
+                    Ok(std::net::IpAddr::V4(v4a)) if v4 => out.insert(format!("{v4a}:{port}")),
+                    Ok(std::net::IpAddr::V6(v6)) if !v4 => out.insert(format!("[{v6}]:{port}")),
+                    _ => false,
                 };
             }
         }
@@ -192,12 +250,29 @@ pub(super) fn route_refs(r: &HttpRoute, refs: &Refs<'_>) -> Condition {
         );
         let named = rule.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
         for (object, field) in objects {
-            if let Err((reason, why)) = resolve(&object, ns, refs) {
-                return Condition::no(
+            let refused = |why: String| {
+                Condition::no(
                     ConditionType::ResolvedRefs,
-                    reason,
-                    format!("rules[{ri}]{named}.{field}: {why}"),
-                );
+                    Reason::UnsupportedValue,
+                    format!("rules[{ri}]{named}.{field}: {why}; its other EndpointSlices serve"),
+                )
+            };
+            match resolve(&object, ns, refs) {
+                Err((reason, why)) => {
+                    return Condition::no(
+                        ConditionType::ResolvedRefs,
+                        reason,
+                        format!("rules[{ri}]{named}.{field}: {why}"),
+                    );
+                }
+                // A refused EndpointSlice of the Service: said on the route that uses it.
+                Ok(_) => {
+                    let bns = object.namespace.as_deref().unwrap_or(ns);
+                    let key = (bns.to_owned(), object.name.clone());
+                    if let Some(why) = refs.refused_slices.get(&key).and_then(|w| w.first()) {
+                        return refused(format!("{why} (as the API server refuses it)"));
+                    }
+                }
             }
         }
     }

@@ -86,6 +86,9 @@ pub struct PlanOptions<'a> {
     /// Experimental-channel fields (`retry`) are used (`--experimental`); without it they are
     /// warned about and left out.
     pub experimental: bool,
+    /// ExternalName Services are followed (`--allow-external-name`); without it a backendRef
+    /// to one is `ResolvedRefs: False, UnsupportedValue` (as NGF: the operator opts in).
+    pub allow_external_name: bool,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -96,6 +99,7 @@ impl<'a> PlanOptions<'a> {
             given_certificates: BTreeSet::new(),
             capabilities: Capabilities::default(),
             experimental: false,
+            allow_external_name: false,
         }
     }
 }
@@ -283,8 +287,11 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         backends: opts.backends,
         grants: &inputs.grants,
         services: &inputs.services,
-        any_slices: !inputs.endpoint_slices.is_empty(),
+        any_slices: !inputs.endpoint_slices.is_empty() || !inputs.refused_slices.is_empty(),
         slices: &slices,
+        refused_services: &inputs.refused_services,
+        refused_slices: &inputs.refused_slices,
+        allow_external_name: opts.allow_external_name,
     };
     let mut attachments =
         attach::attach(inputs, &routes, &ages, &listeners, &refs, &mut status, &mut warnings);
