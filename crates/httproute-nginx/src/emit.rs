@@ -218,7 +218,13 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
             let used: BTreeSet<usize> =
                 server.locations.iter().flat_map(|l| l.candidates.iter().map(|c| c.rule)).collect();
             for ri in used {
-                http.rule_location(port.port, ri, &server.rules[ri], &mut body, &mut mirror_locs)?;
+                http.rule_location(
+                    (port.port, port.tls),
+                    ri,
+                    &server.rules[ri],
+                    &mut body,
+                    &mut mirror_locs,
+                )?;
             }
             body.append(&mut mirror_locs);
             servers.push(Node::Blank);
@@ -504,7 +510,7 @@ impl Http {
     /// weights), and its mirrors' locations into `mirror_locs`.
     fn rule_location(
         &mut self,
-        listener_port: u16,
+        listener: (u16, bool),
         ri: usize,
         rule: &RulePlan,
         out: &mut Vec<Node>,
@@ -567,7 +573,7 @@ impl Http {
             .map(|p| self.set_path(p, &rule.match_prefix, field(rule, path_field)));
         if let Some(r) = &rule.redirect {
             // A redirect answers by itself: backendRefs are not used.
-            let url = redirect_url(r, listener_port, path.is_some(), rule);
+            let url = redirect_url(r, listener, path.is_some(), rule);
             let mut inner: Vec<Node> = vec![d("internal").into()];
             inner.extend(path.unwrap_or_default());
             inner.push(d("return").code(r.status_code.to_string()).arg(url).into());
@@ -1186,8 +1192,14 @@ fn preflight_map() -> Node {
 /// The Location of a RequestRedirect: scheme, host, port and path, each the filter's or the
 /// request's. A port is written only when it is not the scheme's own (80, 443); with no port
 /// and no scheme in the filter, it is the listener's.
-fn redirect_url(r: &RequestRedirect, listener: u16, new_path: bool, rule: &RulePlan) -> Arg {
-    let scheme = r.scheme.as_deref().unwrap_or("http");
+fn redirect_url(
+    r: &RequestRedirect,
+    (listener, tls): (u16, bool),
+    new_path: bool,
+    rule: &RulePlan,
+) -> Arg {
+    // No scheme: the request's, which is the listener's (HTTPS when it terminates TLS).
+    let scheme = r.scheme.as_deref().unwrap_or(if tls { "https" } else { "http" });
     let port = match (r.port, &r.scheme) {
         (Some(p), _) => Some(p),
         (None, Some(_)) => None,

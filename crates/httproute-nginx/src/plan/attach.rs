@@ -16,7 +16,7 @@ use super::wildcard_covers;
 pub(super) struct Attachment<'a> {
     pub listener: usize,
     pub route: &'a HttpRoute,
-    /// The route's place by age: creationTimestamp, then namespace and name (see
+    /// The route's place by age: creationTimestamp, then the `"{namespace}/{name}"` string (see
     /// `precedence::SortKey`).
     pub age: usize,
     /// Listener hostname ∩ route hostnames (`None`: any host).
@@ -191,7 +191,7 @@ pub(super) fn attach<'a>(
 }
 
 /// A GRPCRoute and an HTTPRoute attached to one listener with hostnames in common: the spec
-/// accepts exactly one of them there, the older (then the first by namespace/name). The other
+/// accepts exactly one of them there, the older (then the first by `"{namespace}/{name}"`). The other
 /// is detached from that listener (`Accepted: False, NotAllowedByListeners` for that Gateway).
 ///
 /// `status.routes` must be sorted by namespace/name.

@@ -267,15 +267,15 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     routes.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
     });
-    // Older first, then by namespace and name: the last tie-breakers of precedence.
+    // Older first, then "alphabetical order by {namespace}/{name}" (the spec's words: the
+    // string, which orders `a-b/c` before `a/b-c`, where the (namespace, name) pair does not):
+    // the last tie-breakers of precedence.
     let mut by_age: Vec<usize> = (0..routes.len()).collect();
+    let full_names: Vec<String> =
+        routes.iter().map(|r| format!("{}/{}", r.metadata.namespace, r.metadata.name)).collect();
     by_age.sort_by(|&a, &b| {
-        let (a, b) = (&routes[a].metadata, &routes[b].metadata);
-        (&a.creation_timestamp, &a.namespace, &a.name).cmp(&(
-            &b.creation_timestamp,
-            &b.namespace,
-            &b.name,
-        ))
+        (&routes[a].metadata.creation_timestamp, &full_names[a])
+            .cmp(&(&routes[b].metadata.creation_timestamp, &full_names[b]))
     });
     let mut ages = vec![0; routes.len()];
     for (age, &i) in by_age.iter().enumerate() {

@@ -82,8 +82,8 @@ pub type SortKey = (
     bool,           // no method
     Reverse<usize>, // header matches
     Reverse<usize>, // query param matches
-    // The route's place by creationTimestamp, as an instant (none: oldest), then namespace
-    // and name.
+    // The route's place by creationTimestamp, as an instant (none: oldest), then the
+    // `"{namespace}/{name}"` string.
     usize,
     usize, // rule index
     usize, // match index
