@@ -363,6 +363,7 @@ fn grpc_route(
     // Filters (header values, mirrors) and backendRefs are checked as an
     // HTTPRoute's; its paths were made here.
     validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
+    super::parent_refs::check(&r.spec.parent_refs).map_err(|(field, msg)| here(field, msg))?;
     Ok(r)
 }
 
@@ -376,6 +377,7 @@ fn http_route(
 ) -> Result<HttpRoute, InputError> {
     let r: HttpRoute = typed(v, here)?;
     validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
+    super::parent_refs::check(&r.spec.parent_refs).map_err(|(field, msg)| here(field, msg))?;
     for rule in &r.spec.rules {
         for f in &rule.filters {
             if !matches!(

@@ -7,6 +7,7 @@ mod certificate;
 mod core;
 mod depth;
 mod load;
+mod parent_refs;
 mod types;
 mod validate;
 

@@ -2,7 +2,7 @@
 //! `allowedRoutes`, hostname intersection), ReferenceGrants, and the one kind a listener
 //! accepts for hostnames a GRPCRoute and an HTTPRoute share.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{AllowedRoutes, HttpRoute, Inputs, ReferenceGrant};
 
@@ -191,8 +191,9 @@ pub(super) fn attach<'a>(
 }
 
 /// A GRPCRoute and an HTTPRoute attached to one listener with hostnames in common: the spec
-/// accepts exactly one of them there, the older (then the first by `"{namespace}/{name}"`). The other
-/// is detached from that listener (`Accepted: False, NotAllowedByListeners` for that Gateway).
+/// accepts exactly one of them there, the older (then the first by `"{namespace}/{name}"`).
+/// The other is detached from that listener (`Accepted: False, NotAllowedByListeners` for
+/// that Gateway), with one warning naming the oldest route it meets.
 ///
 /// `status.routes` must be sorted by namespace/name.
 pub(super) fn reject_kind_conflicts(
@@ -201,46 +202,98 @@ pub(super) fn reject_kind_conflicts(
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) {
-    let overlap = |a: &[Option<String>], b: &[Option<String>]| {
-        a.iter().any(|x| {
-            b.iter().any(|y| match (x, y) {
-                (None, _) | (_, None) => true,
-                (Some(x), Some(y)) => x == y || wildcard_covers(x, y) || wildcard_covers(y, x),
-            })
-        })
-    };
-    // Per listener and kind, the attachments in order: only pairs of different kinds on one
-    // listener can conflict.
-    let mut by_kind: BTreeMap<(usize, bool), Vec<usize>> = BTreeMap::new();
-    for (i, a) in attachments.iter().enumerate() {
-        by_kind.entry((a.listener, a.route.grpc)).or_default().push(i);
+    // Per (listener, kind), the oldest attachment (age, index) of each way a hostname of the
+    // other kind can meet it: any host, this exact name, a name this wildcard covers, a
+    // wildcard that covers this name. Found by hashing: each hostname costs its labels, not
+    // every other route's hostnames.
+    #[derive(Default)]
+    struct Oldest<'h> {
+        all: Option<(usize, usize)>,
+        any: Option<(usize, usize)>,
+        equal: HashMap<&'h str, (usize, usize)>,
+        /// A proper dot-suffix of a hostname (`.b.c` of `a.b.c`, of `*.b.c`: `.c`) -> the
+        /// oldest with it: a wildcard `*` + suffix covers them.
+        covered: HashMap<&'h str, (usize, usize)>,
+        /// A wildcard's suffix (`.b.c` of `*.b.c`) -> the oldest wildcard.
+        wildcards: HashMap<&'h str, (usize, usize)>,
     }
-    let mut losers: Vec<(usize, RouteId, String)> = Vec::new();
-    for (i, a) in attachments.iter().enumerate() {
-        let Some(others) = by_kind.get(&(a.listener, !a.route.grpc)) else { continue };
-        let later = others.partition_point(|&j| j <= i);
-        for &j in &others[later..] {
-            let b = &attachments[j];
-            if !overlap(&a.hostnames, &b.hostnames) {
-                continue;
-            }
-            let (win, lose) = if a.age <= b.age { (a, b) } else { (b, a) };
-            let (win_id, lose_id) = (RouteId::of(win.route), RouteId::of(lose.route));
-            let why = format!(
-                "{} {lose_id} has hostnames in common with the older {} {win_id} on listener {}: \
-                 only that one is accepted there",
-                lose_id.kind, win_id.kind, listeners[a.listener].id
-            );
-            warnings.push(why.clone());
-            losers.push((a.listener, lose_id, why));
+    fn older(slot: &mut Option<(usize, usize)>, v: (usize, usize)) {
+        if slot.is_none_or(|s| v < s) {
+            *slot = Some(v);
         }
     }
-    for (li, route, why) in &losers {
-        let before = attachments.len();
-        attachments.retain(|a| !(a.listener == *li && RouteId::of(a.route) == *route));
-        if attachments.len() == before {
+    fn older_in<'h>(m: &mut HashMap<&'h str, (usize, usize)>, k: &'h str, v: (usize, usize)) {
+        let e = m.entry(k).or_insert(v);
+        if v < *e {
+            *e = v;
+        }
+    }
+    /// The proper suffixes of `h` that start at a dot (what a wildcard may cover it by).
+    fn suffixes(h: &str) -> impl Iterator<Item = &str> {
+        h.match_indices('.').filter(|(i, _)| *i > 0).map(move |(i, _)| &h[i..])
+    }
+    let mut tables: HashMap<(usize, bool), Oldest<'_>> = HashMap::new();
+    for (i, a) in attachments.iter().enumerate() {
+        let t = tables.entry((a.listener, a.route.grpc)).or_default();
+        let v = (a.age, i);
+        older(&mut t.all, v);
+        for h in &a.hostnames {
+            let Some(h) = h.as_deref() else {
+                older(&mut t.any, v);
+                continue;
+            };
+            older_in(&mut t.equal, h, v);
+            for s in suffixes(h) {
+                older_in(&mut t.covered, s, v);
+            }
+            if let Some(s) = h.strip_prefix('*') {
+                older_in(&mut t.wildcards, s, v);
+            }
+        }
+    }
+    // Each attachment that meets an older one of the other kind loses there: one warning each.
+    let mut losers: Vec<(usize, RouteId, String)> = Vec::new();
+    let mut lost: HashSet<usize> = HashSet::new();
+    for (i, a) in attachments.iter().enumerate() {
+        let Some(t) = tables.get(&(a.listener, !a.route.grpc)) else { continue };
+        let mut oldest = None;
+        for h in &a.hostnames {
+            let Some(h) = h.as_deref() else {
+                // Any host meets every hostname of the other kind.
+                if let Some(v) = t.all {
+                    older(&mut oldest, v);
+                }
+                continue;
+            };
+            let mut found: Vec<Option<(usize, usize)>> = vec![t.any, t.equal.get(h).copied()];
+            if let Some(s) = h.strip_prefix('*') {
+                found.push(t.covered.get(s).copied());
+            }
+            found.extend(suffixes(h).map(|s| t.wildcards.get(s).copied()));
+            for f in found.into_iter().flatten() {
+                older(&mut oldest, f);
+            }
+        }
+        let Some((age, w)) = oldest else { continue };
+        if age >= a.age {
             continue;
         }
+        let (win_id, lose_id) = (RouteId::of(attachments[w].route), RouteId::of(a.route));
+        let why = format!(
+            "{} {lose_id} has hostnames in common with the older {} {win_id} on listener {}: \
+             only that one is accepted there",
+            lose_id.kind, win_id.kind, listeners[a.listener].id
+        );
+        warnings.push(why.clone());
+        losers.push((a.listener, lose_id, why));
+        lost.insert(i);
+    }
+    let mut i = 0;
+    attachments.retain(|_| {
+        i += 1;
+        !lost.contains(&(i - 1))
+    });
+    for (li, route, why) in &losers {
         let l = &listeners[*li];
         status.listeners[l.status].attached_routes -= 1;
         set_refused(status, route, &l.id, why);
