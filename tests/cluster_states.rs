@@ -21,11 +21,35 @@ fn gateway(name: &str, yaml: &str, port: u16, resolvers: Vec<String>) -> (Nginx,
 
 /// A plain NGINX standing in for the pods: one server per (name, port), each saying its name.
 fn pods(servers: &[(&str, u16)]) -> Nginx {
+    pods_on("", servers)
+}
+
+/// This machine's address on its default route: Kubernetes refuses loopback endpoints in an
+/// EndpointSlice (and so does the generator), so pods named by slices listen there. A UDP
+/// connect sends nothing; it only picks the source address.
+fn pod_address() -> String {
+    let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+    let ip = ["192.0.2.1:9", "10.255.255.254:9", "198.51.100.1:9"]
+        .iter()
+        .find_map(|a| s.connect(a).ok().and_then(|()| s.local_addr().ok()))
+        .map(|a| a.ip())
+        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified());
+    ip.expect("this test needs a non-loopback IPv4 address (Kubernetes refuses loopback endpoints)")
+        .to_string()
+}
+
+/// [`pods`] listening on `address` too (loopback stays: the harness waits for it there).
+fn pods_on(address: &str, servers: &[(&str, u16)]) -> Nginx {
     let body: String = servers
         .iter()
         .map(|(name, port)| {
+            let also = if address.is_empty() {
+                String::new()
+            } else {
+                format!(" listen {address}:{port};")
+            };
             format!(
-                "server {{ listen 127.0.0.1:{port}; return 200 \"{name} $request_uri\\n\"; }}\n"
+                "server {{ listen 127.0.0.1:{port};{also} return 200 \"{name} $request_uri\\n\"; }}\n"
             )
         })
         .collect();
@@ -86,9 +110,10 @@ fn slice(service: &str, port: u16, endpoints: &[(&str, bool)]) -> String {
 fn missing_service_answers_500_and_a_service_without_endpoints_503() {
     let ports = free_ports(2);
     let (pod_port, port) = (ports[0], ports[1]);
-    let _pods = pods(&[("ok", pod_port)]);
+    let pod = pod_address();
+    let _pods = pods_on(&pod, &[("ok", pod_port)]);
     let yaml = format!(
-        "{}{}{}{}{}{}",
+        "{}{}{}{}{}{}{}{}{}",
         GATEWAY.replace("PORT", &port.to_string()),
         route(&[
             ("/ok", "[{name: ok, port: 80}]"),
@@ -96,11 +121,20 @@ fn missing_service_answers_500_and_a_service_without_endpoints_503() {
             ("/empty", "[{name: empty, port: 80}]"),
             ("/half", "[{name: ok, port: 80}, {name: ghost, port: 80}]"),
             ("/wrong-port", "[{name: ok, port: 81}]"),
+            ("/lo", "[{name: lo, port: 80}]"),
+            ("/ext", "[{name: ext, port: 80}]"),
         ]),
         service("ok", 80),
         service("empty", 80),
-        slice("ok", pod_port, &[("127.0.0.1", true), ("127.0.0.2", false)]),
-        slice("empty", pod_port, &[("127.0.0.1", false)]),
+        slice("ok", pod_port, &[(&pod, true), ("192.0.2.254", false)]),
+        slice("empty", pod_port, &[(&pod, false)]),
+        // Loopback endpoints, which the API server refuses: never proxied to, said on the route.
+        service("lo", 80),
+        slice("lo", pod_port, &[("127.0.0.1", true)]),
+        // An ExternalName Service to the gateway's own loopback: not followed by default.
+        format!(
+            "kind: Service\nmetadata: {{name: ext}}\nspec: {{type: ExternalName, externalName: 127.0.0.1}}\n---\n"
+        ),
     );
     let (gw, warnings) = gateway("svc", &yaml, port, Vec::new());
     for want in [
@@ -110,7 +144,7 @@ fn missing_service_answers_500_and_a_service_without_endpoints_503() {
     ] {
         assert!(warnings.iter().any(|w| w.ends_with(want)), "{want}\n{warnings:#?}");
     }
-    // The sibling rule goes to the ready endpoint only (127.0.0.2 is not ready: were it used,
+    // The sibling rule goes to the ready endpoint only (192.0.2.254 is not ready: were it used,
     // some requests would fail to connect).
     for _ in 0..10 {
         assert_eq!(status(&gw, "/ok/x"), (200, "ok /ok/x\n".to_owned()));
@@ -118,6 +152,11 @@ fn missing_service_answers_500_and_a_service_without_endpoints_503() {
     assert_eq!(status(&gw, "/missing").0, 500);
     assert_eq!(status(&gw, "/empty").0, 503);
     assert_eq!(status(&gw, "/wrong-port").0, 500);
+    assert!(
+        warnings.iter().any(|w| w.contains("EndpointSlice default/lo-x") && w.contains("loopback"))
+    );
+    assert_eq!(status(&gw, "/lo").0, 503);
+    assert_eq!(status(&gw, "/ext").0, 500);
     let codes: Vec<u16> = (0..200).map(|_| status(&gw, "/half").0).collect();
     let ok = codes.iter().filter(|&&c| c == 200).count();
     assert!(codes.iter().all(|&c| c == 200 || c == 500), "{codes:?}");
