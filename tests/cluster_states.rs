@@ -132,9 +132,7 @@ fn missing_service_answers_500_and_a_service_without_endpoints_503() {
         service("lo", 80),
         slice("lo", pod_port, &[("127.0.0.1", true)]),
         // An ExternalName Service to the gateway's own loopback: not followed by default.
-        format!(
-            "kind: Service\nmetadata: {{name: ext}}\nspec: {{type: ExternalName, externalName: 127.0.0.1}}\n---\n"
-        ),
+        "kind: Service\nmetadata: {name: ext}\nspec: {type: ExternalName, externalName: 127.0.0.1}\n---\n",
     );
     let (gw, warnings) = gateway("svc", &yaml, port, Vec::new());
     for want in [
