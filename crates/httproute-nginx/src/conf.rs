@@ -334,14 +334,23 @@ fn position(parent: BlockKind, name: Option<&str>, i: usize, n: usize) -> Pos {
 /// Characters that make a word need quotes to stay one word of data.
 fn needs_quotes(v: &str) -> bool {
     v.is_empty()
-        || v.bytes().any(|b| matches!(b, b' ' | b';' | b'{' | b'}' | b'#' | b'"' | b'\'' | b'\\'))
+        || v.bytes()
+            .any(|b| matches!(b, b' ' | b'\t' | b';' | b'{' | b'}' | b'#' | b'"' | b'\'' | b'\\'))
 }
 
-/// Rejects what NGINX's parser cannot read back as data: control characters (a newline ends
-/// a comment and is taken raw inside quotes, `\r` and tabs are separators, NUL ends the C
-/// string NGINX makes of a word).
+/// Whether NGINX's parser cannot take byte-for-byte what `c` is as data: the ASCII control
+/// characters but the tab (a newline ends a comment and is taken raw inside quotes, `\r` is
+/// a separator, NUL ends the C string NGINX makes of a word; none of them is a valid byte of
+/// a header, a path or a name). The tab is written `\t`, which NGINX's parser turns back into
+/// a tab in every word. NGINX reads bytes: a character above U+007F (U+0085 among them) is
+/// bytes of 0x80 and more in UTF-8, which its parser takes as they are.
+pub fn unwritable(c: char) -> bool {
+    c.is_ascii_control() && c != '\t'
+}
+
+/// Rejects what NGINX's parser cannot read back as data: see [`unwritable`].
 fn check_bytes(field: &str, text: &str) -> Result<(), String> {
-    if let Some(c) = text.chars().find(|c| c.is_control()) {
+    if let Some(c) = text.chars().find(|&c| unwritable(c)) {
         return Err(format!(
             "{field}: {:?} holds the control character U+{:04X}, which nginx.conf cannot hold \
              as data",
@@ -635,11 +644,15 @@ impl Writer {
     }
 }
 
-/// `v` in quotes `q`, with `\` and `q` escaped.
+/// `v` in quotes `q`, with `\` and `q` escaped and a tab written `\t`.
 fn quote(v: &str, q: char) -> String {
     let mut s = String::with_capacity(v.len() + 2);
     s.push(q);
     for c in v.chars() {
+        if c == '\t' {
+            s.push_str("\\t");
+            continue;
+        }
         if c == '\\' || c == q {
             s.push('\\');
         }
@@ -680,6 +693,10 @@ mod tests {
             ("a'b", "\"a'b\""),
             ("a\\nb", "\"a\\\\nb\""),
             ("", "\"\""),
+            // NGINX's parser turns `\t` back into a tab, in any word.
+            ("a\tb", "\"a\\tb\""),
+            // Bytes above 0x7F are taken as they are.
+            ("x\u{85}y", "x\u{85}y"),
         ] {
             assert_eq!(
                 text(Directive::new("proxy_hide_header").data("f", input)),
@@ -691,10 +708,27 @@ mod tests {
 
     #[test]
     fn control_characters_are_errors_naming_the_field() {
-        for bad in ["a\nb", "a\rb", "a\tb", "a\0b", "\u{7f}", "x\u{85}"] {
+        for bad in ["a\nb", "a\rb", "a\0b", "\u{7f}", "\u{1b}"] {
             let e = one(Directive::new("add_header").data("spec.rules[0].name", bad)).unwrap_err();
             assert!(e.starts_with("spec.rules[0].name: "), "{e}");
             assert!(e.contains("control character"), "{e}");
+        }
+    }
+
+    /// Every character but the unwritable ones, in every kind of word position, reads back
+    /// as itself (a tab through `\t`, U+0085 and other characters above U+007F as bytes).
+    #[test]
+    fn tabs_and_characters_above_ascii_read_back_as_data() {
+        for v in ["a\tb", "\t", "x\u{85}", "\u{9f}\u{2028}\\\t\"'", "/p\u{85}/\t"] {
+            for d in [
+                Directive::new("add_header").data("f", v).arg(Arg::data("g", v).quoted()),
+                Directive::new("location").code("=").data("f", format!("/{v}")),
+                Directive::new("if").arg(Arg::parts(vec![regex_data("f", v)]).quoted()),
+            ] {
+                let r = one(d).unwrap();
+                let back = crate::conf_reader::read(&r.text).unwrap();
+                assert_eq!(back, r.tree, "{v:?}: {}", r.text);
+            }
         }
     }
 
