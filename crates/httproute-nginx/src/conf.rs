@@ -144,15 +144,39 @@ pub struct Directive {
     /// `if (...)`: the words after the name are a condition in parentheses.
     condition: bool,
     block: Option<Block>,
+    /// The object it was written for (its block's directives inherit it): `None`, the
+    /// enclosing directive's.
+    provenance: Option<Provenance>,
+}
+
+/// Where a directive comes from, for what a word NGINX cannot take costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provenance {
+    /// The generator or the operator (options): an unwritable word is an error of the run.
+    Run,
+    /// A tenant's object, by the caller's number for it: an unwritable word in it is recorded
+    /// in [`Rendered::refused`] and rendering goes on; the caller drops the object and renders
+    /// again.
+    Object(u32),
 }
 
 impl Directive {
     pub fn new(name: &'static str) -> Directive {
-        Directive { words: vec![Arg::code(name)], condition: false, block: None }
+        Directive { words: vec![Arg::code(name)], condition: false, block: None, provenance: None }
     }
     /// An entry whose first word is not a directive name (a `map` key).
     pub fn entry(first: Arg) -> Directive {
-        Directive { words: vec![first], condition: false, block: None }
+        Directive { words: vec![first], condition: false, block: None, provenance: None }
+    }
+    /// Written for `p` (with everything in its block, unless a directive there says
+    /// otherwise).
+    pub fn from(mut self, p: Provenance) -> Directive {
+        self.provenance = Some(p);
+        self
+    }
+    /// Sets the provenance of a directive that has none.
+    pub fn set_provenance_if_none(&mut self, p: Provenance) {
+        self.provenance.get_or_insert(p);
     }
     /// `if (VAR OP OPERAND) { ... }`, or `if (VAR) { ... }` without an operator.
     pub fn if_(
@@ -238,6 +262,9 @@ pub struct Rendered {
     pub tree: Vec<Stmt>,
     /// Some data `$` was written as `${httproute_dollar}`: [`dollar_geo`] must be defined.
     pub dollar: bool,
+    /// Words of tenant objects ([`Provenance::Object`]) NGINX cannot take: (object, why), in
+    /// the order met. Not empty: `text` holds `""` in their place and must not be used.
+    pub refused: Vec<(u32, String)>,
 }
 
 /// Where a word is in its directive, for what NGINX makes of it.
@@ -405,6 +432,9 @@ pub fn comment_text(s: &str) -> String {
 pub struct Writer {
     text: String,
     dollar: bool,
+    /// The provenance of the directives being written, innermost last.
+    provenance: Vec<Provenance>,
+    refused: Vec<(u32, String)>,
     /// Only the text: [`Rendered::tree`] stays empty (it costs more memory than the text).
     text_only: bool,
 }
@@ -413,14 +443,14 @@ impl Writer {
     pub fn render(nodes: &[Node]) -> Result<Rendered, String> {
         let mut w = Writer::default();
         let tree = w.nodes(nodes, BlockKind::Directives, 0)?;
-        Ok(Rendered { text: w.text, tree, dollar: w.dollar })
+        Ok(Rendered { text: w.text, tree, dollar: w.dollar, refused: w.refused })
     }
 
     /// [`Writer::render`] without the tree: what a generator run writes to disk.
     pub fn render_text(nodes: &[Node]) -> Result<Rendered, String> {
         let mut w = Writer { text_only: true, ..Writer::default() };
         w.nodes(nodes, BlockKind::Directives, 0)?;
-        Ok(Rendered { text: w.text, tree: Vec::new(), dollar: w.dollar })
+        Ok(Rendered { text: w.text, tree: Vec::new(), dollar: w.dollar, refused: w.refused })
     }
 
     fn nodes(
@@ -456,8 +486,36 @@ impl Writer {
         }
     }
 
-    /// One directive, without its line's indentation and end.
+    /// One directive, without its line's indentation and end, under its provenance.
     fn directive(
+        &mut self,
+        d: &Directive,
+        parent: BlockKind,
+        depth: usize,
+    ) -> Result<Stmt, String> {
+        if let Some(p) = d.provenance {
+            self.provenance.push(p);
+        }
+        let stmt = self.directive_words(d, parent, depth);
+        if d.provenance.is_some() {
+            self.provenance.pop();
+        }
+        stmt
+    }
+
+    /// A word NGINX cannot take: recorded for the tenant object it came from (rendering goes
+    /// on with `""` in its place), or the run's error.
+    fn refuse(&mut self, why: String) -> Result<(String, String), String> {
+        match self.provenance.last() {
+            Some(Provenance::Object(o)) => {
+                self.refused.push((*o, why));
+                Ok(("\"\"".to_owned(), String::new()))
+            }
+            Some(Provenance::Run) | None => Err(why),
+        }
+    }
+
+    fn directive_words(
         &mut self,
         d: &Directive,
         parent: BlockKind,
@@ -480,7 +538,10 @@ impl Writer {
             } else {
                 position(parent, name, i, n)
             };
-            let (written, value) = self.word(a, pos)?;
+            let (written, value) = match self.word(a, pos) {
+                Ok(w) => w,
+                Err(why) => self.refuse(why)?,
+            };
             if d.condition && i == 1 {
                 self.text.push('(');
                 words.push(format!("({value}"));
@@ -730,6 +791,44 @@ mod tests {
                 assert_eq!(back, r.tree, "{v:?}: {}", r.text);
             }
         }
+    }
+
+    /// A word a tenant object's directive cannot hold is that object's, wherever it is in the
+    /// object's block; the same word outside any object, or under [`Provenance::Run`] inside
+    /// one, is the run's error.
+    #[test]
+    fn refused_words_are_their_objects() {
+        let long = "x".repeat(MAX_WORD + 1);
+        let bad = |f: &'static str| Directive::new("add_header").data(f, "a\nb").into();
+        let nodes: Vec<Node> = vec![
+            Directive::new("location")
+                .code("/a")
+                .block(vec![
+                    Directive::new("return").code("200").into(),
+                    Directive::new("if")
+                        .block(vec![bad("inner"), Directive::new("x").data("long", long).into()])
+                        .into(),
+                ])
+                .from(Provenance::Object(7))
+                .into(),
+            Directive::new("location")
+                .code("/b")
+                .block(vec![bad("other")])
+                .from(Provenance::Object(9))
+                .into(),
+            Directive::new("ok").code("1").into(),
+        ];
+        let r = Writer::render(&nodes).unwrap();
+        let owners: Vec<u32> = r.refused.iter().map(|(o, _)| *o).collect();
+        assert_eq!(owners, [7, 7, 9], "{:?}", r.refused);
+        assert!(r.refused[0].1.starts_with("inner: "), "{:?}", r.refused);
+        assert!(r.refused[1].1.starts_with("long: "), "{:?}", r.refused);
+        assert!(Writer::render(&[bad("f")]).is_err());
+        let run = Directive::new("location")
+            .code("/c")
+            .block(vec![Directive::new("x").data("f", "a\0").from(Provenance::Run).into()])
+            .from(Provenance::Object(1));
+        assert!(Writer::render(&[run.into()]).is_err());
     }
 
     #[test]

@@ -6,10 +6,13 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::conf::{
-    Arg, Directive, Node, Part, Rendered, Stmt, Writer, braced_var, code, data, regex_data, var,
+    Arg, Directive, Node, Part, Provenance, Rendered, Stmt, Writer, braced_var, code, data,
+    regex_data, var,
 };
 use crate::model::{HeaderModifier, PathModifier, RequestRedirect};
-use crate::plan::{Entry, INTERNAL_PREFIX, Loc, Plan, PortPlan, RulePlan, ServerPlan, Target};
+use crate::plan::{
+    Entry, INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, RuleId, RulePlan, ServerPlan, Target,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Carrier {
@@ -51,6 +54,27 @@ pub struct Output {
     pub files: BTreeMap<String, Vec<u8>>,
     /// What the configuration cannot do (on top of the plan's warnings).
     pub warnings: Vec<String>,
+    /// Rules and matches left out because NGINX cannot take a word written from them: the
+    /// rule, and why (`match N: ...` for a match). [`crate::plan::Status`] gets a condition
+    /// for each ([`crate::plan::dropped_from_configuration`]).
+    pub dropped: Vec<(RuleId, String)>,
+}
+
+/// A tenant's object that directives are written for: what a word of them NGINX cannot take
+/// leaves out (see [`emit_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Unit {
+    /// A rule: its internal locations, and the maps and split_clients written for it.
+    Rule(RuleId),
+    /// The location of a match path: (port, server, location) in the plan.
+    Location(ServerAt, usize),
+}
+
+/// What a configuration leaves out.
+#[derive(Debug, Default)]
+struct Skip {
+    rules: BTreeSet<RuleId>,
+    locations: BTreeSet<(ServerAt, usize)>,
 }
 
 fn d(name: &'static str) -> Directive {
@@ -89,7 +113,88 @@ pub enum Tree {
 }
 
 /// [`emit`], with or without [`Output::tree`].
+///
+/// A tenant object's failure is confined to it: every directive is written with the object it
+/// comes from ([`Provenance`]), and a word NGINX cannot take (a control character, a word past
+/// its 4,094 bytes) leaves out that object (the rule, or the match's location), with a warning
+/// and [`Output::dropped`], and the configuration is written again without it. Each pass
+/// leaves out every object it finds, and at least one more than the pass before, so the
+/// passes end; in practice there are two. Only the run's own words (options, the generator's
+/// text) are an error.
 pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
+    let mut skip = Skip::default();
+    let mut dropped: Vec<(RuleId, String)> = Vec::new();
+    let mut warnings = Vec::new();
+    loop {
+        let (out, refused, units) = emit_once(plan, opts, tree, &skip)?;
+        let Some(mut out) = out else {
+            let before = (skip.rules.len(), skip.locations.len());
+            for (o, why) in refused {
+                match &units[o as usize] {
+                    Unit::Rule(id) => {
+                        // The rule's fields are named after it (`field`): said once.
+                        let why = match why.strip_prefix(&format!("{id}: ")) {
+                            Some(rest) => rest.to_owned(),
+                            None => why,
+                        };
+                        if skip.rules.insert(id.clone()) {
+                            warnings.push(format!("{id}: {why}; the rule is not served"));
+                            dropped.push((id.clone(), why));
+                        }
+                    }
+                    Unit::Location((pi, si), li) => {
+                        if !skip.locations.insert(((*pi, *si), *li)) {
+                            continue;
+                        }
+                        let loc = &plan.ports[*pi].servers[*si].locations[*li];
+                        let path = match &loc.loc {
+                            Loc::Exact(p) | Loc::Prefix(p) => p.trim_end_matches('/'),
+                        };
+                        // The matches whose path is the location's.
+                        for c in &loc.candidates {
+                            if c.path_kind != PathKind::Regex
+                                && c.path.trim_end_matches('/') == path
+                                && !dropped.iter().any(|(id, w)| {
+                                    *id == c.id
+                                        && w.starts_with(&format!("match {}:", c.match_index))
+                                })
+                            {
+                                warnings.push(format!(
+                                    "{} match {}: {why}; the match is not served",
+                                    c.id, c.match_index
+                                ));
+                                dropped.push((
+                                    c.id.clone(),
+                                    format!("match {}: {why}", c.match_index),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            if before == (skip.rules.len(), skip.locations.len()) {
+                return Err(format!(
+                    "generator bug: a configuration word NGINX cannot take, again: {warnings:?}"
+                ));
+            }
+            continue;
+        };
+        warnings.append(&mut out.warnings);
+        out.warnings = warnings;
+        out.dropped = dropped;
+        return Ok(out);
+    }
+}
+
+/// One pass of [`emit_with`] without the objects of `skip`: the output, or (when a word of some
+/// tenant object cannot be written) none, the refused words by object and the objects.
+#[allow(clippy::type_complexity)]
+fn emit_once(
+    plan: &Plan,
+    opts: &Options,
+    tree: Tree,
+    skip: &Skip,
+) -> Result<(Option<Output>, Vec<(u32, String)>, Vec<Unit>), String> {
     let render = match tree {
         Tree::Keep => Writer::render,
         Tree::Drop => Writer::render_text,
@@ -161,15 +266,25 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
                 tls_server(port.port, server, opts, &mut body);
             }
             for (li, loc) in server.locations.iter().enumerate() {
+                if skip.locations.contains(&((pi, si), li)) {
+                    continue;
+                }
+                let from = http.unit(Unit::Location((pi, si), li));
                 let head = match &loc.loc {
                     Loc::Exact(p) => d("location").code("=").arg(quoted(PATH_FIELD, p.clone())),
                     Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
-                };
-                if loc.candidates.is_empty() {
+                }
+                .from(from);
+                let list: Vec<&Entry> = loc
+                    .candidates
+                    .iter()
+                    .filter(|c| !skip.rules.contains(&c.id))
+                    .map(|c| &c.entry)
+                    .collect();
+                if list.is_empty() {
                     body.push(head.inline(vec![d("return").code("404").into()]).into());
                     continue;
                 }
-                let list: Vec<&Entry> = loc.candidates.iter().map(|c| &c.entry).collect();
                 let text = serde_json::to_string(&list).map_err(|e| e.to_string())?;
                 let key = format!("{}_{si}_{li}", port.port);
                 let list_field = || -> Cow<'static, str> {
@@ -190,10 +305,13 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
                             d("http_matches").into(),
                         ]
                     }
+                    // A list too long for one word is the carrier's (an option), and it holds
+                    // every route of the location: the run's error, with the advice.
                     Carrier::Inline => {
                         vec![
                             d("http_matches")
                                 .arg(Arg::data(list_field(), text).single_quoted())
+                                .from(Provenance::Run)
                                 .into(),
                         ]
                     }
@@ -204,6 +322,7 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
                             d("set")
                                 .var("http_matches")
                                 .arg(Arg::data(list_field(), text).single_quoted())
+                                .from(Provenance::Run)
                                 .into(),
                             d("http_matches").into(),
                         ]
@@ -212,8 +331,15 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
                 body.push(head.inline(inner).into());
             }
             let mut mirror_locs = Vec::new();
-            let used: BTreeSet<usize> =
-                server.locations.iter().flat_map(|l| l.candidates.iter().map(|c| c.rule)).collect();
+            let used: BTreeSet<usize> = server
+                .locations
+                .iter()
+                .enumerate()
+                .filter(|(li, _)| !skip.locations.contains(&((pi, si), *li)))
+                .flat_map(|(_, l)| l.candidates.iter())
+                .filter(|c| !skip.rules.contains(&c.id))
+                .map(|c| c.rule)
+                .collect();
             for ri in used {
                 http.rule_location(port.port, ri, &server.rules[ri], &mut body, &mut mirror_locs)?;
             }
@@ -318,6 +444,9 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
     };
     let mut nodes = top(inner);
     let mut rendered: Rendered = render(&nodes)?;
+    if !rendered.refused.is_empty() {
+        return Ok((None, rendered.refused, http.units));
+    }
     if rendered.dollar {
         drop(rendered);
         if let Some(Node::Directive(http)) = nodes.last_mut()
@@ -340,7 +469,15 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
             [(crt_path, crt.clone()), (key_path, key.clone())]
         })
         .collect();
-    Ok(Output { nginx_conf: rendered.text, tree: rendered.tree, matches_json, files, warnings })
+    let out = Output {
+        nginx_conf: rendered.text,
+        tree: rendered.tree,
+        matches_json,
+        files,
+        warnings,
+        dropped: Vec::new(),
+    };
+    Ok((Some(out), Vec::new(), http.units))
 }
 
 /// Servers that are the same on several ports, written once with a `listen` per port.
@@ -478,6 +615,8 @@ struct Http {
     raw_path: bool,
     /// The longest header name of a `proxy_set_header`.
     longest_header: usize,
+    /// The tenant objects directives are written for, by their [`Provenance::Object`] number.
+    units: Vec<Unit>,
 }
 
 /// A rule's fields, for errors: "HTTPRoute default/r rule 0: FIELD".
@@ -486,6 +625,38 @@ fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
 }
 
 impl Http {
+    /// The provenance of directives written for `u`.
+    fn unit(&mut self, u: Unit) -> Provenance {
+        self.units.push(u);
+        Provenance::Object((self.units.len() - 1) as u32)
+    }
+
+    /// [`Http::rule_location_of`], with every directive it writes (in the server, its
+    /// mirrors' locations, its maps and split_clients) written for the rule.
+    fn rule_location(
+        &mut self,
+        listener_port: u16,
+        ri: usize,
+        rule: &RulePlan,
+        out: &mut Vec<Node>,
+        mirror_locs: &mut Vec<Node>,
+    ) -> Result<(), String> {
+        let from = self.unit(Unit::Rule(rule.id.clone()));
+        let at = (out.len(), mirror_locs.len(), self.maps.len(), self.splits.len());
+        self.rule_location_of(listener_port, ri, rule, out, mirror_locs)?;
+        for n in out[at.0..]
+            .iter_mut()
+            .chain(&mut mirror_locs[at.1..])
+            .chain(&mut self.maps[at.2..])
+            .chain(&mut self.splits[at.3..])
+        {
+            if let Node::Directive(d) = n {
+                d.set_provenance_if_none(from);
+            }
+        }
+        Ok(())
+    }
+
     fn split_var(&mut self) -> String {
         self.split_n += 1;
         format!("httproute_split_{}", self.split_n - 1)
@@ -499,7 +670,7 @@ impl Http {
 
     /// The internal location of rule `ri` (a redirect, a 500, or a proxy with its filters and
     /// weights), and its mirrors' locations into `mirror_locs`.
-    fn rule_location(
+    fn rule_location_of(
         &mut self,
         listener_port: u16,
         ri: usize,

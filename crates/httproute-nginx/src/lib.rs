@@ -211,6 +211,7 @@ pub fn generate_all_with(
         plan.status = plan::Status::default();
     }
     let mut output = emit::emit_with(&plan, opts, tree)?;
+    plan::dropped_from_configuration(&mut plan.status, &output.dropped);
     let mut warnings = option_warnings;
     warnings.append(&mut plan.warnings);
     warnings.append(&mut output.warnings);
