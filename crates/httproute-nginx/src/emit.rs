@@ -781,14 +781,15 @@ impl Http {
             // at once, with no upstream.
             if *share < 1.0 {
                 let v = self.split_var();
-                let pct = (share * 10000.0).round() / 100.0;
+                // NGINX refuses 0.00%: a share below 0.005% is mirrored at 0.01%.
+                let pct = percent(((share * 10000.0).round() as u64).clamp(1, 10000));
                 self.splits.push(Node::Blank);
                 self.splits.push(
                     d("split_clients")
                         .arg(Arg::parts(vec![var("request_id"), code("m")]).quoted())
                         .var(v.clone())
                         .block(vec![
-                            entry_of(Arg::code(format!("{pct:.2}%")), Arg::code("1")),
+                            entry_of(Arg::code(pct), Arg::code("1")),
                             entry_of(Arg::code("*"), empty()),
                         ])
                         .into(),
@@ -833,7 +834,7 @@ impl Http {
                 .enumerate()
                 .map(|(k, b)| (Arg::code(format!("b{k}")), b.weight))
                 .collect();
-            let v = self.split(shares, total);
+            let v = self.split(shares);
             out.push(
                 loc()
                     .inline(vec![
@@ -883,7 +884,7 @@ impl Http {
                 (value, b.weight)
             })
             .collect();
-        let v = self.split(shares, total);
+        let v = self.split(shares);
         let mut inner: Vec<Node> = vec![
             d("internal").into(),
             Directive::if_(v.clone(), Some(("=", empty())))
@@ -904,18 +905,21 @@ impl Http {
         Ok(())
     }
 
-    /// A `split_clients` on `$request_id` giving each value its share of `total`: its
-    /// variable.
-    fn split(&mut self, shares: Vec<(Arg, u32)>, total: u64) -> String {
+    /// A `split_clients` on `$request_id` giving each value its share of the weights: its
+    /// variable. Shares are written in NGINX's steps of 0.01% ([`basis_points`]).
+    fn split(&mut self, shares: Vec<(Arg, u32)>) -> String {
         let v = self.split_var();
+        // A zero weight gets no requests (the plan leaves such backendRefs out already).
+        let shares: Vec<(Arg, u32)> = shares.into_iter().filter(|(_, w)| *w > 0).collect();
         let last = shares.len().saturating_sub(1);
+        let weights: Vec<u32> = shares.iter().map(|(_, w)| *w).collect();
+        let bp = basis_points(&weights);
         let mut entries = Vec::new();
-        for (i, (value, w)) in shares.into_iter().enumerate() {
+        for (i, (value, _)) in shares.into_iter().enumerate() {
             if i == last {
                 entries.push(entry_of(Arg::code("*"), value));
-            } else {
-                let pct = (u64::from(w) * 10000 / total) as f64 / 100.0;
-                entries.push(entry_of(Arg::code(format!("{pct:.2}%")), value));
+            } else if bp[i] > 0 {
+                entries.push(entry_of(Arg::code(percent(bp[i])), value));
             }
         }
         self.splits.push(Node::Blank);
@@ -1307,6 +1311,44 @@ impl Http {
     }
 }
 
+/// `bp` basis points (hundredths of a percent) as split_clients writes a share: `12.34%`.
+fn percent(bp: u64) -> String {
+    format!("{}.{:02}%", bp / 100, bp % 100)
+}
+
+/// The shares of `weights` in basis points, as a `split_clients` block takes them: every share
+/// but the last nonzero one is written (rounded down), that last one is `*` (the rest). NGINX
+/// refuses a share of `0.00%`, so a nonzero weight whose share rounds down to nothing gets the
+/// smallest step, 0.01%, taken from the largest share; the last is left at least 0.01% too.
+/// The shares add up to 10,000 when some weight is nonzero (and at most 10,000 weights are:
+/// the CRD allows 16 backendRefs).
+pub fn basis_points(weights: &[u32]) -> Vec<u64> {
+    let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+    // The rest goes to the last nonzero weight (a zero weight gets nothing).
+    let Some(last) = weights.iter().rposition(|&w| w > 0) else {
+        return vec![0; weights.len()];
+    };
+    let mut bp: Vec<u64> = weights
+        .iter()
+        .map(|&w| match u64::from(w) * 10000 / total {
+            0 if w > 0 => 1,
+            b => b,
+        })
+        .collect();
+    let mut given: u64 = bp[..last].iter().sum();
+    while given + 1 > 10000 {
+        // The largest share that can give a step (the first of equals).
+        let Some(i) = (0..last).filter(|&i| bp[i] > 1).max_by_key(|&i| (bp[i], usize::MAX - i))
+        else {
+            break;
+        };
+        bp[i] -= 1;
+        given -= 1;
+    }
+    bp[last] = 10000u64.saturating_sub(given);
+    bp
+}
+
 /// `$httproute_raw_path`: the client's raw path, `$request_uri` without its query.
 fn raw_path_map() -> Node {
     d("map")
@@ -1498,4 +1540,52 @@ fn merge(rule: &HeaderModifier, own: &HeaderModifier) -> HeaderModifier {
             .cloned(),
     );
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every combination of small, equal, huge and zero weights: the shares add up to 100%, a
+    /// nonzero weight never gets 0.00% (NGINX refuses it), a zero weight gets nothing, and no
+    /// share is off its exact value by more than the steps given to tiny shares.
+    #[test]
+    fn split_shares_are_representable_and_add_up() {
+        let values = [0u32, 1, 2, 3, 7, 100, 9999, 20001, 1_000_000, u32::MAX / 16];
+        let mut tried = 0;
+        for n in 1..=4usize {
+            let mut idx = vec![0usize; n];
+            loop {
+                let w: Vec<u32> = idx.iter().map(|&i| values[i]).collect();
+                let bp = basis_points(&w);
+                let total: u64 = w.iter().map(|&x| u64::from(x)).sum();
+                if total > 0 {
+                    assert_eq!(bp.iter().sum::<u64>(), 10000, "{w:?}: {bp:?}");
+                    let tiny = w.iter().filter(|&&x| x > 0).count() as f64;
+                    for (x, b) in w.iter().zip(&bp) {
+                        assert_eq!(*x > 0, *b > 0, "{w:?}: {bp:?}");
+                        let exact = f64::from(*x) * 10000.0 / total as f64;
+                        assert!((exact - *b as f64).abs() <= tiny + 1.0, "{w:?}: {bp:?}");
+                    }
+                } else {
+                    assert!(bp.iter().all(|&b| b == 0), "{w:?}: {bp:?}");
+                }
+                tried += 1;
+                let mut k = 0;
+                while k < n && idx[k] + 1 == values.len() {
+                    idx[k] = 0;
+                    k += 1;
+                }
+                if k == n {
+                    break;
+                }
+                idx[k] += 1;
+            }
+        }
+        assert_eq!(tried, 10 + 100 + 1000 + 10000);
+        assert_eq!(basis_points(&[1, 20001]), [1, 9999]);
+        assert_eq!(basis_points(&[20001, 1]), [9999, 1]);
+        assert_eq!(percent(1), "0.01%");
+        assert_eq!(percent(9999), "99.99%");
+    }
 }
