@@ -169,3 +169,28 @@ fn a_path_nginx_cannot_take_drops_its_match_only() {
     let status = httproute_nginx::status::yaml(&plan.status);
     assert!(status.contains("Dropped Rule 0: match 0: "), "{status}");
 }
+
+/// A newline in a backendRef name (the CRD bounds only its length) writes no line of the
+/// author's choosing where the generator prints: the escaped warning is one line.
+#[test]
+fn printed_messages_escape_what_they_quote() {
+    let rules = "  - matches: [{path: {type: PathPrefix, value: /x}}]\n    backendRefs: [{name: \"s\\nhttproute-nginx: error: forged\\u0085x\", port: 80}]\n";
+    let dir = dir_with("escape", &format!("{GW}{}", route("r", rules)));
+    let g = generate_all(&[dir], &backends(), &opts()).unwrap();
+    let printed: Vec<String> =
+        g.warnings.iter().map(|w| httproute_nginx::escape_message(w)).collect();
+    assert!(
+        g.warnings.iter().any(|w| w.contains("\nhttproute-nginx: error: forged")),
+        "{:?}",
+        g.warnings
+    );
+    for p in &printed {
+        assert!(!p.chars().any(|c| c.is_control()), "{p:?}");
+    }
+    assert!(
+        printed.iter().any(|p| p.contains("s\\nhttproute-nginx: error: forged\\u{85}x")),
+        "{printed:?}"
+    );
+    let status = httproute_nginx::status::yaml(&g.status);
+    assert!(!status.contains("\nhttproute-nginx"), "{status}");
+}
