@@ -444,8 +444,10 @@ fn emit_once(
     };
     let mut nodes = top(inner);
     let mut rendered: Rendered = render(&nodes)?;
-    if !rendered.refused.is_empty() {
-        return Ok((None, rendered.refused, http.units));
+    if !rendered.refused.is_empty() || !http.refused.is_empty() {
+        let mut refused = std::mem::take(&mut http.refused);
+        refused.append(&mut rendered.refused);
+        return Ok((None, refused, http.units));
     }
     if rendered.dollar {
         drop(rendered);
@@ -617,7 +619,16 @@ struct Http {
     longest_header: usize,
     /// The tenant objects directives are written for, by their [`Provenance::Object`] number.
     units: Vec<Unit>,
+    /// Limits of NGINX the rule being written passes (no directive can raise them): why.
+    over_limit: Vec<String>,
+    /// Such rules: (their provenance number, why).
+    refused: Vec<(u32, String)>,
 }
+
+/// The longest header name a hash with NGINX's fixed 64-byte buckets holds (the grpc module's
+/// headers and hidden headers: no `grpc_headers_hash_bucket_size` exists): an element is a
+/// pointer and the name with 2 bytes, aligned to 8, and a bucket ends with a pointer.
+pub const FIXED_BUCKET_HEADER: usize = 64 - 8 - 8 - 2;
 
 /// A rule's fields, for errors: "HTTPRoute default/r rule 0: FIELD".
 fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
@@ -644,6 +655,11 @@ impl Http {
         let from = self.unit(Unit::Rule(rule.id.clone()));
         let at = (out.len(), mirror_locs.len(), self.maps.len(), self.splits.len());
         self.rule_location_of(listener_port, ri, rule, out, mirror_locs)?;
+        if let Provenance::Object(o) = from {
+            for why in std::mem::take(&mut self.over_limit) {
+                self.refused.push((o, why));
+            }
+        }
         for n in out[at.0..]
             .iter_mut()
             .chain(&mut mirror_locs[at.1..])
@@ -1217,10 +1233,20 @@ impl Http {
         }
         let req_name = || field(rule, "RequestHeaderModifier header name");
         let req_value = || field(rule, "RequestHeaderModifier header value");
+        // Header names NGINX puts in a hash: those set (request) and hidden (response).
+        let names = req.set.iter().chain(&req.add).map(|h| &h.name).chain(&req.remove);
+        let hidden = resp.set.iter().map(|h| &h.name).chain(&resp.remove);
+        let longest = names.chain(hidden).max_by_key(|n| n.len());
         if !g {
-            let names = req.set.iter().chain(&req.add).map(|h| h.name.len());
-            let longest = names.chain(req.remove.iter().map(String::len)).max().unwrap_or(0);
-            self.longest_header = self.longest_header.max(longest);
+            // proxy_headers_hash_bucket_size is raised to hold it.
+            self.longest_header = self.longest_header.max(longest.map_or(0, String::len));
+        } else if let Some(n) = longest.filter(|n| n.len() > FIXED_BUCKET_HEADER) {
+            self.over_limit.push(format!(
+                "header name {:?} of a GRPCRoute filter: {} bytes; the grpc module's header hash \
+                 holds names of at most {FIXED_BUCKET_HEADER}",
+                n,
+                n.len()
+            ));
         }
         for h in &req.set {
             out.push(

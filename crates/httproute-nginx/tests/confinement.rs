@@ -194,3 +194,39 @@ fn printed_messages_escape_what_they_quote() {
     let status = httproute_nginx::status::yaml(&g.status);
     assert!(!status.contains("\nhttproute-nginx"), "{status}");
 }
+
+/// Manifests whose header names fill NGINX's header hashes: a GRPCRoute's (fixed 64-byte
+/// buckets), an HTTPRoute's response header names (proxy_headers_hash).
+fn header_hash_manifests(name_len: usize) -> String {
+    let name = format!("x-{}", "n".repeat(name_len - 2));
+    format!(
+        "{GW}kind: GRPCRoute\nmetadata: {{name: g, namespace: default}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [g.test]\n  rules:\n  - matches: [{{method: {{service: a.B}}}}]\n    filters:\n    - type: RequestHeaderModifier\n      requestHeaderModifier: {{set: [{{name: {name}, value: v}}]}}\n    backendRefs: [{{name: s, port: 80}}]\n  - matches: [{{method: {{service: a.C}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n---\n{}",
+        route(
+            "h",
+            &rule(
+                "/h",
+                &format!(
+                    "    filters:\n    - type: ResponseHeaderModifier\n      responseHeaderModifier: {{set: [{{name: {name}, value: v}}], remove: [{name}-r]}}\n"
+                )
+            )
+        )
+        .replace("  rules:\n", "  hostnames: [h.test]\n  rules:\n")
+    )
+}
+
+#[test]
+fn header_names_past_the_header_hashes_are_held_or_dropped() {
+    let dir = dir_with("hash", &header_hash_manifests(50));
+    let g = generate_all(&[dir], &backends(), &opts()).unwrap();
+    let dropped: Vec<String> =
+        g.output.dropped.iter().map(|(id, why)| format!("{id}: {why}")).collect();
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert!(dropped[0].starts_with("default/g rule 0: header name"), "{dropped:?}");
+    let conf = &g.output.nginx_conf;
+    assert!(conf.contains("proxy_headers_hash_bucket_size 128;"), "{conf}");
+    assert!(conf.contains("/a.C"), "the GRPCRoute's other rule is served: {conf}");
+    // 46 bytes fit the grpc module's buckets.
+    let g = generate_all(&[dir_with("hash46", &header_hash_manifests(46))], &backends(), &opts())
+        .unwrap();
+    assert!(g.output.dropped.is_empty(), "{:?}", g.output.dropped);
+}
