@@ -217,17 +217,39 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
         tried += 1;
     }
     assert_eq!(tried, payloads.len());
-    // Control bytes: an error naming the field.
+    // Control bytes: the rule they are in is left out, naming the field; the run goes on. A
+    // tab is written `\t`.
     for bad in ["a\nb", "a\rb", "a\0b", "a\tb"] {
         let mut plan = fresh();
         let server = plan.ports[0].servers.iter_mut().find(|s| !s.rules.is_empty()).unwrap();
         let rule =
             server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap();
         rule.request_headers.set[0].value = bad.into();
-        let e = httproute_nginx::emit::emit(&plan, &opts).err().expect("refused");
-        assert!(
-            e.starts_with("default/hostile rule 0: RequestHeaderModifier header value: "),
-            "{e}"
-        );
+        let out = httproute_nginx::emit::emit(&plan, &opts).expect("the rest is written");
+        let dropped: Vec<String> =
+            out.dropped.iter().map(|(id, why)| format!("{id}: {why}")).collect();
+        if bad == "a\tb" {
+            assert!(dropped.is_empty(), "{dropped:?}");
+            assert!(out.nginx_conf.contains("\"a\\tb\""), "{}", out.nginx_conf);
+        } else {
+            assert_eq!(dropped.len(), 1, "{bad:?}: {dropped:?}");
+            assert!(
+                dropped[0]
+                    .starts_with("default/hostile rule 0: RequestHeaderModifier header value: "),
+                "{dropped:?}"
+            );
+        }
+        let (n, conf) =
+            start(&format!("control-{}", bad.len() + bad.as_bytes()[1] as usize), &out, port)
+                .unwrap();
+        let r = n.get("/h", &[]);
+        if bad == "a\tb" {
+            assert_eq!(r.status, 200, "{bad:?}: {r:?}\n{conf}");
+        } else {
+            // The hostile rule is not served; the good route is.
+            assert_eq!(r.status, 404, "{bad:?}: {r:?}\n{conf}");
+            assert_serves_the_good_route(&n, bad);
+        }
+        n.finish();
     }
 }

@@ -144,15 +144,39 @@ pub struct Directive {
     /// `if (...)`: the words after the name are a condition in parentheses.
     condition: bool,
     block: Option<Block>,
+    /// The object it was written for (its block's directives inherit it): `None`, the
+    /// enclosing directive's.
+    provenance: Option<Provenance>,
+}
+
+/// Where a directive comes from, for what a word NGINX cannot take costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provenance {
+    /// The generator or the operator (options): an unwritable word is an error of the run.
+    Run,
+    /// A tenant's object, by the caller's number for it: an unwritable word in it is recorded
+    /// in [`Rendered::refused`] and rendering goes on; the caller drops the object and renders
+    /// again.
+    Object(u32),
 }
 
 impl Directive {
     pub fn new(name: &'static str) -> Directive {
-        Directive { words: vec![Arg::code(name)], condition: false, block: None }
+        Directive { words: vec![Arg::code(name)], condition: false, block: None, provenance: None }
     }
     /// An entry whose first word is not a directive name (a `map` key).
     pub fn entry(first: Arg) -> Directive {
-        Directive { words: vec![first], condition: false, block: None }
+        Directive { words: vec![first], condition: false, block: None, provenance: None }
+    }
+    /// Written for `p` (with everything in its block, unless a directive there says
+    /// otherwise).
+    pub fn from(mut self, p: Provenance) -> Directive {
+        self.provenance = Some(p);
+        self
+    }
+    /// Sets the provenance of a directive that has none.
+    pub fn set_provenance_if_none(&mut self, p: Provenance) {
+        self.provenance.get_or_insert(p);
     }
     /// `if (VAR OP OPERAND) { ... }`, or `if (VAR) { ... }` without an operator.
     pub fn if_(
@@ -238,6 +262,9 @@ pub struct Rendered {
     pub tree: Vec<Stmt>,
     /// Some data `$` was written as `${httproute_dollar}`: [`dollar_geo`] must be defined.
     pub dollar: bool,
+    /// Words of tenant objects ([`Provenance::Object`]) NGINX cannot take: (object, why), in
+    /// the order met. Not empty: `text` holds `""` in their place and must not be used.
+    pub refused: Vec<(u32, String)>,
 }
 
 /// Where a word is in its directive, for what NGINX makes of it.
@@ -334,14 +361,23 @@ fn position(parent: BlockKind, name: Option<&str>, i: usize, n: usize) -> Pos {
 /// Characters that make a word need quotes to stay one word of data.
 fn needs_quotes(v: &str) -> bool {
     v.is_empty()
-        || v.bytes().any(|b| matches!(b, b' ' | b';' | b'{' | b'}' | b'#' | b'"' | b'\'' | b'\\'))
+        || v.bytes()
+            .any(|b| matches!(b, b' ' | b'\t' | b';' | b'{' | b'}' | b'#' | b'"' | b'\'' | b'\\'))
 }
 
-/// Rejects what NGINX's parser cannot read back as data: control characters (a newline ends
-/// a comment and is taken raw inside quotes, `\r` and tabs are separators, NUL ends the C
-/// string NGINX makes of a word).
+/// Whether NGINX's parser cannot take byte-for-byte what `c` is as data: the ASCII control
+/// characters but the tab (a newline ends a comment and is taken raw inside quotes, `\r` is
+/// a separator, NUL ends the C string NGINX makes of a word; none of them is a valid byte of
+/// a header, a path or a name). The tab is written `\t`, which NGINX's parser turns back into
+/// a tab in every word. NGINX reads bytes: a character above U+007F (U+0085 among them) is
+/// bytes of 0x80 and more in UTF-8, which its parser takes as they are.
+pub fn unwritable(c: char) -> bool {
+    c.is_ascii_control() && c != '\t'
+}
+
+/// Rejects what NGINX's parser cannot read back as data: see [`unwritable`].
 fn check_bytes(field: &str, text: &str) -> Result<(), String> {
-    if let Some(c) = text.chars().find(|c| c.is_control()) {
+    if let Some(c) = text.chars().find(|&c| unwritable(c)) {
         return Err(format!(
             "{field}: {:?} holds the control character U+{:04X}, which nginx.conf cannot hold \
              as data",
@@ -396,6 +432,9 @@ pub fn comment_text(s: &str) -> String {
 pub struct Writer {
     text: String,
     dollar: bool,
+    /// The provenance of the directives being written, innermost last.
+    provenance: Vec<Provenance>,
+    refused: Vec<(u32, String)>,
     /// Only the text: [`Rendered::tree`] stays empty (it costs more memory than the text).
     text_only: bool,
 }
@@ -404,14 +443,14 @@ impl Writer {
     pub fn render(nodes: &[Node]) -> Result<Rendered, String> {
         let mut w = Writer::default();
         let tree = w.nodes(nodes, BlockKind::Directives, 0)?;
-        Ok(Rendered { text: w.text, tree, dollar: w.dollar })
+        Ok(Rendered { text: w.text, tree, dollar: w.dollar, refused: w.refused })
     }
 
     /// [`Writer::render`] without the tree: what a generator run writes to disk.
     pub fn render_text(nodes: &[Node]) -> Result<Rendered, String> {
         let mut w = Writer { text_only: true, ..Writer::default() };
         w.nodes(nodes, BlockKind::Directives, 0)?;
-        Ok(Rendered { text: w.text, tree: Vec::new(), dollar: w.dollar })
+        Ok(Rendered { text: w.text, tree: Vec::new(), dollar: w.dollar, refused: w.refused })
     }
 
     fn nodes(
@@ -447,8 +486,36 @@ impl Writer {
         }
     }
 
-    /// One directive, without its line's indentation and end.
+    /// One directive, without its line's indentation and end, under its provenance.
     fn directive(
+        &mut self,
+        d: &Directive,
+        parent: BlockKind,
+        depth: usize,
+    ) -> Result<Stmt, String> {
+        if let Some(p) = d.provenance {
+            self.provenance.push(p);
+        }
+        let stmt = self.directive_words(d, parent, depth);
+        if d.provenance.is_some() {
+            self.provenance.pop();
+        }
+        stmt
+    }
+
+    /// A word NGINX cannot take: recorded for the tenant object it came from (rendering goes
+    /// on with `""` in its place), or the run's error.
+    fn refuse(&mut self, why: String) -> Result<(String, String), String> {
+        match self.provenance.last() {
+            Some(Provenance::Object(o)) => {
+                self.refused.push((*o, why));
+                Ok(("\"\"".to_owned(), String::new()))
+            }
+            Some(Provenance::Run) | None => Err(why),
+        }
+    }
+
+    fn directive_words(
         &mut self,
         d: &Directive,
         parent: BlockKind,
@@ -471,7 +538,10 @@ impl Writer {
             } else {
                 position(parent, name, i, n)
             };
-            let (written, value) = self.word(a, pos)?;
+            let (written, value) = match self.word(a, pos) {
+                Ok(w) => w,
+                Err(why) => self.refuse(why)?,
+            };
             if d.condition && i == 1 {
                 self.text.push('(');
                 words.push(format!("({value}"));
@@ -635,11 +705,15 @@ impl Writer {
     }
 }
 
-/// `v` in quotes `q`, with `\` and `q` escaped.
+/// `v` in quotes `q`, with `\` and `q` escaped and a tab written `\t`.
 fn quote(v: &str, q: char) -> String {
     let mut s = String::with_capacity(v.len() + 2);
     s.push(q);
     for c in v.chars() {
+        if c == '\t' {
+            s.push_str("\\t");
+            continue;
+        }
         if c == '\\' || c == q {
             s.push('\\');
         }
@@ -680,6 +754,10 @@ mod tests {
             ("a'b", "\"a'b\""),
             ("a\\nb", "\"a\\\\nb\""),
             ("", "\"\""),
+            // NGINX's parser turns `\t` back into a tab, in any word.
+            ("a\tb", "\"a\\tb\""),
+            // Bytes above 0x7F are taken as they are.
+            ("x\u{85}y", "x\u{85}y"),
         ] {
             assert_eq!(
                 text(Directive::new("proxy_hide_header").data("f", input)),
@@ -691,11 +769,66 @@ mod tests {
 
     #[test]
     fn control_characters_are_errors_naming_the_field() {
-        for bad in ["a\nb", "a\rb", "a\tb", "a\0b", "\u{7f}", "x\u{85}"] {
+        for bad in ["a\nb", "a\rb", "a\0b", "\u{7f}", "\u{1b}"] {
             let e = one(Directive::new("add_header").data("spec.rules[0].name", bad)).unwrap_err();
             assert!(e.starts_with("spec.rules[0].name: "), "{e}");
             assert!(e.contains("control character"), "{e}");
         }
+    }
+
+    /// Every character but the unwritable ones, in every kind of word position, reads back
+    /// as itself (a tab through `\t`, U+0085 and other characters above U+007F as bytes).
+    #[test]
+    fn tabs_and_characters_above_ascii_read_back_as_data() {
+        for v in ["a\tb", "\t", "x\u{85}", "\u{9f}\u{2028}\\\t\"'", "/p\u{85}/\t"] {
+            for d in [
+                Directive::new("add_header").data("f", v).arg(Arg::data("g", v).quoted()),
+                Directive::new("location").code("=").data("f", format!("/{v}")),
+                Directive::new("if").arg(Arg::parts(vec![regex_data("f", v)]).quoted()),
+            ] {
+                let r = one(d).unwrap();
+                let back = crate::conf_reader::read(&r.text).unwrap();
+                assert_eq!(back, r.tree, "{v:?}: {}", r.text);
+            }
+        }
+    }
+
+    /// A word a tenant object's directive cannot hold is that object's, wherever it is in the
+    /// object's block; the same word outside any object, or under [`Provenance::Run`] inside
+    /// one, is the run's error.
+    #[test]
+    fn refused_words_are_their_objects() {
+        let long = "x".repeat(MAX_WORD + 1);
+        let bad = |f: &'static str| Directive::new("add_header").data(f, "a\nb").into();
+        let nodes: Vec<Node> = vec![
+            Directive::new("location")
+                .code("/a")
+                .block(vec![
+                    Directive::new("return").code("200").into(),
+                    Directive::new("if")
+                        .block(vec![bad("inner"), Directive::new("x").data("long", long).into()])
+                        .into(),
+                ])
+                .from(Provenance::Object(7))
+                .into(),
+            Directive::new("location")
+                .code("/b")
+                .block(vec![bad("other")])
+                .from(Provenance::Object(9))
+                .into(),
+            Directive::new("ok").code("1").into(),
+        ];
+        let r = Writer::render(&nodes).unwrap();
+        let owners: Vec<u32> = r.refused.iter().map(|(o, _)| *o).collect();
+        assert_eq!(owners, [7, 7, 9], "{:?}", r.refused);
+        assert!(r.refused[0].1.starts_with("inner: "), "{:?}", r.refused);
+        assert!(r.refused[1].1.starts_with("long: "), "{:?}", r.refused);
+        assert!(Writer::render(&[bad("f")]).is_err());
+        let run = Directive::new("location")
+            .code("/c")
+            .block(vec![Directive::new("x").data("f", "a\0").from(Provenance::Run).into()])
+            .from(Provenance::Object(1));
+        assert!(Writer::render(&[run.into()]).is_err());
     }
 
     #[test]

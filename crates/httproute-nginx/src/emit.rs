@@ -6,10 +6,13 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::conf::{
-    Arg, Directive, Node, Part, Rendered, Stmt, Writer, braced_var, code, data, regex_data, var,
+    Arg, Directive, Node, Part, Provenance, Rendered, Stmt, Writer, braced_var, code, data,
+    regex_data, var,
 };
 use crate::model::{HeaderModifier, PathModifier, RequestRedirect};
-use crate::plan::{Entry, INTERNAL_PREFIX, Loc, Plan, PortPlan, RulePlan, ServerPlan, Target};
+use crate::plan::{
+    Entry, INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, RuleId, RulePlan, ServerPlan, Target,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Carrier {
@@ -54,6 +57,27 @@ pub struct Output {
     pub files: BTreeMap<String, Vec<u8>>,
     /// What the configuration cannot do (on top of the plan's warnings).
     pub warnings: Vec<String>,
+    /// Rules and matches left out because NGINX cannot take a word written from them: the
+    /// rule, and why (`match N: ...` for a match). [`crate::plan::Status`] gets a condition
+    /// for each ([`crate::plan::dropped_from_configuration`]).
+    pub dropped: Vec<(RuleId, String)>,
+}
+
+/// A tenant's object that directives are written for: what a word of them NGINX cannot take
+/// leaves out (see [`emit_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Unit {
+    /// A rule: its internal locations, and the maps and split_clients written for it.
+    Rule(RuleId),
+    /// The location of a match path: (port, server, location) in the plan.
+    Location(ServerAt, usize),
+}
+
+/// What a configuration leaves out.
+#[derive(Debug, Default)]
+struct Skip {
+    rules: BTreeSet<RuleId>,
+    locations: BTreeSet<(ServerAt, usize)>,
 }
 
 fn d(name: &'static str) -> Directive {
@@ -92,7 +116,88 @@ pub enum Tree {
 }
 
 /// [`emit`], with or without [`Output::tree`].
+///
+/// A tenant object's failure is confined to it: every directive is written with the object it
+/// comes from ([`Provenance`]), and a word NGINX cannot take (a control character, a word past
+/// its 4,094 bytes) leaves out that object (the rule, or the match's location), with a warning
+/// and [`Output::dropped`], and the configuration is written again without it. Each pass
+/// leaves out every object it finds, and at least one more than the pass before, so the
+/// passes end; in practice there are two. Only the run's own words (options, the generator's
+/// text) are an error.
 pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
+    let mut skip = Skip::default();
+    let mut dropped: Vec<(RuleId, String)> = Vec::new();
+    let mut warnings = Vec::new();
+    loop {
+        let (out, refused, units) = emit_once(plan, opts, tree, &skip)?;
+        let Some(mut out) = out else {
+            let before = (skip.rules.len(), skip.locations.len());
+            for (o, why) in refused {
+                match &units[o as usize] {
+                    Unit::Rule(id) => {
+                        // The rule's fields are named after it (`field`): said once.
+                        let why = match why.strip_prefix(&format!("{id}: ")) {
+                            Some(rest) => rest.to_owned(),
+                            None => why,
+                        };
+                        if skip.rules.insert(id.clone()) {
+                            warnings.push(format!("{id}: {why}; the rule is not served"));
+                            dropped.push((id.clone(), why));
+                        }
+                    }
+                    Unit::Location((pi, si), li) => {
+                        if !skip.locations.insert(((*pi, *si), *li)) {
+                            continue;
+                        }
+                        let loc = &plan.ports[*pi].servers[*si].locations[*li];
+                        let path = match &loc.loc {
+                            Loc::Exact(p) | Loc::Prefix(p) => p.trim_end_matches('/'),
+                        };
+                        // The matches whose path is the location's.
+                        for c in &loc.candidates {
+                            if c.path_kind != PathKind::Regex
+                                && c.path.trim_end_matches('/') == path
+                                && !dropped.iter().any(|(id, w)| {
+                                    *id == c.id
+                                        && w.starts_with(&format!("match {}:", c.match_index))
+                                })
+                            {
+                                warnings.push(format!(
+                                    "{} match {}: {why}; the match is not served",
+                                    c.id, c.match_index
+                                ));
+                                dropped.push((
+                                    c.id.clone(),
+                                    format!("match {}: {why}", c.match_index),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            if before == (skip.rules.len(), skip.locations.len()) {
+                return Err(format!(
+                    "generator bug: a configuration word NGINX cannot take, again: {warnings:?}"
+                ));
+            }
+            continue;
+        };
+        warnings.append(&mut out.warnings);
+        out.warnings = warnings;
+        out.dropped = dropped;
+        return Ok(out);
+    }
+}
+
+/// One pass of [`emit_with`] without the objects of `skip`: the output, or (when a word of some
+/// tenant object cannot be written) none, the refused words by object and the objects.
+#[allow(clippy::type_complexity)]
+fn emit_once(
+    plan: &Plan,
+    opts: &Options,
+    tree: Tree,
+    skip: &Skip,
+) -> Result<(Option<Output>, Vec<(u32, String)>, Vec<Unit>), String> {
     let render = match tree {
         Tree::Keep => Writer::render,
         Tree::Drop => Writer::render_text,
@@ -164,15 +269,25 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
                 tls_server(port.port, server, opts, &mut body);
             }
             for (li, loc) in server.locations.iter().enumerate() {
+                if skip.locations.contains(&((pi, si), li)) {
+                    continue;
+                }
+                let from = http.unit(Unit::Location((pi, si), li));
                 let head = match &loc.loc {
                     Loc::Exact(p) => d("location").code("=").arg(quoted(PATH_FIELD, p.clone())),
                     Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
-                };
-                if loc.candidates.is_empty() {
+                }
+                .from(from);
+                let list: Vec<&Entry> = loc
+                    .candidates
+                    .iter()
+                    .filter(|c| !skip.rules.contains(&c.id))
+                    .map(|c| &c.entry)
+                    .collect();
+                if list.is_empty() {
                     body.push(head.inline(vec![d("return").code("404").into()]).into());
                     continue;
                 }
-                let list: Vec<&Entry> = loc.candidates.iter().map(|c| &c.entry).collect();
                 let text = serde_json::to_string(&list).map_err(|e| e.to_string())?;
                 let key = format!("{}_{si}_{li}", port.port);
                 let list_field = || -> Cow<'static, str> {
@@ -193,10 +308,13 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
                             d("http_matches").into(),
                         ]
                     }
+                    // A list too long for one word is the carrier's (an option), and it holds
+                    // every route of the location: the run's error, with the advice.
                     Carrier::Inline => {
                         vec![
                             d("http_matches")
                                 .arg(Arg::data(list_field(), text).single_quoted())
+                                .from(Provenance::Run)
                                 .into(),
                         ]
                     }
@@ -207,6 +325,7 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
                             d("set")
                                 .var("http_matches")
                                 .arg(Arg::data(list_field(), text).single_quoted())
+                                .from(Provenance::Run)
                                 .into(),
                             d("http_matches").into(),
                         ]
@@ -215,8 +334,15 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
                 body.push(head.inline(inner).into());
             }
             let mut mirror_locs = Vec::new();
-            let used: BTreeSet<usize> =
-                server.locations.iter().flat_map(|l| l.candidates.iter().map(|c| c.rule)).collect();
+            let used: BTreeSet<usize> = server
+                .locations
+                .iter()
+                .enumerate()
+                .filter(|(li, _)| !skip.locations.contains(&((pi, si), *li)))
+                .flat_map(|(_, l)| l.candidates.iter())
+                .filter(|c| !skip.rules.contains(&c.id))
+                .map(|c| c.rule)
+                .collect();
             for ri in used {
                 http.rule_location(
                     (port.port, port.tls),
@@ -327,6 +453,11 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
     };
     let mut nodes = top(inner);
     let mut rendered: Rendered = render(&nodes)?;
+    if !rendered.refused.is_empty() || !http.refused.is_empty() {
+        let mut refused = std::mem::take(&mut http.refused);
+        refused.append(&mut rendered.refused);
+        return Ok((None, refused, http.units));
+    }
     if rendered.dollar {
         drop(rendered);
         if let Some(Node::Directive(http)) = nodes.last_mut()
@@ -349,7 +480,15 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
             [(crt_path, crt.clone()), (key_path, key.clone())]
         })
         .collect();
-    Ok(Output { nginx_conf: rendered.text, tree: rendered.tree, matches_json, files, warnings })
+    let out = Output {
+        nginx_conf: rendered.text,
+        tree: rendered.tree,
+        matches_json,
+        files,
+        warnings,
+        dropped: Vec::new(),
+    };
+    Ok((Some(out), Vec::new(), http.units))
 }
 
 /// Servers that are the same on several ports, written once with a `listen` per port.
@@ -487,7 +626,18 @@ struct Http {
     raw_path: bool,
     /// The longest header name of a `proxy_set_header`.
     longest_header: usize,
+    /// The tenant objects directives are written for, by their [`Provenance::Object`] number.
+    units: Vec<Unit>,
+    /// Limits of NGINX the rule being written passes (no directive can raise them): why.
+    over_limit: Vec<String>,
+    /// Such rules: (their provenance number, why).
+    refused: Vec<(u32, String)>,
 }
+
+/// The longest header name a hash with NGINX's fixed 64-byte buckets holds (the grpc module's
+/// headers and hidden headers: no `grpc_headers_hash_bucket_size` exists): an element is a
+/// pointer and the name with 2 bytes, aligned to 8, and a bucket ends with a pointer.
+pub const FIXED_BUCKET_HEADER: usize = 64 - 8 - 8 - 2;
 
 /// A rule's fields, for errors: "HTTPRoute default/r rule 0: FIELD".
 fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
@@ -495,6 +645,43 @@ fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
 }
 
 impl Http {
+    /// The provenance of directives written for `u`.
+    fn unit(&mut self, u: Unit) -> Provenance {
+        self.units.push(u);
+        Provenance::Object((self.units.len() - 1) as u32)
+    }
+
+    /// [`Http::rule_location_of`], with every directive it writes (in the server, its
+    /// mirrors' locations, its maps and split_clients) written for the rule.
+    fn rule_location(
+        &mut self,
+        listener_port: u16,
+        ri: usize,
+        rule: &RulePlan,
+        out: &mut Vec<Node>,
+        mirror_locs: &mut Vec<Node>,
+    ) -> Result<(), String> {
+        let from = self.unit(Unit::Rule(rule.id.clone()));
+        let at = (out.len(), mirror_locs.len(), self.maps.len(), self.splits.len());
+        self.rule_location_of(listener_port, ri, rule, out, mirror_locs)?;
+        if let Provenance::Object(o) = from {
+            for why in std::mem::take(&mut self.over_limit) {
+                self.refused.push((o, why));
+            }
+        }
+        for n in out[at.0..]
+            .iter_mut()
+            .chain(&mut mirror_locs[at.1..])
+            .chain(&mut self.maps[at.2..])
+            .chain(&mut self.splits[at.3..])
+        {
+            if let Node::Directive(d) = n {
+                d.set_provenance_if_none(from);
+            }
+        }
+        Ok(())
+    }
+
     fn split_var(&mut self) -> String {
         self.split_n += 1;
         format!("httproute_split_{}", self.split_n - 1)
@@ -508,7 +695,7 @@ impl Http {
 
     /// The internal location of rule `ri` (a redirect, a 500, or a proxy with its filters and
     /// weights), and its mirrors' locations into `mirror_locs`.
-    fn rule_location(
+    fn rule_location_of(
         &mut self,
         listener: (u16, bool),
         ri: usize,
@@ -619,14 +806,15 @@ impl Http {
             // at once, with no upstream.
             if *share < 1.0 {
                 let v = self.split_var();
-                let pct = (share * 10000.0).round() / 100.0;
+                // NGINX refuses 0.00%: a share below 0.005% is mirrored at 0.01%.
+                let pct = percent(((share * 10000.0).round() as u64).clamp(1, 10000));
                 self.splits.push(Node::Blank);
                 self.splits.push(
                     d("split_clients")
                         .arg(Arg::parts(vec![var("request_id"), code("m")]).quoted())
                         .var(v.clone())
                         .block(vec![
-                            entry_of(Arg::code(format!("{pct:.2}%")), Arg::code("1")),
+                            entry_of(Arg::code(pct), Arg::code("1")),
                             entry_of(Arg::code("*"), empty()),
                         ])
                         .into(),
@@ -671,7 +859,7 @@ impl Http {
                 .enumerate()
                 .map(|(k, b)| (Arg::code(format!("b{k}")), b.weight))
                 .collect();
-            let v = self.split(shares, total);
+            let v = self.split(shares);
             out.push(
                 loc()
                     .inline(vec![
@@ -721,7 +909,7 @@ impl Http {
                 (value, b.weight)
             })
             .collect();
-        let v = self.split(shares, total);
+        let v = self.split(shares);
         let mut inner: Vec<Node> = vec![
             d("internal").into(),
             Directive::if_(v.clone(), Some(("=", empty())))
@@ -742,18 +930,21 @@ impl Http {
         Ok(())
     }
 
-    /// A `split_clients` on `$request_id` giving each value its share of `total`: its
-    /// variable.
-    fn split(&mut self, shares: Vec<(Arg, u32)>, total: u64) -> String {
+    /// A `split_clients` on `$request_id` giving each value its share of the weights: its
+    /// variable. Shares are written in NGINX's steps of 0.01% ([`basis_points`]).
+    fn split(&mut self, shares: Vec<(Arg, u32)>) -> String {
         let v = self.split_var();
+        // A zero weight gets no requests (the plan leaves such backendRefs out already).
+        let shares: Vec<(Arg, u32)> = shares.into_iter().filter(|(_, w)| *w > 0).collect();
         let last = shares.len().saturating_sub(1);
+        let weights: Vec<u32> = shares.iter().map(|(_, w)| *w).collect();
+        let bp = basis_points(&weights);
         let mut entries = Vec::new();
-        for (i, (value, w)) in shares.into_iter().enumerate() {
+        for (i, (value, _)) in shares.into_iter().enumerate() {
             if i == last {
                 entries.push(entry_of(Arg::code("*"), value));
-            } else {
-                let pct = (u64::from(w) * 10000 / total) as f64 / 100.0;
-                entries.push(entry_of(Arg::code(format!("{pct:.2}%")), value));
+            } else if bp[i] > 0 {
+                entries.push(entry_of(Arg::code(percent(bp[i])), value));
             }
         }
         self.splits.push(Node::Blank);
@@ -1051,10 +1242,20 @@ impl Http {
         }
         let req_name = || field(rule, "RequestHeaderModifier header name");
         let req_value = || field(rule, "RequestHeaderModifier header value");
+        // Header names NGINX puts in a hash: those set (request) and hidden (response).
+        let names = req.set.iter().chain(&req.add).map(|h| &h.name).chain(&req.remove);
+        let hidden = resp.set.iter().map(|h| &h.name).chain(&resp.remove);
+        let longest = names.chain(hidden).max_by_key(|n| n.len());
         if !g {
-            let names = req.set.iter().chain(&req.add).map(|h| h.name.len());
-            let longest = names.chain(req.remove.iter().map(String::len)).max().unwrap_or(0);
-            self.longest_header = self.longest_header.max(longest);
+            // proxy_headers_hash_bucket_size is raised to hold it.
+            self.longest_header = self.longest_header.max(longest.map_or(0, String::len));
+        } else if let Some(n) = longest.filter(|n| n.len() > FIXED_BUCKET_HEADER) {
+            self.over_limit.push(format!(
+                "header name {:?} of a GRPCRoute filter: {} bytes; the grpc module's header hash \
+                 holds names of at most {FIXED_BUCKET_HEADER}",
+                n,
+                n.len()
+            ));
         }
         for h in &req.set {
             out.push(
@@ -1143,6 +1344,44 @@ impl Http {
                 .block(entries),
         );
     }
+}
+
+/// `bp` basis points (hundredths of a percent) as split_clients writes a share: `12.34%`.
+fn percent(bp: u64) -> String {
+    format!("{}.{:02}%", bp / 100, bp % 100)
+}
+
+/// The shares of `weights` in basis points, as a `split_clients` block takes them: every share
+/// but the last nonzero one is written (rounded down), that last one is `*` (the rest). NGINX
+/// refuses a share of `0.00%`, so a nonzero weight whose share rounds down to nothing gets the
+/// smallest step, 0.01%, taken from the largest share; the last is left at least 0.01% too.
+/// The shares add up to 10,000 when some weight is nonzero (and at most 10,000 weights are:
+/// the CRD allows 16 backendRefs).
+pub fn basis_points(weights: &[u32]) -> Vec<u64> {
+    let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+    // The rest goes to the last nonzero weight (a zero weight gets nothing).
+    let Some(last) = weights.iter().rposition(|&w| w > 0) else {
+        return vec![0; weights.len()];
+    };
+    let mut bp: Vec<u64> = weights
+        .iter()
+        .map(|&w| match u64::from(w) * 10000 / total {
+            0 if w > 0 => 1,
+            b => b,
+        })
+        .collect();
+    let mut given: u64 = bp[..last].iter().sum();
+    while given + 1 > 10000 {
+        // The largest share that can give a step (the first of equals).
+        let Some(i) = (0..last).filter(|&i| bp[i] > 1).max_by_key(|&i| (bp[i], usize::MAX - i))
+        else {
+            break;
+        };
+        bp[i] -= 1;
+        given -= 1;
+    }
+    bp[last] = 10000u64.saturating_sub(given);
+    bp
 }
 
 /// `$httproute_raw_path`: the client's raw path, `$request_uri` without its query.
@@ -1342,4 +1581,52 @@ fn merge(rule: &HeaderModifier, own: &HeaderModifier) -> HeaderModifier {
             .cloned(),
     );
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every combination of small, equal, huge and zero weights: the shares add up to 100%, a
+    /// nonzero weight never gets 0.00% (NGINX refuses it), a zero weight gets nothing, and no
+    /// share is off its exact value by more than the steps given to tiny shares.
+    #[test]
+    fn split_shares_are_representable_and_add_up() {
+        let values = [0u32, 1, 2, 3, 7, 100, 9999, 20001, 1_000_000, u32::MAX / 16];
+        let mut tried = 0;
+        for n in 1..=4usize {
+            let mut idx = vec![0usize; n];
+            loop {
+                let w: Vec<u32> = idx.iter().map(|&i| values[i]).collect();
+                let bp = basis_points(&w);
+                let total: u64 = w.iter().map(|&x| u64::from(x)).sum();
+                if total > 0 {
+                    assert_eq!(bp.iter().sum::<u64>(), 10000, "{w:?}: {bp:?}");
+                    let tiny = w.iter().filter(|&&x| x > 0).count() as f64;
+                    for (x, b) in w.iter().zip(&bp) {
+                        assert_eq!(*x > 0, *b > 0, "{w:?}: {bp:?}");
+                        let exact = f64::from(*x) * 10000.0 / total as f64;
+                        assert!((exact - *b as f64).abs() <= tiny + 1.0, "{w:?}: {bp:?}");
+                    }
+                } else {
+                    assert!(bp.iter().all(|&b| b == 0), "{w:?}: {bp:?}");
+                }
+                tried += 1;
+                let mut k = 0;
+                while k < n && idx[k] + 1 == values.len() {
+                    idx[k] = 0;
+                    k += 1;
+                }
+                if k == n {
+                    break;
+                }
+                idx[k] += 1;
+            }
+        }
+        assert_eq!(tried, 10 + 100 + 1000 + 10000);
+        assert_eq!(basis_points(&[1, 20001]), [1, 9999]);
+        assert_eq!(basis_points(&[20001, 1]), [9999, 1]);
+        assert_eq!(percent(1), "0.01%");
+        assert_eq!(percent(9999), "99.99%");
+    }
 }

@@ -214,7 +214,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 status.is_some(),
             )?;
             for w in &generated.warnings {
-                eprintln!("httproute-nginx: warning: {w}");
+                eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));
             }
             httproute_nginx::write_dir(&output, &generated.output)
                 .map_err(|e| format!("{}: {e}", output.display()))?;
@@ -232,7 +232,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let mut plan = httproute_nginx::plan_for(&model, &map, &opts);
             warnings.append(&mut plan.warnings);
             for w in &warnings {
-                eprintln!("httproute-nginx: warning: {w}");
+                eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));
             }
             let headers = headers
                 .iter()
@@ -253,7 +253,7 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("httproute-nginx: error: {e}");
+            eprintln!("httproute-nginx: error: {}", httproute_nginx::escape_message(&e));
             ExitCode::FAILURE
         }
     }

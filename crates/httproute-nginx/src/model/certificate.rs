@@ -114,7 +114,58 @@ pub fn check(crt: &[u8], key: &[u8]) -> Result<Option<String>, String> {
     if cert_key.trim() != key_key.trim() {
         return Err("tls.key is not the key of the certificate in tls.crt".into());
     }
+    // NGINX reads every block of the chain: each must be a certificate (the first was parsed).
+    for (i, (label, der)) in certs.iter().enumerate().skip(1) {
+        if let Err(e) = openssl(&["x509", "-noout"], pem(label, der).as_bytes()) {
+            return Err(format!("tls.crt: block {} is not a certificate ({e})", i + 1));
+        }
+    }
+    match openssl(&["pkey", "-pubin", "-noout", "-text"], cert_key.as_bytes()) {
+        Ok(Some(text)) => too_weak(&text)?,
+        Ok(None) => {}
+        Err(e) => return Err(format!("tls.crt: its public key does not parse ({e})")),
+    }
     Ok(None)
+}
+
+/// A PEM block of `der` under `label`.
+fn pem(label: &str, der: &[u8]) -> String {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for chunk in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
+/// The key strength OpenSSL's default security level on Debian and most distributions (level
+/// 2, 112 bits) asks of a certificate's key, or NGINX's `ssl_certificate` fails ("ee key too
+/// small"): RSA, DSA and DH keys of 2,048 bits and more, EC keys of 224 bits and more (P-256
+/// and up); Ed25519 and Ed448 always pass. Level 1 (RSA 1,024) is not assumed: a distribution
+/// at level 2 would refuse what it lets through. `text` is `openssl pkey -pubin -text`'s.
+fn too_weak(text: &str) -> Result<(), String> {
+    let bits = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Public-Key: ("))
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse::<u32>().ok());
+    let Some(bits) = bits else { return Ok(()) };
+    let (kind, least) = if text.contains("ASN1 OID") || text.contains("NIST CURVE") {
+        ("EC", 224)
+    } else if text.contains("Modulus") || text.contains("prime:") || text.contains("P:") {
+        ("RSA/DSA/DH", 2048)
+    } else {
+        return Ok(());
+    };
+    if bits < least {
+        return Err(format!(
+            "tls.crt: its {kind} key has {bits} bits; OpenSSL's default security level (2) needs \
+             {least}"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -123,6 +174,11 @@ mod tests {
 
     /// A self-signed certificate and its key, made by openssl: (crt, key) PEM.
     pub(crate) fn self_signed() -> (Vec<u8>, Vec<u8>) {
+        self_signed_with(&["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
+    }
+
+    /// The same, with these `openssl req` key options.
+    fn self_signed_with(key: &[&str]) -> (Vec<u8>, Vec<u8>) {
         let dir = std::env::temp_dir().join(format!(
             "hr-cert-{}-{:?}",
             std::process::id(),
@@ -130,7 +186,8 @@ mod tests {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let ok = Command::new("openssl")
-            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
+            .args(["req", "-x509"])
+            .args(key)
             .args(["-nodes", "-days", "2", "-subj", "/CN=t.test", "-keyout"])
             .arg(dir.join("k.pem"))
             .arg("-out")
@@ -174,5 +231,21 @@ mod tests {
         // A chain: the leaf first, then another certificate.
         let chain = [crt.clone(), other_crt].concat();
         assert_eq!(check(&chain, &key), Ok(None));
+        // A second block that is not a certificate: NGINX reads it as one and fails.
+        let bad_chain = [crt.clone(), fake.to_vec()].concat();
+        assert!(
+            err(&bad_chain, &key).starts_with("tls.crt: block 2 is not a certificate"),
+            "{}",
+            err(&bad_chain, &key)
+        );
+        // Keys OpenSSL's default security level refuses; those it takes.
+        let (c, k) = self_signed_with(&["-newkey", "rsa:1024"]);
+        assert!(err(&c, &k).contains("RSA/DSA/DH key has 1024 bits"), "{}", err(&c, &k));
+        let (c, k) = self_signed_with(&["-newkey", "rsa:2048"]);
+        assert_eq!(check(&c, &k), Ok(None));
+        let (c, k) = self_signed_with(&["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-192"]);
+        assert!(err(&c, &k).contains("EC key has 192 bits"), "{}", err(&c, &k));
+        let (c, k) = self_signed_with(&["-newkey", "ed25519"]);
+        assert_eq!(check(&c, &k), Ok(None));
     }
 }

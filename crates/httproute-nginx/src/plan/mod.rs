@@ -38,7 +38,10 @@ mod status;
 pub use entry::Entry;
 pub use ids::{ListenerId, RouteId, RouteKind, RuleId};
 pub use precedence::{Loc, PathKind, SortKey};
-pub use status::{Condition, ConditionType, ListenerStatus, Reason, RouteStatus, Status};
+pub use status::{
+    Condition, ConditionType, ListenerStatus, Reason, RouteStatus, Status,
+    dropped_from_configuration,
+};
 
 /// Where backends live: `namespace/name:port` -> `host:port`.
 pub type BackendMap = BTreeMap<String, String>;

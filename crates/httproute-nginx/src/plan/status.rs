@@ -11,6 +11,9 @@ pub enum ConditionType {
     Accepted,
     Programmed,
     ResolvedRefs,
+    /// A route some of whose rules are left out (Gateway API's `PartiallyInvalid`, status
+    /// True, reason UnsupportedValue, a message starting "Dropped Rule").
+    PartiallyInvalid,
 }
 
 impl ConditionType {
@@ -19,6 +22,7 @@ impl ConditionType {
             ConditionType::Accepted => "Accepted",
             ConditionType::Programmed => "Programmed",
             ConditionType::ResolvedRefs => "ResolvedRefs",
+            ConditionType::PartiallyInvalid => "PartiallyInvalid",
         }
     }
 }
@@ -178,6 +182,39 @@ pub(super) fn grpc_not_served(
                         ports.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
                     ),
                 );
+            }
+        }
+    }
+}
+
+/// Rules (or matches: `match N: ...`) the configuration left out because NGINX cannot take a
+/// word written from them (`crate::emit::Output::dropped`): each route's parentRefs get
+/// `PartiallyInvalid: True, UnsupportedValue` with "Dropped Rule N: why" for each, as Gateway
+/// API says for a route whose invalid rules are dropped (its `Accepted` stays as it is).
+pub fn dropped_from_configuration(status: &mut Status, dropped: &[(super::RuleId, String)]) {
+    if dropped.is_empty() {
+        return;
+    }
+    for route in &mut status.routes {
+        let mut message = String::new();
+        for (rule, why) in dropped.iter().filter(|(r, _)| r.route == route.id) {
+            if !message.is_empty() {
+                message.push_str("; ");
+            }
+            message.push_str(&format!("Dropped Rule {}: {why}", rule.index));
+        }
+        if message.is_empty() {
+            continue;
+        }
+        for (_, conditions) in &mut route.parents {
+            let accepted = conditions.iter().any(|c| c.kind == ConditionType::Accepted && c.ok);
+            if accepted {
+                conditions.push(Condition {
+                    kind: ConditionType::PartiallyInvalid,
+                    ok: true,
+                    reason: Reason::UnsupportedValue,
+                    message: message.clone(),
+                });
             }
         }
     }

@@ -1,0 +1,82 @@
+//! What NGINX refuses that the generator once wrote from CRD-valid values, against a real
+//! NGINX: each configuration passes `nginx -t`, the object past the limit is left out (its
+//! path answers 404) and the rest is served (its backend, closed here, gives 502).
+
+mod common;
+
+use common::{Prefix, free_port};
+use httproute_nginx::BackendMap;
+
+fn gateway(port: u16) -> String {
+    format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  listeners: [{{name: http, port: {port}, protocol: HTTP}}]\n---\n"
+    )
+}
+
+fn route(kind: &str, name: &str, rest: &str) -> String {
+    format!(
+        "kind: {kind}\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  parentRefs: [{{name: gw}}]\n{rest}---\n"
+    )
+}
+
+/// Generates from `yaml`, runs `nginx -t` on the output and starts NGINX; `(dropped rules,
+/// NGINX)`.
+fn load(tag: &str, yaml: &str, port: u16) -> (Vec<String>, common::Nginx) {
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(std::path::Path::new("a.yaml"), yaml, &mut inputs).unwrap();
+    let mut backends = BackendMap::new();
+    backends.insert("default/s:80".into(), "127.0.0.1:9".into());
+    let opts = common::generator_options();
+    let plan = httproute_nginx::plan_for(&inputs, &backends, &opts);
+    let out = httproute_nginx::emit::emit(&plan, &opts).expect("written");
+    let dropped = out.dropped.iter().map(|(id, why)| format!("{id}: {why}")).collect();
+    let dir = Prefix::scratch(&format!("limits-{tag}"));
+    httproute_nginx::write_dir(&dir, &out).unwrap();
+    let p = Prefix::existing(dir, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "{tag}: nginx -t:\n{text}\n{}", out.nginx_conf);
+    (dropped, p.start())
+}
+
+#[test]
+fn split_clients_weights_1_and_20001_load() {
+    let port = free_port();
+    let rules = "  rules:\n  - matches: [{path: {type: PathPrefix, value: /w}}]\n    backendRefs: [{name: s, port: 80, weight: 1}, {name: s, port: 80, weight: 20001}]\n  - matches: [{path: {type: PathPrefix, value: /v}}]\n    backendRefs: [{name: s, port: 80, weight: 20001}, {name: s, port: 80, weight: 1}]\n";
+    let yaml = format!("{}{}", gateway(port), route("HTTPRoute", "r", rules));
+    let (dropped, n) = load("split", &yaml, port);
+    assert!(dropped.is_empty(), "{dropped:?}");
+    assert_eq!(n.get("/w", &[]).status, 502);
+    assert_eq!(n.get("/v", &[]).status, 502);
+    n.finish();
+}
+
+#[test]
+fn long_header_names_load_and_words_past_nginx_s_limit_drop_their_rule() {
+    let port = free_port();
+    let name = format!("x-{}", "n".repeat(48));
+    let dollars = format!("/{}", "$".repeat(300));
+    let grpc = format!(
+        "  rules:\n  - matches: [{{method: {{service: a.B}}}}]\n    filters:\n    - type: RequestHeaderModifier\n      requestHeaderModifier: {{set: [{{name: {name}, value: v}}]}}\n    backendRefs: [{{name: s, port: 80}}]\n"
+    );
+    let http = format!(
+        "  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /h}}}}]\n    filters:\n    - type: ResponseHeaderModifier\n      responseHeaderModifier: {{set: [{{name: {name}, value: v}}], remove: [{name}-r]}}\n    backendRefs: [{{name: s, port: 80}}]\n  - matches: [{{path: {{type: PathPrefix, value: /dollars}}}}]\n    filters:\n    - type: RequestRedirect\n      requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: \"{dollars}\"}}}}\n"
+    );
+    let yaml = format!(
+        "{}{}{}",
+        gateway(port),
+        route("GRPCRoute", "g", &format!("  hostnames: [g.test]\n{grpc}")),
+        route("HTTPRoute", "h", &format!("  hostnames: [h.test]\n{http}"))
+    );
+    let (dropped, n) = load("headers", &yaml, port);
+    assert_eq!(dropped.len(), 2, "{dropped:?}");
+    assert!(dropped.iter().any(|d| d.starts_with("default/g rule 0: header name")), "{dropped:?}");
+    assert!(dropped.iter().any(|d| d.starts_with("default/h rule 1: ")), "{dropped:?}");
+    let get = |path: &str| {
+        n.raw(format!("GET {path} HTTP/1.0\r\nHost: h.test\r\n\r\n").as_bytes())
+            .expect("request")
+            .status
+    };
+    assert_eq!(get("/h"), 502, "the long response header name is served");
+    assert_eq!(get("/dollars"), 404, "the redirect past 4,094 bytes is left out");
+    n.finish();
+}
