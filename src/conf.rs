@@ -191,6 +191,9 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
         let compiled = route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds);
         match compiled {
             Ok(file) => {
+                for n in &file.notices {
+                    ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: \"{}\": {n}", file_name);
+                }
                 mcf.compiled_memory += file.iter().next().map_or(0, |(_, l)| l.memory());
                 mcf.file_warnings = file.warnings.clone();
                 mcf.file = Some(Arc::new(file));
@@ -283,6 +286,9 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
                             names,
                             at: lcf.pending_where.clone(),
                         });
+                    }
+                    for n in &c.notices {
+                        ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: inline list: {n}");
                     }
                     lcf.inline = Some(Arc::new(c.list));
                     lcf.pending = c.warnings;

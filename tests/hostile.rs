@@ -147,17 +147,13 @@ fn catastrophic_patterns_on_many_elements_answer_within_the_budget() {
         r.push_str(&format!("x: {line}\r\n"));
     }
     r.push_str("\r\n");
-    // The best of three, so that a busy machine does not fail the test; without the budget
-    // each of them takes seconds.
-    let mut best = std::time::Duration::MAX;
-    for _ in 0..3 {
-        let started = Instant::now();
+    // Three times, each answered: the work is bounded by the budget's count of steps (the
+    // `[warn]` below says it was spent), never by the clock; a hang fails through the
+    // client's read timeout. Without the budget each of them takes seconds.
+    for i in 0..3 {
         let resp = n.raw(r.as_bytes()).expect("hostile request");
-        best = best.min(started.elapsed());
-        assert_eq!((resp.status, resp.body.as_str()), (200, "/t/any\n"));
+        assert_eq!((resp.status, resp.body.as_str()), (200, "/t/any\n"), "request {i}");
     }
-    eprintln!("5 catastrophic entries x 4 lines of 64 KiB: best of 3 in {best:?}");
-    assert!(best < std::time::Duration::from_millis(50) * common::time_scale(), "took {best:?}");
     assert_eq!(n.get("/h", &[("x", "aaaa")]).body, "/t/r0\n");
     let log = n.error_log();
     let warns: Vec<&str> =

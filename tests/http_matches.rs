@@ -442,7 +442,7 @@ fn nginx_t_inline_json_error_names_file_and_line() {
 #[test]
 fn reload_switches_routing_without_failing_a_request() {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     let body = r#"
         http_matches_load matches.json;
@@ -457,21 +457,35 @@ fn reload_switches_routing_without_failing_a_request() {
     assert_eq!(n.get("/k", &[]).body, "/t/old\n");
 
     let stop = Arc::new(AtomicBool::new(false));
+    let (old, new) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let client = {
-        let (n, stop) = (n.clone(), stop.clone());
+        let (n, stop, old, new) = (n.clone(), stop.clone(), old.clone(), new.clone());
         std::thread::spawn(move || {
-            let (mut seen_old, mut seen_new, mut bad) = (0, 0, Vec::new());
+            let mut bad = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 match n.raw(b"GET /k HTTP/1.0\r\n\r\n") {
-                    Ok(r) if r.status == 200 && r.body == "/t/old\n" => seen_old += 1,
-                    Ok(r) if r.status == 200 && r.body == "/t/new\n" => seen_new += 1,
+                    Ok(r) if r.status == 200 && r.body == "/t/old\n" => {
+                        old.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(r) if r.status == 200 && r.body == "/t/new\n" => {
+                        new.fetch_add(1, Ordering::Relaxed);
+                    }
                     other => bad.push(format!("{other:?}")),
                 }
             }
-            (seen_old, seen_new, bad)
+            bad
         })
     };
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // Synchronised by the client's answers, not by sleeping: the reload starts once the
+    // client has had old answers, and the client stops once it has had new ones.
+    let wait_for = |counter: &AtomicUsize, what: &str| {
+        let deadline = std::time::Instant::now() + common::patience();
+        while counter.load(Ordering::Relaxed) < 20 {
+            assert!(std::time::Instant::now() < deadline, "the client got no {what} answers");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    wait_for(&old, "old");
     n.prefix.write("matches.json", v2);
     let (ok, out) = n.signal("reload");
     assert!(ok, "{out}");
@@ -481,9 +495,10 @@ fn reload_switches_routing_without_failing_a_request() {
         assert!(std::time::Instant::now() < deadline, "routing did not switch");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    wait_for(&new, "new");
     stop.store(true, Ordering::Relaxed);
-    let (seen_old, seen_new, bad) = client.join().expect("client thread");
+    let bad = client.join().expect("client thread");
+    let (seen_old, seen_new) = (old.load(Ordering::Relaxed), new.load(Ordering::Relaxed));
     eprintln!(
         "during reload: {seen_old} old answers, {seen_new} new answers, {} failures",
         bad.len()

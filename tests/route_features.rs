@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 
 use common::{Nginx, free_port};
 use httproute_nginx::{BackendMap, Options};
@@ -150,17 +150,25 @@ fn websocket_upgrades_reach_the_backend_and_messages_flow_both_ways() {
     assert_eq!(plain.status, 400, "the backend says 'no upgrade'");
 }
 
-/// A backend that waits `delay` before answering 200 "slow".
-fn slow_backend(delay: Duration) -> u16 {
+/// A backend that holds every request until `gate` opens, then answers 200 "slow"; it
+/// reports each request line on `arrived` as the request comes in.
+fn held_backend(gate: Arc<(Mutex<bool>, Condvar)>, arrived: mpsc::Sender<String>) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for conn in l.incoming().flatten() {
+            let (gate, arrived) = (gate.clone(), arrived.clone());
             std::thread::spawn(move || {
                 let mut r = BufReader::new(conn.try_clone().unwrap());
                 let mut w = conn;
-                read_head(&mut r);
-                std::thread::sleep(delay);
+                let head = read_head(&mut r);
+                let _ = arrived.send(head.first().cloned().unwrap_or_default());
+                let (open, cv) = &*gate;
+                let mut g = open.lock().unwrap();
+                while !*g {
+                    g = cv.wait(g).unwrap();
+                }
+                drop(g);
                 let _ = w.write_all(
                     b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nslow\n",
                 );
@@ -170,20 +178,37 @@ fn slow_backend(delay: Duration) -> u16 {
     port
 }
 
+/// Ordered by events, not timed: the backend holds every request until the test opens its
+/// gate. `/patient` (10 s) is sent first and is being held when `/hurry` (300 ms) is sent;
+/// `/hurry` can only end by NGINX's timeout (504), and `/patient` is still waiting after it and
+/// gets the backend's answer once the gate opens.
 #[test]
 fn a_backend_slower_than_the_rule_timeout_answers_504() {
-    let (slow, port) = (slow_backend(Duration::from_millis(1500)), free_port());
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let (tx, arrived) = mpsc::channel();
+    let (held, port) = (held_backend(gate.clone(), tx), free_port());
     let mut backends = BackendMap::new();
-    backends.insert("default/slow:80".into(), format!("127.0.0.1:{slow}"));
+    backends.insert("default/slow:80".into(), format!("127.0.0.1:{held}"));
     let rules = "  - matches: [{path: {type: PathPrefix, value: /hurry}}]\n    backendRefs: [{name: slow, port: 80}]\n    timeouts: {request: 300ms}\n\
                  \x20 - matches: [{path: {type: PathPrefix, value: /patient}}]\n    backendRefs: [{name: slow, port: 80}]\n    timeouts: {request: 10s, backendRequest: 5s}\n";
-    let gw = gateway("timeouts", &manifests(port, rules), port, &backends);
-    let t = Instant::now();
+    let gw = Arc::new(gateway("timeouts", &manifests(port, rules), port, &backends));
+    let patient = {
+        let gw = gw.clone();
+        std::thread::spawn(move || gw.raw(b"GET /patient HTTP/1.0\r\nHost: any\r\n\r\n").unwrap())
+    };
+    let first = arrived.recv_timeout(common::patience()).expect("/patient reached the backend");
+    assert!(first.starts_with("GET /patient "), "{first}");
     let r = gw.raw(b"GET /hurry HTTP/1.0\r\nHost: any\r\n\r\n").unwrap();
-    let took = t.elapsed();
     assert_eq!(r.status, 504, "{}", r.head);
-    assert!(took < Duration::from_millis(1400), "answered after {took:?}");
-    let r = gw.raw(b"GET /patient HTTP/1.0\r\nHost: any\r\n\r\n").unwrap();
+    let second = arrived.recv_timeout(common::patience()).expect("/hurry reached the backend");
+    assert!(second.starts_with("GET /hurry "), "{second}");
+    assert!(!patient.is_finished(), "/patient ended before the backend answered");
+    {
+        let (open, cv) = &*gate;
+        *open.lock().unwrap() = true;
+        cv.notify_all();
+    }
+    let r = patient.join().expect("/patient client");
     assert_eq!((r.status, r.body.as_str()), (200, "slow\n"));
 }
 

@@ -43,6 +43,8 @@ struct Meter {
     over: Cell<bool>,
     /// An allocation failed in the open scope (the reserve was used, or PCRE2 got NULL).
     failed: Cell<bool>,
+    /// The highest `live` since the open scope opened.
+    peak: Cell<isize>,
 }
 
 thread_local! {
@@ -52,6 +54,7 @@ thread_local! {
             limit: Cell::new(isize::MAX),
             over: Cell::new(false),
             failed: Cell::new(false),
+            peak: Cell::new(0),
         }
     };
 }
@@ -70,6 +73,9 @@ pub(crate) fn add(n: usize) -> bool {
         .try_with(|m| {
             let live = m.live.get().saturating_add(n);
             m.live.set(live);
+            if live > m.peak.get() {
+                m.peak.set(live);
+            }
             if live > m.limit.get() {
                 m.over.set(true);
                 return false;
@@ -98,6 +104,42 @@ pub(crate) fn fits(n: usize) -> bool {
             ok
         })
         .unwrap_or(true)
+}
+
+/// Bytes the open scope of this thread may still allocate (`usize::MAX` outside a scope).
+pub fn room() -> usize {
+    METER
+        .try_with(|m| {
+            if m.limit.get() == isize::MAX {
+                return usize::MAX;
+            }
+            usize::try_from(m.limit.get().saturating_sub(m.live.get())).unwrap_or(0)
+        })
+        .unwrap_or(usize::MAX)
+}
+
+/// Whether a structure estimated to need at most `n` bytes, built with infallible
+/// allocations (a crate's `Vec` growth), can be built now: `n` fits in what is left of the open
+/// scope, and the system gives that much address space (asked for and given back at once,
+/// never touched; an address-space limit refuses it here instead of aborting the build). The
+/// allocator's reserve is not counted in: it is for what cannot be estimated.
+pub fn can_build(n: usize) -> bool {
+    if n > room() {
+        return false;
+    }
+    // Small structures always fit in the reserve; the probe costs a system call.
+    if n < 64 * 1024 {
+        return true;
+    }
+    let Ok(layout) = Layout::from_size_align(n, 4096) else { return false };
+    // SAFETY: the layout has a non-zero size; the block is freed right away, untouched.
+    let p = unsafe { System.alloc(layout) };
+    if p.is_null() {
+        return false;
+    }
+    // SAFETY: `p` was allocated just now by `System` with `layout`.
+    unsafe { System.dealloc(p, layout) };
+    true
 }
 
 /// Records that an allocation failed on this thread.
@@ -177,7 +219,7 @@ impl std::error::Error for Exhausted {}
 pub struct Scope {
     base: isize,
     limit: usize,
-    saved: (isize, bool, bool),
+    saved: (isize, bool, bool, isize),
     reserve_ok: bool,
 }
 
@@ -187,7 +229,8 @@ impl Scope {
         let reserve_ok = take_reserve();
         METER.with(|m| {
             let base = m.live.get();
-            let saved = (m.limit.get(), m.over.get(), m.failed.get());
+            let saved = (m.limit.get(), m.over.get(), m.failed.get(), m.peak.get());
+            m.peak.set(base);
             let l = isize::try_from(limit).unwrap_or(isize::MAX);
             m.limit.set(base.saturating_add(l));
             m.over.set(false);
@@ -199,6 +242,12 @@ impl Scope {
     /// Bytes allocated (and not freed) since the scope opened.
     pub fn used(&self) -> usize {
         METER.with(|m| usize::try_from(m.live.get().saturating_sub(self.base)).unwrap_or(0))
+    }
+
+    /// The most bytes allocated (and not yet freed) at any point since the scope opened: the
+    /// compile's peak, temporaries included.
+    pub fn peak(&self) -> usize {
+        METER.with(|m| usize::try_from(m.peak.get().saturating_sub(self.base)).unwrap_or(0))
     }
 
     /// The scope's limit.
@@ -222,8 +271,10 @@ impl Scope {
 
 impl Drop for Scope {
     fn drop(&mut self) {
-        let (limit, over, failed) = self.saved;
+        let (limit, over, failed, peak) = self.saved;
         let _ = METER.try_with(|m| {
+            // An enclosing scope's peak includes this one's.
+            m.peak.set(m.peak.get().max(peak));
             m.limit.set(limit);
             m.over.set(over);
             m.failed.set(failed);
@@ -299,6 +350,9 @@ mod tests {
         let s = Scope::open(1000);
         assert!(add(600));
         assert_eq!(s.used(), 600);
+        sub(100);
+        assert!(add(100));
+        assert_eq!(s.peak(), 600);
         assert_eq!(s.check(), Ok(()));
         assert!(fits(400));
         assert!(!fits(401));
@@ -313,7 +367,14 @@ mod tests {
         note_failure();
         assert_eq!(s.check(), Err(Exhausted::OutOfMemory { used: 0 }));
         drop(s);
+        let s = Scope::open(1 << 20);
+        assert!(add(1000));
+        assert_eq!(room(), (1 << 20) - 1000);
+        assert!(can_build(1000) && can_build((1 << 20) - 1000) && !can_build(1 << 20));
+        sub(1000);
+        drop(s);
         // Outside a scope nothing is limited.
+        assert_eq!(room(), usize::MAX);
         assert!(add(usize::MAX / 4));
         sub(usize::MAX / 4);
     }

@@ -53,6 +53,9 @@ pub struct CompiledList {
     pub list: MatchList,
     /// Malformed entries.
     pub warnings: Vec<Warning>,
+    /// What was compiled differently, not wrong (a regex group left without its prefilter's
+    /// automaton for lack of memory): for a `[warn]`, never an error.
+    pub notices: Vec<Warning>,
 }
 
 /// A compiled `matches.json`: one compiled form for all its lists.
@@ -66,6 +69,8 @@ pub struct CompiledFile {
     key_items: Run,
     /// Malformed entries, once per distinct list.
     pub warnings: Vec<Warning>,
+    /// See [`CompiledList::notices`]; once per distinct list.
+    pub notices: Vec<Warning>,
 }
 
 impl CompiledFile {
@@ -159,6 +164,7 @@ pub(crate) fn compile_list(
     let mut warnings = Vec::new();
     let (entries, index) = c.list(&raw, None, &mut warnings);
     drop(raw);
+    let notices = c.notices(None);
     let failed = scope
         .check()
         .err()
@@ -173,7 +179,7 @@ pub(crate) fn compile_list(
     if let Err(e) = scope.check() {
         return Err(ParseError::memory(memory_error(e, "compiling the list")));
     }
-    Ok(CompiledList { list, warnings })
+    Ok(CompiledList { list, warnings, notices })
 }
 
 pub(crate) fn compile_file(
@@ -314,6 +320,7 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, &what()));
     }
     let mut warnings: Vec<Warning> = Vec::new();
+    let mut notices: Vec<Warning> = Vec::new();
     // The first list during which the scope was found spent.
     let mut failed: Option<(Exhausted, String)> = None;
     let de = open().map_err(FileError::Io)?;
@@ -348,6 +355,7 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
             }
             None => {
                 let index = index::build(&mut c.b, entries);
+                notices.extend(c.notices(Some(&key)));
                 lists.push((entries, index));
                 let number = lists.len() - 1;
                 seen.entry(shape).or_default().push((number, first_warning..warnings.len()));
@@ -393,7 +401,14 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         lists.into_iter().map(|(entries, index)| MatchList::new(store.clone(), entries, index)),
     );
     scope.check().map_err(|e| mem(e, "finishing the lists"))?;
-    Ok(CompiledFile { store, lists: out.into_boxed_slice(), keys: table, key_items, warnings })
+    Ok(CompiledFile {
+        store,
+        lists: out.into_boxed_slice(),
+        keys: table,
+        key_items,
+        warnings,
+        notices,
+    })
 }
 
 /// Decides typed/untyped for a whole source (contract section 3).
@@ -432,6 +447,23 @@ impl Compiler {
         let mut b = Builder::default();
         b.pattern_max = bounds.pattern;
         Compiler { typed, b }
+    }
+
+    /// A notice per regex group of the last list indexed that was left without its automaton.
+    fn notices(&mut self, key: Option<&str>) -> Vec<Warning> {
+        core::mem::take(&mut self.b.unindexed)
+            .into_iter()
+            .map(|entry| Warning {
+                key: key.map(str::to_owned),
+                also: 0,
+                entry: entry as usize,
+                message: "the regex prefilter's automaton for this entry's group of regex \
+                          conditions would not fit in what is left of http_matches_max_memory \
+                          (or of the address space): its entries are tried one by one, within \
+                          the regex budget"
+                    .to_owned(),
+            })
+            .collect()
     }
 
     /// Compiles one list into the builder: its entries and its index.

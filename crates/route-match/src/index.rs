@@ -211,7 +211,10 @@ fn literals(b: &mut Builder, by_literal: Literals) -> Option<Option<crate::store
     }
     // ASCII case is ignored: a caseless pattern's literals come in one ASCII spelling
     // (`prefilter`); for the others it only lets more values through.
-    let automaton = automaton(by_literal.keys().map(Vec::as_slice))?;
+    let Some(automaton) = automaton(by_literal.keys().map(Vec::as_slice)) else {
+        b.unindexed.push(by_literal.values().flatten().copied().min().unwrap_or(0));
+        return None;
+    };
     let id = b.index(b.automata.len());
     b.automata.push(automaton);
     let first = b.literal_postings.len();
@@ -247,14 +250,40 @@ fn automaton<'l>(
             .build(literals.clone())
             .ok()
     };
-    let bytes: usize = literals.clone().map(<[u8]>::len).sum();
+    let (count, bytes) = literals.clone().fold((0usize, 0usize), |(n, b), l| (n + 1, b + l.len()));
+    let nfa = nfa_estimate(count, bytes);
+    // The DFA is built from the NFA, which stays until it is done.
+    let dfa = nfa.saturating_add(bytes.saturating_add(1).saturating_mul(DFA_STATE_BYTES));
     if bytes <= DFA_LITERAL_BYTES
+        && pcre2_bounded::memory::can_build(dfa)
         && let Some(dfa) = build(aho_corasick::AhoCorasickKind::DFA)
         && dfa.memory_usage() <= DFA_MAX_MEMORY
     {
         return Some(dfa);
     }
+    // Built with infallible allocations (its `Vec`s grow as it goes): only when the estimate
+    // of its peak fits in what is left of the compile's memory bound and in the address space.
+    if !pcre2_bounded::memory::can_build(nfa) {
+        return None;
+    }
     build(aho_corasick::AhoCorasickKind::ContiguousNFA)
+}
+
+/// Bytes one DFA state may take: a row of 4-byte transitions for up to 257 byte classes.
+const DFA_STATE_BYTES: usize = 257 * 4;
+
+/// An upper bound of the peak bytes the aho-corasick builder allocates for a contiguous NFA
+/// of `count` literals of `bytes` bytes in all (ASCII case ignored). A trie has at most one
+/// state per literal byte; its states near the root (depth < 3) keep dense rows of 256
+/// transitions, and there are at most 1 + min(count, 256) + count of those. Measured with the
+/// module's allocator (`tests/memory_bounds.rs`, literals sharing no prefix, the worst case):
+/// 30-232 bytes per literal byte at the peak, the high end for short literals (dense rows);
+/// this bound is 1.6-2.6x those peaks.
+pub(crate) fn nfa_estimate(count: usize, bytes: usize) -> usize {
+    let dense = 1usize.saturating_add(count.min(256)).saturating_add(count);
+    (16 * 1024usize)
+        .saturating_add(bytes.saturating_mul(80))
+        .saturating_add(dense.saturating_mul(1024))
 }
 
 fn postings(b: &mut Builder, list: &[u32]) -> Run {

@@ -243,6 +243,10 @@ pub(crate) struct Builder {
     pub(crate) no_memory: bool,
     /// The most bytes one pattern may compile to; more makes its entry malformed.
     pub(crate) pattern_max: usize,
+    /// Per regex group whose automaton was not built (its estimate did not fit in what was
+    /// left of the memory bound): the first of its entries (0-based in its list). Taken by
+    /// the compiler after each list's index, for a notice.
+    pub(crate) unindexed: Vec<u32>,
 }
 
 /// Makes room for `additional` more items in `v`, or says it cannot (instead of aborting).
