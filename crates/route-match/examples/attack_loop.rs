@@ -71,7 +71,7 @@ fn store(n: usize) -> (route_match::CompiledFile, Req) {
 }
 
 fn run(list: &MatchList, r: &Req, n: usize) {
-    eprintln!("{:?}", list.evaluate_counting(r));
+    eprintln!("{:?}", list.evaluate_work(r));
     for _ in 0..n {
         black_box(list.evaluate(black_box(r)));
     }
@@ -129,7 +129,8 @@ fn main() {
             let mut entries: Vec<String> = (0..17)
                 .map(|i| {
                     format!(
-                        r#"{{"headers":["x:RegularExpression:^[a-d]+[0-9]*_{{0,{i}}}$"],"redirectPath":"/r{i}"}}"#
+                        r#"{{"headers":["x:RegularExpression:^[a-d]-[0-9]+[x-z]{{{}}}"],"redirectPath":"/r{i}"}}"#,
+                        i + 1
                     )
                 })
                 .collect();
