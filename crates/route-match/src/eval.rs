@@ -613,6 +613,34 @@ impl Hits {
     }
 }
 
+/// The value table of header `name`'s index group: looked up by the name lower-cased when
+/// the index has a table of names (many groups), else compared with each group's name.
+#[inline(always)]
+fn header_table(
+    store: &Store,
+    index: &Index,
+    headers: &[(crate::store::Span, crate::store::Table)],
+    name: &[u8],
+    cx: &Ctx<'_, impl RequestView + ?Sized>,
+) -> Option<crate::store::Table> {
+    if index.header_names.is_empty() {
+        // Fewer than `NAME_TABLE_FROM` names: a unit per name compared.
+        cx.charge(headers.len() as u64);
+        return headers
+            .iter()
+            .find(|(n, _)| store.bytes(*n).eq_ignore_ascii_case(name))
+            .map(|g| g.1);
+    }
+    cx.charge(1);
+    let mut lower = [0u8; crate::index::NAME_TABLE_MAX];
+    let lower = lower.get_mut(..name.len())?;
+    for (l, b) in lower.iter_mut().zip(name) {
+        *l = b.to_ascii_lowercase();
+    }
+    let item = store.lookup(index.header_names, lower)?;
+    store.groups.get(item.value.start as usize).map(|g| g.1)
+}
+
 /// Whether a value holds a comma: short values (most) a word at a time, long ones with
 /// memchr (whose set-up costs more than a short value's bytes).
 fn has_comma(value: &[u8]) -> bool {
@@ -893,9 +921,7 @@ impl MatchList {
             let mut lines = 0u64;
             for (name, value) in cx.req.headers() {
                 lines += 1;
-                let Some((_, table)) =
-                    headers.iter().find(|(n, _)| store.bytes(*n).eq_ignore_ascii_case(name))
-                else {
+                let Some(table) = header_table(store, index, headers, name, cx) else {
                     continue;
                 };
                 if value.is_empty() {
@@ -903,14 +929,14 @@ impl MatchList {
                 }
                 // The value's lookup: one unit per 64 bytes hashed.
                 cx.charge(1 + value.len() as u64 / 64);
-                if let Some(item) = store.lookup(*table, value) {
+                if let Some(item) = store.lookup(table, value) {
                     ok &= c.push(store.postings(item.value));
                 }
                 if memchr::memchr(b',', value).is_some() {
                     cx.charge(value.len() as u64 / 64);
                     for el in value.split(|&b| b == b',').map(trim_ows) {
                         cx.charge(1);
-                        if let Some(item) = store.lookup(*table, el) {
+                        if let Some(item) = store.lookup(table, el) {
                             ok &= c.push(store.postings(item.value));
                         }
                     }

@@ -94,6 +94,27 @@ fn repeated_values_and_elements_are_attempted_once() {
     assert_eq!(show(l.evaluate(&hit)), "-> /w");
 }
 
+#[test]
+fn header_names_are_looked_up_not_compared_one_by_one() {
+    // 100 indexed header names; 1,700 other lines, then the one that wins, spelled in capitals.
+    let entries: Vec<String> = (0..100)
+        .map(|i| format!(r#"{{"headers":["x-name-{i}:v{i}"],"redirectPath":"/r{i}"}}"#))
+        .collect();
+    let l = list(&format!("[{},{{\"any\":true,\"redirectPath\":\"/any\"}}]", entries.join(",")));
+    assert!(l.is_indexed());
+    let mut req = Req::new("GET");
+    for i in 0..1_700 {
+        req = req.h(&format!("x-other-{i}"), "v");
+    }
+    let long = "x".repeat(100);
+    let req = req.h(&long, "v1").h("X-Name-99", "v99");
+    let (outcome, work) = l.evaluate_work(&req);
+    assert_eq!(show(outcome), "-> /r99");
+    // A few units per line (visit, name lookup, value lookup), not one per indexed name.
+    assert!(work.units <= 4 * 1_702, "{work:?}");
+    assert_eq!(show(l.evaluate_linear(&req)), "-> /r99");
+}
+
 /// Bytes of the request as NGINX decoded it: every line's name and value (and its `: ` and
 /// CRLF), and the query.
 fn decoded_bytes(r: &Req) -> u64 {
