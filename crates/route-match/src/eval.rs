@@ -112,7 +112,7 @@ const _: () = assert!(core::mem::size_of::<MatchList>() <= 24);
 
 /// Per-evaluation state: the lazily decoded query and, for lists with a regex condition, the
 /// regex state.
-struct Ctx<'r, R: ?Sized> {
+struct Ctx<'r, R: ?Sized, const C: bool> {
     req: &'r R,
     store: &'r Store,
     params: OnceCell<Params<'r>>,
@@ -174,7 +174,7 @@ impl Regexes {
     }
 }
 
-impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
+impl<'r, R: RequestView + ?Sized, const C: bool> Ctx<'r, R, C> {
     fn new(req: &'r R, store: &'r Store, rx: Option<&'r Regexes>) -> Self {
         Ctx { req, store, params: OnceCell::new(), rx, used: Cell::new(0), state: Cell::new(0) }
     }
@@ -182,6 +182,11 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
     /// Charges `units` of work to the evaluation.
     #[inline(always)]
     fn charge(&self, units: u64) {
+        // `C`: counted. Not where nothing reads it: `evaluate` of a list without regex
+        // conditions (it has no budget; only `evaluate_work` asks for its figures).
+        if !C {
+            return;
+        }
         self.used.set(self.used.get().saturating_add(units));
     }
 
@@ -414,11 +419,11 @@ const MEMO_MAX: usize = 1024;
 const MEMO_TEXT_MAX: usize = 64 * 1024;
 
 impl Memo {
-    fn get<R: RequestView + ?Sized>(
+    fn get<R: RequestView + ?Sized, const C: bool>(
         &mut self,
         pattern: usize,
         subject: &[u8],
-        cx: &Ctx<'_, R>,
+        cx: &Ctx<'_, R, C>,
     ) -> Lookup {
         let addr = (subject.as_ptr() as usize, subject.len());
         let found =
@@ -552,14 +557,22 @@ fn caseless_eq(name: &[u8], want: &[u8]) -> bool {
 
 /// Exact header value `v`: equals the whole line or one OWS-trimmed comma element of it.
 #[inline(always)]
-fn exact_line<R: RequestView + ?Sized>(v: &[u8], line: &[u8], cx: &Ctx<'_, R>) -> bool {
+fn exact_line<R: RequestView + ?Sized, const C: bool>(
+    v: &[u8],
+    line: &[u8],
+    cx: &Ctx<'_, R, C>,
+) -> bool {
     line.len() >= v.len() && (crate::bytes::eq(v, line) || exact_element(v, line, cx))
 }
 
 /// Whether `v` is one OWS-trimmed comma element of `line` (off the common path: a line that
 /// is not the value itself). Charged a unit per 64 bytes scanned and per element compared.
 #[inline(never)]
-fn exact_element<R: RequestView + ?Sized>(v: &[u8], line: &[u8], cx: &Ctx<'_, R>) -> bool {
+fn exact_element<R: RequestView + ?Sized, const C: bool>(
+    v: &[u8],
+    line: &[u8],
+    cx: &Ctx<'_, R, C>,
+) -> bool {
     cx.charge(line.len() as u64 / 64);
     memchr::memchr(b',', line).is_some()
         && line.split(|&b| b == b',').any(|el| {
@@ -616,12 +629,12 @@ impl Hits {
 /// The value table of header `name`'s index group: looked up by the name lower-cased when
 /// the index has a table of names (many groups), else compared with each group's name.
 #[inline(always)]
-fn header_table(
+fn header_table<R: RequestView + ?Sized, const C: bool>(
     store: &Store,
     index: &Index,
     headers: &[(crate::store::Span, crate::store::Table)],
     name: &[u8],
-    cx: &Ctx<'_, impl RequestView + ?Sized>,
+    cx: &Ctx<'_, R, C>,
 ) -> Option<crate::store::Table> {
     if index.header_names.is_empty() {
         // Fewer than `NAME_TABLE_FROM` names: a unit per name compared.
@@ -741,7 +754,7 @@ impl MatchList {
     pub fn evaluate_linear<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
         // Always with regex state, also for a regex-free list: the reference for both.
         let rx = Regexes::new(req.regex_budget());
-        let cx = Ctx::new(req, &self.store, Some(&rx));
+        let cx = Ctx::<_, true>::new(req, &self.store, Some(&rx));
         let outcome = self.first_of_all(&cx);
         rx.finish(req, outcome)
     }
@@ -759,7 +772,7 @@ impl MatchList {
     #[doc(hidden)]
     pub fn evaluate_work<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, Work) {
         if self.regex_free {
-            let cx = Ctx::new(req, &self.store, None);
+            let cx = Ctx::<_, true>::new(req, &self.store, None);
             let outcome = self.first_of_list(&cx);
             return (outcome, cx.work());
         }
@@ -769,13 +782,13 @@ impl MatchList {
     /// A list without regex conditions: no regex state, no failure to report.
     #[inline(always)]
     fn evaluate_regex_free<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
-        self.first_of_list(&Ctx::new(req, &self.store, None))
+        self.first_of_list(&Ctx::<_, false>::new(req, &self.store, None))
     }
 
     #[inline(never)]
     fn evaluate_with_regexes<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, Work) {
         let rx = Regexes::new(req.regex_budget());
-        let cx = Ctx::new(req, &self.store, Some(&rx));
+        let cx = Ctx::<_, true>::new(req, &self.store, Some(&rx));
         let outcome = self.first_of_list(&cx);
         let work = cx.work();
         (rx.finish(req, outcome), work)
@@ -783,7 +796,10 @@ impl MatchList {
 
     /// The winner among the index's candidates, or among all entries for a short list.
     #[inline(always)]
-    fn first_of_list<R: RequestView + ?Sized>(&self, cx: &Ctx<'_, R>) -> Outcome<'_> {
+    fn first_of_list<R: RequestView + ?Sized, const C: bool>(
+        &self,
+        cx: &Ctx<'_, R, C>,
+    ) -> Outcome<'_> {
         // Short lists (NGF's few rules per path): no index, none of its state made.
         if self.index == NO_INDEX {
             return self.first_of_all(cx);
@@ -797,10 +813,10 @@ impl MatchList {
     /// The candidates the index gives, in order (or every entry, when the request hits more
     /// posting lists than `Candidates` holds).
     #[inline(never)]
-    fn first_of_indexed<R: RequestView + ?Sized>(
+    fn first_of_indexed<R: RequestView + ?Sized, const C: bool>(
         &self,
         index: &Index,
-        cx: &Ctx<'_, R>,
+        cx: &Ctx<'_, R, C>,
     ) -> Outcome<'_> {
         let mut hits = Hits::new();
         let mut candidates = Candidates::new();
@@ -819,10 +835,10 @@ impl MatchList {
 
     /// Evaluates the given entries in the order given (ascending) until one decides.
     #[inline(always)]
-    fn first_of<R: RequestView + ?Sized>(
+    fn first_of<R: RequestView + ?Sized, const C: bool>(
         &self,
         order: impl Iterator<Item = usize>,
-        cx: &Ctx<'_, R>,
+        cx: &Ctx<'_, R, C>,
     ) -> Outcome<'_> {
         let entries = self.entries();
         for i in order {
@@ -836,7 +852,10 @@ impl MatchList {
 
     /// Evaluates every entry in order until one decides.
     #[inline(always)]
-    fn first_of_all<R: RequestView + ?Sized>(&self, cx: &Ctx<'_, R>) -> Outcome<'_> {
+    fn first_of_all<R: RequestView + ?Sized, const C: bool>(
+        &self,
+        cx: &Ctx<'_, R, C>,
+    ) -> Outcome<'_> {
         for (i, e) in self.entries().iter().enumerate() {
             if self.decides(i, e, cx) {
                 return self.decision(i, e);
@@ -847,7 +866,12 @@ impl MatchList {
 
     /// Whether entry `i` decides the evaluation: it is satisfied, or malformed.
     #[inline(always)]
-    fn decides<R: RequestView + ?Sized>(&self, i: usize, e: &Entry, cx: &Ctx<'_, R>) -> bool {
+    fn decides<R: RequestView + ?Sized, const C: bool>(
+        &self,
+        i: usize,
+        e: &Entry,
+        cx: &Ctx<'_, R, C>,
+    ) -> bool {
         let Body::When { path, method, headers, params } = e.body else { return true };
         if let Some(m) = method
             && !crate::bytes::eq(self.store.bytes(m), cx.req.method())
@@ -893,10 +917,10 @@ impl MatchList {
 
     /// The entries whose index key holds for this request, plus the unkeyed ones, into `c`;
     /// `false` when the request hits more posting lists than `Candidates` holds.
-    fn candidates<'s, R: RequestView + ?Sized>(
+    fn candidates<'s, R: RequestView + ?Sized, const C: bool>(
         &'s self,
         index: &Index,
-        cx: &'s Ctx<'_, R>,
+        cx: &'s Ctx<'_, R, C>,
         hits: &'s mut Hits,
         c: &mut Candidates<'s>,
     ) -> bool {
@@ -964,10 +988,10 @@ impl MatchList {
     /// value of a param): anywhere in the value for a group's scan, at the start of a subject
     /// for its anchored patterns (the value, and each comma element of a header line:
     /// `line_holds` matches those too).
-    fn regex_hits<R: RequestView + ?Sized>(
+    fn regex_hits<R: RequestView + ?Sized, const C: bool>(
         &self,
         groups: &[crate::store::RegexGroup],
-        cx: &Ctx<'_, R>,
+        cx: &Ctx<'_, R, C>,
         hits: &mut Hits,
     ) {
         let store = &*self.store;
