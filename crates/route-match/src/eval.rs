@@ -283,12 +283,40 @@ impl<'r, R: RequestView + ?Sized, const C: bool> Ctx<'r, R, C> {
     fn regex_line(&self, p: &Pattern, line: &[u8], entry: usize) -> bool {
         // The regex call charges each subject it looks at, the split's scan is charged here.
         self.charge(line.len() as u64 / 64);
-        self.regex(p, line, entry)
-            || (memchr::memchr(b',', line).is_some()
-                && line
-                    .split(|&b| b == b',')
-                    .map(trim_ows)
-                    .any(|el| !el.is_empty() && el.len() < line.len() && self.regex(p, el, entry)))
+        if self.regex(p, line, entry) {
+            return true;
+        }
+        if memchr::memchr(b',', line).is_none() {
+            return false;
+        }
+        // A comma list seen before with this pattern (the same bytes on another line: HPACK
+        // references) is answered whole, not element by element: asked as the pattern's
+        // address with its low bit set, which no pattern has.
+        let question = (core::ptr::from_ref(p) as usize) | 1;
+        let slot = match self.rx {
+            Some(rx) => {
+                let mut memo = rx.memo.borrow_mut();
+                match memo.as_mut() {
+                    Some(m) if m.by_content() => match m.get(question, line, self) {
+                        Lookup::Known(known) => return known,
+                        Lookup::Unknown(slot) => Some(slot),
+                    },
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        let found = line
+            .split(|&b| b == b',')
+            .map(trim_ows)
+            .any(|el| !el.is_empty() && el.len() < line.len() && self.regex(p, el, entry));
+        if let (Some(slot), Some(rx)) = (slot, self.rx)
+            && !rx.spent.get()
+            && let Some(m) = rx.memo.borrow_mut().as_mut()
+        {
+            m.put(question, line, slot, found);
+        }
+        found
     }
 
     fn path_holds(&self, c: PathCond, entry: usize) -> bool {
@@ -335,13 +363,20 @@ impl<'r, R: RequestView + ?Sized, const C: bool> Ctx<'r, R, C> {
         if self.over() {
             return false;
         }
-        self.req.headers().any(|(name, value)| {
-            self.charge(1);
-            name.len() == want.len()
-                && same_name(name, want)
-                && !value.is_empty()
-                && self.regex_line(p, value, entry)
-        })
+        // Lines visited are charged in one sum, before each subject goes to the regex (which
+        // sees the budget) and at the end.
+        let mut lines = 0u64;
+        for (name, value) in self.req.headers() {
+            lines += 1;
+            if name.len() == want.len() && same_name(name, want) && !value.is_empty() {
+                self.charge(core::mem::take(&mut lines));
+                if self.regex_line(p, value, entry) {
+                    return true;
+                }
+            }
+        }
+        self.charge(lines);
+        false
     }
 
     fn params(&self) -> &Params<'r> {
@@ -400,6 +435,13 @@ enum Lookup {
 struct Memo {
     inline: [(usize, usize, usize, bool); MEMO_INLINE],
     len: usize,
+    /// Made when the inline answers are full: most evaluations never make it.
+    more: Option<Box<ByContent>>,
+}
+
+/// The answers of a [`Memo`] past its inline ones, by subject bytes.
+#[derive(Default)]
+struct ByContent {
     by_addr: FxHashMap<(usize, usize), u32>,
     by_hash: FxHashMap<u64, u32>,
     /// Each remembered subject: its range in `text`.
@@ -419,6 +461,7 @@ const MEMO_MAX: usize = 1024;
 const MEMO_TEXT_MAX: usize = 64 * 1024;
 
 impl Memo {
+    #[inline(always)]
     fn get<R: RequestView + ?Sized, const C: bool>(
         &mut self,
         pattern: usize,
@@ -434,6 +477,39 @@ impl Memo {
         if self.len < MEMO_INLINE {
             return Lookup::Unknown(NO_SLOT);
         }
+        self.more.get_or_insert_with(Box::default).get(pattern, subject, addr, cx)
+    }
+
+    /// Whether the inline answers are full (answers are then kept by subject bytes).
+    fn by_content(&self) -> bool {
+        self.len >= MEMO_INLINE
+    }
+
+    fn put(&mut self, pattern: usize, subject: &[u8], slot: u32, answer: bool) {
+        if self.len < MEMO_INLINE {
+            self.inline[self.len] = (pattern, subject.as_ptr() as usize, subject.len(), answer);
+            self.len += 1;
+        } else if let Some(more) = self.more.as_mut()
+            && slot != NO_SLOT
+            && more.answers.len() < MEMO_MAX
+        {
+            more.answers.insert((pattern, slot), answer);
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.more.as_ref().map_or(0, |m| m.heap_bytes() + core::mem::size_of::<ByContent>())
+    }
+}
+
+impl ByContent {
+    fn get<R: RequestView + ?Sized, const C: bool>(
+        &mut self,
+        pattern: usize,
+        subject: &[u8],
+        addr: (usize, usize),
+        cx: &Ctx<'_, R, C>,
+    ) -> Lookup {
         let slot = match self.by_addr.get(&addr) {
             Some(&slot) => slot,
             None => {
@@ -483,15 +559,6 @@ impl Memo {
         self.subjects.push((at, len));
         self.by_hash.insert(hash, slot);
         slot
-    }
-
-    fn put(&mut self, pattern: usize, subject: &[u8], slot: u32, answer: bool) {
-        if self.len < MEMO_INLINE {
-            self.inline[self.len] = (pattern, subject.as_ptr() as usize, subject.len(), answer);
-            self.len += 1;
-        } else if slot != NO_SLOT && self.answers.len() < MEMO_MAX {
-            self.answers.insert((pattern, slot), answer);
-        }
     }
 
     fn heap_bytes(&self) -> usize {
@@ -745,7 +812,7 @@ impl MatchList {
         if self.regex_free {
             return self.evaluate_regex_free(req);
         }
-        self.evaluate_with_regexes(req).0
+        self.evaluate_with_regexes::<R, false>(req).0
     }
 
     /// [`MatchList::evaluate`] without the index: every entry in order. For tests that check
@@ -776,7 +843,7 @@ impl MatchList {
             let outcome = self.first_of_list(&cx);
             return (outcome, cx.work());
         }
-        self.evaluate_with_regexes(req)
+        self.evaluate_with_regexes::<R, true>(req)
     }
 
     /// A list without regex conditions: no regex state, no failure to report.
@@ -786,11 +853,15 @@ impl MatchList {
     }
 
     #[inline(never)]
-    fn evaluate_with_regexes<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, Work) {
+    /// `FIGURES`: also what the evaluation did (else `Work::default()`, nothing computed).
+    fn evaluate_with_regexes<R: RequestView + ?Sized, const FIGURES: bool>(
+        &self,
+        req: &R,
+    ) -> (Outcome<'_>, Work) {
         let rx = Regexes::new(req.regex_budget());
         let cx = Ctx::<_, true>::new(req, &self.store, Some(&rx));
         let outcome = self.first_of_list(&cx);
-        let work = cx.work();
+        let work = if FIGURES { cx.work() } else { Work::default() };
         (rx.finish(req, outcome), work)
     }
 
