@@ -112,12 +112,16 @@ const _: () = assert!(core::mem::size_of::<MatchList>() <= 24);
 
 /// Per-evaluation state: the lazily decoded query and, for lists with a regex condition, the
 /// regex state.
-struct Ctx<'r, R: ?Sized> {
+struct Ctx<'r, R: ?Sized, const C: bool> {
     req: &'r R,
     store: &'r Store,
     params: OnceCell<Params<'r>>,
     /// `None` for a list without regex conditions: nothing asks for it there.
     rx: Option<&'r Regexes>,
+    /// Work units charged so far (see [`Work`]): regex steps and every client-driven loop.
+    used: Cell<u64>,
+    /// Heap bytes of the index's per-request sets (literals taken, candidate hits).
+    state: Cell<usize>,
 }
 
 /// The regex state of one evaluation: the budget, the answers already known, and the first
@@ -125,20 +129,27 @@ struct Ctx<'r, R: ?Sized> {
 struct Regexes {
     /// The first regex that gave up (entry, pattern, why), reported when the evaluation ends.
     failed: RefCell<Option<(usize, Box<str>, String)>>,
-    budget: Budget,
+    /// The budget in work units (`u64::MAX`: none).
+    limit: u64,
+    /// An attempt found its next probe did not fit: every later condition is false.
+    spent: Cell<bool>,
     /// Made at the first regex attempt: an evaluation without one writes nothing here.
     memo: RefCell<Option<Memo>>,
     /// Match attempts made (memo hits excluded).
     attempts: Cell<usize>,
+    /// Match steps charged to those attempts.
+    steps: Cell<u64>,
 }
 
 impl Regexes {
     fn new(limit: Option<u64>) -> Regexes {
         Regexes {
             failed: RefCell::new(None),
-            budget: Budget::new(limit),
+            limit: limit.unwrap_or(u64::MAX),
+            spent: Cell::new(false),
             memo: RefCell::new(None),
             attempts: Cell::new(0),
+            steps: Cell::new(0),
         }
     }
 
@@ -149,10 +160,11 @@ impl Regexes {
     /// Reports the first regex that gave up, once, saying whether the budget ran out.
     fn finish<R: RequestView + ?Sized, T>(&self, req: &R, outcome: T) -> T {
         if let Some((entry, pattern, mut why)) = self.failed.take() {
-            if self.budget.spent() {
-                let budget = self.budget.limit.unwrap_or_default();
+            if self.spent.get() {
+                let budget = self.limit;
                 why += &format!(
-                    "; then the regex budget of the request ({budget} steps) was spent, so every \
+                    "; then the regex budget of the request ({budget} steps) was spent (regex \
+                     steps plus a unit per header line, comma element and lookup), so every \
                      later regex condition counted as not matched"
                 );
             }
@@ -162,31 +174,85 @@ impl Regexes {
     }
 }
 
-impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
+impl<'r, R: RequestView + ?Sized, const C: bool> Ctx<'r, R, C> {
     fn new(req: &'r R, store: &'r Store, rx: Option<&'r Regexes>) -> Self {
-        Ctx { req, store, params: OnceCell::new(), rx }
+        Ctx { req, store, params: OnceCell::new(), rx, used: Cell::new(0), state: Cell::new(0) }
     }
 
-    /// One regex condition on one subject. Within an evaluation every subject is borrowed
-    /// from the request (or the decoded query) and stays where it is, so (pattern, subject
-    /// address, length) names one question: asked again (the same pattern in several entries),
-    /// it is answered from the memo, not matched again.
+    /// Charges `units` of work to the evaluation.
+    #[inline(always)]
+    fn charge(&self, units: u64) {
+        // `C`: counted. Not where nothing reads it: `evaluate` of a list without regex
+        // conditions (it has no budget; only `evaluate_work` asks for its figures).
+        if !C {
+            return;
+        }
+        self.used.set(self.used.get().saturating_add(units));
+    }
+
+    /// Whether the budget is spent: every later regex condition counts as not matched. Exact
+    /// conditions still answer (the routing of exact conditions never depends on the budget):
+    /// their work is counted, and linear in the request by construction (each condition one
+    /// pass over the lines, the index a lookup per line and element). A list without regex
+    /// conditions has no budget for the same reason.
+    #[inline(always)]
+    fn over(&self) -> bool {
+        match self.rx {
+            None => false,
+            Some(rx) => rx.spent.get() || self.used.get() > rx.limit,
+        }
+    }
+
+    /// What the evaluation did (for tests and benchmarks).
+    fn work(&self) -> Work {
+        let (attempts, steps, memo) = match self.rx {
+            None => (0, 0, 0),
+            Some(rx) => (
+                rx.attempts.get(),
+                rx.steps.get(),
+                rx.memo.borrow().as_ref().map_or(0, Memo::heap_bytes),
+            ),
+        };
+        let params = self.params.get().map_or(0, Params::heap_bytes);
+        Work {
+            attempts,
+            regex_steps: steps,
+            units: self.used.get(),
+            state_bytes: memo + params + self.state.get(),
+        }
+    }
+
+    /// One regex condition on one subject. Within an evaluation one (pattern, subject) is
+    /// attempted once: the first few questions are remembered by the subject's address (every
+    /// subject is borrowed from the request or the decoded query and stays where it is), the
+    /// rest by its bytes, so the same value repeated on many lines or comma elements (HTTP/2's
+    /// HPACK makes that cheap for a client) is matched once.
     fn regex(&self, p: &Pattern, subject: &[u8], entry: usize) -> bool {
         // Only lists without regex conditions are evaluated without regex state.
         let Some(rx) = self.rx else { return false };
         if !p.could_match_len(subject.len()) {
             return false;
         }
-        if rx.budget.spent() {
+        // A condition looked at is work, answered from the memo or not.
+        self.charge(1);
+        if self.over() {
             // Every regex condition after the budget ran out counts as not matched.
+            if !rx.spent.replace(true) {
+                rx.fail(entry, p, "the budget was spent before its first step".to_owned());
+            }
             return false;
         }
-        let key = (core::ptr::from_ref(p) as usize, subject.as_ptr() as usize, subject.len());
-        if let Some(known) = rx.memo.borrow().as_ref().and_then(|m| m.get(key)) {
-            return known;
-        }
-        let (verdict, charged) = p.attempt(subject, rx.budget.remaining());
-        rx.budget.charge(charged);
+        let pattern = core::ptr::from_ref(p) as usize;
+        let mut memo = rx.memo.borrow_mut();
+        let memo = memo.get_or_insert_with(Memo::default);
+        let slot = match memo.get(pattern, subject, self) {
+            Lookup::Known(known) => return known,
+            Lookup::Unknown(slot) => slot,
+        };
+        let remaining = rx.limit.saturating_sub(self.used.get());
+        let (verdict, charged) = p.attempt(subject, remaining);
+        self.charge(charged);
+        rx.steps.set(rx.steps.get() + charged);
         rx.attempts.set(rx.attempts.get() + 1);
         let matched = match verdict {
             Verdict::Matched(m) => m,
@@ -195,14 +261,14 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
                 false
             }
             Verdict::BudgetSpent => {
-                rx.budget.spent.set(true);
+                rx.spent.set(true);
                 rx.fail(entry, p, "its next step limit did not fit in the budget".to_owned());
                 false
             }
         };
         // Once the budget is spent no attempt is made again, so no answer is needed later.
-        if !rx.budget.spent() {
-            rx.memo.borrow_mut().get_or_insert_with(Memo::default).put(key, matched);
+        if !rx.spent.get() {
+            memo.put(pattern, subject, slot, matched);
         }
         matched
     }
@@ -215,12 +281,42 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
     /// it (see [`exact_line`] for exact values).
     #[inline(never)]
     fn regex_line(&self, p: &Pattern, line: &[u8], entry: usize) -> bool {
-        self.regex(p, line, entry)
-            || (memchr::memchr(b',', line).is_some()
-                && line
-                    .split(|&b| b == b',')
-                    .map(trim_ows)
-                    .any(|el| !el.is_empty() && el.len() < line.len() && self.regex(p, el, entry)))
+        // The regex call charges each subject it looks at, the split's scan is charged here.
+        self.charge(line.len() as u64 / 64);
+        if self.regex(p, line, entry) {
+            return true;
+        }
+        if memchr::memchr(b',', line).is_none() {
+            return false;
+        }
+        // A comma list seen before with this pattern (the same bytes on another line: HPACK
+        // references) is answered whole, not element by element: asked as the pattern's
+        // address with its low bit set, which no pattern has.
+        let question = (core::ptr::from_ref(p) as usize) | 1;
+        let slot = match self.rx {
+            Some(rx) => {
+                let mut memo = rx.memo.borrow_mut();
+                match memo.as_mut() {
+                    Some(m) if m.by_content() => match m.get(question, line, self) {
+                        Lookup::Known(known) => return known,
+                        Lookup::Unknown(slot) => Some(slot),
+                    },
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        let found = line
+            .split(|&b| b == b',')
+            .map(trim_ows)
+            .any(|el| !el.is_empty() && el.len() < line.len() && self.regex(p, el, entry));
+        if let (Some(slot), Some(rx)) = (slot, self.rx)
+            && !rx.spent.get()
+            && let Some(m) = rx.memo.borrow_mut().as_mut()
+        {
+            m.put(question, line, slot, found);
+        }
+        found
     }
 
     fn path_holds(&self, c: PathCond, entry: usize) -> bool {
@@ -245,34 +341,56 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
             Test::Regex(p) => return self.header_regex(p, want, entry),
         };
         let v = self.store.bytes(v);
+        let mut lines = 0u64;
         for (name, value) in self.req.headers() {
+            lines += 1;
             if name.len() == want.len()
                 && same_name(name, want)
                 && !value.is_empty()
-                && exact_line(v, value)
+                && exact_line(v, value, self)
             {
+                self.charge(lines);
                 return true;
             }
         }
+        self.charge(lines);
         false
     }
 
     #[inline(never)]
     fn header_regex(&self, p: u32, want: &[u8], entry: usize) -> bool {
         let Some(p) = self.pattern(p) else { return false };
-        self.req.headers().any(|(name, value)| {
-            name.len() == want.len()
-                && same_name(name, want)
-                && !value.is_empty()
-                && self.regex_line(p, value, entry)
-        })
+        if self.over() {
+            return false;
+        }
+        // Lines visited are charged in one sum, before each subject goes to the regex (which
+        // sees the budget) and at the end.
+        let mut lines = 0u64;
+        for (name, value) in self.req.headers() {
+            lines += 1;
+            if name.len() == want.len() && same_name(name, want) && !value.is_empty() {
+                self.charge(core::mem::take(&mut lines));
+                if self.regex_line(p, value, entry) {
+                    return true;
+                }
+            }
+        }
+        self.charge(lines);
+        false
     }
 
     fn params(&self) -> &Params<'r> {
-        self.params.get_or_init(|| Params::parse(self.req.query()))
+        self.params.get_or_init(|| {
+            let p = Params::parse(self.req.query());
+            // The decode: one unit per parameter and per 64 bytes.
+            self.charge(p.len() as u64 + self.req.query().len() as u64 / 64);
+            p
+        })
     }
 
     fn param_holds(&self, c: &Cond, entry: usize) -> bool {
+        // One lookup (a binary search or a short scan of the decoded names).
+        self.charge(1);
         match self.params().first(self.store.bytes(c.name)) {
             None | Some([]) => false,
             Some(v) => match c.test {
@@ -283,110 +401,212 @@ impl<'r, R: RequestView + ?Sized> Ctx<'r, R> {
     }
 }
 
-/// The match steps all regex attempts of one evaluation may be charged. Counted, never timed:
-/// the same request and configuration spend it the same way on any machine.
-struct Budget {
-    limit: Option<u64>,
-    used: Cell<u64>,
-    /// An attempt found its next probe did not fit: every later regex condition is false.
-    spent: Cell<bool>,
+/// What one evaluation did, counted (never timed): the same request and list give the same
+/// figures on any machine. For tests and benchmarks ([`MatchList::evaluate_work`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Regex match attempts made (answers reused within the evaluation are not attempts).
+    pub attempts: usize,
+    /// Match steps charged to those attempts (the step limits of the probes they ran).
+    pub regex_steps: u64,
+    /// Every unit charged to the budget: the regex steps, plus one per header line visited,
+    /// comma element compared, condition looked at, index or literal lookup, literal hit,
+    /// query parameter decoded, and per 64 bytes scanned or hashed.
+    pub units: u64,
+    /// Heap bytes of per-request state (the decoded query, literal and candidate sets, the
+    /// regex answers): sized by the request and the list, never by the store.
+    pub state_bytes: usize,
 }
 
-impl Budget {
-    fn new(limit: Option<u64>) -> Budget {
-        Budget { limit, used: Cell::new(0), spent: Cell::new(false) }
-    }
-
-    /// Steps the next attempt may be charged.
-    fn remaining(&self) -> u64 {
-        self.limit.map_or(u64::MAX, |l| l.saturating_sub(self.used.get()))
-    }
-
-    fn charge(&self, steps: u64) {
-        self.used.set(self.used.get().saturating_add(steps));
-    }
-
-    fn spent(&self) -> bool {
-        self.spent.get()
-    }
+/// What [`Memo::get`] found.
+enum Lookup {
+    Known(bool),
+    /// Not known; the subject's slot when it is remembered by its bytes (`u32::MAX`: by
+    /// address, or not at all).
+    Unknown(u32),
 }
 
-/// Answers of regex attempts in one evaluation, keyed by (pattern, subject address, length).
-/// The first few live inline (most requests ask few questions), the rest in a map.
+/// Answers of regex attempts in one evaluation. The first few by (pattern, subject address,
+/// length), inline (most requests ask few questions); the rest by (pattern, subject bytes):
+/// each distinct subject is copied once into `text`, found by its address or by a hash of its
+/// bytes (a hash collision, which a client can aim for, only makes a miss that is attempted
+/// and charged as usual: never a wrong answer).
 #[derive(Default)]
 struct Memo {
     inline: [(usize, usize, usize, bool); MEMO_INLINE],
     len: usize,
-    more: Option<FxHashMap<(usize, usize, usize), bool>>,
+    /// Made when the inline answers are full: most evaluations never make it.
+    more: Option<Box<ByContent>>,
+}
+
+/// The answers of a [`Memo`] past its inline ones, by subject bytes.
+#[derive(Default)]
+struct ByContent {
+    by_addr: FxHashMap<(usize, usize), u32>,
+    by_hash: FxHashMap<u64, u32>,
+    /// Each remembered subject: its range in `text`.
+    subjects: Vec<(u32, u32)>,
+    text: Vec<u8>,
+    answers: FxHashMap<(usize, u32), bool>,
 }
 
 const MEMO_INLINE: usize = 8;
+const NO_SLOT: u32 = u32::MAX;
+/// The most answers, subject addresses and subjects the memo keeps, and the most subject
+/// bytes it copies: the per-request state stays small whatever the budget lets a request
+/// attempt. Past them a question is attempted (and charged) again: the budget still bounds
+/// the work, and the repeats that matter (one value on many lines or elements) are found in
+/// the first ones.
+const MEMO_MAX: usize = 1024;
+const MEMO_TEXT_MAX: usize = 64 * 1024;
 
 impl Memo {
-    fn get(&self, key: (usize, usize, usize)) -> Option<bool> {
-        let found = self.inline[..self.len].iter().find(|e| (e.0, e.1, e.2) == key);
-        match found {
-            Some(e) => Some(e.3),
-            None => self.more.as_ref()?.get(&key).copied(),
+    #[inline(always)]
+    fn get<R: RequestView + ?Sized, const C: bool>(
+        &mut self,
+        pattern: usize,
+        subject: &[u8],
+        cx: &Ctx<'_, R, C>,
+    ) -> Lookup {
+        let addr = (subject.as_ptr() as usize, subject.len());
+        let found =
+            self.inline[..self.len].iter().find(|e| (e.0, e.1, e.2) == (pattern, addr.0, addr.1));
+        if let Some(e) = found {
+            return Lookup::Known(e.3);
+        }
+        if self.len < MEMO_INLINE {
+            return Lookup::Unknown(NO_SLOT);
+        }
+        self.more.get_or_insert_with(Box::default).get(pattern, subject, addr, cx)
+    }
+
+    /// Whether the inline answers are full (answers are then kept by subject bytes).
+    fn by_content(&self) -> bool {
+        self.len >= MEMO_INLINE
+    }
+
+    fn put(&mut self, pattern: usize, subject: &[u8], slot: u32, answer: bool) {
+        if self.len < MEMO_INLINE {
+            self.inline[self.len] = (pattern, subject.as_ptr() as usize, subject.len(), answer);
+            self.len += 1;
+        } else if let Some(more) = self.more.as_mut()
+            && slot != NO_SLOT
+            && more.answers.len() < MEMO_MAX
+        {
+            more.answers.insert((pattern, slot), answer);
         }
     }
 
-    fn put(&mut self, key: (usize, usize, usize), answer: bool) {
-        if self.len < MEMO_INLINE {
-            self.inline[self.len] = (key.0, key.1, key.2, answer);
-            self.len += 1;
-        } else {
-            self.more.get_or_insert_with(FxHashMap::default).insert(key, answer);
-        }
+    fn heap_bytes(&self) -> usize {
+        self.more.as_ref().map_or(0, |m| m.heap_bytes() + core::mem::size_of::<ByContent>())
     }
 }
 
-/// A set of small integers below a bound fixed at creation: the first few in a list on the
-/// stack (a request's values usually hold a few literals), then one bit each, allocated and
-/// zeroed at the first insertion past the list.
+impl ByContent {
+    fn get<R: RequestView + ?Sized, const C: bool>(
+        &mut self,
+        pattern: usize,
+        subject: &[u8],
+        addr: (usize, usize),
+        cx: &Ctx<'_, R, C>,
+    ) -> Lookup {
+        let slot = match self.by_addr.get(&addr) {
+            Some(&slot) => slot,
+            None => {
+                // Hashed (and maybe copied) once per subject address.
+                cx.charge(1 + subject.len() as u64 / 64);
+                let slot = self.subject_slot(subject);
+                if self.by_addr.len() < MEMO_MAX {
+                    self.by_addr.insert(addr, slot);
+                }
+                slot
+            }
+        };
+        if slot == NO_SLOT {
+            return Lookup::Unknown(NO_SLOT);
+        }
+        match self.answers.get(&(pattern, slot)) {
+            Some(&known) => Lookup::Known(known),
+            None => Lookup::Unknown(slot),
+        }
+    }
+
+    /// The slot of `subject`'s bytes, made if new; `NO_SLOT` when its hash is another
+    /// subject's.
+    fn subject_slot(&mut self, subject: &[u8]) -> u32 {
+        let mut h = rustc_hash::FxHasher::default();
+        core::hash::Hasher::write(&mut h, subject);
+        let hash = core::hash::Hasher::finish(&h);
+        if let Some(&slot) = self.by_hash.get(&hash) {
+            let same = self
+                .subjects
+                .get(slot as usize)
+                .and_then(|&(at, len)| self.text.get(at as usize..at as usize + len as usize))
+                .is_some_and(|t| t == subject);
+            return if same { slot } else { NO_SLOT };
+        }
+        let (Ok(at), Ok(len), Ok(slot)) = (
+            u32::try_from(self.text.len()),
+            u32::try_from(subject.len()),
+            u32::try_from(self.subjects.len()),
+        ) else {
+            return NO_SLOT;
+        };
+        if self.subjects.len() >= MEMO_MAX || self.text.len() + subject.len() > MEMO_TEXT_MAX {
+            return NO_SLOT;
+        }
+        self.text.extend_from_slice(subject);
+        self.subjects.push((at, len));
+        self.by_hash.insert(hash, slot);
+        slot
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.by_addr.capacity() * 24
+            + self.by_hash.capacity() * 16
+            + self.subjects.capacity() * 8
+            + self.text.capacity()
+            + self.answers.capacity() * 24
+    }
+}
+
+/// The literals already taken in one evaluation: the first few in a list on the stack (a
+/// request's values usually hold a few literals), then a hash set. Its size follows the
+/// distinct literals this request hit in this list, never the store's literal count (a
+/// bitset over the store's literals made every request of a 10,000-list file zero tens of KB).
 struct Taken {
-    few: [u32; TAKEN_FEW],
+    few: [u64; TAKEN_FEW],
     len: usize,
-    bits: Vec<u64>,
-    n: usize,
+    more: rustc_hash::FxHashSet<u64>,
 }
 
 const TAKEN_FEW: usize = 16;
 
 impl Taken {
-    fn new(n: usize) -> Taken {
-        Taken { few: [0; TAKEN_FEW], len: 0, bits: Vec::new(), n }
+    fn new() -> Taken {
+        Taken { few: [0; TAKEN_FEW], len: 0, more: rustc_hash::FxHashSet::default() }
     }
 
-    /// Adds `i`; whether it was not there before (`false` also for `i` out of bounds).
-    fn insert(&mut self, i: usize) -> bool {
-        if i >= self.n {
-            return false;
-        }
-        if self.bits.is_empty() {
+    /// Adds `i`; whether it was not there before.
+    fn insert(&mut self, i: u64) -> bool {
+        if self.more.is_empty() {
             let few = self.few.get(..self.len).unwrap_or_default();
-            if few.iter().any(|&t| t as usize == i) {
+            if few.contains(&i) {
                 return false;
             }
-            if let (Some(slot), Ok(t)) = (self.few.get_mut(self.len), u32::try_from(i)) {
-                *slot = t;
+            if let Some(slot) = self.few.get_mut(self.len) {
+                *slot = i;
                 self.len += 1;
                 return true;
             }
-            self.bits = vec![0; self.n.div_ceil(64)];
-            for t in self.few.into_iter().take(self.len) {
-                self.set(t as usize);
-            }
+            self.more.extend(self.few.iter().copied());
         }
-        self.set(i)
+        self.more.insert(i)
     }
 
-    fn set(&mut self, i: usize) -> bool {
-        let Some(word) = self.bits.get_mut(i / 64) else { return false };
-        let bit = 1u64 << (i % 64);
-        let new = *word & bit == 0;
-        *word |= bit;
-        new
+    /// Heap bytes it holds (for the per-request state counter).
+    fn heap_bytes(&self) -> usize {
+        self.more.capacity() * (core::mem::size_of::<u64>() + 1)
     }
 }
 
@@ -404,15 +624,28 @@ fn caseless_eq(name: &[u8], want: &[u8]) -> bool {
 
 /// Exact header value `v`: equals the whole line or one OWS-trimmed comma element of it.
 #[inline(always)]
-fn exact_line(v: &[u8], line: &[u8]) -> bool {
-    line.len() >= v.len() && (crate::bytes::eq(v, line) || exact_element(v, line))
+fn exact_line<R: RequestView + ?Sized, const C: bool>(
+    v: &[u8],
+    line: &[u8],
+    cx: &Ctx<'_, R, C>,
+) -> bool {
+    line.len() >= v.len() && (crate::bytes::eq(v, line) || exact_element(v, line, cx))
 }
 
 /// Whether `v` is one OWS-trimmed comma element of `line` (off the common path: a line that
-/// is not the value itself).
+/// is not the value itself). Charged a unit per 64 bytes scanned and per element compared.
 #[inline(never)]
-fn exact_element(v: &[u8], line: &[u8]) -> bool {
-    memchr::memchr(b',', line).is_some() && line.split(|&b| b == b',').any(|el| trim_ows(el) == v)
+fn exact_element<R: RequestView + ?Sized, const C: bool>(
+    v: &[u8],
+    line: &[u8],
+    cx: &Ctx<'_, R, C>,
+) -> bool {
+    cx.charge(line.len() as u64 / 64);
+    memchr::memchr(b',', line).is_some()
+        && line.split(|&b| b == b',').any(|el| {
+            cx.charge(1);
+            trim_ows(el) == v
+        })
 }
 
 /// The entries the regex groups let through in one evaluation: on the stack up to 32 (a
@@ -458,6 +691,34 @@ impl Hits {
         }
         &v[..n]
     }
+}
+
+/// The value table of header `name`'s index group: looked up by the name lower-cased when
+/// the index has a table of names (many groups), else compared with each group's name.
+#[inline(always)]
+fn header_table<R: RequestView + ?Sized, const C: bool>(
+    store: &Store,
+    index: &Index,
+    headers: &[(crate::store::Span, crate::store::Table)],
+    name: &[u8],
+    cx: &Ctx<'_, R, C>,
+) -> Option<crate::store::Table> {
+    if index.header_names.is_empty() {
+        // Fewer than `NAME_TABLE_FROM` names: a unit per name compared.
+        cx.charge(headers.len() as u64);
+        return headers
+            .iter()
+            .find(|(n, _)| store.bytes(*n).eq_ignore_ascii_case(name))
+            .map(|g| g.1);
+    }
+    cx.charge(1);
+    let mut lower = [0u8; crate::index::NAME_TABLE_MAX];
+    let lower = lower.get_mut(..name.len())?;
+    for (l, b) in lower.iter_mut().zip(name) {
+        *l = b.to_ascii_lowercase();
+    }
+    let item = store.lookup(index.header_names, lower)?;
+    store.groups.get(item.value.start as usize).map(|g| g.1)
 }
 
 /// Whether a value holds a comma: short values (most) a word at a time, long ones with
@@ -551,7 +812,7 @@ impl MatchList {
         if self.regex_free {
             return self.evaluate_regex_free(req);
         }
-        self.evaluate_with_regexes(req).0
+        self.evaluate_with_regexes::<R, false>(req).0
     }
 
     /// [`MatchList::evaluate`] without the index: every entry in order. For tests that check
@@ -560,7 +821,7 @@ impl MatchList {
     pub fn evaluate_linear<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
         // Always with regex state, also for a regex-free list: the reference for both.
         let rx = Regexes::new(req.regex_budget());
-        let cx = Ctx::new(req, &self.store, Some(&rx));
+        let cx = Ctx::<_, true>::new(req, &self.store, Some(&rx));
         let outcome = self.first_of_all(&cx);
         rx.finish(req, outcome)
     }
@@ -569,30 +830,47 @@ impl MatchList {
     /// reused within the evaluation are not attempts). For tests and benchmarks.
     #[doc(hidden)]
     pub fn evaluate_counting<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, usize) {
+        let (outcome, work) = self.evaluate_work(req);
+        (outcome, work.attempts)
+    }
+
+    /// [`MatchList::evaluate`], also telling the work it did ([`Work`]): the deterministic
+    /// counter the budget is charged with. For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn evaluate_work<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, Work) {
         if self.regex_free {
-            return (self.evaluate_regex_free(req), 0);
+            let cx = Ctx::<_, true>::new(req, &self.store, None);
+            let outcome = self.first_of_list(&cx);
+            return (outcome, cx.work());
         }
-        self.evaluate_with_regexes(req)
+        self.evaluate_with_regexes::<R, true>(req)
     }
 
     /// A list without regex conditions: no regex state, no failure to report.
     #[inline(always)]
     fn evaluate_regex_free<R: RequestView + ?Sized>(&self, req: &R) -> Outcome<'_> {
-        self.first_of_list(&Ctx::new(req, &self.store, None))
+        self.first_of_list(&Ctx::<_, false>::new(req, &self.store, None))
     }
 
     #[inline(never)]
-    fn evaluate_with_regexes<R: RequestView + ?Sized>(&self, req: &R) -> (Outcome<'_>, usize) {
+    /// `FIGURES`: also what the evaluation did (else `Work::default()`, nothing computed).
+    fn evaluate_with_regexes<R: RequestView + ?Sized, const FIGURES: bool>(
+        &self,
+        req: &R,
+    ) -> (Outcome<'_>, Work) {
         let rx = Regexes::new(req.regex_budget());
-        let cx = Ctx::new(req, &self.store, Some(&rx));
+        let cx = Ctx::<_, true>::new(req, &self.store, Some(&rx));
         let outcome = self.first_of_list(&cx);
-        let attempts = rx.attempts.get();
-        (rx.finish(req, outcome), attempts)
+        let work = if FIGURES { cx.work() } else { Work::default() };
+        (rx.finish(req, outcome), work)
     }
 
     /// The winner among the index's candidates, or among all entries for a short list.
     #[inline(always)]
-    fn first_of_list<R: RequestView + ?Sized>(&self, cx: &Ctx<'_, R>) -> Outcome<'_> {
+    fn first_of_list<R: RequestView + ?Sized, const C: bool>(
+        &self,
+        cx: &Ctx<'_, R, C>,
+    ) -> Outcome<'_> {
         // Short lists (NGF's few rules per path): no index, none of its state made.
         if self.index == NO_INDEX {
             return self.first_of_all(cx);
@@ -606,10 +884,10 @@ impl MatchList {
     /// The candidates the index gives, in order (or every entry, when the request hits more
     /// posting lists than `Candidates` holds).
     #[inline(never)]
-    fn first_of_indexed<R: RequestView + ?Sized>(
+    fn first_of_indexed<R: RequestView + ?Sized, const C: bool>(
         &self,
         index: &Index,
-        cx: &Ctx<'_, R>,
+        cx: &Ctx<'_, R, C>,
     ) -> Outcome<'_> {
         let mut hits = Hits::new();
         let mut candidates = Candidates::new();
@@ -628,10 +906,10 @@ impl MatchList {
 
     /// Evaluates the given entries in the order given (ascending) until one decides.
     #[inline(always)]
-    fn first_of<R: RequestView + ?Sized>(
+    fn first_of<R: RequestView + ?Sized, const C: bool>(
         &self,
         order: impl Iterator<Item = usize>,
-        cx: &Ctx<'_, R>,
+        cx: &Ctx<'_, R, C>,
     ) -> Outcome<'_> {
         let entries = self.entries();
         for i in order {
@@ -645,7 +923,10 @@ impl MatchList {
 
     /// Evaluates every entry in order until one decides.
     #[inline(always)]
-    fn first_of_all<R: RequestView + ?Sized>(&self, cx: &Ctx<'_, R>) -> Outcome<'_> {
+    fn first_of_all<R: RequestView + ?Sized, const C: bool>(
+        &self,
+        cx: &Ctx<'_, R, C>,
+    ) -> Outcome<'_> {
         for (i, e) in self.entries().iter().enumerate() {
             if self.decides(i, e, cx) {
                 return self.decision(i, e);
@@ -656,7 +937,12 @@ impl MatchList {
 
     /// Whether entry `i` decides the evaluation: it is satisfied, or malformed.
     #[inline(always)]
-    fn decides<R: RequestView + ?Sized>(&self, i: usize, e: &Entry, cx: &Ctx<'_, R>) -> bool {
+    fn decides<R: RequestView + ?Sized, const C: bool>(
+        &self,
+        i: usize,
+        e: &Entry,
+        cx: &Ctx<'_, R, C>,
+    ) -> bool {
         let Body::When { path, method, headers, params } = e.body else { return true };
         if let Some(m) = method
             && !crate::bytes::eq(self.store.bytes(m), cx.req.method())
@@ -702,10 +988,10 @@ impl MatchList {
 
     /// The entries whose index key holds for this request, plus the unkeyed ones, into `c`;
     /// `false` when the request hits more posting lists than `Candidates` holds.
-    fn candidates<'s, R: RequestView + ?Sized>(
+    fn candidates<'s, R: RequestView + ?Sized, const C: bool>(
         &'s self,
         index: &Index,
-        cx: &'s Ctx<'_, R>,
+        cx: &'s Ctx<'_, R, C>,
         hits: &'s mut Hits,
         c: &mut Candidates<'s>,
     ) -> bool {
@@ -714,6 +1000,8 @@ impl MatchList {
         if !groups.is_empty() {
             self.regex_hits(groups, cx, hits);
         }
+        cx.state.set(cx.state.get() + hits.more.capacity() * 4);
+        cx.charge(hits.more.len() as u64);
         let hits = hits.sorted();
         let store = &*self.store;
         let mut ok = c.push(store.postings(index.rest));
@@ -725,31 +1013,37 @@ impl MatchList {
         let groups = |r: Run| store.groups.get(r.range()).unwrap_or_default();
         let headers = groups(index.headers);
         if !headers.is_empty() {
+            let mut lines = 0u64;
             for (name, value) in cx.req.headers() {
-                let Some((_, table)) =
-                    headers.iter().find(|(n, _)| store.bytes(*n).eq_ignore_ascii_case(name))
-                else {
+                lines += 1;
+                let Some(table) = header_table(store, index, headers, name, cx) else {
                     continue;
                 };
                 if value.is_empty() {
                     continue;
                 }
-                if let Some(item) = store.lookup(*table, value) {
+                // The value's lookup: one unit per 64 bytes hashed.
+                cx.charge(1 + value.len() as u64 / 64);
+                if let Some(item) = store.lookup(table, value) {
                     ok &= c.push(store.postings(item.value));
                 }
                 if memchr::memchr(b',', value).is_some() {
+                    cx.charge(value.len() as u64 / 64);
                     for el in value.split(|&b| b == b',').map(trim_ows) {
-                        if let Some(item) = store.lookup(*table, el) {
+                        cx.charge(1);
+                        if let Some(item) = store.lookup(table, el) {
                             ok &= c.push(store.postings(item.value));
                         }
                     }
                 }
             }
+            cx.charge(lines);
         }
         let params = groups(index.params);
         if !params.is_empty() {
             let query = cx.params();
             for (name, table) in params {
+                cx.charge(1);
                 let found = query.first(store.bytes(*name)).and_then(|v| store.lookup(*table, v));
                 if let Some(item) = found {
                     ok &= c.push(store.postings(item.value));
@@ -765,28 +1059,30 @@ impl MatchList {
     /// value of a param): anywhere in the value for a group's scan, at the start of a subject
     /// for its anchored patterns (the value, and each comma element of a header line:
     /// `line_holds` matches those too).
-    fn regex_hits<R: RequestView + ?Sized>(
+    fn regex_hits<R: RequestView + ?Sized, const C: bool>(
         &self,
         groups: &[crate::store::RegexGroup],
-        cx: &Ctx<'_, R>,
+        cx: &Ctx<'_, R, C>,
         hits: &mut Hits,
     ) {
         let store = &*self.store;
         // Each literal's entries are taken once, however often it occurs: a value repeating a
         // literal that many entries share would otherwise push (occurrences x entries).
-        // Literals are numbered across groups: scanned ones by their postings, anchored ones
-        // after those, by their item.
-        let scanned = store.literal_postings.len();
-        let mut taken = Taken::new(scanned + store.items.len());
+        // Literals are named by their place in the store: scanned ones by their postings,
+        // anchored ones (with bit 32 set) by their item.
+        let mut taken = Taken::new();
         let mut value = |g: &crate::store::RegexGroup, value: &[u8], header: bool| {
             if let Some(l) = g.scan
                 && let Some(ac) = store.automata.get(l.automaton as usize)
             {
+                cx.charge(1 + value.len() as u64 / 64);
                 for m in ac.find_overlapping_iter(value) {
+                    // Each literal found is a unit (taken or not).
+                    cx.charge(1);
                     let id = l.literals.start as usize + m.pattern().as_usize();
                     if id < l.literals.end as usize
                         && let Some(run) = store.literal_postings.get(id)
-                        && taken.insert(id)
+                        && taken.insert(id as u64)
                     {
                         hits.extend(store.postings(*run));
                     }
@@ -805,6 +1101,7 @@ impl MatchList {
                     let fits = u64::MAX.checked_shl(head.len() as u32).map_or(u64::MAX, |m| !m);
                     let mut lengths = p.lengths & fits;
                     while lengths != 0 {
+                        cx.charge(1);
                         let len = lengths.trailing_zeros() as usize + 1;
                         lengths &= lengths - 1;
                         let Some(key) = head.get(..len) else { break };
@@ -812,7 +1109,7 @@ impl MatchList {
                         if p.ends[end / 64] >> (end % 64) & 1 != 0
                             && let Some(i) = store.lookup_index(p.table, key)
                             && let Some(item) = store.items.get(i)
-                            && taken.insert(scanned + i)
+                            && taken.insert(1 << 32 | i as u64)
                         {
                             hits.extend(store.postings(item.value));
                         }
@@ -820,7 +1117,9 @@ impl MatchList {
                 };
                 at_start(value);
                 if header && has_comma(value) {
+                    cx.charge(value.len() as u64 / 64);
                     for el in value.split(|&b| b == b',').map(trim_ows) {
+                        cx.charge(1);
                         if !el.is_empty() && el.len() < value.len() {
                             at_start(el);
                         }
@@ -830,6 +1129,7 @@ impl MatchList {
         };
         if groups.iter().any(|g| g.header) {
             for (n, v) in cx.req.headers() {
+                cx.charge(1);
                 if v.is_empty() {
                     continue;
                 }
@@ -845,9 +1145,11 @@ impl MatchList {
             }
         }
         for g in groups.iter().filter(|g| !g.header) {
+            cx.charge(1);
             if let Some(v) = cx.params().first(store.bytes(g.name)) {
                 value(g, v, false);
             }
         }
+        cx.state.set(cx.state.get() + taken.heap_bytes());
     }
 }

@@ -106,9 +106,10 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     }
     let methods = b.run(first, b.items.len());
     let headers = groups(b, &headers);
+    let header_names = name_table(b, headers);
     let params = groups(b, &params);
     let id = b.index(b.indexes.len());
-    b.indexes.push(Index { headers, params, methods, rest, regex });
+    b.indexes.push(Index { headers, params, methods, rest, regex, header_names });
     Some(id)
 }
 
@@ -284,6 +285,30 @@ pub(crate) fn nfa_estimate(count: usize, bytes: usize) -> usize {
     (16 * 1024usize)
         .saturating_add(bytes.saturating_mul(80))
         .saturating_add(dense.saturating_mul(1024))
+}
+
+/// Header groups from this many on are found by a table of their names.
+pub(crate) const NAME_TABLE_FROM: usize = 8;
+/// The longest header name a name table holds (a request's name is lower-cased on the stack
+/// to be looked up).
+pub(crate) const NAME_TABLE_MAX: usize = 64;
+
+/// The table of the header groups' names, when there are many and all are short.
+fn name_table(b: &mut Builder, headers: Run) -> Table {
+    let names: Vec<Span> = match b.groups.get(headers.range()) {
+        Some(g) if g.len() >= NAME_TABLE_FROM => g.iter().map(|(n, _)| *n).collect(),
+        _ => return Table::default(),
+    };
+    if names.iter().any(|n| b.text(*n).len() > NAME_TABLE_MAX) {
+        return Table::default();
+    }
+    let first = b.items.len();
+    for (i, name) in names.into_iter().enumerate() {
+        let g = headers.start as usize + i;
+        let value = b.run(g, g + 1);
+        b.items.push(Item { key: name, value });
+    }
+    b.table(first)
 }
 
 fn postings(b: &mut Builder, list: &[u32]) -> Run {

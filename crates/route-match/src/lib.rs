@@ -32,7 +32,7 @@ pub mod regex_cache;
 mod store;
 
 pub use compile::{Bounds, CompiledFile, CompiledList, FileError, Warning};
-pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, MatchList, Outcome, RequestView};
+pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, MatchList, Outcome, RequestView, Work};
 pub use parse::{ParseError, Syntax};
 pub use pattern::{ATTEMPT_MAX_CHARGE, DEFAULT_PATTERN_MEMORY, MATCH_LIMIT, PROBES, Pattern};
 

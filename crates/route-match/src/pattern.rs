@@ -9,11 +9,14 @@
 //!
 //! **Work, not time.** PCRE2 does not tell how many steps a match took, only whether it
 //! finished within the limit it was given. So an attempt climbs a fixed ladder of limits
-//! ([`PROBES`]: 64 steps, then 4x more each time, up to [`MATCH_LIMIT`]), and is charged the
-//! sum of the limits it ran with: an upper bound of its work that depends only on the pattern
-//! and the subject. Nearly every real attempt finishes within the first 64 steps (a JIT step
-//! is a backtracking point, not a byte); only a backtracking-heavy one climbs, and then the
-//! probes it wasted are at most a third of its last. The request's budget (`eval`) is a count
+//! ([`PROBES`]: 2 steps, 64, then 4x more each time, up to [`MATCH_LIMIT`]), and is charged
+//! the sum of the limits it ran with: an upper bound of its work that depends only on the
+//! pattern and the subject. Nearly every real attempt finishes within 1 or 2 steps (a JIT step
+//! is a backtracking point, not a byte: `^tenant-[0-9]{4}$`, `Chrome/1[0-9]{2}` on a user
+//! agent, `x.*y.*z` on 4 KiB take 1) and is charged 2, close to what it used (issue #30: a
+//! first probe of 64 charged 64 for each, and a legitimate request of 17,000 one-step attempts
+//! was over the budget); only a backtracking-heavy one climbs, and then the probes it wasted
+//! are at most a third of its last. The request's budget (`eval`) is a count
 //! of these charged steps, so the same request and configuration route the same on any
 //! machine under any load.
 
@@ -32,7 +35,14 @@ const DEPTH_LIMIT: u32 = 10_000;
 const HEAP_LIMIT_KIB: u32 = 16 * 1024;
 
 /// The step limits an attempt climbs, in order; it is charged the sum of those it ran.
-pub const PROBES: [u32; 7] = [64, 256, 1024, 4096, 16_384, 65_536, MATCH_LIMIT];
+/// It starts at 2: nearly every real attempt finishes within 1 or 2 JIT steps (see the module
+/// documentation), and is charged 2, close to its real use; one that needs 3 to 64 runs a
+/// second probe, whose wasted first one cost 2 steps.
+pub const PROBES: [u32; 8] = [2, 64, 256, 1024, 4096, 16_384, 65_536, MATCH_LIMIT];
+
+/// Probes run before the per-worker cache is asked: attempts that finish within 64 steps
+/// never hash their subject.
+const UNCACHED_PROBES: usize = 2;
 
 /// The steps an attempt that goes all the way up the ladder is charged.
 pub const ATTEMPT_MAX_CHARGE: u64 = {
@@ -103,11 +113,14 @@ impl Record {
             }
             charged = next;
         }
-        let verdict = match self.end {
+        (self.verdict(), charged)
+    }
+
+    fn verdict(self) -> Verdict {
+        match self.end {
             End::Matched(m) => Verdict::Matched(m),
             End::GaveUp(e) => Verdict::GaveUp(e),
-        };
-        (verdict, charged)
+        }
     }
 }
 
@@ -148,22 +161,17 @@ impl Pattern {
     }
 
     /// One attempt on `subject` with `remaining` steps of the request's budget: the verdict
-    /// and the steps charged (see the module documentation). The first probe runs at once;
-    /// only an attempt that needs more asks the per-worker cache (`regex_cache`), so the
-    /// common case never hashes the subject.
+    /// and the steps charged (see the module documentation). The first two probes run at
+    /// once; only an attempt that needs more than 64 steps asks the per-worker cache
+    /// (`regex_cache`), so the common case never hashes the subject.
     pub(crate) fn attempt(&self, subject: &[u8], remaining: u64) -> (Verdict, u64) {
-        let first = u64::from(PROBES[0]);
-        if first > remaining {
-            return (Verdict::BudgetSpent, 0);
-        }
-        if let Some(end) = self.probe(subject, 0) {
-            return Record { last: 0, end }.replay(remaining);
-        }
-        if let Some(record) = crate::regex_cache::get(self.id, subject) {
-            return record.replay(remaining);
-        }
-        let mut charged = first;
-        for (i, probe) in PROBES.iter().enumerate().skip(1) {
+        let mut charged = 0u64;
+        for (i, probe) in PROBES.iter().enumerate() {
+            if i == UNCACHED_PROBES
+                && let Some(record) = crate::regex_cache::get(self.id, subject)
+            {
+                return record.replay(remaining);
+            }
             let next = charged + u64::from(*probe);
             if next > remaining {
                 return (Verdict::BudgetSpent, charged);
@@ -171,8 +179,10 @@ impl Pattern {
             charged = next;
             if let Some(end) = self.probe(subject, i) {
                 let record = Record { last: i as u8, end };
-                crate::regex_cache::put(self.id, subject, record);
-                return record.replay(remaining);
+                if i >= UNCACHED_PROBES {
+                    crate::regex_cache::put(self.id, subject, record);
+                }
+                return (record.verdict(), charged);
             }
         }
         // Not reached: the last probe always decides.

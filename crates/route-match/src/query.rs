@@ -45,6 +45,16 @@ pub(crate) struct Params<'q> {
 }
 
 impl<'q> Params<'q> {
+    /// Number of (name, value) pairs.
+    pub(crate) fn len(&self) -> usize {
+        self.n.max(self.spill.len())
+    }
+
+    /// Heap bytes held (decoded bytes and the spilled pairs).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.buf.capacity() + self.spill.capacity() * core::mem::size_of::<(Span, Span)>()
+    }
+
     pub(crate) fn parse(raw: &'q [u8]) -> Params<'q> {
         let raw = &raw[..raw.len().min((DECODED - 1) as usize)];
         let mut p =

@@ -9,14 +9,17 @@
 //! the routing.
 //!
 //! Only attempts that needed more than the first probe are stored and looked up (see
-//! `Pattern::attempt`): the common path never hashes a subject. Subjects longer than
-//! [`MAX_SUBJECT`] are not cached. The cache is bounded in bytes ([`set_capacity`]; 0, the
-//! default, turns it off) and evicts the least recently used record.
+//! `Pattern::attempt`): the common path never hashes a subject. The cache is bounded in bytes
+//! ([`set_capacity`]; 0, the default, turns it off) and in records ([`MAX_RECORDS`]), and
+//! evicts the least recently used record.
 //!
-//! Keys are the pattern's process-unique id and the subject's bytes; the table is indexed by
-//! a 64-bit hash of both and each slot keeps its subject, so a hash collision (which a client
-//! can aim for) is only a miss that replaces the slot, never a wrong answer, and never a
-//! long probe chain.
+//! Keys are the pattern's process-unique id and the subject. A subject up to [`MAX_SUBJECT`]
+//! bytes is kept in its slot, so a hash collision (which a client can aim for) is only a miss
+//! that replaces the slot, never a wrong answer, and never a long probe chain. A longer one
+//! (NGINX joins HTTP/2 `cookie` fields into one line: three HPACK references to a 3.9 KB
+//! cookie make an 11.7 KB subject) is kept as its length and a 128-bit digest keyed with this
+//! thread's random keys (two SipHash-1-3 of the std library), which a client cannot aim a
+//! collision at: the record costs the same bytes whatever the subject's length.
 
 use core::cell::{Cell, RefCell};
 use core::hash::Hasher;
@@ -26,7 +29,11 @@ use rustc_hash::{FxHashMap, FxHasher};
 use crate::pattern::Record;
 
 /// The longest subject whose attempts are cached.
+/// The longest subject kept in its record; longer ones are kept as a keyed digest.
 pub const MAX_SUBJECT: usize = 8 * 1024;
+
+/// The most records the cache holds, whatever its capacity in bytes.
+pub const MAX_RECORDS: usize = 1 << 16;
 
 /// Bytes a record accounts for besides its subject (the slot, the map entry).
 const OVERHEAD: usize = 96;
@@ -35,7 +42,10 @@ const NONE: u32 = u32::MAX;
 
 struct Slot {
     pattern: u64,
+    /// The subject, or empty for one longer than `MAX_SUBJECT` (then `digest` names it).
     subject: Box<[u8]>,
+    len: usize,
+    digest: u128,
     record: Record,
     /// Neighbours in recency order (indexes into `slots`).
     newer: u32,
@@ -55,6 +65,8 @@ struct Cache {
 }
 
 thread_local! {
+    static KEYS: (std::hash::RandomState, std::hash::RandomState) =
+        (std::hash::RandomState::new(), std::hash::RandomState::new());
     static CAPACITY: Cell<usize> = const { Cell::new(0) };
     static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
     static STATS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
@@ -84,20 +96,42 @@ fn key_hash(pattern: u64, subject: &[u8]) -> u64 {
     h.finish()
 }
 
+/// The keyed digest of a long subject (0 for a short one, which its slot keeps).
+fn digest(subject: &[u8]) -> u128 {
+    use core::hash::BuildHasher;
+    if subject.len() <= MAX_SUBJECT {
+        return 0;
+    }
+    KEYS.with(|(a, b)| {
+        let (x, y) = (a.hash_one(subject), b.hash_one(subject));
+        u128::from(x) << 64 | u128::from(y)
+    })
+}
+
+/// The key's hash: of the subject's bytes, or of its digest for a long one.
+fn slot_hash(pattern: u64, subject: &[u8], digest: u128) -> u64 {
+    if digest == 0 { key_hash(pattern, subject) } else { key_hash(pattern, &digest.to_ne_bytes()) }
+}
+
 fn cost(subject: &[u8]) -> usize {
-    subject.len() + OVERHEAD
+    if subject.len() > MAX_SUBJECT { 16 + OVERHEAD } else { subject.len() + OVERHEAD }
 }
 
 pub(crate) fn get(pattern: u64, subject: &[u8]) -> Option<Record> {
-    if subject.len() > MAX_SUBJECT || CAPACITY.with(Cell::get) == 0 {
+    if CAPACITY.with(Cell::get) == 0 {
         return None;
     }
     let found = CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let hash = key_hash(pattern, subject);
+        let digest = digest(subject);
+        let hash = slot_hash(pattern, subject, digest);
         let i = *c.by_hash.get(&hash)?;
         let slot = c.slots.get(i as usize)?;
-        if slot.pattern != pattern || *slot.subject != *subject {
+        if slot.pattern != pattern
+            || slot.len != subject.len()
+            || slot.digest != digest
+            || (digest == 0 && *slot.subject != *subject)
+        {
             return None;
         }
         let record = slot.record;
@@ -114,18 +148,28 @@ pub(crate) fn get(pattern: u64, subject: &[u8]) -> Option<Record> {
 
 pub(crate) fn put(pattern: u64, subject: &[u8], record: Record) {
     let capacity = CAPACITY.with(Cell::get);
-    if subject.len() > MAX_SUBJECT || cost(subject) > capacity {
+    if cost(subject) > capacity {
         return;
     }
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let hash = key_hash(pattern, subject);
+        let digest = digest(subject);
+        let hash = slot_hash(pattern, subject, digest);
         if let Some(&old) = c.by_hash.get(&hash) {
             c.remove(old);
         }
-        while c.bytes + cost(subject) > capacity && c.evict() {}
-        let slot =
-            Slot { pattern, subject: subject.into(), record, newer: NONE, older: NONE, hash };
+        while (c.bytes + cost(subject) > capacity || c.by_hash.len() >= MAX_RECORDS) && c.evict() {}
+        let kept: Box<[u8]> = if digest == 0 { subject.into() } else { Box::default() };
+        let slot = Slot {
+            pattern,
+            subject: kept,
+            len: subject.len(),
+            digest,
+            record,
+            newer: NONE,
+            older: NONE,
+            hash,
+        };
         let i = match c.free.pop() {
             Some(i) => {
                 c.slots[i as usize] = slot;
@@ -176,7 +220,7 @@ impl Cache {
         self.unlink(i);
         let s = &mut self.slots[i as usize];
         let (hash, subject) = (s.hash, core::mem::take(&mut s.subject));
-        self.bytes -= cost(&subject);
+        self.bytes -= if s.digest != 0 { 16 + OVERHEAD } else { subject.len() + OVERHEAD };
         self.by_hash.remove(&hash);
         self.free.push(i);
     }
@@ -219,9 +263,16 @@ mod tests {
         // Another pattern, the same subject: another key.
         assert_eq!(get(2, &s(b'a')), None);
         CACHE.with(|c| assert!(c.borrow().bytes <= 3 * (100 + OVERHEAD)));
-        // Long subjects are never kept.
-        put(1, &vec![b'x'; MAX_SUBJECT + 1], rec(true));
-        assert_eq!(get(1, &vec![b'x'; MAX_SUBJECT + 1]), None);
+        // Long subjects are kept by digest, at a fixed cost: another long subject, or the same
+        // one for another pattern, is another key.
+        let long = vec![b'x'; 3 * MAX_SUBJECT];
+        put(1, &long, rec(true));
+        assert_eq!(get(1, &long), Some(rec(true)));
+        let mut other = long.clone();
+        other[2 * MAX_SUBJECT] = b'y';
+        assert_eq!(get(1, &other), None);
+        assert_eq!(get(2, &long), None);
+        CACHE.with(|c| assert!(c.borrow().bytes <= 3 * (100 + OVERHEAD)));
         set_capacity(0);
         assert_eq!(get(1, &s(b'a')), None);
     }

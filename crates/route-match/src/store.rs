@@ -143,6 +143,13 @@ pub(crate) struct Literals {
     pub(crate) literals: Run,
 }
 
+impl Table {
+    /// Whether the table has no slots (was not built).
+    pub(crate) fn is_empty(self) -> bool {
+        self.slots.is_empty()
+    }
+}
+
 impl Store {
     // The end is computed in `usize`, where it cannot wrap: one bounds check, not two.
     #[inline]
@@ -462,6 +469,10 @@ pub(crate) struct Index {
     /// Regex prefilter groups (`RegexGroup`s of the store) of the entries with no exact
     /// condition but a regex condition whose needed literals are known.
     pub(crate) regex: Run,
+    /// For many header groups: a table of their names (item key: the lower-case name, value:
+    /// the group's one-element run in `groups`), so that each header line of a request costs
+    /// one lookup, not one comparison per indexed name. Empty: compare with each name.
+    pub(crate) header_names: Table,
 }
 
 /// What malloc (glibc) holds for a request of `size` bytes: an 8-byte header, 16-byte
