@@ -461,6 +461,8 @@ fuzz_target!(|input: Input| {
         resolvers: input.resolvers.iter().take(2).map(S::get).collect(),
         experimental: true,
         nginx_version: (1, 28, 0),
+        // Both reach policies: ExternalName refused (the default) and followed.
+        allow_external_name: input.carrier >= 128,
     };
     let plan =
         httproute_nginx::plan::plan(&inputs, &httproute_nginx::plan_options(&opts, &backends));

@@ -655,7 +655,7 @@ impl Http {
     /// mirrors' locations, its maps and split_clients) written for the rule.
     fn rule_location(
         &mut self,
-        listener_port: u16,
+        listener: (u16, bool),
         ri: usize,
         rule: &RulePlan,
         out: &mut Vec<Node>,
@@ -663,7 +663,7 @@ impl Http {
     ) -> Result<(), String> {
         let from = self.unit(Unit::Rule(rule.id.clone()));
         let at = (out.len(), mirror_locs.len(), self.maps.len(), self.splits.len());
-        self.rule_location_of(listener_port, ri, rule, out, mirror_locs)?;
+        self.rule_location_of(listener, ri, rule, out, mirror_locs)?;
         if let Provenance::Object(o) = from {
             for why in std::mem::take(&mut self.over_limit) {
                 self.refused.push((o, why));

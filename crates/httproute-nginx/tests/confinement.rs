@@ -15,6 +15,7 @@ fn opts() -> Options {
         resolvers: vec!["127.0.0.1:53".into()],
         experimental: false,
         nginx_version: (1, 28, 0),
+        allow_external_name: false,
     }
 }
 
