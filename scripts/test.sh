@@ -211,7 +211,16 @@ YAML
     e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
     harness "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
     step "panic containment (a module built --features panic-test, in target/panic)"
-    CARGO_TARGET_DIR=$PWD/target/panic cargo build -p ngx-http-matches --release --features panic-test
+    # Against the NGINX tree just built (its objs/ and the vendored source it was configured
+    # from, as nginx-src records it), so target/panic does not build NGINX a second time.
+    objs=$(dirname "$(echo "$out" | field nginx)")
+    src=$(sed -n '1s/^"\([^"]*\)".*/\1/p' "$objs/last-build-info" 2>/dev/null || true)
+    if [ -n "$src" ] && [ -f "$src/src/core/nginx.h" ] && [ -f "$objs/ngx_auto_config.h" ]; then
+      NGINX_SOURCE_DIR=$src NGINX_BUILD_DIR=$objs CARGO_TARGET_DIR=$PWD/target/panic \
+        cargo build -p ngx-http-matches --release --features panic-test
+    else
+      CARGO_TARGET_DIR=$PWD/target/panic cargo build -p ngx-http-matches --release --features panic-test
+    fi
     NGX_MATCHES_PANIC_MODULE=$PWD/target/panic/release/libngx_http_matches.so \
       NGX_MATCHES_NGINX=$(echo "$out" | field nginx) cargo test -p ngx-http-matches --release --test panic -- --ignored
     ;;
