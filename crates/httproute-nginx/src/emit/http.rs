@@ -311,6 +311,7 @@ pub(super) fn emit_once(
         files,
         warnings,
         dropped: Vec::new(),
+        work: Default::default(),
     };
     Ok((Some(out), Vec::new(), http.units))
 }

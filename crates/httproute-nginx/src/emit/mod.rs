@@ -24,7 +24,7 @@ mod upstream;
 pub use upstream::basis_points;
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::conf::{Arg, Directive, Node, Provenance, Stmt};
 use crate::plan::{Loc, PathKind, Plan, RuleId, RulePlan};
@@ -78,6 +78,19 @@ pub struct Output {
     /// rule, and why (`match N: ...` for a match). [`crate::plan::Status`] gets a condition
     /// for each ([`crate::plan::dropped_from_configuration`]).
     pub dropped: Vec<(RuleId, String)>,
+    /// What writing it took (tests bound it against the input: no timing).
+    pub work: Work,
+}
+
+/// The work of [`emit_with`], counted: each pass writes every object again.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Work {
+    /// Passes of the writer (one, and one more after each pass that left objects out).
+    pub passes: usize,
+    /// Tenant objects written for, summed over the passes ([`Provenance::Object`]s).
+    pub units: usize,
+    /// Candidates of left-out locations looked at to find their matches.
+    pub candidates: usize,
 }
 
 /// A tenant's object that directives are written for: what a word of them NGINX cannot take
@@ -144,9 +157,15 @@ pub enum Tree {
 pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
     let mut skip = Skip::default();
     let mut dropped: Vec<(RuleId, String)> = Vec::new();
+    // The matches among `dropped` (`match N: ...`): looked up per candidate of a dropped
+    // location, so a hash set, not a scan of `dropped` with a string per comparison.
+    let mut dropped_matches: HashSet<(RuleId, usize)> = HashSet::new();
     let mut warnings = Vec::new();
+    let mut work = Work::default();
     loop {
         let (out, refused, units) = emit_once(plan, opts, tree, &skip)?;
+        work.passes += 1;
+        work.units += units.len();
         let Some(mut out) = out else {
             let before = (skip.rules.len(), skip.locations.len());
             for (o, why) in refused {
@@ -171,13 +190,11 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
                             Loc::Exact(p) | Loc::Prefix(p) => p.trim_end_matches('/'),
                         };
                         // The matches whose path is the location's.
+                        work.candidates += loc.candidates.len();
                         for c in &loc.candidates {
                             if c.path_kind != PathKind::Regex
                                 && c.path.trim_end_matches('/') == path
-                                && !dropped.iter().any(|(id, w)| {
-                                    *id == c.id
-                                        && w.starts_with(&format!("match {}:", c.match_index))
-                                })
+                                && dropped_matches.insert((c.id.clone(), c.match_index))
                             {
                                 warnings.push(format!(
                                     "{} match {}: {why}; the match is not served",
@@ -202,6 +219,7 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
         warnings.append(&mut out.warnings);
         out.warnings = warnings;
         out.dropped = dropped;
+        out.work = work;
         return Ok(out);
     }
 }
