@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::conf::{Arg, Node, Provenance, Rendered, Writer, code, data};
-use crate::plan::{Entry, Loc, Plan, RulePlan};
+use crate::plan::{Entry, Loc, Plan};
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
 use super::server::Merged;
@@ -168,12 +168,14 @@ pub(super) fn emit_once(
                 .map(|c| c.rule)
                 .collect();
             for ri in used {
-                http.rule_location(
-                    (port.port, port.tls),
-                    ri,
-                    &server.rules[ri],
+                let rule = &server.rules[ri];
+                http.written_for(
+                    Unit::Rule(rule.id.clone()),
                     &mut body,
                     &mut mirror_locs,
+                    |http, out, mirror_locs| {
+                        http.rule_location((port.port, port.tls), ri, rule, out, mirror_locs)
+                    },
                 )?;
             }
             body.append(&mut mirror_locs);
@@ -317,19 +319,20 @@ pub(super) fn emit_once(
 }
 
 impl Http {
-    /// [`Http::rule_location_of`], with every directive it writes (in the server, its
-    /// mirrors' locations, its maps and split_clients) written for the rule.
-    pub(super) fn rule_location(
+    /// What `write` writes (into the server's `out`, its mirrors' locations `mirror_locs`,
+    /// the maps and split_clients) written for unit `u`: every directive without a provenance
+    /// of its own gets `u`'s, and the limits `write` found passed (`over_limit`) are
+    /// refused for `u`.
+    pub(super) fn written_for(
         &mut self,
-        listener: (u16, bool),
-        ri: usize,
-        rule: &RulePlan,
+        u: Unit,
         out: &mut Vec<Node>,
         mirror_locs: &mut Vec<Node>,
+        write: impl FnOnce(&mut Http, &mut Vec<Node>, &mut Vec<Node>) -> Result<(), String>,
     ) -> Result<(), String> {
-        let from = self.unit(Unit::Rule(rule.id.clone()));
+        let from = self.unit(u);
         let at = (out.len(), mirror_locs.len(), self.maps.len(), self.splits.len());
-        self.rule_location_of(listener, ri, rule, out, mirror_locs)?;
+        write(self, out, mirror_locs)?;
         if let Provenance::Object(o) = from {
             for why in std::mem::take(&mut self.over_limit) {
                 self.refused.push((o, why));

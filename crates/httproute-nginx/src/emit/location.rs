@@ -12,8 +12,9 @@ use super::{FIXED_BUCKET_HEADER, Http, d, empty, entry_of, field, quoted};
 
 impl Http {
     /// The internal location of rule `ri` (a redirect, a 500, or a proxy with its filters and
-    /// weights), and its mirrors' locations into `mirror_locs`.
-    pub(super) fn rule_location_of(
+    /// weights), and its mirrors' locations into `mirror_locs` (written for the rule with
+    /// [`Http::written_for`]).
+    pub(super) fn rule_location(
         &mut self,
         listener: (u16, bool),
         ri: usize,
