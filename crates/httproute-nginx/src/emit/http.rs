@@ -7,7 +7,6 @@ use crate::conf::{Arg, Node, Provenance, Rendered, Writer, code, data};
 use crate::plan::{Entry, Loc, Plan};
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
-use super::server::Merged;
 use super::tls::{certificate_files, tls_server};
 use super::{
     Carrier, HOSTNAME_FIELD, Http, Options, Output, PATH_FIELD, Skip, Tree, Unit, d, empty, quoted,
@@ -34,7 +33,7 @@ pub(super) fn emit_once(
     let mut servers: Vec<Node> = Vec::new();
     let mut http = Http { experimental: opts.experimental, ..Http::default() };
 
-    let merged = Merged::of(plan);
+    let merged = &plan.merged;
     for (pi, port) in plan.ports.iter().enumerate() {
         // A port whose servers are all written with an earlier port's needs no map of its own.
         if port.tls && merged.writes_any(pi) {

@@ -28,32 +28,12 @@ impl Http {
         let (rule, retry) = match &rule.retry {
             Some(r) if self.experimental && !rule.grpc => {
                 let (directives, tries) = self.retry(rule, r);
-                // NGINX retries on the next server of the upstream: each fixed address is
-                // listed once per try, so a backend with one endpoint is retried too.
-                retried = RulePlan {
-                    backends: rule
-                        .backends
-                        .iter()
-                        .map(|b| {
-                            let mut b = b.clone();
-                            if let Target::Upstream { name, servers } = &b.target {
-                                let name = format!("{name}_r{tries}");
-                                self.no_fail.insert(name.clone());
-                                b.target = Target::Upstream {
-                                    name,
-                                    servers: servers
-                                        .iter()
-                                        .flat_map(|s| {
-                                            std::iter::repeat_n(s.clone(), tries as usize)
-                                        })
-                                        .collect(),
-                                };
-                            }
-                            b
-                        })
-                        .collect(),
-                    ..rule.clone()
-                };
+                retried = rule.retried(tries);
+                for b in &retried.backends {
+                    if let Target::Upstream { name, .. } = &b.target {
+                        self.no_fail.insert(name.clone());
+                    }
+                }
                 (&retried, directives)
             }
             Some(_) => {
@@ -164,11 +144,7 @@ impl Http {
         }
         // Backends that need locations of their own: their own filters, or not all speaking
         // the same scheme (one proxy_pass takes one).
-        let own_filters = rule
-            .backends
-            .iter()
-            .any(|b| modifies(&b.request_headers) || modifies(&b.response_headers))
-            || rule.backends.iter().any(|b| b.tls) && !rule.backends.iter().all(|b| b.tls);
+        let own_filters = rule.backends_apart();
         if own_filters && rule.backends.len() > 1 {
             // Filters of their own: one location per backend, picked per request by
             // split_clients and reached with an internal rewrite.
@@ -264,8 +240,7 @@ impl Http {
     ) -> Result<(), String> {
         match self.destination(&b.target) {
             Some((set_backend, host)) => {
-                let req = merge(&rule.request_headers, &b.request_headers);
-                let resp = merge(&rule.response_headers, &b.response_headers);
+                let (req, resp) = rule.backend_filters(b);
                 let mut inner: Vec<Node> = vec![d("internal").into()];
                 inner.extend(set.iter().cloned());
                 inner.extend(set_backend);
@@ -316,7 +291,7 @@ impl Http {
                 "{at}: backoff is not honoured: NGINX tries the next attempt at once"
             ));
         }
-        let tries = r.attempts.map_or(2, |a| a.saturating_add(1)).min(100);
+        let tries = crate::plan::retry_tries(r);
         let mut out =
             vec![when.into(), d("proxy_next_upstream_tries").code(tries.to_string()).into()];
         if let Some(ms) = rule.timeout_ms.filter(|ms| *ms > 0) {
@@ -576,37 +551,4 @@ fn pass(rule: &RulePlan, host: Part, uri: &[Part], tls: bool) -> Node {
         parts.extend(uri.iter().cloned());
         d("proxy_pass").arg(Arg::parts(parts)).into()
     }
-}
-
-/// Whether a header filter does anything.
-fn modifies(m: &HeaderModifier) -> bool {
-    !(m.set.is_empty() && m.add.is_empty() && m.remove.is_empty())
-}
-
-/// A rule's header filter followed by a backendRef's: the backend's `set` and `remove` win
-/// over the rule's for the same name; `add`s of both are kept.
-fn merge(rule: &HeaderModifier, own: &HeaderModifier) -> HeaderModifier {
-    if !modifies(own) {
-        return rule.clone();
-    }
-    let overridden = |name: &str| {
-        own.set
-            .iter()
-            .map(|h| h.name.as_str())
-            .chain(own.remove.iter().map(String::as_str))
-            .any(|n| n.eq_ignore_ascii_case(name))
-    };
-    let mut m = HeaderModifier::default();
-    m.set.extend(rule.set.iter().filter(|h| !overridden(&h.name)).cloned());
-    m.set.extend(own.set.iter().cloned());
-    m.add.extend(rule.add.iter().filter(|h| !overridden(&h.name)).cloned());
-    m.add.extend(own.add.iter().cloned());
-    m.remove.extend(rule.remove.iter().cloned());
-    m.remove.extend(
-        own.remove
-            .iter()
-            .filter(|n| !rule.remove.iter().any(|r| r.eq_ignore_ascii_case(n)))
-            .cloned(),
-    );
-    m
 }

@@ -6,7 +6,6 @@
 //! - this file: the options, the output, and the passes of [`emit_with`] (a tenant object whose
 //!   words NGINX cannot take is left out and the configuration written again);
 //! - `http`: one pass: the main context and the `http` block around the servers;
-//! - `server`: servers that are the same on several ports, written once;
 //! - `location`: a rule's internal locations (redirect, proxy, filters, backends, mirrors);
 //! - `upstream`: `split_clients` shares;
 //! - `maps`: the `map` blocks (SNI, raw path, upgrade, preflight);
@@ -17,7 +16,6 @@ mod cors;
 mod http;
 mod location;
 mod maps;
-mod server;
 mod tls;
 mod upstream;
 
@@ -27,7 +25,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::conf::{Arg, Directive, Node, Provenance, Stmt};
-use crate::plan::{Loc, PathKind, Plan, RuleId, RulePlan};
+use crate::plan::{Loc, PathKind, Plan, RuleId, RulePlan, ServerAt};
 
 use http::emit_once;
 
@@ -223,9 +221,6 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
         return Ok(out);
     }
 }
-
-/// A server of the plan: (index of its port, index in the port's servers).
-type ServerAt = (usize, usize);
 
 /// What the `http` block collects while the servers are written.
 #[derive(Default)]

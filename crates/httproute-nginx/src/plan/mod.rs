@@ -14,6 +14,7 @@
 //! | servers (one per port and hostname, listener isolation, HTTP/2 per the target NGINX) | `plan/servers.rs` |
 //! | precedence (candidates and their sort key, locations, `Loc`/`PathKind`) | `plan/precedence.rs` |
 //! | status (condition types and reasons, listener and route conditions) | `plan/status.rs` |
+//! | server merging (servers the same on several ports, written once) | `plan/merge.rs` |
 //!
 //! and `plan/ids.rs` (typed listener, route and rule ids), `plan/entry.rs` (the match-list entry
 //! emit writes and explain evaluates). The target NGINX is an input ([`Capabilities`]):
@@ -30,6 +31,7 @@ mod backends;
 mod entry;
 mod ids;
 mod listeners;
+mod merge;
 mod precedence;
 mod rules;
 mod servers;
@@ -37,7 +39,9 @@ mod status;
 
 pub use entry::Entry;
 pub use ids::{ListenerId, RouteId, RouteKind, RuleId};
+pub use merge::{Merged, ServerAt};
 pub use precedence::{Loc, PathKind, SortKey};
+pub use rules::retry_tries;
 pub use status::{
     Condition, ConditionType, ListenerStatus, Reason, RouteStatus, Status,
     dropped_from_configuration,
@@ -118,6 +122,9 @@ pub struct Plan {
     pub status: Status,
     /// The NGINX the plan is for.
     pub capabilities: Capabilities,
+    /// Which servers are written once for several ports ([`Merged::of`] the ports; a caller
+    /// that changes `ports` computes it again).
+    pub merged: Merged,
 }
 
 #[derive(Debug)]
@@ -314,5 +321,15 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     warnings.sort();
     warnings.dedup();
     let secrets = listeners::secrets(inputs, &listeners);
-    Plan { ports, warnings, secrets, status, capabilities: opts.capabilities }
+    let mut plan = Plan {
+        ports,
+        warnings,
+        secrets,
+        status,
+        capabilities: opts.capabilities,
+        merged: Merged::default(),
+    };
+    // 7. Servers the same on several ports.
+    plan.merged = Merged::of(&plan);
+    plan
 }

@@ -1,26 +1,30 @@
-//! Servers that are the same on several ports, written once.
+//! Server merging: servers that are the same on several ports are written once, with a
+//! `listen` per port (emit writes what this decides).
 
-use crate::plan::{Loc, Plan, PortPlan, ServerPlan};
+use super::{Loc, Plan, PortPlan, ServerPlan};
 
-use super::ServerAt;
+/// A server of the plan: (index of its port, index in the port's servers).
+pub type ServerAt = (usize, usize);
 
 /// Servers that are the same on several ports, written once with a `listen` per port.
 ///
 /// Two servers of different ports are one when everything written in them is the same: the
 /// host name, the certificates, the locations with their lists and the rules. Their ports
 /// must also be alike: both HTTP or both HTTPS, the same HTTP/2 setting, and, over TLS, the
-/// same host names (the SNI check of [`tls_server`] reads the map of the first port). A server
+/// same host names (emit's SNI check of an HTTPS server reads the map of the first port). A server
 /// with a RequestRedirect to the listener's own port (no port, no scheme) stays on its port.
 /// Each server is hashed once and compared with the first server of its bucket, so the cost
 /// grows with the servers, not with their pairs.
-pub(super) struct Merged {
+#[derive(Debug, Default)]
+pub struct Merged {
     /// Per port, per server: the (port, server) indexes it stands for, when it is the first of
     /// them; `None` for one written with an earlier port.
     members: Vec<Vec<Option<Vec<ServerAt>>>>,
 }
 
 impl Merged {
-    pub(super) fn of(plan: &Plan) -> Merged {
+    /// The merging of `plan`'s servers ([`Plan::merged`]; from `plan.ports` alone).
+    pub fn of(plan: &Plan) -> Merged {
         use std::collections::HashMap;
         use std::hash::{Hash as _, Hasher as _};
         // Over TLS: ports with the same host names (their SNI maps are the same).
@@ -97,12 +101,12 @@ impl Merged {
 
     /// The servers (port, server) that server `si` of port `pi` is written for, or `None` when
     /// it is written with an earlier port.
-    pub(super) fn members(&self, pi: usize, si: usize) -> Option<&[ServerAt]> {
+    pub fn members(&self, pi: usize, si: usize) -> Option<&[ServerAt]> {
         self.members[pi][si].as_deref()
     }
 
     /// Whether some server is written for port `pi` (first of its group).
-    pub(super) fn writes_any(&self, pi: usize) -> bool {
+    pub fn writes_any(&self, pi: usize) -> bool {
         self.members[pi].iter().any(Option::is_some)
     }
 }
