@@ -4,13 +4,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::model::{AllowedRoutes, HttpRoute, Inputs, ReferenceGrant};
+use crate::model::{AllowedRoutes, HttpRoute, Inputs};
 
 use super::backends::{Refs, route_refs};
 use super::ids::{ListenerId, RouteId, RouteKind};
 use super::listeners::Listener;
 use super::status::{Condition, ConditionType, Reason, RouteStatus, Status};
-use super::wildcard_covers;
+use super::types::wildcard_covers;
 
 /// A route attached to a listener, with the hostnames it serves there.
 pub(super) struct Attachment<'a> {
@@ -76,23 +76,6 @@ fn refused(
             format!("allowedRoutes.namespaces.from is Same and the Gateway is in {gw_ns}")
         }),
     }
-}
-
-/// Whether a ReferenceGrant in `to_ns` lets objects of kind `from.0` (a Gateway API kind) in
-/// namespace `from.1` use the core object `to` (kind, name).
-pub(super) fn granted(
-    grants: &[ReferenceGrant],
-    from: (&str, &str),
-    to_ns: &str,
-    to: (&str, &str),
-) -> bool {
-    grants.iter().filter(|g| g.metadata.namespace == to_ns).any(|g| {
-        g.spec.from.iter().any(|f| {
-            f.group == "gateway.networking.k8s.io" && f.kind == from.0 && f.namespace == from.1
-        }) && g.spec.to.iter().any(|t| {
-            t.group.is_empty() && t.kind == to.0 && t.name.as_deref().is_none_or(|n| n == to.1)
-        })
-    })
 }
 
 /// Attaches every route (sorted by namespace/name) to the listeners its parentRefs name and

@@ -8,9 +8,10 @@ use crate::model::{
     EndpointSlice, HttpRoute, Inputs, ObjectRef, ReferenceGrant, Service, ServicePort,
 };
 
-use super::attach::granted;
+use super::grants::granted;
+use super::ids::RouteKind;
 use super::status::{Condition, ConditionType, Reason};
-use super::{BackendMap, Target};
+use super::types::{BackendMap, Target};
 
 /// What backend references resolve against.
 #[derive(Clone, Copy)]
@@ -72,7 +73,7 @@ pub(super) fn resolve(
         ));
     }
     // The grant is for the route's own kind: one for HTTPRoutes does not admit a GRPCRoute.
-    let kind = super::RouteKind::of(refs.grpc).as_str();
+    let kind = RouteKind::of(refs.grpc).as_str();
     if bns != ns && !granted(refs.grants, (kind, ns), bns, ("Service", name)) {
         return Err((
             Reason::RefNotPermitted,

@@ -1,7 +1,7 @@
 //! Server merging: servers that are the same on several ports are written once, with a
 //! `listen` per port (emit writes what this decides).
 
-use super::{Loc, Plan, PortPlan, ServerPlan};
+use super::types::{Loc, PortPlan, ServerPlan};
 
 /// A server of the plan: (index of its port, index in the port's servers).
 pub type ServerAt = (usize, usize);
@@ -23,14 +23,13 @@ pub struct Merged {
 }
 
 impl Merged {
-    /// The merging of `plan`'s servers ([`Plan::merged`]; from `plan.ports` alone).
-    pub fn of(plan: &Plan) -> Merged {
+    /// The merging of the servers of `ports` (`Plan::merged`).
+    pub fn of(ports: &[PortPlan]) -> Merged {
         use std::collections::HashMap;
         use std::hash::{Hash as _, Hasher as _};
         // Over TLS: ports with the same host names (their SNI maps are the same).
         let mut host_sets: HashMap<Vec<Option<&str>>, usize> = HashMap::new();
-        let hosts: Vec<usize> = plan
-            .ports
+        let hosts: Vec<usize> = ports
             .iter()
             .map(|p| {
                 let set: Vec<Option<&str>> =
@@ -49,7 +48,7 @@ impl Merged {
                 .then_some(p.port)
         };
         let alike = |(ap, a): (usize, &ServerPlan), (bp, b): (usize, &ServerPlan)| {
-            let (pa, pb) = (&plan.ports[ap], &plan.ports[bp]);
+            let (pa, pb) = (&ports[ap], &ports[bp]);
             pa.tls == pb.tls
                 && pa.http2 == pb.http2
                 && (!pa.tls || hosts[ap] == hosts[bp])
@@ -61,8 +60,8 @@ impl Merged {
         };
         let mut buckets: HashMap<u64, Vec<ServerAt>> = HashMap::new();
         let mut members: Vec<Vec<Option<Vec<ServerAt>>>> =
-            plan.ports.iter().map(|p| p.servers.iter().map(|_| None).collect()).collect();
-        for (pi, port) in plan.ports.iter().enumerate() {
+            ports.iter().map(|p| p.servers.iter().map(|_| None).collect()).collect();
+        for (pi, port) in ports.iter().enumerate() {
             for (si, server) in port.servers.iter().enumerate() {
                 // What tells servers apart cheaply; `alike` decides.
                 let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -84,7 +83,7 @@ impl Merged {
                 let first = bucket
                     .iter()
                     .copied()
-                    .find(|&(fp, fs)| alike((fp, &plan.ports[fp].servers[fs]), (pi, server)));
+                    .find(|&(fp, fs)| alike((fp, &ports[fp].servers[fs]), (pi, server)));
                 match first {
                     Some((fp, fs)) => {
                         members[fp][fs].as_mut().expect("the first of its group").push((pi, si))

@@ -6,7 +6,7 @@ use crate::model::{Filter, HeaderModifier, Retry, Rule};
 use super::backends::{Refs, resolve};
 use super::ids::{RouteId, RuleId};
 use super::status::Reason;
-use super::{Backend, RulePlan, Target, normalize_prefix};
+use super::types::{Backend, RulePlan, Target, normalize_prefix};
 
 /// The plan of rule `ri` of route `route` (in namespace `ns`); what cannot be used is a
 /// warning.

@@ -10,7 +10,8 @@ use super::backends::Refs;
 use super::ids::RouteId;
 use super::listeners::Listener;
 use super::precedence::{add_route, host_rank, locations};
-use super::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
+use super::status::Http2Loss;
+use super::types::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
 
 /// Whether route hostname `e` (after intersection) serves every request of server `h`.
 fn serves(e: &Option<String>, h: &Option<String>) -> bool {
@@ -42,10 +43,6 @@ impl Attached<'_> {
         out
     }
 }
-
-/// What the ports lost to the target NGINX: (GRPCRoutes not served on some port, and those
-/// ports; GRPCRoutes served on some port).
-pub(super) type Http2Loss = (BTreeMap<RouteId, BTreeSet<u16>>, BTreeSet<RouteId>);
 
 /// Every port of the served listeners with its servers.
 pub(super) fn ports(
