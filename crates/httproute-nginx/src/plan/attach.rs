@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{AllowedRoutes, HttpRoute, Inputs};
 
-use super::backends::{Refs, route_refs};
+use super::backends::ResolvedRoute;
 use super::ids::{ListenerId, RouteId, RouteKind};
 use super::listeners::Listener;
 use super::status::{Condition, ConditionType, Reason, RouteStatus, Status};
@@ -16,6 +16,8 @@ use super::types::wildcard_covers;
 pub(super) struct Attachment<'a> {
     pub listener: usize,
     pub route: &'a HttpRoute,
+    /// Its references, resolved once.
+    pub resolved: &'a ResolvedRoute,
     /// The route's place by age: creationTimestamp, then the `"{namespace}/{name}"` string (see
     /// `precedence::SortKey`).
     pub age: usize,
@@ -84,9 +86,9 @@ fn refused(
 pub(super) fn attach<'a>(
     inputs: &'a Inputs,
     routes: &[&'a HttpRoute],
+    resolved: &'a [ResolvedRoute],
     ages: &[usize],
     listeners: &[Listener],
-    refs: &Refs<'_>,
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) -> Vec<Attachment<'a>> {
@@ -97,11 +99,11 @@ pub(super) fn attach<'a>(
         of_gateway.entry((&l.id.namespace, &l.id.gateway)).or_default().push(li);
     }
     let mut attachments = Vec::new();
-    for (r, &age) in routes.iter().zip(ages) {
+    for ((r, &age), refs) in routes.iter().zip(ages).zip(resolved) {
         let ns = &r.metadata.namespace;
         let kind = RouteKind::of(r.grpc);
         let mut attached = false;
-        let resolved = route_refs(r, refs);
+        let resolved = &refs.condition;
         let mut parents = Vec::new();
         for p in &r.spec.parent_refs {
             if p.kind.as_deref().unwrap_or("Gateway") != "Gateway"
@@ -138,7 +140,13 @@ pub(super) fn attach<'a>(
                 attached = true;
                 here = true;
                 status.listeners[l.status].attached_routes += 1;
-                attachments.push(Attachment { listener: li, route: r, age, hostnames });
+                attachments.push(Attachment {
+                    listener: li,
+                    route: r,
+                    resolved: refs,
+                    age,
+                    hostnames,
+                });
             }
             let accepted = if here {
                 Condition::yes(Accepted, Reason::Accepted)

@@ -117,7 +117,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     // 1. Listeners and their certificates.
     let listeners =
         listeners::listeners(inputs, &opts.given_certificates, &mut status, &mut warnings);
-    // 2. Attachment, with each route's ResolvedRefs (3. backends).
+    // 2. Routes in order: by namespace/name, and their places by age.
     let mut routes: Vec<&HttpRoute> = inputs.routes.iter().collect();
     routes.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
@@ -148,8 +148,12 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         refused_slices: &inputs.refused_slices,
         allow_external_name: opts.allow_external_name,
     };
+    // 3. Every reference of every route, resolved once for the route's own kind; then
+    // attachment, with each route's ResolvedRefs read from its resolved node.
+    let resolved: Vec<backends::ResolvedRoute> =
+        routes.iter().map(|r| backends::resolve_route(r, &refs)).collect();
     let mut attachments =
-        attach::attach(inputs, &routes, &ages, &listeners, &refs, &mut status, &mut warnings);
+        attach::attach(inputs, &routes, &resolved, &ages, &listeners, &mut status, &mut warnings);
     status::rejected(inputs, &mut status, &mut warnings);
     status.routes.sort_by(|a, b| (&a.id.namespace, &a.id.name).cmp(&(&b.id.namespace, &b.id.name)));
     attach::reject_kind_conflicts(&listeners, &mut attachments, &mut status, &mut warnings);
@@ -157,7 +161,6 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let (ports, loss) = servers::ports(
         &listeners,
         &attachments,
-        &refs,
         &opts.capabilities,
         opts.experimental,
         &mut warnings,

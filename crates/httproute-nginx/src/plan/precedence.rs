@@ -35,18 +35,26 @@ pub(super) fn add_route(
     r: &HttpRoute,
     age: usize,
     hostname: &Option<String>,
-    refs: &super::backends::Refs<'_>,
+    resolved: &super::backends::ResolvedRoute,
     experimental: bool,
     server: &mut ServerPlan,
     candidates: &mut Vec<Candidate>,
     warnings: &mut Vec<String>,
 ) {
-    let refs = &super::backends::Refs { grpc: r.grpc, ..*refs };
     let route = RouteId::of(r);
     let (nonwild, chars) = host_rank(hostname);
     for (ri, rule) in r.spec.rules.iter().enumerate() {
         let rule_slot = server.rules.len();
-        server.rules.push(super::rules::rule_plan(&route, ri, rule, refs, experimental, warnings));
+        let refs = &resolved.rules[ri];
+        server.rules.push(super::rules::rule_plan(
+            &route,
+            ri,
+            rule,
+            refs,
+            r.grpc,
+            experimental,
+            warnings,
+        ));
         for (mi, mat) in rule.matches.iter().enumerate() {
             let Some(mut c) = candidate(&route, ri, mi, mat, rule_slot, hostname, warnings) else {
                 continue;

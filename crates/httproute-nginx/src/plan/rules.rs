@@ -3,22 +3,22 @@
 
 use crate::model::{Filter, HeaderModifier, Retry, Rule};
 
-use super::backends::{Refs, resolve};
+use super::backends::ResolvedRule;
 use super::ids::{RouteId, RuleId};
 use super::status::Reason;
 use super::types::{Backend, RulePlan, Target, normalize_prefix};
 
-/// The plan of rule `ri` of route `route` (in namespace `ns`); what cannot be used is a
-/// warning.
+/// The plan of rule `ri` of route `route`, from its references as resolved once
+/// (`resolved`); `grpc`: the route is a GRPCRoute. What cannot be used is a warning.
 pub(super) fn rule_plan(
     route: &RouteId,
     ri: usize,
     rule: &Rule,
-    refs: &Refs<'_>,
+    resolved: &ResolvedRule,
+    grpc: bool,
     experimental: bool,
     warnings: &mut Vec<String>,
 ) -> RulePlan {
-    let ns = route.namespace.as_str();
     let at = || format!("HTTPRoute {route} rules[{ri}]");
     let retry = match &rule.retry {
         Some(_) if !experimental => {
@@ -45,7 +45,7 @@ pub(super) fn rule_plan(
             .unwrap_or_default(),
         mirrors: Vec::new(),
         cors: rule.filters.iter().find_map(|f| f.cors.clone()),
-        grpc: refs.grpc,
+        grpc,
         retry,
         timeout_ms: rule.timeouts.as_ref().and_then(|t| {
             let ms = |v: &Option<String>| v.as_deref().and_then(crate::model::duration_ms);
@@ -60,8 +60,8 @@ pub(super) fn rule_plan(
         }),
     };
     let mirrors = rule.filters.iter().filter_map(|f| f.request_mirror.as_ref());
-    for (mi, m) in mirrors.enumerate() {
-        match resolve(&m.backend_ref, ns, refs).map(|(t, _)| t) {
+    for ((mi, m), outcome) in mirrors.enumerate().zip(&resolved.mirrors) {
+        match outcome.clone().map(|(t, _)| t) {
             Ok(t @ (Target::Upstream { .. } | Target::Resolve(_))) => {
                 plan.mirrors.push((t, m.share()))
             }
@@ -74,12 +74,12 @@ pub(super) fn rule_plan(
             }
         }
     }
-    for (bi, b) in rule.backend_refs.iter().enumerate() {
+    for ((bi, b), outcome) in rule.backend_refs.iter().enumerate().zip(&resolved.backends) {
         if b.weight == 0 {
             continue;
         }
         let at = || format!("HTTPRoute {route} rules[{ri}].backendRefs[{bi}]");
-        let resolved = resolve(&b.object(), ns, refs);
+        let resolved = outcome.clone();
         let tls = resolved.as_ref().is_ok_and(|(_, tls)| *tls);
         let (target, problem) = match resolved.map(|(t, _)| t) {
             Ok(Target::Status(code)) => {

@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::attach::{Attachment, best_listener};
-use super::backends::Refs;
 use super::ids::RouteId;
 use super::listeners::Listener;
 use super::precedence::{add_route, host_rank, locations};
@@ -48,7 +47,6 @@ impl Attached<'_> {
 pub(super) fn ports(
     listeners: &[Listener],
     attachments: &[Attachment<'_>],
-    refs: &Refs<'_>,
     capabilities: &Capabilities,
     experimental: bool,
     warnings: &mut Vec<String>,
@@ -112,7 +110,7 @@ pub(super) fn ports(
                         a.route,
                         a.age,
                         e,
-                        refs,
+                        a.resolved,
                         experimental,
                         &mut server,
                         &mut candidates,
