@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use crate::conf::{Arg, Directive, Node, Part, code, data, regex_data};
 use crate::plan::RulePlan;
 
-use super::{Http, d, empty, entry_of, field, quoted};
+use super::state::{Http, d, empty, entry_of, field, quoted};
 
 impl Http {
     /// The CORS filter of a rule: `$httproute_cors_N` is the request's Origin when

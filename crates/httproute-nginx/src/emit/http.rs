@@ -7,10 +7,9 @@ use crate::conf::{Arg, Node, Provenance, Rendered, Writer, code, data};
 use crate::plan::{Entry, Loc, Plan};
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
+use super::options::{Carrier, Options, Output, Tree};
+use super::state::{HOSTNAME_FIELD, Http, PATH_FIELD, Skip, Unit, d, empty, quoted};
 use super::tls::{certificate_files, tls_server};
-use super::{
-    Carrier, HOSTNAME_FIELD, Http, Options, Output, PATH_FIELD, Skip, Tree, Unit, d, empty, quoted,
-};
 
 /// One pass of [`emit_with`] without the objects of `skip`: the output, or (when a word of some
 /// tenant object cannot be written) none, the refused words by object and the objects.

@@ -7,8 +7,8 @@ use crate::conf::{Arg, Directive, Node, Part, braced_var, code, data, regex_data
 use crate::model::{HeaderModifier, PathModifier, RequestRedirect};
 use crate::plan::{INTERNAL_PREFIX, RulePlan, Target};
 
+use super::state::{FIXED_BUCKET_HEADER, Http, d, empty, entry_of, field, quoted};
 use super::upstream::percent;
-use super::{FIXED_BUCKET_HEADER, Http, d, empty, entry_of, field, quoted};
 
 impl Http {
     /// The internal location of rule `ri` (a redirect, a 500, or a proxy with its filters and

@@ -3,7 +3,7 @@
 use crate::conf::{Arg, Directive, Node, code, var};
 use crate::plan::PortPlan;
 
-use super::{HOSTNAME_FIELD, Http, d, empty, entry_of, quoted};
+use super::state::{HOSTNAME_FIELD, Http, d, empty, entry_of, quoted};
 
 impl Http {
     pub(super) fn push_map(&mut self, m: Directive) {

@@ -2,145 +2,45 @@
 //! through the typed writer of [`crate::conf`]: this module builds the tree of directives,
 //! with every byte from the manifests or the command line as data ([`Part::Data`]).
 //!
-//! One file per NGINX block:
-//! - this file: the options, the output, and the passes of [`emit_with`] (a tenant object whose
-//!   words NGINX cannot take is left out and the configuration written again);
+//! Emit writes what the plan decided (servers merged over ports, header filters merged,
+//! retries expanded: see [`crate::plan`]). One file per NGINX block:
+//! - this file: the passes of [`emit_with`] (a tenant object whose words NGINX cannot take is
+//!   left out and the configuration written again);
+//! - `options`: the options and the output; `state`: the writer's state during a pass and the
+//!   helpers of every block;
 //! - `http`: one pass: the main context and the `http` block around the servers;
 //! - `location`: a rule's internal locations (redirect, proxy, filters, backends, mirrors);
 //! - `upstream`: `split_clients` shares;
 //! - `maps`: the `map` blocks (SNI, raw path, upgrade, preflight);
 //! - `cors`: a rule's CORS filter (its maps and headers);
 //! - `tls`: an HTTPS server's certificates and SNI check.
+//!
+//! Imports go one way: `options` and `state` import no other file here; `upstream`, `maps`,
+//! `tls`, `cors` import those; `location` imports `state` and `upstream`; `http` imports
+//! the blocks; this file imports `http`, `options` and `state`, and none imports it.
 
 mod cors;
 mod http;
 mod location;
 mod maps;
+mod options;
+mod state;
 mod tls;
 mod upstream;
 
+pub use options::{Carrier, Options, Output, Tree, Work};
+pub use state::FIXED_BUCKET_HEADER;
 pub use upstream::basis_points;
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::HashSet;
 
-use crate::conf::{Arg, Directive, Node, Provenance, Stmt};
-use crate::plan::{Loc, PathKind, Plan, RuleId, RulePlan, ServerAt};
+use crate::plan::{Loc, PathKind, Plan, RuleId};
 
 use http::emit_once;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Carrier {
-    /// `http_matches_load matches.json` + `set $match_key` (what NGF does today)
-    Preload,
-    /// `http_matches '<list>'` in each location
-    Inline,
-    /// `set $http_matches '<list>'` (blog-era NGF)
-    Variable,
-}
-
-pub struct Options {
-    pub module: String,
-    pub carrier: Carrier,
-    /// `listen ADDRESS:PORT` instead of `listen PORT`.
-    pub listen_address: Option<String>,
-    /// Certificate and key files of TLS Secrets (`namespace/name`); a Secret not here but
-    /// among the inputs is written to `certs/NAMESPACE_NAME.crt` and `.key` next to
-    /// nginx.conf (the plan leaves out Secrets that are neither).
-    pub certificates: BTreeMap<String, (String, String)>,
-    /// `resolver` addresses for backends named by DNS (`--resolver`, else the nameservers of
-    /// /etc/resolv.conf); NGINX's syntax: `ADDRESS[:PORT]`, IPv6 in brackets.
-    pub resolvers: Vec<String>,
-    /// Generate Experimental-channel fields (`retry`); without it they are warned about.
-    pub experimental: bool,
-    /// The NGINX the configuration is for (major, minor, patch): planning takes its
-    /// capabilities (`plan::Capabilities`; before 1.25.1 HTTP/2 is a `listen` parameter).
-    pub nginx_version: (u32, u32, u32),
-    /// Follow ExternalName Services (`--allow-external-name`; planning's
-    /// `PlanOptions::allow_external_name`).
-    pub allow_external_name: bool,
-}
-
-pub struct Output {
-    pub nginx_conf: String,
-    /// The directives of `nginx_conf` as NGINX's parser will read them (what the writer
-    /// meant to write; tests and the fuzz target read the text back and compare); empty with
-    /// [`Tree::Drop`].
-    pub tree: Vec<Stmt>,
-    pub matches_json: String,
-    /// Other files, by path relative to nginx.conf (certificates and keys from Secrets).
-    pub files: BTreeMap<String, Vec<u8>>,
-    /// What the configuration cannot do (on top of the plan's warnings).
-    pub warnings: Vec<String>,
-    /// Rules and matches left out because NGINX cannot take a word written from them: the
-    /// rule, and why (`match N: ...` for a match). [`crate::plan::Status`] gets a condition
-    /// for each ([`crate::plan::dropped_from_configuration`]).
-    pub dropped: Vec<(RuleId, String)>,
-    /// What writing it took (tests bound it against the input: no timing).
-    pub work: Work,
-}
-
-/// The work of [`emit_with`], counted: each pass writes every object again.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Work {
-    /// Passes of the writer (one, and one more after each pass that left objects out).
-    pub passes: usize,
-    /// Tenant objects written for, summed over the passes ([`Provenance::Object`]s).
-    pub units: usize,
-    /// Candidates of left-out locations looked at to find their matches.
-    pub candidates: usize,
-}
-
-/// A tenant's object that directives are written for: what a word of them NGINX cannot take
-/// leaves out (see [`emit_with`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Unit {
-    /// A rule: its internal locations, and the maps and split_clients written for it.
-    Rule(RuleId),
-    /// The location of a match path: (port, server, location) in the plan.
-    Location(ServerAt, usize),
-}
-
-/// What a configuration leaves out.
-#[derive(Debug, Default)]
-struct Skip {
-    rules: BTreeSet<RuleId>,
-    locations: BTreeSet<(ServerAt, usize)>,
-}
-
-fn d(name: &'static str) -> Directive {
-    Directive::new(name)
-}
-
-/// A map entry: `KEY VALUE;`.
-fn entry_of(key: Arg, value: Arg) -> Node {
-    Directive::entry(key).arg(value).into()
-}
-
-/// `""` (an empty word).
-fn empty() -> Arg {
-    Arg::code("").quoted()
-}
-
-fn quoted(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Arg {
-    Arg::data(field, text).quoted()
-}
-
-/// Where the path of a location comes from.
-const PATH_FIELD: &str = "HTTPRoute spec.rules[].matches[].path.value";
-const HOSTNAME_FIELD: &str =
-    "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
+use state::{Skip, Unit};
 
 pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     emit_with(plan, opts, Tree::Keep)
-}
-
-/// Whether [`Output::tree`] is made (tests and the fuzz target compare it with the text read
-/// back; a generator run writes only the text, and the tree costs more memory than it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tree {
-    Keep,
-    Drop,
 }
 
 /// [`emit`], with or without [`Output::tree`].
@@ -219,60 +119,5 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
         out.dropped = dropped;
         out.work = work;
         return Ok(out);
-    }
-}
-
-/// What the `http` block collects while the servers are written.
-#[derive(Default)]
-struct Http {
-    upstreams: BTreeMap<String, Vec<String>>,
-    /// Upstreams of retried rules: `max_fails=0` on each server.
-    no_fail: BTreeSet<String>,
-    /// `--experimental`.
-    experimental: bool,
-    /// What the configuration cannot do, found while writing it.
-    warnings: Vec<String>,
-    /// CORS filters written so far (`$httproute_cors_N`).
-    cors_n: usize,
-    /// `$httproute_preflight` is used.
-    preflight: bool,
-    /// `$httproute_connection` is used (upgrades passed through).
-    upgrade: bool,
-    /// Some backend is a name resolved per request.
-    resolve: bool,
-    /// `split_clients` blocks.
-    splits: Vec<Node>,
-    /// `map`s: header filters, SNI.
-    maps: Vec<Node>,
-    /// How many `map`s `maps` holds.
-    map_n: usize,
-    split_n: usize,
-    /// `$httproute_raw_path` is used.
-    raw_path: bool,
-    /// The longest header name of a `proxy_set_header`.
-    longest_header: usize,
-    /// The tenant objects directives are written for, by their [`Provenance::Object`] number.
-    units: Vec<Unit>,
-    /// Limits of NGINX the rule being written passes (no directive can raise them): why.
-    over_limit: Vec<String>,
-    /// Such rules: (their provenance number, why).
-    refused: Vec<(u32, String)>,
-}
-
-/// The longest header name a hash with NGINX's fixed 64-byte buckets holds (the grpc module's
-/// headers and hidden headers: no `grpc_headers_hash_bucket_size` exists): an element is a
-/// pointer and the name with 2 bytes, aligned to 8, and a bucket ends with a pointer.
-pub const FIXED_BUCKET_HEADER: usize = 64 - 8 - 8 - 2;
-
-/// A rule's fields, for errors: "HTTPRoute default/r rule 0: FIELD".
-fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
-    Cow::Owned(format!("{}: {f}", rule.id))
-}
-
-impl Http {
-    /// The provenance of directives written for `u`.
-    fn unit(&mut self, u: Unit) -> Provenance {
-        self.units.push(u);
-        Provenance::Object((self.units.len() - 1) as u32)
     }
 }

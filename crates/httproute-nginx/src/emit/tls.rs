@@ -3,7 +3,8 @@
 use crate::conf::{Arg, Directive, Node, code, regex_data};
 use crate::plan::ServerPlan;
 
-use super::{HOSTNAME_FIELD, Options, d, quoted};
+use super::options::Options;
+use super::state::{HOSTNAME_FIELD, d, quoted};
 
 /// Certificates of an HTTPS server, and the Gateway API's listener isolation for TLS: a
 /// request whose Host selects another server than its SNI did answers 421 (Misdirected

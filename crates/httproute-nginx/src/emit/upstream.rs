@@ -2,7 +2,7 @@
 
 use crate::conf::{Arg, Node};
 
-use super::{Http, d, entry_of};
+use super::state::{Http, d, entry_of};
 
 impl Http {
     pub(super) fn split_var(&mut self) -> String {
