@@ -11,6 +11,10 @@
 # 3. HTTPRoutes alone at 3 sizes (SIZES, default 12500 25000 50000; 500 hostnames, one rule
 #    each, one listener): time and peak memory per route at each size and their ratios
 #    between sizes (linear growth: ratios near 1), output bytes per route (asserted linear).
+# 4. A tenant whose rules NGINX cannot take (a redirect path of 300 `$` signs each) at two sizes
+#    (DROPPED, default 5000 10000): every such rule left out (counted, asserted), the rest
+#    written; time and output per route and their ratio (the work is counted in
+#    crates/httproute-nginx/tests/emit_work.rs; here only seconds are printed).
 # Times are wall clock (`/usr/bin/time`: %e seconds, %M peak RSS); note the machine's load
 # next to them (printed first).
 set -euo pipefail
@@ -19,8 +23,10 @@ quick=
 [ "${1:-}" = --quick ] && quick=1
 if [ -n "$quick" ]; then
   routes=${ROUTES:-100} rules=${RULES:-10} listener_routes=300 sizes=${SIZES:-1000 2000 4000}
+  dropped=${DROPPED:-500 1000}
 else
   routes=${ROUTES:-1000} rules=${RULES:-10} listener_routes=300 sizes=${SIZES:-12500 25000 50000}
+  dropped=${DROPPED:-5000 10000}
 fi
 work=$PWD/target/scale
 rm -rf "$work"
@@ -64,6 +70,18 @@ elif shape == "listeners":
                   f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
                   f"      headers: [{{name: x-tenant, value: t{r % 10}}}]\n"
                   f"    backendRefs: [{{name: svc-{r}, port: 80}}]\n")
+elif shape == "dropped":
+    # n routes of one tenant, each a rule NGINX cannot take (a redirect whose `$` signs,
+    # spelled ${httproute_dollar}, pass its 4,094-byte word) and one it serves.
+    services = 100
+    gw.write("  - {name: http, port: 18600, protocol: HTTP}\n")
+    dollars = "$" * 300
+    for r in range(n):
+        out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n"
+                  f"  - matches:\n    - path: {{type: PathPrefix, value: /bad-{r}}}\n"
+                  f"    filters: [{{type: RequestRedirect, requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: \"/{dollars}\"}}}}}}]\n"
+                  f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
+                  f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
 else:
     # n routes, 500 hostnames, one rule each, one listener; 100 Services.
     services = 100
@@ -151,6 +169,32 @@ for n in $sizes; do
 done
 echo "(ratios: per-route time and peak memory against the size before; 1.00 is linear)"
 # Output bytes per route: the same at every size, within 10%.
+[ "$(echo "$last_bpr <= $first_bpr * 1.1" | bc)" = 1 ] \
+  || fail "output grows faster than the routes: $first_bpr then $last_bpr bytes per route"
+
+echo
+echo "== 4. One tenant's rules NGINX cannot take (300-\$ redirects), at ${dropped// / and } routes"
+printf '%8s %12s %10s %10s %12s %14s %10s\n' routes input seconds "peak MB" "us/route" "conf B/route" "ratio t"
+prev_us= first_bpr= last_bpr=
+for n in $dropped; do
+  inputs dropped "$n" "$work/dropped-$n"
+  generate "dropped-$n"
+  left=$(grep -c 'the rule is not served' "$work/dropped-$n.log" || true)
+  [ "$left" -eq "$n" ] || fail "$n routes: $left rules left out (expected $n)"
+  served=$(grep -c 'location = "/svc-' "$work/dropped-$n.out/nginx.conf" || true)
+  [ "$served" -eq "$n" ] || fail "$n routes: $served served rules' locations (expected $n)"
+  us=$(echo "scale=1; $secs * 1000000 / $n" | bc)
+  bpr=$(echo "scale=1; $(bytes "$work/dropped-$n.out/nginx.conf" "$work/dropped-$n.out/matches.json") / $n" | bc)
+  ratio=-
+  [ -z "$prev_us" ] || ratio=$(echo "scale=2; $us / $prev_us" | bc)
+  printf '%8s %12s %10s %10s %12s %14s %10s\n' "$n" "$(bytes "$work/dropped-$n"/*.yaml)" "$secs" \
+    "$((kib / 1024))" "$us" "$bpr" "$ratio"
+  prev_us=$us
+  [ -n "$first_bpr" ] || first_bpr=$bpr
+  last_bpr=$bpr
+  rm -rf "$work/dropped-$n" "$work/dropped-$n.out"
+done
+echo "(ratio: per-route time against the size before; 1.00 is linear)"
 [ "$(echo "$last_bpr <= $first_bpr * 1.1" | bc)" = 1 ] \
   || fail "output grows faster than the routes: $first_bpr then $last_bpr bytes per route"
 echo "generator-scale: ok"

@@ -8,6 +8,7 @@ mod core;
 mod depth;
 mod load;
 mod parent_refs;
+mod syntax;
 mod types;
 mod validate;
 

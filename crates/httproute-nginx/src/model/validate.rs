@@ -1,5 +1,6 @@
 //! The CRD checks the generator relies on: enums, patterns, CEL rules and length limits.
 
+use super::syntax::path_char;
 use super::types::*;
 
 /// CRD checks of a GRPCRoute that its conversion does not make as HTTPRoute checks.
@@ -611,10 +612,6 @@ pub(crate) fn header_name(n: &str) -> Result<(), String> {
         Some(c) => Err(format!("{n:?} has the character {c:?}")),
         None => Ok(()),
     }
-}
-
-pub(crate) fn path_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@/".contains(c)
 }
 
 /// What the HTTPRoute CRD (v1.2 and later, standard channel) refuses in an `Exact` or

@@ -4,18 +4,20 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::model::{AllowedRoutes, HttpRoute, Inputs, ReferenceGrant};
+use crate::model::{AllowedRoutes, HttpRoute, Inputs};
 
-use super::backends::{Refs, route_refs};
+use super::backends::ResolvedRoute;
 use super::ids::{ListenerId, RouteId, RouteKind};
 use super::listeners::Listener;
 use super::status::{Condition, ConditionType, Reason, RouteStatus, Status};
-use super::wildcard_covers;
+use super::types::wildcard_covers;
 
 /// A route attached to a listener, with the hostnames it serves there.
 pub(super) struct Attachment<'a> {
     pub listener: usize,
     pub route: &'a HttpRoute,
+    /// Its references, resolved once.
+    pub resolved: &'a ResolvedRoute,
     /// The route's place by age: creationTimestamp, then the `"{namespace}/{name}"` string (see
     /// `precedence::SortKey`).
     pub age: usize,
@@ -78,32 +80,15 @@ fn refused(
     }
 }
 
-/// Whether a ReferenceGrant in `to_ns` lets objects of kind `from.0` (a Gateway API kind) in
-/// namespace `from.1` use the core object `to` (kind, name).
-pub(super) fn granted(
-    grants: &[ReferenceGrant],
-    from: (&str, &str),
-    to_ns: &str,
-    to: (&str, &str),
-) -> bool {
-    grants.iter().filter(|g| g.metadata.namespace == to_ns).any(|g| {
-        g.spec.from.iter().any(|f| {
-            f.group == "gateway.networking.k8s.io" && f.kind == from.0 && f.namespace == from.1
-        }) && g.spec.to.iter().any(|t| {
-            t.group.is_empty() && t.kind == to.0 && t.name.as_deref().is_none_or(|n| n == to.1)
-        })
-    })
-}
-
 /// Attaches every route (sorted by namespace/name) to the listeners its parentRefs name and
 /// that accept it; writes each route's status (`Accepted` per parentRef, `ResolvedRefs`) and
 /// counts attached routes per listener. `ages[i]`: the place of `routes[i]` by age.
 pub(super) fn attach<'a>(
     inputs: &'a Inputs,
     routes: &[&'a HttpRoute],
+    resolved: &'a [ResolvedRoute],
     ages: &[usize],
     listeners: &[Listener],
-    refs: &Refs<'_>,
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) -> Vec<Attachment<'a>> {
@@ -114,11 +99,11 @@ pub(super) fn attach<'a>(
         of_gateway.entry((&l.id.namespace, &l.id.gateway)).or_default().push(li);
     }
     let mut attachments = Vec::new();
-    for (r, &age) in routes.iter().zip(ages) {
+    for ((r, &age), refs) in routes.iter().zip(ages).zip(resolved) {
         let ns = &r.metadata.namespace;
         let kind = RouteKind::of(r.grpc);
         let mut attached = false;
-        let resolved = route_refs(r, refs);
+        let resolved = &refs.condition;
         let mut parents = Vec::new();
         for p in &r.spec.parent_refs {
             if p.kind.as_deref().unwrap_or("Gateway") != "Gateway"
@@ -155,7 +140,13 @@ pub(super) fn attach<'a>(
                 attached = true;
                 here = true;
                 status.listeners[l.status].attached_routes += 1;
-                attachments.push(Attachment { listener: li, route: r, age, hostnames });
+                attachments.push(Attachment {
+                    listener: li,
+                    route: r,
+                    resolved: refs,
+                    age,
+                    hostnames,
+                });
             }
             let accepted = if here {
                 Condition::yes(Accepted, Reason::Accepted)

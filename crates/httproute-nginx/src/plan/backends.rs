@@ -8,9 +8,10 @@ use crate::model::{
     EndpointSlice, HttpRoute, Inputs, ObjectRef, ReferenceGrant, Service, ServicePort,
 };
 
-use super::attach::granted;
+use super::grants::granted;
+use super::ids::RouteKind;
 use super::status::{Condition, ConditionType, Reason};
-use super::{BackendMap, Target};
+use super::types::{BackendMap, Target};
 
 /// What backend references resolve against.
 #[derive(Clone, Copy)]
@@ -57,11 +58,7 @@ pub(super) type Unusable = (Reason, String);
 /// exist.
 ///
 /// Also whether the backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
-pub(super) fn resolve(
-    r: &ObjectRef,
-    ns: &str,
-    refs: &Refs<'_>,
-) -> Result<(Target, bool), Unusable> {
+fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<(Target, bool), Unusable> {
     let (kind, group, name, port) =
         (r.kind.as_deref(), r.group.as_deref(), r.name.as_str(), r.port);
     let bns = r.namespace.as_deref().unwrap_or(ns);
@@ -72,7 +69,7 @@ pub(super) fn resolve(
         ));
     }
     // The grant is for the route's own kind: one for HTTPRoutes does not admit a GRPCRoute.
-    let kind = super::RouteKind::of(refs.grpc).as_str();
+    let kind = RouteKind::of(refs.grpc).as_str();
     if bns != ns && !granted(refs.grants, (kind, ns), bns, ("Service", name)) {
         return Err((
             Reason::RefNotPermitted,
@@ -236,20 +233,63 @@ fn is_dns_name(s: &str) -> bool {
     crate::model::is_host_name(s.strip_suffix('.').unwrap_or(s))
 }
 
-/// A route's ResolvedRefs condition: the first backendRef (rules in order, then mirrors)
-/// that cannot be used. A Service without ready endpoints resolves (it answers 503).
-pub(super) fn route_refs(r: &HttpRoute, refs: &Refs<'_>) -> Condition {
+/// What one reference resolved to ([`resolve`]).
+pub(super) type Resolved = Result<(Target, bool), Unusable>;
+
+/// A route's references resolved once, for the route's own kind (its grants are checked
+/// for it): the stages after this one (the route's `ResolvedRefs` condition, each rule's
+/// backends and mirrors on every server it is written for) read this node and resolve
+/// nothing again.
+pub(super) struct ResolvedRoute {
+    /// Per rule: each backendRef's outcome (weight 0 too), in order, and each
+    /// RequestMirror filter's, in order.
+    pub rules: Vec<ResolvedRule>,
+    /// The route's `ResolvedRefs` condition (see [`route_refs`]).
+    pub condition: Condition,
+}
+
+/// A rule's references (see [`ResolvedRoute`]).
+pub(super) struct ResolvedRule {
+    pub backends: Vec<Resolved>,
+    pub mirrors: Vec<Resolved>,
+}
+
+/// Resolves every reference of route `r`, once, with [`Refs::grpc`] its own kind.
+pub(super) fn resolve_route(r: &HttpRoute, refs: &Refs<'_>) -> ResolvedRoute {
     let refs = &Refs { grpc: r.grpc, ..*refs };
     let ns = &r.metadata.namespace;
-    for (ri, rule) in r.spec.rules.iter().enumerate() {
+    let rules: Vec<ResolvedRule> = r
+        .spec
+        .rules
+        .iter()
+        .map(|rule| ResolvedRule {
+            backends: rule.backend_refs.iter().map(|b| resolve(&b.object(), ns, refs)).collect(),
+            mirrors: rule
+                .filters
+                .iter()
+                .filter_map(|f| f.request_mirror.as_ref())
+                .map(|m| resolve(&m.backend_ref, ns, refs))
+                .collect(),
+        })
+        .collect();
+    let condition = route_refs(r, &rules, refs);
+    ResolvedRoute { rules, condition }
+}
+
+/// A route's ResolvedRefs condition: the first backendRef (rules in order, then mirrors)
+/// that cannot be used. A Service without ready endpoints resolves (it answers 503).
+fn route_refs(r: &HttpRoute, resolved: &[ResolvedRule], refs: &Refs<'_>) -> Condition {
+    let ns = &r.metadata.namespace;
+    for (ri, (rule, outcome)) in r.spec.rules.iter().zip(resolved).enumerate() {
         let objects = rule.backend_refs.iter().map(|b| (b.object(), "backendRefs")).chain(
             rule.filters
                 .iter()
                 .filter_map(|f| f.request_mirror.as_ref())
                 .map(|m| (m.backend_ref.clone(), "filters[].requestMirror.backendRef")),
         );
+        let outcomes = outcome.backends.iter().chain(&outcome.mirrors);
         let named = rule.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
-        for (object, field) in objects {
+        for ((object, field), outcome) in objects.zip(outcomes) {
             let refused = |why: String| {
                 Condition::no(
                     ConditionType::ResolvedRefs,
@@ -257,11 +297,11 @@ pub(super) fn route_refs(r: &HttpRoute, refs: &Refs<'_>) -> Condition {
                     format!("rules[{ri}]{named}.{field}: {why}; its other EndpointSlices serve"),
                 )
             };
-            match resolve(&object, ns, refs) {
+            match outcome {
                 Err((reason, why)) => {
                     return Condition::no(
                         ConditionType::ResolvedRefs,
-                        reason,
+                        *reason,
                         format!("rules[{ri}]{named}.{field}: {why}"),
                     );
                 }

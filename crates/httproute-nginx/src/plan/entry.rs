@@ -3,8 +3,6 @@
 
 use serde::Serialize;
 
-use super::INTERNAL_PREFIX;
-
 /// One entry of a location's match list. Fields serialise in this order (alphabetical, as the
 /// lists have always been written), each left out when empty.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -33,6 +31,9 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// The engine's `path` condition for a regex path: anchored at the start.
+/// The path of a rule's internal location is this and the rule's number.
+pub const INTERNAL_PREFIX: &str = "/_httproute-internal/";
+
 pub(super) const REGEX_CONDITION: &str = "RegularExpression:";
 
 impl Entry {

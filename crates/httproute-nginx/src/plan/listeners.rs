@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{AllowedRoutes, Inputs};
 
-use super::attach::granted;
+use super::grants::granted;
 use super::ids::ListenerId;
 use super::status::{Condition, ConditionType, ListenerStatus, Reason, Status};
 

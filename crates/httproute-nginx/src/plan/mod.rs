@@ -12,68 +12,51 @@
 //! | backends (backendRef resolution, ready endpoints, `ResolvedRefs`) | `plan/backends.rs` |
 //! | rules (filters, timeouts, retry, each backendRef's target and weight) | `plan/rules.rs` |
 //! | servers (one per port and hostname, listener isolation, HTTP/2 per the target NGINX) | `plan/servers.rs` |
-//! | precedence (candidates and their sort key, locations, `Loc`/`PathKind`) | `plan/precedence.rs` |
+//! | precedence (candidates and their sort key, locations) | `plan/precedence.rs` |
 //! | status (condition types and reasons, listener and route conditions) | `plan/status.rs` |
+//! | server merging (servers the same on several ports, written once) | `plan/merge.rs` |
 //!
 //! and `plan/ids.rs` (typed listener, route and rule ids), `plan/entry.rs` (the match-list entry
-//! emit writes and explain evaluates). The target NGINX is an input ([`Capabilities`]):
-//! nothing patches a plan once made.
+//! emit writes and explain evaluates), `plan/types.rs` (the plan's nodes: ports, servers,
+//! locations, candidates, rules, backends, `Loc`/`PathKind`), `plan/grants.rs`
+//! (ReferenceGrants). The target NGINX is an input ([`Capabilities`]): nothing patches a plan
+//! once made.
+//!
+//! Imports go one way: `ids`, `entry`, `grants` import no stage; `status` imports `ids`;
+//! `types` imports `entry`, `ids`, `status`; then `listeners`, `backends`, `rules`,
+//! `attach`, `precedence`, `servers` each import only those before them, and `merge` only
+//! `types`. No file imports this one; this one runs them in order.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
-use std::sync::Arc;
 
-use crate::model::{HeaderModifier, HttpRoute, Inputs, RequestRedirect, UrlRewrite};
+use crate::model::{HttpRoute, Inputs};
 
 mod attach;
 mod backends;
 mod entry;
+mod grants;
 mod ids;
 mod listeners;
+mod merge;
 mod precedence;
 mod rules;
 mod servers;
 mod status;
+mod types;
 
-pub use entry::Entry;
+pub use entry::{Entry, INTERNAL_PREFIX};
 pub use ids::{ListenerId, RouteId, RouteKind, RuleId};
-pub use precedence::{Loc, PathKind, SortKey};
+pub use merge::{Merged, ServerAt};
+pub use rules::retry_tries;
 pub use status::{
     Condition, ConditionType, ListenerStatus, Reason, RouteStatus, Status,
     dropped_from_configuration,
 };
-
-/// Where backends live: `namespace/name:port` -> `host:port`.
-pub type BackendMap = BTreeMap<String, String>;
-
-pub const INTERNAL_PREFIX: &str = "/_httproute-internal/";
-
-/// What the target NGINX can do, from its version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
-    /// The version (major, minor, patch).
-    pub version: (u32, u32, u32),
-    /// 1.25.1 and later: the `http2` directive, and HTTP/1.1 beside cleartext HTTP/2 on one
-    /// port. Before, HTTP/2 is a `listen` parameter, and a plain port with it speaks only
-    /// HTTP/2.
-    pub http2_directive: bool,
-}
-
-/// The first NGINX with the `http2` directive (and HTTP/1.1 beside cleartext HTTP/2).
-pub const HTTP2_DIRECTIVE: (u32, u32, u32) = (1, 25, 1);
-
-impl Capabilities {
-    pub fn of_nginx(version: (u32, u32, u32)) -> Capabilities {
-        Capabilities { version, http2_directive: version >= HTTP2_DIRECTIVE }
-    }
-}
-
-impl Default for Capabilities {
-    /// The vendored NGINX's (1.28.0).
-    fn default() -> Capabilities {
-        Capabilities::of_nginx((1, 28, 0))
-    }
-}
+pub(crate) use types::wildcard_covers;
+pub use types::{
+    Backend, BackendMap, Candidate, Capabilities, HTTP2_DIRECTIVE, Loc, LocationPlan, PathKind,
+    PortPlan, RulePlan, ServerPlan, SortKey, Target, normalize_prefix,
+};
 
 /// Everything besides the manifests that decides a plan: generate and explain pass the same.
 #[derive(Debug, Clone)]
@@ -118,140 +101,9 @@ pub struct Plan {
     pub status: Status,
     /// The NGINX the plan is for.
     pub capabilities: Capabilities,
-}
-
-#[derive(Debug)]
-pub struct PortPlan {
-    pub port: u16,
-    /// HTTPS (TLS terminated here) rather than HTTP.
-    pub tls: bool,
-    /// A GRPCRoute is served on the port: HTTP/2 (h2c with prior knowledge on a plain port,
-    /// ALPN over TLS) besides HTTP/1.1 (see `servers::http2` for NGINX before 1.25.1).
-    pub http2: bool,
-    pub servers: Vec<ServerPlan>,
-}
-
-#[derive(Debug)]
-pub struct ServerPlan {
-    /// `None`: the catch-all (default) server of the port.
-    pub hostname: Option<String>,
-    /// The listener serving this hostname, if any.
-    pub listener: Option<ListenerId>,
-    /// On an HTTPS port: the listener's certificates, as `namespace/name` of Secrets (empty:
-    /// the TLS handshake is refused for this name).
-    pub certificates: Vec<String>,
-    pub locations: Vec<LocationPlan>,
-    pub rules: Vec<RulePlan>,
-}
-
-#[derive(Debug, PartialEq)]
-pub struct LocationPlan {
-    pub loc: Loc,
-    /// In precedence order; shared between the locations they serve.
-    pub candidates: Vec<Arc<Candidate>>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Candidate {
-    /// Index into the server's `rules`.
-    pub rule: usize,
-    /// Its route and its index there.
-    pub id: RuleId,
-    pub match_index: usize,
-    pub path_kind: PathKind,
-    /// The decoded path (normalized for a prefix), or the pattern as written for a regex.
-    pub path: String,
-    pub route_hostname: Option<String>,
-    pub method: Option<String>,
-    /// (name, type, value), names de-duplicated (headers case-insensitively), first kept.
-    pub headers: Vec<(String, String, String)>,
-    pub params: Vec<(String, String, String)>,
-    /// Its match-list entry (with the compiled-and-checked regex path condition).
-    pub entry: Entry,
-    pub key: SortKey,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct RulePlan {
-    /// Its route and its index there.
-    pub id: RuleId,
-    pub rule_name: Option<String>,
-    /// The backend refs with a weight above 0, in order.
-    pub backends: Vec<Backend>,
-    /// The rule's RequestHeaderModifier and ResponseHeaderModifier filters.
-    pub request_headers: HeaderModifier,
-    pub response_headers: HeaderModifier,
-    pub redirect: Option<RequestRedirect>,
-    pub rewrite: Option<UrlRewrite>,
-    /// The prefix a ReplacePrefixMatch replaces: the rule's only match's (normalized) path.
-    pub match_prefix: String,
-    /// RequestMirror filters: (where to, share of requests 0..=1); never a status.
-    pub mirrors: Vec<(Target, f64)>,
-    /// The rule's `CORS` filter.
-    pub cors: Option<crate::model::Cors>,
-    /// A GRPCRoute's rule: `grpc_pass`.
-    pub grpc: bool,
-    /// `retry` (Experimental: `None` without [`PlanOptions::experimental`]).
-    pub retry: Option<crate::model::Retry>,
-    /// `timeouts`: the bound on each phase of a backend exchange (connect, each send, each
-    /// read), in milliseconds: the smaller of `request` and `backendRequest`; `Some(0)` when
-    /// they disable it.
-    pub timeout_ms: Option<u64>,
-}
-
-/// One backendRef of a rule: where its share of requests goes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Backend {
-    pub target: Target,
-    /// The backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
-    pub tls: bool,
-    pub weight: u32,
-    /// The backendRef's own RequestHeaderModifier and ResponseHeaderModifier filters, applied
-    /// after the rule's, to this backend's share only.
-    pub request_headers: HeaderModifier,
-    pub response_headers: HeaderModifier,
-    /// Why it cannot serve, for a [`Target::Status`]: the Gateway API condition reason
-    /// (`BackendNotFound`, `RefNotPermitted`, `InvalidKind`, `UnsupportedValue`,
-    /// `UnsupportedProtocol`, or [`Reason::NoReadyEndpoints`] for a 503) and what is wrong.
-    pub problem: Option<(Reason, String)>,
-}
-
-/// Where requests for a backend go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// An `upstream` block of fixed addresses (`--backend`, or a Service's ready endpoints).
-    Upstream { name: String, servers: Vec<String> },
-    /// `host:port` resolved when a request needs it (NGINX `resolver`): a Service's cluster
-    /// DNS name when no Service objects were given, or an ExternalName Service.
-    Resolve(String),
-    /// Answered with this status: 500 for a reference that cannot be used, 503 for a Service
-    /// without ready endpoints.
-    Status(u16),
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Target::Upstream { name, servers } => write!(f, "{name} ({})", servers.join(", ")),
-            Target::Resolve(addr) => write!(f, "{addr} (resolved per request)"),
-            Target::Status(code) => write!(f, "status {code}"),
-        }
-    }
-}
-
-/// Normalized PathPrefix value: no trailing `/` except for `/` itself.
-pub fn normalize_prefix(v: &str) -> String {
-    let t = v.trim_end_matches('/');
-    if t.is_empty() { "/".to_owned() } else { t.to_owned() }
-}
-
-/// Whether wildcard hostname `wild` (`*.example.com`) covers `host`; false for a name
-/// without wildcard.
-pub(crate) fn wildcard_covers(wild: &str, host: &str) -> bool {
-    match wild.strip_prefix('*') {
-        Some(suffix) => host.len() > suffix.len() && host.ends_with(suffix),
-        None => false,
-    }
+    /// Which servers are written once for several ports ([`Merged::of`] the ports; a caller
+    /// that changes `ports` computes it again).
+    pub merged: Merged,
 }
 
 /// The plan of `inputs`: the one planning generate, explain and status share.
@@ -265,7 +117,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     // 1. Listeners and their certificates.
     let listeners =
         listeners::listeners(inputs, &opts.given_certificates, &mut status, &mut warnings);
-    // 2. Attachment, with each route's ResolvedRefs (3. backends).
+    // 2. Routes in order: by namespace/name, and their places by age.
     let mut routes: Vec<&HttpRoute> = inputs.routes.iter().collect();
     routes.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
@@ -296,8 +148,12 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         refused_slices: &inputs.refused_slices,
         allow_external_name: opts.allow_external_name,
     };
+    // 3. Every reference of every route, resolved once for the route's own kind; then
+    // attachment, with each route's ResolvedRefs read from its resolved node.
+    let resolved: Vec<backends::ResolvedRoute> =
+        routes.iter().map(|r| backends::resolve_route(r, &refs)).collect();
     let mut attachments =
-        attach::attach(inputs, &routes, &ages, &listeners, &refs, &mut status, &mut warnings);
+        attach::attach(inputs, &routes, &resolved, &ages, &listeners, &mut status, &mut warnings);
     status::rejected(inputs, &mut status, &mut warnings);
     status.routes.sort_by(|a, b| (&a.id.namespace, &a.id.name).cmp(&(&b.id.namespace, &b.id.name)));
     attach::reject_kind_conflicts(&listeners, &mut attachments, &mut status, &mut warnings);
@@ -305,7 +161,6 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let (ports, loss) = servers::ports(
         &listeners,
         &attachments,
-        &refs,
         &opts.capabilities,
         opts.experimental,
         &mut warnings,
@@ -314,5 +169,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     warnings.sort();
     warnings.dedup();
     let secrets = listeners::secrets(inputs, &listeners);
-    Plan { ports, warnings, secrets, status, capabilities: opts.capabilities }
+    // 7. Servers the same on several ports.
+    let merged = Merged::of(&ports);
+    Plan { ports, warnings, secrets, status, capabilities: opts.capabilities, merged }
 }

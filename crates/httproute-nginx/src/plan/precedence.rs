@@ -8,86 +8,15 @@ use std::sync::Arc;
 
 use crate::model::{HttpRoute, Match};
 
-use super::entry::{Entry, REGEX_CONDITION};
+use super::entry::{Entry, INTERNAL_PREFIX, REGEX_CONDITION};
 use super::ids::{RouteId, RuleId};
-use super::{Candidate, INTERNAL_PREFIX, LocationPlan, ServerPlan, normalize_prefix};
-
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Loc {
-    /// `location = PATH`
-    Exact(String),
-    /// `location PATH` (PATH ends with `/`)
-    Prefix(String),
-}
-
-impl Loc {
-    /// Whether a request path that reaches this location is matched by a path match of type
-    /// `kind` and value `value`.
-    pub fn covered_by(&self, kind: PathKind, value: &str) -> bool {
-        match (self, kind) {
-            (Loc::Exact(x), PathKind::Exact) => x == value,
-            (Loc::Exact(x), PathKind::Prefix) => under(x, value),
-            (Loc::Prefix(_), PathKind::Exact) => false,
-            // `y` is `q/` (or `/`): its requests are `q` itself or under it.
-            (Loc::Prefix(y), PathKind::Prefix) => under(y.trim_end_matches('/'), value),
-            // No location expresses a regex: the candidate goes into every list, with a path
-            // condition the module checks (see [`Entry::path`]).
-            (_, PathKind::Regex) => true,
-        }
-    }
-}
-
-/// Whether path `p` is `q` or lies under it, on segment boundaries.
-fn under(p: &str, q: &str) -> bool {
-    q == "/" || p == q || (p.len() > q.len() && p.starts_with(q) && p.as_bytes()[q.len()] == b'/')
-}
+use super::types::{Candidate, Loc, LocationPlan, PathKind, ServerPlan, normalize_prefix};
 
 /// Every `q` with `under(p, q)`: `/`, each part of `p` before one of its `/`, and `p`.
 fn ancestors(p: &str) -> impl Iterator<Item = &str> {
     let cuts = p.bytes().enumerate().filter(|&(i, b)| i > 0 && b == b'/').map(|(i, _)| &p[..i]);
     std::iter::once("/").chain(cuts).chain((!p.is_empty()).then_some(p))
 }
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PathKind {
-    Exact,
-    Prefix,
-    /// `value` is the pattern as written; it matches when found at the start of the path
-    /// (`^(?:value)`, what NGF's `location ~ ^value` does).
-    Regex,
-}
-
-impl PathKind {
-    /// Precedence between path types, smaller first: Exact > RegularExpression > PathPrefix.
-    /// The spec leaves regex implementation-specific; this is the order of Envoy Gateway and
-    /// Contour, and what NGF's `location ~` gives in NGINX (a regex location beats prefixes).
-    fn rank(self) -> u8 {
-        match self {
-            PathKind::Exact => 0,
-            PathKind::Regex => 1,
-            PathKind::Prefix => 2,
-        }
-    }
-}
-
-/// Gateway API precedence; the smallest key wins.
-pub type SortKey = (
-    Reverse<usize>, // characters of the matching non-wildcard route hostname
-    Reverse<usize>, // characters of the matching route hostname
-    u8,             // path type: Exact, RegularExpression, PathPrefix (PathKind::rank)
-    // Path characters (of the pattern, for a regex), 0; for a GRPCRoute, whose precedence
-    // counts the characters of the matched service, then method, instead of path type and
-    // length: whether the match names a service, a method (see `Match::grpc_names`).
-    Reverse<(usize, usize)>,
-    bool,           // no method
-    Reverse<usize>, // header matches
-    Reverse<usize>, // query param matches
-    // The route's place by creationTimestamp, as an instant (none: oldest), then the
-    // `"{namespace}/{name}"` string.
-    usize,
-    usize, // rule index
-    usize, // match index
-);
 
 /// (characters of a non-wildcard hostname, characters of the hostname); `None`: any host.
 pub(super) fn host_rank(e: &Option<String>) -> (usize, usize) {
@@ -106,18 +35,26 @@ pub(super) fn add_route(
     r: &HttpRoute,
     age: usize,
     hostname: &Option<String>,
-    refs: &super::backends::Refs<'_>,
+    resolved: &super::backends::ResolvedRoute,
     experimental: bool,
     server: &mut ServerPlan,
     candidates: &mut Vec<Candidate>,
     warnings: &mut Vec<String>,
 ) {
-    let refs = &super::backends::Refs { grpc: r.grpc, ..*refs };
     let route = RouteId::of(r);
     let (nonwild, chars) = host_rank(hostname);
     for (ri, rule) in r.spec.rules.iter().enumerate() {
         let rule_slot = server.rules.len();
-        server.rules.push(super::rules::rule_plan(&route, ri, rule, refs, experimental, warnings));
+        let refs = &resolved.rules[ri];
+        server.rules.push(super::rules::rule_plan(
+            &route,
+            ri,
+            rule,
+            refs,
+            r.grpc,
+            experimental,
+            warnings,
+        ));
         for (mi, mat) in rule.matches.iter().enumerate() {
             let Some(mut c) = candidate(&route, ri, mi, mat, rule_slot, hostname, warnings) else {
                 continue;

@@ -1,24 +1,24 @@
 //! Rules: what a rule does once it is chosen: its filters (header modifiers, redirect,
 //! rewrite, mirrors, CORS), timeouts and retry, and each backendRef's target and weight.
 
-use crate::model::{Filter, HeaderModifier, Rule};
+use crate::model::{Filter, HeaderModifier, Retry, Rule};
 
-use super::backends::{Refs, resolve};
+use super::backends::ResolvedRule;
 use super::ids::{RouteId, RuleId};
 use super::status::Reason;
-use super::{Backend, RulePlan, Target, normalize_prefix};
+use super::types::{Backend, RulePlan, Target, normalize_prefix};
 
-/// The plan of rule `ri` of route `route` (in namespace `ns`); what cannot be used is a
-/// warning.
+/// The plan of rule `ri` of route `route`, from its references as resolved once
+/// (`resolved`); `grpc`: the route is a GRPCRoute. What cannot be used is a warning.
 pub(super) fn rule_plan(
     route: &RouteId,
     ri: usize,
     rule: &Rule,
-    refs: &Refs<'_>,
+    resolved: &ResolvedRule,
+    grpc: bool,
     experimental: bool,
     warnings: &mut Vec<String>,
 ) -> RulePlan {
-    let ns = route.namespace.as_str();
     let at = || format!("HTTPRoute {route} rules[{ri}]");
     let retry = match &rule.retry {
         Some(_) if !experimental => {
@@ -45,7 +45,7 @@ pub(super) fn rule_plan(
             .unwrap_or_default(),
         mirrors: Vec::new(),
         cors: rule.filters.iter().find_map(|f| f.cors.clone()),
-        grpc: refs.grpc,
+        grpc,
         retry,
         timeout_ms: rule.timeouts.as_ref().and_then(|t| {
             let ms = |v: &Option<String>| v.as_deref().and_then(crate::model::duration_ms);
@@ -60,8 +60,8 @@ pub(super) fn rule_plan(
         }),
     };
     let mirrors = rule.filters.iter().filter_map(|f| f.request_mirror.as_ref());
-    for (mi, m) in mirrors.enumerate() {
-        match resolve(&m.backend_ref, ns, refs).map(|(t, _)| t) {
+    for ((mi, m), outcome) in mirrors.enumerate().zip(&resolved.mirrors) {
+        match outcome.clone().map(|(t, _)| t) {
             Ok(t @ (Target::Upstream { .. } | Target::Resolve(_))) => {
                 plan.mirrors.push((t, m.share()))
             }
@@ -74,12 +74,12 @@ pub(super) fn rule_plan(
             }
         }
     }
-    for (bi, b) in rule.backend_refs.iter().enumerate() {
+    for ((bi, b), outcome) in rule.backend_refs.iter().enumerate().zip(&resolved.backends) {
         if b.weight == 0 {
             continue;
         }
         let at = || format!("HTTPRoute {route} rules[{ri}].backendRefs[{bi}]");
-        let resolved = resolve(&b.object(), ns, refs);
+        let resolved = outcome.clone();
         let tls = resolved.as_ref().is_ok_and(|(_, tls)| *tls);
         let (target, problem) = match resolved.map(|(t, _)| t) {
             Ok(Target::Status(code)) => {
@@ -147,5 +147,90 @@ fn modifier(
             bad.is_none()
         });
     }
+    m
+}
+
+impl RulePlan {
+    /// Whether each backendRef is written in a location of its own (when the rule has
+    /// several): one has header filters of its own, or they do not all speak the same scheme
+    /// (one `proxy_pass` takes one).
+    pub fn backends_apart(&self) -> bool {
+        self.backends.iter().any(|b| modifies(&b.request_headers) || modifies(&b.response_headers))
+            || self.backends.iter().any(|b| b.tls) && !self.backends.iter().all(|b| b.tls)
+    }
+
+    /// The (request, response) header filters of backend `b`'s location: the rule's, then
+    /// `b`'s own ([`merge`]).
+    pub fn backend_filters(&self, b: &Backend) -> (HeaderModifier, HeaderModifier) {
+        (
+            merge(&self.request_headers, &b.request_headers),
+            merge(&self.response_headers, &b.response_headers),
+        )
+    }
+
+    /// The rule with `retry` honoured in `tries` attempts in all ([`retry_tries`]): NGINX
+    /// retries on the next server of the upstream, so each fixed address is listed once per
+    /// try (a backend with one endpoint is retried too), in an upstream of its own named
+    /// `NAME_rTRIES`.
+    pub fn retried(&self, tries: u32) -> RulePlan {
+        RulePlan {
+            backends: self
+                .backends
+                .iter()
+                .map(|b| {
+                    let mut b = b.clone();
+                    if let Target::Upstream { name, servers } = &b.target {
+                        let name = format!("{name}_r{tries}");
+                        b.target = Target::Upstream {
+                            name,
+                            servers: servers
+                                .iter()
+                                .flat_map(|s| std::iter::repeat_n(s.clone(), tries as usize))
+                                .collect(),
+                        };
+                    }
+                    b
+                })
+                .collect(),
+            ..self.clone()
+        }
+    }
+}
+
+/// The attempts of a `retry` in all: 1 + `attempts` (default 2 in all), at most 100.
+pub fn retry_tries(r: &Retry) -> u32 {
+    r.attempts.map_or(2, |a| a.saturating_add(1)).min(100)
+}
+
+/// Whether a header filter does anything.
+fn modifies(m: &HeaderModifier) -> bool {
+    !(m.set.is_empty() && m.add.is_empty() && m.remove.is_empty())
+}
+
+/// A rule's header filter followed by a backendRef's: the backend's `set` and `remove` win
+/// over the rule's for the same name; `add`s of both are kept.
+fn merge(rule: &HeaderModifier, own: &HeaderModifier) -> HeaderModifier {
+    if !modifies(own) {
+        return rule.clone();
+    }
+    let overridden = |name: &str| {
+        own.set
+            .iter()
+            .map(|h| h.name.as_str())
+            .chain(own.remove.iter().map(String::as_str))
+            .any(|n| n.eq_ignore_ascii_case(name))
+    };
+    let mut m = HeaderModifier::default();
+    m.set.extend(rule.set.iter().filter(|h| !overridden(&h.name)).cloned());
+    m.set.extend(own.set.iter().cloned());
+    m.add.extend(rule.add.iter().filter(|h| !overridden(&h.name)).cloned());
+    m.add.extend(own.add.iter().cloned());
+    m.remove.extend(rule.remove.iter().cloned());
+    m.remove.extend(
+        own.remove
+            .iter()
+            .filter(|n| !rule.remove.iter().any(|r| r.eq_ignore_ascii_case(n)))
+            .cloned(),
+    );
     m
 }

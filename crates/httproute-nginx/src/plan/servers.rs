@@ -6,11 +6,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::attach::{Attachment, best_listener};
-use super::backends::Refs;
 use super::ids::RouteId;
 use super::listeners::Listener;
 use super::precedence::{add_route, host_rank, locations};
-use super::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
+use super::status::Http2Loss;
+use super::types::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
 
 /// Whether route hostname `e` (after intersection) serves every request of server `h`.
 fn serves(e: &Option<String>, h: &Option<String>) -> bool {
@@ -43,15 +43,10 @@ impl Attached<'_> {
     }
 }
 
-/// What the ports lost to the target NGINX: (GRPCRoutes not served on some port, and those
-/// ports; GRPCRoutes served on some port).
-pub(super) type Http2Loss = (BTreeMap<RouteId, BTreeSet<u16>>, BTreeSet<RouteId>);
-
 /// Every port of the served listeners with its servers.
 pub(super) fn ports(
     listeners: &[Listener],
     attachments: &[Attachment<'_>],
-    refs: &Refs<'_>,
     capabilities: &Capabilities,
     experimental: bool,
     warnings: &mut Vec<String>,
@@ -115,7 +110,7 @@ pub(super) fn ports(
                         a.route,
                         a.age,
                         e,
-                        refs,
+                        a.resolved,
                         experimental,
                         &mut server,
                         &mut candidates,

@@ -1,9 +1,11 @@
 //! Status: the conditions a Gateway API controller would set on listeners and on each
 //! route's parentRefs, as typed values (`crate::status` writes them as YAML).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::model::ParentRef;
 
-use super::ids::{ListenerId, RouteId};
+use super::ids::{ListenerId, RouteId, RouteKind, RuleId};
 
 /// A condition's `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +30,7 @@ impl ConditionType {
 }
 
 /// A condition's `reason` (and, for a backend that cannot serve, why: see
-/// [`super::Backend::problem`]).
+/// `Backend::problem`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
     Accepted,
@@ -118,6 +120,10 @@ pub struct RouteStatus {
     pub parents: Vec<(ParentRef, Vec<Condition>)>,
 }
 
+/// What the ports lost to the target NGINX: (GRPCRoutes not served on some port, and those
+/// ports; GRPCRoutes served on some port).
+pub(super) type Http2Loss = (BTreeMap<RouteId, BTreeSet<u16>>, BTreeSet<RouteId>);
+
 /// The statuses of routes the model refused as a whole (`Inputs::rejected`): every parentRef
 /// `Accepted: False, UnsupportedValue`, and a warning each.
 pub(super) fn rejected(
@@ -126,7 +132,7 @@ pub(super) fn rejected(
     warnings: &mut Vec<String>,
 ) {
     for r in &inputs.rejected {
-        let kind = super::RouteKind::of(r.grpc);
+        let kind = RouteKind::of(r.grpc);
         let name = format!("{}/{}", r.namespace.escape_debug(), r.name.escape_debug());
         warnings.push(format!("{kind} {name} is not served: {}", r.error));
         let why = match r.error.field.as_str() {
@@ -151,11 +157,7 @@ pub(super) fn rejected(
 
 /// GRPCRoutes the target NGINX cannot serve on some port and serves on no other
 /// (see `servers::http2`): their `Accepted` conditions become `False, UnsupportedValue`.
-pub(super) fn grpc_not_served(
-    status: &mut Status,
-    loss: &super::servers::Http2Loss,
-    version: (u32, u32, u32),
-) {
+pub(super) fn grpc_not_served(status: &mut Status, loss: &Http2Loss, version: (u32, u32, u32)) {
     let (lost, kept) = loss;
     if lost.is_empty() {
         return;
@@ -163,7 +165,7 @@ pub(super) fn grpc_not_served(
     for route in &mut status.routes {
         let Some(ports) = lost
             .get(&route.id)
-            .filter(|_| route.id.kind == super::RouteKind::Grpc && !kept.contains(&route.id))
+            .filter(|_| route.id.kind == RouteKind::Grpc && !kept.contains(&route.id))
         else {
             continue;
         };
@@ -191,7 +193,7 @@ pub(super) fn grpc_not_served(
 /// word written from them (`crate::emit::Output::dropped`): each route's parentRefs get
 /// `PartiallyInvalid: True, UnsupportedValue` with "Dropped Rule N: why" for each, as Gateway
 /// API says for a route whose invalid rules are dropped (its `Accepted` stays as it is).
-pub fn dropped_from_configuration(status: &mut Status, dropped: &[(super::RuleId, String)]) {
+pub fn dropped_from_configuration(status: &mut Status, dropped: &[(RuleId, String)]) {
     if dropped.is_empty() {
         return;
     }

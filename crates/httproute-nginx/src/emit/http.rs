@@ -1,0 +1,351 @@
+//! One pass of the writer: the main context and the `http` block around the servers.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::conf::{Arg, Node, Provenance, Rendered, Writer, code, data};
+use crate::plan::{Entry, Loc, Plan};
+
+use super::maps::{preflight_map, raw_path_map, upgrade_map};
+use super::options::{Carrier, Options, Output, Tree};
+use super::state::{HOSTNAME_FIELD, Http, PATH_FIELD, Skip, Unit, d, empty, quoted};
+use super::tls::{certificate_files, tls_server};
+
+/// One pass of [`emit_with`] without the objects of `skip`: the output, or (when a word of some
+/// tenant object cannot be written) none, the refused words by object and the objects.
+#[allow(clippy::type_complexity)]
+pub(super) fn emit_once(
+    plan: &Plan,
+    opts: &Options,
+    tree: Tree,
+    skip: &Skip,
+) -> Result<(Option<Output>, Vec<(u32, String)>, Vec<Unit>), String> {
+    let render = match tree {
+        Tree::Keep => Writer::render,
+        Tree::Drop => Writer::render_text,
+    };
+    let mut matches: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
+    // Locations whose lists are the same text share one key (NGF's layout: a PathPrefix
+    // rule's `= /p` and `/p/` locations); a redirect path names a location of the server
+    // that runs the list, so the same text means the same in every server.
+    let mut key_of_text: std::collections::HashMap<String, String> = Default::default();
+    let mut servers: Vec<Node> = Vec::new();
+    let mut http = Http { experimental: opts.experimental, ..Http::default() };
+
+    let merged = &plan.merged;
+    for (pi, port) in plan.ports.iter().enumerate() {
+        // A port whose servers are all written with an earlier port's needs no map of its own.
+        if port.tls && merged.writes_any(pi) {
+            http.sni_map(port);
+        }
+        for (si, server) in port.servers.iter().enumerate() {
+            // A server that listens on several ports is written once, where its first port
+            // would have it.
+            let Some(members) = merged.members(pi, si) else { continue };
+            let legacy_http2 = !plan.capabilities.http2_directive;
+            let mut body: Vec<Node> = Vec::new();
+            for &(mp, _) in members {
+                let member_port = &plan.ports[mp];
+                let address = match &opts.listen_address {
+                    Some(a) => Arg::parts(vec![
+                        data("--listen-address", a.clone()),
+                        code(format!(":{}", member_port.port)),
+                    ]),
+                    None => Arg::code(member_port.port.to_string()),
+                };
+                let mut listen = d("listen").arg(address);
+                if port.tls {
+                    listen = listen.code("ssl");
+                }
+                if port.http2 && legacy_http2 {
+                    // Before 1.25.1 (see `plan::Capabilities`): over TLS, ALPN keeps HTTP/1.1; a
+                    // plain port only gets here when it serves GRPCRoutes alone (h2c).
+                    listen = listen.code("http2");
+                }
+                if server.hostname.is_none() {
+                    listen = listen.code("default_server");
+                }
+                body.push(listen.into());
+            }
+            match &server.hostname {
+                None => body.push(d("server_name").arg(empty()).into()),
+                Some(h) => body.push(d("server_name").data(HOSTNAME_FIELD, h.clone()).into()),
+            }
+            if port.http2 && !legacy_http2 {
+                // gRPC: HTTP/2 by ALPN over TLS, or with prior knowledge (h2c) on a plain port,
+                // where HTTP/1.1 still works (NGINX 1.25.1 and later).
+                body.push(d("http2").code("on").into());
+            }
+            let mut comments: Vec<String> = Vec::new();
+            for &(mp, ms) in members {
+                let c = match &plan.ports[mp].servers[ms].listener {
+                    Some(l) => format!("listener {l}"),
+                    None => "no listener serves this host: 404".to_owned(),
+                };
+                if !comments.contains(&c) {
+                    comments.push(c);
+                }
+            }
+            body.extend(comments.into_iter().map(Node::Comment));
+            if port.tls {
+                tls_server(port.port, server, opts, &mut body);
+            }
+            for (li, loc) in server.locations.iter().enumerate() {
+                if skip.locations.contains(&((pi, si), li)) {
+                    continue;
+                }
+                let from = http.unit(Unit::Location((pi, si), li));
+                let head = match &loc.loc {
+                    Loc::Exact(p) => d("location").code("=").arg(quoted(PATH_FIELD, p.clone())),
+                    Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
+                }
+                .from(from);
+                let list: Vec<&Entry> = loc
+                    .candidates
+                    .iter()
+                    .filter(|c| !skip.rules.contains(&c.id))
+                    .map(|c| &c.entry)
+                    .collect();
+                if list.is_empty() {
+                    body.push(head.inline(vec![d("return").code("404").into()]).into());
+                    continue;
+                }
+                let text = serde_json::to_string(&list).map_err(|e| e.to_string())?;
+                let key = format!("{}_{si}_{li}", port.port);
+                let list_field = || -> Cow<'static, str> {
+                    format!(
+                        "the list of location {key} (one configuration token: if it is too long, \
+                         use --carrier preload)"
+                    )
+                    .into()
+                };
+                let inner: Vec<Node> = match opts.carrier {
+                    Carrier::Preload => {
+                        let key = key_of_text.entry(text).or_insert_with(|| {
+                            matches.insert(key.clone(), list);
+                            key
+                        });
+                        vec![
+                            d("set").var("match_key").code(key.clone()).into(),
+                            d("http_matches").into(),
+                        ]
+                    }
+                    // A list too long for one word is the carrier's (an option), and it holds
+                    // every route of the location: the run's error, with the advice.
+                    Carrier::Inline => {
+                        vec![
+                            d("http_matches")
+                                .arg(Arg::data(list_field(), text).single_quoted())
+                                .from(Provenance::Run)
+                                .into(),
+                        ]
+                    }
+                    Carrier::Variable => {
+                        // `set` would read a `$` of a regex as a variable: the writer spells it
+                        // `${httproute_dollar}`.
+                        vec![
+                            d("set")
+                                .var("http_matches")
+                                .arg(Arg::data(list_field(), text).single_quoted())
+                                .from(Provenance::Run)
+                                .into(),
+                            d("http_matches").into(),
+                        ]
+                    }
+                };
+                body.push(head.inline(inner).into());
+            }
+            let mut mirror_locs = Vec::new();
+            let used: BTreeSet<usize> = server
+                .locations
+                .iter()
+                .enumerate()
+                .filter(|(li, _)| !skip.locations.contains(&((pi, si), *li)))
+                .flat_map(|(_, l)| l.candidates.iter())
+                .filter(|c| !skip.rules.contains(&c.id))
+                .map(|c| c.rule)
+                .collect();
+            for ri in used {
+                let rule = &server.rules[ri];
+                http.written_for(
+                    Unit::Rule(rule.id.clone()),
+                    &mut body,
+                    &mut mirror_locs,
+                    |http, out, mirror_locs| {
+                        http.rule_location((port.port, port.tls), ri, rule, out, mirror_locs)
+                    },
+                )?;
+            }
+            body.append(&mut mirror_locs);
+            servers.push(Node::Blank);
+            servers.push(d("server").block(body).into());
+        }
+    }
+
+    let mut warnings = std::mem::take(&mut http.warnings);
+    let mut inner: Vec<Node> = vec![
+        d("access_log").code("logs/access.log").into(),
+        d("client_body_temp_path").code("tmp/client_body").into(),
+        d("proxy_temp_path").code("tmp/proxy").into(),
+        d("fastcgi_temp_path").code("tmp/fastcgi").into(),
+        d("uwsgi_temp_path").code("tmp/uwsgi").into(),
+        d("scgi_temp_path").code("tmp/scgi").into(),
+    ];
+    if opts.carrier == Carrier::Preload {
+        inner.push(d("http_matches_load").code("matches.json").into());
+    }
+    // Server names (and the SNI map's keys) the CRD allows (253 bytes) but NGINX's default
+    // hash buckets (64) do not hold.
+    let longest_name = plan
+        .ports
+        .iter()
+        .flat_map(|p| &p.servers)
+        .filter_map(|s| s.hostname.as_ref().map(String::len))
+        .max()
+        .unwrap_or(0);
+    if longest_name > 32 {
+        let size = (longest_name + 32).next_power_of_two().max(128);
+        inner.push(d("server_names_hash_bucket_size").code(size.to_string()).into());
+        inner.push(d("map_hash_bucket_size").code(size.to_string()).into());
+    }
+    if http.longest_header > 32 {
+        // The CRD allows header names of 256 bytes; NGINX's default bucket (64) holds about 40.
+        let size = (http.longest_header + 32).next_power_of_two().max(128);
+        inner.push(d("proxy_headers_hash_bucket_size").code(size.to_string()).into());
+    }
+    // `geo $httproute_dollar` goes here when the writer spelled a `$` of data with it.
+    let dollar_at = inner.len();
+    inner.append(&mut http.maps);
+    if http.raw_path {
+        inner.push(raw_path_map());
+    }
+    if http.upgrade {
+        inner.push(upgrade_map());
+    }
+    if http.preflight {
+        inner.push(preflight_map());
+    }
+    if http.resolve {
+        if opts.resolvers.is_empty() {
+            warnings.push(
+                "no resolver (--resolver, or a nameserver in /etc/resolv.conf): backends named \
+                 by DNS answer 502"
+                    .to_owned(),
+            );
+        } else {
+            // Names are looked up when requests need them, cached for `valid`: a name that
+            // does not resolve costs its own requests (502), never the configuration.
+            let mut r = d("resolver");
+            for a in &opts.resolvers {
+                r = r.data("--resolver", a.clone());
+            }
+            inner.push(r.code("valid=10s").into());
+            inner.push(d("resolver_timeout").code("5s").into());
+        }
+    }
+    for (up, addrs) in &http.upstreams {
+        let mut entries = Vec::new();
+        for addr in addrs {
+            let mut s = d("server").data("backend address", addr.clone());
+            if http.no_fail.contains(up) {
+                // max_fails=0: a retried answer must not take the address out of the
+                // upstream for fail_timeout.
+                s = s.code("max_fails=0");
+            }
+            entries.push(s.into());
+        }
+        inner.push(Node::Blank);
+        inner.push(d("upstream").data("backend upstream name", up.clone()).block(entries).into());
+    }
+    inner.append(&mut http.splits);
+    inner.append(&mut servers);
+
+    let top = |inner: Vec<Node>| -> Vec<Node> {
+        vec![
+            Node::Comment(
+                "Generated by httproute-nginx: do not edit; regenerate from the manifests.".into(),
+            ),
+            d("load_module").data("--module", opts.module.clone()).into(),
+            d("worker_processes").code("auto").into(),
+            d("pid").code("logs/nginx.pid").into(),
+            d("error_log").code("logs/error.log").code("notice").into(),
+            Node::Blank,
+            d("events").block(vec![d("worker_connections").code("1024").into()]).into(),
+            Node::Blank,
+            d("http").block(inner).into(),
+        ]
+    };
+    let mut nodes = top(inner);
+    let mut rendered: Rendered = render(&nodes)?;
+    if !rendered.refused.is_empty() || !http.refused.is_empty() {
+        let mut refused = std::mem::take(&mut http.refused);
+        refused.append(&mut rendered.refused);
+        return Ok((None, refused, http.units));
+    }
+    if rendered.dollar {
+        drop(rendered);
+        if let Some(Node::Directive(http)) = nodes.last_mut()
+            && let Some(inner) = http.block_nodes_mut()
+        {
+            inner.insert(dollar_at, crate::conf::dollar_geo());
+        }
+        rendered = render(&nodes)?;
+    }
+    drop(nodes);
+    let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";
+    // Secrets that came with the manifests, where tls_server expects them (unless the
+    // command line named other files).
+    let files = plan
+        .secrets
+        .iter()
+        .filter(|(c, _)| !opts.certificates.contains_key(*c))
+        .flat_map(|(c, (crt, key))| {
+            let (crt_path, key_path) = certificate_files(c);
+            [(crt_path, crt.clone()), (key_path, key.clone())]
+        })
+        .collect();
+    let out = Output {
+        nginx_conf: rendered.text,
+        tree: rendered.tree,
+        matches_json,
+        files,
+        warnings,
+        dropped: Vec::new(),
+        work: Default::default(),
+    };
+    Ok((Some(out), Vec::new(), http.units))
+}
+
+impl Http {
+    /// What `write` writes (into the server's `out`, its mirrors' locations `mirror_locs`,
+    /// the maps and split_clients) written for unit `u`: every directive without a provenance
+    /// of its own gets `u`'s, and the limits `write` found passed (`over_limit`) are
+    /// refused for `u`.
+    pub(super) fn written_for(
+        &mut self,
+        u: Unit,
+        out: &mut Vec<Node>,
+        mirror_locs: &mut Vec<Node>,
+        write: impl FnOnce(&mut Http, &mut Vec<Node>, &mut Vec<Node>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let from = self.unit(u);
+        let at = (out.len(), mirror_locs.len(), self.maps.len(), self.splits.len());
+        write(self, out, mirror_locs)?;
+        if let Provenance::Object(o) = from {
+            for why in std::mem::take(&mut self.over_limit) {
+                self.refused.push((o, why));
+            }
+        }
+        for n in out[at.0..]
+            .iter_mut()
+            .chain(&mut mirror_locs[at.1..])
+            .chain(&mut self.maps[at.2..])
+            .chain(&mut self.splits[at.3..])
+        {
+            if let Node::Directive(d) = n {
+                d.set_provenance_if_none(from);
+            }
+        }
+        Ok(())
+    }
+}

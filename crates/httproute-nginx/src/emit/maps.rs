@@ -1,0 +1,78 @@
+//! The `map` blocks of the `http` block that are not a rule's own.
+
+use crate::conf::{Arg, Directive, Node, code, var};
+use crate::plan::PortPlan;
+
+use super::state::{HOSTNAME_FIELD, Http, d, empty, entry_of, quoted};
+
+impl Http {
+    pub(super) fn push_map(&mut self, m: Directive) {
+        self.map_n += 1;
+        self.maps.push(Node::Blank);
+        self.maps.push(m.into());
+    }
+
+    /// `$httproute_sni_PORT`: the `server_name` NGINX picks for the TLS handshake's SNI on an
+    /// HTTPS port (`hostnames` gives NGINX's own order: exact, then the longest wildcard), `-` for
+    /// an SNI no server names, empty without SNI.
+    pub(super) fn sni_map(&mut self, port: &PortPlan) {
+        let mut entries: Vec<Node> = vec![
+            d("hostnames").into(),
+            entry_of(Arg::code("default"), Arg::code("-").quoted()),
+            entry_of(empty(), empty()),
+        ];
+        for h in port.servers.iter().filter_map(|s| s.hostname.as_deref()) {
+            entries.push(entry_of(Arg::data(HOSTNAME_FIELD, h), quoted(HOSTNAME_FIELD, h)));
+        }
+        self.push_map(
+            d("map")
+                .var("ssl_server_name")
+                .var(format!("httproute_sni_{}", port.port))
+                .block(entries),
+        );
+    }
+}
+
+/// `$httproute_raw_path`: the client's raw path, `$request_uri` without its query.
+pub(super) fn raw_path_map() -> Node {
+    d("map")
+        .var("request_uri")
+        .var("httproute_raw_path")
+        .block(vec![entry_of(
+            Arg::code("~^(?<httproute_p>[^?]*)").quoted(),
+            Arg::var("httproute_p"),
+        )])
+        .into()
+}
+
+/// `Connection` to the backend: `upgrade` when the client asks for one (WebSocket), else
+/// empty, so backend connections can be kept alive.
+pub(super) fn upgrade_map() -> Node {
+    d("map")
+        .var("http_upgrade")
+        .var("httproute_connection")
+        .block(vec![
+            entry_of(Arg::code("default"), Arg::code("upgrade")),
+            entry_of(empty(), empty()),
+        ])
+        .into()
+}
+
+/// A CORS preflight: OPTIONS with Access-Control-Request-Method.
+pub(super) fn preflight_map() -> Node {
+    d("map")
+        .arg(
+            Arg::parts(vec![
+                var("request_method"),
+                code(":"),
+                var("http_access_control_request_method"),
+            ])
+            .quoted(),
+        )
+        .var("httproute_preflight")
+        .block(vec![
+            entry_of(Arg::code("default"), empty()),
+            entry_of(Arg::code("~^OPTIONS:.").quoted(), Arg::code("1")),
+        ])
+        .into()
+}

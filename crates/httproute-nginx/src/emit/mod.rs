@@ -1,0 +1,123 @@
+//! The plan as NGINX configuration and `matches.json`. Configuration text is written only
+//! through the typed writer of [`crate::conf`]: this module builds the tree of directives,
+//! with every byte from the manifests or the command line as data ([`Part::Data`]).
+//!
+//! Emit writes what the plan decided (servers merged over ports, header filters merged,
+//! retries expanded: see [`crate::plan`]). One file per NGINX block:
+//! - this file: the passes of [`emit_with`] (a tenant object whose words NGINX cannot take is
+//!   left out and the configuration written again);
+//! - `options`: the options and the output; `state`: the writer's state during a pass and the
+//!   helpers of every block;
+//! - `http`: one pass: the main context and the `http` block around the servers;
+//! - `location`: a rule's internal locations (redirect, proxy, filters, backends, mirrors);
+//! - `upstream`: `split_clients` shares;
+//! - `maps`: the `map` blocks (SNI, raw path, upgrade, preflight);
+//! - `cors`: a rule's CORS filter (its maps and headers);
+//! - `tls`: an HTTPS server's certificates and SNI check.
+//!
+//! Imports go one way: `options` and `state` import no other file here; `upstream`, `maps`,
+//! `tls`, `cors` import those; `location` imports `state` and `upstream`; `http` imports
+//! the blocks; this file imports `http`, `options` and `state`, and none imports it.
+
+mod cors;
+mod http;
+mod location;
+mod maps;
+mod options;
+mod state;
+mod tls;
+mod upstream;
+
+pub use options::{Carrier, Options, Output, Tree, Work};
+pub use state::FIXED_BUCKET_HEADER;
+pub use upstream::basis_points;
+
+use std::collections::HashSet;
+
+use crate::plan::{Loc, PathKind, Plan, RuleId};
+
+use http::emit_once;
+use state::{Skip, Unit};
+
+pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
+    emit_with(plan, opts, Tree::Keep)
+}
+
+/// [`emit`], with or without [`Output::tree`].
+///
+/// A tenant object's failure is confined to it: every directive is written with the object it
+/// comes from ([`Provenance`]), and a word NGINX cannot take (a control character, a word past
+/// its 4,094 bytes) leaves out that object (the rule, or the match's location), with a warning
+/// and [`Output::dropped`], and the configuration is written again without it. Each pass
+/// leaves out every object it finds, and at least one more than the pass before, so the
+/// passes end; in practice there are two. Only the run's own words (options, the generator's
+/// text) are an error.
+pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
+    let mut skip = Skip::default();
+    let mut dropped: Vec<(RuleId, String)> = Vec::new();
+    // The matches among `dropped` (`match N: ...`): looked up per candidate of a dropped
+    // location, so a hash set, not a scan of `dropped` with a string per comparison.
+    let mut dropped_matches: HashSet<(RuleId, usize)> = HashSet::new();
+    let mut warnings = Vec::new();
+    let mut work = Work::default();
+    loop {
+        let (out, refused, units) = emit_once(plan, opts, tree, &skip)?;
+        work.passes += 1;
+        work.units += units.len();
+        let Some(mut out) = out else {
+            let before = (skip.rules.len(), skip.locations.len());
+            for (o, why) in refused {
+                match &units[o as usize] {
+                    Unit::Rule(id) => {
+                        // The rule's fields are named after it (`field`): said once.
+                        let why = match why.strip_prefix(&format!("{id}: ")) {
+                            Some(rest) => rest.to_owned(),
+                            None => why,
+                        };
+                        if skip.rules.insert(id.clone()) {
+                            warnings.push(format!("{id}: {why}; the rule is not served"));
+                            dropped.push((id.clone(), why));
+                        }
+                    }
+                    Unit::Location((pi, si), li) => {
+                        if !skip.locations.insert(((*pi, *si), *li)) {
+                            continue;
+                        }
+                        let loc = &plan.ports[*pi].servers[*si].locations[*li];
+                        let path = match &loc.loc {
+                            Loc::Exact(p) | Loc::Prefix(p) => p.trim_end_matches('/'),
+                        };
+                        // The matches whose path is the location's.
+                        work.candidates += loc.candidates.len();
+                        for c in &loc.candidates {
+                            if c.path_kind != PathKind::Regex
+                                && c.path.trim_end_matches('/') == path
+                                && dropped_matches.insert((c.id.clone(), c.match_index))
+                            {
+                                warnings.push(format!(
+                                    "{} match {}: {why}; the match is not served",
+                                    c.id, c.match_index
+                                ));
+                                dropped.push((
+                                    c.id.clone(),
+                                    format!("match {}: {why}", c.match_index),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            if before == (skip.rules.len(), skip.locations.len()) {
+                return Err(format!(
+                    "generator bug: a configuration word NGINX cannot take, again: {warnings:?}"
+                ));
+            }
+            continue;
+        };
+        warnings.append(&mut out.warnings);
+        out.warnings = warnings;
+        out.dropped = dropped;
+        out.work = work;
+        return Ok(out);
+    }
+}

@@ -1,0 +1,76 @@
+//! The writer's options and output.
+
+use std::collections::BTreeMap;
+
+use crate::conf::Stmt;
+use crate::plan::RuleId;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Carrier {
+    /// `http_matches_load matches.json` + `set $match_key` (what NGF does today)
+    Preload,
+    /// `http_matches '<list>'` in each location
+    Inline,
+    /// `set $http_matches '<list>'` (blog-era NGF)
+    Variable,
+}
+
+pub struct Options {
+    pub module: String,
+    pub carrier: Carrier,
+    /// `listen ADDRESS:PORT` instead of `listen PORT`.
+    pub listen_address: Option<String>,
+    /// Certificate and key files of TLS Secrets (`namespace/name`); a Secret not here but
+    /// among the inputs is written to `certs/NAMESPACE_NAME.crt` and `.key` next to
+    /// nginx.conf (the plan leaves out Secrets that are neither).
+    pub certificates: BTreeMap<String, (String, String)>,
+    /// `resolver` addresses for backends named by DNS (`--resolver`, else the nameservers of
+    /// /etc/resolv.conf); NGINX's syntax: `ADDRESS[:PORT]`, IPv6 in brackets.
+    pub resolvers: Vec<String>,
+    /// Generate Experimental-channel fields (`retry`); without it they are warned about.
+    pub experimental: bool,
+    /// The NGINX the configuration is for (major, minor, patch): planning takes its
+    /// capabilities (`plan::Capabilities`; before 1.25.1 HTTP/2 is a `listen` parameter).
+    pub nginx_version: (u32, u32, u32),
+    /// Follow ExternalName Services (`--allow-external-name`; planning's
+    /// `PlanOptions::allow_external_name`).
+    pub allow_external_name: bool,
+}
+
+pub struct Output {
+    pub nginx_conf: String,
+    /// The directives of `nginx_conf` as NGINX's parser will read them (what the writer
+    /// meant to write; tests and the fuzz target read the text back and compare); empty with
+    /// [`Tree::Drop`].
+    pub tree: Vec<Stmt>,
+    pub matches_json: String,
+    /// Other files, by path relative to nginx.conf (certificates and keys from Secrets).
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// What the configuration cannot do (on top of the plan's warnings).
+    pub warnings: Vec<String>,
+    /// Rules and matches left out because NGINX cannot take a word written from them: the
+    /// rule, and why (`match N: ...` for a match). [`crate::plan::Status`] gets a condition
+    /// for each ([`crate::plan::dropped_from_configuration`]).
+    pub dropped: Vec<(RuleId, String)>,
+    /// What writing it took (tests bound it against the input: no timing).
+    pub work: Work,
+}
+
+/// The work of [`emit_with`], counted: each pass writes every object again.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Work {
+    /// Passes of the writer (one, and one more after each pass that left objects out).
+    pub passes: usize,
+    /// Tenant objects written for, summed over the passes ([`Provenance::Object`]s).
+    pub units: usize,
+    /// Candidates of left-out locations looked at to find their matches.
+    pub candidates: usize,
+}
+
+/// Whether [`Output::tree`] is made (tests and the fuzz target compare it with the text read
+/// back; a generator run writes only the text, and the tree costs more memory than it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tree {
+    Keep,
+    Drop,
+}

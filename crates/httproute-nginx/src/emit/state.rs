@@ -1,0 +1,103 @@
+//! The writer's state while one pass writes the configuration (the `http` block's
+//! collections, the tenant objects written for) and the small helpers every block uses.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::conf::{Arg, Directive, Node, Provenance};
+use crate::plan::{RuleId, RulePlan, ServerAt};
+
+/// A tenant's object that directives are written for: what a word of them NGINX cannot take
+/// leaves out (see [`emit_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Unit {
+    /// A rule: its internal locations, and the maps and split_clients written for it.
+    Rule(RuleId),
+    /// The location of a match path: (port, server, location) in the plan.
+    Location(ServerAt, usize),
+}
+
+/// What a configuration leaves out.
+#[derive(Debug, Default)]
+pub(super) struct Skip {
+    pub(super) rules: BTreeSet<RuleId>,
+    pub(super) locations: BTreeSet<(ServerAt, usize)>,
+}
+
+pub(super) fn d(name: &'static str) -> Directive {
+    Directive::new(name)
+}
+
+/// A map entry: `KEY VALUE;`.
+pub(super) fn entry_of(key: Arg, value: Arg) -> Node {
+    Directive::entry(key).arg(value).into()
+}
+
+/// `""` (an empty word).
+pub(super) fn empty() -> Arg {
+    Arg::code("").quoted()
+}
+
+pub(super) fn quoted(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Arg {
+    Arg::data(field, text).quoted()
+}
+
+/// Where the path of a location comes from.
+pub(super) const PATH_FIELD: &str = "HTTPRoute spec.rules[].matches[].path.value";
+pub(super) const HOSTNAME_FIELD: &str =
+    "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
+
+/// What the `http` block collects while the servers are written.
+#[derive(Default)]
+pub(super) struct Http {
+    pub(super) upstreams: BTreeMap<String, Vec<String>>,
+    /// Upstreams of retried rules: `max_fails=0` on each server.
+    pub(super) no_fail: BTreeSet<String>,
+    /// `--experimental`.
+    pub(super) experimental: bool,
+    /// What the configuration cannot do, found while writing it.
+    pub(super) warnings: Vec<String>,
+    /// CORS filters written so far (`$httproute_cors_N`).
+    pub(super) cors_n: usize,
+    /// `$httproute_preflight` is used.
+    pub(super) preflight: bool,
+    /// `$httproute_connection` is used (upgrades passed through).
+    pub(super) upgrade: bool,
+    /// Some backend is a name resolved per request.
+    pub(super) resolve: bool,
+    /// `split_clients` blocks.
+    pub(super) splits: Vec<Node>,
+    /// `map`s: header filters, SNI.
+    pub(super) maps: Vec<Node>,
+    /// How many `map`s `maps` holds.
+    pub(super) map_n: usize,
+    pub(super) split_n: usize,
+    /// `$httproute_raw_path` is used.
+    pub(super) raw_path: bool,
+    /// The longest header name of a `proxy_set_header`.
+    pub(super) longest_header: usize,
+    /// The tenant objects directives are written for, by their [`Provenance::Object`] number.
+    pub(super) units: Vec<Unit>,
+    /// Limits of NGINX the rule being written passes (no directive can raise them): why.
+    pub(super) over_limit: Vec<String>,
+    /// Such rules: (their provenance number, why).
+    pub(super) refused: Vec<(u32, String)>,
+}
+
+/// The longest header name a hash with NGINX's fixed 64-byte buckets holds (the grpc module's
+/// headers and hidden headers: no `grpc_headers_hash_bucket_size` exists): an element is a
+/// pointer and the name with 2 bytes, aligned to 8, and a bucket ends with a pointer.
+pub const FIXED_BUCKET_HEADER: usize = 64 - 8 - 8 - 2;
+
+/// A rule's fields, for errors: "HTTPRoute default/r rule 0: FIELD".
+pub(super) fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
+    Cow::Owned(format!("{}: {f}", rule.id))
+}
+
+impl Http {
+    /// The provenance of directives written for `u`.
+    pub(super) fn unit(&mut self, u: Unit) -> Provenance {
+        self.units.push(u);
+        Provenance::Object((self.units.len() - 1) as u32)
+    }
+}

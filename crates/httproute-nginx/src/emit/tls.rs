@@ -1,0 +1,44 @@
+//! An HTTPS server's certificates, and the SNI check of listener isolation.
+
+use crate::conf::{Arg, Directive, Node, code, regex_data};
+use crate::plan::ServerPlan;
+
+use super::options::Options;
+use super::state::{HOSTNAME_FIELD, d, quoted};
+
+/// Certificates of an HTTPS server, and the Gateway API's listener isolation for TLS: a
+/// request whose Host selects another server than its SNI did answers 421 (Misdirected
+/// Request).
+pub(super) fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &mut Vec<Node>) {
+    if server.certificates.is_empty() {
+        out.push(d("ssl_reject_handshake").code("on").into());
+    }
+    for c in &server.certificates {
+        let (crt, key) = opts.certificates.get(c).cloned().unwrap_or_else(|| certificate_files(c));
+        out.push(
+            d("ssl_certificate")
+                .arg(quoted("certificate file (--certificate, Secret)", crt))
+                .into(),
+        );
+        out.push(
+            d("ssl_certificate_key").arg(quoted("key file (--certificate, Secret)", key)).into(),
+        );
+    }
+    // This server's own SNI value(s): its name, or for the catch-all, none or an unknown one.
+    let own = match &server.hostname {
+        Some(h) => regex_data(HOSTNAME_FIELD, h.clone()),
+        None => code("-"),
+    };
+    let re = Arg::parts(vec![code("^(|"), own, code(")$")]).quoted();
+    out.push(
+        Directive::if_(format!("httproute_sni_{port}"), Some(("!~", re)))
+            .inline(vec![d("return").code("421").into()])
+            .into(),
+    );
+}
+
+/// Where a Secret's certificate and key are expected, relative to nginx.conf.
+pub(super) fn certificate_files(secret: &str) -> (String, String) {
+    let file = secret.replace('/', "_");
+    (format!("certs/{file}.crt"), format!("certs/{file}.key"))
+}

@@ -1,0 +1,111 @@
+//! Server merging: servers that are the same on several ports are written once, with a
+//! `listen` per port (emit writes what this decides).
+
+use super::types::{Loc, PortPlan, ServerPlan};
+
+/// A server of the plan: (index of its port, index in the port's servers).
+pub type ServerAt = (usize, usize);
+
+/// Servers that are the same on several ports, written once with a `listen` per port.
+///
+/// Two servers of different ports are one when everything written in them is the same: the
+/// host name, the certificates, the locations with their lists and the rules. Their ports
+/// must also be alike: both HTTP or both HTTPS, the same HTTP/2 setting, and, over TLS, the
+/// same host names (emit's SNI check of an HTTPS server reads the map of the first port). A server
+/// with a RequestRedirect to the listener's own port (no port, no scheme) stays on its port.
+/// Each server is hashed once and compared with the first server of its bucket, so the cost
+/// grows with the servers, not with their pairs.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// Per port, per server: the (port, server) indexes it stands for, when it is the first of
+    /// them; `None` for one written with an earlier port.
+    members: Vec<Vec<Option<Vec<ServerAt>>>>,
+}
+
+impl Merged {
+    /// The merging of the servers of `ports` (`Plan::merged`).
+    pub fn of(ports: &[PortPlan]) -> Merged {
+        use std::collections::HashMap;
+        use std::hash::{Hash as _, Hasher as _};
+        // Over TLS: ports with the same host names (their SNI maps are the same).
+        let mut host_sets: HashMap<Vec<Option<&str>>, usize> = HashMap::new();
+        let hosts: Vec<usize> = ports
+            .iter()
+            .map(|p| {
+                let set: Vec<Option<&str>> =
+                    p.servers.iter().map(|s| s.hostname.as_deref()).collect();
+                let n = host_sets.len();
+                *host_sets.entry(set).or_insert(n)
+            })
+            .collect();
+        // A redirect whose port is the listener's: the server is written for its port.
+        let pinned = |p: &PortPlan, s: &ServerPlan| -> Option<u16> {
+            s.rules
+                .iter()
+                .any(|r| {
+                    r.redirect.as_ref().is_some_and(|r| r.port.is_none() && r.scheme.is_none())
+                })
+                .then_some(p.port)
+        };
+        let alike = |(ap, a): (usize, &ServerPlan), (bp, b): (usize, &ServerPlan)| {
+            let (pa, pb) = (&ports[ap], &ports[bp]);
+            pa.tls == pb.tls
+                && pa.http2 == pb.http2
+                && (!pa.tls || hosts[ap] == hosts[bp])
+                && pinned(pa, a) == pinned(pb, b)
+                && a.hostname == b.hostname
+                && a.certificates == b.certificates
+                && a.locations == b.locations
+                && a.rules == b.rules
+        };
+        let mut buckets: HashMap<u64, Vec<ServerAt>> = HashMap::new();
+        let mut members: Vec<Vec<Option<Vec<ServerAt>>>> =
+            ports.iter().map(|p| p.servers.iter().map(|_| None).collect()).collect();
+        for (pi, port) in ports.iter().enumerate() {
+            for (si, server) in port.servers.iter().enumerate() {
+                // What tells servers apart cheaply; `alike` decides.
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (port.tls, port.http2, port.tls.then_some(hosts[pi]), pinned(port, server))
+                    .hash(&mut h);
+                (&server.hostname, &server.certificates).hash(&mut h);
+                (server.locations.len(), server.rules.len()).hash(&mut h);
+                for l in &server.locations {
+                    match &l.loc {
+                        Loc::Exact(p) => (0u8, p).hash(&mut h),
+                        Loc::Prefix(p) => (1u8, p).hash(&mut h),
+                    }
+                    l.candidates.len().hash(&mut h);
+                }
+                for r in &server.rules {
+                    (&r.id, r.backends.len()).hash(&mut h);
+                }
+                let bucket = buckets.entry(h.finish()).or_default();
+                let first = bucket
+                    .iter()
+                    .copied()
+                    .find(|&(fp, fs)| alike((fp, &ports[fp].servers[fs]), (pi, server)));
+                match first {
+                    Some((fp, fs)) => {
+                        members[fp][fs].as_mut().expect("the first of its group").push((pi, si))
+                    }
+                    None => {
+                        bucket.push((pi, si));
+                        members[pi][si] = Some(vec![(pi, si)]);
+                    }
+                }
+            }
+        }
+        Merged { members }
+    }
+
+    /// The servers (port, server) that server `si` of port `pi` is written for, or `None` when
+    /// it is written with an earlier port.
+    pub fn members(&self, pi: usize, si: usize) -> Option<&[ServerAt]> {
+        self.members[pi][si].as_deref()
+    }
+
+    /// Whether some server is written for port `pi` (first of its group).
+    pub fn writes_any(&self, pi: usize) -> bool {
+        self.members[pi].iter().any(Option::is_some)
+    }
+}

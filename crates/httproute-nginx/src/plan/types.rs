@@ -1,0 +1,249 @@
+//! The plan's nodes: ports, servers, locations with their candidates, rules and their
+//! backends, as the stages build them (listeners, attach, backends, rules, servers,
+//! precedence, merge) and emit and explain read them. Below every stage: it imports none.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::model::{HeaderModifier, RequestRedirect, UrlRewrite};
+
+use super::entry::Entry;
+use super::ids::{ListenerId, RuleId};
+use super::status::Reason;
+
+/// Where backends live: `namespace/name:port` -> `host:port`.
+pub type BackendMap = BTreeMap<String, String>;
+
+/// What the target NGINX can do, from its version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The version (major, minor, patch).
+    pub version: (u32, u32, u32),
+    /// 1.25.1 and later: the `http2` directive, and HTTP/1.1 beside cleartext HTTP/2 on one
+    /// port. Before, HTTP/2 is a `listen` parameter, and a plain port with it speaks only
+    /// HTTP/2.
+    pub http2_directive: bool,
+}
+
+/// The first NGINX with the `http2` directive (and HTTP/1.1 beside cleartext HTTP/2).
+pub const HTTP2_DIRECTIVE: (u32, u32, u32) = (1, 25, 1);
+
+impl Capabilities {
+    pub fn of_nginx(version: (u32, u32, u32)) -> Capabilities {
+        Capabilities { version, http2_directive: version >= HTTP2_DIRECTIVE }
+    }
+}
+
+impl Default for Capabilities {
+    /// The vendored NGINX's (1.28.0).
+    fn default() -> Capabilities {
+        Capabilities::of_nginx((1, 28, 0))
+    }
+}
+
+#[derive(Debug)]
+pub struct PortPlan {
+    pub port: u16,
+    /// HTTPS (TLS terminated here) rather than HTTP.
+    pub tls: bool,
+    /// A GRPCRoute is served on the port: HTTP/2 (h2c with prior knowledge on a plain port,
+    /// ALPN over TLS) besides HTTP/1.1 (see `servers::http2` for NGINX before 1.25.1).
+    pub http2: bool,
+    pub servers: Vec<ServerPlan>,
+}
+
+#[derive(Debug)]
+pub struct ServerPlan {
+    /// `None`: the catch-all (default) server of the port.
+    pub hostname: Option<String>,
+    /// The listener serving this hostname, if any.
+    pub listener: Option<ListenerId>,
+    /// On an HTTPS port: the listener's certificates, as `namespace/name` of Secrets (empty:
+    /// the TLS handshake is refused for this name).
+    pub certificates: Vec<String>,
+    pub locations: Vec<LocationPlan>,
+    pub rules: Vec<RulePlan>,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct LocationPlan {
+    pub loc: Loc,
+    /// In precedence order; shared between the locations they serve.
+    pub candidates: Vec<Arc<Candidate>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Index into the server's `rules`.
+    pub rule: usize,
+    /// Its route and its index there.
+    pub id: RuleId,
+    pub match_index: usize,
+    pub path_kind: PathKind,
+    /// The decoded path (normalized for a prefix), or the pattern as written for a regex.
+    pub path: String,
+    pub route_hostname: Option<String>,
+    pub method: Option<String>,
+    /// (name, type, value), names de-duplicated (headers case-insensitively), first kept.
+    pub headers: Vec<(String, String, String)>,
+    pub params: Vec<(String, String, String)>,
+    /// Its match-list entry (with the compiled-and-checked regex path condition).
+    pub entry: Entry,
+    pub key: SortKey,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RulePlan {
+    /// Its route and its index there.
+    pub id: RuleId,
+    pub rule_name: Option<String>,
+    /// The backend refs with a weight above 0, in order.
+    pub backends: Vec<Backend>,
+    /// The rule's RequestHeaderModifier and ResponseHeaderModifier filters.
+    pub request_headers: HeaderModifier,
+    pub response_headers: HeaderModifier,
+    pub redirect: Option<RequestRedirect>,
+    pub rewrite: Option<UrlRewrite>,
+    /// The prefix a ReplacePrefixMatch replaces: the rule's only match's (normalized) path.
+    pub match_prefix: String,
+    /// RequestMirror filters: (where to, share of requests 0..=1); never a status.
+    pub mirrors: Vec<(Target, f64)>,
+    /// The rule's `CORS` filter.
+    pub cors: Option<crate::model::Cors>,
+    /// A GRPCRoute's rule: `grpc_pass`.
+    pub grpc: bool,
+    /// `retry` (Experimental: `None` without [`PlanOptions::experimental`]).
+    pub retry: Option<crate::model::Retry>,
+    /// `timeouts`: the bound on each phase of a backend exchange (connect, each send, each
+    /// read), in milliseconds: the smaller of `request` and `backendRequest`; `Some(0)` when
+    /// they disable it.
+    pub timeout_ms: Option<u64>,
+}
+
+/// One backendRef of a rule: where its share of requests goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backend {
+    pub target: Target,
+    /// The backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
+    pub tls: bool,
+    pub weight: u32,
+    /// The backendRef's own RequestHeaderModifier and ResponseHeaderModifier filters, applied
+    /// after the rule's, to this backend's share only.
+    pub request_headers: HeaderModifier,
+    pub response_headers: HeaderModifier,
+    /// Why it cannot serve, for a [`Target::Status`]: the Gateway API condition reason
+    /// (`BackendNotFound`, `RefNotPermitted`, `InvalidKind`, `UnsupportedValue`,
+    /// `UnsupportedProtocol`, or [`Reason::NoReadyEndpoints`] for a 503) and what is wrong.
+    pub problem: Option<(Reason, String)>,
+}
+
+/// Where requests for a backend go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// An `upstream` block of fixed addresses (`--backend`, or a Service's ready endpoints).
+    Upstream { name: String, servers: Vec<String> },
+    /// `host:port` resolved when a request needs it (NGINX `resolver`): a Service's cluster
+    /// DNS name when no Service objects were given, or an ExternalName Service.
+    Resolve(String),
+    /// Answered with this status: 500 for a reference that cannot be used, 503 for a Service
+    /// without ready endpoints.
+    Status(u16),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Upstream { name, servers } => write!(f, "{name} ({})", servers.join(", ")),
+            Target::Resolve(addr) => write!(f, "{addr} (resolved per request)"),
+            Target::Status(code) => write!(f, "status {code}"),
+        }
+    }
+}
+
+/// Normalized PathPrefix value: no trailing `/` except for `/` itself.
+pub fn normalize_prefix(v: &str) -> String {
+    let t = v.trim_end_matches('/');
+    if t.is_empty() { "/".to_owned() } else { t.to_owned() }
+}
+
+/// Whether wildcard hostname `wild` (`*.example.com`) covers `host`; false for a name
+/// without wildcard.
+pub(crate) fn wildcard_covers(wild: &str, host: &str) -> bool {
+    match wild.strip_prefix('*') {
+        Some(suffix) => host.len() > suffix.len() && host.ends_with(suffix),
+        None => false,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Loc {
+    /// `location = PATH`
+    Exact(String),
+    /// `location PATH` (PATH ends with `/`)
+    Prefix(String),
+}
+
+impl Loc {
+    /// Whether a request path that reaches this location is matched by a path match of type
+    /// `kind` and value `value`.
+    pub fn covered_by(&self, kind: PathKind, value: &str) -> bool {
+        match (self, kind) {
+            (Loc::Exact(x), PathKind::Exact) => x == value,
+            (Loc::Exact(x), PathKind::Prefix) => under(x, value),
+            (Loc::Prefix(_), PathKind::Exact) => false,
+            // `y` is `q/` (or `/`): its requests are `q` itself or under it.
+            (Loc::Prefix(y), PathKind::Prefix) => under(y.trim_end_matches('/'), value),
+            // No location expresses a regex: the candidate goes into every list, with a path
+            // condition the module checks (see [`Entry::path`]).
+            (_, PathKind::Regex) => true,
+        }
+    }
+}
+
+/// Whether path `p` is `q` or lies under it, on segment boundaries.
+fn under(p: &str, q: &str) -> bool {
+    q == "/" || p == q || (p.len() > q.len() && p.starts_with(q) && p.as_bytes()[q.len()] == b'/')
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    Exact,
+    Prefix,
+    /// `value` is the pattern as written; it matches when found at the start of the path
+    /// (`^(?:value)`, what NGF's `location ~ ^value` does).
+    Regex,
+}
+
+impl PathKind {
+    /// Precedence between path types, smaller first: Exact > RegularExpression > PathPrefix.
+    /// The spec leaves regex implementation-specific; this is the order of Envoy Gateway and
+    /// Contour, and what NGF's `location ~` gives in NGINX (a regex location beats prefixes).
+    pub(super) fn rank(self) -> u8 {
+        match self {
+            PathKind::Exact => 0,
+            PathKind::Regex => 1,
+            PathKind::Prefix => 2,
+        }
+    }
+}
+
+/// Gateway API precedence; the smallest key wins.
+pub type SortKey = (
+    Reverse<usize>, // characters of the matching non-wildcard route hostname
+    Reverse<usize>, // characters of the matching route hostname
+    u8,             // path type: Exact, RegularExpression, PathPrefix (PathKind::rank)
+    // Path characters (of the pattern, for a regex), 0; for a GRPCRoute, whose precedence
+    // counts the characters of the matched service, then method, instead of path type and
+    // length: whether the match names a service, a method (see `Match::grpc_names`).
+    Reverse<(usize, usize)>,
+    bool,           // no method
+    Reverse<usize>, // header matches
+    Reverse<usize>, // query param matches
+    // The route's place by creationTimestamp, as an instant (none: oldest), then the
+    // `"{namespace}/{name}"` string.
+    usize,
+    usize, // rule index
+    usize, // match index
+);

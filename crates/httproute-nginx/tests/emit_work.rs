@@ -1,0 +1,91 @@
+//! The writer's work is linear in what a tenant leaves out: a tenant whose paths and rules
+//! NGINX cannot take costs the same passes, and work in proportion to its objects, at 1x and
+//! at 2x its size. Work is counted (`emit::Work`: passes, objects written for, candidates
+//! looked at), never timed.
+
+use std::path::Path;
+
+use httproute_nginx::model::{Inputs, load_text};
+use httproute_nginx::plan::{Loc, PlanOptions, plan};
+use httproute_nginx::{BackendMap, Carrier, Options};
+
+fn opts() -> Options {
+    Options {
+        module: "modules/ngx_http_matches_module.so".into(),
+        carrier: Carrier::Preload,
+        listen_address: None,
+        certificates: Default::default(),
+        resolvers: vec!["127.0.0.1:53".into()],
+        experimental: false,
+        nginx_version: (1, 28, 0),
+        allow_external_name: false,
+    }
+}
+
+/// Tenant `a`'s one route, and tenant `b`'s `n` routes of two rules: one with two Exact
+/// paths (made unwritable below), one a redirect whose `$` signs pass NGINX's word.
+fn manifests(n: usize) -> String {
+    let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: default}\nspec:\n  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n---\n".to_owned();
+    y += "kind: HTTPRoute\nmetadata: {name: a, namespace: a}\nspec:\n  parentRefs: [{name: gw, namespace: default}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /a}}]\n    backendRefs: [{name: s, port: 80}]\n---\n";
+    let dollars = "$".repeat(300);
+    for i in 0..n {
+        y += &format!(
+            "kind: HTTPRoute\nmetadata: {{name: b{i}, namespace: b}}\nspec:\n  parentRefs: [{{name: gw, namespace: default}}]\n  rules:\n  - matches: [{{path: {{type: Exact, value: /bad{i}-x}}}}, {{path: {{type: Exact, value: /bad{i}-y}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n  - matches: [{{path: {{type: PathPrefix, value: /r{i}}}}}]\n    filters: [{{type: RequestRedirect, requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: \"/{dollars}\"}}}}}}]\n---\n"
+        );
+    }
+    y
+}
+
+/// The output for `n` routes of tenant b, its Exact paths given a newline (the CRD refuses
+/// one; the plan is changed here, as a path NGINX cannot take would come from it).
+fn emitted(n: usize) -> httproute_nginx::Output {
+    let mut inputs = Inputs::default();
+    load_text(Path::new("a.yaml"), &manifests(n), &mut inputs).unwrap();
+    let mut backends = BackendMap::new();
+    backends.insert("a/s:80".into(), "127.0.0.1:9".into());
+    backends.insert("b/s:80".into(), "127.0.0.1:9".into());
+    let mut plan = plan(&inputs, &PlanOptions::new(&backends));
+    let mut bad = 0;
+    for server in &mut plan.ports[0].servers {
+        for l in &mut server.locations {
+            if let Loc::Exact(p) = &mut l.loc
+                && p.starts_with("/bad")
+            {
+                p.push('\n');
+                bad += 1;
+                for c in &mut l.candidates {
+                    if c.path.starts_with("/bad") {
+                        std::sync::Arc::make_mut(c).path.push('\n');
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(bad, 2 * n);
+    httproute_nginx::emit::emit(&plan, &opts()).unwrap()
+}
+
+#[test]
+fn dropped_paths_and_rules_cost_work_linear_in_the_tenant() {
+    let (one, two) = (emitted(40), emitted(80));
+    for (out, n) in [(&one, 40), (&two, 80)] {
+        // Every bad path's match and every redirect rule left out, once each.
+        let matches = out.dropped.iter().filter(|(_, w)| w.starts_with("match ")).count();
+        let rules = out.dropped.len() - matches;
+        assert_eq!((matches, rules), (2 * n, n), "{:?}", out.dropped);
+        assert!(out.dropped.iter().all(|(id, _)| id.route.namespace == "b"));
+        // Tenant a is served.
+        assert!(out.nginx_conf.contains("location \"/a/\""), "{}", out.nginx_conf);
+    }
+    eprintln!("work: 1x {:?}, 2x {:?}", one.work, two.work);
+    // All of them are found in the first pass: one more writes the rest.
+    assert_eq!((one.work.passes, two.work.passes), (2, 2));
+    let ratio = |f: fn(&httproute_nginx::emit::Work) -> usize| {
+        f(&two.work) as f64 / f(&one.work).max(1) as f64
+    };
+    for (what, r) in [("units", ratio(|w| w.units)), ("candidates", ratio(|w| w.candidates))] {
+        assert!(r <= 2.2, "{what}: {:?} -> {:?}", one.work, two.work);
+    }
+    // The candidates looked at are those of the left-out locations: one each.
+    assert_eq!(two.work.candidates, 2 * 80);
+}
