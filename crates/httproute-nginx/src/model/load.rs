@@ -1,6 +1,6 @@
 //! Reading manifest files: YAML documents and JSON (`List`s included) into [`Inputs`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -77,6 +77,9 @@ pub struct Inputs {
     /// Other things worth a warning, found while reading.
     pub warnings: Vec<String>,
     pub files: Vec<PathBuf>,
+    /// Where each object read was, by (kind, namespace, name): the first of a name is kept,
+    /// a later one is refused (a copied document not renamed).
+    pub seen: HashMap<(String, String, String), Place>,
 }
 
 impl Inputs {
@@ -99,6 +102,7 @@ impl Inputs {
             bad_secrets,
             warnings,
             files,
+            seen,
         } = other;
         self.gateways.extend(gateways);
         self.routes.extend(routes);
@@ -118,6 +122,7 @@ impl Inputs {
         self.bad_secrets.extend(bad_secrets);
         self.warnings.extend(warnings);
         self.files.extend(files);
+        self.seen.extend(seen);
     }
 }
 
@@ -215,8 +220,8 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                 return;
             }
             let (stage, error) = staged.get_or_insert_with(Default::default);
-            if error.is_none() {
-                let here = Place::item(file, document, index);
+            let here = Place::item(file, document, index);
+            if error.is_none() && first(&here, &value, stage, Some(&inputs.seen)) {
                 *error = object(&here, value, stage).err();
             }
         }
@@ -236,7 +241,9 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                 {
                     // Items not streamed (an anchored sequence): read one by one all the same.
                     refused = items.into_iter().enumerate().find_map(|(k, item)| {
-                        object(&Place::item(file, document, k), item, inputs).err()
+                        let here = Place::item(file, document, k);
+                        first(&here, &item, inputs, None)
+                            .then(|| object(&here, item, inputs).err())?
                     });
                 }
                 return;
@@ -249,7 +256,9 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
                     m.get("kind").and_then(Value::as_str).unwrap_or("")
                 ));
             }
-            refused = object(&here, value, inputs).err();
+            if first(&here, &value, inputs, None) {
+                refused = object(&here, value, inputs).err();
+            }
         }
     });
     read.map_err(|e| InputError {
@@ -260,6 +269,46 @@ pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), Inp
         message: e.message,
     })?;
     refused.map_or(Ok(()), Err)
+}
+
+/// Whether the object `v` at `here` is the first of its kind, namespace and name (in `inputs`,
+/// or in `outer` when `inputs` holds a List's items read apart); records it if so. A later one
+/// is refused with a warning naming both places: it does not serve and has no status.
+fn first(
+    here: &Place,
+    v: &Value,
+    inputs: &mut Inputs,
+    outer: Option<&HashMap<(String, String, String), Place>>,
+) -> bool {
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+    let (ns, name) = names(v);
+    let ns = if kind == "Namespace" { String::new() } else { ns };
+    let named = matches!(
+        kind,
+        "Gateway"
+            | "HTTPRoute"
+            | "GRPCRoute"
+            | "ReferenceGrant"
+            | "Secret"
+            | "Service"
+            | "EndpointSlice"
+            | "Namespace"
+    );
+    if !named || name.is_empty() {
+        return true;
+    }
+    let key = (kind.to_owned(), ns, name);
+    let Some(before) = outer.and_then(|o| o.get(&key)).or_else(|| inputs.seen.get(&key)) else {
+        inputs.seen.insert(key, here.clone());
+        return true;
+    };
+    let (kind, ns, name) = key;
+    let id = if ns.is_empty() { name } else { format!("{ns}/{name}") };
+    inputs.warnings.push(format!(
+        "{kind} {} ({here}) is refused: the same {kind} is at {before}, which is kept",
+        id.escape_debug()
+    ));
+    false
 }
 
 /// Where an object was read: its file, document (0-based, as every message numbers them) and,
