@@ -11,10 +11,16 @@
 # 3. HTTPRoutes alone at 3 sizes (SIZES, default 12500 25000 50000; 500 hostnames, one rule
 #    each, one listener): time and peak memory per route at each size and their ratios
 #    between sizes (linear growth: ratios near 1), output bytes per route (asserted linear).
-# 4. A tenant whose rules NGINX cannot take (a redirect path of 300 `$` signs each) at two sizes
-#    (DROPPED, default 5000 10000): every such rule left out (counted, asserted), the rest
-#    written; time and output per route and their ratio (the work is counted in
-#    crates/httproute-nginx/tests/emit_work.rs; here only seconds are printed).
+# 4. The same routes as one `kind: List` (LIST=json, as `kubectl get -A -o json`; LIST=yaml) at
+#    the sizes of 3, beside the separate documents: time, peak memory and their ratios.
+# 5. Adversarial shapes (deep nesting, one hostname and path for all, dropped regex matches)
+#    at n and 2n routes (ADVERSARIAL, default 25000; --quick 2000): time and memory ratios
+#    2n/n (linear: near 2.0).
+# 6. A tenant whose rules NGINX cannot take (a redirect path of 300 `$` signs each) at two sizes
+#    (DROPPED, default 5000 10000; --quick 500 1000): every such rule left out (counted,
+#    asserted), the rest written; time and output per route and their ratio (the work is
+#    counted in crates/httproute-nginx/tests/emit_work.rs; here only seconds are printed).
+# SECTIONS (default "1 2 3 4 5 6") runs only those.
 # Times are wall clock (`/usr/bin/time`: %e seconds, %M peak RSS); note the machine's load
 # next to them (printed first).
 set -euo pipefail
@@ -23,11 +29,15 @@ quick=
 [ "${1:-}" = --quick ] && quick=1
 if [ -n "$quick" ]; then
   routes=${ROUTES:-100} rules=${RULES:-10} listener_routes=300 sizes=${SIZES:-1000 2000 4000}
+  adversarial=${ADVERSARIAL:-2000}
   dropped=${DROPPED:-500 1000}
 else
   routes=${ROUTES:-1000} rules=${RULES:-10} listener_routes=300 sizes=${SIZES:-12500 25000 50000}
+  adversarial=${ADVERSARIAL:-25000}
   dropped=${DROPPED:-5000 10000}
 fi
+sections=${SECTIONS:-1 2 3 4 5 6}
+on() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 work=$PWD/target/scale
 rm -rf "$work"
 mkdir -p "$work"
@@ -70,7 +80,7 @@ elif shape == "listeners":
                   f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
                   f"      headers: [{{name: x-tenant, value: t{r % 10}}}]\n"
                   f"    backendRefs: [{{name: svc-{r}, port: 80}}]\n")
-elif shape == "dropped":
+elif shape == "dollars":
     # n routes of one tenant, each a rule NGINX cannot take (a redirect whose `$` signs,
     # spelled ${httproute_dollar}, pass its 4,094-byte word) and one it serves.
     services = 100
@@ -82,15 +92,56 @@ elif shape == "dropped":
                   f"    filters: [{{type: RequestRedirect, requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: \"/{dollars}\"}}}}}}]\n"
                   f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
                   f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
-else:
-    # n routes, 500 hostnames, one rule each, one listener; 100 Services.
+elif shape in ("deep", "conflicts", "dropped"):
+    # Adversarial shapes, n routes on one listener: "deep", every route nests 60 levels in a
+    # field the generator ignores; "conflicts", every route has the same hostname and path;
+    # "dropped", every route's header match is a regex that does not compile (dropped).
     services = 100
     gw.write("  - {name: http, port: 18600, protocol: HTTP}\n")
     for r in range(n):
-        out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\nspec:\n  parentRefs: [{{name: gw}}]\n"
-                  f"  hostnames: [h{r % 500}.scale.test]\n  rules:\n"
-                  f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
+        host = "same.scale.test" if shape == "conflicts" else f"h{r % 500}.scale.test"
+        path = "/same" if shape == "conflicts" else f"/svc-{r}"
+        extra = f"x: {'[' * 60}{r}{']' * 60}\n" if shape == "deep" else ""
+        headers = "      headers: [{type: RegularExpression, name: x-a, value: '('}]\n" if shape == "dropped" else ""
+        out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\n{extra}spec:\n  parentRefs: [{{name: gw}}]\n"
+                  f"  hostnames: [{host}]\n  rules:\n"
+                  f"  - matches:\n    - path: {{type: PathPrefix, value: {path}}}\n{headers}"
                   f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
+else:
+    # n routes, 500 hostnames, one rule each, one listener; 100 Services. LIST=json or
+    # LIST=yaml: the same routes as one `kind: List` document, as `kubectl get -A -o json`
+    # (or -o yaml) writes it (items before kind, 4-space JSON).
+    services = 100
+    gw.write("  - {name: http, port: 18600, protocol: HTTP}\n")
+    form = os.environ.get("LIST", "")
+    def route(r):
+        return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                "metadata": {"name": f"route-{r}", "namespace": "default"},
+                "spec": {"parentRefs": [{"name": "gw"}], "hostnames": [f"h{r % 500}.scale.test"],
+                         "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": f"/svc-{r}"}}],
+                                    "backendRefs": [{"name": f"svc-{r % 100}", "port": 80}]}]}}
+    if form == "json":
+        import json
+        out.close()
+        os.remove(f"{d}/routes.yaml")
+        with open(f"{d}/routes.json", "w") as f:
+            json.dump({"apiVersion": "v1", "items": [route(r) for r in range(n)], "kind": "List",
+                       "metadata": {"resourceVersion": ""}}, f, indent=4)
+    elif form == "yaml":
+        out.write("apiVersion: v1\nitems:\n")
+        for r in range(n):
+            out.write(f"- apiVersion: gateway.networking.k8s.io/v1\n  kind: HTTPRoute\n  metadata:\n"
+                      f"    name: route-{r}\n    namespace: default\n  spec:\n    hostnames:\n"
+                      f"    - h{r % 500}.scale.test\n    parentRefs:\n    - name: gw\n    rules:\n"
+                      f"    - backendRefs:\n      - name: svc-{r % 100}\n        port: 80\n"
+                      f"      matches:\n      - path:\n          type: PathPrefix\n          value: /svc-{r}\n")
+        out.write("kind: List\nmetadata:\n  resourceVersion: \"\"\n")
+    else:
+        for r in range(n):
+            out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\nspec:\n  parentRefs: [{{name: gw}}]\n"
+                      f"  hostnames: [h{r % 500}.scale.test]\n  rules:\n"
+                      f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
+                      f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
 with open(f"{d}.backends", "w") as f:
     for r in range(services):
         f.write(f"default/svc-{r}:80=127.0.0.1:9\n")
@@ -114,6 +165,7 @@ generate() {
 
 bytes() { stat -c %s "$@" | paste -sd+ | bc; }
 
+if on 1; then
 echo
 echo "== 1. $routes HTTPRoutes x $rules rules, one listener"
 RULES=$rules inputs rules "$routes" "$work/rules"
@@ -125,7 +177,9 @@ printf '%-12s %12s %14s %10s %12s\n' generate "$(bytes "$work"/rules/*.yaml)" \
   "$(bytes "$work/rules.out/nginx.conf")" "$(bytes "$work/rules.out/matches.json")" \
   "${g_secs} s / $((g_kib / 1024)) MB"
 printf '%-12s %12s %14s %10s %12s\n' "nginx -t" "" "" "" "${secs} s / $((kib / 1024)) MB"
+fi
 
+if on 2; then
 echo
 echo "== 2. $listener_routes HTTPRoutes x 64 listeners"
 inputs listeners "$listener_routes" "$work/listeners"
@@ -146,7 +200,9 @@ printf '%-10s %10s %12s %8s %10s %8s %9s %16s %16s\n' "$listener_routes" "$input
 # One server per hostname (and the catch-all), each listening on the 64 ports.
 [ "$servers" -eq 2 ] || fail "$servers servers for one hostname on 64 ports (expected 2)"
 [ "$listens" -eq 128 ] || fail "$listens listen lines (expected 2 x 64)"
+fi
 
+if on 3; then
 echo
 echo "== 3. HTTPRoutes alone (500 hostnames, one rule each, one listener)"
 printf '%8s %12s %10s %10s %12s %12s %14s %14s\n' routes input seconds "peak MB" "us/route" "KB/route" \
@@ -171,30 +227,73 @@ echo "(ratios: per-route time and peak memory against the size before; 1.00 is l
 # Output bytes per route: the same at every size, within 10%.
 [ "$(echo "$last_bpr <= $first_bpr * 1.1" | bc)" = 1 ] \
   || fail "output grows faster than the routes: $first_bpr then $last_bpr bytes per route"
+fi
 
+if on 4; then
 echo
-echo "== 4. One tenant's rules NGINX cannot take (300-\$ redirects), at ${dropped// / and } routes"
+echo "== 4. The routes of 3 as one kind: List (JSON as kubectl writes it, and YAML) beside documents"
+printf '%8s %-6s %12s %10s %10s %14s\n' routes form input seconds "peak MB" "ratio t, mem"
+for n in $sizes; do
+  for form in docs json yaml; do
+    LIST=$([ "$form" = docs ] || echo "$form") inputs hosts "$n" "$work/list-$form-$n"
+    generate "list-$form-$n"
+    eval "t_$form=$secs k_$form=$kib"
+    ratios=-
+    [ "$form" = docs ] || ratios="$(echo "scale=2; $secs / $t_docs" | bc), $(echo "scale=2; $kib / $k_docs" | bc)"
+    printf '%8s %-6s %12s %10s %10s %14s\n' "$n" "$form" "$(bytes "$work/list-$form-$n"/*)" "$secs" \
+      "$((kib / 1024))" "$ratios"
+    # The same routes give the same configuration, whatever the form.
+    [ "$form" = docs ] || cmp -s "$work/list-docs-$n.out/nginx.conf" "$work/list-$form-$n.out/nginx.conf" \
+      || fail "a List in $form gives another nginx.conf than documents"
+  done
+  rm -rf "$work"/list-*-"$n" "$work"/list-*-"$n".out
+done
+echo "(ratios: against the same routes as separate documents)"
+fi
+
+if on 5; then
+echo
+echo "== 5. Adversarial shapes at $adversarial and $((2 * adversarial)) routes"
+printf '%-10s %8s %12s %10s %10s %14s\n' shape routes input seconds "peak MB" "ratio t, mem"
+for shape in deep conflicts dropped; do
+  for n in "$adversarial" $((2 * adversarial)); do
+    inputs "$shape" "$n" "$work/$shape-$n"
+    generate "$shape-$n"
+    ratios=-
+    [ "$n" = "$adversarial" ] && { t1=$secs k1=$kib; } \
+      || ratios="$(echo "scale=2; $secs / $t1" | bc), $(echo "scale=2; $kib / $k1" | bc)"
+    printf '%-10s %8s %12s %10s %10s %14s\n' "$shape" "$n" "$(bytes "$work/$shape-$n"/*)" "$secs" \
+      "$((kib / 1024))" "$ratios"
+    rm -rf "$work/$shape-$n" "$work/$shape-$n.out"
+  done
+done
+echo "(ratios: 2n against n; linear is 2.0 for time, at most 2.0 for peak memory)"
+fi
+if on 6; then
+echo
+echo "== 6. One tenant's rules NGINX cannot take (300-\$ redirects), at ${dropped// / and } routes"
 printf '%8s %12s %10s %10s %12s %14s %10s\n' routes input seconds "peak MB" "us/route" "conf B/route" "ratio t"
 prev_us= first_bpr= last_bpr=
 for n in $dropped; do
-  inputs dropped "$n" "$work/dropped-$n"
-  generate "dropped-$n"
-  left=$(grep -c 'the rule is not served' "$work/dropped-$n.log" || true)
+  inputs dollars "$n" "$work/dollars-$n"
+  generate "dollars-$n"
+  left=$(grep -c 'the rule is not served' "$work/dollars-$n.log" || true)
   [ "$left" -eq "$n" ] || fail "$n routes: $left rules left out (expected $n)"
-  served=$(grep -c 'location = "/svc-' "$work/dropped-$n.out/nginx.conf" || true)
+  served=$(grep -c 'location = "/svc-' "$work/dollars-$n.out/nginx.conf" || true)
   [ "$served" -eq "$n" ] || fail "$n routes: $served served rules' locations (expected $n)"
   us=$(echo "scale=1; $secs * 1000000 / $n" | bc)
-  bpr=$(echo "scale=1; $(bytes "$work/dropped-$n.out/nginx.conf" "$work/dropped-$n.out/matches.json") / $n" | bc)
+  bpr=$(echo "scale=1; $(bytes "$work/dollars-$n.out/nginx.conf" "$work/dollars-$n.out/matches.json") / $n" | bc)
   ratio=-
   [ -z "$prev_us" ] || ratio=$(echo "scale=2; $us / $prev_us" | bc)
-  printf '%8s %12s %10s %10s %12s %14s %10s\n' "$n" "$(bytes "$work/dropped-$n"/*.yaml)" "$secs" \
+  printf '%8s %12s %10s %10s %12s %14s %10s\n' "$n" "$(bytes "$work/dollars-$n"/*.yaml)" "$secs" \
     "$((kib / 1024))" "$us" "$bpr" "$ratio"
   prev_us=$us
   [ -n "$first_bpr" ] || first_bpr=$bpr
   last_bpr=$bpr
-  rm -rf "$work/dropped-$n" "$work/dropped-$n.out"
+  rm -rf "$work/dollars-$n" "$work/dollars-$n.out"
 done
 echo "(ratio: per-route time against the size before; 1.00 is linear)"
 [ "$(echo "$last_bpr <= $first_bpr * 1.1" | bc)" = 1 ] \
   || fail "output grows faster than the routes: $first_bpr then $last_bpr bytes per route"
+fi
 echo "generator-scale: ok"

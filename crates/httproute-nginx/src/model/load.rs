@@ -1,23 +1,25 @@
 //! Reading manifest files: YAML documents and JSON (`List`s included) into [`Inputs`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeSeed as _;
 use serde_json::Value;
 
 use super::types::*;
 use super::validate::{
     validate_allowed, validate_gateway, validate_grpc, validate_meta, validate_route,
 };
+use super::yaml::{Part, is_list_kind};
 
 /// An input problem: where (file, document, field) and what.
 #[derive(Debug)]
 pub struct InputError {
     pub file: PathBuf,
-    /// 0-based index of the YAML document (or JSON List item) in the file.
+    /// 0-based index of the YAML document in the file (JSON: the one document).
     pub document: Option<usize>,
+    /// 0-based index of the item, when the document is a `List`.
+    pub item: Option<usize>,
     /// Field path inside the object, e.g. `spec.rules[0].matches[1].path.type`.
     pub field: String,
     pub message: String,
@@ -28,6 +30,9 @@ impl fmt::Display for InputError {
         write!(f, "{}", self.file.display())?;
         if let Some(d) = self.document {
             write!(f, ", document {d}")?;
+        }
+        if let Some(k) = self.item {
+            write!(f, ", items[{k}]")?;
         }
         if !self.field.is_empty() {
             write!(f, ", {}", self.field)?;
@@ -72,6 +77,53 @@ pub struct Inputs {
     /// Other things worth a warning, found while reading.
     pub warnings: Vec<String>,
     pub files: Vec<PathBuf>,
+    /// Where each object read was, by (kind, namespace, name): the first of a name is kept,
+    /// a later one is refused (a copied document not renamed).
+    pub seen: HashMap<(String, String, String), Place>,
+}
+
+impl Inputs {
+    /// Adds what `other` read (the items of a List, read apart) after what `self` has, as if
+    /// read into `self` in that order. Every field is named, so that a new one cannot be
+    /// forgotten here.
+    fn absorb(&mut self, other: Inputs) {
+        let Inputs {
+            gateways,
+            routes,
+            grants,
+            namespace_labels,
+            secrets,
+            services,
+            endpoint_slices,
+            refused_services,
+            refused_slices,
+            unsupported,
+            rejected,
+            bad_secrets,
+            warnings,
+            files,
+            seen,
+        } = other;
+        self.gateways.extend(gateways);
+        self.routes.extend(routes);
+        self.grants.extend(grants);
+        self.namespace_labels.extend(namespace_labels);
+        self.secrets.extend(secrets);
+        self.services.extend(services);
+        self.endpoint_slices.extend(endpoint_slices);
+        self.refused_services.extend(refused_services);
+        for (k, mut v) in refused_slices {
+            self.refused_slices.entry(k).or_default().append(&mut v);
+        }
+        for (k, v) in unsupported {
+            self.unsupported.entry(k).or_insert(v);
+        }
+        self.rejected.extend(rejected);
+        self.bad_secrets.extend(bad_secrets);
+        self.warnings.extend(warnings);
+        self.files.extend(files);
+        self.seen.extend(seen);
+    }
 }
 
 /// A route left out: what it is, where it wanted to attach, and why it was refused.
@@ -114,6 +166,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
         let text = std::fs::read_to_string(&f).map_err(|e| InputError {
             file: f.clone(),
             document: None,
+            item: None,
             field: String::new(),
             message: e.to_string(),
         })?;
@@ -127,6 +180,7 @@ pub(crate) fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError
     let err = |e: std::io::Error| InputError {
         file: p.to_owned(),
         document: None,
+        item: None,
         field: String::new(),
         message: e.to_string(),
     };
@@ -150,81 +204,178 @@ pub(crate) fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError
 }
 
 /// Parses one file's text (YAML documents; JSON is YAML) and adds its objects.
+///
+/// One document at a time, so that only one is held as a tree, and the items of a `List` one
+/// at a time (see [`super::yaml`]). An invalid document is reported before any object's error
+/// (as if every document were read first): after an object's error the rest is still parsed,
+/// not used.
 pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), InputError> {
-    // Before the parser: its cost grows with the square of the nesting depth.
-    super::depth::check(text).map_err(|(line, column)| InputError {
-        file: file.to_owned(),
-        document: None,
-        field: String::new(),
-        message: format!(
-            "invalid YAML/JSON: nesting deeper than {} levels at line {line} column {column}",
-            super::depth::MAX_DEPTH
-        ),
-    })?;
-    // One document at a time, so that only one is held as a tree. An invalid document is
-    // reported before any object's error (as if every document were read first): after an
-    // object's error the rest is still parsed, not used.
     let mut refused: Option<InputError> = None;
-    for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let v = Strict.deserialize(doc).map_err(|e| InputError {
-            file: file.to_owned(),
-            document: Some(i),
-            field: String::new(),
-            message: format!("invalid YAML/JSON: {e}"),
-        })?;
-        if v.is_null() || refused.is_some() {
-            continue;
-        }
-        // A `kubectl get -o json` List: its items are the objects.
-        let done = match v {
-            Value::Object(mut m) if m.get("kind").and_then(Value::as_str) == Some("List") => {
-                let items = match m.remove("items") {
-                    Some(Value::Array(items)) => items,
-                    _ => Vec::new(),
-                };
-                items.into_iter().try_for_each(|item| object(file, i, item, inputs))
+    // The items of the document being read, kept apart until its `kind` (which kubectl writes
+    // after `items`) says whether it is a List: the objects read, and the first refusal.
+    let mut staged: Option<(Inputs, Option<InputError>)> = None;
+    let read = super::yaml::read(text, |part| match part {
+        Part::Item { document, index, value } => {
+            if refused.is_some() {
+                return;
             }
-            v => object(file, i, v, inputs),
-        };
-        if let Err(e) = done {
-            refused = Some(e);
+            let (stage, error) = staged.get_or_insert_with(Default::default);
+            let here = Place::item(file, document, index);
+            if error.is_none() && first(&here, &value, stage, Some(&inputs.seen)) {
+                *error = object(&here, value, stage).err();
+            }
         }
-    }
+        Part::Document { document, mut value, streamed } => {
+            let stage = staged.take();
+            if value.is_null() || refused.is_some() {
+                return;
+            }
+            let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+            if is_list_kind(kind) {
+                // A `kubectl get -o json` List: its items are the objects.
+                if let Some((stage, error)) = stage {
+                    inputs.absorb(stage);
+                    refused = error;
+                } else if let Some(Value::Array(items)) =
+                    value.as_object_mut().and_then(|m| m.remove("items"))
+                {
+                    // Items not streamed (an anchored sequence): read one by one all the same.
+                    refused = items.into_iter().enumerate().find_map(|(k, item)| {
+                        let here = Place::item(file, document, k);
+                        first(&here, &item, inputs, None)
+                            .then(|| object(&here, item, inputs).err())?
+                    });
+                }
+                return;
+            }
+            let here = Place::document(file, document);
+            if let (Some(n), Some(m)) = (streamed, value.as_object_mut()) {
+                m.remove("items");
+                inputs.warnings.push(format!(
+                    "{here}: the {n} top-level items of a kind {:?} object (not a List) are ignored",
+                    m.get("kind").and_then(Value::as_str).unwrap_or("")
+                ));
+            }
+            if first(&here, &value, inputs, None) {
+                refused = object(&here, value, inputs).err();
+            }
+        }
+    });
+    read.map_err(|e| InputError {
+        file: file.to_owned(),
+        document: e.document,
+        item: None,
+        field: String::new(),
+        message: e.message,
+    })?;
     refused.map_or(Ok(()), Err)
 }
 
-/// One object (document `i` of `file`, or an item of its List) into `inputs`.
-fn object(file: &Path, i: usize, v: Value, inputs: &mut Inputs) -> Result<(), InputError> {
-    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
-    let here = |field: String, message: String| InputError {
-        file: file.to_owned(),
-        document: Some(i),
-        field,
-        message,
+/// Whether the object `v` at `here` is the first of its kind, namespace and name (in `inputs`,
+/// or in `outer` when `inputs` holds a List's items read apart); records it if so. A later one
+/// is refused with a warning naming both places: it does not serve and has no status.
+fn first(
+    here: &Place,
+    v: &Value,
+    inputs: &mut Inputs,
+    outer: Option<&HashMap<(String, String, String), Place>>,
+) -> bool {
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+    let (ns, name) = names(v);
+    let ns = if kind == "Namespace" { String::new() } else { ns };
+    let named = matches!(
+        kind,
+        "Gateway"
+            | "HTTPRoute"
+            | "GRPCRoute"
+            | "ReferenceGrant"
+            | "Secret"
+            | "Service"
+            | "EndpointSlice"
+            | "Namespace"
+    );
+    if !named || name.is_empty() {
+        return true;
+    }
+    let key = (kind.to_owned(), ns, name);
+    let Some(before) = outer.and_then(|o| o.get(&key)).or_else(|| inputs.seen.get(&key)) else {
+        inputs.seen.insert(key, here.clone());
+        return true;
     };
+    let (kind, ns, name) = key;
+    let id = if ns.is_empty() { name } else { format!("{ns}/{name}") };
+    inputs.warnings.push(format!(
+        "{kind} {} ({here}) is refused: the same {kind} is at {before}, which is kept",
+        id.escape_debug()
+    ));
+    false
+}
+
+/// Where an object was read: its file, document (0-based, as every message numbers them) and,
+/// in a List, its item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub file: PathBuf,
+    pub document: usize,
+    pub item: Option<usize>,
+}
+
+impl Place {
+    fn document(file: &Path, document: usize) -> Place {
+        Place { file: file.to_owned(), document, item: None }
+    }
+    fn item(file: &Path, document: usize, item: usize) -> Place {
+        Place { file: file.to_owned(), document, item: Some(item) }
+    }
+    /// An error about this object's `field` (empty: the object as a whole).
+    fn error(&self, field: String, message: String) -> InputError {
+        InputError {
+            file: self.file.clone(),
+            document: Some(self.document),
+            item: self.item,
+            field,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, document {}", self.file.display(), self.document)?;
+        if let Some(k) = self.item {
+            write!(f, ", items[{k}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// One object (a document, or an item of a List) into `inputs`.
+fn object(at: &Place, v: Value, inputs: &mut Inputs) -> Result<(), InputError> {
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+    let here = |field: String, message: String| at.error(field, message);
     match kind.as_str() {
         "Gateway" => {
             let g: Gateway = typed(&v, &here)?;
             validate_gateway(&g).map_err(|(field, msg)| here(field, msg))?;
             // gatewayClassName selects the controller; it does not change routing.
             for f in g.spec.other.keys().filter(|f| *f != "gatewayClassName") {
-                note(inputs, format!("Gateway spec.{f}"), file, i);
+                note(inputs, format!("Gateway spec.{f}"), at);
             }
             for (li, l) in g.spec.listeners.iter().enumerate() {
                 validate_allowed(&l.allowed_routes).map_err(|(field, msg)| {
                     here(format!("spec.listeners[{li}].allowedRoutes.{field}"), msg)
                 })?;
                 for f in l.other.keys() {
-                    note(inputs, format!("Gateway spec.listeners[].{f}"), file, i);
+                    note(inputs, format!("Gateway spec.listeners[].{f}"), at);
                 }
             }
             inputs.gateways.push(g);
         }
-        "GRPCRoute" => match grpc_route(&v, &here, inputs, file, i) {
+        "GRPCRoute" => match grpc_route(&v, at, inputs) {
             Ok(r) => inputs.routes.push(r),
             Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
         },
-        "HTTPRoute" => match http_route(&v, &here, inputs, file, i) {
+        "HTTPRoute" => match http_route(&v, at, inputs) {
             Ok(r) => inputs.routes.push(r),
             Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
         },
@@ -240,9 +391,7 @@ fn object(file: &Path, i: usize, v: Value, inputs: &mut Inputs) -> Result<(), In
                 let key = format!("{}/{}", s.metadata.namespace, s.metadata.name);
                 match super::certificate::check(&pem.0, &pem.1) {
                     Ok(None) => {}
-                    Ok(Some(note)) => inputs
-                        .warnings
-                        .push(format!("Secret {key} ({}, document {i}): {note}", file.display())),
+                    Ok(Some(note)) => inputs.warnings.push(format!("Secret {key} ({at}): {note}")),
                     Err(why) => {
                         inputs.bad_secrets.insert(key.clone(), why);
                     }
@@ -267,9 +416,8 @@ fn object(file: &Path, i: usize, v: Value, inputs: &mut Inputs) -> Result<(), In
                 Err(why) => {
                     let why = refusal(why);
                     inputs.warnings.push(format!(
-                        "Service {} ({}, document {i}) is refused as the API server refuses it: {}",
+                        "Service {} ({at}) is refused as the API server refuses it: {}",
                         key.escape_debug(),
-                        file.display(),
                         why.escape_debug()
                     ));
                     inputs.refused_services.insert(key, why);
@@ -294,22 +442,21 @@ fn object(file: &Path, i: usize, v: Value, inputs: &mut Inputs) -> Result<(), In
                 Err(why) => {
                     let why = format!("EndpointSlice {}/{}: {}", ns, name, refusal(why));
                     inputs.warnings.push(format!(
-                        "{} ({}, document {i}) is refused as the API server refuses it",
+                        "{} ({at}) is refused as the API server refuses it",
                         why.escape_debug(),
-                        file.display()
                     ));
                     inputs.refused_slices.entry((ns, service)).or_default().push(why);
                 }
             }
         }
         // The older form of the same data, from `kubectl get endpoints`.
-        "Endpoints" => note(inputs, "kind Endpoints (give EndpointSlices)".to_owned(), file, i),
+        "Endpoints" => note(inputs, "kind Endpoints (give EndpointSlices)".to_owned(), at),
         "Namespace" => {
             let n: Namespace = typed(&v, &here)?;
             inputs.namespace_labels.insert(n.metadata.name, n.metadata.labels);
         }
         "" => return Err(here(String::new(), "object without a kind".to_owned())),
-        _ => note(inputs, format!("kind {kind}"), file, i),
+        _ => note(inputs, format!("kind {kind}"), at),
     }
     Ok(())
 }
@@ -329,16 +476,10 @@ fn refusal((field, why): (String, String)) -> String {
     if field.is_empty() { why } else { format!("{field}: {why}") }
 }
 
-type Here<'a> = dyn Fn(String, String) -> InputError + 'a;
-
 /// A GRPCRoute, checked; its unsupported fields noted.
-fn grpc_route(
-    v: &Value,
-    here: &Here<'_>,
-    inputs: &mut Inputs,
-    file: &Path,
-    i: usize,
-) -> Result<HttpRoute, InputError> {
+fn grpc_route(v: &Value, at: &Place, inputs: &mut Inputs) -> Result<HttpRoute, InputError> {
+    let here = |field: String, message: String| at.error(field, message);
+    let here = &here;
     let g: GrpcRoute = typed(v, here)?;
     validate_grpc(&g).map_err(|(field, msg)| here(field, msg))?;
     for rule in &g.spec.rules {
@@ -347,16 +488,11 @@ fn grpc_route(
                 f.kind.as_str(),
                 "RequestHeaderModifier" | "ResponseHeaderModifier" | "RequestMirror"
             ) {
-                note(
-                    inputs,
-                    format!("GRPCRoute spec.rules[].filters[] of type {}", f.kind),
-                    file,
-                    i,
-                );
+                note(inputs, format!("GRPCRoute spec.rules[].filters[] of type {}", f.kind), at);
             }
         }
         for f in rule.other.keys() {
-            note(inputs, format!("GRPCRoute spec.rules[].{f}"), file, i);
+            note(inputs, format!("GRPCRoute spec.rules[].{f}"), at);
         }
     }
     let r = g.into_route();
@@ -368,13 +504,9 @@ fn grpc_route(
 }
 
 /// An HTTPRoute, checked; its unsupported fields noted.
-fn http_route(
-    v: &Value,
-    here: &Here<'_>,
-    inputs: &mut Inputs,
-    file: &Path,
-    i: usize,
-) -> Result<HttpRoute, InputError> {
+fn http_route(v: &Value, at: &Place, inputs: &mut Inputs) -> Result<HttpRoute, InputError> {
+    let here = |field: String, message: String| at.error(field, message);
+    let here = &here;
     let r: HttpRoute = typed(v, here)?;
     validate_route(&r).map_err(|(field, msg)| here(field, msg))?;
     super::parent_refs::check(&r.spec.parent_refs).map_err(|(field, msg)| here(field, msg))?;
@@ -389,16 +521,11 @@ fn http_route(
                     | "RequestMirror"
                     | "CORS"
             ) {
-                note(
-                    inputs,
-                    format!("HTTPRoute spec.rules[].filters[] of type {}", f.kind),
-                    file,
-                    i,
-                );
+                note(inputs, format!("HTTPRoute spec.rules[].filters[] of type {}", f.kind), at);
             }
         }
         for f in rule.other.keys() {
-            note(inputs, format!("HTTPRoute spec.rules[].{f}"), file, i);
+            note(inputs, format!("HTTPRoute spec.rules[].{f}"), at);
         }
         for b in &rule.backend_refs {
             for f in &b.filters {
@@ -409,85 +536,20 @@ fn http_route(
                             "HTTPRoute spec.rules[].backendRefs[].filters[] of type {}",
                             f.kind
                         ),
-                        file,
-                        i,
+                        at,
                     );
                 }
             }
             for f in b.other.keys() {
-                note(inputs, format!("HTTPRoute spec.rules[].backendRefs[].{f}"), file, i);
+                note(inputs, format!("HTTPRoute spec.rules[].backendRefs[].{f}"), at);
             }
         }
     }
     Ok(r)
 }
 
-/// A document as a JSON value, refusing duplicate keys in any mapping (YAML would keep the
-/// last silently: two objects run together without `---` would merge into a wrong one).
-struct Strict;
-
-impl<'de> serde::de::DeserializeSeed<'de> for Strict {
-    type Value = Value;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(Strict)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for Strict {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a YAML or JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(Strict)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(v) = seq.next_element_seed(Strict)? {
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = serde_json::Map::new();
-        while let Some(k) = map.next_key::<String>()? {
-            if out.contains_key(&k) {
-                return Err(serde::de::Error::custom(format_args!("duplicate key {k:?}")));
-            }
-            let v = map.next_value_seed(Strict)?;
-            out.insert(k, v);
-        }
-        Ok(Value::Object(out))
-    }
-}
-
-pub(crate) fn note(inputs: &mut Inputs, what: String, file: &Path, doc: usize) {
-    inputs.unsupported.entry(what).or_insert_with(|| format!("{}, document {doc}", file.display()));
+pub(crate) fn note(inputs: &mut Inputs, what: String, at: &Place) {
+    inputs.unsupported.entry(what).or_insert_with(|| at.to_string());
 }
 
 pub(crate) fn typed<T: serde::de::DeserializeOwned>(
