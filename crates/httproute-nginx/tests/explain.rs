@@ -2,27 +2,20 @@
 //! request as NGINX does (decoded, normalised path; validated host). Against a running NGINX:
 //! tests/explain_differential.rs at the repository root.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use httproute_nginx::explain::{Request, explain, explain_request};
 use httproute_nginx::model::load;
-use httproute_nginx::{BackendMap, Carrier, Options, generate, plan_for};
+use httproute_nginx::{BackendMap, Options, generate, plan_for};
 
 fn data(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
 }
 
 fn opts(version: (u32, u32, u32)) -> Options {
-    Options {
-        module: "modules/ngx_http_matches_module.so".into(),
-        carrier: Carrier::Preload,
-        listen_address: None,
-        certificates: Default::default(),
-        resolvers: vec!["127.0.0.1:53".into()],
-        experimental: false,
-        nginx_version: version,
-        allow_external_name: false,
-    }
+    Options { nginx_version: version, ..common::options() }
 }
 
 fn req(host: &str, method: &str, path: &str) -> Request {

@@ -6,23 +6,20 @@
 //! `nginx -t`; without them that part is skipped (said once on stderr).
 //! `HTTPROUTE_INNOCENT_CASES=N` runs N cases (default 24, a few seconds).
 
+mod common;
+
 use std::path::PathBuf;
 
 use httproute_nginx::conf::Stmt;
-use httproute_nginx::{BackendMap, Carrier, Options, generate_all};
+use httproute_nginx::{BackendMap, Options, generate_all};
 use proptest::prelude::*;
 
 fn opts() -> Options {
     Options {
         module: std::env::var("NGX_MATCHES_MODULE")
             .unwrap_or_else(|_| "modules/ngx_http_matches_module.so".into()),
-        carrier: Carrier::Preload,
         listen_address: Some("127.0.0.1".into()),
-        certificates: Default::default(),
-        resolvers: vec!["127.0.0.1:53".into()],
-        experimental: false,
-        nginx_version: (1, 28, 0),
-        allow_external_name: false,
+        ..common::options()
     }
 }
 
