@@ -61,17 +61,38 @@ pub struct Output {
     /// rule, and why (`match N: ...` for a match). [`crate::plan::Status`] gets a condition
     /// for each ([`crate::plan::dropped_from_configuration`]).
     pub dropped: Vec<(RuleId, String)>,
+    /// The owner of each line of `nginx_conf` ([`crate::conf::Rendered::lines`]): an index
+    /// into `units`, or `None` for the run's own lines.
+    pub lines: Vec<Option<Provenance>>,
+    /// The tenant objects the configuration's directives were written for, by their
+    /// [`Provenance::Object`] number: what NGINX refuses on a line leaves out its owner
+    /// ([`emit_dropping`], `crate::nginx_check`).
+    pub units: Vec<Unit>,
+}
+
+impl Output {
+    /// The tenant object whose directive line `line` (1-based, NGINX's `in FILE:LINE`) of
+    /// `nginx_conf` holds; `None` for the run's own lines.
+    pub fn unit_at_line(&self, line: usize) -> Option<&Unit> {
+        match Rendered::owner_of_line(&self.lines, line)? {
+            Provenance::Object(o) => self.units.get(o as usize),
+            Provenance::Run => None,
+        }
+    }
 }
 
 /// A tenant's object that directives are written for: what a word of them NGINX cannot take
 /// leaves out (see [`emit_with`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Unit {
+pub enum Unit {
     /// A rule: its internal locations, and the maps and split_clients written for it.
     Rule(RuleId),
     /// The location of a match path: (port, server, location) in the plan.
     Location(ServerAt, usize),
 }
+
+/// Words refused in a pass, by object number, and the objects.
+type Refusals = (Vec<(u32, String)>, Vec<Unit>);
 
 /// What a configuration leaves out.
 #[derive(Debug, Default)]
@@ -125,11 +146,32 @@ pub enum Tree {
 /// passes end; in practice there are two. Only the run's own words (options, the generator's
 /// text) are an error.
 pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
+    emit_dropping(plan, opts, tree, &[])
+}
+
+/// [`emit_with`], with the units of `drops` left out from the start, each with its reason (as
+/// a word NGINX cannot take leaves out its unit): what NGINX refused in an earlier output
+/// (`crate::nginx_check`).
+pub fn emit_dropping(
+    plan: &Plan,
+    opts: &Options,
+    tree: Tree,
+    drops: &[(Unit, String)],
+) -> Result<Output, String> {
     let mut skip = Skip::default();
     let mut dropped: Vec<(RuleId, String)> = Vec::new();
     let mut warnings = Vec::new();
+    // The drops given, as a pass that refused them.
+    let mut first: Option<Refusals> = (!drops.is_empty()).then(|| {
+        let units = drops.iter().map(|(u, _)| u.clone()).collect();
+        let refused = drops.iter().enumerate().map(|(i, (_, w))| (i as u32, w.clone())).collect();
+        (refused, units)
+    });
     loop {
-        let (out, refused, units) = emit_once(plan, opts, tree, &skip)?;
+        let (out, refused, units) = match first.take() {
+            Some((refused, units)) => (None, refused, units),
+            None => emit_once(plan, opts, tree, &skip)?,
+        };
         let Some(mut out) = out else {
             let before = (skip.rules.len(), skip.locations.len());
             for (o, why) in refused {
@@ -487,8 +529,10 @@ fn emit_once(
         files,
         warnings,
         dropped: Vec::new(),
+        lines: rendered.lines,
+        units: std::mem::take(&mut http.units),
     };
-    Ok((Some(out), Vec::new(), http.units))
+    Ok((Some(out), Vec::new(), Vec::new()))
 }
 
 /// Servers that are the same on several ports, written once with a `listen` per port.
@@ -507,7 +551,7 @@ struct Merged {
 }
 
 /// A server of the plan: (index of its port, index in the port's servers).
-type ServerAt = (usize, usize);
+pub type ServerAt = (usize, usize);
 
 impl Merged {
     fn of(plan: &Plan) -> Merged {

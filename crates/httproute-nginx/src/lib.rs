@@ -20,6 +20,7 @@ pub mod conf_reader;
 pub mod emit;
 pub mod explain;
 pub mod model;
+pub mod nginx_check;
 pub mod nginx_request;
 pub mod plan;
 pub mod status;
@@ -221,6 +222,35 @@ pub fn generate_all_with(
     tree: emit::Tree,
     status: bool,
 ) -> Result<Generated, String> {
+    generate_all_by(inputs, backends, opts, status, |plan| emit::emit_with(plan, opts, tree))
+}
+
+/// [`generate_all_with`], the configuration checked by the NGINX binary `nginx` (see
+/// [`nginx_check`]): what it refuses of a tenant object is left out, with a condition, until
+/// the configuration loads. `out_dir` is where the output will be written (the check runs
+/// beside it).
+pub fn generate_checked(
+    inputs: &[PathBuf],
+    backends: &BackendMap,
+    opts: &Options,
+    tree: emit::Tree,
+    status: bool,
+    nginx: &Path,
+    out_dir: &Path,
+) -> Result<Generated, String> {
+    generate_all_by(inputs, backends, opts, status, |plan| {
+        nginx_check::emit_checked(plan, opts, tree, nginx, out_dir).map(|c| c.output)
+    })
+}
+
+/// A generator run with `emit` writing the configuration of the plan.
+fn generate_all_by(
+    inputs: &[PathBuf],
+    backends: &BackendMap,
+    opts: &Options,
+    status: bool,
+    emit: impl FnOnce(&plan::Plan) -> Result<Output, String>,
+) -> Result<Generated, String> {
     let option_warnings = check_options(opts, backends)?;
     let model = model::load(inputs).map_err(|e| e.to_string())?;
     let mut plan = plan_for(&model, backends, opts);
@@ -229,7 +259,7 @@ pub fn generate_all_with(
     if !status {
         plan.status = plan::Status::default();
     }
-    let mut output = emit::emit_with(&plan, opts, tree)?;
+    let mut output = emit(&plan)?;
     plan::dropped_from_configuration(&mut plan.status, &output.dropped);
     let mut warnings = option_warnings;
     warnings.append(&mut plan.warnings);
