@@ -13,7 +13,7 @@ use std::path::Path;
 
 use common::{Prefix, free_port, nginx_binary};
 use httproute_nginx::emit::{Output, Tree};
-use httproute_nginx::plan::{ConditionType, Plan};
+use httproute_nginx::plan::{ConditionType, Plan, Reason};
 use httproute_nginx::{BackendMap, Options, nginx_check};
 
 fn gateway(port: u16) -> String {
@@ -101,21 +101,25 @@ fn a_tenant_line_nginx_refuses_drops_its_rule_and_the_rest_loads() {
     );
     assert!(out.dropped[0].0.route.name == "b" && out.dropped[0].0.index == 0, "{dropped:?}");
     assert!(out.warnings.iter().any(|w| w.contains("invalid value")), "{:?}", out.warnings);
-    // The status says why, on b's parentRef, and only there.
+    // The status says why, on b's parentRef, and only there: its one rule is gone, so it is
+    // not accepted (plan/status.rs dropped_from_configuration).
     httproute_nginx::plan::dropped_from_configuration(&mut plan.status, &out.dropped);
     for route in &plan.status.routes {
-        let partial: Vec<&str> = route
-            .parents
-            .iter()
-            .flat_map(|(_, cs)| cs)
-            .filter(|c| c.kind == ConditionType::PartiallyInvalid)
-            .map(|c| c.message.as_str())
-            .collect();
+        let conditions: Vec<_> = route.parents.iter().flat_map(|(_, cs)| cs).collect();
+        let accepted: Vec<_> =
+            conditions.iter().filter(|c| c.kind == ConditionType::Accepted).collect();
+        assert_eq!(accepted.len(), 1, "{}: {conditions:?}", route.id.name);
+        let partial = conditions.iter().any(|c| c.kind == ConditionType::PartiallyInvalid);
+        assert!(!partial, "{}: {conditions:?}", route.id.name);
         if route.id.name == "b" {
-            assert_eq!(partial.len(), 1, "{partial:?}");
-            assert!(partial[0].starts_with("Dropped Rule 0: nginx -t: "), "{partial:?}");
+            let a = accepted[0];
+            assert!(!a.ok && a.reason == Reason::UnsupportedValue, "{a:?}");
+            assert!(
+                a.message.starts_with("no rule is left to serve: Dropped Rule 0: nginx -t: "),
+                "{a:?}"
+            );
         } else {
-            assert!(partial.is_empty(), "{}: {partial:?}", route.id.name);
+            assert!(accepted[0].ok, "{}: {conditions:?}", route.id.name);
         }
     }
 
