@@ -249,7 +249,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let opts = options(planning);
             let mut warnings = httproute_nginx::check_options(&opts, &map)?;
             let model = httproute_nginx::model::load(&input.files).map_err(|e| e.to_string())?;
-            let mut plan = httproute_nginx::plan_for(&model, &map, &opts);
+            // What generate would serve: the plan without what the writer leaves out.
+            let mut plan = explain::plan_as_served(&model, &map, &opts)?;
             warnings.append(&mut plan.warnings);
             for w in &warnings {
                 eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));
