@@ -80,3 +80,48 @@ fn long_header_names_load_and_words_past_nginx_s_limit_drop_their_rule() {
     assert_eq!(get("/dollars"), 404, "the redirect past 4,094 bytes is left out");
     n.finish();
 }
+
+/// A CRD-valid host name of 253 bytes, the `i`th.
+fn long_host(i: usize) -> String {
+    let h = format!("h{i:05}.{}.{}.{}.", "a".repeat(63), "b".repeat(63), "c".repeat(63));
+    let rest = 253 - h.len() - ".test".len();
+    format!("{h}{}.test", "d".repeat(rest))
+}
+
+/// Many host names, long (253 bytes) and short, exact and wildcard: NGINX builds its server
+/// names hash without "could not build" (neither the refusal nor the "optimal" warning), and
+/// a long host and a wildcard host are served.
+#[test]
+fn many_and_long_host_names_build_nginx_s_hashes() {
+    let port = free_port();
+    let mut yaml = gateway(port);
+    let rule = "  rules:\n  - matches: [{path: {type: PathPrefix, value: /}}]\n    filters:\n    - type: RequestRedirect\n      requestRedirect: {path: {type: ReplaceFullPath, replaceFullPath: /to}, statusCode: 302}\n";
+    // 1,600 long names, 16 to a route (the CRD's maxItems), 1,000 short and 400 wildcards.
+    let mut hosts: Vec<String> = (0..1600).map(long_host).collect();
+    hosts.extend((0..1000).map(|i| format!("s{i}.example")));
+    hosts.extend((0..400).map(|i| format!("*.w{i}.example")));
+    for (k, chunk) in hosts.chunks(16).enumerate() {
+        let list = chunk.iter().map(|h| format!("\"{h}\"")).collect::<Vec<_>>().join(", ");
+        yaml += &route("HTTPRoute", &format!("r{k}"), &format!("  hostnames: [{list}]\n{rule}"));
+    }
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(std::path::Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
+    let opts = common::generator_options();
+    let plan = httproute_nginx::plan_for(&inputs, &BackendMap::new(), &opts);
+    let out = httproute_nginx::emit::emit(&plan, &opts).expect("written");
+    assert!(out.dropped.is_empty(), "{:?}", out.dropped);
+    assert!(out.nginx_conf.contains("server_names_hash_max_size"), "the defaults do not hold them");
+    let dir = Prefix::scratch("limits-hosts");
+    httproute_nginx::write_dir(&dir, &out).unwrap();
+    let p = Prefix::existing(dir, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "nginx -t:\n{text}");
+    assert!(!text.contains("could not build"), "nginx -t:\n{text}");
+    let n = p.start();
+    for host in [long_host(0), long_host(1599), "s999.example".into(), "x.w399.example".into()] {
+        let r =
+            n.raw(format!("GET / HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes()).expect("request");
+        assert_eq!(r.status, 302, "{host}");
+    }
+    n.finish();
+}

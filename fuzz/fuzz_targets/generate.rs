@@ -7,6 +7,11 @@
 //! manifests is a variable where NGINX compiles variables (every variable there is one the
 //! generator writes).
 //!
+//! The grammar also makes the objects around the routes: TLS Secrets (a good pair, cut,
+//! appended to or random bytes) that HTTPS listeners name, backendRefs with namespaces,
+//! weights and ports of the whole range, Services (ExternalName among them), EndpointSlices
+//! (address types, addresses, ports, `endpoints: null`) and ReferenceGrants.
+//!
 //! With FUZZ_WRITE_DIR set, each accepted input's configuration is also written to a
 //! directory of its own there (scripts/fuzz-nginx-t.sh runs `nginx -t` on them), loading the
 //! module FUZZ_MODULE.
@@ -16,6 +21,7 @@
 use std::path::Path;
 
 use arbitrary::Arbitrary;
+use base64::Engine as _;
 use httproute_nginx::conf::Stmt;
 use httproute_nginx::{BackendMap, Carrier, Options};
 use libfuzzer_sys::fuzz_target;
@@ -112,6 +118,76 @@ struct Listener {
     port: u16,
     https: bool,
     hostname: Option<S>,
+    /// The Secret an HTTPS listener names (`cert-N`, N of the input's secrets), or a name.
+    certificate: Option<(u8, Option<S>)>,
+}
+
+/// A good certificate and its key (the generator's test data).
+const GOOD_CRT: &[u8] = include_bytes!("../../crates/httproute-nginx/tests/data/tls/test.crt");
+const GOOD_KEY: &[u8] = include_bytes!("../../crates/httproute-nginx/tests/data/tls/test.key");
+
+/// A TLS Secret `cert-N`: the good pair, cut, with bytes appended, or bytes of its own.
+#[derive(Arbitrary, Debug)]
+struct Secret {
+    how: u8,
+    at: u16,
+    crt: Vec<u8>,
+    key: Vec<u8>,
+}
+
+impl Secret {
+    fn pair(&self) -> (Vec<u8>, Vec<u8>) {
+        let cut = usize::from(self.at) % GOOD_CRT.len();
+        match self.how % 5 {
+            0 => (GOOD_CRT.to_vec(), GOOD_KEY.to_vec()),
+            1 => (GOOD_CRT[..cut].to_vec(), GOOD_KEY.to_vec()),
+            2 => ([GOOD_CRT, &self.crt].concat(), GOOD_KEY.to_vec()),
+            3 => (GOOD_CRT.to_vec(), self.key.clone()),
+            _ => (self.crt.clone(), self.key.clone()),
+        }
+    }
+}
+
+/// A Service: its name, ExternalName target, port and target port.
+#[derive(Arbitrary, Debug)]
+struct Service {
+    name: S,
+    external: Option<S>,
+    port: u16,
+    target: Option<u16>,
+}
+
+/// An EndpointSlice of a Service: address type, addresses (None: `endpoints: null`; each an
+/// address of the list or a string), port.
+#[derive(Arbitrary, Debug)]
+struct Slice {
+    service: S,
+    kind: u8,
+    addresses: Option<Vec<(u8, Option<S>)>>,
+    port: i32,
+    ready: Option<bool>,
+}
+
+const ADDRESSES: [&str; 10] = [
+    "10.0.0.1",
+    "127.0.0.1",
+    "169.254.169.254",
+    "224.0.0.1",
+    "0.0.0.0",
+    "fd00::1",
+    "::1",
+    "fe80::1",
+    "::ffff:10.0.0.1",
+    "a.example",
+];
+
+/// A ReferenceGrant in the default namespace: from which namespace and route kind, to which
+/// Service (all without a name).
+#[derive(Arbitrary, Debug)]
+struct Grant {
+    from: S,
+    grpc: bool,
+    to: Option<S>,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -166,6 +242,9 @@ struct BackendRef {
     port: u16,
     weight: Option<u16>,
     filters: Vec<Filter>,
+    namespace: Option<S>,
+    /// A weight and a port of the whole range instead.
+    wide: Option<(u32, u16)>,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -194,6 +273,10 @@ struct Input {
     listen_address: Option<S>,
     module: Option<S>,
     resolvers: Vec<S>,
+    secrets: Vec<Secret>,
+    services: Vec<Service>,
+    slices: Vec<Slice>,
+    grants: Vec<Grant>,
 }
 
 fn pairs(v: &[(S, S)]) -> Value {
@@ -280,6 +363,10 @@ fn manifests(input: &Input) -> String {
             if let Some(h) = &l.hostname {
                 v["hostname"] = json!(h.get());
             }
+            if let Some((n, name)) = &l.certificate {
+                let name = name.as_ref().map_or_else(|| format!("cert-{}", n % 4), S::get);
+                v["tls"] = json!({"certificateRefs": [{"name": name}]});
+            }
             v
         })
         .collect();
@@ -330,6 +417,13 @@ fn manifests(input: &Input) -> String {
                         if let Some(w) = b.weight {
                             v["weight"] = json!(w % 5);
                         }
+                        if let Some(ns) = &b.namespace {
+                            v["namespace"] = json!(ns.get());
+                        }
+                        if let Some((w, p)) = b.wide {
+                            v["weight"] = json!(w % 1_000_001);
+                            v["port"] = json!(p);
+                        }
                         v
                     })
                     .collect();
@@ -356,7 +450,71 @@ fn manifests(input: &Input) -> String {
         docs.push(json!({"kind": "HTTPRoute", "metadata": meta, "spec": {
             "parentRefs": [parent], "hostnames": strings(&r.hostnames), "rules": rules}}));
     }
+    docs.extend(core_objects(input));
     docs.iter().map(Value::to_string).collect::<Vec<_>>().join("\n---\n")
+}
+
+/// The Secrets, Services, EndpointSlices and ReferenceGrants of the input.
+fn core_objects(input: &Input) -> Vec<Value> {
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let mut docs = Vec::new();
+    for (i, secret) in input.secrets.iter().take(4).enumerate() {
+        let (crt, key) = secret.pair();
+        docs.push(json!({"kind": "Secret", "metadata": {"name": format!("cert-{i}")},
+            "type": "kubernetes.io/tls", "data": {"tls.crt": b64(&crt), "tls.key": b64(&key)}}));
+    }
+    for s in input.services.iter().take(4) {
+        let mut port = json!({"port": s.port});
+        if let Some(t) = s.target {
+            port["targetPort"] = json!(t);
+        }
+        let mut spec = json!({"ports": [port]});
+        if let Some(e) = &s.external {
+            spec["type"] = json!("ExternalName");
+            spec["externalName"] = json!(e.get());
+        }
+        docs.push(json!({"kind": "Service", "metadata": {"name": s.name.get()}, "spec": spec}));
+    }
+    for (i, sl) in input.slices.iter().take(4).enumerate() {
+        let endpoints = match &sl.addresses {
+            None => Value::Null,
+            Some(a) => {
+                let a: Vec<String> = a
+                    .iter()
+                    .take(3)
+                    .map(|(k, s)| match s {
+                        Some(s) => s.get(),
+                        None => ADDRESSES[usize::from(*k) % ADDRESSES.len()].to_owned(),
+                    })
+                    .collect();
+                let mut e = json!({"addresses": a});
+                if let Some(r) = sl.ready {
+                    e["conditions"] = json!({"ready": r});
+                }
+                json!([e])
+            }
+        };
+        let address_type = ["IPv4", "IPv6", "FQDN"][usize::from(sl.kind % 3)];
+        docs.push(json!({"kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+            "metadata": {"name": format!("slice-{i}"),
+                "labels": {"kubernetes.io/service-name": sl.service.get()}},
+            "addressType": address_type,
+            "endpoints": endpoints, "ports": [{"port": sl.port}]}));
+    }
+    for (i, g) in input.grants.iter().take(2).enumerate() {
+        let mut to = json!({"group": "", "kind": "Service"});
+        if let Some(n) = &g.to {
+            to["name"] = json!(n.get());
+        }
+        let kind = if g.grpc { "GRPCRoute" } else { "HTTPRoute" };
+        docs.push(json!({"kind": "ReferenceGrant",
+            "apiVersion": "gateway.networking.k8s.io/v1beta1",
+            "metadata": {"name": format!("grant-{i}")},
+            "spec": {"from": [{"group": "gateway.networking.k8s.io",
+                "kind": kind, "namespace": g.from.get()}],
+                "to": [to]}}));
+    }
+    docs
 }
 
 /// NGINX's variables the generator writes where NGINX compiles variables.

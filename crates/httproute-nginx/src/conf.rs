@@ -265,6 +265,19 @@ pub struct Rendered {
     /// Words of tenant objects ([`Provenance::Object`]) NGINX cannot take: (object, why), in
     /// the order met. Not empty: `text` holds `""` in their place and must not be used.
     pub refused: Vec<(u32, String)>,
+    /// The owner of each line of `text` (index 0 is line 1): the provenance of the innermost
+    /// directive written on it (a block's closing `}` is its directive's), `None` for a line
+    /// of no directive's or of one without provenance (the run's). NGINX names the line of
+    /// a directive it refuses (`in FILE:LINE`): [`Rendered::owner_of_line`] says whose it is.
+    pub lines: Vec<Option<Provenance>>,
+}
+
+impl Rendered {
+    /// Whose directive line `line` (1-based, as NGINX counts) of the text holds: `None` for
+    /// the run's own lines and for a line past the end.
+    pub fn owner_of_line(lines: &[Option<Provenance>], line: usize) -> Option<Provenance> {
+        lines.get(line.checked_sub(1)?).copied().flatten()
+    }
 }
 
 /// Where a word is in its directive, for what NGINX makes of it.
@@ -437,20 +450,51 @@ pub struct Writer {
     refused: Vec<(u32, String)>,
     /// Only the text: [`Rendered::tree`] stays empty (it costs more memory than the text).
     text_only: bool,
+    /// [`Rendered::lines`] of the lines ended so far.
+    lines: Vec<Option<Provenance>>,
+    /// The owner of the line being written.
+    line_owner: Option<Provenance>,
 }
 
 impl Writer {
     pub fn render(nodes: &[Node]) -> Result<Rendered, String> {
         let mut w = Writer::default();
         let tree = w.nodes(nodes, BlockKind::Directives, 0)?;
-        Ok(Rendered { text: w.text, tree, dollar: w.dollar, refused: w.refused })
+        w.end_lines();
+        Ok(Rendered { text: w.text, tree, dollar: w.dollar, refused: w.refused, lines: w.lines })
     }
 
     /// [`Writer::render`] without the tree: what a generator run writes to disk.
     pub fn render_text(nodes: &[Node]) -> Result<Rendered, String> {
         let mut w = Writer { text_only: true, ..Writer::default() };
         w.nodes(nodes, BlockKind::Directives, 0)?;
-        Ok(Rendered { text: w.text, tree: Vec::new(), dollar: w.dollar, refused: w.refused })
+        w.end_lines();
+        Ok(Rendered {
+            text: w.text,
+            tree: Vec::new(),
+            dollar: w.dollar,
+            refused: w.refused,
+            lines: w.lines,
+        })
+    }
+
+    /// Ends the line being written: `\n` and its owner.
+    fn newline(&mut self) {
+        self.text.push('\n');
+        self.lines.push(self.line_owner.take());
+    }
+
+    /// The owner of a last line without `\n`, if any.
+    fn end_lines(&mut self) {
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            self.lines.push(self.line_owner.take());
+        }
+    }
+
+    /// The line being written holds a directive of the current provenance (the innermost
+    /// met on a line wins).
+    fn owns_line(&mut self) {
+        self.line_owner = self.provenance.last().copied().filter(|p| *p != Provenance::Run);
     }
 
     fn nodes(
@@ -462,10 +506,11 @@ impl Writer {
         let mut tree = Vec::new();
         for n in nodes {
             match n {
-                Node::Blank => self.text.push('\n'),
+                Node::Blank => self.newline(),
                 Node::Comment(c) => {
                     self.indent(depth);
-                    let _ = writeln!(self.text, "# {}", comment_text(c));
+                    let _ = write!(self.text, "# {}", comment_text(c));
+                    self.newline();
                 }
                 Node::Directive(d) => {
                     self.indent(depth);
@@ -473,7 +518,7 @@ impl Writer {
                     if !self.text_only {
                         tree.push(stmt);
                     }
-                    self.text.push('\n');
+                    self.newline();
                 }
             }
         }
@@ -496,6 +541,7 @@ impl Writer {
         if let Some(p) = d.provenance {
             self.provenance.push(p);
         }
+        self.owns_line();
         let stmt = self.directive_words(d, parent, depth);
         if d.provenance.is_some() {
             self.provenance.pop();
@@ -580,9 +626,11 @@ impl Writer {
                 Some(inner)
             }
             Some(b) => {
-                self.text.push_str(" {\n");
+                self.text.push_str(" {");
+                self.newline();
                 let inner = self.nodes(&b.nodes, b.kind, depth + 1)?;
                 self.indent(depth);
+                self.owns_line();
                 self.text.push('}');
                 Some(inner)
             }
@@ -829,6 +877,70 @@ mod tests {
             .block(vec![Directive::new("x").data("f", "a\0").from(Provenance::Run).into()])
             .from(Provenance::Object(1));
         assert!(Writer::render(&[run.into()]).is_err());
+    }
+
+    /// Every line's owner is the provenance of the innermost directive on it, as NGINX will
+    /// name the line: blocks on several lines, blocks on one line, closing braces, comments
+    /// and the run's own directives (no owner).
+    #[test]
+    fn each_line_is_owned_by_the_innermost_directive_on_it() {
+        let o = Provenance::Object;
+        let nodes: Vec<Node> = vec![
+            Node::Comment("top".into()),
+            Directive::new("http")
+                .block(vec![
+                    Directive::new("a").into(),
+                    Node::Blank,
+                    Directive::new("server")
+                        .block(vec![
+                            Directive::new("location")
+                                .code("/x")
+                                .inline(vec![Directive::new("return").code("404").into()])
+                                .from(o(3))
+                                .into(),
+                            Directive::new("location")
+                                .code("/y")
+                                .block(vec![
+                                    Directive::new("b").into(),
+                                    Directive::new("c").from(Provenance::Run).into(),
+                                    Directive::new("d").from(o(5)).into(),
+                                ])
+                                .from(o(4))
+                                .into(),
+                        ])
+                        .into(),
+                ])
+                .into(),
+        ];
+        for r in [Writer::render(&nodes).unwrap(), Writer::render_text(&nodes).unwrap()] {
+            let lines: Vec<&str> = r.text.lines().collect();
+            assert_eq!(r.lines.len(), lines.len(), "{}", r.text);
+            let owners: Vec<(&str, Option<Provenance>)> = lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (l.trim(), Rendered::owner_of_line(&r.lines, i + 1)))
+                .collect();
+            assert_eq!(
+                owners,
+                [
+                    ("# top", None),
+                    ("http {", None),
+                    ("a;", None),
+                    ("", None),
+                    ("server {", None),
+                    ("location /x { return 404; }", Some(o(3))),
+                    ("location /y {", Some(o(4))),
+                    ("b;", Some(o(4))),
+                    ("c;", None),
+                    ("d;", Some(o(5))),
+                    ("}", Some(o(4))),
+                    ("}", None),
+                    ("}", None),
+                ]
+            );
+            assert_eq!(Rendered::owner_of_line(&r.lines, 0), None);
+            assert_eq!(Rendered::owner_of_line(&r.lines, lines.len() + 1), None);
+        }
     }
 
     #[test]

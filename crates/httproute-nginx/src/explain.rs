@@ -65,6 +65,46 @@ pub struct Explanation {
     pub backends: Vec<Target>,
 }
 
+/// The plan as the configuration written from it serves: the rules and matches the writer
+/// left out (`crate::emit::Output::dropped`: a word NGINX cannot take, a line `nginx -t`
+/// refused) are taken out of every location's candidates, so that explain does not name a
+/// rule that is not served. A whole rule (`why` not starting `match N:`) loses every match; a
+/// match, itself.
+pub fn without_dropped(plan: &mut Plan, dropped: &[(crate::plan::RuleId, String)]) {
+    if dropped.is_empty() {
+        return;
+    }
+    let gone = |c: &crate::plan::Candidate| {
+        dropped.iter().any(|(id, why)| {
+            *id == c.id
+                && match why.strip_prefix("match ").and_then(|r| r.split(':').next()) {
+                    Some(mi) => mi.parse() == Ok(c.match_index),
+                    None => true,
+                }
+        })
+    };
+    for server in plan.ports.iter_mut().flat_map(|p| &mut p.servers) {
+        for loc in &mut server.locations {
+            loc.candidates.retain(|c| !gone(c));
+        }
+    }
+}
+
+/// The plan explain answers from for a generator run with these options: [`crate::plan_for`]
+/// with what the writer leaves out taken away ([`without_dropped`]); its warnings are the
+/// plan's and the writer's, as generate prints them.
+pub fn plan_as_served(
+    model: &crate::model::Inputs,
+    backends: &crate::BackendMap,
+    opts: &crate::Options,
+) -> Result<Plan, String> {
+    let mut plan = crate::plan_for(model, backends, opts);
+    let out = crate::emit::emit_with(&plan, opts, crate::emit::Tree::Drop)?;
+    without_dropped(&mut plan, &out.dropped);
+    plan.warnings.extend(out.warnings);
+    Ok(plan)
+}
+
 /// The explanation text and the HTTP status NGINX would answer (200 for a route).
 pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
     let e = explain_request(plan, req);

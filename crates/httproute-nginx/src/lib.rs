@@ -19,7 +19,10 @@ pub mod conf;
 pub mod conf_reader;
 pub mod emit;
 pub mod explain;
+pub mod limits;
+mod message;
 pub mod model;
+pub mod nginx_check;
 pub mod nginx_request;
 pub mod plan;
 pub mod status;
@@ -27,25 +30,8 @@ pub mod status;
 use std::path::{Path, PathBuf};
 
 pub use emit::{Carrier, Options, Output};
+pub use message::escape_message;
 pub use plan::BackendMap;
-
-/// A message of the generator (a warning, an error, a condition's message) as it is printed:
-/// control characters (a newline among them, U+0085 too) and the line and paragraph
-/// separators are written as escapes, so that a manifest string quoted in it stays on its
-/// line and no line of a log is of an author's choosing. Every message goes through it where it is printed
-/// (stderr) or written (`--status`).
-pub fn escape_message(m: &str) -> String {
-    let mut out = String::with_capacity(m.len());
-    for c in m.chars() {
-        match c {
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                out.extend(c.escape_default());
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// Parses `NAMESPACE/NAME:PORT=HOST:PORT`.
 pub fn parse_backend(s: &str) -> Result<(String, String), String> {
@@ -221,6 +207,35 @@ pub fn generate_all_with(
     tree: emit::Tree,
     status: bool,
 ) -> Result<Generated, String> {
+    generate_all_by(inputs, backends, opts, status, |plan| emit::emit_with(plan, opts, tree))
+}
+
+/// [`generate_all_with`], the configuration checked by the NGINX binary `nginx` (see
+/// [`nginx_check`]): what it refuses of a tenant object is left out, with a condition, until
+/// the configuration loads. `out_dir` is where the output will be written (the check runs
+/// beside it).
+pub fn generate_checked(
+    inputs: &[PathBuf],
+    backends: &BackendMap,
+    opts: &Options,
+    tree: emit::Tree,
+    status: bool,
+    nginx: &Path,
+    out_dir: &Path,
+) -> Result<Generated, String> {
+    generate_all_by(inputs, backends, opts, status, |plan| {
+        nginx_check::emit_checked(plan, opts, tree, nginx, out_dir).map(|c| c.output)
+    })
+}
+
+/// A generator run with `emit` writing the configuration of the plan.
+fn generate_all_by(
+    inputs: &[PathBuf],
+    backends: &BackendMap,
+    opts: &Options,
+    status: bool,
+    emit: impl FnOnce(&plan::Plan) -> Result<Output, String>,
+) -> Result<Generated, String> {
     let option_warnings = check_options(opts, backends)?;
     let model = model::load(inputs).map_err(|e| e.to_string())?;
     let mut plan = plan_for(&model, backends, opts);
@@ -229,7 +244,7 @@ pub fn generate_all_with(
     if !status {
         plan.status = plan::Status::default();
     }
-    let mut output = emit::emit_with(&plan, opts, tree)?;
+    let mut output = emit(&plan)?;
     plan::dropped_from_configuration(&mut plan.status, &output.dropped);
     let mut warnings = option_warnings;
     warnings.append(&mut plan.warnings);

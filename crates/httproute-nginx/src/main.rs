@@ -81,6 +81,13 @@ enum Command {
         /// HTTPRoute parentRef) to this file, as YAML.
         #[arg(long = "status")]
         status: Option<PathBuf>,
+        /// Check the output with this NGINX binary (`NGINX -t`, in a scratch directory beside
+        /// DIR) before DIR is written. A directive of a tenant's object that NGINX refuses
+        /// leaves that object (its rule, or its match) out, with a condition in the status,
+        /// and the check is run again, leaving out at most 16 objects. A refusal of the run's
+        /// own lines, or past that bound, exits 1 and leaves DIR as it was.
+        #[arg(long = "nginx")]
+        nginx: Option<PathBuf>,
     },
     /// Show which route, rule and match serve a request, and why.
     Explain {
@@ -198,6 +205,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             listen_address,
             mut resolvers,
             status,
+            nginx,
         } => {
             let map = backends(&input)?;
             if resolvers.is_empty() {
@@ -206,13 +214,25 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     .unwrap_or_default();
             }
             let opts = Options { module, carrier, listen_address, resolvers, ..options(planning) };
-            let generated = httproute_nginx::generate_all_with(
-                &input.files,
-                &map,
-                &opts,
-                httproute_nginx::emit::Tree::Drop,
-                status.is_some(),
-            )?;
+            let tree = httproute_nginx::emit::Tree::Drop;
+            let generated = match &nginx {
+                None => httproute_nginx::generate_all_with(
+                    &input.files,
+                    &map,
+                    &opts,
+                    tree,
+                    status.is_some(),
+                )?,
+                Some(nginx) => httproute_nginx::generate_checked(
+                    &input.files,
+                    &map,
+                    &opts,
+                    tree,
+                    status.is_some(),
+                    nginx,
+                    &output,
+                )?,
+            };
             for w in &generated.warnings {
                 eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));
             }
@@ -229,7 +249,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let opts = options(planning);
             let mut warnings = httproute_nginx::check_options(&opts, &map)?;
             let model = httproute_nginx::model::load(&input.files).map_err(|e| e.to_string())?;
-            let mut plan = httproute_nginx::plan_for(&model, &map, &opts);
+            // What generate would serve: the plan without what the writer leaves out.
+            let mut plan = explain::plan_as_served(&model, &map, &opts)?;
             warnings.append(&mut plan.warnings);
             for w in &warnings {
                 eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));

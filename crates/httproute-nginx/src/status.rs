@@ -19,7 +19,7 @@ fn conditions(cs: &[Condition]) -> Value {
                 "reason": c.reason.as_str(),
             });
             if !c.message.is_empty() {
-                v["message"] = json!(crate::escape_message(&c.message));
+                v["message"] = json!(crate::message::escape_message(&c.message));
             }
             v
         })

@@ -2,21 +2,14 @@
 //! leaves out the rule or match it is in, with a warning and a `PartiallyInvalid` condition on
 //! its route, and everything else is written as it would be without it.
 
+mod common;
+
 use std::path::PathBuf;
 
-use httproute_nginx::{BackendMap, Carrier, Options, generate_all};
+use httproute_nginx::{BackendMap, Options, generate_all};
 
 fn opts() -> Options {
-    Options {
-        module: "modules/ngx_http_matches_module.so".into(),
-        carrier: Carrier::Preload,
-        listen_address: None,
-        certificates: Default::default(),
-        resolvers: vec!["127.0.0.1:53".into()],
-        experimental: false,
-        nginx_version: (1, 28, 0),
-        allow_external_name: false,
-    }
+    common::options()
 }
 
 fn backends() -> BackendMap {

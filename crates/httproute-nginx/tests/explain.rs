@@ -2,27 +2,20 @@
 //! request as NGINX does (decoded, normalised path; validated host). Against a running NGINX:
 //! tests/explain_differential.rs at the repository root.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use httproute_nginx::explain::{Request, explain, explain_request};
 use httproute_nginx::model::load;
-use httproute_nginx::{BackendMap, Carrier, Options, generate, plan_for};
+use httproute_nginx::{BackendMap, Options, generate, plan_for};
 
 fn data(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
 }
 
 fn opts(version: (u32, u32, u32)) -> Options {
-    Options {
-        module: "modules/ngx_http_matches_module.so".into(),
-        carrier: Carrier::Preload,
-        listen_address: None,
-        certificates: Default::default(),
-        resolvers: vec!["127.0.0.1:53".into()],
-        experimental: false,
-        nginx_version: version,
-        allow_external_name: false,
-    }
+    Options { nginx_version: version, ..common::options() }
 }
 
 fn req(host: &str, method: &str, path: &str) -> Request {
@@ -197,4 +190,28 @@ fn the_explain_command_takes_the_planning_options() {
     assert!(warnings.contains("the GRPCRoutes default/echo are not served there"), "{warnings}");
     let (text, _) = run("1.28.0");
     assert!(text.ends_with("=> 200\n"), "{text}");
+}
+
+/// Explain answers for the configuration as written: a rule the writer leaves out (a redirect
+/// path past NGINX's 4,094-byte word) is not named as the winner; the request goes where
+/// NGINX sends it (the next candidate, here the catch-all rule).
+#[test]
+fn explain_does_not_name_a_rule_the_configuration_leaves_out() {
+    let dollars = "$".repeat(300);
+    let yaml = format!(
+        "kind: Gateway\nmetadata: {{name: gw}}\nspec:\n  listeners: [{{name: web, port: 8080, protocol: HTTP}}]\n---\nkind: HTTPRoute\nmetadata: {{name: r}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{value: /dollars}}}}]\n    filters: [{{type: RequestRedirect, requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: \"/{dollars}\"}}}}}}]\n  - matches: [{{path: {{value: /}}}}]\n    filters: [{{type: RequestRedirect, requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: /all}}}}}}]\n"
+    );
+    let dir = manifests("dropped", &yaml);
+    let model = load(std::slice::from_ref(&dir)).unwrap();
+    let o = opts((1, 28, 0));
+    let r = req("any.test", "GET", "/dollars");
+    // Planning alone still has the rule.
+    let (text, _) = explain(&plan_for(&model, &BackendMap::new(), &o), &r);
+    assert!(text.contains("winner: [0] default/r rule 0 match 0"), "{text}");
+    let plan = httproute_nginx::explain::plan_as_served(&model, &BackendMap::new(), &o).unwrap();
+    assert!(plan.warnings.iter().any(|w| w.contains("default/r rule 0")), "{:?}", plan.warnings);
+    let (text, status) = explain(&plan, &r);
+    assert!(!text.contains("rule 0"), "{text}");
+    assert!(text.contains("default/r rule 1 match 0"), "{text}");
+    assert_eq!(status, 302, "{text}");
 }

@@ -3,30 +3,16 @@
 //! scheme's well-known port when the filter names a scheme, else the listener's; never written
 //! when it is the effective scheme's own: http 80, https 443).
 
-use std::path::Path;
+mod common;
 
-use httproute_nginx::model::{Inputs, load_text};
+use common::inputs;
+
 use httproute_nginx::plan::{PlanOptions, plan};
-use httproute_nginx::{BackendMap, Carrier, Options, generate_from};
+use httproute_nginx::{BackendMap, Options, generate_from};
 use proptest::prelude::*;
 
-fn inputs(yaml: &str) -> Inputs {
-    let mut inputs = Inputs::default();
-    load_text(Path::new("test.yaml"), yaml, &mut inputs).unwrap();
-    inputs
-}
-
 fn opts() -> Options {
-    Options {
-        module: "modules/ngx_http_matches_module.so".into(),
-        carrier: Carrier::Preload,
-        listen_address: None,
-        certificates: Default::default(),
-        resolvers: vec!["127.0.0.1:53".into()],
-        experimental: false,
-        nginx_version: (1, 28, 0),
-        allow_external_name: false,
-    }
+    common::options()
 }
 
 #[test]

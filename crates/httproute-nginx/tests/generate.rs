@@ -1,6 +1,8 @@
 //! The generator without NGINX: golden files, determinism, precedence order, input errors,
 //! and `explain`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use httproute_nginx::explain::{Request, explain};
@@ -30,16 +32,7 @@ fn test_pem() -> (String, String) {
 }
 
 fn opts(carrier: Carrier) -> Options {
-    Options {
-        module: "modules/ngx_http_matches_module.so".into(),
-        carrier,
-        listen_address: None,
-        certificates: Default::default(),
-        resolvers: vec!["127.0.0.1:53".into()],
-        experimental: false,
-        nginx_version: (1, 28, 0),
-        allow_external_name: false,
-    }
+    Options { carrier, ..common::options() }
 }
 
 fn backends() -> BackendMap {

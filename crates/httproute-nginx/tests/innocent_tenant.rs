@@ -5,24 +5,28 @@
 //! lists. With `NGX_MATCHES_NGINX` and `NGX_MATCHES_MODULE` set, every output also passes
 //! `nginx -t`; without them that part is skipped (said once on stderr).
 //! `HTTPROUTE_INNOCENT_CASES=N` runs N cases (default 24, a few seconds).
+//!
+//! Tenant b's objects mutated: header names and values, a redirect path, weights, CORS
+//! allowHeaders (its route); its TLS Secret's certificate and key bytes (a listener of its
+//! own on another port); its backendRefs (names, ports, weights, namespaces); its Service
+//! (type, port, externalName), EndpointSlices (address type, addresses, ports, `endpoints:
+//! null`) and ReferenceGrants.
+
+mod common;
 
 use std::path::PathBuf;
 
+use base64::Engine as _;
 use httproute_nginx::conf::Stmt;
-use httproute_nginx::{BackendMap, Carrier, Options, generate_all};
+use httproute_nginx::{BackendMap, Options, generate_all};
 use proptest::prelude::*;
 
 fn opts() -> Options {
     Options {
         module: std::env::var("NGX_MATCHES_MODULE")
             .unwrap_or_else(|_| "modules/ngx_http_matches_module.so".into()),
-        carrier: Carrier::Preload,
         listen_address: Some("127.0.0.1".into()),
-        certificates: Default::default(),
-        resolvers: vec!["127.0.0.1:53".into()],
-        experimental: false,
-        nginx_version: (1, 28, 0),
-        allow_external_name: false,
+        ..common::options()
     }
 }
 
@@ -66,6 +70,155 @@ fn tenant_b(hv: String, hn: String, redirect: String, w: (u32, u32), allow: Vec<
         q(&format!("/{redirect}")),
         allow.join(", ")
     )
+}
+
+fn tls_file(name: &str) -> Vec<u8> {
+    std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/tls").join(name))
+        .unwrap()
+}
+
+/// The bytes of tenant b's tls.crt and tls.key: the good pair, a key of another certificate,
+/// a cut, a block appended, a byte flipped, bytes of no meaning.
+fn secret_bytes() -> impl Strategy<Value = (Vec<u8>, Vec<u8>)> {
+    let (crt, key, other) = (tls_file("test.crt"), tls_file("test.key"), tls_file("other.key"));
+    let n = crt.len();
+    prop_oneof![
+        Just((crt.clone(), key.clone())),
+        Just((crt.clone(), other)),
+        (0..n).prop_map({
+            let (c, k) = (crt.clone(), key.clone());
+            move |i| (c[..i].to_vec(), k.clone())
+        }),
+        prop_oneof![
+            Just(b"-----BEGIN CERTIFICATE-----\nY3J0\n-----END CERTIFICATE-----\n".to_vec()),
+            Just(b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".to_vec()),
+            Just(crt.clone()),
+        ]
+        .prop_map({
+            let (c, k) = (crt.clone(), key.clone());
+            move |extra| ([c.clone(), extra].concat(), k.clone())
+        }),
+        (0..n, any::<u8>()).prop_map({
+            let (c, k) = (crt.clone(), key.clone());
+            move |(i, b)| {
+                let mut c = c.clone();
+                c[i] = b;
+                (c, k.clone())
+            }
+        }),
+        (prop::collection::vec(any::<u8>(), 0..200), prop::collection::vec(any::<u8>(), 0..200)),
+    ]
+}
+
+/// A backendRef of tenant b: (name, port, weight, namespace).
+fn backend_ref() -> impl Strategy<Value = (String, u16, u32, Option<String>)> {
+    (
+        prop_oneof![
+            Just("s".to_owned()),
+            Just("u".to_owned()),
+            Just("nope".to_owned()),
+            "[a-z]{1,63}"
+        ],
+        prop_oneof![Just(80u16), Just(8080), 1u16..=65535],
+        0u32..=1_000_000,
+        prop_oneof![Just(None), Just(Some("a".to_owned())), Just(Some("b".to_owned()))],
+    )
+}
+
+/// Tenant b's Service u (type, port, externalName), its EndpointSlices (address type,
+/// addresses, port; None: `endpoints: null`) and whether it grants HTTPRoutes of namespace a
+/// its Services.
+#[derive(Debug, Clone)]
+struct Core {
+    external: Option<String>,
+    port: u16,
+    slices: Vec<(&'static str, Option<Vec<String>>, i64)>,
+    grant: bool,
+}
+
+fn core() -> impl Strategy<Value = Core> {
+    let address = prop_oneof![
+        Just("10.1.2.3".to_owned()),
+        Just("127.0.0.1".to_owned()),
+        Just("169.254.169.254".to_owned()),
+        Just("224.0.0.1".to_owned()),
+        Just("0.0.0.0".to_owned()),
+        Just("fd00::1".to_owned()),
+        Just("::1".to_owned()),
+        Just("a.example".to_owned()),
+        "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}",
+    ];
+    let slice = (
+        prop_oneof![Just("IPv4"), Just("IPv6"), Just("FQDN")],
+        prop::option::of(prop::collection::vec(address, 1..4)),
+        prop_oneof![Just(80i64), Just(0), Just(65536), Just(-1), 1i64..=65535],
+    );
+    (
+        prop::option::of(prop_oneof![
+            Just("localhost".to_owned()),
+            Just("127.0.0.1".to_owned()),
+            Just("s.a.svc.cluster.local".to_owned()),
+            "[a-z]{1,20}(\\.[a-z]{1,10}){0,3}",
+        ]),
+        prop_oneof![Just(80u16), 1u16..=65535],
+        prop::collection::vec(slice, 0..3),
+        any::<bool>(),
+    )
+        .prop_map(|(external, port, slices, grant)| Core { external, port, slices, grant })
+}
+
+/// Tenant b's TLS listener and Secret, a route with the backendRefs given, and its core
+/// objects.
+fn tenant_b_objects(
+    secret: &(Vec<u8>, Vec<u8>),
+    refs: &[(String, u16, u32, Option<String>)],
+    core: &Core,
+) -> String {
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let refs: Vec<String> = refs
+        .iter()
+        .map(|(name, port, weight, ns)| {
+            let ns = ns.as_ref().map(|n| format!(", namespace: {n}")).unwrap_or_default();
+            format!("{{name: {name}, port: {port}, weight: {weight}{ns}}}")
+        })
+        .collect();
+    let mut y = format!(
+        "kind: Gateway\nmetadata: {{name: gw-tls, namespace: b}}\nspec:\n  listeners: [{{name: https, port: 18443, protocol: HTTPS, hostname: b.test, tls: {{certificateRefs: [{{name: b-cert}}]}}}}]\n---\nkind: Secret\nmetadata: {{name: b-cert, namespace: b}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: \"{}\", tls.key: \"{}\"}}\n---\nkind: HTTPRoute\nmetadata: {{name: refs, namespace: b}}\nspec:\n  parentRefs: [{{name: gw}}, {{name: gw-tls}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /refs}}}}]\n    backendRefs: [{}]\n---\n",
+        b64(&secret.0),
+        b64(&secret.1),
+        refs.join(", ")
+    );
+    match &core.external {
+        Some(name) => {
+            y += &format!(
+                "kind: Service\nmetadata: {{name: u, namespace: b}}\nspec: {{type: ExternalName, externalName: {}, ports: [{{port: {}}}]}}\n---\n",
+                q(name),
+                core.port
+            )
+        }
+        None => {
+            y += &format!(
+                "kind: Service\nmetadata: {{name: u, namespace: b}}\nspec: {{ports: [{{port: {}}}]}}\n---\n",
+                core.port
+            )
+        }
+    }
+    for (i, (kind, addresses, port)) in core.slices.iter().enumerate() {
+        let endpoints = match addresses {
+            None => "null".to_owned(),
+            Some(a) => format!(
+                "[{{addresses: [{}], conditions: {{ready: true}}}}]",
+                a.iter().map(|a| q(a)).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        y += &format!(
+            "kind: EndpointSlice\napiVersion: discovery.k8s.io/v1\nmetadata: {{name: u-{i}, namespace: b, labels: {{kubernetes.io/service-name: u}}}}\naddressType: {kind}\nendpoints: {endpoints}\nports: [{{port: {port}}}]\n---\n"
+        );
+    }
+    if core.grant {
+        y += "kind: ReferenceGrant\napiVersion: gateway.networking.k8s.io/v1beta1\nmetadata: {name: to-a, namespace: b}\nspec:\n  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: a}]\n  to: [{group: \"\", kind: Service}]\n---\n";
+    }
+    y
 }
 
 /// Numbered generator variables (`httproute_split_3`) without their numbers: another tenant's
@@ -198,9 +351,16 @@ proptest! {
         redirect in value(),
         w in (0u32..=1_000_000, 0u32..=1_000_000),
         allow in prop::collection::vec(header_name(), 1..64),
+        secret in secret_bytes(),
+        refs in prop::collection::vec(backend_ref(), 1..4),
+        core in core(),
     ) {
         let base = generate_all(&[dir_with("base", TENANT_A)], &backends(), &opts()).unwrap();
-        let yaml = format!("{TENANT_A}{}", tenant_b(hv, hn, redirect, w, allow));
+        let yaml = format!(
+            "{TENANT_A}{}{}",
+            tenant_b(hv, hn, redirect, w, allow),
+            tenant_b_objects(&secret, &refs, &core)
+        );
         let g = generate_all(&[dir_with("mutated", &yaml)], &backends(), &opts())
             .map_err(|e| TestCaseError::fail(format!("the run failed: {e}")))?;
         prop_assert_eq!(

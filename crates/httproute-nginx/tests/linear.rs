@@ -2,18 +2,13 @@
 //! multiply the output), and GRPCRoute/HTTPRoute hostname conflicts found by hashing with one
 //! warning per route that loses, the same outcome as the spec's pairwise rule.
 
-use std::path::Path;
+mod common;
+
+use common::inputs;
 
 use httproute_nginx::BackendMap;
-use httproute_nginx::model::{Inputs, load_text};
 use httproute_nginx::plan::{ConditionType, Plan, PlanOptions, Reason, plan};
 use proptest::prelude::*;
-
-fn inputs(yaml: &str) -> Inputs {
-    let mut inputs = Inputs::default();
-    load_text(Path::new("test.yaml"), yaml, &mut inputs).unwrap();
-    inputs
-}
 
 #[test]
 fn duplicate_parent_refs_are_refused_as_the_crd_refuses_them() {

@@ -5,10 +5,11 @@
 //! the Namespace object matches nothing. Core objects the API server refuses, or accepts in
 //! shapes the generator did not expect, never stop the run.
 
-use std::path::Path;
+mod common;
+
+use common::inputs;
 
 use httproute_nginx::BackendMap;
-use httproute_nginx::model::{Inputs, load_text};
 use httproute_nginx::plan::{ConditionType, Plan, PlanOptions, Reason, Target, plan};
 use proptest::prelude::*;
 
@@ -18,12 +19,6 @@ fn route(kind: &str, ns: &str, backend: &str) -> String {
     format!(
         "kind: {kind}\nmetadata: {{name: r, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: gw, namespace: default}}]\n  rules:\n  - backendRefs: [{backend}]\n---\n"
     )
-}
-
-fn inputs(yaml: &str) -> Inputs {
-    let mut inputs = Inputs::default();
-    load_text(Path::new("test.yaml"), yaml, &mut inputs).expect("the run goes on");
-    inputs
 }
 
 fn plan_of(yaml: &str, allow_external_name: bool) -> Plan {

@@ -3,10 +3,12 @@
 //! with an error naming the file, document and field; a route the CRDs would refuse is left
 //! out with a warning and an `Accepted: False` condition, and the others are served.
 
+mod common;
+
 use std::path::Path;
 
 use httproute_nginx::model::{Inputs, load_text};
-use httproute_nginx::{BackendMap, Carrier, Options, generate_all};
+use httproute_nginx::{BackendMap, Options, generate_all};
 
 /// The plan of `inputs` with these backends and the default options.
 fn plan(
@@ -240,16 +242,7 @@ fn a_header_regex_that_does_not_compile_skips_its_match_with_a_warning() {
 }
 
 fn opts() -> Options {
-    Options {
-        module: "modules/ngx_http_matches_module.so".into(),
-        carrier: Carrier::Preload,
-        listen_address: None,
-        certificates: Default::default(),
-        resolvers: vec!["127.0.0.1:53".into()],
-        experimental: false,
-        nginx_version: (1, 28, 0),
-        allow_external_name: false,
-    }
+    common::options()
 }
 
 #[test]

@@ -195,19 +195,19 @@ pub(super) fn emit_once(
         inner.push(d("http_matches_load").code("matches.json").into());
     }
     // Server names (and the SNI map's keys) the CRD allows (253 bytes) but NGINX's default
-    // hash buckets (64) do not hold.
-    let longest_name = plan
-        .ports
-        .iter()
-        .flat_map(|p| &p.servers)
-        .filter_map(|s| s.hostname.as_ref().map(String::len))
-        .max()
-        .unwrap_or(0);
-    if longest_name > 32 {
-        let size = (longest_name + 32).next_power_of_two().max(128);
-        inner.push(d("server_names_hash_bucket_size").code(size.to_string()).into());
-        inner.push(d("map_hash_bucket_size").code(size.to_string()).into());
-    }
+    // hash buckets (64) do not hold; every hash NGINX builds of them and of the variables,
+    // sized so that it builds them (`crate::limits`).
+    let hostnames =
+        || plan.ports.iter().flat_map(|p| &p.servers).filter_map(|s| s.hostname.as_deref());
+    inner.extend(crate::limits::hash_directives(
+        hostnames(),
+        plan.ports
+            .iter()
+            .filter(|p| p.tls)
+            .flat_map(|p| &p.servers)
+            .filter_map(|s| s.hostname.as_deref()),
+        http.map_n + http.split_n + http.cors_n,
+    ));
     if http.longest_header > 32 {
         // The CRD allows header names of 256 bytes; NGINX's default bucket (64) holds about 40.
         let size = (http.longest_header + 32).next_power_of_two().max(128);
@@ -312,8 +312,10 @@ pub(super) fn emit_once(
         warnings,
         dropped: Vec::new(),
         work: Default::default(),
+        lines: rendered.lines,
+        units: std::mem::take(&mut http.units),
     };
-    Ok((Some(out), Vec::new(), http.units))
+    Ok((Some(out), Vec::new(), Vec::new()))
 }
 
 impl Http {

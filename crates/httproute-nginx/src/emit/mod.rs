@@ -15,7 +15,8 @@
 //! - `cors`: a rule's CORS filter (its maps and headers);
 //! - `tls`: an HTTPS server's certificates and SNI check.
 //!
-//! Imports go one way: `options` and `state` import no other file here; `upstream`, `maps`,
+//! Imports go one way: `state` imports no other file here, `options` only `state` (the
+//! output names the objects written for); `upstream`, `maps`,
 //! `tls`, `cors` import those; `location` imports `state` and `upstream`; `http` imports
 //! the blocks; this file imports `http`, `options` and `state`, and none imports it.
 
@@ -37,7 +38,8 @@ use std::collections::HashSet;
 use crate::plan::{Loc, PathKind, Plan, RuleId};
 
 use http::emit_once;
-use state::{Skip, Unit};
+use state::Skip;
+pub use state::Unit;
 
 pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     emit_with(plan, opts, Tree::Keep)
@@ -53,6 +55,21 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
 /// passes end; in practice there are two. Only the run's own words (options, the generator's
 /// text) are an error.
 pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
+    emit_dropping(plan, opts, tree, &[])
+}
+
+/// Words refused in a pass, by object number, and the objects.
+type Refusals = (Vec<(u32, String)>, Vec<Unit>);
+
+/// [`emit_with`], with the units of `drops` left out from the start, each with its reason (as
+/// a word NGINX cannot take leaves out its unit): what NGINX refused in an earlier output
+/// (`crate::nginx_check`).
+pub fn emit_dropping(
+    plan: &Plan,
+    opts: &Options,
+    tree: Tree,
+    drops: &[(Unit, String)],
+) -> Result<Output, String> {
     let mut skip = Skip::default();
     let mut dropped: Vec<(RuleId, String)> = Vec::new();
     // The matches among `dropped` (`match N: ...`): looked up per candidate of a dropped
@@ -60,10 +77,23 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
     let mut dropped_matches: HashSet<(RuleId, usize)> = HashSet::new();
     let mut warnings = Vec::new();
     let mut work = Work::default();
+    // The drops given, as a pass that refused them.
+    let mut first: Option<Refusals> = (!drops.is_empty()).then(|| {
+        let units = drops.iter().map(|(u, _)| u.clone()).collect();
+        let refused = drops.iter().enumerate().map(|(i, (_, w))| (i as u32, w.clone())).collect();
+        (refused, units)
+    });
     loop {
-        let (out, refused, units) = emit_once(plan, opts, tree, &skip)?;
-        work.passes += 1;
-        work.units += units.len();
+        let (out, refused, units) = match first.take() {
+            Some((refused, units)) => (None, refused, units),
+            None => {
+                let pass = emit_once(plan, opts, tree, &skip)?;
+                work.passes += 1;
+                // A pass that writes holds its objects in the output (`Output::units`).
+                work.units += pass.0.as_ref().map_or(pass.2.len(), |o| o.units.len());
+                pass
+            }
+        };
         let Some(mut out) = out else {
             let before = (skip.rules.len(), skip.locations.len());
             for (o, why) in refused {

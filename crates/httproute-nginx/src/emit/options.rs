@@ -2,8 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::conf::Stmt;
+use crate::conf::{Provenance, Rendered, Stmt};
 use crate::plan::RuleId;
+
+use super::state::Unit;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Carrier {
@@ -54,6 +56,24 @@ pub struct Output {
     pub dropped: Vec<(RuleId, String)>,
     /// What writing it took (tests bound it against the input: no timing).
     pub work: Work,
+    /// The owner of each line of `nginx_conf` ([`crate::conf::Rendered::lines`]): an index
+    /// into `units`, or `None` for the run's own lines.
+    pub lines: Vec<Option<Provenance>>,
+    /// The tenant objects the configuration's directives were written for, by their
+    /// [`Provenance::Object`] number: what NGINX refuses on a line leaves out its owner
+    /// ([`super::emit_dropping`], `crate::nginx_check`).
+    pub units: Vec<Unit>,
+}
+
+impl Output {
+    /// The tenant object whose directive line `line` (1-based, NGINX's `in FILE:LINE`) of
+    /// `nginx_conf` holds; `None` for the run's own lines.
+    pub fn unit_at_line(&self, line: usize) -> Option<&Unit> {
+        match Rendered::owner_of_line(&self.lines, line)? {
+            Provenance::Object(o) => self.units.get(o as usize),
+            Provenance::Run => None,
+        }
+    }
 }
 
 /// The work of [`emit_with`], counted: each pass writes every object again.

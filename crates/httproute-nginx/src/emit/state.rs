@@ -10,7 +10,7 @@ use crate::plan::{RuleId, RulePlan, ServerAt};
 /// A tenant's object that directives are written for: what a word of them NGINX cannot take
 /// leaves out (see [`emit_with`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Unit {
+pub enum Unit {
     /// A rule: its internal locations, and the maps and split_clients written for it.
     Rule(RuleId),
     /// The location of a match path: (port, server, location) in the plan.

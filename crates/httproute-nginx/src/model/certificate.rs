@@ -1,14 +1,14 @@
 //! TLS Secrets checked before they are written: a `tls.crt` NGINX cannot load, or a
 //! `tls.key` that is not the certificate's, would fail `nginx -t` for every listener.
 //!
-//! The PEM structure is checked here; the certificate and key are then parsed by the
-//! `openssl` command, which uses the library NGINX loads them with (so what passes here loads
-//! there, for every key type it supports), and their public keys compared.
-
-use std::io::Write as _;
-use std::process::{Command, Stdio};
+//! The PEM structure is checked here; every block of the certificate chain and the key are
+//! then parsed in process with OpenSSL, the library NGINX loads them with (so what passes here
+//! loads there, for every key type it supports), the certificate's public key compared with
+//! the key's, and every key of the chain held to OpenSSL's default security level.
 
 use base64::Engine as _;
+use openssl::pkey::{Id, PKey, Public};
+use openssl::x509::X509;
 
 /// The PEM blocks of `text`: (label, DER bytes). `Err` for a block without its end line or
 /// whose body is not base64.
@@ -46,40 +46,9 @@ fn pem_blocks(text: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
     Ok(out)
 }
 
-/// Runs `openssl ARGS` with `input` on stdin: its stdout, `Err` with its complaint, or
-/// `Ok(None)` when there is no `openssl` to run.
-fn openssl(args: &[&str], input: &[u8]) -> Result<Option<String>, String> {
-    let child = Command::new("openssl")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("openssl: {e}")),
-    };
-    let mut stdin = child.stdin.take();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        if let Some(s) = stdin.as_mut() {
-            let _ = s.write_all(&input);
-        }
-    });
-    let out = child.wait_with_output().map_err(|e| format!("openssl: {e}"))?;
-    let _ = writer.join();
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-        return Err(first.chars().take(200).collect());
-    }
-    Ok(Some(String::from_utf8_lossy(&out.stdout).into_owned()))
-}
-
-/// `Ok(None)`: usable. `Ok(Some(note))`: the structure is right but it could not be checked
-/// further (no `openssl`). `Err(why)`: NGINX could not load it ("tls.crt has no CERTIFICATE
-/// block", "tls.key does not match the certificate", ...).
+/// `Ok(None)`: usable. `Ok(Some(note))` is kept for callers that print a note; no check
+/// gives one now. `Err(why)`: NGINX could not load it ("tls.crt has no CERTIFICATE block",
+/// "tls.key does not match the certificate", ...).
 pub fn check(crt: &[u8], key: &[u8]) -> Result<Option<String>, String> {
     let certs = pem_blocks(crt).map_err(|e| format!("tls.crt {e}"))?;
     if !certs.iter().any(|(l, _)| l == "CERTIFICATE") {
@@ -91,43 +60,60 @@ pub fn check(crt: &[u8], key: &[u8]) -> Result<Option<String>, String> {
         return Err(format!("tls.crt has a {l} block besides certificates"));
     }
     let keys = pem_blocks(key).map_err(|e| format!("tls.key {e}"))?;
-    let key_blocks: Vec<&String> =
-        keys.iter().map(|(l, _)| l).filter(|l| l.ends_with("PRIVATE KEY")).collect();
-    match key_blocks[..] {
+    let key_blocks: Vec<&(String, Vec<u8>)> =
+        keys.iter().filter(|(l, _)| l.ends_with("PRIVATE KEY")).collect();
+    let key_block = match key_blocks[..] {
         [] => return Err("tls.key has no PRIVATE KEY block".into()),
-        [l] if l == "ENCRYPTED PRIVATE KEY" => {
+        [(l, _)] if l == "ENCRYPTED PRIVATE KEY" => {
             return Err("tls.key is encrypted (NGINX would need its password)".into());
         }
-        [_] => {}
+        [b] => b,
         _ => return Err("tls.key has more than one private key".into()),
-    }
-    let cert_key = match openssl(&["x509", "-noout", "-pubkey"], crt) {
-        Ok(Some(k)) => k,
-        Ok(None) => return Ok(Some("not checked: no openssl command to parse it".into())),
-        Err(e) => return Err(format!("tls.crt: the certificate does not parse ({e})")),
     };
-    let key_key = match openssl(&["pkey", "-pubout", "-passin", "pass:"], key) {
-        Ok(Some(k)) => k,
-        Ok(None) => return Ok(Some("not checked: no openssl command to parse it".into())),
-        Err(e) => return Err(format!("tls.key: the key does not parse ({e})")),
-    };
-    if cert_key.trim() != key_key.trim() {
-        return Err("tls.key is not the key of the certificate in tls.crt".into());
-    }
-    // NGINX reads every block of the chain: each must be a certificate (the first was parsed).
-    for (i, (label, der)) in certs.iter().enumerate().skip(1) {
-        if let Err(e) = openssl(&["x509", "-noout"], pem(label, der).as_bytes()) {
-            return Err(format!("tls.crt: block {} is not a certificate ({e})", i + 1));
+    // NGINX reads the first block as the certificate (PEM_read_bio_X509_AUX) and every other
+    // one as a chain certificate (PEM_read_bio_X509, which takes TRUSTED CERTIFICATE blocks
+    // too): each must parse.
+    let mut chain = Vec::with_capacity(certs.len());
+    for (i, (_, der)) in certs.iter().enumerate() {
+        match X509::from_der(der) {
+            Ok(c) => chain.push(c),
+            Err(e) if i == 0 => {
+                return Err(format!("tls.crt: the certificate does not parse ({})", first(&e)));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "tls.crt: block {} is not a certificate ({})",
+                    i + 1,
+                    first(&e)
+                ));
+            }
         }
     }
-    match openssl(&["pkey", "-pubin", "-noout", "-text"], cert_key.as_bytes()) {
-        Ok(Some(text)) => too_weak(&text)?,
-        Ok(None) => {}
-        Err(e) => return Err(format!("tls.crt: its public key does not parse ({e})")),
+    let pkey = PKey::private_key_from_pem(pem(&key_block.0, &key_block.1).as_bytes())
+        .map_err(|e| format!("tls.key: the key does not parse ({})", first(&e)))?;
+    let leaf = chain[0]
+        .public_key()
+        .map_err(|e| format!("tls.crt: its public key does not parse ({})", first(&e)))?;
+    if !leaf.public_eq(&pkey) {
+        return Err("tls.key is not the key of the certificate in tls.crt".into());
+    }
+    for (i, c) in chain.iter().enumerate() {
+        let k = c.public_key().map_err(|e| {
+            format!("tls.crt: block {}: its public key does not parse ({})", i + 1, first(&e))
+        })?;
+        too_weak(&k).map_err(|why| match i {
+            0 => format!("tls.crt: {why}"),
+            _ => format!("tls.crt: block {}: {why}", i + 1),
+        })?;
     }
     Ok(None)
 }
 
+/// The first reason of an OpenSSL error stack, for a message.
+fn first(e: &openssl::error::ErrorStack) -> String {
+    let s = e.errors().first().map_or_else(|| e.to_string(), |e| e.to_string());
+    s.chars().take(200).collect()
+}
 /// A PEM block of `der` under `label`.
 fn pem(label: &str, der: &[u8]) -> String {
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
@@ -142,27 +128,22 @@ fn pem(label: &str, der: &[u8]) -> String {
 
 /// The key strength OpenSSL's default security level on Debian and most distributions (level
 /// 2, 112 bits) asks of a certificate's key, or NGINX's `ssl_certificate` fails ("ee key too
-/// small"): RSA, DSA and DH keys of 2,048 bits and more, EC keys of 224 bits and more (P-256
-/// and up); Ed25519 and Ed448 always pass. Level 1 (RSA 1,024) is not assumed: a distribution
-/// at level 2 would refuse what it lets through. `text` is `openssl pkey -pubin -text`'s.
-fn too_weak(text: &str) -> Result<(), String> {
-    let bits = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Public-Key: ("))
-        .and_then(|r| r.split(' ').next())
-        .and_then(|n| n.parse::<u32>().ok());
-    let Some(bits) = bits else { return Ok(()) };
-    let (kind, least) = if text.contains("ASN1 OID") || text.contains("NIST CURVE") {
+/// small", "ca key too small" for a chain's): RSA, DSA and DH keys of 2,048 bits and more, EC
+/// keys of 224 bits and more (P-256 and up); Ed25519 and Ed448 always pass. Level 1 (RSA
+/// 1,024) is not assumed: a distribution at level 2 would refuse what it lets through.
+fn too_weak(key: &PKey<Public>) -> Result<(), String> {
+    let id = key.id();
+    let (kind, least) = if id == Id::EC {
         ("EC", 224)
-    } else if text.contains("Modulus") || text.contains("prime:") || text.contains("P:") {
+    } else if [Id::RSA, Id::DSA, Id::DH, Id::RSA_PSS, Id::DHX].contains(&id) {
         ("RSA/DSA/DH", 2048)
     } else {
         return Ok(());
     };
+    let bits = key.bits();
     if bits < least {
         return Err(format!(
-            "tls.crt: its {kind} key has {bits} bits; OpenSSL's default security level (2) needs \
-             {least}"
+            "its {kind} key has {bits} bits; OpenSSL's default security level (2) needs {least}"
         ));
     }
     Ok(())
@@ -171,6 +152,7 @@ fn too_weak(text: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::{Command, Stdio};
 
     /// A self-signed certificate and its key, made by openssl: (crt, key) PEM.
     pub(crate) fn self_signed() -> (Vec<u8>, Vec<u8>) {
@@ -247,5 +229,17 @@ mod tests {
         assert!(err(&c, &k).contains("EC key has 192 bits"), "{}", err(&c, &k));
         let (c, k) = self_signed_with(&["-newkey", "ed25519"]);
         assert_eq!(check(&c, &k), Ok(None));
+        // Every key of the chain is held to the level (NGINX: "ca key too small"); a TRUSTED
+        // CERTIFICATE block is read in a chain as NGINX reads it.
+        let (weak, _) = self_signed_with(&["-newkey", "rsa:1024"]);
+        let chain = [crt.clone(), weak].concat();
+        assert!(
+            err(&chain, &key).starts_with("tls.crt: block 2: its RSA/DSA/DH key has 1024"),
+            "{}",
+            err(&chain, &key)
+        );
+        let trusted =
+            String::from_utf8(crt.clone()).unwrap().replace("CERTIFICATE", "TRUSTED CERTIFICATE");
+        assert_eq!(check(&[crt.clone(), trusted.into_bytes()].concat(), &key), Ok(None));
     }
 }

@@ -166,6 +166,14 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         &mut warnings,
     );
     status::grpc_not_served(&mut status, &loss, opts.capabilities.version);
+    status::rule_outcomes(
+        &mut status,
+        ports
+            .iter()
+            .flat_map(|p| &p.servers)
+            .flat_map(|s| &s.rules)
+            .map(|r| (&r.id, r.match_count, r.skipped_matches.as_slice())),
+    );
     warnings.sort();
     warnings.dedup();
     let secrets = listeners::secrets(inputs, &listeners);

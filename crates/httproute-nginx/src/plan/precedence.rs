@@ -56,7 +56,11 @@ pub(super) fn add_route(
             warnings,
         ));
         for (mi, mat) in rule.matches.iter().enumerate() {
+            let before = warnings.len();
             let Some(mut c) = candidate(&route, ri, mi, mat, rule_slot, hostname, warnings) else {
+                // Recorded on the rule for its route's status (plan/status.rs).
+                let why = warnings.get(before).cloned().unwrap_or_default();
+                server.rules[rule_slot].skipped_matches.push((mi, why));
                 continue;
             };
             let (rank, path_chars) = match (r.grpc, mat.grpc_names) {

@@ -31,6 +31,8 @@ pub(super) fn rule_plan(
         r => r.clone(),
     };
     let mut plan = RulePlan {
+        match_count: rule.matches.len(),
+        skipped_matches: Vec::new(),
         id: RuleId { route: route.clone(), index: ri },
         rule_name: rule.name.clone(),
         backends: Vec::new(),

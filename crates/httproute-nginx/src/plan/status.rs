@@ -105,6 +105,20 @@ pub struct Status {
     pub listeners: Vec<ListenerStatus>,
     /// Every route (sorted by namespace/name), each parentRef's conditions.
     pub routes: Vec<RouteStatus>,
+    /// The rules of each route the plan serves, by index: how many matches each has and
+    /// which planning skipped, with the warning ([`rule_outcomes`]); what
+    /// [`dropped_from_configuration`] reads to say what is dropped, and whether anything of
+    /// the route is left.
+    pub rules: BTreeMap<RouteId, BTreeMap<usize, RuleOutcome>>,
+}
+
+/// What became of one rule of a served route.
+#[derive(Debug, Default, Clone)]
+pub struct RuleOutcome {
+    /// How many matches it has.
+    pub matches: usize,
+    /// The matches planning skipped: index -> why.
+    pub skipped: BTreeMap<usize, String>,
 }
 
 #[derive(Debug)]
@@ -189,34 +203,109 @@ pub(super) fn grpc_not_served(status: &mut Status, loss: &Http2Loss, version: (u
     }
 }
 
-/// Rules (or matches: `match N: ...`) the configuration left out because NGINX cannot take a
-/// word written from them (`crate::emit::Output::dropped`): each route's parentRefs get
-/// `PartiallyInvalid: True, UnsupportedValue` with "Dropped Rule N: why" for each, as Gateway
-/// API says for a route whose invalid rules are dropped (its `Accepted` stays as it is).
-pub fn dropped_from_configuration(status: &mut Status, dropped: &[(RuleId, String)]) {
-    if dropped.is_empty() {
-        return;
-    }
-    for route in &mut status.routes {
-        let mut message = String::new();
-        for (rule, why) in dropped.iter().filter(|(r, _)| r.route == route.id) {
-            if !message.is_empty() {
-                message.push_str("; ");
-            }
-            message.push_str(&format!("Dropped Rule {}: {why}", rule.index));
+/// The rules of every server of the plan, for [`dropped_from_configuration`]: each rule's
+/// match count and the matches planning skipped (`RulePlan::skipped_matches`).
+pub(super) fn rule_outcomes<'a>(
+    status: &mut Status,
+    rules: impl Iterator<Item = (&'a RuleId, usize, &'a [(usize, String)])>,
+) {
+    for (id, match_count, skipped_matches) in rules {
+        let o = status.rules.entry(id.route.clone()).or_default();
+        let o = o.entry(id.index).or_default();
+        o.matches = match_count;
+        for (mi, why) in skipped_matches {
+            o.skipped.entry(*mi).or_insert_with(|| skipped_reason(id, *mi, why));
         }
-        if message.is_empty() {
+    }
+}
+
+/// A skipped match's warning without the route and match it names (the condition is on the
+/// route and says "match N") and without "; match skipped".
+fn skipped_reason(rule: &RuleId, mi: usize, warning: &str) -> String {
+    let at = format!("rules[{}].matches[{mi}]", rule.index);
+    let rest = match warning.find(&at) {
+        Some(i) => &warning[i + at.len()..],
+        None => warning,
+    };
+    let rest = rest.trim_start_matches(['.', ':', ' ']);
+    rest.strip_suffix("; match skipped").unwrap_or(rest).to_owned()
+}
+
+/// The conditions of what is left out of each route, after the configuration is written:
+/// rules (`dropped`: those NGINX cannot take a word of, or `nginx -t` refused,
+/// `crate::emit::Output::dropped`) and matches (`match N: ...` there, and those planning
+/// skipped: [`Status::rules`]).
+///
+/// - A route some of whose rules or matches are left out, with a rule left that serves:
+///   `PartiallyInvalid: True, UnsupportedValue` on each accepted parentRef, one condition
+///   whose message says "Dropped Rule N: why" for each (Gateway API's words for a route whose
+///   invalid rules are dropped; a match is the closest it has: "Dropped Rule N: match M: ...");
+///   `Accepted` stays as it is.
+/// - A route none of whose rules serves any more (every rule dropped, or each of its matches
+///   is): `Accepted: False, UnsupportedValue` with the same message in place of `Accepted:
+///   True` (Gateway API: PartiallyInvalid needs a valid rule left; a route with none is not
+///   accepted).
+pub fn dropped_from_configuration(status: &mut Status, dropped: &[(RuleId, String)]) {
+    for route in &mut status.routes {
+        let outcomes = status.rules.get(&route.id);
+        let mut messages: Vec<(usize, String)> = Vec::new();
+        // (rule -> matches left out), and rules left out whole.
+        let mut gone_matches: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+        let mut gone_rules: BTreeSet<usize> = BTreeSet::new();
+        for (ri, o) in outcomes.into_iter().flatten() {
+            for (mi, why) in &o.skipped {
+                messages.push((*ri, format!("Dropped Rule {ri}: match {mi}: {why}")));
+                gone_matches.entry(*ri).or_default().insert(*mi);
+            }
+        }
+        for (rule, why) in dropped.iter().filter(|(r, _)| r.route == route.id) {
+            messages.push((rule.index, format!("Dropped Rule {}: {why}", rule.index)));
+            let m = why.strip_prefix("match ").and_then(|r| r.split(':').next()?.parse().ok());
+            match m {
+                Some(mi) => {
+                    gone_matches.entry(rule.index).or_default().insert(mi);
+                }
+                None => {
+                    gone_rules.insert(rule.index);
+                }
+            }
+        }
+        if messages.is_empty() {
             continue;
         }
+        // By rule, planning's before writing's within one.
+        messages.sort_by_key(|(ri, _)| *ri);
+        let message = messages.into_iter().map(|(_, m)| m).collect::<Vec<_>>().join("; ");
+        let serves = outcomes.is_none_or(|rules| {
+            rules.iter().any(|(ri, o)| {
+                !gone_rules.contains(ri)
+                    && gone_matches.get(ri).map_or(0, BTreeSet::len) < o.matches.max(1)
+            })
+        });
         for (_, conditions) in &mut route.parents {
-            let accepted = conditions.iter().any(|c| c.kind == ConditionType::Accepted && c.ok);
-            if accepted {
-                conditions.push(Condition {
+            let Some(i) = conditions.iter().position(|c| c.kind == ConditionType::Accepted && c.ok)
+            else {
+                continue;
+            };
+            if !serves {
+                conditions[i] = Condition::no(
+                    ConditionType::Accepted,
+                    Reason::UnsupportedValue,
+                    format!("no rule is left to serve: {message}"),
+                );
+                continue;
+            }
+            match conditions.iter_mut().find(|c| c.kind == ConditionType::PartiallyInvalid) {
+                Some(c) => {
+                    c.message.push_str("; ");
+                    c.message.push_str(&message);
+                }
+                None => conditions.push(Condition {
                     kind: ConditionType::PartiallyInvalid,
                     ok: true,
                     reason: Reason::UnsupportedValue,
                     message: message.clone(),
-                });
+                }),
             }
         }
     }

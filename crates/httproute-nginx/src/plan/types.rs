@@ -120,6 +120,11 @@ pub struct RulePlan {
     /// read), in milliseconds: the smaller of `request` and `backendRequest`; `Some(0)` when
     /// they disable it.
     pub timeout_ms: Option<u64>,
+    /// How many matches the rule has, and those planning skipped (a path or a header regex
+    /// that cannot match or compile): (match index, the warning). Their conditions:
+    /// [`super::dropped_from_configuration`].
+    pub match_count: usize,
+    pub skipped_matches: Vec<(usize, String)>,
 }
 
 /// One backendRef of a rule: where its share of requests goes.

@@ -1,0 +1,291 @@
+//! NGINX's hash tables, computed: the `*_hash_bucket_size` and `*_hash_max_size` that make
+//! NGINX build every hash the configuration fills without "could not build optimal ...
+//! hash" (or, past that, without refusing it).
+//!
+//! NGINX (`ngx_hash_init`, src/core/ngx_hash.c) puts each key in bucket `hash % size`, with
+//! `hash` the `h * 31 + c` of its bytes (lower-cased for host names); an element takes a
+//! pointer and its key with 2 bytes, aligned to the pointer, and a bucket ends with a pointer.
+//! It tries every `size` from `start = n / (bucket_size / 16)` to `max_size` and takes the
+//! first whose buckets all hold their keys; if none does it warns and builds with `max_size`
+//! buckets anyway (refusing only a bucket past 65,536 - 64 bytes). Wildcard names
+//! (`*.example.com`) are a tree of hashes, one per label level (`ngx_hash_wildcard_init`),
+//! each built the same way. [`hash_sizes`] runs the same search on the keys the
+//! configuration writes and returns the sizes NGINX will succeed with.
+//!
+//! Any subset of the keys fits in the size the whole set fits in, and starts its search no
+//! later: so one pair of sizes, computed from every host name of every port, holds for each
+//! port's server names and each SNI map.
+
+use std::collections::BTreeMap;
+
+/// `ngx_cacheline_size` on the machines NGINX runs on (x86-64, arm64): bucket sizes are
+/// rounded up to it.
+const CACHELINE: usize = 64;
+/// The largest bucket NGINX takes.
+const MAX_BUCKET: usize = 65536 - CACHELINE;
+/// Sizes tried past NGINX's `start` for one bucket size before a larger bucket is tried: the
+/// search costs at most this many passes over the keys per bucket size.
+const SPAN: usize = 256;
+
+/// `ngx_hash` over the bytes, lower-cased (`ngx_hash_key_lc`).
+pub fn ngx_hash_key_lc(key: &[u8]) -> u64 {
+    key.iter()
+        .fold(0u64, |h, &c| h.wrapping_mul(31).wrapping_add(u64::from(c.to_ascii_lowercase())))
+}
+
+/// `NGX_HASH_ELT_SIZE`: the bytes an element with a key of `len` bytes takes in a bucket.
+pub fn element_size(len: usize) -> usize {
+    8 + (len + 2).div_ceil(8) * 8
+}
+
+fn align(n: usize, to: usize) -> usize {
+    n.div_ceil(to) * to
+}
+
+/// Bucket and max sizes for one directive pair (`server_names_hash_*`, `map_hash_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashSizes {
+    pub bucket_size: usize,
+    pub max_size: usize,
+}
+
+/// Whether `ngx_hash_init` with these sizes builds a hash of `keys` (given by their hashes
+/// and lengths) within `max_size` buckets: the `size` it takes, or `None` (it would warn).
+fn first_fit(keys: &[(u64, usize)], bucket_size: usize, max_size: usize) -> Option<usize> {
+    if keys.is_empty() {
+        return Some(1);
+    }
+    if keys.iter().any(|&(_, len)| bucket_size < element_size(len) + 8) {
+        return None;
+    }
+    let room = bucket_size - 8;
+    let start = (keys.len() / (room / 16)).max(1);
+    let start = if max_size > 10000 && max_size / keys.len() < 100 {
+        max_size.saturating_sub(1000).max(start)
+    } else {
+        start
+    };
+    let mut test = vec![0usize; max_size.max(1)];
+    'size: for size in start..=max_size {
+        test[..size].fill(0);
+        for &(h, len) in keys {
+            let b = (h % size as u64) as usize;
+            test[b] += element_size(len);
+            if test[b] > room {
+                continue 'size;
+            }
+        }
+        return Some(size);
+    }
+    None
+}
+
+/// The key sets NGINX builds hashes of for these server names (exact names; each level of
+/// the wildcard trees), as (hash, length) pairs.
+fn key_sets<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Vec<(u64, usize)>> {
+    let mut exact: Vec<(u64, usize)> = Vec::new();
+    // Wildcards `*.a.b`: NGINX keeps them reversed (`b.a`) and builds a hash per node of the
+    // label tree, of the node's child labels.
+    let mut tree: BTreeMap<Vec<&str>, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    for n in names {
+        if !seen.insert(n) {
+            continue;
+        }
+        match n.strip_prefix("*.") {
+            None => exact.push((ngx_hash_key_lc(n.as_bytes()), n.len())),
+            Some(rest) => {
+                let labels: Vec<&str> = rest.rsplit('.').collect();
+                for depth in 0..labels.len() {
+                    tree.entry(labels[..depth].to_vec()).or_default().insert(labels[depth]);
+                }
+            }
+        }
+    }
+    let mut sets = vec![exact];
+    for children in tree.into_values() {
+        sets.push(children.iter().map(|l| (ngx_hash_key_lc(l.as_bytes()), l.len())).collect());
+    }
+    sets
+}
+
+/// The sizes that build every hash of `sets` ([`first_fit`] for each), starting from
+/// `default` (NGINX's, or what the configuration would write anyway): `None` when `default`
+/// already does, so that nothing needs writing.
+fn sizes_for(sets: &[Vec<(u64, usize)>], default: HashSizes) -> Option<HashSizes> {
+    let fits =
+        |s: HashSizes| sets.iter().all(|k| first_fit(k, s.bucket_size, s.max_size).is_some());
+    if fits(default) {
+        return None;
+    }
+    let longest = sets.iter().flatten().map(|&(_, len)| len).max().unwrap_or(0);
+    let mut bucket = align(default.bucket_size.max(element_size(longest) + 8), CACHELINE);
+    loop {
+        // The smallest max_size that holds every set with this bucket, searched no further
+        // than SPAN sizes past each set's start.
+        let mut max_size = default.max_size;
+        let mut ok = true;
+        for k in sets {
+            let room = bucket - 8;
+            let start = (k.len() / (room / 16)).max(1);
+            match first_fit(k, bucket, start + SPAN) {
+                Some(size) => max_size = max_size.max(size),
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok && max_size <= 10000 {
+            return Some(HashSizes { bucket_size: bucket, max_size });
+        }
+        if bucket >= MAX_BUCKET {
+            // No size the search affords holds them (keys whose hashes collide on purpose):
+            // the largest buckets, and as many of them as there are keys.
+            let n = sets.iter().map(Vec::len).max().unwrap_or(1);
+            return Some(HashSizes { bucket_size: MAX_BUCKET, max_size: max_size.max(n) });
+        }
+        bucket = (bucket * 2).min(MAX_BUCKET);
+    }
+}
+
+/// `server_names_hash_*` for these host names (every `server_name` of every port), given what
+/// the configuration writes without this (`bucket`: its `server_names_hash_bucket_size`, or
+/// NGINX's default 64); `None`: the defaults build every hash.
+pub fn server_names<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    bucket: usize,
+) -> Option<HashSizes> {
+    sizes_for(&key_sets(names), HashSizes { bucket_size: bucket.max(CACHELINE), max_size: 512 })
+}
+
+/// `map_hash_*` for maps with `hostnames` keyed by these names (the SNI maps; the other maps
+/// the generator writes have 2 or 3 plain keys), given its `map_hash_bucket_size` or 64.
+pub fn map_hostnames<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    bucket: usize,
+) -> Option<HashSizes> {
+    // The keys `""` and `default` are not in the hash (a default value, an empty key is a
+    // key of its own: it adds one short element).
+    let mut sets = key_sets(names);
+    sets[0].push((0, 0));
+    sizes_for(&sets, HashSizes { bucket_size: bucket.max(CACHELINE), max_size: 2048 })
+}
+
+/// `variables_hash_*` for a configuration that defines `defined` variables of at most
+/// `longest` bytes on top of NGINX's own (about 150 short names in the modules the vendored
+/// NGINX has, which its defaults of 1,024 buckets of 64 bytes hold): `None` up to 256 of the
+/// generator's. The names of NGINX's own variables are not known here, so this is not an
+/// exact search: past that, buckets that hold four of the longest and twice as many buckets
+/// as variables (the search NGINX runs then stops at a load below one per bucket).
+pub fn variables(defined: usize, longest: usize) -> Option<HashSizes> {
+    if defined <= 256 {
+        return None;
+    }
+    let n = defined + 256;
+    let bucket = align(4 * element_size(longest.max(32)) + 8, CACHELINE).max(128);
+    Some(HashSizes { bucket_size: bucket, max_size: (2 * n).next_power_of_two().max(1024) })
+}
+
+/// The longest name of a variable the generator defines (`httproute_cors_N_allow_headers`
+/// and the like, N up to 10 digits).
+const LONGEST_VARIABLE: usize = 48;
+
+/// The `http`-level directives that size NGINX's hashes for a configuration with these server
+/// names (`names`: every port's; `sni`: those of TLS ports, the keys of the SNI maps) and
+/// `variables` variables of its own. Nothing for a configuration NGINX's defaults hold, and
+/// the bucket sizes of names over 32 bytes as before (so the output is the same for them).
+pub fn hash_directives<'a>(
+    names: impl Iterator<Item = &'a str> + Clone,
+    sni: impl Iterator<Item = &'a str>,
+    variables_defined: usize,
+) -> Vec<crate::conf::Node> {
+    use crate::conf::Directive;
+    let dir = |name: &'static str, v: usize| Directive::new(name).code(v.to_string()).into();
+    let mut out = Vec::new();
+    let longest = names.clone().map(str::len).max().unwrap_or(0);
+    // What a configuration with a name over 32 bytes always wrote.
+    let bucket = if longest > 32 { (longest + 32).next_power_of_two().max(128) } else { 0 };
+    match server_names(names, bucket) {
+        Some(s) => {
+            out.push(dir("server_names_hash_bucket_size", s.bucket_size));
+            out.push(dir("server_names_hash_max_size", s.max_size));
+        }
+        None if bucket > 0 => out.push(dir("server_names_hash_bucket_size", bucket)),
+        None => {}
+    }
+    match map_hostnames(sni, bucket) {
+        Some(s) => {
+            out.push(dir("map_hash_bucket_size", s.bucket_size));
+            out.push(dir("map_hash_max_size", s.max_size));
+        }
+        None if bucket > 0 => out.push(dir("map_hash_bucket_size", bucket)),
+        None => {}
+    }
+    if let Some(s) = variables(variables_defined, LONGEST_VARIABLE) {
+        out.push(dir("variables_hash_bucket_size", s.bucket_size));
+        out.push(dir("variables_hash_max_size", s.max_size));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hash_is_nginx_s() {
+        // ngx_hash("ab") = 'a' * 31 + 'b'.
+        assert_eq!(ngx_hash_key_lc(b"ab"), 97 * 31 + 98);
+        assert_eq!(ngx_hash_key_lc(b"AB"), ngx_hash_key_lc(b"ab"));
+        // "c0" and "an" collide: 99 * 31 + 48 = 97 * 31 + 110.
+        assert_eq!(ngx_hash_key_lc(b"c0"), ngx_hash_key_lc(b"an"));
+        assert_eq!(element_size(0), 16);
+        assert_eq!(element_size(6), 16);
+        assert_eq!(element_size(7), 24);
+        assert_eq!(element_size(253), 8 + 256);
+    }
+
+    #[test]
+    fn few_short_names_need_nothing() {
+        assert_eq!(server_names(["a.example", "b.example", "*.c.example"], 64), None);
+        assert_eq!(map_hostnames(["a.example"], 64), None);
+        assert_eq!(variables(10, 20), None);
+    }
+
+    /// Whatever the names, the sizes returned build every hash within max_size (the search
+    /// NGINX runs succeeds): many names, long names, wildcards, colliding names.
+    #[test]
+    fn the_sizes_returned_build_every_hash() {
+        let long = |i: usize| format!("{i:05}.{}.example", "a".repeat(57));
+        let mut cases: Vec<Vec<String>> = vec![
+            (0..3000).map(|i| format!("h{i}.example")).collect(),
+            (0..600).map(|i| format!("{i}.{}", "x".repeat(240))).collect(),
+            (0..400).map(|i| format!("*.w{i}.example")).collect(),
+            (0..100).map(long).collect(),
+        ];
+        // 64 names with one hash: "c0"/"an" blocks.
+        cases.push(
+            (0..64u32)
+                .map(|m| {
+                    let blocks: String =
+                        (0..6).map(|b| if m >> b & 1 == 1 { "c0" } else { "an" }).collect();
+                    format!("{blocks}.example")
+                })
+                .collect(),
+        );
+        for names in &cases {
+            let sets = key_sets(names.iter().map(String::as_str));
+            let s = server_names(names.iter().map(String::as_str), 64)
+                .unwrap_or(HashSizes { bucket_size: 64, max_size: 512 });
+            for k in &sets {
+                assert!(
+                    first_fit(k, s.bucket_size, s.max_size).is_some(),
+                    "{} names from {:?}: {s:?}",
+                    names.len(),
+                    names[0]
+                );
+            }
+        }
+    }
+}
