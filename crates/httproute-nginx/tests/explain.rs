@@ -22,6 +22,7 @@ fn opts(version: (u32, u32, u32)) -> Options {
         experimental: false,
         nginx_version: version,
         allow_external_name: false,
+        global: Default::default(),
     }
 }
 

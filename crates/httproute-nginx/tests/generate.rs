@@ -39,6 +39,7 @@ fn opts(carrier: Carrier) -> Options {
         experimental: false,
         nginx_version: (1, 28, 0),
         allow_external_name: false,
+        global: Default::default(),
     }
 }
 

@@ -249,6 +249,7 @@ fn opts() -> Options {
         experimental: false,
         nginx_version: (1, 28, 0),
         allow_external_name: false,
+        global: Default::default(),
     }
 }
 
