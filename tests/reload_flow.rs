@@ -178,6 +178,20 @@ fn regenerate_and_reload_under_traffic() {
     };
 
     let mut reloads = 0usize;
+    // The httproute-nginx command next to this test's directory (a workspace build makes it),
+    // for rounds 1, 5, 9, ...: the library calls it makes are the other rounds'.
+    let command = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.parent()?.join("httproute-nginx")))
+        .filter(|c| c.exists());
+    if command.is_none() {
+        eprintln!(
+            "reload_flow: no target/*/httproute-nginx (cargo build --release -p httproute-nginx): \
+             every round through the library"
+        );
+    }
+    let version = common::nginx_version();
+    let mut commands = 0usize;
     let mut current = BACKENDS[0];
     for round in 1..=ROUNDS {
         let broken = round % 5 == 0;
@@ -216,7 +230,29 @@ fn regenerate_and_reload_under_traffic() {
         } else {
             assert!(generated.warnings.is_empty(), "{:?}", generated.warnings);
         }
-        if round % 2 == 0 {
+        if let (1, Some(command)) = (round % 4, &command) {
+            // The command itself: httproute-nginx apply ... --nginx NGINX.
+            drop(staged);
+            let out = std::process::Command::new(command)
+                .arg("apply")
+                .arg("-f")
+                .arg(&inputs[0])
+                .arg("-o")
+                .arg(&dir)
+                .arg("--module")
+                .arg(common::module_path())
+                .args(["--listen-address", "127.0.0.1", "--worker-processes", "2"])
+                .arg("--nginx-version")
+                .arg(format!("{}.{}.{}", version.0, version.1, version.2))
+                .args(map.iter().flat_map(|(k, v)| ["--backend".to_owned(), format!("{k}={v}")]))
+                .arg("--nginx")
+                .arg(&nginx_bin)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "round {round}: httproute-nginx apply: {err}");
+            commands += 1;
+        } else if round % 2 == 0 {
             // generate -o DIR, then nginx -p DIR/ -c nginx.conf -s reload.
             staged.commit().unwrap();
             let (ok, said) = gateway.signal("reload");
@@ -255,7 +291,8 @@ fn regenerate_and_reload_under_traffic() {
     assert!(t.bad.is_empty(), "{:#?}", t.bad);
     assert!(t.requests > ROUNDS * 2, "too little traffic: {}", t.requests);
     eprintln!(
-        "reload_flow: {} requests over {ROUNDS} rounds, {reloads} reloads, 0 failed",
+        "reload_flow: {} requests over {ROUNDS} rounds, {reloads} reloads ({commands} by the \
+         httproute-nginx command), 0 failed",
         t.requests
     );
     // The runtime files are NGINX's own: the pid file still names the master, the error log
