@@ -34,7 +34,8 @@ struct Input {
 #[derive(clap::Args)]
 struct Planning {
     /// The files of a TLS Secret: NAMESPACE/NAME=CERT.pem,KEY.pem; repeatable. Without it
-    /// a Secret is read from certs/NAMESPACE_NAME.crt and .key next to nginx.conf.
+    /// a Secret among the inputs is written to certs/NAMESPACE_NAME.crt and .key in the
+    /// run's generation (DIR/generations/N/) and read from there.
     #[arg(long = "certificate", value_parser = parse_certificate)]
     certificates: Vec<(String, (String, String))>,
     /// Generate Experimental-channel fields too (`retry`); without it they are warned
