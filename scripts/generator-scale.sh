@@ -157,7 +157,8 @@ run() {
   read -r secs kib <"$work/$name.time"
 }
 
-# generate NAME: generates from $work/NAME into $work/NAME.out; sets $secs, $kib.
+# generate NAME: generates from $work/NAME into $work/NAME.out (a new directory: its lists are
+# in generations/1/); sets $secs, $kib.
 generate() {
   run "$1" "$gen" generate -f "$work/$1" --backends "$work/$1.backends" -o "$work/$1.out" \
     --module "$module" --listen-address 127.0.0.1
@@ -174,7 +175,7 @@ g_secs=$secs g_kib=$kib
 run rules-t "$nginx" -p "$work/rules.out/" -c nginx.conf -t -q
 printf '%-12s %12s %14s %10s %12s\n' "" "input" "nginx.conf" "matches" "time / peak"
 printf '%-12s %12s %14s %10s %12s\n' generate "$(bytes "$work"/rules/*.yaml)" \
-  "$(bytes "$work/rules.out/nginx.conf")" "$(bytes "$work/rules.out/matches.json")" \
+  "$(bytes "$work/rules.out/nginx.conf")" "$(bytes "$work/rules.out/generations/1/matches.json")" \
   "${g_secs} s / $((g_kib / 1024)) MB"
 printf '%-12s %12s %14s %10s %12s\n' "nginx -t" "" "" "" "${secs} s / $((kib / 1024)) MB"
 fi
@@ -194,7 +195,7 @@ listens=$(grep -c '^        listen ' "$work/listeners.out/nginx.conf")
 printf '%-10s %10s %12s %8s %10s %8s %9s %16s %16s\n' routes input nginx.conf ratio matches servers listens \
   "generate" "nginx -t"
 printf '%-10s %10s %12s %8s %10s %8s %9s %16s %16s\n' "$listener_routes" "$input" "$conf" "${ratio}x" \
-  "$(bytes "$work/listeners.out/matches.json")" "$servers" "$listens" \
+  "$(bytes "$work/listeners.out/generations/1/matches.json")" "$servers" "$listens" \
   "${g_secs} s/$((g_kib / 1024)) MB" "${secs} s/$((kib / 1024)) MB"
 [ "$conf" -le $((20 * input)) ] || fail "nginx.conf is ${ratio}x the input (at most 20x)"
 # One server per hostname (and the catch-all), each listening on the 64 ports.
@@ -213,7 +214,7 @@ for n in $sizes; do
   generate "hosts-$n"
   us=$(echo "scale=1; $secs * 1000000 / $n" | bc)
   kb=$(echo "scale=2; $kib / $n" | bc)
-  bpr=$(echo "scale=1; $(bytes "$work/hosts-$n.out/nginx.conf" "$work/hosts-$n.out/matches.json") / $n" | bc)
+  bpr=$(echo "scale=1; $(bytes "$work/hosts-$n.out/nginx.conf" "$work/hosts-$n.out/generations/1/matches.json") / $n" | bc)
   ratios=-
   [ -z "$prev_us" ] || ratios="$(echo "scale=2; $us / $prev_us" | bc), $(echo "scale=2; $kb / $prev_kb" | bc)"
   printf '%8s %12s %10s %10s %12s %12s %14s %14s\n' "$n" "$(bytes "$work/hosts-$n"/*.yaml)" "$secs" \

@@ -1,7 +1,9 @@
 //! Configurations written by httproute-nginx for cluster states the happy path never has: a
 //! Service that does not exist, a Service without ready endpoints, a missing TLS Secret, and
 //! backends named only by DNS. Each must load in a real NGINX, and only the requests that need
-//! the missing piece may fail.
+//! the missing piece may fail. As root with `ip`, a pod in a network namespace the test makes
+//! (a veth pair, 198.18.0.0/15 addresses) answers through its EndpointSlice; without, that test
+//! says it is skipped.
 
 mod common;
 
@@ -271,4 +273,125 @@ fn a_listener_whose_secret_is_missing_refuses_handshakes_and_the_others_serve() 
     assert_eq!(https_status(port, "good.test"), Some(200));
     assert_eq!(https_status(port, "bad.test"), None);
     assert_eq!(https_status(port, "good.test"), Some(200));
+}
+
+/// A network namespace this test makes, with a veth pair to it: the host end
+/// `198.18.N.1/30`, the namespace end `198.18.N.2/30` (RFC 2544's benchmarking range, which no
+/// network routes), `lo` up inside. Removed (both ends with it) when dropped.
+struct Netns {
+    name: String,
+    pod: String,
+}
+
+impl Netns {
+    /// `None` (said on stderr) when not root, without `ip`, or when the kernel refuses.
+    fn new() -> Option<Netns> {
+        let root = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Uid:").map(str::to_owned)))
+            .and_then(|u| u.split_whitespace().next().map(|u| u == "0"))
+            .unwrap_or(false);
+        let pid = std::process::id();
+        let name = format!("hr-cluster-{pid}");
+        let n = pid % 250 + 1;
+        let ns = Netns { name: name.clone(), pod: format!("198.18.{n}.2") };
+        let ip = |args: &[&str]| {
+            std::process::Command::new("ip")
+                .args(args)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !root || !ip(&["netns", "add", &name]) {
+            eprintln!(
+                "cluster_states: skipped the EndpointSlice-in-a-namespace test: it needs root and \
+                 `ip` (iproute2) to make a network namespace"
+            );
+            return None;
+        }
+        let (host_end, ns_end) = (format!("hr{pid}a"), format!("hr{pid}b"));
+        let host_addr = format!("198.18.{n}.1/30");
+        let pod_addr = format!("{}/30", ns.pod);
+        let steps: [&[&str]; 7] = [
+            &["link", "add", &host_end, "type", "veth", "peer", "name", &ns_end],
+            &["link", "set", &ns_end, "netns", &name],
+            &["addr", "add", &host_addr, "dev", &host_end],
+            &["link", "set", &host_end, "up"],
+            &["-n", &name, "addr", "add", &pod_addr, "dev", &ns_end],
+            &["-n", &name, "link", "set", &ns_end, "up"],
+            &["-n", &name, "link", "set", "lo", "up"],
+        ];
+        for step in steps {
+            assert!(ip(step), "ip {}", step.join(" "));
+        }
+        Some(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // Deleting the namespace deletes its veth end, and with it the host end.
+        let _ = std::process::Command::new("ip").args(["netns", "del", &self.name]).status();
+    }
+}
+
+/// A pod NGINX run inside `ns`, listening on its address; stopped when dropped.
+struct Pod(std::process::Child);
+
+impl Drop for Pod {
+    fn drop(&mut self) {
+        let _ =
+            std::process::Command::new("kill").arg("-QUIT").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn slice_endpoints_answer_from_a_network_namespace() {
+    let Some(ns) = Netns::new() else { return };
+    let port = free_ports(1)[0];
+    let body =
+        format!("server {{ listen {}:8080; return 200 \"pod-in-ns $request_uri\\n\"; }}\n", ns.pod);
+    let p = Prefix::new_on("ns-pod", &body, &[], port);
+    // nginx -p DIR/ -c CONF inside the namespace (its address is there only).
+    let in_ns = || {
+        let mut c = std::process::Command::new("ip");
+        c.args(["netns", "exec", &ns.name])
+            .arg(common::nginx_binary())
+            .arg("-p")
+            .arg(format!("{}/", p.dir.display()))
+            .arg("-c")
+            .arg(&p.conf);
+        c
+    };
+    let t = in_ns().arg("-t").output().expect("nginx -t in the namespace");
+    assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    let pod = Pod(in_ns()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the pod's nginx in the namespace"));
+    // Reachable over the veth pair (the namespace's address, nothing beyond it).
+    let deadline = std::time::Instant::now() + common::patience();
+    while std::net::TcpStream::connect((ns.pod.as_str(), 8080)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the pod in {} never listened", ns.name);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let yaml = format!(
+        "{}{}{}{}",
+        GATEWAY.replace("PORT", &port.to_string()),
+        route(&[("/ok", "[{name: ok, port: 80}]")]),
+        service("ok", 80),
+        slice("ok", 8080, &[(&ns.pod, true), ("198.18.255.254", false)]),
+    );
+    let (gw, warnings) = gateway("ns-gw", &yaml, port, Vec::new());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // The slice's ready endpoint answers, through an upstream of it alone.
+    for i in 0..5 {
+        let (code, body) = status(&gw, &format!("/ok/{i}"));
+        assert_eq!((code, body.as_str()), (200, format!("pod-in-ns /ok/{i}\n").as_str()));
+    }
+    gw.finish();
+    drop(pod);
+    drop(ns);
 }

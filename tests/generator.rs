@@ -263,6 +263,7 @@ fn gateway(carrier: Carrier, map: &BackendMap, port: u16, tls_port: u16) -> Ngin
         experimental: false,
         nginx_version: common::nginx_version(),
         allow_external_name: false,
+        global: Default::default(),
     };
     let (generated, warnings) = httproute_nginx::generate(&[src], map, &opts).expect("generate");
     assert!(warnings.is_empty(), "{warnings:?}");

@@ -621,6 +621,7 @@ fuzz_target!(|input: Input| {
         nginx_version: (1, 28, 0),
         // Both reach policies: ExternalName refused (the default) and followed.
         allow_external_name: input.carrier >= 128,
+        global: Default::default(),
     };
     let plan =
         httproute_nginx::plan::plan(&inputs, &httproute_nginx::plan_options(&opts, &backends));

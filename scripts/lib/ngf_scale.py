@@ -102,8 +102,12 @@ def generate(routes):
                     str(base / "in" / "backends.txt"), "-o", str(out), "--module", MODULE,
                     "--listen-address", "127.0.0.1", "--nginx-version", version.group(1)],
                    check=True, capture_output=True)
-    conf = (out / "nginx.conf").read_text()
-    matches = out / "matches.json"
+    # A new output directory: its lists are generation 1's; the prefixes below get their own
+    # copy next to nginx.conf.
+    conf = (out / "nginx.conf").read_text().replace(
+        "http_matches_load generations/1/matches.json;", "http_matches_load matches.json;")
+    assert "http_matches_load matches.json;" in conf, "the generator's layout changed"
+    matches = out / "generations" / "1" / "matches.json"
     # The probe the reload waits for: a server of its own, its answer changed before each SIGHUP.
     probe = (f'    server {{ listen 127.0.0.1:{CONTROL}; '
              f'location = /generation {{ return 200 "@GEN@"; }} }}\n}}\n')

@@ -375,6 +375,7 @@ pub fn generator_options() -> httproute_nginx::Options {
         experimental: false,
         nginx_version: nginx_version(),
         allow_external_name: false,
+        global: Default::default(),
     }
 }
 

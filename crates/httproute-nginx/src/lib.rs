@@ -7,6 +7,10 @@
 //!   Gateway API step (the table in [`plan`]'s docs). [`plan::plan`] with [`plan_options`] is
 //!   the one planning generate and explain run;
 //! - [`emit`] writes `nginx.conf` (through the typed writer [`conf`]) and `matches.json`;
+//!   [`emit_global`] the operator's options in it (workers, access log, upstream keepalive);
+//! - [`output`] puts them in their directory for a running NGINX to reload (generations,
+//!   one rename; NGINX's pid, logs and temp files never touched); [`apply`] is the operator's
+//!   flow over it (`nginx -t`, then the reload);
 //! - [`conf_reader`] reads nginx.conf back the way NGINX does (for tests and fuzzing);
 //! - [`explain`] answers "which route serves this request, and why", from the request as
 //!   [`nginx_request`] says NGINX reads it (decoded, normalised path; validated host);
@@ -15,15 +19,19 @@
 
 #![forbid(unsafe_code)]
 
+pub mod apply;
 pub mod conf;
 pub mod conf_reader;
 pub mod emit;
+pub mod emit_global;
 pub mod explain;
 pub mod limits;
 mod message;
 pub mod model;
 pub mod nginx_check;
 pub mod nginx_request;
+pub mod output;
+mod path_check;
 pub mod plan;
 pub mod status;
 
@@ -31,6 +39,8 @@ use std::path::{Path, PathBuf};
 
 pub use emit::{Carrier, Options, Output};
 pub use message::escape_message;
+pub use output::write_dir;
+use path_check::check_path;
 pub use plan::BackendMap;
 
 /// Parses `NAMESPACE/NAME:PORT=HOST:PORT`.
@@ -69,24 +79,6 @@ pub fn read_backends(path: &Path, into: &mut BackendMap) -> Result<(), String> {
         into.insert(k, v);
     }
     Ok(())
-}
-
-/// A file path NGINX is to read (`--module`, `--certificate`): refused when it has a byte
-/// NGINX's configuration syntax gives a meaning (`;`, braces, quotes, `$`, `#`, white space,
-/// control characters) or is empty.
-fn check_path(option: &str, p: &str) -> Result<(), String> {
-    let bad = p.chars().find(|c| {
-        !(c.is_alphanumeric()
-            || matches!(c, '/' | '.' | '_' | '-' | '+' | '~' | '@' | ',' | '=' | ':' | '%'))
-    });
-    match bad {
-        _ if p.is_empty() => Err(format!("{option}: empty path")),
-        Some(c) => Err(format!(
-            "{option} {p:?}: the path has the character {c:?}; use a path of letters, digits \
-             and /._-+~@,=:%"
-        )),
-        None => Ok(()),
-    }
 }
 
 /// `--listen-address`: an IPv4 address, an IPv6 address in brackets, `*`, or a host name.
@@ -134,6 +126,7 @@ fn check_resolver(r: &str) -> Result<(), String> {
 pub fn check_options(opts: &Options, backends: &BackendMap) -> Result<Vec<String>, String> {
     let mut warnings = Vec::new();
     check_path("--module", &opts.module)?;
+    emit_global::check(&opts.global)?;
     if let Some(a) = &opts.listen_address {
         check_listen_address(a)?;
     }
@@ -297,45 +290,4 @@ pub fn resolv_conf_nameservers(text: &str) -> Vec<String> {
             }
         })
         .collect()
-}
-
-/// Writes a file readable by its owner only (keys among them).
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    o.open(path)?.write_all(bytes)
-}
-
-/// Writes the output directory all at once: a complete sibling directory is renamed into
-/// place, so DIR is never half-written.
-pub fn write_dir(dir: &Path, out: &Output) -> std::io::Result<()> {
-    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let name =
-        dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(tmp.join("logs"))?;
-    std::fs::create_dir_all(tmp.join("tmp"))?;
-    std::fs::write(tmp.join("nginx.conf"), &out.nginx_conf)?;
-    std::fs::write(tmp.join("matches.json"), &out.matches_json)?;
-    for (rel, bytes) in &out.files {
-        let path = tmp.join(rel);
-        if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d)?;
-        }
-        write_private(&path, bytes)?;
-    }
-    if dir.exists() {
-        let old = parent.join(format!(".{name}.old-{}", std::process::id()));
-        std::fs::rename(dir, &old)?;
-        std::fs::rename(&tmp, dir)?;
-        std::fs::remove_dir_all(&old)?;
-    } else {
-        std::fs::rename(&tmp, dir)?;
-    }
-    Ok(())
 }

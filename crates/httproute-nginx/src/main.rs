@@ -1,6 +1,6 @@
 //! The `httproute-nginx` command.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -34,7 +34,8 @@ struct Input {
 #[derive(clap::Args)]
 struct Planning {
     /// The files of a TLS Secret: NAMESPACE/NAME=CERT.pem,KEY.pem; repeatable. Without it
-    /// a Secret is read from certs/NAMESPACE_NAME.crt and .key next to nginx.conf.
+    /// a Secret among the inputs is written to certs/NAMESPACE_NAME.crt and .key in the
+    /// run's generation (DIR/generations/N/) and read from there.
     #[arg(long = "certificate", value_parser = parse_certificate)]
     certificates: Vec<(String, (String, String))>,
     /// Generate Experimental-channel fields too (`retry`); without it they are warned
@@ -53,34 +54,67 @@ struct Planning {
     allow_external_name: bool,
 }
 
+/// What `generate` and `apply` write, and where.
+#[derive(clap::Args)]
+struct Writing {
+    #[command(flatten)]
+    input: Input,
+    #[command(flatten)]
+    planning: Planning,
+    /// The directory NGINX runs in (`nginx -p DIR/ -c nginx.conf`): nginx.conf is replaced by
+    /// a rename, its files go to DIR/generations/N/, and NGINX's logs/ and tmp/ (pid file,
+    /// logs) are created when missing and never touched.
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+    /// The `load_module` path of ngx_http_matches_module.
+    #[arg(long, default_value = "modules/ngx_http_matches_module.so")]
+    module: String,
+    /// How match lists reach the module.
+    #[arg(long, value_enum, default_value_t = Carrier::Preload)]
+    carrier: Carrier,
+    /// Listen on this address only (default: all addresses): IPv4, [IPv6] or a host name.
+    #[arg(long, value_parser = parse_listen_address)]
+    listen_address: Option<String>,
+    /// A DNS server for backends named by DNS (cluster Service names, ExternalName
+    /// Services): ADDRESS[:PORT]; repeatable. Default: the nameservers of /etc/resolv.conf.
+    #[arg(long = "resolver", value_parser = parse_resolver)]
+    resolvers: Vec<String>,
+    /// Also write the Gateway API status (conditions of every Gateway, listener and
+    /// HTTPRoute parentRef) to this file, as YAML. A refused run leaves it as it was (the
+    /// configuration it describes is still the one in place) and says so on stderr.
+    #[arg(long = "status")]
+    status: Option<PathBuf>,
+    #[command(flatten)]
+    process: Process,
+}
+
+/// The NGINX process's options (as NGF's NginxProxy offers them).
+#[derive(clap::Args)]
+struct Process {
+    /// `worker_processes`: auto (one per CPU) or 1-1024.
+    #[arg(long, value_parser = httproute_nginx::emit_global::parse_workers, default_value = "auto")]
+    worker_processes: httproute_nginx::emit_global::Workers,
+    /// `worker_connections` of each worker, 1-65535.
+    #[arg(long, default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..=65535))]
+    worker_connections: u32,
+    /// The access log: a file (relative to DIR unless absolute) or `off`.
+    #[arg(long, default_value = "logs/access.log")]
+    access_log: String,
+    /// Idle connections to the backends of each upstream that each worker keeps open for
+    /// the next requests (`keepalive`); 0: a new connection per request.
+    #[arg(long, default_value_t = httproute_nginx::emit_global::DEFAULT_KEEPALIVE)]
+    upstream_keepalive: u32,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Write DIR/nginx.conf and DIR/matches.json (and logs/, tmp/): `nginx -p DIR -c nginx.conf`.
+    /// Write DIR/nginx.conf and its files; the NGINX running from DIR can be reloaded at any
+    /// time (`nginx -p DIR/ -c nginx.conf -s reload`), it reads one configuration whole.
+    /// Start it once with `nginx -p DIR/ -c nginx.conf`.
     Generate {
         #[command(flatten)]
-        input: Input,
-        #[command(flatten)]
-        planning: Planning,
-        /// The output directory (replaced as a whole).
-        #[arg(short = 'o', long = "output")]
-        output: PathBuf,
-        /// The `load_module` path of ngx_http_matches_module.
-        #[arg(long, default_value = "modules/ngx_http_matches_module.so")]
-        module: String,
-        /// How match lists reach the module.
-        #[arg(long, value_enum, default_value_t = Carrier::Preload)]
-        carrier: Carrier,
-        /// Listen on this address only (default: all addresses): IPv4, [IPv6] or a host name.
-        #[arg(long, value_parser = parse_listen_address)]
-        listen_address: Option<String>,
-        /// A DNS server for backends named by DNS (cluster Service names, ExternalName
-        /// Services): ADDRESS[:PORT]; repeatable. Default: the nameservers of /etc/resolv.conf.
-        #[arg(long = "resolver", value_parser = parse_resolver)]
-        resolvers: Vec<String>,
-        /// Also write the Gateway API status (conditions of every Gateway, listener and
-        /// HTTPRoute parentRef) to this file, as YAML.
-        #[arg(long = "status")]
-        status: Option<PathBuf>,
+        writing: Writing,
         /// Check the output with this NGINX binary (`NGINX -t`, in a scratch directory beside
         /// DIR) before DIR is written. A directive of a tenant's object that NGINX refuses
         /// leaves that object (its rule, or its match) out, with a condition in the status,
@@ -88,6 +122,18 @@ enum Command {
         /// own lines, or past that bound, exits 1 and leaves DIR as it was.
         #[arg(long = "nginx")]
         nginx: Option<PathBuf>,
+    },
+    /// `generate`, then `nginx -t` on the new configuration before it is put in place, then
+    /// a reload of the NGINX running from DIR. When the check fails the configuration in
+    /// place stays (the refused one is left as DIR/nginx.conf.rejected) and the exit is 1.
+    Apply {
+        #[command(flatten)]
+        writing: Writing,
+        /// The nginx binary that runs DIR's configuration: it checks the output first as
+        /// `generate --nginx` does (a tenant's object it refuses is left out, with a
+        /// condition), then the configuration in place, and is signalled.
+        #[arg(long = "nginx", default_value = "nginx")]
+        nginx: PathBuf,
     },
     /// Show which route, rule and match serve a request, and why.
     Explain {
@@ -191,58 +237,137 @@ fn options(p: Planning) -> Options {
         experimental: p.experimental,
         nginx_version: p.nginx_version,
         allow_external_name: p.allow_external_name,
+        global: Default::default(),
     }
+}
+
+/// A `generate` or `apply` run up to its configuration staged in DIR (not yet in place).
+struct Run {
+    staged: httproute_nginx::output::Staged,
+    /// The status file and its text, written once the configuration is in place.
+    status: Option<(PathBuf, String)>,
+    dir: PathBuf,
+}
+
+/// Generates and stages the configuration ([`httproute_nginx::apply::stage`]).
+fn stage(w: Writing, check: Option<&Path>) -> Result<Run, String> {
+    let Writing {
+        input,
+        planning,
+        output,
+        module,
+        carrier,
+        listen_address,
+        mut resolvers,
+        status,
+        process,
+    } = w;
+    let map = backends(&input)?;
+    if resolvers.is_empty() {
+        resolvers = std::fs::read_to_string("/etc/resolv.conf")
+            .map(|t| httproute_nginx::resolv_conf_nameservers(&t))
+            .unwrap_or_default();
+    }
+    let global = httproute_nginx::emit_global::Global {
+        worker_processes: process.worker_processes,
+        worker_connections: process.worker_connections,
+        access_log: httproute_nginx::emit_global::parse_access_log(&process.access_log),
+        keepalive: process.upstream_keepalive,
+        files_dir: None,
+    };
+    let opts = Options { module, carrier, listen_address, resolvers, global, ..options(planning) };
+    let (staged, generated) =
+        httproute_nginx::apply::stage(&output, &input.files, &map, opts, status.is_some(), check)?;
+    for w in &generated.warnings {
+        eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));
+    }
+    let status = status.map(|f| (f, httproute_nginx::status::yaml(&generated.status)));
+    Ok(Run { staged, status, dir: output })
+}
+
+/// [`stage`], or `None` when the run is refused: then the error, and that nothing was
+/// written (the directory and the status file are as the last run left them), are on stderr.
+fn stage_or_refuse(w: Writing, check: Option<&Path>) -> Option<Run> {
+    let dir = w.output.display().to_string();
+    let status = w.status.as_ref().map(|f| format!(" and the status file {}", f.display()));
+    match stage(w, check) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("httproute-nginx: error: {}", httproute_nginx::escape_message(&e));
+            refused(&dir, status.as_deref());
+            None
+        }
+    }
+}
+
+/// Says on stderr that a run wrote nothing.
+fn refused(dir: &str, status: Option<&str>) {
+    let m = format!(
+        "the run is refused, nothing was written: {dir}{} are as the last run left them",
+        status.unwrap_or_default()
+    );
+    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
+}
+
+/// Writes the status file by a rename (a reader sees the old file or the new one).
+fn write_status(status: Option<(PathBuf, String)>) -> Result<(), String> {
+    if let Some((f, yaml)) = status {
+        httproute_nginx::output::replace(&f, yaml.as_bytes(), false)
+            .map_err(|e| format!("{}: {e}", f.display()))?;
+    }
+    Ok(())
 }
 
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
-        Command::Generate {
-            input,
-            planning,
-            output,
-            module,
-            carrier,
-            listen_address,
-            mut resolvers,
-            status,
-            nginx,
-        } => {
-            let map = backends(&input)?;
-            if resolvers.is_empty() {
-                resolvers = std::fs::read_to_string("/etc/resolv.conf")
-                    .map(|t| httproute_nginx::resolv_conf_nameservers(&t))
-                    .unwrap_or_default();
-            }
-            let opts = Options { module, carrier, listen_address, resolvers, ..options(planning) };
-            let tree = httproute_nginx::emit::Tree::Drop;
-            let generated = match &nginx {
-                None => httproute_nginx::generate_all_with(
-                    &input.files,
-                    &map,
-                    &opts,
-                    tree,
-                    status.is_some(),
-                )?,
-                Some(nginx) => httproute_nginx::generate_checked(
-                    &input.files,
-                    &map,
-                    &opts,
-                    tree,
-                    status.is_some(),
-                    nginx,
-                    &output,
-                )?,
+        Command::Generate { writing, nginx } => {
+            let Some(Run { staged, status, .. }) = stage_or_refuse(writing, nginx.as_deref())
+            else {
+                return Ok(ExitCode::FAILURE);
             };
-            for w in &generated.warnings {
-                eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));
-            }
-            httproute_nginx::write_dir(&output, &generated.output)
-                .map_err(|e| format!("{}: {e}", output.display()))?;
-            if let Some(f) = status {
-                let yaml = httproute_nginx::status::yaml(&generated.status);
-                std::fs::write(&f, yaml).map_err(|e| format!("{}: {e}", f.display()))?;
-            }
+            staged.commit().map_err(|e| e.to_string())?;
+            write_status(status)?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Apply { writing, nginx } => {
+            let Some(Run { staged, status, dir }) = stage_or_refuse(writing, Some(&nginx)) else {
+                return Ok(ExitCode::FAILURE);
+            };
+            use httproute_nginx::apply::{Applied, check_and_reload};
+            match check_and_reload(staged, &dir, &nginx)? {
+                Applied::Rejected { kept, nginx_said } => {
+                    eprint!("{nginx_said}");
+                    eprintln!(
+                        "httproute-nginx: error: nginx -t refused the new configuration (kept as {})",
+                        kept.display()
+                    );
+                    let s = status
+                        .as_ref()
+                        .map(|(f, _)| format!(" and the status file {}", f.display()));
+                    let m = format!(
+                        "the run is refused: {}/nginx.conf, its files and the running \
+                         configuration{} are as the last run left them",
+                        dir.display(),
+                        s.unwrap_or_default()
+                    );
+                    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
+                    Ok(ExitCode::FAILURE)
+                }
+                Applied::NotRunning => {
+                    write_status(status)?;
+                    eprintln!(
+                        "httproute-nginx: {0}/nginx.conf written and checked; no NGINX runs from \
+                         {0} (no pid in logs/nginx.pid): start it with {1} -p {0}/ -c nginx.conf",
+                        dir.display(),
+                        nginx.display()
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                Applied::Reloaded => {
+                    write_status(status)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
         }
         Command::Explain { input, planning, method, host, path, port, headers, query } => {
             let map = backends(&input)?;

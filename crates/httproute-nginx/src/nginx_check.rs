@@ -110,7 +110,8 @@ fn check_loop(
     loop {
         let output = emit_dropping(plan, opts, tree, &drops)?;
         let _ = std::fs::remove_dir_all(scratch);
-        crate::write_dir(scratch, &output).map_err(|e| format!("{}: {e}", scratch.display()))?;
+        crate::output::write_dir(scratch, &output)
+            .map_err(|e| format!("{}: {e}", scratch.display()))?;
         link_relative_module(&opts.module, out_dir, scratch);
         let stderr = match nginx_test(nginx, scratch) {
             Ok(()) => return Ok(Checked { output, refused: drops }),

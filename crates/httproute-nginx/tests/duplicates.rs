@@ -2,26 +2,19 @@
 //! later one is refused with a warning naming both places (file, document, List item), it does
 //! not serve, and the status has one entry for the name. Golden files in tests/data/duplicates.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use httproute_nginx::model::{Inputs, load_text};
-use httproute_nginx::{BackendMap, Carrier, Options, generate_all};
+use httproute_nginx::{BackendMap, Options, generate_all};
 
 fn data(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
 }
 
 fn opts() -> Options {
-    Options {
-        module: "modules/ngx_http_matches_module.so".into(),
-        carrier: Carrier::Preload,
-        listen_address: None,
-        certificates: Default::default(),
-        resolvers: vec!["127.0.0.1:53".into()],
-        experimental: false,
-        nginx_version: (1, 28, 0),
-        allow_external_name: false,
-    }
+    common::options()
 }
 
 /// `UPDATE_GOLDEN=1 cargo test -p httproute-nginx --test duplicates` rewrites the expected files.

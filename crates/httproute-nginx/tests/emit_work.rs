@@ -3,23 +3,16 @@
 //! at 2x its size. Work is counted (`emit::Work`: passes, objects written for, candidates
 //! looked at), never timed.
 
+mod common;
+
 use std::path::Path;
 
 use httproute_nginx::model::{Inputs, load_text};
 use httproute_nginx::plan::{Loc, PlanOptions, plan};
-use httproute_nginx::{BackendMap, Carrier, Options};
+use httproute_nginx::{BackendMap, Options};
 
 fn opts() -> Options {
-    Options {
-        module: "modules/ngx_http_matches_module.so".into(),
-        carrier: Carrier::Preload,
-        listen_address: None,
-        certificates: Default::default(),
-        resolvers: vec!["127.0.0.1:53".into()],
-        experimental: false,
-        nginx_version: (1, 28, 0),
-        allow_external_name: false,
-    }
+    common::options()
 }
 
 /// Tenant `a`'s one route, and tenant `b`'s `n` routes of two rules: one with two Exact

@@ -37,6 +37,9 @@ pub struct Options {
     /// Follow ExternalName Services (`--allow-external-name`; planning's
     /// `PlanOptions::allow_external_name`).
     pub allow_external_name: bool,
+    /// Workers, access log, upstream keepalive, where nginx.conf's files live
+    /// ([`crate::emit_global`]).
+    pub global: crate::emit_global::Global,
 }
 
 pub struct Output {
@@ -46,6 +49,8 @@ pub struct Output {
     /// [`Tree::Drop`].
     pub tree: Vec<Stmt>,
     pub matches_json: String,
+    /// Where nginx.conf reads `matches_json` from, relative to it.
+    pub matches_file: String,
     /// Other files, by path relative to nginx.conf (certificates and keys from Secrets).
     pub files: BTreeMap<String, Vec<u8>>,
     /// What the configuration cannot do (on top of the plan's warnings).

@@ -14,7 +14,8 @@ pub(super) fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &m
         out.push(d("ssl_reject_handshake").code("on").into());
     }
     for c in &server.certificates {
-        let (crt, key) = opts.certificates.get(c).cloned().unwrap_or_else(|| certificate_files(c));
+        let (crt, key) =
+            opts.certificates.get(c).cloned().unwrap_or_else(|| certificate_files(opts, c));
         out.push(
             d("ssl_certificate")
                 .arg(quoted("certificate file (--certificate, Secret)", crt))
@@ -38,7 +39,8 @@ pub(super) fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &m
 }
 
 /// Where a Secret's certificate and key are expected, relative to nginx.conf.
-pub(super) fn certificate_files(secret: &str) -> (String, String) {
+pub(super) fn certificate_files(opts: &Options, secret: &str) -> (String, String) {
     let file = secret.replace('/', "_");
-    (format!("certs/{file}.crt"), format!("certs/{file}.key"))
+    let at = |ext| crate::emit_global::file(&opts.global, &format!("certs/{file}.{ext}"));
+    (at("crt"), at("key"))
 }

@@ -23,6 +23,7 @@ pub fn options() -> Options {
         experimental: false,
         nginx_version: (1, 28, 0),
         allow_external_name: false,
+        global: Default::default(),
     }
 }
 

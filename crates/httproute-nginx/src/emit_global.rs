@@ -1,0 +1,136 @@
+//! What the operator's options write outside the routes: the worker processes and
+//! connections, the access log, keepalive in every upstream, and where the files nginx.conf
+//! reads (matches.json, Secrets' certificates) live relative to it. [`crate::emit`] calls
+//! these where it writes the top of nginx.conf, the `http` block's first lines and each
+//! `upstream`; nothing here depends on the routes.
+
+use crate::conf::{Directive, Node};
+
+/// `worker_processes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workers {
+    /// One per CPU (NGINX's `auto`).
+    Auto,
+    /// This many (1-1024, NGINX's `NGX_MAX_PROCESSES`).
+    Count(u16),
+}
+
+/// `access_log`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessLog {
+    Off,
+    /// A file, relative to the prefix (`nginx -p`) unless absolute.
+    Path(String),
+}
+
+/// The options of the NGINX process and its connections (`--worker-processes`,
+/// `--worker-connections`, `--access-log`, `--upstream-keepalive`), and the directory of the
+/// files nginx.conf reads (chosen by [`crate::output`] for a generation, none in tests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Global {
+    pub worker_processes: Workers,
+    /// `worker_connections` (1-65535, as NGF's NginxProxy `workerConnections`).
+    pub worker_connections: u32,
+    pub access_log: AccessLog,
+    /// `keepalive N` in every `upstream`: idle connections to the backends each worker
+    /// keeps; 0 writes none (a new connection per request).
+    pub keepalive: u32,
+    /// The directory, relative to nginx.conf, that `matches.json` and `certs/` are written
+    /// to and read from; `None`: next to nginx.conf.
+    pub files_dir: Option<String>,
+}
+
+/// Idle connections per upstream and worker by default: NGF's default (`keepalive 16`).
+pub const DEFAULT_KEEPALIVE: u32 = 16;
+
+impl Default for Global {
+    fn default() -> Global {
+        Global {
+            worker_processes: Workers::Auto,
+            worker_connections: 1024,
+            access_log: AccessLog::Path("logs/access.log".into()),
+            keepalive: DEFAULT_KEEPALIVE,
+            files_dir: None,
+        }
+    }
+}
+
+/// Parses `--worker-processes`: `auto` or 1-1024.
+pub fn parse_workers(s: &str) -> Result<Workers, String> {
+    if s == "auto" {
+        return Ok(Workers::Auto);
+    }
+    match s.parse::<u16>() {
+        Ok(n @ 1..=1024) => Ok(Workers::Count(n)),
+        _ => Err(format!("{s:?}: expected auto or a number of processes 1-1024")),
+    }
+}
+
+/// Parses `--access-log`: `off` or a file.
+pub fn parse_access_log(s: &str) -> AccessLog {
+    if s == "off" { AccessLog::Off } else { AccessLog::Path(s.to_owned()) }
+}
+
+/// `worker_processes`.
+pub fn worker_processes(g: &Global) -> Node {
+    let d = Directive::new("worker_processes");
+    match g.worker_processes {
+        Workers::Auto => d.code("auto"),
+        Workers::Count(n) => d.code(n.to_string()),
+    }
+    .into()
+}
+
+/// `events { worker_connections N; }`.
+pub fn events(g: &Global) -> Node {
+    Directive::new("events")
+        .block(vec![
+            Directive::new("worker_connections").code(g.worker_connections.to_string()).into(),
+        ])
+        .into()
+}
+
+/// `access_log`.
+pub fn access_log(g: &Global) -> Node {
+    let d = Directive::new("access_log");
+    match &g.access_log {
+        AccessLog::Off => d.code("off"),
+        AccessLog::Path(p) => d.data("--access-log", p.clone()),
+    }
+    .into()
+}
+
+/// What an `upstream` block gets after its servers: `keepalive N`, unless it is 0.
+pub fn upstream_tail(g: &Global) -> Option<Node> {
+    (g.keepalive > 0).then(|| Directive::new("keepalive").code(g.keepalive.to_string()).into())
+}
+
+/// `path` (relative to the files directory) relative to nginx.conf.
+pub fn file(g: &Global, path: &str) -> String {
+    match &g.files_dir {
+        Some(dir) => format!("{dir}/{path}"),
+        None => path.to_owned(),
+    }
+}
+
+/// The match lists' file, relative to nginx.conf.
+pub fn matches_file(g: &Global) -> String {
+    file(g, "matches.json")
+}
+
+/// Checks what NGINX would refuse or misread: the access log's path as any path given on
+/// the command line (see `crate::check_options`), worker connections 1-65535.
+pub fn check(g: &Global) -> Result<(), String> {
+    if let AccessLog::Path(p) = &g.access_log {
+        crate::path_check::check_path("--access-log", p)?;
+    }
+    if !(1..=65535).contains(&g.worker_connections) {
+        return Err(format!("--worker-connections {}: expected 1-65535", g.worker_connections));
+    }
+    if let Workers::Count(n) = g.worker_processes
+        && !(1..=1024).contains(&n)
+    {
+        return Err(format!("--worker-processes {n}: expected auto or 1-1024"));
+    }
+    Ok(())
+}

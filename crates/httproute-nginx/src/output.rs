@@ -1,0 +1,358 @@
+//! Writing a configuration into its directory so that the NGINX running from it can be
+//! reloaded at any moment, and is never given half of one configuration and half of another.
+//!
+//! The directory (`-o DIR`, NGINX's prefix `nginx -p DIR -c nginx.conf`):
+//!
+//! - `nginx.conf`: the configuration; a new one is written beside it and renamed over it, as
+//!   the last step, so a reload reads the old file or the new one, whole;
+//! - `generations/N/`: the files of configuration N (`matches.json`, `certs/`), which its
+//!   nginx.conf names (`http_matches_load generations/N/matches.json`). A generation is
+//!   written completely before its nginx.conf is renamed into place and never changed after,
+//!   so a reload that reads nginx.conf N reads N's lists and certificates, even if another
+//!   run writes N+1 meanwhile. The generation before the current one is kept (a reload may be
+//!   reading it), older ones are removed;
+//! - `logs/`, `tmp/`: NGINX's own (pid file, logs, temp files). Created when missing, never
+//!   removed, replaced or written to.
+//!
+//! [`Reservation`] takes the next generation number before the configuration is made (its
+//! nginx.conf names it), [`Reservation::stage`] writes everything but nginx.conf's rename
+//! (`nginx -t` can check the staged file: [`Staged::conf`]), [`Staged::commit`] renames.
+//! Dropping either before the commit removes what it wrote. One run at a time per directory.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::emit::Output;
+
+/// The directory of the generations, in DIR.
+pub const GENERATIONS: &str = "generations";
+
+/// The runtime directories NGINX writes in (created when missing, never touched again).
+pub const RUNTIME_DIRS: [&str; 2] = ["logs", "tmp"];
+
+/// A generation number taken in DIR: its directory exists (empty) until [`Reservation::stage`]
+/// fills it; dropped unstaged, it is removed.
+pub struct Reservation {
+    dir: PathBuf,
+    number: u64,
+    done: bool,
+    /// `dir` did not exist before: a run that writes nothing leaves none.
+    fresh: bool,
+}
+
+impl Reservation {
+    /// Takes the number after the highest generation in `dir` (1 in a new directory): its
+    /// directory is created with `create_dir`, so two runs cannot take the same one.
+    pub fn take(dir: &Path) -> std::io::Result<Reservation> {
+        let root = dir.join(GENERATIONS);
+        let fresh = !dir.exists();
+        std::fs::create_dir_all(&root)?;
+        let mut number = generations(&root)?.last().map_or(1, |n| n + 1);
+        loop {
+            match std::fs::create_dir(root.join(number.to_string())) {
+                Ok(()) => {
+                    return Ok(Reservation { dir: dir.to_owned(), number, done: false, fresh });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => number += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The generation's directory relative to nginx.conf: what
+    /// [`crate::emit_global::Global::files_dir`] must be for the configuration written here.
+    pub fn files_dir(&self) -> String {
+        format!("{GENERATIONS}/{}", self.number)
+    }
+
+    /// Writes `out` (made with [`Reservation::files_dir`]) except the final rename: the
+    /// generation's files, and nginx.conf beside the current one.
+    pub fn stage(mut self, out: &Output) -> std::io::Result<Staged> {
+        let files_dir = self.files_dir();
+        if !out.matches_file.starts_with(&format!("{files_dir}/")) {
+            return Err(std::io::Error::other(format!(
+                "generator bug: the configuration reads {}, not from {files_dir}",
+                out.matches_file
+            )));
+        }
+        let staged = stage(&self.dir, out, Some(self.number))?;
+        self.done = true;
+        Ok(staged)
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if !self.done {
+            let root = self.dir.join(GENERATIONS);
+            let _ = std::fs::remove_dir_all(root.join(self.number.to_string()));
+            if self.fresh {
+                // Not recursive: only what this run made, and only if nothing else is there.
+                let _ = std::fs::remove_dir(&root);
+                let _ = std::fs::remove_dir(&self.dir);
+            }
+        }
+    }
+}
+
+/// A configuration written but not yet in place: [`Staged::commit`] renames its nginx.conf
+/// over the current one; dropped uncommitted, its files are removed and the current
+/// configuration stays as it was.
+pub struct Staged {
+    dir: PathBuf,
+    conf: PathBuf,
+    generation: Option<u64>,
+    done: bool,
+}
+
+impl Staged {
+    /// The staged nginx.conf, in DIR (so relative paths in it resolve as in nginx.conf):
+    /// `nginx -t -p DIR/ -c` this file checks exactly what [`Staged::commit`] puts in place.
+    pub fn conf(&self) -> &Path {
+        &self.conf
+    }
+
+    /// Puts the configuration in place (one rename), then removes the generations older than
+    /// the one it replaces.
+    pub fn commit(mut self) -> std::io::Result<()> {
+        std::fs::rename(&self.conf, self.dir.join("nginx.conf"))?;
+        self.done = true;
+        sync_dir(&self.dir);
+        prune(&self.dir.join(GENERATIONS), self.generation)
+    }
+
+    /// Leaves the current configuration in place and keeps the staged nginx.conf as
+    /// `nginx.conf.rejected` (for its line numbers in `nginx -t`'s message); its generation's
+    /// files are removed.
+    pub fn reject(mut self) -> std::io::Result<PathBuf> {
+        let to = self.dir.join("nginx.conf.rejected");
+        std::fs::rename(&self.conf, &to)?;
+        self.done = true;
+        self.remove_generation();
+        Ok(to)
+    }
+
+    fn remove_generation(&self) {
+        if let Some(n) = self.generation {
+            let _ = std::fs::remove_dir_all(self.dir.join(GENERATIONS).join(n.to_string()));
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.conf);
+            self.remove_generation();
+        }
+    }
+}
+
+/// Writes `out` into `dir` and puts it in place ([`Reservation`] for a configuration that names
+/// a generation, else its files are each replaced by a rename next to nginx.conf). The runtime
+/// directories are created when missing and never touched.
+pub fn write_dir(dir: &Path, out: &Output) -> std::io::Result<()> {
+    stage(dir, out, None)?.commit()
+}
+
+/// Everything of `out` but nginx.conf's rename.
+fn stage(dir: &Path, out: &Output, generation: Option<u64>) -> std::io::Result<Staged> {
+    std::fs::create_dir_all(dir)?;
+    for d in RUNTIME_DIRS {
+        std::fs::create_dir_all(dir.join(d))?;
+    }
+    let conf = dir.join(format!(".nginx.conf.new-{}", std::process::id()));
+    let staged = Staged { dir: dir.to_owned(), conf, generation, done: false };
+    replace(&dir.join(&out.matches_file), out.matches_json.as_bytes(), false)?;
+    for (rel, bytes) in &out.files {
+        replace(&dir.join(rel), bytes, true)?;
+    }
+    if let Some(g) = dir.join(&out.matches_file).parent() {
+        sync_dir(g);
+    }
+    let _ = std::fs::remove_file(&staged.conf);
+    write_new(&staged.conf, out.nginx_conf.as_bytes(), false)?;
+    Ok(staged)
+}
+
+/// `path` with `bytes`, by a rename of a file written and synced beside it (mode 0600 when
+/// `private`: keys).
+pub fn replace(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = parent.join(format!(".{name}.new-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    if let Err(e) = write_new(&tmp, bytes, private).and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// A new file (refused if it exists), written and synced.
+fn write_new(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    if private {
+        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    }
+    let mut f = o.open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+/// Syncs a directory's entries (renames in it) where the platform allows it.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// The generation numbers in `root`, ascending (other names are ignored).
+fn generations(root: &Path) -> std::io::Result<Vec<u64>> {
+    let mut out: Vec<u64> = std::fs::read_dir(root)?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// After generation `current` is in place (`None`: a configuration without one): keeps it and
+/// the newest complete generation before it (the configuration it replaced, which a reload
+/// may be reading), and removes the older ones. Generations after `current` (another run's)
+/// are left alone.
+fn prune(root: &Path, current: Option<u64>) -> std::io::Result<()> {
+    let Ok(all) = generations(root) else { return Ok(()) };
+    let before: Vec<u64> = all.into_iter().filter(|n| current.is_none_or(|c| *n < c)).collect();
+    let previous =
+        before.iter().rev().find(|n| root.join(n.to_string()).join("matches.json").exists());
+    for n in &before {
+        if Some(n) != previous {
+            std::fs::remove_dir_all(root.join(n.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(files_dir: Option<&str>, text: &str) -> Output {
+        let g = crate::emit_global::Global {
+            files_dir: files_dir.map(str::to_owned),
+            ..Default::default()
+        };
+        Output {
+            nginx_conf: format!("# {text}\n"),
+            tree: Vec::new(),
+            matches_json: format!("{{\"{text}\":[]}}\n"),
+            matches_file: crate::emit_global::matches_file(&g),
+            files: [(crate::emit_global::file(&g, "certs/a.key"), text.as_bytes().to_vec())].into(),
+            warnings: Vec::new(),
+            dropped: Vec::new(),
+            work: Default::default(),
+            lines: Vec::new(),
+            units: Vec::new(),
+        }
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("hr-output-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn generations_replace_the_configuration_and_keep_the_runtime_files() {
+        let dir = scratch("gen");
+        for round in 1..=5u64 {
+            // NGINX's own files, as a running NGINX has them.
+            if round > 1 {
+                std::fs::write(dir.join("logs/nginx.pid"), "42\n").unwrap();
+                let mut log = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(dir.join("logs/error.log"))
+                    .unwrap();
+                writeln!(log, "round {round}").unwrap();
+            }
+            let r = Reservation::take(&dir).unwrap();
+            assert_eq!(r.files_dir(), format!("generations/{round}"));
+            let out = output(Some(&r.files_dir()), &format!("r{round}"));
+            r.stage(&out).unwrap().commit().unwrap();
+            assert_eq!(std::fs::read_to_string(dir.join("nginx.conf")).unwrap(), out.nginx_conf);
+            let g = dir.join(format!("generations/{round}"));
+            assert_eq!(std::fs::read_to_string(g.join("matches.json")).unwrap(), out.matches_json);
+            let want: Vec<String> =
+                (round.saturating_sub(1).max(1)..=round).map(|n| n.to_string()).collect();
+            assert_eq!(names(&dir.join("generations")), want, "round {round}");
+            if round > 1 {
+                assert_eq!(std::fs::read_to_string(dir.join("logs/nginx.pid")).unwrap(), "42\n");
+                let log = std::fs::read_to_string(dir.join("logs/error.log")).unwrap();
+                assert_eq!(log.lines().count() as u64, round - 1, "{log}");
+            }
+            // Nothing else is left beside nginx.conf (no temporary file).
+            assert_eq!(names(&dir), ["generations", "logs", "nginx.conf", "tmp"]);
+        }
+        use std::os::unix::fs::PermissionsExt as _;
+        let key = dir.join("generations/5/certs/a.key");
+        assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_abandoned_or_rejected_generation_leaves_the_current_one() {
+        let dir = scratch("abandon");
+        let r = Reservation::take(&dir).unwrap();
+        let first = output(Some(&r.files_dir()), "first");
+        r.stage(&first).unwrap().commit().unwrap();
+        // A run that fails before it writes: its number is given back.
+        drop(Reservation::take(&dir).unwrap());
+        assert_eq!(names(&dir.join("generations")), ["1"]);
+        // A run refused after staging (nginx -t failed).
+        let r = Reservation::take(&dir).unwrap();
+        let bad = output(Some(&r.files_dir()), "bad");
+        let rejected = r.stage(&bad).unwrap().reject().unwrap();
+        assert_eq!(std::fs::read_to_string(rejected).unwrap(), bad.nginx_conf);
+        // A run dropped after staging (an error before the check).
+        let r = Reservation::take(&dir).unwrap();
+        let other = output(Some(&r.files_dir()), "other");
+        drop(r.stage(&other).unwrap());
+        assert_eq!(std::fs::read_to_string(dir.join("nginx.conf")).unwrap(), first.nginx_conf);
+        assert_eq!(names(&dir.join("generations")), ["1"]);
+        assert_eq!(
+            names(&dir),
+            ["generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]
+        );
+        // A configuration that does not name the reserved generation is refused.
+        let r = Reservation::take(&dir).unwrap();
+        assert!(r.stage(&output(Some("generations/1"), "x")).is_err());
+        assert_eq!(names(&dir.join("generations")), ["1"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_flat_layout_replaces_files_in_place() {
+        let dir = scratch("flat");
+        write_dir(&dir, &output(None, "one")).unwrap();
+        std::fs::write(dir.join("logs/nginx.pid"), "7\n").unwrap();
+        let two = output(None, "two");
+        write_dir(&dir, &two).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.join("logs/nginx.pid")).unwrap(), "7\n");
+        assert_eq!(std::fs::read_to_string(dir.join("matches.json")).unwrap(), two.matches_json);
+        assert_eq!(names(&dir), ["certs", "logs", "matches.json", "nginx.conf", "tmp"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

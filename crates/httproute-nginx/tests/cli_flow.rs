@@ -1,0 +1,202 @@
+//! The command's regenerate flow without an NGINX (issue #31; the end-to-end test with one is
+//! tests/reload_flow.rs at the root): runs of `generate` into one directory keep NGINX's
+//! runtime files, switch generations and leave at most two; a refused run writes nothing and
+//! says so, the status file included; `apply` with a stand-in nginx (`false`: the check
+//! fails, `true`: it passes) keeps or replaces the configuration; the process options reach
+//! nginx.conf and bad values are refused.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const GW: &str = "kind: Gateway\nmetadata: {name: gw, namespace: default}\nspec:\n  listeners: [{name: http, port: 8080, protocol: HTTP}]\n---\n";
+
+fn route(backend: &str) -> String {
+    format!(
+        "kind: HTTPRoute\nmetadata: {{name: r, namespace: default}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /a}}}}]\n    backendRefs: [{{name: {backend}, port: 80}}]\n"
+    )
+}
+
+struct Dirs {
+    root: PathBuf,
+}
+
+impl Dirs {
+    fn new(tag: &str) -> Dirs {
+        let root = std::env::temp_dir().join(format!("hr-cli-flow-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("in")).unwrap();
+        Dirs { root }
+    }
+    fn out(&self) -> PathBuf {
+        self.root.join("out")
+    }
+    fn status(&self) -> PathBuf {
+        self.root.join("status.yaml")
+    }
+    fn input(&self, yaml: &str) {
+        std::fs::write(self.root.join("in/all.yaml"), yaml).unwrap();
+    }
+    /// `httproute-nginx COMMAND -f in/ -o out/ --status status.yaml ARGS`: (exit code, stderr).
+    fn run(&self, command: &str, args: &[&str]) -> (Option<i32>, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_httproute-nginx"))
+            .arg(command)
+            .arg("-f")
+            .arg(self.root.join("in"))
+            .arg("-o")
+            .arg(self.out())
+            .arg("--status")
+            .arg(self.status())
+            .args(["--resolver", "127.0.0.1", "--backend", "default/b1:80=127.0.0.1:9"])
+            .args(["--backend", "default/b2:80=127.0.0.1:10"])
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn generate_keeps_runtime_files_and_a_refused_run_writes_nothing() {
+    let d = Dirs::new("gen");
+    let out = d.out();
+    d.input(&format!("{GW}{}", route("b1")));
+    assert_eq!(d.run("generate", &[]), (Some(0), String::new()));
+    assert!(
+        read(&out.join("nginx.conf")).contains("http_matches_load generations/1/matches.json;")
+    );
+    // What a running NGINX has there.
+    std::fs::write(out.join("logs/nginx.pid"), "4242\n").unwrap();
+    std::fs::write(out.join("logs/error.log"), "the master's line\n").unwrap();
+    std::fs::write(out.join("tmp/proxy-file"), "a temp file\n").unwrap();
+    for (n, backend) in [(2, "b2"), (3, "b1"), (4, "b2")] {
+        d.input(&format!("{GW}{}", route(backend)));
+        assert_eq!(d.run("generate", &[]).0, Some(0));
+        let conf = read(&out.join("nginx.conf"));
+        assert!(conf.contains(&format!("generations/{n}/matches.json")), "{conf}");
+        assert!(conf.contains(&format!("127.0.0.1:{}", if backend == "b1" { 9 } else { 10 })));
+        assert_eq!(names(&out.join("generations")), [(n - 1).to_string(), n.to_string()]);
+        assert_eq!(read(&out.join("logs/nginx.pid")), "4242\n");
+        assert_eq!(read(&out.join("logs/error.log")), "the master's line\n");
+        assert_eq!(read(&out.join("tmp/proxy-file")), "a temp file\n");
+    }
+    assert_eq!(names(&out), ["generations", "logs", "nginx.conf", "tmp"]);
+
+    // A refused run (a Gateway the CRD refuses): nothing written, the status as it was, and
+    // stderr says so.
+    let (conf, status) = (read(&out.join("nginx.conf")), read(&d.status()));
+    assert!(status.contains("kind: HTTPRoute"), "{status}");
+    d.input("kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 0, protocol: HTTP}]\n");
+    let (code, err) = d.run("generate", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("httproute-nginx: error: "), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the run is refused, nothing was written: {} and the status file {} are as the \
+             last run left them",
+            out.display(),
+            d.status().display()
+        )),
+        "{err}"
+    );
+    assert_eq!(read(&out.join("nginx.conf")), conf);
+    assert_eq!(read(&d.status()), status);
+    assert_eq!(names(&out.join("generations")), ["3", "4"]);
+    assert_eq!(names(&out), ["generations", "logs", "nginx.conf", "tmp"]);
+}
+
+#[test]
+fn apply_checks_before_it_replaces() {
+    let d = Dirs::new("apply");
+    let out = d.out();
+    d.input(&format!("{GW}{}", route("b1")));
+    assert_eq!(d.run("generate", &[]).0, Some(0));
+    let (conf, status) = (read(&out.join("nginx.conf")), read(&d.status()));
+    d.input(&format!("{GW}{}", route("b2")));
+    // An NGINX that refuses every configuration: the tenant check (`generate --nginx`, run
+    // first) finds no line to leave out, and the run is refused before anything is staged.
+    let (code, err) = d.run("apply", &["--nginx", "false"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("nginx -t refused the configuration"), "{err}");
+    assert!(err.contains("the run is refused, nothing was written"), "{err}");
+    assert_eq!(read(&out.join("nginx.conf")), conf);
+    assert_eq!(read(&d.status()), status);
+    assert_eq!(names(&out.join("generations")), ["1"]);
+    // One that passes the tenant check (`-c nginx.conf` in its scratch directory) and refuses
+    // the staged file (`-c .nginx.conf.new-PID`): nothing in place changes, the refused file
+    // is kept.
+    let picky = d.root.join("picky-nginx");
+    std::fs::write(&picky, "#!/bin/sh\ncase \"$*\" in *.nginx.conf.new*) exit 1;; esac\nexit 0\n")
+        .unwrap();
+    std::fs::set_permissions(&picky, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, err) = d.run("apply", &["--nginx", picky.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("nginx -t refused the new configuration"), "{err}");
+    assert!(err.contains("the run is refused"), "{err}");
+    assert_eq!(read(&out.join("nginx.conf")), conf);
+    assert_eq!(read(&d.status()), status);
+    assert!(read(&out.join("nginx.conf.rejected")).contains("127.0.0.1:10"));
+    assert_eq!(names(&out.join("generations")), ["1"]);
+    // The check passes; the pid file names no process (as `nginx -t` leaves it: empty).
+    std::fs::write(out.join("logs/nginx.pid"), "").unwrap();
+    let (code, err) = d.run("apply", &["--nginx", "true"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("no NGINX runs from"), "{err}");
+    assert!(read(&out.join("nginx.conf")).contains("127.0.0.1:10"));
+    assert_ne!(read(&d.status()), "");
+    assert_eq!(names(&out.join("generations")), ["1", "2"]);
+}
+
+#[test]
+fn process_options_reach_nginx_conf_and_bad_ones_are_refused() {
+    let d = Dirs::new("opts");
+    let out = d.out();
+    d.input(&format!("{GW}{}", route("b1")));
+    let args = [
+        "--worker-processes",
+        "3",
+        "--worker-connections",
+        "99",
+        "--access-log",
+        "off",
+        "--upstream-keepalive",
+        "0",
+    ];
+    assert_eq!(d.run("generate", &args).0, Some(0));
+    let conf = read(&out.join("nginx.conf"));
+    for line in ["worker_processes 3;", "worker_connections 99;", "access_log off;"] {
+        assert!(conf.contains(line), "{line}: {conf}");
+    }
+    assert!(!conf.contains("keepalive"), "{conf}");
+    assert_eq!(d.run("generate", &["--access-log", "/var/log/gw.log"]).0, Some(0));
+    let conf = read(&out.join("nginx.conf"));
+    assert!(conf.contains("access_log /var/log/gw.log;"), "{conf}");
+    assert!(conf.contains("keepalive 16;") && conf.contains("worker_processes auto;"), "{conf}");
+    for (bad, says) in [
+        (&["--worker-processes", "0"][..], "auto or a number of processes 1-1024"),
+        (&["--worker-processes", "1025"][..], "auto or a number of processes 1-1024"),
+        (&["--worker-connections", "0"][..], "--worker-connections"),
+        (&["--access-log", "a;b"][..], "--access-log \"a;b\": the path has the character ';'"),
+    ] {
+        let (code, err) = d.run("generate", bad);
+        assert_ne!(code, Some(0), "{bad:?}");
+        assert!(err.contains(says), "{bad:?}: {err}");
+    }
+}

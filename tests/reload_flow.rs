@@ -1,0 +1,323 @@
+//! The operator's regenerate-and-reload flow (issue #31), against a real NGINX, under steady
+//! traffic from a client thread: 20 rounds, each changing a route and reloading, by the two
+//! documented flows in turn (generate then `nginx -s reload`; apply: `nginx -t`, then the
+//! reload). Every fifth round is a broken one: a route author's bad route (left out by the
+//! generator), a refused input (nothing written) and a configuration `nginx -t` refuses
+//! (apply keeps the one in place). Checked: every reload answers with the new route (waited
+//! for, never slept on), no request failed or reached a backend its route did not name at
+//! that time, the pid file is the master's, and the log files are the ones the master has
+//! open, with the rounds' lines in them.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Nginx, Prefix, free_ports, patience};
+use httproute_nginx::apply::{Applied, check_and_reload, stage};
+use httproute_nginx::emit_global::{Global, Workers};
+use httproute_nginx::{BackendMap, Options};
+
+const ROUNDS: usize = 20;
+const BACKENDS: [&str; 3] = ["b0", "b1", "b2"];
+
+/// A plain NGINX standing in for the Services: each server says its name.
+fn backends(ports: &[u16]) -> (Nginx, BackendMap) {
+    let mut body = String::new();
+    let mut map = BackendMap::new();
+    for (name, port) in BACKENDS.iter().zip(ports) {
+        body.push_str(&format!(
+            "server {{ listen 127.0.0.1:{port}; return 200 \"{name} $request_uri\\n\"; }}\n"
+        ));
+        map.insert(format!("default/{name}:80"), format!("127.0.0.1:{port}"));
+    }
+    body.push_str("server { listen 127.0.0.1:{PORT}; return 404; }\n");
+    let p = Prefix::new_on("reload-backends", &body, &[], ports[BACKENDS.len()]);
+    let (ok, text) = p.test();
+    assert!(ok, "{text}");
+    (p.start(), map)
+}
+
+/// The manifests of a round: `/stable` always to b0, `/moving` to `backend`, and (broken
+/// rounds) a route the CRD refuses, which the generator leaves out.
+fn manifests(port: u16, backend: &str, broken: bool) -> String {
+    let mut y = format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  listeners: [{{name: http, port: {port}, protocol: HTTP}}]\n---\n\
+         kind: HTTPRoute\nmetadata: {{name: stable, namespace: default}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /stable}}}}]\n    backendRefs: [{{name: b0, port: 80}}]\n---\n\
+         kind: HTTPRoute\nmetadata: {{name: moving, namespace: default}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /moving}}}}]\n    backendRefs: [{{name: {backend}, port: 80}}]\n---\n"
+    );
+    if broken {
+        // A route author's mistake: port 0 in a backendRef (the CRD's minimum is 1).
+        y.push_str(
+            "kind: HTTPRoute\nmetadata: {name: typo, namespace: default}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /stable/typo}}]\n    backendRefs: [{name: b2, port: 0}]\n---\n",
+        );
+    }
+    y
+}
+
+/// What a client may get from `/moving` now: the backends of the configuration in place and of
+/// the one being put in place.
+struct Allowed {
+    moving: Vec<&'static str>,
+}
+
+/// The client thread's record.
+#[derive(Default)]
+struct Traffic {
+    requests: usize,
+    /// Requests that failed or were answered by a backend their route did not name.
+    bad: Vec<String>,
+}
+
+fn get(port: u16, path: &str) -> Result<(u16, String), String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(patience())).map_err(|e| e.to_string())?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: gw.test\r\n\r\n").as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Ok((status, body.split(' ').next().unwrap_or("").to_owned()))
+}
+
+/// Sends requests to `/stable` and `/moving` in turn until `stop`.
+fn client(
+    port: u16,
+    stop: Arc<AtomicBool>,
+    allowed: Arc<Mutex<Allowed>>,
+    traffic: Arc<Mutex<Traffic>>,
+) {
+    let mut n = 0usize;
+    while !stop.load(Ordering::SeqCst) {
+        let path = if n % 2 == 0 { "/stable/x" } else { "/moving/y" };
+        n += 1;
+        let got = get(port, path);
+        let ok = match (&got, path) {
+            (Ok((200, b)), "/stable/x") => b == "b0",
+            (Ok((200, b)), _) => allowed.lock().unwrap().moving.contains(&b.as_str()),
+            _ => false,
+        };
+        let mut t = traffic.lock().unwrap();
+        t.requests += 1;
+        if !ok {
+            t.bad.push(format!("{path}: {got:?}"));
+        }
+    }
+}
+
+/// The file names a process has open that were deleted (a log replaced under it).
+fn deleted_open_files(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .map(|p| p.display().to_string())
+                .filter(|p| p.ends_with(" (deleted)"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+/// Waits until `cond`, polling; fails with `what` after [`patience`].
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + patience();
+    while !cond() {
+        assert!(Instant::now() < deadline, "waited in vain for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn regenerate_and_reload_under_traffic() {
+    let ports = free_ports(BACKENDS.len() + 2);
+    let (backend, map) = backends(&ports);
+    let port = ports[BACKENDS.len() + 1];
+    let src = Prefix::scratch("reload-in");
+    std::fs::create_dir_all(&src).unwrap();
+    let dir = Prefix::scratch("reload-out");
+    let nginx_bin = common::nginx_binary();
+    let opts = || Options {
+        global: Global { worker_processes: Workers::Count(2), ..Global::default() },
+        ..common::generator_options()
+    };
+    let inputs: Vec<PathBuf> = vec![src.join("routes.yaml")];
+    let write_round = |backend: &str, broken: bool| {
+        std::fs::write(&inputs[0], manifests(port, backend, broken)).unwrap();
+    };
+
+    // Round 0: generate, start.
+    write_round(BACKENDS[0], false);
+    let (staged, _) = stage(&dir, &inputs, &map, opts(), false).expect("generate");
+    staged.commit().unwrap();
+    let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
+    let pid_file = dir.join("logs/nginx.pid");
+    wait_for("the pid file", || pid_file.exists());
+    let master: u32 = read(&pid_file).trim().parse().expect("a pid in logs/nginx.pid");
+    let cmdline = read(Path::new(&format!("/proc/{master}/cmdline")));
+    assert!(cmdline.starts_with("nginx: master process"), "{master}: {cmdline:?}");
+    let error_log = dir.join("logs/error.log");
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let error_log_inode = inode(&error_log);
+    assert_eq!(get(port, "/moving/").unwrap(), (200, "b0".to_owned()));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let allowed = Arc::new(Mutex::new(Allowed { moving: vec![BACKENDS[0]] }));
+    let traffic = Arc::new(Mutex::new(Traffic::default()));
+    let thread = {
+        let (stop, allowed, traffic) = (stop.clone(), allowed.clone(), traffic.clone());
+        std::thread::spawn(move || client(port, stop, allowed, traffic))
+    };
+
+    let mut reloads = 0usize;
+    // The httproute-nginx command next to this test's directory (a workspace build makes it),
+    // for rounds 1, 5, 9, ...: the library calls it makes are the other rounds'.
+    let command = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.parent()?.join("httproute-nginx")))
+        .filter(|c| c.exists());
+    if command.is_none() {
+        eprintln!(
+            "reload_flow: no target/*/httproute-nginx (cargo build --release -p httproute-nginx): \
+             every round through the library"
+        );
+    }
+    let version = common::nginx_version();
+    let mut commands = 0usize;
+    let mut current = BACKENDS[0];
+    for round in 1..=ROUNDS {
+        let broken = round % 5 == 0;
+        if broken {
+            // An input the generator refuses (a Gateway without listeners' port): nothing
+            // written, nothing changed.
+            let conf_before = read(&dir.join("nginx.conf"));
+            std::fs::write(&inputs[0], "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 0, protocol: HTTP}]\n").unwrap();
+            let e = stage(&dir, &inputs, &map, opts(), false).err().expect("refused");
+            assert!(e.contains("routes.yaml"), "round {round}: {e}");
+            // A configuration nginx -t refuses (a module that is not there): apply keeps the
+            // one in place.
+            write_round(current, false);
+            let bad =
+                Options { module: "/nonexistent/ngx_http_matches_module.so".into(), ..opts() };
+            let (staged, _) = stage(&dir, &inputs, &map, bad, false).expect("generated");
+            match check_and_reload(staged, &dir, &nginx_bin).unwrap() {
+                Applied::Rejected { kept, nginx_said } => {
+                    assert!(nginx_said.contains("nonexistent"), "{nginx_said}");
+                    assert!(read(&kept).contains("/nonexistent/"));
+                }
+                other => panic!("round {round}: nginx -t passed a missing module: {other:?}"),
+            }
+            assert_eq!(read(&dir.join("nginx.conf")), conf_before, "round {round}");
+            let generations: Vec<_> = std::fs::read_dir(dir.join("generations")).unwrap().collect();
+            assert!(generations.len() <= 2, "round {round}: {generations:?}");
+        }
+        // The route changes (in a broken round: it stays, and a bad route comes beside it).
+        let next = if broken { current } else { BACKENDS[round % BACKENDS.len()] };
+        allowed.lock().unwrap().moving = vec![current, next];
+        write_round(next, broken);
+        let (staged, generated) = stage(&dir, &inputs, &map, opts(), false).expect("generate");
+        if broken {
+            let w = generated.warnings.join("\n");
+            assert!(w.contains("typo"), "round {round}: the bad route is not refused: {w}");
+        } else {
+            assert!(generated.warnings.is_empty(), "{:?}", generated.warnings);
+        }
+        if let (1, Some(command)) = (round % 4, &command) {
+            // The command itself: httproute-nginx apply ... --nginx NGINX.
+            drop(staged);
+            let out = std::process::Command::new(command)
+                .arg("apply")
+                .arg("-f")
+                .arg(&inputs[0])
+                .arg("-o")
+                .arg(&dir)
+                .arg("--module")
+                .arg(common::module_path())
+                .args(["--listen-address", "127.0.0.1", "--worker-processes", "2"])
+                .arg("--nginx-version")
+                .arg(format!("{}.{}.{}", version.0, version.1, version.2))
+                .args(map.iter().flat_map(|(k, v)| ["--backend".to_owned(), format!("{k}={v}")]))
+                .arg("--nginx")
+                .arg(&nginx_bin)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "round {round}: httproute-nginx apply: {err}");
+            commands += 1;
+        } else if round % 2 == 0 {
+            // generate -o DIR, then nginx -p DIR/ -c nginx.conf -s reload.
+            staged.commit().unwrap();
+            let (ok, said) = gateway.signal("reload");
+            assert!(ok, "round {round}: nginx -s reload: {said}");
+        } else {
+            assert_eq!(check_and_reload(staged, &dir, &nginx_bin), Ok(Applied::Reloaded));
+        }
+        reloads += 1;
+        // The reload took: the new workers answer with the new route (for a broken round,
+        // the typo route is not served and the others are).
+        wait_for(&format!("round {round}'s workers"), || {
+            read(&error_log).matches("(SIGHUP) received").count() == reloads
+        });
+        wait_for(&format!("round {round}: /moving answered by {next}"), || {
+            get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == next)
+        });
+        // The old workers are gone, so from now on only the new route may answer.
+        wait_for(&format!("round {round}'s old workers to exit"), || {
+            read(&error_log).matches("exited with code 0").count() >= 2 * reloads
+        });
+        allowed.lock().unwrap().moving = vec![next];
+        if broken {
+            assert_eq!(get(port, "/stable/typo").unwrap(), (200, "b0".to_owned()));
+        }
+        current = next;
+        let t = traffic.lock().unwrap();
+        assert!(t.bad.is_empty(), "round {round}: {:#?}", t.bad);
+    }
+    // Some traffic in the last round too.
+    let before = traffic.lock().unwrap().requests;
+    wait_for("traffic after the last round", || traffic.lock().unwrap().requests > before + 20);
+    stop.store(true, Ordering::SeqCst);
+    thread.join().unwrap();
+
+    let t = traffic.lock().unwrap();
+    assert!(t.bad.is_empty(), "{:#?}", t.bad);
+    assert!(t.requests > ROUNDS * 2, "too little traffic: {}", t.requests);
+    eprintln!(
+        "reload_flow: {} requests over {ROUNDS} rounds, {reloads} reloads ({commands} by the \
+         httproute-nginx command), 0 failed",
+        t.requests
+    );
+    // The runtime files are NGINX's own: the pid file still names the master, the error log
+    // is the file it was at the start and has every reload, the access log has the traffic,
+    // and the master has no deleted file open.
+    assert_eq!(read(&pid_file).trim(), master.to_string());
+    assert_eq!(inode(&error_log), error_log_inode, "logs/error.log was replaced");
+    let log = read(&error_log);
+    assert_eq!(log.matches("(SIGHUP) received").count(), reloads, "{log}");
+    let access = read(&dir.join("logs/access.log"));
+    assert!(
+        access.lines().count() >= t.requests,
+        "{} lines for {} requests",
+        access.lines().count(),
+        t.requests
+    );
+    assert_eq!(deleted_open_files(master), Vec::<String>::new());
+    // Two generations at most: the one in place and the one before it.
+    let mut gens: Vec<String> = std::fs::read_dir(dir.join("generations"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    gens.sort();
+    assert_eq!(gens.len(), 2, "{gens:?}");
+    drop(t);
+    gateway.finish();
+    backend.finish();
+}
