@@ -1,12 +1,18 @@
 //! `httproute-nginx`: Gateway API `Gateway` and `HTTPRoute` manifests in, a complete NGINX
 //! configuration that uses `ngx_http_matches_module` out.
 //!
-//! - [`model`] reads manifests (YAML or JSON) with CRD defaults and limits;
-//! - [`plan`] attaches routes to listeners and orders every match by Gateway API precedence,
-//!   per NGINX location, with fallback to shorter prefixes, for the target NGINX; one file per
+//! The pipeline is load -> validate -> resolve -> attach -> plan -> emit, each stage a module
+//! that imports only the stages before it (`tests/module_graph.rs` checks that no file closes
+//! a circle):
+//! - [`model`] reads manifests (YAML or JSON) with CRD defaults and limits (load, validate);
+//! - [`plan`] resolves every route's references once, for the route's own kind, attaches
+//!   routes to listeners and orders every match by Gateway API precedence, per NGINX
+//!   location, with fallback to shorter prefixes, for the target NGINX, and decides what emit
+//!   writes (servers merged over ports, header filters merged, retries expanded); one file per
 //!   Gateway API step (the table in [`plan`]'s docs). [`plan::plan`] with [`plan_options`] is
 //!   the one planning generate and explain run;
-//! - [`emit`] writes `nginx.conf` (through the typed writer [`conf`]) and `matches.json`;
+//! - [`emit`] writes `nginx.conf` (through the typed writer [`conf`]) and `matches.json`, one
+//!   file per NGINX block;
 //!   [`emit_global`] the operator's options in it (workers, access log, upstream keepalive);
 //! - [`output`] puts them in their directory for a running NGINX to reload (generations,
 //!   one rename; NGINX's pid, logs and temp files never touched); [`apply`] is the operator's
