@@ -77,3 +77,62 @@ fn copies_are_found_in_one_pass() {
         )));
     }
 }
+
+/// An object as YAML (flow): kind 0 Namespace, 1 Service, 2 HTTPRoute.
+fn object(kind: usize, ns: usize, name: usize) -> String {
+    match kind {
+        0 => format!("{{kind: Namespace, metadata: {{name: n{name}}}}}"),
+        1 => format!(
+            "{{kind: Service, metadata: {{name: s{name}, namespace: ns{ns}}}, spec: {{ports: [{{port: 80}}]}}}}"
+        ),
+        _ => format!(
+            "{{kind: HTTPRoute, metadata: {{name: r{name}, namespace: ns{ns}}}, spec: {{}}}}"
+        ),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// Any mix of objects, as documents or as items of Lists: one kept per (kind, namespace,
+    /// name), the first; one warning per other copy.
+    #[test]
+    fn one_kept_per_name_whatever_the_mix(
+        objects in proptest::collection::vec((0usize..3, 0usize..2, 0usize..3, proptest::bool::ANY), 1..40),
+    ) {
+        let mut text = String::new();
+        let mut list: Vec<String> = Vec::new();
+        for (kind, ns, name, in_list) in &objects {
+            if *in_list {
+                list.push(object(*kind, *ns, *name));
+            } else {
+                if !list.is_empty() {
+                    text += &format!("---\n{{items: [{}], kind: List}}\n", list.join(", "));
+                    list.clear();
+                }
+                text += &format!("---\n{}\n", object(*kind, *ns, *name));
+            }
+        }
+        if !list.is_empty() {
+            text += &format!("---\n{{items: [{}], kind: List}}\n", list.join(", "));
+        }
+        let mut inputs = Inputs::default();
+        load_text(Path::new("t.yaml"), &text, &mut inputs).unwrap();
+        let keys = |k: usize| {
+            let mut s: Vec<(usize, usize)> = objects
+                .iter()
+                .filter(|o| o.0 == k)
+                .map(|o| (if k == 0 { 0 } else { o.1 }, o.2))
+                .collect();
+            s.sort();
+            s.dedup();
+            s.len()
+        };
+        proptest::prop_assert_eq!(inputs.namespace_labels.len(), keys(0));
+        proptest::prop_assert_eq!(inputs.services.len(), keys(1));
+        proptest::prop_assert_eq!(inputs.routes.len() + inputs.rejected.len(), keys(2), "{:?}", inputs.rejected);
+        let copies = objects.len() - keys(0) - keys(1) - keys(2);
+        let refused = inputs.warnings.iter().filter(|w| w.contains(") is refused: the same")).count();
+        proptest::prop_assert_eq!(refused, copies, "{:?}", inputs.warnings);
+    }
+}

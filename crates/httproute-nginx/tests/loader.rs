@@ -318,3 +318,14 @@ fn errors_inside_a_list_name_the_item() {
         "t.json, document 0, items[12], spec.hostnames[0]: invalid hostname \"Bad_Host\""
     );
 }
+
+#[test]
+fn characters_across_the_parsers_input_buffer_are_read_whole() {
+    // The parser decodes 64 KiB at a time: 2- and 4-byte characters straddle its edges.
+    for pad in 0..4 {
+        let value = format!("{}{}", "a".repeat(pad), "é😀".repeat(40_000));
+        let doc = documents(&format!("k: \"{value}\"\n")).unwrap();
+        assert_eq!(doc, vec![json!({ "k": value })]);
+    }
+    assert!(read_yaml("k: \"\u{1}\"\n", |_| {}).is_err());
+}

@@ -163,14 +163,18 @@ pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
     }
     let mut inputs = Inputs::default();
     for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|e| InputError {
+        let io = |e: std::io::Error| InputError {
             file: f.clone(),
             document: None,
             item: None,
             field: String::new(),
             message: e.to_string(),
-        })?;
-        load_text(&f, &text, &mut inputs)?;
+        };
+        // Streamed from the file: its text is never held whole.
+        let file = std::fs::File::open(&f).map_err(io)?;
+        let bytes = file.metadata().map_err(io)?.len();
+        let input = std::io::BufReader::with_capacity(super::yaml::INPUT_BUFFER, file);
+        load_from(&f, input, bytes, &mut inputs)?;
         inputs.files.push(f);
     }
     Ok(inputs)
@@ -210,11 +214,22 @@ pub(crate) fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError
 /// (as if every document were read first): after an object's error the rest is still parsed,
 /// not used.
 pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), InputError> {
+    let input = std::io::BufReader::with_capacity(super::yaml::INPUT_BUFFER, text.as_bytes());
+    load_from(file, input, text.len() as u64, inputs)
+}
+
+/// [`load_text`] from a reader of `bytes` bytes.
+fn load_from(
+    file: &Path,
+    input: impl std::io::BufRead,
+    bytes: u64,
+    inputs: &mut Inputs,
+) -> Result<(), InputError> {
     let mut refused: Option<InputError> = None;
     // The items of the document being read, kept apart until its `kind` (which kubectl writes
     // after `items`) says whether it is a List: the objects read, and the first refusal.
     let mut staged: Option<(Inputs, Option<InputError>)> = None;
-    let read = super::yaml::read(text, |part| match part {
+    let read = super::yaml::read_from(input, bytes, |part| match part {
         Part::Item { document, index, value } => {
             if refused.is_some() {
                 return;

@@ -26,6 +26,10 @@ use serde_json::{Map, Value};
 /// Kubernetes objects nest about 20 levels (`managedFields` included).
 pub const MAX_DEPTH: usize = 64;
 
+/// The bytes the parser decodes at a time: its reader decodes all that `fill_buf` gives into
+/// chars (4 bytes each), which for a whole slice would be 4 times the file at once.
+pub const INPUT_BUFFER: usize = 64 << 10;
+
 /// What [`read`] hands over, in input order.
 #[derive(Debug, PartialEq)]
 pub enum Part {
@@ -84,18 +88,31 @@ struct Reader<'s, F> {
 
 /// Reads every document of `text`, handing each (and each List item) to `sink` as it is
 /// complete. Stops at the first error.
-pub fn read(text: &str, mut sink: impl FnMut(Part)) -> Result<Work, ReadError> {
+pub fn read(text: &str, sink: impl FnMut(Part)) -> Result<Work, ReadError> {
+    read_from(
+        std::io::BufReader::with_capacity(INPUT_BUFFER, text.as_bytes()),
+        text.len() as u64,
+        sink,
+    )
+}
+
+/// [`read`] from a reader of `bytes` bytes (a file, never held whole).
+pub fn read_from<R: std::io::BufRead>(
+    input: R,
+    bytes: u64,
+    mut sink: impl FnMut(Part),
+) -> Result<Work, ReadError> {
     let mut r = Reader {
         stack: Vec::new(),
         anchors: HashMap::new(),
         document: None,
         root: None,
         streamed: None,
-        alias_budget: text.len() as u64,
+        alias_budget: bytes,
         work: Work::default(),
         sink: &mut sink,
     };
-    match run(text, &mut r) {
+    match run(input, &mut r) {
         Ok(()) => Ok(r.work),
         Err(e) => Err(ReadError { work: r.work, ..e }),
     }
@@ -105,10 +122,12 @@ fn error(document: Option<usize>, message: String) -> ReadError {
     ReadError { document, message, work: Work::default() }
 }
 
-fn run<F: FnMut(Part)>(text: &str, r: &mut Reader<'_, F>) -> Result<(), ReadError> {
+fn run<R: std::io::BufRead, F: FnMut(Part)>(
+    input: R,
+    r: &mut Reader<'_, F>,
+) -> Result<(), ReadError> {
     let mut parser = Parser::new();
-    let mut input = text.as_bytes();
-    parser.set_input_string(&mut input);
+    parser.set_input(input);
     let mut next_document = 0;
     loop {
         let event = parser.parse().map_err(|e| {
