@@ -15,7 +15,7 @@ use ngx::ffi::{
     ngx_http_request_t, ngx_int_t, ngx_list_part_t, ngx_log_t, ngx_str_t, ngx_table_elt_t,
     ngx_uint_t,
 };
-use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{ngx_log_debug_mask, ngx_log_error};
 use route_match::{MatchList, Outcome, RequestView};
 
@@ -142,9 +142,30 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         }
         let bounds =
             route_match::Bounds { memory: mcf.max_memory, pattern: mcf.max_pattern_memory };
-        let (c, lookup, stats) = cache::get(lcf.var_syntax, value, mcf.var_cache_size, bounds);
+        let limits = cache::Limits {
+            budget: mcf.var_cache_size,
+            configured: mcf.bounds().memory,
+            // SAFETY: `ngx_cycle` is the running cycle, set before any request is served.
+            cycle: unsafe { ngx::ffi::ngx_cycle },
+        };
+        let (c, lookup, stats) =
+            cache::get(lcf.var_syntax, value, &limits, bounds, variable_values(req));
         match lookup {
             Lookup::Hit => {}
+            Lookup::Kept => {
+                ngx_log_error!(
+                    NGX_LOG_INFO,
+                    log,
+                    "http_matches: compiled a $http_matches value of {} bytes from the \
+                     configuration ({} bytes counted, fingerprint {:016x}): kept for the \
+                     worker's life, {} such values, {} bytes",
+                    value.len(),
+                    c.cost,
+                    fingerprint(value),
+                    stats.kept,
+                    stats.kept_bytes
+                );
+            }
             Lookup::Compiled { evicted } => {
                 ngx_log_error!(
                     NGX_LOG_INFO,
@@ -355,6 +376,20 @@ fn format_usize(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
             return &buf[i..];
         }
     }
+}
+
+/// The values of the request's indexed variables that are already evaluated (`r->variables`).
+fn variable_values(req: &ngx_http_request_t) -> impl Iterator<Item = &[u8]> {
+    let n = NgxHttpCoreModule::main_conf(req).map_or(0, |cmcf| cmcf.variables.nelts);
+    let slots = if req.variables.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: `r->variables` has one slot per indexed variable of the configuration
+        // (ngx_http_create_request allocates `cmcf->variables.nelts` of them), alive as long
+        // as the request; null only before the request is set up.
+        unsafe { core::slice::from_raw_parts(req.variables, n) }
+    };
+    slots.iter().filter_map(var::get)
 }
 
 /// Whether `value` is what a client sent as `Matches:` (what `$http_matches` reads in a
