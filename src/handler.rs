@@ -241,7 +241,18 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
 
     let budget = (lcf.regex_budget > 0).then_some(lcf.regex_budget as u64);
     let view = View { r: req, log, budget };
-    match list.evaluate(&view) {
+    let outcome = match mcf.var_work {
+        None => list.evaluate(&view),
+        Some(index) => {
+            let (outcome, work) = list.evaluate_work(&view);
+            // SAFETY: `r` is valid and `index` is an indexed variable of its configuration.
+            if let Err(status) = unsafe { store_work(r, index, work) } {
+                return status;
+            }
+            outcome
+        }
+    };
+    match outcome {
         Outcome::Redirect { entry, path } => {
             ngx_log_debug_mask!(
                 DebugMask::Http,
@@ -322,6 +333,31 @@ unsafe fn redirect(
             ngx_http_internal_redirect(r, &mut uri, args)
         }
     }
+}
+
+/// Stores `$http_matches_work`: "attempts/regex steps/units" of this evaluation (see
+/// `route_match::Work`), for the main request only, like `$matches_entry`.
+///
+/// # Safety
+/// `r` must be a valid request with no outstanding references into it, and `index` an indexed
+/// variable of its configuration.
+unsafe fn store_work(
+    r: *mut ngx_http_request_t,
+    index: ngx_uint_t,
+    work: route_match::Work,
+) -> Result<(), ngx_int_t> {
+    // SAFETY: the caller guarantees `r`; the copy lives in its pool, as long as the request.
+    unsafe {
+        if !core::ptr::eq((*r).main, r) {
+            return Ok(());
+        }
+        let text = format!("{}/{}/{}", work.attempts, work.regex_steps, work.units);
+        let Some(s) = pool_str((*r).pool, text.as_bytes()) else {
+            return Err(fail((*(*r).connection).log, format_args!("out of memory")));
+        };
+        store_variable(r, index, s);
+    }
+    Ok(())
 }
 
 /// "00" to "99", two digits each: `$matches_entry` below 100 without an allocation.
