@@ -268,6 +268,9 @@ pub(crate) fn get<'a>(
         }
         c.configured.refresh(limits.cycle);
         let mut configured = c.configured.holds(value);
+        // The value's own place: a copy found to be a configured value is remembered there as
+        // `last` too (the next request's copy is often at the same address, with the same bytes).
+        let own = address;
         let mut value = value;
         if !configured && !c.configured.ranges.is_empty() {
             let mut origins = origins;
@@ -287,7 +290,7 @@ pub(crate) fn get<'a>(
             && *hit.source == *value
         {
             let hit = hit.clone();
-            c.last = Some((address, hit.clone()));
+            c.last = Some((own, hit.clone()));
             return (hit, Lookup::Hit, c.stats());
         }
         if let Some(hit) = c.by_address.get(&address) {
@@ -321,7 +324,7 @@ pub(crate) fn get<'a>(
         if configured && !transient && c.configured.bytes + cost <= limits.configured {
             c.configured.bytes += cost;
             c.configured.kept.insert(address, entry.clone());
-            c.last = Some((address, entry.clone()));
+            c.last = Some((own, entry.clone()));
             return (entry, Lookup::Kept, c.stats());
         }
         let budget = limits.budget;
