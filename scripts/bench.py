@@ -153,6 +153,12 @@ def scenarios():
         carriers.append(("njs blog-era $http_matches",
                          f"set $http_matches {nginx_literal(js(BLOG_UNTYPED))}; js_content blog.redirect;",
                          {}, ""))
+    # The README's pattern for picking among configured lists: a map's constant value through
+    # `set $http_matches $list` (a copy in the request's pool, found among the request's
+    # variables as the configured value).
+    carriers.append(("module $http_matches from a map",
+                     "set $http_matches $list; http_matches;", {},
+                     f"map $request_method $list {{ default {nginx_literal(js(BLOG_UNTYPED))}; }}"))
     for name, loc, files, extra in carriers:
         for kind, req in BLOG_REQUESTS.items():
             out.append(Scenario(f"{name}, {kind} rule wins", "blog", loc, req, files=files,
@@ -446,6 +452,11 @@ def main():
     results = {s.name: {"group": s.group, "n": s.n, "winner": s.winner, "kind": s.kind}
                for s in all_s}
 
+    before = os.environ.get("BENCH_COMPARE")
+    if before:
+        compare(all_s, prefix, before)
+        return
+
     print(f"== instructions per request (callgrind), {len(all_s)} scenarios", flush=True)
     for s in all_s:
         results[s.name]["instr"] = instructions(s, prefix)
@@ -471,6 +482,26 @@ def main():
 
     (WORK / "results.json").write_text(json.dumps({"scenarios": results, "load": load}, indent=1))
     report(results, load)
+
+
+def compare(all_s, prefix, before):
+    """BENCH_COMPARE=/path/to/other.so: instructions per request of each scenario with that
+    module and with BENCH_MODULE, alternating in one run (callgrind only, no wrk)."""
+    global MODULE
+    after = MODULE
+    print(f"== instructions per request (callgrind): before {before}, after {after}", flush=True)
+    print(f"  {'scenario':55s} {'before':>10s} {'after':>10s} {'after/before':>12s}", flush=True)
+    rows = []
+    for s in all_s:
+        figures = []
+        for module in (before, after):
+            MODULE = module
+            figures.append(instructions(s, prefix))
+        MODULE = after
+        rows.append((s.name, *figures))
+        b, a = figures
+        print(f"  {s.name:55s} {b:>10,.0f} {a:>10,.0f} {a / b:>12.3f}", flush=True)
+    (WORK / "compare.json").write_text(json.dumps(rows, indent=1))
 
 
 def fmt_i(x):

@@ -9,17 +9,30 @@
 //! value whose compiled form alone is larger than the whole cache is compiled for its request
 //! and not kept.
 //!
-//! Lookups first try the value's address: a `set $http_matches '<literal>'` value points into
-//! the configuration, the same bytes at the same address for every request, so a hit costs a
-//! hash of two integers and one comparison of the bytes (which guards against a reused
-//! address). Only other values are hashed whole (SipHash: they may come from request data).
-//! An NGINX worker runs handlers on one thread, so the cache is thread-local.
+//! Values from the configuration (a `set $http_matches '<literal>'`, a `map`'s constant values,
+//! which ngx_http_map_module copies into the cycle's pool with `ngx_pstrdup(ctx->keys.pool)`)
+//! are never in that LRU: a client that walks more `map` keys than the LRU holds would
+//! otherwise force a compile on every request. A value is from the configuration when its
+//! bytes lie inside the memory of the cycle's pool (its blocks and its large allocations, read
+//! once per worker from `ngx_pool_t`, a public struct): that memory lives as long as the
+//! configuration, so no request's memory can ever be inside it. Such a value is compiled once
+//! per worker and kept for the worker's life, found by its address, in a set bounded in bytes
+//! by what `http_matches_max_memory` leaves after the configuration's other lists (a bound the
+//! configuration's own size sets, not a client). Past that bound a value goes to the LRU like
+//! any other.
+//!
+//! Lookups first try the value's address: a configured value is the same bytes at the same
+//! address for every request, so a hit costs a hash of two integers and one comparison of the
+//! bytes (which guards against a reused address). Only other values are hashed whole (SipHash:
+//! they may come from request data). An NGINX worker runs handlers on one thread, so the cache
+//! is thread-local.
 
 use core::cell::Cell;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use ngx::ffi::{ngx_cycle_t, ngx_pool_t};
 use route_match::{Bounds, CompiledList, ParseError, Syntax};
 use rustc_hash::FxHashMap;
 
@@ -52,6 +65,101 @@ struct Cache {
     /// Sum of `cost` over `by_value`.
     bytes: usize,
     clock: u64,
+    /// Values from the configuration, kept for the worker's life.
+    configured: Configured,
+}
+
+/// The configuration's memory and the values found in it (see the module's text).
+#[derive(Default)]
+struct Configured {
+    /// The cycle whose pool `ranges` describe (0: not read yet).
+    cycle: usize,
+    /// `[start, end)` of each block and large allocation of the cycle's pool, by start.
+    ranges: Vec<(usize, usize)>,
+    /// (syntax, address, length) -> entry; checked against `Entry::source`.
+    kept: FxHashMap<(usize, usize, usize), Rc<Entry>>,
+    /// Sum of `cost` over `kept`.
+    bytes: usize,
+}
+
+impl Configured {
+    /// Reads the cycle's pool when the worker's cycle is not the one read last (the first
+    /// request; in a single process, a reload: the old values are dropped with the old ranges).
+    fn refresh(&mut self, cycle: *const ngx_cycle_t) {
+        if cycle as usize == self.cycle || cycle.is_null() {
+            return;
+        }
+        *self = Configured { cycle: cycle as usize, ..Configured::default() };
+        // SAFETY: `cycle` is the running cycle (`ngx_cycle`), alive while this worker serves
+        // its requests; its pool's blocks and large list are only changed by allocations on
+        // this thread, and none runs while we read them.
+        unsafe { self.ranges = pool_ranges((*cycle).pool) };
+    }
+
+    /// Whether `value` lies wholly inside the configuration's memory.
+    fn holds(&self, value: &[u8]) -> bool {
+        let start = value.as_ptr() as usize;
+        let Some(end) = start.checked_add(value.len()) else { return false };
+        let i = self.ranges.partition_point(|r| r.0 <= start);
+        i > 0 && self.ranges.get(i - 1).is_some_and(|r| end <= r.1)
+    }
+}
+
+/// The memory of `pool`: each block `[block, block->d.end)` and each large allocation, sorted.
+///
+/// # Safety
+/// `pool` must be null or a live NGINX pool that nothing changes while this runs.
+unsafe fn pool_ranges(pool: *const ngx_pool_t) -> Vec<(usize, usize)> {
+    let mut ranges = Vec::new();
+    let mut block = pool;
+    // SAFETY: the caller guarantees the pool; `d.next` links its blocks (null-terminated),
+    // `large` its large allocations (entries freed by ngx_pfree have a null `alloc`).
+    unsafe {
+        let mut blocks = 0usize;
+        while !block.is_null() && blocks < 1 << 24 {
+            ranges.push((block as usize, (*block).d.end as usize));
+            block = (*block).d.next;
+            blocks += 1;
+        }
+        if !pool.is_null() {
+            let mut large = (*pool).large;
+            let mut n = 0usize;
+            while !large.is_null() && n < 1 << 24 {
+                let alloc = (*large).alloc;
+                if !alloc.is_null() {
+                    let size = usable_size(alloc);
+                    if size > 0 {
+                        ranges.push((alloc as usize, alloc as usize + size));
+                    }
+                }
+                large = (*large).next;
+                n += 1;
+            }
+        }
+    }
+    ranges.sort_unstable();
+    ranges
+}
+
+#[cfg(target_os = "linux")]
+unsafe extern "C" {
+    fn malloc_usable_size(ptr: *mut core::ffi::c_void) -> usize;
+}
+
+/// Bytes usable in a block NGINX's `ngx_alloc` / `ngx_memalign` made (malloc, posix_memalign):
+/// at least what was asked for. 0 where the C library cannot tell: such values go to the LRU.
+///
+/// # Safety
+/// `p` must be a live allocation of the C library's malloc.
+unsafe fn usable_size(p: *mut core::ffi::c_void) -> usize {
+    #[cfg(target_os = "linux")]
+    // SAFETY: the caller guarantees a live malloc'd block (glibc and musl both answer).
+    return unsafe { malloc_usable_size(p) };
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = p;
+        0
+    }
 }
 
 fn slot(syntax: Syntax) -> usize {
@@ -69,6 +177,8 @@ thread_local! {
 /// What a lookup did, for logging.
 pub(crate) enum Lookup {
     Hit,
+    /// A value from the configuration, compiled now and kept for the worker's life.
+    Kept,
     /// Compiled now and kept, after evicting `evicted` older values.
     Compiled {
         evicted: usize,
@@ -81,6 +191,9 @@ pub(crate) enum Lookup {
 pub(crate) struct Stats {
     pub(crate) values: usize,
     pub(crate) bytes: usize,
+    /// Values from the configuration kept, and their bytes.
+    pub(crate) kept: usize,
+    pub(crate) kept_bytes: usize,
 }
 
 impl Cache {
@@ -107,17 +220,38 @@ impl Cache {
     }
 
     fn stats(&self) -> Stats {
-        Stats { values: self.len(), bytes: self.bytes }
+        Stats {
+            values: self.len(),
+            bytes: self.bytes,
+            kept: self.configured.kept.len(),
+            kept_bytes: self.configured.bytes,
+        }
     }
 }
 
-/// The compiled form of `value`, compiling it on first sight. `budget` is the most bytes the
-/// worker's cache may hold.
-pub(crate) fn get(
+/// The worker's limits for [`get`].
+pub(crate) struct Limits {
+    /// The most bytes the LRU of values from request data may hold (`http_matches_var_cache`).
+    pub(crate) budget: usize,
+    /// The most bytes the values from the configuration may be kept in (what
+    /// `http_matches_max_memory` leaves after the configuration's other lists).
+    pub(crate) configured: usize,
+    /// The running cycle, whose pool holds the configuration's values.
+    pub(crate) cycle: *const ngx_cycle_t,
+}
+
+/// The compiled form of `value`, compiling it on first sight.
+///
+/// `origins`: the request's other variable values. A value that is a copy of one of them lying
+/// in the configuration's memory (`set $http_matches $list;` copies a `map`'s constant value
+/// into the request's pool) is that configured value: the same bytes compile alike, so it is
+/// kept under the configured copy's address.
+pub(crate) fn get<'a>(
     syntax: Syntax,
-    value: &[u8],
-    budget: usize,
+    value: &'a [u8],
+    limits: &Limits,
     bounds: Bounds,
+    origins: impl Iterator<Item = &'a [u8]>,
 ) -> (Rc<Entry>, Lookup, Stats) {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
@@ -130,6 +264,33 @@ pub(crate) fn get(
         {
             hit.used.set(now);
             let hit = hit.clone();
+            return (hit, Lookup::Hit, c.stats());
+        }
+        c.configured.refresh(limits.cycle);
+        let mut configured = c.configured.holds(value);
+        // The value's own place: a copy found to be a configured value is remembered there as
+        // `last` too (the next request's copy is often at the same address, with the same bytes).
+        let own = address;
+        let mut value = value;
+        if !configured && !c.configured.ranges.is_empty() {
+            let mut origins = origins;
+            if let Some(origin) = origins.find(|o| {
+                o.len() == value.len()
+                    && o.as_ptr() != value.as_ptr()
+                    && c.configured.holds(o)
+                    && *o == value
+            }) {
+                value = origin;
+                configured = true;
+            }
+        }
+        let address = (s, value.as_ptr() as usize, value.len());
+        if configured
+            && let Some(hit) = c.configured.kept.get(&address)
+            && *hit.source == *value
+        {
+            let hit = hit.clone();
+            c.last = Some((own, hit.clone()));
             return (hit, Lookup::Hit, c.stats());
         }
         if let Some(hit) = c.by_address.get(&address) {
@@ -160,6 +321,13 @@ pub(crate) fn get(
         let source: Rc<[u8]> = value.into();
         let entry =
             Rc::new(Entry { source: source.clone(), compiled, cost, slot: s, used: now.into() });
+        if configured && !transient && c.configured.bytes + cost <= limits.configured {
+            c.configured.bytes += cost;
+            c.configured.kept.insert(address, entry.clone());
+            c.last = Some((own, entry.clone()));
+            return (entry, Lookup::Kept, c.stats());
+        }
+        let budget = limits.budget;
         if cost > budget || transient {
             return (entry, Lookup::Uncached, c.stats());
         }

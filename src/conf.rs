@@ -31,6 +31,7 @@ use crate::{ConfResult, HttpMatchesModule, guard, handler};
 
 const VAR_REDIRECT: &str = "matches_redirect";
 const VAR_ENTRY: &str = "matches_entry";
+const VAR_WORK: &str = "http_matches_work";
 
 pub(crate) unsafe extern "C" fn create_main_conf(cf: *mut ngx_conf_t) -> *mut c_void {
     // SAFETY: `cf->pool` is the configuration pool; `allocate` registers a cleanup that drops
@@ -588,7 +589,7 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
         );
         return Status::NGX_ERROR;
     }
-    for name in [VAR_REDIRECT, VAR_ENTRY] {
+    for name in [VAR_REDIRECT, VAR_ENTRY, VAR_WORK] {
         let mut n = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
         // SAFETY: `ngx_http_add_variable` copies the name into the configuration pool.
         let v = unsafe { ngx_http_add_variable(cf, &mut n, 0) };
@@ -625,6 +626,25 @@ fn declared(cf: *mut ngx_conf_t, name: &str) -> bool {
         let keys =
             core::slice::from_raw_parts((*vk).keys.elts as *const ngx_hash_key_t, (*vk).keys.nelts);
         keys.iter().any(|k| k.key.as_bytes() == name.as_bytes())
+    }
+}
+
+/// The index of variable `name` when something in the configuration (`log_format`, `return`,
+/// `add_header`, ...) refers to it; `None` when nothing does (the handler then counts no work).
+fn indexed_variable(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint_t> {
+    // SAFETY: during postconfiguration the core main conf and its `variables` array (of
+    // ngx_http_variable_t, one per indexed variable, in index order) are alive.
+    unsafe {
+        let cmcf = NgxHttpCoreModule::main_conf(&*cf)?;
+        let vars = &cmcf.variables;
+        if vars.nelts == 0 || vars.elts.is_null() {
+            return None;
+        }
+        let vars = core::slice::from_raw_parts(
+            vars.elts as *const ngx::ffi::ngx_http_variable_t,
+            vars.nelts,
+        );
+        vars.iter().position(|v| v.name.as_bytes() == name.as_bytes())
     }
 }
 
@@ -665,6 +685,7 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     if declared(cf, "http_matches") {
         mcf.http_matches = variable_index(cf, "http_matches");
     }
+    mcf.var_work = indexed_variable(cf, VAR_WORK);
     match (variable_index(cf, VAR_REDIRECT), variable_index(cf, VAR_ENTRY)) {
         (Some(r), Some(e)) => {
             mcf.var_redirect = r;

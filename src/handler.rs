@@ -15,7 +15,7 @@ use ngx::ffi::{
     ngx_http_request_t, ngx_int_t, ngx_list_part_t, ngx_log_t, ngx_str_t, ngx_table_elt_t,
     ngx_uint_t,
 };
-use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{ngx_log_debug_mask, ngx_log_error};
 use route_match::{MatchList, Outcome, RequestView};
 
@@ -142,9 +142,30 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         }
         let bounds =
             route_match::Bounds { memory: mcf.max_memory, pattern: mcf.max_pattern_memory };
-        let (c, lookup, stats) = cache::get(lcf.var_syntax, value, mcf.var_cache_size, bounds);
+        let limits = cache::Limits {
+            budget: mcf.var_cache_size,
+            configured: mcf.bounds().memory,
+            // SAFETY: `ngx_cycle` is the running cycle, set before any request is served.
+            cycle: unsafe { ngx::ffi::ngx_cycle },
+        };
+        let (c, lookup, stats) =
+            cache::get(lcf.var_syntax, value, &limits, bounds, variable_values(req));
         match lookup {
             Lookup::Hit => {}
+            Lookup::Kept => {
+                ngx_log_error!(
+                    NGX_LOG_INFO,
+                    log,
+                    "http_matches: compiled a $http_matches value of {} bytes from the \
+                     configuration ({} bytes counted, fingerprint {:016x}): kept for the \
+                     worker's life, {} such values, {} bytes",
+                    value.len(),
+                    c.cost,
+                    fingerprint(value),
+                    stats.kept,
+                    stats.kept_bytes
+                );
+            }
             Lookup::Compiled { evicted } => {
                 ngx_log_error!(
                     NGX_LOG_INFO,
@@ -220,7 +241,18 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
 
     let budget = (lcf.regex_budget > 0).then_some(lcf.regex_budget as u64);
     let view = View { r: req, log, budget };
-    match list.evaluate(&view) {
+    let outcome = match mcf.var_work {
+        None => list.evaluate(&view),
+        Some(index) => {
+            let (outcome, work) = list.evaluate_work(&Counted(&view));
+            // SAFETY: `r` is valid and `index` is an indexed variable of its configuration.
+            if let Err(status) = unsafe { store_work(r, index, work) } {
+                return status;
+            }
+            outcome
+        }
+    };
+    match outcome {
         Outcome::Redirect { entry, path } => {
             ngx_log_debug_mask!(
                 DebugMask::Http,
@@ -303,6 +335,31 @@ unsafe fn redirect(
     }
 }
 
+/// Stores `$http_matches_work`: "attempts/regex steps/units" of this evaluation (see
+/// `route_match::Work`), for the main request only, like `$matches_entry`.
+///
+/// # Safety
+/// `r` must be a valid request with no outstanding references into it, and `index` an indexed
+/// variable of its configuration.
+unsafe fn store_work(
+    r: *mut ngx_http_request_t,
+    index: ngx_uint_t,
+    work: route_match::Work,
+) -> Result<(), ngx_int_t> {
+    // SAFETY: the caller guarantees `r`; the copy lives in its pool, as long as the request.
+    unsafe {
+        if !core::ptr::eq((*r).main, r) {
+            return Ok(());
+        }
+        let text = format!("{}/{}/{}", work.attempts, work.regex_steps, work.units);
+        let Some(s) = pool_str((*r).pool, text.as_bytes()) else {
+            return Err(fail((*(*r).connection).log, format_args!("out of memory")));
+        };
+        store_variable(r, index, s);
+    }
+    Ok(())
+}
+
 /// "00" to "99", two digits each: `$matches_entry` below 100 without an allocation.
 static TWO_DIGITS: [u8; 200] = {
     let mut t = [0u8; 200];
@@ -357,6 +414,20 @@ fn format_usize(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
     }
 }
 
+/// The values of the request's indexed variables that are already evaluated (`r->variables`).
+fn variable_values(req: &ngx_http_request_t) -> impl Iterator<Item = &[u8]> {
+    let n = NgxHttpCoreModule::main_conf(req).map_or(0, |cmcf| cmcf.variables.nelts);
+    let slots = if req.variables.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: `r->variables` has one slot per indexed variable of the configuration
+        // (ngx_http_create_request allocates `cmcf->variables.nelts` of them), alive as long
+        // as the request; null only before the request is set up.
+        unsafe { core::slice::from_raw_parts(req.variables, n) }
+    };
+    slots.iter().filter_map(var::get)
+}
+
 /// Whether `value` is what a client sent as `Matches:` (what `$http_matches` reads in a
 /// location where no `set` ran, if something evaluated it before us).
 fn client_value(req: &ngx_http_request_t, value: &[u8]) -> bool {
@@ -398,6 +469,33 @@ impl RequestView for View<'_> {
     }
     fn regex_budget(&self) -> Option<u64> {
         self.budget
+    }
+}
+
+/// `View` for `MatchList::evaluate_work` (`$http_matches_work`): another type, so that the
+/// counted evaluation is instantiated apart from `evaluate::<View>` and leaves the inlining of
+/// the common path as it was (with both on `View`, the module's regex path cost ~290 more
+/// instructions per request under callgrind).
+struct Counted<'a, 'r>(&'a View<'r>);
+
+impl RequestView for Counted<'_, '_> {
+    fn method(&self) -> &[u8] {
+        self.0.method()
+    }
+    fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.0.headers()
+    }
+    fn query(&self) -> &[u8] {
+        self.0.query()
+    }
+    fn path(&self) -> &[u8] {
+        self.0.path()
+    }
+    fn regex_failed(&self, entry: usize, pattern: &str, why: &str) {
+        self.0.regex_failed(entry, pattern, why);
+    }
+    fn regex_budget(&self) -> Option<u64> {
+        self.0.regex_budget()
     }
 }
 

@@ -25,6 +25,9 @@ pub struct MainConf {
     /// Indexes of `$matches_redirect` and `$matches_entry`.
     pub(crate) var_redirect: ngx_uint_t,
     pub(crate) var_entry: ngx_uint_t,
+    /// Index of `$http_matches_work` when the configuration refers to it: only then is each
+    /// request's work counted and stored.
+    pub(crate) var_work: Option<ngx_uint_t>,
     /// `http_matches_var_max_size`: the longest `$http_matches` value compiled.
     pub var_max_size: usize,
     /// `http_matches_var_cache`: bytes of compiled `$http_matches` values a worker keeps.
@@ -56,6 +59,7 @@ impl Default for MainConf {
             http_matches: None,
             var_redirect: 0,
             var_entry: 0,
+            var_work: None,
             var_max_size: NGX_CONF_UNSET_SIZE,
             var_cache_size: NGX_CONF_UNSET_SIZE,
             max_memory: DEFAULT_MAX_MEMORY,

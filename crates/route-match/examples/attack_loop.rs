@@ -14,60 +14,21 @@
 
 use std::hint::black_box;
 
-use route_match::{MatchList, RequestView, Syntax, compile_file, compile_list, regex_cache};
+use route_match::{MatchList, regex_cache};
 
-struct Req {
-    headers: Vec<(Vec<u8>, Vec<u8>)>,
-    query: Vec<u8>,
-}
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-impl RequestView for Req {
-    fn method(&self) -> &[u8] {
-        b"GET"
-    }
-    fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice()))
-    }
-    fn query(&self) -> &[u8] {
-        &self.query
-    }
-    fn path(&self) -> &[u8] {
-        b"/coffee"
-    }
-}
+use common::{Req, list, tenant_file};
 
+/// A GET of /coffee with these header lines.
 fn req(lines: Vec<(String, String)>) -> Req {
-    Req {
-        headers: lines.into_iter().map(|(n, v)| (n.into_bytes(), v.into_bytes())).collect(),
-        query: Vec::new(),
-    }
-}
-
-/// A list of 20 regex entries (indexed, prefiltered) that `x-tenant: tenant-<last>` wins.
-fn tenant_list(salt: usize) -> String {
-    let entries: Vec<String> = (0..20)
-        .map(|i| {
-            format!(
-                r#"{{"headers":["x-tenant:RegularExpression:^tenant-{salt}-{i}$"],"redirectPath":"/r{i}"}}"#
-            )
-        })
-        .collect();
-    format!("[{},{{\"any\":true,\"redirectPath\":\"/any\"}}]", entries.join(","))
-}
-
-fn list(json: &str) -> MatchList {
-    match compile_list(json.as_bytes(), Syntax::Auto) {
-        Ok(c) => c.list,
-        Err(e) => panic!("attack_loop: {e}"),
-    }
+    lines.iter().fold(Req::new("GET").p("/coffee").quiet(), |r, (n, v)| r.h(n, v))
 }
 
 fn store(n: usize) -> (route_match::CompiledFile, Req) {
-    let body: Vec<String> = (0..n).map(|k| format!("\"k{k}\":{}", tenant_list(k))).collect();
-    let file = compile_file(format!("{{{}}}", body.join(",")).as_bytes(), Syntax::Auto)
-        .unwrap_or_else(|e| panic!("attack_loop: {e}"));
     let r = req(vec![("host".into(), "bench".into()), ("x-tenant".into(), "tenant-0-19".into())]);
-    (file, r)
+    (tenant_file(n), r)
 }
 
 fn run(list: &MatchList, r: &Req, n: usize) {

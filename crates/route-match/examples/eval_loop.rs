@@ -6,41 +6,28 @@
 
 use std::hint::black_box;
 
-use route_match::{MatchList, Outcome, RequestView, Syntax, compile_list};
+use route_match::{MatchList, Outcome, Syntax, compile_list};
 
-struct Req {
-    headers: Vec<(Vec<u8>, Vec<u8>)>,
-    query: Vec<u8>,
-}
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-impl RequestView for Req {
-    fn method(&self) -> &[u8] {
-        b"GET"
-    }
-    fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice()))
-    }
-    fn query(&self) -> &[u8] {
-        &self.query
-    }
-    fn path(&self) -> &[u8] {
-        b"/coffee"
-    }
+use common::Req;
+
+/// A GET of /coffee with these header lines.
+fn get(lines: &[(&str, &str)], query: &str) -> Req {
+    lines.iter().fold(Req::new("GET").p("/coffee").quiet().q(query), |r, (n, v)| r.h(n, v))
 }
 
 /// The request of `benches/evaluate.rs`: a few ordinary headers before the ones that matter.
 fn req(extra: &[(&str, String)], query: &str) -> Req {
-    let mut headers: Vec<(Vec<u8>, Vec<u8>)> = [
+    let mut lines = vec![
         ("Host", "cafe.example.com"),
         ("User-Agent", "curl/8.5.0"),
         ("Accept", "*/*"),
         ("Accept-Encoding", "gzip, deflate"),
-    ]
-    .iter()
-    .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
-    .collect();
-    headers.extend(extra.iter().map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec())));
-    Req { headers, query: query.as_bytes().to_vec() }
+    ];
+    lines.extend(extra.iter().map(|(n, v)| (*n, v.as_str())));
+    get(&lines, query)
 }
 
 const BLOG: &str = r#"[{"headers":["version:v2"],"redirectPath":"/coffee_v2"},
@@ -90,20 +77,17 @@ fn case(name: &str) -> Option<(String, Req, usize)> {
                 .collect();
             // Exactly the request bench.py sends: its Host line, then MIXED_REQUEST's headers
             // (no other User-Agent line before the one that matters).
-            let r = Req {
-                headers: [
+            let r = get(
+                &[
                     ("Host", "bench"),
                     ("x-tenant", "tenant-none"),
                     ("x-version", "v1000.0"),
                     ("user-agent", "Mozilla/5.0 (X11; Linux) Build/99999 x"),
                     ("x-id", "id-ffff0000"),
                     ("x-region", "EU-West-999C"),
-                ]
-                .iter()
-                .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
-                .collect(),
-                query: Vec::new(),
-            };
+                ],
+                "",
+            );
             Some((format!("[{}]", entries.join(",")), r, 999))
         }
         _ => None,

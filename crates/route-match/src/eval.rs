@@ -157,8 +157,14 @@ impl Regexes {
         self.failed.borrow_mut().get_or_insert_with(|| (entry, p.as_str().into(), why));
     }
 
-    /// Reports the first regex that gave up, once, saying whether the budget ran out.
-    fn finish<R: RequestView + ?Sized, T>(&self, req: &R, outcome: T) -> T {
+    /// Reports the first regex that gave up, once, saying whether the budget ran out and, if
+    /// it did, what the evaluation did (`work`, asked only then).
+    fn finish<R: RequestView + ?Sized, T>(
+        &self,
+        req: &R,
+        outcome: T,
+        work: impl FnOnce() -> Work,
+    ) -> T {
         if let Some((entry, pattern, mut why)) = self.failed.take() {
             if self.spent.get() {
                 let budget = self.limit;
@@ -166,6 +172,11 @@ impl Regexes {
                     "; then the regex budget of the request ({budget} steps) was spent (regex \
                      steps plus a unit per header line, comma element and lookup), so every \
                      later regex condition counted as not matched"
+                );
+                let w = work();
+                why += &format!(
+                    "; work of the request: {} attempts, {} regex steps, {} units",
+                    w.attempts, w.regex_steps, w.units
                 );
             }
             req.regex_failed(entry, &pattern, &why);
@@ -823,7 +834,7 @@ impl MatchList {
         let rx = Regexes::new(req.regex_budget());
         let cx = Ctx::<_, true>::new(req, &self.store, Some(&rx));
         let outcome = self.first_of_all(&cx);
-        rx.finish(req, outcome)
+        rx.finish(req, outcome, || cx.work())
     }
 
     /// [`MatchList::evaluate`], also telling how many regex match attempts it made (answers
@@ -862,7 +873,7 @@ impl MatchList {
         let cx = Ctx::<_, true>::new(req, &self.store, Some(&rx));
         let outcome = self.first_of_list(&cx);
         let work = if FIGURES { cx.work() } else { Work::default() };
-        (rx.finish(req, outcome), work)
+        (rx.finish(req, outcome, || cx.work()), work)
     }
 
     /// The winner among the index's candidates, or among all entries for a short list.

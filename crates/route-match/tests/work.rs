@@ -5,21 +5,9 @@
 
 mod common;
 
-use common::{Req, list, show};
+use common::{Req, list, show, tenant_file};
 use proptest::prelude::*;
-use route_match::{DEFAULT_REGEX_BUDGET, MatchList, Syntax, compile_file};
-
-/// 20 prefiltered regex entries (an indexed list) and an `any`; `salt` makes lists distinct.
-fn tenant_list(salt: usize) -> String {
-    let entries: Vec<String> = (0..20)
-        .map(|i| {
-            format!(
-                r#"{{"headers":["x-tenant:RegularExpression:^tenant-{salt}-{i}$"],"redirectPath":"/r{i}"}}"#
-            )
-        })
-        .collect();
-    format!("[{},{{\"any\":true,\"redirectPath\":\"/any\"}}]", entries.join(","))
-}
+use route_match::{DEFAULT_REGEX_BUDGET, MatchList};
 
 #[test]
 fn per_request_state_is_sized_by_the_list_not_the_store() {
@@ -31,9 +19,7 @@ fn per_request_state_is_sized_by_the_list_not_the_store() {
     let req = req.h("x-tenant", "tenant-0-19");
     let mut seen = Vec::new();
     for n in [1, 10, 10_000] {
-        let body: Vec<String> = (0..n).map(|k| format!("\"k{k}\":{}", tenant_list(k))).collect();
-        let file = compile_file(format!("{{{}}}", body.join(",")).as_bytes(), Syntax::Auto)
-            .expect("compiles");
+        let file = tenant_file(n);
         let l = file.get(b"k0").expect("k0");
         assert!(l.is_indexed());
         let (outcome, work) = l.evaluate_work(&req);

@@ -1,4 +1,6 @@
-//! A request made of plain vectors, and a compact way to write expected outcomes.
+//! A request made of plain vectors, a compact way to write expected outcomes, and the list and
+//! request builders that the tests and the examples (`examples/eval_loop.rs`,
+//! `examples/attack_loop.rs`, which include this file with `#[path]`) share.
 #![allow(dead_code)]
 
 use std::cell::RefCell;
@@ -14,6 +16,8 @@ pub struct Req {
     pub regex_failures: RefCell<Vec<String>>,
     /// `Some(b)`: the regex budget `b` instead of the default.
     pub budget: Option<Option<u64>>,
+    /// Failures are not recorded (the examples' loops: nothing grows per evaluation).
+    pub quiet: bool,
 }
 
 impl Req {
@@ -32,6 +36,10 @@ impl Req {
         self.path = path.as_bytes().to_vec();
         self
     }
+    pub fn quiet(mut self) -> Req {
+        self.quiet = true;
+        self
+    }
 }
 
 impl RequestView for Req {
@@ -48,6 +56,9 @@ impl RequestView for Req {
         &self.path
     }
     fn regex_failed(&self, entry: usize, pattern: &str, why: &str) {
+        if self.quiet {
+            return;
+        }
         self.regex_failures.borrow_mut().push(format!("{entry} {pattern} {why}"));
     }
     fn regex_budget(&self) -> Option<u64> {
@@ -79,4 +90,26 @@ pub fn run(json: &str, req: &Req) -> String {
 /// Wraps a single entry (JSON object text) into a list redirecting to /hit.
 pub fn one(entry_fields: &str) -> String {
     format!(r#"[{{"redirectPath":"/hit",{entry_fields}}}]"#)
+}
+
+/// 20 prefiltered regex entries (an indexed list) that `x-tenant: tenant-<salt>-19` wins, and
+/// an `any`; `salt` makes lists distinct.
+pub fn tenant_list(salt: usize) -> String {
+    let entries: Vec<String> = (0..20)
+        .map(|i| {
+            format!(
+                r#"{{"headers":["x-tenant:RegularExpression:^tenant-{salt}-{i}$"],"redirectPath":"/r{i}"}}"#
+            )
+        })
+        .collect();
+    format!("[{},{{\"any\":true,\"redirectPath\":\"/any\"}}]", entries.join(","))
+}
+
+/// A file of `n` tenant lists, `k0` to `k<n-1>` (`tenant_list(k)` under `k<k>`).
+pub fn tenant_file(n: usize) -> route_match::CompiledFile {
+    let body: Vec<String> = (0..n).map(|k| format!("\"k{k}\":{}", tenant_list(k))).collect();
+    match route_match::compile_file(format!("{{{}}}", body.join(",")).as_bytes(), Syntax::Auto) {
+        Ok(f) => f,
+        Err(e) => panic!("tenant_file({n}): {e}"),
+    }
 }
