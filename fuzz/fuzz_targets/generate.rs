@@ -118,8 +118,6 @@ struct Listener {
     port: u16,
     https: bool,
     hostname: Option<S>,
-    /// The Secret an HTTPS listener names (`cert-N`, N of the input's secrets), or a name.
-    certificate: Option<(u8, Option<S>)>,
 }
 
 /// A good certificate and its key (the generator's test data).
@@ -242,9 +240,6 @@ struct BackendRef {
     port: u16,
     weight: Option<u16>,
     filters: Vec<Filter>,
-    namespace: Option<S>,
-    /// A weight and a port of the whole range instead.
-    wide: Option<(u32, u16)>,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -273,6 +268,14 @@ struct Input {
     listen_address: Option<S>,
     module: Option<S>,
     resolvers: Vec<S>,
+    // The fields below come after the ones the committed seeds were made for, and the
+    // structs above are as they were, so those seeds still decode to the same listeners and
+    // routes.
+    /// The Secret the Nth HTTPS listener names (`cert-N`, N of `secrets`), or a name.
+    certificates: Vec<(u8, Option<S>)>,
+    /// For the Nth backendRef of the input (in order): a namespace, and a weight and a port
+    /// of the whole range.
+    backend_refs: Vec<(Option<S>, Option<(u32, u16)>)>,
     secrets: Vec<Secret>,
     services: Vec<Service>,
     slices: Vec<Slice>,
@@ -354,8 +357,20 @@ fn manifests(input: &Input) -> String {
         .listeners
         .iter()
         .take(4)
-        .map(|l| {
-            let mut v = json!({"name": l.name.get(), "port": l.port % 4 + 8080,
+        .enumerate()
+        .map(|(i, l)| {
+            // A listener name the Gateway CRD refuses stops the run (the Gateway is the
+            // operator's): such a name is replaced, so that the routes are reached.
+            let name = Some(l.name.get())
+                .filter(|n| {
+                    !n.is_empty()
+                        && n.len() <= 253
+                        && n.bytes().all(|b| {
+                            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
+                        })
+                })
+                .unwrap_or_else(|| format!("l{i}"));
+            let mut v = json!({"name": name, "port": l.port % 4 + 8080,
                 "protocol": if l.https { "HTTPS" } else { "HTTP" }});
             if l.port > 60000 {
                 v["port"] = json!(l.port);
@@ -363,13 +378,18 @@ fn manifests(input: &Input) -> String {
             if let Some(h) = &l.hostname {
                 v["hostname"] = json!(h.get());
             }
-            if let Some((n, name)) = &l.certificate {
-                let name = name.as_ref().map_or_else(|| format!("cert-{}", n % 4), S::get);
-                v["tls"] = json!({"certificateRefs": [{"name": name}]});
-            }
             v
         })
         .collect();
+    let mut listeners = listeners;
+    if listeners.is_empty() {
+        listeners.push(json!({"name": "l", "port": 8080, "protocol": "HTTP"}));
+    }
+    for (l, (n, name)) in listeners.iter_mut().zip(&input.certificates) {
+        let name = name.as_ref().map_or_else(|| format!("cert-{}", n % 4), S::get);
+        l["tls"] = json!({"certificateRefs": [{"name": name}]});
+    }
+    let mut extras = input.backend_refs.iter();
     let mut docs = vec![json!({"kind": "Gateway", "metadata": {"name": "gw"},
         "spec": {"listeners": listeners}})];
     for r in input.routes.iter().take(4) {
@@ -417,12 +437,14 @@ fn manifests(input: &Input) -> String {
                         if let Some(w) = b.weight {
                             v["weight"] = json!(w % 5);
                         }
-                        if let Some(ns) = &b.namespace {
-                            v["namespace"] = json!(ns.get());
-                        }
-                        if let Some((w, p)) = b.wide {
-                            v["weight"] = json!(w % 1_000_001);
-                            v["port"] = json!(p);
+                        if let Some((ns, wide)) = extras.next() {
+                            if let Some(ns) = ns {
+                                v["namespace"] = json!(ns.get());
+                            }
+                            if let Some((w, p)) = wide {
+                                v["weight"] = json!(w % 1_000_001);
+                                v["port"] = json!(p);
+                            }
                         }
                         v
                     })
