@@ -19,6 +19,7 @@ pub mod conf;
 pub mod conf_reader;
 pub mod emit;
 pub mod explain;
+pub mod lists;
 pub mod model;
 pub mod nginx_request;
 pub mod plan;

@@ -32,6 +32,7 @@ mod ids;
 mod listeners;
 mod precedence;
 mod rules;
+pub mod segments;
 mod servers;
 mod status;
 
