@@ -127,3 +127,10 @@ pub fn flatten(file: &Map<String, Value>) -> Result<Map<String, Value>, String> 
     }
     Ok(out)
 }
+
+/// [`flatten`] of a `matches.json` text, as text (for tools: what NGF's njs, or any other
+/// reader of NGF's format, can evaluate).
+pub fn flatten_text(json: &str) -> Result<String, String> {
+    let file: Map<String, Value> = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    serde_json::to_string(&flatten(&file)?).map_err(|e| e.to_string())
+}
