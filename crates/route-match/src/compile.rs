@@ -436,9 +436,13 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         lists.into_iter().map(|(entries, index)| MatchList::new(store.clone(), entries, index)),
     );
     // Each list of includes refers to the compiled lists it names: shared, never copied.
-    for parts in resolved.composites {
-        let parts = parts.iter().filter_map(|&n| out.get(n as usize).map(MatchList::share));
-        let parts: Vec<MatchList> = parts.collect();
+    for numbers in resolved.composites {
+        // Sized by the file (one part per include element): asked for, not assumed.
+        let mut parts: Vec<MatchList> = Vec::new();
+        if parts.try_reserve_exact(numbers.len()).is_err() {
+            return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, "finishing the lists"));
+        }
+        parts.extend(numbers.iter().filter_map(|&n| out.get(n as usize).map(MatchList::share)));
         out.push(MatchList::composite(store.clone(), parts));
     }
     scope.check().map_err(|e| mem(e, "finishing the lists"))?;
