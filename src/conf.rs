@@ -195,7 +195,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
                 for n in &file.notices {
                     ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: \"{}\": {n}", file_name);
                 }
-                mcf.compiled_memory += file.iter().next().map_or(0, |(_, l)| l.memory());
+                mcf.compiled_memory += file.memory();
                 mcf.file_warnings = file.warnings.clone();
                 mcf.file = Some(Arc::new(file));
                 mcf.file_name = file_name;

@@ -115,9 +115,15 @@ def generate(routes):
     variants = {"module": conf}
     if NJS_SCRIPT:
         njs = conf.replace(f"load_module {MODULE};", f"load_module {NJS_MODULE};")
+        # njs reads NGF's flat lists: the generator's shared runs ({"include": KEY}) expanded.
+        lists = json.loads(matches.read_text())
+        flat = {k: [e for item in v for e in (lists[item["include"]] if "include" in item else [item])]
+                for k, v in lists.items()}
+        flat_file = out / "matches-flat.json"
+        flat_file.write_text(json.dumps(flat))
         njs = njs.replace("http_matches_load matches.json;",
                           f"js_import httpmatches from {NJS_SCRIPT};\n"
-                          f"    js_preload_object matches from {matches};")
+                          f"    js_preload_object matches from {flat_file};")
         njs = njs.replace(" http_matches; }", " js_content httpmatches.redirect; }")
         assert "http_matches" not in njs.replace("$httproute", ""), "njs twin still names the module"
         variants["njs"] = njs

@@ -32,6 +32,7 @@ pub mod emit;
 pub mod emit_global;
 pub mod explain;
 pub mod limits;
+pub mod lists;
 mod message;
 pub mod model;
 pub mod nginx_check;

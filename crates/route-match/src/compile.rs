@@ -15,8 +15,11 @@ use pcre2_bounded::memory::{Exhausted, Scope};
 use serde_json::{Map, Value};
 
 use crate::eval::MatchList;
+use crate::include::Slot;
 use crate::index;
-use crate::parse::{self, ParseError, RawList, Syntax, is_match_type, is_typed_string, key_path};
+use crate::parse::{
+    self, ParseError, Parsed, RawList, Syntax, is_match_type, is_typed_string, key_path,
+};
 use crate::store::{Body, Builder, Cond, Entry, Item, PathCond, Run, Span, Store, Table, Test};
 
 /// A malformed entry, found at compile time. The entry answers an error when a request reaches
@@ -110,9 +113,20 @@ impl CompiledFile {
             Some((self.store.bytes(item.key), self.lists.get(item.value.start as usize)?))
         })
     }
-    /// Number of distinct lists (identical lists under several keys are compiled once).
+    /// Number of distinct lists (identical lists under several keys are compiled once; a
+    /// list of includes counts once, the lists it names once each).
     pub fn distinct(&self) -> usize {
         self.lists.len()
+    }
+    /// About how many bytes of heap the compiled file holds: its one compiled form (counted
+    /// once, however many lists share it or include each other's), the lists and the parts of
+    /// the lists of includes (see [`MatchList::memory`]).
+    pub fn memory(&self) -> usize {
+        let lists = self.lists.iter().map(MatchList::own_memory).sum::<usize>();
+        crate::store::malloc_size(core::mem::size_of_val(&*self.lists))
+            + lists
+            + crate::store::malloc_size(16 + core::mem::size_of::<Store>())
+            + self.store.memory()
     }
 }
 
@@ -311,8 +325,8 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     // interned, so equal lists compile to equal conditions).
     let mut seen: HashMap<u64, Vec<(usize, Range<usize>)>> = HashMap::default();
     let mut lists: Vec<(Run, Option<u32>)> = Vec::new();
-    // Key -> list number (the parser refuses a key written twice).
-    let mut keys: Vec<(Span, u32)> = Vec::new();
+    // Key -> list (the parser refuses a key written twice).
+    let mut keys: Vec<(Span, Slot)> = Vec::new();
     if seen.try_reserve(survey.keys).is_err()
         || lists.try_reserve_exact(survey.keys).is_err()
         || keys.try_reserve_exact(survey.keys).is_err()
@@ -324,7 +338,9 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     // The first list during which the scope was found spent.
     let mut failed: Option<(Exhausted, String)> = None;
     let de = open().map_err(FileError::Io)?;
-    let parsed = parse::parse_file_with(de, &mut |key, list| {
+    // Lists of includes, resolved once every key is known (an include may name a later key).
+    let mut composites: Vec<Vec<String>> = Vec::new();
+    let parsed = parse::parse_file_with(de, &survey.names, &mut |key, list| {
         if failed.is_none() {
             let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
             if let Some(e) = scope.check().err().or(no_memory) {
@@ -335,6 +351,20 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         } else {
             return;
         }
+        let list = match list {
+            Parsed::Entries(list) => list,
+            Parsed::Includes(targets) => {
+                let span = c.b.intern(&key);
+                let number = c.b.index(composites.len());
+                if composites.try_reserve(1).is_err() {
+                    c.b.no_memory = true;
+                    return;
+                }
+                composites.push(targets);
+                keys.push((span, Slot::Composite(number)));
+                return;
+            }
+        };
         let (first_warning, first_entry, first_cond) =
             (warnings.len(), c.b.entries.len(), c.b.conds.len());
         let entries = c.entries(&list, Some(&key), &mut warnings);
@@ -364,7 +394,7 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         };
         let span = c.b.intern(&key);
         let number = c.b.index(number);
-        keys.push((span, number));
+        keys.push((span, Slot::Plain(number)));
     });
     let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
     if let Some(e) = failed.as_ref().map(|(e, _)| *e).or(scope.check().err()).or(no_memory) {
@@ -378,8 +408,10 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     }
     parsed.map_err(FileError::Parse)?;
     drop(seen);
+    let resolved = crate::include::resolve(&c.b, &keys, &composites, lists.len())
+        .map_err(|m| FileError::Parse(ParseError::include(m)))?;
     let first = c.b.items.len();
-    for (key, number) in keys {
+    for (&(key, _), number) in keys.iter().zip(resolved.numbers) {
         let value = Run { start: number, end: number + 1 };
         c.b.items.push(Item { key, value });
     }
@@ -394,12 +426,25 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     }
     let store = Arc::new(c.b.finish());
     let mut out = Vec::new();
-    if out.try_reserve_exact(lists.len()).is_err() {
+    let parts: usize = resolved.composites.iter().map(Vec::len).sum();
+    if out.try_reserve_exact(lists.len() + resolved.composites.len()).is_err()
+        || parts.checked_mul(core::mem::size_of::<MatchList>()).is_none()
+    {
         return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, "finishing the lists"));
     }
     out.extend(
         lists.into_iter().map(|(entries, index)| MatchList::new(store.clone(), entries, index)),
     );
+    // Each list of includes refers to the compiled lists it names: shared, never copied.
+    for numbers in resolved.composites {
+        // Sized by the file (one part per include element): asked for, not assumed.
+        let mut parts: Vec<MatchList> = Vec::new();
+        if parts.try_reserve_exact(numbers.len()).is_err() {
+            return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, "finishing the lists"));
+        }
+        parts.extend(numbers.iter().filter_map(|&n| out.get(n as usize).map(MatchList::share)));
+        out.push(MatchList::composite(store.clone(), parts));
+    }
     scope.check().map_err(|e| mem(e, "finishing the lists"))?;
     Ok(CompiledFile {
         store,

@@ -102,13 +102,23 @@ pub struct MatchList {
     /// No entry has a regex condition (known when the list is made): an evaluation makes no
     /// regex state (budget, memo, failure report) and never asks the request for a budget.
     regex_free: bool,
+    /// A list of includes (`index` is `COMPOSITE`, `entries` empty): the lists it names, in
+    /// order, each sharing the store (see `include`).
+    parts: Option<Box<Parts>>,
 }
+
+/// The lists a list of includes names (boxed twice: one pointer in [`MatchList`]).
+#[derive(Debug)]
+struct Parts(Box<[MatchList]>);
 
 /// `MatchList::index` of a list without an index.
 const NO_INDEX: u32 = u32::MAX;
+/// `MatchList::index` of a list of includes: it is evaluated part by part.
+const COMPOSITE: u32 = u32::MAX - 1;
 
-// One per distinct list of a configuration: the regex-free flag fits in what was padding.
-const _: () = assert!(core::mem::size_of::<MatchList>() <= 24);
+// One per distinct list of a configuration: the regex-free flag fits in what was padding,
+// the parts of a list of includes take a pointer.
+const _: () = assert!(core::mem::size_of::<MatchList>() <= 32);
 
 /// Per-evaluation state: the lazily decoded query and, for lists with a regex condition, the
 /// regex state.
@@ -139,6 +149,9 @@ struct Regexes {
     attempts: Cell<usize>,
     /// Match steps charged to those attempts.
     steps: Cell<u64>,
+    /// Where the part being evaluated starts in a list of includes (0 for any other list):
+    /// failures are reported by their entry's place in the expanded list.
+    base: Cell<usize>,
 }
 
 impl Regexes {
@@ -150,10 +163,12 @@ impl Regexes {
             memo: RefCell::new(None),
             attempts: Cell::new(0),
             steps: Cell::new(0),
+            base: Cell::new(0),
         }
     }
 
     fn fail(&self, entry: usize, p: &Pattern, why: String) {
+        let entry = entry + self.base.get();
         self.failed.borrow_mut().get_or_insert_with(|| (entry, p.as_str().into(), why));
     }
 
@@ -774,7 +789,75 @@ impl MatchList {
                 }
             })
         };
-        MatchList { store, entries, index: index.unwrap_or(NO_INDEX), regex_free }
+        MatchList { store, entries, index: index.unwrap_or(NO_INDEX), regex_free, parts: None }
+    }
+
+    /// A list of includes: `parts` (lists of entries of `store`) one after the other.
+    pub(crate) fn composite(store: Arc<Store>, parts: Vec<MatchList>) -> MatchList {
+        let regex_free = parts.iter().all(|p| p.regex_free);
+        let entries = Run::default();
+        let parts = Some(Box::new(Parts(parts.into_boxed_slice())));
+        MatchList { store, entries, index: COMPOSITE, regex_free, parts }
+    }
+
+    /// The same list of entries, once more (a part of a list of includes): the store and the
+    /// entries are shared, not copied.
+    pub(crate) fn share(&self) -> MatchList {
+        MatchList {
+            store: Arc::clone(&self.store),
+            entries: self.entries,
+            index: self.index,
+            regex_free: self.regex_free,
+            parts: None,
+        }
+    }
+
+    /// The lists of entries this list is made of, each with where it starts in the expanded
+    /// list: itself at 0, or the parts of a list of includes.
+    fn segments(&self) -> impl Iterator<Item = (usize, &MatchList)> {
+        let parts = self.parts.as_deref().map_or(core::slice::from_ref(self), |p| &p.0[..]);
+        parts.iter().scan(0, |base, part| {
+            let at = *base;
+            *base += part.entries.len();
+            Some((at, part))
+        })
+    }
+
+    /// Whether this is a list of includes.
+    #[doc(hidden)]
+    pub fn is_composite(&self) -> bool {
+        self.parts.is_some()
+    }
+
+    /// The parts of a list of includes, first match wins; `linear`: without the parts'
+    /// indexes (see [`MatchList::evaluate_linear`]). One context (budget, memo, decoded
+    /// query) for all of them; outcomes name entries by their place in the expanded list.
+    #[inline(never)]
+    fn first_of_parts<R: RequestView + ?Sized, const C: bool>(
+        &self,
+        cx: &Ctx<'_, R, C>,
+        linear: bool,
+    ) -> Outcome<'_> {
+        for (base, part) in self.segments() {
+            if let Some(rx) = cx.rx {
+                rx.base.set(base);
+            }
+            let outcome = if linear { part.first_of_all(cx) } else { part.first_of_list(cx) };
+            let at = |entry: usize| entry + base;
+            match outcome {
+                Outcome::NoMatch => continue,
+                Outcome::Redirect { entry, path } => {
+                    return Outcome::Redirect { entry: at(entry), path };
+                }
+                Outcome::Error(EvalError::InvalidEntry { entry, reason }) => {
+                    return Outcome::Error(EvalError::InvalidEntry { entry: at(entry), reason });
+                }
+                Outcome::Error(EvalError::NoRedirectPath { entry }) => {
+                    return Outcome::Error(EvalError::NoRedirectPath { entry: at(entry) });
+                }
+            }
+        }
+        Outcome::NoMatch
     }
 
     /// Whether the list has no regex condition (its evaluations make no regex state).
@@ -787,23 +870,25 @@ impl MatchList {
         self.store.entries.get(self.entries.range()).unwrap_or_default()
     }
 
-    /// Number of entries.
+    /// Number of entries (of the expanded list, for a list of includes).
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.segments().map(|(_, part)| part.entries.len()).sum()
     }
 
     /// Whether the list has no entries (never true for a parsed list).
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     /// The redirect paths of the entries, with their 0-based index (entries without one are
     /// left out). For load-time checks such as "does this named location exist".
     pub fn redirects(&self) -> impl Iterator<Item = (usize, &str)> {
-        self.entries()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| Some((i, self.store.str(e.redirect?))))
+        self.segments().flat_map(|(base, part)| {
+            part.entries()
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, e)| Some((base + i, part.store.str(e.redirect?))))
+        })
     }
 
     /// About how many bytes of heap the compiled list holds: the arrays of its compiled source
@@ -813,8 +898,16 @@ impl MatchList {
     /// all of it.
     pub fn memory(&self) -> usize {
         malloc_size(core::mem::size_of::<MatchList>())
+            + self.own_memory()
             + malloc_size(16 + core::mem::size_of::<Store>())
             + self.store.memory()
+    }
+
+    /// What this list holds of its own beyond its struct: the parts of a list of includes.
+    pub(crate) fn own_memory(&self) -> usize {
+        self.parts.as_ref().map_or(0, |p| {
+            malloc_size(core::mem::size_of::<Parts>()) + malloc_size(core::mem::size_of_val(&*p.0))
+        })
     }
 
     /// Evaluates `req`: the first satisfied entry wins; entries after it are never looked at.
@@ -833,7 +926,10 @@ impl MatchList {
         // Always with regex state, also for a regex-free list: the reference for both.
         let rx = Regexes::new(req.regex_budget());
         let cx = Ctx::<_, true>::new(req, &self.store, Some(&rx));
-        let outcome = self.first_of_all(&cx);
+        let outcome = match self.parts {
+            Some(_) => self.first_of_parts(&cx, true),
+            None => self.first_of_all(&cx),
+        };
         rx.finish(req, outcome, || cx.work())
     }
 
@@ -886,6 +982,9 @@ impl MatchList {
         if self.index == NO_INDEX {
             return self.first_of_all(cx);
         }
+        if self.index == COMPOSITE {
+            return self.first_of_parts(cx, false);
+        }
         match self.store.indexes.get(self.index as usize) {
             None => self.first_of_all(cx),
             Some(index) => self.first_of_indexed(index, cx),
@@ -905,14 +1004,14 @@ impl MatchList {
         if self.candidates(index, cx, &mut hits, &mut candidates) {
             self.first_of(&mut candidates, cx)
         } else {
-            self.first_of(0..self.len(), cx)
+            self.first_of(0..self.entries.len(), cx)
         }
     }
 
     /// Whether the list is long enough to be indexed.
     #[doc(hidden)]
     pub fn is_indexed(&self) -> bool {
-        self.index != NO_INDEX
+        self.segments().any(|(_, part)| part.index != NO_INDEX)
     }
 
     /// Evaluates the given entries in the order given (ascending) until one decides.

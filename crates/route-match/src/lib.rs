@@ -23,6 +23,7 @@
 mod bytes;
 mod compile;
 mod eval;
+mod include;
 mod index;
 mod parse;
 mod pattern;
@@ -33,7 +34,8 @@ mod store;
 
 pub use compile::{Bounds, CompiledFile, CompiledList, FileError, Warning};
 pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, MatchList, Outcome, RequestView, Work};
-pub use parse::{ParseError, Syntax};
+pub use include::{flatten, flatten_text};
+pub use parse::{INCLUDE, ParseError, Syntax};
 pub use pattern::{ATTEMPT_MAX_CHARGE, DEFAULT_PATTERN_MEMORY, MATCH_LIMIT, PROBES, Pattern};
 
 /// Parses and compiles one match list (a JSON array), e.g. an inline `http_matches` argument or

@@ -75,6 +75,10 @@ impl ParseError {
         ParseError { message, line: 0, column: 0, memory: true }
     }
 
+    pub(crate) fn include(message: String) -> ParseError {
+        ParseError { message, line: 0, column: 0, memory: false }
+    }
+
     pub(crate) fn too_large() -> ParseError {
         ParseError {
             message: "the compiled source would need more than 4 GiB (u32 offsets)".to_owned(),
@@ -125,28 +129,91 @@ pub(crate) type RawList = Vec<Value>;
 
 pub(crate) fn parse_list(json: &[u8]) -> Result<RawList, ParseError> {
     let mut de = serde_json::Deserializer::from_slice(json);
-    let list = ListSeed { key: None }.deserialize(&mut de)?;
+    let list = ListSeed { key: None, keys: None }.deserialize(&mut de)?;
     de.end()?;
-    Ok(list)
+    match list {
+        Parsed::Entries(list) => Ok(list),
+        // The seed refuses includes without the keys of a file.
+        Parsed::Includes(_) => Err(ParseError::io(&std::io::Error::other("include in a list"))),
+    }
 }
 
 /// Parses a whole file, handing each (key, list) to `each` as soon as it is read, so that only
 /// one list's JSON tree is alive at a time (a file of 100,000 entries would otherwise hold
 /// ~160 MB of trees at once, and leave the heap that fragmented).
+///
+/// `keys` (from the [`survey`] of the same file) is what an include is checked against: the
+/// position of a bad include is then the parser's own.
 pub(crate) fn parse_file_with<'de, R: serde_json::de::Read<'de>>(
     mut de: serde_json::Deserializer<R>,
-    each: &mut dyn FnMut(String, RawList),
+    keys: &Keys,
+    each: &mut dyn FnMut(String, Parsed),
 ) -> Result<(), ParseError> {
-    (&mut de).deserialize_map(FileVisitor { each })?;
+    (&mut de).deserialize_map(FileVisitor { keys, each })?;
     de.end()?;
     Ok(())
+}
+
+/// One list of a file as parsed: match entries, or includes of other lists (never both).
+#[derive(Debug)]
+pub(crate) enum Parsed {
+    /// Match entries, still as JSON values.
+    Entries(RawList),
+    /// `{"include": KEY}` elements: the keys, in order. Each is a key of the same file whose
+    /// list has no includes of its own (checked while parsing, when the survey was complete).
+    Includes(Vec<String>),
 }
 
 #[cfg(test)]
 pub(crate) fn parse_file(json: &[u8]) -> Result<Vec<(String, RawList)>, ParseError> {
     let mut out = Vec::new();
-    parse_file_with(serde_json::Deserializer::from_slice(json), &mut |k, l| out.push((k, l)))?;
+    let keys = survey(serde_json::Deserializer::from_slice(json)).names;
+    parse_file_with(serde_json::Deserializer::from_slice(json), &keys, &mut |k, l| match l {
+        Parsed::Entries(l) => out.push((k, l)),
+        Parsed::Includes(i) => {
+            out.push((k, i.into_iter().map(|k| serde_json::json!({ INCLUDE: k })).collect()))
+        }
+    })?;
     Ok(out)
+}
+
+/// The field of an include element: `{"include": "KEY"}` stands for the entries of the list
+/// under KEY (an extension of NGF's format; see the README's "Shared lists").
+pub const INCLUDE: &str = "include";
+
+/// The keys of a file and which of their lists have includes, from the [`survey`].
+#[derive(Debug, Default)]
+pub(crate) struct Keys {
+    /// Every key of the file.
+    all: HashSet<String>,
+    /// Keys whose list has at least one include element.
+    including: HashSet<String>,
+    /// The survey read the whole file (no syntax error ended it): only then are includes
+    /// checked against the keys (else the parse stops at that syntax error anyway).
+    complete: bool,
+}
+
+impl Keys {
+    /// Why `target`, included at `at`, cannot be included; `None` when it can.
+    fn refuse(&self, target: &str, at: &str) -> Option<String> {
+        if !self.complete {
+            return None;
+        }
+        let name = Value::String(target.to_owned());
+        if !self.all.contains(target) {
+            return Some(format!(
+                "{at}: unknown key {name}: an include names a list of the same file"
+            ));
+        }
+        if self.including.contains(target) {
+            return Some(format!(
+                "{at}: the list {} has includes of its own: includes are one level deep (a \
+                 list of match entries only)",
+                key_path(Some(target))
+            ));
+        }
+        None
+    }
 }
 
 pub(crate) fn is_match_type(t: &str) -> bool {
@@ -184,6 +251,8 @@ pub(crate) struct Survey {
     pub(crate) keys: usize,
     /// Bytes of every string and key.
     pub(crate) bytes: usize,
+    /// The keys, for the checks of includes.
+    pub(crate) names: Keys,
 }
 
 /// The first pass: walks the file without building JSON trees. Syntax errors end it early
@@ -192,10 +261,14 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
     mut de: serde_json::Deserializer<R>,
 ) -> Survey {
     let counts = Counts::default();
-    let typed =
-        Detect { depth: 0, sep: None, counts: &counts }.deserialize(&mut de).unwrap_or(false);
+    let walked = Detect { depth: 0, sep: None, counts: &counts }.deserialize(&mut de);
+    let complete = walked.is_ok() && de.end().is_ok();
+    let typed = walked.unwrap_or(false);
+    let mut names = counts.keys_seen.into_inner();
+    names.complete = complete;
     Survey {
         typed,
+        names,
         entries: counts.entries.get(),
         conditions: counts.conditions.get(),
         keys: counts.keys.get(),
@@ -209,6 +282,9 @@ struct Counts {
     conditions: Cell<usize>,
     keys: Cell<usize>,
     bytes: Cell<usize>,
+    keys_seen: core::cell::RefCell<Keys>,
+    /// The key whose list is being walked.
+    current: core::cell::RefCell<String>,
 }
 
 /// Walks any JSON; at depth 3 (file -> list -> entry -> field), the strings of a `headers` or
@@ -245,6 +321,12 @@ impl<'de> Visitor<'de> for Detect<'_> {
             add(&self.counts.bytes, key.len());
             if self.depth == 0 {
                 add(&self.counts.keys, 1);
+                self.counts.keys_seen.borrow_mut().all.insert(key.to_string());
+                *self.counts.current.borrow_mut() = key.to_string();
+            }
+            if self.depth == 2 && key == INCLUDE {
+                let current = self.counts.current.borrow().clone();
+                self.counts.keys_seen.borrow_mut().including.insert(current);
             }
             let sep = match (self.depth, &*key) {
                 (2, "headers") => Some(':'),
@@ -301,43 +383,90 @@ impl<'de> Visitor<'de> for Detect<'_> {
 
 struct ListSeed<'a> {
     key: Option<&'a str>,
+    /// The file's keys (`None`: a single list, where includes are refused).
+    keys: Option<&'a Keys>,
 }
 
 impl<'de> DeserializeSeed<'de> for ListSeed<'_> {
-    type Value = RawList;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawList, D::Error> {
-        d.deserialize_any(ListVisitor { key: self.key })
+    type Value = Parsed;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Parsed, D::Error> {
+        d.deserialize_any(ListVisitor { key: self.key, keys: self.keys })
     }
 }
 
 struct ListVisitor<'a> {
     key: Option<&'a str>,
+    keys: Option<&'a Keys>,
+}
+
+impl ListVisitor<'_> {
+    /// The key of an include element, or why it is not one that can be (`Ok(None)`: `v` is a
+    /// match entry).
+    fn include(&self, v: &Value, i: usize) -> Result<Option<String>, String> {
+        let Some(target) = v.as_object().and_then(|o| o.get(INCLUDE).map(|t| (o, t))) else {
+            return Ok(None);
+        };
+        let at = format!("{}[{i}]", key_path(self.key));
+        let Some(keys) = self.keys else {
+            return Err(format!(
+                "{at}: an include is only for the lists of an http_matches_load file (it names \
+                 another list of that file)"
+            ));
+        };
+        let (obj, target) = target;
+        if obj.len() != 1 {
+            return Err(format!(
+                "{at}: an include element has one field, \"{INCLUDE}\", and no other"
+            ));
+        }
+        let Some(target) = target.as_str() else {
+            return Err(format!(
+                "{at}.{INCLUDE} must be a string (a key of this file), not {target}"
+            ));
+        };
+        match keys.refuse(target, &format!("{at}.{INCLUDE}")) {
+            Some(why) => Err(why),
+            None => Ok(Some(target.to_owned())),
+        }
+    }
 }
 
 impl<'de> Visitor<'de> for ListVisitor<'_> {
-    type Value = RawList;
+    type Value = Parsed;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "an array of match entries at {}", key_path(self.key))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawList, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Parsed, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(4));
+        let mut includes: Vec<String> = Vec::new();
         while let Some(v) = seq.next_element::<Value>()? {
-            out.push(v);
+            let i = out.len() + includes.len();
+            match self.include(&v, i).map_err(de::Error::custom)? {
+                Some(target) => includes.push(target),
+                None => out.push(v),
+            }
+            if !(out.is_empty() || includes.is_empty()) {
+                return Err(de::Error::custom(format_args!(
+                    "{}[{i}]: a list with includes holds only includes, no match entries",
+                    key_path(self.key)
+                )));
+            }
         }
-        if out.is_empty() {
+        if out.is_empty() && includes.is_empty() {
             return Err(de::Error::custom(format_args!(
                 "the match list at {} is empty",
                 key_path(self.key)
             )));
         }
-        Ok(out)
+        Ok(if includes.is_empty() { Parsed::Entries(out) } else { Parsed::Includes(includes) })
     }
 }
 
 struct FileVisitor<'a> {
-    each: &'a mut dyn FnMut(String, RawList),
+    keys: &'a Keys,
+    each: &'a mut dyn FnMut(String, Parsed),
 }
 
 impl<'de> Visitor<'de> for FileVisitor<'_> {
@@ -356,7 +485,7 @@ impl<'de> Visitor<'de> for FileVisitor<'_> {
                     key_path(Some(&key))
                 )));
             }
-            let list = map.next_value_seed(ListSeed { key: Some(&key) })?;
+            let list = map.next_value_seed(ListSeed { key: Some(&key), keys: Some(self.keys) })?;
             (self.each)(key, list);
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! One pass of the writer: the main context and the `http` block around the servers.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::conf::{Arg, Node, Provenance, Rendered, Writer, code, data};
 use crate::plan::{Entry, Loc, Plan};
@@ -24,11 +24,10 @@ pub(super) fn emit_once(
         Tree::Keep => Writer::render,
         Tree::Drop => Writer::render_text,
     };
-    let mut matches: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
-    // Locations whose lists are the same text share one key (NGF's layout: a PathPrefix
-    // rule's `= /p` and `/p/` locations); a redirect path names a location of the server
-    // that runs the list, so the same text means the same in every server.
-    let mut key_of_text: std::collections::HashMap<String, String> = Default::default();
+    // The lists of matches.json, shared where they are the same (a redirect path names a
+    // location of the server that runs the list, so the same text means the same in every
+    // server).
+    let mut lists = crate::lists::Lists::default();
     let mut servers: Vec<Node> = Vec::new();
     let mut http = Http { experimental: opts.experimental, ..Http::default() };
 
@@ -100,17 +99,16 @@ pub(super) fn emit_once(
                     Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
                 }
                 .from(from);
-                let list: Vec<&Entry> = loc
-                    .candidates
-                    .iter()
-                    .filter(|c| !skip.rules.contains(&c.id))
-                    .map(|c| &c.entry)
-                    .collect();
-                if list.is_empty() {
+                let served: Vec<_> =
+                    loc.candidates.iter().filter(|c| !skip.rules.contains(&c.id)).collect();
+                if served.is_empty() {
                     body.push(head.inline(vec![d("return").code("404").into()]).into());
                     continue;
                 }
-                let text = serde_json::to_string(&list).map_err(|e| e.to_string())?;
+                let text = || {
+                    let list: Vec<&Entry> = served.iter().map(|c| &c.entry).collect();
+                    serde_json::to_string(&list).map_err(|e| e.to_string())
+                };
                 let key = format!("{}_{si}_{li}", port.port);
                 let list_field = || -> Cow<'static, str> {
                     format!(
@@ -120,22 +118,17 @@ pub(super) fn emit_once(
                     .into()
                 };
                 let inner: Vec<Node> = match opts.carrier {
+                    // Runs shared by locations written once, lists as includes of them.
                     Carrier::Preload => {
-                        let key = key_of_text.entry(text).or_insert_with(|| {
-                            matches.insert(key.clone(), list);
-                            key
-                        });
-                        vec![
-                            d("set").var("match_key").code(key.clone()).into(),
-                            d("http_matches").into(),
-                        ]
+                        let key = lists.key(&key, &served)?;
+                        vec![d("set").var("match_key").code(key).into(), d("http_matches").into()]
                     }
                     // A list too long for one word is the carrier's (an option), and it holds
                     // every route of the location: the run's error, with the advice.
                     Carrier::Inline => {
                         vec![
                             d("http_matches")
-                                .arg(Arg::data(list_field(), text).single_quoted())
+                                .arg(Arg::data(list_field(), text()?).single_quoted())
                                 .from(Provenance::Run)
                                 .into(),
                         ]
@@ -146,7 +139,7 @@ pub(super) fn emit_once(
                         vec![
                             d("set")
                                 .var("http_matches")
-                                .arg(Arg::data(list_field(), text).single_quoted())
+                                .arg(Arg::data(list_field(), text()?).single_quoted())
                                 .from(Provenance::Run)
                                 .into(),
                             d("http_matches").into(),
@@ -295,7 +288,7 @@ pub(super) fn emit_once(
         rendered = render(&nodes)?;
     }
     drop(nodes);
-    let matches_json = serde_json::to_string(&matches).map_err(|e| e.to_string())? + "\n";
+    let matches_json = lists.json()?;
     // Secrets that came with the manifests, where tls_server expects them (unless the
     // command line named other files).
     let files = plan

@@ -40,6 +40,7 @@ mod listeners;
 mod merge;
 mod precedence;
 mod rules;
+pub mod segments;
 mod servers;
 mod status;
 mod types;

@@ -1,0 +1,261 @@
+//! Output linear in the input (issue #29): with the preload carrier every run of candidates
+//! that locations share is written once and each location's list as includes of those runs.
+//! For random route sets (regex paths, deep prefix chains, `/` prefixes with header matches,
+//! a few hostnames) every location's list, includes expanded, is the plan's flattened list
+//! (the routing did not change), the module's engine compiles the file, and the output is at
+//! most `C` times the input (plus the fixed preamble). `SHARED_LISTS_CASES` sets the number
+//! of random cases (default 24).
+
+mod common;
+
+use std::path::Path;
+
+use httproute_nginx::conf::Stmt;
+use httproute_nginx::model::{Inputs, load_text};
+use httproute_nginx::plan::Plan;
+use httproute_nginx::{BackendMap, Options, Output, conf_reader, emit, plan_for};
+use proptest::prelude::*;
+use serde_json::Value;
+
+/// Output bytes (nginx.conf + matches.json) per input byte, past [`FIXED`]. The worst shape
+/// is a deep chain of short prefixes: a location at depth d includes d runs (~28 bytes each)
+/// for a path of ~2d bytes of input (see docs/RELIABILITY.md, "Output linear in the input").
+const C: usize = 32;
+/// What any configuration has (preamble, the catch-all server, the rules' locations' frame).
+const FIXED: usize = 4096;
+
+fn opts() -> Options {
+    common::options()
+}
+
+fn backends() -> BackendMap {
+    let mut m = BackendMap::new();
+    m.insert("default/s:80".into(), "127.0.0.1:9".into());
+    m
+}
+
+const GATEWAY: &str = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 80, protocol: HTTP}]\n---\n";
+
+/// One match: (path type, path or pattern, header match, method).
+type M = (&'static str, String, Option<(String, String)>, Option<&'static str>);
+
+fn route_yaml(i: usize, hostnames: &[&str], rules: &[Vec<M>]) -> String {
+    let mut y = format!(
+        "kind: HTTPRoute\nmetadata: {{name: r{i}, creationTimestamp: \"2024-01-01T00:00:{:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n",
+        i % 60,
+        hostnames.iter().map(|h| format!("{h:?}")).collect::<Vec<_>>().join(", ")
+    );
+    for rule in rules {
+        y += "  - matches:\n";
+        for (kind, value, header, method) in rule {
+            y += &format!("    - path: {{type: {kind}, value: {value:?}}}\n");
+            if let Some((n, v)) = header {
+                y += &format!("      headers: [{{name: {n}, value: {v:?}}}]\n");
+            }
+            if let Some(m) = method {
+                y += &format!("      method: {m}\n");
+            }
+        }
+        y += "    backendRefs: [{name: s, port: 80}]\n";
+    }
+    y + "---\n"
+}
+
+/// The plan and the output of `yaml` (all of it must be accepted).
+fn generate(yaml: &str) -> (Plan, Output) {
+    let mut inputs = Inputs::default();
+    load_text(Path::new("t.yaml"), yaml, &mut inputs).unwrap();
+    assert!(inputs.rejected.is_empty(), "{:?}", inputs.rejected);
+    let plan = plan_for(&inputs, &backends(), &opts());
+    let out = emit::emit(&plan, &opts()).unwrap();
+    (plan, out)
+}
+
+fn servers(conf: &str) -> Vec<Stmt> {
+    let tree = conf_reader::read(conf).unwrap();
+    let http = tree.into_iter().find(|s| s.words == ["http"]).unwrap();
+    http.block.unwrap().into_iter().filter(|s| s.words == ["server"]).collect()
+}
+
+/// Every location's list, includes expanded, is the plan's list for it, entry for entry; and
+/// the module's engine compiles the file. Returns the number of lists with includes.
+fn check_expansion(plan: &Plan, out: &Output) -> usize {
+    let file: serde_json::Map<String, Value> = serde_json::from_str(&out.matches_json).unwrap();
+    route_match::compile_file(out.matches_json.as_bytes(), route_match::Syntax::Typed)
+        .unwrap_or_else(|e| panic!("the module refuses it: {e}"));
+    let flat = route_match::flatten(&file).unwrap();
+    let mut composite = 0;
+    let conf_servers = servers(&out.nginx_conf);
+    let plan_servers: Vec<_> = plan.ports.iter().flat_map(|p| &p.servers).collect();
+    assert_eq!(conf_servers.len(), plan_servers.len());
+    for (s, ps) in conf_servers.iter().zip(plan_servers) {
+        let locations: Vec<&Stmt> =
+            s.block.iter().flatten().filter(|d| d.words[0] == "location").collect();
+        for (l, lp) in locations.iter().zip(&ps.locations) {
+            let path = match &lp.loc {
+                httproute_nginx::plan::Loc::Exact(p) | httproute_nginx::plan::Loc::Prefix(p) => p,
+            };
+            assert_eq!(l.words.last(), Some(path), "{:?}", l.words);
+            let body = l.block.as_ref().unwrap();
+            let key = body.iter().find(|d| d.words[..2] == ["set", "$match_key"]);
+            let Some(key) = key else {
+                assert!(lp.candidates.is_empty(), "{:?}", l.words);
+                continue;
+            };
+            let key = &key.words[2];
+            let want: Vec<Value> =
+                lp.candidates.iter().map(|c| serde_json::to_value(&c.entry).unwrap()).collect();
+            assert_eq!(flat[key].as_array().unwrap(), &want, "{:?} ({key})", l.words);
+            if file[key].as_array().unwrap().iter().any(|e| e.get("include").is_some()) {
+                composite += 1;
+            }
+        }
+    }
+    composite
+}
+
+fn output_bytes(out: &Output) -> usize {
+    out.nginx_conf.len() + out.matches_json.len()
+}
+
+fn paths() -> impl Strategy<Value = M> {
+    let prefix = prop::sample::select(vec!["/", "/a", "/a/b", "/a/b/c", "/a/b/c/d", "/x", "/a/x"]);
+    let regex = prop::sample::select(vec!["/a/[0-9]+", "/v[0-9]+/.*", "/(x|y)/z", "/a/b/[a-z]+"]);
+    let header = prop::option::of(
+        (prop::sample::select(vec!["x-a", "x-b"]), prop::sample::select(vec!["1", "2"]))
+            .prop_map(|(n, v)| (n.to_owned(), v.to_owned())),
+    );
+    let method = prop::option::of(prop::sample::select(vec!["GET", "POST"]));
+    (
+        prop_oneof![
+            prefix.clone().prop_map(|p| ("PathPrefix", p.to_owned())),
+            prefix.prop_map(|p| ("Exact", p.to_owned())),
+            regex.prop_map(|p| ("RegularExpression", p.to_owned())),
+        ],
+        header,
+        method,
+    )
+        .prop_map(|((k, p), h, m)| (k, p, h, m))
+}
+
+fn route_set() -> impl Strategy<Value = String> {
+    let hosts = prop::sample::select(vec![vec![], vec!["a.test"], vec!["*.test"]]);
+    let rules = prop::collection::vec(prop::collection::vec(paths(), 1..5), 1..4);
+    prop::collection::vec((hosts, rules), 1..6).prop_map(|routes| {
+        let mut y = GATEWAY.to_owned();
+        for (i, (h, rules)) in routes.iter().enumerate() {
+            y += &route_yaml(i, h, rules);
+        }
+        y
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("SHARED_LISTS_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(24)))]
+
+    #[test]
+    fn expanded_lists_are_the_plan_and_output_is_linear(yaml in route_set()) {
+        let (plan, out) = generate(&yaml);
+        check_expansion(&plan, &out);
+        let (i, o) = (yaml.len(), output_bytes(&out));
+        prop_assert!(o <= C * i + FIXED, "{o} output bytes for {i} input bytes:\n{yaml}");
+    }
+}
+
+/// Adversarial shapes, each doubled three times: the output per input byte must not grow
+/// (copying a list per location would grow it with the scale).
+#[test]
+fn adversarial_shapes_stay_linear() {
+    type Shape = fn(usize) -> String;
+    let shapes: [(&str, Shape); 3] = [
+        // n regex paths and n prefix paths: every location would hold every regex.
+        ("regex paths", |n| {
+            let re: Vec<M> = (0..n)
+                .map(|i| ("RegularExpression", format!("/r{i}/[a-z]+"), None, None))
+                .collect();
+            let pre: Vec<M> =
+                (0..n).map(|i| ("PathPrefix", format!("/p{i}"), None, None)).collect();
+            format!("{GATEWAY}{}{}", route_yaml(0, &[], &[re]), route_yaml(1, &[], &[pre]))
+        }),
+        // A prefix chain n deep: every location would hold every shorter prefix.
+        ("deep prefix chain", |n| {
+            let chain: Vec<M> =
+                (1..=n).map(|d| ("PathPrefix", "/a".repeat(d), None, None)).collect();
+            format!("{GATEWAY}{}", route_yaml(0, &[], &[chain]))
+        }),
+        // n header matches on `/` under n locations.
+        ("/ with headers", |n| {
+            let root: Vec<M> = (0..n)
+                .map(|i| ("PathPrefix", "/".to_owned(), Some((format!("x-{i}"), "1".into())), None))
+                .collect();
+            let exact: Vec<M> = (0..n).map(|i| ("Exact", format!("/e{i}"), None, None)).collect();
+            format!("{GATEWAY}{}{}", route_yaml(0, &[], &[root]), route_yaml(1, &[], &[exact]))
+        }),
+    ];
+    for (name, shape) in shapes {
+        let mut sizes = Vec::new();
+        for n in [8, 16, 32, 64] {
+            let yaml = shape(n);
+            let (plan, out) = generate(&yaml);
+            assert!(check_expansion(&plan, &out) > 0, "{name}: no list with includes");
+            let (i, o) = (yaml.len(), output_bytes(&out));
+            assert!(o <= C * i + FIXED, "{name} n={n}: {o} bytes out for {i} in");
+            sizes.push((i as f64, o as f64));
+        }
+        // Output bytes per further input byte, at the smallest and the largest doubling: a
+        // list copied per location would multiply it by about 4 (8 -> 16 vs 32 -> 64).
+        let marginal = |a: (f64, f64), b: (f64, f64)| (b.1 - a.1) / (b.0 - a.0);
+        let (first, last) = (marginal(sizes[0], sizes[1]), marginal(sizes[2], sizes[3]));
+        assert!(last <= 2.0 * first, "{name}: {first:.1} then {last:.1} bytes out per byte in");
+        eprintln!("{name}: {sizes:?}, marginal {first:.1} -> {last:.1}");
+    }
+}
+
+/// The issue's case: 8 routes (about 505 KiB of YAML: 400 regex paths, 7,792 prefix paths,
+/// a third of them with a header match) gave a 176 MB matches.json before lists were shared.
+#[test]
+fn eight_routes_of_505_kib() {
+    let yaml = eight_routes();
+    if let Some(to) = std::env::var_os("SHARED_LISTS_DUMP") {
+        std::fs::write(to, &yaml).unwrap();
+    }
+    assert!((500 * 1024..520 * 1024).contains(&yaml.len()), "{} bytes", yaml.len());
+    let (_, out) = generate(&yaml);
+    let (i, o) = (yaml.len(), output_bytes(&out));
+    eprintln!(
+        "eight_routes_of_505_kib: {i} bytes in, nginx.conf {} + matches.json {} out",
+        out.nginx_conf.len(),
+        out.matches_json.len()
+    );
+    assert!(o <= C * i, "{o} bytes out for {i} in");
+    let file =
+        route_match::compile_file(out.matches_json.as_bytes(), route_match::Syntax::Typed).unwrap();
+    // Locations of prefixes from one rule with the same conditions have the same list: one key.
+    assert!(file.len() > 300, "{} keys", file.len());
+}
+
+/// 8 routes x 16 rules x 64 matches: the first 400 regex paths, then prefixes, a third of them
+/// with a header match of its own value (its locations' lists differ from every other's).
+pub fn eight_routes() -> String {
+    let mut y = GATEWAY.to_owned();
+    for r in 0..8 {
+        let rules: Vec<Vec<M>> = (0..16)
+            .map(|ri| {
+                (0..64)
+                    .map(|mi| {
+                        let n = (r * 16 + ri) * 64 + mi;
+                        if n < 400 {
+                            ("RegularExpression", format!("/re{n}/[a-z0-9]+"), None, None)
+                        } else {
+                            let header = (n % 3 == 0).then(|| ("x-v".to_owned(), n.to_string()));
+                            ("PathPrefix", format!("/p{n}"), header, None)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        y += &route_yaml(r, &[], &rules);
+    }
+    y
+}
