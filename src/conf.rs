@@ -665,7 +665,15 @@ fn end_memory_guard(cf: *mut ngx_conf_t, status: Status) -> Status {
 /// variables the handler reads; ends the memory guard of the load.
 pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     let status = postconfiguration_checks(cf);
+    want_prefork(cf);
     end_memory_guard(cf, status)
+}
+
+/// `http_matches_prefork on`: the fill runs at the next fork (`init_module` arms it).
+fn want_prefork(cf: *mut ngx_conf_t) {
+    // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
+    let on = HttpMatchesModule::main_conf(unsafe { &*cf }).is_some_and(|m| m.prefork == 1);
+    crate::prefork::want(on);
 }
 
 fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
