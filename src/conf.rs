@@ -579,6 +579,7 @@ pub(crate) unsafe extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
 pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     // A configuration load begins (master): the heap held since the last fork serves it.
     crate::prefork::release();
+    begin_memory_guard();
     crate::guard::install_panic_hook();
     if !crate::util::var::layout_ok() {
         ngx_conf_log_error!(
@@ -655,9 +656,47 @@ fn variable_index(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint_t> {
     (i != ngx::ffi::NGX_ERROR as ngx_int_t).then_some(i as ngx_uint_t)
 }
 
+/// The allocator's reserve is held from here to [`end_memory_guard`]: an allocation that
+/// fails anywhere in this module's part of the load (a compile, a directive handler, a merge,
+/// the checks of postconfiguration) is rescued and refuses the load there, instead of
+/// aborting the master (`pcre2_bounded::memory`). If the system cannot give the reserve now,
+/// the first compile says so (out of memory) and a load that compiles nothing is not touched.
+fn begin_memory_guard() {
+    let _ = pcre2_bounded::memory::begin_load();
+}
+
+/// The last checkpoint of the load: an allocation failed since [`begin_memory_guard`] (and
+/// was rescued by the reserve) fails it with an `[emerg]`; the reserve is given back either
+/// way, so no process forked after the load keeps it.
+fn end_memory_guard(cf: *mut ngx_conf_t, status: Status) -> Status {
+    if pcre2_bounded::memory::end_load() {
+        ngx_conf_log_error!(
+            NGX_LOG_EMERG,
+            cf,
+            "http_matches: out of memory while loading the configuration: the system refused \
+             an allocation (an address-space limit?); the configuration is not loaded"
+        );
+        return Status::NGX_ERROR;
+    }
+    status
+}
+
 /// Reports the file's malformed entries (strictness of the http level) and resolves the
-/// variables the handler reads.
+/// variables the handler reads; ends the memory guard of the load.
 pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
+    let status = postconfiguration_checks(cf);
+    want_prefork(cf);
+    end_memory_guard(cf, status)
+}
+
+/// `http_matches_prefork on`: the fill runs at the next fork (`init_module` arms it).
+fn want_prefork(cf: *mut ngx_conf_t) {
+    // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
+    let on = HttpMatchesModule::main_conf(unsafe { &*cf }).is_some_and(|m| m.prefork == 1);
+    crate::prefork::want(on);
+}
+
+fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
     let cf_ref = unsafe { &*cf };
     let strict = HttpMatchesModule::location_conf(cf_ref).is_some_and(|l| l.strict == 1);

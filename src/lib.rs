@@ -70,7 +70,7 @@ static NGX_HTTP_MATCHES_MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
     merge_loc_conf: Some(conf::merge_loc_conf),
 };
 
-static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 9] = [
+static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 10] = [
     ngx_command_t {
         name: ngx_string!("http_matches_load"),
         type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12) as ngx_uint_t,
@@ -136,6 +136,14 @@ static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 9] = [
         set: Some(ngx_conf_set_size_slot),
         conf: NGX_HTTP_MAIN_CONF_OFFSET,
         offset: core::mem::offset_of!(MainConf, var_cache_size),
+        post: core::ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("http_matches_prefork"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG) as ngx_uint_t,
+        set: Some(ngx_conf_set_flag_slot),
+        conf: NGX_HTTP_MAIN_CONF_OFFSET,
+        offset: core::mem::offset_of!(MainConf, prefork),
         post: core::ptr::null_mut(),
     },
     ngx_command_t::empty(),

@@ -10,16 +10,22 @@
 //! every route once): +4 MiB private per worker in NGINX alone with `proxy_pass`, over the
 //! first pass of traffic, and more for bigger configurations.
 //!
-//! So, once per configuration load that uses the module (an `http_matches` or
-//! `http_matches_load` directive; merely loading it changes nothing), right before the master forks its first process (a
-//! `pthread_atfork` prepare handler, armed by `init_module`), the free chunks of the main heap
-//! are allocated and held: their pages stay shared (only a chunk header and a link are
-//! written, in the master), and the workers' allocations come from fresh memory at the top of
-//! the heap, which they reuse request after request. What is held is memory the master already
-//! had (or had given back with `malloc_trim`: then only the header's page). The master frees
-//! the chunks when it loads the next configuration (`preconfiguration`), so they serve that
-//! parse, and nothing accumulates over reloads; workers never free them. glibc only; elsewhere
-//! nothing.
+//! So, with `http_matches_prefork on` (off by default), once per configuration load that uses
+//! the module (an `http_matches` or `http_matches_load` directive; merely loading it changes
+//! nothing), at the first fork after `init_module` (a `pthread_atfork` prepare handler, armed
+//! by `init_module`), the free chunks of the main heap are allocated and held: their pages
+//! stay shared (only a chunk header and a link are written, in the master), and the workers'
+//! allocations come from fresh memory at the top of the heap. Which fork that is: on a reload,
+//! the first worker's; at start with `daemon on`, NGINX's own fork into the background (the
+//! daemon then starts the workers with the chunks already held, which is what is wanted, but
+//! the chunks were taken before that fork's parent exited). The master frees the chunks when
+//! it loads the next configuration (`preconfiguration`); workers never free them. glibc only
+//! (`mallinfo2`, glibc >= 2.33); elsewhere nothing.
+//!
+//! Why off by default (measured, docs/RELIABILITY.md "Master memory across reloads"): with a
+//! regex-heavy file the master grows with every reload while the fill is on (each reload's
+//! heap holes land in new places, and what is held keeps the heap from being trimmed), and is
+//! flat with it off; the saving it buys is in the workers' private memory under traffic.
 //!
 //! The holes a `matches.json` compile leaves (its parse tree and other temporaries, freed
 //! between the compiled store and NGINX's configuration data) are taken the same way, so the
@@ -37,6 +43,8 @@ static ARMED: AtomicBool = AtomicBool::new(false);
 /// A configuration that only loads the module (the Debian package enables it for every
 /// NGINX) leaves NGINX's heap alone.
 static USED: AtomicBool = AtomicBool::new(false);
+/// `http_matches_prefork on` in the configuration being loaded.
+static WANTED: AtomicBool = AtomicBool::new(false);
 /// The chunks held: a list linked through their first word (0: none).
 static HELD: AtomicUsize = AtomicUsize::new(0);
 
@@ -44,6 +52,7 @@ static HELD: AtomicUsize = AtomicUsize::new(0);
 /// begins; in any other process the list is empty or, in a worker, never freed).
 pub(crate) fn release() {
     USED.store(false, Ordering::Relaxed);
+    WANTED.store(false, Ordering::Relaxed);
     let mut p = HELD.swap(0, Ordering::Relaxed);
     while p != 0 {
         // SAFETY: every element of the list is a live malloc chunk of at least 8 bytes,
@@ -62,11 +71,16 @@ pub(crate) fn mark_used() {
     USED.store(true, Ordering::Relaxed);
 }
 
+/// The configuration being loaded asks for the fill (`http_matches_prefork on`).
+pub(crate) fn want(on: bool) {
+    WANTED.store(on, Ordering::Relaxed);
+}
+
 /// Arms the fill for the next fork (in the master, after a configuration load that uses the
 /// module).
 pub(crate) fn arm() {
     #[cfg(target_env = "gnu")]
-    if USED.load(Ordering::Relaxed) {
+    if USED.load(Ordering::Relaxed) && WANTED.load(Ordering::Relaxed) {
         static REGISTER: std::sync::Once = std::sync::Once::new();
         REGISTER.call_once(|| {
             // SAFETY: registers a handler with no state; glibc unregisters handlers of a shared
@@ -87,23 +101,24 @@ unsafe extern "C" {
     fn malloc(size: usize) -> *mut core::ffi::c_void;
     fn free(p: *mut core::ffi::c_void);
     fn sbrk(increment: isize) -> *mut core::ffi::c_void;
-    fn mallinfo() -> MallInfo;
+    fn mallinfo2() -> MallInfo2;
 }
 
-/// glibc's `struct mallinfo` (int fields; only `keepcost`, the top chunk's size, is read).
+/// glibc's `struct mallinfo2` (glibc >= 2.33: `size_t` fields; `mallinfo`'s `int` fields
+/// overflow past 2 GiB). Only `fordblks` and `keepcost` (the top chunk's size) are read.
 #[cfg(target_env = "gnu")]
 #[repr(C)]
-struct MallInfo {
-    arena: core::ffi::c_int,
-    ordblks: core::ffi::c_int,
-    smblks: core::ffi::c_int,
-    hblks: core::ffi::c_int,
-    hblkhd: core::ffi::c_int,
-    usmblks: core::ffi::c_int,
-    fsmblks: core::ffi::c_int,
-    uordblks: core::ffi::c_int,
-    fordblks: core::ffi::c_int,
-    keepcost: core::ffi::c_int,
+struct MallInfo2 {
+    arena: usize,
+    ordblks: usize,
+    smblks: usize,
+    hblks: usize,
+    hblkhd: usize,
+    usmblks: usize,
+    fsmblks: usize,
+    uordblks: usize,
+    fordblks: usize,
+    keepcost: usize,
 }
 
 #[cfg(target_env = "gnu")]
@@ -131,13 +146,9 @@ const MAX_TAKEN: usize = 1 << 30;
 /// takes are never freed.
 #[cfg(target_env = "gnu")]
 unsafe fn fill() {
-    // SAFETY: sbrk(0) only reads the break; mallinfo only reads malloc's statistics.
-    let (brk, info) = unsafe { (sbrk(0) as usize, mallinfo()) };
-    let (Ok(top), Ok(free_bytes)) =
-        (usize::try_from(info.keepcost), usize::try_from(info.fordblks))
-    else {
-        return;
-    };
+    // SAFETY: sbrk(0) only reads the break; mallinfo2 only reads malloc's statistics.
+    let (brk, info) = unsafe { (sbrk(0) as usize, mallinfo2()) };
+    let (top, free_bytes) = (info.keepcost, info.fordblks);
     // Never more than the free memory the heap reports (the top chunk excluded).
     let limit = free_bytes.saturating_sub(top).min(MAX_TAKEN);
     // Chunks at or above this address come from the top chunk (or a heap grown past it).

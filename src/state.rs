@@ -45,6 +45,9 @@ pub struct MainConf {
     /// Inline lists whose `@name` redirect paths are checked once every server's named
     /// locations are known (postconfiguration).
     pub(crate) named_checks: Vec<NamedCheck>,
+    /// `http_matches_prefork`: fill the master's free heap before its workers fork (off
+    /// unless set; see `prefork`).
+    pub prefork: ngx_flag_t,
 }
 
 impl Default for MainConf {
@@ -68,6 +71,7 @@ impl Default for MainConf {
             compiled_any: false,
             regex_cache_size: NGX_CONF_UNSET_SIZE,
             named_checks: Vec::new(),
+            prefork: NGX_CONF_UNSET as ngx_flag_t,
         }
     }
 }

@@ -4,27 +4,36 @@
 //!
 //! Rust aborts the process when an allocation fails (`handle_alloc_error`), and a global
 //! allocator may not unwind. So an allocation failure cannot be turned into an error where it
-//! happens; it is turned into one at the next *checkpoint* of the compiler instead:
+//! happens; it is turned into one at the next *checkpoint* instead:
 //!
 //! - While a [`Scope`] is open, every byte allocated on its thread is counted. Going over the
 //!   scope's limit never fails a Rust allocation (that would abort); it marks the scope, and
-//!   the compiler's next checkpoint ([`Scope::check`]: each list, each 64 KiB read of the file)
-//!   stops the compile with an error. PCRE2's allocations are refused outright once over the
-//!   limit (PCRE2 answers "failed to get memory", a plain error).
-//! - When `malloc` itself fails (an address-space limit, `vm.overcommit_memory=2`, a cgroup
-//!   limit), [`Metered`] frees a reserve of [`RESERVE`] bytes of address space, kept for that,
-//!   marks the thread's scope as out of memory and tries again: the allocation succeeds and the
-//!   next checkpoint fails the compile. Only a second failure before that checkpoint (more than
-//!   the reserve allocated between two checkpoints) still aborts.
+//!   the compiler's next checkpoint ([`Scope::check`]: each entry, each list, each 64 KiB read
+//!   of the file) stops the compile with an error. PCRE2's allocations are refused outright
+//!   once over the limit (PCRE2 answers "failed to get memory", a plain error).
+//! - When `malloc` itself fails (an address-space limit, RLIMIT_AS, or
+//!   `vm.overcommit_memory=2`), [`Metered`] frees a reserve of [`RESERVE`] bytes of address
+//!   space, kept for that, marks the thread's scope (and the configuration load, see
+//!   [`begin_load`]) as out of memory and tries again: the allocation succeeds and the next
+//!   checkpoint fails the compile (or the load). A cgroup memory limit is not one of these:
+//!   there `malloc` does not fail, the kernel's OOM killer ends a process instead, and nothing
+//!   here can see it coming.
 //!
-//! The reserve is taken when a scope opens (it is address space only: its pages are never
-//! touched, so it costs no RSS) and, once used, taken again by the next scope; a scope that
-//! cannot take it fails at once.
+//! What runs between two checkpoints is bounded so that it fits in the reserve: the compile
+//! stops at the entry after the one that failed ([`spent`]), and a derived structure built
+//! with infallible allocations (the index of a list, the prefilter's automaton) is estimated
+//! from its inputs first and built only if the estimate fits ([`can_build`]). Only a failure
+//! of more than the reserve between two checkpoints would still abort.
+//!
+//! The reserve is held only while it can be needed: from [`begin_load`] to [`end_load`] (a
+//! configuration load), and while a scope is open (a `$http_matches` compile in a worker). It
+//! is address space only (its pages are never touched, so it costs no RSS), and it is given
+//! back as the last holder lets go: a worker forked after a load does not inherit it.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::Cell;
 use core::fmt;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::alloc::System;
 
 /// Bytes of address space held back for the allocations between an allocation failure and the
@@ -60,6 +69,12 @@ thread_local! {
 }
 
 static RESERVE_BLOCK: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
+/// Open scopes (all threads): each holds the reserve.
+static SCOPES: AtomicUsize = AtomicUsize::new(0);
+/// A configuration load holds the reserve ([`begin_load`] to [`end_load`]).
+static LOAD: AtomicBool = AtomicBool::new(false);
+/// An allocation failed since [`begin_load`] (the reserve was used, or there was none).
+static LOAD_FAILED: AtomicBool = AtomicBool::new(false);
 
 fn reserve_layout() -> Layout {
     // A constant, valid layout (non-zero size, power-of-two alignment).
@@ -124,7 +139,7 @@ pub fn room() -> usize {
 /// never touched; an address-space limit refuses it here instead of aborting the build). The
 /// allocator's reserve is not counted in: it is for what cannot be estimated.
 pub fn can_build(n: usize) -> bool {
-    if n > room() {
+    if spent() || n > room() {
         return false;
     }
     // Small structures always fit in the reserve; the probe costs a system call.
@@ -142,9 +157,55 @@ pub fn can_build(n: usize) -> bool {
     true
 }
 
-/// Records that an allocation failed on this thread.
+/// Records that an allocation failed on this thread (and in the configuration load).
 pub(crate) fn note_failure() {
+    LOAD_FAILED.store(true, Ordering::Relaxed);
     let _ = METER.try_with(|m| m.failed.set(true));
+}
+
+/// Whether the open scope of this thread is spent (an allocation failed, or the limit was
+/// passed): the compile should stop at once, its next checkpoint fails it. `false` outside a
+/// scope.
+pub fn spent() -> bool {
+    METER.try_with(|m| m.failed.get() || m.over.get()).unwrap_or(false)
+}
+
+/// A configuration load begins (NGINX's master, or `nginx -t`): the reserve is held until
+/// [`end_load`], so that an allocation failure anywhere in the load (not only inside a
+/// compile's scope) is rescued and reported by [`end_load`], never an abort. `false` if the
+/// system cannot give the reserve now (then the first compile fails at once, see
+/// [`Scope::check`]).
+pub fn begin_load() -> bool {
+    LOAD.store(true, Ordering::Relaxed);
+    LOAD_FAILED.store(false, Ordering::Relaxed);
+    take_reserve()
+}
+
+/// The configuration load is over (its last checkpoint): gives the reserve back unless a
+/// scope still holds it; `true` if an allocation failed since [`begin_load`] (the load must
+/// be refused: it went on with the reserve's memory).
+pub fn end_load() -> bool {
+    LOAD.store(false, Ordering::Relaxed);
+    give_back_if_unheld();
+    LOAD_FAILED.swap(false, Ordering::Relaxed)
+}
+
+/// Whether the reserve is held now (for tests).
+pub fn reserve_held() -> bool {
+    !RESERVE_BLOCK.load(Ordering::Acquire).is_null()
+}
+
+/// Frees the reserve when nothing holds it: no open scope, no configuration load.
+fn give_back_if_unheld() {
+    if SCOPES.load(Ordering::Acquire) != 0 || LOAD.load(Ordering::Relaxed) {
+        return;
+    }
+    let block = RESERVE_BLOCK.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    if !block.is_null() {
+        // SAFETY: `block` was allocated by `System` with `reserve_layout()` in `take_reserve`
+        // and is freed once: the swap above removed it from the static.
+        unsafe { System.dealloc(block, reserve_layout()) };
+    }
 }
 
 /// Frees the reserve (if held) so that the failed allocation can be tried again; `true` if
@@ -224,8 +285,10 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// Opens a scope that may allocate `limit` bytes (`usize::MAX`: only count).
+    /// Opens a scope that may allocate `limit` bytes (`usize::MAX`: only count). It holds the
+    /// reserve until it is dropped.
     pub fn open(limit: usize) -> Scope {
+        SCOPES.fetch_add(1, Ordering::AcqRel);
         let reserve_ok = take_reserve();
         METER.with(|m| {
             let base = m.live.get();
@@ -279,6 +342,8 @@ impl Drop for Scope {
             m.over.set(over);
             m.failed.set(failed);
         });
+        SCOPES.fetch_sub(1, Ordering::AcqRel);
+        give_back_if_unheld();
     }
 }
 

@@ -496,18 +496,29 @@ impl Compiler {
 
     /// A notice per regex group of the last list indexed that was left without its automaton.
     fn notices(&mut self, key: Option<&str>) -> Vec<Warning> {
-        core::mem::take(&mut self.b.unindexed)
-            .into_iter()
-            .map(|entry| Warning {
-                key: key.map(str::to_owned),
-                also: 0,
-                entry: entry as usize,
-                message: "the regex prefilter's automaton for this entry's group of regex \
+        let lists = core::mem::take(&mut self.b.unindexed_lists);
+        let list = (lists > 0).then(|| Warning {
+            key: key.map(str::to_owned),
+            also: 0,
+            entry: 0,
+            message: "the index of this list would not fit in what is left of \
+                      http_matches_max_memory (or of the address space): its entries are tried \
+                      in order, within the regex budget"
+                .to_owned(),
+        });
+        list.into_iter()
+            .chain(core::mem::take(&mut self.b.unindexed).into_iter().map(|entry| {
+                Warning {
+                    key: key.map(str::to_owned),
+                    also: 0,
+                    entry: entry as usize,
+                    message: "the regex prefilter's automaton for this entry's group of regex \
                           conditions would not fit in what is left of http_matches_max_memory \
                           (or of the address space): its entries are tried one by one, within \
                           the regex budget"
-                    .to_owned(),
-            })
+                        .to_owned(),
+                }
+            }))
             .collect()
     }
 
@@ -551,6 +562,13 @@ impl Compiler {
     fn entries(&mut self, raw: &RawList, key: Option<&str>, warnings: &mut Vec<Warning>) -> Run {
         let start = self.b.entries.len();
         for (i, v) in raw.iter().enumerate() {
+            // A checkpoint per entry: once an allocation failed (the allocator's reserve is
+            // being spent) or the bound was passed, nothing more is compiled, so what is
+            // allocated after the failure is one entry's worth, not the rest of the list.
+            if self.b.no_memory || pcre2_bounded::memory::spent() {
+                self.b.no_memory = true;
+                break;
+            }
             let (entry, problems) = self.entry(v);
             self.b.entries.push(entry);
             warnings.extend(problems.into_iter().map(|message| Warning {

@@ -46,7 +46,15 @@ type Groups = HashMap<Span, Vec<(Span, Vec<u32>)>>;
 /// Builds the index of the list whose entries are `entries` of the builder, if it is long
 /// enough to have one; returns its number.
 pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
-    if entries.len() < MIN_ENTRIES {
+    if entries.len() < MIN_ENTRIES || b.no_memory {
+        return None;
+    }
+    // Built with infallible allocations (hash maps, vectors, B-trees): only when the estimate
+    // of their peak fits in what is left of the bound and in the address space; else the list
+    // is scanned in order (a notice). The automaton of a regex group is estimated on its own
+    // when it is built (`automaton`).
+    if !pcre2_bounded::memory::can_build(estimate(b, entries)) {
+        b.unindexed_lists += 1;
         return None;
     }
     let keys: Vec<Vec<Key>> =
@@ -111,6 +119,43 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     let id = b.index(b.indexes.len());
     b.indexes.push(Index { headers, params, methods, rest, regex, header_names });
     Some(id)
+}
+
+/// Bytes per entry, per condition, per literal and per literal byte that [`build`] may hold
+/// at its peak, temporaries included (hash maps at twice their load during a rehash, the
+/// per-entry key vectors, the sorted copies, the literal B-trees with their owned keys).
+/// Measured with the module's allocator (the peak of a compile with the index, automaton
+/// refused, minus the peak without it): 1,000 literal-heavy entries (128,000 literals of ~65
+/// bytes) 25.8 MB, i.e. ~200 bytes a literal; 400 entries of ~17-byte literals 6.3 MB (~123 a
+/// literal). These figures are 1.45-1.6x that; `tests/memory_bounds.rs`'s property test
+/// checks that a list that compiles never passes the limit.
+const PER_ENTRY: usize = 1024;
+const PER_CONDITION: usize = 256;
+const PER_LITERAL: usize = 128;
+const PER_LITERAL_BYTE: usize = 3;
+
+/// An upper bound of the bytes [`build`] allocates for the list `entries`, the automata
+/// aside, from what the list holds: its entries, conditions and the regex literals they need.
+pub(crate) fn estimate(b: &Builder, entries: Run) -> usize {
+    let list = b.entries.get(entries.range()).unwrap_or_default();
+    let (mut conditions, mut literals, mut literal_bytes) = (0usize, 0usize, 0usize);
+    for e in list {
+        let Body::When { headers, params, .. } = e.body else { continue };
+        for c in [headers, params].iter().flat_map(|r| b.conds.get(r.range()).unwrap_or_default()) {
+            conditions += 1;
+            let Test::Regex(p) = c.test else { continue };
+            let Some(Some(n)) = b.pattern_literals.get(p as usize) else { continue };
+            for lit in [&n.prefixes, &n.suffixes].into_iter().flatten().flatten() {
+                literals += 1;
+                literal_bytes = literal_bytes.saturating_add(lit.len());
+            }
+        }
+    }
+    (16usize << 10)
+        .saturating_add(list.len().saturating_mul(PER_ENTRY))
+        .saturating_add(conditions.saturating_mul(PER_CONDITION))
+        .saturating_add(literals.saturating_mul(PER_LITERAL))
+        .saturating_add(literal_bytes.saturating_mul(PER_LITERAL_BYTE))
 }
 
 /// The regex condition an entry without exact conditions is filed under: its first header

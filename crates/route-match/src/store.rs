@@ -254,6 +254,9 @@ pub(crate) struct Builder {
     /// left of the memory bound): the first of its entries (0-based in its list). Taken by
     /// the compiler after each list's index, for a notice.
     pub(crate) unindexed: Vec<u32>,
+    /// Lists left without an index (its estimate did not fit), since the compiler last took
+    /// the count for a notice.
+    pub(crate) unindexed_lists: usize,
 }
 
 /// Makes room for `additional` more items in `v`, or says it cannot (instead of aborting).
