@@ -579,8 +579,17 @@ pub(crate) unsafe extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
 pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     // A configuration load begins (master): the heap held since the last fork serves it.
     crate::prefork::release();
-    begin_memory_guard();
     crate::guard::install_panic_hook();
+    if !begin_memory_guard() {
+        ngx_conf_log_error!(
+            NGX_LOG_EMERG,
+            cf,
+            "http_matches: out of memory while loading the configuration: the system refused \
+             the module's 16 MiB reserve (an address-space limit?); the configuration is not \
+             loaded"
+        );
+        return Status::NGX_ERROR;
+    }
     if !crate::util::var::layout_ok() {
         ngx_conf_log_error!(
             NGX_LOG_EMERG,
@@ -659,10 +668,12 @@ fn variable_index(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint_t> {
 /// The allocator's reserve is held from here to [`end_memory_guard`]: an allocation that
 /// fails anywhere in this module's part of the load (a compile, a directive handler, a merge,
 /// the checks of postconfiguration) is rescued and refuses the load there, instead of
-/// aborting the master (`pcre2_bounded::memory`). If the system cannot give the reserve now,
-/// the first compile says so (out of memory) and a load that compiles nothing is not touched.
-fn begin_memory_guard() {
-    let _ = pcre2_bounded::memory::begin_load();
+/// aborting the master (`pcre2_bounded::memory`). `false` when the system cannot give the
+/// reserve now: the load is refused before anything of the module allocates (without the
+/// reserve, any allocation that fails would abort the master: a reload swept across
+/// address-space limits found one in the file's read buffer).
+fn begin_memory_guard() -> bool {
+    pcre2_bounded::memory::begin_load()
 }
 
 /// The last checkpoint of the load: an allocation failed since [`begin_memory_guard`] (and

@@ -156,7 +156,7 @@ fn regenerate_and_reload_under_traffic() {
 
     // Round 0: generate, start.
     write_round(BACKENDS[0], false);
-    let (staged, _) = stage(&dir, &inputs, &map, opts(), false).expect("generate");
+    let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
     staged.commit().unwrap();
     let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
     let pid_file = dir.join("logs/nginx.pid");
@@ -200,14 +200,14 @@ fn regenerate_and_reload_under_traffic() {
             // written, nothing changed.
             let conf_before = read(&dir.join("nginx.conf"));
             std::fs::write(&inputs[0], "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 0, protocol: HTTP}]\n").unwrap();
-            let e = stage(&dir, &inputs, &map, opts(), false).err().expect("refused");
+            let e = stage(&dir, &inputs, &map, opts(), false, None).err().expect("refused");
             assert!(e.contains("routes.yaml"), "round {round}: {e}");
             // A configuration nginx -t refuses (a module that is not there): apply keeps the
             // one in place.
             write_round(current, false);
             let bad =
                 Options { module: "/nonexistent/ngx_http_matches_module.so".into(), ..opts() };
-            let (staged, _) = stage(&dir, &inputs, &map, bad, false).expect("generated");
+            let (staged, _) = stage(&dir, &inputs, &map, bad, false, None).expect("generated");
             match check_and_reload(staged, &dir, &nginx_bin).unwrap() {
                 Applied::Rejected { kept, nginx_said } => {
                     assert!(nginx_said.contains("nonexistent"), "{nginx_said}");
@@ -223,7 +223,8 @@ fn regenerate_and_reload_under_traffic() {
         let next = if broken { current } else { BACKENDS[round % BACKENDS.len()] };
         allowed.lock().unwrap().moving = vec![current, next];
         write_round(next, broken);
-        let (staged, generated) = stage(&dir, &inputs, &map, opts(), false).expect("generate");
+        let (staged, generated) =
+            stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
         if broken {
             let w = generated.warnings.join("\n");
             assert!(w.contains("typo"), "round {round}: the bad route is not refused: {w}");

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Nginx, Prefix, free_ports};
-use httproute_nginx::{BackendMap, Carrier, Options};
+use httproute_nginx::BackendMap;
 
 const RULES: usize = 14;
 
@@ -150,16 +150,7 @@ fn includes_route_as_the_flattened_lists_do() {
     let src = Prefix::scratch("shared-lists-manifests");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("all.yaml"), manifests(port)).unwrap();
-    let opts = Options {
-        module: common::module_path().display().to_string(),
-        carrier: Carrier::Preload,
-        listen_address: Some("127.0.0.1".into()),
-        certificates: Default::default(),
-        resolvers: Vec::new(),
-        experimental: false,
-        nginx_version: common::nginx_version(),
-        allow_external_name: false,
-    };
+    let opts = common::generator_options();
     let (generated, warnings) = httproute_nginx::generate(&[src], &map, &opts).expect("generate");
     assert!(warnings.is_empty(), "{warnings:?}");
     let includes = generated.matches_json.matches("{\"include\":").count();
