@@ -39,7 +39,10 @@ e2e() {
   # umask 077 and a 0700 scratch root (tests/common): whatever the tests write is readable by
   # root alone, so a test that needs NGINX's worker user to read a file of the checkout
   # fails here, as it would for a user whose checkout is private.
-  (umask 077 && NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx cargo test -p ngx-http-matches --release)
+  # The generator command some tests run (tests/reload_flow.rs), built from this checkout.
+  cargo build --release -p httproute-nginx --bin httproute-nginx
+  (umask 077 && NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx \
+    HTTPROUTE_NGINX_BIN=$PWD/target/release/httproute-nginx cargo test -p ngx-http-matches --release)
 }
 
 field() { sed -n "s/^$1=//p" | tail -n 1; }

@@ -178,11 +178,17 @@ fn regenerate_and_reload_under_traffic() {
     };
 
     let mut reloads = 0usize;
-    // The httproute-nginx command next to this test's directory (a workspace build makes it),
-    // for rounds 1, 5, 9, ...: the library calls it makes are the other rounds'.
-    let command = std::env::current_exe()
-        .ok()
-        .and_then(|e| Some(e.parent()?.parent()?.join("httproute-nginx")))
+    // The httproute-nginx command (HTTPROUTE_NGINX_BIN, as scripts/test.sh builds and names
+    // it; else the one next to this test's directory, which a workspace build makes and which
+    // may be older than this checkout), for rounds 1, 5, 9, ...: the library calls it makes
+    // are the other rounds'.
+    let command = std::env::var_os("HTTPROUTE_NGINX_BIN")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| Some(e.parent()?.parent()?.join("httproute-nginx")))
+        })
         .filter(|c| c.exists());
     if command.is_none() {
         eprintln!(
