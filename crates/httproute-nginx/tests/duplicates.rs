@@ -4,14 +4,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::data;
+
+use std::path::Path;
 
 use httproute_nginx::model::{Inputs, load_text};
 use httproute_nginx::{BackendMap, Options, generate_all};
-
-fn data(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
-}
 
 fn opts() -> Options {
     common::options()
@@ -23,19 +21,10 @@ fn a_later_copy_is_refused_and_the_first_kept() {
     let mut backends = BackendMap::new();
     backends.insert("default/coffee:80".into(), "10.0.0.1:8080".into());
     let g = generate_all(&[data("duplicates")], &backends, &opts()).unwrap();
+    common::assert_golden_status("duplicates", &g);
     let status = httproute_nginx::status::yaml(&g.status);
     let dir = format!("{}/", data("duplicates").display());
     let warnings: Vec<String> = g.warnings.iter().map(|w| w.replace(&dir, "")).collect();
-    let expected = data("duplicates/expected");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(expected.join("status.yaml"), &status).unwrap();
-        std::fs::write(expected.join("warnings.txt"), warnings.join("\n") + "\n").unwrap();
-    }
-    assert_eq!(status, std::fs::read_to_string(expected.join("status.yaml")).unwrap());
-    assert_eq!(
-        warnings.join("\n") + "\n",
-        std::fs::read_to_string(expected.join("warnings.txt")).unwrap()
-    );
     // The copies do not serve: not their paths, not the copied Gateway's listener.
     let conf = &g.output.nginx_conf;
     for kept in ["/coffee", "/other", "/tea", "listen 80"] {

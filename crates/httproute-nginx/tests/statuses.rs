@@ -4,31 +4,15 @@
 
 mod common;
 
-use std::path::PathBuf;
+use common::data;
 
 use httproute_nginx::plan::{ConditionType, Reason};
 use httproute_nginx::{BackendMap, generate_all};
 
-fn data(p: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
-}
-
 #[test]
 fn dropped_matches_and_rules_have_conditions_and_a_route_with_none_left_is_not_accepted() {
     let g = generate_all(&[data("dropped")], &BackendMap::new(), &common::options()).unwrap();
-    let status = httproute_nginx::status::yaml(&g.status);
-    let dir = format!("{}/", data("dropped").display());
-    let warnings: Vec<String> = g.warnings.iter().map(|w| w.replace(&dir, "")).collect();
-    let expected = data("dropped/expected");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(expected.join("status.yaml"), &status).unwrap();
-        std::fs::write(expected.join("warnings.txt"), warnings.join("\n") + "\n").unwrap();
-    }
-    assert_eq!(status, std::fs::read_to_string(expected.join("status.yaml")).unwrap());
-    assert_eq!(
-        warnings.join("\n") + "\n",
-        std::fs::read_to_string(expected.join("warnings.txt")).unwrap()
-    );
+    common::assert_golden_status("dropped", &g);
 
     // What each route's one parentRef says, whatever the golden file holds.
     let conditions = |name: &str| {

@@ -4,10 +4,10 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use httproute_nginx::model::{Inputs, load_text};
-use httproute_nginx::{Carrier, Options};
+use httproute_nginx::{Carrier, Generated, Options};
 
 /// The options the tests generate with: the default module path and carrier, every address,
 /// one resolver (so that DNS-named backends are written, not warned about), the vendored
@@ -33,4 +33,25 @@ pub fn inputs(yaml: &str) -> Inputs {
     let mut inputs = Inputs::default();
     load_text(Path::new("test.yaml"), yaml, &mut inputs).expect("the manifests load");
     inputs
+}
+
+/// A set of test data: `tests/data/NAME`.
+pub fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+/// The run's status and warnings (paths relative to the set) equal the set's golden
+/// `expected/status.yaml` and `expected/warnings.txt`; `UPDATE_GOLDEN=1` rewrites them.
+pub fn assert_golden_status(set: &str, g: &Generated) {
+    let status = httproute_nginx::status::yaml(&g.status);
+    let dir = format!("{}/", data(set).display());
+    let warnings: Vec<String> = g.warnings.iter().map(|w| w.replace(&dir, "")).collect();
+    let warnings = warnings.join("\n") + "\n";
+    let expected = data(set).join("expected");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(expected.join("status.yaml"), &status).unwrap();
+        std::fs::write(expected.join("warnings.txt"), &warnings).unwrap();
+    }
+    assert_eq!(status, std::fs::read_to_string(expected.join("status.yaml")).unwrap());
+    assert_eq!(warnings, std::fs::read_to_string(expected.join("warnings.txt")).unwrap());
 }
