@@ -2,7 +2,8 @@
 
 # Tests for ngx_http_matches_module: a regular expression that gives up is no match with a
 # [warn], with the per-request budget on (default) and off; the $http_matches cache
-# (http_matches_var_cache): one compile per value per worker, a value too big to keep.
+# (http_matches_var_cache): one compile per value per worker, a request-made value too big to
+# keep.
 
 ###############################################################################
 
@@ -72,8 +73,11 @@ http {
             http_matches;
         }
 
+        # Made for each request (a variable in it): not a configured value, so the cache's
+        # (a configured literal is compiled once and kept outside it).
         location = /big {
-            set \$http_matches '[{"headers":["x:RegularExpression:^(?:a|b|c|d|e|f|g|h)+[0-9]{1,8}z(?!.)"],"redirectPath":"/t/b1"},{"headers":["x:RegularExpression:^(?:i|j|k|l|m|n|o|p)+[0-9]{1,8}z(?!.)"],"redirectPath":"/t/b2"},{"params":["q=RegularExpression=^(?:q|r|s|t|u|v|w|x)+[0-9]{1,8}z(?!.)"],"redirectPath":"/t/b3"},{"any":true,"redirectPath":"/t/bany"}]';
+            set \$e '';
+            set \$http_matches '[{"headers":["x:RegularExpression:^(?:a|b|c|d|e|f|g|h)+[0-9]{1,8}z(?!.)"],"redirectPath":"/t/b1\$e"},{"headers":["x:RegularExpression:^(?:i|j|k|l|m|n|o|p)+[0-9]{1,8}z(?!.)"],"redirectPath":"/t/b2"},{"params":["q=RegularExpression=^(?:q|r|s|t|u|v|w|x)+[0-9]{1,8}z(?!.)"],"redirectPath":"/t/b3"},{"any":true,"redirectPath":"/t/bany"}]';
             http_matches;
         }
     }
