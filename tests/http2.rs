@@ -48,10 +48,13 @@ fn hpack_references_and_joined_cookies_are_bounded_by_the_counted_work() {
     assert!(has_http2(), "the vendored NGINX is built without --with-http_v2_module");
     let comma = r#"[{"headers":["x-v:RegularExpression:^v[0-9]+$"],"redirectPath":"/t/v"},{"any":true,"redirectPath":"/t/any"}]"#;
     let cookie = r#"[{"headers":["cookie:RegularExpression:(^|; )sid=ok-[0-9]+(;|$)"],"redirectPath":"/t/sid"},{"any":true,"redirectPath":"/t/any"}]"#;
+    // `http2 on` from NGINX 1.25.1; before, a `listen` parameter (Debian 12's 1.22).
+    let (listen_h2, http2_on) =
+        if common::nginx_version() >= (1, 25, 1) { ("", "http2 on;") } else { (" http2", "") };
     let body = format!(
         "server {{
-           listen 127.0.0.1:{{PORT}};
-           http2 on;
+           listen 127.0.0.1:{{PORT}}{listen_h2};
+           {http2_on}
            large_client_header_buffers 8 16k;
            location /t/ {{ internal; return 200 \"$uri work=$http_matches_work\\n\"; }}
            location = /comma {{ http_matches '{comma}'; }}
