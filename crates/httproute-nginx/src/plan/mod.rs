@@ -50,7 +50,7 @@ pub use ids::{ListenerId, RouteId, RouteKind, RuleId};
 pub use merge::{Merged, ServerAt};
 pub use rules::retry_tries;
 pub use status::{
-    Condition, ConditionType, ListenerStatus, Reason, RouteStatus, Status,
+    Condition, ConditionType, Dropped, DroppedUnit, ListenerStatus, Reason, RouteStatus, Status,
     dropped_from_configuration,
 };
 pub(crate) use types::wildcard_covers;
