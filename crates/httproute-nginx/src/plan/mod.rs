@@ -50,8 +50,8 @@ pub use ids::{ListenerId, RouteId, RouteKind, RuleId};
 pub use merge::{Merged, ServerAt};
 pub use rules::retry_tries;
 pub use status::{
-    Condition, ConditionType, Dropped, DroppedUnit, ListenerStatus, Reason, RouteStatus, Status,
-    dropped_from_configuration,
+    Condition, ConditionType, Dropped, DroppedUnit, ListenerStatus, Reason, RefusedGateway,
+    RouteStatus, Status, dropped_from_configuration,
 };
 pub(crate) use types::wildcard_covers;
 pub use types::{

@@ -177,6 +177,17 @@ pub struct Status {
     /// [`dropped_from_configuration`] reads to say what is dropped, and whether anything of
     /// the route is left.
     pub rules: BTreeMap<RouteId, BTreeMap<usize, RuleOutcome>>,
+    /// The Gateways refused as a whole (their CRD refuses them: `Inputs::refused`), in input
+    /// order: `Accepted: False, Invalid` and `Programmed: False, Invalid`, no listeners.
+    pub refused_gateways: Vec<RefusedGateway>,
+}
+
+/// A Gateway the model refused, and its conditions.
+#[derive(Debug)]
+pub struct RefusedGateway {
+    pub namespace: String,
+    pub name: String,
+    pub conditions: Vec<Condition>,
 }
 
 /// What became of one rule of a served route.
@@ -206,12 +217,31 @@ pub struct RouteStatus {
 pub(super) type Http2Loss = (BTreeMap<RouteId, BTreeSet<u16>>, BTreeSet<RouteId>);
 
 /// The statuses of routes the model refused as a whole (`Inputs::rejected`): every parentRef
-/// `Accepted: False, UnsupportedValue`, and a warning each.
+/// `Accepted: False, UnsupportedValue`, and a warning each; and of Gateways it refused
+/// (`Inputs::refused`, warned about as they were read): [`Status::refused_gateways`].
 pub(super) fn rejected(
     inputs: &crate::model::Inputs,
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) {
+    for g in inputs.refused.iter().filter(|g| g.kind == "Gateway" && !g.name.is_empty()) {
+        let why = match g.error.field.as_str() {
+            "" => g.error.message.clone(),
+            f => format!("{f}: {}", g.error.message),
+        };
+        status.refused_gateways.push(RefusedGateway {
+            namespace: g.namespace.clone(),
+            name: g.name.clone(),
+            conditions: vec![
+                Condition::no(ConditionType::Accepted, Reason::Invalid, why),
+                Condition::no(
+                    ConditionType::Programmed,
+                    Reason::Invalid,
+                    "the Gateway is not accepted".into(),
+                ),
+            ],
+        });
+    }
     for r in &inputs.rejected {
         let kind = RouteKind::of(r.grpc);
         let name = format!("{}/{}", r.namespace.escape_debug(), r.name.escape_debug());
