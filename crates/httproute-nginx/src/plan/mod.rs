@@ -153,11 +153,13 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     // attachment, with each route's ResolvedRefs read from its resolved node.
     let resolved: Vec<backends::ResolvedRoute> =
         routes.iter().map(|r| backends::resolve_route(r, &refs)).collect();
-    let mut attachments =
-        attach::attach(inputs, &routes, &resolved, &ages, &listeners, &mut status, &mut warnings);
-    status::rejected(inputs, &mut status, &mut warnings);
-    status.routes.sort_by(|a, b| (&a.id.namespace, &a.id.name).cmp(&(&b.id.namespace, &b.id.name)));
-    attach::reject_kind_conflicts(&listeners, &mut attachments, &mut status, &mut warnings);
+    // Each route's outcome is carried on its node until the status is made from it.
+    let (mut attachments, mut nodes) =
+        attach::attach(inputs, &routes, &resolved, &ages, &listeners, &mut warnings);
+    attach::reject_kind_conflicts(&listeners, &mut attachments, &mut nodes, &mut warnings);
+    for a in &attachments {
+        status.listeners[listeners[a.listener].status].attached_routes += 1;
+    }
     // 4.-6. Servers, their rules and locations in precedence order, on the target NGINX.
     let (ports, loss) = servers::ports(
         &listeners,
@@ -166,7 +168,8 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         opts.experimental,
         &mut warnings,
     );
-    status::grpc_not_served(&mut status, &loss, opts.capabilities.version);
+    status::grpc_not_served(&mut nodes, &loss, opts.capabilities.version);
+    status::routes(nodes, inputs, &mut status, &mut warnings);
     status::rule_outcomes(
         &mut status,
         ports

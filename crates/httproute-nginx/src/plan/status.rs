@@ -212,18 +212,32 @@ pub struct RouteStatus {
     pub parents: Vec<(ParentRef, Vec<Condition>)>,
 }
 
+/// A route's node in the graph: what attachment made of each of its parentRefs (`Accepted`,
+/// then `ResolvedRefs` from its resolved references), changed on the node by the steps after
+/// (a kind conflict: `attach::reject_kind_conflicts`; the target NGINX: [`grpc_not_served`])
+/// and read once, by [`routes`], into the status.
+#[derive(Debug)]
+pub(super) struct RouteNode {
+    pub id: RouteId,
+    pub parents: Vec<(ParentRef, Vec<Condition>)>,
+}
+
 /// What the ports lost to the target NGINX: (GRPCRoutes not served on some port, and those
 /// ports; GRPCRoutes served on some port).
 pub(super) type Http2Loss = (BTreeMap<RouteId, BTreeSet<u16>>, BTreeSet<RouteId>);
 
-/// The statuses of routes the model refused as a whole (`Inputs::rejected`): every parentRef
-/// `Accepted: False, UnsupportedValue`, and a warning each; and of Gateways it refused
-/// (`Inputs::refused`, warned about as they were read): [`Status::refused_gateways`].
-pub(super) fn rejected(
+/// The one place route statuses are made: every route's node as the planning steps left it,
+/// then the routes the model refused as a whole (`Inputs::rejected`: every parentRef
+/// `Accepted: False, UnsupportedValue`, and a warning each), sorted by namespace/name; and the
+/// Gateways it refused (`Inputs::refused`, warned about as they were read):
+/// [`Status::refused_gateways`].
+pub(super) fn routes(
+    nodes: Vec<RouteNode>,
     inputs: &crate::model::Inputs,
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) {
+    status.routes.extend(nodes.into_iter().map(|n| RouteStatus { id: n.id, parents: n.parents }));
     for g in inputs.refused.iter().filter(|g| g.kind == "Gateway" && !g.name.is_empty()) {
         let why = match g.error.field.as_str() {
             "" => g.error.message.clone(),
@@ -264,16 +278,17 @@ pub(super) fn rejected(
             parents,
         });
     }
+    status.routes.sort_by(|a, b| (&a.id.namespace, &a.id.name).cmp(&(&b.id.namespace, &b.id.name)));
 }
 
 /// GRPCRoutes the target NGINX cannot serve on some port and serves on no other
-/// (see `servers::http2`): their `Accepted` conditions become `False, UnsupportedValue`.
-pub(super) fn grpc_not_served(status: &mut Status, loss: &Http2Loss, version: (u32, u32, u32)) {
+/// (see `servers::http2`): their nodes' `Accepted` conditions become `False, UnsupportedValue`.
+pub(super) fn grpc_not_served(nodes: &mut [RouteNode], loss: &Http2Loss, version: (u32, u32, u32)) {
     let (lost, kept) = loss;
     if lost.is_empty() {
         return;
     }
-    for route in &mut status.routes {
+    for route in nodes {
         let Some(ports) = lost
             .get(&route.id)
             .filter(|_| route.id.kind == RouteKind::Grpc && !kept.contains(&route.id))
