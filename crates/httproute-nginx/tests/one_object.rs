@@ -456,3 +456,31 @@ proptest! {
         }
     }
 }
+
+/// Whether Services and EndpointSlices are given is decided per namespace: tenant a gives
+/// none (its backendRef is its Service's cluster DNS name, resolved per request), and b
+/// giving a Service, a slice, or a Service the API server refuses changes nothing of a's
+/// (before, any Service anywhere made a's reference `BackendNotFound`, a 500).
+#[test]
+fn a_namespace_without_services_resolves_the_same_whatever_another_gives() {
+    let (a, b) = objects();
+    let a: Vec<Value> = a
+        .into_iter()
+        .filter(|o| !matches!(o["kind"].as_str(), Some("Service" | "EndpointSlice")))
+        .collect();
+    let (gw_b, route_b) = (b[0].clone(), b[1].clone());
+    let alone = run(&[a.clone(), vec![gw_b.clone(), route_b.clone()]].concat()).unwrap();
+    assert!(alone.out.nginx_conf.contains("s.a.svc.cluster.local:80"), "{}", alone.out.nginx_conf);
+    let mut refused = service("b", "u");
+    refused["spec"]["ports"][0]["port"] = json!(0);
+    for extra in [
+        vec![service("b", "s")],
+        vec![slice("b", "s", "10.0.1.1")],
+        vec![service("b", "s"), slice("b", "s", "10.0.1.1")],
+        vec![refused],
+    ] {
+        let with =
+            run(&[a.clone(), vec![gw_b.clone(), route_b.clone()], extra.clone()].concat()).unwrap();
+        assert_eq!(tenant_a(&alone.out), tenant_a(&with.out), "{extra:?}");
+    }
+}

@@ -138,12 +138,13 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         ages[i] = age;
     }
     let slices = backends::slices_by_service(inputs);
+    let given = backends::given(inputs);
     let refs = backends::Refs {
         grpc: false,
         backends: opts.backends,
         grants: &inputs.grants,
         services: &inputs.services,
-        any_slices: !inputs.endpoint_slices.is_empty() || !inputs.refused_slices.is_empty(),
+        given: &given,
         slices: &slices,
         refused_services: &inputs.refused_services,
         refused_slices: &inputs.refused_slices,
