@@ -226,8 +226,7 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
             server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap();
         rule.request_headers.set[0].value = bad.into();
         let out = httproute_nginx::emit::emit(&plan, &opts).expect("the rest is written");
-        let dropped: Vec<String> =
-            out.dropped.iter().map(|(id, why)| format!("{id}: {why}")).collect();
+        let dropped: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();
         if bad == "a\tb" {
             assert!(dropped.is_empty(), "{dropped:?}");
             assert!(out.nginx_conf.contains("\"a\\tb\""), "{}", out.nginx_conf);

@@ -62,6 +62,26 @@ fn refused(name: &str, yaml: &str, opts: &Options, field: &str) -> String {
     e
 }
 
+/// Generating `yaml` with `opts` refuses its Gateway only (the CRD refuses it; the run goes
+/// on): its warning, which must name `field`. No server is written for it.
+fn gateway_refused(name: &str, yaml: &str, opts: &Options, field: &str) -> String {
+    let src = Prefix::scratch(&format!("{name}-in"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("all.yaml"), yaml).unwrap();
+    let g = httproute_nginx::generate_all(&[src], &BackendMap::new(), opts)
+        .unwrap_or_else(|e| panic!("{name}: the run is refused: {e}"));
+    let w = g
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("Gateway ") && w.contains("is refused as the API server"))
+        .unwrap_or_else(|| panic!("{name}: no refusal among {:?}", g.warnings));
+    assert!(w.contains(field), "{name}: {w}\nwant the field {field}");
+    assert!(!g.output.nginx_conf.contains("server {"), "{name}: {}", g.output.nginx_conf);
+    let status = httproute_nginx::status::yaml(&g.status);
+    assert!(status.contains("reason: Invalid"), "{name}: {status}");
+    w.clone()
+}
+
 fn get(n: &Nginx, path: &str) -> (u16, String) {
     let req = format!("GET {path} HTTP/1.0\r\nHost: any.test\r\n\r\n");
     let r = n.raw(req.as_bytes()).expect("request");
@@ -86,20 +106,20 @@ fn a_listener_hostname_with_configuration_in_it_is_refused() {
     let yaml =
         gateway_yaml(port, ", hostname: \"a.test; location = /pwned { alias /etc/passwd; }\"")
             + &good_route();
-    let e = refused("hostname-injection", &yaml, &opts, "spec.listeners[0].hostname");
+    let e = gateway_refused("hostname-injection", &yaml, &opts, "spec.listeners[0].hostname");
     assert!(e.contains("document 0, spec.listeners[0].hostname: invalid hostname"), "{e}");
 }
 
 #[test]
 fn listener_port_0_and_hostnames_empty_and_star_are_refused() {
     let opts = common::generator_options();
-    let e =
-        refused("port-0", &(gateway_yaml(0, "") + &good_route()), &opts, "spec.listeners[0].port");
+    let yaml = gateway_yaml(0, "") + &good_route();
+    let e = gateway_refused("port-0", &yaml, &opts, "spec.listeners[0].port");
     assert!(e.ends_with("spec.listeners[0].port: must be 1-65535"), "{e}");
     let port = free_ports(1)[0];
     for h in ["\"\"", "\"*\""] {
         let yaml = gateway_yaml(port, &format!(", hostname: {h}")) + &good_route();
-        let e = refused("hostname", &yaml, &opts, "spec.listeners[0].hostname");
+        let e = gateway_refused("hostname", &yaml, &opts, "spec.listeners[0].hostname");
         assert!(e.contains(&format!("invalid hostname {h}")), "{e}");
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use common::{Prefix, free_port, nginx_binary};
 use httproute_nginx::emit::{Output, Tree};
-use httproute_nginx::plan::{ConditionType, Plan, Reason};
+use httproute_nginx::plan::{ConditionType, DroppedUnit, Plan, Reason};
 use httproute_nginx::{BackendMap, Options, nginx_check};
 
 fn gateway(port: u16) -> String {
@@ -93,13 +93,16 @@ fn a_tenant_line_nginx_refuses_drops_its_rule_and_the_rest_loads() {
 
     let out_dir = Prefix::scratch("check-out");
     let out = checked(&plan, &opts, &out_dir).expect("a configuration that loads");
-    let dropped: Vec<String> = out.dropped.iter().map(|(id, w)| format!("{id}: {w}")).collect();
+    let dropped: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
     assert!(
         dropped[0].contains("\"proxy_connect_timeout\" directive invalid value"),
         "{dropped:?}"
     );
-    assert!(out.dropped[0].0.route.name == "b" && out.dropped[0].0.index == 0, "{dropped:?}");
+    assert!(
+        matches!(&out.dropped[0].unit, DroppedUnit::Rule(r) if r.route.name == "b" && r.index == 0),
+        "{dropped:?}"
+    );
     assert!(out.warnings.iter().any(|w| w.contains("invalid value")), "{:?}", out.warnings);
     // The status says why, on b's parentRef, and only there: its one rule is gone, so it is
     // not accepted (plan/status.rs dropped_from_configuration).

@@ -29,7 +29,7 @@ fn load(tag: &str, yaml: &str, port: u16) -> (Vec<String>, common::Nginx) {
     let opts = common::generator_options();
     let plan = httproute_nginx::plan_for(&inputs, &backends, &opts);
     let out = httproute_nginx::emit::emit(&plan, &opts).expect("written");
-    let dropped = out.dropped.iter().map(|(id, why)| format!("{id}: {why}")).collect();
+    let dropped = out.dropped.iter().map(ToString::to_string).collect();
     let dir = Prefix::scratch(&format!("limits-{tag}"));
     httproute_nginx::write_dir(&dir, &out).unwrap();
     let p = Prefix::existing(dir, "nginx.conf", port);

@@ -68,19 +68,18 @@ pub struct Explanation {
 /// The plan as the configuration written from it serves: the rules and matches the writer
 /// left out (`crate::emit::Output::dropped`: a word NGINX cannot take, a line `nginx -t`
 /// refused) are taken out of every location's candidates, so that explain does not name a
-/// rule that is not served. A whole rule (`why` not starting `match N:`) loses every match; a
-/// match, itself.
-pub fn without_dropped(plan: &mut Plan, dropped: &[(crate::plan::RuleId, String)]) {
+/// rule that is not served. A whole rule (or route) loses every match; a match, itself.
+pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
+    use crate::plan::DroppedUnit;
     if dropped.is_empty() {
         return;
     }
     let gone = |c: &crate::plan::Candidate| {
-        dropped.iter().any(|(id, why)| {
-            *id == c.id
-                && match why.strip_prefix("match ").and_then(|r| r.split(':').next()) {
-                    Some(mi) => mi.parse() == Ok(c.match_index),
-                    None => true,
-                }
+        dropped.iter().any(|d| match &d.unit {
+            DroppedUnit::Match { rule, index } => *rule == c.id && *index == c.match_index,
+            DroppedUnit::Rule(rule) => *rule == c.id,
+            DroppedUnit::Route(route) => *route == c.id.route,
+            DroppedUnit::BackendShare { .. } | DroppedUnit::Listener(_) => false,
         })
     };
     for server in plan.ports.iter_mut().flat_map(|p| &mut p.servers) {

@@ -26,7 +26,8 @@ fn conditions(cs: &[Condition]) -> Value {
         .collect()
 }
 
-/// The status of everything the plan saw, as YAML.
+/// The status of everything the plan saw, as YAML: the Gateways with listeners (in input
+/// order), the Gateways refused as a whole, then the routes.
 pub fn yaml(status: &Status) -> String {
     let mut items = Vec::new();
     // Gateways in input order, each with its listeners.
@@ -77,6 +78,14 @@ pub fn yaml(status: &Status) -> String {
             "kind": "Gateway",
             "metadata": {"name": name, "namespace": ns},
             "status": {"conditions": conditions(&gateway_conditions), "listeners": listeners},
+        }));
+    }
+    for g in &status.refused_gateways {
+        items.push(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "metadata": {"name": g.name, "namespace": g.namespace},
+            "status": {"conditions": conditions(&g.conditions), "listeners": []},
         }));
     }
     for r in &status.routes {

@@ -99,11 +99,12 @@ fn generate_keeps_runtime_files_and_a_refused_run_writes_nothing() {
     }
     assert_eq!(names(&out), ["generations", "logs", "nginx.conf", "tmp"]);
 
-    // A refused run (a Gateway the CRD refuses): nothing written, the status as it was, and
-    // stderr says so.
+    // A refused run (a document that is not YAML: the operator's input; a Gateway the CRD
+    // refuses costs only that Gateway): nothing written, the status as it was, and stderr
+    // says so.
     let (conf, status) = (read(&out.join("nginx.conf")), read(&d.status()));
     assert!(status.contains("kind: HTTPRoute"), "{status}");
-    d.input("kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 0, protocol: HTTP}]\n");
+    d.input("kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 80\n");
     let (code, err) = d.run("generate", &[]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("httproute-nginx: error: "), "{err}");

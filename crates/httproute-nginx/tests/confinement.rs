@@ -100,8 +100,7 @@ fn values_nginx_cannot_take_drop_their_rule_only() {
         assert!(conf.contains("proxy_set_header x-tab \"a\\tb\";"), "{what}: {conf}");
         assert!(conf.contains("location = \"/odd\u{85}\""), "{what}: {conf}");
         // The bad rule is not served; the bad route's other rule is.
-        let dropped: Vec<String> =
-            g.output.dropped.iter().map(|(id, why)| format!("{id}: {why}")).collect();
+        let dropped: Vec<String> = g.output.dropped.iter().map(ToString::to_string).collect();
         assert_eq!(dropped.len(), 1, "{what}: {dropped:?}");
         assert!(dropped[0].starts_with("default/bad rule 0: "), "{what}: {dropped:?}");
         assert!(dropped[0].contains("NGINX takes at most 4094"), "{what}: {dropped:?}");
@@ -150,7 +149,7 @@ fn a_path_nginx_cannot_take_drops_its_match_only() {
         std::sync::Arc::make_mut(c).path = "/gone\n".into();
     }
     let out = httproute_nginx::emit::emit(&plan, &opts()).unwrap();
-    let dropped: Vec<String> = out.dropped.iter().map(|(id, why)| format!("{id}: {why}")).collect();
+    let dropped: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(
         dropped,
         [
@@ -212,8 +211,7 @@ fn header_hash_manifests(name_len: usize) -> String {
 fn header_names_past_the_header_hashes_are_held_or_dropped() {
     let dir = dir_with("hash", &header_hash_manifests(50));
     let g = generate_all(&[dir], &backends(), &opts()).unwrap();
-    let dropped: Vec<String> =
-        g.output.dropped.iter().map(|(id, why)| format!("{id}: {why}")).collect();
+    let dropped: Vec<String> = g.output.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
     assert!(dropped[0].starts_with("default/g rule 0: header name"), "{dropped:?}");
     let conf = &g.output.nginx_conf;

@@ -117,6 +117,10 @@ fn load_checked(
 ) -> Result<httproute_nginx::model::Inputs, httproute_nginx::model::InputError> {
     let mut inputs = httproute_nginx::model::Inputs::default();
     httproute_nginx::model::load_text(Path::new(file), text, &mut inputs)?;
+    // Objects refused are left out and the run goes on; here the first is the error.
+    if !inputs.refused.is_empty() {
+        return Err(inputs.refused.remove(0).error);
+    }
     match inputs.rejected.pop() {
         Some(r) => Err(r.error),
         None => Ok(inputs),
@@ -453,13 +457,16 @@ fn allowed_routes_default_to_the_gateways_namespace() {
         let refused = p.warnings.iter().filter(|w| w.contains("does not accept it")).count();
         assert_eq!(refused, 3 - want.len(), "{allowed}: {:?}", p.warnings);
     }
+    // The Gateway the CRD refuses is left out (a warning), not the run.
     let mut inputs = httproute_nginx::model::Inputs::default();
-    let e = httproute_nginx::model::load_text(
+    httproute_nginx::model::load_text(
         Path::new("test.yaml"),
         &gw(", allowedRoutes: {namespaces: {from: Selector}}"),
         &mut inputs,
     )
-    .unwrap_err();
+    .unwrap();
+    assert!(inputs.gateways.is_empty());
+    let e = &inputs.refused[0].error;
     assert_eq!(
         e.to_string(),
         "test.yaml, document 0, spec.listeners[0].allowedRoutes.namespaces.selector: from: Selector needs a selector"
@@ -713,11 +720,15 @@ fn tls_secrets_in_the_manifests_are_written_next_to_nginx_conf() {
     assert_eq!(std::fs::read(&key).unwrap(), std::fs::read(data("tls/test.key")).unwrap());
     use std::os::unix::fs::PermissionsExt as _;
     assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
-    // Bad base64 is an input error with its field.
+    // Bad base64 refuses the Secret with its field (not the run): a listener that names it
+    // says why it cannot use it.
     let bad = "kind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/tls\ndata: {tls.crt: \"%%\", tls.key: a2V5}\n";
     let mut inputs = httproute_nginx::model::Inputs::default();
-    let e = httproute_nginx::model::load_text(Path::new("s.yaml"), bad, &mut inputs).unwrap_err();
+    httproute_nginx::model::load_text(Path::new("s.yaml"), bad, &mut inputs).unwrap();
+    let e = &inputs.refused[0].error;
     assert!(e.to_string().starts_with("s.yaml, document 0, data.tls.crt: not base64"), "{e}");
+    assert!(inputs.secrets.is_empty());
+    assert!(inputs.bad_secrets["default/s"].starts_with("data.tls.crt: not base64"));
 }
 
 #[test]

@@ -367,8 +367,8 @@ proptest! {
             tenant_a_view(&base.output.nginx_conf, &base.output.matches_json),
             tenant_a_view(&g.output.nginx_conf, &g.output.matches_json)
         );
-        for (id, _) in &g.output.dropped {
-            prop_assert_eq!(id.route.namespace.as_str(), "b");
+        for d in &g.output.dropped {
+            prop_assert_eq!(d.unit.route().map(|r| r.namespace.as_str()), Some("b"));
         }
         nginx_t("case", &g.output);
     }

@@ -302,12 +302,25 @@ fn errors_inside_a_list_name_the_item() {
     let mut items: Vec<String> = (0..20).map(namespace).collect();
     items[12] = "    {\"kind\": \"Gateway\", \"metadata\": {\"name\": \"g\"}, \"spec\": {\"listeners\": [{\"name\": \"a\", \"port\": 0, \"protocol\": \"HTTP\"}]}}".into();
     let text = format!("kind: Namespace\nmetadata: {{name: first}}\n---\n{}", list(&items));
-    let e = load_text(Path::new("t.json"), &text, &mut Inputs::default()).unwrap_err();
+    // The Gateway is refused (the others are read), its error naming the item.
+    let mut inputs = Inputs::default();
+    load_text(Path::new("t.json"), &text, &mut inputs).unwrap();
+    assert_eq!(inputs.namespace_labels.len(), 20);
+    assert_eq!(inputs.refused.len(), 1);
+    let e = &inputs.refused[0].error;
     assert!(
         e.to_string().starts_with("t.json, document 1, items[12], spec.listeners[0].port: "),
         "{e}"
     );
     assert_eq!((e.document, e.item), (Some(1), Some(12)));
+    assert!(
+        inputs.warnings.iter().any(|w| w.starts_with(
+            "Gateway default/g is refused as the API server refuses it: t.json, document 1, \
+             items[12], spec.listeners[0].port: "
+        )),
+        "{:?}",
+        inputs.warnings
+    );
     // A route refused inside a List: its warning names the item too.
     items[12] = "    {\"kind\": \"HTTPRoute\", \"metadata\": {\"name\": \"r\"}, \"spec\": {\"hostnames\": [\"Bad_Host\"]}}".into();
     let mut inputs = Inputs::default();

@@ -20,10 +20,15 @@ fn plan(
 
 const GW: &str = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 80, protocol: HTTP}]\n---\n";
 
+/// The inputs of `text`; `Err`: the YAML error, else the first object refused (the run goes
+/// on without it: `Inputs::refused`).
 fn load(text: &str) -> Result<Inputs, String> {
     let mut inputs = Inputs::default();
     load_text(Path::new("t.yaml"), text, &mut inputs).map_err(|e| e.to_string())?;
-    Ok(inputs)
+    match inputs.refused.first() {
+        Some(r) => Err(r.error.to_string()),
+        None => Ok(inputs),
+    }
 }
 
 fn gateway(listener: &str) -> String {

@@ -35,7 +35,7 @@ pub use upstream::basis_points;
 
 use std::collections::HashSet;
 
-use crate::plan::{Loc, PathKind, Plan, RuleId};
+use crate::plan::{Dropped, DroppedUnit, Loc, PathKind, Plan, Reason};
 
 use http::emit_once;
 use state::Skip;
@@ -71,10 +71,10 @@ pub fn emit_dropping(
     drops: &[(Unit, String)],
 ) -> Result<Output, String> {
     let mut skip = Skip::default();
-    let mut dropped: Vec<(RuleId, String)> = Vec::new();
-    // The matches among `dropped` (`match N: ...`): looked up per candidate of a dropped
-    // location, so a hash set, not a scan of `dropped` with a string per comparison.
-    let mut dropped_matches: HashSet<(RuleId, usize)> = HashSet::new();
+    let mut dropped: Vec<Dropped> = Vec::new();
+    // The matches among `dropped`: looked up per candidate of a dropped location, so a hash
+    // set, not a scan of `dropped`.
+    let mut dropped_matches: HashSet<DroppedUnit> = HashSet::new();
     let mut warnings = Vec::new();
     let mut work = Work::default();
     // The drops given, as a pass that refused them.
@@ -106,7 +106,11 @@ pub fn emit_dropping(
                         };
                         if skip.rules.insert(id.clone()) {
                             warnings.push(format!("{id}: {why}; the rule is not served"));
-                            dropped.push((id.clone(), why));
+                            dropped.push(Dropped {
+                                unit: DroppedUnit::Rule(id.clone()),
+                                reason: Reason::UnsupportedValue,
+                                message: why,
+                            });
                         }
                     }
                     Unit::Location((pi, si), li) => {
@@ -120,18 +124,22 @@ pub fn emit_dropping(
                         // The matches whose path is the location's.
                         work.candidates += loc.candidates.len();
                         for c in &loc.candidates {
+                            let unit =
+                                DroppedUnit::Match { rule: c.id.clone(), index: c.match_index };
                             if c.path_kind != PathKind::Regex
                                 && c.path.trim_end_matches('/') == path
-                                && dropped_matches.insert((c.id.clone(), c.match_index))
+                                && !dropped_matches.contains(&unit)
                             {
                                 warnings.push(format!(
                                     "{} match {}: {why}; the match is not served",
                                     c.id, c.match_index
                                 ));
-                                dropped.push((
-                                    c.id.clone(),
-                                    format!("match {}: {why}", c.match_index),
-                                ));
+                                dropped_matches.insert(unit.clone());
+                                dropped.push(Dropped {
+                                    unit,
+                                    reason: Reason::UnsupportedValue,
+                                    message: why.clone(),
+                                });
                             }
                         }
                     }

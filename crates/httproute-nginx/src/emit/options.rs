@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::conf::{Provenance, Rendered, Stmt};
-use crate::plan::RuleId;
+use crate::plan::Dropped;
 
 use super::state::Unit;
 
@@ -55,10 +55,11 @@ pub struct Output {
     pub files: BTreeMap<String, Vec<u8>>,
     /// What the configuration cannot do (on top of the plan's warnings).
     pub warnings: Vec<String>,
-    /// Rules and matches left out because NGINX cannot take a word written from them: the
-    /// rule, and why (`match N: ...` for a match). [`crate::plan::Status`] gets a condition
-    /// for each ([`crate::plan::dropped_from_configuration`]).
-    pub dropped: Vec<(RuleId, String)>,
+    /// Rules and matches left out because NGINX cannot take a word written from them (or
+    /// `nginx -t` refused a line of theirs), each the unit, its reason and why.
+    /// [`crate::plan::Status`] gets a condition for each
+    /// ([`crate::plan::dropped_from_configuration`]).
+    pub dropped: Vec<Dropped>,
     /// What writing it took (tests bound it against the input: no timing).
     pub work: Work,
     /// The owner of each line of `nginx_conf` ([`crate::conf::Rendered::lines`]): an index

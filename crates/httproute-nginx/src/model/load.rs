@@ -74,6 +74,11 @@ pub struct Inputs {
     /// TLS Secrets given whose certificate or key cannot be used: `namespace/name` -> why.
     /// A listener that names one refuses the handshake, as for a missing Secret.
     pub bad_secrets: BTreeMap<String, String>,
+    /// Objects other than routes, Services and EndpointSlices that the API server (or their
+    /// CRD) would refuse: Gateways, ReferenceGrants, Secrets, Namespaces, objects without a
+    /// kind. Each is left out with a warning (a Gateway also with its status), as a cluster
+    /// keeps the other objects when one is refused: never the run.
+    pub refused: Vec<Refused>,
     /// Other things worth a warning, found while reading.
     pub warnings: Vec<String>,
     pub files: Vec<PathBuf>,
@@ -100,6 +105,7 @@ impl Inputs {
             unsupported,
             rejected,
             bad_secrets,
+            refused,
             warnings,
             files,
             seen,
@@ -120,10 +126,23 @@ impl Inputs {
         }
         self.rejected.extend(rejected);
         self.bad_secrets.extend(bad_secrets);
+        self.refused.extend(refused);
         self.warnings.extend(warnings);
         self.files.extend(files);
         self.seen.extend(seen);
     }
+}
+
+/// An object left out as the API server refuses it ([`Inputs::refused`]).
+#[derive(Debug)]
+pub struct Refused {
+    /// Its `kind` (empty: it has none).
+    pub kind: String,
+    /// `metadata.namespace` (`default` when absent; empty for a Namespace) and `metadata.name`,
+    /// as far as they can be read.
+    pub namespace: String,
+    pub name: String,
+    pub error: InputError,
 }
 
 /// A route left out: what it is, where it wanted to attach, and why it was refused.
@@ -225,41 +244,37 @@ fn load_from(
     bytes: u64,
     inputs: &mut Inputs,
 ) -> Result<(), InputError> {
-    let mut refused: Option<InputError> = None;
     // The items of the document being read, kept apart until its `kind` (which kubectl writes
-    // after `items`) says whether it is a List: the objects read, and the first refusal.
-    let mut staged: Option<(Inputs, Option<InputError>)> = None;
+    // after `items`) says whether it is a List.
+    let mut staged: Option<Inputs> = None;
     let read = super::yaml::read_from(input, bytes, |part| match part {
         Part::Item { document, index, value } => {
-            if refused.is_some() {
-                return;
-            }
-            let (stage, error) = staged.get_or_insert_with(Default::default);
+            let stage = staged.get_or_insert_with(Default::default);
             let here = Place::item(file, document, index);
-            if error.is_none() && first(&here, &value, stage, Some(&inputs.seen)) {
-                *error = object(&here, value, stage).err();
+            if first(&here, &value, stage, Some(&inputs.seen)) {
+                object(&here, value, stage);
             }
         }
         Part::Document { document, mut value, streamed } => {
             let stage = staged.take();
-            if value.is_null() || refused.is_some() {
+            if value.is_null() {
                 return;
             }
             let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
             if is_list_kind(kind) {
                 // A `kubectl get -o json` List: its items are the objects.
-                if let Some((stage, error)) = stage {
+                if let Some(stage) = stage {
                     inputs.absorb(stage);
-                    refused = error;
                 } else if let Some(Value::Array(items)) =
                     value.as_object_mut().and_then(|m| m.remove("items"))
                 {
                     // Items not streamed (an anchored sequence): read one by one all the same.
-                    refused = items.into_iter().enumerate().find_map(|(k, item)| {
+                    for (k, item) in items.into_iter().enumerate() {
                         let here = Place::item(file, document, k);
-                        first(&here, &item, inputs, None)
-                            .then(|| object(&here, item, inputs).err())?
-                    });
+                        if first(&here, &item, inputs, None) {
+                            object(&here, item, inputs);
+                        }
+                    }
                 }
                 return;
             }
@@ -272,7 +287,7 @@ fn load_from(
                 ));
             }
             if first(&here, &value, inputs, None) {
-                refused = object(&here, value, inputs).err();
+                object(&here, value, inputs);
             }
         }
     });
@@ -283,7 +298,7 @@ fn load_from(
         field: String::new(),
         message: e.message,
     })?;
-    refused.map_or(Ok(()), Err)
+    Ok(())
 }
 
 /// Whether the object `v` at `here` is the first of its kind, namespace and name (in `inputs`,
@@ -364,13 +379,40 @@ impl fmt::Display for Place {
     }
 }
 
-/// One object (a document, or an item of a List) into `inputs`.
-fn object(at: &Place, v: Value, inputs: &mut Inputs) -> Result<(), InputError> {
+/// One object (a document, or an item of a List) into `inputs`. An object the API server
+/// would refuse is left out with a warning and recorded ([`Inputs::refused`],
+/// [`Inputs::rejected`], `refused_services`, `refused_slices`): one object's error is never
+/// the run's.
+fn object(at: &Place, v: Value, inputs: &mut Inputs) {
+    let Err(error) = object_of(at, &v, inputs) else { return };
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+    let (namespace, name) = names(&v);
+    let namespace = if kind == "Namespace" { String::new() } else { namespace };
+    let id = match (namespace.as_str(), name.as_str()) {
+        (_, "") => String::new(),
+        ("", n) => format!(" {}", n.escape_debug()),
+        (ns, n) => format!(" {}/{}", ns.escape_debug(), n.escape_debug()),
+    };
+    let what =
+        if kind.is_empty() { "An object".to_owned() } else { kind.escape_debug().to_string() };
+    // `error` says where (`at`) and which field.
+    inputs.warnings.push(format!("{what}{id} is refused as the API server refuses it: {error}"));
+    let why = refusal((error.field.clone(), error.message.clone()));
+    if kind == "Secret" && !name.is_empty() {
+        // A listener that names it says why it cannot use it.
+        inputs.bad_secrets.insert(format!("{namespace}/{name}"), why);
+    }
+    inputs.refused.push(Refused { kind, namespace, name, error });
+}
+
+/// [`object`]: `Err` is the refusal of an object that is not a route, a Service or an
+/// EndpointSlice (those are recorded here, each with its reason).
+fn object_of(at: &Place, v: &Value, inputs: &mut Inputs) -> Result<(), InputError> {
     let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
     let here = |field: String, message: String| at.error(field, message);
     match kind.as_str() {
         "Gateway" => {
-            let g: Gateway = typed(&v, &here)?;
+            let g: Gateway = typed(v, &here)?;
             validate_gateway(&g).map_err(|(field, msg)| here(field, msg))?;
             // gatewayClassName selects the controller; it does not change routing.
             for f in g.spec.other.keys().filter(|f| *f != "gatewayClassName") {
@@ -386,20 +428,20 @@ fn object(at: &Place, v: Value, inputs: &mut Inputs) -> Result<(), InputError> {
             }
             inputs.gateways.push(g);
         }
-        "GRPCRoute" => match grpc_route(&v, at, inputs) {
+        "GRPCRoute" => match grpc_route(v, at, inputs) {
             Ok(r) => inputs.routes.push(r),
-            Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
+            Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, v, e)),
         },
-        "HTTPRoute" => match http_route(&v, at, inputs) {
+        "HTTPRoute" => match http_route(v, at, inputs) {
             Ok(r) => inputs.routes.push(r),
-            Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, &v, e)),
+            Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, v, e)),
         },
         "ReferenceGrant" => {
-            let g: ReferenceGrant = typed(&v, &here)?;
+            let g: ReferenceGrant = typed(v, &here)?;
             inputs.grants.push(g);
         }
         "Secret" => {
-            let s: Secret = typed(&v, &here)?;
+            let s: Secret = typed(v, &here)?;
             validate_meta(&s.metadata).map_err(|(f, m)| here(f, m))?;
             if s.kind == "kubernetes.io/tls" {
                 let pem = s.tls().map_err(|(f, m)| here(f, m))?;
@@ -417,9 +459,9 @@ fn object(at: &Place, v: Value, inputs: &mut Inputs) -> Result<(), InputError> {
         // Core objects the API server would refuse are left out one by one, each with its
         // reason (a warning, and a condition on the routes that reference it): never the run.
         "Service" => {
-            let (ns, name) = names(&v);
+            let (ns, name) = names(v);
             let key = format!("{ns}/{name}");
-            let svc = typed::<Service>(&v, &here).map_err(|e| (e.field, e.message)).and_then(|s| {
+            let svc = typed::<Service>(v, &here).map_err(|e| (e.field, e.message)).and_then(|s| {
                 validate_meta(&s.metadata)?;
                 super::core::check_service(&s)?;
                 Ok(s)
@@ -440,14 +482,14 @@ fn object(at: &Place, v: Value, inputs: &mut Inputs) -> Result<(), InputError> {
             }
         }
         "EndpointSlice" => {
-            let (ns, name) = names(&v);
+            let (ns, name) = names(v);
             let service = v
                 .pointer("/metadata/labels/kubernetes.io~1service-name")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_owned();
             let slice =
-                typed::<EndpointSlice>(&v, &here).map_err(|e| (e.field, e.message)).and_then(|s| {
+                typed::<EndpointSlice>(v, &here).map_err(|e| (e.field, e.message)).and_then(|s| {
                     validate_meta(&s.metadata)?;
                     super::core::check_slice(&s)?;
                     Ok(s)
@@ -467,7 +509,7 @@ fn object(at: &Place, v: Value, inputs: &mut Inputs) -> Result<(), InputError> {
         // The older form of the same data, from `kubectl get endpoints`.
         "Endpoints" => note(inputs, "kind Endpoints (give EndpointSlices)".to_owned(), at),
         "Namespace" => {
-            let n: Namespace = typed(&v, &here)?;
+            let n: Namespace = typed(v, &here)?;
             inputs.namespace_labels.insert(n.metadata.name, n.metadata.labels);
         }
         "" => return Err(here(String::new(), "object without a kind".to_owned())),

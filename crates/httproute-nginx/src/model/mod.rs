@@ -14,7 +14,7 @@ mod yaml;
 
 pub use certificate::check as check_certificate;
 pub use core::{special_ip, unusable_ip};
-pub use load::{InputError, Inputs, Place, RejectedRoute, load, load_text};
+pub use load::{InputError, Inputs, Place, Refused, RejectedRoute, load, load_text};
 pub use types::*;
 pub use validate::{decoded_path, is_dns_label, is_dns_subdomain, is_host_name, valid_hostname};
 pub use yaml::{MAX_DEPTH, Part, ReadError, Work, is_list_kind, read as read_yaml};

@@ -9,12 +9,14 @@ use crate::model::{AllowedRoutes, HttpRoute, Inputs};
 use super::backends::ResolvedRoute;
 use super::ids::{ListenerId, RouteId, RouteKind};
 use super::listeners::Listener;
-use super::status::{Condition, ConditionType, Reason, RouteStatus, Status};
+use super::status::{Condition, ConditionType, Reason, RouteNode};
 use super::types::wildcard_covers;
 
 /// A route attached to a listener, with the hostnames it serves there.
 pub(super) struct Attachment<'a> {
     pub listener: usize,
+    /// Its route's node (an index into the nodes [`attach`] returns).
+    pub node: usize,
     pub route: &'a HttpRoute,
     /// Its references, resolved once.
     pub resolved: &'a ResolvedRoute,
@@ -81,17 +83,16 @@ fn refused(
 }
 
 /// Attaches every route (sorted by namespace/name) to the listeners its parentRefs name and
-/// that accept it; writes each route's status (`Accepted` per parentRef, `ResolvedRefs`) and
-/// counts attached routes per listener. `ages[i]`: the place of `routes[i]` by age.
+/// that accept it, and gives each route its node (`Accepted` per parentRef, `ResolvedRefs`),
+/// one per route, in order. `ages[i]`: the place of `routes[i]` by age.
 pub(super) fn attach<'a>(
     inputs: &'a Inputs,
     routes: &[&'a HttpRoute],
     resolved: &'a [ResolvedRoute],
     ages: &[usize],
     listeners: &[Listener],
-    status: &mut Status,
     warnings: &mut Vec<String>,
-) -> Vec<Attachment<'a>> {
+) -> (Vec<Attachment<'a>>, Vec<RouteNode>) {
     use ConditionType::Accepted;
     // The listeners of each Gateway (namespace, name), in input order.
     let mut of_gateway: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
@@ -99,6 +100,7 @@ pub(super) fn attach<'a>(
         of_gateway.entry((&l.id.namespace, &l.id.gateway)).or_default().push(li);
     }
     let mut attachments = Vec::new();
+    let mut nodes = Vec::with_capacity(routes.len());
     for ((r, &age), refs) in routes.iter().zip(ages).zip(resolved) {
         let ns = &r.metadata.namespace;
         let kind = RouteKind::of(r.grpc);
@@ -139,9 +141,9 @@ pub(super) fn attach<'a>(
                 }
                 attached = true;
                 here = true;
-                status.listeners[l.status].attached_routes += 1;
                 attachments.push(Attachment {
                     listener: li,
+                    node: nodes.len(),
                     route: r,
                     resolved: refs,
                     age,
@@ -169,7 +171,7 @@ pub(super) fn attach<'a>(
             };
             parents.push((p.clone(), vec![accepted, resolved.clone()]));
         }
-        status.routes.push(RouteStatus { id: RouteId::of(r), parents });
+        nodes.push(RouteNode { id: RouteId::of(r), parents });
         if !attached {
             warnings.push(format!(
                 "{kind} {ns}/{}: attaches to no listener (parentRefs, sectionName, port or \
@@ -178,19 +180,17 @@ pub(super) fn attach<'a>(
             ));
         }
     }
-    attachments
+    (attachments, nodes)
 }
 
 /// A GRPCRoute and an HTTPRoute attached to one listener with hostnames in common: the spec
 /// accepts exactly one of them there, the older (then the first by `"{namespace}/{name}"`).
 /// The other is detached from that listener (`Accepted: False, NotAllowedByListeners` for
-/// that Gateway), with one warning naming the oldest route it meets.
-///
-/// `status.routes` must be sorted by namespace/name.
+/// that Gateway, on its node), with one warning naming the oldest route it meets.
 pub(super) fn reject_kind_conflicts(
     listeners: &[Listener],
     attachments: &mut Vec<Attachment<'_>>,
-    status: &mut Status,
+    nodes: &mut [RouteNode],
     warnings: &mut Vec<String>,
 ) {
     // Per (listener, kind), the oldest attachment (age, index) of each way a hostname of the
@@ -243,7 +243,7 @@ pub(super) fn reject_kind_conflicts(
         }
     }
     // Each attachment that meets an older one of the other kind loses there: one warning each.
-    let mut losers: Vec<(usize, RouteId, String)> = Vec::new();
+    let mut losers: Vec<(usize, usize, String)> = Vec::new();
     let mut lost: HashSet<usize> = HashSet::new();
     for (i, a) in attachments.iter().enumerate() {
         let Some(t) = tables.get(&(a.listener, !a.route.grpc)) else { continue };
@@ -276,7 +276,7 @@ pub(super) fn reject_kind_conflicts(
             lose_id.kind, win_id.kind, listeners[a.listener].id
         );
         warnings.push(why.clone());
-        losers.push((a.listener, lose_id, why));
+        losers.push((a.listener, a.node, why));
         lost.insert(i);
     }
     let mut i = 0;
@@ -284,33 +284,22 @@ pub(super) fn reject_kind_conflicts(
         i += 1;
         !lost.contains(&(i - 1))
     });
-    for (li, route, why) in &losers {
-        let l = &listeners[*li];
-        status.listeners[l.status].attached_routes -= 1;
-        set_refused(status, route, &l.id, why);
+    for (li, node, why) in &losers {
+        set_refused(&mut nodes[*node], &listeners[*li].id, why);
     }
 }
 
-/// Route `route`'s parentRefs to the Gateway of listener `l`: `Accepted: False,
-/// NotAllowedByListeners`.
-fn set_refused(status: &mut Status, route: &RouteId, l: &ListenerId, why: &str) {
-    let at = status
-        .routes
-        .partition_point(|r| (&r.id.namespace, &r.id.name) < (&route.namespace, &route.name));
-    for r in status.routes[at..]
-        .iter_mut()
-        .take_while(|r| (&r.id.namespace, &r.id.name) == (&route.namespace, &route.name))
-        .filter(|r| r.id.kind == route.kind)
-    {
-        for (p, conditions) in &mut r.parents {
-            let pns = p.namespace.as_deref().unwrap_or(&r.id.namespace);
-            if pns == l.namespace && p.name == l.gateway {
-                conditions[0] = Condition::no(
-                    ConditionType::Accepted,
-                    Reason::NotAllowedByListeners,
-                    why.to_owned(),
-                );
-            }
+/// The route's parentRefs to the Gateway of listener `l`: `Accepted: False,
+/// NotAllowedByListeners`, on its node.
+fn set_refused(node: &mut RouteNode, l: &ListenerId, why: &str) {
+    for (p, conditions) in &mut node.parents {
+        let pns = p.namespace.as_deref().unwrap_or(&node.id.namespace);
+        if pns == l.namespace && p.name == l.gateway {
+            conditions[0] = Condition::no(
+                ConditionType::Accepted,
+                Reason::NotAllowedByListeners,
+                why.to_owned(),
+            );
         }
     }
 }

@@ -21,8 +21,8 @@ pub(super) struct Refs<'a> {
     pub backends: &'a BackendMap,
     pub grants: &'a [ReferenceGrant],
     pub services: &'a BTreeMap<String, Service>,
-    /// Whether any EndpointSlice was given.
-    pub any_slices: bool,
+    /// The namespaces with Services and EndpointSlices among the inputs ([`given`]).
+    pub given: &'a Given,
     /// The EndpointSlices of each Service: (namespace, `kubernetes.io/service-name`).
     pub slices: &'a BTreeMap<(&'a str, &'a str), Vec<&'a EndpointSlice>>,
     /// Services the API server would refuse (`Inputs::refused_services`).
@@ -32,6 +32,37 @@ pub(super) struct Refs<'a> {
     /// ExternalName Services are followed (`--allow-external-name`); without it a backendRef
     /// to one does not resolve.
     pub allow_external_name: bool,
+}
+
+/// The namespaces whose Services, and whose EndpointSlices, are among the inputs (those the
+/// API server would refuse too). Whether Services (or slices) are given is decided per
+/// namespace: a reference into a namespace with none is resolved by its cluster DNS name, so
+/// that what one tenant's namespace holds never changes how another's references resolve (a
+/// Service given in namespace b made every Service reference of namespace a, given none,
+/// `BackendNotFound`).
+#[derive(Debug, Default)]
+pub(super) struct Given {
+    pub services: BTreeSet<String>,
+    pub slices: BTreeSet<String>,
+}
+
+/// The [`Given`] of `inputs`.
+pub(super) fn given(inputs: &Inputs) -> Given {
+    let ns_of = |key: &str| key.split_once('/').map_or(key, |(ns, _)| ns).to_owned();
+    Given {
+        services: inputs
+            .services
+            .keys()
+            .chain(inputs.refused_services.keys())
+            .map(|k| ns_of(k))
+            .collect(),
+        slices: inputs
+            .endpoint_slices
+            .iter()
+            .map(|s| s.metadata.namespace.clone())
+            .chain(inputs.refused_slices.keys().map(|(ns, _)| ns.clone()))
+            .collect(),
+    }
 }
 
 /// The EndpointSlices of each Service, (namespace, service name) -> slices in input order.
@@ -53,9 +84,9 @@ pub(super) type Unusable = (Reason, String);
 ///
 /// In order: `--backend` / `--backends`; the Service among the inputs (its ready endpoints
 /// from EndpointSlices, or its cluster DNS name resolved per request when no EndpointSlices
-/// were given, or its external name); when the inputs hold no Service at all, the cluster DNS
-/// name resolved per request. When they hold Services, one that is not among them does not
-/// exist.
+/// of its namespace were given, or its external name); when the inputs hold no Service of its
+/// namespace, the cluster DNS name resolved per request. When they hold Services of its
+/// namespace, one that is not among them does not exist ([`Given`]: per namespace).
 ///
 /// Also whether the backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
 fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<(Target, bool), Unusable> {
@@ -102,7 +133,7 @@ fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<(Target, bool), U
             format!("Service {bns}/{name} is refused as the API server refuses it: {why}"),
         ));
     }
-    if refs.services.is_empty() && refs.refused_services.is_empty() {
+    if !refs.given.services.contains(bns) {
         return Ok((Target::Resolve(cluster_name()), false));
     }
     let Some(svc) = refs.services.get(&format!("{bns}/{name}")) else {
@@ -134,7 +165,7 @@ fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<(Target, bool), U
             ));
         }
     };
-    if !refs.any_slices {
+    if !refs.given.slices.contains(bns) {
         return Ok((Target::Resolve(cluster_name()), tls));
     }
     let slices = refs.slices.get(&(bns, name)).map_or(&[][..], |v| v);

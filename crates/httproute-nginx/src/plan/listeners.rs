@@ -108,7 +108,10 @@ pub(super) fn listeners(
                 };
                 let secret = format!("{cns}/{}", c.name);
                 let why = why.or_else(|| {
-                    (!inputs.secrets.contains_key(&secret) && !given.contains(&secret)).then(|| {
+                    // A Secret refused as the API server refuses it is among `bad_secrets`.
+                    let known = inputs.secrets.contains_key(&secret)
+                        || inputs.bad_secrets.contains_key(&secret);
+                    (!known && !given.contains(&secret)).then(|| {
                         (
                             Reason::InvalidCertificateRef,
                             format!("Secret {secret} is not among the inputs"),

@@ -50,8 +50,8 @@ pub use ids::{ListenerId, RouteId, RouteKind, RuleId};
 pub use merge::{Merged, ServerAt};
 pub use rules::retry_tries;
 pub use status::{
-    Condition, ConditionType, ListenerStatus, Reason, RouteStatus, Status,
-    dropped_from_configuration,
+    Condition, ConditionType, Dropped, DroppedUnit, ListenerStatus, Reason, RefusedGateway,
+    RouteStatus, Status, dropped_from_configuration,
 };
 pub(crate) use types::wildcard_covers;
 pub use types::{
@@ -138,12 +138,13 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         ages[i] = age;
     }
     let slices = backends::slices_by_service(inputs);
+    let given = backends::given(inputs);
     let refs = backends::Refs {
         grpc: false,
         backends: opts.backends,
         grants: &inputs.grants,
         services: &inputs.services,
-        any_slices: !inputs.endpoint_slices.is_empty() || !inputs.refused_slices.is_empty(),
+        given: &given,
         slices: &slices,
         refused_services: &inputs.refused_services,
         refused_slices: &inputs.refused_slices,
@@ -153,11 +154,13 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     // attachment, with each route's ResolvedRefs read from its resolved node.
     let resolved: Vec<backends::ResolvedRoute> =
         routes.iter().map(|r| backends::resolve_route(r, &refs)).collect();
-    let mut attachments =
-        attach::attach(inputs, &routes, &resolved, &ages, &listeners, &mut status, &mut warnings);
-    status::rejected(inputs, &mut status, &mut warnings);
-    status.routes.sort_by(|a, b| (&a.id.namespace, &a.id.name).cmp(&(&b.id.namespace, &b.id.name)));
-    attach::reject_kind_conflicts(&listeners, &mut attachments, &mut status, &mut warnings);
+    // Each route's outcome is carried on its node until the status is made from it.
+    let (mut attachments, mut nodes) =
+        attach::attach(inputs, &routes, &resolved, &ages, &listeners, &mut warnings);
+    attach::reject_kind_conflicts(&listeners, &mut attachments, &mut nodes, &mut warnings);
+    for a in &attachments {
+        status.listeners[listeners[a.listener].status].attached_routes += 1;
+    }
     // 4.-6. Servers, their rules and locations in precedence order, on the target NGINX.
     let (ports, loss) = servers::ports(
         &listeners,
@@ -166,7 +169,8 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         opts.experimental,
         &mut warnings,
     );
-    status::grpc_not_served(&mut status, &loss, opts.capabilities.version);
+    status::grpc_not_served(&mut nodes, &loss, opts.capabilities.version);
+    status::routes(nodes, inputs, &mut status, &mut warnings);
     status::rule_outcomes(
         &mut status,
         ports

@@ -98,6 +98,73 @@ impl Condition {
     }
 }
 
+/// The smallest part of a tenant's object a failure leaves out (the unit a [`Dropped`]
+/// names): a match of a rule, one backendRef's share of a rule, a rule, a route, a listener.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DroppedUnit {
+    /// `rules[rule.index].matches[index]`.
+    Match {
+        rule: RuleId,
+        index: usize,
+    },
+    /// `rules[rule.index].backendRefs[index]`: its share answers 500 instead.
+    BackendShare {
+        rule: RuleId,
+        index: usize,
+    },
+    Rule(RuleId),
+    Route(RouteId),
+    Listener(ListenerId),
+}
+
+impl DroppedUnit {
+    /// The rule the unit is, or is inside (`None` for a route or a listener).
+    pub fn rule(&self) -> Option<&RuleId> {
+        match self {
+            DroppedUnit::Match { rule, .. }
+            | DroppedUnit::BackendShare { rule, .. }
+            | DroppedUnit::Rule(rule) => Some(rule),
+            DroppedUnit::Route(_) | DroppedUnit::Listener(_) => None,
+        }
+    }
+
+    /// The route the unit is, or is inside (`None` for a listener).
+    pub fn route(&self) -> Option<&RouteId> {
+        match self {
+            DroppedUnit::Route(r) => Some(r),
+            DroppedUnit::Listener(_) => None,
+            _ => self.rule().map(|r| &r.route),
+        }
+    }
+}
+
+/// A unit left out of the configuration after planning (a word NGINX cannot take, a line
+/// `nginx -t` refused): which, the reason of its condition and what was wrong (the message
+/// names neither the unit nor the route: [`Dropped`]'s `Display` and the status do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    pub unit: DroppedUnit,
+    pub reason: Reason,
+    pub message: String,
+}
+
+impl std::fmt::Display for Dropped {
+    /// `ROUTE rule N: [match M: |backendRefs[M]: ]MESSAGE`, or `ROUTE: MESSAGE`,
+    /// `LISTENER: MESSAGE`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.unit {
+            DroppedUnit::Match { rule, index } => write!(f, "{rule}: match {index}: ")?,
+            DroppedUnit::BackendShare { rule, index } => {
+                write!(f, "{rule}: backendRefs[{index}]: ")?
+            }
+            DroppedUnit::Rule(rule) => write!(f, "{rule}: ")?,
+            DroppedUnit::Route(route) => write!(f, "{route}: ")?,
+            DroppedUnit::Listener(l) => write!(f, "{l}: ")?,
+        }
+        f.write_str(&self.message)
+    }
+}
+
 /// What the generator made of each Gateway, listener and route parentRef.
 #[derive(Debug, Default)]
 pub struct Status {
@@ -110,6 +177,17 @@ pub struct Status {
     /// [`dropped_from_configuration`] reads to say what is dropped, and whether anything of
     /// the route is left.
     pub rules: BTreeMap<RouteId, BTreeMap<usize, RuleOutcome>>,
+    /// The Gateways refused as a whole (their CRD refuses them: `Inputs::refused`), in input
+    /// order: `Accepted: False, Invalid` and `Programmed: False, Invalid`, no listeners.
+    pub refused_gateways: Vec<RefusedGateway>,
+}
+
+/// A Gateway the model refused, and its conditions.
+#[derive(Debug)]
+pub struct RefusedGateway {
+    pub namespace: String,
+    pub name: String,
+    pub conditions: Vec<Condition>,
 }
 
 /// What became of one rule of a served route.
@@ -134,17 +212,50 @@ pub struct RouteStatus {
     pub parents: Vec<(ParentRef, Vec<Condition>)>,
 }
 
+/// A route's node in the graph: what attachment made of each of its parentRefs (`Accepted`,
+/// then `ResolvedRefs` from its resolved references), changed on the node by the steps after
+/// (a kind conflict: `attach::reject_kind_conflicts`; the target NGINX: [`grpc_not_served`])
+/// and read once, by [`routes`], into the status.
+#[derive(Debug)]
+pub(super) struct RouteNode {
+    pub id: RouteId,
+    pub parents: Vec<(ParentRef, Vec<Condition>)>,
+}
+
 /// What the ports lost to the target NGINX: (GRPCRoutes not served on some port, and those
 /// ports; GRPCRoutes served on some port).
 pub(super) type Http2Loss = (BTreeMap<RouteId, BTreeSet<u16>>, BTreeSet<RouteId>);
 
-/// The statuses of routes the model refused as a whole (`Inputs::rejected`): every parentRef
-/// `Accepted: False, UnsupportedValue`, and a warning each.
-pub(super) fn rejected(
+/// The one place route statuses are made: every route's node as the planning steps left it,
+/// then the routes the model refused as a whole (`Inputs::rejected`: every parentRef
+/// `Accepted: False, UnsupportedValue`, and a warning each), sorted by namespace/name; and the
+/// Gateways it refused (`Inputs::refused`, warned about as they were read):
+/// [`Status::refused_gateways`].
+pub(super) fn routes(
+    nodes: Vec<RouteNode>,
     inputs: &crate::model::Inputs,
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) {
+    status.routes.extend(nodes.into_iter().map(|n| RouteStatus { id: n.id, parents: n.parents }));
+    for g in inputs.refused.iter().filter(|g| g.kind == "Gateway" && !g.name.is_empty()) {
+        let why = match g.error.field.as_str() {
+            "" => g.error.message.clone(),
+            f => format!("{f}: {}", g.error.message),
+        };
+        status.refused_gateways.push(RefusedGateway {
+            namespace: g.namespace.clone(),
+            name: g.name.clone(),
+            conditions: vec![
+                Condition::no(ConditionType::Accepted, Reason::Invalid, why),
+                Condition::no(
+                    ConditionType::Programmed,
+                    Reason::Invalid,
+                    "the Gateway is not accepted".into(),
+                ),
+            ],
+        });
+    }
     for r in &inputs.rejected {
         let kind = RouteKind::of(r.grpc);
         let name = format!("{}/{}", r.namespace.escape_debug(), r.name.escape_debug());
@@ -167,16 +278,17 @@ pub(super) fn rejected(
             parents,
         });
     }
+    status.routes.sort_by(|a, b| (&a.id.namespace, &a.id.name).cmp(&(&b.id.namespace, &b.id.name)));
 }
 
 /// GRPCRoutes the target NGINX cannot serve on some port and serves on no other
-/// (see `servers::http2`): their `Accepted` conditions become `False, UnsupportedValue`.
-pub(super) fn grpc_not_served(status: &mut Status, loss: &Http2Loss, version: (u32, u32, u32)) {
+/// (see `servers::http2`): their nodes' `Accepted` conditions become `False, UnsupportedValue`.
+pub(super) fn grpc_not_served(nodes: &mut [RouteNode], loss: &Http2Loss, version: (u32, u32, u32)) {
     let (lost, kept) = loss;
     if lost.is_empty() {
         return;
     }
-    for route in &mut status.routes {
+    for route in nodes {
         let Some(ports) = lost
             .get(&route.id)
             .filter(|_| route.id.kind == RouteKind::Grpc && !kept.contains(&route.id))
@@ -232,56 +344,98 @@ fn skipped_reason(rule: &RuleId, mi: usize, warning: &str) -> String {
 }
 
 /// The conditions of what is left out of each route, after the configuration is written:
-/// rules (`dropped`: those NGINX cannot take a word of, or `nginx -t` refused,
-/// `crate::emit::Output::dropped`) and matches (`match N: ...` there, and those planning
-/// skipped: [`Status::rules`]).
+/// the units of `dropped` (those NGINX cannot take a word of, or `nginx -t` refused,
+/// `crate::emit::Output::dropped`) and the matches planning skipped ([`Status::rules`]).
 ///
-/// - A route some of whose rules or matches are left out, with a rule left that serves:
-///   `PartiallyInvalid: True, UnsupportedValue` on each accepted parentRef, one condition
-///   whose message says "Dropped Rule N: why" for each (Gateway API's words for a route whose
-///   invalid rules are dropped; a match is the closest it has: "Dropped Rule N: match M: ...");
-///   `Accepted` stays as it is.
-/// - A route none of whose rules serves any more (every rule dropped, or each of its matches
-///   is): `Accepted: False, UnsupportedValue` with the same message in place of `Accepted:
-///   True` (Gateway API: PartiallyInvalid needs a valid rule left; a route with none is not
-///   accepted).
-pub fn dropped_from_configuration(status: &mut Status, dropped: &[(RuleId, String)]) {
+/// - A route some of whose rules, matches or backendRef shares are left out, with a rule left
+///   that serves: `PartiallyInvalid: True, UnsupportedValue` on each accepted parentRef, one
+///   condition whose message says "Dropped Rule N: why" for each (Gateway API's words for a
+///   route whose invalid rules are dropped; a match is the closest it has: "Dropped Rule N:
+///   match M: ..."); `Accepted` stays as it is.
+/// - A route none of whose rules serves any more (the route dropped, every rule dropped, or
+///   each of its matches is): `Accepted: False` with the dropped unit's reason and the same
+///   message in place of `Accepted: True` (Gateway API: PartiallyInvalid needs a valid rule
+///   left; a route with none is not accepted).
+/// - A listener dropped: `Programmed: False, Invalid` with why, in place of `Programmed: True`.
+pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
+    for d in dropped {
+        let DroppedUnit::Listener(id) = &d.unit else { continue };
+        for l in status.listeners.iter_mut().filter(|l| l.id == *id) {
+            for c in &mut l.conditions {
+                if c.kind == ConditionType::Programmed && c.ok {
+                    *c = Condition::no(
+                        ConditionType::Programmed,
+                        Reason::Invalid,
+                        d.message.clone(),
+                    );
+                }
+            }
+        }
+    }
     for route in &mut status.routes {
         let outcomes = status.rules.get(&route.id);
         let mut messages: Vec<(usize, String)> = Vec::new();
-        // (rule -> matches left out), and rules left out whole.
+        // (rule -> matches left out), rules left out whole, and whether the route is.
         let mut gone_matches: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
         let mut gone_rules: BTreeSet<usize> = BTreeSet::new();
+        let mut gone_route: Option<&Dropped> = None;
         for (ri, o) in outcomes.into_iter().flatten() {
             for (mi, why) in &o.skipped {
                 messages.push((*ri, format!("Dropped Rule {ri}: match {mi}: {why}")));
                 gone_matches.entry(*ri).or_default().insert(*mi);
             }
         }
-        for (rule, why) in dropped.iter().filter(|(r, _)| r.route == route.id) {
-            messages.push((rule.index, format!("Dropped Rule {}: {why}", rule.index)));
-            let m = why.strip_prefix("match ").and_then(|r| r.split(':').next()?.parse().ok());
-            match m {
-                Some(mi) => {
-                    gone_matches.entry(rule.index).or_default().insert(mi);
+        // The reason of the first unit dropped that leaves the route nothing to serve.
+        let mut reason = Reason::UnsupportedValue;
+        for d in dropped.iter().filter(|d| d.unit.route() == Some(&route.id)) {
+            let why = &d.message;
+            match &d.unit {
+                DroppedUnit::Match { rule, index } => {
+                    messages.push((
+                        rule.index,
+                        format!("Dropped Rule {}: match {index}: {why}", rule.index),
+                    ));
+                    gone_matches.entry(rule.index).or_default().insert(*index);
                 }
-                None => {
-                    gone_rules.insert(rule.index);
+                DroppedUnit::BackendShare { rule, index } => {
+                    messages.push((
+                        rule.index,
+                        format!("Dropped Rule {}: backendRefs[{index}]: {why}", rule.index),
+                    ));
                 }
+                DroppedUnit::Rule(rule) => {
+                    messages.push((rule.index, format!("Dropped Rule {}: {why}", rule.index)));
+                    if gone_rules.insert(rule.index) && gone_rules.len() == 1 {
+                        reason = d.reason;
+                    }
+                }
+                DroppedUnit::Route(_) => {
+                    gone_route.get_or_insert(d);
+                }
+                DroppedUnit::Listener(_) => {}
             }
         }
-        if messages.is_empty() {
+        if messages.is_empty() && gone_route.is_none() {
             continue;
         }
         // By rule, planning's before writing's within one.
         messages.sort_by_key(|(ri, _)| *ri);
-        let message = messages.into_iter().map(|(_, m)| m).collect::<Vec<_>>().join("; ");
-        let serves = outcomes.is_none_or(|rules| {
-            rules.iter().any(|(ri, o)| {
-                !gone_rules.contains(ri)
-                    && gone_matches.get(ri).map_or(0, BTreeSet::len) < o.matches.max(1)
-            })
-        });
+        let mut message = messages.into_iter().map(|(_, m)| m).collect::<Vec<_>>().join("; ");
+        if let Some(d) = gone_route {
+            reason = d.reason;
+            message = if message.is_empty() {
+                d.message.clone()
+            } else {
+                format!("{}; {message}", d.message)
+            };
+        }
+        let serves = gone_route.is_none()
+            && outcomes.is_none_or(|rules| {
+                rules.iter().any(|(ri, o)| {
+                    !gone_rules.contains(ri)
+                        && gone_matches.get(ri).map_or(0, BTreeSet::len) < o.matches.max(1)
+                })
+            });
         for (_, conditions) in &mut route.parents {
             let Some(i) = conditions.iter().position(|c| c.kind == ConditionType::Accepted && c.ok)
             else {
@@ -290,7 +444,7 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[(RuleId, Strin
             if !serves {
                 conditions[i] = Condition::no(
                     ConditionType::Accepted,
-                    Reason::UnsupportedValue,
+                    reason,
                     format!("no rule is left to serve: {message}"),
                 );
                 continue;

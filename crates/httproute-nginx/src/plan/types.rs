@@ -150,7 +150,8 @@ pub enum Target {
     /// An `upstream` block of fixed addresses (`--backend`, or a Service's ready endpoints).
     Upstream { name: String, servers: Vec<String> },
     /// `host:port` resolved when a request needs it (NGINX `resolver`): a Service's cluster
-    /// DNS name when no Service objects were given, or an ExternalName Service.
+    /// DNS name when no Service (or no EndpointSlice) of its namespace was given, or an
+    /// ExternalName Service.
     Resolve(String),
     /// Answered with this status: 500 for a reference that cannot be used, 503 for a Service
     /// without ready endpoints.
