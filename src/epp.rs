@@ -683,7 +683,7 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
         let Some(mcf) = HttpMatchesModule::main_conf(&*r) else {
             return fail(r, "module configuration is missing");
         };
-        if !ctx.reached && ctx.status == 0 && ctx.rc == 0 {
+        if !ctx.reached {
             ngx_log_error!(
                 NGX_LOG_ERR,
                 log,
