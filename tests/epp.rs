@@ -320,7 +320,7 @@ impl Rng {
     }
 }
 
-/// Invariants over generated requests: the shim gets every client header line in order
+/// Invariants over generated requests (60 by default, `NGX_MATCHES_EPP_CASES`): the shim gets every client header line in order
 /// (names and values byte for byte) except the client's own X-EPP-* lines, exactly one
 /// configured X-EPP-Host and X-EPP-Port, the method and the body; the backend gets the
 /// client's query string byte for byte and the body.
@@ -335,8 +335,12 @@ fn every_generated_request_reaches_the_shim_and_the_backend_whole() {
     let query_chars: Vec<u8> = (0x21u8..0x7f).filter(|b| *b != b'#').collect();
     let value_chars: Vec<u8> = (0x20u8..0x7f).collect();
     let epp_names = ["X-EPP-Host", "x-epp-host", "X-Epp-Port", "x-epp-port"];
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    for case in 0..60 {
+    let seed = std::env::var("NGX_MATCHES_EPP_SEED").ok().and_then(|v| v.parse().ok());
+    let mut rng = Rng(seed.unwrap_or(0x9e37_79b9_7f4a_7c15) | 1);
+    // NGX_MATCHES_EPP_CASES=N for a longer run (and NGX_MATCHES_EPP_SEED for another seed).
+    let cases =
+        std::env::var("NGX_MATCHES_EPP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+    for case in 0..cases {
         let query = rng.text(&query_chars, 0, 40);
         let mut lines: Vec<(String, String)> = Vec::new();
         for _ in 0..rng.below(12) {
