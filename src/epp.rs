@@ -410,13 +410,15 @@ unsafe fn fail(r: *mut ngx_http_request_t, why: &str) -> ngx_int_t {
 /// Runs a callback that returns nothing; a panic logs an `[alert]` and finalizes `r` with
 /// 500.
 fn guard_void(r: *mut ngx_http_request_t, body: impl FnOnce()) {
-    if catch_unwind(AssertUnwindSafe(body)).is_err() {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(body)) {
         // SAFETY: NGINX passed a valid request whose connection outlives the call.
         unsafe {
             ngx_log_error!(
                 NGX_LOG_ALERT,
                 (*(*r).connection).log,
-                "http_matches_epp: internal error (panic); the request gets 500"
+                "http_matches_epp: internal error (panic: {}); the request gets 500, the worker \
+                 keeps serving",
+                guard::describe(&*payload)
             );
             ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
         }
@@ -476,6 +478,28 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
             return fail(r, "out of memory");
         }
         NGX_OK as ngx_int_t
+    }
+}
+
+/// Whether the client's request has a header line named `name` (lowercase).
+///
+/// # Safety
+/// `r` must be a valid request.
+#[cfg(feature = "panic-test")]
+unsafe fn client_header(r: *mut ngx_http_request_t, name: &[u8]) -> bool {
+    // SAFETY: the list parts hold `nelts` initialized elements each, alive with the request.
+    unsafe {
+        let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
+        while !part.is_null() {
+            let elts = (*part).elts as *const ngx_table_elt_t;
+            for i in 0..(*part).nelts {
+                if (*elts.add(i)).key.as_bytes().eq_ignore_ascii_case(name) {
+                    return true;
+                }
+            }
+            part = (*part).next;
+        }
+        false
     }
 }
 
@@ -572,13 +596,14 @@ unsafe extern "C" fn call_done(
     }));
     match out {
         Ok(rc) => rc,
-        Err(_) => {
+        Err(payload) => {
             // SAFETY: as above.
             unsafe {
                 ngx_log_error!(
                     NGX_LOG_ALERT,
                     (*(*sr).connection).log,
-                    "http_matches_epp: internal error (panic) reading the shim's answer"
+                    "http_matches_epp: internal error (panic: {}) reading the shim's answer",
+                    guard::describe(&*payload)
                 );
                 (*(data as *mut Ctx)).done = true;
                 (*(*sr).parent).write_event_handler = Some(resume);
@@ -683,6 +708,10 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
         let Some(mcf) = HttpMatchesModule::main_conf(&*r) else {
             return fail(r, "module configuration is missing");
         };
+        #[cfg(feature = "panic-test")]
+        if client_header(r, b"x-matches-test-panic") {
+            panic!("panic-test: the request asked for a panic after the endpoint picker call");
+        }
         if !ctx.reached {
             ngx_log_error!(
                 NGX_LOG_ERR,
