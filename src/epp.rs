@@ -533,7 +533,8 @@ unsafe fn headers_for_shim(
 ) -> bool {
     // SAFETY: the client's list parts hold `nelts` initialized elements each; the new array
     // is allocated for all of them plus two and lives in the request's pool; `sr` is not
-    // moved (pool memory), so its list may point at its own first part.
+    // moved (pool memory), so its list may point at its own first part; all-zero bytes are a
+    // valid ngx_table_elt_t (integers, null pointers, empty strings).
     unsafe {
         let mut lines: Vec<ngx_table_elt_t> = Vec::new();
         let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
@@ -555,13 +556,14 @@ unsafe fn headers_for_shim(
         for (name, lower, value) in
             [(HOST_HEADER, &b"x-epp-host"[..], host), (PORT_HEADER, &b"x-epp-port"[..], port)]
         {
-            lines.push(ngx_table_elt_t {
-                hash: ngx_hash_key(lower.as_ptr().cast_mut(), lower.len()),
-                key: ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() },
-                value,
-                lowcase_key: lower.as_ptr().cast_mut(),
-                next: core::ptr::null_mut(),
-            });
+            // Zeroed, then filled: NGINX 1.23 added `next`, and older ones have no such field
+            // (Debian's 1.22); a null `next` is what ngx_list_push'ed lines start with too.
+            let mut line: ngx_table_elt_t = core::mem::zeroed();
+            line.hash = ngx_hash_key(lower.as_ptr().cast_mut(), lower.len());
+            line.key = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
+            line.value = value;
+            line.lowcase_key = lower.as_ptr().cast_mut();
+            lines.push(line);
         }
         let size = core::mem::size_of::<ngx_table_elt_t>();
         let pool = (*r).pool;
