@@ -8,9 +8,11 @@
 #   curl openssl  the HTTPS end-to-end test (a self-signed certificate, requests with SNI)
 #   python3-grpcio  the GRPCRoute end-to-end test (a real gRPC server and client)
 #   python3-venv  scripts/conf-roundtrip.sh installs crossplane (PyPI) into target/venv
+#   nginx         Debian's NGINX 1.22, the njs side of tests/epp_njs.rs (NGF's epp.js on njs
+#                 1.0.1 built for it: NGX_MATCHES_NJS_MODULE)
 #   extra packages can be named as arguments (run.sh adds curl).
 set -euo pipefail
-want=(libclang-dev libpcre2-dev libssl-dev pkg-config make g++ curl openssl python3-grpcio python3-venv "$@")
+want=(libclang-dev libpcre2-dev libssl-dev pkg-config make g++ curl openssl python3-grpcio python3-venv nginx "$@")
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

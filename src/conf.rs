@@ -609,6 +609,9 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
         // SAFETY: `v` is the variable NGINX just created; we set its getter.
         unsafe { (*v).get_handler = Some(variable_not_set) };
     }
+    if !crate::epp::preconfiguration(cf) {
+        return Status::NGX_ERROR;
+    }
     Status::NGX_OK
 }
 
@@ -624,7 +627,7 @@ unsafe extern "C" fn variable_not_set(
 }
 
 /// Whether some directive (`set`, `map`, ...) declared a variable named `name`.
-fn declared(cf: *mut ngx_conf_t, name: &str) -> bool {
+pub(crate) fn declared(cf: *mut ngx_conf_t, name: &str) -> bool {
     // SAFETY: during postconfiguration the core main conf and its `variables_keys` (freed only
     // later, by ngx_http_variables_init_vars) are alive; `keys` is an array of ngx_hash_key_t.
     unsafe {
@@ -724,6 +727,7 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     }
     // The workers fork from this process: they inherit the setting of its thread.
     route_match::regex_cache::set_capacity(mcf.regex_cache_size);
+    crate::epp::postconfiguration(cf, &mut mcf.epp);
     if !mcf.used {
         return Status::NGX_OK;
     }

@@ -20,6 +20,7 @@ use ngx::ngx_string;
 
 mod cache;
 mod conf;
+mod epp;
 mod guard;
 mod handler;
 mod prefork;
@@ -70,7 +71,7 @@ static NGX_HTTP_MATCHES_MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
     merge_loc_conf: Some(conf::merge_loc_conf),
 };
 
-static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 10] = [
+static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 11] = [
     ngx_command_t {
         name: ngx_string!("http_matches_load"),
         type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12) as ngx_uint_t,
@@ -144,6 +145,15 @@ static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 10] = [
         set: Some(ngx_conf_set_flag_slot),
         conf: NGX_HTTP_MAIN_CONF_OFFSET,
         offset: core::mem::offset_of!(MainConf, prefork),
+        post: core::ptr::null_mut(),
+    },
+    // http_matches_epp (issue #32; see src/epp.rs).
+    ngx_command_t {
+        name: ngx_string!("http_matches_epp"),
+        type_: (NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1) as ngx_uint_t,
+        set: Some(epp::cmd_http_matches_epp),
+        conf: NGX_HTTP_LOC_CONF_OFFSET,
+        offset: 0,
         post: core::ptr::null_mut(),
     },
     ngx_command_t::empty(),

@@ -48,6 +48,21 @@ pub struct MainConf {
     /// `http_matches_prefork`: fill the master's free heap before its workers fork (off
     /// unless set; see `prefork`).
     pub prefork: ngx_flag_t,
+    /// `http_matches_epp`'s variables (see `epp`).
+    pub(crate) epp: EppVars,
+}
+
+/// The variables `http_matches_epp` reads and sets: indexes resolved at load.
+#[derive(Default)]
+pub(crate) struct EppVars {
+    /// Some location uses `http_matches_epp`.
+    pub(crate) used: bool,
+    /// `$epp_host`, `$epp_port`, `$epp_internal_path`, when some directive declares them.
+    pub(crate) host: Option<ngx_uint_t>,
+    pub(crate) port: Option<ngx_uint_t>,
+    pub(crate) path: Option<ngx_uint_t>,
+    /// `$inference_workload_endpoint`.
+    pub(crate) endpoint: ngx_uint_t,
 }
 
 impl Default for MainConf {
@@ -72,6 +87,7 @@ impl Default for MainConf {
             regex_cache_size: NGX_CONF_UNSET_SIZE,
             named_checks: Vec::new(),
             prefork: NGX_CONF_UNSET as ngx_flag_t,
+            epp: EppVars::default(),
         }
     }
 }
@@ -151,6 +167,9 @@ pub struct LocConf {
     /// when `http_matches_strict` is known.
     pub(crate) pending: Vec<Warning>,
     pub(crate) pending_where: String,
+    /// `http_matches_epp`: the proxy module's content handler it configured for the shim
+    /// (not inherited).
+    pub(crate) epp_proxy: ngx::ffi::ngx_http_handler_pt,
 }
 
 impl Default for LocConf {
@@ -163,6 +182,7 @@ impl Default for LocConf {
             regex_budget: NGX_CONF_UNSET_UINT,
             pending: Vec::new(),
             pending_where: String::new(),
+            epp_proxy: None,
         }
     }
 }

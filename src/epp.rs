@@ -1,0 +1,788 @@
+//! `http_matches_epp [URL];`: NGF's `epp.js` (`js_content epp.getEndpoint`) as a directive.
+//!
+//! Per request of a location with the directive: read the client's body, ask the endpoint
+//! picker shim at URL (the request's method, every header plus `X-EPP-Host: $epp_host` and
+//! `X-EPP-Port: $epp_port`, the body), set `$inference_workload_endpoint` from the answer's
+//! `X-Gateway-Destination-Endpoint`, and internally redirect to `$epp_internal_path` with the
+//! client's own query string, whatever the shim answered.
+//!
+//! Design (issue #32):
+//! - **Where the proxying lives: in the same location.** The directive calls the proxy
+//!   module's own `proxy_pass URL` command handler at configuration time, keeps the content
+//!   handler it installed, and installs ours. Our handler serves the client's request by a
+//!   subrequest to the same URI (so it comes back to this location), and serves that
+//!   subrequest (marked in its module context) with the saved proxy handler. The operator
+//!   writes no extra location, and every `proxy_*` directive of the location tunes the call
+//!   (`proxy_read_timeout`, `proxy_connect_timeout`, buffers, `proxy_http_version 1.1` with an
+//!   `upstream` block with `keepalive` as URL). NGINX's proxy brings timeouts, keepalive,
+//!   buffering, the `Content-Length` of the body (never `Transfer-Encoding: chunked` over an
+//!   unchunked body: the body is read whole first) and no `Expect` (so no `100 Continue`).
+//!   The proxy sends the path `/` (epp.js fetches the shim's root): the subrequest's URI is
+//!   set to `/` once it reached the location, so URL may not have a path of its own.
+//! - **The subrequest**: `NGX_HTTP_SUBREQUEST_IN_MEMORY | WAITED` (the answer's body stays in
+//!   memory for the error line, up to `subrequest_output_buffer_size`; a longer one is cut
+//!   there), with the client's method and a copy of the client's header list plus the two
+//!   `X-EPP-*` headers (a client's own `X-EPP-Host` / `X-EPP-Port` lines are dropped: the
+//!   configuration names the EPP, never the client). The body is the client's, read by
+//!   `ngx_http_read_client_request_body` (memory or temp file, chunked included); NGINX's
+//!   subrequests share it and the later proxy to the backend sends it again.
+//! - **NGINX callbacks written out, not the `ngx` crate's async support**: the flow is the
+//!   one of `auth_request` (three callbacks: body read, post-subrequest, parent resumed), with
+//!   no runtime, no task allocation and no extra dependency; the async support of ngx 0.5 has
+//!   no subrequest primitive, it would wrap the same callbacks.
+//! - **Failures**: `$epp_host`, `$epp_port` or `$epp_internal_path` unset or empty is a 500
+//!   and an `[error]` naming it (epp.js throws: 500). A shim answer other than 200 with the
+//!   header, a timeout, a refused or closed connection: an `[error]` with the status and the
+//!   start of the body (escaped, at most 256 bytes), and the redirect still happens with the
+//!   variable empty, as in epp.js. A subrequest that fails with `NGX_ERROR` (its answer too
+//!   big for memory, a connection lost mid-body) is recorded and then finished as done, so
+//!   the client's request goes on (NGINX would otherwise terminate the client's request).
+//! - Every entry point runs under `catch_unwind` (`guard`): no panic crosses into NGINX.
+
+use core::ffi::{CStr, c_char, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
+use ngx::ffi::{
+    NGX_DONE, NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_SPECIAL_RESPONSE,
+    NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED, NGX_HTTP_VAR_CHANGEABLE,
+    NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_OK,
+    ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key, ngx_http_add_variable,
+    ngx_http_conf_ctx_t, ngx_http_finalize_request, ngx_http_get_indexed_variable,
+    ngx_http_get_variable_index, ngx_http_handler_pt, ngx_http_internal_redirect,
+    ngx_http_named_location, ngx_http_post_subrequest_t, ngx_http_read_client_request_body,
+    ngx_http_request_empty_handler, ngx_http_request_t, ngx_http_subrequest,
+    ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t, ngx_palloc, ngx_pcalloc,
+    ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+};
+use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
+use ngx::{ngx_conf_log_error, ngx_log_error};
+
+use crate::state::{EppVars, LocConf};
+use crate::util::{conf_args, escape, pool_str, text, var};
+use crate::{ConfResult, HttpMatchesModule, guard};
+
+/// The shim NGF runs beside NGINX (epp.js's `SHIM_URI`).
+const DEFAULT_URL: &str = "http://127.0.0.1:54800";
+const VAR_ENDPOINT: &str = "inference_workload_endpoint";
+const VAR_HOST: &str = "epp_host";
+const VAR_PORT: &str = "epp_port";
+const VAR_PATH: &str = "epp_internal_path";
+const ENDPOINT_HEADER: &[u8] = b"x-gateway-destination-endpoint";
+const HOST_HEADER: &[u8] = b"X-EPP-Host";
+const PORT_HEADER: &[u8] = b"X-EPP-Port";
+/// Bytes of the shim's answer body shown in an `[error]` line.
+const BODY_SHOWN: usize = 256;
+
+/// The request context of this module, in `r->ctx` (pool memory, zeroed at creation).
+/// The client's request has one (`call` null); the subrequest to the shim has one whose
+/// `call` points at the client's.
+#[repr(C)]
+struct Ctx {
+    /// In the subrequest: the client request's context.
+    call: *mut Ctx,
+    /// The subrequest reached this location's handler (it could land elsewhere if the URI
+    /// maps to another location, e.g. from a named location).
+    reached: bool,
+    /// The subrequest is finished (the post-subrequest handler ran).
+    done: bool,
+    /// The first failing code the subrequest was finalized with (0 if none).
+    rc: ngx_int_t,
+    /// The shim's status (0: no answer).
+    status: ngx_uint_t,
+    /// `X-Gateway-Destination-Endpoint` of the answer (pool copy; len 0 when absent).
+    endpoint: ngx_str_t,
+    /// The start of the answer's body (pool copy, at most `BODY_SHOWN + 1` bytes) and its
+    /// length in memory.
+    body: ngx_str_t,
+    body_len: usize,
+    /// `$epp_internal_path`, read when the request arrived.
+    path: ngx_str_t,
+    /// The client's connection had an error when the call started.
+    error_before: bool,
+    /// The answer's body did not fit in memory (`subrequest_output_buffer_size`).
+    cut: bool,
+}
+
+/// `http_matches_epp [URL];`
+pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: registered with NGX_HTTP_LOC_CONF_OFFSET: `conf` is this module's location
+        // conf, created by `create_loc_conf`.
+        let lcf = unsafe { &mut *(conf as *mut LocConf) };
+        if lcf.epp_proxy.is_some() {
+            return c"is duplicate".as_ptr().cast_mut();
+        }
+        if lcf.enabled {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_epp: cannot be combined with http_matches in one location"
+            );
+            return NGX_CONF_ERROR;
+        }
+        // SAFETY: in a directive handler; the arguments are used before it returns.
+        let args = unsafe { conf_args(cf) };
+        let url: Vec<u8> =
+            args.get(1).map_or(DEFAULT_URL.as_bytes().to_vec(), |a| a.as_bytes().to_vec());
+        if let Err(e) = check_url(&url) {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_epp: invalid URL \"{}\": {e}",
+                text(&url)
+            );
+            return NGX_CONF_ERROR;
+        }
+        // SAFETY: in a directive handler, `cf` parses this location.
+        let proxy = match unsafe { proxy_pass(cf, &url) } {
+            Ok(h) => h,
+            Err(rc) => return rc,
+        };
+        lcf.epp_proxy = Some(proxy);
+        // SAFETY: `cf` parses a location block: the core module's location conf exists; we
+        // only set its content handler, as `proxy_pass` did just before.
+        match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
+            Some(clcf) => clcf.handler = Some(content_handler),
+            None => return NGX_CONF_ERROR,
+        }
+        let mut name =
+            ngx_str_t { len: VAR_ENDPOINT.len(), data: VAR_ENDPOINT.as_ptr().cast_mut() };
+        // SAFETY: valid during configuration; the variable is registered in preconfiguration,
+        // NGINX copies the name.
+        let index = unsafe { ngx_http_get_variable_index(cf, &mut name) };
+        if index == NGX_ERROR as ngx_int_t {
+            return NGX_CONF_ERROR;
+        }
+        // SAFETY: the http main conf of this module exists while a location is parsed.
+        if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
+            mcf.epp.used = true;
+            mcf.epp.endpoint = index as ngx_uint_t;
+        }
+        NGX_CONF_OK
+    })
+}
+
+/// URL as `proxy_pass` takes it, with no path (the shim is asked at `/`) and no variables
+/// (the proxy would then resolve names per request and send another URI).
+fn check_url(url: &[u8]) -> Result<(), &'static str> {
+    let rest = url
+        .strip_prefix(b"http://")
+        .or_else(|| url.strip_prefix(b"https://"))
+        .ok_or("expected http:// or https://")?;
+    if rest.is_empty() {
+        return Err("no host");
+    }
+    if rest.contains(&b'/') {
+        return Err("a path is not allowed (the shim is asked at \"/\", as epp.js does)");
+    }
+    if rest.contains(&b'$') {
+        return Err("variables are not allowed");
+    }
+    Ok(())
+}
+
+/// Runs the proxy module's `proxy_pass URL` handler for the location being parsed and returns
+/// the content handler it installed.
+///
+/// # Safety
+/// Only from a directive handler of a location block.
+unsafe fn proxy_pass(
+    cf: *mut ngx_conf_t,
+    url: &[u8],
+) -> Result<unsafe extern "C" fn(*mut ngx_http_request_t) -> ngx_int_t, ConfResult> {
+    // SAFETY: during configuration `cf->cycle->modules` is the null-terminated array of
+    // every module; each has a NUL-terminated `name` and a `commands` array ending with an
+    // entry whose name is empty. `cf->ctx` is the location's ngx_http_conf_ctx_t, whose
+    // `loc_conf` has one slot per HTTP module (the proxy's included). `cf->args` is restored
+    // before returning; the new array and its strings live in the configuration pool.
+    unsafe {
+        let mut m = (*(*cf).cycle).modules;
+        let mut proxy: *mut ngx_module_t = core::ptr::null_mut();
+        while !m.is_null() && !(*m).is_null() {
+            if !(**m).name.is_null() && CStr::from_ptr((**m).name) == c"ngx_http_proxy_module" {
+                proxy = *m;
+                break;
+            }
+            m = m.add(1);
+        }
+        if proxy.is_null() {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_epp: NGINX is built without ngx_http_proxy_module"
+            );
+            return Err(NGX_CONF_ERROR);
+        }
+        let mut cmd = (*proxy).commands;
+        while (*cmd).name.len != 0 && (*cmd).name.as_bytes() != b"proxy_pass" {
+            cmd = cmd.add(1);
+        }
+        let Some(set) = (*cmd).set.filter(|_| (*cmd).name.len != 0) else {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_epp: no proxy_pass in the proxy module"
+            );
+            return Err(NGX_CONF_ERROR);
+        };
+        let ctx = (*cf).ctx as *mut ngx_http_conf_ctx_t;
+        let plcf = *(*ctx).loc_conf.add((*proxy).ctx_index);
+        let pool = (*cf).pool;
+        let elts = ngx_palloc(pool, 2 * core::mem::size_of::<ngx_str_t>()) as *mut ngx_str_t;
+        let Some(url) = pool_str(pool, url) else { return Err(NGX_CONF_ERROR) };
+        if elts.is_null() {
+            return Err(NGX_CONF_ERROR);
+        }
+        let name = ngx_str_t { len: 10, data: c"proxy_pass".as_ptr().cast::<u8>().cast_mut() };
+        elts.write(name);
+        elts.add(1).write(url);
+        let mut args = ngx_array_t {
+            elts: elts.cast(),
+            nelts: 2,
+            size: core::mem::size_of::<ngx_str_t>(),
+            nalloc: 2,
+            pool,
+        };
+        let saved = (*cf).args;
+        (*cf).args = &mut args;
+        let rc = set(cf, cmd, plcf);
+        (*cf).args = saved;
+        if rc != NGX_CONF_OK {
+            if rc != NGX_CONF_ERROR {
+                // A message the caller (NGINX) would print after the directive's name.
+                let why = CStr::from_ptr(rc as *const c_char).to_string_lossy();
+                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_epp: proxy_pass {why}");
+            }
+            return Err(NGX_CONF_ERROR);
+        }
+        let handler: ngx_http_handler_pt =
+            NgxHttpCoreModule::location_conf_mut(&*cf).and_then(|clcf| clcf.handler);
+        handler.ok_or(NGX_CONF_ERROR)
+    }
+}
+
+/// Registers `$inference_workload_endpoint` (empty until the handler sets it, like
+/// `js_var`). Changeable, so that a `js_var` or `set` of the same name still loads.
+pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> bool {
+    let mut n = ngx_str_t { len: VAR_ENDPOINT.len(), data: VAR_ENDPOINT.as_ptr().cast_mut() };
+    // SAFETY: `ngx_http_add_variable` copies the name into the configuration pool.
+    let v = unsafe {
+        ngx_http_add_variable(
+            cf,
+            &mut n,
+            (NGX_HTTP_VAR_CHANGEABLE | NGX_HTTP_VAR_NOCACHEABLE) as ngx_uint_t,
+        )
+    };
+    if v.is_null() {
+        return false;
+    }
+    // SAFETY: `v` is the variable NGINX just created; we set its getter.
+    unsafe { (*v).get_handler = Some(endpoint_empty) };
+    true
+}
+
+/// Getter of `$inference_workload_endpoint` before the handler stored a value: empty.
+unsafe extern "C" fn endpoint_empty(
+    _r: *mut ngx_http_request_t,
+    v: *mut ngx_http_variable_value_t,
+    _data: usize,
+) -> ngx_int_t {
+    // SAFETY: NGINX passes the value slot to fill; an empty static string.
+    unsafe { var::set(&mut *v, c"".as_ptr().cast::<u8>().cast_mut(), 0) };
+    NGX_OK as ngx_int_t
+}
+
+/// The indexes of `$epp_host`, `$epp_port`, `$epp_internal_path` when some directive declares
+/// them (an undeclared one is "missing" at run time, as in epp.js, not a load failure).
+pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) {
+    if !epp.used {
+        return;
+    }
+    let index = |name: &str| {
+        if !crate::conf::declared(cf, name) {
+            return None;
+        }
+        let mut n = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
+        // SAFETY: valid during configuration; the name is copied by NGINX.
+        let i = unsafe { ngx_http_get_variable_index(cf, &mut n) };
+        (i != NGX_ERROR as ngx_int_t).then_some(i as ngx_uint_t)
+    };
+    epp.host = index(VAR_HOST);
+    epp.port = index(VAR_PORT);
+    epp.path = index(VAR_PATH);
+}
+
+/// The content handler of locations with `http_matches_epp` (both for the client's request and
+/// for the subrequest to the shim).
+pub(crate) unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
+    // SAFETY: NGINX calls content handlers with a valid request.
+    guard::request(r, || unsafe { handle(r) })
+}
+
+fn module_index() -> usize {
+    HttpMatchesModule::module().ctx_index
+}
+
+/// # Safety
+/// `r` must be a valid request.
+unsafe fn get_ctx(r: *mut ngx_http_request_t) -> *mut Ctx {
+    // SAFETY: `r->ctx` has one slot per HTTP module.
+    unsafe { *(*r).ctx.add(module_index()) as *mut Ctx }
+}
+
+/// # Safety
+/// `r` must be a valid request in a location with `http_matches_epp`.
+unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
+    // SAFETY: see `content_handler`; every pointer below comes from NGINX for this request
+    // and lives in its pool.
+    unsafe {
+        let log = (*(*r).connection).log;
+        let (Some(lcf), Some(mcf)) =
+            (HttpMatchesModule::location_conf(&*r), HttpMatchesModule::main_conf(&*r))
+        else {
+            return fail(r, "module configuration is missing");
+        };
+        let Some(proxy) = lcf.epp_proxy else { return fail(r, "not configured here") };
+        let ctx = get_ctx(r);
+        if !ctx.is_null() && !(*ctx).call.is_null() {
+            // The subrequest to the shim: the proxy asks "/" with no query.
+            (*(*ctx).call).reached = true;
+            (*r).uri = ngx_str_t { len: 1, data: c"/".as_ptr().cast::<u8>().cast_mut() };
+            (*r).args = ngx_str_t { len: 0, data: core::ptr::null_mut() };
+            (*r).set_valid_location(0);
+            return proxy(r);
+        }
+        if !ctx.is_null() {
+            return fail(r, "the content handler ran twice for one request");
+        }
+        let value = |index: Option<ngx_uint_t>| -> Option<ngx_str_t> {
+            let v = ngx_http_get_indexed_variable(r, index?);
+            let bytes = var::get(v.as_ref()?)?;
+            Some(ngx_str_t { len: bytes.len(), data: bytes.as_ptr().cast_mut() })
+        };
+        let missing =
+            [(VAR_HOST, mcf.epp.host), (VAR_PORT, mcf.epp.port), (VAR_PATH, mcf.epp.path)]
+                .into_iter()
+                .filter(|(_, i)| value(*i).is_none())
+                .map(|(n, _)| format!("${n}"))
+                .collect::<Vec<_>>();
+        if !missing.is_empty() {
+            ngx_log_error!(
+                NGX_LOG_ERR,
+                log,
+                "http_matches_epp: missing required variable{} {} (unset or empty in this location)",
+                if missing.len() > 1 { "s" } else { "" },
+                missing.join(" and ")
+            );
+            return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+        }
+        let ctx = ngx_pcalloc((*r).pool, core::mem::size_of::<Ctx>()) as *mut Ctx;
+        if ctx.is_null() {
+            return fail(r, "out of memory");
+        }
+        (*ctx).path =
+            value(mcf.epp.path).unwrap_or(ngx_str_t { len: 0, data: core::ptr::null_mut() });
+        *(*r).ctx.add(module_index()) = ctx.cast();
+        let rc = ngx_http_read_client_request_body(r, Some(body_read));
+        if rc >= NGX_HTTP_SPECIAL_RESPONSE as ngx_int_t {
+            return rc;
+        }
+        NGX_DONE as ngx_int_t
+    }
+}
+
+/// Logs an `[error]` and answers 500.
+///
+/// # Safety
+/// `r` must be a valid request.
+unsafe fn fail(r: *mut ngx_http_request_t, why: &str) -> ngx_int_t {
+    // SAFETY: every request has a connection with a log.
+    let log = unsafe { (*(*r).connection).log };
+    ngx_log_error!(NGX_LOG_ERR, log, "http_matches_epp: {why}");
+    NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
+}
+
+/// Runs a callback that returns nothing; a panic logs an `[alert]` and finalizes `r` with
+/// 500.
+fn guard_void(r: *mut ngx_http_request_t, body: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(body)) {
+        // SAFETY: NGINX passed a valid request whose connection outlives the call.
+        unsafe {
+            ngx_log_error!(
+                NGX_LOG_ALERT,
+                (*(*r).connection).log,
+                "http_matches_epp: internal error (panic: {}); the request gets 500, the worker \
+                 keeps serving",
+                guard::describe(&*payload)
+            );
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
+        }
+    }
+}
+
+/// The client's body is read: issue the subrequest to the shim.
+unsafe extern "C" fn body_read(r: *mut ngx_http_request_t) {
+    guard_void(r, || {
+        // SAFETY: NGINX calls this with the request whose body was read.
+        let rc = unsafe { start_call(r) };
+        if rc != NGX_OK as ngx_int_t {
+            // SAFETY: as above; finalizing with an error answers the client.
+            unsafe { ngx_http_finalize_request(r, rc) };
+        }
+    });
+}
+
+/// # Safety
+/// `r` must be the client's request of an `http_matches_epp` location, its body read.
+unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
+    // SAFETY: pool allocations of the request live as long as it; the subrequest and its
+    // context are NGINX's (`sr->ctx` has one slot per module); the copied header list only
+    // points at table elements of the client's request, alive as long as it.
+    unsafe {
+        let ctx = get_ctx(r);
+        let Some(mcf) = HttpMatchesModule::main_conf(&*r) else {
+            return fail(r, "module configuration is missing");
+        };
+        if ctx.is_null() {
+            return fail(r, "the request context is missing");
+        }
+        let pool = (*r).pool;
+        let ps = ngx_palloc(pool, core::mem::size_of::<ngx_http_post_subrequest_t>())
+            as *mut ngx_http_post_subrequest_t;
+        let call = ngx_pcalloc(pool, core::mem::size_of::<Ctx>()) as *mut Ctx;
+        if ps.is_null() || call.is_null() {
+            return fail(r, "out of memory");
+        }
+        ps.write(ngx_http_post_subrequest_t { handler: Some(call_done), data: ctx.cast() });
+        (*call).call = ctx;
+        (*ctx).error_before = (*(*r).connection).error() != 0;
+        let mut sr: *mut ngx_http_request_t = core::ptr::null_mut();
+        let mut uri = (*r).uri;
+        let flags = (NGX_HTTP_SUBREQUEST_IN_MEMORY | NGX_HTTP_SUBREQUEST_WAITED) as ngx_uint_t;
+        if ngx_http_subrequest(r, &mut uri, core::ptr::null_mut(), &mut sr, ps, flags)
+            != NGX_OK as ngx_int_t
+        {
+            return fail(r, "could not create the subrequest to the endpoint picker shim");
+        }
+        (*sr).method = (*r).method;
+        (*sr).method_name = (*r).method_name;
+        *(*sr).ctx.add(module_index()) = call.cast();
+        let host = value_of(r, mcf.epp.host);
+        let port = value_of(r, mcf.epp.port);
+        if !headers_for_shim(sr, r, host, port) {
+            return fail(r, "out of memory");
+        }
+        NGX_OK as ngx_int_t
+    }
+}
+
+/// Whether the client's request has a header line named `name` (lowercase).
+///
+/// # Safety
+/// `r` must be a valid request.
+#[cfg(feature = "panic-test")]
+unsafe fn client_header(r: *mut ngx_http_request_t, name: &[u8]) -> bool {
+    // SAFETY: the list parts hold `nelts` initialized elements each, alive with the request.
+    unsafe {
+        let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
+        while !part.is_null() {
+            let elts = (*part).elts as *const ngx_table_elt_t;
+            for i in 0..(*part).nelts {
+                if (*elts.add(i)).key.as_bytes().eq_ignore_ascii_case(name) {
+                    return true;
+                }
+            }
+            part = (*part).next;
+        }
+        false
+    }
+}
+
+/// The value of an indexed variable (empty when unset).
+///
+/// # Safety
+/// `r` must be valid and `index` an indexed variable of its configuration.
+unsafe fn value_of(r: *mut ngx_http_request_t, index: Option<ngx_uint_t>) -> ngx_str_t {
+    let empty = ngx_str_t { len: 0, data: core::ptr::null_mut() };
+    let Some(index) = index else { return empty };
+    // SAFETY: see the contract; the value lives in the request.
+    unsafe {
+        let v = ngx_http_get_indexed_variable(r, index);
+        match v.as_ref().and_then(var::get) {
+            Some(b) => ngx_str_t { len: b.len(), data: b.as_ptr().cast_mut() },
+            None => empty,
+        }
+    }
+}
+
+/// Gives the subrequest a header list of its own: the client's lines (but its `X-EPP-Host`
+/// and `X-EPP-Port`), then `X-EPP-Host: host` and `X-EPP-Port: port`. `false`: out of memory.
+///
+/// # Safety
+/// `sr` must be a subrequest of `r` just created (its `headers_in` a copy of `r`'s).
+unsafe fn headers_for_shim(
+    sr: *mut ngx_http_request_t,
+    r: *mut ngx_http_request_t,
+    host: ngx_str_t,
+    port: ngx_str_t,
+) -> bool {
+    // SAFETY: the client's list parts hold `nelts` initialized elements each; the new array
+    // is allocated for all of them plus two and lives in the request's pool; `sr` is not
+    // moved (pool memory), so its list may point at its own first part; all-zero bytes are a
+    // valid ngx_table_elt_t (integers, null pointers, empty strings).
+    unsafe {
+        let mut lines: Vec<ngx_table_elt_t> = Vec::new();
+        let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
+        while !part.is_null() {
+            let elts = (*part).elts as *const ngx_table_elt_t;
+            for i in 0..(*part).nelts {
+                let h = elts.add(i).read();
+                let name = h.key.as_bytes();
+                if h.hash == 0
+                    || name.eq_ignore_ascii_case(HOST_HEADER)
+                    || name.eq_ignore_ascii_case(PORT_HEADER)
+                {
+                    continue;
+                }
+                lines.push(h);
+            }
+            part = (*part).next;
+        }
+        for (name, lower, value) in
+            [(HOST_HEADER, &b"x-epp-host"[..], host), (PORT_HEADER, &b"x-epp-port"[..], port)]
+        {
+            // Zeroed, then filled: NGINX 1.23 added `next`, and older ones have no such field
+            // (Debian's 1.22); a null `next` is what ngx_list_push'ed lines start with too.
+            let mut line: ngx_table_elt_t = core::mem::zeroed();
+            line.hash = ngx_hash_key(lower.as_ptr().cast_mut(), lower.len());
+            line.key = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
+            line.value = value;
+            line.lowcase_key = lower.as_ptr().cast_mut();
+            lines.push(line);
+        }
+        let size = core::mem::size_of::<ngx_table_elt_t>();
+        let pool = (*r).pool;
+        let elts = ngx_palloc(pool, size * lines.len()) as *mut ngx_table_elt_t;
+        if elts.is_null() {
+            return false;
+        }
+        core::ptr::copy_nonoverlapping(lines.as_ptr(), elts, lines.len());
+        let list = &mut (*sr).headers_in.headers;
+        list.part =
+            ngx_list_part_t { elts: elts.cast(), nelts: lines.len(), next: core::ptr::null_mut() };
+        list.last = &mut list.part;
+        list.size = size;
+        list.nalloc = lines.len();
+        list.pool = pool;
+        true
+    }
+}
+
+/// The post-subrequest handler: records the shim's answer in the client request's context,
+/// and has the client's request resume in [`resume`]. Called each time NGINX finalizes the
+/// subrequest (an error code first, then the special response's own finalization).
+unsafe extern "C" fn call_done(
+    sr: *mut ngx_http_request_t,
+    data: *mut c_void,
+    rc: ngx_int_t,
+) -> ngx_int_t {
+    let out = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `data` is the client request's context given in `start_call`, alive in its
+        // pool; `sr` is the subrequest NGINX finalizes, its parent the client's request.
+        unsafe { record(sr, &mut *(data as *mut Ctx), rc) }
+    }));
+    match out {
+        Ok(rc) => rc,
+        Err(payload) => {
+            // SAFETY: as above.
+            unsafe {
+                ngx_log_error!(
+                    NGX_LOG_ALERT,
+                    (*(*sr).connection).log,
+                    "http_matches_epp: internal error (panic: {}) reading the shim's answer",
+                    guard::describe(&*payload)
+                );
+                (*(data as *mut Ctx)).done = true;
+                (*(*sr).parent).write_event_handler = Some(resume);
+            }
+            rc
+        }
+    }
+}
+
+/// # Safety
+/// See [`call_done`].
+unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> ngx_int_t {
+    // SAFETY: the subrequest's upstream (if any), its header list and its in-memory output
+    // live in the request's pool; copies go to the same pool.
+    unsafe {
+        let pool = (*sr).pool;
+        let failed = rc == NGX_ERROR as ngx_int_t || rc >= NGX_HTTP_SPECIAL_RESPONSE as ngx_int_t;
+        if failed && ctx.rc == 0 {
+            ctx.rc = rc;
+        }
+        let u = (*sr).upstream;
+        if !u.is_null() && (*u).headers_in.status_n != 0 && ctx.status == 0 {
+            ctx.status = (*u).headers_in.status_n;
+            let mut joined: Vec<u8> = Vec::new();
+            let mut part: *const ngx_list_part_t = &(*u).headers_in.headers.part;
+            while !part.is_null() {
+                let elts = (*part).elts as *const ngx_table_elt_t;
+                for i in 0..(*part).nelts {
+                    let h = &*elts.add(i);
+                    if h.hash != 0 && h.key.as_bytes().eq_ignore_ascii_case(ENDPOINT_HEADER) {
+                        if !joined.is_empty() {
+                            joined.extend_from_slice(b", ");
+                        }
+                        joined.extend_from_slice(h.value.as_bytes());
+                    }
+                }
+                part = (*part).next;
+            }
+            if let Some(s) = pool_str(pool, &joined) {
+                ctx.endpoint = s;
+            }
+        }
+        if ctx.status != 0 && ctx.body.len == 0 {
+            let out = (*sr).out;
+            if !out.is_null() && !(*out).buf.is_null() {
+                let b = &*(*out).buf;
+                let len = b.last.offset_from(b.pos).max(0) as usize;
+                if len > 0 {
+                    let shown = core::slice::from_raw_parts(b.pos, len.min(BODY_SHOWN + 1));
+                    if let Some(s) = pool_str(pool, shown) {
+                        ctx.body = s;
+                        ctx.body_len = len;
+                    }
+                }
+            }
+        }
+        ctx.done = true;
+        (*(*sr).parent).write_event_handler = Some(resume);
+        // An in-memory subrequest never writes to the client: an error of the connection that
+        // appeared during the call, while its reading side saw no end or error, is the memory
+        // filter refusing an answer longer than subrequest_output_buffer_size (NGINX's output
+        // filter marks the client's connection for any filter's NGX_ERROR). Only the call
+        // failed: the client's request goes on, as after any other failed call.
+        let c = (*sr).connection;
+        let read = (*c).read;
+        let client_fine = read.is_null() || ((*read).eof() == 0 && (*read).error() == 0);
+        if (*c).error() != 0 && !ctx.error_before && client_fine {
+            (*c).set_error(0);
+            ctx.cut = true;
+            return NGX_OK as ngx_int_t;
+        }
+        if rc == NGX_ERROR as ngx_int_t && (*c).error() == 0 {
+            return NGX_OK as ngx_int_t;
+        }
+        rc
+    }
+}
+
+/// The client's request resumes once the subrequest is done: sets the variable or logs why
+/// not, then redirects.
+unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
+    guard_void(r, || {
+        // SAFETY: NGINX calls the write event handler with a valid request.
+        unsafe {
+            let ctx = get_ctx(r);
+            if ctx.is_null() || !(*ctx).done {
+                return;
+            }
+            (*r).write_event_handler = Some(ngx_http_request_empty_handler);
+            let rc = finish(r, &*ctx);
+            ngx_http_finalize_request(r, rc);
+        }
+    });
+}
+
+/// # Safety
+/// `r` must be the client's request, its subrequest done and recorded in `ctx`.
+unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
+    // SAFETY: as in `resume`; the context's strings live in the request's pool.
+    unsafe {
+        let log = (*(*r).connection).log;
+        let Some(mcf) = HttpMatchesModule::main_conf(&*r) else {
+            return fail(r, "module configuration is missing");
+        };
+        #[cfg(feature = "panic-test")]
+        if client_header(r, b"x-matches-test-panic") {
+            panic!("panic-test: the request asked for a panic after the endpoint picker call");
+        }
+        if !ctx.reached {
+            ngx_log_error!(
+                NGX_LOG_ERR,
+                log,
+                "http_matches_epp: the subrequest to \"{}\" did not come back to this location \
+                 (another location answers that URI), the shim was not asked",
+                escape((*r).uri.as_bytes(), 128)
+            );
+        } else if ctx.status == 200 && ctx.endpoint.len > 0 {
+            let e = ctx.endpoint;
+            crate::util::var::set(&mut *(*r).variables.add(mcf.epp.endpoint), e.data, e.len);
+            ngx_log_error!(
+                NGX_LOG_INFO,
+                log,
+                "http_matches_epp: found inference endpoint from EndpointPicker: {}",
+                escape(e.as_bytes(), 256)
+            );
+        } else if ctx.status != 0 {
+            let body = ctx.body.as_bytes();
+            let more = if ctx.body_len > BODY_SHOWN {
+                format!("...({} bytes)", ctx.body_len)
+            } else {
+                String::new()
+            };
+            let cut = if ctx.cut {
+                " (the answer's body is longer than subrequest_output_buffer_size: not read)"
+            } else if ctx.rc != 0 {
+                " (the answer failed: see the error above)"
+            } else {
+                ""
+            };
+            ngx_log_error!(
+                NGX_LOG_ERR,
+                log,
+                "http_matches_epp: could not get specific inference endpoint from EndpointPicker; \
+                 status: {}; body: \"{}{more}\"{cut}",
+                ctx.status,
+                escape(&body[..body.len().min(BODY_SHOWN)], BODY_SHOWN)
+            );
+        } else {
+            ngx_log_error!(
+                NGX_LOG_ERR,
+                log,
+                "http_matches_epp: no answer from the EndpointPicker shim (status: {}, see the \
+                 upstream error above); body: \"\"",
+                ctx.rc
+            );
+        }
+        let path = ctx.path;
+        let bytes = path.as_bytes();
+        if bytes.is_empty() {
+            return fail(r, "missing required variable $epp_internal_path");
+        }
+        if bytes.contains(&b'?') {
+            return fail(
+                r,
+                &format!(
+                    "$epp_internal_path \"{}\" has a query string; the client's is kept",
+                    escape(bytes, 128)
+                ),
+            );
+        }
+        let mut uri = path;
+        if bytes.starts_with(b"@") {
+            ngx_http_named_location(r, &mut uri)
+        } else {
+            // The client's query string, byte for byte.
+            let args: *mut ngx_str_t = &mut (*r).args;
+            ngx_http_internal_redirect(r, &mut uri, args)
+        }
+    }
+}

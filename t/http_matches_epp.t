@@ -1,0 +1,209 @@
+#!/usr/bin/perl
+
+# Tests for ngx_http_matches_module's http_matches_epp: the endpoint picker call of NGF's
+# epp.js as a directive. A Perl shim answers as the request's X-Shim header says, and puts
+# what it received into the endpoint it returns, so each answer shows both sides.
+
+###############################################################################
+
+use warnings;
+use strict;
+
+use Test::More;
+
+use IO::Select;
+use IO::Socket::INET;
+
+BEGIN { use FindBin; chdir($FindBin::Bin); }
+
+use lib 'lib';
+use Test::Nginx;
+use Test::Nginx::Matches;
+
+###############################################################################
+
+select STDERR; $| = 1;
+select STDOUT; $| = 1;
+
+skip_unless_module();
+
+my $t = Test::Nginx->new()->has(qw/http proxy rewrite/)->plan(15);
+
+$t->write_file_expand('nginx.conf', <<'EOF');
+
+%%TEST_GLOBALS%%
+
+daemon off;
+
+events {
+}
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    server {
+        listen       127.0.0.1:8080;
+        server_name  localhost;
+
+        location /infer {
+            set $epp_internal_path /_internal;
+            set $epp_host epp.example;
+            set $epp_port 9002;
+            client_body_buffer_size 1k;
+            proxy_read_timeout 1s;
+            http_matches_epp http://127.0.0.1:8081;
+        }
+
+        location = /down {
+            set $epp_internal_path /_internal;
+            set $epp_host epp.example;
+            set $epp_port 9002;
+            http_matches_epp http://127.0.0.1:8082;
+        }
+
+        location = /nohost {
+            set $epp_internal_path /_internal;
+            set $epp_port 9002;
+            http_matches_epp http://127.0.0.1:8081;
+        }
+
+        location /_internal {
+            internal;
+            return 200 "endpoint=[$inference_workload_endpoint] uri=$uri args=$args\n";
+        }
+    }
+}
+
+EOF
+
+$t->run_daemon(\&shim_daemon);
+$t->run();
+
+$t->waitforsocket('127.0.0.1:' . port(8081)) or die "Can't start the shim";
+
+###############################################################################
+
+like(ask('GET', '/infer/v1?a=%41&b=1+2', 'X-Shim: ok'),
+	qr!endpoint=\[ok GET / len=- te=- host=epp.example port=9002 body=0\] uri=/_internal args=a=%41&b=1\+2$!m,
+	'200 with the header: variable set, query kept byte for byte');
+like(ask('GET', '/infer', "X-Shim: ok\r\nX-EPP-Host: evil\r\nx-epp-port: 1"),
+	qr/endpoint=\[ok GET \/ len=- te=- host=epp.example port=9002 body=0\]/,
+	"the client's X-EPP-Host / X-EPP-Port are not sent");
+like(ask('POST', '/infer', "X-Shim: ok\r\nContent-Length: 10", 'hello body'),
+	qr/endpoint=\[ok POST \/ len=10 te=- host=epp.example port=9002 body=10\]/,
+	'a body of 10 bytes: method and body');
+like(ask('PUT', '/infer', "X-Shim: ok\r\nContent-Length: 3000", 'x' x 3000),
+	qr/endpoint=\[ok PUT \/ len=3000 te=- host=epp.example port=9002 body=3000\]/,
+	'a body in a temp file');
+like(ask('POST', '/infer', "X-Shim: ok\r\nTransfer-Encoding: chunked",
+	"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
+	qr/endpoint=\[ok POST \/ len=11 te=- host=epp.example port=9002 body=11\]/,
+	'chunked: Content-Length, no Transfer-Encoding');
+like(ask('GET', '/infer?q', 'X-Shim: noheader'), qr/endpoint=\[\] uri=\/_internal args=q$/m,
+	'200 without the header: redirect, variable empty');
+like(ask('GET', '/infer?q', 'X-Shim: busy'), qr/endpoint=\[\] uri=\/_internal args=q$/m,
+	'503: redirect, variable empty');
+like(ask('GET', '/infer?q', 'X-Shim: close'), qr/endpoint=\[\] uri=\/_internal args=q$/m,
+	'closed connection: redirect, variable empty');
+like(ask('GET', '/infer?q', 'X-Shim: never'), qr/endpoint=\[\] uri=\/_internal args=q$/m,
+	'no answer (proxy_read_timeout): redirect, variable empty');
+like(http_get('/down?q'), qr/endpoint=\[\] uri=\/_internal args=q$/m,
+	'shim down: redirect, variable empty');
+like(http_get('/nohost'), qr/^HTTP\/1\.. 500/, 'missing $epp_host: 500');
+
+$t->stop();
+
+my $log = $t->read_file('error.log');
+
+sub logged {
+	my ($text) = @_;
+	return scalar grep { /\[error\]/ && index($_, $text) >= 0 } split /\n/, $log;
+}
+
+is(logged('http_matches_epp: could not get specific inference endpoint from EndpointPicker; '
+	. "status: 503; body: \"no \x01pods\""), 0, 'the body is escaped');
+is(logged('http_matches_epp: could not get specific inference endpoint from EndpointPicker; '
+	. 'status: 503; body: "no \x01pods"'), 1, '503: [error] with status and body');
+is(logged('http_matches_epp: missing required variable $epp_host '), 1,
+	'missing $epp_host: [error] naming it');
+ok(grep({ /\[warn\].*a client request body is buffered to a temporary file/ } split /\n/, $log),
+	'the 3,000-byte body went through a temp file');
+
+###############################################################################
+
+# An HTTP/1.1 request; HEADERS are CRLF-separated lines.
+sub ask {
+	my ($method, $uri, $headers, $body) = @_;
+	return http("$method $uri HTTP/1.1\x0d\x0aHost: localhost\x0d\x0aConnection: close\x0d\x0a"
+		. "$headers\x0d\x0a\x0d\x0a" . ($body // ''));
+}
+
+###############################################################################
+
+# The shim: reads a request (Content-Length bodies only: NGINX's proxy never chunks a body it
+# has read whole), answers as X-Shim says. "never" holds the connection without answering
+# until NGINX closes it.
+
+sub shim_daemon {
+	my $server = IO::Socket::INET->new(
+		Proto => 'tcp',
+		LocalHost => '127.0.0.1:' . port(8081),
+		Listen => 5,
+		Reuse => 1
+	)
+		or die "Can't create listening socket: $!\n";
+
+	local $SIG{PIPE} = 'IGNORE';
+
+	while (my $client = $server->accept()) {
+		$client->autoflush(1);
+
+		my $headers = '';
+		while (<$client>) {
+			$headers .= $_;
+			last if (/^\x0d?\x0a?$/);
+		}
+		next unless $headers;
+
+		my ($method, $uri) = $headers =~ /^(\S+) (\S+)/;
+		my ($len) = $headers =~ /^Content-Length: (\d+)/mi;
+		my ($te) = $headers =~ /^Transfer-Encoding: (\S+)/mi;
+		my ($host) = $headers =~ /^X-EPP-Host: (\S*)\x0d/mi;
+		my ($port) = $headers =~ /^X-EPP-Port: (\S*)\x0d/mi;
+		my @hosts = $headers =~ /^X-EPP-Host:/mgi;
+		my @ports = $headers =~ /^X-EPP-Port:/mgi;
+		$host = 'many' if @hosts > 1;
+		$port = 'many' if @ports > 1;
+		my ($mode) = $headers =~ /^X-Shim: (\S+)/mi;
+		$mode ||= 'ok';
+
+		my $body = '';
+		if ($len) {
+			$client->read($body, $len);
+		}
+
+		if ($mode eq 'ok') {
+			my $got = sprintf('ok %s %s len=%s te=%s host=%s port=%s body=%d', $method, $uri,
+				$len // '-', $te // '-', $host // '-', $port // '-', length($body));
+			print $client "HTTP/1.1 200 OK\x0d\x0a"
+				. "X-Gateway-Destination-Endpoint: $got\x0d\x0a"
+				. "Content-Length: 0\x0d\x0a"
+				. "Connection: close\x0d\x0a\x0d\x0a";
+
+		} elsif ($mode eq 'noheader') {
+			print $client "HTTP/1.1 200 OK\x0d\x0aContent-Length: 5\x0d\x0a"
+				. "Connection: close\x0d\x0a\x0d\x0ahello";
+
+		} elsif ($mode eq 'busy') {
+			print $client "HTTP/1.1 503 Busy\x0d\x0aContent-Length: 8\x0d\x0a"
+				. "Connection: close\x0d\x0a\x0d\x0ano \x01pods";
+
+		} elsif ($mode eq 'never') {
+			IO::Select->new($client)->can_read();
+		}
+
+		close $client;
+	}
+}
+
+###############################################################################
