@@ -45,7 +45,8 @@ fn njs_side() -> Result<(PathBuf, PathBuf, PathBuf), String> {
 struct Case {
     name: &'static str,
     mode: Mode,
-    /// The location asked (`/inference`, or `/no-host` where `$epp_host` is not set).
+    /// The location asked (`/inference`; `/never`, the same with a 1 s timeout; `/no-host`,
+    /// where `$epp_host` is not set).
     path: &'static str,
     query: &'static str,
     method: &'static str,
@@ -83,7 +84,7 @@ fn table() -> Vec<Case> {
         case("200 without the endpoint", Mode::NoEndpoint),
         case("500 with a body", Mode::Status(500, "picker failed: no pods".into())),
         case("slow: answered after release", Mode::Held(ECHO.into())),
-        case("never answers (1s timeout)", Mode::Never),
+        Case { path: "/never", ..case("never answers (1s timeout)", Mode::Never) },
         case("closes without answering", Mode::Close),
         case("shim down", Mode::Down),
         Case {
@@ -153,6 +154,8 @@ const DIFFERENCES: &[(&str, &str, &str)] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Observed {
     client_status: u16,
+    /// What the error log says of the call ([`logged`]).
+    logged: String,
     /// The client's body when it came from the backend (NGINX's own error pages name the
     /// version, so they are compared by status only).
     client_body: Option<String>,
@@ -316,8 +319,10 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
 }
 
 /// The locations both sides share: the inference location (`entry` is what asks the shim),
-/// the same without `$epp_host`, and the internal location NGF proxies from.
-fn locations(entry: &str) -> String {
+/// the same with a 1 s timeout (`short`, for the shim that never answers only: elsewhere the
+/// default 60 s, so a slow machine cannot turn an answer into a timeout), the same without
+/// `$epp_host`, and the internal location NGF proxies from.
+fn locations(entry: &str, short: &str) -> String {
     format!(
         "server {{
     listen 127.0.0.1:{{PORT}};
@@ -326,6 +331,13 @@ fn locations(entry: &str) -> String {
         set $epp_internal_path {INTERNAL};
         set $epp_host epp.default.svc;
         set $epp_port 9002;
+        {entry}
+    }}
+    location /never {{
+        set $epp_internal_path {INTERNAL};
+        set $epp_host epp.default.svc;
+        set $epp_port 9002;
+        {short}
         {entry}
     }}
     location /no-host {{
@@ -357,6 +369,7 @@ fn run_table(run: &Run, shim: &Server, echo: &Server, down_cases: bool) -> Vec<O
         };
         shim.take();
         echo.take();
+        let log_before = run.log().len();
         let (status, body) = if c.mode == Mode::Down {
             run.ask(&c)
         } else {
@@ -377,6 +390,7 @@ fn run_table(run: &Run, shim: &Server, echo: &Server, down_cases: bool) -> Vec<O
         let from_backend = !backend.is_empty() && status == 200;
         out.push(Observed {
             client_status: status,
+            logged: logged(run.log().get(log_before..).unwrap_or("")),
             client_body: from_backend.then(|| String::from_utf8_lossy(&body).into_owned()),
             shim: shim.take().iter().map(|r| shim_saw(r, &c)).collect(),
             backend,
@@ -416,15 +430,16 @@ fn epp_js_on_njs_and_the_directive_answer_alike() {
     };
     let njs_http = |js: &Path| {
         format!(
-            "js_import epp from {};\njs_fetch_timeout 1s;\n{}",
+            "js_import epp from {};\n{}",
             js.display(),
-            locations("js_var $inference_workload_endpoint;\n        js_content epp.getEndpoint;")
+            locations(
+                "js_var $inference_workload_endpoint;\n        js_content epp.getEndpoint;",
+                "js_fetch_timeout 1s;",
+            )
         )
     };
     let module_http = |port: u16| {
-        locations(&format!(
-            "proxy_read_timeout 1s;\n        http_matches_epp http://127.0.0.1:{port};"
-        ))
+        locations(&format!("http_matches_epp http://127.0.0.1:{port};"), "proxy_read_timeout 1s;")
     };
     let njs_loads = format!("load_module {};\n", njs.display());
     let module_loads = format!("load_module {};\n", common::module_path().display());
@@ -475,6 +490,7 @@ fn epp_js_on_njs_and_the_directive_answer_alike() {
             None => {}
         }
     }
+    let _ = std::fs::remove_dir_all(&js_dir);
     assert!(
         failures.is_empty(),
         "{}\n\nnjs log:\n{}\nmodule log:\n{}",
@@ -491,6 +507,31 @@ fn run_both(up: &Run, down_run: &Run, shim: &Server, echo: &Server) -> Vec<Obser
     let mut down_rows = run_table(down_run, shim, echo, true).into_iter();
     let mut pick = |c: &Case| if c.mode == Mode::Down { down_rows.next() } else { rows.next() };
     table().iter().map(|c| pick(c).expect("a row per case")).collect()
+}
+
+/// The kind of what one request's error log lines say about the call, in terms both sides
+/// log (their words differ): the endpoint found; the shim's refusal with its status, and
+/// whether its body is quoted; no answer (timeout, closed, refused); a missing variable.
+fn logged(log: &str) -> String {
+    const REFUSED: &str = "could not get specific inference endpoint from EndpointPicker; status: ";
+    let mut kinds = Vec::new();
+    for line in log.lines() {
+        if line.contains("found inference endpoint from EndpointPicker") {
+            kinds.push("found".to_string());
+        } else if let Some(at) = line.find(REFUSED) {
+            let rest = &line[at + REFUSED.len()..];
+            let status: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let quoted = rest.contains("picker failed: no pods");
+            kinds.push(format!("refused {status}{}", if quoted { " with its body" } else { "" }));
+        } else if line.contains("Error in ngx.fetch")
+            || line.contains("no answer from the EndpointPicker shim")
+        {
+            kinds.push("no answer".to_string());
+        } else if line.to_ascii_lowercase().contains("missing required variable") {
+            kinds.push("missing variable".to_string());
+        }
+    }
+    kinds.join(", ")
 }
 
 /// Where the two differ on purpose, what the module must do instead (None: it does).
@@ -551,5 +592,5 @@ fn show(o: &Observed) -> String {
         .collect();
     let backend: Vec<String> =
         o.backend.iter().map(|b| b.lines().next().unwrap_or("").to_string()).collect();
-    format!("client {} | shim {shim:?} | backend {backend:?}", o.client_status)
+    format!("client {} | log [{}] | shim {shim:?} | backend {backend:?}", o.client_status, o.logged)
 }
