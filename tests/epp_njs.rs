@@ -52,6 +52,8 @@ struct Case {
     method: &'static str,
     headers: Vec<(String, String)>,
     body: Body,
+    /// Sent by an HTTP/2 client (curl, prior knowledge) instead of raw HTTP/1.1.
+    h2: bool,
 }
 
 enum Body {
@@ -72,6 +74,7 @@ fn case(name: &'static str, mode: Mode) -> Case {
         method: "GET",
         headers: Vec::new(),
         body: Body::None,
+        h2: false,
     }
 }
 
@@ -112,6 +115,9 @@ fn table() -> Vec<Case> {
         Case { path: "/no-host", ..case("missing $epp_host", ep()) },
         Case { query: "b=%7e&a=x+y&c&d=%2F", ..case("query bytes qs.stringify re-encodes", ep()) },
         Case { query: "a=1&b=2", ..case("plain query", ep()) },
+        Case { h2: true, query: "a=1", ..case("HTTP/2 client GET", ep()) },
+        Case { h2: true, ..post("HTTP/2 client, body 1 KB", Body::Length(kib(1))) },
+        Case { h2: true, ..post("HTTP/2 client, body 100 KB", Body::Length(kib(100))) },
     ]
 }
 
@@ -195,6 +201,8 @@ fn shim_saw(r: &Received, case: &Case) -> ShimSaw {
 struct Run {
     dir: PathBuf,
     port: u16,
+    /// The same server's HTTP/2 (prior knowledge) listener.
+    h2_port: u16,
     child: Child,
 }
 
@@ -207,7 +215,10 @@ impl Run {
             std::fs::set_permissions(dir.join(sub), std::fs::Permissions::from_mode(0o755))
                 .expect("chmod");
         }
-        let port = common::free_port();
+        let (port, h2_port) = match common::free_ports(2)[..] {
+            [a, b] => (a, b),
+            _ => unreachable!("two ports asked"),
+        };
         let conf = common::preamble(&[
             ("LOADS", loads),
             ("MASTER", "on"),
@@ -215,7 +226,12 @@ impl Run {
             ("LOG_LEVEL", "info"),
             ("CONNECTIONS", "256"),
             ("ACCESS_LOG", "off"),
-            ("HTTP", &http.replace("{PORT}", &port.to_string())),
+            (
+                "HTTP",
+                &http
+                    .replace("{PORT}", &port.to_string())
+                    .replace("{H2PORT}", &h2_port.to_string()),
+            ),
         ]);
         std::fs::write(dir.join("nginx.conf"), conf).expect("write nginx.conf");
         let child = Command::new(nginx)
@@ -226,7 +242,7 @@ impl Run {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start nginx");
-        let run = Run { dir, port, child };
+        let run = Run { dir, port, h2_port, child };
         let deadline = Instant::now() + common::patience();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "{name}: nginx did not start:\n{}", run.log());
@@ -241,6 +257,9 @@ impl Run {
 
     /// Sends the case's request (HTTP/1.1, `Connection: close`): (status, body).
     fn ask(&self, c: &Case) -> (u16, Vec<u8>) {
+        if c.h2 {
+            return self.ask_h2(c);
+        }
         let target =
             if c.query.is_empty() { c.path.to_string() } else { format!("{}?{}", c.path, c.query) };
         let mut req =
@@ -289,6 +308,50 @@ impl Run {
     }
 }
 
+impl Run {
+    /// The case over HTTP/2 (curl --http2-prior-knowledge; the body from stdin, so curl sends
+    /// it in DATA frames with a content-length): (status, body).
+    fn ask_h2(&self, c: &Case) -> (u16, Vec<u8>) {
+        let mut cmd = Command::new("curl");
+        cmd.args([
+            "-s",
+            "--http2-prior-knowledge",
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code}",
+            "-X",
+            c.method,
+        ]);
+        for (n, v) in &c.headers {
+            cmd.arg("-H").arg(format!("{n}: {v}"));
+        }
+        let body = match &c.body {
+            Body::Length(b) | Body::Chunked(b) => Some(b.clone()),
+            Body::None => None,
+        };
+        if body.is_some() {
+            cmd.args(["--data-binary", "@-"]);
+        }
+        let sep = if c.query.is_empty() { "" } else { "?" };
+        cmd.arg(format!("http://127.0.0.1:{}{}{sep}{}", self.h2_port, c.path, c.query));
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run curl");
+        let mut stdin = child.stdin.take().expect("curl's stdin");
+        stdin.write_all(&body.unwrap_or_default()).expect("write the body to curl");
+        drop(stdin);
+        let out = child.wait_with_output().expect("curl");
+        let text = out.stdout;
+        let nl = text.iter().rposition(|&b| b == b'\n').unwrap_or(0);
+        let status = String::from_utf8_lossy(&text[nl + 1..]).trim().parse().unwrap_or(0);
+        (status, text[..nl].to_vec())
+    }
+}
+
 impl Drop for Run {
     fn drop(&mut self) {
         let _ = Command::new("kill").arg("-QUIT").arg(self.child.id().to_string()).status();
@@ -326,6 +389,7 @@ fn locations(entry: &str, short: &str) -> String {
     format!(
         "server {{
     listen 127.0.0.1:{{PORT}};
+    listen 127.0.0.1:{{H2PORT}} http2;
     client_body_buffer_size 16k;
     location /inference {{
         set $epp_internal_path {INTERNAL};
