@@ -5,7 +5,8 @@ proxy_pass (what NGINX can do alone; it cannot send the body to the shim).
 
 For each: instructions per request in the NGINX process (callgrind, master_process off, the
 difference between two runs of N1 and N2 requests over one keep-alive client connection, as
-bench.py does), and the worker's VmRSS after 2,000 requests (master on, one worker). The fake
+bench.py does) for a GET and for a POST with a 1 KB body, and the worker's VmRSS after 2,000
+GETs (master on, one worker). The fake
 shim (200 with X-Gateway-Destination-Endpoint) and the backend (200, 2 bytes) are Python
 threads in this process, so callgrind counts NGINX's work only.
 
@@ -130,7 +131,36 @@ class Req:
     request = ("/bench?a=1", {"x-model": "llama"})
 
 
-def callgrind(sc, shim_port, count, prefix):
+BODY = b"x" * 1024
+
+
+def send_post(count):
+    """`count` POSTs with a 1 KB body over one keep-alive connection; checks every answer."""
+    req = (b"POST /bench?a=1 HTTP/1.1\r\nHost: bench\r\nx-model: llama\r\n"
+           b"Content-Length: %d\r\n\r\n" % len(BODY)) + BODY
+    sock = socket.create_connection(("127.0.0.1", bench.PORT), timeout=600)
+    buf = b""
+    for _ in range(count):
+        sock.sendall(req)
+        while True:
+            head_end = buf.find(b"\r\n\r\n")
+            if head_end >= 0:
+                head = buf[:head_end].decode("latin-1")
+                m = re.search(r"(?i)content-length: *(\d+)", head)
+                length = int(m.group(1)) if m else 0
+                if len(buf) >= head_end + 4 + length:
+                    if int(head.split(" ")[1]) != 200:
+                        raise RuntimeError(f"POST: {head.splitlines()[0]}")
+                    buf = buf[head_end + 4 + length:]
+                    break
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise RuntimeError("POST: connection closed")
+            buf += chunk
+    sock.close()
+
+
+def callgrind(sc, shim_port, count, prefix, post=False):
     write(prefix, sc, shim_port, master=False)
     out = prefix / "callgrind.out"
     p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
@@ -138,7 +168,10 @@ def callgrind(sc, shim_port, count, prefix):
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         bench.wait_port(120)
-        bench.send(Req, count)
+        if post:
+            send_post(count)
+        else:
+            bench.send(Req, count)
     finally:
         pid = int((prefix / "logs" / "nginx.pid").read_text())
         for _ in range(600):
@@ -171,14 +204,19 @@ def main():
         with tempfile.TemporaryDirectory() as d:
             a = callgrind(sc, shim.port, N1, Path(d) / "a")
             b = callgrind(sc, shim.port, N2, Path(d) / "b")
+            pa = callgrind(sc, shim.port, N1, Path(d) / "pa", post=True)
+            pb = callgrind(sc, shim.port, N2, Path(d) / "pb", post=True)
             kib = rss(sc, shim.port, Path(d) / "r")
-        rows.append((sc[0], (b - a) / (N2 - N1), kib))
-        print(f"{sc[0]}: {rows[-1][1]:,.0f} instr/req, worker {kib} KiB", file=sys.stderr, flush=True)
-    njs = rows[0][1]
-    print("| configuration | instr/req (callgrind) | vs njs | worker VmRSS after 2,000 requests |")
-    print("|---|---:|---:|---:|")
-    for name, instr, kib in rows:
-        print(f"| {name} | {instr:,.0f} | {instr / njs:.2f}x | {kib:,} KiB |")
+        rows.append((sc[0], (b - a) / (N2 - N1), (pb - pa) / (N2 - N1), kib))
+        print(f"{sc[0]}: {rows[-1][1]:,.0f} / {rows[-1][2]:,.0f} instr/req, worker {kib} KiB",
+              file=sys.stderr, flush=True)
+    njs, njs_post = rows[0][1], rows[0][2]
+    print("| configuration | GET: instr/req (callgrind) | vs njs | POST 1 KB: instr/req | vs njs "
+          "| worker VmRSS after 2,000 GETs |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, instr, post, kib in rows:
+        print(f"| {name} | {instr:,.0f} | {instr / njs:.2f}x | {post:,.0f} | {post / njs_post:.2f}x "
+              f"| {kib:,} KiB |")
 
 
 if __name__ == "__main__":
