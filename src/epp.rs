@@ -536,8 +536,7 @@ unsafe fn headers_for_shim(
                 key: ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() },
                 value,
                 lowcase_key: lower.as_ptr().cast_mut(),
-                // `next` (NGINX 1.23+) null; 1.22's ngx_table_elt_t has no such field.
-                ..core::mem::zeroed()
+                next: core::ptr::null_mut(),
             });
         }
         let size = core::mem::size_of::<ngx_table_elt_t>();
