@@ -410,13 +410,15 @@ unsafe fn fail(r: *mut ngx_http_request_t, why: &str) -> ngx_int_t {
 /// Runs a callback that returns nothing; a panic logs an `[alert]` and finalizes `r` with
 /// 500.
 fn guard_void(r: *mut ngx_http_request_t, body: impl FnOnce()) {
-    if catch_unwind(AssertUnwindSafe(body)).is_err() {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(body)) {
         // SAFETY: NGINX passed a valid request whose connection outlives the call.
         unsafe {
             ngx_log_error!(
                 NGX_LOG_ALERT,
                 (*(*r).connection).log,
-                "http_matches_epp: internal error (panic); the request gets 500"
+                "http_matches_epp: internal error (panic: {}); the request gets 500, the worker \
+                 keeps serving",
+                guard::describe(&*payload)
             );
             ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
         }
@@ -479,6 +481,28 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
     }
 }
 
+/// Whether the client's request has a header line named `name` (lowercase).
+///
+/// # Safety
+/// `r` must be a valid request.
+#[cfg(feature = "panic-test")]
+unsafe fn client_header(r: *mut ngx_http_request_t, name: &[u8]) -> bool {
+    // SAFETY: the list parts hold `nelts` initialized elements each, alive with the request.
+    unsafe {
+        let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
+        while !part.is_null() {
+            let elts = (*part).elts as *const ngx_table_elt_t;
+            for i in 0..(*part).nelts {
+                if (*elts.add(i)).key.as_bytes().eq_ignore_ascii_case(name) {
+                    return true;
+                }
+            }
+            part = (*part).next;
+        }
+        false
+    }
+}
+
 /// The value of an indexed variable (empty when unset).
 ///
 /// # Safety
@@ -509,7 +533,8 @@ unsafe fn headers_for_shim(
 ) -> bool {
     // SAFETY: the client's list parts hold `nelts` initialized elements each; the new array
     // is allocated for all of them plus two and lives in the request's pool; `sr` is not
-    // moved (pool memory), so its list may point at its own first part.
+    // moved (pool memory), so its list may point at its own first part; all-zero bytes are a
+    // valid ngx_table_elt_t (integers, null pointers, empty strings).
     unsafe {
         let mut lines: Vec<ngx_table_elt_t> = Vec::new();
         let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
@@ -531,13 +556,14 @@ unsafe fn headers_for_shim(
         for (name, lower, value) in
             [(HOST_HEADER, &b"x-epp-host"[..], host), (PORT_HEADER, &b"x-epp-port"[..], port)]
         {
-            lines.push(ngx_table_elt_t {
-                hash: ngx_hash_key(lower.as_ptr().cast_mut(), lower.len()),
-                key: ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() },
-                value,
-                lowcase_key: lower.as_ptr().cast_mut(),
-                next: core::ptr::null_mut(),
-            });
+            // Zeroed, then filled: NGINX 1.23 added `next`, and older ones have no such field
+            // (Debian's 1.22); a null `next` is what ngx_list_push'ed lines start with too.
+            let mut line: ngx_table_elt_t = core::mem::zeroed();
+            line.hash = ngx_hash_key(lower.as_ptr().cast_mut(), lower.len());
+            line.key = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
+            line.value = value;
+            line.lowcase_key = lower.as_ptr().cast_mut();
+            lines.push(line);
         }
         let size = core::mem::size_of::<ngx_table_elt_t>();
         let pool = (*r).pool;
@@ -572,13 +598,14 @@ unsafe extern "C" fn call_done(
     }));
     match out {
         Ok(rc) => rc,
-        Err(_) => {
+        Err(payload) => {
             // SAFETY: as above.
             unsafe {
                 ngx_log_error!(
                     NGX_LOG_ALERT,
                     (*(*sr).connection).log,
-                    "http_matches_epp: internal error (panic) reading the shim's answer"
+                    "http_matches_epp: internal error (panic: {}) reading the shim's answer",
+                    guard::describe(&*payload)
                 );
                 (*(data as *mut Ctx)).done = true;
                 (*(*sr).parent).write_event_handler = Some(resume);
@@ -683,6 +710,10 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
         let Some(mcf) = HttpMatchesModule::main_conf(&*r) else {
             return fail(r, "module configuration is missing");
         };
+        #[cfg(feature = "panic-test")]
+        if client_header(r, b"x-matches-test-panic") {
+            panic!("panic-test: the request asked for a panic after the endpoint picker call");
+        }
         if !ctx.reached {
             ngx_log_error!(
                 NGX_LOG_ERR,

@@ -32,7 +32,7 @@ pub(crate) fn install_panic_hook() {
     });
 }
 
-fn describe(payload: &(dyn Any + Send)) -> String {
+pub(crate) fn describe(payload: &(dyn Any + Send)) -> String {
     let message = if let Some(s) = payload.downcast_ref::<&str>() {
         s
     } else if let Some(s) = payload.downcast_ref::<String>() {

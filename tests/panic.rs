@@ -24,6 +24,10 @@ fn a_panic_is_a_500_and_the_worker_lives() {
           listen 127.0.0.1:{PORT};
           location /t/ { internal; return 200 "ok\n"; }
           location = /p { http_matches '[{"any":true,"redirectPath":"/t/x"}]'; }
+          location = /epp {
+            set $epp_internal_path /t/epp; set $epp_host h; set $epp_port 1;
+            http_matches_epp http://127.0.0.1:1;
+          }
         }"#;
     let p = Prefix::new("panic", body, &[]);
     let n: Nginx = p.start();
@@ -34,9 +38,21 @@ fn a_panic_is_a_500_and_the_worker_lives() {
         assert_eq!(r.status, 500, "{r:?}");
     }
     assert_eq!(n.get("/p", &[]).body, "ok\n");
+    // http_matches_epp: a panic in the callback that resumes the request after the call
+    // (nothing refuses port 1 faster: the call fails, then the panic).
+    let r = n.get("/epp", &[("X-Matches-Test-Panic", "1")]);
+    assert_eq!(r.status, 500, "{r:?}");
+    assert_eq!(n.get("/epp", &[]).body, "ok\n");
     assert_eq!(worker_pids(&n), pid_before, "the worker was replaced");
     let log = n.error_log();
-    assert_eq!(log.matches("[alert]").count(), 3, "{log}");
+    assert_eq!(log.matches("[alert]").count(), 4, "{log}");
+    assert!(
+        log.contains(
+            "http_matches_epp: internal error (panic: panic-test: the request asked for a panic \
+             after the endpoint picker call, at src/epp.rs:"
+        ),
+        "{log}"
+    );
     assert!(
         log.contains(
             "http_matches: internal error (panic: panic-test: the request asked for a panic, \
