@@ -45,12 +45,15 @@ fn njs_side() -> Result<(PathBuf, PathBuf, PathBuf), String> {
 struct Case {
     name: &'static str,
     mode: Mode,
-    /// The location asked (`/inference`, or `/no-host` where `$epp_host` is not set).
+    /// The location asked (`/inference`; `/never`, the same with a 1 s timeout; `/no-host`,
+    /// where `$epp_host` is not set).
     path: &'static str,
     query: &'static str,
     method: &'static str,
     headers: Vec<(String, String)>,
     body: Body,
+    /// Sent by an HTTP/2 client (curl, prior knowledge) instead of raw HTTP/1.1.
+    h2: bool,
 }
 
 enum Body {
@@ -71,6 +74,7 @@ fn case(name: &'static str, mode: Mode) -> Case {
         method: "GET",
         headers: Vec::new(),
         body: Body::None,
+        h2: false,
     }
 }
 
@@ -83,7 +87,7 @@ fn table() -> Vec<Case> {
         case("200 without the endpoint", Mode::NoEndpoint),
         case("500 with a body", Mode::Status(500, "picker failed: no pods".into())),
         case("slow: answered after release", Mode::Held(ECHO.into())),
-        case("never answers (1s timeout)", Mode::Never),
+        Case { path: "/never", ..case("never answers (1s timeout)", Mode::Never) },
         case("closes without answering", Mode::Close),
         case("shim down", Mode::Down),
         Case {
@@ -111,6 +115,9 @@ fn table() -> Vec<Case> {
         Case { path: "/no-host", ..case("missing $epp_host", ep()) },
         Case { query: "b=%7e&a=x+y&c&d=%2F", ..case("query bytes qs.stringify re-encodes", ep()) },
         Case { query: "a=1&b=2", ..case("plain query", ep()) },
+        Case { h2: true, query: "a=1", ..case("HTTP/2 client GET", ep()) },
+        Case { h2: true, ..post("HTTP/2 client, body 1 KB", Body::Length(kib(1))) },
+        Case { h2: true, ..post("HTTP/2 client, body 100 KB", Body::Length(kib(100))) },
     ]
 }
 
@@ -153,6 +160,8 @@ const DIFFERENCES: &[(&str, &str, &str)] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Observed {
     client_status: u16,
+    /// What the error log says of the call ([`logged`]).
+    logged: String,
     /// The client's body when it came from the backend (NGINX's own error pages name the
     /// version, so they are compared by status only).
     client_body: Option<String>,
@@ -192,6 +201,8 @@ fn shim_saw(r: &Received, case: &Case) -> ShimSaw {
 struct Run {
     dir: PathBuf,
     port: u16,
+    /// The same server's HTTP/2 (prior knowledge) listener.
+    h2_port: u16,
     child: Child,
 }
 
@@ -204,7 +215,10 @@ impl Run {
             std::fs::set_permissions(dir.join(sub), std::fs::Permissions::from_mode(0o755))
                 .expect("chmod");
         }
-        let port = common::free_port();
+        let (port, h2_port) = match common::free_ports(2)[..] {
+            [a, b] => (a, b),
+            _ => unreachable!("two ports asked"),
+        };
         let conf = common::preamble(&[
             ("LOADS", loads),
             ("MASTER", "on"),
@@ -212,7 +226,12 @@ impl Run {
             ("LOG_LEVEL", "info"),
             ("CONNECTIONS", "256"),
             ("ACCESS_LOG", "off"),
-            ("HTTP", &http.replace("{PORT}", &port.to_string())),
+            (
+                "HTTP",
+                &http
+                    .replace("{PORT}", &port.to_string())
+                    .replace("{H2PORT}", &h2_port.to_string()),
+            ),
         ]);
         std::fs::write(dir.join("nginx.conf"), conf).expect("write nginx.conf");
         let child = Command::new(nginx)
@@ -223,7 +242,7 @@ impl Run {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start nginx");
-        let run = Run { dir, port, child };
+        let run = Run { dir, port, h2_port, child };
         let deadline = Instant::now() + common::patience();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "{name}: nginx did not start:\n{}", run.log());
@@ -238,6 +257,9 @@ impl Run {
 
     /// Sends the case's request (HTTP/1.1, `Connection: close`): (status, body).
     fn ask(&self, c: &Case) -> (u16, Vec<u8>) {
+        if c.h2 {
+            return self.ask_h2(c);
+        }
         let target =
             if c.query.is_empty() { c.path.to_string() } else { format!("{}?{}", c.path, c.query) };
         let mut req =
@@ -286,6 +308,50 @@ impl Run {
     }
 }
 
+impl Run {
+    /// The case over HTTP/2 (curl --http2-prior-knowledge; the body from stdin, so curl sends
+    /// it in DATA frames with a content-length): (status, body).
+    fn ask_h2(&self, c: &Case) -> (u16, Vec<u8>) {
+        let mut cmd = Command::new("curl");
+        cmd.args([
+            "-s",
+            "--http2-prior-knowledge",
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code}",
+            "-X",
+            c.method,
+        ]);
+        for (n, v) in &c.headers {
+            cmd.arg("-H").arg(format!("{n}: {v}"));
+        }
+        let body = match &c.body {
+            Body::Length(b) | Body::Chunked(b) => Some(b.clone()),
+            Body::None => None,
+        };
+        if body.is_some() {
+            cmd.args(["--data-binary", "@-"]);
+        }
+        let sep = if c.query.is_empty() { "" } else { "?" };
+        cmd.arg(format!("http://127.0.0.1:{}{}{sep}{}", self.h2_port, c.path, c.query));
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run curl");
+        let mut stdin = child.stdin.take().expect("curl's stdin");
+        stdin.write_all(&body.unwrap_or_default()).expect("write the body to curl");
+        drop(stdin);
+        let out = child.wait_with_output().expect("curl");
+        let text = out.stdout;
+        let nl = text.iter().rposition(|&b| b == b'\n').unwrap_or(0);
+        let status = String::from_utf8_lossy(&text[nl + 1..]).trim().parse().unwrap_or(0);
+        (status, text[..nl].to_vec())
+    }
+}
+
 impl Drop for Run {
     fn drop(&mut self) {
         let _ = Command::new("kill").arg("-QUIT").arg(self.child.id().to_string()).status();
@@ -316,16 +382,26 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
 }
 
 /// The locations both sides share: the inference location (`entry` is what asks the shim),
-/// the same without `$epp_host`, and the internal location NGF proxies from.
-fn locations(entry: &str) -> String {
+/// the same with a 1 s timeout (`short`, for the shim that never answers only: elsewhere the
+/// default 60 s, so a slow machine cannot turn an answer into a timeout), the same without
+/// `$epp_host`, and the internal location NGF proxies from.
+fn locations(entry: &str, short: &str) -> String {
     format!(
         "server {{
     listen 127.0.0.1:{{PORT}};
+    listen 127.0.0.1:{{H2PORT}} http2;
     client_body_buffer_size 16k;
     location /inference {{
         set $epp_internal_path {INTERNAL};
         set $epp_host epp.default.svc;
         set $epp_port 9002;
+        {entry}
+    }}
+    location /never {{
+        set $epp_internal_path {INTERNAL};
+        set $epp_host epp.default.svc;
+        set $epp_port 9002;
+        {short}
         {entry}
     }}
     location /no-host {{
@@ -357,6 +433,7 @@ fn run_table(run: &Run, shim: &Server, echo: &Server, down_cases: bool) -> Vec<O
         };
         shim.take();
         echo.take();
+        let log_before = run.log().len();
         let (status, body) = if c.mode == Mode::Down {
             run.ask(&c)
         } else {
@@ -377,6 +454,7 @@ fn run_table(run: &Run, shim: &Server, echo: &Server, down_cases: bool) -> Vec<O
         let from_backend = !backend.is_empty() && status == 200;
         out.push(Observed {
             client_status: status,
+            logged: logged(run.log().get(log_before..).unwrap_or("")),
             client_body: from_backend.then(|| String::from_utf8_lossy(&body).into_owned()),
             shim: shim.take().iter().map(|r| shim_saw(r, &c)).collect(),
             backend,
@@ -416,15 +494,16 @@ fn epp_js_on_njs_and_the_directive_answer_alike() {
     };
     let njs_http = |js: &Path| {
         format!(
-            "js_import epp from {};\njs_fetch_timeout 1s;\n{}",
+            "js_import epp from {};\n{}",
             js.display(),
-            locations("js_var $inference_workload_endpoint;\n        js_content epp.getEndpoint;")
+            locations(
+                "js_var $inference_workload_endpoint;\n        js_content epp.getEndpoint;",
+                "js_fetch_timeout 1s;",
+            )
         )
     };
     let module_http = |port: u16| {
-        locations(&format!(
-            "proxy_read_timeout 1s;\n        http_matches_epp http://127.0.0.1:{port};"
-        ))
+        locations(&format!("http_matches_epp http://127.0.0.1:{port};"), "proxy_read_timeout 1s;")
     };
     let njs_loads = format!("load_module {};\n", njs.display());
     let module_loads = format!("load_module {};\n", common::module_path().display());
@@ -475,6 +554,7 @@ fn epp_js_on_njs_and_the_directive_answer_alike() {
             None => {}
         }
     }
+    let _ = std::fs::remove_dir_all(&js_dir);
     assert!(
         failures.is_empty(),
         "{}\n\nnjs log:\n{}\nmodule log:\n{}",
@@ -491,6 +571,31 @@ fn run_both(up: &Run, down_run: &Run, shim: &Server, echo: &Server) -> Vec<Obser
     let mut down_rows = run_table(down_run, shim, echo, true).into_iter();
     let mut pick = |c: &Case| if c.mode == Mode::Down { down_rows.next() } else { rows.next() };
     table().iter().map(|c| pick(c).expect("a row per case")).collect()
+}
+
+/// The kind of what one request's error log lines say about the call, in terms both sides
+/// log (their words differ): the endpoint found; the shim's refusal with its status, and
+/// whether its body is quoted; no answer (timeout, closed, refused); a missing variable.
+fn logged(log: &str) -> String {
+    const REFUSED: &str = "could not get specific inference endpoint from EndpointPicker; status: ";
+    let mut kinds = Vec::new();
+    for line in log.lines() {
+        if line.contains("found inference endpoint from EndpointPicker") {
+            kinds.push("found".to_string());
+        } else if let Some(at) = line.find(REFUSED) {
+            let rest = &line[at + REFUSED.len()..];
+            let status: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let quoted = rest.contains("picker failed: no pods");
+            kinds.push(format!("refused {status}{}", if quoted { " with its body" } else { "" }));
+        } else if line.contains("Error in ngx.fetch")
+            || line.contains("no answer from the EndpointPicker shim")
+        {
+            kinds.push("no answer".to_string());
+        } else if line.to_ascii_lowercase().contains("missing required variable") {
+            kinds.push("missing variable".to_string());
+        }
+    }
+    kinds.join(", ")
 }
 
 /// Where the two differ on purpose, what the module must do instead (None: it does).
@@ -551,5 +656,5 @@ fn show(o: &Observed) -> String {
         .collect();
     let backend: Vec<String> =
         o.backend.iter().map(|b| b.lines().next().unwrap_or("").to_string()).collect();
-    format!("client {} | shim {shim:?} | backend {backend:?}", o.client_status)
+    format!("client {} | log [{}] | shim {shim:?} | backend {backend:?}", o.client_status, o.logged)
 }
