@@ -195,9 +195,10 @@ fn openssl(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// A certificate for `host` that passes the generator's certificate check (every block
-/// parses, the key is the certificate's, RSA 2,048) and that NGINX refuses: signed with
-/// SHA-1 by a CA, which OpenSSL 3 rates below any security level ("ca md too weak"). (crt, key).
+/// A certificate for `host` that NGINX refuses: signed with SHA-1 by a CA, which OpenSSL 3
+/// rates below any security level ("ca md too weak"). The generator's certificate check
+/// refuses it too now; the test puts it in the plan after that check, as a check the
+/// generator would miss. (crt, key).
 fn sha1_signed(host: &str) -> (String, String) {
     let dir = Prefix::scratch("check-sha1");
     std::fs::create_dir_all(&dir).unwrap();
@@ -264,9 +265,13 @@ fn a_certificate_nginx_refuses_costs_only_its_secret() {
         (std::fs::read_to_string(c).unwrap(), std::fs::read_to_string(k).unwrap())
     };
     let (weak_crt, weak_key) = sha1_signed("weak.test");
-    // The generator's own check lets it through.
+    // The generator's own check refuses it: it goes into the plan after the check.
     let check = httproute_nginx::model::check_certificate(weak_crt.as_bytes(), weak_key.as_bytes());
-    assert_eq!(check, Ok(None), "the vector must pass the in-process check");
+    assert!(check.is_err_and(|e| e.contains("ca md too weak")));
+    let (fine_crt, fine_key) = {
+        let (c, k) = common::self_signed("weak.test", "weak.test");
+        (std::fs::read_to_string(c).unwrap(), std::fs::read_to_string(k).unwrap())
+    };
     let yaml = format!(
         "kind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  listeners:\n  \
          - {{name: http, port: {port}, protocol: HTTP}}\n  \
@@ -276,12 +281,14 @@ fn a_certificate_nginx_refuses_costs_only_its_secret() {
         redirect_route("g", "good.test", "/g"),
         redirect_route("w", "weak.test", "/w"),
         secret("good-cert", &good_crt, &good_key),
-        secret("weak-cert", &weak_crt, &weak_key),
+        secret("weak-cert", &fine_crt, &fine_key),
     );
     let mut inputs = httproute_nginx::model::Inputs::default();
     httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
     let opts = common::generator_options();
     let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let pair = plan.secrets.get_mut("default/weak-cert").expect("the Secret is planned");
+    *pair = (weak_crt.into_bytes(), weak_key.into_bytes());
 
     // Unchecked, NGINX refuses the whole configuration, naming no line.
     let plain = httproute_nginx::emit::emit(&plan, &opts).expect("written");
