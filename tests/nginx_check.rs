@@ -61,7 +61,7 @@ fn unchecked_timeouts(yaml: &str) -> Plan {
     plan
 }
 
-fn checked(plan: &Plan, opts: &Options, out_dir: &Path) -> Result<Output, String> {
+fn checked(plan: &mut Plan, opts: &Options, out_dir: &Path) -> Result<Output, String> {
     nginx_check::emit_checked(plan, opts, Tree::Keep, &nginx_binary(), out_dir).map(|c| c.output)
 }
 
@@ -92,7 +92,7 @@ fn a_tenant_line_nginx_refuses_drops_its_rule_and_the_rest_loads() {
     assert!(!ok && text.contains("invalid value"), "{text}");
 
     let out_dir = Prefix::scratch("check-out");
-    let out = checked(&plan, &opts, &out_dir).expect("a configuration that loads");
+    let out = checked(&mut plan, &opts, &out_dir).expect("a configuration that loads");
     let dropped: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
     assert!(
@@ -145,10 +145,10 @@ fn a_refusal_of_the_run_s_own_line_or_past_the_bound_leaves_the_output_as_it_was
     std::fs::write(out_dir.join("previous"), "kept").unwrap();
 
     // The run's own line: the module the output's load_module names is not there.
-    let plan =
+    let mut plan =
         unchecked_timeouts(&format!("{}{}", gateway(port), redirect_route("a", "a.test", "/a")));
     let opts = Options { module: "/nonexistent/m.so".into(), ..common::generator_options() };
-    let e = checked(&plan, &opts, &out_dir).err().expect("refused");
+    let e = checked(&mut plan, &opts, &out_dir).err().expect("refused");
     assert!(e.contains("the run's own") && e.contains("is left as it was"), "{e}");
 
     // One more refused object than a run leaves out: each is left out in turn, then the run
@@ -162,9 +162,9 @@ fn a_refusal_of_the_run_s_own_line_or_past_the_bound_leaves_the_output_as_it_was
         yaml
     };
     let opts = common::generator_options();
-    let e = checked(&unchecked_timeouts(&routes(n)), &opts, &out_dir).err().expect("refused");
+    let e = checked(&mut unchecked_timeouts(&routes(n)), &opts, &out_dir).err().expect("refused");
     assert!(e.contains(&format!("{} objects are left out", n - 1)), "{e}");
-    let out = checked(&unchecked_timeouts(&routes(n - 1)), &opts, &out_dir).expect("loads");
+    let out = checked(&mut unchecked_timeouts(&routes(n - 1)), &opts, &out_dir).expect("loads");
     assert_eq!(out.dropped.len(), n - 1);
 
     // The output directory is as it was, and no scratch directory is left beside it.
@@ -172,7 +172,264 @@ fn a_refusal_of_the_run_s_own_line_or_past_the_bound_leaves_the_output_as_it_was
     let beside: Vec<String> = std::fs::read_dir(out_dir.parent().unwrap())
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.contains(".check-"))
+        .filter(|n| n.starts_with(&format!(".{}.check-", out_dir.file_name().unwrap().display())))
         .collect();
     assert!(beside.is_empty(), "{beside:?}");
+}
+
+/// A `kubernetes.io/tls` Secret in namespace default.
+fn secret(name: &str, crt: &str, key: &str) -> String {
+    let indent = |t: &str| t.lines().map(|l| format!("    {l}\n")).collect::<String>();
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\ntype: kubernetes.io/tls\n\
+         stringData:\n  tls.crt: |\n{}  tls.key: |\n{}---\n",
+        indent(crt),
+        indent(key)
+    )
+}
+
+/// `openssl ARGS` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run openssl");
+    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A certificate for `host` that NGINX refuses: signed with SHA-1 by a CA, which OpenSSL 3
+/// rates below any security level ("ca md too weak"). The generator's certificate check
+/// refuses it too now; the test puts it in the plan after that check, as a check the
+/// generator would miss. (crt, key).
+fn sha1_signed(host: &str) -> (String, String) {
+    let dir = Prefix::scratch("check-sha1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let subj = format!("/CN={host}");
+    let san = format!("subjectAltName=DNS:{host}");
+    openssl(
+        &dir,
+        &[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=ca",
+            "-keyout", "ca.key", "-out", "ca.crt",
+        ],
+    );
+    openssl(
+        &dir,
+        &[
+            "req", "-newkey", "rsa:2048", "-nodes", "-subj", &subj, "-addext", &san, "-keyout",
+            "leaf.key", "-out", "leaf.csr",
+        ],
+    );
+    openssl(
+        &dir,
+        &[
+            "x509",
+            "-req",
+            "-sha1",
+            "-in",
+            "leaf.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            "leaf.crt",
+        ],
+    );
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    (read("leaf.crt"), read("leaf.key"))
+}
+
+/// `curl -k` with SNI and Host `host` for `path`: the status, or None when the handshake fails.
+fn https_status(port: u16, host: &str, path: &str) -> Option<u16> {
+    let out = std::process::Command::new("curl")
+        .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--resolve"])
+        .arg(format!("{host}:{port}:127.0.0.1"))
+        .arg(format!("https://{host}:{port}{path}"))
+        .output()
+        .expect("run curl");
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).parse().ok()).flatten()
+}
+
+/// A refusal NGINX names no line for, of a tenant's file: a certificate NGINX cannot load
+/// (`SSL_CTX_use_certificate("PATH") failed`) is mapped by its path to the Secret it was
+/// written for, and that Secret alone is left out: its listener has the condition and refuses
+/// the handshake, every other listener serves.
+#[test]
+fn a_certificate_nginx_refuses_costs_only_its_secret() {
+    let ports = common::free_ports(2);
+    let (port, tls_port) = (ports[0], ports[1]);
+    let (good_crt, good_key) = {
+        let (c, k) = common::self_signed("good.test", "good.test");
+        (std::fs::read_to_string(c).unwrap(), std::fs::read_to_string(k).unwrap())
+    };
+    let (weak_crt, weak_key) = sha1_signed("weak.test");
+    // The generator's own check refuses it: it goes into the plan after the check.
+    let check = httproute_nginx::model::check_certificate(weak_crt.as_bytes(), weak_key.as_bytes());
+    assert!(check.is_err_and(|e| e.contains("ca md too weak")));
+    let (fine_crt, fine_key) = {
+        let (c, k) = common::self_signed("weak.test", "weak.test");
+        (std::fs::read_to_string(c).unwrap(), std::fs::read_to_string(k).unwrap())
+    };
+    let yaml = format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  listeners:\n  \
+         - {{name: http, port: {port}, protocol: HTTP}}\n  \
+         - {{name: good, port: {tls_port}, protocol: HTTPS, hostname: good.test, tls: {{certificateRefs: [{{name: good-cert}}]}}}}\n  \
+         - {{name: weak, port: {tls_port}, protocol: HTTPS, hostname: weak.test, tls: {{certificateRefs: [{{name: weak-cert}}]}}}}\n---\n{}{}{}{}{}",
+        redirect_route("a", "a.test", "/a"),
+        redirect_route("g", "good.test", "/g"),
+        redirect_route("w", "weak.test", "/w"),
+        secret("good-cert", &good_crt, &good_key),
+        secret("weak-cert", &fine_crt, &fine_key),
+    );
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
+    let opts = common::generator_options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let pair = plan.secrets.get_mut("default/weak-cert").expect("the Secret is planned");
+    *pair = (weak_crt.into_bytes(), weak_key.into_bytes());
+
+    // Unchecked, NGINX refuses the whole configuration, naming no line.
+    let plain = httproute_nginx::emit::emit(&plan, &opts).expect("written");
+    let unchecked = Prefix::scratch("check-cert-unchecked");
+    httproute_nginx::write_dir(&unchecked, &plain).unwrap();
+    let (ok, text) = Prefix::existing(unchecked, "nginx.conf", port).test();
+    assert!(!ok && text.contains("ca md too weak"), "{text}");
+
+    let out_dir = Prefix::scratch("check-cert-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx_binary(), &out_dir)
+        .expect("a configuration that loads");
+    assert_eq!(c.checks, 2, "one refusal, mapped by its path: no scratch checks");
+    assert!(c.refused.is_empty() && c.output.dropped.is_empty(), "{:?}", c.refused);
+    let secrets: Vec<&str> = c.refused_secrets.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(secrets, ["default/weak-cert"]);
+    assert!(c.refused_secrets[0].1.contains("ca md too weak"), "{:?}", c.refused_secrets);
+    assert!(!c.output.files.keys().any(|f| f.contains("weak-cert")), "{:?}", c.output.files.keys());
+    let w = "listener default/gw/weak: tls.certificateRefs: Secret default/weak-cert: nginx -t: ";
+    assert!(c.output.warnings.iter().any(|x| x.starts_with(w)), "{:#?}", c.output.warnings);
+    // Only the weak listener's status changed.
+    for l in &plan.status.listeners {
+        let bad: Vec<_> = l.conditions.iter().filter(|c| !c.ok).collect();
+        if l.id.name == "weak" {
+            let refs = l.conditions.iter().find(|c| c.kind == ConditionType::ResolvedRefs).unwrap();
+            assert!(!refs.ok && refs.reason == Reason::InvalidCertificateRef, "{refs:?}");
+            assert!(refs.message.contains("ca md too weak"), "{refs:?}");
+            let programmed =
+                l.conditions.iter().find(|c| c.kind == ConditionType::Programmed).unwrap();
+            assert!(!programmed.ok, "{programmed:?}");
+        } else {
+            assert!(bad.is_empty(), "{}: {bad:?}", l.id);
+        }
+    }
+
+    httproute_nginx::write_dir(&out_dir, &c.output).unwrap();
+    let p = Prefix::existing(out_dir, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "{text}");
+    let n = p.start();
+    assert_eq!(get(&n, "a.test", "/a"), 302, "the plain listener's route answers");
+    assert_eq!(https_status(tls_port, "good.test", "/g"), Some(302), "the good Secret serves");
+    assert_eq!(https_status(tls_port, "weak.test", "/w"), None, "the refused one shakes no hands");
+    n.finish();
+}
+
+/// An NGINX that refuses, naming no line, every configuration where `marker` is written (as
+/// NGINX reports a hash it cannot build or a variable it does not know: "could not build
+/// ..._hash", at `nginx.conf:0` or without a place), and otherwise is the real one: the
+/// generator cannot map it to a line or a file, so it finds the object by leaving out half the
+/// objects in scratch checks. `always`: it refuses every configuration.
+fn refusing_nginx(tag: &str, marker: &str, always: bool) -> std::path::PathBuf {
+    let dir = Prefix::scratch(&format!("check-{tag}-bin"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("nginx");
+    let refuse = "echo 'nginx: [emerg] could not build variables_hash, you should increase \
+                  variables_hash_bucket_size: 64' >&2; exit 1";
+    let script = if always {
+        format!("#!/bin/sh\n{refuse}\n")
+    } else {
+        // `-t -q -p PREFIX/ -c nginx.conf`: the prefix is the fourth argument.
+        format!(
+            "#!/bin/sh\nif grep -q -- '{marker}' \"$4nginx.conf\"; then {refuse}; fi\nexec {} \"$@\"\n",
+            nginx_binary().display()
+        )
+    };
+    std::fs::write(&bin, script).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// A refusal without a line or a file: the object is found by bisection in at most
+/// `1 + ceil(log2 n)` scratch checks, and left out alone; a refusal that stays with every
+/// tenant object left out is the run's own, and the output directory is not touched.
+#[test]
+fn a_refusal_without_a_line_is_bisected_to_its_object() {
+    let port = free_port();
+    let mut yaml = gateway(port);
+    let n = 12;
+    for i in 0..n {
+        yaml += &redirect_route(&format!("r{i}"), &format!("h{i}.test"), "/x");
+    }
+    // The poisoned route: its redirect target is written into nginx.conf.
+    yaml += &redirect_route("poison", "h3.test", "/p");
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
+    let opts = common::generator_options();
+    let plan = || httproute_nginx::plan_for(&inputs, &backends(), &opts);
+
+    let out_dir = Prefix::scratch("check-bisect-out");
+    let nginx = refusing_nginx("bisect", "/to-poison", false);
+    let mut p = plan();
+    let c = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert_eq!(
+        c.output.dropped[0].unit.rule().map(|r| r.route.name.as_str()),
+        Some("poison"),
+        "{dropped:?}"
+    );
+    assert!(dropped[0].contains("could not build variables_hash"), "{dropped:?}");
+    assert!(dropped[0].contains("NGINX names no line"), "{dropped:?}");
+    // The match is the unit left out: PathPrefix /p writes two locations (`= /p` and `/p/`),
+    // the rule's redirect is written while either is, so two bisections find them in turn.
+    assert!(dropped[0].starts_with("default/poison rule 0: match 0: "), "{dropped:?}");
+    // The first check; per bisection: all left out, the halving, and the check after its drop.
+    let units = c.output.units.len() + 2;
+    let most = 1 + 2 * (2 + (usize::BITS - (units - 1).leading_zeros()) as usize);
+    assert!(c.checks <= most, "{} checks for {units} objects (at most {most})", c.checks);
+    httproute_nginx::plan::dropped_from_configuration(&mut p.status, &c.output.dropped);
+    for route in &p.status.routes {
+        let accepted = route
+            .parents
+            .iter()
+            .flat_map(|(_, cs)| cs)
+            .find(|c| c.kind == ConditionType::Accepted)
+            .unwrap();
+        assert_eq!(accepted.ok, route.id.name != "poison", "{}: {accepted:?}", route.id.name);
+    }
+    httproute_nginx::write_dir(&out_dir, &c.output).unwrap();
+    let prefix = Prefix::existing(out_dir.clone(), "nginx.conf", port);
+    let (ok, text) = prefix.test();
+    assert!(ok, "{text}");
+    let server = prefix.start();
+    for i in 0..n {
+        assert_eq!(get(&server, &format!("h{i}.test"), "/x"), 302, "route r{i} answers");
+    }
+    assert_eq!(get(&server, "h3.test", "/p"), 404, "the poisoned rule is left out");
+    server.finish();
+
+    // Refused whatever is left out: the run's own; the directory stays as it was.
+    let out_dir = Prefix::scratch("check-bisect-kept");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("nginx.conf"), "kept").unwrap();
+    let always = refusing_nginx("always", "", true);
+    let e = nginx_check::emit_checked(&mut plan(), &opts, Tree::Keep, &always, &out_dir)
+        .err()
+        .expect("refused");
+    assert!(e.contains("the run's own") && e.contains("is left as it was"), "{e}");
+    assert_eq!(std::fs::read_to_string(out_dir.join("nginx.conf")).unwrap(), "kept");
 }

@@ -6,7 +6,9 @@
 //! (apply keeps the one in place). Checked: every reload answers with the new route (waited
 //! for, never slept on), no request failed or reached a backend its route did not name at
 //! that time, the pid file is the master's, and the log files are the ones the master has
-//! open, with the rounds' lines in them.
+//! open, with the rounds' lines in them. Apart: a configuration `nginx -t` passes and the
+//! master refuses at the reload (a port another process holds): apply reads the refusal in the
+//! master's log, puts the configuration it keeps serving back in place, and exits 1.
 
 mod common;
 
@@ -18,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Nginx, Prefix, free_ports, patience};
-use httproute_nginx::apply::{Applied, check_and_reload, stage};
+use httproute_nginx::apply::{Applied, RELOAD_WAIT, check_and_reload, stage};
 use httproute_nginx::emit_global::{Global, Workers};
 use httproute_nginx::{BackendMap, Options};
 
@@ -214,7 +216,7 @@ fn regenerate_and_reload_under_traffic() {
             let bad =
                 Options { module: "/nonexistent/ngx_http_matches_module.so".into(), ..opts() };
             let (staged, _) = stage(&dir, &inputs, &map, bad, false, None).expect("generated");
-            match check_and_reload(staged, &dir, &nginx_bin).unwrap() {
+            match check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT).unwrap() {
                 Applied::Rejected { kept, nginx_said } => {
                     assert!(nginx_said.contains("nonexistent"), "{nginx_said}");
                     assert!(read(&kept).contains("/nonexistent/"));
@@ -265,7 +267,10 @@ fn regenerate_and_reload_under_traffic() {
             let (ok, said) = gateway.signal("reload");
             assert!(ok, "round {round}: nginx -s reload: {said}");
         } else {
-            assert_eq!(check_and_reload(staged, &dir, &nginx_bin), Ok(Applied::Reloaded));
+            assert_eq!(
+                check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT),
+                Ok(Applied::Reloaded)
+            );
         }
         reloads += 1;
         // The reload took: the new workers answer with the new route (for a broken round,
@@ -325,6 +330,73 @@ fn regenerate_and_reload_under_traffic() {
     gens.sort();
     assert_eq!(gens.len(), 2, "{gens:?}");
     drop(t);
+    gateway.finish();
+    backend.finish();
+}
+
+/// `nginx -t` does not bind the ports (a port in use passes it), the reload does: a listener on
+/// a port another process holds passes the check and the master refuses it. apply sees the
+/// refusal in the master's log lines, puts back the nginx.conf the master keeps serving, and
+/// the next good change reloads.
+#[test]
+fn a_reload_the_master_refuses_is_put_back() {
+    let ports = free_ports(BACKENDS.len() + 3);
+    let (backend, map) = backends(&ports);
+    let (port, taken) = (ports[BACKENDS.len() + 1], ports[BACKENDS.len() + 2]);
+    let holder = std::net::TcpListener::bind(("127.0.0.1", taken)).expect("hold the port");
+    let src = Prefix::scratch("refused-reload-in");
+    std::fs::create_dir_all(&src).unwrap();
+    let dir = Prefix::scratch("refused-reload-out");
+    let nginx_bin = common::nginx_binary();
+    let opts = || common::generator_options();
+    let inputs: Vec<PathBuf> = vec![src.join("routes.yaml")];
+    let write = |backend: &str, extra_port: Option<u16>| {
+        let mut y = manifests(port, backend, false);
+        if let Some(p) = extra_port {
+            let one = format!("listeners: [{{name: http, port: {port}, protocol: HTTP}}]");
+            let two = format!(
+                "listeners: [{{name: http, port: {port}, protocol: HTTP}}, {{name: taken, port: {p}, protocol: HTTP}}]"
+            );
+            assert!(y.contains(&one));
+            y = y.replace(&one, &two);
+        }
+        std::fs::write(&inputs[0], y).unwrap();
+    };
+    write(BACKENDS[0], None);
+    let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
+    staged.commit().unwrap();
+    let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
+    wait_for("the pid file", || read(&dir.join("logs/nginx.pid")).trim().parse::<u32>().is_ok());
+    wait_for("the gateway", || get(port, "/moving/").is_ok_and(|(s, _)| s == 200));
+    let before = read(&dir.join("nginx.conf"));
+
+    // b1 for /moving, and a listener on the port held.
+    write(BACKENDS[1], Some(taken));
+    let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
+    match check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT).expect("apply") {
+        Applied::ReloadRefused { kept, nginx_said } => {
+            assert!(
+                nginx_said.contains(&format!("bind() to 127.0.0.1:{taken} failed")),
+                "{nginx_said}"
+            );
+            assert!(read(&kept).contains(&format!("127.0.0.1:{taken}")));
+        }
+        other => panic!("a reload onto a held port: {other:?}"),
+    }
+    assert_eq!(read(&dir.join("nginx.conf")), before, "the configuration the master serves");
+    let generations: Vec<_> = std::fs::read_dir(dir.join("generations")).unwrap().collect();
+    assert_eq!(generations.len(), 1, "{generations:?}");
+    assert_eq!(get(port, "/moving/").unwrap(), (200, "b0".to_owned()), "the old one serves");
+
+    // The next good change, at once (the master may still be retrying the refused one: its
+    // last lines come before this reload's "reconfiguring"), reloads and answers.
+    write(BACKENDS[1], None);
+    let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
+    assert_eq!(check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT), Ok(Applied::Reloaded));
+    wait_for("/moving answered by b1", || {
+        get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == "b1")
+    });
+    drop(holder);
     gateway.finish();
     backend.finish();
 }

@@ -118,14 +118,18 @@ enum Command {
         /// Check the output with this NGINX binary (`NGINX -t`, in a scratch directory beside
         /// DIR) before DIR is written. A directive of a tenant's object that NGINX refuses
         /// leaves that object (its rule, or its match) out, with a condition in the status,
-        /// and the check is run again, leaving out at most 16 objects. A refusal of the run's
-        /// own lines, or past that bound, exits 1 and leaves DIR as it was.
+        /// and the check is run again, leaving out at most 16 objects. A refusal without a
+        /// line is mapped too: a Secret's certificate or key file named in it leaves out that
+        /// Secret (its listener's condition), any other is bisected in scratch checks. A
+        /// refusal of the run's own lines, or past that bound, exits 1 and leaves DIR as it was.
         #[arg(long = "nginx")]
         nginx: Option<PathBuf>,
     },
     /// `generate`, then `nginx -t` on the new configuration before it is put in place, then
-    /// a reload of the NGINX running from DIR. When the check fails the configuration in
-    /// place stays (the refused one is left as DIR/nginx.conf.rejected) and the exit is 1.
+    /// a reload of the NGINX running from DIR, verified in its error log. When the check
+    /// fails, or the master refuses the configuration at the reload, the configuration in
+    /// place (and the status file) stays or is put back, the refused one is left as
+    /// DIR/nginx.conf.rejected, and the exit is 1.
     Apply {
         #[command(flatten)]
         writing: Writing,
@@ -134,6 +138,12 @@ enum Command {
         /// condition), then the configuration in place, and is signalled.
         #[arg(long = "nginx", default_value = "nginx")]
         nginx: PathBuf,
+        /// How long to wait, in seconds, for the master to say how the reload went (new
+        /// worker processes: it took; an error in logs/error.log: it keeps the old
+        /// configuration, which is put back in place). Past it the exit is 1.
+        #[arg(long, default_value_t = httproute_nginx::apply::RELOAD_WAIT.as_secs(),
+              value_parser = clap::value_parser!(u64).range(1..=3600))]
+        reload_wait: u64,
     },
     /// Show which route, rule and match serve a request, and why.
     Explain {
@@ -329,12 +339,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             write_status(status)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Apply { writing, nginx } => {
+        Command::Apply { writing, nginx, reload_wait } => {
             let Some(Run { staged, status, dir }) = stage_or_refuse(writing, Some(&nginx)) else {
                 return Ok(ExitCode::FAILURE);
             };
             use httproute_nginx::apply::{Applied, check_and_reload};
-            match check_and_reload(staged, &dir, &nginx)? {
+            let wait = std::time::Duration::from_secs(reload_wait);
+            match check_and_reload(staged, &dir, &nginx, wait)? {
                 Applied::Rejected { kept, nginx_said } => {
                     eprint!("{nginx_said}");
                     eprintln!(
@@ -349,6 +360,23 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                          configuration{} are as the last run left them",
                         dir.display(),
                         s.unwrap_or_default()
+                    );
+                    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
+                    Ok(ExitCode::FAILURE)
+                }
+                Applied::ReloadRefused { kept, nginx_said } => {
+                    eprintln!("{nginx_said}");
+                    let s = status
+                        .as_ref()
+                        .map(|(f, _)| format!(" and the status file {}", f.display()));
+                    let m = format!(
+                        "error: nginx -t passed, but the running NGINX refused the new \
+                         configuration at the reload (its error log above) and keeps serving the \
+                         one it had: {}/nginx.conf is that one again{}, as the last run left \
+                         them; the refused one is kept as {}",
+                        dir.display(),
+                        s.unwrap_or_default(),
+                        kept.display()
                     );
                     eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
                     Ok(ExitCode::FAILURE)

@@ -2,20 +2,34 @@
 //!
 //! The output is written to a scratch directory beside the output directory and tested with
 //! `PATH -t -p SCRATCH/ -c nginx.conf` (the output's own `load_module` line loads the module).
-//! When NGINX refuses it, the line it names (`in FILE:LINE`) is mapped to the directive written
-//! there and to the tenant object that directive was written for ([`Output::unit_at_line`],
-//! from the writer's provenance); that object is left out with NGINX's complaint as its reason
-//! ([`emit_dropping`]: a rule's `PartiallyInvalid`, a match's) and the configuration is
-//! written and tested again. Each retry leaves out one more object than the one before, and
-//! there are at most [`MAX_RETRIES`], so the loop ends. A refusal NGINX names no line for, a
-//! line of the run's own (options, the generator's text), an object already left out, or the
-//! bound reached is an error of the run: the output directory is not touched.
+//! When NGINX refuses it, the refusal is mapped to the tenant object it comes from, that
+//! object is left out with NGINX's complaint as its reason, and the configuration is written
+//! and tested again:
+//!
+//! - a refusal naming a line (`in FILE:LINE`): the directive written there and the object it
+//!   was written for ([`Output::unit_at_line`], from the writer's provenance), left out by
+//!   [`emit_dropping`] (a rule's `PartiallyInvalid`, a match's);
+//! - a refusal naming no line that quotes a certificate or key file the writer wrote for a
+//!   Secret (`SSL_CTX_use_certificate("...")`, `cannot load certificate key "..."`): that
+//!   Secret, left out of the plan ([`drop_secret`]: its listeners' `ResolvedRefs` say why, a
+//!   server left without a certificate refuses the handshake);
+//! - any other refusal naming no line (a hash NGINX cannot build, a line `nginx.conf:0`): the
+//!   object found by bisection in scratch checks, `1 + ceil(log2 n)` of them for n objects
+//!   ([`MAX_CHECKS`] bounds all checks of a run). The hashes the configuration fills are sized
+//!   by [`crate::limits`] with NGINX's own search, so this is the net for what it misses; a
+//!   refusal that stays with every tenant object left out (server names are the listeners'
+//!   and routes' hostnames, not objects that can be left out) is the run's own.
+//!
+//! Each retry leaves out one more object than the one before, and there are at most
+//! [`MAX_RETRIES`], so the loop ends. A line of the run's own (options, the generator's text),
+//! an object already left out, a refusal that stays without any tenant object, or a bound
+//! reached is an error of the run: the output directory is not touched.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::emit::Options;
-use crate::emit::{Output, Tree, Unit, emit_dropping};
+use crate::emit::{Output, Tree, Unit, certificate_files, emit_dropping};
 use crate::message::escape_message;
 use crate::plan::Plan;
 
@@ -77,76 +91,254 @@ pub fn nginx_test(nginx: &Path, dir: &Path) -> Result<(), String> {
 /// What a checked run made: the output that loads and what NGINX's refusals left out.
 pub struct Checked {
     pub output: Output,
-    /// The objects left out because NGINX refused a line of theirs, each with why.
+    /// The objects left out because NGINX refused a line of theirs (or, for a refusal without
+    /// a line, because leaving them out made it load), each with why.
     pub refused: Vec<(Unit, String)>,
+    /// The TLS Secrets (`namespace/name`) left out because NGINX could not load their files,
+    /// each with why (their listeners have the condition: [`drop_secret`]).
+    pub refused_secrets: Vec<(String, String)>,
+    /// How many times `nginx -t` ran (at most [`MAX_CHECKS`]).
+    pub checks: usize,
 }
 
+/// How many times one run may run `nginx -t`: the checks of the objects left out
+/// ([`MAX_RETRIES`] and the one that loads) and the scratch checks that find the object of a
+/// refusal NGINX names no line for (`1 + log2` of the objects written, each time).
+pub const MAX_CHECKS: usize = 64;
+
 /// Writes the configuration of `plan`, checks it with `nginx` in a scratch directory beside
-/// `out_dir` (removed afterwards) and, while NGINX refuses a tenant object's line, leaves that
-/// object out and tries again (see the module's documentation). `Err` says why the run cannot
-/// give a configuration that loads.
+/// `out_dir` (removed afterwards) and, while NGINX refuses a tenant object, leaves that object
+/// out and tries again (see the module's documentation). A Secret NGINX cannot load is taken
+/// out of `plan` itself ([`drop_secret`]: its listeners' status says why). `Err` says why
+/// the run cannot give a configuration that loads.
 pub fn emit_checked(
-    plan: &Plan,
+    plan: &mut Plan,
     opts: &Options,
     tree: Tree,
     nginx: &Path,
     out_dir: &Path,
 ) -> Result<Checked, String> {
     let scratch = scratch_dir(out_dir)?;
-    let result = check_loop(plan, opts, tree, nginx, out_dir, &scratch);
+    let mut run = Run { opts, tree, nginx, out_dir, scratch: &scratch, checks: 0 };
+    let result = run.check_loop(plan);
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
 
-fn check_loop(
-    plan: &Plan,
-    opts: &Options,
+/// One checked run's fixed parts and its count of `nginx -t` runs.
+struct Run<'a> {
+    opts: &'a Options,
     tree: Tree,
-    nginx: &Path,
-    out_dir: &Path,
-    scratch: &Path,
-) -> Result<Checked, String> {
-    let mut drops: Vec<(Unit, String)> = Vec::new();
-    loop {
-        let output = emit_dropping(plan, opts, tree, &drops)?;
-        let _ = std::fs::remove_dir_all(scratch);
-        crate::output::write_dir(scratch, &output)
-            .map_err(|e| format!("{}: {e}", scratch.display()))?;
-        link_relative_module(&opts.module, out_dir, scratch);
-        let stderr = match nginx_test(nginx, scratch) {
-            Ok(()) => return Ok(Checked { output, refused: drops }),
+    nginx: &'a Path,
+    out_dir: &'a Path,
+    scratch: &'a Path,
+    checks: usize,
+}
+
+/// The first refusal of a configuration, as NGINX said it.
+enum Checking {
+    Loads,
+    Refused(Refusal),
+    /// NGINX said nothing this module reads as a refusal.
+    Unreadable(String),
+}
+
+impl Run<'_> {
+    fn give_up<T>(&self, why: String) -> Result<T, String> {
+        Err(format!(
+            "nginx -t refused the configuration: {why}; {} is left as it was",
+            self.out_dir.display()
+        ))
+    }
+
+    /// `nginx -t` on `output`, written in the scratch directory.
+    fn check(&mut self, output: &Output) -> Result<Checking, String> {
+        if self.checks >= MAX_CHECKS {
+            return self.give_up(format!(
+                "{MAX_CHECKS} checks with nginx -t already, the most one run makes"
+            ));
+        }
+        self.checks += 1;
+        let _ = std::fs::remove_dir_all(self.scratch);
+        crate::output::write_dir(self.scratch, output)
+            .map_err(|e| format!("{}: {e}", self.scratch.display()))?;
+        link_relative_module(&self.opts.module, self.out_dir, self.scratch);
+        let stderr = match nginx_test(self.nginx, self.scratch) {
+            Ok(()) => return Ok(Checking::Loads),
             Err(stderr) => stderr,
         };
-        let give_up = |why: String| {
-            Err(format!(
-                "nginx -t refused the configuration: {why}; {} is left as it was",
-                out_dir.display()
-            ))
-        };
-        let conf = format!("{}nginx.conf", prefix(scratch));
-        let Some(refusal) = parse_refusal(&stderr, &conf) else {
-            return give_up(format!("{:?}", stderr.trim()));
-        };
-        let complaint = format!("nginx -t: {}", refusal.message);
-        let Some(line) = refusal.line else {
-            return give_up(format!("{complaint} (no line of nginx.conf named)"));
-        };
-        let Some(unit) = output.unit_at_line(line) else {
-            return give_up(format!("{complaint} (nginx.conf line {line}, the run's own)"));
-        };
-        if drops.iter().any(|(u, _)| u == unit) {
-            return give_up(format!(
-                "{complaint} (nginx.conf line {line}, of an object already left out)"
-            ));
-        }
-        if drops.len() >= MAX_RETRIES {
-            return give_up(format!(
-                "{complaint} (nginx.conf line {line}); {MAX_RETRIES} objects are left out \
-                 already, the most one run leaves out"
-            ));
-        }
-        drops.push((unit.clone(), escape_message(&complaint)));
+        let conf = format!("{}nginx.conf", prefix(self.scratch));
+        Ok(match parse_refusal(&stderr, &conf) {
+            Some(r) => Checking::Refused(r),
+            None => Checking::Unreadable(stderr),
+        })
     }
+
+    fn check_loop(&mut self, plan: &mut Plan) -> Result<Checked, String> {
+        let mut drops: Vec<(Unit, String)> = Vec::new();
+        let mut secrets: Vec<(String, String)> = Vec::new();
+        let mut warnings: Vec<String> = Vec::new();
+        loop {
+            let mut output = emit_dropping(plan, self.opts, self.tree, &drops)?;
+            let refusal = match self.check(&output)? {
+                Checking::Loads => {
+                    output.warnings.append(&mut warnings);
+                    let checks = self.checks;
+                    return Ok(Checked {
+                        output,
+                        refused: drops,
+                        refused_secrets: secrets,
+                        checks,
+                    });
+                }
+                Checking::Refused(r) => r,
+                Checking::Unreadable(stderr) => {
+                    return self.give_up(format!("{:?}", stderr.trim()));
+                }
+            };
+            let complaint = format!("nginx -t: {}", refusal.message);
+            if drops.len() + secrets.len() >= MAX_RETRIES {
+                let at = refusal.line.map_or(String::new(), |l| format!(" (nginx.conf line {l})"));
+                return self.give_up(format!(
+                    "{complaint}{at}; {MAX_RETRIES} objects are left out already, the most one \
+                     run leaves out"
+                ));
+            }
+            if let Some(line) = refusal.line {
+                let Some(unit) = output.unit_at_line(line) else {
+                    return self
+                        .give_up(format!("{complaint} (nginx.conf line {line}, the run's own)"));
+                };
+                if drops.iter().any(|(u, _)| u == unit) {
+                    return self.give_up(format!(
+                        "{complaint} (nginx.conf line {line}, of an object already left out)"
+                    ));
+                }
+                drops.push((unit.clone(), escape_message(&complaint)));
+            } else if let Some(secret) = secret_named(&refusal.message, plan, self.opts) {
+                // A certificate or key file NGINX could not load: the writer knows whose it is.
+                let why = escape_message(&complaint);
+                warnings.extend(drop_secret(plan, &secret, &why));
+                secrets.push((secret, why));
+            } else {
+                // No line and no file of a tenant's: the object whose absence makes it load.
+                let unit = self.bisect(plan, &drops, &output.units, &refusal)?;
+                drops.push((
+                    unit,
+                    escape_message(&format!(
+                        "{complaint} (NGINX names no line; the configuration loads without it)"
+                    )),
+                ));
+            }
+        }
+    }
+
+    /// The object of a refusal NGINX names no line for, found by scratch checks: with the
+    /// objects `c[..hi]` of the candidates `c` (those of `units` not in `drops`) left out the
+    /// refusal is gone, with `c[..lo]` it is not; halving `lo..hi` ends with `c[lo]`, whose
+    /// absence (after `c[..lo]`'s) makes it go. `1 + ceil(log2 n)` checks for `n` candidates.
+    /// `Err` when leaving out every candidate does not make it go (the run's own).
+    fn bisect(
+        &mut self,
+        plan: &Plan,
+        drops: &[(Unit, String)],
+        units: &[Unit],
+        refusal: &Refusal,
+    ) -> Result<Unit, String> {
+        let candidates: Vec<&Unit> =
+            units.iter().filter(|u| !drops.iter().any(|(d, _)| d == *u)).collect();
+        let complaint = format!("nginx -t: {}", refusal.message);
+        let persists = |run: &mut Self, k: usize| -> Result<bool, String> {
+            let mut trial = drops.to_vec();
+            trial.extend(candidates[..k].iter().map(|u| ((*u).clone(), "bisect".to_owned())));
+            let output = emit_dropping(plan, run.opts, Tree::Drop, &trial)?;
+            Ok(match run.check(&output)? {
+                Checking::Refused(r) => r == *refusal,
+                Checking::Loads | Checking::Unreadable(_) => false,
+            })
+        };
+        let (mut lo, mut hi) = (0, candidates.len());
+        if hi == 0 || persists(self, hi)? {
+            return self.give_up(format!(
+                "{complaint} (no line of nginx.conf named, and it stays without any tenant \
+                 object: the run's own)"
+            ));
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if persists(self, mid)? {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(candidates[lo].clone())
+    }
+}
+
+/// The tenant Secret whose certificate or key file `message` names (NGINX quotes the full
+/// path: `cannot load certificate "PREFIX/generations/N/certs/NS_NAME.crt"`,
+/// `SSL_CTX_use_PrivateKey("...key") failed`). Files given with `--certificate` are the
+/// operator's: never a tenant's.
+fn secret_named(message: &str, plan: &Plan, opts: &Options) -> Option<String> {
+    plan.secrets
+        .keys()
+        .filter(|s| !opts.certificates.contains_key(*s))
+        .find(|s| {
+            let (crt, key) = certificate_files(opts, s);
+            [crt, key].iter().any(|f| {
+                message.contains(&format!("/{f}\"")) || message.contains(&format!("\"{f}\""))
+            })
+        })
+        .cloned()
+}
+
+/// Leaves the Secret `secret` (`namespace/name`) out of `plan` because NGINX could not load
+/// it (`why`), as the certificate check leaves out one it refuses: its files are not written,
+/// the servers that named it lose it (a server left with none refuses the TLS handshake), and
+/// each listener of those servers gets `ResolvedRefs: False, InvalidCertificateRef` (and
+/// `Programmed: False` when it has no certificate left). The warnings to print.
+pub fn drop_secret(plan: &mut Plan, secret: &str, why: &str) -> Vec<String> {
+    use crate::plan::{Condition, ConditionType, ListenerId, Reason};
+    plan.secrets.remove(secret);
+    // The listeners of the servers that named it, and whether each keeps a certificate.
+    let mut listeners: Vec<(ListenerId, bool)> = Vec::new();
+    for server in plan.ports.iter_mut().flat_map(|p| p.servers.iter_mut()) {
+        if !server.certificates.iter().any(|c| c == secret) {
+            continue;
+        }
+        server.certificates.retain(|c| c != secret);
+        let Some(l) = &server.listener else { continue };
+        let left = !server.certificates.is_empty();
+        match listeners.iter_mut().find(|(id, _)| id == l) {
+            Some((_, any)) => *any |= left,
+            None => listeners.push((l.clone(), left)),
+        }
+    }
+    plan.merged = crate::plan::Merged::of(&plan.ports);
+    let refs = format!("tls.certificateRefs: Secret {secret}: {why}");
+    let mut warnings = Vec::new();
+    for (id, left) in listeners {
+        warnings.push(format!("listener {id}: {refs}; ignored"));
+        if !left {
+            warnings.push(format!(
+                "listener {id}: no usable certificate; its hosts refuse the TLS handshake"
+            ));
+        }
+        let Some(st) = plan.status.listeners.iter_mut().find(|l| l.id == id) else { continue };
+        for c in &mut st.conditions {
+            if c.kind == ConditionType::ResolvedRefs && c.ok {
+                *c = Condition::no(c.kind, Reason::InvalidCertificateRef, refs.clone());
+            } else if c.kind == ConditionType::Programmed && c.ok && !left {
+                *c = Condition::no(
+                    c.kind,
+                    Reason::Invalid,
+                    "no usable certificate: its hosts refuse the TLS handshake".to_owned(),
+                );
+            }
+        }
+    }
+    warnings
 }
 
 /// The `-p` NGINX is given for `dir`.

@@ -121,6 +121,24 @@ impl Staged {
         prune(&self.dir.join(GENERATIONS), self.generation)
     }
 
+    /// [`Staged::commit`], keeping the nginx.conf it replaces (a hard link beside it) so that
+    /// [`Committed::roll_back`] can put it back: a reload NGINX refused. The generation of
+    /// that configuration is kept by the commit anyway (the one before the current).
+    pub fn commit_undoable(self) -> std::io::Result<Committed> {
+        let current = self.dir.join("nginx.conf");
+        let previous = self.dir.join(format!(".nginx.conf.previous-{}", std::process::id()));
+        let _ = std::fs::remove_file(&previous);
+        let previous = match std::fs::hard_link(&current, &previous) {
+            Ok(()) => Some(previous),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let committed =
+            Committed { dir: self.dir.clone(), previous, generation: self.generation, done: false };
+        self.commit()?;
+        Ok(committed)
+    }
+
     /// Leaves the current configuration in place and keeps the staged nginx.conf as
     /// `nginx.conf.rejected` (for its line numbers in `nginx -t`'s message); its generation's
     /// files are removed.
@@ -144,6 +162,60 @@ impl Drop for Staged {
         if !self.done {
             let _ = std::fs::remove_file(&self.conf);
             self.remove_generation();
+        }
+    }
+}
+
+/// A configuration put in place by [`Staged::commit_undoable`]: [`Committed::keep`] it, or
+/// [`Committed::roll_back`] to the one it replaced. Dropped, it is kept.
+pub struct Committed {
+    dir: PathBuf,
+    /// The replaced nginx.conf (a hard link), if there was one.
+    previous: Option<PathBuf>,
+    generation: Option<u64>,
+    done: bool,
+}
+
+impl Committed {
+    /// Keeps the new configuration (the link to the old one is removed).
+    pub fn keep(mut self) {
+        self.forget();
+    }
+
+    /// Puts the replaced nginx.conf back in place (one rename) and removes the new
+    /// configuration's generation; the new nginx.conf is kept as `nginx.conf.rejected`. Where
+    /// there was no nginx.conf before, the new one is only renamed to that name.
+    pub fn roll_back(mut self) -> std::io::Result<PathBuf> {
+        let conf = self.dir.join("nginx.conf");
+        let rejected = self.dir.join("nginx.conf.rejected");
+        let _ = std::fs::remove_file(&rejected);
+        match self.previous.take() {
+            Some(previous) => {
+                std::fs::hard_link(&conf, &rejected)?;
+                std::fs::rename(&previous, &conf)?;
+            }
+            None => std::fs::rename(&conf, &rejected)?,
+        }
+        self.done = true;
+        sync_dir(&self.dir);
+        if let Some(n) = self.generation {
+            let _ = std::fs::remove_dir_all(self.dir.join(GENERATIONS).join(n.to_string()));
+        }
+        Ok(rejected)
+    }
+
+    fn forget(&mut self) {
+        if let Some(p) = self.previous.take() {
+            let _ = std::fs::remove_file(p);
+        }
+        self.done = true;
+    }
+}
+
+impl Drop for Committed {
+    fn drop(&mut self) {
+        if !self.done {
+            self.forget();
         }
     }
 }

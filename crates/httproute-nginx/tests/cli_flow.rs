@@ -2,8 +2,9 @@
 //! tests/reload_flow.rs at the root): runs of `generate` into one directory keep NGINX's
 //! runtime files, switch generations and leave at most two; a refused run writes nothing and
 //! says so, the status file included; `apply` with a stand-in nginx (`false`: the check
-//! fails, `true`: it passes) keeps or replaces the configuration; the process options reach
-//! nginx.conf and bad values are refused.
+//! fails, `true`: it passes) keeps or replaces the configuration, and verifies the reload in
+//! the master's error log (a stand-in that writes what NGINX writes: the reload taken, refused,
+//! or nothing said); the process options reach nginx.conf and bad values are refused.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -163,6 +164,91 @@ fn apply_checks_before_it_replaces() {
     assert!(read(&out.join("nginx.conf")).contains("127.0.0.1:10"));
     assert_ne!(read(&d.status()), "");
     assert_eq!(names(&out.join("generations")), ["1", "2"]);
+}
+
+/// A stand-in nginx for `apply`: every `-t` passes; `-p DIR/ -c CONF -s reload` appends to
+/// DIR/logs/error.log, as the master named by DIR/logs/nginx.pid would, the lines of `answer`
+/// (`{PID}` is that pid).
+fn reloading_nginx(d: &Dirs, tag: &str, answer: &[&str]) -> PathBuf {
+    let bin = d.root.join(format!("nginx-{tag}"));
+    let mut script = String::from(
+        "#!/bin/sh
+[ \"$5\" = -s ] || exit 0
+pid=$(cat \"$2logs/nginx.pid\")
+log=\"$2logs/error.log\"
+",
+    );
+    // What the master writes first: its signal handler's line (naming the sender, this
+    // script), an earlier reload's last line, and its loop's "reconfiguring".
+    let before = [
+        "2026/01/01 00:00:00 [notice] {PID}#{PID}: signal 1 (SIGHUP) received from {SELF}, reconfiguring",
+        "2026/01/01 00:00:00 [emerg] {PID}#{PID}: still could not bind() (an earlier reload)",
+        "2026/01/01 00:00:00 [notice] {PID}#{PID}: reconfiguring",
+    ];
+    for line in before.iter().chain(answer) {
+        let line = line.replace("{SELF}", "'$$'");
+        script += &format!("echo '{}' >> \"$log\"\n", line.replace("{PID}", "'$pid'"));
+    }
+    std::fs::write(&bin, script).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+#[test]
+fn apply_verifies_the_reload_and_puts_back_what_the_master_keeps() {
+    let d = Dirs::new("reload");
+    let out = d.out();
+    d.input(&format!("{GW}{}", route("b1")));
+    assert_eq!(d.run("generate", &[]).0, Some(0));
+    // A process standing for the running master (no children: only its log lines answer).
+    let mut master = Command::new("sleep").arg("300").spawn().unwrap();
+    std::fs::write(out.join("logs/nginx.pid"), format!("{}\n", master.id())).unwrap();
+    std::fs::write(out.join("logs/error.log"), "an earlier [emerg] of another run\n").unwrap();
+    let (conf, status) = (read(&out.join("nginx.conf")), read(&d.status()));
+    d.input(&format!("{GW}{}", route("b2")));
+
+    // The master refuses it at the reload (nginx -t passed: a port another process holds).
+    let refuse = reloading_nginx(
+        &d,
+        "refuse",
+        &[
+            "2026/01/01 00:00:00 [emerg] {PID}#{PID}: bind() to 127.0.0.1:8080 failed (98: Address in use)",
+        ],
+    );
+    let (code, err) = d.run("apply", &["--nginx", refuse.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("bind() to 127.0.0.1:8080 failed"), "{err}");
+    assert!(err.contains("refused the new configuration at the reload"), "{err}");
+    assert!(!err.contains("another run"), "only the lines after the signal: {err}");
+    assert!(!err.contains("an earlier reload"), "only the lines after reconfiguring: {err}");
+    assert_eq!(read(&out.join("nginx.conf")), conf, "the configuration the master keeps");
+    assert_eq!(read(&d.status()), status);
+    assert!(read(&out.join("nginx.conf.rejected")).contains("127.0.0.1:10"));
+    assert_eq!(names(&out.join("generations")), ["1"]);
+    assert_eq!(names(&out), ["generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]);
+
+    // It says nothing (a log below notice, a master stopped): past --reload-wait, exit 1 and
+    // the new configuration stays in place (the master may still take it).
+    let silent = reloading_nginx(&d, "silent", &[]);
+    let (code, err) = d.run("apply", &["--nginx", silent.to_str().unwrap(), "--reload-wait", "1"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("said nothing about the reload"), "{err}");
+    assert!(read(&out.join("nginx.conf")).contains("127.0.0.1:10"));
+
+    // It starts new workers: in place, the status written, nothing left beside nginx.conf.
+    std::fs::write(d.status(), "old\n").unwrap();
+    let take = reloading_nginx(
+        &d,
+        "take",
+        &["2026/01/01 00:00:00 [notice] {PID}#{PID}: start worker process 4242"],
+    );
+    let (code, err) = d.run("apply", &["--nginx", take.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(read(&out.join("nginx.conf")).contains("127.0.0.1:10"));
+    assert_ne!(read(&d.status()), "old\n");
+    assert_eq!(names(&out), ["generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]);
+    master.kill().unwrap();
+    master.wait().unwrap();
 }
 
 #[test]

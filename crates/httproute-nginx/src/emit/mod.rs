@@ -40,6 +40,7 @@ use crate::plan::{Dropped, DroppedUnit, Loc, PathKind, Plan, Reason};
 use http::emit_once;
 use state::Skip;
 pub use state::Unit;
+pub use tls::certificate_files;
 
 pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
     emit_with(plan, opts, Tree::Keep)

@@ -39,7 +39,7 @@ pub(super) fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &m
 }
 
 /// Where a Secret's certificate and key are expected, relative to nginx.conf.
-pub(super) fn certificate_files(opts: &Options, secret: &str) -> (String, String) {
+pub fn certificate_files(opts: &Options, secret: &str) -> (String, String) {
     let file = secret.replace('/', "_");
     let at = |ext| crate::emit_global::file(&opts.global, &format!("certs/{file}.{ext}"));
     (at("crt"), at("key"))

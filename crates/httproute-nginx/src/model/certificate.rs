@@ -101,12 +101,37 @@ pub fn check(crt: &[u8], key: &[u8]) -> Result<Option<String>, String> {
         let k = c.public_key().map_err(|e| {
             format!("tls.crt: block {}: its public key does not parse ({})", i + 1, first(&e))
         })?;
-        too_weak(&k).map_err(|why| match i {
+        too_weak(&k).and_then(|()| weak_signature(c)).map_err(|why| match i {
             0 => format!("tls.crt: {why}"),
             _ => format!("tls.crt: block {}: {why}", i + 1),
         })?;
     }
     Ok(None)
+}
+
+/// The signature digests OpenSSL 3 rates below its lowest security level (SHA-1: 63 bits,
+/// MD5 and older): a certificate another one signed with them fails NGINX's
+/// `ssl_certificate` ("ca md too weak", `SSL_CTX_use_certificate` and
+/// `SSL_CTX_add0_chain_cert` check every certificate they take). A self-issued one (issuer
+/// = subject) is not checked there: nothing vouches for it by that signature.
+fn weak_signature(cert: &X509) -> Result<(), String> {
+    use openssl::nid::Nid;
+    use std::cmp::Ordering;
+    let self_issued =
+        cert.issuer_name().try_cmp(cert.subject_name()).is_ok_and(|o| o == Ordering::Equal);
+    if self_issued {
+        return Ok(());
+    }
+    let nid = cert.signature_algorithm().object().nid();
+    let Some(algorithms) = nid.signature_algorithms() else { return Ok(()) };
+    let weak = [Nid::SHA1, Nid::MD5, Nid::MD5_SHA1, Nid::MD4, Nid::MD2];
+    if weak.contains(&algorithms.digest) {
+        return Err(format!(
+            "it is signed with {}, which OpenSSL refuses at any security level (\"ca md too weak\")",
+            algorithms.digest.short_name().unwrap_or("a weak digest")
+        ));
+    }
+    Ok(())
 }
 
 /// The first reason of an OpenSSL error stack, for a message.
@@ -241,5 +266,85 @@ mod tests {
         let trusted =
             String::from_utf8(crt.clone()).unwrap().replace("CERTIFICATE", "TRUSTED CERTIFICATE");
         assert_eq!(check(&[crt.clone(), trusted.into_bytes()].concat(), &key), Ok(None));
+    }
+
+    /// `openssl ARGS` in `dir`.
+    fn openssl(dir: &std::path::Path, args: &[&str]) {
+        let ok = Command::new("openssl")
+            .current_dir(dir)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success(), "openssl {args:?}");
+    }
+
+    /// A leaf signed by a CA with the digest `md`: (leaf crt, leaf key, CA crt).
+    fn ca_signed(md: &str) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+        let dir = std::env::temp_dir().join(format!(
+            "hr-cert-ca-{md}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rsa = ["-newkey", "rsa:2048", "-nodes"];
+        openssl(
+            &dir,
+            &[
+                &["req", "-x509"][..],
+                &rsa,
+                &["-subj", "/CN=ca", "-keyout", "ca.key", "-out", "ca.crt"],
+            ]
+            .concat(),
+        );
+        openssl(
+            &dir,
+            &[&["req"][..], &rsa, &["-subj", "/CN=t.test", "-keyout", "l.key", "-out", "l.csr"]]
+                .concat(),
+        );
+        let md = format!("-{md}");
+        openssl(
+            &dir,
+            &[
+                "x509",
+                "-req",
+                &md,
+                "-in",
+                "l.csr",
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                "l.crt",
+            ],
+        );
+        let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+        let out = (read("l.crt"), read("l.key"), read("ca.crt"));
+        let _ = std::fs::remove_dir_all(&dir);
+        out
+    }
+
+    #[test]
+    fn a_certificate_signed_with_sha1_is_refused_as_nginx_refuses_it() {
+        let (crt, key, ca) = ca_signed("sha1");
+        let e = check(&crt, &key).unwrap_err();
+        assert!(
+            e.starts_with("tls.crt: it is signed with SHA1") && e.contains("ca md too weak"),
+            "{e}"
+        );
+        let (crt, key, ca256) = ca_signed("sha256");
+        assert_eq!(check(&crt, &key), Ok(None));
+        // In a chain too; a self-signed CA's own signature is not looked at.
+        assert_eq!(check(&[crt.clone(), ca256].concat(), &key), Ok(None));
+        let (old_ca, _) = self_signed_with(&["-newkey", "rsa:2048", "-sha1"]);
+        assert_eq!(check(&[crt.clone(), old_ca].concat(), &key), Ok(None));
+        let (sha1_leaf, _, _) = ca_signed("sha1");
+        let e = check(&[crt, sha1_leaf, ca].concat(), &key).unwrap_err();
+        assert!(e.starts_with("tls.crt: block 2: it is signed with SHA1"), "{e}");
     }
 }
