@@ -99,12 +99,12 @@ fn check_expansion(plan: &Plan, out: &Output) -> usize {
             let body = l.block.as_ref().unwrap();
             let key = body.iter().find(|d| d.words[..2] == ["set", "$match_key"]);
             let Some(key) = key else {
-                assert!(lp.candidates.is_empty(), "{:?}", l.words);
+                assert!(lp.is_empty(), "{:?}", l.words);
                 continue;
             };
             let key = &key.words[2];
             let want: Vec<Value> =
-                lp.candidates.iter().map(|c| serde_json::to_value(&c.entry).unwrap()).collect();
+                lp.candidates().map(|c| serde_json::to_value(&c.entry).unwrap()).collect();
             assert_eq!(flat[key].as_array().unwrap(), &want, "{:?} ({key})", l.words);
             if file[key].as_array().unwrap().iter().any(|e| e.get("include").is_some()) {
                 composite += 1;

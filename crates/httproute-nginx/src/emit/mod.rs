@@ -118,8 +118,8 @@ pub fn emit_dropping(
                             Loc::Exact(p) | Loc::Prefix(p) => p.trim_end_matches('/'),
                         };
                         // The matches whose path is the location's.
-                        work.candidates += loc.candidates.len();
-                        for c in &loc.candidates {
+                        work.candidates += loc.len();
+                        for c in loc.candidates() {
                             if c.path_kind != PathKind::Regex
                                 && c.path.trim_end_matches('/') == path
                                 && dropped_matches.insert((c.id.clone(), c.match_index))

@@ -10,7 +10,10 @@ use crate::model::{HttpRoute, Match};
 
 use super::entry::{Entry, INTERNAL_PREFIX, REGEX_CONDITION};
 use super::ids::{RouteId, RuleId};
-use super::types::{Candidate, Loc, LocationPlan, PathKind, ServerPlan, normalize_prefix};
+use super::segments::{block, runs};
+use super::types::{
+    Candidate, Loc, LocationPlan, PathKind, RulePlan, ServerPlan, host_rank, normalize_prefix,
+};
 
 /// Every `q` with `under(p, q)`: `/`, each part of `p` before one of its `/`, and `p`.
 fn ancestors(p: &str) -> impl Iterator<Item = &str> {
@@ -18,49 +21,36 @@ fn ancestors(p: &str) -> impl Iterator<Item = &str> {
     std::iter::once("/").chain(cuts).chain((!p.is_empty()).then_some(p))
 }
 
-/// (characters of a non-wildcard hostname, characters of the hostname); `None`: any host.
-pub(super) fn host_rank(e: &Option<String>) -> (usize, usize) {
-    match e {
-        None => (0, 0),
-        Some(e) if e.starts_with('*') => (0, e.len()),
-        Some(e) => (e.len(), e.len()),
-    }
+/// A route's rules and matches, planned once and shared by every server the route lands on:
+/// its rule plans, and each match as a candidate with its slot counted from the route's first
+/// rule, no route hostname and no sort key yet (what a server adds, [`add_route`]), with the
+/// path type's rank and the path characters of its sort key.
+pub(super) struct RouteRules {
+    rules: Vec<Arc<RulePlan>>,
+    candidates: Vec<(Candidate, u8, (usize, usize))>,
 }
 
-/// Route `r`'s rules into `server.rules` and its matches into `candidates`, for requests to
-/// route hostname `hostname` (after intersection with the listener's). `age`: the route's
-/// place by age.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn add_route(
+/// Route `r`'s [`RouteRules`]: each rule planned, each match checked and compiled once,
+/// whatever the number of servers it serves. A skipped match is recorded on its rule.
+pub(super) fn route_rules(
     r: &HttpRoute,
-    age: usize,
-    hostname: &Option<String>,
     resolved: &super::backends::ResolvedRoute,
     experimental: bool,
-    server: &mut ServerPlan,
-    candidates: &mut Vec<Candidate>,
     warnings: &mut Vec<String>,
-) {
+) -> RouteRules {
     let route = RouteId::of(r);
-    let (nonwild, chars) = host_rank(hostname);
+    let mut rules = Vec::with_capacity(r.spec.rules.len());
+    let mut candidates = Vec::new();
     for (ri, rule) in r.spec.rules.iter().enumerate() {
-        let rule_slot = server.rules.len();
         let refs = &resolved.rules[ri];
-        server.rules.push(super::rules::rule_plan(
-            &route,
-            ri,
-            rule,
-            refs,
-            r.grpc,
-            experimental,
-            warnings,
-        ));
+        let mut plan =
+            super::rules::rule_plan(&route, ri, rule, refs, r.grpc, experimental, warnings);
         for (mi, mat) in rule.matches.iter().enumerate() {
             let before = warnings.len();
-            let Some(mut c) = candidate(&route, ri, mi, mat, rule_slot, hostname, warnings) else {
+            let Some(c) = candidate(&route, ri, mi, mat, ri, &None, warnings) else {
                 // Recorded on the rule for its route's status (plan/status.rs).
                 let why = warnings.get(before).cloned().unwrap_or_default();
-                server.rules[rule_slot].skipped_matches.push((mi, why));
+                plan.skipped_matches.push((mi, why));
                 continue;
             };
             let (rank, path_chars) = match (r.grpc, mat.grpc_names) {
@@ -70,20 +60,44 @@ pub(super) fn add_route(
                 }
                 (false, _) => (c.path_kind.rank(), (c.path.len(), 0)),
             };
-            c.key = (
-                Reverse(nonwild),
-                Reverse(chars),
-                rank,
-                Reverse(path_chars),
-                c.method.is_none(),
-                Reverse(c.headers.len()),
-                Reverse(c.params.len()),
-                age,
-                ri,
-                mi,
-            );
-            candidates.push(c);
+            candidates.push((c, rank, path_chars));
         }
+        rules.push(Arc::new(plan));
+    }
+    RouteRules { rules, candidates }
+}
+
+/// Route `r`'s rules (shared) into `server.rules` and its matches into `candidates`, for
+/// requests to route hostname `hostname` (after intersection with the listener's). `age`: the
+/// route's place by age.
+pub(super) fn add_route(
+    r: &RouteRules,
+    age: usize,
+    hostname: &Option<String>,
+    server: &mut ServerPlan,
+    candidates: &mut Vec<Candidate>,
+) {
+    let (nonwild, chars) = host_rank(hostname);
+    let first_slot = server.rules.len();
+    server.rules.extend(r.rules.iter().cloned());
+    for (c, rank, path_chars) in &r.candidates {
+        let mut c = c.clone();
+        c.rule = first_slot + c.id.index;
+        c.entry.redirect_path = super::entry::redirect_path(c.rule);
+        c.route_hostname = hostname.clone();
+        c.key = (
+            Reverse(nonwild),
+            Reverse(chars),
+            *rank,
+            Reverse(*path_chars),
+            c.method.is_none(),
+            Reverse(c.headers.len()),
+            Reverse(c.params.len()),
+            age,
+            c.id.index,
+            c.match_index,
+        );
+        candidates.push(c);
     }
 }
 
@@ -187,57 +201,79 @@ fn candidate(
     })
 }
 
-/// NGINX locations for a server's candidates, each with its ordered candidate list; always
-/// one `location /`.
+/// NGINX locations for a server's candidates, each with its ordered candidate list as runs of
+/// the server's blocks ([`super::segments`]); always one `location /`. Each candidate is held
+/// once, in its block; a location holds a run per block its list takes, so the plan grows with
+/// the candidates and the locations, not with their product.
 pub(super) fn locations(mut candidates: Vec<Candidate>) -> Vec<LocationPlan> {
     candidates.sort_by_key(|c| c.key);
-    let candidates: Vec<Arc<Candidate>> = candidates.into_iter().map(Arc::new).collect();
     let mut locs: BTreeSet<Loc> = BTreeSet::new();
     locs.insert(Loc::Prefix("/".into()));
-    // The candidates of each path type and value, in precedence order.
-    let mut exact: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut prefix: HashMap<&str, Vec<usize>> = HashMap::new();
+    // The block of each candidate (in precedence order within each), and the blocks of each
+    // path type and value.
+    let mut exact: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut prefix: HashMap<String, Vec<usize>> = HashMap::new();
     let mut regex: Vec<usize> = Vec::new();
-    for (i, c) in candidates.iter().enumerate() {
-        match c.path_kind {
-            PathKind::Exact => {
-                locs.insert(Loc::Exact(c.path.clone()));
-                exact.entry(&c.path).or_default().push(i);
-            }
-            PathKind::Prefix => {
-                if c.path != "/" {
+    let mut of: Vec<usize> = Vec::with_capacity(candidates.len());
+    let mut count = 0;
+    {
+        let mut index: HashMap<((usize, usize), u8, &str), usize> = HashMap::new();
+        for c in &candidates {
+            let b = *index.entry(block(c)).or_insert_with(|| {
+                count += 1;
+                match c.path_kind {
+                    PathKind::Exact => exact.entry(c.path.clone()).or_default().push(count - 1),
+                    PathKind::Prefix => prefix.entry(c.path.clone()).or_default().push(count - 1),
+                    PathKind::Regex => regex.push(count - 1),
+                }
+                count - 1
+            });
+            of.push(b);
+            match c.path_kind {
+                PathKind::Exact => {
+                    locs.insert(Loc::Exact(c.path.clone()));
+                }
+                PathKind::Prefix if c.path != "/" => {
                     locs.insert(Loc::Exact(c.path.clone()));
                     locs.insert(Loc::Prefix(format!("{}/", c.path)));
                 }
-                prefix.entry(&c.path).or_default().push(i);
+                // Requests no other location takes reach `location /`.
+                PathKind::Prefix | PathKind::Regex => {}
             }
-            // Requests no other location takes reach `location /`.
-            PathKind::Regex => regex.push(i),
         }
     }
+    let mut blocks: Vec<Vec<Candidate>> = (0..count).map(|_| Vec::new()).collect();
+    for (c, b) in candidates.into_iter().zip(of) {
+        blocks[b].push(c);
+    }
+    let blocks: Vec<Arc<[Candidate]>> = blocks.into_iter().map(Into::into).collect();
     locs.into_iter()
         .map(|loc| {
-            let mut list: Vec<usize> = regex.clone();
+            let mut taken: Vec<usize> = regex.clone();
             let p = match &loc {
                 Loc::Exact(x) => {
-                    list.extend(exact.get(x.as_str()).into_iter().flatten());
+                    taken.extend(exact.get(x.as_str()).into_iter().flatten());
                     x.as_str()
                 }
                 Loc::Prefix(y) => y.trim_end_matches('/'),
             };
             for q in ancestors(p) {
-                list.extend(prefix.get(q).into_iter().flatten());
+                taken.extend(prefix.get(q).into_iter().flatten());
             }
-            list.sort_unstable();
-            list.dedup();
-            debug_assert_eq!(
-                list,
-                (0..candidates.len())
-                    .filter(|&i| loc.covered_by(candidates[i].path_kind, &candidates[i].path))
-                    .collect::<Vec<_>>()
+            let segments = runs(&blocks, taken);
+            let location = LocationPlan { loc, segments };
+            debug_assert!(
+                location.candidates().all(|c| location.loc.covered_by(c.path_kind, &c.path))
             );
-            let candidates = list.into_iter().map(|i| Arc::clone(&candidates[i])).collect();
-            LocationPlan { loc, candidates }
+            debug_assert_eq!(
+                location.len(),
+                blocks
+                    .iter()
+                    .flat_map(|b| b.iter())
+                    .filter(|c| location.loc.covered_by(c.path_kind, &c.path))
+                    .count()
+            );
+            location
         })
         .collect()
 }

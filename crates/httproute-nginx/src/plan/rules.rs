@@ -35,7 +35,8 @@ pub(super) fn rule_plan(
         skipped_matches: Vec::new(),
         id: RuleId { route: route.clone(), index: ri },
         rule_name: rule.name.clone(),
-        backends: Vec::new(),
+        // Its exact size: a Backend is large, and a rule has a few (grown, 4 at first).
+        backends: Vec::with_capacity(rule.backend_refs.iter().filter(|b| b.weight != 0).count()),
         request_headers: modifier(&rule.filters, Kind::Request, &at, warnings),
         response_headers: modifier(&rule.filters, Kind::Response, &at, warnings),
         redirect: rule.filters.iter().find_map(|f| f.request_redirect.clone()),
