@@ -21,17 +21,22 @@ fn ancestors(p: &str) -> impl Iterator<Item = &str> {
     std::iter::once("/").chain(cuts).chain((!p.is_empty()).then_some(p))
 }
 
-/// A route's rules and matches, planned once and shared by every server the route lands on:
-/// its rule plans, and each match as a candidate with its slot counted from the route's first
-/// rule, no route hostname and no sort key yet (what a server adds, [`add_route`]), with the
-/// path type's rank and the path characters of its sort key.
+/// A route's rules and matches, checked once and shared by every server the route lands on:
+/// its rule plans, and the matches that can be served (rule, match, the path type's rank and
+/// path characters of their sort key, and the candidate as first built, which the first
+/// server takes). Each later server builds its own candidates from these ([`add_route`])
+/// without compiling their regexes again.
 pub(super) struct RouteRules {
     rules: Vec<Arc<RulePlan>>,
-    candidates: Vec<(Candidate, u8, (usize, usize))>,
+    matches: Vec<Served>,
 }
 
-/// Route `r`'s [`RouteRules`]: each rule planned, each match checked and compiled once,
-/// whatever the number of servers it serves. A skipped match is recorded on its rule.
+/// A match that can be served: (rule, match, rank, path characters, the candidate as built).
+type Served = (usize, usize, u8, (usize, usize), Option<Candidate>);
+
+/// Route `r`'s [`RouteRules`]: each rule planned, each match checked and its regexes
+/// compiled once, whatever the number of servers it serves. A skipped match is recorded on its
+/// rule.
 pub(super) fn route_rules(
     r: &HttpRoute,
     resolved: &super::backends::ResolvedRoute,
@@ -40,14 +45,14 @@ pub(super) fn route_rules(
 ) -> RouteRules {
     let route = RouteId::of(r);
     let mut rules = Vec::with_capacity(r.spec.rules.len());
-    let mut candidates = Vec::new();
+    let mut matches = Vec::new();
     for (ri, rule) in r.spec.rules.iter().enumerate() {
         let refs = &resolved.rules[ri];
         let mut plan =
             super::rules::rule_plan(&route, ri, rule, refs, r.grpc, experimental, warnings);
         for (mi, mat) in rule.matches.iter().enumerate() {
             let before = warnings.len();
-            let Some(c) = candidate(&route, ri, mi, mat, ri, &None, warnings) else {
+            let Some(c) = candidate(&route, ri, mi, mat, ri, &None, false, warnings) else {
                 // Recorded on the rule for its route's status (plan/status.rs).
                 let why = warnings.get(before).cloned().unwrap_or_default();
                 plan.skipped_matches.push((mi, why));
@@ -60,48 +65,74 @@ pub(super) fn route_rules(
                 }
                 (false, _) => (c.path_kind.rank(), (c.path.len(), 0)),
             };
-            candidates.push((c, rank, path_chars));
+            matches.push((ri, mi, rank, path_chars, Some(c)));
         }
         rules.push(Arc::new(plan));
     }
-    RouteRules { rules, candidates }
+    RouteRules { rules, matches }
 }
 
-/// Route `r`'s rules (shared) into `server.rules` and its matches into `candidates`, for
-/// requests to route hostname `hostname` (after intersection with the listener's). `age`: the
-/// route's place by age.
+/// Route `r`'s rules (planned once, shared: `planned`) into `server.rules` and its matches
+/// into `candidates`, for requests to route hostname `hostname` (after intersection with the
+/// listener's). `age`: the route's place by age.
 pub(super) fn add_route(
-    r: &RouteRules,
+    r: &HttpRoute,
+    planned: &mut RouteRules,
     age: usize,
     hostname: &Option<String>,
     server: &mut ServerPlan,
     candidates: &mut Vec<Candidate>,
 ) {
+    let route = RouteId::of(r);
     let (nonwild, chars) = host_rank(hostname);
     let first_slot = server.rules.len();
-    server.rules.extend(r.rules.iter().cloned());
-    for (c, rank, path_chars) in &r.candidates {
-        let mut c = c.clone();
-        c.rule = first_slot + c.id.index;
-        c.entry.redirect_path = super::entry::redirect_path(c.rule);
-        c.route_hostname = hostname.clone();
+    server.rules.extend(planned.rules.iter().cloned());
+    // Checked by route_rules: nothing is warned about again.
+    let mut checked = Vec::new();
+    for (ri, mi, rank, path_chars, first) in &mut planned.matches {
+        let (ri, mi, rank, path_chars) = (*ri, *mi, *rank, *path_chars);
+        let slot = first_slot + ri;
+        let c = match first.take() {
+            Some(mut c) => {
+                if c.rule != slot {
+                    c.rule = slot;
+                    c.entry.redirect_path = super::entry::redirect_path(slot);
+                }
+                c.route_hostname.clone_from(hostname);
+                Some(c)
+            }
+            None => candidate(
+                &route,
+                ri,
+                mi,
+                &r.spec.rules[ri].matches[mi],
+                slot,
+                hostname,
+                true,
+                &mut checked,
+            ),
+        };
+        let Some(mut c) = c else { continue };
         c.key = (
             Reverse(nonwild),
             Reverse(chars),
-            *rank,
-            Reverse(*path_chars),
+            rank,
+            Reverse(path_chars),
             c.method.is_none(),
             Reverse(c.headers.len()),
             Reverse(c.params.len()),
             age,
-            c.id.index,
-            c.match_index,
+            ri,
+            mi,
         );
         candidates.push(c);
     }
+    debug_assert!(checked.is_empty(), "{checked:?}");
 }
 
-/// Match `mi` of rule `ri` (in slot `rule` of its server) as a candidate, or a warning.
+/// Match `mi` of rule `ri` (in slot `rule` of its server) as a candidate, or a warning;
+/// `compiled`: its regexes are known to compile (it was checked before), not compiled again.
+#[allow(clippy::too_many_arguments)]
 fn candidate(
     route: &RouteId,
     ri: usize,
@@ -109,6 +140,7 @@ fn candidate(
     m: &Match,
     rule: usize,
     hostname: &Option<String>,
+    compiled: bool,
     warnings: &mut Vec<String>,
 ) -> Option<Candidate> {
     let at = || format!("HTTPRoute {route} rules[{ri}].matches[{mi}]");
@@ -131,7 +163,10 @@ fn candidate(
         "RegularExpression" => {
             // The condition the module checks, compiled here as the module compiles it.
             let anchored = format!("{REGEX_CONDITION}^(?:{})", m.path.value);
-            if let Err(e) = route_match::Pattern::new(&anchored[REGEX_CONDITION.len()..]) {
+            if let Err(e) = (!compiled)
+                .then(|| route_match::Pattern::new(&anchored[REGEX_CONDITION.len()..]))
+                .transpose()
+            {
                 warnings.push(format!(
                     "{}: path regular expression {:?} does not compile ({e}); match skipped",
                     at(),
@@ -160,7 +195,8 @@ fn candidate(
     // list the module refuses.
     for (kind, list) in [("headers", &m.headers), ("queryParams", &m.query_params)] {
         for (i, h) in list.iter().enumerate() {
-            if h.kind == "RegularExpression"
+            if !compiled
+                && h.kind == "RegularExpression"
                 && let Err(e) = route_match::Pattern::new(&h.value)
             {
                 warnings.push(format!(

@@ -113,7 +113,7 @@ pub(super) fn ports(
                     let rules = planned.entry(key).or_insert_with(|| {
                         route_rules(a.route, a.resolved, experimental, warnings)
                     });
-                    add_route(rules, a.age, e, &mut server, &mut candidates);
+                    add_route(a.route, rules, a.age, e, &mut server, &mut candidates);
                 }
             }
             server.locations = locations(candidates);
