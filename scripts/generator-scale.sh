@@ -18,8 +18,9 @@
 #    2n/n (linear: near 2.0).
 # 6. A tenant whose rules NGINX cannot take (a redirect path of 300 `$` signs each) at two sizes
 #    (DROPPED, default 5000 10000; --quick 500 1000): every such rule left out (counted,
-#    asserted), the rest written; time and output per route and their ratio (the work is
-#    counted in crates/httproute-nginx/tests/emit_work.rs; here only seconds are printed).
+#    asserted), the rest written; time, memory and output per route, ratios as in 5 (the work
+#    is counted in crates/httproute-nginx/tests/emit_work.rs; here only seconds are printed).
+# Sections 5 and 6 print one table format (`scaled`).
 # SECTIONS (default "1 2 3 4 5 6") runs only those.
 # Times are wall clock (`/usr/bin/time`: %e seconds, %M peak RSS); note the machine's load
 # next to them (printed first).
@@ -252,48 +253,66 @@ done
 echo "(ratios: against the same routes as separate documents)"
 fi
 
+# scaled SHAPE N...: for each size N, the inputs of SHAPE generated, and a row of the table:
+# shape, routes, input bytes, seconds, peak MB, us per route, output bytes per route, and the
+# ratios of time and of peak memory to the size before (2x the routes: linear is 2.00). A
+# function check_SHAPE N, when defined, checks the output first. Sets $first_bpr and
+# $last_bpr (output bytes per route at the first and the last size).
+scaled() {
+  local shape=$1 n out us bpr ratios prev_secs= prev_kib=
+  shift
+  first_bpr= last_bpr=
+  for n in "$@"; do
+    inputs "$shape" "$n" "$work/$shape-$n"
+    generate "$shape-$n"
+    out=$work/$shape-$n.out
+    if declare -F "check_$shape" >/dev/null; then "check_$shape" "$n"; fi
+    us=$(echo "scale=1; $secs * 1000000 / $n" | bc)
+    # shellcheck disable=SC2046 # one path a line, none with a space
+    bpr=$(echo "scale=1; $(bytes "$out/nginx.conf" $(find "$out" -name matches.json)) / $n" | bc)
+    ratios=-
+    [ -z "$prev_secs" ] \
+      || ratios="$(echo "scale=2; $secs / $prev_secs" | bc), $(echo "scale=2; $kib / $prev_kib" | bc)"
+    printf '%-10s %8s %12s %10s %10s %10s %12s %14s\n' "$shape" "$n" "$(bytes "$work/$shape-$n"/*)" \
+      "$secs" "$((kib / 1024))" "$us" "$bpr" "$ratios"
+    prev_secs=$secs prev_kib=$kib
+    [ -n "$first_bpr" ] || first_bpr=$bpr
+    last_bpr=$bpr
+    rm -rf "$work/$shape-$n" "$out"
+  done
+}
+scaled_header() {
+  printf '%-10s %8s %12s %10s %10s %10s %12s %14s\n' shape routes input seconds "peak MB" us/route \
+    "out B/route" "ratio t, mem"
+}
+scaled_footer() {
+  echo "(ratios: time and peak memory against the size before; 2x the routes: linear is 2.00)"
+}
+
 if on 5; then
 echo
 echo "== 5. Adversarial shapes at $adversarial and $((2 * adversarial)) routes"
-printf '%-10s %8s %12s %10s %10s %14s\n' shape routes input seconds "peak MB" "ratio t, mem"
+scaled_header
 for shape in deep conflicts dropped; do
-  for n in "$adversarial" $((2 * adversarial)); do
-    inputs "$shape" "$n" "$work/$shape-$n"
-    generate "$shape-$n"
-    ratios=-
-    [ "$n" = "$adversarial" ] && { t1=$secs k1=$kib; } \
-      || ratios="$(echo "scale=2; $secs / $t1" | bc), $(echo "scale=2; $kib / $k1" | bc)"
-    printf '%-10s %8s %12s %10s %10s %14s\n' "$shape" "$n" "$(bytes "$work/$shape-$n"/*)" "$secs" \
-      "$((kib / 1024))" "$ratios"
-    rm -rf "$work/$shape-$n" "$work/$shape-$n.out"
-  done
+  scaled "$shape" "$adversarial" $((2 * adversarial))
 done
-echo "(ratios: 2n against n; linear is 2.0 for time, at most 2.0 for peak memory)"
+scaled_footer
 fi
 if on 6; then
 echo
 echo "== 6. One tenant's rules NGINX cannot take (300-\$ redirects), at ${dropped// / and } routes"
-printf '%8s %12s %10s %10s %12s %14s %10s\n' routes input seconds "peak MB" "us/route" "conf B/route" "ratio t"
-prev_us= first_bpr= last_bpr=
-for n in $dropped; do
-  inputs dollars "$n" "$work/dollars-$n"
-  generate "dollars-$n"
-  left=$(grep -c 'the rule is not served' "$work/dollars-$n.log" || true)
-  [ "$left" -eq "$n" ] || fail "$n routes: $left rules left out (expected $n)"
-  served=$(grep -c 'location = "/svc-' "$work/dollars-$n.out/nginx.conf" || true)
-  [ "$served" -eq "$n" ] || fail "$n routes: $served served rules' locations (expected $n)"
-  us=$(echo "scale=1; $secs * 1000000 / $n" | bc)
-  bpr=$(echo "scale=1; $(bytes "$work/dollars-$n.out/nginx.conf" "$work/dollars-$n.out/matches.json") / $n" | bc)
-  ratio=-
-  [ -z "$prev_us" ] || ratio=$(echo "scale=2; $us / $prev_us" | bc)
-  printf '%8s %12s %10s %10s %12s %14s %10s\n' "$n" "$(bytes "$work/dollars-$n"/*.yaml)" "$secs" \
-    "$((kib / 1024))" "$us" "$bpr" "$ratio"
-  prev_us=$us
-  [ -n "$first_bpr" ] || first_bpr=$bpr
-  last_bpr=$bpr
-  rm -rf "$work/dollars-$n" "$work/dollars-$n.out"
-done
-echo "(ratio: per-route time against the size before; 1.00 is linear)"
+# Every such rule left out (counted in the log), every other rule written.
+check_dollars() {
+  local left served
+  left=$(grep -c 'the rule is not served' "$work/dollars-$1.log" || true)
+  [ "$left" -eq "$1" ] || fail "$1 routes: $left rules left out (expected $1)"
+  served=$(grep -c 'location = "/svc-' "$work/dollars-$1.out/nginx.conf" || true)
+  [ "$served" -eq "$1" ] || fail "$1 routes: $served served rules' locations (expected $1)"
+}
+scaled_header
+# shellcheck disable=SC2086 # the sizes, one word each
+scaled dollars $dropped
+scaled_footer
 [ "$(echo "$last_bpr <= $first_bpr * 1.1" | bc)" = 1 ] \
   || fail "output grows faster than the routes: $first_bpr then $last_bpr bytes per route"
 fi

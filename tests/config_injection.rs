@@ -195,8 +195,9 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
     for (k, payload) in payloads.iter().enumerate() {
         let mut plan = fresh();
         let server = plan.ports[0].servers.iter_mut().find(|s| !s.rules.is_empty()).unwrap();
-        let rule =
-            server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap();
+        let rule = std::sync::Arc::make_mut(
+            server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap(),
+        );
         rule.rule_name = Some(format!("{payload}\n{inject}"));
         rule.request_headers.set[0].name = payload.clone();
         rule.request_headers.set[0].value = payload.clone();
@@ -222,8 +223,9 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
     for bad in ["a\nb", "a\rb", "a\0b", "a\tb"] {
         let mut plan = fresh();
         let server = plan.ports[0].servers.iter_mut().find(|s| !s.rules.is_empty()).unwrap();
-        let rule =
-            server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap();
+        let rule = std::sync::Arc::make_mut(
+            server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap(),
+        );
         rule.request_headers.set[0].value = bad.into();
         let out = httproute_nginx::emit::emit(&plan, &opts).expect("the rest is written");
         let dropped: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();

@@ -245,7 +245,7 @@ fn vocabulary(plan: &Plan) -> Vocabulary {
             match &l.loc {
                 Loc::Exact(p) | Loc::Prefix(p) => paths.insert(p.clone()),
             };
-            for c in &l.candidates {
+            for c in l.candidates() {
                 paths.insert(c.path.clone());
                 if c.path_kind != httproute_nginx::plan::PathKind::Regex {
                     route_paths.insert(c.path.clone());

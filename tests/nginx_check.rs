@@ -52,6 +52,8 @@ fn unchecked_timeouts(yaml: &str) -> Plan {
     for port in &mut plan.ports {
         for server in &mut port.servers {
             for rule in &mut server.rules {
+                // Rule plans are shared by the servers of a route: this server's own copy.
+                let rule = std::sync::Arc::make_mut(rule);
                 if rule.timeout_ms.is_some() {
                     rule.timeout_ms = Some(u64::MAX);
                 }

@@ -83,9 +83,7 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
         })
     };
     for server in plan.ports.iter_mut().flat_map(|p| &mut p.servers) {
-        for loc in &mut server.locations {
-            loc.candidates.retain(|c| !gone(c));
-        }
+        server.retain_candidates(|c| !gone(c));
     }
 }
 
@@ -248,9 +246,9 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
     let _ = writeln!(
         out,
         "3. {normalised}: {kind} {p} with {} candidate(s), in precedence order:",
-        loc.candidates.len()
+        loc.len()
     );
-    for (i, c) in loc.candidates.iter().enumerate() {
+    for (i, c) in loc.candidates().enumerate() {
         let path_desc = match c.path_kind {
             PathKind::Exact => format!("Exact {}", c.path),
             PathKind::Prefix => format!("PathPrefix {}", c.path),
@@ -267,7 +265,7 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
             c.params.len()
         );
     }
-    let list: Vec<&Entry> = loc.candidates.iter().map(|c| &c.entry).collect();
+    let list: Vec<&Entry> = loc.candidates().map(|c| &c.entry).collect();
     if list.is_empty() {
         return done(out + "4. no candidates: 404\n", 404);
     }
@@ -281,7 +279,9 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
         Outcome::NoMatch => return done(out + "4. no candidate holds: 404\n", 404),
         Outcome::Error(e) => return done(out + &format!("4. error: {e}: 500\n"), 500),
     };
-    let c = &loc.candidates[entry];
+    let Some(c) = loc.candidates().nth(entry) else {
+        return done(out + &format!("4. internal error: no candidate {entry}\n"), 500);
+    };
     let rule = &server.rules[c.rule];
     let _ = writeln!(
         out,
@@ -376,7 +376,7 @@ fn is_internal(server: &ServerPlan, path: &[u8]) -> bool {
     let used = |ri: &str| {
         ri.parse::<usize>().is_ok_and(|n| {
             n.to_string() == ri
-                && server.locations.iter().any(|l| l.candidates.iter().any(|c| c.rule == n))
+                && server.locations.iter().any(|l| l.candidates().any(|c| c.rule == n))
         })
     };
     if let Some(m) = rest.strip_prefix("mirror-") {

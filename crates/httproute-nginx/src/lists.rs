@@ -1,16 +1,14 @@
 //! The match lists of `matches.json` (the preload carrier): each run of candidates that
-//! locations share written once, under its own key, and each location's list as includes of
+//! locations share (a [`Segment`] of the plan) written once, under its own key, and each location's list as includes of
 //! those runs (`{"include": KEY}`, the module's extension of NGF's format; see the README's
 //! "Shared lists"). A list of one run is that run's key. Identical texts share one key (NGF's
 //! layout: a PathPrefix rule's `= /p` and `/p/` locations; the same run in several servers).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::plan::segments::runs;
-use crate::plan::{Candidate, Entry};
+use crate::plan::{Candidate, Entry, Segment};
 
 /// An element of a written list.
 #[derive(Debug, Clone, Serialize)]
@@ -25,41 +23,79 @@ pub enum Item<'a> {
 pub struct Lists<'a> {
     matches: BTreeMap<String, Vec<Item<'a>>>,
     key_of_text: HashMap<String, String>,
-    /// A run already written, by (its first candidate, its length): the same candidates in
-    /// the same order, whichever location asks (a run is a contiguous piece of one block).
-    key_of_run: HashMap<(usize, usize), String>,
+    /// A run already looked at, by [`Segment::id`] (the same candidates in the same order,
+    /// whichever location holds it): its key, `None` when it serves none.
+    key_of_run: HashMap<(usize, usize, usize), Option<String>>,
 }
 
 impl<'a> Lists<'a> {
-    /// The key of the list of `list` (a location's candidates, in precedence order, none
-    /// left out); `key`: the name it gets if its text is new (`PORT_SERVER_LOCATION`), its
-    /// runs `KEY_N`.
-    pub fn key(&mut self, key: &str, list: &[&'a Arc<Candidate>]) -> Result<String, String> {
-        let plain: Vec<&Candidate> = list.iter().map(|c| &***c).collect();
-        let runs = runs(&plain);
-        if let [only] = &runs[..] {
-            return self.run(key.to_owned(), &list[only.clone()]);
+    /// The key of the list of a location whose candidates are the runs `segments`, of which
+    /// those `served` takes are written (`None`: it serves none); `key`: the name it gets if
+    /// its text is new (`PORT_SERVER_LOCATION`), its runs `KEY_N`. Each run is looked at
+    /// once, whatever the number of locations holding it.
+    pub fn key(
+        &mut self,
+        key: &str,
+        segments: &'a [Segment],
+        served: &dyn Fn(&Candidate) -> bool,
+    ) -> Result<Option<String>, String> {
+        let mut live: Vec<&'a Segment> = Vec::with_capacity(segments.len());
+        for s in segments {
+            let serves = match self.key_of_run.get(&s.id()) {
+                Some(k) => k.is_some(),
+                None => {
+                    let any = s.candidates().iter().any(served);
+                    if !any {
+                        self.key_of_run.insert(s.id(), None);
+                    }
+                    any
+                }
+            };
+            if serves {
+                live.push(s);
+            }
         }
-        let mut items = Vec::with_capacity(runs.len());
-        for (n, r) in runs.iter().enumerate() {
-            let include = self.run(format!("{key}_{n}"), &list[r.clone()])?;
+        if let [only] = &live[..] {
+            return self.run(key.to_owned(), only, served).map(Some);
+        }
+        if live.is_empty() {
+            return Ok(None);
+        }
+        let mut items = Vec::with_capacity(live.len());
+        for (n, s) in live.iter().enumerate() {
+            let include = self.run(format!("{key}_{n}"), s, served)?;
             items.push(Item::Include { include });
         }
         let out = self.text(key.to_owned(), items)?;
-        debug_assert_eq!(self.expanded(&out), list.iter().map(|c| &c.entry).collect::<Vec<_>>());
-        Ok(out)
+        debug_assert_eq!(
+            self.expanded(&out),
+            segments
+                .iter()
+                .flat_map(Segment::candidates)
+                .filter(|c| served(c))
+                .map(|c| &c.entry)
+                .collect::<Vec<_>>()
+        );
+        Ok(Some(out))
     }
 
-    /// The key of one run, written once.
-    fn run(&mut self, key: String, run: &[&'a Arc<Candidate>]) -> Result<String, String> {
-        let Some(first) = run.first() else { return Err("generator bug: an empty run".into()) };
-        let id = (Arc::as_ptr(first) as usize, run.len());
-        if let Some(k) = self.key_of_run.get(&id) {
+    /// The key of one run that serves some candidate, written once.
+    fn run(
+        &mut self,
+        key: String,
+        run: &'a Segment,
+        served: &dyn Fn(&Candidate) -> bool,
+    ) -> Result<String, String> {
+        if let Some(Some(k)) = self.key_of_run.get(&run.id()) {
             return Ok(k.clone());
         }
-        let items = run.iter().map(|c| Item::Entry(&c.entry)).collect();
+        let items: Vec<Item<'a>> =
+            run.candidates().iter().filter(|c| served(c)).map(|c| Item::Entry(&c.entry)).collect();
+        if items.is_empty() {
+            return Err("generator bug: an empty run".into());
+        }
         let k = self.text(key, items)?;
-        self.key_of_run.insert(id, k.clone());
+        self.key_of_run.insert(run.id(), Some(k.clone()));
         Ok(k)
     }
 

@@ -145,9 +145,7 @@ fn a_path_nginx_cannot_take_drops_its_match_only() {
     let server = &mut plan.ports[0].servers[0];
     let gone = server.locations.iter_mut().find(|l| l.loc == Loc::Exact("/gone".into())).unwrap();
     gone.loc = Loc::Exact("/gone\n".into());
-    for c in &mut gone.candidates {
-        std::sync::Arc::make_mut(c).path = "/gone\n".into();
-    }
+    gone.edit_candidates(|c| c.path = "/gone\n".into());
     let out = httproute_nginx::emit::emit(&plan, &opts()).unwrap();
     let dropped: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(

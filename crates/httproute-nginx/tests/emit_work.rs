@@ -46,11 +46,11 @@ fn emitted(n: usize) -> httproute_nginx::Output {
             {
                 p.push('\n');
                 bad += 1;
-                for c in &mut l.candidates {
+                l.edit_candidates(|c| {
                     if c.path.starts_with("/bad") {
-                        std::sync::Arc::make_mut(c).path.push('\n');
+                        c.path.push('\n');
                     }
-                }
+                });
             }
         }
     }

@@ -31,7 +31,7 @@ fn a_real_pair_where_the_string_and_the_pair_disagree() {
         &PlanOptions::new(&BackendMap::new()),
     );
     let server = &p.ports[0].servers[0];
-    let first = &server.locations[0].candidates[0].id.route;
+    let first = &server.locations[0].candidates().next().unwrap().id.route;
     assert_eq!(first.to_string(), "a-b/c");
 }
 
@@ -54,10 +54,10 @@ proptest! {
         let mut want: Vec<String> = names.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
         want.sort();
         let server = &p.ports[0].servers[0];
-        let served: Vec<_> = server.locations.iter().filter(|l| !l.candidates.is_empty()).collect();
+        let served: Vec<_> = server.locations.iter().filter(|l| !l.is_empty()).collect();
         prop_assert!(!served.is_empty());
         for l in served {
-            let got: Vec<String> = l.candidates.iter().map(|c| c.id.route.to_string()).collect();
+            let got: Vec<String> = l.candidates().map(|c| c.id.route.to_string()).collect();
             prop_assert_eq!(&got, &want);
         }
     }

@@ -159,8 +159,7 @@ fn generate_yaml(
 fn order(p: &httproute_nginx::plan::Plan, loc: &Loc) -> Vec<String> {
     let server = p.ports[0].servers.iter().find(|s| s.hostname.is_none()).unwrap();
     let l = server.locations.iter().find(|l| l.loc == *loc).unwrap_or_else(|| panic!("{loc:?}"));
-    l.candidates
-        .iter()
+    l.candidates()
         .map(|c| {
             format!(
                 "{}/{}/{}",
@@ -406,7 +405,7 @@ fn attached(p: &httproute_nginx::plan::Plan) -> Vec<String> {
     let mut routes: Vec<String> = server
         .locations
         .iter()
-        .flat_map(|l| l.candidates.iter().map(|c| c.id.route.to_string()))
+        .flat_map(|l| l.candidates().map(|c| c.id.route.to_string()))
         .collect();
     routes.sort();
     routes.dedup();

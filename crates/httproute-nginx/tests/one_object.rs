@@ -363,7 +363,7 @@ fn run(objects: &[Value]) -> Result<Run, String> {
         .iter()
         .flat_map(|p| &p.servers)
         .flat_map(|s| &s.locations)
-        .flat_map(|l| l.candidates.iter())
+        .flat_map(|l| l.candidates())
     {
         if c.id.route.namespace != "a" {
             // By kind, not name: b has one route of each, and a rename serves it the same.

@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use httproute_nginx::conf::Stmt;
@@ -99,12 +100,12 @@ fn check_expansion(plan: &Plan, out: &Output) -> usize {
             let body = l.block.as_ref().unwrap();
             let key = body.iter().find(|d| d.words[..2] == ["set", "$match_key"]);
             let Some(key) = key else {
-                assert!(lp.candidates.is_empty(), "{:?}", l.words);
+                assert!(lp.is_empty(), "{:?}", l.words);
                 continue;
             };
             let key = &key.words[2];
             let want: Vec<Value> =
-                lp.candidates.iter().map(|c| serde_json::to_value(&c.entry).unwrap()).collect();
+                lp.candidates().map(|c| serde_json::to_value(&c.entry).unwrap()).collect();
             assert_eq!(flat[key].as_array().unwrap(), &want, "{:?} ({key})", l.words);
             if file[key].as_array().unwrap().iter().any(|e| e.get("include").is_some()) {
                 composite += 1;
@@ -113,6 +114,28 @@ fn check_expansion(plan: &Plan, out: &Output) -> usize {
     }
     composite
 }
+
+/// The plan's size, (held, flattened): `held` the runs its locations hold plus the candidates
+/// of the blocks those runs are pieces of, each counted once (what the plan allocates);
+/// `flattened` every location's list length (what a plan of copied lists would hold).
+fn plan_size(plan: &Plan) -> (usize, usize) {
+    let mut runs = HashSet::new();
+    let (mut refs, mut entries, mut flattened) = (0, 0, 0);
+    for l in plan.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.locations) {
+        refs += l.segments.len();
+        flattened += l.len();
+        for s in &l.segments {
+            if runs.insert(s.id()) {
+                entries += s.candidates().len();
+            }
+        }
+    }
+    (refs + entries, flattened)
+}
+
+/// Plan size ([`plan_size`]'s `held`) per input byte, at most: a match costs tens of bytes of
+/// YAML, and a location holds a run per ancestor prefix (a path of `d` segments is ~2d bytes).
+const C_PLAN: usize = 1;
 
 fn output_bytes(out: &Output) -> usize {
     out.nginx_conf.len() + out.matches_json.len()
@@ -160,6 +183,8 @@ proptest! {
         check_expansion(&plan, &out);
         let (i, o) = (yaml.len(), output_bytes(&out));
         prop_assert!(o <= C * i + FIXED, "{o} output bytes for {i} input bytes:\n{yaml}");
+        let (held, _) = plan_size(&plan);
+        prop_assert!(held <= C_PLAN * i, "a plan of {held} for {i} input bytes:\n{yaml}");
     }
 }
 
@@ -194,21 +219,40 @@ fn adversarial_shapes_stay_linear() {
         }),
     ];
     for (name, shape) in shapes {
-        let mut sizes = Vec::new();
+        let (mut sizes, mut held, mut flat) = (Vec::new(), Vec::new(), Vec::new());
         for n in [8, 16, 32, 64] {
             let yaml = shape(n);
             let (plan, out) = generate(&yaml);
             assert!(check_expansion(&plan, &out) > 0, "{name}: no list with includes");
             let (i, o) = (yaml.len(), output_bytes(&out));
             assert!(o <= C * i + FIXED, "{name} n={n}: {o} bytes out for {i} in");
+            let (h, f) = plan_size(&plan);
+            assert!(h <= C_PLAN * i, "{name} n={n}: a plan of {h} for {i} bytes in");
             sizes.push((i as f64, o as f64));
+            held.push((i as f64, h as f64));
+            flat.push((i as f64, f as f64));
         }
-        // Output bytes per further input byte, at the smallest and the largest doubling: a
-        // list copied per location would multiply it by about 4 (8 -> 16 vs 32 -> 64).
+        // Output bytes (and plan size) per further input byte, at the smallest and the
+        // largest doubling: a list copied per location would multiply it by about 4 (8 -> 16
+        // vs 32 -> 64).
         let marginal = |a: (f64, f64), b: (f64, f64)| (b.1 - a.1) / (b.0 - a.0);
-        let (first, last) = (marginal(sizes[0], sizes[1]), marginal(sizes[2], sizes[3]));
+        let growth = |s: &[(f64, f64)]| (marginal(s[0], s[1]), marginal(s[2], s[3]));
+        let (first, last) = growth(&sizes);
         assert!(last <= 2.0 * first, "{name}: {first:.1} then {last:.1} bytes out per byte in");
-        eprintln!("{name}: {sizes:?}, marginal {first:.1} -> {last:.1}");
+        let (hf, hl) = growth(&held);
+        assert!(hl <= 2.0 * hf, "{name}: plan {hf:.3} then {hl:.3} per byte in");
+        // What the test guards against: the flattened lists of the regex and `/` shapes grow
+        // faster than the input (a plan that held them would fail the assertion above); a
+        // deep chain's input grows with the square of the depth, as its lists do.
+        let (ff, fl) = growth(&flat);
+        assert!(
+            name == "deep prefix chain" || fl > 3.0 * ff,
+            "{name}: flattened lists {ff:.3} then {fl:.3} per byte in"
+        );
+        eprintln!(
+            "{name}: {sizes:?}, marginal {first:.1} -> {last:.1}; plan {hf:.3} -> {hl:.3}, \
+             flattened {ff:.3} -> {fl:.3}"
+        );
     }
 }
 

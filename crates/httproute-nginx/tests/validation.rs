@@ -213,8 +213,8 @@ fn creation_timestamps_compare_as_instants() {
         let p =
             plan(&load(&format!("{GW}{}{}", r("b", tb), r("a", ta))).unwrap(), &BackendMap::new());
         let server = &p.ports[0].servers[0];
-        let loc = server.locations.iter().find(|l| !l.candidates.is_empty()).unwrap();
-        loc.candidates[0].id.route.to_string()
+        let loc = server.locations.iter().find(|l| !l.is_empty()).unwrap();
+        loc.candidates().next().unwrap().id.route.to_string()
     };
     assert_eq!(two("2026-01-01T06:30:00+06:00", "2026-01-01T01:00:00Z"), "default/a");
     assert_eq!(two("2026-01-01T01:00:00+06:00", "2026-01-01T00:00:00Z"), "default/a");
@@ -241,7 +241,7 @@ fn a_header_regex_that_does_not_compile_skips_its_match_with_a_warning() {
     let paths: Vec<String> = p.ports[0].servers[0]
         .locations
         .iter()
-        .flat_map(|l| l.candidates.iter().map(|c| c.path.clone()))
+        .flat_map(|l| l.candidates().map(|c| c.path.clone()))
         .collect();
     assert_eq!(paths, ["/c", "/c"]);
 }

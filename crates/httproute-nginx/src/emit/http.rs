@@ -1,10 +1,10 @@
 //! One pass of the writer: the main context and the `http` block around the servers.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use crate::conf::{Arg, Node, Provenance, Rendered, Writer, code, data};
-use crate::plan::{Entry, Loc, Plan};
+use crate::plan::{Candidate, Entry, Loc, Plan};
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
 use super::options::{Carrier, Options, Output, Tree};
@@ -99,15 +99,15 @@ pub(super) fn emit_once(
                     Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
                 }
                 .from(from);
-                let served: Vec<_> =
-                    loc.candidates.iter().filter(|c| !skip.rules.contains(&c.id)).collect();
-                if served.is_empty() {
-                    body.push(head.inline(vec![d("return").code("404").into()]).into());
-                    continue;
-                }
-                let text = || {
-                    let list: Vec<&Entry> = served.iter().map(|c| &c.entry).collect();
-                    serde_json::to_string(&list).map_err(|e| e.to_string())
+                let served = |c: &Candidate| !skip.rules.contains(&c.id);
+                // The whole list, for a carrier that writes it in place (`None`: empty).
+                let text = || -> Result<Option<String>, String> {
+                    let list: Vec<&Entry> =
+                        loc.candidates().filter(|c| served(c)).map(|c| &c.entry).collect();
+                    if list.is_empty() {
+                        return Ok(None);
+                    }
+                    serde_json::to_string(&list).map(Some).map_err(|e| e.to_string())
                 };
                 let key = format!("{}_{si}_{li}", port.port);
                 let list_field = || -> Cow<'static, str> {
@@ -117,44 +117,52 @@ pub(super) fn emit_once(
                     )
                     .into()
                 };
-                let inner: Vec<Node> = match opts.carrier {
+                let inner: Option<Vec<Node>> = match opts.carrier {
                     // Runs shared by locations written once, lists as includes of them.
-                    Carrier::Preload => {
-                        let key = lists.key(&key, &served)?;
+                    Carrier::Preload => lists.key(&key, &loc.segments, &served)?.map(|key| {
                         vec![d("set").var("match_key").code(key).into(), d("http_matches").into()]
-                    }
+                    }),
                     // A list too long for one word is the carrier's (an option), and it holds
                     // every route of the location: the run's error, with the advice.
-                    Carrier::Inline => {
+                    Carrier::Inline => text()?.map(|text| {
                         vec![
                             d("http_matches")
-                                .arg(Arg::data(list_field(), text()?).single_quoted())
+                                .arg(Arg::data(list_field(), text).single_quoted())
                                 .from(Provenance::Run)
                                 .into(),
                         ]
-                    }
-                    Carrier::Variable => {
+                    }),
+                    Carrier::Variable => text()?.map(|text| {
                         // `set` would read a `$` of a regex as a variable: the writer spells it
                         // `${httproute_dollar}`.
                         vec![
                             d("set")
                                 .var("http_matches")
-                                .arg(Arg::data(list_field(), text()?).single_quoted())
+                                .arg(Arg::data(list_field(), text).single_quoted())
                                 .from(Provenance::Run)
                                 .into(),
                             d("http_matches").into(),
                         ]
-                    }
+                    }),
+                };
+                let Some(inner) = inner else {
+                    body.push(head.inline(vec![d("return").code("404").into()]).into());
+                    continue;
                 };
                 body.push(head.inline(inner).into());
             }
             let mut mirror_locs = Vec::new();
+            // The rules of the candidates served: each run looked at once, whatever the number
+            // of locations holding it.
+            let mut seen = HashSet::new();
             let used: BTreeSet<usize> = server
                 .locations
                 .iter()
                 .enumerate()
                 .filter(|(li, _)| !skip.locations.contains(&((pi, si), *li)))
-                .flat_map(|(_, l)| l.candidates.iter())
+                .flat_map(|(_, l)| &l.segments)
+                .filter(|s| seen.insert(s.id()))
+                .flat_map(|s| s.candidates())
                 .filter(|c| !skip.rules.contains(&c.id))
                 .map(|c| c.rule)
                 .collect();

@@ -241,10 +241,19 @@ impl Http {
         match self.destination(&b.target) {
             Some((set_backend, host)) => {
                 let (req, resp) = rule.backend_filters(b);
-                let mut inner: Vec<Node> = vec![d("internal").into()];
+                let proxy = self.proxy(rule, &req, &resp)?;
+                // Its exact size: a location per backend of every rule (grown, it would be up
+                // to twice its directives).
+                let mut inner: Vec<Node> = Vec::with_capacity(
+                    2 + set.len()
+                        + usize::from(set_backend.is_some())
+                        + proxy.len()
+                        + mirrors.len(),
+                );
+                inner.push(d("internal").into());
                 inner.extend(set.iter().cloned());
                 inner.extend(set_backend);
-                inner.extend(self.proxy(rule, &req, &resp)?);
+                inner.extend(proxy);
                 inner.extend(mirrors.iter().cloned());
                 inner.push(pass(rule, host, uri, b.tls));
                 out.push(loc.inline(inner).into());

@@ -123,8 +123,8 @@ pub fn emit_dropping(
                             Loc::Exact(p) | Loc::Prefix(p) => p.trim_end_matches('/'),
                         };
                         // The matches whose path is the location's.
-                        work.candidates += loc.candidates.len();
-                        for c in &loc.candidates {
+                        work.candidates += loc.len();
+                        for c in loc.candidates() {
                             let unit =
                                 DroppedUnit::Match { rule: c.id.clone(), index: c.match_index };
                             if c.path_kind != PathKind::Regex

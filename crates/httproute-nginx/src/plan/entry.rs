@@ -34,6 +34,11 @@ fn is_false(b: &bool) -> bool {
 /// The path of a rule's internal location is this and the rule's number.
 pub const INTERNAL_PREFIX: &str = "/_httproute-internal/";
 
+/// The internal location of rule slot `rule`: what an entry's `redirectPath` names.
+pub(super) fn redirect_path(rule: usize) -> String {
+    format!("{INTERNAL_PREFIX}{rule}")
+}
+
 pub(super) const REGEX_CONDITION: &str = "RegularExpression:";
 
 impl Entry {
@@ -46,7 +51,7 @@ impl Entry {
         headers: &[(String, String, String)],
         params: &[(String, String, String)],
     ) -> Entry {
-        let redirect_path = format!("{INTERNAL_PREFIX}{rule}");
+        let redirect_path = redirect_path(rule);
         let any = path.is_none() && method.is_none() && headers.is_empty() && params.is_empty();
         Entry {
             any,

@@ -74,7 +74,7 @@ impl Merged {
                         Loc::Exact(p) => (0u8, p).hash(&mut h),
                         Loc::Prefix(p) => (1u8, p).hash(&mut h),
                     }
-                    l.candidates.len().hash(&mut h);
+                    l.len().hash(&mut h);
                 }
                 for r in &server.rules {
                     (&r.id, r.backends.len()).hash(&mut h);

@@ -23,9 +23,9 @@
 //! once made.
 //!
 //! Imports go one way: `ids`, `entry`, `grants` import no stage; `status` imports `ids`;
-//! `types` imports `entry`, `ids`, `status`; then `listeners`, `backends`, `rules`,
-//! `attach`, `precedence`, `servers` each import only those before them, and `merge` only
-//! `types`. No file imports this one; this one runs them in order.
+//! `types` imports `entry`, `ids`, `status`; `segments` (a location's list as runs of the
+//! server's blocks) only `types`; then `listeners`, `backends`, `rules`, `attach`,
+//! `precedence`, `servers` each import only those before them, and `merge` only `types`. No file imports this one; this one runs them in order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -40,7 +40,7 @@ mod listeners;
 mod merge;
 mod precedence;
 mod rules;
-pub mod segments;
+mod segments;
 mod servers;
 mod status;
 mod types;
@@ -56,7 +56,7 @@ pub use status::{
 pub(crate) use types::wildcard_covers;
 pub use types::{
     Backend, BackendMap, Candidate, Capabilities, HTTP2_DIRECTIVE, Loc, LocationPlan, PathKind,
-    PortPlan, RulePlan, ServerPlan, SortKey, Target, normalize_prefix,
+    PortPlan, RulePlan, Segment, ServerPlan, SortKey, Target, normalize_prefix,
 };
 
 /// Everything besides the manifests that decides a plan: generate and explain pass the same.

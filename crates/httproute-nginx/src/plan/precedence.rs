@@ -10,7 +10,10 @@ use crate::model::{HttpRoute, Match};
 
 use super::entry::{Entry, INTERNAL_PREFIX, REGEX_CONDITION};
 use super::ids::{RouteId, RuleId};
-use super::types::{Candidate, Loc, LocationPlan, PathKind, ServerPlan, normalize_prefix};
+use super::segments::{block, runs};
+use super::types::{
+    Candidate, Loc, LocationPlan, PathKind, RulePlan, ServerPlan, host_rank, normalize_prefix,
+};
 
 /// Every `q` with `under(p, q)`: `/`, each part of `p` before one of its `/`, and `p`.
 fn ancestors(p: &str) -> impl Iterator<Item = &str> {
@@ -18,49 +21,41 @@ fn ancestors(p: &str) -> impl Iterator<Item = &str> {
     std::iter::once("/").chain(cuts).chain((!p.is_empty()).then_some(p))
 }
 
-/// (characters of a non-wildcard hostname, characters of the hostname); `None`: any host.
-pub(super) fn host_rank(e: &Option<String>) -> (usize, usize) {
-    match e {
-        None => (0, 0),
-        Some(e) if e.starts_with('*') => (0, e.len()),
-        Some(e) => (e.len(), e.len()),
-    }
+/// A route's rules and matches, checked once and shared by every server the route lands on:
+/// its rule plans, and the matches that can be served (rule, match, the path type's rank and
+/// path characters of their sort key, and the candidate as first built, which the first
+/// server takes). Each later server builds its own candidates from these ([`add_route`])
+/// without compiling their regexes again.
+pub(super) struct RouteRules {
+    rules: Vec<Arc<RulePlan>>,
+    matches: Vec<Served>,
 }
 
-/// Route `r`'s rules into `server.rules` and its matches into `candidates`, for requests to
-/// route hostname `hostname` (after intersection with the listener's). `age`: the route's
-/// place by age.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn add_route(
+/// A match that can be served: (rule, match, rank, path characters, the candidate as built).
+type Served = (usize, usize, u8, (usize, usize), Option<Candidate>);
+
+/// Route `r`'s [`RouteRules`]: each rule planned, each match checked and its regexes
+/// compiled once, whatever the number of servers it serves. A skipped match is recorded on its
+/// rule.
+pub(super) fn route_rules(
     r: &HttpRoute,
-    age: usize,
-    hostname: &Option<String>,
     resolved: &super::backends::ResolvedRoute,
     experimental: bool,
-    server: &mut ServerPlan,
-    candidates: &mut Vec<Candidate>,
     warnings: &mut Vec<String>,
-) {
+) -> RouteRules {
     let route = RouteId::of(r);
-    let (nonwild, chars) = host_rank(hostname);
+    let mut rules = Vec::with_capacity(r.spec.rules.len());
+    let mut matches = Vec::new();
     for (ri, rule) in r.spec.rules.iter().enumerate() {
-        let rule_slot = server.rules.len();
         let refs = &resolved.rules[ri];
-        server.rules.push(super::rules::rule_plan(
-            &route,
-            ri,
-            rule,
-            refs,
-            r.grpc,
-            experimental,
-            warnings,
-        ));
+        let mut plan =
+            super::rules::rule_plan(&route, ri, rule, refs, r.grpc, experimental, warnings);
         for (mi, mat) in rule.matches.iter().enumerate() {
             let before = warnings.len();
-            let Some(mut c) = candidate(&route, ri, mi, mat, rule_slot, hostname, warnings) else {
+            let Some(c) = candidate(&route, ri, mi, mat, ri, &None, false, warnings) else {
                 // Recorded on the rule for its route's status (plan/status.rs).
                 let why = warnings.get(before).cloned().unwrap_or_default();
-                server.rules[rule_slot].skipped_matches.push((mi, why));
+                plan.skipped_matches.push((mi, why));
                 continue;
             };
             let (rank, path_chars) = match (r.grpc, mat.grpc_names) {
@@ -70,24 +65,74 @@ pub(super) fn add_route(
                 }
                 (false, _) => (c.path_kind.rank(), (c.path.len(), 0)),
             };
-            c.key = (
-                Reverse(nonwild),
-                Reverse(chars),
-                rank,
-                Reverse(path_chars),
-                c.method.is_none(),
-                Reverse(c.headers.len()),
-                Reverse(c.params.len()),
-                age,
-                ri,
-                mi,
-            );
-            candidates.push(c);
+            matches.push((ri, mi, rank, path_chars, Some(c)));
         }
+        rules.push(Arc::new(plan));
     }
+    RouteRules { rules, matches }
 }
 
-/// Match `mi` of rule `ri` (in slot `rule` of its server) as a candidate, or a warning.
+/// Route `r`'s rules (planned once, shared: `planned`) into `server.rules` and its matches
+/// into `candidates`, for requests to route hostname `hostname` (after intersection with the
+/// listener's). `age`: the route's place by age.
+pub(super) fn add_route(
+    r: &HttpRoute,
+    planned: &mut RouteRules,
+    age: usize,
+    hostname: &Option<String>,
+    server: &mut ServerPlan,
+    candidates: &mut Vec<Candidate>,
+) {
+    let route = RouteId::of(r);
+    let (nonwild, chars) = host_rank(hostname);
+    let first_slot = server.rules.len();
+    server.rules.extend(planned.rules.iter().cloned());
+    // Checked by route_rules: nothing is warned about again.
+    let mut checked = Vec::new();
+    for (ri, mi, rank, path_chars, first) in &mut planned.matches {
+        let (ri, mi, rank, path_chars) = (*ri, *mi, *rank, *path_chars);
+        let slot = first_slot + ri;
+        let c = match first.take() {
+            Some(mut c) => {
+                if c.rule != slot {
+                    c.rule = slot;
+                    c.entry.redirect_path = super::entry::redirect_path(slot);
+                }
+                c.route_hostname.clone_from(hostname);
+                Some(c)
+            }
+            None => candidate(
+                &route,
+                ri,
+                mi,
+                &r.spec.rules[ri].matches[mi],
+                slot,
+                hostname,
+                true,
+                &mut checked,
+            ),
+        };
+        let Some(mut c) = c else { continue };
+        c.key = (
+            Reverse(nonwild),
+            Reverse(chars),
+            rank,
+            Reverse(path_chars),
+            c.method.is_none(),
+            Reverse(c.headers.len()),
+            Reverse(c.params.len()),
+            age,
+            ri,
+            mi,
+        );
+        candidates.push(c);
+    }
+    debug_assert!(checked.is_empty(), "{checked:?}");
+}
+
+/// Match `mi` of rule `ri` (in slot `rule` of its server) as a candidate, or a warning;
+/// `compiled`: its regexes are known to compile (it was checked before), not compiled again.
+#[allow(clippy::too_many_arguments)]
 fn candidate(
     route: &RouteId,
     ri: usize,
@@ -95,6 +140,7 @@ fn candidate(
     m: &Match,
     rule: usize,
     hostname: &Option<String>,
+    compiled: bool,
     warnings: &mut Vec<String>,
 ) -> Option<Candidate> {
     let at = || format!("HTTPRoute {route} rules[{ri}].matches[{mi}]");
@@ -117,7 +163,10 @@ fn candidate(
         "RegularExpression" => {
             // The condition the module checks, compiled here as the module compiles it.
             let anchored = format!("{REGEX_CONDITION}^(?:{})", m.path.value);
-            if let Err(e) = route_match::Pattern::new(&anchored[REGEX_CONDITION.len()..]) {
+            if let Err(e) = (!compiled)
+                .then(|| route_match::Pattern::new(&anchored[REGEX_CONDITION.len()..]))
+                .transpose()
+            {
                 warnings.push(format!(
                     "{}: path regular expression {:?} does not compile ({e}); match skipped",
                     at(),
@@ -146,7 +195,8 @@ fn candidate(
     // list the module refuses.
     for (kind, list) in [("headers", &m.headers), ("queryParams", &m.query_params)] {
         for (i, h) in list.iter().enumerate() {
-            if h.kind == "RegularExpression"
+            if !compiled
+                && h.kind == "RegularExpression"
                 && let Err(e) = route_match::Pattern::new(&h.value)
             {
                 warnings.push(format!(
@@ -187,57 +237,79 @@ fn candidate(
     })
 }
 
-/// NGINX locations for a server's candidates, each with its ordered candidate list; always
-/// one `location /`.
+/// NGINX locations for a server's candidates, each with its ordered candidate list as runs of
+/// the server's blocks ([`super::segments`]); always one `location /`. Each candidate is held
+/// once, in its block; a location holds a run per block its list takes, so the plan grows with
+/// the candidates and the locations, not with their product.
 pub(super) fn locations(mut candidates: Vec<Candidate>) -> Vec<LocationPlan> {
     candidates.sort_by_key(|c| c.key);
-    let candidates: Vec<Arc<Candidate>> = candidates.into_iter().map(Arc::new).collect();
     let mut locs: BTreeSet<Loc> = BTreeSet::new();
     locs.insert(Loc::Prefix("/".into()));
-    // The candidates of each path type and value, in precedence order.
-    let mut exact: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut prefix: HashMap<&str, Vec<usize>> = HashMap::new();
+    // The block of each candidate (in precedence order within each), and the blocks of each
+    // path type and value.
+    let mut exact: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut prefix: HashMap<String, Vec<usize>> = HashMap::new();
     let mut regex: Vec<usize> = Vec::new();
-    for (i, c) in candidates.iter().enumerate() {
-        match c.path_kind {
-            PathKind::Exact => {
-                locs.insert(Loc::Exact(c.path.clone()));
-                exact.entry(&c.path).or_default().push(i);
-            }
-            PathKind::Prefix => {
-                if c.path != "/" {
+    let mut of: Vec<usize> = Vec::with_capacity(candidates.len());
+    let mut count = 0;
+    {
+        let mut index: HashMap<((usize, usize), u8, &str), usize> = HashMap::new();
+        for c in &candidates {
+            let b = *index.entry(block(c)).or_insert_with(|| {
+                count += 1;
+                match c.path_kind {
+                    PathKind::Exact => exact.entry(c.path.clone()).or_default().push(count - 1),
+                    PathKind::Prefix => prefix.entry(c.path.clone()).or_default().push(count - 1),
+                    PathKind::Regex => regex.push(count - 1),
+                }
+                count - 1
+            });
+            of.push(b);
+            match c.path_kind {
+                PathKind::Exact => {
+                    locs.insert(Loc::Exact(c.path.clone()));
+                }
+                PathKind::Prefix if c.path != "/" => {
                     locs.insert(Loc::Exact(c.path.clone()));
                     locs.insert(Loc::Prefix(format!("{}/", c.path)));
                 }
-                prefix.entry(&c.path).or_default().push(i);
+                // Requests no other location takes reach `location /`.
+                PathKind::Prefix | PathKind::Regex => {}
             }
-            // Requests no other location takes reach `location /`.
-            PathKind::Regex => regex.push(i),
         }
     }
+    let mut blocks: Vec<Vec<Candidate>> = (0..count).map(|_| Vec::new()).collect();
+    for (c, b) in candidates.into_iter().zip(of) {
+        blocks[b].push(c);
+    }
+    let blocks: Vec<Arc<[Candidate]>> = blocks.into_iter().map(Into::into).collect();
     locs.into_iter()
         .map(|loc| {
-            let mut list: Vec<usize> = regex.clone();
+            let mut taken: Vec<usize> = regex.clone();
             let p = match &loc {
                 Loc::Exact(x) => {
-                    list.extend(exact.get(x.as_str()).into_iter().flatten());
+                    taken.extend(exact.get(x.as_str()).into_iter().flatten());
                     x.as_str()
                 }
                 Loc::Prefix(y) => y.trim_end_matches('/'),
             };
             for q in ancestors(p) {
-                list.extend(prefix.get(q).into_iter().flatten());
+                taken.extend(prefix.get(q).into_iter().flatten());
             }
-            list.sort_unstable();
-            list.dedup();
-            debug_assert_eq!(
-                list,
-                (0..candidates.len())
-                    .filter(|&i| loc.covered_by(candidates[i].path_kind, &candidates[i].path))
-                    .collect::<Vec<_>>()
+            let segments = runs(&blocks, taken);
+            let location = LocationPlan { loc, segments };
+            debug_assert!(
+                location.candidates().all(|c| location.loc.covered_by(c.path_kind, &c.path))
             );
-            let candidates = list.into_iter().map(|i| Arc::clone(&candidates[i])).collect();
-            LocationPlan { loc, candidates }
+            debug_assert_eq!(
+                location.len(),
+                blocks
+                    .iter()
+                    .flat_map(|b| b.iter())
+                    .filter(|c| location.loc.covered_by(c.path_kind, &c.path))
+                    .count()
+            );
+            location
         })
         .collect()
 }

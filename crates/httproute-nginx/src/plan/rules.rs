@@ -28,25 +28,26 @@ pub(super) fn rule_plan(
             ));
             None
         }
-        r => r.clone(),
+        r => r.clone().map(Box::new),
     };
     let mut plan = RulePlan {
         match_count: rule.matches.len(),
         skipped_matches: Vec::new(),
         id: RuleId { route: route.clone(), index: ri },
         rule_name: rule.name.clone(),
-        backends: Vec::new(),
+        // Its exact size: a Backend is large, and a rule has a few (grown, 4 at first).
+        backends: Vec::with_capacity(rule.backend_refs.iter().filter(|b| b.weight != 0).count()),
         request_headers: modifier(&rule.filters, Kind::Request, &at, warnings),
         response_headers: modifier(&rule.filters, Kind::Response, &at, warnings),
-        redirect: rule.filters.iter().find_map(|f| f.request_redirect.clone()),
-        rewrite: rule.filters.iter().find_map(|f| f.url_rewrite.clone()),
+        redirect: rule.filters.iter().find_map(|f| f.request_redirect.clone()).map(Box::new),
+        rewrite: rule.filters.iter().find_map(|f| f.url_rewrite.clone()).map(Box::new),
         match_prefix: rule
             .matches
             .first()
             .map(|m| normalize_prefix(&m.path.value))
             .unwrap_or_default(),
         mirrors: Vec::new(),
-        cors: rule.filters.iter().find_map(|f| f.cors.clone()),
+        cors: rule.filters.iter().find_map(|f| f.cors.clone()).map(Box::new),
         grpc,
         retry,
         timeout_ms: rule.timeouts.as_ref().and_then(|t| {

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use super::attach::{Attachment, best_listener};
 use super::ids::RouteId;
 use super::listeners::Listener;
-use super::precedence::{add_route, host_rank, locations};
+use super::precedence::{RouteRules, add_route, locations, route_rules};
 use super::status::Http2Loss;
-use super::types::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
+use super::types::{Capabilities, PortPlan, ServerPlan, host_rank, wildcard_covers};
 
 /// Whether route hostname `e` (after intersection) serves every request of server `h`.
 fn serves(e: &Option<String>, h: &Option<String>) -> bool {
@@ -86,6 +86,8 @@ pub(super) fn ports(
     }
     let mut loss = Http2Loss::default();
     let mut out = Vec::new();
+    // Each route's rules and matches, by the route's address.
+    let mut planned: HashMap<usize, RouteRules> = HashMap::new();
     for (port, on_port) in on_port {
         let mut servers = Vec::new();
         for h in std::mem::take(names.get_mut(&port).expect("every port has names")) {
@@ -106,16 +108,12 @@ pub(super) fn ports(
                     else {
                         continue;
                     };
-                    add_route(
-                        a.route,
-                        a.age,
-                        e,
-                        a.resolved,
-                        experimental,
-                        &mut server,
-                        &mut candidates,
-                        warnings,
-                    );
+                    // Planned once per route, whatever the servers it serves.
+                    let key = std::ptr::from_ref(a.route) as usize;
+                    let rules = planned.entry(key).or_insert_with(|| {
+                        route_rules(a.route, a.resolved, experimental, warnings)
+                    });
+                    add_route(a.route, rules, a.age, e, &mut server, &mut candidates);
                 }
             }
             server.locations = locations(candidates);

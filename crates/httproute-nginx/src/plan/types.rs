@@ -64,19 +64,108 @@ pub struct ServerPlan {
     /// the TLS handshake is refused for this name).
     pub certificates: Vec<String>,
     pub locations: Vec<LocationPlan>,
-    pub rules: Vec<RulePlan>,
+    /// The rules of the routes served, each route's in a row; shared (planned once per route)
+    /// by every server the route serves.
+    pub rules: Vec<Arc<RulePlan>>,
 }
 
 #[derive(Debug, PartialEq)]
 pub struct LocationPlan {
     pub loc: Loc,
-    /// In precedence order; shared between the locations they serve.
-    pub candidates: Vec<Arc<Candidate>>,
+    /// Its candidates in precedence order, as runs of the server's blocks (see
+    /// [`super::segments`]): each block is held once by the server, whatever the number of
+    /// locations whose lists hold it.
+    pub segments: Vec<Segment>,
+}
+
+impl LocationPlan {
+    /// Its candidates, in precedence order.
+    pub fn candidates(&self) -> impl Iterator<Item = &Candidate> + '_ {
+        self.segments.iter().flat_map(Segment::candidates)
+    }
+
+    /// How many candidates it has.
+    pub fn len(&self) -> usize {
+        self.segments.iter().map(|s| s.range.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.segments.iter().all(|s| s.range.is_empty())
+    }
+
+    /// Changes this location's candidates with `f` (a test's or a tool's edit): its runs are
+    /// copied first, so the other locations that shared them keep theirs.
+    pub fn edit_candidates(&mut self, mut f: impl FnMut(&mut Candidate)) {
+        for s in &mut self.segments {
+            let mut own = s.candidates().to_vec();
+            own.iter_mut().for_each(&mut f);
+            *s = Segment { range: 0..own.len(), block: own.into() };
+        }
+    }
+}
+
+/// A run of a location's list: a contiguous piece of one block of the server's candidates
+/// (one host rank, path type and path; for regexes, one host rank), shared by every location
+/// whose list holds it.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    pub(super) block: Arc<[Candidate]>,
+    pub(super) range: std::ops::Range<usize>,
+}
+
+impl Segment {
+    pub fn candidates(&self) -> &[Candidate] {
+        &self.block[self.range.clone()]
+    }
+
+    /// What tells runs apart: the same in every location that holds this run (its block, by
+    /// address, and its piece of it).
+    pub fn id(&self) -> (usize, usize, usize) {
+        (Arc::as_ptr(&self.block).cast::<Candidate>() as usize, self.range.start, self.range.end)
+    }
+}
+
+impl PartialEq for Segment {
+    fn eq(&self, other: &Segment) -> bool {
+        self.candidates() == other.candidates()
+    }
+}
+
+impl ServerPlan {
+    /// Keeps, in every location, only the candidates `keep` takes (what explain does with the
+    /// matches the writer left out). Each block is filtered once and stays shared, so the
+    /// cost is the server's candidates and runs, not their product.
+    pub fn retain_candidates(&mut self, mut keep: impl FnMut(&Candidate) -> bool) {
+        use std::collections::HashMap;
+        // Per block: the kept block, and how many were kept before each place.
+        let mut kept: HashMap<usize, (Arc<[Candidate]>, Vec<usize>)> = HashMap::new();
+        for loc in &mut self.locations {
+            for s in &mut loc.segments {
+                let (block, before) = kept.entry(s.id().0).or_insert_with(|| {
+                    let mut before = Vec::with_capacity(s.block.len() + 1);
+                    let mut out = Vec::new();
+                    for c in s.block.iter() {
+                        before.push(out.len());
+                        if keep(c) {
+                            out.push(c.clone());
+                        }
+                    }
+                    before.push(out.len());
+                    (out.into(), before)
+                });
+                *s = Segment {
+                    range: before[s.range.start]..before[s.range.end],
+                    block: Arc::clone(block),
+                };
+            }
+            loc.segments.retain(|s| !s.range.is_empty());
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
-    /// Index into the server's `rules`.
+    /// Index into the server's `rules` (its slot).
     pub rule: usize,
     /// Its route and its index there.
     pub id: RuleId,
@@ -104,18 +193,20 @@ pub struct RulePlan {
     /// The rule's RequestHeaderModifier and ResponseHeaderModifier filters.
     pub request_headers: HeaderModifier,
     pub response_headers: HeaderModifier,
-    pub redirect: Option<RequestRedirect>,
-    pub rewrite: Option<UrlRewrite>,
+    // Boxed, as the other filters a rule seldom has: a rule plan is held for every rule
+    // served (at 50,000 rules, each 100 bytes of a plan is 5 MB of the peak).
+    pub redirect: Option<Box<RequestRedirect>>,
+    pub rewrite: Option<Box<UrlRewrite>>,
     /// The prefix a ReplacePrefixMatch replaces: the rule's only match's (normalized) path.
     pub match_prefix: String,
     /// RequestMirror filters: (where to, share of requests 0..=1); never a status.
     pub mirrors: Vec<(Target, f64)>,
     /// The rule's `CORS` filter.
-    pub cors: Option<crate::model::Cors>,
+    pub cors: Option<Box<crate::model::Cors>>,
     /// A GRPCRoute's rule: `grpc_pass`.
     pub grpc: bool,
     /// `retry` (Experimental: `None` without [`PlanOptions::experimental`]).
-    pub retry: Option<crate::model::Retry>,
+    pub retry: Option<Box<crate::model::Retry>>,
     /// `timeouts`: the bound on each phase of a backend exchange (connect, each send, each
     /// read), in milliseconds: the smaller of `request` and `backendRequest`; `Some(0)` when
     /// they disable it.
@@ -172,6 +263,15 @@ impl fmt::Display for Target {
 pub fn normalize_prefix(v: &str) -> String {
     let t = v.trim_end_matches('/');
     if t.is_empty() { "/".to_owned() } else { t.to_owned() }
+}
+
+/// (characters of a non-wildcard hostname, characters of the hostname); `None`: any host.
+pub(super) fn host_rank(e: &Option<String>) -> (usize, usize) {
+    match e {
+        None => (0, 0),
+        Some(e) if e.starts_with('*') => (0, e.len()),
+        Some(e) => (e.len(), e.len()),
+    }
 }
 
 /// Whether wildcard hostname `wild` (`*.example.com`) covers `host`; false for a name
