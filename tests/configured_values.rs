@@ -39,6 +39,7 @@ fn map_block(var: &str, f: &str, n: usize) -> String {
     }
     format!(
         "map $arg_k ${var} {{
+             zz '[{{\"any\":true,\"redirectPath\":\"/t/z$arg_z\"}}]';
              default '[{{\"any\":true,\"redirectPath\":\"/t/default\"}}]';
 {map}         }}"
     )
@@ -137,6 +138,19 @@ fn a_map_of_2000_configured_lists_walked_twice_compiles_each_once() {
         last.contains(" evicted, the cache holds ") && !last.contains("configuration"),
         "{last}"
     );
+
+    // A map value with a variable in it is made per request (in the request's pool): it is
+    // request data, never kept, whether the map defines `$http_matches` or `set` copies it.
+    for (path, z) in [("/m", "1"), ("/m", "2"), ("/s", "3")] {
+        let r = n.get(&format!("{path}?k=zz&z={z}"), &[]);
+        assert_eq!(r.body, format!("/t/z{z} entry=0\n"));
+    }
+    let log = n.error_log();
+    let lines = compile_lines(&log);
+    assert_eq!(lines.len(), 2 * LISTS + 6);
+    for l in &lines[2 * LISTS + 3..] {
+        assert!(l.contains(" evicted, the cache holds ") && !l.contains("configuration"), "{l}");
+    }
     n.finish();
 }
 
