@@ -10,22 +10,30 @@
 //! and not kept.
 //!
 //! Values from the configuration (a `set $http_matches '<literal>'`, a `map`'s constant values,
-//! which ngx_http_map_module copies into the cycle's pool with `ngx_pstrdup(ctx->keys.pool)`)
-//! are never in that LRU: a client that walks more `map` keys than the LRU holds would
+//! which ngx_http_map_module copies into the cycle's pool with `ngx_pstrdup(ctx->keys.pool)`,
+//! whether the `map` defines `$http_matches` itself or a variable that `set $http_matches $list`
+//! copies) are never in that LRU: a client that walks more `map` keys than the LRU holds would
 //! otherwise force a compile on every request. A value is from the configuration when its
 //! bytes lie inside the memory of the cycle's pool (its blocks and its large allocations, read
 //! once per worker from `ngx_pool_t`, a public struct): that memory lives as long as the
 //! configuration, so no request's memory can ever be inside it. Such a value is compiled once
-//! per worker and kept for the worker's life, found by its address, in a set bounded in bytes
-//! by what `http_matches_max_memory` leaves after the configuration's other lists (a bound the
-//! configuration's own size sets, not a client). Past that bound a value goes to the LRU like
-//! any other.
+//! per worker and kept for the worker's life, found by its address and by its bytes, in a set
+//! bounded in bytes by what `http_matches_max_memory` leaves after the configuration's other
+//! lists (a bound the configuration's own size sets, not a client). Past that bound a value
+//! goes to the LRU like any other, and the first such value of a worker is reported once.
 //!
 //! Lookups first try the value's address: a configured value is the same bytes at the same
 //! address for every request, so a hit costs a hash of two integers and one comparison of the
-//! bytes (which guards against a reused address). Only other values are hashed whole (SipHash:
-//! they may come from request data). An NGINX worker runs handlers on one thread, so the cache
-//! is thread-local.
+//! bytes (which guards against a reused address). A copy of a configured value (`set
+//! $http_matches $list` copies the map's value into the request's pool) is found by its bytes
+//! among the kept values. Only when a value is in none of the sets, that is before it is
+//! compiled, are the request's evaluated variables searched for a configured original of it
+//! (the copy's source): that search is never on the path of a request that compiles nothing.
+//! Keeping a value is decided only from where its bytes lie, so request data never enters the
+//! kept set; a request value with the same bytes as a kept one is answered by the kept compile
+//! (the same bytes compile alike). Values that are not kept are hashed with SipHash (they may
+//! come from request data). An NGINX worker runs handlers on one thread, so the cache is
+//! thread-local.
 
 use core::cell::Cell;
 use std::cell::RefCell;
@@ -78,8 +86,14 @@ struct Configured {
     ranges: Vec<(usize, usize)>,
     /// (syntax, address, length) -> entry; checked against `Entry::source`.
     kept: FxHashMap<(usize, usize, usize), Rc<Entry>>,
+    /// Per syntax: value -> entry, for copies of kept values. FxHash: only configured values
+    /// are ever inserted, so a client's bytes can at most probe among those.
+    kept_by_value: [FxHashMap<Rc<[u8]>, Rc<Entry>>; 3],
     /// Sum of `cost` over `kept`.
     bytes: usize,
+    /// Configured values compiled that did not fit in `Limits::configured` (each went to the
+    /// LRU; one value evicted and compiled again counts again).
+    refused: usize,
 }
 
 impl Configured {
@@ -194,6 +208,9 @@ pub(crate) struct Stats {
     /// Values from the configuration kept, and their bytes.
     pub(crate) kept: usize,
     pub(crate) kept_bytes: usize,
+    /// This lookup's value was the worker's first configured value that did not fit: the
+    /// handler's one `[warn]`.
+    pub(crate) first_refusal: bool,
 }
 
 impl Cache {
@@ -225,6 +242,7 @@ impl Cache {
             bytes: self.bytes,
             kept: self.configured.kept.len(),
             kept_bytes: self.configured.bytes,
+            first_refusal: false,
         }
     }
 }
@@ -242,10 +260,11 @@ pub(crate) struct Limits {
 
 /// The compiled form of `value`, compiling it on first sight.
 ///
-/// `origins`: the request's other variable values. A value that is a copy of one of them lying
-/// in the configuration's memory (`set $http_matches $list;` copies a `map`'s constant value
-/// into the request's pool) is that configured value: the same bytes compile alike, so it is
-/// kept under the configured copy's address.
+/// `origins`: the request's other variable values (a lazy iterator), walked only before a
+/// compile. A value that
+/// is a copy of one of them lying in the configuration's memory (`set $http_matches $list;`
+/// copies a `map`'s constant value into the request's pool) is that configured value: the same
+/// bytes compile alike, so it is kept under the configured copy's address and its bytes.
 pub(crate) fn get<'a>(
     syntax: Syntax,
     value: &'a [u8],
@@ -257,9 +276,9 @@ pub(crate) fn get<'a>(
         let mut c = c.borrow_mut();
         let now = c.tick();
         let s = slot(syntax);
-        let address = (s, value.as_ptr() as usize, value.len());
+        let own = (s, value.as_ptr() as usize, value.len());
         if let Some((at, hit)) = &c.last
-            && *at == address
+            && *at == own
             && *hit.source == *value
         {
             hit.used.set(now);
@@ -267,11 +286,36 @@ pub(crate) fn get<'a>(
             return (hit, Lookup::Hit, c.stats());
         }
         c.configured.refresh(limits.cycle);
-        let mut configured = c.configured.holds(value);
-        // The value's own place: a copy found to be a configured value is remembered there as
-        // `last` too (the next request's copy is often at the same address, with the same bytes).
-        let own = address;
+        // A kept value: at its own address (a `map`'s value read directly, a literal), or by
+        // its bytes (a copy of one in the request's pool).
+        let kept = c.configured.kept.get(&own).filter(|hit| *hit.source == *value).cloned();
+        let kept = kept.or_else(|| c.configured.kept_by_value[s].get(value).cloned());
+        if let Some(hit) = kept {
+            // The next request's copy is often at the same address, with the same bytes.
+            c.last = Some((own, hit.clone()));
+            return (hit, Lookup::Hit, c.stats());
+        }
+        if let Some(hit) = c.by_address.get(&own) {
+            if *hit.source == *value {
+                hit.used.set(now);
+                let hit = hit.clone();
+                c.last = Some((own, hit.clone()));
+                return (hit, Lookup::Hit, c.stats());
+            }
+        }
+        if let Some(hit) = c.by_value[s].get(value).cloned() {
+            hit.used.set(now);
+            // The address map only speeds up values that keep their address; values from
+            // request memory get a new one each time, so it is emptied now and then.
+            if c.by_address.len() >= MAX_VALUES {
+                c.by_address.clear();
+            }
+            c.by_address.insert(own, hit.clone());
+            return (hit, Lookup::Hit, c.stats());
+        }
+        // Not compiled yet (or evicted): is it a configured value, or a copy of one?
         let mut value = value;
+        let mut configured = c.configured.holds(value);
         if !configured && !c.configured.ranges.is_empty() {
             let mut origins = origins;
             if let Some(origin) = origins.find(|o| {
@@ -285,32 +329,6 @@ pub(crate) fn get<'a>(
             }
         }
         let address = (s, value.as_ptr() as usize, value.len());
-        if configured
-            && let Some(hit) = c.configured.kept.get(&address)
-            && *hit.source == *value
-        {
-            let hit = hit.clone();
-            c.last = Some((own, hit.clone()));
-            return (hit, Lookup::Hit, c.stats());
-        }
-        if let Some(hit) = c.by_address.get(&address) {
-            if *hit.source == *value {
-                hit.used.set(now);
-                let hit = hit.clone();
-                c.last = Some((address, hit.clone()));
-                return (hit, Lookup::Hit, c.stats());
-            }
-        }
-        if let Some(hit) = c.by_value[s].get(value).cloned() {
-            hit.used.set(now);
-            // The address map only speeds up values that keep their address; values from
-            // request memory get a new one each time, so it is emptied now and then.
-            if c.by_address.len() >= MAX_VALUES {
-                c.by_address.clear();
-            }
-            c.by_address.insert(address, hit.clone());
-            return (hit, Lookup::Hit, c.stats());
-        }
         let compiled = route_match::compile_list_within(value, syntax, bounds);
         // Out of memory says nothing about the value: never remembered.
         let transient = compiled.as_ref().is_err_and(ParseError::is_memory);
@@ -321,15 +339,21 @@ pub(crate) fn get<'a>(
         let source: Rc<[u8]> = value.into();
         let entry =
             Rc::new(Entry { source: source.clone(), compiled, cost, slot: s, used: now.into() });
-        if configured && !transient && c.configured.bytes + cost <= limits.configured {
-            c.configured.bytes += cost;
-            c.configured.kept.insert(address, entry.clone());
-            c.last = Some((own, entry.clone()));
-            return (entry, Lookup::Kept, c.stats());
+        if configured && !transient {
+            if c.configured.bytes + cost <= limits.configured {
+                c.configured.bytes += cost;
+                c.configured.kept.insert(address, entry.clone());
+                c.configured.kept_by_value[s].insert(source, entry.clone());
+                c.last = Some((own, entry.clone()));
+                return (entry, Lookup::Kept, c.stats());
+            }
+            c.configured.refused += 1;
         }
+        let first_refusal = configured && !transient && c.configured.refused == 1;
+        let stats = |c: &Cache| Stats { first_refusal, ..c.stats() };
         let budget = limits.budget;
         if cost > budget || transient {
-            return (entry, Lookup::Uncached, c.stats());
+            return (entry, Lookup::Uncached, stats(&c));
         }
         let mut evicted = 0;
         while (c.bytes + cost > budget || c.len() >= MAX_VALUES) && c.evict_one() {
@@ -340,8 +364,8 @@ pub(crate) fn get<'a>(
         if c.by_address.len() >= MAX_VALUES {
             c.by_address.clear();
         }
-        c.by_address.insert(address, entry.clone());
-        (entry, Lookup::Compiled { evicted }, c.stats())
+        c.by_address.insert(own, entry.clone());
+        (entry, Lookup::Compiled { evicted }, stats(&c))
     })
 }
 

@@ -642,6 +642,32 @@ pub(crate) fn declared(cf: *mut ngx_conf_t, name: &str) -> bool {
     }
 }
 
+/// Whether the declared variable `name` has a definition of its own: a `map`, `geo`,
+/// `split_clients`, `js_set`, ... gives it a getter. `set` alone declares it weak
+/// (ngx_http_rewrite_module, `NGX_HTTP_VAR_WEAK`): NGINX then replaces its getter by the
+/// prefix variable's when it initializes the variables, after postconfiguration, so that a
+/// `$http_...` name reads the request header of that name where no `set` ran.
+fn has_getter(cf: *mut ngx_conf_t, name: &str) -> bool {
+    // SAFETY: as in `declared`; each key's `value` is the `ngx_http_variable_t` that
+    // ngx_http_add_variable made (alive with the configuration).
+    unsafe {
+        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return false };
+        let vk = cmcf.variables_keys;
+        if vk.is_null() || (*vk).keys.nelts == 0 {
+            return false;
+        }
+        let keys =
+            core::slice::from_raw_parts((*vk).keys.elts as *const ngx_hash_key_t, (*vk).keys.nelts);
+        keys.iter().any(|k| {
+            let v = k.value as *const ngx::ffi::ngx_http_variable_t;
+            k.key.as_bytes() == name.as_bytes()
+                && !v.is_null()
+                && (*v).get_handler.is_some()
+                && (*v).flags & ngx::ffi::NGX_HTTP_VAR_WEAK as ngx_uint_t == 0
+        })
+    }
+}
+
 /// The index of variable `name` when something in the configuration (`log_format`, `return`,
 /// `add_header`, ...) refers to it; `None` when nothing does (the handler then counts no work).
 fn indexed_variable(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint_t> {
@@ -738,6 +764,7 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     }
     if declared(cf, "http_matches") {
         mcf.http_matches = variable_index(cf, "http_matches");
+        mcf.http_matches_getter = has_getter(cf, "http_matches");
     }
     mcf.var_work = indexed_variable(cf, VAR_WORK);
     match (variable_index(cf, VAR_REDIRECT), variable_index(cf, VAR_ENTRY)) {

@@ -118,8 +118,9 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                 );
             }
         }
-    } else if let Some(value) = set_value(mcf.http_matches) {
-        if client_value(req, value) {
+    } else if let Some(value) = set_value(mcf.http_matches).or_else(|| defined_value(r, mcf)) {
+        // With a definition of its own (`map`), the variable never reads the request header.
+        if !mcf.http_matches_getter && client_value(req, value) {
             return fail(
                 log,
                 format_args!(
@@ -150,6 +151,20 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         };
         let (c, lookup, stats) =
             cache::get(lcf.var_syntax, value, &limits, bounds, variable_values(req));
+        if stats.first_refusal {
+            ngx_log_error!(
+                NGX_LOG_WARN,
+                log,
+                "http_matches: a $http_matches value from the configuration ({} bytes counted) \
+                 does not fit in what http_matches_max_memory leaves after the other lists ({} \
+                 bytes; {} configured values kept, {} bytes): it, and every configured value \
+                 not kept yet, goes through http_matches_var_cache (logged once per worker)",
+                c.cost,
+                limits.configured,
+                stats.kept,
+                stats.kept_bytes
+            );
+        }
         match lookup {
             Lookup::Hit => {}
             Lookup::Kept => {
@@ -244,7 +259,11 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     let outcome = match mcf.var_work {
         None => list.evaluate(&view),
         Some(index) => {
-            let (outcome, work) = list.evaluate_work(&Counted(&view));
+            // Another type over the same view (`Forward`), so that the counted evaluation is
+            // instantiated apart from `evaluate::<View>` and leaves the inlining of the common
+            // path as it was (with both on `View`, the module's regex path cost ~290 more
+            // instructions per request under callgrind).
+            let (outcome, work) = list.evaluate_work(&route_match::Forward::new(&view));
             // SAFETY: `r` is valid and `index` is an indexed variable of its configuration.
             if let Err(status) = unsafe { store_work(r, index, work) } {
                 return status;
@@ -414,6 +433,21 @@ fn format_usize(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
     }
 }
 
+/// `$http_matches` as its own definition gives it (a `map`), where no `set` ran; `None` when
+/// the variable has no definition of its own (NGINX would read the `Matches:` header).
+fn defined_value<'r>(r: *mut ngx_http_request_t, mcf: &MainConf) -> Option<&'r [u8]> {
+    if !mcf.http_matches_getter {
+        return None;
+    }
+    let index = mcf.http_matches?;
+    // SAFETY: `r` is the valid request being handled and `index` an indexed variable of its
+    // configuration; the value NGINX returns lives in the request (or the configuration) as
+    // long as the request.
+    let v = unsafe { ngx_http_get_indexed_variable(r, index) };
+    // SAFETY: null or a value owned by the request, alive while it is.
+    var::get(unsafe { v.as_ref()? })
+}
+
 /// The values of the request's indexed variables that are already evaluated (`r->variables`).
 fn variable_values(req: &ngx_http_request_t) -> impl Iterator<Item = &[u8]> {
     let n = NgxHttpCoreModule::main_conf(req).map_or(0, |cmcf| cmcf.variables.nelts);
@@ -469,33 +503,6 @@ impl RequestView for View<'_> {
     }
     fn regex_budget(&self) -> Option<u64> {
         self.budget
-    }
-}
-
-/// `View` for `MatchList::evaluate_work` (`$http_matches_work`): another type, so that the
-/// counted evaluation is instantiated apart from `evaluate::<View>` and leaves the inlining of
-/// the common path as it was (with both on `View`, the module's regex path cost ~290 more
-/// instructions per request under callgrind).
-struct Counted<'a, 'r>(&'a View<'r>);
-
-impl RequestView for Counted<'_, '_> {
-    fn method(&self) -> &[u8] {
-        self.0.method()
-    }
-    fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.0.headers()
-    }
-    fn query(&self) -> &[u8] {
-        self.0.query()
-    }
-    fn path(&self) -> &[u8] {
-        self.0.path()
-    }
-    fn regex_failed(&self, entry: usize, pattern: &str, why: &str) {
-        self.0.regex_failed(entry, pattern, why);
-    }
-    fn regex_budget(&self) -> Option<u64> {
-        self.0.regex_budget()
     }
 }
 

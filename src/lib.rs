@@ -13,7 +13,8 @@ use ngx::ffi::{
     NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_HTTP_LIF_CONF,
     NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET,
     NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, ngx_command_t, ngx_conf_set_flag_slot,
-    ngx_conf_set_size_slot, ngx_conf_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_uint_t,
+    ngx_conf_set_size_slot, ngx_conf_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_str_t,
+    ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_string;
@@ -71,91 +72,112 @@ static NGX_HTTP_MATCHES_MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
     merge_loc_conf: Some(conf::merge_loc_conf),
 };
 
+/// A directive handler as `ngx_command_t` holds it.
+type SetFn = unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
+
+/// One entry of the directive table: `name`, where it may stand and its arguments (`type_`),
+/// its handler, which configuration it writes (`conf`: `NGX_HTTP_*_CONF_OFFSET`) and the
+/// field's offset in it (for NGINX's own slot setters; 0 for ours).
+const fn directive(
+    name: ngx_str_t,
+    type_: u32,
+    set: SetFn,
+    conf: ngx_uint_t,
+    offset: ngx_uint_t,
+) -> ngx_command_t {
+    ngx_command_t {
+        name,
+        type_: type_ as ngx_uint_t,
+        set: Some(set),
+        conf,
+        offset,
+        post: core::ptr::null_mut(),
+    }
+}
+
+/// A directive with a handler of this module (which finds its field itself).
+const fn handler(name: ngx_str_t, type_: u32, set: SetFn, conf: ngx_uint_t) -> ngx_command_t {
+    directive(name, type_, set, conf, 0)
+}
+
+/// An `on|off` directive stored by `ngx_conf_set_flag_slot` into the field at `offset`.
+const fn flag(name: ngx_str_t, contexts: u32, conf: ngx_uint_t, offset: usize) -> ngx_command_t {
+    directive(name, contexts | NGX_CONF_FLAG, ngx_conf_set_flag_slot, conf, offset)
+}
+
+/// A size directive (`16k`, `32m`) stored by `ngx_conf_set_size_slot` into the field at
+/// `offset`.
+const fn size(name: ngx_str_t, contexts: u32, conf: ngx_uint_t, offset: usize) -> ngx_command_t {
+    directive(name, contexts | NGX_CONF_TAKE1, ngx_conf_set_size_slot, conf, offset)
+}
+
+/// The `http` block only.
+const MAIN: u32 = NGX_HTTP_MAIN_CONF;
+/// `http`, `server` and `location`.
+const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
+
 static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 11] = [
-    ngx_command_t {
-        name: ngx_string!("http_matches_load"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12) as ngx_uint_t,
-        set: Some(conf::cmd_http_matches_load),
-        conf: NGX_HTTP_MAIN_CONF_OFFSET,
-        offset: 0,
-        post: core::ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("http_matches"),
-        type_: (NGX_HTTP_LOC_CONF | NGX_HTTP_LIF_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE12)
-            as ngx_uint_t,
-        set: Some(conf::cmd_http_matches),
-        conf: NGX_HTTP_LOC_CONF_OFFSET,
-        offset: 0,
-        post: core::ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("http_matches_strict"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG)
-            as ngx_uint_t,
-        set: Some(ngx_conf_set_flag_slot),
-        conf: NGX_HTTP_LOC_CONF_OFFSET,
-        offset: core::mem::offset_of!(LocConf, strict),
-        post: core::ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("http_matches_regex_budget"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1)
-            as ngx_uint_t,
-        set: Some(conf::cmd_http_matches_regex_budget),
-        conf: NGX_HTTP_LOC_CONF_OFFSET,
-        offset: 0,
-        post: core::ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("http_matches_max_memory"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12) as ngx_uint_t,
-        set: Some(conf::cmd_http_matches_max_memory),
-        conf: NGX_HTTP_MAIN_CONF_OFFSET,
-        offset: 0,
-        post: core::ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("http_matches_regex_cache"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1) as ngx_uint_t,
-        set: Some(ngx_conf_set_size_slot),
-        conf: NGX_HTTP_MAIN_CONF_OFFSET,
-        offset: core::mem::offset_of!(MainConf, regex_cache_size),
-        post: core::ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("http_matches_var_max_size"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1) as ngx_uint_t,
-        set: Some(ngx_conf_set_size_slot),
-        conf: NGX_HTTP_MAIN_CONF_OFFSET,
-        offset: core::mem::offset_of!(MainConf, var_max_size),
-        post: core::ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("http_matches_var_cache"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1) as ngx_uint_t,
-        set: Some(ngx_conf_set_size_slot),
-        conf: NGX_HTTP_MAIN_CONF_OFFSET,
-        offset: core::mem::offset_of!(MainConf, var_cache_size),
-        post: core::ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("http_matches_prefork"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG) as ngx_uint_t,
-        set: Some(ngx_conf_set_flag_slot),
-        conf: NGX_HTTP_MAIN_CONF_OFFSET,
-        offset: core::mem::offset_of!(MainConf, prefork),
-        post: core::ptr::null_mut(),
-    },
+    handler(
+        ngx_string!("http_matches_load"),
+        MAIN | NGX_CONF_TAKE12,
+        conf::cmd_http_matches_load,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+    ),
+    handler(
+        ngx_string!("http_matches"),
+        NGX_HTTP_LOC_CONF | NGX_HTTP_LIF_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE12,
+        conf::cmd_http_matches,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    flag(
+        ngx_string!("http_matches_strict"),
+        ANY_LEVEL,
+        NGX_HTTP_LOC_CONF_OFFSET,
+        core::mem::offset_of!(LocConf, strict),
+    ),
+    handler(
+        ngx_string!("http_matches_regex_budget"),
+        ANY_LEVEL | NGX_CONF_TAKE1,
+        conf::cmd_http_matches_regex_budget,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    handler(
+        ngx_string!("http_matches_max_memory"),
+        MAIN | NGX_CONF_TAKE12,
+        conf::cmd_http_matches_max_memory,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+    ),
+    size(
+        ngx_string!("http_matches_regex_cache"),
+        MAIN,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+        core::mem::offset_of!(MainConf, regex_cache_size),
+    ),
+    size(
+        ngx_string!("http_matches_var_max_size"),
+        MAIN,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+        core::mem::offset_of!(MainConf, var_max_size),
+    ),
+    size(
+        ngx_string!("http_matches_var_cache"),
+        MAIN,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+        core::mem::offset_of!(MainConf, var_cache_size),
+    ),
+    flag(
+        ngx_string!("http_matches_prefork"),
+        MAIN,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+        core::mem::offset_of!(MainConf, prefork),
+    ),
     // http_matches_epp (issue #32; see src/epp.rs).
-    ngx_command_t {
-        name: ngx_string!("http_matches_epp"),
-        type_: (NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1) as ngx_uint_t,
-        set: Some(epp::cmd_http_matches_epp),
-        conf: NGX_HTTP_LOC_CONF_OFFSET,
-        offset: 0,
-        post: core::ptr::null_mut(),
-    },
+    handler(
+        ngx_string!("http_matches_epp"),
+        NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1,
+        epp::cmd_http_matches_epp,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
     ngx_command_t::empty(),
 ];
 

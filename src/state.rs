@@ -22,6 +22,10 @@ pub struct MainConf {
     /// Indexes of `$match_key` and `$http_matches`, when some `set` declares them.
     pub(crate) match_key: Option<ngx_uint_t>,
     pub(crate) http_matches: Option<ngx_uint_t>,
+    /// `$http_matches` has a definition with a getter (`map $x $http_matches { ... }`): the
+    /// handler evaluates it where no `set` ran, and its value never comes from the
+    /// `Matches:` request header.
+    pub(crate) http_matches_getter: bool,
     /// Indexes of `$matches_redirect` and `$matches_entry`.
     pub(crate) var_redirect: ngx_uint_t,
     pub(crate) var_entry: ngx_uint_t,
@@ -75,6 +79,7 @@ impl Default for MainConf {
             used: false,
             match_key: None,
             http_matches: None,
+            http_matches_getter: false,
             var_redirect: 0,
             var_entry: 0,
             var_work: None,

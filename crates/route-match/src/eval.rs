@@ -39,6 +39,47 @@ pub trait RequestView {
     }
 }
 
+/// A [`RequestView`] that forwards every question to `view`: another type over the same
+/// request, for a caller that wants an evaluation instantiated apart from `evaluate::<V>` (the
+/// NGINX module's counted one), or one answer replaced (`budget`, a test's probe).
+pub struct Forward<'a, V> {
+    /// The request every question goes to.
+    pub view: &'a V,
+    /// Answers [`RequestView::regex_budget`] instead of `view` when set.
+    pub budget: Option<fn(&V) -> Option<u64>>,
+}
+
+impl<'a, V: RequestView> Forward<'a, V> {
+    /// Forwards everything.
+    pub fn new(view: &'a V) -> Self {
+        Forward { view, budget: None }
+    }
+}
+
+impl<V: RequestView> RequestView for Forward<'_, V> {
+    fn method(&self) -> &[u8] {
+        self.view.method()
+    }
+    fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.view.headers()
+    }
+    fn query(&self) -> &[u8] {
+        self.view.query()
+    }
+    fn path(&self) -> &[u8] {
+        self.view.path()
+    }
+    fn regex_failed(&self, entry: usize, pattern: &str, why: &str) {
+        self.view.regex_failed(entry, pattern, why);
+    }
+    fn regex_budget(&self) -> Option<u64> {
+        match self.budget {
+            Some(budget) => budget(self.view),
+            None => self.view.regex_budget(),
+        }
+    }
+}
+
 /// The regex budget of an evaluation (in charged match steps) unless the [`RequestView`] says
 /// otherwise: 15,625 attempts that finish within their first probe (64 steps), or three that
 /// go all the way up the ladder.

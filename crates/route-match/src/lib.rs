@@ -33,7 +33,7 @@ pub mod regex_cache;
 mod store;
 
 pub use compile::{Bounds, CompiledFile, CompiledList, FileError, Warning};
-pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, MatchList, Outcome, RequestView, Work};
+pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, Forward, MatchList, Outcome, RequestView, Work};
 pub use include::{flatten, flatten_text};
 pub use parse::{INCLUDE, ParseError, Syntax};
 pub use pattern::{ATTEMPT_MAX_CHARGE, DEFAULT_PATTERN_MEMORY, MATCH_LIMIT, PROBES, Pattern};
