@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Nginx, Prefix, nginx_binary};
+use common::{Nginx, Prefix, master, nginx_binary};
 
 /// A matches.json of `keys` distinct keys, each with its own one-entry list (~65 bytes a key).
 fn write_big_file(path: &Path, keys: usize) {
@@ -42,28 +42,13 @@ fn test_limited(prefix: &Prefix, kib: u64) -> (Option<i32>, Option<i32>, String)
 }
 
 fn vm_size_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmSize:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    master::status_kib(pid, "VmSize:")
 }
 
-fn master_pid(n: &Nginx) -> u32 {
-    let pid = std::fs::read_to_string(n.prefix.dir.join("logs/nginx.pid")).unwrap_or_default();
-    pid.trim().parse().expect("master pid")
+/// The memory tests' body, unbounded (`http_matches_max_memory off`).
+fn conf() -> String {
+    master::conf("http_matches_max_memory off;")
 }
-
-const CONF: &str = r#"
-    http_matches_max_memory off;
-    http_matches_load matches.json;
-    server {
-      listen 127.0.0.1:{PORT};
-      location /small { internal; return 200 "small\n"; }
-      location /big { internal; return 200 "big\n"; }
-      location = /t { set $match_key $http_x_key; http_matches; }
-    }"#;
 
 const SMALL: &str = r#"{"k1":[{"any":true,"redirectPath":"/small"}]}"#;
 
@@ -72,7 +57,7 @@ const SMALL: &str = r#"{"k1":[{"any":true,"redirectPath":"/small"}]}"#;
 /// a Rust backtrace).
 #[test]
 fn nginx_t_out_of_address_space_is_an_emerg_not_an_abort() {
-    let p = Prefix::new("pressure-t", CONF, &[]);
+    let p = Prefix::new("pressure-t", &conf(), &[]);
     write_big_file(&p.dir.join("conf/matches.json"), 1_000_000);
     let (ok, out) = p.test();
     assert!(ok, "the file compiles without a limit:\n{out}");
@@ -90,10 +75,10 @@ fn nginx_t_out_of_address_space_is_an_emerg_not_an_abort() {
 /// reload with a good file works.
 #[test]
 fn a_reload_out_of_address_space_is_refused_and_the_old_list_answers() {
-    let n = Nginx::start("pressure-reload", CONF, &[("matches.json", SMALL)]);
+    let n = Nginx::start("pressure-reload", &conf(), &[("matches.json", SMALL)]);
     let small = || n.get("/t", &[("x-key", "k1")]);
     assert_eq!(small().body, "small\n");
-    let master = master_pid(&n);
+    let master = master::pid(&n);
     // Room for a reload of a small file (a second cycle next to the first), not for 1,000,000
     // keys.
     let limit_kib = vm_size_kib(master) + 150 * 1024;
@@ -160,7 +145,7 @@ fn ten_thousand_huge_patterns_are_refused_within_200_mib() {
         );
     }
     json.push('}');
-    let conf = CONF.replace("http_matches_max_memory off;", "");
+    let conf = master::conf("");
     let p = Prefix::new("pressure-patterns", &conf, &[("matches.json", &json)]);
     let (ok, rss_kib, out) = test_peak_rss(&p);
     eprintln!("nginx -t: peak RSS {rss_kib} KiB\n{out}");
@@ -175,8 +160,7 @@ fn ten_thousand_huge_patterns_are_refused_within_200_mib() {
 #[test]
 fn a_pattern_over_its_bound_is_a_malformed_entry() {
     let list = r#"{"k1":[{"headers":["x:RegularExpression:(?:ab|cd){3000}N"],"redirectPath":"/big"},{"headers":["y:Exact:1"],"redirectPath":"/small"}]}"#;
-    let conf =
-        CONF.replace("http_matches_max_memory off;", "http_matches_max_memory 64m pattern=16k;");
+    let conf = master::conf("http_matches_max_memory 64m pattern=16k;");
     // The [warn] is read from `nginx -t`: at load NGINX logs to its compiled-in error log
     // (Debian's: /var/log/nginx/error.log), not yet to the prefix's.
     let p = Prefix::new("pressure-pattern", &conf, &[("matches.json", list)]);
@@ -255,10 +239,10 @@ fn a_reload_swept_across_address_space_limits_never_kills_the_master() {
         };
     let old = r#"{"k1":[{"any":true,"redirectPath":"/small"}]}"#;
     let (heavy, hit) = literal_heavy_file();
-    let n = Nginx::start("pressure-sweep", CONF, &[("matches.json", old)]);
+    let n = Nginx::start("pressure-sweep", &conf(), &[("matches.json", old)]);
     let answer = || n.get("/t", &[("x-key", "k1"), ("x", &hit)]).body;
     assert_eq!(answer(), "small\n");
-    let master = master_pid(&n);
+    let master = master::pid(&n);
     let set_soft = |soft: &str| {
         let ok = Command::new("prlimit")
             .arg(format!("--pid={master}"))

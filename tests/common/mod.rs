@@ -6,6 +6,7 @@
 //! next to this test. `NGX_MATCHES_KEEP=1` keeps the scratch directories.
 #![allow(dead_code)]
 
+pub mod master;
 pub mod shapes;
 
 use std::io::{Read, Write};
