@@ -329,3 +329,60 @@ fn a_reload_swept_across_address_space_limits_never_kills_the_master() {
     set_soft("unlimited");
     n.finish();
 }
+
+/// The reserve refused at request time: a `$http_matches` compile in a worker whose address
+/// space has no room left for the allocator's 16 MiB reserve answers 500 with an `[error]`
+/// that says so (the compile refuses before it parses the list: `Scope::open` is spent without
+/// its reserve), the worker lives, and with the limit lifted the same value compiles (an out
+/// of memory result is never cached).
+#[test]
+fn a_request_time_compile_without_the_reserve_is_a_500_and_the_worker_lives() {
+    let conf = r#"
+        http_matches_max_memory 64m;
+        server {
+          listen 127.0.0.1:{PORT};
+          large_client_header_buffers 4 32k;
+          location /ok { internal; return 200 "ok\n"; }
+          location = /v { set $http_matches $http_x_list; http_matches; }
+        }"#;
+    // The worker runs as root, as the test does: prlimit on another user's process needs
+    // CAP_SYS_RESOURCE, which a container may not give.
+    let p = Prefix::new("pressure-no-reserve", conf, &[]);
+    let text = std::fs::read_to_string(p.dir.join("conf/nginx.conf")).unwrap();
+    p.write("nginx.conf", &format!("user root;\n{text}"));
+    let n = p.start();
+    let warm = r#"[{"any":true,"redirectPath":"/ok"}]"#;
+    assert_eq!(n.get("/v", &[("x-list", warm)]).body, "ok\n");
+    // 200 regex entries (~16 KB): its parse alone would allocate megabytes.
+    let entries: Vec<String> = (0..200)
+        .map(|i| {
+            format!(r#"{{"headers":["x:RegularExpression:^v{i}\\.[0-9]+$"],"redirectPath":"/ok"}}"#)
+        })
+        .chain([r#"{"any":true,"redirectPath":"/ok"}"#.to_owned()])
+        .collect();
+    let list = format!("[{}]", entries.join(","));
+    let worker = common::worker_pid(&n);
+    let set_as = |value: String| {
+        let ok = Command::new("prlimit")
+            .arg(format!("--pid={worker}"))
+            .arg(format!("--as={value}:unlimited"))
+            .status()
+            .expect("prlimit");
+        assert!(ok.success());
+    };
+    // The soft limit only (the hard one stays unlimited, so it can be lifted again). Room for the request (pools, buffers), not for the 16 MiB reserve.
+    set_as(((vm_size_kib(worker) + 4 * 1024) * 1024).to_string());
+    let r = n.get("/v", &[("x-list", &list)]);
+    set_as("unlimited".to_owned());
+    assert_eq!(r.status, 500, "{}", n.error_log());
+    let log = n.error_log();
+    assert!(
+        log.contains("[error]") && log.contains("refused the allocator's 16 MiB reserve"),
+        "{log}"
+    );
+    assert!(!log.contains("exited on signal"), "{log}");
+    assert_eq!(common::worker_pid(&n), worker, "the same worker");
+    assert_eq!(n.get("/v", &[("x-list", &list)]).body, "ok\n", "{}", n.error_log());
+    assert_eq!(common::worker_pid(&n), worker);
+    n.finish();
+}
