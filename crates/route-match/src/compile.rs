@@ -175,9 +175,21 @@ pub(crate) fn compile_list(
     // Before anything is allocated: without the reserve nothing may be (every caller, at load
     // or per request, comes through here or the file entries below).
     scope.check().map_err(|e| ParseError::memory(memory_error(e, "parsing the list")))?;
-    // A list given inline or in a variable is small (NGINX's 4 KiB token, or
-    // http_matches_var_max_size): its JSON tree is at most ~100x that, well within the
-    // reserve of the allocator, so the checkpoint after the parse is enough.
+    // Estimated before it is parsed: serde_json's tree (alive while the entries compile) and
+    // the entries' compiled form take at most LIST_BYTES_PER_JSON_BYTE per byte of JSON, all
+    // allocated before the checkpoint after the parse. So a list refused for its size never
+    // goes over the limit on its way to the refusal.
+    let estimate = json.len().saturating_mul(crate::LIST_BYTES_PER_JSON_BYTE);
+    let room = pcre2_bounded::memory::room();
+    if estimate > room {
+        return Err(ParseError::memory(format!(
+            "the compiled lists need more memory than allowed: the list's {} bytes of JSON may \
+             take up to {estimate} bytes to parse and compile, more than the {room} bytes left \
+             of the limit of {} bytes; not parsed",
+            json.len(),
+            scope.limit()
+        )));
+    }
     let raw = parse::parse_list(json);
     scope.check().map_err(|e| ParseError::memory(memory_error(e, "parsing the list")))?;
     let raw = raw?;
