@@ -22,6 +22,10 @@
 //! it loads the next configuration (`preconfiguration`); workers never free them. glibc only
 //! (`mallinfo2`, glibc >= 2.33); elsewhere nothing.
 //!
+//! Whether or not the fill runs, that first fork after a load also gives back what the old
+//! configuration left free (see [`before_fork`]): PCRE2's unused JIT chunks, and the heap's
+//! free pages.
+//!
 //! Why off by default (measured, docs/RELIABILITY.md "Master memory across reloads"): with a
 //! regex-heavy file the master grows with every reload while the fill is on (each reload's
 //! heap holes land in new places, and what is held keeps the heap from being trimmed), and is
@@ -76,11 +80,12 @@ pub(crate) fn want(on: bool) {
     WANTED.store(on, Ordering::Relaxed);
 }
 
-/// Arms the fill for the next fork (in the master, after a configuration load that uses the
-/// module).
+/// Arms the next fork's handler (in the master, after a configuration load that uses the
+/// module): it gives back the memory the old configuration left free, and runs the fill if
+/// asked for.
 pub(crate) fn arm() {
     #[cfg(target_env = "gnu")]
-    if USED.load(Ordering::Relaxed) && WANTED.load(Ordering::Relaxed) {
+    if USED.load(Ordering::Relaxed) {
         static REGISTER: std::sync::Once = std::sync::Once::new();
         REGISTER.call_once(|| {
             // SAFETY: registers a handler with no state; glibc unregisters handlers of a shared
@@ -121,14 +126,24 @@ struct MallInfo2 {
     keepcost: usize,
 }
 
+/// The first fork after a load: NGINX's master has freed the old configuration by now (at the
+/// end of `ngx_init_cycle`, before it starts the new workers), so what the old compiled lists
+/// held is free here, and not before. It is given back: PCRE2's JIT chunks that hold no code
+/// any more (kept mapped otherwise: the master's growth across reloads), and, unless the fill
+/// takes them, the free pages of the heap (`malloc_trim`).
 #[cfg(target_env = "gnu")]
 unsafe extern "C" fn before_fork() {
     if ARMED.swap(false, Ordering::Relaxed) {
         // Nothing may unwind out of a fork handler; a failed fill only costs memory.
         let _ = std::panic::catch_unwind(|| {
-            // SAFETY: see `fill`; runs in the forking (main) thread, before fork takes
-            // malloc's locks.
-            unsafe { fill() }
+            pcre2_bounded::free_unused_jit_memory();
+            if WANTED.load(Ordering::Relaxed) {
+                // SAFETY: see `fill`; runs in the forking (main) thread, before fork takes
+                // malloc's locks.
+                unsafe { fill() }
+            } else {
+                crate::state::release_free_memory();
+            }
         });
     }
 }

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Nginx, Prefix, nginx_binary};
+use common::{Nginx, Prefix, master, nginx_binary};
 
 /// A matches.json of `keys` distinct keys, each with its own one-entry list (~65 bytes a key).
 fn write_big_file(path: &Path, keys: usize) {
@@ -42,28 +42,13 @@ fn test_limited(prefix: &Prefix, kib: u64) -> (Option<i32>, Option<i32>, String)
 }
 
 fn vm_size_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmSize:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    master::status_kib(pid, "VmSize:")
 }
 
-fn master_pid(n: &Nginx) -> u32 {
-    let pid = std::fs::read_to_string(n.prefix.dir.join("logs/nginx.pid")).unwrap_or_default();
-    pid.trim().parse().expect("master pid")
+/// The memory tests' body, unbounded (`http_matches_max_memory off`).
+fn conf() -> String {
+    master::conf("http_matches_max_memory off;")
 }
-
-const CONF: &str = r#"
-    http_matches_max_memory off;
-    http_matches_load matches.json;
-    server {
-      listen 127.0.0.1:{PORT};
-      location /small { internal; return 200 "small\n"; }
-      location /big { internal; return 200 "big\n"; }
-      location = /t { set $match_key $http_x_key; http_matches; }
-    }"#;
 
 const SMALL: &str = r#"{"k1":[{"any":true,"redirectPath":"/small"}]}"#;
 
@@ -72,7 +57,7 @@ const SMALL: &str = r#"{"k1":[{"any":true,"redirectPath":"/small"}]}"#;
 /// a Rust backtrace).
 #[test]
 fn nginx_t_out_of_address_space_is_an_emerg_not_an_abort() {
-    let p = Prefix::new("pressure-t", CONF, &[]);
+    let p = Prefix::new("pressure-t", &conf(), &[]);
     write_big_file(&p.dir.join("conf/matches.json"), 1_000_000);
     let (ok, out) = p.test();
     assert!(ok, "the file compiles without a limit:\n{out}");
@@ -90,10 +75,10 @@ fn nginx_t_out_of_address_space_is_an_emerg_not_an_abort() {
 /// reload with a good file works.
 #[test]
 fn a_reload_out_of_address_space_is_refused_and_the_old_list_answers() {
-    let n = Nginx::start("pressure-reload", CONF, &[("matches.json", SMALL)]);
+    let n = Nginx::start("pressure-reload", &conf(), &[("matches.json", SMALL)]);
     let small = || n.get("/t", &[("x-key", "k1")]);
     assert_eq!(small().body, "small\n");
-    let master = master_pid(&n);
+    let master = master::pid(&n);
     // Room for a reload of a small file (a second cycle next to the first), not for 1,000,000
     // keys.
     let limit_kib = vm_size_kib(master) + 150 * 1024;
@@ -160,7 +145,7 @@ fn ten_thousand_huge_patterns_are_refused_within_200_mib() {
         );
     }
     json.push('}');
-    let conf = CONF.replace("http_matches_max_memory off;", "");
+    let conf = master::conf("");
     let p = Prefix::new("pressure-patterns", &conf, &[("matches.json", &json)]);
     let (ok, rss_kib, out) = test_peak_rss(&p);
     eprintln!("nginx -t: peak RSS {rss_kib} KiB\n{out}");
@@ -175,8 +160,7 @@ fn ten_thousand_huge_patterns_are_refused_within_200_mib() {
 #[test]
 fn a_pattern_over_its_bound_is_a_malformed_entry() {
     let list = r#"{"k1":[{"headers":["x:RegularExpression:(?:ab|cd){3000}N"],"redirectPath":"/big"},{"headers":["y:Exact:1"],"redirectPath":"/small"}]}"#;
-    let conf =
-        CONF.replace("http_matches_max_memory off;", "http_matches_max_memory 64m pattern=16k;");
+    let conf = master::conf("http_matches_max_memory 64m pattern=16k;");
     // The [warn] is read from `nginx -t`: at load NGINX logs to its compiled-in error log
     // (Debian's: /var/log/nginx/error.log), not yet to the prefix's.
     let p = Prefix::new("pressure-pattern", &conf, &[("matches.json", list)]);
@@ -243,22 +227,32 @@ fn literal_heavy_file() -> (String, String) {
 /// Before, a limit of +16 MiB aborted the master: the index of the list (hash maps grown
 /// with infallible allocations) was built after the allocator's reserve had been spent, with
 /// no checkpoint between the list's entries. `NGX_MATCHES_SWEEP_MIB=N` steps by N MiB from
-/// +0 to +320 (1: every MiB, 321 points).
+/// +0 to +320 (1: every MiB, 321 points); `NGX_MATCHES_SWEEP_KIB=S[:M]` steps by S KiB from +0
+/// to +M MiB (default 256 KiB to +320 MiB; `256:64` is 257 points across the compile's own
+/// needs, docs/RELIABILITY.md has its figures).
 #[test]
 fn a_reload_swept_across_address_space_limits_never_kills_the_master() {
     // The normal run: every 8 MiB across the compile's own needs (+0 to +64), and one point
     // past them.
-    let points: Vec<u64> =
-        match std::env::var("NGX_MATCHES_SWEEP_MIB").ok().and_then(|v| v.parse().ok()) {
-            Some(step) => (0..=320).step_by(usize::max(step, 1)).collect(),
-            None => (0..=64).step_by(8).chain([320]).collect(),
-        };
+    // Points in KiB above the master's VmSize.
+    let env = |name: &str| std::env::var(name).ok();
+    let fine = env("NGX_MATCHES_SWEEP_KIB").map(|v| {
+        let mut words = v.split(':').map(|w| w.parse::<u64>().ok());
+        let step = words.next().flatten().unwrap_or(256).max(4);
+        let max_mib = words.next().flatten().unwrap_or(320);
+        (step, max_mib)
+    });
+    let points: Vec<u64> = match (fine, env("NGX_MATCHES_SWEEP_MIB").and_then(|v| v.parse().ok())) {
+        (Some((step, max_mib)), _) => (0..=max_mib * 1024).step_by(step as usize).collect(),
+        (None, Some(step)) => (0..=320 * 1024).step_by(usize::max(step, 1) * 1024).collect(),
+        (None, None) => (0..=64 * 1024).step_by(8 * 1024).chain([320 * 1024]).collect(),
+    };
     let old = r#"{"k1":[{"any":true,"redirectPath":"/small"}]}"#;
     let (heavy, hit) = literal_heavy_file();
-    let n = Nginx::start("pressure-sweep", CONF, &[("matches.json", old)]);
+    let n = Nginx::start("pressure-sweep", &conf(), &[("matches.json", old)]);
     let answer = || n.get("/t", &[("x-key", "k1"), ("x", &hit)]).body;
     assert_eq!(answer(), "small\n");
-    let master = master_pid(&n);
+    let master = master::pid(&n);
     let set_soft = |soft: &str| {
         let ok = Command::new("prlimit")
             .arg(format!("--pid={master}"))
@@ -303,29 +297,29 @@ fn a_reload_swept_across_address_space_limits_never_kills_the_master() {
         outcome
     };
     let (mut refused, mut loaded, mut unindexed) = (0, 0, 0);
-    for extra_mib in points {
+    for extra_kib in points {
         // Back to the old list, with no limit.
         set_soft("unlimited");
         assert_eq!(reload(old, "small\n"), "loaded", "{}", n.error_log());
-        // The heavy file, limited to what the master has + extra_mib.
-        let limit = (vm_size_kib(master) + extra_mib * 1024) * 1024;
+        // The heavy file, limited to what the master has + extra_kib.
+        let limit = (vm_size_kib(master) + extra_kib) * 1024;
         set_soft(&limit.to_string());
         let warns = n.error_log().matches("would not fit").count();
         let outcome = reload(&heavy, "big\n");
         // The master is alive: signal 0.
         let alive = Command::new("kill").arg("-0").arg(master.to_string()).status().unwrap();
-        assert!(alive.success(), "+{extra_mib} MiB: the master died:\n{}", n.error_log());
+        assert!(alive.success(), "+{extra_kib} KiB: the master died:\n{}", n.error_log());
         match outcome {
             "refused" => {
                 refused += 1;
                 for _ in 0..3 {
-                    assert_eq!(answer(), "small\n", "+{extra_mib} MiB: the old list answers");
+                    assert_eq!(answer(), "small\n", "+{extra_kib} KiB: the old list answers");
                 }
                 let log = n.error_log();
                 let last = log.lines().rev().find(|l| l.contains("[emerg]")).unwrap_or_default();
                 // Ours, or NGINX's own allocation failing first (its pools, shared memory).
                 let oom = last.contains("out of memory") || last.contains("Cannot allocate");
-                assert!(oom, "+{extra_mib} MiB: {last}");
+                assert!(oom, "+{extra_kib} KiB: {last}");
             }
             _ => {
                 loaded += 1;
@@ -334,7 +328,7 @@ fn a_reload_swept_across_address_space_limits_never_kills_the_master() {
                 }
             }
         }
-        eprintln!("+{extra_mib} MiB: {outcome}");
+        eprintln!("+{extra_kib} KiB: {outcome}");
     }
     eprintln!(
         "{refused} refused, {loaded} loaded ({unindexed} with an index or automaton left out)"
@@ -343,5 +337,62 @@ fn a_reload_swept_across_address_space_limits_never_kills_the_master() {
     let log = n.error_log();
     assert!(!log.contains("memory allocation of"), "Rust's abort message:\n{log}");
     set_soft("unlimited");
+    n.finish();
+}
+
+/// The reserve refused at request time: a `$http_matches` compile in a worker whose address
+/// space has no room left for the allocator's 16 MiB reserve answers 500 with an `[error]`
+/// that says so (the compile refuses before it parses the list: `Scope::open` is spent without
+/// its reserve), the worker lives, and with the limit lifted the same value compiles (an out
+/// of memory result is never cached).
+#[test]
+fn a_request_time_compile_without_the_reserve_is_a_500_and_the_worker_lives() {
+    let conf = r#"
+        http_matches_max_memory 64m;
+        server {
+          listen 127.0.0.1:{PORT};
+          large_client_header_buffers 4 32k;
+          location /ok { internal; return 200 "ok\n"; }
+          location = /v { set $http_matches $http_x_list; http_matches; }
+        }"#;
+    // The worker runs as root, as the test does: prlimit on another user's process needs
+    // CAP_SYS_RESOURCE, which a container may not give.
+    let p = Prefix::new("pressure-no-reserve", conf, &[]);
+    let text = std::fs::read_to_string(p.dir.join("conf/nginx.conf")).unwrap();
+    p.write("nginx.conf", &format!("user root;\n{text}"));
+    let n = p.start();
+    let warm = r#"[{"any":true,"redirectPath":"/ok"}]"#;
+    assert_eq!(n.get("/v", &[("x-list", warm)]).body, "ok\n");
+    // 200 regex entries (~16 KB): its parse alone would allocate megabytes.
+    let entries: Vec<String> = (0..200)
+        .map(|i| {
+            format!(r#"{{"headers":["x:RegularExpression:^v{i}\\.[0-9]+$"],"redirectPath":"/ok"}}"#)
+        })
+        .chain([r#"{"any":true,"redirectPath":"/ok"}"#.to_owned()])
+        .collect();
+    let list = format!("[{}]", entries.join(","));
+    let worker = common::worker_pid(&n);
+    let set_as = |value: String| {
+        let ok = Command::new("prlimit")
+            .arg(format!("--pid={worker}"))
+            .arg(format!("--as={value}:unlimited"))
+            .status()
+            .expect("prlimit");
+        assert!(ok.success());
+    };
+    // The soft limit only (the hard one stays unlimited, so it can be lifted again). Room for the request (pools, buffers), not for the 16 MiB reserve.
+    set_as(((vm_size_kib(worker) + 4 * 1024) * 1024).to_string());
+    let r = n.get("/v", &[("x-list", &list)]);
+    set_as("unlimited".to_owned());
+    assert_eq!(r.status, 500, "{}", n.error_log());
+    let log = n.error_log();
+    assert!(
+        log.contains("[error]") && log.contains("refused the allocator's 16 MiB reserve"),
+        "{log}"
+    );
+    assert!(!log.contains("exited on signal"), "{log}");
+    assert_eq!(common::worker_pid(&n), worker, "the same worker");
+    assert_eq!(n.get("/v", &[("x-list", &list)]).body, "ok\n", "{}", n.error_log());
+    assert_eq!(common::worker_pid(&n), worker);
     n.finish();
 }

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod epp_shim;
+pub mod master;
 pub mod shapes;
 
 use std::io::{Read, Write};

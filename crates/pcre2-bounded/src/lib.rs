@@ -30,9 +30,9 @@ use pcre2_sys::{
     PCRE2_INFO_SIZE, PCRE2_JIT_COMPLETE, PCRE2_MATCH_INVALID_UTF, PCRE2_UTF, pcre2_code_8,
     pcre2_code_free_8, pcre2_compile_8, pcre2_compile_context_create_8,
     pcre2_compile_context_free_8, pcre2_general_context_8, pcre2_general_context_create_8,
-    pcre2_get_error_message_8, pcre2_jit_compile_8, pcre2_jit_match_8, pcre2_match_8,
-    pcre2_match_context_8, pcre2_match_context_create_8, pcre2_match_data_8,
-    pcre2_match_data_create_8, pcre2_pattern_info_8, pcre2_set_depth_limit_8,
+    pcre2_get_error_message_8, pcre2_jit_compile_8, pcre2_jit_free_unused_memory_8,
+    pcre2_jit_match_8, pcre2_match_8, pcre2_match_context_8, pcre2_match_context_create_8,
+    pcre2_match_data_8, pcre2_match_data_create_8, pcre2_pattern_info_8, pcre2_set_depth_limit_8,
     pcre2_set_heap_limit_8, pcre2_set_match_limit_8,
 };
 
@@ -277,6 +277,21 @@ impl Drop for Regex {
 
 /// pcre2_compile's "failed to allocate heap memory" (COMPILE_ERROR_BASE 100 + 21).
 const COMPILE_ERROR_HEAP_FAILED: i32 = 121;
+
+/// Gives the JIT's unused executable memory back to the system.
+///
+/// PCRE2 maps the machine code of JIT-compiled patterns in chunks of its own (`mmap`, outside
+/// malloc's heap) and keeps a chunk mapped when the patterns in it are freed, for the next
+/// compile. A process that compiles a new set of patterns while the old set is alive (NGINX's
+/// master on a reload: the new configuration is loaded before the old one is freed) finds the
+/// old chunks only partly reusable, and the kept chunks add up: measured with 4,000 patterns,
+/// the master's JIT mappings grew from 5.0 MiB to 6.0 MiB over 110 reloads. Call this once the
+/// old patterns are freed; the chunks still holding live code stay.
+pub fn free_unused_jit_memory() {
+    // SAFETY: PCRE2 takes the JIT allocator's lock and only unmaps chunks that hold no code;
+    // a null general context is allowed (the default allocator's memory).
+    unsafe { pcre2_jit_free_unused_memory_8(ptr::null_mut()) };
+}
 
 /// Bytes in front of each PCRE2 block that record its size (PCRE2's `free` is not told it).
 const HEADER: usize = 16;

@@ -75,6 +75,8 @@ static SCOPES: AtomicUsize = AtomicUsize::new(0);
 static LOAD: AtomicBool = AtomicBool::new(false);
 /// An allocation failed since [`begin_load`] (the reserve was used, or there was none).
 static LOAD_FAILED: AtomicBool = AtomicBool::new(false);
+/// Tests only ([`refuse_reserve`]): the system is taken to refuse the reserve.
+static REFUSE_RESERVE: AtomicBool = AtomicBool::new(false);
 
 fn reserve_layout() -> Layout {
     // A constant, valid layout (non-zero size, power-of-two alignment).
@@ -112,7 +114,8 @@ pub(crate) fn fits(n: usize) -> bool {
     let n = isize::try_from(n).unwrap_or(isize::MAX);
     METER
         .try_with(|m| {
-            let ok = m.live.get().saturating_add(n) <= m.limit.get();
+            // A spent scope gets nothing more: its compile fails at the next checkpoint anyway.
+            let ok = !m.failed.get() && m.live.get().saturating_add(n) <= m.limit.get();
             if !ok {
                 m.over.set(true);
             }
@@ -222,8 +225,18 @@ fn rescue() -> bool {
     true
 }
 
+/// For tests of the callers: while `on`, the reserve is not taken, as if the system refused
+/// it (an address-space limit). Process-wide; not for production code.
+#[doc(hidden)]
+pub fn refuse_reserve(on: bool) {
+    REFUSE_RESERVE.store(on, Ordering::Relaxed);
+}
+
 /// Takes the reserve if it is not held; `false` if the system cannot give it.
 fn take_reserve() -> bool {
+    if REFUSE_RESERVE.load(Ordering::Relaxed) {
+        return false;
+    }
     if !RESERVE_BLOCK.load(Ordering::Acquire).is_null() {
         return true;
     }
@@ -246,7 +259,10 @@ fn take_reserve() -> bool {
 /// Why a scope's work has to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exhausted {
-    /// The system refused an allocation (or the reserve could not be taken).
+    /// The system refused the reserve when the scope opened: nothing may be compiled in it
+    /// (without the reserve, an allocation that fails would abort the process).
+    NoReserve,
+    /// The system refused an allocation.
     OutOfMemory {
         /// Bytes the scope had allocated when it was found.
         used: usize,
@@ -263,6 +279,11 @@ pub enum Exhausted {
 impl fmt::Display for Exhausted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Exhausted::NoReserve => write!(
+                f,
+                "out of memory (the system refused the allocator's {} MiB reserve)",
+                RESERVE >> 20
+            ),
             Exhausted::OutOfMemory { used } => {
                 write!(f, "out of memory (the system refused an allocation after {used} bytes)")
             }
@@ -286,7 +307,10 @@ pub struct Scope {
 
 impl Scope {
     /// Opens a scope that may allocate `limit` bytes (`usize::MAX`: only count). It holds the
-    /// reserve until it is dropped.
+    /// reserve until it is dropped. If the system refuses the reserve, the scope is spent from
+    /// the start: [`Scope::check`] answers [`Exhausted::NoReserve`], [`spent`] is true (no
+    /// estimated structure is built) and PCRE2 gets no memory, so that every compile, whoever
+    /// calls it, refuses at its first checkpoint, before it allocates anything large.
     pub fn open(limit: usize) -> Scope {
         SCOPES.fetch_add(1, Ordering::AcqRel);
         let reserve_ok = take_reserve();
@@ -297,7 +321,7 @@ impl Scope {
             let l = isize::try_from(limit).unwrap_or(isize::MAX);
             m.limit.set(base.saturating_add(l));
             m.over.set(false);
-            m.failed.set(false);
+            m.failed.set(!reserve_ok);
             Scope { base, limit, saved, reserve_ok }
         })
     }
@@ -322,7 +346,9 @@ impl Scope {
     pub fn check(&self) -> Result<(), Exhausted> {
         let (over, failed) = METER.with(|m| (m.over.get(), m.failed.get()));
         let used = self.used();
-        if failed || !self.reserve_ok {
+        if !self.reserve_ok {
+            Err(Exhausted::NoReserve)
+        } else if failed {
             Err(Exhausted::OutOfMemory { used })
         } else if over || used > self.limit {
             Err(Exhausted::Limit { used, limit: self.limit })
@@ -437,6 +463,16 @@ mod tests {
         assert_eq!(room(), (1 << 20) - 1000);
         assert!(can_build(1000) && can_build((1 << 20) - 1000) && !can_build(1 << 20));
         sub(1000);
+        drop(s);
+        // Without the reserve a scope is spent at once, whoever opened it.
+        refuse_reserve(true);
+        let s = Scope::open(1 << 20);
+        assert_eq!(s.check(), Err(Exhausted::NoReserve));
+        assert!(spent() && !fits(16) && !can_build(16));
+        drop(s);
+        refuse_reserve(false);
+        let s = Scope::open(1 << 20);
+        assert_eq!(s.check(), Ok(()));
         drop(s);
         // Outside a scope nothing is limited.
         assert_eq!(room(), usize::MAX);

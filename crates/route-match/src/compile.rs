@@ -150,6 +150,11 @@ impl Default for Bounds {
 /// Why a compile ran out of memory, and what it was doing.
 fn memory_error(e: Exhausted, during: &str) -> String {
     match e {
+        Exhausted::NoReserve => format!(
+            "out of memory before {during}: the system refused the allocator's 16 MiB reserve \
+             (an address-space limit?), without which a failed allocation would abort the \
+             process; nothing was compiled"
+        ),
         Exhausted::OutOfMemory { used } => format!(
             "out of memory while {during}: the system refused an allocation after {used} bytes \
              had been allocated for this source"
@@ -167,9 +172,24 @@ pub(crate) fn compile_list(
     bounds: Bounds,
 ) -> Result<CompiledList, ParseError> {
     let scope = Scope::open(bounds.memory);
-    // A list given inline or in a variable is small (NGINX's 4 KiB token, or
-    // http_matches_var_max_size): its JSON tree is at most ~100x that, well within the
-    // reserve of the allocator, so the checkpoint after the parse is enough.
+    // Before anything is allocated: without the reserve nothing may be (every caller, at load
+    // or per request, comes through here or the file entries below).
+    scope.check().map_err(|e| ParseError::memory(memory_error(e, "parsing the list")))?;
+    // Estimated before it is parsed: serde_json's tree (alive while the entries compile) and
+    // the entries' compiled form take at most LIST_BYTES_PER_JSON_BYTE per byte of JSON, all
+    // allocated before the checkpoint after the parse. So a list refused for its size never
+    // goes over the limit on its way to the refusal.
+    let estimate = json.len().saturating_mul(crate::LIST_BYTES_PER_JSON_BYTE);
+    let room = pcre2_bounded::memory::room();
+    if estimate > room {
+        return Err(ParseError::memory(format!(
+            "the compiled lists need more memory than allowed: the list's {} bytes of JSON may \
+             take up to {estimate} bytes to parse and compile, more than the {room} bytes left \
+             of the limit of {} bytes; not parsed",
+            json.len(),
+            scope.limit()
+        )));
+    }
     let raw = parse::parse_list(json);
     scope.check().map_err(|e| ParseError::memory(memory_error(e, "parsing the list")))?;
     let raw = raw?;
@@ -202,6 +222,8 @@ pub(crate) fn compile_file(
     bounds: Bounds,
 ) -> Result<CompiledFile, ParseError> {
     let scope = Scope::open(bounds.memory);
+    // Before anything is allocated (see `compile_list`).
+    scope.check().map_err(|e| ParseError::memory(memory_error(e, "reading the file")))?;
     compile_file_from(syntax, bounds, &scope, || Ok(serde_json::Deserializer::from_slice(json)))
         .map_err(|e| match e {
             FileError::Parse(e) => e,
@@ -255,6 +277,8 @@ pub(crate) fn compile_path(
     bounds: Bounds,
 ) -> Result<CompiledFile, FileError> {
     let scope = Scope::open(bounds.memory);
+    // Before anything is allocated, the file's read buffer included (see `compile_list`).
+    scope.check().map_err(|e| FileError::Memory(memory_error(e, "reading the file")))?;
     let open = || {
         let file = Checked { file: std::fs::File::open(path)?, scope: &scope };
         let reader = std::io::BufReader::with_capacity(64 * 1024, file);

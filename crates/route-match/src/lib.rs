@@ -38,6 +38,14 @@ pub use include::{flatten, flatten_text};
 pub use parse::{INCLUDE, ParseError, Syntax};
 pub use pattern::{ATTEMPT_MAX_CHARGE, DEFAULT_PATTERN_MEMORY, MATCH_LIMIT, PROBES, Pattern};
 
+/// The most a list's parse and compile allocate at once per byte of its JSON (serde_json's
+/// tree, which is alive while the entries are compiled, plus their compiled form; PCRE2's
+/// code and the prefilter's automaton are bounded apart, refused or estimated against what is
+/// left). A list whose JSON times this does not fit in what is left of its bound is refused
+/// before it is parsed. Measured worst (`tests/parse_estimate.rs`): one-key objects nested in
+/// an unknown field, ~143 bytes per byte.
+pub const LIST_BYTES_PER_JSON_BYTE: usize = 192;
+
 /// Parses and compiles one match list (a JSON array), e.g. an inline `http_matches` argument or
 /// a `$http_matches` value.
 pub fn compile_list(json: &[u8], syntax: Syntax) -> Result<CompiledList, ParseError> {
