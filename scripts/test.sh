@@ -45,7 +45,15 @@ e2e() {
   # fails here, as it would for a user whose checkout is private.
   # The generator command some tests run (tests/reload_flow.rs), built from this checkout.
   cargo build --release -p httproute-nginx --bin httproute-nginx
-  (umask 077 && NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx \
+  # tests/epp_njs.rs's njs side (NGF's epp.js on njs 1.0.1 for Debian's NGINX), from the
+  # shared/ folder beside the checkout when it is there: then the differential must run.
+  local shared njs=()
+  shared=$(cd .. && pwd)/shared
+  if [ -f "$shared/njs-1.0.1/ngx_http_js_module.so" ] && [ -f "$shared/reference/ngf/epp.js" ]; then
+    njs=(NGX_MATCHES_NJS_MODULE="$shared/njs-1.0.1/ngx_http_js_module.so"
+      NGX_MATCHES_EPP_JS="$shared/reference/ngf/epp.js" NGX_MATCHES_REQUIRE_NJS=1)
+  fi
+  (umask 077 && env "${njs[@]}" NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx \
     HTTPROUTE_NGINX_BIN=$PWD/target/release/httproute-nginx cargo test -p ngx-http-matches --release "$@")
 }
 
