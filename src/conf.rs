@@ -626,20 +626,33 @@ unsafe extern "C" fn variable_not_set(
     Status::NGX_OK.into()
 }
 
-/// Whether some directive (`set`, `map`, ...) declared a variable named `name`.
-pub(crate) fn declared(cf: *mut ngx_conf_t, name: &str) -> bool {
+/// The declared variable named `name` (by `set`, `map`, ...), as ngx_http_add_variable made it;
+/// `None` when nothing declared it.
+fn declared_variable(
+    cf: *mut ngx_conf_t,
+    name: &str,
+) -> Option<*const ngx::ffi::ngx_http_variable_t> {
     // SAFETY: during postconfiguration the core main conf and its `variables_keys` (freed only
-    // later, by ngx_http_variables_init_vars) are alive; `keys` is an array of ngx_hash_key_t.
+    // later, by ngx_http_variables_init_vars) are alive; `keys` is an array of ngx_hash_key_t,
+    // each `value` the `ngx_http_variable_t` that ngx_http_add_variable made (alive with the
+    // configuration).
     unsafe {
-        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return false };
+        let cmcf = NgxHttpCoreModule::main_conf(&*cf)?;
         let vk = cmcf.variables_keys;
         if vk.is_null() || (*vk).keys.nelts == 0 {
-            return false;
+            return None;
         }
         let keys =
             core::slice::from_raw_parts((*vk).keys.elts as *const ngx_hash_key_t, (*vk).keys.nelts);
-        keys.iter().any(|k| k.key.as_bytes() == name.as_bytes())
+        keys.iter()
+            .find(|k| k.key.as_bytes() == name.as_bytes())
+            .map(|k| k.value as *const ngx::ffi::ngx_http_variable_t)
     }
+}
+
+/// Whether some directive (`set`, `map`, ...) declared a variable named `name`.
+pub(crate) fn declared(cf: *mut ngx_conf_t, name: &str) -> bool {
+    declared_variable(cf, name).is_some()
 }
 
 /// Whether the declared variable `name` has a definition of its own: a `map`, `geo`,
@@ -648,23 +661,14 @@ pub(crate) fn declared(cf: *mut ngx_conf_t, name: &str) -> bool {
 /// prefix variable's when it initializes the variables, after postconfiguration, so that a
 /// `$http_...` name reads the request header of that name where no `set` ran.
 fn has_getter(cf: *mut ngx_conf_t, name: &str) -> bool {
-    // SAFETY: as in `declared`; each key's `value` is the `ngx_http_variable_t` that
-    // ngx_http_add_variable made (alive with the configuration).
-    unsafe {
-        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return false };
-        let vk = cmcf.variables_keys;
-        if vk.is_null() || (*vk).keys.nelts == 0 {
-            return false;
+    match declared_variable(cf, name) {
+        Some(v) if !v.is_null() => {
+            // SAFETY: `v` is a live ngx_http_variable_t of this configuration
+            // (`declared_variable`).
+            let v = unsafe { &*v };
+            v.get_handler.is_some() && v.flags & ngx::ffi::NGX_HTTP_VAR_WEAK as ngx_uint_t == 0
         }
-        let keys =
-            core::slice::from_raw_parts((*vk).keys.elts as *const ngx_hash_key_t, (*vk).keys.nelts);
-        keys.iter().any(|k| {
-            let v = k.value as *const ngx::ffi::ngx_http_variable_t;
-            k.key.as_bytes() == name.as_bytes()
-                && !v.is_null()
-                && (*v).get_handler.is_some()
-                && (*v).flags & ngx::ffi::NGX_HTTP_VAR_WEAK as ngx_uint_t == 0
-        })
+        _ => false,
     }
 }
 
