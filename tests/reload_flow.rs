@@ -204,10 +204,15 @@ fn regenerate_and_reload_under_traffic() {
     for round in 1..=ROUNDS {
         let broken = round % 5 == 0;
         if broken {
-            // An input the generator refuses (a Gateway without listeners' port): nothing
+            // An input the generator refuses (a document that is not YAML: the operator's
+            // own input; a Gateway the CRD refuses would cost only that Gateway): nothing
             // written, nothing changed.
             let conf_before = read(&dir.join("nginx.conf"));
-            std::fs::write(&inputs[0], "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 0, protocol: HTTP}]\n").unwrap();
+            std::fs::write(
+                &inputs[0],
+                "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 80\n",
+            )
+            .unwrap();
             let e = stage(&dir, &inputs, &map, opts(), false, None).err().expect("refused");
             assert!(e.contains("routes.yaml"), "round {round}: {e}");
             // A configuration nginx -t refuses (a module that is not there): apply keeps the
