@@ -44,16 +44,16 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
-    NGX_DONE, NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_SPECIAL_RESPONSE,
-    NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED, NGX_HTTP_VAR_CHANGEABLE,
-    NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_OK,
-    ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key, ngx_http_add_variable,
-    ngx_http_conf_ctx_t, ngx_http_finalize_request, ngx_http_get_indexed_variable,
-    ngx_http_get_variable_index, ngx_http_handler_pt, ngx_http_internal_redirect,
-    ngx_http_named_location, ngx_http_post_subrequest_t, ngx_http_read_client_request_body,
-    ngx_http_request_empty_handler, ngx_http_request_t, ngx_http_subrequest,
-    ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t, ngx_palloc, ngx_pcalloc,
-    ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    NGX_DONE, NGX_ERROR, NGX_HTTP_CLIENT_CLOSED_REQUEST, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    NGX_HTTP_SPECIAL_RESPONSE, NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED,
+    NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_LOG_ERR,
+    NGX_LOG_INFO, NGX_OK, ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key,
+    ngx_http_add_variable, ngx_http_conf_ctx_t, ngx_http_finalize_request,
+    ngx_http_get_indexed_variable, ngx_http_get_variable_index, ngx_http_handler_pt,
+    ngx_http_internal_redirect, ngx_http_named_location, ngx_http_post_subrequest_t,
+    ngx_http_read_client_request_body, ngx_http_request_empty_handler, ngx_http_request_t,
+    ngx_http_subrequest, ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t,
+    ngx_palloc, ngx_pcalloc, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{ngx_conf_log_error, ngx_log_error};
@@ -664,15 +664,14 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         }
         ctx.done = true;
         (*(*sr).parent).write_event_handler = Some(resume);
-        // An in-memory subrequest never writes to the client: an error of the connection that
-        // appeared during the call, while its reading side saw no end or error, is the memory
-        // filter refusing an answer longer than subrequest_output_buffer_size (NGINX's output
-        // filter marks the client's connection for any filter's NGX_ERROR). Only the call
-        // failed: the client's request goes on, as after any other failed call.
+        // An in-memory subrequest never writes to the client, so NGINX's output filter marks
+        // the client's connection (`c->error`) when the memory filter refuses an answer longer
+        // than subrequest_output_buffer_size. Only that case, seen positively, is cleared: the
+        // call failed, the client's request goes on. A client that went away (HTTP/1 EOF, an
+        // HTTP/2 RST_STREAM that sets only `fc->error`) finalizes the call with 499 (or 408):
+        // never cleared, NGINX terminates the client's request as it would without us.
         let c = (*sr).connection;
-        let read = (*c).read;
-        let client_fine = read.is_null() || ((*read).eof() == 0 && (*read).error() == 0);
-        if (*c).error() != 0 && !ctx.error_before && client_fine {
+        if (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc) {
             (*c).set_error(0);
             ctx.cut = true;
             return NGX_OK as ngx_int_t;
@@ -681,6 +680,50 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
             return NGX_OK as ngx_int_t;
         }
         rc
+    }
+}
+
+/// Whether the subrequest's failure is the memory filter refusing the answer: finalized with
+/// `NGX_ERROR` (or 0) while the client's connection shows no end or error on either side,
+/// and the answer's declared length exceeds `subrequest_output_buffer_size` (no buffer made)
+/// or the buffer it was being copied into has less room left than one upstream buffer.
+///
+/// # Safety
+/// `sr` must be the subrequest being finalized.
+unsafe fn too_big_for_memory(sr: *mut ngx_http_request_t, rc: ngx_int_t) -> bool {
+    if rc != 0 && rc != NGX_ERROR as ngx_int_t {
+        // 499 (client closed), 408 (client timed out) and every HTTP status.
+        return false;
+    }
+    // SAFETY: the subrequest, its connection's events, its upstream (with its configuration)
+    // and its in-memory output buffer are NGINX's, alive while it is finalized; only read.
+    unsafe {
+        let c = (*sr).connection;
+        let quiet = |ev: *mut ngx::ffi::ngx_event_t| {
+            ev.is_null() || ((*ev).eof() == 0 && (*ev).error() == 0)
+        };
+        if !quiet((*c).read) || !quiet((*c).write) {
+            return false;
+        }
+        let u = (*sr).upstream;
+        if u.is_null() || (*u).headers_in.status_n == 0 {
+            return false;
+        }
+        let Some(clcf) = NgxHttpCoreModule::location_conf(&*sr) else { return false };
+        let limit = clcf.subrequest_output_buffer_size;
+        let out = (*sr).out;
+        if out.is_null() || (*out).buf.is_null() {
+            let declared = (*sr).headers_out.content_length_n;
+            return declared >= 0 && declared as usize > limit;
+        }
+        let b = &*(*out).buf;
+        let room = b.end.offset_from(b.last).max(0) as usize;
+        let chunk = if (*u).conf.is_null() {
+            0
+        } else {
+            (*(*u).conf).buffer_size.max((*(*u).conf).bufs.size)
+        };
+        room == 0 || room < chunk
     }
 }
 
@@ -695,6 +738,11 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
                 return;
             }
             (*r).write_event_handler = Some(ngx_http_request_empty_handler);
+            if (*(*r).connection).error() != 0 {
+                // The client went away during the call: end as NGINX would, never redirect.
+                ngx_http_finalize_request(r, NGX_HTTP_CLIENT_CLOSED_REQUEST as ngx_int_t);
+                return;
+            }
             let rc = finish(r, &*ctx);
             ngx_http_finalize_request(r, rc);
         }

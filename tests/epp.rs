@@ -432,6 +432,60 @@ fn the_url_is_checked_at_load() {
     assert!(ok, "{out}");
 }
 
+/// A client that goes away while the shim holds its answer: NGINX ends the request (499) and
+/// never redirects it, over HTTP/1 (the connection closed) and HTTP/2 (RST_STREAM, which sets
+/// only the stream's `fc->error`). A later request, on the same single worker, is the sync
+/// point: nothing is timed.
+#[test]
+fn a_client_that_goes_away_during_the_call_is_never_redirected() {
+    use std::io::Write;
+    use std::net::TcpStream;
+    let echo = Server::echo();
+    let shim = Server::shim(Mode::Held(echo.endpoint()));
+    let h2_port = common::free_port();
+    let n = start("epp-abort", &conf(&shim, h2_port));
+
+    let mut s = TcpStream::connect(("127.0.0.1", n.port())).expect("connect");
+    s.write_all(b"GET /infer?a=1 HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("write");
+    shim.wait_for(1);
+    drop(s);
+    n.wait_log("client prematurely closed", 1);
+
+    // HTTP/2 with prior knowledge: SETTINGS, a GET of /infer (HPACK literals, no Huffman),
+    // then RST_STREAM(CANCEL) once the shim has the call.
+    let mut h = TcpStream::connect(("127.0.0.1", h2_port)).expect("connect h2");
+    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
+        let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+        f.extend_from_slice(&[kind, flags]);
+        f.extend_from_slice(&stream.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    };
+    let mut block = vec![0x82, 0x86, 0x04, 6];
+    block.extend_from_slice(b"/infer");
+    block.extend_from_slice(&[0x01, 9]);
+    block.extend_from_slice(b"localhost");
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(frame(4, 0, 0, &[]));
+    out.extend(frame(1, 0x5, 1, &block));
+    h.write_all(&out).expect("write h2");
+    shim.wait_for(2);
+    h.write_all(&frame(3, 0, 1, &8u32.to_be_bytes())).expect("rst");
+    n.wait_log("client canceled stream 1", 1);
+
+    shim.release();
+    let r = send(&n, "GET", "/infer?after", &[], b"");
+    assert_eq!(r.status, 200, "{}", n.error_log());
+    let backend = echo.wait_for(1);
+    let log = n.error_log();
+    assert_eq!(backend.len(), 1, "only the last request reaches the backend: {log}");
+    assert_eq!(backend[0].target(), "/_internal?after", "{log}");
+    assert_eq!(errors(&log, "EndpointPicker"), 0, "a cancelled call was finished: {log}");
+    assert_eq!(log.matches("found inference endpoint").count(), 1, "{log}");
+    drop(h);
+    n.finish();
+}
+
 fn has_http2_curl() -> bool {
     Command::new("curl")
         .arg("-V")
