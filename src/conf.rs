@@ -90,6 +90,15 @@ pub(crate) unsafe extern "C" fn merge_loc_conf(
             conf.inline = prev.inline.clone();
             conf.var_syntax = prev.var_syntax;
         }
+        // `http_matches_epp`'s proxy handler goes into the `if` blocks of its location (blocks
+        // with no name): there the content handler stays ours (an `if` block sets none) and
+        // the proxy module inherits its upstream the same way.
+        // SAFETY: during the merge `cf->ctx` holds the child location's confs.
+        let noname =
+            NgxHttpCoreModule::location_conf(unsafe { &*cf }).is_some_and(|c| c.noname() != 0);
+        if conf.epp_proxy.is_none() && noname {
+            conf.epp_proxy = prev.epp_proxy;
+        }
         let warnings = core::mem::take(&mut conf.pending);
         report(cf, &warnings, &conf.pending_where, conf.strict == 1)
     })

@@ -173,7 +173,7 @@ pub struct LocConf {
     pub(crate) pending: Vec<Warning>,
     pub(crate) pending_where: String,
     /// `http_matches_epp`: the proxy module's content handler it configured for the shim
-    /// (not inherited).
+    /// (inherited by the location's `if` blocks only).
     pub(crate) epp_proxy: ngx::ffi::ngx_http_handler_pt,
 }
 

@@ -46,6 +46,15 @@ fn conf(shim: &Server, h2_port: u16) -> String {
             proxy_set_header Connection "";
             http_matches_epp http://epp_shim;
         }}
+        location /ifepp {{
+            set $epp_internal_path /_internal;
+            set $epp_host epp.default.svc;
+            set $epp_port 9002;
+            if ($http_x_flag) {{
+                set $epp_port 9003;
+            }}
+            http_matches_epp {url};
+        }}
         location = /via-named {{
             error_page 418 = @epp;
             return 418;
@@ -483,6 +492,28 @@ fn a_client_that_goes_away_during_the_call_is_never_redirected() {
     assert_eq!(errors(&log, "EndpointPicker"), 0, "a cancelled call was finished: {log}");
     assert_eq!(log.matches("found inference endpoint").count(), 1, "{log}");
     drop(h);
+    n.finish();
+}
+
+/// An `if` block inside an `http_matches_epp` location keeps the directive (it inherits the
+/// proxy handler, as the proxy module inherits its upstream): the call happens with what the
+/// block set.
+#[test]
+fn an_if_block_in_an_epp_location_keeps_the_call() {
+    let echo = Server::echo();
+    let shim = Server::shim(Mode::Endpoint(echo.endpoint()));
+    let n = start("epp-if", &conf(&shim, common::free_port()));
+    for (flag, port) in [(None, "9002"), (Some("1"), "9003")] {
+        let headers: Vec<(&str, &str)> = flag.map(|f| ("X-Flag", f)).into_iter().collect();
+        let r = send(&n, "GET", "/ifepp?q=1", &headers, b"");
+        assert_eq!(r.status, 200, "{flag:?}: {r:?} {}", n.error_log());
+        let got = shim.take();
+        assert_eq!(got.len(), 1, "{flag:?}");
+        assert_eq!(got[0].header("X-EPP-Port"), Some(port), "{flag:?}");
+        let backend = echo.take();
+        assert_eq!(backend.len(), 1, "{flag:?}");
+        assert_eq!(backend[0].target(), "/_internal?q=1", "{flag:?}");
+    }
     n.finish();
 }
 
