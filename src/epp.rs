@@ -125,6 +125,20 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
             );
             return NGX_CONF_ERROR;
         }
+        // SAFETY: `cf` parses a location block: the core module's location conf exists.
+        let named =
+            NgxHttpCoreModule::location_conf(unsafe { &*cf }).is_some_and(|c| c.named() != 0);
+        if named {
+            // The call is a subrequest to the request's URI: from a named location it lands
+            // in another location, and the shim is never asked.
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_epp: not allowed in a named location (the call to the shim is a \
+                 subrequest to the request's URI, which never comes back to a named location)"
+            );
+            return NGX_CONF_ERROR;
+        }
         // SAFETY: in a directive handler; the arguments are used before it returns.
         let args = unsafe { conf_args(cf) };
         let url: Vec<u8> =

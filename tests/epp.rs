@@ -55,16 +55,6 @@ fn conf(shim: &Server, h2_port: u16) -> String {
             }}
             http_matches_epp {url};
         }}
-        location = /via-named {{
-            error_page 418 = @epp;
-            return 418;
-        }}
-        location @epp {{
-            set $epp_internal_path /_internal;
-            set $epp_host epp.default.svc;
-            set $epp_port 9002;
-            http_matches_epp {url};
-        }}
         location = /nohost {{
             set $epp_internal_path /_internal;
             set $epp_port 9002;
@@ -285,15 +275,6 @@ fn the_shim_and_the_backend_get_what_epp_js_sends_and_every_failure_still_redire
     assert_eq!(shim.take()[0].method(), "HEAD");
     assert_eq!(echo.take().last().map(|e| e.method().to_owned()), Some("HEAD".to_owned()));
 
-    // A named location: the call to the request's URI lands in another location; said so,
-    // and the redirect still happens (no call reached the shim).
-    let before = shim.total();
-    let r = send(&n, "GET", "/via-named?v", &[], b"");
-    assert_eq!((r.status, r.body.as_str()), (200, "no endpoint, args=[v]\n"), "{r:?}");
-    let line = "the subrequest to \"/via-named\" did not come back to this location";
-    assert_eq!(errors(&n.error_log(), line), 1, "{}", n.error_log());
-    assert_eq!(shim.total(), before);
-
     // Missing variables: 500, one [error] naming each, no call.
     let before = shim.total();
     assert_eq!(n.get("/nohost", &[]).status, 500);
@@ -430,6 +411,12 @@ fn the_url_is_checked_at_load() {
         assert!(out.contains(&format!("http_matches_epp: invalid URL \"{url}\": {why}")), "{out}");
         assert!(out.contains("nginx.conf:"), "file:line: {out}");
     }
+    // A named location: the call to the request's URI would land elsewhere.
+    let body = "server { listen 127.0.0.1:{PORT}; location @epp { http_matches_epp; } }";
+    let (ok, out) = common::Prefix::new("epp-named", body, &[]).test();
+    assert!(!ok, "{out}");
+    assert!(out.contains("http_matches_epp: not allowed in a named location"), "{out}");
+    assert!(out.contains("nginx.conf:"), "file:line: {out}");
     let body =
         "server { listen 127.0.0.1:{PORT}; location / { http_matches_epp; http_matches_epp; } }";
     let (ok, out) = common::Prefix::new("epp-dup", body, &[]).test();
