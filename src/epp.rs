@@ -161,7 +161,12 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
         // SAFETY: `cf` parses a location block: the core module's location conf exists; we
         // only set its content handler, as `proxy_pass` did just before.
         match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
-            Some(clcf) => clcf.handler = Some(content_handler),
+            Some(clcf) => {
+                clcf.handler = Some(content_handler);
+                // proxy_pass turns on the 301 to "NAME/" for a location NAME ending in "/":
+                // this location is not the proxy's, and epp.js never redirected.
+                clcf.set_auto_redirect(0);
+            }
             None => return NGX_CONF_ERROR,
         }
         let mut name =

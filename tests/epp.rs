@@ -55,6 +55,12 @@ fn conf(shim: &Server, h2_port: u16) -> String {
             }}
             http_matches_epp {url};
         }}
+        location /v1/ {{
+            set $epp_internal_path /_internal;
+            set $epp_host epp.default.svc;
+            set $epp_port 9002;
+            http_matches_epp {url};
+        }}
         location = /nohost {{
             set $epp_internal_path /_internal;
             set $epp_port 9002;
@@ -501,6 +507,22 @@ fn an_if_block_in_an_epp_location_keeps_the_call() {
         assert_eq!(backend.len(), 1, "{flag:?}");
         assert_eq!(backend[0].target(), "/_internal?q=1", "{flag:?}");
     }
+    n.finish();
+}
+
+/// A location whose name ends in "/" gets no 301 for the name without it (proxy_pass turns
+/// that on for its own locations; epp.js's js_content did not).
+#[test]
+fn a_location_ending_in_a_slash_does_not_redirect_the_name_without_it() {
+    let echo = Server::echo();
+    let shim = Server::shim(Mode::Endpoint(echo.endpoint()));
+    let n = start("epp-slash", &conf(&shim, common::free_port()));
+    let r = send(&n, "GET", "/v1", &[], b"");
+    assert_eq!(r.status, 404, "{r:?}");
+    assert_eq!(shim.total(), 0);
+    let r = send(&n, "GET", "/v1/x?k", &[], b"");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(echo.take()[0].target(), "/_internal?k");
     n.finish();
 }
 
