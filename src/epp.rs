@@ -186,8 +186,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
     })
 }
 
-/// URL as `proxy_pass` takes it, with no path (the shim is asked at `/`) and no variables
-/// (the proxy would then resolve names per request and send another URI).
+/// URL as `proxy_pass` takes it, with no path, query or fragment (the shim is asked at `/`)
+/// and no variables (the proxy would then resolve names per request and send another URI).
 fn check_url(url: &[u8]) -> Result<(), &'static str> {
     let rest = url
         .strip_prefix(b"http://")
@@ -201,6 +201,10 @@ fn check_url(url: &[u8]) -> Result<(), &'static str> {
     }
     if rest.contains(&b'$') {
         return Err("variables are not allowed");
+    }
+    if rest.contains(&b'?') || rest.contains(&b'#') {
+        // proxy_pass would take "?..." as the URI's query and send it to the shim.
+        return Err("a query or fragment is not allowed (the shim is asked at \"/\")");
     }
     Ok(())
 }

@@ -407,6 +407,8 @@ fn the_url_is_checked_at_load() {
         ("http://127.0.0.1:1/epp", "a path is not allowed"),
         ("127.0.0.1:1", "expected http:// or https://"),
         ("http://$host", "variables are not allowed"),
+        ("http://127.0.0.1:1?a=1", "a query or fragment is not allowed"),
+        ("http://127.0.0.1:1#f", "a query or fragment is not allowed"),
     ] {
         let body = format!(
             "server {{ listen 127.0.0.1:{{PORT}}; location / {{ http_matches_epp {url}; }} }}"
