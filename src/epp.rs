@@ -158,11 +158,14 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
             Err(rc) => return rc,
         };
         lcf.epp_proxy = Some(proxy);
+        // SAFETY: in a directive handler, `cf` is parsing a file.
+        lcf.epp_where = unsafe { crate::util::conf_where(cf) };
         // SAFETY: `cf` parses a location block: the core module's location conf exists; we
         // only set its content handler, as `proxy_pass` did just before.
         match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
             Some(clcf) => {
                 clcf.handler = Some(content_handler);
+                lcf.epp_handler = clcf.handler.map(|f| f as usize);
                 // proxy_pass turns on the 301 to "NAME/" for a location NAME ending in "/":
                 // this location is not the proxy's, and epp.js never redirected.
                 clcf.set_auto_redirect(0);
@@ -287,6 +290,35 @@ unsafe fn proxy_pass(
             NgxHttpCoreModule::location_conf_mut(&*cf).and_then(|clcf| clcf.handler);
         handler.ok_or(NGX_CONF_ERROR)
     }
+}
+
+/// At merge, for a location with its own `http_matches_epp`: `None` if the location is
+/// fine, else why not. Another content handler set after ours (`http_matches`, `js_content`,
+/// `grpc_pass`, `empty_gif`, ...) would serve the client's request instead of the call; and a
+/// `limit_except` block gets the proxy's own handler from the proxy's merge, which would send
+/// the client's request straight to the shim.
+pub(crate) fn merge_check(
+    clcf: &ngx::ffi::ngx_http_core_loc_conf_t,
+    lcf: &LocConf,
+) -> Option<&'static str> {
+    if lcf.epp_where.is_empty() || clcf.noname() != 0 {
+        return None;
+    }
+    // The address we stored at the directive, compared as a number: did another directive
+    // overwrite it (the same value read back, not two addresses of one function)?
+    if clcf.handler.map(|f| f as usize) != lcf.epp_handler {
+        return Some(
+            "another directive of this location (http_matches, proxy_pass, js_content, \
+             grpc_pass, ...) replaced its content handler",
+        );
+    }
+    if clcf.limit_except != 0 {
+        return Some(
+            "limit_except is not supported in its location (the proxy module would send the \
+             client's request straight to the shim)",
+        );
+    }
+    None
 }
 
 /// Registers `$inference_workload_endpoint` (empty until the handler sets it, like

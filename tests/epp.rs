@@ -419,6 +419,19 @@ fn the_url_is_checked_at_load() {
         assert!(out.contains(&format!("http_matches_epp: invalid URL \"{url}\": {why}")), "{out}");
         assert!(out.contains("nginx.conf:"), "file:line: {out}");
     }
+    // Another content handler after ours, and limit_except (the proxy's merge would give its
+    // block the proxy's own handler): refused, with the directive's file:line.
+    for (inner, why) in [
+        ("http_matches_epp; empty_gif;", "replaced its content handler"),
+        ("http_matches_epp; limit_except GET { deny all; }", "limit_except is not supported"),
+        ("limit_except GET { deny all; } http_matches_epp;", "limit_except is not supported"),
+    ] {
+        let body = format!("server {{ listen 127.0.0.1:{{PORT}}; location /e {{ {inner} }} }}");
+        let (ok, out) = common::Prefix::new("epp-handler", &body, &[]).test();
+        assert!(!ok, "{inner}: {out}");
+        assert!(out.contains("[emerg]") && out.contains(why), "{inner}: {out}");
+        assert!(out.contains("nginx.conf:"), "file:line: {out}");
+    }
     // A named location: the call to the request's URI would land elsewhere.
     let body = "server { listen 127.0.0.1:{PORT}; location @epp { http_matches_epp; } }";
     let (ok, out) = common::Prefix::new("epp-named", body, &[]).test();
