@@ -516,6 +516,13 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         ps.write(ngx_http_post_subrequest_t { handler: Some(call_done), data: ctx.cast() });
         (*call).call = ctx;
         (*ctx).error_before = (*(*r).connection).error() != 0;
+        // Everything that can fail comes before ngx_http_subrequest: once it returned, the
+        // subrequest is posted and must run under a live parent, so no error path follows.
+        let host = value_of(r, mcf.epp.host);
+        let port = value_of(r, mcf.epp.port);
+        let Some(lines) = headers_for_shim(r, host, port) else {
+            return fail(r, "out of memory");
+        };
         let mut sr: *mut ngx_http_request_t = core::ptr::null_mut();
         let mut uri = (*r).uri;
         let flags = (NGX_HTTP_SUBREQUEST_IN_MEMORY | NGX_HTTP_SUBREQUEST_WAITED) as ngx_uint_t;
@@ -527,11 +534,7 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         (*sr).method = (*r).method;
         (*sr).method_name = (*r).method_name;
         *(*sr).ctx.add(module_index()) = call.cast();
-        let host = value_of(r, mcf.epp.host);
-        let port = value_of(r, mcf.epp.port);
-        if !headers_for_shim(sr, r, host, port) {
-            return fail(r, "out of memory");
-        }
+        install_headers(sr, lines);
         NGX_OK as ngx_int_t
     }
 }
@@ -575,21 +578,24 @@ unsafe fn value_of(r: *mut ngx_http_request_t, index: Option<ngx_uint_t>) -> ngx
     }
 }
 
-/// Gives the subrequest a header list of its own: the client's lines (but its `X-EPP-Host`
-/// and `X-EPP-Port`), then `X-EPP-Host: host` and `X-EPP-Port: port`. `false`: out of memory.
+/// The header lines of the call, in the client request's pool: the client's lines (but its
+/// `X-EPP-Host` and `X-EPP-Port`), then `X-EPP-Host: host` and `X-EPP-Port: port`. `None`: out
+/// of memory. The elements point at the client's names and values (alive with its request)
+/// and, for the two added lines, at the read-only statics `HOST_HEADER` / `PORT_HEADER` and
+/// their lowercase literals: NGINX's proxy only reads `key`, `lowcase_key` and `value` of
+/// request header lines, never writes them.
 ///
 /// # Safety
-/// `sr` must be a subrequest of `r` just created (its `headers_in` a copy of `r`'s).
+/// `r` must be the client's request.
 unsafe fn headers_for_shim(
-    sr: *mut ngx_http_request_t,
     r: *mut ngx_http_request_t,
     host: ngx_str_t,
     port: ngx_str_t,
-) -> bool {
+) -> Option<(*mut ngx_table_elt_t, usize)> {
     // SAFETY: the client's list parts hold `nelts` initialized elements each; the new array
-    // is allocated for all of them plus two and lives in the request's pool; `sr` is not
-    // moved (pool memory), so its list may point at its own first part; all-zero bytes are a
-    // valid ngx_table_elt_t (integers, null pointers, empty strings).
+    // is allocated for all of them plus two and lives in the request's pool; all-zero bytes
+    // are a valid ngx_table_elt_t (integers, null pointers, empty strings); the statics the
+    // two added lines point at are never written (see above).
     unsafe {
         let mut lines: Vec<ngx_table_elt_t> = Vec::new();
         let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
@@ -621,20 +627,31 @@ unsafe fn headers_for_shim(
             lines.push(line);
         }
         let size = core::mem::size_of::<ngx_table_elt_t>();
-        let pool = (*r).pool;
-        let elts = ngx_palloc(pool, size * lines.len()) as *mut ngx_table_elt_t;
+        let elts = ngx_palloc((*r).pool, size * lines.len()) as *mut ngx_table_elt_t;
         if elts.is_null() {
-            return false;
+            return None;
         }
         core::ptr::copy_nonoverlapping(lines.as_ptr(), elts, lines.len());
+        Some((elts, lines.len()))
+    }
+}
+
+/// Makes `lines` (from [`headers_for_shim`]) the subrequest's header list. Cannot fail.
+///
+/// # Safety
+/// `sr` must be a subrequest just created (its `headers_in` a copy of its parent's), `lines`
+/// an array of that many initialized elements in the parent's pool.
+unsafe fn install_headers(sr: *mut ngx_http_request_t, lines: (*mut ngx_table_elt_t, usize)) {
+    // SAFETY: `sr` is pool memory and never moves, so its list may point at its own first
+    // part; the array outlives the subrequest (the parent's pool).
+    unsafe {
+        let (elts, n) = lines;
         let list = &mut (*sr).headers_in.headers;
-        list.part =
-            ngx_list_part_t { elts: elts.cast(), nelts: lines.len(), next: core::ptr::null_mut() };
+        list.part = ngx_list_part_t { elts: elts.cast(), nelts: n, next: core::ptr::null_mut() };
         list.last = &mut list.part;
-        list.size = size;
-        list.nalloc = lines.len();
-        list.pool = pool;
-        true
+        list.size = core::mem::size_of::<ngx_table_elt_t>();
+        list.nalloc = n;
+        list.pool = (*(*sr).parent).pool;
     }
 }
 
@@ -662,8 +679,11 @@ unsafe extern "C" fn call_done(
                     "http_matches_epp: internal error (panic: {}) reading the shim's answer",
                     guard::describe(&*payload)
                 );
-                (*(data as *mut Ctx)).done = true;
-                (*(*sr).parent).write_event_handler = Some(resume);
+                let ctx = &mut *(data as *mut Ctx);
+                if !ctx.done {
+                    ctx.done = true;
+                    (*(*sr).parent).write_event_handler = Some(resume);
+                }
             }
             rc
         }
@@ -681,8 +701,12 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         if failed && ctx.rc == 0 {
             ctx.rc = rc;
         }
+        // NGINX may finalize the subrequest more than once (an error code, then the special
+        // response's own finalization, which may run another handler): the answer is the
+        // first finalization's upstream, and the parent is resumed once.
+        let first = !ctx.done;
         let u = (*sr).upstream;
-        if !u.is_null() && (*u).headers_in.status_n != 0 && ctx.status == 0 {
+        if first && !u.is_null() && (*u).headers_in.status_n != 0 {
             ctx.status = (*u).headers_in.status_n;
             let mut joined: Vec<u8> = Vec::new();
             let mut part: *const ngx_list_part_t = &(*u).headers_in.headers.part;
@@ -703,7 +727,11 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
                 ctx.endpoint = s;
             }
         }
-        if ctx.status != 0 && ctx.body.len == 0 {
+        if first && ctx.status != 0 {
+            // SAFETY (of the slice): `sr->out->buf` is the memory filter's one temporary
+            // buffer, holding `last - pos` initialized bytes of the answer from `pos` on (both
+            // in that buffer, `pos <= last`; `max(0)` guards the subtraction anyway); at most
+            // BODY_SHOWN + 1 of them are read, then copied to the pool.
             let out = (*sr).out;
             if !out.is_null() && !(*out).buf.is_null() {
                 let b = &*(*out).buf;
@@ -718,7 +746,9 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
             }
         }
         ctx.done = true;
-        (*(*sr).parent).write_event_handler = Some(resume);
+        if first {
+            (*(*sr).parent).write_event_handler = Some(resume);
+        }
         // An in-memory subrequest never writes to the client, so NGINX's output filter marks
         // the client's connection (`c->error`) when the memory filter refuses an answer longer
         // than subrequest_output_buffer_size. Only that case, seen positively, is cleared: the
