@@ -407,6 +407,9 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         if !ctx.is_null() && !(*ctx).call.is_null() {
             // The subrequest to the shim: the proxy asks "/" with no query.
             (*(*ctx).call).reached = true;
+            // The URI points at a read-only static: NGINX's proxy reads `r->uri` to build the
+            // request line (a location without a URI part: the URI as is) and never writes
+            // it; the location was already found, so no later phase matches it again.
             (*r).uri = ngx_str_t { len: 1, data: c"/".as_ptr().cast::<u8>().cast_mut() };
             (*r).args = ngx_str_t { len: 0, data: core::ptr::null_mut() };
             (*r).set_valid_location(0);
@@ -755,6 +758,11 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         // call failed, the client's request goes on. A client that went away (HTTP/1 EOF, an
         // HTTP/2 RST_STREAM that sets only `fc->error`) finalizes the call with 499 (or 408):
         // never cleared, NGINX terminates the client's request as it would without us.
+        // SAFETY (of clearing it): the subrequest shares the client's connection; `c->error`
+        // was 0 when the call started (`error_before`), the client's events show no end or
+        // error, and nothing was written to the client (an in-memory subrequest has no
+        // output to it), so the flag set by the memory filter's refusal is the only reason
+        // it is 1; clearing it lets the client's request go on, as after any failed call.
         let c = (*sr).connection;
         if (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc) {
             (*c).set_error(0);
