@@ -423,6 +423,10 @@ fn the_url_is_checked_at_load() {
     // block the proxy's own handler): refused, with the directive's file:line.
     for (inner, why) in [
         ("http_matches_epp; empty_gif;", "replaced its content handler"),
+        (
+            r#"http_matches_epp; http_matches '[{"any":true,"redirectPath":"/t"}]';"#,
+            "replaced its content handler",
+        ),
         ("http_matches_epp; limit_except GET { deny all; }", "limit_except is not supported"),
         ("limit_except GET { deny all; } http_matches_epp;", "limit_except is not supported"),
     ] {
