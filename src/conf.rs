@@ -90,6 +90,20 @@ pub(crate) unsafe extern "C" fn merge_loc_conf(
             conf.inline = prev.inline.clone();
             conf.var_syntax = prev.var_syntax;
         }
+        // `http_matches_epp`'s proxy handler goes into the `if` blocks of its location (blocks
+        // with no name): there the content handler stays ours (an `if` block sets none) and
+        // the proxy module inherits its upstream the same way.
+        // SAFETY: during the merge `cf->ctx` holds the child location's confs.
+        let clcf = NgxHttpCoreModule::location_conf(unsafe { &*cf });
+        if conf.epp_proxy.is_none() && clcf.is_some_and(|c| c.noname() != 0) {
+            conf.epp_proxy = prev.epp_proxy;
+        }
+        if let Some(why) = clcf.and_then(|c| crate::epp::merge_check(c, conf)) {
+            // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
+            let log = unsafe { (*cf).log };
+            ngx_log_error!(NGX_LOG_EMERG, log, "http_matches_epp: {why} in {}", conf.epp_where);
+            return NGX_CONF_ERROR;
+        }
         let warnings = core::mem::take(&mut conf.pending);
         report(cf, &warnings, &conf.pending_where, conf.strict == 1)
     })

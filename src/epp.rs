@@ -44,16 +44,16 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
-    NGX_DONE, NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_SPECIAL_RESPONSE,
-    NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED, NGX_HTTP_VAR_CHANGEABLE,
-    NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_OK,
-    ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key, ngx_http_add_variable,
-    ngx_http_conf_ctx_t, ngx_http_finalize_request, ngx_http_get_indexed_variable,
-    ngx_http_get_variable_index, ngx_http_handler_pt, ngx_http_internal_redirect,
-    ngx_http_named_location, ngx_http_post_subrequest_t, ngx_http_read_client_request_body,
-    ngx_http_request_empty_handler, ngx_http_request_t, ngx_http_subrequest,
-    ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t, ngx_palloc, ngx_pcalloc,
-    ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    NGX_DONE, NGX_ERROR, NGX_HTTP_CLIENT_CLOSED_REQUEST, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    NGX_HTTP_SPECIAL_RESPONSE, NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED,
+    NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_LOG_ERR,
+    NGX_LOG_INFO, NGX_OK, ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key,
+    ngx_http_add_variable, ngx_http_conf_ctx_t, ngx_http_finalize_request,
+    ngx_http_get_indexed_variable, ngx_http_get_variable_index, ngx_http_handler_pt,
+    ngx_http_internal_redirect, ngx_http_named_location, ngx_http_post_subrequest_t,
+    ngx_http_read_client_request_body, ngx_http_request_empty_handler, ngx_http_request_t,
+    ngx_http_subrequest, ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t,
+    ngx_palloc, ngx_pcalloc, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{ngx_conf_log_error, ngx_log_error};
@@ -125,6 +125,20 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
             );
             return NGX_CONF_ERROR;
         }
+        // SAFETY: `cf` parses a location block: the core module's location conf exists.
+        let named =
+            NgxHttpCoreModule::location_conf(unsafe { &*cf }).is_some_and(|c| c.named() != 0);
+        if named {
+            // The call is a subrequest to the request's URI: from a named location it lands
+            // in another location, and the shim is never asked.
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_epp: not allowed in a named location (the call to the shim is a \
+                 subrequest to the request's URI, which never comes back to a named location)"
+            );
+            return NGX_CONF_ERROR;
+        }
         // SAFETY: in a directive handler; the arguments are used before it returns.
         let args = unsafe { conf_args(cf) };
         let url: Vec<u8> =
@@ -144,10 +158,18 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
             Err(rc) => return rc,
         };
         lcf.epp_proxy = Some(proxy);
+        // SAFETY: in a directive handler, `cf` is parsing a file.
+        lcf.epp_where = unsafe { crate::util::conf_where(cf) };
         // SAFETY: `cf` parses a location block: the core module's location conf exists; we
         // only set its content handler, as `proxy_pass` did just before.
         match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
-            Some(clcf) => clcf.handler = Some(content_handler),
+            Some(clcf) => {
+                clcf.handler = Some(content_handler);
+                lcf.epp_handler = clcf.handler.map(|f| f as usize);
+                // proxy_pass turns on the 301 to "NAME/" for a location NAME ending in "/":
+                // this location is not the proxy's, and epp.js never redirected.
+                clcf.set_auto_redirect(0);
+            }
             None => return NGX_CONF_ERROR,
         }
         let mut name =
@@ -167,8 +189,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
     })
 }
 
-/// URL as `proxy_pass` takes it, with no path (the shim is asked at `/`) and no variables
-/// (the proxy would then resolve names per request and send another URI).
+/// URL as `proxy_pass` takes it, with no path, query or fragment (the shim is asked at `/`)
+/// and no variables (the proxy would then resolve names per request and send another URI).
 fn check_url(url: &[u8]) -> Result<(), &'static str> {
     let rest = url
         .strip_prefix(b"http://")
@@ -182,6 +204,10 @@ fn check_url(url: &[u8]) -> Result<(), &'static str> {
     }
     if rest.contains(&b'$') {
         return Err("variables are not allowed");
+    }
+    if rest.contains(&b'?') || rest.contains(&b'#') {
+        // proxy_pass would take "?..." as the URI's query and send it to the shim.
+        return Err("a query or fragment is not allowed (the shim is asked at \"/\")");
     }
     Ok(())
 }
@@ -264,6 +290,35 @@ unsafe fn proxy_pass(
             NgxHttpCoreModule::location_conf_mut(&*cf).and_then(|clcf| clcf.handler);
         handler.ok_or(NGX_CONF_ERROR)
     }
+}
+
+/// At merge, for a location with its own `http_matches_epp`: `None` if the location is
+/// fine, else why not. Another content handler set after ours (`http_matches`, `js_content`,
+/// `grpc_pass`, `empty_gif`, ...) would serve the client's request instead of the call; and a
+/// `limit_except` block gets the proxy's own handler from the proxy's merge, which would send
+/// the client's request straight to the shim.
+pub(crate) fn merge_check(
+    clcf: &ngx::ffi::ngx_http_core_loc_conf_t,
+    lcf: &LocConf,
+) -> Option<&'static str> {
+    if lcf.epp_where.is_empty() || clcf.noname() != 0 {
+        return None;
+    }
+    // The address we stored at the directive, compared as a number: did another directive
+    // overwrite it (the same value read back, not two addresses of one function)?
+    if clcf.handler.map(|f| f as usize) != lcf.epp_handler {
+        return Some(
+            "another directive of this location (http_matches, proxy_pass, js_content, \
+             grpc_pass, ...) replaced its content handler",
+        );
+    }
+    if clcf.limit_except != 0 {
+        return Some(
+            "limit_except is not supported in its location (the proxy module would send the \
+             client's request straight to the shim)",
+        );
+    }
+    None
 }
 
 /// Registers `$inference_workload_endpoint` (empty until the handler sets it, like
@@ -352,6 +407,9 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         if !ctx.is_null() && !(*ctx).call.is_null() {
             // The subrequest to the shim: the proxy asks "/" with no query.
             (*(*ctx).call).reached = true;
+            // The URI points at a read-only static: NGINX's proxy reads `r->uri` to build the
+            // request line (a location without a URI part: the URI as is) and never writes
+            // it; the location was already found, so no later phase matches it again.
             (*r).uri = ngx_str_t { len: 1, data: c"/".as_ptr().cast::<u8>().cast_mut() };
             (*r).args = ngx_str_t { len: 0, data: core::ptr::null_mut() };
             (*r).set_valid_location(0);
@@ -461,6 +519,13 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         ps.write(ngx_http_post_subrequest_t { handler: Some(call_done), data: ctx.cast() });
         (*call).call = ctx;
         (*ctx).error_before = (*(*r).connection).error() != 0;
+        // Everything that can fail comes before ngx_http_subrequest: once it returned, the
+        // subrequest is posted and must run under a live parent, so no error path follows.
+        let host = value_of(r, mcf.epp.host);
+        let port = value_of(r, mcf.epp.port);
+        let Some(lines) = headers_for_shim(r, host, port) else {
+            return fail(r, "out of memory");
+        };
         let mut sr: *mut ngx_http_request_t = core::ptr::null_mut();
         let mut uri = (*r).uri;
         let flags = (NGX_HTTP_SUBREQUEST_IN_MEMORY | NGX_HTTP_SUBREQUEST_WAITED) as ngx_uint_t;
@@ -472,11 +537,7 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         (*sr).method = (*r).method;
         (*sr).method_name = (*r).method_name;
         *(*sr).ctx.add(module_index()) = call.cast();
-        let host = value_of(r, mcf.epp.host);
-        let port = value_of(r, mcf.epp.port);
-        if !headers_for_shim(sr, r, host, port) {
-            return fail(r, "out of memory");
-        }
+        install_headers(sr, lines);
         NGX_OK as ngx_int_t
     }
 }
@@ -520,21 +581,24 @@ unsafe fn value_of(r: *mut ngx_http_request_t, index: Option<ngx_uint_t>) -> ngx
     }
 }
 
-/// Gives the subrequest a header list of its own: the client's lines (but its `X-EPP-Host`
-/// and `X-EPP-Port`), then `X-EPP-Host: host` and `X-EPP-Port: port`. `false`: out of memory.
+/// The header lines of the call, in the client request's pool: the client's lines (but its
+/// `X-EPP-Host` and `X-EPP-Port`), then `X-EPP-Host: host` and `X-EPP-Port: port`. `None`: out
+/// of memory. The elements point at the client's names and values (alive with its request)
+/// and, for the two added lines, at the read-only statics `HOST_HEADER` / `PORT_HEADER` and
+/// their lowercase literals: NGINX's proxy only reads `key`, `lowcase_key` and `value` of
+/// request header lines, never writes them.
 ///
 /// # Safety
-/// `sr` must be a subrequest of `r` just created (its `headers_in` a copy of `r`'s).
+/// `r` must be the client's request.
 unsafe fn headers_for_shim(
-    sr: *mut ngx_http_request_t,
     r: *mut ngx_http_request_t,
     host: ngx_str_t,
     port: ngx_str_t,
-) -> bool {
+) -> Option<(*mut ngx_table_elt_t, usize)> {
     // SAFETY: the client's list parts hold `nelts` initialized elements each; the new array
-    // is allocated for all of them plus two and lives in the request's pool; `sr` is not
-    // moved (pool memory), so its list may point at its own first part; all-zero bytes are a
-    // valid ngx_table_elt_t (integers, null pointers, empty strings).
+    // is allocated for all of them plus two and lives in the request's pool; all-zero bytes
+    // are a valid ngx_table_elt_t (integers, null pointers, empty strings); the statics the
+    // two added lines point at are never written (see above).
     unsafe {
         let mut lines: Vec<ngx_table_elt_t> = Vec::new();
         let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
@@ -566,20 +630,31 @@ unsafe fn headers_for_shim(
             lines.push(line);
         }
         let size = core::mem::size_of::<ngx_table_elt_t>();
-        let pool = (*r).pool;
-        let elts = ngx_palloc(pool, size * lines.len()) as *mut ngx_table_elt_t;
+        let elts = ngx_palloc((*r).pool, size * lines.len()) as *mut ngx_table_elt_t;
         if elts.is_null() {
-            return false;
+            return None;
         }
         core::ptr::copy_nonoverlapping(lines.as_ptr(), elts, lines.len());
+        Some((elts, lines.len()))
+    }
+}
+
+/// Makes `lines` (from [`headers_for_shim`]) the subrequest's header list. Cannot fail.
+///
+/// # Safety
+/// `sr` must be a subrequest just created (its `headers_in` a copy of its parent's), `lines`
+/// an array of that many initialized elements in the parent's pool.
+unsafe fn install_headers(sr: *mut ngx_http_request_t, lines: (*mut ngx_table_elt_t, usize)) {
+    // SAFETY: `sr` is pool memory and never moves, so its list may point at its own first
+    // part; the array outlives the subrequest (the parent's pool).
+    unsafe {
+        let (elts, n) = lines;
         let list = &mut (*sr).headers_in.headers;
-        list.part =
-            ngx_list_part_t { elts: elts.cast(), nelts: lines.len(), next: core::ptr::null_mut() };
+        list.part = ngx_list_part_t { elts: elts.cast(), nelts: n, next: core::ptr::null_mut() };
         list.last = &mut list.part;
-        list.size = size;
-        list.nalloc = lines.len();
-        list.pool = pool;
-        true
+        list.size = core::mem::size_of::<ngx_table_elt_t>();
+        list.nalloc = n;
+        list.pool = (*(*sr).parent).pool;
     }
 }
 
@@ -607,8 +682,11 @@ unsafe extern "C" fn call_done(
                     "http_matches_epp: internal error (panic: {}) reading the shim's answer",
                     guard::describe(&*payload)
                 );
-                (*(data as *mut Ctx)).done = true;
-                (*(*sr).parent).write_event_handler = Some(resume);
+                let ctx = &mut *(data as *mut Ctx);
+                if !ctx.done {
+                    ctx.done = true;
+                    (*(*sr).parent).write_event_handler = Some(resume);
+                }
             }
             rc
         }
@@ -626,8 +704,12 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         if failed && ctx.rc == 0 {
             ctx.rc = rc;
         }
+        // NGINX may finalize the subrequest more than once (an error code, then the special
+        // response's own finalization, which may run another handler): the answer is the
+        // first finalization's upstream, and the parent is resumed once.
+        let first = !ctx.done;
         let u = (*sr).upstream;
-        if !u.is_null() && (*u).headers_in.status_n != 0 && ctx.status == 0 {
+        if first && !u.is_null() && (*u).headers_in.status_n != 0 {
             ctx.status = (*u).headers_in.status_n;
             let mut joined: Vec<u8> = Vec::new();
             let mut part: *const ngx_list_part_t = &(*u).headers_in.headers.part;
@@ -648,7 +730,11 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
                 ctx.endpoint = s;
             }
         }
-        if ctx.status != 0 && ctx.body.len == 0 {
+        if first && ctx.status != 0 {
+            // SAFETY (of the slice): `sr->out->buf` is the memory filter's one temporary
+            // buffer, holding `last - pos` initialized bytes of the answer from `pos` on (both
+            // in that buffer, `pos <= last`; `max(0)` guards the subtraction anyway); at most
+            // BODY_SHOWN + 1 of them are read, then copied to the pool.
             let out = (*sr).out;
             if !out.is_null() && !(*out).buf.is_null() {
                 let b = &*(*out).buf;
@@ -663,16 +749,22 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
             }
         }
         ctx.done = true;
-        (*(*sr).parent).write_event_handler = Some(resume);
-        // An in-memory subrequest never writes to the client: an error of the connection that
-        // appeared during the call, while its reading side saw no end or error, is the memory
-        // filter refusing an answer longer than subrequest_output_buffer_size (NGINX's output
-        // filter marks the client's connection for any filter's NGX_ERROR). Only the call
-        // failed: the client's request goes on, as after any other failed call.
+        if first {
+            (*(*sr).parent).write_event_handler = Some(resume);
+        }
+        // An in-memory subrequest never writes to the client, so NGINX's output filter marks
+        // the client's connection (`c->error`) when the memory filter refuses an answer longer
+        // than subrequest_output_buffer_size. Only that case, seen positively, is cleared: the
+        // call failed, the client's request goes on. A client that went away (HTTP/1 EOF, an
+        // HTTP/2 RST_STREAM that sets only `fc->error`) finalizes the call with 499 (or 408):
+        // never cleared, NGINX terminates the client's request as it would without us.
+        // SAFETY (of clearing it): the subrequest shares the client's connection; `c->error`
+        // was 0 when the call started (`error_before`), the client's events show no end or
+        // error, and nothing was written to the client (an in-memory subrequest has no
+        // output to it), so the flag set by the memory filter's refusal is the only reason
+        // it is 1; clearing it lets the client's request go on, as after any failed call.
         let c = (*sr).connection;
-        let read = (*c).read;
-        let client_fine = read.is_null() || ((*read).eof() == 0 && (*read).error() == 0);
-        if (*c).error() != 0 && !ctx.error_before && client_fine {
+        if (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc) {
             (*c).set_error(0);
             ctx.cut = true;
             return NGX_OK as ngx_int_t;
@@ -681,6 +773,50 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
             return NGX_OK as ngx_int_t;
         }
         rc
+    }
+}
+
+/// Whether the subrequest's failure is the memory filter refusing the answer: finalized with
+/// `NGX_ERROR` (or 0) while the client's connection shows no end or error on either side,
+/// and the answer's declared length exceeds `subrequest_output_buffer_size` (no buffer made)
+/// or the buffer it was being copied into has less room left than one upstream buffer.
+///
+/// # Safety
+/// `sr` must be the subrequest being finalized.
+unsafe fn too_big_for_memory(sr: *mut ngx_http_request_t, rc: ngx_int_t) -> bool {
+    if rc != 0 && rc != NGX_ERROR as ngx_int_t {
+        // 499 (client closed), 408 (client timed out) and every HTTP status.
+        return false;
+    }
+    // SAFETY: the subrequest, its connection's events, its upstream (with its configuration)
+    // and its in-memory output buffer are NGINX's, alive while it is finalized; only read.
+    unsafe {
+        let c = (*sr).connection;
+        let quiet = |ev: *mut ngx::ffi::ngx_event_t| {
+            ev.is_null() || ((*ev).eof() == 0 && (*ev).error() == 0)
+        };
+        if !quiet((*c).read) || !quiet((*c).write) {
+            return false;
+        }
+        let u = (*sr).upstream;
+        if u.is_null() || (*u).headers_in.status_n == 0 {
+            return false;
+        }
+        let Some(clcf) = NgxHttpCoreModule::location_conf(&*sr) else { return false };
+        let limit = clcf.subrequest_output_buffer_size;
+        let out = (*sr).out;
+        if out.is_null() || (*out).buf.is_null() {
+            let declared = (*sr).headers_out.content_length_n;
+            return declared >= 0 && declared as usize > limit;
+        }
+        let b = &*(*out).buf;
+        let room = b.end.offset_from(b.last).max(0) as usize;
+        let chunk = if (*u).conf.is_null() {
+            0
+        } else {
+            (*(*u).conf).buffer_size.max((*(*u).conf).bufs.size)
+        };
+        room == 0 || room < chunk
     }
 }
 
@@ -695,6 +831,11 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
                 return;
             }
             (*r).write_event_handler = Some(ngx_http_request_empty_handler);
+            if (*(*r).connection).error() != 0 {
+                // The client went away during the call: end as NGINX would, never redirect.
+                ngx_http_finalize_request(r, NGX_HTTP_CLIENT_CLOSED_REQUEST as ngx_int_t);
+                return;
+            }
             let rc = finish(r, &*ctx);
             ngx_http_finalize_request(r, rc);
         }

@@ -173,8 +173,14 @@ pub struct LocConf {
     pub(crate) pending: Vec<Warning>,
     pub(crate) pending_where: String,
     /// `http_matches_epp`: the proxy module's content handler it configured for the shim
-    /// (not inherited).
+    /// (inherited by the location's `if` blocks only).
     pub(crate) epp_proxy: ngx::ffi::ngx_http_handler_pt,
+    /// "file:line" of this location's own `http_matches_epp` (empty when inherited or none),
+    /// for the checks at merge.
+    pub(crate) epp_where: String,
+    /// The address of the content handler `http_matches_epp` installed here, for the check
+    /// at merge that no later directive replaced it.
+    pub(crate) epp_handler: Option<usize>,
 }
 
 impl Default for LocConf {
@@ -188,6 +194,8 @@ impl Default for LocConf {
             pending: Vec::new(),
             pending_where: String::new(),
             epp_proxy: None,
+            epp_where: String::new(),
+            epp_handler: None,
         }
     }
 }

@@ -46,11 +46,16 @@ fn conf(shim: &Server, h2_port: u16) -> String {
             proxy_set_header Connection "";
             http_matches_epp http://epp_shim;
         }}
-        location = /via-named {{
-            error_page 418 = @epp;
-            return 418;
+        location /ifepp {{
+            set $epp_internal_path /_internal;
+            set $epp_host epp.default.svc;
+            set $epp_port 9002;
+            if ($http_x_flag) {{
+                set $epp_port 9003;
+            }}
+            http_matches_epp {url};
         }}
-        location @epp {{
+        location /v1/ {{
             set $epp_internal_path /_internal;
             set $epp_host epp.default.svc;
             set $epp_port 9002;
@@ -276,15 +281,6 @@ fn the_shim_and_the_backend_get_what_epp_js_sends_and_every_failure_still_redire
     assert_eq!(shim.take()[0].method(), "HEAD");
     assert_eq!(echo.take().last().map(|e| e.method().to_owned()), Some("HEAD".to_owned()));
 
-    // A named location: the call to the request's URI lands in another location; said so,
-    // and the redirect still happens (no call reached the shim).
-    let before = shim.total();
-    let r = send(&n, "GET", "/via-named?v", &[], b"");
-    assert_eq!((r.status, r.body.as_str()), (200, "no endpoint, args=[v]\n"), "{r:?}");
-    let line = "the subrequest to \"/via-named\" did not come back to this location";
-    assert_eq!(errors(&n.error_log(), line), 1, "{}", n.error_log());
-    assert_eq!(shim.total(), before);
-
     // Missing variables: 500, one [error] naming each, no call.
     let before = shim.total();
     assert_eq!(n.get("/nohost", &[]).status, 500);
@@ -411,6 +407,8 @@ fn the_url_is_checked_at_load() {
         ("http://127.0.0.1:1/epp", "a path is not allowed"),
         ("127.0.0.1:1", "expected http:// or https://"),
         ("http://$host", "variables are not allowed"),
+        ("http://127.0.0.1:1?a=1", "a query or fragment is not allowed"),
+        ("http://127.0.0.1:1#f", "a query or fragment is not allowed"),
     ] {
         let body = format!(
             "server {{ listen 127.0.0.1:{{PORT}}; location / {{ http_matches_epp {url}; }} }}"
@@ -421,6 +419,29 @@ fn the_url_is_checked_at_load() {
         assert!(out.contains(&format!("http_matches_epp: invalid URL \"{url}\": {why}")), "{out}");
         assert!(out.contains("nginx.conf:"), "file:line: {out}");
     }
+    // Another content handler after ours, and limit_except (the proxy's merge would give its
+    // block the proxy's own handler): refused, with the directive's file:line.
+    for (inner, why) in [
+        ("http_matches_epp; empty_gif;", "replaced its content handler"),
+        (
+            r#"http_matches_epp; http_matches '[{"any":true,"redirectPath":"/t"}]';"#,
+            "replaced its content handler",
+        ),
+        ("http_matches_epp; limit_except GET { deny all; }", "limit_except is not supported"),
+        ("limit_except GET { deny all; } http_matches_epp;", "limit_except is not supported"),
+    ] {
+        let body = format!("server {{ listen 127.0.0.1:{{PORT}}; location /e {{ {inner} }} }}");
+        let (ok, out) = common::Prefix::new("epp-handler", &body, &[]).test();
+        assert!(!ok, "{inner}: {out}");
+        assert!(out.contains("[emerg]") && out.contains(why), "{inner}: {out}");
+        assert!(out.contains("nginx.conf:"), "file:line: {out}");
+    }
+    // A named location: the call to the request's URI would land elsewhere.
+    let body = "server { listen 127.0.0.1:{PORT}; location @epp { http_matches_epp; } }";
+    let (ok, out) = common::Prefix::new("epp-named", body, &[]).test();
+    assert!(!ok, "{out}");
+    assert!(out.contains("http_matches_epp: not allowed in a named location"), "{out}");
+    assert!(out.contains("nginx.conf:"), "file:line: {out}");
     let body =
         "server { listen 127.0.0.1:{PORT}; location / { http_matches_epp; http_matches_epp; } }";
     let (ok, out) = common::Prefix::new("epp-dup", body, &[]).test();
@@ -430,6 +451,98 @@ fn the_url_is_checked_at_load() {
                 http_matches_epp; } }";
     let (ok, out) = common::Prefix::new("epp-default", body, &[]).test();
     assert!(ok, "{out}");
+}
+
+/// A client that goes away while the shim holds its answer: NGINX ends the request (499) and
+/// never redirects it, over HTTP/1 (the connection closed) and HTTP/2 (RST_STREAM, which sets
+/// only the stream's `fc->error`). A later request, on the same single worker, is the sync
+/// point: nothing is timed.
+#[test]
+fn a_client_that_goes_away_during_the_call_is_never_redirected() {
+    use std::io::Write;
+    use std::net::TcpStream;
+    let echo = Server::echo();
+    let shim = Server::shim(Mode::Held(echo.endpoint()));
+    let h2_port = common::free_port();
+    let n = start("epp-abort", &conf(&shim, h2_port));
+
+    let mut s = TcpStream::connect(("127.0.0.1", n.port())).expect("connect");
+    s.write_all(b"GET /infer?a=1 HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("write");
+    shim.wait_for(1);
+    drop(s);
+    n.wait_log("client prematurely closed", 1);
+
+    // HTTP/2 with prior knowledge: SETTINGS, a GET of /infer (HPACK literals, no Huffman),
+    // then RST_STREAM(CANCEL) once the shim has the call.
+    let mut h = TcpStream::connect(("127.0.0.1", h2_port)).expect("connect h2");
+    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
+        let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+        f.extend_from_slice(&[kind, flags]);
+        f.extend_from_slice(&stream.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    };
+    let mut block = vec![0x82, 0x86, 0x04, 6];
+    block.extend_from_slice(b"/infer");
+    block.extend_from_slice(&[0x01, 9]);
+    block.extend_from_slice(b"localhost");
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(frame(4, 0, 0, &[]));
+    out.extend(frame(1, 0x5, 1, &block));
+    h.write_all(&out).expect("write h2");
+    shim.wait_for(2);
+    h.write_all(&frame(3, 0, 1, &8u32.to_be_bytes())).expect("rst");
+    n.wait_log("client canceled stream 1", 1);
+
+    shim.release();
+    let r = send(&n, "GET", "/infer?after", &[], b"");
+    assert_eq!(r.status, 200, "{}", n.error_log());
+    let backend = echo.wait_for(1);
+    let log = n.error_log();
+    assert_eq!(backend.len(), 1, "only the last request reaches the backend: {log}");
+    assert_eq!(backend[0].target(), "/_internal?after", "{log}");
+    assert_eq!(errors(&log, "EndpointPicker"), 0, "a cancelled call was finished: {log}");
+    assert_eq!(log.matches("found inference endpoint").count(), 1, "{log}");
+    drop(h);
+    n.finish();
+}
+
+/// An `if` block inside an `http_matches_epp` location keeps the directive (it inherits the
+/// proxy handler, as the proxy module inherits its upstream): the call happens with what the
+/// block set.
+#[test]
+fn an_if_block_in_an_epp_location_keeps_the_call() {
+    let echo = Server::echo();
+    let shim = Server::shim(Mode::Endpoint(echo.endpoint()));
+    let n = start("epp-if", &conf(&shim, common::free_port()));
+    for (flag, port) in [(None, "9002"), (Some("1"), "9003")] {
+        let headers: Vec<(&str, &str)> = flag.map(|f| ("X-Flag", f)).into_iter().collect();
+        let r = send(&n, "GET", "/ifepp?q=1", &headers, b"");
+        assert_eq!(r.status, 200, "{flag:?}: {r:?} {}", n.error_log());
+        let got = shim.take();
+        assert_eq!(got.len(), 1, "{flag:?}");
+        assert_eq!(got[0].header("X-EPP-Port"), Some(port), "{flag:?}");
+        let backend = echo.take();
+        assert_eq!(backend.len(), 1, "{flag:?}");
+        assert_eq!(backend[0].target(), "/_internal?q=1", "{flag:?}");
+    }
+    n.finish();
+}
+
+/// A location whose name ends in "/" gets no 301 for the name without it (proxy_pass turns
+/// that on for its own locations; epp.js's js_content did not).
+#[test]
+fn a_location_ending_in_a_slash_does_not_redirect_the_name_without_it() {
+    let echo = Server::echo();
+    let shim = Server::shim(Mode::Endpoint(echo.endpoint()));
+    let n = start("epp-slash", &conf(&shim, common::free_port()));
+    let r = send(&n, "GET", "/v1", &[], b"");
+    assert_eq!(r.status, 404, "{r:?}");
+    assert_eq!(shim.total(), 0);
+    let r = send(&n, "GET", "/v1/x?k", &[], b"");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(echo.take()[0].target(), "/_internal?k");
+    n.finish();
 }
 
 fn has_http2_curl() -> bool {
