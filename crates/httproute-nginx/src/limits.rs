@@ -187,8 +187,8 @@ pub fn variables(defined: usize, longest: usize) -> Option<HashSizes> {
     Some(HashSizes { bucket_size: bucket, max_size: (2 * n).next_power_of_two().max(1024) })
 }
 
-/// The longest name of a variable the generator defines (`httproute_cors_N_allow_headers`
-/// and the like, N up to 10 digits).
+/// At least the longest name of a variable the generator defines (`httproute_cors_TAG_m`, 42
+/// bytes, and `httproute_split_TAG_N`, 41 with N below 100: `emit::state::rule_tag`).
 const LONGEST_VARIABLE: usize = 48;
 
 /// The `http`-level directives that size NGINX's hashes for a configuration with these server

@@ -3,12 +3,31 @@
 //! those runs (`{"include": KEY}`, the module's extension of NGF's format; see the README's
 //! "Shared lists"). A list of one run is that run's key. Identical texts share one key (NGF's
 //! layout: a PathPrefix rule's `= /p` and `/p/` locations; the same run in several servers).
+//!
+//! A key is its list's text, digested ([`key_of`]): `e` (a list of match entries) or `i` (a
+//! list of includes) and the first 128 bits of the SHA-256 of the list's JSON, in hex. So a
+//! location's key and what it names depend only on its own list, never on other servers,
+//! other tenants or the order things are written in (issue #29, the innocent tenant).
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
 use crate::plan::{Candidate, Entry, Segment};
+
+/// The key of a list whose JSON is `text`: `i` for a list of includes, `e` for one of match
+/// entries, then the SHA-256 of `text` in hex, its first 128 bits (`full`: all of it).
+pub fn key_of(text: &str, includes: bool, full: bool) -> String {
+    use std::fmt::Write as _;
+    let digest = openssl::sha::sha256(text.as_bytes());
+    let bytes = if full { &digest[..] } else { &digest[..16] };
+    let mut key = String::with_capacity(1 + 2 * bytes.len());
+    key.push(if includes { 'i' } else { 'e' });
+    for b in bytes {
+        let _ = write!(key, "{b:02x}");
+    }
+    key
+}
 
 /// An element of a written list.
 #[derive(Debug, Clone, Serialize)]
@@ -30,12 +49,10 @@ pub struct Lists<'a> {
 
 impl<'a> Lists<'a> {
     /// The key of the list of a location whose candidates are the runs `segments`, of which
-    /// those `served` takes are written (`None`: it serves none); `key`: the name it gets if
-    /// its text is new (`PORT_SERVER_LOCATION`), its runs `KEY_N`. Each run is looked at
-    /// once, whatever the number of locations holding it.
+    /// those `served` takes are written (`None`: it serves none). Each run is looked at once,
+    /// whatever the number of locations holding it.
     pub fn key(
         &mut self,
-        key: &str,
         segments: &'a [Segment],
         served: &dyn Fn(&Candidate) -> bool,
     ) -> Result<Option<String>, String> {
@@ -56,17 +73,17 @@ impl<'a> Lists<'a> {
             }
         }
         if let [only] = &live[..] {
-            return self.run(key.to_owned(), only, served).map(Some);
+            return self.run(only, served).map(Some);
         }
         if live.is_empty() {
             return Ok(None);
         }
         let mut items = Vec::with_capacity(live.len());
-        for (n, s) in live.iter().enumerate() {
-            let include = self.run(format!("{key}_{n}"), s, served)?;
+        for s in &live {
+            let include = self.run(s, served)?;
             items.push(Item::Include { include });
         }
-        let out = self.text(key.to_owned(), items)?;
+        let out = self.text(items)?;
         debug_assert_eq!(
             self.expanded(&out),
             segments
@@ -82,7 +99,6 @@ impl<'a> Lists<'a> {
     /// The key of one run that serves some candidate, written once.
     fn run(
         &mut self,
-        key: String,
         run: &'a Segment,
         served: &dyn Fn(&Candidate) -> bool,
     ) -> Result<String, String> {
@@ -94,22 +110,32 @@ impl<'a> Lists<'a> {
         if items.is_empty() {
             return Err("generator bug: an empty run".into());
         }
-        let k = self.text(key, items)?;
+        let k = self.text(items)?;
         self.key_of_run.insert(run.id(), Some(k.clone()));
         Ok(k)
     }
 
-    /// The key of a list with these items: an earlier one with the same text, or `key`.
-    fn text(&mut self, key: String, items: Vec<Item<'a>>) -> Result<String, String> {
+    /// The key of a list with these items ([`key_of`] its text), written once.
+    fn text(&mut self, items: Vec<Item<'a>>) -> Result<String, String> {
         let text = serde_json::to_string(&items).map_err(|e| e.to_string())?;
-        Ok(self
-            .key_of_text
-            .entry(text)
-            .or_insert_with(|| {
-                self.matches.insert(key.clone(), items);
-                key
-            })
-            .clone())
+        if let Some(k) = self.key_of_text.get(&text) {
+            return Ok(k.clone());
+        }
+        let includes = matches!(items.first(), Some(Item::Include { .. }));
+        let mut key = key_of(&text, includes, false);
+        if self.matches.contains_key(&key) {
+            // Another text with the same 128 bits: this one is written under all 256. Which
+            // of the two gets the long key depends on the order they are written in, but
+            // making a text collide with a given one (another tenant's) is a second preimage
+            // of SHA-256 cut to 128 bits.
+            key = key_of(&text, includes, true);
+            if self.matches.contains_key(&key) {
+                return Err("generator bug: two match lists with one SHA-256".into());
+            }
+        }
+        self.matches.insert(key.clone(), items);
+        self.key_of_text.insert(text, key.clone());
+        Ok(key)
     }
 
     /// The entries of the list under `key`, includes expanded.

@@ -529,8 +529,9 @@ fn header_filters_become_proxy_and_add_header_directives() {
     // The route's Host replaces the default one; a `$` in a value stays a dollar sign.
     assert!(conf.contains(r#"proxy_set_header Host "a${httproute_dollar}b";"#), "{conf}");
     assert!(!conf.contains("proxy_set_header Host $host;"), "{conf}");
-    assert!(conf.contains("proxy_set_header X-Tenant $httproute_add_0;"), "{conf}");
-    assert!(conf.contains("map $http_x_tenant $httproute_add_0 {\n        \"\" \"t1\";\n        default \"${http_x_tenant},t1\";"), "{conf}");
+    let add = var_after(conf, "proxy_set_header X-Tenant $");
+    assert!(add.starts_with("httproute_add_"), "{conf}");
+    assert!(conf.contains(&format!("map $http_x_tenant ${add} {{\n        \"\" \"t1\";\n        default \"${{http_x_tenant}},t1\";")), "{conf}");
     assert!(conf.contains(r#"proxy_set_header Cookie "";"#), "{conf}");
     assert!(conf.contains(r#"proxy_hide_header Server; add_header Server "gw" always;"#), "{conf}");
     // Bad values are input errors with the field path.
@@ -674,8 +675,10 @@ fn mirrors() {
     let conf = httproute_nginx::emit::emit(&p, &opts(Carrier::Preload)).unwrap().nginx_conf;
     assert!(conf.contains(" mirror /_httproute-internal/mirror-0-0;"), "{conf}");
     assert!(!conf.contains("mirror-0-1"), "{conf}");
-    assert!(conf.contains("split_clients \"${request_id}m\" $httproute_split_0 {\n        25.00% 1;\n        * \"\";\n    }"), "{conf}");
-    assert!(conf.contains("location = /_httproute-internal/mirror-0-0 { internal; if ($httproute_split_0 = \"\") { return 204; } "), "{conf}");
+    let split = var_after(&conf, "split_clients \"${request_id}m\" $");
+    assert!(split.starts_with("httproute_split_"), "{conf}");
+    assert!(conf.contains(&format!("split_clients \"${{request_id}}m\" ${split} {{\n        25.00% 1;\n        * \"\";\n    }}")), "{conf}");
+    assert!(conf.contains(&format!("location = /_httproute-internal/mirror-0-0 {{ internal; if (${split} = \"\") {{ return 204; }} ")), "{conf}");
     assert!(
         conf.contains(
             "set $httproute_backend \"m.default.svc.cluster.local:80\"; proxy_http_version 1.1; \
@@ -923,7 +926,9 @@ fn app_protocol_of_the_service_port_decides_how_the_backend_is_spoken_to() {
     // No EndpointSlices: cluster names, resolved per request; wss over TLS.
     assert!(conf.contains("set $httproute_backend \"wss.default.svc.cluster.local:80\"; proxy_http_version 1.1; proxy_set_header Host $host; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection $httproute_connection; proxy_pass https://$httproute_backend$request_uri;"), "{conf}");
     // Mixed schemes in one rule: one location per backend.
-    assert!(conf.contains("rewrite ^ /_httproute-internal/2-$httproute_split_0 last;"), "{conf}");
+    let split = var_after(&conf, "rewrite ^ /_httproute-internal/2-$");
+    assert!(split.starts_with("httproute_split_"), "{conf}");
+    assert!(conf.contains(&format!("rewrite ^ /_httproute-internal/2-${split} last;")), "{conf}");
     assert!(conf.contains("proxy_pass http://$httproute_backend$request_uri; }"), "{conf}");
     // h2c from an HTTPRoute: NGINX cannot; the share answers 500, with the reason.
     assert!(
@@ -1087,4 +1092,11 @@ fn trees_for_the_crossplane_round_trip() {
         }
     }
     assert!(out_dir.is_none() || written == 9);
+}
+
+/// The variable name after the first `prefix` of `conf` (`httproute_split_TAG_0`: named by its
+/// rule, see emit/state.rs `rule_tag`).
+fn var_after(conf: &str, prefix: &str) -> String {
+    let at = conf.find(prefix).unwrap_or_else(|| panic!("no {prefix:?} in {conf}")) + prefix.len();
+    conf[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
 }

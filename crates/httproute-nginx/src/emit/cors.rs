@@ -8,17 +8,19 @@ use crate::plan::RulePlan;
 use super::state::{Http, d, empty, entry_of, field, quoted};
 
 impl Http {
-    /// The CORS filter of a rule: `$httproute_cors_N` is the request's Origin when
+    /// The CORS filter of a rule: `$httproute_cors_TAG` is the request's Origin when
     /// `allowOrigins` allows it, else empty; every CORS header comes from a `map` on it, so an
     /// origin that is not allowed gets none (NGINX leaves out a header whose value is empty).
     /// A preflight (OPTIONS with Access-Control-Request-Method) is answered here with 204; other
     /// requests get Allow-Origin, Allow-Credentials and Expose-Headers on the backend's answer,
     /// whose own Access-Control-* headers are hidden.
     pub(super) fn cors(&mut self, c: &crate::model::Cors, rule: &RulePlan) -> Vec<Node> {
-        let n = self.cors_n;
-        self.cors_n += 1;
         self.preflight = true;
-        let origin = format!("httproute_cors_{n}");
+        // One CORS filter a rule: named by the rule's tag alone.
+        let origin = format!("httproute_cors_{}", self.var_tag);
+        if !self.defined.contains(&origin) {
+            self.cors_n += 1;
+        }
         let mut entries = vec![entry_of(Arg::code("default"), empty())];
         for o in &c.allow_origins {
             let key = if o == "*" {
@@ -31,17 +33,21 @@ impl Http {
             };
             entries.push(entry_of(key, Arg::var("http_origin")));
         }
-        self.push_map(d("map").var("http_origin").var(origin.clone()).block(entries));
+        self.push_map(&origin, d("map").var("http_origin").var(origin.clone()).block(entries));
         let creds = c.allow_credentials == Some(true);
-        let mut gated =
-            |name: &str, value: Arg| -> String {
-                let v = format!("httproute_cors_{n}_{name}");
-                self.push_map(d("map").var(origin.clone()).var(v.clone()).block(vec![
-                    entry_of(empty(), empty()),
-                    entry_of(Arg::code("default"), value),
-                ]));
-                v
-            };
+        // `$httproute_cors_TAG_X`, X: m allowMethods, h allowHeaders, e exposeHeaders, a maxAge,
+        // c allowCredentials (one letter: NGINX's default variables hash holds 46 bytes).
+        let mut gated = |name: &str, value: Arg| -> String {
+            let v = format!("{origin}_{name}");
+            self.push_map(
+                &v,
+                d("map")
+                    .var(origin.clone())
+                    .var(v.clone())
+                    .block(vec![entry_of(empty(), empty()), entry_of(Arg::code("default"), value)]),
+            );
+            v
+        };
         // "*" means any; with credentials a browser takes no "*", so the request's own value
         // is echoed instead.
         let list = |l: &[String], echo: Option<&'static str>, f: &str| -> Option<Arg> {
@@ -56,17 +62,16 @@ impl Http {
         };
         let methods =
             list(&c.allow_methods, Some("http_access_control_request_method"), "CORS allowMethods")
-                .map(|v| gated("methods", v));
+                .map(|v| gated("m", v));
         let headers = list(
             &c.allow_headers,
             Some("http_access_control_request_headers"),
             "CORS allowHeaders",
         )
-        .map(|v| gated("headers", v));
-        let expose =
-            list(&c.expose_headers, None, "CORS exposeHeaders").map(|v| gated("expose", v));
-        let max_age = gated("max_age", Arg::code(c.max_age.unwrap_or(5).to_string()));
-        let credentials = creds.then(|| gated("credentials", Arg::code("true")));
+        .map(|v| gated("h", v));
+        let expose = list(&c.expose_headers, None, "CORS exposeHeaders").map(|v| gated("e", v));
+        let max_age = gated("a", Arg::code(c.max_age.unwrap_or(5).to_string()));
+        let credentials = creds.then(|| gated("c", Arg::code("true")));
         let header = |name: &'static str, v: &Option<String>| -> Option<Node> {
             v.as_ref().map(|v| d("add_header").code(name).var(v.clone()).code("always").into())
         };

@@ -109,17 +109,22 @@ pub(super) fn emit_once(
                     }
                     serde_json::to_string(&list).map(Some).map_err(|e| e.to_string())
                 };
-                let key = format!("{}_{si}_{li}", port.port);
                 let list_field = || -> Cow<'static, str> {
+                    let (eq, p) = match &loc.loc {
+                        Loc::Exact(p) => ("= ", p),
+                        Loc::Prefix(p) => ("", p),
+                    };
                     format!(
-                        "the list of location {key} (one configuration token: if it is too long, \
-                         use --carrier preload)"
+                        "the list of location {eq}{p:?} of server {} port {} (one configuration \
+                         token: if it is too long, use --carrier preload)",
+                        server.hostname.as_deref().unwrap_or("_"),
+                        port.port
                     )
                     .into()
                 };
                 let inner: Option<Vec<Node>> = match opts.carrier {
                     // Runs shared by locations written once, lists as includes of them.
-                    Carrier::Preload => lists.key(&key, &loc.segments, &served)?.map(|key| {
+                    Carrier::Preload => lists.key(&loc.segments, &served)?.map(|key| {
                         vec![d("set").var("match_key").code(key).into(), d("http_matches").into()]
                     }),
                     // A list too long for one word is the carrier's (an option), and it holds

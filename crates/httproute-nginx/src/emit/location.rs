@@ -24,6 +24,7 @@ impl Http {
     ) -> Result<(), String> {
         let name = rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
         out.push(Node::Comment(format!("{}{name}", rule.id)));
+        self.begin_rule(&rule.id);
         let retried;
         let (rule, retry) = match &rule.retry {
             Some(r) if self.experimental && !rule.grpc => {
@@ -107,8 +108,8 @@ impl Http {
                 let v = self.split_var();
                 // NGINX refuses 0.00%: a share below 0.005% is mirrored at 0.01%.
                 let pct = percent(((share * 10000.0).round() as u64).clamp(1, 10000));
-                self.splits.push(Node::Blank);
-                self.splits.push(
+                self.push_split(
+                    &v,
                     d("split_clients")
                         .arg(Arg::parts(vec![var("request_id"), code("m")]).quoted())
                         .var(v.clone())
@@ -471,19 +472,22 @@ impl Http {
                 );
                 continue;
             }
-            let v = format!("httproute_add_{}", self.map_n);
-            self.push_map(d("map").var(sent.clone()).var(v.clone()).block(vec![
-                        entry_of(empty(), quoted(req_value(), h.value.clone())),
-                        entry_of(
-                            Arg::code("default"),
-                            Arg::parts(vec![
-                                braced_var(sent),
-                                code(","),
-                                data(req_value(), h.value.clone()),
-                            ])
-                            .quoted(),
-                        ),
-                    ]));
+            let v = self.var("add");
+            self.push_map(
+                &v,
+                d("map").var(sent.clone()).var(v.clone()).block(vec![
+                    entry_of(empty(), quoted(req_value(), h.value.clone())),
+                    entry_of(
+                        Arg::code("default"),
+                        Arg::parts(vec![
+                            braced_var(sent),
+                            code(","),
+                            data(req_value(), h.value.clone()),
+                        ])
+                        .quoted(),
+                    ),
+                ]),
+            );
             out.push(d(set_header).data(req_name(), h.name.clone()).var(v).into());
         }
         for n in &req.remove {

@@ -6,7 +6,12 @@ use crate::plan::PortPlan;
 use super::state::{HOSTNAME_FIELD, Http, d, empty, entry_of, quoted};
 
 impl Http {
-    pub(super) fn push_map(&mut self, m: Directive) {
+    /// The `map` `m` that defines `$var`, unless it is defined already (by the same rule,
+    /// written in another server: the same map).
+    pub(super) fn push_map(&mut self, var: &str, m: Directive) {
+        if !self.defined.insert(var.to_owned()) {
+            return;
+        }
         self.map_n += 1;
         self.maps.push(Node::Blank);
         self.maps.push(m.into());
@@ -24,12 +29,8 @@ impl Http {
         for h in port.servers.iter().filter_map(|s| s.hostname.as_deref()) {
             entries.push(entry_of(Arg::data(HOSTNAME_FIELD, h), quoted(HOSTNAME_FIELD, h)));
         }
-        self.push_map(
-            d("map")
-                .var("ssl_server_name")
-                .var(format!("httproute_sni_{}", port.port))
-                .block(entries),
-        );
+        let v = format!("httproute_sni_{}", port.port);
+        self.push_map(&v, d("map").var("ssl_server_name").var(v.clone()).block(entries));
     }
 }
 

@@ -2,7 +2,7 @@
 //! collections, the tenant objects written for) and the small helpers every block uses.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::conf::{Arg, Directive, Node, Provenance};
 use crate::plan::{RuleId, RulePlan, ServerAt};
@@ -57,7 +57,7 @@ pub(super) struct Http {
     pub(super) experimental: bool,
     /// What the configuration cannot do, found while writing it.
     pub(super) warnings: Vec<String>,
-    /// CORS filters written so far (`$httproute_cors_N`).
+    /// CORS filters written so far (`$httproute_cors_TAG`).
     pub(super) cors_n: usize,
     /// `$httproute_preflight` is used.
     pub(super) preflight: bool,
@@ -82,6 +82,31 @@ pub(super) struct Http {
     pub(super) over_limit: Vec<String>,
     /// Such rules: (their provenance number, why).
     pub(super) refused: Vec<(u32, String)>,
+    /// The tag of the rule being written ([`rule_tag`]) and how many variables it has named.
+    pub(super) var_tag: String,
+    pub(super) var_n: usize,
+    /// The rule each tag was given to.
+    pub(super) tags: HashMap<String, RuleId>,
+    /// The variables a `map` or `split_clients` defines so far: a rule written in several
+    /// servers defines its own once.
+    pub(super) defined: HashSet<String>,
+}
+
+/// The tag of a rule in the names of the variables written for it: the first 128 bits of the
+/// SHA-256 of `KIND namespace/name rule N`, in base 36 (25 characters: NGINX compares variable
+/// names without case). So a variable's name depends only on its rule, never on the other rules
+/// of the configuration or the order they are written in (issue #29, the innocent tenant), and
+/// the longest, `httproute_cors_TAG_m`, is 42 bytes: NGINX's default variables hash buckets
+/// (64 bytes) hold names of up to 46.
+pub(super) fn rule_tag(id: &RuleId) -> String {
+    let digest = openssl::sha::sha256(format!("{} {id}", id.route.kind).as_bytes());
+    let mut n = u128::from_be_bytes(digest[..16].try_into().expect("16 bytes"));
+    let mut tag = [b'0'; 25];
+    for c in tag.iter_mut().rev() {
+        *c = b"0123456789abcdefghijklmnopqrstuvwxyz"[(n % 36) as usize];
+        n /= 36;
+    }
+    String::from_utf8(tag.to_vec()).expect("ASCII")
 }
 
 /// The longest header name a hash with NGINX's fixed 64-byte buckets holds (the grpc module's
@@ -95,6 +120,29 @@ pub(super) fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
 }
 
 impl Http {
+    /// Rule `id`'s variables are named from here on ([`Http::var`]). A tag already given to
+    /// another rule (two names with one SHA-256, cut to 128 bits) refuses this rule.
+    pub(super) fn begin_rule(&mut self, id: &RuleId) {
+        let tag = rule_tag(id);
+        match self.tags.get(&tag) {
+            Some(other) if other != id => self.over_limit.push(format!(
+                "{id}: the names of its variables would be rule {other}'s (a SHA-256 collision)"
+            )),
+            Some(_) => {}
+            None => {
+                self.tags.insert(tag.clone(), id.clone());
+            }
+        }
+        self.var_tag = tag;
+        self.var_n = 0;
+    }
+
+    /// The next variable of kind `what` of the rule being written: `httproute_WHAT_TAG_N`.
+    pub(super) fn var(&mut self, what: &str) -> String {
+        self.var_n += 1;
+        format!("httproute_{what}_{}_{}", self.var_tag, self.var_n - 1)
+    }
+
     /// The provenance of directives written for `u`.
     pub(super) fn unit(&mut self, u: Unit) -> Provenance {
         self.units.push(u);

@@ -6,8 +6,18 @@ use super::state::{Http, d, entry_of};
 
 impl Http {
     pub(super) fn split_var(&mut self) -> String {
+        self.var("split")
+    }
+
+    /// The `split_clients` `s` that defines `$var`, unless it is defined already (by the same
+    /// rule, written in another server).
+    pub(super) fn push_split(&mut self, var: &str, s: Node) {
+        if !self.defined.insert(var.to_owned()) {
+            return;
+        }
         self.split_n += 1;
-        format!("httproute_split_{}", self.split_n - 1)
+        self.splits.push(Node::Blank);
+        self.splits.push(s);
     }
 
     /// A `split_clients` on `$request_id` giving each value its share of the weights: its
@@ -27,8 +37,10 @@ impl Http {
                 entries.push(entry_of(Arg::code(percent(bp[i])), value));
             }
         }
-        self.splits.push(Node::Blank);
-        self.splits.push(d("split_clients").var("request_id").var(v.clone()).block(entries).into());
+        self.push_split(
+            &v,
+            d("split_clients").var("request_id").var(v.clone()).block(entries).into(),
+        );
         v
     }
 }
