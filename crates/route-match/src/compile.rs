@@ -204,7 +204,8 @@ pub(crate) fn compile_list(
         .err()
         .or(c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() }));
     if let Some(e) = failed {
-        return Err(ParseError::memory(memory_error(e, "compiling the list")));
+        let during = c.b.spent_in.unwrap_or("compiling the list");
+        return Err(ParseError::memory(memory_error(e, during)));
     }
     if c.b.too_large {
         return Err(ParseError::too_large());
@@ -224,12 +225,19 @@ pub(crate) fn compile_file(
     let scope = Scope::open(bounds.memory);
     // Before anything is allocated (see `compile_list`).
     scope.check().map_err(|e| ParseError::memory(memory_error(e, "reading the file")))?;
-    compile_file_from(syntax, bounds, &scope, || Ok(serde_json::Deserializer::from_slice(json)))
-        .map_err(|e| match e {
-            FileError::Parse(e) => e,
-            FileError::Io(e) => ParseError::io(&e),
-            FileError::Memory(m) => ParseError::memory(m),
-        })
+    // The first pass reads through a counter (a stream reader over the slice): it records
+    // each list's length, which the parse estimates the list by before it builds its tree.
+    let pos = core::cell::Cell::new(0);
+    let counted = parse::Counted { inner: json, pos: &pos };
+    let survey = parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get());
+    compile_file_from(syntax, bounds, &scope, survey, || {
+        Ok(serde_json::Deserializer::from_slice(json))
+    })
+    .map_err(|e| match e {
+        FileError::Parse(e) => e,
+        FileError::Io(e) => ParseError::io(&e),
+        FileError::Memory(m) => ParseError::memory(m),
+    })
 }
 
 /// Why a file could not be compiled.
@@ -279,12 +287,16 @@ pub(crate) fn compile_path(
     let scope = Scope::open(bounds.memory);
     // Before anything is allocated, the file's read buffer included (see `compile_list`).
     scope.check().map_err(|e| FileError::Memory(memory_error(e, "reading the file")))?;
-    let open = || {
+    let open = || -> std::io::Result<_> {
         let file = Checked { file: std::fs::File::open(path)?, scope: &scope };
-        let reader = std::io::BufReader::with_capacity(64 * 1024, file);
-        Ok(serde_json::Deserializer::from_reader(reader))
+        Ok(std::io::BufReader::with_capacity(64 * 1024, file))
     };
-    match compile_file_from(syntax, bounds, &scope, open) {
+    // The first pass through a counter, for each list's length (see `compile_file`).
+    let pos = core::cell::Cell::new(0);
+    let counted = parse::Counted { inner: open().map_err(FileError::Io)?, pos: &pos };
+    let survey = parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get());
+    let parse = || Ok(serde_json::Deserializer::from_reader(open()?));
+    match compile_file_from(syntax, bounds, &scope, survey, parse) {
         // serde_json places errors one column late when it reads from a stream (it cannot
         // give back the byte it peeked at): parse the text once more from memory, only now,
         // for the exact position (if the memory for the text is there; else the stream's).
@@ -305,22 +317,25 @@ pub(crate) fn compile_path(
     }
 }
 
-/// Compiles a file read (once, or twice to decide `auto` syntax) from what `open` returns.
+/// Compiles a file from its first pass (`survey`) and the deserializer `open` returns for the
+/// second.
 ///
-/// Memory: every array of the compiled form is sized once from the first pass, fallibly; the
-/// scope is checked at every list and (through the reader) every 64 KiB of JSON; what cannot
-/// be made fallible (serde_json's tree of one list, the growth of a few small vectors) is
-/// bounded by those checkpoints and covered by the allocator's reserve.
+/// Memory: every array of the compiled form is sized once from the first pass, fallibly, and
+/// only if it fits in what is left of the bound; each list is estimated from its length (the
+/// first pass's) before it is parsed, and refused unparsed when its parse and compile may not
+/// fit ([`list_estimate`]); the scope is checked at every list and (through the reader) every
+/// 64 KiB of JSON; what cannot be made fallible (serde_json's tree of one list, the growth of
+/// a few small vectors) is bounded by those checks and covered by the allocator's reserve.
 fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     syntax: Syntax,
     bounds: Bounds,
     scope: &Scope,
-    open: impl Fn() -> std::io::Result<serde_json::Deserializer<R>>,
+    survey: parse::Survey,
+    open: impl FnOnce() -> std::io::Result<serde_json::Deserializer<R>>,
 ) -> Result<CompiledFile, FileError> {
     let mem = |e: Exhausted, during: &str| FileError::Memory(memory_error(e, during));
-    // A first pass that only looks at strings and counts: the lists are then compiled one by
+    // The first pass only looked at strings and counted: the lists are now compiled one by
     // one as they are parsed, never all held as JSON trees, into arrays sized once.
-    let survey = parse::survey(open().map_err(FileError::Io)?);
     scope.check().map_err(|e| mem(e, "reading the file"))?;
     let typed = match syntax {
         Syntax::Typed => true,
@@ -336,7 +351,7 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     };
     if let Err(bytes) = c.b.reserve(&survey) {
         let used = scope.used().saturating_add(bytes);
-        let e = if bytes > scope.limit() {
+        let e = if used > scope.limit() {
             Exhausted::Limit { used, limit: scope.limit() }
         } else {
             Exhausted::OutOfMemory { used: scope.used() }
@@ -359,16 +374,45 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     }
     let mut warnings: Vec<Warning> = Vec::new();
     let mut notices: Vec<Warning> = Vec::new();
-    // The first list during which the scope was found spent.
+    // Why the compile stops, and what it was doing when the scope was found spent.
     let mut failed: Option<(Exhausted, String)> = None;
     let de = open().map_err(FileError::Io)?;
     // Lists of includes, resolved once every key is known (an include may name a later key).
     let mut composites: Vec<Vec<String>> = Vec::new();
-    let parsed = parse::parse_file_with(de, &survey.names, &mut |key, list| {
+    // Each list is estimated before it is parsed (serde_json's tree is built whole, with no
+    // checkpoint inside): refused unparsed, with why, when the estimate does not fit.
+    let mut refused: Option<String> = None;
+    let mut number = 0usize;
+    let mut before = |key: &str| {
+        let length = survey.lengths.get(number).map(|&l| l as usize);
+        number += 1;
+        let estimate = length.map_or(usize::MAX, |l| list_estimate(l, key.len()));
+        let room = pcre2_bounded::memory::room();
+        if estimate <= room {
+            return true;
+        }
+        let at = parse::key_path(Some(key));
+        refused = Some(match length {
+            Some(l) => format!(
+                "the compiled lists need more memory than allowed: the list under the key {at} \
+                 has {l} bytes of JSON, which may take up to {estimate} bytes to parse and \
+                 compile, more than the {room} bytes left of the limit of {} bytes; not parsed",
+                scope.limit()
+            ),
+            None => format!(
+                "out of memory before parsing the list under the key {at}: its length is not \
+                 known from the first pass (the memory for it was refused, or the file changed \
+                 between the two passes); not parsed"
+            ),
+        });
+        false
+    };
+    let parsed = parse::parse_file_with(de, &survey.names, &mut before, &mut |key, list| {
         if failed.is_none() {
             let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
             if let Some(e) = scope.check().err().or(no_memory) {
-                failed = Some((e, key));
+                let at = parse::key_path(Some(&key));
+                failed = Some((e, format!("compiling the list under the key {at}")));
                 // The reader stops the parse at its next buffer.
                 return;
             }
@@ -409,6 +453,13 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
             }
             None => {
                 let index = index::build(&mut c.b, entries);
+                if let (Some(what), Err(e)) = (c.b.spent_in, scope.check()) {
+                    // Named now: the next list's checkpoint would name the next list.
+                    failed = Some((
+                        e,
+                        format!("{} under the key {}", what, parse::key_path(Some(&key))),
+                    ));
+                }
                 notices.extend(c.notices(Some(&key)));
                 lists.push((entries, index));
                 let number = lists.len() - 1;
@@ -422,13 +473,11 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     });
     let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
     if let Some(e) = failed.as_ref().map(|(e, _)| *e).or(scope.check().err()).or(no_memory) {
-        let during = match &failed {
-            Some((_, key)) => {
-                format!("compiling the list under the key {}", parse::key_path(Some(key)))
-            }
-            None => "parsing the file".to_owned(),
-        };
+        let during = failed.map_or_else(|| "parsing the file".to_owned(), |(_, during)| during);
         return Err(mem(e, &during));
+    }
+    if let Some(why) = refused {
+        return Err(FileError::Memory(why));
     }
     parsed.map_err(FileError::Parse)?;
     drop(seen);
@@ -478,6 +527,16 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         warnings,
         notices,
     })
+}
+
+/// The most a file's list of `length` bytes of JSON under a key of `key` bytes may allocate
+/// from the moment it is parsed to the checkpoint after it is compiled: what a single list
+/// may ([`crate::LIST_BYTES_PER_JSON_BYTE`] per byte), plus a copy of the key in each of its
+/// warnings (at most one entry per two bytes of JSON, each warned about at most once with
+/// a key: "no redirectPath", or a malformed entry).
+pub(crate) fn list_estimate(length: usize, key: usize) -> usize {
+    let warnings = (length / 2 + 1).saturating_mul(key.saturating_add(32));
+    length.saturating_mul(crate::LIST_BYTES_PER_JSON_BYTE).saturating_add(warnings)
 }
 
 /// Decides typed/untyped for a whole source (contract section 3).

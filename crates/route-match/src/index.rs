@@ -57,6 +57,7 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
         b.unindexed_lists += 1;
         return None;
     }
+    // `can_build` said yes: the scope is not spent yet.
     let keys: Vec<Vec<Key>> =
         b.entries.get(entries.range())?.iter().map(|e| keys_of(e, &b.conds)).collect();
     let mut count: HashMap<Key, usize> = HashMap::default();
@@ -118,6 +119,10 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     let params = groups(b, &params);
     let id = b.index(b.indexes.len());
     b.indexes.push(Index { headers, params, methods, rest, regex, header_names });
+    // The estimate fitted (else nothing was built): spent now means it was passed while built.
+    if pcre2_bounded::memory::spent() && b.spent_in.is_none() {
+        b.spent_in = Some("building the index of the list");
+    }
     Some(id)
 }
 
@@ -257,7 +262,14 @@ fn literals(b: &mut Builder, by_literal: Literals) -> Option<Option<crate::store
     }
     // ASCII case is ignored: a caseless pattern's literals come in one ASCII spelling
     // (`prefilter`); for the others it only lets more values through.
-    let Some(automaton) = automaton(by_literal.keys().map(Vec::as_slice)) else {
+    let before = pcre2_bounded::memory::spent();
+    let built = automaton(by_literal.keys().map(Vec::as_slice));
+    // Spent now, not before: the build ran out of memory (or passed the bound) inside the
+    // crate.
+    if !before && pcre2_bounded::memory::spent() && b.spent_in.is_none() {
+        b.spent_in = Some("building the regex prefilter's automaton of the list");
+    }
+    let Some(automaton) = built else {
         b.unindexed.push(by_literal.values().flatten().copied().min().unwrap_or(0));
         return None;
     };

@@ -68,6 +68,16 @@ pub fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, ParseEr
     compile::compile_file(json, syntax, Bounds::default())
 }
 
+/// [`compile_file`] within `bounds` (see [`compile_file_at_within`]): running out of memory, or
+/// needing more than `bounds.memory`, is an error ([`ParseError::is_memory`]).
+pub fn compile_file_within(
+    json: &[u8],
+    syntax: Syntax,
+    bounds: Bounds,
+) -> Result<CompiledFile, ParseError> {
+    compile::compile_file(json, syntax, bounds)
+}
+
 /// [`compile_file`] reading the file as it parses it (a buffer at a time), so the whole text is
 /// never held in memory next to its compiled form (NGINX compiles `http_matches_load` files in
 /// the master at every reload, while the previous configuration is still alive).

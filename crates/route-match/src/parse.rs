@@ -144,12 +144,16 @@ pub(crate) fn parse_list(json: &[u8]) -> Result<RawList, ParseError> {
 ///
 /// `keys` (from the [`survey`] of the same file) is what an include is checked against: the
 /// position of a bad include is then the parser's own.
+///
+/// `before` is asked before each list is parsed, with its key: `false` stops the parse there
+/// (an error, which the caller replaces by its own reason), before the list's tree is built.
 pub(crate) fn parse_file_with<'de, R: serde_json::de::Read<'de>>(
     mut de: serde_json::Deserializer<R>,
     keys: &Keys,
+    before: &mut dyn FnMut(&str) -> bool,
     each: &mut dyn FnMut(String, Parsed),
 ) -> Result<(), ParseError> {
-    (&mut de).deserialize_map(FileVisitor { keys, each })?;
+    (&mut de).deserialize_map(FileVisitor { keys, before, each })?;
     de.end()?;
     Ok(())
 }
@@ -167,8 +171,9 @@ pub(crate) enum Parsed {
 #[cfg(test)]
 pub(crate) fn parse_file(json: &[u8]) -> Result<Vec<(String, RawList)>, ParseError> {
     let mut out = Vec::new();
-    let keys = survey(serde_json::Deserializer::from_slice(json)).names;
-    parse_file_with(serde_json::Deserializer::from_slice(json), &keys, &mut |k, l| match l {
+    let keys = survey(serde_json::Deserializer::from_slice(json), &|| 0).names;
+    let de = serde_json::Deserializer::from_slice(json);
+    parse_file_with(de, &keys, &mut |_| true, &mut |k, l| match l {
         Parsed::Entries(l) => out.push((k, l)),
         Parsed::Includes(i) => {
             out.push((k, i.into_iter().map(|k| serde_json::json!({ INCLUDE: k })).collect()))
@@ -234,7 +239,7 @@ pub(crate) fn is_typed_string(s: &str, sep: char) -> bool {
 pub(crate) fn file_is_typed<'de, R: serde_json::de::Read<'de>>(
     de: serde_json::Deserializer<R>,
 ) -> bool {
-    survey(de).typed
+    survey(de, &|| 0).typed
 }
 
 /// What a first pass over a file finds: the syntax, and how much there is to compile (so the
@@ -253,14 +258,46 @@ pub(crate) struct Survey {
     pub(crate) bytes: usize,
     /// The keys, for the checks of includes.
     pub(crate) names: Keys,
+    /// The bytes of each list's JSON (from the `:` after its key to its `]`, saturated at
+    /// `u32::MAX`), in the file's order: what the compile estimates a list by before it parses
+    /// it. Shorter than `keys` only if the memory for it was refused (those lists are then
+    /// not compiled).
+    pub(crate) lengths: Vec<u32>,
+}
+
+/// A reader that counts the bytes taken from it into `pos`. serde_json's stream reader takes
+/// them one at a time (and peeks at most one ahead), so between two of its calls `pos` moves by
+/// the bytes it parsed: the survey reads each list's length off it.
+pub(crate) struct Counted<'p, R> {
+    pub(crate) inner: R,
+    pub(crate) pos: &'p Cell<u64>,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.pos.set(self.pos.get().saturating_add(n as u64));
+        Ok(n)
+    }
 }
 
 /// The first pass: walks the file without building JSON trees. Syntax errors end it early
-/// (the real parse reports them).
+/// (the real parse reports them). `pos` tells how many bytes the deserializer has taken so
+/// far (see [`Counted`]; a constant gives lengths of 0).
 pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
     mut de: serde_json::Deserializer<R>,
+    pos: &dyn Fn() -> u64,
 ) -> Survey {
-    let counts = Counts::default();
+    let counts = Counts {
+        entries: Cell::new(0),
+        conditions: Cell::new(0),
+        keys: Cell::new(0),
+        bytes: Cell::new(0),
+        keys_seen: Default::default(),
+        current: Default::default(),
+        lengths: Default::default(),
+        pos,
+    };
     let walked = Detect { depth: 0, sep: None, counts: &counts }.deserialize(&mut de);
     let complete = walked.is_ok() && de.end().is_ok();
     let typed = walked.unwrap_or(false);
@@ -273,11 +310,11 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
         conditions: counts.conditions.get(),
         keys: counts.keys.get(),
         bytes: counts.bytes.get(),
+        lengths: counts.lengths.into_inner(),
     }
 }
 
-#[derive(Default)]
-struct Counts {
+struct Counts<'p> {
     entries: Cell<usize>,
     conditions: Cell<usize>,
     keys: Cell<usize>,
@@ -285,29 +322,32 @@ struct Counts {
     keys_seen: core::cell::RefCell<Keys>,
     /// The key whose list is being walked.
     current: core::cell::RefCell<String>,
+    /// See [`Survey::lengths`].
+    lengths: core::cell::RefCell<Vec<u32>>,
+    pos: &'p dyn Fn() -> u64,
 }
 
 /// Walks any JSON; at depth 3 (file -> list -> entry -> field), the strings of a `headers` or
 /// `params` array are tested.
-struct Detect<'c> {
+struct Detect<'c, 'p> {
     depth: u8,
     /// The separator of the field being walked (`:` for headers, `=` for params).
     sep: Option<char>,
-    counts: &'c Counts,
+    counts: &'c Counts<'p>,
 }
 
 fn add(c: &Cell<usize>, n: usize) {
     c.set(c.get().saturating_add(n));
 }
 
-impl<'de> DeserializeSeed<'de> for Detect<'_> {
+impl<'de> DeserializeSeed<'de> for Detect<'_, '_> {
     type Value = bool;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Detect<'_> {
+impl<'de> Visitor<'de> for Detect<'_, '_> {
     type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -334,7 +374,21 @@ impl<'de> Visitor<'de> for Detect<'_> {
                 _ => None,
             };
             let next = Detect { depth: self.depth.saturating_add(1), sep, counts: self.counts };
-            let f = map.next_value_seed(next)?;
+            let start = (self.counts.pos)();
+            let f = map.next_value_seed(next);
+            if self.depth == 0 {
+                // Recorded before a syntax error inside the list ends the walk, too: the real
+                // parse stops at the same byte, so its tree of this list is no bigger than
+                // what was read up to the error, and it can report the error's position.
+                let len = (self.counts.pos)().saturating_sub(start);
+                let mut lengths = self.counts.lengths.borrow_mut();
+                // Fallible: without the room, this list and those after it have no length
+                // (and are refused unparsed).
+                if lengths.len() + 1 == self.counts.keys.get() && lengths.try_reserve(1).is_ok() {
+                    lengths.push(u32::try_from(len).unwrap_or(u32::MAX));
+                }
+            }
+            let f = f?;
             match sep {
                 Some(':') => headers = f,
                 Some(_) => params = f,
@@ -466,6 +520,7 @@ impl<'de> Visitor<'de> for ListVisitor<'_> {
 
 struct FileVisitor<'a> {
     keys: &'a Keys,
+    before: &'a mut dyn FnMut(&str) -> bool,
     each: &'a mut dyn FnMut(String, Parsed),
 }
 
@@ -484,6 +539,9 @@ impl<'de> Visitor<'de> for FileVisitor<'_> {
                     "duplicate match key at {}",
                     key_path(Some(&key))
                 )));
+            }
+            if !(self.before)(&key) {
+                return Err(de::Error::custom("the parse was stopped before this list"));
             }
             let list = map.next_value_seed(ListSeed { key: Some(&key), keys: Some(self.keys) })?;
             (self.each)(key, list);

@@ -19,6 +19,14 @@
 //! are at most a third of its last. The request's budget (`eval`) is a count
 //! of these charged steps, so the same request and configuration route the same on any
 //! machine under any load.
+//!
+//! **JIT or interpreter, fixed before the first match.** A pattern compiled in NGINX's master
+//! has no JIT code there (`pcre2_bounded::defer_jit`); a worker makes it at the pattern's first
+//! match, before that match runs, so every attempt of a pattern in a worker runs on the JIT,
+//! the first included, and is charged the same steps as with JIT code made at compile
+//! (`tests/deferred_jit.rs`). A JIT step and an interpreter step are not the same unit; a
+//! pattern runs on the interpreter only where PCRE2 has no JIT, or where its JIT code does not
+//! fit in the worker's allowance (or fails to compile: out of memory), which the module logs.
 
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -125,7 +133,8 @@ impl Record {
 }
 
 impl Pattern {
-    /// Compiles `source` (UTF mode, invalid UTF-8 in subjects allowed, JIT when available).
+    /// Compiles `source` (UTF mode, invalid UTF-8 in subjects allowed, JIT when available:
+    /// now, or at the first match where JIT is deferred).
     /// The error text is PCRE2's, with the offset in the pattern.
     pub fn new(source: &str) -> Result<Pattern, String> {
         Pattern::analysed(source, usize::MAX).map(|(p, _)| p).map_err(|e| e.to_string())

@@ -257,6 +257,12 @@ pub(crate) struct Builder {
     /// Lists left without an index (its estimate did not fit), since the compiler last took
     /// the count for a notice.
     pub(crate) unindexed_lists: usize,
+    /// The estimated structure being built when the compile's scope was found spent right
+    /// after it (an allocation failed inside it and the allocator's reserve covered the
+    /// rest, or it went over the bound): for the error, which then names it. Its estimate
+    /// and the address-space probe (`memory::can_build`) are there so that this never
+    /// happens; `tests/pressure.rs` sweeps for it.
+    pub(crate) spent_in: Option<&'static str>,
 }
 
 /// Makes room for `additional` more items in `v`, or says it cannot (instead of aborting).
@@ -269,14 +275,18 @@ impl Builder {
     /// the old copies behind as freed heap in the master. Index arrays get what every list
     /// indexed could need (at most one posting, item and group per entry).
     ///
-    /// Fallible: `Err` with the bytes asked for when the system refuses them.
+    /// Fallible: `Err` with the bytes asked for when they do not fit in what is left of the
+    /// compile's bound, or the system refuses them.
     pub(crate) fn reserve(&mut self, s: &crate::parse::Survey) -> Result<(), usize> {
         use core::mem::size_of;
         let bytes = s.bytes
             + s.entries * (size_of::<Entry>() + size_of::<u32>())
             + s.conditions * size_of::<Cond>()
             + (s.entries + s.keys) * size_of::<Item>();
-        let ok = self.text.try_reserve_exact(s.bytes).is_ok()
+        // Over what is left of the bound, nothing is reserved: an allocation over the bound is
+        // counted, not refused, so the arrays would take the compile over it before its check.
+        let ok = bytes <= pcre2_bounded::memory::room()
+            && self.text.try_reserve_exact(s.bytes).is_ok()
             && self.entries.try_reserve_exact(s.entries).is_ok()
             && self.conds.try_reserve_exact(s.conditions).is_ok()
             && self.postings.try_reserve_exact(s.entries).is_ok()

@@ -2,8 +2,10 @@
 //! when its JSON, times the most the parse and compile allocate per byte of it
 //! ([`route_match::LIST_BYTES_PER_JSON_BYTE`]), does not fit in what is left of the limit. So a
 //! refused list stays within the limit too (it went over by up to ~143x its JSON before:
-//! serde_json's tree is built before any checkpoint). This binary uses the module's
-//! allocator, so every allocation of a compile is counted, as in NGINX.
+//! serde_json's tree is built before any checkpoint). The same for each list of a file
+//! (`matches.json`): the first pass records each list's length, and the parse estimates the
+//! list by it before it builds the list's tree. This binary uses the module's allocator, so
+//! every allocation of a compile is counted, as in NGINX.
 
 use pcre2_bounded::memory::{Metered, Scope};
 use proptest::prelude::*;
@@ -71,9 +73,113 @@ fn the_factor_covers_every_shape() {
     assert!(worst.0 <= route_match::LIST_BYTES_PER_JSON_BYTE as f64, "{worst:?}");
 }
 
+/// A `matches.json` of `lists`: (key length, the list's shapes) each; key `i` is `i` then
+/// `key` bytes of `k`.
+fn file(lists: &[(usize, Vec<(u8, usize)>)]) -> String {
+    let body: Vec<String> = lists
+        .iter()
+        .enumerate()
+        .map(|(i, (key, shapes))| format!(r#""{i}{}":{}"#, "k".repeat(*key), list(shapes)))
+        .collect();
+    format!("{{{}}}", body.join(","))
+}
+
+/// Compiles the file `json` under `limit`, from memory and (when `path` is given) read from
+/// that path: (compiled?, peak bytes of the compile) each.
+fn compile_file_peak(
+    json: &str,
+    limit: usize,
+    path: Option<&std::path::Path>,
+) -> (Result<(), String>, usize) {
+    let scope = Scope::open(usize::MAX);
+    let bounds = Bounds { memory: limit, ..Bounds::default() };
+    let r = match path {
+        None => route_match::compile_file_within(json.as_bytes(), Syntax::Auto, bounds)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Some(p) => {
+            std::fs::write(p, json).unwrap();
+            route_match::compile_file_at_within(p, Syntax::Auto, bounds)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+    };
+    (r, scope.peak())
+}
+
+/// A file whose second list alone would take the compile over its limit (its tree, ~148x its
+/// 15 KB of JSON) is refused before that list is parsed, naming it; the compile's peak stays
+/// under the limit. Before (lists checked only after their parse), the peak was the tree's.
+#[test]
+fn a_list_of_a_file_is_refused_unparsed_when_its_estimate_does_not_fit() {
+    let json = file(&[(1, vec![(4, 1); 4]), (1, vec![(0, 1); 2_000])]);
+    let limit = 1 << 20;
+    let (unbounded, peak) = compile_file_peak(&json, usize::MAX, None);
+    assert!(unbounded.is_ok() && peak > limit, "{unbounded:?}, peak {peak}");
+    let dir = std::env::temp_dir().join(format!("parse-estimate-{}.json", std::process::id()));
+    for path in [None, Some(dir.as_path())] {
+        let (r, peak) = compile_file_peak(&json, limit, path);
+        let e = r.unwrap_err();
+        assert!(e.contains("more memory than allowed") && e.contains("not parsed"), "{e}");
+        assert!(e.contains(r#"the list under the key $["1k"]"#), "{e}");
+        assert!(peak <= limit, "peak {peak} > limit {limit}: {e}");
+    }
+    let _ = std::fs::remove_file(&dir);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(
         std::env::var("ESTIMATE_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(48)))]
+
+    /// Compiled peak <= the limit for generated files, compiled or refused: lists of every
+    /// shape, small and large, under keys of up to 2,000 bytes (a key is copied into each
+    /// warning of its list). From memory at every limit; read from a file at limits from
+    /// 256 KiB (its 64 KiB read buffer is taken before anything can be refused).
+    #[test]
+    fn the_peak_of_a_file_stays_within_the_limit_refused_or_not(
+        lists in proptest::collection::vec(
+            (0usize..2000, proptest::collection::vec((0u8..6, 1usize..64), 1..150)), 1..6),
+        limit_kib in 16usize..8192,
+    ) {
+        let json = file(&lists);
+        let limit = limit_kib << 10;
+        let (r, peak) = compile_file_peak(&json, limit, None);
+        prop_assert!(peak <= limit, "peak {} > limit {} ({} bytes of JSON, {:?})", peak, limit, json.len(), r.err());
+        if limit >= 256 << 10 {
+            let path = std::env::temp_dir()
+                .join(format!("parse-estimate-prop-{}.json", std::process::id()));
+            let (r, peak) = compile_file_peak(&json, limit, Some(&path));
+            let _ = std::fs::remove_file(&path);
+            prop_assert!(peak <= limit, "read from a file: peak {} > limit {} ({} bytes of JSON, {:?})", peak, limit, json.len(), r.err());
+        }
+    }
+
+    /// A file cut short anywhere (any strict prefix of a valid file is malformed) is refused
+    /// as malformed, with the parser's position, from memory and read from a file: the
+    /// estimate before each list never takes a syntax error for a list of unknown length
+    /// (the first pass records the length of the list it stopped in), and the peak stays
+    /// within the limit.
+    #[test]
+    fn a_file_cut_anywhere_is_malformed_with_a_position_not_refused_for_memory(
+        lists in proptest::collection::vec(
+            (0usize..8, proptest::collection::vec((0u8..6, 1usize..8), 1..20)), 1..4),
+        cut in 0.0f64..1.0,
+    ) {
+        let json = file(&lists);
+        let at = ((json.len() - 1) as f64 * cut) as usize;
+        let cut = &json[..at];
+        let limit = 4 << 20;
+        let path = std::env::temp_dir()
+            .join(format!("parse-estimate-cut-{}.json", std::process::id()));
+        for from in [None, Some(path.as_path())] {
+            let (r, peak) = compile_file_peak(cut, limit, from);
+            let e = r.expect_err("a strict prefix of a file compiled");
+            prop_assert!(!e.contains("not parsed") && !e.contains("memory"), "cut at {}: {}", at, e);
+            prop_assert!(e.contains(" at line ") || e.contains("EOF"), "cut at {}: {}", at, e);
+            prop_assert!(peak <= limit, "peak {} > limit {}", peak, limit);
+        }
+        let _ = std::fs::remove_file(&path);
+    }
 
     /// Compiled peak <= the limit for generated lists, compiled or refused.
     #[test]
