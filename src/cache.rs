@@ -28,7 +28,14 @@
 //! $http_matches $list` copies the map's value into the request's pool) is found by its bytes
 //! among the kept values. Only when a value is in none of the sets, that is before it is
 //! compiled, are the request's evaluated variables searched for a configured original of it
-//! (the copy's source): that search is never on the path of a request that compiles nothing.
+//! (the copy's source): that search is never on the path of a request that compiles nothing,
+//! and it looks at a constant number of variable slots (the few that held an original before,
+//! then a window of [`SEARCH_SLOTS`] that moves on from one search to the next), charged to
+//! the request's work. Which variable a `set` copies is known only to
+//! ngx_http_rewrite_module: its location configuration (`ngx_http_rewrite_loc_conf_t`, with
+//! the compiled script codes of `set`) is private to `ngx_http_rewrite_module.c`, and the
+//! codes' layout (their sizes follow from the function each starts with) is not an API
+//! either, so the module does not read it at configuration time.
 //! Keeping a value is decided only from where its bytes lie, so request data never enters the
 //! kept set; a request value with the same bytes as a kept one is answered by the kept compile
 //! (the same bytes compile alike). Values that are not kept are hashed with SipHash (they may
@@ -40,9 +47,11 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use ngx::ffi::{ngx_cycle_t, ngx_pool_t};
+use ngx::ffi::{ngx_cycle_t, ngx_pool_t, ngx_variable_value_t};
 use route_match::{Bounds, CompiledList, ParseError, Syntax};
 use rustc_hash::FxHashMap;
+
+use crate::util::var;
 
 /// The most distinct `$http_matches` values one worker keeps compiled, whatever their size.
 pub(crate) const MAX_VALUES: usize = 1024;
@@ -77,6 +86,14 @@ struct Cache {
     configured: Configured,
 }
 
+/// The most variable slots one search for a configured original of a value looks at (see
+/// [`get`]), besides the [`LEARNED`] slots it tries first: a constant, whatever the number of
+/// variables the configuration has or the request evaluated.
+pub(crate) const SEARCH_SLOTS: usize = 32;
+/// The most slots remembered as having held a configured original (tried first by every later
+/// search of the worker).
+pub(crate) const LEARNED: usize = 8;
+
 /// The configuration's memory and the values found in it (see the module's text).
 #[derive(Default)]
 struct Configured {
@@ -94,6 +111,11 @@ struct Configured {
     /// Configured values compiled that did not fit in `Limits::configured` (each went to the
     /// LRU; one value evicted and compiled again counts again).
     refused: usize,
+    /// Slots (indexes of `r->variables`) that held the configured original of a value.
+    learned: Vec<usize>,
+    /// Where the next search's window of [`SEARCH_SLOTS`] starts: each search goes on where
+    /// the last one stopped, so that an original in any slot is found within a few searches.
+    cursor: usize,
 }
 
 impl Configured {
@@ -108,6 +130,45 @@ impl Configured {
         // its requests; its pool's blocks and large list are only changed by allocations on
         // this thread, and none runs while we read them.
         unsafe { self.ranges = pool_ranges((*cycle).pool) };
+    }
+
+    /// A configured value with `value`'s bytes in one of the request's variable slots, and
+    /// how many slots were looked at: the learned ones, then a window of at most
+    /// [`SEARCH_SLOTS`] from the cursor on (a constant amount of work, however many variables
+    /// the request evaluated; an original outside both is found by a later search).
+    fn origin<'s>(
+        &mut self,
+        value: &[u8],
+        slots: &'s [ngx_variable_value_t],
+    ) -> (Option<&'s [u8]>, usize) {
+        if self.ranges.is_empty() || slots.is_empty() {
+            return (None, 0);
+        }
+        let is_origin = |c: &Configured, i: usize| {
+            slots.get(i).and_then(var::get).filter(|o| {
+                o.len() == value.len() && o.as_ptr() != value.as_ptr() && c.holds(o) && *o == value
+            })
+        };
+        let mut looked = 0;
+        for k in 0..self.learned.len() {
+            looked += 1;
+            if let Some(o) = is_origin(self, self.learned[k]) {
+                return (Some(o), looked);
+            }
+        }
+        let window = slots.len().min(SEARCH_SLOTS);
+        for k in 0..window {
+            let i = (self.cursor + k) % slots.len();
+            looked += 1;
+            if let Some(o) = is_origin(self, i) {
+                if self.learned.len() < LEARNED && !self.learned.contains(&i) {
+                    self.learned.push(i);
+                }
+                return (Some(o), looked);
+            }
+        }
+        self.cursor = (self.cursor + window) % slots.len();
+        (None, looked)
     }
 
     /// Whether `value` lies wholly inside the configuration's memory.
@@ -211,6 +272,9 @@ pub(crate) struct Stats {
     /// This lookup's value was the worker's first configured value that did not fit: the
     /// handler's one `[warn]`.
     pub(crate) first_refusal: bool,
+    /// Variable slots the search for a configured original looked at (0: no search), at most
+    /// [`LEARNED`] + [`SEARCH_SLOTS`]: charged to the request's work.
+    pub(crate) looked: usize,
 }
 
 impl Cache {
@@ -243,6 +307,7 @@ impl Cache {
             kept: self.configured.kept.len(),
             kept_bytes: self.configured.bytes,
             first_refusal: false,
+            looked: 0,
         }
     }
 }
@@ -260,8 +325,8 @@ pub(crate) struct Limits {
 
 /// The compiled form of `value`, compiling it on first sight.
 ///
-/// `origins`: the request's other variable values (a lazy iterator), walked only before a
-/// compile. A value that
+/// `slots`: the request's variable values (`r->variables`), searched only before a compile,
+/// and then at most [`LEARNED`] + [`SEARCH_SLOTS`] of them ([`Stats::looked`]). A value that
 /// is a copy of one of them lying in the configuration's memory (`set $http_matches $list;`
 /// copies a `map`'s constant value into the request's pool) is that configured value: the same
 /// bytes compile alike, so it is kept under the configured copy's address and its bytes.
@@ -270,7 +335,7 @@ pub(crate) fn get<'a>(
     value: &'a [u8],
     limits: &Limits,
     bounds: Bounds,
-    origins: impl Iterator<Item = &'a [u8]>,
+    slots: &'a [ngx_variable_value_t],
 ) -> (Rc<Entry>, Lookup, Stats) {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
@@ -316,14 +381,11 @@ pub(crate) fn get<'a>(
         // Not compiled yet (or evicted): is it a configured value, or a copy of one?
         let mut value = value;
         let mut configured = c.configured.holds(value);
-        if !configured && !c.configured.ranges.is_empty() {
-            let mut origins = origins;
-            if let Some(origin) = origins.find(|o| {
-                o.len() == value.len()
-                    && o.as_ptr() != value.as_ptr()
-                    && c.configured.holds(o)
-                    && *o == value
-            }) {
+        let mut looked = 0;
+        if !configured {
+            let (origin, n) = c.configured.origin(value, slots);
+            looked = n;
+            if let Some(origin) = origin {
                 value = origin;
                 configured = true;
             }
@@ -345,12 +407,12 @@ pub(crate) fn get<'a>(
                 c.configured.kept.insert(address, entry.clone());
                 c.configured.kept_by_value[s].insert(source, entry.clone());
                 c.last = Some((own, entry.clone()));
-                return (entry, Lookup::Kept, c.stats());
+                return (entry, Lookup::Kept, Stats { looked, ..c.stats() });
             }
             c.configured.refused += 1;
         }
         let first_refusal = configured && !transient && c.configured.refused == 1;
-        let stats = |c: &Cache| Stats { first_refusal, ..c.stats() };
+        let stats = |c: &Cache| Stats { first_refusal, looked, ..c.stats() };
         let budget = limits.budget;
         if cost > budget || transient {
             return (entry, Lookup::Uncached, stats(&c));

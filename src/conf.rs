@@ -747,11 +747,14 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     end_memory_guard(cf, status)
 }
 
-/// `http_matches_prefork on`: the fill runs at the next fork (`init_module` arms it).
+/// `http_matches_prefork on`: the fill runs at the next fork (`init_module` arms it); and the
+/// workers' JIT allowance, what `http_matches_max_memory` leaves (see `prefork`).
 fn want_prefork(cf: *mut ngx_conf_t) {
     // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
-    let on = HttpMatchesModule::main_conf(unsafe { &*cf }).is_some_and(|m| m.prefork == 1);
-    crate::prefork::want(on);
+    let mcf = HttpMatchesModule::main_conf(unsafe { &*cf });
+    let on = mcf.is_some_and(|m| m.prefork == 1);
+    let left = mcf.map_or(0, |m| m.max_memory.saturating_sub(m.compiled_memory));
+    crate::prefork::want(on, left);
 }
 
 fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {

@@ -98,6 +98,8 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     };
 
     let cached: Rc<cache::Entry>;
+    // Variable slots looked at for a configured original of `$http_matches` (charged below).
+    let mut searched = 0usize;
     let (list, source): (&MatchList, Source<'_>) = if let Some(inline) = &lcf.inline {
         (inline, Source::Inline)
     } else if let (Some(file), Some(key)) = (&mcf.file, match_key()) {
@@ -150,7 +152,8 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             cycle: unsafe { ngx::ffi::ngx_cycle },
         };
         let (c, lookup, stats) =
-            cache::get(lcf.var_syntax, value, &limits, bounds, variable_values(req));
+            cache::get(lcf.var_syntax, value, &limits, bounds, variable_slots(req));
+        searched = stats.looked;
         if stats.first_refusal {
             ngx_log_error!(
                 NGX_LOG_WARN,
@@ -173,12 +176,13 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                     log,
                     "http_matches: compiled a $http_matches value of {} bytes from the \
                      configuration ({} bytes counted, fingerprint {:016x}): kept for the \
-                     worker's life, {} such values, {} bytes",
+                     worker's life, {} such values, {} bytes; {} variables looked at",
                     value.len(),
                     c.cost,
                     fingerprint(value),
                     stats.kept,
-                    stats.kept_bytes
+                    stats.kept_bytes,
+                    stats.looked
                 );
             }
             Lookup::Compiled { evicted } => {
@@ -187,13 +191,14 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                     log,
                     "http_matches: compiled a $http_matches value of {} bytes ({} bytes \
                      counted, fingerprint {:016x}); {} evicted, the cache holds {} values, {} \
-                     bytes",
+                     bytes; {} variables looked at",
                     value.len(),
                     c.cost,
                     fingerprint(value),
                     evicted,
                     stats.values,
-                    stats.bytes
+                    stats.bytes,
+                    stats.looked
                 );
             }
             // Refused for memory: the 500 below says so.
@@ -263,7 +268,9 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             // instantiated apart from `evaluate::<View>` and leaves the inlining of the common
             // path as it was (with both on `View`, the module's regex path cost ~290 more
             // instructions per request under callgrind).
-            let (outcome, work) = list.evaluate_work(&route_match::Forward::new(&view));
+            let (outcome, mut work) = list.evaluate_work(&route_match::Forward::new(&view));
+            // The search for a configured original is request work too: one unit a slot.
+            work.units = work.units.saturating_add(searched as u64);
             // SAFETY: `r` is valid and `index` is an indexed variable of its configuration.
             if let Err(status) = unsafe { store_work(r, index, work) } {
                 return status;
@@ -271,6 +278,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             outcome
         }
     };
+    crate::prefork::report_jit_refusals(log);
     match outcome {
         Outcome::Redirect { entry, path } => {
             ngx_log_debug_mask!(
@@ -448,18 +456,17 @@ fn defined_value<'r>(r: *mut ngx_http_request_t, mcf: &MainConf) -> Option<&'r [
     var::get(unsafe { v.as_ref()? })
 }
 
-/// The values of the request's indexed variables that are already evaluated (`r->variables`).
-fn variable_values(req: &ngx_http_request_t) -> impl Iterator<Item = &[u8]> {
+/// The request's indexed variable slots (`r->variables`; a value is there once evaluated).
+fn variable_slots(req: &ngx_http_request_t) -> &[ngx::ffi::ngx_variable_value_t] {
     let n = NgxHttpCoreModule::main_conf(req).map_or(0, |cmcf| cmcf.variables.nelts);
-    let slots = if req.variables.is_null() {
+    if req.variables.is_null() {
         &[][..]
     } else {
         // SAFETY: `r->variables` has one slot per indexed variable of the configuration
         // (ngx_http_create_request allocates `cmcf->variables.nelts` of them), alive as long
         // as the request; null only before the request is set up.
         unsafe { core::slice::from_raw_parts(req.variables, n) }
-    };
-    slots.iter().filter_map(var::get)
+    }
 }
 
 /// Whether `value` is what a client sent as `Matches:` (what `$http_matches` reads in a

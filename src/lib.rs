@@ -193,6 +193,7 @@ pub static mut ngx_http_matches_module: ngx_module_t = ngx_module_t {
     commands: unsafe { addr_of_mut!(NGX_HTTP_MATCHES_COMMANDS[0]) },
     type_: NGX_HTTP_MODULE as ngx_uint_t,
     init_module: Some(conf::init_module),
+    init_process: Some(prefork::init_process),
     exit_process: Some(conf::exit_process),
     ..ngx_module_t::default()
 };

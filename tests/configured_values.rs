@@ -206,3 +206,69 @@ fn configured_values_past_max_memory_are_reported_once_and_go_through_the_lru() 
     assert_eq!(log.lines().filter(|l| l.contains("does not fit in what")).count(), 1);
     n.finish();
 }
+
+/// The work of `$http_matches_work` ("attempts/steps/units") of one answer, from its body.
+fn units(body: &str) -> u64 {
+    let work = body.split_whitespace().nth(1).unwrap_or_default();
+    work.rsplit('/').next().and_then(|u| u.parse().ok()).unwrap_or_else(|| panic!("{body}"))
+}
+
+/// The search for a configured original of a `$http_matches` value (before it is compiled)
+/// looks at a constant number of the request's variable slots, charged to its work (one unit
+/// a slot: `$http_matches_work`), however many variables the request evaluated: 600 `set`s
+/// before `set $http_matches $http_x_list` cost what none do. The window moves on from one
+/// search to the next, so a configured original in a slot past it (`$list`, indexed after the
+/// 600) is still found within a few compiles, and from then on first (its slot is learned).
+/// Before, the search walked every evaluated variable.
+#[test]
+fn the_search_for_a_configured_original_is_constant_work() {
+    const SETS: usize = 600;
+    let sets: String = (0..SETS).map(|i| format!("set $v{i} v{i}; ")).collect();
+    let body = format!(
+        "{set_map}
+         server {{
+           listen 127.0.0.1:{{PORT}};
+           location /t/ {{ internal; return 200 \"$uri $http_matches_work\\n\"; }}
+           location = /few {{ set $http_matches $http_x_list; http_matches; }}
+           location = /many {{ {sets} set $http_matches $http_x_list; http_matches; }}
+           location = /s {{ {sets} set $http_matches $list; http_matches; }}
+         }}",
+        set_map = map_block("list", "", 100),
+    );
+    let n = Nginx::start("configured-values-search", &body, &[]);
+    // A client's value: compiled (a search), then a hit (none). The difference is the search.
+    let charge = |path: &str, i: usize| {
+        let list = format!(r#"[{{"any":true,"redirectPath":"/t/c{i}"}}]"#);
+        let first = n.get(path, &[("x-list", &list)]);
+        let again = n.get(path, &[("x-list", &list)]);
+        assert_eq!(first.body.split(' ').next(), Some(format!("/t/c{i}").as_str()));
+        units(&first.body) - units(&again.body)
+    };
+    let few: Vec<u64> = (0..4).map(|i| charge("/few", i)).collect();
+    let many: Vec<u64> = (4..8).map(|i| charge("/many", i)).collect();
+    eprintln!("search charged: /few {few:?}, /many ({SETS} variables set) {many:?}");
+    for c in few.iter().chain(&many) {
+        assert!(*c > 0 && *c <= 8 + 32, "a search looked at {c} slots");
+    }
+    assert_eq!(few, many, "the work does not depend on the variables the request evaluated");
+    // `$list`'s slot lies past the first windows: its values go through the LRU until a
+    // search reaches it, then are kept, found by the learned slot at once.
+    let mut kept_at = None;
+    for k in 0..40 {
+        let r = n.get(&format!("/s?k={k}"), &[("x-k", &k.to_string())]);
+        assert!(r.body.starts_with(&format!("/t/h{k} ")), "k {k}: {}", r.body);
+        let log = n.error_log();
+        let last = *compile_lines(&log).last().unwrap();
+        if last.contains("from the configuration") {
+            kept_at.get_or_insert(k);
+        } else {
+            assert!(kept_at.is_none(), "k {k}, after the original was found: {last}");
+        }
+    }
+    let kept_at = kept_at.expect("the original was never found");
+    assert!(kept_at < (SETS + 200) / 32 + 2, "found after {kept_at} searches");
+    let log = n.error_log();
+    let last = *compile_lines(&log).last().unwrap();
+    assert!(last.contains("; 1 variables looked at"), "{last}");
+    n.finish();
+}

@@ -204,12 +204,12 @@ fn a_request_time_compile_over_the_bound_is_a_500() {
     n.finish();
 }
 
-/// A matches.json with one list of 1,000 regex entries that each need 64 literals of ~64
-/// bytes sharing no prefix (166 KB): its prefilter automaton alone would take ~260 MB to
-/// build. Entry 7 answers `x: 517bdfhjl<tail>` (unanchored: the first pattern that holds).
-fn literal_heavy_file() -> (String, String) {
+/// A matches.json with one list of `n` regex entries that each need 64 literals of 64
+/// bytes sharing no prefix (1,000: 166 KB, its prefilter automaton alone would take ~260 MB to
+/// build). Entry 7 answers `x: 517bdfhjl<tail>` (unanchored: the first pattern that holds).
+fn literal_heavy_file(n: usize) -> (String, String) {
     let tail: String = "abcdefghijklmnopqrstuvwxyz0123456789".chars().cycle().take(58).collect();
-    let entries: Vec<String> = (0..1000)
+    let entries: Vec<String> = (0..n)
         .map(|i| {
             let path = if i == 7 { "/big" } else { "/small" };
             format!(
@@ -218,6 +218,122 @@ fn literal_heavy_file() -> (String, String) {
         })
         .collect();
     (format!(r#"{{"k1":[{}]}}"#, entries.join(",")), format!("517bdfhjl{tail}"))
+}
+
+/// What one reload under a limit did, from the master's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Refused with an out-of-memory `[emerg]`; `inside` when it names an estimated
+    /// structure (the index, the automaton) as what was being built when memory ran out.
+    Refused { inside: bool },
+    /// Loaded; `index` / `automaton`: with a notice that the index / an automaton was left out.
+    Loaded { index: bool, automaton: bool },
+}
+
+/// Sweeps reloads of `heavy` (a matches.json whose key `k1` answers `big` for `x: hit`) across
+/// soft `RLIMIT_AS` limits of the master: its VmSize + each of `points` KiB, after a reload back
+/// to a small list with no limit. At every point the master lives; refused -> the old list
+/// answers and the `[emerg]` says out of memory; loaded -> the new list answers.
+fn sweep(name: &str, heavy: &str, hit: &str, points: &[u64]) -> Vec<(u64, Outcome)> {
+    let old = r#"{"k1":[{"any":true,"redirectPath":"/small"}]}"#;
+    let n = Nginx::start(name, &conf(), &[("matches.json", old)]);
+    let answer = || n.get("/t", &[("x-key", "k1"), ("x", hit)]).body;
+    assert_eq!(answer(), "small\n");
+    let master = master::pid(&n);
+    let set_soft = |soft: &str| {
+        let ok = Command::new("prlimit")
+            .arg(format!("--pid={master}"))
+            .arg(format!("--as={soft}:unlimited"))
+            .status()
+            .expect("prlimit");
+        assert!(ok.success());
+    };
+    // Writes matches.json whole (a rename: NGINX never reads a half-written file), sends a
+    // reload and waits for the master to finish it, from its log: "start worker processes"
+    // (loaded) or a new `[emerg]` (refused). Then the answer, polled until the new workers
+    // give it (the old ones drain meanwhile).
+    let reload = |text: &str, want: &str| -> bool {
+        let conf = n.prefix.dir.join("conf");
+        std::fs::write(conf.join("matches.json.new"), text).unwrap();
+        std::fs::rename(conf.join("matches.json.new"), conf.join("matches.json")).unwrap();
+        let count = |log: &str| {
+            (log.matches("start worker processes").count(), log.matches("[emerg]").count())
+        };
+        let (started, emergs) = count(&n.error_log());
+        n.hup();
+        let deadline = std::time::Instant::now() + common::patience();
+        let loaded = loop {
+            let log = n.error_log();
+            assert!(!log.contains("exited on signal"), "{log}");
+            let (s, e) = count(&log);
+            if e > emergs {
+                break false;
+            }
+            if s > started {
+                break true;
+            }
+            assert!(std::time::Instant::now() < deadline, "no outcome:\n{log}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        if loaded {
+            while answer() != want {
+                assert!(std::time::Instant::now() < deadline, "no {want}:\n{}", n.error_log());
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        loaded
+    };
+    let mut out = Vec::new();
+    for &extra_kib in points {
+        // Back to the old list, with no limit.
+        set_soft("unlimited");
+        assert!(reload(old, "small\n"), "{}", n.error_log());
+        // The heavy file, limited to what the master has + extra_kib.
+        let limit = (vm_size_kib(master) + extra_kib) * 1024;
+        set_soft(&limit.to_string());
+        let notices = |log: &str| {
+            (
+                log.matches("index of this list would not fit").count(),
+                log.matches("automaton for this entry's group").count(),
+            )
+        };
+        let before = notices(&n.error_log());
+        let loaded = reload(heavy, "big\n");
+        // The master is alive: signal 0.
+        let alive = Command::new("kill").arg("-0").arg(master.to_string()).status().unwrap();
+        assert!(alive.success(), "+{extra_kib} KiB: the master died:\n{}", n.error_log());
+        let log = n.error_log();
+        let outcome = if loaded {
+            let after = notices(&log);
+            Outcome::Loaded { index: after.0 > before.0, automaton: after.1 > before.1 }
+        } else {
+            for _ in 0..3 {
+                assert_eq!(answer(), "small\n", "+{extra_kib} KiB: the old list answers");
+            }
+            let last = log.lines().rev().find(|l| l.contains("[emerg]")).unwrap_or_default();
+            // Ours, or NGINX's own allocation failing first (its pools, shared memory).
+            let oom = last.contains("out of memory") || last.contains("Cannot allocate");
+            assert!(oom, "+{extra_kib} KiB: {last}");
+            Outcome::Refused { inside: last.contains("while building the") }
+        };
+        eprintln!("+{extra_kib} KiB: {outcome:?}");
+        out.push((extra_kib, outcome));
+    }
+    let log = n.error_log();
+    assert!(!log.contains("memory allocation of"), "Rust's abort message:\n{log}");
+    set_soft("unlimited");
+    n.finish();
+    out
+}
+
+/// Sweep points from an environment variable `S[:FROM:TO]` (KiB step, MiB range), if set.
+fn points_from_env(name: &str, from_mib: u64, to_mib: u64) -> Option<Vec<u64>> {
+    let v = std::env::var(name).ok()?;
+    let mut words = v.split(':').map(|w| w.parse::<u64>().ok());
+    let step = words.next().flatten().unwrap_or(256).max(4);
+    let from = words.next().flatten().unwrap_or(from_mib);
+    let to = words.next().flatten().unwrap_or(to_mib);
+    Some((from * 1024..=to * 1024).step_by(step as usize).collect())
 }
 
 /// A reload of the literal-heavy file with the master's address space limited, the limit
@@ -229,7 +345,8 @@ fn literal_heavy_file() -> (String, String) {
 /// no checkpoint between the list's entries. `NGX_MATCHES_SWEEP_MIB=N` steps by N MiB from
 /// +0 to +320 (1: every MiB, 321 points); `NGX_MATCHES_SWEEP_KIB=S[:M]` steps by S KiB from +0
 /// to +M MiB (default 256 KiB to +320 MiB; `256:64` is 257 points across the compile's own
-/// needs, docs/RELIABILITY.md has its figures).
+/// needs, docs/RELIABILITY.md has its figures). Its automaton (~390 MB estimated) is never
+/// built in this range: the next test sweeps a list whose automaton is.
 #[test]
 fn a_reload_swept_across_address_space_limits_never_kills_the_master() {
     // The normal run: every 8 MiB across the compile's own needs (+0 to +64), and one point
@@ -247,97 +364,82 @@ fn a_reload_swept_across_address_space_limits_never_kills_the_master() {
         (None, Some(step)) => (0..=320 * 1024).step_by(usize::max(step, 1) * 1024).collect(),
         (None, None) => (0..=64 * 1024).step_by(8 * 1024).chain([320 * 1024]).collect(),
     };
-    let old = r#"{"k1":[{"any":true,"redirectPath":"/small"}]}"#;
-    let (heavy, hit) = literal_heavy_file();
-    let n = Nginx::start("pressure-sweep", &conf(), &[("matches.json", old)]);
-    let answer = || n.get("/t", &[("x-key", "k1"), ("x", &hit)]).body;
-    assert_eq!(answer(), "small\n");
-    let master = master::pid(&n);
-    let set_soft = |soft: &str| {
-        let ok = Command::new("prlimit")
-            .arg(format!("--pid={master}"))
-            .arg(format!("--as={soft}:unlimited"))
-            .status()
-            .expect("prlimit");
-        assert!(ok.success());
-    };
-    // Writes matches.json whole (a rename: NGINX never reads a half-written file), sends a
-    // reload and waits for the master to finish it, from its log: "start worker processes"
-    // (loaded) or a new `[emerg]` (refused). Then the answer, polled until the new workers
-    // give it (the old ones drain meanwhile).
-    let reload = |text: &str, want: &str| -> &'static str {
-        let conf = n.prefix.dir.join("conf");
-        std::fs::write(conf.join("matches.json.new"), text).unwrap();
-        std::fs::rename(conf.join("matches.json.new"), conf.join("matches.json")).unwrap();
-        let count = |log: &str| {
-            (log.matches("start worker processes").count(), log.matches("[emerg]").count())
-        };
-        let (started, emergs) = count(&n.error_log());
-        n.hup();
-        let deadline = std::time::Instant::now() + common::patience();
-        let outcome = loop {
-            let log = n.error_log();
-            assert!(!log.contains("exited on signal"), "{log}");
-            let (s, e) = count(&log);
-            if e > emergs {
-                break "refused";
-            }
-            if s > started {
-                break "loaded";
-            }
-            assert!(std::time::Instant::now() < deadline, "no outcome:\n{log}");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
-        if outcome == "loaded" {
-            while answer() != want {
-                assert!(std::time::Instant::now() < deadline, "no {want}:\n{}", n.error_log());
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        }
-        outcome
-    };
-    let (mut refused, mut loaded, mut unindexed) = (0, 0, 0);
-    for extra_kib in points {
-        // Back to the old list, with no limit.
-        set_soft("unlimited");
-        assert_eq!(reload(old, "small\n"), "loaded", "{}", n.error_log());
-        // The heavy file, limited to what the master has + extra_kib.
-        let limit = (vm_size_kib(master) + extra_kib) * 1024;
-        set_soft(&limit.to_string());
-        let warns = n.error_log().matches("would not fit").count();
-        let outcome = reload(&heavy, "big\n");
-        // The master is alive: signal 0.
-        let alive = Command::new("kill").arg("-0").arg(master.to_string()).status().unwrap();
-        assert!(alive.success(), "+{extra_kib} KiB: the master died:\n{}", n.error_log());
-        match outcome {
-            "refused" => {
-                refused += 1;
-                for _ in 0..3 {
-                    assert_eq!(answer(), "small\n", "+{extra_kib} KiB: the old list answers");
-                }
-                let log = n.error_log();
-                let last = log.lines().rev().find(|l| l.contains("[emerg]")).unwrap_or_default();
-                // Ours, or NGINX's own allocation failing first (its pools, shared memory).
-                let oom = last.contains("out of memory") || last.contains("Cannot allocate");
-                assert!(oom, "+{extra_kib} KiB: {last}");
-            }
-            _ => {
-                loaded += 1;
-                if n.error_log().matches("would not fit").count() > warns {
-                    unindexed += 1;
-                }
-            }
-        }
-        eprintln!("+{extra_kib} KiB: {outcome}");
-    }
+    let (heavy, hit) = literal_heavy_file(1000);
+    let out = sweep("pressure-sweep", &heavy, &hit, &points);
+    let refused = out.iter().filter(|(_, o)| matches!(o, Outcome::Refused { .. })).count();
+    let loaded = out.len() - refused;
+    let unindexed = out
+        .iter()
+        .filter(|(_, o)| {
+            matches!(
+                o,
+                Outcome::Loaded { index: true, .. } | Outcome::Loaded { automaton: true, .. }
+            )
+        })
+        .count();
     eprintln!(
         "{refused} refused, {loaded} loaded ({unindexed} with an index or automaton left out)"
     );
     assert!(refused > 0 && loaded > 0, "the sweep crosses the compile");
-    let log = n.error_log();
-    assert!(!log.contains("memory allocation of"), "Rust's abort message:\n{log}");
-    set_soft("unlimited");
-    n.finish();
+}
+
+/// The same sweep with a list whose automaton *is* built within the range (150 literal-heavy
+/// entries: 9,600 literals of 64 bytes, its contiguous NFA estimated at ~59 MB), so that the
+/// points cover every class: refused (no room for the compile), loaded with the automaton
+/// left out (its estimate does not fit), around the limit where the estimate first fits (the
+/// automaton built with the least room: were the estimate short, the build would run out of
+/// memory inside the aho-corasick crate there, which must be a refusal that names it, never
+/// an abort) and loaded with the automaton. The normal run: +0 (the 16 MiB reserve does not
+/// fit), +40 MiB (the compile fits, the automaton's ~59 MB do not), every 2 MiB from +64 to
+/// +96 MiB (across where the estimate first fits) and +160 MiB (all of it fits).
+/// `NGX_MATCHES_AUTOMATON_SWEEP_KIB=S[:FROM:TO]` sweeps every S KiB from +FROM to +TO MiB
+/// (default 0 to 160).
+#[test]
+fn a_reload_swept_across_the_automaton_build_never_kills_the_master() {
+    let custom = points_from_env("NGX_MATCHES_AUTOMATON_SWEEP_KIB", 0, 160);
+    let normal = custom.is_none();
+    let points = custom.unwrap_or_else(|| {
+        [0, 40 * 1024]
+            .into_iter()
+            .chain((64 * 1024..=96 * 1024).step_by(2 * 1024))
+            .chain([160 * 1024])
+            .collect()
+    });
+    let (heavy, hit) = literal_heavy_file(150);
+    let out = sweep("pressure-automaton-sweep", &heavy, &hit, &points);
+    let count = |f: &dyn Fn(Outcome) -> bool| out.iter().filter(|(_, o)| f(*o)).count();
+    let refused = count(&|o| o == Outcome::Refused { inside: false });
+    let inside = count(&|o| o == Outcome::Refused { inside: true });
+    let without = count(&|o| matches!(o, Outcome::Loaded { automaton: true, .. }));
+    let with = count(&|o| matches!(o, Outcome::Loaded { automaton: false, index: false }));
+    eprintln!(
+        "{refused} refused, {inside} refused inside an estimated build, {without} loaded \
+         without the automaton, {with} loaded with it ({} points)",
+        out.len()
+    );
+    // A build that ran out inside (`inside`) was refused with the old list answering and the
+    // master alive (asserted per point by `sweep`); none did in the runs measured.
+    if !normal {
+        return;
+    }
+    assert!(refused > 0, "no point refused: {out:?}");
+    assert!(without > 0, "no point loaded without the automaton: {out:?}");
+    assert!(with > 0, "no point loaded with the automaton: {out:?}");
+    // Where the estimate first fits, the automaton is built with the least room: the first
+    // point that loads with it, and the point just below it (left out, or refused) are both
+    // in the run.
+    let first_with = out
+        .iter()
+        .position(|(_, o)| matches!(o, Outcome::Loaded { automaton: false, index: false }))
+        .unwrap();
+    assert!(
+        first_with > 0
+            && matches!(
+                out[first_with - 1].1,
+                Outcome::Loaded { automaton: true, .. } | Outcome::Refused { .. }
+            ),
+        "{out:?}"
+    );
 }
 
 /// The reserve refused at request time: a `$http_matches` compile in a worker whose address
