@@ -23,8 +23,19 @@
 //! (`mallinfo2`, glibc >= 2.33); elsewhere nothing.
 //!
 //! Whether or not the fill runs, that first fork after a load also gives back what the old
-//! configuration left free (see [`before_fork`]): PCRE2's unused JIT chunks, and the heap's
-//! free pages.
+//! configuration left free (see [`before_fork`]): PCRE2's unused JIT chunks (the master keeps
+//! no JIT code, but measuring each pattern's JIT size at load leaves sljit's last chunk
+//! mapped), and the heap's free pages.
+//!
+//! **No JIT code in the master** (issue #30): a configuration load compiles its patterns
+//! without JIT code (`pcre2_bounded::defer_jit`, set as a load begins, [`release`]); each
+//! pattern's JIT size is measured on a copy freed at once and counted in the load's bounds as
+//! before. A worker JIT-compiles a pattern at its first match ([`init_process`] clears the
+//! switch), charged to the JIT allowance the load leaves ([`want`], applied by [`arm`]); a
+//! pattern that does not fit stays on the interpreter, with a `[warn]`
+//! ([`report_jit_refusals`]). Before, the master JIT-compiled every pattern, and sljit's
+//! chunks crept to about twice one load's code over ~100 reloads (docs/RELIABILITY.md,
+//! "Master memory across reloads").
 //!
 //! Why off by default (measured, docs/RELIABILITY.md "Master memory across reloads"): with a
 //! regex-heavy file the master grows with every reload while the fill is on (each reload's
@@ -51,10 +62,14 @@ static USED: AtomicBool = AtomicBool::new(false);
 static WANTED: AtomicBool = AtomicBool::new(false);
 /// The chunks held: a list linked through their first word (0: none).
 static HELD: AtomicUsize = AtomicUsize::new(0);
+/// The JIT allowance of the configuration being loaded (see [`want`]), applied by [`arm`].
+static JIT_ROOM: AtomicUsize = AtomicUsize::new(usize::MAX);
 
-/// Frees the chunks held since the last fork (in the master, as a configuration load
-/// begins; in any other process the list is empty or, in a worker, never freed).
+/// A configuration load begins (in the master, or `nginx -t`): its patterns are compiled
+/// without JIT code (see the module documentation), and the chunks held since the last fork
+/// are freed (in any other process the list is empty or, in a worker, never freed).
 pub(crate) fn release() {
+    pcre2_bounded::defer_jit(true);
     USED.store(false, Ordering::Relaxed);
     WANTED.store(false, Ordering::Relaxed);
     let mut p = HELD.swap(0, Ordering::Relaxed);
@@ -75,15 +90,53 @@ pub(crate) fn mark_used() {
     USED.store(true, Ordering::Relaxed);
 }
 
-/// The configuration being loaded asks for the fill (`http_matches_prefork on`).
-pub(crate) fn want(on: bool) {
+/// The configuration being loaded asks for the fill (`http_matches_prefork on`), and
+/// `http_matches_max_memory` leaves `left` bytes after its compiled lists. Those lists count
+/// their patterns' JIT code, not made yet (`pcre2_bounded::deferred_jit_bytes`): a worker may
+/// make that and what is left, no more.
+pub(crate) fn want(on: bool, left: usize) {
     WANTED.store(on, Ordering::Relaxed);
+    JIT_ROOM.store(left.saturating_add(pcre2_bounded::deferred_jit_bytes()), Ordering::Relaxed);
+}
+
+/// `init_process`: a worker (or a cache process) keeps the JIT code it makes, so patterns
+/// compiled here (`$http_matches` values) are JIT-compiled when compiled, counted in their
+/// compile's bound, and the configuration's at their first match, within the allowance.
+pub(crate) unsafe extern "C" fn init_process(
+    _cycle: *mut ngx::ffi::ngx_cycle_t,
+) -> ngx::ffi::ngx_int_t {
+    pcre2_bounded::defer_jit(false);
+    ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t
+}
+
+/// After a request's evaluation: a `[warn]` for the configuration's patterns that stayed on
+/// the interpreter in this worker since the last one (the JIT allowance was spent, or the JIT
+/// compile failed). Nothing to do, one atomic read, on every other request.
+pub(crate) fn report_jit_refusals(log: *mut ngx::ffi::ngx_log_t) {
+    let n = pcre2_bounded::take_jit_refusals();
+    if n > 0 {
+        ngx::ngx_log_error!(
+            ngx::ffi::NGX_LOG_WARN,
+            log,
+            "http_matches: {} regular expression{} of the configuration stay{} on PCRE2's \
+             interpreter in this worker: {} JIT code would pass what http_matches_max_memory \
+             leaves ({} bytes left), or the JIT compile failed; the answers are the same and \
+             the match limits still bound the work",
+            n,
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "s" } else { "" },
+            if n == 1 { "its" } else { "their" },
+            pcre2_bounded::jit_allowance()
+        );
+    }
 }
 
 /// Arms the next fork's handler (in the master, after a configuration load that uses the
 /// module): it gives back the memory the old configuration left free, and runs the fill if
-/// asked for.
+/// asked for. The load's JIT allowance becomes the one its workers inherit (here, not at
+/// [`want`]: a load refused after postconfiguration must not change the running one's).
 pub(crate) fn arm() {
+    pcre2_bounded::set_jit_allowance(JIT_ROOM.load(Ordering::Relaxed));
     #[cfg(target_env = "gnu")]
     if USED.load(Ordering::Relaxed) {
         static REGISTER: std::sync::Once = std::sync::Once::new();
@@ -129,8 +182,8 @@ struct MallInfo2 {
 /// The first fork after a load: NGINX's master has freed the old configuration by now (at the
 /// end of `ngx_init_cycle`, before it starts the new workers), so what the old compiled lists
 /// held is free here, and not before. It is given back: PCRE2's JIT chunks that hold no code
-/// any more (kept mapped otherwise: the master's growth across reloads), and, unless the fill
-/// takes them, the free pages of the heap (`malloc_trim`).
+/// (the one left by the load's JIT-size measurements; NGINX's own `pcre_jit` code is not
+/// touched), and, unless the fill takes them, the free pages of the heap (`malloc_trim`).
 #[cfg(target_env = "gnu")]
 unsafe extern "C" fn before_fork() {
     if ARMED.swap(false, Ordering::Relaxed) {

@@ -1,6 +1,15 @@
 //! PCRE2 (8-bit) as route-match needs it: a pattern compiled once (JIT when available), then
 //! matched with limits chosen for each call.
 //!
+//! **Where the JIT code is made.** By default a pattern is JIT-compiled when it is compiled.
+//! A process that must not keep JIT code (NGINX's master: see [`defer_jit`]) compiles a
+//! pattern without it: its JIT size is measured on a copy that is freed at once (so the
+//! per-pattern bound refuses what it refused before, and [`Regex::memory`] is what it was),
+//! and the JIT code is made at the pattern's first match in a process that keeps JIT code
+//! (an NGINX worker), within the process's JIT allowance ([`set_jit_allowance`]). Every match
+//! runs after that decision, so a pattern is matched the same way (JIT or interpreter) from its
+//! first match on.
+//!
 //! The `pcre2` crate has no way to set a match context, so its matches can only be bounded by
 //! a `(*LIMIT_MATCH=N)` prefix fixed at compile time; it cannot compile with
 //! `PCRE2_MATCH_INVALID_UTF` (so a subject that is not UTF-8 had to be copied first), and it
@@ -19,8 +28,9 @@ use core::cell::RefCell;
 use core::ffi::c_void;
 use core::fmt;
 use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::alloc::{GlobalAlloc, System};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 pub mod memory;
 
@@ -28,7 +38,7 @@ use pcre2_sys::{
     PCRE2_ERROR_DEPTHLIMIT, PCRE2_ERROR_HEAPLIMIT, PCRE2_ERROR_JIT_STACKLIMIT,
     PCRE2_ERROR_MATCHLIMIT, PCRE2_ERROR_NOMATCH, PCRE2_ERROR_NOMEMORY, PCRE2_INFO_JITSIZE,
     PCRE2_INFO_SIZE, PCRE2_JIT_COMPLETE, PCRE2_MATCH_INVALID_UTF, PCRE2_UTF, pcre2_code_8,
-    pcre2_code_free_8, pcre2_compile_8, pcre2_compile_context_create_8,
+    pcre2_code_copy_8, pcre2_code_free_8, pcre2_compile_8, pcre2_compile_context_create_8,
     pcre2_compile_context_free_8, pcre2_general_context_8, pcre2_general_context_create_8,
     pcre2_get_error_message_8, pcre2_jit_compile_8, pcre2_jit_free_unused_memory_8,
     pcre2_jit_match_8, pcre2_match_8, pcre2_match_context_8, pcre2_match_context_create_8,
@@ -36,21 +46,89 @@ use pcre2_sys::{
     pcre2_set_heap_limit_8, pcre2_set_match_limit_8,
 };
 
-/// A compiled pattern. Immutable once built: PCRE2 documents compiled code (JIT included) as
-/// safe to match from several threads at once, each with its own match data.
+/// A compiled pattern. Its code is written once more after `Regex::new` at most: by the JIT
+/// compile of a deferred pattern, under `init`, before any match reads the JIT state (see
+/// [`Regex::jit_state`]); PCRE2 documents compiled code (JIT included) as safe to match from
+/// several threads at once, each with its own match data.
 pub struct Regex {
     code: NonNull<pcre2_code_8>,
-    /// Bytes the compiled pattern holds: the code plus its JIT machine code.
+    /// Bytes the compiled pattern holds or will hold: the code plus its JIT machine code (made,
+    /// or measured at compile and made at the first match).
     memory: usize,
-    jit: bool,
+    /// The JIT code's size: made, or to be made at the first match (0: no JIT for it).
+    jit_size: usize,
+    /// [`UNDECIDED`] (deferred, no match yet), [`JIT`] or [`INTERPRETER`]. Once decided it
+    /// never changes, and the code is never written again.
+    state: AtomicU8,
+    /// Held while the state is undecided and the code is used: the JIT compile, or a match in
+    /// a process that defers JIT (which leaves the state undecided).
+    init: Mutex<()>,
+    /// Compiled with [`defer_jit`] on and JIT-able: its JIT code, once made, is charged to
+    /// the allowance (and given back when it is freed).
+    deferred: bool,
+    /// The configuration load this deferred pattern was compiled in ([`memory::begin_load`]'s
+    /// count; 0 if none), for [`deferred_jit_bytes`].
+    load: u32,
 }
 
-// SAFETY: a compiled pattern is never written after `Regex::new` returns (PCRE2 only reads it
-// while matching; all per-match state lives in the match data and context, which are
-// per-thread here), so moving or sharing it between threads is sound.
+const UNDECIDED: u8 = 0;
+const JIT: u8 = 1;
+const INTERPRETER: u8 = 2;
+
+// SAFETY: the code is written only by `Regex::new` and by the deferred JIT compile, which runs
+// with `init` held while `state` is UNDECIDED; every other use of the code while UNDECIDED
+// also holds `init`, and once `state` is decided (stored with Release, read with Acquire) the
+// code is only read. All per-match state lives in the match data and context, which are
+// per-thread here. So moving or sharing a `Regex` between threads is sound.
 unsafe impl Send for Regex {}
 // SAFETY: as above.
 unsafe impl Sync for Regex {}
+
+/// Set in a process that must not keep JIT code (see [`defer_jit`]).
+static DEFER: AtomicBool = AtomicBool::new(false);
+/// Bytes of JIT code deferred patterns may still make in this process ([`set_jit_allowance`]).
+static JIT_LEFT: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Deferred patterns that stayed on the interpreter, not yet reported ([`take_jit_refusals`]).
+static REFUSED: AtomicUsize = AtomicUsize::new(0);
+
+/// `true`: patterns compiled from now on in this process are compiled without JIT code (their
+/// JIT size measured on a copy freed at once), and a deferred pattern matched here runs on the
+/// interpreter and stays deferred. NGINX's master sets it before a configuration load (its
+/// patterns are only matched in the workers), so it never keeps JIT code across reloads;
+/// a worker clears it. `false` (the default): patterns are JIT-compiled when they are
+/// compiled, and a deferred one at its first match.
+pub fn defer_jit(on: bool) {
+    DEFER.store(on, Ordering::Relaxed);
+}
+
+/// The most bytes of JIT code the deferred patterns of this process may still make: a pattern
+/// whose JIT code does not fit stays on the interpreter (its answers are the same, its match
+/// limits still bound its work), counted by [`take_jit_refusals`]. `usize::MAX` by default.
+/// Patterns JIT-compiled when they are compiled are not charged to it (their compile's
+/// [`memory::Scope`] counts them).
+pub fn set_jit_allowance(bytes: usize) {
+    JIT_LEFT.store(bytes, Ordering::Relaxed);
+}
+
+/// What is left of [`set_jit_allowance`]'s bytes.
+pub fn jit_allowance() -> usize {
+    JIT_LEFT.load(Ordering::Relaxed)
+}
+
+/// Deferred patterns that stayed on the interpreter (the JIT allowance was spent, or the JIT
+/// compile failed) since the last call.
+pub fn take_jit_refusals() -> usize {
+    if REFUSED.load(Ordering::Relaxed) == 0 {
+        return 0;
+    }
+    REFUSED.swap(0, Ordering::Relaxed)
+}
+
+/// The JIT bytes measured (and counted in [`Regex::memory`]) by the deferred patterns compiled
+/// since [`memory::begin_load`] and still alive: what the load's workers will make at most.
+pub fn deferred_jit_bytes() -> usize {
+    memory::LOAD_DEFERRED.load(Ordering::Relaxed)
+}
 
 /// Why a pattern does not compile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,6 +240,8 @@ impl Regex {
     /// bytes (checked before the JIT compile too, on the code alone). Every allocation goes
     /// through the crate's general context, so the open [`memory::Scope`] counts (and bounds)
     /// it; the JIT's executable memory, which PCRE2 maps itself, is counted once it is known.
+    /// With [`defer_jit`] on, the JIT code is measured and freed at once, counted all the
+    /// same, and made at the first match in a process that keeps JIT code.
     pub fn with_max_memory(pattern: &str, max: usize) -> Result<Regex, CompileError> {
         let (mut code, mut offset) = (0i32, 0usize);
         let general = general_context().ok_or(CompileError::NoMemory)?;
@@ -192,43 +272,142 @@ impl Regex {
             }
             return Err(CompileError::Invalid { message: error_message(code), offset });
         };
-        let mut re = Regex { code: code_ptr, memory: 0, jit: false };
-        let size = re.info_size(PCRE2_INFO_SIZE);
+        let defer = DEFER.load(Ordering::Relaxed);
+        let mut re = Regex {
+            code: code_ptr,
+            memory: 0,
+            jit_size: 0,
+            state: AtomicU8::new(INTERPRETER),
+            init: Mutex::new(()),
+            deferred: false,
+            load: 0,
+        };
+        let size = info_size(code_ptr, PCRE2_INFO_SIZE);
         if size > max {
             return Err(CompileError::TooLarge { bytes: size, max });
         }
-        // SAFETY: `code_ptr` is a freshly compiled pattern that nothing else references.
-        re.jit = unsafe { pcre2_jit_compile_8(code_ptr.as_ptr(), PCRE2_JIT_COMPLETE) } == 0;
-        let jit_size = if re.jit { re.info_size(PCRE2_INFO_JITSIZE) } else { 0 };
-        re.memory = size + jit_size;
-        // PCRE2 maps the JIT's machine code itself: counted here, and given back in `drop`.
-        memory::add(jit_size);
+        if defer {
+            // Measured on a copy (PCRE2 copies the code without its JIT data), freed at once:
+            // the same size the JIT compile of the pattern itself would report.
+            // SAFETY: `code_ptr` is a valid compiled pattern; the copy is checked for NULL,
+            // referenced by nothing else, and freed once, here (its JIT code with it).
+            re.jit_size = unsafe {
+                let copy = pcre2_code_copy_8(code_ptr.as_ptr());
+                let Some(copy) = NonNull::new(copy) else { return Err(CompileError::NoMemory) };
+                let jit = pcre2_jit_compile_8(copy.as_ptr(), PCRE2_JIT_COMPLETE) == 0;
+                let jit_size = if jit { info_size(copy, PCRE2_INFO_JITSIZE) } else { 0 };
+                pcre2_code_free_8(copy.as_ptr());
+                jit_size
+            };
+            if re.jit_size > 0 {
+                re.state = AtomicU8::new(UNDECIDED);
+                re.deferred = true;
+                re.load = memory::load_number();
+                memory::LOAD_DEFERRED.fetch_add(re.jit_size, Ordering::Relaxed);
+            }
+        } else {
+            // SAFETY: `code_ptr` is a freshly compiled pattern that nothing else references.
+            if unsafe { pcre2_jit_compile_8(code_ptr.as_ptr(), PCRE2_JIT_COMPLETE) } == 0 {
+                re.state = AtomicU8::new(JIT);
+                re.jit_size = info_size(code_ptr, PCRE2_INFO_JITSIZE);
+            }
+        }
+        re.memory = size + re.jit_size;
+        // PCRE2 maps the JIT's machine code itself: counted here (made now, or to be made by a
+        // worker), and given back in `drop`.
+        memory::add(re.jit_size);
         if re.memory > max {
             return Err(CompileError::TooLarge { bytes: re.memory, max });
         }
         Ok(re)
     }
 
-    fn info_size(&self, what: u32) -> usize {
-        let mut size: usize = 0;
-        // SAFETY: for PCRE2_INFO_SIZE and PCRE2_INFO_JITSIZE PCRE2 writes one size_t to the
-        // given address; `self.code` is a valid compiled pattern.
-        let rc = unsafe { pcre2_pattern_info_8(self.code.as_ptr(), what, (&raw mut size).cast()) };
-        if rc == 0 { size } else { 0 }
+    /// Whether this call runs the JIT: decided at the first match of a deferred pattern (its
+    /// JIT code made if the allowance has room), and fixed from then on. `None`: the state is
+    /// undecided and this process defers JIT; the caller matches with the interpreter while
+    /// holding the returned guard (so no JIT compile of another thread can write the code
+    /// meanwhile).
+    fn jit_state(&self) -> Result<bool, std::sync::MutexGuard<'_, ()>> {
+        match self.state.load(Ordering::Acquire) {
+            JIT => return Ok(true),
+            INTERPRETER => return Ok(false),
+            _ => {}
+        }
+        let guard = self.init.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match self.state.load(Ordering::Acquire) {
+            JIT => return Ok(true),
+            INTERPRETER => return Ok(false),
+            _ => {}
+        }
+        if DEFER.load(Ordering::Relaxed) {
+            return Err(guard);
+        }
+        let jit = self.jit_now();
+        self.state.store(if jit { JIT } else { INTERPRETER }, Ordering::Release);
+        drop(guard);
+        Ok(jit)
     }
 
-    /// Bytes held by the compiled pattern (code and JIT machine code).
+    /// The deferred JIT compile, with `init` held and the state undecided: charged to the
+    /// allowance before it is made; a refusal or a failed compile leaves the interpreter.
+    fn jit_now(&self) -> bool {
+        let n = self.jit_size;
+        if JIT_LEFT
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| l.checked_sub(n))
+            .is_err()
+        {
+            REFUSED.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        // SAFETY: the state is undecided and `init` is held by the caller, so no other thread
+        // uses the code now (see the `Sync` impl); PCRE2 only adds its JIT data to it.
+        let ok = unsafe { pcre2_jit_compile_8(self.code.as_ptr(), PCRE2_JIT_COMPLETE) } == 0;
+        let made = if ok { info_size(self.code, PCRE2_INFO_JITSIZE) } else { 0 };
+        if made == 0 {
+            JIT_LEFT.fetch_add(n, Ordering::Relaxed);
+            REFUSED.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        if made != n {
+            // Not seen: the same PCRE2 makes the same code. Charged as made.
+            let _ = JIT_LEFT.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+                Some(l.saturating_add(n).saturating_sub(made))
+            });
+        }
+        true
+    }
+
+    /// Bytes held by the compiled pattern (code and JIT machine code), the JIT code counted
+    /// also while it is deferred (it is made at the first match).
     pub fn memory(&self) -> usize {
         self.memory
     }
 
-    /// Whether the pattern was JIT-compiled.
+    /// Bytes of JIT machine code the pattern holds, or will make at its first match
+    /// (deferred); 0 if it has none.
+    pub fn jit_bytes(&self) -> usize {
+        self.jit_size
+    }
+
+    /// Whether the pattern's JIT code is made (a deferred pattern: after its first match).
     pub fn is_jit(&self) -> bool {
-        self.jit
+        self.state.load(Ordering::Acquire) == JIT
+    }
+
+    /// Whether the pattern's JIT code is to be made at its first match (nothing matched it yet
+    /// in a process that keeps JIT code).
+    pub fn is_deferred(&self) -> bool {
+        self.state.load(Ordering::Acquire) == UNDECIDED
     }
 
     /// Unanchored search of `subject` within `limits`. Never copies the subject.
     pub fn is_match(&self, subject: &[u8], limits: Limits) -> Result<bool, MatchError> {
+        // Decided before the match (a deferred pattern's JIT code made now): every match of
+        // the pattern in this process runs the same way, the first one included.
+        let (jit, _undecided) = match self.jit_state() {
+            Ok(jit) => (jit, None),
+            Err(guard) => (false, Some(guard)),
+        };
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             let Some(s) = scratch.get_or_insert_with(Scratch::new) else {
@@ -243,7 +422,7 @@ impl Regex {
                 pcre2_set_heap_limit_8(s.context.as_ptr(), limits.heap_kib);
                 // The JIT entry point skips pcre2_match's checks of its arguments, which hold
                 // here by construction.
-                let run = if self.jit { pcre2_jit_match_8 } else { pcre2_match_8 };
+                let run = if jit { pcre2_jit_match_8 } else { pcre2_match_8 };
                 run(
                     self.code.as_ptr(),
                     subject.as_ptr(),
@@ -267,12 +446,28 @@ impl Regex {
 
 impl Drop for Regex {
     fn drop(&mut self) {
-        if self.jit {
-            memory::sub(self.info_size(PCRE2_INFO_JITSIZE));
+        memory::sub(self.jit_size);
+        if self.load != 0 && self.load == memory::load_number() {
+            let n = self.jit_size;
+            let _ = memory::LOAD_DEFERRED
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| Some(l.saturating_sub(n)));
+        }
+        if self.deferred && *self.state.get_mut() == JIT {
+            JIT_LEFT.fetch_add(self.jit_size, Ordering::Relaxed);
         }
         // SAFETY: `self.code` came from pcre2_compile_8 and is freed exactly once, here.
         unsafe { pcre2_code_free_8(self.code.as_ptr()) };
     }
+}
+
+/// A size PCRE2 reports about `code` (PCRE2_INFO_SIZE or PCRE2_INFO_JITSIZE); 0 if it cannot.
+fn info_size(code: NonNull<pcre2_code_8>, what: u32) -> usize {
+    let mut size: usize = 0;
+    // SAFETY: for PCRE2_INFO_SIZE and PCRE2_INFO_JITSIZE PCRE2 writes one size_t to the given
+    // address; `code` is a valid compiled pattern, not being JIT-compiled by another thread
+    // (callers: the compile, which owns it, and the deferred JIT compile, under `init`).
+    let rc = unsafe { pcre2_pattern_info_8(code.as_ptr(), what, (&raw mut size).cast()) };
+    if rc == 0 { size } else { 0 }
 }
 
 /// pcre2_compile's "failed to allocate heap memory" (COMPILE_ERROR_BASE 100 + 21).
@@ -358,7 +553,11 @@ fn general_context() -> Option<*mut pcre2_general_context_8> {
 
 impl fmt::Debug for Regex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Regex").field("memory", &self.memory).field("jit", &self.jit).finish()
+        f.debug_struct("Regex")
+            .field("memory", &self.memory)
+            .field("jit", &self.is_jit())
+            .field("deferred", &self.is_deferred())
+            .finish()
     }
 }
 

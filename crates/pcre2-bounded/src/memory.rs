@@ -33,7 +33,7 @@
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::Cell;
 use core::fmt;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::alloc::System;
 
 /// Bytes of address space held back for the allocations between an allocation failure and the
@@ -75,6 +75,11 @@ static SCOPES: AtomicUsize = AtomicUsize::new(0);
 static LOAD: AtomicBool = AtomicBool::new(false);
 /// An allocation failed since [`begin_load`] (the reserve was used, or there was none).
 static LOAD_FAILED: AtomicBool = AtomicBool::new(false);
+/// Configuration loads begun in this process (never 0 once one has begun).
+static LOAD_NUMBER: AtomicU32 = AtomicU32::new(0);
+/// JIT bytes measured by the deferred patterns of the current load that are still alive
+/// (`crate::deferred_jit_bytes`).
+pub(crate) static LOAD_DEFERRED: AtomicUsize = AtomicUsize::new(0);
 /// Tests only ([`refuse_reserve`]): the system is taken to refuse the reserve.
 static REFUSE_RESERVE: AtomicBool = AtomicBool::new(false);
 
@@ -180,6 +185,9 @@ pub fn spent() -> bool {
 /// [`Scope::check`]).
 pub fn begin_load() -> bool {
     LOAD.store(true, Ordering::Relaxed);
+    let _ = LOAD_NUMBER
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.wrapping_add(1).max(1)));
+    LOAD_DEFERRED.store(0, Ordering::Relaxed);
     LOAD_FAILED.store(false, Ordering::Relaxed);
     take_reserve()
 }
@@ -191,6 +199,11 @@ pub fn end_load() -> bool {
     LOAD.store(false, Ordering::Relaxed);
     give_back_if_unheld();
     LOAD_FAILED.swap(false, Ordering::Relaxed)
+}
+
+/// The current configuration load's number (0 before the first [`begin_load`]).
+pub(crate) fn load_number() -> u32 {
+    LOAD_NUMBER.load(Ordering::Relaxed)
 }
 
 /// Whether the reserve is held now (for tests).
