@@ -10,6 +10,7 @@ use common::inputs;
 use httproute_nginx::plan::{PlanOptions, plan};
 use httproute_nginx::{BackendMap, Options, generate_from};
 use proptest::prelude::*;
+use std::collections::BTreeSet;
 
 fn opts() -> Options {
     common::options()
@@ -108,5 +109,96 @@ fn the_location_port_is_written_only_when_it_is_not_the_schemes_own() {
                 }
             }
         }
+    }
+}
+
+/// A Gateway on port 80 for the conflict-order property: (namespace, name, creation day or
+/// none, HTTPS, `*.test` hostname).
+type Gw = (String, String, Option<u8>, bool, bool);
+
+fn gateway_doc((ns, name, day, https, wild): &Gw) -> String {
+    let ts =
+        day.map_or(String::new(), |d| format!(", creationTimestamp: \"2024-01-0{d}T00:00:00Z\""));
+    let host = if *wild { ", hostname: \"*.test\"" } else { "" };
+    let (protocol, tls) = if *https {
+        ("HTTPS", ", tls: {mode: Terminate, certificateRefs: [{name: missing}]}")
+    } else {
+        ("HTTP", "")
+    };
+    // A route of its own, for x.test: which listener a request for x.test reaches decides
+    // which of these routes answers.
+    format!(
+        "kind: Gateway\nmetadata: {{name: {name}, namespace: {ns}{ts}}}\nspec:\n  listeners: [{{name: l, port: 80, protocol: {protocol}{host}{tls}}}]\n---\nkind: HTTPRoute\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: {name}}}]\n  hostnames: [x.test]\n  rules: [{{matches: [{{path: {{type: PathPrefix, value: /{ns}-{name}}}}}]}}]\n---\n"
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Gateways sharing a port: the oldest (creationTimestamp, none the oldest; then the
+    /// `"{namespace}/{name}"` string) decides the port's protocol, every listener of the other
+    /// protocol is refused with PortUnavailable, and the configuration and the statuses do not
+    /// depend on the order of the documents.
+    #[test]
+    fn a_shared_port_follows_the_conflict_order_not_the_document_order(
+        gws in proptest::collection::btree_map(
+            ("[a-c](-?[a-c])?", "[a-c](-?[a-c])?"),
+            (proptest::option::of(1u8..4), any::<bool>(), any::<bool>()),
+            2..5,
+        ),
+        rotate in 0usize..4,
+    ) {
+        let gws: Vec<Gw> =
+            gws.into_iter().map(|((ns, n), (d, h, w))| (ns, n, d, h, w)).collect();
+        let oldest = gws
+            .iter()
+            .min_by(|a, b| (a.2, format!("{}/{}", a.0, a.1)).cmp(&(b.2, format!("{}/{}", b.0, b.1))))
+            .unwrap();
+        let mut docs: Vec<String> = gws.iter().map(gateway_doc).collect();
+        let forward = docs.concat();
+        let n = docs.len();
+        docs.rotate_left(rotate % n);
+        docs.reverse();
+        let shuffled = docs.concat();
+        let mut outputs = Vec::new();
+        for yaml in [&forward, &shuffled] {
+            let p = plan(&inputs(yaml), &PlanOptions::new(&BackendMap::new()));
+            for g in &gws {
+                let l = p
+                    .status
+                    .listeners
+                    .iter()
+                    .find(|l| l.id.namespace == g.0 && l.id.gateway == g.1)
+                    .expect("every listener has a status");
+                let refused = l.conditions.iter().any(|c| {
+                    c.reason == httproute_nginx::plan::Reason::PortUnavailable && !c.ok
+                });
+                prop_assert_eq!(refused, g.3 != oldest.3, "{:?} (oldest {:?})", g, oldest);
+            }
+            // x.test is served by the routes of the most specific accepted listener (`*.test`
+            // over none), and of equally specific ones the oldest Gateway's.
+            let accepted: Vec<&Gw> = {
+                let mut a: Vec<&Gw> = gws.iter().filter(|g| g.3 == oldest.3).collect();
+                a.sort_by_key(|g| (g.2, format!("{}/{}", g.0, g.1)));
+                a
+            };
+            let winner = accepted.iter().find(|g| g.4).unwrap_or(&accepted[0]);
+            let server = p.ports[0]
+                .servers
+                .iter()
+                .find(|s| s.hostname.as_deref() == Some("x.test"))
+                .expect("a server for x.test");
+            // (a prefix path has two locations: each route counted once)
+            let served: BTreeSet<String> = server
+                .locations
+                .iter()
+                .flat_map(|l| l.candidates())
+                .map(|c| c.id.route.to_string())
+                .collect();
+            prop_assert_eq!(served, BTreeSet::from([format!("{}/{}", winner.0, winner.1)]));
+            let (out, _) = generate_from(&inputs(yaml), &BackendMap::new(), &opts()).unwrap();
+            outputs.push(out.nginx_conf);
+        }
+        prop_assert_eq!(&outputs[0], &outputs[1]);
     }
 }

@@ -304,7 +304,8 @@ fn set_refused(node: &mut RouteNode, l: &ListenerId, why: &str) {
     }
 }
 
-/// The most specific listener of the port for hostname `h` (listener isolation).
+/// The most specific listener of the port for hostname `h` (listener isolation); of equally
+/// specific ones, the first in `listeners`' order (oldest Gateway first, see `listeners`).
 pub(super) fn best_listener(
     listeners: &[Listener],
     on_port: &[usize],
@@ -322,7 +323,11 @@ pub(super) fn best_listener(
             .iter()
             .copied()
             .filter(|&i| listeners[i].hostname.as_deref().is_some_and(|l| wildcard_covers(l, h)))
-            .max_by_key(|&i| listeners[i].hostname.as_ref().map_or(0, String::len));
+            // The longest; of equals, the first (`max_by_key` would take the last).
+            .fold(None, |best: Option<usize>, i| {
+                let len = |i: usize| listeners[i].hostname.as_ref().map_or(0, String::len);
+                if best.is_none_or(|b| len(i) > len(b)) { Some(i) } else { best }
+            });
         if wild.is_some() {
             return wild;
         }

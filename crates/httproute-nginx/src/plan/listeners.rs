@@ -22,8 +22,14 @@ pub(super) struct Listener {
     pub certificates: Vec<String>,
 }
 
-/// Every listener of every Gateway, in input order: those that can be served, and the status
-/// of all of them. `given`: the Secrets with files of their own (`--certificate`).
+/// Every listener of every Gateway: those that can be served, and the status of all of them.
+/// `given`: the Secrets with files of their own (`--certificate`).
+///
+/// Gateways are taken oldest first (`creationTimestamp`; none counts as the oldest), then by
+/// the `"{namespace}/{name}"` string: Gateway API's order for conflicts, so the Gateway that
+/// decides a shared port's protocol, and wins a tie between equally specific listeners of
+/// different Gateways on one port, does not depend on the order of the input documents.
+/// Within a Gateway, its listeners' own order.
 pub(super) fn listeners(
     inputs: &Inputs,
     given: &BTreeSet<String>,
@@ -34,7 +40,17 @@ pub(super) fn listeners(
     let mut listeners: Vec<Listener> = Vec::new();
     // The first listener of each port: HTTP and HTTPS cannot share a port.
     let mut port_owner: BTreeMap<u16, usize> = BTreeMap::new();
-    for g in &inputs.gateways {
+    let names: Vec<String> = inputs
+        .gateways
+        .iter()
+        .map(|g| format!("{}/{}", g.metadata.namespace, g.metadata.name))
+        .collect();
+    let mut order: Vec<usize> = (0..inputs.gateways.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ga, gb) = (&inputs.gateways[a].metadata, &inputs.gateways[b].metadata);
+        (&ga.creation_timestamp, &names[a]).cmp(&(&gb.creation_timestamp, &names[b]))
+    });
+    for g in order.iter().map(|&i| &inputs.gateways[i]) {
         for l in &g.spec.listeners {
             let id = ListenerId {
                 namespace: g.metadata.namespace.clone(),
@@ -71,7 +87,8 @@ pub(super) fn listeners(
                     continue;
                 }
             };
-            // HTTP and HTTPS cannot share a port: the first listener of a port decides.
+            // HTTP and HTTPS cannot share a port: the first listener of a port (in the order
+            // above) decides.
             if let Some(other) = port_owner.get(&l.port).map(|&i| &listeners[i])
                 && other.tls != tls
             {
