@@ -165,6 +165,14 @@ pub fn can_build(n: usize) -> bool {
     true
 }
 
+/// Whether a growth of `n` bytes the compile cannot go on without (a `Vec` that must take one
+/// more element, with its old buffer still held while the new one is filled) may be made now:
+/// as [`can_build`], but a growth past what is left of the open scope also marks the scope
+/// over its limit, so its next checkpoint reports the limit. The caller then stops.
+pub fn may_grow(n: usize) -> bool {
+    fits(n) && can_build(n)
+}
+
 /// Records that an allocation failed on this thread (and in the configuration load).
 pub(crate) fn note_failure() {
     LOAD_FAILED.store(true, Ordering::Relaxed);

@@ -229,7 +229,10 @@ pub(crate) fn compile_file(
     // each list's length, which the parse estimates the list by before it builds its tree.
     let pos = core::cell::Cell::new(0);
     let counted = parse::Counted { inner: json, pos: &pos };
-    let survey = parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get());
+    // The scope is checked at every key, before the set of keys grows (see `parse::survey`).
+    let room = |n| scope.check().is_ok() && pcre2_bounded::memory::can_build(n);
+    let survey =
+        parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
     compile_file_from(syntax, bounds, &scope, survey, || {
         Ok(serde_json::Deserializer::from_slice(json))
     })
@@ -294,7 +297,10 @@ pub(crate) fn compile_path(
     // The first pass through a counter, for each list's length (see `compile_file`).
     let pos = core::cell::Cell::new(0);
     let counted = parse::Counted { inner: open().map_err(FileError::Io)?, pos: &pos };
-    let survey = parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get());
+    // The scope is checked at every key, before the set of keys grows (see `parse::survey`).
+    let room = |n| scope.check().is_ok() && pcre2_bounded::memory::can_build(n);
+    let survey =
+        parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
     let parse = || Ok(serde_json::Deserializer::from_reader(open()?));
     match compile_file_from(syntax, bounds, &scope, survey, parse) {
         // serde_json places errors one column late when it reads from a stream (it cannot
@@ -337,6 +343,11 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     // The first pass only looked at strings and counted: the lists are now compiled one by
     // one as they are parsed, never all held as JSON trees, into arrays sized once.
     scope.check().map_err(|e| mem(e, "reading the file"))?;
+    if survey.out_of_memory {
+        // Stopped before the set of keys outgrew what was left: the scope is not spent yet.
+        let e = Exhausted::Limit { used: scope.used(), limit: scope.limit() };
+        return Err(mem(e, "reading the file's keys (the first pass)"));
+    }
     let typed = match syntax {
         Syntax::Typed => true,
         Syntax::Untyped => false,
@@ -366,6 +377,22 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     let mut lists: Vec<(Run, Option<u32>)> = Vec::new();
     // Key -> list (the parser refuses a key written twice).
     let mut keys: Vec<(Span, Slot)> = Vec::new();
+    // Checked against what is left first (a table of `survey.keys` buckets is up to ~2.3x
+    // as many slots; 3x counted): the allocator counts a reservation past the limit but
+    // does not refuse it.
+    let per_key = 3 * (core::mem::size_of::<(u64, Vec<(usize, Range<usize>)>)>() + 1)
+        + core::mem::size_of::<(Run, Option<u32>)>()
+        + core::mem::size_of::<(Span, Slot)>();
+    let tables = survey.keys.saturating_mul(per_key);
+    if !pcre2_bounded::memory::can_build(tables) {
+        let used = scope.used().saturating_add(tables);
+        let e = if used > scope.limit() {
+            Exhausted::Limit { used, limit: scope.limit() }
+        } else {
+            Exhausted::OutOfMemory { used: scope.used() }
+        };
+        return Err(mem(e, &what()));
+    }
     if seen.try_reserve(survey.keys).is_err()
         || lists.try_reserve_exact(survey.keys).is_err()
         || keys.try_reserve_exact(survey.keys).is_err()
@@ -407,7 +434,8 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         });
         false
     };
-    let parsed = parse::parse_file_with(de, &survey.names, &mut before, &mut |key, list| {
+    let room = |n| pcre2_bounded::memory::may_grow(n);
+    let parsed = parse::parse_file_with(de, &survey.names, &room, &mut before, &mut |key, list| {
         if failed.is_none() {
             let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
             if let Some(e) = scope.check().err().or(no_memory) {

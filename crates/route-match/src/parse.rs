@@ -147,13 +147,17 @@ pub(crate) fn parse_list(json: &[u8]) -> Result<RawList, ParseError> {
 ///
 /// `before` is asked before each list is parsed, with its key: `false` stops the parse there
 /// (an error, which the caller replaces by its own reason), before the list's tree is built.
+///
+/// `room(n)` is asked before the set of keys read (for duplicates) grows by up to `n` bytes:
+/// `false` stops the parse (an error; the caller reports its memory).
 pub(crate) fn parse_file_with<'de, R: serde_json::de::Read<'de>>(
     mut de: serde_json::Deserializer<R>,
     keys: &Keys,
+    room: &dyn Fn(usize) -> bool,
     before: &mut dyn FnMut(&str) -> bool,
     each: &mut dyn FnMut(String, Parsed),
 ) -> Result<(), ParseError> {
-    (&mut de).deserialize_map(FileVisitor { keys, before, each })?;
+    (&mut de).deserialize_map(FileVisitor { keys, room, before, each })?;
     de.end()?;
     Ok(())
 }
@@ -171,9 +175,9 @@ pub(crate) enum Parsed {
 #[cfg(test)]
 pub(crate) fn parse_file(json: &[u8]) -> Result<Vec<(String, RawList)>, ParseError> {
     let mut out = Vec::new();
-    let keys = survey(serde_json::Deserializer::from_slice(json), &|| 0).names;
+    let keys = survey(serde_json::Deserializer::from_slice(json), &|| 0, &|_| true).names;
     let de = serde_json::Deserializer::from_slice(json);
-    parse_file_with(de, &keys, &mut |_| true, &mut |k, l| match l {
+    parse_file_with(de, &keys, &|_| true, &mut |_| true, &mut |k, l| match l {
         Parsed::Entries(l) => out.push((k, l)),
         Parsed::Includes(i) => {
             out.push((k, i.into_iter().map(|k| serde_json::json!({ INCLUDE: k })).collect()))
@@ -239,7 +243,7 @@ pub(crate) fn is_typed_string(s: &str, sep: char) -> bool {
 pub(crate) fn file_is_typed<'de, R: serde_json::de::Read<'de>>(
     de: serde_json::Deserializer<R>,
 ) -> bool {
-    survey(de, &|| 0).typed
+    survey(de, &|| 0, &|_| true).typed
 }
 
 /// What a first pass over a file finds: the syntax, and how much there is to compile (so the
@@ -263,6 +267,8 @@ pub(crate) struct Survey {
     /// it. Shorter than `keys` only if the memory for it was refused (those lists are then
     /// not compiled).
     pub(crate) lengths: Vec<u32>,
+    /// The walk ended because the set of keys would not fit in what is left (see [`survey`]).
+    pub(crate) out_of_memory: bool,
 }
 
 /// A reader that counts the bytes taken from it into `pos`. serde_json's stream reader takes
@@ -283,10 +289,15 @@ impl<R: std::io::Read> std::io::Read for Counted<'_, R> {
 
 /// The first pass: walks the file without building JSON trees. Syntax errors end it early
 /// (the real parse reports them). `pos` tells how many bytes the deserializer has taken so
-/// far (see [`Counted`]; a constant gives lengths of 0).
+/// far (see [`Counted`]; a constant gives lengths of 0). `room(n)` is asked at every key of
+/// the file, before the set of keys (what the first pass allocates: ~50 bytes a key beyond the
+/// key itself) grows by up to `n` bytes: `false` ends the walk there, as a syntax error would
+/// (the compile then reports the memory its scope ran out of). So the set never grows past
+/// what is left, its rehash (which holds the old and the new table at once) included.
 pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
     mut de: serde_json::Deserializer<R>,
     pos: &dyn Fn() -> u64,
+    room: &dyn Fn(usize) -> bool,
 ) -> Survey {
     let counts = Counts {
         entries: Cell::new(0),
@@ -297,8 +308,11 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
         current: Default::default(),
         lengths: Default::default(),
         pos,
+        room,
+        out_of_memory: Cell::new(false),
     };
     let walked = Detect { depth: 0, sep: None, counts: &counts }.deserialize(&mut de);
+    let out_of_memory = counts.out_of_memory.get();
     let complete = walked.is_ok() && de.end().is_ok();
     let typed = walked.unwrap_or(false);
     let mut names = counts.keys_seen.into_inner();
@@ -311,6 +325,7 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
         keys: counts.keys.get(),
         bytes: counts.bytes.get(),
         lengths: counts.lengths.into_inner(),
+        out_of_memory,
     }
 }
 
@@ -325,6 +340,8 @@ struct Counts<'p> {
     /// See [`Survey::lengths`].
     lengths: core::cell::RefCell<Vec<u32>>,
     pos: &'p dyn Fn() -> u64,
+    room: &'p dyn Fn(usize) -> bool,
+    out_of_memory: Cell<bool>,
 }
 
 /// Walks any JSON; at depth 3 (file -> list -> entry -> field), the strings of a `headers` or
@@ -360,8 +377,25 @@ impl<'de> Visitor<'de> for Detect<'_, '_> {
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             add(&self.counts.bytes, key.len());
             if self.depth == 0 {
+                let mut seen = self.counts.keys_seen.borrow_mut();
+                let all = &mut seen.all;
+                // The key's copy, and when the set is full its new table (a hash table's
+                // buckets are at most ~2.3x its length after growing; 4x is an upper bound)
+                // while the old one is still held.
+                let grow = if all.len() == all.capacity() {
+                    all.len().max(4).saturating_mul(4 * (core::mem::size_of::<String>() + 1))
+                } else {
+                    0
+                };
+                if !(self.counts.room)(grow.saturating_add(key.len()))
+                    || all.try_reserve(1).is_err()
+                {
+                    self.counts.out_of_memory.set(true);
+                    return Err(de::Error::custom("out of memory in the first pass"));
+                }
+                all.insert(key.to_string());
+                drop(seen);
                 add(&self.counts.keys, 1);
-                self.counts.keys_seen.borrow_mut().all.insert(key.to_string());
                 *self.counts.current.borrow_mut() = key.to_string();
             }
             if self.depth == 2 && key == INCLUDE {
@@ -520,6 +554,7 @@ impl<'de> Visitor<'de> for ListVisitor<'_> {
 
 struct FileVisitor<'a> {
     keys: &'a Keys,
+    room: &'a dyn Fn(usize) -> bool,
     before: &'a mut dyn FnMut(&str) -> bool,
     each: &'a mut dyn FnMut(String, Parsed),
 }
@@ -532,8 +567,25 @@ impl<'de> Visitor<'de> for FileVisitor<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut seen = HashSet::new();
+        // The keys read, for duplicates: sized for the first pass's count, and each growth
+        // (a hash table's is up to ~2.3x its length, held with the old one; 4x counted)
+        // asked of `room` before it is made.
+        let mut seen: HashSet<String> = HashSet::new();
+        let no_room = || de::Error::custom("out of memory for the keys of the file");
+        let slot = core::mem::size_of::<String>() + 1;
+        let expected = self.keys.all.len();
+        if !(self.room)(expected.saturating_mul(3 * slot)) || seen.try_reserve(expected).is_err() {
+            return Err(no_room());
+        }
         while let Some(key) = map.next_key::<String>()? {
+            let grow = if seen.len() == seen.capacity() {
+                seen.len().max(4).saturating_mul(4 * slot)
+            } else {
+                0
+            };
+            if !(self.room)(grow.saturating_add(key.len())) || seen.try_reserve(1).is_err() {
+                return Err(no_room());
+            }
             if !seen.insert(key.clone()) {
                 return Err(de::Error::custom(format_args!(
                     "duplicate match key at {}",

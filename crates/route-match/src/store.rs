@@ -267,6 +267,15 @@ pub(crate) struct Builder {
 
 /// Makes room for `additional` more items in `v`, or says it cannot (instead of aborting).
 pub(crate) fn try_room<T>(v: &mut Vec<T>, additional: usize) -> bool {
+    let need = v.len().saturating_add(additional);
+    if need > v.capacity() {
+        // The buffer a growth allocates (the Vec's own doubling, or what is asked), while the
+        // old one is still held: checked against what is left before it is made.
+        let capacity = need.max(v.capacity().saturating_mul(2)).max(4);
+        if !pcre2_bounded::memory::may_grow(capacity.saturating_mul(core::mem::size_of::<T>())) {
+            return false;
+        }
+    }
     v.try_reserve(additional).is_ok()
 }
 
@@ -327,7 +336,11 @@ impl Builder {
             self.too_large = true;
             return Span::default();
         }
-        if !(self.text.try_reserve(s.len()).is_ok() && try_room(&mut self.spans, 1)) {
+        let text_ok = self.text.len() + s.len() <= self.text.capacity()
+            || pcre2_bounded::memory::may_grow(
+                (self.text.len() + s.len()).max(self.text.capacity().saturating_mul(2)),
+            );
+        if !(text_ok && self.text.try_reserve(s.len()).is_ok() && try_room(&mut self.spans, 1)) {
             self.no_memory = true;
             return Span::default();
         }
@@ -342,7 +355,9 @@ impl Builder {
     fn grow_interned(&mut self) -> bool {
         let size = (self.interned.len() * 2).max(64);
         let mut slots = Vec::new();
-        if slots.try_reserve_exact(size).is_err() {
+        if !pcre2_bounded::memory::may_grow(size.saturating_mul(core::mem::size_of::<u32>()))
+            || slots.try_reserve_exact(size).is_err()
+        {
             return false;
         }
         slots.resize(size, EMPTY);

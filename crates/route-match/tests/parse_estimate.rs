@@ -193,3 +193,58 @@ proptest! {
         prop_assert!(peak <= limit, "peak {} > limit {} ({} bytes of JSON, {:?})", peak, limit, json.len(), r.err());
     }
 }
+
+/// A file of many small lists: the first pass's set of keys (about 50 bytes a key beyond the
+/// key itself, 7-10x the JSON of `"k1":[...],`, and twice that while its table grows) is
+/// checked before it grows: from memory and from a file the peak stays within the limit, and
+/// the file is refused for memory. Before, 200,000 keys under a 1 MiB limit peaked at 11 MB.
+#[test]
+fn the_first_pass_s_key_set_stays_within_the_limit() {
+    let json = many_keys(200_000, 1);
+    let (unbounded, peak) = compile_file_peak(&json, usize::MAX, None);
+    let limit = 1 << 20;
+    assert!(unbounded.is_ok() && peak > 8 * limit, "{unbounded:?}, peak {peak}");
+    let path =
+        std::env::temp_dir().join(format!("parse-estimate-keys-{}.json", std::process::id()));
+    for from in [None, Some(path.as_path())] {
+        let (r, peak) = compile_file_peak(&json, limit, from);
+        let e = r.expect_err("compiled over the limit");
+        assert!(e.contains("more memory than allowed"), "{e}");
+        assert!(peak <= limit, "peak {peak} > limit {limit}: {e}");
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A file of `n` one-entry lists under keys of `key_len` bytes or more.
+fn many_keys(n: usize, key_len: usize) -> String {
+    let pad = "k".repeat(key_len.saturating_sub(1));
+    let lists: Vec<String> =
+        (0..n).map(|i| format!(r#""{pad}{i}":[{{"redirectPath":"/p"}}]"#)).collect();
+    format!("{{{}}}", lists.join(","))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("ESTIMATE_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(24)))]
+
+    /// Compiled peak <= the limit for files of many small lists (what grows with the number
+    /// of keys: the first pass's set of keys, the tables sized by it), compiled or refused.
+    #[test]
+    fn the_peak_of_a_file_of_many_keys_stays_within_the_limit(
+        n in 1usize..60_000,
+        key_len in 1usize..64,
+        limit_kib in 16usize..8192,
+    ) {
+        let json = many_keys(n, key_len);
+        let limit = limit_kib << 10;
+        let (r, peak) = compile_file_peak(&json, limit, None);
+        prop_assert!(peak <= limit, "peak {} > limit {} ({} keys, {:?})", peak, limit, n, r.err());
+        if limit >= 256 << 10 {
+            let path = std::env::temp_dir()
+                .join(format!("parse-estimate-many-{}.json", std::process::id()));
+            let (r, peak) = compile_file_peak(&json, limit, Some(&path));
+            let _ = std::fs::remove_file(&path);
+            prop_assert!(peak <= limit, "from a file: peak {} > limit {} ({} keys, {:?})", peak, limit, n, r.err());
+        }
+    }
+}
