@@ -4,8 +4,9 @@
 //! to null, `""`, `[]`, `{}`, a number at or past a CRD bound, a hostile string, a reference to
 //! nothing, an unknown kind; the node removed; or the object deleted. Then:
 //! - the run succeeds (only the operator's own inputs may stop it);
-//! - tenant a's servers and the match lists they name are what they were (a list the same as
-//!   one of b's may be written once under b's key: the lists are compared, not the keys);
+//! - tenant a's servers and the match lists they name are what they were, word for word,
+//!   keys and variable names included (keys are content-addressed, variables named by
+//!   their rule);
 //! - whenever a match of tenant b that was served is served no more, something of b says why:
 //!   a condition that is not OK (or `PartiallyInvalid`) on b's routes, listeners or Gateways,
 //!   or a refusal warning; except where the change itself asks for less (a list of rules,
@@ -246,31 +247,6 @@ fn asks_for_less(kind: &str, path: &[Step], op: &Op) -> bool {
     }
 }
 
-/// Numbered generator variables (`httproute_split_3`) without their numbers: another tenant's
-/// objects may shift them.
-fn unnumbered(w: &str) -> String {
-    let mut out = String::new();
-    let mut digits_after_name = false;
-    let mut in_name = false;
-    for (i, c) in w.char_indices() {
-        if w[i..].starts_with("httproute_") {
-            in_name = true;
-        }
-        if in_name && c == '_' {
-            digits_after_name = true;
-        } else if digits_after_name && c.is_ascii_digit() {
-            continue;
-        } else if !c.is_ascii_alphanumeric() {
-            in_name = false;
-            digits_after_name = false;
-        } else {
-            digits_after_name = false;
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The match list of `key`, its includes (`{"include": KEY}`) replaced by what they name.
 fn resolved(lists: &serde_json::Map<String, Value>, key: &str) -> Value {
     match lists.get(key) {
@@ -288,18 +264,18 @@ fn resolved(lists: &serde_json::Map<String, Value>, key: &str) -> Value {
     }
 }
 
-/// The servers with generator numbers left out and each `set $match_key KEY` holding the
-/// list KEY names instead of the key: identical lists share one key, in whichever server
-/// (or tenant) is written first, so the key's name is not the tenant's to keep.
+/// The servers as written, names and keys included (keys are content-addressed and the
+/// generator's variables are named by their rule, so no other tenant's objects move them),
+/// each `set $match_key KEY` with the list KEY names added, so the lists are compared too.
 fn normalized(stmts: &[Stmt], lists: &serde_json::Map<String, Value>) -> Vec<Stmt> {
     stmts
         .iter()
         .map(|s| Stmt {
             words: match &s.words[..] {
                 [set, var, key] if set == "set" && var == "$match_key" => {
-                    vec![set.clone(), var.clone(), resolved(lists, key).to_string()]
+                    vec![set.clone(), var.clone(), key.clone(), resolved(lists, key).to_string()]
                 }
-                words => words.iter().map(|w| unnumbered(w)).collect(),
+                words => words.to_vec(),
             },
             block: s.block.as_deref().map(|b| normalized(b, lists)),
         })
