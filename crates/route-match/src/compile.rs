@@ -360,14 +360,18 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
             survey.keys, survey.entries, survey.conditions
         )
     };
-    if let Err(bytes) = c.b.reserve(&survey) {
+    // `bytes` more could not be had: over the limit, or refused by the system.
+    let refusal = |bytes: usize| {
         let used = scope.used().saturating_add(bytes);
         let e = if used > scope.limit() {
             Exhausted::Limit { used, limit: scope.limit() }
         } else {
             Exhausted::OutOfMemory { used: scope.used() }
         };
-        return Err(mem(e, &what()));
+        mem(e, &what())
+    };
+    if let Err(bytes) = c.b.reserve(&survey) {
+        return Err(refusal(bytes));
     }
     scope.check().map_err(|e| mem(e, &what()))?;
     // Identical lists (NGF writes one per hostname) are stored once: each list is compiled,
@@ -385,13 +389,7 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         + core::mem::size_of::<(Span, Slot)>();
     let tables = survey.keys.saturating_mul(per_key);
     if !pcre2_bounded::memory::can_build(tables) {
-        let used = scope.used().saturating_add(tables);
-        let e = if used > scope.limit() {
-            Exhausted::Limit { used, limit: scope.limit() }
-        } else {
-            Exhausted::OutOfMemory { used: scope.used() }
-        };
-        return Err(mem(e, &what()));
+        return Err(refusal(tables));
     }
     if seen.try_reserve(survey.keys).is_err()
         || lists.try_reserve_exact(survey.keys).is_err()
