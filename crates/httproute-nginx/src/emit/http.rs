@@ -44,10 +44,39 @@ pub(super) fn emit_once(
                 || p.servers.iter().any(|s| s.listener.is_some() && !dropped_listener(s))
         })
         .collect();
+    // A server only routes' hostnames bring, all of those routes left out.
+    let unbrought = |s: &crate::plan::ServerPlan| {
+        !s.brought_by.is_empty() && s.brought_by.iter().all(|r| skip.routes.contains(r))
+    };
+    // Whose a server's name is (its `server_name`, SNI check and SNI map entry): the first
+    // route left that brings it, its listener's (the listener's hostname), or the run's (the
+    // catch-all).
+    let name_unit = |s: &crate::plan::ServerPlan| -> Option<Unit> {
+        s.hostname.as_ref()?;
+        if !s.brought_by.is_empty() {
+            return s
+                .brought_by
+                .iter()
+                .find(|r| !skip.routes.contains(*r))
+                .cloned()
+                .map(Unit::Route);
+        }
+        s.listener.clone().map(Unit::Listener)
+    };
     for (pi, port) in plan.ports.iter().enumerate() {
         // A port whose servers are all written with an earlier port's needs no map of its own.
         if port.tls && merged.writes_any(pi) {
-            http.sni_map(port);
+            // The names of the servers written for the port, each its owner's.
+            let names: Vec<(&str, Option<Provenance>)> = port
+                .servers
+                .iter()
+                .filter(|s| alive[pi] && !dropped_listener(s) && !unbrought(s))
+                .filter_map(|s| {
+                    let h = s.hostname.as_deref()?;
+                    Some((h, name_unit(s).map(|u| http.unit(u))))
+                })
+                .collect();
+            http.sni_map(port.port, names);
         }
         for (si, server) in port.servers.iter().enumerate() {
             // A server that listens on several ports is written once, where its first port
@@ -67,7 +96,7 @@ pub(super) fn emit_once(
                 .filter(|m| server.hostname.is_none() && alive[m.0] && dropped_listener(at(m)))
                 .copied()
                 .collect();
-            let listen_lines = |members: &[ServerAt], own: bool, http: &mut Http| -> Vec<Node> {
+            let listen_lines = |members: &[ServerAt], http: &mut Http| -> Vec<Node> {
                 let mut lines = Vec::new();
                 for m in members {
                     let member_port = &plan.ports[m.0];
@@ -91,8 +120,19 @@ pub(super) fn emit_once(
                     if server.hostname.is_none() {
                         listen = listen.code("default_server");
                     }
-                    // The member's listener's line.
-                    if let Some(l) = at(m).listener.as_ref().filter(|_| own) {
+                    // The member's listener's line; for a server of no listener (or a
+                    // catch-all whose listener is left out), the first listener left of the
+                    // port: the port is listened on for its listeners.
+                    let l = at(m).listener.as_ref().filter(|_| !dropped_listener(at(m))).or_else(
+                        || {
+                            member_port
+                                .servers
+                                .iter()
+                                .filter(|s| !dropped_listener(s))
+                                .find_map(|s| s.listener.as_ref())
+                        },
+                    );
+                    if let Some(l) = l {
                         listen = listen.from(http.unit(Unit::Listener(l.clone())));
                     }
                     lines.push(listen.into());
@@ -100,7 +140,7 @@ pub(super) fn emit_once(
                 lines
             };
             if !orphans.is_empty() {
-                let mut body = listen_lines(&orphans, false, &mut http);
+                let mut body = listen_lines(&orphans, &mut http);
                 body.push(d("server_name").arg(empty()).into());
                 let left: Vec<String> = orphans
                     .iter()
@@ -114,29 +154,18 @@ pub(super) fn emit_once(
                 servers.push(Node::Blank);
                 servers.push(d("server").block(body).into());
             }
-            // A server only routes' hostnames bring, all of those routes left out.
-            let unbrought = !server.brought_by.is_empty()
-                && server.brought_by.iter().all(|r| skip.routes.contains(r));
-            if members.is_empty() || unbrought {
+            if members.is_empty() || unbrought(server) {
                 continue;
             }
-            // Whose the server's name is: its listener's hostname's, the first route's that
-            // brings it, or (the catch-all) the run's.
-            let name_from = match (&server.hostname, &server.listener) {
-                (None, _) => None,
-                (Some(_), _) if !server.brought_by.is_empty() => server
-                    .brought_by
-                    .iter()
-                    .find(|r| !skip.routes.contains(*r))
-                    .map(|r| http.unit(Unit::Route(r.clone()))),
-                (Some(_), Some(l)) => Some(http.unit(Unit::Listener(l.clone()))),
-                (Some(_), None) => None,
-            };
+            // Merged servers are alike but for their listeners: the first member left speaks
+            // for them (its listener's name and certificates).
+            let first = at(&members[0]);
+            let name_from = name_unit(first).map(|u| http.unit(u));
             let named = |d: Directive| match name_from {
                 Some(p) => d.from(p),
                 None => d,
             };
-            let mut body: Vec<Node> = listen_lines(&members, true, &mut http);
+            let mut body: Vec<Node> = listen_lines(&members, &mut http);
             match &server.hostname {
                 None => body.push(d("server_name").arg(empty()).into()),
                 Some(h) => {
@@ -161,7 +190,7 @@ pub(super) fn emit_once(
             body.extend(comments.into_iter().map(Node::Comment));
             if port.tls {
                 let certs_from =
-                    server.listener.as_ref().map(|l| http.unit(Unit::Listener(l.clone())));
+                    first.listener.as_ref().map(|l| http.unit(Unit::Listener(l.clone())));
                 tls_server(port.port, server, opts, (certs_from, name_from), &mut body);
             }
             for (li, loc) in server.locations.iter().enumerate() {

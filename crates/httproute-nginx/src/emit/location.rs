@@ -158,7 +158,9 @@ impl Http {
                 .iter()
                 .zip(&froms)
                 .enumerate()
-                .map(|(k, (b, from))| (Arg::code(format!("b{k}")), b.weight, *from))
+                // The entries name the locations (the rule's): a share left out keeps its
+                // entry, its location answers 500.
+                .map(|(k, (b, _))| (Arg::code(format!("b{k}")), b.weight, None))
                 .collect();
             let v = self.split(shares);
             out.push(
