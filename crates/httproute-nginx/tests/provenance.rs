@@ -360,3 +360,72 @@ fn every_tenant_line_has_a_unit_whose_removal_removes_only_it() {
     }
     eprintln!("units left out, by kind: {kinds:?}");
 }
+
+/// Each new kind left out, and the condition on its node: a share's route `ResolvedRefs:
+/// False` (still accepted, no `PartiallyInvalid`); a route brought server's route `Accepted:
+/// False` with the reason and no server for its name; a listener's `Programmed: False`.
+#[test]
+fn each_kind_left_out_has_its_condition() {
+    use httproute_nginx::plan::{ConditionType, DroppedUnit};
+    let yaml = "kind: Gateway\nmetadata: {name: gw, namespace: n}\nspec:\n  listeners:\n  - {name: a, port: 20000, protocol: HTTP}\n  - {name: b, port: 20001, protocol: HTTP, hostname: b.test}\n---\nkind: HTTPRoute\nmetadata: {name: r, namespace: n}\nspec:\n  parentRefs: [{name: gw, sectionName: a}]\n  hostnames: [only-r.test]\n  rules:\n  - backendRefs: [{name: s0, port: 80}, {name: s1, port: 80}]\n---\nkind: HTTPRoute\nmetadata: {name: q, namespace: n}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: s0, port: 80}]\n";
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("k.yaml"), yaml, &mut inputs).unwrap();
+    let mut backends = BackendMap::new();
+    backends.insert("n/s0:80".into(), "10.9.0.1:80".into());
+    backends.insert("n/s1:80".into(), "10.9.1.1:80".into());
+    let opts = common::options();
+    let plan = || httproute_nginx::plan_for(&inputs, &backends, &opts);
+    let p = plan();
+    let out = emit_dropping(&p, &opts, Tree::Drop, &[]).unwrap();
+    // The units of the lines holding these words.
+    let unit_of = |out: &Output, word: &str| -> Unit {
+        let line = out.nginx_conf.lines().position(|l| l.contains(word)).expect(word);
+        out.unit_at_line(line + 1).cloned().expect(word)
+    };
+    let share = unit_of(&out, "server 10.9.1.1:80");
+    let route = unit_of(&out, "server_name only-r.test");
+    let listener = unit_of(&out, "listen 20001");
+    assert_eq!(kind(&share), "BackendShare", "{share:?}");
+    assert_eq!(kind(&route), "Route", "{route:?}");
+    assert_eq!(kind(&listener), "Listener", "{listener:?}");
+
+    let conditions = |u: &Unit| {
+        let mut p = plan();
+        let out =
+            emit_dropping(&p, &opts, Tree::Drop, &[(u.clone(), "nginx -t: no".into())]).unwrap();
+        assert_eq!(out.dropped.len(), 1, "{:?}", out.dropped);
+        httproute_nginx::plan::dropped_from_configuration(&mut p.status, &out.dropped);
+        (out, p.status)
+    };
+    let route_conditions = |s: &httproute_nginx::plan::Status, name: &str| {
+        let r = s.routes.iter().find(|r| r.id.name == name).unwrap();
+        r.parents.iter().flat_map(|(_, cs)| cs.clone()).collect::<Vec<_>>()
+    };
+
+    let (out, status) = conditions(&share);
+    assert!(matches!(out.dropped[0].unit, DroppedUnit::BackendShare { index: 1, .. }));
+    assert!(!out.nginx_conf.contains("10.9.1.1"), "{}", out.nginx_conf);
+    assert!(out.nginx_conf.contains("10.9.0.1"), "{}", out.nginx_conf);
+    let r = route_conditions(&status, "r");
+    let of = |cs: &[httproute_nginx::plan::Condition], k| cs.iter().find(|c| c.kind == k).cloned();
+    assert!(of(&r, ConditionType::Accepted).unwrap().ok, "{r:?}");
+    let refs = of(&r, ConditionType::ResolvedRefs).unwrap();
+    assert!(!refs.ok && refs.message == "rules[0].backendRefs[1]: nginx -t: no", "{refs:?}");
+    assert!(of(&r, ConditionType::PartiallyInvalid).is_none(), "{r:?}");
+    assert!(route_conditions(&status, "q").iter().all(|c| c.ok), "{status:?}");
+
+    let (out, status) = conditions(&route);
+    assert!(!out.nginx_conf.contains("only-r.test"), "{}", out.nginx_conf);
+    let r = route_conditions(&status, "r");
+    let accepted = of(&r, ConditionType::Accepted).unwrap();
+    assert!(!accepted.ok && accepted.message == "nginx -t: no", "{accepted:?}");
+    assert!(route_conditions(&status, "q").iter().all(|c| c.ok), "{status:?}");
+
+    let (out, status) = conditions(&listener);
+    assert!(!out.nginx_conf.contains("20001"), "{}", out.nginx_conf);
+    assert!(out.nginx_conf.contains("listen 20000"), "{}", out.nginx_conf);
+    for l in &status.listeners {
+        let programmed = l.conditions.iter().find(|c| c.kind == ConditionType::Programmed).unwrap();
+        assert_eq!(programmed.ok, l.id.name == "a", "{l:?}");
+    }
+}
