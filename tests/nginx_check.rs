@@ -435,3 +435,203 @@ fn a_refusal_without_a_line_is_bisected_to_its_object() {
     assert!(e.contains("the run's own") && e.contains("is left as it was"), "{e}");
     assert_eq!(std::fs::read_to_string(out_dir.join("nginx.conf")).unwrap(), "kept");
 }
+
+/// A `nginx` that refuses a configuration holding `marker` with `[emerg] MESSAGE in
+/// FILE:LINE`, LINE the first line holding it (as NGINX names the line it refuses), and
+/// runs the real one otherwise.
+fn refusing_line_nginx(tag: &str, marker: &str, message: &str) -> std::path::PathBuf {
+    let dir = Prefix::scratch(&format!("check-{tag}-bin"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("nginx");
+    // `-t -q -p PREFIX/ -c nginx.conf`: the prefix is the fourth argument.
+    let script = format!(
+        "#!/bin/sh\nline=$(grep -n -F -- '{marker}' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] {message} in $4nginx.conf:$line\" >&2; exit 1; fi\nexec {} \"$@\"\n",
+        nginx_binary().display()
+    );
+    std::fs::write(&bin, script).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// A backend that answers every request 200 with its `name`, counting them.
+fn named_backend(name: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read as _, Write as _};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    std::thread::spawn(move || {
+        for mut conn in l.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut b).is_ok_and(|n| n == 1) {
+                head.push(b[0]);
+            }
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{name}",
+                name.len()
+            );
+        }
+    });
+    (port, hits)
+}
+
+/// A refused line of one backendRef's `upstream` (NGINX's "host not found in upstream")
+/// leaves out that backendRef's share alone: its requests answer 500, the rule's other
+/// backend still gets its own, the route stays accepted with `ResolvedRefs: False` saying
+/// why, and nothing else is left out.
+#[test]
+fn a_refused_share_line_drops_only_that_share() {
+    let port = free_port();
+    let (s_port, s_hits) = named_backend("s");
+    let (t_port, t_hits) = named_backend("t");
+    let yaml = format!(
+        "{}kind: HTTPRoute\nmetadata: {{name: w, namespace: default}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [w.test]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /w}}}}]\n    backendRefs: [{{name: s, port: 80}}, {{name: t, port: 80}}]\n---\n{}",
+        gateway(port),
+        redirect_route("other", "o.test", "/o"),
+    );
+    let mut b = BackendMap::new();
+    b.insert("default/s:80".into(), format!("127.0.0.1:{s_port}"));
+    b.insert("default/t:80".into(), format!("127.0.0.1:{t_port}"));
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
+    let opts = common::generator_options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &b, &opts);
+    let t_address = format!("127.0.0.1:{t_port}");
+    let nginx = refusing_line_nginx(
+        "share",
+        &t_address,
+        &format!("host not found in upstream \"{t_address}\""),
+    );
+    let out_dir = Prefix::scratch("check-share-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert!(
+        matches!(&c.output.dropped[0].unit,
+            DroppedUnit::BackendShare { rule, index: 1 } if rule.route.name == "w" && rule.index == 0),
+        "{dropped:?}"
+    );
+    assert!(dropped[0].contains("host not found in upstream"), "{dropped:?}");
+    assert!(!c.output.nginx_conf.contains(&t_address), "{}", c.output.nginx_conf);
+    httproute_nginx::plan::dropped_from_configuration(&mut plan.status, &c.output.dropped);
+    for route in &plan.status.routes {
+        let conditions: Vec<_> = route.parents.iter().flat_map(|(_, cs)| cs).collect();
+        let of = |k: ConditionType| conditions.iter().find(|c| c.kind == k).unwrap();
+        assert!(of(ConditionType::Accepted).ok, "{}: {conditions:?}", route.id.name);
+        assert!(
+            !conditions.iter().any(|c| c.kind == ConditionType::PartiallyInvalid),
+            "{}: {conditions:?}",
+            route.id.name
+        );
+        let refs = of(ConditionType::ResolvedRefs);
+        if route.id.name == "w" {
+            assert!(!refs.ok && refs.reason == Reason::UnsupportedValue, "{refs:?}");
+            assert!(
+                refs.message.starts_with("rules[0].backendRefs[1]: nginx -t: host not found"),
+                "{refs:?}"
+            );
+        } else {
+            assert!(refs.ok, "{}: {refs:?}", route.id.name);
+        }
+    }
+
+    httproute_nginx::write_dir(&out_dir, &c.output).unwrap();
+    let p = Prefix::existing(out_dir, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "{text}");
+    let n = p.start();
+    // Half the requests are s's share (by $request_id), half the left-out share's (500).
+    let mut statuses = std::collections::BTreeMap::new();
+    for _ in 0..64 {
+        let r = n.raw(b"GET /w HTTP/1.0\r\nHost: w.test\r\n\r\n").expect("request");
+        if r.status == 200 {
+            assert_eq!(r.body, "s", "{r:?}");
+        }
+        *statuses.entry(r.status).or_insert(0) += 1;
+    }
+    assert_eq!(statuses.keys().copied().collect::<Vec<u16>>(), [200, 500], "{statuses:?}");
+    assert_eq!(s_hits.load(std::sync::atomic::Ordering::SeqCst), statuses[&200]);
+    assert_eq!(t_hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the share left out");
+    assert_eq!(get(&n, "o.test", "/o"), 302, "the other route answers");
+    n.finish();
+}
+
+/// A refused line of one listener (its `listen`) leaves out that listener alone, found by
+/// bisection when NGINX names no line (and at once when it does): it is not programmed
+/// (`Programmed: False`), its port is not listened on, and the Gateway's other listener still
+/// answers for the same route.
+#[test]
+fn a_refused_listener_line_drops_only_that_listener() {
+    let ports = common::free_ports(2);
+    let (a, b) = (ports[0], ports[1]);
+    let yaml = format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  listeners:\n  - {{name: a, port: {a}, protocol: HTTP}}\n  - {{name: b, port: {b}, protocol: HTTP}}\n---\n{}",
+        redirect_route("r", "r.test", "/x"),
+    );
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
+    let opts = common::generator_options();
+    let plan = || httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let marker = format!("listen 127.0.0.1:{b} ");
+    let is_b = |c: &nginx_check::Checked| {
+        let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
+        assert_eq!(dropped.len(), 1, "{dropped:?}");
+        assert!(
+            matches!(&c.output.dropped[0].unit, DroppedUnit::Listener(l) if l.name == "b"),
+            "{dropped:?}"
+        );
+        assert!(!c.output.nginx_conf.contains(&marker), "{}", c.output.nginx_conf);
+    };
+
+    // NGINX names the line: that line's listener.
+    let mut p = plan();
+    let nginx = refusing_line_nginx("listener-line", &marker, "bind() refused");
+    let out_dir = Prefix::scratch("check-listener-line-out");
+    let c = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    is_b(&c);
+
+    // No line: bisection, smallest kinds first, finds the listener.
+    let mut p = plan();
+    let nginx = refusing_nginx("listener", &marker, false);
+    let out_dir = Prefix::scratch("check-listener-out");
+    let c = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    is_b(&c);
+    assert!(c.output.dropped[0].message.contains("NGINX names no line"), "{:?}", c.output.dropped);
+    httproute_nginx::plan::dropped_from_configuration(&mut p.status, &c.output.dropped);
+    for l in &p.status.listeners {
+        let programmed = l.conditions.iter().find(|c| c.kind == ConditionType::Programmed).unwrap();
+        assert_eq!(programmed.ok, l.id.name == "a", "{}: {programmed:?}", l.id.name);
+        if l.id.name == "b" {
+            assert_eq!(programmed.reason, Reason::Invalid, "{programmed:?}");
+            assert!(
+                programmed.message.contains("could not build variables_hash"),
+                "{programmed:?}"
+            );
+        }
+    }
+    let accepted = p.status.routes[0]
+        .parents
+        .iter()
+        .flat_map(|(_, cs)| cs)
+        .find(|c| c.kind == ConditionType::Accepted)
+        .unwrap();
+    assert!(accepted.ok, "{accepted:?}");
+
+    httproute_nginx::write_dir(&out_dir, &c.output).unwrap();
+    let prefix = Prefix::existing(out_dir, "nginx.conf", a);
+    let (ok, text) = prefix.test();
+    assert!(ok, "{text}");
+    let n = prefix.start();
+    assert_eq!(get(&n, "r.test", "/x"), 302, "the other listener answers");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", b)).is_err(),
+        "the listener left out is not listened on"
+    );
+    n.finish();
+}

@@ -68,7 +68,8 @@ pub struct Explanation {
 /// The plan as the configuration written from it serves: the rules and matches the writer
 /// left out (`crate::emit::Output::dropped`: a word NGINX cannot take, a line `nginx -t`
 /// refused) are taken out of every location's candidates, so that explain does not name a
-/// rule that is not served. A whole rule (or route) loses every match; a match, itself.
+/// rule that is not served. A whole rule (or route) loses every match; a match, itself; a
+/// listener's servers, every candidate (they answer 404); a backendRef share answers 500.
 pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
     use crate::plan::DroppedUnit;
     if dropped.is_empty() {
@@ -83,7 +84,27 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
         })
     };
     for server in plan.ports.iter_mut().flat_map(|p| &mut p.servers) {
-        server.retain_candidates(|c| !gone(c));
+        let listener_gone = server.listener.as_ref().is_some_and(|l| {
+            dropped.iter().any(|d| matches!(&d.unit, DroppedUnit::Listener(x) if x == l))
+        });
+        server.retain_candidates(|c| !listener_gone && !gone(c));
+        for rule in &mut server.rules {
+            let shares: Vec<usize> = dropped
+                .iter()
+                .filter_map(|d| match &d.unit {
+                    DroppedUnit::BackendShare { rule: r, index } if *r == rule.id => Some(*index),
+                    _ => None,
+                })
+                .collect();
+            if shares.is_empty() {
+                continue;
+            }
+            for b in &mut std::sync::Arc::make_mut(rule).backends {
+                if shares.contains(&b.index) {
+                    b.target = crate::plan::Target::Status(500);
+                }
+            }
+        }
     }
 }
 

@@ -8,7 +8,12 @@
 //!
 //! - a refusal naming a line (`in FILE:LINE`): the directive written there and the object it
 //!   was written for ([`Output::unit_at_line`], from the writer's provenance), left out by
-//!   [`emit_dropping`] (a rule's `PartiallyInvalid`, a match's);
+//!   [`emit_dropping`]: the smallest unit that holds the line ([`Unit`]): a backendRef's share
+//!   (its `upstream`, its `split_clients` entry: the share answers 500, the route's
+//!   `ResolvedRefs` is False), a match's location or a rule (the route's `PartiallyInvalid`,
+//!   or `Accepted: False` when nothing of it is left), a route (a server name only its
+//!   hostnames bring: `Accepted: False`), a listener (its `listen`, certificates, its own
+//!   server name: `Programmed: False`, the other listeners keep serving);
 //! - a refusal naming no line that quotes a certificate or key file the writer wrote for a
 //!   Secret (`SSL_CTX_use_certificate("...")`, `cannot load certificate key "..."`): that
 //!   Secret, left out of the plan ([`drop_secret`]: its listeners' `ResolvedRefs` say why, a
@@ -16,9 +21,10 @@
 //! - any other refusal naming no line (a hash NGINX cannot build, a line `nginx.conf:0`): the
 //!   object found by bisection in scratch checks, `1 + ceil(log2 n)` of them for n objects
 //!   ([`MAX_CHECKS`] bounds all checks of a run). The hashes the configuration fills are sized
-//!   by [`crate::limits`] with NGINX's own search, so this is the net for what it misses; a
-//!   refusal that stays with every tenant object left out (server names are the listeners'
-//!   and routes' hostnames, not objects that can be left out) is the run's own.
+//!   by [`crate::limits`] with NGINX's own search, so this is the net for what it misses; the
+//!   smallest kinds are tried first (a share before a location, a rule, a route, a listener),
+//!   each unit at most once a run; a refusal that stays with every tenant object left out is
+//!   the run's own.
 //!
 //! Each retry leaves out one more object than the one before, and there are at most
 //! [`MAX_RETRIES`], so the loop ends. A line of the run's own (options, the generator's text),
@@ -209,7 +215,7 @@ impl Run<'_> {
                     return self
                         .give_up(format!("{complaint} (nginx.conf line {line}, the run's own)"));
                 };
-                if drops.iter().any(|(u, _)| u == unit) {
+                if drops.iter().any(|(u, _)| unit.within(u)) {
                     return self.give_up(format!(
                         "{complaint} (nginx.conf line {line}, of an object already left out)"
                     ));
@@ -234,9 +240,15 @@ impl Run<'_> {
     }
 
     /// The object of a refusal NGINX names no line for, found by scratch checks: with the
-    /// objects `c[..hi]` of the candidates `c` (those of `units` not in `drops`) left out the
-    /// refusal is gone, with `c[..lo]` it is not; halving `lo..hi` ends with `c[lo]`, whose
-    /// absence (after `c[..lo]`'s) makes it go. `1 + ceil(log2 n)` checks for `n` candidates.
+    /// objects `c[..hi]` of the candidates `c` left out the refusal is gone, with `c[..lo]` it
+    /// is not; halving `lo..hi` ends with `c[lo]`, whose absence (after `c[..lo]`'s) makes it
+    /// go. `1 + ceil(log2 n)` checks for `n` candidates.
+    ///
+    /// The candidates are the distinct units of `units`, none already left out nor a part of
+    /// one left out (each unit is tried at most once in a run: it is either the one found, or
+    /// never a candidate again once left out), smallest kind first ([`Unit::rank`]: shares,
+    /// matches' locations, rules, routes, listeners), in the order written within a kind: so
+    /// the unit found is the smallest whose absence makes the refusal go.
     /// `Err` when leaving out every candidate does not make it go (the run's own).
     fn bisect(
         &mut self,
@@ -245,8 +257,13 @@ impl Run<'_> {
         units: &[Unit],
         refusal: &Refusal,
     ) -> Result<Unit, String> {
-        let candidates: Vec<&Unit> =
-            units.iter().filter(|u| !drops.iter().any(|(d, _)| d == *u)).collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut candidates: Vec<&Unit> = units
+            .iter()
+            .filter(|u| !drops.iter().any(|(d, _)| u.within(d)))
+            .filter(|u| seen.insert(*u))
+            .collect();
+        candidates.sort_by_key(|u| u.rank());
         let complaint = format!("nginx -t: {}", refusal.message);
         let persists = |run: &mut Self, k: usize| -> Result<bool, String> {
             let mut trial = drops.to_vec();

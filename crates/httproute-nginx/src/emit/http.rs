@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 
-use crate::conf::{Arg, Node, Provenance, Rendered, Writer, code, data};
-use crate::plan::{Candidate, Entry, Loc, Plan};
+use crate::conf::{Arg, Directive, Node, Provenance, Rendered, Writer, code, data};
+use crate::plan::{Candidate, Entry, Loc, Plan, RuleId, RulePlan, ServerAt, Target};
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
 use super::options::{Carrier, Options, Output, Tree};
@@ -32,43 +32,145 @@ pub(super) fn emit_once(
     let mut http = Http { experimental: opts.experimental, ..Http::default() };
 
     let merged = &plan.merged;
+    // Listeners left out: a port none of whose listeners is left is not listened on.
+    let dropped_listener = |s: &crate::plan::ServerPlan| {
+        s.listener.as_ref().is_some_and(|l| skip.listeners.contains(l))
+    };
+    let alive: Vec<bool> = plan
+        .ports
+        .iter()
+        .map(|p| {
+            skip.listeners.is_empty()
+                || p.servers.iter().any(|s| s.listener.is_some() && !dropped_listener(s))
+        })
+        .collect();
+    // A server only routes' hostnames bring, all of those routes left out.
+    let unbrought = |s: &crate::plan::ServerPlan| {
+        !s.brought_by.is_empty() && s.brought_by.iter().all(|r| skip.routes.contains(r))
+    };
+    // Whose a server's name is (its `server_name`, SNI check and SNI map entry): the first
+    // route left that brings it, its listener's (the listener's hostname), or the run's (the
+    // catch-all).
+    let name_unit = |s: &crate::plan::ServerPlan| -> Option<Unit> {
+        s.hostname.as_ref()?;
+        if !s.brought_by.is_empty() {
+            return s
+                .brought_by
+                .iter()
+                .find(|r| !skip.routes.contains(*r))
+                .cloned()
+                .map(Unit::Route);
+        }
+        s.listener.clone().map(Unit::Listener)
+    };
     for (pi, port) in plan.ports.iter().enumerate() {
         // A port whose servers are all written with an earlier port's needs no map of its own.
         if port.tls && merged.writes_any(pi) {
-            http.sni_map(port);
+            // The names of the servers written for the port, each its owner's.
+            let names: Vec<(&str, Option<Provenance>)> = port
+                .servers
+                .iter()
+                .filter(|s| alive[pi] && !dropped_listener(s) && !unbrought(s))
+                .filter_map(|s| {
+                    let h = s.hostname.as_deref()?;
+                    Some((h, name_unit(s).map(|u| http.unit(u))))
+                })
+                .collect();
+            http.sni_map(port.port, names);
         }
         for (si, server) in port.servers.iter().enumerate() {
             // A server that listens on several ports is written once, where its first port
             // would have it.
-            let Some(members) = merged.members(pi, si) else { continue };
+            let Some(all_members) = merged.members(pi, si) else { continue };
             let legacy_http2 = !plan.capabilities.http2_directive;
-            let mut body: Vec<Node> = Vec::new();
-            for &(mp, _) in members {
-                let member_port = &plan.ports[mp];
-                let address = match &opts.listen_address {
-                    Some(a) => Arg::parts(vec![
-                        data("--listen-address", a.clone()),
-                        code(format!(":{}", member_port.port)),
-                    ]),
-                    None => Arg::code(member_port.port.to_string()),
-                };
-                let mut listen = d("listen").arg(address);
+            let at = |&(mp, ms): &ServerAt| &plan.ports[mp].servers[ms];
+            let members: Vec<ServerAt> = all_members
+                .iter()
+                .filter(|m| alive[m.0] && !dropped_listener(at(m)))
+                .copied()
+                .collect();
+            // The catch-all of a port whose listener is left out while others keep the port:
+            // a server of no listener (404, or no TLS handshake).
+            let orphans: Vec<ServerAt> = all_members
+                .iter()
+                .filter(|m| server.hostname.is_none() && alive[m.0] && dropped_listener(at(m)))
+                .copied()
+                .collect();
+            let listen_lines = |members: &[ServerAt], http: &mut Http| -> Vec<Node> {
+                let mut lines = Vec::new();
+                for m in members {
+                    let member_port = &plan.ports[m.0];
+                    let address = match &opts.listen_address {
+                        Some(a) => Arg::parts(vec![
+                            data("--listen-address", a.clone()),
+                            code(format!(":{}", member_port.port)),
+                        ]),
+                        None => Arg::code(member_port.port.to_string()),
+                    };
+                    let mut listen = d("listen").arg(address);
+                    if port.tls {
+                        listen = listen.code("ssl");
+                    }
+                    if port.http2 && legacy_http2 {
+                        // Before 1.25.1 (see `plan::Capabilities`): over TLS, ALPN keeps
+                        // HTTP/1.1; a plain port only gets here when it serves GRPCRoutes alone
+                        // (h2c).
+                        listen = listen.code("http2");
+                    }
+                    if server.hostname.is_none() {
+                        listen = listen.code("default_server");
+                    }
+                    // The member's listener's line; for a server of no listener (or a
+                    // catch-all whose listener is left out), the first listener left of the
+                    // port: the port is listened on for its listeners.
+                    let l = at(m).listener.as_ref().filter(|_| !dropped_listener(at(m))).or_else(
+                        || {
+                            member_port
+                                .servers
+                                .iter()
+                                .filter(|s| !dropped_listener(s))
+                                .find_map(|s| s.listener.as_ref())
+                        },
+                    );
+                    if let Some(l) = l {
+                        listen = listen.from(http.unit(Unit::Listener(l.clone())));
+                    }
+                    lines.push(listen.into());
+                }
+                lines
+            };
+            if !orphans.is_empty() {
+                let mut body = listen_lines(&orphans, &mut http);
+                body.push(d("server_name").arg(empty()).into());
+                let left: Vec<String> = orphans
+                    .iter()
+                    .filter_map(|m| at(m).listener.as_ref().map(|l| format!("listener {l}")))
+                    .collect();
+                body.push(Node::Comment(format!("{} left out: 404", left.join(", "))));
                 if port.tls {
-                    listen = listen.code("ssl");
+                    body.push(d("ssl_reject_handshake").code("on").into());
                 }
-                if port.http2 && legacy_http2 {
-                    // Before 1.25.1 (see `plan::Capabilities`): over TLS, ALPN keeps HTTP/1.1; a
-                    // plain port only gets here when it serves GRPCRoutes alone (h2c).
-                    listen = listen.code("http2");
-                }
-                if server.hostname.is_none() {
-                    listen = listen.code("default_server");
-                }
-                body.push(listen.into());
+                body.push(d("return").code("404").into());
+                servers.push(Node::Blank);
+                servers.push(d("server").block(body).into());
             }
+            if members.is_empty() || unbrought(server) {
+                continue;
+            }
+            // Merged servers are alike but for their listeners: the first member left speaks
+            // for them (its listener's name and certificates).
+            let first = at(&members[0]);
+            let name_from = name_unit(first).map(|u| http.unit(u));
+            let named = |d: Directive| match name_from {
+                Some(p) => d.from(p),
+                None => d,
+            };
+            let mut body: Vec<Node> = listen_lines(&members, &mut http);
             match &server.hostname {
                 None => body.push(d("server_name").arg(empty()).into()),
-                Some(h) => body.push(d("server_name").data(HOSTNAME_FIELD, h.clone()).into()),
+                Some(h) => {
+                    body.push(named(d("server_name").data(HOSTNAME_FIELD, h.clone())).into())
+                }
             }
             if port.http2 && !legacy_http2 {
                 // gRPC: HTTP/2 by ALPN over TLS, or with prior knowledge (h2c) on a plain port,
@@ -76,7 +178,7 @@ pub(super) fn emit_once(
                 body.push(d("http2").code("on").into());
             }
             let mut comments: Vec<String> = Vec::new();
-            for &(mp, ms) in members {
+            for &(mp, ms) in &members {
                 let c = match &plan.ports[mp].servers[ms].listener {
                     Some(l) => format!("listener {l}"),
                     None => "no listener serves this host: 404".to_owned(),
@@ -87,7 +189,9 @@ pub(super) fn emit_once(
             }
             body.extend(comments.into_iter().map(Node::Comment));
             if port.tls {
-                tls_server(port.port, server, opts, &mut body);
+                let certs_from =
+                    first.listener.as_ref().map(|l| http.unit(Unit::Listener(l.clone())));
+                tls_server(port.port, server, opts, (certs_from, name_from), &mut body);
             }
             for (li, loc) in server.locations.iter().enumerate() {
                 if skip.locations.contains(&((pi, si), li)) {
@@ -99,7 +203,7 @@ pub(super) fn emit_once(
                     Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
                 }
                 .from(from);
-                let served = |c: &Candidate| !skip.rules.contains(&c.id);
+                let served = |c: &Candidate| !skip.rule(&c.id);
                 // The whole list, for a carrier that writes it in place (`None`: empty).
                 let text = || -> Result<Option<String>, String> {
                     let list: Vec<&Entry> =
@@ -168,11 +272,23 @@ pub(super) fn emit_once(
                 .flat_map(|(_, l)| &l.segments)
                 .filter(|s| seen.insert(s.id()))
                 .flat_map(|s| s.candidates())
-                .filter(|c| !skip.rules.contains(&c.id))
+                .filter(|c| !skip.rule(&c.id))
                 .map(|c| c.rule)
                 .collect();
             for ri in used {
                 let rule = &server.rules[ri];
+                // BackendRef shares left out answer 500.
+                let without_shares;
+                let rule = if rule
+                    .backends
+                    .iter()
+                    .any(|b| skip.shares.contains(&(rule.id.clone(), b.index)))
+                {
+                    without_shares = without(rule, &skip.shares);
+                    &without_shares
+                } else {
+                    rule
+                };
                 http.written_for(
                     Unit::Rule(rule.id.clone()),
                     &mut body,
@@ -263,8 +379,19 @@ pub(super) fn emit_once(
             entries.push(s.into());
         }
         inner.push(Node::Blank);
-        entries.extend(crate::emit_global::upstream_tail(&opts.global));
-        inner.push(d("upstream").data("backend upstream name", up.clone()).block(entries).into());
+        // The operator's (`--keepalive`), whoever the upstream is written for.
+        entries.extend(crate::emit_global::upstream_tail(&opts.global).map(|mut n| {
+            if let Node::Directive(d) = &mut n {
+                d.set_provenance_if_none(Provenance::Run);
+            }
+            n
+        }));
+        let mut block = d("upstream").data("backend upstream name", up.clone()).block(entries);
+        // Written for the first backendRef share that named it.
+        if let Some(p) = http.upstream_owner.get(up) {
+            block = block.from(*p);
+        }
+        inner.push(block.into());
     }
     inner.append(&mut http.splits);
     inner.append(&mut servers);
@@ -326,6 +453,18 @@ pub(super) fn emit_once(
         units: std::mem::take(&mut http.units),
     };
     Ok((Some(out), Vec::new(), Vec::new()))
+}
+
+/// `rule` with the backendRefs of `shares` answering 500 (their requests; the other shares
+/// keep their weights).
+fn without(rule: &RulePlan, shares: &std::collections::BTreeSet<(RuleId, usize)>) -> RulePlan {
+    let mut r = rule.clone();
+    for b in &mut r.backends {
+        if shares.contains(&(rule.id.clone(), b.index)) {
+            b.target = Target::Status(500);
+        }
+    }
+    r
 }
 
 impl Http {

@@ -3,11 +3,13 @@
 
 use std::borrow::Cow;
 
-use crate::conf::{Arg, Directive, Node, Part, braced_var, code, data, regex_data, var};
+use crate::conf::{
+    Arg, Directive, Node, Part, Provenance, braced_var, code, data, regex_data, var,
+};
 use crate::model::{HeaderModifier, PathModifier, RequestRedirect};
 use crate::plan::{INTERNAL_PREFIX, RulePlan, Target};
 
-use super::state::{FIXED_BUCKET_HEADER, Http, d, empty, entry_of, field, quoted};
+use super::state::{FIXED_BUCKET_HEADER, Http, Unit, d, empty, entry_of, field, quoted};
 use super::upstream::percent;
 
 impl Http {
@@ -98,7 +100,7 @@ impl Http {
             if *share <= 0.0 {
                 continue;
             }
-            let Some((set_backend, host)) = self.destination(target) else { continue };
+            let Some((set_backend, host)) = self.destination(target, None) else { continue };
             let path = format!("{INTERNAL_PREFIX}mirror-{ri}-{k}");
             mirrors.push(d("mirror").code(path.clone()).into());
             let mut inner: Vec<Node> = vec![d("internal").into()];
@@ -149,11 +151,16 @@ impl Http {
         if own_filters && rule.backends.len() > 1 {
             // Filters of their own: one location per backend, picked per request by
             // split_clients and reached with an internal rewrite.
-            let shares: Vec<(Arg, u32)> = rule
+            let froms: Vec<Option<Provenance>> =
+                rule.backends.iter().map(|b| self.share(rule, b)).collect();
+            let shares: Vec<(Arg, u32, Option<Provenance>)> = rule
                 .backends
                 .iter()
+                .zip(&froms)
                 .enumerate()
-                .map(|(k, b)| (Arg::code(format!("b{k}")), b.weight))
+                // The entries name the locations (the rule's): a share left out keeps its
+                // entry, its location answers 500.
+                .map(|(k, (b, _))| (Arg::code(format!("b{k}")), b.weight, None))
                 .collect();
             let v = self.split(shares);
             out.push(
@@ -168,14 +175,21 @@ impl Http {
                     ])
                     .into(),
             );
-            for (k, b) in rule.backends.iter().enumerate() {
-                let loc = d("location").code("=").code(format!("{INTERNAL_PREFIX}{ri}-b{k}"));
-                self.backend_location(out, loc, rule, b, &set, &uri, &mirrors)?;
+            for (k, (b, from)) in rule.backends.iter().zip(froms).enumerate() {
+                // The backendRef's own location: its share's (it exists for it alone).
+                let mut loc = d("location").code("=").code(format!("{INTERNAL_PREFIX}{ri}-b{k}"));
+                if let Some(p) = from {
+                    loc = loc.from(p);
+                }
+                self.backend_location(out, loc, rule, b, from, &set, &uri, &mirrors)?;
             }
             return Ok(());
         }
         if let [only] = &rule.backends[..] {
-            self.backend_location(out, loc(), rule, only, &set, &uri, &mirrors)?;
+            // The rule's location (its filters are on the same line): the share has its
+            // upstream.
+            let from = self.share(rule, only);
+            self.backend_location(out, loc(), rule, only, from, &set, &uri, &mirrors)?;
             return Ok(());
         }
         let mut proxy = self.proxy(rule, &rule.request_headers, &rule.response_headers)?;
@@ -183,13 +197,14 @@ impl Http {
         // Several backends: split_clients picks one per request. Its value is an upstream
         // name, a "host:port" to resolve, "" for a 500 share or "503" for a 503 share.
         let mut unavailable = false;
-        let shares: Vec<(Arg, u32)> = rule
+        let shares: Vec<(Arg, u32, Option<Provenance>)> = rule
             .backends
             .iter()
             .map(|b| {
+                let from = self.share(rule, b);
                 let value = match &b.target {
                     Target::Upstream { name, servers } => {
-                        self.upstreams.insert(name.clone(), servers.clone());
+                        self.upstream(name, servers, from);
                         Arg::data("backend upstream name", name.clone())
                     }
                     Target::Resolve(addr) => {
@@ -202,7 +217,7 @@ impl Http {
                     }
                     Target::Status(_) => empty(),
                 };
-                (value, b.weight)
+                (value, b.weight, from)
             })
             .collect();
         let v = self.split(shares);
@@ -235,11 +250,12 @@ impl Http {
         loc: Directive,
         rule: &RulePlan,
         b: &crate::plan::Backend,
+        from: Option<Provenance>,
         set: &[Node],
         uri: &[Part],
         mirrors: &[Node],
     ) -> Result<(), String> {
-        match self.destination(&b.target) {
+        match self.destination(&b.target, from) {
             Some((set_backend, host)) => {
                 let (req, resp) = rule.backend_filters(b);
                 let proxy = self.proxy(rule, &req, &resp)?;
@@ -274,6 +290,22 @@ impl Http {
             }
         }
         Ok(())
+    }
+
+    /// The provenance of what is written for backendRef `b` of `rule` alone
+    /// ([`Unit::BackendShare`]); `None` for a share that answers a status (nothing of the
+    /// backendRef's is written: its lines are the rule's).
+    fn share(&mut self, rule: &RulePlan, b: &crate::plan::Backend) -> Option<Provenance> {
+        (!matches!(b.target, Target::Status(_)))
+            .then(|| self.unit(Unit::BackendShare { rule: rule.id.clone(), index: b.index }))
+    }
+
+    /// The `upstream` `name` of `servers` is written, for `from` if it is the first to name it.
+    fn upstream(&mut self, name: &str, servers: &[String], from: Option<Provenance>) {
+        self.upstreams.insert(name.to_owned(), servers.to_vec());
+        if let Some(p) = from {
+            self.upstream_owner.entry(name.to_owned()).or_insert(p);
+        }
     }
 
     /// `retry`: `proxy_next_upstream` on the codes NGINX can retry on, with `tries` attempts
@@ -314,10 +346,14 @@ impl Http {
     /// for a name resolved per request a variable holding it (NGINX resolves a `proxy_pass`
     /// host given through a variable when a request needs it, with `resolver`). `None` for a
     /// status.
-    fn destination(&mut self, t: &Target) -> Option<(Option<Node>, Part)> {
+    fn destination(
+        &mut self,
+        t: &Target,
+        from: Option<Provenance>,
+    ) -> Option<(Option<Node>, Part)> {
         match t {
             Target::Upstream { name, servers } => {
-                self.upstreams.insert(name.clone(), servers.clone());
+                self.upstream(name, servers, from);
                 Some((None, data("backend upstream name", name.clone())))
             }
             Target::Resolve(addr) => {

@@ -49,9 +49,10 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
 /// [`emit`], with or without [`Output::tree`].
 ///
 /// A tenant object's failure is confined to it: every directive is written with the object it
-/// comes from ([`Provenance`]), and a word NGINX cannot take (a control character, a word past
-/// its 4,094 bytes) leaves out that object (the rule, or the match's location), with a warning
-/// and [`Output::dropped`], and the configuration is written again without it. Each pass
+/// comes from ([`Provenance`], the smallest [`Unit`] that holds it), and a word NGINX cannot
+/// take (a control character, a word past its 4,094 bytes) leaves out that object (a
+/// backendRef's share, the match's location, the rule, the route, the listener), with a
+/// warning and [`Output::dropped`], and the configuration is written again without it. Each pass
 /// leaves out every object it finds, and at least one more than the pass before, so the
 /// passes end; in practice there are two. Only the run's own words (options, the generator's
 /// text) are an error.
@@ -96,7 +97,7 @@ pub fn emit_dropping(
             }
         };
         let Some(mut out) = out else {
-            let before = (skip.rules.len(), skip.locations.len());
+            let before = skip.len();
             for (o, why) in refused {
                 match &units[o as usize] {
                     Unit::Rule(id) => {
@@ -109,6 +110,48 @@ pub fn emit_dropping(
                             warnings.push(format!("{id}: {why}; the rule is not served"));
                             dropped.push(Dropped {
                                 unit: DroppedUnit::Rule(id.clone()),
+                                reason: Reason::UnsupportedValue,
+                                message: why,
+                            });
+                        }
+                    }
+                    Unit::BackendShare { rule, index } => {
+                        let why = match why.strip_prefix(&format!("{rule}: ")) {
+                            Some(rest) => rest.to_owned(),
+                            None => why,
+                        };
+                        if skip.shares.insert((rule.clone(), *index)) {
+                            warnings.push(format!(
+                                "{rule}: backendRefs[{index}]: {why}; its share of requests \
+                                 answers 500"
+                            ));
+                            dropped.push(Dropped {
+                                unit: DroppedUnit::BackendShare {
+                                    rule: rule.clone(),
+                                    index: *index,
+                                },
+                                reason: Reason::UnsupportedValue,
+                                message: why,
+                            });
+                        }
+                    }
+                    Unit::Listener(id) => {
+                        if skip.listeners.insert(id.clone()) {
+                            warnings.push(format!(
+                                "listener {id}: {why}; the listener is not programmed"
+                            ));
+                            dropped.push(Dropped {
+                                unit: DroppedUnit::Listener(id.clone()),
+                                reason: Reason::Invalid,
+                                message: why,
+                            });
+                        }
+                    }
+                    Unit::Route(id) => {
+                        if skip.routes.insert(id.clone()) {
+                            warnings.push(format!("{id}: {why}; the route is not served"));
+                            dropped.push(Dropped {
+                                unit: DroppedUnit::Route(id.clone()),
                                 reason: Reason::UnsupportedValue,
                                 message: why,
                             });
@@ -146,7 +189,7 @@ pub fn emit_dropping(
                     }
                 }
             }
-            if before == (skip.rules.len(), skip.locations.len()) {
+            if before == skip.len() {
                 return Err(format!(
                     "generator bug: a configuration word NGINX cannot take, again: {warnings:?}"
                 ));

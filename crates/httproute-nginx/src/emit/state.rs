@@ -5,16 +5,67 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::conf::{Arg, Directive, Node, Provenance};
-use crate::plan::{RuleId, RulePlan, ServerAt};
+use crate::plan::{ListenerId, RouteId, RuleId, RulePlan, ServerAt};
 
 /// A tenant's object that directives are written for: what a word of them NGINX cannot take
-/// leaves out (see [`emit_with`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// (or a line of them `nginx -t` refuses) leaves out (see [`emit_with`]), the smallest that
+/// holds the line.
+///
+/// Which unit a line belongs to: the innermost directive on it that has a unit of its own
+/// (a directive without one has its block's). A unit given to a directive inside another's
+/// block is a part of the outer one (a backendRef's `split_clients` entry inside its rule's
+/// `split_clients`, a listener's `listen` inside a server): leaving out the inner unit removes
+/// (or, for a share, rewrites) its own lines only, leaving out the outer one removes the block
+/// with them. A line that several units bring (an `upstream` that several backendRefs name, a
+/// server name that several routes' hostnames bring) is given to the first of them in the
+/// order written; leaving that one out gives it to the next, so each retry leaves out one
+/// more, never the innocent ones at once.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Unit {
     /// A rule: its internal locations, and the maps and split_clients written for it.
     Rule(RuleId),
     /// The location of a match path: (port, server, location) in the plan.
     Location(ServerAt, usize),
+    /// One backendRef of a rule (`index` among its `backendRefs`): the `upstream` written for
+    /// it, its `split_clients` entry, its own location (backends with filters of their own).
+    /// Left out, its share of the rule's requests answers 500 (the others keep theirs).
+    BackendShare { rule: RuleId, index: usize },
+    /// A listener: its `listen` lines, its certificates, and the `server_name` and SNI check of
+    /// a server named by its hostname. Left out, its servers are not written (its port's
+    /// catch-all answers 404 when other listeners keep the port).
+    Listener(ListenerId),
+    /// A route: the `server_name` (and SNI check) of a server only its hostnames bring. Left
+    /// out, none of its rules is served and such servers are not written.
+    Route(RouteId),
+}
+
+impl Unit {
+    /// How small the unit is, for the bisection's order (smallest first): a share, a match's
+    /// location, a rule, a route, a listener.
+    pub fn rank(&self) -> u8 {
+        match self {
+            Unit::BackendShare { .. } => 0,
+            Unit::Location(..) => 1,
+            Unit::Rule(_) => 2,
+            Unit::Route(_) => 3,
+            Unit::Listener(_) => 4,
+        }
+    }
+
+    /// Whether leaving out `other` leaves this unit out too (it is `other`, or a part of it:
+    /// a share of a rule left out, a rule or share of a route left out).
+    pub fn within(&self, other: &Unit) -> bool {
+        if self == other {
+            return true;
+        }
+        match (self, other) {
+            (Unit::BackendShare { rule, .. }, Unit::Rule(r)) => rule == r,
+            (Unit::BackendShare { rule, .. } | Unit::Rule(rule), Unit::Route(r)) => {
+                rule.route == *r
+            }
+            _ => false,
+        }
+    }
 }
 
 /// What a configuration leaves out.
@@ -22,6 +73,26 @@ pub enum Unit {
 pub(super) struct Skip {
     pub(super) rules: BTreeSet<RuleId>,
     pub(super) locations: BTreeSet<(ServerAt, usize)>,
+    /// Backend shares: (rule, index among its backendRefs).
+    pub(super) shares: BTreeSet<(RuleId, usize)>,
+    pub(super) listeners: BTreeSet<ListenerId>,
+    pub(super) routes: BTreeSet<RouteId>,
+}
+
+impl Skip {
+    /// Whether the rule is left out (itself or its route).
+    pub(super) fn rule(&self, id: &RuleId) -> bool {
+        self.rules.contains(id) || self.routes.contains(&id.route)
+    }
+
+    /// How many units are left out.
+    pub(super) fn len(&self) -> usize {
+        self.rules.len()
+            + self.locations.len()
+            + self.shares.len()
+            + self.listeners.len()
+            + self.routes.len()
+    }
 }
 
 pub(super) fn d(name: &'static str) -> Directive {
@@ -51,6 +122,8 @@ pub(super) const HOSTNAME_FIELD: &str =
 #[derive(Default)]
 pub(super) struct Http {
     pub(super) upstreams: BTreeMap<String, Vec<String>>,
+    /// The backendRef share each upstream is written for: the first that named it.
+    pub(super) upstream_owner: HashMap<String, Provenance>,
     /// Upstreams of retried rules: `max_fails=0` on each server.
     pub(super) no_fail: BTreeSet<String>,
     /// `--experimental`.

@@ -1,8 +1,9 @@
 //! `split_clients`: shares of backends and mirrors in NGINX's steps.
 
-use crate::conf::{Arg, Node};
+use crate::conf::{Arg, Node, Provenance};
 
-use super::state::{Http, d, entry_of};
+use super::state::{Http, d};
+use crate::conf::Directive;
 
 impl Http {
     pub(super) fn split_var(&mut self) -> String {
@@ -21,21 +22,29 @@ impl Http {
     }
 
     /// A `split_clients` on `$request_id` giving each value its share of the weights: its
-    /// variable. Shares are written in NGINX's steps of 0.01% ([`basis_points`]).
-    pub(super) fn split(&mut self, shares: Vec<(Arg, u32)>) -> String {
+    /// variable. Shares are written in NGINX's steps of 0.01% ([`basis_points`]). An entry
+    /// with a provenance is written for it (a backendRef's: `Unit::BackendShare`).
+    pub(super) fn split(&mut self, shares: Vec<(Arg, u32, Option<Provenance>)>) -> String {
         let v = self.split_var();
         // A zero weight gets no requests (the plan leaves such backendRefs out already).
-        let shares: Vec<(Arg, u32)> = shares.into_iter().filter(|(_, w)| *w > 0).collect();
+        let shares: Vec<_> = shares.into_iter().filter(|(_, w, _)| *w > 0).collect();
         let last = shares.len().saturating_sub(1);
-        let weights: Vec<u32> = shares.iter().map(|(_, w)| *w).collect();
+        let weights: Vec<u32> = shares.iter().map(|(_, w, _)| *w).collect();
         let bp = basis_points(&weights);
         let mut entries = Vec::new();
-        for (i, (value, _)) in shares.into_iter().enumerate() {
-            if i == last {
-                entries.push(entry_of(Arg::code("*"), value));
+        for (i, (value, _, from)) in shares.into_iter().enumerate() {
+            let key = if i == last {
+                Arg::code("*")
             } else if bp[i] > 0 {
-                entries.push(entry_of(Arg::code(percent(bp[i])), value));
+                Arg::code(percent(bp[i]))
+            } else {
+                continue;
+            };
+            let mut e = Directive::entry(key).arg(value);
+            if let Some(p) = from {
+                e = e.from(p);
             }
+            entries.push(e.into());
         }
         self.push_split(
             &v,

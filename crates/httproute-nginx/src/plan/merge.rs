@@ -55,6 +55,7 @@ impl Merged {
                 && pinned(pa, a) == pinned(pb, b)
                 && a.hostname == b.hostname
                 && a.certificates == b.certificates
+                && a.brought_by == b.brought_by
                 && a.locations == b.locations
                 && a.rules == b.rules
         };

@@ -97,6 +97,7 @@ pub(super) fn rule_plan(
             }
         };
         plan.backends.push(Backend {
+            index: bi,
             target,
             tls,
             weight: b.weight,

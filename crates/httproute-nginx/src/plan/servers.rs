@@ -84,6 +84,17 @@ pub(super) fn ports(
             }
         }
     }
+    // The names only routes bring, and the routes that bring each.
+    let mut brought: BTreeMap<(u16, Option<String>), BTreeSet<RouteId>> = BTreeMap::new();
+    for a in attachments {
+        let port = listeners[a.listener].port;
+        for h in a.hostnames.iter().filter(|h| h.is_some()) {
+            let own = on_port[&port].iter().any(|&i| listeners[i].hostname == *h);
+            if !own {
+                brought.entry((port, h.clone())).or_default().insert(RouteId::of(a.route));
+            }
+        }
+    }
     let mut loss = Http2Loss::default();
     let mut out = Vec::new();
     // Each route's rules and matches, by the route's address.
@@ -96,6 +107,10 @@ pub(super) fn ports(
                 hostname: h.clone(),
                 listener: best.map(|i| listeners[i].id.clone()),
                 certificates: best.map(|i| listeners[i].certificates.clone()).unwrap_or_default(),
+                brought_by: brought
+                    .remove(&(port, h.clone()))
+                    .map(|r| r.into_iter().collect())
+                    .unwrap_or_default(),
                 locations: Vec::new(),
                 rules: Vec::new(),
             };

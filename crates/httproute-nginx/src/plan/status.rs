@@ -347,7 +347,11 @@ fn skipped_reason(rule: &RuleId, mi: usize, warning: &str) -> String {
 /// the units of `dropped` (those NGINX cannot take a word of, or `nginx -t` refused,
 /// `crate::emit::Output::dropped`) and the matches planning skipped ([`Status::rules`]).
 ///
-/// - A route some of whose rules, matches or backendRef shares are left out, with a rule left
+/// - A backendRef share left out (its requests answer 500, the others keep their weights):
+///   `ResolvedRefs: False` on each parentRef, with the reason and "rules[N].backendRefs[M]:
+///   why" (Gateway API: a reference that cannot be used is `ResolvedRefs: False` and its
+///   requests get 500); the rule still serves, so nothing else changes.
+/// - A route some of whose rules or matches are left out, with a rule left
 ///   that serves: `PartiallyInvalid: True, UnsupportedValue` on each accepted parentRef, one
 ///   condition whose message says "Dropped Rule N: why" for each (Gateway API's words for a
 ///   route whose invalid rules are dropped; a match is the closest it has: "Dropped Rule N:
@@ -363,11 +367,7 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
         for l in status.listeners.iter_mut().filter(|l| l.id == *id) {
             for c in &mut l.conditions {
                 if c.kind == ConditionType::Programmed && c.ok {
-                    *c = Condition::no(
-                        ConditionType::Programmed,
-                        Reason::Invalid,
-                        d.message.clone(),
-                    );
+                    *c = Condition::no(ConditionType::Programmed, d.reason, d.message.clone());
                 }
             }
         }
@@ -387,6 +387,8 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
         }
         // The reason of the first unit dropped that leaves the route nothing to serve.
         let mut reason = Reason::UnsupportedValue;
+        // BackendRef shares left out (they answer 500): the route's `ResolvedRefs`.
+        let mut shares: Vec<(Reason, String)> = Vec::new();
         for d in dropped.iter().filter(|d| d.unit.route() == Some(&route.id)) {
             let why = &d.message;
             match &d.unit {
@@ -398,9 +400,9 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
                     gone_matches.entry(rule.index).or_default().insert(*index);
                 }
                 DroppedUnit::BackendShare { rule, index } => {
-                    messages.push((
-                        rule.index,
-                        format!("Dropped Rule {}: backendRefs[{index}]: {why}", rule.index),
+                    shares.push((
+                        d.reason,
+                        format!("rules[{}].backendRefs[{index}]: {why}", rule.index),
                     ));
                 }
                 DroppedUnit::Rule(rule) => {
@@ -413,6 +415,25 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
                     gone_route.get_or_insert(d);
                 }
                 DroppedUnit::Listener(_) => {}
+            }
+        }
+        if let Some((share_reason, _)) = shares.first() {
+            let message = shares.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join("; ");
+            for (_, conditions) in &mut route.parents {
+                match conditions.iter_mut().find(|c| c.kind == ConditionType::ResolvedRefs) {
+                    Some(c) if c.ok => {
+                        *c = Condition::no(c.kind, *share_reason, message.clone());
+                    }
+                    Some(c) => {
+                        c.message.push_str("; ");
+                        c.message.push_str(&message);
+                    }
+                    None => conditions.push(Condition::no(
+                        ConditionType::ResolvedRefs,
+                        *share_reason,
+                        message.clone(),
+                    )),
+                }
             }
         }
         if messages.is_empty() && gone_route.is_none() {
@@ -442,11 +463,12 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
                 continue;
             };
             if !serves {
-                conditions[i] = Condition::no(
-                    ConditionType::Accepted,
-                    reason,
-                    format!("no rule is left to serve: {message}"),
-                );
+                // The route left out says why itself; a route whose rules all are says so.
+                let message = match gone_route {
+                    Some(_) => message.clone(),
+                    None => format!("no rule is left to serve: {message}"),
+                };
+                conditions[i] = Condition::no(ConditionType::Accepted, reason, message);
                 continue;
             }
             match conditions.iter_mut().find(|c| c.kind == ConditionType::PartiallyInvalid) {

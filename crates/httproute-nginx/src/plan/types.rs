@@ -63,6 +63,11 @@ pub struct ServerPlan {
     /// On an HTTPS port: the listener's certificates, as `namespace/name` of Secrets (empty:
     /// the TLS handshake is refused for this name).
     pub certificates: Vec<String>,
+    /// The routes whose hostnames alone brought this server (a name that is neither a
+    /// listener's of the port nor the catch-all), sorted; empty otherwise. The writer gives
+    /// its name to them (`emit::Unit::Route`): with all of them left out, the server is not
+    /// written.
+    pub brought_by: Vec<super::ids::RouteId>,
     pub locations: Vec<LocationPlan>,
     /// The rules of the routes served, each route's in a row; shared (planned once per route)
     /// by every server the route serves.
@@ -221,6 +226,8 @@ pub struct RulePlan {
 /// One backendRef of a rule: where its share of requests goes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backend {
+    /// Its index among the rule's `backendRefs` (those of weight 0 are not planned).
+    pub index: usize,
     pub target: Target,
     /// The backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
     pub tls: bool,

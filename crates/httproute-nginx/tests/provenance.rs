@@ -1,0 +1,431 @@
+//! Provenance (issue #29, "every node carries its own conditions"): for generated
+//! multi-tenant inputs (tenants `tenant0`..`tenant2`, each a namespace with its own Gateway,
+//! ports, host names, Services and routes), every line of nginx.conf that comes from a tenant
+//! object has a unit the writer records for it ([`Output::unit_at_line`]); leaving that unit
+//! out through the public emit API ([`emit_dropping`]) removes the line (its unit owns no line
+//! any more, and fewer lines of the tenants carry its text: a line several units bring, an
+//! `upstream` two backendRefs name, a server name two routes bring, the `listen` of a port's
+//! catch-all that several listeners keep, passes to the next of them instead); and every line of every other tenant (its servers, locations, upstreams,
+//! `split_clients` and `map` entries) stays exactly as it was.
+//!
+//! A line comes from a tenant object when it holds one of the tenant's words: its namespace
+//! (in host names, paths, upstream names, certificate files), its backend addresses
+//! (`10.N.`), its ports. The cases are deterministic (proptest's fixed seed and no wall
+//! clock); `HTTPROUTE_PROVENANCE_CASES=N` runs N (default 256). Each case leaves out the
+//! first and the last unit of each kind met, one at a time.
+//!
+//! Only the variants' `Debug` names are read, so the test builds against the writer before
+//! the new units too: there, the `upstream` and `listen` lines of tenants have no unit.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use httproute_nginx::BackendMap;
+use httproute_nginx::emit::{Output, Tree, Unit, emit_dropping};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+#[derive(Debug, Clone)]
+struct Listener {
+    /// 0 or 1: which of the tenant's two ports.
+    port: usize,
+    hostname: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+struct BackendRef {
+    service: usize,
+    weight: u32,
+    /// A filter of its own (a location of its own).
+    filter: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Rule {
+    header: bool,
+    redirect: bool,
+    backends: Vec<BackendRef>,
+}
+
+#[derive(Debug, Clone)]
+struct Route {
+    /// Host names: its own `hI`, the listener's `l1`, a wildcard.
+    hosts: Vec<usize>,
+    rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone)]
+struct Tenant {
+    tls: [bool; 2],
+    listeners: Vec<Listener>,
+    routes: Vec<Route>,
+}
+
+fn tenant() -> impl Strategy<Value = Tenant> {
+    let listener = (0usize..2, prop::option::of(0usize..2))
+        .prop_map(|(port, hostname)| Listener { port, hostname });
+    let backend = (0usize..3, 1u32..4, prop::bool::weighted(0.25))
+        .prop_map(|(service, weight, filter)| BackendRef { service, weight, filter });
+    let rule = (any::<bool>(), prop::bool::weighted(0.2), prop::collection::vec(backend, 1..4))
+        .prop_map(|(header, redirect, backends)| Rule { header, redirect, backends });
+    let route = (prop::collection::vec(0usize..3, 0..3), prop::collection::vec(rule, 1..3))
+        .prop_map(|(mut hosts, rules)| {
+            hosts.sort_unstable();
+            hosts.dedup();
+            Route { hosts, rules }
+        });
+    (any::<[bool; 2]>(), prop::collection::vec(listener, 1..3), prop::collection::vec(route, 1..4))
+        .prop_map(|(tls, listeners, routes)| Tenant { tls, listeners, routes })
+}
+
+fn port(n: usize, k: usize) -> u16 {
+    20000 + 100 * n as u16 + k as u16
+}
+
+/// Tenant `n`'s manifests. Two listeners on one port never both lack a host name, nor have
+/// the same one.
+fn manifests(n: usize, t: &Tenant) -> String {
+    let ns = format!("tenant{n}");
+    let mut listeners = Vec::new();
+    let mut taken: Vec<(usize, Option<usize>)> = Vec::new();
+    for (j, l) in t.listeners.iter().enumerate() {
+        let mut hostname = l.hostname;
+        if taken.contains(&(l.port, hostname)) {
+            hostname = Some(hostname.map_or(0, |h| h + 1));
+        }
+        if taken.contains(&(l.port, hostname)) {
+            continue;
+        }
+        taken.push((l.port, hostname));
+        let host = hostname.map(|h| format!(", hostname: l{h}.{ns}.test")).unwrap_or_default();
+        let protocol =
+            if t.tls[l.port] { "HTTPS, tls: {certificateRefs: [{name: cert}]}" } else { "HTTP" };
+        listeners.push(format!(
+            "  - {{name: l{j}, port: {}, protocol: {protocol}{host}}}\n",
+            port(n, l.port)
+        ));
+    }
+    let mut out = format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: {ns}}}\nspec:\n  listeners:\n{}---\n",
+        listeners.concat()
+    );
+    for (i, r) in t.routes.iter().enumerate() {
+        let hosts: Vec<String> = r
+            .hosts
+            .iter()
+            .map(|h| match h {
+                0 => format!("h{i}.{ns}.test"),
+                1 => format!("l1.{ns}.test"),
+                _ => format!("\"*.{ns}.test\""),
+            })
+            .collect();
+        let hostnames = if hosts.is_empty() {
+            String::new()
+        } else {
+            format!("  hostnames: [{}]\n", hosts.join(", "))
+        };
+        let mut rules = String::new();
+        for (ri, rule) in r.rules.iter().enumerate() {
+            let headers = if rule.header { ", headers: [{name: x-t, value: \"1\"}]" } else { "" };
+            rules += &format!(
+                "  - matches: [{{path: {{type: PathPrefix, value: /{ns}/r{i}/p{ri}}}{headers}}}]\n"
+            );
+            if rule.redirect {
+                rules += &format!(
+                    "    filters:\n    - type: RequestRedirect\n      requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: /{ns}/moved}}, statusCode: 302}}\n"
+                );
+                continue;
+            }
+            rules += "    backendRefs:\n";
+            for b in &rule.backends {
+                rules += &format!("    - {{name: s{}, port: 80, weight: {}", b.service, b.weight);
+                if b.filter {
+                    rules += &format!(
+                        ", filters: [{{type: RequestHeaderModifier, requestHeaderModifier: {{set: [{{name: x-b, value: {ns}}}]}}}}]"
+                    );
+                }
+                rules += "}\n";
+            }
+        }
+        out += &format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{i}, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: gw}}]\n{hostnames}  rules:\n{rules}---\n"
+        );
+    }
+    out
+}
+
+/// The words of tenant `n` a line of its objects holds.
+fn words(n: usize) -> Vec<String> {
+    vec![
+        format!("tenant{n}"),
+        format!("10.{}.", n + 1),
+        format!(" {}", port(n, 0)),
+        format!(" {}", port(n, 1)),
+    ]
+}
+
+/// Which tenants' words the line holds.
+fn tenants_of(line: &str, tenants: usize) -> Vec<usize> {
+    (0..tenants).filter(|&n| words(n).iter().any(|w| line.contains(w.as_str()))).collect()
+}
+
+/// The line's text and its owner, for every line of `out` (1-based lines, as NGINX counts).
+fn owned(out: &Output) -> Vec<(String, Option<Unit>)> {
+    out.nginx_conf
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (l.to_owned(), out.unit_at_line(i + 1).cloned()))
+        .collect()
+}
+
+/// A unit's kind and what it names, as its `Debug` says (no variant is named here: see the
+/// module's documentation).
+fn kind(u: &Unit) -> String {
+    let d = format!("{u:?}");
+    d.split(|c: char| !c.is_alphanumeric()).next().unwrap_or_default().to_owned()
+}
+
+/// Whether `u` is `dropped` or a part of it (a share of its rule, a rule or share of its
+/// route), from their `Debug`.
+fn within(u: &Unit, dropped: &Unit) -> bool {
+    if u == dropped {
+        return true;
+    }
+    let (du, dd) = (format!("{u:?}"), format!("{dropped:?}"));
+    match kind(dropped).as_str() {
+        // `Rule(RuleId { route: .., index: N })` is inside the share's `rule: RuleId { .. }`.
+        "Rule" => kind(u) == "BackendShare" && du.contains(&dd["Rule(".len()..dd.len() - 1]),
+        "Route" => {
+            matches!(kind(u).as_str(), "BackendShare" | "Rule")
+                && du.contains(&dd["Route(".len()..dd.len() - 1])
+        }
+        _ => false,
+    }
+}
+
+/// The tenants a unit is of: those its `Debug` names, else those whose words its lines hold.
+fn unit_tenants(u: &Unit, lines: &[(String, Option<Unit>)], tenants: usize) -> Vec<usize> {
+    let d = format!("{u:?}");
+    let named: Vec<usize> =
+        (0..tenants).filter(|n| d.contains(&format!("\"tenant{n}\""))).collect();
+    if !named.is_empty() {
+        return named;
+    }
+    let mut of: Vec<usize> = lines
+        .iter()
+        .filter(|(_, o)| o.as_ref() == Some(u))
+        .flat_map(|(l, _)| tenants_of(l, tenants))
+        .collect();
+    of.sort_unstable();
+    of.dedup();
+    of
+}
+
+/// Tenant `n`'s lines, in order: those with its words or owned by a unit of its.
+fn lines_of(lines: &[(String, Option<Unit>)], n: usize, tenants: usize) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|(l, o)| {
+            tenants_of(l, tenants).contains(&n)
+                || o.as_ref().is_some_and(|u| format!("{u:?}").contains(&format!("\"tenant{n}\"")))
+        })
+        .map(|(l, _)| l.clone())
+        .collect()
+}
+
+fn check(tenants: &[Tenant], kinds: &mut BTreeMap<String, usize>) -> Result<(), TestCaseError> {
+    let yaml: String = tenants.iter().enumerate().map(|(n, t)| manifests(n, t)).collect();
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("t.yaml"), &yaml, &mut inputs)
+        .map_err(|e| TestCaseError::fail(format!("{e}\n{yaml}")))?;
+    let mut backends = BackendMap::new();
+    let mut opts = common::options();
+    for n in 0..tenants.len() {
+        // s0 and s1 have addresses (upstreams), s2 is resolved per request.
+        for k in 0..2 {
+            backends.insert(format!("tenant{n}/s{k}:80"), format!("10.{}.{k}.1:80", n + 1));
+        }
+        opts.certificates.insert(
+            format!("tenant{n}/cert"),
+            (format!("/c/tenant{n}.crt"), format!("/c/tenant{n}.key")),
+        );
+    }
+    let plan = httproute_nginx::plan_for(&inputs, &backends, &opts);
+    let out = emit_dropping(&plan, &opts, Tree::Drop, &[]).map_err(TestCaseError::fail)?;
+    let lines = owned(&out);
+    let t = tenants.len();
+
+    // Every line with a tenant's words has a unit.
+    for (i, (l, o)) in lines.iter().enumerate() {
+        let text = l.trim();
+        if text.starts_with('#') || text.is_empty() || tenants_of(l, t).is_empty() {
+            continue;
+        }
+        prop_assert!(o.is_some(), "line {}: {l:?} has no unit\n{}", i + 1, out.nginx_conf);
+    }
+
+    // The distinct units that own lines, in the order met.
+    let mut units: Vec<Unit> = Vec::new();
+    for (_, o) in &lines {
+        if let Some(u) = o
+            && !units.contains(u)
+        {
+            units.push(u.clone());
+        }
+    }
+    // Of each kind, the first and the last met (short in CI: every kind, not every unit).
+    let mut picked: Vec<&Unit> = Vec::new();
+    for k in units.iter().map(kind) {
+        let of_kind = || units.iter().filter(|u| kind(u) == k);
+        for u in [of_kind().next(), of_kind().next_back()].into_iter().flatten() {
+            if !picked.contains(&u) {
+                picked.push(u);
+            }
+        }
+    }
+    for u in picked {
+        *kinds.entry(kind(u)).or_default() += 1;
+        let of = unit_tenants(u, &lines, t);
+        let after = emit_dropping(&plan, &opts, Tree::Drop, &[(u.clone(), "left out".into())])
+            .map_err(|e| TestCaseError::fail(format!("{u:?}: {e}")))?;
+        let after_lines = owned(&after);
+        // The unit (and what is inside it) owns no line any more.
+        for (l, o) in &after_lines {
+            prop_assert!(
+                !o.as_ref().is_some_and(|o| within(o, u)),
+                "{u:?} left out still owns {l:?}\n{}",
+                after.nginx_conf
+            );
+        }
+        // Its lines are gone, or (a line several units bring) another of its kind has it.
+        let tenant_count = |ls: &[(String, Option<Unit>)], text: &str| {
+            ls.iter().filter(|(l, o)| l == text && o.is_some()).count()
+        };
+        for (l, o) in &lines {
+            if o.as_ref() != Some(u) {
+                continue;
+            }
+            let handed = after_lines.iter().any(|(al, ao)| {
+                al == l
+                    && ao.as_ref().is_some_and(|ao| {
+                        kind(ao) == kind(u)
+                            && matches!(kind(u).as_str(), "BackendShare" | "Route" | "Listener")
+                    })
+            });
+            prop_assert!(
+                handed || tenant_count(&after_lines, l) < tenant_count(&lines, l),
+                "{u:?} left out: its line {l:?} stays\n{}\n----\n{}",
+                out.nginx_conf,
+                after.nginx_conf
+            );
+        }
+        // The other tenants' lines are as they were.
+        for m in (0..t).filter(|m| !of.contains(m)) {
+            prop_assert_eq!(
+                lines_of(&lines, m, t),
+                lines_of(&after_lines, m, t),
+                "{:?} (tenants {:?}) left out changed tenant{}'s lines",
+                u,
+                of,
+                m
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_tenant_line_has_a_unit_whose_removal_removes_only_it() {
+    let cases = std::env::var("HTTPROUTE_PROVENANCE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    // A fixed seed: the same cases every run.
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[29; 32]);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let kinds = std::cell::RefCell::new(BTreeMap::new());
+    let result = runner.run(&prop::collection::vec(tenant(), 2..4), |tenants| {
+        check(&tenants, &mut kinds.borrow_mut())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    // The cases reach every kind of unit.
+    let kinds = kinds.into_inner();
+    for k in ["BackendShare", "Location", "Rule", "Route", "Listener"] {
+        assert!(kinds.contains_key(k), "no {k} unit met: {kinds:?}");
+    }
+    eprintln!("units left out, by kind: {kinds:?}");
+}
+
+/// Each new kind left out, and the condition on its node: a share's route `ResolvedRefs:
+/// False` (still accepted, no `PartiallyInvalid`); a route brought server's route `Accepted:
+/// False` with the reason and no server for its name; a listener's `Programmed: False`.
+#[test]
+fn each_kind_left_out_has_its_condition() {
+    use httproute_nginx::plan::{ConditionType, DroppedUnit};
+    let yaml = "kind: Gateway\nmetadata: {name: gw, namespace: n}\nspec:\n  listeners:\n  - {name: a, port: 20000, protocol: HTTP}\n  - {name: b, port: 20001, protocol: HTTP, hostname: b.test}\n---\nkind: HTTPRoute\nmetadata: {name: r, namespace: n}\nspec:\n  parentRefs: [{name: gw, sectionName: a}]\n  hostnames: [only-r.test]\n  rules:\n  - backendRefs: [{name: s0, port: 80}, {name: s1, port: 80}]\n---\nkind: HTTPRoute\nmetadata: {name: q, namespace: n}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: s0, port: 80}]\n";
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("k.yaml"), yaml, &mut inputs).unwrap();
+    let mut backends = BackendMap::new();
+    backends.insert("n/s0:80".into(), "10.9.0.1:80".into());
+    backends.insert("n/s1:80".into(), "10.9.1.1:80".into());
+    let opts = common::options();
+    let plan = || httproute_nginx::plan_for(&inputs, &backends, &opts);
+    let p = plan();
+    let out = emit_dropping(&p, &opts, Tree::Drop, &[]).unwrap();
+    // The units of the lines holding these words.
+    let unit_of = |out: &Output, word: &str| -> Unit {
+        let line = out.nginx_conf.lines().position(|l| l.contains(word)).expect(word);
+        out.unit_at_line(line + 1).cloned().expect(word)
+    };
+    let share = unit_of(&out, "server 10.9.1.1:80");
+    let route = unit_of(&out, "server_name only-r.test");
+    let listener = unit_of(&out, "listen 20001");
+    assert_eq!(kind(&share), "BackendShare", "{share:?}");
+    assert_eq!(kind(&route), "Route", "{route:?}");
+    assert_eq!(kind(&listener), "Listener", "{listener:?}");
+
+    let conditions = |u: &Unit| {
+        let mut p = plan();
+        let out =
+            emit_dropping(&p, &opts, Tree::Drop, &[(u.clone(), "nginx -t: no".into())]).unwrap();
+        assert_eq!(out.dropped.len(), 1, "{:?}", out.dropped);
+        httproute_nginx::plan::dropped_from_configuration(&mut p.status, &out.dropped);
+        (out, p.status)
+    };
+    let route_conditions = |s: &httproute_nginx::plan::Status, name: &str| {
+        let r = s.routes.iter().find(|r| r.id.name == name).unwrap();
+        r.parents.iter().flat_map(|(_, cs)| cs.clone()).collect::<Vec<_>>()
+    };
+
+    let (out, status) = conditions(&share);
+    assert!(matches!(out.dropped[0].unit, DroppedUnit::BackendShare { index: 1, .. }));
+    assert!(!out.nginx_conf.contains("10.9.1.1"), "{}", out.nginx_conf);
+    assert!(out.nginx_conf.contains("10.9.0.1"), "{}", out.nginx_conf);
+    let r = route_conditions(&status, "r");
+    let of = |cs: &[httproute_nginx::plan::Condition], k| cs.iter().find(|c| c.kind == k).cloned();
+    assert!(of(&r, ConditionType::Accepted).unwrap().ok, "{r:?}");
+    let refs = of(&r, ConditionType::ResolvedRefs).unwrap();
+    assert!(!refs.ok && refs.message == "rules[0].backendRefs[1]: nginx -t: no", "{refs:?}");
+    assert!(of(&r, ConditionType::PartiallyInvalid).is_none(), "{r:?}");
+    assert!(route_conditions(&status, "q").iter().all(|c| c.ok), "{status:?}");
+
+    let (out, status) = conditions(&route);
+    assert!(!out.nginx_conf.contains("only-r.test"), "{}", out.nginx_conf);
+    let r = route_conditions(&status, "r");
+    let accepted = of(&r, ConditionType::Accepted).unwrap();
+    assert!(!accepted.ok && accepted.message == "nginx -t: no", "{accepted:?}");
+    assert!(route_conditions(&status, "q").iter().all(|c| c.ok), "{status:?}");
+
+    let (out, status) = conditions(&listener);
+    assert!(!out.nginx_conf.contains("20001"), "{}", out.nginx_conf);
+    assert!(out.nginx_conf.contains("listen 20000"), "{}", out.nginx_conf);
+    for l in &status.listeners {
+        let programmed = l.conditions.iter().find(|c| c.kind == ConditionType::Programmed).unwrap();
+        assert_eq!(programmed.ok, l.id.name == "a", "{l:?}");
+    }
+}
