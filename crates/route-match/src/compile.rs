@@ -233,7 +233,7 @@ pub(crate) fn compile_file(
     let room = |n| scope.check().is_ok() && pcre2_bounded::memory::can_build(n);
     let survey =
         parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
-    compile_file_from(syntax, bounds, &scope, survey, || {
+    compile_file_from(syntax, bounds, &scope, survey, 0, || {
         Ok(serde_json::Deserializer::from_slice(json))
     })
     .map_err(|e| match e {
@@ -292,7 +292,7 @@ pub(crate) fn compile_path(
     scope.check().map_err(|e| FileError::Memory(memory_error(e, "reading the file")))?;
     let open = || -> std::io::Result<_> {
         let file = Checked { file: std::fs::File::open(path)?, scope: &scope };
-        Ok(std::io::BufReader::with_capacity(64 * 1024, file))
+        Ok(std::io::BufReader::with_capacity(READ_BUFFER, file))
     };
     // The first pass through a counter, for each list's length (see `compile_file`).
     let pos = core::cell::Cell::new(0);
@@ -302,7 +302,7 @@ pub(crate) fn compile_path(
     let survey =
         parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
     let parse = || Ok(serde_json::Deserializer::from_reader(open()?));
-    match compile_file_from(syntax, bounds, &scope, survey, parse) {
+    match compile_file_from(syntax, bounds, &scope, survey, READ_BUFFER, parse) {
         // serde_json places errors one column late when it reads from a stream (it cannot
         // give back the byte it peeked at): parse the text once more from memory, only now,
         // for the exact position (if the memory for the text is there; else the stream's).
@@ -323,8 +323,11 @@ pub(crate) fn compile_path(
     }
 }
 
+/// The buffer a file is read through (each of its two passes has one, in turn).
+const READ_BUFFER: usize = 64 * 1024;
+
 /// Compiles a file from its first pass (`survey`) and the deserializer `open` returns for the
-/// second.
+/// second, which allocates `reader` bytes (its read buffer) when it is opened.
 ///
 /// Memory: every array of the compiled form is sized once from the first pass, fallibly, and
 /// only if it fits in what is left of the bound; each list is estimated from its length (the
@@ -337,6 +340,7 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     bounds: Bounds,
     scope: &Scope,
     survey: parse::Survey,
+    reader: usize,
     open: impl FnOnce() -> std::io::Result<serde_json::Deserializer<R>>,
 ) -> Result<CompiledFile, FileError> {
     let mem = |e: Exhausted, during: &str| FileError::Memory(memory_error(e, during));
@@ -387,7 +391,13 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     let per_key = 3 * (core::mem::size_of::<(u64, Vec<(usize, Range<usize>)>)>() + 1)
         + core::mem::size_of::<(Run, Option<u32>)>()
         + core::mem::size_of::<(Span, Slot)>();
-    let tables = survey.keys.saturating_mul(per_key);
+    // The first key, and its copy for the duplicate check, are allocated by the parse before
+    // the first list can be estimated: room for the longest key twice is kept here, and
+    // after each list (see `before`).
+    let next_key = survey.longest_key.saturating_mul(2);
+    // And the second pass's read buffer, which is opened after these are sized.
+    let tables =
+        survey.keys.saturating_mul(per_key).saturating_add(next_key).saturating_add(reader);
     if !pcre2_bounded::memory::can_build(tables) {
         return Err(refusal(tables));
     }
@@ -411,7 +421,8 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     let mut before = |key: &str| {
         let length = survey.lengths.get(number).map(|&l| l as usize);
         number += 1;
-        let estimate = length.map_or(usize::MAX, |l| list_estimate(l, key.len()));
+        let estimate =
+            length.map_or(usize::MAX, |l| list_estimate(l, key.len()).saturating_add(next_key));
         let room = pcre2_bounded::memory::room();
         if estimate <= room {
             return true;

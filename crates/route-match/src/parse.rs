@@ -269,6 +269,9 @@ pub(crate) struct Survey {
     pub(crate) lengths: Vec<u32>,
     /// The walk ended because the set of keys would not fit in what is left (see [`survey`]).
     pub(crate) out_of_memory: bool,
+    /// The longest key of the file, in bytes: the parse allocates the next key (and its copy
+    /// for the duplicate check) before it can ask whether the list under it fits.
+    pub(crate) longest_key: usize,
 }
 
 /// A reader that counts the bytes taken from it into `pos`. serde_json's stream reader takes
@@ -310,6 +313,7 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
         pos,
         room,
         out_of_memory: Cell::new(false),
+        longest_key: Cell::new(0),
     };
     let walked = Detect { depth: 0, sep: None, counts: &counts }.deserialize(&mut de);
     let out_of_memory = counts.out_of_memory.get();
@@ -326,6 +330,7 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
         bytes: counts.bytes.get(),
         lengths: counts.lengths.into_inner(),
         out_of_memory,
+        longest_key: counts.longest_key.get(),
     }
 }
 
@@ -342,6 +347,7 @@ struct Counts<'p> {
     pos: &'p dyn Fn() -> u64,
     room: &'p dyn Fn(usize) -> bool,
     out_of_memory: Cell<bool>,
+    longest_key: Cell<usize>,
 }
 
 /// Walks any JSON; at depth 3 (file -> list -> entry -> field), the strings of a `headers` or
@@ -395,6 +401,7 @@ impl<'de> Visitor<'de> for Detect<'_, '_> {
                 }
                 all.insert(key.to_string());
                 drop(seen);
+                self.counts.longest_key.set(self.counts.longest_key.get().max(key.len()));
                 add(&self.counts.keys, 1);
                 *self.counts.current.borrow_mut() = key.to_string();
             }
