@@ -69,11 +69,37 @@ pub struct Explanation {
 /// left out (`crate::emit::Output::dropped`: a word NGINX cannot take, a line `nginx -t`
 /// refused) are taken out of every location's candidates, so that explain does not name a
 /// rule that is not served. A whole rule (or route) loses every match; a match, itself; a
-/// listener's servers, every candidate (they answer 404); a backendRef share answers 500.
+/// backendRef share answers 500. Servers the writer leaves out are taken out as NGINX will not
+/// have them (as `emit`'s `http` block decides): a dropped listener's servers, and a server
+/// only dropped routes bring, so their hosts reach the port's other servers (a wildcard, the
+/// catch-all); a port with none of its listeners left is not listened on.
 pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
     use crate::plan::DroppedUnit;
     if dropped.is_empty() {
         return;
+    }
+    let listener_gone = |s: &crate::plan::ServerPlan| {
+        s.listener.as_ref().is_some_and(|l| {
+            dropped.iter().any(|d| matches!(&d.unit, DroppedUnit::Listener(x) if x == l))
+        })
+    };
+    let route_gone = |r: &crate::plan::RouteId| {
+        dropped.iter().any(|d| matches!(&d.unit, DroppedUnit::Route(x) if x == r))
+    };
+    let any_listener = dropped.iter().any(|d| matches!(d.unit, DroppedUnit::Listener(_)));
+    let mut changed = false;
+    plan.ports.retain_mut(|p| {
+        let alive =
+            !any_listener || p.servers.iter().any(|s| s.listener.is_some() && !listener_gone(s));
+        let before = p.servers.len();
+        p.servers.retain(|s| {
+            !listener_gone(s) && (s.brought_by.is_empty() || !s.brought_by.iter().all(route_gone))
+        });
+        changed |= !alive || p.servers.len() != before;
+        alive
+    });
+    if changed {
+        plan.merged = crate::plan::Merged::of(&plan.ports);
     }
     let gone = |c: &crate::plan::Candidate| {
         dropped.iter().any(|d| match &d.unit {

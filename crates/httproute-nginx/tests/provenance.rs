@@ -389,13 +389,29 @@ fn each_kind_left_out_has_its_condition() {
     assert_eq!(kind(&route), "Route", "{route:?}");
     assert_eq!(kind(&listener), "Listener", "{listener:?}");
 
+    // The plan as served after the drop answers a request as NGINX would (explain).
+    let served = std::cell::RefCell::new(plan());
     let conditions = |u: &Unit| {
         let mut p = plan();
         let out =
             emit_dropping(&p, &opts, Tree::Drop, &[(u.clone(), "nginx -t: no".into())]).unwrap();
         assert_eq!(out.dropped.len(), 1, "{:?}", out.dropped);
         httproute_nginx::plan::dropped_from_configuration(&mut p.status, &out.dropped);
+        let mut as_served = plan();
+        httproute_nginx::explain::without_dropped(&mut as_served, &out.dropped);
+        *served.borrow_mut() = as_served;
         (out, p.status)
+    };
+    let answer = |port: u16, host: &str| {
+        let req = httproute_nginx::explain::Request {
+            port: Some(port),
+            method: "GET".into(),
+            host: host.into(),
+            path: "/".into(),
+            headers: vec![],
+            query: String::new(),
+        };
+        httproute_nginx::explain::explain(&served.borrow(), &req)
     };
     let route_conditions = |s: &httproute_nginx::plan::Status, name: &str| {
         let r = s.routes.iter().find(|r| r.id.name == name).unwrap();
@@ -416,6 +432,10 @@ fn each_kind_left_out_has_its_condition() {
 
     let (out, status) = conditions(&route);
     assert!(!out.nginx_conf.contains("only-r.test"), "{}", out.nginx_conf);
+    // Its host is still served by q (no hostnames: every host of the port), now from the
+    // catch-all server.
+    let (text, code) = answer(20000, "only-r.test");
+    assert!(code == 200 && text.contains("n/q"), "{code}: {text}");
     let r = route_conditions(&status, "r");
     let accepted = of(&r, ConditionType::Accepted).unwrap();
     assert!(!accepted.ok && accepted.message == "nginx -t: no", "{accepted:?}");
@@ -423,6 +443,9 @@ fn each_kind_left_out_has_its_condition() {
 
     let (out, status) = conditions(&listener);
     assert!(!out.nginx_conf.contains("20001"), "{}", out.nginx_conf);
+    // Its port, with no listener left, is not listened on; the other port still answers.
+    assert_eq!(answer(20001, "b.test").1, 0);
+    assert_eq!(answer(20000, "x.test").1, 200);
     assert!(out.nginx_conf.contains("listen 20000"), "{}", out.nginx_conf);
     for l in &status.listeners {
         let programmed = l.conditions.iter().find(|c| c.kind == ConditionType::Programmed).unwrap();
