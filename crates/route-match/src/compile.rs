@@ -230,9 +230,11 @@ pub(crate) fn compile_file(
     let pos = core::cell::Cell::new(0);
     let counted = parse::Counted { inner: json, pos: &pos };
     // The scope is checked at every key, before the set of keys grows (see `parse::survey`).
-    let room = |n| scope.check().is_ok() && pcre2_bounded::memory::can_build(n);
-    let survey =
+    let system = core::cell::Cell::new(false);
+    let room = |n| survey_room(&scope, &system, n);
+    let mut survey =
         parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
+    survey.system_refused |= system.get();
     compile_file_from(syntax, bounds, &scope, survey, 0, || {
         Ok(serde_json::Deserializer::from_slice(json))
     })
@@ -241,6 +243,19 @@ pub(crate) fn compile_file(
         FileError::Io(e) => ParseError::io(&e),
         FileError::Memory(m) => ParseError::memory(m),
     })
+}
+
+/// The first pass's `room`: `n` more bytes fit in what is left of `scope`, and the system
+/// gives them (else `system` is set: an address-space limit, not the limit, refused them).
+fn survey_room(scope: &Scope, system: &core::cell::Cell<bool>, n: usize) -> bool {
+    if scope.check().is_err() || n > pcre2_bounded::memory::room() {
+        return false;
+    }
+    let ok = pcre2_bounded::memory::can_build(n);
+    if !ok {
+        system.set(true);
+    }
+    ok
 }
 
 /// Why a file could not be compiled.
@@ -298,9 +313,11 @@ pub(crate) fn compile_path(
     let pos = core::cell::Cell::new(0);
     let counted = parse::Counted { inner: open().map_err(FileError::Io)?, pos: &pos };
     // The scope is checked at every key, before the set of keys grows (see `parse::survey`).
-    let room = |n| scope.check().is_ok() && pcre2_bounded::memory::can_build(n);
-    let survey =
+    let system = core::cell::Cell::new(false);
+    let room = |n| survey_room(&scope, &system, n);
+    let mut survey =
         parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
+    survey.system_refused |= system.get();
     let parse = || Ok(serde_json::Deserializer::from_reader(open()?));
     match compile_file_from(syntax, bounds, &scope, survey, READ_BUFFER, parse) {
         // serde_json places errors one column late when it reads from a stream (it cannot
@@ -349,7 +366,11 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     scope.check().map_err(|e| mem(e, "reading the file"))?;
     if survey.out_of_memory {
         // Stopped before the set of keys outgrew what was left: the scope is not spent yet.
-        let e = Exhausted::Limit { used: scope.used(), limit: scope.limit() };
+        let e = if survey.system_refused {
+            Exhausted::OutOfMemory { used: scope.used() }
+        } else {
+            Exhausted::Limit { used: scope.used(), limit: scope.limit() }
+        };
         return Err(mem(e, "reading the file's keys (the first pass)"));
     }
     let typed = match syntax {

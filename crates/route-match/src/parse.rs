@@ -269,6 +269,9 @@ pub(crate) struct Survey {
     pub(crate) lengths: Vec<u32>,
     /// The walk ended because the set of keys would not fit in what is left (see [`survey`]).
     pub(crate) out_of_memory: bool,
+    /// ... and it was the system that refused the memory (an address-space limit), not the
+    /// limit: set by the caller, whose `room` knows (or here, when a reservation failed).
+    pub(crate) system_refused: bool,
     /// The longest key of the file, in bytes: the parse allocates the next key (and its copy
     /// for the duplicate check) before it can ask whether the list under it fits.
     pub(crate) longest_key: usize,
@@ -313,6 +316,7 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
         pos,
         room,
         out_of_memory: Cell::new(false),
+        system_refused: Cell::new(false),
         longest_key: Cell::new(0),
     };
     let walked = Detect { depth: 0, sep: None, counts: &counts }.deserialize(&mut de);
@@ -330,6 +334,7 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
         bytes: counts.bytes.get(),
         lengths: counts.lengths.into_inner(),
         out_of_memory,
+        system_refused: counts.system_refused.get(),
         longest_key: counts.longest_key.get(),
     }
 }
@@ -347,6 +352,7 @@ struct Counts<'p> {
     pos: &'p dyn Fn() -> u64,
     room: &'p dyn Fn(usize) -> bool,
     out_of_memory: Cell<bool>,
+    system_refused: Cell<bool>,
     longest_key: Cell<usize>,
 }
 
@@ -393,10 +399,10 @@ impl<'de> Visitor<'de> for Detect<'_, '_> {
                 } else {
                     0
                 };
-                if !(self.counts.room)(grow.saturating_add(key.len()))
-                    || all.try_reserve(1).is_err()
-                {
+                let fits = (self.counts.room)(grow.saturating_add(key.len()));
+                if !fits || all.try_reserve(1).is_err() {
                     self.counts.out_of_memory.set(true);
+                    self.counts.system_refused.set(fits);
                     return Err(de::Error::custom("out of memory in the first pass"));
                 }
                 all.insert(key.to_string());
