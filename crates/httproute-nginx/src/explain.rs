@@ -110,10 +110,7 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
         })
     };
     for server in plan.ports.iter_mut().flat_map(|p| &mut p.servers) {
-        let listener_gone = server.listener.as_ref().is_some_and(|l| {
-            dropped.iter().any(|d| matches!(&d.unit, DroppedUnit::Listener(x) if x == l))
-        });
-        server.retain_candidates(|c| !listener_gone && !gone(c));
+        server.retain_candidates(|c| !gone(c));
         for rule in &mut server.rules {
             let shares: Vec<usize> = dropped
                 .iter()

@@ -227,14 +227,7 @@ pub(crate) fn compile_file(
     scope.check().map_err(|e| ParseError::memory(memory_error(e, "reading the file")))?;
     // The first pass reads through a counter (a stream reader over the slice): it records
     // each list's length, which the parse estimates the list by before it builds its tree.
-    let pos = core::cell::Cell::new(0);
-    let counted = parse::Counted { inner: json, pos: &pos };
-    // The scope is checked at every key, before the set of keys grows (see `parse::survey`).
-    let system = core::cell::Cell::new(false);
-    let room = |n| survey_room(&scope, &system, n);
-    let mut survey =
-        parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
-    survey.system_refused |= system.get();
+    let survey = first_pass(json, &scope);
     compile_file_from(syntax, bounds, &scope, survey, 0, || {
         Ok(serde_json::Deserializer::from_slice(json))
     })
@@ -245,17 +238,26 @@ pub(crate) fn compile_file(
     })
 }
 
-/// The first pass's `room`: `n` more bytes fit in what is left of `scope`, and the system
-/// gives them (else `system` is set: an address-space limit, not the limit, refused them).
-fn survey_room(scope: &Scope, system: &core::cell::Cell<bool>, n: usize) -> bool {
-    if scope.check().is_err() || n > pcre2_bounded::memory::room() {
-        return false;
-    }
-    let ok = pcre2_bounded::memory::can_build(n);
-    if !ok {
-        system.set(true);
-    }
-    ok
+/// The first pass over a file (`parse::survey`), read through a counter for each list's
+/// length, with the scope checked at every key before the set of keys grows: a growth past
+/// what is left of `scope` ends it, and one the system refuses (an address-space limit, not
+/// the limit) is told apart in [`parse::Survey::system_refused`].
+fn first_pass<R: std::io::Read>(reader: R, scope: &Scope) -> parse::Survey {
+    let pos = core::cell::Cell::new(0);
+    let counted = parse::Counted { inner: reader, pos: &pos };
+    let system = core::cell::Cell::new(false);
+    let room = |n| {
+        if scope.check().is_err() || n > pcre2_bounded::memory::room() {
+            return false;
+        }
+        let ok = pcre2_bounded::memory::can_build(n);
+        system.set(system.get() || !ok);
+        ok
+    };
+    let mut survey =
+        parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
+    survey.system_refused |= system.get();
+    survey
 }
 
 /// Why a file could not be compiled.
@@ -310,14 +312,7 @@ pub(crate) fn compile_path(
         Ok(std::io::BufReader::with_capacity(READ_BUFFER, file))
     };
     // The first pass through a counter, for each list's length (see `compile_file`).
-    let pos = core::cell::Cell::new(0);
-    let counted = parse::Counted { inner: open().map_err(FileError::Io)?, pos: &pos };
-    // The scope is checked at every key, before the set of keys grows (see `parse::survey`).
-    let system = core::cell::Cell::new(false);
-    let room = |n| survey_room(&scope, &system, n);
-    let mut survey =
-        parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
-    survey.system_refused |= system.get();
+    let survey = first_pass(open().map_err(FileError::Io)?, &scope);
     let parse = || Ok(serde_json::Deserializer::from_reader(open()?));
     match compile_file_from(syntax, bounds, &scope, survey, READ_BUFFER, parse) {
         // serde_json places errors one column late when it reads from a stream (it cannot

@@ -277,6 +277,26 @@ pub(crate) struct Survey {
     pub(crate) longest_key: usize,
 }
 
+/// Bytes a hash set of `len` strings at `capacity` allocates to take one more: its new table
+/// when it is full (buckets are at most ~2.3x the length after growing; 4x is an upper bound),
+/// else nothing. Asked before the growth, which holds the old table and the new one at once.
+pub(crate) fn set_growth(len: usize, capacity: usize) -> usize {
+    if len < capacity {
+        return 0;
+    }
+    len.max(4).saturating_mul(4 * (core::mem::size_of::<String>() + 1))
+}
+
+/// Bytes a `Vec` (or `String`) of `len` elements of `size` bytes at `capacity` allocates to
+/// take `additional` more: its new buffer (its own doubling, or what is asked), else nothing.
+pub(crate) fn vec_growth(len: usize, capacity: usize, additional: usize, size: usize) -> usize {
+    let need = len.saturating_add(additional);
+    if need <= capacity {
+        return 0;
+    }
+    need.max(capacity.saturating_mul(2)).max(4).saturating_mul(size)
+}
+
 /// A reader that counts the bytes taken from it into `pos`. serde_json's stream reader takes
 /// them one at a time (and peeks at most one ahead), so between two of its calls `pos` moves by
 /// the bytes it parsed: the survey reads each list's length off it.
@@ -391,15 +411,9 @@ impl<'de> Visitor<'de> for Detect<'_, '_> {
             if self.depth == 0 {
                 let mut seen = self.counts.keys_seen.borrow_mut();
                 let all = &mut seen.all;
-                // The key's copy, and when the set is full its new table (a hash table's
-                // buckets are at most ~2.3x its length after growing; 4x is an upper bound)
-                // while the old one is still held.
-                let grow = if all.len() == all.capacity() {
-                    all.len().max(4).saturating_mul(4 * (core::mem::size_of::<String>() + 1))
-                } else {
-                    0
-                };
-                let fits = (self.counts.room)(grow.saturating_add(key.len()));
+                // The key's copy, and the set's new table when it is full.
+                let grow = set_growth(all.len(), all.capacity()).saturating_add(key.len());
+                let fits = (self.counts.room)(grow);
                 if !fits || all.try_reserve(1).is_err() {
                     self.counts.out_of_memory.set(true);
                     self.counts.system_refused.set(fits);
@@ -581,22 +595,16 @@ impl<'de> Visitor<'de> for FileVisitor<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         // The keys read, for duplicates: sized for the first pass's count, and each growth
-        // (a hash table's is up to ~2.3x its length, held with the old one; 4x counted)
         // asked of `room` before it is made.
         let mut seen: HashSet<String> = HashSet::new();
         let no_room = || de::Error::custom("out of memory for the keys of the file");
-        let slot = core::mem::size_of::<String>() + 1;
         let expected = self.keys.all.len();
-        if !(self.room)(expected.saturating_mul(3 * slot)) || seen.try_reserve(expected).is_err() {
+        if !(self.room)(set_growth(expected, 0)) || seen.try_reserve(expected).is_err() {
             return Err(no_room());
         }
         while let Some(key) = map.next_key::<String>()? {
-            let grow = if seen.len() == seen.capacity() {
-                seen.len().max(4).saturating_mul(4 * slot)
-            } else {
-                0
-            };
-            if !(self.room)(grow.saturating_add(key.len())) || seen.try_reserve(1).is_err() {
+            let grow = set_growth(seen.len(), seen.capacity()).saturating_add(key.len());
+            if !(self.room)(grow) || seen.try_reserve(1).is_err() {
                 return Err(no_room());
             }
             if !seen.insert(key.clone()) {

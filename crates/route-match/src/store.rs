@@ -267,16 +267,10 @@ pub(crate) struct Builder {
 
 /// Makes room for `additional` more items in `v`, or says it cannot (instead of aborting).
 pub(crate) fn try_room<T>(v: &mut Vec<T>, additional: usize) -> bool {
-    let need = v.len().saturating_add(additional);
-    if need > v.capacity() {
-        // The buffer a growth allocates (the Vec's own doubling, or what is asked), while the
-        // old one is still held: checked against what is left before it is made.
-        let capacity = need.max(v.capacity().saturating_mul(2)).max(4);
-        if !pcre2_bounded::memory::may_grow(capacity.saturating_mul(core::mem::size_of::<T>())) {
-            return false;
-        }
-    }
-    v.try_reserve(additional).is_ok()
+    // The buffer a growth allocates, while the old one is still held: checked against what
+    // is left before it is made.
+    let grow = crate::parse::vec_growth(v.len(), v.capacity(), additional, size_of::<T>());
+    (grow == 0 || pcre2_bounded::memory::may_grow(grow)) && v.try_reserve(additional).is_ok()
 }
 
 impl Builder {
@@ -336,10 +330,8 @@ impl Builder {
             self.too_large = true;
             return Span::default();
         }
-        let text_ok = self.text.len() + s.len() <= self.text.capacity()
-            || pcre2_bounded::memory::may_grow(
-                (self.text.len() + s.len()).max(self.text.capacity().saturating_mul(2)),
-            );
+        let grow = crate::parse::vec_growth(self.text.len(), self.text.capacity(), s.len(), 1);
+        let text_ok = grow == 0 || pcre2_bounded::memory::may_grow(grow);
         if !(text_ok && self.text.try_reserve(s.len()).is_ok() && try_room(&mut self.spans, 1)) {
             self.no_memory = true;
             return Span::default();

@@ -4,6 +4,21 @@
 
 use std::fmt;
 
+use crate::model::Meta;
+
+/// Indexes of `metas`, oldest first: by `creationTimestamp` (none counts as the oldest), then
+/// by the `"{namespace}/{name}"` string (the spec's words: the string, which orders `a-b/c`
+/// before `a/b-c`, where the (namespace, name) pair does not). Gateway API's order wherever
+/// objects conflict: precedence ties between routes, Gateways sharing a port.
+pub(super) fn oldest_first(metas: &[&Meta]) -> Vec<usize> {
+    let names: Vec<String> = metas.iter().map(|m| format!("{}/{}", m.namespace, m.name)).collect();
+    let mut order: Vec<usize> = (0..metas.len()).collect();
+    order.sort_by(|&a, &b| {
+        (&metas[a].creation_timestamp, &names[a]).cmp(&(&metas[b].creation_timestamp, &names[b]))
+    });
+    order
+}
+
 /// A listener of a Gateway.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ListenerId {

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::model::{AllowedRoutes, Inputs};
 
 use super::grants::granted;
-use super::ids::ListenerId;
+use super::ids::{ListenerId, oldest_first};
 use super::status::{Condition, ConditionType, ListenerStatus, Reason, Status};
 
 /// A listener that is served.
@@ -40,17 +40,8 @@ pub(super) fn listeners(
     let mut listeners: Vec<Listener> = Vec::new();
     // The first listener of each port: HTTP and HTTPS cannot share a port.
     let mut port_owner: BTreeMap<u16, usize> = BTreeMap::new();
-    let names: Vec<String> = inputs
-        .gateways
-        .iter()
-        .map(|g| format!("{}/{}", g.metadata.namespace, g.metadata.name))
-        .collect();
-    let mut order: Vec<usize> = (0..inputs.gateways.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (ga, gb) = (&inputs.gateways[a].metadata, &inputs.gateways[b].metadata);
-        (&ga.creation_timestamp, &names[a]).cmp(&(&gb.creation_timestamp, &names[b]))
-    });
-    for g in order.iter().map(|&i| &inputs.gateways[i]) {
+    let metas: Vec<_> = inputs.gateways.iter().map(|g| &g.metadata).collect();
+    for g in oldest_first(&metas).into_iter().map(|i| &inputs.gateways[i]) {
         for l in &g.spec.listeners {
             let id = ListenerId {
                 namespace: g.metadata.namespace.clone(),

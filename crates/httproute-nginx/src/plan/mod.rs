@@ -123,16 +123,10 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     routes.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
     });
-    // Older first, then "alphabetical order by {namespace}/{name}" (the spec's words: the
-    // string, which orders `a-b/c` before `a/b-c`, where the (namespace, name) pair does not):
-    // the last tie-breakers of precedence.
-    let mut by_age: Vec<usize> = (0..routes.len()).collect();
-    let full_names: Vec<String> =
-        routes.iter().map(|r| format!("{}/{}", r.metadata.namespace, r.metadata.name)).collect();
-    by_age.sort_by(|&a, &b| {
-        (&routes[a].metadata.creation_timestamp, &full_names[a])
-            .cmp(&(&routes[b].metadata.creation_timestamp, &full_names[b]))
-    });
+    // Older first, then "alphabetical order by {namespace}/{name}": the last tie-breakers of
+    // precedence.
+    let metas: Vec<_> = routes.iter().map(|r| &r.metadata).collect();
+    let by_age = ids::oldest_first(&metas);
     let mut ages = vec![0; routes.len()];
     for (age, &i) in by_age.iter().enumerate() {
         ages[i] = age;
