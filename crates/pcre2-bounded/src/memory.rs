@@ -333,13 +333,22 @@ impl Scope {
     /// estimated structure is built) and PCRE2 gets no memory, so that every compile, whoever
     /// calls it, refuses at its first checkpoint, before it allocates anything large.
     pub fn open(limit: usize) -> Scope {
+        Scope::open_keeping(limit, 0)
+    }
+
+    /// As [`Scope::open`], but the work may allocate only `limit - keep` bytes: the last
+    /// `keep` are left for what the caller makes after the work is stopped (its refusal's
+    /// message), so that the refusal too stays within `limit`. [`Scope::limit`] is `limit`,
+    /// [`room`] what is left of `limit - keep`.
+    pub fn open_keeping(limit: usize, keep: usize) -> Scope {
         SCOPES.fetch_add(1, Ordering::AcqRel);
         let reserve_ok = take_reserve();
         METER.with(|m| {
             let base = m.live.get();
             let saved = (m.limit.get(), m.over.get(), m.failed.get(), m.peak.get());
             m.peak.set(base);
-            let l = isize::try_from(limit).unwrap_or(isize::MAX);
+            let l = if limit == usize::MAX { limit } else { limit.saturating_sub(keep) };
+            let l = isize::try_from(l).unwrap_or(isize::MAX);
             m.limit.set(base.saturating_add(l));
             m.over.set(false);
             m.failed.set(!reserve_ok);
@@ -494,6 +503,17 @@ mod tests {
         refuse_reserve(false);
         let s = Scope::open(1 << 20);
         assert_eq!(s.check(), Ok(()));
+        drop(s);
+        // A scope that keeps the last bytes for its refusal: the work is stopped before them,
+        // the refusal names the whole limit.
+        let s = Scope::open_keeping(1000, 200);
+        assert_eq!((room(), s.limit()), (800, 1000));
+        assert!(!add(801));
+        assert_eq!(s.check(), Err(Exhausted::Limit { used: 801, limit: 1000 }));
+        sub(801);
+        drop(s);
+        let s = Scope::open_keeping(usize::MAX, 200);
+        assert_eq!(room(), usize::MAX);
         drop(s);
         // Outside a scope nothing is limited.
         assert_eq!(room(), usize::MAX);

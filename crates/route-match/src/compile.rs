@@ -20,7 +20,9 @@ use crate::index;
 use crate::parse::{
     self, ParseError, Parsed, RawList, Syntax, is_match_type, is_typed_string, key_path,
 };
-use crate::store::{Body, Builder, Cond, Entry, Item, PathCond, Run, Span, Store, Table, Test};
+use crate::store::{
+    Body, Builder, Cond, Entry, Item, PathCond, Run, Span, Store, Table, Test, try_room,
+};
 
 /// A malformed entry, found at compile time. The entry answers an error when a request reaches
 /// it; callers log this at load (or refuse the source when they are strict).
@@ -147,6 +149,11 @@ impl Default for Bounds {
     }
 }
 
+/// Bytes of the limit kept for the refusal when a compile is stopped: its message (a key in
+/// it is cut to [`parse::KEY_SHOWN`] bytes) and the error around it, so that a refused compile
+/// too stays within `http_matches_max_memory`.
+const REFUSAL_ROOM: usize = 4096;
+
 /// Why a compile ran out of memory, and what it was doing.
 fn memory_error(e: Exhausted, during: &str) -> String {
     match e {
@@ -171,7 +178,7 @@ pub(crate) fn compile_list(
     syntax: Syntax,
     bounds: Bounds,
 ) -> Result<CompiledList, ParseError> {
-    let scope = Scope::open(bounds.memory);
+    let scope = Scope::open_keeping(bounds.memory, REFUSAL_ROOM);
     // Before anything is allocated: without the reserve nothing may be (every caller, at load
     // or per request, comes through here or the file entries below).
     scope.check().map_err(|e| ParseError::memory(memory_error(e, "parsing the list")))?;
@@ -222,7 +229,7 @@ pub(crate) fn compile_file(
     syntax: Syntax,
     bounds: Bounds,
 ) -> Result<CompiledFile, ParseError> {
-    let scope = Scope::open(bounds.memory);
+    let scope = Scope::open_keeping(bounds.memory, REFUSAL_ROOM);
     // Before anything is allocated (see `compile_list`).
     scope.check().map_err(|e| ParseError::memory(memory_error(e, "reading the file")))?;
     // The first pass reads through a counter (a stream reader over the slice): it records
@@ -244,7 +251,6 @@ pub(crate) fn compile_file(
 /// the limit) is told apart in [`parse::Survey::system_refused`].
 fn first_pass<R: std::io::Read>(reader: R, scope: &Scope) -> parse::Survey {
     let pos = core::cell::Cell::new(0);
-    let counted = parse::Counted { inner: reader, pos: &pos };
     let system = core::cell::Cell::new(false);
     let room = |n| {
         if scope.check().is_err() || n > pcre2_bounded::memory::room() {
@@ -254,8 +260,13 @@ fn first_pass<R: std::io::Read>(reader: R, scope: &Scope) -> parse::Survey {
         system.set(system.get() || !ok);
         ok
     };
+    // A string that outgrows what is left stops the read (see `parse::Counted`).
+    let string_refused = core::cell::Cell::new(false);
+    let strings = parse::Strings::new(&room, &string_refused);
+    let counted = parse::Counted { inner: reader, pos: &pos, strings };
     let mut survey =
         parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
+    survey.out_of_memory |= string_refused.get();
     survey.system_refused |= system.get();
     survey
 }
@@ -304,39 +315,56 @@ pub(crate) fn compile_path(
     syntax: Syntax,
     bounds: Bounds,
 ) -> Result<CompiledFile, FileError> {
-    let scope = Scope::open(bounds.memory);
+    let scope = Scope::open_keeping(bounds.memory, REFUSAL_ROOM);
     // Before anything is allocated, the file's read buffer included (see `compile_list`).
     scope.check().map_err(|e| FileError::Memory(memory_error(e, "reading the file")))?;
+    let buffer = read_buffer(bounds.memory);
     let open = || -> std::io::Result<_> {
         let file = Checked { file: std::fs::File::open(path)?, scope: &scope };
-        Ok(std::io::BufReader::with_capacity(READ_BUFFER, file))
+        Ok(std::io::BufReader::with_capacity(buffer, file))
     };
     // The first pass through a counter, for each list's length (see `compile_file`).
     let survey = first_pass(open().map_err(FileError::Io)?, &scope);
     let parse = || Ok(serde_json::Deserializer::from_reader(open()?));
-    match compile_file_from(syntax, bounds, &scope, survey, READ_BUFFER, parse) {
+    match compile_file_from(syntax, bounds, &scope, survey, buffer, parse) {
         // serde_json places errors one column late when it reads from a stream (it cannot
         // give back the byte it peeked at): parse the text once more from memory, only now,
-        // for the exact position (if the memory for the text is there; else the stream's).
+        // for the exact position, if the text and its parse fit in what is left of the
+        // limit (the parse within what is left after the text); else the stream's position.
         Err(FileError::Parse(streamed)) => {
-            let mut json = Vec::new();
             let len = std::fs::metadata(path).map_err(FileError::Io)?.len();
-            if json.try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX)).is_err() {
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            let room = pcre2_bounded::memory::room();
+            // The text, and at least as much again for its parse up to the error.
+            if len.saturating_mul(2) > room {
+                return Err(FileError::Parse(streamed));
+            }
+            let mut json = Vec::new();
+            if json.try_reserve_exact(len).is_err() {
                 return Err(FileError::Parse(streamed));
             }
             use std::io::Read;
+            // At most `len` bytes: a file that grew since is not read past what was asked.
             std::fs::File::open(path)
-                .and_then(|mut f| f.read_to_end(&mut json))
+                .and_then(|f| f.take(len as u64).read_to_end(&mut json))
                 .map_err(FileError::Io)?;
-            drop(scope);
-            compile_file(&json, syntax, bounds).map_err(FileError::Parse)
+            // The parse from memory, in what is left of this scope (the text is counted in
+            // it): a refusal for memory there keeps the stream's position.
+            let left = Bounds { memory: pcre2_bounded::memory::room(), ..bounds };
+            match compile_file(&json, syntax, left) {
+                Err(e) if e.is_memory() => Err(FileError::Parse(streamed)),
+                other => other.map_err(FileError::Parse),
+            }
         }
         other => other,
     }
 }
 
-/// The buffer a file is read through (each of its two passes has one, in turn).
-const READ_BUFFER: usize = 64 * 1024;
+/// The buffer a file is read through (each of its two passes has one, in turn): 64 KiB, or
+/// an eighth of the limit when that is less (it is allocated before anything can be refused).
+fn read_buffer(limit: usize) -> usize {
+    (limit / 8).clamp(512, 64 * 1024)
+}
 
 /// Compiles a file from its first pass (`survey`) and the deserializer `open` returns for the
 /// second, which allocates `reader` bytes (its read buffer) when it is opened.
@@ -477,11 +505,15 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
             Parsed::Includes(targets) => {
                 let span = c.b.intern(&key);
                 let number = c.b.index(composites.len());
-                if composites.try_reserve(1).is_err() {
+                if !try_room(&mut composites, 1) {
                     c.b.no_memory = true;
                     return;
                 }
                 composites.push(targets);
+                if !try_room(&mut keys, 1) {
+                    c.b.no_memory = true;
+                    return;
+                }
                 keys.push((span, Slot::Composite(number)));
                 return;
             }
@@ -514,6 +546,10 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
                     ));
                 }
                 notices.extend(c.notices(Some(&key)));
+                if !try_room(&mut lists, 1) {
+                    c.b.no_memory = true;
+                    return;
+                }
                 lists.push((entries, index));
                 let number = lists.len() - 1;
                 seen.entry(shape).or_default().push((number, first_warning..warnings.len()));
@@ -522,6 +558,10 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         };
         let span = c.b.intern(&key);
         let number = c.b.index(number);
+        if !try_room(&mut keys, 1) {
+            c.b.no_memory = true;
+            return;
+        }
         keys.push((span, Slot::Plain(number)));
     });
     let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
@@ -534,6 +574,18 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     }
     parsed.map_err(FileError::Parse)?;
     drop(seen);
+    // What resolving the includes and finishing the lists allocate, sized by the file (its
+    // keys, lists and include elements): checked before it is made.
+    let finish = finish_estimate(keys.len(), lists.len(), &composites);
+    if !pcre2_bounded::memory::can_build(finish) {
+        let used = scope.used().saturating_add(finish);
+        let e = if used > scope.limit() {
+            Exhausted::Limit { used, limit: scope.limit() }
+        } else {
+            Exhausted::OutOfMemory { used: scope.used() }
+        };
+        return Err(mem(e, "resolving the includes and finishing the lists"));
+    }
     let resolved = crate::include::resolve(&c.b, &keys, &composites, lists.len())
         .map_err(|m| FileError::Parse(ParseError::include(m)))?;
     let first = c.b.items.len();
@@ -580,6 +632,26 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         warnings,
         notices,
     })
+}
+
+/// The most [`crate::include::resolve`], the table of keys and the finished lists allocate for
+/// a file of `keys` keys, `lists` lists of entries and the lists of includes `composites`: the
+/// resolver's map of keys (a hash table up to ~2.3x its length; 3x counted) and its copies of
+/// each list of includes (twice: the targets, and the distinct ones kept), the key table's
+/// slots (twice, while they grow), and one `MatchList` per list and per include element.
+pub(crate) fn finish_estimate(keys: usize, lists: usize, composites: &[Vec<String>]) -> usize {
+    use core::mem::size_of;
+    let parts: usize = composites.iter().map(Vec::len).sum();
+    let per_key =
+        3 * (size_of::<(&[u8], Slot)>() + 1) + size_of::<u32>() + 2 * 2 * 2 * size_of::<u32>();
+    let per_composite = 2 * size_of::<Vec<u32>>()
+        + 3 * (size_of::<(&[u32], u32)>() + 1)
+        + size_of::<u32>()
+        + size_of::<MatchList>();
+    keys.saturating_mul(per_key)
+        .saturating_add(composites.len().saturating_mul(per_composite))
+        .saturating_add(parts.saturating_mul(2 * size_of::<u32>() + size_of::<MatchList>()))
+        .saturating_add(lists.saturating_mul(size_of::<MatchList>()))
 }
 
 /// The most a file's list of `length` bytes of JSON under a key of `key` bytes may allocate
@@ -706,6 +778,11 @@ impl Compiler {
                 break;
             }
             let (entry, problems) = self.entry(v);
+            // Sized by the first pass; grown (checked) only for a file that changed since.
+            if !try_room(&mut self.b.entries, 1) {
+                self.b.no_memory = true;
+                break;
+            }
             self.b.entries.push(entry);
             warnings.extend(problems.into_iter().map(|message| Warning {
                 key: key.map(str::to_owned),
@@ -771,6 +848,10 @@ impl Compiler {
             .into_iter()
             .map(|s| self.param(s))
             .collect::<Result<Vec<_>, _>>()?;
+        if !try_room(&mut self.b.conds, headers.len() + params.len()) {
+            self.b.no_memory = true;
+            return Err("out of memory".to_owned());
+        }
         let start = self.b.conds.len();
         self.b.conds.extend(headers);
         let headers = self.b.run(start, self.b.conds.len());

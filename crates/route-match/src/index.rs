@@ -97,6 +97,10 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     }
     rest.sort_unstable();
     let first_group = b.regex_groups.len();
+    if !try_room(&mut b.regex_groups, regex_groups.len()) {
+        b.no_memory = true;
+        return None;
+    }
     b.regex_groups.extend(regex_groups);
     let regex = b.run(first_group, b.regex_groups.len());
     let (mut headers, mut params, mut methods) = (Groups::default(), Groups::default(), Vec::new());
@@ -111,6 +115,10 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     let first = b.items.len();
     for (m, list) in &methods {
         let value = postings(b, list);
+        if !try_room(&mut b.items, 1) {
+            b.no_memory = true;
+            return None;
+        }
         b.items.push(Item { key: *m, value });
     }
     let methods = b.run(first, b.items.len());
@@ -118,6 +126,10 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     let header_names = name_table(b, headers);
     let params = groups(b, &params);
     let id = b.index(b.indexes.len());
+    if !try_room(&mut b.indexes, 1) {
+        b.no_memory = true;
+        return None;
+    }
     b.indexes.push(Index { headers, params, methods, rest, regex, header_names });
     // The estimate fitted (else nothing was built): spent now means it was passed while built.
     if pcre2_bounded::memory::spent() && b.spent_in.is_none() {
@@ -270,16 +282,28 @@ fn literals(b: &mut Builder, by_literal: Literals) -> Option<Option<crate::store
         b.spent_in = Some("building the regex prefilter's automaton of the list");
     }
     let Some(automaton) = built else {
-        b.unindexed.push(by_literal.values().flatten().copied().min().unwrap_or(0));
+        if try_room(&mut b.unindexed, 1) {
+            b.unindexed.push(by_literal.values().flatten().copied().min().unwrap_or(0));
+        } else {
+            b.no_memory = true;
+        }
         return None;
     };
     let id = b.index(b.automata.len());
+    if !try_room(&mut b.automata, 1) {
+        b.no_memory = true;
+        return None;
+    }
     b.automata.push(automaton);
     let first = b.literal_postings.len();
     for mut list in by_literal.into_values() {
         list.sort_unstable();
         list.dedup();
         let run = postings(b, &list);
+        if !try_room(&mut b.literal_postings, 1) {
+            b.no_memory = true;
+            return None;
+        }
         b.literal_postings.push(run);
     }
     let literals = b.run(first, b.literal_postings.len());
@@ -363,6 +387,10 @@ fn name_table(b: &mut Builder, headers: Run) -> Table {
     for (i, name) in names.into_iter().enumerate() {
         let g = headers.start as usize + i;
         let value = b.run(g, g + 1);
+        if !try_room(&mut b.items, 1) {
+            b.no_memory = true;
+            return Table::default();
+        }
         b.items.push(Item { key: name, value });
     }
     b.table(first)
@@ -370,6 +398,10 @@ fn name_table(b: &mut Builder, headers: Run) -> Table {
 
 fn postings(b: &mut Builder, list: &[u32]) -> Run {
     let start = b.postings.len();
+    if !try_room(&mut b.postings, list.len()) {
+        b.no_memory = true;
+        return Run::default();
+    }
     b.postings.extend_from_slice(list);
     b.run(start, b.postings.len())
 }
@@ -384,11 +416,19 @@ fn groups(b: &mut Builder, groups: &Groups) -> Run {
         let first = b.items.len();
         for (value, list) in values {
             let run = postings(b, list);
+            if !try_room(&mut b.items, 1) {
+                b.no_memory = true;
+                return Run::default();
+            }
             b.items.push(Item { key: *value, value: run });
         }
         made.push((*name, b.table(first)));
     }
     let start = b.groups.len();
+    if !try_room(&mut b.groups, made.len()) {
+        b.no_memory = true;
+        return Run::default();
+    }
     b.groups.extend(made);
     b.run(start, b.groups.len())
 }

@@ -119,10 +119,20 @@ impl From<serde_json::Error> for ParseError {
 /// Writes a JSON path like `$["1_0"][3].headers[1]`.
 pub(crate) fn key_path(key: Option<&str>) -> String {
     match key {
+        Some(k) if k.len() > KEY_SHOWN => {
+            // Cut at a character boundary: a message (made when the limit is reached, in the
+            // room kept for it) never copies a long key whole.
+            let end = (0..=KEY_SHOWN).rev().find(|&i| k.is_char_boundary(i)).unwrap_or(0);
+            let (shown, rest) = k.split_at(end);
+            format!("$[{}...+{} bytes]", Value::String(shown.to_owned()), rest.len())
+        }
         Some(k) => format!("$[{}]", Value::String(k.to_owned())),
         None => "$".to_owned(),
     }
 }
+
+/// The most bytes of a key a message shows.
+pub(crate) const KEY_SHOWN: usize = 64;
 
 /// One list's entries, still as JSON values.
 pub(crate) type RawList = Vec<Value>;
@@ -300,15 +310,74 @@ pub(crate) fn vec_growth(len: usize, capacity: usize, additional: usize, size: u
 /// A reader that counts the bytes taken from it into `pos`. serde_json's stream reader takes
 /// them one at a time (and peeks at most one ahead), so between two of its calls `pos` moves by
 /// the bytes it parsed: the survey reads each list's length off it.
+///
+/// It also follows the JSON's strings (serde_json's stream reader copies each string and key
+/// into a scratch buffer, which grows by doubling with no checkpoint inside one string): when
+/// a string reaches a power of two of bytes from 4 KiB on, `room(4 x its length)` is asked (the
+/// scratch's next buffer while it holds the old one, and the key's copy), and the read fails
+/// (`refused` set) when it says no.
 pub(crate) struct Counted<'p, R> {
     pub(crate) inner: R,
     pub(crate) pos: &'p Cell<u64>,
+    pub(crate) strings: Strings<'p>,
 }
+
+/// What [`Counted`] knows of the string being read.
+pub(crate) struct Strings<'p> {
+    /// Bytes of the string so far (`None` outside a string).
+    pub(crate) len: Option<usize>,
+    /// The byte before was a backslash inside a string.
+    pub(crate) escaped: bool,
+    pub(crate) room: &'p dyn Fn(usize) -> bool,
+    pub(crate) refused: &'p Cell<bool>,
+}
+
+impl<'p> Strings<'p> {
+    pub(crate) fn new(room: &'p dyn Fn(usize) -> bool, refused: &'p Cell<bool>) -> Self {
+        Strings { len: None, escaped: false, room, refused }
+    }
+
+    /// Follows `bytes`; `false` when a string outgrew what is left.
+    fn follow(&mut self, bytes: &[u8]) -> bool {
+        for &c in bytes {
+            match self.len {
+                None => {
+                    if c == b'"' {
+                        self.len = Some(0);
+                    }
+                }
+                Some(n) => {
+                    if self.escaped {
+                        self.escaped = false;
+                    } else if c == b'\\' {
+                        self.escaped = true;
+                    } else if c == b'"' {
+                        self.len = None;
+                        continue;
+                    }
+                    let n = n + 1;
+                    self.len = Some(n);
+                    if n >= STRING_CHECKED_FROM && n.is_power_of_two() && !(self.room)(4 * n) {
+                        self.refused.set(true);
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Strings shorter than this are not checked as they are read (their scratch is small).
+const STRING_CHECKED_FROM: usize = 4096;
 
 impl<R: std::io::Read> std::io::Read for Counted<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.pos.set(self.pos.get().saturating_add(n as u64));
+        if !self.strings.follow(&buf[..n]) {
+            return Err(std::io::Error::other("out of memory for a string in the first pass"));
+        }
         Ok(n)
     }
 }

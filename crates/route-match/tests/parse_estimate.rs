@@ -133,8 +133,8 @@ proptest! {
 
     /// Compiled peak <= the limit for generated files, compiled or refused: lists of every
     /// shape, small and large, under keys of up to 2,000 bytes (a key is copied into each
-    /// warning of its list). From memory at every limit; read from a file at limits from
-    /// 256 KiB (its 64 KiB read buffer is taken before anything can be refused).
+    /// warning of its list). From memory and read from a file, at every limit (a file's read
+    /// buffer is at most an eighth of the limit).
     #[test]
     fn the_peak_of_a_file_stays_within_the_limit_refused_or_not(
         lists in proptest::collection::vec(
@@ -145,13 +145,11 @@ proptest! {
         let limit = limit_kib << 10;
         let (r, peak) = compile_file_peak(&json, limit, None);
         prop_assert!(peak <= limit, "peak {} > limit {} ({} bytes of JSON, {:?})", peak, limit, json.len(), r.err());
-        if limit >= 256 << 10 {
-            let path = std::env::temp_dir()
-                .join(format!("parse-estimate-prop-{}.json", std::process::id()));
-            let (r, peak) = compile_file_peak(&json, limit, Some(&path));
-            let _ = std::fs::remove_file(&path);
-            prop_assert!(peak <= limit, "read from a file: peak {} > limit {} ({} bytes of JSON, {:?})", peak, limit, json.len(), r.err());
-        }
+        let path = std::env::temp_dir()
+            .join(format!("parse-estimate-prop-{}.json", std::process::id()));
+        let (r, peak) = compile_file_peak(&json, limit, Some(&path));
+        let _ = std::fs::remove_file(&path);
+        prop_assert!(peak <= limit, "read from a file: peak {} > limit {} ({} bytes of JSON, {:?})", peak, limit, json.len(), r.err());
     }
 
     /// A file cut short anywhere (any strict prefix of a valid file is malformed) is refused
@@ -239,12 +237,155 @@ proptest! {
         let limit = limit_kib << 10;
         let (r, peak) = compile_file_peak(&json, limit, None);
         prop_assert!(peak <= limit, "peak {} > limit {} ({} keys, {:?})", peak, limit, n, r.err());
-        if limit >= 256 << 10 {
-            let path = std::env::temp_dir()
-                .join(format!("parse-estimate-many-{}.json", std::process::id()));
-            let (r, peak) = compile_file_peak(&json, limit, Some(&path));
-            let _ = std::fs::remove_file(&path);
-            prop_assert!(peak <= limit, "from a file: peak {} > limit {} ({} keys, {:?})", peak, limit, n, r.err());
+        let path = std::env::temp_dir()
+            .join(format!("parse-estimate-many-{}.json", std::process::id()));
+        let (r, peak) = compile_file_peak(&json, limit, Some(&path));
+        let _ = std::fs::remove_file(&path);
+        prop_assert!(peak <= limit, "from a file: peak {} > limit {} ({} keys, {:?})", peak, limit, n, r.err());
+    }
+}
+
+/// A temporary path for one test's file.
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("parse-estimate-{name}-{}.json", std::process::id()))
+}
+
+/// Under a small limit a file is read through a buffer of at most an eighth of it: the
+/// peak stays within the limit read from a file too. Before, the 64 KiB buffer came first
+/// (a 16 KiB limit peaked at 65,624 bytes).
+#[test]
+fn a_file_under_a_small_limit_is_read_through_a_small_buffer() {
+    let json = file(&[(1, vec![(4, 1); 2])]);
+    let path = temp("small");
+    for limit in [8usize << 10, 16 << 10, 64 << 10, 256 << 10] {
+        let (r, peak) = compile_file_peak(&json, limit, Some(&path));
+        assert!(peak <= limit, "limit {limit}: peak {peak}, {r:?}");
+    }
+    // Large enough, it compiles.
+    let (r, _) = compile_file_peak(&json, 256 << 10, Some(&path));
+    assert!(r.is_ok(), "{r:?}");
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A syntax error far into a large file: the file is read whole again (for the exact
+/// position) only if it and its parse fit in what is left; else the stream's position is
+/// given. Either way the error is a syntax error and the peak stays within the limit. Before,
+/// 8 MiB of whitespace under a 1 MiB limit peaked at 8,390,716 bytes.
+#[test]
+fn a_syntax_error_far_into_a_file_is_placed_within_the_limit() {
+    let limit = 1usize << 20;
+    let path = temp("syntax");
+    for spaces in [100usize, 100_000, 8 << 20] {
+        let json = format!(r#"{{"a":[{{"redirectPath":"/p"}}]{}x}}"#, " ".repeat(spaces));
+        let (r, peak) = compile_file_peak(&json, limit, Some(&path));
+        let e = r.expect_err("malformed");
+        assert!(e.contains(" at line ") && !e.contains("memory"), "{spaces}: {e}");
+        assert!(peak <= limit, "{spaces} spaces: peak {peak} > limit {limit}: {e}");
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// One long string: the first pass's reader (serde_json copies each string into a scratch
+/// buffer that doubles, with no checkpoint inside it) stops when the string's next growth does
+/// not fit. Before, one 4 MiB string under a 1 MiB limit peaked at 4,194,439 bytes.
+#[test]
+fn one_long_string_stays_within_the_limit() {
+    let limit = 1usize << 20;
+    let path = temp("string");
+    for (what, json) in [
+        ("value", format!(r#"{{"k":[{{"redirectPath":"/{}"}}]}}"#, "p".repeat(4 << 20))),
+        ("key", format!(r#"{{"{}":[{{"redirectPath":"/p"}}]}}"#, "k".repeat(4 << 20))),
+        ("escaped", format!(r#"{{"k":[{{"redirectPath":"/{}"}}]}}"#, "\\\"".repeat(2 << 20))),
+    ] {
+        for from in [None, Some(path.as_path())] {
+            let (r, peak) = compile_file_peak(&json, limit, from);
+            let e = r.expect_err("compiled over the limit");
+            assert!(e.contains("memory"), "{what}: {e}");
+            assert!(peak <= limit, "{what}, from {from:?}: peak {peak} > limit {limit}: {e}");
         }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A key too long to be quoted whole is cut in messages: a refusal's message stays short.
+#[test]
+fn a_long_key_is_cut_in_messages() {
+    let key = "k".repeat(100_000);
+    let json = format!(r#"{{"{key}":{}}}"#, list(&vec![(0, 1); 2_000]));
+    let (r, peak) = compile_file_peak(&json, 1 << 20, None);
+    let e = r.expect_err("refused");
+    assert!(e.contains("not parsed") && e.contains("...+99936 bytes]"), "{e}");
+    assert!(e.len() < 1024, "{} bytes: {e}", e.len());
+    assert!(peak <= 1 << 20, "peak {peak}");
+}
+
+/// A file of lists of includes: `n` lists of `width` includes each (distinct, so none is an
+/// alias or shared), over `n + width` one-entry lists.
+fn includes(n: usize, width: usize) -> String {
+    let mut lists: Vec<String> =
+        (0..n + width).map(|i| format!(r#""t{i}":[{{"redirectPath":"/p"}}]"#)).collect();
+    for i in 0..n {
+        let names: Vec<String> =
+            (0..width).map(|w| format!(r#"{{"include":"t{}"}}"#, i + w)).collect();
+        lists.push(format!(r#""i{i}":[{}]"#, names.join(",")));
+    }
+    format!("{{{}}}", lists.join(","))
+}
+
+/// Every limit from a tenth of a file's unbounded peak to the peak, `steps` of them: the
+/// compile is stopped at every point of its course (the first pass, the tables, each list,
+/// the includes, the finish, the refusal), and its peak stays within the limit at each, from
+/// memory and from a file.
+fn sweep(what: &str, json: &str, steps: usize) {
+    let path = temp("sweep");
+    for from in [None, Some(path.as_path())] {
+        let (r, full) = compile_file_peak(json, usize::MAX, from);
+        assert!(r.is_ok(), "{what}: {r:?}");
+        for step in 0..=steps {
+            let limit = full / 10 + (full - full / 10) * step / steps;
+            let (r, peak) = compile_file_peak(json, limit, from);
+            assert!(
+                peak <= limit,
+                "{what} from {from:?}: peak {peak} > limit {limit} (unbounded {full}): {r:?}"
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// Small files, swept byte by byte (8 bytes a step): a refusal made within a few bytes of the
+/// limit (its message, the finish of the lists) is caught wherever it falls.
+#[test]
+fn a_limit_swept_across_the_compile_is_never_passed() {
+    sweep("includes", &includes(20, 3), 2000);
+    sweep("many keys", &many_keys(200, 8), 2000);
+    sweep(
+        "mixed",
+        &file(&[(20, vec![(4, 1); 4]), (1, vec![(5, 8); 3]), (300, vec![(1, 4); 2])]),
+        2000,
+    );
+    sweep(
+        "larger",
+        &file(&[(20, vec![(4, 1); 40]), (1, vec![(5, 8); 30]), (300, vec![(1, 4); 20])]),
+        200,
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("ESTIMATE_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(24)))]
+
+    /// Compiled peak <= the limit for files of lists of includes (what resolving them and
+    /// finishing the lists allocate is estimated first), compiled or refused.
+    #[test]
+    fn the_peak_of_a_file_of_includes_stays_within_the_limit(
+        n in 1usize..4_000,
+        width in 2usize..6,
+        limit_kib in 16usize..8192,
+    ) {
+        let json = includes(n, width);
+        let limit = limit_kib << 10;
+        let (r, peak) = compile_file_peak(&json, limit, None);
+        prop_assert!(peak <= limit, "peak {} > limit {} ({} lists of includes, {:?})", peak, limit, n, r.err());
     }
 }
