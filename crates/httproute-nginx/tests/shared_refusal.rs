@@ -189,3 +189,70 @@ fn a_line_of_one_share_leaves_out_no_sharer_of_another() {
     assert!(c.output.nginx_conf.contains(S_ADDRESS));
     assert!(Path::new(&c.output.matches_file).is_relative());
 }
+
+/// A refused line of another tenant's own upstream leaves out that tenant's share alone: no
+/// sharer of tenant shared's upstream.
+#[test]
+fn another_tenant_s_line_leaves_out_no_sharer() {
+    let inputs = common::inputs(&manifests(MAX_RETRIES + 4));
+    let opts = common::options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let nginx = refusing_line_nginx("other", "server 10.8.0.1:80", "host not found in upstream");
+    let out_dir = scratch("other-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir).unwrap();
+    let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
+    let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert!(
+        matches!(&c.output.dropped[0].unit, DroppedUnit::BackendShare { rule, .. }
+            if rule.route.namespace == "other" && rule.route.name == "o"),
+        "{dropped:?}"
+    );
+    assert_eq!(c.checks, 2);
+    assert!(c.output.nginx_conf.contains(S_ADDRESS));
+}
+
+/// A `nginx` that refuses every configuration holding `marker` naming no line (as NGINX
+/// reports a hash it cannot build), takes any other.
+fn refusing_nginx(tag: &str, marker: &str) -> PathBuf {
+    let dir = scratch(&format!("{tag}-bin"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("nginx");
+    let script = format!(
+        "#!/bin/sh\nif grep -q -F -- '{marker}' \"$4nginx.conf\"; then echo 'nginx: [emerg] could not build variables_hash, you should increase variables_hash_bucket_size: 64' >&2; exit 1; fi\nexit 0\n"
+    );
+    std::fs::write(&bin, script).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// A refusal naming no line that the shared upstream causes: the bisection finds the last
+/// sharer, whose absence alone does not make it go, then the upstream's sharers together,
+/// left out in one retry (before: one bisection per sharer, past the 64 checks of a run).
+#[test]
+fn a_line_less_refusal_of_a_shared_line_leaves_out_its_sharers_at_once() {
+    let n = MAX_RETRIES + 4;
+    let inputs = common::inputs(&manifests(n));
+    let opts = common::options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let nginx = refusing_nginx("bisect", &format!("server {S_ADDRESS}"));
+    let out_dir = scratch("bisect-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
+    eprintln!("{n} sharers, no line: {} checks", c.checks);
+    assert_eq!(c.output.dropped.len(), n, "{:?}", c.output.dropped);
+    for d in &c.output.dropped {
+        assert!(
+            matches!(&d.unit, DroppedUnit::BackendShare { rule, index: 0 }
+                if rule.route.namespace == "shared" && rule.route.name.starts_with('r')),
+            "{d}"
+        );
+        assert!(d.message.contains("NGINX names no line"), "{d}");
+    }
+    // The first, the bisection (all left out, then halving), the found one alone, its line's
+    // sharers, the one that loads.
+    let units = c.output.units.len() + n;
+    let most = 1 + 1 + (usize::BITS - units.leading_zeros()) as usize + 2 + 1;
+    assert!(c.checks <= most, "{} checks (at most {most})", c.checks);
+}
