@@ -256,3 +256,21 @@ fn a_line_less_refusal_of_a_shared_line_leaves_out_its_sharers_at_once() {
     let most = 1 + 1 + (usize::BITS - units.leading_zeros()) as usize + 2 + 1;
     assert!(c.checks <= most, "{} checks (at most {most})", c.checks);
 }
+
+/// A word of the shared upstream the writer cannot write (a control character in its
+/// address) leaves out every share that names it in one pass, and nothing else.
+#[test]
+fn an_unwritable_word_of_a_shared_line_leaves_out_its_sharers_in_one_pass() {
+    let n = MAX_RETRIES + 4;
+    let inputs = common::inputs(&manifests(n));
+    let opts = common::options();
+    let mut b = backends();
+    b.insert("shared/s:80".into(), "10.7.0.1:80\u{7}".into());
+    let plan = httproute_nginx::plan_for(&inputs, &b, &opts);
+    let out = httproute_nginx::emit::emit_with(&plan, &opts, Tree::Drop).unwrap();
+    assert_eq!(out.work.passes, 2, "{:?}", out.work);
+    assert_eq!(out.dropped.len(), n, "{:?}", out.dropped);
+    assert!(out.dropped.iter().all(|d| matches!(&d.unit, DroppedUnit::BackendShare { rule, .. }
+        if rule.route.name.starts_with('r'))));
+    assert!(out.nginx_conf.contains("server 10.7.0.2:80"), "{}", out.nginx_conf);
+}
