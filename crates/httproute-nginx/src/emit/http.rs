@@ -173,8 +173,8 @@ pub(super) fn emit_once(
             if members.is_empty() || unbrought(server) {
                 continue;
             }
-            // Merged servers are alike but for their listeners: the first member left speaks
-            // for them (its listener's name and certificates).
+            // Merged servers are alike but for their listeners: one name and one set of
+            // certificates for the members left, which all bring them.
             let member_plans: Vec<&crate::plan::ServerPlan> = members.iter().map(at).collect();
             let name_from = http.shared(name_units(&member_plans));
             let named = |d: Directive| match name_from {
