@@ -118,7 +118,8 @@ enum Command {
         /// Check the output with this NGINX binary (`NGINX -t`, in a scratch directory beside
         /// DIR) before DIR is written. A directive of a tenant's object that NGINX refuses
         /// leaves that object (its rule, or its match) out, with a condition in the status,
-        /// and the check is run again, leaving out at most 16 objects. A refusal without a
+        /// and the check is run again, at most 16 times (a line several objects bring leaves
+        /// them all out at once, one retry). A refusal without a
         /// line is mapped too: a Secret's certificate or key file named in it leaves out that
         /// Secret (its listener's condition), any other is bisected in scratch checks. A
         /// refusal of the run's own lines, or past that bound, exits 1 and leaves DIR as it was.

@@ -7,7 +7,8 @@
 //! and tested again:
 //!
 //! - a refusal naming a line (`in FILE:LINE`): the directive written there and the object it
-//!   was written for ([`Output::unit_at_line`], from the writer's provenance), left out by
+//!   was written for ([`Output::units_at_line`], from the writer's provenance: all the objects
+//!   that bring it, for a line several share, each left out with the complaint), left out by
 //!   [`emit_dropping`]: the smallest unit that holds the line ([`Unit`]): a backendRef's share
 //!   (its `upstream`, its `split_clients` entry: the share answers 500, the route's
 //!   `ResolvedRefs` is False), a match's location or a rule (the route's `PartiallyInvalid`,
@@ -26,7 +27,8 @@
 //!   each unit at most once a run; a refusal that stays with every tenant object left out is
 //!   the run's own.
 //!
-//! Each retry leaves out one more object than the one before, and there are at most
+//! Each retry leaves out at least one more object than the ones before (all the sharers of a
+//! refused line at once: one retry however many they are), and there are at most
 //! [`MAX_RETRIES`], so the loop ends. A line of the run's own (options, the generator's text),
 //! an object already left out, a refusal that stays without any tenant object, or a bound
 //! reached is an error of the run: the output directory is not touched.
@@ -39,7 +41,9 @@ use crate::emit::{Output, Tree, Unit, certificate_files, emit_dropping};
 use crate::message::escape_message;
 use crate::plan::Plan;
 
-/// How many objects NGINX's refusals may leave out in one run before it gives up.
+/// How many times NGINX's refusals may leave objects out in one run before it gives up: each
+/// retry leaves out the object of one refusal, or all the objects that bring a line it names
+/// (a line they share), at least one more than before.
 pub const MAX_RETRIES: usize = 16;
 
 /// What NGINX said when it refused a configuration.
@@ -111,6 +115,10 @@ pub struct Checked {
 /// ([`MAX_RETRIES`] and the one that loads) and the scratch checks that find the object of a
 /// refusal NGINX names no line for (`1 + log2` of the objects written, each time).
 pub const MAX_CHECKS: usize = 64;
+
+/// How many lines a unit found by bisection shares with others are tried, each with all its
+/// sharers left out, before it is left out alone ([`Run::bisect`]).
+pub const SHARED_TRIES: usize = 4;
 
 /// Writes the configuration of `plan`, checks it with `nginx` in a scratch directory beside
 /// `out_dir` (removed afterwards) and, while NGINX refuses a tenant object, leaves that object
@@ -184,6 +192,13 @@ impl Run<'_> {
         let mut drops: Vec<(Unit, String)> = Vec::new();
         let mut secrets: Vec<(String, String)> = Vec::new();
         let mut warnings: Vec<String> = Vec::new();
+        // Each leaves out at least one object more than the ones before (the units a line
+        // names are none left out already, a Secret left out is not written again, the
+        // bisection's candidates are none left out), so the loop ends; MAX_RETRIES bounds it.
+        // How many objects one retry leaves out needs no bound of its own: they are the
+        // sharers of one line, units of this output, and a retry costs one pass and one check
+        // however many they are.
+        let mut retries = 0;
         loop {
             let mut output = emit_dropping(plan, self.opts, self.tree, &drops)?;
             let refusal = match self.check(&output)? {
@@ -203,24 +218,30 @@ impl Run<'_> {
                 }
             };
             let complaint = format!("nginx -t: {}", refusal.message);
-            if drops.len() + secrets.len() >= MAX_RETRIES {
+            if retries >= MAX_RETRIES {
                 let at = refusal.line.map_or(String::new(), |l| format!(" (nginx.conf line {l})"));
+                let left = drops.len() + secrets.len();
                 return self.give_up(format!(
-                    "{complaint}{at}; {MAX_RETRIES} objects are left out already, the most one \
-                     run leaves out"
+                    "{complaint}{at}; {left} objects are left out already in {retries} retries, \
+                     the most one run makes"
                 ));
             }
+            retries += 1;
             if let Some(line) = refusal.line {
-                let Some(unit) = output.unit_at_line(line) else {
+                // Every object that brings the line: all of them at once (the line stays
+                // while one is left), none that does not.
+                let units = output.units_at_line(line);
+                if units.is_empty() {
                     return self
                         .give_up(format!("{complaint} (nginx.conf line {line}, the run's own)"));
-                };
-                if drops.iter().any(|(u, _)| unit.within(u)) {
+                }
+                if units.iter().any(|unit| drops.iter().any(|(u, _)| unit.within(u))) {
                     return self.give_up(format!(
                         "{complaint} (nginx.conf line {line}, of an object already left out)"
                     ));
                 }
-                drops.push((unit.clone(), escape_message(&complaint)));
+                let why = escape_message(&complaint);
+                drops.extend(units.into_iter().map(|u| (u.clone(), why.clone())));
             } else if let Some(secret) = secret_named(&refusal.message, plan, self.opts) {
                 // A certificate or key file NGINX could not load: the writer knows whose it is.
                 let why = escape_message(&complaint);
@@ -228,13 +249,11 @@ impl Run<'_> {
                 secrets.push((secret, why));
             } else {
                 // No line and no file of a tenant's: the object whose absence makes it load.
-                let unit = self.bisect(plan, &drops, &output.units, &refusal)?;
-                drops.push((
-                    unit,
-                    escape_message(&format!(
-                        "{complaint} (NGINX names no line; the configuration loads without it)"
-                    )),
+                let why = escape_message(&format!(
+                    "{complaint} (NGINX names no line; the configuration loads without it)"
                 ));
+                let units = self.bisect(plan, &drops, &output, &refusal)?;
+                drops.extend(units.into_iter().map(|u| (u, why.clone())));
             }
         }
     }
@@ -244,36 +263,47 @@ impl Run<'_> {
     /// is not; halving `lo..hi` ends with `c[lo]`, whose absence (after `c[..lo]`'s) makes it
     /// go. `1 + ceil(log2 n)` checks for `n` candidates.
     ///
-    /// The candidates are the distinct units of `units`, none already left out nor a part of
-    /// one left out (each unit is tried at most once in a run: it is either the one found, or
-    /// never a candidate again once left out), smallest kind first ([`Unit::rank`]: shares,
-    /// matches' locations, rules, routes, listeners), in the order written within a kind: so
-    /// the unit found is the smallest whose absence makes the refusal go.
+    /// The candidates are the distinct units of `output` (its sharers too), none already left
+    /// out nor a part of one left out (each unit is tried at most once in a run: it is either
+    /// the one found, or never a candidate again once left out), smallest kind first
+    /// ([`Unit::rank`]: shares, matches' locations, rules, routes, listeners), in the order
+    /// written within a kind: so the unit found is the smallest whose absence makes the
+    /// refusal go.
+    ///
+    /// A unit found that brings a line with others ([`Output::sharers`]) may be the last of
+    /// them in the order, the refusal that line's: one more check with it alone left out says
+    /// whether it is its own; if not, each line it shares with candidates before it (at most
+    /// [`SHARED_TRIES`]) is tried, all its sharers left out, and the first that makes the
+    /// refusal go is the answer (its sharers, all left out at once, as a refusal naming the
+    /// line would); else the unit alone, as before (the next retry finds the next). So a unit
+    /// that shares no line costs no check more, and no unit is left out whose absence is not
+    /// needed.
     /// `Err` when leaving out every candidate does not make it go (the run's own).
     fn bisect(
         &mut self,
         plan: &Plan,
         drops: &[(Unit, String)],
-        units: &[Unit],
+        output: &Output,
         refusal: &Refusal,
-    ) -> Result<Unit, String> {
+    ) -> Result<Vec<Unit>, String> {
         let mut seen = std::collections::HashSet::new();
-        let mut candidates: Vec<&Unit> = units
-            .iter()
+        let mut candidates: Vec<&Unit> = output
+            .all_units()
             .filter(|u| !drops.iter().any(|(d, _)| u.within(d)))
             .filter(|u| seen.insert(*u))
             .collect();
         candidates.sort_by_key(|u| u.rank());
         let complaint = format!("nginx -t: {}", refusal.message);
-        let persists = |run: &mut Self, k: usize| -> Result<bool, String> {
+        let persists_without = |run: &mut Self, units: &[&Unit]| -> Result<bool, String> {
             let mut trial = drops.to_vec();
-            trial.extend(candidates[..k].iter().map(|u| ((*u).clone(), "bisect".to_owned())));
+            trial.extend(units.iter().map(|u| ((*u).clone(), "bisect".to_owned())));
             let output = emit_dropping(plan, run.opts, Tree::Drop, &trial)?;
             Ok(match run.check(&output)? {
                 Checking::Refused(r) => r == *refusal,
                 Checking::Loads | Checking::Unreadable(_) => false,
             })
         };
+        let persists = |run: &mut Self, k: usize| persists_without(run, &candidates[..k]);
         let (mut lo, mut hi) = (0, candidates.len());
         if hi == 0 || persists(self, hi)? {
             return self.give_up(format!(
@@ -289,7 +319,30 @@ impl Run<'_> {
                 hi = mid;
             }
         }
-        Ok(candidates[lo].clone())
+        let found = candidates[lo];
+        // The lines it shares with candidates before it (all left out when it went): each
+        // line's sharers, once.
+        let before: std::collections::HashSet<&Unit> = candidates[..lo].iter().copied().collect();
+        let mut groups: Vec<Vec<&Unit>> = Vec::new();
+        for (o, rest) in &output.sharers {
+            let Some(first) = output.units.get(*o as usize) else { continue };
+            let group: Vec<&Unit> = std::iter::once(first).chain(rest).collect();
+            if group.contains(&found)
+                && group.iter().all(|u| *u == found || before.contains(u))
+                && !groups.contains(&group)
+            {
+                groups.push(group);
+            }
+        }
+        if groups.is_empty() || !persists_without(self, &[found])? {
+            return Ok(vec![found.clone()]);
+        }
+        for group in groups.iter().take(SHARED_TRIES) {
+            if !persists_without(self, group)? {
+                return Ok(group.iter().map(|u| (*u).clone()).collect());
+            }
+        }
+        Ok(vec![found.clone()])
     }
 }
 

@@ -328,6 +328,7 @@ mod tests {
             work: Default::default(),
             lines: Vec::new(),
             units: Vec::new(),
+            sharers: Default::default(),
         }
     }
 

@@ -1,21 +1,28 @@
 //! Provenance (issue #29, "every node carries its own conditions"): for generated
 //! multi-tenant inputs (tenants `tenant0`..`tenant2`, each a namespace with its own Gateway,
 //! ports, host names, Services and routes), every line of nginx.conf that comes from a tenant
-//! object has a unit the writer records for it ([`Output::unit_at_line`]); leaving that unit
-//! out through the public emit API ([`emit_dropping`]) removes the line (its unit owns no line
-//! any more, and fewer lines of the tenants carry its text: a line several units bring, an
-//! `upstream` two backendRefs name, a server name two routes bring, the `listen` of a port's
-//! catch-all that several listeners keep, passes to the next of them instead); and every line of every other tenant (its servers, locations, upstreams,
-//! `split_clients` and `map` entries) stays exactly as it was.
+//! object has the units the writer records for it ([`Output::units_at_line`]): one for most
+//! lines, all of those that bring it for a line several share (an `upstream` two backendRefs
+//! name, a server name two routes bring, the `listen` of a port's catch-all that every
+//! listener left on the port keeps, merged servers' name and certificates).
+//!
+//! - Leaving one unit out through the public emit API ([`emit_dropping`]) removes its own lines
+//!   (it has no line any more, and fewer lines of the tenants carry their text) and leaves
+//!   the lines it shares to the others, recorded for them alone.
+//! - For every set of units a line is recorded for: all of them left out, the line is gone;
+//!   all but one, it is still there, recorded for that one alone (the recorded set is the set
+//!   of units whose absence removes the line).
+//! - Every line of every other tenant (its servers, locations, upstreams, `split_clients` and
+//!   `map` entries) stays exactly as it was.
 //!
 //! A line comes from a tenant object when it holds one of the tenant's words: its namespace
 //! (in host names, paths, upstream names, certificate files), its backend addresses
 //! (`10.N.`), its ports. The cases are deterministic (proptest's fixed seed and no wall
 //! clock); `HTTPROUTE_PROVENANCE_CASES=N` runs N (default 256). Each case leaves out the
-//! first and the last unit of each kind met, one at a time.
+//! first and the last unit of each kind met, one at a time, and every set of sharers (of more
+//! than 3, all but the first and all but the last kept).
 //!
-//! Only the variants' `Debug` names are read, so the test builds against the writer before
-//! the new units too: there, the `upstream` and `listen` lines of tenants have no unit.
+//! Only the variants' `Debug` names are read (no variant is matched here).
 
 mod common;
 
@@ -171,12 +178,13 @@ fn tenants_of(line: &str, tenants: usize) -> Vec<usize> {
     (0..tenants).filter(|&n| words(n).iter().any(|w| line.contains(w.as_str()))).collect()
 }
 
-/// The line's text and its owner, for every line of `out` (1-based lines, as NGINX counts).
-fn owned(out: &Output) -> Vec<(String, Option<Unit>)> {
+/// The line's text and the units recorded for it ([`Output::units_at_line`]: several for a
+/// line they share), for every line of `out` (1-based lines, as NGINX counts).
+fn owned(out: &Output) -> Vec<(String, Vec<Unit>)> {
     out.nginx_conf
         .lines()
         .enumerate()
-        .map(|(i, l)| (l.to_owned(), out.unit_at_line(i + 1).cloned()))
+        .map(|(i, l)| (l.to_owned(), out.units_at_line(i + 1).into_iter().cloned().collect()))
         .collect()
 }
 
@@ -205,37 +213,56 @@ fn within(u: &Unit, dropped: &Unit) -> bool {
     }
 }
 
-/// The tenants a unit is of: those its `Debug` names, else those whose words its lines hold.
-fn unit_tenants(u: &Unit, lines: &[(String, Option<Unit>)], tenants: usize) -> Vec<usize> {
-    let d = format!("{u:?}");
-    let named: Vec<usize> =
-        (0..tenants).filter(|n| d.contains(&format!("\"tenant{n}\""))).collect();
-    if !named.is_empty() {
-        return named;
+type Lines = [(String, Vec<Unit>)];
+
+/// The tenants units are of: those their `Debug` names, else those whose words the lines
+/// recorded for them hold.
+fn unit_tenants(us: &[Unit], lines: &Lines, tenants: usize) -> Vec<usize> {
+    let mut of: Vec<usize> = Vec::new();
+    for u in us {
+        let d = format!("{u:?}");
+        let named: Vec<usize> =
+            (0..tenants).filter(|n| d.contains(&format!("\"tenant{n}\""))).collect();
+        if !named.is_empty() {
+            of.extend(named);
+            continue;
+        }
+        of.extend(
+            lines.iter().filter(|(_, o)| o.contains(u)).flat_map(|(l, _)| tenants_of(l, tenants)),
+        );
     }
-    let mut of: Vec<usize> = lines
-        .iter()
-        .filter(|(_, o)| o.as_ref() == Some(u))
-        .flat_map(|(l, _)| tenants_of(l, tenants))
-        .collect();
     of.sort_unstable();
     of.dedup();
     of
 }
 
-/// Tenant `n`'s lines, in order: those with its words or owned by a unit of its.
-fn lines_of(lines: &[(String, Option<Unit>)], n: usize, tenants: usize) -> Vec<String> {
+/// Tenant `n`'s lines, in order: those with its words or recorded for a unit of its.
+fn lines_of(lines: &Lines, n: usize, tenants: usize) -> Vec<String> {
     lines
         .iter()
         .filter(|(l, o)| {
             tenants_of(l, tenants).contains(&n)
-                || o.as_ref().is_some_and(|u| format!("{u:?}").contains(&format!("\"tenant{n}\"")))
+                || o.iter().any(|u| format!("{u:?}").contains(&format!("\"tenant{n}\"")))
         })
         .map(|(l, _)| l.clone())
         .collect()
 }
 
-fn check(tenants: &[Tenant], kinds: &mut BTreeMap<String, usize>) -> Result<(), TestCaseError> {
+/// How many lines of `ls` have the text `text` and some unit.
+fn tenant_count(ls: &Lines, text: &str) -> usize {
+    ls.iter().filter(|(l, o)| l == text && !o.is_empty()).count()
+}
+
+/// What is met, for the check that the cases reach every kind.
+#[derive(Default)]
+struct Met {
+    /// Units left out alone, by kind.
+    kinds: BTreeMap<String, usize>,
+    /// Lines several units share, by the kind of their units.
+    shared: BTreeMap<String, usize>,
+}
+
+fn check(tenants: &[Tenant], met: &mut Met) -> Result<(), TestCaseError> {
     let yaml: String = tenants.iter().enumerate().map(|(n, t)| manifests(n, t)).collect();
     let mut inputs = httproute_nginx::model::Inputs::default();
     httproute_nginx::model::load_text(Path::new("t.yaml"), &yaml, &mut inputs)
@@ -256,22 +283,43 @@ fn check(tenants: &[Tenant], kinds: &mut BTreeMap<String, usize>) -> Result<(), 
     let out = emit_dropping(&plan, &opts, Tree::Drop, &[]).map_err(TestCaseError::fail)?;
     let lines = owned(&out);
     let t = tenants.len();
+    let emit_without = |us: &[Unit]| -> Result<Vec<(String, Vec<Unit>)>, TestCaseError> {
+        let drops: Vec<(Unit, String)> =
+            us.iter().map(|u| (u.clone(), "left out".into())).collect();
+        let after = emit_dropping(&plan, &opts, Tree::Drop, &drops)
+            .map_err(|e| TestCaseError::fail(format!("{us:?}: {e}")))?;
+        Ok(owned(&after))
+    };
+    // The other tenants' lines are as they were.
+    let others_unchanged = |us: &[Unit], after: &Lines| -> Result<(), TestCaseError> {
+        let of = unit_tenants(us, &lines, t);
+        for m in (0..t).filter(|m| !of.contains(m)) {
+            prop_assert_eq!(
+                lines_of(&lines, m, t),
+                lines_of(after, m, t),
+                "{:?} (tenants {:?}) left out changed tenant{}'s lines",
+                us,
+                of,
+                m
+            );
+        }
+        Ok(())
+    };
 
-    // Every line with a tenant's words has a unit.
+    // Every line with a tenant's words has a unit; a line's units are all of one tenant.
     for (i, (l, o)) in lines.iter().enumerate() {
         let text = l.trim();
         if text.starts_with('#') || text.is_empty() || tenants_of(l, t).is_empty() {
             continue;
         }
-        prop_assert!(o.is_some(), "line {}: {l:?} has no unit\n{}", i + 1, out.nginx_conf);
+        prop_assert!(!o.is_empty(), "line {}: {l:?} has no unit\n{}", i + 1, out.nginx_conf);
+        prop_assert!(unit_tenants(o, &lines, t).len() <= 1, "line {}: {l:?}: {o:?}", i + 1);
     }
 
-    // The distinct units that own lines, in the order met.
+    // The distinct units recorded for lines, in the order met.
     let mut units: Vec<Unit> = Vec::new();
-    for (_, o) in &lines {
-        if let Some(u) = o
-            && !units.contains(u)
-        {
+    for u in lines.iter().flat_map(|(_, o)| o) {
+        if !units.contains(u) {
             units.push(u.clone());
         }
     }
@@ -286,51 +334,70 @@ fn check(tenants: &[Tenant], kinds: &mut BTreeMap<String, usize>) -> Result<(), 
         }
     }
     for u in picked {
-        *kinds.entry(kind(u)).or_default() += 1;
-        let of = unit_tenants(u, &lines, t);
-        let after = emit_dropping(&plan, &opts, Tree::Drop, &[(u.clone(), "left out".into())])
-            .map_err(|e| TestCaseError::fail(format!("{u:?}: {e}")))?;
-        let after_lines = owned(&after);
-        // The unit (and what is inside it) owns no line any more.
-        for (l, o) in &after_lines {
-            prop_assert!(
-                !o.as_ref().is_some_and(|o| within(o, u)),
-                "{u:?} left out still owns {l:?}\n{}",
-                after.nginx_conf
-            );
+        *met.kinds.entry(kind(u)).or_default() += 1;
+        let after = emit_without(std::slice::from_ref(u))?;
+        // The unit (and what is inside it) has no line any more.
+        for (l, o) in &after {
+            prop_assert!(!o.iter().any(|o| within(o, u)), "{u:?} left out still has {l:?}");
         }
-        // Its lines are gone, or (a line several units bring) another of its kind has it.
-        let tenant_count = |ls: &[(String, Option<Unit>)], text: &str| {
-            ls.iter().filter(|(l, o)| l == text && o.is_some()).count()
-        };
-        for (l, o) in &lines {
-            if o.as_ref() != Some(u) {
-                continue;
+        // Its own lines are gone; the lines it shares stay, for the others that bring them.
+        for (l, o) in lines.iter().filter(|(_, o)| o.contains(u)) {
+            if o.len() == 1 {
+                prop_assert!(
+                    tenant_count(&after, l) < tenant_count(&lines, l),
+                    "{u:?} left out: its line {l:?} stays"
+                );
+            } else {
+                let rest: Vec<Unit> = o.iter().filter(|o| *o != u).cloned().collect();
+                prop_assert!(
+                    after.iter().any(|(al, ao)| al == l && *ao == rest),
+                    "{u:?} left out: its shared line {l:?} is not the others' ({rest:?})"
+                );
             }
-            let handed = after_lines.iter().any(|(al, ao)| {
-                al == l
-                    && ao.as_ref().is_some_and(|ao| {
-                        kind(ao) == kind(u)
-                            && matches!(kind(u).as_str(), "BackendShare" | "Route" | "Listener")
-                    })
-            });
+        }
+        others_unchanged(std::slice::from_ref(u), &after)?;
+    }
+
+    // Every line several units share: the units recorded are those whose absence removes it.
+    // All of them left out, it is gone; all but one, it stays, that one's alone. Each set of
+    // sharers once; of more than 3, all but the first and all but the last.
+    let mut sets: Vec<&Vec<Unit>> = Vec::new();
+    for (_, o) in &lines {
+        if o.len() > 1 && !sets.contains(&o) {
+            sets.push(o);
+        }
+    }
+    for set in sets {
+        *met.shared.entry(kind(&set[0])).or_default() += 1;
+        let texts: Vec<&String> = lines.iter().filter(|(_, o)| o == set).map(|(l, _)| l).collect();
+        let after = emit_without(set)?;
+        for l in &texts {
             prop_assert!(
-                handed || tenant_count(&after_lines, l) < tenant_count(&lines, l),
-                "{u:?} left out: its line {l:?} stays\n{}\n----\n{}",
-                out.nginx_conf,
-                after.nginx_conf
+                tenant_count(&after, l) < tenant_count(&lines, l),
+                "{set:?} all left out: their line {l:?} stays"
             );
         }
-        // The other tenants' lines are as they were.
-        for m in (0..t).filter(|m| !of.contains(m)) {
-            prop_assert_eq!(
-                lines_of(&lines, m, t),
-                lines_of(&after_lines, m, t),
-                "{:?} (tenants {:?}) left out changed tenant{}'s lines",
-                u,
-                of,
-                m
+        for (l, o) in &after {
+            prop_assert!(
+                !o.iter().any(|o| set.iter().any(|u| within(o, u))),
+                "{set:?} left out: {o:?} still has {l:?}"
             );
+        }
+        others_unchanged(set, &after)?;
+        let kept: Vec<usize> =
+            if set.len() <= 3 { (0..set.len()).collect() } else { vec![0, set.len() - 1] };
+        for k in kept {
+            let rest: Vec<Unit> =
+                set.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, u)| u.clone()).collect();
+            let after = emit_without(&rest)?;
+            for l in &texts {
+                prop_assert!(
+                    after.iter().any(|(al, ao)| al == *l && *ao == [set[k].clone()]),
+                    "{set:?} but {:?} left out: their line {l:?} is not its alone",
+                    set[k]
+                );
+            }
+            others_unchanged(&rest, &after)?;
         }
     }
     Ok(())
@@ -346,19 +413,22 @@ fn every_tenant_line_has_a_unit_whose_removal_removes_only_it() {
     // A fixed seed: the same cases every run.
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[29; 32]);
     let mut runner = TestRunner::new_with_rng(config, rng);
-    let kinds = std::cell::RefCell::new(BTreeMap::new());
+    let met = std::cell::RefCell::new(Met::default());
     let result = runner.run(&prop::collection::vec(tenant(), 2..4), |tenants| {
-        check(&tenants, &mut kinds.borrow_mut())
+        check(&tenants, &mut met.borrow_mut())
     });
     if let Err(e) = result {
         panic!("{e}");
     }
-    // The cases reach every kind of unit.
-    let kinds = kinds.into_inner();
+    // The cases reach every kind of unit, and lines shared by every kind that shares.
+    let met = met.into_inner();
     for k in ["BackendShare", "Location", "Rule", "Route", "Listener"] {
-        assert!(kinds.contains_key(k), "no {k} unit met: {kinds:?}");
+        assert!(met.kinds.contains_key(k), "no {k} unit met: {:?}", met.kinds);
     }
-    eprintln!("units left out, by kind: {kinds:?}");
+    for k in ["BackendShare", "Route", "Listener"] {
+        assert!(met.shared.contains_key(k), "no line shared by {k}s met: {:?}", met.shared);
+    }
+    eprintln!("units left out, by kind: {:?}; shared lines, by kind: {:?}", met.kinds, met.shared);
 }
 
 /// Each new kind left out, and the condition on its node: a share's route `ResolvedRefs:

@@ -48,21 +48,25 @@ pub(super) fn emit_once(
     let unbrought = |s: &crate::plan::ServerPlan| {
         !s.brought_by.is_empty() && s.brought_by.iter().all(|r| skip.routes.contains(r))
     };
-    // Whose a server's name is (its `server_name`, SNI check and SNI map entry): the first
-    // route left that brings it, its listener's (the listener's hostname), or the run's (the
-    // catch-all).
-    let name_unit = |s: &crate::plan::ServerPlan| -> Option<Unit> {
-        s.hostname.as_ref()?;
+    // Who brings the name of servers `ss` (merged servers, alike but for their listeners: one
+    // `server_name`, SNI check and SNI map entry for all): every route left that brings it,
+    // else their listeners (the listeners' hostname); none for the catch-all (the run's).
+    let name_units = |ss: &[&crate::plan::ServerPlan]| -> Vec<Unit> {
+        let Some(s) = ss.first().filter(|s| s.hostname.is_some()) else { return Vec::new() };
         if !s.brought_by.is_empty() {
             return s
                 .brought_by
                 .iter()
-                .find(|r| !skip.routes.contains(*r))
+                .filter(|r| !skip.routes.contains(*r))
                 .cloned()
-                .map(Unit::Route);
+                .map(Unit::Route)
+                .collect();
         }
-        s.listener.clone().map(Unit::Listener)
+        ss.iter().filter_map(|s| s.listener.clone()).map(Unit::Listener).collect()
     };
+    // The listeners left on each port (whose `listen` of servers of no listener of their own,
+    // and of the catch-all, stays while one of them is left), made once per port.
+    let mut port_listeners: Vec<Option<Option<Provenance>>> = vec![None; plan.ports.len()];
     for (pi, port) in plan.ports.iter().enumerate() {
         // A port whose servers are all written with an earlier port's needs no map of its own.
         if port.tls && merged.writes_any(pi) {
@@ -73,7 +77,7 @@ pub(super) fn emit_once(
                 .filter(|s| alive[pi] && !dropped_listener(s) && !unbrought(s))
                 .filter_map(|s| {
                     let h = s.hostname.as_deref()?;
-                    Some((h, name_unit(s).map(|u| http.unit(u))))
+                    Some((h, http.shared(name_units(&[s]))))
                 })
                 .collect();
             http.sni_map(port.port, names);
@@ -96,7 +100,10 @@ pub(super) fn emit_once(
                 .filter(|m| server.hostname.is_none() && alive[m.0] && dropped_listener(at(m)))
                 .copied()
                 .collect();
-            let listen_lines = |members: &[ServerAt], http: &mut Http| -> Vec<Node> {
+            let listen_lines = |members: &[ServerAt],
+                                http: &mut Http,
+                                port_listeners: &mut Vec<Option<Option<Provenance>>>|
+             -> Vec<Node> {
                 let mut lines = Vec::new();
                 for m in members {
                     let member_port = &plan.ports[m.0];
@@ -120,27 +127,36 @@ pub(super) fn emit_once(
                     if server.hostname.is_none() {
                         listen = listen.code("default_server");
                     }
-                    // The member's listener's line; for a server of no listener (or a
-                    // catch-all whose listener is left out), the first listener left of the
-                    // port: the port is listened on for its listeners.
-                    let l = at(m).listener.as_ref().filter(|_| !dropped_listener(at(m))).or_else(
-                        || {
-                            member_port
-                                .servers
-                                .iter()
-                                .filter(|s| !dropped_listener(s))
-                                .find_map(|s| s.listener.as_ref())
-                        },
-                    );
-                    if let Some(l) = l {
-                        listen = listen.from(http.unit(Unit::Listener(l.clone())));
+                    // The member's listener's line for a server of a host name; for a server
+                    // of no listener and for the catch-all (written as a 404 one when its
+                    // listener is left out), every listener left on the port: the port is
+                    // listened on for them, until the last is left out.
+                    let own = at(m)
+                        .listener
+                        .as_ref()
+                        .filter(|_| server.hostname.is_some() && !dropped_listener(at(m)));
+                    let from = match own {
+                        Some(l) => Some(http.unit(Unit::Listener(l.clone()))),
+                        None => *port_listeners[m.0].get_or_insert_with(|| {
+                            http.shared(
+                                member_port
+                                    .servers
+                                    .iter()
+                                    .filter(|s| !dropped_listener(s))
+                                    .filter_map(|s| s.listener.clone())
+                                    .map(Unit::Listener),
+                            )
+                        }),
+                    };
+                    if let Some(p) = from {
+                        listen = listen.from(p);
                     }
                     lines.push(listen.into());
                 }
                 lines
             };
             if !orphans.is_empty() {
-                let mut body = listen_lines(&orphans, &mut http);
+                let mut body = listen_lines(&orphans, &mut http, &mut port_listeners);
                 body.push(d("server_name").arg(empty()).into());
                 let left: Vec<String> = orphans
                     .iter()
@@ -157,15 +173,15 @@ pub(super) fn emit_once(
             if members.is_empty() || unbrought(server) {
                 continue;
             }
-            // Merged servers are alike but for their listeners: the first member left speaks
-            // for them (its listener's name and certificates).
-            let first = at(&members[0]);
-            let name_from = name_unit(first).map(|u| http.unit(u));
+            // Merged servers are alike but for their listeners: one name and one set of
+            // certificates for the members left, which all bring them.
+            let member_plans: Vec<&crate::plan::ServerPlan> = members.iter().map(at).collect();
+            let name_from = http.shared(name_units(&member_plans));
             let named = |d: Directive| match name_from {
                 Some(p) => d.from(p),
                 None => d,
             };
-            let mut body: Vec<Node> = listen_lines(&members, &mut http);
+            let mut body: Vec<Node> = listen_lines(&members, &mut http, &mut port_listeners);
             match &server.hostname {
                 None => body.push(d("server_name").arg(empty()).into()),
                 Some(h) => {
@@ -189,8 +205,10 @@ pub(super) fn emit_once(
             }
             body.extend(comments.into_iter().map(Node::Comment));
             if port.tls {
-                let certs_from =
-                    first.listener.as_ref().map(|l| http.unit(Unit::Listener(l.clone())));
+                // The members' certificates are the same: their listeners all bring them.
+                let certs_from = http.shared(
+                    member_plans.iter().filter_map(|s| s.listener.clone()).map(Unit::Listener),
+                );
                 tls_server(port.port, server, opts, (certs_from, name_from), &mut body);
             }
             for (li, loc) in server.locations.iter().enumerate() {
@@ -367,7 +385,8 @@ pub(super) fn emit_once(
             inner.push(d("resolver_timeout").code("5s").into());
         }
     }
-    for (up, addrs) in &http.upstreams {
+    let upstreams = std::mem::take(&mut http.upstreams);
+    for (up, addrs) in &upstreams {
         let mut entries = Vec::new();
         for addr in addrs {
             let mut s = d("server").data("backend address", addr.clone());
@@ -387,9 +406,16 @@ pub(super) fn emit_once(
             n
         }));
         let mut block = d("upstream").data("backend upstream name", up.clone()).block(entries);
-        // Written for the first backendRef share that named it.
-        if let Some(p) = http.upstream_owner.get(up) {
-            block = block.from(*p);
+        // Written for every backendRef share that named it.
+        let owners: Vec<Unit> = http
+            .upstream_owner
+            .get(up)
+            .into_iter()
+            .flatten()
+            .flat_map(|p| http.units_of(*p))
+            .collect();
+        if let Some(p) = http.shared(owners) {
+            block = block.from(p);
         }
         inner.push(block.into());
     }
@@ -416,7 +442,17 @@ pub(super) fn emit_once(
     if !rendered.refused.is_empty() || !http.refused.is_empty() {
         let mut refused = std::mem::take(&mut http.refused);
         refused.append(&mut rendered.refused);
-        return Ok((None, refused, http.units));
+        // A word of a line several units bring is refused for each of them.
+        let mut units = std::mem::take(&mut http.units);
+        let mut each = Vec::with_capacity(refused.len());
+        for (o, why) in refused {
+            for u in http.sharers.get(&o).into_iter().flatten() {
+                units.push(u.clone());
+                each.push(((units.len() - 1) as u32, why.clone()));
+            }
+            each.push((o, why));
+        }
+        return Ok((None, each, units));
     }
     if rendered.dollar {
         drop(rendered);
@@ -451,6 +487,7 @@ pub(super) fn emit_once(
         work: Default::default(),
         lines: rendered.lines,
         units: std::mem::take(&mut http.units),
+        sharers: std::mem::take(&mut http.sharers),
     };
     Ok((Some(out), Vec::new(), Vec::new()))
 }

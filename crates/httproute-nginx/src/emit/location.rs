@@ -300,11 +300,11 @@ impl Http {
             .then(|| self.unit(Unit::BackendShare { rule: rule.id.clone(), index: b.index }))
     }
 
-    /// The `upstream` `name` of `servers` is written, for `from` if it is the first to name it.
+    /// The `upstream` `name` of `servers` is written, for `from` among the others that name it.
     fn upstream(&mut self, name: &str, servers: &[String], from: Option<Provenance>) {
         self.upstreams.insert(name.to_owned(), servers.to_vec());
         if let Some(p) = from {
-            self.upstream_owner.entry(name.to_owned()).or_insert(p);
+            self.upstream_owner.entry(name.to_owned()).or_default().push(p);
         }
     }
 

@@ -92,7 +92,7 @@ pub fn emit_dropping(
                 let pass = emit_once(plan, opts, tree, &skip)?;
                 work.passes += 1;
                 // A pass that writes holds its objects in the output (`Output::units`).
-                work.units += pass.0.as_ref().map_or(pass.2.len(), |o| o.units.len());
+                work.units += pass.0.as_ref().map_or(pass.2.len(), |o| o.all_units().count());
                 pass
             }
         };

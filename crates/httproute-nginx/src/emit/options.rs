@@ -69,16 +69,38 @@ pub struct Output {
     /// [`Provenance::Object`] number: what NGINX refuses on a line leaves out its owner
     /// ([`super::emit_dropping`], `crate::nginx_check`).
     pub units: Vec<Unit>,
+    /// For an object number whose lines several units bring (an `upstream` several
+    /// backendRefs name, a server name several routes bring, the `listen` every listener left
+    /// on a port keeps): the units after the first (`units[o]`). The line goes when all of
+    /// them are left out, and stays while one is.
+    pub sharers: BTreeMap<u32, Vec<Unit>>,
 }
 
 impl Output {
-    /// The tenant object whose directive line `line` (1-based, NGINX's `in FILE:LINE`) of
-    /// `nginx_conf` holds; `None` for the run's own lines.
+    /// The first tenant object whose directive line `line` (1-based, NGINX's `in FILE:LINE`)
+    /// of `nginx_conf` holds ([`Output::units_at_line`]: all of them); `None` for the run's
+    /// own lines.
     pub fn unit_at_line(&self, line: usize) -> Option<&Unit> {
         match Rendered::owner_of_line(&self.lines, line)? {
             Provenance::Object(o) => self.units.get(o as usize),
             Provenance::Run => None,
         }
+    }
+
+    /// Every tenant object that brings line `line` (1-based) of `nginx_conf`, in the order
+    /// written: one for most lines, several for a line they share (the line goes only when all
+    /// of them are left out); empty for the run's own lines.
+    pub fn units_at_line(&self, line: usize) -> Vec<&Unit> {
+        let Some(Provenance::Object(o)) = Rendered::owner_of_line(&self.lines, line) else {
+            return Vec::new();
+        };
+        let first = self.units.get(o as usize);
+        first.into_iter().chain(self.sharers.get(&o).into_iter().flatten()).collect()
+    }
+
+    /// Every unit the output records, with repeats: [`Output::units`] and the sharers.
+    pub fn all_units(&self) -> impl Iterator<Item = &Unit> {
+        self.units.iter().chain(self.sharers.values().flatten())
     }
 }
 

@@ -17,9 +17,11 @@ use crate::plan::{ListenerId, RouteId, RuleId, RulePlan, ServerAt};
 /// `split_clients`, a listener's `listen` inside a server): leaving out the inner unit removes
 /// (or, for a share, rewrites) its own lines only, leaving out the outer one removes the block
 /// with them. A line that several units bring (an `upstream` that several backendRefs name, a
-/// server name that several routes' hostnames bring) is given to the first of them in the
-/// order written; leaving that one out gives it to the next, so each retry leaves out one
-/// more, never the innocent ones at once.
+/// server name that several routes' hostnames bring, or merged servers' listeners, the
+/// `listen` of a port's catch-all that every listener left on the port keeps) is recorded for
+/// all of them ([`Http::shared`], [`super::Output::units_at_line`]): the line goes when all of
+/// them are left out, and stays while one is, so a refusal of it leaves them all out at once
+/// and no unit that does not bring it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Unit {
     /// A rule: its internal locations, and the maps and split_clients written for it.
@@ -122,8 +124,9 @@ pub(super) const HOSTNAME_FIELD: &str =
 #[derive(Default)]
 pub(super) struct Http {
     pub(super) upstreams: BTreeMap<String, Vec<String>>,
-    /// The backendRef share each upstream is written for: the first that named it.
-    pub(super) upstream_owner: HashMap<String, Provenance>,
+    /// The backendRef shares each upstream is written for: every one that named it, in the
+    /// order met (a share written in several servers appears once per server).
+    pub(super) upstream_owner: HashMap<String, Vec<Provenance>>,
     /// Upstreams of retried rules: `max_fails=0` on each server.
     pub(super) no_fail: BTreeSet<String>,
     /// `--experimental`.
@@ -151,6 +154,9 @@ pub(super) struct Http {
     pub(super) longest_header: usize,
     /// The tenant objects directives are written for, by their [`Provenance::Object`] number.
     pub(super) units: Vec<Unit>,
+    /// For an object number whose lines several units bring ([`Http::shared`]): the units
+    /// after the first (`units[o]`).
+    pub(super) sharers: BTreeMap<u32, Vec<Unit>>,
     /// Limits of NGINX the rule being written passes (no directive can raise them): why.
     pub(super) over_limit: Vec<String>,
     /// Such rules: (their provenance number, why).
@@ -220,5 +226,31 @@ impl Http {
     pub(super) fn unit(&mut self, u: Unit) -> Provenance {
         self.units.push(u);
         Provenance::Object((self.units.len() - 1) as u32)
+    }
+
+    /// The provenance of directives that all of `us` bring (a line that goes only when every
+    /// one of them is left out): a new object number, its unit the first of `us`, the others
+    /// its [`Http::sharers`] (repeats removed, the order kept). `None` when `us` is empty.
+    pub(super) fn shared(&mut self, us: impl IntoIterator<Item = Unit>) -> Option<Provenance> {
+        let mut all: Vec<Unit> = Vec::new();
+        for u in us {
+            if !all.contains(&u) {
+                all.push(u);
+            }
+        }
+        let mut all = all.into_iter();
+        let p = self.unit(all.next()?);
+        let rest: Vec<Unit> = all.collect();
+        if let (Provenance::Object(o), false) = (p, rest.is_empty()) {
+            self.sharers.insert(o, rest);
+        }
+        Some(p)
+    }
+
+    /// The units of provenance `p`: its unit and its sharers ([`Http::shared`]).
+    pub(super) fn units_of(&self, p: Provenance) -> Vec<Unit> {
+        let Provenance::Object(o) = p else { return Vec::new() };
+        let first = self.units.get(o as usize).cloned();
+        first.into_iter().chain(self.sharers.get(&o).into_iter().flatten().cloned()).collect()
     }
 }

@@ -10,8 +10,8 @@ use super::state::{HOSTNAME_FIELD, d, quoted};
 /// request whose Host selects another server than its SNI did answers 421 (Misdirected
 /// Request).
 ///
-/// `from`: the provenance of the certificate lines (the listener's) and of the SNI check (the
-/// server name's owner: see `http::emit_once`).
+/// `from`: the provenance of the certificate lines (the listeners of the merged servers, which
+/// all bring them) and of the SNI check (the server name's owners: see `http::emit_once`).
 pub(super) fn tls_server(
     port: u16,
     server: &ServerPlan,

@@ -1,0 +1,276 @@
+//! `generate --nginx`: a refused line that several tenant objects bring (an `upstream` that many
+//! routes' backendRefs name) leaves out all of them in one retry, each with the refusal as its
+//! condition, and nothing else; more sharers than `MAX_RETRIES` no longer fail the run.
+//!
+//! NGINX here is a fake (a shell script): it refuses, as NGINX names the line it refuses
+//! (`[emerg] MESSAGE in FILE:LINE`), the first line of the configuration holding a marker, and
+//! takes every other configuration. A real NGINX refuses such a line for a backend address it
+//! cannot resolve ("host not found in upstream"); the generator writes names to resolve per
+//! request, not in an `upstream`, so the refusal is made here.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use httproute_nginx::BackendMap;
+use httproute_nginx::emit::{Tree, Unit};
+use httproute_nginx::nginx_check::{self, MAX_RETRIES};
+use httproute_nginx::plan::{ConditionType, DroppedUnit, Reason};
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hr-shared-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// A `nginx` that refuses a configuration holding `marker` with `[emerg] MESSAGE in
+/// FILE:LINE` (LINE the first line holding it), takes any other, and counts its runs in
+/// `DIR/runs`.
+fn refusing_line_nginx(tag: &str, marker: &str, message: &str) -> PathBuf {
+    let dir = scratch(&format!("{tag}-bin"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("nginx");
+    // `-t -q -p PREFIX/ -c nginx.conf`: the prefix is the fourth argument.
+    let script = format!(
+        "#!/bin/sh\necho run >> '{}/runs'\nline=$(grep -n -F -- '{marker}' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] {message} in $4nginx.conf:$line\" >&2; exit 1; fi\nexit 0\n",
+        dir.display()
+    );
+    std::fs::write(&bin, script).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// `n` routes of tenant `shared`, each with one rule whose one backendRef is Service s (one
+/// `upstream`, which all their shares bring); tenant `other`'s route to Service t and its
+/// redirect; both Gateways' one listener each.
+fn manifests(n: usize) -> String {
+    let mut y = String::new();
+    for ns in ["shared", "other"] {
+        let port = if ns == "shared" { 20000 } else { 20001 };
+        y += &format!(
+            "kind: Gateway\nmetadata: {{name: gw, namespace: {ns}}}\nspec:\n  listeners: [{{name: http, port: {port}, protocol: HTTP}}]\n---\n"
+        );
+    }
+    for i in 0..n {
+        y += &format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{i}, namespace: shared}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [h{i}.shared.test]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /r{i}}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n---\n"
+        );
+    }
+    // A route of tenant shared that does not name s, and tenant other's.
+    y += "kind: HTTPRoute\nmetadata: {name: apart, namespace: shared}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [apart.shared.test]\n  rules:\n  - backendRefs: [{name: u, port: 80}]\n---\n";
+    y += "kind: HTTPRoute\nmetadata: {name: o, namespace: other}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /o}}]\n    backendRefs: [{name: t, port: 80}]\n  - matches: [{path: {type: PathPrefix, value: /moved}}]\n    filters:\n    - type: RequestRedirect\n      requestRedirect: {path: {type: ReplaceFullPath, replaceFullPath: /o}, statusCode: 302}\n---\n";
+    y
+}
+
+const S_ADDRESS: &str = "10.7.0.1:80";
+
+fn backends() -> BackendMap {
+    let mut b = BackendMap::new();
+    b.insert("shared/s:80".into(), S_ADDRESS.into());
+    b.insert("shared/u:80".into(), "10.7.0.2:80".into());
+    b.insert("other/t:80".into(), "10.8.0.1:80".into());
+    b
+}
+
+/// The checked run of `n` sharers: what it made (or why it failed) and how many times the
+/// fake NGINX ran.
+fn run(n: usize, tag: &str) -> (Result<nginx_check::Checked, String>, httproute_nginx::plan::Plan) {
+    let inputs = common::inputs(&manifests(n));
+    let opts = common::options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let nginx = refusing_line_nginx(
+        tag,
+        &format!("server {S_ADDRESS}"),
+        &format!("host not found in upstream \"{S_ADDRESS}\""),
+    );
+    let out_dir = scratch(&format!("{tag}-out"));
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir);
+    let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
+    (c, plan)
+}
+
+/// The refused `upstream` line of Service s records every share that names it.
+#[test]
+fn a_shared_upstream_line_records_all_its_sharers() {
+    let n = 5;
+    let inputs = common::inputs(&manifests(n));
+    let opts = common::options();
+    let plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let out = httproute_nginx::emit::emit_with(&plan, &opts, Tree::Drop).unwrap();
+    let line = out.nginx_conf.lines().position(|l| l.contains(S_ADDRESS)).unwrap() + 1;
+    let units = out.units_at_line(line);
+    let mut names: Vec<String> = units
+        .iter()
+        .map(|u| match u {
+            Unit::BackendShare { rule, index: 0 } => rule.route.name.clone(),
+            u => panic!("{u:?}"),
+        })
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = (0..n).map(|i| format!("r{i}")).collect();
+    want.sort();
+    assert_eq!(names, want, "{}", out.nginx_conf);
+    // The first is still the one `unit_at_line` names.
+    assert_eq!(out.unit_at_line(line), Some(units[0]));
+}
+
+/// More sharers than `MAX_RETRIES`: one retry leaves them all out (two checks in all), each
+/// share with the refusal as its condition, and nothing else.
+#[test]
+fn more_sharers_than_retries_are_left_out_in_one_retry() {
+    let n = MAX_RETRIES + 4;
+    let (c, mut plan) = run(n, "many");
+    let c = c.expect("a configuration that loads");
+    assert_eq!(c.checks, 2, "one refused check, one that loads");
+    assert_eq!(c.refused.len(), n, "{:?}", c.refused);
+    assert_eq!(c.output.dropped.len(), n, "{:?}", c.output.dropped);
+    for d in &c.output.dropped {
+        assert!(
+            matches!(&d.unit, DroppedUnit::BackendShare { rule, index: 0 }
+                if rule.route.namespace == "shared" && rule.route.name.starts_with('r')),
+            "{d}"
+        );
+        assert_eq!(d.reason, Reason::UnsupportedValue, "{d}");
+        assert!(d.message.contains("host not found in upstream"), "{d}");
+    }
+    assert!(!c.output.nginx_conf.contains(S_ADDRESS), "{}", c.output.nginx_conf);
+    // The innocent are written as before: tenant shared's other backend, tenant other's.
+    assert!(c.output.nginx_conf.contains("server 10.7.0.2:80"), "{}", c.output.nginx_conf);
+    assert!(c.output.nginx_conf.contains("server 10.8.0.1:80"), "{}", c.output.nginx_conf);
+    httproute_nginx::plan::dropped_from_configuration(&mut plan.status, &c.output.dropped);
+    let mut refused = 0;
+    for route in &plan.status.routes {
+        let conditions: Vec<_> = route.parents.iter().flat_map(|(_, cs)| cs).collect();
+        let of = |k: ConditionType| conditions.iter().find(|c| c.kind == k).unwrap();
+        assert!(of(ConditionType::Accepted).ok, "{}: {conditions:?}", route.id.name);
+        let refs = of(ConditionType::ResolvedRefs);
+        let sharer = route.id.namespace == "shared" && route.id.name.starts_with('r');
+        assert_eq!(!refs.ok, sharer, "{}: {refs:?}", route.id.name);
+        if sharer {
+            refused += 1;
+            assert!(
+                refs.message.starts_with("rules[0].backendRefs[0]: nginx -t: host not found"),
+                "{refs:?}"
+            );
+        }
+    }
+    assert_eq!(refused, n);
+}
+
+/// Checks and objects left out for 1, 2, 8, MAX_RETRIES and 4 * MAX_RETRIES sharers: always
+/// two checks (one retry), every sharer left out.
+#[test]
+fn one_retry_whatever_the_number_of_sharers() {
+    for n in [1, 2, 8, MAX_RETRIES, 4 * MAX_RETRIES] {
+        let (c, _) = run(n, &format!("n{n}"));
+        let c = c.unwrap_or_else(|e| panic!("{n} sharers: {e}"));
+        eprintln!("{n} sharers: {} checks, {} left out", c.checks, c.output.dropped.len());
+        assert_eq!((c.checks, c.output.dropped.len()), (2, n), "{n} sharers");
+    }
+}
+
+/// A refused line of one share alone (tenant shared's other backend) leaves out that share
+/// only, not the sharers of the upstream beside it.
+#[test]
+fn a_line_of_one_share_leaves_out_no_sharer_of_another() {
+    let inputs = common::inputs(&manifests(6));
+    let opts = common::options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let nginx = refusing_line_nginx("one", "server 10.7.0.2:80", "host not found in upstream");
+    let out_dir = scratch("one-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir).unwrap();
+    let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
+    let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert!(
+        matches!(&c.output.dropped[0].unit, DroppedUnit::BackendShare { rule, .. } if rule.route.name == "apart"),
+        "{dropped:?}"
+    );
+    assert!(c.output.nginx_conf.contains(S_ADDRESS));
+    assert!(Path::new(&c.output.matches_file).is_relative());
+}
+
+/// A refused line of another tenant's own upstream leaves out that tenant's share alone: no
+/// sharer of tenant shared's upstream.
+#[test]
+fn another_tenant_s_line_leaves_out_no_sharer() {
+    let inputs = common::inputs(&manifests(MAX_RETRIES + 4));
+    let opts = common::options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let nginx = refusing_line_nginx("other", "server 10.8.0.1:80", "host not found in upstream");
+    let out_dir = scratch("other-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir).unwrap();
+    let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
+    let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert!(
+        matches!(&c.output.dropped[0].unit, DroppedUnit::BackendShare { rule, .. }
+            if rule.route.namespace == "other" && rule.route.name == "o"),
+        "{dropped:?}"
+    );
+    assert_eq!(c.checks, 2);
+    assert!(c.output.nginx_conf.contains(S_ADDRESS));
+}
+
+/// A `nginx` that refuses every configuration holding `marker` naming no line (as NGINX
+/// reports a hash it cannot build), takes any other.
+fn refusing_nginx(tag: &str, marker: &str) -> PathBuf {
+    let dir = scratch(&format!("{tag}-bin"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("nginx");
+    let script = format!(
+        "#!/bin/sh\nif grep -q -F -- '{marker}' \"$4nginx.conf\"; then echo 'nginx: [emerg] could not build variables_hash, you should increase variables_hash_bucket_size: 64' >&2; exit 1; fi\nexit 0\n"
+    );
+    std::fs::write(&bin, script).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// A refusal naming no line that the shared upstream causes: the bisection finds the last
+/// sharer, whose absence alone does not make it go, then the upstream's sharers together,
+/// left out in one retry (before: one bisection per sharer, past the 64 checks of a run).
+#[test]
+fn a_line_less_refusal_of_a_shared_line_leaves_out_its_sharers_at_once() {
+    let n = MAX_RETRIES + 4;
+    let inputs = common::inputs(&manifests(n));
+    let opts = common::options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let nginx = refusing_nginx("bisect", &format!("server {S_ADDRESS}"));
+    let out_dir = scratch("bisect-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
+    eprintln!("{n} sharers, no line: {} checks", c.checks);
+    assert_eq!(c.output.dropped.len(), n, "{:?}", c.output.dropped);
+    for d in &c.output.dropped {
+        assert!(
+            matches!(&d.unit, DroppedUnit::BackendShare { rule, index: 0 }
+                if rule.route.namespace == "shared" && rule.route.name.starts_with('r')),
+            "{d}"
+        );
+        assert!(d.message.contains("NGINX names no line"), "{d}");
+    }
+    // The first, the bisection (all left out, then halving), the found one alone, its line's
+    // sharers, the one that loads.
+    let units = c.output.units.len() + n;
+    let most = 1 + 1 + (usize::BITS - units.leading_zeros()) as usize + 2 + 1;
+    assert!(c.checks <= most, "{} checks (at most {most})", c.checks);
+}
+
+/// A word of the shared upstream the writer cannot write (a control character in its
+/// address) leaves out every share that names it in one pass, and nothing else.
+#[test]
+fn an_unwritable_word_of_a_shared_line_leaves_out_its_sharers_in_one_pass() {
+    let n = MAX_RETRIES + 4;
+    let inputs = common::inputs(&manifests(n));
+    let opts = common::options();
+    let mut b = backends();
+    b.insert("shared/s:80".into(), "10.7.0.1:80\u{7}".into());
+    let plan = httproute_nginx::plan_for(&inputs, &b, &opts);
+    let out = httproute_nginx::emit::emit_with(&plan, &opts, Tree::Drop).unwrap();
+    assert_eq!(out.work.passes, 2, "{:?}", out.work);
+    assert_eq!(out.dropped.len(), n, "{:?}", out.dropped);
+    assert!(out.dropped.iter().all(|d| matches!(&d.unit, DroppedUnit::BackendShare { rule, .. }
+        if rule.route.name.starts_with('r'))));
+    assert!(out.nginx_conf.contains("server 10.7.0.2:80"), "{}", out.nginx_conf);
+}
