@@ -169,47 +169,40 @@ fn one_retry_whatever_the_number_of_sharers() {
     }
 }
 
-/// A refused line of one share alone (tenant shared's other backend) leaves out that share
-/// only, not the sharers of the upstream beside it.
-#[test]
-fn a_line_of_one_share_leaves_out_no_sharer_of_another() {
-    let inputs = common::inputs(&manifests(6));
+/// With `sharers` routes of tenant shared, NGINX refusing the line holding `marker`: one
+/// share is left out, of the route `namespace/name`, and tenant shared's upstream stays.
+fn one_share_left_out(tag: &str, sharers: usize, marker: &str, namespace: &str, name: &str) {
+    let inputs = common::inputs(&manifests(sharers));
     let opts = common::options();
     let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
-    let nginx = refusing_line_nginx("one", "server 10.7.0.2:80", "host not found in upstream");
-    let out_dir = scratch("one-out");
-    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir).unwrap();
-    let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
-    let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
-    assert_eq!(dropped.len(), 1, "{dropped:?}");
-    assert!(
-        matches!(&c.output.dropped[0].unit, DroppedUnit::BackendShare { rule, .. } if rule.route.name == "apart"),
-        "{dropped:?}"
-    );
-    assert!(c.output.nginx_conf.contains(S_ADDRESS));
-    assert!(Path::new(&c.output.matches_file).is_relative());
-}
-
-/// A refused line of another tenant's own upstream leaves out that tenant's share alone: no
-/// sharer of tenant shared's upstream.
-#[test]
-fn another_tenant_s_line_leaves_out_no_sharer() {
-    let inputs = common::inputs(&manifests(MAX_RETRIES + 4));
-    let opts = common::options();
-    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
-    let nginx = refusing_line_nginx("other", "server 10.8.0.1:80", "host not found in upstream");
-    let out_dir = scratch("other-out");
+    let nginx = refusing_line_nginx(tag, marker, "host not found in upstream");
+    let out_dir = scratch(&format!("{tag}-out"));
     let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir).unwrap();
     let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
     let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
     assert!(
         matches!(&c.output.dropped[0].unit, DroppedUnit::BackendShare { rule, .. }
-            if rule.route.namespace == "other" && rule.route.name == "o"),
+            if rule.route.namespace == namespace && rule.route.name == name),
         "{dropped:?}"
     );
     assert_eq!(c.checks, 2);
     assert!(c.output.nginx_conf.contains(S_ADDRESS));
+    assert!(Path::new(&c.output.matches_file).is_relative());
+}
+
+/// A refused line of one share alone (tenant shared's other backend) leaves out that share
+/// only, not the sharers of the upstream beside it.
+#[test]
+fn a_line_of_one_share_leaves_out_no_sharer_of_another() {
+    one_share_left_out("one", 6, "server 10.7.0.2:80", "shared", "apart");
+}
+
+/// A refused line of another tenant's own upstream leaves out that tenant's share alone: no
+/// sharer of tenant shared's upstream.
+#[test]
+fn another_tenant_s_line_leaves_out_no_sharer() {
+    one_share_left_out("other", MAX_RETRIES + 4, "server 10.8.0.1:80", "other", "o");
 }
 
 /// A `nginx` that refuses every configuration holding `marker` naming no line (as NGINX
