@@ -412,3 +412,13 @@ fn a_regex_of_large_classes_stays_within_the_limit() {
     let json = r#"[{"headers":["x:RegularExpression:^v1\\.\\d+$"],"redirectPath":"/p"}]"#;
     assert!(compile_peak(json, limit).0.is_ok());
 }
+
+/// Distinct lists without a redirectPath: a warning each, in one `Vec` for the whole file,
+/// whose doubling (sized by every list before) was not checked. Before, 1,000 such lists
+/// swept peaked at 383,895 bytes under a limit of 375,923 (5,000: 2,564,075 > 2,311,885).
+#[test]
+fn the_warnings_of_many_lists_stay_within_the_limit() {
+    let lists: Vec<String> =
+        (0..1000).map(|i| format!(r#""k{i}":[{{"method":"M{i}"}}]"#)).collect();
+    sweep("warnings", &format!("{{{}}}", lists.join(",")), 400);
+}
