@@ -434,3 +434,42 @@ fn the_map_of_many_patterns_stays_within_the_limit() {
         .collect();
     sweep("patterns", &format!("{{{}}}", lists.join(",")), 300);
 }
+
+/// A file that changes between the two passes (a FIFO here; a matches.json rewritten during a
+/// reload is the same race): the first pass surveys a short list, the second parses a long one
+/// under the same key, estimated by the survey's length. The reader checks the scope only at
+/// each buffer (up to 64 KiB, ~143x that as serde_json's tree), so the tree passes the limit
+/// first. NOT FIXED: 480 KB under the key `k` under 1 MiB peaks at 5,513,301 bytes. A fix:
+/// count the second pass's bytes per list (as the first pass's `Counted` does) and fail the
+/// read once a list runs past its surveyed length.
+#[test]
+#[ignore = "way over not fixed yet: a file changed between the passes peaks at 5,513,301 > 1 MiB"]
+fn a_file_changed_between_the_passes_stays_within_the_limit() {
+    let path = temp("fifo");
+    let _ = std::fs::remove_file(&path);
+    assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+    let a = r#"{"k":[{"redirectPath":"/p"}]}"#.to_owned();
+    let b = format!(r#"{{"k":[{}{{"redirectPath":"/p"}}]}}"#, r#"{"a":0},"#.repeat(60_000));
+    let p = path.clone();
+    // Each open of the FIFO gets the next text (a third open, to place an error, gets `b`
+    // again); the thread is left blocked on an open the compile does not make.
+    std::thread::spawn(move || {
+        for text in [a, b.clone(), b] {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+            let _ = f.write_all(text.as_bytes());
+            drop(f);
+            // Until the reader has seen the end and closed (a writer opening before would
+            // add to the same stream).
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    });
+    let limit = 1usize << 20;
+    let scope = Scope::open(usize::MAX);
+    let bounds = Bounds { memory: limit, ..Bounds::default() };
+    let r = route_match::compile_file_at_within(&path, Syntax::Auto, bounds).map(|_| ());
+    let peak = scope.peak();
+    drop(scope);
+    let _ = std::fs::remove_file(&path);
+    assert!(peak <= limit, "peak {peak} > limit {limit}: {r:?}");
+}
