@@ -545,7 +545,12 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
                         format!("{} under the key {}", what, parse::key_path(Some(&key))),
                     ));
                 }
-                notices.extend(c.notices(Some(&key)));
+                let these = c.notices(Some(&key));
+                if !try_room(&mut notices, these.len()) {
+                    c.b.no_memory = true;
+                    return;
+                }
+                notices.extend(these);
                 if !try_room(&mut lists, 1) {
                     c.b.no_memory = true;
                     return;
@@ -784,6 +789,12 @@ impl Compiler {
                 break;
             }
             self.b.entries.push(entry);
+            // The warnings of the whole source are one `Vec`: its doubling is made in one go,
+            // sized by every list before this one, not by this list's estimate; checked first.
+            if !try_room(warnings, problems.len()) {
+                self.b.no_memory = true;
+                break;
+            }
             warnings.extend(problems.into_iter().map(|message| Warning {
                 key: key.map(str::to_owned),
                 also: 0,

@@ -291,10 +291,15 @@ pub(crate) struct Survey {
 /// when it is full (buckets are at most ~2.3x the length after growing; 4x is an upper bound),
 /// else nothing. Asked before the growth, which holds the old table and the new one at once.
 pub(crate) fn set_growth(len: usize, capacity: usize) -> usize {
+    table_growth(len, capacity, core::mem::size_of::<String>())
+}
+
+/// [`set_growth`] for a hash table of elements of `size` bytes.
+pub(crate) fn table_growth(len: usize, capacity: usize, size: usize) -> usize {
     if len < capacity {
         return 0;
     }
-    len.max(4).saturating_mul(4 * (core::mem::size_of::<String>() + 1))
+    len.max(4).saturating_mul(4 * (size + 1))
 }
 
 /// Bytes a `Vec` (or `String`) of `len` elements of `size` bytes at `capacity` allocates to

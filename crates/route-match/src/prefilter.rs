@@ -97,8 +97,16 @@ pub(crate) struct Analysis {
 }
 
 /// One scan and one parse of `pattern` (it is compiled once per source, so this runs once).
+///
+/// `regex-syntax` builds its whole tree of the pattern (every class spelled out as ranges of
+/// its Unicode tables: one `\W` is ~26 KB) and the extractor its literal sets, with infallible
+/// allocations and no checkpoint inside: the analysis runs only if [`analysis_estimate`] fits
+/// in what is left of the compile's memory bound, else the pattern is left out (always run).
 pub(crate) fn analyse(pattern: &str) -> Analysis {
     let Some(caseless) = comparable(pattern) else { return Analysis::default() };
+    if !pcre2_bounded::memory::can_build(analysis_estimate(pattern, caseless)) {
+        return Analysis::default();
+    }
     let Ok(hir) = regex_syntax::ParserBuilder::new().build().parse(pattern) else {
         return Analysis::default();
     };
@@ -106,6 +114,46 @@ pub(crate) fn analyse(pattern: &str) -> Analysis {
     // the other's could have another length.
     let bounds = if caseless { None } else { length_bounds(&hir) };
     Analysis { literals: required_literals(hir, caseless), bounds }
+}
+
+/// Bytes the analysis may allocate at once per byte of a pattern, its large classes aside:
+/// measured with the module's allocator (`tests/parse_estimate.rs`), at most ~560 (`(?i)a`
+/// repeated, `.`, `^`, groups), PCRE2's compile of it included.
+const ANALYSIS_PER_BYTE: usize = 1024;
+/// ... per class spelled out from Unicode's tables: a Perl class (`\w`, `\W`, `\d`, `\D`, `\s`,
+/// `\S`) and, in a caseless pattern, a bracketed class (folded, every cased character of its
+/// ranges added): measured at most ~53 KB (`(?i)[\w\s]`; `\W` ~26 KB, `\w` ~7 KB).
+const ANALYSIS_PER_CLASS: usize = 64 * 1024;
+/// ... for the literal sets of the extractor: at most [`CASELESS_TOTAL`] literals of 64 bytes
+/// (measured ~480 KB) for a caseless pattern, 64 literals otherwise.
+const ANALYSIS_CASELESS: usize = 1 << 20;
+const ANALYSIS_BASE: usize = 64 * 1024;
+
+/// An upper bound of the bytes [`analyse`] allocates at its peak for `pattern` (which
+/// [`comparable`] accepted, `caseless` as it said): its bytes, its large classes, and the
+/// extractor's literal sets.
+pub(crate) fn analysis_estimate(pattern: &str, caseless: bool) -> usize {
+    let b = pattern.as_bytes();
+    let mut classes = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => {
+                i += 1;
+                if matches!(b.get(i), Some(b'w' | b'W' | b'd' | b'D' | b's' | b'S')) {
+                    classes += 1;
+                }
+            }
+            b'[' if caseless => classes += 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    let extract = if caseless { ANALYSIS_CASELESS } else { ANALYSIS_BASE };
+    b.len()
+        .saturating_mul(ANALYSIS_PER_BYTE)
+        .saturating_add(classes.saturating_mul(ANALYSIS_PER_CLASS))
+        .saturating_add(extract)
 }
 
 fn length_bounds(hir: &Hir) -> Option<(usize, Option<usize>)> {

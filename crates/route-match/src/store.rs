@@ -374,8 +374,16 @@ impl Builder {
         if let Some(&id) = self.pattern_ids.get(&text) {
             return Ok(id);
         }
+        // The map of patterns grows (its old table and its new one held at once) for the
+        // source's distinct patterns, not this list's: checked first.
+        let ids = crate::parse::table_growth(
+            self.pattern_ids.len(),
+            self.pattern_ids.capacity(),
+            core::mem::size_of::<(Span, u32)>(),
+        );
         if !(try_room(&mut self.patterns, 1)
             && try_room(&mut self.pattern_literals, 1)
+            && (ids == 0 || pcre2_bounded::memory::may_grow(ids))
             && self.pattern_ids.try_reserve(1).is_ok())
         {
             self.no_memory = true;

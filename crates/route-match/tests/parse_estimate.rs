@@ -341,7 +341,8 @@ fn includes(n: usize, width: usize) -> String {
 /// the includes, the finish, the refusal), and its peak stays within the limit at each, from
 /// memory and from a file.
 fn sweep(what: &str, json: &str, steps: usize) {
-    let path = temp("sweep");
+    // A path of its own: tests sweep in parallel.
+    let path = temp(&format!("sweep-{}", what.replace(' ', "-")));
     for from in [None, Some(path.as_path())] {
         let (r, full) = compile_file_peak(json, usize::MAX, from);
         assert!(r.is_ok(), "{what}: {r:?}");
@@ -392,4 +393,87 @@ proptest! {
         let (r, peak) = compile_file_peak(&json, limit, None);
         prop_assert!(peak <= limit, "peak {} > limit {} ({} lists of includes, {:?})", peak, limit, n, r.err());
     }
+}
+
+/// One regex of large classes: `regex-syntax`'s tree of the pattern (the prefilter's
+/// analysis) spells each `\w` out as the ranges of Unicode's tables (~7 KB each, `\W` ~26 KB),
+/// with no checkpoint inside it. The analysis runs only when its estimate fits in what is left
+/// (else the pattern is always run). Before, 1,000 `\w` (3,058 bytes of JSON) under 1 MiB
+/// peaked at 6,720,812 bytes.
+#[test]
+fn a_regex_of_large_classes_stays_within_the_limit() {
+    let limit = 1usize << 20;
+    for (class, n) in [(r"\\w", 1000usize), (r"\\W", 100), (r"(?i)[\\w\\s]", 60), (r"\\d", 2000)] {
+        let pat = class.repeat(n);
+        let json = format!(r#"[{{"headers":["x:RegularExpression:{pat}"],"redirectPath":"/p"}}]"#);
+        let (r, peak) = compile_peak(&json, limit);
+        assert!(peak <= limit, "{class} x{n}: peak {peak} > limit {limit}: {r:?}");
+        let file = format!(r#"{{"k":{json}}}"#);
+        let (r, peak) = compile_file_peak(&file, limit, None);
+        assert!(peak <= limit, "{class} x{n}, a file: peak {peak} > limit {limit}: {r:?}");
+    }
+    // Where it fits, the pattern still gets its literals (and compiles).
+    let json = r#"[{"headers":["x:RegularExpression:^v1\\.\\d+$"],"redirectPath":"/p"}]"#;
+    assert!(compile_peak(json, limit).0.is_ok());
+}
+
+/// Distinct lists without a redirectPath: a warning each, in one `Vec` for the whole file,
+/// whose doubling (sized by every list before) was not checked. Before, 1,000 such lists
+/// swept peaked at 383,895 bytes under a limit of 375,923 (5,000: 2,564,075 > 2,311,885).
+#[test]
+fn the_warnings_of_many_lists_stay_within_the_limit() {
+    let lists: Vec<String> =
+        (0..1000).map(|i| format!(r#""k{i}":[{{"method":"M{i}"}}]"#)).collect();
+    sweep("warnings", &format!("{{{}}}", lists.join(",")), 400);
+}
+
+/// A distinct regex in each of many lists: the file's map of patterns grew (old and new table
+/// at once) unchecked. Before, 3,000 lists swept peaked at 1,881,467 under 1,875,247.
+#[test]
+fn the_map_of_many_patterns_stays_within_the_limit() {
+    let lists: Vec<String> = (0..3000)
+        .map(|i| {
+            format!(r#""k{i}":[{{"headers":["x:RegularExpression:^v{i}$"],"redirectPath":"/p"}}]"#)
+        })
+        .collect();
+    sweep("patterns", &format!("{{{}}}", lists.join(",")), 300);
+}
+
+/// A file that changes between the two passes (a FIFO here; a matches.json rewritten during a
+/// reload is the same race): the first pass surveys a short list, the second parses a long one
+/// under the same key, estimated by the survey's length. The reader checks the scope only at
+/// each buffer (up to 64 KiB, ~143x that as serde_json's tree), so the tree passes the limit
+/// first. NOT FIXED: 480 KB under the key `k` under 1 MiB peaks at 5,513,301 bytes. A fix:
+/// count the second pass's bytes per list (as the first pass's `Counted` does) and fail the
+/// read once a list runs past its surveyed length.
+#[test]
+#[ignore = "way over not fixed yet: a file changed between the passes peaks at 5,513,301 > 1 MiB"]
+fn a_file_changed_between_the_passes_stays_within_the_limit() {
+    let path = temp("fifo");
+    let _ = std::fs::remove_file(&path);
+    assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+    let a = r#"{"k":[{"redirectPath":"/p"}]}"#.to_owned();
+    let b = format!(r#"{{"k":[{}{{"redirectPath":"/p"}}]}}"#, r#"{"a":0},"#.repeat(60_000));
+    let p = path.clone();
+    // Each open of the FIFO gets the next text (a third open, to place an error, gets `b`
+    // again); the thread is left blocked on an open the compile does not make.
+    std::thread::spawn(move || {
+        for text in [a, b.clone(), b] {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+            let _ = f.write_all(text.as_bytes());
+            drop(f);
+            // Until the reader has seen the end and closed (a writer opening before would
+            // add to the same stream).
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    });
+    let limit = 1usize << 20;
+    let scope = Scope::open(usize::MAX);
+    let bounds = Bounds { memory: limit, ..Bounds::default() };
+    let r = route_match::compile_file_at_within(&path, Syntax::Auto, bounds).map(|_| ());
+    let peak = scope.peak();
+    drop(scope);
+    let _ = std::fs::remove_file(&path);
+    assert!(peak <= limit, "peak {peak} > limit {limit}: {r:?}");
 }
