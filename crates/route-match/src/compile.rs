@@ -21,7 +21,8 @@ use crate::parse::{
     self, ParseError, Parsed, RawList, Syntax, is_match_type, is_typed_string, key_path,
 };
 use crate::store::{
-    Body, Builder, Cond, Entry, Item, PathCond, Run, Span, Store, Table, Test, try_room,
+    Body, Builder, Cond, Entry, Item, PathCond, Run, Span, Store, Table, Test, extend_or_mark,
+    try_room,
 };
 
 /// A malformed entry, found at compile time. The entry answers an error when a request reaches
@@ -408,18 +409,18 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
             survey.keys, survey.entries, survey.conditions
         )
     };
-    // `bytes` more could not be had: over the limit, or refused by the system.
-    let refusal = |bytes: usize| {
+    // `bytes` more could not be had while `during`: over the limit, or refused by the system.
+    let refusal = |bytes: usize, during: &str| {
         let used = scope.used().saturating_add(bytes);
         let e = if used > scope.limit() {
             Exhausted::Limit { used, limit: scope.limit() }
         } else {
             Exhausted::OutOfMemory { used: scope.used() }
         };
-        mem(e, &what())
+        mem(e, during)
     };
     if let Err(bytes) = c.b.reserve(&survey) {
-        return Err(refusal(bytes));
+        return Err(refusal(bytes, &what()));
     }
     scope.check().map_err(|e| mem(e, &what()))?;
     // Identical lists (NGF writes one per hostname) are stored once: each list is compiled,
@@ -443,7 +444,7 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     let tables =
         survey.keys.saturating_mul(per_key).saturating_add(next_key).saturating_add(reader);
     if !pcre2_bounded::memory::can_build(tables) {
-        return Err(refusal(tables));
+        return Err(refusal(tables, &what()));
     }
     if seen.try_reserve(survey.keys).is_err()
         || lists.try_reserve_exact(survey.keys).is_err()
@@ -505,16 +506,12 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
             Parsed::Includes(targets) => {
                 let span = c.b.intern(&key);
                 let number = c.b.index(composites.len());
-                if !try_room(&mut composites, 1) {
-                    c.b.no_memory = true;
-                    return;
-                }
-                composites.push(targets);
-                if !try_room(&mut keys, 1) {
-                    c.b.no_memory = true;
-                    return;
-                }
-                keys.push((span, Slot::Composite(number)));
+                let _ = extend_or_mark(&mut c.b.no_memory, &mut composites, [targets])
+                    && extend_or_mark(
+                        &mut c.b.no_memory,
+                        &mut keys,
+                        [(span, Slot::Composite(number))],
+                    );
                 return;
             }
         };
@@ -546,16 +543,11 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
                     ));
                 }
                 let these = c.notices(Some(&key));
-                if !try_room(&mut notices, these.len()) {
-                    c.b.no_memory = true;
+                if !(extend_or_mark(&mut c.b.no_memory, &mut notices, these)
+                    && extend_or_mark(&mut c.b.no_memory, &mut lists, [(entries, index)]))
+                {
                     return;
                 }
-                notices.extend(these);
-                if !try_room(&mut lists, 1) {
-                    c.b.no_memory = true;
-                    return;
-                }
-                lists.push((entries, index));
                 let number = lists.len() - 1;
                 seen.entry(shape).or_default().push((number, first_warning..warnings.len()));
                 number
@@ -563,11 +555,7 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         };
         let span = c.b.intern(&key);
         let number = c.b.index(number);
-        if !try_room(&mut keys, 1) {
-            c.b.no_memory = true;
-            return;
-        }
-        keys.push((span, Slot::Plain(number)));
+        extend_or_mark(&mut c.b.no_memory, &mut keys, [(span, Slot::Plain(number))]);
     });
     let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
     if let Some(e) = failed.as_ref().map(|(e, _)| *e).or(scope.check().err()).or(no_memory) {
@@ -583,13 +571,7 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     // keys, lists and include elements): checked before it is made.
     let finish = finish_estimate(keys.len(), lists.len(), &composites);
     if !pcre2_bounded::memory::can_build(finish) {
-        let used = scope.used().saturating_add(finish);
-        let e = if used > scope.limit() {
-            Exhausted::Limit { used, limit: scope.limit() }
-        } else {
-            Exhausted::OutOfMemory { used: scope.used() }
-        };
-        return Err(mem(e, "resolving the includes and finishing the lists"));
+        return Err(refusal(finish, "resolving the includes and finishing the lists"));
     }
     let resolved = crate::include::resolve(&c.b, &keys, &composites, lists.len())
         .map_err(|m| FileError::Parse(ParseError::include(m)))?;
@@ -784,23 +766,19 @@ impl Compiler {
             }
             let (entry, problems) = self.entry(v);
             // Sized by the first pass; grown (checked) only for a file that changed since.
-            if !try_room(&mut self.b.entries, 1) {
-                self.b.no_memory = true;
-                break;
-            }
-            self.b.entries.push(entry);
             // The warnings of the whole source are one `Vec`: its doubling is made in one go,
             // sized by every list before this one, not by this list's estimate; checked first.
-            if !try_room(warnings, problems.len()) {
-                self.b.no_memory = true;
-                break;
-            }
-            warnings.extend(problems.into_iter().map(|message| Warning {
+            let problems = problems.into_iter().map(|message| Warning {
                 key: key.map(str::to_owned),
                 also: 0,
                 entry: i,
                 message,
-            }));
+            });
+            if !(extend_or_mark(&mut self.b.no_memory, &mut self.b.entries, [entry])
+                && extend_or_mark(&mut self.b.no_memory, warnings, problems))
+            {
+                break;
+            }
         }
         self.b.run(start, self.b.entries.len())
     }

@@ -13,7 +13,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::prefilter::Needed;
 use crate::store::{
-    Body, Builder, Cond, Entry, Index, Item, RegexGroup, Run, Span, Table, Test, try_room,
+    Body, Builder, Cond, Entry, Index, Item, RegexGroup, Run, Span, Table, Test, extend_or_mark,
+    try_room,
 };
 
 /// Lists shorter than this are scanned linearly (the index would not pay for itself).
@@ -97,11 +98,9 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     }
     rest.sort_unstable();
     let first_group = b.regex_groups.len();
-    if !try_room(&mut b.regex_groups, regex_groups.len()) {
-        b.no_memory = true;
+    if !extend_or_mark(&mut b.no_memory, &mut b.regex_groups, regex_groups) {
         return None;
     }
-    b.regex_groups.extend(regex_groups);
     let regex = b.run(first_group, b.regex_groups.len());
     let (mut headers, mut params, mut methods) = (Groups::default(), Groups::default(), Vec::new());
     for (k, list) in filed {
@@ -115,22 +114,19 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     let first = b.items.len();
     for (m, list) in &methods {
         let value = postings(b, list);
-        if !try_room(&mut b.items, 1) {
-            b.no_memory = true;
+        if !extend_or_mark(&mut b.no_memory, &mut b.items, [Item { key: *m, value }]) {
             return None;
         }
-        b.items.push(Item { key: *m, value });
     }
     let methods = b.run(first, b.items.len());
     let headers = groups(b, &headers);
     let header_names = name_table(b, headers);
     let params = groups(b, &params);
     let id = b.index(b.indexes.len());
-    if !try_room(&mut b.indexes, 1) {
-        b.no_memory = true;
+    let index = Index { headers, params, methods, rest, regex, header_names };
+    if !extend_or_mark(&mut b.no_memory, &mut b.indexes, [index]) {
         return None;
     }
-    b.indexes.push(Index { headers, params, methods, rest, regex, header_names });
     // The estimate fitted (else nothing was built): spent now means it was passed while built.
     if pcre2_bounded::memory::spent() && b.spent_in.is_none() {
         b.spent_in = Some("building the index of the list");
@@ -282,29 +278,22 @@ fn literals(b: &mut Builder, by_literal: Literals) -> Option<Option<crate::store
         b.spent_in = Some("building the regex prefilter's automaton of the list");
     }
     let Some(automaton) = built else {
-        if try_room(&mut b.unindexed, 1) {
-            b.unindexed.push(by_literal.values().flatten().copied().min().unwrap_or(0));
-        } else {
-            b.no_memory = true;
-        }
+        let first = by_literal.values().flatten().copied().min().unwrap_or(0);
+        extend_or_mark(&mut b.no_memory, &mut b.unindexed, [first]);
         return None;
     };
     let id = b.index(b.automata.len());
-    if !try_room(&mut b.automata, 1) {
-        b.no_memory = true;
+    if !extend_or_mark(&mut b.no_memory, &mut b.automata, [automaton]) {
         return None;
     }
-    b.automata.push(automaton);
     let first = b.literal_postings.len();
     for mut list in by_literal.into_values() {
         list.sort_unstable();
         list.dedup();
         let run = postings(b, &list);
-        if !try_room(&mut b.literal_postings, 1) {
-            b.no_memory = true;
+        if !extend_or_mark(&mut b.no_memory, &mut b.literal_postings, [run]) {
             return None;
         }
-        b.literal_postings.push(run);
     }
     let literals = b.run(first, b.literal_postings.len());
     Some(Some(crate::store::Literals { automaton: id, literals }))
@@ -387,22 +376,18 @@ fn name_table(b: &mut Builder, headers: Run) -> Table {
     for (i, name) in names.into_iter().enumerate() {
         let g = headers.start as usize + i;
         let value = b.run(g, g + 1);
-        if !try_room(&mut b.items, 1) {
-            b.no_memory = true;
+        if !extend_or_mark(&mut b.no_memory, &mut b.items, [Item { key: name, value }]) {
             return Table::default();
         }
-        b.items.push(Item { key: name, value });
     }
     b.table(first)
 }
 
 fn postings(b: &mut Builder, list: &[u32]) -> Run {
     let start = b.postings.len();
-    if !try_room(&mut b.postings, list.len()) {
-        b.no_memory = true;
+    if !extend_or_mark(&mut b.no_memory, &mut b.postings, list.iter().copied()) {
         return Run::default();
     }
-    b.postings.extend_from_slice(list);
     b.run(start, b.postings.len())
 }
 
@@ -416,20 +401,16 @@ fn groups(b: &mut Builder, groups: &Groups) -> Run {
         let first = b.items.len();
         for (value, list) in values {
             let run = postings(b, list);
-            if !try_room(&mut b.items, 1) {
-                b.no_memory = true;
+            if !extend_or_mark(&mut b.no_memory, &mut b.items, [Item { key: *value, value: run }]) {
                 return Run::default();
             }
-            b.items.push(Item { key: *value, value: run });
         }
         made.push((*name, b.table(first)));
     }
     let start = b.groups.len();
-    if !try_room(&mut b.groups, made.len()) {
-        b.no_memory = true;
+    if !extend_or_mark(&mut b.no_memory, &mut b.groups, made) {
         return Run::default();
     }
-    b.groups.extend(made);
     b.run(start, b.groups.len())
 }
 

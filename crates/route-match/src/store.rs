@@ -273,6 +273,23 @@ pub(crate) fn try_room<T>(v: &mut Vec<T>, additional: usize) -> bool {
     (grow == 0 || pcre2_bounded::memory::may_grow(grow)) && v.try_reserve(additional).is_ok()
 }
 
+/// Appends `items` to `v` when the room for them is had ([`try_room`]); else sets
+/// `no_memory` (the compile's flag: its next checkpoint fails it) and appends nothing.
+/// Whether they were appended.
+pub(crate) fn extend_or_mark<T>(
+    no_memory: &mut bool,
+    v: &mut Vec<T>,
+    items: impl IntoIterator<Item = T, IntoIter: ExactSizeIterator>,
+) -> bool {
+    let items = items.into_iter();
+    if !try_room(v, items.len()) {
+        *no_memory = true;
+        return false;
+    }
+    v.extend(items);
+    true
+}
+
 impl Builder {
     /// Sizes the arrays for what a first pass found: growing them would copy them, and leave
     /// the old copies behind as freed heap in the master. Index arrays get what every list
