@@ -8,7 +8,6 @@
 use core::fmt;
 use core::ops::Range;
 use rustc_hash::FxHashMap as HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use pcre2_bounded::memory::{Exhausted, Scope};
@@ -153,10 +152,10 @@ impl Default for Bounds {
 /// Bytes of the limit kept for the refusal when a compile is stopped: its message (a key in
 /// it is cut to [`parse::KEY_SHOWN`] bytes) and the error around it, so that a refused compile
 /// too stays within `http_matches_max_memory`.
-const REFUSAL_ROOM: usize = 4096;
+pub(crate) const REFUSAL_ROOM: usize = 4096;
 
 /// Why a compile ran out of memory, and what it was doing.
-fn memory_error(e: Exhausted, during: &str) -> String {
+pub(crate) fn memory_error(e: Exhausted, during: &str) -> String {
     match e {
         Exhausted::NoReserve => format!(
             "out of memory before {during}: the system refused the allocator's 16 MiB reserve \
@@ -225,57 +224,11 @@ pub(crate) fn compile_list(
     Ok(CompiledList { list, warnings, notices })
 }
 
-pub(crate) fn compile_file(
-    json: &[u8],
-    syntax: Syntax,
-    bounds: Bounds,
-) -> Result<CompiledFile, ParseError> {
-    let scope = Scope::open_keeping(bounds.memory, REFUSAL_ROOM);
-    // Before anything is allocated (see `compile_list`).
-    scope.check().map_err(|e| ParseError::memory(memory_error(e, "reading the file")))?;
-    // The first pass reads through a counter (a stream reader over the slice): it records
-    // each list's length, which the parse estimates the list by before it builds its tree.
-    let survey = first_pass(json, &scope);
-    compile_file_from(syntax, bounds, &scope, survey, 0, || {
-        Ok(serde_json::Deserializer::from_slice(json))
-    })
-    .map_err(|e| match e {
-        FileError::Parse(e) => e,
-        FileError::Io(e) => ParseError::io(&e),
-        FileError::Memory(m) => ParseError::memory(m),
-    })
-}
-
-/// The first pass over a file (`parse::survey`), read through a counter for each list's
-/// length, with the scope checked at every key before the set of keys grows: a growth past
-/// what is left of `scope` ends it, and one the system refuses (an address-space limit, not
-/// the limit) is told apart in [`parse::Survey::system_refused`].
-fn first_pass<R: std::io::Read>(reader: R, scope: &Scope) -> parse::Survey {
-    let pos = core::cell::Cell::new(0);
-    let system = core::cell::Cell::new(false);
-    let room = |n| {
-        if scope.check().is_err() || n > pcre2_bounded::memory::room() {
-            return false;
-        }
-        let ok = pcre2_bounded::memory::can_build(n);
-        system.set(system.get() || !ok);
-        ok
-    };
-    // A string that outgrows what is left stops the read (see `parse::Counted`).
-    let string_refused = core::cell::Cell::new(false);
-    let strings = parse::Strings::new(&room, &string_refused);
-    let counted = parse::Counted { inner: reader, pos: &pos, strings };
-    let mut survey =
-        parse::survey(serde_json::Deserializer::from_reader(counted), &|| pos.get(), &room);
-    survey.out_of_memory |= string_refused.get();
-    survey.system_refused |= system.get();
-    survey
-}
-
 /// Why a file could not be compiled.
 #[derive(Debug)]
 pub enum FileError {
-    /// It could not be opened.
+    /// It could not be opened, or it changed while it was read (a list longer in the second
+    /// pass than in the first).
     Io(std::io::Error),
     /// It is not a usable `matches.json` (a read error half-way is one too).
     Parse(ParseError),
@@ -296,77 +249,6 @@ impl fmt::Display for FileError {
 
 impl std::error::Error for FileError {}
 
-/// A reader that fails once the compile's scope is spent: the parse stops within one buffer
-/// (64 KiB of JSON) of the allocation that failed or went over the limit, so what it
-/// allocates after that stays within the allocator's reserve.
-struct Checked<'s> {
-    file: std::fs::File,
-    scope: &'s Scope,
-}
-
-impl std::io::Read for Checked<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.scope.check().map_err(std::io::Error::other)?;
-        self.file.read(buf)
-    }
-}
-
-pub(crate) fn compile_path(
-    path: &Path,
-    syntax: Syntax,
-    bounds: Bounds,
-) -> Result<CompiledFile, FileError> {
-    let scope = Scope::open_keeping(bounds.memory, REFUSAL_ROOM);
-    // Before anything is allocated, the file's read buffer included (see `compile_list`).
-    scope.check().map_err(|e| FileError::Memory(memory_error(e, "reading the file")))?;
-    let buffer = read_buffer(bounds.memory);
-    let open = || -> std::io::Result<_> {
-        let file = Checked { file: std::fs::File::open(path)?, scope: &scope };
-        Ok(std::io::BufReader::with_capacity(buffer, file))
-    };
-    // The first pass through a counter, for each list's length (see `compile_file`).
-    let survey = first_pass(open().map_err(FileError::Io)?, &scope);
-    let parse = || Ok(serde_json::Deserializer::from_reader(open()?));
-    match compile_file_from(syntax, bounds, &scope, survey, buffer, parse) {
-        // serde_json places errors one column late when it reads from a stream (it cannot
-        // give back the byte it peeked at): parse the text once more from memory, only now,
-        // for the exact position, if the text and its parse fit in what is left of the
-        // limit (the parse within what is left after the text); else the stream's position.
-        Err(FileError::Parse(streamed)) => {
-            let len = std::fs::metadata(path).map_err(FileError::Io)?.len();
-            let len = usize::try_from(len).unwrap_or(usize::MAX);
-            let room = pcre2_bounded::memory::room();
-            // The text, and at least as much again for its parse up to the error.
-            if len.saturating_mul(2) > room {
-                return Err(FileError::Parse(streamed));
-            }
-            let mut json = Vec::new();
-            if json.try_reserve_exact(len).is_err() {
-                return Err(FileError::Parse(streamed));
-            }
-            use std::io::Read;
-            // At most `len` bytes: a file that grew since is not read past what was asked.
-            std::fs::File::open(path)
-                .and_then(|f| f.take(len as u64).read_to_end(&mut json))
-                .map_err(FileError::Io)?;
-            // The parse from memory, in what is left of this scope (the text is counted in
-            // it): a refusal for memory there keeps the stream's position.
-            let left = Bounds { memory: pcre2_bounded::memory::room(), ..bounds };
-            match compile_file(&json, syntax, left) {
-                Err(e) if e.is_memory() => Err(FileError::Parse(streamed)),
-                other => other.map_err(FileError::Parse),
-            }
-        }
-        other => other,
-    }
-}
-
-/// The buffer a file is read through (each of its two passes has one, in turn): 64 KiB, or
-/// an eighth of the limit when that is less (it is allocated before anything can be refused).
-fn read_buffer(limit: usize) -> usize {
-    (limit / 8).clamp(512, 64 * 1024)
-}
-
 /// Compiles a file from its first pass (`survey`) and the deserializer `open` returns for the
 /// second, which allocates `reader` bytes (its read buffer) when it is opened.
 ///
@@ -376,12 +258,16 @@ fn read_buffer(limit: usize) -> usize {
 /// fit ([`list_estimate`]); the scope is checked at every list and (through the reader) every
 /// 64 KiB of JSON; what cannot be made fallible (serde_json's tree of one list, the growth of
 /// a few small vectors) is bounded by those checks and covered by the allocator's reserve.
-fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
+///
+/// `fence` is the second pass's reader's, when it reads a stream (a file whose text may change
+/// between the passes): each list is read only as far as its first-pass length.
+pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     syntax: Syntax,
     bounds: Bounds,
     scope: &Scope,
     survey: parse::Survey,
     reader: usize,
+    fence: Option<&parse::Fence>,
     open: impl FnOnce() -> std::io::Result<serde_json::Deserializer<R>>,
 ) -> Result<CompiledFile, FileError> {
     let mem = |e: Exhausted, during: &str| FileError::Memory(memory_error(e, during));
@@ -462,6 +348,9 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     // Each list is estimated before it is parsed (serde_json's tree is built whole, with no
     // checkpoint inside): refused unparsed, with why, when the estimate does not fit.
     let mut refused: Option<String> = None;
+    // The key of the list being parsed under a fence (its path, cut to 64 bytes), for the
+    // message if the fence is passed.
+    let mut fenced: Option<String> = None;
     let mut number = 0usize;
     let mut before = |key: &str| {
         let length = survey.lengths.get(number).map(|&l| l as usize);
@@ -469,8 +358,11 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         let estimate =
             length.map_or(usize::MAX, |l| list_estimate(l, key.len()).saturating_add(next_key));
         let room = pcre2_bounded::memory::room();
-        if estimate <= room {
-            return true;
+        if let Some(l) = length.filter(|_| estimate <= room) {
+            if fence.is_some() {
+                fenced = Some(key_path(Some(key)));
+            }
+            return Some(l as u64);
         }
         let at = parse::key_path(Some(key));
         refused = Some(match length {
@@ -486,77 +378,93 @@ fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
                  between the two passes); not parsed"
             ),
         });
-        false
+        None
     };
     let room = |n| pcre2_bounded::memory::may_grow(n);
-    let parsed = parse::parse_file_with(de, &survey.names, &room, &mut before, &mut |key, list| {
-        if failed.is_none() {
-            let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
-            if let Some(e) = scope.check().err().or(no_memory) {
-                let at = parse::key_path(Some(&key));
-                failed = Some((e, format!("compiling the list under the key {at}")));
-                // The reader stops the parse at its next buffer.
-                return;
-            }
-        } else {
-            return;
-        }
-        let list = match list {
-            Parsed::Entries(list) => list,
-            Parsed::Includes(targets) => {
-                let span = c.b.intern(&key);
-                let number = c.b.index(composites.len());
-                let _ = extend_or_mark(&mut c.b.no_memory, &mut composites, [targets])
-                    && extend_or_mark(
-                        &mut c.b.no_memory,
-                        &mut keys,
-                        [(span, Slot::Composite(number))],
-                    );
-                return;
-            }
-        };
-        let (first_warning, first_entry, first_cond) =
-            (warnings.len(), c.b.entries.len(), c.b.conds.len());
-        let entries = c.entries(&list, Some(&key), &mut warnings);
-        let shape = c.shape_hash(entries);
-        let earlier =
-            seen.get(&shape).into_iter().flatten().find(|(n, _)| {
-                lists.get(*n).is_some_and(|(other, _)| c.same_entries(*other, entries))
-            });
-        let number = match earlier.cloned() {
-            Some((number, its_warnings)) => {
-                warnings.truncate(first_warning);
-                for w in &mut warnings[its_warnings] {
-                    w.also += 1;
-                }
-                c.b.entries.truncate(first_entry);
-                c.b.conds.truncate(first_cond);
-                number
-            }
-            None => {
-                let index = index::build(&mut c.b, entries);
-                if let (Some(what), Err(e)) = (c.b.spent_in, scope.check()) {
-                    // Named now: the next list's checkpoint would name the next list.
-                    failed = Some((
-                        e,
-                        format!("{} under the key {}", what, parse::key_path(Some(&key))),
-                    ));
-                }
-                let these = c.notices(Some(&key));
-                if !(extend_or_mark(&mut c.b.no_memory, &mut notices, these)
-                    && extend_or_mark(&mut c.b.no_memory, &mut lists, [(entries, index)]))
-                {
+    let parsed =
+        parse::parse_file_with(de, &survey.names, &room, fence, &mut before, &mut |key, list| {
+            if failed.is_none() {
+                let no_memory =
+                    c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
+                if let Some(e) = scope.check().err().or(no_memory) {
+                    let at = parse::key_path(Some(&key));
+                    failed = Some((e, format!("compiling the list under the key {at}")));
+                    // The reader stops the parse at its next buffer.
                     return;
                 }
-                let number = lists.len() - 1;
-                seen.entry(shape).or_default().push((number, first_warning..warnings.len()));
-                number
+            } else {
+                return;
             }
+            let list = match list {
+                Parsed::Entries(list) => list,
+                Parsed::Includes(targets) => {
+                    let span = c.b.intern(&key);
+                    let number = c.b.index(composites.len());
+                    let _ = extend_or_mark(&mut c.b.no_memory, &mut composites, [targets])
+                        && extend_or_mark(
+                            &mut c.b.no_memory,
+                            &mut keys,
+                            [(span, Slot::Composite(number))],
+                        );
+                    return;
+                }
+            };
+            let (first_warning, first_entry, first_cond) =
+                (warnings.len(), c.b.entries.len(), c.b.conds.len());
+            let entries = c.entries(&list, Some(&key), &mut warnings);
+            let shape = c.shape_hash(entries);
+            let earlier = seen.get(&shape).into_iter().flatten().find(|(n, _)| {
+                lists.get(*n).is_some_and(|(other, _)| c.same_entries(*other, entries))
+            });
+            let number = match earlier.cloned() {
+                Some((number, its_warnings)) => {
+                    warnings.truncate(first_warning);
+                    for w in &mut warnings[its_warnings] {
+                        w.also += 1;
+                    }
+                    c.b.entries.truncate(first_entry);
+                    c.b.conds.truncate(first_cond);
+                    number
+                }
+                None => {
+                    let index = index::build(&mut c.b, entries);
+                    if let (Some(what), Err(e)) = (c.b.spent_in, scope.check()) {
+                        // Named now: the next list's checkpoint would name the next list.
+                        failed = Some((
+                            e,
+                            format!("{} under the key {}", what, parse::key_path(Some(&key))),
+                        ));
+                    }
+                    let these = c.notices(Some(&key));
+                    if !(extend_or_mark(&mut c.b.no_memory, &mut notices, these)
+                        && extend_or_mark(&mut c.b.no_memory, &mut lists, [(entries, index)]))
+                    {
+                        return;
+                    }
+                    let number = lists.len() - 1;
+                    seen.entry(shape).or_default().push((number, first_warning..warnings.len()));
+                    number
+                }
+            };
+            let span = c.b.intern(&key);
+            let number = c.b.index(number);
+            extend_or_mark(&mut c.b.no_memory, &mut keys, [(span, Slot::Plain(number))]);
+        });
+    if fence.is_some_and(|f| f.passed.get()) {
+        let list = fenced.map_or_else(|| "a list".to_owned(), |at| format!("the list under {at}"));
+        return Err(FileError::Io(std::io::Error::other(format!(
+            "the file changed while it was read: {list} is longer than when the first pass \
+             read it; not compiled"
+        ))));
+    }
+    if let Some(fence) = fence.filter(|f| f.string_refused.get()) {
+        let e = if fence.system_refused.get() {
+            Exhausted::OutOfMemory { used: scope.used() }
+        } else {
+            Exhausted::Limit { used: scope.used(), limit: scope.limit() }
         };
-        let span = c.b.intern(&key);
-        let number = c.b.index(number);
-        extend_or_mark(&mut c.b.no_memory, &mut keys, [(span, Slot::Plain(number))]);
-    });
+        return Err(mem(e, "reading a string of the file (the second pass)"));
+    }
     let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
     if let Some(e) = failed.as_ref().map(|(e, _)| *e).or(scope.check().err()).or(no_memory) {
         let during = failed.map_or_else(|| "parsing the file".to_owned(), |(_, during)| during);
@@ -967,6 +875,7 @@ fn is_token(b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file::compile_file;
     use proptest::prelude::*;
 
     #[test]

@@ -23,6 +23,7 @@
 mod bytes;
 mod compile;
 mod eval;
+mod file;
 mod include;
 mod index;
 mod parse;
@@ -65,7 +66,7 @@ pub fn compile_list_within(
 /// Parses and compiles a whole NGF `matches.json` (a JSON object: key -> match list).
 /// Identical lists (NGF writes one copy per hostname) are compiled once and shared.
 pub fn compile_file(json: &[u8], syntax: Syntax) -> Result<CompiledFile, ParseError> {
-    compile::compile_file(json, syntax, Bounds::default())
+    file::compile_file(json, syntax, Bounds::default())
 }
 
 /// [`compile_file`] within `bounds` (see [`compile_file_at_within`]): running out of memory, or
@@ -75,14 +76,14 @@ pub fn compile_file_within(
     syntax: Syntax,
     bounds: Bounds,
 ) -> Result<CompiledFile, ParseError> {
-    compile::compile_file(json, syntax, bounds)
+    file::compile_file(json, syntax, bounds)
 }
 
 /// [`compile_file`] reading the file as it parses it (a buffer at a time), so the whole text is
 /// never held in memory next to its compiled form (NGINX compiles `http_matches_load` files in
 /// the master at every reload, while the previous configuration is still alive).
 pub fn compile_file_at(path: &std::path::Path, syntax: Syntax) -> Result<CompiledFile, FileError> {
-    compile::compile_path(path, syntax, Bounds::default())
+    file::compile_path(path, syntax, Bounds::default())
 }
 
 /// [`compile_file_at`] within `bounds`: running out of memory, or needing more than
@@ -93,5 +94,19 @@ pub fn compile_file_at_within(
     syntax: Syntax,
     bounds: Bounds,
 ) -> Result<CompiledFile, FileError> {
-    compile::compile_path(path, syntax, bounds)
+    file::compile_path(path, syntax, bounds)
+}
+
+/// [`compile_file_at_within`] from any source of a file's text: `open` gives a reader of the
+/// text from its start, once for each of the two passes (and a third time, for at most `len()`
+/// bytes, to place a syntax error exactly). A text that changes between the passes is never
+/// parsed past what the first pass found: a list longer than it was is refused
+/// ([`FileError::Io`]: "the file changed while it was read"), within `bounds.memory`.
+pub fn compile_file_from_within<R: std::io::Read>(
+    open: impl FnMut() -> std::io::Result<R>,
+    len: impl FnOnce() -> std::io::Result<u64>,
+    syntax: Syntax,
+    bounds: Bounds,
+) -> Result<CompiledFile, FileError> {
+    file::compile_source(open, len, syntax, bounds)
 }

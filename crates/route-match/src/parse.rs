@@ -155,8 +155,10 @@ pub(crate) fn parse_list(json: &[u8]) -> Result<RawList, ParseError> {
 /// `keys` (from the [`survey`] of the same file) is what an include is checked against: the
 /// position of a bad include is then the parser's own.
 ///
-/// `before` is asked before each list is parsed, with its key: `false` stops the parse there
-/// (an error, which the caller replaces by its own reason), before the list's tree is built.
+/// `before` is asked before each list is parsed, with its key: `None` stops the parse there
+/// (an error, which the caller replaces by its own reason), before the list's tree is built;
+/// else the most bytes the list may take, which `fence` (the reader's, for a stream) holds
+/// the read to while the list is parsed.
 ///
 /// `room(n)` is asked before the set of keys read (for duplicates) grows by up to `n` bytes:
 /// `false` stops the parse (an error; the caller reports its memory).
@@ -164,10 +166,11 @@ pub(crate) fn parse_file_with<'de, R: serde_json::de::Read<'de>>(
     mut de: serde_json::Deserializer<R>,
     keys: &Keys,
     room: &dyn Fn(usize) -> bool,
-    before: &mut dyn FnMut(&str) -> bool,
+    fence: Option<&Fence>,
+    before: &mut dyn FnMut(&str) -> Option<u64>,
     each: &mut dyn FnMut(String, Parsed),
 ) -> Result<(), ParseError> {
-    (&mut de).deserialize_map(FileVisitor { keys, room, before, each })?;
+    (&mut de).deserialize_map(FileVisitor { keys, room, fence, before, each })?;
     de.end()?;
     Ok(())
 }
@@ -187,7 +190,7 @@ pub(crate) fn parse_file(json: &[u8]) -> Result<Vec<(String, RawList)>, ParseErr
     let mut out = Vec::new();
     let keys = survey(serde_json::Deserializer::from_slice(json), &|| 0, &|_| true).names;
     let de = serde_json::Deserializer::from_slice(json);
-    parse_file_with(de, &keys, &|_| true, &mut |_| true, &mut |k, l| match l {
+    parse_file_with(de, &keys, &|_| true, None, &mut |_| Some(u64::MAX), &mut |k, l| match l {
         Parsed::Entries(l) => out.push((k, l)),
         Parsed::Includes(i) => {
             out.push((k, i.into_iter().map(|k| serde_json::json!({ INCLUDE: k })).collect()))
@@ -384,6 +387,71 @@ impl<R: std::io::Read> std::io::Read for Counted<'_, R> {
             return Err(std::io::Error::other("out of memory for a string in the first pass"));
         }
         Ok(n)
+    }
+}
+
+/// How far the second pass over a file may read ([`Fenced`]): each list only as far as the
+/// first pass found it long, so a file whose text changed between the two passes cannot make a
+/// list's tree bigger than what it was estimated by before it was parsed.
+#[derive(Debug)]
+pub(crate) struct Fence {
+    /// Bytes the deserializer has taken (kept by the [`Counted`] under the fence).
+    pub(crate) pos: Cell<u64>,
+    /// The read fails at this position (`u64::MAX`: between lists, no fence).
+    pub(crate) end: Cell<u64>,
+    /// A read failed at `end`: the text read is not the text the first pass read.
+    pub(crate) passed: Cell<bool>,
+    /// A string outgrew what is left (the [`Strings`] of the reader).
+    pub(crate) string_refused: Cell<bool>,
+    /// ... or some room was refused by the system (an address-space limit), not the limit.
+    pub(crate) system_refused: Cell<bool>,
+}
+
+impl Fence {
+    pub(crate) fn new() -> Self {
+        Fence {
+            pos: Cell::new(0),
+            end: Cell::new(u64::MAX),
+            passed: Cell::new(false),
+            string_refused: Cell::new(false),
+            system_refused: Cell::new(false),
+        }
+    }
+
+    /// The next `len` bytes are the most the list about to be parsed may take.
+    pub(crate) fn set(&self, len: u64) {
+        self.end.set(self.pos.get().saturating_add(len));
+    }
+
+    /// Between two lists.
+    pub(crate) fn lift(&self) {
+        self.end.set(u64::MAX);
+    }
+}
+
+/// The reader of both passes over a file: a [`Counted`] (its position, its strings followed)
+/// that fails the read at the [`Fence`]'s end (the first pass sets none). serde_json reads the
+/// same text in both passes at the same parser events (one byte at a time, one peeked), so a
+/// list of an unchanged file takes exactly its first-pass length and never reaches its fence.
+pub(crate) struct Fenced<'p, R> {
+    pub(crate) inner: Counted<'p, R>,
+    pub(crate) fence: &'p Fence,
+}
+
+impl<R: std::io::Read> std::io::Read for Fenced<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.fence.end.get().saturating_sub(self.fence.pos.get());
+        if left == 0 && !buf.is_empty() {
+            // At the end of what the first pass read: the end of the text (a text cut inside a
+            // list, where the first pass stopped too), or more than it read.
+            if self.inner.read(&mut [0])? == 0 {
+                return Ok(0);
+            }
+            self.fence.passed.set(true);
+            return Err(std::io::Error::other("the file changed while it was read"));
+        }
+        let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        self.inner.read(&mut buf[..n])
     }
 }
 
@@ -656,7 +724,8 @@ impl<'de> Visitor<'de> for ListVisitor<'_> {
 struct FileVisitor<'a> {
     keys: &'a Keys,
     room: &'a dyn Fn(usize) -> bool,
-    before: &'a mut dyn FnMut(&str) -> bool,
+    fence: Option<&'a Fence>,
+    before: &'a mut dyn FnMut(&str) -> Option<u64>,
     each: &'a mut dyn FnMut(String, Parsed),
 }
 
@@ -687,10 +756,20 @@ impl<'de> Visitor<'de> for FileVisitor<'_> {
                     key_path(Some(&key))
                 )));
             }
-            if !(self.before)(&key) {
+            let Some(len) = (self.before)(&key) else {
                 return Err(de::Error::custom("the parse was stopped before this list"));
+            };
+            if let Some(fence) = self.fence {
+                fence.set(len);
             }
-            let list = map.next_value_seed(ListSeed { key: Some(&key), keys: Some(self.keys) })?;
+            let list = map.next_value_seed(ListSeed { key: Some(&key), keys: Some(self.keys) });
+            // Lifted once the list is read, or found wrong (serde_json reads on to the map's
+            // end after an error), unless it was the fence that stopped it: the read then
+            // stays stopped.
+            if let Some(fence) = self.fence.filter(|f| !f.passed.get()) {
+                fence.lift();
+            }
+            let list = list?;
             (self.each)(key, list);
         }
         Ok(())
