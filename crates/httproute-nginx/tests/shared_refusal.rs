@@ -390,4 +390,15 @@ fn routes_left_with_no_listener_are_not_accepted() {
         yaml.contains("message: 'no listener it attached to is in the configuration: listener a/gw/x: nginx -t: bind()"),
         "{yaml}"
     );
+    // A complaint's control characters are written as escapes there, as every message's.
+    let mut p = httproute_nginx::plan_for(&inputs, &b, &opts);
+    let id = p.status.listeners.iter().find(|l| l.id.name == "x").unwrap().id.clone();
+    let d = httproute_nginx::plan::Dropped {
+        unit: DroppedUnit::Listener(id),
+        reason: Reason::Invalid,
+        message: "nginx -t: a\nb\u{2028}c".into(),
+    };
+    httproute_nginx::plan::dropped_from_configuration(&mut p.status, &[d]);
+    let yaml = httproute_nginx::status::yaml(&p.status);
+    assert!(yaml.contains("configuration: listener a/gw/x: nginx -t: a\\nb\\u{2028}c'"), "{yaml}");
 }
