@@ -146,6 +146,32 @@ pub fn plan_as_served(
     Ok(plan)
 }
 
+/// [`plan_as_served`], the configuration checked by the NGINX binary `nginx` as `generate
+/// --nginx` checks it ([`crate::nginx_check::emit_checked`], in a scratch directory under the
+/// system's temporary one): what NGINX refuses is taken away too (a listener's servers, a
+/// route's, a rule's; a Secret NGINX cannot load), so that explain does not answer a host
+/// from a server `generate --nginx` left out. `Err` when no configuration that loads comes
+/// of it (as `generate --nginx` fails).
+pub fn plan_as_checked(
+    model: &crate::model::Inputs,
+    backends: &crate::BackendMap,
+    opts: &crate::Options,
+    nginx: &std::path::Path,
+) -> Result<Plan, String> {
+    let mut plan = crate::plan_for(model, backends, opts);
+    let out_dir = std::env::temp_dir().join("httproute-nginx-explain");
+    let checked = crate::nginx_check::emit_checked(
+        &mut plan,
+        opts,
+        crate::emit::Tree::Drop,
+        nginx,
+        &out_dir,
+    )?;
+    without_dropped(&mut plan, &checked.output.dropped);
+    plan.warnings.extend(checked.output.warnings);
+    Ok(plan)
+}
+
 /// The explanation text and the HTTP status NGINX would answer (200 for a route).
 pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
     let e = explain_request(plan, req);

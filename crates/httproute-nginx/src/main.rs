@@ -170,6 +170,14 @@ enum Command {
         /// A query parameter NAME=VALUE (raw, as in the URL); repeatable.
         #[arg(long = "query")]
         query: Vec<String>,
+        /// The nginx binary `generate --nginx` checks with: explain answers from what is left
+        /// when it has left out what NGINX refuses (a listener, a route, a rule, a Secret).
+        #[arg(long = "nginx")]
+        nginx: Option<PathBuf>,
+        /// With --nginx: the module the check loads (as generate's `--module`; a relative
+        /// path is taken from the current directory).
+        #[arg(long, default_value = "modules/ngx_http_matches_module.so")]
+        module: PathBuf,
     },
 }
 
@@ -398,13 +406,33 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
             }
         }
-        Command::Explain { input, planning, method, host, path, port, headers, query } => {
+        Command::Explain {
+            input,
+            planning,
+            method,
+            host,
+            path,
+            port,
+            headers,
+            query,
+            nginx,
+            module,
+        } => {
             let map = backends(&input)?;
-            let opts = options(planning);
+            let mut opts = options(planning);
+            if nginx.is_some() {
+                let module = std::path::absolute(&module)
+                    .map_err(|e| format!("--module {}: {e}", module.display()))?;
+                opts.module = module.to_string_lossy().into_owned();
+            }
             let mut warnings = httproute_nginx::check_options(&opts, &map)?;
             let model = httproute_nginx::model::load(&input.files).map_err(|e| e.to_string())?;
-            // What generate would serve: the plan without what the writer leaves out.
-            let mut plan = explain::plan_as_served(&model, &map, &opts)?;
+            // What generate would serve: the plan without what the writer leaves out (and,
+            // with --nginx, what NGINX refuses).
+            let mut plan = match &nginx {
+                Some(nginx) => explain::plan_as_checked(&model, &map, &opts, nginx)?,
+                None => explain::plan_as_served(&model, &map, &opts)?,
+            };
             warnings.append(&mut plan.warnings);
             for w in &warnings {
                 eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));

@@ -215,3 +215,37 @@ fn explain_does_not_name_a_rule_the_configuration_leaves_out() {
     assert!(text.contains("default/r rule 1 match 0"), "{text}");
     assert_eq!(status, 302, "{text}");
 }
+
+/// `explain --nginx`: answers from what `generate --nginx` leaves when NGINX refuses a
+/// listener's line (a fake NGINX refusing port 8081's `listen`): the listener's port is not
+/// listened on, the route attached only there is not answered from its old server; without
+/// `--nginx`, explain does not know of the refusal.
+#[test]
+fn the_explain_command_answers_without_what_nginx_refuses() {
+    let yaml = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: a, port: 8080, protocol: HTTP}\n  - {name: b, port: 8081, protocol: HTTP}\n---\nkind: HTTPRoute\nmetadata: {name: rb}\nspec:\n  parentRefs: [{name: gw, sectionName: b}]\n  rules:\n  - filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplaceFullPath, replaceFullPath: /to-rb}}}]\n";
+    let dir = manifests("nginx-refuses", yaml);
+    let nginx = dir.join("nginx");
+    std::fs::write(
+        &nginx,
+        "#!/bin/sh\nline=$(grep -n -F -- 'listen 8081' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] bind() refused in $4nginx.conf:$line\" >&2; exit 1; fi\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&nginx, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let run = |extra: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_httproute-nginx"))
+            .args(["explain", "-f"])
+            .arg(dir.join("all.yaml"))
+            .args(["--host", "rb.test", "--path", "/", "--port", "8081"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (text, _) = run(&[]);
+    assert!(text.contains("default/rb rule 0") && text.ends_with("=> 302\n"), "{text}");
+    let (text, warnings) = run(&["--nginx".as_ref(), nginx.as_os_str()]);
+    assert!(text.ends_with("=> 0\n"), "{text}");
+    assert!(warnings.contains("listener default/gw/b: nginx -t: bind() refused"), "{warnings}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -22,7 +22,14 @@
 //! first and the last unit of each kind met, one at a time, and every set of sharers (of more
 //! than 3, all but the first and all but the last kept).
 //!
-//! Only the variants' `Debug` names are read (no variant is matched here).
+//! Listeners left out (`a_parent_ref_is_accepted_iff_a_listener_it_attached_to_is_left`): for
+//! generated tenants whose routes name the Gateway, a listener, two, or a listener and a port,
+//! every listener left out alone and a generated set of them: a route parentRef that was
+//! Accepted is Accepted iff a listener it attached to is left; a route accepted through none
+//! has no line; every other condition, and every other tenant's status, stays as it was.
+//!
+//! Only the variants' `Debug` names are read (no variant is matched here; `Unit::Listener` is
+//! made, to leave a listener out).
 
 mod common;
 
@@ -94,6 +101,11 @@ fn port(n: usize, k: usize) -> u16 {
 /// Tenant `n`'s manifests. Two listeners on one port never both lack a host name, nor have
 /// the same one.
 fn manifests(n: usize, t: &Tenant) -> String {
+    manifests_with(n, t, |_| "[{name: gw}]".to_owned())
+}
+
+/// [`manifests`], route `i`'s parentRefs `parent_refs(i)` (a YAML flow list).
+fn manifests_with(n: usize, t: &Tenant, parent_refs: impl Fn(usize) -> String) -> String {
     let ns = format!("tenant{n}");
     let mut listeners = Vec::new();
     let mut taken: Vec<(usize, Option<usize>)> = Vec::new();
@@ -157,7 +169,8 @@ fn manifests(n: usize, t: &Tenant) -> String {
             }
         }
         out += &format!(
-            "kind: HTTPRoute\nmetadata: {{name: r{i}, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: gw}}]\n{hostnames}  rules:\n{rules}---\n"
+            "kind: HTTPRoute\nmetadata: {{name: r{i}, namespace: {ns}}}\nspec:\n  parentRefs: {}\n{hostnames}  rules:\n{rules}---\n",
+            parent_refs(i)
         );
     }
     out
@@ -521,4 +534,195 @@ fn each_kind_left_out_has_its_condition() {
         let programmed = l.conditions.iter().find(|c| c.kind == ConditionType::Programmed).unwrap();
         assert_eq!(programmed.ok, l.id.name == "a", "{l:?}");
     }
+}
+
+/// Route `i` of tenant `n`'s parentRefs for choice `c`: the Gateway; its listener l0; l0 and
+/// l1, one parentRef each; l1 and the tenant's second port.
+fn parent_refs(n: usize, c: usize) -> String {
+    match c {
+        0 => "[{name: gw}]".to_owned(),
+        1 => "[{name: gw, sectionName: l0}]".to_owned(),
+        2 => "[{name: gw, sectionName: l0}, {name: gw, sectionName: l1}]".to_owned(),
+        _ => format!("[{{name: gw, sectionName: l1}}, {{name: gw, port: {}}}]", port(n, 1)),
+    }
+}
+
+/// What the listener property meets: parentRefs left with no listener, parentRefs that lost
+/// one listener and keep another.
+#[derive(Default)]
+struct ListenersMet {
+    lost: usize,
+    kept: usize,
+}
+
+/// For the tenants' manifests (route `i` of tenant `n` with parentRefs `refs[n][i]`), every
+/// listener left out alone and the set `mask` picks: each route parentRef that was Accepted
+/// is Accepted iff a listener it attached to is left (else `Accepted: False,
+/// NoMatchingParent` naming each of its listeners), a route none of whose parentRefs is left
+/// has no line in the configuration, and every other condition of every route and listener
+/// is as it was; a tenant none of whose listeners is left out has its status unchanged.
+fn check_listeners(
+    tenants: &[Tenant],
+    refs: &[Vec<usize>],
+    mask: &[bool],
+    met: &mut ListenersMet,
+) -> Result<(), TestCaseError> {
+    use httproute_nginx::plan::{ConditionType, ListenerId, Reason, Status};
+    let yaml: String = tenants
+        .iter()
+        .enumerate()
+        .map(|(n, t)| manifests_with(n, t, |i| parent_refs(n, refs[n][i])))
+        .collect();
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("t.yaml"), &yaml, &mut inputs)
+        .map_err(|e| TestCaseError::fail(format!("{e}\n{yaml}")))?;
+    let mut backends = BackendMap::new();
+    let mut opts = common::options();
+    for n in 0..tenants.len() {
+        for k in 0..2 {
+            backends.insert(format!("tenant{n}/s{k}:80"), format!("10.{}.{k}.1:80", n + 1));
+        }
+        opts.certificates.insert(
+            format!("tenant{n}/cert"),
+            (format!("/c/tenant{n}.crt"), format!("/c/tenant{n}.key")),
+        );
+    }
+    let run = |gone: &[&ListenerId]| -> Result<(Output, Status), TestCaseError> {
+        let mut p = httproute_nginx::plan_for(&inputs, &backends, &opts);
+        let drops: Vec<(Unit, String)> = gone
+            .iter()
+            .map(|l| (Unit::Listener((*l).clone()), format!("nginx -t: refused {}", l.name)))
+            .collect();
+        let out = emit_dropping(&p, &opts, Tree::Drop, &drops).map_err(TestCaseError::fail)?;
+        httproute_nginx::plan::dropped_from_configuration(&mut p.status, &out.dropped);
+        Ok((out, p.status))
+    };
+    let (out0, base) = run(&[])?;
+    // The listeners the configuration has (a unit of their own).
+    let listeners: Vec<&ListenerId> = base
+        .listeners
+        .iter()
+        .map(|l| &l.id)
+        .filter(|id| out0.all_units().any(|u| *u == Unit::Listener((*id).clone())))
+        .collect();
+    let mut sets: Vec<Vec<&ListenerId>> = listeners.iter().map(|l| vec![*l]).collect();
+    sets.push(listeners.iter().zip(mask).filter(|(_, m)| **m).map(|(l, _)| *l).collect());
+    let accepted = |cs: &[httproute_nginx::plan::Condition]| {
+        cs.iter().find(|c| c.kind == ConditionType::Accepted).is_some_and(|c| c.ok)
+    };
+    for gone in sets.iter().filter(|s| !s.is_empty()) {
+        let (out, st) = run(gone)?;
+        let lines = owned(&out);
+        prop_assert_eq!(st.listeners.len(), base.listeners.len());
+        for (l, l0) in st.listeners.iter().zip(&base.listeners) {
+            if gone.contains(&&l.id) {
+                prop_assert!(
+                    l.conditions.iter().any(|c| c.kind == ConditionType::Programmed && !c.ok),
+                    "{:?}",
+                    l
+                );
+            } else {
+                prop_assert_eq!(&l.conditions, &l0.conditions, "listener {} changed", l.id);
+            }
+        }
+        prop_assert_eq!(st.routes.len(), base.routes.len());
+        for (r, r0) in st.routes.iter().zip(&base.routes) {
+            prop_assert_eq!(&r.id, &r0.id);
+            prop_assert_eq!(&r.attached, &r0.attached);
+            prop_assert_eq!(r.attached.len(), r.parents.len());
+            if !gone.iter().any(|l| l.namespace == r.id.namespace) {
+                prop_assert_eq!(format!("{r:?}"), format!("{r0:?}"), "another tenant's route");
+                continue;
+            }
+            for (i, ((_, cs), (_, cs0))) in r.parents.iter().zip(&r0.parents).enumerate() {
+                let attached = &r0.attached[i];
+                if !accepted(cs0) {
+                    prop_assert_eq!(cs, cs0, "{} parentRef {} was not accepted", r.id, i);
+                    continue;
+                }
+                prop_assert!(
+                    !attached.is_empty(),
+                    "{} parentRef {} accepted, attached nowhere",
+                    r.id,
+                    i
+                );
+                let left = attached.iter().any(|l| !gone.contains(&l));
+                prop_assert_eq!(
+                    accepted(cs),
+                    left,
+                    "{} parentRef {}: {:?} of {:?} left out",
+                    r.id,
+                    i,
+                    gone,
+                    attached
+                );
+                if left {
+                    prop_assert_eq!(cs, cs0, "{} parentRef {} keeps a listener", r.id, i);
+                    if attached.iter().any(|l| gone.contains(&l)) {
+                        met.kept += 1;
+                    }
+                    continue;
+                }
+                met.lost += 1;
+                let c = cs.iter().find(|c| c.kind == ConditionType::Accepted).unwrap();
+                prop_assert_eq!(c.reason, Reason::NoMatchingParent);
+                for l in attached {
+                    let named = format!("listener {l}: nginx -t: refused {}", l.name);
+                    prop_assert!(c.message.contains(&named), "{:?} does not name {}", c, l);
+                }
+                let others = |cs: &[httproute_nginx::plan::Condition]| {
+                    cs.iter()
+                        .filter(|c| c.kind != ConditionType::Accepted)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                };
+                prop_assert_eq!(others(cs), others(cs0));
+            }
+            // A route accepted before and through no parentRef now is not in the
+            // configuration: no line of its rules, shares or own server name.
+            if r0.parents.iter().any(|(_, cs)| accepted(cs))
+                && !r.parents.iter().any(|(_, cs)| accepted(cs))
+            {
+                let me = format!("namespace: {:?}, name: {:?}", r.id.namespace, r.id.name);
+                for (l, o) in &lines {
+                    prop_assert!(
+                        !o.iter().any(|u| format!("{u:?}").contains(&me)),
+                        "{} accepted nowhere, still written: {:?} ({:?})",
+                        r.id,
+                        l,
+                        o
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Listeners left out of the configuration (a refused `listen`, certificate or own server
+/// name): see [`check_listeners`]. `HTTPROUTE_PROVENANCE_CASES=N` runs N cases (default 256).
+#[test]
+fn a_parent_ref_is_accepted_iff_a_listener_it_attached_to_is_left() {
+    let cases = std::env::var("HTTPROUTE_PROVENANCE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[30; 32]);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let met = std::cell::RefCell::new(ListenersMet::default());
+    let strategy = (
+        prop::collection::vec(tenant(), 2..4),
+        prop::collection::vec(prop::collection::vec(0usize..4, 3), 3),
+        prop::collection::vec(any::<bool>(), 8),
+    );
+    let result = runner.run(&strategy, |(tenants, refs, mask)| {
+        check_listeners(&tenants, &refs, &mask, &mut met.borrow_mut())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let met = met.into_inner();
+    assert!(met.lost > 0 && met.kept > 0, "lost {}, kept {}", met.lost, met.kept);
+    eprintln!("parentRefs left with no listener: {}; keeping one: {}", met.lost, met.kept);
 }

@@ -1,6 +1,8 @@
 //! `generate --nginx`: a refused line that several tenant objects bring (an `upstream` that many
 //! routes' backendRefs name) leaves out all of them in one retry, each with the refusal as its
-//! condition, and nothing else; more sharers than `MAX_RETRIES` no longer fail the run.
+//! condition, and nothing else; more sharers than `MAX_RETRIES` no longer fail the run. A
+//! refused line of listeners (a port's catch-all `listen`) leaves them out, and the route
+//! parentRefs left with no listener are `Accepted: False`.
 //!
 //! NGINX here is a fake (a shell script): it refuses, as NGINX names the line it refuses
 //! (`[emerg] MESSAGE in FILE:LINE`), the first line of the configuration holding a marker, and
@@ -266,4 +268,137 @@ fn an_unwritable_word_of_a_shared_line_leaves_out_its_sharers_in_one_pass() {
     assert!(out.dropped.iter().all(|d| matches!(&d.unit, DroppedUnit::BackendShare { rule, .. }
         if rule.route.name.starts_with('r'))));
     assert!(out.nginx_conf.contains("server 10.7.0.2:80"), "{}", out.nginx_conf);
+}
+
+/// Tenant a's Gateway: listeners x and y on port 20010 (host names x.a.test, y.a.test), z on
+/// 20011; its routes attach to x alone (rx), to port 20010's two (rxy), to all three (rall),
+/// to x and to z through one parentRef each (two). Tenant b's Gateway and route o.
+const LISTENERS: &str = "kind: Gateway\nmetadata: {name: gw, namespace: a}\nspec:\n  listeners:\n  - {name: x, port: 20010, protocol: HTTP, hostname: x.a.test}\n  - {name: y, port: 20010, protocol: HTTP, hostname: y.a.test}\n  - {name: z, port: 20011, protocol: HTTP}\n---\nkind: Gateway\nmetadata: {name: gw, namespace: b}\nspec:\n  listeners: [{name: http, port: 20012, protocol: HTTP}]\n---\nkind: HTTPRoute\nmetadata: {name: rx, namespace: a}\nspec:\n  parentRefs: [{name: gw, sectionName: x}]\n  rules: [{backendRefs: [{name: s, port: 80}]}]\n---\nkind: HTTPRoute\nmetadata: {name: rxy, namespace: a}\nspec:\n  parentRefs: [{name: gw, port: 20010}]\n  rules: [{backendRefs: [{name: s, port: 80}]}]\n---\nkind: HTTPRoute\nmetadata: {name: rall, namespace: a}\nspec:\n  parentRefs: [{name: gw}]\n  rules: [{backendRefs: [{name: s, port: 80}]}]\n---\nkind: HTTPRoute\nmetadata: {name: two, namespace: a}\nspec:\n  parentRefs: [{name: gw, sectionName: x}, {name: gw, sectionName: z}]\n  rules: [{backendRefs: [{name: s, port: 80}]}]\n---\nkind: HTTPRoute\nmetadata: {name: o, namespace: b}\nspec:\n  parentRefs: [{name: gw}]\n  rules: [{backendRefs: [{name: t, port: 80}]}]\n";
+
+/// A refused line of listeners (the catch-all `listen` of port 20010, which its two
+/// listeners bring) leaves them out in one retry, and each route parentRef every listener of
+/// which is among them is `Accepted: False, NoMatchingParent`, naming them and NGINX's
+/// complaint; a parentRef that keeps a listener (z) stays accepted, and so does everything of
+/// listener z and of tenant b.
+#[test]
+fn routes_left_with_no_listener_are_not_accepted() {
+    use httproute_nginx::plan::Status;
+    let inputs = common::inputs(LISTENERS);
+    let mut b = BackendMap::new();
+    b.insert("a/s:80".into(), "10.7.0.1:80".into());
+    b.insert("b/t:80".into(), "10.8.0.1:80".into());
+    let opts = common::options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &b, &opts);
+    // The status as it is when NGINX refuses nothing.
+    let before = |status: &Status, name: &str| {
+        let r = status.routes.iter().find(|r| r.id.name == name).unwrap();
+        format!("{:?}", r.parents)
+    };
+    let mut unrefused = httproute_nginx::plan_for(&inputs, &b, &opts);
+    let out = httproute_nginx::emit::emit_with(&unrefused, &opts, Tree::Drop).unwrap();
+    assert!(out.dropped.is_empty(), "{:?}", out.dropped);
+    httproute_nginx::plan::dropped_from_configuration(&mut unrefused.status, &out.dropped);
+    let marker = "listen 20010 default_server";
+    assert!(out.nginx_conf.contains(marker), "{}", out.nginx_conf);
+    let nginx = refusing_line_nginx("listeners", marker, "bind() to 0.0.0.0:20010 failed");
+    let out_dir = scratch("listeners-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
+    assert_eq!(c.checks, 2, "one refusal, its two listeners left out at once");
+    let gone: Vec<String> = c
+        .output
+        .dropped
+        .iter()
+        .map(|d| match &d.unit {
+            DroppedUnit::Listener(l) => l.to_string(),
+            u => panic!("{u:?}"),
+        })
+        .collect();
+    assert_eq!(gone, ["a/gw/x", "a/gw/y"]);
+    assert!(!c.output.nginx_conf.contains("listen 20010"), "{}", c.output.nginx_conf);
+    httproute_nginx::plan::dropped_from_configuration(&mut plan.status, &c.output.dropped);
+    let accepted = |name: &str| -> Vec<(bool, Reason, String)> {
+        let r = plan.status.routes.iter().find(|r| r.id.name == name).unwrap();
+        r.parents
+            .iter()
+            .map(|(_, cs)| {
+                let c = cs.iter().find(|c| c.kind == ConditionType::Accepted).unwrap();
+                (c.ok, c.reason, c.message.clone())
+            })
+            .collect()
+    };
+    let complaint = "nginx -t: bind() to 0.0.0.0:20010 failed";
+    let lost = |listeners: &[&str]| {
+        let why: Vec<String> =
+            listeners.iter().map(|l| format!("listener {l}: {complaint}")).collect();
+        (
+            false,
+            Reason::NoMatchingParent,
+            format!("no listener it attached to is in the configuration: {}", why.join("; ")),
+        )
+    };
+    let kept = (true, Reason::Accepted, String::new());
+    assert_eq!(accepted("rx"), [lost(&["a/gw/x"])]);
+    assert_eq!(accepted("rxy"), [lost(&["a/gw/x", "a/gw/y"])]);
+    assert_eq!(accepted("rall"), std::slice::from_ref(&kept));
+    assert_eq!(accepted("two"), [lost(&["a/gw/x"]), kept]);
+    // Everything else as it was: the routes that keep a listener, tenant b's route, the
+    // listeners left, and every condition but the lost parentRefs' `Accepted`.
+    for name in ["rall", "o"] {
+        assert_eq!(before(&plan.status, name), before(&unrefused.status, name), "{name}");
+    }
+    for (l, l0) in plan.status.listeners.iter().zip(&unrefused.status.listeners) {
+        let programmed = l.conditions.iter().find(|c| c.kind == ConditionType::Programmed).unwrap();
+        if ["x", "y"].contains(&l.id.name.as_str()) && l.id.namespace == "a" {
+            assert!(!programmed.ok && programmed.message == complaint, "{programmed:?}");
+        } else {
+            assert_eq!(l.conditions, l0.conditions, "{}", l.id);
+        }
+    }
+    for (r, r0) in plan.status.routes.iter().zip(&unrefused.status.routes) {
+        for ((_, cs), (_, cs0)) in r.parents.iter().zip(&r0.parents) {
+            let rest = |cs: &[httproute_nginx::plan::Condition]| {
+                cs.iter().filter(|c| c.kind != ConditionType::Accepted).cloned().collect::<Vec<_>>()
+            };
+            assert_eq!(rest(cs), rest(cs0), "{}", r.id);
+        }
+    }
+    // explain answers as the configuration written: port 20010 is not listened on (rx's host
+    // is not answered from its old server), port 20011 still serves rall and two.
+    let answer = |plan: &httproute_nginx::plan::Plan, port: u16, host: &str| {
+        let req = httproute_nginx::explain::Request {
+            port: Some(port),
+            method: "GET".into(),
+            host: host.into(),
+            path: "/".into(),
+            headers: vec![],
+            query: String::new(),
+        };
+        httproute_nginx::explain::explain(plan, &req)
+    };
+    let mut served = httproute_nginx::plan_for(&inputs, &b, &opts);
+    assert_eq!(answer(&served, 20010, "x.a.test").1, 200, "before: rx's host is served");
+    httproute_nginx::explain::without_dropped(&mut served, &c.output.dropped);
+    let (text, code) = answer(&served, 20010, "x.a.test");
+    assert_eq!(code, 0, "{text}");
+    let (text, code) = answer(&served, 20011, "z.test");
+    assert!(code == 200 && text.contains("a/rall"), "{code}: {text}");
+    // The status file carries it.
+    let yaml = httproute_nginx::status::yaml(&plan.status);
+    assert!(
+        yaml.contains("message: 'no listener it attached to is in the configuration: listener a/gw/x: nginx -t: bind()"),
+        "{yaml}"
+    );
+    // A complaint's control characters are written as escapes there, as every message's.
+    let mut p = httproute_nginx::plan_for(&inputs, &b, &opts);
+    let id = p.status.listeners.iter().find(|l| l.id.name == "x").unwrap().id.clone();
+    let d = httproute_nginx::plan::Dropped {
+        unit: DroppedUnit::Listener(id),
+        reason: Reason::Invalid,
+        message: "nginx -t: a\nb\u{2028}c".into(),
+    };
+    httproute_nginx::plan::dropped_from_configuration(&mut p.status, &[d]);
+    let yaml = httproute_nginx::status::yaml(&p.status);
+    assert!(yaml.contains("configuration: listener a/gw/x: nginx -t: a\\nb\\u{2028}c'"), "{yaml}");
 }

@@ -2,7 +2,7 @@
 //! `allowedRoutes`, hostname intersection), ReferenceGrants, and the one kind a listener
 //! accepts for hostnames a GRPCRoute and an HTTPRoute share.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::model::{AllowedRoutes, HttpRoute, Inputs};
 
@@ -107,6 +107,8 @@ pub(super) fn attach<'a>(
         let mut attached = false;
         let resolved = &refs.condition;
         let mut parents = Vec::new();
+        // Beside `parents`: the listeners each parentRef attaches to.
+        let mut attached_to = Vec::new();
         for p in &r.spec.parent_refs {
             if p.kind.as_deref().unwrap_or("Gateway") != "Gateway"
                 || !matches!(p.group.as_deref(), None | Some("gateway.networking.k8s.io"))
@@ -116,7 +118,7 @@ pub(super) fn attach<'a>(
             let gw_ns = p.namespace.as_deref().unwrap_or(ns);
             // What kept it off the listeners it names, most telling last.
             let (mut named, mut refusal, mut hosts_miss) = (false, None, false);
-            let mut here = false;
+            let mut here = BTreeSet::new();
             let of_parent = of_gateway.get(&(gw_ns, p.name.as_str())).map_or(&[][..], |v| v);
             for &li in of_parent {
                 let l = &listeners[li];
@@ -140,7 +142,7 @@ pub(super) fn attach<'a>(
                     continue;
                 }
                 attached = true;
-                here = true;
+                here.insert(l.id.clone());
                 attachments.push(Attachment {
                     listener: li,
                     node: nodes.len(),
@@ -150,7 +152,7 @@ pub(super) fn attach<'a>(
                     hostnames,
                 });
             }
-            let accepted = if here {
+            let accepted = if !here.is_empty() {
                 Condition::yes(Accepted, Reason::Accepted)
             } else if hosts_miss {
                 Condition::no(
@@ -170,8 +172,9 @@ pub(super) fn attach<'a>(
                 )
             };
             parents.push((p.clone(), vec![accepted, resolved.clone()]));
+            attached_to.push(here);
         }
-        nodes.push(RouteNode { id: RouteId::of(r), parents });
+        nodes.push(RouteNode { id: RouteId::of(r), parents, attached: attached_to });
         if !attached {
             warnings.push(format!(
                 "{kind} {ns}/{}: attaches to no listener (parentRefs, sectionName, port or \
@@ -290,11 +293,12 @@ pub(super) fn reject_kind_conflicts(
 }
 
 /// The route's parentRefs to the Gateway of listener `l`: `Accepted: False,
-/// NotAllowedByListeners`, on its node.
+/// NotAllowedByListeners`, on its node, and `l` no longer among the listeners they attach to.
 fn set_refused(node: &mut RouteNode, l: &ListenerId, why: &str) {
-    for (p, conditions) in &mut node.parents {
+    for ((p, conditions), attached) in node.parents.iter_mut().zip(&mut node.attached) {
         let pns = p.namespace.as_deref().unwrap_or(&node.id.namespace);
         if pns == l.namespace && p.name == l.gateway {
+            attached.remove(l);
             conditions[0] = Condition::no(
                 ConditionType::Accepted,
                 Reason::NotAllowedByListeners,

@@ -210,6 +210,11 @@ pub struct ListenerStatus {
 pub struct RouteStatus {
     pub id: RouteId,
     pub parents: Vec<(ParentRef, Vec<Condition>)>,
+    /// Beside `parents`, one set each: the listeners that parentRef attached to (its
+    /// `Accepted: True`), as attachment left them. Empty for a parentRef attached nowhere.
+    /// What [`dropped_from_configuration`] reads to tell a parentRef whose listeners are all
+    /// left out of the configuration.
+    pub attached: Vec<BTreeSet<ListenerId>>,
 }
 
 /// A route's node in the graph: what attachment made of each of its parentRefs (`Accepted`,
@@ -220,6 +225,8 @@ pub struct RouteStatus {
 pub(super) struct RouteNode {
     pub id: RouteId,
     pub parents: Vec<(ParentRef, Vec<Condition>)>,
+    /// Beside `parents`: the listeners each parentRef attached to ([`RouteStatus::attached`]).
+    pub attached: Vec<BTreeSet<ListenerId>>,
 }
 
 /// What the ports lost to the target NGINX: (GRPCRoutes not served on some port, and those
@@ -237,7 +244,11 @@ pub(super) fn routes(
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) {
-    status.routes.extend(nodes.into_iter().map(|n| RouteStatus { id: n.id, parents: n.parents }));
+    status.routes.extend(nodes.into_iter().map(|n| RouteStatus {
+        id: n.id,
+        parents: n.parents,
+        attached: n.attached,
+    }));
     for g in inputs.refused.iter().filter(|g| g.kind == "Gateway" && !g.name.is_empty()) {
         let why = match g.error.field.as_str() {
             "" => g.error.message.clone(),
@@ -275,6 +286,7 @@ pub(super) fn routes(
             .collect();
         status.routes.push(RouteStatus {
             id: RouteId { kind, namespace: r.namespace.clone(), name: r.name.clone() },
+            attached: vec![BTreeSet::new(); r.parent_refs.len()],
             parents,
         });
     }
@@ -311,6 +323,63 @@ pub(super) fn grpc_not_served(nodes: &mut [RouteNode], loss: &Http2Loss, version
                     ),
                 );
             }
+        }
+    }
+}
+
+/// The route parentRefs every listener of which ([`RouteStatus::attached`]) is among the
+/// listeners `dropped` leaves out: `Accepted: False, NoMatchingParent`, the message naming
+/// each of those listeners and why it is left out. A parentRef that keeps one listener stays
+/// as it is (an `Accepted: True` condition has no message here to note a loss in), and so does
+/// every parentRef of no listener left out, and every other condition.
+///
+/// The reason: Gateway API's route reasons for `Accepted: False` are NotAllowedByListeners
+/// (a listener's `allowedRoutes` refuses the route), NoMatchingListenerHostname (no hostname
+/// in common), NoMatchingParent (no listener of the parent matches the parentRef: a
+/// `sectionName` or `port` that names none) and UnsupportedValue (a value of the route the
+/// implementation does not support). The route is not at fault here, nor refused by the
+/// listener's criteria: the listeners it matched are not in the configuration, so, as
+/// served, the parent has no listener the parentRef matches (the spec: a route is Accepted
+/// when at least one of its rules is implemented by the Gateway; none is, through this
+/// parent). NoMatchingParent is that case; NGF says `InvalidListener`, a reason of its own
+/// the spec does not have.
+///
+/// A listener whose certificate Secret NGINX refuses (`nginx_check::drop_secret`) is not left
+/// out: it is written and refuses the TLS handshake, as a listener the generator's own
+/// certificate check leaves without a certificate, whose routes stay accepted (attachment
+/// depends on `allowedRoutes` and parentRefs alone; the spec: a route's availability is also
+/// subject to its listener's status, which says `Programmed: False`). So the route's status
+/// does not depend on which of the two checks found the certificate wanting.
+fn parents_without_listeners(status: &mut Status, dropped: &[Dropped]) {
+    let gone: BTreeMap<&ListenerId, &Dropped> = dropped
+        .iter()
+        .filter_map(|d| match &d.unit {
+            DroppedUnit::Listener(id) => Some((id, d)),
+            _ => None,
+        })
+        .collect();
+    if gone.is_empty() {
+        return;
+    }
+    for route in &mut status.routes {
+        for ((_, conditions), attached) in route.parents.iter_mut().zip(&route.attached) {
+            if attached.is_empty() || !attached.iter().all(|l| gone.contains_key(l)) {
+                continue;
+            }
+            let Some(c) = conditions.iter_mut().find(|c| c.kind == ConditionType::Accepted && c.ok)
+            else {
+                continue;
+            };
+            let why = attached
+                .iter()
+                .map(|l| format!("listener {l}: {}", gone[l].message))
+                .collect::<Vec<_>>()
+                .join("; ");
+            *c = Condition::no(
+                ConditionType::Accepted,
+                Reason::NoMatchingParent,
+                format!("no listener it attached to is in the configuration: {why}"),
+            );
         }
     }
 }
@@ -360,7 +429,11 @@ fn skipped_reason(rule: &RuleId, mi: usize, warning: &str) -> String {
 ///   each of its matches is): `Accepted: False` with the dropped unit's reason and the same
 ///   message in place of `Accepted: True` (Gateway API: PartiallyInvalid needs a valid rule
 ///   left; a route with none is not accepted).
-/// - A listener dropped: `Programmed: False, Invalid` with why, in place of `Programmed: True`.
+/// - A listener dropped: `Programmed: False, Invalid` with why, in place of `Programmed: True`;
+///   and each route parentRef all of whose listeners are dropped: `Accepted: False,
+///   NoMatchingParent` naming them ([`parents_without_listeners`]). That comes first: such a
+///   parentRef says that, and gets no `PartiallyInvalid` (nothing of the route is served
+///   through it); the route's own units show on its other parentRefs.
 pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
     for d in dropped {
         let DroppedUnit::Listener(id) = &d.unit else { continue };
@@ -372,6 +445,7 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
             }
         }
     }
+    parents_without_listeners(status, dropped);
     for route in &mut status.routes {
         let outcomes = status.rules.get(&route.id);
         let mut messages: Vec<(usize, String)> = Vec::new();
