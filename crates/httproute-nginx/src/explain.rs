@@ -159,14 +159,24 @@ pub fn plan_as_checked(
     nginx: &std::path::Path,
 ) -> Result<Plan, String> {
     let mut plan = crate::plan_for(model, backends, opts);
-    let out_dir = std::env::temp_dir().join("httproute-nginx-explain");
+    // A directory of this run's own (made here, refused if it is there already: the shared
+    // temporary directory is anyone's), which the check's scratch directory goes into.
+    let private =
+        std::env::temp_dir().join(format!("httproute-nginx-explain-{}", std::process::id()));
+    let made = {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(&private)
+    };
+    made.map_err(|e| format!("{}: {e}", private.display()))?;
     let checked = crate::nginx_check::emit_checked(
         &mut plan,
         opts,
         crate::emit::Tree::Drop,
         nginx,
-        &out_dir,
-    )?;
+        &private.join("out"),
+    );
+    let _ = std::fs::remove_dir_all(&private);
+    let checked = checked?;
     without_dropped(&mut plan, &checked.output.dropped);
     plan.warnings.extend(checked.output.warnings);
     Ok(plan)
