@@ -416,16 +416,20 @@ fn check(tenants: &[Tenant], met: &mut Met) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-#[test]
-fn every_tenant_line_has_a_unit_whose_removal_removes_only_it() {
+/// A runner of `HTTPROUTE_PROVENANCE_CASES` cases (default 256) from a fixed seed: the same
+/// cases every run.
+fn seeded_runner(seed: u8) -> TestRunner {
     let cases = std::env::var("HTTPROUTE_PROVENANCE_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(256);
     let config = Config { cases, failure_persistence: None, ..Config::default() };
-    // A fixed seed: the same cases every run.
-    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[29; 32]);
-    let mut runner = TestRunner::new_with_rng(config, rng);
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]))
+}
+
+#[test]
+fn every_tenant_line_has_a_unit_whose_removal_removes_only_it() {
+    let mut runner = seeded_runner(29);
     let met = std::cell::RefCell::new(Met::default());
     let result = runner.run(&prop::collection::vec(tenant(), 2..4), |tenants| {
         check(&tenants, &mut met.borrow_mut())
@@ -485,17 +489,7 @@ fn each_kind_left_out_has_its_condition() {
         *served.borrow_mut() = as_served;
         (out, p.status)
     };
-    let answer = |port: u16, host: &str| {
-        let req = httproute_nginx::explain::Request {
-            port: Some(port),
-            method: "GET".into(),
-            host: host.into(),
-            path: "/".into(),
-            headers: vec![],
-            query: String::new(),
-        };
-        httproute_nginx::explain::explain(&served.borrow(), &req)
-    };
+    let answer = |port: u16, host: &str| common::explain_get(&served.borrow(), port, host);
     let route_conditions = |s: &httproute_nginx::plan::Status, name: &str| {
         let r = s.routes.iter().find(|r| r.id.name == name).unwrap();
         r.parents.iter().flat_map(|(_, cs)| cs.clone()).collect::<Vec<_>>()
@@ -703,13 +697,7 @@ fn check_listeners(
 /// name): see [`check_listeners`]. `HTTPROUTE_PROVENANCE_CASES=N` runs N cases (default 256).
 #[test]
 fn a_parent_ref_is_accepted_iff_a_listener_it_attached_to_is_left() {
-    let cases = std::env::var("HTTPROUTE_PROVENANCE_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    let config = Config { cases, failure_persistence: None, ..Config::default() };
-    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[30; 32]);
-    let mut runner = TestRunner::new_with_rng(config, rng);
+    let mut runner = seeded_runner(30);
     let met = std::cell::RefCell::new(ListenersMet::default());
     let strategy = (
         prop::collection::vec(tenant(), 2..4),

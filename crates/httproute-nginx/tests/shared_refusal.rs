@@ -366,17 +366,7 @@ fn routes_left_with_no_listener_are_not_accepted() {
     }
     // explain answers as the configuration written: port 20010 is not listened on (rx's host
     // is not answered from its old server), port 20011 still serves rall and two.
-    let answer = |plan: &httproute_nginx::plan::Plan, port: u16, host: &str| {
-        let req = httproute_nginx::explain::Request {
-            port: Some(port),
-            method: "GET".into(),
-            host: host.into(),
-            path: "/".into(),
-            headers: vec![],
-            query: String::new(),
-        };
-        httproute_nginx::explain::explain(plan, &req)
-    };
+    let answer = common::explain_get;
     let mut served = httproute_nginx::plan_for(&inputs, &b, &opts);
     assert_eq!(answer(&served, 20010, "x.a.test").1, 200, "before: rx's host is served");
     httproute_nginx::explain::without_dropped(&mut served, &c.output.dropped);

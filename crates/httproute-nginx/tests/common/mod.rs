@@ -55,3 +55,19 @@ pub fn assert_golden_status(set: &str, g: &Generated) {
     assert_eq!(status, std::fs::read_to_string(expected.join("status.yaml")).unwrap());
     assert_eq!(warnings, std::fs::read_to_string(expected.join("warnings.txt")).unwrap());
 }
+
+/// What `plan` answers `GET /` for `host` on `port` ([`explain`]: the explanation and the
+/// HTTP status, 0 when the port is not listened on).
+///
+/// [`explain`]: httproute_nginx::explain::explain
+pub fn explain_get(plan: &httproute_nginx::plan::Plan, port: u16, host: &str) -> (String, u16) {
+    let req = httproute_nginx::explain::Request {
+        port: Some(port),
+        method: "GET".into(),
+        host: host.into(),
+        path: "/".into(),
+        headers: vec![],
+        query: String::new(),
+    };
+    httproute_nginx::explain::explain(plan, &req)
+}
