@@ -529,3 +529,57 @@ proptest! {
         }
     }
 }
+
+/// A file that is one JSON string, not an object: serde_json's refusal of it ("invalid type:
+/// string \"...\"") copies the string into its message, and that into ours, with no
+/// checkpoint inside (about 5x the string, transient). The first pass checks only the string
+/// itself. Now the first pass refuses a string at the top with a short message (same place),
+/// and the second pass reads no further than the first did before the top-level value (a
+/// text changed into one string is "changed"). Before, a string of 262,143 bytes under 1 MiB
+/// peaked at 1,311,071 bytes from memory, 1,638,751 read twice unchanged, 1,377,024 changed
+/// from an object between the passes, and its message was 262 KB long.
+#[test]
+fn a_file_that_is_one_long_string_stays_within_the_limit() {
+    let limit = 1usize << 20;
+    let string = format!("\"{}\"", "p".repeat((1 << 18) - 1));
+    let object = r#"{"k":[{"redirectPath":"/p"}]}"#;
+    let malformed = r#"{"k":[{"redirectPath":"/p"} x}"#;
+    let path = temp("string-file");
+    let check = |what: &str, (r, peak): (Result<(), String>, usize), changed: bool| {
+        let e = r.expect_err("a string compiled");
+        assert!(peak <= limit, "{what}: peak {peak} > limit {limit}: {}", &e[..e.len().min(200)]);
+        assert!(e.len() < 1024, "{what}: a message of {} bytes", e.len());
+        if changed {
+            assert!(e.contains("the file changed while it was read"), "{what}: {e}");
+        } else {
+            assert!(e.starts_with("invalid type: string, expected a JSON object"), "{what}: {e}");
+            assert!(e.contains(" at line 1 column "), "{what}: {e}");
+        }
+    };
+    check("from memory", compile_file_peak(&string, limit, None), false);
+    check("from a file", compile_file_peak(&string, limit, Some(&path)), false);
+    check("read twice", changed_peak(&string, &string, limit), false);
+    check("changed", changed_peak(object, &string, limit), true);
+    // The third read (for a syntax error's exact place) finds the string instead.
+    let scope = Scope::open(usize::MAX);
+    let mut opens = 0;
+    let open = || {
+        opens += 1;
+        let text = if opens < 3 { malformed } else { string.as_str() };
+        Ok(std::io::Cursor::new(text.as_bytes()))
+    };
+    let bounds = Bounds { memory: limit, ..Bounds::default() };
+    let len = || Ok(string.len() as u64);
+    let r = route_match::compile_file_from_within(open, len, Syntax::Auto, bounds);
+    let (r, peak) = (r.map(|_| ()).map_err(|e| e.to_string()), scope.peak());
+    drop(scope);
+    assert!(r.is_err() && peak <= limit, "the third read: peak {peak} > limit {limit}");
+    // Short strings are refused the same way, with the same place as before.
+    let (r, _) = compile_file_peak("\n  \"abc\"", limit, None);
+    assert_eq!(
+        r.unwrap_err(),
+        "invalid type: string, expected a JSON object of match key -> match list at $ at line 2 \
+         column 7"
+    );
+    let _ = std::fs::remove_file(&path);
+}
