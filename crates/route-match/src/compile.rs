@@ -265,7 +265,7 @@ pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     syntax: Syntax,
     bounds: Bounds,
     scope: &Scope,
-    survey: parse::Survey,
+    mut survey: parse::Survey,
     reader: usize,
     fence: Option<&parse::Fence>,
     open: impl FnOnce() -> std::io::Result<serde_json::Deserializer<R>>,
@@ -282,6 +282,10 @@ pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
             Exhausted::Limit { used: scope.used(), limit: scope.limit() }
         };
         return Err(mem(e, "reading the file's keys (the first pass)"));
+    }
+    // A file that is one string is refused by the first pass, before the second copies it.
+    if let Some(e) = survey.string_file.take() {
+        return Err(FileError::Parse(e));
     }
     let typed = match syntax {
         Syntax::Typed => true,
@@ -343,6 +347,11 @@ pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     // Why the compile stops, and what it was doing when the scope was found spent.
     let mut failed: Option<(Exhausted, String)> = None;
     let de = open().map_err(FileError::Io)?;
+    // Up to the top-level value, no further than the first pass read (a text changed into
+    // something else than a map is not read past that); lifted where the map begins.
+    if let Some(fence) = fence {
+        fence.set(survey.lead);
+    }
     // Lists of includes, resolved once every key is known (an include may name a later key).
     let mut composites: Vec<Vec<String>> = Vec::new();
     // Each list is estimated before it is parsed (serde_json's tree is built whole, with no
@@ -451,10 +460,13 @@ pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
             extend_or_mark(&mut c.b.no_memory, &mut keys, [(span, Slot::Plain(number))]);
         });
     if fence.is_some_and(|f| f.passed.get()) {
-        let list = fenced.map_or_else(|| "a list".to_owned(), |at| format!("the list under {at}"));
+        let what = fenced.map_or_else(
+            || "it does not begin as it did".to_owned(),
+            |at| format!("the list under {at} is longer than"),
+        );
         return Err(FileError::Io(std::io::Error::other(format!(
-            "the file changed while it was read: {list} is longer than when the first pass \
-             read it; not compiled"
+            "the file changed while it was read: {what} when the first pass read it; not \
+             compiled"
         ))));
     }
     if let Some(fence) = fence.filter(|f| f.string_refused.get()) {

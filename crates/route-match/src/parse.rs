@@ -288,6 +288,13 @@ pub(crate) struct Survey {
     /// The longest key of the file, in bytes: the parse allocates the next key (and its copy
     /// for the duplicate check) before it can ask whether the list under it fits.
     pub(crate) longest_key: usize,
+    /// Bytes taken before the top-level value was visited (its `{` included), or all the
+    /// walk took when it never got to one: the second pass over a stream reads no further
+    /// before its map begins ([`Fence`]).
+    pub(crate) lead: u64,
+    /// The file is one JSON string: refused here, with a short message at the parser's place
+    /// (serde_json's own refusal copies the string into its message, unchecked, ~5x it).
+    pub(crate) string_file: Option<ParseError>,
 }
 
 /// Bytes a hash set of `len` strings at `capacity` allocates to take one more: its new table
@@ -480,11 +487,17 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
         out_of_memory: Cell::new(false),
         system_refused: Cell::new(false),
         longest_key: Cell::new(0),
+        lead: Cell::new(None),
+        string_file: Cell::new(false),
     };
     let walked = Detect { depth: 0, sep: None, counts: &counts }.deserialize(&mut de);
+    let lead = counts.lead.get().unwrap_or_else(pos);
     let out_of_memory = counts.out_of_memory.get();
     let complete = walked.is_ok() && de.end().is_ok();
-    let typed = walked.unwrap_or(false);
+    let (typed, string_file) = match walked {
+        Ok(typed) => (typed, None),
+        Err(e) => (false, counts.string_file.get().then(|| ParseError::from(e))),
+    };
     let mut names = counts.keys_seen.into_inner();
     names.complete = complete;
     Survey {
@@ -498,6 +511,8 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
         out_of_memory,
         system_refused: counts.system_refused.get(),
         longest_key: counts.longest_key.get(),
+        lead,
+        string_file,
     }
 }
 
@@ -516,6 +531,10 @@ struct Counts<'p> {
     out_of_memory: Cell<bool>,
     system_refused: Cell<bool>,
     longest_key: Cell<usize>,
+    /// See [`Survey::lead`].
+    lead: Cell<Option<u64>>,
+    /// The top-level value is a string (refused, see [`Survey::string_file`]).
+    string_file: Cell<bool>,
 }
 
 /// Walks any JSON; at depth 3 (file -> list -> entry -> field), the strings of a `headers` or
@@ -525,6 +544,15 @@ struct Detect<'c, 'p> {
     /// The separator of the field being walked (`:` for headers, `=` for params).
     sep: Option<char>,
     counts: &'c Counts<'p>,
+}
+
+impl Detect<'_, '_> {
+    /// At the top-level value: where it was found (see [`Survey::lead`]).
+    fn top(&self) {
+        if self.depth == 0 {
+            self.counts.lead.set(Some((self.counts.pos)()));
+        }
+    }
 }
 
 fn add(c: &Cell<usize>, n: usize) {
@@ -546,6 +574,7 @@ impl<'de> Visitor<'de> for Detect<'_, '_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        self.top();
         // In an entry, a repeated field counts as its last occurrence (as in the JSON tree).
         let (mut headers, mut params, mut found) = (false, false, false);
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
@@ -602,6 +631,7 @@ impl<'de> Visitor<'de> for Detect<'_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        self.top();
         let mut found = false;
         let depth = self.depth.saturating_add(1);
         let counts = self.counts;
@@ -617,23 +647,33 @@ impl<'de> Visitor<'de> for Detect<'_, '_> {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        if self.depth == 0 {
+            self.top();
+            self.counts.string_file.set(true);
+            return Err(E::invalid_type(de::Unexpected::Other("string"), &FILE_EXPECTED));
+        }
         add(&self.counts.bytes, v.len());
         Ok(self.depth == 4 && self.sep.is_some_and(|sep| is_typed_string(v, sep)))
     }
 
     fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        self.top();
         Ok(false)
     }
     fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        self.top();
         Ok(false)
     }
     fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        self.top();
         Ok(false)
     }
     fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        self.top();
         Ok(false)
     }
     fn visit_unit<E>(self) -> Result<bool, E> {
+        self.top();
         Ok(false)
     }
 }
@@ -721,6 +761,9 @@ impl<'de> Visitor<'de> for ListVisitor<'_> {
     }
 }
 
+/// What a file is expected to be, in messages.
+const FILE_EXPECTED: &str = "a JSON object of match key -> match list at $";
+
 struct FileVisitor<'a> {
     keys: &'a Keys,
     room: &'a dyn Fn(usize) -> bool,
@@ -733,10 +776,14 @@ impl<'de> Visitor<'de> for FileVisitor<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object of match key -> match list at $")
+        f.write_str(FILE_EXPECTED)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        // The map began where it did in the first pass: the fence before it is lifted.
+        if let Some(fence) = self.fence {
+            fence.lift();
+        }
         // The keys read, for duplicates: sized for the first pass's count, and each growth
         // asked of `room` before it is made.
         let mut seen: HashSet<String> = HashSet::new();

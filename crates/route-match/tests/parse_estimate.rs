@@ -529,3 +529,131 @@ proptest! {
         }
     }
 }
+
+/// A file that is one JSON string, not an object: serde_json's refusal of it ("invalid type:
+/// string \"...\"") copies the string into its message, and that into ours, with no
+/// checkpoint inside (about 5x the string, transient). The first pass checks only the string
+/// itself. Now the first pass refuses a string at the top with a short message (same place),
+/// and the second pass reads no further than the first did before the top-level value (a
+/// text changed into one string is "changed"). Before, a string of 262,143 bytes under 1 MiB
+/// peaked at 1,311,071 bytes from memory, 1,638,751 read twice unchanged, 1,377,024 changed
+/// from an object between the passes, and its message was 262 KB long.
+#[test]
+fn a_file_that_is_one_long_string_stays_within_the_limit() {
+    let limit = 1usize << 20;
+    let string = format!("\"{}\"", "p".repeat((1 << 18) - 1));
+    let object = r#"{"k":[{"redirectPath":"/p"}]}"#;
+    let malformed = r#"{"k":[{"redirectPath":"/p"} x}"#;
+    let path = temp("string-file");
+    let check = |what: &str, (r, peak): (Result<(), String>, usize), changed: bool| {
+        let e = r.expect_err("a string compiled");
+        assert!(peak <= limit, "{what}: peak {peak} > limit {limit}: {}", &e[..e.len().min(200)]);
+        assert!(e.len() < 1024, "{what}: a message of {} bytes", e.len());
+        if changed {
+            assert!(e.contains("the file changed while it was read"), "{what}: {e}");
+        } else {
+            assert!(e.starts_with("invalid type: string, expected a JSON object"), "{what}: {e}");
+            assert!(e.contains(" at line 1 column "), "{what}: {e}");
+        }
+    };
+    check("from memory", compile_file_peak(&string, limit, None), false);
+    check("from a file", compile_file_peak(&string, limit, Some(&path)), false);
+    check("read twice", changed_peak(&string, &string, limit), false);
+    check("changed", changed_peak(object, &string, limit), true);
+    // The third read (for a syntax error's exact place) finds the string instead.
+    let scope = Scope::open(usize::MAX);
+    let mut opens = 0;
+    let open = || {
+        opens += 1;
+        let text = if opens < 3 { malformed } else { string.as_str() };
+        Ok(std::io::Cursor::new(text.as_bytes()))
+    };
+    let bounds = Bounds { memory: limit, ..Bounds::default() };
+    let len = || Ok(string.len() as u64);
+    let r = route_match::compile_file_from_within(open, len, Syntax::Auto, bounds);
+    let (r, peak) = (r.map(|_| ()).map_err(|e| e.to_string()), scope.peak());
+    drop(scope);
+    assert!(r.is_err() && peak <= limit, "the third read: peak {peak} > limit {limit}");
+    // Short strings are refused the same way, with the same place as before.
+    let (r, _) = compile_file_peak("\n  \"abc\"", limit, None);
+    assert_eq!(
+        r.unwrap_err(),
+        "invalid type: string, expected a JSON object of match key -> match list at $ at line 2 \
+         column 7"
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+/// JSON texts of files, valid or not, written with any whitespace (CRLF, tabs, long lines):
+/// lists of entries and of other values (numbers at a list's end, `-0`, exponents, huge
+/// integers, out-of-range floats), empty lists, includes, duplicate keys, a BOM.
+fn any_file() -> impl Strategy<Value = String> {
+    let ws = prop::sample::select(vec!["", " ", "\n", "\r\n", "\t", "  \r\n\t ", &*LONG_LINE]);
+    let scalar = prop::sample::select(vec![
+        "0",
+        "-0",
+        "1e5",
+        "-1.5E-3",
+        "2.0",
+        "123456789012345678901234567890",
+        "1e400",
+        "true",
+        "null",
+        r#""x""#,
+        r#""\u00e9\n""#,
+        r#"{"redirectPath":"/p"}"#,
+        r#"{"any":true,"redirectPath":"/a"}"#,
+        r#"{"include":"k0"}"#,
+        r#"{"include":"k1"}"#,
+        r#"{"headers":["x:RegularExpression:^v[0-9]+$"],"redirectPath":"/r"}"#,
+        "[1,[2,{}]]",
+    ]);
+    let list = proptest::collection::vec((scalar, ws.clone(), ws.clone()), 0..5);
+    let lists = proptest::collection::vec((0usize..4, list, ws.clone(), ws.clone()), 0..5);
+    (lists, ws.clone(), ws, any::<bool>(), 0u8..20).prop_map(|(lists, w1, w2, bom, shape)| {
+        let body: Vec<String> = lists
+            .iter()
+            .map(|(k, items, a, b)| {
+                let items: Vec<String> =
+                    items.iter().map(|(v, x, y)| format!("{x}{v}{y}")).collect();
+                format!(r#"{a}"k{k}"{b}:{a}[{}]{b}"#, items.join(","))
+            })
+            .collect();
+        let text = match shape {
+            0 => format!("{w1}[{}]{w2}", body.join(",")),
+            1 => format!("{w1}{{{}}}{w2}x", body.join(",")),
+            2 => format!("{w1}{}{w2}", body.len()),
+            _ => format!("{w1}{{{}}}{w2}", body.join(",")),
+        };
+        if bom { format!("\u{feff}{text}") } else { text }
+    })
+}
+
+/// A line of 100,000 spaces.
+static LONG_LINE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| " ".repeat(100_000));
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("ESTIMATE_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256)))]
+
+    /// An unchanged text read twice as a stream is never taken for a changed one, and is
+    /// compiled or refused exactly as from memory (the same message, the same place; a
+    /// refusal for memory for both).
+    #[test]
+    fn an_unchanged_text_read_as_a_stream_is_compiled_as_from_memory(json in any_file()) {
+        let limit = 64 << 20;
+        let (stream, _) = changed_peak(&json, &json, limit);
+        let bounds = Bounds { memory: limit, ..Bounds::default() };
+        let memory = route_match::compile_file_within(json.as_bytes(), Syntax::Auto, bounds)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        prop_assert!(!stream.as_ref().is_err_and(|e| e.contains("changed")), "{:?}", stream);
+        // A refusal for memory says how much was left: the stream's read buffer less.
+        let both_memory = [&stream, &memory]
+            .iter()
+            .all(|r| r.as_ref().is_err_and(|e| e.contains("more memory than allowed")));
+        if !both_memory {
+            prop_assert_eq!(stream, memory, "{:?}", json);
+        }
+    }
+}
