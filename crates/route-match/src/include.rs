@@ -11,7 +11,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
 
-use crate::parse::{INCLUDE, key_path};
+use crate::parse::{INCLUDE, key_path, key_shown};
 use crate::store::{Builder, Span};
 
 /// What a key of a file holds, while the file is compiled.
@@ -64,7 +64,7 @@ pub(crate) fn resolve(
                     )),
                     None => Err(format!(
                         "unknown key {}: an include names a list of the same file",
-                        Value::String(t.clone())
+                        key_shown(t)
                     )),
                 })
                 .collect::<Result<Vec<u32>, String>>()
@@ -117,9 +117,9 @@ pub fn flatten(file: &Map<String, Value>) -> Result<Map<String, Value>, String> 
             let named = file
                 .get(target)
                 .and_then(Value::as_array)
-                .ok_or_else(|| format!("{at}: unknown key {target:?}"))?;
+                .ok_or_else(|| format!("{at}: unknown key {}", key_shown(target)))?;
             if named.iter().any(|e| e.get(INCLUDE).is_some()) {
-                return Err(format!("{at}: {target:?} has includes of its own"));
+                return Err(format!("{at}: {} has includes of its own", key_shown(target)));
             }
             flat.extend(named.iter().cloned());
         }

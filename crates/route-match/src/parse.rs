@@ -119,16 +119,21 @@ impl From<serde_json::Error> for ParseError {
 /// Writes a JSON path like `$["1_0"][3].headers[1]`.
 pub(crate) fn key_path(key: Option<&str>) -> String {
     match key {
-        Some(k) if k.len() > KEY_SHOWN => {
-            // Cut at a character boundary: a message (made when the limit is reached, in the
-            // room kept for it) never copies a long key whole.
-            let end = (0..=KEY_SHOWN).rev().find(|&i| k.is_char_boundary(i)).unwrap_or(0);
-            let (shown, rest) = k.split_at(end);
-            format!("$[{}...+{} bytes]", Value::String(shown.to_owned()), rest.len())
-        }
-        Some(k) => format!("$[{}]", Value::String(k.to_owned())),
+        Some(k) => format!("$[{}]", key_shown(k)),
         None => "$".to_owned(),
     }
+}
+
+/// A key as messages show it: a JSON string, cut after [`KEY_SHOWN`] bytes (`"kkk"...+N
+/// bytes`) at a character boundary, so that a message (made when the limit is reached, in the
+/// room kept for it) never copies a long key whole.
+pub(crate) fn key_shown(k: &str) -> String {
+    if k.len() <= KEY_SHOWN {
+        return Value::String(k.to_owned()).to_string();
+    }
+    let end = (0..=KEY_SHOWN).rev().find(|&i| k.is_char_boundary(i)).unwrap_or(0);
+    let (shown, rest) = k.split_at(end);
+    format!("{}...+{} bytes", Value::String(shown.to_owned()), rest.len())
 }
 
 /// The most bytes of a key a message shows.
@@ -221,7 +226,7 @@ impl Keys {
         if !self.complete {
             return None;
         }
-        let name = Value::String(target.to_owned());
+        let name = key_shown(target);
         if !self.all.contains(target) {
             return Some(format!(
                 "{at}: unknown key {name}: an include names a list of the same file"

@@ -127,6 +127,23 @@ fn a_bad_include_fails_the_file_with_its_position_and_path() {
     assert_eq!(e.line(), 1);
 }
 
+/// A long key an include names is cut in the message (as every key in messages is: 64
+/// bytes and how many more), from the parse and from `flatten`: a 100 KB unknown key wrote a
+/// 100 KB message before.
+#[test]
+fn an_include_of_a_long_unknown_key_is_cut_in_the_message() {
+    let long = "n".repeat(100_000);
+    let json =
+        format!(r#"{{"a":[{{"any":true,"redirectPath":"/a"}}],"l":[{{"include":"{long}"}}]}}"#);
+    let e = compile_file(json.as_bytes(), Syntax::Auto).unwrap_err();
+    let shown = format!(r#"unknown key "{}"...+99936 bytes"#, "n".repeat(64));
+    assert!(e.message().contains(&shown), "{}", &e.message()[..200.min(e.message().len())]);
+    assert!(e.message().len() < 300, "{} bytes", e.message().len());
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let e = flatten(value.as_object().unwrap()).unwrap_err();
+    assert!(e.contains(&shown) && e.len() < 300, "{} bytes", e.len());
+}
+
 #[test]
 fn a_shared_list_is_compiled_and_counted_once() {
     // A list of 40 regex entries, named by n lists of includes (as every location of a
