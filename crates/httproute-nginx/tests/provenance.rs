@@ -275,15 +275,18 @@ struct Met {
     shared: BTreeMap<String, usize>,
 }
 
-fn check(tenants: &[Tenant], met: &mut Met) -> Result<(), TestCaseError> {
-    let yaml: String = tenants.iter().enumerate().map(|(n, t)| manifests(n, t)).collect();
+/// The manifests `yaml` of `tenants` tenants loaded, with each tenant's backends (s0 and s1
+/// have addresses, upstreams; s2 is resolved per request) and certificate files.
+fn load(
+    yaml: &str,
+    tenants: usize,
+) -> Result<(httproute_nginx::model::Inputs, BackendMap, httproute_nginx::Options), TestCaseError> {
     let mut inputs = httproute_nginx::model::Inputs::default();
-    httproute_nginx::model::load_text(Path::new("t.yaml"), &yaml, &mut inputs)
+    httproute_nginx::model::load_text(Path::new("t.yaml"), yaml, &mut inputs)
         .map_err(|e| TestCaseError::fail(format!("{e}\n{yaml}")))?;
     let mut backends = BackendMap::new();
     let mut opts = common::options();
-    for n in 0..tenants.len() {
-        // s0 and s1 have addresses (upstreams), s2 is resolved per request.
+    for n in 0..tenants {
         for k in 0..2 {
             backends.insert(format!("tenant{n}/s{k}:80"), format!("10.{}.{k}.1:80", n + 1));
         }
@@ -292,6 +295,12 @@ fn check(tenants: &[Tenant], met: &mut Met) -> Result<(), TestCaseError> {
             (format!("/c/tenant{n}.crt"), format!("/c/tenant{n}.key")),
         );
     }
+    Ok((inputs, backends, opts))
+}
+
+fn check(tenants: &[Tenant], met: &mut Met) -> Result<(), TestCaseError> {
+    let yaml: String = tenants.iter().enumerate().map(|(n, t)| manifests(n, t)).collect();
+    let (inputs, backends, opts) = load(&yaml, tenants.len())?;
     let plan = httproute_nginx::plan_for(&inputs, &backends, &opts);
     let out = emit_dropping(&plan, &opts, Tree::Drop, &[]).map_err(TestCaseError::fail)?;
     let lines = owned(&out);
@@ -567,20 +576,7 @@ fn check_listeners(
         .enumerate()
         .map(|(n, t)| manifests_with(n, t, |i| parent_refs(n, refs[n][i])))
         .collect();
-    let mut inputs = httproute_nginx::model::Inputs::default();
-    httproute_nginx::model::load_text(Path::new("t.yaml"), &yaml, &mut inputs)
-        .map_err(|e| TestCaseError::fail(format!("{e}\n{yaml}")))?;
-    let mut backends = BackendMap::new();
-    let mut opts = common::options();
-    for n in 0..tenants.len() {
-        for k in 0..2 {
-            backends.insert(format!("tenant{n}/s{k}:80"), format!("10.{}.{k}.1:80", n + 1));
-        }
-        opts.certificates.insert(
-            format!("tenant{n}/cert"),
-            (format!("/c/tenant{n}.crt"), format!("/c/tenant{n}.key")),
-        );
-    }
+    let (inputs, backends, opts) = load(&yaml, tenants.len())?;
     let run = |gone: &[&ListenerId]| -> Result<(Output, Status), TestCaseError> {
         let mut p = httproute_nginx::plan_for(&inputs, &backends, &opts);
         let drops: Vec<(Unit, String)> = gone

@@ -15,7 +15,7 @@ use pcre2_bounded::memory::Scope;
 use crate::compile::{
     Bounds, CompiledFile, FileError, REFUSAL_ROOM, compile_file_from, memory_error,
 };
-use crate::parse::{self, Counted, Fence, Fenced, ParseError, Strings, Syntax};
+use crate::parse::{self, Fence, Fenced, ParseError, Syntax};
 
 /// Compiles a file held in memory (both passes read the same bytes: no fence is needed).
 pub(crate) fn compile_file(
@@ -59,9 +59,7 @@ fn first_pass<R: Read>(reader: R, scope: &Scope) -> parse::Survey {
     let fence = Fence::new();
     let room = |n| room(scope, &fence.system_refused, n);
     // A string that outgrows what is left stops the read (see `parse::Counted`).
-    let strings = Strings::new(&room, &fence.string_refused);
-    let counted = Counted { inner: reader, pos: &fence.pos, strings };
-    let read = Fenced { inner: counted, fence: &fence };
+    let read = Fenced::new(reader, &fence, &room);
     let pos = || fence.pos.get();
     let mut survey = parse::survey(serde_json::Deserializer::from_reader(read), &pos, &room);
     survey.out_of_memory |= fence.string_refused.get();
@@ -115,11 +113,8 @@ pub(crate) fn compile_source<R: Read>(
     // The second through the same reader, now fenced at each list's length.
     let fence = Fence::new();
     let room = |n| room(&scope, &fence.system_refused, n);
-    let parse = || {
-        let strings = Strings::new(&room, &fence.string_refused);
-        let counted = Counted { inner: checked()?, pos: &fence.pos, strings };
-        Ok(serde_json::Deserializer::from_reader(Fenced { inner: counted, fence: &fence }))
-    };
+    let parse =
+        || Ok(serde_json::Deserializer::from_reader(Fenced::new(checked()?, &fence, &room)));
     let compiled = compile_file_from(syntax, bounds, &scope, survey, buffer, Some(&fence), parse);
     match compiled {
         // serde_json places errors one column late when it reads from a stream (it cannot

@@ -450,6 +450,15 @@ pub(crate) struct Fenced<'p, R> {
     pub(crate) fence: &'p Fence,
 }
 
+impl<'p, R> Fenced<'p, R> {
+    /// The reader of a pass over `inner`: its position and string refusals kept in `fence`,
+    /// a string's growth asked of `room`.
+    pub(crate) fn new(inner: R, fence: &'p Fence, room: &'p dyn Fn(usize) -> bool) -> Self {
+        let strings = Strings::new(room, &fence.string_refused);
+        Fenced { inner: Counted { inner, pos: &fence.pos, strings }, fence }
+    }
+}
+
 impl<R: std::io::Read> std::io::Read for Fenced<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let left = self.fence.end.get().saturating_sub(self.fence.pos.get());
