@@ -66,7 +66,21 @@ struct Writing {
     /// logs) are created when missing and never touched.
     #[arg(short = 'o', long = "output")]
     output: PathBuf,
-    /// The `load_module` path of ngx_http_matches_module.
+    #[command(flatten)]
+    written: Written,
+    /// Also write the Gateway API status (conditions of every Gateway, listener and
+    /// HTTPRoute parentRef) to this file, as YAML. A refused run leaves it as it was (the
+    /// configuration it describes is still the one in place) and says so on stderr.
+    #[arg(long = "status")]
+    status: Option<PathBuf>,
+}
+
+/// What the configuration is written with, besides the plan: `generate`, `apply` and
+/// `explain` take the same, so that `explain --nginx` checks the configuration generate writes.
+#[derive(clap::Args)]
+struct Written {
+    /// The `load_module` path of ngx_http_matches_module (for `explain --nginx`, a relative
+    /// path is taken from the current directory: its check runs elsewhere).
     #[arg(long, default_value = "modules/ngx_http_matches_module.so")]
     module: String,
     /// How match lists reach the module.
@@ -79,11 +93,6 @@ struct Writing {
     /// Services): ADDRESS[:PORT]; repeatable. Default: the nameservers of /etc/resolv.conf.
     #[arg(long = "resolver", value_parser = parse_resolver)]
     resolvers: Vec<String>,
-    /// Also write the Gateway API status (conditions of every Gateway, listener and
-    /// HTTPRoute parentRef) to this file, as YAML. A refused run leaves it as it was (the
-    /// configuration it describes is still the one in place) and says so on stderr.
-    #[arg(long = "status")]
-    status: Option<PathBuf>,
     #[command(flatten)]
     process: Process,
 }
@@ -174,10 +183,8 @@ enum Command {
         /// when it has left out what NGINX refuses (a listener, a route, a rule, a Secret).
         #[arg(long = "nginx")]
         nginx: Option<PathBuf>,
-        /// With --nginx: the module the check loads (as generate's `--module`; a relative
-        /// path is taken from the current directory).
-        #[arg(long, default_value = "modules/ngx_http_matches_module.so")]
-        module: PathBuf,
+        #[command(flatten)]
+        written: Written,
     },
 }
 
@@ -244,19 +251,31 @@ fn backends(input: &Input) -> Result<BackendMap, String> {
     Ok(map)
 }
 
-/// Options with the planning ones given and the others at their defaults (what `explain`
-/// plans with; `generate` sets the others).
-fn options(p: Planning) -> Options {
+/// The options of a run: the plan's and what it is written with.
+fn options(p: Planning, w: Written) -> Options {
+    let Written { module, carrier, listen_address, mut resolvers, process } = w;
+    if resolvers.is_empty() {
+        resolvers = std::fs::read_to_string("/etc/resolv.conf")
+            .map(|t| httproute_nginx::resolv_conf_nameservers(&t))
+            .unwrap_or_default();
+    }
+    let global = httproute_nginx::emit_global::Global {
+        worker_processes: process.worker_processes,
+        worker_connections: process.worker_connections,
+        access_log: httproute_nginx::emit_global::parse_access_log(&process.access_log),
+        keepalive: process.upstream_keepalive,
+        files_dir: None,
+    };
     Options {
-        module: "modules/ngx_http_matches_module.so".into(),
-        carrier: Carrier::Preload,
-        listen_address: None,
+        module,
+        carrier,
+        listen_address,
         certificates: p.certificates.into_iter().collect(),
-        resolvers: Vec::new(),
+        resolvers,
         experimental: p.experimental,
         nginx_version: p.nginx_version,
         allow_external_name: p.allow_external_name,
-        global: Default::default(),
+        global,
     }
 }
 
@@ -270,31 +289,9 @@ struct Run {
 
 /// Generates and stages the configuration ([`httproute_nginx::apply::stage`]).
 fn stage(w: Writing, check: Option<&Path>) -> Result<Run, String> {
-    let Writing {
-        input,
-        planning,
-        output,
-        module,
-        carrier,
-        listen_address,
-        mut resolvers,
-        status,
-        process,
-    } = w;
+    let Writing { input, planning, output, written, status } = w;
     let map = backends(&input)?;
-    if resolvers.is_empty() {
-        resolvers = std::fs::read_to_string("/etc/resolv.conf")
-            .map(|t| httproute_nginx::resolv_conf_nameservers(&t))
-            .unwrap_or_default();
-    }
-    let global = httproute_nginx::emit_global::Global {
-        worker_processes: process.worker_processes,
-        worker_connections: process.worker_connections,
-        access_log: httproute_nginx::emit_global::parse_access_log(&process.access_log),
-        keepalive: process.upstream_keepalive,
-        files_dir: None,
-    };
-    let opts = Options { module, carrier, listen_address, resolvers, global, ..options(planning) };
+    let opts = options(planning, written);
     let (staged, generated) =
         httproute_nginx::apply::stage(&output, &input.files, &map, opts, status.is_some(), check)?;
     for w in &generated.warnings {
@@ -416,13 +413,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             headers,
             query,
             nginx,
-            module,
+            written,
         } => {
             let map = backends(&input)?;
-            let mut opts = options(planning);
+            let mut opts = options(planning, written);
             if nginx.is_some() {
-                let module = std::path::absolute(&module)
-                    .map_err(|e| format!("--module {}: {e}", module.display()))?;
+                let module = std::path::absolute(&opts.module)
+                    .map_err(|e| format!("--module {}: {e}", opts.module))?;
                 opts.module = module.to_string_lossy().into_owned();
             }
             let mut warnings = httproute_nginx::check_options(&opts, &map)?;

@@ -216,6 +216,40 @@ fn explain_does_not_name_a_rule_the_configuration_leaves_out() {
     assert_eq!(status, 302, "{text}");
 }
 
+/// `explain --nginx` checks the configuration generate writes with the same options: a fake
+/// NGINX refusing `listen 127.0.0.2:8081` refuses the listener only when explain is given
+/// `--listen-address 127.0.0.2` (before, explain had no such option and checked `listen 8081`).
+#[test]
+fn the_explain_command_checks_with_the_writing_options() {
+    let yaml = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: a, port: 8080, protocol: HTTP}\n  - {name: b, port: 8081, protocol: HTTP}\n---\nkind: HTTPRoute\nmetadata: {name: rb}\nspec:\n  parentRefs: [{name: gw, sectionName: b}]\n  rules:\n  - filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplaceFullPath, replaceFullPath: /to-rb}}}]\n";
+    let dir = manifests("nginx-writing-options", yaml);
+    let nginx = dir.join("nginx");
+    std::fs::write(
+        &nginx,
+        "#!/bin/sh\nline=$(grep -n -F -- 'listen 127.0.0.2:8081' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] bind() refused in $4nginx.conf:$line\" >&2; exit 1; fi\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&nginx, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_httproute-nginx"))
+            .args(["explain", "-f"])
+            .arg(dir.join("all.yaml"))
+            .args(["--host", "rb.test", "--path", "/", "--port", "8081", "--nginx"])
+            .arg(&nginx)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (text, _) = run(&[]);
+    assert!(text.contains("default/rb rule 0") && text.ends_with("=> 302\n"), "{text}");
+    let (text, warnings) = run(&["--listen-address", "127.0.0.2"]);
+    assert!(text.ends_with("=> 0\n"), "{text}");
+    assert!(warnings.contains("listener default/gw/b: nginx -t: bind() refused"), "{warnings}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `explain --nginx`: answers from what `generate --nginx` leaves when NGINX refuses a
 /// listener's line (a fake NGINX refusing port 8081's `listen`): the listener's port is not
 /// listened on, the route attached only there is not answered from its old server; without
