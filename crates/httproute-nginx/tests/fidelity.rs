@@ -7,7 +7,7 @@ mod common;
 
 use common::inputs;
 
-use httproute_nginx::plan::{PlanOptions, plan};
+use httproute_nginx::plan::{ConditionType, PlanOptions, Reason, plan};
 use httproute_nginx::{BackendMap, Options, generate_from};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
@@ -174,6 +174,18 @@ proptest! {
                     c.reason == httproute_nginx::plan::Reason::PortUnavailable && !c.ok
                 });
                 prop_assert_eq!(refused, g.3 != oldest.3, "{:?} (oldest {:?})", g, oldest);
+                // Of the port's protocol, a listener whose hostname (`*.test` or none) an
+                // earlier Gateway's listener has would serve nothing: Conflicted, not accepted.
+                let order = |g: &Gw| (g.2, format!("{}/{}", g.0, g.1));
+                let shadowed = g.3 == oldest.3
+                    && gws.iter().any(|o| o.3 == g.3 && o.4 == g.4 && order(o) < order(g));
+                let has = |kind: ConditionType, ok: bool| {
+                    l.conditions.iter().any(|c| {
+                        c.kind == kind && c.ok == ok && c.reason == Reason::HostnameConflict
+                    })
+                };
+                prop_assert_eq!(has(ConditionType::Conflicted, true), shadowed, "{:?}", g);
+                prop_assert_eq!(has(ConditionType::Accepted, false), shadowed, "{:?}", g);
             }
             // x.test is served by the routes of the most specific accepted listener (`*.test`
             // over none), and of equally specific ones the oldest Gateway's.

@@ -67,6 +67,14 @@ fn gateway_fields_the_crd_refuses_are_errors_naming_the_field() {
             "t.yaml, document 0, spec.listeners[1].name: \"http\": listener names must be unique",
         ),
         (
+            "{name: a, port: 80, protocol: HTTP, hostname: a.test}\n  - {name: b, port: 80, protocol: HTTP, hostname: a.test}",
+            "t.yaml, document 0, spec.listeners: Combination of port, protocol and hostname must be unique for each listener (listeners \"a\" and \"b\")",
+        ),
+        (
+            "{name: a, port: 80, protocol: HTTP}\n  - {name: b, port: 81, protocol: HTTP}\n  - {name: c, port: 80, protocol: HTTP}",
+            "t.yaml, document 0, spec.listeners: Combination of port, protocol and hostname must be unique for each listener (listeners \"a\" and \"c\")",
+        ),
+        (
             "{name: s, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: c, namespace: \"x;y\"}]}}",
             "t.yaml, document 0, spec.listeners[0].tls.certificateRefs[0].namespace: \"x;y\" is not a valid namespace",
         ),
@@ -77,6 +85,8 @@ fn gateway_fields_the_crd_refuses_are_errors_naming_the_field() {
     // What the CRD allows passes: wildcard hostnames, dotted section names.
     load(&gateway("{name: a.b-1, port: 65535, protocol: HTTP, hostname: \"*.example.com\"}"))
         .unwrap();
+    // One port with another hostname, none, or another protocol is not a duplicate.
+    load(&gateway("{name: a, port: 80, protocol: HTTP, hostname: a.test}\n  - {name: b, port: 80, protocol: HTTP, hostname: b.test}\n  - {name: c, port: 80, protocol: HTTP}\n  - {name: d, port: 80, protocol: HTTPS, hostname: a.test, tls: {certificateRefs: [{name: c}]}}")).unwrap();
     let e =
         load("kind: Gateway\nmetadata: {name: \"gw;x\"}\nspec:\n  listeners: []\n").unwrap_err();
     assert!(

@@ -180,6 +180,19 @@ pub(crate) fn validate_gateway(g: &Gateway) -> Result<(), (String, String)> {
         if l.port == 0 {
             return Err((format!("{at}.port"), "must be 1-65535".into()));
         }
+        let same = |o: &&Listener| {
+            o.port == l.port && o.protocol == l.protocol && o.hostname == l.hostname
+        };
+        if let Some(o) = ls[..i].iter().find(same) {
+            return Err((
+                "spec.listeners".into(),
+                format!(
+                    "Combination of port, protocol and hostname must be unique for each listener \
+                     (listeners {:?} and {:?})",
+                    o.name, l.name
+                ),
+            ));
+        }
         for (ci, c) in l.tls.iter().flat_map(|t| t.certificate_refs.iter()).enumerate() {
             let at = format!("{at}.tls.certificateRefs[{ci}]");
             object_name(&c.name).map_err(|e| (format!("{at}.name"), e))?;

@@ -36,10 +36,12 @@ pub(super) fn listeners(
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) -> Vec<Listener> {
-    use ConditionType::{Accepted, Programmed, ResolvedRefs};
+    use ConditionType::{Accepted, Conflicted, Programmed, ResolvedRefs};
     let mut listeners: Vec<Listener> = Vec::new();
     // The first listener of each port: HTTP and HTTPS cannot share a port.
     let mut port_owner: BTreeMap<u16, usize> = BTreeMap::new();
+    // The first listener of each port and hostname (none: every host): it serves them.
+    let mut host_owner: BTreeMap<(u16, Option<&str>), usize> = BTreeMap::new();
     let metas: Vec<_> = inputs.gateways.iter().map(|g| &g.metadata).collect();
     for g in oldest_first(&metas).into_iter().map(|i| &inputs.gateways[i]) {
         for l in &g.spec.listeners {
@@ -90,6 +92,32 @@ pub(super) fn listeners(
                     other.id
                 );
                 skip(Reason::PortUnavailable, why);
+                continue;
+            }
+            // Of two listeners with one port and hostname (the CRD refuses that within a
+            // Gateway: of two Gateways), the first (in the order above) serves the host; the
+            // other would serve nothing and be reported as served: it is conflicted.
+            if let Some(other) = host_owner.get(&(l.port, l.hostname.as_deref())) {
+                let other = &listeners[*other].id;
+                let why = match &l.hostname {
+                    Some(h) => format!("port {} and hostname {h} are listener {other}'s", l.port),
+                    None => format!("port {} without a hostname is listener {other}'s", l.port),
+                };
+                warnings.push(format!("listener {id}: {why} (first in Gateway order: oldest, then namespace/name); skipped"));
+                status.listeners.push(ListenerStatus {
+                    id: id.clone(),
+                    attached_routes: 0,
+                    conditions: vec![
+                        Condition::no(Accepted, Reason::HostnameConflict, why.clone()),
+                        Condition {
+                            kind: Conflicted,
+                            ok: true,
+                            reason: Reason::HostnameConflict,
+                            message: why,
+                        },
+                        Condition::no(Programmed, Reason::Invalid, "not accepted".to_owned()),
+                    ],
+                });
                 continue;
             }
             let gns = g.metadata.namespace.as_str();
@@ -161,6 +189,7 @@ pub(super) fn listeners(
                 conditions: vec![Condition::yes(Accepted, Reason::Accepted), refs, programmed],
             });
             port_owner.entry(l.port).or_insert(listeners.len());
+            host_owner.insert((l.port, l.hostname.as_deref()), listeners.len());
             listeners.push(Listener {
                 status: status.listeners.len() - 1,
                 id,

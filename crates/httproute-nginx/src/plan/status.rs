@@ -16,6 +16,9 @@ pub enum ConditionType {
     /// A route some of whose rules are left out (Gateway API's `PartiallyInvalid`, status
     /// True, reason UnsupportedValue, a message starting "Dropped Rule").
     PartiallyInvalid,
+    /// A listener another listener's port and hostname already claim (status True, reason
+    /// HostnameConflict).
+    Conflicted,
 }
 
 impl ConditionType {
@@ -25,6 +28,7 @@ impl ConditionType {
             ConditionType::Programmed => "Programmed",
             ConditionType::ResolvedRefs => "ResolvedRefs",
             ConditionType::PartiallyInvalid => "PartiallyInvalid",
+            ConditionType::Conflicted => "Conflicted",
         }
     }
 }
@@ -43,6 +47,7 @@ pub enum Reason {
     UnsupportedValue,
     UnsupportedProtocol,
     PortUnavailable,
+    HostnameConflict,
     InvalidCertificateRef,
     RefNotPermitted,
     InvalidKind,
@@ -65,6 +70,7 @@ impl Reason {
             Reason::UnsupportedValue => "UnsupportedValue",
             Reason::UnsupportedProtocol => "UnsupportedProtocol",
             Reason::PortUnavailable => "PortUnavailable",
+            Reason::HostnameConflict => "HostnameConflict",
             Reason::InvalidCertificateRef => "InvalidCertificateRef",
             Reason::RefNotPermitted => "RefNotPermitted",
             Reason::InvalidKind => "InvalidKind",
