@@ -216,35 +216,49 @@ fn explain_does_not_name_a_rule_the_configuration_leaves_out() {
     assert_eq!(status, 302, "{text}");
 }
 
-/// `explain --nginx` checks the configuration generate writes with the same options: a fake
-/// NGINX refusing `listen 127.0.0.2:8081` refuses the listener only when explain is given
-/// `--listen-address 127.0.0.2` (before, explain had no such option and checked `listen 8081`).
-#[test]
-fn the_explain_command_checks_with_the_writing_options() {
+/// Two listeners (8080, 8081) and a route attached only to 8081's, in `dir`; a fake NGINX
+/// there that refuses the first line holding `refused`; and `explain` for rb.test on port
+/// 8081 with `extra` options: (stdout, stderr).
+fn explain_beside_a_refusing_nginx(
+    dir: &str,
+    refused: &str,
+) -> (PathBuf, PathBuf, impl Fn(&[&std::ffi::OsStr]) -> (String, String)) {
     let yaml = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: a, port: 8080, protocol: HTTP}\n  - {name: b, port: 8081, protocol: HTTP}\n---\nkind: HTTPRoute\nmetadata: {name: rb}\nspec:\n  parentRefs: [{name: gw, sectionName: b}]\n  rules:\n  - filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplaceFullPath, replaceFullPath: /to-rb}}}]\n";
-    let dir = manifests("nginx-writing-options", yaml);
+    let dir = manifests(dir, yaml);
     let nginx = dir.join("nginx");
     std::fs::write(
         &nginx,
-        "#!/bin/sh\nline=$(grep -n -F -- 'listen 127.0.0.2:8081' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] bind() refused in $4nginx.conf:$line\" >&2; exit 1; fi\nexit 0\n",
+        format!("#!/bin/sh\nline=$(grep -n -F -- '{refused}' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] bind() refused in $4nginx.conf:$line\" >&2; exit 1; fi\nexit 0\n"),
     )
     .unwrap();
     std::fs::set_permissions(&nginx, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let run = |extra: &[&str]| {
+    let all = dir.join("all.yaml");
+    let run = move |extra: &[&std::ffi::OsStr]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_httproute-nginx"))
             .args(["explain", "-f"])
-            .arg(dir.join("all.yaml"))
-            .args(["--host", "rb.test", "--path", "/", "--port", "8081", "--nginx"])
-            .arg(&nginx)
+            .arg(&all)
+            .args(["--host", "rb.test", "--path", "/", "--port", "8081"])
             .args(extra)
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
     };
-    let (text, _) = run(&[]);
+    (dir, nginx, run)
+}
+
+/// `explain --nginx` checks the configuration generate writes with the same options: a fake
+/// NGINX refusing `listen 127.0.0.2:8081` refuses the listener only when explain is given
+/// `--listen-address 127.0.0.2` (before, explain had no such option and checked `listen 8081`).
+#[test]
+fn the_explain_command_checks_with_the_writing_options() {
+    let (dir, nginx, run) =
+        explain_beside_a_refusing_nginx("nginx-writing-options", "listen 127.0.0.2:8081");
+    let check = ["--nginx".as_ref(), nginx.as_os_str()];
+    let (text, _) = run(&check);
     assert!(text.contains("default/rb rule 0") && text.ends_with("=> 302\n"), "{text}");
-    let (text, warnings) = run(&["--listen-address", "127.0.0.2"]);
+    let (text, warnings) =
+        run(&[&check[..], &["--listen-address".as_ref(), "127.0.0.2".as_ref()]].concat());
     assert!(text.ends_with("=> 0\n"), "{text}");
     assert!(warnings.contains("listener default/gw/b: nginx -t: bind() refused"), "{warnings}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -256,26 +270,7 @@ fn the_explain_command_checks_with_the_writing_options() {
 /// `--nginx`, explain does not know of the refusal.
 #[test]
 fn the_explain_command_answers_without_what_nginx_refuses() {
-    let yaml = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: a, port: 8080, protocol: HTTP}\n  - {name: b, port: 8081, protocol: HTTP}\n---\nkind: HTTPRoute\nmetadata: {name: rb}\nspec:\n  parentRefs: [{name: gw, sectionName: b}]\n  rules:\n  - filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplaceFullPath, replaceFullPath: /to-rb}}}]\n";
-    let dir = manifests("nginx-refuses", yaml);
-    let nginx = dir.join("nginx");
-    std::fs::write(
-        &nginx,
-        "#!/bin/sh\nline=$(grep -n -F -- 'listen 8081' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] bind() refused in $4nginx.conf:$line\" >&2; exit 1; fi\nexit 0\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&nginx, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let run = |extra: &[&std::ffi::OsStr]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_httproute-nginx"))
-            .args(["explain", "-f"])
-            .arg(dir.join("all.yaml"))
-            .args(["--host", "rb.test", "--path", "/", "--port", "8081"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
-    };
+    let (dir, nginx, run) = explain_beside_a_refusing_nginx("nginx-refuses", "listen 8081");
     let (text, _) = run(&[]);
     assert!(text.contains("default/rb rule 0") && text.ends_with("=> 302\n"), "{text}");
     let (text, warnings) = run(&["--nginx".as_ref(), nginx.as_os_str()]);
