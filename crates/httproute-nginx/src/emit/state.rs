@@ -232,9 +232,13 @@ impl Http {
     /// one of them is left out): a new object number, its unit the first of `us`, the others
     /// its [`Http::sharers`] (repeats removed, the order kept). `None` when `us` is empty.
     pub(super) fn shared(&mut self, us: impl IntoIterator<Item = Unit>) -> Option<Provenance> {
+        // Repeats found by hashing: a line many units bring (one host's location shared by
+        // every route) would otherwise cost the square of their number.
+        let mut seen: HashSet<Unit> = HashSet::new();
         let mut all: Vec<Unit> = Vec::new();
         for u in us {
-            if !all.contains(&u) {
+            if !seen.contains(&u) {
+                seen.insert(u.clone());
                 all.push(u);
             }
         }
