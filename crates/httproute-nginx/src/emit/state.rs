@@ -237,8 +237,7 @@ impl Http {
         let mut seen: HashSet<Unit> = HashSet::new();
         let mut all: Vec<Unit> = Vec::new();
         for u in us {
-            if !seen.contains(&u) {
-                seen.insert(u.clone());
+            if seen.insert(u.clone()) {
                 all.push(u);
             }
         }

@@ -50,15 +50,18 @@ pub(super) fn listeners(
                 gateway: g.metadata.name.clone(),
                 name: l.name.clone(),
             };
+            // Not accepted (and, for a hostname conflict, `Conflicted`), with a warning.
             let mut skip = |reason: Reason, why: String| {
                 warnings.push(format!("listener {id}: {why}; skipped"));
+                let mut conditions = vec![Condition::no(Accepted, reason, why.clone())];
+                if reason == Reason::HostnameConflict {
+                    conditions.push(Condition { kind: Conflicted, ok: true, reason, message: why });
+                }
+                conditions.push(Condition::no(Programmed, Reason::Invalid, "not accepted".into()));
                 status.listeners.push(ListenerStatus {
                     id: id.clone(),
                     attached_routes: 0,
-                    conditions: vec![
-                        Condition::no(Accepted, reason, why),
-                        Condition::no(Programmed, Reason::Invalid, "not accepted".to_owned()),
-                    ],
+                    conditions,
                 });
             };
             let tls = match (l.protocol.as_str(), &l.tls) {
@@ -103,21 +106,8 @@ pub(super) fn listeners(
                     Some(h) => format!("port {} and hostname {h} are listener {other}'s", l.port),
                     None => format!("port {} without a hostname is listener {other}'s", l.port),
                 };
-                warnings.push(format!("listener {id}: {why} (first in Gateway order: oldest, then namespace/name); skipped"));
-                status.listeners.push(ListenerStatus {
-                    id: id.clone(),
-                    attached_routes: 0,
-                    conditions: vec![
-                        Condition::no(Accepted, Reason::HostnameConflict, why.clone()),
-                        Condition {
-                            kind: Conflicted,
-                            ok: true,
-                            reason: Reason::HostnameConflict,
-                            message: why,
-                        },
-                        Condition::no(Programmed, Reason::Invalid, "not accepted".to_owned()),
-                    ],
-                });
+                let order = "first in Gateway order: oldest, then namespace/name";
+                skip(Reason::HostnameConflict, format!("{why} ({order})"));
                 continue;
             }
             let gns = g.metadata.namespace.as_str();
