@@ -20,8 +20,12 @@
 #    (DROPPED, default 5000 10000; --quick 500 1000): every such rule left out (counted,
 #    asserted), the rest written; time, memory and output per route, ratios as in 5 (the work
 #    is counted in crates/httproute-nginx/tests/emit_work.rs; here only seconds are printed).
+# 7. The shapes of 5 and 6 (and a quote-fooled nesting, regex paths, GRPCRoutes beside
+#    HTTPRoutes) at COUNTED and 2 x COUNTED routes (default 5000; --quick 3000) under valgrind:
+#    the instructions executed, a count, not a time; 2n at most 2.5 times n (asserted).
 # Sections 5 and 6 print one table format (`scaled`).
-# SECTIONS (default "1 2 3 4 5 6") runs only those.
+# SECTIONS (default "1 2 3 4 5 6 7") runs only those; SHAPES only those shapes of 7; GEN=path
+# measures another build of the generator (e.g. an older commit's).
 # Times are wall clock (`/usr/bin/time`: %e seconds, %M peak RSS); note the machine's load
 # next to them (printed first).
 set -euo pipefail
@@ -32,12 +36,14 @@ if [ -n "$quick" ]; then
   routes=${ROUTES:-100} rules=${RULES:-10} listener_routes=300 sizes=${SIZES:-1000 2000 4000}
   adversarial=${ADVERSARIAL:-2000}
   dropped=${DROPPED:-500 1000}
+  counted=${COUNTED:-3000}
 else
   routes=${ROUTES:-1000} rules=${RULES:-10} listener_routes=300 sizes=${SIZES:-12500 25000 50000}
   adversarial=${ADVERSARIAL:-25000}
   dropped=${DROPPED:-5000 10000}
+  counted=${COUNTED:-5000}
 fi
-sections=${SECTIONS:-1 2 3 4 5 6}
+sections=${SECTIONS:-1 2 3 4 5 6 7}
 on() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 work=$PWD/target/scale
 rm -rf "$work"
@@ -46,7 +52,7 @@ mkdir -p "$work"
 . scripts/lib/built.sh
 build_module
 cargo build -q --release -p httproute-nginx
-gen=target/release/httproute-nginx
+gen=${GEN:-target/release/httproute-nginx}
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -93,20 +99,35 @@ elif shape == "dollars":
                   f"    filters: [{{type: RequestRedirect, requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: \"/{dollars}\"}}}}}}]\n"
                   f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
                   f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
-elif shape in ("deep", "conflicts", "dropped"):
+elif shape in ("deep", "quoted", "conflicts", "dropped", "regex", "grpc"):
     # Adversarial shapes, n routes on one listener: "deep", every route nests 60 levels in a
-    # field the generator ignores; "conflicts", every route has the same hostname and path;
-    # "dropped", every route's header match is a regex that does not compile (dropped).
+    # field the generator ignores; "quoted", the same behind a plain scalar holding a quote
+    # (which once fooled a hand-written depth scan); "conflicts", every route has the same
+    # hostname and path; "dropped", every route's header match is a regex that does not
+    # compile (dropped); "regex", one hostname, half the routes a regex path and half a
+    # prefix (every location may take every regex); "grpc", one hostname, half GRPCRoutes
+    # and half HTTPRoutes (conflicts across kinds).
     services = 100
     gw.write("  - {name: http, port: 18600, protocol: HTTP}\n")
     for r in range(n):
-        host = "same.scale.test" if shape == "conflicts" else f"h{r % 500}.scale.test"
+        one = shape in ("conflicts", "regex", "grpc")
+        host = "same.scale.test" if one else f"h{r % 500}.scale.test"
         path = "/same" if shape == "conflicts" else f"/svc-{r}"
-        extra = f"x: {'[' * 60}{r}{']' * 60}\n" if shape == "deep" else ""
+        kind = "PathPrefix"
+        if shape == "regex" and r % 2:
+            kind, path = "RegularExpression", f"'/re-{r}/[a-z]+'"
+        extra = {"deep": f"x: {'[' * 60}{r}{']' * 60}\n",
+                 "quoted": f"x: [a'b, {'[' * 60}{r}{']' * 60}]\n"}.get(shape, "")
         headers = "      headers: [{type: RegularExpression, name: x-a, value: '('}]\n" if shape == "dropped" else ""
+        if shape == "grpc" and r % 2:
+            out.write(f"---\nkind: GRPCRoute\nmetadata: {{name: route-{r}}}\nspec:\n  parentRefs: [{{name: gw}}]\n"
+                      f"  hostnames: [{host}]\n  rules:\n"
+                      f"  - matches:\n    - method: {{service: s{r}.Svc, method: M}}\n"
+                      f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
+            continue
         out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\n{extra}spec:\n  parentRefs: [{{name: gw}}]\n"
                   f"  hostnames: [{host}]\n  rules:\n"
-                  f"  - matches:\n    - path: {{type: PathPrefix, value: {path}}}\n{headers}"
+                  f"  - matches:\n    - path: {{type: {kind}, value: {path}}}\n{headers}"
                   f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
 else:
     # n routes, 500 hostnames, one rule each, one listener; 100 Services. LIST=json or
@@ -315,5 +336,39 @@ scaled dollars $dropped
 scaled_footer
 [ "$(echo "$last_bpr <= $first_bpr * 1.1" | bc)" = 1 ] \
   || fail "output grows faster than the routes: $first_bpr then $last_bpr bytes per route"
+fi
+if on 7; then
+echo
+echo "== 7. Work counted, not timed: instructions at $counted and $((2 * counted)) routes"
+# Each adversarial shape generated under valgrind's callgrind, which counts the instructions
+# the generator executes (the same on a machine 50x slower); less a 1-route run (start-up,
+# the fixed cost). Twice the routes must cost at most 2.5 times the instructions: a pass
+# that compares pairs, scans a list per element or copies a list per location fails this at
+# these sizes (3fbf019, before f17da6c replaced a `Vec::contains` scan: 2.74 on "conflicts"
+# at 3000, 3.01 at 5000).
+vg=$(command -v valgrind.bin || command -v valgrind) || fail "valgrind is not installed"
+# instructions NAME: the instructions of `generate` on $work/NAME; sets $ir.
+instructions() {
+  "$vg" --tool=callgrind --callgrind-out-file=/dev/null "$gen" generate -f "$work/$1" \
+    --backends "$work/$1.backends" -o "$work/$1.out" --module "$module" \
+    --listen-address 127.0.0.1 >"$work/$1.vg" 2>&1 || { cat "$work/$1.vg" >&2; fail "$1 under valgrind"; }
+  ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/$1.vg")
+  [ -n "$ir" ] || { cat "$work/$1.vg" >&2; fail "$1: no instruction count"; }
+  rm -rf "${work:?}/$1" "$work/$1.out" "$work/$1.vg"
+}
+printf '%-10s %16s %16s %16s %8s\n' shape "1 route" "$counted routes" "$((2 * counted)) routes" ratio
+for shape in ${SHAPES:-deep quoted conflicts dropped regex grpc dollars}; do
+  counts=()
+  for n in 1 "$counted" $((2 * counted)); do
+    inputs "$shape" "$n" "$work/$shape-$n"
+    instructions "$shape-$n"
+    counts+=("$ir")
+  done
+  ratio=$(echo "scale=2; (${counts[2]} - ${counts[0]}) / (${counts[1]} - ${counts[0]})" | bc)
+  printf '%-10s %16s %16s %16s %8s\n' "$shape" "${counts[@]}" "$ratio"
+  [ "$(echo "$ratio <= 2.5" | bc)" = 1 ] \
+    || fail "$shape: $((2 * counted)) routes cost $ratio times the instructions of $counted (at most 2.5)"
+done
+echo "(instructions less the 1-route run's; 2x the routes: linear is 2.00)"
 fi
 echo "generator-scale: ok"

@@ -222,7 +222,9 @@ YAML
     step "module build (vendored NGINX)"
     out=$(scripts/build.sh)
     echo "$out" | tail -n 2
-    step "generator scale, small sizes: output sizes asserted, times printed (scripts/generator-scale.sh --quick)"
+    step "generator scale, small sizes: output sizes and instruction counts asserted, times printed (scripts/generator-scale.sh --quick)"
+    # Section 7 counts instructions under valgrind.
+    scripts/install-deps.sh valgrind
     scripts/generator-scale.sh --quick
     step "nginx -t on 200 configurations of the generator fuzz corpus (scripts/fuzz-nginx-t.sh)"
     scripts/fuzz-nginx-t.sh 200
