@@ -73,7 +73,10 @@ fn external_name_services_are_followed_only_when_the_operator_allows_it() {
         assert_eq!(targets(&p), vec![Target::Status(500)], "{host}");
         let (ok, reason, why) = resolved(&p);
         assert!(!ok && reason == Reason::UnsupportedValue, "{host}: {why}");
-        assert!(why.contains("--allow-external-name"), "{why}");
+        assert!(
+            why.contains("which this gateway follows only with --allow-external-name"),
+            "{why}"
+        );
 
         let p = plan_of(&yaml, true);
         if host == "127.0.0.1" {

@@ -392,3 +392,99 @@ fn routes_left_with_no_listener_are_not_accepted() {
     let yaml = httproute_nginx::status::yaml(&p.status);
     assert!(yaml.contains("configuration: listener a/gw/x: nginx -t: a\\nb\\u{2028}c'"), "{yaml}");
 }
+
+/// Tenant res's routes in every layout of a rule's backends: one backendRef (a), two (b, c),
+/// two with filters of their own (d, e), one with a filter of its own (f); Service `x` at
+/// 10.9.0.N:80 (N its place in "abcdef", 1-based).
+fn layouts_manifests() -> String {
+    let mut y = String::from(
+        "kind: Gateway\nmetadata: {name: gw, namespace: res}\nspec:\n  listeners: [{name: http, port: 20002, protocol: HTTP}]\n---\n",
+    );
+    let own = "filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x-own, value: v}]}}]";
+    for (route, refs) in [
+        ("one", "[{name: a, port: 80}]".to_owned()),
+        ("two", "[{name: b, port: 80}, {name: c, port: 80}]".to_owned()),
+        ("apart", format!("[{{name: d, port: 80, {own}}}, {{name: e, port: 80}}]")),
+        ("own", format!("[{{name: f, port: 80, {own}}}]")),
+    ] {
+        y += &format!(
+            "kind: HTTPRoute\nmetadata: {{name: {route}, namespace: res}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /{route}}}}}]\n    backendRefs: {refs}\n---\n"
+        );
+    }
+    y
+}
+
+const LAYOUT_SERVICES: &str = "abcdef";
+
+fn layouts_backends() -> BackendMap {
+    let mut b = BackendMap::new();
+    for (k, s) in LAYOUT_SERVICES.chars().enumerate() {
+        b.insert(format!("res/{s}:80"), format!("10.9.0.{}:80", k + 1));
+    }
+    b
+}
+
+/// Invariant: every line that names a backend's address is its backendRef share's, whatever
+/// the rule's layout (one backend, a split, locations of their own), so NGINX refusing it
+/// costs that share (a 500 for its requests), never the rule or another share.
+#[test]
+fn every_line_naming_a_backend_is_its_share_s() {
+    let inputs = common::inputs(&layouts_manifests());
+    let opts = common::options();
+    let plan = httproute_nginx::plan_for(&inputs, &layouts_backends(), &opts);
+    let out = httproute_nginx::emit::emit_with(&plan, &opts, Tree::Drop).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, l) in out.nginx_conf.lines().enumerate() {
+        let Some(at) = l.find("10.9.0.") else { continue };
+        let n: usize = l[at + 7..].split(':').next().unwrap().parse().unwrap();
+        let (route, index) =
+            [("one", 0), ("two", 0), ("two", 1), ("apart", 0), ("apart", 1), ("own", 0)][n - 1];
+        let units = out.units_at_line(i + 1);
+        assert!(
+            units.iter().any(|u| matches!(u, Unit::BackendShare { rule, index: k }
+                if rule.route.name == route && *k == index)),
+            "line {} ({l:?}) is {units:?}, not {route}'s backendRefs[{index}]\n{}",
+            i + 1,
+            out.nginx_conf
+        );
+        seen.insert(n);
+    }
+    assert_eq!(
+        seen.len(),
+        LAYOUT_SERVICES.len(),
+        "every backend is named: {seen:?}\n{}",
+        out.nginx_conf
+    );
+}
+
+/// NGINX refusing the line of a rule's only backend leaves out that share alone: the rule's
+/// location stays and answers 500 (Gateway API: a request to an unusable backend gets a 500),
+/// every other backend is written.
+#[test]
+fn a_refused_line_of_the_only_backend_leaves_the_rule_served() {
+    let inputs = common::inputs(&layouts_manifests());
+    let opts = common::options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &layouts_backends(), &opts);
+    let marker = "server 10.9.0.1:80";
+    let nginx = refusing_line_nginx("only", marker, "host not found in upstream");
+    let out_dir = scratch("only-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
+    let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert!(
+        matches!(&c.output.dropped[0].unit, DroppedUnit::BackendShare { rule, index: 0 }
+            if rule.route.name == "one"),
+        "{dropped:?}"
+    );
+    let conf = &c.output.nginx_conf;
+    assert!(!conf.contains("10.9.0.1:"), "{conf}");
+    for n in 2..=LAYOUT_SERVICES.len() {
+        assert!(conf.contains(&format!("server 10.9.0.{n}:80")), "{n}: {conf}");
+    }
+    // Route one's rule location: after its comment, answering 500.
+    let at = conf.find("# res/one rule 0\n").expect("route one's rule is written");
+    let location = conf[at..].lines().nth(1).unwrap();
+    assert!(location.contains("internal; return 500;"), "{location}");
+}

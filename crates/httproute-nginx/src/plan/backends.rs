@@ -192,7 +192,8 @@ fn external_name(
         return Err((
             Reason::UnsupportedValue,
             format!(
-                "Service {bns}/{name} is of type ExternalName, which this gateway follows only                  with --allow-external-name (CVE-2021-25740)"
+                "Service {bns}/{name} is of type ExternalName, which this gateway follows only \
+                 with --allow-external-name (CVE-2021-25740)"
             ),
         ));
     }
