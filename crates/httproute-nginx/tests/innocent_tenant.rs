@@ -14,15 +14,20 @@
 //! (type, port, externalName), EndpointSlices (address type, addresses, ports, `endpoints:
 //! null`) and ReferenceGrants. And where it is and what it is called: its namespace and object
 //! names (before a's and after), its listener's port (before a's and after), a second
-//! listener on a's port with another host name, none or a wildcard covering a.test, its
+//! listener on a's port (HTTP or HTTPS, created after a's Gateway) with another host name,
+//! none, a.test itself, or a wildcard covering a.test, its
 //! route's host names (a.test among them: on b's own listeners), a copy of a's route (the
 //! same rules, so the same list texts), a route naming a's Gateway (which a's listener does
 //! not admit), and the order of the documents (b's shuffled, a's before or after them).
 //!
-//! Not mutated: a listener of b with a's own host name on a's port, or of another protocol on
-//! a's port. Listeners share the ports of the one NGINX; which listener serves a host name two
-//! Gateways claim on one port is decided between listeners (the operator's policy, as is a
-//! listener's `allowedRoutes`: see docs/RELIABILITY.md, "The innocent tenant").
+//! b's Gateways are always created after a's (`creationTimestamp` later, by a fraction of a
+//! second to decades, in other offsets): the API server dates an object when it is created,
+//! so a tenant cannot make its Gateway older than one that exists. Which listener serves a
+//! host name two Gateways claim on one port is decided by age (Gateway API's conflict rule:
+//! the oldest), so a's older listener keeps its port's protocol and host name.
+//! Not mutated: a Gateway of b created in the same second as a's (a tie Gateway API breaks
+//! by "{namespace}/{name}", which b may win), a listener's `allowedRoutes` (the operator's
+//! policy: see docs/RELIABILITY.md, "The innocent tenant").
 
 mod common;
 
@@ -75,10 +80,10 @@ fn header_name() -> impl Strategy<Value = String> {
 const A_RULES: &str = "  rules:\n  - matches: [{path: {type: PathPrefix, value: /a}, headers: [{name: x-a, value: \"1\"}]}]\n    filters:\n    - type: RequestHeaderModifier\n      requestHeaderModifier: {set: [{name: x-set, value: a}], add: [{name: x-add, value: b}]}\n    backendRefs: [{name: s, port: 80, weight: 3}, {name: t, port: 80, weight: 1}]\n  - matches: [{path: {type: Exact, value: /r}}]\n    filters:\n    - type: RequestRedirect\n      requestRedirect: {path: {type: ReplaceFullPath, replaceFullPath: /elsewhere}}\n  - matches: [{path: {type: RegularExpression, value: \"/v[0-9]+/.*\"}}, {path: {type: PathPrefix, value: /}}]\n    backendRefs: [{name: s, port: 80}]\n";
 
 /// Tenant a: its Gateway (one listener, port 18080, host a.test, routes of its own namespace
-/// only: the default `allowedRoutes`) and route.
+/// only: the default `allowedRoutes`; created at 2026-01-01T00:00:00Z) and route.
 fn tenant_a() -> Vec<String> {
     vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: a}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test}]\n".to_owned(),
+        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test}]\n".to_owned(),
         format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n{A_RULES}"),
     ]
 }
@@ -94,7 +99,10 @@ struct Names {
     gw: &'static str,
     route: &'static str,
     port: u16,
-    on_a_port: Option<Option<&'static str>>,
+    on_a_port: Option<(Option<&'static str>, bool)>,
+    /// Its Gateways' `creationTimestamp`: always after a's (an object created later; the API
+    /// server sets it, a tenant cannot date an object before another that exists).
+    age: &'static str,
     hosts: Option<&'static str>,
     copy: Option<Option<&'static str>>,
     intrude: bool,
@@ -108,19 +116,29 @@ fn names() -> impl Strategy<Value = Names> {
         prop::sample::select(vec!["gw", "0", "zz"]),
         prop::sample::select(vec!["r", "0", "a", "zz"]),
         prop::sample::select(vec![18000u16, 18081]),
-        prop::option::of(prop::option::of(prop::sample::select(vec![
-            "0.test", "z.test", "*.test", "b.a.test",
-        ]))),
+        prop::option::of((
+            prop::option::of(prop::sample::select(vec![
+                "0.test", "z.test", "*.test", "b.a.test", "a.test", "*.a.test",
+            ])),
+            any::<bool>(),
+        )),
+        prop::sample::select(vec![
+            "2026-01-01T00:00:01Z",
+            "2026-01-01T00:00:00.5Z",
+            "2026-01-01T02:00:00+01:00",
+            "2099-12-31T23:59:59Z",
+        ]),
         prop::option::of(prop::sample::select(vec!["a.test", "b.test", "*.test"])),
         prop::option::of(prop::option::of(prop::sample::select(vec!["a.test", "c.test"]))),
         any::<bool>(),
     )
-        .prop_map(|(ns, gw, route, port, on_a_port, hosts, copy, intrude)| Names {
+        .prop_map(|(ns, gw, route, port, on_a_port, age, hosts, copy, intrude)| Names {
             ns,
             gw,
             route,
             port,
             on_a_port,
+            age,
             hosts,
             copy,
             intrude,
@@ -142,16 +160,21 @@ fn tenant_b(
 ) -> Vec<String> {
     let (ns, gw, route) = (n.ns, n.gw, n.route);
     let allow: Vec<String> = allow.iter().map(|a| q(a)).collect();
+    // On a's port: HTTP, or HTTPS (with b's certificate), which the older a's HTTP decides
+    // against.
     let shared = match n.on_a_port {
         None => String::new(),
-        Some(h) => format!(
-            ", {{name: shared, port: 18080, protocol: HTTP{}}}",
+        Some((h, https)) => format!(
+            ", {{name: shared, port: 18080, protocol: {}{}}}",
+            if https { "HTTPS, tls: {certificateRefs: [{name: b-cert}]}" } else { "HTTP" },
             h.map(|h| format!(", hostname: {}", q(h))).unwrap_or_default()
         ),
     };
+    let age = n.age;
     let mut docs = vec![
         format!(
-            "kind: Gateway\nmetadata: {{name: {gw}, namespace: {ns}}}\nspec:\n  listeners: [{{name: http, port: {}, protocol: HTTP}}{shared}]\n",
+            "kind: Gateway\nmetadata: {{name: {gw}, namespace: {ns}, creationTimestamp: {}}}\nspec:\n  listeners: [{{name: http, port: {}, protocol: HTTP}}{shared}]\n",
+            q(age),
             n.port
         ),
         format!(
@@ -296,7 +319,8 @@ fn tenant_b_objects(
         .collect();
     let mut docs = vec![
         format!(
-            "kind: Gateway\nmetadata: {{name: {gw}-tls, namespace: {ns}}}\nspec:\n  listeners: [{{name: https, port: 18443, protocol: HTTPS, hostname: b.test, tls: {{certificateRefs: [{{name: b-cert}}]}}}}]\n"
+            "kind: Gateway\nmetadata: {{name: {gw}-tls, namespace: {ns}, creationTimestamp: {}}}\nspec:\n  listeners: [{{name: https, port: 18443, protocol: HTTPS, hostname: b.test, tls: {{certificateRefs: [{{name: b-cert}}]}}}}]\n",
+            q(n.age)
         ),
         format!(
             "kind: Secret\nmetadata: {{name: b-cert, namespace: {ns}}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: \"{}\", tls.key: \"{}\"}}\n",
@@ -595,6 +619,7 @@ fn a_copy_of_my_route_written_first_changes_nothing_of_mine() {
         route: "r",
         port: 18000,
         on_a_port: None,
+        age: "2026-01-01T00:00:01Z",
         hosts: Some("b.test"),
         copy: Some(None),
         intrude: false,
@@ -641,6 +666,7 @@ fn a_listener_that_admits_other_namespaces_takes_their_routes() {
         route: "r",
         port: 18081,
         on_a_port: None,
+        age: "2026-01-01T00:00:01Z",
         hosts: None,
         copy: None,
         intrude: true,
