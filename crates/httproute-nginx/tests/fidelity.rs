@@ -214,3 +214,111 @@ proptest! {
         prop_assert_eq!(&outputs[0], &outputs[1]);
     }
 }
+
+/// Gateways on one port: (namespace, day of creation, listener hostnames: `None` none).
+type Shared = (&'static str, u8, Vec<Option<&'static str>>);
+/// A route: (namespace, the Gateway (its namespace) it names, hostnames).
+type SharedRoute = (&'static str, &'static str, Vec<&'static str>);
+
+fn shared_port_doc(gws: &[Shared], routes: &[SharedRoute]) -> String {
+    let mut y = String::new();
+    for (ns, day, hosts) in gws {
+        let listeners: Vec<String> = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let host = h.map(|h| format!(", hostname: \"{h}\"")).unwrap_or_default();
+                format!(
+                    "{{name: l{i}, port: 80, protocol: HTTP{host}, allowedRoutes: {{namespaces: {{from: All}}}}}}"
+                )
+            })
+            .collect();
+        y += &format!(
+            "kind: Gateway\nmetadata: {{name: gw, namespace: {ns}, creationTimestamp: \"2024-01-0{day}T00:00:00Z\"}}\nspec:\n  listeners: [{}]\n---\n",
+            listeners.join(", ")
+        );
+    }
+    for (i, (ns, gw, hosts)) in routes.iter().enumerate() {
+        let hostnames: Vec<String> = hosts.iter().map(|h| format!("\"{h}\"")).collect();
+        y += &format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{i}, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: gw, namespace: {gw}}}]\n  hostnames: [{}]\n  rules: [{{matches: [{{path: {{type: PathPrefix, value: /r{i}}}}}]}}]\n---\n",
+            hostnames.join(", ")
+        );
+    }
+    y
+}
+
+/// Whether a listener of hostname `l` (`None`: any) admits route hostname `h`.
+fn admits(l: Option<&str>, h: &str) -> bool {
+    match l {
+        None => true,
+        Some(l) => {
+            l == h || l.strip_prefix('*').is_some_and(|s| h.ends_with(s) && h.len() > s.len())
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Nothing unserved goes unsaid: every exact hostname of an accepted route that a
+    /// listener it attached to admits is either served by it (a rule of the route in that
+    /// hostname's server) or named in the message of that parentRef's `Accepted: True`
+    /// condition (another listener of the port, more specific or of an older Gateway, serves
+    /// the name), never both, whatever the Gateways, their ages, listeners and routes on the port.
+    #[test]
+    fn a_route_hostname_another_listener_serves_is_said_on_the_route(
+        gws in proptest::collection::btree_map(
+            prop::sample::select(vec!["a", "b", "c"]),
+            (1u8..4, proptest::collection::vec(
+                prop::option::of(prop::sample::select(vec!["a.test", "*.test", "b.a.test", "*.a.test"])),
+                1..3,
+            )),
+            1..4,
+        ),
+        routes in proptest::collection::vec(
+            (
+                prop::sample::select(vec!["a", "b", "c"]),
+                prop::sample::select(vec!["a", "b", "c"]),
+                proptest::collection::vec(prop::sample::select(vec!["a.test", "x.test", "b.a.test"]), 1..3),
+            ),
+            1..5,
+        ),
+    ) {
+        let gws: Vec<Shared> = gws.into_iter().map(|(ns, (d, h))| (ns, d, h)).collect();
+        let p = plan(&inputs(&shared_port_doc(&gws, &routes)), &PlanOptions::new(&BackendMap::new()));
+        for r in &p.status.routes {
+            let i: usize = r.id.name[1..].parse().unwrap();
+            for ((_, conditions), attached) in r.parents.iter().zip(&r.attached) {
+                let Some(accepted) =
+                    conditions.iter().find(|c| c.kind == ConditionType::Accepted && c.ok)
+                else {
+                    continue;
+                };
+                for l in attached {
+                    let lh = gws
+                        .iter()
+                        .find(|g| g.0 == l.namespace)
+                        .and_then(|g| g.2[l.name[1..].parse::<usize>().unwrap()]);
+                    for h in routes[i].2.iter().filter(|h| admits(lh, h)) {
+                        let served = p.ports.iter().flat_map(|port| &port.servers).any(|s| {
+                            s.hostname.as_deref() == Some(*h)
+                                && s.listener.as_ref() == Some(l)
+                                && s.rules.iter().any(|rule| rule.id.route == r.id)
+                        });
+                        let named = accepted.message.split("; ").any(|part| {
+                            part.starts_with(&format!("hostname {h} on port 80 is served by listener "))
+                                && part.contains(&format!(", not listener {l}: "))
+                        });
+                        prop_assert!(!(served && named), "{} on {l}: {h} served and said unserved", r.id);
+                        prop_assert!(
+                            served || named,
+                            "{} on {l}: {h} neither served nor said ({:?})\n{}",
+                            r.id, accepted.message, shared_port_doc(&gws, &routes)
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -164,6 +164,8 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         &mut warnings,
     );
     status::grpc_not_served(&mut nodes, &loss, opts.capabilities.version);
+    let shadowed = servers::shadowed(&listeners, &attachments);
+    status::shadowed_hostnames(&mut nodes, &shadowed, &mut warnings);
     status::routes(nodes, inputs, &mut status, &mut warnings);
     status::rule_outcomes(
         &mut status,

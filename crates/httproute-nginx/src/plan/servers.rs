@@ -9,7 +9,7 @@ use super::attach::{Attachment, best_listener};
 use super::ids::RouteId;
 use super::listeners::Listener;
 use super::precedence::{RouteRules, add_route, locations, route_rules};
-use super::status::Http2Loss;
+use super::status::{Http2Loss, Shadowed};
 use super::types::{Capabilities, PortPlan, ServerPlan, host_rank, wildcard_covers};
 
 /// Whether route hostname `e` (after intersection) serves every request of server `h`.
@@ -41,6 +41,34 @@ impl Attached<'_> {
         out.dedup();
         out
     }
+}
+
+/// Every exact hostname of every attachment that its listener does not serve
+/// ([`Shadowed`]), in attachment order: one lookup per hostname, as [`ports`] makes per
+/// server.
+pub(super) fn shadowed(listeners: &[Listener], attachments: &[Attachment<'_>]) -> Vec<Shadowed> {
+    let mut on_port: HashMap<u16, Vec<usize>> = HashMap::new();
+    for (i, l) in listeners.iter().enumerate() {
+        on_port.entry(l.port).or_default().push(i);
+    }
+    let mut out = Vec::new();
+    for a in attachments {
+        let l = &listeners[a.listener];
+        for h in &a.hostnames {
+            let Some(name) = h.as_deref().filter(|h| !h.starts_with('*')) else { continue };
+            match best_listener(listeners, &on_port[&l.port], h) {
+                Some(best) if best != a.listener => out.push(Shadowed {
+                    node: a.node,
+                    listener: l.id.clone(),
+                    port: l.port,
+                    hostname: name.to_owned(),
+                    by: listeners[best].id.clone(),
+                }),
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// Every port of the served listeners with its servers.

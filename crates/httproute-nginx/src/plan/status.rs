@@ -299,6 +299,51 @@ pub(super) fn routes(
     status.routes.sort_by(|a, b| (&a.id.namespace, &a.id.name).cmp(&(&b.id.namespace, &b.id.name)));
 }
 
+/// An exact hostname of a route's attachment that another listener of the port serves (a
+/// more specific one, or an equally specific one of an older Gateway: listener isolation), so
+/// no request for it reaches the route through that listener.
+pub(super) struct Shadowed {
+    /// The route's node.
+    pub node: usize,
+    pub listener: ListenerId,
+    pub port: u16,
+    pub hostname: String,
+    pub by: ListenerId,
+}
+
+/// Route hostnames another listener serves ([`Shadowed`], found by `servers::shadowed`): a warning each,
+/// and the message of the parentRef's `Accepted: True` condition names them (the route stays
+/// accepted, as Gateway API has it: its hostname matches the listener's; but no request for
+/// that name reaches it there, which the status says rather than leaving it unsaid).
+pub(super) fn shadowed_hostnames(
+    nodes: &mut [RouteNode],
+    shadowed: &[Shadowed],
+    warnings: &mut Vec<String>,
+) {
+    for s in shadowed {
+        let route = &mut nodes[s.node];
+        let what = format!(
+            "hostname {} on port {} is served by listener {}, not listener {}: no request for \
+             it reaches the route there",
+            s.hostname, s.port, s.by, s.listener
+        );
+        warnings.push(format!("{} {}: {what}", route.id.kind.as_str(), route.id));
+        for ((_, conditions), attached) in route.parents.iter_mut().zip(&route.attached) {
+            if !attached.contains(&s.listener) {
+                continue;
+            }
+            if let Some(c) =
+                conditions.iter_mut().find(|c| c.kind == ConditionType::Accepted && c.ok)
+            {
+                if !c.message.is_empty() {
+                    c.message.push_str("; ");
+                }
+                c.message.push_str(&what);
+            }
+        }
+    }
+}
+
 /// GRPCRoutes the target NGINX cannot serve on some port and serves on no other
 /// (see `servers::http2`): their nodes' `Accepted` conditions become `False, UnsupportedValue`.
 pub(super) fn grpc_not_served(nodes: &mut [RouteNode], loss: &Http2Loss, version: (u32, u32, u32)) {
