@@ -10,17 +10,20 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use std::rc::Rc;
 
 use ngx::ffi::{
-    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN,
-    ngx_http_get_indexed_variable, ngx_http_internal_redirect, ngx_http_named_location,
-    ngx_http_request_t, ngx_int_t, ngx_list_part_t, ngx_log_t, ngx_str_t, ngx_table_elt_t,
-    ngx_uint_t,
+    NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND, NGX_LOG_ERR, NGX_LOG_INFO,
+    NGX_LOG_WARN, ngx_http_core_run_phases, ngx_http_get_indexed_variable,
+    ngx_http_internal_redirect, ngx_http_max_module, ngx_http_named_location, ngx_http_request_t,
+    ngx_http_update_location_config, ngx_int_t, ngx_list_part_t, ngx_log_t, ngx_str_t,
+    ngx_table_elt_t, ngx_uint_t,
 };
-use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
+use ngx::http::{
+    HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
+};
 use ngx::{ngx_log_debug_mask, ngx_log_error};
 use route_match::{MatchList, Outcome, RequestView};
 
 use crate::cache::{self, Lookup};
-use crate::state::MainConf;
+use crate::state::{MainConf, SrvConf};
 use crate::util::{escape, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 
@@ -96,6 +99,11 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         // SAFETY: null or a value owned by the request, alive while `req` is borrowed.
         var::get(unsafe { v.as_ref()? })
     };
+
+    if lcf.inline_empty {
+        // SAFETY: `r` is valid (see above); nothing borrowed from it is used after this.
+        return unsafe { no_winner(r, format_args!("inline list: it is empty")) };
+    }
 
     let cached: Rc<cache::Entry>;
     // Variable slots looked at for a configured original of `$http_matches` (charged below).
@@ -297,16 +305,146 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             unsafe { redirect(r, mcf, path, entry, stable) }
         }
         Outcome::NoMatch => {
-            ngx_log_debug_mask!(
-                DebugMask::Http,
-                log,
-                "http_matches: {source}: none of {} entries matches, 404",
-                list.len()
-            );
-            NGX_HTTP_NOT_FOUND as ngx_int_t
+            let n = list.len();
+            // SAFETY: `r` is valid (see above); `req` and the lists are not used after this.
+            unsafe { no_winner(r, format_args!("{source}: none of {n} entries matches")) }
         }
         Outcome::Error(e) => fail(log, format_args!("{source}: {e}")),
     }
+}
+
+/// No entry wins: 404 through NGINX's special responses, or, when the request's current server
+/// has `http_matches_fallback`, the request continues in the target server.
+///
+/// `what` (the list and why it has no winner) begins the debug line of the decision.
+///
+/// # Safety
+/// `r` must be a valid request in the content phase, with no outstanding references into it.
+unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx_int_t {
+    // SAFETY: every request has a connection with a log.
+    let log = unsafe { (*(*r).connection).log };
+    // SAFETY: the caller guarantees `r`; `r->srv_conf` is its current server's confs.
+    let scf = HttpMatchesModule::server_conf(unsafe { &*r });
+    match scf.filter(|s| !s.fallback_target.is_null()) {
+        None => {
+            ngx_log_debug_mask!(DebugMask::Http, log, "http_matches: {what}, 404");
+            NGX_HTTP_NOT_FOUND as ngx_int_t
+        }
+        Some(s) => {
+            ngx_log_debug_mask!(
+                DebugMask::Http,
+                log,
+                "http_matches: {what}, falls back to the server \"{}\" (http_matches_fallback \
+                 in {})",
+                escape(s.fallback.as_deref().unwrap_or_default(), 256),
+                s.fallback_where
+            );
+            // SAFETY: the caller guarantees `r`.
+            if let Err(rc) = unsafe { count_fallback(r) } {
+                return rc;
+            }
+            // SAFETY: the caller guarantees `r`; the target was resolved in postconfiguration
+            // to a server of this request's configuration.
+            unsafe { fall_back(r, s) }
+        }
+    }
+}
+
+/// `$matches_fallback`, one more: the servers the request fell back through (main request
+/// only, like `$matches_entry`; a subrequest reads its main request's). It survives the
+/// fallback and later redirects (`r->variables` is kept), so a server-level check the server
+/// fallen back to runs again (the generator's TLS check of listener isolation) can tell.
+///
+/// # Safety
+/// `r` must be a valid request with no outstanding references into it.
+unsafe fn count_fallback(r: *mut ngx_http_request_t) -> Result<(), ngx_int_t> {
+    // SAFETY: the caller guarantees `r`; the copy lives in its pool, as long as the request.
+    unsafe {
+        let Some(mcf) = HttpMatchesModule::main_conf(&*r) else { return Ok(()) };
+        let Some(index) = mcf.var_fallback else { return Ok(()) };
+        if !core::ptr::eq((*r).main, r) {
+            return Ok(());
+        }
+        let before = variable_slots(&*r)
+            .get(index)
+            .and_then(var::get)
+            .and_then(|v| core::str::from_utf8(v).ok()?.parse::<usize>().ok())
+            .unwrap_or(0);
+        let n = before.saturating_add(1);
+        let value = match small_number(n) {
+            Some(text) => ngx_str_t { len: text.len(), data: text.as_ptr().cast_mut() },
+            None => {
+                let mut digits = [0u8; 20];
+                let Some(s) = pool_str((*r).pool, format_usize(n, &mut digits)) else {
+                    return Err(fail((*(*r).connection).log, format_args!("out of memory")));
+                };
+                s
+            }
+        };
+        store_variable(r, index, value);
+    }
+    Ok(())
+}
+
+/// `http_matches_fallback`: the request continues in `scf`'s target server as if that server
+/// had received it: the same `r->uri` and `r->args`, module contexts cleared, from its server
+/// rewrite phase (ngx_http_internal_redirect, then ngx_http_handler for an internal request),
+/// except that the main request is not made internal (an `internal` location of the target
+/// stays out of a client's reach) and `r->uri_changes` is not spent (the configuration refuses
+/// cycles and chains of more than 128 servers).
+///
+/// # Safety
+/// `r` must be a valid request in the content phase, with no outstanding references into it;
+/// `scf.fallback_target` a non-null core server conf of the request's configuration.
+unsafe fn fall_back(r: *mut ngx_http_request_t, scf: &SrvConf) -> ngx_int_t {
+    // SAFETY: see the function's contract. The target's `ctx` holds its server and location
+    // conf arrays, alive with the configuration; `r->ctx` has `ngx_http_max_module` slots;
+    // `r->main` is the main request (alive at least as long as `r`); the core module's main
+    // conf is the same in every server. This is ngx_http_internal_redirect and the internal
+    // branch of ngx_http_handler, field by field (NGINX 1.22 to 1.28).
+    unsafe {
+        let log = (*(*r).connection).log;
+        let target = &*scf.fallback_target;
+        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*r) else {
+            return fail(log, format_args!("core module configuration is missing"));
+        };
+        // From the server rewrite phase, as for a request the target received: its
+        // server-level `return`, `rewrite` and `if` apply (a server that refuses everything
+        // refuses a fallback too). A check that must not run twice tells a request that fell
+        // back by `$matches_fallback` (the generator's TLS check of listener isolation).
+        let server_rewrite = cmcf.phase_engine.server_rewrite_index as ngx_int_t;
+        (*r).srv_conf = (*target.ctx).srv_conf;
+        (*r).loc_conf = (*target.ctx).loc_conf;
+        core::ptr::write_bytes((*r).ctx, 0, ngx_http_max_module);
+        ngx_http_update_location_config(r);
+        #[cfg(ngx_feature = "http_cache")]
+        {
+            (*r).cache = core::ptr::null_mut();
+        }
+        (*r).set_add_uri_to_alias(0);
+        let main = (*r).main;
+        (*main).set_count((*main).count() + 1);
+        // A fallback is the client's request: the target's `internal` locations stay out of
+        // its reach even when this server came to the list by an internal redirect
+        // (`try_files ... @name`, `error_page`), where `r->internal` is set but the URI may
+        // still be the client's. A subrequest's URI is the configuration's: it stays internal.
+        if core::ptr::eq((*r).main, r) {
+            (*r).set_internal(0);
+        }
+        // ngx_http_handler from here.
+        (*log).action = core::ptr::null_mut();
+        (*r).phase_handler = server_rewrite;
+        (*r).set_valid_location(1);
+        #[cfg(ngx_feature = "http_gzip")]
+        {
+            (*r).set_gzip_tested(0);
+            (*r).set_gzip_ok(0);
+            (*r).set_gzip_vary(0);
+        }
+        (*r).write_event_handler = Some(ngx_http_core_run_phases);
+        ngx_http_core_run_phases(r);
+    }
+    NGX_DONE as ngx_int_t
 }
 
 /// Stores `$matches_redirect` / `$matches_entry`, then redirects keeping `r->args`.

@@ -12,11 +12,11 @@ use core::ptr::{addr_of, addr_of_mut};
 use ngx::ffi::{
     NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_HTTP_LIF_CONF,
     NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET,
-    NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, ngx_command_t, ngx_conf_set_flag_slot,
-    ngx_conf_set_size_slot, ngx_conf_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_str_t,
-    ngx_uint_t,
+    NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_HTTP_SRV_CONF_OFFSET, ngx_command_t,
+    ngx_conf_set_flag_slot, ngx_conf_set_size_slot, ngx_conf_t, ngx_http_module_t, ngx_int_t,
+    ngx_module_t, ngx_str_t, ngx_uint_t,
 };
-use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf};
 use ngx::ngx_string;
 
 mod cache;
@@ -28,7 +28,7 @@ mod prefork;
 mod state;
 mod util;
 
-pub use state::{LocConf, MainConf};
+pub use state::{LocConf, MainConf, SrvConf};
 
 /// The module's marker type (configuration accessors come from the `ngx` traits).
 pub struct HttpMatchesModule;
@@ -55,6 +55,12 @@ unsafe impl HttpModuleMainConf for HttpMatchesModule {
     type MainConf = MainConf;
 }
 
+// SAFETY: the server conf of this module is always created by `conf::create_srv_conf`, which
+// allocates a `SrvConf`.
+unsafe impl HttpModuleServerConf for HttpMatchesModule {
+    type ServerConf = SrvConf;
+}
+
 // SAFETY: the location conf of this module is always created by `conf::create_loc_conf`, which
 // allocates a `LocConf`.
 unsafe impl HttpModuleLocationConf for HttpMatchesModule {
@@ -66,7 +72,7 @@ static NGX_HTTP_MATCHES_MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
     postconfiguration: Some(HttpMatchesModule::postconfiguration),
     create_main_conf: Some(conf::create_main_conf),
     init_main_conf: Some(conf::init_main_conf),
-    create_srv_conf: None,
+    create_srv_conf: Some(conf::create_srv_conf),
     merge_srv_conf: None,
     create_loc_conf: Some(conf::create_loc_conf),
     merge_loc_conf: Some(conf::merge_loc_conf),
@@ -116,7 +122,7 @@ const MAIN: u32 = NGX_HTTP_MAIN_CONF;
 /// `http`, `server` and `location`.
 const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
 
-static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 11] = [
+static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 12] = [
     handler(
         ngx_string!("http_matches_load"),
         MAIN | NGX_CONF_TAKE12,
@@ -134,6 +140,12 @@ static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 11] = [
         ANY_LEVEL,
         NGX_HTTP_LOC_CONF_OFFSET,
         core::mem::offset_of!(LocConf, strict),
+    ),
+    handler(
+        ngx_string!("http_matches_fallback"),
+        NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
+        conf::cmd_http_matches_fallback,
+        NGX_HTTP_SRV_CONF_OFFSET,
     ),
     handler(
         ngx_string!("http_matches_regex_budget"),

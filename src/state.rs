@@ -29,6 +29,8 @@ pub struct MainConf {
     /// Indexes of `$matches_redirect` and `$matches_entry`.
     pub(crate) var_redirect: ngx_uint_t,
     pub(crate) var_entry: ngx_uint_t,
+    /// Index of `$matches_fallback`.
+    pub(crate) var_fallback: Option<ngx_uint_t>,
     /// Index of `$http_matches_work` when the configuration refers to it: only then is each
     /// request's work counted and stored.
     pub(crate) var_work: Option<ngx_uint_t>,
@@ -82,6 +84,7 @@ impl Default for MainConf {
             http_matches_getter: false,
             var_redirect: 0,
             var_entry: 0,
+            var_fallback: None,
             var_work: None,
             var_max_size: NGX_CONF_UNSET_SIZE,
             var_cache_size: NGX_CONF_UNSET_SIZE,
@@ -155,6 +158,27 @@ impl Drop for MainConf {
 pub(crate) static EXITING: core::sync::atomic::AtomicBool =
     core::sync::atomic::AtomicBool::new(false);
 
+/// Server level state: `http_matches_fallback`.
+pub struct SrvConf {
+    /// The server name the directive gives, as written (`None`: no directive here).
+    pub(crate) fallback: Option<Vec<u8>>,
+    /// Where the directive stands ("file:line"), for the checks of postconfiguration.
+    pub(crate) fallback_where: String,
+    /// The server a request with no winner continues in, resolved in postconfiguration (a
+    /// core server conf of this configuration, alive as long as it); null: none.
+    pub(crate) fallback_target: *const ngx_http_core_srv_conf_t,
+}
+
+impl Default for SrvConf {
+    fn default() -> Self {
+        SrvConf {
+            fallback: None,
+            fallback_where: String::new(),
+            fallback_target: core::ptr::null(),
+        }
+    }
+}
+
 /// Location level state (also `server` and `http` for `http_matches_strict`).
 pub struct LocConf {
     /// `http_matches_strict`; `NGX_CONF_UNSET` until set or merged.
@@ -163,6 +187,8 @@ pub struct LocConf {
     pub(crate) enabled: bool,
     /// The inline list, compiled at configuration time.
     pub(crate) inline: Option<Arc<MatchList>>,
+    /// The inline list is `[]` (the engine compiles no empty list): never a winner.
+    pub(crate) inline_empty: bool,
     /// `syntax=` for `$http_matches` values.
     pub(crate) var_syntax: Syntax,
     /// `http_matches_regex_budget`, in match steps (0: no budget); `NGX_CONF_UNSET_UINT`
@@ -189,6 +215,7 @@ impl Default for LocConf {
             strict: NGX_CONF_UNSET as ngx_flag_t,
             enabled: false,
             inline: None,
+            inline_empty: false,
             var_syntax: Syntax::Auto,
             regex_budget: NGX_CONF_UNSET_UINT,
             pending: Vec::new(),
