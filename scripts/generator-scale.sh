@@ -21,7 +21,7 @@
 #    asserted), the rest written; time, memory and output per route, ratios as in 5 (the work
 #    is counted in crates/httproute-nginx/tests/emit_work.rs; here only seconds are printed).
 # 7. The shapes of 5 and 6 (and a quote-fooled nesting, regex paths, GRPCRoutes beside
-#    HTTPRoutes) at COUNTED and 2 x COUNTED routes (default 5000; --quick 3000) under valgrind:
+#    HTTPRoutes, hostless routes beside host names) at COUNTED and 2 x COUNTED routes (default 5000; --quick 3000) under valgrind:
 #    the instructions executed, a count, not a time; 2n at most 2.5 times n (asserted).
 # Sections 5 and 6 print one table format (`scaled`).
 # SECTIONS (default "1 2 3 4 5 6 7") runs only those; SHAPES only those shapes of 7; GEN=path
@@ -98,6 +98,20 @@ elif shape == "dollars":
                   f"  - matches:\n    - path: {{type: PathPrefix, value: /bad-{r}}}\n"
                   f"    filters: [{{type: RequestRedirect, requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: \"/{dollars}\"}}}}}}]\n"
                   f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
+                  f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
+elif shape == "tiers":
+    # Hostname tiers: half the routes of a hostname of their own with a `/` of a header
+    # match, half of no hostname with a path of their own, on one listener (each server once
+    # wrote a copy of every hostless route: n^2 locations; now it falls back to the catch-all).
+    services = 100
+    gw.write("  - {name: http, port: 18600, protocol: HTTP}\n")
+    for r in range(n):
+        hosts = f"[h{r}.scale.test]" if r % 2 else "[]"
+        path = "/" if r % 2 else f"/svc-{r}"
+        headers = "      headers: [{name: x-a, value: '1'}]\n" if r % 2 else ""
+        out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\nspec:\n  parentRefs: [{{name: gw}}]\n"
+                  f"  hostnames: {hosts}\n  rules:\n"
+                  f"  - matches:\n    - path: {{type: PathPrefix, value: {path}}}\n{headers}"
                   f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
 elif shape in ("deep", "quoted", "conflicts", "dropped", "regex", "grpc"):
     # Adversarial shapes, n routes on one listener: "deep", every route nests 60 levels in a
@@ -357,7 +371,7 @@ instructions() {
   rm -rf "${work:?}/$1" "$work/$1.out" "$work/$1.vg"
 }
 printf '%-10s %16s %16s %16s %8s\n' shape "1 route" "$counted routes" "$((2 * counted)) routes" ratio
-for shape in ${SHAPES:-deep quoted conflicts dropped regex grpc dollars}; do
+for shape in ${SHAPES:-deep quoted conflicts dropped regex grpc dollars tiers}; do
   counts=()
   for n in 1 "$counted" $((2 * counted)); do
     inputs "$shape" "$n" "$work/$shape-$n"

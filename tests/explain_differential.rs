@@ -70,6 +70,15 @@ spec:
     backendRefs: [{{name: login, port: 80}}]
 ---
 kind: HTTPRoute
+metadata: {{name: exact-secure}}
+spec:
+  parentRefs: [{{name: gw, sectionName: inline}}]
+  hostnames: [a.secure.test]
+  rules:
+  - matches: [{{path: {{type: PathPrefix, value: /app}}, headers: [{{name: x-env, value: canary}}]}}]
+    backendRefs: [{{name: exact-secure, port: 80}}]
+---
+kind: HTTPRoute
 metadata: {{name: given}}
 spec:
   parentRefs: [{{name: gw, sectionName: given}}, {{name: gw, sectionName: missing}}]
@@ -94,6 +103,59 @@ spec:
         (data("tls/test.crt").display().to_string(), data("tls/test.key").display().to_string());
     (yaml, BTreeMap::from([("default/given-cert".to_owned(), files)]))
 }
+
+/// Routes of exact, nested wildcard and no hostnames on two listeners of no hostname (ports
+/// whose servers would be written once if they did not fall back), and on a `*.test`
+/// listener of a third port: each server holds its own hostname's routes and falls
+/// back (`http_matches_fallback`) to the next less specific hostname's server, so requests
+/// pass through up to four servers, with conditions that fail at each.
+const HOSTNAME_TIERS: &str = "kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  listeners:
+  - {name: any, port: 8080, protocol: HTTP}
+  - {name: wild, port: 8081, protocol: HTTP, hostname: '*.test'}
+  - {name: again, port: 8082, protocol: HTTP}
+---
+kind: HTTPRoute
+metadata: {name: exact, namespace: default, creationTimestamp: '2024-01-01T00:00:00Z'}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [b.a.test, c.b.a.test]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /}, headers: [{name: x-t, value: exact}]}]
+    backendRefs: [{name: exact, port: 80}]
+  - matches: [{path: {type: Exact, value: /x}, method: POST}]
+    backendRefs: [{name: exact-x, port: 80}]
+---
+kind: HTTPRoute
+metadata: {name: wild-a, namespace: default, creationTimestamp: '2024-01-01T00:01:00Z'}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: ['*.a.test']
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /x}, headers: [{name: x-t, value: wild-a}]}]
+    backendRefs: [{name: wild-a, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /x/y}}]
+    backendRefs: [{name: wild-a-y, port: 80}]
+---
+kind: HTTPRoute
+metadata: {name: wild, namespace: default, creationTimestamp: '2024-01-01T00:02:00Z'}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: ['*.test']
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /x}, queryParams: [{name: q, value: wild}]}]
+    backendRefs: [{name: wild, port: 80}]
+---
+kind: HTTPRoute
+metadata: {name: none, namespace: default, creationTimestamp: '2024-01-01T00:03:00Z'}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /x}}, {path: {type: Exact, value: /}}]
+    backendRefs: [{name: none, port: 80}]
+";
 
 /// One set: its manifests (directories or files), the --certificate Secrets, and the
 /// backendRefs left without --backend (so that their status is compared too).
@@ -126,6 +188,12 @@ fn sets() -> Vec<Set> {
             unresolved: &["infra/idle:80", "infra/missing:80"],
         },
     ];
+    out.push(Set {
+        name: "hostname-tiers".into(),
+        inputs: vec![scratch("tiers", HOSTNAME_TIERS)],
+        certificates: BTreeMap::new(),
+        unresolved: &[],
+    });
     let (yaml, certificates) = tls_set();
     out.push(Set {
         name: "golden-tls".into(),

@@ -299,68 +299,96 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
     } else {
         format!("path {shown:?} (NGINX's $uri for {:?})", req.path)
     };
-    if is_internal(server, path) {
-        let _ = writeln!(out, "3. {normalised}: an internal location of the generator: 404");
-        return done(out, 404);
-    }
-    let loc = server
-        .locations
-        .iter()
-        .find(|l| matches!(&l.loc, Loc::Exact(p) if p.as_bytes() == path))
-        .or_else(|| {
-            server
-                .locations
-                .iter()
-                .filter(|l| matches!(&l.loc, Loc::Prefix(p) if path.starts_with(p.as_bytes())))
-                .max_by_key(|l| match &l.loc {
-                    Loc::Prefix(p) | Loc::Exact(p) => p.len(),
-                })
-        });
-    let Some(loc) = loc else {
-        return done(out + &format!("3. {normalised}: no location: 404\n"), 404);
-    };
-    let (kind, p) = match &loc.loc {
-        Loc::Exact(p) => ("location =", p),
-        Loc::Prefix(p) => ("location", p),
-    };
-    let _ = writeln!(
-        out,
-        "3. {normalised}: {kind} {p} with {} candidate(s), in precedence order:",
-        loc.len()
-    );
-    for (i, c) in loc.candidates().enumerate() {
-        let path_desc = match c.path_kind {
-            PathKind::Exact => format!("Exact {}", c.path),
-            PathKind::Prefix => format!("PathPrefix {}", c.path),
-            PathKind::Regex => format!("RegularExpression {}", c.path),
+    let mut server = server;
+    // Each server a request goes on to when the routes of the one before answer nothing
+    // (`http_matches_fallback`): a less specific hostname of the listener, so at most one per
+    // label of the host name and the catch-all.
+    let (entry, c) = loop {
+        if is_internal(server, path) {
+            let _ = writeln!(out, "3. {normalised}: an internal location of the generator: 404");
+            return done(out, 404);
+        }
+        let fallback = fallback_of(port, server);
+        let on = |out: String, why: &str, next: &ServerPlan| {
+            out + &format!(
+                "   {why}: on to server {} (http_matches_fallback)\n",
+                next.hostname.as_deref().unwrap_or("(default)")
+            )
+        };
+        let loc = server
+            .locations
+            .iter()
+            .find(|l| matches!(&l.loc, Loc::Exact(p) if p.as_bytes() == path))
+            .or_else(|| {
+                server
+                    .locations
+                    .iter()
+                    .filter(|l| matches!(&l.loc, Loc::Prefix(p) if path.starts_with(p.as_bytes())))
+                    .max_by_key(|l| match &l.loc {
+                        Loc::Prefix(p) | Loc::Exact(p) => p.len(),
+                    })
+            });
+        let Some(loc) = loc else {
+            return done(out + &format!("3. {normalised}: no location: 404\n"), 404);
+        };
+        let (kind, p) = match &loc.loc {
+            Loc::Exact(p) => ("location =", p),
+            Loc::Prefix(p) => ("location", p),
         };
         let _ = writeln!(
             out,
-            "   [{i}] {} match {}: host {}, {path_desc}, method {}, {} header(s), {} param(s)",
-            c.id,
-            c.match_index,
-            c.route_hostname.as_deref().unwrap_or("(any)"),
-            c.method.as_deref().unwrap_or("(any)"),
-            c.headers.len(),
-            c.params.len()
+            "3. {normalised}: {kind} {p} with {} candidate(s), in precedence order:",
+            loc.len()
         );
-    }
-    let list: Vec<&Entry> = loc.candidates().map(|c| &c.entry).collect();
-    if list.is_empty() {
-        return done(out + "4. no candidates: 404\n", 404);
-    }
-    let json = serde_json::to_vec(&list).unwrap_or_default();
-    let compiled = match route_match::compile_list(&json, Syntax::Typed) {
-        Ok(c) => c,
-        Err(e) => return done(out + &format!("4. internal error: {e}\n"), 500),
-    };
-    let entry = match compiled.list.evaluate(&seen) {
-        Outcome::Redirect { entry, .. } => entry,
-        Outcome::NoMatch => return done(out + "4. no candidate holds: 404\n", 404),
-        Outcome::Error(e) => return done(out + &format!("4. error: {e}: 500\n"), 500),
-    };
-    let Some(c) = loc.candidates().nth(entry) else {
-        return done(out + &format!("4. internal error: no candidate {entry}\n"), 500);
+        for (i, c) in loc.candidates().enumerate() {
+            let path_desc = match c.path_kind {
+                PathKind::Exact => format!("Exact {}", c.path),
+                PathKind::Prefix => format!("PathPrefix {}", c.path),
+                PathKind::Regex => format!("RegularExpression {}", c.path),
+            };
+            let _ = writeln!(
+                out,
+                "   [{i}] {} match {}: host {}, {path_desc}, method {}, {} header(s), {} param(s)",
+                c.id,
+                c.match_index,
+                c.route_hostname.as_deref().unwrap_or("(any)"),
+                c.method.as_deref().unwrap_or("(any)"),
+                c.headers.len(),
+                c.params.len()
+            );
+        }
+        let list: Vec<&Entry> = loc.candidates().map(|c| &c.entry).collect();
+        if list.is_empty() {
+            match fallback {
+                Some(next) => {
+                    out = on(out, "4. no candidates", next);
+                    server = next;
+                    continue;
+                }
+                None => return done(out + "4. no candidates: 404\n", 404),
+            }
+        }
+        let json = serde_json::to_vec(&list).unwrap_or_default();
+        let compiled = match route_match::compile_list(&json, Syntax::Typed) {
+            Ok(c) => c,
+            Err(e) => return done(out + &format!("4. internal error: {e}\n"), 500),
+        };
+        let entry = match compiled.list.evaluate(&seen) {
+            Outcome::Redirect { entry, .. } => entry,
+            Outcome::NoMatch => match fallback {
+                Some(next) => {
+                    out = on(out, "4. no candidate holds", next);
+                    server = next;
+                    continue;
+                }
+                None => return done(out + "4. no candidate holds: 404\n", 404),
+            },
+            Outcome::Error(e) => return done(out + &format!("4. error: {e}: 500\n"), 500),
+        };
+        let Some(c) = loc.candidates().nth(entry) else {
+            return done(out + &format!("4. internal error: no candidate {entry}\n"), 500);
+        };
+        break (entry, c);
     };
     let rule = &server.rules[c.rule];
     let _ = writeln!(
@@ -428,6 +456,17 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
         return done(out, *code);
     }
     Explanation { text: out, status: 200, backends }
+}
+
+/// The server a request none of `server`'s routes answers goes on in: the one NGINX picks for
+/// its fallback name on the port (the plan as served holds the servers written), unless that
+/// is `server` itself (the module answers 404 then).
+fn fallback_of<'p>(port: &'p PortPlan, server: &ServerPlan) -> Option<&'p ServerPlan> {
+    let next = match server.fallback.as_ref()? {
+        Some(name) => select_server(port, name)?,
+        None => port.servers.iter().find(|s| s.hostname.is_none())?,
+    };
+    (!std::ptr::eq(next, server)).then_some(next)
 }
 
 /// NGINX's server selection: the exact name, then the longest wildcard, then the default

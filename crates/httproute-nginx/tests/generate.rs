@@ -653,7 +653,9 @@ fn https_listeners() {
         "listen 443 ssl default_server;",
         "        ssl_reject_handshake on;\n",
         "ssl_certificate \"certs/infra_a-cert.crt\";\n        ssl_certificate_key \"certs/infra_a-cert.key\";",
-        "map $ssl_server_name $httproute_sni_443 {\n        hostnames;\n        default \"-\";\n        \"\" \"\";\n        a.test \"a.test\";\n        b.test \"b.test\";\n    }",
+        "map $ssl_server_name $httproute_sni_name_443 {\n        hostnames;\n        default \"-\";\n        \"\" \"\";\n        a.test \"a.test\";\n        b.test \"b.test\";\n    }",
+        // A request that fell back (http_matches_fallback) was checked where it arrived.
+        "map $matches_fallback $httproute_sni_443 {\n        volatile;\n        \"\" $httproute_sni_name_443;\n        default \"\";\n    }",
         r#"if ($httproute_sni_443 !~ "^(|a\\.test)$") { return 421; }"#,
         r#"if ($httproute_sni_443 !~ "^(|-)$") { return 421; }"#,
     ] {

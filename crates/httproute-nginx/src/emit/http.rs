@@ -193,6 +193,16 @@ pub(super) fn emit_once(
                 // where HTTP/1.1 still works (NGINX 1.25.1 and later).
                 body.push(d("http2").code("on").into());
             }
+            // Requests none of this server's routes answers go on in the server of the next
+            // less specific hostname of its listener (the name's words are the server's own).
+            let fallback = server.fallback.as_ref().map(|f| match f {
+                None => d("http_matches_fallback").arg(empty()),
+                Some(w) => named(d("http_matches_fallback").data(HOSTNAME_FIELD, w.clone())),
+            });
+            let falls_back = fallback.is_some();
+            if let Some(f) = fallback {
+                body.push(f.into());
+            }
             let mut comments: Vec<String> = Vec::new();
             for &(mp, ms) in &members {
                 let c = match &plan.ports[mp].servers[ms].listener {
@@ -273,7 +283,13 @@ pub(super) fn emit_once(
                     }),
                 };
                 let Some(inner) = inner else {
-                    body.push(head.inline(vec![d("return").code("404").into()]).into());
+                    // No list: 404, or the fallback server's answer (an empty list has no
+                    // winner).
+                    let none = match falls_back {
+                        true => d("http_matches").code("[]"),
+                        false => d("return").code("404"),
+                    };
+                    body.push(head.inline(vec![none.into()]).into());
                     continue;
                 };
                 body.push(head.inline(inner).into());

@@ -17,7 +17,7 @@ impl Http {
     }
 
     /// `$httproute_sni_PORT`: the `server_name` NGINX picks for the TLS handshake's SNI on an
-    /// HTTPS port (`hostnames` gives NGINX's own order: exact, then the longest wildcard), `-` for
+    /// HTTPS port (`$httproute_sni_name_PORT`; empty once the request fell back) (`hostnames` gives NGINX's own order: exact, then the longest wildcard), `-` for
     /// an SNI no server names, empty without SNI.
     /// `names`: the port's servers' names written, each with its owner's provenance (its
     /// listener's, or a route's: see `http::emit_once`).
@@ -35,8 +35,19 @@ impl Http {
             }
             entries.push(e.into());
         }
+        let name = format!("httproute_sni_name_{port}");
+        self.push_map(&name, d("map").var("ssl_server_name").var(name.clone()).block(entries));
+        // A request that came to a server by `http_matches_fallback` (the module sets
+        // `$matches_fallback`) was checked where it arrived: the server it falls back to, of
+        // the same listener, takes it whatever the SNI (empty passes every server's check).
+        // `volatile`: read again after the fallback, not the value cached before it.
         let v = format!("httproute_sni_{port}");
-        self.push_map(&v, d("map").var("ssl_server_name").var(v.clone()).block(entries));
+        let wrapper = d("map").var("matches_fallback").var(v.clone()).block(vec![
+            d("volatile").into(),
+            entry_of(empty(), Arg::var(name)),
+            entry_of(Arg::code("default"), empty()),
+        ]);
+        self.push_map(&v, wrapper);
     }
 }
 

@@ -10,37 +10,44 @@ use super::ids::RouteId;
 use super::listeners::Listener;
 use super::precedence::{RouteRules, add_route, locations, route_rules};
 use super::status::{Http2Loss, Shadowed};
-use super::types::{Capabilities, PortPlan, ServerPlan, host_rank, wildcard_covers};
+use super::types::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
 
-/// Whether route hostname `e` (after intersection) serves every request of server `h`.
-fn serves(e: &Option<String>, h: &Option<String>) -> bool {
-    match (e, h) {
-        (None, _) => true,
-        (Some(_), None) => false,
-        (Some(e), Some(h)) => e == h || wildcard_covers(e, h),
-    }
-}
-
-/// The attachments of one listener, by the hostnames they serve.
+/// The attachments of one listener, by the hostname they serve there (each of an
+/// attachment's hostnames): a server takes the attachments of its own name alone; the less
+/// specific names of its listener serve the rest ([`fallback`]).
 #[derive(Default)]
 struct Attached<'a> {
-    /// Attachments with this exact (non-wildcard) hostname.
-    exact: HashMap<&'a str, Vec<usize>>,
-    /// Attachments with a wildcard hostname or any host.
-    other: Vec<usize>,
+    by_name: HashMap<&'a Option<String>, Vec<usize>>,
 }
 
 impl Attached<'_> {
-    /// The attachments that may serve server `h`, in order.
-    fn for_host(&self, h: &Option<String>) -> Vec<usize> {
-        let mut out = self.other.clone();
-        if let Some(h) = h {
-            out.extend(self.exact.get(h.as_str()).into_iter().flatten());
-        }
-        out.sort_unstable();
-        out.dedup();
-        out
+    /// The attachments with hostname `h`, in order.
+    fn for_host(&self, h: &Option<String>) -> &[usize] {
+        self.by_name.get(h).map_or(&[], Vec::as_slice)
     }
+}
+
+/// Where a request to server `h` of `listener` goes when none of `h`'s routes answers it:
+/// the name of the next less specific hostname, as NGINX looks up a `Host` header (its
+/// server if written; else the longest wildcard server covering it, else the port's default
+/// server). `None`: the server of the listener's own hostname, which nothing less specific of
+/// the same listener serves.
+///
+/// Gateway API gives a request's routes of the most specific hostname precedence over the
+/// wildcard ones, and those over the routes of no hostname; so a server holds its own
+/// hostname's routes alone and the rest are a lookup away, not a copy each. Every server that
+/// name reaches on the port is the listener's own: a wildcard server covering `h` of another
+/// listener would be the more specific listener of `h` itself. The name depends on `h` and the
+/// listener alone, not on which other routes there are.
+fn fallback(listener: &Listener, h: &Option<String>) -> Option<Option<String>> {
+    let h = h.as_deref()?;
+    if listener.hostname.as_deref() == Some(h) {
+        return None;
+    }
+    let name = h.strip_prefix("*.").unwrap_or(h);
+    let parent = name.split_once('.').map(|(_, rest)| format!("*.{rest}"));
+    debug_assert!(parent.as_deref().is_none_or(|p| wildcard_covers(p, h)));
+    Some(parent)
 }
 
 /// Every exact hostname of every attachment that its listener does not serve
@@ -83,15 +90,11 @@ pub(super) fn ports(
         (0..listeners.len()).map(|_| Attached::default()).collect();
     for (i, a) in attachments.iter().enumerate() {
         let at = &mut attached[a.listener];
-        let mut wild = false;
         for h in &a.hostnames {
-            match h {
-                Some(h) if !h.starts_with('*') => at.exact.entry(h).or_default().push(i),
-                _ => wild = true,
+            let list = at.by_name.entry(h).or_default();
+            if list.last() != Some(&i) {
+                list.push(i);
             }
-        }
-        if wild {
-            at.other.push(i);
         }
     }
     let mut on_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
@@ -141,16 +144,13 @@ pub(super) fn ports(
                     .unwrap_or_default(),
                 locations: Vec::new(),
                 rules: Vec::new(),
+                fallback: best.and_then(|li| fallback(&listeners[li], &h)),
             };
             let mut candidates = Vec::new();
             if let Some(li) = best {
-                for ai in attached[li].for_host(&h) {
+                for &ai in attached[li].for_host(&h) {
                     let a = &attachments[ai];
-                    let Some(e) =
-                        a.hostnames.iter().filter(|e| serves(e, &h)).max_by_key(|e| host_rank(e))
-                    else {
-                        continue;
-                    };
+                    let e = &h;
                     // Planned once per route, whatever the servers it serves.
                     let key = std::ptr::from_ref(a.route) as usize;
                     let rules = planned.entry(key).or_insert_with(|| {

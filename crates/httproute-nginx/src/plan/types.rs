@@ -68,10 +68,18 @@ pub struct ServerPlan {
     /// its name to them (`emit::Unit::Route`): with all of them left out, the server is not
     /// written.
     pub brought_by: Vec<super::ids::RouteId>,
+    /// The locations of the routes attached with this hostname itself (exactly; a wildcard
+    /// server's, with that wildcard; the catch-all's, with none).
     pub locations: Vec<LocationPlan>,
     /// The rules of the routes served, each route's in a row; shared (planned once per route)
     /// by every server the route serves.
     pub rules: Vec<Arc<RulePlan>>,
+    /// The hostname whose server (as NGINX looks up a `Host` header on the port) takes the
+    /// requests none of this server's routes answers (`http_matches_fallback`): the next less
+    /// specific hostname of the same listener (`Some(None)`: the port's default server).
+    /// `None`: the server of the listener's own hostname, where a request ends. So a route is
+    /// written in the server of its own hostname alone, not in every server it serves.
+    pub fallback: Option<Option<String>>,
 }
 
 #[derive(Debug, PartialEq)]
