@@ -603,6 +603,8 @@ fn check_variables(stmts: &[Stmt], in_map: bool, headers: &[String]) {
                 let ok = v.starts_with("httproute_")
                     || NGINX_VARS.contains(&v)
                     || v == "http_matches"
+                    // The module's count of fallbacks, the source of the SNI check's map.
+                    || (name == "map" && !in_map && v == "matches_fallback")
                     // `add` filters read the client's header: its name, lowercased, `-` as `_`.
                     || (name == "map" && !in_map && headers.iter().any(|h| *h == v));
                 assert!(ok, "variable ${v} written from data: {s:?}");
