@@ -364,9 +364,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
 
 /// Whether an inline argument is the empty JSON array (`[]`, JSON whitespace allowed inside).
 fn is_empty_list(json: &[u8]) -> bool {
-    let trimmed: Vec<u8> =
-        json.iter().copied().filter(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')).collect();
-    trimmed == b"[]"
+    let rest = json.iter().filter(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    rest.eq(b"[]".iter())
 }
 
 /// `http_matches_fallback server_name;`
