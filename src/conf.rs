@@ -11,9 +11,8 @@ use std::sync::Arc;
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Pool, Status};
 use ngx::ffi::{
     NGX_CONF_UNSET, NGX_LOG_EMERG, NGX_LOG_WARN, ngx_command_t, ngx_conf_full_name, ngx_conf_t,
-    ngx_cycle_t, ngx_flag_t, ngx_hash_key_t, ngx_http_add_variable, ngx_http_conf_addr_t,
-    ngx_http_conf_port_t, ngx_http_core_loc_conf_t, ngx_http_core_srv_conf_t,
-    ngx_http_get_variable_index, ngx_http_request_t, ngx_http_server_name_t,
+    ngx_cycle_t, ngx_flag_t, ngx_hash_key_t, ngx_http_add_variable, ngx_http_core_loc_conf_t,
+    ngx_http_core_srv_conf_t, ngx_http_get_variable_index, ngx_http_request_t,
     ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_uint_t,
 };
 use ngx::http::{
@@ -384,6 +383,15 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_fallback(
         // SAFETY: in a directive handler; the argument is copied before it returns.
         let args = unsafe { conf_args(cf) };
         let Some(name) = args.get(1) else { return NGX_CONF_ERROR };
+        if !route_match::vhost::valid_fallback_name(name.as_bytes()) {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_fallback: \"{}\" is not a host name, \"*.\" and a host name, or \"\"",
+                crate::util::escape(name.as_bytes(), 256)
+            );
+            return NGX_CONF_ERROR;
+        }
         scf.fallback = Some(name.as_bytes().to_vec());
         // SAFETY: called from a directive handler.
         scf.fallback_where = unsafe { conf_where(cf) };
@@ -599,261 +607,6 @@ fn check_named_locations(cf: *mut ngx_conf_t, mcf: &mut MainConf, file_strict: b
     ok
 }
 
-/// The most servers one request may pass through by `http_matches_fallback` (the first
-/// included): a host name of 253 characters has at most 127 labels, so a server per exact
-/// name and per wildcard of a listener, and the catch-all, fit.
-const MAX_FALLBACK_CHAIN: usize = 128;
-
-/// One server as `http_matches_fallback` sees it.
-struct Server {
-    cscf: *const ngx_http_core_srv_conf_t,
-    /// Its `server_name`s as NGINX stored them (lowercased; `""` when it has none).
-    names: Vec<Vec<u8>>,
-    /// The listen sockets (indexes into the address texts) whose virtual servers it is among.
-    sockets: Vec<usize>,
-}
-
-/// A listen socket as `http_matches_fallback` sees it.
-struct Socket {
-    /// `addr:port`.
-    text: String,
-    /// Its default server (`listen ... default_server`, else its first), by index.
-    default_server: Option<usize>,
-}
-
-/// Every server in configuration order, with its names and listen sockets, and each socket.
-///
-/// # Safety
-/// Only from postconfiguration: the core main conf, its servers (with `server_names`, merged)
-/// and `ports` (filled by `listen` while parsing; consumed by ngx_http_optimize_servers only
-/// after postconfiguration) are alive.
-unsafe fn servers_and_sockets(cf: *mut ngx_conf_t) -> (Vec<Server>, Vec<Socket>) {
-    let mut servers = Vec::new();
-    let mut sockets = Vec::new();
-    // SAFETY: see the function's contract. `servers` is an array of core srv conf pointers;
-    // each `server_names` an array of ngx_http_server_name_t; `ports` null or an array of
-    // ngx_http_conf_port_t, each `addrs` an array of ngx_http_conf_addr_t, each `servers` an
-    // array of core srv conf pointers (the same objects as `cmcf->servers`).
-    unsafe {
-        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return (servers, sockets) };
-        for &cscf in array::<*const ngx_http_core_srv_conf_t>(&cmcf.servers) {
-            let names = array::<ngx_http_server_name_t>(&(*cscf).server_names)
-                .iter()
-                .map(|n| n.name.as_bytes().to_vec())
-                .collect();
-            servers.push(Server { cscf, names, sockets: Vec::new() });
-        }
-        let index: std::collections::HashMap<*const ngx_http_core_srv_conf_t, usize> =
-            servers.iter().enumerate().map(|(i, s)| (s.cscf, i)).collect();
-        let Some(ports) = cmcf.ports.as_ref() else { return (servers, sockets) };
-        for port in array::<ngx_http_conf_port_t>(ports) {
-            for addr in array::<ngx_http_conf_addr_t>(&port.addrs) {
-                let socket = sockets.len();
-                sockets.push(Socket {
-                    text: text(addr.opt.addr_text.as_bytes()).into_owned(),
-                    default_server: index.get(&addr.default_server.cast_const()).copied(),
-                });
-                for &cscf in array::<*const ngx_http_core_srv_conf_t>(&addr.servers) {
-                    if let Some(&i) = index.get(&cscf) {
-                        servers[i].sockets.push(socket);
-                    }
-                }
-            }
-        }
-    }
-    (servers, sockets)
-}
-
-/// The elements of an NGINX array of `T`.
-///
-/// # Safety
-/// `a` must hold `nelts` initialized `T` at `elts` (or be empty), alive as long as `a`.
-unsafe fn array<T>(a: &ngx::ffi::ngx_array_t) -> &[T] {
-    if a.nelts == 0 || a.elts.is_null() {
-        return &[];
-    }
-    // SAFETY: see the function's contract.
-    unsafe { core::slice::from_raw_parts(a.elts as *const T, a.nelts) }
-}
-
-/// A server for messages: its first name, quoted.
-fn server_label(s: &Server) -> String {
-    format!("\"{}\"", text(s.names.first().map_or(&b""[..], |n| n)))
-}
-
-/// `http_matches_fallback`: resolves each server's target once, into its `SrvConf`, as NGINX
-/// resolves a host name among the servers sharing every listen socket of this one (the name,
-/// the longest wildcard covering it, the sockets' default server), and refuses (`[emerg]`, at
-/// the directive) a name none of them takes, a target that is the server itself, and
-/// fallbacks that form a cycle.
-/// `false` when that fails the configuration. Linear in the servers (one per hostname can be
-/// thousands).
-fn resolve_fallbacks(cf: *mut ngx_conf_t) -> bool {
-    // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context; each server
-    // of the core main conf is a live core server conf.
-    let cscfs = unsafe {
-        match NgxHttpCoreModule::main_conf(&*cf) {
-            Some(cmcf) => array::<*const ngx_http_core_srv_conf_t>(&cmcf.servers),
-            None => return true,
-        }
-    };
-    // SAFETY: each `cscf` is a live core server conf; its `ctx->srv_conf` holds this module's
-    // server conf, created by `create_srv_conf`, alive with the configuration. No other
-    // reference to it is held while this runs.
-    let conf_of = |cscf: *const ngx_http_core_srv_conf_t| unsafe {
-        HttpMatchesModule::server_conf_mut(&*cscf)
-    };
-    if !cscfs.iter().any(|&c| conf_of(c).is_some_and(|s| s.fallback.is_some())) {
-        return true;
-    }
-    // SAFETY: called from postconfiguration.
-    let (servers, sockets) = unsafe { servers_and_sockets(cf) };
-    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
-    let log = unsafe { (*cf).log };
-    // Server indexes by name (ASCII-lowercased), in configuration order.
-    let mut by_name: std::collections::HashMap<Vec<u8>, Vec<usize>> =
-        std::collections::HashMap::new();
-    for (i, s) in servers.iter().enumerate() {
-        for n in &s.names {
-            let list = by_name.entry(n.to_ascii_lowercase()).or_default();
-            if list.last() != Some(&i) {
-                list.push(i);
-            }
-        }
-    }
-    let mut ok = true;
-    // The target of each server, by index.
-    let mut targets: Vec<Option<usize>> = vec![None; servers.len()];
-    for (i, source) in servers.iter().enumerate() {
-        let Some(scf) = conf_of(source.cscf) else { continue };
-        scf.fallback_target = core::ptr::null();
-        let Some(name) = scf.fallback.as_deref() else { continue };
-        let name = name.to_ascii_lowercase();
-        let shares = |t: usize| source.sockets.iter().all(|k| servers[t].sockets.contains(k));
-        // As NGINX picks a server for a `Host` of that name, among the servers on every
-        // socket of this one: the name itself, then the longest wildcard that covers it, then
-        // the sockets' default server.
-        let named = |n: &[u8]| by_name.get(n).and_then(|v| v.iter().copied().find(|&t| shares(t)));
-        let base = name.strip_prefix(b"*.").unwrap_or(&name);
-        let wildcard = || {
-            base.iter().enumerate().filter(|&(_, &b)| b == b'.').find_map(|(k, _)| {
-                let w = [&b"*"[..], &base[k..]].concat();
-                (w != name).then(|| named(&w)).flatten()
-            })
-        };
-        let defaults: Vec<Option<usize>> =
-            source.sockets.iter().map(|&k| sockets[k].default_server).collect();
-        let default = match defaults.first() {
-            Some(&d) if defaults.iter().all(|&e| e == d) => d.filter(|&d| shares(d)),
-            _ => None,
-        };
-        let found = named(&name).or_else(wildcard).or(default);
-        let at = &scf.fallback_where;
-        // As written, in messages.
-        let name = text(scf.fallback.as_deref().unwrap_or_default());
-        match found {
-            Some(t) if t == i => {
-                ngx_log_error!(
-                    NGX_LOG_EMERG,
-                    log,
-                    "http_matches_fallback: \"{name}\" names this server itself in {at}"
-                );
-                ok = false;
-            }
-            Some(t) => targets[i] = Some(t),
-            None => {
-                let texts: Vec<&str> =
-                    source.sockets.iter().map(|&k| sockets[k].text.as_str()).collect();
-                ngx_log_error!(
-                    NGX_LOG_EMERG,
-                    log,
-                    "http_matches_fallback: no server is named \"{name}\" or a wildcard that \
-                     covers it, and the default servers of {} differ: no server takes the name \
-                     on every address this server listens on in {at}",
-                    texts.join(", ")
-                );
-                ok = false;
-            }
-        }
-    }
-    // Every chain must end. Each server has at most one target, so walking from each server
-    // not yet seen either ends, joins a chain already known to end, or comes back into the
-    // walk itself: a cycle, said once, at the directive of its first server in configuration
-    // order, starting there.
-    const NEW: u8 = 0;
-    const WALKING: u8 = 1;
-    const DONE: u8 = 2;
-    let mut state = vec![NEW; servers.len()];
-    let mut depth = vec![0usize; servers.len()];
-    for start in 0..servers.len() {
-        let mut walk = Vec::new();
-        let mut at = Some(start);
-        while let Some(i) = at.filter(|&i| state[i] == NEW) {
-            state[i] = WALKING;
-            walk.push(i);
-            at = targets[i];
-        }
-        if let Some(i) = at.filter(|&i| state[i] == WALKING) {
-            let from = walk.iter().position(|&w| w == i).unwrap_or(0);
-            let cycle = &walk[from..];
-            let first = cycle.iter().position(|&c| c == *cycle.iter().min().unwrap_or(&i));
-            let first = first.unwrap_or(0);
-            let mut path: Vec<String> = Vec::new();
-            for k in 0..=cycle.len() {
-                path.push(server_label(&servers[cycle[(first + k) % cycle.len()]]));
-            }
-            let head = servers[cycle[first]].cscf;
-            let at = conf_of(head).map(|c| c.fallback_where.clone()).unwrap_or_default();
-            ngx_log_error!(
-                NGX_LOG_EMERG,
-                log,
-                "http_matches_fallback: the fallbacks form a cycle: {} in {at}",
-                path.join(" -> ")
-            );
-            ok = false;
-        }
-        // The servers a request may pass through from each one (itself included), for the
-        // bound below; a cycle's are left 0 (refused above).
-        let mut passes = match at {
-            Some(i) if state[i] == DONE => depth[i],
-            _ => 0,
-        };
-        let cyclic = at.is_some_and(|i| state[i] == WALKING);
-        for &w in walk.iter().rev() {
-            if !cyclic {
-                passes += 1;
-                depth[w] = passes;
-            }
-        }
-        for w in walk {
-            state[w] = DONE;
-        }
-    }
-    // Each fallback runs the phases again inside the content handler of the one before, as an
-    // internal redirect does, so a chain's length is its stack depth: bounded, as NGINX bounds
-    // internal redirects.
-    if let Some(i) = (0..servers.len()).find(|&i| depth[i] > MAX_FALLBACK_CHAIN) {
-        let at = conf_of(servers[i].cscf).map(|c| c.fallback_where.clone()).unwrap_or_default();
-        ngx_log_error!(
-            NGX_LOG_EMERG,
-            log,
-            "http_matches_fallback: a request may pass through {} servers from {} (at most \
-             {MAX_FALLBACK_CHAIN}) in {at}",
-            depth[i],
-            server_label(&servers[i])
-        );
-        ok = false;
-    }
-    if ok {
-        for (s, t) in servers.iter().zip(&targets) {
-            if let (Some(c), Some(t)) = (conf_of(s.cscf), t) {
-                c.fallback_target = servers[*t].cscf;
-            }
-        }
-    }
-    ok
-}
-
 /// `init_module`: once per configuration load (start and reload, not `nginx -t`), the version
 /// at `notice`, as NGINX names its own at start, so an error log says which build ran.
 pub(crate) unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx::ffi::ngx_int_t {
@@ -1065,7 +818,7 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     if !check_named_locations(cf, mcf, strict) {
         return Status::NGX_ERROR;
     }
-    if !resolve_fallbacks(cf) {
+    if !crate::fallback::resolve(cf) {
         return Status::NGX_ERROR;
     }
     if mcf.file.is_some() {

@@ -23,7 +23,7 @@ use ngx::{ngx_log_debug_mask, ngx_log_error};
 use route_match::{MatchList, Outcome, RequestView};
 
 use crate::cache::{self, Lookup};
-use crate::state::{MainConf, SrvConf};
+use crate::state::MainConf;
 use crate::util::{escape, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 
@@ -325,7 +325,7 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
     let log = unsafe { (*(*r).connection).log };
     // SAFETY: the caller guarantees `r`; `r->srv_conf` is its current server's confs.
     let scf = HttpMatchesModule::server_conf(unsafe { &*r });
-    match scf.filter(|s| !s.fallback_target.is_null()) {
+    match scf.filter(|s| !s.fallback_targets.is_empty()) {
         None => {
             ngx_log_debug_mask!(DebugMask::Http, log, "http_matches: {what}, 404");
             NGX_HTTP_NOT_FOUND as ngx_int_t
@@ -339,13 +339,28 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
                 escape(s.fallback.as_deref().unwrap_or_default(), 256),
                 s.fallback_where
             );
+            // SAFETY: the caller guarantees `r`; `s` is its current server's conf.
+            let target = unsafe { crate::fallback::socket_server(r, s) };
+            // Only a target the configuration check saw: every walk is a path of its graph,
+            // acyclic and at most 128 servers long, whatever the lookup finds.
+            if !s.fallback_targets.contains(&target) {
+                return fail(
+                    log,
+                    format_args!(
+                        "http_matches_fallback: \"{}\" (in {}) resolves on this socket to a \
+                         server the configuration check did not",
+                        escape(s.fallback.as_deref().unwrap_or_default(), 256),
+                        s.fallback_where
+                    ),
+                );
+            }
             // SAFETY: the caller guarantees `r`.
             if let Err(rc) = unsafe { count_fallback(r) } {
                 return rc;
             }
-            // SAFETY: the caller guarantees `r`; the target was resolved in postconfiguration
-            // to a server of this request's configuration.
-            unsafe { fall_back(r, s) }
+            // SAFETY: the caller guarantees `r`; `target` is a core server conf of this
+            // request's configuration (one of those resolved in postconfiguration).
+            unsafe { fall_back(r, target) }
         }
     }
 }
@@ -386,7 +401,7 @@ unsafe fn count_fallback(r: *mut ngx_http_request_t) -> Result<(), ngx_int_t> {
     Ok(())
 }
 
-/// `http_matches_fallback`: the request continues in `scf`'s target server as if that server
+/// `http_matches_fallback`: the request continues in the `target` server as if that server
 /// had received it: the same `r->uri` and `r->args`, module contexts cleared, from its server
 /// rewrite phase (ngx_http_internal_redirect, then ngx_http_handler for an internal request),
 /// except that the main request is not made internal (an `internal` location of the target
@@ -395,8 +410,11 @@ unsafe fn count_fallback(r: *mut ngx_http_request_t) -> Result<(), ngx_int_t> {
 ///
 /// # Safety
 /// `r` must be a valid request in the content phase, with no outstanding references into it;
-/// `scf.fallback_target` a non-null core server conf of the request's configuration.
-unsafe fn fall_back(r: *mut ngx_http_request_t, scf: &SrvConf) -> ngx_int_t {
+/// `target` a non-null core server conf of the request's configuration.
+unsafe fn fall_back(
+    r: *mut ngx_http_request_t,
+    target: *const ngx::ffi::ngx_http_core_srv_conf_t,
+) -> ngx_int_t {
     // SAFETY: see the function's contract. The target's `ctx` holds its server and location
     // conf arrays, alive with the configuration; `r->ctx` has `ngx_http_max_module` slots;
     // `r->main` is the main request (alive at least as long as `r`); the core module's main
@@ -404,7 +422,7 @@ unsafe fn fall_back(r: *mut ngx_http_request_t, scf: &SrvConf) -> ngx_int_t {
     // branch of ngx_http_handler, field by field (NGINX 1.22 to 1.28).
     unsafe {
         let log = (*(*r).connection).log;
-        let target = &*scf.fallback_target;
+        let target = &*target;
         let Some(cmcf) = NgxHttpCoreModule::main_conf(&*r) else {
             return fail(log, format_args!("core module configuration is missing"));
         };

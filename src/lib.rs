@@ -22,6 +22,7 @@ use ngx::ngx_string;
 mod cache;
 mod conf;
 mod epp;
+mod fallback;
 mod guard;
 mod handler;
 mod prefork;

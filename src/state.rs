@@ -159,24 +159,19 @@ pub(crate) static EXITING: core::sync::atomic::AtomicBool =
     core::sync::atomic::AtomicBool::new(false);
 
 /// Server level state: `http_matches_fallback`.
+#[derive(Default)]
 pub struct SrvConf {
     /// The server name the directive gives, as written (`None`: no directive here).
     pub(crate) fallback: Option<Vec<u8>>,
     /// Where the directive stands ("file:line"), for the checks of postconfiguration.
     pub(crate) fallback_where: String,
-    /// The server a request with no winner continues in, resolved in postconfiguration (a
-    /// core server conf of this configuration, alive as long as it); null: none.
-    pub(crate) fallback_target: *const ngx_http_core_srv_conf_t,
-}
-
-impl Default for SrvConf {
-    fn default() -> Self {
-        SrvConf {
-            fallback: None,
-            fallback_where: String::new(),
-            fallback_target: core::ptr::null(),
-        }
-    }
+    /// The servers a request with no winner may continue in (one per socket at most),
+    /// resolved in postconfiguration (core server confs of this configuration, alive as long
+    /// as it); empty: none. At request time the socket's own is looked up and must be one.
+    pub(crate) fallback_targets: Vec<*const ngx_http_core_srv_conf_t>,
+    /// The name, lowercased, and its `ngx_hash_key`, for the lookup at request time.
+    pub(crate) fallback_name: Vec<u8>,
+    pub(crate) fallback_key: ngx::ffi::ngx_uint_t,
 }
 
 /// Location level state (also `server` and `http` for `http_matches_strict`).

@@ -1,8 +1,9 @@
 //! `http_matches_fallback` in a real NGINX: a request that no entry wins continues in the
 //! server the directive names (same URI and query, byte for byte), `internal` locations of the
-//! target stay internal, chains work, the name is looked up as NGINX looks up a host, and
-//! `nginx -t` refuses the server itself, cycles and a name no server on every socket of the
-//! source takes.
+//! target stay internal, chains work, the name is looked up as NGINX looks up a host on the
+//! socket the request came in on (and the configuration check agrees with NGINX's own
+//! lookup), and `nginx -t` refuses the server itself on any socket, cycles, chains of more
+//! than 128 servers and names that are not host names.
 
 mod common;
 
@@ -234,12 +235,13 @@ fn a_chain_of_fallbacks_is_followed() {
     n.finish();
 }
 
+/// A server on two sockets falls back to each socket's own server: the one NGINX picks for
+/// the name there (the first of two `""` servers on the first port, the wildcard only the
+/// second port has).
 #[test]
-fn the_target_listens_on_every_socket_of_the_source() {
+fn each_socket_falls_back_to_its_own_server() {
     let ports = common::free_ports(2);
     let other = ports[1];
-    // Two servers named "": the first misses the second port of a.test, so the second is the
-    // target (NGINX warns about the conflicting name on the first port, and loads).
     let body = format!(
         r#"
     server {{
@@ -254,10 +256,22 @@ fn the_target_listens_on_every_socket_of_the_source() {
       location / {{ return 200 "both-ports uri=$uri\n"; }}
     }}
     server {{
+      listen 127.0.0.1:{other};
+      server_name *.test;
+      location / {{ return 200 "wild-second uri=$uri\n"; }}
+    }}
+    server {{
       listen 127.0.0.1:{{PORT}};
       listen 127.0.0.1:{other};
       server_name a.test;
       http_matches_fallback "";
+      location / {{ http_matches "[]"; }}
+    }}
+    server {{
+      listen 127.0.0.1:{{PORT}};
+      listen 127.0.0.1:{other};
+      server_name x.test;
+      http_matches_fallback *.test;
       location / {{ http_matches "[]"; }}
     }}
 "#
@@ -266,11 +280,106 @@ fn the_target_listens_on_every_socket_of_the_source() {
     let (ok, out) = p.test();
     assert!(ok, "{out}");
     let n = p.start();
-    for port in ports {
-        let r = host_get_on(port, "a.test", "/q", &[]);
-        assert_eq!(r.body, "both-ports uri=/q\n", "port {port}: {r:?}");
+    let want = [
+        (ports[0], "a.test", "one-port\n"),
+        (other, "a.test", "both-ports uri=/q\n"),
+        (ports[0], "x.test", "one-port\n"),
+        (other, "x.test", "wild-second uri=/q\n"),
+    ];
+    for (port, host, body) in want {
+        let r = host_get_on(port, host, "/q", &[]);
+        assert_eq!((r.status, r.body.as_str()), (200, body), "{host} on {port}: {r:?}");
     }
     n.finish();
+}
+
+/// A small deterministic generator (xorshift64*), so a failing case can be replayed by seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+    }
+}
+
+/// A host name of 1 to 3 labels of `a`, `b`, `c` under `t` (so names nest and collide).
+fn random_host(rng: &mut Rng) -> String {
+    let mut h = "t".to_owned();
+    for _ in 0..=rng.below(3) {
+        h = format!("{}.{h}", ["a", "b", "c"][rng.below(3)]);
+    }
+    h
+}
+
+/// The lookup at request time is NGINX's own, and the configuration check agrees with it
+/// (a target it did not see answers 500): on random servers of exact, `*.` and `.` names
+/// that nest and conflict (NGINX keeps the first), with or without a `default_server`, the
+/// server a fallback to NAME reaches answers as a request with `Host: NAME` does.
+/// `FALLBACK_CASES` configurations (8), each of 12 sockets with 6 fallbacks.
+#[test]
+fn a_fallback_reaches_the_server_a_host_of_its_name_reaches() {
+    let cases: u64 = std::env::var("FALLBACK_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    const SOCKETS: usize = 12;
+    const SOURCES: usize = 6;
+    let mut compared = 0;
+    for case in 0..cases {
+        let seed = 0x9e37_79b9_7f4a_7c15 ^ (case + 1);
+        let mut rng = Rng(seed);
+        let ports = common::free_ports(SOCKETS);
+        let mut body = String::new();
+        let mut asks: Vec<(u16, usize, String)> = Vec::new();
+        for (u, &port) in ports.iter().enumerate() {
+            let servers = 2 + rng.below(6);
+            let default = rng.below(servers + 2);
+            for i in 0..servers {
+                let names: Vec<String> = (0..=rng.below(3))
+                    .map(|_| match rng.below(10) {
+                        0 => "\"\"".to_owned(),
+                        1..=5 => random_host(&mut rng),
+                        6 | 7 => format!("*.{}", random_host(&mut rng)),
+                        _ => format!(".{}", random_host(&mut rng)),
+                    })
+                    .collect();
+                let flag = if i == default { " default_server" } else { "" };
+                body.push_str(&format!(
+                    "server {{ listen 127.0.0.1:{port}{flag}; server_name {}; \
+                     location / {{ return 200 \"u{u}s{i}\\n\"; }} }}\n",
+                    names.join(" ")
+                ));
+            }
+            for j in 0..SOURCES {
+                let name = match rng.below(3) {
+                    0 => format!("*.{}", random_host(&mut rng)),
+                    _ => random_host(&mut rng),
+                };
+                body.push_str(&format!(
+                    "server {{ listen 127.0.0.1:{port}; server_name src{j}.fallback; \
+                     http_matches_fallback {name}; location / {{ http_matches \"[]\"; }} }}\n"
+                ));
+                asks.push((port, j, name));
+            }
+        }
+        let p = Prefix::new_on(&format!("fallback-differential-{case}"), &body, &[], ports[0]);
+        let (ok, out) = p.test();
+        assert!(ok, "seed {seed:#x}: nginx -t:\n{out}");
+        let n = p.start();
+        for (port, j, name) in &asks {
+            let fell = host_get_on(*port, &format!("src{j}.fallback"), "/q", &[]);
+            let direct = host_get_on(*port, name, "/q", &[]);
+            assert_eq!(
+                (fell.status, &fell.body),
+                (200, &direct.body),
+                "seed {seed:#x}, port {port}, fallback {name}:\n{}",
+                n.error_log()
+            );
+            compared += 1;
+        }
+        n.finish();
+    }
+    assert_eq!(compared, cases as usize * SOCKETS * SOURCES);
 }
 
 #[test]
@@ -363,7 +472,7 @@ fn nginx_t_refuses_the_server_itself() {
         "t-self",
         &body,
         "http_matches_fallback ALIAS.test",
-        "http_matches_fallback: \"ALIAS.test\" names this server itself",
+        "http_matches_fallback: \"ALIAS.test\" names this server itself on 127.0.0.1:{PORT}",
     );
 }
 
@@ -401,8 +510,10 @@ fn nginx_t_refuses_a_cycle() {
     );
 }
 
+/// On a socket where the name finds no server, the socket's default server is the target:
+/// here the source itself, the only server on the second port.
 #[test]
-fn nginx_t_refuses_a_target_missing_a_listen_socket() {
+fn nginx_t_refuses_a_server_that_is_its_own_fallback_on_one_socket() {
     let other = common::free_ports(1)[0];
     let body = format!(
         "{}{}",
@@ -417,13 +528,30 @@ fn nginx_t_refuses_a_target_missing_a_listen_socket() {
         "t-socket",
         &body,
         "http_matches_fallback \"\"",
-        &format!(
-            "http_matches_fallback: no server is named \"\" or a wildcard that covers it, and \
-             the default servers of 127.0.0.1:{port}, 127.0.0.1:{other} differ: no server takes \
-             the name on every address this server listens on",
-            port = "{PORT}"
-        ),
+        &format!("http_matches_fallback: \"\" names this server itself on 127.0.0.1:{other}"),
     );
+}
+
+#[test]
+fn nginx_t_refuses_a_name_that_is_not_a_host() {
+    let listen = "listen 127.0.0.1:{PORT};";
+    for (i, name) in [".a.test", "a..test", "www.*", "\"~^a\"", "a.test."].iter().enumerate() {
+        let body = format!(
+            "{}{}",
+            server(listen, "\"\"", ""),
+            server(listen, "b.test", &format!("\n http_matches_fallback {name};"))
+        );
+        let shown = name.trim_matches('"');
+        refused(
+            &format!("t-name-{i}"),
+            &body,
+            &format!("http_matches_fallback {name}"),
+            &format!(
+                "http_matches_fallback: \"{shown}\" is not a host name, \"*.\" and a host name, \
+                 or \"\""
+            ),
+        );
+    }
 }
 
 #[test]

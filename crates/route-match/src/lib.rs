@@ -15,6 +15,9 @@
 //! - regular expressions are PCRE2 (the dialect of njs and `location ~`), unanchored, with a
 //!   bounded amount of work per match;
 //! - a malformed entry compiles into "error when reached", with a warning at compile time.
+//!
+//! Beside the lists, [`vhost`] is NGINX's choice of a server for a host name on one listen
+//! socket, which the module's `http_matches_fallback` checks its chains with at load.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -32,6 +35,7 @@ mod prefilter;
 mod query;
 pub mod regex_cache;
 mod store;
+pub mod vhost;
 
 pub use compile::{Bounds, CompiledFile, CompiledList, FileError, Warning};
 pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, Forward, MatchList, Outcome, RequestView, Work};

@@ -1,0 +1,269 @@
+//! `http_matches_fallback`: where a request with no winner goes, per listen socket.
+//!
+//! At request time the target is NGINX's own choice for the fallback name on the socket the
+//! request arrived on (its server names hash: the exact name, else the longest `*.`/`.`
+//! wildcard, else the socket's default server), so a server that listens on several ports
+//! falls back to each port's own server ([`socket_server`]). At load, the same choice is made
+//! for every socket of every server ([`crate::vhost::Names`]), and the servers each one may
+//! reach are recorded; `nginx -t` refuses a server that reaches itself, a cycle over those
+//! (any socket), and a chain longer than [`MAX_FALLBACK_CHAIN`]. At request time a target
+//! that is not among the recorded ones answers 500: a request's walk is a path of that
+//! checked graph, bounded whatever the lookup finds.
+
+use std::collections::HashMap;
+
+use ngx::ffi::{
+    NGX_LOG_EMERG, ngx_conf_t, ngx_hash_find, ngx_hash_find_wc_head, ngx_hash_key,
+    ngx_http_conf_addr_t, ngx_http_conf_port_t, ngx_http_core_srv_conf_t, ngx_http_request_t,
+    ngx_http_server_name_t,
+};
+use ngx::http::{HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule};
+use ngx::ngx_log_error;
+
+use crate::HttpMatchesModule;
+use crate::util::text;
+use route_match::vhost::{Names, longest_walks};
+
+/// The most servers one request may pass through by `http_matches_fallback` (the first
+/// included): a host name of 253 characters has at most 127 labels, so a server per exact
+/// name and per wildcard of a listener, and the catch-all, fit.
+const MAX_FALLBACK_CHAIN: usize = 128;
+
+/// One server as `http_matches_fallback` sees it.
+struct Server {
+    cscf: *const ngx_http_core_srv_conf_t,
+    /// Its `server_name`s as NGINX stored them (lowercased; `""` when it has none), without
+    /// regular expressions.
+    names: Vec<Vec<u8>>,
+}
+
+/// A listen socket as `http_matches_fallback` sees it.
+struct Socket {
+    /// `addr:port`.
+    text: String,
+    /// Its servers (indexes), in the order NGINX adds their names to its hash.
+    servers: Vec<usize>,
+    /// Its default server (`listen ... default_server`, else its first), by index.
+    default_server: Option<usize>,
+}
+
+/// Every server in configuration order, with its names, and each listen socket.
+///
+/// # Safety
+/// Only from postconfiguration: the core main conf, its servers (with `server_names`, merged)
+/// and `ports` (filled by `listen` while parsing; consumed by ngx_http_optimize_servers only
+/// after postconfiguration) are alive.
+unsafe fn servers_and_sockets(cf: *mut ngx_conf_t) -> (Vec<Server>, Vec<Socket>) {
+    let mut servers = Vec::new();
+    let mut sockets = Vec::new();
+    // SAFETY: see the function's contract. `servers` is an array of core srv conf pointers;
+    // each `server_names` an array of ngx_http_server_name_t; `ports` null or an array of
+    // ngx_http_conf_port_t, each `addrs` an array of ngx_http_conf_addr_t, each `servers` an
+    // array of core srv conf pointers (the same objects as `cmcf->servers`).
+    unsafe {
+        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return (servers, sockets) };
+        for &cscf in array::<*const ngx_http_core_srv_conf_t>(&cmcf.servers) {
+            let names = array::<ngx_http_server_name_t>(&(*cscf).server_names)
+                .iter()
+                .filter(|n| n.regex.is_null())
+                .map(|n| n.name.as_bytes().to_ascii_lowercase())
+                .collect();
+            servers.push(Server { cscf, names });
+        }
+        let index: HashMap<*const ngx_http_core_srv_conf_t, usize> =
+            servers.iter().enumerate().map(|(i, s)| (s.cscf, i)).collect();
+        let Some(ports) = cmcf.ports.as_ref() else { return (servers, sockets) };
+        for port in array::<ngx_http_conf_port_t>(ports) {
+            for addr in array::<ngx_http_conf_addr_t>(&port.addrs) {
+                let on = array::<*const ngx_http_core_srv_conf_t>(&addr.servers);
+                sockets.push(Socket {
+                    text: text(addr.opt.addr_text.as_bytes()).into_owned(),
+                    servers: on.iter().filter_map(|c| index.get(c).copied()).collect(),
+                    default_server: index.get(&addr.default_server.cast_const()).copied(),
+                });
+            }
+        }
+    }
+    (servers, sockets)
+}
+
+/// The elements of an NGINX array of `T`.
+///
+/// # Safety
+/// `a` must hold `nelts` initialized `T` at `elts` (or be empty), alive as long as `a`.
+unsafe fn array<T>(a: &ngx::ffi::ngx_array_t) -> &[T] {
+    if a.nelts == 0 || a.elts.is_null() {
+        return &[];
+    }
+    // SAFETY: see the function's contract.
+    unsafe { core::slice::from_raw_parts(a.elts as *const T, a.nelts) }
+}
+
+/// A server for messages: its first name, quoted.
+fn server_label(s: &Server) -> String {
+    format!("\"{}\"", text(s.names.first().map_or(&b""[..], |n| n)))
+}
+
+/// Resolves every server's fallback name on each of its sockets and checks the graph of
+/// those targets (see the module comment); on success each `SrvConf` records its targets.
+/// `false` when that fails the configuration (each problem an `[emerg]` at its directive).
+/// Linear in the servers' names times their sockets.
+pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
+    // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context; each server
+    // of the core main conf is a live core server conf.
+    let cscfs = unsafe {
+        match NgxHttpCoreModule::main_conf(&*cf) {
+            Some(cmcf) => array::<*const ngx_http_core_srv_conf_t>(&cmcf.servers),
+            None => return true,
+        }
+    };
+    // SAFETY: each `cscf` is a live core server conf; its `ctx->srv_conf` holds this module's
+    // server conf, created by `create_srv_conf`, alive with the configuration. No other
+    // reference to it is held while this runs.
+    let conf_of = |cscf: *const ngx_http_core_srv_conf_t| unsafe {
+        HttpMatchesModule::server_conf_mut(&*cscf)
+    };
+    if !cscfs.iter().any(|&c| conf_of(c).is_some_and(|s| s.fallback.is_some())) {
+        return true;
+    }
+    // SAFETY: called from postconfiguration.
+    let (servers, sockets) = unsafe { servers_and_sockets(cf) };
+    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
+    let log = unsafe { (*cf).log };
+    let name_of = |i: usize| conf_of(servers[i].cscf).and_then(|s| s.fallback.clone());
+    let at_of = |i: usize| conf_of(servers[i].cscf).map(|c| c.fallback_where.clone());
+    let mut ok = true;
+    // The servers each server's fallback reaches, over all its sockets, in socket order.
+    let mut targets: Vec<Vec<usize>> = vec![Vec::new(); servers.len()];
+    let mut refused = vec![false; servers.len()];
+    for socket in &sockets {
+        if !socket.servers.iter().any(|&i| name_of(i).is_some()) {
+            continue;
+        }
+        let mut names = Names::default();
+        for &i in &socket.servers {
+            for n in &servers[i].names {
+                names.add(n, i);
+            }
+        }
+        for &i in &socket.servers {
+            let Some(name) = name_of(i) else { continue };
+            match names.find(&name.to_ascii_lowercase()).or(socket.default_server) {
+                Some(t) if t == i => {
+                    if !std::mem::replace(&mut refused[i], true) {
+                        ngx_log_error!(
+                            NGX_LOG_EMERG,
+                            log,
+                            "http_matches_fallback: \"{}\" names this server itself on {} in {}",
+                            text(&name),
+                            socket.text,
+                            at_of(i).unwrap_or_default()
+                        );
+                    }
+                    ok = false;
+                }
+                Some(t) if !targets[i].contains(&t) => targets[i].push(t),
+                _ => {}
+            }
+        }
+    }
+    if ok {
+        ok = check_chains(&servers, &targets, |i| at_of(i).unwrap_or_default(), log);
+    }
+    if ok {
+        for (s, t) in servers.iter().zip(&targets) {
+            let Some(c) = conf_of(s.cscf) else { continue };
+            let Some(name) = c.fallback.as_deref() else { continue };
+            c.fallback_name = name.to_ascii_lowercase();
+            // SAFETY: ngx_hash_key only reads `len` bytes of the name.
+            c.fallback_key =
+                unsafe { ngx_hash_key(c.fallback_name.as_mut_ptr(), c.fallback_name.len()) };
+            c.fallback_targets = t.iter().map(|&t| servers[t].cscf).collect();
+        }
+    }
+    ok
+}
+
+/// Every walk of `targets` must end within [`MAX_FALLBACK_CHAIN`] servers: a cycle is said
+/// once, at the directive of its first server in configuration order, starting there; else
+/// the first server (in configuration order) whose longest walk is too long is said.
+fn check_chains(
+    servers: &[Server],
+    targets: &[Vec<usize>],
+    at_of: impl Fn(usize) -> String,
+    log: *mut ngx::ffi::ngx_log_t,
+) -> bool {
+    match longest_walks(targets) {
+        Err(cycle) => {
+            let first = cycle.iter().enumerate().min_by_key(|&(_, &c)| c).map_or(0, |(k, _)| k);
+            let path: Vec<String> = (0..=cycle.len())
+                .map(|k| server_label(&servers[cycle[(first + k) % cycle.len()]]))
+                .collect();
+            ngx_log_error!(
+                NGX_LOG_EMERG,
+                log,
+                "http_matches_fallback: the fallbacks form a cycle: {} in {}",
+                path.join(" -> "),
+                at_of(cycle[first])
+            );
+            false
+        }
+        Ok(depth) => match (0..servers.len()).find(|&i| depth[i] > MAX_FALLBACK_CHAIN) {
+            Some(i) => {
+                ngx_log_error!(
+                    NGX_LOG_EMERG,
+                    log,
+                    "http_matches_fallback: a request may pass through {} servers from {} (at \
+                     most {MAX_FALLBACK_CHAIN}) in {}",
+                    depth[i],
+                    server_label(&servers[i]),
+                    at_of(i)
+                );
+                false
+            }
+            None => true,
+        },
+    }
+}
+
+/// The server NGINX picks for `scf`'s fallback name on the socket `r` arrived on: its server
+/// names hash (exact, then the `*.`/`.` wildcards; not the trailing wildcards or regular
+/// expressions, as at load), else the socket's default server. Null when the request has no
+/// socket configuration.
+///
+/// # Safety
+/// `r` must be a valid request; `scf` its current server's conf, resolved at load.
+pub(crate) unsafe fn socket_server(
+    r: *const ngx_http_request_t,
+    scf: &crate::SrvConf,
+) -> *const ngx_http_core_srv_conf_t {
+    let name = &scf.fallback_name;
+    // SAFETY: see the function's contract: `r->http_connection` is the connection's (or its
+    // stream's copy), its `addr_conf` the socket's configuration of this cycle, whose hashes
+    // NGINX built from the servers' names (lowercased, as `name` is) and only reads. The
+    // hash functions read `len` bytes of the name and return a core server conf or null.
+    unsafe {
+        let hc = (*r).http_connection;
+        if hc.is_null() || (*hc).addr_conf.is_null() {
+            return core::ptr::null();
+        }
+        let ac = &*(*hc).addr_conf;
+        if let Some(vn) = ac.virtual_names.as_ref() {
+            let data = name.as_ptr().cast_mut();
+            if !vn.names.hash.buckets.is_null() {
+                let hash = core::ptr::from_ref(&vn.names.hash).cast_mut();
+                let c = ngx_hash_find(hash, scf.fallback_key, data, name.len());
+                if !c.is_null() {
+                    return c.cast_const().cast();
+                }
+            }
+            if !name.is_empty() && !vn.names.wc_head.is_null() {
+                let c = ngx_hash_find_wc_head(vn.names.wc_head, data, name.len());
+                if !c.is_null() {
+                    return c.cast_const().cast();
+                }
+            }
+        }
+        ac.default_server.cast_const()
+    }
+}
