@@ -172,17 +172,17 @@ fn a_server_on_several_ports_answers_the_same_on_each() {
     assert!(warnings.is_empty(), "{warnings:?}");
     let conf = std::fs::read_to_string(prefix.dir.join("nginx.conf")).unwrap();
     // The catch-alls of the three HTTP ports are one server, and so are the `*.secure.test`
-    // servers of the two HTTPS ports. A server of a route's own hostname falls back
-    // (`http_matches_fallback`, resolved among the servers on every socket of its server) to
-    // its listener's less specific one: it stays on its port, as does one whose redirect
-    // keeps the listener's port.
+    // servers of the two HTTPS ports. A server of a route's own hostname that falls back
+    // (`http_matches_fallback`, looked up on the socket a request came in on) to its
+    // listener's less specific one is merged too; one whose redirect keeps the listener's
+    // port stays on its port.
     let listen = |p: &u16, extra: &str| format!("listen 127.0.0.1:{p}{extra};");
     let one_each: Vec<Vec<String>> = http.iter().map(|p| vec![listen(p, "")]).collect();
-    assert_eq!(listens_of(&conf, "merge.test"), one_each, "{conf}");
+    let all_http: Vec<String> = http.iter().map(|p| listen(p, "")).collect();
+    assert_eq!(listens_of(&conf, "merge.test"), vec![all_http], "{conf}");
     assert_eq!(listens_of(&conf, "moved.test"), one_each, "{conf}");
-    let tls_each: Vec<Vec<String>> = tls.iter().map(|p| vec![listen(p, " ssl")]).collect();
-    assert_eq!(listens_of(&conf, "a.secure.test"), tls_each, "{conf}");
     let both_tls: Vec<String> = tls.iter().map(|p| listen(p, " ssl")).collect();
+    assert_eq!(listens_of(&conf, "a.secure.test"), vec![both_tls.clone()], "{conf}");
     assert_eq!(listens_of(&conf, "*.secure.test"), vec![both_tls], "{conf}");
     let catch_all: Vec<String> = http.iter().map(|p| listen(p, " default_server")).collect();
     assert!(listens_of(&conf, "\"\"").contains(&catch_all), "{conf}");

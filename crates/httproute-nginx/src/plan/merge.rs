@@ -12,8 +12,9 @@ pub type ServerAt = (usize, usize);
 /// host name, the certificates, the locations with their lists and the rules. Their ports
 /// must also be alike: both HTTP or both HTTPS, the same HTTP/2 setting, and, over TLS, the
 /// same host names (emit's SNI check of an HTTPS server reads the map of the first port). A server
-/// with a RequestRedirect to the listener's own port (no port, no scheme) stays on its port, and
-/// so does one that falls back (`http_matches_fallback` names a server of its sockets).
+/// with a RequestRedirect to the listener's own port (no port, no scheme) stays on its port.
+/// Servers that fall back to the same name are one: the module looks the name up on the socket
+/// a request came in on, so each port's own server of that name answers there.
 /// Each server is hashed once and compared with the first server of its bucket, so the cost
 /// grows with the servers, not with their pairs.
 #[derive(Debug, Default)]
@@ -54,10 +55,8 @@ impl Merged {
                 && pa.http2 == pb.http2
                 && (!pa.tls || hosts[ap] == hosts[bp])
                 && pinned(pa, a) == pinned(pb, b)
-                // The module resolves a fallback among the servers on every socket of its
-                // server: one that falls back stays on its port.
-                && a.fallback.is_none()
-                && b.fallback.is_none()
+                // The name alone: the module looks it up on each socket.
+                && a.fallback == b.fallback
                 && a.hostname == b.hostname
                 && a.certificates == b.certificates
                 && a.brought_by == b.brought_by
@@ -73,7 +72,7 @@ impl Merged {
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 (port.tls, port.http2, port.tls.then_some(hosts[pi]), pinned(port, server))
                     .hash(&mut h);
-                (&server.hostname, &server.certificates).hash(&mut h);
+                (&server.hostname, &server.certificates, &server.fallback).hash(&mut h);
                 (server.locations.len(), server.rules.len()).hash(&mut h);
                 for l in &server.locations {
                     match &l.loc {
