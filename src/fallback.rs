@@ -238,12 +238,14 @@ pub(crate) unsafe fn socket_server(
     scf: &crate::SrvConf,
 ) -> *const ngx_http_core_srv_conf_t {
     let name = &scf.fallback_name;
-    // SAFETY: see the function's contract: `r->http_connection` is the connection's (or its
-    // stream's copy), its `addr_conf` the socket's configuration of this cycle, whose hashes
-    // NGINX built from the servers' names (lowercased, as `name` is) and only reads. The
-    // hash functions read `len` bytes of the name and return a core server conf or null.
+    // SAFETY: see the function's contract: `r->main` is the main request, alive at least as
+    // long as `r`; its `http_connection` is the connection's (or its stream's copy: a
+    // subrequest's own is null), its `addr_conf` the socket's configuration of this cycle,
+    // whose hashes NGINX built from the servers' names (lowercased, as `name` is) and only
+    // reads. The hash functions read `len` bytes of the name and return a core server conf
+    // or null.
     unsafe {
-        let hc = (*r).http_connection;
+        let hc = (*(*r).main).http_connection;
         if hc.is_null() || (*hc).addr_conf.is_null() {
             return core::ptr::null();
         }
@@ -266,4 +268,40 @@ pub(crate) unsafe fn socket_server(
         }
         ac.default_server.cast_const()
     }
+}
+
+/// Whether the request is on a TLS connection and `target` asks for client certificates
+/// (`ssl_verify_client`): NGINX checks a client's certificate against the server its `Host`
+/// (or SNI) picks, and answers 421 to a `Host` whose server verifies on a connection
+/// negotiated for another name. A fallback is a server the client did not name: it must not
+/// enter one that verifies (the handshake and the certificate check were another server's).
+///
+/// # Safety
+/// `r` must be a valid request; `target` a core server conf of its configuration.
+#[cfg(ngx_feature = "http_ssl")]
+pub(crate) unsafe fn verifies_clients(
+    r: *const ngx_http_request_t,
+    target: *const ngx_http_core_srv_conf_t,
+) -> bool {
+    // SAFETY: see the function's contract: `r->connection` is the request's connection (a
+    // stream's copy for HTTP/2, with the TLS connection's `ssl`); `target`'s `ctx` holds its
+    // server confs, the SSL module's among them, merged at load.
+    unsafe {
+        if (*(*r).connection).ssl.is_null() {
+            return false;
+        }
+        ngx::http::NgxHttpSslModule::server_conf(&*target).is_some_and(|s| s.verify != 0)
+    }
+}
+
+/// Without the SSL module no connection is TLS.
+///
+/// # Safety
+/// None needed; the signature matches the one above.
+#[cfg(not(ngx_feature = "http_ssl"))]
+pub(crate) unsafe fn verifies_clients(
+    _r: *const ngx_http_request_t,
+    _target: *const ngx_http_core_srv_conf_t,
+) -> bool {
+    false
 }

@@ -10,11 +10,11 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use std::rc::Rc;
 
 use ngx::ffi::{
-    NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND, NGX_LOG_ERR, NGX_LOG_INFO,
-    NGX_LOG_WARN, ngx_http_core_run_phases, ngx_http_get_indexed_variable,
-    ngx_http_internal_redirect, ngx_http_max_module, ngx_http_named_location, ngx_http_request_t,
-    ngx_http_update_location_config, ngx_int_t, ngx_list_part_t, ngx_log_t, ngx_str_t,
-    ngx_table_elt_t, ngx_uint_t,
+    NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_MISDIRECTED_REQUEST, NGX_HTTP_NOT_FOUND,
+    NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN, ngx_http_core_run_phases,
+    ngx_http_get_indexed_variable, ngx_http_internal_redirect, ngx_http_max_module,
+    ngx_http_named_location, ngx_http_request_t, ngx_http_update_location_config, ngx_int_t,
+    ngx_list_part_t, ngx_log_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
@@ -353,6 +353,19 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
                         s.fallback_where
                     ),
                 );
+            }
+            // SAFETY: the caller guarantees `r`; `target` is one of the configuration's.
+            if unsafe { crate::fallback::verifies_clients(r, target) } {
+                ngx_log_error!(
+                    NGX_LOG_INFO,
+                    log,
+                    "http_matches_fallback: \"{}\" (in {}) reaches a server that verifies \
+                     client certificates (ssl_verify_client), which this connection was not \
+                     negotiated for: 421",
+                    escape(s.fallback.as_deref().unwrap_or_default(), 256),
+                    s.fallback_where
+                );
+                return NGX_HTTP_MISDIRECTED_REQUEST as ngx_int_t;
             }
             // SAFETY: the caller guarantees `r`.
             if let Err(rc) = unsafe { count_fallback(r) } {

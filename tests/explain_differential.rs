@@ -155,6 +155,16 @@ spec:
   rules:
   - matches: [{path: {type: PathPrefix, value: /x}}, {path: {type: Exact, value: /}}]
     backendRefs: [{name: none, port: 80}]
+---
+# Port 8082's catch-all only: the host servers of 8080 and 8082 are alike and written once,
+# and each port's fallback reaches its own catch-all.
+kind: HTTPRoute
+metadata: {name: only-again, namespace: default, creationTimestamp: '2024-01-01T00:04:00Z'}
+spec:
+  parentRefs: [{name: gw, sectionName: again}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /only}}]
+    backendRefs: [{name: only-again, port: 80}]
 ";
 
 /// One set: its manifests (directories or files), the --certificate Secrets, and the

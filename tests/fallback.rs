@@ -293,6 +293,100 @@ fn each_socket_falls_back_to_its_own_server() {
     n.finish();
 }
 
+/// A subrequest falls back on its main request's socket (its own `http_connection` is null):
+/// SSI's `include virtual` and `mirror` reach the default server's answer.
+#[test]
+fn a_subrequest_falls_back_too() {
+    let body = format!(
+        "{DEFAULT_SERVER}{}",
+        r#"
+    server {
+      listen 127.0.0.1:{PORT};
+      server_name a.test;
+      http_matches_fallback "";
+      location / { http_matches "[]"; }
+      location = /page {
+        ssi on; ssi_types *; default_type text/plain;
+        return 200 '[<!--# include virtual="/x/inc?s=1" -->]\n';
+      }
+    }
+"#
+    );
+    let n = Nginx::start("fallback-subrequest", &body, &[]);
+    let r = host_get(&n, "a.test", "/page", &[]);
+    assert_eq!(
+        (r.status, r.body.as_str()),
+        (200, "[default-x uri=/x/inc args=s=1 request_uri=/page\n]\n"),
+        "{r:?}\n{}",
+        n.error_log()
+    );
+    assert!(!n.error_log().contains("[error]"), "{}", n.error_log());
+    n.finish();
+}
+
+/// `curl -k` https://SNI:PORT/PATH: the status and body.
+fn https_get(port: u16, sni: &str, path: &str) -> (u16, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-sk", "--max-time", "20", "-w", "\n%{http_code}", "--resolve"])
+        .arg(format!("{sni}:{port}:127.0.0.1"))
+        .arg(format!("https://{sni}:{port}{path}"))
+        .output()
+        .expect("run curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+/// A fallback does not enter a server that verifies client certificates on a TLS
+/// connection: 421, as NGINX answers a `Host` of such a server on a connection negotiated for
+/// another name (the handshake, and the certificate check, were the source server's).
+#[test]
+fn a_fallback_does_not_enter_a_server_that_verifies_clients() {
+    let (crt, key) = common::self_signed("test", "*.test");
+    let (crt, key) = (crt.display(), key.display());
+    let body = format!(
+        r#"
+    ssl_certificate {crt};
+    ssl_certificate_key {key};
+    server {{
+      listen 127.0.0.1:{{PORT}} ssl;
+      server_name "";
+      location / {{ return 200 "default\n"; }}
+    }}
+    server {{
+      listen 127.0.0.1:{{PORT}} ssl;
+      server_name b.test;
+      ssl_verify_client on;
+      ssl_client_certificate {crt};
+      location / {{ return 200 "b-secret\n"; }}
+    }}
+    server {{
+      listen 127.0.0.1:{{PORT}} ssl;
+      server_name a.test;
+      http_matches_fallback b.test;
+      location / {{ http_matches "[]"; }}
+    }}
+    server {{
+      listen 127.0.0.1:{{PORT}} ssl;
+      server_name c.test;
+      http_matches_fallback "";
+      location / {{ http_matches "[]"; }}
+    }}
+"#
+    );
+    let n = Nginx::start("fallback-verify", &body, &[]);
+    let port = n.port();
+    // NGINX's own: b.test asks for a certificate, none is sent.
+    assert_eq!(https_get(port, "b.test", "/q").0, 400);
+    let (status, body) = https_get(port, "a.test", "/q");
+    assert_eq!(status, 421, "{body}");
+    assert!(!body.contains("b-secret"), "{body}");
+    assert!(n.error_log().contains("reaches a server that verifies client certificates"));
+    // A fallback to a server that does not verify goes on over TLS.
+    assert_eq!(https_get(port, "c.test", "/q"), (200, "default\n".to_owned()));
+    n.finish();
+}
+
 /// A small deterministic generator (xorshift64*), so a failing case can be replayed by seed.
 struct Rng(u64);
 
