@@ -1102,3 +1102,22 @@ fn var_after(conf: &str, prefix: &str) -> String {
     let at = conf.find(prefix).unwrap_or_else(|| panic!("no {prefix:?} in {conf}")) + prefix.len();
     conf[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
 }
+
+/// A RequestRedirect with no scheme and no port on an HTTPS listener of port 443 sends the
+/// request's scheme and no port (443 is https's own), and on 8443 keeps the port.
+#[test]
+fn a_redirect_on_port_443_names_no_port() {
+    let gw = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: a, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: c}]}}\n  - {name: b, port: 8443, protocol: HTTPS, tls: {certificateRefs: [{name: c}]}}\n---\n";
+    let secret = format!(
+        "kind: Secret\nmetadata: {{name: c}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: {}, tls.key: {}}}\n---\n",
+        test_pem().0,
+        test_pem().1
+    );
+    let rules = "  - matches: [{path: {value: /r}}]\n    filters: [{type: RequestRedirect, requestRedirect: {hostname: b.test}}]\n";
+    let yaml = format!("{gw}{secret}{}", route("r", "2024-01-01T00:00:00Z", rules));
+    let out = generate_yaml("redirect-443", &yaml, Carrier::Preload).unwrap();
+    let conf = &out.nginx_conf;
+    assert!(conf.contains("return 302 \"$scheme://b.test$request_uri\";"), "{conf}");
+    assert!(conf.contains("return 302 \"$scheme://b.test:8443$request_uri\";"), "{conf}");
+    assert!(!conf.contains(":443"), "{conf}");
+}

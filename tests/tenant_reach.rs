@@ -1,0 +1,162 @@
+//! Issue #29's reach and fidelity classes end to end: one cluster state holding tenant a's
+//! route beside tenant b's objects that once reached what they should not, or stopped the
+//! run, generated into one configuration and served by a real NGINX. Each of b's objects
+//! costs only itself (its request answers 404, 500 or 503; the configuration never names
+//! the address it pointed at) and a's route answers. Pods are a plain NGINX on loopback
+//! named by `--backend`; the slices name addresses no request is sent to.
+
+mod common;
+
+use common::{Nginx, Prefix, free_ports};
+use httproute_nginx::BackendMap;
+
+/// The pods: one server per name, each saying its name.
+const PODS: [&str; 5] = ["a/web", "sel/web", "ghost/web", "foo/web", "foo-bar/web"];
+
+fn pods() -> (Nginx, BackendMap, u16) {
+    let ports = free_ports(PODS.len() + 2);
+    let mut body = String::new();
+    let mut map = BackendMap::new();
+    for (name, &port) in PODS.iter().zip(&ports) {
+        body.push_str(&format!(
+            "server {{ listen 127.0.0.1:{port}; return 200 \"{name}\\n\"; }}\n"
+        ));
+        map.insert(format!("{name}:80"), format!("127.0.0.1:{port}"));
+    }
+    body.push_str("server { listen 127.0.0.1:{PORT}; return 404; }\n");
+    let p = Prefix::new_on("reach-pods", &body, &[], ports[PODS.len()]);
+    let (ok, text) = p.test();
+    assert!(ok, "{text}");
+    (p.start(), map, ports[PODS.len() + 1])
+}
+
+fn get(n: &Nginx, host: &str, path: &str) -> (u16, String) {
+    let req = format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n");
+    let r = n.raw(req.as_bytes()).expect("request");
+    (r.status, r.body)
+}
+
+/// An HTTPRoute of namespace `ns` on the gateway (`section`: a listener, or every one).
+fn route(
+    ns: &str,
+    name: &str,
+    host: &str,
+    path: &str,
+    backend: &str,
+    extra_parent: bool,
+) -> String {
+    let parent = "{name: gw, namespace: default}";
+    let parents = if extra_parent { format!("{parent}, {parent}") } else { parent.to_owned() };
+    format!(
+        "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: {ns}, creationTimestamp: \
+         '2024-01-01T00:00:00Z'}}\nspec:\n  parentRefs: [{parents}]\n  hostnames: [{host}]\n  \
+         rules:\n  - matches: [{{path: {{type: PathPrefix, value: {path}}}}}]\n    \
+         backendRefs: [{backend}]\n---\n"
+    )
+}
+
+fn service(ns: &str, name: &str) -> String {
+    format!(
+        "kind: Service\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  ports: [{{name: \
+         http, port: 80, targetPort: 8080}}]\n---\n"
+    )
+}
+
+fn slice(ns: &str, service: &str, address_type: &str, endpoints: &str) -> String {
+    format!(
+        "kind: EndpointSlice\nmetadata:\n  name: {service}-x\n  namespace: {ns}\n  labels: \
+         {{kubernetes.io/service-name: {service}}}\naddressType: {address_type}\nports: \
+         [{{name: http, port: 8080}}]\nendpoints: {endpoints}\n---\n"
+    )
+}
+
+#[test]
+fn each_tenant_object_costs_only_itself_and_reaches_nothing_it_may_not() {
+    let (pods, map, port) = pods();
+    let mut yaml = format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  listeners:\n  \
+         - {{name: http, port: {port}, protocol: HTTP, allowedRoutes: {{namespaces: {{from: \
+         All}}}}}}\n  - {{name: sel, port: {port}, protocol: HTTP, hostname: sel.test, \
+         allowedRoutes: {{namespaces: {{from: Selector, selector: {{matchLabels: {{team: \
+         x}}}}}}}}}}\n---\nkind: Namespace\nmetadata: {{name: sel, labels: {{team: x}}}}\n---\n"
+    );
+    // Tenant a.
+    yaml += &route("a", "web", "a.test", "/a", "{name: web, port: 80}", false);
+    // A grant to HTTPRoutes' kind is not one to GRPCRoutes, nor the other way round: b's
+    // HTTPRoute is granted only as a GRPCRoute.
+    yaml += "kind: ReferenceGrant\nmetadata: {name: g, namespace: a}\nspec:\n  from: [{group: \
+             gateway.networking.k8s.io, kind: GRPCRoute, namespace: b}]\n  to: [{group: '', \
+             kind: Service}]\n---\n";
+    yaml += &route("b", "cross", "b.test", "/cross", "{name: web, namespace: a, port: 80}", false);
+    // FQDN slices are never addresses; `endpoints: null` (a Service scaled to 0) does not
+    // stop the run; link-local endpoints are refused as the API server refuses them.
+    yaml += &service("b", "fq");
+    yaml += &slice("b", "fq", "FQDN", "[{addresses: [127.0.0.1], conditions: {ready: true}}]");
+    yaml += &route("b", "fq", "b.test", "/fq", "{name: fq, port: 80}", false);
+    yaml += &service("b", "zero");
+    yaml += &slice("b", "zero", "IPv4", "null");
+    yaml += &route("b", "zero", "b.test", "/zero", "{name: zero, port: 80}", false);
+    yaml += &service("b", "ll");
+    yaml +=
+        &slice("b", "ll", "IPv4", "[{addresses: [169.254.169.254], conditions: {ready: true}}]");
+    yaml += &route("b", "ll", "b.test", "/ll", "{name: ll, port: 80}", false);
+    // Duplicate parentRefs, which the CRD refuses: the route is refused.
+    yaml += &route("b", "dup", "b.test", "/dup", "{name: fq, port: 80}", true);
+    // A newline in a backendRef name (the CRD allows it): its warning stays one line.
+    yaml += &route("b", "nl", "b.test", "/nl", "{name: \"x\\ny\", port: 80}", false);
+    // U+0085 (NEL) in an Exact path, and an EndpointSlice port the API server does not
+    // range-check: neither stops the run.
+    yaml += "kind: HTTPRoute\nmetadata: {name: nel, namespace: b}\nspec:\n  parentRefs: [{name: \
+             gw, namespace: default}]\n  hostnames: [b.test]\n  rules:\n  - matches: [{path: \
+             {type: Exact, value: \"/nel\\u0085\"}}]\n    backendRefs: [{name: zero, port: \
+             80}]\n---\n";
+    yaml += &service("b", "big");
+    yaml += &slice("b", "big", "IPv4", "[{addresses: [192.0.2.7], conditions: {ready: true}}]")
+        .replace("port: 8080", "port: 70000");
+    yaml += &route("b", "big", "b.test", "/big", "{name: big, port: 80}", false);
+    // A selector admits a namespace by its Namespace object's labels: none, none admitted.
+    yaml += &route("ghost", "r", "sel.test", "/g", "{name: web, port: 80}", false);
+    yaml += &route("sel", "r", "sel.test", "/s", "{name: web, port: 80}", false);
+    // Ties broken by "{namespace}/{name}" as one string: "foo-bar/baz" < "foo/bar-baz"
+    // ('-' < '/'), though the pair ("foo", ...) sorts first.
+    yaml += &route("foo", "bar-baz", "tie.test", "/tie", "{name: web, port: 80}", false);
+    yaml += &route("foo-bar", "baz", "tie.test", "/tie", "{name: web, port: 80}", false);
+
+    let opts = common::generator_options();
+    let (p, warnings) = common::generated("reach", &yaml, port, &map, &opts);
+    let conf = std::fs::read_to_string(p.dir.join("nginx.conf")).expect("nginx.conf");
+    for never in ["169.254.169.254", "127.0.0.1:8080", "192.0.2.7"] {
+        assert!(!conf.contains(never), "{never} in the configuration:\n{conf}");
+    }
+    // As the command prints them (`httproute-nginx: warning: ...`, one line each).
+    let printed: Vec<String> =
+        warnings.iter().map(|w| httproute_nginx::escape_message(w)).collect();
+    assert!(printed.iter().all(|w| !w.contains('\n')), "{printed:#?}");
+    assert!(printed.iter().any(|w| w.contains("b/x\\ny is not a valid")), "{printed:#?}");
+    assert!(warnings.iter().any(|w| w.contains("ghost")), "{warnings:#?}");
+    let gw = p.start();
+    let want: [(&str, &str, u16, &str); 12] = [
+        // Refused as the CRD's path pattern refuses it: this route alone.
+        ("b.test", "/nel%C2%85", 404, ""),
+        ("b.test", "/big", 503, ""),
+        ("a.test", "/a", 200, "a/web\n"),
+        ("b.test", "/cross", 500, ""),
+        ("b.test", "/fq", 503, ""),
+        ("b.test", "/zero", 503, ""),
+        ("b.test", "/ll", 503, ""),
+        ("b.test", "/dup", 404, ""),
+        ("b.test", "/nl", 500, ""),
+        ("sel.test", "/g", 404, ""),
+        ("sel.test", "/s", 200, "sel/web\n"),
+        ("tie.test", "/tie", 200, "foo-bar/web\n"),
+    ];
+    for (host, path, status, body) in want {
+        let (s, b) = get(&gw, host, path);
+        assert_eq!(s, status, "{host}{path}: {b}\n{warnings:#?}");
+        if !body.is_empty() {
+            assert_eq!(b, body, "{host}{path}");
+        }
+    }
+    gw.finish();
+    pods.finish();
+}
