@@ -114,6 +114,26 @@ fn each_tenant_object_costs_only_itself_and_reaches_nothing_it_may_not() {
     yaml += &slice("b", "big", "IPv4", "[{addresses: [192.0.2.7], conditions: {ready: true}}]")
         .replace("port: 8080", "port: 70000");
     yaml += &route("b", "big", "b.test", "/big", "{name: big, port: 80}", false);
+    // A CORS list whose word passes NGINX's 4,094 bytes (64 names of 100 bytes, as the CRD
+    // allows): that rule alone is left out.
+    let names: Vec<String> = (0..64).map(|i| format!("x-{i:02}{}", "h".repeat(96))).collect();
+    yaml += &[
+        "kind: HTTPRoute",
+        "metadata: {name: cors, namespace: b}",
+        "spec:",
+        "  parentRefs: [{name: gw, namespace: default}]",
+        "  hostnames: [b.test]",
+        "  rules:",
+        "  - matches: [{path: {type: PathPrefix, value: /cors}}]",
+        "    filters:",
+        "    - type: CORS",
+        "      cors:",
+        "        allowOrigins: [\"https://o.test\"]",
+        &format!("        allowHeaders: [{}]", names.join(", ")),
+        "    backendRefs: [{name: zero, port: 80}]",
+        "---\n",
+    ]
+    .join("\n");
     // A selector admits a namespace by its Namespace object's labels: none, none admitted.
     yaml += &route("ghost", "r", "sel.test", "/g", "{name: web, port: 80}", false);
     yaml += &route("sel", "r", "sel.test", "/s", "{name: web, port: 80}", false);
@@ -134,8 +154,13 @@ fn each_tenant_object_costs_only_itself_and_reaches_nothing_it_may_not() {
     assert!(printed.iter().all(|w| !w.contains('\n')), "{printed:#?}");
     assert!(printed.iter().any(|w| w.contains("b/x\\ny is not a valid")), "{printed:#?}");
     assert!(warnings.iter().any(|w| w.contains("ghost")), "{warnings:#?}");
+    assert!(
+        warnings.iter().any(|w| w.starts_with("b/cors rule 0: CORS allowHeaders")),
+        "{warnings:#?}"
+    );
     let gw = p.start();
-    let want: [(&str, &str, u16, &str); 12] = [
+    let want: [(&str, &str, u16, &str); 13] = [
+        ("b.test", "/cors", 404, ""),
         // Refused as the CRD's path pattern refuses it: this route alone.
         ("b.test", "/nel%C2%85", 404, ""),
         ("b.test", "/big", 503, ""),
