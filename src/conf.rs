@@ -393,6 +393,11 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_fallback(
             return NGX_CONF_ERROR;
         }
         scf.fallback = Some(name.as_bytes().to_vec());
+        scf.fallback_name = name.as_bytes().to_ascii_lowercase();
+        // SAFETY: ngx_hash_key only reads `len` bytes of the name.
+        scf.fallback_key = unsafe {
+            ngx::ffi::ngx_hash_key(scf.fallback_name.as_mut_ptr(), scf.fallback_name.len())
+        };
         // SAFETY: called from a directive handler.
         scf.fallback_where = unsafe { conf_where(cf) };
         NGX_CONF_OK

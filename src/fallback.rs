@@ -4,7 +4,7 @@
 //! request arrived on (its server names hash: the exact name, else the longest `*.`/`.`
 //! wildcard, else the socket's default server), so a server that listens on several ports
 //! falls back to each port's own server ([`socket_server`]). At load, the same choice is made
-//! for every socket of every server ([`crate::vhost::Names`]), and the servers each one may
+//! for every socket of every server ([`route_match::vhost::Names`]), and the servers each one may
 //! reach are recorded; `nginx -t` refuses a server that reaches itself, a cycle over those
 //! (any socket), and a chain longer than [`MAX_FALLBACK_CHAIN`]. At request time a target
 //! that is not among the recorded ones answers 500: a request's walk is a path of that
@@ -13,9 +13,8 @@
 use std::collections::HashMap;
 
 use ngx::ffi::{
-    NGX_LOG_EMERG, ngx_conf_t, ngx_hash_find, ngx_hash_find_wc_head, ngx_hash_key,
-    ngx_http_conf_addr_t, ngx_http_conf_port_t, ngx_http_core_srv_conf_t, ngx_http_request_t,
-    ngx_http_server_name_t,
+    NGX_LOG_EMERG, ngx_conf_t, ngx_hash_find, ngx_hash_find_wc_head, ngx_http_conf_addr_t,
+    ngx_http_conf_port_t, ngx_http_core_srv_conf_t, ngx_http_request_t, ngx_http_server_name_t,
 };
 use ngx::http::{HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule};
 use ngx::ngx_log_error;
@@ -130,14 +129,18 @@ pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
     let (servers, sockets) = unsafe { servers_and_sockets(cf) };
     // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
     let log = unsafe { (*cf).log };
-    let name_of = |i: usize| conf_of(servers[i].cscf).and_then(|s| s.fallback.clone());
+    // Each server's fallback name, lowercased at the directive (`None`: no directive).
+    let fallbacks: Vec<Option<Vec<u8>>> = servers
+        .iter()
+        .map(|s| conf_of(s.cscf).filter(|c| c.fallback.is_some()).map(|c| c.fallback_name.clone()))
+        .collect();
     let at_of = |i: usize| conf_of(servers[i].cscf).map(|c| c.fallback_where.clone());
     let mut ok = true;
     // The servers each server's fallback reaches, over all its sockets, in socket order.
     let mut targets: Vec<Vec<usize>> = vec![Vec::new(); servers.len()];
     let mut refused = vec![false; servers.len()];
     for socket in &sockets {
-        if !socket.servers.iter().any(|&i| name_of(i).is_some()) {
+        if !socket.servers.iter().any(|&i| fallbacks[i].is_some()) {
             continue;
         }
         let mut names = Names::default();
@@ -147,15 +150,20 @@ pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
             }
         }
         for &i in &socket.servers {
-            let Some(name) = name_of(i) else { continue };
-            match names.find(&name.to_ascii_lowercase()).or(socket.default_server) {
+            let Some(name) = &fallbacks[i] else { continue };
+            match names.find(name).or(socket.default_server) {
                 Some(t) if t == i => {
                     if !std::mem::replace(&mut refused[i], true) {
                         ngx_log_error!(
                             NGX_LOG_EMERG,
                             log,
                             "http_matches_fallback: \"{}\" names this server itself on {} in {}",
-                            text(&name),
+                            // As written.
+                            text(
+                                conf_of(servers[i].cscf)
+                                    .and_then(|c| c.fallback.as_deref())
+                                    .unwrap_or_default()
+                            ),
                             socket.text,
                             at_of(i).unwrap_or_default()
                         );
@@ -172,12 +180,7 @@ pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
     }
     if ok {
         for (s, t) in servers.iter().zip(&targets) {
-            let Some(c) = conf_of(s.cscf) else { continue };
-            let Some(name) = c.fallback.as_deref() else { continue };
-            c.fallback_name = name.to_ascii_lowercase();
-            // SAFETY: ngx_hash_key only reads `len` bytes of the name.
-            c.fallback_key =
-                unsafe { ngx_hash_key(c.fallback_name.as_mut_ptr(), c.fallback_name.len()) };
+            let Some(c) = conf_of(s.cscf).filter(|c| c.fallback.is_some()) else { continue };
             c.fallback_targets = t.iter().map(|&t| servers[t].cscf).collect();
         }
     }

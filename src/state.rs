@@ -169,7 +169,8 @@ pub struct SrvConf {
     /// resolved in postconfiguration (core server confs of this configuration, alive as long
     /// as it); empty: none. At request time the socket's own is looked up and must be one.
     pub(crate) fallback_targets: Vec<*const ngx_http_core_srv_conf_t>,
-    /// The name, lowercased, and its `ngx_hash_key`, for the lookup at request time.
+    /// The name, lowercased, and its `ngx_hash_key` (both set by the directive), for the
+    /// lookups at load and at request time.
     pub(crate) fallback_name: Vec<u8>,
     pub(crate) fallback_key: ngx::ffi::ngx_uint_t,
 }

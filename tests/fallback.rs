@@ -327,7 +327,8 @@ fn a_subrequest_falls_back_too() {
 /// `curl -k` https://SNI:PORT/PATH: the status and body.
 fn https_get(port: u16, sni: &str, path: &str) -> (u16, String) {
     let out = std::process::Command::new("curl")
-        .args(["-sk", "--max-time", "20", "-w", "\n%{http_code}", "--resolve"])
+        .args(["-sk", "--max-time", &common::patience().as_secs().to_string()])
+        .args(["-w", "\n%{http_code}", "--resolve"])
         .arg(format!("{sni}:{port}:127.0.0.1"))
         .arg(format!("https://{sni}:{port}{path}"))
         .output()

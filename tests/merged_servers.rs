@@ -8,7 +8,7 @@ mod common;
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 
-use common::{Nginx, Prefix, free_ports};
+use common::{Nginx, free_ports};
 use httproute_nginx::BackendMap;
 
 const BACKENDS: [&str; 4] = ["api", "beta", "web", "secure"];
@@ -87,19 +87,12 @@ spec:
 /// A plain NGINX whose servers say their names, and the gateway's ports (all distinct).
 fn backends(gateway_ports: usize) -> (Nginx, BackendMap, Vec<u16>) {
     let ports = free_ports(BACKENDS.len() + 1 + gateway_ports);
-    let mut body = String::new();
-    let mut map = BackendMap::new();
-    for (name, &port) in BACKENDS.iter().zip(&ports) {
-        body.push_str(&format!(
-            "server {{ listen 127.0.0.1:{port}; return 200 \"{name} $request_uri\\n\"; }}\n"
-        ));
-        map.insert(format!("default/{name}:80"), format!("127.0.0.1:{port}"));
-    }
-    body.push_str("server { listen 127.0.0.1:{PORT}; return 404; }\n");
-    let p = Prefix::new_on("merged-backends", &body, &[], ports[BACKENDS.len()]);
-    let (ok, text) = p.test();
-    assert!(ok, "{text}");
-    (p.start(), map, ports[BACKENDS.len() + 1..].to_vec())
+    let named: Vec<(String, String)> = BACKENDS
+        .iter()
+        .map(|name| (format!("default/{name}:80"), format!("{name} $request_uri")))
+        .collect();
+    let (n, map) = common::backend_servers("merged-backends", &named, &ports);
+    (n, map, ports[BACKENDS.len() + 1..].to_vec())
 }
 
 /// `GET path` on `port` with Host `host`: (status, the backend's name or the Location).

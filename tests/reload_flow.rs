@@ -29,19 +29,11 @@ const BACKENDS: [&str; 3] = ["b0", "b1", "b2"];
 
 /// A plain NGINX standing in for the Services: each server says its name.
 fn backends(ports: &[u16]) -> (Nginx, BackendMap) {
-    let mut body = String::new();
-    let mut map = BackendMap::new();
-    for (name, port) in BACKENDS.iter().zip(ports) {
-        body.push_str(&format!(
-            "server {{ listen 127.0.0.1:{port}; return 200 \"{name} $request_uri\\n\"; }}\n"
-        ));
-        map.insert(format!("default/{name}:80"), format!("127.0.0.1:{port}"));
-    }
-    body.push_str("server { listen 127.0.0.1:{PORT}; return 404; }\n");
-    let p = Prefix::new_on("reload-backends", &body, &[], ports[BACKENDS.len()]);
-    let (ok, text) = p.test();
-    assert!(ok, "{text}");
-    (p.start(), map)
+    let named: Vec<(String, String)> = BACKENDS
+        .iter()
+        .map(|name| (format!("default/{name}:80"), format!("{name} $request_uri")))
+        .collect();
+    common::backend_servers("reload-backends", &named, ports)
 }
 
 /// The manifests of a round: `/stable` always to b0, `/moving` to `backend`, and (broken

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Nginx, Prefix, free_ports};
+use common::{Nginx, free_ports};
 use httproute_nginx::BackendMap;
 
 /// The pods: one server per name, each saying its name.
@@ -15,19 +15,10 @@ const PODS: [&str; 5] = ["a/web", "sel/web", "ghost/web", "foo/web", "foo-bar/we
 
 fn pods() -> (Nginx, BackendMap, u16) {
     let ports = free_ports(PODS.len() + 2);
-    let mut body = String::new();
-    let mut map = BackendMap::new();
-    for (name, &port) in PODS.iter().zip(&ports) {
-        body.push_str(&format!(
-            "server {{ listen 127.0.0.1:{port}; return 200 \"{name}\\n\"; }}\n"
-        ));
-        map.insert(format!("{name}:80"), format!("127.0.0.1:{port}"));
-    }
-    body.push_str("server { listen 127.0.0.1:{PORT}; return 404; }\n");
-    let p = Prefix::new_on("reach-pods", &body, &[], ports[PODS.len()]);
-    let (ok, text) = p.test();
-    assert!(ok, "{text}");
-    (p.start(), map, ports[PODS.len() + 1])
+    let named: Vec<(String, String)> =
+        PODS.iter().map(|name| (format!("{name}:80"), (*name).to_owned())).collect();
+    let (n, map) = common::backend_servers("reach-pods", &named, &ports);
+    (n, map, ports[PODS.len() + 1])
 }
 
 fn get(n: &Nginx, host: &str, path: &str) -> (u16, String) {

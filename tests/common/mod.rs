@@ -398,6 +398,29 @@ fn ask_nginx_version() -> (u32, u32, u32) {
     }
 }
 
+/// A plain NGINX standing in for Services: for each `(key, reply)` a server on the next of
+/// `ports` answering 200 with `reply` and a newline (NGINX variables allowed), and the
+/// `--backend` map `key` -> `127.0.0.1:PORT`; the port after them is its own (a 404 server).
+pub fn backend_servers(
+    tag: &str,
+    backends: &[(String, String)],
+    ports: &[u16],
+) -> (Nginx, httproute_nginx::BackendMap) {
+    let mut body = String::new();
+    let mut map = httproute_nginx::BackendMap::new();
+    for ((key, reply), port) in backends.iter().zip(ports) {
+        body.push_str(&format!(
+            "server {{ listen 127.0.0.1:{port}; return 200 \"{reply}\\n\"; }}\n"
+        ));
+        map.insert(key.clone(), format!("127.0.0.1:{port}"));
+    }
+    body.push_str("server { listen 127.0.0.1:{PORT}; return 404; }\n");
+    let p = Prefix::new_on(tag, &body, &[], ports[backends.len()]);
+    let (ok, text) = p.test();
+    assert!(ok, "{text}");
+    (p.start(), map)
+}
+
 /// Writes `yaml` to a scratch directory named after `name`, generates from it with `backends`
 /// and `opts` into another, and checks `nginx -t` on the result: the prefix (listening on
 /// `port`, not started) and the generator's warnings.
