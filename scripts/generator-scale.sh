@@ -21,7 +21,8 @@
 #    asserted), the rest written; time, memory and output per route, ratios as in 5 (the work
 #    is counted in crates/httproute-nginx/tests/emit_work.rs; here only seconds are printed).
 # 7. The shapes of 5 and 6 (and a quote-fooled nesting, regex paths, GRPCRoutes beside
-#    HTTPRoutes, hostless routes beside host names) at COUNTED and 2 x COUNTED routes (default 5000; --quick 3000) under valgrind:
+#    HTTPRoutes, hostless routes beside host names, routes of n namespaces using Services
+#    of one namespace through n ReferenceGrants) at COUNTED and 2 x COUNTED routes (default 5000; --quick 3000) under valgrind:
 #    the instructions executed, a count, not a time; 2n at most 2.5 times n (asserted).
 # Sections 5 and 6 print one table format (`scaled`).
 # SECTIONS (default "1 2 3 4 5 6 7") runs only those; SHAPES only those shapes of 7; GEN=path
@@ -143,6 +144,20 @@ elif shape in ("deep", "quoted", "conflicts", "dropped", "regex", "grpc"):
                   f"  hostnames: [{host}]\n  rules:\n"
                   f"  - matches:\n    - path: {{type: {kind}, value: {path}}}\n{headers}"
                   f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
+elif shape == "grants":
+    # n routes, each in a namespace of its own, each using a Service of namespace "backend",
+    # which holds n ReferenceGrants (one per route's namespace): a scan of the grants per
+    # reference is n^2.
+    services = 100
+    gw.write("  - {name: http, port: 18600, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}\n")
+    for r in range(n):
+        out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route, namespace: t{r}}}\nspec:\n"
+                  f"  parentRefs: [{{name: gw, namespace: default}}]\n  rules:\n"
+                  f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
+                  f"    backendRefs: [{{name: svc-{r % 100}, namespace: backend, port: 80}}]\n"
+                  f"---\nkind: ReferenceGrant\nmetadata: {{name: g{r}, namespace: backend}}\nspec:\n"
+                  f"  from: [{{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: t{r}}}]\n"
+                  f"  to: [{{group: '', kind: Service}}]\n")
 else:
     # n routes, 500 hostnames, one rule each, one listener; 100 Services. LIST=json or
     # LIST=yaml: the same routes as one `kind: List` document, as `kubectl get -A -o json`
@@ -179,8 +194,9 @@ else:
                       f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
                       f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
 with open(f"{d}.backends", "w") as f:
+    ns = "backend" if shape == "grants" else "default"
     for r in range(services):
-        f.write(f"default/svc-{r}:80=127.0.0.1:9\n")
+        f.write(f"{ns}/svc-{r}:80=127.0.0.1:9\n")
 PY
 }
 
@@ -368,10 +384,13 @@ instructions() {
     --listen-address 127.0.0.1 >"$work/$1.vg" 2>&1 || { cat "$work/$1.vg" >&2; fail "$1 under valgrind"; }
   ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/$1.vg")
   [ -n "$ir" ] || { cat "$work/$1.vg" >&2; fail "$1: no instruction count"; }
+  # The grants are honoured (a refused reference would make the shape cheap, not linear).
+  case $1 in grants-*) grep -q 'upstream backend_svc-0_80' "$work/$1.out/nginx.conf" \
+    || fail "$1: the granted Service is not written" ;; esac
   rm -rf "${work:?}/$1" "$work/$1.out" "$work/$1.vg"
 }
 printf '%-10s %16s %16s %16s %8s\n' shape "1 route" "$counted routes" "$((2 * counted)) routes" ratio
-for shape in ${SHAPES:-deep quoted conflicts dropped regex grpc dollars tiers}; do
+for shape in ${SHAPES:-deep quoted conflicts dropped regex grpc dollars tiers grants}; do
   counts=()
   for n in 1 "$counted" $((2 * counted)); do
     inputs "$shape" "$n" "$work/$shape-$n"

@@ -4,11 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{
-    EndpointSlice, HttpRoute, Inputs, ObjectRef, ReferenceGrant, Service, ServicePort,
-};
+use crate::model::{EndpointSlice, HttpRoute, Inputs, ObjectRef, Service, ServicePort};
 
-use super::grants::granted;
+use super::grants::Grants;
 use super::ids::RouteKind;
 use super::status::{Condition, ConditionType, Reason};
 use super::types::{BackendMap, Target};
@@ -19,7 +17,7 @@ pub(super) struct Refs<'a> {
     /// The route is a GRPCRoute (its backends speak HTTP/2).
     pub grpc: bool,
     pub backends: &'a BackendMap,
-    pub grants: &'a [ReferenceGrant],
+    pub grants: &'a Grants<'a>,
     pub services: &'a BTreeMap<String, Service>,
     /// The namespaces with Services and EndpointSlices among the inputs ([`given`]).
     pub given: &'a Given,
@@ -101,7 +99,7 @@ fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<(Target, bool), U
     }
     // The grant is for the route's own kind: one for HTTPRoutes does not admit a GRPCRoute.
     let kind = RouteKind::of(refs.grpc).as_str();
-    if bns != ns && !granted(refs.grants, (kind, ns), bns, ("Service", name)) {
+    if bns != ns && !refs.grants.granted((kind, ns), bns, ("Service", name)) {
         return Err((
             Reason::RefNotPermitted,
             format!("no ReferenceGrant in namespace {bns} lets {kind}s of {ns} use Service {name}"),

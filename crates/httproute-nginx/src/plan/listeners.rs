@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{AllowedRoutes, Inputs};
 
-use super::grants::granted;
+use super::grants::Grants;
 use super::ids::{ListenerId, oldest_first};
 use super::status::{Condition, ConditionType, ListenerStatus, Reason, Status};
 
@@ -32,6 +32,7 @@ pub(super) struct Listener {
 /// Within a Gateway, its listeners' own order.
 pub(super) fn listeners(
     inputs: &Inputs,
+    grants: &Grants<'_>,
     given: &BTreeSet<String>,
     status: &mut Status,
     warnings: &mut Vec<String>,
@@ -120,8 +121,7 @@ pub(super) fn listeners(
                         Reason::InvalidCertificateRef,
                         format!("kind {:?} is not a Secret", c.kind),
                     ))
-                } else if cns != gns
-                    && !granted(&inputs.grants, ("Gateway", gns), cns, ("Secret", &c.name))
+                } else if cns != gns && !grants.granted(("Gateway", gns), cns, ("Secret", &c.name))
                 {
                     Some((
                         Reason::RefNotPermitted,

@@ -115,9 +115,10 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     }
     warnings.extend(inputs.warnings.iter().cloned());
     let mut status = Status::default();
+    let grants = grants::Grants::of(&inputs.grants);
     // 1. Listeners and their certificates.
     let listeners =
-        listeners::listeners(inputs, &opts.given_certificates, &mut status, &mut warnings);
+        listeners::listeners(inputs, &grants, &opts.given_certificates, &mut status, &mut warnings);
     // 2. Routes in order: by namespace/name, and their places by age.
     let mut routes: Vec<&HttpRoute> = inputs.routes.iter().collect();
     routes.sort_by(|a, b| {
@@ -136,7 +137,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let refs = backends::Refs {
         grpc: false,
         backends: opts.backends,
-        grants: &inputs.grants,
+        grants: &grants,
         services: &inputs.services,
         given: &given,
         slices: &slices,
