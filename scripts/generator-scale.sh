@@ -22,7 +22,7 @@
 #    is counted in crates/httproute-nginx/tests/emit_work.rs; here only seconds are printed).
 # 7. The shapes of 5 and 6 (and a quote-fooled nesting, regex paths, GRPCRoutes beside
 #    HTTPRoutes, hostless routes beside host names, routes of n namespaces using Services
-#    of one namespace through n ReferenceGrants) at COUNTED and 2 x COUNTED routes (default 5000; --quick 3000) under valgrind:
+#    of one namespace through n ReferenceGrants, n Gateways of one port and n hostnames) at COUNTED and 2 x COUNTED routes (default 5000; --quick 3000) under valgrind:
 #    the instructions executed, a count, not a time; 2n at most 2.5 times n (asserted).
 # Sections 5 and 6 print one table format (`scaled`).
 # SECTIONS (default "1 2 3 4 5 6 7") runs only those; SHAPES only those shapes of 7; GEN=path
@@ -143,6 +143,19 @@ elif shape in ("deep", "quoted", "conflicts", "dropped", "regex", "grpc"):
         out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\n{extra}spec:\n  parentRefs: [{{name: gw}}]\n"
                   f"  hostnames: [{host}]\n  rules:\n"
                   f"  - matches:\n    - path: {{type: {kind}, value: {path}}}\n{headers}"
+                  f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
+elif shape == "hosts":
+    # n Gateways, each one listener of a hostname of its own on one port, and a route on each:
+    # a scan of the port's listeners per server name is n^2.
+    services = 100
+    gw.write("  - {name: http, port: 18600, protocol: HTTP, hostname: h0.scale.test}\n")
+    for r in range(n):
+        if r:
+            out.write(f"---\nkind: Gateway\nmetadata: {{name: gw{r}}}\nspec:\n  listeners:\n"
+                      f"  - {{name: http, port: 18600, protocol: HTTP, hostname: h{r}.scale.test}}\n")
+        parent = f"gw{r}" if r else "gw"
+        out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\nspec:\n  parentRefs: [{{name: {parent}}}]\n"
+                  f"  rules:\n  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
                   f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
 elif shape == "grants":
     # n routes, each in a namespace of its own, each using a Service of namespace "backend",
@@ -387,10 +400,12 @@ instructions() {
   # The grants are honoured (a refused reference would make the shape cheap, not linear).
   case $1 in grants-*) grep -q 'upstream backend_svc-0_80' "$work/$1.out/nginx.conf" \
     || fail "$1: the granted Service is not written" ;; esac
+  case $1 in hosts-*) grep -q 'server_name h0.scale.test' "$work/$1.out/nginx.conf" \
+    || fail "$1: the listener's server is not written" ;; esac
   rm -rf "${work:?}/$1" "$work/$1.out" "$work/$1.vg"
 }
 printf '%-10s %16s %16s %16s %8s\n' shape "1 route" "$counted routes" "$((2 * counted)) routes" ratio
-for shape in ${SHAPES:-deep quoted conflicts dropped regex grpc dollars tiers grants}; do
+for shape in ${SHAPES:-deep quoted conflicts dropped regex grpc dollars tiers grants hosts}; do
   counts=()
   for n in 1 "$counted" $((2 * counted)); do
     inputs "$shape" "$n" "$work/$shape-$n"

@@ -308,33 +308,59 @@ fn set_refused(node: &mut RouteNode, l: &ListenerId, why: &str) {
     }
 }
 
-/// The most specific listener of the port for hostname `h` (listener isolation); of equally
-/// specific ones, the first in `listeners`' order (oldest Gateway first, see `listeners`).
-pub(super) fn best_listener(
-    listeners: &[Listener],
-    on_port: &[usize],
-    h: &Option<String>,
-) -> Option<usize> {
-    let exact = on_port
-        .iter()
-        .copied()
-        .find(|&i| listeners[i].hostname.is_some() && listeners[i].hostname == *h);
-    if exact.is_some() {
-        return exact;
-    }
-    if let Some(h) = h {
-        let wild = on_port
-            .iter()
-            .copied()
-            .filter(|&i| listeners[i].hostname.as_deref().is_some_and(|l| wildcard_covers(l, h)))
-            // The longest; of equals, the first (`max_by_key` would take the last).
-            .fold(None, |best: Option<usize>, i| {
-                let len = |i: usize| listeners[i].hostname.as_ref().map_or(0, String::len);
-                if best.is_none_or(|b| len(i) > len(b)) { Some(i) } else { best }
-            });
-        if wild.is_some() {
-            return wild;
+/// The listeners of one port indexed by hostname: which serves a hostname is a lookup per
+/// label of the name, whatever the number of listeners (a scan of the port's listeners per
+/// server name was quadratic in listeners with hostnames of their own).
+pub(super) struct PortListeners<'a> {
+    /// The first listener of each hostname (exact or wildcard, as written).
+    by_name: HashMap<&'a str, usize>,
+    /// The first wildcard listener of each suffix (`*.example.com`: `.example.com`).
+    by_suffix: HashMap<&'a str, usize>,
+    /// The first listener without a hostname.
+    catch_all: Option<usize>,
+}
+
+impl<'a> PortListeners<'a> {
+    /// The index of the listeners `on_port` (indexes into `listeners`, in their order).
+    pub(super) fn of(listeners: &'a [Listener], on_port: &[usize]) -> Self {
+        let mut index =
+            PortListeners { by_name: HashMap::new(), by_suffix: HashMap::new(), catch_all: None };
+        for &i in on_port {
+            match listeners[i].hostname.as_deref() {
+                Some(h) => {
+                    index.by_name.entry(h).or_insert(i);
+                    if let Some(suffix) = h.strip_prefix('*') {
+                        index.by_suffix.entry(suffix).or_insert(i);
+                    }
+                }
+                None => {
+                    index.catch_all.get_or_insert(i);
+                }
+            }
         }
+        index
     }
-    on_port.iter().copied().find(|&i| listeners[i].hostname.is_none())
+
+    /// Whether a listener of the port has hostname `h` exactly.
+    pub(super) fn has(&self, h: &str) -> bool {
+        self.by_name.contains_key(h)
+    }
+
+    /// The most specific listener of the port for hostname `h` (listener isolation); of
+    /// equally specific ones, the first in `listeners`' order (oldest Gateway first, see
+    /// `listeners`): the exact name, else the longest wildcard covering it (the suffixes of
+    /// `h` from its first dot on, longest first), else the listener without a hostname.
+    pub(super) fn best(&self, h: &Option<String>) -> Option<usize> {
+        if let Some(h) = h.as_deref() {
+            if let Some(&i) = self.by_name.get(h) {
+                return Some(i);
+            }
+            // A wildcard covers a strictly longer name (`wildcard_covers`): suffixes past 0.
+            let mut wild = h.match_indices('.').filter(|&(at, _)| at > 0);
+            if let Some(&i) = wild.find_map(|(at, _)| self.by_suffix.get(&h[at..])) {
+                return Some(i);
+            }
+        }
+        self.catch_all
+    }
 }

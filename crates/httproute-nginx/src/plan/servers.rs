@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::attach::{Attachment, best_listener};
+use super::attach::{Attachment, PortListeners};
 use super::ids::RouteId;
 use super::listeners::Listener;
 use super::precedence::{RouteRules, add_route, locations, route_rules};
@@ -58,12 +58,14 @@ pub(super) fn shadowed(listeners: &[Listener], attachments: &[Attachment<'_>]) -
     for (i, l) in listeners.iter().enumerate() {
         on_port.entry(l.port).or_default().push(i);
     }
+    let by_port: HashMap<u16, PortListeners<'_>> =
+        on_port.iter().map(|(&p, ls)| (p, PortListeners::of(listeners, ls))).collect();
     let mut out = Vec::new();
     for a in attachments {
         let l = &listeners[a.listener];
         for h in &a.hostnames {
             let Some(name) = h.as_deref().filter(|h| !h.starts_with('*')) else { continue };
-            match best_listener(listeners, &on_port[&l.port], h) {
+            match by_port[&l.port].best(h) {
                 Some(best) if best != a.listener => out.push(Shadowed {
                     node: a.node,
                     listener: l.id.clone(),
@@ -101,6 +103,8 @@ pub(super) fn ports(
     for (i, l) in listeners.iter().enumerate() {
         on_port.entry(l.port).or_default().push(i);
     }
+    let by_port: HashMap<u16, PortListeners<'_>> =
+        on_port.iter().map(|(&p, ls)| (p, PortListeners::of(listeners, ls))).collect();
     let mut names: BTreeMap<u16, BTreeSet<Option<String>>> = BTreeMap::new();
     for (&port, ls) in &on_port {
         let n = names.entry(port).or_default();
@@ -120,8 +124,7 @@ pub(super) fn ports(
     for a in attachments {
         let port = listeners[a.listener].port;
         for h in a.hostnames.iter().filter(|h| h.is_some()) {
-            let own = on_port[&port].iter().any(|&i| listeners[i].hostname == *h);
-            if !own {
+            if !h.as_deref().is_some_and(|h| by_port[&port].has(h)) {
                 brought.entry((port, h.clone())).or_default().insert(RouteId::of(a.route));
             }
         }
@@ -133,7 +136,7 @@ pub(super) fn ports(
     for (port, on_port) in on_port {
         let mut servers = Vec::new();
         for h in std::mem::take(names.get_mut(&port).expect("every port has names")) {
-            let best = best_listener(listeners, &on_port, &h);
+            let best = by_port[&port].best(&h);
             let mut server = ServerPlan {
                 hostname: h.clone(),
                 listener: best.map(|i| listeners[i].id.clone()),
