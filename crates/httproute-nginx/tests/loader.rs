@@ -231,7 +231,7 @@ fn aliases_are_expanded_within_a_budget_of_the_files_bytes() {
     }
     let e = read_yaml(&text, |_| {}).unwrap_err();
     assert!(
-        e.message.contains("aliases expand to more nodes than the file has bytes"),
+        e.message.contains("aliases expand to more nodes and bytes than the file has bytes"),
         "{}",
         e.message
     );
@@ -245,6 +245,22 @@ fn aliases_are_expanded_within_a_budget_of_the_files_bytes() {
     );
     assert!(read_yaml(&deep, |_| {}).unwrap_err().message.contains("nesting deeper"));
     assert!(read_yaml("a: *nothing\n", |_| {}).unwrap_err().message.contains("unknown alias"));
+}
+
+#[test]
+fn aliases_of_a_long_scalar_are_budgeted_in_bytes() {
+    // n aliases of a 64 KiB scalar: each copies 64 KiB; the bytes copied stay within the
+    // file's, so past about one alias the file is refused (counting nodes, 100 passed).
+    let long = "x".repeat(64 * 1024);
+    let aliases = |n: usize| format!("a: &s {long}\nb: [{}]\n", vec!["*s"; n].join(", "));
+    let one = read_yaml(&aliases(1), |_| {}).unwrap();
+    assert_eq!(one.alias_bytes, long.len() as u64);
+    let e = read_yaml(&aliases(100), |_| {}).unwrap_err();
+    assert!(e.message.contains("more nodes and bytes than the file has bytes"), "{}", e.message);
+    assert!(e.work.alias_bytes <= aliases(100).len() as u64, "{:?}", e.work);
+    // Keys count too: a map of long keys.
+    let keys = |n: usize| format!("a: &m {{{long}: 1}}\nb: [{}]\n", vec!["*m"; n].join(", "));
+    assert!(read_yaml(&keys(100), |_| {}).is_err());
 }
 
 /// A `kubectl get -o json` List (`items` before `kind`, as kubectl writes it).

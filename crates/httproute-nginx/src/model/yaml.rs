@@ -56,13 +56,15 @@ pub struct ReadError {
     pub work: Work,
 }
 
-/// The work done, counted: parser events, value nodes built (aliases expanded included) and
-/// nodes copied for aliases. Each is at most a constant times the input's bytes.
+/// The work done, counted: parser events, value nodes built (aliases expanded included),
+/// nodes copied for aliases and the bytes of their strings (keys and scalars). Each is at
+/// most a constant times the input's bytes.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Work {
     pub events: u64,
     pub nodes: u64,
     pub alias_nodes: u64,
+    pub alias_bytes: u64,
 }
 
 /// An open collection.
@@ -80,7 +82,8 @@ struct Reader<'s, F> {
     document: Option<usize>,
     root: Option<Value>,
     streamed: Option<usize>,
-    /// Nodes that aliases may still copy in this file: its length in bytes.
+    /// What aliases may still copy in this file (a node and its strings' bytes each): its
+    /// length in bytes.
     alias_budget: u64,
     work: Work,
     sink: &'s mut F,
@@ -154,14 +157,14 @@ fn run<R: std::io::BufRead, F: FnMut(Part)>(
                 let v = r.anchors.get(&anchor).ok_or_else(|| {
                     fail(d, format!("invalid YAML/JSON: unknown alias *{anchor} at {}", pos(at)))
                 })?;
-                let (nodes, height) = size(v, r.alias_budget.saturating_add(1));
-                if nodes > r.alias_budget {
+                let (nodes, bytes, height) = size(v, r.alias_budget.saturating_add(1));
+                if nodes + bytes > r.alias_budget {
                     return Err(fail(
                         d,
                         format!(
-                            "invalid YAML/JSON: aliases expand to more nodes than the file has \
-                             bytes ({}) at {}",
-                            r.work.alias_nodes + r.alias_budget,
+                            "invalid YAML/JSON: aliases expand to more nodes and bytes than the \
+                             file has bytes ({}) at {}",
+                            r.work.alias_nodes + r.work.alias_bytes + r.alias_budget,
                             pos(at)
                         ),
                     ));
@@ -169,8 +172,9 @@ fn run<R: std::io::BufRead, F: FnMut(Part)>(
                 if r.stack.len() + height > MAX_DEPTH {
                     return Err(fail(d, too_deep(at)));
                 }
-                r.alias_budget -= nodes;
+                r.alias_budget -= nodes + bytes;
                 r.work.alias_nodes += nodes;
+                r.work.alias_bytes += bytes;
                 r.work.nodes += nodes;
                 let v = v.clone();
                 r.complete(v, None, at)?;
@@ -283,22 +287,30 @@ fn too_deep(at: Mark) -> String {
 }
 
 /// (nodes, height) of `v`, counting at most `limit` nodes (then it stops, having counted more).
-fn size(v: &Value, limit: u64) -> (u64, usize) {
-    fn walk(v: &Value, limit: u64, nodes: &mut u64) -> usize {
-        *nodes += 1;
-        if *nodes > limit {
+fn size(v: &Value, limit: u64) -> (u64, u64, usize) {
+    // (nodes, bytes): the walk stops once their sum passes `limit`.
+    fn walk(v: &Value, limit: u64, n: &mut (u64, u64)) -> usize {
+        n.0 += 1;
+        if n.0 + n.1 > limit {
             return 0;
         }
         let children: Box<dyn Iterator<Item = &Value>> = match v {
             Value::Array(a) => Box::new(a.iter()),
-            Value::Object(m) => Box::new(m.values()),
+            Value::Object(m) => {
+                n.1 += m.keys().map(|k| k.len() as u64).sum::<u64>();
+                Box::new(m.values())
+            }
+            Value::String(s) => {
+                n.1 += s.len() as u64;
+                return 0;
+            }
             _ => return 0,
         };
-        1 + children.map(|c| walk(c, limit, nodes)).max().unwrap_or(0)
+        1 + children.map(|c| walk(c, limit, n)).max().unwrap_or(0)
     }
-    let mut nodes = 0;
-    let height = walk(v, limit, &mut nodes);
-    (nodes, height)
+    let mut n = (0, 0);
+    let height = walk(v, limit, &mut n);
+    (n.0, n.1, height)
 }
 
 const TAG: &str = "tag:yaml.org,2002:";
