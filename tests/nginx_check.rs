@@ -635,3 +635,68 @@ fn a_refused_listener_line_drops_only_that_listener() {
     );
     n.finish();
 }
+
+/// A Secret given as the exact bytes `crt`, `key` (YAML double-quoted strings).
+fn exact_secret(name: &str, crt: &str, key: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\ntype: kubernetes.io/tls\n\
+         stringData:\n  tls.crt: {crt:?}\n  tls.key: {key:?}\n---\n"
+    )
+}
+
+/// PEM framing the in-process check reads (leading white space, tabs, CRLF, text between
+/// blocks) is written as the check read it: a plain `generate` (no `--nginx`) loads in
+/// NGINX and every such Secret's listener serves. Before, the bytes were written as given
+/// and `nginx -t` refused the whole configuration (PEM_read_bio finds no BEGIN line).
+#[test]
+fn a_secret_the_check_passes_loads_in_nginx_whatever_its_pem_framing() {
+    let ports = common::free_ports(2);
+    let (port, tls_port) = (ports[0], ports[1]);
+    let (crt, key) = {
+        let (c, k) = common::self_signed("*.pem.test", "*.pem.test");
+        (std::fs::read_to_string(c).unwrap(), std::fs::read_to_string(k).unwrap())
+    };
+    let lines = |t: &str, f: fn(&str) -> String| t.lines().map(f).collect::<String>();
+    let framed = |name: &str, t: &str| match name {
+        "spaces" => lines(t, |l| format!("  {l}\n")),
+        "tabs" => lines(t, |l| format!("\t{l} \n")),
+        "crlf" => lines(t, |l| format!("{l}\r\n")),
+        _ => format!("\n  Bag Attributes\n  subject=/CN=x\n\n {t}"),
+    };
+    let variants = ["spaces", "tabs", "crlf", "text"];
+    let mut listeners = String::new();
+    let mut objects = String::new();
+    for name in variants {
+        listeners.push_str(&format!(
+            "  - {{name: {name}, port: {tls_port}, protocol: HTTPS, hostname: {name}.pem.test, \
+             tls: {{certificateRefs: [{{name: {name}-cert}}]}}}}\n"
+        ));
+        objects.push_str(&redirect_route(name, &format!("{name}.pem.test"), "/p"));
+        objects.push_str(&exact_secret(
+            &format!("{name}-cert"),
+            &framed(name, &crt),
+            &framed(name, &key),
+        ));
+    }
+    let yaml = format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  listeners:\n  \
+         - {{name: http, port: {port}, protocol: HTTP}}\n{listeners}---\n{objects}"
+    );
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
+    assert!(inputs.bad_secrets.is_empty(), "the check passes them: {:?}", inputs.bad_secrets);
+    let opts = common::generator_options();
+    let plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let out = httproute_nginx::emit::emit(&plan, &opts).expect("written");
+    let dir = Prefix::scratch("pem-framing");
+    httproute_nginx::write_dir(&dir, &out).unwrap();
+    let p = Prefix::existing(dir, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "nginx -t:\n{text}");
+    let n = p.start();
+    for name in variants {
+        let host = format!("{name}.pem.test");
+        assert_eq!(https_status(tls_port, &host, "/p"), Some(302), "{name} serves");
+    }
+    n.finish();
+}

@@ -148,8 +148,7 @@ pub fn check_options(opts: &Options, backends: &BackendMap) -> Result<Vec<String
         check_path("--certificate", key)?;
         match (std::fs::read(crt), std::fs::read(key)) {
             (Ok(c), Ok(k)) => match model::check_certificate(&c, &k) {
-                Ok(None) => {}
-                Ok(Some(note)) => warnings.push(format!("--certificate {secret}: {note}")),
+                Ok(_) => {}
                 Err(why) => {
                     return Err(format!("--certificate {secret}={crt},{key}: {why}"));
                 }

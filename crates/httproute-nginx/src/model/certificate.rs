@@ -46,10 +46,12 @@ fn pem_blocks(text: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
     Ok(out)
 }
 
-/// `Ok(None)`: usable. `Ok(Some(note))` is kept for callers that print a note; no check
-/// gives one now. `Err(why)`: NGINX could not load it ("tls.crt has no CERTIFICATE block",
-/// "tls.key does not match the certificate", ...).
-pub fn check(crt: &[u8], key: &[u8]) -> Result<Option<String>, String> {
+/// `Ok((crt, key))`: usable, as the PEM text to write for NGINX: the blocks parsed here and
+/// nothing else, each line at its start (OpenSSL's PEM reader finds a block only by a
+/// `-----BEGIN` at the start of a line, so what this parser trims NGINX would not load).
+/// `Err(why)`: NGINX could not load it ("tls.crt has no CERTIFICATE block", "tls.key does not
+/// match the certificate", ...).
+pub fn check(crt: &[u8], key: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
     let certs = pem_blocks(crt).map_err(|e| format!("tls.crt {e}"))?;
     if !certs.iter().any(|(l, _)| l == "CERTIFICATE") {
         return Err("tls.crt has no CERTIFICATE block".into());
@@ -89,7 +91,8 @@ pub fn check(crt: &[u8], key: &[u8]) -> Result<Option<String>, String> {
             }
         }
     }
-    let pkey = PKey::private_key_from_pem(pem(&key_block.0, &key_block.1).as_bytes())
+    let key_pem = pem(&key_block.0, &key_block.1);
+    let pkey = PKey::private_key_from_pem(key_pem.as_bytes())
         .map_err(|e| format!("tls.key: the key does not parse ({})", first(&e)))?;
     let leaf = chain[0]
         .public_key()
@@ -106,7 +109,8 @@ pub fn check(crt: &[u8], key: &[u8]) -> Result<Option<String>, String> {
             _ => format!("tls.crt: block {}: {why}", i + 1),
         })?;
     }
-    Ok(None)
+    let crt_pem: String = certs.iter().map(|(l, der)| pem(l, der)).collect();
+    Ok((crt_pem.into_bytes(), key_pem.into_bytes()))
 }
 
 /// The signature digests OpenSSL 3 rates below its lowest security level (SHA-1: 63 bits,
@@ -212,7 +216,7 @@ mod tests {
     #[test]
     fn a_certificate_and_its_key_pass_and_bad_ones_say_why() {
         let (crt, key) = self_signed();
-        assert_eq!(check(&crt, &key), Ok(None));
+        assert!(check(&crt, &key).is_ok());
         let (other_crt, other_key) = self_signed();
         let err = |c: &[u8], k: &[u8]| check(c, k).unwrap_err();
         assert_eq!(err(&crt, &other_key), "tls.key is not the key of the certificate in tls.crt");
@@ -237,7 +241,7 @@ mod tests {
         );
         // A chain: the leaf first, then another certificate.
         let chain = [crt.clone(), other_crt].concat();
-        assert_eq!(check(&chain, &key), Ok(None));
+        assert!(check(&chain, &key).is_ok());
         // A second block that is not a certificate: NGINX reads it as one and fails.
         let bad_chain = [crt.clone(), fake.to_vec()].concat();
         assert!(
@@ -249,11 +253,11 @@ mod tests {
         let (c, k) = self_signed_with(&["-newkey", "rsa:1024"]);
         assert!(err(&c, &k).contains("RSA/DSA/DH key has 1024 bits"), "{}", err(&c, &k));
         let (c, k) = self_signed_with(&["-newkey", "rsa:2048"]);
-        assert_eq!(check(&c, &k), Ok(None));
+        assert!(check(&c, &k).is_ok());
         let (c, k) = self_signed_with(&["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-192"]);
         assert!(err(&c, &k).contains("EC key has 192 bits"), "{}", err(&c, &k));
         let (c, k) = self_signed_with(&["-newkey", "ed25519"]);
-        assert_eq!(check(&c, &k), Ok(None));
+        assert!(check(&c, &k).is_ok());
         // Every key of the chain is held to the level (NGINX: "ca key too small"); a TRUSTED
         // CERTIFICATE block is read in a chain as NGINX reads it.
         let (weak, _) = self_signed_with(&["-newkey", "rsa:1024"]);
@@ -265,7 +269,7 @@ mod tests {
         );
         let trusted =
             String::from_utf8(crt.clone()).unwrap().replace("CERTIFICATE", "TRUSTED CERTIFICATE");
-        assert_eq!(check(&[crt.clone(), trusted.into_bytes()].concat(), &key), Ok(None));
+        assert!(check(&[crt.clone(), trusted.into_bytes()].concat(), &key).is_ok());
     }
 
     /// `openssl ARGS` in `dir`.
@@ -338,11 +342,11 @@ mod tests {
             "{e}"
         );
         let (crt, key, ca256) = ca_signed("sha256");
-        assert_eq!(check(&crt, &key), Ok(None));
+        assert!(check(&crt, &key).is_ok());
         // In a chain too; a self-signed CA's own signature is not looked at.
-        assert_eq!(check(&[crt.clone(), ca256].concat(), &key), Ok(None));
+        assert!(check(&[crt.clone(), ca256].concat(), &key).is_ok());
         let (old_ca, _) = self_signed_with(&["-newkey", "rsa:2048", "-sha1"]);
-        assert_eq!(check(&[crt.clone(), old_ca].concat(), &key), Ok(None));
+        assert!(check(&[crt.clone(), old_ca].concat(), &key).is_ok());
         let (sha1_leaf, _, _) = ca_signed("sha1");
         let e = check(&[crt, sha1_leaf, ca].concat(), &key).unwrap_err();
         assert!(e.starts_with("tls.crt: block 2: it is signed with SHA1"), "{e}");

@@ -444,11 +444,11 @@ fn object_of(at: &Place, v: &Value, inputs: &mut Inputs) -> Result<(), InputErro
             let s: Secret = typed(v, &here)?;
             validate_meta(&s.metadata).map_err(|(f, m)| here(f, m))?;
             if s.kind == "kubernetes.io/tls" {
-                let pem = s.tls().map_err(|(f, m)| here(f, m))?;
+                let mut pem = s.tls().map_err(|(f, m)| here(f, m))?;
                 let key = format!("{}/{}", s.metadata.namespace, s.metadata.name);
+                // What passes is written as the check read it (so it loads in NGINX).
                 match super::certificate::check(&pem.0, &pem.1) {
-                    Ok(None) => {}
-                    Ok(Some(note)) => inputs.warnings.push(format!("Secret {key} ({at}): {note}")),
+                    Ok(read) => pem = read,
                     Err(why) => {
                         inputs.bad_secrets.insert(key.clone(), why);
                     }
