@@ -700,3 +700,59 @@ fn a_secret_the_check_passes_loads_in_nginx_whatever_its_pem_framing() {
     }
     n.finish();
 }
+
+/// A route of `namespace` created at `created` (RFC 3339) redirecting `path` on `host`.
+fn dated_route(namespace: &str, name: &str, created: &str, host: &str, path: &str) -> String {
+    redirect_route(name, host, path)
+        .replacen(
+            "namespace: default}",
+            &format!("namespace: {namespace}, creationTimestamp: \"{created}\"}}"),
+            1,
+        )
+        .replace("parentRefs: [{name: gw}]", "parentRefs: [{name: gw, namespace: default}]")
+}
+
+/// A refusal NGINX names no line for that two tenants' objects make together (a hash both
+/// fill): the newest one (creationTimestamp) is left out, never the older tenant's, whatever
+/// the written order (the older tenant's namespace and host are written first). Before,
+/// bisection dropped the first unit in written order: tenant a's older route.
+#[test]
+fn a_refusal_without_a_line_leaves_out_the_newest_object_not_the_first_written() {
+    let port = free_port();
+    let mut yaml = gateway(port)
+        .replace("protocol: HTTP}", "protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}");
+    yaml += &dated_route("a", "old", "2020-01-01T00:00:00Z", "a.test", "/p");
+    yaml += &dated_route("b", "mid", "2022-01-01T00:00:00Z", "b.test", "/p");
+    yaml += &dated_route("c", "new", "2024-01-01T00:00:00Z", "c.test", "/p");
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
+    let opts = common::generator_options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let dir = Prefix::scratch("check-newest-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let nginx = dir.join("nginx");
+    let script = format!(
+        "#!/bin/sh\nif grep -q -- /to-old \"$4nginx.conf\" && grep -q -- /to-new \"$4nginx.conf\"; \
+         then echo 'nginx: [emerg] could not build variables_hash' >&2; exit 1; fi\nexec {} \"$@\"\n",
+        nginx_binary().display()
+    );
+    std::fs::write(&nginx, script).unwrap();
+    std::fs::set_permissions(&nginx, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out_dir = Prefix::scratch("check-newest-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    let owners: Vec<String> = c
+        .output
+        .dropped
+        .iter()
+        .map(|d| d.unit.rule().map_or(d.to_string(), |r| r.route.to_string()))
+        .collect();
+    assert!(!owners.is_empty() && owners.iter().all(|o| o == "c/new"), "{owners:?}");
+    httproute_nginx::write_dir(&out_dir, &c.output).unwrap();
+    let prefix = Prefix::existing(out_dir, "nginx.conf", port);
+    let server = prefix.start();
+    assert_eq!(get(&server, "a.test", "/p"), 302, "the oldest tenant serves");
+    assert_eq!(get(&server, "b.test", "/p"), 302, "the tenant in between serves");
+    assert_eq!(get(&server, "c.test", "/p"), 404, "the newest is left out");
+    server.finish();
+}

@@ -19,13 +19,13 @@
 //!   Secret (`SSL_CTX_use_certificate("...")`, `cannot load certificate key "..."`): that
 //!   Secret, left out of the plan ([`drop_secret`]: its listeners' `ResolvedRefs` say why, a
 //!   server left without a certificate refuses the handshake);
-//! - any other refusal naming no line (a hash NGINX cannot build, a line `nginx.conf:0`): the
-//!   object found by bisection in scratch checks, `1 + ceil(log2 n)` of them for n objects
-//!   ([`MAX_CHECKS`] bounds all checks of a run). The hashes the configuration fills are sized
-//!   by [`crate::limits`] with NGINX's own search, so this is the net for what it misses; the
-//!   smallest kinds are tried first (a share before a location, a rule, a route, a listener),
-//!   each unit at most once a run; a refusal that stays with every tenant object left out is
-//!   the run's own.
+//! - any other refusal naming no line (a hash NGINX cannot build, a line `nginx.conf:0`): a gap
+//!   in the model, logged as such; the newest objects first (Gateway API's conflict order:
+//!   creationTimestamp, then namespace/name; never the written order) whose absence makes it
+//!   load, found by bisection in scratch checks, `3 + ceil(log2 n)` of them for n objects
+//!   (and at most [`SHARED_TRIES`] for a line it shares)
+//!   ([`MAX_CHECKS`] bounds all checks of a run; [`Run::bisect`]). A refusal that stays with
+//!   every tenant object left out is the run's own.
 //!
 //! Each retry leaves out at least one more object than the ones before (all the sharers of a
 //! refused line at once: one retry however many they are), and there are at most
@@ -116,8 +116,8 @@ pub struct Checked {
 /// refusal NGINX names no line for (`1 + log2` of the objects written, each time).
 pub const MAX_CHECKS: usize = 64;
 
-/// How many lines a unit found by bisection shares with others are tried, each with all its
-/// sharers left out, before it is left out alone ([`Run::bisect`]).
+/// How many lines the unit found by bisection shares with newer units are tried, each with all
+/// its sharers left out, before the newer units are all left out ([`Run::bisect`]).
 pub const SHARED_TRIES: usize = 4;
 
 /// Writes the configuration of `plan`, checks it with `nginx` in a scratch directory beside
@@ -258,26 +258,18 @@ impl Run<'_> {
         }
     }
 
-    /// The object of a refusal NGINX names no line for, found by scratch checks: with the
-    /// objects `c[..hi]` of the candidates `c` left out the refusal is gone, with `c[..lo]` it
-    /// is not; halving `lo..hi` ends with `c[lo]`, whose absence (after `c[..lo]`'s) makes it
-    /// go. `1 + ceil(log2 n)` checks for `n` candidates.
-    ///
-    /// The candidates are the distinct units of `output` (its sharers too), none already left
-    /// out nor a part of one left out (each unit is tried at most once in a run: it is either
-    /// the one found, or never a candidate again once left out), smallest kind first
-    /// ([`Unit::rank`]: shares, matches' locations, rules, routes, listeners), in the order
-    /// written within a kind: so the unit found is the smallest whose absence makes the
-    /// refusal go.
-    ///
-    /// A unit found that brings a line with others ([`Output::sharers`]) may be the last of
-    /// them in the order, the refusal that line's: one more check with it alone left out says
-    /// whether it is its own; if not, each line it shares with candidates before it (at most
-    /// [`SHARED_TRIES`]) is tried, all its sharers left out, and the first that makes the
-    /// refusal go is the answer (its sharers, all left out at once, as a refusal naming the
-    /// line would); else the unit alone, as before (the next retry finds the next). So a unit
-    /// that shares no line costs no check more, and no unit is left out whose absence is not
-    /// needed.
+    /// The objects of a refusal NGINX names no line for, found by scratch checks. The
+    /// candidates are the distinct units of `output` not already left out, newest object first
+    /// (Gateway API's conflict order, [`crate::plan::Ages`]; a location is as new as the
+    /// newest route it holds), the smallest kind first within one object ([`Unit::rank`]).
+    /// Halving finds the least `k` for which leaving out `c[..k]` (the `k` newest) makes the
+    /// refusal go: `1 + ceil(log2 n)` checks. Then smaller answers within `c[..k]` are tried,
+    /// one check each: `c[k-1]` alone, the units of its object among `c[..k]`, the sharers of
+    /// each line it shares with units of `c[..k]` only (at most [`SHARED_TRIES`]; as a refusal
+    /// naming the line would drop them); the first whose absence makes it go is the answer,
+    /// else `c[..k]`. The absence of `c[..k-1]` (every newer unit) did not make it go, so an
+    /// older tenant's object is left out only when no newer ones' absence helps, and no unit
+    /// is chosen by the order it is written in.
     /// `Err` when leaving out every candidate does not make it go (the run's own).
     fn bisect(
         &mut self,
@@ -292,7 +284,7 @@ impl Run<'_> {
             .filter(|u| !drops.iter().any(|(d, _)| u.within(d)))
             .filter(|u| seen.insert(*u))
             .collect();
-        candidates.sort_by_key(|u| u.rank());
+        candidates.sort_by_key(|u| (std::cmp::Reverse(age(plan, u)), u.rank()));
         let complaint = format!("nginx -t: {}", refusal.message);
         let persists_without = |run: &mut Self, units: &[&Unit]| -> Result<bool, String> {
             let mut trial = drops.to_vec();
@@ -303,9 +295,9 @@ impl Run<'_> {
                 Checking::Loads | Checking::Unreadable(_) => false,
             })
         };
-        let persists = |run: &mut Self, k: usize| persists_without(run, &candidates[..k]);
+        // persists(lo) (none left out: it is the refusal seen), !persists(hi).
         let (mut lo, mut hi) = (0, candidates.len());
-        if hi == 0 || persists(self, hi)? {
+        if hi == 0 || persists_without(self, &candidates)? {
             return self.give_up(format!(
                 "{complaint} (no line of nginx.conf named, and it stays without any tenant \
                  object: the run's own)"
@@ -313,36 +305,53 @@ impl Run<'_> {
         }
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if persists(self, mid)? {
+            if persists_without(self, &candidates[..mid])? {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        let found = candidates[lo];
-        // The lines it shares with candidates before it (all left out when it went): each
-        // line's sharers, once.
-        let before: std::collections::HashSet<&Unit> = candidates[..lo].iter().copied().collect();
-        let mut groups: Vec<Vec<&Unit>> = Vec::new();
-        for (o, rest) in &output.sharers {
-            let Some(first) = output.units.get(*o as usize) else { continue };
-            let group: Vec<&Unit> = std::iter::once(first).chain(rest).collect();
-            if group.contains(&found)
-                && group.iter().all(|u| *u == found || before.contains(u))
-                && !groups.contains(&group)
-            {
-                groups.push(group);
+        // Smaller answers within c[..k], each of which the absence of c[..k-1] (every newer
+        // unit) did not make: c[k-1] alone, its object's units, the sharers of a line of its.
+        let last = candidates[hi - 1];
+        let found = age(plan, last);
+        let own: Vec<&Unit> =
+            candidates[..hi].iter().copied().filter(|u| age(plan, u) == found).collect();
+        let newer: std::collections::HashSet<&Unit> = candidates[..hi].iter().copied().collect();
+        let shared = output
+            .sharers
+            .iter()
+            .filter_map(|(o, rest)| {
+                let first = output.units.get(*o as usize)?;
+                Some(std::iter::once(first).chain(rest).collect::<Vec<&Unit>>())
+            })
+            .filter(|g| g.contains(&last) && g.iter().all(|u| newer.contains(u)))
+            .take(SHARED_TRIES);
+        let tries = std::iter::once(vec![last]).chain(std::iter::once(own)).chain(shared);
+        for group in tries {
+            if group.len() < hi && !persists_without(self, &group)? {
+                return Ok(group.into_iter().cloned().collect());
             }
         }
-        if groups.is_empty() || !persists_without(self, &[found])? {
-            return Ok(vec![found.clone()]);
-        }
-        for group in groups.iter().take(SHARED_TRIES) {
-            if !persists_without(self, group)? {
-                return Ok(group.iter().map(|u| (*u).clone()).collect());
-            }
-        }
-        Ok(vec![found.clone()])
+        Ok(candidates[..hi].iter().map(|u| (*u).clone()).collect())
+    }
+}
+
+/// A unit's place in the conflict order: its route's or its Gateway's; a match location's is
+/// the newest route's among the ones it holds.
+fn age(plan: &Plan, unit: &Unit) -> usize {
+    match unit {
+        Unit::Rule(rule) | Unit::BackendShare { rule, .. } => plan.ages.route(&rule.route),
+        Unit::Route(route) => plan.ages.route(route),
+        Unit::Listener(l) => plan.ages.listener(l),
+        Unit::Location((pi, si), li) => plan
+            .ports
+            .get(*pi)
+            .and_then(|p| p.servers.get(*si))
+            .and_then(|s| s.locations.get(*li))
+            .map_or(usize::MAX, |loc| {
+                loc.candidates().map(|c| plan.ages.route(&c.id.route)).max().unwrap_or(0)
+            }),
     }
 }
 

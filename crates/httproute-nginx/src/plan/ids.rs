@@ -97,3 +97,48 @@ impl fmt::Display for RuleId {
         write!(f, "{} rule {}", self.route, self.index)
     }
 }
+
+/// Every Gateway's and route's place in Gateway API's conflict order (oldest first, see
+/// [`oldest_first`]), on one scale: what the `nginx -t` safety net leaves out newest first.
+#[derive(Debug, Default, Clone)]
+pub struct Ages {
+    routes: std::collections::HashMap<RouteId, usize>,
+    /// By (namespace, name) of the Gateway.
+    gateways: std::collections::HashMap<(String, String), usize>,
+}
+
+impl Ages {
+    pub(super) fn of(inputs: &crate::model::Inputs) -> Ages {
+        let n = inputs.gateways.len();
+        let metas: Vec<&Meta> = inputs
+            .gateways
+            .iter()
+            .map(|g| &g.metadata)
+            .chain(inputs.routes.iter().map(|r| &r.metadata))
+            .collect();
+        let mut ages = Ages::default();
+        for (age, i) in oldest_first(&metas).into_iter().enumerate() {
+            match i.checked_sub(n) {
+                None => {
+                    let m = &inputs.gateways[i].metadata;
+                    ages.gateways.insert((m.namespace.clone(), m.name.clone()), age);
+                }
+                Some(r) => {
+                    ages.routes.insert(RouteId::of(&inputs.routes[r]), age);
+                }
+            }
+        }
+        ages
+    }
+
+    /// A route's place (an unknown one counts as the newest).
+    pub fn route(&self, id: &RouteId) -> usize {
+        self.routes.get(id).copied().unwrap_or(usize::MAX)
+    }
+
+    /// A listener's place: its Gateway's (an unknown one counts as the newest).
+    pub fn listener(&self, id: &ListenerId) -> usize {
+        let key = (id.namespace.clone(), id.gateway.clone());
+        self.gateways.get(&key).copied().unwrap_or(usize::MAX)
+    }
+}

@@ -46,7 +46,7 @@ mod status;
 mod types;
 
 pub use entry::{Entry, INTERNAL_PREFIX};
-pub use ids::{ListenerId, RouteId, RouteKind, RuleId};
+pub use ids::{Ages, ListenerId, RouteId, RouteKind, RuleId};
 pub use merge::{Merged, ServerAt};
 pub use rules::retry_tries;
 pub use status::{
@@ -105,6 +105,8 @@ pub struct Plan {
     /// Which servers are written once for several ports ([`Merged::of`] the ports; a caller
     /// that changes `ports` computes it again).
     pub merged: Merged,
+    /// The Gateways' and routes' conflict order (the `nginx -t` net's victims, newest first).
+    pub ages: Ages,
 }
 
 /// The plan of `inputs`: the one planning generate, explain and status share.
@@ -181,5 +183,6 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let secrets = listeners::secrets(inputs, &listeners);
     // 7. Servers the same on several ports.
     let merged = Merged::of(&ports);
-    Plan { ports, warnings, secrets, status, capabilities: opts.capabilities, merged }
+    let ages = Ages::of(inputs);
+    Plan { ports, warnings, secrets, status, capabilities: opts.capabilities, merged, ages }
 }
