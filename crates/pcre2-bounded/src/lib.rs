@@ -37,11 +37,12 @@ pub mod memory;
 use pcre2_sys::{
     PCRE2_ERROR_DEPTHLIMIT, PCRE2_ERROR_HEAPLIMIT, PCRE2_ERROR_JIT_STACKLIMIT,
     PCRE2_ERROR_MATCHLIMIT, PCRE2_ERROR_NOMATCH, PCRE2_ERROR_NOMEMORY, PCRE2_INFO_JITSIZE,
-    PCRE2_INFO_SIZE, PCRE2_JIT_COMPLETE, PCRE2_MATCH_INVALID_UTF, PCRE2_UTF, pcre2_code_8,
-    pcre2_code_copy_8, pcre2_code_free_8, pcre2_compile_8, pcre2_compile_context_create_8,
-    pcre2_compile_context_free_8, pcre2_general_context_8, pcre2_general_context_create_8,
-    pcre2_get_error_message_8, pcre2_jit_compile_8, pcre2_jit_free_unused_memory_8,
-    pcre2_jit_match_8, pcre2_match_8, pcre2_match_context_8, pcre2_match_context_create_8,
+    PCRE2_INFO_SIZE, PCRE2_JIT_COMPLETE, PCRE2_MATCH_INVALID_UTF, PCRE2_NO_JIT, PCRE2_UTF,
+    pcre2_code_8, pcre2_code_copy_8, pcre2_code_free_8, pcre2_compile_8,
+    pcre2_compile_context_create_8, pcre2_compile_context_free_8, pcre2_general_context_8,
+    pcre2_general_context_create_8, pcre2_get_error_message_8, pcre2_jit_compile_8,
+    pcre2_jit_free_unused_memory_8, pcre2_jit_match_8, pcre2_jit_stack_8, pcre2_jit_stack_assign_8,
+    pcre2_jit_stack_create_8, pcre2_match_8, pcre2_match_context_8, pcre2_match_context_create_8,
     pcre2_match_data_8, pcre2_match_data_create_8, pcre2_pattern_info_8, pcre2_set_depth_limit_8,
     pcre2_set_heap_limit_8, pcre2_set_match_limit_8,
 };
@@ -408,6 +409,16 @@ impl Regex {
             Ok(jit) => (jit, None),
             Err(guard) => (false, Some(guard)),
         };
+        match self.run(subject, limits, jit) {
+            // Out of JIT stack (a value past what JIT_STACK_MAX holds): the interpreter, bounded
+            // by the same match and heap limits, gives the answer JIT off would give.
+            Err(MatchError::JitStackLimit) => self.run(subject, limits, false),
+            r => r,
+        }
+    }
+
+    /// One match, on the JIT code (`jit`) or the interpreter.
+    fn run(&self, subject: &[u8], limits: Limits, jit: bool) -> Result<bool, MatchError> {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             let Some(s) = scratch.get_or_insert_with(Scratch::new) else {
@@ -421,14 +432,15 @@ impl Regex {
                 pcre2_set_depth_limit_8(s.context.as_ptr(), limits.depth);
                 pcre2_set_heap_limit_8(s.context.as_ptr(), limits.heap_kib);
                 // The JIT entry point skips pcre2_match's checks of its arguments, which hold
-                // here by construction.
+                // here by construction; PCRE2_NO_JIT keeps pcre2_match off JIT code.
                 let run = if jit { pcre2_jit_match_8 } else { pcre2_match_8 };
+                let options = if jit { 0 } else { PCRE2_NO_JIT };
                 run(
                     self.code.as_ptr(),
                     subject.as_ptr(),
                     subject.len(),
                     0,
-                    0,
+                    options,
                     s.data.as_ptr(),
                     s.context.as_ptr(),
                 )
@@ -567,16 +579,34 @@ impl fmt::Debug for Regex {
 struct Scratch {
     data: NonNull<pcre2_match_data_8>,
     context: NonNull<pcre2_match_context_8>,
+    stack: NonNull<pcre2_jit_stack_8>,
 }
+
+/// The JIT stack of a thread: PCRE2's default (32 KiB on the machine stack) runs out on linear
+/// patterns such as `^(?:a|b)*$` over 1-7 KB values. 4 MiB, mapped by PCRE2 and touched only
+/// as deep as a match goes, holds such a pattern over every header line NGINX accepts with
+/// large_client_header_buffers up to 64k; past it the match reruns on the interpreter.
+const JIT_STACK_MAX: usize = 4 * 1024 * 1024;
 
 impl Scratch {
     fn new() -> Option<Scratch> {
         let general = general_context()?;
         // SAFETY: `general` is the process's general context; the results are checked.
-        let (data, context) = unsafe {
-            (pcre2_match_data_create_8(1, general), pcre2_match_context_create_8(general))
+        let (data, context, stack) = unsafe {
+            (
+                pcre2_match_data_create_8(1, general),
+                pcre2_match_context_create_8(general),
+                pcre2_jit_stack_create_8(32 * 1024, JIT_STACK_MAX, general),
+            )
         };
-        Some(Scratch { data: NonNull::new(data)?, context: NonNull::new(context)? })
+        let s = Scratch {
+            data: NonNull::new(data)?,
+            context: NonNull::new(context)?,
+            stack: NonNull::new(stack)?,
+        };
+        // SAFETY: both are live and this thread's; no callback, the stack is the user data.
+        unsafe { pcre2_jit_stack_assign_8(s.context.as_ptr(), None, s.stack.as_ptr().cast()) };
+        Some(s)
     }
 }
 
@@ -586,6 +616,7 @@ impl Drop for Scratch {
         unsafe {
             pcre2_sys::pcre2_match_data_free_8(self.data.as_ptr());
             pcre2_sys::pcre2_match_context_free_8(self.context.as_ptr());
+            pcre2_sys::pcre2_jit_stack_free_8(self.stack.as_ptr());
         }
     }
 }
@@ -669,5 +700,52 @@ mod tests {
         // The same pattern and thread, a larger limit: the short subject completes.
         assert_eq!(re.is_match(b"aaaa!", WIDE), Ok(false));
         assert_eq!(re.is_match(b"aaaa", tight), Ok(true));
+    }
+    /// Linear patterns (work proportional to the value) on values up to 64 KiB (NGINX's header
+    /// lines are bounded by large_client_header_buffers, 8k by default) and past: the JIT answers
+    /// as the interpreter does (no JIT stack exhaustion counted as no match).
+    #[test]
+    fn jit_and_interpreter_agree_on_long_values() {
+        let patterns = [
+            "^(?:a|b)*$",
+            "^([a-z0-9-]+\\.)*example\\.com$",
+            "^(?:[^,]+,?)*$",
+            "(x|y)+z",
+            "^(?:\\w+\\s?)+$",
+        ];
+        // Past the JIT stack: the rerun on the interpreter answers.
+        let re = Regex::new("^(?:a|b)*$").unwrap();
+        let huge = vec![b'a'; 512 * 1024];
+        assert_eq!(re.run(&huge, WIDE, true), Err(MatchError::JitStackLimit));
+        assert_eq!(re.is_match(&huge, WIDE), Ok(true));
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for p in patterns {
+            let re = Regex::new(p).unwrap();
+            assert!(re.is_jit(), "{p}: no JIT here");
+            for len in [0usize, 1, 100, 1_000, 4_000, 7_000, 8_192, 16_384, 65_536] {
+                for _ in 0..4 {
+                    let s: Vec<u8> = (0..len)
+                        .map(|_| {
+                            seed ^= seed << 13;
+                            seed ^= seed >> 7;
+                            seed ^= seed << 17;
+                            b"ab.-x,y z"[(seed % 9) as usize]
+                        })
+                        .collect();
+                    let tail: &[&[u8]] = &[b"", b"a", b".example.com", b"z", b"!"];
+                    for t in tail {
+                        let mut v = s.clone();
+                        v.extend_from_slice(t);
+                        let fill = vec![b"ab"[len % 2]; len];
+                        for v in [&v, &fill] {
+                            let (j, i) = (re.is_match(v, WIDE), re.run(v, WIDE, false));
+                            assert_eq!(j, i, "{p} on {} bytes", v.len());
+                            // The stack itself holds it (no rerun) up to 64 KiB.
+                            assert_eq!(re.run(v, WIDE, true), i, "{p} JIT, {} bytes", v.len());
+                        }
+                    }
+                }
+            }
+        }
     }
 }
