@@ -1032,8 +1032,7 @@ impl MatchList {
         }
     }
 
-    /// The candidates the index gives, in order (or every entry, when the request hits more
-    /// posting lists than `Candidates` holds).
+    /// The candidates the index gives, in order.
     #[inline(never)]
     fn first_of_indexed<R: RequestView + ?Sized, const C: bool>(
         &self,
@@ -1042,11 +1041,10 @@ impl MatchList {
     ) -> Outcome<'_> {
         let mut hits = Hits::new();
         let mut candidates = Candidates::new();
-        if self.candidates(index, cx, &mut hits, &mut candidates) {
-            self.first_of(&mut candidates, cx)
-        } else {
-            self.first_of(0..self.entries.len(), cx)
-        }
+        self.candidates(index, cx, &mut hits, &mut candidates);
+        let outcome = self.first_of(&mut candidates, cx);
+        cx.state.set(cx.state.get() + candidates.heap_bytes());
+        outcome
     }
 
     /// Whether the list is long enough to be indexed.
@@ -1137,15 +1135,15 @@ impl MatchList {
         if r.is_empty() { &[] } else { self.store.conds.get(r.range()).unwrap_or_default() }
     }
 
-    /// The entries whose index key holds for this request, plus the unkeyed ones, into `c`;
-    /// `false` when the request hits more posting lists than `Candidates` holds.
+    /// The entries whose index key holds for this request, plus the unkeyed ones, into `c`
+    /// (each posting gathered past the merge width charged one unit).
     fn candidates<'s, R: RequestView + ?Sized, const C: bool>(
         &'s self,
         index: &Index,
         cx: &'s Ctx<'_, R, C>,
         hits: &'s mut Hits,
         c: &mut Candidates<'s>,
-    ) -> bool {
+    ) {
         // Regex-only entries whose needed literals the request's values contain.
         let groups = self.store.regex_groups.get(index.regex.range()).unwrap_or_default();
         if !groups.is_empty() {
@@ -1155,11 +1153,12 @@ impl MatchList {
         cx.charge(hits.more.len() as u64);
         let hits = hits.sorted();
         let store = &*self.store;
-        let mut ok = c.push(store.postings(index.rest));
+        let mut push = |list| cx.charge(c.push(list) as u64);
+        push(store.postings(index.rest));
         let method = cx.req.method();
         let methods = store.items.get(index.methods.range()).unwrap_or_default();
         if let Some(item) = methods.iter().find(|m| store.bytes(m.key) == method) {
-            ok &= c.push(store.postings(item.value));
+            push(store.postings(item.value));
         }
         let groups = |r: Run| store.groups.get(r.range()).unwrap_or_default();
         let headers = groups(index.headers);
@@ -1176,14 +1175,14 @@ impl MatchList {
                 // The value's lookup: one unit per 64 bytes hashed.
                 cx.charge(1 + value.len() as u64 / 64);
                 if let Some(item) = store.lookup(table, value) {
-                    ok &= c.push(store.postings(item.value));
+                    push(store.postings(item.value));
                 }
                 if memchr::memchr(b',', value).is_some() {
                     cx.charge(value.len() as u64 / 64);
                     for el in value.split(|&b| b == b',').map(trim_ows) {
                         cx.charge(1);
                         if let Some(item) = store.lookup(table, el) {
-                            ok &= c.push(store.postings(item.value));
+                            push(store.postings(item.value));
                         }
                     }
                 }
@@ -1197,12 +1196,11 @@ impl MatchList {
                 cx.charge(1);
                 let found = query.first(store.bytes(*name)).and_then(|v| store.lookup(*table, v));
                 if let Some(item) = found {
-                    ok &= c.push(store.postings(item.value));
+                    push(store.postings(item.value));
                 }
             }
         }
-        ok &= c.push(hits);
-        ok
+        push(hits);
     }
 
     /// The entries of the regex groups whose literals occur in the request's values of each

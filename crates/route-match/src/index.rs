@@ -414,33 +414,58 @@ fn groups(b: &mut Builder, groups: &Groups) -> Run {
     b.run(start, b.groups.len())
 }
 
-/// The candidate lists of one request, merged in ascending order. Fixed capacity: a request
-/// that hits more lists than this is evaluated by the linear scan instead.
+/// The candidate lists of one request, merged in ascending order. A list pushed again (a key
+/// the request repeats) is taken once; lists past the first `CAP` are gathered into one sorted
+/// set at the first `next`, so the work follows the postings the request names, never the list.
 pub(crate) struct Candidates<'a> {
     lists: [&'a [u32]; CAP],
     len: usize,
     next_min: u32,
+    /// Postings of the lists past `CAP` (sorted and deduplicated at the first `next`), and
+    /// how far they were returned.
+    more: Vec<u32>,
+    more_at: usize,
+    more_lists: rustc_hash::FxHashSet<(usize, usize)>,
 }
 
-/// How many posting lists one request may hit before the linear scan is used instead.
+/// How many posting lists one request merges directly (the rest are gathered).
 const CAP: usize = 32;
 
 impl<'a> Candidates<'a> {
     pub(crate) fn new() -> Self {
-        Candidates { lists: [&[]; CAP], len: 0, next_min: 0 }
+        Candidates {
+            lists: [&[]; CAP],
+            len: 0,
+            next_min: 0,
+            more: Vec::new(),
+            more_at: usize::MAX,
+            more_lists: rustc_hash::FxHashSet::default(),
+        }
     }
 
-    /// Adds a list; `false` when full.
-    pub(crate) fn push(&mut self, list: &'a [u32]) -> bool {
-        if list.is_empty() {
-            return true;
+    /// Adds a list (once, however often it is pushed); returns the postings newly gathered
+    /// past `CAP` (work for the caller to charge).
+    pub(crate) fn push(&mut self, list: &'a [u32]) -> usize {
+        let id = (list.as_ptr(), list.len());
+        if list.is_empty() || self.lists[..self.len].iter().any(|l| (l.as_ptr(), l.len()) == id) {
+            return 0;
         }
-        if self.len == CAP {
-            return false;
+        if self.len < CAP {
+            self.lists[self.len] = list;
+            self.len += 1;
+            return 0;
         }
-        self.lists[self.len] = list;
-        self.len += 1;
-        true
+        // Checked against the gathered lists by a hash set of their ids.
+        if !self.more_lists.insert((id.0 as usize, id.1)) {
+            return 0;
+        }
+        self.more.extend_from_slice(list);
+        list.len()
+    }
+
+    /// Heap bytes held (for the per-request state figure).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.more.capacity() * 4 + self.more_lists.capacity() * 24
     }
 }
 
@@ -460,6 +485,18 @@ impl Iterator for Candidates<'_> {
                 }
                 *list = rest;
             }
+        }
+        if self.more_at == usize::MAX {
+            self.more.sort_unstable();
+            self.more.dedup();
+            self.more_at = 0;
+        }
+        while let Some(&head) = self.more.get(self.more_at) {
+            if head >= self.next_min {
+                min = Some(min.map_or(head, |m| m.min(head)));
+                break;
+            }
+            self.more_at += 1;
         }
         let m = min?;
         self.next_min = m + 1;

@@ -171,3 +171,40 @@ proptest! {
         prop_assert!(work.state_bytes as u64 <= 8 * bytes + 4096, "{:?}, {} bytes", work, bytes);
     }
 }
+
+/// An exact list of `n` entries keyed by `x-key: vN` (none satisfied: each also needs
+/// `x-other: yes`), then `any`.
+fn exact_list(n: usize) -> MatchList {
+    let entries: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"headers":["x-key:Exact:v{i}","x-other:Exact:yes"],"redirectPath":"/r{i}"}}"#
+            )
+        })
+        .collect();
+    list(&format!("[{},{{\"any\":true,\"redirectPath\":\"/any\"}}]", entries.join(",")))
+}
+
+#[test]
+fn repeated_or_many_distinct_keys_cost_the_same_with_100_or_6000_entries() {
+    // Issue #46: 33+ keys in one line (repeated, or distinct past the index's merge width)
+    // made the evaluation scan every entry: a 6,000-entry list cost 85x a 100-entry one.
+    let repeated = vec!["v7"; 40].join(",");
+    let distinct: Vec<String> = (0..60).map(|i| format!("v{i}")).collect();
+    let lines = (0..40).fold(Req::new("GET"), |r, i| r.h("x-key", &format!("v{}", i % 3)));
+    for req in [
+        Req::new("GET").h("x-key", &repeated),
+        Req::new("GET").h("x-key", &distinct.join(",")),
+        lines,
+    ] {
+        let mut seen = Vec::new();
+        for n in [100, 6_000] {
+            let l = exact_list(n);
+            assert!(l.is_indexed());
+            let (outcome, work) = l.evaluate_work(&req);
+            assert_eq!(show(outcome), "-> /any");
+            seen.push(work.units);
+        }
+        assert_eq!(seen[0], seen[1], "work differs with the list's size");
+    }
+}
