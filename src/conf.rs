@@ -13,7 +13,7 @@ use ngx::ffi::{
     NGX_CONF_UNSET, NGX_LOG_EMERG, NGX_LOG_WARN, ngx_command_t, ngx_conf_full_name, ngx_conf_t,
     ngx_cycle_t, ngx_flag_t, ngx_hash_key_t, ngx_http_add_variable, ngx_http_core_loc_conf_t,
     ngx_http_core_srv_conf_t, ngx_http_get_variable_index, ngx_http_request_t,
-    ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_uint_t,
+    ngx_http_variable_value_t, ngx_int_t, ngx_parse_size, ngx_str_t, ngx_uint_t,
 };
 use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
@@ -409,16 +409,13 @@ fn size_text(n: usize) -> String {
     if n == usize::MAX { "off".to_owned() } else { n.to_string() }
 }
 
-/// A size as NGINX writes them: a number with an optional `k`, `m` or `g` (either case).
+/// A size in NGINX's own grammar (`ngx_parse_size`: a number with an optional `k` or `m`,
+/// either case), the one `ngx_conf_set_size_slot` uses for every other size directive.
 fn parse_size(v: &[u8]) -> Option<usize> {
-    let (digits, unit) = match v.last()?.to_ascii_lowercase() {
-        b'k' => (&v[..v.len() - 1], 1usize << 10),
-        b'm' => (&v[..v.len() - 1], 1 << 20),
-        b'g' => (&v[..v.len() - 1], 1 << 30),
-        _ => (v, 1),
-    };
-    let n: usize = core::str::from_utf8(digits).ok()?.parse().ok()?;
-    n.checked_mul(unit)
+    let mut s = ngx_str_t { len: v.len(), data: v.as_ptr().cast_mut() };
+    // SAFETY: `s` describes `v`'s bytes, alive for the call; `ngx_parse_size` only reads them.
+    let n = unsafe { ngx_parse_size(&mut s) };
+    usize::try_from(n).ok()
 }
 
 /// `http_matches_max_memory size [pattern=size];`

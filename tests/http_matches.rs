@@ -325,6 +325,24 @@ fn line_of(p: &Prefix, needle: &str) -> usize {
     conf.lines().position(|l| l.contains(needle)).map(|i| i + 1).expect("needle in conf")
 }
 
+/// Every size directive reads sizes with NGINX's own parser (`ngx_parse_size`: k and m, no g),
+/// so one value means the same thing, or fails the same way, whichever directive it is given to.
+#[test]
+fn nginx_t_one_size_grammar() {
+    let directives = [
+        "http_matches_max_memory",
+        "http_matches_regex_cache",
+        "http_matches_var_max_size",
+        "http_matches_var_cache",
+    ];
+    for (i, d) in directives.iter().enumerate() {
+        let (ok, out, _) = config_test(&format!("t-size-ok{i}"), &format!("{d} 64M;"), &[]);
+        assert!(ok, "{d} 64M: {out}");
+        let (ok, out, _) = config_test(&format!("t-size-g{i}"), &format!("{d} 1g;"), &[]);
+        assert!(!ok && logged(&out, "emerg", d), "{d} 1g: {out}");
+    }
+}
+
 #[test]
 fn nginx_t_missing_file() {
     let (ok, out, p) = config_test("t-missing", "http_matches_load nope.json;", &[]);
