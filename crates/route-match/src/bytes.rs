@@ -30,6 +30,12 @@ pub(crate) fn eq(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// What malloc (glibc) holds for a request of `size` bytes: an 8-byte header, 16-byte
+/// granules, 32 bytes at least.
+pub(crate) fn malloc_size(size: usize) -> usize {
+    ((size + 8).div_ceil(16) * 16).max(32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::eq;

@@ -33,6 +33,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use pcre2_bounded::{CompileError, Limits, MatchError, Regex};
 
+use crate::regex_cache::{End, Record};
+
 /// The most backtracking steps one match attempt may take before it is abandoned as "no
 /// match". Measured cost of hitting it: see the README.
 pub const MATCH_LIMIT: u32 = 200_000;
@@ -83,22 +85,6 @@ pub struct Pattern {
 /// What stopped a match attempt before it could answer (the match limit, a JIT stack limit).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatternFailure(pub String);
-
-/// How an attempt up the ladder ended, whatever budget it had: which probe decided and what
-/// it said. A function of (pattern, subject) only, so it can be remembered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Record {
-    /// Index in [`PROBES`] of the probe that decided.
-    pub(crate) last: u8,
-    pub(crate) end: End,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum End {
-    Matched(bool),
-    /// The last probe (or an earlier one, for a limit other than the step limit) gave up.
-    GaveUp(MatchError),
-}
 
 /// What an attempt with a given budget answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +146,7 @@ impl Pattern {
     /// Heap bytes this pattern holds besides itself: its text, PCRE2's compiled code and
     /// JIT machine code.
     pub fn memory(&self) -> usize {
-        crate::store::malloc_size(self.source.len()) + self.regex.memory()
+        crate::bytes::malloc_size(self.source.len()) + self.regex.memory()
     }
 
     /// Whether a subject of `len` bytes can match at all: `false` only for a pattern anchored

@@ -26,7 +26,23 @@ use core::hash::Hasher;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use crate::pattern::Record;
+use pcre2_bounded::MatchError;
+
+/// How an attempt up the ladder ended, whatever budget it had: which probe decided and what
+/// it said. A function of (pattern, subject) only, so it can be remembered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Record {
+    /// Index in [`PROBES`](crate::PROBES) of the probe that decided.
+    pub(crate) last: u8,
+    pub(crate) end: End,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    Matched(bool),
+    /// The last probe (or an earlier one, for a limit other than the step limit) gave up.
+    GaveUp(MatchError),
+}
 
 /// The longest subject whose attempts are cached.
 /// The longest subject kept in its record; longer ones are kept as a keyed digest.
@@ -240,7 +256,6 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pattern::End;
 
     fn rec(m: bool) -> Record {
         Record { last: 3, end: End::Matched(m) }

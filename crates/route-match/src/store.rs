@@ -17,6 +17,7 @@ use core::ops::Range;
 
 use rustc_hash::FxHasher;
 
+pub(crate) use crate::bytes::malloc_size;
 use crate::pattern::Pattern;
 
 /// A string of the text pool.
@@ -518,10 +519,4 @@ pub(crate) struct Index {
     /// the group's one-element run in `groups`), so that each header line of a request costs
     /// one lookup, not one comparison per indexed name. Empty: compare with each name.
     pub(crate) header_names: Table,
-}
-
-/// What malloc (glibc) holds for a request of `size` bytes: an 8-byte header, 16-byte
-/// granules, 32 bytes at least.
-pub(crate) fn malloc_size(size: usize) -> usize {
-    ((size + 8).div_ceil(16) * 16).max(32)
 }
