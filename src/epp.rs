@@ -2,8 +2,9 @@
 //!
 //! Per request of a location with the directive: read the client's body, ask the endpoint
 //! picker shim at URL (the request's method, every header plus `X-EPP-Host: $epp_host` and
-//! `X-EPP-Port: $epp_port`, the body), set `$inference_workload_endpoint` from the answer's
-//! `X-Gateway-Destination-Endpoint`, and internally redirect to `$epp_internal_path` with the
+//! `X-EPP-Port: $epp_port`, the body), set `$inference_workload_endpoint` to the first
+//! `ip:port` of the answer's `X-Gateway-Destination-Endpoint` list (checked, see
+//! [`first_endpoint`]; the answer's `X-Accel-*` headers ignored), and internally redirect to `$epp_internal_path` with the
 //! client's own query string, whatever the shim answered.
 //!
 //! Design (issue #32):
@@ -212,8 +213,19 @@ fn check_url(url: &[u8]) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Runs the proxy module's `proxy_pass URL` handler for the location being parsed and returns
-/// the content handler it installed.
+/// The shim answer's headers the proxy would act on, ignored on the call (issue #46): the
+/// answer only names an endpoint, it never moves the call or tunes the client's answer.
+const IGNORED: [&[u8]; 5] = [
+    b"X-Accel-Redirect",
+    b"X-Accel-Expires",
+    b"X-Accel-Limit-Rate",
+    b"X-Accel-Buffering",
+    b"X-Accel-Charset",
+];
+
+/// Runs the proxy module's `proxy_pass URL` handler for the location being parsed, then its
+/// `proxy_ignore_headers` with [`IGNORED`] (a bitmask: ORed with the operator's own), and
+/// returns the content handler `proxy_pass` installed.
 ///
 /// # Safety
 /// Only from a directive handler of a location block.
@@ -221,6 +233,25 @@ unsafe fn proxy_pass(
     cf: *mut ngx_conf_t,
     url: &[u8],
 ) -> Result<unsafe extern "C" fn(*mut ngx_http_request_t) -> ngx_int_t, ConfResult> {
+    // SAFETY: as the caller's.
+    unsafe {
+        proxy_command(cf, b"proxy_pass", &[url])?;
+        proxy_command(cf, b"proxy_ignore_headers", &IGNORED)?;
+        let handler: ngx_http_handler_pt =
+            NgxHttpCoreModule::location_conf_mut(&*cf).and_then(|clcf| clcf.handler);
+        handler.ok_or(NGX_CONF_ERROR)
+    }
+}
+
+/// Runs the proxy module's command `name` with `values` for the location being parsed.
+///
+/// # Safety
+/// Only from a directive handler of a location block.
+unsafe fn proxy_command(
+    cf: *mut ngx_conf_t,
+    name: &[u8],
+    values: &[&[u8]],
+) -> Result<(), ConfResult> {
     // SAFETY: during configuration `cf->cycle->modules` is the null-terminated array of
     // every module; each has a NUL-terminated `name` and a `commands` array ending with an
     // entry whose name is empty. `cf->ctx` is the location's ngx_http_conf_ctx_t, whose
@@ -245,33 +276,39 @@ unsafe fn proxy_pass(
             return Err(NGX_CONF_ERROR);
         }
         let mut cmd = (*proxy).commands;
-        while (*cmd).name.len != 0 && (*cmd).name.as_bytes() != b"proxy_pass" {
+        while (*cmd).name.len != 0 && (*cmd).name.as_bytes() != name {
             cmd = cmd.add(1);
         }
         let Some(set) = (*cmd).set.filter(|_| (*cmd).name.len != 0) else {
             ngx_conf_log_error!(
                 NGX_LOG_EMERG,
                 cf,
-                "http_matches_epp: no proxy_pass in the proxy module"
+                "http_matches_epp: no {} in the proxy module",
+                text(name)
             );
             return Err(NGX_CONF_ERROR);
         };
         let ctx = (*cf).ctx as *mut ngx_http_conf_ctx_t;
         let plcf = *(*ctx).loc_conf.add((*proxy).ctx_index);
         let pool = (*cf).pool;
-        let elts = ngx_palloc(pool, 2 * core::mem::size_of::<ngx_str_t>()) as *mut ngx_str_t;
-        let Some(url) = pool_str(pool, url) else { return Err(NGX_CONF_ERROR) };
+        let n = values.len() + 1;
+        let elts = ngx_palloc(pool, n * core::mem::size_of::<ngx_str_t>()) as *mut ngx_str_t;
         if elts.is_null() {
             return Err(NGX_CONF_ERROR);
         }
-        let name = ngx_str_t { len: 10, data: c"proxy_pass".as_ptr().cast::<u8>().cast_mut() };
-        elts.write(name);
-        elts.add(1).write(url);
+        for (i, v) in core::iter::once(name).chain(values.iter().copied()).enumerate() {
+            // NUL-terminated as NGINX's own arguments (a bitmask slot compares with strcasecmp).
+            let Some(mut v) = pool_str(pool, &[v, b"\0"].concat()) else {
+                return Err(NGX_CONF_ERROR);
+            };
+            v.len -= 1;
+            elts.add(i).write(v);
+        }
         let mut args = ngx_array_t {
             elts: elts.cast(),
-            nelts: 2,
+            nelts: n,
             size: core::mem::size_of::<ngx_str_t>(),
-            nalloc: 2,
+            nalloc: n,
             pool,
         };
         let saved = (*cf).args;
@@ -282,13 +319,11 @@ unsafe fn proxy_pass(
             if rc != NGX_CONF_ERROR {
                 // A message the caller (NGINX) would print after the directive's name.
                 let why = CStr::from_ptr(rc as *const c_char).to_string_lossy();
-                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_epp: proxy_pass {why}");
+                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_epp: {} {why}", text(name));
             }
             return Err(NGX_CONF_ERROR);
         }
-        let handler: ngx_http_handler_pt =
-            NgxHttpCoreModule::location_conf_mut(&*cf).and_then(|clcf| clcf.handler);
-        handler.ok_or(NGX_CONF_ERROR)
+        Ok(())
     }
 }
 
@@ -842,6 +877,68 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
     });
 }
 
+/// Sets `$inference_workload_endpoint` (variable `index`) to the first endpoint of the shim's
+/// `list`, or logs why the list is refused (the variable stays empty).
+///
+/// # Safety
+/// `r` must be the client's request; `endpoint` lives in its pool.
+unsafe fn set_endpoint(r: *mut ngx_http_request_t, index: ngx_uint_t, endpoint: ngx_str_t) {
+    // SAFETY: `index` is an indexed variable of the request's configuration; the value points
+    // into `endpoint`, pool memory of the request.
+    unsafe {
+        let log = (*(*r).connection).log;
+        let list = endpoint.as_bytes();
+        match first_endpoint(list) {
+            Ok((at, len)) => {
+                let v = &mut *(*r).variables.add(index);
+                crate::util::var::set(v, endpoint.data.add(at), len);
+                ngx_log_error!(
+                    NGX_LOG_INFO,
+                    log,
+                    "http_matches_epp: found inference endpoint from EndpointPicker: {}",
+                    escape(list, 256)
+                );
+            }
+            Err(why) => {
+                ngx_log_error!(
+                    NGX_LOG_ERR,
+                    log,
+                    "http_matches_epp: the EndpointPicker's X-Gateway-Destination-Endpoint \"{}\" \
+                     is not an ip:port list ({why}); no endpoint",
+                    escape(list, 256)
+                );
+            }
+        }
+    }
+}
+
+/// The EPP protocol's destination: `ip:port` or a comma-separated list of them in order of
+/// preference (IPv6 in brackets, no zone), white space around each allowed; several header
+/// lines come joined as one list. Returns where the first (preferred) one is in `list` and its
+/// length (`proxy_pass http://$inference_workload_endpoint` takes one address), or what is
+/// wrong with the list.
+fn first_endpoint(list: &[u8]) -> Result<(usize, usize), String> {
+    let mut first = None;
+    let mut at = 0;
+    for item in list.split(|&b| b == b',') {
+        let start = at + item.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
+        let end =
+            at + item.len() - item.iter().rev().take_while(|b| matches!(b, b' ' | b'\t')).count();
+        at += item.len() + 1;
+        let one = &list[start..end.max(start)];
+        let addr =
+            core::str::from_utf8(one).ok().and_then(|t| t.parse::<std::net::SocketAddr>().ok());
+        match addr {
+            Some(a) if a.port() != 0 && !one.contains(&b'%') => {
+                first.get_or_insert((start, one.len()));
+            }
+            _ if one.is_empty() => return Err("an empty element".to_owned()),
+            _ => return Err(format!("\"{}\" is not ip:port", escape(one, 64))),
+        }
+    }
+    first.ok_or_else(|| "empty".to_owned())
+}
+
 /// # Safety
 /// `r` must be the client's request, its subrequest done and recorded in `ctx`.
 unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
@@ -864,14 +961,7 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
                 escape((*r).uri.as_bytes(), 128)
             );
         } else if ctx.status == 200 && ctx.endpoint.len > 0 {
-            let e = ctx.endpoint;
-            crate::util::var::set(&mut *(*r).variables.add(mcf.epp.endpoint), e.data, e.len);
-            ngx_log_error!(
-                NGX_LOG_INFO,
-                log,
-                "http_matches_epp: found inference endpoint from EndpointPicker: {}",
-                escape(e.as_bytes(), 256)
-            );
+            set_endpoint(r, mcf.epp.endpoint, ctx.endpoint);
         } else if ctx.status != 0 {
             let body = ctx.body.as_bytes();
             let more = if ctx.body_len > BODY_SHOWN {

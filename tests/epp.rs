@@ -551,3 +551,70 @@ fn has_http2_curl() -> bool {
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("HTTP2"))
 }
+
+/// The shim's answer is checked (issue #46): `X-Gateway-Destination-Endpoint` must be an
+/// `ip:port` list (the EPP protocol); anything else leaves the variable empty with an `[error]`.
+/// A valid list, in one line or several, takes its first (preferred) endpoint; the answer's
+/// `X-Accel-*` headers never act; a 1xx answer is never final.
+#[test]
+fn the_shims_answer_is_checked_before_it_is_used() {
+    let echo = Server::echo();
+    let e = echo.endpoint();
+    let shim = Server::shim(Mode::Endpoint(e.clone()));
+    let n = start("epp-checked", &conf(&shim, common::free_port()));
+    let raw = |head: &str| {
+        Mode::Raw(format!("HTTP/1.1 {head}\r\nContent-Length: 2\r\n\r\nok").into_bytes())
+    };
+    let bad = [
+        "unix:/tmp/epp.sock".to_owned(),
+        format!("http://{e}/"),
+        "epp_shim".to_owned(),
+        "127.0.0.1".to_owned(),
+        "127.0.0.1:0".to_owned(),
+        "127.0.0.1:70000".to_owned(),
+        "::1:80".to_owned(),
+        format!("{e},"),
+        format!("{e} x"),
+    ];
+    for (i, v) in bad.iter().enumerate() {
+        shim.set_mode(Mode::Endpoint(v.clone()));
+        let r =
+            send(&n, "POST", "/infer?q", &[("Content-Length", "2"), ("Authorization", "s")], b"hi");
+        assert_eq!((r.status, r.body.as_str()), (200, "no endpoint, args=[q]\n"), "{v}: {r:?}");
+        let log = n.error_log();
+        assert_eq!(errors(&log, "is not an ip:port list"), i + 1, "{v}: {log}");
+    }
+    assert_eq!(echo.total(), 0, "an invalid destination was reached");
+    assert_eq!(shim.take().len(), bad.len(), "the epp_shim upstream was called as a backend");
+    let good = [
+        Mode::Endpoint(format!(" {e} ,10.255.255.1:9, [::1]:9")),
+        raw(&format!(
+            "200 OK\r\nX-Gateway-Destination-Endpoint: {e}\r\n\
+                      X-Gateway-Destination-Endpoint: 10.255.255.1:9"
+        )),
+        raw(&format!(
+            "200 OK\r\nX-Gateway-Destination-Endpoint: {e}\r\nX-Accel-Redirect: /_internal\r\n\
+                      X-Accel-Buffering: no\r\nX-Accel-Limit-Rate: 1"
+        )),
+    ];
+    for (i, mode) in good.into_iter().enumerate() {
+        shim.set_mode(mode.clone());
+        let r = send(&n, "POST", "/infer?q", &[("Content-Length", "2")], b"hi");
+        assert_eq!(r.status, 200, "{mode:?}: {r:?}\n{}", n.error_log());
+        let got = echo.wait_for(i + 1);
+        assert_eq!(
+            (got[i].target(), got[i].body.as_slice()),
+            ("/_internal?q", &b"hi"[..]),
+            "{mode:?}"
+        );
+    }
+    // An interim answer and then nothing: never taken as the shim's answer.
+    shim.set_mode(Mode::Raw(
+        format!("HTTP/1.1 103 Early Hints\r\nX-Gateway-Destination-Endpoint: {e}\r\n\r\n")
+            .into_bytes(),
+    ));
+    let r = send(&n, "GET", "/infer?q", &[], b"");
+    assert_eq!((r.status, r.body.as_str()), (200, "no endpoint, args=[q]\n"), "{r:?}");
+    assert_eq!(echo.total(), 3);
+    n.finish();
+}

@@ -56,6 +56,9 @@ pub enum Mode {
     Echo,
     /// Nothing listens on the port (chosen free, then released). Only at start: [`Server::shim`].
     Down,
+    /// These bytes as the whole answer (status line, headers, body), then the connection is
+    /// closed: any answer a shim could send.
+    Raw(Vec<u8>),
 }
 
 /// One request, as received.
@@ -316,6 +319,10 @@ fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 response(200, &headers, &got.raw)
             }
             Mode::Down => return,
+            Mode::Raw(bytes) => {
+                let _ = stream.write_all(&bytes);
+                return;
+            }
         };
         if stream.write_all(&answer).is_err() || close_asked {
             return;
