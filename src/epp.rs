@@ -4,8 +4,8 @@
 //! picker shim at URL (the request's method, every header plus `X-EPP-Host: $epp_host` and
 //! `X-EPP-Port: $epp_port`, the body), set `$inference_workload_endpoint` to the first
 //! `ip:port` of the answer's `X-Gateway-Destination-Endpoint` list (checked, see
-//! [`first_endpoint`]; the answer's `X-Accel-*` headers ignored), and internally redirect to `$epp_internal_path` with the
-//! client's own query string, whatever the shim answered.
+//! [`first_endpoint`]; the answer's `X-Accel-*` headers ignored), and internally redirect
+//! to `$epp_internal_path` with the client's own query string, whatever the shim answered.
 //!
 //! Design (issue #32):
 //! - **Where the proxying lives: in the same location.** The directive calls the proxy

@@ -267,7 +267,11 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         panic!("panic-test: the request asked for a panic");
     }
 
-    let budget = (lcf.regex_budget > 0).then_some(lcf.regex_budget as u64);
+    // One budget per request: what its earlier evaluations (other locations, other servers
+    // before a fallback) charged is spent (issue #46).
+    let budget = (lcf.regex_budget > 0)
+        // SAFETY: `r` is valid (see above).
+        .then(|| (lcf.regex_budget as u64).saturating_sub(unsafe { charged(r) }));
     let view = View { r: req, log, budget };
     let outcome = match mcf.var_work {
         None => list.evaluate(&view),
@@ -679,6 +683,67 @@ impl RequestView for View<'_> {
     }
     fn regex_budget(&self) -> Option<u64> {
         self.budget
+    }
+    fn regex_charged(&self, units: u64) {
+        if self.budget.is_some() && units > 0 {
+            // SAFETY: the request is valid while it is evaluated; its pool outlives it.
+            unsafe { charge(core::ptr::from_ref(self.r).cast_mut(), units) };
+        }
+    }
+}
+
+/// The handler of the pool cleanup that holds the units a request's evaluations charged: it
+/// does nothing, it marks the entry (found by its address, `charged`).
+unsafe extern "C" fn charged_tag(_data: *mut core::ffi::c_void) {}
+
+/// The units the request's evaluations charged so far: kept in its pool (shared by its
+/// subrequests), which a fallback's or a redirect's clearing of module contexts leaves alone.
+///
+/// # Safety
+/// `r` must be a valid request.
+unsafe fn charged_cell(r: *mut ngx_http_request_t, create: bool) -> *mut u64 {
+    // SAFETY: the pool's cleanup list is NGINX's, each entry alive with the pool; the entry
+    // tagged by `charged_tag` was made below with room for one u64.
+    unsafe {
+        let pool = (*r).pool;
+        let mut c = (*pool).cleanup;
+        while !c.is_null() {
+            if (*c).handler.map(|f| f as *const () as usize)
+                == Some(charged_tag as *const () as usize)
+            {
+                return (*c).data.cast();
+            }
+            c = (*c).next;
+        }
+        if !create {
+            return core::ptr::null_mut();
+        }
+        let c = ngx::ffi::ngx_pool_cleanup_add(pool, core::mem::size_of::<u64>());
+        if c.is_null() {
+            return core::ptr::null_mut();
+        }
+        (*c).handler = Some(charged_tag);
+        let cell = (*c).data.cast::<u64>();
+        cell.write(0);
+        cell
+    }
+}
+
+/// # Safety
+/// `r` must be a valid request.
+unsafe fn charged(r: *mut ngx_http_request_t) -> u64 {
+    // SAFETY: as the caller's; the cell is null or a live u64 of the pool.
+    unsafe { charged_cell(r, false).as_ref().copied().unwrap_or(0) }
+}
+
+/// # Safety
+/// `r` must be a valid request.
+unsafe fn charge(r: *mut ngx_http_request_t, units: u64) {
+    // SAFETY: as the caller's; the cell is null (out of memory: not counted) or a live u64.
+    unsafe {
+        if let Some(cell) = charged_cell(r, true).as_mut() {
+            *cell = cell.saturating_add(units);
+        }
     }
 }
 

@@ -779,3 +779,48 @@ fn nginx_t_bounds_the_length_of_a_chain() {
         "http_matches_fallback: a request may pass through 129 servers from \"c0.test\" (at most 128)",
     );
 }
+
+/// One regex budget per request (issue #46): a fallback hop gets what the hops before it left,
+/// never a fresh budget. Each server's list has one regex condition on `x-v: zzz` (no literal
+/// to skip it by); s1's does not match (its attempt is charged), s2's would. With a budget one
+/// attempt fits in but two do not, s2's regex counts as not matched and the request falls
+/// back on to s3; without the budget both servers' attempts fit and s2 wins.
+#[test]
+fn the_regex_budget_is_one_per_request_across_fallbacks() {
+    let servers = |budget: &str| {
+        format!(
+            r#"
+    server {{
+      listen 127.0.0.1:{{PORT}};
+      server_name s1.test;
+      http_matches_regex_budget {budget};
+      http_matches_fallback s2.test;
+      location / {{ http_matches '[{{"headers":["x-v:RegularExpression:^(.)(?!\\\\1)"],"redirectPath":"/t/s1"}}]'; }}
+    }}
+    server {{
+      listen 127.0.0.1:{{PORT}};
+      server_name s2.test;
+      http_matches_regex_budget {budget};
+      http_matches_fallback s3.test;
+      location /t/ {{ internal; return 200 "s2-target work=[$http_matches_work]\n"; }}
+      location / {{ http_matches '[{{"headers":["x-v:RegularExpression:^(.)\\\\1"],"redirectPath":"/t/s2"}}]'; }}
+    }}
+    server {{
+      listen 127.0.0.1:{{PORT}};
+      server_name s3.test;
+      location / {{ return 200 "s3 fb=$matches_fallback work=[$http_matches_work]\n"; }}
+    }}
+"#
+        )
+    };
+    // Each hop's evaluation charges 5 units here ($http_matches_work of s2's: 1 attempt,
+    // 2 steps, 5 units): 20 holds both hops, 8 only the first.
+    for (budget, lands) in [("off", "s2-target"), ("20", "s2-target"), ("8", "s3 fb=2")] {
+        let n = Nginx::start("fallback-budget", &servers(budget), &[]);
+        let r = host_get(&n, "s1.test", "/a", &[("x-v", "zzz")]);
+        assert!(r.body.starts_with(lands), "budget {budget}: {r:?}\n{}", n.error_log());
+        let spent = n.error_log().contains("regex budget of the request");
+        assert_eq!(spent, budget == "8", "budget {budget}: {}", n.error_log());
+        n.finish();
+    }
+}

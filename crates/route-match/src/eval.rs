@@ -37,6 +37,10 @@ pub trait RequestView {
     fn regex_budget(&self) -> Option<u64> {
         Some(DEFAULT_REGEX_BUDGET)
     }
+    /// Called once at the end of each evaluation of a list with regex conditions: the units
+    /// it charged to [`RequestView::regex_budget`] (a caller with one budget for several
+    /// evaluations of one request gives the next what is left).
+    fn regex_charged(&self, _units: u64) {}
 }
 
 /// A [`RequestView`] that forwards every question to `view`: another type over the same
@@ -77,6 +81,9 @@ impl<V: RequestView> RequestView for Forward<'_, V> {
             Some(budget) => budget(self.view),
             None => self.view.regex_budget(),
         }
+    }
+    fn regex_charged(&self, units: u64) {
+        self.view.regex_charged(units);
     }
 }
 
@@ -971,6 +978,7 @@ impl MatchList {
             Some(_) => self.first_of_parts(&cx, true),
             None => self.first_of_all(&cx),
         };
+        req.regex_charged(cx.used.get());
         rx.finish(req, outcome, || cx.work())
     }
 
@@ -1009,6 +1017,7 @@ impl MatchList {
         let rx = Regexes::new(req.regex_budget());
         let cx = Ctx::<_, true>::new(req, &self.store, Some(&rx));
         let outcome = self.first_of_list(&cx);
+        req.regex_charged(cx.used.get());
         let work = if FIGURES { cx.work() } else { Work::default() };
         (rx.finish(req, outcome, || cx.work()), work)
     }
