@@ -46,6 +46,10 @@ pub enum Applied {
     /// holds, a file gone since the check) and keeps serving the configuration it had: that
     /// configuration is put back in place, and the refused one is kept here.
     ReloadRefused { kept: PathBuf, nginx_said: String },
+    /// `nginx -t` passed, but the new configuration listens on a TCP address the running
+    /// master does not hold and this process cannot bind (another process holds it): the
+    /// master would refuse every reload, so nothing changed; the refused file is kept here.
+    PortHeld { kept: PathBuf, held: String },
 }
 
 /// How long [`check_and_reload`] waits, by default, for the master to say how the reload
@@ -74,6 +78,13 @@ pub fn check_and_reload(
         staged.commit().map_err(|e| e.to_string())?;
         return Ok(Applied::NotRunning);
     };
+    let current = std::fs::read_to_string(dir.join("nginx.conf")).unwrap_or_default();
+    let new = std::fs::read_to_string(staged.conf()).map_err(|e| e.to_string())?;
+    let held = held_ports(&current, &new);
+    if !held.is_empty() {
+        let kept = staged.reject().map_err(|e| e.to_string())?;
+        return Ok(Applied::PortHeld { kept, held: held.join("\n") });
+    }
     // Where the master's answer to this reload will start: what the log holds now, and the
     // worker processes it has now.
     let log = dir.join(ERROR_LOG);
@@ -225,6 +236,44 @@ pub fn children(pid: u32) -> Vec<u32> {
         (ppid == pid).then_some(child)
     })
     .collect()
+}
+
+/// The TCP addresses `new` listens on that `current` does not (the running master holds
+/// those it listens on) and that cannot be bound now, each with its `listen` line (1-based,
+/// in `new`) and the error. A bound address is released at once.
+pub fn held_ports(current: &str, new: &str) -> Vec<String> {
+    let old: std::collections::BTreeSet<String> =
+        tcp_listens(current).into_iter().map(|(_, a)| a).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    tcp_listens(new)
+        .into_iter()
+        .filter(|(_, a)| !old.contains(a) && seen.insert(a.clone()))
+        .filter_map(|(line, a)| {
+            let e = std::net::TcpListener::bind(a.as_str()).err()?;
+            Some(format!("port {a} (nginx.conf line {line}, a Gateway listener's): {e}"))
+        })
+        .collect()
+}
+
+/// The TCP addresses of `text`'s `listen` lines (`PORT` as `0.0.0.0:PORT`), with their line
+/// numbers (1-based); `unix:` sockets are left out.
+fn tcp_listens(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let word = l.trim_start().strip_prefix("listen ")?.split_whitespace().next()?;
+            let word = word.trim_end_matches(';').trim_matches(['"', '\'']);
+            if word.starts_with("unix:") {
+                return None;
+            }
+            let addr = if word.bytes().all(|b| b.is_ascii_digit()) {
+                format!("0.0.0.0:{word}")
+            } else {
+                word.to_owned()
+            };
+            Some((i + 1, addr))
+        })
+        .collect()
 }
 
 /// The pid in `DIR/logs/nginx.pid`, if it names a process (where /proc tells). `nginx -t`

@@ -387,6 +387,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
                     Ok(ExitCode::FAILURE)
                 }
+                Applied::PortHeld { kept, held } => Ok(port_held(&dir, &kept, &held)),
                 Applied::NotRunning => {
                     write_status(status)?;
                     eprintln!(
@@ -457,4 +458,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `apply`'s refusal of a configuration that listens on a port another process holds.
+fn port_held(dir: &std::path::Path, kept: &std::path::Path, held: &str) -> ExitCode {
+    let m = format!(
+        "error: the new configuration listens on a port another process holds (the running \
+         NGINX would refuse every reload): {held}; nothing changed, {}/nginx.conf is as the last \
+         run left it; the refused one is kept as {}",
+        dir.display(),
+        kept.display()
+    );
+    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
+    ExitCode::FAILURE
 }
