@@ -27,7 +27,7 @@ select STDOUT; $| = 1;
 
 skip_unless_module();
 
-my $t = Test::Nginx->new()->has(qw/http proxy rewrite/)->plan(15);
+my $t = Test::Nginx->new()->has(qw/http proxy rewrite/)->plan(17);
 
 $t->write_file_expand('nginx.conf', <<'EOF');
 
@@ -83,22 +83,27 @@ $t->waitforsocket('127.0.0.1:' . port(8081)) or die "Can't start the shim";
 
 ###############################################################################
 
-like(ask('GET', '/infer/v1?a=%41&b=1+2', 'X-Shim: ok'),
-	qr!endpoint=\[ok GET / len=- te=- host=epp.example port=9002 body=0\] uri=/_internal args=a=%41&b=1\+2$!m,
+like(ask('GET', '/infer/v1?a=%41&b=1+2', expect('GET / len=- te=- host=epp.example port=9002 body=0')),
+	qr!endpoint=\[192\.0\.2\.1:80\] uri=/_internal args=a=%41&b=1\+2$!m,
 	'200 with the header: variable set, query kept byte for byte');
-like(ask('GET', '/infer', "X-Shim: ok\r\nX-EPP-Host: evil\r\nx-epp-port: 1"),
-	qr/endpoint=\[ok GET \/ len=- te=- host=epp.example port=9002 body=0\]/,
+like(ask('GET', '/infer', expect('GET / len=- te=- host=epp.example port=9002 body=0')
+	. "\r\nX-EPP-Host: evil\r\nx-epp-port: 1"),
+	qr/endpoint=\[192\.0\.2\.1:80\]/,
 	"the client's X-EPP-Host / X-EPP-Port are not sent");
-like(ask('POST', '/infer', "X-Shim: ok\r\nContent-Length: 10", 'hello body'),
-	qr/endpoint=\[ok POST \/ len=10 te=- host=epp.example port=9002 body=10\]/,
+like(ask('POST', '/infer', expect('POST / len=10 te=- host=epp.example port=9002 body=10')
+	. "\r\nContent-Length: 10", 'hello body'),
+	qr/endpoint=\[192\.0\.2\.1:80\]/,
 	'a body of 10 bytes: method and body');
-like(ask('PUT', '/infer', "X-Shim: ok\r\nContent-Length: 3000", 'x' x 3000),
-	qr/endpoint=\[ok PUT \/ len=3000 te=- host=epp.example port=9002 body=3000\]/,
+like(ask('PUT', '/infer', expect('PUT / len=3000 te=- host=epp.example port=9002 body=3000')
+	. "\r\nContent-Length: 3000", 'x' x 3000),
+	qr/endpoint=\[192\.0\.2\.1:80\]/,
 	'a body in a temp file');
-like(ask('POST', '/infer', "X-Shim: ok\r\nTransfer-Encoding: chunked",
-	"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
-	qr/endpoint=\[ok POST \/ len=11 te=- host=epp.example port=9002 body=11\]/,
+like(ask('POST', '/infer', expect('POST / len=11 te=- host=epp.example port=9002 body=11')
+	. "\r\nTransfer-Encoding: chunked", "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
+	qr/endpoint=\[192\.0\.2\.1:80\]/,
 	'chunked: Content-Length, no Transfer-Encoding');
+like(ask('GET', '/infer?q', 'X-Shim: unix'), qr/endpoint=\[\] uri=\/_internal args=q$/m,
+	'an endpoint that is not an ip:port list: redirect, variable empty');
 like(ask('GET', '/infer?q', 'X-Shim: noheader'), qr/endpoint=\[\] uri=\/_internal args=q$/m,
 	'200 without the header: redirect, variable empty');
 like(ask('GET', '/infer?q', 'X-Shim: busy'), qr/endpoint=\[\] uri=\/_internal args=q$/m,
@@ -124,12 +129,22 @@ is(logged('http_matches_epp: could not get specific inference endpoint from Endp
 	. "status: 503; body: \"no \x01pods\""), 0, 'the body is escaped');
 is(logged('http_matches_epp: could not get specific inference endpoint from EndpointPicker; '
 	. 'status: 503; body: "no \x01pods"'), 1, '503: [error] with status and body');
+is(logged('"unix:/run/x.sock" is not an ip:port list'), 1,
+	'an endpoint that is not an ip:port list: [error] naming it');
 is(logged('http_matches_epp: missing required variable $epp_host '), 1,
 	'missing $epp_host: [error] naming it');
 ok(grep({ /\[warn\].*a client request body is buffered to a temporary file/ } split /\n/, $log),
 	'the 3,000-byte body went through a temp file');
 
 ###############################################################################
+
+# The headers that ask the shim to check what it received: it answers 192.0.2.1:80 when it
+# got exactly SEEN (method, URI, Content-Length, Transfer-Encoding, X-EPP-Host, X-EPP-Port,
+# body length), else 192.0.2.2:80.
+sub expect {
+	my ($seen) = @_;
+	return "X-Shim: ok\x0d\x0aX-Expect: $seen";
+}
 
 # An HTTP/1.1 request; HEADERS are CRLF-separated lines.
 sub ask {
@@ -182,11 +197,15 @@ sub shim_daemon {
 			$client->read($body, $len);
 		}
 
-		if ($mode eq 'ok') {
-			my $got = sprintf('ok %s %s len=%s te=%s host=%s port=%s body=%d', $method, $uri,
+		if ($mode eq 'ok' || $mode eq 'unix') {
+			my $got = sprintf('%s %s len=%s te=%s host=%s port=%s body=%d', $method, $uri,
 				$len // '-', $te // '-', $host // '-', $port // '-', length($body));
+			my ($expect) = $headers =~ /^X-Expect: ([^\x0d\x0a]*)\x0d?$/mi;
+			my $endpoint = defined $expect && $expect eq $got
+				? '192.0.2.1:80' : '192.0.2.2:80';
+			$endpoint = 'unix:/run/x.sock' if $mode eq 'unix';
 			print $client "HTTP/1.1 200 OK\x0d\x0a"
-				. "X-Gateway-Destination-Endpoint: $got\x0d\x0a"
+				. "X-Gateway-Destination-Endpoint: $endpoint\x0d\x0a"
 				. "Content-Length: 0\x0d\x0a"
 				. "Connection: close\x0d\x0a\x0d\x0a";
 
