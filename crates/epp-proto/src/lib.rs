@@ -1,0 +1,312 @@
+//! The Endpoint Picker protocol (gateway-api-inference-extension proposal 004: Envoy's ext_proc
+//! v3 `ExternalProcessor/Process` stream over gRPC) as bytes, with no I/O:
+//!
+//! - the request side: gRPC length-prefixed frames of `ProcessingRequest` (the header lines, then
+//!   the body in messages of at most [`MAX_MESSAGE`] bytes, the last one with `end_of_stream`);
+//! - the response side: a [`Decoder`] fed the response body in pieces of any size, then the
+//!   stream's `grpc-status`/`grpc-message`, giving one [`Outcome`].
+//!
+//! Bounded by construction: the decoder holds at most one frame (at most its limit plus the
+//! 5-byte prefix) and allocates only for bytes it was given, never for a length a peer claims;
+//! each byte is copied at most once and decoded at most once ([`Decoder::work`]).
+
+pub mod msg;
+
+use msg::{HeaderMutation, HeaderValue, Kind, ProcessingResponse, Request, Response};
+use prost::Message;
+
+/// gRPC's method path of the stream.
+pub const GRPC_PATH: &str = "/envoy.service.ext_proc.v3.ExternalProcessor/Process";
+/// The largest message sent, and the default limit of a received one: Go gRPC's default
+/// receive limit (4 MiB), which the EPPs keep.
+pub const MAX_MESSAGE: usize = 4 << 20;
+/// The largest body chunk in one `request_body` message: its message then stays within
+/// [`MAX_MESSAGE`] (tags, two length varints and `end_of_stream` take at most 14 bytes).
+pub const MAX_BODY_CHUNK: usize = MAX_MESSAGE - 16;
+/// The gRPC frame prefix: a compressed flag and a big-endian u32 length.
+pub const FRAME_PREFIX: usize = 5;
+/// The header mutation, and the dynamic metadata key, that name the destination.
+pub const DESTINATION: &str = "x-gateway-destination-endpoint";
+/// The dynamic metadata namespace of [`DESTINATION`].
+pub const METADATA_NAMESPACE: &str = "envoy.lb";
+
+/// A request message that would be over [`MAX_MESSAGE`] (header lines only: bodies are split).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooLarge(pub usize);
+
+fn push_frame(message: &impl Message, out: &mut Vec<u8>) -> Result<(), TooLarge> {
+    let len = message.encoded_len();
+    if len > MAX_MESSAGE {
+        return Err(TooLarge(len));
+    }
+    out.reserve(FRAME_PREFIX + len);
+    out.push(0);
+    // len <= MAX_MESSAGE < u32::MAX
+    out.extend_from_slice(&(len as u32).to_be_bytes());
+    message.encode_raw(out);
+    Ok(())
+}
+
+/// Appends the `request_headers` frame: each (name, value) as a `HeaderValue` with the name
+/// lowercased (ASCII; bytes that are not UTF-8 replaced, as a protobuf string must be UTF-8) and
+/// the value as `raw_value`, as Envoy sends them. The caller puts the pseudo-headers Envoy sends
+/// (`:authority`, `:method`, `:path`, `:scheme`) in the list. `end_of_stream`: no body follows.
+pub fn encode_headers<'a>(
+    headers: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    end_of_stream: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), TooLarge> {
+    let headers = headers
+        .into_iter()
+        .map(|(name, value)| HeaderValue {
+            key: String::from_utf8_lossy(&name.to_ascii_lowercase()).into_owned(),
+            value: String::new(),
+            raw_value: value.to_vec(),
+        })
+        .collect();
+    let message = msg::ProcessingRequest {
+        request: Some(Request::RequestHeaders(msg::HttpHeaders {
+            headers: Some(msg::HeaderMap { headers }),
+            end_of_stream,
+        })),
+    };
+    push_frame(&message, out)
+}
+
+/// Appends `request_body` frames for `body`, split into chunks of at most [`MAX_BODY_CHUNK`];
+/// the last carries `end_of_stream` when asked. An empty `body` gives one empty message (the
+/// end of a body whose last piece was already sent).
+pub fn encode_body(body: &[u8], end_of_stream: bool, out: &mut Vec<u8>) {
+    let mut chunks = body.chunks(MAX_BODY_CHUNK).peekable();
+    if chunks.peek().is_none() {
+        push_body(&[], end_of_stream, out);
+    }
+    while let Some(chunk) = chunks.next() {
+        push_body(chunk, end_of_stream && chunks.peek().is_none(), out);
+    }
+}
+
+fn push_body(chunk: &[u8], end_of_stream: bool, out: &mut Vec<u8>) {
+    let message = msg::ProcessingRequest {
+        request: Some(Request::RequestBody(msg::HttpBody { body: chunk.to_vec(), end_of_stream })),
+    };
+    // A chunk of at most MAX_BODY_CHUNK bytes always fits (tests/codec.rs checks the bound).
+    let _ = push_frame(&message, out);
+}
+
+/// What the EPP's answer means for the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The destination: one `ip:port` or a comma list, as the EPP wrote it.
+    Endpoint(String),
+    /// Answer the client with this (the protocol's 429 for a shed request, 503 for no endpoint).
+    Immediate { status: u16, headers: Vec<(String, Vec<u8>)>, body: Vec<u8> },
+    /// A well-formed stream with no destination: a gRPC error status, or no destination given.
+    NoEndpoint(String),
+    /// Bytes that are not the protocol: a bad frame, a message that does not decode, a stream
+    /// cut inside a frame.
+    Malformed(String),
+}
+
+/// The response stream's decoder: [`feed`](Decoder::feed) the body as it arrives, then
+/// [`finish`](Decoder::finish) with the trailers' status. Every `ProcessingResponse` is read:
+/// the first destination found (a common response's header mutation, else the message's
+/// dynamic metadata) is kept; an `ImmediateResponse` or a malformed frame ends the reading (what
+/// follows is ignored, as Envoy closes the stream there).
+#[derive(Debug)]
+pub struct Decoder {
+    limit: usize,
+    frame: Vec<u8>,
+    endpoint: Option<String>,
+    end: Option<Outcome>,
+    messages: usize,
+    work: usize,
+}
+
+impl Decoder {
+    /// A decoder that refuses frames over `limit` bytes (use [`MAX_MESSAGE`]).
+    pub fn new(limit: usize) -> Self {
+        Self { limit, frame: Vec::new(), endpoint: None, end: None, messages: 0, work: 0 }
+    }
+
+    /// Bytes copied plus bytes handed to protobuf decoding so far: at most twice the bytes fed.
+    pub fn work(&self) -> usize {
+        self.work
+    }
+
+    /// The bytes held for an incomplete frame: at most the limit plus [`FRAME_PREFIX`].
+    pub fn held(&self) -> usize {
+        self.frame.len()
+    }
+
+    /// Takes the next piece of the response body.
+    pub fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() && self.end.is_none() {
+            if self.frame.len() < FRAME_PREFIX {
+                let take = (FRAME_PREFIX - self.frame.len()).min(data.len());
+                self.copy(&data[..take]);
+                data = &data[take..];
+                if self.frame.len() < FRAME_PREFIX {
+                    return;
+                }
+                if let Err(reason) = self.check_prefix() {
+                    self.end = Some(Outcome::Malformed(reason));
+                    return;
+                }
+            }
+            let total = FRAME_PREFIX + self.frame_len();
+            let take = (total - self.frame.len()).min(data.len());
+            if self.frame.len() == FRAME_PREFIX && take == total - FRAME_PREFIX {
+                // The whole message is in `data`: decode it where it is.
+                self.frame.clear();
+                self.message(&data[..take]);
+            } else {
+                self.copy(&data[..take]);
+                if self.frame.len() == total {
+                    let frame = std::mem::take(&mut self.frame);
+                    self.message(&frame[FRAME_PREFIX..]);
+                }
+            }
+            data = &data[take..];
+        }
+    }
+
+    /// The outcome, given the stream's `grpc-status` and `grpc-message` (None: the stream
+    /// ended with no status, e.g. cut).
+    pub fn finish(self, status: Option<(u32, &str)>) -> Outcome {
+        if let Some(end) = self.end {
+            return end;
+        }
+        if !self.frame.is_empty() {
+            return Outcome::Malformed(format!(
+                "the stream ends inside a frame ({} bytes of it)",
+                self.frame.len()
+            ));
+        }
+        match (status, self.endpoint) {
+            (None, _) => Outcome::NoEndpoint("the stream ended with no grpc-status".into()),
+            (Some((0, _)), Some(endpoint)) => Outcome::Endpoint(endpoint),
+            (Some((0, _)), None) => {
+                Outcome::NoEndpoint(format!("{} messages and no {DESTINATION}", self.messages))
+            }
+            (Some((code, message)), _) => {
+                Outcome::NoEndpoint(format!("grpc-status {code}: {message}"))
+            }
+        }
+    }
+
+    fn copy(&mut self, bytes: &[u8]) {
+        self.work += bytes.len();
+        self.frame.extend_from_slice(bytes);
+    }
+
+    fn frame_len(&self) -> usize {
+        let p = &self.frame;
+        u32::from_be_bytes([p[1], p[2], p[3], p[4]]) as usize
+    }
+
+    fn check_prefix(&self) -> Result<(), String> {
+        if self.frame[0] != 0 {
+            return Err(format!("a frame with flag {} (compressed?)", self.frame[0]));
+        }
+        let len = self.frame_len();
+        if len > self.limit {
+            return Err(format!("a frame of {len} bytes, over the limit of {}", self.limit));
+        }
+        Ok(())
+    }
+
+    fn message(&mut self, bytes: &[u8]) {
+        self.work += bytes.len();
+        self.messages += 1;
+        let response = match ProcessingResponse::decode(bytes) {
+            Ok(response) => response,
+            Err(e) => {
+                self.end = Some(Outcome::Malformed(format!("message {}: {e}", self.messages)));
+                return;
+            }
+        };
+        if let Some(Response::ImmediateResponse(immediate)) = response.response {
+            self.end = Some(immediate_outcome(immediate));
+            return;
+        }
+        if self.endpoint.is_none() {
+            match destination(&response) {
+                Ok(endpoint) => self.endpoint = endpoint,
+                Err(reason) => self.end = Some(Outcome::Malformed(reason)),
+            }
+        }
+    }
+}
+
+/// Decodes a whole response body at once (see [`Decoder`]).
+pub fn decode(body: &[u8], limit: usize, status: Option<(u32, &str)>) -> Outcome {
+    let mut decoder = Decoder::new(limit);
+    decoder.feed(body);
+    decoder.finish(status)
+}
+
+/// A header's value: `raw_value` when set, else `value` (as Envoy applies a mutation).
+fn header_bytes(header: &HeaderValue) -> &[u8] {
+    if header.raw_value.is_empty() { header.value.as_bytes() } else { &header.raw_value }
+}
+
+fn mutation_destination(mutation: Option<&HeaderMutation>) -> Option<&[u8]> {
+    mutation?
+        .set_headers
+        .iter()
+        .filter_map(|option| option.header.as_ref())
+        .find(|header| header.key.eq_ignore_ascii_case(DESTINATION))
+        .map(header_bytes)
+        .filter(|value| !value.is_empty())
+}
+
+/// The destination one message gives, if any; a value that is not UTF-8 is an error.
+fn destination(response: &ProcessingResponse) -> Result<Option<String>, String> {
+    let common = match &response.response {
+        Some(
+            Response::RequestHeaders(r)
+            | Response::ResponseHeaders(r)
+            | Response::RequestBody(r)
+            | Response::ResponseBody(r),
+        ) => r.response.as_ref(),
+        _ => None,
+    };
+    let from_header = mutation_destination(common.and_then(|c| c.header_mutation.as_ref()));
+    let from_metadata = || {
+        let namespace = response.dynamic_metadata.as_ref()?.fields.get(METADATA_NAMESPACE)?;
+        let Some(Kind::StructValue(lb)) = &namespace.kind else {
+            return None;
+        };
+        match &lb.fields.get(DESTINATION)?.kind {
+            Some(Kind::StringValue(s)) if !s.is_empty() => Some(s.as_bytes()),
+            _ => None,
+        }
+    };
+    match from_header.or_else(from_metadata) {
+        None => Ok(None),
+        Some(bytes) => String::from_utf8(bytes.to_vec())
+            .map(Some)
+            .map_err(|_| format!("a {DESTINATION} that is not UTF-8")),
+    }
+}
+
+fn immediate_outcome(immediate: msg::ImmediateResponse) -> Outcome {
+    // No status: Envoy answers 200.
+    let code = immediate.status.map_or(200, |s| s.code);
+    let Some(status) = u16::try_from(code).ok().filter(|c| (200..=599).contains(c)) else {
+        return Outcome::Malformed(format!("an immediate response with status {code}"));
+    };
+    let headers = immediate
+        .headers
+        .map(|m| m.set_headers)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|option| option.header)
+        .map(|header| {
+            let value = header_bytes(&header).to_vec();
+            (header.key, value)
+        })
+        .collect();
+    Outcome::Immediate { status, headers, body: immediate.body }
+}

@@ -1,0 +1,319 @@
+//! The codec alone: request frames as the protocol wants them, the response decoder's outcomes,
+//! and its bounds (arbitrary bytes in arbitrary pieces: no panic, the same outcome as in one
+//! piece, work at most twice the bytes, at most one frame held).
+
+use epp_proto::msg::{self, Kind, ProcessingRequest, Request, Response};
+use epp_proto::{
+    DESTINATION, Decoder, FRAME_PREFIX, MAX_BODY_CHUNK, MAX_MESSAGE, Outcome, decode, encode_body,
+    encode_headers,
+};
+use proptest::prelude::*;
+use prost::Message;
+
+/// Splits a stream of frames into its messages, checking each prefix.
+fn frames(mut bytes: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        assert_eq!(bytes[0], 0, "uncompressed");
+        let len = u32::from_be_bytes(bytes[1..5].try_into().unwrap()) as usize;
+        out.push(&bytes[FRAME_PREFIX..FRAME_PREFIX + len]);
+        bytes = &bytes[FRAME_PREFIX + len..];
+    }
+    out
+}
+
+fn request(frame: &[u8]) -> Request {
+    ProcessingRequest::decode(frame).unwrap().request.unwrap()
+}
+
+#[test]
+fn headers_are_lowercased_raw_values_with_end_of_stream() {
+    let mut out = Vec::new();
+    let lines: [(&[u8], &[u8]); 3] =
+        [(b":method", b"POST"), (b"Content-Type", b"application/json"), (b"X-Bytes", b"\xff\x00v")];
+    encode_headers(lines, true, &mut out).unwrap();
+    let frames = frames(&out);
+    assert_eq!(frames.len(), 1);
+    let Request::RequestHeaders(h) = request(frames[0]) else { panic!("headers") };
+    assert!(h.end_of_stream);
+    let got: Vec<(String, Vec<u8>)> =
+        h.headers.unwrap().headers.into_iter().map(|v| (v.key, v.raw_value)).collect();
+    let want: Vec<(String, Vec<u8>)> = [
+        (":method", &b"POST"[..]),
+        ("content-type", b"application/json"),
+        ("x-bytes", b"\xff\x00v"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_vec()))
+    .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_body_is_split_under_the_message_limit_the_last_with_end_of_stream() {
+    let body: Vec<u8> = (0..2 * MAX_BODY_CHUNK + 3).map(|i| i as u8).collect();
+    let mut out = Vec::new();
+    encode_body(&body, true, &mut out);
+    let frames = frames(&out);
+    assert_eq!(frames.len(), 3);
+    let mut joined = Vec::new();
+    for (i, frame) in frames.iter().enumerate() {
+        assert!(frame.len() <= MAX_MESSAGE, "message {i}: {} bytes", frame.len());
+        let Request::RequestBody(b) = request(frame) else { panic!("body") };
+        assert_eq!(b.end_of_stream, i == 2);
+        joined.extend_from_slice(&b.body);
+    }
+    assert_eq!(joined, body);
+    // The worst case of one message: a full chunk with end_of_stream.
+    let mut one = Vec::new();
+    encode_body(&body[..MAX_BODY_CHUNK], true, &mut one);
+    assert!(one.len() - FRAME_PREFIX <= MAX_MESSAGE);
+}
+
+#[test]
+fn an_empty_body_end_is_one_empty_message() {
+    let mut out = Vec::new();
+    encode_body(b"", true, &mut out);
+    let frames = frames(&out);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(
+        request(frames[0]),
+        Request::RequestBody(msg::HttpBody { body: vec![], end_of_stream: true })
+    );
+}
+
+fn frame(m: &msg::ProcessingResponse) -> Vec<u8> {
+    let body = m.encode_to_vec();
+    let mut out = vec![0];
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+fn mutation(key: &str, value: &str, raw: bool) -> msg::WithCommon {
+    let header = msg::HeaderValue {
+        key: key.into(),
+        value: if raw { String::new() } else { value.into() },
+        raw_value: if raw { value.as_bytes().to_vec() } else { vec![] },
+    };
+    msg::WithCommon {
+        response: Some(msg::CommonResponse {
+            header_mutation: Some(msg::HeaderMutation {
+                set_headers: vec![msg::HeaderValueOption { header: Some(header) }],
+                remove_headers: vec![],
+            }),
+        }),
+    }
+}
+
+fn response(r: Response) -> msg::ProcessingResponse {
+    msg::ProcessingResponse { response: Some(r), dynamic_metadata: None }
+}
+
+fn metadata(endpoint: &str) -> msg::ProcessingResponse {
+    let inner = msg::Struct {
+        fields: [(
+            DESTINATION.to_string(),
+            msg::Value { kind: Some(Kind::StringValue(endpoint.into())) },
+        )]
+        .into(),
+    };
+    let outer = msg::Struct {
+        fields: [("envoy.lb".to_string(), msg::Value { kind: Some(Kind::StructValue(inner)) })]
+            .into(),
+    };
+    msg::ProcessingResponse {
+        response: Some(Response::RequestHeaders(msg::WithCommon::default())),
+        dynamic_metadata: Some(outer),
+    }
+}
+
+const OK: Option<(u32, &str)> = Some((0, ""));
+
+#[test]
+fn the_destination_from_headers_body_or_metadata() {
+    let headers = frame(&response(Response::RequestHeaders(mutation(
+        "X-Gateway-Destination-Endpoint",
+        "10.0.0.1:8000",
+        true,
+    ))));
+    let empty_headers = frame(&response(Response::RequestHeaders(msg::WithCommon::default())));
+    let body = frame(&response(Response::RequestBody(mutation(
+        DESTINATION,
+        "10.0.0.2:8000,10.0.0.3:8000",
+        false,
+    ))));
+    let meta = frame(&metadata("10.0.0.4:8000"));
+    assert_eq!(decode(&headers, MAX_MESSAGE, OK), Outcome::Endpoint("10.0.0.1:8000".into()));
+    let stream = [empty_headers.clone(), body].concat();
+    assert_eq!(
+        decode(&stream, MAX_MESSAGE, OK),
+        Outcome::Endpoint("10.0.0.2:8000,10.0.0.3:8000".into())
+    );
+    assert_eq!(decode(&meta, MAX_MESSAGE, OK), Outcome::Endpoint("10.0.0.4:8000".into()));
+    // The first destination is kept.
+    let both = [headers.clone(), meta].concat();
+    assert_eq!(decode(&both, MAX_MESSAGE, OK), Outcome::Endpoint("10.0.0.1:8000".into()));
+    assert!(
+        matches!(decode(&empty_headers, MAX_MESSAGE, OK), Outcome::NoEndpoint(r) if r.contains("1 messages"))
+    );
+    // A gRPC error wins over a destination already read; no status is no endpoint.
+    assert_eq!(
+        decode(&headers, MAX_MESSAGE, Some((14, "no capacity"))),
+        Outcome::NoEndpoint("grpc-status 14: no capacity".into())
+    );
+    assert!(matches!(decode(&headers, MAX_MESSAGE, None), Outcome::NoEndpoint(_)));
+}
+
+#[test]
+fn an_immediate_response_ends_the_reading() {
+    let immediate = msg::ImmediateResponse {
+        status: Some(msg::HttpStatus { code: 429 }),
+        headers: Some(msg::HeaderMutation {
+            set_headers: vec![msg::HeaderValueOption {
+                header: Some(msg::HeaderValue {
+                    key: "retry-after".into(),
+                    value: "1".into(),
+                    raw_value: vec![],
+                }),
+            }],
+            remove_headers: vec![],
+        }),
+        body: b"shed\n".to_vec(),
+        details: String::new(),
+    };
+    let after =
+        frame(&response(Response::RequestHeaders(mutation(DESTINATION, "10.0.0.1:1", true))));
+    let stream =
+        [frame(&response(Response::ImmediateResponse(immediate))), after, vec![1, 2, 3]].concat();
+    let want = Outcome::Immediate {
+        status: 429,
+        headers: vec![("retry-after".into(), b"1".to_vec())],
+        body: b"shed\n".to_vec(),
+    };
+    assert_eq!(decode(&stream, MAX_MESSAGE, Some((13, "late"))), want);
+    let bad =
+        msg::ImmediateResponse { status: Some(msg::HttpStatus { code: 42 }), ..Default::default() };
+    assert!(matches!(
+        decode(&frame(&response(Response::ImmediateResponse(bad))), MAX_MESSAGE, OK),
+        Outcome::Malformed(_)
+    ));
+}
+
+#[test]
+fn malformed_streams() {
+    let ok = frame(&response(Response::RequestHeaders(mutation(DESTINATION, "10.0.0.1:1", true))));
+    let garbage = [0, 0, 0, 0, 3, 0xff, 0xff, 0xff];
+    let mut compressed = ok.clone();
+    compressed[0] = 1;
+    let cut = &ok[..ok.len() - 1];
+    for (name, bytes) in [("garbage", &garbage[..]), ("compressed", &compressed), ("cut", cut)] {
+        assert!(matches!(decode(bytes, MAX_MESSAGE, OK), Outcome::Malformed(_)), "{name}");
+    }
+    // Not UTF-8 in a raw value.
+    let mut m = mutation(DESTINATION, "", true);
+    m.response.as_mut().unwrap().header_mutation.as_mut().unwrap().set_headers[0]
+        .header
+        .as_mut()
+        .unwrap()
+        .raw_value = vec![0xff];
+    assert!(matches!(
+        decode(&frame(&response(Response::RequestHeaders(m))), MAX_MESSAGE, OK),
+        Outcome::Malformed(_)
+    ));
+}
+
+#[test]
+fn a_claimed_length_past_the_limit_is_refused_before_any_payload() {
+    // A peer claims 4 GiB: nothing past the prefix is held, the rest is not even looked at.
+    let mut d = Decoder::new(MAX_MESSAGE);
+    d.feed(&[0, 0xff, 0xff, 0xff, 0xff]);
+    d.feed(&vec![7; 1 << 16]);
+    assert_eq!(d.held(), FRAME_PREFIX);
+    assert_eq!(d.work(), FRAME_PREFIX);
+    assert!(matches!(d.finish(OK), Outcome::Malformed(r) if r.contains("over the limit")));
+    // One byte over a small limit.
+    let ok = frame(&response(Response::RequestHeaders(mutation(DESTINATION, "10.0.0.1:1", true))));
+    let len = ok.len() - FRAME_PREFIX;
+    assert!(matches!(decode(&ok, len, OK), Outcome::Endpoint(_)));
+    assert!(matches!(decode(&ok, len - 1, OK), Outcome::Malformed(_)));
+}
+
+fn pieces(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+    cuts.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for c in cuts.into_iter().chain([bytes.len()]) {
+        out.push(bytes[at..c].to_vec());
+        at = c;
+    }
+    out
+}
+
+fn check_bounds(bytes: &[u8], cuts: &[usize], limit: usize) {
+    let whole = decode(bytes, limit, OK);
+    let mut d = Decoder::new(limit);
+    for piece in pieces(bytes, cuts) {
+        d.feed(&piece);
+        assert!(d.held() <= limit + FRAME_PREFIX);
+    }
+    assert!(d.work() <= 2 * bytes.len(), "work {} for {} bytes", d.work(), bytes.len());
+    assert_eq!(d.finish(OK), whole);
+}
+
+/// Frames of valid messages around arbitrary ones: the decoder meets real prefixes.
+fn stream() -> impl Strategy<Value = Vec<u8>> {
+    let message = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..64),
+        "[0-9.:,]{0,24}".prop_map(|e| response(Response::RequestHeaders(mutation(
+            DESTINATION,
+            &e,
+            true
+        )))
+        .encode_to_vec()),
+        "[0-9.:,]{0,24}".prop_map(|e| metadata(&e).encode_to_vec()),
+    ];
+    proptest::collection::vec((message, any::<u8>()), 0..8).prop_map(|ms| {
+        ms.into_iter()
+            .flat_map(|(m, flag)| {
+                let mut f = vec![u8::from(flag < 8)];
+                f.extend_from_slice(&(m.len() as u32).to_be_bytes());
+                f.extend_from_slice(&m);
+                f
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #[test]
+    fn arbitrary_bytes_any_pieces(bytes in proptest::collection::vec(any::<u8>(), 0..512), cuts in proptest::collection::vec(any::<usize>(), 0..16), limit in 0usize..600) {
+        check_bounds(&bytes, &cuts, limit);
+    }
+
+    #[test]
+    fn framed_messages_any_pieces(bytes in stream(), cuts in proptest::collection::vec(any::<usize>(), 0..16)) {
+        check_bounds(&bytes, &cuts, MAX_MESSAGE);
+        check_bounds(&bytes, &cuts, 40);
+    }
+}
+
+#[test]
+fn one_byte_at_a_time_is_linear() {
+    // n and 2n messages fed a byte at a time: the work is the bytes, twice at most, not more.
+    let one = frame(&response(Response::RequestBody(mutation("x-other", "v", true))));
+    for n in [100usize, 200] {
+        let bytes = one.repeat(n);
+        let mut d = Decoder::new(MAX_MESSAGE);
+        for b in &bytes {
+            d.feed(std::slice::from_ref(b));
+        }
+        // Each byte copied once, each payload byte decoded once.
+        assert_eq!(d.work(), bytes.len() + n * (one.len() - FRAME_PREFIX), "n = {n}");
+        assert!(
+            matches!(d.finish(OK), Outcome::NoEndpoint(r) if r.starts_with(&format!("{n} messages")))
+        );
+    }
+}
