@@ -215,6 +215,9 @@ YAML
     cargo clippy --workspace --all-targets --release -- -D warnings
     step "engine tests (no NGINX)"
     cargo test --release
+    step "the fake EPP (tonic, envoy-types) agrees with epp-proto's codec"
+    cargo clippy -p epp-proto --features fake --all-targets --release -- -D warnings
+    cargo test --release -p epp-proto --features fake --test fake_agrees
     step "the nginx.conf writer read back by crossplane (scripts/conf-roundtrip.sh)"
     scripts/conf-roundtrip.sh
     step "fuzz smoke: 15 s of each libFuzzer target (scripts/fuzz.sh)"

@@ -310,3 +310,6 @@ fn immediate_outcome(immediate: msg::ImmediateResponse) -> Outcome {
         .collect();
     Outcome::Immediate { status, headers, body: immediate.body }
 }
+
+#[cfg(feature = "fake")]
+pub mod fake;
