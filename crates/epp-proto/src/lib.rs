@@ -79,19 +79,87 @@ pub fn encode_headers<'a>(
 pub fn encode_body(body: &[u8], end_of_stream: bool, out: &mut Vec<u8>) {
     let mut chunks = body.chunks(MAX_BODY_CHUNK).peekable();
     if chunks.peek().is_none() {
-        push_body(&[], end_of_stream, out);
+        out.extend_from_slice(BodyPrefix::new(0, end_of_stream).as_bytes());
     }
     while let Some(chunk) = chunks.next() {
-        push_body(chunk, end_of_stream && chunks.peek().is_none(), out);
+        let last = end_of_stream && chunks.peek().is_none();
+        out.extend_from_slice(BodyPrefix::new(chunk.len(), last).as_bytes());
+        out.extend_from_slice(chunk);
     }
 }
 
-fn push_body(chunk: &[u8], end_of_stream: bool, out: &mut Vec<u8>) {
-    let message = msg::ProcessingRequest {
-        request: Some(Request::RequestBody(msg::HttpBody { body: chunk.to_vec(), end_of_stream })),
-    };
-    // A chunk of at most MAX_BODY_CHUNK bytes always fits (tests/codec.rs checks the bound).
-    let _ = push_frame(&message, out);
+/// The bytes before a body chunk that make `prefix ++ chunk` one whole frame of
+/// `ProcessingRequest{request_body: HttpBody{end_of_stream, body: chunk}}` (the flag's field
+/// first, so nothing follows the chunk): NGINX can send a chunk where it lies (a buffer, a
+/// range of the body's temp file) behind 5 to 20 bytes of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyPrefix {
+    bytes: [u8; 20],
+    len: usize,
+}
+
+impl BodyPrefix {
+    /// `chunk_len` is clamped to [`MAX_BODY_CHUNK`]: a caller splits longer bodies.
+    pub fn new(chunk_len: usize, end_of_stream: bool) -> Self {
+        let chunk_len = chunk_len.min(MAX_BODY_CHUNK);
+        let flag: &[u8] = if end_of_stream { &[0x10, 0x01] } else { &[] };
+        // HttpBody: [end_of_stream] then field 1 (body) as tag 0x0a, length, bytes.
+        let body_len = flag.len() + 1 + varint_len(chunk_len) + chunk_len;
+        // ProcessingRequest: field 4 (request_body) as tag 0x22, length, HttpBody.
+        let message_len = 1 + varint_len(body_len) + body_len;
+        let mut p = BodyPrefix { bytes: [0; 20], len: 0 };
+        p.push(&[0]);
+        // message_len <= MAX_MESSAGE < u32::MAX
+        p.push(&(message_len as u32).to_be_bytes());
+        p.push(&[0x22]);
+        p.varint(body_len);
+        p.push(flag);
+        p.push(&[0x0a]);
+        p.varint(chunk_len);
+        p
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn varint(&mut self, mut v: usize) {
+        while v >= 0x80 {
+            self.push(&[(v as u8) | 0x80]);
+            v >>= 7;
+        }
+        self.push(&[v as u8]);
+    }
+}
+
+fn varint_len(v: usize) -> usize {
+    (usize::BITS - (v | 1).leading_zeros()).div_ceil(7) as usize
+}
+
+/// A `grpc-message` as sent: percent-encoded UTF-8 (the gRPC HTTP/2 protocol), decoded; a bad
+/// escape is kept as it is, bytes that are not UTF-8 are replaced.
+pub fn grpc_message(raw: &[u8]) -> String {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (raw[i], raw.get(i + 1).and_then(|&b| hex(b)), raw.get(i + 2).and_then(|&b| hex(b))) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// What the EPP's answer means for the request.

@@ -4,8 +4,8 @@
 
 use epp_proto::msg::{self, Kind, ProcessingRequest, Request, Response};
 use epp_proto::{
-    DESTINATION, Decoder, FRAME_PREFIX, MAX_BODY_CHUNK, MAX_MESSAGE, Outcome, decode, encode_body,
-    encode_headers,
+    BodyPrefix, DESTINATION, Decoder, FRAME_PREFIX, MAX_BODY_CHUNK, MAX_MESSAGE, Outcome, decode,
+    encode_body, encode_headers, grpc_message,
 };
 use proptest::prelude::*;
 use prost::Message;
@@ -316,4 +316,40 @@ fn one_byte_at_a_time_is_linear() {
             matches!(d.finish(OK), Outcome::NoEndpoint(r) if r.starts_with(&format!("{n} messages")))
         );
     }
+}
+
+fn check_body_prefix(chunk: &[u8], end_of_stream: bool) {
+    let prefix = BodyPrefix::new(chunk.len(), end_of_stream);
+    let frame = [prefix.as_bytes(), chunk].concat();
+    let messages = frames(&frame);
+    assert_eq!(messages.len(), 1, "prefix ++ chunk is one whole frame");
+    let want = Request::RequestBody(msg::HttpBody { body: chunk.to_vec(), end_of_stream });
+    assert_eq!(request(messages[0]), want);
+}
+
+proptest! {
+    #[test]
+    fn a_body_prefix_and_its_chunk_are_one_message(len in 0usize..40_000, eos in any::<bool>()) {
+        check_body_prefix(&vec![0xa5; len], eos);
+    }
+}
+
+#[test]
+fn body_prefixes_at_varint_edges_and_the_largest_chunk() {
+    for len in [0, 1, 127, 128, 16_383, 16_384, 2_097_151, 2_097_152] {
+        check_body_prefix(&vec![1; len], true);
+        check_body_prefix(&vec![1; len], false);
+    }
+    let chunk = vec![7; MAX_BODY_CHUNK];
+    check_body_prefix(&chunk, true);
+    let prefix = BodyPrefix::new(MAX_BODY_CHUNK, true);
+    assert!(prefix.as_bytes().len() + MAX_BODY_CHUNK - FRAME_PREFIX <= MAX_MESSAGE);
+}
+
+#[test]
+fn grpc_messages_are_percent_decoded() {
+    assert_eq!(grpc_message(b"fake%20EPP:%20no%20capacity"), "fake EPP: no capacity");
+    assert_eq!(grpc_message(b"caf%C3%A9 100%"), "caf\u{e9} 100%");
+    assert_eq!(grpc_message(b"%zz%4"), "%zz%4");
+    assert_eq!(grpc_message(b"%FF"), "\u{fffd}");
 }
