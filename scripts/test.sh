@@ -45,6 +45,8 @@ e2e() {
   # fails here, as it would for a user whose checkout is private.
   # The generator command some tests run (tests/reload_flow.rs), built from this checkout.
   cargo build --release -p httproute-nginx --bin httproute-nginx
+  # tests/epp_grpc_proxy.rs's EPP (tonic + envoy-types, feature fake).
+  cargo build --release -p epp-proto --features fake --bin fake-epp
   # tests/epp_njs.rs's njs side (NGF's epp.js on njs 1.0.1 for Debian's NGINX), from the
   # shared/ folder beside the checkout when it is there: then the differential must run.
   local shared njs=()
@@ -54,7 +56,8 @@ e2e() {
       NGX_MATCHES_EPP_JS="$shared/reference/ngf/epp.js" NGX_MATCHES_REQUIRE_NJS=1)
   fi
   (umask 077 && env "${njs[@]}" NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx \
-    HTTPROUTE_NGINX_BIN=$PWD/target/release/httproute-nginx cargo test -p ngx-http-matches --release "$@")
+    HTTPROUTE_NGINX_BIN=$PWD/target/release/httproute-nginx FAKE_EPP_BIN=$PWD/target/release/fake-epp \
+    cargo test -p ngx-http-matches --release "$@")
 }
 
 field() { sed -n "s/^$1=//p" | tail -n 1; }
