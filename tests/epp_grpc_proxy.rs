@@ -157,6 +157,8 @@ fn nginx_grpc_pass_carries_the_endpoint_picker_stream() {
         modes,
         ["Header", "Metadata", "Body", "Immediate", "GrpcError", "Malformed", "Slow"]
     );
+    // keepalive: the six answered calls went over one connection to the EPP (six without it).
+    assert_eq!(records[5]["connections"], 1, "{records:?}");
     let big = &records[2];
     assert_eq!(big["body_messages"], 2);
     assert_eq!(big["body_bytes"], body.len());

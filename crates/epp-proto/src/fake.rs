@@ -6,6 +6,7 @@
 use std::convert::Infallible;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -114,11 +115,19 @@ pub const ERROR_MESSAGE: &str = "fake EPP: no capacity";
 pub struct Fake {
     config: Arc<Config>,
     record: Arc<Mutex<()>>,
+    connections: Arc<AtomicUsize>,
 }
 
 impl Fake {
     pub fn new(config: Config) -> Self {
-        Fake { config: Arc::new(config), record: Arc::new(Mutex::new(())) }
+        let (record, connections) = (Arc::new(Mutex::new(())), Arc::new(AtomicUsize::new(0)));
+        Fake { config: Arc::new(config), record, connections }
+    }
+
+    /// The count of connections accepted, which the server's accept loop increments; each
+    /// record carries its value then (so a test counts connection reuse).
+    pub fn connections(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.connections)
     }
 }
 
@@ -252,7 +261,9 @@ impl Fake {
         let mode = got.header("x-fake-epp-mode").and_then(Mode::parse).unwrap_or(self.config.mode);
         let endpoint =
             got.header("x-fake-epp-endpoint").unwrap_or(&self.config.endpoint).to_string();
-        self.write_record(&got.json(mode));
+        let mut record = got.json(mode);
+        record["connections"] = self.connections.load(Ordering::Relaxed).into();
+        self.write_record(&record);
         for reply in replies(mode, &endpoint, got.headers_end_of_stream) {
             if tx.send(reply).await.is_err() {
                 return;

@@ -159,6 +159,9 @@ async fn the_fake_reads_the_codecs_request_as_envoy_types_say() {
     assert_eq!(first["other"].as_array().unwrap().len(), 0);
     assert_eq!(records[1]["headers_end_of_stream"], true);
     assert_eq!(records[1]["body_messages"], 0);
+    // Each call of this test opens its own channel.
+    assert_eq!(records[0]["connections"], 1);
+    assert_eq!(records[1]["connections"], 2);
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -3,6 +3,9 @@
 //! Modes: header, body, metadata, immediate, grpc-error, malformed, slow.
 
 use std::io::Write;
+use std::sync::atomic::Ordering;
+
+use tokio_stream::StreamExt;
 
 use epp_proto::fake::{Config, Fake, Mode};
 
@@ -35,9 +38,14 @@ fn main() {
         let addr = listener.local_addr().expect("the bound address");
         println!("ready {addr}");
         let _ = std::io::stdout().flush();
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let fake = Fake::new(config);
+        let connections = fake.connections();
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(move |c| {
+            connections.fetch_add(1, Ordering::Relaxed);
+            c
+        });
         tonic::transport::Server::builder()
-            .add_service(Fake::new(config))
+            .add_service(fake)
             .serve_with_incoming(incoming)
             .await
             .expect("serve");
