@@ -110,17 +110,20 @@ fn nginx_grpc_pass_carries_the_endpoint_picker_stream() {
     // A second port gives up after 1 s, for the EPP that never answers; the first waits the
     // default 60 s, so that no answer depends on the machine's speed.
     let impatient = common::free_port();
+    // `http2 on` from NGINX 1.25.1; before, a `listen` parameter (Debian 12's 1.22).
+    let (h2, on) =
+        if common::nginx_version() >= (1, 25, 1) { ("", "http2 on;") } else { (" http2", "") };
     let conf = format!(
         "upstream epp {{ server {}; keepalive 4; }}
         server {{
-            listen 127.0.0.1:{{PORT}};
-            http2 on;
+            listen 127.0.0.1:{{PORT}}{h2};
+            {on}
             client_max_body_size 16m;
             location / {{ grpc_pass grpc://epp; }}
         }}
         server {{
-            listen 127.0.0.1:{impatient};
-            http2 on;
+            listen 127.0.0.1:{impatient}{h2};
+            {on}
             location / {{ grpc_pass grpc://epp; grpc_read_timeout 1s; }}
         }}",
         fake.addr
