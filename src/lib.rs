@@ -10,11 +10,11 @@ use core::ffi::{c_char, c_void};
 use core::ptr::{addr_of, addr_of_mut};
 
 use ngx::ffi::{
-    NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_HTTP_LIF_CONF,
-    NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET,
-    NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_HTTP_SRV_CONF_OFFSET, ngx_command_t,
-    ngx_conf_set_flag_slot, ngx_conf_set_size_slot, ngx_conf_t, ngx_http_module_t, ngx_int_t,
-    ngx_module_t, ngx_str_t, ngx_uint_t,
+    NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE2, NGX_CONF_TAKE12,
+    NGX_HTTP_LIF_CONF, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
+    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_HTTP_SRV_CONF_OFFSET,
+    ngx_command_t, ngx_conf_set_flag_slot, ngx_conf_set_size_slot, ngx_conf_t, ngx_http_module_t,
+    ngx_int_t, ngx_module_t, ngx_str_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf};
 use ngx::ngx_string;
@@ -26,6 +26,7 @@ mod fallback;
 mod guard;
 mod handler;
 mod prefork;
+mod reload_report;
 mod state;
 mod util;
 
@@ -123,7 +124,7 @@ const MAIN: u32 = NGX_HTTP_MAIN_CONF;
 /// `http`, `server` and `location`.
 const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
 
-static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 12] = [
+static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
     handler(
         ngx_string!("http_matches_load"),
         MAIN | NGX_CONF_TAKE12,
@@ -191,6 +192,13 @@ static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 12] = [
         epp::cmd_http_matches_epp,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
+    // The master's verdict on each configuration load (issue #45; see src/reload_report.rs).
+    handler(
+        ngx_string!("http_matches_reload_report"),
+        MAIN | NGX_CONF_TAKE2,
+        reload_report::cmd_http_matches_reload_report,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+    ),
     ngx_command_t::empty(),
 ];
 
@@ -205,7 +213,7 @@ pub static mut ngx_http_matches_module: ngx_module_t = ngx_module_t {
     // SAFETY: taking the address of a static does not read or write it.
     commands: unsafe { addr_of_mut!(NGX_HTTP_MATCHES_COMMANDS[0]) },
     type_: NGX_HTTP_MODULE as ngx_uint_t,
-    init_module: Some(conf::init_module),
+    init_module: Some(reload_report::init_module),
     init_process: Some(prefork::init_process),
     exit_process: Some(conf::exit_process),
     ..ngx_module_t::default()

@@ -6,9 +6,11 @@
 //! (apply keeps the one in place). Checked: every reload answers with the new route (waited
 //! for, never slept on), no request failed or reached a backend its route did not name at
 //! that time, the pid file is the master's, and the log files are the ones the master has
-//! open, with the rounds' lines in them. Apart: a configuration `nginx -t` passes and the
-//! master refuses at the reload (a port another process holds): apply reads the refusal in the
-//! master's log, puts the configuration it keeps serving back in place, and exits 1.
+//! open, with the rounds' lines in them. Apart: a new listener on a port another process holds
+//! is refused before it is installed; a configuration `nginx -t` passes and the master refuses
+//! at the reload, applied while a client forges the log: apply reads the master's report
+//! (`http_matches_reload_report`, never the log), puts the configuration it keeps serving back
+//! in place; kill -9, then a fresh start from the same directory.
 
 mod common;
 
@@ -381,8 +383,7 @@ fn a_reload_the_master_refuses_is_put_back() {
     assert_eq!(generations.len(), 1, "{generations:?}");
     assert_eq!(get(port, "/moving/").unwrap(), (200, "b0".to_owned()), "the old one serves");
 
-    // The next good change, at once (the master may still be retrying the refused one: its
-    // last lines come before this reload's "reconfiguring"), reloads and answers.
+    // The next good change reloads and answers.
     write(BACKENDS[1], None);
     let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
     assert_eq!(check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT), Ok(Applied::Reloaded));
@@ -390,6 +391,153 @@ fn a_reload_the_master_refuses_is_put_back() {
         get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == "b1")
     });
     drop(holder);
+    gateway.finish();
+    backend.finish();
+}
+
+/// `text` with `extra` put before the end of its `http` block (the file's last `}`).
+fn with_http_lines(text: &str, extra: &str) -> String {
+    let at = text.trim_end().rfind('}').expect("an http block");
+    format!("{}{extra}\n{}", &text[..at], &text[at..])
+}
+
+/// A client writing into the error log: a request for a file that is not there is logged at
+/// `[error]` with its URI (decoded), Host and Referer, which carry the master's pid and the
+/// texts a log reader would take for a verdict (the old reader's "start worker process" and
+/// "reconfiguring", the report's "N took").
+fn forger(port: u16, master: u32, generation: u64, stop: Arc<AtomicBool>) -> usize {
+    let texts = [
+        format!(" {master}#{master}: start worker process 4242"),
+        format!(" {master}#{master}: signal 1 (SIGHUP) received, reconfiguring"),
+        format!(" {master}#{master}: reconfiguring"),
+        format!("{generation} took"),
+    ];
+    let mut sent = 0usize;
+    while !stop.load(Ordering::SeqCst) {
+        let text = &texts[sent % texts.len()];
+        let uri: String = text.replace(' ', "%20").replace('#', "%23");
+        let request = format!(
+            "GET /{uri} HTTP/1.0\r\nHost: {master}.start-worker-process\r\nReferer: {text}\r\n\r\n"
+        );
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(patience()));
+            let _ = s.write_all(request.as_bytes());
+            let _ = s.read_to_end(&mut Vec::new());
+        }
+        sent += 1;
+    }
+    sent
+}
+
+/// The processes whose parent is `pid` (from /proc).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let child: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = read(&e.path().join("stat"));
+        let after = &stat[stat.rfind(')')? + 1..];
+        (after.split_whitespace().nth(1)?.parse::<u32>().ok()? == pid).then_some(child)
+    })
+    .collect()
+}
+
+/// The verdict of a reload comes from the master's report (`http_matches_reload_report`),
+/// which no client can write: a configuration `nginx -t` passes and the master refuses (a
+/// `limit_req_zone` whose key changes: NGINX refuses a zone's new key at the reload), applied
+/// while a client fills the error log with the master's pid and the texts of a verdict, is
+/// reported refused, put back, and the old generation serves; the next good one is reported
+/// taken; after kill -9 of the master and its workers, a fresh start from the same directory
+/// starts (nothing stale blocks it) and reports its generation taken.
+#[test]
+fn a_reload_verdict_no_client_can_forge() {
+    let ports = free_ports(BACKENDS.len() + 3);
+    let (backend, map) = backends(&ports);
+    let (port, forge_port) = (ports[BACKENDS.len() + 1], ports[BACKENDS.len() + 2]);
+    let src = Prefix::scratch("forged-reload-in");
+    std::fs::create_dir_all(&src).unwrap();
+    let dir = Prefix::scratch("forged-reload-out");
+    let nginx_bin = common::nginx_binary();
+    let inputs: Vec<PathBuf> = vec![src.join("routes.yaml")];
+    let report = dir.join("logs/reload.report");
+    // Each configuration: the generated one, a limit_req zone keyed by `key`, and a server
+    // that answers every request 404 and logs it.
+    let stage_with = |backend: &str, key: &str| {
+        std::fs::write(&inputs[0], manifests(port, backend, false)).unwrap();
+        let (staged, _) =
+            stage(&dir, &inputs, &map, common::generator_options(), false, None).expect("generate");
+        let extra = format!(
+            "    limit_req_zone {key} zone=gv_zone:1m rate=1000r/s;\n    server {{ listen \
+             127.0.0.1:{forge_port}; root {}/nothing; }}",
+            dir.display()
+        );
+        std::fs::write(staged.conf(), with_http_lines(&read(staged.conf()), &extra)).unwrap();
+        let generation = staged.generation().expect("a generation");
+        (staged, generation)
+    };
+    let (staged, _) = stage_with(BACKENDS[0], "$binary_remote_addr");
+    staged.commit().unwrap();
+    let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
+    wait_for("the pid file", || read(&dir.join("logs/nginx.pid")).trim().parse::<u32>().is_ok());
+    let master: u32 = read(&dir.join("logs/nginx.pid")).trim().parse().unwrap();
+    wait_for("the gateway", || get(port, "/moving/").is_ok_and(|(s, _)| s == 200));
+    let before = read(&dir.join("nginx.conf"));
+
+    // Refused at the reload, under forgery.
+    let (staged, refused) = stage_with(BACKENDS[1], "$uri");
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let stop = stop.clone();
+        std::thread::spawn(move || forger(forge_port, master, refused, stop))
+    };
+    let log = dir.join("logs/error.log");
+    let forged = format!(" {master}#{master}: start worker process 4242");
+    wait_for("the forged lines", || read(&log).contains(&forged));
+    let from = read(&log).len();
+    let verdict = check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT).expect("apply");
+    // The forgery went on through the reload: forged lines after the master's refusal.
+    let emerg = |l: &str| l.contains("[emerg]") && l.contains("limit_req \"gv_zone\" uses");
+    wait_for("forged lines after the refusal", || {
+        let text = read(&log);
+        let tail = &text[from..];
+        tail.find("limit_req \"gv_zone\" uses").is_some_and(|at| tail[at..].contains(&forged))
+    });
+    stop.store(true, Ordering::SeqCst);
+    let sent = thread.join().unwrap();
+    match verdict {
+        Applied::ReloadRefused { kept, nginx_said } => {
+            assert!(nginx_said.contains(&format!("\"{refused} refused\"")), "{nginx_said}");
+            assert!(read(&kept).contains("$uri zone=gv_zone"));
+        }
+        other => panic!("a reload the master refused, under {sent} forged requests: {other:?}"),
+    }
+    assert!(read(&log).lines().any(emerg), "the reason stays in the log for people");
+    assert_eq!(read(&report), format!("{refused} refused\n"));
+    assert_eq!(read(&dir.join("nginx.conf")), before, "the configuration the master serves");
+    assert_eq!(get(port, "/moving/").unwrap(), (200, "b0".to_owned()), "the old one serves");
+
+    // The next good change is reported taken and serves.
+    let (staged, took) = stage_with(BACKENDS[1], "$binary_remote_addr");
+    assert_eq!(check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT), Ok(Applied::Reloaded));
+    assert_eq!(read(&report), format!("{took} took\n"));
+    wait_for("/moving answered by b1", || {
+        get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == "b1")
+    });
+
+    // kill -9 of the master and its workers (as the OOM killer would), then a fresh start.
+    let workers = children_of(master);
+    gateway.kill("KILL");
+    for w in workers {
+        let _ = std::process::Command::new("kill").arg("-KILL").arg(w.to_string()).status();
+    }
+    wait_for("the port to be free", || TcpStream::connect(("127.0.0.1", port)).is_err());
+    drop(gateway);
+    std::fs::remove_file(&report).unwrap();
+    let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
+    wait_for("the fresh start's report", || read(&report) == format!("{took} took\n"));
+    wait_for("/moving answered by b1", || {
+        get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == "b1")
+    });
     gateway.finish();
     backend.finish();
 }

@@ -22,6 +22,7 @@ pub fn stage(
     let in_dir = |e: std::io::Error| format!("{}: {e}", dir.display());
     let reservation = Reservation::take(dir).map_err(in_dir)?;
     opts.global.files_dir = Some(reservation.files_dir());
+    opts.global.generation = Some(reservation.number());
     let tree = crate::emit::Tree::Drop;
     let generated = match check {
         None => crate::generate_all_with(inputs, backends, &opts, tree, status)?,
@@ -34,17 +35,18 @@ pub fn stage(
 /// What [`check_and_reload`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Applied {
-    /// In place, and the master named by `logs/nginx.pid` reloaded onto it (it started new
-    /// worker processes).
+    /// In place, and the master named by `logs/nginx.pid` reported that it took it.
     Reloaded,
     /// In place; no NGINX runs from the directory (`logs/nginx.pid` missing, empty (as
     /// `nginx -t` leaves it), or naming no process).
     NotRunning,
     /// `nginx -t` refused it: nothing changed; the refused file is kept here.
     Rejected { kept: PathBuf, nginx_said: String },
-    /// `nginx -t` passed, but the running master could not apply it (a port another process
-    /// holds, a file gone since the check) and keeps serving the configuration it had: that
-    /// configuration is put back in place, and the refused one is kept here.
+    /// `nginx -t` passed, but the running master reported that it refused it (a file gone
+    /// since the check, a shared memory zone it cannot change) and keeps serving the
+    /// configuration it had: that configuration is put back in place, and the refused one is
+    /// kept here. `nginx_said`: where NGINX says why (its error log), or what `nginx -s
+    /// reload` printed.
     ReloadRefused { kept: PathBuf, nginx_said: String },
     /// `nginx -t` passed, but the new configuration listens on a TCP address the running
     /// master does not hold and this process cannot bind (another process holds it): the
@@ -52,16 +54,26 @@ pub enum Applied {
     PortHeld { kept: PathBuf, held: String },
 }
 
-/// How long [`check_and_reload`] waits, by default, for the master to say how the reload
-/// went (a product timeout: a master that reads a large configuration takes seconds).
+/// How long [`check_and_reload`] waits, by default, for the master's report on the reload
+/// (a product timeout: a master that reads a large configuration takes seconds).
 pub const RELOAD_WAIT: Duration = Duration::from_secs(30);
 
-/// `nginx -t` on the staged configuration; if it passes, the configuration is put in place,
-/// the NGINX running from `dir` told to reload (`nginx -s reload`), and the reload verified
-/// ([`watch_reload`]): when the master refuses the new configuration, the one it keeps serving
-/// is put back in place. `Err`: nginx could not be run, a file could not be renamed, or the
-/// master said nothing about the reload within `wait` (the new configuration is then in place,
-/// since the master may still take it).
+/// Where the master reports each configuration load, relative to the prefix: the generated
+/// configuration's `http_matches_reload_report` (the module writes `N took` or `N refused`,
+/// by a rename; no client can write there, unlike the error log).
+pub const REPORT: &str = "logs/reload.report";
+
+/// The error log the generated configuration names (`error_log logs/error.log notice`): read
+/// by people for the reason of a refusal, never by this flow.
+pub const ERROR_LOG: &str = "logs/error.log";
+
+/// `nginx -t` on the staged configuration; if it passes, and every TCP address it adds can
+/// be bound ([`held_ports`]), the configuration is put in place, [`REPORT`] removed, the
+/// NGINX running from `dir` told to reload (`nginx -s reload`), and its report on the staged
+/// generation awaited ([`wait_report`]): when the master refuses the new configuration, the one
+/// it keeps serving is put back in place. `Err`: nginx could not be run, a file could not be
+/// renamed, or no report named the generation within `wait` (the new configuration is then in
+/// place, since the master may still take it).
 pub fn check_and_reload(
     staged: Staged,
     dir: &Path,
@@ -85,15 +97,18 @@ pub fn check_and_reload(
         let kept = staged.reject().map_err(|e| e.to_string())?;
         return Ok(Applied::PortHeld { kept, held: held.join("\n") });
     }
-    // Where the master's answer to this reload will start: what the log holds now, and the
-    // worker processes it has now.
-    let log = dir.join(ERROR_LOG);
-    let from = std::fs::metadata(&log).map_or(0, |m| m.len());
-    let workers = children(master);
+    let generation = staged.generation().ok_or("a configuration without a generation")?;
+    let report = dir.join(REPORT);
+    match std::fs::remove_file(&report) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("{}: {e}", report.display()));
+        }
+        _ => {}
+    }
     let committed = staged.commit_undoable().map_err(|e| e.to_string())?;
-    let (ok, said, sender) = signal_reload(nginx, dir)?;
+    let (ok, said) = run_nginx(nginx, dir, Path::new("nginx.conf"), &["-s", "reload"])?;
     let verdict = if ok {
-        watch_reload(&log, from, Sides { master, sender }, &workers, wait)
+        wait_report(&report, generation, wait)
     } else {
         Reload::Refused(format!("nginx -s reload failed: {said}"))
     };
@@ -106,136 +121,55 @@ pub fn check_and_reload(
             let kept = committed.roll_back().map_err(|e| e.to_string())?;
             Ok(Applied::ReloadRefused { kept, nginx_said })
         }
-        Reload::Silent => {
+        Reload::Unknown => {
             committed.keep();
             Err(format!(
                 "{}/nginx.conf is in place and the master (pid {master}) was told to reload, but \
-                 it said nothing about the reload in {} within {} s (is its error_log {ERROR_LOG} \
-                 at level notice?): it may still apply it or refuse it",
+                 {} named no verdict on generation {generation} within {} s (a patience, not a \
+                 verdict: the master may still take it or refuse it; is the module the one the \
+                 master runs?)",
                 dir.display(),
-                log.display(),
+                report.display(),
                 wait.as_secs()
             ))
         }
     }
 }
 
-/// The error log the generated configuration names (`error_log logs/error.log notice`).
-pub const ERROR_LOG: &str = "logs/error.log";
-
-/// How a reload went, as the master said it.
+/// A reload's outcome, as the master reported it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Reload {
-    /// It started new worker processes: the new configuration serves.
+    /// `N took`: the master took generation N (it starts new worker processes).
     Took,
-    /// It logged an error (`[emerg]`, `[alert]`, `[crit]`) and keeps the old configuration:
-    /// its lines.
+    /// `N refused`, or the signal could not be sent: the master keeps the old configuration.
     Refused(String),
-    /// Neither within the wait.
-    Silent,
+    /// No report on the generation within the wait.
+    Unknown,
 }
 
-/// The two processes of a reload: the master, and the `nginx -s reload` that signalled it.
-#[derive(Debug, Clone, Copy)]
-pub struct Sides {
-    pub master: u32,
-    pub sender: u32,
-}
-
-/// Waits for the master to answer the reload `sides.sender` signalled: reads the lines `log`
-/// gets from byte `from` on (from its start if it is shorter: rotated). Only the master's own
-/// lines (`PID#TID:`) count, in the order NGINX writes them (at level `notice`, as the
-/// generated configuration's `error_log` has it):
-/// 1. `signal 1 (SIGHUP) received from SENDER, reconfiguring` (the signal handler's);
-/// 2. `reconfiguring` (the master loop, as it starts reading the configuration; lines between
-///    1 and 2 are the end of an earlier reload still running);
-/// 3. `[emerg]`, `[alert]` or `[crit]`: refused (`ngx_init_cycle` failed; the master keeps
-///    the running configuration); or `start worker process` (or, after 2, a child process of
-///    the master not among `workers`): it took.
-///
-/// Events, not a sleep: the log and /proc are looked at every 20 ms until they answer or
-/// `wait` has passed ([`Reload::Silent`]).
-pub fn watch_reload(
-    log: &Path,
-    from: u64,
-    sides: Sides,
-    workers: &[u32],
-    wait: Duration,
-) -> Reload {
+/// Waits for `report` to name `generation` (`N took` or `N refused`): looked at every 20 ms
+/// until it does or `wait` has passed ([`Reload::Unknown`]). A report on another generation
+/// (an earlier reload's, late) is not an answer.
+pub fn wait_report(report: &Path, generation: u64, wait: Duration) -> Reload {
     let start = Instant::now();
-    let own = format!(" {}#", sides.master);
-    let signalled = format!("received from {},", sides.sender);
-    // 0: before our signal's line, 1: before the master's "reconfiguring", 2: reading.
-    let mut stage = 0;
-    let mut pos = from;
-    let mut pending = String::new();
-    let mut refused: Vec<String> = Vec::new();
+    let took = format!("{generation} took\n");
+    let refused = format!("{generation} refused\n");
     loop {
-        let (text, next) = read_from(log, pos);
-        pos = next;
-        pending.push_str(&text);
-        // Whole lines only; a partial last line waits for its end.
-        while let Some(end) = pending.find('\n') {
-            let line: String = pending.drain(..=end).collect();
-            let line = line.trim_end();
-            if !line.contains(&own) {
-                continue;
-            }
-            match stage {
-                0 if line.contains("(SIGHUP) received")
-                    && (line.contains(&signalled) || !line.contains(" from ")) =>
-                {
-                    stage = 1;
-                }
-                1 if line.ends_with(": reconfiguring") => stage = 2,
-                2 if ["[emerg]", "[alert]", "[crit]"].iter().any(|l| line.contains(l)) => {
-                    refused.push(line.to_owned());
-                }
-                2 if line.contains("start worker process") && refused.is_empty() => {
-                    return Reload::Took;
-                }
-                _ => {}
-            }
-        }
-        if !refused.is_empty() {
-            return Reload::Refused(refused.join("\n"));
-        }
-        if stage == 2 && children(sides.master).iter().any(|c| !workers.contains(c)) {
+        let text = std::fs::read_to_string(report).unwrap_or_default();
+        if text == took {
             return Reload::Took;
         }
+        if text == refused {
+            return Reload::Refused(format!(
+                "the master reported \"{}\" ({REPORT}); {ERROR_LOG} says why",
+                refused.trim_end()
+            ));
+        }
         if start.elapsed() >= wait {
-            return Reload::Silent;
+            return Reload::Unknown;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// What `path` holds from byte `pos` (from 0 if it is shorter now), and the position after.
-fn read_from(path: &Path, pos: u64) -> (String, u64) {
-    use std::io::{Read as _, Seek as _};
-    let Ok(mut f) = std::fs::File::open(path) else { return (String::new(), pos) };
-    let len = f.metadata().map_or(0, |m| m.len());
-    let pos = if len < pos { 0 } else { pos };
-    let mut bytes = Vec::new();
-    if f.seek(std::io::SeekFrom::Start(pos)).is_err() || f.read_to_end(&mut bytes).is_err() {
-        return (String::new(), pos);
-    }
-    (String::from_utf8_lossy(&bytes).into_owned(), pos + bytes.len() as u64)
-}
-
-/// The processes whose parent is `pid`, from /proc (empty where there is none).
-pub fn children(pid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    dir.filter_map(|e| {
-        let e = e.ok()?;
-        let child: u32 = e.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses.
-        let after = &stat[stat.rfind(')')? + 1..];
-        let ppid: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
-        (ppid == pid).then_some(child)
-    })
-    .collect()
 }
 
 /// The TCP addresses `new` listens on that `current` does not (the running master holds
@@ -283,24 +217,6 @@ pub fn running_master(dir: &Path) -> Option<u32> {
     let pid: u32 = text.trim().parse().ok()?;
     let proc = Path::new("/proc");
     (!proc.is_dir() || proc.join(pid.to_string()).exists()).then_some(pid)
-}
-
-/// `nginx -p DIR/ -c nginx.conf -s reload`: (success, what it printed, its pid: the sender
-/// the master's log names).
-fn signal_reload(binary: &Path, dir: &Path) -> Result<(bool, String, u32), String> {
-    let child = std::process::Command::new(binary)
-        .arg("-p")
-        .arg(format!("{}/", dir.display()))
-        .args(["-c", "nginx.conf", "-s", "reload"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", binary.display()))?;
-    let sender = child.id();
-    let out = child.wait_with_output().map_err(|e| format!("{}: {e}", binary.display()))?;
-    let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stdout));
-    Ok((out.status.success(), text, sender))
 }
 
 /// `nginx -p DIR/ -c CONF ARGS`: (success, what it printed).

@@ -325,6 +325,7 @@ fn position(parent: BlockKind, name: Option<&str>, i: usize, n: usize) -> Pos {
             | "uwsgi_temp_path"
             | "scgi_temp_path"
             | "http_matches_load"
+            | "http_matches_reload_report"
             | "http_matches"
             | "resolver"
             | "resolver_timeout"

@@ -38,6 +38,9 @@ pub struct Global {
     /// The directory, relative to nginx.conf, that `matches.json` and `certs/` are written
     /// to and read from; `None`: next to nginx.conf.
     pub files_dir: Option<String>,
+    /// The generation number the configuration is written as (by [`crate::output`]): the
+    /// master reports whether it took it ([`reload_report`]); `None`: no report.
+    pub generation: Option<u64>,
 }
 
 /// Idle connections per upstream and worker by default: NGF's default (`keepalive 16`).
@@ -51,6 +54,7 @@ impl Default for Global {
             access_log: AccessLog::Path("logs/access.log".into()),
             keepalive: DEFAULT_KEEPALIVE,
             files_dir: None,
+            generation: None,
         }
     }
 }
@@ -98,6 +102,18 @@ pub fn access_log(g: &Global) -> Node {
         AccessLog::Path(p) => d.data("--access-log", p.clone()),
     }
     .into()
+}
+
+/// `http_matches_reload_report logs/reload.report N`, the `http` block's first line (so that
+/// every load that fails in it is reported): the master writes there whether it took
+/// generation N, which `apply` waits for ([`crate::apply`]).
+pub fn reload_report(g: &Global) -> Option<Node> {
+    g.generation.map(|n| {
+        Directive::new("http_matches_reload_report")
+            .code(crate::apply::REPORT)
+            .code(n.to_string())
+            .into()
+    })
 }
 
 /// What an `upstream` block gets after its servers: `keepalive N`, unless it is 0.

@@ -136,7 +136,8 @@ enum Command {
         nginx: Option<PathBuf>,
     },
     /// `generate`, then `nginx -t` on the new configuration before it is put in place, then
-    /// a reload of the NGINX running from DIR, verified in its error log. When the check
+    /// a reload of the NGINX running from DIR, verified by the master's report
+    /// (DIR/logs/reload.report, which the module writes). When the check
     /// fails, or the master refuses the configuration at the reload, the configuration in
     /// place (and the status file) stays or is put back, the refused one is left as
     /// DIR/nginx.conf.rejected, and the exit is 1.
@@ -148,9 +149,9 @@ enum Command {
         /// condition), then the configuration in place, and is signalled.
         #[arg(long = "nginx", default_value = "nginx")]
         nginx: PathBuf,
-        /// How long to wait, in seconds, for the master to say how the reload went (new
-        /// worker processes: it took; an error in logs/error.log: it keeps the old
-        /// configuration, which is put back in place). Past it the exit is 1.
+        /// How long to wait, in seconds, for the master's report on the reload (took; or
+        /// refused: it keeps the old configuration, which is put back in place). Past it the
+        /// exit is 1, the outcome unknown.
         #[arg(long, default_value_t = httproute_nginx::apply::RELOAD_WAIT.as_secs(),
               value_parser = clap::value_parser!(u64).range(1..=3600))]
         reload_wait: u64,
@@ -265,6 +266,7 @@ fn options(p: Planning, w: Written) -> Options {
         access_log: httproute_nginx::emit_global::parse_access_log(&process.access_log),
         keepalive: process.upstream_keepalive,
         files_dir: None,
+        generation: None,
     };
     Options {
         module,
@@ -377,7 +379,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                         .map(|(f, _)| format!(" and the status file {}", f.display()));
                     let m = format!(
                         "error: nginx -t passed, but the running NGINX refused the new \
-                         configuration at the reload (its error log above) and keeps serving the \
+                         configuration at the reload (above) and keeps serving the \
                          one it had: {}/nginx.conf is that one again{}, as the last run left \
                          them; the refused one is kept as {}",
                         dir.display(),

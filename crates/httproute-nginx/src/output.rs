@@ -65,6 +65,11 @@ impl Reservation {
         format!("{GENERATIONS}/{}", self.number)
     }
 
+    /// The generation's number ([`crate::emit_global::Global::generation`]).
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
     /// Writes `out` (made with [`Reservation::files_dir`]) except the final rename: the
     /// generation's files, and nginx.conf beside the current one.
     pub fn stage(mut self, out: &Output) -> std::io::Result<Staged> {
@@ -110,6 +115,11 @@ impl Staged {
     /// `nginx -t -p DIR/ -c` this file checks exactly what [`Staged::commit`] puts in place.
     pub fn conf(&self) -> &Path {
         &self.conf
+    }
+
+    /// Its generation's number (`None`: written without one).
+    pub fn generation(&self) -> Option<u64> {
+        self.generation
     }
 
     /// Puts the configuration in place (one rename), then removes the generations older than

@@ -339,14 +339,16 @@ pub(super) fn emit_once(
     }
 
     let mut warnings = std::mem::take(&mut http.warnings);
-    let mut inner: Vec<Node> = vec![
+    let mut inner: Vec<Node> =
+        crate::emit_global::reload_report(&opts.global).into_iter().collect();
+    inner.extend([
         crate::emit_global::access_log(&opts.global),
         d("client_body_temp_path").code("tmp/client_body").into(),
         d("proxy_temp_path").code("tmp/proxy").into(),
         d("fastcgi_temp_path").code("tmp/fastcgi").into(),
         d("uwsgi_temp_path").code("tmp/uwsgi").into(),
         d("scgi_temp_path").code("tmp/scgi").into(),
-    ];
+    ]);
     if opts.carrier == Carrier::Preload {
         inner.push(
             d("http_matches_load").code(crate::emit_global::matches_file(&opts.global)).into(),

@@ -1,0 +1,146 @@
+//! `http_matches_reload_report PATH GENERATION;`: the master writes, for each configuration it
+//! loads (start and reload), whether it took it: `GENERATION took` or `GENERATION refused`,
+//! one line in PATH (a temporary file renamed over it). `httproute-nginx apply` reads a
+//! reload's verdict there: only the master writes the file, no client can.
+//!
+//! The model (`ngx_init_cycle`): the directive registers a cleanup on the new cycle's pool.
+//! Every way a load can fail after that (the rest of the file, files, shared memory, listening
+//! sockets) destroys the pool, which runs the cleanup; `init_module` runs only after every
+//! step that can fail, and marks the cycle taken. So: `init_module` writes "took"; a cleanup
+//! of a cycle never taken writes "refused"; the cleanup of a taken cycle (a later reload, the
+//! exit) writes nothing. `nginx -t` and `nginx -s` parse the file too and write nothing.
+
+use core::ffi::c_void;
+use core::ptr::null_mut;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use std::path::PathBuf;
+
+use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Pool};
+use ngx::ffi::{NGX_LOG_ALERT, NGX_PROCESS_SIGNALLER, ngx_command_t, ngx_conf_t, ngx_cycle_t};
+use ngx::ngx_log_error;
+
+use crate::util::{conf_args, text};
+use crate::{ConfResult, guard};
+
+/// The report of the configuration being loaded: set by the directive, cleared when the load
+/// is taken (`init_module`) or its pool destroyed. The master loads one configuration at a
+/// time, on one thread.
+static LOADING: AtomicPtr<Report> = AtomicPtr::new(null_mut());
+
+/// The longest GENERATION (a word the generator writes: a number).
+const MAX_GENERATION: usize = 64;
+
+/// One configuration load's report (in its cycle's pool; dropped when the pool is destroyed).
+struct Report {
+    path: PathBuf,
+    generation: String,
+    /// A master's (or single process's) load: `nginx -t` and `nginx -s` write nothing.
+    active: bool,
+    taken: bool,
+}
+
+impl Report {
+    /// Writes `GENERATION VERDICT\n` to a temporary file beside the report, renamed over it.
+    fn write(&self, verdict: &str) {
+        let tmp = self.path.with_extension(format!("tmp{}", std::process::id()));
+        let line = format!("{} {verdict}\n", self.generation);
+        let done = std::fs::write(&tmp, line).and_then(|()| std::fs::rename(&tmp, &self.path));
+        if let Err(e) = done {
+            let _ = std::fs::remove_file(&tmp);
+            // SAFETY: `ngx_cycle` is the running cycle (the old one during a reload), whose
+            // log is valid for as long as the master runs.
+            let log = unsafe { (*ngx::ffi::ngx_cycle).log };
+            ngx_log_error!(
+                NGX_LOG_ALERT,
+                log,
+                "http_matches_reload_report: \"{}\": {e}: the reload of generation {} {verdict}, \
+                 and apply cannot know it",
+                self.path.display(),
+                self.generation
+            );
+        }
+    }
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        let this: *mut Report = self;
+        let _ = LOADING.compare_exchange(this, null_mut(), Ordering::SeqCst, Ordering::SeqCst);
+        if self.active && !self.taken {
+            // Called by NGINX's pool cleanup: nothing may unwind out of it.
+            let _ =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.write("refused")));
+        }
+    }
+}
+
+/// `http_matches_reload_report PATH GENERATION` (http level, once).
+pub(crate) unsafe extern "C" fn cmd_http_matches_reload_report(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    _conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        if !LOADING.load(Ordering::SeqCst).is_null() {
+            return c"is duplicate".as_ptr().cast_mut();
+        }
+        // SAFETY: in a directive handler; the arguments are copied before it returns.
+        let args = unsafe { conf_args(cf) };
+        let (Some(path), Some(generation)) = (args.get(1), args.get(2)) else {
+            return NGX_CONF_ERROR;
+        };
+        let generation = generation.as_bytes();
+        if generation.is_empty()
+            || generation.len() > MAX_GENERATION
+            || !generation.iter().all(|b| b.is_ascii_graphic())
+        {
+            return c"takes a GENERATION of 1-64 printable characters without spaces"
+                .as_ptr()
+                .cast_mut();
+        }
+        let mut name = *path;
+        // SAFETY: resolves `name` against the prefix (`-p`), allocating the result in the
+        // cycle pool; `name` points at the argument, alive here.
+        if unsafe { ngx::ffi::ngx_conf_full_name((*cf).cycle, &mut name, 0) }
+            != ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t
+        {
+            return NGX_CONF_ERROR;
+        }
+        let path = PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+            name.as_bytes(),
+        ));
+        // SAFETY: NGINX sets both while it reads its command line, before any configuration.
+        let active = unsafe {
+            ngx::ffi::ngx_test_config == 0
+                && ngx::ffi::ngx_process != NGX_PROCESS_SIGNALLER as ngx::ffi::ngx_uint_t
+        };
+        let report =
+            Report { path, generation: text(generation).into_owned(), active, taken: false };
+        // SAFETY: `cf->pool` is the new cycle's pool: `allocate` registers a cleanup that
+        // drops the report when that pool is destroyed (a failed load, or the cycle's end).
+        let p = unsafe { Pool::from_ngx_pool((*cf).pool).allocate(report) };
+        if p.is_null() {
+            return NGX_CONF_ERROR;
+        }
+        LOADING.store(p, Ordering::SeqCst);
+        NGX_CONF_OK
+    })
+}
+
+/// The module's `init_module`: `conf::init_module`, then this load is taken (NGINX calls
+/// `init_module` only after every step of a load that can fail).
+pub(crate) unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx::ffi::ngx_int_t {
+    // SAFETY: NGINX passes the cycle being loaded, as to `conf::init_module`.
+    let rc = unsafe { crate::conf::init_module(cycle) };
+    let p = LOADING.swap(null_mut(), Ordering::SeqCst);
+    if rc == ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t && !p.is_null() {
+        // SAFETY: `p` is the report of the cycle being loaded (set by the directive of this
+        // load and cleared by its drop): alive in that cycle's pool.
+        let report = unsafe { &mut *p };
+        report.taken = true;
+        if report.active {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| report.write("took")));
+        }
+    }
+    rc
+}
