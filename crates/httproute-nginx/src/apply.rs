@@ -173,41 +173,46 @@ pub fn wait_report(report: &Path, generation: u64, wait: Duration) -> Reload {
 }
 
 /// The TCP addresses `new` listens on that `current` does not (the running master holds
-/// those it listens on) and that cannot be bound now, each with its `listen` line (1-based,
-/// in `new`) and the error. A bound address is released at once.
+/// those it listens on) and that cannot be bound now, each with its `listen` directive and
+/// the error. A bound address is released at once.
 pub fn held_ports(current: &str, new: &str) -> Vec<String> {
     let old: std::collections::BTreeSet<String> =
-        tcp_listens(current).into_iter().map(|(_, a)| a).collect();
+        tcp_listens(current).into_iter().map(|(a, _)| a).collect();
     let mut seen = std::collections::BTreeSet::new();
     tcp_listens(new)
         .into_iter()
-        .filter(|(_, a)| !old.contains(a) && seen.insert(a.clone()))
-        .filter_map(|(line, a)| {
+        .filter(|(a, _)| !old.contains(a) && seen.insert(a.clone()))
+        .filter_map(|(a, listen)| {
             let e = std::net::TcpListener::bind(a.as_str()).err()?;
-            Some(format!("port {a} (nginx.conf line {line}, a Gateway listener's): {e}"))
+            Some(format!("port {a} (nginx.conf's `{listen}`, a Gateway listener's): {e}"))
         })
         .collect()
 }
 
-/// The TCP addresses of `text`'s `listen` lines (`PORT` as `0.0.0.0:PORT`), with their line
-/// numbers (1-based); `unix:` sockets are left out.
-fn tcp_listens(text: &str) -> Vec<(usize, String)> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let word = l.trim_start().strip_prefix("listen ")?.split_whitespace().next()?;
-            let word = word.trim_end_matches(';').trim_matches(['"', '\'']);
-            if word.starts_with("unix:") {
-                return None;
+/// The TCP addresses of the `listen` directives of `text`'s servers, as NGINX reads the file
+/// ([`crate::conf_reader`]; `PORT` and `*:PORT` as `0.0.0.0:PORT`), each with its directive;
+/// `unix:` sockets are left out, and a file that does not parse has none.
+fn tcp_listens(text: &str) -> Vec<(String, String)> {
+    fn walk(stmts: &[crate::conf::Stmt], in_server: bool, out: &mut Vec<(String, String)>) {
+        for s in stmts {
+            match (s.words.first().map(String::as_str), s.words.get(1), &s.block) {
+                (Some("listen"), Some(word), None) if in_server && !word.starts_with("unix:") => {
+                    let port = word.strip_prefix("*:").unwrap_or(word);
+                    let addr = if port.bytes().all(|b| b.is_ascii_digit()) {
+                        format!("0.0.0.0:{port}")
+                    } else {
+                        word.clone()
+                    };
+                    out.push((addr, s.words.join(" ")));
+                }
+                (first, _, Some(block)) => walk(block, first == Some("server"), out),
+                _ => {}
             }
-            let addr = if word.bytes().all(|b| b.is_ascii_digit()) {
-                format!("0.0.0.0:{word}")
-            } else {
-                word.to_owned()
-            };
-            Some((i + 1, addr))
-        })
-        .collect()
+        }
+    }
+    let mut out = Vec::new();
+    walk(&crate::conf_reader::read(text).unwrap_or_default(), false, &mut out);
+    out
 }
 
 /// The pid in `DIR/logs/nginx.pid`, if it names a process (where /proc tells). `nginx -t`
@@ -237,4 +242,22 @@ fn run_nginx(
     let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stdout));
     Ok((out.status.success(), text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tcp_listens;
+
+    /// The addresses are the ones NGINX reads: several directives on a line, quotes, comments,
+    /// `*:PORT`, a `map`'s key that spells `listen`, `unix:` left out.
+    #[test]
+    fn listens_are_read_as_nginx_reads_them() {
+        let conf = "http { server { listen 127.0.0.1:1; listen \"127.0.0.1:2\" ssl; }\n\
+                    # listen 3;\nserver {\n  listen *:4;\n  listen unix:/x.sock;\n  listen 5; }\n\
+                    map $a $b { listen 6; } }\n";
+        let got: Vec<(String, String)> = tcp_listens(conf);
+        let addrs: Vec<&str> = got.iter().map(|(a, _)| a.as_str()).collect();
+        assert_eq!(addrs, ["127.0.0.1:1", "127.0.0.1:2", "0.0.0.0:4", "0.0.0.0:5"]);
+        assert_eq!(got[1].1, "listen 127.0.0.1:2 ssl");
+    }
 }
