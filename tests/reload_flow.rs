@@ -446,7 +446,8 @@ fn children_of(pid: u32) -> Vec<u32> {
 /// which no client can write: a configuration `nginx -t` passes and the master refuses (a
 /// `limit_req_zone` whose key changes: NGINX refuses a zone's new key at the reload), applied
 /// while a client fills the error log with the master's pid and the texts of a verdict, is
-/// reported refused, put back, and the old generation serves; the next good one is reported
+/// reported refused, put back, and the old generation serves (`nginx -t` reports nothing, a
+/// start reports its generation taken); the next good one is reported
 /// taken; after kill -9 of the master and its workers, a fresh start from the same directory
 /// starts (nothing stale blocks it) and reports its generation taken.
 #[test]
@@ -475,9 +476,14 @@ fn a_reload_verdict_no_client_can_forge() {
         let generation = staged.generation().expect("a generation");
         (staged, generation)
     };
-    let (staged, _) = stage_with(BACKENDS[0], "$binary_remote_addr");
+    let (staged, first) = stage_with(BACKENDS[0], "$binary_remote_addr");
     staged.commit().unwrap();
+    // nginx -t runs the module's init_module too: it reports nothing.
+    let (ok, said) = Prefix::existing(dir.clone(), "nginx.conf", port).test();
+    assert!(ok, "{said}");
+    assert!(!report.exists(), "nginx -t wrote {:?}", read(&report));
     let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
+    wait_for("the start's report", || read(&report) == format!("{first} took\n"));
     wait_for("the pid file", || read(&dir.join("logs/nginx.pid")).trim().parse::<u32>().is_ok());
     let master: u32 = read(&dir.join("logs/nginx.pid")).trim().parse().unwrap();
     wait_for("the gateway", || get(port, "/moving/").is_ok_and(|(s, _)| s == 200));
