@@ -58,10 +58,7 @@ pub enum Applied {
 /// (a product timeout: a master that reads a large configuration takes seconds).
 pub const RELOAD_WAIT: Duration = Duration::from_secs(30);
 
-/// Where the master reports each configuration load, relative to the prefix: the generated
-/// configuration's `http_matches_reload_report` (the module writes `N took` or `N refused`,
-/// by a rename; no client can write there, unlike the error log).
-pub const REPORT: &str = "logs/reload.report";
+pub use crate::emit_global::REPORT;
 
 /// The error log the generated configuration names (`error_log logs/error.log notice`): read
 /// by people for the reason of a refusal, never by this flow.

@@ -6,6 +6,11 @@
 
 use crate::conf::{Directive, Node};
 
+/// Where the master reports each configuration load, relative to the prefix: the generated
+/// configuration's `http_matches_reload_report` (the module writes `N took` or `N refused`,
+/// by a rename; no client can write there, unlike the error log).
+pub const REPORT: &str = "logs/reload.report";
+
 /// `worker_processes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workers {
@@ -106,13 +111,10 @@ pub fn access_log(g: &Global) -> Node {
 
 /// `http_matches_reload_report logs/reload.report N`, the `http` block's first line (so that
 /// every load that fails in it is reported): the master writes there whether it took
-/// generation N, which `apply` waits for ([`crate::apply`]).
+/// generation N, which `apply` waits for.
 pub fn reload_report(g: &Global) -> Option<Node> {
     g.generation.map(|n| {
-        Directive::new("http_matches_reload_report")
-            .code(crate::apply::REPORT)
-            .code(n.to_string())
-            .into()
+        Directive::new("http_matches_reload_report").code(REPORT).code(n.to_string()).into()
     })
 }
 
