@@ -49,19 +49,19 @@ use ngx::ffi::{
     NGX_HTTP_SPECIAL_RESPONSE, NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED,
     NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_LOG_ERR,
     NGX_LOG_INFO, NGX_OK, ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key,
-    ngx_http_add_variable, ngx_http_conf_ctx_t, ngx_http_finalize_request,
-    ngx_http_get_indexed_variable, ngx_http_get_variable_index, ngx_http_handler_pt,
-    ngx_http_internal_redirect, ngx_http_named_location, ngx_http_post_subrequest_t,
-    ngx_http_read_client_request_body, ngx_http_request_empty_handler, ngx_http_request_t,
-    ngx_http_subrequest, ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t,
-    ngx_palloc, ngx_pcalloc, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    ngx_http_conf_ctx_t, ngx_http_finalize_request, ngx_http_get_indexed_variable,
+    ngx_http_get_variable_index, ngx_http_handler_pt, ngx_http_internal_redirect,
+    ngx_http_named_location, ngx_http_post_subrequest_t, ngx_http_read_client_request_body,
+    ngx_http_request_empty_handler, ngx_http_request_t, ngx_http_subrequest,
+    ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t, ngx_palloc, ngx_pcalloc,
+    ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{ngx_conf_log_error, ngx_log_error};
 
 use crate::state::{EppVars, LocConf};
 use crate::util::{conf_args, escape, pool_str, text, var};
-use crate::{ConfResult, HttpMatchesModule, guard};
+use crate::{ConfResult, HttpMatchesModule, guard, variables};
 
 /// The shim NGF runs beside NGINX (epp.js's `SHIM_URI`).
 const DEFAULT_URL: &str = "http://127.0.0.1:54800";
@@ -359,21 +359,8 @@ pub(crate) fn merge_check(
 /// Registers `$inference_workload_endpoint` (empty until the handler sets it, like
 /// `js_var`). Changeable, so that a `js_var` or `set` of the same name still loads.
 pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> bool {
-    let mut n = ngx_str_t { len: VAR_ENDPOINT.len(), data: VAR_ENDPOINT.as_ptr().cast_mut() };
-    // SAFETY: `ngx_http_add_variable` copies the name into the configuration pool.
-    let v = unsafe {
-        ngx_http_add_variable(
-            cf,
-            &mut n,
-            (NGX_HTTP_VAR_CHANGEABLE | NGX_HTTP_VAR_NOCACHEABLE) as ngx_uint_t,
-        )
-    };
-    if v.is_null() {
-        return false;
-    }
-    // SAFETY: `v` is the variable NGINX just created; we set its getter.
-    unsafe { (*v).get_handler = Some(endpoint_empty) };
-    true
+    let flags = NGX_HTTP_VAR_CHANGEABLE | NGX_HTTP_VAR_NOCACHEABLE;
+    variables::add(cf, VAR_ENDPOINT, flags as ngx_uint_t, endpoint_empty)
 }
 
 /// Getter of `$inference_workload_endpoint` before the handler stored a value: empty.
@@ -393,15 +380,7 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) {
     if !epp.used {
         return;
     }
-    let index = |name: &str| {
-        if !crate::conf::declared(cf, name) {
-            return None;
-        }
-        let mut n = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
-        // SAFETY: valid during configuration; the name is copied by NGINX.
-        let i = unsafe { ngx_http_get_variable_index(cf, &mut n) };
-        (i != NGX_ERROR as ngx_int_t).then_some(i as ngx_uint_t)
-    };
+    let index = |name| variables::declared_index(cf, name);
     epp.host = index(VAR_HOST);
     epp.port = index(VAR_PORT);
     epp.path = index(VAR_PATH);

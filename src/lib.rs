@@ -10,14 +10,9 @@ use core::ffi::{c_char, c_void};
 use core::ptr::{addr_of, addr_of_mut};
 
 use ngx::ffi::{
-    NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE2, NGX_CONF_TAKE12,
-    NGX_HTTP_LIF_CONF, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
-    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_HTTP_SRV_CONF_OFFSET,
-    ngx_command_t, ngx_conf_set_flag_slot, ngx_conf_set_size_slot, ngx_conf_t, ngx_http_module_t,
-    ngx_int_t, ngx_module_t, ngx_str_t, ngx_uint_t,
+    NGX_HTTP_MODULE, ngx_conf_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf};
-use ngx::ngx_string;
 
 mod cache;
 mod conf;
@@ -29,6 +24,7 @@ mod prefork;
 mod reload_report;
 mod state;
 mod util;
+mod variables;
 
 pub use state::{LocConf, MainConf, SrvConf};
 
@@ -49,21 +45,33 @@ impl HttpModule for HttpMatchesModule {
     unsafe extern "C" fn postconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
         guard::conf_status(cf, || conf::postconfiguration(cf))
     }
+
+    unsafe extern "C" fn init_main_conf(cf: *mut ngx_conf_t, conf: *mut c_void) -> ConfResult {
+        conf::init_main_conf(cf, conf)
+    }
+
+    unsafe extern "C" fn merge_loc_conf(
+        cf: *mut ngx_conf_t,
+        prev: *mut c_void,
+        conf: *mut c_void,
+    ) -> ConfResult {
+        conf::merge_loc_conf(cf, prev, conf)
+    }
 }
 
-// SAFETY: the main conf of this module is always created by `conf::create_main_conf`, which
+// SAFETY: the main conf of this module is always created by `HttpModule::create_main_conf`, which
 // allocates a `MainConf`.
 unsafe impl HttpModuleMainConf for HttpMatchesModule {
     type MainConf = MainConf;
 }
 
-// SAFETY: the server conf of this module is always created by `conf::create_srv_conf`, which
+// SAFETY: the server conf of this module is always created by `HttpModule::create_srv_conf`, which
 // allocates a `SrvConf`.
 unsafe impl HttpModuleServerConf for HttpMatchesModule {
     type ServerConf = SrvConf;
 }
 
-// SAFETY: the location conf of this module is always created by `conf::create_loc_conf`, which
+// SAFETY: the location conf of this module is always created by `HttpModule::create_loc_conf`, which
 // allocates a `LocConf`.
 unsafe impl HttpModuleLocationConf for HttpMatchesModule {
     type LocationConf = LocConf;
@@ -72,135 +80,13 @@ unsafe impl HttpModuleLocationConf for HttpMatchesModule {
 static NGX_HTTP_MATCHES_MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
     preconfiguration: Some(HttpMatchesModule::preconfiguration),
     postconfiguration: Some(HttpMatchesModule::postconfiguration),
-    create_main_conf: Some(conf::create_main_conf),
-    init_main_conf: Some(conf::init_main_conf),
-    create_srv_conf: Some(conf::create_srv_conf),
+    create_main_conf: Some(HttpMatchesModule::create_main_conf),
+    init_main_conf: Some(HttpMatchesModule::init_main_conf),
+    create_srv_conf: Some(HttpMatchesModule::create_srv_conf),
     merge_srv_conf: None,
-    create_loc_conf: Some(conf::create_loc_conf),
-    merge_loc_conf: Some(conf::merge_loc_conf),
+    create_loc_conf: Some(HttpMatchesModule::create_loc_conf),
+    merge_loc_conf: Some(HttpMatchesModule::merge_loc_conf),
 };
-
-/// A directive handler as `ngx_command_t` holds it.
-type SetFn = unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
-
-/// One entry of the directive table: `name`, where it may stand and its arguments (`type_`),
-/// its handler, which configuration it writes (`conf`: `NGX_HTTP_*_CONF_OFFSET`) and the
-/// field's offset in it (for NGINX's own slot setters; 0 for ours).
-const fn directive(
-    name: ngx_str_t,
-    type_: u32,
-    set: SetFn,
-    conf: ngx_uint_t,
-    offset: ngx_uint_t,
-) -> ngx_command_t {
-    ngx_command_t {
-        name,
-        type_: type_ as ngx_uint_t,
-        set: Some(set),
-        conf,
-        offset,
-        post: core::ptr::null_mut(),
-    }
-}
-
-/// A directive with a handler of this module (which finds its field itself).
-const fn handler(name: ngx_str_t, type_: u32, set: SetFn, conf: ngx_uint_t) -> ngx_command_t {
-    directive(name, type_, set, conf, 0)
-}
-
-/// An `on|off` directive stored by `ngx_conf_set_flag_slot` into the field at `offset`.
-const fn flag(name: ngx_str_t, contexts: u32, conf: ngx_uint_t, offset: usize) -> ngx_command_t {
-    directive(name, contexts | NGX_CONF_FLAG, ngx_conf_set_flag_slot, conf, offset)
-}
-
-/// A size directive (`16k`, `32m`) stored by `ngx_conf_set_size_slot` into the field at
-/// `offset`.
-const fn size(name: ngx_str_t, contexts: u32, conf: ngx_uint_t, offset: usize) -> ngx_command_t {
-    directive(name, contexts | NGX_CONF_TAKE1, ngx_conf_set_size_slot, conf, offset)
-}
-
-/// The `http` block only.
-const MAIN: u32 = NGX_HTTP_MAIN_CONF;
-/// `http`, `server` and `location`.
-const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
-
-static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
-    handler(
-        ngx_string!("http_matches_load"),
-        MAIN | NGX_CONF_TAKE12,
-        conf::cmd_http_matches_load,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-    ),
-    handler(
-        ngx_string!("http_matches"),
-        NGX_HTTP_LOC_CONF | NGX_HTTP_LIF_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE12,
-        conf::cmd_http_matches,
-        NGX_HTTP_LOC_CONF_OFFSET,
-    ),
-    flag(
-        ngx_string!("http_matches_strict"),
-        ANY_LEVEL,
-        NGX_HTTP_LOC_CONF_OFFSET,
-        core::mem::offset_of!(LocConf, strict),
-    ),
-    handler(
-        ngx_string!("http_matches_fallback"),
-        NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
-        conf::cmd_http_matches_fallback,
-        NGX_HTTP_SRV_CONF_OFFSET,
-    ),
-    handler(
-        ngx_string!("http_matches_regex_budget"),
-        ANY_LEVEL | NGX_CONF_TAKE1,
-        conf::cmd_http_matches_regex_budget,
-        NGX_HTTP_LOC_CONF_OFFSET,
-    ),
-    handler(
-        ngx_string!("http_matches_max_memory"),
-        MAIN | NGX_CONF_TAKE12,
-        conf::cmd_http_matches_max_memory,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-    ),
-    size(
-        ngx_string!("http_matches_regex_cache"),
-        MAIN,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-        core::mem::offset_of!(MainConf, regex_cache_size),
-    ),
-    size(
-        ngx_string!("http_matches_var_max_size"),
-        MAIN,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-        core::mem::offset_of!(MainConf, var_max_size),
-    ),
-    size(
-        ngx_string!("http_matches_var_cache"),
-        MAIN,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-        core::mem::offset_of!(MainConf, var_cache_size),
-    ),
-    flag(
-        ngx_string!("http_matches_prefork"),
-        MAIN,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-        core::mem::offset_of!(MainConf, prefork),
-    ),
-    // http_matches_epp (issue #32; see src/epp.rs).
-    handler(
-        ngx_string!("http_matches_epp"),
-        NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1,
-        epp::cmd_http_matches_epp,
-        NGX_HTTP_LOC_CONF_OFFSET,
-    ),
-    // The master's verdict on each configuration load (issue #45; see src/reload_report.rs).
-    handler(
-        ngx_string!("http_matches_reload_report"),
-        MAIN | NGX_CONF_TAKE2,
-        reload_report::cmd_http_matches_reload_report,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-    ),
-    ngx_command_t::empty(),
-];
 
 /// The module object `load_module` finds through `ngx_modules`.
 // SAFETY (no_mangle): the symbol name is this module's own and unique in NGINX; the addon build
@@ -211,9 +97,9 @@ static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
 pub static mut ngx_http_matches_module: ngx_module_t = ngx_module_t {
     ctx: addr_of!(NGX_HTTP_MATCHES_MODULE_CTX) as *mut c_void,
     // SAFETY: taking the address of a static does not read or write it.
-    commands: unsafe { addr_of_mut!(NGX_HTTP_MATCHES_COMMANDS[0]) },
+    commands: unsafe { addr_of_mut!(conf::NGX_HTTP_MATCHES_COMMANDS[0]) },
     type_: NGX_HTTP_MODULE as ngx_uint_t,
-    init_module: Some(reload_report::init_module),
+    init_module: Some(conf::init_module),
     init_process: Some(prefork::init_process),
     exit_process: Some(conf::exit_process),
     ..ngx_module_t::default()

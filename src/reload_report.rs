@@ -16,7 +16,7 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use std::path::PathBuf;
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Pool};
-use ngx::ffi::{NGX_LOG_ALERT, NGX_PROCESS_SIGNALLER, ngx_command_t, ngx_conf_t, ngx_cycle_t};
+use ngx::ffi::{NGX_LOG_ALERT, NGX_PROCESS_SIGNALLER, ngx_command_t, ngx_conf_t};
 use ngx::ngx_log_error;
 
 use crate::util::{conf_args, text};
@@ -127,13 +127,11 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_reload_report(
     })
 }
 
-/// The module's `init_module`: `conf::init_module`, then this load is taken (NGINX calls
+/// This load is taken: called at the end of the module's `init_module` (NGINX calls
 /// `init_module` only after every step of a load that can fail).
-pub(crate) unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx::ffi::ngx_int_t {
-    // SAFETY: NGINX passes the cycle being loaded, as to `conf::init_module`.
-    let rc = unsafe { crate::conf::init_module(cycle) };
+pub(crate) fn taken() {
     let p = LOADING.swap(null_mut(), Ordering::SeqCst);
-    if rc == ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t && !p.is_null() {
+    if !p.is_null() {
         // SAFETY: `p` is the report of the cycle being loaded (set by the directive of this
         // load and cleared by its drop): alive in that cycle's pool.
         let report = unsafe { &mut *p };
@@ -142,5 +140,4 @@ pub(crate) unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx::ffi
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| report.write("took")));
         }
     }
-    rc
 }

@@ -1,0 +1,523 @@
+//! The directive table and the handlers of this module's directives: each turns its
+//! arguments into typed values (lists compiled where they stand, in the master) and fails
+//! the load in NGINX's own style.
+
+use core::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
+use ngx::ffi::{
+    NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE2, NGX_CONF_TAKE12,
+    NGX_HTTP_LIF_CONF, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
+    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_HTTP_SRV_CONF_OFFSET, NGX_LOG_EMERG,
+    NGX_LOG_WARN, ngx_command_t, ngx_conf_full_name, ngx_conf_set_flag_slot,
+    ngx_conf_set_size_slot, ngx_conf_t, ngx_int_t, ngx_parse_size, ngx_str_t, ngx_uint_t,
+};
+use ngx::http::{
+    HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
+};
+use ngx::{ngx_conf_log_error, ngx_string};
+use route_match::{Bounds, FileError, Syntax};
+
+use crate::state::{
+    DEFAULT_REGEX_BUDGET, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf,
+};
+use crate::util::{conf_args, conf_where, text};
+use crate::{ConfResult, HttpMatchesModule, guard, handler};
+
+/// A directive handler as `ngx_command_t` holds it.
+type SetFn = unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
+
+/// One entry of the directive table: `name`, where it may stand and its arguments (`type_`),
+/// its handler, which configuration it writes (`conf`: `NGX_HTTP_*_CONF_OFFSET`) and the
+/// field's offset in it (for NGINX's own slot setters; 0 for ours).
+const fn directive(
+    name: ngx_str_t,
+    type_: u32,
+    set: SetFn,
+    conf: ngx_uint_t,
+    offset: ngx_uint_t,
+) -> ngx_command_t {
+    ngx_command_t {
+        name,
+        type_: type_ as ngx_uint_t,
+        set: Some(set),
+        conf,
+        offset,
+        post: core::ptr::null_mut(),
+    }
+}
+
+/// A directive with a handler of this module (which finds its field itself).
+const fn handler(name: ngx_str_t, type_: u32, set: SetFn, conf: ngx_uint_t) -> ngx_command_t {
+    directive(name, type_, set, conf, 0)
+}
+
+/// An `on|off` directive stored by `ngx_conf_set_flag_slot` into the field at `offset`.
+const fn flag(name: ngx_str_t, contexts: u32, conf: ngx_uint_t, offset: usize) -> ngx_command_t {
+    directive(name, contexts | NGX_CONF_FLAG, ngx_conf_set_flag_slot, conf, offset)
+}
+
+/// A size directive (`16k`, `32m`) stored by `ngx_conf_set_size_slot` into the field at
+/// `offset`.
+const fn size(name: ngx_str_t, contexts: u32, conf: ngx_uint_t, offset: usize) -> ngx_command_t {
+    directive(name, contexts | NGX_CONF_TAKE1, ngx_conf_set_size_slot, conf, offset)
+}
+
+/// The `http` block only.
+const MAIN: u32 = NGX_HTTP_MAIN_CONF;
+/// `http`, `server` and `location`.
+const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
+
+pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
+    handler(
+        ngx_string!("http_matches_load"),
+        MAIN | NGX_CONF_TAKE12,
+        cmd_http_matches_load,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+    ),
+    handler(
+        ngx_string!("http_matches"),
+        NGX_HTTP_LOC_CONF | NGX_HTTP_LIF_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE12,
+        cmd_http_matches,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    flag(
+        ngx_string!("http_matches_strict"),
+        ANY_LEVEL,
+        NGX_HTTP_LOC_CONF_OFFSET,
+        core::mem::offset_of!(LocConf, strict),
+    ),
+    handler(
+        ngx_string!("http_matches_fallback"),
+        NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
+        cmd_http_matches_fallback,
+        NGX_HTTP_SRV_CONF_OFFSET,
+    ),
+    handler(
+        ngx_string!("http_matches_regex_budget"),
+        ANY_LEVEL | NGX_CONF_TAKE1,
+        cmd_http_matches_regex_budget,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    handler(
+        ngx_string!("http_matches_max_memory"),
+        MAIN | NGX_CONF_TAKE12,
+        cmd_http_matches_max_memory,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+    ),
+    size(
+        ngx_string!("http_matches_regex_cache"),
+        MAIN,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+        core::mem::offset_of!(MainConf, regex_cache_size),
+    ),
+    size(
+        ngx_string!("http_matches_var_max_size"),
+        MAIN,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+        core::mem::offset_of!(MainConf, var_max_size),
+    ),
+    size(
+        ngx_string!("http_matches_var_cache"),
+        MAIN,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+        core::mem::offset_of!(MainConf, var_cache_size),
+    ),
+    flag(
+        ngx_string!("http_matches_prefork"),
+        MAIN,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+        core::mem::offset_of!(MainConf, prefork),
+    ),
+    // http_matches_epp (issue #32; see src/epp).
+    handler(
+        ngx_string!("http_matches_epp"),
+        NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1,
+        crate::epp::cmd_http_matches_epp,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    // The master's verdict on each configuration load (issue #45; see src/reload_report.rs).
+    handler(
+        ngx_string!("http_matches_reload_report"),
+        MAIN | NGX_CONF_TAKE2,
+        crate::reload_report::cmd_http_matches_reload_report,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+    ),
+    ngx_command_t::empty(),
+];
+
+/// The arguments of the directive being parsed, split into the `syntax=` option and the
+/// others; `None` (logged) when `syntax=` is wrong.
+///
+/// # Safety
+/// Only from a directive handler; the result must not outlive it (`cf->args`).
+unsafe fn directive_args<'a>(cf: *mut ngx_conf_t) -> Option<(Syntax, Vec<&'a [u8]>)> {
+    // SAFETY: the caller is a directive handler, so `cf->args` is valid for `'a`.
+    let args = unsafe { conf_args(cf) };
+    match split_syntax(args.get(1..).unwrap_or_default()) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: {e}");
+            None
+        }
+    }
+}
+
+/// Splits directive arguments into the `syntax=` option and the others.
+fn split_syntax(args: &[ngx_str_t]) -> Result<(Syntax, Vec<&[u8]>), String> {
+    let mut syntax = Syntax::Auto;
+    let mut rest = Vec::new();
+    for a in args {
+        match a.as_bytes().strip_prefix(b"syntax=") {
+            Some(v) => {
+                syntax =
+                    core::str::from_utf8(v).ok().and_then(Syntax::from_name).ok_or_else(|| {
+                        format!("invalid \"syntax={}\": use auto, typed or untyped", text(v))
+                    })?;
+            }
+            None => rest.push(a.as_bytes()),
+        }
+    }
+    Ok((syntax, rest))
+}
+
+/// `http_matches_load FILE [syntax=auto|typed|untyped];`
+pub(crate) unsafe extern "C" fn cmd_http_matches_load(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: the directive is registered with NGX_HTTP_MAIN_CONF_OFFSET, so `conf` is this
+        // module's main conf, created by `create_main_conf`.
+        let mcf = unsafe { &mut *(conf as *mut MainConf) };
+        if mcf.file.is_some() {
+            return c"is duplicate".as_ptr().cast_mut();
+        }
+        // SAFETY: in a directive handler; the arguments are used before it returns.
+        let Some((syntax, rest)) = (unsafe { directive_args(cf) }) else { return NGX_CONF_ERROR };
+        let [path] = rest[..] else {
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_load: expected one FILE");
+            return NGX_CONF_ERROR;
+        };
+        let mut name = ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() };
+        // SAFETY: `ngx_conf_full_name` resolves `name` against the configuration prefix,
+        // allocating the result in the cycle pool; `name` points at the argument, alive here.
+        if unsafe { ngx_conf_full_name((*cf).cycle, &mut name, 1) } != ngx::ffi::NGX_OK as ngx_int_t
+        {
+            return NGX_CONF_ERROR;
+        }
+        let file_name = text(name.as_bytes()).into_owned();
+        mcf.compiled_any = true;
+        crate::prefork::mark_used();
+        let bounds = mcf.bounds();
+        let compiled = route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds);
+        match compiled {
+            Ok(file) => {
+                for n in &file.notices {
+                    ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: \"{}\": {n}", file_name);
+                }
+                mcf.compiled_memory += file.memory();
+                mcf.file_warnings = file.warnings.clone();
+                mcf.file = Some(Arc::new(file));
+                mcf.file_name = file_name;
+                // SAFETY: called from a directive handler.
+                mcf.file_where = unsafe { conf_where(cf) };
+                NGX_CONF_OK
+            }
+            Err(FileError::Io(e)) => {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches: cannot read \"{file_name}\": {e}"
+                );
+                NGX_CONF_ERROR
+            }
+            Err(FileError::Memory(e)) => {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches: cannot compile \"{file_name}\": {e} (http_matches_max_memory \
+                     {}; {} bytes already taken by lists compiled before it)",
+                    size_text(mcf.max_memory),
+                    mcf.compiled_memory
+                );
+                NGX_CONF_ERROR
+            }
+            Err(e) => {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches: invalid \"{file_name}\": {e}"
+                );
+                NGX_CONF_ERROR
+            }
+        }
+    })
+}
+
+/// `http_matches [JSON_LIST] [syntax=auto|typed|untyped];`
+pub(crate) unsafe extern "C" fn cmd_http_matches(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: registered with NGX_HTTP_LOC_CONF_OFFSET: `conf` is this module's location
+        // conf, created by `create_loc_conf`.
+        let lcf = unsafe { &mut *(conf as *mut LocConf) };
+        if lcf.enabled {
+            return c"is duplicate".as_ptr().cast_mut();
+        }
+        // SAFETY: in a directive handler; the arguments are used before it returns.
+        let Some((syntax, rest)) = (unsafe { directive_args(cf) }) else { return NGX_CONF_ERROR };
+        lcf.enabled = true;
+        crate::prefork::mark_used();
+        lcf.var_syntax = syntax;
+        // SAFETY: as below, the http main conf of this module exists while parsing.
+        let main = HttpMatchesModule::main_conf_mut(unsafe { &*cf });
+        let bounds = main.as_ref().map_or_else(Bounds::default, |m| m.bounds());
+        if let Some(m) = main {
+            m.compiled_any |= !rest.is_empty();
+        }
+        match rest[..] {
+            [] => {}
+            // `[]`: a list with no entry, so never a winner (a server's catch-all under
+            // `http_matches_fallback`). The engine compiles no empty list; none is needed.
+            [json] if is_empty_list(json) => lcf.inline_empty = true,
+            [json] => match route_match::compile_list_within(json, syntax, bounds) {
+                Ok(c) => {
+                    // SAFETY: called from a directive handler.
+                    lcf.pending_where = unsafe { conf_where(cf) };
+                    let names: Vec<(usize, String)> = c
+                        .list
+                        .redirects()
+                        .filter(|(_, p)| p.starts_with('@'))
+                        .map(|(i, p)| (i, p.to_owned()))
+                        .collect();
+                    // SAFETY: `cf` is parsing a location inside a server block, so the core
+                    // module's server conf of that server and this module's main conf exist
+                    // (and live for the cycle).
+                    let cf_ref = unsafe { &*cf };
+                    let server = NgxHttpCoreModule::server_conf(cf_ref)
+                        .map_or(core::ptr::null(), core::ptr::from_ref);
+                    let main = HttpMatchesModule::main_conf_mut(cf_ref);
+                    if let Some(mcf) = HttpMatchesModule::main_conf_mut(cf_ref) {
+                        mcf.compiled_memory += c.list.memory();
+                    }
+                    if let (false, Some(mcf)) = (names.is_empty(), main) {
+                        mcf.named_checks.push(NamedCheck {
+                            server,
+                            loc: core::ptr::from_ref(lcf),
+                            names,
+                            at: lcf.pending_where.clone(),
+                        });
+                    }
+                    for n in &c.notices {
+                        ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: inline list: {n}");
+                    }
+                    lcf.inline = Some(Arc::new(c.list));
+                    lcf.pending = c.warnings;
+                }
+                Err(e) if e.is_memory() => {
+                    ngx_conf_log_error!(
+                        NGX_LOG_EMERG,
+                        cf,
+                        "http_matches: cannot compile the inline match list: {e} \
+                         (http_matches_max_memory {} left for it)",
+                        size_text(bounds.memory)
+                    );
+                    return NGX_CONF_ERROR;
+                }
+                Err(e) => {
+                    ngx_conf_log_error!(
+                        NGX_LOG_EMERG,
+                        cf,
+                        "http_matches: invalid inline match list: {e}"
+                    );
+                    return NGX_CONF_ERROR;
+                }
+            },
+            _ => {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches: expected at most one match list (a JSON array)"
+                );
+                return NGX_CONF_ERROR;
+            }
+        }
+        // SAFETY: `cf` is parsing a location (or `if`) block, so the core module's location
+        // conf exists; we only set its content handler, as `proxy_pass` or `return` do.
+        match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
+            Some(clcf) => clcf.handler = Some(handler::content_handler),
+            None => return NGX_CONF_ERROR,
+        }
+        // SAFETY: as above, the http main conf of this module exists while parsing.
+        if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
+            mcf.used = true;
+        }
+        NGX_CONF_OK
+    })
+}
+
+/// Whether an inline argument is the empty JSON array (`[]`, JSON whitespace allowed inside).
+fn is_empty_list(json: &[u8]) -> bool {
+    let rest = json.iter().filter(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    rest.eq(b"[]".iter())
+}
+
+/// `http_matches_fallback server_name;`
+pub(crate) unsafe extern "C" fn cmd_http_matches_fallback(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: registered with NGX_HTTP_SRV_CONF_OFFSET: `conf` is this module's server
+        // conf, created by `create_srv_conf`.
+        let scf = unsafe { &mut *(conf as *mut SrvConf) };
+        if scf.fallback.is_some() {
+            return c"is duplicate".as_ptr().cast_mut();
+        }
+        // SAFETY: in a directive handler; the argument is copied before it returns.
+        let args = unsafe { conf_args(cf) };
+        let Some(name) = args.get(1) else { return NGX_CONF_ERROR };
+        if !route_match::vhost::valid_fallback_name(name.as_bytes()) {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_fallback: \"{}\" is not a host name, \"*.\" and a host name, or \"\"",
+                crate::util::escape(name.as_bytes(), 256)
+            );
+            return NGX_CONF_ERROR;
+        }
+        scf.fallback = Some(name.as_bytes().to_vec());
+        scf.fallback_name = name.as_bytes().to_ascii_lowercase();
+        // SAFETY: ngx_hash_key only reads `len` bytes of the name.
+        scf.fallback_key = unsafe {
+            ngx::ffi::ngx_hash_key(scf.fallback_name.as_mut_ptr(), scf.fallback_name.len())
+        };
+        // SAFETY: called from a directive handler.
+        scf.fallback_where = unsafe { conf_where(cf) };
+        NGX_CONF_OK
+    })
+}
+
+/// A bound for log lines: bytes, or `off`.
+fn size_text(n: usize) -> String {
+    if n == usize::MAX { "off".to_owned() } else { n.to_string() }
+}
+
+/// A size in NGINX's own grammar (`ngx_parse_size`: a number with an optional `k` or `m`,
+/// either case), the one `ngx_conf_set_size_slot` uses for every other size directive.
+fn parse_size(v: &[u8]) -> Option<usize> {
+    let mut s = ngx_str_t { len: v.len(), data: v.as_ptr().cast_mut() };
+    // SAFETY: `s` describes `v`'s bytes, alive for the call; `ngx_parse_size` only reads them.
+    let n = unsafe { ngx_parse_size(&mut s) };
+    usize::try_from(n).ok()
+}
+
+/// `http_matches_max_memory size [pattern=size];`
+pub(crate) unsafe extern "C" fn cmd_http_matches_max_memory(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: registered with NGX_HTTP_MAIN_CONF_OFFSET: `conf` is this module's main conf.
+        let mcf = unsafe { &mut *(conf as *mut MainConf) };
+        if mcf.compiled_any {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_max_memory must come before http_matches_load and every inline \
+                 http_matches list (they are compiled where they stand)"
+            );
+            return NGX_CONF_ERROR;
+        }
+        // SAFETY: in a directive handler; the arguments are used before it returns.
+        let args = unsafe { conf_args(cf) };
+        for (i, a) in args.iter().enumerate().skip(1) {
+            let v = a.as_bytes();
+            let (value, is_pattern) = match v.strip_prefix(b"pattern=") {
+                Some(p) => (p, true),
+                None => (v, false),
+            };
+            let size = match (value, i, is_pattern) {
+                (b"off", 1, false) => Some(usize::MAX),
+                (_, 1, false) | (_, 2.., true) => parse_size(value).filter(|n| *n > 0),
+                _ => None,
+            };
+            let Some(size) = size else {
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches_max_memory: invalid \"{}\": expected a size (or off), then \
+                     optionally pattern=size",
+                    text(v)
+                );
+                return NGX_CONF_ERROR;
+            };
+            if is_pattern {
+                mcf.max_pattern_memory = size;
+            } else {
+                mcf.max_memory = size;
+            }
+        }
+        NGX_CONF_OK
+    })
+}
+
+/// `http_matches_regex_budget steps | off;`
+pub(crate) unsafe extern "C" fn cmd_http_matches_regex_budget(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: registered with NGX_HTTP_LOC_CONF_OFFSET: `conf` is this module's loc conf.
+        let lcf = unsafe { &mut *(conf as *mut LocConf) };
+        if lcf.regex_budget != NGX_CONF_UNSET_UINT {
+            return c"is duplicate".as_ptr().cast_mut();
+        }
+        // SAFETY: in a directive handler; the arguments are used before it returns.
+        let args = unsafe { conf_args(cf) };
+        let v = args.get(1).map_or(&b""[..], |a| a.as_bytes());
+        if v == b"off" {
+            lcf.regex_budget = 0;
+            return NGX_CONF_OK;
+        }
+        if let Some(n) = core::str::from_utf8(v).ok().and_then(|s| s.parse::<ngx_uint_t>().ok()) {
+            if n != NGX_CONF_UNSET_UINT {
+                lcf.regex_budget = n;
+                return NGX_CONF_OK;
+            }
+        }
+        let time_unit = v.iter().rposition(u8::is_ascii_digit).is_some_and(|i| {
+            matches!(&v[i + 1..], b"ms" | b"s" | b"m" | b"h" | b"d" | b"w" | b"M" | b"y")
+        });
+        if time_unit {
+            // The old syntax (a time): still loads, with the default work budget.
+            ngx_conf_log_error!(
+                NGX_LOG_WARN,
+                cf,
+                "http_matches_regex_budget \"{}\": the budget is now a count of PCRE2 match \
+                 steps, not a time (the answer must not depend on the machine's speed); the \
+                 default of {} steps applies",
+                text(v),
+                DEFAULT_REGEX_BUDGET
+            );
+            lcf.regex_budget = DEFAULT_REGEX_BUDGET;
+            return NGX_CONF_OK;
+        }
+        ngx_conf_log_error!(
+            NGX_LOG_EMERG,
+            cf,
+            "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",
+            text(v)
+        );
+        NGX_CONF_ERROR
+    })
+}

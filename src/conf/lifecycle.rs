@@ -1,0 +1,148 @@
+//! Lifecycle hooks: the start and end of a configuration load (with the load-time memory
+//! guard), `init_module` and `exit_process`.
+
+use ngx::core::{NGX_CONF_ERROR, Status};
+use ngx::ffi::{NGX_LOG_EMERG, ngx_conf_t, ngx_cycle_t};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::{ngx_conf_log_error, ngx_log_error};
+
+use super::{named::check_named_locations, report};
+use crate::HttpMatchesModule;
+use crate::state::{EXITING, release_free_memory};
+
+/// `init_module`: once per configuration load (start and reload, not `nginx -t`), the version
+/// at `notice`, as NGINX names its own at start, so an error log says which build ran.
+pub(crate) unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx::ffi::ngx_int_t {
+    // SAFETY: `cycle` and its log are valid during init_module.
+    let log = unsafe { (*cycle).log };
+    let notice = std::panic::AssertUnwindSafe(|| {
+        // SAFETY: NGINX sets `ngx_test_config` before it loads any configuration and only
+        // reads it afterwards.
+        if unsafe { ngx::ffi::ngx_test_config } == 0 {
+            crate::prefork::arm();
+            ngx_log_error!(
+                ngx::ffi::NGX_LOG_NOTICE,
+                log,
+                "ngx_http_matches_module {} loaded",
+                env!("CARGO_PKG_VERSION")
+            );
+        }
+    });
+    // Like every entry point: a panic must not unwind into NGINX. Only a notice is at stake.
+    let _ = std::panic::catch_unwind(notice);
+    crate::reload_report::taken();
+    ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t
+}
+
+/// `exit_process`: this worker is exiting; see `MainConf`'s `Drop`.
+pub(crate) unsafe extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
+    EXITING.store(true, core::sync::atomic::Ordering::Relaxed);
+    // Nothing to log from here if it failed: the worker is on its way out either way.
+    let _ = std::panic::catch_unwind(crate::cache::forget_all);
+}
+
+/// Registers `$matches_redirect` and `$matches_entry` before the configuration is parsed, so
+/// `log_format` and friends can name them.
+pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
+    // A configuration load begins (master): the heap held since the last fork serves it.
+    crate::prefork::release();
+    crate::guard::install_panic_hook();
+    if !begin_memory_guard() {
+        ngx_conf_log_error!(
+            NGX_LOG_EMERG,
+            cf,
+            "http_matches: out of memory while loading the configuration: the system refused \
+             the module's 16 MiB reserve (an address-space limit?); the configuration is not \
+             loaded"
+        );
+        return Status::NGX_ERROR;
+    }
+    if !crate::util::var::layout_ok() {
+        ngx_conf_log_error!(
+            NGX_LOG_EMERG,
+            cf,
+            "http_matches: ngx_variable_value_t is not laid out as this module expects on this \
+             platform; the module cannot set variables safely"
+        );
+        return Status::NGX_ERROR;
+    }
+    if !crate::variables::register(cf) {
+        return Status::NGX_ERROR;
+    }
+    if !crate::epp::preconfiguration(cf) {
+        return Status::NGX_ERROR;
+    }
+    Status::NGX_OK
+}
+
+/// The allocator's reserve is held from here to [`end_memory_guard`]: an allocation that
+/// fails anywhere in this module's part of the load (a compile, a directive handler, a merge,
+/// the checks of postconfiguration) is rescued and refuses the load there, instead of
+/// aborting the master (`pcre2_bounded::memory`). `false` when the system cannot give the
+/// reserve now: the load is refused before anything of the module allocates (without the
+/// reserve, any allocation that fails would abort the master: a reload swept across
+/// address-space limits found one in the file's read buffer).
+fn begin_memory_guard() -> bool {
+    pcre2_bounded::memory::begin_load()
+}
+
+/// The last checkpoint of the load: an allocation failed since [`begin_memory_guard`] (and
+/// was rescued by the reserve) fails it with an `[emerg]`; the reserve is given back either
+/// way, so no process forked after the load keeps it.
+fn end_memory_guard(cf: *mut ngx_conf_t, status: Status) -> Status {
+    if pcre2_bounded::memory::end_load() {
+        ngx_conf_log_error!(
+            NGX_LOG_EMERG,
+            cf,
+            "http_matches: out of memory while loading the configuration: the system refused \
+             an allocation (an address-space limit?); the configuration is not loaded"
+        );
+        return Status::NGX_ERROR;
+    }
+    status
+}
+
+/// Reports the file's malformed entries (strictness of the http level) and resolves the
+/// variables the handler reads; ends the memory guard of the load.
+pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
+    let status = postconfiguration_checks(cf);
+    want_prefork(cf);
+    end_memory_guard(cf, status)
+}
+
+/// `http_matches_prefork on`: the fill runs at the next fork (`init_module` arms it); and the
+/// workers' JIT allowance, what `http_matches_max_memory` leaves (see `prefork`).
+fn want_prefork(cf: *mut ngx_conf_t) {
+    // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
+    let mcf = HttpMatchesModule::main_conf(unsafe { &*cf });
+    let on = mcf.is_some_and(|m| m.prefork == 1);
+    let left = mcf.map_or(0, |m| m.max_memory.saturating_sub(m.compiled_memory));
+    crate::prefork::want(on, left);
+}
+
+fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
+    // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
+    let cf_ref = unsafe { &*cf };
+    let strict = HttpMatchesModule::location_conf(cf_ref).is_some_and(|l| l.strict == 1);
+    let Some(mcf) = HttpMatchesModule::main_conf_mut(cf_ref) else { return Status::NGX_ERROR };
+    let warnings = core::mem::take(&mut mcf.file_warnings);
+    if report(cf, &warnings, &mcf.file_where, strict) == NGX_CONF_ERROR {
+        return Status::NGX_ERROR;
+    }
+    if !check_named_locations(cf, mcf, strict) {
+        return Status::NGX_ERROR;
+    }
+    if !crate::fallback::resolve(cf) {
+        return Status::NGX_ERROR;
+    }
+    if mcf.file.is_some() {
+        release_free_memory();
+    }
+    // The workers fork from this process: they inherit the setting of its thread.
+    route_match::regex_cache::set_capacity(mcf.regex_cache_size);
+    crate::epp::postconfiguration(cf, &mut mcf.epp);
+    if !mcf.used {
+        return Status::NGX_OK;
+    }
+    crate::variables::resolve(cf, mcf)
+}

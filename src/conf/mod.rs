@@ -1,0 +1,124 @@
+//! Configuration: directives and everything decided at load time (the conf structures
+//! themselves are in `state`).
+//!
+//! Lists from `http_matches_load` and inline `http_matches` arguments are parsed and compiled
+//! here, in the master, while NGINX reads its configuration: never per request, never per
+//! worker. Problems surface at `nginx -t` in NGINX's own style.
+
+use core::ffi::c_void;
+
+use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
+use ngx::ffi::{NGX_CONF_UNSET, NGX_LOG_EMERG, NGX_LOG_WARN, ngx_conf_t, ngx_flag_t};
+use ngx::http::{HttpModuleLocationConf, Merge, MergeConfigError, NgxHttpCoreModule};
+use ngx::ngx_log_error;
+use route_match::Warning;
+
+use crate::state::{
+    DEFAULT_REGEX_BUDGET, DEFAULT_REGEX_CACHE_SIZE, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE,
+    LocConf, MainConf, NGX_CONF_UNSET_SIZE, NGX_CONF_UNSET_UINT,
+};
+use crate::{ConfResult, guard};
+
+mod directives;
+mod lifecycle;
+mod named;
+
+pub(crate) use directives::NGX_HTTP_MATCHES_COMMANDS;
+pub(crate) use lifecycle::{exit_process, init_module, postconfiguration, preconfiguration};
+
+/// `init_main_conf`: defaults of the http-level directives that were not given.
+pub(crate) fn init_main_conf(cf: *mut ngx_conf_t, conf: *mut c_void) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: NGINX passes this module's main conf, created by `create_main_conf`.
+        let mcf = unsafe { &mut *(conf as *mut MainConf) };
+        let unset_or = |v: &mut usize, d| *v = if *v == NGX_CONF_UNSET_SIZE { d } else { *v };
+        unset_or(&mut mcf.var_max_size, DEFAULT_VAR_MAX_SIZE);
+        unset_or(&mut mcf.var_cache_size, DEFAULT_VAR_CACHE_SIZE);
+        unset_or(&mut mcf.regex_cache_size, DEFAULT_REGEX_CACHE_SIZE);
+        NGX_CONF_OK
+    })
+}
+
+impl Merge for LocConf {
+    /// What a location inherits from the level above.
+    fn merge(&mut self, prev: &LocConf) -> Result<(), MergeConfigError> {
+        if self.strict == NGX_CONF_UNSET as ngx_flag_t {
+            self.strict = if prev.strict == NGX_CONF_UNSET as ngx_flag_t { 0 } else { prev.strict };
+        }
+        if self.regex_budget == NGX_CONF_UNSET_UINT {
+            self.regex_budget = if prev.regex_budget == NGX_CONF_UNSET_UINT {
+                DEFAULT_REGEX_BUDGET
+            } else {
+                prev.regex_budget
+            };
+        }
+        // An inline list is inherited like other directives (this is what makes `http_matches`
+        // work inside `if` blocks of its location).
+        if self.inline.is_none() && !self.enabled {
+            self.inline = prev.inline.clone();
+            self.inline_empty = prev.inline_empty;
+            self.var_syntax = prev.var_syntax;
+        }
+        Ok(())
+    }
+}
+
+/// `merge_loc_conf`: [`Merge`], then what needs the configuration context: `http_matches_epp`
+/// in `if` blocks, its checks, and the inline list's malformed entries.
+pub(crate) fn merge_loc_conf(
+    cf: *mut ngx_conf_t,
+    prev: *mut c_void,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::directive(cf, || {
+        // SAFETY: NGINX passes this module's parent and child location confs, both created by
+        // `create_loc_conf`; they are distinct objects.
+        let (prev, conf) = unsafe { (&*(prev as *const LocConf), &mut *(conf as *mut LocConf)) };
+        let _ = conf.merge(prev);
+        // `http_matches_epp`'s proxy handler goes into the `if` blocks of its location (blocks
+        // with no name): there the content handler stays ours (an `if` block sets none) and
+        // the proxy module inherits its upstream the same way.
+        // SAFETY: during the merge `cf->ctx` holds the child location's confs.
+        let clcf = NgxHttpCoreModule::location_conf(unsafe { &*cf });
+        if conf.epp_proxy.is_none() && clcf.is_some_and(|c| c.noname() != 0) {
+            conf.epp_proxy = prev.epp_proxy;
+        }
+        if let Some(why) = clcf.and_then(|c| crate::epp::merge_check(c, conf)) {
+            // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
+            let log = unsafe { (*cf).log };
+            ngx_log_error!(NGX_LOG_EMERG, log, "http_matches_epp: {why} in {}", conf.epp_where);
+            return NGX_CONF_ERROR;
+        }
+        let warnings = core::mem::take(&mut conf.pending);
+        report(cf, &warnings, &conf.pending_where, conf.strict == 1)
+    })
+}
+
+/// Logs malformed entries: `[warn]`, or `[emerg]` and a failed configuration when strict.
+fn report(cf: *mut ngx_conf_t, warnings: &[Warning], at: &str, strict: bool) -> ConfResult {
+    report_as(cf, warnings, at, strict, "the entry answers 500 when a request reaches it")
+}
+
+/// [`report`], saying what happens at run time (`[warn]`) in `consequence`.
+fn report_as(
+    cf: *mut ngx_conf_t,
+    warnings: &[Warning],
+    at: &str,
+    strict: bool,
+    consequence: &str,
+) -> ConfResult {
+    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
+    let log = unsafe { (*cf).log };
+    for w in warnings {
+        if strict {
+            ngx_log_error!(
+                NGX_LOG_EMERG,
+                log,
+                "http_matches: {w} (http_matches_strict is on) in {at}"
+            );
+        } else {
+            ngx_log_error!(NGX_LOG_WARN, log, "http_matches: {w}; {consequence} in {at}");
+        }
+    }
+    if strict && !warnings.is_empty() { NGX_CONF_ERROR } else { NGX_CONF_OK }
+}

@@ -1,0 +1,103 @@
+//! The `@name` redirect paths of the compiled lists, checked against every server's named
+//! locations once they are known (postconfiguration).
+
+use ngx::core::NGX_CONF_OK;
+use ngx::ffi::{ngx_conf_t, ngx_http_core_loc_conf_t, ngx_http_core_srv_conf_t};
+use ngx::http::{HttpModuleMainConf, NgxHttpCoreModule};
+use route_match::Warning;
+
+use super::report_as;
+use crate::state::MainConf;
+use crate::util::text;
+
+/// The named locations (`@name`) of every server, per server.
+///
+/// # Safety
+/// Only from postconfiguration: the core module's main conf, its servers and their
+/// `named_locations` arrays (built by ngx_http_init_locations just before) are alive.
+unsafe fn named_locations(
+    cf: *mut ngx_conf_t,
+) -> Vec<(*const ngx_http_core_srv_conf_t, Vec<Vec<u8>>)> {
+    let mut out = Vec::new();
+    // SAFETY: see the function's contract; `servers` is an array of core srv conf pointers and
+    // each `named_locations` is null or a null-terminated array of core loc conf pointers.
+    unsafe {
+        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return out };
+        let servers = &cmcf.servers;
+        if servers.nelts == 0 || servers.elts.is_null() {
+            return out;
+        }
+        let servers = core::slice::from_raw_parts(
+            servers.elts as *const *const ngx_http_core_srv_conf_t,
+            servers.nelts,
+        );
+        for &cscf in servers {
+            let mut names = Vec::new();
+            let mut p = (*cscf).named_locations;
+            while !p.is_null() && !(*p).is_null() {
+                let clcf: *const ngx_http_core_loc_conf_t = *p;
+                names.push((*clcf).name.as_bytes().to_vec());
+                p = p.add(1);
+            }
+            out.push((cscf, names));
+        }
+    }
+    out
+}
+
+/// `@name` redirect paths that no server defines (the file's lists: any server; an inline
+/// list: its own server, as `ngx_http_named_location` looks there) are a `[warn]` at load,
+/// or an `[emerg]` under `http_matches_strict on`. Returns `false` when that fails the
+/// configuration.
+pub(super) fn check_named_locations(
+    cf: *mut ngx_conf_t,
+    mcf: &mut MainConf,
+    file_strict: bool,
+) -> bool {
+    let checks = core::mem::take(&mut mcf.named_checks);
+    if checks.is_empty() && mcf.file.is_none() {
+        return true;
+    }
+    // SAFETY: called from postconfiguration.
+    let servers = unsafe { named_locations(cf) };
+    let warning = |key: Option<&[u8]>, entry: usize, message: String| Warning {
+        key: key.map(|k| text(k).into_owned()),
+        also: 0,
+        entry,
+        message,
+    };
+    const WINS: &str = "a request that it wins answers 500";
+    let mut ok = true;
+    for c in &checks {
+        let names = servers.iter().find(|(s, _)| core::ptr::eq(*s, c.server)).map(|(_, n)| n);
+        let missing: Vec<Warning> = c
+            .names
+            .iter()
+            .filter(|(_, name)| !names.is_some_and(|n| n.iter().any(|n| n == name.as_bytes())))
+            .map(|(entry, name)| {
+                let what = format!(
+                    "redirectPath \"{name}\" names a location that this server does not define"
+                );
+                warning(None, *entry, what)
+            })
+            .collect();
+        // SAFETY: `c.loc` is a location conf in the configuration pool, merged by now.
+        let strict = unsafe { (*c.loc).strict == 1 };
+        ok &= report_as(cf, &missing, &c.at, strict, WINS) == NGX_CONF_OK;
+    }
+    if let Some(file) = &mcf.file {
+        let mut missing: Vec<Warning> = Vec::new();
+        for (key, list) in file.iter() {
+            for (entry, path) in list.redirects().filter(|(_, p)| p.starts_with('@')) {
+                if !servers.iter().any(|(_, n)| n.iter().any(|n| n == path.as_bytes())) {
+                    let what =
+                        format!("redirectPath \"{path}\" names a location that no server defines");
+                    missing.push(warning(Some(key), entry, what));
+                }
+            }
+        }
+        missing.sort_by(|a, b| (&a.key, a.entry).cmp(&(&b.key, b.entry)));
+        ok &= report_as(cf, &missing, &mcf.file_where, file_strict, WINS) == NGX_CONF_OK;
+    }
+    ok
+}
