@@ -270,196 +270,102 @@ pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     fence: Option<&parse::Fence>,
     open: impl FnOnce() -> std::io::Result<serde_json::Deserializer<R>>,
 ) -> Result<CompiledFile, FileError> {
-    let mem = |e: Exhausted, during: &str| FileError::Memory(memory_error(e, during));
     // The first pass only looked at strings and counted: the lists are now compiled one by
     // one as they are parsed, never all held as JSON trees, into arrays sized once.
-    scope.check().map_err(|e| mem(e, "reading the file"))?;
-    if survey.out_of_memory {
-        // Stopped before the set of keys outgrew what was left: the scope is not spent yet.
-        let e = if survey.system_refused {
-            Exhausted::OutOfMemory { used: scope.used() }
-        } else {
-            Exhausted::Limit { used: scope.used(), limit: scope.limit() }
-        };
-        return Err(mem(e, "reading the file's keys (the first pass)"));
-    }
-    // A file that is one string is refused by the first pass, before the second copies it.
-    if let Some(e) = survey.string_file.take() {
-        return Err(FileError::Parse(e));
-    }
-    let typed = match syntax {
-        Syntax::Typed => true,
-        Syntax::Untyped => false,
-        Syntax::Auto => survey.typed,
-    };
-    let mut c = Compiler::new(typed, bounds);
-    let what = || {
-        format!(
-            "sizing the arrays for {} keys, {} entries and {} conditions",
-            survey.keys, survey.entries, survey.conditions
-        )
-    };
-    // `bytes` more could not be had while `during`: over the limit, or refused by the system.
-    let refusal = |bytes: usize, during: &str| {
-        let used = scope.used().saturating_add(bytes);
-        let e = if used > scope.limit() {
-            Exhausted::Limit { used, limit: scope.limit() }
-        } else {
-            Exhausted::OutOfMemory { used: scope.used() }
-        };
-        mem(e, during)
-    };
-    if let Err(bytes) = c.b.reserve(&survey) {
-        return Err(refusal(bytes, &what()));
-    }
-    scope.check().map_err(|e| mem(e, &what()))?;
-    // Identical lists (NGF writes one per hostname) are stored once: each list is compiled,
-    // and dropped again if an earlier list has the same entries (strings and patterns are
-    // interned, so equal lists compile to equal conditions).
-    let mut seen: HashMap<u64, Vec<(usize, Range<usize>)>> = HashMap::default();
-    let mut lists: Vec<(Run, Option<u32>)> = Vec::new();
-    // Key -> list (the parser refuses a key written twice).
-    let mut keys: Vec<(Span, Slot)> = Vec::new();
-    // Checked against what is left first (a table of `survey.keys` buckets is up to ~2.3x
-    // as many slots; 3x counted): the allocator counts a reservation past the limit but
-    // does not refuse it.
-    let per_key = 3 * (core::mem::size_of::<(u64, Vec<(usize, Range<usize>)>)>() + 1)
-        + core::mem::size_of::<(Run, Option<u32>)>()
-        + core::mem::size_of::<(Span, Slot)>();
+    check_survey(scope, &mut survey)?;
     // The first key, and its copy for the duplicate check, are allocated by the parse before
     // the first list can be estimated: room for the longest key twice is kept here, and
-    // after each list (see `before`).
+    // after each list (see `Gate::before`).
     let next_key = survey.longest_key.saturating_mul(2);
-    // And the second pass's read buffer, which is opened after these are sized.
-    let tables =
-        survey.keys.saturating_mul(per_key).saturating_add(next_key).saturating_add(reader);
-    if !pcre2_bounded::memory::can_build(tables) {
-        return Err(refusal(tables, &what()));
-    }
-    if seen.try_reserve(survey.keys).is_err()
-        || lists.try_reserve_exact(survey.keys).is_err()
-        || keys.try_reserve_exact(survey.keys).is_err()
-    {
-        return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, &what()));
-    }
-    let mut warnings: Vec<Warning> = Vec::new();
-    let mut notices: Vec<Warning> = Vec::new();
-    // Why the compile stops, and what it was doing when the scope was found spent.
-    let mut failed: Option<(Exhausted, String)> = None;
+    let mut pass = FilePass::new(syntax, bounds, scope, &survey, next_key.saturating_add(reader))?;
     let de = open().map_err(FileError::Io)?;
     // Up to the top-level value, no further than the first pass read (a text changed into
     // something else than a map is not read past that); lifted where the map begins.
     if let Some(fence) = fence {
         fence.set(survey.lead);
     }
-    // Lists of includes, resolved once every key is known (an include may name a later key).
-    let mut composites: Vec<Vec<String>> = Vec::new();
-    // Each list is estimated before it is parsed (serde_json's tree is built whole, with no
-    // checkpoint inside): refused unparsed, with why, when the estimate does not fit.
-    let mut refused: Option<String> = None;
-    // The key of the list being parsed under a fence (its path, cut to 64 bytes), for the
-    // message if the fence is passed.
-    let mut fenced: Option<String> = None;
-    let mut number = 0usize;
-    let mut before = |key: &str| {
-        let length = survey.lengths.get(number).map(|&l| l as usize);
-        number += 1;
-        let estimate =
-            length.map_or(usize::MAX, |l| list_estimate(l, key.len()).saturating_add(next_key));
-        let room = pcre2_bounded::memory::room();
-        if let Some(l) = length.filter(|_| estimate <= room) {
-            if fence.is_some() {
-                fenced = Some(key_path(Some(key)));
-            }
-            return Some(l as u64);
-        }
-        let at = parse::key_path(Some(key));
-        refused = Some(match length {
-            Some(l) => format!(
-                "the compiled lists need more memory than allowed: the list under the key {at} \
-                 has {l} bytes of JSON, which may take up to {estimate} bytes to parse and \
-                 compile, more than the {room} bytes left of the limit of {} bytes; not parsed",
-                scope.limit()
-            ),
-            None => format!(
-                "out of memory before parsing the list under the key {at}: its length is not \
-                 known from the first pass (the memory for it was refused, or the file changed \
-                 between the two passes); not parsed"
-            ),
-        });
-        None
+    let mut gate = Gate {
+        lengths: &survey.lengths,
+        number: 0,
+        next_key,
+        stream: fence.is_some(),
+        fenced: None,
+        refused: None,
+        limit: scope.limit(),
     };
     let room = |n| pcre2_bounded::memory::may_grow(n);
-    let parsed =
-        parse::parse_file_with(de, &survey.names, &room, fence, &mut before, &mut |key, list| {
-            if failed.is_none() {
-                let no_memory =
-                    c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
-                if let Some(e) = scope.check().err().or(no_memory) {
-                    let at = parse::key_path(Some(&key));
-                    failed = Some((e, format!("compiling the list under the key {at}")));
-                    // The reader stops the parse at its next buffer.
-                    return;
-                }
-            } else {
-                return;
-            }
-            let list = match list {
-                Parsed::Entries(list) => list,
-                Parsed::Includes(targets) => {
-                    let span = c.b.intern(&key);
-                    let number = c.b.index(composites.len());
-                    let _ = extend_or_mark(&mut c.b.no_memory, &mut composites, [targets])
-                        && extend_or_mark(
-                            &mut c.b.no_memory,
-                            &mut keys,
-                            [(span, Slot::Composite(number))],
-                        );
-                    return;
-                }
-            };
-            let (first_warning, first_entry, first_cond) =
-                (warnings.len(), c.b.entries.len(), c.b.conds.len());
-            let entries = c.entries(&list, Some(&key), &mut warnings);
-            let shape = c.shape_hash(entries);
-            let earlier = seen.get(&shape).into_iter().flatten().find(|(n, _)| {
-                lists.get(*n).is_some_and(|(other, _)| c.same_entries(*other, entries))
-            });
-            let number = match earlier.cloned() {
-                Some((number, its_warnings)) => {
-                    warnings.truncate(first_warning);
-                    for w in &mut warnings[its_warnings] {
-                        w.also += 1;
-                    }
-                    c.b.entries.truncate(first_entry);
-                    c.b.conds.truncate(first_cond);
-                    number
-                }
-                None => {
-                    let index = index::build(&mut c.b, entries);
-                    if let (Some(what), Err(e)) = (c.b.spent_in, scope.check()) {
-                        // Named now: the next list's checkpoint would name the next list.
-                        failed = Some((
-                            e,
-                            format!("{} under the key {}", what, parse::key_path(Some(&key))),
-                        ));
-                    }
-                    let these = c.notices(Some(&key));
-                    if !(extend_or_mark(&mut c.b.no_memory, &mut notices, these)
-                        && extend_or_mark(&mut c.b.no_memory, &mut lists, [(entries, index)]))
-                    {
-                        return;
-                    }
-                    let number = lists.len() - 1;
-                    seen.entry(shape).or_default().push((number, first_warning..warnings.len()));
-                    number
-                }
-            };
-            let span = c.b.intern(&key);
-            let number = c.b.index(number);
-            extend_or_mark(&mut c.b.no_memory, &mut keys, [(span, Slot::Plain(number))]);
-        });
-    if fence.is_some_and(|f| f.passed.get()) {
+    let parsed = parse::parse_file_with(
+        de,
+        &survey.names,
+        &room,
+        fence,
+        &mut |key| gate.before(key),
+        &mut |key, list| pass.add(key, list),
+    );
+    if let Some(fence) = fence {
+        fence_errors(scope, fence, gate.fenced)?;
+    }
+    let no_memory = pass.c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
+    if let Some(e) = pass.failed.as_ref().map(|(e, _)| *e).or(scope.check().err()).or(no_memory) {
+        let during =
+            pass.failed.map_or_else(|| "parsing the file".to_owned(), |(_, during)| during);
+        return Err(mem(e, &during));
+    }
+    if let Some(why) = gate.refused {
+        return Err(FileError::Memory(why));
+    }
+    parsed.map_err(FileError::Parse)?;
+    pass.finish()
+}
+
+/// `e` while `during`, as the file's error.
+fn mem(e: Exhausted, during: &str) -> FileError {
+    FileError::Memory(memory_error(e, during))
+}
+
+/// `bytes` more could not be had while `during`: over the limit, or refused by the system.
+fn refusal(scope: &Scope, bytes: usize, during: &str) -> FileError {
+    let used = scope.used().saturating_add(bytes);
+    let e = if used > scope.limit() {
+        Exhausted::Limit { used, limit: scope.limit() }
+    } else {
+        Exhausted::OutOfMemory { used: scope.used() }
+    };
+    mem(e, during)
+}
+
+/// The limit, or the system (`system`), refused some memory: which one.
+fn spent(scope: &Scope, system: bool) -> Exhausted {
+    if system {
+        Exhausted::OutOfMemory { used: scope.used() }
+    } else {
+        Exhausted::Limit { used: scope.used(), limit: scope.limit() }
+    }
+}
+
+/// What the first pass found that stops the compile before the second.
+fn check_survey(scope: &Scope, survey: &mut parse::Survey) -> Result<(), FileError> {
+    scope.check().map_err(|e| mem(e, "reading the file"))?;
+    if survey.out_of_memory {
+        // Stopped before the set of keys outgrew what was left: the scope is not spent yet.
+        let e = spent(scope, survey.system_refused);
+        return Err(mem(e, "reading the file's keys (the first pass)"));
+    }
+    // A file that is one string is refused by the first pass, before the second copies it.
+    match survey.string_file.take() {
+        Some(e) => Err(FileError::Parse(e)),
+        None => Ok(()),
+    }
+}
+
+/// What the second pass's reader found under its `fence`: the file changed since the first
+/// pass (`fenced`: the key of the list being read), or a string did not fit.
+fn fence_errors(
+    scope: &Scope,
+    fence: &parse::Fence,
+    fenced: Option<String>,
+) -> Result<(), FileError> {
+    if fence.passed.get() {
         let what = fenced.map_or_else(
             || "it does not begin as it did".to_owned(),
             |at| format!("the list under {at} is longer than"),
@@ -469,76 +375,270 @@ pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
              compiled"
         ))));
     }
-    if let Some(fence) = fence.filter(|f| f.string_refused.get()) {
-        let e = if fence.system_refused.get() {
-            Exhausted::OutOfMemory { used: scope.used() }
-        } else {
-            Exhausted::Limit { used: scope.used(), limit: scope.limit() }
-        };
+    if fence.string_refused.get() {
+        let e = spent(scope, fence.system_refused.get());
         return Err(mem(e, "reading a string of the file (the second pass)"));
     }
-    let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
-    if let Some(e) = failed.as_ref().map(|(e, _)| *e).or(scope.check().err()).or(no_memory) {
-        let during = failed.map_or_else(|| "parsing the file".to_owned(), |(_, during)| during);
-        return Err(mem(e, &during));
+    Ok(())
+}
+
+/// Which lists the second pass parses: each is estimated before it is parsed (serde_json's
+/// tree is built whole, with no checkpoint inside), from its first-pass length, and refused
+/// unparsed, with why, when the estimate does not fit.
+struct Gate<'a> {
+    /// Each list's length in bytes of JSON, from the first pass, in file order.
+    lengths: &'a [u32],
+    /// Lists seen so far.
+    number: usize,
+    /// Room kept for the next key (see `compile_file_from`).
+    next_key: usize,
+    /// The second pass reads a stream (under a fence).
+    stream: bool,
+    /// The key of the list being parsed under a fence (its path, cut to 64 bytes), for the
+    /// message if the fence is passed.
+    fenced: Option<String>,
+    /// Why a list was refused.
+    refused: Option<String>,
+    limit: usize,
+}
+
+impl Gate<'_> {
+    /// The length up to which the list under `key` is read; `None`: refused.
+    fn before(&mut self, key: &str) -> Option<u64> {
+        let length = self.lengths.get(self.number).map(|&l| l as usize);
+        self.number += 1;
+        let estimate = length
+            .map_or(usize::MAX, |l| list_estimate(l, key.len()).saturating_add(self.next_key));
+        let room = pcre2_bounded::memory::room();
+        if let Some(l) = length.filter(|_| estimate <= room) {
+            if self.stream {
+                self.fenced = Some(key_path(Some(key)));
+            }
+            return Some(l as u64);
+        }
+        let at = parse::key_path(Some(key));
+        self.refused = Some(match length {
+            Some(l) => format!(
+                "the compiled lists need more memory than allowed: the list under the key {at} \
+                 has {l} bytes of JSON, which may take up to {estimate} bytes to parse and \
+                 compile, more than the {room} bytes left of the limit of {} bytes; not parsed",
+                self.limit
+            ),
+            None => format!(
+                "out of memory before parsing the list under the key {at}: its length is not \
+                 known from the first pass (the memory for it was refused, or the file changed \
+                 between the two passes); not parsed"
+            ),
+        });
+        None
     }
-    if let Some(why) = refused {
-        return Err(FileError::Memory(why));
+}
+
+/// The second pass of a file: its lists compiled one by one, as they are parsed, into one
+/// compiled form.
+struct FilePass<'s> {
+    c: Compiler,
+    scope: &'s Scope,
+    /// Identical lists (NGF writes one per hostname) are stored once: each list is compiled,
+    /// and dropped again if an earlier list (shape hash -> its number and warnings) has the
+    /// same entries (strings and patterns are interned, so equal lists compile to equal
+    /// conditions).
+    seen: HashMap<u64, Vec<(usize, Range<usize>)>>,
+    lists: Vec<(Run, Option<u32>)>,
+    /// Key -> list (the parser refuses a key written twice).
+    keys: Vec<(Span, Slot)>,
+    /// Lists of includes, resolved once every key is known (an include may name a later key).
+    composites: Vec<Vec<String>>,
+    warnings: Vec<Warning>,
+    notices: Vec<Warning>,
+    /// Why the compile stops, and what it was doing when the scope was found spent.
+    failed: Option<(Exhausted, String)>,
+}
+
+impl<'s> FilePass<'s> {
+    /// The compiler and its arrays, sized once from the first pass, fallibly, and only if they
+    /// fit in what is left of the bound with `more` (the next key's room, the second pass's
+    /// read buffer, which are allocated after these).
+    fn new(
+        syntax: Syntax,
+        bounds: Bounds,
+        scope: &'s Scope,
+        survey: &parse::Survey,
+        more: usize,
+    ) -> Result<FilePass<'s>, FileError> {
+        let typed = match syntax {
+            Syntax::Typed => true,
+            Syntax::Untyped => false,
+            Syntax::Auto => survey.typed,
+        };
+        let mut c = Compiler::new(typed, bounds);
+        let (keys, entries, conditions) = (survey.keys, survey.entries, survey.conditions);
+        let what = format!(
+            "sizing the arrays for {keys} keys, {entries} entries and {conditions} conditions"
+        );
+        if let Err(bytes) = c.b.reserve(survey) {
+            return Err(refusal(scope, bytes, &what));
+        }
+        scope.check().map_err(|e| mem(e, &what))?;
+        // Checked against what is left first (a table of `survey.keys` buckets is up to ~2.3x
+        // as many slots; 3x counted): the allocator counts a reservation past the limit but
+        // does not refuse it.
+        let per_key = 3 * (core::mem::size_of::<(u64, Vec<(usize, Range<usize>)>)>() + 1)
+            + core::mem::size_of::<(Run, Option<u32>)>()
+            + core::mem::size_of::<(Span, Slot)>();
+        let tables = keys.saturating_mul(per_key).saturating_add(more);
+        if !pcre2_bounded::memory::can_build(tables) {
+            return Err(refusal(scope, tables, &what));
+        }
+        let mut pass = FilePass {
+            c,
+            scope,
+            seen: HashMap::default(),
+            lists: Vec::new(),
+            keys: Vec::new(),
+            composites: Vec::new(),
+            warnings: Vec::new(),
+            notices: Vec::new(),
+            failed: None,
+        };
+        if pass.seen.try_reserve(keys).is_err()
+            || pass.lists.try_reserve_exact(keys).is_err()
+            || pass.keys.try_reserve_exact(keys).is_err()
+        {
+            return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, &what));
+        }
+        Ok(pass)
     }
-    parsed.map_err(FileError::Parse)?;
-    drop(seen);
-    // What resolving the includes and finishing the lists allocate, sized by the file (its
-    // keys, lists and include elements): checked before it is made.
-    let finish = finish_estimate(keys.len(), lists.len(), &composites);
-    if !pcre2_bounded::memory::can_build(finish) {
-        return Err(refusal(finish, "resolving the includes and finishing the lists"));
+
+    /// The list under `key`, as the parse gives it: compiled (or found identical to an earlier
+    /// one), or kept for later as a list of includes.
+    fn add(&mut self, key: String, list: Parsed) {
+        if self.failed.is_some() {
+            return;
+        }
+        let no_memory =
+            self.c.b.no_memory.then_some(Exhausted::OutOfMemory { used: self.scope.used() });
+        if let Some(e) = self.scope.check().err().or(no_memory) {
+            let at = parse::key_path(Some(&key));
+            self.failed = Some((e, format!("compiling the list under the key {at}")));
+            // The reader stops the parse at its next buffer.
+            return;
+        }
+        let list = match list {
+            Parsed::Entries(list) => list,
+            Parsed::Includes(targets) => {
+                let span = self.c.b.intern(&key);
+                let number = self.c.b.index(self.composites.len());
+                let no_memory = &mut self.c.b.no_memory;
+                let _ = extend_or_mark(no_memory, &mut self.composites, [targets])
+                    && extend_or_mark(no_memory, &mut self.keys, [(span, Slot::Composite(number))]);
+                return;
+            }
+        };
+        let Some(number) = self.compile(&key, &list) else { return };
+        let span = self.c.b.intern(&key);
+        let number = self.c.b.index(number);
+        extend_or_mark(&mut self.c.b.no_memory, &mut self.keys, [(span, Slot::Plain(number))]);
     }
-    let resolved = crate::include::resolve(&c.b, &keys, &composites, lists.len())
-        .map_err(|m| FileError::Parse(ParseError::include(m)))?;
-    let first = c.b.items.len();
-    for (&(key, _), number) in keys.iter().zip(resolved.numbers) {
-        let value = Run { start: number, end: number + 1 };
-        c.b.items.push(Item { key, value });
+
+    /// Compiles the entries of the list under `key`; the number of the distinct list they
+    /// are (an earlier one when identical); `None`: out of memory.
+    fn compile(&mut self, key: &str, list: &RawList) -> Option<usize> {
+        let c = &mut self.c;
+        let (first_warning, first_entry, first_cond) =
+            (self.warnings.len(), c.b.entries.len(), c.b.conds.len());
+        let entries = c.entries(list, Some(key), &mut self.warnings);
+        let shape = c.shape_hash(entries);
+        let earlier = self.seen.get(&shape).into_iter().flatten().find(|(n, _)| {
+            self.lists.get(*n).is_some_and(|(other, _)| c.same_entries(*other, entries))
+        });
+        if let Some((number, its_warnings)) = earlier.cloned() {
+            self.warnings.truncate(first_warning);
+            for w in &mut self.warnings[its_warnings] {
+                w.also += 1;
+            }
+            c.b.entries.truncate(first_entry);
+            c.b.conds.truncate(first_cond);
+            return Some(number);
+        }
+        let index = index::build(&mut c.b, entries);
+        if let (Some(what), Err(e)) = (c.b.spent_in, self.scope.check()) {
+            // Named now: the next list's checkpoint would name the next list.
+            self.failed = Some((e, format!("{what} under the key {}", parse::key_path(Some(key)))));
+        }
+        let these = c.notices(Some(key));
+        if !(extend_or_mark(&mut c.b.no_memory, &mut self.notices, these)
+            && extend_or_mark(&mut c.b.no_memory, &mut self.lists, [(entries, index)]))
+        {
+            return None;
+        }
+        let number = self.lists.len() - 1;
+        self.seen.entry(shape).or_default().push((number, first_warning..self.warnings.len()));
+        Some(number)
     }
-    let key_items = c.b.run(first, c.b.items.len());
-    let table = c.b.table(first);
-    let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
-    if let Some(e) = scope.check().err().or(no_memory) {
-        return Err(mem(e, "building the table of keys"));
+
+    /// Resolves the includes and builds the table of keys and the compiled file.
+    fn finish(self) -> Result<CompiledFile, FileError> {
+        let FilePass { mut c, scope, seen, lists, keys, composites, warnings, notices, .. } = self;
+        drop(seen);
+        // What resolving the includes and finishing the lists allocate, sized by the file (its
+        // keys, lists and include elements): checked before it is made.
+        let finish = finish_estimate(keys.len(), lists.len(), &composites);
+        if !pcre2_bounded::memory::can_build(finish) {
+            return Err(refusal(scope, finish, "resolving the includes and finishing the lists"));
+        }
+        let resolved = crate::include::resolve(&c.b, &keys, &composites, lists.len())
+            .map_err(|m| FileError::Parse(ParseError::include(m)))?;
+        let first = c.b.items.len();
+        for (&(key, _), number) in keys.iter().zip(resolved.numbers) {
+            let value = Run { start: number, end: number + 1 };
+            c.b.items.push(Item { key, value });
+        }
+        let key_items = c.b.run(first, c.b.items.len());
+        let table = c.b.table(first);
+        let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
+        if let Some(e) = scope.check().err().or(no_memory) {
+            return Err(mem(e, "building the table of keys"));
+        }
+        if c.b.too_large {
+            return Err(FileError::Parse(ParseError::too_large()));
+        }
+        let store = Arc::new(c.b.finish());
+        let lists = finish_lists(scope, &store, lists, resolved.composites)?;
+        Ok(CompiledFile { store, lists, keys: table, key_items, warnings, notices })
     }
-    if c.b.too_large {
-        return Err(FileError::Parse(ParseError::too_large()));
-    }
-    let store = Arc::new(c.b.finish());
+}
+
+/// The file's lists: each distinct list of entries, then each list of includes, which refers
+/// to the compiled lists it names (shared, never copied).
+fn finish_lists(
+    scope: &Scope,
+    store: &Arc<Store>,
+    lists: Vec<(Run, Option<u32>)>,
+    composites: Vec<Vec<u32>>,
+) -> Result<Box<[MatchList]>, FileError> {
+    let refused = || mem(Exhausted::OutOfMemory { used: scope.used() }, "finishing the lists");
     let mut out = Vec::new();
-    let parts: usize = resolved.composites.iter().map(Vec::len).sum();
-    if out.try_reserve_exact(lists.len() + resolved.composites.len()).is_err()
+    let parts: usize = composites.iter().map(Vec::len).sum();
+    if out.try_reserve_exact(lists.len() + composites.len()).is_err()
         || parts.checked_mul(core::mem::size_of::<MatchList>()).is_none()
     {
-        return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, "finishing the lists"));
+        return Err(refused());
     }
     out.extend(
         lists.into_iter().map(|(entries, index)| MatchList::new(store.clone(), entries, index)),
     );
-    // Each list of includes refers to the compiled lists it names: shared, never copied.
-    for numbers in resolved.composites {
+    for numbers in composites {
         // Sized by the file (one part per include element): asked for, not assumed.
         let mut parts: Vec<MatchList> = Vec::new();
         if parts.try_reserve_exact(numbers.len()).is_err() {
-            return Err(mem(Exhausted::OutOfMemory { used: scope.used() }, "finishing the lists"));
+            return Err(refused());
         }
         parts.extend(numbers.iter().filter_map(|&n| out.get(n as usize).map(MatchList::share)));
         out.push(MatchList::composite(store.clone(), parts));
     }
     scope.check().map_err(|e| mem(e, "finishing the lists"))?;
-    Ok(CompiledFile {
-        store,
-        lists: out.into_boxed_slice(),
-        keys: table,
-        key_items,
-        warnings,
-        notices,
-    })
+    Ok(out.into_boxed_slice())
 }
 
 /// The most [`crate::include::resolve`], the table of keys and the finished lists allocate for

@@ -1230,60 +1230,7 @@ impl MatchList {
         // anchored ones (with bit 32 set) by their item.
         let mut taken = Taken::new();
         let mut value = |g: &crate::store::RegexGroup, value: &[u8], header: bool| {
-            if let Some(l) = g.scan
-                && let Some(ac) = store.automata.get(l.automaton as usize)
-            {
-                cx.charge(1 + value.len() as u64 / 64);
-                for m in ac.find_overlapping_iter(value) {
-                    // Each literal found is a unit (taken or not).
-                    cx.charge(1);
-                    let id = l.literals.start as usize + m.pattern().as_usize();
-                    if id < l.literals.end as usize
-                        && let Some(run) = store.literal_postings.get(id)
-                        && taken.insert(id as u64)
-                    {
-                        hits.extend(store.postings(*run));
-                    }
-                }
-            }
-            if let Some(p) = g.anchored {
-                // The subject's first bytes, lower-cased, looked up once per literal length.
-                let longest = 64 - p.lengths.leading_zeros() as usize;
-                let mut at_start = |subject: &[u8]| {
-                    let mut lower = [0u8; 64];
-                    let n = subject.len().min(longest);
-                    for (l, b) in lower.iter_mut().zip(&subject[..n]) {
-                        *l = b.to_ascii_lowercase();
-                    }
-                    let head = &lower[..n];
-                    let fits = u64::MAX.checked_shl(head.len() as u32).map_or(u64::MAX, |m| !m);
-                    let mut lengths = p.lengths & fits;
-                    while lengths != 0 {
-                        cx.charge(1);
-                        let len = lengths.trailing_zeros() as usize + 1;
-                        lengths &= lengths - 1;
-                        let Some(key) = head.get(..len) else { break };
-                        let end = crate::store::end_key(len, key.last().copied().unwrap_or(0));
-                        if p.ends[end / 64] >> (end % 64) & 1 != 0
-                            && let Some(i) = store.lookup_index(p.table, key)
-                            && let Some(item) = store.items.get(i)
-                            && taken.insert(1 << 32 | i as u64)
-                        {
-                            hits.extend(store.postings(item.value));
-                        }
-                    }
-                };
-                at_start(value);
-                if header && has_comma(value) {
-                    cx.charge(value.len() as u64 / 64);
-                    for el in value.split(|&b| b == b',').map(trim_ows) {
-                        cx.charge(1);
-                        if !el.is_empty() && el.len() < value.len() {
-                            at_start(el);
-                        }
-                    }
-                }
-            }
+            group_hits(store, g, value, header, cx, &mut taken, hits);
         };
         if groups.iter().any(|g| g.header) {
             for (n, v) in cx.req.headers() {
@@ -1309,5 +1256,84 @@ impl MatchList {
             }
         }
         cx.state.set(cx.state.get() + taken.heap_bytes());
+    }
+}
+
+/// The entries of regex group `g` that `value` (a value of its name) lets through, each
+/// literal's entries taken once (`taken`): its scan's literals anywhere in the value, its
+/// anchored literals at the start of the value and (`header`) of each comma element.
+#[inline]
+fn group_hits<R: RequestView + ?Sized, const C: bool>(
+    store: &Store,
+    g: &crate::store::RegexGroup,
+    value: &[u8],
+    header: bool,
+    cx: &Ctx<'_, R, C>,
+    taken: &mut Taken,
+    hits: &mut Hits,
+) {
+    if let Some(l) = g.scan
+        && let Some(ac) = store.automata.get(l.automaton as usize)
+    {
+        cx.charge(1 + value.len() as u64 / 64);
+        for m in ac.find_overlapping_iter(value) {
+            // Each literal found is a unit (taken or not).
+            cx.charge(1);
+            let id = l.literals.start as usize + m.pattern().as_usize();
+            if id < l.literals.end as usize
+                && let Some(run) = store.literal_postings.get(id)
+                && taken.insert(id as u64)
+            {
+                hits.extend(store.postings(*run));
+            }
+        }
+    }
+    if let Some(p) = g.anchored {
+        prefix_hits(store, &p, value, cx, taken, hits);
+        if header && has_comma(value) {
+            cx.charge(value.len() as u64 / 64);
+            for el in value.split(|&b| b == b',').map(trim_ows) {
+                cx.charge(1);
+                if !el.is_empty() && el.len() < value.len() {
+                    prefix_hits(store, &p, el, cx, taken, hits);
+                }
+            }
+        }
+    }
+}
+
+/// The entries of the anchored literals `p` that `subject` begins with: its first bytes,
+/// lower-cased, looked up once per literal length.
+#[inline]
+fn prefix_hits<R: RequestView + ?Sized, const C: bool>(
+    store: &Store,
+    p: &crate::store::Prefixes,
+    subject: &[u8],
+    cx: &Ctx<'_, R, C>,
+    taken: &mut Taken,
+    hits: &mut Hits,
+) {
+    let longest = 64 - p.lengths.leading_zeros() as usize;
+    let mut lower = [0u8; 64];
+    let n = subject.len().min(longest);
+    for (l, b) in lower.iter_mut().zip(&subject[..n]) {
+        *l = b.to_ascii_lowercase();
+    }
+    let head = &lower[..n];
+    let fits = u64::MAX.checked_shl(head.len() as u32).map_or(u64::MAX, |m| !m);
+    let mut lengths = p.lengths & fits;
+    while lengths != 0 {
+        cx.charge(1);
+        let len = lengths.trailing_zeros() as usize + 1;
+        lengths &= lengths - 1;
+        let Some(key) = head.get(..len) else { break };
+        let end = crate::store::end_key(len, key.last().copied().unwrap_or(0));
+        if p.ends[end / 64] >> (end % 64) & 1 != 0
+            && let Some(i) = store.lookup_index(p.table, key)
+            && let Some(item) = store.items.get(i)
+            && taken.insert(1 << 32 | i as u64)
+        {
+            hits.extend(store.postings(item.value));
+        }
     }
 }

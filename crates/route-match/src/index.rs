@@ -43,6 +43,10 @@ fn keys_of(e: &Entry, conds: &[Cond]) -> Vec<Key> {
 
 /// Postings grouped by name, then by value, as the index is built.
 type Groups = HashMap<Span, Vec<(Span, Vec<u32>)>>;
+/// Entries (their numbers in the list) by the exact key they are filed under.
+type Filed = Vec<(Key, Vec<u32>)>;
+/// (pattern, entry) of entries filed under a regex condition, by (header?, name).
+type ByRegex = Vec<((bool, Span), Vec<(u32, u32)>)>;
 
 /// Builds the index of the list whose entries are `entries` of the builder, if it is long
 /// enough to have one; returns its number.
@@ -61,6 +65,28 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     // `can_build` said yes: the scope is not spent yet.
     let keys: Vec<Vec<Key>> =
         b.entries.get(entries.range())?.iter().map(|e| keys_of(e, &b.conds)).collect();
+    let (filed, by_regex, mut rest) = assign(b, entries, &keys);
+    let mut regex_groups = Vec::new();
+    for ((header, name), members) in by_regex {
+        match regex_group(b, header, name, &members) {
+            Some(g) => regex_groups.push(g),
+            // The automaton could not be built: these entries are always candidates.
+            None => rest.extend(members.iter().map(|(_, e)| *e)),
+        }
+    }
+    rest.sort_unstable();
+    let first_group = b.regex_groups.len();
+    if !extend_or_mark(&mut b.no_memory, &mut b.regex_groups, regex_groups) {
+        return None;
+    }
+    let regex = b.run(first_group, b.regex_groups.len());
+    lay_out(b, filed, &rest, regex)
+}
+
+/// Each entry of the list (`keys`: their exact conditions) filed under its most selective
+/// key, else under a regex condition's (header?, name), else in the rest; keys and regex
+/// groups in list order (of each one's first entry).
+fn assign(b: &Builder, entries: Run, keys: &[Vec<Key>]) -> (Filed, ByRegex, Vec<u32>) {
     let mut count: HashMap<Key, usize> = HashMap::default();
     for k in keys.iter().flatten() {
         *count.entry(*k).or_default() += 1;
@@ -88,20 +114,12 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     by_regex.sort_unstable_by_key(|(_, members)| members.first().map(|(_, e)| *e));
     let mut filed: Vec<_> = filed.into_iter().collect();
     filed.sort_unstable_by_key(|(_, list)| list.first().copied());
-    let mut regex_groups = Vec::new();
-    for ((header, name), members) in by_regex {
-        match regex_group(b, header, name, &members) {
-            Some(g) => regex_groups.push(g),
-            // The automaton could not be built: these entries are always candidates.
-            None => rest.extend(members.iter().map(|(_, e)| *e)),
-        }
-    }
-    rest.sort_unstable();
-    let first_group = b.regex_groups.len();
-    if !extend_or_mark(&mut b.no_memory, &mut b.regex_groups, regex_groups) {
-        return None;
-    }
-    let regex = b.run(first_group, b.regex_groups.len());
+    (filed, by_regex, rest)
+}
+
+/// The index's tables (methods, headers, params, the rest) for the entries filed under
+/// exact keys, with the run of its regex groups; its number.
+fn lay_out(b: &mut Builder, filed: Filed, rest: &[u32], regex: Run) -> Option<u32> {
     let (mut headers, mut params, mut methods) = (Groups::default(), Groups::default(), Vec::new());
     for (k, list) in filed {
         match k {
@@ -110,7 +128,7 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
             Key::Method(m) => methods.push((m, list)),
         }
     }
-    let rest = postings(b, &rest);
+    let rest = postings(b, rest);
     let first = b.items.len();
     for (m, list) in &methods {
         let value = postings(b, list);
