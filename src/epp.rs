@@ -50,11 +50,10 @@ use ngx::ffi::{
     NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_LOG_ERR,
     NGX_LOG_INFO, NGX_OK, ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key,
     ngx_http_conf_ctx_t, ngx_http_finalize_request, ngx_http_get_indexed_variable,
-    ngx_http_get_variable_index, ngx_http_handler_pt, ngx_http_internal_redirect,
-    ngx_http_named_location, ngx_http_post_subrequest_t, ngx_http_read_client_request_body,
-    ngx_http_request_empty_handler, ngx_http_request_t, ngx_http_subrequest,
-    ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t, ngx_palloc, ngx_pcalloc,
-    ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    ngx_http_handler_pt, ngx_http_internal_redirect, ngx_http_named_location,
+    ngx_http_post_subrequest_t, ngx_http_read_client_request_body, ngx_http_request_empty_handler,
+    ngx_http_request_t, ngx_http_subrequest, ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t,
+    ngx_module_t, ngx_palloc, ngx_pcalloc, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{ngx_conf_log_error, ngx_log_error};
@@ -118,26 +117,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
         if lcf.epp_proxy.is_some() {
             return c"is duplicate".as_ptr().cast_mut();
         }
-        if lcf.enabled {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "http_matches_epp: cannot be combined with http_matches in one location"
-            );
-            return NGX_CONF_ERROR;
-        }
-        // SAFETY: `cf` parses a location block: the core module's location conf exists.
-        let named =
-            NgxHttpCoreModule::location_conf(unsafe { &*cf }).is_some_and(|c| c.named() != 0);
-        if named {
-            // The call is a subrequest to the request's URI: from a named location it lands
-            // in another location, and the shim is never asked.
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "http_matches_epp: not allowed in a named location (the call to the shim is a \
-                 subrequest to the request's URI, which never comes back to a named location)"
-            );
+        if let Some(why) = not_here(cf, lcf) {
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_epp: {why}");
             return NGX_CONF_ERROR;
         }
         // SAFETY: in a directive handler; the arguments are used before it returns.
@@ -173,21 +154,32 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
             }
             None => return NGX_CONF_ERROR,
         }
-        let mut name =
-            ngx_str_t { len: VAR_ENDPOINT.len(), data: VAR_ENDPOINT.as_ptr().cast_mut() };
-        // SAFETY: valid during configuration; the variable is registered in preconfiguration,
-        // NGINX copies the name.
-        let index = unsafe { ngx_http_get_variable_index(cf, &mut name) };
-        if index == NGX_ERROR as ngx_int_t {
+        // Registered in preconfiguration.
+        let Some(index) = variables::variable_index(cf, VAR_ENDPOINT) else {
             return NGX_CONF_ERROR;
-        }
+        };
         // SAFETY: the http main conf of this module exists while a location is parsed.
         if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
             mcf.epp.used = true;
-            mcf.epp.endpoint = index as ngx_uint_t;
+            mcf.epp.endpoint = index;
         }
         NGX_CONF_OK
     })
+}
+
+/// Why `http_matches_epp` may not stand in the location `cf` parses, if so.
+fn not_here(cf: *mut ngx_conf_t, lcf: &LocConf) -> Option<&'static str> {
+    if lcf.enabled {
+        return Some("cannot be combined with http_matches in one location");
+    }
+    // SAFETY: `cf` parses a location block: the core module's location conf exists.
+    let named = NgxHttpCoreModule::location_conf(unsafe { &*cf }).is_some_and(|c| c.named() != 0);
+    // The call is a subrequest to the request's URI: from a named location it lands in another
+    // location, and the shim is never asked.
+    named.then_some(
+        "not allowed in a named location (the call to the shim is a subrequest to the \
+         request's URI, which never comes back to a named location)",
+    )
 }
 
 /// URL as `proxy_pass` takes it, with no path, query or fragment (the shim is asked at `/`)

@@ -92,7 +92,8 @@ fn indexed_variable(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint_t> {
     }
 }
 
-fn variable_index(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint_t> {
+/// The index of variable `name` (an error when nothing declares or registers it).
+pub(crate) fn variable_index(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint_t> {
     let mut n = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
     // SAFETY: valid during configuration; the name is copied by NGINX.
     let i = unsafe { ngx_http_get_variable_index(cf, &mut n) };

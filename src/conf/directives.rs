@@ -286,59 +286,11 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
             // `[]`: a list with no entry, so never a winner (a server's catch-all under
             // `http_matches_fallback`). The engine compiles no empty list; none is needed.
             [json] if is_empty_list(json) => lcf.inline_empty = true,
-            [json] => match route_match::compile_list_within(json, syntax, bounds) {
-                Ok(c) => {
-                    // SAFETY: called from a directive handler.
-                    lcf.pending_where = unsafe { conf_where(cf) };
-                    let names: Vec<(usize, String)> = c
-                        .list
-                        .redirects()
-                        .filter(|(_, p)| p.starts_with('@'))
-                        .map(|(i, p)| (i, p.to_owned()))
-                        .collect();
-                    // SAFETY: `cf` is parsing a location inside a server block, so the core
-                    // module's server conf of that server and this module's main conf exist
-                    // (and live for the cycle).
-                    let cf_ref = unsafe { &*cf };
-                    let server = NgxHttpCoreModule::server_conf(cf_ref)
-                        .map_or(core::ptr::null(), core::ptr::from_ref);
-                    let main = HttpMatchesModule::main_conf_mut(cf_ref);
-                    if let Some(mcf) = HttpMatchesModule::main_conf_mut(cf_ref) {
-                        mcf.compiled_memory += c.list.memory();
-                    }
-                    if let (false, Some(mcf)) = (names.is_empty(), main) {
-                        mcf.named_checks.push(NamedCheck {
-                            server,
-                            loc: core::ptr::from_ref(lcf),
-                            names,
-                            at: lcf.pending_where.clone(),
-                        });
-                    }
-                    for n in &c.notices {
-                        ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: inline list: {n}");
-                    }
-                    lcf.inline = Some(Arc::new(c.list));
-                    lcf.pending = c.warnings;
-                }
-                Err(e) if e.is_memory() => {
-                    ngx_conf_log_error!(
-                        NGX_LOG_EMERG,
-                        cf,
-                        "http_matches: cannot compile the inline match list: {e} \
-                         (http_matches_max_memory {} left for it)",
-                        size_text(bounds.memory)
-                    );
+            [json] => {
+                if compile_inline(cf, lcf, json, syntax, bounds) != NGX_CONF_OK {
                     return NGX_CONF_ERROR;
                 }
-                Err(e) => {
-                    ngx_conf_log_error!(
-                        NGX_LOG_EMERG,
-                        cf,
-                        "http_matches: invalid inline match list: {e}"
-                    );
-                    return NGX_CONF_ERROR;
-                }
-            },
+            }
             _ => {
                 ngx_conf_log_error!(
                     NGX_LOG_EMERG,
@@ -360,6 +312,60 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
         }
         NGX_CONF_OK
     })
+}
+
+/// Compiles the inline list `json` of `http_matches` into `lcf`, its `@name` redirect paths
+/// kept for the check of postconfiguration.
+fn compile_inline(
+    cf: *mut ngx_conf_t,
+    lcf: &mut LocConf,
+    json: &[u8],
+    syntax: Syntax,
+    bounds: Bounds,
+) -> ConfResult {
+    let c = match route_match::compile_list_within(json, syntax, bounds) {
+        Ok(c) => c,
+        Err(e) if e.is_memory() => {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches: cannot compile the inline match list: {e} (http_matches_max_memory \
+                 {} left for it)",
+                size_text(bounds.memory)
+            );
+            return NGX_CONF_ERROR;
+        }
+        Err(e) => {
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: invalid inline match list: {e}");
+            return NGX_CONF_ERROR;
+        }
+    };
+    // SAFETY: called from a directive handler.
+    lcf.pending_where = unsafe { conf_where(cf) };
+    let names: Vec<(usize, String)> = c
+        .list
+        .redirects()
+        .filter(|(_, p)| p.starts_with('@'))
+        .map(|(i, p)| (i, p.to_owned()))
+        .collect();
+    // SAFETY: `cf` is parsing a location inside a server block, so the core module's server
+    // conf of that server and this module's main conf exist (and live for the cycle).
+    let cf_ref = unsafe { &*cf };
+    let server =
+        NgxHttpCoreModule::server_conf(cf_ref).map_or(core::ptr::null(), core::ptr::from_ref);
+    if let Some(mcf) = HttpMatchesModule::main_conf_mut(cf_ref) {
+        mcf.compiled_memory += c.list.memory();
+        if !names.is_empty() {
+            let (loc, at) = (core::ptr::from_ref(lcf), lcf.pending_where.clone());
+            mcf.named_checks.push(NamedCheck { server, loc, names, at });
+        }
+    }
+    for n in &c.notices {
+        ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: inline list: {n}");
+    }
+    lcf.inline = Some(Arc::new(c.list));
+    lcf.pending = c.warnings;
+    NGX_CONF_OK
 }
 
 /// Whether an inline argument is the empty JSON array (`[]`, JSON whitespace allowed inside).

@@ -6,7 +6,8 @@ use ngx::ffi::{NGX_LOG_EMERG, ngx_conf_t, ngx_cycle_t};
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::{ngx_conf_log_error, ngx_log_error};
 
-use super::{named::check_named_locations, report};
+use super::named::check_named_locations;
+use super::report::report;
 use crate::HttpMatchesModule;
 use crate::state::{EXITING, release_free_memory};
 

@@ -8,10 +8,9 @@
 use core::ffi::c_void;
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
-use ngx::ffi::{NGX_CONF_UNSET, NGX_LOG_EMERG, NGX_LOG_WARN, ngx_conf_t, ngx_flag_t};
+use ngx::ffi::{NGX_CONF_UNSET, NGX_LOG_EMERG, ngx_conf_t, ngx_flag_t};
 use ngx::http::{HttpModuleLocationConf, Merge, MergeConfigError, NgxHttpCoreModule};
 use ngx::ngx_log_error;
-use route_match::Warning;
 
 use crate::state::{
     DEFAULT_REGEX_BUDGET, DEFAULT_REGEX_CACHE_SIZE, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE,
@@ -22,6 +21,9 @@ use crate::{ConfResult, guard};
 mod directives;
 mod lifecycle;
 mod named;
+mod report;
+
+use report::report;
 
 pub(crate) use directives::NGX_HTTP_MATCHES_COMMANDS;
 pub(crate) use lifecycle::{exit_process, init_module, postconfiguration, preconfiguration};
@@ -92,33 +94,4 @@ pub(crate) fn merge_loc_conf(
         let warnings = core::mem::take(&mut conf.pending);
         report(cf, &warnings, &conf.pending_where, conf.strict == 1)
     })
-}
-
-/// Logs malformed entries: `[warn]`, or `[emerg]` and a failed configuration when strict.
-fn report(cf: *mut ngx_conf_t, warnings: &[Warning], at: &str, strict: bool) -> ConfResult {
-    report_as(cf, warnings, at, strict, "the entry answers 500 when a request reaches it")
-}
-
-/// [`report`], saying what happens at run time (`[warn]`) in `consequence`.
-fn report_as(
-    cf: *mut ngx_conf_t,
-    warnings: &[Warning],
-    at: &str,
-    strict: bool,
-    consequence: &str,
-) -> ConfResult {
-    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
-    let log = unsafe { (*cf).log };
-    for w in warnings {
-        if strict {
-            ngx_log_error!(
-                NGX_LOG_EMERG,
-                log,
-                "http_matches: {w} (http_matches_strict is on) in {at}"
-            );
-        } else {
-            ngx_log_error!(NGX_LOG_WARN, log, "http_matches: {w}; {consequence} in {at}");
-        }
-    }
-    if strict && !warnings.is_empty() { NGX_CONF_ERROR } else { NGX_CONF_OK }
 }

@@ -6,7 +6,7 @@ use ngx::ffi::{ngx_conf_t, ngx_http_core_loc_conf_t, ngx_http_core_srv_conf_t};
 use ngx::http::{HttpModuleMainConf, NgxHttpCoreModule};
 use route_match::Warning;
 
-use super::report_as;
+use super::report::report_as;
 use crate::state::MainConf;
 use crate::util::text;
 

@@ -261,3 +261,22 @@ fn the_import_reader_expands_groups_and_finds_circles() {
     let found: BTreeSet<String> = paths(text).into_iter().collect();
     assert_eq!(found, BTreeSet::from(["super::b::X".to_owned(), "crate::plan::b::g".to_owned()]));
 }
+
+/// The module's files (the root crate's `src/`) import in one direction too (`conf` and `epp`
+/// named each other before issue #46). lib.rs (the module's statics and marker type, which
+/// every file names) is left out, as the engine's is.
+#[test]
+fn the_module_files_import_in_one_direction() {
+    let root = std::env::var("MODULE_GRAPH_MODULE_SRC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src"));
+    let (mods, mut edges) = graph(&root);
+    assert!(mods.len() >= 10, "{:?}", mods.keys());
+    edges.remove(&Vec::new());
+    edges.values_mut().for_each(|ts| {
+        ts.remove(&Vec::new());
+    });
+    // The search sees imports at all: the handler names the cache.
+    assert!(edges[&vec!["handler".to_owned()]].contains(&vec!["cache".to_owned()]), "{edges:?}");
+    assert_no_circle(&edges);
+}
