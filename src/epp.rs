@@ -49,11 +49,11 @@ use ngx::ffi::{
     NGX_HTTP_SPECIAL_RESPONSE, NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED,
     NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_LOG_ERR,
     NGX_LOG_INFO, NGX_OK, ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key,
-    ngx_http_conf_ctx_t, ngx_http_finalize_request, ngx_http_get_indexed_variable,
-    ngx_http_handler_pt, ngx_http_internal_redirect, ngx_http_named_location,
-    ngx_http_post_subrequest_t, ngx_http_read_client_request_body, ngx_http_request_empty_handler,
-    ngx_http_request_t, ngx_http_subrequest, ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t,
-    ngx_module_t, ngx_palloc, ngx_pcalloc, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    ngx_http_conf_ctx_t, ngx_http_finalize_request, ngx_http_handler_pt,
+    ngx_http_internal_redirect, ngx_http_named_location, ngx_http_post_subrequest_t,
+    ngx_http_read_client_request_body, ngx_http_request_empty_handler, ngx_http_request_t,
+    ngx_http_subrequest, ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t,
+    ngx_palloc, ngx_pcalloc, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{ngx_conf_log_error, ngx_log_error};
@@ -71,6 +71,8 @@ const VAR_PATH: &str = "epp_internal_path";
 const ENDPOINT_HEADER: &[u8] = b"x-gateway-destination-endpoint";
 const HOST_HEADER: &[u8] = b"X-EPP-Host";
 const PORT_HEADER: &[u8] = b"X-EPP-Port";
+/// An empty string (no data).
+const EMPTY: ngx_str_t = ngx_str_t { len: 0, data: core::ptr::null_mut() };
 /// Bytes of the shim's answer body shown in an `[error]` line.
 const BODY_SHOWN: usize = 256;
 
@@ -424,15 +426,10 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         if !ctx.is_null() {
             return fail(r, "the content handler ran twice for one request");
         }
-        let value = |index: Option<ngx_uint_t>| -> Option<ngx_str_t> {
-            let v = ngx_http_get_indexed_variable(r, index?);
-            let bytes = var::get(v.as_ref()?)?;
-            Some(ngx_str_t { len: bytes.len(), data: bytes.as_ptr().cast_mut() })
-        };
         let missing =
             [(VAR_HOST, mcf.epp.host), (VAR_PORT, mcf.epp.port), (VAR_PATH, mcf.epp.path)]
                 .into_iter()
-                .filter(|(_, i)| value(*i).is_none())
+                .filter(|(_, i)| value_of(r, *i).is_none())
                 .map(|(n, _)| format!("${n}"))
                 .collect::<Vec<_>>();
         if !missing.is_empty() {
@@ -449,8 +446,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         if ctx.is_null() {
             return fail(r, "out of memory");
         }
-        (*ctx).path =
-            value(mcf.epp.path).unwrap_or(ngx_str_t { len: 0, data: core::ptr::null_mut() });
+        (*ctx).path = value_of(r, mcf.epp.path).unwrap_or(EMPTY);
         *(*r).ctx.add(module_index()) = ctx.cast();
         let rc = ngx_http_read_client_request_body(r, Some(body_read));
         if rc >= NGX_HTTP_SPECIAL_RESPONSE as ngx_int_t {
@@ -527,8 +523,8 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         (*ctx).error_before = (*(*r).connection).error() != 0;
         // Everything that can fail comes before ngx_http_subrequest: once it returned, the
         // subrequest is posted and must run under a live parent, so no error path follows.
-        let host = value_of(r, mcf.epp.host);
-        let port = value_of(r, mcf.epp.port);
+        let host = value_of(r, mcf.epp.host).unwrap_or(EMPTY);
+        let port = value_of(r, mcf.epp.port).unwrap_or(EMPTY);
         let Some(lines) = headers_for_shim(r, host, port) else {
             return fail(r, "out of memory");
         };
@@ -548,43 +544,14 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
     }
 }
 
-/// Whether the client's request has a header line named `name` (lowercase).
-///
-/// # Safety
-/// `r` must be a valid request.
-#[cfg(feature = "panic-test")]
-unsafe fn client_header(r: *mut ngx_http_request_t, name: &[u8]) -> bool {
-    // SAFETY: the list parts hold `nelts` initialized elements each, alive with the request.
-    unsafe {
-        let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
-        while !part.is_null() {
-            let elts = (*part).elts as *const ngx_table_elt_t;
-            for i in 0..(*part).nelts {
-                if (*elts.add(i)).key.as_bytes().eq_ignore_ascii_case(name) {
-                    return true;
-                }
-            }
-            part = (*part).next;
-        }
-        false
-    }
-}
-
-/// The value of an indexed variable (empty when unset).
+/// The value of an indexed variable (`None` when unset or empty).
 ///
 /// # Safety
 /// `r` must be valid and `index` an indexed variable of its configuration.
-unsafe fn value_of(r: *mut ngx_http_request_t, index: Option<ngx_uint_t>) -> ngx_str_t {
-    let empty = ngx_str_t { len: 0, data: core::ptr::null_mut() };
-    let Some(index) = index else { return empty };
+unsafe fn value_of(r: *mut ngx_http_request_t, index: Option<ngx_uint_t>) -> Option<ngx_str_t> {
     // SAFETY: see the contract; the value lives in the request.
-    unsafe {
-        let v = ngx_http_get_indexed_variable(r, index);
-        match v.as_ref().and_then(var::get) {
-            Some(b) => ngx_str_t { len: b.len(), data: b.as_ptr().cast_mut() },
-            None => empty,
-        }
-    }
+    let bytes = unsafe { var::evaluated(r, index?) }?;
+    Some(ngx_str_t { len: bytes.len(), data: bytes.as_ptr().cast_mut() })
 }
 
 /// The header lines of the call, in the client request's pool: the client's lines (but its
@@ -920,7 +887,9 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
             return fail(r, "module configuration is missing");
         };
         #[cfg(feature = "panic-test")]
-        if client_header(r, b"x-matches-test-panic") {
+        if crate::util::HeaderLines::new(&*r)
+            .any(|(n, _)| n.eq_ignore_ascii_case(b"x-matches-test-panic"))
+        {
             panic!("panic-test: the request asked for a panic after the endpoint picker call");
         }
         if !ctx.reached {

@@ -11,10 +11,9 @@ use std::rc::Rc;
 
 use ngx::ffi::{
     NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_MISDIRECTED_REQUEST, NGX_HTTP_NOT_FOUND,
-    NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN, ngx_http_core_run_phases,
-    ngx_http_get_indexed_variable, ngx_http_internal_redirect, ngx_http_max_module,
-    ngx_http_named_location, ngx_http_request_t, ngx_http_update_location_config, ngx_int_t,
-    ngx_list_part_t, ngx_log_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN, ngx_http_core_run_phases, ngx_http_internal_redirect,
+    ngx_http_max_module, ngx_http_named_location, ngx_http_request_t,
+    ngx_http_update_location_config, ngx_int_t, ngx_log_t, ngx_str_t, ngx_uint_t,
 };
 use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
@@ -24,7 +23,7 @@ use route_match::{MatchList, Outcome, RequestView};
 
 use crate::cache::{self, Lookup};
 use crate::state::{LocConf, MainConf};
-use crate::util::{escape, pool_str, var};
+use crate::util::{HeaderLines, escape, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 
 /// Where in the loaded file the last `$match_key` was found: most locations ask for one key
@@ -177,11 +176,8 @@ unsafe fn match_key<'r>(r: *mut ngx_http_request_t, mcf: &MainConf) -> Option<&'
     if set_value(req, mcf.http_matches).is_some() {
         return None;
     }
-    // SAFETY: `r` is a valid request and `index` an indexed variable of its configuration;
-    // the value NGINX returns lives in the request (or the configuration) as long as `r`.
-    let v = unsafe { ngx_http_get_indexed_variable(r, index) };
-    // SAFETY: null or a value owned by the request, alive while `req` is borrowed.
-    var::get(unsafe { v.as_ref()? })
+    // SAFETY: `r` is a valid request and `index` an indexed variable of its configuration.
+    unsafe { var::evaluated(r, index) }
 }
 
 /// The compiled list of a `$http_matches` value from the worker's cache (compiled now when
@@ -666,13 +662,9 @@ fn defined_value<'r>(r: *mut ngx_http_request_t, mcf: &MainConf) -> Option<&'r [
     if !mcf.http_matches_getter {
         return None;
     }
-    let index = mcf.http_matches?;
-    // SAFETY: `r` is the valid request being handled and `index` an indexed variable of its
-    // configuration; the value NGINX returns lives in the request (or the configuration) as
-    // long as the request.
-    let v = unsafe { ngx_http_get_indexed_variable(r, index) };
-    // SAFETY: null or a value owned by the request, alive while it is.
-    var::get(unsafe { v.as_ref()? })
+    // SAFETY: `r` is the valid request being handled and the index an indexed variable of its
+    // configuration.
+    unsafe { var::evaluated(r, mcf.http_matches?) }
 }
 
 /// The request's indexed variable slots (`r->variables`; a value is there once evaluated).
@@ -789,42 +781,6 @@ unsafe fn charge(r: *mut ngx_http_request_t, units: u64) {
     unsafe {
         if let Some(cell) = charged_cell(r, true).as_mut() {
             *cell = cell.saturating_add(units);
-        }
-    }
-}
-
-/// Every request header line in arrival order (`r->headers_in.headers`).
-struct HeaderLines<'r> {
-    part: Option<&'r ngx_list_part_t>,
-    i: usize,
-}
-
-impl<'r> HeaderLines<'r> {
-    fn new(r: &'r ngx_http_request_t) -> Self {
-        HeaderLines { part: Some(&r.headers_in.headers.part), i: 0 }
-    }
-}
-
-impl<'r> Iterator for HeaderLines<'r> {
-    type Item = (&'r [u8], &'r [u8]);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let part = self.part?;
-            if self.i >= part.nelts {
-                // SAFETY: `next` is null or the next part of the same list, alive as long as
-                // the request.
-                self.part = unsafe { part.next.as_ref() };
-                self.i = 0;
-                continue;
-            }
-            // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t of the headers list.
-            let h = unsafe { &*(part.elts as *const ngx_table_elt_t).add(self.i) };
-            self.i += 1;
-            // hash == 0 marks a header NGINX ignores.
-            if h.hash != 0 {
-                return Some((h.key.as_bytes(), h.value.as_bytes()));
-            }
         }
     }
 }

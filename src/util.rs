@@ -1,6 +1,9 @@
 //! Small helpers over NGINX types.
 
-use ngx::ffi::{ngx_conf_t, ngx_pnalloc, ngx_pool_t, ngx_str_t};
+use ngx::ffi::{
+    ngx_conf_t, ngx_http_request_t, ngx_list_part_t, ngx_pnalloc, ngx_pool_t, ngx_str_t,
+    ngx_table_elt_t,
+};
 
 /// The arguments of the directive being parsed (`[0]` is the directive name).
 ///
@@ -79,6 +82,42 @@ pub(crate) fn escape(bytes: &[u8], max: usize) -> String {
     out
 }
 
+/// Every request header line in arrival order (`r->headers_in.headers`).
+pub(crate) struct HeaderLines<'r> {
+    part: Option<&'r ngx_list_part_t>,
+    i: usize,
+}
+
+impl<'r> HeaderLines<'r> {
+    pub(crate) fn new(r: &'r ngx_http_request_t) -> Self {
+        HeaderLines { part: Some(&r.headers_in.headers.part), i: 0 }
+    }
+}
+
+impl<'r> Iterator for HeaderLines<'r> {
+    type Item = (&'r [u8], &'r [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let part = self.part?;
+            if self.i >= part.nelts {
+                // SAFETY: `next` is null or the next part of the same list, alive as long as
+                // the request.
+                self.part = unsafe { part.next.as_ref() };
+                self.i = 0;
+                continue;
+            }
+            // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t of the headers list.
+            let h = unsafe { &*(part.elts as *const ngx_table_elt_t).add(self.i) };
+            self.i += 1;
+            // hash == 0 marks a header NGINX ignores.
+            if h.hash != 0 {
+                return Some((h.key.as_bytes(), h.value.as_bytes()));
+            }
+        }
+    }
+}
+
 /// `ngx_variable_value_t` without bindgen's bitfield accessors.
 ///
 /// The struct starts with one 32-bit word of bitfields: `len:28, valid:1, no_cacheable:1,
@@ -109,6 +148,20 @@ pub(crate) mod var {
         // SAFETY: a valid, found variable value holds `len` bytes at `data`, alive as long as
         // the request (or configuration) it belongs to, which `v` borrows from.
         Some(unsafe { core::slice::from_raw_parts(v.data, len) })
+    }
+
+    /// The value of the indexed variable `index` as NGINX evaluates it (its getter runs when
+    /// nothing did before), when valid, found and non-empty.
+    ///
+    /// # Safety
+    /// `r` must be a valid request and `index` an indexed variable of its configuration; the
+    /// value lives in the request (or the configuration) as long as `r`.
+    pub(crate) unsafe fn evaluated<'r>(
+        r: *mut ngx::ffi::ngx_http_request_t,
+        index: ngx::ffi::ngx_uint_t,
+    ) -> Option<&'r [u8]> {
+        // SAFETY: see the contract; the result is null or a value owned by the request.
+        get(unsafe { ngx::ffi::ngx_http_get_indexed_variable(r, index).as_ref()? })
     }
 
     /// Sets a valid, cacheable, found value of `len` bytes at `data` (`len` < 2^28, which

@@ -51,11 +51,6 @@ fn declared_variable(
     }
 }
 
-/// Whether some directive (`set`, `map`, ...) declared a variable named `name`.
-pub(crate) fn declared(cf: *mut ngx_conf_t, name: &str) -> bool {
-    declared_variable(cf, name).is_some()
-}
-
 /// Whether the declared variable `name` has a definition of its own: a `map`, `geo`,
 /// `split_clients`, `js_set`, ... gives it a getter. `set` alone declares it weak
 /// (ngx_http_rewrite_module, `NGX_HTTP_VAR_WEAK`): NGINX then replaces its getter by the
@@ -132,7 +127,7 @@ pub(crate) fn register(cf: *mut ngx_conf_t) -> bool {
 /// The index of `name` when some directive (`set`, `map`, ...) declares it: asking NGINX for
 /// an undeclared one would fail the configuration with "unknown variable".
 pub(crate) fn declared_index(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint_t> {
-    if declared(cf, name) { variable_index(cf, name) } else { None }
+    declared_variable(cf, name).and_then(|_| variable_index(cf, name))
 }
 
 /// Resolves the indexes of the variables the handler reads and stores (postconfiguration).
