@@ -274,8 +274,9 @@ fn log_lookup(
             ngx_log_error!(
                 NGX_LOG_WARN,
                 log,
-                "http_matches: a $http_matches value of {n} bytes compiles to {cost} bytes, more than \
-             http_matches_var_cache ({}): compiled for this request only (fingerprint {fp:016x})",
+                "http_matches: a $http_matches value of {n} bytes compiles to {cost} bytes, more \
+                 than http_matches_var_cache ({}): compiled for this request only (fingerprint \
+                 {fp:016x})",
                 mcf.var_cache_size
             );
         }

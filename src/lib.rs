@@ -59,20 +59,20 @@ impl HttpModule for HttpMatchesModule {
     }
 }
 
-// SAFETY: the main conf of this module is always created by `HttpModule::create_main_conf`, which
-// allocates a `MainConf`.
+// SAFETY: the main conf of this module is always created by `HttpModule::create_main_conf`
+// (the context's callback), which allocates a `MainConf`.
 unsafe impl HttpModuleMainConf for HttpMatchesModule {
     type MainConf = MainConf;
 }
 
-// SAFETY: the server conf of this module is always created by `HttpModule::create_srv_conf`, which
-// allocates a `SrvConf`.
+// SAFETY: the server conf of this module is always created by `HttpModule::create_srv_conf`
+// (the context's callback), which allocates a `SrvConf`.
 unsafe impl HttpModuleServerConf for HttpMatchesModule {
     type ServerConf = SrvConf;
 }
 
-// SAFETY: the location conf of this module is always created by `HttpModule::create_loc_conf`, which
-// allocates a `LocConf`.
+// SAFETY: the location conf of this module is always created by `HttpModule::create_loc_conf`
+// (the context's callback), which allocates a `LocConf`.
 unsafe impl HttpModuleLocationConf for HttpMatchesModule {
     type LocationConf = LocConf;
 }
