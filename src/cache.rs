@@ -1,243 +1,156 @@
-//! Per-worker cache of compiled `$http_matches` values (blog-era NGF).
+//! Per-worker cache of compiled `$http_matches` values (blog-era NGF), kept by content.
 //!
 //! A value is parsed and compiled at most once per worker per distinct (syntax, value) while it
-//! stays in the cache; later requests with the same value reuse it. The cache is bounded in
-//! bytes (`http_matches_var_cache`: the values plus their compiled lists, as
-//! [`route_match::MatchList::memory`] counts them) and in count ([`MAX_VALUES`]). When a new value
-//! does not fit, the least recently used values are evicted one by one until it does, so a
-//! stream of distinct values never pushes out the value that every other request uses. A
-//! value whose compiled form alone is larger than the whole cache is compiled for its request
-//! and not kept.
+//! stays in the cache. `$http_matches` is only ever set by the configuration (`set`, `map`: a
+//! client's `Matches:` header is refused), so its distinct values are the configuration's, unless
+//! an operator pastes request data into one. The cache is bounded in bytes
+//! (`http_matches_var_cache`: each value, its compiled list as [`route_match::MatchList::memory`]
+//! counts it, and [`SLOT`] for the cache's own bookkeeping), which also bounds the count. Its
+//! policy is quick_cache's S3-FIFO: a new value enters a small queue and reaches the main one only
+//! when it is asked for again (while in that queue, or while its hash is among the ghosts of
+//! recently evicted values), so a stream of one-off values cannot evict the values that many
+//! requests use. A value whose compiled form does not fit is compiled for its request and not
+//! kept. Keys are hashed with SipHash (std's `RandomState`: values may carry client bytes).
 //!
-//! Values from the configuration (a `set $http_matches '<literal>'`, a `map`'s constant values,
-//! which ngx_http_map_module copies into the cycle's pool with `ngx_pstrdup(ctx->keys.pool)`,
-//! whether the `map` defines `$http_matches` itself or a variable that `set $http_matches $list`
-//! copies) are never in that LRU: a client that walks more `map` keys than the LRU holds would
-//! otherwise force a compile on every request. A value is from the configuration when its
-//! bytes lie inside the memory of the cycle's pool (its blocks and its large allocations, read
-//! once per worker from `ngx_pool_t`, a public struct): that memory lives as long as the
-//! configuration, so no request's memory can ever be inside it. Such a value is compiled once
-//! per worker and kept for the worker's life, found by its address and by its bytes, in a set
-//! bounded in bytes by what `http_matches_max_memory` leaves after the configuration's other
-//! lists (a bound the configuration's own size sets, not a client). Past that bound a value
-//! goes to the LRU like any other, and the first such value of a worker is reported once.
-//!
-//! Lookups first try the value's address: a configured value is the same bytes at the same
-//! address for every request, so a hit costs a hash of two integers and one comparison of the
-//! bytes (which guards against a reused address). A copy of a configured value (`set
-//! $http_matches $list` copies the map's value into the request's pool) is found by its bytes
-//! among the kept values. Only when a value is in none of the sets, that is before it is
-//! compiled, are the request's evaluated variables searched for a configured original of it
-//! (the copy's source): that search is never on the path of a request that compiles nothing,
-//! and it looks at a constant number of variable slots (the few that held an original before,
-//! then a window of [`SEARCH_SLOTS`] that moves on from one search to the next), charged to
-//! the request's work. Which variable a `set` copies is known only to
-//! ngx_http_rewrite_module: its location configuration (`ngx_http_rewrite_loc_conf_t`, with
-//! the compiled script codes of `set`) is private to `ngx_http_rewrite_module.c`, and the
-//! codes' layout (their sizes follow from the function each starts with) is not an API
-//! either, so the module does not read it at configuration time.
-//! Keeping a value is decided only from where its bytes lie, so request data never enters the
-//! kept set; a request value with the same bytes as a kept one is answered by the kept compile
-//! (the same bytes compile alike). Values that are not kept are hashed with SipHash (they may
-//! come from request data). An NGINX worker runs handlers on one thread, so the cache is
+//! A hit costs no hash of the value: a table of [`HINTS`] slots maps the value's (address,
+//! length, syntax) to its SipHash, and the cache then compares the bytes. A `set $http_matches
+//! '<literal>'` or a `map`'s constant value lies at the same address on every request, and a
+//! copy in the request's pool usually does too. A stale hint costs a miss of the hint only: the
+//! bytes are always compared. An NGINX worker runs handlers on one thread, so the cache is
 //! thread-local.
 
-use core::cell::Cell;
+use core::hash::{BuildHasher, Hash, Hasher};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::hash::RandomState;
 use std::rc::Rc;
 
-use ngx::ffi::{ngx_cycle_t, ngx_pool_t, ngx_variable_value_t};
+use quick_cache::{Equivalent, Lifecycle, Weighter};
 use route_match::{Bounds, CompiledList, ParseError, Syntax};
-use rustc_hash::FxHashMap;
+use rustc_hash::FxBuildHasher;
 
-use crate::util::var;
+/// Slots of the address hint table (a power of two; a few KiB per worker).
+const HINTS: usize = 256;
 
-/// The most distinct `$http_matches` values one worker keeps compiled, whatever their size.
-pub(crate) const MAX_VALUES: usize = 1024;
+/// Bytes charged per value for the cache's own bookkeeping (its key, slab entry and table
+/// slot): an estimate, so that the byte bound also bounds the count.
+const SLOT: usize = core::mem::size_of::<Key>() + 64;
 
-/// A compiled value (or why it could not be used), with the value it came from.
+/// A compiled value (or why it could not be used).
 pub(crate) struct Entry {
-    /// Also the key of `Cache::by_value` (one copy of the value).
-    source: Rc<[u8]>,
     pub(crate) compiled: Result<CompiledList, String>,
-    /// Bytes this entry accounts for: the value and its compiled list.
+    /// Bytes this entry accounts for: the value, its compiled list and [`SLOT`].
     pub(crate) cost: usize,
-    slot: usize,
-    /// The cache's clock when it was last used.
-    used: Cell<u64>,
 }
 
-#[derive(Default)]
+/// A cached value: its SipHash (under the worker's keys), its syntax and its bytes. Its `Hash`
+/// writes the SipHash only, so the cache's own table hashes a `u64`.
+struct Key {
+    hash: u64,
+    syntax: u8,
+    value: Box<[u8]>,
+}
+
+/// A lookup of a value the request holds, without copying it.
+struct Probe<'a> {
+    hash: u64,
+    syntax: u8,
+    value: &'a [u8],
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl Hash for Probe<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.syntax == other.syntax && self.value == other.value
+    }
+}
+
+impl Eq for Key {}
+
+impl Equivalent<Key> for Probe<'_> {
+    fn equivalent(&self, key: &Key) -> bool {
+        self.hash == key.hash && self.syntax == key.syntax && *self.value == *key.value
+    }
+}
+
+/// Weighs a value by its [`Entry::cost`] (never 0: 0 would make it unevictable).
+#[derive(Clone)]
+struct Cost;
+
+impl Weighter<Key, Rc<Entry>> for Cost {
+    fn weight(&self, _key: &Key, entry: &Rc<Entry>) -> u64 {
+        entry.cost.max(1) as u64
+    }
+}
+
+/// Counts the values an insert evicted (for the compile's log line).
+#[derive(Clone, Default)]
+struct Evictions;
+
+impl Lifecycle<Key, Rc<Entry>> for Evictions {
+    type RequestState = usize;
+
+    fn on_evict(&self, evicted: &mut usize, _key: Key, _entry: Rc<Entry>) {
+        *evicted += 1;
+    }
+}
+
+/// (address, length, syntax) of a value last looked up in a slot, and its SipHash.
+#[derive(Clone, Copy, Default)]
+struct Hint {
+    at: usize,
+    len: usize,
+    syntax: u8,
+    hash: u64,
+}
+
 struct Cache {
-    /// Per syntax: value -> entry (one map per syntax, so a lookup borrows the value).
-    by_value: [HashMap<Rc<[u8]>, Rc<Entry>>; 3],
-    /// (syntax, address, length) -> entry; checked against `Entry::source`. FxHash: SipHash
-    /// of the key cost ~280 instructions per request, and addresses are not chosen by clients.
-    by_address: FxHashMap<(usize, usize, usize), Rc<Entry>>,
-    /// The last hit by address, asked first: a location's `set $http_matches '<literal>'`
-    /// gives the same address on every request. Checked against `Entry::source` like
-    /// `by_address`; dropped when its entry is evicted.
-    last: Option<((usize, usize, usize), Rc<Entry>)>,
-    /// Sum of `cost` over `by_value`.
-    bytes: usize,
-    clock: u64,
-    /// Values from the configuration, kept for the worker's life.
-    configured: Configured,
+    values: quick_cache::unsync::Cache<Key, Rc<Entry>, Cost, FxBuildHasher, Evictions>,
+    /// `http_matches_var_cache` the cache was made for.
+    budget: usize,
+    keys: RandomState,
+    hints: Box<[Hint; HINTS]>,
 }
 
-/// The most variable slots one search for a configured original of a value looks at (see
-/// [`get`]), besides the [`LEARNED`] slots it tries first: a constant, whatever the number of
-/// variables the configuration has or the request evaluated.
-pub(crate) const SEARCH_SLOTS: usize = 32;
-/// The most slots remembered as having held a configured original (tried first by every later
-/// search of the worker).
-pub(crate) const LEARNED: usize = 8;
+/// Bytes a ghost (the hash of a recently evicted value) takes in the cache: its slab entry and
+/// table slot, as for a value ([`SLOT`]).
+const GHOST: usize = 72;
 
-/// The configuration's memory and the values found in it (see the module's text).
-#[derive(Default)]
-struct Configured {
-    /// The cycle whose pool `ranges` describe (0: not read yet).
-    cycle: usize,
-    /// `[start, end)` of each block and large allocation of the cycle's pool, by start.
-    ranges: Vec<(usize, usize)>,
-    /// (syntax, address, length) -> entry; checked against `Entry::source`.
-    kept: FxHashMap<(usize, usize, usize), Rc<Entry>>,
-    /// Per syntax: value -> entry, for copies of kept values. FxHash: only configured values
-    /// are ever inserted, so a client's bytes can at most probe among those.
-    kept_by_value: [FxHashMap<Rc<[u8]>, Rc<Entry>>; 3],
-    /// Sum of `cost` over `kept`.
-    bytes: usize,
-    /// Configured values compiled that did not fit in `Limits::configured` (each went to the
-    /// LRU; one value evicted and compiled again counts again).
-    refused: usize,
-    /// Slots (indexes of `r->variables`) that held the configured original of a value.
-    learned: Vec<usize>,
-    /// Where the next search's window of [`SEARCH_SLOTS`] starts: each search goes on where
-    /// the last one stopped, so that an original in any slot is found within a few searches.
-    cursor: usize,
-}
-
-impl Configured {
-    /// Reads the cycle's pool when the worker's cycle is not the one read last (the first
-    /// request; in a single process, a reload: the old values are dropped with the old ranges).
-    fn refresh(&mut self, cycle: *const ngx_cycle_t) {
-        if cycle as usize == self.cycle || cycle.is_null() {
-            return;
-        }
-        *self = Configured { cycle: cycle as usize, ..Configured::default() };
-        // SAFETY: `cycle` is the running cycle (`ngx_cycle`), alive while this worker serves
-        // its requests; its pool's blocks and large list are only changed by allocations on
-        // this thread, and none runs while we read them.
-        unsafe { self.ranges = pool_ranges((*cycle).pool) };
-    }
-
-    /// A configured value with `value`'s bytes in one of the request's variable slots, and
-    /// how many slots were looked at: the learned ones, then a window of at most
-    /// [`SEARCH_SLOTS`] from the cursor on (a constant amount of work, however many variables
-    /// the request evaluated; an original outside both is found by a later search).
-    fn origin<'s>(
-        &mut self,
-        value: &[u8],
-        slots: &'s [ngx_variable_value_t],
-    ) -> (Option<&'s [u8]>, usize) {
-        if self.ranges.is_empty() || slots.is_empty() {
-            return (None, 0);
-        }
-        let is_origin = |c: &Configured, i: usize| {
-            slots.get(i).and_then(var::get).filter(|o| {
-                o.len() == value.len() && o.as_ptr() != value.as_ptr() && c.holds(o) && *o == value
-            })
-        };
-        let mut looked = 0;
-        for k in 0..self.learned.len() {
-            looked += 1;
-            if let Some(o) = is_origin(self, self.learned[k]) {
-                return (Some(o), looked);
-            }
-        }
-        let window = slots.len().min(SEARCH_SLOTS);
-        for k in 0..window {
-            let i = (self.cursor + k) % slots.len();
-            looked += 1;
-            if let Some(o) = is_origin(self, i) {
-                if self.learned.len() < LEARNED && !self.learned.contains(&i) {
-                    self.learned.push(i);
-                }
-                return (Some(o), looked);
-            }
-        }
-        self.cursor = (self.cursor + window) % slots.len();
-        (None, looked)
-    }
-
-    /// Whether `value` lies wholly inside the configuration's memory.
-    fn holds(&self, value: &[u8]) -> bool {
-        let start = value.as_ptr() as usize;
-        let Some(end) = start.checked_add(value.len()) else { return false };
-        let i = self.ranges.partition_point(|r| r.0 <= start);
-        i > 0 && self.ranges.get(i - 1).is_some_and(|r| end <= r.1)
-    }
-}
-
-/// The memory of `pool`: each block `[block, block->d.end)` and each large allocation, sorted.
-///
-/// # Safety
-/// `pool` must be null or a live NGINX pool that nothing changes while this runs.
-unsafe fn pool_ranges(pool: *const ngx_pool_t) -> Vec<(usize, usize)> {
-    let mut ranges = Vec::new();
-    let mut block = pool;
-    // SAFETY: the caller guarantees the pool; `d.next` links its blocks (null-terminated),
-    // `large` its large allocations (entries freed by ngx_pfree have a null `alloc`).
-    unsafe {
-        let mut blocks = 0usize;
-        while !block.is_null() && blocks < 1 << 24 {
-            ranges.push((block as usize, (*block).d.end as usize));
-            block = (*block).d.next;
-            blocks += 1;
-        }
-        if !pool.is_null() {
-            let mut large = (*pool).large;
-            let mut n = 0usize;
-            while !large.is_null() && n < 1 << 24 {
-                let alloc = (*large).alloc;
-                if !alloc.is_null() {
-                    let size = usable_size(alloc);
-                    if size > 0 {
-                        ranges.push((alloc as usize, alloc as usize + size));
-                    }
-                }
-                large = (*large).next;
-                n += 1;
-            }
+impl Cache {
+    /// A cache of `budget` bytes: one ghost for every 512 bytes (a value asked for again within
+    /// that many new values is taken into the main queue: more than the values the cache can
+    /// hold, at 700 bytes or more each), their bytes taken from the budget (about 14 %).
+    fn new(budget: usize) -> Cache {
+        let ghosts = (budget / 512).clamp(16, 1 << 16);
+        let weight = budget.saturating_sub(ghosts * GHOST).max(1);
+        // quick_cache keeps half its estimated item count as ghosts; nothing is allocated ahead.
+        let values = quick_cache::unsync::Cache::with(
+            2 * ghosts,
+            weight as u64,
+            Cost,
+            FxBuildHasher,
+            Evictions,
+        );
+        Cache {
+            values,
+            budget,
+            keys: RandomState::new(),
+            hints: Box::new([Hint::default(); HINTS]),
         }
     }
-    ranges.sort_unstable();
-    ranges
 }
 
-#[cfg(target_os = "linux")]
-unsafe extern "C" {
-    fn malloc_usable_size(ptr: *mut core::ffi::c_void) -> usize;
-}
-
-/// Bytes usable in a block NGINX's `ngx_alloc` / `ngx_memalign` made (malloc, posix_memalign):
-/// at least what was asked for. 0 where the C library cannot tell: such values go to the LRU.
-///
-/// # Safety
-/// `p` must be a live allocation of the C library's malloc.
-unsafe fn usable_size(p: *mut core::ffi::c_void) -> usize {
-    #[cfg(target_os = "linux")]
-    // SAFETY: the caller guarantees a live malloc'd block (glibc and musl both answer).
-    return unsafe { malloc_usable_size(p) };
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = p;
-        0
-    }
-}
-
-fn slot(syntax: Syntax) -> usize {
+fn slot(syntax: Syntax) -> u8 {
     match syntax {
         Syntax::Auto => 0,
         Syntax::Typed => 1,
@@ -245,194 +158,86 @@ fn slot(syntax: Syntax) -> usize {
     }
 }
 
+/// The hint slot of (address, length, syntax): a multiplicative hash of the three.
+fn hint_slot(at: usize, len: usize, syntax: u8) -> usize {
+    let mixed = (at as u64) ^ (len as u64).rotate_left(32) ^ u64::from(syntax);
+    (mixed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - HINTS.trailing_zeros())) as usize
+}
+
 thread_local! {
-    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+    static CACHE: RefCell<Option<Cache>> = const { RefCell::new(None) };
 }
 
 /// What a lookup did, for logging.
 pub(crate) enum Lookup {
     Hit,
-    /// A value from the configuration, compiled now and kept for the worker's life.
-    Kept,
-    /// Compiled now and kept, after evicting `evicted` older values.
+    /// Compiled now and kept, after evicting `evicted` values; the cache then holds `values`
+    /// values, `bytes` bytes.
     Compiled {
         evicted: usize,
+        values: usize,
+        bytes: usize,
     },
-    /// Compiled now, not kept: larger than the whole cache.
+    /// Compiled now, not kept: larger than the cache takes.
     Uncached,
 }
 
-/// The cache's state after a lookup, for log lines.
-pub(crate) struct Stats {
-    pub(crate) values: usize,
-    pub(crate) bytes: usize,
-    /// Values from the configuration kept, and their bytes.
-    pub(crate) kept: usize,
-    pub(crate) kept_bytes: usize,
-    /// This lookup's value was the worker's first configured value that did not fit: the
-    /// handler's one `[warn]`.
-    pub(crate) first_refusal: bool,
-    /// Variable slots the search for a configured original looked at (0: no search), at most
-    /// [`LEARNED`] + [`SEARCH_SLOTS`]: charged to the request's work.
-    pub(crate) looked: usize,
-}
-
-impl Cache {
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
-        self.clock
-    }
-
-    fn len(&self) -> usize {
-        self.by_value.iter().map(HashMap::len).sum()
-    }
-
-    /// Evicts the least recently used entry; `false` when there is none.
-    fn evict_one(&mut self) -> bool {
-        let oldest = self.by_value.iter().flat_map(HashMap::values).min_by_key(|e| e.used.get());
-        let Some(victim) = oldest.cloned() else { return false };
-        self.by_value[victim.slot].remove(&victim.source);
-        self.by_address.retain(|_, e| !Rc::ptr_eq(e, &victim));
-        if self.last.as_ref().is_some_and(|(_, e)| Rc::ptr_eq(e, &victim)) {
-            self.last = None;
-        }
-        self.bytes -= victim.cost;
-        true
-    }
-
-    fn stats(&self) -> Stats {
-        Stats {
-            values: self.len(),
-            bytes: self.bytes,
-            kept: self.configured.kept.len(),
-            kept_bytes: self.configured.bytes,
-            first_refusal: false,
-            looked: 0,
-        }
-    }
-}
-
-/// The worker's limits for [`get`].
-pub(crate) struct Limits {
-    /// The most bytes the LRU of values from request data may hold (`http_matches_var_cache`).
-    pub(crate) budget: usize,
-    /// The most bytes the values from the configuration may be kept in (what
-    /// `http_matches_max_memory` leaves after the configuration's other lists).
-    pub(crate) configured: usize,
-    /// The running cycle, whose pool holds the configuration's values.
-    pub(crate) cycle: *const ngx_cycle_t,
-}
-
-/// The compiled form of `value`, compiling it on first sight.
-///
-/// `slots`: the request's variable values (`r->variables`), searched only before a compile,
-/// and then at most [`LEARNED`] + [`SEARCH_SLOTS`] of them ([`Stats::looked`]). A value that
-/// is a copy of one of them lying in the configuration's memory (`set $http_matches $list;`
-/// copies a `map`'s constant value into the request's pool) is that configured value: the same
-/// bytes compile alike, so it is kept under the configured copy's address and its bytes.
-pub(crate) fn get<'a>(
+/// The compiled form of `value`, compiling it on first sight (charged to this request: the
+/// compile runs under `bounds`). `budget`: `http_matches_var_cache`.
+pub(crate) fn get(
     syntax: Syntax,
-    value: &'a [u8],
-    limits: &Limits,
+    value: &[u8],
+    budget: usize,
     bounds: Bounds,
-    slots: &'a [ngx_variable_value_t],
-) -> (Rc<Entry>, Lookup, Stats) {
+) -> (Rc<Entry>, Lookup) {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let now = c.tick();
+        let c = match &mut *c {
+            Some(c) if c.budget == budget => c,
+            // The first request, or a reload in a single process that changed the budget.
+            other => other.insert(Cache::new(budget)),
+        };
         let s = slot(syntax);
-        let own = (s, value.as_ptr() as usize, value.len());
-        if let Some((at, hit)) = &c.last
-            && *at == own
-            && *hit.source == *value
-        {
-            hit.used.set(now);
-            let hit = hit.clone();
-            return (hit, Lookup::Hit, c.stats());
-        }
-        c.configured.refresh(limits.cycle);
-        // A kept value: at its own address (a `map`'s value read directly, a literal), or by
-        // its bytes (a copy of one in the request's pool).
-        let kept = c.configured.kept.get(&own).filter(|hit| *hit.source == *value).cloned();
-        let kept = kept.or_else(|| c.configured.kept_by_value[s].get(value).cloned());
-        if let Some(hit) = kept {
-            // The next request's copy is often at the same address, with the same bytes.
-            c.last = Some((own, hit.clone()));
-            return (hit, Lookup::Hit, c.stats());
-        }
-        if let Some(hit) = c.by_address.get(&own) {
-            if *hit.source == *value {
-                hit.used.set(now);
-                let hit = hit.clone();
-                c.last = Some((own, hit.clone()));
-                return (hit, Lookup::Hit, c.stats());
+        let (at, len) = (value.as_ptr() as usize, value.len());
+        let h = hint_slot(at, len, s);
+        let hint = c.hints[h];
+        if hint.at == at && hint.len == len && hint.syntax == s {
+            let probe = Probe { hash: hint.hash, syntax: s, value };
+            if let Some(hit) = c.values.get(&probe) {
+                return (hit.clone(), Lookup::Hit);
             }
         }
-        if let Some(hit) = c.by_value[s].get(value).cloned() {
-            hit.used.set(now);
-            // The address map only speeds up values that keep their address; values from
-            // request memory get a new one each time, so it is emptied now and then.
-            if c.by_address.len() >= MAX_VALUES {
-                c.by_address.clear();
-            }
-            c.by_address.insert(own, hit.clone());
-            return (hit, Lookup::Hit, c.stats());
+        let hash = c.keys.hash_one((s, value));
+        c.hints[h] = Hint { at, len, syntax: s, hash };
+        if let Some(hit) = c.values.get(&Probe { hash, syntax: s, value }) {
+            return (hit.clone(), Lookup::Hit);
         }
-        // Not compiled yet (or evicted): is it a configured value, or a copy of one?
-        let mut value = value;
-        let mut configured = c.configured.holds(value);
-        let mut looked = 0;
-        if !configured {
-            let (origin, n) = c.configured.origin(value, slots);
-            looked = n;
-            if let Some(origin) = origin {
-                value = origin;
-                configured = true;
-            }
-        }
-        let address = (s, value.as_ptr() as usize, value.len());
         let compiled = route_match::compile_list_within(value, syntax, bounds);
         // Out of memory says nothing about the value: never remembered.
         let transient = compiled.as_ref().is_err_and(ParseError::is_memory);
         let compiled = compiled.map_err(|e| e.to_string());
-        let cost = value.len()
-            + core::mem::size_of::<Entry>()
-            + compiled.as_ref().map_or_else(String::len, |c| c.list.memory());
-        let source: Rc<[u8]> = value.into();
-        let entry =
-            Rc::new(Entry { source: source.clone(), compiled, cost, slot: s, used: now.into() });
-        if configured && !transient {
-            if c.configured.bytes + cost <= limits.configured {
-                c.configured.bytes += cost;
-                c.configured.kept.insert(address, entry.clone());
-                c.configured.kept_by_value[s].insert(source, entry.clone());
-                c.last = Some((own, entry.clone()));
-                return (entry, Lookup::Kept, Stats { looked, ..c.stats() });
-            }
-            c.configured.refused += 1;
-        }
-        let first_refusal = configured && !transient && c.configured.refused == 1;
-        let stats = |c: &Cache| Stats { first_refusal, looked, ..c.stats() };
-        let budget = limits.budget;
+        let cost =
+            SLOT + value.len() + compiled.as_ref().map_or_else(String::len, |c| c.list.memory());
+        let cost = cost + core::mem::size_of::<Entry>();
+        let entry = Rc::new(Entry { compiled, cost });
         if cost > budget || transient {
-            return (entry, Lookup::Uncached, stats(&c));
+            return (entry, Lookup::Uncached);
         }
         let mut evicted = 0;
-        while (c.bytes + cost > budget || c.len() >= MAX_VALUES) && c.evict_one() {
-            evicted += 1;
+        let key = Key { hash, syntax: s, value: value.into() };
+        c.values.insert_with_lifecycle(key, entry.clone(), &mut evicted);
+        // The cache refuses a value larger than its main queue (97 % of the budget) and
+        // reports it as evicted: then only this request holds it.
+        if Rc::strong_count(&entry) == 1 {
+            return (entry, Lookup::Uncached);
         }
-        c.bytes += cost;
-        c.by_value[s].insert(source, entry.clone());
-        if c.by_address.len() >= MAX_VALUES {
-            c.by_address.clear();
-        }
-        c.by_address.insert(own, entry.clone());
-        (entry, Lookup::Compiled { evicted }, stats(&c))
+        let (values, bytes) = (c.values.len(), c.values.weight() as usize);
+        (entry, Lookup::Compiled { evicted, values, bytes })
     })
 }
 
 /// Leaves every cached value allocated, for a worker that is exiting (see `MainConf`'s
 /// `Drop`): freeing them would only dirty shared pages.
 pub(crate) fn forget_all() {
-    CACHE.with(|c| core::mem::forget(core::mem::take(&mut *c.borrow_mut())));
+    CACHE.with(|c| core::mem::forget(c.borrow_mut().take()));
 }

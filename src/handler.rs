@@ -78,7 +78,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     }
     let mut held = None;
     // SAFETY: `r` is valid (see above).
-    let (list, source, searched) = match unsafe { choose(r, lcf, mcf, &mut held) } {
+    let (list, source) = match unsafe { choose(r, lcf, mcf, &mut held) } {
         Ok(chosen) => chosen,
         Err(status) => return status,
     };
@@ -89,7 +89,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     }
 
     // SAFETY: `r` is valid (see above).
-    let outcome = match unsafe { evaluate(r, lcf, mcf, list, searched) } {
+    let outcome = match unsafe { evaluate(r, lcf, mcf, list) } {
         Ok(outcome) => outcome,
         Err(status) => return status,
     };
@@ -109,13 +109,13 @@ unsafe fn choose<'a>(
     lcf: &'a LocConf,
     mcf: &'a MainConf,
     held: &'a mut Option<Rc<cache::Entry>>,
-) -> Result<(&'a MatchList, Source<'a>, usize), ngx_int_t> {
+) -> Result<(&'a MatchList, Source<'a>), ngx_int_t> {
     // SAFETY: the caller guarantees `r`; the request outlives this call's borrows.
     let req: &'a ngx_http_request_t = unsafe { &*r };
     // SAFETY: every request has a connection with a log.
     let log = unsafe { (*req.connection).log };
     if let Some(inline) = &lcf.inline {
-        return Ok((inline, Source::Inline, 0));
+        return Ok((inline, Source::Inline));
     }
     // SAFETY: as above.
     if let (Some(file), Some(key)) = (&mcf.file, unsafe { match_key(r, mcf) }) {
@@ -127,7 +127,7 @@ unsafe fn choose<'a>(
             let what = format_args!("the key \"{key}\" ($match_key) is not defined in \"{file}\"");
             return Err(fail(log, what));
         };
-        return Ok((list, Source::Key { key, file: &mcf.file_name }, 0));
+        return Ok((list, Source::Key { key, file: &mcf.file_name }));
     }
     let Some(value) = set_value(req, mcf.http_matches).or_else(|| defined_value(r, mcf)) else {
         let key_state = match (&mcf.file, mcf.match_key) {
@@ -141,9 +141,9 @@ unsafe fn choose<'a>(
         );
         return Err(fail(log, what));
     };
-    let (entry, searched) = from_variable(req, lcf, mcf, value)?;
+    let entry = from_variable(req, lcf, mcf, value)?;
     match &held.insert(entry).compiled {
-        Ok(compiled) => Ok((&compiled.list, Source::Variable, searched)),
+        Ok(compiled) => Ok((&compiled.list, Source::Variable)),
         Err(e) => {
             Err(fail(log, format_args!("invalid $http_matches: {}", escape(e.as_bytes(), 256))))
         }
@@ -181,13 +181,13 @@ unsafe fn match_key<'r>(r: *mut ngx_http_request_t, mcf: &MainConf) -> Option<&'
 }
 
 /// The compiled list of a `$http_matches` value from the worker's cache (compiled now when
-/// missing), and the variable slots looked at; `Err`: the value is refused (a 500, logged).
+/// missing); `Err`: the value is refused (a 500, logged).
 fn from_variable(
     req: &ngx_http_request_t,
     lcf: &LocConf,
     mcf: &MainConf,
     value: &[u8],
-) -> Result<(Rc<cache::Entry>, usize), ngx_int_t> {
+) -> Result<Rc<cache::Entry>, ngx_int_t> {
     // SAFETY: every request has a connection with a log.
     let log = unsafe { (*req.connection).log };
     // With a definition of its own (`map`), the variable never reads the request header.
@@ -205,16 +205,9 @@ fn from_variable(
         return Err(fail(log, what));
     }
     let bounds = route_match::Bounds { memory: mcf.max_memory, pattern: mcf.max_pattern_memory };
-    let limits = cache::Limits {
-        budget: mcf.var_cache_size,
-        configured: mcf.bounds().memory,
-        // SAFETY: `ngx_cycle` is the running cycle, set before any request is served.
-        cycle: unsafe { ngx::ffi::ngx_cycle },
-    };
-    let (c, lookup, stats) =
-        cache::get(lcf.var_syntax, value, &limits, bounds, variable_slots(req));
-    log_lookup(log, mcf, value, &c, &lookup, &stats, &limits);
-    Ok((c, stats.looked))
+    let (c, lookup) = cache::get(lcf.var_syntax, value, mcf.var_cache_size, bounds);
+    log_lookup(log, mcf, value, &c, &lookup);
+    Ok(c)
 }
 
 /// The log lines of a `$http_matches` cache lookup (nothing for a hit).
@@ -224,48 +217,17 @@ fn log_lookup(
     value: &[u8],
     c: &cache::Entry,
     lookup: &Lookup,
-    stats: &cache::Stats,
-    limits: &cache::Limits,
 ) {
-    if stats.first_refusal {
-        ngx_log_error!(
-            NGX_LOG_WARN,
-            log,
-            "http_matches: a $http_matches value from the configuration ({} bytes counted) does \
-             not fit in what http_matches_max_memory leaves after the other lists ({} bytes; {} \
-             configured values kept, {} bytes): it, and every configured value not kept yet, \
-             goes through http_matches_var_cache (logged once per worker)",
-            c.cost,
-            limits.configured,
-            stats.kept,
-            stats.kept_bytes
-        );
-    }
     let (n, cost, fp) = (value.len(), c.cost, fingerprint(value));
     match lookup {
         Lookup::Hit => return,
-        Lookup::Kept => {
-            ngx_log_error!(
-                NGX_LOG_INFO,
-                log,
-                "http_matches: compiled a $http_matches value of {n} bytes from the configuration \
-             ({cost} bytes counted, fingerprint {fp:016x}): kept for the worker's life, {} such \
-             values, {} bytes; {} variables looked at",
-                stats.kept,
-                stats.kept_bytes,
-                stats.looked
-            );
-        }
-        Lookup::Compiled { evicted } => {
+        Lookup::Compiled { evicted, values, bytes } => {
             ngx_log_error!(
                 NGX_LOG_INFO,
                 log,
                 "http_matches: compiled a $http_matches value of {n} bytes ({cost} bytes counted, \
-             fingerprint {fp:016x}); {evicted} evicted, the cache holds {} values, {} bytes; {} \
-             variables looked at",
-                stats.values,
-                stats.bytes,
-                stats.looked
+                 fingerprint {fp:016x}); {evicted} evicted, the cache holds {values} values, \
+                 {bytes} bytes"
             );
         }
         // Refused for memory: the 500 that follows says so.
@@ -297,7 +259,6 @@ unsafe fn evaluate<'l>(
     lcf: &LocConf,
     mcf: &MainConf,
     list: &'l MatchList,
-    searched: usize,
 ) -> Result<Outcome<'l>, ngx_int_t> {
     // SAFETY: the caller guarantees `r`.
     let req = unsafe { &*r };
@@ -314,9 +275,7 @@ unsafe fn evaluate<'l>(
     // instantiated apart from `evaluate::<View>` and leaves the inlining of the common path as
     // it was (with both on `View`, the module's regex path cost ~290 more instructions per
     // request under callgrind).
-    let (outcome, mut work) = list.evaluate_work(&route_match::Forward::new(&view));
-    // The search for a configured original is request work too: one unit a slot.
-    work.units = work.units.saturating_add(searched as u64);
+    let (outcome, work) = list.evaluate_work(&route_match::Forward::new(&view));
     // SAFETY: `r` is valid and `index` is an indexed variable of its configuration.
     unsafe { store_work(r, index, work) }?;
     Ok(outcome)
