@@ -10,6 +10,9 @@
 //! every route once): +4 MiB private per worker in NGINX alone with `proxy_pass`, over the
 //! first pass of traffic, and more for bigger configurations.
 //!
+//! The fill reads glibc's heap (`mallinfo2`, `sbrk`): it is built only with the cargo feature
+//! `glibc-heap`, on glibc; any other build refuses `http_matches_prefork on` ([`set_prefork`]).
+//!
 //! So, with `http_matches_prefork on` (off by default), once per configuration load that uses
 //! the module (an `http_matches` or `http_matches_load` directive; merely loading it changes
 //! nothing), at the first fork after `init_module` (a `pthread_atfork` prepare handler, armed
@@ -19,13 +22,13 @@
 //! the first worker's; at start with `daemon on`, NGINX's own fork into the background (the
 //! daemon then starts the workers with the chunks already held, which is what is wanted, but
 //! the chunks were taken before that fork's parent exited). The master frees the chunks when
-//! it loads the next configuration (`preconfiguration`); workers never free them. glibc only
-//! (`mallinfo2`, glibc >= 2.33); elsewhere nothing.
+//! it loads the next configuration (`preconfiguration`); workers never free them. glibc >= 2.33
+//! (`mallinfo2`).
 //!
 //! Whether or not the fill runs, that first fork after a load also gives back what the old
-//! configuration left free (see [`before_fork`]): PCRE2's unused JIT chunks (the master keeps
-//! no JIT code, but measuring each pattern's JIT size at load leaves sljit's last chunk
-//! mapped), and the heap's free pages.
+//! configuration left free (see [`before_fork`], a POSIX `pthread_atfork` handler): PCRE2's
+//! unused JIT chunks (the master keeps no JIT code, but measuring each pattern's JIT size at load
+//! leaves sljit's last chunk mapped), and, on glibc, the heap's free pages (`malloc_trim`).
 //!
 //! **No JIT code in the master** (issue #30): a configuration load compiles its patterns
 //! without JIT code (`pcre2_bounded::defer_jit`, set as a load begins, [`release`]); each
@@ -61,6 +64,7 @@ static USED: AtomicBool = AtomicBool::new(false);
 /// `http_matches_prefork on` in the configuration being loaded.
 static WANTED: AtomicBool = AtomicBool::new(false);
 /// The chunks held: a list linked through their first word (0: none).
+#[cfg(all(feature = "glibc-heap", target_env = "gnu"))]
 static HELD: AtomicUsize = AtomicUsize::new(0);
 /// The JIT allowance of the configuration being loaded (see [`want`]), applied by [`arm`].
 static JIT_ROOM: AtomicUsize = AtomicUsize::new(usize::MAX);
@@ -72,17 +76,44 @@ pub(crate) fn release() {
     pcre2_bounded::defer_jit(true);
     USED.store(false, Ordering::Relaxed);
     WANTED.store(false, Ordering::Relaxed);
-    let mut p = HELD.swap(0, Ordering::Relaxed);
-    while p != 0 {
-        // SAFETY: every element of the list is a live malloc chunk of at least 8 bytes,
-        // aligned, whose first word links the next one; each is freed once.
-        unsafe {
-            let next = *(p as *const usize);
-            #[cfg(target_env = "gnu")]
-            free(p as *mut core::ffi::c_void);
-            p = next;
+    #[cfg(all(feature = "glibc-heap", target_env = "gnu"))]
+    {
+        let mut p = HELD.swap(0, Ordering::Relaxed);
+        while p != 0 {
+            // SAFETY: every element of the list is a live malloc chunk of at least 8 bytes,
+            // aligned, whose first word links the next one; each is freed once.
+            unsafe {
+                let next = *(p as *const usize);
+                free(p as *mut core::ffi::c_void);
+                p = next;
+            }
         }
     }
+}
+
+/// `http_matches_prefork on|off`: NGINX's flag setter; a build without the fill (the
+/// `glibc-heap` feature, on glibc) refuses `on` with an `[emerg]`.
+pub(crate) unsafe extern "C" fn set_prefork(
+    cf: *mut ngx::ffi::ngx_conf_t,
+    cmd: *mut ngx::ffi::ngx_command_t,
+    conf: *mut core::ffi::c_void,
+) -> *mut core::ffi::c_char {
+    #[cfg(not(all(feature = "glibc-heap", target_env = "gnu")))]
+    {
+        // SAFETY: NGINX calls a directive's handler with `cf->args` holding its name and, for
+        // an NGX_CONF_FLAG directive, exactly one argument.
+        let on = unsafe {
+            let args = (*(*cf).args).elts as *const ngx::ffi::ngx_str_t;
+            (*args.add(1)).as_bytes().eq_ignore_ascii_case(b"on")
+        };
+        if on {
+            return c"is not available: the module was built without the cargo feature \"glibc-heap\" (glibc only)"
+                .as_ptr()
+                .cast_mut();
+        }
+    }
+    // SAFETY: NGINX's own setter, with the arguments NGINX gave this handler.
+    unsafe { ngx::ffi::ngx_conf_set_flag_slot(cf, cmd, conf) }
 }
 
 /// The configuration being loaded uses the module (a directive handler says so).
@@ -137,7 +168,7 @@ pub(crate) fn report_jit_refusals(log: *mut ngx::ffi::ngx_log_t) {
 /// [`want`]: a load refused after postconfiguration must not change the running one's).
 pub(crate) fn arm() {
     pcre2_bounded::set_jit_allowance(JIT_ROOM.load(Ordering::Relaxed));
-    #[cfg(target_env = "gnu")]
+    #[cfg(unix)]
     if USED.load(Ordering::Relaxed) {
         static REGISTER: std::sync::Once = std::sync::Once::new();
         REGISTER.call_once(|| {
@@ -149,13 +180,17 @@ pub(crate) fn arm() {
     }
 }
 
-#[cfg(target_env = "gnu")]
+#[cfg(unix)]
 unsafe extern "C" {
     fn pthread_atfork(
         prepare: Option<unsafe extern "C" fn()>,
         parent: Option<unsafe extern "C" fn()>,
         child: Option<unsafe extern "C" fn()>,
     ) -> core::ffi::c_int;
+}
+
+#[cfg(all(feature = "glibc-heap", target_env = "gnu"))]
+unsafe extern "C" {
     fn malloc(size: usize) -> *mut core::ffi::c_void;
     fn free(p: *mut core::ffi::c_void);
     fn sbrk(increment: isize) -> *mut core::ffi::c_void;
@@ -164,7 +199,7 @@ unsafe extern "C" {
 
 /// glibc's `struct mallinfo2` (glibc >= 2.33: `size_t` fields; `mallinfo`'s `int` fields
 /// overflow past 2 GiB). Only `fordblks` and `keepcost` (the top chunk's size) are read.
-#[cfg(target_env = "gnu")]
+#[cfg(all(feature = "glibc-heap", target_env = "gnu"))]
 #[repr(C)]
 struct MallInfo2 {
     arena: usize,
@@ -184,25 +219,26 @@ struct MallInfo2 {
 /// held is free here, and not before. It is given back: PCRE2's JIT chunks that hold no code
 /// (the one left by the load's JIT-size measurements; NGINX's own `pcre_jit` code is not
 /// touched), and, unless the fill takes them, the free pages of the heap (`malloc_trim`).
-#[cfg(target_env = "gnu")]
+#[cfg(unix)]
 unsafe extern "C" fn before_fork() {
     if ARMED.swap(false, Ordering::Relaxed) {
         // Nothing may unwind out of a fork handler; a failed fill only costs memory.
         let _ = std::panic::catch_unwind(|| {
             pcre2_bounded::free_unused_jit_memory();
+            #[cfg(all(feature = "glibc-heap", target_env = "gnu"))]
             if WANTED.load(Ordering::Relaxed) {
                 // SAFETY: see `fill`; runs in the forking (main) thread, before fork takes
                 // malloc's locks.
-                unsafe { fill() }
-            } else {
-                crate::state::release_free_memory();
+                unsafe { fill() };
+                return;
             }
+            crate::state::release_free_memory();
         });
     }
 }
 
 /// The most bytes taken: a bound in case the heap is not what is expected.
-#[cfg(target_env = "gnu")]
+#[cfg(all(feature = "glibc-heap", target_env = "gnu"))]
 const MAX_TAKEN: usize = 1 << 30;
 
 /// Allocates every free chunk of the main heap below its top chunk, largest sizes first,
@@ -212,7 +248,7 @@ const MAX_TAKEN: usize = 1 << 30;
 /// # Safety
 /// Must run on the main thread (whose allocations come from the main heap); the chunks it
 /// takes are never freed.
-#[cfg(target_env = "gnu")]
+#[cfg(all(feature = "glibc-heap", target_env = "gnu"))]
 unsafe fn fill() {
     // SAFETY: sbrk(0) only reads the break; mallinfo2 only reads malloc's statistics.
     let (brk, info) = unsafe { (sbrk(0) as usize, mallinfo2()) };

@@ -563,3 +563,14 @@ fn the_version_is_logged_once_per_load_and_not_by_nginx_t() {
     n.hup();
     n.wait_log(&want, 2);
 }
+
+/// `http_matches_prefork on` needs the fill, which reads glibc's heap: a build without the
+/// cargo feature `glibc-heap` (the default) refuses it at load, naming the feature; `off`
+/// loads. Before, the default build took `on` (and filled the heap on glibc).
+#[test]
+fn nginx_t_prefork_on_needs_the_glibc_heap_feature() {
+    let (ok, out, _) = config_test("t-prefork-off", "http_matches_prefork off;", &[]);
+    assert!(ok, "{out}");
+    let (ok, out, _) = config_test("t-prefork-on", "http_matches_prefork on;", &[]);
+    assert!(!ok && logged(&out, "emerg", "\"glibc-heap\""), "{out}");
+}

@@ -124,9 +124,10 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
         NGX_HTTP_MAIN_CONF_OFFSET,
         core::mem::offset_of!(MainConf, var_cache_size),
     ),
-    flag(
+    directive(
         ngx_string!("http_matches_prefork"),
-        MAIN,
+        MAIN | NGX_CONF_FLAG,
+        crate::prefork::set_prefork,
         NGX_HTTP_MAIN_CONF_OFFSET,
         core::mem::offset_of!(MainConf, prefork),
     ),
