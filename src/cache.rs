@@ -12,8 +12,9 @@
 //! requests use. A value whose compiled form does not fit is compiled for its request and not
 //! kept. Keys are hashed with SipHash (std's `RandomState`: values may carry client bytes).
 //!
-//! A hit costs no hash of the value: a table of [`HINTS`] slots maps the value's (address,
-//! length, syntax) to its SipHash, and the cache then compares the bytes. A `set $http_matches
+//! A hit costs no hash of the value: the last value served is asked first, by (syntax, address,
+//! length), its bytes compared; then a table of [`HINTS`] slots maps the value's (address,
+//! length, syntax) to its SipHash, and the cache compares the bytes. A `set $http_matches
 //! '<literal>'` or a `map`'s constant value lies at the same address on every request, and a
 //! copy in the request's pool usually does too. A stale hint costs a miss of the hint only: the
 //! bytes are always compared. An NGINX worker runs handlers on one thread, so the cache is
@@ -37,6 +38,8 @@ const SLOT: usize = core::mem::size_of::<Key>() + 64;
 
 /// A compiled value (or why it could not be used).
 pub(crate) struct Entry {
+    /// The value (shared with its key).
+    source: Rc<[u8]>,
     pub(crate) compiled: Result<CompiledList, String>,
     /// Bytes this entry accounts for: the value, its compiled list and [`SLOT`].
     pub(crate) cost: usize,
@@ -47,7 +50,7 @@ pub(crate) struct Entry {
 struct Key {
     hash: u64,
     syntax: u8,
-    value: Box<[u8]>,
+    value: Rc<[u8]>,
 }
 
 /// A lookup of a value the request holds, without copying it.
@@ -120,6 +123,11 @@ struct Cache {
     budget: usize,
     keys: RandomState,
     hints: Box<[Hint; HINTS]>,
+    /// The last value served, at its (syntax, address, length): asked first, its bytes
+    /// compared. A location's literal is the same bytes at the same address on every request.
+    /// A run of hits here counts as one use for the policy; it keeps at most one evicted entry
+    /// alive past the budget.
+    last: Option<(u8, usize, usize, Rc<Entry>)>,
 }
 
 /// Bytes a ghost (the hash of a recently evicted value) takes in the cache: its slab entry and
@@ -146,6 +154,7 @@ impl Cache {
             budget,
             keys: RandomState::new(),
             hints: Box::new([Hint::default(); HINTS]),
+            last: None,
         }
     }
 }
@@ -199,18 +208,26 @@ pub(crate) fn get(
         };
         let s = slot(syntax);
         let (at, len) = (value.as_ptr() as usize, value.len());
+        if let Some((ls, la, ll, hit)) = &c.last
+            && (*ls, *la, *ll) == (s, at, len)
+            && *hit.source == *value
+        {
+            return (hit.clone(), Lookup::Hit);
+        }
         let h = hint_slot(at, len, s);
         let hint = c.hints[h];
+        let mut found = None;
         if hint.at == at && hint.len == len && hint.syntax == s {
-            let probe = Probe { hash: hint.hash, syntax: s, value };
-            if let Some(hit) = c.values.get(&probe) {
-                return (hit.clone(), Lookup::Hit);
-            }
+            found = c.values.get(&Probe { hash: hint.hash, syntax: s, value }).cloned();
         }
-        let hash = c.keys.hash_one((s, value));
-        c.hints[h] = Hint { at, len, syntax: s, hash };
-        if let Some(hit) = c.values.get(&Probe { hash, syntax: s, value }) {
-            return (hit.clone(), Lookup::Hit);
+        let hash = if found.is_some() { hint.hash } else { c.keys.hash_one((s, value)) };
+        if found.is_none() {
+            c.hints[h] = Hint { at, len, syntax: s, hash };
+            found = c.values.get(&Probe { hash, syntax: s, value }).cloned();
+        }
+        if let Some(hit) = found {
+            c.last = Some((s, at, len, hit.clone()));
+            return (hit, Lookup::Hit);
         }
         let compiled = route_match::compile_list_within(value, syntax, bounds);
         // Out of memory says nothing about the value: never remembered.
@@ -219,18 +236,20 @@ pub(crate) fn get(
         let cost =
             SLOT + value.len() + compiled.as_ref().map_or_else(String::len, |c| c.list.memory());
         let cost = cost + core::mem::size_of::<Entry>();
-        let entry = Rc::new(Entry { compiled, cost });
+        let source: Rc<[u8]> = value.into();
+        let entry = Rc::new(Entry { source: source.clone(), compiled, cost });
         if cost > budget || transient {
             return (entry, Lookup::Uncached);
         }
         let mut evicted = 0;
-        let key = Key { hash, syntax: s, value: value.into() };
+        let key = Key { hash, syntax: s, value: source };
         c.values.insert_with_lifecycle(key, entry.clone(), &mut evicted);
         // The cache refuses a value larger than its main queue (97 % of the budget) and
         // reports it as evicted: then only this request holds it.
         if Rc::strong_count(&entry) == 1 {
             return (entry, Lookup::Uncached);
         }
+        c.last = Some((s, at, len, entry.clone()));
         let (values, bytes) = (c.values.len(), c.values.weight() as usize);
         (entry, Lookup::Compiled { evicted, values, bytes })
     })
