@@ -141,12 +141,118 @@ fn sizes_for(sets: &[Vec<(u64, usize)>], default: HashSizes) -> Option<HashSizes
         }
         if bucket >= MAX_BUCKET {
             // No size the search affords holds them (keys whose hashes collide on purpose):
-            // the largest buckets, and as many of them as there are keys.
-            let n = sets.iter().map(Vec::len).max().unwrap_or(1);
-            return Some(HashSizes { bucket_size: MAX_BUCKET, max_size: max_size.max(n) });
+            // the largest buckets and FALLBACK_SIZE of them, which the names admitted
+            // ([`NameBudget`]) fill to at most ADMIT_ROOM each, so that NGINX builds it
+            // whether its search finds a size or falls back to this one.
+            return Some(HashSizes { bucket_size: MAX_BUCKET, max_size: FALLBACK_SIZE });
         }
         bucket = (bucket * 2).min(MAX_BUCKET);
     }
+}
+
+/// The `*_hash_max_size` written when no size NGINX's search affords holds the names (see
+/// [`sizes_for`]): NGINX then builds with this many buckets, each of which [`NameBudget`]
+/// keeps within what NGINX takes.
+pub const FALLBACK_SIZE: usize = 10007;
+/// The bytes the keys of one bucket may take at [`FALLBACK_SIZE`] buckets: NGINX's largest
+/// bucket, less its end pointer and the SNI map's empty key (`map_hostnames`).
+pub const ADMIT_ROOM: usize = MAX_BUCKET - 8 - 16;
+
+/// NGINX's server-name hashes (and the SNI maps, keyed by the same names) as names are
+/// admitted into them oldest first: each set of [`key_sets`] laid out at [`FALLBACK_SIZE`]
+/// buckets. A name is admitted when every bucket its keys go to stays within [`ADMIT_ROOM`];
+/// so whatever the names (colliding on purpose included), the admitted ones, and any subset
+/// of them, build with the sizes [`server_names`] and [`map_hostnames`] give. The cost is
+/// one hash of each new key.
+#[derive(Debug, Default)]
+pub struct NameBudget {
+    seen: std::collections::HashSet<String>,
+    /// Bytes per bucket of the exact names.
+    exact: Buckets,
+    /// Per node of the wildcard label tree (its labels, reversed): its child labels and their
+    /// bytes per bucket.
+    nodes: BTreeMap<Vec<String>, (std::collections::HashSet<String>, Buckets)>,
+}
+
+/// Bytes per bucket (by its index) of one hash.
+type Buckets = std::collections::HashMap<usize, usize>;
+
+impl NameBudget {
+    /// Admits `name` (a server name: exact or `*.` wildcard) if its keys fit; `false`: NGINX
+    /// could not build a hash with it beside the names admitted before.
+    pub fn admit(&mut self, name: &str) -> bool {
+        if self.seen.contains(name) {
+            return true;
+        }
+        let bucket = |key: &str| (ngx_hash_key_lc(key.as_bytes()) % FALLBACK_SIZE as u64) as usize;
+        // (node: None for the exact names, the key).
+        let mut keys: Vec<(Option<Vec<String>>, &str)> = Vec::new();
+        match name.strip_prefix("*.") {
+            None => keys.push((None, name)),
+            Some(rest) => {
+                let labels: Vec<&str> = rest.rsplit('.').collect();
+                for depth in 0..labels.len() {
+                    let node: Vec<String> = labels[..depth].iter().map(|l| l.to_string()).collect();
+                    let new = self.nodes.get(&node).is_none_or(|(c, _)| !c.contains(labels[depth]));
+                    if new {
+                        keys.push((Some(node), labels[depth]));
+                    }
+                }
+            }
+        }
+        let fits = keys.iter().all(|(node, key)| {
+            let used = match node {
+                None => self.exact.get(&bucket(key)),
+                Some(n) => self.nodes.get(n).and_then(|(_, b)| b.get(&bucket(key))),
+            };
+            used.copied().unwrap_or(0) + element_size(key.len()) <= ADMIT_ROOM
+        });
+        if !fits {
+            return false;
+        }
+        for (node, key) in keys {
+            let used = match node {
+                None => self.exact.entry(bucket(key)).or_default(),
+                Some(n) => {
+                    let (children, buckets) = self.nodes.entry(n).or_default();
+                    children.insert(key.to_owned());
+                    buckets.entry(bucket(key)).or_default()
+                }
+            };
+            *used += element_size(key.len());
+        }
+        self.seen.insert(name.to_owned());
+        true
+    }
+}
+
+/// Whether NGINX builds every hash of these server names with these sizes (`ngx_hash_init`:
+/// the first size from its start up to `max_size` whose buckets hold their keys, else
+/// `max_size` buckets, refused when one passes 65,472 bytes); `map`: the SNI map's (with its
+/// empty key). For tests: the model the sizes written are checked against.
+pub fn nginx_builds<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    sizes: HashSizes,
+    map: bool,
+) -> bool {
+    let mut sets = key_sets(names);
+    if map {
+        sets[0].push((0, 0));
+    }
+    sets.iter().all(|k| {
+        if k.iter().any(|&(_, len)| sizes.bucket_size < element_size(len) + 8) {
+            return false;
+        }
+        if first_fit(k, sizes.bucket_size, sizes.max_size).is_some() {
+            return true;
+        }
+        let mut test = vec![8usize; sizes.max_size.max(1)];
+        k.iter().all(|&(h, len)| {
+            let b = (h % sizes.max_size.max(1) as u64) as usize;
+            test[b] += element_size(len);
+            test[b] <= MAX_BUCKET
+        })
+    })
 }
 
 /// `server_names_hash_*` for these host names (every `server_name` of every port), given what
@@ -287,5 +393,48 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Names crafted to share one bucket (1,024 of 253 bytes with one hash; 1,024 wildcard
+    /// labels of 63 bytes with one hash, at one level of the tree) and ordinary ones: the
+    /// names [`NameBudget`] admits, oldest first, build with the sizes written for them (and
+    /// for any part of them: every other one), in the server-name hashes and the SNI map;
+    /// all of them, with the sizes written for all, do not (NGINX refused the configuration).
+    #[test]
+    fn the_names_admitted_always_build() {
+        let blocks = |i: usize| -> String {
+            (0..10).map(|b| if i >> b & 1 == 1 { "c0" } else { "an" }).collect()
+        };
+        let mut names: Vec<String> = (0..50).map(|i| format!("h{i}.example")).collect();
+        names.extend((0..1024).map(|i| {
+            format!(
+                "{}{}.{}.{}.{}",
+                blocks(i),
+                "x".repeat(43),
+                "y".repeat(63),
+                "z".repeat(63),
+                "w".repeat(61)
+            )
+        }));
+        names.extend((0..1024).map(|i| format!("*.{}{}.example", blocks(i), "x".repeat(43))));
+        let mut budget = NameBudget::default();
+        let admitted: Vec<&str> =
+            names.iter().map(String::as_str).filter(|n| budget.admit(n)).collect();
+        // The ordinary names first: all of them kept.
+        assert_eq!(&admitted[..50], &names.iter().map(String::as_str).collect::<Vec<_>>()[..50]);
+        // 65,448 bytes hold 247 elements of 264 and 818 of 80.
+        assert_eq!(admitted.len(), 50 + 247 + 818);
+        let halves: Vec<&str> = admitted.iter().copied().step_by(2).collect();
+        for set in [&admitted, &halves] {
+            let s = server_names(set.iter().copied(), 64)
+                .unwrap_or(HashSizes { bucket_size: 64, max_size: 512 });
+            assert!(nginx_builds(set.iter().copied(), s, false), "{s:?}");
+            let m = map_hostnames(set.iter().copied(), 64)
+                .unwrap_or(HashSizes { bucket_size: 64, max_size: 2048 });
+            assert!(nginx_builds(set.iter().copied(), m, true), "{m:?}");
+        }
+        let all = names.iter().map(String::as_str);
+        let s = server_names(all.clone(), 64).expect("sizes");
+        assert!(!nginx_builds(all, s, false));
     }
 }

@@ -695,3 +695,88 @@ fn a_listener_that_admits_other_namespaces_takes_their_routes() {
     assert_eq!(base, mine);
     assert!(!g.output.nginx_conf.contains("# b/r-in rule 0"));
 }
+
+/// 253-byte host names, `n` of them, with one `ngx_hash_key_lc` (`h * 31 + c`): the 2-byte
+/// blocks `c0` and `an` hash alike, so names that differ only in which block sits where
+/// collide in every NGINX hash size.
+fn colliding_names(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let blocks: String =
+                (0..10).map(|b| if i >> b & 1 == 1 { "c0" } else { "an" }).collect();
+            let name = format!(
+                "{blocks}{}.{}.{}.{}",
+                "x".repeat(43),
+                "y".repeat(63),
+                "z".repeat(63),
+                "w".repeat(61)
+            );
+            assert_eq!(name.len(), 253);
+            name
+        })
+        .collect()
+}
+
+/// The `http`-level value of `directive` in `conf`, if written.
+fn http_value(conf: &str, directive: &str) -> Option<usize> {
+    conf.lines().find_map(|l| {
+        l.trim().strip_prefix(directive)?.trim().trim_end_matches(';').trim().parse().ok()
+    })
+}
+
+/// Whether NGINX builds its server-name hashes of `conf` (the model of `ngx_hash_init` in
+/// `limits`, with the sizes the configuration writes).
+fn server_names_build(conf: &str) -> bool {
+    let names: Vec<&str> = conf
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("server_name "))
+        .flat_map(|l| l.trim_end_matches(';').split_whitespace())
+        .filter(|n| *n != "\"\"" && *n != "_")
+        .collect();
+    let sizes = httproute_nginx::limits::HashSizes {
+        bucket_size: http_value(conf, "server_names_hash_bucket_size").unwrap_or(64),
+        max_size: http_value(conf, "server_names_hash_max_size").unwrap_or(512),
+    };
+    httproute_nginx::limits::nginx_builds(names, sizes, false)
+}
+
+/// Budget: server names in NGINX's hash (issue #45). Tenant b's 16 routes of 16 host names
+/// each (CRD-valid: 253 bytes, 16 per route), all with one hash, on a listener of its own:
+/// 256 elements of 264 bytes in one bucket, past the 65,472 bytes NGINX takes in any
+/// `server_names_hash_*`. Its newest routes are refused (with a condition naming the budget),
+/// its older ones kept, a's configuration is unchanged, and NGINX builds the hash (the model;
+/// `nginx -t` when given). Before the budget, the configuration NGINX refused: no hash built.
+#[test]
+fn names_crafted_to_collide_in_nginx_s_hash_cost_only_their_owner() {
+    let names = colliding_names(256);
+    let mut b = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned(),
+    ];
+    for (i, hosts) in names.chunks(16).enumerate() {
+        let hosts: Vec<String> = hosts.iter().map(|h| q(h)).collect();
+        b.push(format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{i:02}, namespace: b, creationTimestamp: \"2026-01-02T00:00:{i:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n",
+            hosts.join(", ")
+        ));
+    }
+    let (base, mine, g) = views(b, 7, true);
+    assert_eq!(base, mine);
+    assert!(server_names_build(&g.output.nginx_conf), "server names hash not built");
+    // 65,464 bytes hold 247 elements of 264: the 16 names of the newest route go.
+    let refused: Vec<String> = g
+        .status
+        .routes
+        .iter()
+        .filter(|r| {
+            r.parents.iter().flat_map(|(_, cs)| cs).any(|c| {
+                c.kind == httproute_nginx::plan::ConditionType::Accepted
+                    && !c.ok
+                    && c.message.contains("budget: server-name hash")
+            })
+        })
+        .map(|r| r.id.to_string())
+        .collect();
+    assert_eq!(refused, ["b/r15"], "{:?}", g.warnings);
+    assert!(g.output.dropped.iter().all(|d| d.unit.route().is_some_and(|r| r.namespace == "b")));
+    nginx_t("collide", &g.output);
+}

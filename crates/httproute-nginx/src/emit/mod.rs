@@ -35,7 +35,7 @@ pub use upstream::basis_points;
 
 use std::collections::HashSet;
 
-use crate::plan::{Dropped, DroppedUnit, Loc, PathKind, Plan, Reason};
+use crate::plan::{Dropped, DroppedUnit, Loc, PathKind, Plan, Reason, Refused};
 
 use http::emit_once;
 use state::Skip;
@@ -60,6 +60,14 @@ pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, Stri
     emit_dropping(plan, opts, tree, &[])
 }
 
+/// The objects the plan's budgets refuse ([`Plan::refused`]), as units left out.
+fn budget_drops(plan: &Plan) -> impl Iterator<Item = (Unit, String)> + '_ {
+    plan.refused.iter().map(|(r, why)| match r {
+        Refused::Listener(id) => (Unit::Listener(id.clone()), why.clone()),
+        Refused::Route(id) => (Unit::Route(id.clone()), why.clone()),
+    })
+}
+
 /// Words refused in a pass, by object number, and the objects.
 type Refusals = (Vec<(u32, String)>, Vec<Unit>);
 
@@ -79,7 +87,8 @@ pub fn emit_dropping(
     let mut dropped_matches: HashSet<DroppedUnit> = HashSet::new();
     let mut warnings = Vec::new();
     let mut work = Work::default();
-    // The drops given, as a pass that refused them.
+    // The plan's budgets' refusals, then the drops given, as a pass that refused them.
+    let drops: Vec<(Unit, String)> = budget_drops(plan).chain(drops.iter().cloned()).collect();
     let mut first: Option<Refusals> = (!drops.is_empty()).then(|| {
         let units = drops.iter().map(|(u, _)| u.clone()).collect();
         let refused = drops.iter().enumerate().map(|(i, (_, w))| (i as u32, w.clone())).collect();

@@ -15,6 +15,7 @@
 //! | precedence (candidates and their sort key, locations) | `plan/precedence.rs` |
 //! | status (condition types and reasons, listener and route conditions) | `plan/status.rs` |
 //! | server merging (servers the same on several ports, written once) | `plan/merge.rs` |
+//! | budgets (what tenants share in NGINX: objects over theirs refused, newest first) | `plan/budget.rs` |
 //!
 //! and `plan/ids.rs` (typed listener, route and rule ids), `plan/entry.rs` (the match-list entry
 //! emit writes and explain evaluates), `plan/types.rs` (the plan's nodes: ports, servers,
@@ -25,7 +26,8 @@
 //! Imports go one way: `ids`, `entry`, `grants` import no stage; `status` imports `ids`;
 //! `types` imports `entry`, `ids`, `status`; `segments` (a location's list as runs of the
 //! server's blocks) only `types`; then `listeners`, `backends`, `rules`, `attach`,
-//! `precedence`, `servers` each import only those before them, and `merge` only `types`. No file imports this one; this one runs them in order.
+//! `precedence`, `servers` each import only those before them, `merge` only `types`, and `budget`
+//! `ids` and `types`. No file imports this one; this one runs them in order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,6 +35,7 @@ use crate::model::{HttpRoute, Inputs};
 
 mod attach;
 mod backends;
+mod budget;
 mod entry;
 mod grants;
 mod ids;
@@ -45,6 +48,7 @@ mod servers;
 mod status;
 mod types;
 
+pub use budget::Refused;
 pub use entry::{Entry, INTERNAL_PREFIX};
 pub use ids::{Ages, ListenerId, RouteId, RouteKind, RuleId};
 pub use merge::{Merged, ServerAt};
@@ -107,6 +111,9 @@ pub struct Plan {
     pub merged: Merged,
     /// The Gateways' and routes' conflict order (the `nginx -t` net's victims, newest first).
     pub ages: Ages,
+    /// The objects over a budget of what tenants share in NGINX (`plan/budget.rs`), with why:
+    /// left out of the configuration from the start.
+    pub refused: Vec<(Refused, String)>,
 }
 
 /// The plan of `inputs`: the one planning generate, explain and status share.
@@ -184,5 +191,16 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     // 7. Servers the same on several ports.
     let merged = Merged::of(&ports);
     let ages = Ages::of(inputs);
-    Plan { ports, warnings, secrets, status, capabilities: opts.capabilities, merged, ages }
+    // 8. Budgets: what does not fit of what tenants share, newest first.
+    let refused = budget::server_names(&ports, &ages);
+    Plan {
+        ports,
+        warnings,
+        secrets,
+        status,
+        capabilities: opts.capabilities,
+        merged,
+        ages,
+        refused,
+    }
 }
