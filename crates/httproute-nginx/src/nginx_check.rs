@@ -19,7 +19,8 @@
 //!   Secret (`SSL_CTX_use_certificate("...")`, `cannot load certificate key "..."`): that
 //!   Secret, left out of the plan ([`drop_secret`]: its listeners' `ResolvedRefs` say why, a
 //!   server left without a certificate refuses the handshake);
-//! - any other refusal naming no line (a hash NGINX cannot build, a line `nginx.conf:0`): a gap
+//! - any other refusal naming no line (a line `nginx.conf:0`; not a server-name hash, which the
+//!   plan budgets: `plan/budget.rs`): a gap
 //!   in the model, logged as such; the newest objects first (Gateway API's conflict order:
 //!   creationTimestamp, then namespace/name; never the written order) whose absence makes it
 //!   load, found by bisection in scratch checks, `3 + ceil(log2 n)` of them for n objects

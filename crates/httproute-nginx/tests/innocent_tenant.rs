@@ -780,3 +780,34 @@ fn names_crafted_to_collide_in_nginx_s_hash_cost_only_their_owner() {
     assert!(g.output.dropped.iter().all(|d| d.unit.route().is_some_and(|r| r.namespace == "b")));
     nginx_t("collide", &g.output);
 }
+
+/// Budget: HTTP/2 per port (issue #45). Tenant b's listener on a's port (another host name)
+/// with a GRPCRoute: before, the port spoke HTTP/2 and every server of it, a's included, got
+/// `http2 on` (a's view changed). Now b's GRPCRoute is refused there (newest first: a's
+/// Gateway is older and serves no GRPCRoute), with a condition naming the budget; a's view is
+/// unchanged. The same GRPCRoute on b's own port is served with `http2 on`.
+#[test]
+fn a_grpc_route_on_my_port_leaves_my_servers_http1() {
+    let b = |port: u16| {
+        vec![
+            format!("kind: Gateway\nmetadata: {{name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  listeners: [{{name: http, port: {port}, protocol: HTTP, hostname: b.test}}]\n"),
+            "kind: GRPCRoute\nmetadata: {name: g, namespace: b}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: s, port: 80}]\n".to_owned(),
+        ]
+    };
+    let (base, mine, g) = views(b(18080), 3, false);
+    assert_eq!(base, mine);
+    assert!(!g.output.nginx_conf.contains("http2 on"), "{}", g.output.nginx_conf);
+    let refused = g.status.routes.iter().any(|r| {
+        r.id.to_string() == "b/g"
+            && r.parents.iter().flat_map(|(_, cs)| cs).any(|c| {
+                c.kind == httproute_nginx::plan::ConditionType::Accepted
+                    && !c.ok
+                    && c.message.contains("budget: HTTP/2 per port")
+            })
+    });
+    assert!(refused, "{:?}", g.warnings);
+    nginx_t("h2", &g.output);
+    let (base, mine, g) = views(b(18081), 3, false);
+    assert_eq!(base, mine);
+    assert!(g.output.nginx_conf.contains("http2 on"), "{}", g.output.nginx_conf);
+}

@@ -294,7 +294,7 @@ pub(super) fn reject_kind_conflicts(
 
 /// The route's parentRefs to the Gateway of listener `l`: `Accepted: False,
 /// NotAllowedByListeners`, on its node, and `l` no longer among the listeners they attach to.
-fn set_refused(node: &mut RouteNode, l: &ListenerId, why: &str) {
+pub(super) fn set_refused(node: &mut RouteNode, l: &ListenerId, why: &str) {
     for ((p, conditions), attached) in node.parents.iter_mut().zip(&mut node.attached) {
         let pns = p.namespace.as_deref().unwrap_or(&node.id.namespace);
         if pns == l.namespace && p.name == l.gateway {

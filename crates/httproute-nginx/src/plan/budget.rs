@@ -5,12 +5,16 @@
 //! | resource | rule |
 //! |----------|------|
 //! | server names in NGINX's hashes (`server_names_hash`, the SNI maps) | [`server_names`] |
+//! | HTTP/2 per port (`http2 on` in every server of a port with a GRPCRoute) | [`http2_ports`] |
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget};
 
+use super::attach::{Attachment, set_refused};
 use super::ids::{Ages, ListenerId, RouteId};
+use super::listeners::Listener;
+use super::status::RouteNode;
 use super::types::PortPlan;
 
 /// An object a budget refuses: left out of the configuration as NGINX's refusal of it would
@@ -64,4 +68,66 @@ pub(super) fn server_names(ports: &[PortPlan], ages: &Ages) -> Vec<(Refused, Str
         }
     }
     out
+}
+
+/// HTTP/2 per port: `http2 on` is written in every server of a port that serves a GRPCRoute
+/// (NGINX decides cleartext HTTP/2 by the port's default server, ALPN by each server). So a
+/// GRPCRoute is refused on a listener (`Accepted: False` there, newest first) when its port
+/// has a listener of another namespace's Gateway older than the route and its own Gateway,
+/// which serves no GRPCRoute: that tenant's
+/// servers stay HTTP/1.1 as they were. Taken oldest route first; a listener serves gRPC once
+/// one of its GRPCRoutes is kept (its owner opted in, so later ones may join).
+pub(super) fn http2_ports(
+    listeners: &[Listener],
+    attachments: &mut Vec<Attachment<'_>>,
+    nodes: &mut [RouteNode],
+    ages: &Ages,
+    warnings: &mut Vec<String>,
+) {
+    let mut grpc: Vec<usize> =
+        (0..attachments.len()).filter(|&i| attachments[i].route.grpc).collect();
+    if grpc.is_empty() {
+        return;
+    }
+    let age = |i: usize| ages.route(&RouteId::of(attachments[i].route));
+    grpc.sort_by_key(|&i| (age(i), i));
+    let mut on_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    for (i, l) in listeners.iter().enumerate() {
+        on_port.entry(l.port).or_default().push(i);
+    }
+    let mut serves: BTreeSet<usize> = BTreeSet::new();
+    let mut lost: BTreeSet<usize> = BTreeSet::new();
+    for i in grpc {
+        let l = &listeners[attachments[i].listener];
+        // gRPC comes to the port with the later of the route and its listener's Gateway.
+        let route_age = age(i).max(ages.listener(&l.id));
+        let other = on_port[&l.port].iter().copied().find(|&m| {
+            let m_id = &listeners[m].id;
+            m_id.namespace != l.id.namespace
+                && ages.listener(m_id) < route_age
+                && !serves.contains(&m)
+        });
+        match other {
+            None => {
+                serves.insert(attachments[i].listener);
+            }
+            Some(m) => {
+                let id = RouteId::of(attachments[i].route);
+                let why = format!(
+                    "GRPCRoute {id} would turn HTTP/2 on for every server of port {}, where the \
+                     older listener {} of another namespace serves HTTP/1.1 only (budget: HTTP/2 \
+                     per port)",
+                    l.port, listeners[m].id
+                );
+                warnings.push(why.clone());
+                set_refused(&mut nodes[attachments[i].node], &l.id, &why);
+                lost.insert(i);
+            }
+        }
+    }
+    let mut i = 0;
+    attachments.retain(|_| {
+        i += 1;
+        !lost.contains(&(i - 1))
+    });
 }

@@ -27,7 +27,7 @@
 //! `types` imports `entry`, `ids`, `status`; `segments` (a location's list as runs of the
 //! server's blocks) only `types`; then `listeners`, `backends`, `rules`, `attach`,
 //! `precedence`, `servers` each import only those before them, `merge` only `types`, and `budget`
-//! `ids` and `types`. No file imports this one; this one runs them in order.
+//! `ids`, `types`, `status`, `listeners` and `attach`. No file imports this one; this one runs them in order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -129,18 +129,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let listeners =
         listeners::listeners(inputs, &grants, &opts.given_certificates, &mut status, &mut warnings);
     // 2. Routes in order: by namespace/name, and their places by age.
-    let mut routes: Vec<&HttpRoute> = inputs.routes.iter().collect();
-    routes.sort_by(|a, b| {
-        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
-    });
-    // Older first, then "alphabetical order by {namespace}/{name}": the last tie-breakers of
-    // precedence.
-    let metas: Vec<_> = routes.iter().map(|r| &r.metadata).collect();
-    let by_age = ids::oldest_first(&metas);
-    let mut ages = vec![0; routes.len()];
-    for (age, &i) in by_age.iter().enumerate() {
-        ages[i] = age;
-    }
+    let (routes, route_ages) = routes_by_age(inputs);
     let slices = backends::slices_by_service(inputs);
     let given = backends::given(inputs);
     let refs = backends::Refs {
@@ -160,8 +149,10 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         routes.iter().map(|r| backends::resolve_route(r, &refs)).collect();
     // Each route's outcome is carried on its node until the status is made from it.
     let (mut attachments, mut nodes) =
-        attach::attach(inputs, &routes, &resolved, &ages, &listeners, &mut warnings);
+        attach::attach(inputs, &routes, &resolved, &route_ages, &listeners, &mut warnings);
     attach::reject_kind_conflicts(&listeners, &mut attachments, &mut nodes, &mut warnings);
+    let ages = Ages::of(inputs);
+    budget::http2_ports(&listeners, &mut attachments, &mut nodes, &ages, &mut warnings);
     for a in &attachments {
         status.listeners[listeners[a.listener].status].attached_routes += 1;
     }
@@ -190,7 +181,6 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let secrets = listeners::secrets(inputs, &listeners);
     // 7. Servers the same on several ports.
     let merged = Merged::of(&ports);
-    let ages = Ages::of(inputs);
     // 8. Budgets: what does not fit of what tenants share, newest first.
     let refused = budget::server_names(&ports, &ages);
     Plan {
@@ -203,4 +193,19 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         ages,
         refused,
     }
+}
+
+/// The routes by namespace/name, and each one's place by age: older first, then
+/// "alphabetical order by {namespace}/{name}" (the last tie-breakers of precedence).
+fn routes_by_age(inputs: &Inputs) -> (Vec<&HttpRoute>, Vec<usize>) {
+    let mut routes: Vec<&HttpRoute> = inputs.routes.iter().collect();
+    routes.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
+    let metas: Vec<_> = routes.iter().map(|r| &r.metadata).collect();
+    let mut ages = vec![0; routes.len()];
+    for (age, i) in ids::oldest_first(&metas).into_iter().enumerate() {
+        ages[i] = age;
+    }
+    (routes, ages)
 }
