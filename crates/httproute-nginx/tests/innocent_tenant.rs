@@ -811,3 +811,29 @@ fn a_grpc_route_on_my_port_leaves_my_servers_http1() {
     assert_eq!(base, mine);
     assert!(g.output.nginx_conf.contains("http2 on"), "{}", g.output.nginx_conf);
 }
+
+/// The same budget when tenant b's routes carry no `creationTimestamp` (which would count as
+/// the oldest): a route's names come with the later of the route and its Gateway, so a's
+/// older route keeps its 16 colliding names and only b's routes are refused. Before that
+/// rule, b's 240 names went in first and a's route was refused.
+#[test]
+fn undated_routes_of_a_newer_gateway_do_not_evict_my_names() {
+    let names = colliding_names(256);
+    let hosts = |hs: &[String]| hs.iter().map(|h| q(h)).collect::<Vec<_>>().join(", ");
+    let mut docs = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18082, protocol: HTTP}]\n".to_owned(),
+        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(&names[..16])),
+        "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned(),
+    ];
+    for (i, hs) in names[16..].chunks(16).enumerate() {
+        docs.push(format!("kind: HTTPRoute\nmetadata: {{name: r{i:02}, namespace: b}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(hs)));
+    }
+    let yaml: String = docs.iter().map(|d| format!("{d}---\n")).collect();
+    let g = generate_all(&[dir_with("undated", &yaml)], &backends(), &opts()).unwrap();
+    assert!(server_names_build(&g.output.nginx_conf));
+    assert!(!g.output.dropped.is_empty());
+    for d in &g.output.dropped {
+        assert_eq!(d.unit.route().map(|r| r.namespace.as_str()), Some("b"), "{:?}", g.warnings);
+    }
+    nginx_t("undated", &g.output);
+}

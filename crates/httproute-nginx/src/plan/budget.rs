@@ -27,7 +27,8 @@ pub enum Refused {
 
 /// The objects whose server names NGINX's hashes cannot hold beside older objects' names, with
 /// why. Each name is owned by the routes that alone bring it (a name that is no listener's),
-/// else by its listeners; it is as old as its oldest owner. Names are admitted oldest first
+/// else by its listeners; it is as old as its oldest owner (a route: the later of it and its
+/// listener's Gateway). Names are admitted oldest first
 /// ([`NameBudget`]: names crafted to share a bucket fill it at most to NGINX's limit); a name
 /// that does not fit refuses its owners, and the names of owners already refused are not
 /// counted (they are not written).
@@ -38,7 +39,12 @@ pub(super) fn server_names(ports: &[PortPlan], ages: &Ages) -> Vec<(Refused, Str
         let owners: Vec<(usize, Refused)> = if s.brought_by.is_empty() {
             s.listener.iter().map(|l| (ages.listener(l), Refused::Listener(l.clone()))).collect()
         } else {
-            s.brought_by.iter().map(|r| (ages.route(r), Refused::Route(r.clone()))).collect()
+            // A route's name comes with the later of the route and its listener's Gateway.
+            let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
+            s.brought_by
+                .iter()
+                .map(|r| (ages.route(r).max(gateway), Refused::Route(r.clone())))
+                .collect()
         };
         let e = names.entry(h).or_insert((usize::MAX, BTreeSet::new()));
         for (age, o) in owners {
