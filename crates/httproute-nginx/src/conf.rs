@@ -479,6 +479,54 @@ impl Writer {
         })
     }
 
+    /// A writer of blocks one at a time at `depth` ([`Writer::push`]), so each block's nodes
+    /// can be freed as soon as it is written; [`Writer::close_into`] puts the text in its
+    /// place. `text_only`: as [`Writer::render_text`].
+    pub fn stream(text_only: bool) -> Writer {
+        Writer { text_only, ..Writer::default() }
+    }
+
+    /// Some data `$` was written as `${httproute_dollar}` so far ([`Rendered::dollar`]).
+    pub fn dollar_written(&self) -> bool {
+        self.dollar
+    }
+
+    /// Writes `nodes` at `depth` after what was written so far.
+    pub fn push(
+        &mut self,
+        nodes: &[Node],
+        depth: usize,
+        tree: &mut Vec<Stmt>,
+    ) -> Result<(), String> {
+        let stmts = self.nodes(nodes, BlockKind::Directives, depth)?;
+        tree.extend(stmts);
+        Ok(())
+    }
+
+    /// What was pushed, as the last lines of the last block of `outer` (before its closing
+    /// `}`, which must end `outer`'s text): its text, line owners, refusals and tree (`tree`,
+    /// the pushed statements) join `outer`'s. The text is moved, not copied: `outer`'s goes in
+    /// front of it.
+    pub fn close_into(mut self, outer: &mut Rendered, tree: Vec<Stmt>) -> Result<(), String> {
+        self.end_lines();
+        let Some(head) = outer.text.strip_suffix("}\n") else {
+            return Err("generator bug: the outer block does not end the text".into());
+        };
+        let close = outer.lines.pop().flatten();
+        self.text.insert_str(0, head);
+        self.text.push_str("}\n");
+        outer.text = self.text;
+        self.lines.splice(0..0, std::mem::take(&mut outer.lines));
+        self.lines.push(close);
+        outer.lines = self.lines;
+        outer.dollar |= self.dollar;
+        outer.refused.append(&mut self.refused);
+        if let Some(Stmt { block: Some(inner), .. }) = outer.tree.last_mut() {
+            inner.extend(tree);
+        }
+        Ok(())
+    }
+
     /// Ends the line being written: `\n` and its owner.
     fn newline(&mut self) {
         self.text.push('\n');
@@ -941,6 +989,55 @@ mod tests {
             );
             assert_eq!(Rendered::owner_of_line(&r.lines, 0), None);
             assert_eq!(Rendered::owner_of_line(&r.lines, lines.len() + 1), None);
+        }
+    }
+
+    /// Blocks written one at a time into an outer block ([`Writer::stream`]) give what one
+    /// render of the whole tree gives: text, line owners, tree, refusals, `$`.
+    #[test]
+    fn streamed_blocks_are_the_whole_render() {
+        let o = Provenance::Object;
+        let server = |i: u32, bad: &str| -> Vec<Node> {
+            vec![
+                Node::Blank,
+                Directive::new("server")
+                    .block(vec![
+                        Directive::new("listen").code("80").from(o(i)).into(),
+                        Node::Comment(format!("server {i}")),
+                        Directive::new("add_header")
+                            .code("x")
+                            .data("f", bad.to_owned())
+                            .from(o(i + 1))
+                            .into(),
+                    ])
+                    .into(),
+            ]
+        };
+        let top = |inner: Vec<Node>| -> Vec<Node> {
+            vec![
+                Node::Comment("top".into()),
+                Directive::new("http")
+                    .block(vec![Directive::new("a").into()].into_iter().chain(inner).collect())
+                    .into(),
+            ]
+        };
+        let servers = [server(1, "x"), server(3, "a\nb"), server(5, "$y")];
+        for text_only in [false, true] {
+            let render = if text_only { Writer::render_text } else { Writer::render };
+            let whole = render(&top(servers.concat())).unwrap();
+            let mut w = Writer::stream(text_only);
+            let mut tree = Vec::new();
+            for s in &servers {
+                w.push(s, 1, &mut tree).unwrap();
+            }
+            assert!(w.dollar_written());
+            let mut outer = render(&top(Vec::new())).unwrap();
+            w.close_into(&mut outer, tree).unwrap();
+            assert_eq!(outer.text, whole.text);
+            assert_eq!(outer.lines, whole.lines);
+            assert_eq!(outer.tree, whole.tree);
+            assert_eq!(outer.refused, whole.refused);
+            assert_eq!(outer.dollar, whole.dollar);
         }
     }
 

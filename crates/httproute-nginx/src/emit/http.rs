@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 
-use crate::conf::{Arg, Directive, Node, Provenance, Rendered, Writer, code, data};
+use crate::conf::{Arg, Directive, Node, Provenance, Rendered, Stmt, Writer, code, data};
 use crate::plan::{Candidate, Entry, Loc, Plan, RuleId, RulePlan, ServerAt, Target};
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
@@ -28,7 +28,10 @@ pub(super) fn emit_once(
     // location of the server that runs the list, so the same text means the same in every
     // server).
     let mut lists = crate::lists::Lists::default();
-    let mut servers: Vec<Node> = Vec::new();
+    // Each server is written as soon as it is built (its nodes freed): the output is the
+    // plan's and one server's.
+    let mut servers = Writer::stream(tree == Tree::Drop);
+    let mut server_tree: Vec<Stmt> = Vec::new();
     let mut http = Http { experimental: opts.experimental, ..Http::default() };
 
     let merged = &plan.merged;
@@ -167,8 +170,11 @@ pub(super) fn emit_once(
                     body.push(d("ssl_reject_handshake").code("on").into());
                 }
                 body.push(d("return").code("404").into());
-                servers.push(Node::Blank);
-                servers.push(d("server").block(body).into());
+                servers.push(
+                    &[Node::Blank, d("server").block(body).into()],
+                    1,
+                    &mut server_tree,
+                )?;
             }
             if members.is_empty() || unbrought(server) {
                 continue;
@@ -333,8 +339,7 @@ pub(super) fn emit_once(
                 )?;
             }
             body.append(&mut mirror_locs);
-            servers.push(Node::Blank);
-            servers.push(d("server").block(body).into());
+            servers.push(&[Node::Blank, d("server").block(body).into()], 1, &mut server_tree)?;
         }
     }
 
@@ -438,7 +443,6 @@ pub(super) fn emit_once(
         inner.push(block.into());
     }
     inner.append(&mut http.splits);
-    inner.append(&mut servers);
 
     let top = |inner: Vec<Node>| -> Vec<Node> {
         vec![
@@ -457,6 +461,17 @@ pub(super) fn emit_once(
     };
     let mut nodes = top(inner);
     let mut rendered: Rendered = render(&nodes)?;
+    if rendered.dollar || servers.dollar_written() {
+        drop(rendered);
+        if let Some(Node::Directive(http)) = nodes.last_mut()
+            && let Some(inner) = http.block_nodes_mut()
+        {
+            inner.insert(dollar_at, crate::conf::dollar_geo());
+        }
+        rendered = render(&nodes)?;
+    }
+    drop(nodes);
+    servers.close_into(&mut rendered, server_tree)?;
     if !rendered.refused.is_empty() || !http.refused.is_empty() {
         let mut refused = std::mem::take(&mut http.refused);
         refused.append(&mut rendered.refused);
@@ -472,16 +487,6 @@ pub(super) fn emit_once(
         }
         return Ok((None, each, units));
     }
-    if rendered.dollar {
-        drop(rendered);
-        if let Some(Node::Directive(http)) = nodes.last_mut()
-            && let Some(inner) = http.block_nodes_mut()
-        {
-            inner.insert(dollar_at, crate::conf::dollar_geo());
-        }
-        rendered = render(&nodes)?;
-    }
-    drop(nodes);
     let matches_json = lists.json()?;
     // Secrets that came with the manifests, where tls_server expects them (unless the
     // command line named other files).
