@@ -103,63 +103,16 @@ pub(super) fn emit_once(
                 .filter(|m| server.hostname.is_none() && alive[m.0] && dropped_listener(at(m)))
                 .copied()
                 .collect();
-            let listen_lines = |members: &[ServerAt],
-                                http: &mut Http,
-                                port_listeners: &mut Vec<Option<Option<Provenance>>>|
-             -> Vec<Node> {
-                let mut lines = Vec::new();
-                for m in members {
-                    let member_port = &plan.ports[m.0];
-                    let address = match &opts.listen_address {
-                        Some(a) => Arg::parts(vec![
-                            data("--listen-address", a.clone()),
-                            code(format!(":{}", member_port.port)),
-                        ]),
-                        None => Arg::code(member_port.port.to_string()),
-                    };
-                    let mut listen = d("listen").arg(address);
-                    if port.tls {
-                        listen = listen.code("ssl");
-                    }
-                    if port.http2 && legacy_http2 {
-                        // Before 1.25.1 (see `plan::Capabilities`): over TLS, ALPN keeps
-                        // HTTP/1.1; a plain port only gets here when it serves GRPCRoutes alone
-                        // (h2c).
-                        listen = listen.code("http2");
-                    }
-                    if server.hostname.is_none() {
-                        listen = listen.code("default_server");
-                    }
-                    // The member's listener's line for a server of a host name; for a server
-                    // of no listener and for the catch-all (written as a 404 one when its
-                    // listener is left out), every listener left on the port: the port is
-                    // listened on for them, until the last is left out.
-                    let own = at(m)
-                        .listener
-                        .as_ref()
-                        .filter(|_| server.hostname.is_some() && !dropped_listener(at(m)));
-                    let from = match own {
-                        Some(l) => Some(http.unit(Unit::Listener(l.clone()))),
-                        None => *port_listeners[m.0].get_or_insert_with(|| {
-                            http.shared(
-                                member_port
-                                    .servers
-                                    .iter()
-                                    .filter(|s| !dropped_listener(s))
-                                    .filter_map(|s| s.listener.clone())
-                                    .map(Unit::Listener),
-                            )
-                        }),
-                    };
-                    if let Some(p) = from {
-                        listen = listen.from(p);
-                    }
-                    lines.push(listen.into());
-                }
-                lines
-            };
             if !orphans.is_empty() {
-                let mut body = listen_lines(&orphans, &mut http, &mut port_listeners);
+                let mut body = listen_lines(
+                    plan,
+                    opts,
+                    skip,
+                    (pi, si),
+                    &orphans,
+                    &mut http,
+                    &mut port_listeners,
+                );
                 body.push(d("server_name").arg(empty()).into());
                 let left: Vec<String> = orphans
                     .iter()
@@ -187,7 +140,8 @@ pub(super) fn emit_once(
                 Some(p) => d.from(p),
                 None => d,
             };
-            let mut body: Vec<Node> = listen_lines(&members, &mut http, &mut port_listeners);
+            let mut body: Vec<Node> =
+                listen_lines(plan, opts, skip, (pi, si), &members, &mut http, &mut port_listeners);
             match &server.hostname {
                 None => body.push(d("server_name").arg(empty()).into()),
                 Some(h) => {
@@ -344,122 +298,10 @@ pub(super) fn emit_once(
     }
 
     let mut warnings = std::mem::take(&mut http.warnings);
-    let mut inner: Vec<Node> =
-        crate::emit_global::reload_report(&opts.global).into_iter().collect();
-    inner.extend([
-        crate::emit_global::access_log(&opts.global),
-        d("client_body_temp_path").code("tmp/client_body").into(),
-        d("proxy_temp_path").code("tmp/proxy").into(),
-        d("fastcgi_temp_path").code("tmp/fastcgi").into(),
-        d("uwsgi_temp_path").code("tmp/uwsgi").into(),
-        d("scgi_temp_path").code("tmp/scgi").into(),
-    ]);
-    if opts.carrier == Carrier::Preload {
-        inner.push(
-            d("http_matches_load").code(crate::emit_global::matches_file(&opts.global)).into(),
-        );
-    }
-    // Server names (and the SNI map's keys) the CRD allows (253 bytes) but NGINX's default
-    // hash buckets (64) do not hold; every hash NGINX builds of them and of the variables,
-    // sized so that it builds them (`crate::limits`).
-    let hostnames =
-        || plan.ports.iter().flat_map(|p| &p.servers).filter_map(|s| s.hostname.as_deref());
-    inner.extend(crate::limits::hash_directives(
-        hostnames(),
-        plan.ports
-            .iter()
-            .filter(|p| p.tls)
-            .flat_map(|p| &p.servers)
-            .filter_map(|s| s.hostname.as_deref()),
-        http.map_n + http.split_n + http.cors_n,
-    ));
-    if http.longest_header > 32 {
-        // The CRD allows header names of 256 bytes; NGINX's default bucket (64) holds about 40.
-        let size = (http.longest_header + 32).next_power_of_two().max(128);
-        inner.push(d("proxy_headers_hash_bucket_size").code(size.to_string()).into());
-    }
-    // `geo $httproute_dollar` goes here when the writer spelled a `$` of data with it.
-    let dollar_at = inner.len();
-    inner.append(&mut http.maps);
-    if http.raw_path {
-        inner.push(raw_path_map());
-    }
-    if http.upgrade {
-        inner.push(upgrade_map());
-    }
-    if http.preflight {
-        inner.push(preflight_map());
-    }
-    if http.resolve {
-        if opts.resolvers.is_empty() {
-            warnings.push(
-                "no resolver (--resolver, or a nameserver in /etc/resolv.conf): backends named \
-                 by DNS answer 502"
-                    .to_owned(),
-            );
-        } else {
-            // Names are looked up when requests need them, cached for `valid`: a name that
-            // does not resolve costs its own requests (502), never the configuration.
-            let mut r = d("resolver");
-            for a in &opts.resolvers {
-                r = r.data("--resolver", a.clone());
-            }
-            inner.push(r.code("valid=10s").into());
-            inner.push(d("resolver_timeout").code("5s").into());
-        }
-    }
-    let upstreams = std::mem::take(&mut http.upstreams);
-    for (up, addrs) in &upstreams {
-        let mut entries = Vec::new();
-        for addr in addrs {
-            let mut s = d("server").data("backend address", addr.clone());
-            if http.no_fail.contains(up) {
-                // max_fails=0: a retried answer must not take the address out of the
-                // upstream for fail_timeout.
-                s = s.code("max_fails=0");
-            }
-            entries.push(s.into());
-        }
-        inner.push(Node::Blank);
-        // The operator's (`--keepalive`), whoever the upstream is written for.
-        entries.extend(crate::emit_global::upstream_tail(&opts.global).map(|mut n| {
-            if let Node::Directive(d) = &mut n {
-                d.set_provenance_if_none(Provenance::Run);
-            }
-            n
-        }));
-        let mut block = d("upstream").data("backend upstream name", up.clone()).block(entries);
-        // Written for every backendRef share that named it.
-        let owners: Vec<Unit> = http
-            .upstream_owner
-            .get(up)
-            .into_iter()
-            .flatten()
-            .flat_map(|p| http.units_of(*p))
-            .collect();
-        if let Some(p) = http.shared(owners) {
-            block = block.from(p);
-        }
-        inner.push(block.into());
-    }
+    let (mut inner, dollar_at) = http_preamble(plan, opts, &mut http, &mut warnings);
+    inner.append(&mut upstream_blocks(opts, &mut http));
     inner.append(&mut http.splits);
-
-    let top = |inner: Vec<Node>| -> Vec<Node> {
-        vec![
-            Node::Comment(
-                "Generated by httproute-nginx: do not edit; regenerate from the manifests.".into(),
-            ),
-            d("load_module").data("--module", opts.module.clone()).into(),
-            crate::emit_global::worker_processes(&opts.global),
-            d("pid").code("logs/nginx.pid").into(),
-            d("error_log").code("logs/error.log").code("notice").into(),
-            Node::Blank,
-            crate::emit_global::events(&opts.global),
-            Node::Blank,
-            d("http").block(inner).into(),
-        ]
-    };
-    let mut nodes = top(inner);
+    let mut nodes = main_context(opts, inner);
     let mut rendered: Rendered = render(&nodes)?;
     if rendered.dollar || servers.dollar_written() {
         drop(rendered);
@@ -559,4 +401,209 @@ impl Http {
         }
         Ok(())
     }
+}
+
+/// The `http` block's lines before its servers: temp paths, the lists' file, hash sizes, the
+/// maps, the resolver (a warning in `warnings` when none is known). Also where the `geo` of
+/// `$httproute_dollar` goes among them.
+fn http_preamble(
+    plan: &Plan,
+    opts: &Options,
+    http: &mut Http,
+    warnings: &mut Vec<String>,
+) -> (Vec<Node>, usize) {
+    let mut inner: Vec<Node> =
+        crate::emit_global::reload_report(&opts.global).into_iter().collect();
+    inner.extend([
+        crate::emit_global::access_log(&opts.global),
+        d("client_body_temp_path").code("tmp/client_body").into(),
+        d("proxy_temp_path").code("tmp/proxy").into(),
+        d("fastcgi_temp_path").code("tmp/fastcgi").into(),
+        d("uwsgi_temp_path").code("tmp/uwsgi").into(),
+        d("scgi_temp_path").code("tmp/scgi").into(),
+    ]);
+    if opts.carrier == Carrier::Preload {
+        inner.push(
+            d("http_matches_load").code(crate::emit_global::matches_file(&opts.global)).into(),
+        );
+    }
+    // Server names (and the SNI map's keys) the CRD allows (253 bytes) but NGINX's default
+    // hash buckets (64) do not hold; every hash NGINX builds of them and of the variables,
+    // sized so that it builds them (`crate::limits`).
+    let hostnames =
+        || plan.ports.iter().flat_map(|p| &p.servers).filter_map(|s| s.hostname.as_deref());
+    inner.extend(crate::limits::hash_directives(
+        hostnames(),
+        plan.ports
+            .iter()
+            .filter(|p| p.tls)
+            .flat_map(|p| &p.servers)
+            .filter_map(|s| s.hostname.as_deref()),
+        http.map_n + http.split_n + http.cors_n,
+    ));
+    if http.longest_header > 32 {
+        // The CRD allows header names of 256 bytes; NGINX's default bucket (64) holds about 40.
+        let size = (http.longest_header + 32).next_power_of_two().max(128);
+        inner.push(d("proxy_headers_hash_bucket_size").code(size.to_string()).into());
+    }
+    // `geo $httproute_dollar` goes here when the writer spelled a `$` of data with it.
+    let dollar_at = inner.len();
+    inner.append(&mut http.maps);
+    if http.raw_path {
+        inner.push(raw_path_map());
+    }
+    if http.upgrade {
+        inner.push(upgrade_map());
+    }
+    if http.preflight {
+        inner.push(preflight_map());
+    }
+    if http.resolve {
+        if opts.resolvers.is_empty() {
+            warnings.push(
+                "no resolver (--resolver, or a nameserver in /etc/resolv.conf): backends named \
+                 by DNS answer 502"
+                    .to_owned(),
+            );
+        } else {
+            // Names are looked up when requests need them, cached for `valid`: a name that
+            // does not resolve costs its own requests (502), never the configuration.
+            let mut r = d("resolver");
+            for a in &opts.resolvers {
+                r = r.data("--resolver", a.clone());
+            }
+            inner.push(r.code("valid=10s").into());
+            inner.push(d("resolver_timeout").code("5s").into());
+        }
+    }
+    (inner, dollar_at)
+}
+
+/// The `upstream` blocks, each written for every backendRef share that named it.
+fn upstream_blocks(opts: &Options, http: &mut Http) -> Vec<Node> {
+    let upstreams = std::mem::take(&mut http.upstreams);
+    let mut inner = Vec::new();
+    for (up, addrs) in &upstreams {
+        let mut entries = Vec::new();
+        for addr in addrs {
+            let mut s = d("server").data("backend address", addr.clone());
+            if http.no_fail.contains(up) {
+                // max_fails=0: a retried answer must not take the address out of the
+                // upstream for fail_timeout.
+                s = s.code("max_fails=0");
+            }
+            entries.push(s.into());
+        }
+        inner.push(Node::Blank);
+        // The operator's (`--keepalive`), whoever the upstream is written for.
+        entries.extend(crate::emit_global::upstream_tail(&opts.global).map(|mut n| {
+            if let Node::Directive(d) = &mut n {
+                d.set_provenance_if_none(Provenance::Run);
+            }
+            n
+        }));
+        let mut block = d("upstream").data("backend upstream name", up.clone()).block(entries);
+        // Written for every backendRef share that named it.
+        let owners: Vec<Unit> = http
+            .upstream_owner
+            .get(up)
+            .into_iter()
+            .flatten()
+            .flat_map(|p| http.units_of(*p))
+            .collect();
+        if let Some(p) = http.shared(owners) {
+            block = block.from(p);
+        }
+        inner.push(block.into());
+    }
+    inner
+}
+
+/// The main context around the `http` block's lines `inner`.
+fn main_context(opts: &Options, inner: Vec<Node>) -> Vec<Node> {
+    vec![
+        Node::Comment(
+            "Generated by httproute-nginx: do not edit; regenerate from the manifests.".into(),
+        ),
+        d("load_module").data("--module", opts.module.clone()).into(),
+        crate::emit_global::worker_processes(&opts.global),
+        d("pid").code("logs/nginx.pid").into(),
+        d("error_log").code("logs/error.log").code("notice").into(),
+        Node::Blank,
+        crate::emit_global::events(&opts.global),
+        Node::Blank,
+        d("http").block(inner).into(),
+    ]
+}
+
+/// The `listen` lines of server `at` (written at its first port) for its `members` left:
+/// each member listener's own line for a server of a host name; for a server of no listener
+/// and for the catch-all, a line every listener left on the member's port brings
+/// (`port_listeners`, made once per port).
+fn listen_lines(
+    plan: &Plan,
+    opts: &Options,
+    skip: &Skip,
+    (pi, si): ServerAt,
+    members: &[ServerAt],
+    http: &mut Http,
+    port_listeners: &mut [Option<Option<Provenance>>],
+) -> Vec<Node> {
+    let port = &plan.ports[pi];
+    let server = &port.servers[si];
+    let legacy_http2 = !plan.capabilities.http2_directive;
+    let at = |&(mp, ms): &ServerAt| &plan.ports[mp].servers[ms];
+    let dropped_listener = |s: &crate::plan::ServerPlan| {
+        s.listener.as_ref().is_some_and(|l| skip.listeners.contains(l))
+    };
+    let mut lines = Vec::new();
+    for m in members {
+        let member_port = &plan.ports[m.0];
+        let address = match &opts.listen_address {
+            Some(a) => Arg::parts(vec![
+                data("--listen-address", a.clone()),
+                code(format!(":{}", member_port.port)),
+            ]),
+            None => Arg::code(member_port.port.to_string()),
+        };
+        let mut listen = d("listen").arg(address);
+        if port.tls {
+            listen = listen.code("ssl");
+        }
+        if port.http2 && legacy_http2 {
+            // Before 1.25.1 (see `plan::Capabilities`): over TLS, ALPN keeps
+            // HTTP/1.1; a plain port only gets here when it serves GRPCRoutes alone
+            // (h2c).
+            listen = listen.code("http2");
+        }
+        if server.hostname.is_none() {
+            listen = listen.code("default_server");
+        }
+        // The member's listener's line for a server of a host name; for a server
+        // of no listener and for the catch-all (written as a 404 one when its
+        // listener is left out), every listener left on the port: the port is
+        // listened on for them, until the last is left out.
+        let own = at(m)
+            .listener
+            .as_ref()
+            .filter(|_| server.hostname.is_some() && !dropped_listener(at(m)));
+        let from = match own {
+            Some(l) => Some(http.unit(Unit::Listener(l.clone()))),
+            None => *port_listeners[m.0].get_or_insert_with(|| {
+                http.shared(
+                    member_port
+                        .servers
+                        .iter()
+                        .filter(|s| !dropped_listener(s))
+                        .filter_map(|s| s.listener.clone())
+                        .map(Unit::Listener),
+                )
+            }),
+        };
+        if let Some(p) = from {
+            listen = listen.from(p);
+        }
+        lines.push(listen.into());
+    }
+    lines
 }
