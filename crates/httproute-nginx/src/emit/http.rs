@@ -181,79 +181,16 @@ pub(super) fn emit_once(
                 );
                 tls_server(port.port, server, opts, (certs_from, name_from), &mut body);
             }
-            for (li, loc) in server.locations.iter().enumerate() {
-                if skip.locations.contains(&((pi, si), li)) {
-                    continue;
-                }
-                let from = http.unit(Unit::Location((pi, si), li));
-                let head = match &loc.loc {
-                    Loc::Exact(p) => d("location").code("=").arg(quoted(PATH_FIELD, p.clone())),
-                    Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
-                }
-                .from(from);
-                let served = |c: &Candidate| !skip.rule(&c.id);
-                // The whole list, for a carrier that writes it in place (`None`: empty).
-                let text = || -> Result<Option<String>, String> {
-                    let list: Vec<&Entry> =
-                        loc.candidates().filter(|c| served(c)).map(|c| &c.entry).collect();
-                    if list.is_empty() {
-                        return Ok(None);
-                    }
-                    serde_json::to_string(&list).map(Some).map_err(|e| e.to_string())
-                };
-                let list_field = || -> Cow<'static, str> {
-                    let (eq, p) = match &loc.loc {
-                        Loc::Exact(p) => ("= ", p),
-                        Loc::Prefix(p) => ("", p),
-                    };
-                    format!(
-                        "the list of location {eq}{p:?} of server {} port {} (one configuration \
-                         token: if it is too long, use --carrier preload)",
-                        server.hostname.as_deref().unwrap_or("_"),
-                        port.port
-                    )
-                    .into()
-                };
-                let inner: Option<Vec<Node>> = match opts.carrier {
-                    // Runs shared by locations written once, lists as includes of them.
-                    Carrier::Preload => lists.key(&loc.segments, &served)?.map(|key| {
-                        vec![d("set").var("match_key").code(key).into(), d("http_matches").into()]
-                    }),
-                    // A list too long for one word is the carrier's (an option), and it holds
-                    // every route of the location: the run's error, with the advice.
-                    Carrier::Inline => text()?.map(|text| {
-                        vec![
-                            d("http_matches")
-                                .arg(Arg::data(list_field(), text).single_quoted())
-                                .from(Provenance::Run)
-                                .into(),
-                        ]
-                    }),
-                    Carrier::Variable => text()?.map(|text| {
-                        // `set` would read a `$` of a regex as a variable: the writer spells it
-                        // `${httproute_dollar}`.
-                        vec![
-                            d("set")
-                                .var("http_matches")
-                                .arg(Arg::data(list_field(), text).single_quoted())
-                                .from(Provenance::Run)
-                                .into(),
-                            d("http_matches").into(),
-                        ]
-                    }),
-                };
-                let Some(inner) = inner else {
-                    // No list: 404, or the fallback server's answer (an empty list has no
-                    // winner).
-                    let none = match falls_back {
-                        true => d("http_matches").code("[]"),
-                        false => d("return").code("404"),
-                    };
-                    body.push(head.inline(vec![none.into()]).into());
-                    continue;
-                };
-                body.push(head.inline(inner).into());
-            }
+            match_locations(
+                plan,
+                opts,
+                skip,
+                (pi, si),
+                falls_back,
+                &mut lists,
+                &mut http,
+                &mut body,
+            )?;
             let mut mirror_locs = Vec::new();
             // The rules of the candidates served: each run looked at once, whatever the number
             // of locations holding it.
@@ -606,4 +543,93 @@ fn listen_lines(
         lines.push(listen.into());
     }
     lines
+}
+
+/// The match paths' locations of server `(pi, si)` (on `port`) into `body`, each with its list
+/// (the carrier's way) or, without one, 404 or the fallback's answer (`falls_back`).
+#[allow(clippy::too_many_arguments)]
+fn match_locations<'p>(
+    plan: &'p Plan,
+    opts: &Options,
+    skip: &Skip,
+    (pi, si): ServerAt,
+    falls_back: bool,
+    lists: &mut crate::lists::Lists<'p>,
+    http: &mut Http,
+    body: &mut Vec<Node>,
+) -> Result<(), String> {
+    let port = &plan.ports[pi];
+    let server = &port.servers[si];
+    for (li, loc) in server.locations.iter().enumerate() {
+        if skip.locations.contains(&((pi, si), li)) {
+            continue;
+        }
+        let from = http.unit(Unit::Location((pi, si), li));
+        let head = match &loc.loc {
+            Loc::Exact(p) => d("location").code("=").arg(quoted(PATH_FIELD, p.clone())),
+            Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
+        }
+        .from(from);
+        let served = |c: &Candidate| !skip.rule(&c.id);
+        // The whole list, for a carrier that writes it in place (`None`: empty).
+        let text = || -> Result<Option<String>, String> {
+            let list: Vec<&Entry> =
+                loc.candidates().filter(|c| served(c)).map(|c| &c.entry).collect();
+            if list.is_empty() {
+                return Ok(None);
+            }
+            serde_json::to_string(&list).map(Some).map_err(|e| e.to_string())
+        };
+        let list_field = || list_field(&loc.loc, server.hostname.as_deref(), port.port);
+        let inner: Option<Vec<Node>> = match opts.carrier {
+            // Runs shared by locations written once, lists as includes of them.
+            Carrier::Preload => lists.key(&loc.segments, &served)?.map(|key| {
+                vec![d("set").var("match_key").code(key).into(), d("http_matches").into()]
+            }),
+            // A list too long for one word is the carrier's (an option), and it holds
+            // every route of the location: the run's error, with the advice.
+            Carrier::Inline => text()?.map(|text| {
+                vec![
+                    d("http_matches")
+                        .arg(Arg::data(list_field(), text).single_quoted())
+                        .from(Provenance::Run)
+                        .into(),
+                ]
+            }),
+            Carrier::Variable => text()?.map(|text| {
+                // `set` would read a `$` of a regex as a variable: the writer spells it
+                // `${httproute_dollar}`.
+                vec![
+                    d("set")
+                        .var("http_matches")
+                        .arg(Arg::data(list_field(), text).single_quoted())
+                        .from(Provenance::Run)
+                        .into(),
+                    d("http_matches").into(),
+                ]
+            }),
+        };
+        // No list: 404, or the fallback server's answer (an empty list has no winner).
+        let inner = inner.unwrap_or_else(|| match falls_back {
+            true => vec![d("http_matches").code("[]").into()],
+            false => vec![d("return").code("404").into()],
+        });
+        body.push(head.inline(inner).into());
+    }
+    Ok(())
+}
+
+/// The field of a location's list written in place, for errors.
+fn list_field(loc: &Loc, host: Option<&str>, port: u16) -> Cow<'static, str> {
+    let (eq, p) = match loc {
+        Loc::Exact(p) => ("= ", p),
+        Loc::Prefix(p) => ("", p),
+    };
+    format!(
+        "the list of location {eq}{p:?} of server {} port {} (one configuration token: if it \
+         is too long, use --carrier preload)",
+        host.unwrap_or("_"),
+        port
+    )
+    .into()
 }
