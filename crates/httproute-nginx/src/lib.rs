@@ -174,6 +174,7 @@ pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanO
         capabilities: plan::Capabilities::of_nginx(opts.nginx_version),
         experimental: opts.experimental,
         allow_external_name: opts.allow_external_name,
+        worker_connections: opts.global.worker_connections,
     }
 }
 

@@ -837,3 +837,52 @@ fn undated_routes_of_a_newer_gateway_do_not_evict_my_names() {
     }
     nginx_t("undated", &g.output);
 }
+
+/// The listening sockets of `conf`: its distinct `listen` addresses.
+fn listen_sockets(conf: &str) -> std::collections::BTreeSet<&str> {
+    conf.lines()
+        .filter_map(|l| l.trim().strip_prefix("listen "))
+        .filter_map(|l| l.trim_end_matches(';').split_whitespace().next())
+        .collect()
+}
+
+/// Budget: listening sockets (issue #45). Tenant b's 10 newer Gateways of 60 listeners each,
+/// 600 distinct ports, at `worker_connections 1024`: before, every port was listened on (601
+/// sockets, `nginx -t` passes, every worker exits at start: "worker_connections are not
+/// enough"). Now at most 512 sockets are written, a's included, oldest first: b's newest
+/// Gateway's listeners are `Programmed: False` naming the budget, a's view is unchanged.
+#[test]
+fn many_ports_of_a_newer_tenant_leave_workers_connections() {
+    let b: Vec<String> = (0..10)
+        .map(|g| {
+            let ls: Vec<String> = (0..60)
+                .map(|i| format!("{{name: l{i:02}, port: {}, protocol: HTTP}}", 20000 + g * 60 + i))
+                .collect();
+            format!(
+                "kind: Gateway\nmetadata: {{name: gw{g}, namespace: b, creationTimestamp: \"2026-01-01T00:00:{:02}Z\"}}\nspec:\n  listeners: [{}]\n",
+                g + 1,
+                ls.join(", ")
+            )
+        })
+        .collect();
+    let (base, mine, g) = views(b, 5, false);
+    assert_eq!(base, mine);
+    assert_eq!(g.output.nginx_conf.matches("worker_connections 1024;").count(), 1);
+    let sockets = listen_sockets(&g.output.nginx_conf);
+    assert_eq!(sockets.len(), 512);
+    assert!(sockets.contains("127.0.0.1:18080"));
+    let refused = |l: &httproute_nginx::plan::ListenerStatus| {
+        l.conditions.iter().any(|c| {
+            c.kind == httproute_nginx::plan::ConditionType::Programmed
+                && !c.ok
+                && c.message.contains("budget: listening sockets")
+        })
+    };
+    let gone: Vec<String> =
+        g.status.listeners.iter().filter(|l| refused(l)).map(|l| l.id.to_string()).collect();
+    // a's 1 and b's 480 of gw0..gw7 and 31 of gw8 are kept.
+    assert_eq!(gone.len(), 89, "{gone:?}");
+    assert!(gone.iter().all(|l| l.starts_with("b/gw9/") || l.starts_with("b/gw8/")), "{gone:?}");
+    assert!(gone.contains(&"b/gw8/l31".to_owned()) && !gone.contains(&"b/gw8/l30".to_owned()));
+    nginx_t("sockets", &g.output);
+}

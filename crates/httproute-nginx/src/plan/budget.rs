@@ -5,6 +5,7 @@
 //! | resource | rule |
 //! |----------|------|
 //! | server names in NGINX's hashes (`server_names_hash`, the SNI maps) | [`server_names`] |
+//! | listening sockets (one per port, in every worker, against `worker_connections`) | [`listening_sockets`] |
 //! | HTTP/2 per port (`http2 on` in every server of a port with a GRPCRoute) | [`http2_ports`] |
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,7 +33,11 @@ pub enum Refused {
 /// ([`NameBudget`]: names crafted to share a bucket fill it at most to NGINX's limit); a name
 /// that does not fit refuses its owners, and the names of owners already refused are not
 /// counted (they are not written).
-pub(super) fn server_names(ports: &[PortPlan], ages: &Ages) -> Vec<(Refused, String)> {
+pub(super) fn server_names(
+    ports: &[PortPlan],
+    ages: &Ages,
+    before: &[(Refused, String)],
+) -> Vec<(Refused, String)> {
     let mut names: BTreeMap<&str, (usize, BTreeSet<Refused>)> = BTreeMap::new();
     for s in ports.iter().flat_map(|p| &p.servers) {
         let Some(h) = s.hostname.as_deref() else { continue };
@@ -56,7 +61,7 @@ pub(super) fn server_names(ports: &[PortPlan], ages: &Ages) -> Vec<(Refused, Str
         names.into_iter().map(|(h, (age, owners))| (age, h, owners)).collect();
     order.sort();
     let mut budget = NameBudget::default();
-    let mut refused: BTreeSet<Refused> = BTreeSet::new();
+    let mut refused: BTreeSet<Refused> = before.iter().map(|(r, _)| r.clone()).collect();
     let mut out = Vec::new();
     for (_, h, owners) in order {
         if (!owners.is_empty() && owners.iter().all(|o| refused.contains(o))) || budget.admit(h) {
@@ -72,6 +77,40 @@ pub(super) fn server_names(ports: &[PortPlan], ages: &Ages) -> Vec<(Refused, Str
                 out.push((o, why.clone()));
             }
         }
+    }
+    out
+}
+
+/// Listening sockets: every worker opens a connection of its `worker_connections` for each
+/// listen address (one per port: the listen address, if any, is the run's), and a worker
+/// that cannot exits at start (`ngx_event_process_init`: "worker_connections are not
+/// enough") while `nginx -t` passes. At most half of them are sockets (the rest: clients
+/// and upstreams). Listeners are admitted oldest first; one whose port would be a new
+/// socket past that is refused (`Programmed: False`), so its port is not listened on.
+pub(super) fn listening_sockets(
+    ports: &[PortPlan],
+    ages: &Ages,
+    worker_connections: u32,
+) -> Vec<(Refused, String)> {
+    let budget = worker_connections as usize / 2;
+    let mut listeners: Vec<(usize, &ListenerId, u16)> = ports
+        .iter()
+        .flat_map(|p| p.servers.iter().filter_map(move |s| Some((s.listener.as_ref()?, p.port))))
+        .map(|(l, port)| (ages.listener(l), l, port))
+        .collect();
+    listeners.sort();
+    listeners.dedup();
+    let mut open: BTreeSet<u16> = BTreeSet::new();
+    let mut out = Vec::new();
+    for (_, l, port) in listeners {
+        if open.contains(&port) || open.len() < budget && open.insert(port) {
+            continue;
+        }
+        let why = format!(
+            "listener {l} would open port {port} past the {budget} listening sockets of \
+             worker_connections {worker_connections} (half of them; budget: listening sockets)"
+        );
+        out.push((Refused::Listener(l.clone()), why));
     }
     out
 }

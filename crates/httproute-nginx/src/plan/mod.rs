@@ -80,6 +80,9 @@ pub struct PlanOptions<'a> {
     /// ExternalName Services are followed (`--allow-external-name`); without it a backendRef
     /// to one is `ResolvedRefs: False, UnsupportedValue` (as NGF: the operator opts in).
     pub allow_external_name: bool,
+    /// `worker_connections` the configuration is written with: the listening sockets budget
+    /// (`budget::listening_sockets`) is half of it.
+    pub worker_connections: u32,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -91,6 +94,7 @@ impl<'a> PlanOptions<'a> {
             capabilities: Capabilities::default(),
             experimental: false,
             allow_external_name: false,
+            worker_connections: crate::emit_global::Global::default().worker_connections,
         }
     }
 }
@@ -182,7 +186,8 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     // 7. Servers the same on several ports.
     let merged = Merged::of(&ports);
     // 8. Budgets: what does not fit of what tenants share, newest first.
-    let refused = budget::server_names(&ports, &ages);
+    let mut refused = budget::listening_sockets(&ports, &ages, opts.worker_connections);
+    refused.extend(budget::server_names(&ports, &ages, &refused));
     Plan {
         ports,
         warnings,
