@@ -742,7 +742,7 @@ fn server_names_build(conf: &str) -> bool {
 
 /// Budget: server names in NGINX's hash (issue #45). Tenant b's 16 routes of 16 host names
 /// each (CRD-valid: 253 bytes, 16 per route), all with one hash, on a listener of its own:
-/// 256 elements of 264 bytes in one bucket, past the 65,472 bytes NGINX takes in any
+/// 256 elements of 264 bytes in one bucket, past the 65,280 bytes NGINX takes in any
 /// `server_names_hash_*`. Its newest routes are refused (with a condition naming the budget),
 /// its older ones kept, a's configuration is unchanged, and NGINX builds the hash (the model;
 /// `nginx -t` when given). Before the budget, the configuration NGINX refused: no hash built.
@@ -762,7 +762,7 @@ fn names_crafted_to_collide_in_nginx_s_hash_cost_only_their_owner() {
     let (base, mine, g) = views(b, 7, true);
     assert_eq!(base, mine);
     assert!(server_names_build(&g.output.nginx_conf), "server names hash not built");
-    // 65,464 bytes hold 247 elements of 264: the 16 names of the newest route go.
+    // 65,256 bytes hold 247 elements of 264: the 16 names of the newest route go.
     let refused: Vec<String> = g
         .status
         .routes
