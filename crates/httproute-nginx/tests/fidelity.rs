@@ -132,10 +132,16 @@ fn gateway_doc((ns, name, day, https, wild): &Gw) -> String {
     )
 }
 
+/// A Gateway's place in the conflict order: dated before undated, by day, then by the
+/// `"{namespace}/{name}"` string.
+fn conflict_key(g: &Gw) -> (bool, Option<u8>, String) {
+    (g.2.is_none(), g.2, format!("{}/{}", g.0, g.1))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// Gateways sharing a port: the oldest (creationTimestamp, none the oldest; then the
+    /// Gateways sharing a port: the oldest (creationTimestamp, none the newest; then the
     /// `"{namespace}/{name}"` string) decides the port's protocol, every listener of the other
     /// protocol is refused with PortUnavailable, and the configuration and the statuses do not
     /// depend on the order of the documents.
@@ -152,7 +158,7 @@ proptest! {
             gws.into_iter().map(|((ns, n), (d, h, w))| (ns, n, d, h, w)).collect();
         let oldest = gws
             .iter()
-            .min_by(|a, b| (a.2, format!("{}/{}", a.0, a.1)).cmp(&(b.2, format!("{}/{}", b.0, b.1))))
+            .min_by_key(|g| conflict_key(g))
             .unwrap();
         let mut docs: Vec<String> = gws.iter().map(gateway_doc).collect();
         let forward = docs.concat();
@@ -176,7 +182,7 @@ proptest! {
                 prop_assert_eq!(refused, g.3 != oldest.3, "{:?} (oldest {:?})", g, oldest);
                 // Of the port's protocol, a listener whose hostname (`*.test` or none) an
                 // earlier Gateway's listener has would serve nothing: Conflicted, not accepted.
-                let order = |g: &Gw| (g.2, format!("{}/{}", g.0, g.1));
+                let order = conflict_key;
                 let shadowed = g.3 == oldest.3
                     && gws.iter().any(|o| o.3 == g.3 && o.4 == g.4 && order(o) < order(g));
                 let has = |kind: ConditionType, ok: bool| {
@@ -191,7 +197,7 @@ proptest! {
             // over none), and of equally specific ones the oldest Gateway's.
             let accepted: Vec<&Gw> = {
                 let mut a: Vec<&Gw> = gws.iter().filter(|g| g.3 == oldest.3).collect();
-                a.sort_by_key(|g| (g.2, format!("{}/{}", g.0, g.1)));
+                a.sort_by_key(|g| conflict_key(g));
                 a
             };
             let winner = accepted.iter().find(|g| g.4).unwrap_or(&accepted[0]);

@@ -886,3 +886,30 @@ fn many_ports_of_a_newer_tenant_leave_workers_connections() {
     assert!(gone.contains(&"b/gw8/l31".to_owned()) && !gone.contains(&"b/gw8/l30".to_owned()));
     nginx_t("sockets", &g.output);
 }
+
+/// Conflict order (issue #45): an object without `creationTimestamp` counts as newer than
+/// every dated one. Tenant 0b's undated Gateway and routes bring 240 names colliding with a's
+/// dated route's 16 (one hash): a's route keeps its names and only 0b's routes are refused.
+/// Before, undated counted as the oldest: 0b's names went in first and a's route was refused.
+#[test]
+fn an_undated_gateway_and_routes_do_not_evict_my_dated_names() {
+    let names = colliding_names(256);
+    let hosts = |hs: &[String]| hs.iter().map(|h| q(h)).collect::<Vec<_>>().join(", ");
+    let mut docs = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18082, protocol: HTTP}]\n".to_owned(),
+        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(&names[..16])),
+        "kind: Gateway\nmetadata: {name: gw, namespace: 0b}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned(),
+    ];
+    for (i, hs) in names[16..].chunks(16).enumerate() {
+        docs.push(format!("kind: HTTPRoute\nmetadata: {{name: r{i:02}, namespace: 0b}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(hs)));
+    }
+    let yaml: String = docs.iter().map(|d| format!("{d}---\n")).collect();
+    let g = generate_all(&[dir_with("undated-gw", &yaml)], &backends(), &opts()).unwrap();
+    assert!(server_names_build(&g.output.nginx_conf));
+    assert!(!g.output.dropped.is_empty());
+    for d in &g.output.dropped {
+        assert_eq!(d.unit.route().map(|r| r.namespace.as_str()), Some("0b"), "{:?}", g.warnings);
+    }
+    assert!(g.output.nginx_conf.contains(&names[0]));
+    nginx_t("undated-gw", &g.output);
+}

@@ -13,7 +13,7 @@ pub struct Meta {
     pub name: String,
     #[serde(default = "default_namespace")]
     pub namespace: String,
-    /// Empty or `null`: none (then the route counts as the oldest).
+    /// Empty or `null`: none (then the object counts as newer than every dated one).
     #[serde(default, deserialize_with = "timestamp")]
     pub creation_timestamp: Option<Timestamp>,
     #[serde(default)]

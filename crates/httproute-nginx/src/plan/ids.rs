@@ -6,7 +6,8 @@ use std::fmt;
 
 use crate::model::Meta;
 
-/// Indexes of `metas`, oldest first: by `creationTimestamp` (none counts as the oldest), then
+/// Indexes of `metas`, oldest first: by `creationTimestamp` (none counts as newer than every
+/// dated object: a tenant cannot leave it out to go first), then
 /// by the `"{namespace}/{name}"` string (the spec's words: the string, which orders `a-b/c`
 /// before `a/b-c`, where the (namespace, name) pair does not). Gateway API's order wherever
 /// objects conflict: precedence ties between routes, Gateways sharing a port.
@@ -14,7 +15,11 @@ pub(super) fn oldest_first(metas: &[&Meta]) -> Vec<usize> {
     let names: Vec<String> = metas.iter().map(|m| format!("{}/{}", m.namespace, m.name)).collect();
     let mut order: Vec<usize> = (0..metas.len()).collect();
     order.sort_by(|&a, &b| {
-        (&metas[a].creation_timestamp, &names[a]).cmp(&(&metas[b].creation_timestamp, &names[b]))
+        let key = |i: usize| {
+            let t = &metas[i].creation_timestamp;
+            (t.is_none(), t, &names[i])
+        };
+        key(a).cmp(&key(b))
     });
     order
 }

@@ -25,7 +25,7 @@ pub(super) struct Listener {
 /// Every listener of every Gateway: those that can be served, and the status of all of them.
 /// `given`: the Secrets with files of their own (`--certificate`).
 ///
-/// Gateways are taken oldest first (`creationTimestamp`; none counts as the oldest), then by
+/// Gateways are taken oldest first (`creationTimestamp`; none counts as the newest), then by
 /// the `"{namespace}/{name}"` string: Gateway API's order for conflicts, so the Gateway that
 /// decides a shared port's protocol, and wins a tie between equally specific listeners of
 /// different Gateways on one port, does not depend on the order of the input documents.
