@@ -719,8 +719,13 @@ fn dated_route(namespace: &str, name: &str, created: &str, host: &str, path: &st
 #[test]
 fn a_refusal_without_a_line_leaves_out_the_newest_object_not_the_first_written() {
     let port = free_port();
+    // Every object dated (an undated one counts as the newest): the Gateway is the oldest.
     let mut yaml = gateway(port)
-        .replace("protocol: HTTP}", "protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}");
+        .replace("protocol: HTTP}", "protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}")
+        .replace(
+            "namespace: default}",
+            "namespace: default, creationTimestamp: \"2019-01-01T00:00:00Z\"}",
+        );
     yaml += &dated_route("a", "old", "2020-01-01T00:00:00Z", "a.test", "/p");
     yaml += &dated_route("b", "mid", "2022-01-01T00:00:00Z", "b.test", "/p");
     yaml += &dated_route("c", "new", "2024-01-01T00:00:00Z", "c.test", "/p");
