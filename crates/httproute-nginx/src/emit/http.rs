@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 
 use crate::conf::{Arg, Directive, Node, Provenance, Rendered, Stmt, Writer, code, data};
-use crate::plan::{Candidate, Entry, Loc, Plan, RuleId, RulePlan, ServerAt, Target};
+use crate::plan::{Candidate, Entry, Loc, Plan, RuleId, RulePlan, ServerAt, ServerPlan, Target};
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
 use super::options::{Carrier, Options, Output, Tree};
@@ -20,278 +20,341 @@ pub(super) fn emit_once(
     tree: Tree,
     skip: &Skip,
 ) -> Result<(Option<Output>, Vec<(u32, String)>, Vec<Unit>), String> {
-    let render = match tree {
-        Tree::Keep => Writer::render,
-        Tree::Drop => Writer::render_text,
-    };
-    // The lists of matches.json, shared where they are the same (a redirect path names a
-    // location of the server that runs the list, so the same text means the same in every
-    // server).
-    let mut lists = crate::lists::Lists::default();
-    // Each server is written as soon as it is built (its nodes freed): the output is the
-    // plan's and one server's.
-    let mut servers = Writer::stream(tree == Tree::Drop);
-    let mut server_tree: Vec<Stmt> = Vec::new();
-    let mut http = Http { experimental: opts.experimental, ..Http::default() };
-
-    let merged = &plan.merged;
-    // Listeners left out: a port none of whose listeners is left is not listened on.
-    let dropped_listener = |s: &crate::plan::ServerPlan| {
-        s.listener.as_ref().is_some_and(|l| skip.listeners.contains(l))
-    };
-    let alive: Vec<bool> = plan
-        .ports
-        .iter()
-        .map(|p| {
-            skip.listeners.is_empty()
-                || p.servers.iter().any(|s| s.listener.is_some() && !dropped_listener(s))
-        })
-        .collect();
-    // A server only routes' hostnames bring, all of those routes left out.
-    let unbrought = |s: &crate::plan::ServerPlan| {
-        !s.brought_by.is_empty() && s.brought_by.iter().all(|r| skip.routes.contains(r))
-    };
-    // Who brings the name of servers `ss` (merged servers, alike but for their listeners: one
-    // `server_name`, SNI check and SNI map entry for all): every route left that brings it,
-    // else their listeners (the listeners' hostname); none for the catch-all (the run's).
-    let name_units = |ss: &[&crate::plan::ServerPlan]| -> Vec<Unit> {
-        let Some(s) = ss.first().filter(|s| s.hostname.is_some()) else { return Vec::new() };
-        if !s.brought_by.is_empty() {
-            return s
-                .brought_by
-                .iter()
-                .filter(|r| !skip.routes.contains(*r))
-                .cloned()
-                .map(Unit::Route)
-                .collect();
-        }
-        ss.iter().filter_map(|s| s.listener.clone()).map(Unit::Listener).collect()
-    };
-    // The listeners left on each port (whose `listen` of servers of no listener of their own,
-    // and of the catch-all, stays while one of them is left), made once per port.
-    let mut port_listeners: Vec<Option<Option<Provenance>>> = vec![None; plan.ports.len()];
+    let mut pass = Pass::new(plan, opts, tree, skip);
     for (pi, port) in plan.ports.iter().enumerate() {
         // A port whose servers are all written with an earlier port's needs no map of its own.
-        if port.tls && merged.writes_any(pi) {
-            // The names of the servers written for the port, each its owner's.
-            let names: Vec<(&str, Option<Provenance>)> = port
-                .servers
-                .iter()
-                .filter(|s| alive[pi] && !dropped_listener(s) && !unbrought(s))
-                .filter_map(|s| {
-                    let h = s.hostname.as_deref()?;
-                    Some((h, http.shared(name_units(&[s]))))
-                })
-                .collect();
-            http.sni_map(port.port, names);
+        if port.tls && plan.merged.writes_any(pi) {
+            pass.sni_map(pi);
         }
-        for (si, server) in port.servers.iter().enumerate() {
+        for si in 0..port.servers.len() {
             // A server that listens on several ports is written once, where its first port
             // would have it.
-            let Some(all_members) = merged.members(pi, si) else { continue };
-            let legacy_http2 = !plan.capabilities.http2_directive;
-            let at = |&(mp, ms): &ServerAt| &plan.ports[mp].servers[ms];
-            let members: Vec<ServerAt> = all_members
-                .iter()
-                .filter(|m| alive[m.0] && !dropped_listener(at(m)))
-                .copied()
-                .collect();
-            // The catch-all of a port whose listener is left out while others keep the port:
-            // a server of no listener (404, or no TLS handshake).
-            let orphans: Vec<ServerAt> = all_members
-                .iter()
-                .filter(|m| server.hostname.is_none() && alive[m.0] && dropped_listener(at(m)))
-                .copied()
-                .collect();
-            if !orphans.is_empty() {
-                let mut body = listen_lines(
-                    plan,
-                    opts,
-                    skip,
-                    (pi, si),
-                    &orphans,
-                    &mut http,
-                    &mut port_listeners,
-                );
-                body.push(d("server_name").arg(empty()).into());
-                let left: Vec<String> = orphans
-                    .iter()
-                    .filter_map(|m| at(m).listener.as_ref().map(|l| format!("listener {l}")))
-                    .collect();
-                body.push(Node::Comment(format!("{} left out: 404", left.join(", "))));
-                if port.tls {
-                    body.push(d("ssl_reject_handshake").code("on").into());
-                }
-                body.push(d("return").code("404").into());
-                servers.push(
-                    &[Node::Blank, d("server").block(body).into()],
-                    1,
-                    &mut server_tree,
-                )?;
+            if let Some(all_members) = plan.merged.members(pi, si) {
+                pass.server((pi, si), all_members)?;
             }
-            if members.is_empty() || unbrought(server) {
-                continue;
-            }
-            // Merged servers are alike but for their listeners: one name and one set of
-            // certificates for the members left, which all bring them.
-            let member_plans: Vec<&crate::plan::ServerPlan> = members.iter().map(at).collect();
-            let name_from = http.shared(name_units(&member_plans));
-            let named = |d: Directive| match name_from {
-                Some(p) => d.from(p),
-                None => d,
-            };
-            let mut body: Vec<Node> =
-                listen_lines(plan, opts, skip, (pi, si), &members, &mut http, &mut port_listeners);
-            match &server.hostname {
-                None => body.push(d("server_name").arg(empty()).into()),
-                Some(h) => {
-                    body.push(named(d("server_name").data(HOSTNAME_FIELD, h.clone())).into())
-                }
-            }
-            if port.http2 && !legacy_http2 {
-                // gRPC: HTTP/2 by ALPN over TLS, or with prior knowledge (h2c) on a plain port,
-                // where HTTP/1.1 still works (NGINX 1.25.1 and later).
-                body.push(d("http2").code("on").into());
-            }
-            // Requests none of this server's routes answers go on in the server of the next
-            // less specific hostname of its listener (the name's words are the server's own).
-            let fallback = server.fallback.as_ref().map(|f| match f {
-                None => d("http_matches_fallback").arg(empty()),
-                Some(w) => named(d("http_matches_fallback").data(HOSTNAME_FIELD, w.clone())),
-            });
-            let falls_back = fallback.is_some();
-            if let Some(f) = fallback {
-                body.push(f.into());
-            }
-            let mut comments: Vec<String> = Vec::new();
-            for &(mp, ms) in &members {
-                let c = match &plan.ports[mp].servers[ms].listener {
-                    Some(l) => format!("listener {l}"),
-                    None => "no listener serves this host: 404".to_owned(),
-                };
-                if !comments.contains(&c) {
-                    comments.push(c);
-                }
-            }
-            body.extend(comments.into_iter().map(Node::Comment));
-            if port.tls {
-                // The members' certificates are the same: their listeners all bring them.
-                let certs_from = http.shared(
-                    member_plans.iter().filter_map(|s| s.listener.clone()).map(Unit::Listener),
-                );
-                tls_server(port.port, server, opts, (certs_from, name_from), &mut body);
-            }
-            match_locations(
-                plan,
-                opts,
-                skip,
-                (pi, si),
-                falls_back,
-                &mut lists,
-                &mut http,
-                &mut body,
-            )?;
-            let mut mirror_locs = Vec::new();
-            // The rules of the candidates served: each run looked at once, whatever the number
-            // of locations holding it.
-            let mut seen = HashSet::new();
-            let used: BTreeSet<usize> = server
-                .locations
-                .iter()
-                .enumerate()
-                .filter(|(li, _)| !skip.locations.contains(&((pi, si), *li)))
-                .flat_map(|(_, l)| &l.segments)
-                .filter(|s| seen.insert(s.id()))
-                .flat_map(|s| s.candidates())
-                .filter(|c| !skip.rule(&c.id))
-                .map(|c| c.rule)
-                .collect();
-            for ri in used {
-                let rule = &server.rules[ri];
-                // BackendRef shares left out answer 500.
-                let without_shares;
-                let rule = if rule
-                    .backends
-                    .iter()
-                    .any(|b| skip.shares.contains(&(rule.id.clone(), b.index)))
-                {
-                    without_shares = without(rule, &skip.shares);
-                    &without_shares
-                } else {
-                    rule
-                };
-                http.written_for(
-                    Unit::Rule(rule.id.clone()),
-                    &mut body,
-                    &mut mirror_locs,
-                    |http, out, mirror_locs| {
-                        http.rule_location((port.port, port.tls), ri, rule, out, mirror_locs)
-                    },
-                )?;
-            }
-            body.append(&mut mirror_locs);
-            servers.push(&[Node::Blank, d("server").block(body).into()], 1, &mut server_tree)?;
+        }
+    }
+    pass.finish(tree)
+}
+
+/// What one pass reads (the plan, the options, what it leaves out) and what it has written so
+/// far.
+struct Pass<'p> {
+    plan: &'p Plan,
+    opts: &'p Options,
+    skip: &'p Skip,
+    /// Ports listened on: a port none of whose listeners is left is not.
+    alive: Vec<bool>,
+    http: Http,
+    /// The lists of matches.json, shared where they are the same (a redirect path names a
+    /// location of the server that runs the list, so the same text means the same in every
+    /// server).
+    lists: crate::lists::Lists<'p>,
+    /// Each server is written as soon as it is built (its nodes freed): the output is the
+    /// plan's and one server's.
+    servers: Writer,
+    server_tree: Vec<Stmt>,
+    /// The listeners left on each port (whose `listen` of servers of no listener of their
+    /// own, and of the catch-all, stays while one of them is left), made once per port.
+    port_listeners: Vec<Option<Option<Provenance>>>,
+}
+
+impl<'p> Pass<'p> {
+    fn new(plan: &'p Plan, opts: &'p Options, tree: Tree, skip: &'p Skip) -> Pass<'p> {
+        let alive = plan
+            .ports
+            .iter()
+            .map(|p| {
+                skip.listeners.is_empty()
+                    || p.servers.iter().any(|s| s.listener.is_some() && !dropped_listener(skip, s))
+            })
+            .collect();
+        Pass {
+            plan,
+            opts,
+            skip,
+            alive,
+            http: Http { experimental: opts.experimental, ..Http::default() },
+            lists: crate::lists::Lists::default(),
+            servers: Writer::stream(tree == Tree::Drop),
+            server_tree: Vec::new(),
+            port_listeners: vec![None; plan.ports.len()],
         }
     }
 
-    let mut warnings = std::mem::take(&mut http.warnings);
-    let (mut inner, dollar_at) = http_preamble(plan, opts, &mut http, &mut warnings);
-    inner.append(&mut upstream_blocks(opts, &mut http));
-    inner.append(&mut http.splits);
-    let mut nodes = main_context(opts, inner);
-    let mut rendered: Rendered = render(&nodes)?;
-    if rendered.dollar || servers.dollar_written() {
-        drop(rendered);
-        if let Some(Node::Directive(http)) = nodes.last_mut()
-            && let Some(inner) = http.block_nodes_mut()
-        {
-            inner.insert(dollar_at, crate::conf::dollar_geo());
-        }
-        rendered = render(&nodes)?;
+    fn at(&self, &(mp, ms): &ServerAt) -> &'p ServerPlan {
+        &self.plan.ports[mp].servers[ms]
     }
-    drop(nodes);
-    servers.close_into(&mut rendered, server_tree)?;
-    if !rendered.refused.is_empty() || !http.refused.is_empty() {
-        let mut refused = std::mem::take(&mut http.refused);
-        refused.append(&mut rendered.refused);
-        // A word of a line several units bring is refused for each of them.
-        let mut units = std::mem::take(&mut http.units);
-        let mut each = Vec::with_capacity(refused.len());
-        for (o, why) in refused {
-            for u in http.sharers.get(&o).into_iter().flatten() {
-                units.push(u.clone());
-                each.push(((units.len() - 1) as u32, why.clone()));
+
+    /// The SNI map of TLS port `pi`: the names of the servers written for it, each its
+    /// owner's.
+    fn sni_map(&mut self, pi: usize) {
+        let port = &self.plan.ports[pi];
+        let mut names: Vec<(&str, Option<Provenance>)> = Vec::new();
+        for s in &port.servers {
+            if !self.alive[pi] || dropped_listener(self.skip, s) || unbrought(self.skip, s) {
+                continue;
             }
-            each.push((o, why));
+            if let Some(h) = s.hostname.as_deref() {
+                names.push((h, self.http.shared(name_units(self.skip, &[s]))));
+            }
         }
-        return Ok((None, each, units));
+        self.http.sni_map(port.port, names);
     }
-    let matches_json = lists.json()?;
-    // Secrets that came with the manifests, where tls_server expects them (unless the
-    // command line named other files).
-    let files = plan
-        .secrets
+
+    /// Server `(pi, si)` for the servers `all_members` it is written for: the catch-all of
+    /// ports whose listener is left out, and the server of the members left.
+    fn server(&mut self, (pi, si): ServerAt, all_members: &[ServerAt]) -> Result<(), String> {
+        let server = self.at(&(pi, si));
+        let (mut members, mut orphans) = (Vec::new(), Vec::new());
+        for m in all_members.iter().filter(|m| self.alive[m.0]) {
+            match dropped_listener(self.skip, self.at(m)) {
+                false => members.push(*m),
+                // The catch-all of a port whose listener is left out while others keep the
+                // port: a server of no listener (404, or no TLS handshake).
+                true if server.hostname.is_none() => orphans.push(*m),
+                true => {}
+            }
+        }
+        if !orphans.is_empty() {
+            let body = self.orphan_body((pi, si), &orphans);
+            self.push_server(body)?;
+        }
+        if members.is_empty() || unbrought(self.skip, server) {
+            return Ok(());
+        }
+        let (mut body, falls_back) = self.server_head((pi, si), &members);
+        self.match_locations((pi, si), falls_back, &mut body)?;
+        self.rule_locations((pi, si), &mut body)?;
+        self.push_server(body)
+    }
+
+    fn push_server(&mut self, body: Vec<Node>) -> Result<(), String> {
+        let nodes = [Node::Blank, d("server").block(body).into()];
+        self.servers.push(&nodes, 1, &mut self.server_tree)
+    }
+
+    /// The 404 catch-all of the `orphans` of server `at` (ports whose listener is left out).
+    fn orphan_body(&mut self, at: ServerAt, orphans: &[ServerAt]) -> Vec<Node> {
+        let mut body = self.listen_lines(at, orphans);
+        body.push(d("server_name").arg(empty()).into());
+        let left: Vec<String> = orphans
+            .iter()
+            .filter_map(|m| self.at(m).listener.as_ref().map(|l| format!("listener {l}")))
+            .collect();
+        body.push(Node::Comment(format!("{} left out: 404", left.join(", "))));
+        if self.plan.ports[at.0].tls {
+            body.push(d("ssl_reject_handshake").code("on").into());
+        }
+        body.push(d("return").code("404").into());
+        body
+    }
+
+    /// A server's lines before its locations (`listen`, names, HTTP/2, fallback, comments,
+    /// TLS), and whether it falls back to another server.
+    fn server_head(&mut self, (pi, si): ServerAt, members: &[ServerAt]) -> (Vec<Node>, bool) {
+        let port = &self.plan.ports[pi];
+        let server = self.at(&(pi, si));
+        // Merged servers are alike but for their listeners: one name and one set of
+        // certificates for the members left, which all bring them.
+        let member_plans: Vec<&ServerPlan> = members.iter().map(|m| self.at(m)).collect();
+        let name_from = self.http.shared(name_units(self.skip, &member_plans));
+        let named = |d: Directive| match name_from {
+            Some(p) => d.from(p),
+            None => d,
+        };
+        let mut body: Vec<Node> = self.listen_lines((pi, si), members);
+        match &server.hostname {
+            None => body.push(d("server_name").arg(empty()).into()),
+            Some(h) => body.push(named(d("server_name").data(HOSTNAME_FIELD, h.clone())).into()),
+        }
+        if port.http2 && self.plan.capabilities.http2_directive {
+            // gRPC: HTTP/2 by ALPN over TLS, or with prior knowledge (h2c) on a plain port,
+            // where HTTP/1.1 still works (NGINX 1.25.1 and later).
+            body.push(d("http2").code("on").into());
+        }
+        // Requests none of this server's routes answers go on in the server of the next
+        // less specific hostname of its listener (the name's words are the server's own).
+        let fallback = server.fallback.as_ref().map(|f| match f {
+            None => d("http_matches_fallback").arg(empty()),
+            Some(w) => named(d("http_matches_fallback").data(HOSTNAME_FIELD, w.clone())),
+        });
+        let falls_back = fallback.is_some();
+        body.extend(fallback.map(Node::from));
+        let mut comments: Vec<String> = Vec::new();
+        for m in members {
+            let c = match &self.at(m).listener {
+                Some(l) => format!("listener {l}"),
+                None => "no listener serves this host: 404".to_owned(),
+            };
+            if !comments.contains(&c) {
+                comments.push(c);
+            }
+        }
+        body.extend(comments.into_iter().map(Node::Comment));
+        if port.tls {
+            // The members' certificates are the same: their listeners all bring them.
+            let certs_from = self
+                .http
+                .shared(member_plans.iter().filter_map(|s| s.listener.clone()).map(Unit::Listener));
+            tls_server(port.port, server, self.opts, (certs_from, name_from), &mut body);
+        }
+        (body, falls_back)
+    }
+
+    /// The internal locations of the rules server `(pi, si)`'s locations serve, and their
+    /// mirrors' locations, into `body`.
+    fn rule_locations(&mut self, (pi, si): ServerAt, body: &mut Vec<Node>) -> Result<(), String> {
+        let port = &self.plan.ports[pi];
+        let server = self.at(&(pi, si));
+        let skip = self.skip;
+        let mut mirror_locs = Vec::new();
+        // The rules of the candidates served: each run looked at once, whatever the number
+        // of locations holding it.
+        let mut seen = HashSet::new();
+        let used: BTreeSet<usize> = server
+            .locations
+            .iter()
+            .enumerate()
+            .filter(|(li, _)| !skip.locations.contains(&((pi, si), *li)))
+            .flat_map(|(_, l)| &l.segments)
+            .filter(|s| seen.insert(s.id()))
+            .flat_map(|s| s.candidates())
+            .filter(|c| !skip.rule(&c.id))
+            .map(|c| c.rule)
+            .collect();
+        for ri in used {
+            let rule = &server.rules[ri];
+            // BackendRef shares left out answer 500.
+            let without_shares;
+            let rule = if rule
+                .backends
+                .iter()
+                .any(|b| skip.shares.contains(&(rule.id.clone(), b.index)))
+            {
+                without_shares = without(rule, &skip.shares);
+                &without_shares
+            } else {
+                rule
+            };
+            self.http.written_for(
+                Unit::Rule(rule.id.clone()),
+                body,
+                &mut mirror_locs,
+                |http, out, mirror_locs| {
+                    http.rule_location((port.port, port.tls), ri, rule, out, mirror_locs)
+                },
+            )?;
+        }
+        body.append(&mut mirror_locs);
+        Ok(())
+    }
+
+    /// The `http` block around the servers written, the main context around it, and the
+    /// output; or the words refused.
+    #[allow(clippy::type_complexity)]
+    fn finish(
+        mut self,
+        tree: Tree,
+    ) -> Result<(Option<Output>, Vec<(u32, String)>, Vec<Unit>), String> {
+        let (plan, opts, http) = (self.plan, self.opts, &mut self.http);
+        let render = match tree {
+            Tree::Keep => Writer::render,
+            Tree::Drop => Writer::render_text,
+        };
+        let mut warnings = std::mem::take(&mut http.warnings);
+        let (mut inner, dollar_at) = http_preamble(plan, opts, http, &mut warnings);
+        inner.append(&mut upstream_blocks(opts, http));
+        inner.append(&mut http.splits);
+        let mut nodes = main_context(opts, inner);
+        let mut rendered: Rendered = render(&nodes)?;
+        if rendered.dollar || self.servers.dollar_written() {
+            drop(rendered);
+            if let Some(Node::Directive(http)) = nodes.last_mut()
+                && let Some(inner) = http.block_nodes_mut()
+            {
+                inner.insert(dollar_at, crate::conf::dollar_geo());
+            }
+            rendered = render(&nodes)?;
+        }
+        drop(nodes);
+        self.servers.close_into(&mut rendered, self.server_tree)?;
+        if !rendered.refused.is_empty() || !http.refused.is_empty() {
+            let (each, units) = refusals(http, rendered.refused);
+            return Ok((None, each, units));
+        }
+        let out = Output {
+            nginx_conf: rendered.text,
+            tree: rendered.tree,
+            matches_json: self.lists.json()?,
+            matches_file: crate::emit_global::matches_file(&opts.global),
+            files: secret_files(plan, opts),
+            warnings,
+            dropped: Vec::new(),
+            work: Default::default(),
+            lines: rendered.lines,
+            units: std::mem::take(&mut http.units),
+            sharers: std::mem::take(&mut http.sharers),
+        };
+        Ok((Some(out), Vec::new(), Vec::new()))
+    }
+}
+
+/// The words refused in a pass (the limits passed, then the writer's), each for every unit
+/// that brings its line (a word of a line several units bring is refused for each of them).
+fn refusals(http: &mut Http, mut rendered: Vec<(u32, String)>) -> (Vec<(u32, String)>, Vec<Unit>) {
+    let mut refused = std::mem::take(&mut http.refused);
+    refused.append(&mut rendered);
+    let mut units = std::mem::take(&mut http.units);
+    let mut each = Vec::with_capacity(refused.len());
+    for (o, why) in refused {
+        for u in http.sharers.get(&o).into_iter().flatten() {
+            units.push(u.clone());
+            each.push(((units.len() - 1) as u32, why.clone()));
+        }
+        each.push((o, why));
+    }
+    (each, units)
+}
+
+/// Secrets that came with the manifests, where tls_server expects them (unless the command
+/// line named other files).
+fn secret_files(plan: &Plan, opts: &Options) -> std::collections::BTreeMap<String, Vec<u8>> {
+    plan.secrets
         .iter()
         .filter(|(c, _)| !opts.certificates.contains_key(*c))
         .flat_map(|(c, (crt, key))| {
             let (crt_path, key_path) = certificate_files(opts, c);
             [(crt_path, crt.clone()), (key_path, key.clone())]
         })
-        .collect();
-    let out = Output {
-        nginx_conf: rendered.text,
-        tree: rendered.tree,
-        matches_json,
-        matches_file: crate::emit_global::matches_file(&opts.global),
-        files,
-        warnings,
-        dropped: Vec::new(),
-        work: Default::default(),
-        lines: rendered.lines,
-        units: std::mem::take(&mut http.units),
-        sharers: std::mem::take(&mut http.sharers),
-    };
-    Ok((Some(out), Vec::new(), Vec::new()))
+        .collect()
+}
+
+/// A server whose listener is left out.
+fn dropped_listener(skip: &Skip, s: &ServerPlan) -> bool {
+    s.listener.as_ref().is_some_and(|l| skip.listeners.contains(l))
+}
+
+/// A server only routes' hostnames bring, all of those routes left out.
+fn unbrought(skip: &Skip, s: &ServerPlan) -> bool {
+    !s.brought_by.is_empty() && s.brought_by.iter().all(|r| skip.routes.contains(r))
+}
+
+/// Who brings the name of servers `ss` (merged servers, alike but for their listeners: one
+/// `server_name`, SNI check and SNI map entry for all): every route left that brings it, else
+/// their listeners (the listeners' hostname); none for the catch-all (the run's).
+fn name_units(skip: &Skip, ss: &[&ServerPlan]) -> Vec<Unit> {
+    let Some(s) = ss.first().filter(|s| s.hostname.is_some()) else { return Vec::new() };
+    if !s.brought_by.is_empty() {
+        return s
+            .brought_by
+            .iter()
+            .filter(|r| !skip.routes.contains(*r))
+            .cloned()
+            .map(Unit::Route)
+            .collect();
+    }
+    ss.iter().filter_map(|s| s.listener.clone()).map(Unit::Listener).collect()
 }
 
 /// `rule` with the backendRefs of `shares` answering 500 (their requests; the other shares
@@ -473,150 +536,141 @@ fn main_context(opts: &Options, inner: Vec<Node>) -> Vec<Node> {
     ]
 }
 
-/// The `listen` lines of server `at` (written at its first port) for its `members` left:
-/// each member listener's own line for a server of a host name; for a server of no listener
-/// and for the catch-all, a line every listener left on the member's port brings
-/// (`port_listeners`, made once per port).
-fn listen_lines(
-    plan: &Plan,
-    opts: &Options,
-    skip: &Skip,
-    (pi, si): ServerAt,
-    members: &[ServerAt],
-    http: &mut Http,
-    port_listeners: &mut [Option<Option<Provenance>>],
-) -> Vec<Node> {
-    let port = &plan.ports[pi];
-    let server = &port.servers[si];
-    let legacy_http2 = !plan.capabilities.http2_directive;
-    let at = |&(mp, ms): &ServerAt| &plan.ports[mp].servers[ms];
-    let dropped_listener = |s: &crate::plan::ServerPlan| {
-        s.listener.as_ref().is_some_and(|l| skip.listeners.contains(l))
-    };
-    let mut lines = Vec::new();
-    for m in members {
-        let member_port = &plan.ports[m.0];
-        let address = match &opts.listen_address {
-            Some(a) => Arg::parts(vec![
-                data("--listen-address", a.clone()),
-                code(format!(":{}", member_port.port)),
-            ]),
-            None => Arg::code(member_port.port.to_string()),
-        };
-        let mut listen = d("listen").arg(address);
-        if port.tls {
-            listen = listen.code("ssl");
-        }
-        if port.http2 && legacy_http2 {
-            // Before 1.25.1 (see `plan::Capabilities`): over TLS, ALPN keeps
-            // HTTP/1.1; a plain port only gets here when it serves GRPCRoutes alone
-            // (h2c).
-            listen = listen.code("http2");
-        }
-        if server.hostname.is_none() {
-            listen = listen.code("default_server");
-        }
-        // The member's listener's line for a server of a host name; for a server
-        // of no listener and for the catch-all (written as a 404 one when its
-        // listener is left out), every listener left on the port: the port is
-        // listened on for them, until the last is left out.
-        let own = at(m)
-            .listener
-            .as_ref()
-            .filter(|_| server.hostname.is_some() && !dropped_listener(at(m)));
-        let from = match own {
-            Some(l) => Some(http.unit(Unit::Listener(l.clone()))),
-            None => *port_listeners[m.0].get_or_insert_with(|| {
-                http.shared(
-                    member_port
-                        .servers
-                        .iter()
-                        .filter(|s| !dropped_listener(s))
-                        .filter_map(|s| s.listener.clone())
-                        .map(Unit::Listener),
-                )
-            }),
-        };
-        if let Some(p) = from {
-            listen = listen.from(p);
-        }
-        lines.push(listen.into());
-    }
-    lines
-}
-
-/// The match paths' locations of server `(pi, si)` (on `port`) into `body`, each with its list
-/// (the carrier's way) or, without one, 404 or the fallback's answer (`falls_back`).
-#[allow(clippy::too_many_arguments)]
-fn match_locations<'p>(
-    plan: &'p Plan,
-    opts: &Options,
-    skip: &Skip,
-    (pi, si): ServerAt,
-    falls_back: bool,
-    lists: &mut crate::lists::Lists<'p>,
-    http: &mut Http,
-    body: &mut Vec<Node>,
-) -> Result<(), String> {
-    let port = &plan.ports[pi];
-    let server = &port.servers[si];
-    for (li, loc) in server.locations.iter().enumerate() {
-        if skip.locations.contains(&((pi, si), li)) {
-            continue;
-        }
-        let from = http.unit(Unit::Location((pi, si), li));
-        let head = match &loc.loc {
-            Loc::Exact(p) => d("location").code("=").arg(quoted(PATH_FIELD, p.clone())),
-            Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
-        }
-        .from(from);
-        let served = |c: &Candidate| !skip.rule(&c.id);
-        // The whole list, for a carrier that writes it in place (`None`: empty).
-        let text = || -> Result<Option<String>, String> {
-            let list: Vec<&Entry> =
-                loc.candidates().filter(|c| served(c)).map(|c| &c.entry).collect();
-            if list.is_empty() {
-                return Ok(None);
+impl<'p> Pass<'p> {
+    /// The `listen` lines of server `at` (written at its first port) for its `members` left:
+    /// each member listener's own line for a server of a host name; for a server of no
+    /// listener and for the catch-all, a line every listener left on the member's port brings
+    /// (`port_listeners`, made once per port).
+    fn listen_lines(&mut self, (pi, si): ServerAt, members: &[ServerAt]) -> Vec<Node> {
+        let (plan, skip) = (self.plan, self.skip);
+        let port = &plan.ports[pi];
+        let server = &port.servers[si];
+        let legacy_http2 = !plan.capabilities.http2_directive;
+        let mut lines = Vec::new();
+        for m in members {
+            let member_port = &plan.ports[m.0];
+            let address = match &self.opts.listen_address {
+                Some(a) => Arg::parts(vec![
+                    data("--listen-address", a.clone()),
+                    code(format!(":{}", member_port.port)),
+                ]),
+                None => Arg::code(member_port.port.to_string()),
+            };
+            let mut listen = d("listen").arg(address);
+            if port.tls {
+                listen = listen.code("ssl");
             }
-            serde_json::to_string(&list).map(Some).map_err(|e| e.to_string())
-        };
-        let list_field = || list_field(&loc.loc, server.hostname.as_deref(), port.port);
-        let inner: Option<Vec<Node>> = match opts.carrier {
-            // Runs shared by locations written once, lists as includes of them.
-            Carrier::Preload => lists.key(&loc.segments, &served)?.map(|key| {
-                vec![d("set").var("match_key").code(key).into(), d("http_matches").into()]
-            }),
-            // A list too long for one word is the carrier's (an option), and it holds
-            // every route of the location: the run's error, with the advice.
-            Carrier::Inline => text()?.map(|text| {
-                vec![
-                    d("http_matches")
-                        .arg(Arg::data(list_field(), text).single_quoted())
-                        .from(Provenance::Run)
-                        .into(),
-                ]
-            }),
-            Carrier::Variable => text()?.map(|text| {
+            if port.http2 && legacy_http2 {
+                // Before 1.25.1 (see `plan::Capabilities`): over TLS, ALPN keeps HTTP/1.1; a
+                // plain port only gets here when it serves GRPCRoutes alone (h2c).
+                listen = listen.code("http2");
+            }
+            if server.hostname.is_none() {
+                listen = listen.code("default_server");
+            }
+            // The member's listener's line for a server of a host name; for a server of no
+            // listener and for the catch-all (written as a 404 one when its listener is left
+            // out), every listener left on the port: the port is listened on for them, until
+            // the last is left out.
+            let own = self
+                .at(m)
+                .listener
+                .as_ref()
+                .filter(|_| server.hostname.is_some() && !dropped_listener(skip, self.at(m)));
+            let http = &mut self.http;
+            let from = match own {
+                Some(l) => Some(http.unit(Unit::Listener(l.clone()))),
+                None => *self.port_listeners[m.0].get_or_insert_with(|| {
+                    http.shared(
+                        member_port
+                            .servers
+                            .iter()
+                            .filter(|s| !dropped_listener(skip, s))
+                            .filter_map(|s| s.listener.clone())
+                            .map(Unit::Listener),
+                    )
+                }),
+            };
+            if let Some(p) = from {
+                listen = listen.from(p);
+            }
+            lines.push(listen.into());
+        }
+        lines
+    }
+
+    /// The match paths' locations of server `(pi, si)` into `body`, each with its list (the
+    /// carrier's way) or, without one, 404 or the fallback's answer (`falls_back`).
+    fn match_locations(
+        &mut self,
+        (pi, si): ServerAt,
+        falls_back: bool,
+        body: &mut Vec<Node>,
+    ) -> Result<(), String> {
+        let (plan, skip) = (self.plan, self.skip);
+        let port = &plan.ports[pi];
+        let server = &port.servers[si];
+        for (li, loc) in server.locations.iter().enumerate() {
+            if skip.locations.contains(&((pi, si), li)) {
+                continue;
+            }
+            let from = self.http.unit(Unit::Location((pi, si), li));
+            let head = match &loc.loc {
+                Loc::Exact(p) => d("location").code("=").arg(quoted(PATH_FIELD, p.clone())),
+                Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
+            }
+            .from(from);
+            let field = || list_field(&loc.loc, server.hostname.as_deref(), port.port);
+            let inner = match self.opts.carrier {
+                // Runs shared by locations written once, lists as includes of them.
+                Carrier::Preload => {
+                    self.lists.key(&loc.segments, &|c: &Candidate| !skip.rule(&c.id))?.map(|key| {
+                        vec![d("set").var("match_key").code(key).into(), d("http_matches").into()]
+                    })
+                }
+                // A list too long for one word is the carrier's (an option), and it holds
+                // every route of the location: the run's error, with the advice.
+                Carrier::Inline => list_text(skip, loc)?.map(|text| {
+                    vec![
+                        d("http_matches")
+                            .arg(Arg::data(field(), text).single_quoted())
+                            .from(Provenance::Run)
+                            .into(),
+                    ]
+                }),
                 // `set` would read a `$` of a regex as a variable: the writer spells it
                 // `${httproute_dollar}`.
-                vec![
-                    d("set")
-                        .var("http_matches")
-                        .arg(Arg::data(list_field(), text).single_quoted())
-                        .from(Provenance::Run)
-                        .into(),
-                    d("http_matches").into(),
-                ]
-            }),
-        };
-        // No list: 404, or the fallback server's answer (an empty list has no winner).
-        let inner = inner.unwrap_or_else(|| match falls_back {
-            true => vec![d("http_matches").code("[]").into()],
-            false => vec![d("return").code("404").into()],
-        });
-        body.push(head.inline(inner).into());
+                Carrier::Variable => list_text(skip, loc)?.map(|text| {
+                    vec![
+                        d("set")
+                            .var("http_matches")
+                            .arg(Arg::data(field(), text).single_quoted())
+                            .from(Provenance::Run)
+                            .into(),
+                        d("http_matches").into(),
+                    ]
+                }),
+            };
+            // No list: 404, or the fallback server's answer (an empty list has no winner).
+            let inner = inner.unwrap_or_else(|| match falls_back {
+                true => vec![d("http_matches").code("[]").into()],
+                false => vec![d("return").code("404").into()],
+            });
+            body.push(head.inline(inner).into());
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// The whole list of location `loc` without the rules of `skip`, for a carrier that writes it
+/// in place (`None`: empty).
+fn list_text(skip: &Skip, loc: &crate::plan::LocationPlan) -> Result<Option<String>, String> {
+    let list: Vec<&Entry> =
+        loc.candidates().filter(|c| !skip.rule(&c.id)).map(|c| &c.entry).collect();
+    if list.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(&list).map(Some).map_err(|e| e.to_string())
 }
 
 /// The field of a location's list written in place, for errors.

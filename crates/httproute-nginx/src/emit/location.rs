@@ -27,27 +27,8 @@ impl Http {
         let name = rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
         out.push(Node::Comment(format!("{}{name}", rule.id)));
         self.begin_rule(&rule.id);
-        let retried;
-        let (rule, retry) = match &rule.retry {
-            Some(r) if self.experimental && !rule.grpc => {
-                let (directives, tries) = self.retry(rule, r);
-                retried = rule.retried(tries);
-                for b in &retried.backends {
-                    if let Target::Upstream { name, .. } = &b.target {
-                        self.no_fail.insert(name.clone());
-                    }
-                }
-                (&retried, directives)
-            }
-            Some(_) => {
-                self.warnings.push(format!(
-                    "{}: retry is an Experimental field; generated only with --experimental",
-                    rule.id
-                ));
-                (rule, Vec::new())
-            }
-            None => (rule, Vec::new()),
-        };
+        let (rule, retry) = self.retried(rule);
+        let rule = rule.as_ref();
         let loc = || d("location").code("=").code(format!("{INTERNAL_PREFIX}{ri}"));
         let path_field = if rule.redirect.as_ref().is_some_and(|r| r.path.is_some()) {
             "RequestRedirect path"
@@ -69,20 +50,7 @@ impl Http {
             out.push(loc().inline(inner).into());
             return Ok(());
         }
-        // The URI sent upstream: the client's own, or the rewritten path.
-        let (set, uri): (Vec<Node>, Vec<Part>) = match path {
-            Some(set) => (set, vec![var("httproute_path"), var("is_args"), var("args")]),
-            // grpc_pass sends the request's current URI, which the internal redirect changed:
-            // give it back the client's path.
-            None if rule.grpc => {
-                self.raw_path = true;
-                (
-                    vec![d("rewrite").code("^").var("httproute_raw_path").code("break").into()],
-                    vec![],
-                )
-            }
-            None => (vec![], vec![var("request_uri")]),
-        };
+        let (set, uri) = self.upstream_uri(rule, path);
         let total: u64 = rule.backends.iter().map(|b| u64::from(b.weight)).sum();
         if total == 0 {
             out.push(
@@ -97,105 +65,183 @@ impl Http {
             mirrors.extend(cors);
         }
         for (k, (target, share)) in rule.mirrors.iter().enumerate() {
-            if *share <= 0.0 {
-                continue;
+            if let Some((mirror, location)) = self.mirror(rule, (ri, k), target, *share) {
+                mirrors.push(mirror);
+                mirror_locs.push(location);
             }
-            let Some((set_backend, host)) = self.destination(target, None) else { continue };
-            let path = format!("{INTERNAL_PREFIX}mirror-{ri}-{k}");
-            mirrors.push(d("mirror").code(path.clone()).into());
-            let mut inner: Vec<Node> = vec![d("internal").into()];
-            // A share below 1 is drawn per request; the others' mirror subrequest ends
-            // at once, with no upstream.
-            if *share < 1.0 {
-                let v = self.split_var();
-                // NGINX refuses 0.00%: a share below 0.005% is mirrored at 0.01%.
-                let pct = percent(((share * 10000.0).round() as u64).clamp(1, 10000));
-                self.push_split(
-                    &v,
-                    d("split_clients")
-                        .arg(Arg::parts(vec![var("request_id"), code("m")]).quoted())
-                        .var(v.clone())
-                        .block(vec![
-                            entry_of(Arg::code(pct), Arg::code("1")),
-                            entry_of(Arg::code("*"), empty()),
-                        ])
-                        .into(),
-                );
-                inner.push(
-                    Directive::if_(v, Some(("=", empty())))
-                        .inline(vec![d("return").code("204").into()])
-                        .into(),
-                );
-            }
-            inner.extend(set_backend);
-            if rule.grpc {
-                self.raw_path = true;
-                inner.push(d("rewrite").code("^").var("httproute_raw_path").code("break").into());
-                inner.push(d("grpc_set_header").code("Host").var("host").into());
-                inner.push(d("grpc_pass").arg(Arg::parts(vec![code("grpc://"), host])).into());
-            } else {
-                inner.push(d("proxy_http_version").code("1.1").into());
-                inner.push(d("proxy_set_header").code("Host").var("host").into());
-                inner.push(d("proxy_set_header").code("Connection").arg(empty()).into());
-                inner.push(
-                    d("proxy_pass")
-                        .arg(Arg::parts(vec![code("http://"), host, var("request_uri")]))
-                        .into(),
-                );
-            }
-            mirror_locs.push(d("location").code("=").code(path).inline(inner).into());
         }
+        let proxied = Proxied { ri, set: &set, uri: &uri, mirrors: &mirrors };
         // Backends that need locations of their own: their own filters, or not all speaking
         // the same scheme (one proxy_pass takes one).
-        let own_filters = rule.backends_apart();
-        if own_filters && rule.backends.len() > 1 {
-            // Filters of their own: one location per backend, picked per request by
-            // split_clients and reached with an internal rewrite.
-            let froms: Vec<Option<Provenance>> =
-                rule.backends.iter().map(|b| self.share(rule, b)).collect();
-            let shares: Vec<(Arg, u32, Option<Provenance>)> = rule
-                .backends
-                .iter()
-                .zip(&froms)
-                .enumerate()
-                // The entries name the locations (the rule's): a share left out keeps its
-                // entry, its location answers 500.
-                .map(|(k, (b, _))| (Arg::code(format!("b{k}")), b.weight, None))
-                .collect();
-            let v = self.split(shares);
-            out.push(
-                loc()
-                    .inline(vec![
-                        d("internal").into(),
-                        d("rewrite")
-                            .code("^")
-                            .arg(Arg::parts(vec![code(format!("{INTERNAL_PREFIX}{ri}-")), var(v)]))
-                            .code("last")
-                            .into(),
-                    ])
-                    .into(),
-            );
-            for (k, (b, from)) in rule.backends.iter().zip(froms).enumerate() {
-                // The backendRef's own location: its share's (it exists for it alone).
-                let mut loc = d("location").code("=").code(format!("{INTERNAL_PREFIX}{ri}-b{k}"));
-                if let Some(p) = from {
-                    loc = loc.from(p);
-                }
-                self.backend_location(out, loc, rule, b, from, &set, &uri, &mirrors)?;
-            }
-            return Ok(());
+        if rule.backends_apart() && rule.backends.len() > 1 {
+            return self.backends_apart(rule, &proxied, out);
         }
         if let [only] = &rule.backends[..] {
             // The rule's location (its filters are on the same line): the share has its
             // upstream.
             let from = self.share(rule, only);
-            self.backend_location(out, loc(), rule, only, from, &set, &uri, &mirrors)?;
-            return Ok(());
+            return self.backend_location(out, loc(), rule, only, from, &proxied);
         }
+        self.split_location(rule, &proxied, out)
+    }
+
+    /// `rule` as retried (`--experimental`: its backends' upstreams keep their servers) and
+    /// the retry directives; without `--experimental`, a warning.
+    fn retried<'r>(&mut self, rule: &'r RulePlan) -> (Cow<'r, RulePlan>, Vec<Node>) {
+        match &rule.retry {
+            Some(r) if self.experimental && !rule.grpc => {
+                let (directives, tries) = self.retry(rule, r);
+                let retried = rule.retried(tries);
+                for b in &retried.backends {
+                    if let Target::Upstream { name, .. } = &b.target {
+                        self.no_fail.insert(name.clone());
+                    }
+                }
+                (Cow::Owned(retried), directives)
+            }
+            Some(_) => {
+                self.warnings.push(format!(
+                    "{}: retry is an Experimental field; generated only with --experimental",
+                    rule.id
+                ));
+                (Cow::Borrowed(rule), Vec::new())
+            }
+            None => (Cow::Borrowed(rule), Vec::new()),
+        }
+    }
+
+    /// The URI sent upstream: the client's own, or the rewritten path (`path`, the
+    /// directives that set it); and the directives before the proxy.
+    fn upstream_uri(&mut self, rule: &RulePlan, path: Option<Vec<Node>>) -> (Vec<Node>, Vec<Part>) {
+        match path {
+            Some(set) => (set, vec![var("httproute_path"), var("is_args"), var("args")]),
+            // grpc_pass sends the request's current URI, which the internal redirect changed:
+            // give it back the client's path.
+            None if rule.grpc => {
+                self.raw_path = true;
+                (
+                    vec![d("rewrite").code("^").var("httproute_raw_path").code("break").into()],
+                    vec![],
+                )
+            }
+            None => (vec![], vec![var("request_uri")]),
+        }
+    }
+
+    /// Mirror `k` of rule `ri` to `target` for `share` of its requests: the `mirror`
+    /// directive and the mirror's location; `None` for none (no share, or a status).
+    fn mirror(
+        &mut self,
+        rule: &RulePlan,
+        (ri, k): (usize, usize),
+        target: &Target,
+        share: f64,
+    ) -> Option<(Node, Node)> {
+        if share <= 0.0 {
+            return None;
+        }
+        let (set_backend, host) = self.destination(target, None)?;
+        let path = format!("{INTERNAL_PREFIX}mirror-{ri}-{k}");
+        let mirror = d("mirror").code(path.clone()).into();
+        let mut inner: Vec<Node> = vec![d("internal").into()];
+        // A share below 1 is drawn per request; the others' mirror subrequest ends at once,
+        // with no upstream.
+        if share < 1.0 {
+            let v = self.split_var();
+            // NGINX refuses 0.00%: a share below 0.005% is mirrored at 0.01%.
+            let pct = percent(((share * 10000.0).round() as u64).clamp(1, 10000));
+            self.push_split(
+                &v,
+                d("split_clients")
+                    .arg(Arg::parts(vec![var("request_id"), code("m")]).quoted())
+                    .var(v.clone())
+                    .block(vec![
+                        entry_of(Arg::code(pct), Arg::code("1")),
+                        entry_of(Arg::code("*"), empty()),
+                    ])
+                    .into(),
+            );
+            inner.push(
+                Directive::if_(v, Some(("=", empty())))
+                    .inline(vec![d("return").code("204").into()])
+                    .into(),
+            );
+        }
+        inner.extend(set_backend);
+        if rule.grpc {
+            self.raw_path = true;
+            inner.push(d("rewrite").code("^").var("httproute_raw_path").code("break").into());
+            inner.push(d("grpc_set_header").code("Host").var("host").into());
+            inner.push(d("grpc_pass").arg(Arg::parts(vec![code("grpc://"), host])).into());
+        } else {
+            inner.push(d("proxy_http_version").code("1.1").into());
+            inner.push(d("proxy_set_header").code("Host").var("host").into());
+            inner.push(d("proxy_set_header").code("Connection").arg(empty()).into());
+            inner.push(
+                d("proxy_pass")
+                    .arg(Arg::parts(vec![code("http://"), host, var("request_uri")]))
+                    .into(),
+            );
+        }
+        Some((mirror, d("location").code("=").code(path).inline(inner).into()))
+    }
+
+    /// Backends with filters of their own: one location per backend, picked per request by
+    /// split_clients and reached with an internal rewrite.
+    fn backends_apart(
+        &mut self,
+        rule: &RulePlan,
+        p: &Proxied<'_>,
+        out: &mut Vec<Node>,
+    ) -> Result<(), String> {
+        let ri = p.ri;
+        let froms: Vec<Option<Provenance>> =
+            rule.backends.iter().map(|b| self.share(rule, b)).collect();
+        // The entries name the locations (the rule's): a share left out keeps its entry, its
+        // location answers 500.
+        let shares: Vec<(Arg, u32, Option<Provenance>)> = rule
+            .backends
+            .iter()
+            .enumerate()
+            .map(|(k, b)| (Arg::code(format!("b{k}")), b.weight, None))
+            .collect();
+        let v = self.split(shares);
+        out.push(
+            d("location")
+                .code("=")
+                .code(format!("{INTERNAL_PREFIX}{ri}"))
+                .inline(vec![
+                    d("internal").into(),
+                    d("rewrite")
+                        .code("^")
+                        .arg(Arg::parts(vec![code(format!("{INTERNAL_PREFIX}{ri}-")), var(v)]))
+                        .code("last")
+                        .into(),
+                ])
+                .into(),
+        );
+        for (k, (b, from)) in rule.backends.iter().zip(froms).enumerate() {
+            // The backendRef's own location: its share's (it exists for it alone).
+            let mut loc = d("location").code("=").code(format!("{INTERNAL_PREFIX}{ri}-b{k}"));
+            if let Some(p) = from {
+                loc = loc.from(p);
+            }
+            self.backend_location(out, loc, rule, b, from, p)?;
+        }
+        Ok(())
+    }
+
+    /// Several backends sharing the rule's filters: split_clients picks one per request. Its
+    /// value is an upstream name, a "host:port" to resolve, "" for a 500 share or "503" for a
+    /// 503 share.
+    fn split_location(
+        &mut self,
+        rule: &RulePlan,
+        p: &Proxied<'_>,
+        out: &mut Vec<Node>,
+    ) -> Result<(), String> {
         let mut proxy = self.proxy(rule, &rule.request_headers, &rule.response_headers)?;
-        proxy.extend(mirrors);
-        // Several backends: split_clients picks one per request. Its value is an upstream
-        // name, a "host:port" to resolve, "" for a 500 share or "503" for a 503 share.
+        proxy.extend(p.mirrors.iter().cloned());
         let mut unavailable = false;
         let shares: Vec<(Arg, u32, Option<Provenance>)> = rule
             .backends
@@ -234,16 +280,16 @@ impl Http {
                     .into(),
             );
         }
-        inner.extend(set);
+        inner.extend(p.set.iter().cloned());
         inner.extend(proxy);
-        inner.push(pass(rule, var(v), &uri, rule.backends.iter().any(|b| b.tls)));
-        out.push(loc().inline(inner).into());
+        inner.push(pass(rule, var(v), p.uri, rule.backends.iter().any(|b| b.tls)));
+        let loc = d("location").code("=").code(format!("{INTERNAL_PREFIX}{}", p.ri));
+        out.push(loc.inline(inner).into());
         Ok(())
     }
 
     /// The location `loc` of one backend of a rule: its status, or a proxy with the rule's
     /// header filters followed by the backend's own, `set` (the new path) and `mirrors`.
-    #[allow(clippy::too_many_arguments)]
     fn backend_location(
         &mut self,
         out: &mut Vec<Node>,
@@ -251,10 +297,9 @@ impl Http {
         rule: &RulePlan,
         b: &crate::plan::Backend,
         from: Option<Provenance>,
-        set: &[Node],
-        uri: &[Part],
-        mirrors: &[Node],
+        p: &Proxied<'_>,
     ) -> Result<(), String> {
+        let (set, uri, mirrors) = (p.set, p.uri, p.mirrors);
         match self.destination(&b.target, from) {
             Some((set_backend, host)) => {
                 let (req, resp) = rule.backend_filters(b);
@@ -420,7 +465,6 @@ impl Http {
         // gRPC: the same directives of the grpc module, HTTP/2 to the backend.
         let g = rule.grpc;
         let set_header = if g { "grpc_set_header" } else { "proxy_set_header" };
-        let hide_header = if g { "grpc_hide_header" } else { "proxy_hide_header" };
         let mut out: Vec<Node> = Vec::new();
         if !g {
             out.push(d("proxy_http_version").code("1.1").into());
@@ -445,27 +489,17 @@ impl Http {
             }
             out.push(d("proxy_set_header").code("Connection").var("httproute_connection").into());
         }
-        let (connect, send, read) = if g {
-            ("grpc_connect_timeout", "grpc_send_timeout", "grpc_read_timeout")
-        } else {
-            ("proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout")
-        };
-        match rule.timeout_ms {
-            None => {}
-            // 0s disables the timeout: NGINX has no "never", a day is the stand-in.
-            Some(0) => {
-                out.push(d(send).code("1d").into());
-                out.push(d(read).code("1d").into());
-            }
-            Some(ms) => {
-                for t in [connect, send, read] {
-                    out.push(d(t).code(format!("{ms}ms")).into());
-                }
-            }
-        }
-        let req_name = || field(rule, "RequestHeaderModifier header name");
-        let req_value = || field(rule, "RequestHeaderModifier header value");
-        // Header names NGINX puts in a hash: those set (request) and hidden (response).
+        timeouts(g, rule.timeout_ms, &mut out);
+        self.header_hash(g, req, resp);
+        self.request_headers(rule, req, &mut out);
+        self.response_headers(rule, resp, &mut out);
+        Ok(out)
+    }
+
+    /// Header names NGINX puts in a hash: those set (request) and hidden (response). The
+    /// proxy module's bucket size is raised to hold the longest; the grpc module's is fixed,
+    /// and a longer name refuses the rule.
+    fn header_hash(&mut self, g: bool, req: &HeaderModifier, resp: &HeaderModifier) {
         let names = req.set.iter().chain(&req.add).map(|h| &h.name).chain(&req.remove);
         let hidden = resp.set.iter().map(|h| &h.name).chain(&resp.remove);
         let longest = names.chain(hidden).max_by_key(|n| n.len());
@@ -480,13 +514,21 @@ impl Http {
                 n.len()
             ));
         }
+    }
+
+    /// A RequestHeaderModifier's directives.
+    fn request_headers(&mut self, rule: &RulePlan, req: &HeaderModifier, out: &mut Vec<Node>) {
+        let set_header = if rule.grpc { "grpc_set_header" } else { "proxy_set_header" };
+        let req_name = || field(rule, "RequestHeaderModifier header name");
+        let req_value = || field(rule, "RequestHeaderModifier header value");
+        let set = |h: &crate::model::HeaderValue| -> Node {
+            d(set_header)
+                .data(req_name(), h.name.clone())
+                .arg(quoted(req_value(), h.value.clone()))
+                .into()
+        };
         for h in &req.set {
-            out.push(
-                d(set_header)
-                    .data(req_name(), h.name.clone())
-                    .arg(quoted(req_value(), h.value.clone()))
-                    .into(),
-            );
+            out.push(set(h));
         }
         for h in &req.add {
             // Gateway API "add" appends to what the client sent: `name: sent,value`, or `value`
@@ -500,12 +542,7 @@ impl Http {
                      value alone",
                     rule.id, h.name
                 ));
-                out.push(
-                    d(set_header)
-                        .data(req_name(), h.name.clone())
-                        .arg(quoted(req_value(), h.value.clone()))
-                        .into(),
-                );
+                out.push(set(h));
                 continue;
             }
             let v = self.var("add");
@@ -529,6 +566,13 @@ impl Http {
         for n in &req.remove {
             out.push(d(set_header).data(req_name(), n.clone()).arg(empty()).into());
         }
+    }
+}
+
+impl Http {
+    /// A ResponseHeaderModifier's directives.
+    fn response_headers(&mut self, rule: &RulePlan, resp: &HeaderModifier, out: &mut Vec<Node>) {
+        let hide_header = if rule.grpc { "grpc_hide_header" } else { "proxy_hide_header" };
         let resp_name = || field(rule, "ResponseHeaderModifier header name");
         let resp_value = || field(rule, "ResponseHeaderModifier header value");
         let add_header = |h: &crate::model::HeaderValue| {
@@ -548,8 +592,38 @@ impl Http {
         for n in &resp.remove {
             out.push(d(hide_header).data(resp_name(), n.clone()).into());
         }
-        Ok(out)
     }
+}
+
+/// The timeouts of a rule's proxy (`g`: the grpc module's directives).
+fn timeouts(g: bool, timeout_ms: Option<u64>, out: &mut Vec<Node>) {
+    let (connect, send, read) = if g {
+        ("grpc_connect_timeout", "grpc_send_timeout", "grpc_read_timeout")
+    } else {
+        ("proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout")
+    };
+    match timeout_ms {
+        None => {}
+        // 0s disables the timeout: NGINX has no "never", a day is the stand-in.
+        Some(0) => {
+            out.push(d(send).code("1d").into());
+            out.push(d(read).code("1d").into());
+        }
+        Some(ms) => {
+            for t in [connect, send, read] {
+                out.push(d(t).code(format!("{ms}ms")).into());
+            }
+        }
+    }
+}
+
+/// What every proxying location of a rule has: the rule's number, the directives that set
+/// the new path (`set`), the URI sent upstream and the mirrors' (and retry, CORS) directives.
+struct Proxied<'a> {
+    ri: usize,
+    set: &'a [Node],
+    uri: &'a [Part],
+    mirrors: &'a [Node],
 }
 
 /// The Location of a RequestRedirect: scheme, host, port and path, each the filter's or the
