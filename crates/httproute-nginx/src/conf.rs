@@ -155,8 +155,8 @@ pub enum Provenance {
     /// The generator or the operator (options): an unwritable word is an error of the run.
     Run,
     /// A tenant's object, by the caller's number for it: an unwritable word in it is recorded
-    /// in [`Rendered::refused`] and rendering goes on; the caller drops the object and renders
-    /// again.
+    /// in [`Rendered::refused`] and rendering goes on (the caller decides what to leave out
+    /// from these before it writes: `crate::emit`'s `decide`).
     Object(u32),
 }
 

@@ -263,7 +263,7 @@ fn an_unwritable_word_of_a_shared_line_leaves_out_its_sharers_in_one_pass() {
     b.insert("shared/s:80".into(), "10.7.0.1:80\u{7}".into());
     let plan = httproute_nginx::plan_for(&inputs, &b, &opts);
     let out = httproute_nginx::emit::emit_with(&plan, &opts, Tree::Drop).unwrap();
-    assert_eq!(out.work.passes, 2, "{:?}", out.work);
+    assert_eq!(out.work.passes, 1, "{:?}", out.work);
     assert_eq!(out.dropped.len(), n, "{:?}", out.dropped);
     assert!(out.dropped.iter().all(|d| matches!(&d.unit, DroppedUnit::BackendShare { rule, .. }
         if rule.route.name.starts_with('r'))));

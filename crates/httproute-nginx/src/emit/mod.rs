@@ -4,8 +4,9 @@
 //!
 //! Emit writes what the plan decided (servers merged over ports, header filters merged,
 //! retries expanded: see [`crate::plan`]). One file per NGINX block:
-//! - this file: the passes of [`emit_with`] (a tenant object whose words NGINX cannot take is
-//!   left out and the configuration written again);
+//! - this file: [`emit_with`]: what is left out (the plan's budgets, NGINX's refusals given,
+//!   the tenant words NGINX cannot take), then one pass that writes the rest;
+//! - `decide`: the tenant words NGINX cannot take, found before anything is written;
 //! - `options`: the options and the output; `state`: the writer's state during a pass and the
 //!   helpers of every block;
 //! - `http`: one pass: the main context and the `http` block around the servers;
@@ -21,6 +22,7 @@
 //! the blocks; this file imports `http`, `options` and `state`, and none imports it.
 
 mod cors;
+mod decide;
 mod http;
 mod location;
 mod maps;
@@ -35,7 +37,7 @@ pub use upstream::basis_points;
 
 use std::collections::HashSet;
 
-use crate::plan::{Dropped, DroppedUnit, Loc, PathKind, Plan, Reason, Refused};
+use crate::plan::{Dropped, DroppedUnit, Loc, PathKind, Plan, Reason, Refused, RuleId, ServerAt};
 
 use http::emit_once;
 use state::Skip;
@@ -52,10 +54,9 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
 /// comes from ([`Provenance`], the smallest [`Unit`] that holds it), and a word NGINX cannot
 /// take (a control character, a word past its 4,094 bytes) leaves out that object (a
 /// backendRef's share, the match's location, the rule, the route, the listener), with a
-/// warning and [`Output::dropped`], and the configuration is written again without it. Each pass
-/// leaves out every object it finds, and at least one more than the pass before, so the
-/// passes end; in practice there are two. Only the run's own words (options, the generator's
-/// text) are an error.
+/// warning and [`Output::dropped`]. What is left out is decided before the configuration is
+/// written ([`decide::refused_words`]); the configuration is then written once. Only the run's
+/// own words (options, the generator's text) are an error.
 pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
     emit_dropping(plan, opts, tree, &[])
 }
@@ -68,147 +69,132 @@ fn budget_drops(plan: &Plan) -> impl Iterator<Item = (Unit, String)> + '_ {
     })
 }
 
-/// Words refused in a pass, by object number, and the objects.
-type Refusals = (Vec<(u32, String)>, Vec<Unit>);
-
 /// [`emit_with`], with the units of `drops` left out from the start, each with its reason (as
 /// a word NGINX cannot take leaves out its unit): what NGINX refused in an earlier output
 /// (`crate::nginx_check`).
+///
+/// One pass writes the configuration: what it leaves out is decided before it (the plan's
+/// budgets, `drops`, then the tenant words NGINX cannot take), so a word refused while
+/// writing is a bug of the generator, never a tenant's.
 pub fn emit_dropping(
     plan: &Plan,
     opts: &Options,
     tree: Tree,
     drops: &[(Unit, String)],
 ) -> Result<Output, String> {
-    let mut skip = Skip::default();
-    let mut dropped: Vec<Dropped> = Vec::new();
+    let mut left = LeftOut::default();
+    left.add(plan, budget_drops(plan).chain(drops.iter().cloned()));
+    let refused = decide::refused_words(plan, opts, &left.skip, &mut left.work)?;
+    left.add(plan, refused);
+    let (out, refused, _) = emit_once(plan, opts, tree, &left.skip)?;
+    let Some(mut out) = out else {
+        return Err(format!(
+            "generator bug: a configuration word NGINX cannot take, not decided before writing: \
+             {refused:?}"
+        ));
+    };
+    left.work.passes = 1;
+    left.work.units += out.all_units().count();
+    left.warnings.append(&mut out.warnings);
+    out.warnings = left.warnings;
+    out.dropped = left.dropped;
+    out.work = left.work;
+    Ok(out)
+}
+
+/// What a configuration leaves out, and the warnings and [`Dropped`] records of it.
+#[derive(Default)]
+struct LeftOut {
+    skip: Skip,
+    dropped: Vec<Dropped>,
     // The matches among `dropped`: looked up per candidate of a dropped location, so a hash
     // set, not a scan of `dropped`.
-    let mut dropped_matches: HashSet<DroppedUnit> = HashSet::new();
-    let mut warnings = Vec::new();
-    let mut work = Work::default();
-    // The plan's budgets' refusals, then the drops given, as a pass that refused them.
-    let drops: Vec<(Unit, String)> = budget_drops(plan).chain(drops.iter().cloned()).collect();
-    let mut first: Option<Refusals> = (!drops.is_empty()).then(|| {
-        let units = drops.iter().map(|(u, _)| u.clone()).collect();
-        let refused = drops.iter().enumerate().map(|(i, (_, w))| (i as u32, w.clone())).collect();
-        (refused, units)
-    });
-    loop {
-        let (out, refused, units) = match first.take() {
-            Some((refused, units)) => (None, refused, units),
-            None => {
-                let pass = emit_once(plan, opts, tree, &skip)?;
-                work.passes += 1;
-                // A pass that writes holds its objects in the output (`Output::units`).
-                work.units += pass.0.as_ref().map_or(pass.2.len(), |o| o.all_units().count());
-                pass
-            }
-        };
-        let Some(mut out) = out else {
-            let before = skip.len();
-            for (o, why) in refused {
-                match &units[o as usize] {
-                    Unit::Rule(id) => {
-                        // The rule's fields are named after it (`field`): said once.
-                        let why = match why.strip_prefix(&format!("{id}: ")) {
-                            Some(rest) => rest.to_owned(),
-                            None => why,
-                        };
-                        if skip.rules.insert(id.clone()) {
-                            warnings.push(format!("{id}: {why}; the rule is not served"));
-                            dropped.push(Dropped {
-                                unit: DroppedUnit::Rule(id.clone()),
-                                reason: Reason::UnsupportedValue,
-                                message: why,
-                            });
-                        }
+    dropped_matches: HashSet<DroppedUnit>,
+    warnings: Vec<String>,
+    work: Work,
+}
+
+impl LeftOut {
+    /// Leaves out each unit of `units` (once), with its reason.
+    fn add(&mut self, plan: &Plan, units: impl IntoIterator<Item = (Unit, String)>) {
+        for (unit, why) in units {
+            match unit {
+                Unit::Rule(id) => {
+                    // The rule's fields are named after it (`field`): said once.
+                    let why = strip(&why, &id);
+                    if self.skip.rules.insert(id.clone()) {
+                        self.warnings.push(format!("{id}: {why}; the rule is not served"));
+                        self.drop(DroppedUnit::Rule(id), Reason::UnsupportedValue, why);
                     }
-                    Unit::BackendShare { rule, index } => {
-                        let why = match why.strip_prefix(&format!("{rule}: ")) {
-                            Some(rest) => rest.to_owned(),
-                            None => why,
-                        };
-                        if skip.shares.insert((rule.clone(), *index)) {
-                            warnings.push(format!(
-                                "{rule}: backendRefs[{index}]: {why}; its share of requests \
-                                 answers 500"
-                            ));
-                            dropped.push(Dropped {
-                                unit: DroppedUnit::BackendShare {
-                                    rule: rule.clone(),
-                                    index: *index,
-                                },
-                                reason: Reason::UnsupportedValue,
-                                message: why,
-                            });
-                        }
+                }
+                Unit::BackendShare { rule, index } => {
+                    let why = strip(&why, &rule);
+                    if self.skip.shares.insert((rule.clone(), index)) {
+                        self.warnings.push(format!(
+                            "{rule}: backendRefs[{index}]: {why}; its share of requests answers \
+                             500"
+                        ));
+                        self.drop(
+                            DroppedUnit::BackendShare { rule, index },
+                            Reason::UnsupportedValue,
+                            why,
+                        );
                     }
-                    Unit::Listener(id) => {
-                        if skip.listeners.insert(id.clone()) {
-                            warnings.push(format!(
-                                "listener {id}: {why}; the listener is not programmed"
-                            ));
-                            dropped.push(Dropped {
-                                unit: DroppedUnit::Listener(id.clone()),
-                                reason: Reason::Invalid,
-                                message: why,
-                            });
-                        }
+                }
+                Unit::Listener(id) => {
+                    if self.skip.listeners.insert(id.clone()) {
+                        self.warnings
+                            .push(format!("listener {id}: {why}; the listener is not programmed"));
+                        self.drop(DroppedUnit::Listener(id), Reason::Invalid, why);
                     }
-                    Unit::Route(id) => {
-                        if skip.routes.insert(id.clone()) {
-                            warnings.push(format!("{id}: {why}; the route is not served"));
-                            dropped.push(Dropped {
-                                unit: DroppedUnit::Route(id.clone()),
-                                reason: Reason::UnsupportedValue,
-                                message: why,
-                            });
-                        }
+                }
+                Unit::Route(id) => {
+                    if self.skip.routes.insert(id.clone()) {
+                        self.warnings.push(format!("{id}: {why}; the route is not served"));
+                        self.drop(DroppedUnit::Route(id), Reason::UnsupportedValue, why);
                     }
-                    Unit::Location((pi, si), li) => {
-                        if !skip.locations.insert(((*pi, *si), *li)) {
-                            continue;
-                        }
-                        let loc = &plan.ports[*pi].servers[*si].locations[*li];
-                        let path = match &loc.loc {
-                            Loc::Exact(p) | Loc::Prefix(p) => p.trim_end_matches('/'),
-                        };
-                        // The matches whose path is the location's.
-                        work.candidates += loc.len();
-                        for c in loc.candidates() {
-                            let unit =
-                                DroppedUnit::Match { rule: c.id.clone(), index: c.match_index };
-                            if c.path_kind != PathKind::Regex
-                                && c.path.trim_end_matches('/') == path
-                                && !dropped_matches.contains(&unit)
-                            {
-                                warnings.push(format!(
-                                    "{} match {}: {why}; the match is not served",
-                                    c.id, c.match_index
-                                ));
-                                dropped_matches.insert(unit.clone());
-                                dropped.push(Dropped {
-                                    unit,
-                                    reason: Reason::UnsupportedValue,
-                                    message: why.clone(),
-                                });
-                            }
-                        }
+                }
+                Unit::Location(at, li) => {
+                    if self.skip.locations.insert((at, li)) {
+                        self.location(plan, (at, li), &why);
                     }
                 }
             }
-            if before == skip.len() {
-                return Err(format!(
-                    "generator bug: a configuration word NGINX cannot take, again: {warnings:?}"
-                ));
-            }
-            continue;
+        }
+    }
+
+    fn drop(&mut self, unit: DroppedUnit, reason: Reason, message: String) {
+        self.dropped.push(Dropped { unit, reason, message });
+    }
+
+    /// The matches whose path is location `li` of server `(pi, si)`'s, left out.
+    fn location(&mut self, plan: &Plan, ((pi, si), li): (ServerAt, usize), why: &str) {
+        let loc = &plan.ports[pi].servers[si].locations[li];
+        let path = match &loc.loc {
+            Loc::Exact(p) | Loc::Prefix(p) => p.trim_end_matches('/'),
         };
-        warnings.append(&mut out.warnings);
-        out.warnings = warnings;
-        out.dropped = dropped;
-        out.work = work;
-        return Ok(out);
+        self.work.candidates += loc.len();
+        for c in loc.candidates() {
+            let unit = DroppedUnit::Match { rule: c.id.clone(), index: c.match_index };
+            if c.path_kind != PathKind::Regex
+                && c.path.trim_end_matches('/') == path
+                && !self.dropped_matches.contains(&unit)
+            {
+                self.warnings.push(format!(
+                    "{} match {}: {why}; the match is not served",
+                    c.id, c.match_index
+                ));
+                self.dropped_matches.insert(unit.clone());
+                self.drop(unit, Reason::UnsupportedValue, why.to_owned());
+            }
+        }
+    }
+}
+
+/// `why` without the rule's name in front (`field` names a rule's fields after it).
+fn strip(why: &str, id: &RuleId) -> String {
+    match why.strip_prefix(&format!("{id}: ")) {
+        Some(rest) => rest.to_owned(),
+        None => why.to_owned(),
     }
 }

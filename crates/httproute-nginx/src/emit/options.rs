@@ -104,13 +104,16 @@ impl Output {
     }
 }
 
-/// The work of [`emit_with`], counted: each pass writes every object again.
+/// The work of [`super::emit_with`], counted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Work {
-    /// Passes of the writer (one, and one more after each pass that left objects out).
+    /// Passes of the writer: one.
     pub passes: usize,
-    /// Tenant objects written for, summed over the passes ([`Provenance::Object`]s).
+    /// Tenant objects written for ([`Provenance::Object`]s).
     pub units: usize,
+    /// Rules whose words were looked at before the pass, as they may be some NGINX cannot
+    /// take (`decide`).
+    pub checked: usize,
     /// Candidates of left-out locations looked at to find their matches.
     pub candidates: usize,
 }

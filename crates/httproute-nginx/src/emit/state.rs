@@ -71,7 +71,7 @@ impl Unit {
 }
 
 /// What a configuration leaves out.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Skip {
     pub(super) rules: BTreeSet<RuleId>,
     pub(super) locations: BTreeSet<(ServerAt, usize)>,
@@ -79,21 +79,16 @@ pub(super) struct Skip {
     pub(super) shares: BTreeSet<(RuleId, usize)>,
     pub(super) listeners: BTreeSet<ListenerId>,
     pub(super) routes: BTreeSet<RouteId>,
+    /// Rules written, when not all are: the rules [`super::decide`] looks at.
+    pub(super) only: Option<HashSet<RuleId>>,
 }
 
 impl Skip {
     /// Whether the rule is left out (itself or its route).
     pub(super) fn rule(&self, id: &RuleId) -> bool {
-        self.rules.contains(id) || self.routes.contains(&id.route)
-    }
-
-    /// How many units are left out.
-    pub(super) fn len(&self) -> usize {
-        self.rules.len()
-            + self.locations.len()
-            + self.shares.len()
-            + self.listeners.len()
-            + self.routes.len()
+        self.rules.contains(id)
+            || self.routes.contains(&id.route)
+            || self.only.as_ref().is_some_and(|o| !o.contains(id))
     }
 }
 

@@ -1,0 +1,104 @@
+//! Decide once, write once (issue #45): whatever value a tenant gives a field (control bytes,
+//! `$` signs that the writer spells `${httproute_dollar}`, quotes and backslashes it escapes,
+//! words past NGINX's 4,094 bytes), `emit` writes the configuration in one pass and never
+//! fails: what NGINX cannot take is decided before the pass, and leaves out the smallest unit
+//! that holds it (the rule for a filter's value, the backendRef's share for its address),
+//! never another tenant's.
+
+mod common;
+
+use httproute_nginx::BackendMap;
+use httproute_nginx::emit::{Tree, emit_with};
+use httproute_nginx::plan::DroppedUnit;
+use proptest::prelude::*;
+
+/// Tenant a's route (/a) and tenant b's rule whose field `field` is `value` (a JSON string:
+/// a YAML double-quoted scalar).
+fn manifests(field: usize, value: &str) -> String {
+    let v = serde_json::to_string(value).unwrap();
+    let filter = match field {
+        0 => format!(
+            "    filters: [{{type: RequestHeaderModifier, requestHeaderModifier: {{set: [{{name: x-b, value: {v}}}]}}}}]\n"
+        ),
+        1 => format!(
+            "    filters: [{{type: ResponseHeaderModifier, responseHeaderModifier: {{add: [{{name: x-b, value: {v}}}]}}}}]\n"
+        ),
+        2 => format!(
+            "    filters: [{{type: RequestHeaderModifier, requestHeaderModifier: {{add: [{{name: x-b, value: {v}}}]}}}}]\n"
+        ),
+        3 => format!(
+            "    filters: [{{type: CORS, cors: {{allowOrigins: [\"https://b.test\"], allowHeaders: [{v}]}}}}]\n"
+        ),
+        _ => String::new(),
+    };
+    let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: default}\nspec:\n  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n---\n".to_owned();
+    y += "kind: HTTPRoute\nmetadata: {name: a, namespace: a}\nspec:\n  parentRefs: [{name: gw, namespace: default}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /a}}]\n    backendRefs: [{name: s, port: 80}]\n---\n";
+    y += &format!(
+        "kind: HTTPRoute\nmetadata: {{name: b, namespace: b}}\nspec:\n  parentRefs: [{{name: gw, namespace: default}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /b}}}}]\n{filter}    backendRefs: [{{name: s, port: 80}}, {{name: t, port: 80}}]\n"
+    );
+    y
+}
+
+/// Values of every kind the writer treats apart: plain bytes, `$`, quotes, backslashes, tabs,
+/// control bytes; short, and long enough to pass a word's 4,094 bytes once escaped.
+fn value() -> impl Strategy<Value = String> {
+    let unit = prop_oneof![
+        4 => Just("a".to_owned()),
+        3 => Just("$".to_owned()),
+        1 => Just("\"".to_owned()),
+        1 => Just("\\".to_owned()),
+        1 => Just("\t".to_owned()),
+        1 => Just("\u{7}".to_owned()),
+        1 => Just("\n".to_owned()),
+    ];
+    (prop::collection::vec(unit, 1..8), 1usize..700)
+        .prop_map(|(pattern, times)| pattern.concat().repeat(times).chars().take(4096).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn one_pass_whatever_a_tenant_writes(field in 0usize..5, v in value(), address in value()) {
+        let inputs = common::inputs(&manifests(field, &v));
+        let mut backends = BackendMap::new();
+        backends.insert("a/s:80".into(), "10.0.0.1:80".into());
+        backends.insert("b/s:80".into(), "10.0.1.1:80".into());
+        // Field 4: the address of tenant b's second backend (a Service's endpoints).
+        let t = if field == 4 { format!("10.0.1.2:{address}") } else { "10.0.1.2:80".into() };
+        backends.insert("b/t:80".into(), t);
+        let opts = common::options();
+        let plan = httproute_nginx::plan_for(&inputs, &backends, &opts);
+        let out = emit_with(&plan, &opts, Tree::Drop).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(out.work.passes, 1, "{:?} {:?}", out.work, out.dropped);
+        // Tenant a is served, and nothing of it is left out.
+        prop_assert!(out.nginx_conf.contains("location \"/a/\""));
+        for d in &out.dropped {
+            prop_assert_eq!(&d.unit.route().unwrap().namespace, "b", "{:?}", d);
+            // The smallest unit: the rule for its filter's value, the share for an address.
+            match field {
+                4 => prop_assert!(matches!(&d.unit, DroppedUnit::BackendShare { index: 1, .. }), "{:?}", d),
+                _ => prop_assert!(matches!(&d.unit, DroppedUnit::Rule(_)), "{:?}", d),
+            }
+        }
+    }
+}
+
+/// A `$`-laden header value past a word's bytes once spelled: the rule is left out, in one
+/// pass (two before: one that found the word, one that wrote without it).
+#[test]
+fn a_refused_word_is_decided_before_the_one_pass() {
+    let inputs = common::inputs(&manifests(0, &"$".repeat(300)));
+    let mut backends = BackendMap::new();
+    for (k, a) in [("a/s:80", "10.0.0.1:80"), ("b/s:80", "10.0.1.1:80"), ("b/t:80", "10.0.1.2:80")]
+    {
+        backends.insert(k.into(), a.into());
+    }
+    let opts = common::options();
+    let plan = httproute_nginx::plan_for(&inputs, &backends, &opts);
+    let out = emit_with(&plan, &opts, Tree::Drop).unwrap();
+    assert_eq!(out.dropped.len(), 1, "{:?}", out.dropped);
+    assert!(matches!(&out.dropped[0].unit, DroppedUnit::Rule(r) if r.route.name == "b"));
+    assert!(out.dropped[0].message.contains("bytes in one nginx.conf word"), "{:?}", out.dropped);
+    assert_eq!((out.work.passes, out.work.checked), (1, 1), "{:?}", out.work);
+}
