@@ -15,7 +15,8 @@
 use std::collections::HashSet;
 
 use crate::conf::{MAX_WORD, unwritable};
-use crate::plan::{Loc, Plan, RulePlan, ServerPlan};
+use crate::model::{Cors, HeaderModifier, HeaderValue, PathModifier, RequestRedirect, UrlRewrite};
+use crate::plan::{Backend, Loc, Plan, RulePlan, ServerPlan, Target};
 
 use super::http::emit_once;
 use super::options::{Options, Tree, Work};
@@ -79,16 +80,19 @@ fn server_may_refuse(s: &ServerPlan, opts: &Options) -> bool {
 }
 
 /// Whether a word of rule `r` (its locations, maps, shares, upstreams) may be one NGINX
-/// cannot take: every string of the rule, as its `Debug` text holds them (whatever field they
-/// are in), summed as if they were one word's; or a GRPCRoute's long header name.
+/// cannot take: its strings summed as if they were one word's; or a GRPCRoute's long header
+/// name.
 fn rule_may_refuse(r: &RulePlan) -> bool {
-    use std::fmt::Write as _;
-    let mut w = Weigh::default();
-    let _ = write!(w, "{r:?}");
-    if w.escape || CODE + 4 * w.bytes + 20 * w.dollars > MAX_WORD {
+    let (mut bytes, mut dollars, mut control) = (0, 0, false);
+    rule_strings(r, &mut |s| {
+        bytes += s.len();
+        dollars += s.bytes().filter(|&b| b == b'$').count();
+        control |= s.chars().any(unwritable);
+    });
+    if control || CODE + 4 * bytes + 20 * dollars > MAX_WORD {
         return true;
     }
-    let long = |m: &crate::model::HeaderModifier| {
+    let long = |m: &HeaderModifier| {
         let names = m.set.iter().chain(&m.add).map(|h| &h.name).chain(&m.remove);
         names.into_iter().any(|n| n.len() > FIXED_BUCKET_HEADER)
     };
@@ -99,42 +103,96 @@ fn rule_may_refuse(r: &RulePlan) -> bool {
             .any(long)
 }
 
-/// The strings of a `Debug` text (the bytes between its unescaped `"`s; the plan holds no
-/// `char`, whose `'"'` would be one): their bytes, their `$`s, and whether one holds an
-/// escape other than `\\` and `\"` (a control character, or another character `Debug`
-/// escapes).
-#[derive(Default)]
-struct Weigh {
-    in_str: bool,
-    escaped: bool,
-    bytes: usize,
-    dollars: usize,
-    escape: bool,
+/// Every string of rule `r` a word may be written from, to `f` (a list joined with `", "`:
+/// each element and its joiner). The patterns name every field, so a field added to these
+/// types does not build until it is given here or said not to be written.
+fn rule_strings(r: &RulePlan, f: &mut dyn FnMut(&str)) {
+    let RulePlan {
+        id: _,
+        rule_name: _,
+        backends,
+        request_headers,
+        response_headers,
+        redirect,
+        rewrite,
+        match_prefix,
+        mirrors,
+        cors,
+        grpc: _,
+        retry: _,
+        timeout_ms: _,
+        match_count: _,
+        skipped_matches: _,
+    } = r;
+    for b in backends {
+        let Backend {
+            index: _,
+            target,
+            tls: _,
+            weight: _,
+            request_headers,
+            response_headers,
+            problem: _,
+        } = b;
+        target_strings(target, f);
+        header_strings(request_headers, f);
+        header_strings(response_headers, f);
+    }
+    header_strings(request_headers, f);
+    header_strings(response_headers, f);
+    let path = |p: &Option<PathModifier>, f: &mut dyn FnMut(&str)| {
+        if let Some(PathModifier { kind, replace_full_path, replace_prefix_match }) = p {
+            f(kind);
+            replace_full_path.iter().chain(replace_prefix_match).for_each(|s| f(s));
+        }
+    };
+    if let Some(r) = redirect {
+        let RequestRedirect { scheme, hostname, path: p, port: _, status_code: _ } = &**r;
+        scheme.iter().chain(hostname).for_each(|s| f(s));
+        path(p, f);
+    }
+    if let Some(r) = rewrite {
+        let UrlRewrite { hostname, path: p } = &**r;
+        hostname.iter().for_each(|s| f(s));
+        path(p, f);
+    }
+    f(match_prefix);
+    for (t, _) in mirrors {
+        target_strings(t, f);
+    }
+    if let Some(c) = cors {
+        let Cors {
+            allow_origins,
+            allow_credentials: _,
+            allow_methods,
+            allow_headers,
+            expose_headers,
+            max_age: _,
+        } = &**c;
+        for s in [allow_origins, allow_methods, allow_headers, expose_headers].into_iter().flatten()
+        {
+            f(s);
+            f(", ");
+        }
+    }
 }
 
-impl std::fmt::Write for Weigh {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        for b in s.bytes() {
-            if !self.in_str {
-                self.in_str = b == b'"';
-                continue;
-            }
-            if self.escaped {
-                self.escaped = false;
-                self.escape |= !matches!(b, b'\\' | b'"');
-                self.bytes += 1;
-                continue;
-            }
-            match b {
-                b'\\' => self.escaped = true,
-                b'"' => self.in_str = false,
-                b'$' => {
-                    self.dollars += 1;
-                    self.bytes += 1;
-                }
-                _ => self.bytes += 1,
-            }
+fn target_strings(t: &Target, f: &mut dyn FnMut(&str)) {
+    match t {
+        Target::Upstream { name, servers } => {
+            f(name);
+            servers.iter().for_each(|s| f(s));
         }
-        Ok(())
+        Target::Resolve(addr) => f(addr),
+        Target::Status(_) => {}
     }
+}
+
+fn header_strings(m: &HeaderModifier, f: &mut dyn FnMut(&str)) {
+    let HeaderModifier { set, add, remove } = m;
+    for HeaderValue { name, value } in set.iter().chain(add) {
+        f(name);
+        f(value);
+    }
+    remove.iter().for_each(|s| f(s));
 }
