@@ -46,6 +46,9 @@ pub struct Global {
     /// The generation number the configuration is written as (by [`crate::output`]): the
     /// master reports whether it took it ([`reload_report`]); `None`: no report.
     pub generation: Option<u64>,
+    /// Bytes of the module's `http_matches_max_memory` one namespace's regex conditions may
+    /// take (`--regex-memory-per-tenant`; the regex memory budget, `plan/budget.rs`).
+    pub regex_memory_per_tenant: usize,
 }
 
 /// Idle connections per upstream and worker by default: NGF's default (`keepalive 16`).
@@ -60,6 +63,7 @@ impl Default for Global {
             keepalive: DEFAULT_KEEPALIVE,
             files_dir: None,
             generation: None,
+            regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
         }
     }
 }

@@ -175,6 +175,7 @@ pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanO
         experimental: opts.experimental,
         allow_external_name: opts.allow_external_name,
         worker_connections: opts.global.worker_connections,
+        regex_memory_per_tenant: opts.global.regex_memory_per_tenant,
     }
 }
 

@@ -30,6 +30,26 @@ const MAX_BUCKET: usize = 65536 - MAX_CACHELINE;
 /// search costs at most this many passes over the keys per bucket size.
 const SPAN: usize = 256;
 
+/// The module's `http_matches_max_memory` when not set (`src/state.rs`): the generator does
+/// not write the directive, so every compiled list of the configuration shares this.
+pub const MODULE_MAX_MEMORY: usize = 128 * 1024 * 1024;
+/// What the regex conditions of all tenants together may take of it: half (the other half
+/// for the lists' compiled entries, their keys, and the parse of the longest list).
+pub const REGEX_MEMORY_TOTAL: usize = MODULE_MAX_MEMORY / 2;
+/// What one namespace's regex conditions may take by default (`--regex-memory-per-tenant`):
+/// a quarter of [`REGEX_MEMORY_TOTAL`], 240 patterns at the most each may compile to.
+pub const DEFAULT_REGEX_MEMORY_PER_TENANT: usize = REGEX_MEMORY_TOTAL / 4;
+
+/// The most one distinct regex condition of `len` bytes holds in the module: PCRE2's code
+/// and JIT code (at most `DEFAULT_PATTERN_MEMORY`, a pattern past it is a malformed entry
+/// that holds nothing), its text (twice: the pattern and the interned string), and its
+/// share of the prefilter's automaton (`nfa_estimate`: 80 bytes per literal byte, a literal
+/// is at most the pattern, and two dense rows of 1,024 bytes). An upper bound on every
+/// machine, whatever PCRE2 compiles the pattern to.
+pub fn regex_charge(len: usize) -> usize {
+    route_match::DEFAULT_PATTERN_MEMORY + len.saturating_mul(96) + 4096
+}
+
 /// `ngx_hash` over the bytes, lower-cased (`ngx_hash_key_lc`).
 pub fn ngx_hash_key_lc(key: &[u8]) -> u64 {
     key.iter()

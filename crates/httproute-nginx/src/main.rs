@@ -114,6 +114,11 @@ struct Process {
     /// the next requests (`keepalive`); 0: a new connection per request.
     #[arg(long, default_value_t = httproute_nginx::emit_global::DEFAULT_KEEPALIVE)]
     upstream_keepalive: u32,
+    /// Bytes of the module's memory (`http_matches_max_memory`, 128 MiB) the regex conditions
+    /// of one namespace may take, each counted at the most it may compile to (about 64 KiB);
+    /// a newer route past it is refused. All namespaces together take at most 64 MiB.
+    #[arg(long, default_value_t = httproute_nginx::limits::DEFAULT_REGEX_MEMORY_PER_TENANT)]
+    regex_memory_per_tenant: usize,
 }
 
 #[derive(Subcommand)]
@@ -267,6 +272,7 @@ fn options(p: Planning, w: Written) -> Options {
         keepalive: process.upstream_keepalive,
         files_dir: None,
         generation: None,
+        regex_memory_per_tenant: process.regex_memory_per_tenant,
     };
     Options {
         module,

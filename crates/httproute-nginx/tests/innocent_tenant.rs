@@ -913,3 +913,97 @@ fn an_undated_gateway_and_routes_do_not_evict_my_dated_names() {
     assert!(g.output.nginx_conf.contains(&names[0]));
     nginx_t("undated-gw", &g.output);
 }
+
+/// Tenant b's routes `r0`..: each `rules` rules of one match with a regex path and 16 regex
+/// headers, every pattern distinct, dated one second apart after b's Gateway (port 18081).
+fn regex_routes(namespace: &str, routes: usize, rules: usize) -> Vec<String> {
+    let mut b = vec![format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: {namespace}, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  listeners: [{{name: http, port: 18081, protocol: HTTP}}]\n"
+    )];
+    for r in 0..routes {
+        let rules: Vec<String> = (0..rules)
+            .map(|k| {
+                let headers: Vec<String> = (0..16)
+                    .map(|h| format!("{{name: x-h{h}, type: RegularExpression, value: \"^v{r}-{k}-{h}-(?:[a-z]{{2}}[0-9]){{50}}$\"}}"))
+                    .collect();
+                format!(
+                    "  - matches: [{{path: {{type: RegularExpression, value: \"/{namespace}{r}/{k}/(?:[a-z][0-9]){{50}}\"}}, headers: [{}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+                    headers.join(", ")
+                )
+            })
+            .collect();
+        b.push(format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{r}, namespace: {namespace}, creationTimestamp: \"2026-01-02T00:00:{r:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n{}",
+            rules.concat()
+        ));
+    }
+    b
+}
+
+/// The routes refused with a condition naming `budget`.
+fn refused_for(g: &httproute_nginx::Generated, budget: &str) -> Vec<String> {
+    g.status
+        .routes
+        .iter()
+        .filter(|r| {
+            r.parents.iter().flat_map(|(_, cs)| cs).any(|c| {
+                c.kind == httproute_nginx::plan::ConditionType::Accepted
+                    && !c.ok
+                    && c.message.contains(budget)
+            })
+        })
+        .map(|r| r.id.to_string())
+        .collect()
+}
+
+/// The distinct regex patterns of the written match lists whose text contains `mark`.
+fn written_patterns<'a>(matches: &'a str, mark: &str) -> std::collections::BTreeSet<&'a str> {
+    matches
+        .split('"')
+        .filter_map(|s| s.split_once("RegularExpression:").map(|(_, p)| p))
+        .filter(|p| p.contains(mark))
+        .collect()
+}
+
+/// Budget: regex memory (issue #45). Tenant b's 8 newer routes of 8 rules, each a regex path
+/// and 16 regex headers (1,088 distinct patterns, CRD-valid), each counted at the most it may
+/// hold in the module (~70 KiB: `limits::regex_charge`): b's oldest route fits its 16 MiB
+/// share, the 7 newer ones are refused naming the budget, a's view is unchanged and the
+/// patterns written stay within the share. Before, every pattern was written: 76 MiB of the
+/// module's 128 MiB `http_matches_max_memory` from one tenant, whatever the others need.
+#[test]
+fn many_regex_conditions_of_a_newer_tenant_leave_my_memory() {
+    let (base, mine, g) = views(regex_routes("b", 8, 8), 11, true);
+    assert_eq!(base, mine);
+    let refused = refused_for(&g, "budget: regex memory");
+    assert_eq!(refused, (1..8).map(|r| format!("b/r{r}")).collect::<Vec<_>>(), "{:?}", g.warnings);
+    let written = written_patterns(&g.output.matches_json, "v0-");
+    assert_eq!(written.len(), 8 * 16, "b/r0's header patterns are written");
+    let charged: usize = written_patterns(&g.output.matches_json, "")
+        .iter()
+        .filter(|p| !p.starts_with("^(?:/v[0-9]"))
+        .map(|p| httproute_nginx::limits::regex_charge(p.len()))
+        .sum();
+    assert!(charged <= httproute_nginx::limits::DEFAULT_REGEX_MEMORY_PER_TENANT, "{charged}");
+    nginx_t("regex", &g.output);
+}
+
+/// The same budget across tenants: 8 newer namespaces of one such route each (9.3 MiB each,
+/// within their share): they fill the 64 MiB all tenants' regex conditions may take oldest
+/// first, so the newest ones are refused while a's route (older) keeps its regex path.
+#[test]
+fn many_tenants_regex_conditions_fill_the_total_newest_refused() {
+    let mut b = Vec::new();
+    for t in 0..8 {
+        let ns = format!("b{t}");
+        let mut docs = regex_routes(&ns, 1, 8);
+        docs[0] = docs[0].replace("port: 18081", &format!("port: {}", 18081 + t));
+        docs[1] = docs[1].replace("00:00:00Z", &format!("00:00:{t:02}Z"));
+        b.extend(docs);
+    }
+    let (base, mine, g) = views(b, 13, false);
+    assert_eq!(base, mine);
+    let refused = refused_for(&g, "budget: regex memory");
+    assert_eq!(refused, ["b6/r0", "b7/r0"], "{:?}", g.warnings);
+    nginx_t("regex-total", &g.output);
+}

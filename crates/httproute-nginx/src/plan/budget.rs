@@ -7,12 +7,14 @@
 //! | server names in NGINX's hashes (`server_names_hash`, the SNI maps) | [`server_names`] |
 //! | listening sockets (one per port, in every worker, against `worker_connections`) | [`listening_sockets`] |
 //! | HTTP/2 per port (`http2 on` in every server of a port with a GRPCRoute) | [`http2_ports`] |
+//! | regex memory (the module's `http_matches_max_memory`) | [`regex_memory`] |
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget};
+use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget, REGEX_MEMORY_TOTAL, regex_charge};
 
 use super::attach::{Attachment, set_refused};
+use super::entry::{Entry, REGEX_CONDITION};
 use super::ids::{Ages, ListenerId, RouteId};
 use super::listeners::Listener;
 use super::status::RouteNode;
@@ -175,4 +177,78 @@ pub(super) fn http2_ports(
         i += 1;
         !lost.contains(&(i - 1))
     });
+}
+
+/// The patterns of an entry's regex conditions (its path, headers and query parameters).
+fn regexes(e: &Entry) -> impl Iterator<Item = &str> {
+    let path = e.path.as_deref().and_then(|p| p.strip_prefix(REGEX_CONDITION));
+    path.into_iter()
+        .chain(e.headers.iter().filter_map(|h| Some(h.split_once(":RegularExpression:")?.1)))
+        .chain(e.params.iter().filter_map(|q| Some(q.split_once("=RegularExpression=")?.1)))
+}
+
+/// Regex memory: the module compiles every list of the configuration within
+/// `http_matches_max_memory` (128 MiB unless set; the generator does not set it), and refuses
+/// the whole configuration when they do not fit. Each distinct regex condition of a namespace
+/// is counted at the most it may hold ([`regex_charge`]: about 64 KiB); routes are admitted
+/// oldest first (a route as new as the later of it and its listener's Gateway), while their
+/// namespace's patterns stay within `per_tenant` and all namespaces' within
+/// [`REGEX_MEMORY_TOTAL`]; a route past either is refused (`Accepted: False`), so a newer
+/// tenant never takes an older one's share. Routes `before` refused are not counted.
+pub(super) fn regex_memory(
+    ports: &[PortPlan],
+    ages: &Ages,
+    before: &[(Refused, String)],
+    per_tenant: usize,
+) -> Vec<(Refused, String)> {
+    // Each route's age and distinct patterns, each run of a server looked at once.
+    let mut routes: BTreeMap<&RouteId, (usize, BTreeSet<&str>)> = BTreeMap::new();
+    for s in ports.iter().flat_map(|p| &p.servers) {
+        let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
+        let mut seen = std::collections::HashSet::new();
+        for run in s.locations.iter().flat_map(|l| &l.segments) {
+            if !seen.insert(run.id()) {
+                continue;
+            }
+            for c in run.candidates() {
+                let r = routes.entry(&c.id.route).or_insert((usize::MAX, BTreeSet::new()));
+                r.0 = r.0.min(ages.route(&c.id.route).max(gateway));
+                r.1.extend(regexes(&c.entry));
+            }
+        }
+    }
+    let mut order: Vec<(usize, &RouteId, BTreeSet<&str>)> = routes
+        .into_iter()
+        .filter(|(_, (_, p))| !p.is_empty())
+        .map(|(r, (a, p))| (a, r, p))
+        .collect();
+    order.sort();
+    let refused: BTreeSet<&Refused> = before.iter().map(|(r, _)| r).collect();
+    let mut tenants: BTreeMap<&str, (usize, BTreeSet<&str>)> = BTreeMap::new();
+    let mut total = 0usize;
+    let mut out = Vec::new();
+    for (_, id, patterns) in order {
+        let route = Refused::Route(id.clone());
+        if refused.contains(&route) {
+            continue;
+        }
+        let (used, have) = tenants.entry(id.namespace.as_str()).or_default();
+        let new: Vec<&str> = patterns.into_iter().filter(|p| !have.contains(p)).collect();
+        let cost: usize = new.iter().map(|p| regex_charge(p.len())).sum();
+        if *used + cost <= per_tenant && total + cost <= REGEX_MEMORY_TOTAL {
+            *used += cost;
+            total += cost;
+            have.extend(new);
+            continue;
+        }
+        let why = format!(
+            "route {id}'s {} new regex conditions may take {cost} bytes of the module's \
+             http_matches_max_memory, past what is left of namespace {}'s {per_tenant} or of \
+             all namespaces' {REGEX_MEMORY_TOTAL} beside older routes (budget: regex memory)",
+            new.len(),
+            id.namespace
+        );
+        out.push((route, why));
+    }
+    out
 }

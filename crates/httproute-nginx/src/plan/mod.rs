@@ -27,7 +27,7 @@
 //! `types` imports `entry`, `ids`, `status`; `segments` (a location's list as runs of the
 //! server's blocks) only `types`; then `listeners`, `backends`, `rules`, `attach`,
 //! `precedence`, `servers` each import only those before them, `merge` only `types`, and `budget`
-//! `ids`, `types`, `status`, `listeners` and `attach`. No file imports this one; this one runs them in order.
+//! `ids`, `entry`, `types`, `status`, `listeners` and `attach`. No file imports this one; this one runs them in order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -83,6 +83,9 @@ pub struct PlanOptions<'a> {
     /// `worker_connections` the configuration is written with: the listening sockets budget
     /// (`budget::listening_sockets`) is half of it.
     pub worker_connections: u32,
+    /// Bytes of `http_matches_max_memory` one namespace's regex conditions may take
+    /// (`budget::regex_memory`).
+    pub regex_memory_per_tenant: usize,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -95,6 +98,7 @@ impl<'a> PlanOptions<'a> {
             experimental: false,
             allow_external_name: false,
             worker_connections: crate::emit_global::Global::default().worker_connections,
+            regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
         }
     }
 }
@@ -188,6 +192,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     // 8. Budgets: what does not fit of what tenants share, newest first.
     let mut refused = budget::listening_sockets(&ports, &ages, opts.worker_connections);
     refused.extend(budget::server_names(&ports, &ages, &refused));
+    refused.extend(budget::regex_memory(&ports, &ages, &refused, opts.regex_memory_per_tenant));
     Plan {
         ports,
         warnings,
