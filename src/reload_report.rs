@@ -41,10 +41,16 @@ struct Report {
 
 impl Report {
     /// Writes `GENERATION VERDICT\n` to a temporary file beside the report, renamed over it.
+    /// The temporary file is created new (`O_EXCL`, `O_NOFOLLOW`): whatever stands at its
+    /// path (a link planted there, a stale file) is removed, never written through; the
+    /// rename replaces a link at the report's path instead of following it.
     fn write(&self, verdict: &str) {
         let tmp = self.path.with_extension(format!("tmp{}", std::process::id()));
         let line = format!("{} {verdict}\n", self.generation);
-        let done = std::fs::write(&tmp, line).and_then(|()| std::fs::rename(&tmp, &self.path));
+        let done = create_new(&tmp)
+            .or_else(|_| std::fs::remove_file(&tmp).and_then(|()| create_new(&tmp)))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
+            .and_then(|()| std::fs::rename(&tmp, &self.path));
         if let Err(e) = done {
             let _ = std::fs::remove_file(&tmp);
             // SAFETY: `ngx_cycle` is the running cycle (the old one during a reload), whose
@@ -60,6 +66,13 @@ impl Report {
             );
         }
     }
+}
+
+/// A new file at `path`, which must not exist (a link there is not followed).
+fn create_new(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let nofollow = ngx::ffi::O_NOFOLLOW as i32;
+    std::fs::OpenOptions::new().write(true).create_new(true).custom_flags(nofollow).open(path)
 }
 
 impl Drop for Report {

@@ -547,3 +547,33 @@ fn a_reload_verdict_no_client_can_forge() {
     gateway.finish();
     backend.finish();
 }
+
+/// The report is written through no link: a link planted at the master's temporary file
+/// (`<report>.tmp<pid>`, a name anyone who can write the directory can guess) or at the report
+/// itself is replaced, and the file it points at keeps its text.
+#[test]
+fn the_report_follows_no_link() {
+    let body = |generation: u32| {
+        format!(
+            "http_matches_reload_report logs/r.report {generation};\n\
+             server {{ listen 127.0.0.1:{{PORT}}; location / {{ return 200 \"ok\\n\"; }} }}"
+        )
+    };
+    let gateway = Nginx::start("report-link", &body(1), &[]);
+    let logs = gateway.prefix.dir.join("logs");
+    let report = logs.join("r.report");
+    wait_for("the start's report", || read(&report) == "1 took\n");
+    let master = common::master::pid(&gateway);
+    let (victim, other) = (gateway.prefix.dir.join("victim"), gateway.prefix.dir.join("other"));
+    std::fs::write(&victim, "victim\n").unwrap();
+    std::fs::write(&other, "other\n").unwrap();
+    std::os::unix::fs::symlink(&victim, logs.join(format!("r.tmp{master}"))).unwrap();
+    std::fs::remove_file(&report).unwrap();
+    std::os::unix::fs::symlink(&other, &report).unwrap();
+    gateway.prefix.write_conf(&body(2));
+    gateway.hup();
+    wait_for("the reload's report", || read(&report) == "2 took\n");
+    assert_eq!((read(&victim), read(&other)), ("victim\n".to_owned(), "other\n".to_owned()));
+    assert!(std::fs::symlink_metadata(&report).unwrap().file_type().is_file());
+    gateway.finish();
+}
