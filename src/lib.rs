@@ -110,10 +110,10 @@ ngx::ngx_modules!(ngx_http_matches_module);
 
 /// Every Rust allocation of the module is counted (the memory bounds of a configuration
 /// load), and one that fails becomes an error at the compiler's next checkpoint instead of an
-/// abort of the master (see `pcre2_bounded::memory`). NGINX's own allocations are not
+/// abort of the master (see `alloc_meter`). NGINX's own allocations are not
 /// affected: it calls the C library directly.
 #[global_allocator]
-static ALLOCATOR: pcre2_bounded::memory::Metered = pcre2_bounded::memory::Metered;
+static ALLOCATOR: pcre2_bounded::Metered = pcre2_bounded::Metered;
 
 /// `NGX_CONF_OK` / `NGX_CONF_ERROR` for directive handlers.
 pub(crate) type ConfResult = *mut c_char;

@@ -79,19 +79,19 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
 /// The allocator's reserve is held from here to [`end_memory_guard`]: an allocation that
 /// fails anywhere in this module's part of the load (a compile, a directive handler, a merge,
 /// the checks of postconfiguration) is rescued and refuses the load there, instead of
-/// aborting the master (`pcre2_bounded::memory`). `false` when the system cannot give the
+/// aborting the master (`alloc_meter`). `false` when the system cannot give the
 /// reserve now: the load is refused before anything of the module allocates (without the
 /// reserve, any allocation that fails would abort the master: a reload swept across
 /// address-space limits found one in the file's read buffer).
 fn begin_memory_guard() -> bool {
-    pcre2_bounded::memory::begin_load()
+    alloc_meter::begin_load()
 }
 
 /// The last checkpoint of the load: an allocation failed since [`begin_memory_guard`] (and
 /// was rescued by the reserve) fails it with an `[emerg]`; the reserve is given back either
 /// way, so no process forked after the load keeps it.
 fn end_memory_guard(cf: *mut ngx_conf_t, status: Status) -> Status {
-    if pcre2_bounded::memory::end_load() {
+    if alloc_meter::end_load() {
         ngx_conf_log_error!(
             NGX_LOG_EMERG,
             cf,

@@ -32,7 +32,10 @@ use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::alloc::{GlobalAlloc, System};
 use std::sync::{Mutex, OnceLock};
 
-pub mod memory;
+use alloc_meter as memory;
+
+mod global;
+pub use global::Metered;
 
 use pcre2_sys::{
     PCRE2_ERROR_DEPTHLIMIT, PCRE2_ERROR_HEAPLIMIT, PCRE2_ERROR_JIT_STACKLIMIT,
@@ -128,7 +131,23 @@ pub fn take_jit_refusals() -> usize {
 /// The JIT bytes measured (and counted in [`Regex::memory`]) by the deferred patterns compiled
 /// since [`memory::begin_load`] and still alive: what the load's workers will make at most.
 pub fn deferred_jit_bytes() -> usize {
-    memory::LOAD_DEFERRED.load(Ordering::Relaxed)
+    load_deferred(memory::load_number(), |bytes| bytes)
+}
+
+/// The deferred JIT bytes of configuration load `load`, changed by `f` if `load` is the
+/// current one (a pattern of an earlier load changes nothing: a new load starts at 0).
+fn load_deferred(load: u32, f: impl FnOnce(usize) -> usize) -> usize {
+    /// (the load the bytes are of, the bytes).
+    static DEFERRED: Mutex<(u32, usize)> = Mutex::new((0, 0));
+    let mut d = DEFERRED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let now = memory::load_number();
+    if d.0 != now {
+        *d = (now, 0);
+    }
+    if load == now {
+        d.1 = f(d.1);
+    }
+    d.1
 }
 
 /// Why a pattern does not compile.
@@ -304,7 +323,7 @@ impl Regex {
                 re.state = AtomicU8::new(UNDECIDED);
                 re.deferred = true;
                 re.load = memory::load_number();
-                memory::LOAD_DEFERRED.fetch_add(re.jit_size, Ordering::Relaxed);
+                load_deferred(re.load, |bytes| bytes.saturating_add(re.jit_size));
             }
         } else {
             // SAFETY: `code_ptr` is a freshly compiled pattern that nothing else references.
@@ -459,10 +478,9 @@ impl Regex {
 impl Drop for Regex {
     fn drop(&mut self) {
         memory::sub(self.jit_size);
-        if self.load != 0 && self.load == memory::load_number() {
+        if self.load != 0 {
             let n = self.jit_size;
-            let _ = memory::LOAD_DEFERRED
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| Some(l.saturating_sub(n)));
+            load_deferred(self.load, |bytes| bytes.saturating_sub(n));
         }
         if self.deferred && *self.state.get_mut() == JIT {
             JIT_LEFT.fetch_add(self.jit_size, Ordering::Relaxed);

@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
+use alloc_meter as memory;
 use pcre2_bounded::{
-    CompileError, Limits, MatchError, Regex, defer_jit, deferred_jit_bytes, jit_allowance, memory,
+    CompileError, Limits, MatchError, Regex, defer_jit, deferred_jit_bytes, jit_allowance,
     set_jit_allowance, take_jit_refusals,
 };
 

@@ -10,7 +10,7 @@ use core::ops::Range;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use pcre2_bounded::memory::{Exhausted, Scope};
+use alloc_meter::{Exhausted, Scope};
 use serde_json::{Map, Value};
 
 use crate::eval::MatchList;
@@ -187,7 +187,7 @@ pub(crate) fn compile_list(
     // allocated before the checkpoint after the parse. So a list refused for its size never
     // goes over the limit on its way to the refusal.
     let estimate = json.len().saturating_mul(crate::LIST_BYTES_PER_JSON_BYTE);
-    let room = pcre2_bounded::memory::room();
+    let room = alloc_meter::room();
     if estimate > room {
         return Err(ParseError::memory(format!(
             "the compiled lists need more memory than allowed: the list's {} bytes of JSON may \
@@ -293,7 +293,7 @@ pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
         refused: None,
         limit: scope.limit(),
     };
-    let room = |n| pcre2_bounded::memory::may_grow(n);
+    let room = |n| alloc_meter::may_grow(n);
     let parsed = parse::parse_file_with(
         de,
         &survey.names,
@@ -409,7 +409,7 @@ impl Gate<'_> {
         self.number += 1;
         let estimate = length
             .map_or(usize::MAX, |l| list_estimate(l, key.len()).saturating_add(self.next_key));
-        let room = pcre2_bounded::memory::room();
+        let room = alloc_meter::room();
         if let Some(l) = length.filter(|_| estimate <= room) {
             if self.stream {
                 self.fenced = Some(key_path(Some(key)));
@@ -487,7 +487,7 @@ impl<'s> FilePass<'s> {
             + core::mem::size_of::<(Run, Option<u32>)>()
             + core::mem::size_of::<(Span, Slot)>();
         let tables = keys.saturating_mul(per_key).saturating_add(more);
-        if !pcre2_bounded::memory::can_build(tables) {
+        if !alloc_meter::can_build(tables) {
             return Err(refusal(scope, tables, &what));
         }
         let mut pass = FilePass {
@@ -584,7 +584,7 @@ impl<'s> FilePass<'s> {
         // What resolving the includes and finishing the lists allocate, sized by the file (its
         // keys, lists and include elements): checked before it is made.
         let finish = finish_estimate(keys.len(), lists.len(), &composites);
-        if !pcre2_bounded::memory::can_build(finish) {
+        if !alloc_meter::can_build(finish) {
             return Err(refusal(scope, finish, "resolving the includes and finishing the lists"));
         }
         let resolved = crate::include::resolve(&c.b, &keys, &composites, lists.len())
@@ -780,7 +780,7 @@ impl Compiler {
             // A checkpoint per entry: once an allocation failed (the allocator's reserve is
             // being spent) or the bound was passed, nothing more is compiled, so what is
             // allocated after the failure is one entry's worth, not the rest of the list.
-            if self.b.no_memory || pcre2_bounded::memory::spent() {
+            if self.b.no_memory || alloc_meter::spent() {
                 self.b.no_memory = true;
                 break;
             }

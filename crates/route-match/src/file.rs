@@ -10,7 +10,7 @@ use core::cell::Cell;
 use std::io::Read;
 use std::path::Path;
 
-use pcre2_bounded::memory::Scope;
+use alloc_meter::Scope;
 
 use crate::compile::{
     Bounds, CompiledFile, FileError, REFUSAL_ROOM, compile_file_from, memory_error,
@@ -42,10 +42,10 @@ pub(crate) fn compile_file(
 /// What is left of `scope` has room for `n` more bytes (and the system gives them: else
 /// `system` is set, for the message).
 fn room(scope: &Scope, system: &Cell<bool>, n: usize) -> bool {
-    if scope.check().is_err() || n > pcre2_bounded::memory::room() {
+    if scope.check().is_err() || n > alloc_meter::room() {
         return false;
     }
-    let ok = pcre2_bounded::memory::can_build(n);
+    let ok = alloc_meter::can_build(n);
     system.set(system.get() || !ok);
     ok
 }
@@ -123,7 +123,7 @@ pub(crate) fn compile_source<R: Read>(
         // limit (the parse within what is left after the text); else the stream's position.
         Err(FileError::Parse(streamed)) => {
             let len = usize::try_from(len().map_err(FileError::Io)?).unwrap_or(usize::MAX);
-            let room = pcre2_bounded::memory::room();
+            let room = alloc_meter::room();
             // The text, and at least as much again for its parse up to the error.
             if len.saturating_mul(2) > room {
                 return Err(FileError::Parse(streamed));
@@ -138,7 +138,7 @@ pub(crate) fn compile_source<R: Read>(
                 .map_err(FileError::Io)?;
             // The parse from memory, in what is left of this scope (the text is counted in
             // it): a refusal for memory there keeps the stream's position.
-            let left = Bounds { memory: pcre2_bounded::memory::room(), ..bounds };
+            let left = Bounds { memory: alloc_meter::room(), ..bounds };
             match compile_file(&json, syntax, left) {
                 Err(e) if e.is_memory() => Err(FileError::Parse(streamed)),
                 other => other.map_err(FileError::Parse),

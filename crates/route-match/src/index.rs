@@ -58,7 +58,7 @@ pub(crate) fn build(b: &mut Builder, entries: Run) -> Option<u32> {
     // of their peak fits in what is left of the bound and in the address space; else the list
     // is scanned in order (a notice). The automaton of a regex group is estimated on its own
     // when it is built (`automaton`).
-    if !pcre2_bounded::memory::can_build(estimate(b, entries)) {
+    if !alloc_meter::can_build(estimate(b, entries)) {
         b.unindexed_lists += 1;
         return None;
     }
@@ -146,7 +146,7 @@ fn lay_out(b: &mut Builder, filed: Filed, rest: &[u32], regex: Run) -> Option<u3
         return None;
     }
     // The estimate fitted (else nothing was built): spent now means it was passed while built.
-    if pcre2_bounded::memory::spent() && b.spent_in.is_none() {
+    if alloc_meter::spent() && b.spent_in.is_none() {
         b.spent_in = Some("building the index of the list");
     }
     Some(id)
@@ -288,11 +288,11 @@ fn literals(b: &mut Builder, by_literal: Literals) -> Option<Option<crate::store
     }
     // ASCII case is ignored: a caseless pattern's literals come in one ASCII spelling
     // (`prefilter`); for the others it only lets more values through.
-    let before = pcre2_bounded::memory::spent();
+    let before = alloc_meter::spent();
     let built = automaton(by_literal.keys().map(Vec::as_slice));
     // Spent now, not before: the build ran out of memory (or passed the bound) inside the
     // crate.
-    if !before && pcre2_bounded::memory::spent() && b.spent_in.is_none() {
+    if !before && alloc_meter::spent() && b.spent_in.is_none() {
         b.spent_in = Some("building the regex prefilter's automaton of the list");
     }
     let Some(automaton) = built else {
@@ -344,7 +344,7 @@ fn automaton<'l>(
     // The DFA is built from the NFA, which stays until it is done.
     let dfa = nfa.saturating_add(bytes.saturating_add(1).saturating_mul(DFA_STATE_BYTES));
     if bytes <= DFA_LITERAL_BYTES
-        && pcre2_bounded::memory::can_build(dfa)
+        && alloc_meter::can_build(dfa)
         && let Some(dfa) = build(aho_corasick::AhoCorasickKind::DFA)
         && dfa.memory_usage() <= DFA_MAX_MEMORY
     {
@@ -352,7 +352,7 @@ fn automaton<'l>(
     }
     // Built with infallible allocations (its `Vec`s grow as it goes): only when the estimate
     // of its peak fits in what is left of the compile's memory bound and in the address space.
-    if !pcre2_bounded::memory::can_build(nfa) {
+    if !alloc_meter::can_build(nfa) {
         return None;
     }
     build(aho_corasick::AhoCorasickKind::ContiguousNFA)

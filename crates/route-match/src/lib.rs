@@ -91,7 +91,7 @@ pub fn compile_file_at(path: &std::path::Path, syntax: Syntax) -> Result<Compile
 }
 
 /// [`compile_file_at`] within `bounds`: running out of memory, or needing more than
-/// `bounds.memory`, is [`FileError::Memory`] (never an abort: see `pcre2_bounded::memory`); a
+/// `bounds.memory`, is [`FileError::Memory`] (never an abort: see `alloc_meter`); a
 /// pattern over `bounds.pattern` is a malformed entry.
 pub fn compile_file_at_within(
     path: &std::path::Path,

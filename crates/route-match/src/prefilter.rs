@@ -104,7 +104,7 @@ pub(crate) struct Analysis {
 /// in what is left of the compile's memory bound, else the pattern is left out (always run).
 pub(crate) fn analyse(pattern: &str) -> Analysis {
     let Some(caseless) = comparable(pattern) else { return Analysis::default() };
-    if !pcre2_bounded::memory::can_build(analysis_estimate(pattern, caseless)) {
+    if !alloc_meter::can_build(analysis_estimate(pattern, caseless)) {
         return Analysis::default();
     }
     let Ok(hir) = regex_syntax::ParserBuilder::new().build().parse(pattern) else {

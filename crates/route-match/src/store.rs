@@ -271,7 +271,7 @@ pub(crate) fn try_room<T>(v: &mut Vec<T>, additional: usize) -> bool {
     // The buffer a growth allocates, while the old one is still held: checked against what
     // is left before it is made.
     let grow = crate::parse::vec_growth(v.len(), v.capacity(), additional, size_of::<T>());
-    (grow == 0 || pcre2_bounded::memory::may_grow(grow)) && v.try_reserve(additional).is_ok()
+    (grow == 0 || alloc_meter::may_grow(grow)) && v.try_reserve(additional).is_ok()
 }
 
 /// Appends `items` to `v` when the room for them is had ([`try_room`]); else sets
@@ -306,7 +306,7 @@ impl Builder {
             + (s.entries + s.keys) * size_of::<Item>();
         // Over what is left of the bound, nothing is reserved: an allocation over the bound is
         // counted, not refused, so the arrays would take the compile over it before its check.
-        let ok = bytes <= pcre2_bounded::memory::room()
+        let ok = bytes <= alloc_meter::room()
             && self.text.try_reserve_exact(s.bytes).is_ok()
             && self.entries.try_reserve_exact(s.entries).is_ok()
             && self.conds.try_reserve_exact(s.conditions).is_ok()
@@ -349,7 +349,7 @@ impl Builder {
             return Span::default();
         }
         let grow = crate::parse::vec_growth(self.text.len(), self.text.capacity(), s.len(), 1);
-        let text_ok = grow == 0 || pcre2_bounded::memory::may_grow(grow);
+        let text_ok = grow == 0 || alloc_meter::may_grow(grow);
         if !(text_ok && self.text.try_reserve(s.len()).is_ok() && try_room(&mut self.spans, 1)) {
             self.no_memory = true;
             return Span::default();
@@ -365,7 +365,7 @@ impl Builder {
     fn grow_interned(&mut self) -> bool {
         let size = (self.interned.len() * 2).max(64);
         let mut slots = Vec::new();
-        if !pcre2_bounded::memory::may_grow(size.saturating_mul(core::mem::size_of::<u32>()))
+        if !alloc_meter::may_grow(size.saturating_mul(core::mem::size_of::<u32>()))
             || slots.try_reserve_exact(size).is_err()
         {
             return false;
@@ -401,7 +401,7 @@ impl Builder {
         );
         if !(try_room(&mut self.patterns, 1)
             && try_room(&mut self.pattern_literals, 1)
-            && (ids == 0 || pcre2_bounded::memory::may_grow(ids))
+            && (ids == 0 || alloc_meter::may_grow(ids))
             && self.pattern_ids.try_reserve(1).is_ok())
         {
             self.no_memory = true;

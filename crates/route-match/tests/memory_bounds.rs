@@ -1,10 +1,10 @@
 //! Compiling within memory bounds: this test binary uses the module's allocator
-//! (`pcre2_bounded::memory::Metered`), so every allocation of a compile is counted, as in
+//! (`pcre2_bounded::Metered`), so every allocation of a compile is counted, as in
 //! NGINX.
 
 mod common;
 
-use pcre2_bounded::memory::Metered;
+use pcre2_bounded::Metered;
 use route_match::{Bounds, FileError, Syntax};
 
 #[global_allocator]
@@ -60,7 +60,7 @@ fn huge_patterns_stop_at_the_bound_not_after_compiling_them_all() {
         )
     });
     let bound = Bounds { memory: 8 << 20, ..Bounds::default() };
-    let scope = pcre2_bounded::memory::Scope::open(usize::MAX);
+    let scope = alloc_meter::Scope::open(usize::MAX);
     let r = route_match::compile_file_at_within(&path, Syntax::Auto, bound);
     assert!(
         matches!(&r, Err(FileError::Memory(m)) if m.contains("more memory than allowed")),
@@ -105,7 +105,7 @@ fn literal_heavy_list(n: usize, tail: usize) -> String {
 
 /// Compiles `json` under `limit` in a counting scope: (result, peak bytes of the compile).
 fn compile_peak(json: &str, limit: usize) -> (Result<route_match::CompiledList, String>, usize) {
-    let scope = pcre2_bounded::memory::Scope::open(usize::MAX);
+    let scope = alloc_meter::Scope::open(usize::MAX);
     let bounds = Bounds { memory: limit, ..Bounds::default() };
     let r = route_match::compile_list_within(json.as_bytes(), Syntax::Auto, bounds)
         .map_err(|e| e.to_string());

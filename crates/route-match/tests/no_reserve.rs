@@ -4,7 +4,8 @@
 //! module's allocator, so the compile's allocations are counted as in NGINX, and it holds one
 //! test only: the refusal is switched on for the whole process.
 
-use pcre2_bounded::memory::{Metered, Scope, refuse_reserve};
+use alloc_meter::{Scope, refuse_reserve};
+use pcre2_bounded::Metered;
 use route_match::{Bounds, FileError, Syntax};
 
 #[global_allocator]

@@ -7,7 +7,8 @@
 //! list by it before it builds the list's tree. This binary uses the module's allocator, so
 //! every allocation of a compile is counted, as in NGINX.
 
-use pcre2_bounded::memory::{Metered, Scope};
+use alloc_meter::Scope;
+use pcre2_bounded::Metered;
 use proptest::prelude::*;
 use route_match::{Bounds, Syntax};
 

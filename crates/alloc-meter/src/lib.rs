@@ -1,6 +1,7 @@
 //! One meter for the memory a configuration load (or a `$http_matches` compile) allocates:
-//! the Rust allocations of the NGINX module (through [`Metered`], its `#[global_allocator]`)
-//! and PCRE2's own (through the general context of this crate, see `lib.rs`).
+//! the Rust allocations of the NGINX module (through its `#[global_allocator]`, `src/alloc.rs`,
+//! which calls [`add`], [`sub`] and [`rescue`]) and PCRE2's own (through `pcre2-bounded`'s
+//! general context, which calls [`fits`], [`add`], [`sub`] and [`note_failure`]).
 //!
 //! Rust aborts the process when an allocation fails (`handle_alloc_error`), and a global
 //! allocator may not unwind. So an allocation failure cannot be turned into an error where it
@@ -12,7 +13,7 @@
 //!   of the file) stops the compile with an error. PCRE2's allocations are refused outright
 //!   once over the limit (PCRE2 answers "failed to get memory", a plain error).
 //! - When `malloc` itself fails (an address-space limit, RLIMIT_AS, or
-//!   `vm.overcommit_memory=2`), [`Metered`] frees a reserve of [`RESERVE`] bytes of address
+//!   `vm.overcommit_memory=2`), the allocator calls [`rescue`], which frees a reserve of [`RESERVE`] bytes of address
 //!   space, kept for that, marks the thread's scope (and the configuration load, see
 //!   [`begin_load`]) as out of memory and tries again: the allocation succeeds and the next
 //!   checkpoint fails the compile (or the load). A cgroup memory limit is not one of these:
@@ -29,12 +30,17 @@
 //! configuration load), and while a scope is open (a `$http_matches` compile in a worker). It
 //! is address space only (its pages are never touched, so it costs no RSS), and it is given
 //! back as the last holder lets go: a worker forked after a load does not inherit it.
+//!
+//! Safe code only: the reserve is a `Vec` allocated and freed with the meter switched off on
+//! the thread ([`unmetered`]: the allocator neither counts nor rescues), so the one `unsafe`
+//! piece, the `GlobalAlloc` implementation, stays with the cdylib that registers it.
 
-use core::alloc::{GlobalAlloc, Layout};
+#![forbid(unsafe_code)]
+
 use core::cell::Cell;
 use core::fmt;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
-use std::alloc::System;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Bytes of address space held back for the allocations between an allocation failure and the
 /// compiler's next checkpoint.
@@ -54,6 +60,8 @@ struct Meter {
     failed: Cell<bool>,
     /// The highest `live` since the open scope opened.
     peak: Cell<isize>,
+    /// [`unmetered`] runs on this thread: the allocator neither counts nor rescues.
+    off: Cell<bool>,
 }
 
 thread_local! {
@@ -64,11 +72,14 @@ thread_local! {
             over: Cell::new(false),
             failed: Cell::new(false),
             peak: Cell::new(0),
+            off: Cell::new(false),
         }
     };
 }
 
-static RESERVE_BLOCK: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
+/// The reserve: address space only (allocated [`unmetered`], never written). Locked only to
+/// put it in or take it out (no allocation, no free, under the lock).
+static RESERVE_BLOCK: Mutex<Option<Vec<Page>>> = Mutex::new(None);
 /// Open scopes (all threads): each holds the reserve.
 static SCOPES: AtomicUsize = AtomicUsize::new(0);
 /// A configuration load holds the reserve ([`begin_load`] to [`end_load`]).
@@ -77,19 +88,43 @@ static LOAD: AtomicBool = AtomicBool::new(false);
 static LOAD_FAILED: AtomicBool = AtomicBool::new(false);
 /// Configuration loads begun in this process (never 0 once one has begun).
 static LOAD_NUMBER: AtomicU32 = AtomicU32::new(0);
-/// JIT bytes measured by the deferred patterns of the current load that are still alive
-/// (`crate::deferred_jit_bytes`).
-pub(crate) static LOAD_DEFERRED: AtomicUsize = AtomicUsize::new(0);
 /// Tests only ([`refuse_reserve`]): the system is taken to refuse the reserve.
 static REFUSE_RESERVE: AtomicBool = AtomicBool::new(false);
 
-fn reserve_layout() -> Layout {
-    // A constant, valid layout (non-zero size, power-of-two alignment).
-    Layout::from_size_align(RESERVE, 4096).unwrap_or(Layout::new::<u8>())
+fn reserve() -> MutexGuard<'static, Option<Vec<Page>>> {
+    // Nothing can panic while it is held: a poisoned lock is as good as a clean one.
+    RESERVE_BLOCK.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `f` with the meter off on this thread: what it allocates and frees is neither counted
+/// nor rescued ([`metered`] is false). For the reserve and the probes of [`can_build`].
+pub fn unmetered<T>(f: impl FnOnce() -> T) -> T {
+    let was = METER.try_with(|m| m.off.replace(true)).unwrap_or(false);
+    let out = f();
+    let _ = METER.try_with(|m| m.off.set(was));
+    out
+}
+
+/// Whether the allocator should count (and rescue) an allocation on this thread now.
+pub fn metered() -> bool {
+    METER.try_with(|m| !m.off.get()).unwrap_or(true)
+}
+
+/// A page: the reserve and the probes are made of them (page-aligned, as a system's large
+/// blocks are; the C library handles them as it handled the allocator's before).
+#[repr(C, align(4096))]
+struct Page([u8; 4096]);
+
+/// `n` bytes of address space (rounded up to pages), asked for at once ([`unmetered`]).
+fn probe(n: usize) -> Option<Vec<Page>> {
+    unmetered(|| {
+        let mut v = Vec::new();
+        v.try_reserve_exact(n.div_ceil(4096)).ok().map(|()| v)
+    })
 }
 
 /// Counts `n` more bytes on this thread; `false` if that goes over the open scope's limit.
-pub(crate) fn add(n: usize) -> bool {
+pub fn add(n: usize) -> bool {
     let n = isize::try_from(n).unwrap_or(isize::MAX);
     METER
         .try_with(|m| {
@@ -108,14 +143,14 @@ pub(crate) fn add(n: usize) -> bool {
 }
 
 /// Counts `n` bytes freed.
-pub(crate) fn sub(n: usize) {
+pub fn sub(n: usize) {
     let n = isize::try_from(n).unwrap_or(isize::MAX);
     let _ = METER.try_with(|m| m.live.set(m.live.get().saturating_sub(n)));
 }
 
 /// Whether `n` more bytes would stay within the open scope's limit (for PCRE2, which is told
 /// "no" instead of being counted over).
-pub(crate) fn fits(n: usize) -> bool {
+pub fn fits(n: usize) -> bool {
     let n = isize::try_from(n).unwrap_or(isize::MAX);
     METER
         .try_with(|m| {
@@ -154,15 +189,10 @@ pub fn can_build(n: usize) -> bool {
     if n < 64 * 1024 {
         return true;
     }
-    let Ok(layout) = Layout::from_size_align(n, 4096) else { return false };
-    // SAFETY: the layout has a non-zero size; the block is freed right away, untouched.
-    let p = unsafe { System.alloc(layout) };
-    if p.is_null() {
-        return false;
-    }
-    // SAFETY: `p` was allocated just now by `System` with `layout`.
-    unsafe { System.dealloc(p, layout) };
-    true
+    let block = probe(n);
+    let ok = block.is_some();
+    unmetered(|| drop(block));
+    ok
 }
 
 /// Whether a growth of `n` bytes the compile cannot go on without (a `Vec` that must take one
@@ -174,7 +204,7 @@ pub fn may_grow(n: usize) -> bool {
 }
 
 /// Records that an allocation failed on this thread (and in the configuration load).
-pub(crate) fn note_failure() {
+pub fn note_failure() {
     LOAD_FAILED.store(true, Ordering::Relaxed);
     let _ = METER.try_with(|m| m.failed.set(true));
 }
@@ -195,7 +225,6 @@ pub fn begin_load() -> bool {
     LOAD.store(true, Ordering::Relaxed);
     let _ = LOAD_NUMBER
         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.wrapping_add(1).max(1)));
-    LOAD_DEFERRED.store(0, Ordering::Relaxed);
     LOAD_FAILED.store(false, Ordering::Relaxed);
     take_reserve()
 }
@@ -210,13 +239,13 @@ pub fn end_load() -> bool {
 }
 
 /// The current configuration load's number (0 before the first [`begin_load`]).
-pub(crate) fn load_number() -> u32 {
+pub fn load_number() -> u32 {
     LOAD_NUMBER.load(Ordering::Relaxed)
 }
 
 /// Whether the reserve is held now (for tests).
 pub fn reserve_held() -> bool {
-    !RESERVE_BLOCK.load(Ordering::Acquire).is_null()
+    reserve().is_some()
 }
 
 /// Frees the reserve when nothing holds it: no open scope, no configuration load.
@@ -224,26 +253,19 @@ fn give_back_if_unheld() {
     if SCOPES.load(Ordering::Acquire) != 0 || LOAD.load(Ordering::Relaxed) {
         return;
     }
-    let block = RESERVE_BLOCK.swap(core::ptr::null_mut(), Ordering::AcqRel);
-    if !block.is_null() {
-        // SAFETY: `block` was allocated by `System` with `reserve_layout()` in `take_reserve`
-        // and is freed once: the swap above removed it from the static.
-        unsafe { System.dealloc(block, reserve_layout()) };
-    }
+    let block = reserve().take();
+    unmetered(|| drop(block));
 }
 
-/// Frees the reserve (if held) so that the failed allocation can be tried again; `true` if
-/// there was one.
-fn rescue() -> bool {
+/// For the global allocator, when the system refused an allocation: records the failure and
+/// frees the reserve (if held) so that the allocation can be tried again; `true` if there was
+/// one. Not to be called while [`metered`] is false (the reserve's own allocations).
+pub fn rescue() -> bool {
     note_failure();
-    let block = RESERVE_BLOCK.swap(core::ptr::null_mut(), Ordering::AcqRel);
-    if block.is_null() {
-        return false;
-    }
-    // SAFETY: `block` was allocated by `System` with `reserve_layout()` in `take_reserve` and
-    // is freed once: the swap above removed it from the static.
-    unsafe { System.dealloc(block, reserve_layout()) };
-    true
+    let block = reserve().take();
+    let had = block.is_some();
+    unmetered(|| drop(block));
+    had
 }
 
 /// For tests of the callers: while `on`, the reserve is not taken, as if the system refused
@@ -258,22 +280,15 @@ fn take_reserve() -> bool {
     if REFUSE_RESERVE.load(Ordering::Relaxed) {
         return false;
     }
-    if !RESERVE_BLOCK.load(Ordering::Acquire).is_null() {
+    if reserve_held() {
         return true;
     }
-    // SAFETY: the layout has a non-zero size.
-    let block = unsafe { System.alloc(reserve_layout()) };
-    if block.is_null() {
-        return false;
-    }
-    if RESERVE_BLOCK
-        .compare_exchange(core::ptr::null_mut(), block, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
-        // Another thread took one meanwhile.
-        // SAFETY: `block` was just allocated with this layout and is referenced nowhere else.
-        unsafe { System.dealloc(block, reserve_layout()) };
-    }
+    let Some(block) = probe(RESERVE) else { return false };
+    let mut held = reserve();
+    // Another thread took one meanwhile: this one is freed, after the lock.
+    let extra = if held.is_none() { held.replace(block) } else { Some(block) };
+    drop(held);
+    unmetered(|| drop(extra));
     true
 }
 
@@ -400,65 +415,6 @@ impl Drop for Scope {
         });
         SCOPES.fetch_sub(1, Ordering::AcqRel);
         give_back_if_unheld();
-    }
-}
-
-/// The global allocator of the NGINX module: the system's, counted by the thread's meter, and
-/// with the reserve that turns a failed allocation into an error at the next checkpoint (see
-/// the module documentation).
-pub struct Metered;
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged (the retry
-// after `rescue` repeats the same call) and only adds bookkeeping in thread-local cells and an
-// atomic pointer; nothing here unwinds (no panicking call: `try_with` and saturating
-// arithmetic only).
-unsafe impl GlobalAlloc for Metered {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's contract for `alloc` is `System.alloc`'s.
-        let mut p = unsafe { System.alloc(layout) };
-        if p.is_null() && rescue() {
-            // SAFETY: as above.
-            p = unsafe { System.alloc(layout) };
-        }
-        if !p.is_null() {
-            add(layout.size());
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as for `alloc`.
-        let mut p = unsafe { System.alloc_zeroed(layout) };
-        if p.is_null() && rescue() {
-            // SAFETY: as above.
-            p = unsafe { System.alloc_zeroed(layout) };
-        }
-        if !p.is_null() {
-            add(layout.size());
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract for `dealloc` is `System.dealloc`'s (`ptr` came from
-        // this allocator, which is `System`'s).
-        unsafe { System.dealloc(ptr, layout) };
-        sub(layout.size());
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: the caller's contract for `realloc` is `System.realloc`'s; a failed realloc
-        // leaves `ptr` valid, so it can be tried again.
-        let mut p = unsafe { System.realloc(ptr, layout, new_size) };
-        if p.is_null() && rescue() {
-            // SAFETY: as above.
-            p = unsafe { System.realloc(ptr, layout, new_size) };
-        }
-        if !p.is_null() {
-            sub(layout.size());
-            add(new_size);
-        }
-        p
     }
 }
 
