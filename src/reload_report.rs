@@ -19,8 +19,9 @@ use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Pool};
 use ngx::ffi::{NGX_LOG_ALERT, NGX_PROCESS_SIGNALLER, ngx_command_t, ngx_conf_t};
 use ngx::ngx_log_error;
 
-use crate::util::{conf_args, text};
-use crate::{ConfResult, guard};
+use crate::ConfResult;
+use crate::state::MainConf;
+use crate::util::text;
 
 /// The report of the configuration being loaded: set by the directive, cleared when the load
 /// is taken (`init_module`) or its pool destroyed. The master loads one configuration at a
@@ -90,15 +91,13 @@ impl Drop for Report {
 /// `http_matches_reload_report PATH GENERATION` (http level, once).
 pub(crate) unsafe extern "C" fn cmd_http_matches_reload_report(
     cf: *mut ngx_conf_t,
-    _cmd: *mut ngx_command_t,
-    _conf: *mut c_void,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
 ) -> ConfResult {
-    guard::directive(cf, || {
+    crate::conf::slot(cf, cmd, conf, |_: &mut MainConf, args| {
         if !LOADING.load(Ordering::SeqCst).is_null() {
             return c"is duplicate".as_ptr().cast_mut();
         }
-        // SAFETY: in a directive handler; the arguments are copied before it returns.
-        let args = unsafe { conf_args(cf) };
         let (Some(path), Some(generation)) = (args.get(1), args.get(2)) else {
             return NGX_CONF_ERROR;
         };

@@ -22,8 +22,8 @@ use route_match::{Bounds, FileError, Syntax};
 use crate::state::{
     DEFAULT_REGEX_BUDGET, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf,
 };
-use crate::util::{conf_args, conf_where, text};
-use crate::{ConfResult, HttpMatchesModule, guard, handler};
+use crate::util::{conf_where, text};
+use crate::{ConfResult, HttpMatchesModule, handler};
 
 /// A directive handler as `ngx_command_t` holds it.
 type SetFn = unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
@@ -148,14 +148,9 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
     ngx_command_t::empty(),
 ];
 
-/// The arguments of the directive being parsed, split into the `syntax=` option and the
-/// others; `None` (logged) when `syntax=` is wrong.
-///
-/// # Safety
-/// Only from a directive handler; the result must not outlive it (`cf->args`).
-unsafe fn directive_args<'a>(cf: *mut ngx_conf_t) -> Option<(Syntax, Vec<&'a [u8]>)> {
-    // SAFETY: the caller is a directive handler, so `cf->args` is valid for `'a`.
-    let args = unsafe { conf_args(cf) };
+/// A directive's arguments (`args`, from [`super::slot`]), split into the `syntax=` option and
+/// the others; `None` (logged) when `syntax=` is wrong.
+fn directive_args(cf: *mut ngx_conf_t, args: &[ngx_str_t]) -> Option<(Syntax, Vec<&[u8]>)> {
     match split_syntax(args.get(1..).unwrap_or_default()) {
         Ok(v) => Some(v),
         Err(e) => {
@@ -186,18 +181,14 @@ fn split_syntax(args: &[ngx_str_t]) -> Result<(Syntax, Vec<&[u8]>), String> {
 /// `http_matches_load FILE [syntax=auto|typed|untyped];`
 pub(crate) unsafe extern "C" fn cmd_http_matches_load(
     cf: *mut ngx_conf_t,
-    _cmd: *mut ngx_command_t,
+    cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::directive(cf, || {
-        // SAFETY: the directive is registered with NGX_HTTP_MAIN_CONF_OFFSET, so `conf` is this
-        // module's main conf, created by `create_main_conf`.
-        let mcf = unsafe { &mut *(conf as *mut MainConf) };
+    super::slot(cf, cmd, conf, |mcf: &mut MainConf, args| {
         if mcf.file.is_some() {
             return c"is duplicate".as_ptr().cast_mut();
         }
-        // SAFETY: in a directive handler; the arguments are used before it returns.
-        let Some((syntax, rest)) = (unsafe { directive_args(cf) }) else { return NGX_CONF_ERROR };
+        let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
         let [path] = rest[..] else {
             ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_load: expected one FILE");
             return NGX_CONF_ERROR;
@@ -261,18 +252,14 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
 /// `http_matches [JSON_LIST] [syntax=auto|typed|untyped];`
 pub(crate) unsafe extern "C" fn cmd_http_matches(
     cf: *mut ngx_conf_t,
-    _cmd: *mut ngx_command_t,
+    cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::directive(cf, || {
-        // SAFETY: registered with NGX_HTTP_LOC_CONF_OFFSET: `conf` is this module's location
-        // conf, created by `create_loc_conf`.
-        let lcf = unsafe { &mut *(conf as *mut LocConf) };
+    super::slot(cf, cmd, conf, |lcf: &mut LocConf, args| {
         if lcf.enabled {
             return c"is duplicate".as_ptr().cast_mut();
         }
-        // SAFETY: in a directive handler; the arguments are used before it returns.
-        let Some((syntax, rest)) = (unsafe { directive_args(cf) }) else { return NGX_CONF_ERROR };
+        let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
         lcf.enabled = true;
         crate::prefork::mark_used();
         lcf.var_syntax = syntax;
@@ -378,18 +365,13 @@ fn is_empty_list(json: &[u8]) -> bool {
 /// `http_matches_fallback server_name;`
 pub(crate) unsafe extern "C" fn cmd_http_matches_fallback(
     cf: *mut ngx_conf_t,
-    _cmd: *mut ngx_command_t,
+    cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::directive(cf, || {
-        // SAFETY: registered with NGX_HTTP_SRV_CONF_OFFSET: `conf` is this module's server
-        // conf, created by `create_srv_conf`.
-        let scf = unsafe { &mut *(conf as *mut SrvConf) };
+    super::slot(cf, cmd, conf, |scf: &mut SrvConf, args| {
         if scf.fallback.is_some() {
             return c"is duplicate".as_ptr().cast_mut();
         }
-        // SAFETY: in a directive handler; the argument is copied before it returns.
-        let args = unsafe { conf_args(cf) };
         let Some(name) = args.get(1) else { return NGX_CONF_ERROR };
         if !route_match::vhost::valid_fallback_name(name.as_bytes()) {
             ngx_conf_log_error!(
@@ -429,12 +411,10 @@ fn parse_size(v: &[u8]) -> Option<usize> {
 /// `http_matches_max_memory size [pattern=size];`
 pub(crate) unsafe extern "C" fn cmd_http_matches_max_memory(
     cf: *mut ngx_conf_t,
-    _cmd: *mut ngx_command_t,
+    cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::directive(cf, || {
-        // SAFETY: registered with NGX_HTTP_MAIN_CONF_OFFSET: `conf` is this module's main conf.
-        let mcf = unsafe { &mut *(conf as *mut MainConf) };
+    super::slot(cf, cmd, conf, |mcf: &mut MainConf, args| {
         if mcf.compiled_any {
             ngx_conf_log_error!(
                 NGX_LOG_EMERG,
@@ -444,8 +424,6 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_max_memory(
             );
             return NGX_CONF_ERROR;
         }
-        // SAFETY: in a directive handler; the arguments are used before it returns.
-        let args = unsafe { conf_args(cf) };
         for (i, a) in args.iter().enumerate().skip(1) {
             let v = a.as_bytes();
             let (value, is_pattern) = match v.strip_prefix(b"pattern=") {
@@ -480,17 +458,13 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_max_memory(
 /// `http_matches_regex_budget steps | off;`
 pub(crate) unsafe extern "C" fn cmd_http_matches_regex_budget(
     cf: *mut ngx_conf_t,
-    _cmd: *mut ngx_command_t,
+    cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::directive(cf, || {
-        // SAFETY: registered with NGX_HTTP_LOC_CONF_OFFSET: `conf` is this module's loc conf.
-        let lcf = unsafe { &mut *(conf as *mut LocConf) };
+    super::slot(cf, cmd, conf, |lcf: &mut LocConf, args| {
         if lcf.regex_budget != NGX_CONF_UNSET_UINT {
             return c"is duplicate".as_ptr().cast_mut();
         }
-        // SAFETY: in a directive handler; the arguments are used before it returns.
-        let args = unsafe { conf_args(cf) };
         let v = args.get(1).map_or(&b""[..], |a| a.as_bytes());
         if v == b"off" {
             lcf.regex_budget = 0;
