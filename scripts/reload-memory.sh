@@ -6,7 +6,7 @@
 # peak during any reload at most 2.2x (the old and new compiled lists coexist for a moment, so
 # 2x is the floor), and then, after traffic over every list, at most 1.3x too. REGEX=1 makes two entries of each list regular expressions (20,000
 # distinct patterns): PCRE2's own per-pattern allocations do not meet the bounds yet (see
-# docs/RELIABILITY.md). VERBOSE=1 prints every sample (PSS in MiB per process).
+# docs/RELIABILITY.md). TRAFFIC=1: requests throughout the reloads. VERBOSE=1 prints every sample (PSS in MiB per process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port=${PORT:-18720}
@@ -51,7 +51,17 @@ echo "matches.json: $lists lists, $(($(stat -c %s "$p/conf/matches.json") / 1024
 start_nginx "$nginx" "$p" "$port"
 k=$((42 % lists)); got=$(curl -s "http://127.0.0.1:$port/k?k=host$k.example.com/api/v$((k % 7))&id=$k" -X POST)
 [ "$got" = "/t/$k/2" ] || { echo "FAIL: routed to '$got', expected /t/$k/2" >&2; exit 1; }
+# TRAFFIC=1: a client requests the lists in turn throughout the reloads (every answer checked).
+if [ "${TRAFFIC:-0}" = 1 ]; then
+  (i=0; trap 'echo "traffic during the reloads: $i requests"; exit 0' TERM
+   while :; do k=$((i % lists)); i=$((i + 1))
+     got=$(curl -s "http://127.0.0.1:$port/k?k=host$k.example.com/api/v$((k % 7))&id=$k" -X POST)
+     [ "$got" = "/t/$k/2" ] || echo "FAIL: under reloads, routed to '$got', expected /t/$k/2" >&2
+   done) &
+  client=$!
+fi
 out=$(python3 scripts/lib/reload_memory.py "$master" "$reloads")
+[ -z "${client:-}" ] || { kill "$client"; wait "$client" 2>/dev/null || true; }
 echo "$out"
 last=$(echo "$out" | tail -n 1)
 fresh=$(echo "$last" | sed -n 's/.*fresh=\([0-9]*\).*/\1/p')
