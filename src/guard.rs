@@ -6,12 +6,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ngx::core::{NGX_CONF_ERROR, Status};
 use ngx::ffi::{
-    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT, NGX_LOG_EMERG, ngx_conf_t, ngx_http_request_t,
-    ngx_int_t,
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT, NGX_LOG_EMERG, ngx_command_t, ngx_conf_t,
+    ngx_http_request_t, ngx_int_t, ngx_str_t,
 };
 use ngx::{ngx_conf_log_error, ngx_log_error};
 
 use crate::ConfResult;
+use crate::state::Level;
+use crate::util::conf_args;
 
 thread_local! {
     /// Where the last panic happened ("file:line"), recorded by the panic hook.
@@ -78,6 +80,29 @@ pub(crate) fn directive(cf: *mut ngx_conf_t, body: impl FnOnce() -> ConfResult) 
             NGX_CONF_ERROR
         }
     }
+}
+
+/// A directive handler's prologue, under [`directive`]: `body` gets the module's conf
+/// the directive writes (a `T`: checked against the command's `conf` offset) and the
+/// directive's arguments (`[0]` its name).
+pub(crate) fn slot<T: Level>(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut core::ffi::c_void,
+    body: impl FnOnce(&mut T, &[ngx_str_t]) -> ConfResult,
+) -> ConfResult {
+    directive(cf, || {
+        // SAFETY: NGINX calls a directive handler with its command, its context and the conf
+        // structure its `conf` offset names, created by this module's `create_*_conf`: a `T`,
+        // as checked; `cf->args` is alive until the handler returns, as is `body`'s borrow.
+        let (slot, args) = unsafe {
+            if (*cmd).conf != T::OFFSET || conf.is_null() {
+                return NGX_CONF_ERROR;
+            }
+            (&mut *conf.cast::<T>(), conf_args(cf))
+        };
+        body(slot, args)
+    })
 }
 
 /// Runs a configuration hook that returns a status (pre/postconfiguration).

@@ -19,9 +19,9 @@ use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Pool};
 use ngx::ffi::{NGX_LOG_ALERT, NGX_PROCESS_SIGNALLER, ngx_command_t, ngx_conf_t};
 use ngx::ngx_log_error;
 
-use crate::ConfResult;
 use crate::state::MainConf;
 use crate::util::text;
+use crate::{ConfResult, guard};
 
 /// The report of the configuration being loaded: set by the directive, cleared when the load
 /// is taken (`init_module`) or its pool destroyed. The master loads one configuration at a
@@ -94,7 +94,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_reload_report(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    crate::conf::slot(cf, cmd, conf, |_: &mut MainConf, args| {
+    guard::slot(cf, cmd, conf, |_: &mut MainConf, args| {
         if !LOADING.load(Ordering::SeqCst).is_null() {
             return c"is duplicate".as_ptr().cast_mut();
         }

@@ -238,3 +238,17 @@ pub(crate) fn release_free_memory() {
         malloc_trim(0);
     }
 }
+
+/// A conf structure of this module, by the `NGX_HTTP_*_CONF_OFFSET` of its level.
+pub(crate) trait Level {
+    const OFFSET: usize;
+}
+impl Level for MainConf {
+    const OFFSET: usize = ngx::ffi::NGX_HTTP_MAIN_CONF_OFFSET;
+}
+impl Level for SrvConf {
+    const OFFSET: usize = ngx::ffi::NGX_HTTP_SRV_CONF_OFFSET;
+}
+impl Level for LocConf {
+    const OFFSET: usize = ngx::ffi::NGX_HTTP_LOC_CONF_OFFSET;
+}

@@ -23,7 +23,7 @@ use crate::state::{
     DEFAULT_REGEX_BUDGET, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf,
 };
 use crate::util::{conf_where, text};
-use crate::{ConfResult, HttpMatchesModule, handler};
+use crate::{ConfResult, HttpMatchesModule, guard, handler};
 
 /// A directive handler as `ngx_command_t` holds it.
 type SetFn = unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
@@ -148,7 +148,7 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
     ngx_command_t::empty(),
 ];
 
-/// A directive's arguments (`args`, from [`super::slot`]), split into the `syntax=` option and
+/// A directive's arguments (`args`, from [`guard::slot`]), split into the `syntax=` option and
 /// the others; `None` (logged) when `syntax=` is wrong.
 fn directive_args(cf: *mut ngx_conf_t, args: &[ngx_str_t]) -> Option<(Syntax, Vec<&[u8]>)> {
     match split_syntax(args.get(1..).unwrap_or_default()) {
@@ -184,7 +184,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    super::slot(cf, cmd, conf, |mcf: &mut MainConf, args| {
+    guard::slot(cf, cmd, conf, |mcf: &mut MainConf, args| {
         if mcf.file.is_some() {
             return c"is duplicate".as_ptr().cast_mut();
         }
@@ -255,7 +255,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    super::slot(cf, cmd, conf, |lcf: &mut LocConf, args| {
+    guard::slot(cf, cmd, conf, |lcf: &mut LocConf, args| {
         if lcf.enabled {
             return c"is duplicate".as_ptr().cast_mut();
         }
@@ -368,7 +368,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_fallback(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    super::slot(cf, cmd, conf, |scf: &mut SrvConf, args| {
+    guard::slot(cf, cmd, conf, |scf: &mut SrvConf, args| {
         if scf.fallback.is_some() {
             return c"is duplicate".as_ptr().cast_mut();
         }
@@ -414,7 +414,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_max_memory(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    super::slot(cf, cmd, conf, |mcf: &mut MainConf, args| {
+    guard::slot(cf, cmd, conf, |mcf: &mut MainConf, args| {
         if mcf.compiled_any {
             ngx_conf_log_error!(
                 NGX_LOG_EMERG,
@@ -461,7 +461,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_regex_budget(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    super::slot(cf, cmd, conf, |lcf: &mut LocConf, args| {
+    guard::slot(cf, cmd, conf, |lcf: &mut LocConf, args| {
         if lcf.regex_budget != NGX_CONF_UNSET_UINT {
             return c"is duplicate".as_ptr().cast_mut();
         }

@@ -8,18 +8,14 @@
 use core::ffi::c_void;
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
-use ngx::ffi::{
-    NGX_CONF_UNSET, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF_OFFSET,
-    NGX_LOG_EMERG, ngx_command_t, ngx_conf_t, ngx_flag_t, ngx_str_t,
-};
+use ngx::ffi::{NGX_CONF_UNSET, NGX_LOG_EMERG, ngx_conf_t, ngx_flag_t};
 use ngx::http::{HttpModuleLocationConf, Merge, MergeConfigError, NgxHttpCoreModule};
 use ngx::ngx_log_error;
 
 use crate::state::{
     DEFAULT_REGEX_BUDGET, DEFAULT_REGEX_CACHE_SIZE, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE,
-    LocConf, MainConf, NGX_CONF_UNSET_SIZE, NGX_CONF_UNSET_UINT, SrvConf,
+    LocConf, MainConf, NGX_CONF_UNSET_SIZE, NGX_CONF_UNSET_UINT,
 };
-use crate::util::conf_args;
 use crate::{ConfResult, guard};
 
 mod directives;
@@ -31,43 +27,6 @@ use report::report;
 
 pub(crate) use directives::NGX_HTTP_MATCHES_COMMANDS;
 pub(crate) use lifecycle::{exit_process, init_module, postconfiguration, preconfiguration};
-
-/// A conf structure of this module, by the `NGX_HTTP_*_CONF_OFFSET` of its level.
-pub(crate) trait Level {
-    const OFFSET: usize;
-}
-impl Level for MainConf {
-    const OFFSET: usize = NGX_HTTP_MAIN_CONF_OFFSET;
-}
-impl Level for SrvConf {
-    const OFFSET: usize = NGX_HTTP_SRV_CONF_OFFSET;
-}
-impl Level for LocConf {
-    const OFFSET: usize = NGX_HTTP_LOC_CONF_OFFSET;
-}
-
-/// A directive handler's prologue, under [`guard::directive`]: `body` gets the module's conf
-/// the directive writes (a `T`: checked against the command's `conf` offset) and the
-/// directive's arguments (`[0]` its name).
-pub(crate) fn slot<T: Level>(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-    body: impl FnOnce(&mut T, &[ngx_str_t]) -> ConfResult,
-) -> ConfResult {
-    guard::directive(cf, || {
-        // SAFETY: NGINX calls a directive handler with its command, its context and the conf
-        // structure its `conf` offset names, created by this module's `create_*_conf`: a `T`,
-        // as checked; `cf->args` is alive until the handler returns, as is `body`'s borrow.
-        let (slot, args) = unsafe {
-            if (*cmd).conf != T::OFFSET || conf.is_null() {
-                return NGX_CONF_ERROR;
-            }
-            (&mut *conf.cast::<T>(), conf_args(cf))
-        };
-        body(slot, args)
-    })
-}
 
 /// `init_main_conf`: defaults of the http-level directives that were not given.
 pub(crate) fn init_main_conf(cf: *mut ngx_conf_t, conf: *mut c_void) -> ConfResult {
