@@ -490,6 +490,8 @@ fn select_server<'p>(port: &'p PortPlan, host: &str) -> Option<&'p ServerPlan> {
 fn is_internal(server: &ServerPlan, path: &[u8]) -> bool {
     let Some(rest) = path.strip_prefix(INTERNAL_PREFIX.as_bytes()) else { return false };
     let Ok(rest) = std::str::from_utf8(rest) else { return false };
+    // An InferencePool's inner location (`N-inference`, `N-bK-inference`).
+    let rest = rest.strip_suffix("-inference").unwrap_or(rest);
     let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     // A rule index as the generator writes it (no leading zero), of a rule the server uses.
     let used = |ri: &str| {

@@ -490,6 +490,7 @@ fn cross_namespace_backends_need_a_reference_grant() {
             match &b.target {
                 Target::Upstream { name, .. } => ups.push(name.clone()),
                 Target::Resolve(addr) => ups.push(addr.clone()),
+                Target::Inference(p) => ups.push(p.upstream.clone()),
                 Target::Status(_) => invalid += b.weight,
             }
         }

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use crate::conf::{MAX_WORD, unwritable};
 use crate::model::{Cors, HeaderModifier, HeaderValue, PathModifier, RequestRedirect, UrlRewrite};
-use crate::plan::{Backend, Loc, Plan, RulePlan, ServerPlan, Target};
+use crate::plan::{Backend, Loc, Plan, Pool, RulePlan, ServerPlan, Target};
 
 use super::http::emit_once;
 use super::options::{Options, Tree, Work};
@@ -185,6 +185,11 @@ fn target_strings(t: &Target, f: &mut dyn FnMut(&str)) {
         }
         Target::Resolve(addr) => f(addr),
         Target::Status(_) => {}
+        Target::Inference(p) => {
+            let Pool { id, upstream, servers, picker, fail_open: _ } = &**p;
+            [id, upstream].into_iter().chain(servers).for_each(|s| f(s));
+            target_strings(picker, f);
+        }
     }
 }
 

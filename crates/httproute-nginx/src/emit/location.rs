@@ -71,6 +71,9 @@ impl Http {
             }
         }
         let proxied = Proxied { ri, set: &set, uri: &uri, mirrors: &mirrors };
+        if rule.backends.iter().any(|b| matches!(b.target, Target::Inference(_))) {
+            return self.inference_rule(rule, out, &proxied);
+        }
         // Backends that need locations of their own: their own filters, or not all speaking
         // the same scheme (one proxy_pass takes one).
         if rule.backends_apart() && rule.backends.len() > 1 {
@@ -261,7 +264,7 @@ impl Http {
                         unavailable = true;
                         Arg::code("503")
                     }
-                    Target::Status(_) => empty(),
+                    Target::Status(_) | Target::Inference(_) => empty(),
                 };
                 (value, b.weight, from)
             })
@@ -290,7 +293,7 @@ impl Http {
 
     /// The location `loc` of one backend of a rule: its status, or a proxy with the rule's
     /// header filters followed by the backend's own, `set` (the new path) and `mirrors`.
-    fn backend_location(
+    pub(super) fn backend_location(
         &mut self,
         out: &mut Vec<Node>,
         loc: Directive,
@@ -340,13 +343,17 @@ impl Http {
     /// The provenance of what is written for backendRef `b` of `rule` alone
     /// ([`Unit::BackendShare`]); `None` for a share that answers a status (nothing of the
     /// backendRef's is written: its lines are the rule's).
-    fn share(&mut self, rule: &RulePlan, b: &crate::plan::Backend) -> Option<Provenance> {
+    pub(super) fn share(
+        &mut self,
+        rule: &RulePlan,
+        b: &crate::plan::Backend,
+    ) -> Option<Provenance> {
         (!matches!(b.target, Target::Status(_)))
             .then(|| self.unit(Unit::BackendShare { rule: rule.id.clone(), index: b.index }))
     }
 
     /// The `upstream` `name` of `servers` is written, for `from` among the others that name it.
-    fn upstream(&mut self, name: &str, servers: &[String], from: Option<Provenance>) {
+    pub(super) fn upstream(&mut self, name: &str, servers: &[String], from: Option<Provenance>) {
         self.upstreams.insert(name.to_owned(), servers.to_vec());
         if let Some(p) = from {
             self.upstream_owner.entry(name.to_owned()).or_default().push(p);
@@ -407,7 +414,7 @@ impl Http {
                     d("set").var("httproute_backend").arg(quoted("backend address", addr.clone()));
                 Some((Some(set.into()), var("httproute_backend")))
             }
-            Target::Status(_) => None,
+            Target::Status(_) | Target::Inference(_) => None,
         }
     }
 
@@ -448,7 +455,7 @@ impl Http {
     }
 
     /// The proxy directives of a rule's internal location, with its header filters.
-    fn proxy(
+    pub(super) fn proxy(
         &mut self,
         rule: &RulePlan,
         req: &HeaderModifier,
@@ -619,11 +626,11 @@ fn timeouts(g: bool, timeout_ms: Option<u64>, out: &mut Vec<Node>) {
 
 /// What every proxying location of a rule has: the rule's number, the directives that set
 /// the new path (`set`), the URI sent upstream and the mirrors' (and retry, CORS) directives.
-struct Proxied<'a> {
-    ri: usize,
-    set: &'a [Node],
-    uri: &'a [Part],
-    mirrors: &'a [Node],
+pub(super) struct Proxied<'a> {
+    pub(super) ri: usize,
+    pub(super) set: &'a [Node],
+    pub(super) uri: &'a [Part],
+    pub(super) mirrors: &'a [Node],
 }
 
 /// The Location of a RequestRedirect: scheme, host, port and path, each the filter's or the

@@ -24,6 +24,7 @@
 mod cors;
 mod decide;
 mod http;
+mod inference;
 mod location;
 mod maps;
 mod options;

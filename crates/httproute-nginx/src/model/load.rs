@@ -58,6 +58,10 @@ pub struct Inputs {
     pub services: BTreeMap<String, Service>,
     /// EndpointSlices given.
     pub endpoint_slices: Vec<EndpointSlice>,
+    /// InferencePools given (`inference.networking.k8s.io/v1`): `namespace/name` -> pool.
+    /// One the CRD would refuse is left out with a warning: a backendRef to it does not
+    /// resolve (`BackendNotFound`).
+    pub inference_pools: BTreeMap<String, super::InferencePool>,
     /// Services the API server would refuse: `namespace/name` -> why. A backendRef to one
     /// does not resolve (`BackendNotFound`).
     pub refused_services: BTreeMap<String, String>,
@@ -100,6 +104,7 @@ impl Inputs {
             secrets,
             services,
             endpoint_slices,
+            inference_pools,
             refused_services,
             refused_slices,
             unsupported,
@@ -117,6 +122,7 @@ impl Inputs {
         self.secrets.extend(secrets);
         self.services.extend(services);
         self.endpoint_slices.extend(endpoint_slices);
+        self.inference_pools.extend(inference_pools);
         self.refused_services.extend(refused_services);
         for (k, mut v) in refused_slices {
             self.refused_slices.entry(k).or_default().append(&mut v);
@@ -322,6 +328,7 @@ fn first(
             | "Secret"
             | "Service"
             | "EndpointSlice"
+            | "InferencePool"
             | "Namespace"
     );
     if !named || name.is_empty() {
@@ -506,6 +513,7 @@ fn object_of(at: &Place, v: &Value, inputs: &mut Inputs) -> Result<(), InputErro
                 }
             }
         }
+        "InferencePool" => inference_pool(v, at, inputs)?,
         // The older form of the same data, from `kubectl get endpoints`.
         "Endpoints" => note(inputs, "kind Endpoints (give EndpointSlices)".to_owned(), at),
         "Namespace" => {
@@ -526,6 +534,28 @@ fn names(v: &Value) -> (String, String) {
         text("/metadata/namespace").unwrap_or_else(|| "default".into()),
         text("/metadata/name").unwrap_or_default(),
     )
+}
+
+/// An InferencePool: `inference.networking.k8s.io/v1` is read and checked as its CRD checks
+/// it; another version (the `v1alpha2` of other fields) is noted as not supported.
+fn inference_pool(v: &Value, at: &Place, inputs: &mut Inputs) -> Result<(), InputError> {
+    let here = |field: String, message: String| at.error(field, message);
+    let version = api_version(v);
+    if version != "inference.networking.k8s.io/v1" {
+        note(inputs, format!("InferencePool of apiVersion {version:?}"), at);
+        return Ok(());
+    }
+    let p: super::InferencePool = typed(v, &here)?;
+    validate_meta(&p.metadata).map_err(|(f, m)| here(f, m))?;
+    super::inference::check_pool(&p).map_err(|(f, m)| here(f, m))?;
+    let key = format!("{}/{}", p.metadata.namespace, p.metadata.name);
+    inputs.inference_pools.insert(key, p);
+    Ok(())
+}
+
+/// The object's `apiVersion`, empty when it has none.
+fn api_version(v: &Value) -> &str {
+    v.get("apiVersion").and_then(Value::as_str).unwrap_or("")
 }
 
 /// `field: why` (or `why` for the object as a whole).

@@ -5,6 +5,7 @@
 
 mod certificate;
 mod core;
+mod inference;
 mod load;
 mod parent_refs;
 mod syntax;
@@ -14,6 +15,9 @@ mod yaml;
 
 pub use certificate::check as check_certificate;
 pub use core::{special_ip, unusable_ip};
+pub use inference::{
+    INFERENCE_GROUP, InferencePool, InferencePoolSpec, PickerRef, PoolPort, PoolSelector,
+};
 pub use load::{InputError, Inputs, Place, Refused, RejectedRoute, load, load_text};
 pub use types::*;
 pub use validate::{decoded_path, is_dns_label, is_dns_subdomain, is_host_name, valid_hostname};

@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{EndpointSlice, HttpRoute, Inputs, ObjectRef, Service, ServicePort};
+use crate::model::{
+    EndpointSlice, HttpRoute, InferencePool, Inputs, ObjectRef, Service, ServicePort,
+};
 
 use super::grants::Grants;
 use super::ids::RouteKind;
@@ -30,6 +32,10 @@ pub(super) struct Refs<'a> {
     /// ExternalName Services are followed (`--allow-external-name`); without it a backendRef
     /// to one does not resolve.
     pub allow_external_name: bool,
+    /// InferencePools given, `namespace/name` -> pool, and the EndpointSlices they select
+    /// (`plan/inference.rs`).
+    pub pools: &'a BTreeMap<String, InferencePool>,
+    pub labeled: &'a super::inference::Labeled<'a>,
 }
 
 /// The namespaces whose Services, and whose EndpointSlices, are among the inputs (those the
@@ -87,7 +93,7 @@ pub(super) type Unusable = (Reason, String);
 /// namespace, one that is not among them does not exist ([`Given`]: per namespace).
 ///
 /// Also whether the backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
-fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Result<(Target, bool), Unusable> {
+pub(super) fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
     let (kind, group, name, port) =
         (r.kind.as_deref(), r.group.as_deref(), r.name.as_str(), r.port);
     let bns = r.namespace.as_deref().unwrap_or(ns);
@@ -218,12 +224,6 @@ fn ready_endpoints(slices: &[&EndpointSlice], sp: &ServicePort) -> Vec<String> {
     let mut out = BTreeSet::new();
     let wanted = sp.name.as_deref().unwrap_or("");
     for slice in slices {
-        // FQDN slices name hosts: never read as addresses (a name may be an IP literal).
-        let v4 = match slice.address_type.as_str() {
-            "IPv4" => true,
-            "IPv6" => false,
-            _ => continue,
-        };
         // A port the API server does not range-check: only 1-65535 is one.
         let Some(port) = slice
             .ports
@@ -236,26 +236,30 @@ fn ready_endpoints(slices: &[&EndpointSlice], sp: &ServicePort) -> Vec<String> {
         else {
             continue;
         };
-        for ep in slice.endpoints.iter().filter(|e| e.conditions.ready != Some(false)) {
-            for a in &ep.addresses {
-                // The slice was checked as the API server checks it; what it accepts and
-                // no TCP peer answers on (multicast, broadcast) is left out too.
-                match a.parse::<std::net::IpAddr>() {
-                    Ok(ip)
-                        if crate::model::special_ip(ip)
-                            .or(crate::model::unusable_ip(ip))
-                            .is_some() =>
-                    {
-                        false
-                    }
-                    Ok(std::net::IpAddr::V4(v4a)) if v4 => out.insert(format!("{v4a}:{port}")),
-                    Ok(std::net::IpAddr::V6(v6)) if !v4 => out.insert(format!("[{v6}]:{port}")),
-                    _ => false,
-                };
-            }
+        for ip in ready_ips(slice) {
+            out.insert(std::net::SocketAddr::new(ip, port).to_string());
         }
     }
     out.into_iter().collect()
+}
+
+/// The ready addresses of `slice` of its own family (an FQDN slice has none: a name may be an
+/// IP literal, never read as an address).
+pub(super) fn ready_ips(slice: &EndpointSlice) -> impl Iterator<Item = std::net::IpAddr> + '_ {
+    let v4 = match slice.address_type.as_str() {
+        "IPv4" => Some(true),
+        "IPv6" => Some(false),
+        _ => None,
+    };
+    let ready =
+        slice.endpoints.iter().filter(move |e| v4.is_some() && e.conditions.ready != Some(false));
+    ready.flat_map(|ep| &ep.addresses).filter_map(move |a| {
+        let ip = a.parse::<std::net::IpAddr>().ok()?;
+        // The slice was checked as the API server checks it; what it accepts and no TCP
+        // peer answers on (multicast, broadcast) is left out too.
+        let special = crate::model::special_ip(ip).or(crate::model::unusable_ip(ip));
+        (special.is_none() && Some(ip.is_ipv4()) == v4).then_some(ip)
+    })
 }
 
 /// A DNS name: labels of letters, digits and `-`, dot-separated (a final dot allowed).
@@ -265,6 +269,15 @@ fn is_dns_name(s: &str) -> bool {
 
 /// What one reference resolved to ([`resolve`]).
 pub(super) type Resolved = Result<(Target, bool), Unusable>;
+
+/// A backendRef or mirror of a route in `ns`: an InferencePool (`plan/inference.rs`) or
+/// [`resolve`].
+fn resolve_ref(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
+    if super::inference::is_pool(r) {
+        return super::inference::resolve_pool(r, ns, refs);
+    }
+    resolve(r, ns, refs)
+}
 
 /// A route's references resolved once, for the route's own kind (its grants are checked
 /// for it): the stages after this one (the route's `ResolvedRefs` condition, each rule's
@@ -293,12 +306,16 @@ pub(super) fn resolve_route(r: &HttpRoute, refs: &Refs<'_>) -> ResolvedRoute {
         .rules
         .iter()
         .map(|rule| ResolvedRule {
-            backends: rule.backend_refs.iter().map(|b| resolve(&b.object(), ns, refs)).collect(),
+            backends: rule
+                .backend_refs
+                .iter()
+                .map(|b| resolve_ref(&b.object(), ns, refs))
+                .collect(),
             mirrors: rule
                 .filters
                 .iter()
                 .filter_map(|f| f.request_mirror.as_ref())
-                .map(|m| resolve(&m.backend_ref, ns, refs))
+                .map(|m| resolve_ref(&m.backend_ref, ns, refs))
                 .collect(),
         })
         .collect();

@@ -25,8 +25,16 @@ impl<'a> Grants<'a> {
         for g in grants {
             let froms = g.spec.from.iter().filter(|f| f.group == "gateway.networking.k8s.io");
             for f in froms {
-                for t in g.spec.to.iter().filter(|t| t.group.is_empty()) {
-                    let key = (g.metadata.namespace.as_str(), &*f.kind, &*f.namespace, &*t.kind);
+                for t in &g.spec.to {
+                    // A core kind by its name; an InferencePool by its group too.
+                    let to_kind: &str = match (t.group.as_str(), t.kind.as_str()) {
+                        ("", kind) => kind,
+                        (crate::model::INFERENCE_GROUP, "InferencePool") => {
+                            super::inference::POOL_KIND
+                        }
+                        _ => continue,
+                    };
+                    let key = (g.metadata.namespace.as_str(), &*f.kind, &*f.namespace, to_kind);
                     let names = index.entry(key).or_insert_with(|| Some(HashSet::new()));
                     match (&t.name, names) {
                         (Some(n), Some(names)) => {

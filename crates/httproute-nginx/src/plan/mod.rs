@@ -39,6 +39,7 @@ mod budget;
 mod entry;
 mod grants;
 mod ids;
+mod inference;
 mod listeners;
 mod merge;
 mod precedence;
@@ -60,7 +61,7 @@ pub use status::{
 pub(crate) use types::wildcard_covers;
 pub use types::{
     Backend, BackendMap, Candidate, Capabilities, HTTP2_DIRECTIVE, Loc, LocationPlan, PathKind,
-    PortPlan, RulePlan, Segment, ServerPlan, SortKey, Target, normalize_prefix,
+    Pool, PortPlan, RulePlan, Segment, ServerPlan, SortKey, Target, normalize_prefix,
 };
 
 /// Everything besides the manifests that decides a plan: generate and explain pass the same.
@@ -140,6 +141,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let (routes, route_ages) = routes_by_age(inputs);
     let slices = backends::slices_by_service(inputs);
     let given = backends::given(inputs);
+    let labeled = inference::slices_by_label(inputs);
     let refs = backends::Refs {
         grpc: false,
         backends: opts.backends,
@@ -150,6 +152,8 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         refused_services: &inputs.refused_services,
         refused_slices: &inputs.refused_slices,
         allow_external_name: opts.allow_external_name,
+        pools: &inputs.inference_pools,
+        labeled: &labeled,
     };
     // 3. Every reference of every route, resolved once for the route's own kind; then
     // attachment, with each route's ResolvedRefs read from its resolved node.

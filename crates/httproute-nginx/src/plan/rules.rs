@@ -72,6 +72,8 @@ pub(super) fn rule_plan(
                 "{}: RequestMirror {mi}: the Service has no ready endpoints; not mirrored",
                 at()
             )),
+            Ok(Target::Inference(_)) => warnings
+                .push(format!("{}: RequestMirror {mi}: an InferencePool is not mirrored to", at())),
             Err((_, why)) => {
                 warnings.push(format!("{}: RequestMirror {mi}: {why}; not mirrored", at()))
             }
@@ -86,7 +88,12 @@ pub(super) fn rule_plan(
         let tls = resolved.as_ref().is_ok_and(|(_, tls)| *tls);
         let (target, problem) = match resolved.map(|(t, _)| t) {
             Ok(Target::Status(code)) => {
-                let why = format!("Service {} has no ready endpoints", b.name);
+                let what = if b.kind.as_deref() == Some("InferencePool") {
+                    "InferencePool"
+                } else {
+                    "Service"
+                };
+                let why = format!("{what} {} has no ready endpoints", b.name);
                 warnings.push(format!("{}: {why}; its share of requests answers {code}", at()));
                 (Target::Status(code), Some((Reason::NoReadyEndpoints, why)))
             }

@@ -262,6 +262,24 @@ pub enum Target {
     /// Answered with this status: 500 for a reference that cannot be used, 503 for a Service
     /// without ready endpoints.
     Status(u16),
+    /// An InferencePool: its Endpoint Picker chooses one of the pool's endpoints per request.
+    Inference(Box<Pool>),
+}
+
+/// An InferencePool as a backend (see `plan/inference.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pool {
+    /// `namespace/name`.
+    pub id: String,
+    /// The `upstream` of the pool's ready endpoints (every target port of each), non-empty:
+    /// where `FailOpen` sends a request the picker gave no endpoint for.
+    pub upstream: String,
+    pub servers: Vec<String>,
+    /// The Endpoint Picker Service: an [`Target::Upstream`] of its ready endpoints (or the
+    /// `--backend` address) or its cluster DNS name ([`Target::Resolve`]).
+    pub picker: Target,
+    /// `failureMode: FailOpen` (else `FailClose`: no endpoint from the picker answers 500).
+    pub fail_open: bool,
 }
 
 impl fmt::Display for Target {
@@ -270,6 +288,14 @@ impl fmt::Display for Target {
             Target::Upstream { name, servers } => write!(f, "{name} ({})", servers.join(", ")),
             Target::Resolve(addr) => write!(f, "{addr} (resolved per request)"),
             Target::Status(code) => write!(f, "status {code}"),
+            Target::Inference(p) => write!(
+                f,
+                "InferencePool {} ({}), picked by {}{}",
+                p.id,
+                p.servers.join(", "),
+                p.picker,
+                if p.fail_open { ", FailOpen" } else { "" }
+            ),
         }
     }
 }

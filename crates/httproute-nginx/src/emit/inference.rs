@@ -1,0 +1,136 @@
+//! A rule with InferencePool backends: NGF's location shape for the Endpoint Picker.
+//!
+//! The rule's location (one per backend when it has several, picked by `split_clients`) asks
+//! the pool's picker and redirects to an inner location that proxies to the endpoint it gave:
+//!
+//! ```nginx
+//! location = /_httproute-internal/0 {
+//!     internal;
+//!     set $epp_internal_path /_httproute-internal/0-inference;
+//!     http_matches_epp grpc://default_epp_9002;   # sets $inference_workload_endpoint
+//! }
+//! location = /_httproute-internal/0-inference {
+//!     internal;
+//!     if ($inference_workload_endpoint = "") { return 500; }   # FailClose
+//!     ...                                          # the rule's filters, mirrors, CORS
+//!     proxy_pass http://$inference_workload_endpoint$request_uri;
+//! }
+//! ```
+//!
+//! `FailOpen` proxies to a `map` of `$inference_workload_endpoint` instead, whose empty value
+//! is the `upstream` of the pool's ready endpoints (NGF's `$inference_backend_*` map).
+
+use crate::conf::{Arg, Directive, Node, code, var};
+use crate::plan::{Backend, INTERNAL_PREFIX, Pool, RulePlan, Target};
+
+use super::location::Proxied;
+use super::state::{Http, d, empty, entry_of};
+
+/// The variable `http_matches_epp` sets.
+const ENDPOINT: &str = "inference_workload_endpoint";
+
+impl Http {
+    /// Rule `ri`'s locations when one of its backends is an InferencePool: the picker's
+    /// location for each pool, [`Http::backend_location`] for the others, `split_clients`
+    /// between them when there are several. `set`, `uri`, `mirrors`: as for a proxy location.
+    pub(super) fn inference_rule(
+        &mut self,
+        rule: &RulePlan,
+        out: &mut Vec<Node>,
+        p: &Proxied<'_>,
+    ) -> Result<(), String> {
+        let base = format!("{INTERNAL_PREFIX}{}", p.ri);
+        if let [only] = &rule.backends[..] {
+            return self.inference_backend(out, base, rule, only, p);
+        }
+        let shares = (0..rule.backends.len())
+            .map(|k| (Arg::code(format!("b{k}")), rule.backends[k].weight, None))
+            .collect();
+        let v = self.split(shares);
+        let to = Arg::parts(vec![code(format!("{base}-")), var(v)]);
+        let rewrite = d("rewrite").code("^").arg(to).code("last");
+        let loc = d("location").code("=").code(base.clone());
+        out.push(loc.inline(vec![d("internal").into(), rewrite.into()]).into());
+        for (k, b) in rule.backends.iter().enumerate() {
+            self.inference_backend(out, format!("{base}-b{k}"), rule, b, p)?;
+        }
+        Ok(())
+    }
+
+    /// The location `path` of backend `b`: the picker's two locations for a pool, else
+    /// [`Http::backend_location`].
+    fn inference_backend(
+        &mut self,
+        out: &mut Vec<Node>,
+        path: String,
+        rule: &RulePlan,
+        b: &Backend,
+        p: &Proxied<'_>,
+    ) -> Result<(), String> {
+        let (set, uri, mirrors) = (p.set, p.uri, p.mirrors);
+        let from = self.share(rule, b);
+        let mut loc = d("location").code("=").code(path.clone());
+        if let Some(p) = from {
+            loc = loc.from(p);
+        }
+        let Target::Inference(pool) = &b.target else {
+            return self.backend_location(out, loc, rule, b, from, p);
+        };
+        let inner = format!("{path}-inference");
+        let picker = match &pool.picker {
+            Target::Upstream { name, servers } => {
+                self.upstream(name, servers, from);
+                name.clone()
+            }
+            Target::Resolve(addr) => addr.clone(),
+            t => return Err(format!("{}: InferencePool {}: picker {t}", rule.id, pool.id)),
+        };
+        out.push(
+            loc.inline(vec![
+                d("internal").into(),
+                d("set").var("epp_internal_path").code(inner.clone()).into(),
+                d("http_matches_epp").code(format!("grpc://{picker}")).into(),
+            ])
+            .into(),
+        );
+        let (req, resp) = rule.backend_filters(b);
+        let proxy = self.proxy(rule, &req, &resp)?;
+        let mut body: Vec<Node> = vec![d("internal").into()];
+        let endpoint = self.pool_endpoint(pool, from, &mut body);
+        body.extend(set.iter().cloned());
+        body.extend(proxy);
+        body.extend(mirrors.iter().cloned());
+        let mut parts = vec![code("http://"), var(endpoint)];
+        parts.extend(uri.iter().cloned());
+        body.push(d("proxy_pass").arg(Arg::parts(parts)).into());
+        out.push(d("location").code("=").code(inner).inline(body).into());
+        Ok(())
+    }
+
+    /// The variable the inner location proxies to: `$inference_workload_endpoint` (FailClose:
+    /// a 500 without one, the `if` into `body`), or for FailOpen a `map` of it whose empty value
+    /// is the pool's `upstream`.
+    fn pool_endpoint(
+        &mut self,
+        pool: &Pool,
+        from: Option<crate::conf::Provenance>,
+        body: &mut Vec<Node>,
+    ) -> String {
+        if !pool.fail_open {
+            let none = Directive::if_(ENDPOINT.to_owned(), Some(("=", empty())));
+            body.push(none.inline(vec![d("return").code("500").into()]).into());
+            return ENDPOINT.to_owned();
+        }
+        self.upstream(&pool.upstream, &pool.servers, from);
+        let v = self.var("inference");
+        let upstream = Arg::data("InferencePool upstream name", pool.upstream.clone());
+        self.push_map(
+            &v,
+            d("map").var(ENDPOINT).var(v.clone()).block(vec![
+                entry_of(empty(), upstream),
+                entry_of(Arg::code("default"), Arg::var(ENDPOINT)),
+            ]),
+        );
+        v
+    }
+}

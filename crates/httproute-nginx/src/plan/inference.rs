@@ -1,0 +1,126 @@
+//! InferencePool backends (`group: inference.networking.k8s.io, kind: InferencePool`): the
+//! pool's endpoints and its Endpoint Picker (EPP) Service.
+//!
+//! Without a cluster there are no Pods to select, so the pool's endpoints are read from the
+//! EndpointSlices of the pool's namespace whose **labels** hold every `selector.matchLabels`
+//! pair (the EndpointSlice controller copies a Service's labels onto its slices: a Service
+//! labeled as the pool selects, such as the headless one a controller makes for the pool,
+//! gives them): each ready address with each of `targetPorts`. The picker is the
+//! `endpointPickerRef` Service of the pool's namespace, resolved as a GRPCRoute's backend
+//! (`--backend`, its ready endpoints, or its cluster DNS name).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{EndpointSlice, INFERENCE_GROUP, Inputs, ObjectRef};
+
+use super::backends::{Refs, Resolved, ready_ips, resolve};
+use super::ids::RouteKind;
+use super::status::Reason;
+use super::types::{Pool, Target};
+
+/// The grant key of an InferencePool (its group is not the core one).
+pub(super) const POOL_KIND: &str = "inference.networking.k8s.io/InferencePool";
+
+/// EndpointSlices by (namespace, label key, label value): a pool looks up its first
+/// `matchLabels` pair and checks the others on those slices only. Empty when no pool is given.
+pub(super) type Labeled<'a> = BTreeMap<(&'a str, &'a str, &'a str), Vec<&'a EndpointSlice>>;
+
+/// The [`Labeled`] index of `inputs`.
+pub(super) fn slices_by_label(inputs: &Inputs) -> Labeled<'_> {
+    let mut out: Labeled<'_> = BTreeMap::new();
+    if inputs.inference_pools.is_empty() {
+        return out;
+    }
+    for s in &inputs.endpoint_slices {
+        for (k, v) in &s.metadata.labels {
+            out.entry((&s.metadata.namespace, k, v)).or_default().push(s);
+        }
+    }
+    out
+}
+
+/// Whether `r` names an InferencePool.
+pub(super) fn is_pool(r: &ObjectRef) -> bool {
+    r.group.as_deref() == Some(INFERENCE_GROUP) && r.kind.as_deref() == Some("InferencePool")
+}
+
+/// A backendRef to an InferencePool of a route in `ns`: a 503 when the pool has no ready
+/// endpoints (or `FailClose` and its picker has none); with a picker without ready endpoints,
+/// `FailOpen` sends to the pool's endpoints directly.
+pub(super) fn resolve_pool(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
+    let (name, bns) = (r.name.as_str(), r.namespace.as_deref().unwrap_or(ns));
+    if refs.grpc {
+        let why = "an InferencePool serves HTTPRoutes only".to_owned();
+        return Err((Reason::InvalidKind, why));
+    }
+    let kind = RouteKind::of(false).as_str();
+    if bns != ns && !refs.grants.granted((kind, ns), bns, (POOL_KIND, name)) {
+        return Err((
+            Reason::RefNotPermitted,
+            format!(
+                "no ReferenceGrant in namespace {bns} lets {kind}s of {ns} use InferencePool {name}"
+            ),
+        ));
+    }
+    let id = format!("{bns}/{name}");
+    let Some(pool) = refs.pools.get(&id) else {
+        return Err((Reason::BackendNotFound, format!("InferencePool {id} does not exist")));
+    };
+    let servers = pool_endpoints(pool, refs.labeled);
+    if servers.is_empty() {
+        return Ok((Target::Status(503), false));
+    }
+    let upstream: String = format!("{bns}_{name}_pool")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .collect();
+    let picker_ref = &pool.spec.endpoint_picker_ref;
+    let fail_open = picker_ref.fail_open();
+    let svc = ObjectRef {
+        name: picker_ref.name.clone(),
+        namespace: None,
+        port: picker_ref.port.map(|p| p.number),
+        kind: None,
+        group: None,
+    };
+    // The picker speaks gRPC: resolved as a GRPCRoute's backend (h2c allowed).
+    let picker = match resolve(&svc, bns, &Refs { grpc: true, ..*refs }) {
+        Ok((_, true)) => {
+            return Err((
+                Reason::UnsupportedProtocol,
+                format!(
+                    "InferencePool {id}: its endpoint picker speaks TLS (grpcs), not written yet"
+                ),
+            ));
+        }
+        Ok((Target::Status(_), _)) if fail_open => {
+            return Ok((Target::Upstream { name: upstream, servers }, false));
+        }
+        Ok((Target::Status(code), _)) => return Ok((Target::Status(code), false)),
+        Ok((t, _)) => t,
+        Err((reason, why)) => {
+            return Err((reason, format!("InferencePool {id}: endpointPickerRef: {why}")));
+        }
+    };
+    let pool = Pool { id, upstream, servers, picker, fail_open };
+    Ok((Target::Inference(Box::new(pool)), false))
+}
+
+/// `address:port` of each ready address of the pool's EndpointSlices with each target port.
+fn pool_endpoints(pool: &crate::model::InferencePool, labeled: &Labeled<'_>) -> Vec<String> {
+    let labels = &pool.spec.selector.match_labels;
+    let Some((k, v)) = labels.iter().next() else { return Vec::new() };
+    let ns = pool.metadata.namespace.as_str();
+    let slices = labeled.get(&(ns, k.as_str(), v.as_str())).map_or(&[][..], |s| s);
+    let mut out = BTreeSet::new();
+    for slice in
+        slices.iter().filter(|s| labels.iter().all(|(k, v)| s.metadata.labels.get(k) == Some(v)))
+    {
+        for ip in ready_ips(slice) {
+            for p in &pool.spec.target_ports {
+                out.insert(std::net::SocketAddr::new(ip, p.number).to_string());
+            }
+        }
+    }
+    out.into_iter().collect()
+}
