@@ -49,6 +49,9 @@ pub struct Global {
     /// Bytes of the module's `http_matches_max_memory` one namespace's regex conditions may
     /// take (`--regex-memory-per-tenant`; the regex memory budget, `plan/budget.rs`).
     pub regex_memory_per_tenant: usize,
+    /// `--epp-shim URL`: InferencePool pickers are asked through NGF's Go shim at URL
+    /// (`http_matches_epp URL` with `$epp_host` / `$epp_port`), not over gRPC by the module.
+    pub epp_shim: Option<String>,
 }
 
 /// Idle connections per upstream and worker by default: NGF's default (`keepalive 16`).
@@ -64,6 +67,7 @@ impl Default for Global {
             files_dir: None,
             generation: None,
             regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
+            epp_shim: None,
         }
     }
 }

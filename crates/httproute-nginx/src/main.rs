@@ -119,6 +119,11 @@ struct Process {
     /// a newer route past it is refused. All namespaces together take at most 64 MiB.
     #[arg(long, default_value_t = httproute_nginx::limits::DEFAULT_REGEX_MEMORY_PER_TENANT)]
     regex_memory_per_tenant: usize,
+    /// Ask InferencePool endpoint pickers through NGF's shim at this URL
+    /// (`http_matches_epp URL` with `$epp_host` / `$epp_port`, e.g. http://127.0.0.1:54800)
+    /// instead of over gRPC by the module (`http_matches_epp grpc://PICKER`).
+    #[arg(long, value_name = "URL")]
+    epp_shim: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -273,6 +278,7 @@ fn options(p: Planning, w: Written) -> Options {
         files_dir: None,
         generation: None,
         regex_memory_per_tenant: process.regex_memory_per_tenant,
+        epp_shim: process.epp_shim,
     };
     Options {
         module,

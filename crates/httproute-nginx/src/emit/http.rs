@@ -74,7 +74,11 @@ impl<'p> Pass<'p> {
             opts,
             skip,
             alive,
-            http: Http { experimental: opts.experimental, ..Http::default() },
+            http: Http {
+                experimental: opts.experimental,
+                epp_shim: opts.global.epp_shim.clone(),
+                ..Http::default()
+            },
             lists: crate::lists::Lists::default(),
             servers: Writer::stream(tree == Tree::Drop),
             server_tree: Vec::new(),

@@ -78,21 +78,21 @@ impl Http {
         };
         let inner = format!("{path}-inference");
         let picker = match &pool.picker {
-            Target::Upstream { name, servers } => {
+            // Through the shim, the picker's upstream is not written (the shim dials it).
+            Target::Upstream { name, servers } if self.epp_shim.is_none() => {
                 self.upstream(name, servers, from);
                 name.clone()
             }
+            Target::Upstream { name, .. } => name.clone(),
             Target::Resolve(addr) => addr.clone(),
             t => return Err(format!("{}: InferencePool {}: picker {t}", rule.id, pool.id)),
         };
-        out.push(
-            loc.inline(vec![
-                d("internal").into(),
-                d("set").var("epp_internal_path").code(inner.clone()).into(),
-                d("http_matches_epp").code(format!("grpc://{picker}")).into(),
-            ])
-            .into(),
-        );
+        let mut ask = vec![
+            d("internal").into(),
+            d("set").var("epp_internal_path").code(inner.clone()).into(),
+        ];
+        ask.extend(self.ask_picker(&pool.picker, picker));
+        out.push(loc.inline(ask).into());
         let (req, resp) = rule.backend_filters(b);
         let proxy = self.proxy(rule, &req, &resp)?;
         let mut body: Vec<Node> = vec![d("internal").into()];
@@ -105,6 +105,26 @@ impl Http {
         body.push(d("proxy_pass").arg(Arg::parts(parts)).into());
         out.push(d("location").code("=").code(inner).inline(body).into());
         Ok(())
+    }
+
+    /// How the picker is asked: `http_matches_epp grpc://PICKER` (an upstream name or
+    /// `host:port`), or with `--epp-shim URL` through NGF's shim, told the picker's
+    /// `$epp_host` / `$epp_port` (the first address of its upstream).
+    fn ask_picker(&self, target: &Target, picker: String) -> Vec<Node> {
+        let Some(url) = &self.epp_shim else {
+            return vec![d("http_matches_epp").code(format!("grpc://{picker}")).into()];
+        };
+        let addr = match target {
+            Target::Upstream { servers, .. } => servers.first().cloned().unwrap_or_default(),
+            _ => picker,
+        };
+        let (host, port) = addr.rsplit_once(':').unwrap_or((&addr, ""));
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        vec![
+            d("set").var("epp_host").arg(Arg::data("endpoint picker host", host.to_owned())).into(),
+            d("set").var("epp_port").arg(Arg::data("endpoint picker port", port.to_owned())).into(),
+            d("http_matches_epp").arg(Arg::data("--epp-shim", url.clone())).into(),
+        ]
     }
 
     /// The variable the inner location proxies to: `$inference_workload_endpoint` (FailClose:
@@ -122,7 +142,8 @@ impl Http {
             return ENDPOINT.to_owned();
         }
         self.upstream(&pool.upstream, &pool.servers, from);
-        let v = self.var("inference");
+        // `httproute_pool_TAG_N`: as long as the longest the generator defines (limits.rs).
+        let v = self.var("pool");
         let upstream = Arg::data("InferencePool upstream name", pool.upstream.clone());
         self.push_map(
             &v,

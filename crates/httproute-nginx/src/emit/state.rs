@@ -126,6 +126,8 @@ pub(super) struct Http {
     pub(super) no_fail: BTreeSet<String>,
     /// `--experimental`.
     pub(super) experimental: bool,
+    /// `--epp-shim URL`: InferencePool pickers are asked through NGF's shim at URL.
+    pub(super) epp_shim: Option<String>,
     /// What the configuration cannot do, found while writing it.
     pub(super) warnings: Vec<String>,
     /// CORS filters written so far (`$httproute_cors_TAG`).

@@ -6,7 +6,8 @@
 //! pair (the EndpointSlice controller copies a Service's labels onto its slices: a Service
 //! labeled as the pool selects, such as the headless one a controller makes for the pool,
 //! gives them): each ready address with each of `targetPorts`. The picker is the
-//! `endpointPickerRef` Service of the pool's namespace, resolved as a GRPCRoute's backend
+//! `--backend NAMESPACE/POOL:PORT=HOST:PORT` (a target port) gives the endpoints instead, as
+//! for a Service. The picker is the `endpointPickerRef` Service of the pool's namespace, resolved as a GRPCRoute's backend
 //! (`--backend`, its ready endpoints, or its cluster DNS name).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -66,7 +67,11 @@ pub(super) fn resolve_pool(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved
     let Some(pool) = refs.pools.get(&id) else {
         return Err((Reason::BackendNotFound, format!("InferencePool {id} does not exist")));
     };
-    let servers = pool_endpoints(pool, refs.labeled);
+    // `--backend NS/POOL:PORT=HOST:PORT` for its target ports, as for a Service; else slices.
+    let given: Vec<String> = (pool.spec.target_ports.iter())
+        .filter_map(|p| refs.backends.get(&format!("{id}:{}", p.number)).cloned())
+        .collect();
+    let servers = if given.is_empty() { pool_endpoints(pool, refs.labeled) } else { given };
     if servers.is_empty() {
         return Ok((Target::Status(503), false));
     }
