@@ -67,7 +67,18 @@ cd "$scratch/nginx-tests"
 # shellcheck disable=SC2086
 files=(${SUITE_FILES:-*.t})
 cd "$root"
-run base "" "${files[@]}"
+# The run without the module depends only on NGINX, the suite and who runs it: kept, and
+# reused while those are unchanged (a file that then differs runs again both ways, below).
+cache=$root/target/nginx-suite-base
+key=$( (id -u; echo "${files[*]}"; sha256sum "$nginx" scripts/lib/tap-record.pl
+  cd "$tests" && find . -type f ! -path './.git/*' -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
+if [ -f "$cache/$key.tsv" ]; then
+  cp "$cache/$key.tsv" "$out/base.tsv"
+  echo "nginx-suite: base: the run of this NGINX and suite kept in $cache/$key.tsv"
+else
+  run base "" "${files[@]}"
+  rm -rf "$cache" && mkdir -p "$cache" && cp "$out/base.tsv" "$cache/$key.tsv"
+fi
 run with "$load" "${files[@]}"
 
 if python3 scripts/lib/suite-compare.py "$out/base.tsv" "$out/with.tsv" "$out/broken" | tee "$out/compare.txt"; then
