@@ -13,7 +13,7 @@
 #                             and harness tests against /usr/sbin/nginx and the installed
 #                             module, then purge, and NGINX still loads and starts
 #   scripts/test.sh --static  NGINX 1.28 built with the module linked in (--add-module,
-#                             scripts/build-static.sh), through the harness tests
+#                             scripts/build-addon.sh --static), through the harness tests
 #   scripts/test.sh --nginx-suite
 #                             NGINX's own test suite against the vendored 1.28, without and
 #                             with the module loaded: no test may fail because of it
@@ -198,7 +198,7 @@ YAML
     ;;
   --static)
     step "NGINX built with the module linked in (--add-module)"
-    nginx=$(scripts/build-static.sh | field nginx)
+    nginx=$(scripts/build-addon.sh --static | field nginx)
     "$nginx" -V 2>&1 | sed -n 1p
     [ -n "$nginx_tests" ] || { echo "FAIL: --static runs the harness tests: no nginx-tests" >&2; exit 1; }
     harness "" "$nginx"
