@@ -52,8 +52,8 @@ mkdir -p "$work"
 # shellcheck source=scripts/lib/built.sh
 . scripts/lib/built.sh
 build_module
-cargo build -q --release -p httproute-nginx
-gen=${GEN:-target/release/httproute-nginx}
+gen=${GEN:-}
+[ -n "$gen" ] || { cargo build -q --release -p httproute-nginx && gen=target/release/httproute-nginx; }
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }

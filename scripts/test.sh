@@ -30,6 +30,26 @@ step "dependencies"
 scripts/install-deps.sh
 # One value for every cargo call, or nginx-sys rebuilds NGINX between them.
 export NGX_CONFIGURE_ARGS=${NGX_CONFIGURE_ARGS:---with-debug}
+# Test binaries, and the commands the tests run, are built with the `ci` profile (Cargo.toml:
+# release without LTO, in target/ci); the module .so and the NGINX the tests load are built
+# with `release` (scripts/build.sh), as they ship.
+ci=(--profile ci)
+bin=$PWD/target/ci
+
+field() { sed -n "s/^$1=//p" | tail -n 1; }
+
+# vendored_tree: NGINX_SOURCE_DIR=... NGINX_BUILD_DIR=... of the vendored NGINX that
+# scripts/build.sh built (its objs/ and the source it was configured from, as nginx-src
+# records it), so that another profile or target directory binds to it instead of building
+# NGINX a second time. The same in every mode, so no mode rebuilds another's test binaries.
+vendored_tree() {
+  local objs src
+  objs=$(dirname "$(scripts/build.sh | field nginx)")
+  src=$(sed -n '1s/^"\([^"]*\)".*/\1/p' "$objs/last-build-info" 2>/dev/null || true)
+  if [ -n "$src" ] && [ -f "$src/src/core/nginx.h" ] && [ -f "$objs/ngx_auto_config.h" ]; then
+    echo "NGINX_SOURCE_DIR=$src NGINX_BUILD_DIR=$objs"
+  fi
+}
 
 # e2e MODULE NGINX [--test NAME...]: the root crate's end-to-end tests (all of them, or the
 # files named).
@@ -44,9 +64,11 @@ e2e() {
   # root alone, so a test that needs NGINX's worker user to read a file of the checkout
   # fails here, as it would for a user whose checkout is private.
   # The generator command some tests run (tests/reload_flow.rs), built from this checkout.
-  cargo build --release -p httproute-nginx --bin httproute-nginx
+  cargo build "${ci[@]}" -p httproute-nginx --bin httproute-nginx
   # tests/epp_grpc_proxy.rs's EPP (tonic + envoy-types, feature fake).
-  cargo build --release -p epp-proto --features fake --bin fake-epp
+  cargo build "${ci[@]}" -p epp-proto --features fake --bin fake-epp
+  local tree
+  tree=$(vendored_tree)
   # tests/epp_njs.rs's njs side (NGF's epp.js on njs 1.0.1 for Debian's NGINX), from the
   # shared/ folder beside the checkout when it is there: then the differential must run.
   local shared njs=()
@@ -55,12 +77,11 @@ e2e() {
     njs=(NGX_MATCHES_NJS_MODULE="$shared/njs-1.0.1/ngx_http_js_module.so"
       NGX_MATCHES_EPP_JS="$shared/reference/ngf/epp.js" NGX_MATCHES_REQUIRE_NJS=1)
   fi
-  (umask 077 && env "${njs[@]}" NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx \
-    HTTPROUTE_NGINX_BIN=$PWD/target/release/httproute-nginx FAKE_EPP_BIN=$PWD/target/release/fake-epp \
-    cargo test -p ngx-http-matches --release "$@")
+  # shellcheck disable=SC2086
+  (umask 077 && env "${njs[@]}" $tree NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx \
+    HTTPROUTE_NGINX_BIN=$bin/httproute-nginx FAKE_EPP_BIN=$bin/fake-epp \
+    cargo test -p ngx-http-matches "${ci[@]}" "$@")
 }
-
-field() { sed -n "s/^$1=//p" | tail -n 1; }
 
 # nginx-tests, the NGINX test harness (not on any registry): NGINX_TESTS_DIR when set (and it
 # must hold the harness), else ../nginx-tests beside the checkout, else a shallow clone into
@@ -217,10 +238,10 @@ YAML
     step "clippy"
     cargo clippy --workspace --all-targets --release -- -D warnings
     step "engine tests (no NGINX)"
-    cargo test --release
+    cargo test "${ci[@]}"
     step "the fake EPP (tonic, envoy-types) agrees with epp-proto's codec"
     cargo clippy -p epp-proto --features fake --all-targets --release -- -D warnings
-    cargo test --release -p epp-proto --features fake --test fake_agrees
+    cargo test "${ci[@]}" -p epp-proto --features fake --test fake_agrees
     step "the nginx.conf writer read back by crossplane (scripts/conf-roundtrip.sh)"
     scripts/conf-roundtrip.sh
     step "fuzz smoke: 15 s of each libFuzzer target (scripts/fuzz.sh)"
@@ -231,24 +252,20 @@ YAML
     step "generator scale, small sizes: output sizes and instruction counts asserted, times printed (scripts/generator-scale.sh --quick)"
     # Section 7 counts instructions under valgrind.
     scripts/install-deps.sh valgrind
-    scripts/generator-scale.sh --quick
+    cargo build "${ci[@]}" -p httproute-nginx --bin httproute-nginx
+    GEN=$bin/httproute-nginx scripts/generator-scale.sh --quick
     step "nginx -t on 200 configurations of the generator fuzz corpus (scripts/fuzz-nginx-t.sh)"
     scripts/fuzz-nginx-t.sh 200
     e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
     harness "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
     step "panic containment (a module built --features panic-test, in target/panic)"
-    # Against the NGINX tree just built (its objs/ and the vendored source it was configured
-    # from, as nginx-src records it), so target/panic does not build NGINX a second time.
-    objs=$(dirname "$(echo "$out" | field nginx)")
-    src=$(sed -n '1s/^"\([^"]*\)".*/\1/p' "$objs/last-build-info" 2>/dev/null || true)
-    if [ -n "$src" ] && [ -f "$src/src/core/nginx.h" ] && [ -f "$objs/ngx_auto_config.h" ]; then
-      NGINX_SOURCE_DIR=$src NGINX_BUILD_DIR=$objs CARGO_TARGET_DIR=$PWD/target/panic \
-        cargo build -p ngx-http-matches --release --features panic-test
-    else
-      CARGO_TARGET_DIR=$PWD/target/panic cargo build -p ngx-http-matches --release --features panic-test
-    fi
-    NGX_MATCHES_PANIC_MODULE=$PWD/target/panic/release/libngx_http_matches.so \
-      NGX_MATCHES_NGINX=$(echo "$out" | field nginx) cargo test -p ngx-http-matches --release --test panic -- --ignored
+    # Against the NGINX tree just built, so target/panic does not build NGINX a second time.
+    # shellcheck disable=SC2046
+    env $(vendored_tree) CARGO_TARGET_DIR=$PWD/target/panic \
+      cargo build -p ngx-http-matches --release --features panic-test
+    # shellcheck disable=SC2046
+    env $(vendored_tree) NGX_MATCHES_PANIC_MODULE=$PWD/target/panic/release/libngx_http_matches.so \
+      NGX_MATCHES_NGINX=$(echo "$out" | field nginx) cargo test -p ngx-http-matches "${ci[@]}" --test panic -- --ignored
     ;;
   *)
     echo "usage: scripts/test.sh [--system | --addon | --package | --static | --nginx-suite]" >&2
