@@ -249,11 +249,8 @@ YAML
     step "module build (vendored NGINX)"
     out=$(scripts/build.sh)
     echo "$out" | tail -n 2
-    step "generator scale, small sizes: output sizes and instruction counts asserted, times printed (scripts/generator-scale.sh --quick)"
-    # Section 7 counts instructions under valgrind.
-    scripts/install-deps.sh valgrind
-    cargo build "${ci[@]}" -p httproute-nginx --bin httproute-nginx
-    GEN=$bin/httproute-nginx scripts/generator-scale.sh --quick
+    step "every measurement script at tiny sizes (scripts/bench/smoke.sh)"
+    scripts/bench/smoke.sh
     step "nginx -t on 200 configurations of the generator fuzz corpus (scripts/fuzz-nginx-t.sh)"
     scripts/fuzz-nginx-t.sh 200
     e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"

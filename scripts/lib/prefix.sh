@@ -6,7 +6,7 @@ write_prefix() {
   local dir=$1 module=$2 access_log=$3 body=$4
   rm -rf "$dir"
   mkdir -p "$dir"/{conf,logs,tmp}
-  # nginx-conf/preamble.conf, shared with the Rust tests and scripts/bench.py. With bash 5.2's
+  # nginx-conf/preamble.conf, shared with the Rust tests and scripts/bench/bench.py. With bash 5.2's
   # patsub_replacement an `&` in a replacement would stand for the match: off.
   shopt -u patsub_replacement 2>/dev/null || true
   local conf

@@ -108,7 +108,7 @@ pub fn free_ports(n: usize) -> Vec<u16> {
 }
 
 /// `nginx-conf/preamble.conf`, the NGINX preamble shared with `scripts/lib/prefix.sh` and
-/// `scripts/bench.py`, with its `@NAME@` placeholders filled (the http body last, so nothing
+/// `scripts/bench/bench.py`, with its `@NAME@` placeholders filled (the http body last, so none
 /// in it is taken for a placeholder).
 pub fn preamble(fill: &[(&str, &str)]) -> String {
     let mut text = include_str!("../../nginx-conf/preamble.conf").to_owned();

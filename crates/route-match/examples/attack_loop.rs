@@ -1,5 +1,5 @@
 //! The attack cases of issue #30 on the engine alone, for instruction counts under callgrind
-//! (`scripts/engine-callgrind.sh` with `EVAL_LOOP` pointing here): one case evaluated N times.
+//! (`scripts/bench/engine-callgrind.sh` with `EVAL_LOOP` pointing here): a case evaluated N times.
 //!
 //! usage: attack_loop CASE N
 //!   store_10, store_10000   the same indexed regex list winning, in a file of 10 or 10,000 lists

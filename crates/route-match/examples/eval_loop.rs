@@ -1,5 +1,5 @@
 //! Evaluates one benchmark case N times, for instruction counts that do not depend on the
-//! machine's load: `scripts/engine-callgrind.sh` runs it under callgrind with two values of N
+//! machine's load: `scripts/bench/engine-callgrind.sh` runs it in callgrind with two values of N
 //! and divides the difference by their difference (start-up and compile costs cancel out).
 //!
 //! usage: eval_loop CASE N   (CASE: header, param, any, regex_header, caseless_200, mixed_1000)
@@ -61,7 +61,7 @@ fn case(name: &str) -> Option<(String, Req, usize)> {
                 199,
             ))
         }
-        // scripts/bench.py's mixed_regex_list(1000) and MIXED_REQUEST, as bench.py sends it.
+        // scripts/bench/bench.py's mixed_regex_list(1000) and MIXED_REQUEST, as bench.py sends it.
         "mixed_1000" => {
             let entries: Vec<String> = (0..1000)
                 .map(|i| {

@@ -1,6 +1,6 @@
 //! Heap held by compiled lists: `cargo run --release -p route-match --example memory`.
-//! Compiles a matches.json of 10,000 lists x 10 entries (the shape of `scripts/bench.sh`'s load
-//! test: GET + 2 exact headers + 1 exact param per entry) and prints the live heap after
+//! Compiles a matches.json of 10,000 lists x 10 entries (the shape of `scripts/bench/bench.sh`'s
+//! load test: GET + 2 exact headers + 1 exact param per entry) and prints the live heap after
 //! compiling, per entry, counted by a wrapping global allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -326,7 +326,7 @@ const DFA_MAX_MEMORY: usize = 128 * 1024;
 /// The automaton of one group's literals. A request scans every value of the group's name
 /// with it, overlapping matches included, which
 /// no prefilter can skip: a DFA takes one table lookup per byte, a contiguous NFA several,
-/// with failure transitions (the 1,000 mixed-regex list of `scripts/bench.sh` spent a third
+/// with failure transitions (the 1,000 mixed-regex list of `scripts/bench/bench.sh` spent a 3rd
 /// of its request there). So a DFA when it is small (byte classes keep it to a stride of a few
 /// dozen words per state), else the contiguous NFA (a few bytes per state).
 fn automaton<'l>(

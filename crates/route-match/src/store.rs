@@ -7,7 +7,7 @@
 //! with the next reload's: freeing the old one then writes to (and so copies) nearly every
 //! page of the heap in the master, and leaves free chunks on every page that the new workers'
 //! first `malloc` calls walk and write to. A few large arrays are freed by touching a few
-//! pages, and their pages go back to the system whole (measured in `scripts/reload-memory.sh`).
+//! pages, and their pages go back to the system whole (`scripts/bench/reload-memory.sh`).
 //!
 //! Everything refers to everything else by `u32` index or [`Span`]; strings live once in one
 //! text pool (interned: names, values, paths and keys that repeat are stored once).

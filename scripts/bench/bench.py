@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Side-by-side benchmarks of the module, native NGINX routing and njs, in one run.
 
-Driven by scripts/bench.sh (which installs and builds what is needed). Every scenario runs on the
+Driven by scripts/bench/bench.sh (which installs and builds what is needed). Every scenario runs on the
 same NGINX binary (Debian's 1.22.1, with the module built for it and Debian's njs 0.7.9):
 
 1. instructions per request in the worker: valgrind --tool=callgrind on a `master_process off`
@@ -26,12 +26,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 WORK = ROOT / "target" / "bench"
 NGINX = os.environ.get("BENCH_NGINX", "/usr/sbin/nginx")
 MODULE = os.environ["BENCH_MODULE"]
 NJS_MODULE = os.environ.get("NJS_MODULE") or "/usr/lib/nginx/modules/ngx_http_js_module.so"
-NJS_VERSION = os.environ.get("NJS_VERSION", "?")  # njs.version of NJS_MODULE (scripts/lib/njs.sh)
+NJS_VERSION = os.environ.get("NJS_VERSION", "?")  # njs.version of NJS_MODULE (scripts/bench/njs.sh)
 NJS_CURRENT = os.environ.get("NJS_HTTPMATCHES")  # NGF HEAD httpmatches.js (never committed)
 NJS_BLOG = os.environ.get("NJS_HTTPMATCHES_BLOG")  # NGF v1.2.0 httpmatches.js (never committed)
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
@@ -557,6 +557,9 @@ def main():
     load = load_test(prefix) if not only else {}
 
     (WORK / "results.json").write_text(json.dumps({"scenarios": results, "load": load}, indent=1))
+    if os.environ.get("SMOKE"):
+        print("bench: smoke run, docs/ left as they are", flush=True)
+        return
     report(results, load)
 
 
@@ -599,7 +602,7 @@ def report(results, load):
     lines = [
         "# Benchmarks",
         "",
-        "Produced by `scripts/bench.sh` in one run on one machine (2 cores); do not edit by hand.",
+        "Produced by `scripts/bench/bench.sh` in one run on one machine (2 cores); do not edit by hand.",
         f"NGINX: `{nginx_v}` (Debian) with the module built for it (`scripts/build.sh --system`);",
         f"njs: {njs_v}, NGF's own `httpmatches.js` (not part of this repository).",
         "",
@@ -641,15 +644,15 @@ def report(results, load):
               "NJS_HTTPMATCHES=/path/to/ngf/internal/controller/nginx/modules/src/httpmatches.js \\",
               "NJS_HTTPMATCHES_BLOG=/path/to/ngf-v1.2.0/.../httpmatches.js \\",
               "NJS_MODULE=/path/to/ngx_http_js_module.so \\",
-              "scripts/bench.sh", "```", "",
+              "scripts/bench/bench.sh", "```", "",
               "`NJS_MODULE` is the njs to compare with (NGF ships 1.0.x; an njs 1.0.1 built for",
               "Debian's NGINX 1.22.1 ran here); `NJS_SRC=/path/to/njs` (a checkout of",
               "github.com/nginx/njs) builds one for Debian's NGINX instead; with neither, Debian's",
               "own njs (0.7.9 on Debian 12) runs.",
               "Without the two `NJS_*` variables the njs rows are skipped. `BENCH_ROUNDS`,",
               "`BENCH_WRK_SECONDS` and `BENCH_ONLY=<regex of scenario names>` adjust the run.", ""]
-    # The NGF-shaped section is scripts/ngf-scale.sh's, and what follows it (the generator's
-    # scale) is written by hand from scripts/generator-scale.sh: both kept as they are.
+    # The NGF-shaped section is scripts/bench/ngf-scale.sh's, and what follows it (the generator's
+    # scale) is written by hand from scripts/bench/generator-scale.sh: both kept as they are.
     doc = ROOT / "docs" / "BENCHMARKS.md"
     kept = ""
     if doc.exists():

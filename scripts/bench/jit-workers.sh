@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What PCRE2 JIT at first use costs each worker (issue #30, docs/RELIABILITY.md "Worker memory
-# of JIT at first use"). Not in CI; builds nothing. Starts its own NGINX (2 workers, master on,
+# of JIT at first use"). CI runs it at smoke size (scripts/bench/smoke.sh); builds nothing. Starts its own NGINX (2 workers, master on,
 # a temporary prefix, a free port, `listen ... reuseport`) with the regex-heavy file of
 # tests/reload_memory.rs (2,000 lists, 4,000 distinct regexes) under `http_matches_load`, and
 # prints, for the master and each worker, /proc/PID/smaps_rollup's Rss, Pss and Private_Dirty
@@ -21,7 +21,7 @@
 #                       target/release/build/nginx-sys-*/out/objs/nginx)
 #   LISTS               lists in the file (default 2000; two regexes each)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 module=${NGX_MATCHES_MODULE:-$PWD/target/release/libngx_http_matches.so}
 nginx=${NGX_MATCHES_NGINX:-$(ls -t target/release/build/nginx-sys-*/out/objs/nginx 2>/dev/null | head -n 1 || true)}
 lists=${LISTS:-2000}

@@ -8,7 +8,7 @@
 # distinct patterns): PCRE2's own per-pattern allocations do not meet the bounds yet (see
 # docs/RELIABILITY.md). TRAFFIC=1: requests throughout the reloads. VERBOSE=1 prints every sample (PSS in MiB per process).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 port=${PORT:-18720}
 lists=${LISTS:-10000}
 reloads=${RELOADS:-5}
@@ -60,7 +60,7 @@ if [ "${TRAFFIC:-0}" = 1 ]; then
    done) &
   client=$!
 fi
-out=$(python3 scripts/lib/reload_memory.py "$master" "$reloads")
+out=$(python3 scripts/bench/reload_memory.py "$master" "$reloads")
 [ -z "${client:-}" ] || { kill "$client"; wait "$client" 2>/dev/null || true; }
 echo "$out"
 last=$(echo "$out" | tail -n 1)
@@ -114,5 +114,5 @@ if grep -qE "exited on signal|\[alert\]|\[emerg\]" "$p/logs/error.log"; then
 fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "after $reloads reloads: $(ratio "$final" "$fresh")x fresh (limit 1.3x); peak $(ratio "$peak" "$fresh")x (limit 2.2x); after traffic over every list $(ratio "$traffic" "$fresh")x (limit 1.3x)"
-awk -v f="$fresh" -v l="$final" -v p="$peak" -v t="$traffic" 'BEGIN { exit !(l <= 1.3 * f && p <= 2.2 * f && t <= 1.3 * f) }' || { echo "FAIL"; exit 1; }
+[ -n "${SMOKE:-}" ] || awk -v f="$fresh" -v l="$final" -v p="$peak" -v t="$traffic" 'BEGIN { exit !(l <= 1.3 * f && p <= 2.2 * f && t <= 1.3 * f) }' || { echo "FAIL"; exit 1; }
 echo PASS

@@ -10,9 +10,9 @@
 # kernel for the worker moves much less with load than wall time, but a 10-50x slower machine
 # (valgrind, a throttled container) would still break a fixed threshold, and the guide keeps
 # speed checks out of tests. What the test suite checks instead is the routing (deterministic).
-#   N=1000 scripts/h2-regex-cpu.sh
+#   N=1000 scripts/bench/h2-regex-cpu.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 . scripts/lib/built.sh
 . scripts/lib/prefix.sh
 scripts/install-deps.sh python3-h2
@@ -44,7 +44,7 @@ run() {
   local worker
   worker=$(pgrep -P "$master" | head -n 1)
   local out rc=0
-  out=$(/usr/bin/python3 scripts/lib/h2_regex_cpu.py "$port" "$worker" "$n" /t any x "$subject") || rc=$?
+  out=$(/usr/bin/python3 scripts/bench/h2_regex_cpu.py "$port" "$worker" "$n" /t any x "$subject") || rc=$?
   kill -QUIT "$master"; wait "$master" || true
   rm -rf "$dir"
   echo "regex_cache=$cache $out"
@@ -54,7 +54,7 @@ run 0
 line=$(run 1m)
 echo "$line"
 per=$(echo "$line" | sed -n 's/.*cpu_ns_per_request=\([0-9]*\).*/\1/p')
-if [ "$per" -ge 50000 ]; then
+if [ -z "${SMOKE:-}" ] && [ "$per" -ge 50000 ]; then
   echo "h2-regex-cpu: $per ns of worker CPU per request with the cache (limit 50000)" >&2
   exit 1
 fi

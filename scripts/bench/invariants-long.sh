@@ -7,18 +7,18 @@
 #   2. size (tests/shared_lists.rs): output <= C x input bytes, the lists the plan's;
 #   3. the generator fuzz target (fuzz/fuzz_targets/generate.rs), built as scripts/fuzz.sh
 #      builds it, its corpus in target/fuzz/corpus/generate kept from round to round;
-#   4. work, before the rounds: scripts/generator-scale.sh section 7, the adversarial shapes
+#   4. work, before the rounds: scripts/bench/generator-scale.sh section 7, the adversarial shapes
 #      at COUNTED (5000) and 2 x COUNTED routes under valgrind, 2n at most 2.5 times the
 #      instructions of n (asserted; CI runs it at 3000); and section 5, the same shapes timed
 #      at ADVERSARIAL routes (a measurement, never an assertion).
 # Everything is built before the clock starts and the rounds run the binaries built (no cargo
 # in the loop: an edit of the checkout meanwhile does not change what is tested).
-# Usage: scripts/invariants-long.sh            (INVARIANT_MINUTES, default 30)
+# Usage: scripts/bench/invariants-long.sh            (INVARIANT_MINUTES, default 30)
 #   INNOCENT_CASES (48), SIZE_CASES (64), FUZZ_SECONDS (120) per round; ADVERSARIAL (10000).
 # Prints each round's result and a summary: cases, failures, fuzz runs and coverage, ratios.
 # A failing round's log is kept in target/invariants/; the script exits 1 if any round failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export NGX_CONFIGURE_ARGS=--with-debug
 minutes=${INVARIANT_MINUTES:-30}
 innocent=${INNOCENT_CASES:-48} size=${SIZE_CASES:-64} fuzz_secs=${FUZZ_SECONDS:-120}
@@ -33,7 +33,7 @@ build_module
 export NGX_MATCHES_NGINX=$nginx NGX_MATCHES_MODULE=$module
 # test_binary NAME: builds the test NAME of httproute-nginx and prints its executable.
 test_binary() {
-  cargo test -q -p httproute-nginx --test "$1" --no-run --message-format=json 2>>"$log/build.log" \
+  cargo test -q --profile ci -p httproute-nginx --test "$1" --no-run --message-format=json 2>>"$log/build.log" \
     | python3 -c 'import json, sys
 for l in sys.stdin:
     m = json.loads(l)
@@ -50,7 +50,7 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores); $minutes minutes"
 
 failures=0
 echo "== work and time: generator-scale.sh sections 5 (timed) and 7 (counted)"
-SECTIONS="5 7" ADVERSARIAL=$adversarial scripts/generator-scale.sh >"$log/time.txt" 2>&1 \
+SECTIONS="5 7" ADVERSARIAL=$adversarial scripts/bench/generator-scale.sh >"$log/time.txt" 2>&1 \
   || { echo "work: generator-scale.sh failed, see $log/time.txt"; failures=$((failures + 1)); }
 sed -n '/== 5/,$p' "$log/time.txt"
 
@@ -58,7 +58,7 @@ rounds=0 innocent_total=0 size_total=0 fuzz_runs=0 fuzz_cov=-
 # The tests' working directory, as cargo test gives it.
 crate=crates/httproute-nginx
 end=$(($(date +%s) + minutes * 60))
-while [ "$(date +%s)" -lt "$end" ]; do
+while [ "$rounds" -eq 0 ] || [ "$(date +%s)" -lt "$end" ]; do
   rounds=$((rounds + 1))
   if (cd "$crate" && HTTPROUTE_INNOCENT_CASES=$innocent "$innocent_bin" -q) \
       >"$log/innocent-$rounds.log" 2>&1; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # The 50,000-route List shapes of docs/BENCHMARKS.md (issue #45): one JSON `kind: List`.
-#   scripts/list-shapes.py SHAPE N DIR   (SHAPE: one | rules3 | hosts)
+#   scripts/bench/list-shapes.py SHAPE N DIR   (SHAPE: one | rules3 | hosts)
 # one: a rule a route, 500 hostnames; rules3: three rules, each a header and a regex query match;
 # hosts: a hostname a route. Writes DIR/gateway.yaml, DIR/routes.json and DIR.backends; then
 #   /usr/bin/time -v target/release/httproute-nginx generate -f DIR --backends DIR.backends -o OUT \

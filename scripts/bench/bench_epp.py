@@ -23,7 +23,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 
 EPP_JS = os.environ.get("EPP_JS", "/work/shared/reference/ngf/epp.js")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Memory of every NGINX process across reloads (used by scripts/reload-memory.sh).
+"""Memory of every NGINX process across reloads (used by scripts/bench/reload-memory.sh).
 
 reload_memory.py MASTER_PID RELOADS: samples the summed PSS and Private_Dirty of the master
 and all its children (smaps_rollup) fresh, every 10 ms during each reload (SIGHUP) until the

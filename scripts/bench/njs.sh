@@ -1,4 +1,4 @@
-# Sourced by scripts/bench.sh and scripts/ngf-scale.sh: which njs the comparison runs.
+# Sourced by scripts/bench/bench.sh and scripts/bench/ngf-scale.sh: which njs the comparison runs.
 #   NJS_MODULE=/path/to/ngx_http_js_module.so   an njs dynamic module built for the NGINX under
 #                                               test (e.g. njs 1.0.1 for Debian's 1.22.1)
 #   NJS_SRC=/path/to/njs                        an njs checkout (git clone

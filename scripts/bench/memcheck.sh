@@ -2,11 +2,13 @@
 # The end-to-end suite with every NGINX (master and workers, module loaded) under valgrind
 # memcheck. Fails on any invalid read or write, use of uninitialised memory, invalid free, or
 # a definite leak with a module frame in its stack. Writes a summary to target/memcheck/summary.
-#   scripts/memcheck.sh [--system]     vendored NGINX 1.28 (default) or Debian's 1.22
+#   scripts/bench/memcheck.sh [--system]     vendored NGINX 1.28 (default) or Debian's 1.22
+#   MEMCHECK_TESTS="http_matches hostile"  the end-to-end test files run (default: http_matches
+#                                          hostile generator example)
 # Takes ~10 minutes on 2 cores: valgrind runs NGINX about 30x slower, so the suite's waits are
 # scaled (NGX_MATCHES_TIME_SCALE) and its tests run two at a time.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 scripts/install-deps.sh valgrind
 export NGX_CONFIGURE_ARGS=${NGX_CONFIGURE_ARGS:---with-debug}
 # shellcheck source=scripts/lib/built.sh
@@ -22,8 +24,9 @@ export NGX_MATCHES_WRAPPER="$vg --tool=memcheck --log-file=$logs/vg-%p.log --lea
 export NGX_MATCHES_TIME_SCALE=${NGX_MATCHES_TIME_SCALE:-30}
 export NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx
 started=$(date +%s)
-cargo test -p ngx-http-matches --release --test http_matches --test hostile --test generator \
-  --test example -- --test-threads=2
+tests=()
+for t in ${MEMCHECK_TESTS:-http_matches hostile generator example}; do tests+=(--test "$t"); done
+cargo test -p ngx-http-matches --profile ci "${tests[@]}" -- --test-threads=2
 echo "suite under memcheck: $(( $(date +%s) - started )) s" | tee "$logs/summary"
 python3 - "$logs" <<'PY' | tee -a "$logs/summary"
 import glob, re, sys

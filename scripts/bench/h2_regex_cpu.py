@@ -1,4 +1,4 @@
-"""HTTP/2 client for scripts/h2-regex-cpu.sh: N requests on one h2c connection whose
+"""HTTP/2 client for scripts/bench/h2-regex-cpu.sh: N requests on one h2c connection whose
 catastrophic-subject header is HPACK-indexed (sent once, then referenced), and the worker's CPU
 time (from /proc) per request.
 

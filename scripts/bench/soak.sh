@@ -4,7 +4,7 @@
 # errors, no non-2xx answers, every answer comes from the old or the new list, both were seen,
 # and no worker died.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 duration=${DURATION:-60}
 port=${PORT:-18700}
 scripts/install-deps.sh wrk

@@ -2,8 +2,8 @@
 # Scale of httproute-nginx (issue 21): what the generator costs, and what NGINX then pays for
 # its output. Prints tables; asserts only what does not depend on the machine's speed (sizes
 # in bytes and their ratios), never a time.
-#   scripts/generator-scale.sh          the three measurements below, full size
-#   scripts/generator-scale.sh --quick  small sizes, for scripts/test.sh (under 30 s)
+#   scripts/bench/generator-scale.sh          the three measurements below, full size
+#   scripts/bench/generator-scale.sh --quick  small sizes, for scripts/test.sh (under 30 s)
 # 1. 1,000 HTTPRoutes x 10 rules on one listener (ROUTES, RULES): generation and `nginx -t`.
 # 2. 300 HTTPRoutes x 64 listeners (one Gateway, 64 ports, one hostname; every route on every
 #    listener): nginx.conf at most 20 times the input (asserted), matches.json, `nginx -t`
@@ -30,7 +30,7 @@
 # Times are wall clock (`/usr/bin/time`: %e seconds, %M peak RSS); note the machine's load
 # next to them (printed first).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 quick=
 [ "${1:-}" = --quick ] && quick=1
 if [ -n "$quick" ]; then

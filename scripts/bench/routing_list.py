@@ -1,11 +1,12 @@
 """The realistic 1,000-regex list of issue #22 and the requests sent against it, for
-scripts/valgrind-routing.sh.
+scripts/bench/valgrind-routing.sh.
 
 usage: routing_list.py list            prints the matches.json ({"k": [...]})
        routing_list.py requests PORT   sends every request, prints "name status body" lines
 """
 import http.client
 import json
+import os
 import sys
 
 KINDS = [
@@ -16,7 +17,7 @@ KINDS = [
     ("x-region", r"(?i)^region-{i}-(eu|us|ap)-(north|south|east|west)-[0-9]$", "REGION-{i}-EU-WEST-3"),
     ("x-build", r"^[0-9a-f]{{8}}-{i:x}-[0-9a-f]{{4}}$", "deadbeef-{i:x}-cafe"),
 ]
-N = 1000
+N = int(os.environ.get("ROUTING_LIST_N", "1000"))  # entries (scripts/bench/smoke.sh: fewer)
 
 
 def entries():
