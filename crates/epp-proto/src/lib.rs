@@ -137,6 +137,49 @@ impl BodyPrefix {
     }
 }
 
+/// One piece of a body's `request_body` messages, in the order sent: a frame's prefix (bytes
+/// of its own), or a range of one of the body's segments, sent where it lies (a buffer, a
+/// range of a temp file), never copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece {
+    Prefix(BodyPrefix),
+    Slice { segment: usize, offset: usize, len: usize },
+}
+
+/// The pieces that send a body made of `segments` (their lengths, in order) as `request_body`
+/// messages of at most [`MAX_BODY_CHUNK`] bytes of body each, the last with `end_of_stream`:
+/// each message is its prefix, then the slices that make up its chunk. A body of 0 bytes gives
+/// none (the headers message carries `end_of_stream`). Bounded: at most `segments.len()` plus
+/// twice the number of messages pieces.
+pub fn body_pieces(segments: &[usize]) -> Vec<Piece> {
+    body_pieces_in(segments, MAX_BODY_CHUNK)
+}
+
+/// [`body_pieces`] with chunks of at most `chunk` bytes (clamped to 1..=[`MAX_BODY_CHUNK`]),
+/// for tests.
+pub fn body_pieces_in(segments: &[usize], chunk: usize) -> Vec<Piece> {
+    let chunk = chunk.clamp(1, MAX_BODY_CHUNK);
+    // Bytes not yet in a message, and room left in the current one.
+    let mut left: usize = segments.iter().sum();
+    let mut room = 0;
+    let mut out = Vec::new();
+    for (segment, &len) in segments.iter().enumerate() {
+        let mut offset = 0;
+        while offset < len {
+            if room == 0 {
+                room = left.min(chunk);
+                left -= room;
+                out.push(Piece::Prefix(BodyPrefix::new(room, left == 0)));
+            }
+            let take = room.min(len - offset);
+            out.push(Piece::Slice { segment, offset, len: take });
+            offset += take;
+            room -= take;
+        }
+    }
+    out
+}
+
 fn varint_len(v: usize) -> usize {
     (usize::BITS - (v | 1).leading_zeros()).div_ceil(7) as usize
 }

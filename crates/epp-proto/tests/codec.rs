@@ -4,8 +4,8 @@
 
 use epp_proto::msg::{self, Kind, ProcessingRequest, Request, Response};
 use epp_proto::{
-    BodyPrefix, DESTINATION, Decoder, FRAME_PREFIX, MAX_BODY_CHUNK, MAX_MESSAGE, Outcome, decode,
-    encode_body, encode_headers, grpc_message,
+    BodyPrefix, DESTINATION, Decoder, FRAME_PREFIX, MAX_BODY_CHUNK, MAX_MESSAGE, Outcome, Piece,
+    body_pieces, body_pieces_in, decode, encode_body, encode_headers, grpc_message,
 };
 use proptest::prelude::*;
 use prost::Message;
@@ -352,4 +352,69 @@ fn grpc_messages_are_percent_decoded() {
     assert_eq!(grpc_message(b"caf%C3%A9 100%"), "caf\u{e9} 100%");
     assert_eq!(grpc_message(b"%zz%4"), "%zz%4");
     assert_eq!(grpc_message(b"%FF"), "\u{fffd}");
+}
+
+/// The bytes `body_pieces_in` sends for `segments` (filled with a counting pattern), and the body.
+fn assemble(lens: &[usize], chunk: usize) -> (Vec<u8>, Vec<u8>, usize) {
+    let mut n = 0u8;
+    let segments: Vec<Vec<u8>> = lens
+        .iter()
+        .map(|&len| {
+            (0..len)
+                .map(|_| {
+                    n = n.wrapping_add(1);
+                    n
+                })
+                .collect()
+        })
+        .collect();
+    let pieces = body_pieces_in(lens, chunk);
+    let mut sent = Vec::new();
+    for piece in &pieces {
+        match *piece {
+            Piece::Prefix(p) => sent.extend_from_slice(p.as_bytes()),
+            Piece::Slice { segment, offset, len } => {
+                sent.extend_from_slice(&segments[segment][offset..offset + len]);
+            }
+        }
+    }
+    (sent, segments.concat(), pieces.len())
+}
+
+proptest! {
+    /// Any split of a body into segments: the pieces are whole messages, in order, carrying the
+    /// body exactly, none over the chunk, only the last with end_of_stream; the piece count is
+    /// bounded by the segments plus twice the messages.
+    #[test]
+    fn body_pieces_are_whole_messages_of_the_body(lens in proptest::collection::vec(0usize..60, 0..6), chunk in 1usize..25) {
+        let (sent, body, count) = assemble(&lens, chunk);
+        let messages = frames(&sent);
+        prop_assert_eq!(messages.len(), body.len().div_ceil(chunk));
+        prop_assert!(count <= lens.len() + 2 * messages.len());
+        let mut got = Vec::new();
+        for (i, m) in messages.iter().enumerate() {
+            let Request::RequestBody(b) = request(m) else { panic!("a body message") };
+            prop_assert!(b.body.len() <= chunk && !b.body.is_empty());
+            prop_assert_eq!(b.end_of_stream, i + 1 == messages.len());
+            got.extend_from_slice(&b.body);
+        }
+        prop_assert_eq!(got, body);
+    }
+}
+
+#[test]
+fn body_pieces_of_nothing_and_at_the_message_limit() {
+    assert!(body_pieces(&[]).is_empty());
+    assert!(body_pieces(&[0, 0]).is_empty());
+    // One segment over the limit: two messages, the first full.
+    let pieces = body_pieces(&[MAX_BODY_CHUNK + 1]);
+    assert_eq!(
+        pieces,
+        [
+            Piece::Prefix(BodyPrefix::new(MAX_BODY_CHUNK, false)),
+            Piece::Slice { segment: 0, offset: 0, len: MAX_BODY_CHUNK },
+            Piece::Prefix(BodyPrefix::new(1, true)),
+            Piece::Slice { segment: 0, offset: MAX_BODY_CHUNK, len: 1 },
+        ]
+    );
 }
