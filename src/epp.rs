@@ -80,7 +80,7 @@ const BODY_SHOWN: usize = 256;
 /// The client's request has one (`call` null); the subrequest to the shim has one whose
 /// `call` points at the client's.
 #[repr(C)]
-struct Ctx {
+pub(crate) struct Ctx {
     /// In the subrequest: the client request's context.
     call: *mut Ctx,
     /// The subrequest reached this location's handler (it could land elsewhere if the URI
@@ -89,7 +89,7 @@ struct Ctx {
     /// The subrequest is finished (the post-subrequest handler ran).
     done: bool,
     /// The first failing code the subrequest was finalized with (0 if none).
-    rc: ngx_int_t,
+    pub(crate) rc: ngx_int_t,
     /// The shim's status (0: no answer).
     status: ngx_uint_t,
     /// `X-Gateway-Destination-Endpoint` of the answer (pool copy; len 0 when absent).
@@ -103,7 +103,11 @@ struct Ctx {
     /// The client's connection had an error when the call started.
     error_before: bool,
     /// The answer's body did not fit in memory (`subrequest_output_buffer_size`).
-    cut: bool,
+    pub(crate) cut: bool,
+    /// The call speaks the EPP protocol (`grpc://`, see `epp_grpc`), and what its answer
+    /// means (in the request's pool; null: no answer).
+    grpc: bool,
+    pub(crate) outcome: *mut epp_proto::Outcome,
 }
 
 /// `http_matches_epp [URL];`
@@ -127,6 +131,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
         let args = unsafe { conf_args(cf) };
         let url: Vec<u8> =
             args.get(1).map_or(DEFAULT_URL.as_bytes().to_vec(), |a| a.as_bytes().to_vec());
+        let grpc = url.starts_with(crate::epp_grpc::SCHEME);
         if let Err(e) = check_url(&url) {
             ngx_conf_log_error!(
                 NGX_LOG_EMERG,
@@ -137,11 +142,12 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
             return NGX_CONF_ERROR;
         }
         // SAFETY: in a directive handler, `cf` parses this location.
-        let proxy = match unsafe { proxy_pass(cf, &url) } {
+        let proxy = match unsafe { proxy_pass(cf, &url, grpc) } {
             Ok(h) => h,
             Err(rc) => return rc,
         };
         lcf.epp_proxy = Some(proxy);
+        lcf.epp_grpc = grpc;
         // SAFETY: in a directive handler, `cf` is parsing a file.
         lcf.epp_where = unsafe { crate::util::conf_where(cf) };
         // SAFETY: `cf` parses a location block: the core module's location conf exists; we
@@ -187,10 +193,14 @@ fn not_here(cf: *mut ngx_conf_t, lcf: &LocConf) -> Option<&'static str> {
 /// URL as `proxy_pass` takes it, with no path, query or fragment (the shim is asked at `/`)
 /// and no variables (the proxy would then resolve names per request and send another URI).
 fn check_url(url: &[u8]) -> Result<(), &'static str> {
+    if url.starts_with(b"grpcs://") {
+        return Err("grpcs:// is not supported yet (grpc:// is)");
+    }
     let rest = url
         .strip_prefix(b"http://")
         .or_else(|| url.strip_prefix(b"https://"))
-        .ok_or("expected http:// or https://")?;
+        .or_else(|| url.strip_prefix(crate::epp_grpc::SCHEME))
+        .ok_or("expected http://, https:// or grpc://")?;
     if rest.is_empty() {
         return Err("no host");
     }
@@ -219,30 +229,38 @@ const IGNORED: [&[u8]; 5] = [
 
 /// Runs the proxy module's `proxy_pass URL` handler for the location being parsed, then its
 /// `proxy_ignore_headers` with [`IGNORED`] (a bitmask: ORed with the operator's own), and
-/// returns the content handler `proxy_pass` installed.
+/// returns the content handler `proxy_pass` installed; with `grpc`, the gRPC module's
+/// `grpc_pass` and `grpc_ignore_headers`.
 ///
 /// # Safety
 /// Only from a directive handler of a location block.
 unsafe fn proxy_pass(
     cf: *mut ngx_conf_t,
     url: &[u8],
+    grpc: bool,
 ) -> Result<unsafe extern "C" fn(*mut ngx_http_request_t) -> ngx_int_t, ConfResult> {
+    let (module, pass, ignore) = if grpc {
+        (c"ngx_http_grpc_module", &b"grpc_pass"[..], &b"grpc_ignore_headers"[..])
+    } else {
+        (c"ngx_http_proxy_module", &b"proxy_pass"[..], &b"proxy_ignore_headers"[..])
+    };
     // SAFETY: as the caller's.
     unsafe {
-        proxy_command(cf, b"proxy_pass", &[url])?;
-        proxy_command(cf, b"proxy_ignore_headers", &IGNORED)?;
+        proxy_command(cf, module, pass, &[url])?;
+        proxy_command(cf, module, ignore, &IGNORED)?;
         let handler: ngx_http_handler_pt =
             NgxHttpCoreModule::location_conf_mut(&*cf).and_then(|clcf| clcf.handler);
         handler.ok_or(NGX_CONF_ERROR)
     }
 }
 
-/// Runs the proxy module's command `name` with `values` for the location being parsed.
+/// Runs `module`'s command `name` with `values` for the location being parsed.
 ///
 /// # Safety
 /// Only from a directive handler of a location block.
 unsafe fn proxy_command(
     cf: *mut ngx_conf_t,
+    module: &CStr,
     name: &[u8],
     values: &[&[u8]],
 ) -> Result<(), ConfResult> {
@@ -252,20 +270,13 @@ unsafe fn proxy_command(
     // `loc_conf` has one slot per HTTP module (the proxy's included). `cf->args` is restored
     // before returning; the new array and its strings live in the configuration pool.
     unsafe {
-        let mut m = (*(*cf).cycle).modules;
-        let mut proxy: *mut ngx_module_t = core::ptr::null_mut();
-        while !m.is_null() && !(*m).is_null() {
-            if !(**m).name.is_null() && CStr::from_ptr((**m).name) == c"ngx_http_proxy_module" {
-                proxy = *m;
-                break;
-            }
-            m = m.add(1);
-        }
+        let proxy = find_module(cf, module);
         if proxy.is_null() {
             ngx_conf_log_error!(
                 NGX_LOG_EMERG,
                 cf,
-                "http_matches_epp: NGINX is built without ngx_http_proxy_module"
+                "http_matches_epp: NGINX is built without {}",
+                module.to_string_lossy()
             );
             return Err(NGX_CONF_ERROR);
         }
@@ -277,8 +288,9 @@ unsafe fn proxy_command(
             ngx_conf_log_error!(
                 NGX_LOG_EMERG,
                 cf,
-                "http_matches_epp: no {} in the proxy module",
-                text(name)
+                "http_matches_epp: no {} in {}",
+                text(name),
+                module.to_string_lossy()
             );
             return Err(NGX_CONF_ERROR);
         };
@@ -419,6 +431,9 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             // request line (a location without a URI part: the URI as is) and never writes
             // it; the location was already found, so no later phase matches it again.
             (*r).uri = ngx_str_t { len: 1, data: c"/".as_ptr().cast::<u8>().cast_mut() };
+            if lcf.epp_grpc {
+                crate::epp_grpc::reached(r);
+            }
             (*r).args = ngx_str_t { len: 0, data: core::ptr::null_mut() };
             (*r).set_valid_location(0);
             return proxy(r);
@@ -426,9 +441,11 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         if !ctx.is_null() {
             return fail(r, "the content handler ran twice for one request");
         }
+        // The gRPC mode names the EPP itself: only the redirect's path is needed.
         let missing =
             [(VAR_HOST, mcf.epp.host), (VAR_PORT, mcf.epp.port), (VAR_PATH, mcf.epp.path)]
                 .into_iter()
+                .filter(|(n, _)| !lcf.epp_grpc || *n == VAR_PATH)
                 .filter(|(_, i)| value_of(r, *i).is_none())
                 .map(|(n, _)| format!("${n}"))
                 .collect::<Vec<_>>();
@@ -497,6 +514,12 @@ unsafe extern "C" fn body_read(r: *mut ngx_http_request_t) {
     });
 }
 
+/// The call to make: to the shim, or the EPP protocol's (prepared, or why not).
+enum Call {
+    Shim,
+    Grpc(Result<crate::epp_grpc::Prepared, String>),
+}
+
 /// # Safety
 /// `r` must be the client's request of an `http_matches_epp` location, its body read.
 unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -523,6 +546,16 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         (*ctx).error_before = (*(*r).connection).error() != 0;
         // Everything that can fail comes before ngx_http_subrequest: once it returned, the
         // subrequest is posted and must run under a live parent, so no error path follows.
+        let grpc = HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc);
+        let call_of = if grpc { Call::Grpc(crate::epp_grpc::prepare(r)) } else { Call::Shim };
+        if let Call::Grpc(Err(why)) = &call_of {
+            // No call: the redirect still happens, with no endpoint.
+            ngx_log_error!(NGX_LOG_ERR, (*(*r).connection).log, "http_matches_epp: {why}");
+            (*ctx).done = true;
+            (*ctx).reached = true;
+            (*ctx).grpc = true;
+            return finish(r, &*ctx);
+        }
         let host = value_of(r, mcf.epp.host).unwrap_or(EMPTY);
         let port = value_of(r, mcf.epp.port).unwrap_or(EMPTY);
         let Some(lines) = headers_for_shim(r, host, port) else {
@@ -536,9 +569,14 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         {
             return fail(r, "could not create the subrequest to the endpoint picker shim");
         }
+        *(*sr).ctx.add(module_index()) = call.cast();
+        if let Call::Grpc(Ok(prepared)) = call_of {
+            (*ctx).grpc = true;
+            crate::epp_grpc::install(sr, prepared);
+            return NGX_OK as ngx_int_t;
+        }
         (*sr).method = (*r).method;
         (*sr).method_name = (*r).method_name;
-        *(*sr).ctx.add(module_index()) = call.cast();
         install_headers(sr, lines);
         NGX_OK as ngx_int_t
     }
@@ -617,7 +655,10 @@ unsafe fn headers_for_shim(
 /// # Safety
 /// `sr` must be a subrequest just created (its `headers_in` a copy of its parent's), `lines`
 /// an array of that many initialized elements in the parent's pool.
-unsafe fn install_headers(sr: *mut ngx_http_request_t, lines: (*mut ngx_table_elt_t, usize)) {
+pub(crate) unsafe fn install_headers(
+    sr: *mut ngx_http_request_t,
+    lines: (*mut ngx_table_elt_t, usize),
+) {
     // SAFETY: `sr` is pool memory and never moves, so its list may point at its own first
     // part; the array outlives the subrequest (the parent's pool).
     unsafe {
@@ -682,23 +723,11 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         // first finalization's upstream, and the parent is resumed once.
         let first = !ctx.done;
         let u = (*sr).upstream;
-        if first && !u.is_null() && (*u).headers_in.status_n != 0 {
+        if first && ctx.grpc && !u.is_null() && (*u).headers_in.status_n != 0 {
+            crate::epp_grpc::read_answer(sr, ctx);
+        } else if first && !u.is_null() && (*u).headers_in.status_n != 0 {
             ctx.status = (*u).headers_in.status_n;
-            let mut joined: Vec<u8> = Vec::new();
-            let mut part: *const ngx_list_part_t = &(*u).headers_in.headers.part;
-            while !part.is_null() {
-                let elts = (*part).elts as *const ngx_table_elt_t;
-                for i in 0..(*part).nelts {
-                    let h = &*elts.add(i);
-                    if h.hash != 0 && h.key.as_bytes().eq_ignore_ascii_case(ENDPOINT_HEADER) {
-                        if !joined.is_empty() {
-                            joined.extend_from_slice(b", ");
-                        }
-                        joined.extend_from_slice(h.value.as_bytes());
-                    }
-                }
-                part = (*part).next;
-            }
+            let joined = shim_endpoint(&(*u).headers_in.headers);
             if let Some(s) = pool_str(pool, &joined) {
                 ctx.endpoint = s;
             }
@@ -820,7 +849,11 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
 ///
 /// # Safety
 /// `r` must be the client's request; `endpoint` lives in its pool.
-unsafe fn set_endpoint(r: *mut ngx_http_request_t, index: ngx_uint_t, endpoint: ngx_str_t) {
+pub(crate) unsafe fn set_endpoint(
+    r: *mut ngx_http_request_t,
+    index: ngx_uint_t,
+    endpoint: ngx_str_t,
+) {
     // SAFETY: `index` is an indexed variable of the request's configuration; the value points
     // into `endpoint`, pool memory of the request.
     unsafe {
@@ -900,6 +933,10 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
                  (another location answers that URI), the shim was not asked",
                 escape((*r).uri.as_bytes(), 128)
             );
+        } else if ctx.grpc {
+            if let Some(rc) = crate::epp_grpc::conclude(r, ctx, mcf.epp.endpoint) {
+                return rc;
+            }
         } else if ctx.status == 200 && ctx.endpoint.len > 0 {
             set_endpoint(r, mcf.epp.endpoint, ctx.endpoint);
         } else if ctx.status != 0 {
@@ -933,7 +970,17 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
                 ctx.rc
             );
         }
-        let path = ctx.path;
+        redirect(r, ctx.path)
+    }
+}
+
+/// The redirect to `$epp_internal_path` (`path`), with the client's query string.
+///
+/// # Safety
+/// `r` must be the client's request; `path` lives in its pool.
+unsafe fn redirect(r: *mut ngx_http_request_t, path: ngx_str_t) -> ngx_int_t {
+    // SAFETY: the request and its strings are NGINX's; the redirect copies what it keeps.
+    unsafe {
         let bytes = path.as_bytes();
         if bytes.is_empty() {
             return fail(r, "missing required variable $epp_internal_path");
@@ -955,5 +1002,50 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
             let args: *mut ngx_str_t = &mut (*r).args;
             ngx_http_internal_redirect(r, &mut uri, args)
         }
+    }
+}
+
+/// Every `X-Gateway-Destination-Endpoint` line of the shim's answer, joined with `, `.
+///
+/// # Safety
+/// `list` must be an initialized NGINX list of `ngx_table_elt_t`.
+unsafe fn shim_endpoint(list: &ngx::ffi::ngx_list_t) -> Vec<u8> {
+    // SAFETY: each part holds `nelts` initialized elements; `next` is null or the next part.
+    unsafe {
+        let mut joined: Vec<u8> = Vec::new();
+        let mut part: *const ngx_list_part_t = &list.part;
+        while !part.is_null() {
+            let elts = (*part).elts as *const ngx_table_elt_t;
+            for i in 0..(*part).nelts {
+                let h = &*elts.add(i);
+                if h.hash != 0 && h.key.as_bytes().eq_ignore_ascii_case(ENDPOINT_HEADER) {
+                    if !joined.is_empty() {
+                        joined.extend_from_slice(b", ");
+                    }
+                    joined.extend_from_slice(h.value.as_bytes());
+                }
+            }
+            part = (*part).next;
+        }
+        joined
+    }
+}
+
+/// The module named `name` (null if NGINX has none).
+///
+/// # Safety
+/// During configuration: `cf->cycle->modules` is the null-terminated array of every module,
+/// each with a NUL-terminated `name` (or null).
+unsafe fn find_module(cf: *mut ngx_conf_t, name: &CStr) -> *mut ngx_module_t {
+    // SAFETY: see the contract.
+    unsafe {
+        let mut m = (*(*cf).cycle).modules;
+        while !m.is_null() && !(*m).is_null() {
+            if !(**m).name.is_null() && CStr::from_ptr((**m).name) == name {
+                return *m;
+            }
+            m = m.add(1);
+        }
+        core::ptr::null_mut()
     }
 }

@@ -209,6 +209,8 @@ pub struct LocConf {
     /// The address of the content handler `http_matches_epp` installed here, for the check
     /// at merge that no later directive replaced it.
     pub(crate) epp_handler: Option<usize>,
+    /// `http_matches_epp grpc://...`: the call speaks the EPP protocol (see `epp_grpc`).
+    pub(crate) epp_grpc: bool,
 }
 
 impl Default for LocConf {
@@ -225,6 +227,7 @@ impl Default for LocConf {
             epp_proxy: None,
             epp_where: String::new(),
             epp_handler: None,
+            epp_grpc: false,
         }
     }
 }

@@ -7,42 +7,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use common::Nginx;
+use common::fake_epp::Fake;
 use epp_proto::{MAX_BODY_CHUNK, MAX_MESSAGE, Outcome};
-
-struct Fake {
-    child: Child,
-    addr: String,
-    record: PathBuf,
-}
-
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn fake(record: PathBuf) -> Fake {
-    let bin = std::env::var_os("FAKE_EPP_BIN").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/fake-epp"),
-        PathBuf::from,
-    );
-    let mut child = Command::new(&bin)
-        .args(["--mode", "header", "--endpoint", "10.1.2.3:8000", "--record"])
-        .arg(&record)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {} (build it with --features fake): {e}", bin.display()));
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("ready ").expect("fake-epp says ready").to_owned();
-    Fake { child, addr, record }
-}
 
 /// Posts the request stream for `headers` (+ `body`) to NGINX; decodes what comes back.
 fn call(
@@ -98,15 +67,9 @@ fn call(
     epp_proto::decode(&answer, MAX_MESSAGE, status.map(|s| (s, message.as_str())))
 }
 
-fn records(path: &PathBuf) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines().map(|l| serde_json::from_str(l).expect("a JSON record")).collect()
-}
-
 #[test]
 fn nginx_grpc_pass_carries_the_endpoint_picker_stream() {
-    let fake =
-        fake(std::env::temp_dir().join(format!("epp-grpc-proxy-{}.jsonl", std::process::id())));
+    let fake = Fake::start("epp-grpc-proxy", "10.1.2.3:8000");
     // A second port gives up after 1 s, for the EPP that never answers; the first waits the
     // default 60 s, so that no answer depends on the machine's speed.
     let impatient = common::free_port();
@@ -154,7 +117,7 @@ fn nginx_grpc_pass_carries_the_endpoint_picker_stream() {
     let cut = Outcome::NoEndpoint("the stream ended with no grpc-status".into());
     assert_eq!(call(&n, impatient, "slow", &with("slow"), None), cut);
     n.wait_log("upstream timed out", 1);
-    let records = records(&fake.record);
+    let records = fake.records();
     let modes: Vec<&str> = records.iter().map(|r| r["mode"].as_str().unwrap()).collect();
     assert_eq!(
         modes,
@@ -168,5 +131,4 @@ fn nginx_grpc_pass_carries_the_endpoint_picker_stream() {
     assert_eq!(big["body_end_of_stream"], true);
     assert!(big["largest_message"].as_u64().unwrap() <= MAX_MESSAGE as u64);
     n.finish();
-    let _ = std::fs::remove_file(&fake.record);
 }

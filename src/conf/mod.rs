@@ -84,6 +84,7 @@ pub(crate) fn merge_loc_conf(
         let clcf = NgxHttpCoreModule::location_conf(unsafe { &*cf });
         if conf.epp_proxy.is_none() && clcf.is_some_and(|c| c.noname() != 0) {
             conf.epp_proxy = prev.epp_proxy;
+            conf.epp_grpc = prev.epp_grpc;
         }
         if let Some(why) = clcf.and_then(|c| crate::epp::merge_check(c, conf)) {
             // SAFETY: NGINX passes a valid configuration context whose log outlives the call.

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod epp_shim;
+pub mod fake_epp;
 pub mod master;
 pub mod shapes;
 

@@ -1,0 +1,507 @@
+//! `http_matches_epp grpc://ADDRESS;`: the Endpoint Picker protocol (Envoy's ext_proc v3 over
+//! gRPC, `epp_proto`) spoken through NGINX's own gRPC proxy (issue #47). The flow is the shim
+//! mode's (`epp`: body read, in-memory subrequest to the request's own URI, redirect); what
+//! differs is here:
+//!
+//! - **configuration**: the directive runs `grpc_pass grpc://ADDRESS` (and
+//!   `grpc_ignore_headers X-Accel-...`) for the location, as the shim mode runs `proxy_pass`;
+//!   every `grpc_*` directive of the location tunes the call, an `upstream` block with
+//!   `keepalive` reuses HTTP/2 connections to the EPP;
+//! - **the call** ([`prepare`], [`install`], [`reached`]): the subrequest gets a request body
+//!   of its own, whose bufs are the `request_headers` message (the client's lines, names
+//!   lowercased, after the pseudo-headers Envoy sends) and the body's `request_body` messages
+//!   ([`epp_proto::body_pieces`]: 5 to 20 bytes of frame prefix, then the client's body
+//!   where it lies, buffers or temp-file ranges, never copied; NGINX's gRPC proxy reads a
+//!   file in its own output buffers); method POST, URI `epp_proto::GRPC_PATH`, only
+//!   `content-type: application/grpc` and `te: trailers`, no `Content-Length`;
+//! - **the answer** ([`read_answer`]): the in-memory body goes through `epp_proto::Decoder`,
+//!   `grpc-status` / `grpc-message` come from the trailers (or the headers of a trailers-only
+//!   answer); the outcome lives in the request's pool until the client's request resumes;
+//! - **the end** ([`conclude`]): a destination sets `$inference_workload_endpoint` (checked as
+//!   in the shim mode), an `ImmediateResponse` answers the client with its status, headers
+//!   and body, anything else is one `[error]` and the redirect with the variable empty.
+
+use ngx::core::Pool;
+use ngx::ffi::{
+    NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_ERR,
+    NGX_LOG_INFO, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_hash_key, ngx_http_output_filter,
+    ngx_http_request_body_t, ngx_http_request_t, ngx_http_send_header, ngx_http_send_special,
+    ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_list_t, ngx_pcalloc, ngx_str_t, ngx_table_elt_t,
+    ngx_uint_t,
+};
+use ngx::ngx_log_error;
+
+use epp_proto::{MAX_MESSAGE, Outcome, Piece};
+
+use crate::epp::Ctx;
+use crate::util::{HeaderLines, escape, pool_str};
+
+/// The scheme that selects this mode.
+pub(crate) const SCHEME: &[u8] = b"grpc://";
+/// Bytes of an EPP's reason shown in an `[error]` line.
+const REASON_SHOWN: usize = 512;
+
+/// What the subrequest needs, all in the client request's pool, made before it exists (so
+/// that nothing can fail once it is posted).
+pub(crate) struct Prepared {
+    body: *mut ngx_http_request_body_t,
+    lines: *mut ngx_table_elt_t,
+    te: *mut ngx_table_elt_t,
+}
+
+/// One piece of the client's body as NGINX holds it.
+#[derive(Clone, Copy)]
+enum Segment {
+    Memory(*mut u8),
+    File(*mut ngx_buf_t),
+}
+
+/// The client's body as segments (in order) and their lengths.
+///
+/// # Safety
+/// `r` must be the client's request, its body read.
+unsafe fn segments(r: *mut ngx_http_request_t) -> (Vec<Segment>, Vec<usize>) {
+    let (mut segs, mut lens) = (Vec::new(), Vec::new());
+    // SAFETY: `r->request_body` is null or NGINX's body, whose `bufs` chain holds buffers in
+    // memory (`pos..last`) or ranges of its temp file (`file_pos..file_last`), alive with
+    // the request.
+    unsafe {
+        let rb = (*r).request_body;
+        let mut cl = if rb.is_null() { core::ptr::null_mut() } else { (*rb).bufs };
+        while !cl.is_null() {
+            let b = (*cl).buf;
+            if (*b).in_file() != 0 {
+                segs.push(Segment::File(b));
+                lens.push(((*b).file_last - (*b).file_pos).max(0) as usize);
+            } else if !(*b).pos.is_null() {
+                segs.push(Segment::Memory((*b).pos));
+                lens.push((*b).last.offset_from((*b).pos).max(0) as usize);
+            }
+            cl = (*cl).next;
+        }
+    }
+    (segs, lens)
+}
+
+/// The pseudo-headers Envoy sends first: `:method`, `:path` (the request target as the
+/// client sent it), `:authority` (the `Host` line), `:scheme`.
+///
+/// # Safety
+/// `r` must be the client's request.
+unsafe fn pseudo_headers<'r>(r: *mut ngx_http_request_t) -> Vec<(&'r [u8], &'r [u8])> {
+    // SAFETY: the request's strings and its `Host` line live as long as it.
+    unsafe {
+        let path = if (*r).unparsed_uri.len > 0 { &(*r).unparsed_uri } else { &(*r).uri };
+        let mut out =
+            vec![(&b":method"[..], (*r).method_name.as_bytes()), (b":path", path.as_bytes())];
+        let host = (*r).headers_in.host;
+        if !host.is_null() {
+            out.push((b":authority", (*host).value.as_bytes()));
+        }
+        out.push((b":scheme", scheme(r)));
+        out
+    }
+}
+
+/// `https` on a TLS connection, else `http`.
+///
+/// # Safety
+/// `r` must be a valid request.
+#[cfg(ngx_feature = "http_ssl")]
+unsafe fn scheme(r: *mut ngx_http_request_t) -> &'static [u8] {
+    // SAFETY: every request has a connection (an HTTP/2 stream's copy carries `ssl`).
+    if unsafe { (*(*r).connection).ssl.is_null() } { b"http" } else { b"https" }
+}
+
+/// Without the SSL module no connection is TLS.
+///
+/// # Safety
+/// None needed; the signature matches the one above.
+#[cfg(not(ngx_feature = "http_ssl"))]
+unsafe fn scheme(_r: *mut ngx_http_request_t) -> &'static [u8] {
+    b"http"
+}
+
+/// A buffer in the pool over `pos..pos+len` (read-only memory), or over the range
+/// `offset..offset+len` of the file buffer `file`.
+///
+/// # Safety
+/// `r` must be valid; the memory or file must outlive the request.
+unsafe fn slice_buf(
+    r: *mut ngx_http_request_t,
+    segment: Segment,
+    offset: usize,
+    len: usize,
+) -> *mut ngx_buf_t {
+    // SAFETY: a zeroed ngx_buf_t is an empty buffer; the fields set describe memory inside
+    // the segment (`offset + len` within its length, by `body_pieces`) or a range of its file.
+    unsafe {
+        let b = ngx_pcalloc((*r).pool, core::mem::size_of::<ngx_buf_t>()) as *mut ngx_buf_t;
+        if b.is_null() {
+            return b;
+        }
+        match segment {
+            Segment::Memory(pos) => {
+                (*b).start = pos.add(offset);
+                (*b).pos = (*b).start;
+                (*b).last = (*b).pos.add(len);
+                (*b).end = (*b).last;
+                (*b).set_memory(1);
+            }
+            Segment::File(f) => {
+                (*b).file = (*f).file;
+                (*b).file_pos = (*f).file_pos + offset as i64;
+                (*b).file_last = (*b).file_pos + len as i64;
+                (*b).set_in_file(1);
+            }
+        }
+        b
+    }
+}
+
+/// The request stream's bufs: the headers message, then the body's messages. `Err`: why not.
+///
+/// # Safety
+/// `r` must be the client's request, its body read.
+unsafe fn request_chain(r: *mut ngx_http_request_t) -> Result<*mut ngx_chain_t, String> {
+    // SAFETY: the client's header lines and body live as long as its request; every buffer
+    // and link is allocated in its pool.
+    unsafe {
+        let (segs, lens) = segments(r);
+        let total: usize = lens.iter().sum();
+        let mut lines = pseudo_headers(r);
+        // `:authority` carries the Host line, as Envoy sends it.
+        lines.extend(HeaderLines::new(&*r).filter(|(n, _)| !n.eq_ignore_ascii_case(b"host")));
+        let mut bytes = Vec::new();
+        epp_proto::encode_headers(lines, total == 0, &mut bytes).map_err(|e| {
+            format!(
+                "the request's header lines make a message of {} bytes, over {MAX_MESSAGE}",
+                e.0
+            )
+        })?;
+        let pieces = epp_proto::body_pieces(&lens);
+        // Every prefix after the headers message, in one pool block.
+        let head = bytes.len();
+        for piece in &pieces {
+            if let Piece::Prefix(p) = piece {
+                bytes.extend_from_slice(p.as_bytes());
+            }
+        }
+        let oom = || "out of memory".to_owned();
+        let mem = pool_str((*r).pool, &bytes).ok_or_else(oom)?;
+        let mut at = 0;
+        let mut chain: Vec<*mut ngx_buf_t> = Vec::with_capacity(pieces.len() + 1);
+        chain.push(slice_buf(r, Segment::Memory(mem.data), 0, head));
+        at += head;
+        for piece in pieces {
+            chain.push(match piece {
+                Piece::Prefix(p) => {
+                    at += p.as_bytes().len();
+                    slice_buf(
+                        r,
+                        Segment::Memory(mem.data),
+                        at - p.as_bytes().len(),
+                        p.as_bytes().len(),
+                    )
+                }
+                Piece::Slice { segment, offset, len } => slice_buf(r, segs[segment], offset, len),
+            });
+        }
+        link(r, &chain).ok_or_else(oom)
+    }
+}
+
+/// Links `bufs` into a chain in the pool; `None` if one is null or out of memory.
+///
+/// # Safety
+/// `r` must be valid; `bufs` pool buffers of it.
+unsafe fn link(r: *mut ngx_http_request_t, bufs: &[*mut ngx_buf_t]) -> Option<*mut ngx_chain_t> {
+    let size = core::mem::size_of::<ngx_chain_t>();
+    let mut next: *mut ngx_chain_t = core::ptr::null_mut();
+    for &b in bufs.iter().rev() {
+        // SAFETY: a pool allocation of one chain link, filled before use.
+        let cl = unsafe { ngx_pcalloc((*r).pool, size) } as *mut ngx_chain_t;
+        if b.is_null() || cl.is_null() {
+            return None;
+        }
+        // SAFETY: `cl` was just allocated.
+        unsafe { cl.write(ngx_chain_t { buf: b, next }) };
+        next = cl;
+    }
+    Some(next)
+}
+
+/// A header line in the pool pointing at static `name`, `lower` and `value`: NGINX's gRPC
+/// proxy only reads request header lines.
+///
+/// # Safety
+/// `r` must be valid.
+unsafe fn static_line(
+    r: *mut ngx_http_request_t,
+    name: &'static [u8],
+    lower: &'static [u8],
+    value: &'static [u8],
+) -> *mut ngx_table_elt_t {
+    // SAFETY: all-zero bytes are a valid ngx_table_elt_t (integers, null pointers, empty
+    // strings); the statics are never written (see above).
+    unsafe {
+        let h =
+            ngx_pcalloc((*r).pool, core::mem::size_of::<ngx_table_elt_t>()) as *mut ngx_table_elt_t;
+        if !h.is_null() {
+            (*h).hash = ngx_hash_key(lower.as_ptr().cast_mut(), lower.len());
+            (*h).key = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
+            (*h).value = ngx_str_t { len: value.len(), data: value.as_ptr().cast_mut() };
+            (*h).lowcase_key = lower.as_ptr().cast_mut();
+        }
+        h
+    }
+}
+
+/// Everything the call needs, before the subrequest exists. `Err`: why there is no call.
+///
+/// # Safety
+/// `r` must be the client's request, its body read.
+pub(crate) unsafe fn prepare(r: *mut ngx_http_request_t) -> Result<Prepared, String> {
+    // SAFETY: pool allocations of the client's request, filled before use.
+    unsafe {
+        let bufs = request_chain(r)?;
+        let body = ngx_pcalloc((*r).pool, core::mem::size_of::<ngx_http_request_body_t>())
+            as *mut ngx_http_request_body_t;
+        let lines = static_line(r, b"Content-Type", b"content-type", b"application/grpc");
+        let te = static_line(r, b"TE", b"te", b"trailers");
+        if body.is_null() || lines.is_null() || te.is_null() {
+            return Err("out of memory".to_owned());
+        }
+        (*body).bufs = bufs;
+        Ok(Prepared { body, lines, te })
+    }
+}
+
+/// Makes `sr` the call: its own body and header list, `te: trailers` (which NGINX's gRPC
+/// proxy forwards from `headers_in.te`), no length, method POST. Cannot fail.
+///
+/// # Safety
+/// `sr` must be a subrequest just created, `p` from [`prepare`] for its parent.
+pub(crate) unsafe fn install(sr: *mut ngx_http_request_t, p: Prepared) {
+    // SAFETY: the subrequest is NGINX's, not yet run; everything set lives in the pool.
+    unsafe {
+        (*sr).request_body = p.body;
+        (*sr).headers_in.content_length = core::ptr::null_mut();
+        (*sr).headers_in.content_length_n = -1;
+        (*sr).headers_in.te = p.te;
+        (*sr).method = NGX_HTTP_POST as ngx_uint_t;
+        (*sr).method_name = ngx_str_t { len: 4, data: c"POST".as_ptr().cast::<u8>().cast_mut() };
+        crate::epp::install_headers(sr, (p.lines, 1));
+    }
+}
+
+/// The call reached the location: its URI becomes the stream's method path (`grpc_pass` has
+/// no URI part: `:path` is the request's URI).
+///
+/// # Safety
+/// `sr` must be the subrequest in its content handler.
+pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t) {
+    let path = epp_proto::GRPC_PATH;
+    // SAFETY: a read-only static: the gRPC proxy only reads `r->uri`; the location was
+    // already found.
+    unsafe {
+        (*sr).uri = ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() };
+        (*sr).set_valid_unparsed_uri(0);
+    }
+}
+
+/// The value of header `name` in `list`, if any.
+///
+/// # Safety
+/// `list` must be an initialized NGINX list of `ngx_table_elt_t`.
+unsafe fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
+    let mut part: *const ngx_list_part_t = &list.part;
+    // SAFETY: each part holds `nelts` initialized elements; `next` is null or the next part.
+    unsafe {
+        while !part.is_null() {
+            let elts = (*part).elts as *const ngx_table_elt_t;
+            for i in 0..(*part).nelts {
+                let h = &*elts.add(i);
+                if h.hash != 0 && h.key.as_bytes().eq_ignore_ascii_case(name) {
+                    return Some(h.value.as_bytes());
+                }
+            }
+            part = (*part).next;
+        }
+    }
+    None
+}
+
+/// Decodes the call's answer (the first finalization of a subrequest with an upstream status)
+/// into `ctx.outcome`, in the request's pool.
+///
+/// # Safety
+/// `sr` must be the call being finalized, its upstream non-null.
+pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, ctx: &mut Ctx) {
+    // SAFETY: the upstream's header lists and the in-memory output buffer (`pos..last`
+    // initialized) are NGINX's, alive with the request's pool.
+    unsafe {
+        let u = (*sr).upstream;
+        let status = (*u).headers_in.status_n;
+        let outcome = if status != 200 {
+            Outcome::NoEndpoint(format!("HTTP status {status} from the EndpointPicker"))
+        } else {
+            let mut decoder = epp_proto::Decoder::new(MAX_MESSAGE);
+            let out = (*sr).out;
+            if !out.is_null() && !(*out).buf.is_null() {
+                let b = &*(*out).buf;
+                let len = b.last.offset_from(b.pos).max(0) as usize;
+                if len > 0 {
+                    decoder.feed(core::slice::from_raw_parts(b.pos, len));
+                }
+            }
+            let h = &(*u).headers_in;
+            let (code, message) = match field(&h.trailers, b"grpc-status") {
+                Some(code) => (Some(code), field(&h.trailers, b"grpc-message")),
+                None => (field(&h.headers, b"grpc-status"), field(&h.headers, b"grpc-message")),
+            };
+            let message = epp_proto::grpc_message(message.unwrap_or_default());
+            let code = code.and_then(|c| core::str::from_utf8(c).ok()?.parse::<u32>().ok());
+            decoder.finish(code.map(|c| (c, message.as_str())))
+        };
+        ctx.outcome = Pool::from_ngx_pool((*sr).pool).allocate(outcome);
+    }
+}
+
+/// The client's request resumes: sets the variable, or logs why not; `Some(rc)` when the
+/// client was answered (an `ImmediateResponse`), `None` to redirect.
+///
+/// # Safety
+/// `r` must be the client's request, its call done and recorded in `ctx`.
+pub(crate) unsafe fn conclude(
+    r: *mut ngx_http_request_t,
+    ctx: &Ctx,
+    index: ngx_uint_t,
+) -> Option<ngx_int_t> {
+    // SAFETY: the outcome lives in the request's pool (see `read_answer`).
+    unsafe {
+        let log = (*(*r).connection).log;
+        let why = |s: &str| escape(s.as_bytes(), REASON_SHOWN);
+        let error = match ctx.outcome.as_ref() {
+            _ if ctx.cut => "the EndpointPicker's answer is longer than \
+                             subrequest_output_buffer_size (not read); no endpoint"
+                .to_owned(),
+            None => format!(
+                "no answer from the EndpointPicker (status: {}, see the upstream error \
+                 above); no endpoint",
+                ctx.rc
+            ),
+            Some(Outcome::Endpoint(e)) => {
+                let Some(s) = pool_str((*r).pool, e.as_bytes()) else {
+                    return Some(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
+                };
+                crate::epp::set_endpoint(r, index, s);
+                return None;
+            }
+            Some(Outcome::Immediate { status, headers, body }) => {
+                ngx_log_error!(
+                    NGX_LOG_INFO,
+                    log,
+                    "http_matches_epp: the EndpointPicker answered the request: {status}"
+                );
+                return Some(answer(r, *status, headers, body));
+            }
+            Some(Outcome::NoEndpoint(s)) => {
+                format!("no endpoint from the EndpointPicker: {}", why(s))
+            }
+            Some(Outcome::Malformed(s)) => {
+                format!("the EndpointPicker's answer is malformed: {}; no endpoint", why(s))
+            }
+        };
+        ngx_log_error!(NGX_LOG_ERR, log, "http_matches_epp: {error}");
+        None
+    }
+}
+
+/// Whether an `ImmediateResponse` header may go to the client: a field name (RFC 9110 token),
+/// a value with no CR, LF or NUL, and not one of the lines NGINX writes itself for framing
+/// and connection management.
+fn header_ok(name: &str, value: &[u8]) -> bool {
+    const OWN: [&str; 7] = [
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "proxy-connection",
+        "trailer",
+    ];
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    !name.is_empty()
+        && name.bytes().all(token)
+        && !value.iter().any(|b| matches!(b, b'\r' | b'\n' | 0))
+        && !OWN.iter().any(|o| name.eq_ignore_ascii_case(o))
+}
+
+/// Answers the client with an `ImmediateResponse`: its status, headers and body.
+///
+/// # Safety
+/// `r` must be the client's request, nothing sent to it yet.
+unsafe fn answer(
+    r: *mut ngx_http_request_t,
+    status: u16,
+    headers: &[(String, Vec<u8>)],
+    body: &[u8],
+) -> ngx_int_t {
+    let fail = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    // SAFETY: the request's output headers list and pool; every string is a pool copy; the
+    // body buffer is a pool copy, marked as the last.
+    unsafe {
+        let pool = (*r).pool;
+        (*r).headers_out.status = ngx_uint_t::from(status);
+        (*r).headers_out.content_length_n = body.len() as i64;
+        for (name, value) in headers.iter().filter(|(n, v)| header_ok(n, v)) {
+            let (Some(key), Some(val), Some(low)) = (
+                pool_str(pool, name.as_bytes()),
+                pool_str(pool, value),
+                pool_str(pool, name.to_ascii_lowercase().as_bytes()),
+            ) else {
+                return fail;
+            };
+            if name.eq_ignore_ascii_case("content-type") {
+                (*r).headers_out.content_type = val;
+                (*r).headers_out.content_type_len = val.len;
+                continue;
+            }
+            let h = ngx_list_push(&mut (*r).headers_out.headers) as *mut ngx_table_elt_t;
+            if h.is_null() {
+                return fail;
+            }
+            h.write(core::mem::zeroed());
+            (*h).hash = 1;
+            (*h).key = key;
+            (*h).value = val;
+            (*h).lowcase_key = low.data;
+        }
+        let rc = ngx_http_send_header(r);
+        if rc == NGX_ERROR as ngx_int_t || rc > NGX_OK as ngx_int_t || (*r).header_only() != 0 {
+            return rc;
+        }
+        if body.is_empty() {
+            return ngx_http_send_special(r, NGX_HTTP_LAST as ngx_uint_t);
+        }
+        let (Some(data), b) = (
+            pool_str(pool, body),
+            ngx_pcalloc(pool, core::mem::size_of::<ngx_buf_t>()) as *mut ngx_buf_t,
+        ) else {
+            return fail;
+        };
+        if b.is_null() {
+            return fail;
+        }
+        (*b).start = data.data;
+        (*b).pos = data.data;
+        (*b).last = data.data.add(data.len);
+        (*b).end = (*b).last;
+        (*b).set_memory(1);
+        (*b).set_last_buf(1);
+        (*b).set_last_in_chain(1);
+        let mut out = ngx_chain_t { buf: b, next: core::ptr::null_mut() };
+        ngx_http_output_filter(r, &mut out)
+    }
+}

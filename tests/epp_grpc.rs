@@ -1,0 +1,207 @@
+//! `http_matches_epp grpc://ADDRESS;` end to end (issue #47): a real NGINX with the module, the
+//! fake EPP (`fake-epp`, envoy-types; each request picks its mode with `x-fake-epp-mode`, which
+//! the module forwards as it forwards every client line) and an echo backend recording what
+//! it got behind `proxy_pass http://$inference_workload_endpoint`. Each case checks what the
+//! client got, what the EPP received (its JSON record) and what the backend received. Nothing
+//! sleeps and nothing is timed. Needs `FAKE_EPP_BIN` or `target/release/fake-epp`.
+
+mod common;
+
+use common::epp_shim::Server;
+use common::fake_epp::{Fake, fnv};
+use common::{Nginx, Resp};
+use epp_proto::MAX_MESSAGE;
+
+fn conf(fake: &Fake, dead: u16) -> String {
+    format!(
+        r#"
+    upstream epp {{ server {fake}; keepalive 4; }}
+    map $inference_workload_endpoint $epp_none {{ "" 1; default 0; }}
+    server {{
+        listen 127.0.0.1:{{PORT}};
+        client_body_buffer_size 16k;
+        client_max_body_size 16m;
+        location /infer {{
+            set $epp_internal_path /_internal;
+            http_matches_epp grpc://epp;
+        }}
+        location /down {{
+            set $epp_internal_path /_internal;
+            http_matches_epp grpc://127.0.0.1:{dead};
+        }}
+        location /_internal {{
+            internal;
+            if ($epp_none) {{
+                return 200 "no endpoint, args=[$args]\n";
+            }}
+            proxy_pass http://$inference_workload_endpoint;
+        }}
+    }}
+"#,
+        fake = fake.addr
+    )
+}
+
+/// NGINX with `http_body`; its workers run as the test's user (a root master takes `user
+/// root;`), so that they can write the request-body temp files in the private scratch root.
+fn start(name: &str, http_body: &str) -> Nginx {
+    let p = common::Prefix::new(name, http_body, &[]);
+    let loads = format!("load_module {};\nuser root;\n", common::module_path().display());
+    let conf = common::preamble(&[
+        ("LOADS", &loads),
+        ("MASTER", "on"),
+        ("WORKERS", "1"),
+        ("LOG_LEVEL", "info"),
+        ("CONNECTIONS", "512"),
+        ("ACCESS_LOG", "off"),
+        ("HTTP", &http_body.replace("{PORT}", &p.port.to_string())),
+    ]);
+    p.write("nginx.conf", &conf);
+    let (ok, out) = p.test();
+    assert!(ok, "nginx -t failed:\n{out}");
+    p.start()
+}
+
+/// An HTTP/1.1 request with `Connection: close`, the fake's `mode`, and `body` as given (with
+/// its `Content-Length` unless `headers` frame it otherwise).
+fn send(n: &Nginx, target: &str, mode: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    let method = if body.is_empty() && headers.is_empty() { "GET" } else { "POST" };
+    let mut r = format!(
+        "{method} {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+         X-Fake-Epp-Mode: {mode}\r\n"
+    );
+    if method == "POST" && headers.is_empty() {
+        r.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    for (name, value) in headers {
+        r.push_str(&format!("{name}: {value}\r\n"));
+    }
+    r.push_str("\r\n");
+    let mut bytes = r.into_bytes();
+    bytes.extend_from_slice(body);
+    n.raw(&bytes).unwrap_or_else(|e| panic!("{target}: {e}"))
+}
+
+fn chunked(body: &[u8], size: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in body.chunks(size) {
+        out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        out.extend_from_slice(c);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+fn errors(log: &str, needle: &str) -> usize {
+    log.lines().filter(|l| l.contains("[error]") && l.contains(needle)).count()
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+/// The header names the EPP got, in order.
+fn names(record: &serde_json::Value) -> Vec<String> {
+    let headers = record["headers"].as_array().expect("headers");
+    headers.iter().map(|h| h[0].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn the_destination_reaches_the_backend_for_every_body_shape_over_few_connections() {
+    let echo = Server::echo();
+    let fake = Fake::start("epp-grpc-dest", &echo.endpoint());
+    let n = start("epp-grpc-dest", &conf(&fake, common::free_port()));
+    // 0 B, the destination in the headers response.
+    let r = send(&n, "/infer/a?x=1", "header", &[], b"");
+    assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
+    let got = echo.take();
+    assert_eq!(got.len(), 1);
+    assert!(got[0].request_line.contains("?x=1"), "{}", got[0].request_line);
+    let rec = &fake.records()[0];
+    let names = names(rec);
+    assert_eq!(names[..4], [":method", ":path", ":authority", ":scheme"], "{rec}");
+    assert_eq!(rec["headers"][1][1], "/infer/a?x=1");
+    assert_eq!(rec["headers"][2][1], "localhost");
+    assert!(names.contains(&"x-fake-epp-mode".to_owned()) && !names.contains(&"host".to_owned()));
+    assert_eq!(
+        (rec["headers_end_of_stream"].as_bool(), rec["body_messages"].as_u64()),
+        (Some(true), Some(0))
+    );
+    // 1 KB in memory, the destination in the body response; only metadata.
+    let kb = pattern(1024);
+    for (mode, body) in [("body", &kb[..]), ("metadata", b"")] {
+        let r = send(&n, "/infer/b", mode, &[], body);
+        assert_eq!(r.status, 200, "{mode}: {r:?}");
+        let got = echo.take();
+        assert_eq!((got.len(), &got[0].body[..]), (1, body), "{mode}");
+    }
+    let rec = &fake.records()[1];
+    assert_eq!(rec["body_bytes"], 1024);
+    assert_eq!(rec["body_fnv"], fnv(&kb));
+    assert_eq!(
+        (rec["body_messages"].as_u64(), rec["body_end_of_stream"].as_bool()),
+        (Some(1), Some(true))
+    );
+    assert_eq!(rec["headers_end_of_stream"], false);
+    // 3 MB with a Content-Length and 5 MB chunked: both in a temp file (16k buffer), the
+    // second over one message (two, none over 4 MiB), sent from ranges of the file.
+    let three = pattern(3 << 20);
+    let five = pattern(5 << 20);
+    let r = send(&n, "/infer/c", "body", &[], &three);
+    assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
+    let te = [("Transfer-Encoding", "chunked")];
+    let r = send(&n, "/infer/d", "header", &te, &chunked(&five, 100_000));
+    assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
+    let got = echo.take();
+    assert_eq!((got[0].body.len(), got[1].body.len()), (three.len(), five.len()));
+    assert!(got[0].body == three && got[1].body == five, "the backend got the bodies");
+    let records = fake.records();
+    for (rec, body, messages) in [(&records[3], &three, 1), (&records[4], &five, 2)] {
+        assert_eq!(rec["body_bytes"], body.len());
+        assert_eq!(rec["body_fnv"], fnv(body));
+        assert_eq!(rec["body_messages"], messages);
+        assert_eq!(rec["body_end_of_stream"], true);
+        assert!(rec["largest_message"].as_u64().unwrap() <= MAX_MESSAGE as u64);
+    }
+    assert!(n.error_log().matches("buffered to a temporary file").count() >= 2);
+    // keepalive: 40 more calls, every one over the first connection to the EPP.
+    for _ in 0..40 {
+        assert_eq!(send(&n, "/infer/e", "header", &[], b"").status, 200);
+    }
+    let records = fake.records();
+    assert_eq!(records.len(), 45);
+    assert_eq!(records[44]["connections"], 1, "{}", records[44]);
+    assert_eq!(echo.total(), 45);
+    n.finish();
+}
+
+#[test]
+fn an_immediate_response_answers_the_client_and_failures_redirect_with_no_endpoint() {
+    let echo = Server::echo();
+    let fake = Fake::start("epp-grpc-fail", &echo.endpoint());
+    let n = start("epp-grpc-fail", &conf(&fake, common::free_port()));
+    let r = send(&n, "/infer?q=1", "immediate", &[], b"");
+    assert_eq!(r.status, 429, "{r:?}\n{}", n.error_log());
+    assert!(r.head.to_ascii_lowercase().contains("\r\nx-fake-epp: shed"), "{}", r.head);
+    assert_eq!(r.body, "shed by the fake EPP\n");
+    let no_endpoint = "no endpoint, args=[q=1]\n";
+    for (path, mode, error) in [
+        (
+            "/infer?q=1",
+            "grpc-error",
+            "no endpoint from the EndpointPicker: grpc-status 14: fake EPP: no capacity",
+        ),
+        ("/infer?q=1", "malformed", "the EndpointPicker's answer is malformed: message 1"),
+        ("/down?q=1", "header", "no answer from the EndpointPicker (status: 502"),
+    ] {
+        let r = send(&n, path, mode, &[], b"");
+        assert_eq!((r.status, r.body.as_str()), (200, no_endpoint), "{mode}: {r:?}");
+        assert_eq!(errors(&n.error_log(), error), 1, "{mode}:\n{}", n.error_log());
+    }
+    assert_eq!(echo.total(), 0, "no call reached the backend");
+    let modes: Vec<_> =
+        fake.records().iter().map(|r| r["mode"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(modes, ["Immediate", "GrpcError", "Malformed"]);
+    n.finish();
+}
