@@ -39,6 +39,9 @@
 //!   big for memory, a connection lost mid-body) is recorded and then finished as done, so
 //!   the client's request goes on (NGINX would otherwise terminate the client's request).
 //! - Every entry point runs under `catch_unwind` (`guard`): no panic crosses into NGINX.
+//!
+//! `http_matches_epp grpc://ADDRESS;` (issue #47) keeps this flow and speaks the Endpoint
+//! Picker protocol through NGINX's gRPC proxy instead of asking a shim: see `epp_grpc`.
 
 use core::ffi::{CStr, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};

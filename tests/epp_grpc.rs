@@ -11,18 +11,34 @@ use common::epp_shim::Server;
 use common::fake_epp::{Fake, fnv};
 use common::{Nginx, Resp};
 use epp_proto::MAX_MESSAGE;
+use std::process::Command;
 
 fn conf(fake: &Fake, dead: u16) -> String {
+    conf_h2(fake, dead, common::free_port())
+}
+
+/// Also HTTP/2 (h2c) on `h2`.
+fn conf_h2(fake: &Fake, dead: u16, h2: u16) -> String {
+    // `http2 on` from NGINX 1.25.1; before, a `listen` parameter (Debian 12's 1.22).
+    let (listen_h2, http2_on) =
+        if common::nginx_version() >= (1, 25, 1) { ("", "http2 on;") } else { (" http2", "") };
     format!(
         r#"
     upstream epp {{ server {fake}; keepalive 4; }}
     map $inference_workload_endpoint $epp_none {{ "" 1; default 0; }}
     server {{
         listen 127.0.0.1:{{PORT}};
+        listen 127.0.0.1:{h2}{listen_h2};
+        {http2_on}
         client_body_buffer_size 16k;
         client_max_body_size 16m;
         location /infer {{
             set $epp_internal_path /_internal;
+            http_matches_epp grpc://epp;
+        }}
+        location /slow {{
+            set $epp_internal_path /_internal;
+            grpc_read_timeout 1s;
             http_matches_epp grpc://epp;
         }}
         location /down {{
@@ -194,6 +210,13 @@ fn an_immediate_response_answers_the_client_and_failures_redirect_with_no_endpoi
         ),
         ("/infer?q=1", "malformed", "the EndpointPicker's answer is malformed: message 1"),
         ("/down?q=1", "header", "no answer from the EndpointPicker (status: 502"),
+        // NGINX's grpc_read_timeout ends the call (the EPP never answers).
+        // after NGINX's own "upstream timed out".
+        (
+            "/slow?q=1",
+            "slow",
+            "no endpoint from the EndpointPicker: the stream ended with no grpc-status",
+        ),
     ] {
         let r = send(&n, path, mode, &[], b"");
         assert_eq!((r.status, r.body.as_str()), (200, no_endpoint), "{mode}: {r:?}");
@@ -202,6 +225,42 @@ fn an_immediate_response_answers_the_client_and_failures_redirect_with_no_endpoi
     assert_eq!(echo.total(), 0, "no call reached the backend");
     let modes: Vec<_> =
         fake.records().iter().map(|r| r["mode"].as_str().unwrap().to_owned()).collect();
-    assert_eq!(modes, ["Immediate", "GrpcError", "Malformed"]);
+    assert_eq!(modes, ["Immediate", "GrpcError", "Malformed", "Slow"]);
+    n.finish();
+}
+
+/// curl over h2c: (status line and headers, body).
+fn curl_h2(url: &str, mode: &str, body: Option<&str>) -> (String, String) {
+    let mut c = Command::new("curl");
+    c.args(["-s", "--http2-prior-knowledge", "-D", "-", "-H"])
+        .arg(format!("x-fake-epp-mode: {mode}"));
+    if let Some(body) = body {
+        c.args(["--data-binary", body]);
+    }
+    let out = c.arg(url).output().expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_owned(), body.to_owned())
+}
+
+#[test]
+fn http2_clients_get_the_same_call_and_the_same_immediate_answer() {
+    let echo = Server::echo();
+    let fake = Fake::start("epp-grpc-h2", &echo.endpoint());
+    let h2 = common::free_port();
+    let n = start("epp-grpc-h2", &conf_h2(&fake, common::free_port(), h2));
+    let (head, _) = curl_h2(&format!("http://127.0.0.1:{h2}/infer?h=2"), "body", Some("h2 body"));
+    assert!(head.starts_with("HTTP/2 200"), "{head}\n{}", n.error_log());
+    let got = echo.take();
+    assert_eq!((got[0].target(), &got[0].body[..]), ("/_internal?h=2", &b"h2 body"[..]));
+    let rec = &fake.records()[0];
+    assert_eq!(names(rec)[..4], [":method", ":path", ":authority", ":scheme"], "{rec}");
+    assert_eq!(rec["headers"][0][1], "POST");
+    assert_eq!(rec["headers"][1][1], "/infer?h=2");
+    assert_eq!(rec["headers"][2][1], format!("127.0.0.1:{h2}"));
+    assert_eq!(rec["body_fnv"], fnv(b"h2 body"));
+    let (head, body) = curl_h2(&format!("http://127.0.0.1:{h2}/infer"), "immediate", None);
+    assert!(head.starts_with("HTTP/2 429") && head.contains("x-fake-epp: shed"), "{head}");
+    assert_eq!(body, "shed by the fake EPP\n");
     n.finish();
 }
