@@ -418,26 +418,6 @@ pub(crate) unsafe fn conclude(
     }
 }
 
-/// Whether an `ImmediateResponse` header may go to the client: a field name (RFC 9110 token),
-/// a value with no CR, LF or NUL, and not one of the lines NGINX writes itself for framing
-/// and connection management.
-fn header_ok(name: &str, value: &[u8]) -> bool {
-    const OWN: [&str; 7] = [
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "keep-alive",
-        "upgrade",
-        "proxy-connection",
-        "trailer",
-    ];
-    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-    !name.is_empty()
-        && name.bytes().all(token)
-        && !value.iter().any(|b| matches!(b, b'\r' | b'\n' | 0))
-        && !OWN.iter().any(|o| name.eq_ignore_ascii_case(o))
-}
-
 /// Answers the client with an `ImmediateResponse`: its status, headers and body.
 ///
 /// # Safety
@@ -455,7 +435,7 @@ unsafe fn answer(
         let pool = (*r).pool;
         (*r).headers_out.status = ngx_uint_t::from(status);
         (*r).headers_out.content_length_n = body.len() as i64;
-        for (name, value) in headers.iter().filter(|(n, v)| header_ok(n, v)) {
+        for (name, value) in headers.iter().filter(|(n, v)| epp_proto::response_header_ok(n, v)) {
             let (Some(key), Some(val), Some(low)) = (
                 pool_str(pool, name.as_bytes()),
                 pool_str(pool, value),

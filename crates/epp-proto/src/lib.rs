@@ -402,6 +402,26 @@ fn destination(response: &ProcessingResponse) -> Result<Option<String>, String> 
     }
 }
 
+/// Whether an [`Outcome::Immediate`] header line may be written to the client as it is: a
+/// field name (an RFC 9110 token), a value with no CR, LF or NUL (no header or response
+/// splitting), and not a line the server writes itself for framing or connection management.
+pub fn response_header_ok(name: &str, value: &[u8]) -> bool {
+    const OWN: [&str; 7] = [
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "proxy-connection",
+        "trailer",
+    ];
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    !name.is_empty()
+        && name.bytes().all(token)
+        && !value.iter().any(|b| matches!(b, b'\r' | b'\n' | 0))
+        && !OWN.iter().any(|o| name.eq_ignore_ascii_case(o))
+}
+
 fn immediate_outcome(immediate: msg::ImmediateResponse) -> Outcome {
     // No status: Envoy answers 200.
     let code = immediate.status.map_or(200, |s| s.code);

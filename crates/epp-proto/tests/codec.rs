@@ -6,6 +6,7 @@ use epp_proto::msg::{self, Kind, ProcessingRequest, Request, Response};
 use epp_proto::{
     BodyPrefix, DESTINATION, Decoder, FRAME_PREFIX, MAX_BODY_CHUNK, MAX_MESSAGE, Outcome, Piece,
     body_pieces, body_pieces_in, decode, encode_body, encode_headers, grpc_message,
+    response_header_ok,
 };
 use proptest::prelude::*;
 use prost::Message;
@@ -417,4 +418,26 @@ fn body_pieces_of_nothing_and_at_the_message_limit() {
             Piece::Slice { segment: 0, offset: MAX_BODY_CHUNK, len: 1 },
         ]
     );
+}
+
+#[test]
+fn immediate_headers_that_could_split_or_reframe_the_answer_are_refused() {
+    assert!(response_header_ok("x-fake-epp", b"shed"));
+    assert!(response_header_ok("Retry-After", b"1"));
+    assert!(response_header_ok("content-type", b"text/plain; charset=\"utf-8\"\tx"));
+    for (name, value) in [
+        ("x-a", &b"1\r\nSet-Cookie: s=1"[..]),
+        ("x-a", b"1\n"),
+        ("x-a", b"\0"),
+        ("x a", b"1"),
+        ("x-a:", b"1"),
+        (":status", b"200"),
+        ("", b"1"),
+        ("Content-Length", b"0"),
+        ("transfer-encoding", b"chunked"),
+        ("Connection", b"close"),
+        ("x-\u{e9}", b"1"),
+    ] {
+        assert!(!response_header_ok(name, value), "{name:?}: {value:?}");
+    }
 }
