@@ -36,6 +36,13 @@ fn conf_h2(fake: &Fake, dead: u16, h2: u16) -> String {
             set $epp_internal_path /_internal;
             http_matches_epp grpc://epp;
         }}
+        location /ifgrpc {{
+            set $epp_internal_path /_internal;
+            if ($http_x_flag) {{
+                set $epp_internal_path /_internal/flag;
+            }}
+            http_matches_epp grpc://epp;
+        }}
         location /slow {{
             set $epp_internal_path /_internal;
             grpc_read_timeout 1s;
@@ -78,15 +85,16 @@ fn start(name: &str, http_body: &str) -> Nginx {
     p.start()
 }
 
-/// An HTTP/1.1 request with `Connection: close`, the fake's `mode`, and `body` as given (with
-/// its `Content-Length` unless `headers` frame it otherwise).
+/// An HTTP/1.1 request with `Connection: close`, the fake's `mode`, and `body` as given (a
+/// POST with its `Content-Length` unless `headers` give a `Transfer-Encoding`; else a GET).
 fn send(n: &Nginx, target: &str, mode: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
-    let method = if body.is_empty() && headers.is_empty() { "GET" } else { "POST" };
+    let method = if body.is_empty() { "GET" } else { "POST" };
+    let framed = headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("transfer-encoding"));
     let mut r = format!(
         "{method} {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
          X-Fake-Epp-Mode: {mode}\r\n"
     );
-    if method == "POST" && headers.is_empty() {
+    if method == "POST" && !framed {
         r.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
     for (name, value) in headers {
@@ -181,14 +189,18 @@ fn the_destination_reaches_the_backend_for_every_body_shape_over_few_connections
         assert!(rec["largest_message"].as_u64().unwrap() <= MAX_MESSAGE as u64);
     }
     assert!(n.error_log().matches("buffered to a temporary file").count() >= 2);
+    // An `if` block of the location keeps the call (and its own variables).
+    let r = send(&n, "/ifgrpc", "header", &[("X-Flag", "1")], b"");
+    assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
+    assert_eq!(echo.take()[0].target(), "/_internal/flag");
     // keepalive: 40 more calls, every one over the first connection to the EPP.
     for _ in 0..40 {
         assert_eq!(send(&n, "/infer/e", "header", &[], b"").status, 200);
     }
     let records = fake.records();
-    assert_eq!(records.len(), 45);
-    assert_eq!(records[44]["connections"], 1, "{}", records[44]);
-    assert_eq!(echo.total(), 45);
+    assert_eq!(records.len(), 46);
+    assert_eq!(records[45]["connections"], 1, "{}", records[45]);
+    assert_eq!(echo.total(), 46);
     n.finish();
 }
 
