@@ -12,7 +12,7 @@
 
 pub mod msg;
 
-use msg::{HeaderMutation, HeaderValue, Kind, ProcessingResponse, Request, Response};
+use msg::{HeaderMutation, HeaderValue, Kind, ProcessingResponse, Response};
 use prost::Message;
 
 /// gRPC's method path of the stream.
@@ -34,8 +34,36 @@ pub const METADATA_NAMESPACE: &str = "envoy.lb";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TooLarge(pub usize);
 
-fn push_frame(message: &impl Message, out: &mut Vec<u8>) -> Result<(), TooLarge> {
-    let len = message.encoded_len();
+/// Appends the `request_headers` frame: each (name, value) as a `HeaderValue` with the name
+/// lowercased (ASCII; bytes that are not UTF-8 replaced, as a protobuf string must be UTF-8) and
+/// the value as `raw_value`, as Envoy sends them. The caller puts the pseudo-headers Envoy sends
+/// (`:authority`, `:method`, `:path`, `:scheme`) in the list. `end_of_stream`: no body follows.
+/// Written straight into `out` (the bytes prost writes for the message, no allocation per
+/// line unless a name is not ASCII).
+pub fn encode_headers<'a>(
+    headers: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    end_of_stream: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), TooLarge> {
+    // A name is written lowercased: as it is when ASCII, else its lossy UTF-8 made here.
+    let lines: Vec<(std::borrow::Cow<'a, [u8]>, &'a [u8])> = headers
+        .into_iter()
+        .map(|(name, value)| {
+            let name = if name.is_ascii() {
+                std::borrow::Cow::Borrowed(name)
+            } else {
+                let lower = name.to_ascii_lowercase();
+                std::borrow::Cow::Owned(String::from_utf8_lossy(&lower).into_owned().into_bytes())
+            };
+            (name, value)
+        })
+        .collect();
+    // proto3: an empty string or bytes field is not written; a message field always is.
+    let opt = |len: usize| if len == 0 { 0 } else { field_len(len) };
+    let entry = |(k, v): &(std::borrow::Cow<'a, [u8]>, &[u8])| opt(k.len()) + opt(v.len());
+    let map_len: usize = lines.iter().map(|l| field_len(entry(l))).sum();
+    let headers_len = field_len(map_len) + if end_of_stream { 2 } else { 0 };
+    let len = field_len(headers_len);
     if len > MAX_MESSAGE {
         return Err(TooLarge(len));
     }
@@ -43,34 +71,43 @@ fn push_frame(message: &impl Message, out: &mut Vec<u8>) -> Result<(), TooLarge>
     out.push(0);
     // len <= MAX_MESSAGE < u32::MAX
     out.extend_from_slice(&(len as u32).to_be_bytes());
-    message.encode_raw(out);
+    // ProcessingRequest.request_headers (2) { HttpHeaders.headers (1) { HeaderMap.headers (1)...
+    put_len(out, 0x12, headers_len);
+    put_len(out, 0x0a, map_len);
+    for line in &lines {
+        put_len(out, 0x0a, entry(line));
+        let (name, value) = line;
+        if !name.is_empty() {
+            // HeaderValue.key (1), lowercased
+            put_len(out, 0x0a, name.len());
+            out.extend(name.iter().map(u8::to_ascii_lowercase));
+        }
+        if !value.is_empty() {
+            // HeaderValue.raw_value (3)
+            put_len(out, 0x1a, value.len());
+            out.extend_from_slice(value);
+        }
+    }
+    if end_of_stream {
+        // HttpHeaders.end_of_stream (3) = true
+        out.extend_from_slice(&[0x18, 0x01]);
+    }
     Ok(())
 }
 
-/// Appends the `request_headers` frame: each (name, value) as a `HeaderValue` with the name
-/// lowercased (ASCII; bytes that are not UTF-8 replaced, as a protobuf string must be UTF-8) and
-/// the value as `raw_value`, as Envoy sends them. The caller puts the pseudo-headers Envoy sends
-/// (`:authority`, `:method`, `:path`, `:scheme`) in the list. `end_of_stream`: no body follows.
-pub fn encode_headers<'a>(
-    headers: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
-    end_of_stream: bool,
-    out: &mut Vec<u8>,
-) -> Result<(), TooLarge> {
-    let headers = headers
-        .into_iter()
-        .map(|(name, value)| HeaderValue {
-            key: String::from_utf8_lossy(&name.to_ascii_lowercase()).into_owned(),
-            value: String::new(),
-            raw_value: value.to_vec(),
-        })
-        .collect();
-    let message = msg::ProcessingRequest {
-        request: Some(Request::RequestHeaders(msg::HttpHeaders {
-            headers: Some(msg::HeaderMap { headers }),
-            end_of_stream,
-        })),
-    };
-    push_frame(&message, out)
+/// The bytes of a length-delimited field of `len` bytes: tag, length, payload.
+fn field_len(len: usize) -> usize {
+    1 + varint_len(len) + len
+}
+
+/// Writes a length-delimited field's tag and length.
+fn put_len(out: &mut Vec<u8>, tag: u8, mut len: usize) {
+    out.push(tag);
+    while len >= 0x80 {
+        out.push((len as u8) | 0x80);
+        len >>= 7;
+    }
+    out.push(len as u8);
 }
 
 /// Appends `request_body` frames for `body`, split into chunks of at most [`MAX_BODY_CHUNK`];

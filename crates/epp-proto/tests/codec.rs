@@ -441,3 +441,39 @@ fn immediate_headers_that_could_split_or_reframe_the_answer_are_refused() {
         assert!(!response_header_ok(name, value), "{name:?}: {value:?}");
     }
 }
+
+/// What prost writes for the headers message (the reference `encode_headers` must equal).
+fn prost_headers(lines: &[(Vec<u8>, Vec<u8>)], end_of_stream: bool) -> Vec<u8> {
+    let headers = lines
+        .iter()
+        .map(|(k, v)| msg::HeaderValue {
+            key: String::from_utf8_lossy(&k.to_ascii_lowercase()).into_owned(),
+            value: String::new(),
+            raw_value: v.clone(),
+        })
+        .collect();
+    let m = ProcessingRequest {
+        request: Some(Request::RequestHeaders(msg::HttpHeaders {
+            headers: Some(msg::HeaderMap { headers }),
+            end_of_stream,
+        })),
+    };
+    let mut out = vec![0];
+    out.extend_from_slice(&(m.encoded_len() as u32).to_be_bytes());
+    m.encode_raw(&mut out);
+    out
+}
+
+proptest! {
+    /// The headers message written by hand is byte for byte prost's, for any lines (empty
+    /// names and values, bytes that are not UTF-8, lengths past one varint byte).
+    #[test]
+    fn headers_are_written_as_prost_writes_them(
+        lines in proptest::collection::vec((proptest::collection::vec(any::<u8>(), 0..150), proptest::collection::vec(any::<u8>(), 0..200)), 0..8),
+        eos in any::<bool>(),
+    ) {
+        let mut out = Vec::new();
+        encode_headers(lines.iter().map(|(k, v)| (&k[..], &v[..])), eos, &mut out).unwrap();
+        prop_assert_eq!(out, prost_headers(&lines, eos));
+    }
+}
