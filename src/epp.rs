@@ -111,6 +111,9 @@ pub(crate) struct Ctx {
     /// means (in the request's pool; null: no answer).
     grpc: bool,
     pub(crate) outcome: *mut epp_proto::Outcome,
+    /// In a gRPC call: what [`crate::epp_grpc::install`] makes of it once it reached its
+    /// location (until then it has the client's method and lines, for its rewrite phases).
+    prepared: crate::epp_grpc::Prepared,
 }
 
 /// `http_matches_epp [URL];`
@@ -430,12 +433,17 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         if !ctx.is_null() && !(*ctx).call.is_null() {
             // The subrequest to the shim: the proxy asks "/" with no query.
             (*(*ctx).call).reached = true;
+            if lcf.epp_grpc != (*(*ctx).call).grpc {
+                // The call landed in a location of the other mode (the parent's URI maps
+                // elsewhere): its request would be the wrong protocol's.
+                return fail(r, "the call landed in a location of the other mode (shim / grpc://)");
+            }
             // The URI points at a read-only static: NGINX's proxy reads `r->uri` to build the
             // request line (a location without a URI part: the URI as is) and never writes
             // it; the location was already found, so no later phase matches it again.
             (*r).uri = ngx_str_t { len: 1, data: c"/".as_ptr().cast::<u8>().cast_mut() };
             if lcf.epp_grpc {
-                crate::epp_grpc::reached(r);
+                crate::epp_grpc::reached(r, &(*ctx).prepared);
             }
             (*r).args = ngx_str_t { len: 0, data: core::ptr::null_mut() };
             (*r).set_valid_location(0);
@@ -575,7 +583,7 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         *(*sr).ctx.add(module_index()) = call.cast();
         if let Call::Grpc(Ok(prepared)) = call_of {
             (*ctx).grpc = true;
-            crate::epp_grpc::install(sr, prepared);
+            (*call).prepared = prepared;
             return NGX_OK as ngx_int_t;
         }
         (*sr).method = (*r).method;

@@ -42,7 +42,7 @@ pub(crate) const SCHEME: &[u8] = b"grpc://";
 const REASON_SHOWN: usize = 512;
 
 /// What the subrequest needs, all in the client request's pool, made before it exists (so
-/// that nothing can fail once it is posted).
+/// that nothing can fail once it is posted); all null (zeroed): not a gRPC call.
 pub(crate) struct Prepared {
     body: *mut ngx_http_request_body_t,
     lines: *mut ngx_table_elt_t,
@@ -278,12 +278,16 @@ pub(crate) unsafe fn prepare(r: *mut ngx_http_request_t) -> Result<Prepared, Str
 }
 
 /// Makes `sr` the call: its own body and header list, `te: trailers` (which NGINX's gRPC
-/// proxy forwards from `headers_in.te`), no length, method POST. Cannot fail.
+/// proxy forwards from `headers_in.te`), no length, method POST. Cannot fail. Done in its
+/// content handler, not at creation: the phases before (server `if`, `set`) see the
+/// client's method and lines, as the parent did, and compute the variables they share
+/// with it from the same input.
 ///
 /// # Safety
-/// `sr` must be a subrequest just created, `p` from [`prepare`] for its parent.
-pub(crate) unsafe fn install(sr: *mut ngx_http_request_t, p: Prepared) {
-    // SAFETY: the subrequest is NGINX's, not yet run; everything set lives in the pool.
+/// `sr` must be the subrequest in its content handler, `p` from [`prepare`] for its parent.
+unsafe fn install(sr: *mut ngx_http_request_t, p: &Prepared) {
+    // SAFETY: the subrequest is NGINX's, its upstream not yet created; everything set lives
+    // in the pool.
     unsafe {
         (*sr).request_body = p.body;
         (*sr).headers_in.content_length = core::ptr::null_mut();
@@ -295,16 +299,17 @@ pub(crate) unsafe fn install(sr: *mut ngx_http_request_t, p: Prepared) {
     }
 }
 
-/// The call reached the location: its URI becomes the stream's method path (`grpc_pass` has
-/// no URI part: `:path` is the request's URI).
+/// The call reached the location: it becomes the call ([`install`]), and its URI the
+/// stream's method path (`grpc_pass` has no URI part: `:path` is the request's URI).
 ///
 /// # Safety
-/// `sr` must be the subrequest in its content handler.
-pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t) {
+/// `sr` must be the subrequest in its content handler, `p` its [`Prepared`].
+pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t, p: &Prepared) {
     let path = epp_proto::GRPC_PATH;
     // SAFETY: a read-only static: the gRPC proxy only reads `r->uri`; the location was
     // already found.
     unsafe {
+        install(sr, p);
         (*sr).uri = ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() };
         (*sr).set_valid_unparsed_uri(0);
     }

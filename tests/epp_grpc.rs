@@ -276,3 +276,70 @@ fn http2_clients_get_the_same_call_and_the_same_immediate_answer() {
     assert_eq!(body, "shed by the fake EPP\n");
     n.finish();
 }
+
+/// A server-level `if` on the client's lines, and `set` in the EPP's location: on
+/// `{PORT}` every request needs `Authorization`; on `plain` nothing is required.
+fn conf_rewrites(fake: &Fake, plain: u16) -> String {
+    let location = r#"
+        location /infer {
+            set $epp_internal_path /_internal;
+            set $seen "$request_method|$http_content_type|$http_x_user";
+            http_matches_epp grpc://epp;
+        }
+        location /_internal {
+            internal;
+            if ($epp_none) {
+                return 200 "no endpoint\n";
+            }
+            proxy_set_header X-Seen $seen;
+            proxy_pass http://$inference_workload_endpoint;
+        }"#;
+    format!(
+        r#"
+    upstream epp {{ server {fake}; }}
+    map $inference_workload_endpoint $epp_none {{ "" 1; default 0; }}
+    server {{
+        listen 127.0.0.1:{{PORT}};
+        if ($http_authorization = "") {{
+            return 401;
+        }}
+        {location}
+    }}
+    server {{
+        listen 127.0.0.1:{plain};
+        {location}
+    }}
+"#,
+        fake = fake.addr
+    )
+}
+
+#[test]
+fn the_calls_rewrite_phases_see_the_clients_lines_and_leave_its_variables_alone() {
+    let echo = Server::echo();
+    let fake = Fake::start("epp-grpc-rewrite", &echo.endpoint());
+    let plain = common::free_port();
+    let n = start("epp-grpc-rewrite", &conf_rewrites(&fake, plain));
+    // The call passes the server's `if` as the client did (it got 401 with the call's own
+    // lines: no endpoint).
+    let r = send(&n, "/infer", "header", &[("Authorization", "Bearer x"), ("X-User", "al")], b"");
+    assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
+    assert_ne!(r.body, "no endpoint\n", "{}", n.error_log());
+    assert_eq!(echo.take().len(), 1);
+    assert_eq!(fake.records().len(), 1);
+    // `set $seen` ran again in the call, from the same method and lines: the client's value.
+    let url = format!("http://127.0.0.1:{plain}/infer");
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-User: al", "-H"])
+        .args(["x-fake-epp-mode: header", &url])
+        .output()
+        .expect("curl");
+    let r = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(r, "200", "{}", n.error_log());
+    let got = echo.take();
+    assert_eq!(got.len(), 1, "{r:?}");
+    assert_eq!(got[0].header("X-Seen"), Some("GET||al"));
+    assert_eq!(fake.records()[1]["headers"][0][1], "GET");
+    assert_eq!(errors(&n.error_log(), "http_matches_epp"), 0, "{}", n.error_log());
+    n.finish();
+}
