@@ -396,6 +396,25 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) {
     epp.host = index(VAR_HOST);
     epp.port = index(VAR_PORT);
     epp.path = index(VAR_PATH);
+    epp.content_length = variables::variable_index(cf, "content_length");
+}
+
+/// Forgets the cached value of variable `index` (a subrequest shares its parent's): the
+/// gRPC proxy's `Content-Length: $content_length` reads only non-cacheable variables anew,
+/// so a `$content_length` the client's request evaluated would frame the call with the
+/// client's length; after the call, the client's request computes its own again.
+///
+/// # Safety
+/// `r` must be a valid request; `index` an indexed variable of its configuration.
+unsafe fn forget(r: *mut ngx_http_request_t, index: Option<ngx_uint_t>) {
+    if let Some(i) = index {
+        // SAFETY: `r->variables` has one slot per indexed variable.
+        unsafe {
+            let v = &mut *(*r).variables.add(i);
+            v.set_valid(0);
+            v.set_not_found(0);
+        }
+    }
 }
 
 /// The content handler of locations with `http_matches_epp` (both for the client's request and
@@ -444,6 +463,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             (*r).uri = ngx_str_t { len: 1, data: c"/".as_ptr().cast::<u8>().cast_mut() };
             if lcf.epp_grpc {
                 crate::epp_grpc::reached(r, &(*ctx).prepared);
+                forget(r, mcf.epp.content_length);
             }
             (*r).args = ngx_str_t { len: 0, data: core::ptr::null_mut() };
             (*r).set_valid_location(0);
@@ -945,6 +965,7 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
                 escape((*r).uri.as_bytes(), 128)
             );
         } else if ctx.grpc {
+            forget(r, mcf.epp.content_length);
             if let Some(rc) = crate::epp_grpc::conclude(r, ctx, mcf.epp.endpoint) {
                 return rc;
             }

@@ -70,6 +70,8 @@ pub(crate) struct EppVars {
     pub(crate) path: Option<ngx_uint_t>,
     /// `$inference_workload_endpoint`.
     pub(crate) endpoint: ngx_uint_t,
+    /// `$content_length`, which the gRPC proxy sends (see `epp::forget`).
+    pub(crate) content_length: Option<ngx_uint_t>,
 }
 
 impl Default for MainConf {

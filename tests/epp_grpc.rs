@@ -292,6 +292,7 @@ fn conf_rewrites(fake: &Fake, plain: u16) -> String {
                 return 200 "no endpoint\n";
             }
             proxy_set_header X-Seen $seen;
+            proxy_set_header X-Len $content_length;
             proxy_pass http://$inference_workload_endpoint;
         }"#;
     format!(
@@ -307,6 +308,9 @@ fn conf_rewrites(fake: &Fake, plain: u16) -> String {
     }}
     server {{
         listen 127.0.0.1:{plain};
+        if ($content_length = "0") {{
+            return 400;
+        }}
         {location}
     }}
 "#,
@@ -340,6 +344,19 @@ fn the_calls_rewrite_phases_see_the_clients_lines_and_leave_its_variables_alone(
     assert_eq!(got.len(), 1, "{r:?}");
     assert_eq!(got[0].header("X-Seen"), Some("GET||al"));
     assert_eq!(fake.records()[1]["headers"][0][1], "GET");
+    // The server's `if` evaluated the client's `$content_length` (1024): the call's own
+    // length is not that (its stream is longer, HTTP/2 refuses the mismatch), and after the
+    // call the client's request has its own again.
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-User: al", "-H"])
+        .args(["x-fake-epp-mode: body", "--data-binary", &"k".repeat(1024), &url])
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "{}", n.error_log());
+    let got = echo.take();
+    assert_eq!(got.len(), 1, "no endpoint:\n{}", n.error_log());
+    assert_eq!((got[0].body.len(), got[0].header("X-Len")), (1024, Some("1024")));
+    assert_eq!(fake.records()[2]["body_bytes"], 1024);
     assert_eq!(errors(&n.error_log(), "http_matches_epp"), 0, "{}", n.error_log());
     n.finish();
 }
