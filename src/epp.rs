@@ -754,8 +754,10 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         // first finalization's upstream, and the parent is resumed once.
         let first = !ctx.done;
         let u = (*sr).upstream;
+        let c = (*sr).connection;
+        let cut = (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc);
         if first && ctx.grpc && !u.is_null() && (*u).headers_in.status_n != 0 {
-            crate::epp_grpc::read_answer(sr, ctx);
+            crate::epp_grpc::read_answer(sr, ctx, cut);
         } else if first && !u.is_null() && (*u).headers_in.status_n != 0 {
             ctx.status = (*u).headers_in.status_n;
             let joined = shim_endpoint(&(*u).headers_in.headers);
@@ -796,8 +798,7 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         // error, and nothing was written to the client (an in-memory subrequest has no
         // output to it), so the flag set by the memory filter's refusal is the only reason
         // it is 1; clearing it lets the client's request go on, as after any failed call.
-        let c = (*sr).connection;
-        if (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc) {
+        if cut {
             (*c).set_error(0);
             ctx.cut = true;
             return NGX_OK as ngx_int_t;

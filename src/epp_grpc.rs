@@ -338,11 +338,13 @@ unsafe fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
 }
 
 /// Decodes the call's answer (the first finalization of a subrequest with an upstream status)
-/// into `ctx.outcome`, in the request's pool.
+/// into `ctx.outcome`, in the request's pool. An answer `cut` at subrequest_output_buffer_size
+/// (GIE's EPP echoes the body back) keeps what its messages held whole gave
+/// ([`epp_proto::Decoder::cut`]).
 ///
 /// # Safety
 /// `sr` must be the call being finalized, its upstream non-null.
-pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, ctx: &mut Ctx) {
+pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, ctx: &mut Ctx, cut: bool) {
     // SAFETY: the upstream's header lists and the in-memory output buffer (`pos..last`
     // initialized) are NGINX's, alive with the request's pool.
     unsafe {
@@ -359,6 +361,10 @@ pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, ctx: &mut Ctx) {
                 if len > 0 {
                     decoder.feed(core::slice::from_raw_parts(b.pos, len));
                 }
+            }
+            if cut {
+                ctx.outcome = Pool::from_ngx_pool((*sr).pool).allocate(decoder.cut());
+                return;
             }
             let h = &(*u).headers_in;
             let (code, message) = match field(&h.trailers, b"grpc-status") {
@@ -388,9 +394,6 @@ pub(crate) unsafe fn conclude(
         let log = (*(*r).connection).log;
         let why = |s: &str| escape(s.as_bytes(), REASON_SHOWN);
         let error = match ctx.outcome.as_ref() {
-            _ if ctx.cut => "the EndpointPicker's answer is longer than \
-                             subrequest_output_buffer_size (not read); no endpoint"
-                .to_owned(),
             None => format!(
                 "no answer from the EndpointPicker (status: {}, see the upstream error \
                  above); no endpoint",
@@ -411,6 +414,11 @@ pub(crate) unsafe fn conclude(
                 );
                 return Some(answer(r, *status, headers, body));
             }
+            Some(Outcome::NoEndpoint(s)) if ctx.cut => format!(
+                "the EndpointPicker's answer is longer than subrequest_output_buffer_size: {}; \
+                 no endpoint",
+                why(s)
+            ),
             Some(Outcome::NoEndpoint(s)) => {
                 format!("no endpoint from the EndpointPicker: {}", why(s))
             }

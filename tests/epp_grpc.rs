@@ -360,3 +360,20 @@ fn the_calls_rewrite_phases_see_the_clients_lines_and_leave_its_variables_alone(
     assert_eq!(errors(&n.error_log(), "http_matches_epp"), 0, "{}", n.error_log());
     n.finish();
 }
+
+#[test]
+fn an_echoed_prompt_longer_than_the_subrequest_buffer_keeps_the_destination_read_before() {
+    let echo = Server::echo();
+    let fake = Fake::start("epp-grpc-echo", &echo.endpoint());
+    let n = start("epp-grpc-echo", &conf(&fake, common::free_port()));
+    // GIE's EPP echoes the body back: 16 KB over the 4k/8k subrequest_output_buffer_size.
+    let prompt = pattern(16 << 10);
+    let r = send(&n, "/infer", "echo", &[], &prompt);
+    assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
+    let got = echo.take();
+    assert_eq!(got.len(), 1, "no endpoint: {r:?}\n{}", n.error_log());
+    assert!(got[0].body == prompt, "the backend got the prompt");
+    assert_eq!(fake.records()[0]["body_bytes"], prompt.len());
+    assert_eq!(errors(&n.error_log(), "http_matches_epp"), 0, "{}", n.error_log());
+    n.finish();
+}

@@ -76,6 +76,9 @@ pub enum Mode {
     Malformed,
     /// Reads the request and never answers (until the client goes away).
     Slow,
+    /// As GIE's EPP: the destination in the headers response, then the request body echoed
+    /// back in a body response's body mutation.
+    Echo,
 }
 
 impl Mode {
@@ -88,6 +91,7 @@ impl Mode {
             "grpc-error" => Mode::GrpcError,
             "malformed" => Mode::Malformed,
             "slow" => Mode::Slow,
+            "echo" => Mode::Echo,
             _ => return None,
         })
     }
@@ -264,7 +268,7 @@ impl Fake {
         let mut record = got.json(mode);
         record["connections"] = self.connections.load(Ordering::Relaxed).into();
         self.write_record(&record);
-        for reply in replies(mode, &endpoint, got.headers_end_of_stream) {
+        for reply in replies(mode, &endpoint, &got) {
             if tx.send(reply).await.is_err() {
                 return;
             }
@@ -328,6 +332,15 @@ fn body_reply(mutation: Option<pb::HeaderMutation>) -> Result<Vec<u8>, Status> {
     message(Resp::RequestBody(r), None)
 }
 
+fn echo(body: &[u8]) -> Result<Vec<u8>, Status> {
+    let mutation =
+        pb::BodyMutation { mutation: Some(pb::body_mutation::Mutation::Body(body.into())) };
+    let r = pb::BodyResponse {
+        response: Some(pb::CommonResponse { body_mutation: Some(mutation), ..Default::default() }),
+    };
+    message(Resp::RequestBody(r), None)
+}
+
 fn lb_metadata(endpoint: &str) -> Struct {
     let string = Value { kind: Some(Kind::StringValue(endpoint.into())) };
     let inner = Struct { fields: [(crate::DESTINATION.to_string(), string)].into() };
@@ -353,8 +366,10 @@ fn immediate() -> Result<Vec<u8>, Status> {
 }
 
 /// The messages (or the error) a mode answers with, once the request has been read.
-fn replies(mode: Mode, endpoint: &str, no_body: bool) -> Vec<Result<Vec<u8>, Status>> {
+fn replies(mode: Mode, endpoint: &str, got: &Received) -> Vec<Result<Vec<u8>, Status>> {
+    let no_body = got.headers_end_of_stream;
     match mode {
+        Mode::Echo => vec![headers_reply(Some(destination(endpoint)), None), echo(&got.body)],
         Mode::Header if no_body => vec![headers_reply(Some(destination(endpoint)), None)],
         Mode::Header => vec![headers_reply(Some(destination(endpoint)), None), body_reply(None)],
         Mode::Body => vec![headers_reply(None, None), body_reply(Some(destination(endpoint)))],

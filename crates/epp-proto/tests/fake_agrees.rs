@@ -129,6 +129,8 @@ async fn each_mode_decodes_to_its_outcome() {
     );
     let fake = fake_epp("malformed");
     assert!(matches!(call(&fake.addr, HEADERS, None).await, Outcome::Malformed(_)));
+    let fake = fake_epp("echo");
+    assert_eq!(call(&fake.addr, HEADERS, Some(&[7; 20_000])).await, endpoint);
 }
 
 #[tokio::test(flavor = "current_thread")]
