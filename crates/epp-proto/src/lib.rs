@@ -456,9 +456,10 @@ fn destination(response: &ProcessingResponse) -> Result<Option<String>, String> 
 
 /// Whether an [`Outcome::Immediate`] header line may be written to the client as it is: a
 /// field name (an RFC 9110 token), a value with no CR, LF or NUL (no header or response
-/// splitting), and not a line the server writes itself for framing or connection management.
+/// splitting), and not a line the server writes itself (framing, connection management,
+/// HTTP/2 settings, `Server`, `Date`: NGINX adds its own, a second one would be a duplicate).
 pub fn response_header_ok(name: &str, value: &[u8]) -> bool {
-    const OWN: [&str; 7] = [
+    const OWN: [&str; 11] = [
         "content-length",
         "transfer-encoding",
         "connection",
@@ -466,6 +467,10 @@ pub fn response_header_ok(name: &str, value: &[u8]) -> bool {
         "upgrade",
         "proxy-connection",
         "trailer",
+        "te",
+        "http2-settings",
+        "server",
+        "date",
     ];
     let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
     !name.is_empty()

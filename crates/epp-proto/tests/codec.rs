@@ -436,6 +436,10 @@ fn immediate_headers_that_could_split_or_reframe_the_answer_are_refused() {
         ("Content-Length", b"0"),
         ("transfer-encoding", b"chunked"),
         ("Connection", b"close"),
+        ("TE", b"trailers"),
+        ("http2-settings", b"AAMAAABkAAQAoAAAAAIAAAAA"),
+        ("Server", b"epp"),
+        ("date", b"Thu, 01 Jan 1970 00:00:00 GMT"),
         ("x-\u{e9}", b"1"),
     ] {
         assert!(!response_header_ok(name, value), "{name:?}: {value:?}");
