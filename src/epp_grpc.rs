@@ -21,13 +21,12 @@
 //!   in the shim mode), an `ImmediateResponse` answers the client with its status, headers
 //!   and body, anything else is one `[error]` and the redirect with the variable empty.
 
-use ngx::core::Pool;
 use ngx::ffi::{
     NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_ERR,
     NGX_LOG_INFO, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_hash_key, ngx_http_output_filter,
     ngx_http_request_body_t, ngx_http_request_t, ngx_http_send_header, ngx_http_send_special,
-    ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_list_t, ngx_pcalloc, ngx_str_t, ngx_table_elt_t,
-    ngx_uint_t,
+    ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_list_t, ngx_pcalloc, ngx_pool_cleanup_add,
+    ngx_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::ngx_log_error;
 
@@ -363,7 +362,7 @@ pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, ctx: &mut Ctx, cut
                 }
             }
             if cut {
-                ctx.outcome = Pool::from_ngx_pool((*sr).pool).allocate(decoder.cut());
+                ctx.outcome = keep((*sr).pool, decoder.cut());
                 return;
             }
             let h = &(*u).headers_in;
@@ -375,7 +374,32 @@ pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, ctx: &mut Ctx, cut
             let code = code.and_then(|c| core::str::from_utf8(c).ok()?.parse::<u32>().ok());
             decoder.finish(code.map(|c| (c, message.as_str())))
         };
-        ctx.outcome = Pool::from_ngx_pool((*sr).pool).allocate(outcome);
+        ctx.outcome = keep((*sr).pool, outcome);
+    }
+}
+
+/// `outcome` moved into `pool`, dropped when the pool is destroyed; null when out of memory
+/// (ngx 0.5's `Pool::allocate` writes through the null pointer then).
+///
+/// # Safety
+/// `pool` must be a live pool.
+pub(crate) unsafe fn keep(pool: *mut ngx_pool_t, outcome: Outcome) -> *mut Outcome {
+    unsafe extern "C" fn drop_outcome(data: *mut core::ffi::c_void) {
+        // SAFETY: `data` is the `Outcome` written by `keep`; NGINX runs a cleanup once, when
+        // the pool is destroyed (dropping strings and vectors does not panic).
+        unsafe { core::ptr::drop_in_place(data.cast::<Outcome>()) }
+    }
+    // SAFETY: a cleanup with room for one `Outcome` (NGINX aligns pool allocations to
+    // `NGX_ALIGNMENT`, a word, `Outcome`'s alignment), written before its handler is set.
+    unsafe {
+        let cln = ngx_pool_cleanup_add(pool, core::mem::size_of::<Outcome>());
+        if cln.is_null() {
+            return core::ptr::null_mut();
+        }
+        let at = (*cln).data.cast::<Outcome>();
+        at.write(outcome);
+        (*cln).handler = Some(drop_outcome);
+        at
     }
 }
 
