@@ -579,9 +579,10 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         // subrequest is posted and must run under a live parent, so no error path follows.
         let grpc = HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc);
         let call_of = if grpc { Call::Grpc(crate::epp_grpc::prepare(r)) } else { Call::Shim };
-        if let Call::Grpc(Err(why)) = &call_of {
-            // No call: the redirect still happens, with no endpoint.
-            ngx_log_error!(NGX_LOG_ERR, (*(*r).connection).log, "http_matches_epp: {why}");
+        if let Call::Grpc(Err(why)) = call_of {
+            // No call: the redirect still happens, with no endpoint and one [error] (conclude).
+            let why = epp_proto::Outcome::NoEndpoint(format!("no call: {why}"));
+            (*ctx).outcome = crate::epp_grpc::keep(pool, why);
             (*ctx).done = true;
             (*ctx).reached = true;
             (*ctx).grpc = true;

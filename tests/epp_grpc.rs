@@ -32,6 +32,7 @@ fn conf_h2(fake: &Fake, dead: u16, h2: u16) -> String {
         {http2_on}
         client_body_buffer_size 16k;
         client_max_body_size 16m;
+        large_client_header_buffers 48 128k;
         location /infer {{
             set $epp_internal_path /_internal;
             http_matches_epp grpc://epp;
@@ -238,6 +239,16 @@ fn an_immediate_response_answers_the_client_and_failures_redirect_with_no_endpoi
     let modes: Vec<_> =
         fake.records().iter().map(|r| r["mode"].as_str().unwrap().to_owned()).collect();
     assert_eq!(modes, ["Immediate", "GrpcError", "Malformed", "Slow"]);
+    // Header lines over one message (4 MiB): no call, one [error].
+    let big = "b".repeat(120_000);
+    let names: Vec<String> = (0..36).map(|i| format!("X-Big-{i}")).collect();
+    let lines: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), big.as_str())).collect();
+    let before = errors(&n.error_log(), "http_matches_epp");
+    let r = send(&n, "/infer?q=1", "header", &lines, b"");
+    assert_eq!((r.status, r.body.as_str()), (200, no_endpoint), "{r:?}");
+    let log = n.error_log();
+    assert_eq!(errors(&log, "no call: the request's header lines make a message"), 1, "{log}");
+    assert_eq!(errors(&log, "http_matches_epp") - before, 1, "{log}");
     n.finish();
 }
 
