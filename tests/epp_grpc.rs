@@ -249,6 +249,14 @@ fn an_immediate_response_answers_the_client_and_failures_redirect_with_no_endpoi
     let log = n.error_log();
     assert_eq!(errors(&log, "no call: the request's header lines make a message"), 1, "{log}");
     assert_eq!(errors(&log, "http_matches_epp") - before, 1, "{log}");
+    // ImmediateResponse lines that would reframe or split the answer are dropped.
+    let r = send(&n, "/infer", "immediate-framing", &[], b"");
+    assert_eq!((r.status, r.body.as_str()), (429, "shed by the fake EPP\n"), "{r:?}");
+    let head = r.head.to_ascii_lowercase();
+    assert_eq!(head.matches("content-length").count(), 1, "{head}");
+    assert!(head.contains("\r\ncontent-length: 21"), "{head}");
+    assert!(!head.contains("transfer-encoding") && !head.contains("x-injected"), "{head}");
+    assert!(head.contains("\r\nx-fake-epp: shed"), "{head}");
     n.finish();
 }
 

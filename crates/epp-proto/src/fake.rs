@@ -76,6 +76,9 @@ pub enum Mode {
     Malformed,
     /// Reads the request and never answers (until the client goes away).
     Slow,
+    /// `Immediate` with lines that would reframe or split the answer (`content-length: 0`,
+    /// `transfer-encoding: chunked`, a value with CR LF and a line after it).
+    ImmediateFraming,
     /// As GIE's EPP: the destination in the headers response, then the request body echoed
     /// back in a body response's body mutation.
     Echo,
@@ -92,6 +95,7 @@ impl Mode {
             "malformed" => Mode::Malformed,
             "slow" => Mode::Slow,
             "echo" => Mode::Echo,
+            "immediate-framing" => Mode::ImmediateFraming,
             _ => return None,
         })
     }
@@ -348,14 +352,17 @@ fn lb_metadata(endpoint: &str) -> Struct {
     Struct { fields: [(crate::METADATA_NAMESPACE.to_string(), lb)].into() }
 }
 
-fn immediate() -> Result<Vec<u8>, Status> {
-    let (name, value) = IMMEDIATE_HEADER;
-    let mut headers = destination("");
-    headers.set_headers[0].header = Some(HeaderValue {
-        key: name.into(),
-        raw_value: value.as_bytes().to_vec(),
+fn immediate(more: &[(&str, &str)]) -> Result<Vec<u8>, Status> {
+    let line = |(name, value): (&str, &str)| HeaderValueOption {
+        header: Some(HeaderValue {
+            key: name.into(),
+            raw_value: value.as_bytes().to_vec(),
+            ..Default::default()
+        }),
         ..Default::default()
-    });
+    };
+    let mut headers = destination("");
+    headers.set_headers = [IMMEDIATE_HEADER].iter().chain(more).map(|l| line(*l)).collect();
     let r = pb::ImmediateResponse {
         status: Some(HttpStatus { code: IMMEDIATE_STATUS as i32 }),
         headers: Some(headers),
@@ -374,7 +381,12 @@ fn replies(mode: Mode, endpoint: &str, got: &Received) -> Vec<Result<Vec<u8>, St
         Mode::Header => vec![headers_reply(Some(destination(endpoint)), None), body_reply(None)],
         Mode::Body => vec![headers_reply(None, None), body_reply(Some(destination(endpoint)))],
         Mode::Metadata => vec![headers_reply(None, Some(lb_metadata(endpoint)))],
-        Mode::Immediate => vec![immediate()],
+        Mode::Immediate => vec![immediate(&[])],
+        Mode::ImmediateFraming => vec![immediate(&[
+            ("content-length", "0"),
+            ("transfer-encoding", "chunked"),
+            ("x-split", "a\r\nx-injected: 1"),
+        ])],
         Mode::GrpcError => vec![Err(Status::unavailable(ERROR_MESSAGE))],
         // Field 1 (a message) claiming 127 bytes that are not there.
         Mode::Malformed => vec![Ok(vec![0x0a, 0x7f, 0x01])],
