@@ -330,6 +330,14 @@ fn conf_rewrites(fake: &Fake, plain: u16) -> String {
         if ($content_length = "0") {{
             return 400;
         }}
+        # The shim mode's call for /mixed is to /infer, a grpc:// location.
+        location /mixed {{
+            set $epp_internal_path /_internal;
+            set $epp_host 127.0.0.1;
+            set $epp_port 1;
+            rewrite ^ /infer break;
+            http_matches_epp http://127.0.0.1:1;
+        }}
         {location}
     }}
 "#,
@@ -377,6 +385,16 @@ fn the_calls_rewrite_phases_see_the_clients_lines_and_leave_its_variables_alone(
     assert_eq!((got[0].body.len(), got[0].header("X-Len")), (1024, Some("1024")));
     assert_eq!(fake.records()[2]["body_bytes"], 1024);
     assert_eq!(errors(&n.error_log(), "http_matches_epp"), 0, "{}", n.error_log());
+    // A shim-mode call landing in the grpc:// location is refused there: the EPP never gets
+    // the shim's request (the client's raw body as its stream).
+    let out = Command::new("curl")
+        .args(["-s", "-H", "x-fake-epp-mode: header", "--data-binary", "raw body"])
+        .arg(format!("http://127.0.0.1:{plain}/mixed"))
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "no endpoint\n", "{}", n.error_log());
+    assert_eq!(fake.records().len(), 3, "{}", n.error_log());
+    assert_eq!(errors(&n.error_log(), "landed in a location of the other mode"), 1);
     n.finish();
 }
 
