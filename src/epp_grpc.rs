@@ -23,10 +23,10 @@
 
 use ngx::ffi::{
     NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_ERR,
-    NGX_LOG_INFO, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_hash_key, ngx_http_output_filter,
-    ngx_http_request_body_t, ngx_http_request_t, ngx_http_send_header, ngx_http_send_special,
-    ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_list_t, ngx_pcalloc, ngx_pool_cleanup_add,
-    ngx_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    NGX_LOG_INFO, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_hash_key, ngx_http_clean_header,
+    ngx_http_output_filter, ngx_http_request_body_t, ngx_http_request_t, ngx_http_send_header,
+    ngx_http_send_special, ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_list_t, ngx_pcalloc,
+    ngx_pool_cleanup_add, ngx_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::ngx_log_error;
 
@@ -455,6 +455,49 @@ pub(crate) unsafe fn conclude(
     }
 }
 
+/// Sets the client's status, length and the `ImmediateResponse`'s lines; `false`: out of
+/// memory, with some of them set.
+///
+/// # Safety
+/// `r` must be the client's request, nothing sent to it yet.
+unsafe fn set_headers(
+    r: *mut ngx_http_request_t,
+    status: u16,
+    headers: &[(String, Vec<u8>)],
+    len: usize,
+) -> bool {
+    // SAFETY: the request's output headers list and pool; every string is a pool copy.
+    unsafe {
+        let pool = (*r).pool;
+        (*r).headers_out.status = ngx_uint_t::from(status);
+        (*r).headers_out.content_length_n = len as i64;
+        for (name, value) in headers.iter().filter(|(n, v)| epp_proto::response_header_ok(n, v)) {
+            let (Some(key), Some(val), Some(low)) = (
+                pool_str(pool, name.as_bytes()),
+                pool_str(pool, value),
+                pool_str(pool, name.to_ascii_lowercase().as_bytes()),
+            ) else {
+                return false;
+            };
+            if name.eq_ignore_ascii_case("content-type") {
+                (*r).headers_out.content_type = val;
+                (*r).headers_out.content_type_len = val.len;
+                continue;
+            }
+            let h = ngx_list_push(&mut (*r).headers_out.headers) as *mut ngx_table_elt_t;
+            if h.is_null() {
+                return false;
+            }
+            h.write(core::mem::zeroed());
+            (*h).hash = 1;
+            (*h).key = key;
+            (*h).value = val;
+            (*h).lowcase_key = low.data;
+        }
+        true
+    }
+}
+
 /// Answers the client with an `ImmediateResponse`: its status, headers and body.
 ///
 /// # Safety
@@ -466,34 +509,19 @@ unsafe fn answer(
     body: &[u8],
 ) -> ngx_int_t {
     let fail = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    // SAFETY: the request's output headers list and pool; every string is a pool copy; the
-    // body buffer is a pool copy, marked as the last.
+    // SAFETY: the request's output headers and pool; the body buffer is a pool copy, marked
+    // as the last.
     unsafe {
+        // Everything allocated before anything is set or sent.
         let pool = (*r).pool;
-        (*r).headers_out.status = ngx_uint_t::from(status);
-        (*r).headers_out.content_length_n = body.len() as i64;
-        for (name, value) in headers.iter().filter(|(n, v)| epp_proto::response_header_ok(n, v)) {
-            let (Some(key), Some(val), Some(low)) = (
-                pool_str(pool, name.as_bytes()),
-                pool_str(pool, value),
-                pool_str(pool, name.to_ascii_lowercase().as_bytes()),
-            ) else {
-                return fail;
-            };
-            if name.eq_ignore_ascii_case("content-type") {
-                (*r).headers_out.content_type = val;
-                (*r).headers_out.content_type_len = val.len;
-                continue;
-            }
-            let h = ngx_list_push(&mut (*r).headers_out.headers) as *mut ngx_table_elt_t;
-            if h.is_null() {
-                return fail;
-            }
-            h.write(core::mem::zeroed());
-            (*h).hash = 1;
-            (*h).key = key;
-            (*h).value = val;
-            (*h).lowcase_key = low.data;
+        let b = ngx_pcalloc(pool, core::mem::size_of::<ngx_buf_t>()) as *mut ngx_buf_t;
+        let Some(data) = pool_str(pool, body).filter(|_| !b.is_null()) else {
+            return fail;
+        };
+        if !set_headers(r, status, headers, body.len()) {
+            // NGINX's 500 page keeps the output header list: none of the EPP's lines on it.
+            ngx_http_clean_header(r);
+            return fail;
         }
         let rc = ngx_http_send_header(r);
         if rc == NGX_ERROR as ngx_int_t || rc > NGX_OK as ngx_int_t || (*r).header_only() != 0 {
@@ -501,15 +529,6 @@ unsafe fn answer(
         }
         if body.is_empty() {
             return ngx_http_send_special(r, NGX_HTTP_LAST as ngx_uint_t);
-        }
-        let (Some(data), b) = (
-            pool_str(pool, body),
-            ngx_pcalloc(pool, core::mem::size_of::<ngx_buf_t>()) as *mut ngx_buf_t,
-        ) else {
-            return fail;
-        };
-        if b.is_null() {
-            return fail;
         }
         (*b).start = data.data;
         (*b).pos = data.data;
