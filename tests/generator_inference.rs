@@ -94,10 +94,9 @@ fn the_picker_is_asked_and_fail_close_and_fail_open_hold() {
     n.finish();
 }
 
-/// The gRPC form as written by default: `nginx -t` with the module loaded accepts it. Needs
-/// the module's `http_matches_epp grpc://ADDRESS` (#47 item 1, built beside this).
+/// The gRPC form as written by default: `nginx -t` with the module loaded accepts it
+/// (the module's `http_matches_epp grpc://ADDRESS`).
 #[test]
-#[ignore = "needs the module's gRPC mode (http_matches_epp grpc://); run after it is merged"]
 fn the_grpc_form_loads() {
     let mut backends = BackendMap::new();
     backends.insert("default/epp:9002".into(), "127.0.0.1:9002".into());
