@@ -4,7 +4,7 @@
 //! picker shim at URL (the request's method, every header plus `X-EPP-Host: $epp_host` and
 //! `X-EPP-Port: $epp_port`, the body), set `$inference_workload_endpoint` to the first
 //! `ip:port` of the answer's `X-Gateway-Destination-Endpoint` list (checked, see
-//! [`first_endpoint`]; the answer's `X-Accel-*` headers ignored), and internally redirect
+//! [`crate::epp_call`]; the answer's `X-Accel-*` headers ignored), and internally redirect
 //! to `$epp_internal_path` with the client's own query string, whatever the shim answered.
 //!
 //! Design (issue #32):
@@ -51,16 +51,17 @@ use ngx::ffi::{
     NGX_DONE, NGX_ERROR, NGX_HTTP_CLIENT_CLOSED_REQUEST, NGX_HTTP_INTERNAL_SERVER_ERROR,
     NGX_HTTP_SPECIAL_RESPONSE, NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED,
     NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_LOG_ERR,
-    NGX_LOG_INFO, NGX_OK, ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key,
-    ngx_http_conf_ctx_t, ngx_http_finalize_request, ngx_http_handler_pt,
-    ngx_http_internal_redirect, ngx_http_named_location, ngx_http_post_subrequest_t,
-    ngx_http_read_client_request_body, ngx_http_request_empty_handler, ngx_http_request_t,
-    ngx_http_subrequest, ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t,
-    ngx_palloc, ngx_pcalloc, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    NGX_OK, ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key, ngx_http_conf_ctx_t,
+    ngx_http_finalize_request, ngx_http_handler_pt, ngx_http_internal_redirect,
+    ngx_http_named_location, ngx_http_post_subrequest_t, ngx_http_read_client_request_body,
+    ngx_http_request_empty_handler, ngx_http_request_t, ngx_http_subrequest,
+    ngx_http_variable_value_t, ngx_int_t, ngx_list_part_t, ngx_module_t, ngx_palloc, ngx_pcalloc,
+    ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{ngx_conf_log_error, ngx_log_error};
 
+use crate::epp_call::{install_headers, set_endpoint};
 use crate::state::{EppVars, LocConf};
 use crate::util::{conf_args, escape, pool_str, text, var};
 use crate::{ConfResult, HttpMatchesModule, guard, variables};
@@ -682,28 +683,6 @@ unsafe fn headers_for_shim(
     }
 }
 
-/// Makes `lines` (from [`headers_for_shim`]) the subrequest's header list. Cannot fail.
-///
-/// # Safety
-/// `sr` must be a subrequest just created (its `headers_in` a copy of its parent's), `lines`
-/// an array of that many initialized elements in the parent's pool.
-pub(crate) unsafe fn install_headers(
-    sr: *mut ngx_http_request_t,
-    lines: (*mut ngx_table_elt_t, usize),
-) {
-    // SAFETY: `sr` is pool memory and never moves, so its list may point at its own first
-    // part; the array outlives the subrequest (the parent's pool).
-    unsafe {
-        let (elts, n) = lines;
-        let list = &mut (*sr).headers_in.headers;
-        list.part = ngx_list_part_t { elts: elts.cast(), nelts: n, next: core::ptr::null_mut() };
-        list.last = &mut list.part;
-        list.size = core::mem::size_of::<ngx_table_elt_t>();
-        list.nalloc = n;
-        list.pool = (*(*sr).parent).pool;
-    }
-}
-
 /// The post-subrequest handler: records the shim's answer in the client request's context,
 /// and has the client's request resume in [`resume`]. Called each time NGINX finalizes the
 /// subrequest (an error code first, then the special response's own finalization).
@@ -758,7 +737,7 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         let c = (*sr).connection;
         let cut = (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc);
         if first && ctx.grpc && !u.is_null() && (*u).headers_in.status_n != 0 {
-            crate::epp_grpc::read_answer(sr, ctx, cut);
+            ctx.outcome = crate::epp_grpc::read_answer(sr, cut);
         } else if first && !u.is_null() && (*u).headers_in.status_n != 0 {
             ctx.status = (*u).headers_in.status_n;
             let joined = shim_endpoint(&(*u).headers_in.headers);
@@ -877,72 +856,6 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
     });
 }
 
-/// Sets `$inference_workload_endpoint` (variable `index`) to the first endpoint of the shim's
-/// `list`, or logs why the list is refused (the variable stays empty).
-///
-/// # Safety
-/// `r` must be the client's request; `endpoint` lives in its pool.
-pub(crate) unsafe fn set_endpoint(
-    r: *mut ngx_http_request_t,
-    index: ngx_uint_t,
-    endpoint: ngx_str_t,
-) {
-    // SAFETY: `index` is an indexed variable of the request's configuration; the value points
-    // into `endpoint`, pool memory of the request.
-    unsafe {
-        let log = (*(*r).connection).log;
-        let list = endpoint.as_bytes();
-        match first_endpoint(list) {
-            Ok((at, len)) => {
-                let v = &mut *(*r).variables.add(index);
-                crate::util::var::set(v, endpoint.data.add(at), len);
-                ngx_log_error!(
-                    NGX_LOG_INFO,
-                    log,
-                    "http_matches_epp: found inference endpoint from EndpointPicker: {}",
-                    escape(list, 256)
-                );
-            }
-            Err(why) => {
-                ngx_log_error!(
-                    NGX_LOG_ERR,
-                    log,
-                    "http_matches_epp: the EndpointPicker's X-Gateway-Destination-Endpoint \"{}\" \
-                     is not an ip:port list ({why}); no endpoint",
-                    escape(list, 256)
-                );
-            }
-        }
-    }
-}
-
-/// The EPP protocol's destination: `ip:port` or a comma-separated list of them in order of
-/// preference (IPv6 in brackets, no zone), white space around each allowed; several header
-/// lines come joined as one list. Returns where the first (preferred) one is in `list` and its
-/// length (`proxy_pass http://$inference_workload_endpoint` takes one address), or what is
-/// wrong with the list.
-fn first_endpoint(list: &[u8]) -> Result<(usize, usize), String> {
-    let mut first = None;
-    let mut at = 0;
-    for item in list.split(|&b| b == b',') {
-        let start = at + item.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
-        let end =
-            at + item.len() - item.iter().rev().take_while(|b| matches!(b, b' ' | b'\t')).count();
-        at += item.len() + 1;
-        let one = &list[start..end.max(start)];
-        let addr =
-            core::str::from_utf8(one).ok().and_then(|t| t.parse::<std::net::SocketAddr>().ok());
-        match addr {
-            Some(a) if a.port() != 0 && !one.contains(&b'%') => {
-                first.get_or_insert((start, one.len()));
-            }
-            _ if one.is_empty() => return Err("an empty element".to_owned()),
-            _ => return Err(format!("\"{}\" is not ip:port", escape(one, 64))),
-        }
-    }
-    first.ok_or_else(|| "empty".to_owned())
-}
-
 /// # Safety
 /// `r` must be the client's request, its subrequest done and recorded in `ctx`.
 unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
@@ -968,7 +881,9 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
             );
         } else if ctx.grpc {
             forget(r, mcf.epp.content_length);
-            if let Some(rc) = crate::epp_grpc::conclude(r, ctx, mcf.epp.endpoint) {
+            if let Some(rc) =
+                crate::epp_grpc::conclude(r, (ctx.outcome, ctx.rc, ctx.cut), mcf.epp.endpoint)
+            {
                 return rc;
             }
         } else if ctx.status == 200 && ctx.endpoint.len > 0 {

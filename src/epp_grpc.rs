@@ -32,7 +32,6 @@ use ngx::ngx_log_error;
 
 use epp_proto::{MAX_MESSAGE, Outcome, Piece};
 
-use crate::epp::Ctx;
 use crate::util::{HeaderLines, escape, pool_str};
 
 /// The scheme that selects this mode.
@@ -294,7 +293,7 @@ unsafe fn install(sr: *mut ngx_http_request_t, p: &Prepared) {
         (*sr).headers_in.te = p.te;
         (*sr).method = NGX_HTTP_POST as ngx_uint_t;
         (*sr).method_name = ngx_str_t { len: 4, data: c"POST".as_ptr().cast::<u8>().cast_mut() };
-        crate::epp::install_headers(sr, (p.lines, 1));
+        crate::epp_call::install_headers(sr, (p.lines, 1));
     }
 }
 
@@ -337,13 +336,13 @@ unsafe fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
 }
 
 /// Decodes the call's answer (the first finalization of a subrequest with an upstream status)
-/// into `ctx.outcome`, in the request's pool. An answer `cut` at subrequest_output_buffer_size
+/// as returned, kept in the request's pool. An answer `cut` at subrequest_output_buffer_size
 /// (GIE's EPP echoes the body back) keeps what its messages held whole gave
 /// ([`epp_proto::Decoder::cut`]).
 ///
 /// # Safety
 /// `sr` must be the call being finalized, its upstream non-null.
-pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, ctx: &mut Ctx, cut: bool) {
+pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, cut: bool) -> *mut Outcome {
     // SAFETY: the upstream's header lists and the in-memory output buffer (`pos..last`
     // initialized) are NGINX's, alive with the request's pool.
     unsafe {
@@ -362,8 +361,7 @@ pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, ctx: &mut Ctx, cut
                 }
             }
             if cut {
-                ctx.outcome = keep((*sr).pool, decoder.cut());
-                return;
+                return keep((*sr).pool, decoder.cut());
             }
             let h = &(*u).headers_in;
             let (code, message) = match field(&h.trailers, b"grpc-status") {
@@ -374,7 +372,7 @@ pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, ctx: &mut Ctx, cut
             let code = code.and_then(|c| core::str::from_utf8(c).ok()?.parse::<u32>().ok());
             decoder.finish(code.map(|c| (c, message.as_str())))
         };
-        ctx.outcome = keep((*sr).pool, outcome);
+        keep((*sr).pool, outcome)
     }
 }
 
@@ -407,27 +405,28 @@ pub(crate) unsafe fn keep(pool: *mut ngx_pool_t, outcome: Outcome) -> *mut Outco
 /// client was answered (an `ImmediateResponse`), `None` to redirect.
 ///
 /// # Safety
-/// `r` must be the client's request, its call done and recorded in `ctx`.
+/// `r` must be the client's request, its call done: `outcome` its answer (null: none), `rc` the
+/// first failing code the call was finalized with, `cut` its answer did not fit in memory.
 pub(crate) unsafe fn conclude(
     r: *mut ngx_http_request_t,
-    ctx: &Ctx,
+    (outcome, rc, cut): (*mut Outcome, ngx_int_t, bool),
     index: ngx_uint_t,
 ) -> Option<ngx_int_t> {
     // SAFETY: the outcome lives in the request's pool (see `read_answer`).
     unsafe {
         let log = (*(*r).connection).log;
         let why = |s: &str| escape(s.as_bytes(), REASON_SHOWN);
-        let error = match ctx.outcome.as_ref() {
+        let error = match outcome.as_ref() {
             None => format!(
                 "no answer from the EndpointPicker (status: {}, see the upstream error \
                  above); no endpoint",
-                ctx.rc
+                rc
             ),
             Some(Outcome::Endpoint(e)) => {
                 let Some(s) = pool_str((*r).pool, e.as_bytes()) else {
                     return Some(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
                 };
-                crate::epp::set_endpoint(r, index, s);
+                crate::epp_call::set_endpoint(r, index, s);
                 return None;
             }
             Some(Outcome::Immediate { status, headers, body }) => {
@@ -438,7 +437,7 @@ pub(crate) unsafe fn conclude(
                 );
                 return Some(answer(r, *status, headers, body));
             }
-            Some(Outcome::NoEndpoint(s)) if ctx.cut => format!(
+            Some(Outcome::NoEndpoint(s)) if cut => format!(
                 "the EndpointPicker's answer is longer than subrequest_output_buffer_size: {}; \
                  no endpoint",
                 why(s)

@@ -17,6 +17,7 @@ use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, HttpModu
 mod cache;
 mod conf;
 mod epp;
+mod epp_call;
 mod epp_grpc;
 mod fallback;
 mod guard;

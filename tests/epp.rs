@@ -83,25 +83,8 @@ fn conf(shim: &Server, h2_port: u16) -> String {
     )
 }
 
-/// NGINX with `http_body`; its workers run as the test's user (`user root;` is only taken by a
-/// root master), so that they can write the request-body temp files in the private scratch
-/// directory.
 fn start(name: &str, http_body: &str) -> Nginx {
-    let p = common::Prefix::new(name, http_body, &[]);
-    let loads = format!("load_module {};\nuser root;\n", common::module_path().display());
-    let conf = common::preamble(&[
-        ("LOADS", &loads),
-        ("MASTER", "on"),
-        ("WORKERS", "1"),
-        ("LOG_LEVEL", "info"),
-        ("CONNECTIONS", "512"),
-        ("ACCESS_LOG", "off"),
-        ("HTTP", &http_body.replace("{PORT}", &p.port.to_string())),
-    ]);
-    p.write("nginx.conf", &conf);
-    let (ok, out) = p.test();
-    assert!(ok, "nginx -t failed:\n{out}");
-    p.start()
+    Nginx::start_keeping_bodies(name, http_body)
 }
 
 /// An HTTP/1.1 request with `Connection: close`; `headers` are written as given.

@@ -66,24 +66,8 @@ fn conf_h2(fake: &Fake, dead: u16, h2: u16) -> String {
     )
 }
 
-/// NGINX with `http_body`; its workers run as the test's user (a root master takes `user
-/// root;`), so that they can write the request-body temp files in the private scratch root.
 fn start(name: &str, http_body: &str) -> Nginx {
-    let p = common::Prefix::new(name, http_body, &[]);
-    let loads = format!("load_module {};\nuser root;\n", common::module_path().display());
-    let conf = common::preamble(&[
-        ("LOADS", &loads),
-        ("MASTER", "on"),
-        ("WORKERS", "1"),
-        ("LOG_LEVEL", "info"),
-        ("CONNECTIONS", "512"),
-        ("ACCESS_LOG", "off"),
-        ("HTTP", &http_body.replace("{PORT}", &p.port.to_string())),
-    ]);
-    p.write("nginx.conf", &conf);
-    let (ok, out) = p.test();
-    assert!(ok, "nginx -t failed:\n{out}");
-    p.start()
+    Nginx::start_keeping_bodies(name, http_body)
 }
 
 /// An HTTP/1.1 request with `Connection: close`, the fake's `mode`, and `body` as given (a

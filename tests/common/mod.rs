@@ -238,6 +238,27 @@ impl Nginx {
         p.start()
     }
 
+    /// NGINX with `http_body` under a master with one worker that runs as the test's user (a
+    /// root master takes `user root;`), so that it can write request-body temp files in the
+    /// private scratch root.
+    pub fn start_keeping_bodies(name: &str, http_body: &str) -> Nginx {
+        let p = Prefix::new(name, http_body, &[]);
+        let loads = format!("load_module {};\nuser root;\n", module_path().display());
+        let conf = preamble(&[
+            ("LOADS", &loads),
+            ("MASTER", "on"),
+            ("WORKERS", "1"),
+            ("LOG_LEVEL", "info"),
+            ("CONNECTIONS", "512"),
+            ("ACCESS_LOG", "off"),
+            ("HTTP", &http_body.replace("{PORT}", &p.port.to_string())),
+        ]);
+        p.write("nginx.conf", &conf);
+        let (ok, out) = p.test();
+        assert!(ok, "nginx -t failed:\n{out}");
+        p.start()
+    }
+
     pub fn port(&self) -> u16 {
         self.prefix.port
     }

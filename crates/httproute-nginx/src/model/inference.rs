@@ -90,7 +90,7 @@ pub(crate) fn check_pool(p: &InferencePool) -> Result<(), (String, String)> {
     {
         return err("endpointPickerRef", "only a core Service can be the endpoint picker".into());
     }
-    if !super::is_dns_label(&r.name) {
+    if !super::validate::is_dns_label(&r.name) {
         return err("endpointPickerRef.name", format!("{:?} is not a Service name", r.name));
     }
     if r.port.is_none_or(|p| p.number == 0) {

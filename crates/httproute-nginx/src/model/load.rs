@@ -61,7 +61,7 @@ pub struct Inputs {
     /// InferencePools given (`inference.networking.k8s.io/v1`): `namespace/name` -> pool.
     /// One the CRD would refuse is left out with a warning: a backendRef to it does not
     /// resolve (`BackendNotFound`).
-    pub inference_pools: BTreeMap<String, super::InferencePool>,
+    pub inference_pools: BTreeMap<String, super::inference::InferencePool>,
     /// Services the API server would refuse: `namespace/name` -> why. A backendRef to one
     /// does not resolve (`BackendNotFound`).
     pub refused_services: BTreeMap<String, String>,
@@ -545,7 +545,7 @@ fn inference_pool(v: &Value, at: &Place, inputs: &mut Inputs) -> Result<(), Inpu
         note(inputs, format!("InferencePool of apiVersion {version:?}"), at);
         return Ok(());
     }
-    let p: super::InferencePool = typed(v, &here)?;
+    let p: super::inference::InferencePool = typed(v, &here)?;
     validate_meta(&p.metadata).map_err(|(f, m)| here(f, m))?;
     super::inference::check_pool(&p).map_err(|(f, m)| here(f, m))?;
     let key = format!("{}/{}", p.metadata.namespace, p.metadata.name);

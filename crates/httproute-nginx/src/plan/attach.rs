@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::model::{AllowedRoutes, HttpRoute, Inputs};
 
-use super::backends::ResolvedRoute;
 use super::ids::{ListenerId, RouteId, RouteKind};
 use super::listeners::Listener;
+use super::references::ResolvedRoute;
 use super::status::{Condition, ConditionType, Reason, RouteNode};
 use super::types::wildcard_covers;
 

@@ -9,6 +9,9 @@ use std::collections::{HashMap, HashSet};
 
 use crate::model::ReferenceGrant;
 
+/// The grant key of an InferencePool (its group is not the core one).
+pub(super) const POOL_KIND: &str = "inference.networking.k8s.io/InferencePool";
+
 /// (to namespace, from kind, from namespace, to kind).
 type Key<'a> = (&'a str, &'a str, &'a str, &'a str);
 
@@ -29,9 +32,7 @@ impl<'a> Grants<'a> {
                     // A core kind by its name; an InferencePool by its group too.
                     let to_kind: &str = match (t.group.as_str(), t.kind.as_str()) {
                         ("", kind) => kind,
-                        (crate::model::INFERENCE_GROUP, "InferencePool") => {
-                            super::inference::POOL_KIND
-                        }
+                        (crate::model::INFERENCE_GROUP, "InferencePool") => POOL_KIND,
                         _ => continue,
                     };
                     let key = (g.metadata.namespace.as_str(), &*f.kind, &*f.namespace, to_kind);

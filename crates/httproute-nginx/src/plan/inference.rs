@@ -10,35 +10,15 @@
 //! for a Service. The picker is the `endpointPickerRef` Service of the pool's namespace, resolved as a GRPCRoute's backend
 //! (`--backend`, its ready endpoints, or its cluster DNS name).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use crate::model::{EndpointSlice, INFERENCE_GROUP, Inputs, ObjectRef};
+use crate::model::{INFERENCE_GROUP, ObjectRef};
 
-use super::backends::{Refs, Resolved, ready_ips, resolve};
+use super::backends::{Labeled, Refs, Resolved, ready_ips, resolve};
+use super::grants::POOL_KIND;
 use super::ids::RouteKind;
 use super::status::Reason;
 use super::types::{Pool, Target};
-
-/// The grant key of an InferencePool (its group is not the core one).
-pub(super) const POOL_KIND: &str = "inference.networking.k8s.io/InferencePool";
-
-/// EndpointSlices by (namespace, label key, label value): a pool looks up its first
-/// `matchLabels` pair and checks the others on those slices only. Empty when no pool is given.
-pub(super) type Labeled<'a> = BTreeMap<(&'a str, &'a str, &'a str), Vec<&'a EndpointSlice>>;
-
-/// The [`Labeled`] index of `inputs`.
-pub(super) fn slices_by_label(inputs: &Inputs) -> Labeled<'_> {
-    let mut out: Labeled<'_> = BTreeMap::new();
-    if inputs.inference_pools.is_empty() {
-        return out;
-    }
-    for s in &inputs.endpoint_slices {
-        for (k, v) in &s.metadata.labels {
-            out.entry((&s.metadata.namespace, k, v)).or_default().push(s);
-        }
-    }
-    out
-}
 
 /// Whether `r` names an InferencePool.
 pub(super) fn is_pool(r: &ObjectRef) -> bool {

@@ -43,6 +43,7 @@ mod inference;
 mod listeners;
 mod merge;
 mod precedence;
+mod references;
 mod rules;
 mod segments;
 mod servers;
@@ -141,7 +142,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let (routes, route_ages) = routes_by_age(inputs);
     let slices = backends::slices_by_service(inputs);
     let given = backends::given(inputs);
-    let labeled = inference::slices_by_label(inputs);
+    let labeled = backends::slices_by_label(inputs);
     let refs = backends::Refs {
         grpc: false,
         backends: opts.backends,
@@ -157,8 +158,8 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     };
     // 3. Every reference of every route, resolved once for the route's own kind; then
     // attachment, with each route's ResolvedRefs read from its resolved node.
-    let resolved: Vec<backends::ResolvedRoute> =
-        routes.iter().map(|r| backends::resolve_route(r, &refs)).collect();
+    let resolved: Vec<references::ResolvedRoute> =
+        routes.iter().map(|r| references::resolve_route(r, &refs)).collect();
     // Each route's outcome is carried on its node until the status is made from it.
     let (mut attachments, mut nodes) =
         attach::attach(inputs, &routes, &resolved, &route_ages, &listeners, &mut warnings);

@@ -39,7 +39,7 @@ type Served = (usize, usize, u8, (usize, usize), Option<Candidate>);
 /// rule.
 pub(super) fn route_rules(
     r: &HttpRoute,
-    resolved: &super::backends::ResolvedRoute,
+    resolved: &super::references::ResolvedRoute,
     experimental: bool,
     warnings: &mut Vec<String>,
 ) -> RouteRules {

@@ -3,8 +3,8 @@
 
 use crate::model::{Filter, HeaderModifier, Retry, Rule};
 
-use super::backends::ResolvedRule;
 use super::ids::{RouteId, RuleId};
+use super::references::ResolvedRule;
 use super::status::Reason;
 use super::types::{Backend, RulePlan, Target, normalize_prefix};
 

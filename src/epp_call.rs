@@ -1,0 +1,100 @@
+//! What both `http_matches_epp` modes (the shim, `epp`; gRPC, `epp_grpc`) do to the call and
+//! with its answer: the call's own header list, and `$inference_workload_endpoint` set from
+//! the answer's endpoint list (checked: every element `ip:port`, the first one used).
+//! Imports neither mode, so the two import it in one direction.
+
+use ngx::ffi::{
+    NGX_LOG_ERR, NGX_LOG_INFO, ngx_http_request_t, ngx_list_part_t, ngx_str_t, ngx_table_elt_t,
+    ngx_uint_t,
+};
+use ngx::ngx_log_error;
+
+use crate::util::escape;
+
+/// Makes `lines` (from [`headers_for_shim`]) the subrequest's header list. Cannot fail.
+///
+/// # Safety
+/// `sr` must be a subrequest just created (its `headers_in` a copy of its parent's), `lines`
+/// an array of that many initialized elements in the parent's pool.
+pub(crate) unsafe fn install_headers(
+    sr: *mut ngx_http_request_t,
+    lines: (*mut ngx_table_elt_t, usize),
+) {
+    // SAFETY: `sr` is pool memory and never moves, so its list may point at its own first
+    // part; the array outlives the subrequest (the parent's pool).
+    unsafe {
+        let (elts, n) = lines;
+        let list = &mut (*sr).headers_in.headers;
+        list.part = ngx_list_part_t { elts: elts.cast(), nelts: n, next: core::ptr::null_mut() };
+        list.last = &mut list.part;
+        list.size = core::mem::size_of::<ngx_table_elt_t>();
+        list.nalloc = n;
+        list.pool = (*(*sr).parent).pool;
+    }
+}
+
+/// Sets `$inference_workload_endpoint` (variable `index`) to the first endpoint of the shim's
+/// `list`, or logs why the list is refused (the variable stays empty).
+///
+/// # Safety
+/// `r` must be the client's request; `endpoint` lives in its pool.
+pub(crate) unsafe fn set_endpoint(
+    r: *mut ngx_http_request_t,
+    index: ngx_uint_t,
+    endpoint: ngx_str_t,
+) {
+    // SAFETY: `index` is an indexed variable of the request's configuration; the value points
+    // into `endpoint`, pool memory of the request.
+    unsafe {
+        let log = (*(*r).connection).log;
+        let list = endpoint.as_bytes();
+        match first_endpoint(list) {
+            Ok((at, len)) => {
+                let v = &mut *(*r).variables.add(index);
+                crate::util::var::set(v, endpoint.data.add(at), len);
+                ngx_log_error!(
+                    NGX_LOG_INFO,
+                    log,
+                    "http_matches_epp: found inference endpoint from EndpointPicker: {}",
+                    escape(list, 256)
+                );
+            }
+            Err(why) => {
+                ngx_log_error!(
+                    NGX_LOG_ERR,
+                    log,
+                    "http_matches_epp: the EndpointPicker's X-Gateway-Destination-Endpoint \"{}\" \
+                     is not an ip:port list ({why}); no endpoint",
+                    escape(list, 256)
+                );
+            }
+        }
+    }
+}
+
+/// The EPP protocol's destination: `ip:port` or a comma-separated list of them in order of
+/// preference (IPv6 in brackets, no zone), white space around each allowed; several header
+/// lines come joined as one list. Returns where the first (preferred) one is in `list` and its
+/// length (`proxy_pass http://$inference_workload_endpoint` takes one address), or what is
+/// wrong with the list.
+fn first_endpoint(list: &[u8]) -> Result<(usize, usize), String> {
+    let mut first = None;
+    let mut at = 0;
+    for item in list.split(|&b| b == b',') {
+        let start = at + item.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
+        let end =
+            at + item.len() - item.iter().rev().take_while(|b| matches!(b, b' ' | b'\t')).count();
+        at += item.len() + 1;
+        let one = &list[start..end.max(start)];
+        let addr =
+            core::str::from_utf8(one).ok().and_then(|t| t.parse::<std::net::SocketAddr>().ok());
+        match addr {
+            Some(a) if a.port() != 0 && !one.contains(&b'%') => {
+                first.get_or_insert((start, one.len()));
+            }
+            _ if one.is_empty() => return Err("an empty element".to_owned()),
+            _ => return Err(format!("\"{}\" is not ip:port", escape(one, 64))),
+        }
+    }
+    first.ok_or_else(|| "empty".to_owned())
+}
