@@ -3,7 +3,9 @@
 //! Per request: pick the list (inline, `$match_key` in the loaded file, or a cached
 //! `$http_matches` value), evaluate it over the request as NGINX stored it (no copies), then
 //! internally redirect to the winner with the request's own `r->args`, answer 404 through
-//! NGINX's special responses, or 500 with one `[error]` line that says what was wrong.
+//! NGINX's special responses (or continue in the server `http_matches_fallback` names; 421 when
+//! that server verifies client certificates on a TLS connection negotiated for another), or 500
+//! with one `[error]` line that says what was wrong.
 
 use core::fmt;
 use core::sync::atomic::{AtomicU32, Ordering};

@@ -2,8 +2,8 @@
 //! module, a drop-in for `httpmatches.js`.
 //!
 //! This crate is the thin glue between NGINX and the `route-match` engine: directives, the
-//! content handler, variables. All unsafe code of the project lives here, each block with a
-//! `SAFETY:` comment. Every function NGINX calls is wrapped in [`guard`]: a Rust panic becomes a
+//! content handler, variables. Unsafe code lives here and in `crates/pcre2-bounded` (the glue
+//! to PCRE2) only, each block with a `SAFETY:` comment. Every function NGINX calls is wrapped in [`guard`]: a Rust panic becomes a
 //! logged error (`[alert]` + 500 for requests, `[emerg]` for configuration), never a dead worker.
 
 use core::ffi::{c_char, c_void};

@@ -3,7 +3,7 @@
 //!
 //! Lists from `http_matches_load` and inline `http_matches` arguments are parsed and compiled
 //! here, in the master, while NGINX reads its configuration: never per request, never per
-//! worker. Problems surface at `nginx -t` in NGINX's own style.
+//! worker (a `$http_matches` value is compiled by a worker, once per distinct value: `cache`). Problems surface at `nginx -t` in NGINX's own style.
 
 use core::ffi::c_void;
 
