@@ -235,6 +235,8 @@ YAML
   "")
     step "format"
     cargo fmt --all -- --check
+    step "every test docs/RELIABILITY.md names exists (scripts/check-reliability-tests.sh)"
+    scripts/check-reliability-tests.sh
     step "clippy"
     cargo clippy --workspace --all-targets --release -- -D warnings
     step "engine tests (no NGINX)"
