@@ -592,6 +592,12 @@ def fmt_i(x):
     return f"{x:,.0f}"
 
 
+
+def measured_commit():
+    """The commit the figures are measured on (docs/BENCHMARKS.md names one for every figure)."""
+    r = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
 def report(results, load):
     floor = results.get("floor: return 200", {})
     native = results.get("native internal redirect", {})
@@ -603,6 +609,7 @@ def report(results, load):
         "# Benchmarks",
         "",
         "Produced by `scripts/bench/bench.sh` in one run on one machine (2 cores); do not edit by hand.",
+        f"Measured on commit {measured_commit()}.",
         f"NGINX: `{nginx_v}` (Debian) with the module built for it (`scripts/build.sh --system`);",
         f"njs: {njs_v}, NGF's own `httpmatches.js` (not part of this repository).",
         "",

@@ -375,12 +375,19 @@ def smib(kib):
     return f"{kib / 1024:+.1f}"
 
 
+
+def measured_commit():
+    """The commit the figures are measured on (docs/BENCHMARKS.md names one for every figure)."""
+    r = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
 def report(results, sizes):
     nginx_v = subprocess.run([NGINX, "-v"], capture_output=True, text=True).stderr.strip()
     njs_v = results.get("njs_version", NJS_VERSION)
     lines = [BEGIN, "", "## NGF-shaped configurations: module vs njs", "",
              f"Produced by `scripts/bench/ngf-scale.sh` in one run (2 cores, `worker_processes auto` = 2);",
              f"`{nginx_v}` (Debian), **njs {njs_v}** with NGF's own `httpmatches.js`.",
+             f"Measured on commit {measured_commit()}.",
              "R HTTPRoutes of three rules each (a header match, a query match, a default), ten",
              "hostnames, written by `httproute-nginx`: one matcher location per path and one internal",
              "location per rule, as NGF lays them out. The njs twin is the same file with",
