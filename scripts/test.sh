@@ -235,8 +235,8 @@ YAML
   "")
     step "format"
     cargo fmt --all -- --check
-    step "every test docs/RELIABILITY.md names exists (scripts/check-reliability-tests.sh)"
-    scripts/check-reliability-tests.sh
+    step "the docs name only tests and files that exist (scripts/check-docs.sh)"
+    scripts/check-docs.sh
     step "clippy"
     cargo clippy --workspace --all-targets --release -- -D warnings
     step "engine tests (no NGINX)"

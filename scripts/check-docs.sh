@@ -3,7 +3,7 @@
 # docs/ARCHITECTURE.md name is a file of this checkout holding `fn TEST`, every script they
 # name exists, and docs/ARCHITECTURE.md's map names every source file of src/ and crates/*/src.
 # Cheap (grep only), run by scripts/test.sh, so the tables cannot rot.
-#   scripts/check-reliability-tests.sh [DOC...]   default: docs/RELIABILITY.md docs/ARCHITECTURE.md
+#   scripts/check-docs.sh [DOC...]   default: docs/RELIABILITY.md docs/ARCHITECTURE.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || set -- docs/RELIABILITY.md docs/ARCHITECTURE.md
