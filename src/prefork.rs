@@ -37,10 +37,10 @@
 //! switch), charged to the JIT allowance the load leaves ([`want`], applied by [`arm`]); a
 //! pattern that does not fit stays on the interpreter, with a `[warn]`
 //! ([`report_jit_refusals`]). Before, the master JIT-compiled every pattern, and sljit's
-//! chunks crept to about twice one load's code over ~100 reloads (docs/RELIABILITY.md,
+//! chunks crept to about twice one load's code over ~100 reloads (docs/BENCHMARKS.md,
 //! "Master memory across reloads").
 //!
-//! Why off by default (measured, docs/RELIABILITY.md "Master memory across reloads"): with a
+//! Why off by default (measured, docs/BENCHMARKS.md "Master memory across reloads"): with a
 //! regex-heavy file the master grows with every reload while the fill is on (each reload's
 //! heap holes land in new places, and what is held keeps the heap from being trimmed), and is
 //! flat with it off; the saving it buys is in the workers' private memory under traffic.

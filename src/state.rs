@@ -112,7 +112,7 @@ pub(crate) const DEFAULT_VAR_CACHE_SIZE: usize = 32 * 1024 * 1024;
 /// `http_matches_regex_budget` unless set: match steps (see route_match::DEFAULT_REGEX_BUDGET).
 pub(crate) const DEFAULT_REGEX_BUDGET: ngx_uint_t = route_match::DEFAULT_REGEX_BUDGET as ngx_uint_t;
 /// `http_matches_max_memory` unless set: NGF-shaped configurations of 10,000 routes compile
-/// to a few MiB (docs/RELIABILITY.md), so this is far above them, and low enough that a
+/// to a few MiB (docs/BENCHMARKS.md), so this is far above them, and low enough that a
 /// hostile file cannot take the master past a few hundred MiB.
 pub(crate) const DEFAULT_MAX_MEMORY: usize = 128 * 1024 * 1024;
 /// `http_matches_regex_cache` unless set.

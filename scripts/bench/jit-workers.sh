@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What PCRE2 JIT at first use costs each worker (issue #30, docs/RELIABILITY.md "Worker memory
+# What PCRE2 JIT at first use costs each worker (issue #30, docs/BENCHMARKS.md "Worker memory
 # of JIT at first use"). CI runs it at smoke size (scripts/bench/smoke.sh); builds nothing. Starts its own NGINX (2 workers, master on,
 # a temporary prefix, a free port, `listen ... reuseport`) with the regex-heavy file of
 # tests/reload_memory.rs (2,000 lists, 4,000 distinct regexes) under `http_matches_load`, and

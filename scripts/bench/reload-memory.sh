@@ -6,7 +6,7 @@
 # peak during any reload at most 2.2x (the old and new compiled lists coexist for a moment, so
 # 2x is the floor), and then, after traffic over every list, at most 1.3x too. REGEX=1 makes two entries of each list regular expressions (20,000
 # distinct patterns): PCRE2's own per-pattern allocations do not meet the bounds yet (see
-# docs/RELIABILITY.md). TRAFFIC=1: requests throughout the reloads. VERBOSE=1 prints every sample (PSS in MiB per process).
+# docs/BENCHMARKS.md). TRAFFIC=1: requests throughout the reloads. VERBOSE=1 prints every sample (PSS in MiB per process).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 port=${PORT:-18720}

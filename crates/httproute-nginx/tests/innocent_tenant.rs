@@ -27,7 +27,7 @@
 //! the oldest), so a's older listener keeps its port's protocol and host name.
 //! Not mutated: a Gateway of b created in the same second as a's (a tie Gateway API breaks
 //! by "{namespace}/{name}", which b may win), a listener's `allowedRoutes` (the operator's
-//! policy: see docs/RELIABILITY.md, "The innocent tenant").
+//! policy: see docs/RELIABILITY.md, "one tenant's object costs only itself").
 
 mod common;
 
@@ -397,8 +397,8 @@ fn all_words<'a>(s: &'a Stmt, out: &mut Vec<&'a str>) {
 /// that define a variable it names, the upstreams it names); and the match lists its
 /// `$match_key`s name, with the lists those include: key and list.
 ///
-/// Left out, as what the whole configuration shares (docs/RELIABILITY.md, "The innocent
-/// tenant"): the hash sizes (`*_hash_bucket_size`, `*_hash_max_size`: NGINX's hashes hold
+/// Left out, as what the whole configuration shares (docs/RELIABILITY.md, "one tenant's
+/// object costs only itself"): the hash sizes (`*_hash_bucket_size`, `*_hash_max_size`: NGINX's hashes hold
 /// every name of the configuration, so their sizes depend on all of them), `resolver` (any
 /// tenant's DNS-named backend writes it) and `load_module`, `events` and the like (the run's).
 #[derive(Debug, PartialEq)]

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 /// Output bytes (nginx.conf + matches.json) per input byte, past [`FIXED`]. The worst shape
 /// is a deep chain of short prefixes: a location at depth d includes d runs (~28 bytes each)
-/// for a path of ~2d bytes of input (see docs/RELIABILITY.md, "Output linear in the input").
+/// for a path of ~2d bytes of input (see docs/BENCHMARKS.md, "Output linear in the input").
 const C: usize = 32;
 /// What any configuration has (preamble, the catch-all server, the rules' locations' frame).
 const FIXED: usize = 4096;

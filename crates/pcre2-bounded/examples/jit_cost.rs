@@ -1,4 +1,4 @@
-//! What JIT-compiling in the workers costs (issue #30, docs/RELIABILITY.md "Master memory
+//! What JIT-compiling in the workers costs (issue #30, docs/BENCHMARKS.md "Master memory
 //! across reloads"): the 4,000 patterns of `tests/reload_memory.rs`'s file, compiled as the
 //! master compiles them (JIT deferred), then
 //! (a) every pattern JIT-compiled at once, as an `init_process` would, or

@@ -36,7 +36,7 @@ use pcre2_bounded::{CompileError, Limits, MatchError, Regex};
 use crate::regex_cache::{End, Record};
 
 /// The most backtracking steps one match attempt may take before it is abandoned as "no
-/// match". Measured cost of hitting it: see the README.
+/// match". Measured cost of hitting it: see docs/BENCHMARKS.md.
 pub const MATCH_LIMIT: u32 = 200_000;
 /// The most nested backtracking frames of one attempt (interpreter).
 const DEPTH_LIMIT: u32 = 10_000;
