@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The docs cannot name what does not exist: every `FILE::TEST` docs/RELIABILITY.md and
 # docs/ARCHITECTURE.md name is a file of this checkout holding `fn TEST`, every script they
-# name exists, and docs/ARCHITECTURE.md's map names every source file of src/ and crates/*/src.
+# name exists, docs/ARCHITECTURE.md's map names every source file of src/ and crates/*/src, and
+# README.md has a section for every directive of src/conf/directives.rs.
 # Cheap (grep only), run by scripts/test.sh, so the tables cannot rot.
 #   scripts/check-docs.sh [DOC...]   default: docs/RELIABILITY.md docs/ARCHITECTURE.md
 set -euo pipefail
@@ -30,4 +31,8 @@ if [ -f docs/ARCHITECTURE.md ]; then
     grep -qF "\`$src\`" docs/ARCHITECTURE.md || { echo "docs/ARCHITECTURE.md's map does not name $src" >&2; fail=1; }
   done < <(find src crates/*/src -name '*.rs' | sort)
 fi
+# Every directive of the directive table has its own section in README.md.
+while read -r d; do
+  grep -qx "### $d" README.md || { echo "README.md has no section \"### $d\" (a directive of src/conf/directives.rs)" >&2; fail=1; }
+done < <(grep -oE 'ngx_string!\("[a-z_]+"\)' src/conf/directives.rs | sed -E 's/.*\("([a-z_]+)"\)/\1/' | sort -u)
 exit "$fail"
