@@ -23,7 +23,7 @@
 # (find_nginx_tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step() { printf '\n==== %s\n' "$*"; }
+step() { printf '\n==== [%s s] %s\n' "$SECONDS" "$*"; }
 mode=${1:-}
 
 step "dependencies"
