@@ -44,6 +44,7 @@
 //! Picker protocol through NGINX's gRPC proxy instead of asking a shim: see `epp_grpc`.
 
 use core::ffi::{CStr, c_char, c_void};
+use core::sync::atomic::{AtomicUsize, Ordering};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
@@ -51,7 +52,7 @@ use ngx::ffi::{
     NGX_DONE, NGX_ERROR, NGX_HTTP_CLIENT_CLOSED_REQUEST, NGX_HTTP_INTERNAL_SERVER_ERROR,
     NGX_HTTP_SPECIAL_RESPONSE, NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED,
     NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_LOG_ERR,
-    NGX_OK, ngx_array_t, ngx_command_t, ngx_conf_t, ngx_hash_key, ngx_http_conf_ctx_t,
+    NGX_OK, ngx_array_t, ngx_chain_t, ngx_command_t, ngx_conf_t, ngx_hash_key, ngx_http_conf_ctx_t,
     ngx_http_finalize_request, ngx_http_handler_pt, ngx_http_internal_redirect,
     ngx_http_named_location, ngx_http_post_subrequest_t, ngx_http_read_client_request_body,
     ngx_http_request_empty_handler, ngx_http_request_t, ngx_http_subrequest,
@@ -393,11 +394,89 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) {
     if !epp.used {
         return;
     }
+    // SAFETY: postconfiguration of the http block.
+    unsafe { register_filter(cf) };
     let index = |name| variables::declared_index(cf, name);
     epp.host = index(VAR_HOST);
     epp.port = index(VAR_PORT);
     epp.path = index(VAR_PATH);
     epp.content_length = variables::variable_index(cf, "content_length");
+}
+
+/// The body filter after ours (`ngx_http_output_body_filter_pt`, as a number; 0: none).
+static NEXT_BODY_FILTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Puts [`body_filter`] on top of NGINX's body filter chain, when this module's
+/// postconfiguration runs after the filter modules' (a dynamic module, appended to the module
+/// list: the build everywhere but `--add-module`). Statically linked (`--add-module`, listed
+/// before the filters, whose registration would drop ours), the call's answer stays capped
+/// at subrequest_output_buffer_size as before (see `epp_grpc::read_answer`).
+///
+/// # Safety
+/// Only from the http block's postconfiguration.
+unsafe fn register_filter(cf: *mut ngx_conf_t) {
+    // SAFETY: during configuration `cf->cycle->modules` is the null-terminated module list;
+    // the chain's head is NGINX's global, set by each filter's postconfiguration in turn.
+    unsafe {
+        // Positions in the list (the order postconfigurations run in), not `index`es (a
+        // dynamic module takes the first free one).
+        let (mut at, mut postpone, mut ours) = (0, None, None);
+        let mut m = (*(*cf).cycle).modules;
+        while !m.is_null() && !(*m).is_null() {
+            match (!(**m).name.is_null()).then(|| CStr::from_ptr((**m).name)) {
+                Some(n) if n == c"ngx_http_postpone_filter_module" => postpone = Some(at),
+                Some(n) if n == c"ngx_http_matches_module" => ours = Some(at),
+                _ => {}
+            }
+            (m, at) = (m.add(1), at + 1);
+        }
+        if !matches!((postpone, ours), (Some(p), Some(o)) if p < o) {
+            return;
+        }
+        let next = ngx::ffi::ngx_http_top_body_filter.map_or(0, |f| f as usize);
+        NEXT_BODY_FILTER.store(next, Ordering::Relaxed);
+        ngx::ffi::ngx_http_top_body_filter = Some(body_filter);
+    }
+}
+
+/// The body filter: a gRPC call's output is its answer, consumed by
+/// [`crate::epp_grpc::swallow`]; everything else goes on down the chain.
+unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_chain_t) -> ngx_int_t {
+    // SAFETY: NGINX calls body filters with a valid request; its module context slot is null
+    // or this module's `Ctx` (only this file sets it).
+    unsafe {
+        let ctx = get_ctx(r);
+        if !ctx.is_null() && !(*ctx).call.is_null() && !(*ctx).prepared.decoder.is_null() {
+            let decoder = (*ctx).prepared.decoder;
+            let swallowed = catch_unwind(AssertUnwindSafe(|| {
+                crate::epp_grpc::swallow(r, decoder, chain);
+            }));
+            if let Err(payload) = swallowed {
+                ngx_log_error!(
+                    NGX_LOG_ALERT,
+                    (*(*r).connection).log,
+                    "http_matches_epp: internal error (panic: {}) reading the EndpointPicker's \
+                     answer; no endpoint",
+                    guard::describe(&*payload)
+                );
+                // Nothing more is read: the call ends with what was decoded.
+                if (*decoder).is_some() && !(*r).upstream.is_null() {
+                    *decoder = None;
+                    (*(*r).upstream).length = 0;
+                }
+            }
+            return NGX_OK as ngx_int_t;
+        }
+        let next = NEXT_BODY_FILTER.load(Ordering::Relaxed);
+        if next == 0 {
+            return NGX_OK as ngx_int_t;
+        }
+        // SAFETY (of the transmute): `next` is the chain's head read in `register_filter`, a
+        // body filter function pointer stored as a number.
+        let next: unsafe extern "C" fn(*mut ngx_http_request_t, *mut ngx_chain_t) -> ngx_int_t =
+            core::mem::transmute(next);
+        next(r, chain)
+    }
 }
 
 /// Forgets the cached value of variable `index` (a subrequest shares its parent's): the
@@ -737,7 +816,10 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         let c = (*sr).connection;
         let cut = (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc);
         if first && ctx.grpc && !u.is_null() && (*u).headers_in.status_n != 0 {
-            ctx.outcome = crate::epp_grpc::read_answer(sr, cut);
+            let call = get_ctx(sr);
+            let decoder =
+                if call.is_null() { core::ptr::null_mut() } else { (*call).prepared.decoder };
+            ctx.outcome = crate::epp_grpc::read_answer(sr, cut, decoder);
         } else if first && !u.is_null() && (*u).headers_in.status_n != 0 {
             ctx.status = (*u).headers_in.status_n;
             let joined = shim_endpoint(&(*u).headers_in.headers);

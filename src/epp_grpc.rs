@@ -14,9 +14,13 @@
 //!   where it lies, buffers or temp-file ranges, never copied; NGINX's gRPC proxy reads a
 //!   file in its own output buffers); method POST, URI `epp_proto::GRPC_PATH`, only
 //!   `content-type: application/grpc` and `te: trailers`, no `Content-Length`;
-//! - **the answer** ([`read_answer`]): the in-memory body goes through `epp_proto::Decoder`,
-//!   `grpc-status` / `grpc-message` come from the trailers (or the headers of a trailers-only
-//!   answer); the outcome lives in the request's pool until the client's request resumes;
+//! - **the answer** ([`swallow`], [`read_answer`]): the call's body filter feeds each piece of
+//!   the answer to `epp_proto::Decoder` as it arrives and consumes it (NGINX's gRPC proxy
+//!   reuses its one buffer): memory is the decoder's bound (one message kept whole, at most
+//!   [`MAX_MESSAGE`]), whatever the EPP streams, and an answer past
+//!   [`epp_proto::answer_budget`] ends the call; `grpc-status` / `grpc-message` come from the
+//!   trailers (or the headers of a trailers-only answer); the outcome lives in the request's
+//!   pool until the client's request resumes;
 //! - **the end** ([`conclude`]): a destination sets `$inference_workload_endpoint` (checked as
 //!   in the shim mode), an `ImmediateResponse` answers the client with its status, headers
 //!   and body, anything else is one `[error]` and the redirect with the variable empty.
@@ -30,7 +34,7 @@ use ngx::ffi::{
 };
 use ngx::ngx_log_error;
 
-use epp_proto::{MAX_MESSAGE, Outcome, Piece};
+use epp_proto::{Decoder, MAX_MESSAGE, Outcome, Piece};
 
 use crate::util::{HeaderLines, escape, pool_str};
 
@@ -45,6 +49,8 @@ pub(crate) struct Prepared {
     body: *mut ngx_http_request_body_t,
     lines: *mut ngx_table_elt_t,
     te: *mut ngx_table_elt_t,
+    /// The answer's decoder (taken by [`read_answer`]), fed by [`swallow`].
+    pub(crate) decoder: *mut Option<Decoder>,
 }
 
 /// One piece of the client's body as NGINX holds it.
@@ -157,11 +163,12 @@ unsafe fn slice_buf(
     }
 }
 
-/// The request stream's bufs: the headers message, then the body's messages. `Err`: why not.
+/// The request stream's bufs: the headers message, then the body's messages, and the body's
+/// length. `Err`: why not.
 ///
 /// # Safety
 /// `r` must be the client's request, its body read.
-unsafe fn request_chain(r: *mut ngx_http_request_t) -> Result<*mut ngx_chain_t, String> {
+unsafe fn request_chain(r: *mut ngx_http_request_t) -> Result<(*mut ngx_chain_t, usize), String> {
     // SAFETY: the client's header lines and body live as long as its request; every buffer
     // and link is allocated in its pool.
     unsafe {
@@ -205,7 +212,7 @@ unsafe fn request_chain(r: *mut ngx_http_request_t) -> Result<*mut ngx_chain_t, 
                 Piece::Slice { segment, offset, len } => slice_buf(r, segs[segment], offset, len),
             });
         }
-        link(r, &chain).ok_or_else(oom)
+        Ok((link(r, &chain).ok_or_else(oom)?, total))
     }
 }
 
@@ -262,16 +269,18 @@ unsafe fn static_line(
 pub(crate) unsafe fn prepare(r: *mut ngx_http_request_t) -> Result<Prepared, String> {
     // SAFETY: pool allocations of the client's request, filled before use.
     unsafe {
-        let bufs = request_chain(r)?;
+        let (bufs, total) = request_chain(r)?;
         let body = ngx_pcalloc((*r).pool, core::mem::size_of::<ngx_http_request_body_t>())
             as *mut ngx_http_request_body_t;
         let lines = static_line(r, b"Content-Type", b"content-type", b"application/grpc");
         let te = static_line(r, b"TE", b"te", b"trailers");
-        if body.is_null() || lines.is_null() || te.is_null() {
+        let budget = epp_proto::answer_budget(total);
+        let decoder = keep((*r).pool, Some(Decoder::with_budget(MAX_MESSAGE, budget)));
+        if body.is_null() || lines.is_null() || te.is_null() || decoder.is_null() {
             return Err("out of memory".to_owned());
         }
         (*body).bufs = bufs;
-        Ok(Prepared { body, lines, te })
+        Ok(Prepared { body, lines, te, decoder })
     }
 }
 
@@ -335,23 +344,67 @@ unsafe fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
     None
 }
 
+/// The call's body filter: every piece of the call's output is consumed here, never passed
+/// on (the in-memory subrequest's buffer stays unused); an answer of the EPP (status 200) is
+/// fed to `decoder` first. Past the decoder's budget, the upstream is told the answer ended
+/// (`u->length = 0`: it finalizes the call once this output is consumed, the connection
+/// to the EPP not kept).
+///
+/// # Safety
+/// `sr` must be a gRPC call, `decoder` its [`Prepared::decoder`], `chain` NGINX's output chain.
+pub(crate) unsafe fn swallow(
+    sr: *mut ngx_http_request_t,
+    decoder: *mut Option<Decoder>,
+    mut chain: *mut ngx_chain_t,
+) {
+    // SAFETY: the chain's links and buffers are NGINX's (`pos..last` initialized memory of a
+    // buffer not in a file); the upstream, if any, is the call's.
+    unsafe {
+        let u = (*sr).upstream;
+        let answer = !u.is_null() && (*u).headers_in.status_n == 200;
+        let decoder = if answer { (*decoder).as_mut() } else { None };
+        let mut decoder = decoder;
+        while !chain.is_null() {
+            let b = (*chain).buf;
+            if !b.is_null() && (*b).in_file() == 0 && !(*b).pos.is_null() {
+                let len = (*b).last.offset_from((*b).pos).max(0) as usize;
+                if let Some(d) = decoder.as_deref_mut() {
+                    d.feed(core::slice::from_raw_parts((*b).pos, len));
+                }
+                (*b).pos = (*b).last;
+            }
+            chain = (*chain).next;
+        }
+        if decoder.is_some_and(|d| d.over_budget()) {
+            (*u).length = 0;
+        }
+    }
+}
+
 /// Decodes the call's answer (the first finalization of a subrequest with an upstream status)
-/// as returned, kept in the request's pool. An answer `cut` at subrequest_output_buffer_size
-/// (GIE's EPP echoes the body back) keeps what its messages held whole gave
+/// from what [`swallow`] fed `decoder`, kept in the request's pool. An answer `cut` at
+/// subrequest_output_buffer_size (only when the body filter is not in NGINX's chain, see
+/// `epp::register_filter`) keeps what its messages held whole gave
 /// ([`epp_proto::Decoder::cut`]).
 ///
 /// # Safety
-/// `sr` must be the call being finalized, its upstream non-null.
-pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, cut: bool) -> *mut Outcome {
+/// `sr` must be the call being finalized, its upstream non-null; `decoder` its
+/// [`Prepared::decoder`].
+pub(crate) unsafe fn read_answer(
+    sr: *mut ngx_http_request_t,
+    cut: bool,
+    decoder: *mut Option<Decoder>,
+) -> *mut Outcome {
     // SAFETY: the upstream's header lists and the in-memory output buffer (`pos..last`
-    // initialized) are NGINX's, alive with the request's pool.
+    // initialized) are NGINX's, alive with the request's pool; the decoder lives in it.
     unsafe {
         let u = (*sr).upstream;
         let status = (*u).headers_in.status_n;
+        let taken = if decoder.is_null() { None } else { (*decoder).take() };
         let outcome = if status != 200 {
             Outcome::NoEndpoint(format!("HTTP status {status} from the EndpointPicker"))
         } else {
-            let mut decoder = epp_proto::Decoder::new(MAX_MESSAGE);
+            let mut decoder = taken.unwrap_or_else(|| Decoder::new(MAX_MESSAGE));
             let out = (*sr).out;
             if !out.is_null() && !(*out).buf.is_null() {
                 let b = &*(*out).buf;
@@ -376,27 +429,29 @@ pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t, cut: bool) -> *mut
     }
 }
 
-/// `outcome` moved into `pool`, dropped when the pool is destroyed; null when out of memory
-/// (ngx 0.5's `Pool::allocate` writes through the null pointer then).
+/// `value` moved into `pool`, dropped when the pool is destroyed; null when out of memory
+/// (ngx 0.5's `Pool::allocate` writes through the null pointer then). For an `Outcome` or a
+/// decoder: word-aligned.
 ///
 /// # Safety
-/// `pool` must be a live pool.
-pub(crate) unsafe fn keep(pool: *mut ngx_pool_t, outcome: Outcome) -> *mut Outcome {
-    unsafe extern "C" fn drop_outcome(data: *mut core::ffi::c_void) {
-        // SAFETY: `data` is the `Outcome` written by `keep`; NGINX runs a cleanup once, when
-        // the pool is destroyed (dropping strings and vectors does not panic).
-        unsafe { core::ptr::drop_in_place(data.cast::<Outcome>()) }
+/// `pool` must be a live pool; `T` at most word-aligned, its drop not panicking.
+pub(crate) unsafe fn keep<T>(pool: *mut ngx_pool_t, value: T) -> *mut T {
+    unsafe extern "C" fn drop_value<T>(data: *mut core::ffi::c_void) {
+        // SAFETY: `data` is the `T` written by `keep`; NGINX runs a cleanup once, when the
+        // pool is destroyed (dropping strings and vectors does not panic).
+        unsafe { core::ptr::drop_in_place(data.cast::<T>()) }
     }
-    // SAFETY: a cleanup with room for one `Outcome` (NGINX aligns pool allocations to
-    // `NGX_ALIGNMENT`, a word, `Outcome`'s alignment), written before its handler is set.
+    const { assert!(core::mem::align_of::<T>() <= core::mem::size_of::<usize>()) };
+    // SAFETY: a cleanup with room for one `T` (NGINX aligns pool allocations to
+    // `NGX_ALIGNMENT`, a word, at least `T`'s alignment), written before its handler is set.
     unsafe {
-        let cln = ngx_pool_cleanup_add(pool, core::mem::size_of::<Outcome>());
+        let cln = ngx_pool_cleanup_add(pool, core::mem::size_of::<T>());
         if cln.is_null() {
             return core::ptr::null_mut();
         }
-        let at = (*cln).data.cast::<Outcome>();
-        at.write(outcome);
-        (*cln).handler = Some(drop_outcome);
+        let at = (*cln).data.cast::<T>();
+        at.write(value);
+        (*cln).handler = Some(drop_value::<T>);
         at
     }
 }

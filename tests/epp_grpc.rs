@@ -382,19 +382,62 @@ fn the_calls_rewrite_phases_see_the_clients_lines_and_leave_its_variables_alone(
     n.finish();
 }
 
-#[test]
-fn an_echoed_prompt_longer_than_the_subrequest_buffer_keeps_the_destination_read_before() {
+/// NGINX with the fake EPP and an echo backend behind it.
+fn start_echo(name: &str) -> (Server, Fake, Nginx) {
     let echo = Server::echo();
-    let fake = Fake::start("epp-grpc-echo", &echo.endpoint());
-    let n = start("epp-grpc-echo", &conf(&fake, common::free_port()));
-    // GIE's EPP echoes the body back: 16 KB over the 4k/8k subrequest_output_buffer_size.
-    let prompt = pattern(16 << 10);
-    let r = send(&n, "/infer", "echo", &[], &prompt);
+    let fake = Fake::start(name, &echo.endpoint());
+    let n = start(name, &conf(&fake, common::free_port()));
+    (echo, fake, n)
+}
+
+#[test]
+fn an_echoed_prompt_of_any_size_keeps_its_destination_read_as_it_arrives() {
+    let (echo, fake, n) = start_echo("epp-grpc-echo");
+    // GIE's EPP echoes the body back: every prompt over the 4k/8k subrequest_output_buffer_size
+    // (5 KB in memory, 1 MB and 3 MB in temp files) keeps its destination, and NGINX never
+    // refuses the answer (it used to: "too big subrequest response", the rest not read).
+    for len in [5 << 10, 1 << 20, 3 << 20] {
+        let prompt = pattern(len);
+        let r = send(&n, "/infer", "echo", &[], &prompt);
+        assert_eq!(r.status, 200, "{len}: {r:?}\n{}", n.error_log());
+        let got = echo.take();
+        assert_eq!(got.len(), 1, "{len}: no endpoint: {r:?}\n{}", n.error_log());
+        assert!(got[0].body == prompt, "{len}: the backend got the prompt");
+        let log = n.error_log();
+        assert!(!log.contains("too big subrequest response"), "{len}: {log}");
+        assert_eq!(log.matches("[error]").count(), 0, "{len}: {log}");
+    }
+    assert_eq!(fake.records().len(), 3);
+    n.finish();
+}
+
+#[test]
+fn an_immediate_response_of_64_kb_is_answered_whole() {
+    let (echo, _fake, n) = start_echo("epp-grpc-big");
+    let r = send(&n, "/infer", "immediate-big", &[], b"");
+    assert_eq!(r.status, 429, "{r:?}\n{}", n.error_log());
+    assert!(r.head.to_ascii_lowercase().contains("\r\ncontent-length: 65536\r\n"), "{}", r.head);
+    assert!(r.body == String::from_utf8_lossy(&pattern(64 << 10)), "the 64 KB body, whole");
+    assert_eq!(echo.total(), 0);
+    assert_eq!(n.error_log().matches("[error]").count(), 0, "{}", n.error_log());
+    n.finish();
+}
+
+#[test]
+fn an_epp_streaming_without_end_is_cut_at_the_budget_and_fails_open() {
+    let (echo, fake, n) = start_echo("epp-grpc-flood");
+    // The destination, then 64 KB messages without end: past epp_proto::answer_budget (4 MiB
+    // and 5 bytes for a GET) the call ends, one [error], the redirect with no endpoint.
+    let r = send(&n, "/infer?q=2", "flood", &[], b"");
     assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
-    let got = echo.take();
-    assert_eq!(got.len(), 1, "no endpoint: {r:?}\n{}", n.error_log());
-    assert!(got[0].body == prompt, "the backend got the prompt");
-    assert_eq!(fake.records()[0]["body_bytes"], prompt.len());
-    assert_eq!(errors(&n.error_log(), "http_matches_epp"), 0, "{}", n.error_log());
+    assert_eq!(r.body, "no endpoint, args=[q=2]\n");
+    assert_eq!(echo.total(), 0);
+    let log = n.error_log();
+    assert_eq!(log.matches("[error]").count(), 1, "{log}");
+    assert_eq!(errors(&log, "the answer is longer than 4194309 bytes"), 1, "{log}");
+    // The next call is served (a new connection to the EPP: the cut one is not kept).
+    let r = send(&n, "/infer", "header", &[], b"");
+    assert_eq!((r.status, echo.total()), (200, 1), "{r:?}\n{}", n.error_log());
+    assert_eq!(fake.records().len(), 2);
     n.finish();
 }

@@ -82,7 +82,15 @@ pub enum Mode {
     /// As GIE's EPP: the destination in the headers response, then the request body echoed
     /// back in a body response's body mutation.
     Echo,
+    /// `Immediate` with a body of [`BIG_IMMEDIATE_BODY`] bytes (the byte at `i` is `i % 251`).
+    ImmediateBig,
+    /// The destination in the headers response, then body responses of 64 KB without end
+    /// (until the client goes away): a broken EPP.
+    Flood,
 }
+
+/// The body length of the `immediate-big` mode.
+pub const BIG_IMMEDIATE_BODY: usize = 64 << 10;
 
 impl Mode {
     pub fn parse(s: &str) -> Option<Mode> {
@@ -96,6 +104,8 @@ impl Mode {
             "slow" => Mode::Slow,
             "echo" => Mode::Echo,
             "immediate-framing" => Mode::ImmediateFraming,
+            "immediate-big" => Mode::ImmediateBig,
+            "flood" => Mode::Flood,
             _ => return None,
         })
     }
@@ -277,6 +287,11 @@ impl Fake {
                 return;
             }
         }
+        if mode == Mode::Flood {
+            let chunk: Vec<u8> = (0..64 << 10).map(|i| (i % 251) as u8).collect();
+            while tx.send(echo(&chunk)).await.is_ok() {}
+            return;
+        }
         if mode == Mode::Slow {
             tx.closed().await;
             return;
@@ -352,7 +367,7 @@ fn lb_metadata(endpoint: &str) -> Struct {
     Struct { fields: [(crate::METADATA_NAMESPACE.to_string(), lb)].into() }
 }
 
-fn immediate(more: &[(&str, &str)]) -> Result<Vec<u8>, Status> {
+fn immediate(more: &[(&str, &str)], body: Vec<u8>) -> Result<Vec<u8>, Status> {
     let line = |(name, value): (&str, &str)| HeaderValueOption {
         header: Some(HeaderValue {
             key: name.into(),
@@ -366,7 +381,7 @@ fn immediate(more: &[(&str, &str)]) -> Result<Vec<u8>, Status> {
     let r = pb::ImmediateResponse {
         status: Some(HttpStatus { code: IMMEDIATE_STATUS as i32 }),
         headers: Some(headers),
-        body: IMMEDIATE_BODY.to_vec(),
+        body,
         ..Default::default()
     };
     message(Resp::ImmediateResponse(r), None)
@@ -381,12 +396,19 @@ fn replies(mode: Mode, endpoint: &str, got: &Received) -> Vec<Result<Vec<u8>, St
         Mode::Header => vec![headers_reply(Some(destination(endpoint)), None), body_reply(None)],
         Mode::Body => vec![headers_reply(None, None), body_reply(Some(destination(endpoint)))],
         Mode::Metadata => vec![headers_reply(None, Some(lb_metadata(endpoint)))],
-        Mode::Immediate => vec![immediate(&[])],
-        Mode::ImmediateFraming => vec![immediate(&[
-            ("content-length", "0"),
-            ("transfer-encoding", "chunked"),
-            ("x-split", "a\r\nx-injected: 1"),
-        ])],
+        Mode::Immediate => vec![immediate(&[], IMMEDIATE_BODY.to_vec())],
+        Mode::ImmediateBig => {
+            vec![immediate(&[], (0..BIG_IMMEDIATE_BODY).map(|i| (i % 251) as u8).collect())]
+        }
+        Mode::ImmediateFraming => vec![immediate(
+            &[
+                ("content-length", "0"),
+                ("transfer-encoding", "chunked"),
+                ("x-split", "a\r\nx-injected: 1"),
+            ],
+            IMMEDIATE_BODY.to_vec(),
+        )],
+        Mode::Flood => vec![headers_reply(Some(destination(endpoint)), None)],
         Mode::GrpcError => vec![Err(Status::unavailable(ERROR_MESSAGE))],
         // Field 1 (a message) claiming 127 bytes that are not there.
         Mode::Malformed => vec![Ok(vec![0x0a, 0x7f, 0x01])],

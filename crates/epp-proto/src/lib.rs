@@ -7,8 +7,10 @@
 //!   stream's `grpc-status`/`grpc-message`, giving one [`Outcome`].
 //!
 //! Bounded by construction: the decoder holds at most one frame (at most its limit plus the
-//! 5-byte prefix) and allocates only for bytes it was given, never for a length a peer claims;
-//! each byte is copied at most once and decoded at most once ([`Decoder::work`]).
+//! 5-byte prefix, [`MAX_MESSAGE`]: the largest message it must keep whole, a header mutation
+//! or an `ImmediateResponse`) and allocates only for bytes it was given, never for a length a
+//! peer claims; each byte is copied at most once and decoded at most once
+//! ([`Decoder::work`]); a stream longer than its budget ([`answer_budget`]) is not read on.
 
 pub mod msg;
 
@@ -29,6 +31,14 @@ pub const FRAME_PREFIX: usize = 5;
 pub const DESTINATION: &str = "x-gateway-destination-endpoint";
 /// The dynamic metadata namespace of [`DESTINATION`].
 pub const METADATA_NAMESPACE: &str = "envoy.lb";
+
+/// The longest answer read for a request body of `body` bytes: one message kept whole
+/// ([`MAX_MESSAGE`] and its prefix) plus twice the body (an EPP echoes the body back, GIE's in
+/// chunks of 62,000 bytes; a mutation may lengthen it). An EPP streaming beyond it is broken:
+/// the call ends there with no endpoint.
+pub fn answer_budget(body: usize) -> usize {
+    (MAX_MESSAGE + FRAME_PREFIX).saturating_add(body.saturating_mul(2))
+}
 
 /// A request message that would be over [`MAX_MESSAGE`] (header lines only: bodies are split).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -269,12 +279,27 @@ pub struct Decoder {
     end: Option<Outcome>,
     messages: usize,
     work: usize,
+    fed: usize,
+    budget: usize,
 }
 
 impl Decoder {
     /// A decoder that refuses frames over `limit` bytes (use [`MAX_MESSAGE`]).
     pub fn new(limit: usize) -> Self {
-        Self { limit, frame: Vec::new(), endpoint: None, end: None, messages: 0, work: 0 }
+        Self::with_budget(limit, usize::MAX)
+    }
+
+    /// A decoder that also stops reading after `budget` bytes (see [`answer_budget`]): what
+    /// follows is not read, and the outcome is no endpoint unless an `ImmediateResponse` (or
+    /// a malformed frame) came before.
+    pub fn with_budget(limit: usize, budget: usize) -> Self {
+        let (frame, endpoint, end) = (Vec::new(), None, None);
+        Self { limit, frame, endpoint, end, messages: 0, work: 0, fed: 0, budget }
+    }
+
+    /// More bytes were fed than the budget: the caller stops the stream.
+    pub fn over_budget(&self) -> bool {
+        self.fed > self.budget
     }
 
     /// Bytes copied plus bytes handed to protobuf decoding so far: at most twice the bytes fed.
@@ -289,6 +314,10 @@ impl Decoder {
 
     /// Takes the next piece of the response body.
     pub fn feed(&mut self, mut data: &[u8]) {
+        self.fed = self.fed.saturating_add(data.len());
+        if self.over_budget() {
+            return;
+        }
         while !data.is_empty() && self.end.is_none() {
             if self.frame.len() < FRAME_PREFIX {
                 let take = (FRAME_PREFIX - self.frame.len()).min(data.len());
@@ -324,6 +353,13 @@ impl Decoder {
     pub fn finish(self, status: Option<(u32, &str)>) -> Outcome {
         if let Some(end) = self.end {
             return end;
+        }
+        if self.over_budget() {
+            return Outcome::NoEndpoint(format!(
+                "the answer is longer than {} bytes (4 MiB and twice the request's body): \
+                 not read on",
+                self.budget
+            ));
         }
         if !self.frame.is_empty() {
             return Outcome::Malformed(format!(

@@ -5,7 +5,7 @@
 use epp_proto::msg::{self, Kind, ProcessingRequest, Request, Response};
 use epp_proto::{
     BodyPrefix, DESTINATION, Decoder, FRAME_PREFIX, MAX_BODY_CHUNK, MAX_MESSAGE, Outcome, Piece,
-    body_pieces, body_pieces_in, decode, encode_body, encode_headers, grpc_message,
+    answer_budget, body_pieces, body_pieces_in, decode, encode_body, encode_headers, grpc_message,
     response_header_ok,
 };
 use proptest::prelude::*;
@@ -513,4 +513,42 @@ fn a_cut_stream_keeps_what_was_read_whole() {
     let mut d = Decoder::new(MAX_MESSAGE);
     d.feed(&stream[..stream.len() - 1]);
     assert!(matches!(d.cut(), Outcome::Immediate { status: 429, .. }));
+}
+
+#[test]
+fn a_stream_past_its_budget_is_not_read_on_and_gives_no_endpoint() {
+    let dest =
+        frame(&response(Response::RequestHeaders(mutation(DESTINATION, "10.0.0.1:80", true))));
+    let one = frame(&response(Response::RequestBody(mutation("x-other", "v", true))));
+    let budget = dest.len() + 10 * one.len();
+    // Within the budget: the destination; one byte past it: no endpoint, whatever came before,
+    // and the work stops growing (n and 2n messages past the budget: the same work).
+    let within = [dest.clone(), one.repeat(10)].concat();
+    let mut d = Decoder::with_budget(MAX_MESSAGE, budget);
+    d.feed(&within);
+    assert!(!d.over_budget());
+    assert_eq!(d.finish(OK), Outcome::Endpoint("10.0.0.1:80".into()));
+    let mut works = Vec::new();
+    for n in [100usize, 200] {
+        let mut d = Decoder::with_budget(MAX_MESSAGE, budget);
+        d.feed(&within);
+        for _ in 0..n {
+            d.feed(&one);
+        }
+        assert!(d.over_budget());
+        works.push(d.work());
+        assert!(matches!(d.finish(OK), Outcome::NoEndpoint(r) if r.contains("longer than")));
+    }
+    assert_eq!(works[0], works[1]);
+    // An ImmediateResponse read before the budget is passed stays the outcome.
+    let shed = msg::ImmediateResponse {
+        status: Some(msg::HttpStatus { code: 429 }),
+        ..Default::default()
+    };
+    let mut d = Decoder::with_budget(MAX_MESSAGE, budget);
+    d.feed(&frame(&response(Response::ImmediateResponse(shed))));
+    d.feed(&one.repeat(100));
+    assert!(d.over_budget());
+    assert!(matches!(d.finish(None), Outcome::Immediate { status: 429, .. }));
+    assert_eq!(answer_budget(1 << 20), MAX_MESSAGE + FRAME_PREFIX + (2 << 20));
 }
