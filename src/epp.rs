@@ -139,7 +139,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
         let args = unsafe { conf_args(cf) };
         let url: Vec<u8> =
             args.get(1).map_or(DEFAULT_URL.as_bytes().to_vec(), |a| a.as_bytes().to_vec());
-        let grpc = url.starts_with(crate::epp_grpc::SCHEME);
+        let grpc = url.starts_with(crate::epp_grpc::SCHEME)
+            || url.starts_with(crate::epp_grpc::SCHEME_TLS);
         if let Err(e) = check_url(&url) {
             ngx_conf_log_error!(
                 NGX_LOG_EMERG,
@@ -201,14 +202,12 @@ fn not_here(cf: *mut ngx_conf_t, lcf: &LocConf) -> Option<&'static str> {
 /// URL as `proxy_pass` takes it, with no path, query or fragment (the shim is asked at `/`)
 /// and no variables (the proxy would then resolve names per request and send another URI).
 fn check_url(url: &[u8]) -> Result<(), &'static str> {
-    if url.starts_with(b"grpcs://") {
-        return Err("grpcs:// is not supported yet (grpc:// is)");
-    }
     let rest = url
         .strip_prefix(b"http://")
         .or_else(|| url.strip_prefix(b"https://"))
         .or_else(|| url.strip_prefix(crate::epp_grpc::SCHEME))
-        .ok_or("expected http://, https:// or grpc://")?;
+        .or_else(|| url.strip_prefix(crate::epp_grpc::SCHEME_TLS))
+        .ok_or("expected http://, https://, grpc:// or grpcs://")?;
     if rest.is_empty() {
         return Err("no host");
     }

@@ -3,7 +3,7 @@
 //! mode's (`epp`: body read, in-memory subrequest to the request's own URI, redirect); what
 //! differs is here:
 //!
-//! - **configuration**: the directive runs `grpc_pass grpc://ADDRESS` (and
+//! - **configuration**: the directive runs `grpc_pass grpc://ADDRESS` or `grpcs://` (and
 //!   `grpc_ignore_headers X-Accel-...`) for the location, as the shim mode runs `proxy_pass`;
 //!   every `grpc_*` directive of the location tunes the call, an `upstream` block with
 //!   `keepalive` reuses HTTP/2 connections to the EPP;
@@ -38,8 +38,9 @@ use epp_proto::{Decoder, MAX_MESSAGE, Outcome, Piece};
 
 use crate::util::{HeaderLines, escape, pool_str};
 
-/// The scheme that selects this mode.
+/// The schemes that select this mode: plain, and TLS (`grpc_ssl_*` of the location tune it).
 pub(crate) const SCHEME: &[u8] = b"grpc://";
+pub(crate) const SCHEME_TLS: &[u8] = b"grpcs://";
 /// Bytes of an EPP's reason shown in an `[error]` line.
 const REASON_SHOWN: usize = 512;
 

@@ -388,9 +388,9 @@ fn a_shim_that_is_down_or_answers_too_much_still_redirects() {
 fn the_url_is_checked_at_load() {
     for (url, why) in [
         ("http://127.0.0.1:1/epp", "a path is not allowed"),
-        ("127.0.0.1:1", "expected http://, https:// or grpc://"),
+        ("127.0.0.1:1", "expected http://, https://, grpc:// or grpcs://"),
         ("grpc://127.0.0.1:1/x", "a path is not allowed"),
-        ("grpcs://127.0.0.1:1", "grpcs:// is not supported yet"),
+        ("grpcs://127.0.0.1:1/x", "a path is not allowed"),
         ("http://$host", "variables are not allowed"),
         ("http://127.0.0.1:1?a=1", "a query or fragment is not allowed"),
         ("http://127.0.0.1:1#f", "a query or fragment is not allowed"),

@@ -441,3 +441,105 @@ fn an_epp_streaming_without_end_is_cut_at_the_budget_and_fails_open() {
     assert_eq!(fake.records().len(), 2);
     n.finish();
 }
+
+/// A CA (`ca`), a second one (`other`), and `epp.crt` / `epp.key` for the name `epp.test`
+/// signed by `ca`, made with the openssl CLI in `dir`.
+fn make_certs(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    for ca in ["ca", "other"] {
+        let (key, crt, subj) = (format!("{ca}.key"), format!("{ca}.crt"), format!("/CN={ca}"));
+        let mut args = vec!["req", "-x509", "-days", "2", "-subj", &subj];
+        args.extend(ec);
+        args.extend(["-keyout", &key, "-out", &crt]);
+        openssl(&args);
+    }
+    let mut args = vec!["req", "-subj", "/CN=epp.test", "-keyout", "epp.key", "-out", "epp.csr"];
+    args.extend(ec);
+    openssl(&args);
+    std::fs::write(dir.join("san.ext"), "subjectAltName=DNS:epp.test\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "epp.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+        "-out",
+        "epp.crt",
+    ]);
+}
+
+#[test]
+fn grpcs_to_the_epp_is_verified_and_a_wrong_ca_fails_open() {
+    let echo = Server::echo();
+    let fake = Fake::start("epp-grpcs", &echo.endpoint());
+    let dir = std::env::temp_dir().join(format!("epp-grpcs-{}", std::process::id()));
+    make_certs(&dir);
+    let (tls, d) = (common::free_port(), dir.display());
+    let (listen_h2, http2_on) =
+        if common::nginx_version() >= (1, 25, 1) { ("", "http2 on;") } else { (" http2", "") };
+    // NGINX itself terminates TLS in front of the fake EPP (h2 over TLS, ALPN).
+    let location = |path: &str, ca: &str| {
+        format!(
+            "location {path} {{ set $epp_internal_path /_internal; grpc_ssl_verify on; \
+             grpc_ssl_trusted_certificate {d}/{ca}.crt; grpc_ssl_name epp.test; \
+             http_matches_epp grpcs://127.0.0.1:{tls}; }}"
+        )
+    };
+    let body = format!(
+        r#"
+    map $inference_workload_endpoint $epp_none {{ "" 1; default 0; }}
+    server {{
+        listen 127.0.0.1:{tls} ssl{listen_h2};
+        {http2_on}
+        ssl_certificate {d}/epp.crt;
+        ssl_certificate_key {d}/epp.key;
+        location / {{ grpc_pass grpc://{fake}; }}
+    }}
+    server {{
+        listen 127.0.0.1:{{PORT}};
+        {verified}
+        {wrong}
+        location /_internal {{
+            internal;
+            if ($epp_none) {{ return 200 "no endpoint, args=[$args]\n"; }}
+            proxy_pass http://$inference_workload_endpoint;
+        }}
+    }}
+"#,
+        fake = fake.addr,
+        verified = location("/infer", "ca"),
+        wrong = location("/wrongca", "other"),
+    );
+    let n = start("epp-grpcs", &body);
+    // The wrong CA first: both locations share one implicit upstream, whose TLS session a
+    // verified call would leave for the other to resume (no verification then).
+    let r = send(&n, "/wrongca?q=2", "header", &[], b"{}");
+    let no = (200, "no endpoint, args=[q=2]\n");
+    assert_eq!((r.status, r.body.as_str()), no, "{}", n.error_log());
+    let log = n.error_log();
+    assert_eq!(errors(&log, "upstream SSL certificate verify error"), 1, "{log}");
+    assert_eq!(errors(&log, "no answer from the EndpointPicker (status: 502"), 1, "{log}");
+    assert_eq!(log.matches("[error]").count(), 2, "{log}");
+    let r = send(&n, "/infer?q=1", "header", &[], b"{}");
+    assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
+    let got = echo.take();
+    assert_eq!(got.len(), 1, "no endpoint: {r:?}\n{}", n.error_log());
+    assert_eq!(got[0].target(), "/_internal?q=1");
+    assert_eq!(n.error_log().matches("[error]").count(), 2, "{}", n.error_log());
+    assert_eq!(fake.records().len(), 1, "the EPP got only the verified call");
+    let _ = std::fs::remove_dir_all(&dir);
+    n.finish();
+}
