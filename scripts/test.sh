@@ -120,9 +120,11 @@ harness() {
   local globals=
   [ -z "$module" ] || globals="load_module $(realpath "$module");"
   [ "$(id -u)" -ne 0 ] || globals="$globals user root;"
+  # t/http_matches_epp_grpc.t's EPP (tonic + envoy-types, feature fake).
+  cargo build "${ci[@]}" -p epp-proto --features fake --bin fake-epp
   # TEST_NGINX_MATCHES_REQUIRED: a file that would skip for want of the module fails instead.
-  env TEST_NGINX_BINARY="$nginx" TEST_NGINX_GLOBALS="$globals" TEST_NGINX_MATCHES_REQUIRED=1 "$@" \
-    prove -j2 -I "$nginx_tests/lib" t/
+  env TEST_NGINX_BINARY="$nginx" TEST_NGINX_GLOBALS="$globals" TEST_NGINX_MATCHES_REQUIRED=1 \
+    TEST_NGINX_FAKE_EPP="$bin/fake-epp" "$@" prove -j2 -I "$nginx_tests/lib" t/
 }
 
 find_nginx_tests
