@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::epp_shim::Server;
+use common::epp_shim::{Mode as ShimMode, Server};
 use common::fake_epp::{Fake, fnv};
 use common::{Nginx, Resp};
 use epp_proto::MAX_MESSAGE;
@@ -541,5 +541,116 @@ fn grpcs_to_the_epp_is_verified_and_a_wrong_ca_fails_open() {
     assert_eq!(n.error_log().matches("[error]").count(), 2, "{}", n.error_log());
     assert_eq!(fake.records().len(), 1, "the EPP got only the verified call");
     let _ = std::fs::remove_dir_all(&dir);
+    n.finish();
+}
+
+/// One NGINX with both modes: `/s...` asks the shim, `/g...` the fake EPP; both redirect to
+/// the same `/_internal`, whose answer shows what the client gets.
+fn conf_both(shim: &Server, fake: &Fake, dead: u16) -> String {
+    format!(
+        r#"
+    map $inference_workload_endpoint $epp_none {{ "" 1; default 0; }}
+    server {{
+        listen 127.0.0.1:{{PORT}};
+        client_body_buffer_size 1k;
+        set $epp_internal_path /_internal;
+        set $epp_host epp.example;
+        set $epp_port 9002;
+        location /s {{ http_matches_epp {shim}; }}
+        location /g {{ http_matches_epp grpc://{fake}; }}
+        location /down-s {{ http_matches_epp http://127.0.0.1:{dead}; }}
+        location /down-g {{ http_matches_epp grpc://127.0.0.1:{dead}; }}
+        location /_internal {{
+            internal;
+            if ($epp_none) {{
+                return 200 "no endpoint, args=[$args]\n";
+            }}
+            proxy_pass http://$inference_workload_endpoint;
+        }}
+    }}
+"#,
+        shim = shim.url(),
+        fake = fake.addr
+    )
+}
+
+/// (case, the shim's answer, the fake's mode, its destination, the client's body, the
+/// [error] both log)
+type Case<'a> = (&'a str, ShimMode, &'a str, String, &'a [u8], &'a str);
+
+#[test]
+fn the_shim_and_grpc_modes_answer_every_shared_case_alike() {
+    let echo = Server::echo();
+    let shim = Server::shim(ShimMode::NoEndpoint);
+    let fake = Fake::start("epp-both", &echo.endpoint());
+    let n = start("epp-both", &conf_both(&shim, &fake, common::free_port()));
+    let e = echo.endpoint();
+    let body = pattern(3000);
+    // (case, the shim's answer, the fake's mode and destination, the client's body, the
+    // [error] both log): README's side-by-side table, row by row.
+    let cases: Vec<Case> = vec![
+        ("destination", ShimMode::Endpoint(e.clone()), "header", e.clone(), b"", ""),
+        ("a body (temp file)", ShimMode::Endpoint(e.clone()), "header", e.clone(), &body, ""),
+        (
+            "a list: the first",
+            ShimMode::Endpoint(format!("{e}, 10.0.0.9:1")),
+            "header",
+            format!("{e}, 10.0.0.9:1"),
+            b"",
+            "",
+        ),
+        (
+            "not ip:port",
+            ShimMode::Endpoint("unix:/x".into()),
+            "header",
+            "unix:/x".into(),
+            b"",
+            "is not an ip:port list",
+        ),
+        ("no destination", ShimMode::NoEndpoint, "header", String::new(), b"", "http_matches_epp"),
+        (
+            "an error",
+            ShimMode::Status(503, "busy".into()),
+            "grpc-error",
+            e.clone(),
+            b"",
+            "http_matches_epp",
+        ),
+    ];
+    let mut seen = 0;
+    for (case, shim_mode, fake_mode, dest, body, error) in cases {
+        shim.set_mode(shim_mode);
+        let mut answers = Vec::new();
+        for path in ["/s?q=1", "/g?q=1"] {
+            let before = n.error_log().matches("[error]").count();
+            let r = send(&n, path, fake_mode, &[("X-Fake-Epp-Endpoint", &dest)], body);
+            let log = n.error_log();
+            let new: Vec<&str> =
+                log.lines().filter(|l| l.contains("[error]")).skip(before).collect();
+            let expected = usize::from(!error.is_empty());
+            assert_eq!(new.len(), expected, "{case} {path}: {new:?}");
+            assert!(new.iter().all(|l| l.contains(error)), "{case} {path}: {new:?}");
+            answers.push((r.status, r.body));
+        }
+        assert_eq!(answers[0], answers[1], "{case}: the shim and the gRPC mode differ");
+        seen += echo.take().len();
+    }
+    assert_eq!(seen, 6, "the three cases with a destination reached the backend in both modes");
+    // The deliberate difference: a shed request (the shim's 429, the EPP's ImmediateResponse)
+    // is no endpoint in the shim mode, the EPP's own answer in the gRPC mode.
+    shim.set_mode(ShimMode::Status(429, "shed".into()));
+    let s = send(&n, "/s?q=1", "immediate", &[], b"");
+    let g = send(&n, "/g?q=1", "immediate", &[], b"");
+    assert_eq!((s.status, s.body.as_str()), (200, "no endpoint, args=[q=1]\n"));
+    assert_eq!((g.status, g.body.as_str()), (429, "shed by the fake EPP\n"));
+    assert!(echo.take().is_empty(), "no endpoint in either mode");
+    // The EPP down: both fail open with one [error].
+    let r =
+        [send(&n, "/down-s?q=1", "header", &[], b""), send(&n, "/down-g?q=1", "header", &[], b"")];
+    assert_eq!((r[0].status, &r[0].body), (r[1].status, &r[1].body));
+    assert_eq!(r[0].body, "no endpoint, args=[q=1]\n");
+    let log = n.error_log();
+    assert_eq!(errors(&log, "no answer from the EndpointPicker shim (status: 502"), 1, "{log}");
+    assert_eq!(errors(&log, "no answer from the EndpointPicker (status: 502"), 1, "{log}");
     n.finish();
 }
