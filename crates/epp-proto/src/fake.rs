@@ -80,7 +80,8 @@ pub enum Mode {
     /// `transfer-encoding: chunked`, a value with CR LF and a line after it).
     ImmediateFraming,
     /// As GIE's EPP: the destination in the headers response, then the request body echoed
-    /// back in a body response's body mutation.
+    /// back in body responses' streamed body mutations of [`ECHO_CHUNK`] bytes (GIE's
+    /// `bodyByteLimit`), the last with `end_of_stream`.
     Echo,
     /// `Immediate` with a body of [`BIG_IMMEDIATE_BODY`] bytes (the byte at `i` is `i % 251`).
     ImmediateBig,
@@ -88,6 +89,9 @@ pub enum Mode {
     /// (until the client goes away): a broken EPP.
     Flood,
 }
+
+/// The largest body chunk the echo mode sends in one message, as GIE's EPP.
+pub const ECHO_CHUNK: usize = 62_000;
 
 /// The body length of the `immediate-big` mode.
 pub const BIG_IMMEDIATE_BODY: usize = 64 << 10;
@@ -352,8 +356,15 @@ fn body_reply(mutation: Option<pb::HeaderMutation>) -> Result<Vec<u8>, Status> {
 }
 
 fn echo(body: &[u8]) -> Result<Vec<u8>, Status> {
-    let mutation =
-        pb::BodyMutation { mutation: Some(pb::body_mutation::Mutation::Body(body.into())) };
+    echo_chunk(body, false)
+}
+
+fn echo_chunk(body: &[u8], end_of_stream: bool) -> Result<Vec<u8>, Status> {
+    let streamed =
+        pb::StreamedBodyResponse { body: body.into(), end_of_stream, ..Default::default() };
+    let mutation = pb::BodyMutation {
+        mutation: Some(pb::body_mutation::Mutation::StreamedResponse(streamed)),
+    };
     let r = pb::BodyResponse {
         response: Some(pb::CommonResponse { body_mutation: Some(mutation), ..Default::default() }),
     };
@@ -391,7 +402,16 @@ fn immediate(more: &[(&str, &str)], body: Vec<u8>) -> Result<Vec<u8>, Status> {
 fn replies(mode: Mode, endpoint: &str, got: &Received) -> Vec<Result<Vec<u8>, Status>> {
     let no_body = got.headers_end_of_stream;
     match mode {
-        Mode::Echo => vec![headers_reply(Some(destination(endpoint)), None), echo(&got.body)],
+        Mode::Echo => {
+            let n = got.body.len().div_ceil(ECHO_CHUNK).max(1);
+            let chunks = (0..n).map(|i| {
+                let end = ((i + 1) * ECHO_CHUNK).min(got.body.len());
+                echo_chunk(&got.body[(i * ECHO_CHUNK).min(end)..end], i + 1 == n)
+            });
+            std::iter::once(headers_reply(Some(destination(endpoint)), None))
+                .chain(chunks)
+                .collect()
+        }
         Mode::Header if no_body => vec![headers_reply(Some(destination(endpoint)), None)],
         Mode::Header => vec![headers_reply(Some(destination(endpoint)), None), body_reply(None)],
         Mode::Body => vec![headers_reply(None, None), body_reply(Some(destination(endpoint)))],
