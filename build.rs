@@ -21,6 +21,10 @@ fn main() {
     if let Ok(os) = env::var("DEP_NGINX_OS") {
         println!("cargo::rustc-cfg=ngx_os=\"{os}\"");
     }
+    // The module stays mapped after NGINX's dlclose, so what an exiting worker leaves
+    // allocated stays reachable from its statics (state::leave_reachable). glibc already keeps
+    // a module with a thread-local destructor mapped (std registers some), but does not promise it.
+    println!("cargo::rustc-cdylib-link-arg=-Wl,-z,nodelete");
     if let Ok(dir) = env::var("DEP_NGINX_BUILD_DIR") {
         println!("cargo::rustc-env=DEP_NGINX_BUILD_DIR={dir}");
     }

@@ -256,11 +256,10 @@ pub(crate) fn get(
 }
 
 /// Leaves every cached value allocated, for a worker that is exiting (see `MainConf`'s
-/// `Drop`): freeing them would only dirty shared pages. They stay reachable from [`LEFT`], so
-/// a leak checker reports only what is really lost.
+/// `Drop`): freeing them would only dirty shared pages. They stay reachable from [`LEFT`].
 pub(crate) fn forget_all() {
     if let Some(cache) = CACHE.with(|c| c.borrow_mut().take()) {
-        LEFT.store(Box::into_raw(Box::new(cache)), core::sync::atomic::Ordering::Relaxed);
+        crate::state::leave_reachable(&LEFT, cache);
     }
 }
 
