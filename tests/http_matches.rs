@@ -497,22 +497,13 @@ fn reload_switches_routing_without_failing_a_request() {
     // Synchronised by the client's answers, not by sleeping: the reload starts once the
     // client has had old answers, and the client stops once it has had new ones.
     let wait_for = |counter: &AtomicUsize, what: &str| {
-        let deadline = std::time::Instant::now() + common::patience();
-        while counter.load(Ordering::Relaxed) < 20 {
-            assert!(std::time::Instant::now() < deadline, "the client got no {what} answers");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        common::wait_until(format!("20 {what} answers"), || counter.load(Ordering::Relaxed) >= 20);
     };
     wait_for(&old, "old");
     n.prefix.write("matches.json", v2);
     let (ok, out) = n.signal("reload");
     assert!(ok, "{out}");
-    // The new routing answers within a few seconds.
-    let deadline = std::time::Instant::now() + common::patience();
-    while n.get("/k", &[]).body != "/t/new\n" {
-        assert!(std::time::Instant::now() < deadline, "routing did not switch");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    common::wait_until("the new routing", || n.get("/k", &[]).body == "/t/new\n");
     wait_for(&new, "new");
     stop.store(true, Ordering::Relaxed);
     let bad = client.join().expect("client thread");
@@ -525,16 +516,11 @@ fn reload_switches_routing_without_failing_a_request() {
     assert!(seen_old > 0 && seen_new > 0);
     // An old worker may still take a connection until it has closed its listening socket (it
     // drains after the new one starts): the new list's first entry answers once it has.
-    let deadline = std::time::Instant::now() + common::patience();
-    loop {
+    common::wait_until("the old worker to stop answering", || {
         let body = n.get("/k", &[("x", "1")]).body;
-        if body == "/t/x\n" {
-            break;
-        }
-        assert_eq!(body, "/t/old\n", "neither the new list's entry nor a draining worker's");
-        assert!(std::time::Instant::now() < deadline, "the old worker never stopped answering");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+        assert!(body == "/t/x\n" || body == "/t/old\n", "{body:?}: neither new nor draining");
+        body == "/t/x\n"
+    });
 
     // A broken file is refused by the reload; the running configuration keeps serving.
     n.prefix.write("matches.json", "{\"k\": [}");

@@ -19,10 +19,9 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use common::{Nginx, Prefix, free_ports, patience};
-use httproute_nginx::apply::{Applied, RELOAD_WAIT, check_and_reload, stage};
+use common::{Nginx, Prefix, free_ports, patience, wait_until};
+use httproute_nginx::apply::{Applied, check_and_reload, stage};
 use httproute_nginx::emit_global::{Global, Workers};
 use httproute_nginx::{BackendMap, Options};
 
@@ -93,10 +92,16 @@ fn client(
     while !stop.load(Ordering::SeqCst) {
         let path = if n % 2 == 0 { "/stable/x" } else { "/moving/y" };
         n += 1;
+        // What was allowed when the request was sent, or when its answer came: a round may
+        // narrow the set while the answer is on its way.
+        let before = allowed.lock().unwrap().moving.clone();
         let got = get(port, path);
         let ok = match (&got, path) {
             (Ok((200, b)), "/stable/x") => b == "b0",
-            (Ok((200, b)), _) => allowed.lock().unwrap().moving.contains(&b.as_str()),
+            (Ok((200, b)), _) => {
+                let b = b.as_str();
+                before.contains(&b) || allowed.lock().unwrap().moving.contains(&b)
+            }
             _ => false,
         };
         let mut t = traffic.lock().unwrap();
@@ -123,15 +128,6 @@ fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_default()
 }
 
-/// Waits until `cond`, polling; fails with `what` after [`patience`].
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + patience();
-    while !cond() {
-        assert!(Instant::now() < deadline, "waited in vain for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn regenerate_and_reload_under_traffic() {
     let ports = free_ports(BACKENDS.len() + 2);
@@ -156,10 +152,12 @@ fn regenerate_and_reload_under_traffic() {
     staged.commit().unwrap();
     let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
     let pid_file = dir.join("logs/nginx.pid");
-    wait_for("the pid file", || pid_file.exists());
     let master: u32 = read(&pid_file).trim().parse().expect("a pid in logs/nginx.pid");
-    let cmdline = read(Path::new(&format!("/proc/{master}/cmdline")));
-    assert!(cmdline.starts_with("nginx: master process"), "{master}: {cmdline:?}");
+    // NGINX names its master after it writes the pid file.
+    let cmdline = || read(Path::new(&format!("/proc/{master}/cmdline")));
+    wait_until(format_args!("{master} named master"), || {
+        cmdline().starts_with("nginx: master process")
+    });
     let error_log = dir.join("logs/error.log");
     let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
     let error_log_inode = inode(&error_log);
@@ -215,7 +213,7 @@ fn regenerate_and_reload_under_traffic() {
             let bad =
                 Options { module: "/nonexistent/ngx_http_matches_module.so".into(), ..opts() };
             let (staged, _) = stage(&dir, &inputs, &map, bad, false, None).expect("generated");
-            match check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT).unwrap() {
+            match check_and_reload(staged, &dir, &nginx_bin, patience()).unwrap() {
                 Applied::Rejected { kept, nginx_said } => {
                     assert!(nginx_said.contains("nonexistent"), "{nginx_said}");
                     assert!(read(&kept).contains("/nonexistent/"));
@@ -255,6 +253,8 @@ fn regenerate_and_reload_under_traffic() {
                 .args(map.iter().flat_map(|(k, v)| ["--backend".to_owned(), format!("{k}={v}")]))
                 .arg("--nginx")
                 .arg(&nginx_bin)
+                .arg("--reload-wait")
+                .arg(patience().as_secs().min(3600).to_string())
                 .output()
                 .unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
@@ -267,21 +267,21 @@ fn regenerate_and_reload_under_traffic() {
             assert!(ok, "round {round}: nginx -s reload: {said}");
         } else {
             assert_eq!(
-                check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT),
+                check_and_reload(staged, &dir, &nginx_bin, patience()),
                 Ok(Applied::Reloaded)
             );
         }
         reloads += 1;
         // The reload took: the new workers answer with the new route (for a broken round,
         // the typo route is not served and the others are).
-        wait_for(&format!("round {round}'s workers"), || {
+        wait_until(format!("round {round}'s workers"), || {
             read(&error_log).matches("(SIGHUP) received").count() == reloads
         });
-        wait_for(&format!("round {round}: /moving answered by {next}"), || {
+        wait_until(format!("round {round}: /moving answered by {next}"), || {
             get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == next)
         });
         // The old workers are gone, so from now on only the new route may answer.
-        wait_for(&format!("round {round}'s old workers to exit"), || {
+        wait_until(format!("round {round}'s old workers to exit"), || {
             read(&error_log).matches("exited with code 0").count() >= 2 * reloads
         });
         allowed.lock().unwrap().moving = vec![next];
@@ -294,7 +294,7 @@ fn regenerate_and_reload_under_traffic() {
     }
     // Some traffic in the last round too.
     let before = traffic.lock().unwrap().requests;
-    wait_for("traffic after the last round", || traffic.lock().unwrap().requests > before + 20);
+    wait_until("traffic after the last round", || traffic.lock().unwrap().requests > before + 20);
     stop.store(true, Ordering::SeqCst);
     thread.join().unwrap();
 
@@ -364,14 +364,13 @@ fn a_reload_the_master_refuses_is_put_back() {
     let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
     staged.commit().unwrap();
     let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
-    wait_for("the pid file", || read(&dir.join("logs/nginx.pid")).trim().parse::<u32>().is_ok());
-    wait_for("the gateway", || get(port, "/moving/").is_ok_and(|(s, _)| s == 200));
+    wait_until("the gateway", || get(port, "/moving/").is_ok_and(|(s, _)| s == 200));
     let before = read(&dir.join("nginx.conf"));
 
     // b1 for /moving, and a listener on the port held.
     write(BACKENDS[1], Some(taken));
     let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
-    match check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT).expect("apply") {
+    match check_and_reload(staged, &dir, &nginx_bin, patience()).expect("apply") {
         Applied::PortHeld { kept, held } => {
             assert!(held.contains(&format!("port 127.0.0.1:{taken} ")), "{held}");
             assert!(read(&kept).contains(&format!("127.0.0.1:{taken}")));
@@ -386,8 +385,8 @@ fn a_reload_the_master_refuses_is_put_back() {
     // The next good change reloads and answers.
     write(BACKENDS[1], None);
     let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
-    assert_eq!(check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT), Ok(Applied::Reloaded));
-    wait_for("/moving answered by b1", || {
+    assert_eq!(check_and_reload(staged, &dir, &nginx_bin, patience()), Ok(Applied::Reloaded));
+    wait_until("/moving answered by b1", || {
         get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == "b1")
     });
     drop(holder);
@@ -483,10 +482,9 @@ fn a_reload_verdict_no_client_can_forge() {
     assert!(ok, "{said}");
     assert!(!report.exists(), "nginx -t wrote {:?}", read(&report));
     let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
-    wait_for("the start's report", || read(&report) == format!("{first} took\n"));
-    wait_for("the pid file", || read(&dir.join("logs/nginx.pid")).trim().parse::<u32>().is_ok());
+    wait_until("the start's report", || read(&report) == format!("{first} took\n"));
     let master: u32 = read(&dir.join("logs/nginx.pid")).trim().parse().unwrap();
-    wait_for("the gateway", || get(port, "/moving/").is_ok_and(|(s, _)| s == 200));
+    wait_until("the gateway", || get(port, "/moving/").is_ok_and(|(s, _)| s == 200));
     let before = read(&dir.join("nginx.conf"));
 
     // Refused at the reload, under forgery.
@@ -498,12 +496,12 @@ fn a_reload_verdict_no_client_can_forge() {
     };
     let log = dir.join("logs/error.log");
     let forged = format!(" {master}#{master}: start worker process 4242");
-    wait_for("the forged lines", || read(&log).contains(&forged));
+    wait_until("the forged lines", || read(&log).contains(&forged));
     let from = read(&log).len();
-    let verdict = check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT).expect("apply");
+    let verdict = check_and_reload(staged, &dir, &nginx_bin, patience()).expect("apply");
     // The forgery went on through the reload: forged lines after the master's refusal.
     let emerg = |l: &str| l.contains("[emerg]") && l.contains("limit_req \"gv_zone\" uses");
-    wait_for("forged lines after the refusal", || {
+    wait_until("forged lines after the refusal", || {
         let text = read(&log);
         let tail = &text[from..];
         tail.find("limit_req \"gv_zone\" uses").is_some_and(|at| tail[at..].contains(&forged))
@@ -524,9 +522,9 @@ fn a_reload_verdict_no_client_can_forge() {
 
     // The next good change is reported taken and serves.
     let (staged, took) = stage_with(BACKENDS[1], "$binary_remote_addr");
-    assert_eq!(check_and_reload(staged, &dir, &nginx_bin, RELOAD_WAIT), Ok(Applied::Reloaded));
+    assert_eq!(check_and_reload(staged, &dir, &nginx_bin, patience()), Ok(Applied::Reloaded));
     assert_eq!(read(&report), format!("{took} took\n"));
-    wait_for("/moving answered by b1", || {
+    wait_until("/moving answered by b1", || {
         get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == "b1")
     });
 
@@ -536,12 +534,12 @@ fn a_reload_verdict_no_client_can_forge() {
     for w in workers {
         let _ = std::process::Command::new("kill").arg("-KILL").arg(w.to_string()).status();
     }
-    wait_for("the port to be free", || TcpStream::connect(("127.0.0.1", port)).is_err());
+    wait_until("the port to be free", || TcpStream::connect(("127.0.0.1", port)).is_err());
     drop(gateway);
     std::fs::remove_file(&report).unwrap();
     let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
-    wait_for("the fresh start's report", || read(&report) == format!("{took} took\n"));
-    wait_for("/moving answered by b1", || {
+    wait_until("the fresh start's report", || read(&report) == format!("{took} took\n"));
+    wait_until("/moving answered by b1", || {
         get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == "b1")
     });
     gateway.finish();
@@ -562,7 +560,7 @@ fn the_report_follows_no_link() {
     let gateway = Nginx::start("report-link", &body(1), &[]);
     let logs = gateway.prefix.dir.join("logs");
     let report = logs.join("r.report");
-    wait_for("the start's report", || read(&report) == "1 took\n");
+    wait_until("the start's report", || read(&report) == "1 took\n");
     let master = common::master::pid(&gateway);
     let (victim, other) = (gateway.prefix.dir.join("victim"), gateway.prefix.dir.join("other"));
     std::fs::write(&victim, "victim\n").unwrap();
@@ -572,7 +570,7 @@ fn the_report_follows_no_link() {
     std::os::unix::fs::symlink(&other, &report).unwrap();
     gateway.prefix.write_conf(&body(2));
     gateway.hup();
-    wait_for("the reload's report", || read(&report) == "2 took\n");
+    wait_until("the reload's report", || read(&report) == "2 took\n");
     assert_eq!((read(&victim), read(&other)), ("victim\n".to_owned(), "other\n".to_owned()));
     assert!(std::fs::symlink_metadata(&report).unwrap().file_type().is_file());
     gateway.finish();

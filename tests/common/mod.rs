@@ -38,6 +38,34 @@ pub fn patience() -> Duration {
     secs(120)
 }
 
+/// The harness's one wait: polls `poll` until it gives a value, failing the test with `what`
+/// after [`patience`]. For events (NGINX listening, a log line, an answer), never a bound on
+/// how fast anything is. `what` is formatted only then ([`Nginx::with_log`] adds the log).
+pub fn wait_for<T>(what: impl std::fmt::Display, mut poll: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + patience();
+    loop {
+        if let Some(v) = poll() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "waited in vain for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// [`wait_for`] a condition.
+pub fn wait_until(what: impl std::fmt::Display, mut cond: impl FnMut() -> bool) {
+    wait_for(what, || cond().then_some(()))
+}
+
+/// A wait's `what` followed by NGINX's error log as it is when the wait fails.
+pub struct WithLog<'a, W>(&'a Nginx, W);
+
+impl<W: std::fmt::Display> std::fmt::Display for WithLog<'_, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; the error log:\n{}", self.1, self.0.error_log())
+    }
+}
+
 pub fn nginx_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("NGX_MATCHES_NGINX") {
         return p.into();
@@ -209,11 +237,15 @@ impl Prefix {
         let child =
             command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start nginx");
         let n = Nginx { prefix: self, child: Some(child) };
-        let deadline = Instant::now() + patience();
-        while TcpStream::connect(("127.0.0.1", n.prefix.port)).is_err() {
-            assert!(Instant::now() < deadline, "nginx did not start:\n{}", n.error_log());
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        // Listening is not enough: NGINX opens its sockets (and logs the module's notice)
+        // before it installs its signal handlers, and a SIGHUP in between ends it. It writes
+        // its pid file after them.
+        let pid = n.child.as_ref().map(|c| format!("{}\n", c.id()));
+        let pid_file = n.prefix.dir.join("logs/nginx.pid");
+        wait_until(n.with_log("nginx to start"), || {
+            std::fs::read_to_string(&pid_file).ok() == pid
+                && TcpStream::connect(("127.0.0.1", n.prefix.port)).is_ok()
+        });
         n
     }
 }
@@ -289,6 +321,11 @@ impl Nginx {
         self.req("GET", target, headers)
     }
 
+    /// `what`, shown with the error log (for [`wait_for`]).
+    pub fn with_log<W: std::fmt::Display>(&self, what: W) -> WithLog<'_, W> {
+        WithLog(self, what)
+    }
+
     pub fn error_log(&self) -> String {
         std::fs::read_to_string(self.prefix.dir.join("logs/error.log")).unwrap_or_default()
     }
@@ -318,11 +355,9 @@ impl Nginx {
 
     /// Waits until the error log has `needle` (a reload finishing, say).
     pub fn wait_log(&self, needle: &str, count: usize) {
-        let deadline = Instant::now() + patience();
-        while self.error_log().matches(needle).count() < count {
-            assert!(Instant::now() < deadline, "no {needle:?} in the log:\n{}", self.error_log());
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(self.with_log(format!("{count} x {needle:?}")), || {
+            self.error_log().matches(needle).count() >= count
+        });
     }
 
     /// Stops NGINX and checks that no worker died and nothing was logged at `[alert]`.
