@@ -214,14 +214,9 @@ fn a_subrequest_does_not_overwrite_the_main_requests_choice() {
     let n = Nginx::start("subrequest", body, &[]);
     assert_eq!(n.get("/main", &[]).body, "/t/main\n");
     let path = n.prefix.dir.join("logs/choice.log");
-    let deadline = std::time::Instant::now() + common::patience();
-    let log = loop {
-        let log = std::fs::read_to_string(&path).unwrap_or_default();
-        if !log.is_empty() || std::time::Instant::now() > deadline {
-            break log;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let log = common::wait_for("logs/choice.log", || {
+        Some(std::fs::read_to_string(&path).unwrap_or_default()).filter(|l| l.ends_with('\n'))
+    });
     assert_eq!(log.trim(), "/t/main /t/main 1", "{log}");
     n.finish();
 }

@@ -372,11 +372,9 @@ fn slice_endpoints_answer_from_a_network_namespace() {
         .spawn()
         .expect("start the pod's nginx in the namespace"));
     // Reachable over the veth pair (the namespace's address, nothing beyond it).
-    let deadline = std::time::Instant::now() + common::patience();
-    while std::net::TcpStream::connect((ns.pod.as_str(), 8080)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "the pod in {} never listened", ns.name);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    common::wait_until(format!("the pod in {} to listen", ns.name), || {
+        std::net::TcpStream::connect((ns.pod.as_str(), 8080)).is_ok()
+    });
     let yaml = format!(
         "{}{}{}{}",
         GATEWAY.replace("PORT", &port.to_string()),

@@ -20,7 +20,6 @@ use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 const INTERNAL: &str = "/_ngf-internal-proxy-pass-rule0-route0-backend0-inference";
 
@@ -243,11 +242,9 @@ impl Run {
             .spawn()
             .expect("start nginx");
         let run = Run { dir, port, h2_port, child };
-        let deadline = Instant::now() + common::patience();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "{name}: nginx did not start:\n{}", run.log());
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        common::wait_until(format!("{name}'s nginx to listen"), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
         run
     }
 
@@ -353,18 +350,11 @@ impl Run {
 }
 
 impl Drop for Run {
+    /// A fast stop (TERM: NGINX's workers end at once), then the scratch prefix goes.
     fn drop(&mut self) {
-        let _ = Command::new("kill").arg("-QUIT").arg(self.child.id().to_string()).status();
-        let deadline = Instant::now() + common::secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                let _ = std::fs::remove_dir_all(&self.dir);
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

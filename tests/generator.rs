@@ -365,11 +365,9 @@ fn generated_configurations_route_as_the_gateway_api_says() {
         let r = n.raw(format!("GET {tag} HTTP/1.0\r\nHost: cafe.test\r\n\r\n").as_bytes()).unwrap();
         assert!(r.body.starts_with("echo "), "{r:?}");
         let log = backend.prefix.dir.join("logs/mirror.log");
-        let deadline = std::time::Instant::now() + common::patience();
-        while !std::fs::read_to_string(&log).unwrap_or_default().contains(&format!("GET {tag} ")) {
-            assert!(std::time::Instant::now() < deadline, "no mirrored {tag} in {log:?}");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        common::wait_until(format!("a mirrored {tag} in {log:?}"), || {
+            std::fs::read_to_string(&log).unwrap_or_default().contains(&format!("GET {tag} "))
+        });
         // RequestRedirect: prefix replaced on a segment boundary, query kept, the listener's
         // port (not 80) kept when the filter names neither scheme nor port; a scheme alone
         // drops it. URLRewrite: host and path prefix rewritten on the way to the backend.

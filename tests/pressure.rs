@@ -100,11 +100,7 @@ fn a_reload_out_of_address_space_is_refused_and_the_old_list_answers() {
     // The master is alive and reloads a good file.
     n.prefix.write("matches.json", r#"{"k1":[{"any":true,"redirectPath":"/big"}]}"#);
     n.hup();
-    let deadline = std::time::Instant::now() + common::patience();
-    while small().body != "big\n" {
-        assert!(std::time::Instant::now() < deadline, "no reload:\n{}", n.error_log());
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    common::wait_until(n.with_log("the reload"), || small().body == "big\n");
     n.finish();
 }
 
@@ -261,25 +257,14 @@ fn sweep(name: &str, heavy: &str, hit: &str, points: &[u64]) -> Vec<(u64, Outcom
         };
         let (started, emergs) = count(&n.error_log());
         n.hup();
-        let deadline = std::time::Instant::now() + common::patience();
-        let loaded = loop {
+        let loaded = common::wait_for(n.with_log("the reload's outcome"), || {
             let log = n.error_log();
             assert!(!log.contains("exited on signal"), "{log}");
             let (s, e) = count(&log);
-            if e > emergs {
-                break false;
-            }
-            if s > started {
-                break true;
-            }
-            assert!(std::time::Instant::now() < deadline, "no outcome:\n{log}");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
+            (e > emergs || s > started).then_some(e == emergs)
+        });
         if loaded {
-            while answer() != want {
-                assert!(std::time::Instant::now() < deadline, "no {want}:\n{}", n.error_log());
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
+            common::wait_until(n.with_log(want), || answer() == want);
         }
         loaded
     };

@@ -401,15 +401,16 @@ impl Drop for Nginx {
     }
 }
 
-/// The pid of the newest worker, from its "start worker process N" notice.
+/// The pid of the newest worker, from its "start worker process N" notice (which the master
+/// writes after the fork: the worker may answer before it is there).
 pub fn worker_pid(n: &Nginx) -> u32 {
-    let log = n.error_log();
-    let pid = log
-        .lines()
-        .rev()
-        .filter(|l| l.contains("start worker process"))
-        .find_map(|l| l.rsplit(' ').next()?.trim().parse().ok());
-    pid.unwrap_or_else(|| panic!("no worker in the log:\n{log}"))
+    wait_for(n.with_log("a worker's start"), || {
+        n.error_log()
+            .lines()
+            .rev()
+            .filter(|l| l.contains("start worker process"))
+            .find_map(|l| l.rsplit(' ').next()?.trim().parse().ok())
+    })
 }
 
 /// Resident memory of a process in KiB (`VmRSS` of /proc/PID/status).
