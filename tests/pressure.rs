@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Nginx, Prefix, master, nginx_binary};
+use common::{Nginx, Prefix, master};
 
 /// A matches.json of `keys` distinct keys, each with its own one-entry list (~65 bytes a key).
 fn write_big_file(path: &Path, keys: usize) {
@@ -28,16 +28,8 @@ fn write_big_file(path: &Path, keys: usize) {
 /// signal, what it printed).
 fn test_limited(prefix: &Prefix, kib: u64) -> (Option<i32>, Option<i32>, String) {
     use std::os::unix::process::ExitStatusExt;
-    let out = Command::new("prlimit")
-        .arg(format!("--as={}", kib * 1024))
-        .arg(nginx_binary())
-        .arg("-p")
-        .arg(format!("{}/", prefix.dir.display()))
-        .arg("-c")
-        .arg("conf/nginx.conf")
-        .arg("-t")
-        .output()
-        .expect("prlimit nginx -t");
+    let limit = format!("--as={}", kib * 1024);
+    let out = prefix.command_with(&["prlimit", &limit]).arg("-t").output().expect("prlimit");
     (out.status.code(), out.status.signal(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -111,17 +103,7 @@ fn test_peak_rss(prefix: &Prefix) -> (bool, u64, String) {
                   r=subprocess.run(sys.argv[1:],capture_output=True)\n\
                   sys.stderr.write(r.stderr.decode('utf-8','replace'))\n\
                   print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n";
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(nginx_binary())
-        .arg("-p")
-        .arg(format!("{}/", prefix.dir.display()))
-        .arg("-c")
-        .arg("conf/nginx.conf")
-        .arg("-t")
-        .output()
-        .expect("python3");
+    let out = prefix.command_with(&["python3", "-c", script]).arg("-t").output().expect("python3");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut words = stdout.split_whitespace();
     let code: i32 = words.next().and_then(|w| w.parse().ok()).expect("exit code");
@@ -444,10 +426,7 @@ fn a_request_time_compile_without_the_reserve_is_a_500_and_the_worker_lives() {
         }"#;
     // The worker runs as root, as the test does: prlimit on another user's process needs
     // CAP_SYS_RESOURCE, which a container may not give.
-    let p = Prefix::new("pressure-no-reserve", conf, &[]);
-    let text = std::fs::read_to_string(p.dir.join("conf/nginx.conf")).unwrap();
-    p.write("nginx.conf", &format!("user root;\n{text}"));
-    let n = p.start();
+    let n = Nginx::start_keeping_bodies("pressure-no-reserve", conf);
     let warm = r#"[{"any":true,"redirectPath":"/ok"}]"#;
     assert_eq!(n.get("/v", &[("x-list", warm)]).body, "ok\n");
     // 200 regex entries (~16 KB): its parse alone would allocate megabytes.

@@ -200,19 +200,18 @@ impl Prefix {
     }
 
     fn command(&self) -> Command {
-        self.command_with(None)
+        self.command_with(&[])
     }
 
-    /// The nginx command line, run through `wrapper` (a program and its arguments) if given.
-    fn command_with(&self, wrapper: Option<&str>) -> Command {
-        let mut words = wrapper.unwrap_or("").split_whitespace();
-        let mut c = match words.next() {
-            Some(program) => {
+    /// The nginx command line, run through `wrapper` (a program and its arguments) if any.
+    pub fn command_with(&self, wrapper: &[&str]) -> Command {
+        let mut c = match wrapper {
+            [program, args @ ..] => {
                 let mut c = Command::new(program);
-                c.args(words).arg(nginx_binary());
+                c.args(args).arg(nginx_binary());
                 c
             }
-            None => Command::new(nginx_binary()),
+            [] => Command::new(nginx_binary()),
         };
         c.arg("-p").arg(format!("{}/", self.dir.display())).arg("-c").arg(&self.conf);
         c
@@ -228,8 +227,8 @@ impl Prefix {
     /// ...`) runs it under another program; it must exec or be NGINX's own process, since the
     /// harness signals the child's pid.
     pub fn start(self) -> Nginx {
-        let wrapper = std::env::var("NGX_MATCHES_WRAPPER").ok();
-        let mut command = self.command_with(wrapper.as_deref());
+        let wrapper = std::env::var("NGX_MATCHES_WRAPPER").unwrap_or_default();
+        let mut command = self.command_with(&wrapper.split_whitespace().collect::<Vec<_>>());
         if self.foreign {
             // Stay in the foreground, as our child, so that stopping it stops everything.
             command.arg("-g").arg("daemon off;");
@@ -275,17 +274,8 @@ impl Nginx {
     /// private scratch root.
     pub fn start_keeping_bodies(name: &str, http_body: &str) -> Nginx {
         let p = Prefix::new(name, http_body, &[]);
-        let loads = format!("load_module {};\nuser root;\n", module_path().display());
-        let conf = preamble(&[
-            ("LOADS", &loads),
-            ("MASTER", "on"),
-            ("WORKERS", "1"),
-            ("LOG_LEVEL", "info"),
-            ("CONNECTIONS", "512"),
-            ("ACCESS_LOG", "off"),
-            ("HTTP", &http_body.replace("{PORT}", &p.port.to_string())),
-        ]);
-        p.write("nginx.conf", &conf);
+        let conf = std::fs::read_to_string(p.dir.join(&p.conf)).expect("nginx.conf");
+        p.write("nginx.conf", &format!("user root;\n{conf}"));
         let (ok, out) = p.test();
         assert!(ok, "nginx -t failed:\n{out}");
         p.start()
