@@ -15,14 +15,23 @@
 # in the loop: an edit of the checkout meanwhile does not change what is tested).
 # Usage: scripts/bench/invariants-long.sh            (INVARIANT_MINUTES, default 30)
 #   INNOCENT_CASES (48), SIZE_CASES (64), FUZZ_SECONDS (120) per round; ADVERSARIAL (10000).
+#   SMOKE=1 (scripts/bench/smoke.sh): one round at tiny sizes (2 cases each, 2 s of fuzzing,
+#   ADVERSARIAL 200, COUNTED 100 on the deep shape only), about a minute of CPU once built;
+#   any of the variables above still wins.
 # Prints each round's result and a summary: cases, failures, fuzz runs and coverage, ratios.
 # A failing round's log is kept in target/invariants/; the script exits 1 if any round failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export NGX_CONFIGURE_ARGS=--with-debug
-minutes=${INVARIANT_MINUTES:-30}
-innocent=${INNOCENT_CASES:-48} size=${SIZE_CASES:-64} fuzz_secs=${FUZZ_SECONDS:-120}
-adversarial=${ADVERSARIAL:-10000}
+if [ -n "${SMOKE:-}" ]; then
+  minutes=${INVARIANT_MINUTES:-0} innocent=${INNOCENT_CASES:-2} size=${SIZE_CASES:-2}
+  fuzz_secs=${FUZZ_SECONDS:-2} adversarial=${ADVERSARIAL:-200}
+  export COUNTED=${COUNTED:-100} SHAPES=${SHAPES:-deep}
+else
+  minutes=${INVARIANT_MINUTES:-30}
+  innocent=${INNOCENT_CASES:-48} size=${SIZE_CASES:-64} fuzz_secs=${FUZZ_SECONDS:-120}
+  adversarial=${ADVERSARIAL:-10000}
+fi
 log=$PWD/target/invariants
 rm -rf "$log"
 mkdir -p "$log"

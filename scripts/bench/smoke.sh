@@ -45,6 +45,7 @@ smoke rss-drift REQUESTS=2000 scripts/bench/rss-drift.sh
 smoke soak DURATION=5 scripts/bench/soak.sh
 smoke valgrind-routing ROUTING_LIST_N=50 scripts/bench/valgrind-routing.sh
 smoke memcheck MEMCHECK_TESTS=example scripts/bench/memcheck.sh
+smoke invariants-long GEN=target/ci/httproute-nginx scripts/bench/invariants-long.sh
 smoke list-shapes sh -c 'for s in one rules3 hosts; do
     python3 scripts/bench/list-shapes.py $s 20 target/smoke/shape-$s || exit 1
     target/ci/httproute-nginx generate -f target/smoke/shape-$s \
