@@ -356,7 +356,11 @@ def send(s, count):
     path, headers = target(s)
     pairs = headers.items() if isinstance(headers, dict) else headers
     h = "".join(f"{k}: {v}\r\n" for k, v in pairs)
-    req = f"GET {path} HTTP/1.1\r\nHost: bench\r\n{h}\r\n".encode()
+    send_raw(s.name, f"GET {path} HTTP/1.1\r\nHost: bench\r\n{h}\r\n".encode(), count)
+
+
+def send_raw(name, req, count):
+    """`req` (bytes) `count` times over one keep-alive connection; every answer must be 200."""
     sock = socket.create_connection(("127.0.0.1", PORT), timeout=600)
     buf = b""
     for _ in range(count):
@@ -368,27 +372,27 @@ def send(s, count):
                 m = re.search(r"(?i)content-length: *(\d+)", head)
                 length = int(m.group(1)) if m else 0
                 if len(buf) >= head_end + 4 + length:
-                    status = int(head.split(" ")[1])
-                    if status != 200:
-                        raise RuntimeError(f"{s.name}: status {status}")
+                    if int(head.split(" ")[1]) != 200:
+                        raise RuntimeError(f"{name}: {head.splitlines()[0]}")
                     buf = buf[head_end + 4 + length:]
                     break
             chunk = sock.recv(65536)
             if not chunk:
-                raise RuntimeError(f"{s.name}: connection closed")
+                raise RuntimeError(f"{name}: connection closed")
             buf += chunk
     sock.close()
 
 
-def callgrind_total(s, count, prefix):
-    write_prefix(s, prefix, master=False)
+def callgrind_run(prefix, drive):
+    """Instructions NGINX ran from `prefix` (written, one process) under callgrind while
+    `drive()` sent its requests, start and stop included."""
     out = prefix / "callgrind.out"
     p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                           NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(120)
-        send(s, count)
+        drive()
     finally:
         # Debian's `valgrind` is a shell wrapper: signal NGINX itself (its pid file), with
         # SIGTERM (fast stop); callgrind writes its totals on exit.
@@ -400,9 +404,12 @@ def callgrind_total(s, count, prefix):
                 break
             except subprocess.TimeoutExpired:
                 continue
-    text = out.read_text(errors="replace")
-    m = re.search(r"^totals: (\d+)", text, re.M)
-    return int(m.group(1))
+    return int(re.search(r"^totals: (\d+)", out.read_text(errors="replace"), re.M).group(1))
+
+
+def callgrind_total(s, count, prefix):
+    write_prefix(s, prefix, master=False)
+    return callgrind_run(prefix, lambda: send(s, count))
 
 
 def instructions(s, prefix):

@@ -138,50 +138,12 @@ def send_post(count):
     """`count` POSTs with a 1 KB body over one keep-alive connection; checks every answer."""
     req = (b"POST /bench?a=1 HTTP/1.1\r\nHost: bench\r\nx-model: llama\r\n"
            b"Content-Length: %d\r\n\r\n" % len(BODY)) + BODY
-    sock = socket.create_connection(("127.0.0.1", bench.PORT), timeout=600)
-    buf = b""
-    for _ in range(count):
-        sock.sendall(req)
-        while True:
-            head_end = buf.find(b"\r\n\r\n")
-            if head_end >= 0:
-                head = buf[:head_end].decode("latin-1")
-                m = re.search(r"(?i)content-length: *(\d+)", head)
-                length = int(m.group(1)) if m else 0
-                if len(buf) >= head_end + 4 + length:
-                    if int(head.split(" ")[1]) != 200:
-                        raise RuntimeError(f"POST: {head.splitlines()[0]}")
-                    buf = buf[head_end + 4 + length:]
-                    break
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise RuntimeError("POST: connection closed")
-            buf += chunk
-    sock.close()
+    bench.send_raw("POST", req, count)
 
 
 def callgrind(sc, shim_port, count, prefix, post=False):
     write(prefix, sc, shim_port, master=False)
-    out = prefix / "callgrind.out"
-    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                          bench.NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        bench.wait_port(120)
-        if post:
-            send_post(count)
-        else:
-            bench.send(Req, count)
-    finally:
-        pid = int((prefix / "logs" / "nginx.pid").read_text())
-        for _ in range(600):
-            os.kill(pid, 15)
-            try:
-                p.wait(timeout=1)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-    return int(re.search(r"^totals: (\d+)", out.read_text(errors="replace"), re.M).group(1))
+    return bench.callgrind_run(prefix, lambda: send_post(count) if post else bench.send(Req, count))
 
 
 def rss(sc, shim_port, prefix):

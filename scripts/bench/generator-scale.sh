@@ -69,6 +69,18 @@ gw = open(f"{d}/gateway.yaml", "w")
 out = open(f"{d}/routes.yaml", "w")
 gw.write("kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n")
 services = n
+
+
+def route(r, path, backend, kind="PathPrefix", hosts="", more="", meta="", parent="gw"):
+    """HTTPRoute route-R of one rule: a `kind` `path` match (`more`: its further lines) to
+    `backend`; `hosts`, its hostnames line's list."""
+    hosts = f"  hostnames: {hosts}\n" if hosts else ""
+    return (f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\n{meta}spec:\n"
+            f"  parentRefs: [{{name: {parent}}}]\n{hosts}  rules:\n"
+            f"  - matches:\n    - path: {{type: {kind}, value: {path}}}\n{more}"
+            f"    backendRefs: [{{name: {backend}, port: 80}}]\n")
+
+
 if shape == "rules":
     # n routes x RULES rules (header and regex query conditions) on one listener.
     gw.write("  - {name: http, port: 18600, protocol: HTTP, hostname: scale.test}\n")
@@ -84,10 +96,7 @@ elif shape == "listeners":
     for p in range(64):
         gw.write(f"  - {{name: l{p}, port: {18700 + p}, protocol: HTTP, hostname: scale.test}}\n")
     for r in range(n):
-        out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n"
-                  f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
-                  f"      headers: [{{name: x-tenant, value: t{r % 10}}}]\n"
-                  f"    backendRefs: [{{name: svc-{r}, port: 80}}]\n")
+        out.write(route(r, f"/svc-{r}", f"svc-{r}", more=f"      headers: [{{name: x-tenant, value: t{r % 10}}}]\n"))
 elif shape == "dollars":
     # n routes of one tenant, each a rule NGINX cannot take (a redirect whose `$` signs,
     # spelled ${httproute_dollar}, pass its 4,094-byte word) and one it serves.
@@ -110,10 +119,7 @@ elif shape == "tiers":
         hosts = f"[h{r}.scale.test]" if r % 2 else "[]"
         path = "/" if r % 2 else f"/svc-{r}"
         headers = "      headers: [{name: x-a, value: '1'}]\n" if r % 2 else ""
-        out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\nspec:\n  parentRefs: [{{name: gw}}]\n"
-                  f"  hostnames: {hosts}\n  rules:\n"
-                  f"  - matches:\n    - path: {{type: PathPrefix, value: {path}}}\n{headers}"
-                  f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
+        out.write(route(r, path, f"svc-{r % 100}", hosts=hosts, more=headers))
 elif shape in ("deep", "quoted", "conflicts", "dropped", "regex", "grpc"):
     # Adversarial shapes, n routes on one listener: "deep", every route nests 60 levels in a
     # field the generator ignores; "quoted", the same behind a plain scalar holding a quote
@@ -140,10 +146,7 @@ elif shape in ("deep", "quoted", "conflicts", "dropped", "regex", "grpc"):
                       f"  - matches:\n    - method: {{service: s{r}.Svc, method: M}}\n"
                       f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
             continue
-        out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\n{extra}spec:\n  parentRefs: [{{name: gw}}]\n"
-                  f"  hostnames: [{host}]\n  rules:\n"
-                  f"  - matches:\n    - path: {{type: {kind}, value: {path}}}\n{headers}"
-                  f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
+        out.write(route(r, path, f"svc-{r % 100}", kind, f"[{host}]", headers, extra))
 elif shape == "hosts":
     # n Gateways, each one listener of a hostname of its own on one port, and a route on each:
     # a scan of the port's listeners per server name is n^2.
@@ -153,10 +156,7 @@ elif shape == "hosts":
         if r:
             out.write(f"---\nkind: Gateway\nmetadata: {{name: gw{r}}}\nspec:\n  listeners:\n"
                       f"  - {{name: http, port: 18600, protocol: HTTP, hostname: h{r}.scale.test}}\n")
-        parent = f"gw{r}" if r else "gw"
-        out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\nspec:\n  parentRefs: [{{name: {parent}}}]\n"
-                  f"  rules:\n  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
-                  f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
+        out.write(route(r, f"/svc-{r}", f"svc-{r % 100}", parent=f"gw{r}" if r else "gw"))
 elif shape == "grants":
     # n routes, each in a namespace of its own, each using a Service of namespace "backend",
     # which holds n ReferenceGrants (one per route's namespace): a scan of the grants per
@@ -178,7 +178,7 @@ else:
     services = 100
     gw.write("  - {name: http, port: 18600, protocol: HTTP}\n")
     form = os.environ.get("LIST", "")
-    def route(r):
+    def item(r):
         return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
                 "metadata": {"name": f"route-{r}", "namespace": "default"},
                 "spec": {"parentRefs": [{"name": "gw"}], "hostnames": [f"h{r % 500}.scale.test"],
@@ -189,7 +189,7 @@ else:
         out.close()
         os.remove(f"{d}/routes.yaml")
         with open(f"{d}/routes.json", "w") as f:
-            json.dump({"apiVersion": "v1", "items": [route(r) for r in range(n)], "kind": "List",
+            json.dump({"apiVersion": "v1", "items": [item(r) for r in range(n)], "kind": "List",
                        "metadata": {"resourceVersion": ""}}, f, indent=4)
     elif form == "yaml":
         out.write("apiVersion: v1\nitems:\n")
@@ -202,10 +202,7 @@ else:
         out.write("kind: List\nmetadata:\n  resourceVersion: \"\"\n")
     else:
         for r in range(n):
-            out.write(f"---\nkind: HTTPRoute\nmetadata: {{name: route-{r}}}\nspec:\n  parentRefs: [{{name: gw}}]\n"
-                      f"  hostnames: [h{r % 500}.scale.test]\n  rules:\n"
-                      f"  - matches:\n    - path: {{type: PathPrefix, value: /svc-{r}}}\n"
-                      f"    backendRefs: [{{name: svc-{r % 100}, port: 80}}]\n")
+            out.write(route(r, f"/svc-{r}", f"svc-{r % 100}", hosts=f"[h{r % 500}.scale.test]"))
 with open(f"{d}.backends", "w") as f:
     ns = "backend" if shape == "grants" else "default"
     for r in range(services):

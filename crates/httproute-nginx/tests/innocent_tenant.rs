@@ -818,24 +818,32 @@ fn a_grpc_route_on_my_port_leaves_my_servers_http1() {
 /// rule, b's 240 names went in first and a's route was refused.
 #[test]
 fn undated_routes_of_a_newer_gateway_do_not_evict_my_names() {
+    colliding_undated_routes("undated", "b", ", creationTimestamp: \"2026-01-01T00:00:01Z\"");
+}
+
+/// Tenant a's dated Gateway (port 18082) and route with 16 of 256 names of one hash; tenant
+/// `ns`'s Gateway (port 18081, `gw_meta` added to its metadata) and undated routes with the
+/// other 240. Only `ns`'s routes are refused, a's names are written, `nginx -t` passes.
+fn colliding_undated_routes(name: &str, ns: &str, gw_meta: &str) {
     let names = colliding_names(256);
     let hosts = |hs: &[String]| hs.iter().map(|h| q(h)).collect::<Vec<_>>().join(", ");
     let mut docs = vec![
         "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18082, protocol: HTTP}]\n".to_owned(),
         format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(&names[..16])),
-        "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned(),
+        format!("kind: Gateway\nmetadata: {{name: gw, namespace: {ns}{gw_meta}}}\nspec:\n  listeners: [{{name: http, port: 18081, protocol: HTTP}}]\n"),
     ];
     for (i, hs) in names[16..].chunks(16).enumerate() {
-        docs.push(format!("kind: HTTPRoute\nmetadata: {{name: r{i:02}, namespace: b}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(hs)));
+        docs.push(format!("kind: HTTPRoute\nmetadata: {{name: r{i:02}, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(hs)));
     }
     let yaml: String = docs.iter().map(|d| format!("{d}---\n")).collect();
-    let g = generate_all(&[dir_with("undated", &yaml)], &backends(), &opts()).unwrap();
+    let g = generate_all(&[dir_with(name, &yaml)], &backends(), &opts()).unwrap();
     assert!(server_names_build(&g.output.nginx_conf));
     assert!(!g.output.dropped.is_empty());
     for d in &g.output.dropped {
-        assert_eq!(d.unit.route().map(|r| r.namespace.as_str()), Some("b"), "{:?}", g.warnings);
+        assert_eq!(d.unit.route().map(|r| r.namespace.as_str()), Some(ns), "{:?}", g.warnings);
     }
-    nginx_t("undated", &g.output);
+    assert!(g.output.nginx_conf.contains(&names[0]));
+    nginx_t(name, &g.output);
 }
 
 /// The listening sockets of `conf`: its distinct `listen` addresses.
@@ -893,25 +901,7 @@ fn many_ports_of_a_newer_tenant_leave_workers_connections() {
 /// Before, undated counted as the oldest: 0b's names went in first and a's route was refused.
 #[test]
 fn an_undated_gateway_and_routes_do_not_evict_my_dated_names() {
-    let names = colliding_names(256);
-    let hosts = |hs: &[String]| hs.iter().map(|h| q(h)).collect::<Vec<_>>().join(", ");
-    let mut docs = vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18082, protocol: HTTP}]\n".to_owned(),
-        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(&names[..16])),
-        "kind: Gateway\nmetadata: {name: gw, namespace: 0b}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned(),
-    ];
-    for (i, hs) in names[16..].chunks(16).enumerate() {
-        docs.push(format!("kind: HTTPRoute\nmetadata: {{name: r{i:02}, namespace: 0b}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(hs)));
-    }
-    let yaml: String = docs.iter().map(|d| format!("{d}---\n")).collect();
-    let g = generate_all(&[dir_with("undated-gw", &yaml)], &backends(), &opts()).unwrap();
-    assert!(server_names_build(&g.output.nginx_conf));
-    assert!(!g.output.dropped.is_empty());
-    for d in &g.output.dropped {
-        assert_eq!(d.unit.route().map(|r| r.namespace.as_str()), Some("0b"), "{:?}", g.warnings);
-    }
-    assert!(g.output.nginx_conf.contains(&names[0]));
-    nginx_t("undated-gw", &g.output);
+    colliding_undated_routes("undated-gw", "0b", "");
 }
 
 /// Tenant b's routes `r0`..: each `rules` rules of one match with a regex path and 16 regex
