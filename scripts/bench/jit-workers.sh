@@ -62,17 +62,9 @@ start_nginx "$nginx" "$p" "$port"
 trap 'kill -QUIT $master 2>/dev/null || true; wait $master 2>/dev/null || true; rm -rf "$p"' EXIT
 python3 - "$master" "$port" "$lists" <<'PY'
 import http.client, os, sys, time
+sys.path.insert(0, "scripts/lib")
+from procs import children
 master, port, lists = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-
-def workers():
-    out = []
-    for d in os.listdir("/proc"):
-        try:
-            if d.isdigit() and int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]) == master:
-                out.append(int(d))
-        except (OSError, IndexError, ValueError):
-            pass
-    return sorted(out)
 
 def figures(pid):
     f = {}
@@ -103,7 +95,7 @@ def settled(pids):
         time.sleep(0.2)
     return last
 
-pids = workers()
+pids = children(master)
 if len(pids) != 2:
     sys.exit(f"FAIL: {len(pids)} workers, expected 2")
 procs = [master] + pids

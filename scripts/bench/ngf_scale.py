@@ -33,6 +33,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+from procs import children  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 WORK = ROOT / "target" / "ngf-scale"
 NGINX = os.environ.get("BENCH_NGINX", "/usr/sbin/nginx")
@@ -193,19 +196,6 @@ def get(port, path, host="x", headers=None, deadline=None, timeout=5):
             if deadline is None or time.monotonic() > end:
                 raise
             time.sleep(0.01)
-
-
-def children(master):
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                fields = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
-                if int(fields[1]) == master:
-                    out.append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    return sorted(out)
 
 
 def rollup(pid):

@@ -73,19 +73,12 @@ k=$((42 % lists)); got=$(curl -s "http://127.0.0.1:$port/k?k=host$k.example.com/
 # workers must not copy the pages they share with the master as requests reach each list.
 traffic=$(python3 - "$master" "$port" "$lists" <<'PY'
 import http.client, os, sys, time
+sys.path.insert(0, "scripts/lib")
+from procs import children
 master, port, lists = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-def procs():
-    out = [master]
-    for d in os.listdir("/proc"):
-        try:
-            if d.isdigit() and int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]) == master:
-                out.append(int(d))
-        except (OSError, IndexError, ValueError):
-            pass
-    return out
 def pss():
     total = 0
-    for p in procs():
+    for p in [master] + children(master):
         for line in open(f"/proc/{p}/smaps_rollup"):
             if line.startswith("Pss:"):
                 total += int(line.split()[1])
