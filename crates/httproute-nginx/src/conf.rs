@@ -25,11 +25,11 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// NGINX holds one configuration word in its 4 KiB read buffer (with the byte that ends it).
-pub const MAX_WORD: usize = 4094;
-
-/// The variable that holds a literal `$`.
-pub const DOLLAR_VAR: &str = "httproute_dollar";
+pub use crate::syntax::{
+    Arg, BlockKind, DOLLAR_VAR, MAX_WORD, Part, Pos, braced_var, check_word, code, data,
+    is_var_name, regex_data, unwritable, var,
+};
+use crate::syntax::{position, word};
 
 /// Defines `$httproute_dollar` as `$`: geo values are not compiled as complex values.
 pub fn dollar_geo() -> Node {
@@ -41,94 +41,6 @@ pub fn dollar_geo() -> Node {
 
 /// The same, as text (for documentation).
 pub const DOLLAR_GEO: &str = "geo $httproute_dollar { default \"$\"; }";
-
-/// One piece of a word.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Part {
-    /// Text of the generator itself: keywords, numbers, regex syntax, names it made up.
-    Code(Cow<'static, str>),
-    /// `$NAME`: a variable the generator defines, or one of NGINX's.
-    Var(Cow<'static, str>),
-    /// `${NAME}`: the same, always in braces.
-    BracedVar(Cow<'static, str>),
-    /// Bytes from the manifests or the command line, named by the field they came from.
-    Data { field: Cow<'static, str>, text: String },
-    /// Data matched literally inside a regular expression: every byte but letters, digits, `/`
-    /// and `-` is escaped with `\` for PCRE.
-    RegexData { field: Cow<'static, str>, text: String },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Style {
-    /// Bare when it can be, else in double quotes.
-    Auto,
-    Double,
-    Single,
-}
-
-/// A word of a directive.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Arg {
-    parts: Vec<Part>,
-    style: Style,
-}
-
-impl Arg {
-    pub fn code(s: impl Into<Cow<'static, str>>) -> Arg {
-        Arg { parts: vec![Part::Code(s.into())], style: Style::Auto }
-    }
-    pub fn var(name: impl Into<Cow<'static, str>>) -> Arg {
-        Arg { parts: vec![Part::Var(name.into())], style: Style::Auto }
-    }
-    pub fn data(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Arg {
-        Arg {
-            parts: vec![Part::Data { field: field.into(), text: text.into() }],
-            style: Style::Auto,
-        }
-    }
-    pub fn parts(parts: Vec<Part>) -> Arg {
-        Arg { parts, style: Style::Auto }
-    }
-    /// Always in double quotes.
-    pub fn quoted(mut self) -> Arg {
-        self.style = Style::Double;
-        self
-    }
-    /// Always in single quotes.
-    pub fn single_quoted(mut self) -> Arg {
-        self.style = Style::Single;
-        self
-    }
-}
-
-/// Shorthands for parts.
-pub fn code(s: impl Into<Cow<'static, str>>) -> Part {
-    Part::Code(s.into())
-}
-pub fn var(name: impl Into<Cow<'static, str>>) -> Part {
-    Part::Var(name.into())
-}
-pub fn braced_var(name: impl Into<Cow<'static, str>>) -> Part {
-    Part::BracedVar(name.into())
-}
-pub fn data(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Part {
-    Part::Data { field: field.into(), text: text.into() }
-}
-pub fn regex_data(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Part {
-    Part::RegexData { field: field.into(), text: text.into() }
-}
-
-/// What a block holds: its entries are read differently by NGINX.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlockKind {
-    /// Directives (`http`, `server`, `location`, `if`, `upstream`...).
-    Directives,
-    /// `map` entries: a key (a string, a regex with `~`, or a special word) and a value that
-    /// takes variables.
-    Map,
-    /// `geo` and `split_clients` entries: values are plain strings.
-    Plain,
-}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Block {
@@ -226,10 +138,7 @@ impl Directive {
         self
     }
     fn name(&self) -> Option<&str> {
-        match self.words.first()?.parts.as_slice() {
-            [Part::Code(c)] => Some(c),
-            _ => None,
-        }
+        self.words.first()?.as_code()
     }
 }
 
@@ -278,144 +187,6 @@ impl Rendered {
     pub fn owner_of_line(lines: &[Option<Provenance>], line: usize) -> Option<Provenance> {
         lines.get(line.checked_sub(1)?).copied().flatten()
     }
-}
-
-/// Where a word is in its directive, for what NGINX makes of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pos {
-    /// Compiled with variables (a complex value): a data `$` must not be written as `$`.
-    Variables,
-    /// Taken as it is.
-    Literal,
-    /// The key of a `map` entry.
-    MapKey,
-    /// The path of a `location`.
-    LocationPath,
-    /// A name of `server_name`.
-    ServerName,
-}
-
-/// Whether NGINX compiles word `i` (0 is the name) of directive `name` with variables, for the
-/// directives the generator writes. Unknown directives are taken to: a literal `$` is then
-/// still never a variable.
-fn position(parent: BlockKind, name: Option<&str>, i: usize, n: usize) -> Pos {
-    match parent {
-        BlockKind::Map if i == 0 => return Pos::MapKey,
-        BlockKind::Map => return Pos::Variables,
-        BlockKind::Plain => return Pos::Literal,
-        BlockKind::Directives => {}
-    }
-    let Some(name) = name else { return Pos::Variables };
-    if i == 0 {
-        return Pos::Literal;
-    }
-    match (name, i) {
-        ("location", _) if i == n - 1 => Pos::LocationPath,
-        ("server_name", _) => Pos::ServerName,
-        // Plain strings: paths read at start, names, addresses, numbers, flags.
-        (
-            "load_module"
-            | "worker_processes"
-            | "pid"
-            | "error_log"
-            | "worker_connections"
-            | "client_body_temp_path"
-            | "proxy_temp_path"
-            | "fastcgi_temp_path"
-            | "uwsgi_temp_path"
-            | "scgi_temp_path"
-            | "http_matches_load"
-            | "http_matches_reload_report"
-            | "http_matches"
-            | "resolver"
-            | "resolver_timeout"
-            | "upstream"
-            | "server"
-            | "listen"
-            | "location"
-            | "mirror"
-            | "proxy_hide_header"
-            | "grpc_hide_header"
-            | "proxy_http_version"
-            | "proxy_next_upstream"
-            | "proxy_next_upstream_tries"
-            | "proxy_next_upstream_timeout"
-            | "proxy_connect_timeout"
-            | "proxy_send_timeout"
-            | "proxy_read_timeout"
-            | "grpc_connect_timeout"
-            | "grpc_send_timeout"
-            | "grpc_read_timeout"
-            | "http2"
-            | "ssl_reject_handshake"
-            | "internal"
-            | "hostnames"
-            | "default"
-            | "map"
-            | "geo"
-            | "split_clients"
-            | "http_matches_module",
-            _,
-        ) if !matches!((name, i), ("map" | "split_clients", 1)) => Pos::Literal,
-        // The source of a map or split_clients is a complex value; the variable defined is not.
-        ("map" | "split_clients", 1) => Pos::Variables,
-        // Header names; `always`.
-        ("add_header" | "proxy_set_header" | "grpc_set_header", 1) => Pos::Literal,
-        ("add_header", 3) => Pos::Literal,
-        // The status code; the regex of rewrite and its flag; the variable set.
-        ("return", 1) if n > 2 => Pos::Literal,
-        ("rewrite", 1 | 3) => Pos::Literal,
-        ("set", 1) => Pos::Literal,
-        // `if (VAR OP OPERAND)`: see `Writer::directive`.
-        ("if", 2) => Pos::Literal,
-        _ => Pos::Variables,
-    }
-}
-
-/// Characters that make a word need quotes to stay one word of data.
-fn needs_quotes(v: &str) -> bool {
-    v.is_empty()
-        || v.bytes()
-            .any(|b| matches!(b, b' ' | b'\t' | b';' | b'{' | b'}' | b'#' | b'"' | b'\'' | b'\\'))
-}
-
-/// Whether NGINX's parser cannot take byte-for-byte what `c` is as data: the ASCII control
-/// characters but the tab (a newline ends a comment and is taken raw inside quotes, `\r` is
-/// a separator, NUL ends the C string NGINX makes of a word; none of them is a valid byte of
-/// a header, a path or a name). The tab is written `\t`, which NGINX's parser turns back into
-/// a tab in every word. NGINX reads bytes: a character above U+007F (U+0085 among them) is
-/// bytes of 0x80 and more in UTF-8, which its parser takes as they are.
-pub fn unwritable(c: char) -> bool {
-    c.is_ascii_control() && c != '\t'
-}
-
-/// Rejects what NGINX's parser cannot read back as data: see [`unwritable`].
-fn check_bytes(field: &str, text: &str) -> Result<(), String> {
-    if let Some(c) = text.chars().find(|&c| unwritable(c)) {
-        return Err(format!(
-            "{field}: {:?} holds the control character U+{:04X}, which nginx.conf cannot hold \
-             as data",
-            truncate(text),
-            c as u32
-        ));
-    }
-    Ok(())
-}
-
-fn truncate(s: &str) -> Cow<'_, str> {
-    if s.len() <= 80 {
-        return Cow::Borrowed(s);
-    }
-    let mut end = 80;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    Cow::Owned(format!("{}...", &s[..end]))
-}
-
-/// Whether `n` can be written as `$n`.
-pub fn is_var_name(n: &str) -> bool {
-    !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// Longest comment text: NGINX reads a comment through its 4 KiB word buffer too.
@@ -625,15 +396,12 @@ impl Writer {
             }
             let pos = if d.condition && i == 3 {
                 // `~`, `!~`...: a regex, compiled as it is; `=`, `!=`: a value with variables.
-                let op = d.words.get(2).and_then(|w| match w.parts.as_slice() {
-                    [Part::Code(c)] => Some(c.as_ref()),
-                    _ => None,
-                });
+                let op = d.words.get(2).and_then(Arg::as_code);
                 if op.is_some_and(|o| o.contains('~')) { Pos::Literal } else { Pos::Variables }
             } else {
                 position(parent, name, i, n)
             };
-            let (written, value) = match self.word(a, pos) {
+            let (written, value) = match word(a, pos, &mut self.dollar) {
                 Ok(w) => w,
                 Err(why) => self.refuse(why)?,
             };
@@ -686,138 +454,6 @@ impl Writer {
         };
         Ok(Stmt { words, block })
     }
-
-    /// The one function that decides how a word is written: its text in nginx.conf and the
-    /// value NGINX's parser reads from it.
-    fn word(&mut self, a: &Arg, pos: Pos) -> Result<(String, String), String> {
-        let mut value = String::new();
-        let mut field: Option<&str> = None;
-        // A variable's `${...}` is fine in a bare word; any other space, `;`, brace, `#`,
-        // quote or backslash needs quotes.
-        let mut needs = a.parts.is_empty();
-        for (k, p) in a.parts.iter().enumerate() {
-            match p {
-                Part::Code(c) => {
-                    if c.chars().any(char::is_control) {
-                        return Err(format!("generator bug: a control character in {c:?}"));
-                    }
-                    needs |= needs_quotes(c);
-                    value.push_str(c);
-                }
-                Part::Var(v) | Part::BracedVar(v) => {
-                    if !is_var_name(v) {
-                        return Err(format!("generator bug: invalid variable name {v:?}"));
-                    }
-                    // `$a` followed by a name character would read a longer name.
-                    let next_is_name = a.parts.get(k + 1).is_some_and(|n| {
-                        let first = match n {
-                            Part::Code(c) => c.chars().next(),
-                            Part::Var(_) | Part::BracedVar(_) => Some('$'),
-                            Part::Data { text, .. } | Part::RegexData { text, .. } => {
-                                text.chars().next()
-                            }
-                        };
-                        first.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-                    });
-                    if next_is_name || matches!(p, Part::BracedVar(_)) {
-                        let _ = write!(value, "${{{v}}}");
-                    } else {
-                        let _ = write!(value, "${v}");
-                    }
-                }
-                Part::Data { field: f, text } | Part::RegexData { field: f, text } => {
-                    check_bytes(f, text)?;
-                    field.get_or_insert(f);
-                    needs |= needs_quotes(text) || matches!(p, Part::RegexData { .. });
-                    let regex = matches!(p, Part::RegexData { .. });
-                    let first = value.is_empty();
-                    self.data(&mut value, f, text, regex, pos, first)?;
-                    // A map key's leading `\`.
-                    needs |= value.starts_with('\\');
-                }
-            }
-        }
-        let written = match a.style {
-            // A bare `${...}` is fine for NGINX, but crossplane reads on past its `}`: quoted.
-            Style::Auto if !needs && !value.is_empty() && !value.contains("${") => value.clone(),
-            Style::Auto | Style::Double => quote(&value, '"'),
-            Style::Single => quote(&value, '\''),
-        };
-        if written.len() > MAX_WORD {
-            return Err(format!(
-                "{}: {} bytes in one nginx.conf word; NGINX takes at most {MAX_WORD}",
-                field.unwrap_or("generated text"),
-                written.len()
-            ));
-        }
-        Ok((written, value))
-    }
-
-    /// Appends data `text` to the value of a word at `pos`.
-    fn data(
-        &mut self,
-        value: &mut String,
-        field: &str,
-        text: &str,
-        regex: bool,
-        pos: Pos,
-        first: bool,
-    ) -> Result<(), String> {
-        if first {
-            match pos {
-                Pos::MapKey
-                    if matches!(text, "default" | "hostnames" | "include" | "volatile")
-                        || text.starts_with(['~', '\\']) =>
-                {
-                    // NGINX strips one leading `\` of a key: the rest is taken as it is.
-                    value.push('\\');
-                }
-                Pos::LocationPath if !text.starts_with('/') => {
-                    return Err(format!(
-                        "{field}: {:?} is not a path starting with \"/\"",
-                        truncate(text)
-                    ));
-                }
-                Pos::ServerName if text.starts_with('~') || text.contains('$') => {
-                    return Err(format!(
-                        "{field}: {:?} would not be a plain server name",
-                        truncate(text)
-                    ));
-                }
-                _ => {}
-            }
-        }
-        for c in text.chars() {
-            if regex && !(c.is_ascii_alphanumeric() || c == '/' || c == '-') {
-                value.push('\\');
-            }
-            if c == '$' && pos == Pos::Variables {
-                self.dollar = true;
-                let _ = write!(value, "${{{DOLLAR_VAR}}}");
-            } else {
-                value.push(c);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// `v` in quotes `q`, with `\` and `q` escaped and a tab written `\t`.
-fn quote(v: &str, q: char) -> String {
-    let mut s = String::with_capacity(v.len() + 2);
-    s.push(q);
-    for c in v.chars() {
-        if c == '\t' {
-            s.push_str("\\t");
-            continue;
-        }
-        if c == '\\' || c == q {
-            s.push('\\');
-        }
-        s.push(c);
-    }
-    s.push(q);
-    s
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ pub mod output;
 mod path_check;
 pub mod plan;
 pub mod status;
+pub mod syntax;
 
 use std::path::{Path, PathBuf};
 

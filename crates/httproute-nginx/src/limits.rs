@@ -50,6 +50,11 @@ pub fn regex_charge(len: usize) -> usize {
     route_match::DEFAULT_PATTERN_MEMORY + len.saturating_mul(96) + 4096
 }
 
+/// The longest header name a hash with NGINX's fixed 64-byte buckets holds (the grpc module's
+/// headers and hidden headers: no `grpc_headers_hash_bucket_size` exists): an element is a
+/// pointer and the name with 2 bytes, aligned to 8, and a bucket ends with a pointer.
+pub const FIXED_BUCKET_HEADER: usize = 64 - 8 - 8 - 2;
+
 /// `ngx_hash` over the bytes, lower-cased (`ngx_hash_key_lc`).
 pub fn ngx_hash_key_lc(key: &[u8]) -> u64 {
     key.iter()

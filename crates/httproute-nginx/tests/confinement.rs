@@ -146,6 +146,8 @@ fn a_path_nginx_cannot_take_drops_its_match_only() {
     let gone = server.locations.iter_mut().find(|l| l.loc == Loc::Exact("/gone".into())).unwrap();
     gone.loc = Loc::Exact("/gone\n".into());
     gone.edit_candidates(|c| c.path = "/gone\n".into());
+    // The plan changed: its words are judged again.
+    plan.refused = httproute_nginx::plan::word_refusals(&plan.ports);
     let out = httproute_nginx::emit::emit(&plan, &opts()).unwrap();
     let dropped: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(

@@ -9,7 +9,7 @@ use crate::conf::{
 use crate::model::{HeaderModifier, PathModifier, RequestRedirect};
 use crate::plan::{INTERNAL_PREFIX, RulePlan, Target};
 
-use super::state::{FIXED_BUCKET_HEADER, Http, Unit, d, empty, entry_of, field, quoted};
+use super::state::{Http, Unit, d, empty, entry_of, field, quoted};
 use super::upstream::percent;
 
 impl Http {
@@ -504,22 +504,15 @@ impl Http {
     }
 
     /// Header names NGINX puts in a hash: those set (request) and hidden (response). The
-    /// proxy module's bucket size is raised to hold the longest; the grpc module's is fixed,
-    /// and a longer name refuses the rule.
+    /// proxy module's bucket size is raised to hold the longest; the grpc module's is fixed
+    /// (a longer name refuses the rule in the plan: `plan/words.rs`).
     fn header_hash(&mut self, g: bool, req: &HeaderModifier, resp: &HeaderModifier) {
         let names = req.set.iter().chain(&req.add).map(|h| &h.name).chain(&req.remove);
         let hidden = resp.set.iter().map(|h| &h.name).chain(&resp.remove);
-        let longest = names.chain(hidden).max_by_key(|n| n.len());
         if !g {
             // proxy_headers_hash_bucket_size is raised to hold it.
-            self.longest_header = self.longest_header.max(longest.map_or(0, String::len));
-        } else if let Some(n) = longest.filter(|n| n.len() > FIXED_BUCKET_HEADER) {
-            self.over_limit.push(format!(
-                "header name {:?} of a GRPCRoute filter: {} bytes; the grpc module's header hash \
-                 holds names of at most {FIXED_BUCKET_HEADER}",
-                n,
-                n.len()
-            ));
+            let longest = names.chain(hidden).map(String::len).max().unwrap_or(0);
+            self.longest_header = self.longest_header.max(longest);
         }
     }
 

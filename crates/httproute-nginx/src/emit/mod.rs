@@ -4,9 +4,9 @@
 //!
 //! Emit writes what the plan decided (servers merged over ports, header filters merged,
 //! retries expanded: see [`crate::plan`]). One file per NGINX block:
-//! - this file: [`emit_with`]: what is left out (the plan's budgets, NGINX's refusals given,
-//!   the tenant words NGINX cannot take), then one pass that writes the rest;
-//! - `decide`: the tenant words NGINX cannot take, found before anything is written;
+//! - this file: [`emit_with`]: what is left out (the plan's refusals: its budgets and the
+//!   tenant words NGINX cannot take, `plan/words.rs`; NGINX's refusals given), then one pass
+//!   that writes the rest;
 //! - `options`: the options and the output; `state`: the writer's state during a pass and the
 //!   helpers of every block;
 //! - `http`: one pass: the main context and the `http` block around the servers;
@@ -22,7 +22,6 @@
 //! the blocks; this file imports `http`, `options` and `state`, and none imports it.
 
 mod cors;
-mod decide;
 mod http;
 mod inference;
 mod location;
@@ -32,8 +31,8 @@ mod state;
 mod tls;
 mod upstream;
 
+pub use crate::limits::FIXED_BUCKET_HEADER;
 pub use options::{Carrier, Options, Output, Tree, Work};
-pub use state::FIXED_BUCKET_HEADER;
 pub use upstream::basis_points;
 
 use std::collections::HashSet;
@@ -56,7 +55,7 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
 /// take (a control character, a word past its 4,094 bytes) leaves out that object (a
 /// backendRef's share, the match's location, the rule, the route, the listener), with a
 /// warning and [`Output::dropped`]. What is left out is decided before the configuration is
-/// written ([`decide::refused_words`]); the configuration is then written once. Only the run's
+/// written (`plan/words.rs`, [`Plan::refused`]); the configuration is then written once. Only the run's
 /// own words (options, the generator's text) are an error.
 pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
     emit_dropping(plan, opts, tree, &[])
@@ -67,6 +66,11 @@ fn budget_drops(plan: &Plan) -> impl Iterator<Item = (Unit, String)> + '_ {
     plan.refused.iter().map(|(r, why)| match r {
         Refused::Listener(id) => (Unit::Listener(id.clone()), why.clone()),
         Refused::Route(id) => (Unit::Route(id.clone()), why.clone()),
+        Refused::Rule(id) => (Unit::Rule(id.clone()), why.clone()),
+        Refused::Share { rule, index } => {
+            (Unit::BackendShare { rule: rule.clone(), index: *index }, why.clone())
+        }
+        Refused::Location(at, li) => (Unit::Location(*at, *li), why.clone()),
     })
 }
 
@@ -75,8 +79,8 @@ fn budget_drops(plan: &Plan) -> impl Iterator<Item = (Unit, String)> + '_ {
 /// (`crate::nginx_check`).
 ///
 /// One pass writes the configuration: what it leaves out is decided before it (the plan's
-/// budgets, `drops`, then the tenant words NGINX cannot take), so a word refused while
-/// writing is a bug of the generator, never a tenant's.
+/// refusals, then `drops`), so a word refused while writing is a bug of the generator, never
+/// a tenant's.
 pub fn emit_dropping(
     plan: &Plan,
     opts: &Options,
@@ -85,8 +89,6 @@ pub fn emit_dropping(
 ) -> Result<Output, String> {
     let mut left = LeftOut::default();
     left.add(plan, budget_drops(plan).chain(drops.iter().cloned()));
-    let refused = decide::refused_words(plan, opts, &left.skip, &mut left.work)?;
-    left.add(plan, refused);
     let (out, refused, _) = emit_once(plan, opts, tree, &left.skip)?;
     let Some(mut out) = out else {
         return Err(format!(

@@ -111,9 +111,6 @@ pub struct Work {
     pub passes: usize,
     /// Tenant objects written for ([`Provenance::Object`]s).
     pub units: usize,
-    /// Rules whose words were looked at before the pass, as they may be some NGINX cannot
-    /// take (`decide`).
-    pub checked: usize,
     /// Candidates of left-out locations looked at to find their matches.
     pub candidates: usize,
 }

@@ -79,16 +79,12 @@ pub(super) struct Skip {
     pub(super) shares: BTreeSet<(RuleId, usize)>,
     pub(super) listeners: BTreeSet<ListenerId>,
     pub(super) routes: BTreeSet<RouteId>,
-    /// Rules written, when not all are: the rules [`super::decide`] looks at.
-    pub(super) only: Option<HashSet<RuleId>>,
 }
 
 impl Skip {
     /// Whether the rule is left out (itself or its route).
     pub(super) fn rule(&self, id: &RuleId) -> bool {
-        self.rules.contains(id)
-            || self.routes.contains(&id.route)
-            || self.only.as_ref().is_some_and(|o| !o.contains(id))
+        self.rules.contains(id) || self.routes.contains(&id.route)
     }
 }
 
@@ -184,11 +180,6 @@ pub(super) fn rule_tag(id: &RuleId) -> String {
     }
     String::from_utf8(tag.to_vec()).expect("ASCII")
 }
-
-/// The longest header name a hash with NGINX's fixed 64-byte buckets holds (the grpc module's
-/// headers and hidden headers: no `grpc_headers_hash_bucket_size` exists): an element is a
-/// pointer and the name with 2 bytes, aligned to 8, and a bucket ends with a pointer.
-pub const FIXED_BUCKET_HEADER: usize = 64 - 8 - 8 - 2;
 
 /// A rule's fields, for errors: "HTTPRoute default/r rule 0: FIELD".
 pub(super) fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {

@@ -15,8 +15,9 @@ use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget, REGEX_MEMORY_TOTAL, r
 
 use super::attach::{Attachment, set_refused};
 use super::entry::{Entry, REGEX_CONDITION};
-use super::ids::{Ages, ListenerId, RouteId};
+use super::ids::{Ages, ListenerId, RouteId, RuleId};
 use super::listeners::Listener;
+use super::merge::ServerAt;
 use super::status::RouteNode;
 use super::types::PortPlan;
 
@@ -26,6 +27,15 @@ use super::types::PortPlan;
 pub enum Refused {
     Listener(ListenerId),
     Route(RouteId),
+    /// A rule (a word of its filters, mirrors: `plan/words.rs`).
+    Rule(RuleId),
+    /// A backendRef's share of its rule (`index` among the rule's `backendRefs`).
+    Share {
+        rule: RuleId,
+        index: usize,
+    },
+    /// The location of a match path: (port, server, location).
+    Location(ServerAt, usize),
 }
 
 /// The objects whose server names NGINX's hashes cannot hold beside older objects' names, with

@@ -49,6 +49,7 @@ mod segments;
 mod servers;
 mod status;
 mod types;
+mod words;
 
 pub use budget::Refused;
 pub use entry::{Entry, INTERNAL_PREFIX};
@@ -64,6 +65,7 @@ pub use types::{
     Backend, BackendMap, Candidate, Capabilities, HTTP2_DIRECTIVE, Loc, LocationPlan, PathKind,
     Pool, PortPlan, RulePlan, Segment, ServerPlan, SortKey, Target, normalize_prefix,
 };
+pub use words::refusals as word_refusals;
 
 /// Everything besides the manifests that decides a plan: generate and explain pass the same.
 #[derive(Debug, Clone)]
@@ -194,8 +196,10 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let secrets = listeners::secrets(inputs, &listeners);
     // 7. Servers the same on several ports.
     let merged = Merged::of(&ports);
-    // 8. Budgets: what does not fit of what tenants share, newest first.
-    let mut refused = budget::listening_sockets(&ports, &ages, opts.worker_connections);
+    // 8. The words NGINX cannot take (`plan/words.rs`), then the budgets: what does not fit
+    // of what tenants share, newest first.
+    let mut refused = words::refusals(&ports);
+    refused.extend(budget::listening_sockets(&ports, &ages, opts.worker_connections));
     refused.extend(budget::server_names(&ports, &ages, &refused));
     refused.extend(budget::regex_memory(&ports, &ages, &refused, opts.regex_memory_per_tenant));
     Plan {

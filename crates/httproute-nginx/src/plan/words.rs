@@ -1,0 +1,264 @@
+//! Every tenant value that becomes an NGINX word, judged once before anything is written: the
+//! one validator of NGINX's word syntax. Each value is put in the word the writer puts it in
+//! (with the generator's text around it, at its place in its directive: [`Pos`]) and asked of
+//! [`check_word`], the writer's own judge, quoted (the longest way the
+//! writer writes a word: a bare one is never longer). A word NGINX cannot take (a control
+//! character, past 4,094 bytes, a path or a server name it would read otherwise, a GRPCRoute
+//! header name past the grpc module's fixed hash bucket) refuses the smallest unit that holds
+//! it ([`Refused`]): a backendRef's share for its target or its own filters, a rule for its
+//! filters and mirrors, a match's location for its path, the owners of a server name
+//! (its routes, else its listener) and a listener for its certificates. So the writer never
+//! meets a tenant word it refuses.
+//!
+//! Where a word holds more than the value (a redirect's port, the URI after an upstream's
+//! name, a certificate's directory), the most the generator writes there is assumed.
+
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashSet};
+
+use crate::limits::FIXED_BUCKET_HEADER;
+use crate::model::{Cors, HeaderModifier, PathModifier};
+use crate::syntax::{
+    Arg, Part, Pos, braced_var, check_word, code, data, is_var_name, regex_data, var,
+};
+
+use super::budget::Refused;
+use super::types::{Loc, PortPlan, RulePlan, ServerPlan, Target};
+
+const HOSTNAME_FIELD: &str =
+    "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
+const PATH_FIELD: &str = "HTTPRoute spec.rules[].matches[].path.value";
+/// What `proxy_pass` writes after an upstream's name at the most.
+const URI: &str = "$httproute_path$is_args$args";
+/// Room for the directory of a Secret's certificate file (`--dir`, the operator's).
+const CERT_DIR: usize = 512;
+
+type Field = Cow<'static, str>;
+
+/// Word `parts`, quoted, at `pos`: the writer's verdict.
+fn word(pos: Pos, parts: Vec<Part>) -> Result<(), String> {
+    check_word(&Arg::parts(parts).quoted(), pos)
+}
+
+/// The units the plan's words refuse, each with the writer's reason, in the plan's order (a
+/// caller that changes a plan's `ports` asks again: [`super::Plan::refused`]).
+pub fn refusals(ports: &[PortPlan]) -> Vec<(Refused, String)> {
+    let mut out = Vec::new();
+    let mut seen: BTreeSet<Refused> = BTreeSet::new();
+    let mut push = |r: Refused, why: String, out: &mut Vec<(Refused, String)>| {
+        if seen.insert(r.clone()) {
+            out.push((r, why));
+        }
+    };
+    let mut rules = HashSet::new();
+    for (pi, p) in ports.iter().enumerate() {
+        for (si, s) in p.servers.iter().enumerate() {
+            if let Err(why) = server_name(s) {
+                for o in name_owners(s) {
+                    push(o, why.clone(), &mut out);
+                }
+            }
+            if let Some(l) = &s.listener
+                && let Err(why) = certificates(s)
+            {
+                push(Refused::Listener(l.clone()), why, &mut out);
+            }
+            for (li, l) in s.locations.iter().enumerate() {
+                let (Loc::Exact(path) | Loc::Prefix(path)) = &l.loc;
+                if let Err(why) = word(Pos::LocationPath, vec![data(PATH_FIELD, path.clone())]) {
+                    push(Refused::Location((pi, si), li), why, &mut out);
+                }
+            }
+            for r in s.rules.iter().filter(|r| rules.insert(r.id.clone())) {
+                if let Err(why) = rule(r) {
+                    push(Refused::Rule(r.id.clone()), why, &mut out);
+                    continue;
+                }
+                for b in &r.backends {
+                    let filters = headers(r, &b.request_headers, &b.response_headers);
+                    if let Err(why) = filters.and_then(|()| target(&b.target)) {
+                        let share = Refused::Share { rule: r.id.clone(), index: b.index };
+                        push(share, why, &mut out);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Who a server's name is written for: the routes that alone bring it, else its listener.
+fn name_owners(s: &ServerPlan) -> BTreeSet<Refused> {
+    if s.brought_by.is_empty() {
+        s.listener.iter().cloned().map(Refused::Listener).collect()
+    } else {
+        s.brought_by.iter().cloned().map(Refused::Route).collect()
+    }
+}
+
+/// A server's name and fallback name, in every word they are written in: `server_name`, the
+/// SNI map's key and value, `http_matches_fallback`, the SNI check's regex.
+fn server_name(s: &ServerPlan) -> Result<(), String> {
+    for h in s.hostname.iter().chain(s.fallback.iter().flatten()) {
+        for pos in [Pos::ServerName, Pos::MapKey, Pos::Variables] {
+            word(pos, vec![data(HOSTNAME_FIELD, h.clone())])?;
+        }
+        let re = regex_data(HOSTNAME_FIELD, h.clone());
+        word(Pos::Literal, vec![code("^(|"), re, code(")$")])?;
+    }
+    Ok(())
+}
+
+/// A server's certificate files (`DIR/certs/NAMESPACE_NAME.crt`).
+fn certificates(s: &ServerPlan) -> Result<(), String> {
+    for c in &s.certificates {
+        let dir = code("d".repeat(CERT_DIR));
+        let f = "certificate file (--certificate, Secret)";
+        word(Pos::Variables, vec![dir, data(f, c.replace('/', "_")), code(".crt")])?;
+    }
+    Ok(())
+}
+
+/// A rule's own words: its filters (and its backends' header names on a GRPCRoute, whose
+/// hash is the rule's), redirect, rewrite, mirrors and CORS.
+fn rule(r: &RulePlan) -> Result<(), String> {
+    let f = |name: &str| -> Field { format!("{}: {name}", r.id).into() };
+    headers(r, &r.request_headers, &r.response_headers)?;
+    if r.grpc {
+        let own = [(&r.request_headers, &r.response_headers)].into_iter();
+        let backends = r.backends.iter().map(|b| (&b.request_headers, &b.response_headers));
+        for (req, resp) in own.chain(backends) {
+            grpc_names(req, resp)?;
+        }
+    }
+    if let Some(rd) = &r.redirect {
+        let scheme = rd
+            .scheme
+            .as_ref()
+            .map_or(var("scheme"), |s| data(f("RequestRedirect scheme"), s.clone()));
+        let host = rd
+            .hostname
+            .as_ref()
+            .map_or(var("host"), |h| data(f("RequestRedirect hostname"), h.clone()));
+        let tail = [code(":65535"), var("httproute_path"), var("is_args"), var("args")];
+        let parts = [scheme, code("://"), host].into_iter().chain(tail).collect();
+        word(Pos::Variables, parts)?;
+        path(rd.path.as_ref(), &r.match_prefix, f("RequestRedirect path"))?;
+    }
+    if let Some(rw) = &r.rewrite {
+        if let Some(h) = &rw.hostname {
+            word(Pos::Variables, vec![data(f("URLRewrite hostname"), h.clone())])?;
+        }
+        path(rw.path.as_ref(), &r.match_prefix, f("URLRewrite path"))?;
+    }
+    for (t, _) in &r.mirrors {
+        target(t)?;
+    }
+    r.cors.as_deref().map_or(Ok(()), |c| cors(c, &f))
+}
+
+/// A header filter's words: names as they are (`proxy_set_header NAME`, `add_header NAME`,
+/// `proxy_hide_header NAME`), values with variables, and an added request header's value after
+/// the client's (`"${http_NAME},VALUE"`).
+fn headers(r: &RulePlan, req: &HeaderModifier, resp: &HeaderModifier) -> Result<(), String> {
+    let f = |name: &str| -> Field { format!("{}: {name}", r.id).into() };
+    for (m, kind) in [(req, "RequestHeaderModifier"), (resp, "ResponseHeaderModifier")] {
+        let (name_f, value_f) =
+            (f(&format!("{kind} header name")), f(&format!("{kind} header value")));
+        for n in m.set.iter().chain(&m.add).map(|h| &h.name).chain(&m.remove) {
+            word(Pos::Literal, vec![data(name_f.clone(), n.clone())])?;
+        }
+        for h in m.set.iter().chain(&m.add) {
+            word(Pos::Variables, vec![data(value_f.clone(), h.value.clone())])?;
+        }
+    }
+    for h in &req.add {
+        let sent = format!("http_{}", h.name.to_ascii_lowercase().replace('-', "_"));
+        if is_var_name(&sent) {
+            let value = data(f("RequestHeaderModifier header value"), h.value.clone());
+            word(Pos::Variables, vec![braced_var(sent), code(","), value])?;
+        }
+    }
+    Ok(())
+}
+
+/// The grpc module's header hashes have fixed 64-byte buckets (no directive raises them):
+/// the names set and hidden must fit one.
+fn grpc_names(req: &HeaderModifier, resp: &HeaderModifier) -> Result<(), String> {
+    let names = req.set.iter().chain(&req.add).map(|h| &h.name).chain(&req.remove);
+    let hidden = resp.set.iter().map(|h| &h.name).chain(&resp.remove);
+    match names.chain(hidden).find(|n| n.len() > FIXED_BUCKET_HEADER) {
+        Some(n) => Err(format!(
+            "header name {n:?} of a GRPCRoute filter: {} bytes; the grpc module's header hash \
+             holds names of at most {FIXED_BUCKET_HEADER}",
+            n.len()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A path filter's words: the new path, the new prefix before the rest of the path, and the
+/// matched prefix as a regex.
+fn path(p: Option<&PathModifier>, prefix: &str, f: Field) -> Result<(), String> {
+    let Some(p) = p else { return Ok(()) };
+    let (replacement, _) = p.replacement();
+    word(Pos::Variables, vec![data(f.clone(), replacement.clone())])?;
+    let more = data(f, replacement.trim_end_matches('/').to_owned());
+    word(Pos::Variables, vec![more, braced_var("httproute_rest")])?;
+    let prefix = regex_data(PATH_FIELD, prefix.trim_end_matches('/').to_owned());
+    word(Pos::Literal, vec![code("^"), prefix, code("(?<httproute_rest>/[^?]*)")])
+}
+
+/// CORS: each origin as a map key's regex (its scheme, host and port escaped, a `*` host
+/// written `[^/:]+`), and each list joined with `", "` as a map value.
+fn cors(c: &Cors, f: &dyn Fn(&str) -> Field) -> Result<(), String> {
+    for o in c.allow_origins.iter().filter(|o| *o != "*") {
+        let origin = regex_data(f("CORS allowOrigins[]"), o.clone());
+        word(Pos::MapKey, vec![code("~*^"), origin, code("[^/:]+$")])?;
+    }
+    for (l, name) in [
+        (&c.allow_methods, "CORS allowMethods"),
+        (&c.allow_headers, "CORS allowHeaders"),
+        (&c.expose_headers, "CORS exposeHeaders"),
+    ] {
+        if !l.is_empty() {
+            word(Pos::Variables, vec![data(f(name), l.join(", "))])?;
+        }
+    }
+    Ok(())
+}
+
+/// Where a share or a mirror goes: an upstream's name (its block, and after `proxy_pass`'s
+/// scheme) and addresses, an address resolved per request, an InferencePool's upstream and its
+/// picker (whose name the writer puts in the generator's text of `http_matches_epp`).
+fn target(t: &Target) -> Result<(), String> {
+    let name = |n: &String| data("backend upstream name", n.clone());
+    let upstream = |n: &String, servers: &[String]| -> Result<(), String> {
+        word(Pos::Literal, vec![name(n)])?;
+        word(Pos::Variables, vec![name(n)])?;
+        word(Pos::Variables, vec![code("grpcs://"), name(n), code(URI)])?;
+        servers
+            .iter()
+            .try_for_each(|s| word(Pos::Literal, vec![data("backend address", s.clone())]))
+    };
+    match t {
+        Target::Upstream { name, servers } => upstream(name, servers),
+        Target::Resolve(addr) => word(Pos::Variables, vec![data("backend address", addr.clone())]),
+        Target::Status(_) => Ok(()),
+        Target::Inference(p) => {
+            upstream(&p.upstream, &p.servers)?;
+            target(&p.picker)?;
+            let picker = match &p.picker {
+                Target::Upstream { name, .. } => name,
+                Target::Resolve(addr) => addr,
+                _ => return Ok(()),
+            };
+            match picker.chars().any(char::is_control) {
+                true => {
+                    Err(format!("InferencePool {}: picker {picker:?}: a control character", p.id))
+                }
+                false => Ok(()),
+            }
+        }
+    }
+}
