@@ -109,9 +109,11 @@ fn first_fit(keys: &[(u64, usize)], bucket_size: usize, max_size: usize) -> Opti
 }
 
 /// The key sets NGINX builds hashes of for these server names (exact names; each level of
-/// the wildcard trees), as (hash, length) pairs.
+/// the wildcard trees), as (hash, length) pairs. The exact names hold the empty name too:
+/// every port's catch-all is `server_name ""` (a key of its own, `ngx_http_server_names`),
+/// and every SNI map has the key `""`.
 fn key_sets<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Vec<(u64, usize)>> {
-    let mut exact: Vec<(u64, usize)> = Vec::new();
+    let mut exact: Vec<(u64, usize)> = vec![(0, 0)];
     // Wildcards `*.a.b`: NGINX keeps them reversed (`b.a`) and builds a hash per node of the
     // label tree, of the node's child labels.
     let mut tree: BTreeMap<Vec<&str>, std::collections::BTreeSet<&str>> = BTreeMap::new();
@@ -256,18 +258,10 @@ impl NameBudget {
 
 /// Whether NGINX builds every hash of these server names with these sizes (`ngx_hash_init`:
 /// the first size from its start up to `max_size` whose buckets hold their keys, else
-/// `max_size` buckets, refused when one passes 65,280 bytes); `map`: the SNI map's (with its
-/// empty key). For tests: the model the sizes written are checked against.
-pub fn nginx_builds<'a>(
-    names: impl IntoIterator<Item = &'a str>,
-    sizes: HashSizes,
-    map: bool,
-) -> bool {
-    let mut sets = key_sets(names);
-    if map {
-        sets[0].push((0, 0));
-    }
-    sets.iter().all(|k| {
+/// `max_size` buckets, refused when one passes 65,280 bytes), the server-name hashes and the
+/// SNI maps alike. For tests: the model the sizes written are checked against.
+pub fn nginx_builds<'a>(names: impl IntoIterator<Item = &'a str>, sizes: HashSizes) -> bool {
+    key_sets(names).iter().all(|k| {
         if k.iter().any(|&(_, len)| sizes.bucket_size < element_size(len) + 8) {
             return false;
         }
@@ -299,11 +293,8 @@ pub fn map_hostnames<'a>(
     names: impl IntoIterator<Item = &'a str>,
     bucket: usize,
 ) -> Option<HashSizes> {
-    // The keys `""` and `default` are not in the hash (a default value, an empty key is a
-    // key of its own: it adds one short element).
-    let mut sets = key_sets(names);
-    sets[0].push((0, 0));
-    sizes_for(&sets, HashSizes { bucket_size: bucket.max(CACHELINE), max_size: 2048 })
+    // `default` is not in the hash (a default value); the key `""` is (in [`key_sets`]).
+    sizes_for(&key_sets(names), HashSizes { bucket_size: bucket.max(CACHELINE), max_size: 2048 })
 }
 
 /// `variables_hash_*` for a configuration that defines `defined` variables of at most
@@ -378,6 +369,20 @@ mod tests {
         assert_eq!(element_size(6), 16);
         assert_eq!(element_size(7), 24);
         assert_eq!(element_size(253), 8 + 256);
+    }
+
+    /// Every port's catch-all writes `server_name ""`, a key of the port's server-name hash:
+    /// the sizes written hold it beside the names. 1,277 names `N.x`: before, 64-byte buckets
+    /// and 676 of them, which hold the names but not the empty one beside them (NGINX warns
+    /// "could not build optimal server_names_hash").
+    #[test]
+    fn the_catch_all_s_empty_name_is_a_key() {
+        let names: Vec<String> = (0..1277).map(|i| format!("{i}.x")).collect();
+        let s = server_names(names.iter().map(String::as_str), 64).expect("sizes");
+        let mut keys: Vec<(u64, usize)> =
+            names.iter().map(|n| (ngx_hash_key_lc(n.as_bytes()), n.len())).collect();
+        keys.push((0, 0));
+        assert!(first_fit(&keys, s.bucket_size, s.max_size).is_some(), "{s:?}");
     }
 
     #[test]
@@ -456,14 +461,14 @@ mod tests {
         for set in [&admitted, &halves] {
             let s = server_names(set.iter().copied(), 64)
                 .unwrap_or(HashSizes { bucket_size: 64, max_size: 512 });
-            assert!(nginx_builds(set.iter().copied(), s, false), "{s:?}");
+            assert!(nginx_builds(set.iter().copied(), s), "{s:?}");
             let m = map_hostnames(set.iter().copied(), 64)
                 .unwrap_or(HashSizes { bucket_size: 64, max_size: 2048 });
-            assert!(nginx_builds(set.iter().copied(), m, true), "{m:?}");
+            assert!(nginx_builds(set.iter().copied(), m), "{m:?}");
         }
         let all = names.iter().map(String::as_str);
         let s = server_names(all.clone(), 64).expect("sizes");
-        assert!(!nginx_builds(all, s, false));
+        assert!(!nginx_builds(all, s));
     }
 
     /// Whatever the names, every `*_hash_bucket_size` written is one NGINX takes with any

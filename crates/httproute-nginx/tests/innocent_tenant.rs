@@ -737,7 +737,7 @@ fn server_names_build(conf: &str) -> bool {
         bucket_size: http_value(conf, "server_names_hash_bucket_size").unwrap_or(64),
         max_size: http_value(conf, "server_names_hash_max_size").unwrap_or(512),
     };
-    httproute_nginx::limits::nginx_builds(names, sizes, false)
+    httproute_nginx::limits::nginx_builds(names, sizes)
 }
 
 /// Budget: server names in NGINX's hash (issue #45). Tenant b's 16 routes of 16 host names
@@ -996,4 +996,34 @@ fn many_tenants_regex_conditions_fill_the_total_newest_refused() {
     let refused = refused_for(&g, "budget: regex memory");
     assert_eq!(refused, ["b6/r0", "b7/r0"], "{:?}", g.warnings);
     nginx_t("regex-total", &g.output);
+}
+
+/// Server names of owners a budget refuses are not written, and size no hash: tenant b's
+/// newer routes, refused by the regex-memory budget, name a host of 189 bytes. Before, the
+/// `server_names_hash_bucket_size` of that name was written all the same (a's configuration
+/// changed by names no server of which is written).
+#[test]
+fn names_of_refused_routes_size_no_hash() {
+    let long = format!("{0}.{0}.{0}.b.test", "h".repeat(60));
+    let mut b = regex_routes("b", 8, 8);
+    for d in &mut b[2..] {
+        *d = d.replace(
+            "  parentRefs: [{name: gw}]\n",
+            &format!("  parentRefs: [{{name: gw}}]\n  hostnames: [{long}]\n"),
+        );
+    }
+    let (base, mine, g) = views(b, 5, true);
+    assert_eq!(base, mine);
+    assert_eq!(refused_for(&g, "budget: regex memory").len(), 7, "{:?}", g.warnings);
+    let conf = &g.output.nginx_conf;
+    assert!(!conf.contains(&long), "{conf}");
+    let alone = generate_all(
+        &[dir_with("alone", &file_of(&tenant_a(), vec![], 0, true))],
+        &backends(),
+        &opts(),
+    )
+    .unwrap();
+    for d in ["server_names_hash_bucket_size", "map_hash_bucket_size"] {
+        assert_eq!(http_value(conf, d), http_value(&alone.output.nginx_conf, d), "{d}");
+    }
 }

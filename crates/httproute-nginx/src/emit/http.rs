@@ -267,7 +267,16 @@ impl<'p> Pass<'p> {
             Tree::Drop => Writer::render_text,
         };
         let mut warnings = std::mem::take(&mut http.warnings);
-        let (mut inner, dollar_at) = http_preamble(plan, opts, http, &mut warnings);
+        // The names written (those of owners left out are not), every port's and TLS ports'.
+        let (alive, skip) = (&self.alive, self.skip);
+        let names = |tls: bool| -> Vec<&str> {
+            let ports = plan.ports.iter().enumerate().filter(|(pi, p)| alive[*pi] && p.tls >= tls);
+            let servers = ports.flat_map(|(_, p)| &p.servers);
+            let written = servers.filter(|s| !dropped_listener(skip, s) && !unbrought(skip, s));
+            written.filter_map(|s| s.hostname.as_deref()).collect()
+        };
+        let names = (names(false), names(true));
+        let (mut inner, dollar_at) = http_preamble(opts, http, &names, &mut warnings);
         inner.append(&mut upstream_blocks(opts, http));
         inner.append(&mut http.splits);
         let mut nodes = main_context(opts, inner);
@@ -411,9 +420,9 @@ impl Http {
 /// maps, the resolver (a warning in `warnings` when none is known). Also where the `geo` of
 /// `$httproute_dollar` goes among them.
 fn http_preamble(
-    plan: &Plan,
     opts: &Options,
     http: &mut Http,
+    (names, sni): &(Vec<&str>, Vec<&str>),
     warnings: &mut Vec<String>,
 ) -> (Vec<Node>, usize) {
     let mut inner: Vec<Node> =
@@ -434,15 +443,9 @@ fn http_preamble(
     // Server names (and the SNI map's keys) the CRD allows (253 bytes) but NGINX's default
     // hash buckets (64) do not hold; every hash NGINX builds of them and of the variables,
     // sized so that it builds them (`crate::limits`).
-    let hostnames =
-        || plan.ports.iter().flat_map(|p| &p.servers).filter_map(|s| s.hostname.as_deref());
     inner.extend(crate::limits::hash_directives(
-        hostnames(),
-        plan.ports
-            .iter()
-            .filter(|p| p.tls)
-            .flat_map(|p| &p.servers)
-            .filter_map(|s| s.hostname.as_deref()),
+        names.iter().copied(),
+        sni.iter().copied(),
         http.map_n + http.split_n + http.cors_n,
     ));
     if http.longest_header > 32 {
