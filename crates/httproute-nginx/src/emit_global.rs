@@ -49,6 +49,11 @@ pub struct Global {
     /// Bytes of the module's `http_matches_max_memory` one namespace's regex conditions may
     /// take (`--regex-memory-per-tenant`; the regex memory budget, `plan/budget.rs`).
     pub regex_memory_per_tenant: usize,
+    /// Bytes all namespaces' regex conditions may take together (`--regex-memory-total`).
+    pub regex_memory_total: usize,
+    /// `--module-max-memory`: the module's `http_matches_max_memory`, written; `None`: not
+    /// written (the module's 128 MiB).
+    pub module_max_memory: Option<usize>,
     /// `--epp-shim URL`: InferencePool pickers are asked through NGF's Go shim at URL
     /// (`http_matches_epp URL` with `$epp_host` / `$epp_port`), not over gRPC by the module.
     pub epp_shim: Option<String>,
@@ -67,6 +72,8 @@ impl Default for Global {
             files_dir: None,
             generation: None,
             regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
+            regex_memory_total: crate::limits::DEFAULT_REGEX_MEMORY_TOTAL,
+            module_max_memory: None,
             epp_shim: None,
         }
     }
@@ -158,5 +165,20 @@ pub fn check(g: &Global) -> Result<(), String> {
     {
         return Err(format!("--worker-processes {n}: expected auto or 1-1024"));
     }
+    let (per, total) = (g.regex_memory_per_tenant, g.regex_memory_total);
+    let max = g.module_max_memory.unwrap_or(crate::limits::MODULE_MAX_MEMORY);
+    if per > total || total > max {
+        return Err(format!(
+            "--regex-memory-per-tenant {per}, --regex-memory-total {total}: expected per tenant \
+             <= total <= the module's http_matches_max_memory {max} (--module-max-memory)"
+        ));
+    }
     Ok(())
+}
+
+/// `http_matches_max_memory N` when the operator gives it (`--module-max-memory`): before
+/// any list is loaded.
+pub fn module_max_memory(g: &Global) -> Option<Node> {
+    let n = g.module_max_memory?;
+    Some(Directive::new("http_matches_max_memory").code(n.to_string()).into())
 }

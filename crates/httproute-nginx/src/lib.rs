@@ -177,6 +177,7 @@ pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanO
         allow_external_name: opts.allow_external_name,
         worker_connections: opts.global.worker_connections,
         regex_memory_per_tenant: opts.global.regex_memory_per_tenant,
+        regex_memory_total: opts.global.regex_memory_total,
     }
 }
 

@@ -30,15 +30,17 @@ const MAX_BUCKET: usize = 65536 - MAX_CACHELINE;
 /// search costs at most this many passes over the keys per bucket size.
 const SPAN: usize = 256;
 
-/// The module's `http_matches_max_memory` when not set (`src/state.rs`): the generator does
-/// not write the directive, so every compiled list of the configuration shares this.
+/// The module's `http_matches_max_memory` when not set (`src/state.rs`): unless the operator
+/// gives another (`--module-max-memory`, then written), every compiled list of the
+/// configuration shares this.
 pub const MODULE_MAX_MEMORY: usize = 128 * 1024 * 1024;
-/// What the regex conditions of all tenants together may take of it: half (the other half
-/// for the lists' compiled entries, their keys, and the parse of the longest list).
-pub const REGEX_MEMORY_TOTAL: usize = MODULE_MAX_MEMORY / 2;
+/// What the regex conditions of all tenants together may take of it by default
+/// (`--regex-memory-total`): half (the other half for the lists' compiled entries, their
+/// keys, and the parse of the longest list).
+pub const DEFAULT_REGEX_MEMORY_TOTAL: usize = MODULE_MAX_MEMORY / 2;
 /// What one namespace's regex conditions may take by default (`--regex-memory-per-tenant`):
-/// a quarter of [`REGEX_MEMORY_TOTAL`], 240 patterns at the most each may compile to.
-pub const DEFAULT_REGEX_MEMORY_PER_TENANT: usize = REGEX_MEMORY_TOTAL / 4;
+/// a quarter of [`DEFAULT_REGEX_MEMORY_TOTAL`], 240 patterns at the most each may compile to.
+pub const DEFAULT_REGEX_MEMORY_PER_TENANT: usize = DEFAULT_REGEX_MEMORY_TOTAL / 4;
 
 /// The most one distinct regex condition of `len` bytes holds in the module: PCRE2's code
 /// and JIT code (at most `DEFAULT_PATTERN_MEMORY`, a pattern past it is a malformed entry

@@ -116,9 +116,17 @@ struct Process {
     upstream_keepalive: u32,
     /// Bytes of the module's memory (`http_matches_max_memory`, 128 MiB) the regex conditions
     /// of one namespace may take, each counted at the most it may compile to (about 64 KiB);
-    /// a newer route past it is refused. All namespaces together take at most 64 MiB.
+    /// a newer route past it is refused. All namespaces together: --regex-memory-total.
     #[arg(long, default_value_t = httproute_nginx::limits::DEFAULT_REGEX_MEMORY_PER_TENANT)]
     regex_memory_per_tenant: usize,
+    /// Bytes of the module's memory the regex conditions of all namespaces together may take
+    /// (at least --regex-memory-per-tenant, at most --module-max-memory); default 64 MiB.
+    #[arg(long, default_value_t = httproute_nginx::limits::DEFAULT_REGEX_MEMORY_TOTAL)]
+    regex_memory_total: usize,
+    /// The module's `http_matches_max_memory` in bytes, written to the configuration (not
+    /// written by default: the module's 128 MiB).
+    #[arg(long)]
+    module_max_memory: Option<usize>,
     /// Ask InferencePool endpoint pickers through NGF's shim at this URL
     /// (`http_matches_epp URL` with `$epp_host` / `$epp_port`, e.g. http://127.0.0.1:54800)
     /// instead of over gRPC by the module (`http_matches_epp grpc://PICKER`).
@@ -278,6 +286,8 @@ fn options(p: Planning, w: Written) -> Options {
         files_dir: None,
         generation: None,
         regex_memory_per_tenant: process.regex_memory_per_tenant,
+        regex_memory_total: process.regex_memory_total,
+        module_max_memory: process.module_max_memory,
         epp_shim: process.epp_shim,
     };
     Options {

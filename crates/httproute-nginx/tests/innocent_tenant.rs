@@ -1027,3 +1027,42 @@ fn names_of_refused_routes_size_no_hash() {
         assert_eq!(http_value(conf, d), http_value(&alone.output.nginx_conf, d), "{d}");
     }
 }
+
+/// `--regex-memory-total`: the operator's total for all namespaces' regex conditions. The 8
+/// newer namespaces of `many_tenants_regex_conditions_fill_the_total_newest_refused` (9.3 MiB
+/// each) within 32 MiB: the 3 oldest fit, the 5 newest are refused. Checked: at least the
+/// per-tenant budget, at most the module's `http_matches_max_memory` (128 MiB unless
+/// `--module-max-memory`, then written before the lists are loaded). Before, the total was
+/// 64 MiB whatever the operator needed.
+#[test]
+fn the_operator_sizes_the_regex_total() {
+    let mut b = Vec::new();
+    for t in 0..8 {
+        let ns = format!("b{t}");
+        let mut docs = regex_routes(&ns, 1, 8);
+        docs[0] = docs[0].replace("port: 18081", &format!("port: {}", 18081 + t));
+        docs[1] = docs[1].replace("00:00:00Z", &format!("00:00:{t:02}Z"));
+        b.extend(docs);
+    }
+    let mib = 1024 * 1024;
+    let mut o = opts();
+    o.global.regex_memory_total = 32 * mib;
+    let dir = dir_with("regex-total-32", &file_of(&tenant_a(), b, 13, false));
+    let g = generate_all(&[dir], &backends(), &o).unwrap();
+    let refused = refused_for(&g, "budget: regex memory");
+    assert_eq!(refused, ["b3/r0", "b4/r0", "b5/r0", "b6/r0", "b7/r0"], "{:?}", g.warnings);
+    assert!(!g.output.nginx_conf.contains("http_matches_max_memory"));
+    let check = |per: usize, total: usize, max: Option<usize>| {
+        let mut o = opts();
+        (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (per, total);
+        o.global.module_max_memory = max;
+        httproute_nginx::check_options(&o, &backends()).map(|_| o)
+    };
+    assert!(check(16 * mib, 8 * mib, None).is_err());
+    assert!(check(16 * mib, 129 * mib, None).is_err());
+    let o = check(16 * mib, 129 * mib, Some(256 * mib)).unwrap();
+    let dir = dir_with("regex-max", &file_of(&tenant_a(), vec![], 0, true));
+    let conf = generate_all(&[dir], &backends(), &o).unwrap().output.nginx_conf;
+    let at = |w: &str| conf.find(w).unwrap_or_else(|| panic!("{w}: {conf}"));
+    assert!(at("http_matches_max_memory 268435456;") < at("http_matches_load"), "{conf}");
+}

@@ -435,6 +435,7 @@ fn http_preamble(
         d("uwsgi_temp_path").code("tmp/uwsgi").into(),
         d("scgi_temp_path").code("tmp/scgi").into(),
     ]);
+    inner.extend(crate::emit_global::module_max_memory(&opts.global));
     if opts.carrier == Carrier::Preload {
         inner.push(
             d("http_matches_load").code(crate::emit_global::matches_file(&opts.global)).into(),

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget, REGEX_MEMORY_TOTAL, regex_charge};
+use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget, regex_charge};
 
 use super::attach::{Attachment, set_refused};
 use super::entry::{Entry, REGEX_CONDITION};
@@ -202,14 +202,14 @@ fn regexes(e: &Entry) -> impl Iterator<Item = &str> {
 /// the whole configuration when they do not fit. Each distinct regex condition of a namespace
 /// is counted at the most it may hold ([`regex_charge`]: about 64 KiB); routes are admitted
 /// oldest first (a route as new as the later of it and its listener's Gateway), while their
-/// namespace's patterns stay within `per_tenant` and all namespaces' within
-/// [`REGEX_MEMORY_TOTAL`]; a route past either is refused (`Accepted: False`), so a newer
+/// namespace's patterns stay within `per_tenant` and all namespaces' within `total`
+/// (`--regex-memory-per-tenant`, `--regex-memory-total`); a route past either is refused (`Accepted: False`), so a newer
 /// tenant never takes an older one's share. Routes `before` refused are not counted.
 pub(super) fn regex_memory(
     ports: &[PortPlan],
     ages: &Ages,
     before: &[(Refused, String)],
-    per_tenant: usize,
+    (per_tenant, total_budget): (usize, usize),
 ) -> Vec<(Refused, String)> {
     // Each route's age and distinct patterns, each run of a server looked at once.
     let mut routes: BTreeMap<&RouteId, (usize, BTreeSet<&str>)> = BTreeMap::new();
@@ -245,7 +245,7 @@ pub(super) fn regex_memory(
         let (used, have) = tenants.entry(id.namespace.as_str()).or_default();
         let new: Vec<&str> = patterns.into_iter().filter(|p| !have.contains(p)).collect();
         let cost: usize = new.iter().map(|p| regex_charge(p.len())).sum();
-        if *used + cost <= per_tenant && total + cost <= REGEX_MEMORY_TOTAL {
+        if *used + cost <= per_tenant && total + cost <= total_budget {
             *used += cost;
             total += cost;
             have.extend(new);
@@ -254,7 +254,7 @@ pub(super) fn regex_memory(
         let why = format!(
             "route {id}'s {} new regex conditions may take {cost} bytes of the module's \
              http_matches_max_memory, past what is left of namespace {}'s {per_tenant} or of \
-             all namespaces' {REGEX_MEMORY_TOTAL} beside older routes (budget: regex memory)",
+             all namespaces' {total_budget} beside older routes (budget: regex memory)",
             new.len(),
             id.namespace
         );

@@ -90,6 +90,8 @@ pub struct PlanOptions<'a> {
     /// Bytes of `http_matches_max_memory` one namespace's regex conditions may take
     /// (`budget::regex_memory`).
     pub regex_memory_per_tenant: usize,
+    /// Bytes all namespaces' regex conditions may take together.
+    pub regex_memory_total: usize,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -103,6 +105,7 @@ impl<'a> PlanOptions<'a> {
             allow_external_name: false,
             worker_connections: crate::emit_global::Global::default().worker_connections,
             regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
+            regex_memory_total: crate::limits::DEFAULT_REGEX_MEMORY_TOTAL,
         }
     }
 }
@@ -201,7 +204,8 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let mut refused = words::refusals(&ports);
     refused.extend(budget::listening_sockets(&ports, &ages, opts.worker_connections));
     refused.extend(budget::server_names(&ports, &ages, &refused));
-    refused.extend(budget::regex_memory(&ports, &ages, &refused, opts.regex_memory_per_tenant));
+    let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total);
+    refused.extend(budget::regex_memory(&ports, &ages, &refused, regex));
     Plan {
         ports,
         warnings,
