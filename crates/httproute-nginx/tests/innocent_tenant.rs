@@ -1062,7 +1062,9 @@ fn the_operator_sizes_the_regex_total() {
     assert!(check(16 * mib, 129 * mib, None).is_err());
     let o = check(16 * mib, 129 * mib, Some(256 * mib)).unwrap();
     let dir = dir_with("regex-max", &file_of(&tenant_a(), vec![], 0, true));
-    let conf = generate_all(&[dir], &backends(), &o).unwrap().output.nginx_conf;
+    let out = generate_all(&[dir], &backends(), &o).unwrap().output;
+    let conf = &out.nginx_conf;
     let at = |w: &str| conf.find(w).unwrap_or_else(|| panic!("{w}: {conf}"));
     assert!(at("http_matches_max_memory 268435456;") < at("http_matches_load"), "{conf}");
+    nginx_t("regex-max", &out);
 }
