@@ -24,10 +24,14 @@ pub fn stage(
     opts.global.files_dir = Some(reservation.files_dir());
     opts.global.generation = Some(reservation.number());
     let tree = crate::emit::Tree::Drop;
-    let generated = match check {
-        None => crate::generate_all_with(inputs, backends, &opts, tree, status)?,
-        Some(nginx) => crate::generate_checked(inputs, backends, &opts, tree, status, nginx, dir)?,
+    let Some(nginx) = check else {
+        // Unchecked: written as it is made (no line of it is looked up afterwards).
+        return reservation.stage_streamed(
+            |streams| crate::generate_streamed(inputs, backends, &opts, status, streams),
+            |g: &Generated| &g.output,
+        );
     };
+    let generated = crate::generate_checked(inputs, backends, &opts, tree, status, nginx, dir)?;
     let staged = reservation.stage(&generated.output).map_err(in_dir)?;
     Ok((staged, generated))
 }

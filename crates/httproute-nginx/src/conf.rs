@@ -257,6 +257,21 @@ impl Writer {
         Writer { text_only, ..Writer::default() }
     }
 
+    /// Writes the text pushed so far to `out` and forgets it, with its lines' owners (a
+    /// streamed configuration is not checked by `nginx -t` line by line): the writer then
+    /// holds one block at a time.
+    pub fn drain_to(&mut self, out: &mut dyn std::io::Write) -> Result<(), String> {
+        out.write_all(self.text.as_bytes()).map_err(|e| e.to_string())?;
+        self.text.clear();
+        self.lines.clear();
+        Ok(())
+    }
+
+    /// The words refused so far (each with its provenance number).
+    pub fn refused(&self) -> &[(u32, String)] {
+        &self.refused
+    }
+
     /// Some data `$` was written as `${httproute_dollar}` so far ([`Rendered::dollar`]).
     pub fn dollar_written(&self) -> bool {
         self.dollar

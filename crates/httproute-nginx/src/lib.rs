@@ -213,6 +213,18 @@ pub fn generate_all_with(
     generate_all_by(inputs, backends, opts, status, |plan| emit::emit_with(plan, opts, tree))
 }
 
+/// [`generate_all_with`] without the tree, nginx.conf and matches.json written to `streams`
+/// as they are made ([`emit::emit_streamed`]): [`Generated::output`]'s texts are empty.
+pub fn generate_streamed(
+    inputs: &[PathBuf],
+    backends: &BackendMap,
+    opts: &Options,
+    status: bool,
+    streams: emit::Streams<'_>,
+) -> Result<Generated, String> {
+    generate_all_by(inputs, backends, opts, status, |plan| emit::emit_streamed(plan, opts, streams))
+}
+
 /// [`generate_all_with`], the configuration checked by the NGINX binary `nginx` (see
 /// [`nginx_check`]): what it refuses of a tenant object is left out, with a condition, until
 /// the configuration loads. `out_dir` is where the output will be written (the check runs

@@ -10,6 +10,7 @@
 //! other tenants or the order things are written in (issue #29, the innocent tenant).
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
 
 use serde::Serialize;
 
@@ -18,8 +19,12 @@ use crate::plan::{Candidate, Entry, Segment};
 /// The key of a list whose JSON is `text`: `i` for a list of includes, `e` for one of match
 /// entries, then the SHA-256 of `text` in hex, its first 128 bits (`full`: all of it).
 pub fn key_of(text: &str, includes: bool, full: bool) -> String {
+    key_of_digest(&openssl::sha::sha256(text.as_bytes()), includes, full)
+}
+
+/// [`key_of`] the text whose SHA-256 is `digest`.
+fn key_of_digest(digest: &[u8; 32], includes: bool, full: bool) -> String {
     use std::fmt::Write as _;
-    let digest = openssl::sha::sha256(text.as_bytes());
     let bytes = if full { &digest[..] } else { &digest[..16] };
     let mut key = String::with_capacity(1 + 2 * bytes.len());
     key.push(if includes { 'i' } else { 'e' });
@@ -37,11 +42,16 @@ pub enum Item<'a> {
     Include { include: String },
 }
 
-/// The lists written so far, by key.
+/// The lists written so far, by key. A list's items borrow the plan's entries and its text is
+/// not kept (only its SHA-256): the text is made again when
+/// matches.json is written ([`Lists::write_json`]), so what the lists hold beyond the plan is
+/// a key and a pointer per item.
 #[derive(Default)]
 pub struct Lists<'a> {
     matches: BTreeMap<String, Vec<Item<'a>>>,
-    key_of_text: HashMap<String, String>,
+    /// The key of each text written, by the text's SHA-256: texts with one SHA-256 are taken
+    /// as the same text (finding two is a second preimage of SHA-256).
+    by_digest: HashMap<[u8; 32], String>,
     /// A run already looked at, by [`Segment::id`] (the same candidates in the same order,
     /// whichever location holds it): its key, `None` when it serves none.
     key_of_run: HashMap<(usize, usize, usize), Option<String>>,
@@ -118,23 +128,24 @@ impl<'a> Lists<'a> {
     /// The key of a list with these items ([`key_of`] its text), written once.
     fn text(&mut self, items: Vec<Item<'a>>) -> Result<String, String> {
         let text = serde_json::to_string(&items).map_err(|e| e.to_string())?;
-        if let Some(k) = self.key_of_text.get(&text) {
+        let digest = openssl::sha::sha256(text.as_bytes());
+        if let Some(k) = self.by_digest.get(&digest) {
             return Ok(k.clone());
         }
         let includes = matches!(items.first(), Some(Item::Include { .. }));
-        let mut key = key_of(&text, includes, false);
+        let mut key = key_of_digest(&digest, includes, false);
         if self.matches.contains_key(&key) {
             // Another text with the same 128 bits: this one is written under all 256. Which
             // of the two gets the long key depends on the order they are written in, but
             // making a text collide with a given one (another tenant's) is a second preimage
             // of SHA-256 cut to 128 bits.
-            key = key_of(&text, includes, true);
+            key = key_of_digest(&digest, includes, true);
             if self.matches.contains_key(&key) {
                 return Err("generator bug: two match lists with one SHA-256".into());
             }
         }
         self.matches.insert(key.clone(), items);
-        self.key_of_text.insert(text, key.clone());
+        self.by_digest.insert(digest, key.clone());
         Ok(key)
     }
 
@@ -152,6 +163,16 @@ impl<'a> Lists<'a> {
 
     /// `matches.json`'s text.
     pub fn json(&self) -> Result<String, String> {
-        Ok(serde_json::to_string(&self.matches).map_err(|e| e.to_string())? + "\n")
+        let mut out = Vec::new();
+        self.write_json(&mut out)?;
+        String::from_utf8(out).map_err(|e| e.to_string())
+    }
+
+    /// `matches.json`'s text, written to `out` list by list (no copy of the whole text).
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> Result<(), String> {
+        let mut w = std::io::BufWriter::with_capacity(64 << 10, out);
+        serde_json::to_writer(&mut w, &self.matches).map_err(|e| e.to_string())?;
+        w.write_all(b"\n").map_err(|e| e.to_string())?;
+        w.flush().map_err(|e| e.to_string())
     }
 }

@@ -22,7 +22,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::emit::Output;
+use crate::emit::{Output, Streams};
 
 /// The directory of the generations, in DIR.
 pub const GENERATIONS: &str = "generations";
@@ -83,6 +83,57 @@ impl Reservation {
         let staged = stage(&self.dir, out, Some(self.number))?;
         self.done = true;
         Ok(staged)
+    }
+}
+
+impl Reservation {
+    /// [`Reservation::stage`] of a configuration written as it is made: `write` gets the
+    /// streams of nginx.conf and matches.json and a scratch file, all in the generation's
+    /// directory (removed with it if anything fails), and `output` says which [`Output`] of
+    /// what it made (its texts empty) names the files. No text of the configuration is held
+    /// in memory whole.
+    pub fn stage_streamed<T>(
+        mut self,
+        write: impl FnOnce(Streams<'_>) -> Result<T, String>,
+        output: impl FnOnce(&T) -> &Output,
+    ) -> Result<(Staged, T), String> {
+        let root = self.dir.join(self.files_dir());
+        let io = |e: std::io::Error| format!("{}: {e}", root.display());
+        let (conf_new, matches_new) =
+            (root.join(".nginx.conf.new"), root.join(".matches.json.new"));
+        let mut conf = new_file(&conf_new, false).map_err(io)?;
+        let mut matches = new_file(&matches_new, false).map_err(io)?;
+        let scratch_path = root.join(".servers");
+        let mut scratch = new_file(&scratch_path, false).map_err(io)?;
+        // Nothing names it but this handle: freed when it is closed, whatever happens.
+        std::fs::remove_file(&scratch_path).map_err(io)?;
+        let made =
+            write(Streams { conf: &mut conf, matches: &mut matches, scratch: &mut scratch })?;
+        drop(scratch);
+        let out = output(&made);
+        if !out.matches_file.starts_with(&format!("{}/", self.files_dir())) {
+            return Err(format!(
+                "generator bug: the configuration reads {}, not from {}",
+                out.matches_file,
+                self.files_dir()
+            ));
+        }
+        conf.sync_all().and_then(|()| matches.sync_all()).map_err(io)?;
+        std::fs::rename(&matches_new, self.dir.join(&out.matches_file)).map_err(io)?;
+        for (rel, bytes) in &out.files {
+            replace(&self.dir.join(rel), bytes, true).map_err(io)?;
+        }
+        sync_dir(&root);
+        for d in RUNTIME_DIRS {
+            std::fs::create_dir_all(self.dir.join(d)).map_err(io)?;
+        }
+        let conf = self.dir.join(format!(".nginx.conf.new-{}", std::process::id()));
+        let _ = std::fs::remove_file(&conf);
+        std::fs::rename(&conf_new, &conf).map_err(io)?;
+        self.done = true;
+        let staged =
+            Staged { dir: self.dir.clone(), conf, generation: Some(self.number), done: false };
+        Ok((staged, made))
     }
 }
 
@@ -274,15 +325,21 @@ pub fn replace(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> 
 
 /// A new file (refused if it exists), written and synced.
 fn write_new(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
+    let mut f = new_file(path, private)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+/// A new file (refused if it exists), open for reading and writing (mode 0600 when
+/// `private`).
+fn new_file(path: &Path, private: bool) -> std::io::Result<std::fs::File> {
     let mut o = std::fs::OpenOptions::new();
-    o.write(true).create_new(true);
+    o.read(true).write(true).create_new(true);
     #[cfg(unix)]
     if private {
         std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
     }
-    let mut f = o.open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
+    o.open(path)
 }
 
 /// Syncs a directory's entries (renames in it) where the platform allows it.

@@ -7,20 +7,29 @@ use crate::conf::{Arg, Directive, Node, Provenance, Rendered, Stmt, Writer, code
 use crate::plan::{Candidate, Entry, Loc, Plan, RuleId, RulePlan, ServerAt, ServerPlan, Target};
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
-use super::options::{Carrier, Options, Output, Tree};
+use super::options::{Carrier, Options, Output, Streams, Tree};
 use super::state::{HOSTNAME_FIELD, Http, PATH_FIELD, Skip, Unit, d, empty, quoted};
 use super::tls::{certificate_files, tls_server};
 
-/// One pass of [`emit_with`] without the objects of `skip`: the output, or (when a word of some
-/// tenant object cannot be written) none, the refused words by object and the objects.
+/// One pass of [`emit_with`] without the objects of `skip`: the output, or (when a word of
+/// some tenant object cannot be written) none, the refused words by object and the objects.
+/// With `streams`, each server's text goes to the scratch file as soon as it is written, and
+/// nginx.conf and matches.json to their streams at the end (the output's texts stay empty).
 #[allow(clippy::type_complexity)]
-pub(super) fn emit_once(
+pub(super) fn emit_pass(
     plan: &Plan,
     opts: &Options,
     tree: Tree,
     skip: &Skip,
+    streams: Option<Streams<'_>>,
 ) -> Result<(Option<Output>, Vec<(u32, String)>, Vec<Unit>), String> {
+    let (scratch, ends) = match streams {
+        Some(Streams { conf, matches, scratch }) => (Some(scratch), Some((conf, matches))),
+        None => (None, None),
+    };
     let mut pass = Pass::new(plan, opts, tree, skip);
+    pass.http.keep_units = scratch.is_none();
+    pass.scratch = scratch;
     for (pi, port) in plan.ports.iter().enumerate() {
         // A port whose servers are all written with an earlier port's needs no map of its own.
         if port.tls && plan.merged.writes_any(pi) {
@@ -34,7 +43,7 @@ pub(super) fn emit_once(
             }
         }
     }
-    pass.finish(tree)
+    pass.finish(tree, ends)
 }
 
 /// What one pass reads (the plan, the options, what it leaves out) and what it has written so
@@ -57,6 +66,9 @@ struct Pass<'p> {
     /// The listeners left on each port (whose `listen` of servers of no listener of their
     /// own, and of the catch-all, stays while one of them is left), made once per port.
     port_listeners: Vec<Option<Option<Provenance>>>,
+    /// Streamed: where each server's text goes once written (its text and line owners are
+    /// not kept).
+    scratch: Option<&'p mut std::fs::File>,
 }
 
 impl<'p> Pass<'p> {
@@ -83,6 +95,7 @@ impl<'p> Pass<'p> {
             servers: Writer::stream(tree == Tree::Drop),
             server_tree: Vec::new(),
             port_listeners: vec![None; plan.ports.len()],
+            scratch: None,
         }
     }
 
@@ -135,7 +148,11 @@ impl<'p> Pass<'p> {
 
     fn push_server(&mut self, body: Vec<Node>) -> Result<(), String> {
         let nodes = [Node::Blank, d("server").block(body).into()];
-        self.servers.push(&nodes, 1, &mut self.server_tree)
+        self.servers.push(&nodes, 1, &mut self.server_tree)?;
+        match self.scratch.as_deref_mut() {
+            Some(f) => self.servers.drain_to(f),
+            None => Ok(()),
+        }
     }
 
     /// The 404 catch-all of the `orphans` of server `at` (ports whose listener is left out).
@@ -260,6 +277,7 @@ impl<'p> Pass<'p> {
     fn finish(
         mut self,
         tree: Tree,
+        ends: Option<Ends<'_>>,
     ) -> Result<(Option<Output>, Vec<(u32, String)>, Vec<Unit>), String> {
         let (plan, opts, http) = (self.plan, self.opts, &mut self.http);
         let render = match tree {
@@ -291,15 +309,33 @@ impl<'p> Pass<'p> {
             rendered = render(&nodes)?;
         }
         drop(nodes);
-        self.servers.close_into(&mut rendered, self.server_tree)?;
+        let streamed = match (self.scratch, ends) {
+            (Some(scratch), Some(ends)) => {
+                rendered.refused.extend_from_slice(self.servers.refused());
+                Some((scratch, ends))
+            }
+            _ => {
+                self.servers.close_into(&mut rendered, self.server_tree)?;
+                None
+            }
+        };
         if !rendered.refused.is_empty() || !http.refused.is_empty() {
             let (each, units) = refusals(http, rendered.refused);
             return Ok((None, each, units));
         }
+        let matches_json = match streamed {
+            Some((scratch, (conf, matches))) => {
+                write_around(&rendered.text, scratch, conf)?;
+                rendered.text = String::new();
+                self.lists.write_json(matches)?;
+                String::new()
+            }
+            None => self.lists.json()?,
+        };
         let out = Output {
             nginx_conf: rendered.text,
             tree: rendered.tree,
-            matches_json: self.lists.json()?,
+            matches_json,
             matches_file: crate::emit_global::matches_file(&opts.global),
             files: secret_files(plan, opts),
             warnings,
@@ -311,6 +347,30 @@ impl<'p> Pass<'p> {
         };
         Ok((Some(out), Vec::new(), Vec::new()))
     }
+}
+
+/// The streams nginx.conf and matches.json are written to.
+type Ends<'w> = (&'w mut dyn std::io::Write, &'w mut dyn std::io::Write);
+
+/// nginx.conf to `conf`: `around` (the main context and the `http` block, which ends it) with
+/// the servers' text (`scratch`, from its start) before the `http` block's closing `}`.
+fn write_around(
+    around: &str,
+    scratch: &mut std::fs::File,
+    conf: &mut dyn std::io::Write,
+) -> Result<(), String> {
+    use std::io::{Seek as _, Write as _};
+    let Some(head) = around.strip_suffix("}\n") else {
+        return Err("generator bug: the outer block does not end the text".into());
+    };
+    let io = |e: std::io::Error| format!("writing nginx.conf: {e}");
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, conf);
+    out.write_all(head.as_bytes()).map_err(io)?;
+    scratch.flush().map_err(io)?;
+    scratch.rewind().map_err(io)?;
+    std::io::copy(scratch, &mut out).map_err(io)?;
+    out.write_all(b"}\n").map_err(io)?;
+    out.flush().map_err(io)
 }
 
 /// The words refused in a pass (the limits passed, then the writer's), each for every unit

@@ -20,7 +20,7 @@ impl Http {
     /// HTTPS port (`$httproute_sni_name_PORT`; empty once the request fell back) (`hostnames` gives NGINX's own order: exact, then the longest wildcard), `-` for
     /// an SNI no server names, empty without SNI.
     /// `names`: the port's servers' names written, each with its owner's provenance (its
-    /// listener's, or a route's: see `http::emit_once`).
+    /// listener's, or a route's: see `http::emit_pass`).
     pub(super) fn sni_map(&mut self, port: u16, names: Vec<(&str, Option<Provenance>)>) {
         let mut entries: Vec<Node> = vec![
             d("hostnames").into(),

@@ -32,14 +32,14 @@ mod tls;
 mod upstream;
 
 pub use crate::limits::FIXED_BUCKET_HEADER;
-pub use options::{Carrier, Options, Output, Tree, Work};
+pub use options::{Carrier, Options, Output, Streams, Tree, Work};
 pub use upstream::basis_points;
 
 use std::collections::HashSet;
 
 use crate::plan::{Dropped, DroppedUnit, Loc, PathKind, Plan, Reason, Refused, RuleId, ServerAt};
 
-use http::emit_once;
+use http::emit_pass;
 use state::Skip;
 pub use state::Unit;
 pub use tls::certificate_files;
@@ -87,9 +87,28 @@ pub fn emit_dropping(
     tree: Tree,
     drops: &[(Unit, String)],
 ) -> Result<Output, String> {
+    emit_left_out(plan, opts, tree, drops, None)
+}
+
+/// [`emit_with`] without the tree, nginx.conf and matches.json written to `streams` as they
+/// are made, byte for byte the texts [`emit_with`] returns: beyond the plan, emit then holds
+/// one server's nodes and text at a time, the lists' keys (not their text) and the `http`
+/// block's own parts. The output's texts and line owners ([`Output::lines`]) are empty.
+pub fn emit_streamed(plan: &Plan, opts: &Options, streams: Streams<'_>) -> Result<Output, String> {
+    emit_left_out(plan, opts, Tree::Drop, &[], Some(streams))
+}
+
+/// [`emit_dropping`], streamed when `streams` is given ([`emit_streamed`]).
+fn emit_left_out(
+    plan: &Plan,
+    opts: &Options,
+    tree: Tree,
+    drops: &[(Unit, String)],
+    streams: Option<Streams<'_>>,
+) -> Result<Output, String> {
     let mut left = LeftOut::default();
     left.add(plan, budget_drops(plan).chain(drops.iter().cloned()));
-    let (out, refused, _) = emit_once(plan, opts, tree, &left.skip)?;
+    let (out, refused, _) = emit_pass(plan, opts, tree, &left.skip, streams)?;
     let Some(mut out) = out else {
         return Err(format!(
             "generator bug: a configuration word NGINX cannot take, not decided before writing: \

@@ -42,6 +42,15 @@ pub struct Options {
     pub global: crate::emit_global::Global,
 }
 
+/// Where [`super::emit_streamed`] writes: nginx.conf, matches.json, and a scratch file that
+/// holds the servers' text until the `http` block's head (which depends on what the servers
+/// use: upstreams, `split_clients`, the `$` variable) is written in front of it.
+pub struct Streams<'w> {
+    pub conf: &'w mut dyn std::io::Write,
+    pub matches: &'w mut dyn std::io::Write,
+    pub scratch: &'w mut std::fs::File,
+}
+
 pub struct Output {
     pub nginx_conf: String,
     /// The directives of `nginx_conf` as NGINX's parser will read them (what the writer

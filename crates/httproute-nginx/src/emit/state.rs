@@ -145,8 +145,14 @@ pub(super) struct Http {
     pub(super) raw_path: bool,
     /// The longest header name of a `proxy_set_header`.
     pub(super) longest_header: usize,
-    /// The tenant objects directives are written for, by their [`Provenance::Object`] number.
+    /// The tenant objects directives are written for, by their [`Provenance::Object`] number
+    /// (empty when not [`Http::keep_units`]).
     pub(super) units: Vec<Unit>,
+    /// The object numbers given so far.
+    pub(super) unit_n: u32,
+    /// Keep [`Http::units`] and [`Http::sharers`]: what a line or a word refused is looked up
+    /// in (a streamed configuration is not: its objects are only numbered).
+    pub(super) keep_units: bool,
     /// For an object number whose lines several units bring ([`Http::shared`]): the units
     /// after the first (`units[o]`).
     pub(super) sharers: BTreeMap<u32, Vec<Unit>>,
@@ -157,8 +163,9 @@ pub(super) struct Http {
     /// The tag of the rule being written ([`rule_tag`]) and how many variables it has named.
     pub(super) var_tag: String,
     pub(super) var_n: usize,
-    /// The rule each tag was given to.
-    pub(super) tags: HashMap<String, RuleId>,
+    /// The tags given ([`rule_tag`]'s first 128 bits of a rule's SHA-256), each with the last
+    /// 128 bits of its rule's: two rules with one tag differ there (or have one SHA-256).
+    pub(super) tags: HashMap<u128, u128>,
     /// The variables a `map` or `split_clients` defines so far: a rule written in several
     /// servers defines its own once.
     pub(super) defined: HashSet<String>,
@@ -170,15 +177,18 @@ pub(super) struct Http {
 /// of the configuration or the order they are written in (issue #29, the innocent tenant), and
 /// the longest, `httproute_cors_TAG_m`, is 42 bytes: NGINX's default variables hash buckets
 /// (64 bytes) hold names of up to 46.
-pub(super) fn rule_tag(id: &RuleId) -> String {
+/// Also the SHA-256's first and last 128 bits (two rules of one tag differ in the last).
+pub(super) fn rule_tag(id: &RuleId) -> (String, u128, u128) {
     let digest = openssl::sha::sha256(format!("{} {id}", id.route.kind).as_bytes());
-    let mut n = u128::from_be_bytes(digest[..16].try_into().expect("16 bytes"));
+    let half = |b: &[u8]| u128::from_be_bytes(b.try_into().expect("16 bytes"));
+    let (first, last) = (half(&digest[..16]), half(&digest[16..]));
+    let mut n = first;
     let mut tag = [b'0'; 25];
     for c in tag.iter_mut().rev() {
         *c = b"0123456789abcdefghijklmnopqrstuvwxyz"[(n % 36) as usize];
         n /= 36;
     }
-    String::from_utf8(tag.to_vec()).expect("ASCII")
+    (String::from_utf8(tag.to_vec()).expect("ASCII"), first, last)
 }
 
 /// A rule's fields, for errors: "HTTPRoute default/r rule 0: FIELD".
@@ -190,17 +200,13 @@ impl Http {
     /// Rule `id`'s variables are named from here on ([`Http::var`]). A tag already given to
     /// another rule (two names with one SHA-256, cut to 128 bits) refuses this rule.
     pub(super) fn begin_rule(&mut self, id: &RuleId) {
-        let tag = rule_tag(id);
-        match self.tags.get(&tag) {
-            Some(other) if other != id => self.over_limit.push(format!(
-                "{id}: the names of its variables would be rule {other}'s (a SHA-256 collision)"
-            )),
-            Some(_) => {}
-            None => {
-                self.tags.insert(tag.clone(), id.clone());
-            }
+        let (text, tag, rest) = rule_tag(id);
+        if *self.tags.entry(tag).or_insert(rest) != rest {
+            self.over_limit.push(format!(
+                "{id}: the names of its variables would be another rule's (a SHA-256 collision)"
+            ));
         }
-        self.var_tag = tag;
+        self.var_tag = text;
         self.var_n = 0;
     }
 
@@ -212,8 +218,11 @@ impl Http {
 
     /// The provenance of directives written for `u`.
     pub(super) fn unit(&mut self, u: Unit) -> Provenance {
-        self.units.push(u);
-        Provenance::Object((self.units.len() - 1) as u32)
+        if self.keep_units {
+            self.units.push(u);
+        }
+        self.unit_n += 1;
+        Provenance::Object(self.unit_n - 1)
     }
 
     /// The provenance of directives that all of `us` bring (a line that goes only when every
@@ -222,6 +231,10 @@ impl Http {
     pub(super) fn shared(&mut self, us: impl IntoIterator<Item = Unit>) -> Option<Provenance> {
         // Repeats found by hashing: a line many units bring (one host's location shared by
         // every route) would otherwise cost the square of their number.
+        let mut us = us.into_iter();
+        if !self.keep_units {
+            return us.next().map(|u| self.unit(u));
+        }
         let mut seen: HashSet<Unit> = HashSet::new();
         let mut all: Vec<Unit> = Vec::new();
         for u in us {

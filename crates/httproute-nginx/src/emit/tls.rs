@@ -11,7 +11,7 @@ use super::state::{HOSTNAME_FIELD, d, quoted};
 /// Request).
 ///
 /// `from`: the provenance of the certificate lines (the listeners of the merged servers, which
-/// all bring them) and of the SNI check (the server name's owners: see `http::emit_once`).
+/// all bring them) and of the SNI check (the server name's owners: see `http::emit_pass`).
 pub(super) fn tls_server(
     port: u16,
     server: &ServerPlan,
