@@ -24,6 +24,9 @@
 #    HTTPRoutes, hostless routes beside host names, routes of n namespaces using Services
 #    of one namespace through n ReferenceGrants, n Gateways of one port and n hostnames) at COUNTED and 2 x COUNTED routes (default 5000; --quick 3000) under valgrind:
 #    the instructions executed, a count, not a time; 2n at most 2.5 times n (asserted).
+# 8. LIST_ROUTES routes (default 50000; --quick 2000) in one `kind: List` (YAML), three shapes:
+#    one rule on 500 hostnames, three rules with header and regex query matches, a hostname
+#    per route: time and peak memory (issue #45's goal: < 3 s and < 400 MiB; not asserted).
 # Sections 5 and 6 print one table format (`scaled`).
 # SECTIONS (default "1 2 3 4 5 6 7") runs only those; SHAPES only those shapes of 7; GEN=path
 # measures another build of the generator (e.g. an older commit's).
@@ -38,13 +41,15 @@ if [ -n "$quick" ]; then
   adversarial=${ADVERSARIAL:-2000}
   dropped=${DROPPED:-500 1000}
   counted=${COUNTED:-3000}
+  list_routes=${LIST_ROUTES:-2000}
 else
   routes=${ROUTES:-1000} rules=${RULES:-10} listener_routes=300 sizes=${SIZES:-12500 25000 50000}
   adversarial=${ADVERSARIAL:-25000}
   dropped=${DROPPED:-5000 10000}
   counted=${COUNTED:-5000}
+  list_routes=${LIST_ROUTES:-50000}
 fi
-sections=${SECTIONS:-1 2 3 4 5 6 7}
+sections=${SECTIONS:-1 2 3 4 5 6 7 8}
 on() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 work=$PWD/target/scale
 rm -rf "$work"
@@ -175,15 +180,23 @@ else:
     # n routes, 500 hostnames, one rule each, one listener; 100 Services. LIST=json or
     # LIST=yaml: the same routes as one `kind: List` document, as `kubectl get -A -o json`
     # (or -o yaml) writes it (items before kind, 4-space JSON).
+    # "hosts3": three rules each, a path, a header and a regex query parameter match;
+    # "hostsall": a hostname of its own for every route.
     services = 100
     gw.write("  - {name: http, port: 18600, protocol: HTTP}\n")
     form = os.environ.get("LIST", "")
+    def rule(r, j):
+        m = {"path": {"type": "PathPrefix", "value": f"/svc-{r}" + (f"/v{j}" if shape == "hosts3" else "")}}
+        if shape == "hosts3":
+            m["headers"] = [{"name": "x-tenant", "value": f"t{r}"}]
+            m["queryParams"] = [{"name": "env", "type": "RegularExpression", "value": "^(prod|stage)$"}]
+        return {"matches": [m], "backendRefs": [{"name": f"svc-{r % 100}", "port": 80}]}
     def item(r):
+        host = f"h{r}.scale.test" if shape == "hostsall" else f"h{r % 500}.scale.test"
         return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
                 "metadata": {"name": f"route-{r}", "namespace": "default"},
-                "spec": {"parentRefs": [{"name": "gw"}], "hostnames": [f"h{r % 500}.scale.test"],
-                         "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": f"/svc-{r}"}}],
-                                    "backendRefs": [{"name": f"svc-{r % 100}", "port": 80}]}]}}
+                "spec": {"parentRefs": [{"name": "gw"}], "hostnames": [host],
+                         "rules": [rule(r, j) for j in range(3 if shape == "hosts3" else 1)]}}
     if form == "json":
         import json
         out.close()
@@ -191,6 +204,12 @@ else:
         with open(f"{d}/routes.json", "w") as f:
             json.dump({"apiVersion": "v1", "items": [item(r) for r in range(n)], "kind": "List",
                        "metadata": {"resourceVersion": ""}}, f, indent=4)
+    elif form == "yaml" and shape != "hosts":
+        import json
+        out.write("apiVersion: v1\nitems:\n")
+        for r in range(n):
+            out.write(f"- {json.dumps(item(r))}\n")
+        out.write("kind: List\nmetadata:\n  resourceVersion: \"\"\n")
     elif form == "yaml":
         out.write("apiVersion: v1\nitems:\n")
         for r in range(n):
@@ -415,5 +434,22 @@ for shape in ${SHAPES:-deep quoted conflicts dropped regex grpc dollars tiers gr
     || fail "$shape: $((2 * counted)) routes cost $ratio times the instructions of $counted (at most 2.5)"
 done
 echo "(instructions less the 1-route run's; 2x the routes: linear is 2.00)"
+fi
+if on 8; then
+echo
+echo "== 8. $list_routes routes in one kind: List (YAML), three shapes (issue #45: < 3 s, < 400 MiB)"
+# one: one rule each on 500 hostnames (the routes of 3); three: three rules of a path, a
+# header and a regex query parameter match; hostnames: one rule each, a hostname each.
+printf '%-10s %12s %12s %12s %10s %10s\n' shape input nginx.conf matches seconds "peak MiB"
+for shape in hosts hosts3 hostsall; do
+  LIST=yaml inputs "$shape" "$list_routes" "$work/list8-$shape"
+  generate "list8-$shape"
+  out=$work/list8-$shape.out
+  printf '%-10s %12s %12s %12s %10s %10s\n' "$shape" "$(bytes "$work/list8-$shape"/*)" \
+    "$(bytes "$out/nginx.conf")" "$(bytes "$out/generations/1/matches.json")" "$secs" \
+    "$((kib / 1024))"
+  rm -rf "$work/list8-$shape" "$out"
+done
+echo "(shapes: hosts, one rule on 500 hostnames; hosts3, three rules with header/query matches; hostsall, a hostname per route)"
 fi
 echo "generator-scale: ok"
