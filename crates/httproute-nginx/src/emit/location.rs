@@ -355,7 +355,8 @@ impl Http {
     /// The `upstream` `name` of `servers` is written, for `from` among the others that name it.
     pub(super) fn upstream(&mut self, name: &str, servers: &[String], from: Option<Provenance>) {
         self.upstreams.insert(name.to_owned(), servers.to_vec());
-        if let Some(p) = from {
+        // Owners are looked up only where units are kept (a streamed pass keeps none).
+        if let Some(p) = from.filter(|_| self.keep_units) {
             self.upstream_owner.entry(name.to_owned()).or_default().push(p);
         }
     }
