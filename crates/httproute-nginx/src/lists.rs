@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -42,19 +43,22 @@ pub enum Item<'a> {
     Include { include: String },
 }
 
+/// A list's key, held once by the maps that name it.
+type Key = Rc<str>;
+
 /// The lists written so far, by key. A list's items borrow the plan's entries and its text is
 /// not kept (only its SHA-256): the text is made again when
 /// matches.json is written ([`Lists::write_json`]), so what the lists hold beyond the plan is
 /// a key and a pointer per item.
 #[derive(Default)]
 pub struct Lists<'a> {
-    matches: BTreeMap<String, Vec<Item<'a>>>,
+    matches: BTreeMap<Key, Vec<Item<'a>>>,
     /// The key of each text written, by the text's SHA-256: texts with one SHA-256 are taken
     /// as the same text (finding two is a second preimage of SHA-256).
-    by_digest: HashMap<[u8; 32], String>,
+    by_digest: HashMap<[u8; 32], Key>,
     /// A run already looked at, by [`Segment::id`] (the same candidates in the same order,
     /// whichever location holds it): its key, `None` when it serves none.
-    key_of_run: HashMap<(usize, usize, usize), Option<String>>,
+    key_of_run: HashMap<(usize, usize, usize), Option<Key>>,
 }
 
 impl<'a> Lists<'a> {
@@ -83,14 +87,14 @@ impl<'a> Lists<'a> {
             }
         }
         if let [only] = &live[..] {
-            return self.run(only, served).map(Some);
+            return self.run(only, served).map(|k| Some(k.to_string()));
         }
         if live.is_empty() {
             return Ok(None);
         }
         let mut items = Vec::with_capacity(live.len());
         for s in &live {
-            let include = self.run(s, served)?;
+            let include = self.run(s, served)?.to_string();
             items.push(Item::Include { include });
         }
         let out = self.text(items)?;
@@ -103,7 +107,7 @@ impl<'a> Lists<'a> {
                 .map(|c| &c.entry)
                 .collect::<Vec<_>>()
         );
-        Ok(Some(out))
+        Ok(Some(out.to_string()))
     }
 
     /// The key of one run that serves some candidate, written once.
@@ -111,7 +115,7 @@ impl<'a> Lists<'a> {
         &mut self,
         run: &'a Segment,
         served: &dyn Fn(&Candidate) -> bool,
-    ) -> Result<String, String> {
+    ) -> Result<Key, String> {
         if let Some(Some(k)) = self.key_of_run.get(&run.id()) {
             return Ok(k.clone());
         }
@@ -126,7 +130,7 @@ impl<'a> Lists<'a> {
     }
 
     /// The key of a list with these items ([`key_of`] its text), written once.
-    fn text(&mut self, items: Vec<Item<'a>>) -> Result<String, String> {
+    fn text(&mut self, items: Vec<Item<'a>>) -> Result<Key, String> {
         let text = serde_json::to_string(&items).map_err(|e| e.to_string())?;
         let digest = openssl::sha::sha256(text.as_bytes());
         if let Some(k) = self.by_digest.get(&digest) {
@@ -134,16 +138,17 @@ impl<'a> Lists<'a> {
         }
         let includes = matches!(items.first(), Some(Item::Include { .. }));
         let mut key = key_of_digest(&digest, includes, false);
-        if self.matches.contains_key(&key) {
+        if self.matches.contains_key(key.as_str()) {
             // Another text with the same 128 bits: this one is written under all 256. Which
             // of the two gets the long key depends on the order they are written in, but
             // making a text collide with a given one (another tenant's) is a second preimage
             // of SHA-256 cut to 128 bits.
             key = key_of_digest(&digest, includes, true);
-            if self.matches.contains_key(&key) {
+            if self.matches.contains_key(key.as_str()) {
                 return Err("generator bug: two match lists with one SHA-256".into());
             }
         }
+        let key: Key = key.into();
         self.matches.insert(key.clone(), items);
         self.by_digest.insert(digest, key.clone());
         Ok(key)
@@ -171,8 +176,18 @@ impl<'a> Lists<'a> {
     /// `matches.json`'s text, written to `out` list by list (no copy of the whole text).
     pub fn write_json(&self, out: &mut dyn std::io::Write) -> Result<(), String> {
         let mut w = std::io::BufWriter::with_capacity(64 << 10, out);
-        serde_json::to_writer(&mut w, &self.matches).map_err(|e| e.to_string())?;
-        w.write_all(b"\n").map_err(|e| e.to_string())?;
+        // As serde_json writes a map of strings to lists: `{"KEY":LIST,...}`.
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        w.write_all(b"{").map_err(|e| err(&e))?;
+        for (i, (key, items)) in self.matches.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",").map_err(|e| err(&e))?;
+            }
+            serde_json::to_writer(&mut w, &**key).map_err(|e| err(&e))?;
+            w.write_all(b":").map_err(|e| err(&e))?;
+            serde_json::to_writer(&mut w, items).map_err(|e| err(&e))?;
+        }
+        w.write_all(b"}\n").map_err(|e| err(&e))?;
         w.flush().map_err(|e| e.to_string())
     }
 }
