@@ -4,22 +4,11 @@ use super::syntax::path_char;
 use super::types::*;
 
 /// CRD checks of a GRPCRoute that its conversion does not make as HTTPRoute checks.
-pub(crate) fn validate_grpc(r: &GrpcRoute) -> Result<(), (String, String)> {
-    if r.spec.rules.len() > 16 {
-        return Err(("spec.rules".into(), "at most 16 rules".into()));
-    }
-    if r.spec.hostnames.len() > 16 {
-        return Err(("spec.hostnames".into(), "at most 16 hostnames".into()));
-    }
-    for (i, h) in r.spec.hostnames.iter().enumerate() {
-        if !valid_hostname(h) {
-            return Err((format!("spec.hostnames[{i}]"), format!("invalid hostname {h:?}")));
-        }
-    }
+pub(crate) fn validate_grpc(r: &GrpcRoute) -> Check {
+    at_most(&r.spec.rules, 16, || "spec.rules".into(), "rules")?;
+    validate_hostnames(&r.spec.hostnames)?;
     for (ri, rule) in r.spec.rules.iter().enumerate() {
-        if rule.matches.len() > 64 {
-            return Err((format!("spec.rules[{ri}].matches"), "at most 64 matches".into()));
-        }
+        at_most(&rule.matches, 64, || format!("spec.rules[{ri}].matches"), "matches")?;
         for (mi, m) in rule.matches.iter().enumerate() {
             let at = format!("spec.rules[{ri}].matches[{mi}]");
             if let Some(mm) = &m.method {
@@ -54,9 +43,7 @@ pub(crate) fn validate_grpc(r: &GrpcRoute) -> Result<(), (String, String)> {
                     }
                 }
             }
-            if m.headers.len() > 16 {
-                return Err((format!("{at}.headers"), "at most 16 entries".into()));
-            }
+            at_most(&m.headers, 16, || format!("{at}.headers"), "entries")?;
             for (hi, h) in m.headers.iter().enumerate() {
                 header_name(&h.name).map_err(|e| (format!("{at}.headers[{hi}].name"), e))?;
                 if h.value.is_empty() || h.value.len() > 4096 {
@@ -98,16 +85,14 @@ pub(crate) fn valid_origin(o: &str) -> bool {
     port_ok && (host == "*" || name.split('.').all(label))
 }
 
-pub(crate) fn validate_cors(c: &Cors) -> Result<(), (String, String)> {
+pub(crate) fn validate_cors(c: &Cors) -> Check {
     for (field, list, max) in [
         ("allowOrigins", &c.allow_origins, 64),
         ("allowMethods", &c.allow_methods, 9),
         ("allowHeaders", &c.allow_headers, 64),
         ("exposeHeaders", &c.expose_headers, 64),
     ] {
-        if list.len() > max {
-            return Err((field.into(), format!("at most {max} entries")));
-        }
+        at_most(list, max, || field.into(), "entries")?;
         if field != "exposeHeaders" && list.len() > 1 && list.iter().any(|v| v == "*") {
             return Err((field.into(), "\"*\" must be the only entry".into()));
         }
@@ -128,7 +113,7 @@ pub(crate) fn validate_cors(c: &Cors) -> Result<(), (String, String)> {
     Ok(())
 }
 
-pub(crate) fn validate_allowed(a: &AllowedRoutes) -> Result<(), (String, String)> {
+pub(crate) fn validate_allowed(a: &AllowedRoutes) -> Check {
     match a.namespaces.from.as_str() {
         "Same" | "All" => {}
         "Selector" if a.namespaces.selector.is_none() => {
@@ -154,7 +139,7 @@ pub(crate) fn validate_allowed(a: &AllowedRoutes) -> Result<(), (String, String)
 /// What Kubernetes and the Gateway API CRDs (v1.5, standard channel) require of a Gateway:
 /// object name, 1-64 listeners with unique `SectionName` names, a `Hostname`, a port 1-65535,
 /// certificate references with valid names.
-pub(crate) fn validate_gateway(g: &Gateway) -> Result<(), (String, String)> {
+pub(crate) fn validate_gateway(g: &Gateway) -> Check {
     validate_meta(&g.metadata)?;
     let ls = &g.spec.listeners;
     if ls.is_empty() || ls.len() > 64 {
@@ -206,7 +191,7 @@ pub(crate) fn validate_gateway(g: &Gateway) -> Result<(), (String, String)> {
 
 /// `metadata`: a name Kubernetes accepts for these objects (an RFC 1123 subdomain) and a
 /// namespace (an RFC 1123 label); a creationTimestamp was parsed as RFC 3339 already.
-pub(crate) fn validate_meta(m: &Meta) -> Result<(), (String, String)> {
+pub(crate) fn validate_meta(m: &Meta) -> Check {
     if !is_dns_subdomain(&m.name) {
         return Err((
             "metadata.name".into(),
@@ -245,7 +230,7 @@ fn namespace(n: &str) -> Result<(), String> {
 }
 
 /// A port the CRDs allow (`PortNumber` with its minimum 1).
-fn port(p: Option<u16>, field: impl Fn() -> String) -> Result<(), (String, String)> {
+fn port(p: Option<u16>, field: impl Fn() -> String) -> Check {
     if p == Some(0) { Err((field(), "must be 1-65535".into())) } else { Ok(()) }
 }
 
@@ -264,10 +249,8 @@ pub fn is_dns_subdomain(s: &str) -> bool {
 }
 
 /// `parentRefs` (at most 32): names, namespaces, section names and ports as the CRD has them.
-fn validate_parents(refs: &[ParentRef]) -> Result<(), (String, String)> {
-    if refs.len() > 32 {
-        return Err(("spec.parentRefs".into(), "at most 32 entries".into()));
-    }
+fn validate_parents(refs: &[ParentRef]) -> Check {
+    at_most(refs, 32, || "spec.parentRefs".into(), "entries")?;
     for (i, p) in refs.iter().enumerate() {
         let at = format!("spec.parentRefs[{i}]");
         object_name(&p.name).map_err(|e| (format!("{at}.name"), e))?;
@@ -283,7 +266,7 @@ fn validate_parents(refs: &[ParentRef]) -> Result<(), (String, String)> {
 }
 
 /// A backend reference: name, namespace, port.
-fn validate_object_ref(r: &ObjectRef, at: &str) -> Result<(), (String, String)> {
+fn validate_object_ref(r: &ObjectRef, at: &str) -> Check {
     object_name(&r.name).map_err(|e| (format!("{at}.name"), e))?;
     if let Some(ns) = &r.namespace {
         namespace(ns).map_err(|e| (format!("{at}.namespace"), e))?;
@@ -291,286 +274,315 @@ fn validate_object_ref(r: &ObjectRef, at: &str) -> Result<(), (String, String)> 
     port(r.port, || format!("{at}.port"))
 }
 
+/// A field path and what is wrong with it.
+type Check = Result<(), (String, String)>;
+
+/// `field` holds at most `max` items.
+fn at_most<T>(list: &[T], max: usize, field: impl Fn() -> String, what: &str) -> Check {
+    if list.len() > max {
+        return Err((field(), format!("at most {max} {what}")));
+    }
+    Ok(())
+}
+
+/// `spec.hostnames`: at most 16, each a valid hostname (HTTPRoute and GRPCRoute alike).
+fn validate_hostnames(hostnames: &[String]) -> Check {
+    at_most(hostnames, 16, || "spec.hostnames".into(), "hostnames")?;
+    for (i, h) in hostnames.iter().enumerate() {
+        if !valid_hostname(h) {
+            return Err((format!("spec.hostnames[{i}]"), format!("invalid hostname {h:?}")));
+        }
+    }
+    Ok(())
+}
+
 /// CRD validation we rely on: enums, patterns, required shapes and the CRD's length limits.
-pub(crate) fn validate_route(r: &HttpRoute) -> Result<(), (String, String)> {
+pub(crate) fn validate_route(r: &HttpRoute) -> Check {
     validate_meta(&r.metadata)?;
     let s = &r.spec;
     validate_parents(&s.parent_refs)?;
     if s.rules.len() > 16 {
         return Err(("spec.rules".into(), format!("{} rules; at most 16", s.rules.len())));
     }
-    if s.hostnames.len() > 16 {
-        return Err(("spec.hostnames".into(), "at most 16 hostnames".into()));
-    }
-    for (i, h) in s.hostnames.iter().enumerate() {
-        if !valid_hostname(h) {
-            return Err((format!("spec.hostnames[{i}]"), format!("invalid hostname {h:?}")));
-        }
-    }
+    validate_hostnames(&s.hostnames)?;
     for (ri, rule) in s.rules.iter().enumerate() {
+        let at = format!("spec.rules[{ri}]");
         if let Some(n) = &rule.name {
-            section_name(n).map_err(|e| (format!("spec.rules[{ri}].name"), e))?;
+            section_name(n).map_err(|e| (format!("{at}.name"), e))?;
             if s.rules[..ri].iter().any(|o| o.name.as_ref() == Some(n)) {
                 return Err((
-                    format!("spec.rules[{ri}].name"),
+                    format!("{at}.name"),
                     format!("{n:?}: rule names must be unique within the route"),
                 ));
             }
         }
         for (bi, b) in rule.backend_refs.iter().enumerate() {
-            validate_object_ref(&b.object(), &format!("spec.rules[{ri}].backendRefs[{bi}]"))?;
+            validate_object_ref(&b.object(), &format!("{at}.backendRefs[{bi}]"))?;
         }
-        if rule.filters.len() > 16 {
-            return Err((format!("spec.rules[{ri}].filters"), "at most 16 filters".into()));
-        }
-        let redirects = rule.filters.iter().filter(|f| f.kind == "RequestRedirect").count();
-        let rewrites = rule.filters.iter().filter(|f| f.kind == "URLRewrite").count();
-        if redirects > 0 && rewrites > 0 {
-            return Err((
-                format!("spec.rules[{ri}].filters"),
-                "RequestRedirect and URLRewrite cannot both be used in one rule".into(),
-            ));
-        }
-        if rule.filters.iter().filter(|f| f.kind == "CORS").count() > 1 {
-            return Err((format!("spec.rules[{ri}].filters"), "at most one CORS filter".into()));
-        }
-        for (fi, f) in rule.filters.iter().enumerate() {
-            let at = format!("spec.rules[{ri}].filters[{fi}]");
-            if f.kind == "CORS" {
-                let Some(c) = &f.cors else {
-                    return Err((format!("{at}.cors"), "required for type CORS".into()));
-                };
-                validate_cors(c).map_err(|(field, msg)| (format!("{at}.cors.{field}"), msg))?;
-            }
-            let path = match f.kind.as_str() {
-                "RequestRedirect" => {
-                    let Some(r) = &f.request_redirect else {
-                        return Err((
-                            format!("{at}.requestRedirect"),
-                            "required for type RequestRedirect".into(),
-                        ));
-                    };
-                    if let Some(sc) =
-                        r.scheme.as_deref().filter(|s| !matches!(*s, "http" | "https"))
-                    {
-                        return Err((
-                            format!("{at}.requestRedirect.scheme"),
-                            format!("{sc:?}: use http or https"),
-                        ));
-                    }
-                    if !matches!(r.status_code, 301 | 302 | 303 | 307 | 308) {
-                        return Err((
-                            format!("{at}.requestRedirect.statusCode"),
-                            format!("{} is not a redirect status", r.status_code),
-                        ));
-                    }
-                    precise_hostname(r.hostname.as_deref(), || format!("{at}.requestRedirect"))?;
-                    port(r.port, || format!("{at}.requestRedirect.port"))?;
-                    r.path.as_ref().map(|p| (p, format!("{at}.requestRedirect.path")))
-                }
-                "URLRewrite" => {
-                    let Some(r) = &f.url_rewrite else {
-                        return Err((
-                            format!("{at}.urlRewrite"),
-                            "required for type URLRewrite".into(),
-                        ));
-                    };
-                    precise_hostname(r.hostname.as_deref(), || format!("{at}.urlRewrite"))?;
-                    r.path.as_ref().map(|p| (p, format!("{at}.urlRewrite.path")))
-                }
-                "RequestMirror" => {
-                    let Some(m) = &f.request_mirror else {
-                        return Err((
-                            format!("{at}.requestMirror"),
-                            "required for type RequestMirror".into(),
-                        ));
-                    };
-                    validate_object_ref(&m.backend_ref, &format!("{at}.requestMirror.backendRef"))?;
-                    if m.percent.is_some_and(|p| p > 100)
-                        || m.fraction
-                            .as_ref()
-                            .is_some_and(|f| f.denominator == 0 || f.numerator > f.denominator)
-                    {
-                        return Err((
-                            format!("{at}.requestMirror"),
-                            "percent must be 0-100, a fraction at most 1".into(),
-                        ));
-                    }
-                    None
-                }
-                _ => None,
-            };
-            if let Some((p, field)) = path {
-                let (value, field) = match p.kind.as_str() {
-                    "ReplaceFullPath" => (&p.replace_full_path, format!("{field}.replaceFullPath")),
-                    "ReplacePrefixMatch" => {
-                        // The CRD's own rule: the prefix to replace must be unambiguous.
-                        let one_prefix =
-                            rule.matches.len() == 1 && rule.matches[0].path.kind == "PathPrefix";
-                        if !one_prefix {
-                            return Err((
-                                field,
-                                "ReplacePrefixMatch needs exactly one match, of type PathPrefix"
-                                    .into(),
-                            ));
-                        }
-                        (&p.replace_prefix_match, format!("{field}.replacePrefixMatch"))
-                    }
-                    k => {
-                        return Err((
-                            format!("{field}.type"),
-                            format!("unknown path modifier {k:?}"),
-                        ));
-                    }
-                };
-                let Some(v) = value else { return Err((field, "required".into())) };
-                if v.len() > 1024 {
-                    return Err((field, "longer than 1024 characters".into()));
-                }
-            }
-            let (field, m) = match f.kind.as_str() {
-                "RequestHeaderModifier" => ("requestHeaderModifier", &f.request_header_modifier),
-                "ResponseHeaderModifier" => ("responseHeaderModifier", &f.response_header_modifier),
-                _ => continue,
-            };
-            let Some(m) = m else {
-                return Err((format!("{at}.{field}"), format!("required for type {}", f.kind)));
-            };
-            validate_modifier(m).map_err(|(f, msg)| (format!("{at}.{field}.{f}"), msg))?;
-        }
-        if rule.matches.len() > 64 {
-            return Err((format!("spec.rules[{ri}].matches"), "at most 64 matches".into()));
-        }
+        validate_rule_filters(rule, &at)?;
+        at_most(&rule.matches, 64, || format!("{at}.matches"), "matches")?;
         for (mi, m) in rule.matches.iter().enumerate() {
-            let at = format!("spec.rules[{ri}].matches[{mi}]");
-            match m.path.kind.as_str() {
-                "Exact" | "PathPrefix" | "RegularExpression" => {}
-                k => return Err((format!("{at}.path.type"), format!("unknown path type {k:?}"))),
-            }
-            let v = &m.path.value;
-            if v.len() > 1024 {
-                return Err((format!("{at}.path.value"), "longer than 1024 characters".into()));
-            }
-            if m.path.kind != "RegularExpression" {
-                if !v.starts_with('/') {
-                    return Err((format!("{at}.path.value"), format!("{v:?} must start with /")));
-                }
-                if let Some(why) = path_problem(v) {
-                    return Err((format!("{at}.path.value"), format!("{v:?} {why}")));
-                }
-            }
-            for (kind, list, name_max, value_max) in
-                [("headers", &m.headers, 256, 4096), ("queryParams", &m.query_params, 256, 1024)]
-            {
-                if list.len() > 16 {
-                    return Err((format!("{at}.{kind}"), "at most 16 entries".into()));
-                }
-                for (i, h) in list.iter().enumerate() {
-                    let f = format!("{at}.{kind}[{i}]");
-                    if !matches!(h.kind.as_str(), "Exact" | "RegularExpression") {
-                        return Err((
-                            format!("{f}.type"),
-                            format!("unknown match type {:?}", h.kind),
-                        ));
-                    }
-                    if h.name.is_empty() || h.name.len() > name_max {
-                        return Err((format!("{f}.name"), format!("length must be 1-{name_max}")));
-                    }
-                    // Query parameter names are `HTTPHeaderName`s too.
-                    if !h.name.bytes().all(header_token) {
-                        let what = if kind == "headers" { "header" } else { "query parameter" };
-                        return Err((
-                            format!("{f}.name"),
-                            format!("invalid {what} name {:?}", h.name),
-                        ));
-                    }
-                    if h.value.is_empty() || h.value.len() > value_max {
-                        return Err((
-                            format!("{f}.value"),
-                            format!("length must be 1-{value_max}"),
-                        ));
-                    }
-                }
-            }
-            if let Some(method) = &m.method {
-                if !is_method(method) {
-                    return Err((format!("{at}.method"), format!("unknown method {method:?}")));
-                }
-            }
+            validate_match(m, &format!("{at}.matches[{mi}]"))?;
         }
         if let Some(r) = &rule.retry {
-            let at = format!("spec.rules[{ri}].retry");
-            if let Some(c) = r.codes.iter().find(|c| !(400..=599).contains(*c)) {
-                return Err((format!("{at}.codes"), format!("{c} is not a status code 400-599")));
-            }
-            if r.attempts == Some(0) {
-                return Err((format!("{at}.attempts"), "must be at least 1".into()));
-            }
-            if let Some(b) = &r.backoff
-                && duration_ms(b).is_none()
-            {
-                return Err((format!("{at}.backoff"), format!("{b:?} is not a duration")));
-            }
+            validate_retry(r, &format!("{at}.retry"))?;
         }
         if let Some(t) = &rule.timeouts {
-            let at = format!("spec.rules[{ri}].timeouts");
-            let mut ms = [None, None];
-            for (i, (field, v)) in
-                [("request", &t.request), ("backendRequest", &t.backend_request)].iter().enumerate()
-            {
-                if let Some(v) = v {
-                    ms[i] = Some(duration_ms(v).ok_or_else(|| {
-                        (
-                            format!("{at}.{field}"),
-                            format!("{v:?} is not a duration like 1h30m or 500ms"),
-                        )
-                    })?);
-                }
-            }
-            // The CRD's rule: a backend request cannot outlast the whole request.
-            if let [Some(request), Some(backend)] = ms
-                && request != 0
-                && (backend == 0 || backend > request)
-            {
-                return Err((
-                    format!("{at}.backendRequest"),
-                    "must not be greater than timeouts.request".into(),
-                ));
-            }
+            validate_timeouts(t, &format!("{at}.timeouts"))?;
         }
         for (bi, b) in rule.backend_refs.iter().enumerate() {
-            if b.filters.len() > 16 {
-                return Err((
-                    format!("spec.rules[{ri}].backendRefs[{bi}].filters"),
-                    "at most 16 filters".into(),
-                ));
-            }
-            for (fi, f) in b.filters.iter().enumerate() {
-                let at = format!("spec.rules[{ri}].backendRefs[{bi}].filters[{fi}]");
-                let (field, m) = match f.kind.as_str() {
-                    "RequestHeaderModifier" => {
-                        ("requestHeaderModifier", &f.request_header_modifier)
-                    }
-                    "ResponseHeaderModifier" => {
-                        ("responseHeaderModifier", &f.response_header_modifier)
-                    }
-                    _ => continue,
-                };
-                let Some(m) = m else {
-                    return Err((format!("{at}.{field}"), format!("required for type {}", f.kind)));
-                };
-                if b.filters[..fi].iter().any(|o| o.kind == f.kind) {
-                    return Err((at, format!("at most one {} per backendRef", f.kind)));
-                }
-                validate_modifier(m).map_err(|(f, msg)| (format!("{at}.{field}.{f}"), msg))?;
-            }
-            if b.weight > 1_000_000 {
-                return Err((
-                    format!("spec.rules[{ri}].backendRefs[{bi}].weight"),
-                    "at most 1000000".into(),
-                ));
-            }
+            validate_backend_filters(b, &format!("{at}.backendRefs[{bi}]"))?;
         }
+    }
+    Ok(())
+}
+
+/// A rule's `filters`: counts, the combinations the CRD refuses, then each filter.
+fn validate_rule_filters(rule: &Rule, at: &str) -> Check {
+    at_most(&rule.filters, 16, || format!("{at}.filters"), "filters")?;
+    let count = |kind: &str| rule.filters.iter().filter(|f| f.kind == kind).count();
+    if count("RequestRedirect") > 0 && count("URLRewrite") > 0 {
+        return Err((
+            format!("{at}.filters"),
+            "RequestRedirect and URLRewrite cannot both be used in one rule".into(),
+        ));
+    }
+    if count("CORS") > 1 {
+        return Err((format!("{at}.filters"), "at most one CORS filter".into()));
+    }
+    for (fi, f) in rule.filters.iter().enumerate() {
+        validate_rule_filter(rule, f, &format!("{at}.filters[{fi}]"))?;
+    }
+    Ok(())
+}
+
+/// The field `field` of a filter of type `kind`, required for that type.
+fn required<'a, T>(
+    v: &'a Option<T>,
+    at: &str,
+    field: &str,
+    kind: &str,
+) -> Result<&'a T, (String, String)> {
+    v.as_ref().ok_or_else(|| (format!("{at}.{field}"), format!("required for type {kind}")))
+}
+
+/// One filter of a rule, by its type.
+fn validate_rule_filter(rule: &Rule, f: &Filter, at: &str) -> Check {
+    let path = match f.kind.as_str() {
+        "CORS" => {
+            let c = required(&f.cors, at, "cors", "CORS")?;
+            validate_cors(c).map_err(|(field, msg)| (format!("{at}.cors.{field}"), msg))?;
+            None
+        }
+        "RequestRedirect" => {
+            let r = required(&f.request_redirect, at, "requestRedirect", "RequestRedirect")?;
+            validate_redirect(r, &format!("{at}.requestRedirect"))?;
+            r.path.as_ref().map(|p| (p, format!("{at}.requestRedirect.path")))
+        }
+        "URLRewrite" => {
+            let r = required(&f.url_rewrite, at, "urlRewrite", "URLRewrite")?;
+            precise_hostname(r.hostname.as_deref(), || format!("{at}.urlRewrite"))?;
+            r.path.as_ref().map(|p| (p, format!("{at}.urlRewrite.path")))
+        }
+        "RequestMirror" => {
+            let m = required(&f.request_mirror, at, "requestMirror", "RequestMirror")?;
+            validate_mirror(m, &format!("{at}.requestMirror"))?;
+            None
+        }
+        _ => {
+            if let Some((field, m)) = modifier_of(f, at)? {
+                validate_modifier_at(m, at, field)?;
+            }
+            None
+        }
+    };
+    match path {
+        Some((p, field)) => validate_path_modifier(rule, p, field),
+        None => Ok(()),
+    }
+}
+
+/// A `RequestRedirect`: scheme, status code, hostname and port.
+fn validate_redirect(r: &RequestRedirect, at: &str) -> Check {
+    if let Some(sc) = r.scheme.as_deref().filter(|s| !matches!(*s, "http" | "https")) {
+        return Err((format!("{at}.scheme"), format!("{sc:?}: use http or https")));
+    }
+    if !matches!(r.status_code, 301 | 302 | 303 | 307 | 308) {
+        return Err((
+            format!("{at}.statusCode"),
+            format!("{} is not a redirect status", r.status_code),
+        ));
+    }
+    precise_hostname(r.hostname.as_deref(), || at.to_string())?;
+    port(r.port, || format!("{at}.port"))
+}
+
+/// A `RequestMirror`: its backend and a share of at most all requests.
+fn validate_mirror(m: &RequestMirror, at: &str) -> Check {
+    validate_object_ref(&m.backend_ref, &format!("{at}.backendRef"))?;
+    let bad_fraction =
+        m.fraction.as_ref().is_some_and(|f| f.denominator == 0 || f.numerator > f.denominator);
+    if m.percent.is_some_and(|p| p > 100) || bad_fraction {
+        return Err((at.into(), "percent must be 0-100, a fraction at most 1".into()));
+    }
+    Ok(())
+}
+
+/// A redirect's or rewrite's `path`, at `field`.
+fn validate_path_modifier(rule: &Rule, p: &PathModifier, field: String) -> Check {
+    let (value, field) = match p.kind.as_str() {
+        "ReplaceFullPath" => (&p.replace_full_path, format!("{field}.replaceFullPath")),
+        "ReplacePrefixMatch" => {
+            // The CRD's own rule: the prefix to replace must be unambiguous.
+            let one_prefix = rule.matches.len() == 1 && rule.matches[0].path.kind == "PathPrefix";
+            if !one_prefix {
+                return Err((
+                    field,
+                    "ReplacePrefixMatch needs exactly one match, of type PathPrefix".into(),
+                ));
+            }
+            (&p.replace_prefix_match, format!("{field}.replacePrefixMatch"))
+        }
+        k => return Err((format!("{field}.type"), format!("unknown path modifier {k:?}"))),
+    };
+    let Some(v) = value else { return Err((field, "required".into())) };
+    if v.len() > 1024 {
+        return Err((field, "longer than 1024 characters".into()));
+    }
+    Ok(())
+}
+
+/// A header modifier filter's field name and modifier (required), or `None` for other types.
+fn modifier_of<'a>(
+    f: &'a Filter,
+    at: &str,
+) -> Result<Option<(&'static str, &'a HeaderModifier)>, (String, String)> {
+    let (field, m) = match f.kind.as_str() {
+        "RequestHeaderModifier" => ("requestHeaderModifier", &f.request_header_modifier),
+        "ResponseHeaderModifier" => ("responseHeaderModifier", &f.response_header_modifier),
+        _ => return Ok(None),
+    };
+    Ok(Some((field, required(m, at, field, &f.kind)?)))
+}
+
+/// A header modifier's entries, at `{at}.{field}`.
+fn validate_modifier_at(m: &HeaderModifier, at: &str, field: &str) -> Check {
+    validate_modifier(m).map_err(|(f, msg)| (format!("{at}.{field}.{f}"), msg))
+}
+
+/// One entry of a rule's `matches`: path, headers, query parameters and method.
+fn validate_match(m: &Match, at: &str) -> Check {
+    match m.path.kind.as_str() {
+        "Exact" | "PathPrefix" | "RegularExpression" => {}
+        k => return Err((format!("{at}.path.type"), format!("unknown path type {k:?}"))),
+    }
+    let v = &m.path.value;
+    if v.len() > 1024 {
+        return Err((format!("{at}.path.value"), "longer than 1024 characters".into()));
+    }
+    if m.path.kind != "RegularExpression" {
+        if !v.starts_with('/') {
+            return Err((format!("{at}.path.value"), format!("{v:?} must start with /")));
+        }
+        if let Some(why) = path_problem(v) {
+            return Err((format!("{at}.path.value"), format!("{v:?} {why}")));
+        }
+    }
+    for (kind, list, name_max, value_max) in
+        [("headers", &m.headers, 256, 4096), ("queryParams", &m.query_params, 256, 1024)]
+    {
+        at_most(list, 16, || format!("{at}.{kind}"), "entries")?;
+        for (i, h) in list.iter().enumerate() {
+            validate_value_match(h, &format!("{at}.{kind}[{i}]"), kind, name_max, value_max)?;
+        }
+    }
+    if let Some(method) = &m.method
+        && !is_method(method)
+    {
+        return Err((format!("{at}.method"), format!("unknown method {method:?}")));
+    }
+    Ok(())
+}
+
+/// A header or query parameter match: type, name and value lengths.
+fn validate_value_match(
+    h: &ValueMatch,
+    f: &str,
+    kind: &str,
+    name_max: usize,
+    value_max: usize,
+) -> Check {
+    if !matches!(h.kind.as_str(), "Exact" | "RegularExpression") {
+        return Err((format!("{f}.type"), format!("unknown match type {:?}", h.kind)));
+    }
+    if h.name.is_empty() || h.name.len() > name_max {
+        return Err((format!("{f}.name"), format!("length must be 1-{name_max}")));
+    }
+    // Query parameter names are `HTTPHeaderName`s too.
+    if !h.name.bytes().all(header_token) {
+        let what = if kind == "headers" { "header" } else { "query parameter" };
+        return Err((format!("{f}.name"), format!("invalid {what} name {:?}", h.name)));
+    }
+    if h.value.is_empty() || h.value.len() > value_max {
+        return Err((format!("{f}.value"), format!("length must be 1-{value_max}")));
+    }
+    Ok(())
+}
+
+/// A rule's `retry`: codes 400-599, at least one attempt, a backoff duration.
+fn validate_retry(r: &Retry, at: &str) -> Check {
+    if let Some(c) = r.codes.iter().find(|c| !(400..=599).contains(*c)) {
+        return Err((format!("{at}.codes"), format!("{c} is not a status code 400-599")));
+    }
+    if r.attempts == Some(0) {
+        return Err((format!("{at}.attempts"), "must be at least 1".into()));
+    }
+    if let Some(b) = &r.backoff
+        && duration_ms(b).is_none()
+    {
+        return Err((format!("{at}.backoff"), format!("{b:?} is not a duration")));
+    }
+    Ok(())
+}
+
+/// A rule's `timeouts`: durations, the backend request within the request.
+fn validate_timeouts(t: &Timeouts, at: &str) -> Check {
+    let mut ms = [None, None];
+    for (i, (field, v)) in
+        [("request", &t.request), ("backendRequest", &t.backend_request)].iter().enumerate()
+    {
+        if let Some(v) = v {
+            ms[i] = Some(duration_ms(v).ok_or_else(|| {
+                (format!("{at}.{field}"), format!("{v:?} is not a duration like 1h30m or 500ms"))
+            })?);
+        }
+    }
+    // The CRD's rule: a backend request cannot outlast the whole request.
+    if let [Some(request), Some(backend)] = ms
+        && request != 0
+        && (backend == 0 || backend > request)
+    {
+        return Err((
+            format!("{at}.backendRequest"),
+            "must not be greater than timeouts.request".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A backendRef's filters (header modifiers, one of each type) and weight.
+fn validate_backend_filters(b: &BackendRef, at: &str) -> Check {
+    at_most(&b.filters, 16, || format!("{at}.filters"), "filters")?;
+    for (fi, f) in b.filters.iter().enumerate() {
+        let fat = format!("{at}.filters[{fi}]");
+        let Some((field, m)) = modifier_of(f, &fat)? else { continue };
+        if b.filters[..fi].iter().any(|o| o.kind == f.kind) {
+            return Err((fat, format!("at most one {} per backendRef", f.kind)));
+        }
+        validate_modifier_at(m, &fat, field)?;
+    }
+    if b.weight > 1_000_000 {
+        return Err((format!("{at}.weight"), "at most 1000000".into()));
     }
     Ok(())
 }
@@ -580,10 +592,7 @@ pub(crate) fn header_token(b: u8) -> bool {
 }
 
 /// A filter's `hostname`, if any: a hostname without wildcard.
-pub(crate) fn precise_hostname(
-    h: Option<&str>,
-    at: impl Fn() -> String,
-) -> Result<(), (String, String)> {
+pub(crate) fn precise_hostname(h: Option<&str>, at: impl Fn() -> String) -> Check {
     match h {
         Some(h) if !valid_hostname(h) || h.starts_with('*') => {
             Err((format!("{}.hostname", at()), format!("invalid hostname {h:?}")))
@@ -592,11 +601,9 @@ pub(crate) fn precise_hostname(
     }
 }
 
-pub(crate) fn validate_modifier(m: &HeaderModifier) -> Result<(), (String, String)> {
+pub(crate) fn validate_modifier(m: &HeaderModifier) -> Check {
     for (kind, list) in [("set", &m.set), ("add", &m.add)] {
-        if list.len() > 16 {
-            return Err((kind.into(), "at most 16 entries".into()));
-        }
+        at_most(list, 16, || kind.into(), "entries")?;
         for (i, h) in list.iter().enumerate() {
             header_name(&h.name).map_err(|e| (format!("{kind}[{i}].name"), e))?;
             if h.value.len() > 4096 {
@@ -607,9 +614,7 @@ pub(crate) fn validate_modifier(m: &HeaderModifier) -> Result<(), (String, Strin
             }
         }
     }
-    if m.remove.len() > 16 {
-        return Err(("remove".into(), "at most 16 entries".into()));
-    }
+    at_most(&m.remove, 16, || "remove".into(), "entries")?;
     for (i, n) in m.remove.iter().enumerate() {
         header_name(n).map_err(|e| (format!("remove[{i}]"), e))?;
     }
