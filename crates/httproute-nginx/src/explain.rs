@@ -8,8 +8,8 @@ use route_match::{Outcome, RequestView, Syntax};
 
 use crate::nginx_request;
 use crate::plan::{
-    Entry, INTERNAL_PREFIX, Loc, PathKind, Plan, PortPlan, Reason, ServerPlan, Target,
-    wildcard_covers,
+    Candidate, Entry, INTERNAL_PREFIX, Loc, LocationPlan, PathKind, Plan, PortPlan, Reason,
+    RulePlan, ServerPlan, Target, wildcard_covers,
 };
 
 /// A request as a client sends it.
@@ -191,87 +191,129 @@ pub fn explain(plan: &Plan, req: &Request) -> (String, u16) {
 /// Which location, route, rule and backend answer `req`, step by step, from `plan` (which
 /// must be the plan the configuration was written from: [`crate::plan_for`]).
 pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
-    let mut out = String::new();
-    let done = |text: String, status: u16| Explanation { text, status, backends: Vec::new() };
+    let mut text = String::new();
+    match answer(plan, req, &mut text) {
+        Ok(backends) => Explanation { text, status: 200, backends },
+        Err(status) => Explanation { text, status, backends: Vec::new() },
+    }
+}
+
+/// The steps of [`explain_request`] into `out`: the backends of a request that reaches its
+/// rule's backends, or the status NGINX answers before (`Err`, 0 for none).
+fn answer(plan: &Plan, req: &Request, out: &mut String) -> Result<Vec<Target>, u16> {
     let Some(port) = plan.ports.iter().find(|p| req.port.is_none_or(|n| n == p.port)) else {
-        return done("no listener on that port: connection refused\n".into(), 0);
+        out.push_str("no listener on that port: connection refused\n");
+        return Err(0);
     };
     let _ = writeln!(out, "1. port {}", port.port);
-    // The handshake comes first, by SNI (taken to be the Host header, as browsers send it).
-    let mut sni_server = None;
-    if port.tls {
-        let sni = nginx_request::validate_host(req.host.as_bytes())
-            .unwrap_or_else(|_| req.host.to_ascii_lowercase());
-        match select_server(port, &sni) {
-            Some(s) if !s.certificates.is_empty() => {
-                let _ = writeln!(
-                    out,
-                    "   TLS: SNI {sni:?}, certificate of {}",
-                    s.hostname.as_deref().unwrap_or("(default)")
-                );
-                sni_server = Some(s);
-            }
-            _ => {
-                let _ = writeln!(
-                    out,
-                    "   TLS: no certificate for SNI {sni:?}: the handshake is refused"
-                );
-                return done(out, 0);
-            }
+    let sni_server = handshake(port, req, out)?;
+    let (target, host) = request_line(req, out)?;
+    let server = server_for(port, &host, sni_server, out)?;
+    let seen = seen(req, target, out);
+    let shown = String::from_utf8_lossy(&seen.uri);
+    let normalised = if seen.uri == req.path.split(['?', '#']).next().unwrap_or("").as_bytes() {
+        format!("path {shown:?}")
+    } else {
+        format!("path {shown:?} (NGINX's $uri for {:?})", req.path)
+    };
+    let (server, entry, c) = winner(port, server, &seen, &normalised, out)?;
+    serve(port, &server.rules[c.rule], entry, c, out)
+}
+
+/// The TLS handshake, by SNI (taken to be the Host header, as browsers send it): the server
+/// whose certificate it gets (`None` without TLS).
+fn handshake<'p>(
+    port: &'p PortPlan,
+    req: &Request,
+    out: &mut String,
+) -> Result<Option<&'p ServerPlan>, u16> {
+    if !port.tls {
+        return Ok(None);
+    }
+    let sni = nginx_request::validate_host(req.host.as_bytes())
+        .unwrap_or_else(|_| req.host.to_ascii_lowercase());
+    match select_server(port, &sni) {
+        Some(s) if !s.certificates.is_empty() => {
+            let _ = writeln!(
+                out,
+                "   TLS: SNI {sni:?}, certificate of {}",
+                s.hostname.as_deref().unwrap_or("(default)")
+            );
+            Ok(Some(s))
+        }
+        _ => {
+            let _ =
+                writeln!(out, "   TLS: no certificate for SNI {sni:?}: the handshake is refused");
+            Err(0)
         }
     }
-    // In NGINX's order: the request line (method, target), the Host header, then the
-    // methods it refuses whatever the target.
-    if let Err(e) = nginx_request::check_method_syntax(&req.method) {
+}
+
+/// In NGINX's order: the request line (method, target), the Host header, then the methods it
+/// refuses whatever the target. The target and the host the server is chosen by.
+fn request_line(req: &Request, out: &mut String) -> Result<(nginx_request::Target, String), u16> {
+    let refused = |out: &mut String, e: nginx_request::Refused| {
         let _ =
             writeln!(out, "2. method {:?}: NGINX refuses it ({}): {}", req.method, e.why, e.status);
-        return done(out, e.status);
-    }
-    let target = match nginx_request::parse_target(req.path.as_bytes()) {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = writeln!(out, "2. target {:?}: {}: {}", req.path, e.why, e.status);
-            return done(out, e.status);
-        }
+        e.status
     };
+    nginx_request::check_method_syntax(&req.method).map_err(|e| refused(out, e))?;
+    let target = nginx_request::parse_target(req.path.as_bytes()).map_err(|e| {
+        let _ = writeln!(out, "2. target {:?}: {}: {}", req.path, e.why, e.status);
+        e.status
+    })?;
     // HTTP/1.1: a Host header, exactly one, valid, even when the target names the host.
     let host = match nginx_request::validate_host(req.host.as_bytes()) {
         _ if req.host.is_empty() => {
-            let _ = writeln!(out, "2. no Host header (HTTP/1.1): 400");
-            return done(out, 400);
+            out.push_str("2. no Host header (HTTP/1.1): 400\n");
+            return Err(400);
         }
         _ if req.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) => {
-            let _ = writeln!(out, "2. client sent duplicate host header: 400");
-            return done(out, 400);
+            out.push_str("2. client sent duplicate host header: 400\n");
+            return Err(400);
         }
         Err(e) => {
             let _ = writeln!(out, "2. Host {:?}: {}: 400", req.host, e.why);
-            return done(out, 400);
+            return Err(400);
         }
         Ok(h) => target.host.clone().unwrap_or(h),
     };
-    if let Err(e) = nginx_request::check_method(&req.method) {
-        let _ =
-            writeln!(out, "2. method {:?}: NGINX refuses it ({}): {}", req.method, e.why, e.status);
-        return done(out, e.status);
-    }
-    let server = select_server(port, &host);
-    let Some(server) = server else { return done(out + "no server: 404\n", 404) };
+    nginx_request::check_method(&req.method).map_err(|e| refused(out, e))?;
+    Ok((target, host))
+}
+
+/// The server NGINX picks for `host`, and listener isolation over TLS: a request for another
+/// server than its SNI chose is misdirected.
+fn server_for<'p>(
+    port: &'p PortPlan,
+    host: &str,
+    sni_server: Option<&ServerPlan>,
+    out: &mut String,
+) -> Result<&'p ServerPlan, u16> {
+    let Some(server) = select_server(port, host) else {
+        out.push_str("no server: 404\n");
+        return Err(404);
+    };
     let _ = writeln!(
         out,
         "2. host {host:?}: server {} ({})",
         server.hostname.as_deref().unwrap_or("(default)"),
         server.listener.as_ref().map_or("no listener: 404".to_owned(), |l| format!("listener {l}"))
     );
-    // Listener isolation over TLS: a request for another server than its SNI chose.
     if sni_server.is_some_and(|s| !std::ptr::eq(s, server)) {
         let _ = writeln!(
             out,
             "   the SNI chose another server ({}): 421 Misdirected Request",
             sni_server.and_then(|s| s.hostname.as_deref()).unwrap_or("(default)")
         );
-        return done(out, 421);
+        return Err(421);
     }
+    Ok(server)
+}
+
+/// The request as the locations and the module see it: the headers NGINX keeps, the target's
+/// query and then `req.query`.
+fn seen<'r>(req: &'r Request, target: nginx_request::Target, out: &mut String) -> Seen<'r> {
     let mut headers = Vec::new();
     for (n, v) in &req.headers {
         if nginx_request::header_kept(n) {
@@ -284,113 +326,133 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
             );
         }
     }
-    let mut args = target.args.clone();
+    let mut args = target.args;
     if !req.query.is_empty() {
         if !args.is_empty() {
             args.push(b'&');
         }
         args.extend_from_slice(req.query.as_bytes());
     }
-    let seen = Seen { method: &req.method, uri: target.uri, args, headers };
+    Seen { method: &req.method, uri: target.uri, args, headers }
+}
+
+/// The server, entry and candidate that answer: each server a request goes on to when the
+/// routes of the one before answer nothing (`http_matches_fallback`) is a less specific
+/// hostname of the listener, so at most one per label of the host name and the catch-all.
+fn winner<'p>(
+    port: &'p PortPlan,
+    mut server: &'p ServerPlan,
+    seen: &Seen,
+    normalised: &str,
+    out: &mut String,
+) -> Result<(&'p ServerPlan, usize, &'p Candidate), u16> {
     let path = &seen.uri[..];
-    let shown = String::from_utf8_lossy(path);
-    let normalised = if path == req.path.split(['?', '#']).next().unwrap_or("").as_bytes() {
-        format!("path {shown:?}")
-    } else {
-        format!("path {shown:?} (NGINX's $uri for {:?})", req.path)
-    };
-    let mut server = server;
-    // Each server a request goes on to when the routes of the one before answer nothing
-    // (`http_matches_fallback`): a less specific hostname of the listener, so at most one per
-    // label of the host name and the catch-all.
-    let (entry, c) = loop {
+    loop {
         if is_internal(server, path) {
             let _ = writeln!(out, "3. {normalised}: an internal location of the generator: 404");
-            return done(out, 404);
+            return Err(404);
         }
-        let fallback = fallback_of(port, server);
-        let on = |out: String, why: &str, next: &ServerPlan| {
-            out + &format!(
-                "   {why}: on to server {} (http_matches_fallback)\n",
-                next.hostname.as_deref().unwrap_or("(default)")
-            )
+        let Some(loc) = location(server, path) else {
+            let _ = writeln!(out, "3. {normalised}: no location: 404");
+            return Err(404);
         };
-        let loc = server
-            .locations
-            .iter()
-            .find(|l| matches!(&l.loc, Loc::Exact(p) if p.as_bytes() == path))
-            .or_else(|| {
-                server
-                    .locations
-                    .iter()
-                    .filter(|l| matches!(&l.loc, Loc::Prefix(p) if path.starts_with(p.as_bytes())))
-                    .max_by_key(|l| match &l.loc {
-                        Loc::Prefix(p) | Loc::Exact(p) => p.len(),
-                    })
-            });
-        let Some(loc) = loc else {
-            return done(out + &format!("3. {normalised}: no location: 404\n"), 404);
-        };
-        let (kind, p) = match &loc.loc {
-            Loc::Exact(p) => ("location =", p),
-            Loc::Prefix(p) => ("location", p),
+        describe_location(loc, normalised, out);
+        if let Some(entry) = evaluate(loc, seen, out)? {
+            let Some(c) = loc.candidates().nth(entry) else {
+                let _ = writeln!(out, "4. internal error: no candidate {entry}");
+                return Err(500);
+            };
+            return Ok((server, entry, c));
+        }
+        let why = if loc.is_empty() { "4. no candidates" } else { "4. no candidate holds" };
+        let Some(next) = fallback_of(port, server) else {
+            let _ = writeln!(out, "{why}: 404");
+            return Err(404);
         };
         let _ = writeln!(
             out,
-            "3. {normalised}: {kind} {p} with {} candidate(s), in precedence order:",
-            loc.len()
+            "   {why}: on to server {} (http_matches_fallback)",
+            next.hostname.as_deref().unwrap_or("(default)")
         );
-        for (i, c) in loc.candidates().enumerate() {
-            let path_desc = match c.path_kind {
-                PathKind::Exact => format!("Exact {}", c.path),
-                PathKind::Prefix => format!("PathPrefix {}", c.path),
-                PathKind::Regex => format!("RegularExpression {}", c.path),
-            };
-            let _ = writeln!(
-                out,
-                "   [{i}] {} match {}: host {}, {path_desc}, method {}, {} header(s), {} param(s)",
-                c.id,
-                c.match_index,
-                c.route_hostname.as_deref().unwrap_or("(any)"),
-                c.method.as_deref().unwrap_or("(any)"),
-                c.headers.len(),
-                c.params.len()
-            );
-        }
-        let list: Vec<&Entry> = loc.candidates().map(|c| &c.entry).collect();
-        if list.is_empty() {
-            match fallback {
-                Some(next) => {
-                    out = on(out, "4. no candidates", next);
-                    server = next;
-                    continue;
-                }
-                None => return done(out + "4. no candidates: 404\n", 404),
-            }
-        }
-        let json = serde_json::to_vec(&list).unwrap_or_default();
-        let compiled = match route_match::compile_list(&json, Syntax::Typed) {
-            Ok(c) => c,
-            Err(e) => return done(out + &format!("4. internal error: {e}\n"), 500),
-        };
-        let entry = match compiled.list.evaluate(&seen) {
-            Outcome::Redirect { entry, .. } => entry,
-            Outcome::NoMatch => match fallback {
-                Some(next) => {
-                    out = on(out, "4. no candidate holds", next);
-                    server = next;
-                    continue;
-                }
-                None => return done(out + "4. no candidate holds: 404\n", 404),
-            },
-            Outcome::Error(e) => return done(out + &format!("4. error: {e}: 500\n"), 500),
-        };
-        let Some(c) = loc.candidates().nth(entry) else {
-            return done(out + &format!("4. internal error: no candidate {entry}\n"), 500);
-        };
-        break (entry, c);
+        server = next;
+    }
+}
+
+/// The location NGINX picks for `path` among the server's exact and prefix locations.
+fn location<'p>(server: &'p ServerPlan, path: &[u8]) -> Option<&'p LocationPlan> {
+    let exact = |l: &&LocationPlan| matches!(&l.loc, Loc::Exact(p) if p.as_bytes() == path);
+    server.locations.iter().find(exact).or_else(|| {
+        server
+            .locations
+            .iter()
+            .filter(|l| matches!(&l.loc, Loc::Prefix(p) if path.starts_with(p.as_bytes())))
+            .max_by_key(|l| match &l.loc {
+                Loc::Prefix(p) | Loc::Exact(p) => p.len(),
+            })
+    })
+}
+
+/// The location and its candidates, in precedence order.
+fn describe_location(loc: &LocationPlan, normalised: &str, out: &mut String) {
+    let (kind, p) = match &loc.loc {
+        Loc::Exact(p) => ("location =", p),
+        Loc::Prefix(p) => ("location", p),
     };
-    let rule = &server.rules[c.rule];
+    let _ = writeln!(
+        out,
+        "3. {normalised}: {kind} {p} with {} candidate(s), in precedence order:",
+        loc.len()
+    );
+    for (i, c) in loc.candidates().enumerate() {
+        let kind = match c.path_kind {
+            PathKind::Exact => "Exact",
+            PathKind::Prefix => "PathPrefix",
+            PathKind::Regex => "RegularExpression",
+        };
+        let _ = writeln!(
+            out,
+            "   [{i}] {} match {}: host {}, {kind} {}, method {}, {} header(s), {} param(s)",
+            c.id,
+            c.match_index,
+            c.route_hostname.as_deref().unwrap_or("(any)"),
+            c.path,
+            c.method.as_deref().unwrap_or("(any)"),
+            c.headers.len(),
+            c.params.len()
+        );
+    }
+}
+
+/// The first candidate of `loc` that holds for `seen`, by the module's own engine.
+fn evaluate(loc: &LocationPlan, seen: &Seen, out: &mut String) -> Result<Option<usize>, u16> {
+    let list: Vec<&Entry> = loc.candidates().map(|c| &c.entry).collect();
+    if list.is_empty() {
+        return Ok(None);
+    }
+    let json = serde_json::to_vec(&list).unwrap_or_default();
+    let compiled = route_match::compile_list(&json, Syntax::Typed).map_err(|e| {
+        let _ = writeln!(out, "4. internal error: {e}");
+        500u16
+    })?;
+    match compiled.list.evaluate(seen) {
+        Outcome::Redirect { entry, .. } => Ok(Some(entry)),
+        Outcome::NoMatch => Ok(None),
+        Outcome::Error(e) => {
+            let _ = writeln!(out, "4. error: {e}: 500");
+            Err(500)
+        }
+    }
+}
+
+/// What the winning rule does: refuse gRPC without HTTP/2, redirect, rewrite, then its
+/// backends (one status for all of them: that status).
+fn serve(
+    port: &PortPlan,
+    rule: &RulePlan,
+    entry: usize,
+    c: &Candidate,
+    out: &mut String,
+) -> Result<Vec<Target>, u16> {
     let _ = writeln!(
         out,
         "4. winner: [{entry}] {}{} match {} (the first candidate whose method, \
@@ -406,7 +468,7 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
              (it cannot beside HTTP/1.1 before 1.25.1; see the warnings)",
             port.port
         );
-        return done(out, 0);
+        return Err(0);
     }
     if let Some(r) = &rule.redirect {
         let _ = writeln!(
@@ -418,7 +480,7 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
             r.port.map(|p| format!(":{p}")).unwrap_or_default(),
             r.path.as_ref().map_or("(request path)".to_owned(), |p| p.replacement().0),
         );
-        return done(out, r.status_code);
+        return Err(r.status_code);
     }
     if let Some(r) = &rule.rewrite {
         let _ = writeln!(
@@ -432,8 +494,8 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
         );
     }
     if rule.backends.is_empty() {
-        let _ = writeln!(out, "5. the rule has no backend: 500");
-        return done(out, 500);
+        out.push_str("5. the rule has no backend: 500\n");
+        return Err(500);
     }
     for b in &rule.backends {
         let _ = write!(out, "5. backend {}, weight {}", b.target, b.weight);
@@ -453,9 +515,9 @@ pub fn explain_request(plan: &Plan, req: &Request) -> Explanation {
     if let Some(Target::Status(code)) = backends.first()
         && backends.iter().all(|t| t == &backends[0])
     {
-        return done(out, *code);
+        return Err(*code);
     }
-    Explanation { text: out, status: 200, backends }
+    Ok(backends)
 }
 
 /// The server a request none of `server`'s routes answers goes on in: the one NGINX picks for
