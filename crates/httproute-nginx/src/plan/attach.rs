@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::model::{AllowedRoutes, HttpRoute, Inputs};
+use crate::model::{AllowedRoutes, HttpRoute, Inputs, ParentRef};
 
 use super::ids::{ListenerId, RouteId, RouteKind};
 use super::listeners::Listener;
@@ -82,6 +82,42 @@ fn refused(
     }
 }
 
+/// Whether a parentRef names a Gateway (the only parents served).
+fn to_gateway(p: &ParentRef) -> bool {
+    p.kind.as_deref().unwrap_or("Gateway") == "Gateway"
+        && matches!(p.group.as_deref(), None | Some("gateway.networking.k8s.io"))
+}
+
+/// What kept a parentRef off the listeners it names.
+#[derive(Default)]
+struct Missed {
+    /// It names some.
+    named: bool,
+    /// Why the last of them that does not accept the route refuses it.
+    refusal: Option<String>,
+    /// One accepts it, but no hostname of the route matches its.
+    hosts: bool,
+}
+
+impl Missed {
+    /// `Accepted: False` for a parentRef to Gateway `gateway` attached nowhere, most telling
+    /// reason first.
+    fn condition(self, gateway: &str) -> Condition {
+        use ConditionType::Accepted;
+        if self.hosts {
+            let why = "no hostname of the route matches a listener's";
+            Condition::no(Accepted, Reason::NoMatchingListenerHostname, why.to_owned())
+        } else if let Some(why) = self.refusal {
+            Condition::no(Accepted, Reason::NotAllowedByListeners, why)
+        } else if self.named {
+            Condition::no(Accepted, Reason::NoMatchingParent, "no usable listener".to_owned())
+        } else {
+            let why = format!("no listener of Gateway {gateway} matches");
+            Condition::no(Accepted, Reason::NoMatchingParent, why)
+        }
+    }
+}
+
 /// Attaches every route (sorted by namespace/name) to the listeners its parentRefs name and
 /// that accept it, and gives each route its node (`Accepted` per parentRef, `ResolvedRefs`),
 /// one per route, in order. `ages[i]`: the place of `routes[i]` by age.
@@ -93,7 +129,6 @@ pub(super) fn attach<'a>(
     listeners: &[Listener],
     warnings: &mut Vec<String>,
 ) -> (Vec<Attachment<'a>>, Vec<RouteNode>) {
-    use ConditionType::Accepted;
     // The listeners of each Gateway (namespace, name), in input order.
     let mut of_gateway: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
     for (li, l) in listeners.iter().enumerate() {
@@ -104,20 +139,15 @@ pub(super) fn attach<'a>(
     for ((r, &age), refs) in routes.iter().zip(ages).zip(resolved) {
         let ns = &r.metadata.namespace;
         let kind = RouteKind::of(r.grpc);
-        let mut attached = false;
-        let resolved = &refs.condition;
         let mut parents = Vec::new();
         // Beside `parents`: the listeners each parentRef attaches to.
         let mut attached_to = Vec::new();
         for p in &r.spec.parent_refs {
-            if p.kind.as_deref().unwrap_or("Gateway") != "Gateway"
-                || !matches!(p.group.as_deref(), None | Some("gateway.networking.k8s.io"))
-            {
+            if !to_gateway(p) {
                 continue;
             }
             let gw_ns = p.namespace.as_deref().unwrap_or(ns);
-            // What kept it off the listeners it names, most telling last.
-            let (mut named, mut refusal, mut hosts_miss) = (false, None, false);
+            let mut missed = Missed::default();
             let mut here = BTreeSet::new();
             let of_parent = of_gateway.get(&(gw_ns, p.name.as_str())).map_or(&[][..], |v| v);
             for &li in of_parent {
@@ -127,21 +157,20 @@ pub(super) fn attach<'a>(
                 {
                     continue;
                 }
-                named = true;
+                missed.named = true;
                 if let Some(why) = refused(&l.allowed, gw_ns, ns, kind.as_str(), inputs) {
                     warnings.push(format!(
                         "{kind} {ns}/{}: listener {} does not accept it: {why}",
                         r.metadata.name, l.id
                     ));
-                    refusal = Some(format!("listener {}: {why}", l.id));
+                    missed.refusal = Some(format!("listener {}: {why}", l.id));
                     continue;
                 }
                 let hostnames = intersect(l.hostname.as_deref(), &r.spec.hostnames);
                 if hostnames.is_empty() {
-                    hosts_miss = true;
+                    missed.hosts = true;
                     continue;
                 }
-                attached = true;
                 here.insert(l.id.clone());
                 attachments.push(Attachment {
                     listener: li,
@@ -152,28 +181,14 @@ pub(super) fn attach<'a>(
                     hostnames,
                 });
             }
-            let accepted = if !here.is_empty() {
-                Condition::yes(Accepted, Reason::Accepted)
-            } else if hosts_miss {
-                Condition::no(
-                    Accepted,
-                    Reason::NoMatchingListenerHostname,
-                    "no hostname of the route matches a listener's".to_owned(),
-                )
-            } else if let Some(why) = refusal {
-                Condition::no(Accepted, Reason::NotAllowedByListeners, why)
-            } else if named {
-                Condition::no(Accepted, Reason::NoMatchingParent, "no usable listener".to_owned())
-            } else {
-                Condition::no(
-                    Accepted,
-                    Reason::NoMatchingParent,
-                    format!("no listener of Gateway {gw_ns}/{} matches", p.name),
-                )
+            let accepted = match here.is_empty() {
+                false => Condition::yes(ConditionType::Accepted, Reason::Accepted),
+                true => missed.condition(&format!("{gw_ns}/{}", p.name)),
             };
-            parents.push((p.clone(), vec![accepted, resolved.clone()]));
+            parents.push((p.clone(), vec![accepted, refs.condition.clone()]));
             attached_to.push(here);
         }
+        let attached = attached_to.iter().any(|h| !h.is_empty());
         nodes.push(RouteNode { id: RouteId::of(r), parents, attached: attached_to });
         if !attached {
             warnings.push(format!(
@@ -196,79 +211,16 @@ pub(super) fn reject_kind_conflicts(
     nodes: &mut [RouteNode],
     warnings: &mut Vec<String>,
 ) {
-    // Per (listener, kind), the oldest attachment (age, index) of each way a hostname of the
-    // other kind can meet it: any host, this exact name, a name this wildcard covers, a
-    // wildcard that covers this name. Found by hashing: each hostname costs its labels, not
-    // every other route's hostnames.
-    #[derive(Default)]
-    struct Oldest<'h> {
-        all: Option<(usize, usize)>,
-        any: Option<(usize, usize)>,
-        equal: HashMap<&'h str, (usize, usize)>,
-        /// A proper dot-suffix of a hostname (`.b.c` of `a.b.c`, of `*.b.c`: `.c`) -> the
-        /// oldest with it: a wildcard `*` + suffix covers them.
-        covered: HashMap<&'h str, (usize, usize)>,
-        /// A wildcard's suffix (`.b.c` of `*.b.c`) -> the oldest wildcard.
-        wildcards: HashMap<&'h str, (usize, usize)>,
-    }
-    fn older(slot: &mut Option<(usize, usize)>, v: (usize, usize)) {
-        if slot.is_none_or(|s| v < s) {
-            *slot = Some(v);
-        }
-    }
-    fn older_in<'h>(m: &mut HashMap<&'h str, (usize, usize)>, k: &'h str, v: (usize, usize)) {
-        let e = m.entry(k).or_insert(v);
-        if v < *e {
-            *e = v;
-        }
-    }
-    /// The proper suffixes of `h` that start at a dot (what a wildcard may cover it by).
-    fn suffixes(h: &str) -> impl Iterator<Item = &str> {
-        h.match_indices('.').filter(|(i, _)| *i > 0).map(move |(i, _)| &h[i..])
-    }
     let mut tables: HashMap<(usize, bool), Oldest<'_>> = HashMap::new();
     for (i, a) in attachments.iter().enumerate() {
-        let t = tables.entry((a.listener, a.route.grpc)).or_default();
-        let v = (a.age, i);
-        older(&mut t.all, v);
-        for h in &a.hostnames {
-            let Some(h) = h.as_deref() else {
-                older(&mut t.any, v);
-                continue;
-            };
-            older_in(&mut t.equal, h, v);
-            for s in suffixes(h) {
-                older_in(&mut t.covered, s, v);
-            }
-            if let Some(s) = h.strip_prefix('*') {
-                older_in(&mut t.wildcards, s, v);
-            }
-        }
+        tables.entry((a.listener, a.route.grpc)).or_default().add(&a.hostnames, (a.age, i));
     }
     // Each attachment that meets an older one of the other kind loses there: one warning each.
     let mut losers: Vec<(usize, usize, String)> = Vec::new();
     let mut lost: HashSet<usize> = HashSet::new();
     for (i, a) in attachments.iter().enumerate() {
         let Some(t) = tables.get(&(a.listener, !a.route.grpc)) else { continue };
-        let mut oldest = None;
-        for h in &a.hostnames {
-            let Some(h) = h.as_deref() else {
-                // Any host meets every hostname of the other kind.
-                if let Some(v) = t.all {
-                    older(&mut oldest, v);
-                }
-                continue;
-            };
-            let mut found: Vec<Option<(usize, usize)>> = vec![t.any, t.equal.get(h).copied()];
-            if let Some(s) = h.strip_prefix('*') {
-                found.push(t.covered.get(s).copied());
-            }
-            found.extend(suffixes(h).map(|s| t.wildcards.get(s).copied()));
-            for f in found.into_iter().flatten() {
-                older(&mut oldest, f);
-            }
-        }
-        let Some((age, w)) = oldest else { continue };
+        let Some((age, w)) = t.meeting(&a.hostnames) else { continue };
         if age >= a.age {
             continue;
         }
@@ -290,6 +242,83 @@ pub(super) fn reject_kind_conflicts(
     for (li, node, why) in &losers {
         set_refused(&mut nodes[*node], &listeners[*li].id, why);
     }
+}
+
+/// Per (listener, kind), the oldest attachment (age, index) of each way a hostname of the
+/// other kind can meet it: any host, this exact name, a name this wildcard covers, a wildcard
+/// that covers this name. Found by hashing: each hostname costs its labels, not every other
+/// route's hostnames.
+#[derive(Default)]
+struct Oldest<'h> {
+    all: Option<(usize, usize)>,
+    any: Option<(usize, usize)>,
+    equal: HashMap<&'h str, (usize, usize)>,
+    /// A proper dot-suffix of a hostname (`.b.c` of `a.b.c`, of `*.b.c`: `.c`) -> the oldest
+    /// with it: a wildcard `*` + suffix covers them.
+    covered: HashMap<&'h str, (usize, usize)>,
+    /// A wildcard's suffix (`.b.c` of `*.b.c`) -> the oldest wildcard.
+    wildcards: HashMap<&'h str, (usize, usize)>,
+}
+
+impl<'h> Oldest<'h> {
+    /// An attachment `v` with `hostnames` (`None`: any host).
+    fn add(&mut self, hostnames: &'h [Option<String>], v: (usize, usize)) {
+        older(&mut self.all, v);
+        for h in hostnames {
+            let Some(h) = h.as_deref() else {
+                older(&mut self.any, v);
+                continue;
+            };
+            older_in(&mut self.equal, h, v);
+            for s in suffixes(h) {
+                older_in(&mut self.covered, s, v);
+            }
+            if let Some(s) = h.strip_prefix('*') {
+                older_in(&mut self.wildcards, s, v);
+            }
+        }
+    }
+
+    /// The oldest attachment that has a hostname in common with `hostnames`.
+    fn meeting(&self, hostnames: &[Option<String>]) -> Option<(usize, usize)> {
+        let mut oldest = None;
+        for h in hostnames {
+            let Some(h) = h.as_deref() else {
+                // Any host meets every hostname of the other kind.
+                if let Some(v) = self.all {
+                    older(&mut oldest, v);
+                }
+                continue;
+            };
+            let mut found: Vec<Option<(usize, usize)>> = vec![self.any, self.equal.get(h).copied()];
+            if let Some(s) = h.strip_prefix('*') {
+                found.push(self.covered.get(s).copied());
+            }
+            found.extend(suffixes(h).map(|s| self.wildcards.get(s).copied()));
+            for f in found.into_iter().flatten() {
+                older(&mut oldest, f);
+            }
+        }
+        oldest
+    }
+}
+
+fn older(slot: &mut Option<(usize, usize)>, v: (usize, usize)) {
+    if slot.is_none_or(|s| v < s) {
+        *slot = Some(v);
+    }
+}
+
+fn older_in<'h>(m: &mut HashMap<&'h str, (usize, usize)>, k: &'h str, v: (usize, usize)) {
+    let e = m.entry(k).or_insert(v);
+    if v < *e {
+        *e = v;
+    }
+}
+
+/// The proper suffixes of `h` that start at a dot (what a wildcard may cover it by).
+fn suffixes(h: &str) -> impl Iterator<Item = &str> {
+    h.match_indices('.').filter(|(i, _)| *i > 0).map(move |(i, _)| &h[i..])
 }
 
 /// The route's parentRefs to the Gateway of listener `l`: `Accepted: False,
