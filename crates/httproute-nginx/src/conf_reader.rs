@@ -56,17 +56,10 @@ impl Reader<'_> {
     /// The words of one directive and what ended it.
     fn words(&mut self) -> Result<(Vec<String>, End), String> {
         let mut words: Vec<String> = Vec::new();
-        let mut need_space = false;
-        let mut last_space = true;
-        let mut comment = false;
-        let mut escaped = false;
-        let mut dq = false;
-        let mut sq = false;
-        let mut variable = false;
-        let mut start = 0;
+        let mut t = Token { last_space: true, ..Token::default() };
         loop {
             let Some(&ch) = self.b.get(self.pos) else {
-                if !words.is_empty() || !last_space {
+                if !words.is_empty() || !t.last_space {
                     return Err(format!(
                         "line {}: unexpected end of file, expecting \";\" or \"}}\"",
                         self.line
@@ -77,153 +70,147 @@ impl Reader<'_> {
             self.pos += 1;
             if ch == b'\n' {
                 self.line += 1;
-                comment = false;
+                t.comment = false;
             }
-            if comment {
+            if t.comment {
                 continue;
             }
-            if escaped {
-                escaped = false;
+            if t.escaped {
+                t.escaped = false;
                 continue;
             }
-            let space = matches!(ch, b' ' | b'\t' | b'\r' | b'\n');
-            if need_space {
-                if space {
-                    last_space = true;
-                    need_space = false;
-                    continue;
-                }
-                match ch {
-                    b';' => return Ok((words, End::Semicolon)),
-                    b'{' => return Ok((words, End::Open)),
-                    b')' => {
-                        last_space = true;
-                        need_space = false;
-                    }
-                    _ => return Err(format!("line {}: unexpected {:?}", self.line, ch as char)),
-                }
-            }
-            if last_space {
-                start = self.pos - 1;
-                if space {
-                    continue;
-                }
-                match ch {
-                    b';' | b'{' => {
-                        if words.is_empty() {
-                            return Err(format!("line {}: unexpected {:?}", self.line, ch as char));
-                        }
-                        return Ok((words, if ch == b'{' { End::Open } else { End::Semicolon }));
-                    }
-                    b'}' => {
-                        if !words.is_empty() {
-                            return Err(format!("line {}: unexpected \"}}\"", self.line));
-                        }
-                        return Ok((words, End::Close));
-                    }
-                    b'#' => {
-                        comment = true;
-                        continue;
-                    }
-                    b'\\' => {
-                        escaped = true;
-                        last_space = false;
-                        continue;
-                    }
-                    b'"' => {
-                        start += 1;
-                        dq = true;
-                        last_space = false;
-                        continue;
-                    }
-                    b'\'' => {
-                        start += 1;
-                        sq = true;
-                        last_space = false;
-                        continue;
-                    }
-                    b'$' => {
-                        variable = true;
-                        last_space = false;
-                        continue;
-                    }
-                    _ => last_space = false,
-                }
-                continue;
-            }
-            if ch == b'{' && variable {
-                continue;
-            }
-            variable = false;
-            if ch == b'\\' {
-                escaped = true;
-                continue;
-            }
-            if ch == b'$' {
-                variable = true;
-                continue;
-            }
-            let mut found = false;
-            if dq {
-                if ch == b'"' {
-                    dq = false;
-                    need_space = true;
-                    found = true;
-                }
-            } else if sq {
-                if ch == b'\'' {
-                    sq = false;
-                    need_space = true;
-                    found = true;
-                }
-            } else if space || ch == b';' || ch == b'{' {
-                last_space = true;
-                found = true;
-            }
-            if found {
-                words.push(unescape(&self.b[start..self.pos - 1])?);
-                if ch == b';' {
-                    return Ok((words, End::Semicolon));
-                }
-                if ch == b'{' {
-                    return Ok((words, End::Open));
-                }
+            if let Some(end) = self.byte(&mut t, ch, &mut words)? {
+                return Ok((words, end));
             }
         }
     }
+
+    fn unexpected(&self, ch: u8) -> String {
+        format!("line {}: unexpected {:?}", self.line, ch as char)
+    }
+
+    /// One byte outside comments and escapes: the end of the directive when it ends here.
+    fn byte(&self, t: &mut Token, ch: u8, words: &mut Vec<String>) -> Result<Option<End>, String> {
+        let space = matches!(ch, b' ' | b'\t' | b'\r' | b'\n');
+        if t.need_space {
+            if space {
+                t.last_space = true;
+                t.need_space = false;
+                return Ok(None);
+            }
+            match ch {
+                b';' => return Ok(Some(End::Semicolon)),
+                b'{' => return Ok(Some(End::Open)),
+                b')' => {
+                    t.last_space = true;
+                    t.need_space = false;
+                }
+                _ => return Err(self.unexpected(ch)),
+            }
+        }
+        if t.last_space {
+            return self.word_start(t, ch, space, words.is_empty());
+        }
+        self.in_word(t, ch, space, words)
+    }
+
+    /// A byte after a separator: a word starts, or the directive ends.
+    fn word_start(
+        &self,
+        t: &mut Token,
+        ch: u8,
+        space: bool,
+        empty: bool,
+    ) -> Result<Option<End>, String> {
+        t.start = self.pos - 1;
+        if space {
+            return Ok(None);
+        }
+        match ch {
+            b';' | b'{' if empty => return Err(self.unexpected(ch)),
+            b';' => return Ok(Some(End::Semicolon)),
+            b'{' => return Ok(Some(End::Open)),
+            b'}' if !empty => return Err(format!("line {}: unexpected \"}}\"", self.line)),
+            b'}' => return Ok(Some(End::Close)),
+            b'#' => t.comment = true,
+            b'\\' => t.escaped = true,
+            b'"' | b'\'' => {
+                t.start += 1;
+                t.dq = ch == b'"';
+                t.sq = ch == b'\'';
+            }
+            b'$' => t.variable = true,
+            _ => {}
+        }
+        t.last_space = t.comment;
+        Ok(None)
+    }
+
+    /// A byte within a word: the word ends at its quote or a separator (`;` and `{` end the
+    /// directive too).
+    fn in_word(
+        &self,
+        t: &mut Token,
+        ch: u8,
+        space: bool,
+        words: &mut Vec<String>,
+    ) -> Result<Option<End>, String> {
+        if ch == b'{' && t.variable {
+            return Ok(None);
+        }
+        t.variable = ch == b'$';
+        if ch == b'\\' {
+            t.escaped = true;
+        }
+        if ch == b'\\' || ch == b'$' {
+            return Ok(None);
+        }
+        let quoted = t.dq || t.sq;
+        let found = match (t.dq, t.sq) {
+            (true, _) => ch == b'"',
+            (_, true) => ch == b'\'',
+            _ => space || ch == b';' || ch == b'{',
+        };
+        if !found {
+            return Ok(None);
+        }
+        (t.dq, t.sq, t.need_space, t.last_space) = (false, false, quoted, !quoted);
+        words.push(unescape(&self.b[t.start..self.pos - 1])?);
+        Ok(match ch {
+            b';' => Some(End::Semicolon),
+            b'{' => Some(End::Open),
+            _ => None,
+        })
+    }
+}
+
+/// Where the reader is within a directive: the flags of `ngx_conf_read_token`, and where the
+/// current word starts.
+#[derive(Default)]
+struct Token {
+    need_space: bool,
+    last_space: bool,
+    comment: bool,
+    escaped: bool,
+    dq: bool,
+    sq: bool,
+    variable: bool,
+    start: usize,
 }
 
 fn unescape(raw: &[u8]) -> Result<String, String> {
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
     while i < raw.len() {
-        if raw[i] == b'\\' && i + 1 < raw.len() {
-            match raw[i + 1] {
-                b'"' | b'\'' | b'\\' => {
-                    out.push(raw[i + 1]);
-                    i += 2;
-                    continue;
-                }
-                b't' => {
-                    out.push(b'\t');
-                    i += 2;
-                    continue;
-                }
-                b'r' => {
-                    out.push(b'\r');
-                    i += 2;
-                    continue;
-                }
-                b'n' => {
-                    out.push(b'\n');
-                    i += 2;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        out.push(raw[i]);
-        i += 1;
+        let escaped = match raw.get(i + 1).filter(|_| raw[i] == b'\\') {
+            Some(&c @ (b'"' | b'\'' | b'\\')) => Some(c),
+            Some(b't') => Some(b'\t'),
+            Some(b'r') => Some(b'\r'),
+            Some(b'n') => Some(b'\n'),
+            _ => None,
+        };
+        out.push(escaped.unwrap_or(raw[i]));
+        i += if escaped.is_some() { 2 } else { 1 };
     }
     String::from_utf8(out).map_err(|e| e.to_string())
 }

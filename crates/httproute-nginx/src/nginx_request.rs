@@ -100,39 +100,21 @@ fn absolute(raw: &[u8]) -> Result<(Option<String>, Vec<u8>), Refused> {
     Ok((Some(host), path))
 }
 
+/// Where `ngx_http_parse_complex_uri` is within a path segment.
+#[derive(Clone, Copy, PartialEq)]
+enum Seg {
+    Usual,
+    Slash,
+    Dot,
+    DotDot,
+}
+
 /// `ngx_http_parse_complex_uri` with `merge_slashes on`: the path (up to `?` or `#`) decoded
 /// and normalised, and the query.
 pub fn complex_uri(raw: &[u8]) -> Result<Target, Refused> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum S {
-        Usual,
-        Slash,
-        Dot,
-        DotDot,
-    }
-    let invalid_escape = || bad("client sent invalid request (an invalid % escape)");
-    let above_root = || bad("client sent invalid request (a .. segment above the root)");
     let mut u: Vec<u8> = Vec::with_capacity(raw.len());
-    let mut state = S::Usual;
+    let mut state = Seg::Usual;
     let mut i = 0;
-    // Removes the segment before a `..` (u ends with "/.."): NGINX's `u -= 4` and walk back.
-    let up = |u: &mut Vec<u8>| -> Result<(), Refused> {
-        if u.len() < 4 {
-            return Err(above_root());
-        }
-        let mut k = u.len() - 4;
-        loop {
-            if u[k] == b'/' {
-                u.truncate(k + 1);
-                return Ok(());
-            }
-            if k == 0 {
-                return Err(above_root());
-            }
-            k -= 1;
-        }
-    };
-    let mut args: Option<Vec<u8>> = None;
     while i < raw.len() {
         let mut ch = raw[i];
         i += 1;
@@ -141,7 +123,7 @@ pub fn complex_uri(raw: &[u8]) -> Result<Target, Refused> {
         if ch == b'%' {
             let hex = |b: Option<&u8>| b.and_then(|&b| (b as char).to_digit(16));
             let (Some(h), Some(l)) = (hex(raw.get(i)), hex(raw.get(i + 1))) else {
-                return Err(invalid_escape());
+                return Err(bad("client sent invalid request (an invalid % escape)"));
             };
             i += 2;
             ch = (h * 16 + l) as u8;
@@ -149,64 +131,67 @@ pub fn complex_uri(raw: &[u8]) -> Result<Target, Refused> {
                 0 => return Err(bad("client sent invalid request (%00 in the path)")),
                 b'%' | b'#' | b'?' => {
                     u.push(ch);
-                    state = S::Usual;
+                    state = Seg::Usual;
                     continue;
                 }
                 _ => {}
             }
         } else if ch == b'?' || ch == b'#' {
-            match state {
-                S::Dot => {
-                    u.pop();
-                }
-                S::DotDot => up(&mut u)?,
-                S::Usual | S::Slash => {}
-            }
-            if ch == b'?' {
-                let rest = &raw[i..];
-                let end = rest.iter().position(|&b| b == b'#').unwrap_or(rest.len());
-                args = Some(rest[..end].to_vec());
-            }
-            return Ok(Target { uri: u, args: args.unwrap_or_default(), host: None });
+            end_segment(state, &mut u)?;
+            let rest = &raw[i..];
+            let end = rest.iter().position(|&b| b == b'#').unwrap_or(rest.len());
+            let args = if ch == b'?' { rest[..end].to_vec() } else { Vec::new() };
+            return Ok(Target { uri: u, args, host: None });
         }
-        state = match (state, ch) {
-            (S::Slash, b'/') => S::Slash,
-            (_, b'/') => match state {
-                S::Dot => {
-                    u.pop();
-                    S::Slash
-                }
-                S::DotDot => {
-                    up(&mut u)?;
-                    S::Slash
-                }
-                _ => {
-                    u.push(b'/');
-                    S::Slash
-                }
-            },
-            (S::Slash, b'.') => {
-                u.push(b'.');
-                S::Dot
-            }
-            (S::Dot, b'.') => {
-                u.push(b'.');
-                S::DotDot
-            }
-            (_, c) => {
-                u.push(c);
-                S::Usual
-            }
-        };
+        state = step(state, ch, &mut u)?;
     }
+    end_segment(state, &mut u)?;
+    Ok(Target { uri: u, args: Vec::new(), host: None })
+}
+
+/// One (decoded) path byte: slashes merged, `.` and `..` segments resolved at their end.
+fn step(state: Seg, ch: u8, u: &mut Vec<u8>) -> Result<Seg, Refused> {
+    Ok(match (state, ch) {
+        (Seg::Slash, b'/') => Seg::Slash,
+        (Seg::Dot | Seg::DotDot, b'/') => {
+            end_segment(state, u)?;
+            Seg::Slash
+        }
+        (_, b'/') => {
+            u.push(b'/');
+            Seg::Slash
+        }
+        (Seg::Slash, b'.') => {
+            u.push(b'.');
+            Seg::Dot
+        }
+        (Seg::Dot, b'.') => {
+            u.push(b'.');
+            Seg::DotDot
+        }
+        (_, c) => {
+            u.push(c);
+            Seg::Usual
+        }
+    })
+}
+
+/// The end of a segment: a `.` one is dropped, a `..` one drops the segment before it
+/// (`u` ends with "/.."; NGINX's `u -= 4` and walk back).
+fn end_segment(state: Seg, u: &mut Vec<u8>) -> Result<(), Refused> {
+    let above_root = || bad("client sent invalid request (a .. segment above the root)");
     match state {
-        S::Dot => {
+        Seg::Dot => {
             u.pop();
         }
-        S::DotDot => up(&mut u)?,
-        S::Usual | S::Slash => {}
+        Seg::DotDot => {
+            let k = u.len().checked_sub(4).ok_or_else(above_root)?;
+            let slash = u[..=k].iter().rposition(|&b| b == b'/').ok_or_else(above_root)?;
+            u.truncate(slash + 1);
+        }
+        Seg::Usual | Seg::Slash => {}
     }
-    Ok(Target { uri: u, args: Vec::new(), host: None })
+    Ok(())
 }
 
 /// `ngx_http_validate_host`: the host NGINX selects a server by.
