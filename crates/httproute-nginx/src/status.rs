@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::plan::{Condition, ConditionType, Reason, Status};
+use crate::plan::{Condition, ConditionType, Reason, RouteStatus, Status};
 
 /// The `controllerName` written in route parent statuses.
 pub const CONTROLLER: &str = "ngx-http-matches.example/httproute-nginx";
@@ -29,7 +29,6 @@ fn conditions(cs: &[Condition]) -> Value {
 /// The status of everything the plan saw, as YAML: the Gateways with listeners (in input
 /// order), the Gateways refused as a whole, then the routes.
 pub fn yaml(status: &Status) -> String {
-    let mut items = Vec::new();
     // Gateways in input order, each with its listeners.
     let mut gateways: Vec<(&str, &str)> = Vec::new();
     for l in &status.listeners {
@@ -38,48 +37,7 @@ pub fn yaml(status: &Status) -> String {
             gateways.push(g);
         }
     }
-    for (ns, name) in gateways {
-        let listeners: Vec<_> = status
-            .listeners
-            .iter()
-            .filter(|l| l.id.namespace == ns && l.id.gateway == name)
-            .collect();
-        let programmed = listeners
-            .iter()
-            .any(|l| l.conditions.iter().any(|c| c.kind == ConditionType::Programmed && c.ok));
-        let gateway_conditions = [
-            Condition::yes(ConditionType::Accepted, Reason::Accepted),
-            if programmed {
-                Condition::yes(ConditionType::Programmed, Reason::Programmed)
-            } else {
-                Condition::no(
-                    ConditionType::Programmed,
-                    Reason::Invalid,
-                    "no listener is programmed".into(),
-                )
-            },
-        ];
-        let listeners: Vec<Value> = listeners
-            .iter()
-            .map(|l| {
-                json!({
-                    "name": l.id.name,
-                    "attachedRoutes": l.attached_routes,
-                    "supportedKinds": [
-                        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"},
-                        {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute"},
-                    ],
-                    "conditions": conditions(&l.conditions),
-                })
-            })
-            .collect();
-        items.push(json!({
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "Gateway",
-            "metadata": {"name": name, "namespace": ns},
-            "status": {"conditions": conditions(&gateway_conditions), "listeners": listeners},
-        }));
-    }
+    let mut items: Vec<Value> = gateways.into_iter().map(|g| gateway(status, g)).collect();
     for g in &status.refused_gateways {
         items.push(json!({
             "apiVersion": "gateway.networking.k8s.io/v1",
@@ -88,33 +46,77 @@ pub fn yaml(status: &Status) -> String {
             "status": {"conditions": conditions(&g.conditions), "listeners": []},
         }));
     }
-    for r in &status.routes {
-        let parents: Vec<Value> = r
-            .parents
-            .iter()
-            .map(|(p, cs)| {
-                let mut parent = json!({
-                    "group": "gateway.networking.k8s.io",
-                    "kind": "Gateway",
-                    "name": p.name,
-                    "namespace": p.namespace.as_deref().unwrap_or(&r.id.namespace),
-                });
-                if let Some(s) = &p.section_name {
-                    parent["sectionName"] = json!(s);
-                }
-                if let Some(port) = p.port {
-                    parent["port"] = json!(port);
-                }
-                json!({"parentRef": parent, "controllerName": CONTROLLER, "conditions": conditions(cs)})
-            })
-            .collect();
-        items.push(json!({
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": r.id.kind.as_str(),
-            "metadata": {"name": r.id.name, "namespace": r.id.namespace},
-            "status": {"parents": parents},
-        }));
-    }
+    items.extend(status.routes.iter().map(route));
     let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
     serde_yaml_ng::to_string(&list).unwrap_or_default()
+}
+
+/// A Gateway with listeners: `Programmed` when one of them is.
+fn gateway(status: &Status, (ns, name): (&str, &str)) -> Value {
+    let listeners: Vec<_> =
+        status.listeners.iter().filter(|l| l.id.namespace == ns && l.id.gateway == name).collect();
+    let programmed = listeners
+        .iter()
+        .any(|l| l.conditions.iter().any(|c| c.kind == ConditionType::Programmed && c.ok));
+    let gateway_conditions = [
+        Condition::yes(ConditionType::Accepted, Reason::Accepted),
+        if programmed {
+            Condition::yes(ConditionType::Programmed, Reason::Programmed)
+        } else {
+            Condition::no(
+                ConditionType::Programmed,
+                Reason::Invalid,
+                "no listener is programmed".into(),
+            )
+        },
+    ];
+    let listeners: Vec<Value> = listeners
+        .iter()
+        .map(|l| {
+            json!({
+                "name": l.id.name,
+                "attachedRoutes": l.attached_routes,
+                "supportedKinds": [
+                    {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"},
+                    {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute"},
+                ],
+                "conditions": conditions(&l.conditions),
+            })
+        })
+        .collect();
+    json!({
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": name, "namespace": ns},
+        "status": {"conditions": conditions(&gateway_conditions), "listeners": listeners},
+    })
+}
+
+/// A route with the status of each parentRef.
+fn route(r: &RouteStatus) -> Value {
+    let parents: Vec<Value> = r
+        .parents
+        .iter()
+        .map(|(p, cs)| {
+            let mut parent = json!({
+                "group": "gateway.networking.k8s.io",
+                "kind": "Gateway",
+                "name": p.name,
+                "namespace": p.namespace.as_deref().unwrap_or(&r.id.namespace),
+            });
+            if let Some(s) = &p.section_name {
+                parent["sectionName"] = json!(s);
+            }
+            if let Some(port) = p.port {
+                parent["port"] = json!(port);
+            }
+            json!({"parentRef": parent, "controllerName": CONTROLLER, "conditions": conditions(cs)})
+        })
+        .collect();
+    json!({
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": r.id.kind.as_str(),
+        "metadata": {"name": r.id.name, "namespace": r.id.namespace},
+        "status": {"parents": parents},
+    })
 }

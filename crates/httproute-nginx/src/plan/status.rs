@@ -499,89 +499,22 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
     parents_without_listeners(status, dropped);
     for route in &mut status.routes {
         let outcomes = status.rules.get(&route.id);
-        let mut messages: Vec<(usize, String)> = Vec::new();
-        // (rule -> matches left out), rules left out whole, and whether the route is.
-        let mut gone_matches: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
-        let mut gone_rules: BTreeSet<usize> = BTreeSet::new();
-        let mut gone_route: Option<&Dropped> = None;
-        for (ri, o) in outcomes.into_iter().flatten() {
-            for (mi, why) in &o.skipped {
-                messages.push((*ri, format!("Dropped Rule {ri}: match {mi}: {why}")));
-                gone_matches.entry(*ri).or_default().insert(*mi);
-            }
+        let lost = Lost::of(&route.id, outcomes, dropped);
+        if let Some((share_reason, _)) = lost.shares.first() {
+            let message = lost.shares.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>();
+            shares_unresolved(route, *share_reason, &message.join("; "));
         }
-        // The reason of the first unit dropped that leaves the route nothing to serve.
-        let mut reason = Reason::UnsupportedValue;
-        // BackendRef shares left out (they answer 500): the route's `ResolvedRefs`.
-        let mut shares: Vec<(Reason, String)> = Vec::new();
-        for d in dropped.iter().filter(|d| d.unit.route() == Some(&route.id)) {
-            let why = &d.message;
-            match &d.unit {
-                DroppedUnit::Match { rule, index } => {
-                    messages.push((
-                        rule.index,
-                        format!("Dropped Rule {}: match {index}: {why}", rule.index),
-                    ));
-                    gone_matches.entry(rule.index).or_default().insert(*index);
-                }
-                DroppedUnit::BackendShare { rule, index } => {
-                    shares.push((
-                        d.reason,
-                        format!("rules[{}].backendRefs[{index}]: {why}", rule.index),
-                    ));
-                }
-                DroppedUnit::Rule(rule) => {
-                    messages.push((rule.index, format!("Dropped Rule {}: {why}", rule.index)));
-                    if gone_rules.insert(rule.index) && gone_rules.len() == 1 {
-                        reason = d.reason;
-                    }
-                }
-                DroppedUnit::Route(_) => {
-                    gone_route.get_or_insert(d);
-                }
-                DroppedUnit::Listener(_) => {}
-            }
-        }
-        if let Some((share_reason, _)) = shares.first() {
-            let message = shares.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join("; ");
-            for (_, conditions) in &mut route.parents {
-                match conditions.iter_mut().find(|c| c.kind == ConditionType::ResolvedRefs) {
-                    Some(c) if c.ok => {
-                        *c = Condition::no(c.kind, *share_reason, message.clone());
-                    }
-                    Some(c) => {
-                        c.message.push_str("; ");
-                        c.message.push_str(&message);
-                    }
-                    None => conditions.push(Condition::no(
-                        ConditionType::ResolvedRefs,
-                        *share_reason,
-                        message.clone(),
-                    )),
-                }
-            }
-        }
-        if messages.is_empty() && gone_route.is_none() {
+        if lost.messages.is_empty() && lost.route.is_none() {
             continue;
         }
-        // By rule, planning's before writing's within one.
-        messages.sort_by_key(|(ri, _)| *ri);
-        let mut message = messages.into_iter().map(|(_, m)| m).collect::<Vec<_>>().join("; ");
-        if let Some(d) = gone_route {
-            reason = d.reason;
-            message = if message.is_empty() {
-                d.message.clone()
-            } else {
-                format!("{}; {message}", d.message)
-            };
-        }
-        let serves = gone_route.is_none()
+        let serves = lost.route.is_none()
             && outcomes.is_none_or(|rules| {
                 rules.iter().any(|(ri, o)| {
-                    !gone_rules.contains(ri)
-                        && gone_matches.get(ri).map_or(0, BTreeSet::len) < o.matches.max(1)
+                    !lost.rules.contains(ri)
+                        && lost.matches.get(ri).map_or(0, BTreeSet::len) < o.matches.max(1)
                 })
             });
+        let (reason, message) = lost.condition();
         for (_, conditions) in &mut route.parents {
             let Some(i) = conditions.iter().position(|c| c.kind == ConditionType::Accepted && c.ok)
             else {
@@ -589,25 +522,118 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
             };
             if !serves {
                 // The route left out says why itself; a route whose rules all are says so.
-                let message = match gone_route {
+                let message = match lost.route {
                     Some(_) => message.clone(),
                     None => format!("no rule is left to serve: {message}"),
                 };
                 conditions[i] = Condition::no(ConditionType::Accepted, reason, message);
                 continue;
             }
-            match conditions.iter_mut().find(|c| c.kind == ConditionType::PartiallyInvalid) {
-                Some(c) => {
-                    c.message.push_str("; ");
-                    c.message.push_str(&message);
-                }
-                None => conditions.push(Condition {
-                    kind: ConditionType::PartiallyInvalid,
-                    ok: true,
-                    reason: Reason::UnsupportedValue,
-                    message: message.clone(),
-                }),
+            let partially = Condition {
+                kind: ConditionType::PartiallyInvalid,
+                ok: true,
+                reason: Reason::UnsupportedValue,
+                message: message.clone(),
+            };
+            add_to(conditions, partially, |_| false);
+        }
+    }
+}
+
+/// `c` among `conditions`, or its message after that of the one of its kind there (replaced
+/// instead when `replace` says so of it).
+fn add_to(conditions: &mut Vec<Condition>, c: Condition, replace: impl Fn(&Condition) -> bool) {
+    match conditions.iter_mut().find(|o| o.kind == c.kind) {
+        Some(o) if replace(o) => *o = c,
+        Some(o) => {
+            o.message.push_str("; ");
+            o.message.push_str(&c.message);
+        }
+        None => conditions.push(c),
+    }
+}
+
+/// BackendRef shares left out (they answer 500): `ResolvedRefs: False` on each parentRef.
+fn shares_unresolved(route: &mut RouteStatus, reason: Reason, message: &str) {
+    for (_, conditions) in &mut route.parents {
+        let c = Condition::no(ConditionType::ResolvedRefs, reason, message.to_owned());
+        add_to(conditions, c, |o| o.ok);
+    }
+}
+
+/// What of one route is left out: by planning and by writing.
+struct Lost<'d> {
+    /// "Dropped Rule N: ..." by rule.
+    messages: Vec<(usize, String)>,
+    /// Rule -> its matches left out.
+    matches: BTreeMap<usize, BTreeSet<usize>>,
+    /// Rules left out whole.
+    rules: BTreeSet<usize>,
+    /// The route left out whole.
+    route: Option<&'d Dropped>,
+    /// The reason of the first unit dropped that leaves the route nothing to serve.
+    reason: Reason,
+    /// BackendRef shares left out: their reason and "rules[N].backendRefs[M]: why".
+    shares: Vec<(Reason, String)>,
+}
+
+impl<'d> Lost<'d> {
+    fn of(
+        route: &RouteId,
+        outcomes: Option<&BTreeMap<usize, RuleOutcome>>,
+        dropped: &'d [Dropped],
+    ) -> Self {
+        let mut lost = Lost {
+            messages: Vec::new(),
+            matches: BTreeMap::new(),
+            rules: BTreeSet::new(),
+            route: None,
+            reason: Reason::UnsupportedValue,
+            shares: Vec::new(),
+        };
+        for (ri, o) in outcomes.into_iter().flatten() {
+            for (mi, why) in &o.skipped {
+                lost.messages.push((*ri, format!("Dropped Rule {ri}: match {mi}: {why}")));
+                lost.matches.entry(*ri).or_default().insert(*mi);
             }
+        }
+        for d in dropped.iter().filter(|d| d.unit.route() == Some(route)) {
+            let why = &d.message;
+            match &d.unit {
+                DroppedUnit::Match { rule, index } => {
+                    let ri = rule.index;
+                    lost.messages.push((ri, format!("Dropped Rule {ri}: match {index}: {why}")));
+                    lost.matches.entry(ri).or_default().insert(*index);
+                }
+                DroppedUnit::BackendShare { rule, index } => {
+                    let share = format!("rules[{}].backendRefs[{index}]: {why}", rule.index);
+                    lost.shares.push((d.reason, share));
+                }
+                DroppedUnit::Rule(rule) => {
+                    lost.messages.push((rule.index, format!("Dropped Rule {}: {why}", rule.index)));
+                    if lost.rules.insert(rule.index) && lost.rules.len() == 1 {
+                        lost.reason = d.reason;
+                    }
+                }
+                DroppedUnit::Route(_) => {
+                    lost.route.get_or_insert(d);
+                }
+                DroppedUnit::Listener(_) => {}
+            }
+        }
+        lost
+    }
+
+    /// The reason and message of the route's condition: the route's own first, then by rule,
+    /// planning's before writing's within one.
+    fn condition(&self) -> (Reason, String) {
+        let mut messages: Vec<&(usize, String)> = self.messages.iter().collect();
+        messages.sort_by_key(|(ri, _)| *ri);
+        let message = messages.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join("; ");
+        match self.route {
+            Some(d) if message.is_empty() => (d.reason, d.message.clone()),
+            Some(d) => (d.reason, format!("{}; {message}", d.message)),
+            None => (self.reason, message),
         }
     }
 }
