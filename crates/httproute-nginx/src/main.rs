@@ -329,22 +329,21 @@ fn stage(w: Writing, check: Option<&Path>) -> Result<Run, String> {
 /// written (the directory and the status file are as the last run left them), are on stderr.
 fn stage_or_refuse(w: Writing, check: Option<&Path>) -> Option<Run> {
     let dir = w.output.display().to_string();
-    let status = w.status.as_ref().map(|f| format!(" and the status file {}", f.display()));
+    let status = and_status_file(w.status.as_deref());
     match stage(w, check) {
         Ok(s) => Some(s),
         Err(e) => {
             eprintln!("httproute-nginx: error: {}", httproute_nginx::escape_message(&e));
-            refused(&dir, status.as_deref());
+            refused(&dir, &status);
             None
         }
     }
 }
 
 /// Says on stderr that a run wrote nothing.
-fn refused(dir: &str, status: Option<&str>) {
+fn refused(dir: &str, status: &str) {
     let m = format!(
-        "the run is refused, nothing was written: {dir}{} are as the last run left them",
-        status.unwrap_or_default()
+        "the run is refused, nothing was written: {dir}{status} are as the last run left them"
     );
     eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
 }
@@ -369,65 +368,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             write_status(status)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Apply { writing, nginx, reload_wait } => {
-            let Some(Run { staged, status, dir }) = stage_or_refuse(writing, Some(&nginx)) else {
-                return Ok(ExitCode::FAILURE);
-            };
-            use httproute_nginx::apply::{Applied, check_and_reload};
-            let wait = std::time::Duration::from_secs(reload_wait);
-            match check_and_reload(staged, &dir, &nginx, wait)? {
-                Applied::Rejected { kept, nginx_said } => {
-                    eprint!("{nginx_said}");
-                    eprintln!(
-                        "httproute-nginx: error: nginx -t refused the new configuration (kept as {})",
-                        kept.display()
-                    );
-                    let s = status
-                        .as_ref()
-                        .map(|(f, _)| format!(" and the status file {}", f.display()));
-                    let m = format!(
-                        "the run is refused: {}/nginx.conf, its files and the running \
-                         configuration{} are as the last run left them",
-                        dir.display(),
-                        s.unwrap_or_default()
-                    );
-                    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
-                    Ok(ExitCode::FAILURE)
-                }
-                Applied::ReloadRefused { kept, nginx_said } => {
-                    eprintln!("{nginx_said}");
-                    let s = status
-                        .as_ref()
-                        .map(|(f, _)| format!(" and the status file {}", f.display()));
-                    let m = format!(
-                        "error: nginx -t passed, but the running NGINX refused the new \
-                         configuration at the reload (above) and keeps serving the \
-                         one it had: {}/nginx.conf is that one again{}, as the last run left \
-                         them; the refused one is kept as {}",
-                        dir.display(),
-                        s.unwrap_or_default(),
-                        kept.display()
-                    );
-                    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
-                    Ok(ExitCode::FAILURE)
-                }
-                Applied::PortHeld { kept, held } => Ok(port_held(&dir, &kept, &held)),
-                Applied::NotRunning => {
-                    write_status(status)?;
-                    eprintln!(
-                        "httproute-nginx: {0}/nginx.conf written and checked; no NGINX runs from \
-                         {0} (no pid in logs/nginx.pid): start it with {1} -p {0}/ -c nginx.conf",
-                        dir.display(),
-                        nginx.display()
-                    );
-                    Ok(ExitCode::SUCCESS)
-                }
-                Applied::Reloaded => {
-                    write_status(status)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-            }
-        }
+        Command::Apply { writing, nginx, reload_wait } => apply(writing, &nginx, reload_wait),
         Command::Explain {
             input,
             planning,
@@ -440,25 +381,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             nginx,
             written,
         } => {
-            let map = backends(&input)?;
-            let mut opts = options(planning, written);
-            if nginx.is_some() {
-                let module = std::path::absolute(&opts.module)
-                    .map_err(|e| format!("--module {}: {e}", opts.module))?;
-                opts.module = module.to_string_lossy().into_owned();
-            }
-            let mut warnings = httproute_nginx::check_options(&opts, &map)?;
-            let model = httproute_nginx::model::load(&input.files).map_err(|e| e.to_string())?;
-            // What generate would serve: the plan without what the writer leaves out (and,
-            // with --nginx, what NGINX refuses).
-            let mut plan = match &nginx {
-                Some(nginx) => explain::plan_as_checked(&model, &map, &opts, nginx)?,
-                None => explain::plan_as_served(&model, &map, &opts)?,
-            };
-            warnings.append(&mut plan.warnings);
-            for w in &warnings {
-                eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));
-            }
+            let plan = explained_plan(&input, planning, written, nginx.as_deref())?;
             let headers = headers
                 .iter()
                 .map(|h| h.split_once(':').map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned())))
@@ -472,6 +395,91 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// " and the status file F" when there is one.
+fn and_status_file(status: Option<&Path>) -> String {
+    status.map(|f| format!(" and the status file {}", f.display())).unwrap_or_default()
+}
+
+/// `apply`: stage, `nginx -t`, reload the running NGINX; the status file is written only
+/// when the new configuration serves (or will, once NGINX starts).
+fn apply(writing: Writing, nginx: &Path, reload_wait: u64) -> Result<ExitCode, String> {
+    use httproute_nginx::apply::{Applied, check_and_reload};
+    let Some(Run { staged, status, dir }) = stage_or_refuse(writing, Some(nginx)) else {
+        return Ok(ExitCode::FAILURE);
+    };
+    let wait = std::time::Duration::from_secs(reload_wait);
+    let s = and_status_file(status.as_ref().map(|(f, _)| f.as_path()));
+    let m = match check_and_reload(staged, &dir, nginx, wait)? {
+        Applied::Rejected { kept, nginx_said } => {
+            eprint!("{nginx_said}");
+            eprintln!(
+                "httproute-nginx: error: nginx -t refused the new configuration (kept as {})",
+                kept.display()
+            );
+            format!(
+                "the run is refused: {}/nginx.conf, its files and the running configuration{s} \
+                 are as the last run left them",
+                dir.display(),
+            )
+        }
+        Applied::ReloadRefused { kept, nginx_said } => {
+            eprintln!("{nginx_said}");
+            format!(
+                "error: nginx -t passed, but the running NGINX refused the new configuration at \
+                 the reload (above) and keeps serving the one it had: {}/nginx.conf is that one \
+                 again{s}, as the last run left them; the refused one is kept as {}",
+                dir.display(),
+                kept.display()
+            )
+        }
+        Applied::PortHeld { kept, held } => return Ok(port_held(&dir, &kept, &held)),
+        Applied::NotRunning => {
+            write_status(status)?;
+            eprintln!(
+                "httproute-nginx: {0}/nginx.conf written and checked; no NGINX runs from \
+                 {0} (no pid in logs/nginx.pid): start it with {1} -p {0}/ -c nginx.conf",
+                dir.display(),
+                nginx.display()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        Applied::Reloaded => {
+            write_status(status)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
+    Ok(ExitCode::FAILURE)
+}
+
+/// What generate would serve, for `explain`: the plan without what the writer leaves out
+/// (and, with `--nginx`, what NGINX refuses); its warnings on stderr.
+fn explained_plan(
+    input: &Input,
+    planning: Planning,
+    written: Written,
+    nginx: Option<&Path>,
+) -> Result<httproute_nginx::plan::Plan, String> {
+    let map = backends(input)?;
+    let mut opts = options(planning, written);
+    if nginx.is_some() {
+        let module = std::path::absolute(&opts.module)
+            .map_err(|e| format!("--module {}: {e}", opts.module))?;
+        opts.module = module.to_string_lossy().into_owned();
+    }
+    let mut warnings = httproute_nginx::check_options(&opts, &map)?;
+    let model = httproute_nginx::model::load(&input.files).map_err(|e| e.to_string())?;
+    let mut plan = match nginx {
+        Some(nginx) => explain::plan_as_checked(&model, &map, &opts, nginx)?,
+        None => explain::plan_as_served(&model, &map, &opts)?,
+    };
+    warnings.append(&mut plan.warnings);
+    for w in &warnings {
+        eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));
+    }
+    Ok(plan)
 }
 
 fn main() -> ExitCode {

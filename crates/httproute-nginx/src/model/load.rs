@@ -418,23 +418,7 @@ fn object_of(at: &Place, v: &Value, inputs: &mut Inputs) -> Result<(), InputErro
     let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
     let here = |field: String, message: String| at.error(field, message);
     match kind.as_str() {
-        "Gateway" => {
-            let g: Gateway = typed(v, &here)?;
-            validate_gateway(&g).map_err(|(field, msg)| here(field, msg))?;
-            // gatewayClassName selects the controller; it does not change routing.
-            for f in g.spec.other.keys().filter(|f| *f != "gatewayClassName") {
-                note(inputs, format!("Gateway spec.{f}"), at);
-            }
-            for (li, l) in g.spec.listeners.iter().enumerate() {
-                validate_allowed(&l.allowed_routes).map_err(|(field, msg)| {
-                    here(format!("spec.listeners[{li}].allowedRoutes.{field}"), msg)
-                })?;
-                for f in l.other.keys() {
-                    note(inputs, format!("Gateway spec.listeners[].{f}"), at);
-                }
-            }
-            inputs.gateways.push(g);
-        }
+        "Gateway" => gateway(v, at, inputs)?,
         "GRPCRoute" => match grpc_route(v, at, inputs) {
             Ok(r) => inputs.routes.push(r),
             Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, v, e)),
@@ -443,76 +427,12 @@ fn object_of(at: &Place, v: &Value, inputs: &mut Inputs) -> Result<(), InputErro
             Ok(r) => inputs.routes.push(r),
             Err(e) => inputs.rejected.push(RejectedRoute::of(&kind, v, e)),
         },
-        "ReferenceGrant" => {
-            let g: ReferenceGrant = typed(v, &here)?;
-            inputs.grants.push(g);
-        }
-        "Secret" => {
-            let s: Secret = typed(v, &here)?;
-            validate_meta(&s.metadata).map_err(|(f, m)| here(f, m))?;
-            if s.kind == "kubernetes.io/tls" {
-                let mut pem = s.tls().map_err(|(f, m)| here(f, m))?;
-                let key = format!("{}/{}", s.metadata.namespace, s.metadata.name);
-                // What passes is written as the check read it (so it loads in NGINX).
-                match super::certificate::check(&pem.0, &pem.1) {
-                    Ok(read) => pem = read,
-                    Err(why) => {
-                        inputs.bad_secrets.insert(key.clone(), why);
-                    }
-                }
-                inputs.secrets.insert(key, pem);
-            }
-        }
+        "ReferenceGrant" => inputs.grants.push(typed(v, &here)?),
+        "Secret" => secret(v, at, inputs)?,
         // Core objects the API server would refuse are left out one by one, each with its
         // reason (a warning, and a condition on the routes that reference it): never the run.
-        "Service" => {
-            let (ns, name) = names(v);
-            let key = format!("{ns}/{name}");
-            let svc = typed::<Service>(v, &here).map_err(|e| (e.field, e.message)).and_then(|s| {
-                validate_meta(&s.metadata)?;
-                super::core::check_service(&s)?;
-                Ok(s)
-            });
-            match svc {
-                Ok(svc) => {
-                    inputs.services.insert(key, svc);
-                }
-                Err(why) => {
-                    let why = refusal(why);
-                    inputs.warnings.push(format!(
-                        "Service {} ({at}) is refused as the API server refuses it: {}",
-                        key.escape_debug(),
-                        why.escape_debug()
-                    ));
-                    inputs.refused_services.insert(key, why);
-                }
-            }
-        }
-        "EndpointSlice" => {
-            let (ns, name) = names(v);
-            let service = v
-                .pointer("/metadata/labels/kubernetes.io~1service-name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            let slice =
-                typed::<EndpointSlice>(v, &here).map_err(|e| (e.field, e.message)).and_then(|s| {
-                    validate_meta(&s.metadata)?;
-                    super::core::check_slice(&s)?;
-                    Ok(s)
-                });
-            match slice {
-                Ok(slice) => inputs.endpoint_slices.push(slice),
-                Err(why) => {
-                    let why = format!("EndpointSlice {}/{}: {}", ns, name, refusal(why));
-                    inputs.warnings.push(format!(
-                        "{} ({at}) is refused as the API server refuses it",
-                        why.escape_debug(),
-                    ));
-                    inputs.refused_slices.entry((ns, service)).or_default().push(why);
-                }
-            }
-        }
+        "Service" => service(v, at, inputs),
+        "EndpointSlice" => endpoint_slice(v, at, inputs),
         "InferencePool" => inference_pool(v, at, inputs)?,
         // The older form of the same data, from `kubectl get endpoints`.
         "Endpoints" => note(inputs, "kind Endpoints (give EndpointSlices)".to_owned(), at),
@@ -524,6 +444,103 @@ fn object_of(at: &Place, v: &Value, inputs: &mut Inputs) -> Result<(), InputErro
         _ => note(inputs, format!("kind {kind}"), at),
     }
     Ok(())
+}
+
+/// A Gateway, checked as its CRD checks it; the fields that do not change routing noted.
+fn gateway(v: &Value, at: &Place, inputs: &mut Inputs) -> Result<(), InputError> {
+    let here = |field: String, message: String| at.error(field, message);
+    let g: Gateway = typed(v, &here)?;
+    validate_gateway(&g).map_err(|(field, msg)| here(field, msg))?;
+    // gatewayClassName selects the controller; it does not change routing.
+    for f in g.spec.other.keys().filter(|f| *f != "gatewayClassName") {
+        note(inputs, format!("Gateway spec.{f}"), at);
+    }
+    for (li, l) in g.spec.listeners.iter().enumerate() {
+        validate_allowed(&l.allowed_routes).map_err(|(field, msg)| {
+            here(format!("spec.listeners[{li}].allowedRoutes.{field}"), msg)
+        })?;
+        for f in l.other.keys() {
+            note(inputs, format!("Gateway spec.listeners[].{f}"), at);
+        }
+    }
+    inputs.gateways.push(g);
+    Ok(())
+}
+
+/// A Secret: a TLS one's certificate and key, as the check read them (so they load in
+/// NGINX), or why they cannot be used (`bad_secrets`).
+fn secret(v: &Value, at: &Place, inputs: &mut Inputs) -> Result<(), InputError> {
+    let here = |field: String, message: String| at.error(field, message);
+    let s: Secret = typed(v, &here)?;
+    validate_meta(&s.metadata).map_err(|(f, m)| here(f, m))?;
+    if s.kind == "kubernetes.io/tls" {
+        let mut pem = s.tls().map_err(|(f, m)| here(f, m))?;
+        let key = format!("{}/{}", s.metadata.namespace, s.metadata.name);
+        match super::certificate::check(&pem.0, &pem.1) {
+            Ok(read) => pem = read,
+            Err(why) => {
+                inputs.bad_secrets.insert(key.clone(), why);
+            }
+        }
+        inputs.secrets.insert(key, pem);
+    }
+    Ok(())
+}
+
+/// A Service, or the reason the API server would refuse it (`refused_services`).
+fn service(v: &Value, at: &Place, inputs: &mut Inputs) {
+    let (ns, name) = names(v);
+    let key = format!("{ns}/{name}");
+    match checked(v, at, |s: &Service| &s.metadata, super::core::check_service) {
+        Ok(svc) => {
+            inputs.services.insert(key, svc);
+        }
+        Err(why) => {
+            let why = refusal(why);
+            inputs.warnings.push(format!(
+                "Service {} ({at}) is refused as the API server refuses it: {}",
+                key.escape_debug(),
+                why.escape_debug()
+            ));
+            inputs.refused_services.insert(key, why);
+        }
+    }
+}
+
+/// An EndpointSlice, or the reason the API server would refuse it (`refused_slices`, by
+/// namespace and Service).
+fn endpoint_slice(v: &Value, at: &Place, inputs: &mut Inputs) {
+    let (ns, name) = names(v);
+    let service = v
+        .pointer("/metadata/labels/kubernetes.io~1service-name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    match checked(v, at, |s: &EndpointSlice| &s.metadata, super::core::check_slice) {
+        Ok(slice) => inputs.endpoint_slices.push(slice),
+        Err(why) => {
+            let why = format!("EndpointSlice {}/{}: {}", ns, name, refusal(why));
+            inputs.warnings.push(format!(
+                "{} ({at}) is refused as the API server refuses it",
+                why.escape_debug(),
+            ));
+            inputs.refused_slices.entry((ns, service)).or_default().push(why);
+        }
+    }
+}
+
+/// A core object read, its metadata and then `check` passed, or the field and why not.
+fn checked<T: serde::de::DeserializeOwned>(
+    v: &Value,
+    at: &Place,
+    meta: impl Fn(&T) -> &Meta,
+    check: impl Fn(&T) -> Result<(), (String, String)>,
+) -> Result<T, (String, String)> {
+    let here = |field: String, message: String| at.error(field, message);
+    let t = typed::<T>(v, &here).map_err(|e| (e.field, e.message))?;
+    validate_meta(meta(&t))?;
+    check(&t)?;
+    Ok(t)
 }
 
 /// `metadata.namespace` (default `default`) and `metadata.name` of an object, as far as they
