@@ -6,7 +6,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::model::{HttpRoute, Match};
+use crate::model::{HttpRoute, Match, ValueMatch};
 
 use super::entry::{Entry, INTERNAL_PREFIX, REGEX_CONDITION};
 use super::ids::{RouteId, RuleId};
@@ -143,84 +143,16 @@ fn candidate(
     compiled: bool,
     warnings: &mut Vec<String>,
 ) -> Option<Candidate> {
-    let at = || format!("HTTPRoute {route} rules[{ri}].matches[{mi}]");
-    // NGINX matches locations against the decoded path: `/my%20path` is `/my path`.
-    let mut decoded = || match crate::model::decoded_path(&m.path.value) {
-        Ok(p) => Some(p),
+    let (path_kind, path, condition) = match usable(m, compiled) {
+        Ok(p) => p,
         Err(why) => {
-            warnings.push(format!(
-                "{}: path {:?} {why}: no request can match it; match skipped",
-                at(),
-                m.path.value
-            ));
-            None
-        }
-    };
-    let mut condition = None;
-    let (path_kind, path) = match m.path.kind.as_str() {
-        "Exact" => (PathKind::Exact, decoded()?),
-        "PathPrefix" => (PathKind::Prefix, normalize_prefix(&decoded()?)),
-        "RegularExpression" => {
-            // The condition the module checks, compiled here as the module compiles it.
-            let anchored = format!("{REGEX_CONDITION}^(?:{})", m.path.value);
-            if let Err(e) = (!compiled)
-                .then(|| route_match::Pattern::new(&anchored[REGEX_CONDITION.len()..]))
-                .transpose()
-            {
-                warnings.push(format!(
-                    "{}: path regular expression {:?} does not compile ({e}); match skipped",
-                    at(),
-                    m.path.value
-                ));
-                return None;
-            }
-            condition = Some(anchored);
-            (PathKind::Regex, m.path.value.clone())
-        }
-        _ => {
-            warnings.push(format!(
-                "{}: path type {} is not supported yet; match skipped",
-                at(),
-                m.path.kind
-            ));
+            warnings
+                .push(format!("HTTPRoute {route} rules[{ri}].matches[{mi}]{why}; match skipped"));
             return None;
         }
     };
-    if path.starts_with(INTERNAL_PREFIX.trim_end_matches('/')) {
-        warnings
-            .push(format!("{}: paths under {INTERNAL_PREFIX} are reserved; match skipped", at()));
-        return None;
-    }
-    // Compiled as the module compiles them, so that a bad one is a warning here rather than a
-    // list the module refuses.
-    for (kind, list) in [("headers", &m.headers), ("queryParams", &m.query_params)] {
-        for (i, h) in list.iter().enumerate() {
-            if !compiled
-                && h.kind == "RegularExpression"
-                && let Err(e) = route_match::Pattern::new(&h.value)
-            {
-                warnings.push(format!(
-                    "{}.{kind}[{i}].value: regular expression {:?} does not compile ({e}); \
-                     match skipped",
-                    at(),
-                    h.value
-                ));
-                return None;
-            }
-        }
-    }
-    let mut headers: Vec<(String, String, String)> = Vec::new();
-    for h in &m.headers {
-        if !headers.iter().any(|(n, _, _)| n.eq_ignore_ascii_case(&h.name)) {
-            headers.push((h.name.clone(), h.kind.clone(), h.value.clone()));
-        }
-    }
-    let mut params: Vec<(String, String, String)> = Vec::new();
-    for q in &m.query_params {
-        if !params.iter().any(|(n, _, _)| *n == q.name) {
-            params.push((q.name.clone(), q.kind.clone(), q.value.clone()));
-        }
-    }
+    let headers = firsts(&m.headers, |a, b| a.eq_ignore_ascii_case(b));
+    let params = firsts(&m.query_params, |a, b| a == b);
     let entry = Entry::new(rule, condition, m.method.as_ref(), &headers, &params);
     Some(Candidate {
         rule,
@@ -235,6 +167,61 @@ fn candidate(
         entry,
         key: Default::default(),
     })
+}
+
+/// A match's path kind, path and the regex condition the module checks, or why no request
+/// can match it (to follow the match's place in a warning). Regexes are compiled as the
+/// module compiles them (unless `compiled`), so that a bad one is a warning here rather than
+/// a list the module refuses.
+fn usable(m: &Match, compiled: bool) -> Result<(PathKind, String, Option<String>), String> {
+    let value = &m.path.value;
+    // NGINX matches locations against the decoded path: `/my%20path` is `/my path`.
+    let decoded = || {
+        crate::model::decoded_path(value)
+            .map_err(|why| format!(": path {value:?} {why}: no request can match it"))
+    };
+    let (kind, path, condition) = match m.path.kind.as_str() {
+        "Exact" => (PathKind::Exact, decoded()?, None),
+        "PathPrefix" => (PathKind::Prefix, normalize_prefix(&decoded()?), None),
+        "RegularExpression" => {
+            let anchored = format!("{REGEX_CONDITION}^(?:{value})");
+            if !compiled {
+                route_match::Pattern::new(&anchored[REGEX_CONDITION.len()..]).map_err(|e| {
+                    format!(": path regular expression {value:?} does not compile ({e})")
+                })?;
+            }
+            (PathKind::Regex, value.clone(), Some(anchored))
+        }
+        _ => return Err(format!(": path type {} is not supported yet", m.path.kind)),
+    };
+    if path.starts_with(INTERNAL_PREFIX.trim_end_matches('/')) {
+        return Err(format!(": paths under {INTERNAL_PREFIX} are reserved"));
+    }
+    for (kind, list) in [("headers", &m.headers), ("queryParams", &m.query_params)] {
+        for (i, h) in list.iter().enumerate() {
+            if !compiled
+                && h.kind == "RegularExpression"
+                && let Err(e) = route_match::Pattern::new(&h.value)
+            {
+                let v = &h.value;
+                return Err(format!(
+                    ".{kind}[{i}].value: regular expression {v:?} does not compile ({e})"
+                ));
+            }
+        }
+    }
+    Ok((kind, path, condition))
+}
+
+/// The first of each name in `list` (names the same by `same`): name, type, value.
+fn firsts(list: &[ValueMatch], same: impl Fn(&str, &str) -> bool) -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = Vec::new();
+    for h in list {
+        if !out.iter().any(|(n, _, _)| same(n, &h.name)) {
+            out.push((h.name.clone(), h.kind.clone(), h.value.clone()));
+        }
+    }
+    out
 }
 
 /// NGINX locations for a server's candidates, each with its ordered candidate list as runs of

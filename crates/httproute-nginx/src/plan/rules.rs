@@ -1,8 +1,9 @@
 //! Rules: what a rule does once it is chosen: its filters (header modifiers, redirect,
 //! rewrite, mirrors, CORS), timeouts and retry, and each backendRef's target and weight.
 
-use crate::model::{Filter, HeaderModifier, Retry, Rule};
+use crate::model::{Filter, HeaderModifier, Retry, Rule, Timeouts};
 
+use super::backends::Resolved;
 use super::ids::{RouteId, RuleId};
 use super::references::ResolvedRule;
 use super::status::Reason;
@@ -30,15 +31,15 @@ pub(super) fn rule_plan(
         }
         r => r.clone().map(Box::new),
     };
-    let mut plan = RulePlan {
+    let request_headers = modifier(&rule.filters, Kind::Request, &at, warnings);
+    let response_headers = modifier(&rule.filters, Kind::Response, &at, warnings);
+    RulePlan {
         match_count: rule.matches.len(),
         skipped_matches: Vec::new(),
         id: RuleId { route: route.clone(), index: ri },
         rule_name: rule.name.clone(),
-        // Its exact size: a Backend is large, and a rule has a few (grown, 4 at first).
-        backends: Vec::with_capacity(rule.backend_refs.iter().filter(|b| b.weight != 0).count()),
-        request_headers: modifier(&rule.filters, Kind::Request, &at, warnings),
-        response_headers: modifier(&rule.filters, Kind::Response, &at, warnings),
+        request_headers,
+        response_headers,
         redirect: rule.filters.iter().find_map(|f| f.request_redirect.clone()).map(Box::new),
         rewrite: rule.filters.iter().find_map(|f| f.url_rewrite.clone()).map(Box::new),
         match_prefix: rule
@@ -46,47 +47,67 @@ pub(super) fn rule_plan(
             .first()
             .map(|m| normalize_prefix(&m.path.value))
             .unwrap_or_default(),
-        mirrors: Vec::new(),
+        mirrors: mirrors(rule, &resolved.mirrors, &at, warnings),
+        backends: backends(rule, &resolved.backends, &at, warnings),
         cors: rule.filters.iter().find_map(|f| f.cors.clone()).map(Box::new),
         grpc,
         retry,
-        timeout_ms: rule.timeouts.as_ref().and_then(|t| {
-            let ms = |v: &Option<String>| v.as_deref().and_then(crate::model::duration_ms);
-            match (ms(&t.request), ms(&t.backend_request)) {
-                (None, None) => None,
-                (Some(a), Some(b)) if a != 0 && b != 0 => Some(a.min(b)),
-                (Some(0), Some(b)) | (Some(b), Some(0)) | (Some(b), None) | (None, Some(b)) => {
-                    Some(b)
-                }
-                (Some(a), Some(_)) => Some(a),
-            }
-        }),
-    };
-    let mirrors = rule.filters.iter().filter_map(|f| f.request_mirror.as_ref());
-    for ((mi, m), outcome) in mirrors.enumerate().zip(&resolved.mirrors) {
-        match outcome.clone().map(|(t, _)| t) {
-            Ok(t @ (Target::Upstream { .. } | Target::Resolve(_))) => {
-                plan.mirrors.push((t, m.share()))
-            }
-            Ok(Target::Status(_)) => warnings.push(format!(
-                "{}: RequestMirror {mi}: the Service has no ready endpoints; not mirrored",
-                at()
-            )),
-            Ok(Target::Inference(_)) => warnings
-                .push(format!("{}: RequestMirror {mi}: an InferencePool is not mirrored to", at())),
-            Err((_, why)) => {
-                warnings.push(format!("{}: RequestMirror {mi}: {why}; not mirrored", at()))
-            }
-        }
+        timeout_ms: rule.timeouts.as_ref().and_then(timeout_ms),
     }
-    for ((bi, b), outcome) in rule.backend_refs.iter().enumerate().zip(&resolved.backends) {
+}
+
+/// The time a request may take: the shorter of `request` and `backendRequest` (0: none).
+fn timeout_ms(t: &Timeouts) -> Option<u64> {
+    let ms = |v: &Option<String>| v.as_deref().and_then(crate::model::duration_ms);
+    match (ms(&t.request), ms(&t.backend_request)) {
+        (None, None) => None,
+        (Some(a), Some(b)) if a != 0 && b != 0 => Some(a.min(b)),
+        (Some(0), Some(b)) | (Some(b), Some(0)) | (Some(b), None) | (None, Some(b)) => Some(b),
+        (Some(a), Some(_)) => Some(a),
+    }
+}
+
+/// The rule's RequestMirror filters that can be mirrored to: target and share.
+fn mirrors(
+    rule: &Rule,
+    resolved: &[Resolved],
+    at: &impl Fn() -> String,
+    warnings: &mut Vec<String>,
+) -> Vec<(Target, f64)> {
+    let mut out = Vec::new();
+    let mirrors = rule.filters.iter().filter_map(|f| f.request_mirror.as_ref());
+    for ((mi, m), outcome) in mirrors.enumerate().zip(resolved) {
+        let why = match outcome.clone().map(|(t, _)| t) {
+            Ok(t @ (Target::Upstream { .. } | Target::Resolve(_))) => {
+                out.push((t, m.share()));
+                continue;
+            }
+            Ok(Target::Status(_)) => "the Service has no ready endpoints; not mirrored".to_owned(),
+            Ok(Target::Inference(_)) => "an InferencePool is not mirrored to".to_owned(),
+            Err((_, why)) => format!("{why}; not mirrored"),
+        };
+        warnings.push(format!("{}: RequestMirror {mi}: {why}", at()));
+    }
+    out
+}
+
+/// The rule's backendRefs of non-zero weight: each one's target, or the status its share
+/// answers and why.
+fn backends(
+    rule: &Rule,
+    resolved: &[Resolved],
+    at: &impl Fn() -> String,
+    warnings: &mut Vec<String>,
+) -> Vec<Backend> {
+    // Its exact size: a Backend is large, and a rule has a few (grown, 4 at first).
+    let mut out = Vec::with_capacity(rule.backend_refs.iter().filter(|b| b.weight != 0).count());
+    for ((bi, b), outcome) in rule.backend_refs.iter().enumerate().zip(resolved) {
         if b.weight == 0 {
             continue;
         }
-        let at = || format!("HTTPRoute {route} rules[{ri}].backendRefs[{bi}]");
-        let resolved = outcome.clone();
-        let tls = resolved.as_ref().is_ok_and(|(_, tls)| *tls);
-        let (target, problem) = match resolved.map(|(t, _)| t) {
+        let at = || format!("{}.backendRefs[{bi}]", at());
+        let tls = outcome.as_ref().is_ok_and(|(_, tls)| *tls);
+        let (target, problem) = match outcome.clone().map(|(t, _)| t) {
             Ok(Target::Status(code)) => {
                 let what = if b.kind.as_deref() == Some("InferencePool") {
                     "InferencePool"
@@ -103,7 +124,7 @@ pub(super) fn rule_plan(
                 (Target::Status(500), Some((reason, why)))
             }
         };
-        plan.backends.push(Backend {
+        out.push(Backend {
             index: bi,
             target,
             tls,
@@ -113,7 +134,7 @@ pub(super) fn rule_plan(
             problem,
         });
     }
-    plan
+    out
 }
 
 /// Which header modifier filter.
