@@ -138,7 +138,6 @@ fn run<R: std::io::BufRead, F: FnMut(Part)>(
         })?;
         r.work.events += 1;
         let at = event.start_mark;
-        let fail = error;
         match event.data {
             EventData::StreamStart { .. } => {}
             EventData::StreamEnd => return Ok(()),
@@ -152,33 +151,7 @@ fn run<R: std::io::BufRead, F: FnMut(Part)>(
                 let value = r.root.take().unwrap_or(Value::Null);
                 (r.sink)(Part::Document { document, value, streamed: r.streamed.take() });
             }
-            EventData::Alias { anchor } => {
-                let d = r.document;
-                let v = r.anchors.get(&anchor).ok_or_else(|| {
-                    fail(d, format!("invalid YAML/JSON: unknown alias *{anchor} at {}", pos(at)))
-                })?;
-                let (nodes, bytes, height) = size(v, r.alias_budget.saturating_add(1));
-                if nodes + bytes > r.alias_budget {
-                    return Err(fail(
-                        d,
-                        format!(
-                            "invalid YAML/JSON: aliases expand to more nodes and bytes than the \
-                             file has bytes ({}) at {}",
-                            r.work.alias_nodes + r.work.alias_bytes + r.alias_budget,
-                            pos(at)
-                        ),
-                    ));
-                }
-                if r.stack.len() + height > MAX_DEPTH {
-                    return Err(fail(d, too_deep(at)));
-                }
-                r.alias_budget -= nodes + bytes;
-                r.work.alias_nodes += nodes;
-                r.work.alias_bytes += bytes;
-                r.work.nodes += nodes;
-                let v = v.clone();
-                r.complete(v, None, at)?;
-            }
+            EventData::Alias { anchor } => r.alias(&anchor, at)?,
             EventData::Scalar { anchor, tag, value, style, .. } => {
                 r.work.nodes += 1;
                 let key = matches!(r.stack.last(), Some(Frame::Map(_, None, _)));
@@ -186,20 +159,13 @@ fn run<R: std::io::BufRead, F: FnMut(Part)>(
                     Value::String(value)
                 } else {
                     scalar(value, style, tag.as_deref()).map_err(|m| {
-                        fail(r.document, format!("invalid YAML/JSON: {m} at {}", pos(at)))
+                        error(r.document, format!("invalid YAML/JSON: {m} at {}", pos(at)))
                     })?
                 };
                 r.complete(v, anchor, at)?;
             }
             EventData::SequenceStart { anchor, tag, .. } => {
-                r.open(at, tag.as_deref())?;
-                // A document's top-level `items`, unless its kind (read before) says it is
-                // not a List, or an alias could name them.
-                let items = anchor.is_none()
-                    && matches!(r.stack.as_slice(), [Frame::Map(m, Some(k), _)]
-                        if k == "items"
-                            && m.get("kind").is_none_or(|k| k.as_str().is_some_and(is_list_kind)));
-                r.stack.push(if items { Frame::Items(0) } else { Frame::Seq(Vec::new(), anchor) });
+                r.sequence_start(anchor, tag.as_deref(), at)?
             }
             EventData::MappingStart { anchor, tag, .. } => {
                 r.open(at, tag.as_deref())?;
@@ -219,6 +185,53 @@ fn run<R: std::io::BufRead, F: FnMut(Part)>(
 }
 
 impl<F: FnMut(Part)> Reader<'_, F> {
+    /// An alias: a copy of its anchor's value, within the file's budget of nodes and bytes
+    /// and the depth limit.
+    fn alias(&mut self, anchor: &str, at: Mark) -> Result<(), ReadError> {
+        let d = self.document;
+        let v = self.anchors.get(anchor).ok_or_else(|| {
+            error(d, format!("invalid YAML/JSON: unknown alias *{anchor} at {}", pos(at)))
+        })?;
+        let (nodes, bytes, height) = size(v, self.alias_budget.saturating_add(1));
+        if nodes + bytes > self.alias_budget {
+            return Err(error(
+                d,
+                format!(
+                    "invalid YAML/JSON: aliases expand to more nodes and bytes than the file has \
+                     bytes ({}) at {}",
+                    self.work.alias_nodes + self.work.alias_bytes + self.alias_budget,
+                    pos(at)
+                ),
+            ));
+        }
+        if self.stack.len() + height > MAX_DEPTH {
+            return Err(error(d, too_deep(at)));
+        }
+        self.alias_budget -= nodes + bytes;
+        self.work.alias_nodes += nodes;
+        self.work.alias_bytes += bytes;
+        self.work.nodes += nodes;
+        let v = v.clone();
+        self.complete(v, None, at)
+    }
+
+    /// A sequence starts: a document's top-level `items` are streamed, unless its kind (read
+    /// before) says it is not a List, or an alias could name them.
+    fn sequence_start(
+        &mut self,
+        anchor: Option<String>,
+        tag: Option<&str>,
+        at: Mark,
+    ) -> Result<(), ReadError> {
+        self.open(at, tag)?;
+        let items = anchor.is_none()
+            && matches!(self.stack.as_slice(), [Frame::Map(m, Some(k), _)]
+                if k == "items"
+                    && m.get("kind").is_none_or(|k| k.as_str().is_some_and(is_list_kind)));
+        self.stack.push(if items { Frame::Items(0) } else { Frame::Seq(Vec::new(), anchor) });
+        Ok(())
+    }
+
     /// A collection starts here: refused if too deep, or where a key is expected.
     fn open(&mut self, at: Mark, tag: Option<&str>) -> Result<(), ReadError> {
         self.work.nodes += 1;

@@ -105,30 +105,8 @@ pub(super) fn ports(
     }
     let by_port: HashMap<u16, PortListeners<'_>> =
         on_port.iter().map(|(&p, ls)| (p, PortListeners::of(listeners, ls))).collect();
-    let mut names: BTreeMap<u16, BTreeSet<Option<String>>> = BTreeMap::new();
-    for (&port, ls) in &on_port {
-        let n = names.entry(port).or_default();
-        n.insert(None);
-        n.extend(ls.iter().map(|&i| listeners[i].hostname.clone()));
-    }
-    for a in attachments {
-        let n = names.entry(listeners[a.listener].port).or_default();
-        for h in &a.hostnames {
-            if !n.contains(h) {
-                n.insert(h.clone());
-            }
-        }
-    }
-    // The names only routes bring, and the routes that bring each.
-    let mut brought: BTreeMap<(u16, Option<String>), BTreeSet<RouteId>> = BTreeMap::new();
-    for a in attachments {
-        let port = listeners[a.listener].port;
-        for h in a.hostnames.iter().filter(|h| h.is_some()) {
-            if !h.as_deref().is_some_and(|h| by_port[&port].has(h)) {
-                brought.entry((port, h.clone())).or_default().insert(RouteId::of(a.route));
-            }
-        }
-    }
+    let mut names = names(listeners, &on_port, attachments);
+    let mut brought = brought(listeners, &by_port, attachments);
     let mut loss = Http2Loss::default();
     let mut out = Vec::new();
     // Each route's rules and matches, by the route's address.
@@ -170,6 +148,48 @@ pub(super) fn ports(
         out.push(PortPlan { port, tls, http2, servers });
     }
     (out, loss)
+}
+
+/// The server names of each port: the catch-all, its listeners' hostnames and those the
+/// routes attached to them bring.
+fn names(
+    listeners: &[Listener],
+    on_port: &BTreeMap<u16, Vec<usize>>,
+    attachments: &[Attachment<'_>],
+) -> BTreeMap<u16, BTreeSet<Option<String>>> {
+    let mut names: BTreeMap<u16, BTreeSet<Option<String>>> = BTreeMap::new();
+    for (&port, ls) in on_port {
+        let n = names.entry(port).or_default();
+        n.insert(None);
+        n.extend(ls.iter().map(|&i| listeners[i].hostname.clone()));
+    }
+    for a in attachments {
+        let n = names.entry(listeners[a.listener].port).or_default();
+        for h in &a.hostnames {
+            if !n.contains(h) {
+                n.insert(h.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The names only routes bring, and the routes that bring each.
+fn brought(
+    listeners: &[Listener],
+    by_port: &HashMap<u16, PortListeners<'_>>,
+    attachments: &[Attachment<'_>],
+) -> BTreeMap<(u16, Option<String>), BTreeSet<RouteId>> {
+    let mut brought: BTreeMap<(u16, Option<String>), BTreeSet<RouteId>> = BTreeMap::new();
+    for a in attachments {
+        let port = listeners[a.listener].port;
+        for h in a.hostnames.iter().filter(|h| h.is_some()) {
+            if !h.as_deref().is_some_and(|h| by_port[&port].has(h)) {
+                brought.entry((port, h.clone())).or_default().insert(RouteId::of(a.route));
+            }
+        }
+    }
+    brought
 }
 
 /// Whether a port speaks HTTP/2 (it serves a GRPCRoute: h2c with prior knowledge on a plain
