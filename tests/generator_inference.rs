@@ -106,3 +106,62 @@ fn the_grpc_form_loads() {
     assert!(text.contains("http_matches_epp grpc://default_epp_9002;"), "{text}");
     assert!(ok, "nginx -t:\n{text}");
 }
+
+/// Tenant `blind`'s pool has a picker whose endpoints nobody gave (no EndpointSlice, no
+/// `--backend`): it is not written as its cluster DNS name (NGINX resolves that when it loads,
+/// and `nginx -t` fails for every tenant) but refused, BackendNotFound, its rule answering 500;
+/// tenant `default`'s route beside it loads and serves.
+#[test]
+fn a_picker_without_known_endpoints_is_refused_and_the_innocent_tenant_loads() {
+    let innocent = Server::echo();
+    let port = common::free_port();
+    let yaml = format!(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n\
+         metadata: {{name: gw, namespace: default}}\nspec:\n  gatewayClassName: nginx\n  \
+         listeners: [{{name: http, port: {port}, protocol: HTTP, \
+         allowedRoutes: {{namespaces: {{from: All}}}}}}]\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n\
+         metadata: {{name: web, namespace: default}}\nspec:\n  parentRefs: [{{name: gw}}]\n  \
+         rules:\n  - matches: [{{path: {{type: PathPrefix, value: /web}}}}]\n    \
+         backendRefs: [{{name: web, port: 80}}]\n---\n\
+         apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\n\
+         metadata: {{name: llm, namespace: blind}}\nspec:\n  \
+         selector: {{matchLabels: {{app: vllm}}}}\n  targetPorts: [{{number: 8000}}]\n  \
+         endpointPickerRef: {{name: epp, port: {{number: 9002}}, failureMode: FailOpen}}\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n\
+         metadata: {{name: llm, namespace: blind}}\nspec:\n  \
+         parentRefs: [{{name: gw, namespace: default}}]\n  rules:\n  \
+         - matches: [{{path: {{type: PathPrefix, value: /llm}}}}]\n    backendRefs:\n    \
+         - {{group: inference.networking.k8s.io, kind: InferencePool, name: llm}}\n"
+    );
+    let src = Prefix::scratch("inference-blind-manifests");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("all.yaml"), yaml).unwrap();
+    let mut backends = BackendMap::new();
+    backends.insert("default/web:80".into(), innocent.endpoint());
+    backends.insert("blind/llm:8000".into(), "127.0.0.1:9".into());
+    let g = httproute_nginx::generate_all(&[src], &backends, &common::generator_options())
+        .expect("generate");
+    let conf = &g.output.nginx_conf;
+    assert!(!conf.contains("svc.cluster.local"), "{conf}");
+    let refused: Vec<String> = (g.status.routes.iter())
+        .flat_map(|r| {
+            let id = r.id.to_string();
+            let cs = r.parents.iter().flat_map(|(_, cs)| cs);
+            cs.filter(|c| !c.ok).map(move |c| format!("{id} {}", c.reason.as_str()))
+        })
+        .collect();
+    assert_eq!(refused, ["blind/llm BackendNotFound"]);
+    let w = g.warnings.join("\n");
+    assert!(w.contains("endpoint picker Service blind/epp has no known endpoints"), "{w}");
+    let out = Prefix::scratch("inference-blind-generated");
+    httproute_nginx::write_dir(&out, &g.output).unwrap();
+    let p = Prefix::existing(out, "nginx.conf", port);
+    let (ok, text) = p.test();
+    assert!(ok, "nginx -t:\n{text}\n{conf}");
+    let n: Nginx = p.start();
+    assert_eq!(n.get("/web/x", &[]).status, 200);
+    assert_eq!(innocent.take().len(), 1);
+    assert_eq!(n.get("/llm/v1", &[]).status, 500);
+    n.finish();
+}

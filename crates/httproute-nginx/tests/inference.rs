@@ -5,11 +5,13 @@ mod common;
 
 use httproute_nginx::{BackendMap, Generated, generate_all};
 
-/// `tests/data/inference`, with the picker `default/epp:9002` at 127.0.0.1:9002 (the picker
-/// of namespace `other` is left to its cluster DNS name).
+/// `tests/data/inference`, with the pickers `default/epp:9002` at 127.0.0.1:9002 and
+/// `other/other-epp:9002` at 127.0.0.1:9003 (the picker of namespace `fourth` is given no
+/// endpoints).
 fn run() -> Generated {
     let mut backends = BackendMap::new();
     backends.insert("default/epp:9002".into(), "127.0.0.1:9002".into());
+    backends.insert("other/other-epp:9002".into(), "127.0.0.1:9003".into());
     generate_all(&[common::data("inference/inputs.yaml")], &backends, &common::options()).unwrap()
 }
 
@@ -61,10 +63,7 @@ fn the_rules_location_asks_the_picker_and_redirects_to_the_pools_proxy() {
         location(&conf, "/_httproute-internal/2").contains("rewrite ^ /_httproute-internal/2-$")
     );
     assert!(location(&conf, "/_httproute-internal/2-b0").contains("grpc://default_epp_9002;"));
-    assert!(
-        location(&conf, "/_httproute-internal/2-b1")
-            .contains("grpc://other-epp.other.svc.cluster.local:9002;")
-    );
+    assert!(location(&conf, "/_httproute-internal/2-b1").contains("grpc://other_other-epp_9002;"));
 }
 
 /// The pool's endpoints: the ready addresses of the EndpointSlices of its namespace labeled
@@ -96,8 +95,9 @@ fn the_pools_endpoints_are_its_labeled_slices_ready_addresses_on_each_target_por
     assert_eq!(upstream("other_models_pool"), ["server 10.2.0.1:8000;", "keepalive 16;"]);
 }
 
-/// A missing pool is BackendNotFound, one the CRD refuses too; another namespace's pool
-/// needs a ReferenceGrant; their shares answer 500.
+/// A missing pool is BackendNotFound, one the CRD refuses too, and one whose picker has no
+/// known endpoints (never written as a name NGINX resolves when it loads); another
+/// namespace's pool needs a ReferenceGrant; their shares answer 500.
 #[test]
 fn a_missing_or_ungranted_pool_does_not_resolve() {
     let g = run();
@@ -118,10 +118,16 @@ fn a_missing_or_ungranted_pool_does_not_resolve() {
         reasons,
         [
             ("default/broken".to_owned(), "false:BackendNotFound".to_owned()),
+            ("fourth/blind".to_owned(), "false:BackendNotFound".to_owned()),
             ("third/ungranted".to_owned(), "false:RefNotPermitted".to_owned()),
         ]
     );
     let w = g.warnings.join("\n");
     assert!(w.contains("InferencePool default/no-such-pool does not exist"), "{w}");
     assert!(w.contains("InferencePool default/refused is refused"), "{w}");
+    assert!(
+        w.contains("endpoint picker Service fourth/nobody-knows has no known endpoints"),
+        "{w}"
+    );
+    assert!(!g.output.nginx_conf.contains("svc.cluster.local"));
 }

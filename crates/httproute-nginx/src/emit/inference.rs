@@ -84,7 +84,6 @@ impl Http {
                 name.clone()
             }
             Target::Upstream { name, .. } => name.clone(),
-            Target::Resolve(addr) => addr.clone(),
             t => return Err(format!("{}: InferencePool {}: picker {t}", rule.id, pool.id)),
         };
         let mut ask = vec![
@@ -107,16 +106,16 @@ impl Http {
         Ok(())
     }
 
-    /// How the picker is asked: `http_matches_epp grpc://PICKER` (an upstream name or
-    /// `host:port`), or with `--epp-shim URL` through NGF's shim, told the picker's
-    /// `$epp_host` / `$epp_port` (the first address of its upstream).
+    /// How the picker is asked: `http_matches_epp grpc://PICKER` (its upstream's name), or
+    /// with `--epp-shim URL` through NGF's shim, told the picker's `$epp_host` / `$epp_port`
+    /// (the first address of its upstream).
     fn ask_picker(&self, target: &Target, picker: String) -> Vec<Node> {
         let Some(url) = &self.epp_shim else {
             return vec![d("http_matches_epp").code(format!("grpc://{picker}")).into()];
         };
         let addr = match target {
             Target::Upstream { servers, .. } => servers.first().cloned().unwrap_or_default(),
-            _ => picker,
+            _ => String::new(),
         };
         let (host, port) = addr.rsplit_once(':').unwrap_or((&addr, ""));
         let host = host.trim_start_matches('[').trim_end_matches(']');

@@ -7,8 +7,9 @@
 //! labeled as the pool selects, such as the headless one a controller makes for the pool,
 //! gives them): each ready address with each of `targetPorts`. The picker is the
 //! `--backend NAMESPACE/POOL:PORT=HOST:PORT` (a target port) gives the endpoints instead, as
-//! for a Service. The picker is the `endpointPickerRef` Service of the pool's namespace, resolved as a GRPCRoute's backend
-//! (`--backend`, its ready endpoints, or its cluster DNS name).
+//! for a Service. The picker is the `endpointPickerRef` Service of the pool's namespace,
+//! resolved as a GRPCRoute's backend: `--backend` or its ready endpoints, never a name NGINX
+//! resolves when it loads (one it cannot resolve fails `nginx -t` for every tenant).
 
 use std::collections::BTreeSet;
 
@@ -27,7 +28,8 @@ pub(super) fn is_pool(r: &ObjectRef) -> bool {
 
 /// A backendRef to an InferencePool of a route in `ns`: a 503 when the pool has no ready
 /// endpoints (or `FailClose` and its picker has none); with a picker without ready endpoints,
-/// `FailOpen` sends to the pool's endpoints directly.
+/// `FailOpen` sends to the pool's endpoints directly. A picker whose endpoints are not known
+/// (only its cluster DNS name) does not resolve: `BackendNotFound`, the rule's share answers 500.
 pub(super) fn resolve_pool(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
     let (name, bns) = (r.name.as_str(), r.namespace.as_deref().unwrap_or(ns));
     if refs.grpc {
@@ -82,6 +84,19 @@ pub(super) fn resolve_pool(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved
             return Ok((Target::Upstream { name: upstream, servers }, false));
         }
         Ok((Target::Status(code), _)) => return Ok((Target::Status(code), false)),
+        // A name NGINX resolves when it loads: an unresolvable one fails every tenant's
+        // `nginx -t`. A picker is written only as the upstream of its known endpoints.
+        Ok((Target::Resolve(addr), _)) => {
+            return Err((
+                Reason::BackendNotFound,
+                format!(
+                    "InferencePool {id}: its endpoint picker Service {bns}/{} has no known \
+                     endpoints (no EndpointSlices of its namespace given, no --backend); it \
+                     would be the name {addr}, which NGINX would resolve when it loads",
+                    picker_ref.name
+                ),
+            ));
+        }
         Ok((t, _)) => t,
         Err((reason, why)) => {
             return Err((reason, format!("InferencePool {id}: endpointPickerRef: {why}")));
