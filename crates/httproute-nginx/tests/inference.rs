@@ -131,3 +131,74 @@ fn a_missing_or_ungranted_pool_does_not_resolve() {
     );
     assert!(!g.output.nginx_conf.contains("svc.cluster.local"));
 }
+
+/// `n` routes, each with a rule to InferencePool `vllm` and one to Service `web`, each of
+/// which has `e` ready endpoints.
+fn many_refs(n: usize, e: usize) -> String {
+    let mut yaml = String::from(
+        "kind: Gateway\nmetadata: {name: gw, namespace: default}\nspec:\n  \
+         listeners: [{name: http, port: 80, protocol: HTTP}]\n---\n\
+         apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\n\
+         metadata: {name: vllm, namespace: default}\nspec:\n  \
+         selector: {matchLabels: {app: vllm}}\n  targetPorts: [{number: 8000}]\n  \
+         endpointPickerRef: {name: epp, port: {number: 9002}}\n---\n\
+         kind: Service\nmetadata: {name: web, namespace: default}\nspec:\n  ports: [{port: 80}]\n---\n",
+    );
+    for (name, labels) in [("pool", "app: vllm"), ("web", "kubernetes.io/service-name: web")] {
+        let addrs: Vec<String> = (0..e).map(|i| format!("10.{}.{}.1", i / 250, i % 250)).collect();
+        yaml += &format!(
+            "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+             metadata: {{name: {name}, namespace: default, labels: {{{labels}}}}}\n\
+             addressType: IPv4\nports: [{{name: \"\", port: 8080}}]\n\
+             endpoints: [{}]\n---\n",
+            addrs.iter().map(|a| format!("{{addresses: [{a}]}}")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    for i in 0..n {
+        yaml += &format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{i}, namespace: default}}\nspec:\n  \
+             parentRefs: [{{name: gw}}]\n  hostnames: [r{i}.example]\n  rules:\n  \
+             - matches: [{{path: {{type: PathPrefix, value: /llm}}}}]\n    backendRefs:\n    \
+             - {{group: inference.networking.k8s.io, kind: InferencePool, name: vllm}}\n  \
+             - backendRefs: [{{name: web, port: 80}}]\n---\n"
+        );
+    }
+    yaml
+}
+
+/// Each pool's and Service port's endpoints are resolved once and shared by every reference:
+/// the addresses resolved do not grow with the routes (n, 2n), grow with the endpoints (e,
+/// 2e), and every reference holds the one list.
+#[test]
+fn endpoints_are_resolved_once_per_pool_and_service_however_many_references() {
+    use httproute_nginx::plan::{PlanOptions, Target, plan};
+    let mut backends = BackendMap::new();
+    backends.insert("default/epp:9002".into(), "127.0.0.1:9002".into());
+    let work = |n: usize, e: usize| {
+        let p = plan(&common::inputs(&many_refs(n, e)), &PlanOptions::new(&backends));
+        let targets: Vec<Target> = (p.ports.iter())
+            .flat_map(|p| &p.servers)
+            .flat_map(|s| &s.rules)
+            .flat_map(|r| r.backends.iter().map(|b| b.target.clone()))
+            .collect();
+        let (mut pools, mut webs) = (Vec::new(), Vec::new());
+        for t in targets {
+            match t {
+                Target::Inference(p) => pools.push(p.servers.clone()),
+                Target::Upstream { servers, .. } => webs.push(servers),
+                t => panic!("{t}"),
+            }
+        }
+        assert_eq!((pools.len(), webs.len()), (n, n));
+        for list in [&pools, &webs] {
+            assert_eq!(list[0].len(), e);
+            assert!(list.iter().all(|l| std::sync::Arc::ptr_eq(l, &list[0])));
+        }
+        eprintln!("n {n} e {e}: {:?}", p.work);
+        p.work.endpoints
+    };
+    let one = work(20, 50);
+    assert_eq!(one, 1 + 2 * 50, "the picker's, the pool's and the Service's");
+    assert_eq!(work(40, 50), one);
+    assert_eq!(work(20, 100), 1 + 2 * 100);
+}

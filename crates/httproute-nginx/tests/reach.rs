@@ -140,7 +140,7 @@ fn objects_the_api_server_accepts_never_stop_the_run() {
         targets(&p),
         vec![Target::Upstream {
             name: "default_s_80".into(),
-            servers: vec!["10.0.0.1:8080".into()]
+            servers: vec!["10.0.0.1:8080".into()].into()
         }]
     );
 }
@@ -172,7 +172,7 @@ fn objects_the_api_server_refuses_are_left_out_with_a_condition() {
             targets(&p),
             vec![Target::Upstream {
                 name: "default_s_80".into(),
-                servers: vec!["10.0.0.1:8080".into()]
+                servers: vec!["10.0.0.1:8080".into()].into()
             }],
             "{body}"
         );
@@ -294,7 +294,7 @@ proptest! {
         let p = plan_of(&yaml, false);
         for t in targets(&p) {
             let Target::Upstream { servers, .. } = t else { continue };
-            for s in servers {
+            for s in servers.iter() {
                 let (host, port) = s.rsplit_once(':').unwrap();
                 prop_assert_eq!(port, "8080");
                 let ip: std::net::IpAddr =

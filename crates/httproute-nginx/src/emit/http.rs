@@ -553,7 +553,7 @@ fn upstream_blocks(opts: &Options, http: &mut Http) -> Vec<Node> {
     let mut inner = Vec::new();
     for (up, addrs) in &upstreams {
         let mut entries = Vec::new();
-        for addr in addrs {
+        for addr in addrs.iter() {
             let mut s = d("server").data("backend address", addr.clone());
             if http.no_fail.contains(up) {
                 // max_fails=0: a retried answer must not take the address out of the

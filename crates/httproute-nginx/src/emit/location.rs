@@ -2,6 +2,7 @@
 //! weights and mirrors.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::conf::{
     Arg, Directive, Node, Part, Provenance, braced_var, code, data, regex_data, var,
@@ -353,8 +354,13 @@ impl Http {
     }
 
     /// The `upstream` `name` of `servers` is written, for `from` among the others that name it.
-    pub(super) fn upstream(&mut self, name: &str, servers: &[String], from: Option<Provenance>) {
-        self.upstreams.insert(name.to_owned(), servers.to_vec());
+    pub(super) fn upstream(
+        &mut self,
+        name: &str,
+        servers: &Arc<[String]>,
+        from: Option<Provenance>,
+    ) {
+        self.upstreams.insert(name.to_owned(), servers.clone());
         // Owners are looked up only where units are kept (a streamed pass keeps none).
         if let Some(p) = from.filter(|_| self.keep_units) {
             self.upstream_owner.entry(name.to_owned()).or_default().push(p);

@@ -114,7 +114,7 @@ pub(super) const HOSTNAME_FIELD: &str =
 /// What the `http` block collects while the servers are written.
 #[derive(Default)]
 pub(super) struct Http {
-    pub(super) upstreams: BTreeMap<String, Vec<String>>,
+    pub(super) upstreams: BTreeMap<String, std::sync::Arc<[String]>>,
     /// The backendRef shares each upstream is written for: every one that named it, in the
     /// order met (a share written in several servers appears once per server).
     pub(super) upstream_owner: HashMap<String, Vec<Provenance>>,

@@ -2,7 +2,9 @@
 //! EndpointSlices, a cluster DNS name, an ExternalName), whether a ReferenceGrant permits it,
 //! and a route's `ResolvedRefs` condition.
 
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::model::{EndpointSlice, InferencePool, Inputs, ObjectRef, Service, ServicePort};
 
@@ -34,6 +36,36 @@ pub(super) struct Refs<'a> {
     /// (`plan/inference.rs`).
     pub pools: &'a BTreeMap<String, InferencePool>,
     pub labeled: &'a Labeled<'a>,
+    /// Each Service port's and pool's endpoints, resolved once ([`Endpoints`]).
+    pub endpoints: &'a Endpoints,
+}
+
+/// The endpoints of each Service port (`--backend` or its ready EndpointSlice addresses) and
+/// each InferencePool, resolved the first time a reference names them and shared (`Arc`) by
+/// every other: routes x references x endpoints was copied per reference.
+#[derive(Debug, Default)]
+pub(super) struct Endpoints {
+    by_key: RefCell<BTreeMap<String, Arc<[String]>>>,
+    /// Addresses resolved: each Service port's and pool's once ([`crate::plan::Plan::work`]).
+    made: Cell<usize>,
+}
+
+impl Endpoints {
+    /// The endpoints of `key`, `make` run the first time only.
+    pub(super) fn of(&self, key: &str, make: impl FnOnce() -> Vec<String>) -> Arc<[String]> {
+        if let Some(found) = self.by_key.borrow().get(key) {
+            return found.clone();
+        }
+        let made: Arc<[String]> = make().into();
+        self.made.set(self.made.get() + made.len());
+        self.by_key.borrow_mut().insert(key.to_owned(), made.clone());
+        made
+    }
+
+    /// How many addresses were resolved.
+    pub(super) fn made(&self) -> usize {
+        self.made.get()
+    }
 }
 
 /// The namespaces whose Services, and whose EndpointSlices, are among the inputs (those the
@@ -120,7 +152,8 @@ pub(super) fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
             .collect()
     };
     if let Some(address) = refs.backends.get(&key) {
-        return Ok((Target::Upstream { name: upstream(), servers: vec![address.clone()] }, false));
+        let servers = refs.endpoints.of(&key, || vec![address.clone()]);
+        return Ok((Target::Upstream { name: upstream(), servers }, false));
     }
     if !crate::model::is_dns_label(name) || !crate::model::is_dns_label(bns) {
         return Err((
@@ -171,7 +204,7 @@ pub(super) fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
         return Ok((Target::Resolve(cluster_name()), tls));
     }
     let slices = refs.slices.get(&(bns, name)).map_or(&[][..], |v| v);
-    let servers = ready_endpoints(slices, sp);
+    let servers = refs.endpoints.of(&key, || ready_endpoints(slices, sp));
     if servers.is_empty() {
         return Ok((Target::Status(503), tls));
     }

@@ -50,10 +50,12 @@ pub(super) fn resolve_pool(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved
         return Err((Reason::BackendNotFound, format!("InferencePool {id} does not exist")));
     };
     // `--backend NS/POOL:PORT=HOST:PORT` for its target ports, as for a Service; else slices.
-    let given: Vec<String> = (pool.spec.target_ports.iter())
-        .filter_map(|p| refs.backends.get(&format!("{id}:{}", p.number)).cloned())
-        .collect();
-    let servers = if given.is_empty() { pool_endpoints(pool, refs.labeled) } else { given };
+    let servers = refs.endpoints.of(&format!("InferencePool {id}"), || {
+        let given: Vec<String> = (pool.spec.target_ports.iter())
+            .filter_map(|p| refs.backends.get(&format!("{id}:{}", p.number)).cloned())
+            .collect();
+        if given.is_empty() { pool_endpoints(pool, refs.labeled) } else { given }
+    });
     if servers.is_empty() {
         return Ok((Target::Status(503), false));
     }

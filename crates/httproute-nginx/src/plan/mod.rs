@@ -129,6 +129,16 @@ pub struct Plan {
     /// The objects over a budget of what tenants share in NGINX (`plan/budget.rs`), with why:
     /// left out of the configuration from the start.
     pub refused: Vec<(Refused, String)>,
+    /// What planning took (tests bound it against the input: no timing).
+    pub work: Work,
+}
+
+/// The work of [`plan`], counted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Work {
+    /// Endpoint addresses resolved: each Service port's and InferencePool's once, however
+    /// many references name it (`backends::Endpoints`).
+    pub endpoints: usize,
 }
 
 /// The plan of `inputs`: the one planning generate, explain and status share.
@@ -148,6 +158,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let slices = backends::slices_by_service(inputs);
     let given = backends::given(inputs);
     let labeled = backends::slices_by_label(inputs);
+    let endpoints = backends::Endpoints::default();
     let refs = backends::Refs {
         grpc: false,
         backends: opts.backends,
@@ -160,6 +171,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         allow_external_name: opts.allow_external_name,
         pools: &inputs.inference_pools,
         labeled: &labeled,
+        endpoints: &endpoints,
     };
     // 3. Every reference of every route, resolved once for the route's own kind; then
     // attachment, with each route's ResolvedRefs read from its resolved node.
@@ -215,6 +227,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         merged,
         ages,
         refused,
+        work: Work { endpoints: endpoints.made() },
     }
 }
 

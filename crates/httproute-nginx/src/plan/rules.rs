@@ -218,7 +218,8 @@ impl RulePlan {
                             servers: servers
                                 .iter()
                                 .flat_map(|s| std::iter::repeat_n(s.clone(), tries as usize))
-                                .collect(),
+                                .collect::<Vec<_>>()
+                                .into(),
                         };
                     }
                     b

@@ -253,8 +253,9 @@ pub struct Backend {
 /// Where requests for a backend go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// An `upstream` block of fixed addresses (`--backend`, or a Service's ready endpoints).
-    Upstream { name: String, servers: Vec<String> },
+    /// An `upstream` block of fixed addresses (`--backend`, or a Service's ready endpoints):
+    /// resolved once per Service port and shared by every reference to it (`Endpoints`).
+    Upstream { name: String, servers: Arc<[String]> },
     /// `host:port` resolved when a request needs it (NGINX `resolver`): a Service's cluster
     /// DNS name when no Service (or no EndpointSlice) of its namespace was given, or an
     /// ExternalName Service.
@@ -274,7 +275,8 @@ pub struct Pool {
     /// The `upstream` of the pool's ready endpoints (every target port of each), non-empty:
     /// where `FailOpen` sends a request the picker gave no endpoint for.
     pub upstream: String,
-    pub servers: Vec<String>,
+    /// Resolved once per pool, shared by every reference to it.
+    pub servers: Arc<[String]>,
     /// The Endpoint Picker Service: an [`Target::Upstream`] of its ready endpoints (or the
     /// `--backend` address) or its cluster DNS name ([`Target::Resolve`]).
     pub picker: Target,
