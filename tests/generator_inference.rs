@@ -58,10 +58,13 @@ fn generated(port: u16, epp_shim: Option<String>, backends: &BackendMap) -> (Pre
     (p, ok, format!("{text}\n{}", g.nginx_conf))
 }
 
+/// The picker is asked and its endpoint serves; an endpoint it names that is not the pool's
+/// (here another server that would answer, as 169.254.169.254 would) is never proxied to:
+/// FailClose answers 500, FailOpen sends to the pool's own endpoints, as with no endpoint.
 #[test]
-fn the_picker_is_asked_and_fail_close_and_fail_open_hold() {
-    let (picked, pool) = (Server::echo(), Server::echo());
-    let shim = Server::shim(Mode::Endpoint(picked.endpoint()));
+fn the_picker_is_asked_and_only_the_pools_endpoints_are_proxied_to() {
+    let (pool, outsider) = (Server::echo(), Server::echo());
+    let shim = Server::shim(Mode::Endpoint(pool.endpoint()));
     let port = common::free_port();
     let mut backends = BackendMap::new();
     backends.insert("default/epp:9002".into(), "127.0.0.1:9002".into());
@@ -74,7 +77,7 @@ fn the_picker_is_asked_and_fail_close_and_fail_open_hold() {
     for path in ["/close/v1?x=1", "/open/v1?x=1"] {
         let r = n.get(path, &[]);
         assert_eq!(r.status, 200, "{path}: {r:?}");
-        let got = picked.take();
+        let got = pool.take();
         assert_eq!(got.len(), 1, "{path}");
         assert_eq!(got[0].request_line, format!("GET {path} HTTP/1.1"));
     }
@@ -82,15 +85,16 @@ fn the_picker_is_asked_and_fail_close_and_fail_open_hold() {
     assert_eq!(asked.len(), 2);
     assert_eq!(asked[0].header("X-EPP-Host"), Some("127.0.0.1"));
     assert_eq!(asked[0].header("X-EPP-Port"), Some("9002"));
-    assert!(pool.take().is_empty());
-    // No endpoint from the picker: FailClose answers 500, FailOpen goes to the pool.
-    shim.set_mode(Mode::NoEndpoint);
-    assert_eq!(n.get("/close/v1", &[]).status, 500);
-    assert_eq!(n.get("/open/v1", &[]).status, 200);
-    let fallback = pool.take();
-    assert_eq!(fallback.len(), 1);
-    assert_eq!(fallback[0].request_line, "GET /open/v1 HTTP/1.1");
-    assert!(picked.take().is_empty());
+    // An endpoint not the pool's, then none: FailClose answers 500, FailOpen goes to the pool.
+    for mode in [Mode::Endpoint(outsider.endpoint()), Mode::NoEndpoint] {
+        shim.set_mode(mode);
+        assert_eq!(n.get("/close/v1", &[]).status, 500);
+        assert_eq!(n.get("/open/v1", &[]).status, 200);
+        let fallback = pool.take();
+        assert_eq!(fallback.len(), 1);
+        assert_eq!(fallback[0].request_line, "GET /open/v1 HTTP/1.1");
+        assert!(outsider.take().is_empty());
+    }
     n.finish();
 }
 

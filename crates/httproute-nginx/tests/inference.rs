@@ -37,27 +37,40 @@ fn location<'a>(conf: &'a str, path: &str) -> &'a str {
 #[test]
 fn the_rules_location_asks_the_picker_and_redirects_to_the_pools_proxy() {
     let conf = run().output.nginx_conf;
-    // FailClose (rule 0): no endpoint from the picker answers 500.
+    // FailClose (rule 0): only the pool's endpoints are proxied to; any other answer (none, or
+    // an address not the pool's) answers 500.
+    let proxied = |inner: &str| {
+        let v = inner.split("proxy_pass http://$").nth(1).unwrap().split('$').next().unwrap();
+        v.to_owned()
+    };
     assert_eq!(
         location(&conf, "/_httproute-internal/0"),
         "internal; set $epp_internal_path /_httproute-internal/0-inference; \
          http_matches_epp grpc://default_epp_9002; }"
     );
     let inner = location(&conf, "/_httproute-internal/0-inference");
-    assert!(
-        inner.starts_with("internal; if ($inference_workload_endpoint = \"\") { return 500; }")
-    );
-    assert!(inner.ends_with("proxy_pass http://$inference_workload_endpoint$request_uri; }"));
-    assert!(conf.contains("upstream default_epp_9002 {\n        server 127.0.0.1:9002;"));
-    // FailOpen (rule 1): a map whose empty value is the pool's upstream.
-    let inner = location(&conf, "/_httproute-internal/1-inference");
-    assert!(!inner.contains("return 500"), "{inner}");
-    let var = inner.split("proxy_pass http://$").nth(1).unwrap().split('$').next().unwrap();
+    let var = proxied(inner);
+    assert!(inner.starts_with(&format!("internal; if (${var} = \"\") {{ return 500; }}")));
+    assert!(inner.ends_with(&format!("proxy_pass http://${var}$request_uri; }}")));
     let map = format!(
-        "map $inference_workload_endpoint ${var} {{\n        \"\" default_vllm-open_pool;\n        \
-         default $inference_workload_endpoint;\n    }}"
+        "map $inference_workload_endpoint ${var} {{\n        10.1.0.1:8000 10.1.0.1:8000;\n        \
+         10.1.0.3:8000 10.1.0.3:8000;\n        default \"\";\n    }}"
     );
     assert!(conf.contains(&map), "{map}\nnot in\n{conf}");
+    assert!(conf.contains("upstream default_epp_9002 {\n        server 127.0.0.1:9002;"));
+    // FailOpen (rule 1): the same map of the pool's endpoints, whose default is its upstream;
+    // defined once, for rule 2 too.
+    let inner = location(&conf, "/_httproute-internal/1-inference");
+    assert!(!inner.contains("return 500"), "{inner}");
+    let var = proxied(inner);
+    assert_eq!(proxied(location(&conf, "/_httproute-internal/2-b0-inference")), var);
+    let map = format!(
+        "map $inference_workload_endpoint ${var} {{\n        10.1.0.1:8000 10.1.0.1:8000;\n        \
+         10.1.0.1:8001 10.1.0.1:8001;\n        10.1.0.3:8000 10.1.0.3:8000;\n        \
+         10.1.0.3:8001 10.1.0.3:8001;\n        default default_vllm-open_pool;\n    }}"
+    );
+    assert!(conf.contains(&map), "{map}\nnot in\n{conf}");
+    assert_eq!(conf.matches(&format!(" ${var} {{")).count(), 1);
     // Two pools in one rule (3:1): split_clients between two picker locations.
     assert!(
         location(&conf, "/_httproute-internal/2").contains("rewrite ^ /_httproute-internal/2-$")

@@ -11,20 +11,27 @@
 //! }
 //! location = /_httproute-internal/0-inference {
 //!     internal;
-//!     if ($inference_workload_endpoint = "") { return 500; }   # FailClose
+//!     if ($httproute_pool_T_0 = "") { return 500; }   # FailClose
 //!     ...                                          # the rule's filters, mirrors, CORS
-//!     proxy_pass http://$inference_workload_endpoint$request_uri;
+//!     proxy_pass http://$httproute_pool_T_0$request_uri;
+//! }
+//! map $inference_workload_endpoint $httproute_pool_T_0 {   # once per pool
+//!     10.1.0.1:8000 10.1.0.1:8000;                 # each of the pool's endpoints
+//!     default "";                                  # FailOpen: the pool's upstream
 //! }
 //! ```
 //!
-//! `FailOpen` proxies to a `map` of `$inference_workload_endpoint` instead, whose empty value
-//! is the `upstream` of the pool's ready endpoints (NGF's `$inference_backend_*` map).
+//! Only the pool's own endpoints are proxied to: whatever else the picker (or whoever answers
+//! on its address) names, such as 169.254.169.254:80, is no endpoint (FailClose: 500;
+//! FailOpen: the `upstream` of the pool's ready endpoints, NGF's `$inference_backend_*`).
+//! The module keeps the first `ip:port` of a comma list (fallbacks); it must be written as
+//! the pool's endpoint is (`SocketAddr`'s form: IPv6 compressed, in brackets).
 
 use crate::conf::{Arg, Directive, Node, code, var};
 use crate::plan::{Backend, INTERNAL_PREFIX, Pool, RulePlan, Target};
 
 use super::location::Proxied;
-use super::state::{Http, d, empty, entry_of};
+use super::state::{Http, d, empty, entry_of, tag_of};
 
 /// The variable `http_matches_epp` sets.
 const ENDPOINT: &str = "inference_workload_endpoint";
@@ -126,31 +133,42 @@ impl Http {
         ]
     }
 
-    /// The variable the inner location proxies to: `$inference_workload_endpoint` (FailClose:
-    /// a 500 without one, the `if` into `body`), or for FailOpen a `map` of it whose empty value
-    /// is the pool's `upstream`.
+    /// The variable the inner location proxies to: a `map` of `$inference_workload_endpoint`
+    /// whose keys are the pool's endpoints (each its own value), defined once per pool; any
+    /// other answer is its default: empty for FailClose (a 500, the `if` into `body`), the
+    /// pool's `upstream` for FailOpen.
     fn pool_endpoint(
         &mut self,
         pool: &Pool,
         from: Option<crate::conf::Provenance>,
         body: &mut Vec<Node>,
     ) -> String {
-        if !pool.fail_open {
-            let none = Directive::if_(ENDPOINT.to_owned(), Some(("=", empty())));
+        // One per pool, named from it alone (the rules that use it do not rename it):
+        // `httproute_pool_TAG`, shorter than the longest the generator defines (limits.rs).
+        let v = format!("httproute_pool_{}", tag_of(&format!("InferencePool {}", pool.id)));
+        if pool.fail_open {
+            self.upstream(&pool.upstream, &pool.servers, from);
+        } else {
+            let none = Directive::if_(v.clone(), Some(("=", empty())));
             body.push(none.inline(vec![d("return").code("500").into()]).into());
-            return ENDPOINT.to_owned();
         }
-        self.upstream(&pool.upstream, &pool.servers, from);
-        // `httproute_pool_TAG_N`: as long as the longest the generator defines (limits.rs).
-        let v = self.var("pool");
-        let upstream = Arg::data("InferencePool upstream name", pool.upstream.clone());
-        self.push_map(
-            &v,
-            d("map").var(ENDPOINT).var(v.clone()).block(vec![
-                entry_of(empty(), upstream),
-                entry_of(Arg::code("default"), Arg::var(ENDPOINT)),
-            ]),
-        );
+        if self.defined.contains(&v) {
+            return v;
+        }
+        let mut entries: Vec<Node> = (pool.servers.iter())
+            .map(|e| {
+                entry_of(
+                    Arg::data("pool endpoint", e.clone()),
+                    Arg::data("pool endpoint", e.clone()),
+                )
+            })
+            .collect();
+        let default = match pool.fail_open {
+            true => Arg::data("InferencePool upstream name", pool.upstream.clone()),
+            false => empty(),
+        };
+        entries.push(entry_of(Arg::code("default"), default));
+        self.push_map(&v, d("map").var(ENDPOINT).var(v.clone()).block(entries));
         v
     }
 }

@@ -179,7 +179,17 @@ pub(super) struct Http {
 /// (64 bytes) hold names of up to 46.
 /// Also the SHA-256's first and last 128 bits (two rules of one tag differ in the last).
 pub(super) fn rule_tag(id: &RuleId) -> (String, u128, u128) {
-    let digest = openssl::sha::sha256(format!("{} {id}", id.route.kind).as_bytes());
+    tag_parts(&format!("{} {id}", id.route.kind))
+}
+
+/// SHA-256 of `text` in base 36, 25 characters ([`rule_tag`]).
+pub(super) fn tag_of(text: &str) -> String {
+    tag_parts(text).0
+}
+
+/// [`tag_of`] with the digest's first and last 128 bits.
+fn tag_parts(text: &str) -> (String, u128, u128) {
+    let digest = openssl::sha::sha256(text.as_bytes());
     let half = |b: &[u8]| u128::from_be_bytes(b.try_into().expect("16 bytes"));
     let (first, last) = (half(&digest[..16]), half(&digest[16..]));
     let mut n = first;

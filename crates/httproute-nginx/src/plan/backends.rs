@@ -180,26 +180,7 @@ pub(super) fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
     let Some(sp) = svc.spec.ports.iter().find(|p| p.port == port) else {
         return Err((Reason::BackendNotFound, format!("Service {bns}/{name} has no port {port}")));
     };
-    // GEP-1911: what the backend speaks on the port.
-    let tls = match sp.app_protocol.as_deref() {
-        None | Some("http" | "kubernetes.io/ws") => false,
-        Some("https" | "kubernetes.io/wss") => true,
-        Some("kubernetes.io/h2c") if refs.grpc => false,
-        Some(other) => {
-            return Err((
-                Reason::UnsupportedProtocol,
-                format!(
-                    "Service {bns}/{name} port {port} speaks {other}, which this gateway cannot \
-                     send{}",
-                    if other == "kubernetes.io/h2c" {
-                        " from an HTTPRoute (NGINX speaks HTTP/2 to a backend only with grpc_pass)"
-                    } else {
-                        ""
-                    }
-                ),
-            ));
-        }
-    };
+    let tls = speaks_tls(sp, refs.grpc, bns, name)?;
     if !refs.given.slices.contains(bns) {
         return Ok((Target::Resolve(cluster_name()), tls));
     }
@@ -209,6 +190,29 @@ pub(super) fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
         return Ok((Target::Status(503), tls));
     }
     Ok((Target::Upstream { name: upstream(), servers }, tls))
+}
+
+/// GEP-1911: whether the backend speaks TLS on Service port `sp` (`appProtocol`), or why it
+/// speaks what this gateway cannot send.
+fn speaks_tls(sp: &ServicePort, grpc: bool, bns: &str, name: &str) -> Result<bool, Unusable> {
+    let port = sp.port;
+    match sp.app_protocol.as_deref() {
+        None | Some("http" | "kubernetes.io/ws") => Ok(false),
+        Some("https" | "kubernetes.io/wss") => Ok(true),
+        Some("kubernetes.io/h2c") if grpc => Ok(false),
+        Some(other) => Err((
+            Reason::UnsupportedProtocol,
+            format!(
+                "Service {bns}/{name} port {port} speaks {other}, which this gateway cannot \
+                     send{}",
+                if other == "kubernetes.io/h2c" {
+                    " from an HTTPRoute (NGINX speaks HTTP/2 to a backend only with grpc_pass)"
+                } else {
+                    ""
+                }
+            ),
+        )),
+    }
 }
 
 /// An ExternalName Service's name and the backendRef's port, resolved per request: only with
