@@ -178,6 +178,7 @@ pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanO
         worker_connections: opts.global.worker_connections,
         regex_memory_per_tenant: opts.global.regex_memory_per_tenant,
         regex_memory_total: opts.global.regex_memory_total,
+        regex_per_location: opts.carrier == Carrier::Inline,
     }
 }
 

@@ -136,3 +136,31 @@ proptest! {
         prop_assert_eq!(conflict_warnings(&p), want.iter().filter(|l| **l).count());
     }
 }
+
+/// `--carrier inline` compiles a route's patterns in every location that holds them: the
+/// regex budget charges each copy. One regex path in `k` hostnames' servers, a budget of 3
+/// copies: inline, k = 2 fits and 2k = 4 is refused; preloaded (one list, compiled once),
+/// both fit.
+#[test]
+fn the_regex_budget_charges_each_inline_copy() {
+    let refused = |k: usize, per_location: bool| {
+        let hosts: Vec<String> = (0..k).map(|i| format!("h{i}.example")).collect();
+        let yaml = format!(
+            "kind: Gateway\nmetadata: {{name: gw}}\nspec:\n  \
+             listeners: [{{name: l, port: 80, protocol: HTTP}}]\n---\n\
+             kind: HTTPRoute\nmetadata: {{name: r}}\nspec:\n  parentRefs: [{{name: gw}}]\n  \
+             hostnames: [{}]\n  rules:\n  \
+             - matches: [{{path: {{type: RegularExpression, value: \"/v[0-9]+/x\"}}}}]\n",
+            hosts.join(", ")
+        );
+        let backends = BackendMap::new();
+        let mut opts = PlanOptions::new(&backends);
+        opts.regex_memory_per_tenant = 3 * httproute_nginx::limits::regex_charge(64);
+        opts.regex_per_location = per_location;
+        let p = plan(&inputs(&yaml), &opts);
+        !p.refused.is_empty()
+    };
+    assert!(!refused(2, true));
+    assert!(refused(4, true));
+    assert!(!refused(2, false) && !refused(4, false));
+}

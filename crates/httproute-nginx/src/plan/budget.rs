@@ -200,7 +200,8 @@ fn regexes(e: &Entry) -> impl Iterator<Item = &str> {
 /// Regex memory: the module compiles every list of the configuration within
 /// `http_matches_max_memory` (128 MiB unless set; the generator does not set it), and refuses
 /// the whole configuration when they do not fit. Each distinct regex condition of a namespace
-/// is counted at the most it may hold ([`regex_charge`]: about 64 KiB); routes are admitted
+/// is counted at the most it may hold ([`regex_charge`]: about 64 KiB), or with
+/// `--carrier inline` (`per_location`) each copy a location holds; routes are admitted
 /// oldest first (a route as new as the later of it and its listener's Gateway), while their
 /// namespace's patterns stay within `per_tenant` and all namespaces' within `total`
 /// (`--regex-memory-per-tenant`, `--regex-memory-total`); a route past either is refused (`Accepted: False`), so a newer
@@ -209,42 +210,50 @@ pub(super) fn regex_memory(
     ports: &[PortPlan],
     ages: &Ages,
     before: &[(Refused, String)],
-    (per_tenant, total_budget): (usize, usize),
+    (per_tenant, total_budget, per_location): (usize, usize, bool),
 ) -> Vec<(Refused, String)> {
-    // Each route's age and distinct patterns, each run of a server looked at once.
-    let mut routes: BTreeMap<&RouteId, (usize, BTreeSet<&str>)> = BTreeMap::new();
+    // Each route's age, distinct patterns, and (per location) what its compiled copies take:
+    // a run of a server looked at once, or once per location that holds it (`per_location`).
+    let mut routes: BTreeMap<&RouteId, (usize, BTreeSet<&str>, usize)> = BTreeMap::new();
     for s in ports.iter().flat_map(|p| &p.servers) {
         let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
         let mut seen = std::collections::HashSet::new();
         for run in s.locations.iter().flat_map(|l| &l.segments) {
-            if !seen.insert(run.id()) {
+            if !seen.insert(run.id()) && !per_location {
                 continue;
             }
             for c in run.candidates() {
-                let r = routes.entry(&c.id.route).or_insert((usize::MAX, BTreeSet::new()));
+                let r = routes.entry(&c.id.route).or_insert((usize::MAX, BTreeSet::new(), 0));
                 r.0 = r.0.min(ages.route(&c.id.route).max(gateway));
-                r.1.extend(regexes(&c.entry));
+                for p in regexes(&c.entry) {
+                    r.1.insert(p);
+                    r.2 += regex_charge(p.len());
+                }
             }
         }
     }
-    let mut order: Vec<(usize, &RouteId, BTreeSet<&str>)> = routes
+    let mut order: Vec<(usize, &RouteId, BTreeSet<&str>, usize)> = routes
         .into_iter()
-        .filter(|(_, (_, p))| !p.is_empty())
-        .map(|(r, (a, p))| (a, r, p))
+        .filter(|(_, (_, p, _))| !p.is_empty())
+        .map(|(r, (a, p, copies))| (a, r, p, copies))
         .collect();
     order.sort();
     let refused: BTreeSet<&Refused> = before.iter().map(|(r, _)| r).collect();
     let mut tenants: BTreeMap<&str, (usize, BTreeSet<&str>)> = BTreeMap::new();
     let mut total = 0usize;
     let mut out = Vec::new();
-    for (_, id, patterns) in order {
+    for (_, id, patterns, copies) in order {
         let route = Refused::Route(id.clone());
         if refused.contains(&route) {
             continue;
         }
         let (used, have) = tenants.entry(id.namespace.as_str()).or_default();
         let new: Vec<&str> = patterns.into_iter().filter(|p| !have.contains(p)).collect();
-        let cost: usize = new.iter().map(|p| regex_charge(p.len())).sum();
+        // Inline, each location compiles its own copies: none is shared with older routes.
+        let cost: usize = match per_location {
+            true => copies,
+            false => new.iter().map(|p| regex_charge(p.len())).sum(),
+        };
         if *used + cost <= per_tenant && total + cost <= total_budget {
             *used += cost;
             total += cost;

@@ -92,6 +92,9 @@ pub struct PlanOptions<'a> {
     pub regex_memory_per_tenant: usize,
     /// Bytes all namespaces' regex conditions may take together.
     pub regex_memory_total: usize,
+    /// Each location compiles the patterns of its own list (`--carrier inline`): the regex
+    /// budget charges a pattern once per location that holds it, not once per namespace.
+    pub regex_per_location: bool,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -106,6 +109,7 @@ impl<'a> PlanOptions<'a> {
             worker_connections: crate::emit_global::Global::default().worker_connections,
             regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
             regex_memory_total: crate::limits::DEFAULT_REGEX_MEMORY_TOTAL,
+            regex_per_location: false,
         }
     }
 }
@@ -216,7 +220,7 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let mut refused = words::refusals(&ports);
     refused.extend(budget::listening_sockets(&ports, &ages, opts.worker_connections));
     refused.extend(budget::server_names(&ports, &ages, &refused));
-    let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total);
+    let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
     refused.extend(budget::regex_memory(&ports, &ages, &refused, regex));
     Plan {
         ports,
