@@ -79,6 +79,34 @@ impl Default for Global {
     }
 }
 
+/// Parses `--epp-shim`: `http://` or `https://` then HOST (an IP address, `[IPv6]` or a DNS
+/// name) and an optional `:PORT` (1-65535), nothing else: the module's `http_matches_epp`
+/// refuses a path, query or variable, and the value is written into nginx.conf as one word.
+pub fn parse_epp_shim(s: &str) -> Result<String, String> {
+    let bad = |why: &str| Err(format!("--epp-shim {s:?}: {why} (e.g. http://127.0.0.1:54800)"));
+    let Some(rest) = s.strip_prefix("http://").or_else(|| s.strip_prefix("https://")) else {
+        return bad("expected http:// or https://");
+    };
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) if !p.contains(']') => (h, Some(p)),
+        _ => (rest, None),
+    };
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => {
+            host.parse::<std::net::Ipv4Addr>().is_ok()
+                || crate::model::is_host_name(host.strip_suffix('.').unwrap_or(host))
+        }
+    };
+    if !host_ok {
+        return bad("the host is not an IP address, [IPv6] or a DNS name (and no path is allowed)");
+    }
+    if port.is_some_and(|p| p.parse::<u16>().map_or(true, |p| p == 0)) {
+        return bad("the port is not 1-65535");
+    }
+    Ok(s.to_owned())
+}
+
 /// Parses `--worker-processes`: `auto` or 1-1024.
 pub fn parse_workers(s: &str) -> Result<Workers, String> {
     if s == "auto" {

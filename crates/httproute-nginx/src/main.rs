@@ -130,7 +130,7 @@ struct Process {
     /// Ask InferencePool endpoint pickers through NGF's shim at this URL
     /// (`http_matches_epp URL` with `$epp_host` / `$epp_port`, e.g. http://127.0.0.1:54800)
     /// instead of over gRPC by the module (`http_matches_epp grpc://PICKER`).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = httproute_nginx::emit_global::parse_epp_shim)]
     epp_shim: Option<String>,
 }
 

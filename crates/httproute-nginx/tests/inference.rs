@@ -215,3 +215,43 @@ fn endpoints_are_resolved_once_per_pool_and_service_however_many_references() {
     assert_eq!(work(40, 50), one);
     assert_eq!(work(20, 100), 1 + 2 * 100);
 }
+
+/// `--epp-shim` is checked when the arguments are read: a URL the module's `http_matches_epp`
+/// takes (scheme, host, port), never a word that would break or add to nginx.conf.
+#[test]
+fn the_epp_shim_url_is_checked_at_argument_parse() {
+    use httproute_nginx::emit_global::parse_epp_shim;
+    for ok in ["http://127.0.0.1:54800", "https://shim.example", "http://[::1]:54800"] {
+        assert_eq!(parse_epp_shim(ok).as_deref(), Ok(ok));
+    }
+    for bad in [
+        "127.0.0.1:54800",
+        "http://",
+        "http://127.0.0.1:54800/path",
+        "http://127.0.0.1:0",
+        "http://127.0.0.1:99999",
+        "http://$host:54800",
+        "http://a b",
+        "http://x;return 200",
+        "grpc://127.0.0.1:9002",
+    ] {
+        let e = parse_epp_shim(bad).expect_err(bad);
+        assert!(e.starts_with("--epp-shim"), "{e}");
+    }
+}
+
+/// The pool's proxy location is its backendRef share's, as the picker's location is: left
+/// out with the share (NGINX refusing a line of it leaves out that share, not the run).
+#[test]
+fn the_pools_proxy_location_is_its_shares() {
+    let out = run().output;
+    let lines: Vec<usize> = (out.nginx_conf.lines().enumerate())
+        .filter(|(_, l)| l.contains("-inference { internal;"))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(lines.len(), 4);
+    for line in lines {
+        let unit = out.unit_at_line(line).map(|u| format!("{u:?}"));
+        assert!(unit.as_deref().is_some_and(|u| u.starts_with("BackendShare")), "{line}: {unit:?}");
+    }
+}

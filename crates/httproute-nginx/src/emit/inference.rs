@@ -109,7 +109,11 @@ impl Http {
         let mut parts = vec![code("http://"), var(endpoint)];
         parts.extend(uri.iter().cloned());
         body.push(d("proxy_pass").arg(Arg::parts(parts)).into());
-        out.push(d("location").code("=").code(inner).inline(body).into());
+        let mut inner = d("location").code("=").code(inner);
+        if let Some(p) = from {
+            inner = inner.from(p);
+        }
+        out.push(inner.inline(body).into());
         Ok(())
     }
 
