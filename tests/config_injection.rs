@@ -223,6 +223,8 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
             server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap(),
         );
         rule.request_headers.set[0].value = bad.into();
+        // The plan judges every word (plan/words.rs); a plan edited afterwards is judged again.
+        plan.refused = httproute_nginx::plan::word_refusals(&plan.ports);
         let out = httproute_nginx::emit::emit(&plan, &opts).expect("the rest is written");
         let dropped: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();
         if bad == "a\tb" {
