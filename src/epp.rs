@@ -255,13 +255,24 @@ unsafe fn proxy_pass(
     unsafe {
         proxy_command(cf, module, pass, &[url])?;
         proxy_command(cf, module, ignore, &IGNORED)?;
+        if url.starts_with(crate::epp_grpc::SCHEME_TLS) {
+            // The EPP's certificate is verified (NGINX's default is off: a man in the middle
+            // would name any destination). An operator's own `grpc_ssl_verify` before the
+            // directive stays: NGINX answers "is duplicate", taken as already set.
+            match run_command(cf, module, b"grpc_ssl_verify", &[b"on"])? {
+                Ok(()) => {}
+                Err(why) if why == c"is duplicate" => {}
+                Err(why) => return Err(command_failed(cf, b"grpc_ssl_verify", why)),
+            }
+        }
         let handler: ngx_http_handler_pt =
             NgxHttpCoreModule::location_conf_mut(&*cf).and_then(|clcf| clcf.handler);
         handler.ok_or(NGX_CONF_ERROR)
     }
 }
 
-/// Runs `module`'s command `name` with `values` for the location being parsed.
+/// Runs `module`'s command `name` with `values` for the location being parsed; a failure is
+/// logged.
 ///
 /// # Safety
 /// Only from a directive handler of a location block.
@@ -271,6 +282,33 @@ unsafe fn proxy_command(
     name: &[u8],
     values: &[&[u8]],
 ) -> Result<(), ConfResult> {
+    // SAFETY: as the caller's.
+    match unsafe { run_command(cf, module, name, values) }? {
+        Ok(()) => Ok(()),
+        Err(why) => Err(command_failed(cf, name, why)),
+    }
+}
+
+/// Logs the message `why` a command `name` returned (NGINX prints it after the directive's
+/// name); the error to return.
+fn command_failed(cf: *mut ngx_conf_t, name: &[u8], why: &CStr) -> ConfResult {
+    let why = why.to_string_lossy();
+    ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_epp: {} {why}", text(name));
+    NGX_CONF_ERROR
+}
+
+/// Runs `module`'s command `name` with `values` for the location being parsed: `Ok(Err(why))`
+/// with the message the command returned (a static string of NGINX's), `Err` when it failed
+/// and logged why itself or it could not be run.
+///
+/// # Safety
+/// Only from a directive handler of a location block.
+unsafe fn run_command(
+    cf: *mut ngx_conf_t,
+    module: &CStr,
+    name: &[u8],
+    values: &[&[u8]],
+) -> Result<Result<(), &'static CStr>, ConfResult> {
     // SAFETY: during configuration `cf->cycle->modules` is the null-terminated array of
     // every module; each has a NUL-terminated `name` and a `commands` array ending with an
     // entry whose name is empty. `cf->ctx` is the location's ngx_http_conf_ctx_t, whose
@@ -328,15 +366,15 @@ unsafe fn proxy_command(
         (*cf).args = &mut args;
         let rc = set(cf, cmd, plcf);
         (*cf).args = saved;
-        if rc != NGX_CONF_OK {
-            if rc != NGX_CONF_ERROR {
-                // A message the caller (NGINX) would print after the directive's name.
-                let why = CStr::from_ptr(rc as *const c_char).to_string_lossy();
-                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_epp: {} {why}", text(name));
-            }
-            return Err(NGX_CONF_ERROR);
+        if rc == NGX_CONF_OK {
+            Ok(Ok(()))
+        } else if rc == NGX_CONF_ERROR {
+            Err(NGX_CONF_ERROR)
+        } else {
+            // A message the caller (NGINX) would print after the directive's name: a static
+            // C string of the command's.
+            Ok(Err(CStr::from_ptr(rc as *const c_char)))
         }
-        Ok(())
     }
 }
 

@@ -9,7 +9,7 @@ mod common;
 
 use common::epp_shim::{Mode as ShimMode, Server};
 use common::fake_epp::{Fake, fnv};
-use common::{Nginx, Resp};
+use common::{Nginx, Prefix, Resp};
 use epp_proto::MAX_MESSAGE;
 use std::process::Command;
 
@@ -490,12 +490,15 @@ fn grpcs_to_the_epp_is_verified_and_a_wrong_ca_fails_open() {
     let (tls, d) = (common::free_port(), dir.display());
     let (listen_h2, http2_on) =
         if common::nginx_version() >= (1, 25, 1) { ("", "http2 on;") } else { (" http2", "") };
-    // NGINX itself terminates TLS in front of the fake EPP (h2 over TLS, ALPN).
-    let location = |path: &str, ca: &str| {
+    // NGINX itself terminates TLS in front of the fake EPP (h2 over TLS, ALPN). No
+    // grpc_ssl_verify in the locations but the opted-out one: the directive turns it on. No
+    // TLS session reuse: the locations share one implicit upstream, whose session a verified
+    // call would leave for another to resume (no verification then), whatever their order.
+    let location = |path: &str, ca: &str, own: &str| {
         format!(
-            "location {path} {{ set $epp_internal_path /_internal; grpc_ssl_verify on; \
-             grpc_ssl_trusted_certificate {d}/{ca}.crt; grpc_ssl_name epp.test; \
-             http_matches_epp grpcs://127.0.0.1:{tls}; }}"
+            "location {path} {{ set $epp_internal_path /_internal; {own} \
+             grpc_ssl_session_reuse off; grpc_ssl_trusted_certificate {d}/{ca}.crt; \
+             grpc_ssl_name epp.test; http_matches_epp grpcs://127.0.0.1:{tls}; }}"
         )
     };
     let body = format!(
@@ -512,6 +515,7 @@ fn grpcs_to_the_epp_is_verified_and_a_wrong_ca_fails_open() {
         listen 127.0.0.1:{{PORT}};
         {verified}
         {wrong}
+        {opted_out}
         location /_internal {{
             internal;
             if ($epp_none) {{ return 200 "no endpoint, args=[$args]\n"; }}
@@ -520,12 +524,17 @@ fn grpcs_to_the_epp_is_verified_and_a_wrong_ca_fails_open() {
     }}
 "#,
         fake = fake.addr,
-        verified = location("/infer", "ca"),
-        wrong = location("/wrongca", "other"),
+        verified = location("/infer", "ca", ""),
+        wrong = location("/wrongca", "other", ""),
+        opted_out = location("/optout", "other", "grpc_ssl_verify off;"),
     );
     let n = start("epp-grpcs", &body);
-    // The wrong CA first: both locations share one implicit upstream, whose TLS session a
-    // verified call would leave for the other to resume (no verification then).
+    let r = send(&n, "/infer?q=1", "header", &[], b"{}");
+    assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
+    let got = echo.take();
+    assert_eq!(got.len(), 1, "no endpoint: {r:?}\n{}", n.error_log());
+    assert_eq!(got[0].target(), "/_internal?q=1");
+    assert_eq!(n.error_log().matches("[error]").count(), 0, "{}", n.error_log());
     let r = send(&n, "/wrongca?q=2", "header", &[], b"{}");
     let no = (200, "no endpoint, args=[q=2]\n");
     assert_eq!((r.status, r.body.as_str()), no, "{}", n.error_log());
@@ -533,15 +542,32 @@ fn grpcs_to_the_epp_is_verified_and_a_wrong_ca_fails_open() {
     assert_eq!(errors(&log, "upstream SSL certificate verify error"), 1, "{log}");
     assert_eq!(errors(&log, "no answer from the EndpointPicker (status: 502"), 1, "{log}");
     assert_eq!(log.matches("[error]").count(), 2, "{log}");
-    let r = send(&n, "/infer?q=1", "header", &[], b"{}");
-    assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
-    let got = echo.take();
-    assert_eq!(got.len(), 1, "no endpoint: {r:?}\n{}", n.error_log());
-    assert_eq!(got[0].target(), "/_internal?q=1");
-    assert_eq!(n.error_log().matches("[error]").count(), 2, "{}", n.error_log());
     assert_eq!(fake.records().len(), 1, "the EPP got only the verified call");
+    // The operator's own `grpc_ssl_verify off` before the directive stays.
+    let r = send(&n, "/optout?q=3", "header", &[], b"{}");
+    assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
+    assert_eq!(echo.take().len(), 1, "no endpoint: {r:?}\n{}", n.error_log());
+    assert_eq!(n.error_log().matches("[error]").count(), 2, "{}", n.error_log());
     let _ = std::fs::remove_dir_all(&dir);
     n.finish();
+}
+
+#[test]
+fn grpcs_without_a_trusted_certificate_or_with_verify_off_after_the_directive_is_refused() {
+    let load = |name: &str, location: &str| {
+        let body =
+            format!("server {{ listen 127.0.0.1:{{PORT}}; location /infer {{ {location} }} }}");
+        Prefix::new(name, &body, &[]).test()
+    };
+    let directive = "http_matches_epp grpcs://127.0.0.1:1;";
+    // The directive turns verification on: NGINX then wants the CAs to verify with.
+    let (ok, out) = load("epp-grpcs-no-ca", directive);
+    assert!(!ok && out.contains("no grpc_ssl_trusted_certificate for grpc_ssl_verify"), "{out}");
+    // An opt-out after the directive would be silently ignored: NGINX refuses it.
+    let (ok, out) = load("epp-grpcs-off-after", &format!("{directive} grpc_ssl_verify off;"));
+    assert!(!ok && out.contains("\"grpc_ssl_verify\" directive is duplicate"), "{out}");
+    let (ok, out) = load("epp-grpcs-off-before", &format!("grpc_ssl_verify off; {directive}"));
+    assert!(ok, "{out}");
 }
 
 /// One NGINX with both modes: `/s...` asks the shim, `/g...` the fake EPP; both redirect to
