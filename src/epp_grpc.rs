@@ -27,10 +27,11 @@
 
 use ngx::ffi::{
     NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_ERR,
-    NGX_LOG_INFO, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_hash_key, ngx_http_clean_header,
-    ngx_http_output_filter, ngx_http_request_body_t, ngx_http_request_t, ngx_http_send_header,
-    ngx_http_send_special, ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_list_t, ngx_pcalloc,
-    ngx_pool_cleanup_add, ngx_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    NGX_LOG_INFO, NGX_LOG_WARN, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_hash_key,
+    ngx_http_clean_header, ngx_http_output_filter, ngx_http_request_body_t, ngx_http_request_t,
+    ngx_http_send_header, ngx_http_send_special, ngx_int_t, ngx_list_part_t, ngx_list_push,
+    ngx_list_t, ngx_pcalloc, ngx_pool_cleanup_add, ngx_pool_t, ngx_str_t, ngx_table_elt_t,
+    ngx_uint_t,
 };
 use ngx::ngx_log_error;
 
@@ -485,12 +486,22 @@ pub(crate) unsafe fn conclude(
                 crate::epp_call::set_endpoint(r, index, s);
                 return None;
             }
-            Some(Outcome::Immediate { status, headers, body }) => {
+            Some(Outcome::Immediate { status, headers, body, dropped }) => {
                 ngx_log_error!(
                     NGX_LOG_INFO,
                     log,
                     "http_matches_epp: the EndpointPicker answered the request: {status}"
                 );
+                if *dropped > 0 {
+                    ngx_log_error!(
+                        NGX_LOG_WARN,
+                        log,
+                        "http_matches_epp: the EndpointPicker's immediate response has {dropped} \
+                         header lines past {} lines or {} bytes: not sent",
+                        epp_proto::msg::IMMEDIATE_LINES,
+                        epp_proto::msg::IMMEDIATE_HEADER_BYTES
+                    );
+                }
                 return Some(answer(r, *status, headers, body));
             }
             Some(Outcome::NoEndpoint(s)) if cut => format!(

@@ -106,6 +106,7 @@ fn nginx_grpc_pass_carries_the_endpoint_picker_stream() {
         status: 429,
         headers: vec![("x-fake-epp".into(), b"shed".to_vec())],
         body: b"shed by the fake EPP\n".to_vec(),
+        dropped: 0,
     };
     assert_eq!(call(&n, port, "immediate", &with("immediate"), None), want);
     assert_eq!(

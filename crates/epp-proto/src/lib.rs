@@ -257,8 +257,10 @@ pub fn grpc_message(raw: &[u8]) -> String {
 pub enum Outcome {
     /// The destination: one `ip:port` or a comma list, as the EPP wrote it.
     Endpoint(String),
-    /// Answer the client with this (the protocol's 429 for a shed request, 503 for no endpoint).
-    Immediate { status: u16, headers: Vec<(String, Vec<u8>)>, body: Vec<u8> },
+    /// Answer the client with this (the protocol's 429 for a shed request, 503 for no endpoint);
+    /// `dropped`: header lines past [`msg::IMMEDIATE_LINES`] / [`msg::IMMEDIATE_HEADER_BYTES`],
+    /// not decoded.
+    Immediate { status: u16, headers: Vec<(String, Vec<u8>)>, body: Vec<u8>, dropped: usize },
     /// A well-formed stream with no destination: a gRPC error status, or no destination given.
     NoEndpoint(String),
     /// Bytes that are not the protocol: a bad frame, a message that does not decode, a stream
@@ -521,10 +523,9 @@ fn immediate_outcome(immediate: msg::ImmediateResponse) -> Outcome {
     let Some(status) = u16::try_from(code).ok().filter(|c| (200..=599).contains(c)) else {
         return Outcome::Malformed(format!("an immediate response with status {code}"));
     };
-    let headers = immediate
-        .headers
-        .map(|m| m.set_headers)
-        .unwrap_or_default()
+    let (lines, dropped) =
+        immediate.headers.map(|m| (m.set_headers, m.dropped)).unwrap_or_default();
+    let headers = lines
         .into_iter()
         .filter_map(|option| option.header)
         .map(|header| {
@@ -532,7 +533,7 @@ fn immediate_outcome(immediate: msg::ImmediateResponse) -> Outcome {
             (header.key, value)
         })
         .collect();
-    Outcome::Immediate { status, headers, body: immediate.body }
+    Outcome::Immediate { status, headers, body: immediate.body, dropped }
 }
 
 #[cfg(feature = "fake")]

@@ -103,11 +103,70 @@ pub struct ImmediateResponse {
     #[prost(message, optional, tag = "1")]
     pub status: Option<HttpStatus>,
     #[prost(message, optional, tag = "2")]
-    pub headers: Option<HeaderMutation>,
+    pub headers: Option<CappedHeaders>,
     #[prost(bytes = "vec", tag = "3")]
     pub body: Vec<u8>,
     #[prost(string, tag = "5")]
     pub details: String,
+}
+
+/// Header lines of an `ImmediateResponse` kept at most (the rest counted in
+/// [`CappedHeaders::dropped`]).
+pub const IMMEDIATE_LINES: usize = 100;
+/// Bytes of `ImmediateResponse` header lines kept at most (their encoded size).
+pub const IMMEDIATE_HEADER_BYTES: usize = 64 << 10;
+
+/// `ImmediateResponse.headers` (a `HeaderMutation`) decoded bounded by construction: the first
+/// `set_headers` lines while they stay within [`IMMEDIATE_LINES`] and
+/// [`IMMEDIATE_HEADER_BYTES`]; any further line is skipped undecoded (no allocation) and
+/// counted; `remove_headers` is skipped (nothing to remove from an answer made here).
+#[derive(Clone, PartialEq, Default, Debug)]
+pub struct CappedHeaders {
+    pub set_headers: Vec<HeaderValueOption>,
+    /// Lines past the cap, not decoded.
+    pub dropped: usize,
+    /// Encoded bytes of `set_headers`.
+    pub bytes: usize,
+}
+
+impl prost::Message for CappedHeaders {
+    fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
+        for line in &self.set_headers {
+            prost::encoding::message::encode(1, line, buf);
+        }
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: prost::encoding::WireType,
+        buf: &mut impl prost::bytes::Buf,
+        ctx: prost::encoding::DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        if tag != 1 {
+            return prost::encoding::skip_field(wire_type, tag, buf, ctx);
+        }
+        // The line's length, read ahead (a malformed one is the skip's error).
+        let len = prost::decode_length_delimiter(buf.chunk()).unwrap_or(usize::MAX);
+        let fits = self.bytes.saturating_add(len) <= IMMEDIATE_HEADER_BYTES;
+        if self.set_headers.len() >= IMMEDIATE_LINES || !fits {
+            self.dropped += 1;
+            return prost::encoding::skip_field(wire_type, tag, buf, ctx);
+        }
+        let mut line = HeaderValueOption::default();
+        prost::encoding::message::merge(wire_type, &mut line, buf, ctx)?;
+        self.bytes += len;
+        self.set_headers.push(line);
+        Ok(())
+    }
+
+    fn encoded_len(&self) -> usize {
+        prost::encoding::message::encoded_len_repeated(1, &self.set_headers)
+    }
+
+    fn clear(&mut self) {
+        *self = Self::default();
+    }
 }
 
 /// `google.protobuf.Struct`.

@@ -170,7 +170,7 @@ fn the_destination_from_headers_body_or_metadata() {
 fn an_immediate_response_ends_the_reading() {
     let immediate = msg::ImmediateResponse {
         status: Some(msg::HttpStatus { code: 429 }),
-        headers: Some(msg::HeaderMutation {
+        headers: Some(msg::CappedHeaders {
             set_headers: vec![msg::HeaderValueOption {
                 header: Some(msg::HeaderValue {
                     key: "retry-after".into(),
@@ -178,7 +178,7 @@ fn an_immediate_response_ends_the_reading() {
                     raw_value: vec![],
                 }),
             }],
-            remove_headers: vec![],
+            ..Default::default()
         }),
         body: b"shed\n".to_vec(),
         details: String::new(),
@@ -191,6 +191,7 @@ fn an_immediate_response_ends_the_reading() {
         status: 429,
         headers: vec![("retry-after".into(), b"1".to_vec())],
         body: b"shed\n".to_vec(),
+        dropped: 0,
     };
     assert_eq!(decode(&stream, MAX_MESSAGE, Some((13, "late"))), want);
     let bad =

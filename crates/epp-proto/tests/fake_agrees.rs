@@ -120,6 +120,7 @@ async fn each_mode_decodes_to_its_outcome() {
         status: IMMEDIATE_STATUS as u16,
         headers: vec![(IMMEDIATE_HEADER.0.into(), IMMEDIATE_HEADER.1.as_bytes().to_vec())],
         body: IMMEDIATE_BODY.to_vec(),
+        dropped: 0,
     };
     assert_eq!(call(&fake.addr, HEADERS, None).await, want);
     let fake = fake_epp("grpc-error");
