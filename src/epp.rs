@@ -44,7 +44,7 @@
 //! Picker protocol through NGINX's gRPC proxy instead of asking a shim: see `epp_grpc`.
 
 use core::ffi::{CStr, c_char, c_void};
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
@@ -442,6 +442,8 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) {
 
 /// The body filter after ours (`ngx_http_output_body_filter_pt`, as a number; 0: none).
 static NEXT_BODY_FILTER: AtomicUsize = AtomicUsize::new(0);
+/// [`body_filter`] is in NGINX's chain: a gRPC call's answer is read there.
+static FILTERED: AtomicBool = AtomicBool::new(false);
 
 /// Puts [`body_filter`] on top of NGINX's body filter chain, when this module's
 /// postconfiguration runs after the filter modules' (a dynamic module, appended to the module
@@ -467,11 +469,13 @@ unsafe fn register_filter(cf: *mut ngx_conf_t) {
             }
             (m, at) = (m.add(1), at + 1);
         }
+        FILTERED.store(false, Ordering::Relaxed);
         if !matches!((postpone, ours), (Some(p), Some(o)) if p < o) {
             return;
         }
         let next = ngx::ffi::ngx_http_top_body_filter.map_or(0, |f| f as usize);
         NEXT_BODY_FILTER.store(next, Ordering::Relaxed);
+        FILTERED.store(true, Ordering::Relaxed);
         ngx::ffi::ngx_http_top_body_filter = Some(body_filter);
     }
 }
@@ -496,7 +500,9 @@ unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_cha
                      answer; no endpoint",
                     guard::describe(&*payload)
                 );
-                // Nothing more is read: the call ends with what was decoded.
+                // Nothing more is read: the call ends with what was decoded, its output
+                // consumed (else the gRPC proxy waits for its buffer forever).
+                crate::epp_grpc::consume(chain);
                 if (*decoder).is_some() && !(*r).upstream.is_null() {
                     *decoder = None;
                     (*(*r).upstream).length = 0;
@@ -851,7 +857,9 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         let first = !ctx.done;
         let u = (*sr).upstream;
         let c = (*sr).connection;
-        let cut = (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc);
+        // A gRPC answer read by the body filter never fills the in-memory buffer.
+        let filtered = ctx.grpc && FILTERED.load(Ordering::Relaxed);
+        let cut = !filtered && (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc);
         if first && ctx.grpc && !u.is_null() && (*u).headers_in.status_n != 0 {
             let call = get_ctx(sr);
             let decoder =

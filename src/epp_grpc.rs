@@ -348,37 +348,57 @@ unsafe fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
 
 /// The call's body filter: every piece of the call's output is consumed here, never passed
 /// on (the in-memory subrequest's buffer stays unused); an answer of the EPP (status 200) is
-/// fed to `decoder` first. Past the decoder's budget, the upstream is told the answer ended
-/// (`u->length = 0`: it finalizes the call once this output is consumed, the connection
-/// to the EPP not kept).
+/// fed to `decoder` first. The upstream is told the answer ended (`u->length = 0`: it
+/// finalizes the call once this output is consumed, the connection to the EPP not kept) when
+/// nothing more of it is read: past the decoder's budget, once it has its outcome (an
+/// `ImmediateResponse`, a malformed frame), or on the first piece of an answer that is not
+/// the EPP's (a status other than 200: a proxy's error page, whatever its length).
 ///
 /// # Safety
 /// `sr` must be a gRPC call, `decoder` its [`Prepared::decoder`], `chain` NGINX's output chain.
 pub(crate) unsafe fn swallow(
     sr: *mut ngx_http_request_t,
     decoder: *mut Option<Decoder>,
-    mut chain: *mut ngx_chain_t,
+    chain: *mut ngx_chain_t,
 ) {
     // SAFETY: the chain's links and buffers are NGINX's (`pos..last` initialized memory of a
     // buffer not in a file); the upstream, if any, is the call's.
     unsafe {
         let u = (*sr).upstream;
         let answer = !u.is_null() && (*u).headers_in.status_n == 200;
-        let decoder = if answer { (*decoder).as_mut() } else { None };
-        let mut decoder = decoder;
-        while !chain.is_null() {
-            let b = (*chain).buf;
+        let mut decoder = if answer { (*decoder).as_mut() } else { None };
+        let mut cl = chain;
+        while !cl.is_null() {
+            let b = (*cl).buf;
             if !b.is_null() && (*b).in_file() == 0 && !(*b).pos.is_null() {
                 let len = (*b).last.offset_from((*b).pos).max(0) as usize;
                 if let Some(d) = decoder.as_deref_mut() {
                     d.feed(core::slice::from_raw_parts((*b).pos, len));
                 }
+            }
+            cl = (*cl).next;
+        }
+        consume(chain);
+        if !u.is_null() && decoder.is_none_or(|d| d.done()) {
+            (*u).length = 0;
+        }
+    }
+}
+
+/// Marks every memory buffer of `chain` as read (`pos = last`): the gRPC proxy reuses them
+/// only once they are.
+///
+/// # Safety
+/// `chain` must be NGINX's output chain (null: none).
+pub(crate) unsafe fn consume(mut chain: *mut ngx_chain_t) {
+    // SAFETY: the chain's links and buffers are NGINX's; only `pos` is moved, within the buffer.
+    unsafe {
+        while !chain.is_null() {
+            let b = (*chain).buf;
+            if !b.is_null() && (*b).in_file() == 0 && !(*b).pos.is_null() {
                 (*b).pos = (*b).last;
             }
             chain = (*chain).next;
-        }
-        if decoder.is_some_and(|d| d.over_budget()) {
-            (*u).length = 0;
         }
     }
 }

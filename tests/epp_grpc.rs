@@ -442,6 +442,57 @@ fn an_epp_streaming_without_end_is_cut_at_the_budget_and_fails_open() {
     n.finish();
 }
 
+#[test]
+fn a_non_200_answer_with_a_long_body_is_not_read_on() {
+    // What stands before the EPP (here NGINX itself, h2c) answers 503 with a body of 64 MB
+    // (a sparse file as its error page): the call stops at its first piece. What the front
+    // sent is logged to the error log ($bytes_sent) once its stream ends.
+    let dir = std::env::temp_dir().join(format!("epp-grpc-503-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = 64usize << 20;
+    std::fs::File::create(dir.join("big")).unwrap().set_len(big as u64).unwrap();
+    let (front, d) = (common::free_port(), dir.display());
+    let (listen_h2, http2_on) =
+        if common::nginx_version() >= (1, 25, 1) { ("", "http2 on;") } else { (" http2", "") };
+    let body = format!(
+        r#"
+    map $inference_workload_endpoint $epp_none {{ "" 1; default 0; }}
+    log_format front "front-sent=$bytes_sent.";
+    server {{
+        listen 127.0.0.1:{front}{listen_h2};
+        {http2_on}
+        access_log logs/error.log front;
+        location / {{ error_page 503 /big; return 503; }}
+        location = /big {{ internal; root {d}; }}
+    }}
+    server {{
+        listen 127.0.0.1:{{PORT}};
+        location /infer {{
+            set $epp_internal_path /_internal;
+            http_matches_epp grpc://127.0.0.1:{front};
+        }}
+        location /_internal {{
+            internal;
+            if ($epp_none) {{ return 200 "no endpoint, args=[$args]\n"; }}
+            return 500;
+        }}
+    }}
+"#
+    );
+    let n = start("epp-grpc-503", &body);
+    let r = send(&n, "/infer?q=5", "header", &[], b"");
+    assert_eq!((r.status, r.body.as_str()), (200, "no endpoint, args=[q=5]\n"), "{r:?}");
+    n.wait_log("front-sent=", 1);
+    let log = n.error_log();
+    assert_eq!(errors(&log, "HTTP status 503 from the EndpointPicker"), 1, "{log}");
+    let sent: usize =
+        log.split("front-sent=").nth(1).unwrap().split('.').next().unwrap().parse().unwrap();
+    // Before: the whole 64 MB read. Now what the sockets held when the call ended.
+    assert!(sent < big / 2, "the front sent {sent} bytes");
+    let _ = std::fs::remove_dir_all(&dir);
+    n.finish();
+}
+
 /// A CA (`ca`), a second one (`other`), and `epp.crt` / `epp.key` for the name `epp.test`
 /// signed by `ca`, made with the openssl CLI in `dir`.
 fn make_certs(dir: &std::path::Path) {

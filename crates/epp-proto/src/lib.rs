@@ -304,6 +304,12 @@ impl Decoder {
         self.fed > self.budget
     }
 
+    /// Nothing more is read: its outcome is known (an `ImmediateResponse`, a malformed frame)
+    /// or it is over its budget. The caller stops the stream.
+    pub fn done(&self) -> bool {
+        self.end.is_some() || self.over_budget()
+    }
+
     /// Bytes copied plus bytes handed to protobuf decoding so far: at most twice the bytes fed.
     pub fn work(&self) -> usize {
         self.work
