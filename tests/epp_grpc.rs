@@ -424,6 +424,27 @@ fn an_immediate_response_of_64_kb_is_answered_whole() {
 }
 
 #[test]
+fn an_immediate_response_sends_its_first_100_header_lines_and_one_warn() {
+    let (echo, _fake, n) = start_echo("epp-grpc-many");
+    // The fake's own line and 1,000 `x-many-N`: the first 100 lines are answered.
+    let r = send(&n, "/infer", "immediate-many", &[], b"");
+    assert_eq!(r.status, 429, "{r:?}\n{}", n.error_log());
+    let head = r.head.to_ascii_lowercase();
+    assert_eq!(head.matches("\r\nx-many-").count(), 99, "{}", r.head);
+    assert!(head.contains("\r\nx-many-98: 98") && !head.contains("x-many-99:"), "{}", r.head);
+    assert_eq!(echo.total(), 0);
+    let log = n.error_log();
+    assert_eq!(log.matches("[warn]").count(), 1, "{log}");
+    assert_eq!(
+        log.matches("has 901 header lines past 100 lines or 65536 bytes").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(log.matches("[error]").count(), 0, "{log}");
+    n.finish();
+}
+
+#[test]
 fn an_epp_streaming_without_end_is_cut_at_the_budget_and_fails_open() {
     let (echo, fake, n) = start_echo("epp-grpc-flood");
     // The destination, then 64 KB messages without end: past epp_proto::answer_budget (4 MiB

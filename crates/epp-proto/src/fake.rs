@@ -85,6 +85,8 @@ pub enum Mode {
     Echo,
     /// `Immediate` with a body of [`BIG_IMMEDIATE_BODY`] bytes (the byte at `i` is `i % 251`).
     ImmediateBig,
+    /// `Immediate` with [`MANY_IMMEDIATE_LINES`] more header lines `x-many-N: N`.
+    ImmediateMany,
     /// The destination in the headers response, then body responses of 64 KB without end
     /// (until the client goes away): a broken EPP.
     Flood,
@@ -92,6 +94,9 @@ pub enum Mode {
 
 /// The largest body chunk the echo mode sends in one message, as GIE's EPP.
 pub const ECHO_CHUNK: usize = 62_000;
+
+/// The extra header lines of the `immediate-many` mode.
+pub const MANY_IMMEDIATE_LINES: usize = 1000;
 
 /// The body length of the `immediate-big` mode.
 pub const BIG_IMMEDIATE_BODY: usize = 64 << 10;
@@ -109,6 +114,7 @@ impl Mode {
             "echo" => Mode::Echo,
             "immediate-framing" => Mode::ImmediateFraming,
             "immediate-big" => Mode::ImmediateBig,
+            "immediate-many" => Mode::ImmediateMany,
             "flood" => Mode::Flood,
             _ => return None,
         })
@@ -419,6 +425,13 @@ fn replies(mode: Mode, endpoint: &str, got: &Received) -> Vec<Result<Vec<u8>, St
         Mode::Immediate => vec![immediate(&[], IMMEDIATE_BODY.to_vec())],
         Mode::ImmediateBig => {
             vec![immediate(&[], (0..BIG_IMMEDIATE_BODY).map(|i| (i % 251) as u8).collect())]
+        }
+        Mode::ImmediateMany => {
+            let lines: Vec<(String, String)> =
+                (0..MANY_IMMEDIATE_LINES).map(|i| (format!("x-many-{i}"), i.to_string())).collect();
+            let lines: Vec<(&str, &str)> =
+                lines.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            vec![immediate(&lines, IMMEDIATE_BODY.to_vec())]
         }
         Mode::ImmediateFraming => vec![immediate(
             &[
