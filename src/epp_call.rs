@@ -52,6 +52,7 @@ pub(crate) unsafe fn set_endpoint(
             Ok((at, len)) => {
                 let v = &mut *(*r).variables.add(index);
                 crate::util::var::set(v, endpoint.data.add(at), len);
+                crate::epp_endpoints::set_list(r, endpoint);
                 ngx_log_error!(
                     NGX_LOG_INFO,
                     log,

@@ -18,6 +18,7 @@ mod cache;
 mod conf;
 mod epp;
 mod epp_call;
+mod epp_endpoints;
 mod epp_grpc;
 mod fallback;
 mod guard;

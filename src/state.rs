@@ -70,6 +70,8 @@ pub(crate) struct EppVars {
     pub(crate) path: Option<ngx_uint_t>,
     /// `$inference_workload_endpoint`.
     pub(crate) endpoint: ngx_uint_t,
+    /// `$inference_workload_endpoints` (see `epp_endpoints`).
+    pub(crate) endpoints: Option<ngx_uint_t>,
     /// `$content_length`, which the gRPC proxy sends (see `epp::forget`).
     pub(crate) content_length: Option<ngx_uint_t>,
 }
@@ -190,6 +192,32 @@ pub struct SrvConf {
     /// lookups at load and at request time.
     pub(crate) fallback_name: Vec<u8>,
     pub(crate) fallback_key: ngx::ffi::ngx_uint_t,
+    /// `http_matches_epp_endpoints` (an `upstream` block; see `epp_endpoints`).
+    pub(crate) epp_endpoints: Option<Box<EndpointPool>>,
+}
+
+/// One `server` address of the block: what a try connects to (configuration memory, alive as
+/// long as the cycle).
+pub(crate) struct EndpointPeer {
+    pub(crate) sockaddr: *mut ngx::ffi::sockaddr,
+    pub(crate) socklen: ngx::ffi::socklen_t,
+    pub(crate) name: *mut ngx::ffi::ngx_str_t,
+}
+
+/// `http_matches_epp_endpoints`'s block state, built by the directive and its
+/// `init_upstream` (see `epp_endpoints`).
+pub(crate) struct EndpointPool {
+    /// The block's name, for log lines.
+    pub(crate) name: String,
+    /// "file:line" of the directive.
+    pub(crate) at: String,
+    pub(crate) peers: Vec<EndpointPeer>,
+    /// Address -> index in `peers`: the allowed set.
+    pub(crate) index: std::collections::HashMap<std::net::SocketAddr, u32>,
+    /// Round robin's per-request init (the fallback, and what every request starts with).
+    pub(crate) rr_init_peer: ngx::ffi::ngx_http_upstream_init_peer_pt,
+    /// `$inference_workload_endpoints`.
+    pub(crate) var: ngx_uint_t,
 }
 
 /// Location level state (also `server` and `http` for `http_matches_strict`).

@@ -69,7 +69,7 @@ const MAIN: u32 = NGX_HTTP_MAIN_CONF;
 /// `http`, `server` and `location`.
 const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
 
-pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
+pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
     handler(
         ngx_string!("http_matches_load"),
         MAIN | NGX_CONF_TAKE12,
@@ -137,6 +137,13 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
         NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1,
         crate::epp::cmd_http_matches_epp,
         NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    // http_matches_epp_endpoints (issue #47; see src/epp_endpoints.rs).
+    handler(
+        ngx_string!("http_matches_epp_endpoints"),
+        ngx::ffi::NGX_HTTP_UPS_CONF | NGX_CONF_NOARGS,
+        crate::epp_endpoints::cmd_http_matches_epp_endpoints,
+        NGX_HTTP_SRV_CONF_OFFSET,
     ),
     // The master's verdict on each configuration load (issue #45; see src/reload_report.rs).
     handler(

@@ -1,0 +1,445 @@
+//! `http_matches_epp_endpoints;` (issue #47 item 2), in an `upstream` block: a balancer that
+//! makes the EndpointPicker's list (`$inference_workload_endpoints`, set by
+//! `http_matches_epp` in both modes, see [`crate::epp_call`]) the request's tries, in the
+//! EPP's order, so that `proxy_next_upstream` walks the protocol's fallbacks.
+//!
+//! Model:
+//! - **Allowed set**: the block's own `server` lines (their addresses as NGINX resolved them at
+//!   load; `down` ones left out), indexed once per load in a hash map. An element of the EPP's
+//!   list is kept only when it is one of them: the picker's answer can never send a request to
+//!   a host outside the pool (no SSRF through a compromised or confused EPP).
+//! - **Per request**: the list is read up to as many elements as the set has addresses (an
+//!   honest list of distinct pool members is never longer), each an IP literal and a port
+//!   (no names, no `unix:`); one hash lookup each. Work and memory are O(pool size) at most,
+//!   whatever the list's length: the request pool holds the kept indexes (checked).
+//! - **Kept some**: those are the tries, in order (`proxy_next_upstream_tries` may cut them);
+//!   when every one fails NGINX answers as for any exhausted upstream (502, or 504 after a
+//!   timeout): the block's other servers are not tried, the EPP's answer stands, as with
+//!   `proxy_pass http://$inference_workload_endpoint` and one endpoint.
+//! - **Kept none** (empty list, malformed, none in the pool): the block's round robin
+//!   (fail-open, as NGF's map), with an `[error]` naming what was refused (`[warn]` when the
+//!   list is empty).
+//! - The block's `max_fails` / `fail_timeout` apply to its round robin only: the EPP judges
+//!   its endpoints' health. `server ... resolve` is refused (the set is fixed at load).
+//!
+//! Every function NGINX calls runs under `catch_unwind` (no panic crosses into NGINX).
+
+use core::ffi::c_void;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
+use ngx::ffi::{
+    AF_INET, AF_INET6, NGX_BUSY, NGX_ERROR, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_WARN, NGX_OK,
+    ngx_command_t, ngx_conf_t, ngx_http_request_t, ngx_http_upstream_init_round_robin,
+    ngx_http_upstream_rr_peers_t, ngx_http_upstream_srv_conf_t, ngx_int_t, ngx_palloc,
+    ngx_peer_connection_t, ngx_str_t, ngx_uint_t, sockaddr, sockaddr_in, sockaddr_in6,
+};
+use ngx::http::{HttpModuleMainConf, HttpModuleServerConf, NgxHttpUpstreamModule};
+use ngx::{ngx_conf_log_error, ngx_log_error};
+
+use crate::state::{EndpointPeer as Peer, EndpointPool as Pool, SrvConf};
+use crate::util::{conf_where, escape, text, var};
+use crate::{ConfResult, HttpMatchesModule, guard, variables};
+
+/// The variable with the EPP's whole (checked) list.
+pub(crate) const VAR_ENDPOINTS: &str = "inference_workload_endpoints";
+
+/// One request's tries (request pool).
+#[repr(C)]
+struct Tries {
+    pool: *const Pool,
+    order: *const u32,
+    n: usize,
+    next: usize,
+}
+
+/// Why an element of the EPP's list is not a try.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refusal<'a> {
+    NotIpPort(&'a [u8]),
+    Outside(SocketAddr),
+    Repeated(SocketAddr),
+    /// More elements than the block has addresses.
+    TooLong(usize),
+}
+
+/// What [`choose`] made of a list: how many tries it wrote, how many elements it refused and
+/// the first refusal.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Choice<'a> {
+    pub(crate) kept: usize,
+    pub(crate) refused: usize,
+    pub(crate) first: Option<Refusal<'a>>,
+}
+
+/// Reads `list` (`ip:port` elements separated by commas, white space around each allowed)
+/// into `out` (its length is the cap: at most that many elements are read), keeping, in
+/// order, the first occurrence of each address `lookup` knows; `seen` marks the kept indexes
+/// (one bit each, cleared by the caller). Work: O(`out.len()`) lookups, whatever `list` is.
+pub(crate) fn choose<'a>(
+    list: &'a [u8],
+    lookup: impl Fn(&SocketAddr) -> Option<u32>,
+    out: &mut [u32],
+    seen: &mut [u64],
+) -> Choice<'a> {
+    let mut c = Choice { kept: 0, refused: 0, first: None };
+    let refuse = |c: &mut Choice<'a>, r| {
+        c.refused += 1;
+        c.first.get_or_insert(r);
+    };
+    let mut items = list.split(|&b| b == b',');
+    for item in items.by_ref().take(out.len()) {
+        let one = item.trim_ascii();
+        let addr = core::str::from_utf8(one).ok().and_then(|t| t.parse::<SocketAddr>().ok());
+        let addr = match addr {
+            Some(a) if a.port() != 0 && !one.contains(&b'%') => a,
+            _ => {
+                refuse(&mut c, Refusal::NotIpPort(one));
+                continue;
+            }
+        };
+        let Some(i) = lookup(&addr) else {
+            refuse(&mut c, Refusal::Outside(addr));
+            continue;
+        };
+        let (word, bit) = (i as usize / 64, 1u64 << (i % 64));
+        match seen.get_mut(word) {
+            Some(w) if *w & bit == 0 => {
+                *w |= bit;
+                out[c.kept] = i;
+                c.kept += 1;
+            }
+            _ => refuse(&mut c, Refusal::Repeated(addr)),
+        }
+    }
+    if items.next().is_some() {
+        refuse(&mut c, Refusal::TooLong(out.len()));
+    }
+    c
+}
+
+impl core::fmt::Display for Refusal<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Refusal::NotIpPort(b) => write!(f, "\"{}\" is not ip:port", escape(b, 64)),
+            Refusal::Outside(a) => write!(f, "{a} is not a server of the block"),
+            Refusal::Repeated(a) => write!(f, "{a} is repeated"),
+            Refusal::TooLong(n) => write!(f, "more than {n} elements (the block's addresses)"),
+        }
+    }
+}
+
+/// `http_matches_epp_endpoints;` (upstream block).
+pub(crate) unsafe extern "C" fn cmd_http_matches_epp_endpoints(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> ConfResult {
+    guard::slot(cf, cmd, conf, |scf: &mut SrvConf, _args| {
+        if scf.epp_endpoints.is_some() {
+            return c"is duplicate".as_ptr().cast_mut();
+        }
+        // SAFETY: the directive only stands in an `upstream` block (NGX_HTTP_UPS_CONF), whose
+        // context holds the upstream module's server conf of that block.
+        let Some(uscf) = NgxHttpUpstreamModule::server_conf_mut(unsafe { &*cf }) else {
+            return NGX_CONF_ERROR;
+        };
+        if uscf.peer.init_upstream.is_some() {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_epp_endpoints must come before keepalive and instead of any other \
+                 load balancing method (hash, ip_hash, least_conn, random, ...)"
+            );
+            return NGX_CONF_ERROR;
+        }
+        uscf.peer.init_upstream = Some(init_upstream);
+        scf.epp_endpoints = Some(Box::new(Pool {
+            name: text(uscf.host.as_bytes()).into_owned(),
+            // SAFETY: called from a directive handler.
+            at: unsafe { conf_where(cf) },
+            peers: Vec::new(),
+            index: HashMap::new(),
+            rr_init_peer: None,
+            var: 0,
+        }));
+        NGX_CONF_OK
+    })
+}
+
+/// `init_upstream`: round robin's, then the allowed set from the peers it built.
+unsafe extern "C" fn init_upstream(
+    cf: *mut ngx_conf_t,
+    us: *mut ngx_http_upstream_srv_conf_t,
+) -> ngx_int_t {
+    let body = || {
+        // SAFETY: NGINX calls init_upstream with its configuration and the block's conf.
+        if unsafe { ngx_http_upstream_init_round_robin(cf, us) } != NGX_OK as ngx_int_t {
+            return NGX_ERROR as ngx_int_t;
+        }
+        // SAFETY: as above; the block's server confs were created by its `upstream` block.
+        let us = unsafe { &mut *us };
+        let Some(pool) =
+            HttpMatchesModule::server_conf_mut(us).and_then(|s| s.epp_endpoints.as_deref_mut())
+        else {
+            return NGX_ERROR as ngx_int_t;
+        };
+        // SAFETY: round robin's init_upstream made `peer.data` its peer lists (primary, then
+        // backup in `next`), configuration memory.
+        let refused = unsafe { index_peers(pool, us.peer.data.cast()) };
+        if let Some(why) = refused {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_epp_endpoints: {why} in {}",
+                pool.at
+            );
+            return NGX_ERROR as ngx_int_t;
+        }
+        match variables::variable_index(cf, VAR_ENDPOINTS) {
+            Some(i) => pool.var = i,
+            None => return NGX_ERROR as ngx_int_t,
+        }
+        pool.rr_init_peer = us.peer.init;
+        us.peer.init = Some(init_peer);
+        NGX_OK as ngx_int_t
+    };
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(rc) => rc,
+        Err(payload) => {
+            let why = guard::describe(&*payload);
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: internal error (panic: {why})");
+            NGX_ERROR as ngx_int_t
+        }
+    }
+}
+
+/// Fills `pool.peers` and `pool.index` from round robin's lists; what is refused, if any.
+///
+/// # Safety
+/// `peers` is round robin's `ngx_http_upstream_rr_peers_t` of an explicit block.
+unsafe fn index_peers(
+    pool: &mut Pool,
+    peers: *const ngx_http_upstream_rr_peers_t,
+) -> Option<String> {
+    let mut list = peers;
+    // SAFETY: round robin's lists and their peers are configuration memory, linked by `next`.
+    unsafe {
+        while let Some(l) = list.as_ref() {
+            if !l.resolve.is_null() {
+                return Some(
+                    "a server with \"resolve\" is not supported (the allowed set is fixed at load)"
+                        .into(),
+                );
+            }
+            let mut p = l.peer;
+            while let Some(peer) = p.as_mut() {
+                if let Some(addr) = socket_addr(peer.sockaddr).filter(|_| peer.down == 0) {
+                    let i = pool.peers.len() as u32;
+                    if let std::collections::hash_map::Entry::Vacant(e) = pool.index.entry(addr) {
+                        e.insert(i);
+                        pool.peers.push(Peer {
+                            sockaddr: peer.sockaddr,
+                            socklen: peer.socklen,
+                            name: &raw mut peer.name,
+                        });
+                    }
+                }
+                p = peer.next;
+            }
+            list = l.next;
+        }
+    }
+    pool.peers.is_empty().then(|| "no server of the block is an ip:port address that is up".into())
+}
+
+/// An IPv4 or IPv6 socket address (`None` for `unix:`).
+///
+/// # Safety
+/// `sa` is null or a socket address of its family's size.
+unsafe fn socket_addr(sa: *const sockaddr) -> Option<SocketAddr> {
+    // SAFETY: the family says which structure `sa` is.
+    unsafe {
+        match u32::from(sa.as_ref()?.sa_family) {
+            AF_INET => {
+                let s = &*sa.cast::<sockaddr_in>();
+                let ip = Ipv4Addr::from(u32::from_be(s.sin_addr.s_addr));
+                Some(SocketAddr::new(IpAddr::V4(ip), u16::from_be(s.sin_port)))
+            }
+            AF_INET6 => {
+                let s = &*sa.cast::<sockaddr_in6>();
+                let bytes = core::ptr::from_ref(&s.sin6_addr).cast::<[u8; 16]>().read();
+                Some(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(bytes)), u16::from_be(s.sin6_port)))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `init_peer`: round robin's; then, when the EPP's list names servers of the block, those
+/// become the tries.
+unsafe extern "C" fn init_peer(
+    r: *mut ngx_http_request_t,
+    us: *mut ngx_http_upstream_srv_conf_t,
+) -> ngx_int_t {
+    guard::request(r, || {
+        // SAFETY: NGINX calls init_peer with the request and the block's conf, whose server
+        // conf of this module holds the pool (set up by init_upstream, alive with the cycle).
+        let pool = unsafe { HttpMatchesModule::server_conf(&*us) }
+            .and_then(|s| s.epp_endpoints.as_deref());
+        let Some(pool) = pool else { return NGX_ERROR as ngx_int_t };
+        let Some(rr) = pool.rr_init_peer else { return NGX_ERROR as ngx_int_t };
+        // SAFETY: round robin's own init_peer, with NGINX's arguments.
+        if unsafe { rr(r, us) } != NGX_OK as ngx_int_t {
+            return NGX_ERROR as ngx_int_t;
+        }
+        // SAFETY: `r` is the request being proxied; its variables array has a slot for every
+        // indexed variable of its configuration, `pool.var` one of them.
+        let list = unsafe { var::get(&*(*r).variables.add(pool.var)) }.unwrap_or_default();
+        // SAFETY: as above; the upstream exists (init_peer runs for it).
+        unsafe { use_list(r, pool, list) }
+    })
+}
+
+/// Makes the kept elements of `list` the request's tries, or leaves round robin's (logged).
+///
+/// # Safety
+/// `r` is a request with its upstream, just initialized by round robin.
+unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_int_t {
+    // SAFETY: see the contract.
+    let (log, rp, u) = unsafe { ((*(*r).connection).log, (*r).pool, &mut *(*r).upstream) };
+    if list.is_empty() {
+        ngx_log_error!(
+            NGX_LOG_WARN,
+            log,
+            "http_matches_epp_endpoints: upstream \"{}\": no endpoint list from the \
+             EndpointPicker; round robin",
+            pool.name
+        );
+        return NGX_OK as ngx_int_t;
+    }
+    let n = pool.peers.len();
+    let words = n.div_ceil(64);
+    // SAFETY: allocations from the request's live pool, checked for null below; every byte
+    // is written before it is read (`out` by `choose`, `seen` zeroed here, `tries` whole).
+    let (tries, out, seen) = unsafe {
+        let tries = ngx_palloc(rp, core::mem::size_of::<Tries>()).cast::<Tries>();
+        let out = ngx_palloc(rp, n * 4).cast::<u32>();
+        let seen = ngx_palloc(rp, words * 8).cast::<u64>();
+        if tries.is_null() || out.is_null() || seen.is_null() {
+            return NGX_ERROR as ngx_int_t;
+        }
+        seen.write_bytes(0, words);
+        (tries, out, core::slice::from_raw_parts_mut(seen, words))
+    };
+    // SAFETY: `out` holds `n` u32 (just allocated); `choose` writes before anything reads.
+    let out_slice = unsafe {
+        out.write_bytes(0, n);
+        core::slice::from_raw_parts_mut(out, n)
+    };
+    let c = choose(list, |a| pool.index.get(a).copied(), out_slice, seen);
+    if let Some(first) = &c.first {
+        let more =
+            if c.refused > 1 { format!(" (and {} more)", c.refused - 1) } else { String::new() };
+        let then = if c.kept == 0 { "round robin".to_owned() } else { format!("{} tries", c.kept) };
+        ngx_log_error!(
+            NGX_LOG_ERR,
+            log,
+            "http_matches_epp_endpoints: upstream \"{}\": refused from the EndpointPicker's \
+             list \"{}\": {first}{more}; {then}",
+            pool.name,
+            escape(list, 256)
+        );
+    }
+    if c.kept == 0 {
+        return NGX_OK as ngx_int_t;
+    }
+    // SAFETY: `tries` is ours (above), `pool` lives with the cycle, `out` with the request.
+    unsafe {
+        tries.write(Tries { pool, order: out, n: c.kept, next: 0 });
+        u.peer.data = tries.cast();
+        u.peer.get = Some(get_peer);
+        u.peer.free = Some(free_peer);
+        u.peer.tries = c.kept as ngx_uint_t;
+        u.peer.set_session = Some(set_session);
+        u.peer.save_session = Some(save_session);
+    }
+    NGX_OK as ngx_int_t
+}
+
+/// The next try of the list.
+unsafe extern "C" fn get_peer(pc: *mut ngx_peer_connection_t, data: *mut c_void) -> ngx_int_t {
+    // SAFETY: `data` is the request's `Tries` (use_list); `order` holds `n` indexes of
+    // `pool.peers`. Nothing here can panic.
+    unsafe {
+        let t = &mut *data.cast::<Tries>();
+        if t.next >= t.n {
+            return NGX_BUSY as ngx_int_t;
+        }
+        let i = *t.order.add(t.next) as usize;
+        t.next += 1;
+        let Some(peer) = (&*t.pool).peers.get(i) else { return NGX_BUSY as ngx_int_t };
+        let pc = &mut *pc;
+        pc.sockaddr = peer.sockaddr;
+        pc.socklen = peer.socklen;
+        pc.name = peer.name;
+        pc.connection = core::ptr::null_mut();
+        pc.set_cached(0);
+    }
+    NGX_OK as ngx_int_t
+}
+
+/// A try is over: one fewer left (the EPP judges its endpoints; no failure is recorded).
+unsafe extern "C" fn free_peer(
+    pc: *mut ngx_peer_connection_t,
+    _data: *mut c_void,
+    _state: ngx_uint_t,
+) {
+    // SAFETY: NGINX passes its live peer connection.
+    let pc = unsafe { &mut *pc };
+    pc.tries = pc.tries.saturating_sub(1);
+}
+
+/// No TLS session reuse for the list's tries (round robin's would read its own state).
+unsafe extern "C" fn set_session(_pc: *mut ngx_peer_connection_t, _data: *mut c_void) -> ngx_int_t {
+    NGX_OK as ngx_int_t
+}
+
+unsafe extern "C" fn save_session(_pc: *mut ngx_peer_connection_t, _data: *mut c_void) {}
+
+/// Registers `$inference_workload_endpoints` (not changeable: only `http_matches_epp` sets it).
+pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> bool {
+    variables::add(cf, VAR_ENDPOINTS, 0, empty)
+}
+
+/// Getter of `$inference_workload_endpoints` before `http_matches_epp` set it: empty.
+unsafe extern "C" fn empty(
+    _r: *mut ngx_http_request_t,
+    v: *mut ngx::ffi::ngx_http_variable_value_t,
+    _data: usize,
+) -> ngx_int_t {
+    // SAFETY: NGINX passes the value slot to fill; an empty static string.
+    unsafe { var::set(&mut *v, c"".as_ptr().cast::<u8>().cast_mut(), 0) };
+    NGX_OK as ngx_int_t
+}
+
+/// Sets `$inference_workload_endpoints` to the EPP's whole checked `list` (pool memory of
+/// `r`), when the variable is indexed.
+///
+/// # Safety
+/// `r` is the client's request; `list` lives in its pool.
+pub(crate) unsafe fn set_list(r: *mut ngx_http_request_t, list: ngx_str_t) {
+    // SAFETY: `r` is live; its main conf is this module's.
+    let Some(i) = HttpMatchesModule::main_conf(unsafe { &*r }).and_then(|m| m.epp.endpoints) else {
+        return;
+    };
+    // SAFETY: `i` is an indexed variable of the request's configuration.
+    unsafe { var::set(&mut *(*r).variables.add(i), list.data, list.len) };
+}
+
+/// Resolves the index of `$inference_workload_endpoints` (postconfiguration).
+pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Option<ngx_uint_t> {
+    variables::variable_index(cf, VAR_ENDPOINTS)
+}

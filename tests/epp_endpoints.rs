@@ -1,0 +1,215 @@
+//! `http_matches_epp_endpoints;` end to end (issue #47 item 2): an `upstream` block whose peers
+//! are the request's tries in the EndpointPicker's order, its own `server` lines the allowed
+//! set. A real NGINX, the fake EPP (grpc://, the list per request in `x-fake-epp-endpoint`)
+//! and the fake shim (http://), echo backends recording who answered. Nothing sleeps and
+//! nothing is timed. Needs `FAKE_EPP_BIN` or `target/release/fake-epp`.
+
+mod common;
+
+use common::epp_shim::{Mode, Server};
+use common::fake_epp::Fake;
+use common::{Nginx, Resp};
+
+/// The pool `a`, `b` and `dead` (nothing listens), behind both modes.
+fn conf(fake: &Fake, shim: &Server, a: &Server, b: &Server, dead: u16) -> String {
+    format!(
+        r#"
+    large_client_header_buffers 4 64k;
+    upstream pool {{
+        http_matches_epp_endpoints;
+        server {a};
+        server {b};
+        server 127.0.0.1:{dead};
+        keepalive 2;
+    }}
+    server {{
+        listen 127.0.0.1:{{PORT}};
+        location /grpc {{
+            set $epp_internal_path /_internal;
+            http_matches_epp grpc://{fake};
+        }}
+        location /shim {{
+            set $epp_internal_path /_internal;
+            set $epp_host epp.default.svc;
+            set $epp_port 9002;
+            proxy_buffer_size 64k;
+            proxy_buffers 4 64k;
+            http_matches_epp {shim};
+        }}
+        location /first {{
+            set $epp_internal_path /_first;
+            http_matches_epp grpc://{fake};
+        }}
+        location /_internal {{
+            internal;
+            proxy_next_upstream error;
+            proxy_pass http://pool;
+        }}
+        location /_first {{
+            internal;
+            proxy_pass http://$inference_workload_endpoint;
+        }}
+    }}
+"#,
+        fake = fake.addr,
+        shim = shim.url(),
+        a = a.endpoint(),
+        b = b.endpoint(),
+    )
+}
+
+struct Setup {
+    n: Nginx,
+    shim: Server,
+    a: Server,
+    b: Server,
+    dead: u16,
+    _fake: Fake,
+}
+
+fn setup(name: &str) -> Setup {
+    let (a, b) = (Server::echo(), Server::echo());
+    let shim = Server::shim(Mode::NoEndpoint);
+    let fake = Fake::start(name, &a.endpoint());
+    let dead = common::free_port();
+    let n = Nginx::start(name, &conf(&fake, &shim, &a, &b, dead), &[]);
+    Setup { n, shim, a, b, dead, _fake: fake }
+}
+
+/// A GET through the grpc:// location, the EPP answering `list`.
+fn grpc(s: &Setup, list: &str) -> Resp {
+    s.n.get("/grpc", &[("X-Fake-Epp-Endpoint", list)])
+}
+
+/// Who answered: (a's, b's) requests since the last call.
+fn who(s: &Setup) -> (usize, usize) {
+    (s.a.take().len(), s.b.take().len())
+}
+
+fn errors(log: &str, needle: &str) -> usize {
+    log.lines().filter(|l| l.contains("[error]") && l.contains(needle)).count()
+}
+
+#[test]
+fn a_dead_first_endpoint_falls_to_the_next_in_the_epps_order_in_both_modes() {
+    let s = setup("epp-endpoints-next");
+    let dead = format!("127.0.0.1:{}", s.dead);
+    // grpc://: dead first, then b (round robin would have started with a).
+    let r = grpc(&s, &format!("{dead}, {}", s.b.endpoint()));
+    assert_eq!(r.status, 200, "{r:?}\n{}", s.n.error_log());
+    assert_eq!(who(&s), (0, 1));
+    // The order is the EPP's: b then a goes to b, a then b to a.
+    let r = grpc(&s, &format!("{},{}", s.b.endpoint(), s.a.endpoint()));
+    assert_eq!((r.status, who(&s)), (200, (0, 1)));
+    let r = grpc(&s, &format!("{},{}", s.a.endpoint(), s.b.endpoint()));
+    assert_eq!((r.status, who(&s)), (200, (1, 0)));
+    // http:// (the shim): the same list in X-Gateway-Destination-Endpoint.
+    s.shim.set_mode(Mode::Endpoint(format!("{dead},{}", s.b.endpoint())));
+    let r = s.n.get("/shim", &[]);
+    assert_eq!(r.status, 200, "{r:?}\n{}", s.n.error_log());
+    assert_eq!(who(&s), (0, 1));
+    // Every listed endpoint fails: 502, the block's other servers are not tried.
+    let r = grpc(&s, &dead);
+    assert_eq!((r.status, who(&s)), (502, (0, 0)), "{r:?}");
+    // `proxy_pass http://$inference_workload_endpoint` keeps taking the first one only.
+    let r = s.n.get("/first", &[("X-Fake-Epp-Endpoint", &format!("{},{dead}", s.b.endpoint()))]);
+    assert_eq!((r.status, who(&s)), (200, (0, 1)));
+    assert_eq!(errors(&s.n.error_log(), "http_matches_epp_endpoints"), 0, "{}", s.n.error_log());
+}
+
+#[test]
+fn a_host_outside_the_block_is_never_contacted() {
+    let s = setup("epp-endpoints-outside");
+    let outside = Server::echo();
+    // Outside, then a: a only.
+    let r = grpc(&s, &format!("{},{}", outside.endpoint(), s.a.endpoint()));
+    assert_eq!((r.status, who(&s)), (200, (1, 0)), "{r:?}");
+    // Only outside: the block's round robin answers (a or b; the dead server is passed over
+    // by proxy_next_upstream error).
+    for _ in 0..3 {
+        let r = grpc(&s, &outside.endpoint());
+        assert_eq!(r.status, 200, "{r:?}");
+        let (a, b) = who(&s);
+        assert_eq!(a + b, 1);
+    }
+    s.shim.set_mode(Mode::Endpoint(outside.endpoint()));
+    assert_eq!(s.n.get("/shim", &[]).status, 200);
+    let (a, b) = who(&s);
+    assert_eq!(a + b, 1);
+    assert_eq!(outside.total(), 0);
+    let log = s.n.error_log();
+    let refused = format!("{} is not a server of the block", outside.endpoint());
+    assert_eq!(errors(&log, &refused), 5, "{log}");
+    assert_eq!(errors(&log, "; round robin"), 4, "{log}");
+}
+
+#[test]
+fn no_list_is_round_robin() {
+    let s = setup("epp-endpoints-empty");
+    // The EPP names no endpoint (shim) / an empty one (grpc://).
+    let r = s.n.get("/shim", &[]);
+    assert_eq!(r.status, 200, "{r:?}\n{}", s.n.error_log());
+    let (a, b) = who(&s);
+    assert_eq!(a + b, 1);
+    let r = grpc(&s, "");
+    assert_eq!(r.status, 200, "{r:?}\n{}", s.n.error_log());
+    let (a, b) = who(&s);
+    assert_eq!(a + b, 1);
+    let log = s.n.error_log();
+    let warned = log.lines().filter(|l| l.contains("[warn]") && l.contains("no endpoint list"));
+    assert_eq!(warned.count(), 2, "{log}");
+}
+
+/// The work per request is bounded by the block's size, not the list's: a list of n and of
+/// 2n addresses outside the pool are read up to the block's 3 addresses (3 refused, then
+/// "more than 3 elements"), and round robin answers.
+#[test]
+fn a_long_list_is_read_up_to_the_blocks_size() {
+    let s = setup("epp-endpoints-long");
+    for n in [500, 1000] {
+        let list: Vec<String> =
+            (0..n).map(|i| format!("10.9.{}.{}:80", i / 250, i % 250)).collect();
+        s.shim.set_mode(Mode::Endpoint(list.join(",")));
+        let r = s.n.get("/shim", &[]);
+        assert_eq!(r.status, 200, "{r:?}\n{}", s.n.error_log());
+        let (a, b) = who(&s);
+        assert_eq!(a + b, 1);
+    }
+    let log = s.n.error_log();
+    let line = "10.9.0.0:80 is not a server of the block (and 3 more); round robin";
+    assert_eq!(errors(&log, line), 2, "{log}");
+}
+
+#[test]
+fn the_directive_stands_only_in_an_upstream_block_before_keepalive() {
+    for (body, why) in [
+        (
+            "server { listen 127.0.0.1:{PORT}; http_matches_epp_endpoints; }",
+            "\"http_matches_epp_endpoints\" directive is not allowed here",
+        ),
+        (
+            "server { listen 127.0.0.1:{PORT}; location / { http_matches_epp_endpoints; } }",
+            "\"http_matches_epp_endpoints\" directive is not allowed here",
+        ),
+        (
+            "upstream u { server 127.0.0.1:1; keepalive 2; http_matches_epp_endpoints; }",
+            "http_matches_epp_endpoints must come before keepalive",
+        ),
+        (
+            "upstream u { http_matches_epp_endpoints; http_matches_epp_endpoints; server 127.0.0.1:1; }",
+            "\"http_matches_epp_endpoints\" directive is duplicate",
+        ),
+        (
+            "upstream u { http_matches_epp_endpoints; server unix:/tmp/x.sock; }",
+            "no server of the block is an ip:port address that is up",
+        ),
+    ] {
+        let (ok, out) = common::Prefix::new("epp-endpoints-conf", body, &[]).test();
+        assert!(!ok, "{body}: {out}");
+        assert!(out.contains("[emerg]") && out.contains(why), "{body}: {out}");
+        assert!(out.contains("nginx.conf:"), "file:line: {out}");
+    }
+    let body = "upstream u { http_matches_epp_endpoints; server 127.0.0.1:1; server [::1]:2; }";
+    let (ok, out) = common::Prefix::new("epp-endpoints-ok", body, &[]).test();
+    assert!(ok, "{out}");
+}
