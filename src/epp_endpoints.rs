@@ -439,6 +439,41 @@ pub(crate) unsafe fn set_list(r: *mut ngx_http_request_t, list: ngx_str_t) {
     unsafe { var::set(&mut *(*r).variables.add(i), list.data, list.len) };
 }
 
+/// Whether every block with the directive kept it: a later `hash`, `least_conn`, ... replaces
+/// the block's balancer (NGINX only warns "load balancing method redefined"), and then the
+/// directive would do nothing; refused with its file:line (postconfiguration, after every
+/// block's init_upstream ran).
+pub(crate) fn check_blocks(cf: *mut ngx_conf_t) -> bool {
+    // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context, which holds
+    // the upstream module's main conf; its `upstreams` array holds the blocks' confs.
+    let blocks = unsafe {
+        let Some(umcf) = NgxHttpUpstreamModule::main_conf(&*cf) else { return true };
+        let a = &umcf.upstreams;
+        if a.nelts == 0 || a.elts.is_null() {
+            return true;
+        }
+        core::slice::from_raw_parts(a.elts.cast::<*mut ngx_http_upstream_srv_conf_t>(), a.nelts)
+    };
+    for &us in blocks {
+        // SAFETY: each element is a live block conf of this configuration.
+        let pool = unsafe { us.as_ref() }
+            .and_then(HttpMatchesModule::server_conf)
+            .and_then(|s| s.epp_endpoints.as_deref());
+        if let Some(p) = pool.filter(|p| p.rr_init_peer.is_none()) {
+            ngx_conf_log_error!(
+                NGX_LOG_EMERG,
+                cf,
+                "http_matches_epp_endpoints: a later load balancing method in upstream \"{}\" \
+                 replaced it in {}",
+                p.name,
+                p.at
+            );
+            return false;
+        }
+    }
+    true
+}
+
 /// Resolves the index of `$inference_workload_endpoints` (postconfiguration).
 pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Option<ngx_uint_t> {
     variables::variable_index(cf, VAR_ENDPOINTS)

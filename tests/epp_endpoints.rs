@@ -196,6 +196,10 @@ fn the_directive_stands_only_in_an_upstream_block_before_keepalive() {
             "http_matches_epp_endpoints must come before keepalive",
         ),
         (
+            "upstream u { http_matches_epp_endpoints; server 127.0.0.1:1; hash $uri; }",
+            "a later load balancing method in upstream \"u\" replaced it",
+        ),
+        (
             "upstream u { http_matches_epp_endpoints; http_matches_epp_endpoints; server 127.0.0.1:1; }",
             "\"http_matches_epp_endpoints\" directive is duplicate",
         ),

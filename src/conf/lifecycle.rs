@@ -133,7 +133,7 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     if !check_named_locations(cf, mcf, strict) {
         return Status::NGX_ERROR;
     }
-    if !crate::fallback::resolve(cf) {
+    if !crate::fallback::resolve(cf) || !crate::epp_endpoints::check_blocks(cf) {
         return Status::NGX_ERROR;
     }
     if mcf.file.is_some() {
