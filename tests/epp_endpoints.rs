@@ -121,9 +121,11 @@ fn a_dead_first_endpoint_falls_to_the_next_in_the_epps_order_in_both_modes() {
 fn a_host_outside_the_block_is_never_contacted() {
     let s = setup("epp-endpoints-outside");
     let outside = Server::echo();
-    // Outside, then a: a only.
-    let r = grpc(&s, &format!("{},{}", outside.endpoint(), s.a.endpoint()));
-    assert_eq!((r.status, who(&s)), (200, (1, 0)), "{r:?}");
+    // Outside, then b: b only, every time (round robin would alternate a and b).
+    for _ in 0..2 {
+        let r = grpc(&s, &format!("{},{}", outside.endpoint(), s.b.endpoint()));
+        assert_eq!((r.status, who(&s)), (200, (0, 1)), "{r:?}");
+    }
     // Only outside: the block's round robin answers (a or b; the dead server is passed over
     // by proxy_next_upstream error).
     for _ in 0..3 {
@@ -139,7 +141,7 @@ fn a_host_outside_the_block_is_never_contacted() {
     assert_eq!(outside.total(), 0);
     let log = s.n.error_log();
     let refused = format!("{} is not a server of the block", outside.endpoint());
-    assert_eq!(errors(&log, &refused), 5, "{log}");
+    assert_eq!(errors(&log, &refused), 6, "{log}");
     assert_eq!(errors(&log, "; round robin"), 4, "{log}");
 }
 
