@@ -45,6 +45,16 @@ fn conf(fake: &Fake, shim: &Server, a: &Server, b: &Server, dead: u16) -> String
             proxy_next_upstream error;
             proxy_pass http://pool;
         }}
+        location /keep {{
+            set $epp_internal_path /_keep;
+            http_matches_epp grpc://{fake};
+        }}
+        location /_keep {{
+            internal;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_pass http://pool;
+        }}
         location /_first {{
             internal;
             proxy_pass http://$inference_workload_endpoint;
@@ -115,6 +125,18 @@ fn a_dead_first_endpoint_falls_to_the_next_in_the_epps_order_in_both_modes() {
     let r = s.n.get("/first", &[("X-Fake-Epp-Endpoint", &format!("{},{dead}", s.b.endpoint()))]);
     assert_eq!((r.status, who(&s)), (200, (0, 1)));
     assert_eq!(errors(&s.n.error_log(), "http_matches_epp_endpoints"), 0, "{}", s.n.error_log());
+}
+
+/// The block's `keepalive` keeps working over the list's tries: three requests to b over one
+/// connection.
+#[test]
+fn keepalive_reuses_the_connection_to_a_listed_endpoint() {
+    let s = setup("epp-endpoints-keep");
+    for _ in 0..3 {
+        let r = s.n.get("/keep", &[("X-Fake-Epp-Endpoint", &s.b.endpoint())]);
+        assert_eq!((r.status, who(&s)), (200, (0, 1)), "{r:?}");
+    }
+    assert_eq!((s.a.connections(), s.b.connections()), (0, 1));
 }
 
 #[test]
