@@ -18,6 +18,15 @@ fn main() {
             println!("cargo::rustc-cfg=ngx_feature=\"{f}\"");
         }
     }
+    // `server ... resolve` (NGINX 1.27.3, with the upstream zone): round robin's peer lists
+    // carry the `resolve` field (see src/epp_endpoints.rs).
+    println!("cargo::rustc-check-cfg=cfg(ngx_peer_resolve)");
+    let version = env::var("DEP_NGINX_VERSION_NUMBER").ok().and_then(|v| v.parse::<u64>().ok());
+    let zone = env::var("DEP_NGINX_FEATURES")
+        .is_ok_and(|f| f.split(',').any(|x| x.trim() == "http_upstream_zone"));
+    if version.is_some_and(|v| v >= 1_027_003) && zone {
+        println!("cargo::rustc-cfg=ngx_peer_resolve");
+    }
     if let Ok(os) = env::var("DEP_NGINX_OS") {
         println!("cargo::rustc-cfg=ngx_os=\"{os}\"");
     }

@@ -228,6 +228,7 @@ unsafe fn index_peers(
     // SAFETY: round robin's lists and their peers are configuration memory, linked by `next`.
     unsafe {
         while let Some(l) = list.as_ref() {
+            #[cfg(ngx_peer_resolve)]
             if !l.resolve.is_null() {
                 return Some(
                     "a server with \"resolve\" is not supported (the allowed set is fixed at load)"
@@ -363,8 +364,11 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
         u.peer.get = Some(get_peer);
         u.peer.free = Some(free_peer);
         u.peer.tries = c.kept as ngx_uint_t;
-        u.peer.set_session = Some(set_session);
-        u.peer.save_session = Some(save_session);
+        #[cfg(any(ngx_feature = "ssl", ngx_feature = "compat"))]
+        {
+            u.peer.set_session = Some(set_session);
+            u.peer.save_session = Some(save_session);
+        }
     }
     NGX_OK as ngx_int_t
 }
@@ -403,10 +407,12 @@ unsafe extern "C" fn free_peer(
 }
 
 /// No TLS session reuse for the list's tries (round robin's would read its own state).
+#[cfg(any(ngx_feature = "ssl", ngx_feature = "compat"))]
 unsafe extern "C" fn set_session(_pc: *mut ngx_peer_connection_t, _data: *mut c_void) -> ngx_int_t {
     NGX_OK as ngx_int_t
 }
 
+#[cfg(any(ngx_feature = "ssl", ngx_feature = "compat"))]
 unsafe extern "C" fn save_session(_pc: *mut ngx_peer_connection_t, _data: *mut c_void) {}
 
 /// Registers `$inference_workload_endpoints` (not changeable: only `http_matches_epp` sets it).

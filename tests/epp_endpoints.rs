@@ -237,6 +237,13 @@ fn the_directive_stands_only_in_an_upstream_block_before_keepalive() {
         assert!(out.contains("[emerg]") && out.contains(why), "{body}: {out}");
         assert!(out.contains("nginx.conf:"), "file:line: {out}");
     }
+    // `server ... resolve` (NGINX 1.27.3): its addresses change at run time.
+    if common::nginx_version() >= (1, 27, 3) {
+        let body = "resolver 127.0.0.1:1; upstream u { zone u 64k; http_matches_epp_endpoints; \
+                    server 127.0.0.1:1; server localhost:2 resolve; }";
+        let (ok, out) = common::Prefix::new("epp-endpoints-resolve", body, &[]).test();
+        assert!(!ok && out.contains("a server with \"resolve\" is not supported"), "{out}");
+    }
     let body = "upstream u { http_matches_epp_endpoints; server 127.0.0.1:1; server [::1]:2; }";
     let (ok, out) = common::Prefix::new("epp-endpoints-ok", body, &[]).test();
     assert!(ok, "{out}");
