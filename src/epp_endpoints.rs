@@ -39,6 +39,8 @@ use ngx::ffi::{
 use ngx::http::{HttpModuleMainConf, HttpModuleServerConf, NgxHttpUpstreamModule};
 use ngx::{ngx_conf_log_error, ngx_log_error};
 
+use epp_proto::endpoints::choose;
+
 use crate::state::{EndpointPeer as Peer, EndpointPool as Pool, SrvConf};
 use crate::util::{conf_where, escape, text, var};
 use crate::{ConfResult, HttpMatchesModule, guard, variables};
@@ -53,82 +55,6 @@ struct Tries {
     order: *const u32,
     n: usize,
     next: usize,
-}
-
-/// Why an element of the EPP's list is not a try.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Refusal<'a> {
-    NotIpPort(&'a [u8]),
-    Outside(SocketAddr),
-    Repeated(SocketAddr),
-    /// More elements than the block has addresses.
-    TooLong(usize),
-}
-
-/// What [`choose`] made of a list: how many tries it wrote, how many elements it refused and
-/// the first refusal.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Choice<'a> {
-    pub(crate) kept: usize,
-    pub(crate) refused: usize,
-    pub(crate) first: Option<Refusal<'a>>,
-}
-
-/// Reads `list` (`ip:port` elements separated by commas, white space around each allowed)
-/// into `out` (its length is the cap: at most that many elements are read), keeping, in
-/// order, the first occurrence of each address `lookup` knows; `seen` marks the kept indexes
-/// (one bit each, cleared by the caller). Work: O(`out.len()`) lookups, whatever `list` is.
-pub(crate) fn choose<'a>(
-    list: &'a [u8],
-    lookup: impl Fn(&SocketAddr) -> Option<u32>,
-    out: &mut [u32],
-    seen: &mut [u64],
-) -> Choice<'a> {
-    let mut c = Choice { kept: 0, refused: 0, first: None };
-    let refuse = |c: &mut Choice<'a>, r| {
-        c.refused += 1;
-        c.first.get_or_insert(r);
-    };
-    let mut items = list.split(|&b| b == b',');
-    for item in items.by_ref().take(out.len()) {
-        let one = item.trim_ascii();
-        let addr = core::str::from_utf8(one).ok().and_then(|t| t.parse::<SocketAddr>().ok());
-        let addr = match addr {
-            Some(a) if a.port() != 0 && !one.contains(&b'%') => a,
-            _ => {
-                refuse(&mut c, Refusal::NotIpPort(one));
-                continue;
-            }
-        };
-        let Some(i) = lookup(&addr) else {
-            refuse(&mut c, Refusal::Outside(addr));
-            continue;
-        };
-        let (word, bit) = (i as usize / 64, 1u64 << (i % 64));
-        match seen.get_mut(word) {
-            Some(w) if *w & bit == 0 => {
-                *w |= bit;
-                out[c.kept] = i;
-                c.kept += 1;
-            }
-            _ => refuse(&mut c, Refusal::Repeated(addr)),
-        }
-    }
-    if items.next().is_some() {
-        refuse(&mut c, Refusal::TooLong(out.len()));
-    }
-    c
-}
-
-impl core::fmt::Display for Refusal<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Refusal::NotIpPort(b) => write!(f, "\"{}\" is not ip:port", escape(b, 64)),
-            Refusal::Outside(a) => write!(f, "{a} is not a server of the block"),
-            Refusal::Repeated(a) => write!(f, "{a} is repeated"),
-            Refusal::TooLong(n) => write!(f, "more than {n} elements (the block's addresses)"),
-        }
-    }
 }
 
 /// `http_matches_epp_endpoints;` (upstream block).

@@ -1,0 +1,86 @@
+//! The EndpointPicker's endpoint list read against an allowed set (the module's
+//! `http_matches_epp_endpoints`: the `upstream` block's own servers): which elements become
+//! the request's tries, in the list's order. No NGINX, no I/O; bounded by construction: at
+//! most `out.len()` elements are read and looked up, whatever the list's length
+//! (tests/endpoints.rs counts it).
+
+use std::net::SocketAddr;
+
+/// Why an element of the EPP's list is not a try.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal<'a> {
+    NotIpPort(&'a [u8]),
+    Outside(SocketAddr),
+    Repeated(SocketAddr),
+    /// More elements than the block has addresses.
+    TooLong(usize),
+}
+
+/// What [`choose`] made of a list: how many tries it wrote, how many elements it refused and
+/// the first refusal.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Choice<'a> {
+    pub kept: usize,
+    pub refused: usize,
+    pub first: Option<Refusal<'a>>,
+}
+
+/// Reads `list` (`ip:port` elements separated by commas, white space around each allowed)
+/// into `out` (its length is the cap: at most that many elements are read), keeping, in
+/// order, the first occurrence of each address `lookup` knows; `seen` marks the kept indexes
+/// (one bit each, cleared by the caller). Work: O(`out.len()`) lookups, whatever `list` is.
+pub fn choose<'a>(
+    list: &'a [u8],
+    lookup: impl Fn(&SocketAddr) -> Option<u32>,
+    out: &mut [u32],
+    seen: &mut [u64],
+) -> Choice<'a> {
+    let mut c = Choice { kept: 0, refused: 0, first: None };
+    let refuse = |c: &mut Choice<'a>, r| {
+        c.refused += 1;
+        c.first.get_or_insert(r);
+    };
+    let mut items = list.split(|&b| b == b',');
+    for item in items.by_ref().take(out.len()) {
+        let one = item.trim_ascii();
+        let addr = core::str::from_utf8(one).ok().and_then(|t| t.parse::<SocketAddr>().ok());
+        let addr = match addr {
+            Some(a) if a.port() != 0 && !one.contains(&b'%') => a,
+            _ => {
+                refuse(&mut c, Refusal::NotIpPort(one));
+                continue;
+            }
+        };
+        let Some(i) = lookup(&addr) else {
+            refuse(&mut c, Refusal::Outside(addr));
+            continue;
+        };
+        let (word, bit) = (i as usize / 64, 1u64 << (i % 64));
+        match seen.get_mut(word) {
+            Some(w) if *w & bit == 0 => {
+                *w |= bit;
+                out[c.kept] = i;
+                c.kept += 1;
+            }
+            _ => refuse(&mut c, Refusal::Repeated(addr)),
+        }
+    }
+    if items.next().is_some() {
+        refuse(&mut c, Refusal::TooLong(out.len()));
+    }
+    c
+}
+
+impl core::fmt::Display for Refusal<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Refusal::NotIpPort(b) => {
+                let more = if b.len() > 64 { "..." } else { "" };
+                write!(f, "\"{}{more}\" is not ip:port", b[..b.len().min(64)].escape_ascii())
+            }
+            Refusal::Outside(a) => write!(f, "{a} is not a server of the block"),
+            Refusal::Repeated(a) => write!(f, "{a} is repeated"),
+            Refusal::TooLong(n) => write!(f, "more than {n} elements (the block's addresses)"),
+        }
+    }
+}
