@@ -55,6 +55,8 @@ struct Tries {
     order: *const u32,
     n: usize,
     next: usize,
+    /// The tries NGINX had after the last `free_peer` (`ngx_uint_t::MAX` before one).
+    left: ngx_uint_t,
 }
 
 /// `http_matches_epp_endpoints;` (upstream block).
@@ -285,7 +287,7 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
     }
     // SAFETY: `tries` is ours (above), `pool` lives with the cycle, `out` with the request.
     unsafe {
-        tries.write(Tries { pool, order: out, n: c.kept, next: 0 });
+        tries.write(Tries { pool, order: out, n: c.kept, next: 0, left: ngx_uint_t::MAX });
         u.peer.data = tries.cast();
         u.peer.get = Some(get_peer);
         u.peer.free = Some(free_peer);
@@ -299,19 +301,26 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
     NGX_OK as ngx_int_t
 }
 
-/// The next try of the list.
+/// The next try of the list. After an error on a cached (keepalive) connection NGINX gives
+/// the try back (`u->peer.tries++` in ngx_http_upstream_next, only then): that try is the
+/// same element again, on a new connection, as round robin's one server. Bounded: each
+/// give-back closed one cached connection.
 unsafe extern "C" fn get_peer(pc: *mut ngx_peer_connection_t, data: *mut c_void) -> ngx_int_t {
     // SAFETY: `data` is the request's `Tries` (use_list); `order` holds `n` indexes of
     // `pool.peers`. Nothing here can panic.
     unsafe {
         let t = &mut *data.cast::<Tries>();
+        let pc = &mut *pc;
+        if pc.tries > t.left {
+            t.next = t.next.saturating_sub(1);
+        }
+        t.left = ngx_uint_t::MAX;
         if t.next >= t.n {
             return NGX_BUSY as ngx_int_t;
         }
         let i = *t.order.add(t.next) as usize;
         t.next += 1;
         let Some(peer) = (&*t.pool).peers.get(i) else { return NGX_BUSY as ngx_int_t };
-        let pc = &mut *pc;
         pc.sockaddr = peer.sockaddr;
         pc.socklen = peer.socklen;
         pc.name = peer.name;
@@ -321,15 +330,17 @@ unsafe extern "C" fn get_peer(pc: *mut ngx_peer_connection_t, data: *mut c_void)
     NGX_OK as ngx_int_t
 }
 
-/// A try is over: one fewer left (the EPP judges its endpoints; no failure is recorded).
+/// A try is over: one fewer left (the EPP judges its endpoints; no failure is recorded);
+/// what is left noted for [`get_peer`].
 unsafe extern "C" fn free_peer(
     pc: *mut ngx_peer_connection_t,
-    _data: *mut c_void,
+    data: *mut c_void,
     _state: ngx_uint_t,
 ) {
-    // SAFETY: NGINX passes its live peer connection.
-    let pc = unsafe { &mut *pc };
+    // SAFETY: NGINX passes its live peer connection and the request's `Tries` (use_list).
+    let (pc, t) = unsafe { (&mut *pc, &mut *data.cast::<Tries>()) };
     pc.tries = pc.tries.saturating_sub(1);
+    t.left = pc.tries;
 }
 
 /// No TLS session reuse for the list's tries (round robin's would read its own state).

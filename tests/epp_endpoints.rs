@@ -6,6 +6,10 @@
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
 use common::epp_shim::{Mode, Server};
 use common::fake_epp::Fake;
 use common::{Nginx, Resp};
@@ -137,6 +141,84 @@ fn keepalive_reuses_the_connection_to_a_listed_endpoint() {
         assert_eq!((r.status, who(&s)), (200, (0, 1)), "{r:?}");
     }
     assert_eq!((s.a.connections(), s.b.connections()), (0, 1));
+}
+
+/// A backend that answers the first request of each connection (`Connection: keep-alive`)
+/// and closes the connection unanswered at its second: to NGINX, a cached connection the
+/// server closed while the request was on its way. Its port and (connections, answers).
+fn one_answer_per_connection() -> (u16, Arc<Mutex<(usize, usize)>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let counts = Arc::new(Mutex::new((0, 0)));
+    let seen = Arc::clone(&counts);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let seen = Arc::clone(&seen);
+            seen.lock().unwrap().0 += 1;
+            std::thread::spawn(move || {
+                let (mut buf, mut heads) = (Vec::new(), 0);
+                let mut chunk = [0u8; 4096];
+                while let Ok(k @ 1..) = stream.read(&mut chunk) {
+                    buf.extend_from_slice(&chunk[..k]);
+                    if !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        continue;
+                    }
+                    buf.clear();
+                    heads += 1;
+                    if heads > 1 {
+                        return;
+                    }
+                    seen.lock().unwrap().1 += 1;
+                    let answer =
+                        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok";
+                    let _ = stream.write_all(answer.as_bytes());
+                }
+            });
+        }
+    });
+    (port, counts)
+}
+
+/// With `keepalive`, a failure on a cached connection is given a try back by NGINX: it goes
+/// to the same endpoint of the list (a new connection), as round robin's one server, not
+/// past the list's end (502 "no live upstreams").
+#[test]
+fn a_stale_keepalive_connection_retries_the_same_endpoint() {
+    let (port, counts) = one_answer_per_connection();
+    let endpoint = format!("127.0.0.1:{port}");
+    let fake = Fake::start("epp-endpoints-stale", &endpoint);
+    let conf = format!(
+        r#"
+    upstream one {{
+        http_matches_epp_endpoints;
+        server {endpoint};
+        keepalive 2;
+    }}
+    server {{
+        listen 127.0.0.1:{{PORT}};
+        location /keep {{
+            set $epp_internal_path /_keep;
+            http_matches_epp grpc://{fake};
+        }}
+        location /_keep {{
+            internal;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_pass http://one;
+        }}
+    }}
+"#,
+        fake = fake.addr,
+    );
+    let n = Nginx::start("epp-endpoints-stale", &conf, &[]);
+    for _ in 0..3 {
+        let r = n.get("/keep", &[("X-Fake-Epp-Endpoint", &endpoint)]);
+        assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
+    }
+    // The 2nd and 3rd requests each met a stale connection, then a new one.
+    assert_eq!(*counts.lock().unwrap(), (3, 3));
+    let log = n.error_log();
+    assert_eq!(log.matches("prematurely closed").count(), 2, "{log}");
 }
 
 #[test]
