@@ -8,8 +8,9 @@
 //!   load; `down` ones left out), indexed once per load in a hash map. An element of the EPP's
 //!   list is kept only when it is one of them: the picker's answer can never send a request to
 //!   a host outside the pool (no SSRF through a compromised or confused EPP).
-//! - **Per request**: the list is read up to as many elements as the set has addresses (an
-//!   honest list of distinct pool members is never longer), each an IP literal and a port
+//! - **Per request**: the list is read up to as many elements as the set has addresses + 4
+//!   (an honest list of distinct pool members is never longer; the 4 let a few refused
+//!   elements not hide a member after them), each an IP literal and a port
 //!   (no names, no `unix:`); one hash lookup each. Work and memory are O(pool size) at most,
 //!   whatever the list's length: the request pool holds the kept indexes (checked).
 //! - **Kept some**: those are the tries, in order (`proxy_next_upstream_tries` may cut them);

@@ -267,8 +267,8 @@ fn no_list_is_round_robin() {
 }
 
 /// The work per request is bounded by the block's size, not the list's: a list of n and of
-/// 2n addresses outside the pool are read up to the block's 3 addresses (3 refused, then
-/// "more than 3 elements"), and round robin answers.
+/// 2n addresses outside the pool are read up to the block's 3 addresses + 4 (7 refused,
+/// then "more than 7 elements"), and round robin answers.
 #[test]
 fn a_long_list_is_read_up_to_the_blocks_size() {
     let s = setup("epp-endpoints-long");
@@ -282,7 +282,7 @@ fn a_long_list_is_read_up_to_the_blocks_size() {
         assert_eq!(a + b, 1);
     }
     let log = s.n.error_log();
-    let line = "10.9.0.0:80 is not a server of the block (and 3 more); round robin";
+    let line = "10.9.0.0:80 is not a server of the block (and 7 more); round robin";
     assert_eq!(errors(&log, line), 2, "{log}");
 }
 

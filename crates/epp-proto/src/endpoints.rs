@@ -1,7 +1,7 @@
 //! The EndpointPicker's endpoint list read against an allowed set (the module's
 //! `http_matches_epp_endpoints`: the `upstream` block's own servers): which elements become
 //! the request's tries, in the list's order. No NGINX, no I/O; bounded by construction: at
-//! most `out.len()` elements are read and looked up, whatever the list's length
+//! most `out.len()` + [`SLACK`] elements are read and looked up, whatever the list's length
 //! (tests/endpoints.rs counts it).
 
 use std::net::SocketAddr;
@@ -12,9 +12,13 @@ pub enum Refusal<'a> {
     NotIpPort(&'a [u8]),
     Outside(SocketAddr),
     Repeated(SocketAddr),
-    /// More elements than the block has addresses.
+    /// More elements than the block has addresses and [`SLACK`].
     TooLong(usize),
 }
+
+/// How many elements past the block's size are read: a few refused ones (a stale or outside
+/// address, a repeat) do not hide a member after them; the work stays O(block).
+pub const SLACK: usize = 4;
 
 /// What [`choose`] made of a list: how many tries it wrote, how many elements it refused and
 /// the first refusal.
@@ -26,9 +30,10 @@ pub struct Choice<'a> {
 }
 
 /// Reads `list` (`ip:port` elements separated by commas, white space around each allowed)
-/// into `out` (its length is the cap: at most that many elements are read), keeping, in
-/// order, the first occurrence of each address `lookup` knows; `seen` marks the kept indexes
-/// (one bit each, cleared by the caller). Work: O(`out.len()`) lookups, whatever `list` is.
+/// into `out` (its length is the block's size: at most that many + [`SLACK`] elements are
+/// read), keeping, in order, the first occurrence of each address `lookup` knows; `seen`
+/// marks the kept indexes (one bit each, cleared by the caller). Work: O(`out.len()`)
+/// lookups, whatever `list` is.
 pub fn choose<'a>(
     list: &'a [u8],
     lookup: impl Fn(&SocketAddr) -> Option<u32>,
@@ -40,8 +45,9 @@ pub fn choose<'a>(
         c.refused += 1;
         c.first.get_or_insert(r);
     };
+    let read = out.len() + SLACK;
     let mut items = list.split(|&b| b == b',');
-    for item in items.by_ref().take(out.len()) {
+    for item in items.by_ref().take(read) {
         let one = item.trim_ascii();
         let addr = core::str::from_utf8(one).ok().and_then(|t| t.parse::<SocketAddr>().ok());
         let addr = match addr {
@@ -56,17 +62,18 @@ pub fn choose<'a>(
             continue;
         };
         let (word, bit) = (i as usize / 64, 1u64 << (i % 64));
-        match seen.get_mut(word) {
-            Some(w) if *w & bit == 0 => {
+        match (seen.get_mut(word), out.get_mut(c.kept)) {
+            // `out` full: the block's every address is kept, this one a repeat.
+            (Some(w), Some(slot)) if *w & bit == 0 => {
                 *w |= bit;
-                out[c.kept] = i;
+                *slot = i;
                 c.kept += 1;
             }
             _ => refuse(&mut c, Refusal::Repeated(addr)),
         }
     }
     if items.next().is_some() {
-        refuse(&mut c, Refusal::TooLong(out.len()));
+        refuse(&mut c, Refusal::TooLong(read));
     }
     c
 }
@@ -80,7 +87,9 @@ impl core::fmt::Display for Refusal<'_> {
             }
             Refusal::Outside(a) => write!(f, "{a} is not a server of the block"),
             Refusal::Repeated(a) => write!(f, "{a} is repeated"),
-            Refusal::TooLong(n) => write!(f, "more than {n} elements (the block's addresses)"),
+            Refusal::TooLong(n) => {
+                write!(f, "more than {n} elements (the block's addresses + {SLACK})")
+            }
         }
     }
 }
