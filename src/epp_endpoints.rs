@@ -12,7 +12,8 @@
 //!   (an honest list of distinct pool members is never longer; the 4 let a few refused
 //!   elements not hide a member after them), each an IP literal and a port
 //!   (no names, no `unix:`); one hash lookup each. Work and memory are O(pool size) at most,
-//!   whatever the list's length: the request pool holds the kept indexes (checked).
+//!   whatever the list's length: the request pool holds 4 bytes per element read (at most
+//!   the pool's size: a one-element list takes 4) and one bit per address (checked).
 //! - **Kept some**: those are the tries, in order (`proxy_next_upstream_tries` may cut them);
 //!   when every one fails NGINX answers as for any exhausted upstream (502, or 504 after a
 //!   timeout): the block's other servers are not tried, the EPP's answer stands, as with
@@ -34,13 +35,13 @@ use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
     AF_INET, AF_INET6, NGX_BUSY, NGX_ERROR, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_WARN, NGX_OK,
     ngx_command_t, ngx_conf_t, ngx_http_request_t, ngx_http_upstream_init_round_robin,
-    ngx_http_upstream_rr_peers_t, ngx_http_upstream_srv_conf_t, ngx_int_t, ngx_palloc,
+    ngx_http_upstream_rr_peers_t, ngx_http_upstream_srv_conf_t, ngx_int_t, ngx_palloc, ngx_pcalloc,
     ngx_peer_connection_t, ngx_str_t, ngx_uint_t, sockaddr, sockaddr_in, sockaddr_in6,
 };
 use ngx::http::{HttpModuleMainConf, HttpModuleServerConf, NgxHttpUpstreamModule};
 use ngx::{ngx_conf_log_error, ngx_log_error};
 
-use epp_proto::endpoints::choose;
+use epp_proto::endpoints::{choose, room};
 
 use crate::state::{EndpointPeer as Peer, EndpointPool as Pool, SrvConf};
 use crate::util::{conf_where, escape, text, var};
@@ -250,26 +251,26 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
         );
         return NGX_OK as ngx_int_t;
     }
-    let n = pool.peers.len();
-    let words = n.div_ceil(64);
-    // SAFETY: allocations from the request's live pool, checked for null below; every byte
-    // is written before it is read (`out` by `choose`, `seen` zeroed here, `tries` whole).
+    // Memory per request: `m` tries (min(block, elements read), 4 bytes each) and one bit
+    // per address of the block (bytes: no alignment needed beyond the pool's).
+    let (n, m) = (pool.peers.len(), room(list, pool.peers.len()));
+    let bytes = n.div_ceil(8);
+    // SAFETY: allocations from the request's live pool (`ngx_palloc` aligns to NGX_ALIGNMENT,
+    // enough for `Tries` and u32), checked for null below; `seen` is zeroed by ngx_pcalloc,
+    // `out` zeroed here, `tries` written whole before use.
     let (tries, out, seen) = unsafe {
         let tries = ngx_palloc(rp, core::mem::size_of::<Tries>()).cast::<Tries>();
-        let out = ngx_palloc(rp, n * 4).cast::<u32>();
-        let seen = ngx_palloc(rp, words * 8).cast::<u64>();
+        let out = ngx_palloc(rp, m * 4).cast::<u32>();
+        let seen = ngx_pcalloc(rp, bytes).cast::<u8>();
         if tries.is_null() || out.is_null() || seen.is_null() {
             return NGX_ERROR as ngx_int_t;
         }
-        seen.write_bytes(0, words);
-        (tries, out, core::slice::from_raw_parts_mut(seen, words))
+        out.write_bytes(0, m);
+        (tries, out, core::slice::from_raw_parts_mut(seen, bytes))
     };
-    // SAFETY: `out` holds `n` u32 (just allocated); `choose` writes before anything reads.
-    let out_slice = unsafe {
-        out.write_bytes(0, n);
-        core::slice::from_raw_parts_mut(out, n)
-    };
-    let c = choose(list, |a| pool.index.get(a).copied(), out_slice, seen);
+    // SAFETY: `out` holds `m` u32, zeroed just above.
+    let out_slice = unsafe { core::slice::from_raw_parts_mut(out, m) };
+    let c = choose(list, n, |a| pool.index.get(a).copied(), out_slice, seen);
     if let Some(first) = &c.first {
         let more =
             if c.refused > 1 { format!(" (and {} more)", c.refused - 1) } else { String::new() };

@@ -1,8 +1,8 @@
 //! The EndpointPicker's endpoint list read against an allowed set (the module's
 //! `http_matches_epp_endpoints`: the `upstream` block's own servers): which elements become
 //! the request's tries, in the list's order. No NGINX, no I/O; bounded by construction: at
-//! most `out.len()` + [`SLACK`] elements are read and looked up, whatever the list's length
-//! (tests/endpoints.rs counts it).
+//! most the block's size + [`SLACK`] elements are read and looked up, whatever the list's
+//! length (tests/endpoints.rs counts it).
 
 use std::net::SocketAddr;
 
@@ -29,23 +29,31 @@ pub struct Choice<'a> {
     pub first: Option<Refusal<'a>>,
 }
 
+/// How many tries a list can give a block of `n` addresses: its elements among the first
+/// `n` + [`SLACK`], at most `n` (the length of [`choose`]'s `out`). Reads only those
+/// elements' bytes.
+pub fn room(list: &[u8], n: usize) -> usize {
+    list.split(|&b| b == b',').take(n + SLACK).count().min(n)
+}
+
 /// Reads `list` (`ip:port` elements separated by commas, white space around each allowed)
-/// into `out` (its length is the block's size: at most that many + [`SLACK`] elements are
-/// read), keeping, in order, the first occurrence of each address `lookup` knows; `seen`
-/// marks the kept indexes (one bit each, cleared by the caller). Work: O(`out.len()`)
-/// lookups, whatever `list` is.
+/// for a block of `n` addresses (at most `n` + [`SLACK`] elements are read) into `out`
+/// ([`room`] long), keeping, in order, the first occurrence of each address `lookup` knows
+/// (an index below `n`); `seen` marks the kept indexes (one bit each, `n` bits, cleared by
+/// the caller). Work: O(`n`) lookups, whatever `list` is.
 pub fn choose<'a>(
     list: &'a [u8],
+    n: usize,
     lookup: impl Fn(&SocketAddr) -> Option<u32>,
     out: &mut [u32],
-    seen: &mut [u64],
+    seen: &mut [u8],
 ) -> Choice<'a> {
     let mut c = Choice { kept: 0, refused: 0, first: None };
     let refuse = |c: &mut Choice<'a>, r| {
         c.refused += 1;
         c.first.get_or_insert(r);
     };
-    let read = out.len() + SLACK;
+    let read = n + SLACK;
     let mut items = list.split(|&b| b == b',');
     for item in items.by_ref().take(read) {
         let one = item.trim_ascii();
@@ -61,9 +69,9 @@ pub fn choose<'a>(
             refuse(&mut c, Refusal::Outside(addr));
             continue;
         };
-        let (word, bit) = (i as usize / 64, 1u64 << (i % 64));
-        match (seen.get_mut(word), out.get_mut(c.kept)) {
-            // `out` full: the block's every address is kept, this one a repeat.
+        let (byte, bit) = (i as usize / 8, 1u8 << (i % 8));
+        match (seen.get_mut(byte), out.get_mut(c.kept)) {
+            // `out` full ([`room`]): every element read so far is kept, this one a repeat.
             (Some(w), Some(slot)) if *w & bit == 0 => {
                 *w |= bit;
                 *slot = i;

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
-use epp_proto::endpoints::{Refusal, SLACK, choose};
+use epp_proto::endpoints::{Refusal, SLACK, choose, room};
 use proptest::prelude::*;
 
 /// The allowed set: 10.0.0.1..=10.0.0.`n` port 80, index `i - 1`.
@@ -13,13 +13,15 @@ fn pool(n: u32) -> HashMap<SocketAddr, u32> {
     (1..=n).map(|i| (format!("10.0.0.{i}:80").parse().unwrap(), i - 1)).collect()
 }
 
-/// Runs `choose` with a cap of `pool.len()`; the tries and the number of lookups made.
+/// Runs `choose` as the module does (`out` of `room` tries, `seen` of `pool.len()` bits);
+/// the tries and the number of lookups made.
 fn run(list: &[u8], pool: &HashMap<SocketAddr, u32>) -> (Vec<u32>, usize, usize) {
     let lookups = Cell::new(0);
-    let mut out = vec![0; pool.len()];
-    let mut seen = vec![0u64; pool.len().div_ceil(64)];
+    let mut out = vec![0; room(list, pool.len())];
+    let mut seen = vec![0u8; pool.len().div_ceil(8)];
     let c = choose(
         list,
+        pool.len(),
         |a| {
             lookups.set(lookups.get() + 1);
             pool.get(a).copied()
@@ -98,14 +100,14 @@ fn the_work_does_not_grow_with_the_list() {
 fn each_refusal_is_named() {
     let pool = pool(2);
     let mut out = [0; 2];
-    let mut seen = [0u64; 1];
-    let c = choose(b"10.0.0.2:80, 10.0.0.2:80", |a| pool.get(a).copied(), &mut out, &mut seen);
+    let mut seen = [0u8; 1];
+    let c = choose(b"10.0.0.2:80, 10.0.0.2:80", 2, |a| pool.get(a).copied(), &mut out, &mut seen);
     assert_eq!((c.kept, c.refused), (1, 1));
     assert_eq!(c.first, Some(Refusal::Repeated("10.0.0.2:80".parse().unwrap())));
     assert_eq!(c.first.unwrap().to_string(), "10.0.0.2:80 is repeated");
-    let c = choose(b"x\n:1,10.0.0.1:80", |a| pool.get(a).copied(), &mut out, &mut [0u64; 1]);
+    let c = choose(b"x\n:1,10.0.0.1:80", 2, |a| pool.get(a).copied(), &mut out, &mut [0u8; 1]);
     assert_eq!(c.first.unwrap().to_string(), "\"x\\n:1\" is not ip:port");
-    let c = choose(b"10.0.0.3:80,a,b", |a| pool.get(a).copied(), &mut out, &mut [0u64; 1]);
+    let c = choose(b"10.0.0.3:80,a,b", 2, |a| pool.get(a).copied(), &mut out, &mut [0u8; 1]);
     assert_eq!(c.first.unwrap().to_string(), "10.0.0.3:80 is not a server of the block");
     assert_eq!(c.refused, 3);
 }
@@ -117,4 +119,19 @@ fn refused_elements_do_not_hide_a_member_after_them() {
     let pool = pool(2);
     let (kept, refused, _) = run(b"10.0.9.1:80,10.0.9.2:80,10.0.0.1:80", &pool);
     assert_eq!((kept, refused), (vec![0], 2));
+}
+
+/// The request's memory follows the list, not the block: `out` holds min(block, elements
+/// read) tries (4 bytes each), so a one-element list costs one slot in a block of 1,000.
+#[test]
+fn the_tries_are_sized_by_the_list() {
+    assert_eq!(room(b"10.0.0.1:80", 1_000), 1);
+    assert_eq!(room(b"10.0.0.1:80,,x", 1_000), 3);
+    let long = vec!["10.9.0.1:80"; 2_000].join(",");
+    assert_eq!(room(long.as_bytes(), 1_000), 1_000);
+    assert_eq!(room(long.as_bytes(), 3), 3);
+    // A block of 70 (a bitset over two 64-bit words before, 9 bytes now): the last index.
+    let pool = pool(70);
+    let (kept, refused, _) = run(b"10.0.0.70:80,10.0.0.70:80", &pool);
+    assert_eq!((kept, refused), (vec![69], 1));
 }
