@@ -19,8 +19,8 @@
 //!   timeout): the block's other servers are not tried, the EPP's answer stands, as with
 //!   `proxy_pass http://$inference_workload_endpoint` and one endpoint.
 //! - **Kept none** (empty list, malformed, none in the pool): the block's round robin
-//!   (fail-open, as NGF's map), with an `[error]` naming what was refused (`[warn]` when the
-//!   list is empty).
+//!   (fail-open, as NGF's map), with a `[warn]` naming what was refused (`[error]` when an
+//!   element is not `ip:port`; `[warn]` too when the list is empty).
 //! - The block's `max_fails` / `fail_timeout` apply to its round robin only: the EPP judges
 //!   its endpoints' health. `server ... resolve` is refused (the set is fixed at load).
 //!
@@ -275,8 +275,11 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
         let more =
             if c.refused > 1 { format!(" (and {} more)", c.refused - 1) } else { String::new() };
         let then = if c.kept == 0 { "round robin".to_owned() } else { format!("{} tries", c.kept) };
+        // One line per request: [warn] for the EPP's stale view (outside the block, repeated,
+        // too long), [error] for a malformed list.
+        let level = if c.malformed { NGX_LOG_ERR } else { NGX_LOG_WARN };
         ngx_log_error!(
-            NGX_LOG_ERR,
+            level,
             log,
             "http_matches_epp_endpoints: upstream \"{}\": refused from the EndpointPicker's \
              list \"{}\": {first}{more}; {then}",

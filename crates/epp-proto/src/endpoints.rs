@@ -20,13 +20,15 @@ pub enum Refusal<'a> {
 /// address, a repeat) do not hide a member after them; the work stays O(block).
 pub const SLACK: usize = 4;
 
-/// What [`choose`] made of a list: how many tries it wrote, how many elements it refused and
-/// the first refusal.
+/// What [`choose`] made of a list: how many tries it wrote, how many elements it refused, the
+/// first refusal, and whether an element read was not `ip:port` (a malformed list, unlike
+/// an address outside the block or repeated: an EPP's stale view).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Choice<'a> {
     pub kept: usize,
     pub refused: usize,
     pub first: Option<Refusal<'a>>,
+    pub malformed: bool,
 }
 
 /// How many tries a list can give a block of `n` addresses: its elements among the first
@@ -48,7 +50,7 @@ pub fn choose<'a>(
     out: &mut [u32],
     seen: &mut [u8],
 ) -> Choice<'a> {
-    let mut c = Choice { kept: 0, refused: 0, first: None };
+    let mut c = Choice { kept: 0, refused: 0, first: None, malformed: false };
     let refuse = |c: &mut Choice<'a>, r| {
         c.refused += 1;
         c.first.get_or_insert(r);
@@ -61,6 +63,7 @@ pub fn choose<'a>(
         let addr = match addr {
             Some(a) if a.port() != 0 && !one.contains(&b'%') => a,
             _ => {
+                c.malformed = true;
                 refuse(&mut c, Refusal::NotIpPort(one));
                 continue;
             }

@@ -135,3 +135,16 @@ fn the_tries_are_sized_by_the_list() {
     let (kept, refused, _) = run(b"10.0.0.70:80,10.0.0.70:80", &pool);
     assert_eq!((kept, refused), (vec![69], 1));
 }
+
+/// A list with an element that is not `ip:port` is malformed (the module logs it as an
+/// `[error]`); addresses outside the block or repeated are not (a stale view: `[warn]`).
+#[test]
+fn only_a_non_address_makes_the_list_malformed() {
+    let pool = pool(2);
+    let malformed = |list: &[u8]| {
+        choose(list, 2, |a| pool.get(a).copied(), &mut [0; 2], &mut [0u8; 1]).malformed
+    };
+    // Outside, repeated, too long (the 7th element, not read, is not judged).
+    assert!(!malformed(b"10.0.9.1:80,10.0.0.1:80,10.0.0.1:80,10.0.0.2:80,10.0.9.2:80,[::1]:80,x"));
+    assert!(malformed(b"10.0.9.1:80,pod.local:80"));
+}
