@@ -60,7 +60,8 @@ fn generated(port: u16, epp_shim: Option<String>, backends: &BackendMap) -> (Pre
 
 /// The picker is asked and its endpoint serves; an endpoint it names that is not the pool's
 /// (here another server that would answer, as 169.254.169.254 would) is never proxied to:
-/// FailClose answers 500, FailOpen sends to the pool's own endpoints, as with no endpoint.
+/// the pool's upstream keeps only its own endpoints of the list (`http_matches_epp_endpoints`),
+/// else its round robin; with no endpoint at all FailClose answers 500.
 #[test]
 fn the_picker_is_asked_and_only_the_pools_endpoints_are_proxied_to() {
     let (pool, outsider) = (Server::echo(), Server::echo());
@@ -85,16 +86,22 @@ fn the_picker_is_asked_and_only_the_pools_endpoints_are_proxied_to() {
     assert_eq!(asked.len(), 2);
     assert_eq!(asked[0].header("X-EPP-Host"), Some("127.0.0.1"));
     assert_eq!(asked[0].header("X-EPP-Port"), Some("9002"));
-    // An endpoint not the pool's, then none: FailClose answers 500, FailOpen goes to the pool.
-    for mode in [Mode::Endpoint(outsider.endpoint()), Mode::NoEndpoint] {
-        shim.set_mode(mode);
-        assert_eq!(n.get("/close/v1", &[]).status, 500);
-        assert_eq!(n.get("/open/v1", &[]).status, 200);
-        let fallback = pool.take();
-        assert_eq!(fallback.len(), 1);
-        assert_eq!(fallback[0].request_line, "GET /open/v1 HTTP/1.1");
-        assert!(outsider.take().is_empty());
+    // An endpoint not the pool's: never contacted, the pool's round robin serves (both modes).
+    shim.set_mode(Mode::Endpoint(outsider.endpoint()));
+    for path in ["/close/v1", "/open/v1"] {
+        assert_eq!(n.get(path, &[]).status, 200, "{path}");
+        let got = pool.take();
+        assert_eq!(got.len(), 1, "{path}");
+        assert_eq!(got[0].request_line, format!("GET {path} HTTP/1.1"));
     }
+    // No endpoint: FailClose answers 500, FailOpen goes to the pool.
+    shim.set_mode(Mode::NoEndpoint);
+    assert_eq!(n.get("/close/v1", &[]).status, 500);
+    assert_eq!(n.get("/open/v1", &[]).status, 200);
+    let fallback = pool.take();
+    assert_eq!(fallback.len(), 1);
+    assert_eq!(fallback[0].request_line, "GET /open/v1 HTTP/1.1");
+    assert!(outsider.take().is_empty());
     n.finish();
 }
 

@@ -37,40 +37,31 @@ fn location<'a>(conf: &'a str, path: &str) -> &'a str {
 #[test]
 fn the_rules_location_asks_the_picker_and_redirects_to_the_pools_proxy() {
     let conf = run().output.nginx_conf;
-    // FailClose (rule 0): only the pool's endpoints are proxied to; any other answer (none, or
-    // an address not the pool's) answers 500.
-    let proxied = |inner: &str| {
-        let v = inner.split("proxy_pass http://$").nth(1).unwrap().split('$').next().unwrap();
-        v.to_owned()
-    };
+    // FailClose (rule 0): no list from the picker answers 500; the pool's upstream, whose
+    // module balancer keeps only the pool's own endpoints of the picker's list.
     assert_eq!(
         location(&conf, "/_httproute-internal/0"),
         "internal; set $epp_internal_path /_httproute-internal/0-inference; \
          http_matches_epp grpc://default_epp_9002; }"
     );
     let inner = location(&conf, "/_httproute-internal/0-inference");
-    let var = proxied(inner);
-    assert!(inner.starts_with(&format!("internal; if (${var} = \"\") {{ return 500; }}")));
-    assert!(inner.ends_with(&format!("proxy_pass http://${var}$request_uri; }}")));
-    let map = format!(
-        "map $inference_workload_endpoint ${var} {{\n        10.1.0.1:8000 10.1.0.1:8000;\n        \
-         10.1.0.3:8000 10.1.0.3:8000;\n        default \"\";\n    }}"
+    assert!(
+        inner.starts_with("internal; if ($inference_workload_endpoints = \"\") { return 500; }")
     );
-    assert!(conf.contains(&map), "{map}\nnot in\n{conf}");
+    assert!(inner.ends_with("proxy_pass http://default_vllm-close_pool$request_uri; }"), "{inner}");
+    let pool = "upstream default_vllm-close_pool {\n        http_matches_epp_endpoints;\n        \
+                server 10.1.0.1:8000;\n        server 10.1.0.3:8000;";
+    assert!(conf.contains(pool), "{pool}\nnot in\n{conf}");
     assert!(conf.contains("upstream default_epp_9002 {\n        server 127.0.0.1:9002;"));
-    // FailOpen (rule 1): the same map of the pool's endpoints, whose default is its upstream;
-    // defined once, for rule 2 too.
+    // FailOpen (rule 1, and rule 2's first share): the pool's upstream, no 500; no tenant
+    // address is a key of any map.
     let inner = location(&conf, "/_httproute-internal/1-inference");
     assert!(!inner.contains("return 500"), "{inner}");
-    let var = proxied(inner);
-    assert_eq!(proxied(location(&conf, "/_httproute-internal/2-b0-inference")), var);
-    let map = format!(
-        "map $inference_workload_endpoint ${var} {{\n        10.1.0.1:8000 10.1.0.1:8000;\n        \
-         10.1.0.1:8001 10.1.0.1:8001;\n        10.1.0.3:8000 10.1.0.3:8000;\n        \
-         10.1.0.3:8001 10.1.0.3:8001;\n        default default_vllm-open_pool;\n    }}"
-    );
-    assert!(conf.contains(&map), "{map}\nnot in\n{conf}");
-    assert_eq!(conf.matches(&format!(" ${var} {{")).count(), 1);
+    assert!(inner.ends_with("proxy_pass http://default_vllm-open_pool$request_uri; }"), "{inner}");
+    let b0 = location(&conf, "/_httproute-internal/2-b0-inference");
+    assert!(b0.ends_with("proxy_pass http://default_vllm-open_pool$request_uri; }"), "{b0}");
+    assert!(!conf.contains("map $inference_workload_endpoint"), "{conf}");
+    assert_eq!(conf.matches("upstream default_vllm-open_pool {").count(), 1);
     // Two pools in one rule (3:1): split_clients between two picker locations.
     assert!(
         location(&conf, "/_httproute-internal/2").contains("rewrite ^ /_httproute-internal/2-$")
@@ -97,6 +88,7 @@ fn the_pools_endpoints_are_its_labeled_slices_ready_addresses_on_each_target_por
     assert_eq!(
         upstream("default_vllm-open_pool"),
         [
+            "http_matches_epp_endpoints;",
             "server 10.1.0.1:8000;",
             "server 10.1.0.1:8001;",
             "server 10.1.0.3:8000;",
@@ -105,7 +97,8 @@ fn the_pools_endpoints_are_its_labeled_slices_ready_addresses_on_each_target_por
         ]
     );
     // `tier: cpu` is not the selector's: 10.2.0.9 is not the pool's.
-    assert_eq!(upstream("other_models_pool"), ["server 10.2.0.1:8000;", "keepalive 16;"]);
+    let other = upstream("other_models_pool");
+    assert_eq!(other, ["http_matches_epp_endpoints;", "server 10.2.0.1:8000;", "keepalive 16;"]);
 }
 
 /// A missing pool is BackendNotFound, one the CRD refuses too, and one whose picker has no

@@ -553,6 +553,10 @@ fn upstream_blocks(opts: &Options, http: &mut Http) -> Vec<Node> {
     let mut inner = Vec::new();
     for (up, addrs) in &upstreams {
         let mut entries = Vec::new();
+        if http.epp_pools.contains(up) {
+            // The picker's list, walked in order within the pool (the module's balancer).
+            entries.push(d("http_matches_epp_endpoints").into());
+        }
         for addr in addrs.iter() {
             let mut s = d("server").data("backend address", addr.clone());
             if http.no_fail.contains(up) {

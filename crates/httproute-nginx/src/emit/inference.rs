@@ -7,34 +7,34 @@
 //! location = /_httproute-internal/0 {
 //!     internal;
 //!     set $epp_internal_path /_httproute-internal/0-inference;
-//!     http_matches_epp grpc://default_epp_9002;   # sets $inference_workload_endpoint
+//!     http_matches_epp grpc://default_epp_9002;   # sets $inference_workload_endpoint(s)
 //! }
 //! location = /_httproute-internal/0-inference {
 //!     internal;
-//!     if ($httproute_pool_T_0 = "") { return 500; }   # FailClose
+//!     if ($inference_workload_endpoints = "") { return 500; }   # FailClose
 //!     ...                                          # the rule's filters, mirrors, CORS
-//!     proxy_pass http://$httproute_pool_T_0$request_uri;
+//!     proxy_pass http://default_llm_pool$request_uri;
 //! }
-//! map $inference_workload_endpoint $httproute_pool_T_0 {   # once per pool
-//!     10.1.0.1:8000 10.1.0.1:8000;                 # each of the pool's endpoints
-//!     default "";                                  # FailOpen: the pool's upstream
+//! upstream default_llm_pool {
+//!     http_matches_epp_endpoints;                  # the picker's list, within the pool
+//!     server 10.1.0.1:8000;                        # each of the pool's ready endpoints
 //! }
 //! ```
 //!
-//! Only the pool's own endpoints are proxied to: whatever else the picker (or whoever answers
-//! on its address) names, such as 169.254.169.254:80, is no endpoint (FailClose: 500;
-//! FailOpen: the `upstream` of the pool's ready endpoints, NGF's `$inference_backend_*`).
-//! The module keeps the first `ip:port` of a comma list (fallbacks); it must be written as
-//! the pool's endpoint is (`SocketAddr`'s form: IPv6 compressed, in brackets).
+//! Only the pool's own endpoints are proxied to: the module's balancer keeps, in the picker's
+//! order, the elements of its list that are servers of the block (its fallbacks walked by
+//! `proxy_next_upstream`); whatever else the picker (or whoever answers on its address) names,
+//! such as 169.254.169.254:80, is never contacted: none kept is the pool's round robin. NGF's
+//! `$inference_backend_*` map let any address through.
 
-use crate::conf::{Arg, Directive, Node, code, var};
+use crate::conf::{Arg, Directive, Node, Part, code, data, var};
 use crate::plan::{Backend, INTERNAL_PREFIX, Pool, RulePlan, Target};
 
 use super::location::Proxied;
-use super::state::{Http, d, empty, entry_of, tag_of};
+use super::state::{Http, d, empty};
 
-/// The variable `http_matches_epp` sets.
-const ENDPOINT: &str = "inference_workload_endpoint";
+/// The EPP's whole checked list, set by `http_matches_epp` (empty when it gave none).
+const ENDPOINTS: &str = "inference_workload_endpoints";
 
 impl Http {
     /// Rule `ri`'s locations when one of its backends is an InferencePool: the picker's
@@ -106,7 +106,7 @@ impl Http {
         body.extend(set.iter().cloned());
         body.extend(proxy);
         body.extend(mirrors.iter().cloned());
-        let mut parts = vec![code("http://"), var(endpoint)];
+        let mut parts = vec![code("http://"), endpoint];
         parts.extend(uri.iter().cloned());
         body.push(d("proxy_pass").arg(Arg::parts(parts)).into());
         let mut inner = d("location").code("=").code(inner);
@@ -137,42 +137,23 @@ impl Http {
         ]
     }
 
-    /// The variable the inner location proxies to: a `map` of `$inference_workload_endpoint`
-    /// whose keys are the pool's endpoints (each its own value), defined once per pool; any
-    /// other answer is its default: empty for FailClose (a 500, the `if` into `body`), the
-    /// pool's `upstream` for FailOpen.
+    /// What the inner location proxies to: the pool's `upstream`, written with
+    /// `http_matches_epp_endpoints;` (the picker's list within the pool, in order, else the
+    /// pool's round robin). FailClose first answers 500 when the picker gave no endpoint list
+    /// (`$inference_workload_endpoints` empty, the `if` into `body`). No tenant address is a
+    /// key of any NGINX hash: the module checks the list against the block's servers.
     fn pool_endpoint(
         &mut self,
         pool: &Pool,
         from: Option<crate::conf::Provenance>,
         body: &mut Vec<Node>,
-    ) -> String {
-        // One per pool, named from it alone (the rules that use it do not rename it):
-        // `httproute_pool_TAG`, shorter than the longest the generator defines (limits.rs).
-        let v = format!("httproute_pool_{}", tag_of(&format!("InferencePool {}", pool.id)));
-        if pool.fail_open {
-            self.upstream(&pool.upstream, &pool.servers, from);
-        } else {
-            let none = Directive::if_(v.clone(), Some(("=", empty())));
+    ) -> Part {
+        if !pool.fail_open {
+            let none = Directive::if_(ENDPOINTS.to_owned(), Some(("=", empty())));
             body.push(none.inline(vec![d("return").code("500").into()]).into());
         }
-        if self.defined.contains(&v) {
-            return v;
-        }
-        let mut entries: Vec<Node> = (pool.servers.iter())
-            .map(|e| {
-                entry_of(
-                    Arg::data("pool endpoint", e.clone()),
-                    Arg::data("pool endpoint", e.clone()),
-                )
-            })
-            .collect();
-        let default = match pool.fail_open {
-            true => Arg::data("InferencePool upstream name", pool.upstream.clone()),
-            false => empty(),
-        };
-        entries.push(entry_of(Arg::code("default"), default));
-        self.push_map(&v, d("map").var(ENDPOINT).var(v.clone()).block(entries));
-        v
+        self.upstream(&pool.upstream, &pool.servers, from);
+        self.epp_pools.insert(pool.upstream.clone());
+        data("InferencePool upstream name", pool.upstream.clone())
     }
 }

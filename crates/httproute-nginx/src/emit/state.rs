@@ -120,6 +120,8 @@ pub(super) struct Http {
     pub(super) upstream_owner: HashMap<String, Vec<Provenance>>,
     /// Upstreams of retried rules: `max_fails=0` on each server.
     pub(super) no_fail: BTreeSet<String>,
+    /// Upstreams of FailOpen InferencePools: `http_matches_epp_endpoints;` first.
+    pub(super) epp_pools: BTreeSet<String>,
     /// `--experimental`.
     pub(super) experimental: bool,
     /// `--epp-shim URL`: InferencePool pickers are asked through NGF's shim at URL.
@@ -182,12 +184,7 @@ pub(super) fn rule_tag(id: &RuleId) -> (String, u128, u128) {
     tag_parts(&format!("{} {id}", id.route.kind))
 }
 
-/// SHA-256 of `text` in base 36, 25 characters ([`rule_tag`]).
-pub(super) fn tag_of(text: &str) -> String {
-    tag_parts(text).0
-}
-
-/// [`tag_of`] with the digest's first and last 128 bits.
+/// SHA-256 of `text` in base 36, 25 characters, with the digest's first and last 128 bits.
 fn tag_parts(text: &str) -> (String, u128, u128) {
     let digest = openssl::sha::sha256(text.as_bytes());
     let half = |b: &[u8]| u128::from_be_bytes(b.try_into().expect("16 bytes"));
