@@ -523,9 +523,22 @@ proptest! {
             prop_assert!(peak <= limit, "peak {} > limit {}: {:?}", peak, limit, same);
             prop_assert!(!same.as_ref().is_err_and(|e| e.contains("changed")), "{:?}", same);
             if limit == 64 << 20 {
-                let bounds = Bounds { memory: limit, ..Bounds::default() };
-                let memory = route_match::compile_file_within(text.as_bytes(), Syntax::Auto, bounds);
-                prop_assert_eq!(same.is_ok(), memory.is_ok(), "{:?} / {:?}", same, memory.err());
+                // The file's path also holds its read buffer and the first pass's survey, so
+                // near the limit it may refuse what memory takes: a list estimated 1,330 bytes
+                // under the limit from memory was refused from the file (proptest regression).
+                // Refused from memory is refused from the file; taken from memory with half the
+                // limit is taken from the file.
+                let within = |memory| {
+                    let bounds = Bounds { memory, ..Bounds::default() };
+                    route_match::compile_file_within(text.as_bytes(), Syntax::Auto, bounds)
+                };
+                let (memory, half) = (within(limit), within(limit / 2));
+                if memory.is_err() {
+                    prop_assert!(same.is_err(), "{:?}", memory.err());
+                }
+                if half.is_ok() {
+                    prop_assert!(same.is_ok(), "{:?}", same);
+                }
             }
         }
     }
