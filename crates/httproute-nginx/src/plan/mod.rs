@@ -202,26 +202,14 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let shadowed = servers::shadowed(&listeners, &attachments);
     status::shadowed_hostnames(&mut nodes, &shadowed, &mut warnings);
     status::routes(nodes, inputs, &mut status, &mut warnings);
-    status::rule_outcomes(
-        &mut status,
-        ports
-            .iter()
-            .flat_map(|p| &p.servers)
-            .flat_map(|s| &s.rules)
-            .map(|r| (&r.id, r.match_count, r.skipped_matches.as_slice())),
-    );
+    status::rule_outcomes(&mut status, rule_outcomes(&ports));
     warnings.sort();
     warnings.dedup();
     let secrets = listeners::secrets(inputs, &listeners);
     // 7. Servers the same on several ports.
     let merged = Merged::of(&ports);
-    // 8. The words NGINX cannot take (`plan/words.rs`), then the budgets: what does not fit
-    // of what tenants share, newest first.
-    let mut refused = words::refusals(&ports);
-    refused.extend(budget::listening_sockets(&ports, &ages, opts.worker_connections));
-    refused.extend(budget::server_names(&ports, &ages, &refused));
-    let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
-    refused.extend(budget::regex_memory(&ports, &ages, &refused, regex));
+    // 8. What NGINX cannot take or tenants cannot share.
+    let refused = refusals(&ports, &ages, opts);
     Plan {
         ports,
         warnings,
@@ -233,6 +221,23 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         refused,
         work: Work { endpoints: endpoints.made() },
     }
+}
+
+/// Each written rule's id, its match count and the matches it skipped (for its status).
+fn rule_outcomes(ports: &[PortPlan]) -> impl Iterator<Item = (&RuleId, usize, &[(usize, String)])> {
+    let rules = ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.rules);
+    rules.map(|r| (&r.id, r.match_count, r.skipped_matches.as_slice()))
+}
+
+/// The words NGINX cannot take (`plan/words.rs`), then the budgets: what does not fit of
+/// what tenants share, newest first.
+fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Refused, String)> {
+    let mut refused = words::refusals(ports);
+    refused.extend(budget::listening_sockets(ports, ages, opts.worker_connections));
+    refused.extend(budget::server_names(ports, ages, &refused));
+    let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
+    refused.extend(budget::regex_memory(ports, ages, &refused, regex));
+    refused
 }
 
 /// The routes by namespace/name, and each one's place by age: older first, then
