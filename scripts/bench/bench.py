@@ -365,22 +365,27 @@ def send_raw(name, req, count):
     buf = b""
     for _ in range(count):
         sock.sendall(req)
-        while True:
-            head_end = buf.find(b"\r\n\r\n")
-            if head_end >= 0:
-                head = buf[:head_end].decode("latin-1")
-                m = re.search(r"(?i)content-length: *(\d+)", head)
-                length = int(m.group(1)) if m else 0
-                if len(buf) >= head_end + 4 + length:
-                    if int(head.split(" ")[1]) != 200:
-                        raise RuntimeError(f"{name}: {head.splitlines()[0]}")
-                    buf = buf[head_end + 4 + length:]
-                    break
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise RuntimeError(f"{name}: connection closed")
-            buf += chunk
+        buf = read_answer(name, sock, buf)
     sock.close()
+
+
+def read_answer(name, sock, buf):
+    """Reads one Content-Length answer from `sock` (`buf`: bytes already read); it must be a
+    200. Returns the bytes read past it."""
+    while True:
+        head_end = buf.find(b"\r\n\r\n")
+        if head_end >= 0:
+            head = buf[:head_end].decode("latin-1")
+            m = re.search(r"(?i)content-length: *(\d+)", head)
+            length = int(m.group(1)) if m else 0
+            if len(buf) >= head_end + 4 + length:
+                if int(head.split(" ")[1]) != 200:
+                    raise RuntimeError(f"{name}: {head.splitlines()[0]}")
+                return buf[head_end + 4 + length:]
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise RuntimeError(f"{name}: connection closed")
+        buf += chunk
 
 
 def callgrind_run(prefix, drive):

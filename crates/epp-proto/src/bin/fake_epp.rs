@@ -42,6 +42,12 @@ fn main() {
         let connections = fake.connections();
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(move |c| {
             connections.fetch_add(1, Ordering::Relaxed);
+            // TCP_NODELAY, as Go sets on every connection (GIE's EPP is Go's gRPC server):
+            // without it a new connection's small HTTP/2 writes wait for the client's delayed
+            // ACK (40 ms on Linux), which scripts/bench/epp-latency.sh would count as latency.
+            if let Ok(c) = &c {
+                let _ = c.set_nodelay(true);
+            }
             c
         });
         tonic::transport::Server::builder()

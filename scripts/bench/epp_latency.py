@@ -1,0 +1,199 @@
+"""The EPP call's latency per request, NGF's shim path against the module's gRPC, in one run
+(issue #47): one NGINX (BENCH_NGINX, one worker, BENCH_MODULE), one fake EPP (FAKE_EPP, mode
+header, its record kept), one fake shim (FAKE_SHIM: NGF's Go shim, a new gRPC connection per
+request), one backend (a second server of the same NGINX, `return 200`). Three locations:
+
+  a  http_matches_epp http://SHIM          -> fake-shim -> fake-epp (NGF today)
+  b  http_matches_epp grpc://epp_keepalive (upstream with keepalive 4)
+  c  http_matches_epp grpc://epp_once      (the same upstream without keepalive: the
+                                            connection's cost alone)
+
+each redirecting to a location that proxies to the picked endpoint (the backend, a new
+connection per request in all three, as NGF's `proxy_pass http://$inference_workload_endpoint`).
+N rounds, each a GET and a POST with a 1 KB body to a, b and c in turn (round robin over one
+keep-alive client connection: a slowdown of the machine hits the three alike), timed by the
+client from sending to the answer's last byte. Prints median / p90 / p99 per mode and method
+and their ratios to a, as a Markdown table.
+
+Asserted (counts only, never a time): every answer is the backend's 200, the fake EPP saw
+every request in order, the error log has no [error]; EPP connections per request (from the
+fake's connection counter in its record, request by request): a and c exactly one each, b at
+most 4 in all (the upstream's keepalive cache), whatever N.
+
+usage: BENCH_NGINX=... BENCH_MODULE=... FAKE_EPP=... FAKE_SHIM=... [N=1000] epp_latency.py
+(scripts/bench/epp-latency.sh builds and sets them).
+"""
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402
+
+N = int(os.environ.get("N", "1000"))
+KEEPALIVE = 4
+MODES = {
+    "a": "http_matches_epp http://{shim}; set $epp_host {epp_host}; set $epp_port {epp_port};",
+    "b": "http_matches_epp grpc://epp_keepalive;",
+    "c": "http_matches_epp grpc://epp_once;",
+}
+NAMES = {
+    "a": "(a) shim: `http://` -> fake-shim -> EPP",
+    "b": f"(b) `grpc://`, upstream `keepalive {KEEPALIVE}`",
+    "c": "(c) `grpc://`, no keepalive",
+}
+BODY = b"x" * 1024
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn(args):
+    """A fake (fake-epp, fake-shim) and the address its `ready ADDR` line names."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line.startswith("ready "):
+        p.kill()
+        raise RuntimeError(f"{args[0]} did not start: {line!r}")
+    return p, line.split()[1]
+
+
+def write_conf(prefix, epp, shim, backend):
+    host, port = epp.rsplit(":", 1)
+    locations = "\n".join(
+        f"        location /{m} {{ set $epp_internal_path /_proxy; "
+        f"{body.format(shim=shim, epp_host=host, epp_port=port)} }}"
+        for m, body in MODES.items())
+    for d in ("conf", "logs", "tmp"):
+        (prefix / d).mkdir(parents=True, exist_ok=True)
+    conf = bench.preamble(
+        LOADS=f"load_module {bench.MODULE};\n", MASTER="on", WORKERS="1", LOG_LEVEL="error",
+        CONNECTIONS="1024", ACCESS_LOG="off",
+        HTTP=f"""    keepalive_requests 1000000;
+    upstream epp_keepalive {{ server {epp}; keepalive {KEEPALIVE}; keepalive_requests 1000000; }}
+    upstream epp_once {{ server {epp}; }}
+    server {{
+        listen 127.0.0.1:{bench.PORT};
+{locations}
+        location /_proxy {{
+            internal;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_pass http://$inference_workload_endpoint;
+        }}
+    }}
+    server {{
+        listen {backend};
+        location / {{ return 200 "backend\\n"; }}
+    }}""")
+    (prefix / "conf" / "nginx.conf").write_text(conf)
+
+
+def request(mode, method, tag):
+    head = f"{method} /{mode}?a=1 HTTP/1.1\r\nHost: bench\r\nx-model: llama\r\nx-bench: {tag}\r\n"
+    if method == "GET":
+        return (head + "\r\n").encode()
+    return (head + f"Content-Length: {len(BODY)}\r\n\r\n").encode() + BODY
+
+
+def drive(rounds):
+    """`rounds` rounds of GET and POST to a, b, c; returns [(mode, method, tag, ns)] in order."""
+    sock = socket.create_connection(("127.0.0.1", bench.PORT), timeout=600)
+    buf, out = b"", []
+    for i in range(rounds):
+        for method in ("GET", "POST"):
+            for mode in MODES:
+                tag = f"{mode}-{method}-{i}"
+                req = request(mode, method, tag)
+                t0 = time.perf_counter_ns()
+                sock.sendall(req)
+                buf = bench.read_answer(tag, sock, buf)
+                out.append((mode, method, tag, time.perf_counter_ns() - t0))
+    sock.close()
+    return out
+
+
+def connections(record, sent):
+    """New EPP connections per request (the fake's accept counter, request by request: the
+    requests are one at a time, so a request's new connections are the counter's step at its
+    record). Checks the record holds exactly the requests sent, in order."""
+    rows = [json.loads(line) for line in record.read_text().splitlines()]
+    tags = [dict(r["headers"]).get("x-bench") for r in rows]
+    assert tags == [t for _, _, t, _ in sent], "the fake EPP's record is not the requests sent"
+    steps = [r["connections"] for r in rows]
+    return [b - a for a, b in zip([0] + steps, steps)]
+
+
+def quantile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def table(timed, steps):
+    stats = {}
+    for mode in MODES:
+        for method in ("GET", "POST"):
+            ns = [t for m, meth, _, t in timed if (m, meth) == (mode, method)]
+            stats[mode, method] = [statistics.median(ns) / 1000, quantile(ns, 0.9) / 1000,
+                                   quantile(ns, 0.99) / 1000]
+    conns, per_mode = {}, {}
+    for (mode, method, _, _), step in zip(timed, steps):
+        conns[mode, method] = conns.get((mode, method), 0) + step
+        per_mode[mode, method] = per_mode.get((mode, method), 0) + 1
+    print("| mode | request | median | p90 | p99 | EPP connections / requests |")
+    print("|---|---|---:|---:|---:|---:|")
+    for (mode, method), row in stats.items():
+        base = stats["a", method]
+        cells = " | ".join(f"{v:,.0f} µs ({v / b:.2f}x)" for v, b in zip(row, base))
+        label = "GET" if method == "GET" else "POST 1 KB"
+        print(f"| {NAMES[mode]} | {label} | {cells} | {conns[mode, method]:,} / {per_mode[mode, method]:,} |")
+    return conns, per_mode
+
+
+def main():
+    load = open("/proc/loadavg").read().split()[:3]
+    with tempfile.TemporaryDirectory() as d:
+        prefix = Path(d)
+        record = prefix / "epp.jsonl"
+        backend = f"127.0.0.1:{free_port()}"
+        epp, epp_addr = spawn([os.environ["FAKE_EPP"], "--mode", "header", "--endpoint", backend,
+                               "--record", str(record)])
+        shim, shim_addr = spawn([os.environ["FAKE_SHIM"], "--listen", "127.0.0.1:0"])
+        nginx = None
+        try:
+            write_conf(prefix, epp_addr, shim_addr, backend)
+            nginx = subprocess.Popen([bench.NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"])
+            bench.wait_port()
+            timed = drive(N)
+            steps = connections(record, timed)
+        finally:
+            if nginx:
+                bench.stop(nginx)
+            for p in (shim, epp):
+                p.kill()
+                p.wait()
+        log = (prefix / "logs" / "error.log").read_text()
+    bad = [line for line in log.splitlines() if any(
+        f"[{lvl}]" in line for lvl in ("error", "crit", "alert", "emerg"))]
+    assert not bad, f"the error log has {len(bad)} bad lines, the first: {bad[0]}"
+    print(f"commit {bench.measured_commit()}, N={N} rounds, load {' '.join(load)} -> "
+          f"{' '.join(open('/proc/loadavg').read().split()[:3])}")
+    conns, per_mode = table(timed, steps)
+    for mode in ("a", "c"):
+        one_each = [t for (m, _, t, _), s in zip(timed, steps) if m == mode and s != 1]
+        assert not one_each, f"({mode}) not one EPP connection per request: {one_each[:5]}"
+    b = conns["b", "GET"] + conns["b", "POST"]
+    assert b <= KEEPALIVE, f"(b) {b} EPP connections for {2 * N} requests"
+
+
+if __name__ == "__main__":
+    main()
