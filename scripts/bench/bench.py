@@ -426,18 +426,27 @@ def instructions(s, prefix):
 
 def wrk(s, prefix):
     path, headers = target(s)
-    cmd = ["taskset", "-c", "1", "wrk", "-t1", "-c32", f"-d{WRK_SECONDS}s", "--latency"]
+    got = wrk_run(s.name, path, headers, 32, WRK_SECONDS)
+    return got["rps"], got[99]
+
+
+def wrk_run(name, path, headers, connections, seconds):
+    """wrk (one thread, pinned to CPU 1) on `path` with `connections` connections for
+    `seconds`: {"rps": requests/s, "requests": n, 50/75/90/99: that percentile's latency in
+    µs}. Every answer must be 2xx/3xx."""
+    cmd = ["taskset", "-c", "1", "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency"]
     for k, v in headers.items():
         cmd += ["-H", f"{k}: {v}"]
     cmd.append(f"http://127.0.0.1:{PORT}{path}")
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
-    scale = {"us": 1, "ms": 1000, "s": 1e6}[p99.group(2)]
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if errors:
-        raise RuntimeError(f"{s.name}: {errors.group(1)} non-2xx answers under wrk")
-    return rps, float(p99.group(1)) * scale
+        raise RuntimeError(f"{name}: {errors.group(1)} non-2xx answers under wrk")
+    got = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+           "requests": int(re.search(r"(\d+) requests in", out).group(1))}
+    for q, value, unit in re.findall(r"(50|75|90|99)%\s+([\d.]+)(us|ms|s)\b", out):
+        got[int(q)] = float(value) * {"us": 1, "ms": 1000, "s": 1e6}[unit]
+    return got
 
 
 def start(s, prefix):

@@ -4,7 +4,7 @@ header, its record kept), one fake shim (FAKE_SHIM: NGF's Go shim, a new gRPC co
 request), one backend (a second server of the same NGINX, `return 200`). Three locations:
 
   a  http_matches_epp http://SHIM          -> fake-shim -> fake-epp (NGF today)
-  b  http_matches_epp grpc://epp_keepalive (upstream with keepalive 4)
+  b  http_matches_epp grpc://epp_keepalive (upstream with keepalive 16, as generated)
   c  http_matches_epp grpc://epp_once      (the same upstream without keepalive: the
                                             connection's cost alone)
 
@@ -13,14 +13,20 @@ connection per request in all three, as NGF's `proxy_pass http://$inference_work
 N rounds, each a GET and a POST with a 1 KB body to a, b and c in turn (round robin over one
 keep-alive client connection: a slowdown of the machine hits the three alike), timed by the
 client from sending to the answer's last byte. Prints median / p90 / p99 per mode and method
-and their ratios to a, as a Markdown table.
+and their ratios to a, as a Markdown table. Then (CLIENTS > 0) a concurrent run: wrk with
+CLIENTS connections, GET, SECONDS on each mode in turn, ROUNDS rounds; medians of the rounds'
+requests/s and latency percentiles.
 
 Asserted (counts only, never a time): every answer is the backend's 200, the fake EPP saw
 every request in order, the error log has no [error]; EPP connections per request (from the
 fake's connection counter in its record, request by request): a and c exactly one each, b at
-most 4 in all (the upstream's keepalive cache), whatever N.
+most 16 in all (the upstream's keepalive cache), whatever N. In the concurrent run, per wrk run
+(the counter's step across it against the requests the fake recorded in it, either of which
+may take in up to CLIENTS requests cut off at the previous run's end): a and c at least one
+per request less CLIENTS, b at most 16 plus CLIENTS per run in all.
 
-usage: BENCH_NGINX=... BENCH_MODULE=... FAKE_EPP=... FAKE_SHIM=... [N=1000] epp_latency.py
+usage: BENCH_NGINX=... BENCH_MODULE=... FAKE_EPP=... FAKE_SHIM=... [N=1000] [CLIENTS=8]
+       [ROUNDS=3] [SECONDS=2] epp_latency.py
 (scripts/bench/epp-latency.sh builds and sets them).
 """
 import json
@@ -37,7 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 
 N = int(os.environ.get("N", "1000"))
-KEEPALIVE = 4
+CLIENTS = int(os.environ.get("CLIENTS", "8"))  # 0: no concurrent run
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+SECONDS = int(os.environ.get("SECONDS", "2"))
+KEEPALIVE = 16  # httproute-nginx's default --upstream-keepalive
 MODES = {
     "a": "http_matches_epp http://{shim}; set $epp_host {epp_host}; set $epp_port {epp_port};",
     "b": "http_matches_epp grpc://epp_keepalive;",
@@ -122,11 +131,14 @@ def drive(rounds):
     return out
 
 
-def connections(record, sent):
+def records(record):
+    return [json.loads(line) for line in record.read_text().splitlines()]
+
+
+def connections(rows, sent):
     """New EPP connections per request (the fake's accept counter, request by request: the
     requests are one at a time, so a request's new connections are the counter's step at its
     record). Checks the record holds exactly the requests sent, in order."""
-    rows = [json.loads(line) for line in record.read_text().splitlines()]
     tags = [dict(r["headers"]).get("x-bench") for r in rows]
     assert tags == [t for _, _, t, _ in sent], "the fake EPP's record is not the requests sent"
     steps = [r["connections"] for r in rows]
@@ -139,28 +151,76 @@ def quantile(xs, q):
 
 
 def table(timed, steps):
-    stats = {}
+    stats, conns, count = {}, {}, {}
     for mode in MODES:
         for method in ("GET", "POST"):
             ns = [t for m, meth, _, t in timed if (m, meth) == (mode, method)]
             stats[mode, method] = [statistics.median(ns) / 1000, quantile(ns, 0.9) / 1000,
                                    quantile(ns, 0.99) / 1000]
-    conns, per_mode = {}, {}
     for (mode, method, _, _), step in zip(timed, steps):
         conns[mode, method] = conns.get((mode, method), 0) + step
-        per_mode[mode, method] = per_mode.get((mode, method), 0) + 1
+        count[mode, method] = count.get((mode, method), 0) + 1
     print("| mode | request | median | p90 | p99 | EPP connections / requests |")
     print("|---|---|---:|---:|---:|---:|")
     for (mode, method), row in stats.items():
         base = stats["a", method]
         cells = " | ".join(f"{v:,.0f} µs ({v / b:.2f}x)" for v, b in zip(row, base))
         label = "GET" if method == "GET" else "POST 1 KB"
-        print(f"| {NAMES[mode]} | {label} | {cells} | {conns[mode, method]:,} / {per_mode[mode, method]:,} |")
-    return conns, per_mode
+        print(f"| {NAMES[mode]} | {label} | {cells} "
+              f"| {conns[mode, method]:,} / {count[mode, method]:,} |")
+    return conns
+
+
+def concurrent(record):
+    """ROUNDS rounds of a wrk run per mode; [(mode, wrk's figures, requests the fake recorded
+    in the run, the connection counter's step across it)]."""
+    runs, seen, counter = [], len(records(record)), records(record)[-1]["connections"]
+    for _ in range(ROUNDS):
+        for mode in MODES:
+            headers = {"x-model": "llama", "x-bench": f"wrk-{mode}"}
+            got = bench.wrk_run(mode, f"/{mode}?a=1", headers, CLIENTS, SECONDS)
+            rows = records(record)
+            last = rows[-1]["connections"] if len(rows) > seen else counter
+            runs.append((mode, got, len(rows) - seen, last - counter))
+            seen, counter = len(rows), last
+    return runs
+
+
+def concurrent_table(runs):
+    print(f"\n{CLIENTS} clients (wrk, GET), rounds: {ROUNDS} of {SECONDS} s per mode, medians:\n")
+    print("| mode | requests/s | p50 | p90 | p99 | EPP connections / requests |")
+    print("|---|---:|---:|---:|---:|---:|")
+    med = {m: {k: statistics.median(g[k] for mm, g, _, _ in runs if mm == m)
+               for k in ("rps", 50, 90, 99)} for m in MODES}
+    for mode in MODES:
+        reqs = sum(n for m, _, n, _ in runs if m == mode)
+        conns = sum(c for m, _, _, c in runs if m == mode)
+        cells = " | ".join(f"{med[mode][k]:,.0f} µs ({med[mode][k] / med['a'][k]:.2f}x)"
+                           for k in (50, 90, 99))
+        rps = med[mode]["rps"]
+        print(f"| {NAMES[mode]} | {rps:,.0f} ({rps / med['a']['rps']:.2f}x) | {cells} "
+              f"| {conns:,} / {reqs:,} |")
+
+
+def check_counts(timed, steps, conns, runs):
+    for mode in ("a", "c"):
+        one_each = [t for (m, _, t, _), s in zip(timed, steps) if m == mode and s != 1]
+        assert not one_each, f"({mode}) not one EPP connection per request: {one_each[:5]}"
+    b = conns["b", "GET"] + conns["b", "POST"]
+    assert b <= KEEPALIVE, f"(b) {b} EPP connections for {2 * N} requests"
+    for mode, _, n, c in runs:
+        assert mode == "b" or c >= n - CLIENTS, f"({mode}) {c} EPP connections for {n} requests"
+    b = sum(c for m, _, _, c in runs if m == "b")
+    bound = KEEPALIVE + CLIENTS * ROUNDS
+    assert b <= bound, f"(b) {b} EPP connections under {CLIENTS} clients (at most {bound})"
+
+
+def loadavg():
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def main():
-    load = open("/proc/loadavg").read().split()[:3]
+    load = loadavg()
     with tempfile.TemporaryDirectory() as d:
         prefix = Path(d)
         record = prefix / "epp.jsonl"
@@ -174,7 +234,8 @@ def main():
             nginx = subprocess.Popen([bench.NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"])
             bench.wait_port()
             timed = drive(N)
-            steps = connections(record, timed)
+            steps = connections(records(record), timed)
+            runs = concurrent(record) if CLIENTS else []
         finally:
             if nginx:
                 bench.stop(nginx)
@@ -185,14 +246,11 @@ def main():
     bad = [line for line in log.splitlines() if any(
         f"[{lvl}]" in line for lvl in ("error", "crit", "alert", "emerg"))]
     assert not bad, f"the error log has {len(bad)} bad lines, the first: {bad[0]}"
-    print(f"commit {bench.measured_commit()}, N={N} rounds, load {' '.join(load)} -> "
-          f"{' '.join(open('/proc/loadavg').read().split()[:3])}")
-    conns, per_mode = table(timed, steps)
-    for mode in ("a", "c"):
-        one_each = [t for (m, _, t, _), s in zip(timed, steps) if m == mode and s != 1]
-        assert not one_each, f"({mode}) not one EPP connection per request: {one_each[:5]}"
-    b = conns["b", "GET"] + conns["b", "POST"]
-    assert b <= KEEPALIVE, f"(b) {b} EPP connections for {2 * N} requests"
+    print(f"commit {bench.measured_commit()}, N={N} rounds, load {load} -> {loadavg()}\n")
+    conns = table(timed, steps)
+    if runs:
+        concurrent_table(runs)
+    check_counts(timed, steps, conns, runs)
 
 
 if __name__ == "__main__":
