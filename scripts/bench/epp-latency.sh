@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NGX_CONFIGURE_ARGS=${NGX_CONFIGURE_ARGS:---with-debug}
+scripts/install-deps.sh wrk
 # shellcheck source=scripts/lib/built.sh
 . scripts/lib/built.sh
 build_module >/dev/null
