@@ -244,9 +244,9 @@ YAML
     cargo clippy --workspace --all-targets --release -- -D warnings
     step "engine tests (no NGINX)"
     cargo test "${ci[@]}"
-    step "the fake EPP (tonic, envoy-types) agrees with epp-proto's codec"
+    step "the fake EPP (tonic, envoy-types) agrees with epp-proto's codec; fake-shim dials it per request"
     cargo clippy -p epp-proto --features fake --all-targets --release -- -D warnings
-    cargo test "${ci[@]}" -p epp-proto --features fake --test fake_agrees
+    cargo test "${ci[@]}" -p epp-proto --features fake --test fake_agrees --test fake_shim
     step "the nginx.conf writer read back by crossplane (scripts/conf-roundtrip.sh)"
     scripts/conf-roundtrip.sh
     step "fuzz smoke: 15 s of each libFuzzer target (scripts/fuzz.sh)"
