@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The EPP call's latency per request, NGF's shim path (a new gRPC connection per request)
-# against the module's grpc:// with and without upstream keepalive, in one run on the vendored
+# against the module's grpc:// and grpcs:// with and without upstream keepalive, in one run on the vendored
 # NGINX (issue #47; docs/BENCHMARKS.md's endpoint picker section): scripts/bench/epp_latency.py.
 # Asserts counts only (EPP connections per request, answers, error log), never a time.
 #   N=1000 scripts/bench/epp-latency.sh      N rounds of GET + POST 1 KB to each mode, then

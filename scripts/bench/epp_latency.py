@@ -1,17 +1,20 @@
 """The EPP call's latency per request, NGF's shim path against the module's gRPC, in one run
 (issue #47): one NGINX (BENCH_NGINX, one worker, BENCH_MODULE), one fake EPP (FAKE_EPP, mode
 header, its record kept), one fake shim (FAKE_SHIM: NGF's Go shim, a new gRPC connection per
-request), one backend (a second server of the same NGINX, `return 200`). Three locations:
+request), one backend (a second server of the same NGINX, `return 200`). Five locations:
 
   a  http_matches_epp http://SHIM          -> fake-shim -> fake-epp (NGF today)
   b  http_matches_epp grpc://epp_keepalive (upstream with keepalive 16, as generated)
   c  http_matches_epp grpc://epp_once      (the same upstream without keepalive: the
                                             connection's cost alone)
+  d, e  as b and c over TLS (grpcs://, grpc_ssl_verify off as the Go shim's
+        InsecureSkipVerify; e without session reuse, a full handshake each time as a new Go
+        client does), NGINX's `stream` terminating TLS in front of the fake EPP
 
 each redirecting to a location that proxies to the picked endpoint (the backend, a new
-connection per request in all three, as NGF's `proxy_pass http://$inference_workload_endpoint`).
-N rounds, each a GET and a POST with a 1 KB body to a, b and c in turn (round robin over one
-keep-alive client connection: a slowdown of the machine hits the three alike), timed by the
+connection per request in all, as NGF's `proxy_pass http://$inference_workload_endpoint`).
+N rounds, each a GET and a POST with a 1 KB body to a, b, c, d and e in turn (round robin
+over one keep-alive client connection: a slowdown of the machine hits all alike), timed by the
 client from sending to the answer's last byte. Prints median / p90 / p99 per mode and method
 and their ratios to a, as a Markdown table. Then (CLIENTS > 0) a concurrent run: wrk with
 CLIENTS connections, GET, SECONDS on each mode in turn, ROUNDS rounds; medians of the rounds'
@@ -19,11 +22,11 @@ requests/s and latency percentiles.
 
 Asserted (counts only, never a time): every answer is the backend's 200, the fake EPP saw
 every request in order, the error log has no [error]; EPP connections per request (from the
-fake's connection counter in its record, request by request): a and c exactly one each, b at
-most 16 in all (the upstream's keepalive cache), whatever N. In the concurrent run, per wrk run
-(the counter's step across it against the requests the fake recorded in it, either of which
-may take in up to CLIENTS requests cut off at the previous run's end): a and c at least one
-per request less CLIENTS, b at most 16 plus CLIENTS per run in all.
+fake's connection counter in its record, request by request): a, c and e exactly one each, b
+and d at most 16 each (the upstream's keepalive cache), whatever N. In the concurrent run, per
+wrk run (the counter's step across it against the requests the fake recorded in it, either of which
+may take in up to CLIENTS requests cut off at the previous run's end): a, c and e at least
+one per request less CLIENTS, b and d at most 16 plus CLIENTS per round each.
 
 usage: BENCH_NGINX=... BENCH_MODULE=... FAKE_EPP=... FAKE_SHIM=... [N=1000] [CLIENTS=8]
        [ROUNDS=3] [SECONDS=2] epp_latency.py
@@ -51,12 +54,18 @@ MODES = {
     "a": "http_matches_epp http://{shim}; set $epp_host {epp_host}; set $epp_port {epp_port};",
     "b": "http_matches_epp grpc://epp_keepalive;",
     "c": "http_matches_epp grpc://epp_once;",
+    # The Go shim's TLS (NGF's default): certificate not verified, a new client's full handshake.
+    "d": "grpc_ssl_verify off; http_matches_epp grpcs://epps_keepalive;",
+    "e": "grpc_ssl_verify off; grpc_ssl_session_reuse off; http_matches_epp grpcs://epps_once;",
 }
 NAMES = {
     "a": "(a) shim: `http://` -> fake-shim -> EPP",
     "b": f"(b) `grpc://`, upstream `keepalive {KEEPALIVE}`",
     "c": "(c) `grpc://`, no keepalive",
+    "d": f"(d) `grpcs://`, upstream `keepalive {KEEPALIVE}`",
+    "e": "(e) `grpcs://`, no keepalive, no session reuse",
 }
+KEPT = ("b", "d")  # the others: one EPP connection per request
 BODY = b"x" * 1024
 
 
@@ -77,19 +86,37 @@ def spawn(args):
 
 
 def write_conf(prefix, epp, shim, backend):
+    """nginx.conf; its `stream` server terminates TLS in front of the fake EPP (a connection
+    to the EPP for each TLS connection: the counts hold for d and e)."""
     host, port = epp.rsplit(":", 1)
+    tls = f"127.0.0.1:{free_port()}"
     locations = "\n".join(
         f"        location /{m} {{ set $epp_internal_path /_proxy; "
         f"{body.format(shim=shim, epp_host=host, epp_port=port)} }}"
         for m, body in MODES.items())
     for d in ("conf", "logs", "tmp"):
         (prefix / d).mkdir(parents=True, exist_ok=True)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=epp", "-days", "2",
+                    "-keyout", "conf/epp.key", "-out", "conf/epp.crt"],
+                   cwd=prefix, check=True, capture_output=True)
+    stream = f"""stream {{
+    server {{
+        listen {tls} ssl;
+        ssl_certificate {prefix}/conf/epp.crt;
+        ssl_certificate_key {prefix}/conf/epp.key;
+        proxy_pass {epp};
+    }}
+}}
+"""
     conf = bench.preamble(
-        LOADS=f"load_module {bench.MODULE};\n", MASTER="on", WORKERS="1", LOG_LEVEL="error",
+        LOADS=f"load_module {bench.MODULE};\n{stream}", MASTER="on", WORKERS="1", LOG_LEVEL="error",
         CONNECTIONS="1024", ACCESS_LOG="off",
         HTTP=f"""    keepalive_requests 1000000;
     upstream epp_keepalive {{ server {epp}; keepalive {KEEPALIVE}; keepalive_requests 1000000; }}
     upstream epp_once {{ server {epp}; }}
+    upstream epps_keepalive {{ server {tls}; keepalive {KEEPALIVE}; keepalive_requests 1000000; }}
+    upstream epps_once {{ server {tls}; }}
     server {{
         listen 127.0.0.1:{bench.PORT};
 {locations}
@@ -203,16 +230,17 @@ def concurrent_table(runs):
 
 
 def check_counts(timed, steps, conns, runs):
-    for mode in ("a", "c"):
+    for mode in (m for m in MODES if m not in KEPT):
         one_each = [t for (m, _, t, _), s in zip(timed, steps) if m == mode and s != 1]
         assert not one_each, f"({mode}) not one EPP connection per request: {one_each[:5]}"
-    b = conns["b", "GET"] + conns["b", "POST"]
-    assert b <= KEEPALIVE, f"(b) {b} EPP connections for {2 * N} requests"
+    for mode in KEPT:
+        kept = conns[mode, "GET"] + conns[mode, "POST"]
+        assert kept <= KEEPALIVE, f"({mode}) {kept} EPP connections for {2 * N} requests"
+        kept = sum(c for m, _, _, c in runs if m == mode)
+        bound = KEEPALIVE + CLIENTS * ROUNDS
+        assert kept <= bound, f"({mode}) {kept} EPP connections under {CLIENTS} clients (> {bound})"
     for mode, _, n, c in runs:
-        assert mode == "b" or c >= n - CLIENTS, f"({mode}) {c} EPP connections for {n} requests"
-    b = sum(c for m, _, _, c in runs if m == "b")
-    bound = KEEPALIVE + CLIENTS * ROUNDS
-    assert b <= bound, f"(b) {b} EPP connections under {CLIENTS} clients (at most {bound})"
+        assert mode in KEPT or c >= n - CLIENTS, f"({mode}) {c} EPP connections for {n} requests"
 
 
 def loadavg():
