@@ -4,7 +4,7 @@
 # NGINX (issue #47; docs/BENCHMARKS.md's endpoint picker section): scripts/bench/epp_latency.py.
 # Asserts counts only (EPP connections per request, answers, error log), never a time.
 #   N=1000 scripts/bench/epp-latency.sh      N rounds of GET + POST 1 KB to each mode, then
-#   CLIENTS=8 ROUNDS=3 SECONDS=2             wrk runs of CLIENTS connections per mode (0: none)
+#   CLIENTS=8 ROUNDS=3 RUN_SECONDS=2     wrk runs of CLIENTS connections per mode (0: none)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NGX_CONFIGURE_ARGS=${NGX_CONFIGURE_ARGS:---with-debug}

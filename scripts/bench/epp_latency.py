@@ -17,8 +17,8 @@ N rounds, each a GET and a POST with a 1 KB body to a, b, c, d and e in turn (ro
 over one keep-alive client connection: a slowdown of the machine hits all alike), timed by the
 client from sending to the answer's last byte. Prints median / p90 / p99 per mode and method
 and their ratios to a, as a Markdown table. Then (CLIENTS > 0) a concurrent run: wrk with
-CLIENTS connections, GET, SECONDS on each mode in turn, ROUNDS rounds; medians of the rounds'
-requests/s and latency percentiles.
+CLIENTS connections, GET, RUN_SECONDS on each mode in turn, ROUNDS rounds; medians of the
+rounds' requests/s and latency percentiles.
 
 Asserted (counts only, never a time): every answer is the backend's 200, the fake EPP saw
 every request in order, the error log has no [error]; EPP connections per request (from the
@@ -29,7 +29,7 @@ may take in up to CLIENTS requests cut off at the previous run's end): a, c and 
 one per request less CLIENTS, b and d at most 16 plus CLIENTS per round each.
 
 usage: BENCH_NGINX=... BENCH_MODULE=... FAKE_EPP=... FAKE_SHIM=... [N=1000] [CLIENTS=8]
-       [ROUNDS=3] [SECONDS=2] epp_latency.py
+       [ROUNDS=3] [RUN_SECONDS=2] epp_latency.py
 (scripts/bench/epp-latency.sh builds and sets them).
 """
 import json
@@ -48,7 +48,7 @@ import bench  # noqa: E402
 N = int(os.environ.get("N", "1000"))
 CLIENTS = int(os.environ.get("CLIENTS", "8"))  # 0: no concurrent run
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
-SECONDS = int(os.environ.get("SECONDS", "2"))
+RUN_SECONDS = int(os.environ.get("RUN_SECONDS", "2"))
 KEEPALIVE = 16  # httproute-nginx's default --upstream-keepalive
 MODES = {
     "a": "http_matches_epp http://{shim}; set $epp_host {epp_host}; set $epp_port {epp_port};",
@@ -205,7 +205,7 @@ def concurrent(record):
     for _ in range(ROUNDS):
         for mode in MODES:
             headers = {"x-model": "llama", "x-bench": f"wrk-{mode}"}
-            got = bench.wrk_run(mode, f"/{mode}?a=1", headers, CLIENTS, SECONDS)
+            got = bench.wrk_run(mode, f"/{mode}?a=1", headers, CLIENTS, RUN_SECONDS)
             rows = records(record)
             last = rows[-1]["connections"] if len(rows) > seen else counter
             runs.append((mode, got, len(rows) - seen, last - counter))
@@ -214,7 +214,8 @@ def concurrent(record):
 
 
 def concurrent_table(runs):
-    print(f"\n{CLIENTS} clients (wrk, GET), rounds: {ROUNDS} of {SECONDS} s per mode, medians:\n")
+    print(f"\n{CLIENTS} clients (wrk, GET), rounds: {ROUNDS} of {RUN_SECONDS} s per mode, "
+          "medians:\n")
     print("| mode | requests/s | p50 | p90 | p99 | EPP connections / requests |")
     print("|---|---:|---:|---:|---:|---:|")
     med = {m: {k: statistics.median(g[k] for mm, g, _, _ in runs if mm == m)

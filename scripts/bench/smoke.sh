@@ -57,5 +57,5 @@ smoke ngf-scale "${njs[@]}" BENCH_GENERATOR=$PWD/target/ci/httproute-nginx NGF_S
   scripts/bench/ngf-scale.sh
 smoke bench BENCH_SKIP_ENGINE=1 BENCH_ONLY='^floor|native' BENCH_ROUNDS=1 BENCH_WRK_SECONDS=1 \
   scripts/bench/bench.sh
-smoke epp-latency N=5 ROUNDS=1 SECONDS=1 scripts/bench/epp-latency.sh
+smoke epp-latency N=5 ROUNDS=1 RUN_SECONDS=1 scripts/bench/epp-latency.sh
 echo "smoke: every measurement script ran"
