@@ -416,9 +416,9 @@ fn describe_location(loc: &LocationPlan, normalised: &str, out: &mut String) {
             c.match_index,
             c.route_hostname.as_deref().unwrap_or("(any)"),
             c.path,
-            c.method.as_deref().unwrap_or("(any)"),
-            c.headers.len(),
-            c.params.len()
+            c.entry.method.as_deref().unwrap_or("(any)"),
+            c.entry.headers.len(),
+            c.entry.params.len()
         );
     }
 }

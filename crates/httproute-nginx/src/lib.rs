@@ -179,6 +179,7 @@ pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanO
         regex_memory_per_tenant: opts.global.regex_memory_per_tenant,
         regex_memory_total: opts.global.regex_memory_total,
         regex_per_location: opts.carrier == Carrier::Inline,
+        status: true,
     }
 }
 
@@ -254,7 +255,8 @@ fn generate_all_by(
 ) -> Result<Generated, String> {
     let option_warnings = check_options(opts, backends)?;
     let model = model::load(inputs).map_err(|e| e.to_string())?;
-    let mut plan = plan_for(&model, backends, opts);
+    let mut plan =
+        plan::plan(&model, &plan::PlanOptions { status, ..plan_options(opts, backends) });
     // The plan holds what it needs: the manifests' memory is free for the configuration.
     drop(model);
     if !status {

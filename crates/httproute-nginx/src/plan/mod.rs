@@ -62,8 +62,8 @@ pub use status::{
 };
 pub(crate) use types::wildcard_covers;
 pub use types::{
-    Backend, BackendMap, Candidate, Capabilities, HTTP2_DIRECTIVE, Loc, LocationPlan, PathKind,
-    Pool, PortPlan, RulePlan, Segment, ServerPlan, SortKey, Target, normalize_prefix,
+    Backend, BackendMap, Candidate, Capabilities, HTTP2_DIRECTIVE, Loc, LocationPlan, Modifier,
+    PathKind, Pool, PortPlan, RulePlan, Segment, ServerPlan, SortKey, Target, normalize_prefix,
 };
 pub use words::refusals as word_refusals;
 
@@ -95,6 +95,10 @@ pub struct PlanOptions<'a> {
     /// Each location compiles the patterns of its own list (`--carrier inline`): the regex
     /// budget charges a pattern once per location that holds it, not once per namespace.
     pub regex_per_location: bool,
+    /// The routes' status is made ([`Plan::status`]: `--status`, `apply`, explain, tests);
+    /// without it the routes' nodes are freed before the servers are planned and
+    /// `Plan::status` holds the listeners alone (the warnings are the same).
+    pub status: bool,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -110,6 +114,7 @@ impl<'a> PlanOptions<'a> {
             regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
             regex_memory_total: crate::limits::DEFAULT_REGEX_MEMORY_TOTAL,
             regex_per_location: false,
+            status: true,
         }
     }
 }
@@ -190,6 +195,10 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     for a in &attachments {
         status.listeners[listeners[a.listener].status].attached_routes += 1;
     }
+    let shadowed = servers::shadowed(&listeners, &attachments);
+    status::shadowed_hostnames(&mut nodes, &shadowed, &mut warnings);
+    // The nodes are the routes' status in the making: not kept through the servers unless asked.
+    let mut nodes = if opts.status { nodes } else { Vec::new() };
     // 4.-6. Servers, their rules and locations in precedence order, on the target NGINX.
     let (ports, loss) = servers::ports(
         &listeners,
@@ -199,10 +208,8 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         &mut warnings,
     );
     status::grpc_not_served(&mut nodes, &loss, opts.capabilities.version);
-    let shadowed = servers::shadowed(&listeners, &attachments);
-    status::shadowed_hostnames(&mut nodes, &shadowed, &mut warnings);
     status::routes(nodes, inputs, &mut status, &mut warnings);
-    status::rule_outcomes(&mut status, rule_outcomes(&ports));
+    status::rule_outcomes(&mut status, rule_outcomes(&ports).filter(|_| opts.status));
     warnings.sort();
     warnings.dedup();
     let secrets = listeners::secrets(inputs, &listeners);

@@ -32,7 +32,9 @@ pub(super) struct RouteRules {
 }
 
 /// A match that can be served: (rule, match, rank, path characters, the candidate as built).
-type Served = (usize, usize, u8, (usize, usize), Option<Candidate>);
+/// Boxed: once the first server takes it, the slot is a pointer, not a candidate's size, for
+/// as long as planning keeps the route's rules (every route's, until the last server).
+type Served = (usize, usize, u8, (usize, usize), Option<Box<Candidate>>);
 
 /// Route `r`'s [`RouteRules`]: each rule planned, each match checked and its regexes
 /// compiled once, whatever the number of servers it serves. A skipped match is recorded on its
@@ -65,7 +67,7 @@ pub(super) fn route_rules(
                 }
                 (false, _) => (c.path_kind.rank(), (c.path.len(), 0)),
             };
-            matches.push((ri, mi, rank, path_chars, Some(c)));
+            matches.push((ri, mi, rank, path_chars, Some(Box::new(c))));
         }
         rules.push(Arc::new(plan));
     }
@@ -99,7 +101,7 @@ pub(super) fn add_route(
                     c.entry.redirect_path = super::entry::redirect_path(slot);
                 }
                 c.route_hostname.clone_from(hostname);
-                Some(c)
+                Some(*c)
             }
             None => candidate(
                 &route,
@@ -118,9 +120,9 @@ pub(super) fn add_route(
             Reverse(chars),
             rank,
             Reverse(path_chars),
-            c.method.is_none(),
-            Reverse(c.headers.len()),
-            Reverse(c.params.len()),
+            c.entry.method.is_none(),
+            Reverse(c.entry.headers.len()),
+            Reverse(c.entry.params.len()),
             age,
             ri,
             mi,
@@ -161,9 +163,6 @@ fn candidate(
         path_kind,
         path,
         route_hostname: hostname.clone(),
-        method: m.method.clone(),
-        headers,
-        params,
         entry,
         key: Default::default(),
     })

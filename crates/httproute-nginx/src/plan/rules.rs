@@ -7,7 +7,7 @@ use super::backends::Resolved;
 use super::ids::{RouteId, RuleId};
 use super::references::ResolvedRule;
 use super::status::Reason;
-use super::types::{Backend, RulePlan, Target, normalize_prefix};
+use super::types::{Backend, Modifier, RulePlan, Target, normalize_prefix};
 
 /// The plan of rule `ri` of route `route`, from its references as resolved once
 /// (`resolved`); `grpc`: the route is a GRPCRoute. What cannot be used is a warning.
@@ -153,7 +153,7 @@ fn modifier(
     kind: Kind,
     at: &dyn Fn() -> String,
     warnings: &mut Vec<String>,
-) -> HeaderModifier {
+) -> Modifier {
     let name = match kind {
         Kind::Request => "RequestHeaderModifier",
         Kind::Response => "ResponseHeaderModifier",
@@ -179,7 +179,7 @@ fn modifier(
             bad.is_none()
         });
     }
-    m
+    Modifier::of(m)
 }
 
 impl RulePlan {

@@ -187,11 +187,9 @@ pub struct Candidate {
     /// The decoded path (normalized for a prefix), or the pattern as written for a regex.
     pub path: String,
     pub route_hostname: Option<String>,
-    pub method: Option<String>,
-    /// (name, type, value), names de-duplicated (headers case-insensitively), first kept.
-    pub headers: Vec<(String, String, String)>,
-    pub params: Vec<(String, String, String)>,
-    /// Its match-list entry (with the compiled-and-checked regex path condition).
+    /// Its match-list entry: the method, the headers and query parameters (names
+    /// de-duplicated, headers case-insensitively, first kept) and the compiled-and-checked
+    /// regex path condition. The candidate holds them there alone.
     pub entry: Entry,
     pub key: SortKey,
 }
@@ -204,8 +202,8 @@ pub struct RulePlan {
     /// The backend refs with a weight above 0, in order.
     pub backends: Vec<Backend>,
     /// The rule's RequestHeaderModifier and ResponseHeaderModifier filters.
-    pub request_headers: HeaderModifier,
-    pub response_headers: HeaderModifier,
+    pub request_headers: Modifier,
+    pub response_headers: Modifier,
     // Boxed, as the other filters a rule seldom has: a rule plan is held for every rule
     // served (at 50,000 rules, each 100 bytes of a plan is 5 MB of the peak).
     pub redirect: Option<Box<RequestRedirect>>,
@@ -231,6 +229,30 @@ pub struct RulePlan {
     pub skipped_matches: Vec<(usize, String)>,
 }
 
+/// A RequestHeaderModifier or ResponseHeaderModifier filter, held only when it changes a
+/// header: most rules and backendRefs have none, and a plan holds four a rule (8 bytes each
+/// instead of 72). Reads as the filter (empty when none).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Modifier(Option<Box<HeaderModifier>>);
+
+/// The filter of no header.
+static NO_HEADERS: HeaderModifier =
+    HeaderModifier { set: Vec::new(), add: Vec::new(), remove: Vec::new() };
+
+impl Modifier {
+    pub fn of(m: HeaderModifier) -> Modifier {
+        let changes = !(m.set.is_empty() && m.add.is_empty() && m.remove.is_empty());
+        Modifier(changes.then(|| Box::new(m)))
+    }
+}
+
+impl std::ops::Deref for Modifier {
+    type Target = HeaderModifier;
+    fn deref(&self) -> &HeaderModifier {
+        self.0.as_deref().unwrap_or(&NO_HEADERS)
+    }
+}
+
 /// One backendRef of a rule: where its share of requests goes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backend {
@@ -242,8 +264,8 @@ pub struct Backend {
     pub weight: u32,
     /// The backendRef's own RequestHeaderModifier and ResponseHeaderModifier filters, applied
     /// after the rule's, to this backend's share only.
-    pub request_headers: HeaderModifier,
-    pub response_headers: HeaderModifier,
+    pub request_headers: Modifier,
+    pub response_headers: Modifier,
     /// Why it cannot serve, for a [`Target::Status`]: the Gateway API condition reason
     /// (`BackendNotFound`, `RefNotPermitted`, `InvalidKind`, `UnsupportedValue`,
     /// `UnsupportedProtocol`, or [`Reason::NoReadyEndpoints`] for a 503) and what is wrong.
