@@ -202,6 +202,8 @@ pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
         load_from(&f, input, bytes, &mut inputs)?;
         inputs.files.push(f);
     }
+    // Only reading needs to know where each object was: not held through planning.
+    inputs.seen = HashMap::new();
     Ok(inputs)
 }
 

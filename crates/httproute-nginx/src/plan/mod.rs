@@ -197,8 +197,8 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     }
     let shadowed = servers::shadowed(&listeners, &attachments);
     status::shadowed_hostnames(&mut nodes, &shadowed, &mut warnings);
-    // The nodes are the routes' status in the making: not kept through the servers unless asked.
-    let mut nodes = if opts.status { nodes } else { Vec::new() };
+    // The routes' status in the making: not kept through the servers unless asked.
+    drop((!opts.status).then(|| std::mem::take(&mut nodes)));
     // 4.-6. Servers, their rules and locations in precedence order, on the target NGINX.
     let (ports, loss) = servers::ports(
         &listeners,
@@ -209,6 +209,8 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     );
     status::grpc_not_served(&mut nodes, &loss, opts.capabilities.version);
     status::routes(nodes, inputs, &mut status, &mut warnings);
+    drop(attachments); // nor are the attachments and references kept through the budgets
+    drop(resolved);
     status::rule_outcomes(&mut status, rule_outcomes(&ports).filter(|_| opts.status));
     warnings.sort();
     warnings.dedup();
