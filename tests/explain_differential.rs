@@ -328,13 +328,20 @@ fn vocabulary(plan: &Plan) -> Vocabulary {
                 if c.path_kind != httproute_nginx::plan::PathKind::Regex {
                     route_paths.insert(c.path.clone());
                 }
-                for (n, _, value) in &c.headers {
-                    headers.insert((n.clone(), value.clone()));
+                // The entry's `NAME:TYPE:VALUE` and `NAME=TYPE=VALUE` (names hold neither sign).
+                for h in &c.entry.headers {
+                    let mut it = h.splitn(3, ':');
+                    if let (Some(n), Some(_), Some(value)) = (it.next(), it.next(), it.next()) {
+                        headers.insert((n.to_owned(), value.to_owned()));
+                    }
                 }
-                for (n, _, value) in &c.params {
-                    params.insert((n.clone(), value.clone()));
+                for q in &c.entry.params {
+                    let mut it = q.splitn(3, '=');
+                    if let (Some(n), Some(_), Some(value)) = (it.next(), it.next(), it.next()) {
+                        params.insert((n.to_owned(), value.to_owned()));
+                    }
                 }
-                if let Some(m) = &c.method {
+                if let Some(m) = &c.entry.method {
                     methods.insert(m.clone());
                 }
             }
