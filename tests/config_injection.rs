@@ -195,11 +195,15 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
             server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap(),
         );
         rule.rule_name = Some(format!("{payload}\n{inject}"));
-        rule.request_headers.set[0].name = payload.clone();
-        rule.request_headers.set[0].value = payload.clone();
-        rule.request_headers.add[0].value = payload.clone();
-        rule.response_headers.set[0].name = payload.clone();
-        rule.response_headers.set[0].value = payload.clone();
+        edit(&mut rule.request_headers, |m| {
+            m.set[0].name = payload.clone();
+            m.set[0].value = payload.clone();
+            m.add[0].value = payload.clone();
+        });
+        edit(&mut rule.response_headers, |m| {
+            m.set[0].name = payload.clone();
+            m.set[0].value = payload.clone();
+        });
         let cors = rule.cors.as_mut().unwrap();
         cors.allow_headers = vec![payload.clone()];
         cors.expose_headers = vec![payload.clone()];
@@ -222,7 +226,7 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
         let rule = std::sync::Arc::make_mut(
             server.rules.iter_mut().find(|r| r.id.route.to_string() == "default/hostile").unwrap(),
         );
-        rule.request_headers.set[0].value = bad.into();
+        edit(&mut rule.request_headers, |m| m.set[0].value = bad.into());
         // The plan judges every word (plan/words.rs); a plan edited afterwards is judged again.
         plan.refused = httproute_nginx::plan::word_refusals(&plan.ports);
         let out = httproute_nginx::emit::emit(&plan, &opts).expect("the rest is written");
@@ -250,4 +254,14 @@ fn the_writer_closes_injection_whatever_validation_lets_through() {
         }
         n.finish();
     }
+}
+
+/// A plan's header filter changed in place (the plan holds it read-only, boxed when set).
+fn edit(
+    m: &mut httproute_nginx::plan::Modifier,
+    f: impl FnOnce(&mut httproute_nginx::model::HeaderModifier),
+) {
+    let mut filter = (**m).clone();
+    f(&mut filter);
+    *m = httproute_nginx::plan::Modifier::of(filter);
 }
