@@ -19,10 +19,7 @@ use Test::Nginx::Matches;
 
 ###############################################################################
 
-select STDERR; $| = 1;
-select STDOUT; $| = 1;
-
-skip_unless_module();
+matches_tests();
 
 # Anchors are (?!.), not $: `set` would read $ as a variable.
 
@@ -46,18 +43,7 @@ my $put = '[{"method":"PUT","redirectPath":"/t/put"}]';
 
 $t->write_file('matches.json', qq({"l":$list,"none":$put}));
 
-$t->write_file_expand('nginx.conf', <<"EOF");
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
+$t->write_file_expand('nginx.conf', http_conf(<<"EOF"));
     http_matches_load matches.json;
 
     server {
@@ -103,8 +89,6 @@ http {
             http_matches;
         }
     }
-}
-
 EOF
 
 $t->run();

@@ -18,10 +18,7 @@ use Test::Nginx::Matches;
 
 ###############################################################################
 
-select STDERR; $| = 1;
-select STDOUT; $| = 1;
-
-skip_unless_module();
+matches_tests();
 
 my $t = Test::Nginx->new()->has(qw/http/)->plan(24);
 
@@ -31,18 +28,7 @@ sub conf {
 	my ($http, $location) = @_;
 	$location = '' unless defined $location;
 
-	return <<"EOF";
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
+	return http_conf(<<"EOF");
     $http
 
     server {
@@ -58,8 +44,6 @@ http {
             $location
         }
     }
-}
-
 EOF
 }
 

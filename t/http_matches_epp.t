@@ -22,25 +22,11 @@ use Test::Nginx::Matches;
 
 ###############################################################################
 
-select STDERR; $| = 1;
-select STDOUT; $| = 1;
-
-skip_unless_module();
+matches_tests();
 
 my $t = Test::Nginx->new()->has(qw/http proxy rewrite/)->plan(17);
 
-$t->write_file_expand('nginx.conf', <<'EOF');
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
+$t->write_file_expand('nginx.conf', http_conf(<<'EOF'));
     server {
         listen       127.0.0.1:8080;
         server_name  localhost;
@@ -72,8 +58,6 @@ http {
             return 200 "endpoint=[$inference_workload_endpoint] uri=$uri args=$args\n";
         }
     }
-}
-
 EOF
 
 $t->run_daemon(\&shim_daemon);

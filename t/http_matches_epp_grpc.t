@@ -20,10 +20,7 @@ use Test::Nginx::Matches;
 
 ###############################################################################
 
-select STDERR; $| = 1;
-select STDOUT; $| = 1;
-
-skip_unless_module();
+matches_tests();
 
 my $fake = $ENV{TEST_NGINX_FAKE_EPP};
 unless ($fake && -x $fake) {
@@ -35,18 +32,7 @@ unless ($fake && -x $fake) {
 
 my $t = Test::Nginx->new()->has(qw/http proxy rewrite grpc/)->plan(7);
 
-$t->write_file_expand('nginx.conf', <<'EOF');
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
+$t->write_file_expand('nginx.conf', http_conf(<<'EOF'));
     server {
         listen       127.0.0.1:8080;
         server_name  localhost;
@@ -78,8 +64,6 @@ http {
             return 200 "backend uri=$uri args=$args method=$request_method\n";
         }
     }
-}
-
 EOF
 
 $t->run_daemon($fake, '--listen', '127.0.0.1:' . port(8081), '--mode', 'header',

@@ -18,27 +18,13 @@ use Test::Nginx::Matches;
 
 ###############################################################################
 
-select STDERR; $| = 1;
-select STDOUT; $| = 1;
-
-skip_unless_module();
+matches_tests();
 
 my $t = Test::Nginx->new()->has(qw/http rewrite/)->plan(16);
 
 $t->write_file('matches.json', '{"k":[{"any":true,"redirectPath":"/t/k"}]}');
 
-$t->write_file_expand('nginx.conf', <<'EOF');
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
+$t->write_file_expand('nginx.conf', http_conf(<<'EOF'));
     http_matches_load matches.json;
     http_matches_var_max_size 100;
 
@@ -93,8 +79,6 @@ http {
             return 200 "not found entry=[$matches_entry] redirect=[$matches_redirect]\n";
         }
     }
-}
-
 EOF
 
 $t->run();

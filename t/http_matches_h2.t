@@ -19,28 +19,14 @@ use Test::Nginx::Matches;
 
 ###############################################################################
 
-select STDERR; $| = 1;
-select STDOUT; $| = 1;
-
-skip_unless_module();
+matches_tests();
 
 my $t = Test::Nginx->new()->has(qw/http http_v2 rewrite/)->plan(10);
 
 # "http2 on" since 1.25.1, a parameter of "listen" before
 my ($listen, $on) = $t->has_version('1.25.1') ? ('', 'http2 on;') : (' http2', '');
 
-$t->write_file_expand('nginx.conf', <<"EOF");
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
+$t->write_file_expand('nginx.conf', http_conf(<<"EOF"));
     server {
         listen       127.0.0.1:8080$listen;
         server_name  localhost;
@@ -64,8 +50,6 @@ http {
                            {"headers":["x-named:Exact:1"],"redirectPath":"\@named"}]';
         }
     }
-}
-
 EOF
 
 $t->run();

@@ -20,10 +20,7 @@ use Test::Nginx::Matches;
 
 ###############################################################################
 
-select STDERR; $| = 1;
-select STDOUT; $| = 1;
-
-skip_unless_module();
+matches_tests();
 
 # The one http_matches_regex_budget value these tests write: "0" turns the budget shared by
 # a request's attempts off (each attempt stays bounded). Elsewhere the default is used.
@@ -32,18 +29,7 @@ my $budget_off = '0';
 
 my $t = Test::Nginx->new()->has(qw/http rewrite/)->plan(14);
 
-$t->write_file_expand('nginx.conf', <<"EOF");
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
+$t->write_file_expand('nginx.conf', http_conf(<<"EOF"));
     http_matches_var_cache 4k;
 
     server {
@@ -81,8 +67,6 @@ http {
             http_matches;
         }
     }
-}
-
 EOF
 
 $t->run();

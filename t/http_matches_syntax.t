@@ -19,28 +19,14 @@ use Test::Nginx::Matches;
 
 ###############################################################################
 
-select STDERR; $| = 1;
-select STDOUT; $| = 1;
-
-skip_unless_module();
+matches_tests();
 
 my $t = Test::Nginx->new()->has(qw/http rewrite/)->plan(29);
 
 $t->write_file('untyped.json',
 	'{"u":[{"headers":["v:a:b"],"params":["arg=x=y"],"redirectPath":"/t/untyped"}]}');
 
-$t->write_file_expand('nginx.conf', <<'EOF');
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
+$t->write_file_expand('nginx.conf', http_conf(<<'EOF'));
     http_matches_load untyped.json;
 
     server {
@@ -105,8 +91,6 @@ http {
             }
         }
     }
-}
-
 EOF
 
 $t->run();

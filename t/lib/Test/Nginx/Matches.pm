@@ -10,7 +10,7 @@ use strict;
 
 use base qw/ Exporter /;
 
-our @EXPORT = qw/ skip_unless_module check started_log line_of request /;
+our @EXPORT = qw/ matches_tests http_conf check started_log line_of request /;
 
 use Test::More qw//;
 use Test::Nginx;
@@ -22,6 +22,16 @@ use Test::Nginx;
 # built in with --add-module=DIR, where DIR/config names the module. Otherwise the file is
 # skipped, saying how to load it (with TEST_NGINX_MATCHES_REQUIRED set, as scripts/test.sh
 # does, it fails instead); a module that is named but fails to load fails the tests.
+
+# matches_tests(): the start of every t/http_matches*.t: output unbuffered, then
+# skip_unless_module().
+
+sub matches_tests {
+	select STDERR; $| = 1;
+	select STDOUT; $| = 1;
+
+	skip_unless_module();
+}
 
 sub skip_unless_module {
 	return if ($ENV{TEST_NGINX_GLOBALS} || '') =~ /ngx_http_matches/;
@@ -36,6 +46,16 @@ sub skip_unless_module {
 		. 'TEST_NGINX_GLOBALS="load_module /abs/path/ngx_http_matches_module.so;"';
 	Test::More::BAIL_OUT($why) if $ENV{TEST_NGINX_MATCHES_REQUIRED};
 	Test::More::plan(skip_all => $why);
+}
+
+# http_conf($http): nginx.conf with the harness's globals, daemon off, and $http (directives
+# and server blocks) inside http{}.
+
+sub http_conf {
+	my ($http) = @_;
+
+	return "\n%%TEST_GLOBALS%%\n\ndaemon off;\n\nevents {\n}\n\n"
+		. "http {\n    %%TEST_GLOBALS_HTTP%%\n\n$http}\n";
 }
 
 # check($t, $conf): writes $conf as nginx.conf, expects NGINX to refuse to start, and returns
