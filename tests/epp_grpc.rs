@@ -515,42 +515,11 @@ fn a_non_200_answer_with_a_long_body_is_not_read_on() {
 }
 
 /// A CA (`ca`), a second one (`other`), and `epp.crt` / `epp.key` for the name `epp.test`
-/// signed by `ca`, made with the openssl CLI in `dir`.
+/// signed by `ca`, in `dir`.
 fn make_certs(dir: &std::path::Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    let openssl = |args: &[&str]| {
-        let out = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl");
-        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    };
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-    for ca in ["ca", "other"] {
-        let (key, crt, subj) = (format!("{ca}.key"), format!("{ca}.crt"), format!("/CN={ca}"));
-        let mut args = vec!["req", "-x509", "-days", "2", "-subj", &subj];
-        args.extend(ec);
-        args.extend(["-keyout", &key, "-out", &crt]);
-        openssl(&args);
-    }
-    let mut args = vec!["req", "-subj", "/CN=epp.test", "-keyout", "epp.key", "-out", "epp.csr"];
-    args.extend(ec);
-    openssl(&args);
-    std::fs::write(dir.join("san.ext"), "subjectAltName=DNS:epp.test\n").unwrap();
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "epp.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "2",
-        "-extfile",
-        "san.ext",
-        "-out",
-        "epp.crt",
-    ]);
+    common::certs::ca(dir, "ca");
+    common::certs::ca(dir, "other");
+    common::certs::leaf(dir, "ca", "epp", "epp.test", "sha256");
 }
 
 #[test]

@@ -190,16 +190,6 @@ fn secret(name: &str, crt: &str, key: &str) -> String {
     )
 }
 
-/// `openssl ARGS` in `dir`.
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run openssl");
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 /// A certificate for `host` that NGINX refuses: signed with SHA-1 by a CA, which OpenSSL 3
 /// rates below any security level ("ca md too weak"). The generator's certificate check
 /// refuses it too now; the test puts it in the plan after that check, as a check the
@@ -207,41 +197,8 @@ fn openssl(dir: &Path, args: &[&str]) {
 fn sha1_signed(host: &str) -> (String, String) {
     let dir = Prefix::scratch("check-sha1");
     std::fs::create_dir_all(&dir).unwrap();
-    let subj = format!("/CN={host}");
-    let san = format!("subjectAltName=DNS:{host}");
-    openssl(
-        &dir,
-        &[
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=ca",
-            "-keyout", "ca.key", "-out", "ca.crt",
-        ],
-    );
-    openssl(
-        &dir,
-        &[
-            "req", "-newkey", "rsa:2048", "-nodes", "-subj", &subj, "-addext", &san, "-keyout",
-            "leaf.key", "-out", "leaf.csr",
-        ],
-    );
-    openssl(
-        &dir,
-        &[
-            "x509",
-            "-req",
-            "-sha1",
-            "-in",
-            "leaf.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-out",
-            "leaf.crt",
-        ],
-    );
+    common::certs::ca(&dir, "ca");
+    common::certs::leaf(&dir, "ca", "leaf", host, "sha1");
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
     (read("leaf.crt"), read("leaf.key"))
 }

@@ -6,10 +6,14 @@
 //! next to this test. `NGX_MATCHES_KEEP=1` keeps the scratch directories.
 #![allow(dead_code)]
 
+pub mod certs;
 pub mod epp_shim;
 pub mod fake_epp;
 pub mod master;
 pub mod shapes;
+
+#[allow(unused_imports)] // not every test file makes certificates
+pub use certs::self_signed;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -490,26 +494,4 @@ pub fn generated(
     let (ok, text) = p.test();
     assert!(ok, "{name}: nginx -t:\n{text}\n{}", generated.nginx_conf);
     (p, warnings)
-}
-
-/// A self-signed certificate (openssl) for the DNS name `san` (e.g. `*.secure.test`), with
-/// common name `cn`: (certificate, key) paths in a scratch directory.
-pub fn self_signed(cn: &str, san: &str) -> (PathBuf, PathBuf) {
-    let dir = Prefix::scratch("cert");
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    let (crt, key) = (dir.join("c.pem"), dir.join("k.pem"));
-    let ok = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj"])
-        .arg(format!("/CN={cn}"))
-        .arg("-addext")
-        .arg(format!("subjectAltName=DNS:{san}"))
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&crt)
-        .stderr(Stdio::null())
-        .status()
-        .expect("run openssl");
-    assert!(ok.success(), "openssl req failed");
-    (crt, key)
 }
