@@ -120,7 +120,7 @@ fn table() -> Vec<Case> {
     ]
 }
 
-/// Cases whose answers differ on purpose (README's deliberate differences), with the field that
+/// Cases whose answers differ on purpose (docs/NGF.md's deliberate differences), with the field that
 /// differs: asserted to differ, not to be equal.
 const DIFFERENCES: &[(&str, &str, &str)] = &[
     (
