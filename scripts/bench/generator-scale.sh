@@ -22,8 +22,14 @@
 #    is counted in crates/httproute-nginx/tests/emit_work.rs; here only seconds are printed).
 # 7. The shapes of 5 and 6 (and a quote-fooled nesting, regex paths, GRPCRoutes beside
 #    HTTPRoutes, hostless routes beside host names, routes of n namespaces using Services
-#    of one namespace through n ReferenceGrants, n Gateways of one port and n hostnames) at COUNTED and 2 x COUNTED routes (default 5000; --quick 3000) under valgrind:
-#    the instructions executed, a count, not a time; 2n at most 2.5 times n (asserted).
+#    of one namespace through n ReferenceGrants, n Gateways of one port and n hostnames) at
+#    COUNTED and 2 x COUNTED routes (default 5000) under valgrind (cachegrind, no cache
+#    simulation): the instructions executed, a count, not a time; 2n at most 2.25 times n
+#    (asserted; linear code measures 1.93 to 2.02). --quick: COUNTED 1000 for the shapes no
+#    crate test counts (conflicts dropped regex grpc grants hosts); the others at 100, their
+#    work counted at n and 2n by crates/httproute-nginx/tests: deep and quoted by loader.rs
+#    (deep_input_is_refused_after_the_same_work_however_long), dollars by emit_work.rs,
+#    tiers by hostname_tiers.rs.
 # 8. LIST_ROUTES routes (default 50000; --quick 2000) in one `kind: List` (YAML), three shapes:
 #    one rule on 500 hostnames, three rules with header and regex query matches, a hostname
 #    per route: time and peak memory (issue #45's goal: < 3 s and < 400 MiB; not asserted).
@@ -40,13 +46,13 @@ if [ -n "$quick" ]; then
   routes=${ROUTES:-100} rules=${RULES:-10} listener_routes=300 sizes=${SIZES:-1000 2000 4000}
   adversarial=${ADVERSARIAL:-2000}
   dropped=${DROPPED:-500 1000}
-  counted=${COUNTED:-3000}
+  counted=${COUNTED:-1000} small=${SMALL:-100}
   list_routes=${LIST_ROUTES:-2000}
 else
   routes=${ROUTES:-1000} rules=${RULES:-10} listener_routes=300 sizes=${SIZES:-12500 25000 50000}
   adversarial=${ADVERSARIAL:-25000}
   dropped=${DROPPED:-5000 10000}
-  counted=${COUNTED:-5000}
+  counted=${COUNTED:-5000} small=
   list_routes=${LIST_ROUTES:-50000}
 fi
 sections=${SECTIONS:-1 2 3 4 5 6 7 8}
@@ -399,20 +405,22 @@ fi
 if on 7; then
 echo
 echo "== 7. Work counted, not timed: instructions at $counted and $((2 * counted)) routes"
-# Each adversarial shape generated under valgrind's callgrind, which counts the instructions
+# Each adversarial shape generated under valgrind's cachegrind, which counts the instructions
 # the generator executes (the same on a machine 50x slower); less a 1-route run (start-up,
-# the fixed cost). Twice the routes must cost at most 2.5 times the instructions: a pass
+# the fixed cost). Twice the routes must cost at most 2.25 times the instructions: a pass
 # that compares pairs, scans a list per element or copies a list per location fails this at
 # these sizes (3fbf019, before f17da6c replaced a `Vec::contains` scan: 2.74 on "conflicts"
 # at 3000, 3.01 at 5000).
 vg=$(command -v valgrind.bin || command -v valgrind) || fail "valgrind is not installed"
-# instructions NAME: the instructions of `generate` on $work/NAME; sets $ir.
+# instructions NAME: the instructions of `generate` on $work/NAME, written to $work/NAME.ir.
 instructions() {
-  "$vg" --tool=callgrind --callgrind-out-file=/dev/null "$gen" generate -f "$work/$1" \
+  "$vg" --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$gen" generate -f "$work/$1" \
     --backends "$work/$1.backends" -o "$work/$1.out" --module "$module" \
     --listen-address 127.0.0.1 >"$work/$1.vg" 2>&1 || { cat "$work/$1.vg" >&2; fail "$1 under valgrind"; }
-  ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/$1.vg")
+  local ir
+  ir=$(sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' "$work/$1.vg" | tr -d ,)
   [ -n "$ir" ] || { cat "$work/$1.vg" >&2; fail "$1: no instruction count"; }
+  echo "$ir" >"$work/$1.ir"
   # The grants are honoured (a refused reference would make the shape cheap, not linear).
   case $1 in grants-*) grep -q 'upstream backend_svc-0_80' "$work/$1.out/nginx.conf" \
     || fail "$1: the granted Service is not written" ;; esac
@@ -420,19 +428,34 @@ instructions() {
     || fail "$1: the listener's server is not written" ;; esac
   rm -rf "${work:?}/$1" "$work/$1.out" "$work/$1.vg"
 }
-printf '%-10s %16s %16s %16s %8s\n' shape "1 route" "$counted routes" "$((2 * counted)) routes" ratio
-for shape in ${SHAPES:-deep quoted conflicts dropped regex grpc dollars tiers grants hosts}; do
-  counts=()
-  for n in 1 "$counted" $((2 * counted)); do
-    inputs "$shape" "$n" "$work/$shape-$n"
-    instructions "$shape-$n"
-    counts+=("$ir")
+printf '%-10s %8s %16s %16s %16s %8s\n' shape n "1 route" "n routes" "2n routes" ratio
+# counted SHAPE N: the row of SHAPE at N and 2N routes, the ratio asserted. The three runs
+# at once (the counts do not depend on what else runs; the wall clock on 2 cores is halved).
+counted() {
+  local shape=$1 n=$2 counts=() ratio size pids=()
+  for size in 1 "$n" $((2 * n)); do
+    inputs "$shape" "$size" "$work/$shape-$size"
+    instructions "$shape-$size" &
+    pids+=($!)
+  done
+  for size in "${pids[@]}"; do wait "$size" || fail "$shape under valgrind"; done
+  for size in 1 "$n" $((2 * n)); do
+    counts+=("$(cat "$work/$shape-$size.ir")")
+    rm -f "$work/$shape-$size.ir"
   done
   ratio=$(echo "scale=2; (${counts[2]} - ${counts[0]}) / (${counts[1]} - ${counts[0]})" | bc)
-  printf '%-10s %16s %16s %16s %8s\n' "$shape" "${counts[@]}" "$ratio"
-  [ "$(echo "$ratio <= 2.5" | bc)" = 1 ] \
-    || fail "$shape: $((2 * counted)) routes cost $ratio times the instructions of $counted (at most 2.5)"
-done
+  printf '%-10s %8s %16s %16s %16s %8s\n' "$shape" "$n" "${counts[@]}" "$ratio"
+  [ "$(echo "$ratio <= 2.25" | bc)" = 1 ] \
+    || fail "$shape: $((2 * n)) routes cost $ratio times the instructions of $n (at most 2.25)"
+}
+if [ -n "$small" ] && [ -z "${SHAPES:-}" ]; then
+  for shape in deep quoted dollars tiers; do counted "$shape" "$small"; done
+  for shape in conflicts dropped regex grpc grants hosts; do counted "$shape" "$counted"; done
+else
+  for shape in ${SHAPES:-deep quoted conflicts dropped regex grpc dollars tiers grants hosts}; do
+    counted "$shape" "$counted"
+  done
+fi
 echo "(instructions less the 1-route run's; 2x the routes: linear is 2.00)"
 fi
 if on 8; then
