@@ -25,12 +25,13 @@
 #    of one namespace through n ReferenceGrants, n Gateways of one port and n hostnames) at
 #    COUNTED and 2 x COUNTED routes (default 5000) under valgrind (cachegrind, no cache
 #    simulation): the instructions executed, a count, not a time; 2n at most 2.25 times n
-#    (asserted; linear code measures 1.93 to 2.02). --quick: COUNTED 1000 for the shapes no
+#    (asserted; linear code measures 1.86 to 2.02). --quick: COUNTED 1000 for the shapes no
 #    crate test counts (conflicts dropped regex grpc grants hosts); the others at 100, their
 #    work counted at n and 2n by crates/httproute-nginx/tests: deep and quoted by loader.rs
 #    (deep_input_is_refused_after_the_same_work_however_long), dollars by emit_work.rs,
 #    tiers by hostname_tiers.rs.
-# 8. LIST_ROUTES routes (default 50000; --quick 2000) in one `kind: List` (YAML), three shapes:
+# 8. LIST_ROUTES routes (default 50000; --quick 2000) in one `kind: List` (YAML; LIST=json as
+#    `kubectl get -o json` writes it), three shapes, each output through `nginx -t`:
 #    one rule on 500 hostnames, three rules with header and regex query matches, a hostname
 #    per route: time and peak memory (issue #45's goal: < 3 s and < 400 MiB; not asserted).
 # Sections 5 and 6 print one table format (`scaled`).
@@ -465,9 +466,12 @@ echo "== 8. $list_routes routes in one kind: List (YAML), three shapes (issue #4
 # header and a regex query parameter match; hostnames: one rule each, a hostname each.
 printf '%-10s %12s %12s %12s %10s %10s\n' shape input nginx.conf matches seconds "peak MiB"
 for shape in hosts hosts3 hostsall; do
-  LIST=yaml inputs "$shape" "$list_routes" "$work/list8-$shape"
+  LIST=${LIST:-yaml} inputs "$shape" "$list_routes" "$work/list8-$shape"
   generate "list8-$shape"
+  g_secs=$secs g_kib=$kib
   out=$work/list8-$shape.out
+  run "list8-$shape-t" "$nginx" -p "$out/" -c nginx.conf -t -q
+  secs=$g_secs kib=$g_kib
   printf '%-10s %12s %12s %12s %10s %10s\n' "$shape" "$(bytes "$work/list8-$shape"/*)" \
     "$(bytes "$out/nginx.conf")" "$(bytes "$out/generations/1/matches.json")" "$secs" \
     "$((kib / 1024))"

@@ -41,18 +41,11 @@ smoke engine-callgrind EVAL_LOOP=target/ci/examples/eval_loop N1=10 N2=110 \
 smoke h2-regex-cpu N=20 scripts/bench/h2-regex-cpu.sh
 smoke jit-workers LISTS=20 scripts/bench/jit-workers.sh
 smoke reload-memory LISTS=100 RELOADS=1 scripts/bench/reload-memory.sh
-smoke rss-drift REQUESTS=2000 scripts/bench/rss-drift.sh
+smoke rss-drift REQUESTS=2000 WARMUP_SECONDS=2 scripts/bench/rss-drift.sh
 smoke soak DURATION=5 scripts/bench/soak.sh
 smoke valgrind-routing ROUTING_LIST_N=50 scripts/bench/valgrind-routing.sh
 smoke memcheck MEMCHECK_TESTS=example scripts/bench/memcheck.sh
 smoke invariants-long GEN=target/ci/httproute-nginx scripts/bench/invariants-long.sh
-smoke list-shapes sh -c 'for s in one rules3 hosts; do
-    python3 scripts/bench/list-shapes.py $s 20 target/smoke/shape-$s || exit 1
-    target/ci/httproute-nginx generate -f target/smoke/shape-$s \
-      --backends target/smoke/shape-$s.backends -o target/smoke/shape-$s.out \
-      --module "$NGX_MATCHES_MODULE" --listen-address 127.0.0.1 >/dev/null || exit 1
-    "$NGX_MATCHES_NGINX" -t -q -p target/smoke/shape-$s.out/ -c nginx.conf || exit 1
-  done'
 smoke ngf-scale "${njs[@]}" BENCH_GENERATOR=$PWD/target/ci/httproute-nginx NGF_SCALE_SIZES=10 \
   scripts/bench/ngf-scale.sh
 smoke bench BENCH_SKIP_ENGINE=1 BENCH_ONLY='^floor|native' BENCH_ROUNDS=1 BENCH_WRK_SECONDS=1 \
