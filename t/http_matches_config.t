@@ -1,7 +1,10 @@
 #!/usr/bin/perl
 
 # Tests for ngx_http_matches_module: what a configuration is refused or warned for, with the
-# file and line of the directive, and http_matches_strict.
+# file and line of the directive, and http_matches_strict. What tests/http_matches.rs already
+# asserts is not repeated here (its nginx_t_* tests: a missing or malformed file, the top-level
+# shapes, a bad regex in a file with and without strict, inline JSON errors, syntax=, a
+# duplicate directive).
 
 ###############################################################################
 
@@ -20,7 +23,7 @@ use Test::Nginx::Matches;
 
 matches_tests();
 
-my $t = Test::Nginx->new()->has(qw/http/)->plan(24);
+my $t = Test::Nginx->new()->has(qw/http/)->plan(14);
 
 # conf($http, $location): a configuration with $http in http{} and $location in one location.
 
@@ -54,26 +57,6 @@ my ($log, $at);
 
 # http_matches_load: the file must exist and be a JSON object of lists
 
-$log = check($t, conf('http_matches_load nope.json;'));
-$at = "in $d/nginx.conf:" . line_of($t, 'http_matches_load');
-like($log, qr/\[emerg\].*http_matches: cannot read "\Q$d\E\/nope.json": No such file.* \Q$at\E$/m,
-	'missing file');
-
-$t->write_file('m.json', qq({"k": [\n  {"any": true},\n]}));
-$log = check($t, conf('http_matches_load m.json;'));
-like($log, qr/\[emerg\].*http_matches: invalid "\Q$d\E\/m.json": trailing comma at line 3 column 1 \Q$at\E$/m,
-	'invalid JSON: line and column');
-
-$t->write_file('m.json', '{"1_0": {"any":true}}');
-$log = check($t, conf('http_matches_load m.json;'));
-like($log, qr/\[emerg\].*invalid type: map, expected an array of match entries at \$\["1_0"\] at line 1 column 9 in /,
-	'list that is an object: JSON path');
-
-$t->write_file('m.json', '[{"any":true}]');
-$log = check($t, conf('http_matches_load m.json;'));
-like($log, qr/\[emerg\].*expected a JSON object of match key -> match list at \$ at line 1 column 1/,
-	'file that is a list');
-
 $t->write_file('m.json', '{"k": []}');
 $log = check($t, conf('http_matches_load m.json;'));
 like($log, qr/\[emerg\].*http_matches: invalid "\Q$d\E\/m.json": .*\$\["k"\]/, 'empty list refused');
@@ -82,17 +65,6 @@ $log = check($t, conf('', 'http_matches_load m.json;'));
 like($log, qr/\[emerg\].*"http_matches_load" directive is not allowed here/, 'http level only');
 
 # inline lists
-
-$log = check($t, conf('', q(http_matches '[{"any":true},]';)));
-$at = "in $d/nginx.conf:" . line_of($t, "http_matches '");
-like($log, qr/\[emerg\].*http_matches: invalid inline match list: trailing comma at line 1 column 15 \Q$at\E$/m,
-	'invalid inline list: line and column');
-
-$log = check($t, conf('', q(http_matches '[]' syntax=bogus;)));
-like($log, qr/\[emerg\].*invalid "syntax=bogus": use auto, typed or untyped/, 'bad syntax=');
-
-$log = check($t, conf('', 'http_matches; http_matches;'));
-like($log, qr/\[emerg\].*"http_matches" directive is duplicate/, 'duplicate');
 
 my $long = '[' . join(',', map { qq({"headers":["x:Exact:$_"],"redirectPath":"/t/$_"}) } 1 .. 90) . ']';
 $log = check($t, conf('', "http_matches '$long';"));
@@ -105,25 +77,12 @@ unlike($log, qr/\[emerg\]/, 'the same list in a file loads');
 # a malformed entry: [warn] by default, [emerg] with http_matches_strict on
 
 $t->write_file('m.json', qq({"1_0":[$bad_re]}));
-$log = started_log($t, conf('http_matches_load m.json;'));
-$at = "in $d/nginx.conf:" . line_of($t, 'http_matches_load');
-like($log, qr/\[warn\].*http_matches: \$\["1_0"\]\[0\]: invalid regular expression "\(\[" in header match "x:RegularExpression:\(\[": missing terminating \] for character class at offset 2; the entry answers 500 when a request reaches it \Q$at\E$/m,
-	'bad regex in file: [warn]');
-
-$log = check($t, conf('http_matches_strict on; http_matches_load m.json;'));
-like($log, qr/\[emerg\].*http_matches: \$\["1_0"\]\[0\]: invalid regular expression "\(\[".*\(http_matches_strict is on\) \Q$at\E$/m,
-	'bad regex in file, strict: [emerg]');
-
 $log = check($t, conf('http_matches_load m.json; http_matches_strict on;'));
 like($log, qr/\[emerg\].*\(http_matches_strict is on\)/, 'strict after the file');
 
 $log = started_log($t, conf('', "http_matches '[$bad_re]';"));
 like($log, qr/\[warn\].*http_matches: \$\[0\]: invalid regular expression "\(\["/,
 	'bad regex inline: [warn]');
-
-$log = check($t, conf('', "http_matches_strict on; http_matches '[$bad_re]';"));
-like($log, qr/\[emerg\].*http_matches: \$\[0\]: invalid regular expression "\(\[".*\(http_matches_strict is on\)/,
-	'bad regex inline, strict in its location: [emerg]');
 
 $log = check($t, conf('http_matches_strict on;', "http_matches '[$bad_re]';"));
 like($log, qr/\[emerg\].*\(http_matches_strict is on\)/, 'strict inherited from http');
