@@ -20,7 +20,7 @@
 //!   `proxy_pass http://$inference_workload_endpoint` and one endpoint.
 //! - **Kept none** (empty list, malformed, none in the pool): the block's round robin
 //!   (fail-open, as NGF's map), with a `[warn]` naming what was refused (`[error]` when an
-//!   element is not `ip:port`; `[warn]` too when the list is empty).
+//!   element is not `ip:port`; `[info]` when the list is empty).
 //! - The block's `max_fails` / `fail_timeout` apply to its round robin only: the EPP judges
 //!   its endpoints' health. `server ... resolve` is refused (the set is fixed at load).
 //!
@@ -33,8 +33,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
-    AF_INET, AF_INET6, NGX_BUSY, NGX_ERROR, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_WARN, NGX_OK,
-    ngx_command_t, ngx_conf_t, ngx_http_request_t, ngx_http_upstream_init_round_robin,
+    AF_INET, AF_INET6, NGX_BUSY, NGX_ERROR, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN,
+    NGX_OK, ngx_command_t, ngx_conf_t, ngx_http_request_t, ngx_http_upstream_init_round_robin,
     ngx_http_upstream_rr_peers_t, ngx_http_upstream_srv_conf_t, ngx_int_t, ngx_palloc, ngx_pcalloc,
     ngx_peer_connection_t, ngx_str_t, ngx_uint_t, sockaddr, sockaddr_in, sockaddr_in6,
 };
@@ -242,8 +242,9 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
     // SAFETY: see the contract.
     let (log, rp, u) = unsafe { ((*(*r).connection).log, (*r).pool, &mut *(*r).upstream) };
     if list.is_empty() {
+        // Normal under a FailOpen picker's load shedding; http_matches_epp logged the call.
         ngx_log_error!(
-            NGX_LOG_WARN,
+            NGX_LOG_INFO,
             log,
             "http_matches_epp_endpoints: upstream \"{}\": no endpoint list from the \
              EndpointPicker; round robin",
