@@ -19,7 +19,7 @@ fn main() {
         }
     }
     // `server ... resolve` (NGINX 1.27.3, with the upstream zone): round robin's peer lists
-    // carry the `resolve` field (see src/epp_endpoints.rs).
+    // carry the `resolve` field (see src/epp/endpoints.rs).
     println!("cargo::rustc-check-cfg=cfg(ngx_peer_resolve)");
     let version = env::var("DEP_NGINX_VERSION_NUMBER").ok().and_then(|v| v.parse::<u64>().ok());
     let zone = env::var("DEP_NGINX_FEATURES")

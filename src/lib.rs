@@ -17,9 +17,6 @@ use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, HttpModu
 mod cache;
 mod conf;
 mod epp;
-mod epp_call;
-mod epp_endpoints;
-mod epp_grpc;
 mod fallback;
 mod guard;
 mod handler;

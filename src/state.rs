@@ -70,7 +70,7 @@ pub(crate) struct EppVars {
     pub(crate) path: Option<ngx_uint_t>,
     /// `$inference_workload_endpoint`.
     pub(crate) endpoint: ngx_uint_t,
-    /// `$inference_workload_endpoints` (see `epp_endpoints`).
+    /// `$inference_workload_endpoints` (see `epp::endpoints`).
     pub(crate) endpoints: Option<ngx_uint_t>,
     /// `$content_length`, which the gRPC proxy sends (see `epp::forget`).
     pub(crate) content_length: Option<ngx_uint_t>,
@@ -205,7 +205,7 @@ pub(crate) struct EndpointPeer {
 }
 
 /// `http_matches_epp_endpoints`'s block state, built by the directive and its
-/// `init_upstream` (see `epp_endpoints`).
+/// `init_upstream` (see `epp::endpoints`).
 pub(crate) struct EndpointPool {
     /// The block's name, for log lines.
     pub(crate) name: String,
@@ -248,7 +248,7 @@ pub struct LocConf {
     /// The address of the content handler `http_matches_epp` installed here, for the check
     /// at merge that no later directive replaced it.
     pub(crate) epp_handler: Option<usize>,
-    /// `http_matches_epp grpc://...`: the call speaks the EPP protocol (see `epp_grpc`).
+    /// `http_matches_epp grpc://...`: the call speaks the EPP protocol (see `epp::grpc`).
     pub(crate) epp_grpc: bool,
 }
 

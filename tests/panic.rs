@@ -49,7 +49,7 @@ fn a_panic_is_a_500_and_the_worker_lives() {
     assert!(
         log.contains(
             "http_matches_epp: internal error (panic: panic-test: the request asked for a panic \
-             after the endpoint picker call, at src/epp.rs:"
+             after the endpoint picker call, at src/epp/mod.rs:"
         ),
         "{log}"
     );

@@ -138,11 +138,11 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
         crate::epp::cmd_http_matches_epp,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
-    // http_matches_epp_endpoints (issue #47; see src/epp_endpoints.rs).
+    // http_matches_epp_endpoints (issue #47; see src/epp/endpoints.rs).
     handler(
         ngx_string!("http_matches_epp_endpoints"),
         ngx::ffi::NGX_HTTP_UPS_CONF | NGX_CONF_NOARGS,
-        crate::epp_endpoints::cmd_http_matches_epp_endpoints,
+        crate::epp::endpoints::cmd_http_matches_epp_endpoints,
         NGX_HTTP_SRV_CONF_OFFSET,
     ),
     // The master's verdict on each configuration load (issue #45; see src/reload_report.rs).

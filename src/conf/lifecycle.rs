@@ -70,7 +70,7 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     if !crate::variables::register(cf) {
         return Status::NGX_ERROR;
     }
-    if !crate::epp::preconfiguration(cf) || !crate::epp_endpoints::preconfiguration(cf) {
+    if !crate::epp::preconfiguration(cf) || !crate::epp::endpoints::preconfiguration(cf) {
         return Status::NGX_ERROR;
     }
     Status::NGX_OK
@@ -133,7 +133,7 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     if !check_named_locations(cf, mcf, strict) {
         return Status::NGX_ERROR;
     }
-    if !crate::fallback::resolve(cf) || !crate::epp_endpoints::check_blocks(cf) {
+    if !crate::fallback::resolve(cf) || !crate::epp::endpoints::check_blocks(cf) {
         return Status::NGX_ERROR;
     }
     if mcf.file.is_some() {
@@ -142,7 +142,7 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     // The workers fork from this process: they inherit the setting of its thread.
     route_match::regex_cache::set_capacity(mcf.regex_cache_size);
     crate::epp::postconfiguration(cf, &mut mcf.epp);
-    mcf.epp.endpoints = crate::epp_endpoints::postconfiguration(cf);
+    mcf.epp.endpoints = crate::epp::endpoints::postconfiguration(cf);
     if !mcf.used {
         return Status::NGX_OK;
     }

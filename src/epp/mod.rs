@@ -4,7 +4,7 @@
 //! picker shim at URL (the request's method, every header plus `X-EPP-Host: $epp_host` and
 //! `X-EPP-Port: $epp_port`, the body), set `$inference_workload_endpoint` to the first
 //! `ip:port` of the answer's `X-Gateway-Destination-Endpoint` list (checked, see
-//! [`crate::epp_call`]; the answer's `X-Accel-*` headers ignored), and internally redirect
+//! [`crate::epp::check`]; the answer's `X-Accel-*` headers ignored), and internally redirect
 //! to `$epp_internal_path` with the client's own query string, whatever the shim answered.
 //!
 //! Design (issue #32):
@@ -41,7 +41,11 @@
 //! - Every entry point runs under `catch_unwind` (`guard`): no panic crosses into NGINX.
 //!
 //! `http_matches_epp grpc://ADDRESS;` (issue #47) keeps this flow and speaks the Endpoint
-//! Picker protocol through NGINX's gRPC proxy instead of asking a shim: see `epp_grpc`.
+//! Picker protocol through NGINX's gRPC proxy instead of asking a shim: see `epp::grpc`.
+
+pub(crate) mod check;
+pub(crate) mod endpoints;
+pub(crate) mod grpc;
 
 use core::ffi::{CStr, c_char, c_void};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -62,7 +66,7 @@ use ngx::ffi::{
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{ngx_conf_log_error, ngx_log_error};
 
-use crate::epp_call::{install_headers, set_endpoint};
+use crate::epp::check::{install_headers, set_endpoint};
 use crate::state::{EppVars, LocConf};
 use crate::util::{conf_args, escape, pool_str, text, var};
 use crate::{ConfResult, HttpMatchesModule, guard, variables};
@@ -109,13 +113,13 @@ pub(crate) struct Ctx {
     error_before: bool,
     /// The answer's body did not fit in memory (`subrequest_output_buffer_size`).
     pub(crate) cut: bool,
-    /// The call speaks the EPP protocol (`grpc://`, see `epp_grpc`), and what its answer
+    /// The call speaks the EPP protocol (`grpc://`, see `epp::grpc`), and what its answer
     /// means (in the request's pool; null: no answer).
     grpc: bool,
     pub(crate) outcome: *mut epp_proto::Outcome,
-    /// In a gRPC call: what [`crate::epp_grpc::install`] makes of it once it reached its
+    /// In a gRPC call: what [`crate::epp::grpc::install`] makes of it once it reached its
     /// location (until then it has the client's method and lines, for its rewrite phases).
-    prepared: crate::epp_grpc::Prepared,
+    prepared: crate::epp::grpc::Prepared,
 }
 
 /// `http_matches_epp [URL];`
@@ -139,8 +143,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
         let args = unsafe { conf_args(cf) };
         let url: Vec<u8> =
             args.get(1).map_or(DEFAULT_URL.as_bytes().to_vec(), |a| a.as_bytes().to_vec());
-        let grpc = url.starts_with(crate::epp_grpc::SCHEME)
-            || url.starts_with(crate::epp_grpc::SCHEME_TLS);
+        let grpc = url.starts_with(crate::epp::grpc::SCHEME)
+            || url.starts_with(crate::epp::grpc::SCHEME_TLS);
         if let Err(e) = check_url(&url) {
             ngx_conf_log_error!(
                 NGX_LOG_EMERG,
@@ -205,8 +209,8 @@ fn check_url(url: &[u8]) -> Result<(), &'static str> {
     let rest = url
         .strip_prefix(b"http://")
         .or_else(|| url.strip_prefix(b"https://"))
-        .or_else(|| url.strip_prefix(crate::epp_grpc::SCHEME))
-        .or_else(|| url.strip_prefix(crate::epp_grpc::SCHEME_TLS))
+        .or_else(|| url.strip_prefix(crate::epp::grpc::SCHEME))
+        .or_else(|| url.strip_prefix(crate::epp::grpc::SCHEME_TLS))
         .ok_or("expected http://, https://, grpc:// or grpcs://")?;
     if rest.is_empty() {
         return Err("no host");
@@ -255,7 +259,7 @@ unsafe fn proxy_pass(
     unsafe {
         proxy_command(cf, module, pass, &[url])?;
         proxy_command(cf, module, ignore, &IGNORED)?;
-        if url.starts_with(crate::epp_grpc::SCHEME_TLS) {
+        if url.starts_with(crate::epp::grpc::SCHEME_TLS) {
             // The EPP's certificate is verified (NGINX's default is off: a man in the middle
             // would name any destination). An operator's own `grpc_ssl_verify` before the
             // directive stays: NGINX answers "is duplicate", taken as already set.
@@ -449,7 +453,7 @@ static FILTERED: AtomicBool = AtomicBool::new(false);
 /// postconfiguration runs after the filter modules' (a dynamic module, appended to the module
 /// list: the build everywhere but `--add-module`). Statically linked (`--add-module`, listed
 /// before the filters, whose registration would drop ours), the call's answer stays capped
-/// at subrequest_output_buffer_size as before (see `epp_grpc::read_answer`).
+/// at subrequest_output_buffer_size as before (see `grpc::read_answer`).
 ///
 /// # Safety
 /// Only from the http block's postconfiguration.
@@ -481,7 +485,7 @@ unsafe fn register_filter(cf: *mut ngx_conf_t) {
 }
 
 /// The body filter: a gRPC call's output is its answer, consumed by
-/// [`crate::epp_grpc::swallow`]; everything else goes on down the chain.
+/// [`crate::epp::grpc::swallow`]; everything else goes on down the chain.
 unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_chain_t) -> ngx_int_t {
     // SAFETY: NGINX calls body filters with a valid request; its module context slot is null
     // or this module's `Ctx` (only this file sets it).
@@ -490,7 +494,7 @@ unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_cha
         if !ctx.is_null() && !(*ctx).call.is_null() && !(*ctx).prepared.decoder.is_null() {
             let decoder = (*ctx).prepared.decoder;
             let swallowed = catch_unwind(AssertUnwindSafe(|| {
-                crate::epp_grpc::swallow(r, decoder, chain);
+                crate::epp::grpc::swallow(r, decoder, chain);
             }));
             if let Err(payload) = swallowed {
                 ngx_log_error!(
@@ -502,7 +506,7 @@ unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_cha
                 );
                 // Nothing more is read: the call ends with what was decoded, its output
                 // consumed (else the gRPC proxy waits for its buffer forever).
-                crate::epp_grpc::consume(chain);
+                crate::epp::grpc::consume(chain);
                 if (*decoder).is_some() && !(*r).upstream.is_null() {
                     *decoder = None;
                     (*(*r).upstream).length = 0;
@@ -585,7 +589,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             // it; the location was already found, so no later phase matches it again.
             (*r).uri = ngx_str_t { len: 1, data: c"/".as_ptr().cast::<u8>().cast_mut() };
             if lcf.epp_grpc {
-                crate::epp_grpc::reached(r, &(*ctx).prepared);
+                crate::epp::grpc::reached(r, &(*ctx).prepared);
                 forget(r, mcf.epp.content_length);
             }
             (*r).args = ngx_str_t { len: 0, data: core::ptr::null_mut() };
@@ -671,7 +675,7 @@ unsafe extern "C" fn body_read(r: *mut ngx_http_request_t) {
 /// The call to make: to the shim, or the EPP protocol's (prepared, or why not).
 enum Call {
     Shim,
-    Grpc(Result<crate::epp_grpc::Prepared, String>),
+    Grpc(Result<crate::epp::grpc::Prepared, String>),
 }
 
 /// # Safety
@@ -701,11 +705,11 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         // Everything that can fail comes before ngx_http_subrequest: once it returned, the
         // subrequest is posted and must run under a live parent, so no error path follows.
         let grpc = HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc);
-        let call_of = if grpc { Call::Grpc(crate::epp_grpc::prepare(r)) } else { Call::Shim };
+        let call_of = if grpc { Call::Grpc(crate::epp::grpc::prepare(r)) } else { Call::Shim };
         if let Call::Grpc(Err(why)) = call_of {
             // No call: the redirect still happens, with no endpoint and one [error] (conclude).
             let why = epp_proto::Outcome::NoEndpoint(format!("no call: {why}"));
-            (*ctx).outcome = crate::epp_grpc::keep(pool, why);
+            (*ctx).outcome = crate::epp::grpc::keep(pool, why);
             (*ctx).done = true;
             (*ctx).reached = true;
             (*ctx).grpc = true;
@@ -864,7 +868,7 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
             let call = get_ctx(sr);
             let decoder =
                 if call.is_null() { core::ptr::null_mut() } else { (*call).prepared.decoder };
-            ctx.outcome = crate::epp_grpc::read_answer(sr, cut, decoder);
+            ctx.outcome = crate::epp::grpc::read_answer(sr, cut, decoder);
         } else if first && !u.is_null() && (*u).headers_in.status_n != 0 {
             ctx.status = (*u).headers_in.status_n;
             let joined = shim_endpoint(&(*u).headers_in.headers);
@@ -1009,7 +1013,7 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
         } else if ctx.grpc {
             forget(r, mcf.epp.content_length);
             if let Some(rc) =
-                crate::epp_grpc::conclude(r, (ctx.outcome, ctx.rc, ctx.cut), mcf.epp.endpoint)
+                crate::epp::grpc::conclude(r, (ctx.outcome, ctx.rc, ctx.cut), mcf.epp.endpoint)
             {
                 return rc;
             }

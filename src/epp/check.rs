@@ -1,4 +1,4 @@
-//! What both `http_matches_epp` modes (the shim, `epp`; gRPC, `epp_grpc`) do to the call and
+//! What both `http_matches_epp` modes (the shim, `epp`; gRPC, `grpc`) do to the call and
 //! with its answer: the call's own header list, and `$inference_workload_endpoint` set from
 //! the answer's endpoint list (checked: every element `ip:port`, the first one used).
 //! Imports neither mode, so the two import it in one direction.
@@ -52,7 +52,7 @@ pub(crate) unsafe fn set_endpoint(
             Ok((at, len)) => {
                 let v = &mut *(*r).variables.add(index);
                 crate::util::var::set(v, endpoint.data.add(at), len);
-                crate::epp_endpoints::set_list(r, endpoint);
+                crate::epp::endpoints::set_list(r, endpoint);
                 ngx_log_error!(
                     NGX_LOG_INFO,
                     log,

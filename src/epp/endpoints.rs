@@ -1,6 +1,6 @@
 //! `http_matches_epp_endpoints;` (issue #47 item 2), in an `upstream` block: a balancer that
 //! makes the EndpointPicker's list (`$inference_workload_endpoints`, set by
-//! `http_matches_epp` in both modes, see [`crate::epp_call`]) the request's tries, in the
+//! `http_matches_epp` in both modes, see [`crate::epp::check`]) the request's tries, in the
 //! EPP's order, so that `proxy_next_upstream` walks the protocol's fallbacks.
 //!
 //! Model:

@@ -304,7 +304,7 @@ unsafe fn install(sr: *mut ngx_http_request_t, p: &Prepared) {
         (*sr).headers_in.te = p.te;
         (*sr).method = NGX_HTTP_POST as ngx_uint_t;
         (*sr).method_name = ngx_str_t { len: 4, data: c"POST".as_ptr().cast::<u8>().cast_mut() };
-        crate::epp_call::install_headers(sr, (p.lines, 1));
+        crate::epp::check::install_headers(sr, (p.lines, 1));
     }
 }
 
@@ -503,7 +503,7 @@ pub(crate) unsafe fn conclude(
                 let Some(s) = pool_str((*r).pool, e.as_bytes()) else {
                     return Some(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
                 };
-                crate::epp_call::set_endpoint(r, index, s);
+                crate::epp::check::set_endpoint(r, index, s);
                 return None;
             }
             Some(Outcome::Immediate { status, headers, body, dropped }) => {
