@@ -48,10 +48,10 @@ pub(crate) unsafe fn set_endpoint(
     unsafe {
         let log = (*(*r).connection).log;
         let list = endpoint.as_bytes();
-        match first_endpoint(list) {
-            Ok((at, len)) => {
+        match epp_proto::destination::first(list) {
+            Ok(at) => {
                 let v = &mut *(*r).variables.add(index);
-                crate::util::var::set(v, endpoint.data.add(at), len);
+                crate::util::var::set(v, endpoint.data.add(at.start), at.len());
                 crate::epp::endpoints::set_list(r, endpoint);
                 ngx_log_error!(
                     NGX_LOG_INFO,
@@ -71,31 +71,4 @@ pub(crate) unsafe fn set_endpoint(
             }
         }
     }
-}
-
-/// The EPP protocol's destination: `ip:port` or a comma-separated list of them in order of
-/// preference (IPv6 in brackets, no zone), white space around each allowed; several header
-/// lines come joined as one list. Returns where the first (preferred) one is in `list` and its
-/// length (`proxy_pass http://$inference_workload_endpoint` takes one address), or what is
-/// wrong with the list.
-fn first_endpoint(list: &[u8]) -> Result<(usize, usize), String> {
-    let mut first = None;
-    let mut at = 0;
-    for item in list.split(|&b| b == b',') {
-        let start = at + item.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
-        let end =
-            at + item.len() - item.iter().rev().take_while(|b| matches!(b, b' ' | b'\t')).count();
-        at += item.len() + 1;
-        let one = &list[start..end.max(start)];
-        let addr =
-            core::str::from_utf8(one).ok().and_then(|t| t.parse::<std::net::SocketAddr>().ok());
-        match addr {
-            Some(a) if a.port() != 0 && !one.contains(&b'%') => {
-                first.get_or_insert((start, one.len()));
-            }
-            _ if one.is_empty() => return Err("an empty element".to_owned()),
-            _ => return Err(format!("\"{}\" is not ip:port", escape(one, 64))),
-        }
-    }
-    first.ok_or_else(|| "empty".to_owned())
 }

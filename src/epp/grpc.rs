@@ -39,9 +39,6 @@ use epp_proto::{Decoder, MAX_MESSAGE, Outcome, Piece};
 
 use crate::util::{HeaderLines, escape, pool_str};
 
-/// The schemes that select this mode: plain, and TLS (`grpc_ssl_*` of the location tune it).
-pub(crate) const SCHEME: &[u8] = b"grpc://";
-pub(crate) const SCHEME_TLS: &[u8] = b"grpcs://";
 /// Bytes of an EPP's reason shown in an `[error]` line.
 const REASON_SHOWN: usize = 512;
 

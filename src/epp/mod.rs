@@ -66,6 +66,8 @@ use ngx::ffi::{
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{ngx_conf_log_error, ngx_log_error};
 
+use epp_proto::destination::Mode;
+
 use crate::epp::check::{install_headers, set_endpoint};
 use crate::state::{EppVars, LocConf};
 use crate::util::{conf_args, escape, pool_str, text, var};
@@ -143,19 +145,21 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
         let args = unsafe { conf_args(cf) };
         let url: Vec<u8> =
             args.get(1).map_or(DEFAULT_URL.as_bytes().to_vec(), |a| a.as_bytes().to_vec());
-        let grpc = url.starts_with(crate::epp::grpc::SCHEME)
-            || url.starts_with(crate::epp::grpc::SCHEME_TLS);
-        if let Err(e) = check_url(&url) {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "http_matches_epp: invalid URL \"{}\": {e}",
-                text(&url)
-            );
-            return NGX_CONF_ERROR;
-        }
+        let mode = match epp_proto::destination::check_url(&url) {
+            Ok(mode) => mode,
+            Err(e) => {
+                let url = text(&url);
+                ngx_conf_log_error!(
+                    NGX_LOG_EMERG,
+                    cf,
+                    "http_matches_epp: invalid URL \"{url}\": {e}"
+                );
+                return NGX_CONF_ERROR;
+            }
+        };
+        let grpc = mode != Mode::Shim;
         // SAFETY: in a directive handler, `cf` parses this location.
-        let proxy = match unsafe { proxy_pass(cf, &url, grpc) } {
+        let proxy = match unsafe { proxy_pass(cf, &url, mode) } {
             Ok(h) => h,
             Err(rc) => return rc,
         };
@@ -203,31 +207,6 @@ fn not_here(cf: *mut ngx_conf_t, lcf: &LocConf) -> Option<&'static str> {
     )
 }
 
-/// URL as `proxy_pass` takes it, with no path, query or fragment (the shim is asked at `/`)
-/// and no variables (the proxy would then resolve names per request and send another URI).
-fn check_url(url: &[u8]) -> Result<(), &'static str> {
-    let rest = url
-        .strip_prefix(b"http://")
-        .or_else(|| url.strip_prefix(b"https://"))
-        .or_else(|| url.strip_prefix(crate::epp::grpc::SCHEME))
-        .or_else(|| url.strip_prefix(crate::epp::grpc::SCHEME_TLS))
-        .ok_or("expected http://, https://, grpc:// or grpcs://")?;
-    if rest.is_empty() {
-        return Err("no host");
-    }
-    if rest.contains(&b'/') {
-        return Err("a path is not allowed (the shim is asked at \"/\", as epp.js does)");
-    }
-    if rest.contains(&b'$') {
-        return Err("variables are not allowed");
-    }
-    if rest.contains(&b'?') || rest.contains(&b'#') {
-        // proxy_pass would take "?..." as the URI's query and send it to the shim.
-        return Err("a query or fragment is not allowed (the shim is asked at \"/\")");
-    }
-    Ok(())
-}
-
 /// The shim answer's headers the proxy would act on, ignored on the call (issue #46): the
 /// answer only names an endpoint, it never moves the call or tunes the client's answer.
 const IGNORED: [&[u8]; 5] = [
@@ -248,9 +227,9 @@ const IGNORED: [&[u8]; 5] = [
 unsafe fn proxy_pass(
     cf: *mut ngx_conf_t,
     url: &[u8],
-    grpc: bool,
+    mode: Mode,
 ) -> Result<unsafe extern "C" fn(*mut ngx_http_request_t) -> ngx_int_t, ConfResult> {
-    let (module, pass, ignore) = if grpc {
+    let (module, pass, ignore) = if mode != Mode::Shim {
         (c"ngx_http_grpc_module", &b"grpc_pass"[..], &b"grpc_ignore_headers"[..])
     } else {
         (c"ngx_http_proxy_module", &b"proxy_pass"[..], &b"proxy_ignore_headers"[..])
@@ -259,7 +238,7 @@ unsafe fn proxy_pass(
     unsafe {
         proxy_command(cf, module, pass, &[url])?;
         proxy_command(cf, module, ignore, &IGNORED)?;
-        if url.starts_with(crate::epp::grpc::SCHEME_TLS) {
+        if mode == (Mode::Grpc { tls: true }) {
             // The EPP's certificate is verified (NGINX's default is off: a man in the middle
             // would name any destination). An operator's own `grpc_ssl_verify` before the
             // directive stays: NGINX answers "is duplicate", taken as already set.

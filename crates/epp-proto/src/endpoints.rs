@@ -59,14 +59,10 @@ pub fn choose<'a>(
     let mut items = list.split(|&b| b == b',');
     for item in items.by_ref().take(read) {
         let one = item.trim_ascii();
-        let addr = core::str::from_utf8(one).ok().and_then(|t| t.parse::<SocketAddr>().ok());
-        let addr = match addr {
-            Some(a) if a.port() != 0 && !one.contains(&b'%') => a,
-            _ => {
-                c.malformed = true;
-                refuse(&mut c, Refusal::NotIpPort(one));
-                continue;
-            }
+        let Some(addr) = crate::destination::address(one) else {
+            c.malformed = true;
+            refuse(&mut c, Refusal::NotIpPort(one));
+            continue;
         };
         let Some(i) = lookup(&addr) else {
             refuse(&mut c, Refusal::Outside(addr));

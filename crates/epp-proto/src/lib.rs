@@ -12,6 +12,7 @@
 //! peer claims; each byte is copied at most once and decoded at most once
 //! ([`Decoder::work`]); a stream longer than its budget ([`answer_budget`]) is not read on.
 
+pub mod destination;
 pub mod endpoints;
 pub mod msg;
 

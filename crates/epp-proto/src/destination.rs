@@ -1,0 +1,71 @@
+//! The rules both `http_matches_epp` modes and `http_matches_epp_endpoints` apply to what they
+//! are given, pure: the directive's URL ([`check_url`]), an element of the EPP's destination
+//! list ([`address`]) and the list's preferred element ([`first`]). No NGINX, no I/O.
+
+use core::ops::Range;
+use std::net::SocketAddr;
+
+use crate::endpoints::Refusal;
+
+/// What an `http_matches_epp` URL selects: the shim (`http://`, `https://`) or the EPP
+/// protocol over NGINX's gRPC proxy (`grpc://`, `grpcs://`: `tls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Shim,
+    Grpc { tls: bool },
+}
+
+/// The URL as `proxy_pass` / `grpc_pass` take it, with no path, query or fragment (the shim
+/// is asked at `/`) and no variables (the proxy would then resolve names per request and
+/// send another URI); the mode it selects.
+pub fn check_url(url: &[u8]) -> Result<Mode, &'static str> {
+    let (rest, mode) = [
+        (&b"http://"[..], Mode::Shim),
+        (b"https://", Mode::Shim),
+        (b"grpc://", Mode::Grpc { tls: false }),
+        (b"grpcs://", Mode::Grpc { tls: true }),
+    ]
+    .into_iter()
+    .find_map(|(scheme, mode)| Some((url.strip_prefix(scheme)?, mode)))
+    .ok_or("expected http://, https://, grpc:// or grpcs://")?;
+    if rest.is_empty() {
+        return Err("no host");
+    }
+    if rest.contains(&b'/') {
+        return Err("a path is not allowed (the shim is asked at \"/\", as epp.js does)");
+    }
+    if rest.contains(&b'$') {
+        return Err("variables are not allowed");
+    }
+    if rest.contains(&b'?') || rest.contains(&b'#') {
+        // proxy_pass would take "?..." as the URI's query and send it to the shim.
+        return Err("a query or fragment is not allowed (the shim is asked at \"/\")");
+    }
+    Ok(mode)
+}
+
+/// One element of the protocol's destination list (white space around it already trimmed)
+/// when it is `ip:port`: an IP literal (IPv6 in brackets, no zone) and a port other than 0.
+pub fn address(one: &[u8]) -> Option<SocketAddr> {
+    let addr = core::str::from_utf8(one).ok()?.parse::<SocketAddr>().ok()?;
+    (addr.port() != 0 && !one.contains(&b'%')).then_some(addr)
+}
+
+/// The EPP protocol's destination: `ip:port` or a comma-separated list of them in order of
+/// preference, white space around each allowed (several header lines come joined as one
+/// list). Where the first (preferred) element is in `list` (`proxy_pass
+/// http://$inference_workload_endpoint` takes one address), or the first element that is not
+/// `ip:port` (every one must be).
+pub fn first(list: &[u8]) -> Result<Range<usize>, Refusal<'_>> {
+    let mut first = None;
+    for item in list.split(|&b| b == b',') {
+        let one = item.trim_ascii();
+        if address(one).is_none() {
+            return Err(Refusal::NotIpPort(one));
+        }
+        // `one` is a subslice of `list`: its offset is the distance between their starts.
+        let at = one.as_ptr() as usize - list.as_ptr() as usize;
+        first.get_or_insert(at..at + one.len());
+    }
+    first.ok_or(Refusal::NotIpPort(list))
+}

@@ -1,0 +1,85 @@
+//! `destination`: the directive's URL, the destination list's elements and its preferred one,
+//! as both `http_matches_epp` modes and `http_matches_epp_endpoints` read them.
+
+use epp_proto::destination::{Mode, address, check_url, first};
+use epp_proto::endpoints::{Refusal, choose};
+use proptest::prelude::*;
+
+#[test]
+fn a_url_selects_its_mode_and_has_no_path_query_or_variable() {
+    let ok = [
+        ("http://127.0.0.1:54800", Mode::Shim),
+        ("https://shim", Mode::Shim),
+        ("grpc://epp:9002", Mode::Grpc { tls: false }),
+        ("grpcs://[::1]:9002", Mode::Grpc { tls: true }),
+    ];
+    for (url, mode) in ok {
+        assert_eq!(check_url(url.as_bytes()), Ok(mode), "{url}");
+    }
+    for (url, why) in [
+        ("127.0.0.1:1", "expected http://"),
+        ("unix:/run/shim.sock", "expected http://"),
+        ("http://", "no host"),
+        ("http://shim/path", "a path"),
+        ("grpc://$host", "variables"),
+        ("http://shim?x=1", "a query"),
+        ("http://shim#f", "a query or fragment"),
+    ] {
+        let e = check_url(url.as_bytes()).unwrap_err();
+        assert!(e.starts_with(why), "{url}: {e}");
+    }
+}
+
+#[test]
+fn an_element_is_an_ip_literal_and_a_port() {
+    for ok in ["10.0.0.1:80", "[::1]:8080", "[2001:db8::1]:1"] {
+        assert!(address(ok.as_bytes()).is_some(), "{ok}");
+    }
+    for bad in
+        ["", "10.0.0.1", "10.0.0.1:0", "host:80", "[fe80::1%eth0]:80", "unix:/x", "1.2.3.4:80/"]
+    {
+        assert_eq!(address(bad.as_bytes()), None, "{bad}");
+    }
+}
+
+#[test]
+fn the_first_element_is_preferred_and_every_one_must_be_an_address() {
+    let list = b" 10.0.0.2:80 ,\t[::1]:81, 10.0.0.3:82";
+    assert_eq!(&list[first(list).unwrap()], b"10.0.0.2:80");
+    for bad in [&b""[..], b"10.0.0.1:80,", b"10.0.0.1:80,unix:/x", b"x\n:1", b",10.0.0.1:80"] {
+        assert!(matches!(first(bad), Err(Refusal::NotIpPort(_))), "{}", bad.escape_ascii());
+    }
+    let e = first(b"10.0.0.1:80, unix:/run/x.sock").unwrap_err();
+    assert_eq!(e.to_string(), "\"unix:/run/x.sock\" is not ip:port");
+}
+
+proptest! {
+    /// The list `http_matches_epp` accepts is one the balancer reads whole, as addresses, and
+    /// the preferred element is the balancer's first try.
+    #[test]
+    fn first_and_choose_read_the_same_elements(items in prop::collection::vec(
+        prop_oneof![
+            (0u8..4, 1u16..4).prop_map(|(h, p)| format!("10.0.0.{h}:{p}")),
+            Just("[::1]:1".to_owned()),
+            Just("x:1".to_owned()),
+            Just(String::new()),
+        ], 1..6)) {
+        let list = items.join(" , ");
+        let n = 20;
+        let mut out = vec![0u32; n];
+        let mut seen = vec![0u8; 4];
+        let index = |a: &std::net::SocketAddr| Some(u32::from(a.port()) * 5 + u32::from(match a.ip() {
+            std::net::IpAddr::V4(v) => v.octets()[3],
+            std::net::IpAddr::V6(_) => 4,
+        }));
+        let c = choose(list.as_bytes(), n, index, &mut out, &mut seen);
+        match first(list.as_bytes()) {
+            Ok(at) => {
+                prop_assert!(!c.malformed);
+                let a = address(&list.as_bytes()[at]).unwrap();
+                prop_assert_eq!(out[0], index(&a).unwrap());
+            }
+            Err(_) => prop_assert!(c.malformed),
+        }
+    }
+}
