@@ -6,8 +6,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ngx::core::{NGX_CONF_ERROR, Status};
 use ngx::ffi::{
-    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT, NGX_LOG_EMERG, ngx_command_t, ngx_conf_t,
-    ngx_http_request_t, ngx_int_t, ngx_str_t,
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_OK, ngx_command_t,
+    ngx_conf_t, ngx_http_finalize_request, ngx_http_request_t, ngx_int_t, ngx_str_t,
 };
 use ngx::{ngx_conf_log_error, ngx_log_error};
 
@@ -120,5 +120,19 @@ pub(crate) fn conf_status(cf: *mut ngx_conf_t, body: impl FnOnce() -> Status) ->
             );
             Status::NGX_ERROR.into()
         }
+    }
+}
+
+/// Runs a callback that returns nothing (an event handler); a panic is [`request`]'s
+/// `[alert]`, and `r` is finalized with 500.
+pub(crate) fn finalizing(r: *mut ngx_http_request_t, body: impl FnOnce()) {
+    let ok = NGX_OK as ngx_int_t;
+    let rc = request(r, || {
+        body();
+        ok
+    });
+    if rc != ok {
+        // SAFETY: NGINX passed a valid request; finalizing with an error answers the client.
+        unsafe { ngx_http_finalize_request(r, rc) };
     }
 }

@@ -25,7 +25,7 @@ use route_match::{MatchList, Outcome, RequestView};
 
 use crate::cache::{self, Lookup};
 use crate::state::{LocConf, MainConf};
-use crate::util::{HeaderLines, escape, pool_str, var};
+use crate::util::{escape, header_lines, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 
 /// Where in the loaded file the last `$match_key` was found: most locations ask for one key
@@ -86,7 +86,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     };
 
     #[cfg(feature = "panic-test")]
-    if HeaderLines::new(req).any(|(n, _)| n.eq_ignore_ascii_case(b"x-matches-test-panic")) {
+    if header_lines(req).any(|(n, _)| n.eq_ignore_ascii_case(b"x-matches-test-panic")) {
         panic!("panic-test: the request asked for a panic");
     }
 
@@ -645,7 +645,7 @@ fn variable_slots(req: &ngx_http_request_t) -> &[ngx::ffi::ngx_variable_value_t]
 /// Whether `value` is what a client sent as `Matches:` (what `$http_matches` reads in a
 /// location where no `set` ran, if something evaluated it before us).
 fn client_value(req: &ngx_http_request_t, value: &[u8]) -> bool {
-    let lines: Vec<&[u8]> = HeaderLines::new(req)
+    let lines: Vec<&[u8]> = header_lines(req)
         .filter(|(name, _)| name.len() == 7 && name.eq_ignore_ascii_case(b"matches"))
         .map(|(_, v)| v)
         .collect();
@@ -664,7 +664,7 @@ impl RequestView for View<'_> {
         self.r.method_name.as_bytes()
     }
     fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        HeaderLines::new(self.r)
+        header_lines(self.r)
     }
     fn query(&self) -> &[u8] {
         self.r.args.as_bytes()

@@ -1,8 +1,8 @@
 //! Small helpers over NGINX types.
 
 use ngx::ffi::{
-    ngx_conf_t, ngx_http_request_t, ngx_list_part_t, ngx_pnalloc, ngx_pool_t, ngx_str_t,
-    ngx_table_elt_t,
+    ngx_conf_t, ngx_http_request_t, ngx_list_part_t, ngx_list_t, ngx_module_t, ngx_pnalloc,
+    ngx_pool_t, ngx_str_t, ngx_table_elt_t,
 };
 
 /// The arguments of the directive being parsed (`[0]` is the directive name).
@@ -82,40 +82,70 @@ pub(crate) fn escape(bytes: &[u8], max: usize) -> String {
     out
 }
 
-/// Every request header line in arrival order (`r->headers_in.headers`).
-pub(crate) struct HeaderLines<'r> {
+/// Every line of an NGINX header list in order, but those NGINX ignores (`hash == 0`).
+pub(crate) struct Lines<'r> {
     part: Option<&'r ngx_list_part_t>,
     i: usize,
 }
 
-impl<'r> HeaderLines<'r> {
-    pub(crate) fn new(r: &'r ngx_http_request_t) -> Self {
-        HeaderLines { part: Some(&r.headers_in.headers.part), i: 0 }
+impl<'r> Lines<'r> {
+    pub(crate) fn of(list: &'r ngx_list_t) -> Self {
+        Lines { part: Some(&list.part), i: 0 }
     }
 }
 
-impl<'r> Iterator for HeaderLines<'r> {
-    type Item = (&'r [u8], &'r [u8]);
+impl<'r> Iterator for Lines<'r> {
+    type Item = &'r ngx_table_elt_t;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             let part = self.part?;
             if self.i >= part.nelts {
                 // SAFETY: `next` is null or the next part of the same list, alive as long as
-                // the request.
+                // the list.
                 self.part = unsafe { part.next.as_ref() };
                 self.i = 0;
                 continue;
             }
-            // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t of the headers list.
+            // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t of the list.
             let h = unsafe { &*(part.elts as *const ngx_table_elt_t).add(self.i) };
             self.i += 1;
-            // hash == 0 marks a header NGINX ignores.
             if h.hash != 0 {
-                return Some((h.key.as_bytes(), h.value.as_bytes()));
+                return Some(h);
             }
         }
     }
+}
+
+/// The request's header lines (`r->headers_in.headers`) as (name, value), in arrival order.
+pub(crate) fn header_lines(r: &ngx_http_request_t) -> impl Iterator<Item = (&[u8], &[u8])> {
+    Lines::of(&r.headers_in.headers).map(|h| (h.key.as_bytes(), h.value.as_bytes()))
+}
+
+/// Every module of the cycle being configured, with its name, in the list's order (the order
+/// their hooks run in).
+///
+/// # Safety
+/// During configuration: `cf->cycle->modules` is the null-terminated array of every module,
+/// each with a NUL-terminated `name` (or null), alive with the cycle.
+pub(crate) unsafe fn modules<'a>(
+    cf: *mut ngx_conf_t,
+) -> impl Iterator<Item = (&'a core::ffi::CStr, *mut ngx_module_t)> {
+    // SAFETY: see the contract.
+    let mut m = unsafe { (*(*cf).cycle).modules };
+    core::iter::from_fn(move || {
+        // SAFETY: see the contract; `m` stays within the array (stops at its null end).
+        unsafe {
+            while !m.is_null() && !(*m).is_null() {
+                let module = *m;
+                m = m.add(1);
+                if !(*module).name.is_null() {
+                    return Some((core::ffi::CStr::from_ptr((*module).name), module));
+                }
+            }
+        }
+        None
+    })
 }
 
 /// `ngx_variable_value_t` without bindgen's bitfield accessors.

@@ -27,6 +27,17 @@ unsafe extern "C" fn variable_not_set(
     Status::NGX_OK.into()
 }
 
+/// Getter of a variable `http_matches_epp` sets, before it did: empty.
+pub(crate) unsafe extern "C" fn empty(
+    _r: *mut ngx_http_request_t,
+    v: *mut ngx_http_variable_value_t,
+    _data: usize,
+) -> ngx_int_t {
+    // SAFETY: NGINX passes the value slot to fill; an empty static string.
+    unsafe { crate::util::var::set(&mut *v, c"".as_ptr().cast::<u8>().cast_mut(), 0) };
+    Status::NGX_OK.into()
+}
+
 /// The declared variable named `name` (by `set`, `map`, ...), as ngx_http_add_variable made it;
 /// `None` when nothing declared it.
 fn declared_variable(

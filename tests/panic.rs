@@ -48,8 +48,8 @@ fn a_panic_is_a_500_and_the_worker_lives() {
     assert_eq!(log.matches("[alert]").count(), 4, "{log}");
     assert!(
         log.contains(
-            "http_matches_epp: internal error (panic: panic-test: the request asked for a panic \
-             after the endpoint picker call, at src/epp/mod.rs:"
+            "http_matches: internal error (panic: panic-test: the request asked for a panic \
+             after the endpoint picker call, at src/epp/flow.rs:"
         ),
         "{log}"
     );

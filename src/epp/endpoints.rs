@@ -360,18 +360,7 @@ unsafe extern "C" fn save_session(_pc: *mut ngx_peer_connection_t, _data: *mut c
 
 /// Registers `$inference_workload_endpoints` (not changeable: only `http_matches_epp` sets it).
 pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> bool {
-    variables::add(cf, VAR_ENDPOINTS, 0, empty)
-}
-
-/// Getter of `$inference_workload_endpoints` before `http_matches_epp` set it: empty.
-unsafe extern "C" fn empty(
-    _r: *mut ngx_http_request_t,
-    v: *mut ngx::ffi::ngx_http_variable_value_t,
-    _data: usize,
-) -> ngx_int_t {
-    // SAFETY: NGINX passes the value slot to fill; an empty static string.
-    unsafe { var::set(&mut *v, c"".as_ptr().cast::<u8>().cast_mut(), 0) };
-    NGX_OK as ngx_int_t
+    variables::add(cf, VAR_ENDPOINTS, 0, variables::empty)
 }
 
 /// Sets `$inference_workload_endpoints` to the EPP's whole checked `list` (pool memory of

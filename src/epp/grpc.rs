@@ -29,15 +29,14 @@ use ngx::ffi::{
     NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_ERR,
     NGX_LOG_INFO, NGX_LOG_WARN, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_hash_key,
     ngx_http_clean_header, ngx_http_output_filter, ngx_http_request_body_t, ngx_http_request_t,
-    ngx_http_send_header, ngx_http_send_special, ngx_int_t, ngx_list_part_t, ngx_list_push,
-    ngx_list_t, ngx_pcalloc, ngx_pool_cleanup_add, ngx_pool_t, ngx_str_t, ngx_table_elt_t,
-    ngx_uint_t,
+    ngx_http_send_header, ngx_http_send_special, ngx_int_t, ngx_list_push, ngx_list_t, ngx_pcalloc,
+    ngx_pool_cleanup_add, ngx_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::ngx_log_error;
 
 use epp_proto::{Decoder, MAX_MESSAGE, Outcome, Piece};
 
-use crate::util::{HeaderLines, escape, pool_str};
+use crate::util::{Lines, escape, header_lines, pool_str};
 
 /// Bytes of an EPP's reason shown in an `[error]` line.
 const REASON_SHOWN: usize = 512;
@@ -175,7 +174,7 @@ unsafe fn request_chain(r: *mut ngx_http_request_t) -> Result<(*mut ngx_chain_t,
         let total: usize = lens.iter().sum();
         let mut lines = pseudo_headers(r);
         // `:authority` carries the Host line, as Envoy sends it.
-        lines.extend(HeaderLines::new(&*r).filter(|(n, _)| !n.eq_ignore_ascii_case(b"host")));
+        lines.extend(header_lines(&*r).filter(|(n, _)| !n.eq_ignore_ascii_case(b"host")));
         let mut bytes = Vec::new();
         epp_proto::encode_headers(lines, total == 0, &mut bytes).map_err(|e| {
             format!(
@@ -322,25 +321,10 @@ pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t, p: &Prepared) {
 }
 
 /// The value of header `name` in `list`, if any.
-///
-/// # Safety
-/// `list` must be an initialized NGINX list of `ngx_table_elt_t`.
-unsafe fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
-    let mut part: *const ngx_list_part_t = &list.part;
-    // SAFETY: each part holds `nelts` initialized elements; `next` is null or the next part.
-    unsafe {
-        while !part.is_null() {
-            let elts = (*part).elts as *const ngx_table_elt_t;
-            for i in 0..(*part).nelts {
-                let h = &*elts.add(i);
-                if h.hash != 0 && h.key.as_bytes().eq_ignore_ascii_case(name) {
-                    return Some(h.value.as_bytes());
-                }
-            }
-            part = (*part).next;
-        }
-    }
-    None
+fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
+    Lines::of(list)
+        .find(|h| h.key.as_bytes().eq_ignore_ascii_case(name))
+        .map(|h| h.value.as_bytes())
 }
 
 /// The call's body filter: every piece of the call's output is consumed here, never passed
@@ -424,14 +408,7 @@ pub(crate) unsafe fn read_answer(
             Outcome::NoEndpoint(format!("HTTP status {status} from the EndpointPicker"))
         } else {
             let mut decoder = taken.unwrap_or_else(|| Decoder::new(MAX_MESSAGE));
-            let out = (*sr).out;
-            if !out.is_null() && !(*out).buf.is_null() {
-                let b = &*(*out).buf;
-                let len = b.last.offset_from(b.pos).max(0) as usize;
-                if len > 0 {
-                    decoder.feed(core::slice::from_raw_parts(b.pos, len));
-                }
-            }
+            decoder.feed(crate::epp::check::output(sr));
             if cut {
                 return keep((*sr).pool, decoder.cut());
             }

@@ -1,0 +1,589 @@
+//! The call both `http_matches_epp` modes make, one path: the client's body read, an
+//! in-memory subrequest to the request's own URI (served by the location's saved proxy or
+//! gRPC handler), its answer recorded, the client's request resumed and redirected to
+//! `$epp_internal_path`. The protocol's own parts: [`super::shim`], [`super::grpc`].
+//!
+//! - **The subrequest**: `NGX_HTTP_SUBREQUEST_IN_MEMORY | WAITED` (the answer's body stays in
+//!   memory for the error line, up to `subrequest_output_buffer_size`; a longer one is cut
+//!   there), with the client's method and a copy of the client's header list plus the two
+//!   `X-EPP-*` headers (a client's own `X-EPP-Host` / `X-EPP-Port` lines are dropped: the
+//!   configuration names the EPP, never the client). The body is the client's, read by
+//!   `ngx_http_read_client_request_body` (memory or temp file, chunked included); NGINX's
+//!   subrequests share it and the later proxy to the backend sends it again.
+//! - **Failures**: `$epp_host`, `$epp_port` or `$epp_internal_path` unset or empty is a 500
+//!   and an `[error]` naming it (epp.js throws: 500). A shim answer other than 200 with the
+//!   header, a timeout, a refused or closed connection: an `[error]` with the status and the
+//!   start of the body (escaped, at most 256 bytes), and the redirect still happens with the
+//!   variable empty, as in epp.js. A subrequest that fails with `NGX_ERROR` (its answer too
+//!   big for memory, a connection lost mid-body) is recorded and then finished as done, so
+//!   the client's request goes on (NGINX would otherwise terminate the client's request).
+
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use ngx::ffi::{
+    NGX_DONE, NGX_ERROR, NGX_HTTP_CLIENT_CLOSED_REQUEST, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    NGX_HTTP_SPECIAL_RESPONSE, NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED,
+    NGX_LOG_ALERT, NGX_LOG_ERR, NGX_OK, ngx_chain_t, ngx_conf_t, ngx_http_finalize_request,
+    ngx_http_internal_redirect, ngx_http_named_location, ngx_http_post_subrequest_t,
+    ngx_http_read_client_request_body, ngx_http_request_empty_handler, ngx_http_request_t,
+    ngx_http_subrequest, ngx_int_t, ngx_palloc, ngx_pcalloc, ngx_str_t, ngx_uint_t,
+};
+use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
+use ngx::ngx_log_error;
+
+use crate::epp::check::install_headers;
+use crate::epp::grpc;
+use crate::epp::shim;
+use crate::util::{escape, var};
+use crate::{HttpMatchesModule, guard};
+
+pub(crate) const VAR_HOST: &str = "epp_host";
+
+pub(crate) const VAR_PORT: &str = "epp_port";
+
+pub(crate) const VAR_PATH: &str = "epp_internal_path";
+
+/// An empty string (no data).
+const EMPTY: ngx_str_t = ngx_str_t { len: 0, data: core::ptr::null_mut() };
+
+/// The request context of this module, in `r->ctx` (pool memory, zeroed at creation).
+/// The client's request has one (`call` null); the subrequest to the shim has one whose
+/// `call` points at the client's.
+#[repr(C)]
+pub(crate) struct Ctx {
+    /// In the subrequest: the client request's context.
+    call: *mut Ctx,
+    /// The subrequest reached this location's handler (it could land elsewhere if the URI
+    /// maps to another location, e.g. from a named location).
+    reached: bool,
+    /// The subrequest is finished (the post-subrequest handler ran).
+    done: bool,
+    /// The first failing code the subrequest was finalized with (0 if none).
+    pub(crate) rc: ngx_int_t,
+    /// The shim's answer (shim mode).
+    shim: shim::Answer,
+    /// `$epp_internal_path`, read when the request arrived.
+    path: ngx_str_t,
+    /// The client's connection had an error when the call started.
+    error_before: bool,
+    /// The answer's body did not fit in memory (`subrequest_output_buffer_size`).
+    pub(crate) cut: bool,
+    /// The call speaks the EPP protocol (`grpc://`, see `epp::grpc`), and what its answer
+    /// means (in the request's pool; null: no answer).
+    grpc: bool,
+    pub(crate) outcome: *mut epp_proto::Outcome,
+    /// In a gRPC call: what [`grpc::install`] makes of it once it reached its
+    /// location (until then it has the client's method and lines, for its rewrite phases).
+    prepared: grpc::Prepared,
+}
+
+/// The body filter after ours (`ngx_http_output_body_filter_pt`, as a number; 0: none).
+static NEXT_BODY_FILTER: AtomicUsize = AtomicUsize::new(0);
+
+/// [`body_filter`] is in NGINX's chain: a gRPC call's answer is read there.
+static FILTERED: AtomicBool = AtomicBool::new(false);
+
+/// Puts [`body_filter`] on top of NGINX's body filter chain, when this module's
+/// postconfiguration runs after the filter modules' (a dynamic module, appended to the module
+/// list: the build everywhere but `--add-module`). Statically linked (`--add-module`, listed
+/// before the filters, whose registration would drop ours), the call's answer stays capped
+/// at subrequest_output_buffer_size as before (see `grpc::read_answer`).
+///
+/// # Safety
+/// Only from the http block's postconfiguration.
+pub(crate) unsafe fn register_filter(cf: *mut ngx_conf_t) {
+    // SAFETY: during configuration `cf->cycle->modules` is the null-terminated module list;
+    // the chain's head is NGINX's global, set by each filter's postconfiguration in turn.
+    unsafe {
+        // Positions in the list (the order postconfigurations run in), not `index`es (a
+        // dynamic module takes the first free one).
+        let (mut postpone, mut ours) = (None, None);
+        for (at, (n, _)) in crate::util::modules(cf).enumerate() {
+            match n {
+                _ if n == c"ngx_http_postpone_filter_module" => postpone = Some(at),
+                _ if n == c"ngx_http_matches_module" => ours = Some(at),
+                _ => {}
+            }
+        }
+        FILTERED.store(false, Ordering::Relaxed);
+        if !matches!((postpone, ours), (Some(p), Some(o)) if p < o) {
+            return;
+        }
+        let next = ngx::ffi::ngx_http_top_body_filter.map_or(0, |f| f as usize);
+        NEXT_BODY_FILTER.store(next, Ordering::Relaxed);
+        FILTERED.store(true, Ordering::Relaxed);
+        ngx::ffi::ngx_http_top_body_filter = Some(body_filter);
+    }
+}
+
+/// The body filter: a gRPC call's output is its answer, consumed by
+/// [`grpc::swallow`]; everything else goes on down the chain.
+unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_chain_t) -> ngx_int_t {
+    // SAFETY: NGINX calls body filters with a valid request; its module context slot is null
+    // or this module's `Ctx` (only this file sets it).
+    unsafe {
+        let ctx = get_ctx(r);
+        if !ctx.is_null() && !(*ctx).call.is_null() && !(*ctx).prepared.decoder.is_null() {
+            let decoder = (*ctx).prepared.decoder;
+            let swallowed = catch_unwind(AssertUnwindSafe(|| {
+                grpc::swallow(r, decoder, chain);
+            }));
+            if let Err(payload) = swallowed {
+                ngx_log_error!(
+                    NGX_LOG_ALERT,
+                    (*(*r).connection).log,
+                    "http_matches_epp: internal error (panic: {}) reading the EndpointPicker's \
+                     answer; no endpoint",
+                    guard::describe(&*payload)
+                );
+                // Nothing more is read: the call ends with what was decoded, its output
+                // consumed (else the gRPC proxy waits for its buffer forever).
+                grpc::consume(chain);
+                if (*decoder).is_some() && !(*r).upstream.is_null() {
+                    *decoder = None;
+                    (*(*r).upstream).length = 0;
+                }
+            }
+            return NGX_OK as ngx_int_t;
+        }
+        let next = NEXT_BODY_FILTER.load(Ordering::Relaxed);
+        if next == 0 {
+            return NGX_OK as ngx_int_t;
+        }
+        // SAFETY (of the transmute): `next` is the chain's head read in `register_filter`, a
+        // body filter function pointer stored as a number.
+        let next: unsafe extern "C" fn(*mut ngx_http_request_t, *mut ngx_chain_t) -> ngx_int_t =
+            core::mem::transmute(next);
+        next(r, chain)
+    }
+}
+
+/// Forgets the cached value of variable `index` (a subrequest shares its parent's): the
+/// gRPC proxy's `Content-Length: $content_length` reads only non-cacheable variables anew,
+/// so a `$content_length` the client's request evaluated would frame the call with the
+/// client's length; after the call, the client's request computes its own again.
+///
+/// # Safety
+/// `r` must be a valid request; `index` an indexed variable of its configuration.
+unsafe fn forget(r: *mut ngx_http_request_t, index: Option<ngx_uint_t>) {
+    if let Some(i) = index {
+        // SAFETY: `r->variables` has one slot per indexed variable.
+        unsafe {
+            let v = &mut *(*r).variables.add(i);
+            v.set_valid(0);
+            v.set_not_found(0);
+        }
+    }
+}
+
+/// The content handler of locations with `http_matches_epp` (both for the client's request and
+/// for the subrequest to the shim).
+pub(crate) unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
+    // SAFETY: NGINX calls content handlers with a valid request.
+    guard::request(r, || unsafe { handle(r) })
+}
+
+fn module_index() -> usize {
+    HttpMatchesModule::module().ctx_index
+}
+
+/// # Safety
+/// `r` must be a valid request.
+unsafe fn get_ctx(r: *mut ngx_http_request_t) -> *mut Ctx {
+    // SAFETY: `r->ctx` has one slot per HTTP module.
+    unsafe { *(*r).ctx.add(module_index()) as *mut Ctx }
+}
+
+/// # Safety
+/// `r` must be a valid request in a location with `http_matches_epp`.
+unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
+    // SAFETY: see `content_handler`; every pointer below comes from NGINX for this request
+    // and lives in its pool.
+    unsafe {
+        let log = (*(*r).connection).log;
+        let (Some(lcf), Some(mcf)) =
+            (HttpMatchesModule::location_conf(&*r), HttpMatchesModule::main_conf(&*r))
+        else {
+            return fail(r, "module configuration is missing");
+        };
+        let Some(proxy) = lcf.epp_proxy else { return fail(r, "not configured here") };
+        let ctx = get_ctx(r);
+        if !ctx.is_null() && !(*ctx).call.is_null() {
+            // The subrequest to the shim: the proxy asks "/" with no query.
+            (*(*ctx).call).reached = true;
+            if lcf.epp_grpc != (*(*ctx).call).grpc {
+                // The call landed in a location of the other mode (the parent's URI maps
+                // elsewhere): its request would be the wrong protocol's.
+                return fail(r, "the call landed in a location of the other mode (shim / grpc://)");
+            }
+            // The URI points at a read-only static: NGINX's proxy reads `r->uri` to build the
+            // request line (a location without a URI part: the URI as is) and never writes
+            // it; the location was already found, so no later phase matches it again.
+            (*r).uri = ngx_str_t { len: 1, data: c"/".as_ptr().cast::<u8>().cast_mut() };
+            if lcf.epp_grpc {
+                grpc::reached(r, &(*ctx).prepared);
+                forget(r, mcf.epp.content_length);
+            }
+            (*r).args = ngx_str_t { len: 0, data: core::ptr::null_mut() };
+            (*r).set_valid_location(0);
+            return proxy(r);
+        }
+        if !ctx.is_null() {
+            return fail(r, "the content handler ran twice for one request");
+        }
+        // The gRPC mode names the EPP itself: only the redirect's path is needed.
+        let missing =
+            [(VAR_HOST, mcf.epp.host), (VAR_PORT, mcf.epp.port), (VAR_PATH, mcf.epp.path)]
+                .into_iter()
+                .filter(|(n, _)| !lcf.epp_grpc || *n == VAR_PATH)
+                .filter(|(_, i)| value_of(r, *i).is_none())
+                .map(|(n, _)| format!("${n}"))
+                .collect::<Vec<_>>();
+        if !missing.is_empty() {
+            ngx_log_error!(
+                NGX_LOG_ERR,
+                log,
+                "http_matches_epp: missing required variable{} {} (unset or empty in this location)",
+                if missing.len() > 1 { "s" } else { "" },
+                missing.join(" and ")
+            );
+            return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+        }
+        let ctx = ngx_pcalloc((*r).pool, core::mem::size_of::<Ctx>()) as *mut Ctx;
+        if ctx.is_null() {
+            return fail(r, "out of memory");
+        }
+        (*ctx).path = value_of(r, mcf.epp.path).unwrap_or(EMPTY);
+        *(*r).ctx.add(module_index()) = ctx.cast();
+        let rc = ngx_http_read_client_request_body(r, Some(body_read));
+        if rc >= NGX_HTTP_SPECIAL_RESPONSE as ngx_int_t {
+            return rc;
+        }
+        NGX_DONE as ngx_int_t
+    }
+}
+
+/// Logs an `[error]` and answers 500.
+///
+/// # Safety
+/// `r` must be a valid request.
+unsafe fn fail(r: *mut ngx_http_request_t, why: &str) -> ngx_int_t {
+    // SAFETY: every request has a connection with a log.
+    let log = unsafe { (*(*r).connection).log };
+    ngx_log_error!(NGX_LOG_ERR, log, "http_matches_epp: {why}");
+    NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
+}
+
+/// The client's body is read: issue the subrequest to the shim.
+unsafe extern "C" fn body_read(r: *mut ngx_http_request_t) {
+    guard::finalizing(r, || {
+        // SAFETY: NGINX calls this with the request whose body was read.
+        let rc = unsafe { start_call(r) };
+        if rc != NGX_OK as ngx_int_t {
+            // SAFETY: as above; finalizing with an error answers the client.
+            unsafe { ngx_http_finalize_request(r, rc) };
+        }
+    });
+}
+
+/// The call to make: to the shim, or the EPP protocol's (prepared, or why not).
+enum Call {
+    Shim,
+    Grpc(Result<grpc::Prepared, String>),
+}
+
+/// # Safety
+/// `r` must be the client's request of an `http_matches_epp` location, its body read.
+unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
+    // SAFETY: pool allocations of the request live as long as it; the subrequest and its
+    // context are NGINX's (`sr->ctx` has one slot per module); the copied header list only
+    // points at table elements of the client's request, alive as long as it.
+    unsafe {
+        let ctx = get_ctx(r);
+        let Some(mcf) = HttpMatchesModule::main_conf(&*r) else {
+            return fail(r, "module configuration is missing");
+        };
+        if ctx.is_null() {
+            return fail(r, "the request context is missing");
+        }
+        let pool = (*r).pool;
+        let ps = ngx_palloc(pool, core::mem::size_of::<ngx_http_post_subrequest_t>())
+            as *mut ngx_http_post_subrequest_t;
+        let call = ngx_pcalloc(pool, core::mem::size_of::<Ctx>()) as *mut Ctx;
+        if ps.is_null() || call.is_null() {
+            return fail(r, "out of memory");
+        }
+        ps.write(ngx_http_post_subrequest_t { handler: Some(call_done), data: ctx.cast() });
+        (*call).call = ctx;
+        (*ctx).error_before = (*(*r).connection).error() != 0;
+        // Everything that can fail comes before ngx_http_subrequest: once it returned, the
+        // subrequest is posted and must run under a live parent, so no error path follows.
+        let grpc = HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc);
+        let call_of = if grpc { Call::Grpc(grpc::prepare(r)) } else { Call::Shim };
+        if let Call::Grpc(Err(why)) = call_of {
+            // No call: the redirect still happens, with no endpoint and one [error] (conclude).
+            let why = epp_proto::Outcome::NoEndpoint(format!("no call: {why}"));
+            (*ctx).outcome = grpc::keep(pool, why);
+            (*ctx).done = true;
+            (*ctx).reached = true;
+            (*ctx).grpc = true;
+            return finish(r, &*ctx);
+        }
+        let host = value_of(r, mcf.epp.host).unwrap_or(EMPTY);
+        let port = value_of(r, mcf.epp.port).unwrap_or(EMPTY);
+        let Some(lines) = shim::headers(r, host, port) else {
+            return fail(r, "out of memory");
+        };
+        let mut sr: *mut ngx_http_request_t = core::ptr::null_mut();
+        let mut uri = (*r).uri;
+        let flags = (NGX_HTTP_SUBREQUEST_IN_MEMORY | NGX_HTTP_SUBREQUEST_WAITED) as ngx_uint_t;
+        if ngx_http_subrequest(r, &mut uri, core::ptr::null_mut(), &mut sr, ps, flags)
+            != NGX_OK as ngx_int_t
+        {
+            return fail(r, "could not create the subrequest to the endpoint picker shim");
+        }
+        *(*sr).ctx.add(module_index()) = call.cast();
+        if let Call::Grpc(Ok(prepared)) = call_of {
+            (*ctx).grpc = true;
+            (*call).prepared = prepared;
+            return NGX_OK as ngx_int_t;
+        }
+        (*sr).method = (*r).method;
+        (*sr).method_name = (*r).method_name;
+        install_headers(sr, lines);
+        NGX_OK as ngx_int_t
+    }
+}
+
+/// The value of an indexed variable (`None` when unset or empty).
+///
+/// # Safety
+/// `r` must be valid and `index` an indexed variable of its configuration.
+unsafe fn value_of(r: *mut ngx_http_request_t, index: Option<ngx_uint_t>) -> Option<ngx_str_t> {
+    // SAFETY: see the contract; the value lives in the request.
+    let bytes = unsafe { var::evaluated(r, index?) }?;
+    Some(ngx_str_t { len: bytes.len(), data: bytes.as_ptr().cast_mut() })
+}
+
+/// The post-subrequest handler: records the shim's answer in the client request's context,
+/// and has the client's request resume in [`resume`]. Called each time NGINX finalizes the
+/// subrequest (an error code first, then the special response's own finalization).
+unsafe extern "C" fn call_done(
+    sr: *mut ngx_http_request_t,
+    data: *mut c_void,
+    rc: ngx_int_t,
+) -> ngx_int_t {
+    let out = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `data` is the client request's context given in `start_call`, alive in its
+        // pool; `sr` is the subrequest NGINX finalizes, its parent the client's request.
+        unsafe { record(sr, &mut *(data as *mut Ctx), rc) }
+    }));
+    match out {
+        Ok(rc) => rc,
+        Err(payload) => {
+            // SAFETY: as above.
+            unsafe {
+                ngx_log_error!(
+                    NGX_LOG_ALERT,
+                    (*(*sr).connection).log,
+                    "http_matches_epp: internal error (panic: {}) reading the shim's answer",
+                    guard::describe(&*payload)
+                );
+                let ctx = &mut *(data as *mut Ctx);
+                if !ctx.done {
+                    ctx.done = true;
+                    (*(*sr).parent).write_event_handler = Some(resume);
+                }
+            }
+            rc
+        }
+    }
+}
+
+/// # Safety
+/// See [`call_done`].
+unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> ngx_int_t {
+    // SAFETY: the subrequest's upstream (if any), its header list and its in-memory output
+    // live in the request's pool; copies go to the same pool.
+    unsafe {
+        let failed = rc == NGX_ERROR as ngx_int_t || rc >= NGX_HTTP_SPECIAL_RESPONSE as ngx_int_t;
+        if failed && ctx.rc == 0 {
+            ctx.rc = rc;
+        }
+        // NGINX may finalize the subrequest more than once (an error code, then the special
+        // response's own finalization, which may run another handler): the answer is the
+        // first finalization's upstream, and the parent is resumed once.
+        let first = !ctx.done;
+        let u = (*sr).upstream;
+        let c = (*sr).connection;
+        // A gRPC answer read by the body filter never fills the in-memory buffer.
+        let filtered = ctx.grpc && FILTERED.load(Ordering::Relaxed);
+        let cut = !filtered && (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc);
+        if first && !u.is_null() && (*u).headers_in.status_n != 0 {
+            let call = get_ctx(sr);
+            if !ctx.grpc {
+                shim::record(sr, &mut ctx.shim);
+            } else if !call.is_null() {
+                ctx.outcome = grpc::read_answer(sr, cut, (*call).prepared.decoder);
+            }
+        }
+        ctx.done = true;
+        if first {
+            (*(*sr).parent).write_event_handler = Some(resume);
+        }
+        // An in-memory subrequest never writes to the client, so NGINX's output filter marks
+        // the client's connection (`c->error`) when the memory filter refuses an answer longer
+        // than subrequest_output_buffer_size. Only that case, seen positively, is cleared: the
+        // call failed, the client's request goes on. A client that went away (HTTP/1 EOF, an
+        // HTTP/2 RST_STREAM that sets only `fc->error`) finalizes the call with 499 (or 408):
+        // never cleared, NGINX terminates the client's request as it would without us.
+        // SAFETY (of clearing it): the subrequest shares the client's connection; `c->error`
+        // was 0 when the call started (`error_before`), the client's events show no end or
+        // error, and nothing was written to the client (an in-memory subrequest has no
+        // output to it), so the flag set by the memory filter's refusal is the only reason
+        // it is 1; clearing it lets the client's request go on, as after any failed call.
+        if cut {
+            (*c).set_error(0);
+            ctx.cut = true;
+            return NGX_OK as ngx_int_t;
+        }
+        if rc == NGX_ERROR as ngx_int_t && (*c).error() == 0 {
+            return NGX_OK as ngx_int_t;
+        }
+        rc
+    }
+}
+
+/// Whether the subrequest's failure is the memory filter refusing the answer: finalized with
+/// `NGX_ERROR` (or 0) while the client's connection shows no end or error on either side,
+/// and the answer's declared length exceeds `subrequest_output_buffer_size` (no buffer made)
+/// or the buffer it was being copied into has less room left than one upstream buffer.
+///
+/// # Safety
+/// `sr` must be the subrequest being finalized.
+unsafe fn too_big_for_memory(sr: *mut ngx_http_request_t, rc: ngx_int_t) -> bool {
+    if rc != 0 && rc != NGX_ERROR as ngx_int_t {
+        // 499 (client closed), 408 (client timed out) and every HTTP status.
+        return false;
+    }
+    // SAFETY: the subrequest, its connection's events, its upstream (with its configuration)
+    // and its in-memory output buffer are NGINX's, alive while it is finalized; only read.
+    unsafe {
+        let c = (*sr).connection;
+        let quiet = |ev: *mut ngx::ffi::ngx_event_t| {
+            ev.is_null() || ((*ev).eof() == 0 && (*ev).error() == 0)
+        };
+        if !quiet((*c).read) || !quiet((*c).write) {
+            return false;
+        }
+        let u = (*sr).upstream;
+        if u.is_null() || (*u).headers_in.status_n == 0 {
+            return false;
+        }
+        let Some(clcf) = NgxHttpCoreModule::location_conf(&*sr) else { return false };
+        let limit = clcf.subrequest_output_buffer_size;
+        let out = (*sr).out;
+        if out.is_null() || (*out).buf.is_null() {
+            let declared = (*sr).headers_out.content_length_n;
+            return declared >= 0 && declared as usize > limit;
+        }
+        let b = &*(*out).buf;
+        let room = b.end.offset_from(b.last).max(0) as usize;
+        let chunk = if (*u).conf.is_null() {
+            0
+        } else {
+            (*(*u).conf).buffer_size.max((*(*u).conf).bufs.size)
+        };
+        room == 0 || room < chunk
+    }
+}
+
+/// The client's request resumes once the subrequest is done: sets the variable or logs why
+/// not, then redirects.
+unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
+    guard::finalizing(r, || {
+        // SAFETY: NGINX calls the write event handler with a valid request.
+        unsafe {
+            let ctx = get_ctx(r);
+            if ctx.is_null() || !(*ctx).done {
+                return;
+            }
+            (*r).write_event_handler = Some(ngx_http_request_empty_handler);
+            if (*(*r).connection).error() != 0 {
+                // The client went away during the call: end as NGINX would, never redirect.
+                ngx_http_finalize_request(r, NGX_HTTP_CLIENT_CLOSED_REQUEST as ngx_int_t);
+                return;
+            }
+            let rc = finish(r, &*ctx);
+            ngx_http_finalize_request(r, rc);
+        }
+    });
+}
+
+/// # Safety
+/// `r` must be the client's request, its subrequest done and recorded in `ctx`.
+unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
+    // SAFETY: as in `resume`; the context's strings live in the request's pool.
+    unsafe {
+        let log = (*(*r).connection).log;
+        let Some(mcf) = HttpMatchesModule::main_conf(&*r) else {
+            return fail(r, "module configuration is missing");
+        };
+        #[cfg(feature = "panic-test")]
+        if crate::util::header_lines(&*r)
+            .any(|(n, _)| n.eq_ignore_ascii_case(b"x-matches-test-panic"))
+        {
+            panic!("panic-test: the request asked for a panic after the endpoint picker call");
+        }
+        if !ctx.reached {
+            ngx_log_error!(
+                NGX_LOG_ERR,
+                log,
+                "http_matches_epp: the subrequest to \"{}\" did not come back to this location \
+                 (another location answers that URI), the shim was not asked",
+                escape((*r).uri.as_bytes(), 128)
+            );
+        } else if ctx.grpc {
+            forget(r, mcf.epp.content_length);
+            if let Some(rc) = grpc::conclude(r, (ctx.outcome, ctx.rc, ctx.cut), mcf.epp.endpoint) {
+                return rc;
+            }
+        } else {
+            shim::conclude(r, &ctx.shim, (ctx.rc, ctx.cut), mcf.epp.endpoint);
+        }
+        redirect(r, ctx.path)
+    }
+}
+
+/// The redirect to `$epp_internal_path` (`path`), with the client's query string.
+///
+/// # Safety
+/// `r` must be the client's request; `path` lives in its pool.
+unsafe fn redirect(r: *mut ngx_http_request_t, path: ngx_str_t) -> ngx_int_t {
+    // SAFETY: the request and its strings are NGINX's; the redirect copies what it keeps.
+    unsafe {
+        let bytes = path.as_bytes();
+        if bytes.is_empty() {
+            return fail(r, "missing required variable $epp_internal_path");
+        }
+        if bytes.contains(&b'?') {
+            return fail(
+                r,
+                &format!(
+                    "$epp_internal_path \"{}\" has a query string; the client's is kept",
+                    escape(bytes, 128)
+                ),
+            );
+        }
+        let mut uri = path;
+        if bytes.starts_with(b"@") {
+            ngx_http_named_location(r, &mut uri)
+        } else {
+            // The client's query string, byte for byte.
+            let args: *mut ngx_str_t = &mut (*r).args;
+            ngx_http_internal_redirect(r, &mut uri, args)
+        }
+    }
+}
