@@ -4,8 +4,8 @@
 //! Imports neither mode, so the two import it in one direction.
 
 use ngx::ffi::{
-    NGX_LOG_ERR, NGX_LOG_INFO, ngx_http_request_t, ngx_list_part_t, ngx_str_t, ngx_table_elt_t,
-    ngx_uint_t,
+    NGX_LOG_ERR, NGX_LOG_INFO, ngx_hash_key, ngx_http_request_t, ngx_list_part_t, ngx_str_t,
+    ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::ngx_log_error;
 
@@ -88,4 +88,19 @@ pub(crate) unsafe fn output<'a>(sr: *mut ngx_http_request_t) -> &'a [u8] {
         let b = &*(*out).buf;
         core::slice::from_raw_parts(b.pos, b.last.offset_from(b.pos).max(0) as usize)
     }
+}
+
+/// A request header line over static `name`, `lower` (its lowercase) and `value`: NGINX's
+/// proxies only read request header lines, never write them.
+pub(crate) fn line(name: &'static [u8], lower: &'static [u8], value: ngx_str_t) -> ngx_table_elt_t {
+    // SAFETY: all-zero bytes are a valid ngx_table_elt_t (integers, null pointers, empty
+    // strings): zeroed, then filled (NGINX 1.23 added `next`, which Debian's 1.22 lacks; null,
+    // as for a line ngx_list_push'ed).
+    let mut h: ngx_table_elt_t = unsafe { core::mem::zeroed() };
+    // SAFETY: ngx_hash_key reads `lower.len()` bytes of `lower`.
+    h.hash = unsafe { ngx_hash_key(lower.as_ptr().cast_mut(), lower.len()) };
+    h.key = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
+    h.value = value;
+    h.lowcase_key = lower.as_ptr().cast_mut();
+    h
 }

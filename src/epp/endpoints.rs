@@ -29,9 +29,8 @@
 use core::ffi::c_void;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
+use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Status};
 use ngx::ffi::{
     AF_INET, AF_INET6, NGX_BUSY, NGX_ERROR, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN,
     NGX_OK, ngx_command_t, ngx_conf_t, ngx_http_request_t, ngx_http_upstream_init_round_robin,
@@ -136,14 +135,7 @@ unsafe extern "C" fn init_upstream(
         us.peer.init = Some(init_peer);
         NGX_OK as ngx_int_t
     };
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(rc) => rc,
-        Err(payload) => {
-            let why = guard::describe(&*payload);
-            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: internal error (panic: {why})");
-            NGX_ERROR as ngx_int_t
-        }
-    }
+    guard::conf_status(cf, || Status(body()))
 }
 
 /// Fills `pool.peers` and `pool.index` from round robin's lists; what is refused, if any.

@@ -27,15 +27,16 @@
 
 use ngx::ffi::{
     NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_ERR,
-    NGX_LOG_INFO, NGX_LOG_WARN, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_hash_key,
-    ngx_http_clean_header, ngx_http_output_filter, ngx_http_request_body_t, ngx_http_request_t,
-    ngx_http_send_header, ngx_http_send_special, ngx_int_t, ngx_list_push, ngx_list_t, ngx_pcalloc,
+    NGX_LOG_INFO, NGX_LOG_WARN, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_http_clean_header,
+    ngx_http_output_filter, ngx_http_request_body_t, ngx_http_request_t, ngx_http_send_header,
+    ngx_http_send_special, ngx_int_t, ngx_list_push, ngx_list_t, ngx_palloc, ngx_pcalloc,
     ngx_pool_cleanup_add, ngx_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::ngx_log_error;
 
 use epp_proto::{Decoder, MAX_MESSAGE, Outcome, Piece};
 
+use crate::epp::check::line;
 use crate::util::{Lines, escape, header_lines, pool_str};
 
 /// Bytes of an EPP's reason shown in an `[error]` line.
@@ -234,32 +235,6 @@ unsafe fn link(r: *mut ngx_http_request_t, bufs: &[*mut ngx_buf_t]) -> Option<*m
     Some(next)
 }
 
-/// A header line in the pool pointing at static `name`, `lower` and `value`: NGINX's gRPC
-/// proxy only reads request header lines.
-///
-/// # Safety
-/// `r` must be valid.
-unsafe fn static_line(
-    r: *mut ngx_http_request_t,
-    name: &'static [u8],
-    lower: &'static [u8],
-    value: &'static [u8],
-) -> *mut ngx_table_elt_t {
-    // SAFETY: all-zero bytes are a valid ngx_table_elt_t (integers, null pointers, empty
-    // strings); the statics are never written (see above).
-    unsafe {
-        let h =
-            ngx_pcalloc((*r).pool, core::mem::size_of::<ngx_table_elt_t>()) as *mut ngx_table_elt_t;
-        if !h.is_null() {
-            (*h).hash = ngx_hash_key(lower.as_ptr().cast_mut(), lower.len());
-            (*h).key = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
-            (*h).value = ngx_str_t { len: value.len(), data: value.as_ptr().cast_mut() };
-            (*h).lowcase_key = lower.as_ptr().cast_mut();
-        }
-        h
-    }
-}
-
 /// Everything the call needs, before the subrequest exists. `Err`: why there is no call.
 ///
 /// # Safety
@@ -270,15 +245,18 @@ pub(crate) unsafe fn prepare(r: *mut ngx_http_request_t) -> Result<Prepared, Str
         let (bufs, total) = request_chain(r)?;
         let body = ngx_pcalloc((*r).pool, core::mem::size_of::<ngx_http_request_body_t>())
             as *mut ngx_http_request_body_t;
-        let lines = static_line(r, b"Content-Type", b"content-type", b"application/grpc");
-        let te = static_line(r, b"TE", b"te", b"trailers");
+        // Two lines: the call's list (`content-type`), then `te` (see `install`).
+        let lines = ngx_palloc((*r).pool, 2 * size_of::<ngx_table_elt_t>()) as *mut ngx_table_elt_t;
         let budget = epp_proto::answer_budget(total);
         let decoder = keep((*r).pool, Some(Decoder::with_budget(MAX_MESSAGE, budget)));
-        if body.is_null() || lines.is_null() || te.is_null() || decoder.is_null() {
+        if body.is_null() || lines.is_null() || decoder.is_null() {
             return Err("out of memory".to_owned());
         }
+        let text = |v: &'static [u8]| ngx_str_t { len: v.len(), data: v.as_ptr().cast_mut() };
+        lines.write(line(b"Content-Type", b"content-type", text(b"application/grpc")));
+        lines.add(1).write(line(b"TE", b"te", text(b"trailers")));
         (*body).bufs = bufs;
-        Ok(Prepared { body, lines, te, decoder })
+        Ok(Prepared { body, lines, te: lines.add(1), decoder })
     }
 }
 

@@ -3,12 +3,11 @@
 //! with none. The flow they plug into is [`super::flow`].
 
 use ngx::ffi::{
-    NGX_LOG_ERR, ngx_hash_key, ngx_http_request_t, ngx_int_t, ngx_palloc, ngx_str_t,
-    ngx_table_elt_t, ngx_uint_t,
+    NGX_LOG_ERR, ngx_http_request_t, ngx_int_t, ngx_palloc, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::ngx_log_error;
 
-use crate::epp::check::{output, set_endpoint};
+use crate::epp::check::{line, output, set_endpoint};
 use crate::util::{Lines, escape, pool_str};
 
 const ENDPOINT_HEADER: &[u8] = b"x-gateway-destination-endpoint";
@@ -54,18 +53,8 @@ pub(crate) unsafe fn headers(
             })
             .map(|h| core::ptr::read(h))
             .collect();
-        for (name, lower, value) in
-            [(HOST_HEADER, &b"x-epp-host"[..], host), (PORT_HEADER, &b"x-epp-port"[..], port)]
-        {
-            // Zeroed, then filled: NGINX 1.23 added `next`, and older ones have no such field
-            // (Debian's 1.22); a null `next` is what ngx_list_push'ed lines start with too.
-            let mut line: ngx_table_elt_t = core::mem::zeroed();
-            line.hash = ngx_hash_key(lower.as_ptr().cast_mut(), lower.len());
-            line.key = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
-            line.value = value;
-            line.lowcase_key = lower.as_ptr().cast_mut();
-            lines.push(line);
-        }
+        lines.push(line(HOST_HEADER, b"x-epp-host", host));
+        lines.push(line(PORT_HEADER, b"x-epp-port", port));
         let size = core::mem::size_of::<ngx_table_elt_t>();
         let elts = ngx_palloc((*r).pool, size * lines.len()) as *mut ngx_table_elt_t;
         if elts.is_null() {
