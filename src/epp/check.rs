@@ -11,7 +11,7 @@ use ngx::ngx_log_error;
 
 use crate::util::escape;
 
-/// Makes `lines` (from [`headers_for_shim`]) the subrequest's header list. Cannot fail.
+/// Makes `lines` (from `shim::headers`) the subrequest's header list. Cannot fail.
 ///
 /// # Safety
 /// `sr` must be a subrequest just created (its `headers_in` a copy of its parent's), `lines`

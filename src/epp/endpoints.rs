@@ -1,30 +1,10 @@
-//! `http_matches_epp_endpoints;` (issue #47 item 2), in an `upstream` block: a balancer that
-//! makes the EndpointPicker's list (`$inference_workload_endpoints`, set by
-//! `http_matches_epp` in both modes, see [`crate::epp::check`]) the request's tries, in the
-//! EPP's order, so that `proxy_next_upstream` walks the protocol's fallbacks.
-//!
-//! Model:
-//! - **Allowed set**: the block's own `server` lines (their addresses as NGINX resolved them at
-//!   load; `down` ones left out), indexed once per load in a hash map. An element of the EPP's
-//!   list is kept only when it is one of them: the picker's answer can never send a request to
-//!   a host outside the pool (no SSRF through a compromised or confused EPP).
-//! - **Per request**: the list is read up to as many elements as the set has addresses + 4
-//!   (an honest list of distinct pool members is never longer; the 4 let a few refused
-//!   elements not hide a member after them), each an IP literal and a port
-//!   (no names, no `unix:`); one hash lookup each. Work and memory are O(pool size) at most,
-//!   whatever the list's length: the request pool holds 4 bytes per element read (at most
-//!   the pool's size: a one-element list takes 4) and one bit per address (checked).
-//! - **Kept some**: those are the tries, in order (`proxy_next_upstream_tries` may cut them);
-//!   when every one fails NGINX answers as for any exhausted upstream (502, or 504 after a
-//!   timeout): the block's other servers are not tried, the EPP's answer stands, as with
-//!   `proxy_pass http://$inference_workload_endpoint` and one endpoint.
-//! - **Kept none** (empty list, malformed, none in the pool): the block's round robin
-//!   (fail-open, as NGF's map), with a `[warn]` naming what was refused (`[error]` when an
-//!   element is not `ip:port`; `[info]` when the list is empty).
-//! - The block's `max_fails` / `fail_timeout` apply to its round robin only: the EPP judges
-//!   its endpoints' health. `server ... resolve` is refused (the set is fixed at load).
-//!
-//! Every function NGINX calls runs under `catch_unwind` (no panic crosses into NGINX).
+//! `http_matches_epp_endpoints;` (issue #47 item 2), in an `upstream` block: the EPP's list
+//! (`$inference_workload_endpoints`, set by [`crate::epp::check`]) becomes the request's
+//! tries in its order, so `proxy_next_upstream` walks the protocol's fallbacks. Only the
+//! block's own `server` addresses are kept (indexed once per load: no SSRF through the EPP);
+//! per request at most the block's size + 4 elements are read and one bit per address held
+//! (`epp_proto::endpoints::choose`); none kept: the block's round robin. Behaviour and log
+//! levels: README (`http_matches_epp_endpoints`).
 
 use core::ffi::c_void;
 use std::collections::HashMap;

@@ -1,22 +1,11 @@
-//! The call both `http_matches_epp` modes make, one path: the client's body read, an
-//! in-memory subrequest to the request's own URI (served by the location's saved proxy or
-//! gRPC handler), its answer recorded, the client's request resumed and redirected to
-//! `$epp_internal_path`. The protocol's own parts: [`super::shim`], [`super::grpc`].
-//!
-//! - **The subrequest**: `NGX_HTTP_SUBREQUEST_IN_MEMORY | WAITED` (the answer's body stays in
-//!   memory for the error line, up to `subrequest_output_buffer_size`; a longer one is cut
-//!   there), with the client's method and a copy of the client's header list plus the two
-//!   `X-EPP-*` headers (a client's own `X-EPP-Host` / `X-EPP-Port` lines are dropped: the
-//!   configuration names the EPP, never the client). The body is the client's, read by
-//!   `ngx_http_read_client_request_body` (memory or temp file, chunked included); NGINX's
-//!   subrequests share it and the later proxy to the backend sends it again.
-//! - **Failures**: `$epp_host`, `$epp_port` or `$epp_internal_path` unset or empty is a 500
-//!   and an `[error]` naming it (epp.js throws: 500). A shim answer other than 200 with the
-//!   header, a timeout, a refused or closed connection: an `[error]` with the status and the
-//!   start of the body (escaped, at most 256 bytes), and the redirect still happens with the
-//!   variable empty, as in epp.js. A subrequest that fails with `NGX_ERROR` (its answer too
-//!   big for memory, a connection lost mid-body) is recorded and then finished as done, so
-//!   the client's request goes on (NGINX would otherwise terminate the client's request).
+//! The call both `http_matches_epp` modes make, one path, as `auth_request` does: the
+//! client's body read, an in-memory, waited subrequest to the request's own URI (served by
+//! the location's saved proxy or gRPC handler, with the client's body), its answer recorded
+//! ([`call_done`], once even when NGINX finalizes it twice), the client's request resumed and
+//! redirected to `$epp_internal_path`, whatever the answer. A call failing with `NGX_ERROR`
+//! (its answer too big for memory, a connection lost) is recorded, then finished as done so
+//! that the client's request goes on. The protocol's own parts: [`super::shim`],
+//! [`super::grpc`]; what the operator sees: README (`http_matches_epp`).
 
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -74,7 +63,7 @@ pub(crate) struct Ctx {
     /// means (in the request's pool; null: no answer).
     grpc: bool,
     pub(crate) outcome: *mut epp_proto::Outcome,
-    /// In a gRPC call: what [`grpc::install`] makes of it once it reached its
+    /// In a gRPC call: what `grpc::install` makes of it once it reached its
     /// location (until then it has the client's method and lines, for its rewrite phases).
     prepared: grpc::Prepared,
 }

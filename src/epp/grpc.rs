@@ -1,29 +1,11 @@
-//! `http_matches_epp grpc://ADDRESS;`: the Endpoint Picker protocol (Envoy's ext_proc v3 over
-//! gRPC, `epp_proto`) spoken through NGINX's own gRPC proxy (issue #47). The flow is the shim
-//! mode's (`epp`: body read, in-memory subrequest to the request's own URI, redirect); what
-//! differs is here:
-//!
-//! - **configuration**: the directive runs `grpc_pass grpc://ADDRESS` or `grpcs://` (and
-//!   `grpc_ignore_headers X-Accel-...`) for the location, as the shim mode runs `proxy_pass`;
-//!   every `grpc_*` directive of the location tunes the call, an `upstream` block with
-//!   `keepalive` reuses HTTP/2 connections to the EPP;
-//! - **the call** ([`prepare`], [`install`], [`reached`]): the subrequest gets a request body
-//!   of its own, whose bufs are the `request_headers` message (the client's lines, names
-//!   lowercased, after the pseudo-headers Envoy sends) and the body's `request_body` messages
-//!   ([`epp_proto::body_pieces`]: 5 to 20 bytes of frame prefix, then the client's body
-//!   where it lies, buffers or temp-file ranges, never copied; NGINX's gRPC proxy reads a
-//!   file in its own output buffers); method POST, URI `epp_proto::GRPC_PATH`, only
-//!   `content-type: application/grpc` and `te: trailers`, no `Content-Length`;
-//! - **the answer** ([`swallow`], [`read_answer`]): the call's body filter feeds each piece of
-//!   the answer to `epp_proto::Decoder` as it arrives and consumes it (NGINX's gRPC proxy
-//!   reuses its one buffer): memory is the decoder's bound (one message kept whole, at most
-//!   [`MAX_MESSAGE`]), whatever the EPP streams, and an answer past
-//!   [`epp_proto::answer_budget`] ends the call; `grpc-status` / `grpc-message` come from the
-//!   trailers (or the headers of a trailers-only answer); the outcome lives in the request's
-//!   pool until the client's request resumes;
-//! - **the end** ([`conclude`]): a destination sets `$inference_workload_endpoint` (checked as
-//!   in the shim mode), an `ImmediateResponse` answers the client with its status, headers
-//!   and body, anything else is one `[error]` and the redirect with the variable empty.
+//! `http_matches_epp grpc://ADDRESS;` (issue #47): the Endpoint Picker protocol (`epp_proto`)
+//! through NGINX's gRPC proxy, in [`super::flow`]'s path. The call ([`prepare`], [`reached`])
+//! gets a body of its own: the `request_headers` message (pseudo-headers as Envoy sends
+//! them, then the client's lines) and the client's body framed in place (buffers or temp-file
+//! ranges, never copied), method POST to `epp_proto::GRPC_PATH`. The answer is fed to a
+//! bounded `epp_proto::Decoder` by the call's body filter as it arrives ([`swallow`]: one
+//! message held, never past `epp_proto::answer_budget`); [`conclude`] sets the variable, or
+//! answers an `ImmediateResponse`, or logs one `[error]` and redirects.
 
 use ngx::ffi::{
     NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_ERR,

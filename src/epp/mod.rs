@@ -1,34 +1,12 @@
-//! `http_matches_epp [URL];`: NGF's `epp.js` (`js_content epp.getEndpoint`) as a directive.
-//!
-//! Per request of a location with the directive: read the client's body, ask the endpoint
-//! picker shim at URL (the request's method, every header plus `X-EPP-Host: $epp_host` and
-//! `X-EPP-Port: $epp_port`, the body), set `$inference_workload_endpoint` to the first
-//! `ip:port` of the answer's `X-Gateway-Destination-Endpoint` list (checked, see
-//! [`crate::epp::check`]; the answer's `X-Accel-*` headers ignored), and internally redirect
-//! to `$epp_internal_path` with the client's own query string, whatever the shim answered.
-//!
-//! Design (issue #32):
-//! - **Where the proxying lives: in the same location.** The directive calls the proxy
-//!   module's own `proxy_pass URL` command handler at configuration time, keeps the content
-//!   handler it installed, and installs ours. Our handler serves the client's request by a
-//!   subrequest to the same URI (so it comes back to this location), and serves that
-//!   subrequest (marked in its module context) with the saved proxy handler. The operator
-//!   writes no extra location, and every `proxy_*` directive of the location tunes the call
-//!   (`proxy_read_timeout`, `proxy_connect_timeout`, buffers, `proxy_http_version 1.1` with an
-//!   `upstream` block with `keepalive` as URL). NGINX's proxy brings timeouts, keepalive,
-//!   buffering, the `Content-Length` of the body (never `Transfer-Encoding: chunked` over an
-//!   unchunked body: the body is read whole first) and no `Expect` (so no `100 Continue`).
-//!   The proxy sends the path `/` (epp.js fetches the shim's root): the subrequest's URI is
-//!   set to `/` once it reached the location, so URL may not have a path of its own.
-//! - **NGINX callbacks written out, not the `ngx` crate's async support**: the flow is the
-//!   one of `auth_request` (three callbacks: body read, post-subrequest, parent resumed), with
-//!   no runtime, no task allocation and no extra dependency; the async support of ngx 0.5 has
-//!   no subrequest primitive, it would wrap the same callbacks.
-//! - Every entry point runs under `catch_unwind` (`guard`): no panic crosses into NGINX.
-//!
-//! `http_matches_epp grpc://ADDRESS;` (issue #47) keeps this flow and speaks the Endpoint
-//! Picker protocol through NGINX's gRPC proxy instead of asking a shim: see [`grpc`]. The
-//! call's path, shared by both modes: [`flow`]; the shim's own steps: [`shim`].
+//! `http_matches_epp [URL];`: NGF's `epp.js` (`js_content epp.getEndpoint`) as a directive
+//! (behaviour and failures: README). The directive runs the proxy module's own `proxy_pass
+//! URL` (or `grpc_pass`) for its location at configuration time, keeps the content handler it
+//! installed and installs [`flow::content_handler`], which serves the client's request by a
+//! subrequest to the same URI (it comes back to this location) and that subrequest with the
+//! saved handler: no extra location, every `proxy_*` / `grpc_*` directive of the location
+//! tunes the call (timeouts, keepalive, buffers, TLS). NGINX callbacks written out, not the
+//! `ngx` crate's async support (ngx 0.5 has no subrequest primitive): no runtime, no task
+//! allocation. The call's path: [`flow`]; the modes' own steps: [`shim`], [`grpc`].
 
 pub(crate) mod check;
 pub(crate) mod endpoints;
