@@ -13,9 +13,9 @@ use std::rc::Rc;
 
 use ngx::ffi::{
     NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_MISDIRECTED_REQUEST, NGX_HTTP_NOT_FOUND,
-    NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN, ngx_http_core_run_phases, ngx_http_internal_redirect,
-    ngx_http_max_module, ngx_http_named_location, ngx_http_request_t,
-    ngx_http_update_location_config, ngx_int_t, ngx_log_t, ngx_str_t, ngx_uint_t,
+    NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN, ngx_http_core_run_phases, ngx_http_max_module,
+    ngx_http_request_t, ngx_http_update_location_config, ngx_int_t, ngx_log_t, ngx_str_t,
+    ngx_uint_t,
 };
 use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
@@ -508,7 +508,7 @@ unsafe fn redirect(
         } else {
             pool_str((*r).pool, path.as_bytes())
         };
-        let Some(mut uri) = uri else { return fail(log, format_args!("out of memory")) };
+        let Some(uri) = uri else { return fail(log, format_args!("out of memory")) };
         // `r->variables` of a subrequest is its parent's array: a subrequest (SSI, mirror,
         // auth_request, ...) through an `http_matches` location must not overwrite what the
         // main request chose, so only the main request records its choice.
@@ -528,14 +528,7 @@ unsafe fn redirect(
             store_variable(r, mcf.var_redirect, uri);
             store_variable(r, mcf.var_entry, entry_str);
         }
-        if path.starts_with('@') {
-            ngx_http_named_location(r, &mut uri)
-        } else {
-            // The original query string, byte for byte (ngx's Request::internal_redirect would
-            // drop it).
-            let args: *mut ngx_str_t = &mut (*r).args;
-            ngx_http_internal_redirect(r, &mut uri, args)
-        }
+        crate::util::redirect_keeping_args(r, uri)
     }
 }
 

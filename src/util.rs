@@ -56,6 +56,26 @@ pub(crate) unsafe fn pool_str(pool: *mut ngx_pool_t, bytes: &[u8]) -> Option<ngx
     }
 }
 
+/// `ngx_http_named_location` for `@name`, else `ngx_http_internal_redirect` keeping the
+/// request's query string byte for byte (ngx's `Request::internal_redirect` would drop it).
+///
+/// # Safety
+/// `r` must be a valid request in its content phase; `uri` alive as long as it.
+pub(crate) unsafe fn redirect_keeping_args(
+    r: *mut ngx_http_request_t,
+    mut uri: ngx_str_t,
+) -> ngx::ffi::ngx_int_t {
+    // SAFETY: see the contract; NGINX copies what it keeps.
+    unsafe {
+        if uri.as_bytes().starts_with(b"@") {
+            ngx::ffi::ngx_http_named_location(r, &mut uri)
+        } else {
+            let args: *mut ngx_str_t = &mut (*r).args;
+            ngx::ffi::ngx_http_internal_redirect(r, &mut uri, args)
+        }
+    }
+}
+
 /// Lossy text for log messages.
 pub(crate) fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(bytes)

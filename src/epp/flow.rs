@@ -15,9 +15,9 @@ use ngx::ffi::{
     NGX_DONE, NGX_ERROR, NGX_HTTP_CLIENT_CLOSED_REQUEST, NGX_HTTP_INTERNAL_SERVER_ERROR,
     NGX_HTTP_SPECIAL_RESPONSE, NGX_HTTP_SUBREQUEST_IN_MEMORY, NGX_HTTP_SUBREQUEST_WAITED,
     NGX_LOG_ALERT, NGX_LOG_ERR, NGX_OK, ngx_chain_t, ngx_conf_t, ngx_http_finalize_request,
-    ngx_http_internal_redirect, ngx_http_named_location, ngx_http_post_subrequest_t,
-    ngx_http_read_client_request_body, ngx_http_request_empty_handler, ngx_http_request_t,
-    ngx_http_subrequest, ngx_int_t, ngx_palloc, ngx_pcalloc, ngx_str_t, ngx_uint_t,
+    ngx_http_post_subrequest_t, ngx_http_read_client_request_body, ngx_http_request_empty_handler,
+    ngx_http_request_t, ngx_http_subrequest, ngx_int_t, ngx_palloc, ngx_pcalloc, ngx_str_t,
+    ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::ngx_log_error;
@@ -566,13 +566,6 @@ unsafe fn redirect(r: *mut ngx_http_request_t, path: ngx_str_t) -> ngx_int_t {
                 ),
             );
         }
-        let mut uri = path;
-        if bytes.starts_with(b"@") {
-            ngx_http_named_location(r, &mut uri)
-        } else {
-            // The client's query string, byte for byte.
-            let args: *mut ngx_str_t = &mut (*r).args;
-            ngx_http_internal_redirect(r, &mut uri, args)
-        }
+        crate::util::redirect_keeping_args(r, path)
     }
 }

@@ -88,22 +88,17 @@ unsafe fn pseudo_headers<'r>(r: *mut ngx_http_request_t) -> Vec<(&'r [u8], &'r [
     }
 }
 
-/// `https` on a TLS connection, else `http`.
+/// `https` on a TLS connection, else `http` (always, without the SSL module).
 ///
 /// # Safety
 /// `r` must be a valid request.
-#[cfg(ngx_feature = "http_ssl")]
 unsafe fn scheme(r: *mut ngx_http_request_t) -> &'static [u8] {
+    #[cfg(ngx_feature = "http_ssl")]
     // SAFETY: every request has a connection (an HTTP/2 stream's copy carries `ssl`).
-    if unsafe { (*(*r).connection).ssl.is_null() } { b"http" } else { b"https" }
-}
-
-/// Without the SSL module no connection is TLS.
-///
-/// # Safety
-/// None needed; the signature matches the one above.
-#[cfg(not(ngx_feature = "http_ssl"))]
-unsafe fn scheme(_r: *mut ngx_http_request_t) -> &'static [u8] {
+    if unsafe { !(*(*r).connection).ssl.is_null() } {
+        return b"https";
+    }
+    let _ = r;
     b"http"
 }
 
