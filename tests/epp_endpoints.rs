@@ -275,6 +275,18 @@ fn no_list_is_round_robin() {
     assert_eq!(lines(&log, "[warn]", "http_matches_epp_endpoints"), 0, "{log}");
 }
 
+/// A grpc:// call evaluates only `$epp_internal_path`: the shim's `$epp_host` / `$epp_port`
+/// (declared by the server's shim location, unset here) are not read, so no "using
+/// uninitialized variable" `[warn]` per request.
+#[test]
+fn a_grpc_call_reads_none_of_the_shims_variables() {
+    let s = setup("epp-endpoints-grpc-vars");
+    let r = grpc(&s, &s.b.endpoint());
+    assert_eq!((r.status, who(&s)), (200, (0, 1)), "{r:?}");
+    let log = s.n.error_log();
+    assert_eq!(lines(&log, "[warn]", "using uninitialized"), 0, "{log}");
+}
+
 /// The work per request is bounded by the block's size, not the list's: a list of n and of
 /// 2n addresses outside the pool are read up to the block's 3 addresses + 4 (7 refused,
 /// then "more than 7 elements"), and round robin answers.

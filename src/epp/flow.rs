@@ -17,7 +17,7 @@ use ngx::ffi::{
     NGX_LOG_ALERT, NGX_LOG_ERR, NGX_OK, ngx_chain_t, ngx_conf_t, ngx_http_finalize_request,
     ngx_http_post_subrequest_t, ngx_http_read_client_request_body, ngx_http_request_empty_handler,
     ngx_http_request_t, ngx_http_subrequest, ngx_int_t, ngx_palloc, ngx_pcalloc, ngx_str_t,
-    ngx_uint_t,
+    ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::ngx_log_error;
@@ -277,10 +277,11 @@ unsafe extern "C" fn body_read(r: *mut ngx_http_request_t) {
     });
 }
 
-/// The call to make: to the shim, or the EPP protocol's (prepared, or why not).
+/// The call to make, prepared before the subrequest exists: the shim's header lines, or the
+/// EPP protocol's request.
 enum Call {
-    Shim,
-    Grpc(Result<grpc::Prepared, String>),
+    Shim((*mut ngx_table_elt_t, usize)),
+    Grpc(grpc::Prepared),
 }
 
 /// # Safety
@@ -309,21 +310,24 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         (*ctx).error_before = (*(*r).connection).error() != 0;
         // Everything that can fail comes before ngx_http_subrequest: once it returned, the
         // subrequest is posted and must run under a live parent, so no error path follows.
-        let grpc = HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc);
-        let call_of = if grpc { Call::Grpc(grpc::prepare(r)) } else { Call::Shim };
-        if let Call::Grpc(Err(why)) = call_of {
-            // No call: the redirect still happens, with no endpoint and one [error] (conclude).
-            let why = epp_proto::Outcome::NoEndpoint(format!("no call: {why}"));
-            (*ctx).outcome = grpc::keep(pool, why);
-            (*ctx).done = true;
-            (*ctx).reached = true;
-            (*ctx).grpc = true;
-            return finish(r, &*ctx);
-        }
-        let host = value_of(r, mcf.epp.host).unwrap_or(EMPTY);
-        let port = value_of(r, mcf.epp.port).unwrap_or(EMPTY);
-        let Some(lines) = shim::headers(r, host, port) else {
-            return fail(r, "out of memory");
+        let call_of = if HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc) {
+            match grpc::prepare(r) {
+                Ok(prepared) => Call::Grpc(prepared),
+                Err(why) => {
+                    // No call: the redirect still happens, with no endpoint and one [error].
+                    let why = epp_proto::Outcome::NoEndpoint(format!("no call: {why}"));
+                    (*ctx).outcome = grpc::keep(pool, why);
+                    ((*ctx).done, (*ctx).reached, (*ctx).grpc) = (true, true, true);
+                    return finish(r, &*ctx);
+                }
+            }
+        } else {
+            let host = value_of(r, mcf.epp.host).unwrap_or(EMPTY);
+            let port = value_of(r, mcf.epp.port).unwrap_or(EMPTY);
+            let Some(lines) = shim::headers(r, host, port) else {
+                return fail(r, "out of memory");
+            };
+            Call::Shim(lines)
         };
         let mut sr: *mut ngx_http_request_t = core::ptr::null_mut();
         let mut uri = (*r).uri;
@@ -334,14 +338,14 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
             return fail(r, "could not create the subrequest to the endpoint picker shim");
         }
         *(*sr).ctx.add(module_index()) = call.cast();
-        if let Call::Grpc(Ok(prepared)) = call_of {
-            (*ctx).grpc = true;
-            (*call).prepared = prepared;
-            return NGX_OK as ngx_int_t;
+        match call_of {
+            Call::Grpc(prepared) => ((*ctx).grpc, (*call).prepared) = (true, prepared),
+            Call::Shim(lines) => {
+                (*sr).method = (*r).method;
+                (*sr).method_name = (*r).method_name;
+                install_headers(sr, lines);
+            }
         }
-        (*sr).method = (*r).method;
-        (*sr).method_name = (*r).method_name;
-        install_headers(sr, lines);
         NGX_OK as ngx_int_t
     }
 }
