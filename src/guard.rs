@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use ngx::core::{NGX_CONF_ERROR, Status};
 use ngx::ffi::{
     NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT, NGX_LOG_EMERG, NGX_OK, ngx_command_t,
-    ngx_conf_t, ngx_http_finalize_request, ngx_http_request_t, ngx_int_t, ngx_str_t,
+    ngx_conf_t, ngx_http_finalize_request, ngx_http_request_t, ngx_int_t, ngx_log_t, ngx_str_t,
 };
 use ngx::{ngx_conf_log_error, ngx_log_error};
 
@@ -46,24 +46,28 @@ pub(crate) fn describe(payload: &(dyn Any + Send)) -> String {
     if at.is_empty() { message.to_owned() } else { format!("{message}, at {at}") }
 }
 
+/// Runs `body`; a panic is logged at `level` on `log` ("internal error (panic: ..., at
+/// file:line)" then `then`) and gives `None`: the caller ends its callback as it can.
+pub(crate) fn caught<T>(
+    log: *mut ngx_log_t,
+    level: u32,
+    then: &str,
+    body: impl FnOnce() -> T,
+) -> Option<T> {
+    let payload = catch_unwind(AssertUnwindSafe(body)).map_err(|p| describe(&*p));
+    if let Err(why) = &payload {
+        ngx_log_error!(level, log, "http_matches: internal error (panic: {why}){then}");
+    }
+    payload.ok()
+}
+
 /// Runs a request handler body; a panic answers 500 and logs an `[alert]`.
 pub(crate) fn request(r: *mut ngx_http_request_t, body: impl FnOnce() -> ngx_int_t) -> ngx_int_t {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(rc) => rc,
-        Err(payload) => {
-            // SAFETY: NGINX passed a valid request whose connection (and its log) outlives
-            // every handler call.
-            let log = unsafe { (*(*r).connection).log };
-            ngx_log_error!(
-                NGX_LOG_ALERT,
-                log,
-                "http_matches: internal error (panic: {}); the request gets 500, the worker \
-                 keeps serving",
-                describe(&*payload)
-            );
-            NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
-        }
-    }
+    // SAFETY: NGINX passed a valid request whose connection (and its log) outlives every
+    // handler call.
+    let log = unsafe { (*(*r).connection).log };
+    let then = "; the request gets 500, the worker keeps serving";
+    caught(log, NGX_LOG_ALERT, then, body).unwrap_or(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t)
 }
 
 /// Runs a directive handler body; a panic fails the configuration with an `[emerg]`.
@@ -107,20 +111,9 @@ pub(crate) fn slot<T: Level>(
 
 /// Runs a configuration hook that returns a status (pre/postconfiguration).
 pub(crate) fn conf_status(cf: *mut ngx_conf_t, body: impl FnOnce() -> Status) -> ngx_int_t {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(rc) => rc.into(),
-        Err(payload) => {
-            // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
-            let log = unsafe { (*cf).log };
-            ngx_log_error!(
-                NGX_LOG_EMERG,
-                log,
-                "http_matches: internal error (panic: {})",
-                describe(&*payload)
-            );
-            Status::NGX_ERROR.into()
-        }
-    }
+    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
+    let log = unsafe { (*cf).log };
+    caught(log, NGX_LOG_EMERG, "", body).unwrap_or(Status::NGX_ERROR).into()
 }
 
 /// Runs a callback that returns nothing (an event handler); a panic is [`request`]'s

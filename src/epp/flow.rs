@@ -9,7 +9,6 @@
 
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ngx::ffi::{
     NGX_DONE, NGX_ERROR, NGX_HTTP_CLIENT_CLOSED_REQUEST, NGX_HTTP_INTERNAL_SERVER_ERROR,
@@ -116,17 +115,11 @@ unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_cha
         let ctx = get_ctx(r);
         if !ctx.is_null() && !(*ctx).call.is_null() && !(*ctx).prepared.decoder.is_null() {
             let decoder = (*ctx).prepared.decoder;
-            let swallowed = catch_unwind(AssertUnwindSafe(|| {
-                grpc::swallow(r, decoder, chain);
-            }));
-            if let Err(payload) = swallowed {
-                ngx_log_error!(
-                    NGX_LOG_ALERT,
-                    (*(*r).connection).log,
-                    "http_matches_epp: internal error (panic: {}) reading the EndpointPicker's \
-                     answer; no endpoint",
-                    guard::describe(&*payload)
-                );
+            let then = " reading the EndpointPicker's answer; no endpoint";
+            let log = (*(*r).connection).log;
+            if guard::caught(log, NGX_LOG_ALERT, then, || grpc::swallow(r, decoder, chain))
+                .is_none()
+            {
                 // Nothing more is read: the call ends with what was decoded, its output
                 // consumed (else the gRPC proxy waits for its buffer forever).
                 grpc::consume(chain);
@@ -368,30 +361,19 @@ unsafe extern "C" fn call_done(
     data: *mut c_void,
     rc: ngx_int_t,
 ) -> ngx_int_t {
-    let out = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `data` is the client request's context given in `start_call`, alive in its
-        // pool; `sr` is the subrequest NGINX finalizes, its parent the client's request.
-        unsafe { record(sr, &mut *(data as *mut Ctx), rc) }
-    }));
-    match out {
-        Ok(rc) => rc,
-        Err(payload) => {
-            // SAFETY: as above.
-            unsafe {
-                ngx_log_error!(
-                    NGX_LOG_ALERT,
-                    (*(*sr).connection).log,
-                    "http_matches_epp: internal error (panic: {}) reading the shim's answer",
-                    guard::describe(&*payload)
-                );
-                let ctx = &mut *(data as *mut Ctx);
-                if !ctx.done {
-                    ctx.done = true;
-                    (*(*sr).parent).write_event_handler = Some(resume);
-                }
+    // SAFETY: `data` is the client request's context given in `start_call`, alive in its
+    // pool; `sr` is the subrequest NGINX finalizes, its parent the client's request.
+    unsafe {
+        let ctx = &mut *(data as *mut Ctx);
+        let then = " reading the EndpointPicker's answer";
+        let log = (*(*sr).connection).log;
+        guard::caught(log, NGX_LOG_ALERT, then, || record(sr, ctx, rc)).unwrap_or_else(|| {
+            if !ctx.done {
+                ctx.done = true;
+                (*(*sr).parent).write_event_handler = Some(resume);
             }
             rc
-        }
+        })
     }
 }
 
