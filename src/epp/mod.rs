@@ -29,7 +29,7 @@ use epp_proto::destination::Mode;
 
 use crate::epp::flow::{VAR_HOST, VAR_PATH, VAR_PORT, content_handler, register_filter};
 use crate::state::{EppVars, LocConf};
-use crate::util::{conf_args, modules, pool_str, text};
+use crate::util::{modules, pool_str, text};
 use crate::{ConfResult, HttpMatchesModule, guard, variables};
 
 /// The shim NGF runs beside NGINX (epp.js's `SHIM_URI`).
@@ -39,13 +39,10 @@ const VAR_ENDPOINT: &str = "inference_workload_endpoint";
 /// `http_matches_epp [URL];`
 pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
     cf: *mut ngx_conf_t,
-    _cmd: *mut ngx_command_t,
+    cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::directive(cf, || {
-        // SAFETY: registered with NGX_HTTP_LOC_CONF_OFFSET: `conf` is this module's location
-        // conf, created by `create_loc_conf`.
-        let lcf = unsafe { &mut *(conf as *mut LocConf) };
+    guard::slot(cf, cmd, conf, |lcf: &mut LocConf, args| {
         if lcf.epp_proxy.is_some() {
             return c"is duplicate".as_ptr().cast_mut();
         }
@@ -53,14 +50,11 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
             ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_epp: {why}");
             return NGX_CONF_ERROR;
         }
-        // SAFETY: in a directive handler; the arguments are used before it returns.
-        let args = unsafe { conf_args(cf) };
-        let url: Vec<u8> =
-            args.get(1).map_or(DEFAULT_URL.as_bytes().to_vec(), |a| a.as_bytes().to_vec());
-        let mode = match epp_proto::destination::check_url(&url) {
+        let url = args.get(1).map_or(DEFAULT_URL.as_bytes(), |a| a.as_bytes());
+        let mode = match epp_proto::destination::check_url(url) {
             Ok(mode) => mode,
             Err(e) => {
-                let url = text(&url);
+                let url = text(url);
                 ngx_conf_log_error!(
                     NGX_LOG_EMERG,
                     cf,
@@ -71,7 +65,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
         };
         let grpc = mode != Mode::Shim;
         // SAFETY: in a directive handler, `cf` parses this location.
-        let proxy = match unsafe { proxy_pass(cf, &url, mode) } {
+        let proxy = match unsafe { proxy_pass(cf, url, mode) } {
             Ok(h) => h,
             Err(rc) => return rc,
         };
