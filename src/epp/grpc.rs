@@ -170,20 +170,15 @@ unsafe fn request_chain(r: *mut ngx_http_request_t) -> Result<(*mut ngx_chain_t,
         }
         let oom = || "out of memory".to_owned();
         let mem = pool_str((*r).pool, &bytes).ok_or_else(oom)?;
-        let mut at = 0;
+        let mut at = head;
         let mut chain: Vec<*mut ngx_buf_t> = Vec::with_capacity(pieces.len() + 1);
         chain.push(slice_buf(r, Segment::Memory(mem.data), 0, head));
-        at += head;
         for piece in pieces {
             chain.push(match piece {
                 Piece::Prefix(p) => {
-                    at += p.as_bytes().len();
-                    slice_buf(
-                        r,
-                        Segment::Memory(mem.data),
-                        at - p.as_bytes().len(),
-                        p.as_bytes().len(),
-                    )
+                    let n = p.as_bytes().len();
+                    at += n;
+                    slice_buf(r, Segment::Memory(mem.data), at - n, n)
                 }
                 Piece::Slice { segment, offset, len } => slice_buf(r, segs[segment], offset, len),
             });
