@@ -44,22 +44,31 @@ pub fn check_url(url: &[u8]) -> Result<Mode, &'static str> {
     Ok(mode)
 }
 
-/// One element of the protocol's destination list (white space around it already trimmed)
-/// when it is `ip:port`: an IP literal (IPv6 in brackets, no zone) and a port other than 0.
+/// An element of a destination list without the spaces and tabs around it (only those: a CR,
+/// LF or form feed stays and is refused, never carried into a variable or a header).
+pub fn trim(item: &[u8]) -> &[u8] {
+    let blank = |b: &u8| matches!(b, b' ' | b'\t');
+    let start = item.iter().take_while(|b| blank(b)).count();
+    let end = item.len() - item[start..].iter().rev().take_while(|b| blank(b)).count();
+    &item[start..end]
+}
+
+/// One element of the protocol's destination list (spaces and tabs around it already
+/// trimmed, [`trim`]) when it is `ip:port`: an IP literal (IPv6 in brackets, no zone) and a port other than 0.
 pub fn address(one: &[u8]) -> Option<SocketAddr> {
     let addr = core::str::from_utf8(one).ok()?.parse::<SocketAddr>().ok()?;
     (addr.port() != 0 && !one.contains(&b'%')).then_some(addr)
 }
 
 /// The EPP protocol's destination: `ip:port` or a comma-separated list of them in order of
-/// preference, white space around each allowed (several header lines come joined as one
+/// preference, spaces and tabs around each allowed (several header lines come joined as one
 /// list). Where the first (preferred) element is in `list` (`proxy_pass
 /// http://$inference_workload_endpoint` takes one address), or the first element that is not
 /// `ip:port` (every one must be).
 pub fn first(list: &[u8]) -> Result<Range<usize>, Refusal<'_>> {
     let mut first = None;
     for item in list.split(|&b| b == b',') {
-        let one = item.trim_ascii();
+        let one = trim(item);
         if address(one).is_none() {
             return Err(Refusal::NotIpPort(one));
         }

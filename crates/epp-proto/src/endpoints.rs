@@ -38,7 +38,7 @@ pub fn room(list: &[u8], n: usize) -> usize {
     list.split(|&b| b == b',').take(n + SLACK).count().min(n)
 }
 
-/// Reads `list` (`ip:port` elements separated by commas, white space around each allowed)
+/// Reads `list` (`ip:port` elements separated by commas, spaces and tabs around each allowed)
 /// for a block of `n` addresses (at most `n` + [`SLACK`] elements are read) into `out`
 /// ([`room`] long), keeping, in order, the first occurrence of each address `lookup` knows
 /// (an index below `n`); `seen` marks the kept indexes (one bit each, `n` bits, cleared by
@@ -58,7 +58,7 @@ pub fn choose<'a>(
     let read = n + SLACK;
     let mut items = list.split(|&b| b == b',');
     for item in items.by_ref().take(read) {
-        let one = item.trim_ascii();
+        let one = crate::destination::trim(item);
         let Some(addr) = crate::destination::address(one) else {
             c.malformed = true;
             refuse(&mut c, Refusal::NotIpPort(one));
@@ -88,6 +88,7 @@ pub fn choose<'a>(
 impl core::fmt::Display for Refusal<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
+            Refusal::NotIpPort(b"") => f.write_str("an empty element"),
             Refusal::NotIpPort(b) => {
                 let more = if b.len() > 64 { "..." } else { "" };
                 write!(f, "\"{}{more}\" is not ip:port", b[..b.len().min(64)].escape_ascii())
