@@ -70,20 +70,19 @@ pub(crate) fn request(r: *mut ngx_http_request_t, body: impl FnOnce() -> ngx_int
     caught(log, NGX_LOG_ALERT, then, body).unwrap_or(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t)
 }
 
+/// Runs a configuration callback (a directive handler, pre/postconfiguration, an upstream's
+/// `init_upstream`); a panic is an `[emerg]` naming the configuration's file:line, and `None`.
+fn conf_caught<T>(cf: *mut ngx_conf_t, body: impl FnOnce() -> T) -> Option<T> {
+    let payload = catch_unwind(AssertUnwindSafe(body)).map_err(|p| describe(&*p));
+    if let Err(why) = &payload {
+        ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: internal error (panic: {why})");
+    }
+    payload.ok()
+}
+
 /// Runs a directive handler body; a panic fails the configuration with an `[emerg]`.
 pub(crate) fn directive(cf: *mut ngx_conf_t, body: impl FnOnce() -> ConfResult) -> ConfResult {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(rc) => rc,
-        Err(payload) => {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "http_matches: internal error (panic: {})",
-                describe(&*payload)
-            );
-            NGX_CONF_ERROR
-        }
-    }
+    conf_caught(cf, body).unwrap_or(NGX_CONF_ERROR)
 }
 
 /// A directive handler's prologue, under [`directive`]: `body` gets the module's conf
@@ -109,11 +108,9 @@ pub(crate) fn slot<T: Level>(
     })
 }
 
-/// Runs a configuration hook that returns a status (pre/postconfiguration).
+/// Runs a configuration hook that returns a status (pre/postconfiguration, init_upstream).
 pub(crate) fn conf_status(cf: *mut ngx_conf_t, body: impl FnOnce() -> Status) -> ngx_int_t {
-    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
-    let log = unsafe { (*cf).log };
-    caught(log, NGX_LOG_EMERG, "", body).unwrap_or(Status::NGX_ERROR).into()
+    conf_caught(cf, body).unwrap_or(Status::NGX_ERROR).into()
 }
 
 /// Runs a callback that returns nothing (an event handler); a panic is [`request`]'s

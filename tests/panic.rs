@@ -1,6 +1,6 @@
 //! Panic containment: with a module built `--features panic-test` (NGX_MATCHES_PANIC_MODULE,
 //! set by scripts/test.sh), a panic inside the handler answers 500 with an [alert] line, and
-//! the same worker goes on serving. Ignored by default, so a run without that module reports
+//! the same worker goes on serving; one in init_upstream fails `nginx -t` with an [emerg]. Ignored by default, so a run without that module reports
 //! the test as ignored rather than passed; scripts/test.sh runs it with `--ignored`, and it
 //! fails when asked to run without the module.
 
@@ -29,6 +29,15 @@ fn a_panic_is_a_500_and_the_worker_lives() {
             http_matches_epp http://127.0.0.1:1;
           }
         }"#;
+    // A panic in a configuration callback (init_upstream) fails `nginx -t` with an [emerg]
+    // naming the configuration's file:line.
+    let upstream = "upstream panic_test { http_matches_epp_endpoints; server 127.0.0.1:1; }";
+    let (ok, out) = Prefix::new("panic-conf", upstream, &[]).test();
+    assert!(!ok, "{out}");
+    let emerg = "[emerg] http_matches: internal error (panic: panic-test: init_upstream of the \
+                 upstream named panic_test, at src/epp/endpoints.rs:";
+    let line = out.lines().find(|l| l.contains(emerg)).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains(") in ") && line.contains("nginx.conf:"), "{line}");
     let p = Prefix::new("panic", body, &[]);
     let n: Nginx = p.start();
     assert_eq!(n.get("/p", &[]).body, "ok\n");

@@ -95,6 +95,10 @@ unsafe extern "C" fn init_upstream(
         else {
             return NGX_ERROR as ngx_int_t;
         };
+        #[cfg(feature = "panic-test")]
+        if pool.name == "panic_test" {
+            panic!("panic-test: init_upstream of the upstream named panic_test");
+        }
         // SAFETY: round robin's init_upstream made `peer.data` its peer lists (primary, then
         // backup in `next`), configuration memory.
         let refused = unsafe { index_peers(pool, us.peer.data.cast()) };
