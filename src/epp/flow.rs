@@ -397,11 +397,15 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         let filtered = ctx.grpc && FILTERED.load(Ordering::Relaxed);
         let cut = !filtered && (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc);
         if first && !u.is_null() && (*u).headers_in.status_n != 0 {
-            let call = get_ctx(sr);
             if !ctx.grpc {
                 shim::record(sr, &mut ctx.shim);
-            } else if !call.is_null() {
-                ctx.outcome = grpc::read_answer(sr, cut, (*call).prepared.decoder);
+            } else {
+                // An empty context slot (NGINX clears a request's contexts on an internal
+                // redirect) still reads the answer, with a fresh decoder.
+                let call = get_ctx(sr);
+                let decoder =
+                    if call.is_null() { core::ptr::null_mut() } else { (*call).prepared.decoder };
+                ctx.outcome = grpc::read_answer(sr, cut, decoder);
             }
         }
         ctx.done = true;
