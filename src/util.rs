@@ -109,7 +109,11 @@ pub(crate) struct Lines<'r> {
 }
 
 impl<'r> Lines<'r> {
-    pub(crate) fn of(list: &'r ngx_list_t) -> Self {
+    /// # Safety
+    /// `list` must be an initialized NGINX list of `ngx_table_elt_t` (each part's `elts`
+    /// holding `nelts` of them, `next` null or another part), alive for `'r`; a zeroed list
+    /// (no element, no next part) is one.
+    pub(crate) unsafe fn of(list: &'r ngx_list_t) -> Self {
         Lines { part: Some(&list.part), i: 0 }
     }
 }
@@ -122,12 +126,12 @@ impl<'r> Iterator for Lines<'r> {
             let part = self.part?;
             if self.i >= part.nelts {
                 // SAFETY: `next` is null or the next part of the same list, alive as long as
-                // the list.
+                // the list ([`Lines::of`]'s contract).
                 self.part = unsafe { part.next.as_ref() };
                 self.i = 0;
                 continue;
             }
-            // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t of the list.
+            // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t ([`Lines::of`]).
             let h = unsafe { &*(part.elts as *const ngx_table_elt_t).add(self.i) };
             self.i += 1;
             if h.hash != 0 {
@@ -139,7 +143,9 @@ impl<'r> Iterator for Lines<'r> {
 
 /// The request's header lines (`r->headers_in.headers`) as (name, value), in arrival order.
 pub(crate) fn header_lines(r: &ngx_http_request_t) -> impl Iterator<Item = (&[u8], &[u8])> {
-    Lines::of(&r.headers_in.headers).map(|h| (h.key.as_bytes(), h.value.as_bytes()))
+    // SAFETY: a request is allocated zeroed and NGINX initializes its header list before
+    // reading the first header line; its elements live in the request's pool.
+    unsafe { Lines::of(&r.headers_in.headers) }.map(|h| (h.key.as_bytes(), h.value.as_bytes()))
 }
 
 /// Every module of the cycle being configured, with its name, in the list's order (the order

@@ -271,8 +271,12 @@ pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t, p: &Prepared) {
 }
 
 /// The value of header `name` in `list`, if any.
-fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
-    Lines::of(list)
+///
+/// # Safety
+/// `list` must be an initialized NGINX list of `ngx_table_elt_t` ([`Lines::of`]).
+unsafe fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
+    // SAFETY: the caller's contract.
+    unsafe { Lines::of(list) }
         .find(|h| h.key.as_bytes().eq_ignore_ascii_case(name))
         .map(|h| h.value.as_bytes())
 }
@@ -348,8 +352,9 @@ pub(crate) unsafe fn read_answer(
     cut: bool,
     decoder: *mut Option<Decoder>,
 ) -> *mut Outcome {
-    // SAFETY: the upstream's header lists and the in-memory output buffer (`pos..last`
-    // initialized) are NGINX's, alive with the request's pool; the decoder lives in it.
+    // SAFETY: the upstream's header lists (zeroed with the upstream, initialized before its
+    // status line is read: `field` may read them) and the in-memory output buffer (`pos..last` initialized) are
+    // NGINX's, alive with the request's pool; the decoder lives in it.
     unsafe {
         let u = (*sr).upstream;
         let status = (*u).headers_in.status_n;

@@ -41,7 +41,7 @@ pub(crate) unsafe fn headers(
     host: ngx_str_t,
     port: ngx_str_t,
 ) -> Option<(*mut ngx_table_elt_t, usize)> {
-    // SAFETY: the client's list parts hold `nelts` initialized elements each; the new array
+    // SAFETY: the client's header list is initialized (`Lines::of`: a request's is); the new array
     // is allocated for all of them plus two and lives in the request's pool; all-zero bytes
     // are a valid ngx_table_elt_t (integers, null pointers, empty strings); the statics the
     // two added lines point at are never written (see above).
@@ -70,8 +70,9 @@ pub(crate) unsafe fn headers(
 /// # Safety
 /// `sr` must be the call being finalized, its upstream non-null.
 pub(crate) unsafe fn record(sr: *mut ngx_http_request_t, a: &mut Answer) {
-    // SAFETY: the upstream's header list and the call's output are NGINX's, alive with the
-    // request's pool; the copies go to the same pool.
+    // SAFETY: the upstream's header list (zeroed with the upstream, initialized before its
+    // status line is read: `Lines::of` may walk it) and the call's output are NGINX's, alive
+    // with the request's pool; the copies go to the same pool.
     unsafe {
         let pool = (*sr).pool;
         let headers = &(*(*sr).upstream).headers_in.headers;
