@@ -72,7 +72,7 @@ pub(crate) struct EppVars {
     pub(crate) endpoint: ngx_uint_t,
     /// `$inference_workload_endpoints` (see `epp::endpoints`).
     pub(crate) endpoints: Option<ngx_uint_t>,
-    /// `$content_length`, which the gRPC proxy sends (see `epp::forget`).
+    /// `$content_length`, which the gRPC proxy sends (see `epp::flow::forget`).
     pub(crate) content_length: Option<ngx_uint_t>,
 }
 

@@ -1,4 +1,4 @@
-//! What both `http_matches_epp` modes (the shim, `epp`; gRPC, `grpc`) do to the call and
+//! What both `http_matches_epp` modes (the shim, `shim`; gRPC, `grpc`) do to the call and
 //! with its answer: the call's own header list, and `$inference_workload_endpoint` set from
 //! the answer's endpoint list (checked: every element `ip:port`, the first one used).
 //! Imports neither mode, so the two import it in one direction.
