@@ -21,6 +21,13 @@ pub(crate) unsafe fn conf_args<'a>(cf: *mut ngx_conf_t) -> &'a [ngx_str_t] {
     }
 }
 
+/// Logs `what` at `[emerg]` (with the configuration's file:line while parsing one) and
+/// gives `failed`, the caller's way to fail the load.
+pub(crate) fn emerg<T>(cf: *mut ngx_conf_t, failed: T, what: core::fmt::Arguments<'_>) -> T {
+    ngx::ngx_conf_log_error!(ngx::ffi::NGX_LOG_EMERG, cf, "{what}");
+    failed
+}
+
 /// "file:line" of the directive being parsed, for messages logged later (merge, postconfig).
 ///
 /// # Safety

@@ -9,9 +9,9 @@ use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
     NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE2, NGX_CONF_TAKE12,
     NGX_HTTP_LIF_CONF, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
-    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_HTTP_SRV_CONF_OFFSET, NGX_LOG_EMERG,
-    NGX_LOG_WARN, ngx_command_t, ngx_conf_full_name, ngx_conf_set_flag_slot,
-    ngx_conf_set_size_slot, ngx_conf_t, ngx_int_t, ngx_parse_size, ngx_str_t, ngx_uint_t,
+    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_HTTP_SRV_CONF_OFFSET, NGX_LOG_WARN,
+    ngx_command_t, ngx_conf_full_name, ngx_conf_set_flag_slot, ngx_conf_set_size_slot, ngx_conf_t,
+    ngx_int_t, ngx_parse_size, ngx_str_t, ngx_uint_t,
 };
 use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
@@ -22,7 +22,7 @@ use route_match::{Bounds, FileError, Syntax};
 use crate::state::{
     DEFAULT_REGEX_BUDGET, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf,
 };
-use crate::util::{conf_where, text};
+use crate::util::{conf_where, emerg, text};
 use crate::{ConfResult, HttpMatchesModule, guard, handler};
 
 /// A directive handler as `ngx_command_t` holds it.
@@ -160,10 +160,7 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
 fn directive_args(cf: *mut ngx_conf_t, args: &[ngx_str_t]) -> Option<(Syntax, Vec<&[u8]>)> {
     match split_syntax(args.get(1..).unwrap_or_default()) {
         Ok(v) => Some(v),
-        Err(e) => {
-            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: {e}");
-            None
-        }
+        Err(e) => emerg(cf, None, format_args!("http_matches: {e}")),
     }
 }
 
@@ -197,8 +194,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
         }
         let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
         let [path] = rest[..] else {
-            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_load: expected one FILE");
-            return NGX_CONF_ERROR;
+            return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches_load: expected one FILE"));
         };
         let mut name = ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() };
         // SAFETY: `ngx_conf_full_name` resolves `name` against the configuration prefix,
@@ -212,47 +208,32 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
         crate::prefork::mark_used();
         let bounds = mcf.bounds();
         let compiled = route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds);
-        match compiled {
-            Ok(file) => {
-                for n in &file.notices {
-                    ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: \"{}\": {n}", file_name);
-                }
-                mcf.compiled_memory += file.memory();
-                mcf.file_warnings = file.warnings.clone();
-                mcf.file = Some(Arc::new(file));
-                mcf.file_name = file_name;
-                // SAFETY: called from a directive handler.
-                mcf.file_where = unsafe { conf_where(cf) };
-                NGX_CONF_OK
-            }
-            Err(FileError::Io(e)) => {
-                ngx_conf_log_error!(
-                    NGX_LOG_EMERG,
-                    cf,
-                    "http_matches: cannot read \"{file_name}\": {e}"
-                );
-                NGX_CONF_ERROR
-            }
-            Err(FileError::Memory(e)) => {
-                ngx_conf_log_error!(
-                    NGX_LOG_EMERG,
-                    cf,
-                    "http_matches: cannot compile \"{file_name}\": {e} (http_matches_max_memory \
-                     {}; {} bytes already taken by lists compiled before it)",
-                    size_text(mcf.max_memory),
-                    mcf.compiled_memory
-                );
-                NGX_CONF_ERROR
-            }
+        let file = match compiled {
+            Ok(file) => file,
             Err(e) => {
-                ngx_conf_log_error!(
-                    NGX_LOG_EMERG,
-                    cf,
-                    "http_matches: invalid \"{file_name}\": {e}"
-                );
-                NGX_CONF_ERROR
+                let why = match e {
+                    FileError::Io(e) => format!("cannot read \"{file_name}\": {e}"),
+                    FileError::Memory(e) => format!(
+                        "cannot compile \"{file_name}\": {e} (http_matches_max_memory {}; {} \
+                         bytes already taken by lists compiled before it)",
+                        size_text(mcf.max_memory),
+                        mcf.compiled_memory
+                    ),
+                    e => format!("invalid \"{file_name}\": {e}"),
+                };
+                return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches: {why}"));
             }
+        };
+        for n in &file.notices {
+            ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: \"{}\": {n}", file_name);
         }
+        mcf.compiled_memory += file.memory();
+        mcf.file_warnings = file.warnings.clone();
+        mcf.file = Some(Arc::new(file));
+        mcf.file_name = file_name;
+        // SAFETY: called from a directive handler.
+        mcf.file_where = unsafe { conf_where(cf) };
+        NGX_CONF_OK
     })
 }
 
@@ -287,12 +268,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
                 }
             }
             _ => {
-                ngx_conf_log_error!(
-                    NGX_LOG_EMERG,
-                    cf,
-                    "http_matches: expected at most one match list (a JSON array)"
-                );
-                return NGX_CONF_ERROR;
+                let what = "http_matches: expected at most one match list (a JSON array)";
+                return emerg(cf, NGX_CONF_ERROR, format_args!("{what}"));
             }
         }
         // SAFETY: `cf` is parsing a location (or `if`) block, so the core module's location
@@ -321,18 +298,16 @@ fn compile_inline(
     let c = match route_match::compile_list_within(json, syntax, bounds) {
         Ok(c) => c,
         Err(e) if e.is_memory() => {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
+            let left = size_text(bounds.memory);
+            let what = format_args!(
                 "http_matches: cannot compile the inline match list: {e} (http_matches_max_memory \
-                 {} left for it)",
-                size_text(bounds.memory)
+                 {left} left for it)"
             );
-            return NGX_CONF_ERROR;
+            return emerg(cf, NGX_CONF_ERROR, what);
         }
         Err(e) => {
-            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches: invalid inline match list: {e}");
-            return NGX_CONF_ERROR;
+            let what = format_args!("http_matches: invalid inline match list: {e}");
+            return emerg(cf, NGX_CONF_ERROR, what);
         }
     };
     // SAFETY: called from a directive handler.
@@ -381,13 +356,11 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_fallback(
         }
         let Some(name) = args.get(1) else { return NGX_CONF_ERROR };
         if !route_match::vhost::valid_fallback_name(name.as_bytes()) {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "http_matches_fallback: \"{}\" is not a host name, \"*.\" and a host name, or \"\"",
-                crate::util::escape(name.as_bytes(), 256)
+            let name = crate::util::escape(name.as_bytes(), 256);
+            let what = format_args!(
+                "http_matches_fallback: \"{name}\" is not a host name, \"*.\" and a host name, or \"\""
             );
-            return NGX_CONF_ERROR;
+            return emerg(cf, NGX_CONF_ERROR, what);
         }
         scf.fallback = Some(name.as_bytes().to_vec());
         scf.fallback_name = name.as_bytes().to_ascii_lowercase();
@@ -423,13 +396,9 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_max_memory(
 ) -> ConfResult {
     guard::slot(cf, cmd, conf, |mcf: &mut MainConf, args| {
         if mcf.compiled_any {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "http_matches_max_memory must come before http_matches_load and every inline \
-                 http_matches list (they are compiled where they stand)"
-            );
-            return NGX_CONF_ERROR;
+            let what = "http_matches_max_memory must come before http_matches_load and every \
+                        inline http_matches list (they are compiled where they stand)";
+            return emerg(cf, NGX_CONF_ERROR, format_args!("{what}"));
         }
         for (i, a) in args.iter().enumerate().skip(1) {
             let v = a.as_bytes();
@@ -443,14 +412,12 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_max_memory(
                 _ => None,
             };
             let Some(size) = size else {
-                ngx_conf_log_error!(
-                    NGX_LOG_EMERG,
-                    cf,
+                let what = format_args!(
                     "http_matches_max_memory: invalid \"{}\": expected a size (or off), then \
                      optionally pattern=size",
                     text(v)
                 );
-                return NGX_CONF_ERROR;
+                return emerg(cf, NGX_CONF_ERROR, what);
             };
             if is_pattern {
                 mcf.max_pattern_memory = size;
@@ -500,12 +467,10 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_regex_budget(
             lcf.regex_budget = DEFAULT_REGEX_BUDGET;
             return NGX_CONF_OK;
         }
-        ngx_conf_log_error!(
-            NGX_LOG_EMERG,
-            cf,
+        let what = format_args!(
             "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",
             text(v)
         );
-        NGX_CONF_ERROR
+        emerg(cf, NGX_CONF_ERROR, what)
     })
 }

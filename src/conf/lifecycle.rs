@@ -2,14 +2,15 @@
 //! guard), `init_module` and `exit_process`.
 
 use ngx::core::{NGX_CONF_ERROR, Status};
-use ngx::ffi::{NGX_LOG_EMERG, ngx_conf_t, ngx_cycle_t};
+use ngx::ffi::{ngx_conf_t, ngx_cycle_t};
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
-use ngx::{ngx_conf_log_error, ngx_log_error};
+use ngx::ngx_log_error;
 
 use super::named::check_named_locations;
 use super::report::report;
 use crate::HttpMatchesModule;
 use crate::state::{EXITING, release_free_memory};
+use crate::util::emerg;
 
 /// `init_module`: once per configuration load (start and reload, not `nginx -t`), the version
 /// at `notice`, as NGINX names its own at start, so an error log says which build ran.
@@ -49,23 +50,15 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     crate::prefork::release();
     crate::guard::install_panic_hook();
     if !begin_memory_guard() {
-        ngx_conf_log_error!(
-            NGX_LOG_EMERG,
-            cf,
-            "http_matches: out of memory while loading the configuration: the system refused \
-             the module's 16 MiB reserve (an address-space limit?); the configuration is not \
-             loaded"
-        );
-        return Status::NGX_ERROR;
+        let what = "http_matches: out of memory while loading the configuration: the system \
+                    refused the module's 16 MiB reserve (an address-space limit?); the \
+                    configuration is not loaded";
+        return emerg(cf, Status::NGX_ERROR, format_args!("{what}"));
     }
     if !crate::util::var::layout_ok() {
-        ngx_conf_log_error!(
-            NGX_LOG_EMERG,
-            cf,
-            "http_matches: ngx_variable_value_t is not laid out as this module expects on this \
-             platform; the module cannot set variables safely"
-        );
-        return Status::NGX_ERROR;
+        let what = "http_matches: ngx_variable_value_t is not laid out as this module expects \
+                    on this platform; the module cannot set variables safely";
+        return emerg(cf, Status::NGX_ERROR, format_args!("{what}"));
     }
     if !crate::variables::register(cf) {
         return Status::NGX_ERROR;
@@ -92,13 +85,10 @@ fn begin_memory_guard() -> bool {
 /// way, so no process forked after the load keeps it.
 fn end_memory_guard(cf: *mut ngx_conf_t, status: Status) -> Status {
     if alloc_meter::end_load() {
-        ngx_conf_log_error!(
-            NGX_LOG_EMERG,
-            cf,
-            "http_matches: out of memory while loading the configuration: the system refused \
-             an allocation (an address-space limit?); the configuration is not loaded"
-        );
-        return Status::NGX_ERROR;
+        let what = "http_matches: out of memory while loading the configuration: the system \
+                    refused an allocation (an address-space limit?); the configuration is not \
+                    loaded";
+        return emerg(cf, Status::NGX_ERROR, format_args!("{what}"));
     }
     status
 }

@@ -12,18 +12,18 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Status};
 use ngx::ffi::{
-    AF_INET, AF_INET6, NGX_BUSY, NGX_ERROR, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN,
-    NGX_OK, ngx_command_t, ngx_conf_t, ngx_http_request_t, ngx_http_upstream_init_round_robin,
+    AF_INET, AF_INET6, NGX_BUSY, NGX_ERROR, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN, NGX_OK,
+    ngx_command_t, ngx_conf_t, ngx_http_request_t, ngx_http_upstream_init_round_robin,
     ngx_http_upstream_rr_peers_t, ngx_http_upstream_srv_conf_t, ngx_int_t, ngx_palloc, ngx_pcalloc,
     ngx_peer_connection_t, ngx_str_t, ngx_uint_t, sockaddr, sockaddr_in, sockaddr_in6,
 };
 use ngx::http::{HttpModuleMainConf, HttpModuleServerConf, NgxHttpUpstreamModule};
-use ngx::{ngx_conf_log_error, ngx_log_error};
+use ngx::ngx_log_error;
 
 use epp_proto::endpoints::{choose, room};
 
 use crate::state::{EndpointPeer as Peer, EndpointPool as Pool, SrvConf};
-use crate::util::{conf_where, escape, text, var};
+use crate::util::{conf_where, emerg, escape, text, var};
 use crate::{ConfResult, HttpMatchesModule, guard, variables};
 
 /// The variable with the EPP's whole (checked) list.
@@ -56,13 +56,9 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp_endpoints(
             return NGX_CONF_ERROR;
         };
         if uscf.peer.init_upstream.is_some() {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "http_matches_epp_endpoints must come before keepalive and instead of any other \
-                 load balancing method (hash, ip_hash, least_conn, random, ...)"
-            );
-            return NGX_CONF_ERROR;
+            let what = "http_matches_epp_endpoints must come before keepalive and instead of any \
+                        other load balancing method (hash, ip_hash, least_conn, random, ...)";
+            return emerg(cf, NGX_CONF_ERROR, format_args!("{what}"));
         }
         uscf.peer.init_upstream = Some(init_upstream);
         scf.epp_endpoints = Some(Box::new(Pool {
@@ -103,13 +99,8 @@ unsafe extern "C" fn init_upstream(
         // backup in `next`), configuration memory.
         let refused = unsafe { index_peers(pool, us.peer.data.cast()) };
         if let Some(why) = refused {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "http_matches_epp_endpoints: {why} in {}",
-                pool.at
-            );
-            return NGX_ERROR as ngx_int_t;
+            let what = format_args!("http_matches_epp_endpoints: {why} in {}", pool.at);
+            return emerg(cf, NGX_ERROR as ngx_int_t, what);
         }
         match variables::variable_index(cf, VAR_ENDPOINTS) {
             Some(i) => pool.var = i,
@@ -374,15 +365,12 @@ pub(crate) fn check_blocks(cf: *mut ngx_conf_t) -> bool {
             .and_then(HttpMatchesModule::server_conf)
             .and_then(|s| s.epp_endpoints.as_deref());
         if let Some(p) = pool.filter(|p| p.rr_init_peer.is_none()) {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
+            let what = format_args!(
                 "http_matches_epp_endpoints: a later load balancing method in upstream \"{}\" \
                  replaced it in {}",
-                p.name,
-                p.at
+                p.name, p.at
             );
-            return false;
+            return emerg(cf, false, what);
         }
     }
     true

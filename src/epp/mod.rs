@@ -18,18 +18,17 @@ use core::ffi::{CStr, c_char, c_void};
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
-    NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, ngx_array_t, ngx_command_t,
-    ngx_conf_t, ngx_http_conf_ctx_t, ngx_http_handler_pt, ngx_http_request_t, ngx_int_t,
-    ngx_palloc, ngx_str_t, ngx_uint_t,
+    NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, ngx_array_t, ngx_command_t, ngx_conf_t,
+    ngx_http_conf_ctx_t, ngx_http_handler_pt, ngx_http_request_t, ngx_int_t, ngx_palloc, ngx_str_t,
+    ngx_uint_t,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
-use ngx::ngx_conf_log_error;
 
 use epp_proto::destination::Mode;
 
 use crate::epp::flow::{VAR_HOST, VAR_PATH, VAR_PORT, content_handler, register_filter};
 use crate::state::{EppVars, LocConf};
-use crate::util::{modules, pool_str, text};
+use crate::util::{emerg, modules, pool_str, text};
 use crate::{ConfResult, HttpMatchesModule, guard, variables};
 
 /// The shim NGF runs beside NGINX (epp.js's `SHIM_URI`).
@@ -47,20 +46,14 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
             return c"is duplicate".as_ptr().cast_mut();
         }
         if let Some(why) = not_here(cf, lcf) {
-            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_epp: {why}");
-            return NGX_CONF_ERROR;
+            return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches_epp: {why}"));
         }
         let url = args.get(1).map_or(DEFAULT_URL.as_bytes(), |a| a.as_bytes());
         let mode = match epp_proto::destination::check_url(url) {
             Ok(mode) => mode,
             Err(e) => {
-                let url = text(url);
-                ngx_conf_log_error!(
-                    NGX_LOG_EMERG,
-                    cf,
-                    "http_matches_epp: invalid URL \"{url}\": {e}"
-                );
-                return NGX_CONF_ERROR;
+                let what = format_args!("http_matches_epp: invalid URL \"{}\": {e}", text(url));
+                return emerg(cf, NGX_CONF_ERROR, what);
             }
         };
         let grpc = mode != Mode::Shim;
@@ -182,8 +175,7 @@ unsafe fn proxy_command(
 /// name); the error to return.
 fn command_failed(cf: *mut ngx_conf_t, name: &[u8], why: &CStr) -> ConfResult {
     let why = why.to_string_lossy();
-    ngx_conf_log_error!(NGX_LOG_EMERG, cf, "http_matches_epp: {} {why}", text(name));
-    NGX_CONF_ERROR
+    emerg(cf, NGX_CONF_ERROR, format_args!("http_matches_epp: {} {why}", text(name)))
 }
 
 /// Runs `module`'s command `name` with `values` for the location being parsed: `Ok(Err(why))`
@@ -204,28 +196,18 @@ unsafe fn run_command(
     // `loc_conf` has one slot per HTTP module (the proxy's included). `cf->args` is restored
     // before returning; the new array and its strings live in the configuration pool.
     unsafe {
+        let module_name = module.to_string_lossy();
         let Some((_, proxy)) = modules(cf).find(|(n, _)| *n == module) else {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "http_matches_epp: NGINX is built without {}",
-                module.to_string_lossy()
-            );
-            return Err(NGX_CONF_ERROR);
+            let what = format_args!("http_matches_epp: NGINX is built without {module_name}");
+            return emerg(cf, Err(NGX_CONF_ERROR), what);
         };
         let mut cmd = (*proxy).commands;
         while (*cmd).name.len != 0 && (*cmd).name.as_bytes() != name {
             cmd = cmd.add(1);
         }
         let Some(set) = (*cmd).set.filter(|_| (*cmd).name.len != 0) else {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "http_matches_epp: no {} in {}",
-                text(name),
-                module.to_string_lossy()
-            );
-            return Err(NGX_CONF_ERROR);
+            let what = format_args!("http_matches_epp: no {} in {module_name}", text(name));
+            return emerg(cf, Err(NGX_CONF_ERROR), what);
         };
         let ctx = (*cf).ctx as *mut ngx_http_conf_ctx_t;
         let plcf = *(*ctx).loc_conf.add((*proxy).ctx_index);
