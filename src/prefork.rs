@@ -1,57 +1,30 @@
 //! The master's free heap, taken before each fork of workers, so that the workers' request
-//! allocations do not copy shared pages.
+//! allocations do not copy shared pages (README's `http_matches_prefork`; figures:
+//! docs/BENCHMARKS.md "Master memory across reloads", "NGF-shaped configurations").
 //!
-//! A worker shares the master's heap copy-on-write. After a configuration load the main heap
-//! holds many free chunks between live configuration data (NGINX frees its temporary pool and
-//! the old cycle's after every module hook has run). A worker's request allocations (pools,
-//! header and proxy buffers) are then served from those chunks, best fit first, a different
-//! one as the freed buffers merge with their neighbours: each first write to such a chunk
-//! copies the shared page it lies on. Measured with NGF-shaped configurations (3,000 routes,
-//! every route once): +4 MiB private per worker in NGINX alone with `proxy_pass`, over the
-//! first pass of traffic, and more for bigger configurations.
+//! A worker shares the master's heap copy-on-write; after a load the heap holds many free
+//! chunks between live configuration data, and a worker's request allocations land in them,
+//! each first write copying a shared page. With `http_matches_prefork on` (the cargo feature
+//! `glibc-heap`, glibc >= 2.33: `mallinfo2`, `sbrk`; any other build refuses `on`,
+//! [`set_prefork`]), once per load that uses the module, at the first fork after
+//! `init_module` (a `pthread_atfork` prepare handler, armed by `init_module`), the free chunks
+//! of the main heap are allocated and held, so workers allocate at the top of the heap. That
+//! fork is the first worker's on a reload, NGINX's fork into the background at start with
+//! `daemon on`. The master frees the chunks at the next load (`preconfiguration`); workers
+//! never do. Off by default: with a regex-heavy file the master then grows with every reload.
 //!
-//! The fill reads glibc's heap (`mallinfo2`, `sbrk`): it is built only with the cargo feature
-//! `glibc-heap`, on glibc; any other build refuses `http_matches_prefork on` ([`set_prefork`]).
+//! Either way, that fork gives back what the old configuration left free ([`before_fork`]):
+//! PCRE2's unused JIT chunks and, on glibc, the heap's free pages (`malloc_trim`).
 //!
-//! So, with `http_matches_prefork on` (off by default), once per configuration load that uses
-//! the module (an `http_matches` or `http_matches_load` directive; merely loading it changes
-//! nothing), at the first fork after `init_module` (a `pthread_atfork` prepare handler, armed
-//! by `init_module`), the free chunks of the main heap are allocated and held: their pages
-//! stay shared (only a chunk header and a link are written, in the master), and the workers'
-//! allocations come from fresh memory at the top of the heap. Which fork that is: on a reload,
-//! the first worker's; at start with `daemon on`, NGINX's own fork into the background (the
-//! daemon then starts the workers with the chunks already held, which is what is wanted, but
-//! the chunks were taken before that fork's parent exited). The master frees the chunks when
-//! it loads the next configuration (`preconfiguration`); workers never free them. glibc >= 2.33
-//! (`mallinfo2`).
+//! No JIT code in the master (issue #30): a load compiles its patterns without JIT code
+//! (`pcre2_bounded::defer_jit`, [`release`]), measuring each one's JIT size on a copy freed at
+//! once; a worker JIT-compiles a pattern at its first match ([`init_process`]) within the
+//! allowance the load leaves ([`want`], [`arm`]), else the interpreter and a `[warn]`
+//! ([`report_jit_refusals`]).
 //!
-//! Whether or not the fill runs, that first fork after a load also gives back what the old
-//! configuration left free (see [`before_fork`], a POSIX `pthread_atfork` handler): PCRE2's
-//! unused JIT chunks (the master keeps no JIT code, but measuring each pattern's JIT size at load
-//! leaves sljit's last chunk mapped), and, on glibc, the heap's free pages (`malloc_trim`).
-//!
-//! **No JIT code in the master** (issue #30): a configuration load compiles its patterns
-//! without JIT code (`pcre2_bounded::defer_jit`, set as a load begins, [`release`]); each
-//! pattern's JIT size is measured on a copy freed at once and counted in the load's bounds as
-//! before. A worker JIT-compiles a pattern at its first match ([`init_process`] clears the
-//! switch), charged to the JIT allowance the load leaves ([`want`], applied by [`arm`]); a
-//! pattern that does not fit stays on the interpreter, with a `[warn]`
-//! ([`report_jit_refusals`]). Before, the master JIT-compiled every pattern, and sljit's
-//! chunks crept to about twice one load's code over ~100 reloads (docs/BENCHMARKS.md,
-//! "Master memory across reloads").
-//!
-//! Why off by default (measured, docs/BENCHMARKS.md "Master memory across reloads"): with a
-//! regex-heavy file the master grows with every reload while the fill is on (each reload's
-//! heap holes land in new places, and what is held keeps the heap from being trimmed), and is
-//! flat with it off; the saving it buys is in the workers' private memory under traffic.
-//!
-//! The holes a `matches.json` compile leaves (its parse tree and other temporaries, freed
-//! between the compiled store and NGINX's configuration data) are taken the same way, so the
-//! compile runs on the master's own thread. It once ran on a thread of its own (a malloc
-//! arena apart), but a process that has ever started a thread stays in glibc's
-//! multi-threaded mode, and so do the workers forked from it: every `recv`, `writev` and
-//! `epoll_wait` then goes through the cancellation wrappers and every `malloc`/`free` takes
-//! the arena lock, about 190 instructions per request more (callgrind, 3 rules), for nothing.
+//! A `matches.json` compile runs on the master's own thread, so its holes are taken too: a
+//! process that ever started a thread keeps glibc's multi-threaded paths, and so do its
+//! workers (about 190 instructions per request).
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
