@@ -3,6 +3,7 @@
 //! the load in NGINX's own style.
 
 use core::ffi::{c_char, c_void};
+use core::mem::offset_of;
 use std::sync::Arc;
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
@@ -58,10 +59,11 @@ const fn flag(name: ngx_str_t, contexts: u32, conf: ngx_uint_t, offset: usize) -
     directive(name, contexts | NGX_CONF_FLAG, ngx_conf_set_flag_slot, conf, offset)
 }
 
-/// A size directive (`16k`, `32m`) stored by `ngx_conf_set_size_slot` into the field at
-/// `offset`.
-const fn size(name: ngx_str_t, contexts: u32, conf: ngx_uint_t, offset: usize) -> ngx_command_t {
-    directive(name, contexts | NGX_CONF_TAKE1, ngx_conf_set_size_slot, conf, offset)
+/// An `http`-level size directive (`16k`, `32m`) stored by `ngx_conf_set_size_slot` into
+/// the main conf's field at `offset`.
+const fn main_size(name: ngx_str_t, offset: usize) -> ngx_command_t {
+    let (type_, conf) = (MAIN | NGX_CONF_TAKE1, NGX_HTTP_MAIN_CONF_OFFSET);
+    directive(name, type_, ngx_conf_set_size_slot, conf, offset)
 }
 
 /// The `http` block only.
@@ -86,7 +88,7 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
         ngx_string!("http_matches_strict"),
         ANY_LEVEL,
         NGX_HTTP_LOC_CONF_OFFSET,
-        core::mem::offset_of!(LocConf, strict),
+        offset_of!(LocConf, strict),
     ),
     handler(
         ngx_string!("http_matches_fallback"),
@@ -106,30 +108,15 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
         cmd_http_matches_max_memory,
         NGX_HTTP_MAIN_CONF_OFFSET,
     ),
-    size(
-        ngx_string!("http_matches_regex_cache"),
-        MAIN,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-        core::mem::offset_of!(MainConf, regex_cache_size),
-    ),
-    size(
-        ngx_string!("http_matches_var_max_size"),
-        MAIN,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-        core::mem::offset_of!(MainConf, var_max_size),
-    ),
-    size(
-        ngx_string!("http_matches_var_cache"),
-        MAIN,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-        core::mem::offset_of!(MainConf, var_cache_size),
-    ),
+    main_size(ngx_string!("http_matches_regex_cache"), offset_of!(MainConf, regex_cache_size)),
+    main_size(ngx_string!("http_matches_var_max_size"), offset_of!(MainConf, var_max_size)),
+    main_size(ngx_string!("http_matches_var_cache"), offset_of!(MainConf, var_cache_size)),
     directive(
         ngx_string!("http_matches_prefork"),
         MAIN | NGX_CONF_FLAG,
         crate::prefork::set_prefork,
         NGX_HTTP_MAIN_CONF_OFFSET,
-        core::mem::offset_of!(MainConf, prefork),
+        offset_of!(MainConf, prefork),
     ),
     // http_matches_epp (issue #32; see src/epp).
     handler(
