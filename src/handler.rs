@@ -406,16 +406,8 @@ unsafe fn count_fallback(r: *mut ngx_http_request_t) -> Result<(), ngx_int_t> {
             .and_then(var::get)
             .and_then(|v| core::str::from_utf8(v).ok()?.parse::<usize>().ok())
             .unwrap_or(0);
-        let n = before.saturating_add(1);
-        let value = match small_number(n) {
-            Some(text) => ngx_str_t { len: text.len(), data: text.as_ptr().cast_mut() },
-            None => {
-                let mut digits = [0u8; 20];
-                let Some(s) = pool_str((*r).pool, format_usize(n, &mut digits)) else {
-                    return Err(fail((*(*r).connection).log, format_args!("out of memory")));
-                };
-                s
-            }
+        let Some(value) = number((*r).pool, before.saturating_add(1)) else {
+            return Err(fail((*(*r).connection).log, format_args!("out of memory")));
         };
         store_variable(r, index, value);
     }
@@ -513,17 +505,8 @@ unsafe fn redirect(
         // auth_request, ...) through an `http_matches` location must not overwrite what the
         // main request chose, so only the main request records its choice.
         if core::ptr::eq((*r).main, r) {
-            let entry_str = match small_number(entry) {
-                // A static of the module: alive while the module is loaded, and NGINX only
-                // reads a variable's value (nothing writes through `data`).
-                Some(text) => ngx_str_t { len: text.len(), data: text.as_ptr().cast_mut() },
-                None => {
-                    let mut digits = [0u8; 20];
-                    let Some(s) = pool_str((*r).pool, format_usize(entry, &mut digits)) else {
-                        return fail(log, format_args!("out of memory"));
-                    };
-                    s
-                }
+            let Some(entry_str) = number((*r).pool, entry) else {
+                return fail(log, format_args!("out of memory"));
             };
             store_variable(r, mcf.var_redirect, uri);
             store_variable(r, mcf.var_entry, entry_str);
@@ -569,13 +552,26 @@ static TWO_DIGITS: [u8; 200] = {
     t
 };
 
-/// The decimal text of `n` when it is below 100, from [`TWO_DIGITS`].
-fn small_number(n: usize) -> Option<&'static [u8]> {
-    if n >= 100 {
-        return None;
+/// The decimal text of `n` for a variable: below 100 from [`TWO_DIGITS`] (a static of the
+/// module, alive while it is loaded; NGINX only reads a variable's value), else a copy in
+/// `pool`; `None`: out of memory.
+///
+/// # Safety
+/// `pool` must be a live NGINX pool.
+unsafe fn number(pool: *mut ngx::ffi::ngx_pool_t, n: usize) -> Option<ngx_str_t> {
+    let text = |t: &[u8]| ngx_str_t { len: t.len(), data: t.as_ptr().cast_mut() };
+    if n < 100 {
+        let two = &TWO_DIGITS[2 * n..2 * n + 2];
+        return Some(text(if n < 10 { &two[1..] } else { two }));
     }
-    let two = &TWO_DIGITS[2 * n..2 * n + 2];
-    Some(if n < 10 { &two[1..] } else { two })
+    let (mut digits, mut i, mut rest) = ([0u8; 20], 20, n);
+    while rest > 0 {
+        i -= 1;
+        digits[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    // SAFETY: the caller's `pool`; the digits are copied into it.
+    unsafe { pool_str(pool, &digits[i..]) }
 }
 
 /// Sets an indexed variable's value for the rest of the request (it survives the internal
@@ -597,18 +593,6 @@ fn fingerprint(value: &[u8]) -> u64 {
     let mut h = rustc_hash::FxBuildHasher.build_hasher();
     h.write(value);
     h.finish()
-}
-
-fn format_usize(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
 }
 
 /// `$http_matches` as its own definition gives it (a `map`), where no `set` ran; `None` when

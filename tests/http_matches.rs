@@ -560,3 +560,24 @@ fn nginx_t_prefork_on_needs_the_glibc_heap_feature() {
     let (ok, out, _) = config_test("t-prefork-on", "http_matches_prefork on;", &[]);
     assert!(!ok && logged(&out, "emerg", "\"glibc-heap\""), "{out}");
 }
+
+/// `$matches_entry` is the winner's index in decimal at every width: one digit, two (a
+/// static of the module below 100) and three (formatted into the request's pool).
+#[test]
+fn matches_entry_is_the_winners_index_at_every_width() {
+    let list: Vec<String> = (0..150)
+        .map(|i| format!(r#"{{"headers":["x-n:Exact:{i}"],"redirectPath":"/t/{i}"}}"#))
+        .collect();
+    let body = r#"http_matches_load matches.json;
+        server {
+          listen 127.0.0.1:{PORT};
+          location /t/ { internal; return 200 "$uri $matches_entry\n"; }
+          location = /l { set $match_key k; http_matches; }
+        }"#;
+    let json = format!(r#"{{"k":[{}]}}"#, list.join(","));
+    let n = Nginx::start("entry-width", body, &[("matches.json", &json)]);
+    for i in [0, 9, 10, 99, 100, 149] {
+        let r = n.get("/l", &[("x-n", &i.to_string())]);
+        assert_eq!((r.status, r.body), (200, format!("/t/{i} {i}\n")), "{i}");
+    }
+}
