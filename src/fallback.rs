@@ -20,7 +20,7 @@ use ngx::http::{HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule};
 use ngx::ngx_log_error;
 
 use crate::HttpMatchesModule;
-use crate::util::text;
+use crate::util::{array, text};
 use route_match::vhost::{Names, longest_walks};
 
 /// The most servers one request may pass through by `http_matches_fallback` (the first
@@ -84,18 +84,6 @@ unsafe fn servers_and_sockets(cf: *mut ngx_conf_t) -> (Vec<Server>, Vec<Socket>)
         }
     }
     (servers, sockets)
-}
-
-/// The elements of an NGINX array of `T`.
-///
-/// # Safety
-/// `a` must hold `nelts` initialized `T` at `elts` (or be empty), alive as long as `a`.
-unsafe fn array<T>(a: &ngx::ffi::ngx_array_t) -> &[T] {
-    if a.nelts == 0 || a.elts.is_null() {
-        return &[];
-    }
-    // SAFETY: see the function's contract.
-    unsafe { core::slice::from_raw_parts(a.elts as *const T, a.nelts) }
 }
 
 /// A server for messages: its first name, quoted.

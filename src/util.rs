@@ -5,20 +5,26 @@ use ngx::ffi::{
     ngx_pool_t, ngx_str_t, ngx_table_elt_t,
 };
 
+/// The elements of an NGINX array of `T`.
+///
+/// # Safety
+/// `a` must hold `nelts` initialized `T` at `elts` (or be empty), alive for `'a`.
+pub(crate) unsafe fn array<'a, T>(a: &ngx::ffi::ngx_array_t) -> &'a [T] {
+    if a.nelts == 0 || a.elts.is_null() {
+        return &[];
+    }
+    // SAFETY: see the function's contract.
+    unsafe { core::slice::from_raw_parts(a.elts as *const T, a.nelts) }
+}
+
 /// The arguments of the directive being parsed (`[0]` is the directive name).
 ///
 /// # Safety
 /// `cf` must be the configuration context NGINX passed to a directive handler.
 pub(crate) unsafe fn conf_args<'a>(cf: *mut ngx_conf_t) -> &'a [ngx_str_t] {
-    // SAFETY: during a directive handler `cf->args` is an array of `ngx_str_t` with `nelts`
-    // initialized elements, alive until the handler returns (the caller's lifetime).
-    unsafe {
-        let args = &*(*cf).args;
-        if args.nelts == 0 || args.elts.is_null() {
-            return &[];
-        }
-        core::slice::from_raw_parts(args.elts as *const ngx_str_t, args.nelts)
-    }
+    // SAFETY: during a directive handler `cf->args` is an array of `ngx_str_t`, alive until
+    // the handler returns (the caller's lifetime).
+    unsafe { array(&*(*cf).args) }
 }
 
 /// Logs `what` at `[emerg]` (with the configuration's file:line while parsing one) and

@@ -50,13 +50,9 @@ fn declared_variable(
     // configuration).
     unsafe {
         let cmcf = NgxHttpCoreModule::main_conf(&*cf)?;
-        let vk = cmcf.variables_keys;
-        if vk.is_null() || (*vk).keys.nelts == 0 {
-            return None;
-        }
-        let keys =
-            core::slice::from_raw_parts((*vk).keys.elts as *const ngx_hash_key_t, (*vk).keys.nelts);
-        keys.iter()
+        let vk = cmcf.variables_keys.as_ref()?;
+        crate::util::array::<ngx_hash_key_t>(&vk.keys)
+            .iter()
             .find(|k| k.key.as_bytes() == name.as_bytes())
             .map(|k| k.value as *const ngx::ffi::ngx_http_variable_t)
     }

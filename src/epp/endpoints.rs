@@ -23,7 +23,7 @@ use ngx::ngx_log_error;
 use epp_proto::endpoints::{choose, room};
 
 use crate::state::{EndpointPeer as Peer, EndpointPool as Pool, SrvConf};
-use crate::util::{conf_where, emerg, escape, text, var};
+use crate::util::{array, conf_where, emerg, escape, text, var};
 use crate::{ConfResult, HttpMatchesModule, guard, variables};
 
 /// The variable with the EPP's whole (checked) list.
@@ -353,11 +353,7 @@ pub(crate) fn check_blocks(cf: *mut ngx_conf_t) -> bool {
     // the upstream module's main conf; its `upstreams` array holds the blocks' confs.
     let blocks = unsafe {
         let Some(umcf) = NgxHttpUpstreamModule::main_conf(&*cf) else { return true };
-        let a = &umcf.upstreams;
-        if a.nelts == 0 || a.elts.is_null() {
-            return true;
-        }
-        core::slice::from_raw_parts(a.elts.cast::<*mut ngx_http_upstream_srv_conf_t>(), a.nelts)
+        array::<*mut ngx_http_upstream_srv_conf_t>(&umcf.upstreams)
     };
     for &us in blocks {
         // SAFETY: each element is a live block conf of this configuration.
