@@ -414,6 +414,11 @@ fn the_url_is_checked_at_load() {
         ),
         ("http_matches_epp; limit_except GET { deny all; }", "limit_except is not supported"),
         ("limit_except GET { deny all; } http_matches_epp;", "limit_except is not supported"),
+        // The proxy's own refusal, after the directive's name, as NGINX would print it.
+        (
+            "proxy_pass http://127.0.0.1:1; http_matches_epp;",
+            "http_matches_epp: proxy_pass is duplicate",
+        ),
     ] {
         let body = format!("server {{ listen 127.0.0.1:{{PORT}}; location /e {{ {inner} }} }}");
         let (ok, out) = common::Prefix::new("epp-handler", &body, &[]).test();

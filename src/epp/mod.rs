@@ -135,17 +135,13 @@ unsafe fn proxy_pass(
     };
     // SAFETY: as the caller's.
     unsafe {
-        proxy_command(cf, module, pass, &[url])?;
-        proxy_command(cf, module, ignore, &IGNORED)?;
+        proxy_command(cf, module, pass, &[url], false)?;
+        proxy_command(cf, module, ignore, &IGNORED, false)?;
         if mode == (Mode::Grpc { tls: true }) {
             // The EPP's certificate is verified (NGINX's default is off: a man in the middle
             // would name any destination). An operator's own `grpc_ssl_verify` before the
             // directive stays: NGINX answers "is duplicate", taken as already set.
-            match run_command(cf, module, b"grpc_ssl_verify", &[b"on"])? {
-                Ok(()) => {}
-                Err(why) if why == c"is duplicate" => {}
-                Err(why) => return Err(command_failed(cf, b"grpc_ssl_verify", why)),
-            }
+            proxy_command(cf, module, b"grpc_ssl_verify", &[b"on"], true)?;
         }
         let handler: ngx_http_handler_pt =
             NgxHttpCoreModule::location_conf_mut(&*cf).and_then(|clcf| clcf.handler);
@@ -153,8 +149,9 @@ unsafe fn proxy_pass(
     }
 }
 
-/// Runs `module`'s command `name` with `values` for the location being parsed; a failure is
-/// logged.
+/// Runs `module`'s command `name` with `values` for the location being parsed; the message
+/// it returned is logged after its name (as NGINX would) and fails the directive, but "is
+/// duplicate" when `set_before` (the operator's own value stays).
 ///
 /// # Safety
 /// Only from a directive handler of a location block.
@@ -163,19 +160,16 @@ unsafe fn proxy_command(
     module: &CStr,
     name: &[u8],
     values: &[&[u8]],
+    set_before: bool,
 ) -> Result<(), ConfResult> {
     // SAFETY: as the caller's.
     match unsafe { run_command(cf, module, name, values) }? {
-        Ok(()) => Ok(()),
-        Err(why) => Err(command_failed(cf, name, why)),
+        Err(why) if !(set_before && why == c"is duplicate") => {
+            let what = format_args!("http_matches_epp: {} {}", text(name), why.to_string_lossy());
+            Err(emerg(cf, NGX_CONF_ERROR, what))
+        }
+        _ => Ok(()),
     }
-}
-
-/// Logs the message `why` a command `name` returned (NGINX prints it after the directive's
-/// name); the error to return.
-fn command_failed(cf: *mut ngx_conf_t, name: &[u8], why: &CStr) -> ConfResult {
-    let why = why.to_string_lossy();
-    emerg(cf, NGX_CONF_ERROR, format_args!("http_matches_epp: {} {why}", text(name)))
 }
 
 /// Runs `module`'s command `name` with `values` for the location being parsed: `Ok(Err(why))`
