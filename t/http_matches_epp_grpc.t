@@ -30,7 +30,7 @@ unless ($fake && -x $fake) {
 	plan(skip_all => $why);
 }
 
-my $t = Test::Nginx->new()->has(qw/http proxy rewrite grpc/)->plan(7);
+my $t = Test::Nginx->new()->has(qw/http proxy rewrite grpc/)->plan(9);
 
 $t->write_file_expand('nginx.conf', http_conf(<<'EOF'));
     server {
@@ -79,6 +79,14 @@ like(http_get('/infer?a=1'), qr/^backend uri=\/_internal args=a=1 method=GET$/m,
 like(http("POST /infer?b HTTP/1.0\x0d\x0aHost: localhost\x0d\x0a"
 	. "Content-Length: 5\x0d\x0a\x0d\x0ahello"),
 	qr/^backend uri=\/_internal args=b method=POST$/m, 'a body: the destination is taken');
+# GIE's EPP echoes the body back: the answer is read as it arrives (a body filter, in every
+# build: dynamic, --add-dynamic-module, --add-module), not held up to
+# subrequest_output_buffer_size.
+my $prompt = 'p' x 65536;
+like(http("POST /infer?e HTTP/1.0\x0d\x0aHost: localhost\x0d\x0a"
+	. "X-Fake-Epp-Mode: echo\x0d\x0aContent-Length: 65536\x0d\x0a\x0d\x0a$prompt"),
+	qr/^backend uri=\/_internal args=e method=POST$/m,
+	'an echoed 64 KB prompt: the destination is taken');
 like(http_get('/down?q'), qr/^no endpoint args=q$/m, 'EPP down: the redirect, no endpoint');
 
 my $shed = http("GET /infer HTTP/1.0\x0d\x0aHost: localhost\x0d\x0a"
@@ -91,6 +99,8 @@ like($shed, qr/\x0d\x0a\x0d\x0ashed by the fake EPP\n\z/,
 $t->stop();
 
 my $log = $t->read_file('error.log');
+unlike($log, qr/too big subrequest response/,
+	'the echoed answer is read as it arrives, not held in a buffer');
 my @errors = grep { /\[error\]/ && /http_matches_epp/ } split /\n/, $log;
 is(scalar @errors, 1, 'one http_matches_epp [error]');
 like($errors[0] // '', qr/no answer from the EndpointPicker \(status: 502/,
