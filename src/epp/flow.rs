@@ -74,10 +74,11 @@ static NEXT_BODY_FILTER: AtomicUsize = AtomicUsize::new(0);
 static FILTERED: AtomicBool = AtomicBool::new(false);
 
 /// Puts [`body_filter`] on top of NGINX's body filter chain, when this module's
-/// postconfiguration runs after the filter modules' (a dynamic module, appended to the module
-/// list: the build everywhere but `--add-module`). Statically linked (`--add-module`, listed
-/// before the filters, whose registration would drop ours), the call's answer stays capped
-/// at subrequest_output_buffer_size as before (see `grpc::read_answer`).
+/// postconfiguration runs after the postpone filter's: every build does (cargo's .so is
+/// appended to the module list; the addon `config` declares a filter module, placed after
+/// NGINX's filters when linked in and before `ngx_http_copy_filter_module` when dynamic).
+/// A module list in another order leaves the call's answer capped at
+/// subrequest_output_buffer_size (see `grpc::read_answer`).
 ///
 /// # Safety
 /// Only from the http block's postconfiguration.
