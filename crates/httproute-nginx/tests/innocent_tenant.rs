@@ -1068,3 +1068,55 @@ fn the_operator_sizes_the_regex_total() {
     assert!(at("http_matches_max_memory 268435456;") < at("http_matches_load"), "{conf}");
     nginx_t("regex-max", &out);
 }
+
+/// `--carrier inline` compiles a location's list where it is written, so every location of a
+/// server holds a copy of its regex conditions. Tenant a's route (its regex path in its 4
+/// locations) on a listener that admits every namespace, a per-tenant budget of 6 copies, and
+/// tenant b's `n` newer routes, each a plain prefix `/bK` on a.test (2 locations each): b pays
+/// for the copies its locations hold, so its 3 oldest fit and the rest are refused (their
+/// locations not written); a's route stays Accepted whatever n is, and the copies written are
+/// the copies charged (4 + 2 x 3). Before, a's route was charged every copy and refused from
+/// n = 4 (4 + 8 copies past 6): a newcomer evicted the incumbent.
+#[test]
+fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
+    let a_all: Vec<String> = tenant_a()
+        .into_iter()
+        .map(|d| {
+            d.replace(
+                "hostname: a.test}",
+                "hostname: a.test, allowedRoutes: {namespaces: {from: All}}}",
+            )
+            .replace(
+                "{name: r, namespace: a}",
+                "{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}",
+            )
+        })
+        .collect();
+    assert!(a_all[1].contains("creationTimestamp"));
+    let pattern = "/v[0-9]+/.*";
+    let copy = httproute_nginx::limits::regex_charge(format!("^(?:{pattern})").len());
+    let mut o = opts();
+    o.carrier = httproute_nginx::Carrier::Inline;
+    o.global.regex_memory_per_tenant = 6 * copy;
+    for n in [4usize, 40] {
+        let b: Vec<String> = (0..n)
+            .map(|k| {
+                format!(
+                    "kind: HTTPRoute\nmetadata: {{name: r{k}, namespace: b, creationTimestamp: \"2026-01-02T00:{:02}:{:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /b{k}}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+                    k / 60,
+                    k % 60
+                )
+            })
+            .collect();
+        let dir = dir_with(&format!("inline-plain-{n}"), &file_of(&a_all, b, 0, true));
+        let g = generate_all(&[dir], &backends(), &o).unwrap();
+        let refused: std::collections::BTreeSet<String> =
+            refused_for(&g, "budget: regex memory").into_iter().collect();
+        let want = (3..n).map(|k| format!("b/r{k}")).collect();
+        assert_eq!(refused, want, "n = {n}: {:?}", g.warnings);
+        let conf = &g.output.nginx_conf;
+        assert_eq!(conf.matches(pattern).count(), 4 + 2 * 3, "n = {n}: {conf}");
+        assert!(conf.contains("location = \"/b2\"") && !conf.contains("/b3"), "{conf}");
+        nginx_t(&format!("inline-plain-{n}"), &g.output);
+    }
+}

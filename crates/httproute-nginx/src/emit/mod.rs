@@ -198,7 +198,9 @@ impl LeftOut {
         self.work.candidates += loc.len();
         for c in loc.candidates() {
             let unit = DroppedUnit::Match { rule: c.id.clone(), index: c.match_index };
+            // A match of a rule already left out is said with its rule.
             if c.path_kind != PathKind::Regex
+                && !self.skip.rule(&c.id)
                 && c.path.trim_end_matches('/') == path
                 && !self.dropped_matches.contains(&unit)
             {

@@ -19,7 +19,7 @@ use super::ids::{Ages, ListenerId, RouteId, RuleId};
 use super::listeners::Listener;
 use super::merge::ServerAt;
 use super::status::RouteNode;
-use super::types::PortPlan;
+use super::types::{Candidate, Loc, PathKind, PortPlan};
 
 /// An object a budget refuses: left out of the configuration as NGINX's refusal of it would
 /// leave it out (a listener: `Programmed: False`; a route: not served, `Accepted: False`).
@@ -198,76 +198,327 @@ fn regexes(e: &Entry) -> impl Iterator<Item = &str> {
 }
 
 /// Regex memory: the module compiles every list of the configuration within
-/// `http_matches_max_memory` (128 MiB unless set; the generator does not set it), and refuses
-/// the whole configuration when they do not fit. Each distinct regex condition of a namespace
-/// is counted at the most it may hold ([`regex_charge`]: about 64 KiB), or with
-/// `--carrier inline` (`per_location`) each copy a location holds; routes are admitted
-/// oldest first (a route as new as the later of it and its listener's Gateway), while their
-/// namespace's patterns stay within `per_tenant` and all namespaces' within `total`
-/// (`--regex-memory-per-tenant`, `--regex-memory-total`); a route past either is refused (`Accepted: False`), so a newer
+/// `http_matches_max_memory` (128 MiB unless set), and refuses the whole configuration when they
+/// do not fit. Each distinct regex condition of a namespace is counted at the most it may hold
+/// ([`regex_charge`]: about 64 KiB), or with `--carrier inline` (`per_location`) each copy a
+/// written location compiles ([`Inline`]); routes are admitted oldest first (a route as new as
+/// the later of it and its listener's Gateway), while their namespace's charges stay within
+/// `per_tenant` and all namespaces' within `total` (`--regex-memory-per-tenant`,
+/// `--regex-memory-total`); a route past either is refused (`Accepted: False`), so a newer
 /// tenant never takes an older one's share. Routes `before` refused are not counted.
 pub(super) fn regex_memory(
     ports: &[PortPlan],
     ages: &Ages,
     before: &[(Refused, String)],
-    (per_tenant, total_budget, per_location): (usize, usize, bool),
+    (per_tenant, total, per_location): (usize, usize, bool),
 ) -> Vec<(Refused, String)> {
-    // Each route's age, distinct patterns, and (per location) what its compiled copies take:
-    // a run of a server looked at once, or once per location that holds it (`per_location`).
-    let mut routes: BTreeMap<&RouteId, (usize, BTreeSet<&str>, usize)> = BTreeMap::new();
+    let budget = Budget { per_tenant, total, used: BTreeMap::new(), all: 0 };
+    match per_location {
+        true => Inline::of(ports, ages, &Out::of(before)).admit(budget),
+        false => per_namespace(ports, ages, before, budget),
+    }
+}
+
+/// What is left of the regex memory budgets.
+struct Budget<'a> {
+    per_tenant: usize,
+    total: usize,
+    used: BTreeMap<&'a str, usize>,
+    all: usize,
+}
+
+impl<'a> Budget<'a> {
+    /// Takes `cost` for route `id` if it fits its namespace's and the total, else says why not.
+    fn take(&mut self, id: &'a RouteId, cost: usize, what: &str) -> Result<(), String> {
+        let used = self.used.entry(id.namespace.as_str()).or_default();
+        if *used + cost <= self.per_tenant && self.all + cost <= self.total {
+            *used += cost;
+            self.all += cost;
+            return Ok(());
+        }
+        Err(format!(
+            "route {id}'s {what} may take {cost} bytes of the module's http_matches_max_memory, \
+             past what is left of namespace {}'s {} or of all namespaces' {} beside older \
+             routes (budget: regex memory)",
+            id.namespace, self.per_tenant, self.total
+        ))
+    }
+}
+
+/// Preloaded lists: a pattern is compiled once per namespace, and charged to the oldest route
+/// of its namespace that has it.
+fn per_namespace<'a>(
+    ports: &'a [PortPlan],
+    ages: &Ages,
+    before: &[(Refused, String)],
+    mut budget: Budget<'a>,
+) -> Vec<(Refused, String)> {
+    // Each route's age and distinct patterns.
+    let mut routes: BTreeMap<&RouteId, (usize, BTreeSet<&str>)> = BTreeMap::new();
     for s in ports.iter().flat_map(|p| &p.servers) {
         let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
         let mut seen = std::collections::HashSet::new();
-        for run in s.locations.iter().flat_map(|l| &l.segments) {
-            if !seen.insert(run.id()) && !per_location {
-                continue;
-            }
+        for run in s.locations.iter().flat_map(|l| &l.segments).filter(|r| seen.insert(r.id())) {
             for c in run.candidates() {
-                let r = routes.entry(&c.id.route).or_insert((usize::MAX, BTreeSet::new(), 0));
+                let r = routes.entry(&c.id.route).or_insert((usize::MAX, BTreeSet::new()));
                 r.0 = r.0.min(ages.route(&c.id.route).max(gateway));
-                for p in regexes(&c.entry) {
-                    r.1.insert(p);
-                    r.2 += regex_charge(p.len());
-                }
+                r.1.extend(regexes(&c.entry));
             }
         }
     }
-    let mut order: Vec<(usize, &RouteId, BTreeSet<&str>, usize)> = routes
+    let mut order: Vec<(usize, &RouteId, BTreeSet<&str>)> = routes
         .into_iter()
-        .filter(|(_, (_, p, _))| !p.is_empty())
-        .map(|(r, (a, p, copies))| (a, r, p, copies))
+        .filter(|(_, (_, p))| !p.is_empty())
+        .map(|(r, (a, p))| (a, r, p))
         .collect();
     order.sort();
     let refused: BTreeSet<&Refused> = before.iter().map(|(r, _)| r).collect();
-    let mut tenants: BTreeMap<&str, (usize, BTreeSet<&str>)> = BTreeMap::new();
-    let mut total = 0usize;
+    let mut have: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut out = Vec::new();
-    for (_, id, patterns, copies) in order {
+    for (_, id, patterns) in order {
         let route = Refused::Route(id.clone());
         if refused.contains(&route) {
             continue;
         }
-        let (used, have) = tenants.entry(id.namespace.as_str()).or_default();
+        let have = have.entry(id.namespace.as_str()).or_default();
         let new: Vec<&str> = patterns.into_iter().filter(|p| !have.contains(p)).collect();
-        // Inline, each location compiles its own copies: none is shared with older routes.
-        let cost: usize = match per_location {
-            true => copies,
-            false => new.iter().map(|p| regex_charge(p.len())).sum(),
-        };
-        if *used + cost <= per_tenant && total + cost <= total_budget {
-            *used += cost;
-            total += cost;
-            have.extend(new);
-            continue;
+        let cost = new.iter().map(|p| regex_charge(p.len())).sum();
+        match budget.take(id, cost, &format!("{} new regex conditions", new.len())) {
+            Ok(()) => have.extend(new),
+            Err(why) => out.push((route, why)),
         }
-        let why = format!(
-            "route {id}'s {} new regex conditions may take {cost} bytes of the module's \
-             http_matches_max_memory, past what is left of namespace {}'s {per_tenant} or of \
-             all namespaces' {total_budget} beside older routes (budget: regex memory)",
-            new.len(),
-            id.namespace
-        );
-        out.push((route, why));
     }
     out
+}
+
+/// The units refused before a budget, by kind.
+#[derive(Default)]
+pub(super) struct Out<'a> {
+    pub(super) listeners: BTreeSet<&'a ListenerId>,
+    routes: BTreeSet<&'a RouteId>,
+    rules: BTreeSet<&'a RuleId>,
+    pub(super) locations: BTreeSet<(ServerAt, usize)>,
+}
+
+impl<'a> Out<'a> {
+    pub(super) fn of(before: &'a [(Refused, String)]) -> Out<'a> {
+        let mut out = Out::default();
+        for (r, _) in before {
+            match r {
+                Refused::Listener(l) => _ = out.listeners.insert(l),
+                Refused::Route(r) => _ = out.routes.insert(r),
+                Refused::Rule(r) => _ = out.rules.insert(r),
+                Refused::Location(at, li) => _ = out.locations.insert((*at, *li)),
+                Refused::Share { .. } => {}
+            }
+        }
+        out
+    }
+
+    /// Rule `id` is refused, or its route.
+    pub(super) fn rule(&self, id: &RuleId) -> bool {
+        self.rules.contains(id) || self.routes.contains(&id.route)
+    }
+}
+
+/// A route's part in a location, with `--carrier inline`.
+#[derive(Default, Clone, Copy)]
+struct Touch {
+    /// What its regex conditions there compile to ([`regex_charge`] each).
+    charge: usize,
+    /// One of its paths makes the location (`location = P` or `location P/` for its path P).
+    makes_location: bool,
+    /// It brings the location's server (a host name of its own).
+    makes_server: bool,
+}
+
+/// `--carrier inline`: every written location compiles its own list, so a route's regex
+/// conditions are compiled once per location that holds them, and a location holds every
+/// regex candidate of its server. A location is written while its server is (a listener's, or
+/// one of the routes that bring its name is served) and, but for `location /`, one of the
+/// routes whose path makes it is. Each compiled copy is charged to the route that makes it
+/// exist, the newest of: the route whose regex it is, the oldest served route that brings the
+/// server, the oldest served route that makes the location. Admitted oldest first, a route is
+/// charged what it adds (its copies in the written locations, and every served route's copies
+/// in the locations it makes written), so an older route's charge never grows with what
+/// newer routes add. A location left with its copies but none of the routes that make it is
+/// refused (not written: its paths' requests take the longest prefix location left, whose
+/// list is the same without them).
+#[derive(Default)]
+struct Inline<'a> {
+    /// Per location: its server (an index into `server_on`) and place.
+    locs: Vec<(usize, (ServerAt, usize))>,
+    server_on: Vec<bool>,
+    loc_on: Vec<bool>,
+    /// The charges of the admitted routes' copies each location holds (written or not yet).
+    held: Vec<usize>,
+    touches: BTreeMap<&'a RouteId, BTreeMap<usize, Touch>>,
+    ages: BTreeMap<&'a RouteId, usize>,
+}
+
+impl<'a> Inline<'a> {
+    fn of(ports: &'a [PortPlan], ages: &Ages, out: &Out<'_>) -> Inline<'a> {
+        let mut m = Inline::default();
+        for (pi, p) in ports.iter().enumerate() {
+            for (si, s) in p.servers.iter().enumerate() {
+                if s.listener.as_ref().is_some_and(|l| out.listeners.contains(l)) {
+                    continue;
+                }
+                let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
+                let server = m.server_on.len();
+                m.server_on.push(s.brought_by.is_empty());
+                let bring: Vec<&RouteId> =
+                    s.brought_by.iter().filter(|r| !out.routes.contains(r)).collect();
+                for (li, l) in s.locations.iter().enumerate() {
+                    if out.locations.contains(&((pi, si), li)) {
+                        continue;
+                    }
+                    let at = m.locs.len();
+                    m.locs.push((server, ((pi, si), li)));
+                    m.loc_on.push(l.loc == Loc::Prefix("/".into()));
+                    m.held.push(0);
+                    for c in l.candidates().filter(|c| !out.rule(&c.id)) {
+                        let t = m.touch(&c.id.route, at, ages.route(&c.id.route).max(gateway));
+                        t.charge += regexes(&c.entry).map(|p| regex_charge(p.len())).sum::<usize>();
+                        t.makes_location |= makes(&l.loc, c);
+                    }
+                    for r in &bring {
+                        m.touch(r, at, ages.route(r).max(gateway)).makes_server = true;
+                    }
+                }
+            }
+        }
+        m
+    }
+
+    fn touch(&mut self, r: &'a RouteId, at: usize, age: usize) -> &mut Touch {
+        let a = self.ages.entry(r).or_insert(usize::MAX);
+        *a = (*a).min(age);
+        self.touches.entry(r).or_default().entry(at).or_default()
+    }
+
+    fn oldest_first(&self) -> Vec<&'a RouteId> {
+        let mut order: Vec<(usize, &'a RouteId)> =
+            self.ages.iter().map(|(&r, &a)| (a, r)).collect();
+        order.sort();
+        order.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// Route `id` admitted: what it makes is written, its copies held.
+    fn commit(&mut self, id: &RouteId) {
+        for (&l, t) in self.touches.get(id).into_iter().flatten() {
+            self.server_on[self.locs[l].0] |= t.makes_server;
+            self.loc_on[l] |= t.makes_location;
+            self.held[l] += t.charge;
+        }
+    }
+
+    /// What admitting route `id` adds: its copies in the locations written with it, and the
+    /// admitted routes' copies in the locations it makes written.
+    fn cost(&self, id: &RouteId) -> usize {
+        let mut cost = 0;
+        for (&l, t) in self.touches.get(id).into_iter().flatten() {
+            let s = self.locs[l].0;
+            let was = self.server_on[s] && self.loc_on[l];
+            let now = (self.server_on[s] || t.makes_server) && (self.loc_on[l] || t.makes_location);
+            cost += match (was, now) {
+                (_, false) => 0,
+                (true, true) => t.charge,
+                (false, true) => t.charge + self.held[l],
+            };
+        }
+        cost
+    }
+
+    /// Routes oldest first within `budget`: the routes refused, then the locations left with
+    /// copies but none of their makers.
+    fn admit(mut self, mut budget: Budget<'a>) -> Vec<(Refused, String)> {
+        let mut out = Vec::new();
+        for id in self.oldest_first() {
+            let cost = self.cost(id);
+            match budget.take(id, cost, "regex conditions and the locations it adds (inline)") {
+                Ok(()) => self.commit(id),
+                Err(why) => out.push((Refused::Route(id.clone()), why)),
+            }
+        }
+        for (l, &(s, (at, li))) in self.locs.iter().enumerate() {
+            if self.server_on[s] && !self.loc_on[l] && self.held[l] > 0 {
+                let why = "every route whose path makes this location is refused, and with \
+                           --carrier inline it would compile the regex conditions of others \
+                           (budget: regex memory)";
+                out.push((Refused::Location(at, li), why.to_owned()));
+            }
+        }
+        out
+    }
+}
+
+/// Candidate `c`'s path makes location `loc` (`precedence::locations`): an exact path its
+/// `location =`, a prefix P (not `/`) both `location = P` and `location P/`.
+fn makes(loc: &Loc, c: &Candidate) -> bool {
+    match (loc, c.path_kind) {
+        (Loc::Exact(x), PathKind::Exact) => *x == c.path,
+        (Loc::Exact(x), PathKind::Prefix) => c.path != "/" && *x == c.path,
+        (Loc::Prefix(y), PathKind::Prefix) => {
+            c.path != "/" && y.strip_suffix('/') == Some(c.path.as_str())
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use super::{Inline, Out};
+    use crate::model::{Inputs, load_text};
+    use crate::plan::{BackendMap, PlanOptions, plan};
+
+    /// Tenant a's route (a regex path and two prefixes) on a Gateway that admits every
+    /// namespace, and `n` newer routes of tenant b, each a plain prefix `/bK` on a's host name.
+    fn yaml(n: usize) -> String {
+        let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP, hostname: a.test, allowedRoutes: {namespaces: {from: All}}}]\n---\nkind: HTTPRoute\nmetadata: {name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: RegularExpression, value: \"/v[0-9]+/.*\"}}, {path: {type: PathPrefix, value: /a}}, {path: {type: PathPrefix, value: /}}]\n".to_owned();
+        for k in 0..n {
+            y += &format!(
+                "---\nkind: HTTPRoute\nmetadata: {{name: r{k}, namespace: b, creationTimestamp: \"2026-01-02T00:00:{:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /b{k}}}}}]\n",
+                k % 60
+            );
+        }
+        y
+    }
+
+    /// Each route's charge, admitted oldest first with no budget: namespace/name -> bytes.
+    fn charges(n: usize) -> BTreeMap<String, usize> {
+        let mut inputs = Inputs::default();
+        load_text(Path::new("t.yaml"), &yaml(n), &mut inputs).unwrap();
+        let backends = BackendMap::new();
+        let mut opts = PlanOptions::new(&backends);
+        opts.regex_per_location = true;
+        let p = plan(&inputs, &opts);
+        let mut m = Inline::of(&p.ports, &p.ages, &Out::default());
+        let mut out = BTreeMap::new();
+        for id in m.oldest_first() {
+            out.insert(id.to_string(), m.cost(id));
+            m.commit(id);
+        }
+        out
+    }
+
+    /// The older route's charge is its own copies (`location /`, `= /a`, `/a/`: 3), the same
+    /// with n and 2n newer plain paths on its host name; the newer routes pay for the copies
+    /// their locations hold (2 each: `= /bK`, `/bK/`), so theirs doubles with n.
+    #[test]
+    fn an_older_inline_regex_route_is_charged_the_same_at_n_and_2n_newer_paths() {
+        let copy = crate::limits::regex_charge("^(?:/v[0-9]+/.*)".len());
+        let b = |c: &BTreeMap<String, usize>| -> usize {
+            c.iter().filter(|(k, _)| k.starts_with("b/")).map(|(_, v)| v).sum()
+        };
+        let (alone, n, twice) = (charges(0), charges(16), charges(32));
+        assert_eq!(alone["a/r"], 3 * copy, "{alone:?}");
+        assert_eq!(n["a/r"], alone["a/r"]);
+        assert_eq!(twice["a/r"], alone["a/r"]);
+        assert_eq!(b(&n), 16 * 2 * copy);
+        assert_eq!(b(&twice), 2 * b(&n));
+    }
 }
