@@ -180,6 +180,11 @@ pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanO
         regex_memory_total: opts.global.regex_memory_total,
         regex_per_location: opts.carrier == Carrier::Inline,
         status: true,
+        list_word: match opts.carrier {
+            Carrier::Preload => None,
+            Carrier::Inline => Some(syntax::Pos::Literal),
+            Carrier::Variable => Some(syntax::Pos::Variables),
+        },
     }
 }
 

@@ -1120,3 +1120,56 @@ fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
         nginx_t(&format!("inline-plain-{n}"), &g.output);
     }
 }
+
+/// `--carrier inline` and `variable` write a location's whole list as one nginx.conf word.
+/// Tenant b's newer route on a's listener (which admits every namespace): a rule `/b`, and a
+/// rule matching a header value of 4,096 bytes (the CRD's longest) on every path, so its
+/// entry is in a's lists too. Its rule is refused in the plan, its status naming NGINX's
+/// 4094-byte word; b's other rule is served and a's lists are as without b. Before, the
+/// writer met the word and the run failed for every tenant.
+#[test]
+fn a_match_too_long_for_an_inline_list_costs_only_its_rule() {
+    let a_all: Vec<String> = tenant_a()
+        .into_iter()
+        .map(|d| {
+            d.replace(
+                "hostname: a.test}",
+                "hostname: a.test, allowedRoutes: {namespaces: {from: All}}}",
+            )
+        })
+        .collect();
+    let long = "v".repeat(4096);
+    let b = format!(
+        "kind: HTTPRoute\nmetadata: {{name: r, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /b}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n  - matches: [{{headers: [{{name: x-long, value: {long}}}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n"
+    );
+    for carrier in [httproute_nginx::Carrier::Inline, httproute_nginx::Carrier::Variable] {
+        let mut o = opts();
+        o.carrier = carrier;
+        let tag = format!("long-list-{carrier:?}");
+        let alone =
+            generate_all(&[dir_with(&tag, &file_of(&a_all, vec![], 0, true))], &backends(), &o)
+                .unwrap();
+        let dir = dir_with(&tag, &file_of(&a_all, vec![b.clone()], 0, true));
+        let g = generate_all(&[dir], &backends(), &o).unwrap();
+        let conf = &g.output.nginx_conf;
+        let route = g.status.routes.iter().find(|r| r.id.to_string() == "b/r").unwrap();
+        let says: Vec<&str> = route
+            .parents
+            .iter()
+            .flat_map(|(_, cs)| cs)
+            .map(|c| c.message.as_str())
+            .filter(|m| m.contains("rule 1") || m.contains("Rule 1"))
+            .collect();
+        assert!(says.iter().any(|m| m.contains("4094")), "{carrier:?}: {says:?} {:?}", g.warnings);
+        assert!(!conf.contains(&long) && conf.contains("location = \"/b\""), "{conf}");
+        let lists = alone
+            .output
+            .nginx_conf
+            .lines()
+            .filter(|l| l.contains("http_matches '[") || l.contains("$http_matches '["));
+        for line in lists {
+            assert!(conf.lines().any(|l| l == line), "{carrier:?}: {line}\n{conf}");
+        }
+        nginx_t(&tag, &g.output);
+    }
+}

@@ -99,6 +99,10 @@ pub struct PlanOptions<'a> {
     /// without it the routes' nodes are freed before the servers are planned and
     /// `Plan::status` holds the listeners alone (the warnings are the same).
     pub status: bool,
+    /// Each location's list is one word of nginx.conf, at this place (`--carrier inline`:
+    /// `http_matches '...'`, [`crate::syntax::Pos::Literal`]; `variable`: `set $http_matches
+    /// '...'`, [`crate::syntax::Pos::Variables`]): judged by `words::lists`. `None`: preloaded.
+    pub list_word: Option<crate::syntax::Pos>,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -115,6 +119,7 @@ impl<'a> PlanOptions<'a> {
             regex_memory_total: crate::limits::DEFAULT_REGEX_MEMORY_TOTAL,
             regex_per_location: false,
             status: true,
+            list_word: None,
         }
     }
 }
@@ -242,6 +247,9 @@ fn rule_outcomes(ports: &[PortPlan]) -> impl Iterator<Item = (&RuleId, usize, &[
 /// what tenants share, newest first.
 fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Refused, String)> {
     let mut refused = words::refusals(ports);
+    if let Some(pos) = opts.list_word {
+        refused.extend(words::lists(ports, ages, pos, &refused));
+    }
     refused.extend(budget::listening_sockets(ports, ages, opts.worker_connections));
     refused.extend(budget::server_names(ports, ages, &refused));
     let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);

@@ -14,16 +14,17 @@
 //! name, a certificate's directory), the most the generator writes there is assumed.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::limits::FIXED_BUCKET_HEADER;
 use crate::model::{Cors, HeaderModifier, PathModifier};
 use crate::syntax::{
-    Arg, Part, Pos, braced_var, check_word, code, data, is_var_name, regex_data, var,
+    Arg, MAX_WORD, Part, Pos, braced_var, check_word, code, data, is_var_name, regex_data, var,
 };
 
-use super::budget::Refused;
-use super::types::{Loc, PortPlan, RulePlan, ServerPlan, Target};
+use super::budget::{Out, Refused};
+use super::ids::{Ages, RuleId};
+use super::types::{Candidate, Loc, PortPlan, RulePlan, ServerPlan, Target};
 
 const HOSTNAME_FIELD: &str =
     "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
@@ -261,4 +262,91 @@ fn target(t: &Target) -> Result<(), String> {
             }
         }
     }
+}
+
+/// With `--carrier inline` or `variable` a location's whole list is one word, single-quoted
+/// (`http_matches '[...]'` at `pos` [`Pos::Literal`]; `set $http_matches '[...]'` at
+/// [`Pos::Variables`], a `$` spelled `${httproute_dollar}`). Its rules are admitted oldest
+/// first (the later of the route and its listener's Gateway, then the rule id) while the word
+/// stays within NGINX's [`MAX_WORD`]; a rule whose entries do not fit beside older rules' is
+/// refused (everywhere: the other lists only get shorter), so a newer rule never refuses an
+/// older one. Units `before` refused are not in the lists. Each entry's bytes are the
+/// writer's (its own word less the quotes: quoting and `$` are per character), the word is
+/// the entries, their commas, `[]` and the quotes; each candidate is measured once, whatever
+/// the number of locations that hold it.
+pub(super) fn lists(
+    ports: &[PortPlan],
+    ages: &Ages,
+    pos: Pos,
+    before: &[(Refused, String)],
+) -> Vec<(Refused, String)> {
+    let refused = Out::of(before);
+    let mut gone: BTreeSet<RuleId> = BTreeSet::new();
+    let mut bytes: HashMap<*const Candidate, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for (pi, p) in ports.iter().enumerate() {
+        for (si, s) in p.servers.iter().enumerate() {
+            if s.listener.as_ref().is_some_and(|l| refused.listeners.contains(l)) {
+                continue;
+            }
+            let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
+            for (li, l) in s.locations.iter().enumerate() {
+                if refused.locations.contains(&((pi, si), li)) {
+                    continue;
+                }
+                // (age, rule, entry bytes and its comma) of the entries written.
+                let mut entries: Vec<(usize, &RuleId, usize)> = Vec::new();
+                for c in l.candidates() {
+                    let id = &c.id;
+                    if gone.contains(id) || refused.rule(id) {
+                        continue;
+                    }
+                    let n = *bytes.entry(c as *const Candidate).or_insert_with(|| entry(c, pos));
+                    entries.push((ages.route(&id.route).max(gateway), id, n + 1));
+                }
+                entries.sort();
+                // The quotes, `[` and `]`, less the comma the first entry does not have.
+                let mut used = 3;
+                let mut at = 0;
+                while at < entries.len() {
+                    let rule = entries[at].1;
+                    let end = at + entries[at..].iter().take_while(|e| e.1 == rule).count();
+                    let cost: usize = entries[at..end].iter().map(|e| e.2).sum();
+                    if used + cost <= MAX_WORD {
+                        used += cost;
+                    } else if gone.insert(rule.clone()) {
+                        let why = list_refused(&l.loc, s.hostname.as_deref(), p.port, used + cost);
+                        out.push((Refused::Rule(rule.clone()), why));
+                    }
+                    at = end;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The bytes of candidate `c`'s entry in a list word at `pos`, as the writer writes them
+/// (past [`MAX_WORD`] alone: [`MAX_WORD`], which no list holds).
+fn entry(c: &Candidate, pos: Pos) -> usize {
+    let Ok(json) = serde_json::to_string(&c.entry) else { return MAX_WORD };
+    let a = Arg::data("a match list entry", json).single_quoted();
+    match crate::syntax::word(&a, pos, &mut false) {
+        Ok((written, _)) => written.len() - 2,
+        Err(_) => MAX_WORD,
+    }
+}
+
+fn list_refused(loc: &Loc, host: Option<&str>, port: u16, bytes: usize) -> String {
+    let (eq, p) = match loc {
+        Loc::Exact(p) => ("= ", p),
+        Loc::Prefix(p) => ("", p),
+    };
+    format!(
+        "its matches would make the list of location {eq}{p:?} of server {} port {port} \
+         {bytes} bytes, one nginx.conf word beside older rules' entries; NGINX takes at most \
+         {MAX_WORD} (a list is one word with --carrier inline or variable: use --carrier \
+         preload)",
+        host.unwrap_or("_")
+    )
 }
