@@ -195,10 +195,12 @@ pub fn check(g: &Global) -> Result<(), String> {
     }
     let (per, total) = (g.regex_memory_per_tenant, g.regex_memory_total);
     let max = g.module_max_memory.unwrap_or(crate::limits::MODULE_MAX_MEMORY);
-    if per > total || total > max {
+    let room = crate::limits::regex_memory_room(max);
+    if per > total || total > room {
         return Err(format!(
             "--regex-memory-per-tenant {per}, --regex-memory-total {total}: expected per tenant \
-             <= total <= the module's http_matches_max_memory {max} (--module-max-memory)"
+             <= total <= {room}, three quarters of the module's http_matches_max_memory {max} \
+             (--module-max-memory; the last quarter is the lists' own)"
         ));
     }
     Ok(())

@@ -38,6 +38,13 @@ pub const MODULE_MAX_MEMORY: usize = 128 * 1024 * 1024;
 /// (`--regex-memory-total`): half (the other half for the lists' compiled entries, their
 /// keys, and the parse of the longest list).
 pub const DEFAULT_REGEX_MEMORY_TOTAL: usize = MODULE_MAX_MEMORY / 2;
+/// The most `--regex-memory-total` may be of the module's `http_matches_max_memory`: three
+/// quarters. The budget counts the regex conditions only; the last quarter is the lists' own
+/// (their compiled entries, keys, and the parse of the longest list), so a total equal to the
+/// module's memory is refused.
+pub const fn regex_memory_room(module_max_memory: usize) -> usize {
+    module_max_memory - module_max_memory / 4
+}
 /// What one namespace's regex conditions may take by default (`--regex-memory-per-tenant`):
 /// a quarter of [`DEFAULT_REGEX_MEMORY_TOTAL`], 240 patterns at the most each may compile to.
 pub const DEFAULT_REGEX_MEMORY_PER_TENANT: usize = DEFAULT_REGEX_MEMORY_TOTAL / 4;

@@ -120,7 +120,8 @@ struct Process {
     #[arg(long, default_value_t = httproute_nginx::limits::DEFAULT_REGEX_MEMORY_PER_TENANT)]
     regex_memory_per_tenant: usize,
     /// Bytes of the module's memory the regex conditions of all namespaces together may take
-    /// (at least --regex-memory-per-tenant, at most --module-max-memory); default 64 MiB.
+    /// (at least --regex-memory-per-tenant, at most three quarters of --module-max-memory: the
+    /// rest is the lists' own); default 64 MiB.
     #[arg(long, default_value_t = httproute_nginx::limits::DEFAULT_REGEX_MEMORY_TOTAL)]
     regex_memory_total: usize,
     /// The module's `http_matches_max_memory` in bytes, written to the configuration (not

@@ -273,6 +273,12 @@ fn process_options_reach_nginx_conf_and_bad_ones_are_refused() {
         (&["--worker-processes", "1025"][..], "auto or a number of processes 1-1024"),
         (&["--worker-connections", "0"][..], "--worker-connections"),
         (&["--access-log", "a;b"][..], "--access-log \"a;b\": the path has the character ';'"),
+        // The module's memory holds the lists too: the patterns get three quarters of it.
+        (&["--regex-memory-total", "134217728"][..], "three quarters of the module's"),
+        (
+            &["--module-max-memory", "67108864", "--regex-memory-total", "67108864"][..],
+            "--regex-memory-total 67108864: expected per tenant <= total <= 50331648",
+        ),
     ] {
         let (code, err) = d.run("generate", bad);
         assert_ne!(code, Some(0), "{bad:?}");

@@ -1060,6 +1060,10 @@ fn the_operator_sizes_the_regex_total() {
     };
     assert!(check(16 * mib, 8 * mib, None).is_err());
     assert!(check(16 * mib, 129 * mib, None).is_err());
+    // The module's memory holds the lists too: at most three quarters of it for the patterns.
+    assert!(check(16 * mib, 128 * mib, None).is_err());
+    assert!(check(16 * mib, 96 * mib + 1, None).is_err());
+    assert!(check(16 * mib, 96 * mib, None).is_ok());
     let o = check(16 * mib, 129 * mib, Some(256 * mib)).unwrap();
     let dir = dir_with("regex-max", &file_of(&tenant_a(), vec![], 0, true));
     let out = generate_all(&[dir], &backends(), &o).unwrap().output;
