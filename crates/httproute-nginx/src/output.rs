@@ -46,6 +46,7 @@ impl Reservation {
     pub fn take(dir: &Path) -> std::io::Result<Reservation> {
         let root = dir.join(GENERATIONS);
         let fresh = !dir.exists();
+        remove_killed(dir);
         std::fs::create_dir_all(&root)?;
         let mut number = generations(&root)?.last().map_or(1, |n| n + 1);
         loop {
@@ -358,6 +359,49 @@ fn generations(root: &Path) -> std::io::Result<Vec<u64>> {
     Ok(out)
 }
 
+/// What a run killed before its commit left in `dir` (SIGKILL: no destructor ran), removed by
+/// the next run (one run at a time per directory): the generations after the one nginx.conf
+/// names (`http_matches_reload_report ... N`; with no nginx.conf, every one: none was put in
+/// place), which were never read and would otherwise be kept by [`prune`] as "the previous
+/// one" in place of the one NGINX may be reading; and its staged nginx.conf and the link to
+/// the one it replaced (`.nginx.conf.new-PID`, `.nginx.conf.previous-PID`). Only those
+/// names, in `dir` and `dir/generations`: one listing of each, nginx.conf's first 64 KiB.
+fn remove_killed(dir: &Path) {
+    let named = match std::fs::File::open(dir.join("nginx.conf")) {
+        Ok(f) => {
+            let mut head = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(f, 64 * 1024), &mut head);
+            match named_generation(&String::from_utf8_lossy(&head)) {
+                Some(n) => Some(n),
+                // A configuration without generations: they are not this layout's to judge.
+                None => return,
+            }
+        }
+        Err(_) => None,
+    };
+    let root = dir.join(GENERATIONS);
+    for n in generations(&root).unwrap_or_default().into_iter().filter(|n| Some(*n) > named) {
+        let _ = std::fs::remove_dir_all(root.join(n.to_string()));
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let pid = [".nginx.conf.new-", ".nginx.conf.previous-"]
+            .iter()
+            .find_map(|p| name.to_str()?.strip_prefix(p));
+        if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The generation a configuration names (`http_matches_reload_report REPORT N`).
+fn named_generation(conf: &str) -> Option<u64> {
+    let at = conf.find("http_matches_reload_report ")?;
+    let line = conf[at..].split(';').next()?;
+    line.split_whitespace().last()?.parse().ok()
+}
+
 /// After generation `current` is in place (`None`: a configuration without one): keeps it and
 /// the newest complete generation before it (the configuration it replaced, which a reload
 /// may be reading), and removes the older ones. Generations after `current` (another run's)
@@ -480,6 +524,43 @@ mod tests {
         let r = Reservation::take(&dir).unwrap();
         assert!(r.stage(&output(Some("generations/1"), "x")).is_err());
         assert_eq!(names(&dir.join("generations")), ["1"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A run killed after staging (no destructor runs: `mem::forget`, as SIGKILL) leaves its
+    /// generation and staged nginx.conf; the next run removes them (and another killed run's
+    /// staged files), and nothing it did not create. Before, generation 2 stayed: the next run
+    /// took 3, and its commit kept 2 (complete) as "the previous one" and removed 1, the one
+    /// the running NGINX read.
+    #[test]
+    fn the_next_run_removes_what_a_killed_run_left() {
+        let dir = scratch("killed");
+        let report = |n: u64| format!("http_matches_reload_report logs/reload.report {n};");
+        let r = Reservation::take(&dir).unwrap();
+        let out = output(Some(&r.files_dir()), &report(1));
+        r.stage(&out).unwrap().commit().unwrap();
+        let r = Reservation::take(&dir).unwrap();
+        let out = output(Some(&r.files_dir()), &report(2));
+        std::mem::forget(r.stage(&out).unwrap());
+        let theirs = [".nginx.conf.new-x", "generations/keep", "notes"];
+        for f in [".nginx.conf.new-99999999", ".nginx.conf.previous-99999998"].iter().chain(&theirs)
+        {
+            std::fs::write(dir.join(f), "x").unwrap();
+        }
+        assert_eq!(names(&dir.join("generations")), ["1", "2", "keep"]);
+        let r = Reservation::take(&dir).unwrap();
+        assert_eq!(r.number(), 2);
+        let out = output(Some(&r.files_dir()), &report(2));
+        r.stage(&out).unwrap().commit().unwrap();
+        assert_eq!(names(&dir.join("generations")), ["1", "2", "keep"]);
+        assert_eq!(
+            names(&dir),
+            [".nginx.conf.new-x", "generations", "logs", "nginx.conf", "notes", "tmp"]
+        );
+        // Without nginx.conf (a first run killed), no generation was put in place.
+        std::fs::remove_file(dir.join("nginx.conf")).unwrap();
+        drop(Reservation::take(&dir).unwrap());
+        assert_eq!(names(&dir.join("generations")), ["keep"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
