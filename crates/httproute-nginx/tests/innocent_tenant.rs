@@ -1177,3 +1177,61 @@ fn a_match_too_long_for_an_inline_list_costs_only_its_rule() {
         nginx_t(&tag, &g.output);
     }
 }
+
+/// A route: its namespace `tN`, host names (bit 1: a.test, bit 2: b.test), paths (kind:
+/// regex, prefix, exact; number) and age in seconds.
+type SharedRoute = (usize, u8, Vec<(u8, u8)>, u32);
+
+/// Routes of 3 namespaces on one listener that admits every namespace, each with regex,
+/// prefix and exact paths on a.test and/or b.test, dated in any order.
+fn shared_listener_routes() -> impl Strategy<Value = Vec<SharedRoute>> {
+    let path = (0u8..3, 0u8..6);
+    let route = (0usize..3, 1u8..4, prop::collection::vec(path, 1..5), 0u32..1000);
+    prop::collection::vec(route, 1..10)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// `--carrier inline`: the regex copies written (each path regex of each written
+    /// location's list, at `regex_charge`) never pass `--regex-memory-total`, whatever the
+    /// routes: the charge model counts every copy a written location compiles.
+    #[test]
+    fn inline_regex_copies_written_stay_within_the_total(
+        routes in shared_listener_routes(),
+        copies in 1usize..12,
+    ) {
+        let mut docs = vec!["kind: Gateway\nmetadata: {name: gw, namespace: t0, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned()];
+        for (i, (ns, hosts, paths, age)) in routes.iter().enumerate() {
+            let hosts: Vec<&str> =
+                [(1, "a.test"), (2, "b.test")].iter().filter(|(b, _)| hosts & b != 0).map(|(_, h)| *h).collect();
+            let matches: Vec<String> = paths
+                .iter()
+                .map(|(kind, k)| match kind {
+                    0 => format!("{{path: {{type: RegularExpression, value: \"/r{k}[0-9]+\"}}}}"),
+                    1 => format!("{{path: {{type: PathPrefix, value: /p{k}}}}}"),
+                    _ => format!("{{path: {{type: Exact, value: /e{k}}}}}"),
+                })
+                .collect();
+            docs.push(format!(
+                "kind: HTTPRoute\nmetadata: {{name: r{i}, namespace: t{ns}, creationTimestamp: \"2026-01-02T00:{:02}:{:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: t0}}]\n  hostnames: [{}]\n  rules:\n  - matches: [{}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+                age / 60 % 60, age % 60, hosts.join(", "), matches.join(", ")
+            ));
+        }
+        let charge = httproute_nginx::limits::regex_charge("^(?:/r0[0-9]+)".len());
+        let mut o = opts();
+        o.carrier = httproute_nginx::Carrier::Inline;
+        o.global.regex_memory_per_tenant = copies * charge;
+        o.global.regex_memory_total = copies * charge;
+        let dir = dir_with("inline-total", &docs.join("---\n"));
+        let g = generate_all(&[dir], &backends(), &o).unwrap();
+        let written: usize = g
+            .output
+            .nginx_conf
+            .split("\"path\":\"RegularExpression:")
+            .skip(1)
+            .map(|p| httproute_nginx::limits::regex_charge(p.split('"').next().unwrap().len()))
+            .sum();
+        prop_assert!(written <= copies * charge, "{written} > {} x {charge}\n{}", copies, g.output.nginx_conf);
+    }
+}
