@@ -1178,15 +1178,15 @@ fn a_match_too_long_for_an_inline_list_costs_only_its_rule() {
     }
 }
 
-/// A route: its namespace `tN`, host names (bit 1: a.test, bit 2: b.test), paths (kind:
+/// A route: its namespace `tN`, host names (bit 1: a.test, 2: b.test, 4: *.test), paths (kind:
 /// regex, prefix, exact; number) and age in seconds.
 type SharedRoute = (usize, u8, Vec<(u8, u8)>, u32);
 
 /// Routes of 3 namespaces on one listener that admits every namespace, each with regex,
-/// prefix and exact paths on a.test and/or b.test, dated in any order.
+/// prefix and exact paths on a.test, b.test and/or *.test, dated in any order.
 fn shared_listener_routes() -> impl Strategy<Value = Vec<SharedRoute>> {
     let path = (0u8..3, 0u8..6);
-    let route = (0usize..3, 1u8..4, prop::collection::vec(path, 1..5), 0u32..1000);
+    let route = (0usize..3, 1u8..8, prop::collection::vec(path, 1..5), 0u32..1000);
     prop::collection::vec(route, 1..10)
 }
 
@@ -1204,7 +1204,7 @@ proptest! {
         let mut docs = vec!["kind: Gateway\nmetadata: {name: gw, namespace: t0, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned()];
         for (i, (ns, hosts, paths, age)) in routes.iter().enumerate() {
             let hosts: Vec<&str> =
-                [(1, "a.test"), (2, "b.test")].iter().filter(|(b, _)| hosts & b != 0).map(|(_, h)| *h).collect();
+                [(1, "a.test"), (2, "b.test"), (4, "\"*.test\"")].iter().filter(|(b, _)| hosts & b != 0).map(|(_, h)| *h).collect();
             let matches: Vec<String> = paths
                 .iter()
                 .map(|(kind, k)| match kind {

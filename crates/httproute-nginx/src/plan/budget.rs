@@ -328,8 +328,6 @@ struct Touch {
     charge: usize,
     /// One of its paths makes the location (`location = P` or `location P/` for its path P).
     makes_location: bool,
-    /// It brings the location's server (a host name of its own).
-    makes_server: bool,
 }
 
 /// `--carrier inline`: every written location compiles its own list, so a route's regex
@@ -343,16 +341,21 @@ struct Touch {
 /// in the locations it makes written), so an older route's charge never grows with what
 /// newer routes add. A location left with its copies but none of the routes that make it is
 /// refused (not written: its paths' requests take the longest prefix location left, whose
-/// list is the same without them).
+/// list is the same without them). The work is the locations' candidates (what the lists
+/// hold) and each route's servers, never routes x locations of a server.
 #[derive(Default)]
 struct Inline<'a> {
     /// Per location: its server (an index into `server_on`) and place.
     locs: Vec<(usize, (ServerAt, usize))>,
     server_on: Vec<bool>,
+    /// Per server not written yet: the copies its made locations hold (written with it).
+    dormant: Vec<usize>,
     loc_on: Vec<bool>,
     /// The charges of the admitted routes' copies each location holds (written or not yet).
     held: Vec<usize>,
     touches: BTreeMap<&'a RouteId, BTreeMap<usize, Touch>>,
+    /// The servers each route brings (a host name of its own).
+    brings: BTreeMap<&'a RouteId, BTreeSet<usize>>,
     ages: BTreeMap<&'a RouteId, usize>,
 }
 
@@ -367,8 +370,11 @@ impl<'a> Inline<'a> {
                 let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
                 let server = m.server_on.len();
                 m.server_on.push(s.brought_by.is_empty());
-                let bring: Vec<&RouteId> =
-                    s.brought_by.iter().filter(|r| !out.routes.contains(r)).collect();
+                m.dormant.push(0);
+                for r in s.brought_by.iter().filter(|r| !out.routes.contains(r)) {
+                    m.age(r, ages.route(r).max(gateway));
+                    m.brings.entry(r).or_default().insert(server);
+                }
                 for (li, l) in s.locations.iter().enumerate() {
                     if out.locations.contains(&((pi, si), li)) {
                         continue;
@@ -378,12 +384,10 @@ impl<'a> Inline<'a> {
                     m.loc_on.push(l.loc == Loc::Prefix("/".into()));
                     m.held.push(0);
                     for c in l.candidates().filter(|c| !out.rule(&c.id)) {
-                        let t = m.touch(&c.id.route, at, ages.route(&c.id.route).max(gateway));
+                        m.age(&c.id.route, ages.route(&c.id.route).max(gateway));
+                        let t = m.touches.entry(&c.id.route).or_default().entry(at).or_default();
                         t.charge += regexes(&c.entry).map(|p| regex_charge(p.len())).sum::<usize>();
                         t.makes_location |= makes(&l.loc, c);
-                    }
-                    for r in &bring {
-                        m.touch(r, at, ages.route(r).max(gateway)).makes_server = true;
                     }
                 }
             }
@@ -391,10 +395,9 @@ impl<'a> Inline<'a> {
         m
     }
 
-    fn touch(&mut self, r: &'a RouteId, at: usize, age: usize) -> &mut Touch {
+    fn age(&mut self, r: &'a RouteId, age: usize) {
         let a = self.ages.entry(r).or_insert(usize::MAX);
         *a = (*a).min(age);
-        self.touches.entry(r).or_default().entry(at).or_default()
     }
 
     fn oldest_first(&self) -> Vec<&'a RouteId> {
@@ -404,28 +407,46 @@ impl<'a> Inline<'a> {
         order.into_iter().map(|(_, r)| r).collect()
     }
 
+    /// The servers route `id` would make written.
+    fn turns_on(&self, id: &RouteId) -> BTreeSet<usize> {
+        let brings = self.brings.get(id).into_iter().flatten();
+        brings.copied().filter(|&s| !self.server_on[s]).collect()
+    }
+
     /// Route `id` admitted: what it makes is written, its copies held.
     fn commit(&mut self, id: &RouteId) {
         for (&l, t) in self.touches.get(id).into_iter().flatten() {
-            self.server_on[self.locs[l].0] |= t.makes_server;
-            self.loc_on[l] |= t.makes_location;
+            let s = self.locs[l].0;
+            if !self.loc_on[l] && t.makes_location {
+                self.loc_on[l] = true;
+                self.dormant[s] += self.held[l];
+            }
             self.held[l] += t.charge;
+            if self.loc_on[l] {
+                self.dormant[s] += t.charge;
+            }
+        }
+        for s in self.turns_on(id) {
+            self.server_on[s] = true;
         }
     }
 
     /// What admitting route `id` adds: its copies in the locations written with it, and the
-    /// admitted routes' copies in the locations it makes written.
+    /// admitted routes' copies in the locations and servers it makes written.
     fn cost(&self, id: &RouteId) -> usize {
-        let mut cost = 0;
+        let on = self.turns_on(id);
+        let mut cost: usize = on.iter().map(|&s| self.dormant[s]).sum();
         for (&l, t) in self.touches.get(id).into_iter().flatten() {
             let s = self.locs[l].0;
-            let was = self.server_on[s] && self.loc_on[l];
-            let now = (self.server_on[s] || t.makes_server) && (self.loc_on[l] || t.makes_location);
-            cost += match (was, now) {
-                (_, false) => 0,
-                (true, true) => t.charge,
-                (false, true) => t.charge + self.held[l],
-            };
+            if !(self.server_on[s] || on.contains(&s)) || !(self.loc_on[l] || t.makes_location) {
+                continue;
+            }
+            cost += t.charge;
+            // Made written now: its copies, unless the server's `dormant` counted them.
+            let counted = self.loc_on[l] && (self.server_on[s] || on.contains(&s));
+            if !counted {
+                cost += self.held[l];
+            }
         }
         cost
     }
