@@ -489,7 +489,7 @@ fn makes(loc: &Loc, c: &Candidate) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
 
     use super::{Inline, Out};
@@ -511,19 +511,45 @@ mod tests {
 
     /// Each route's charge, admitted oldest first with no budget: namespace/name -> bytes.
     fn charges(n: usize) -> BTreeMap<String, usize> {
+        charges_of(&yaml(n)).0
+    }
+
+    /// The charges of `yaml`'s routes, and the model's size (route-location pairs and
+    /// route-server pairs it holds).
+    fn charges_of(yaml: &str) -> (BTreeMap<String, usize>, usize) {
         let mut inputs = Inputs::default();
-        load_text(Path::new("t.yaml"), &yaml(n), &mut inputs).unwrap();
+        load_text(Path::new("t.yaml"), yaml, &mut inputs).unwrap();
         let backends = BackendMap::new();
         let mut opts = PlanOptions::new(&backends);
         opts.regex_per_location = true;
         let p = plan(&inputs, &opts);
         let mut m = Inline::of(&p.ports, &p.ages, &Out::default());
+        let size = m.touches.values().map(BTreeMap::len).sum::<usize>()
+            + m.brings.values().map(BTreeSet::len).sum::<usize>();
         let mut out = BTreeMap::new();
         for id in m.oldest_first() {
             out.insert(id.to_string(), m.cost(id));
             m.commit(id);
         }
-        out
+        (out, size)
+    }
+
+    /// n routes bringing one host name (the listener has none), each its own prefix: the
+    /// model holds each route's candidates in the locations that list them and its server,
+    /// linear in n (before, each bringer touched every location of the server: n x 2n).
+    #[test]
+    fn the_inline_model_is_linear_in_routes_bringing_one_host_name() {
+        let yaml = |n: usize| {
+            let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: a}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP}]\n".to_owned();
+            for k in 0..n {
+                y += &format!(
+                    "---\nkind: HTTPRoute\nmetadata: {{name: r{k}, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [h.test]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /p{k}}}}}]\n"
+                );
+            }
+            y
+        };
+        let ((_, at_n), (_, at_2n)) = (charges_of(&yaml(64)), charges_of(&yaml(128)));
+        assert!(at_2n <= 2 * at_n + 8, "{at_n} -> {at_2n}");
     }
 
     /// The older route's charge is its own copies (`location /`, `= /a`, `/a/`: 3), the same
