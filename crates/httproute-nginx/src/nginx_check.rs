@@ -431,16 +431,9 @@ fn scratch_dir(out_dir: &Path) -> Result<PathBuf, String> {
     let parent = out_dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     let parent = std::fs::canonicalize(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    let name = out_dir.file_name().map_or("out".into(), |n| n.to_string_lossy().into_owned());
-    // A killed run's (one run at a time per output directory): only this name, one listing.
-    let ours = format!(".{name}.check-");
-    for e in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
-        let n = e.file_name();
-        let pid = n.to_str().and_then(|n| n.strip_prefix(&ours));
-        if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
+    // A killed run's are removed by the next run, with the directory locked
+    // (`output::Reservation::take`).
+    let ours = crate::output::check_prefix(out_dir);
     Ok(parent.join(format!("{ours}{}", std::process::id())))
 }
 
@@ -463,29 +456,6 @@ fn link_relative_module(module: &str, out_dir: &Path, scratch: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A killed run's scratch directory (`.out.check-PID`, beside the output directory) is
-    /// removed by the next run's; other names beside it stay. Before, each stayed for ever.
-    #[test]
-    fn a_killed_runs_scratch_directory_is_removed_by_the_next() {
-        let parent = std::env::temp_dir().join(format!("hr-check-killed-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&parent);
-        for d in [".out.check-1234567/x", ".out.check-x", ".other.check-12", "out"] {
-            std::fs::create_dir_all(parent.join(d)).unwrap();
-        }
-        let s = scratch_dir(&parent.join("out")).unwrap();
-        assert_eq!(
-            s.file_name().unwrap().to_str(),
-            Some(&*format!(".out.check-{}", std::process::id()))
-        );
-        let mut left: Vec<String> = std::fs::read_dir(&parent)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
-        assert_eq!(left, [".other.check-12", ".out.check-x", "out"]);
-        std::fs::remove_dir_all(&parent).unwrap();
-    }
 
     #[test]
     fn refusals_are_read_with_their_line() {

@@ -17,7 +17,9 @@
 //! [`Reservation`] takes the next generation number before the configuration is made (its
 //! nginx.conf names it), [`Reservation::stage`] writes everything but nginx.conf's rename
 //! (`nginx -t` can check the staged file: [`Staged::conf`]), [`Staged::commit`] renames.
-//! Dropping either before the commit removes what it wrote. One run at a time per directory.
+//! Dropping either before the commit removes what it wrote. One run at a time per directory:
+//! [`Reservation::take`] holds an exclusive `flock` on `DIR/.lock` until the run's end (its
+//! [`Staged`] or [`Committed`] dropped); a second run is refused while it is held.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,9 @@ use crate::emit::{Output, Streams};
 
 /// The directory of the generations, in DIR.
 pub const GENERATIONS: &str = "generations";
+
+/// The lock file in DIR ([`Reservation::take`]).
+pub const LOCK: &str = ".lock";
 
 /// The runtime directories NGINX writes in (created when missing, never touched again).
 pub const RUNTIME_DIRS: [&str; 2] = ["logs", "tmp"];
@@ -38,21 +43,26 @@ pub struct Reservation {
     done: bool,
     /// `dir` did not exist before: a run that writes nothing leaves none.
     fresh: bool,
+    /// `DIR/.lock`, locked: passed on to [`Staged`], then [`Committed`].
+    lock: Option<std::fs::File>,
 }
 
 impl Reservation {
-    /// Takes the number after the highest generation in `dir` (1 in a new directory): its
-    /// directory is created with `create_dir`, so two runs cannot take the same one.
+    /// Locks `dir` ([`LOCK`]; `WouldBlock` if another run holds it), removes what a killed run
+    /// left ([`remove_killed`]), and takes the number after the highest generation in `dir` (1
+    /// in a new directory).
     pub fn take(dir: &Path) -> std::io::Result<Reservation> {
         let root = dir.join(GENERATIONS);
         let fresh = !dir.exists();
-        remove_killed(dir);
         std::fs::create_dir_all(&root)?;
+        let lock = Some(lock(dir)?);
+        remove_killed(dir);
         let mut number = generations(&root)?.last().map_or(1, |n| n + 1);
         loop {
             match std::fs::create_dir(root.join(number.to_string())) {
                 Ok(()) => {
-                    return Ok(Reservation { dir: dir.to_owned(), number, done: false, fresh });
+                    let dir = dir.to_owned();
+                    return Ok(Reservation { dir, number, done: false, fresh, lock });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => number += 1,
                 Err(e) => return Err(e),
@@ -81,8 +91,9 @@ impl Reservation {
                 out.matches_file
             )));
         }
-        let staged = stage(&self.dir, out, Some(self.number))?;
+        let mut staged = stage(&self.dir, out, Some(self.number))?;
         self.done = true;
+        staged.lock = self.lock.take();
         Ok(staged)
     }
 }
@@ -132,9 +143,8 @@ impl Reservation {
         let _ = std::fs::remove_file(&conf);
         std::fs::rename(&conf_new, &conf).map_err(io)?;
         self.done = true;
-        let staged =
-            Staged { dir: self.dir.clone(), conf, generation: Some(self.number), done: false };
-        Ok((staged, made))
+        let (dir, generation, lock) = (self.dir.clone(), Some(self.number), self.lock.take());
+        Ok((Staged { dir, conf, generation, done: false, lock }, made))
     }
 }
 
@@ -144,8 +154,10 @@ impl Drop for Reservation {
             let root = self.dir.join(GENERATIONS);
             let _ = std::fs::remove_dir_all(root.join(self.number.to_string()));
             if self.fresh {
-                // Not recursive: only what this run made, and only if nothing else is there.
+                // Not recursive: only what this run made, and only if nothing else is there
+                // (the lock while held: a run that opened it meanwhile finds it gone, [`lock`]).
                 let _ = std::fs::remove_dir(&root);
+                let _ = std::fs::remove_file(self.dir.join(LOCK));
                 let _ = std::fs::remove_dir(&self.dir);
             }
         }
@@ -160,6 +172,8 @@ pub struct Staged {
     conf: PathBuf,
     generation: Option<u64>,
     done: bool,
+    /// The directory's lock ([`Reservation::take`]), released when this is dropped.
+    lock: Option<std::fs::File>,
 }
 
 impl Staged {
@@ -186,7 +200,7 @@ impl Staged {
     /// [`Staged::commit`], keeping the nginx.conf it replaces (a hard link beside it) so that
     /// [`Committed::roll_back`] can put it back: a reload NGINX refused. The generation of
     /// that configuration is kept by the commit anyway (the one before the current).
-    pub fn commit_undoable(self) -> std::io::Result<Committed> {
+    pub fn commit_undoable(mut self) -> std::io::Result<Committed> {
         let current = self.dir.join("nginx.conf");
         let previous = self.dir.join(format!(".nginx.conf.previous-{}", std::process::id()));
         let _ = std::fs::remove_file(&previous);
@@ -195,8 +209,8 @@ impl Staged {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
-        let committed =
-            Committed { dir: self.dir.clone(), previous, generation: self.generation, done: false };
+        let (dir, generation, lock) = (self.dir.clone(), self.generation, self.lock.take());
+        let committed = Committed { dir, previous, generation, done: false, _lock: lock };
         self.commit()?;
         Ok(committed)
     }
@@ -236,6 +250,8 @@ pub struct Committed {
     previous: Option<PathBuf>,
     generation: Option<u64>,
     done: bool,
+    /// The directory's lock, held until the run ends (kept or rolled back).
+    _lock: Option<std::fs::File>,
 }
 
 impl Committed {
@@ -296,7 +312,7 @@ fn stage(dir: &Path, out: &Output, generation: Option<u64>) -> std::io::Result<S
         std::fs::create_dir_all(dir.join(d))?;
     }
     let conf = dir.join(format!(".nginx.conf.new-{}", std::process::id()));
-    let staged = Staged { dir: dir.to_owned(), conf, generation, done: false };
+    let staged = Staged { dir: dir.to_owned(), conf, generation, done: false, lock: None };
     replace(&dir.join(&out.matches_file), out.matches_json.as_bytes(), false)?;
     for (rel, bytes) in &out.files {
         replace(&dir.join(rel), bytes, true)?;
@@ -359,14 +375,40 @@ fn generations(root: &Path) -> std::io::Result<Vec<u64>> {
     Ok(out)
 }
 
+/// `dir`'s [`LOCK`], created if missing and locked (`flock`, exclusive): `WouldBlock` while
+/// another run holds it, or when the file was removed (a run that created `dir` and wrote
+/// nothing) after this one opened it. Released when the file is closed, or the process dies.
+fn lock(dir: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::MetadataExt as _;
+    let path = dir.join(LOCK);
+    let busy = || {
+        let held = format!("{} is held by another run; try again when it ends", path.display());
+        std::io::Error::new(std::io::ErrorKind::WouldBlock, held)
+    };
+    let file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(&path)?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => return Err(busy()),
+        Err(e) => return Err(e.into()),
+    }
+    let (held, named) = (file.metadata()?, std::fs::metadata(&path).map_err(|_| busy())?);
+    if (held.dev(), held.ino()) != (named.dev(), named.ino()) {
+        return Err(busy());
+    }
+    Ok(file)
+}
+
 /// What a run killed before its commit left in `dir` (SIGKILL: no destructor ran), removed by
-/// the next run (one run at a time per directory): the generations after the one nginx.conf
+/// the next run, with `dir`'s [`lock`] held (so no live run's): the generations after the one nginx.conf
 /// names (`http_matches_reload_report ... N`; with no nginx.conf, every one: none was put in
 /// place), which were never read and would otherwise be kept by [`prune`] as "the previous
-/// one" in place of the one NGINX may be reading; and its staged nginx.conf and the link to
-/// the one it replaced (`.nginx.conf.new-PID`, `.nginx.conf.previous-PID`). Only those
-/// names, in `dir` and `dir/generations`: one listing of each, nginx.conf's first 64 KiB.
+/// one" in place of the one NGINX may be reading; its staged nginx.conf and the link to
+/// the one it replaced (`.nginx.conf.new-PID`, `.nginx.conf.previous-PID`); and its `nginx -t`
+/// scratch directory beside `dir` (`.NAME.check-PID`, nginx_check.rs's). Only those
+/// names: one listing of `dir`, `dir/generations` and `dir`'s parent, nginx.conf's first 64 KiB.
 fn remove_killed(dir: &Path) {
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    remove_pid_named(parent, &[&check_prefix(dir)]);
     let named = match std::fs::File::open(dir.join("nginx.conf")) {
         Ok(f) => {
             let mut head = Vec::new();
@@ -383,14 +425,25 @@ fn remove_killed(dir: &Path) {
     for n in generations(&root).unwrap_or_default().into_iter().filter(|n| Some(*n) > named) {
         let _ = std::fs::remove_dir_all(root.join(n.to_string()));
     }
+    remove_pid_named(dir, &[".nginx.conf.new-", ".nginx.conf.previous-"]);
+}
+
+/// The prefix of the `nginx -t` scratch directories of `dir`'s runs, beside it
+/// (`.NAME.check-PID`).
+pub fn check_prefix(dir: &Path) -> String {
+    let name = dir.file_name().map_or("out".into(), |n| n.to_string_lossy().into_owned());
+    format!(".{name}.check-")
+}
+
+/// Removes the entries of `dir` named one of `prefixes` then a process id (digits).
+fn remove_pid_named(dir: &Path, prefixes: &[&str]) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let name = e.file_name();
-        let pid = [".nginx.conf.new-", ".nginx.conf.previous-"]
-            .iter()
-            .find_map(|p| name.to_str()?.strip_prefix(p));
+        let pid = prefixes.iter().find_map(|p| name.to_str()?.strip_prefix(p));
         if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
-            let _ = std::fs::remove_file(e.path());
+            let path = e.path();
+            let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
         }
     }
 }
@@ -488,7 +541,7 @@ mod tests {
                 assert_eq!(log.lines().count() as u64, round - 1, "{log}");
             }
             // Nothing else is left beside nginx.conf (no temporary file).
-            assert_eq!(names(&dir), ["generations", "logs", "nginx.conf", "tmp"]);
+            assert_eq!(names(&dir), [".lock", "generations", "logs", "nginx.conf", "tmp"]);
         }
         use std::os::unix::fs::PermissionsExt as _;
         let key = dir.join("generations/5/certs/a.key");
@@ -518,7 +571,7 @@ mod tests {
         assert_eq!(names(&dir.join("generations")), ["1"]);
         assert_eq!(
             names(&dir),
-            ["generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]
+            [".lock", "generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]
         );
         // A configuration that does not name the reserved generation is refused.
         let r = Reservation::take(&dir).unwrap();
@@ -541,7 +594,9 @@ mod tests {
         r.stage(&out).unwrap().commit().unwrap();
         let r = Reservation::take(&dir).unwrap();
         let out = output(Some(&r.files_dir()), &report(2));
-        std::mem::forget(r.stage(&out).unwrap());
+        let mut killed = r.stage(&out).unwrap();
+        drop(killed.lock.take()); // The kernel releases a killed process's locks.
+        std::mem::forget(killed);
         let theirs = [".nginx.conf.new-x", "generations/keep", "notes"];
         for f in [".nginx.conf.new-99999999", ".nginx.conf.previous-99999998"].iter().chain(&theirs)
         {
@@ -555,13 +610,63 @@ mod tests {
         assert_eq!(names(&dir.join("generations")), ["1", "2", "keep"]);
         assert_eq!(
             names(&dir),
-            [".nginx.conf.new-x", "generations", "logs", "nginx.conf", "notes", "tmp"]
+            [".lock", ".nginx.conf.new-x", "generations", "logs", "nginx.conf", "notes", "tmp"]
         );
         // Without nginx.conf (a first run killed), no generation was put in place.
         std::fs::remove_file(dir.join("nginx.conf")).unwrap();
         drop(Reservation::take(&dir).unwrap());
         assert_eq!(names(&dir.join("generations")), ["keep"]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Two runs in one directory: while the first holds it (reserved, staged, committed
+    /// undoably), the second is refused and removes none of the first's files (its generation,
+    /// staged nginx.conf, `nginx -t` scratch directory); once the first ends, the next takes
+    /// the number after it. Before, the second run's cleanup removed them all and took the
+    /// first's generation number again (review MED-3).
+    #[test]
+    fn a_second_run_cannot_remove_a_live_runs_files() {
+        let dir = scratch("two-runs");
+        let report = |n: u64| format!("http_matches_reload_report logs/reload.report {n};");
+        let r = Reservation::take(&dir).unwrap();
+        let out = output(Some(&r.files_dir()), &report(1));
+        r.stage(&out).unwrap().commit().unwrap();
+        let first = Reservation::take(&dir).unwrap();
+        let check = dir.with_file_name(format!("{}{}", check_prefix(&dir), std::process::id()));
+        std::fs::create_dir_all(&check).unwrap();
+        let refused = |what: &str| {
+            let e = Reservation::take(&dir).err().unwrap_or_else(|| panic!("{what}: taken"));
+            assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{what}: {e}");
+            assert!(e.to_string().contains(".lock is held by another run"), "{e}");
+            assert!(dir.join("generations/2").is_dir(), "{what}");
+            assert!(check.is_dir(), "{what}");
+        };
+        refused("reserved");
+        let out = output(Some(&first.files_dir()), &report(2));
+        let staged = first.stage(&out).unwrap();
+        refused("staged");
+        assert!(staged.conf().exists());
+        let committed = staged.commit_undoable().unwrap();
+        refused("committed");
+        committed.keep();
+        std::fs::remove_dir_all(&check).unwrap();
+        assert_eq!(Reservation::take(&dir).unwrap().number(), 3);
+        assert_eq!(names(&dir.join("generations")), ["1", "2"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A killed run's `nginx -t` scratch directory (`.out.check-PID`, beside the output
+    /// directory) is removed by the next run's reservation; other names beside it stay.
+    /// Before, each stayed for ever.
+    #[test]
+    fn a_killed_runs_scratch_directory_is_removed_by_the_next() {
+        let parent = scratch("check-killed");
+        for d in [".out.check-1234567/x", ".out.check-x", ".other.check-12", "out"] {
+            std::fs::create_dir_all(parent.join(d)).unwrap();
+        }
+        drop(Reservation::take(&parent.join("out")).unwrap());
+        assert_eq!(names(&parent), [".other.check-12", ".out.check-x", "out"]);
+        std::fs::remove_dir_all(&parent).unwrap();
     }
 
     #[test]

@@ -98,7 +98,7 @@ fn generate_keeps_runtime_files_and_a_refused_run_writes_nothing() {
         assert_eq!(read(&out.join("logs/error.log")), "the master's line\n");
         assert_eq!(read(&out.join("tmp/proxy-file")), "a temp file\n");
     }
-    assert_eq!(names(&out), ["generations", "logs", "nginx.conf", "tmp"]);
+    assert_eq!(names(&out), [".lock", "generations", "logs", "nginx.conf", "tmp"]);
 
     // A refused run (a document that is not YAML: the operator's input; a Gateway the CRD
     // refuses costs only that Gateway): nothing written, the status as it was, and stderr
@@ -121,7 +121,7 @@ fn generate_keeps_runtime_files_and_a_refused_run_writes_nothing() {
     assert_eq!(read(&out.join("nginx.conf")), conf);
     assert_eq!(read(&d.status()), status);
     assert_eq!(names(&out.join("generations")), ["3", "4"]);
-    assert_eq!(names(&out), ["generations", "logs", "nginx.conf", "tmp"]);
+    assert_eq!(names(&out), [".lock", "generations", "logs", "nginx.conf", "tmp"]);
 }
 
 #[test]
@@ -221,7 +221,10 @@ fn apply_verifies_the_reload_and_puts_back_what_the_master_keeps() {
     assert_eq!(read(&d.status()), status);
     assert!(read(&out.join("nginx.conf.rejected")).contains("127.0.0.1:10"));
     assert_eq!(names(&out.join("generations")), ["1"]);
-    assert_eq!(names(&out), ["generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]);
+    assert_eq!(
+        names(&out),
+        [".lock", "generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]
+    );
 
     // It reports nothing (a master stopped, an older module): past --reload-wait, exit 1 and
     // the new configuration stays in place (the master may still take it).
@@ -238,7 +241,10 @@ fn apply_verifies_the_reload_and_puts_back_what_the_master_keeps() {
     assert_eq!(code, Some(0), "{err}");
     assert!(read(&out.join("nginx.conf")).contains("127.0.0.1:10"));
     assert_ne!(read(&d.status()), "old\n");
-    assert_eq!(names(&out), ["generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]);
+    assert_eq!(
+        names(&out),
+        [".lock", "generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]
+    );
     master.kill().unwrap();
     master.wait().unwrap();
 }
