@@ -40,8 +40,8 @@ pub enum Refused {
 
 /// The objects whose server names NGINX's hashes cannot hold beside older objects' names, with
 /// why. Each name is owned by the routes that alone bring it (a name that is no listener's),
-/// else by its listeners; it is as old as its oldest owner (a route: the later of it and its
-/// listener's Gateway). Names are admitted oldest first
+/// else by its listeners; it is as old as its oldest owner (a route: [`Ages::attached`]; a
+/// listener: its Gateway, before its routes). Names are admitted oldest first
 /// ([`NameBudget`]: names crafted to share a bucket fill it at most to NGINX's limit); a name
 /// that does not fit refuses its owners, and the names of owners already refused are not
 /// counted (they are not written).
@@ -50,26 +50,26 @@ pub(super) fn server_names(
     ages: &Ages,
     before: &[(Refused, String)],
 ) -> Vec<(Refused, String)> {
-    let mut names: BTreeMap<&str, (usize, BTreeSet<Refused>)> = BTreeMap::new();
+    let mut names: BTreeMap<&str, ((usize, usize), BTreeSet<Refused>)> = BTreeMap::new();
     for s in ports.iter().flat_map(|p| &p.servers) {
         let Some(h) = s.hostname.as_deref() else { continue };
-        let owners: Vec<(usize, Refused)> = if s.brought_by.is_empty() {
-            s.listener.iter().map(|l| (ages.listener(l), Refused::Listener(l.clone()))).collect()
+        let owners: Vec<((usize, usize), Refused)> = if s.brought_by.is_empty() {
+            // A listener is as old as its Gateway, before any route attached to it.
+            let listener = |l: &ListenerId| ((ages.listener(l), 0), Refused::Listener(l.clone()));
+            s.listener.iter().map(listener).collect()
         } else {
-            // A route's name comes with the later of the route and its listener's Gateway.
+            // A route's name comes with it through its listener ([`Ages::attached`]).
             let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
-            s.brought_by
-                .iter()
-                .map(|r| (ages.route(r).max(gateway), Refused::Route(r.clone())))
-                .collect()
+            let route = |r: &RouteId| (ages.attached(r, gateway), Refused::Route(r.clone()));
+            s.brought_by.iter().map(route).collect()
         };
-        let e = names.entry(h).or_insert((usize::MAX, BTreeSet::new()));
+        let e = names.entry(h).or_insert(((usize::MAX, usize::MAX), BTreeSet::new()));
         for (age, o) in owners {
             e.0 = e.0.min(age);
             e.1.insert(o);
         }
     }
-    let mut order: Vec<(usize, &str, BTreeSet<Refused>)> =
+    let mut order: Vec<((usize, usize), &str, BTreeSet<Refused>)> =
         names.into_iter().map(|(h, (age, owners))| (age, h, owners)).collect();
     order.sort();
     let mut budget = NameBudget::default();
@@ -201,9 +201,9 @@ fn regexes(e: &Entry) -> impl Iterator<Item = &str> {
 /// `http_matches_max_memory` (128 MiB unless set), and refuses the whole configuration when they
 /// do not fit. Each distinct regex condition of a namespace is counted at the most it may hold
 /// ([`regex_charge`]: about 64 KiB), or with `--carrier inline` (`per_location`) each copy a
-/// written location compiles ([`Inline`]); routes are admitted oldest first (a route as new as
-/// the later of it and its listener's Gateway), while their namespace's charges stay within
-/// `per_tenant` and all namespaces' within `total` (`--regex-memory-per-tenant`,
+/// written location compiles ([`Inline`]); routes are admitted oldest first
+/// ([`Ages::attached`]: the later of it and its listener's Gateway, then its own), while their
+/// namespace's charges stay within `per_tenant` and all namespaces' within `total` (`--regex-memory-per-tenant`,
 /// `--regex-memory-total`); a route past either is refused (`Accepted: False`), so a newer
 /// tenant never takes an older one's share. Routes `before` refused are not counted.
 pub(super) fn regex_memory(
@@ -254,19 +254,19 @@ fn per_namespace<'a>(
     mut budget: Budget<'a>,
 ) -> Vec<(Refused, String)> {
     // Each route's age and distinct patterns.
-    let mut routes: BTreeMap<&RouteId, (usize, BTreeSet<&str>)> = BTreeMap::new();
+    let mut routes: BTreeMap<&RouteId, ((usize, usize), BTreeSet<&str>)> = BTreeMap::new();
     for s in ports.iter().flat_map(|p| &p.servers) {
         let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
         let mut seen = std::collections::HashSet::new();
         for run in s.locations.iter().flat_map(|l| &l.segments).filter(|r| seen.insert(r.id())) {
             for c in run.candidates() {
-                let r = routes.entry(&c.id.route).or_insert((usize::MAX, BTreeSet::new()));
-                r.0 = r.0.min(ages.route(&c.id.route).max(gateway));
+                let r = routes.entry(&c.id.route).or_insert(((usize::MAX, 0), BTreeSet::new()));
+                r.0 = r.0.min(ages.attached(&c.id.route, gateway));
                 r.1.extend(regexes(&c.entry));
             }
         }
     }
-    let mut order: Vec<(usize, &RouteId, BTreeSet<&str>)> = routes
+    let mut order: Vec<((usize, usize), &RouteId, BTreeSet<&str>)> = routes
         .into_iter()
         .filter(|(_, (_, p))| !p.is_empty())
         .map(|(r, (a, p))| (a, r, p))
@@ -356,7 +356,7 @@ struct Inline<'a> {
     touches: BTreeMap<&'a RouteId, BTreeMap<usize, Touch>>,
     /// The servers each route brings (a host name of its own).
     brings: BTreeMap<&'a RouteId, BTreeSet<usize>>,
-    ages: BTreeMap<&'a RouteId, usize>,
+    ages: BTreeMap<&'a RouteId, (usize, usize)>,
 }
 
 impl<'a> Inline<'a> {
@@ -372,7 +372,7 @@ impl<'a> Inline<'a> {
                 m.server_on.push(s.brought_by.is_empty());
                 m.dormant.push(0);
                 for r in s.brought_by.iter().filter(|r| !out.routes.contains(r)) {
-                    m.age(r, ages.route(r).max(gateway));
+                    m.age(r, ages.attached(r, gateway));
                     m.brings.entry(r).or_default().insert(server);
                 }
                 for (li, l) in s.locations.iter().enumerate() {
@@ -384,7 +384,7 @@ impl<'a> Inline<'a> {
                     m.loc_on.push(l.loc == Loc::Prefix("/".into()));
                     m.held.push(0);
                     for c in l.candidates().filter(|c| !out.rule(&c.id)) {
-                        m.age(&c.id.route, ages.route(&c.id.route).max(gateway));
+                        m.age(&c.id.route, ages.attached(&c.id.route, gateway));
                         let t = m.touches.entry(&c.id.route).or_default().entry(at).or_default();
                         t.charge += regexes(&c.entry).map(|p| regex_charge(p.len())).sum::<usize>();
                         t.makes_location |= makes(&l.loc, c);
@@ -395,13 +395,13 @@ impl<'a> Inline<'a> {
         m
     }
 
-    fn age(&mut self, r: &'a RouteId, age: usize) {
-        let a = self.ages.entry(r).or_insert(usize::MAX);
+    fn age(&mut self, r: &'a RouteId, age: (usize, usize)) {
+        let a = self.ages.entry(r).or_insert((usize::MAX, 0));
         *a = (*a).min(age);
     }
 
     fn oldest_first(&self) -> Vec<&'a RouteId> {
-        let mut order: Vec<(usize, &'a RouteId)> =
+        let mut order: Vec<((usize, usize), &'a RouteId)> =
             self.ages.iter().map(|(&r, &a)| (a, r)).collect();
         order.sort();
         order.into_iter().map(|(_, r)| r).collect()

@@ -141,6 +141,15 @@ impl Ages {
         self.routes.get(id).copied().unwrap_or(usize::MAX)
     }
 
+    /// A route's place where it comes with a listener of the Gateway at place `gateway` (0: no
+    /// listener): the later of the two, then the route's own, so that routes older than a
+    /// newer Gateway still go newest last, not by kind and name. The one key of every
+    /// oldest-first admission of what a route brings through a listener.
+    pub fn attached(&self, route: &RouteId, gateway: usize) -> (usize, usize) {
+        let own = self.route(route);
+        (own.max(gateway), own)
+    }
+
     /// A listener's place: its Gateway's (an unknown one counts as the newest).
     pub fn listener(&self, id: &ListenerId) -> usize {
         let key = (id.namespace.clone(), id.gateway.clone());

@@ -267,7 +267,7 @@ fn target(t: &Target) -> Result<(), String> {
 /// With `--carrier inline` or `variable` a location's whole list is one word, single-quoted
 /// (`http_matches '[...]'` at `pos` [`Pos::Literal`]; `set $http_matches '[...]'` at
 /// [`Pos::Variables`], a `$` spelled `${httproute_dollar}`). Its rules are admitted oldest
-/// first (the later of the route and its listener's Gateway, then the rule id) while the word
+/// first ([`Ages::attached`], then the rule id) while the word
 /// stays within NGINX's [`MAX_WORD`]; a rule whose entries do not fit beside older rules' is
 /// refused (everywhere: the other lists only get shorter), so a newer rule never refuses an
 /// older one. Units `before` refused are not in the lists. Each entry's bytes are the
@@ -295,14 +295,14 @@ pub(super) fn lists(
                     continue;
                 }
                 // (age, rule, entry bytes and its comma) of the entries written.
-                let mut entries: Vec<(usize, &RuleId, usize)> = Vec::new();
+                let mut entries: Vec<((usize, usize), &RuleId, usize)> = Vec::new();
                 for c in l.candidates() {
                     let id = &c.id;
                     if gone.contains(id) || refused.rule(id) {
                         continue;
                     }
                     let n = *bytes.entry(c as *const Candidate).or_insert_with(|| entry(c, pos));
-                    entries.push((ages.route(&id.route).max(gateway), id, n + 1));
+                    entries.push((ages.attached(&id.route, gateway), id, n + 1));
                 }
                 entries.sort();
                 // The quotes, `[` and `]`, less the comma the first entry does not have.
@@ -349,4 +349,46 @@ fn list_refused(loc: &Loc, host: Option<&str>, port: u16, bytes: usize) -> Strin
          preload)",
         host.unwrap_or("_")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::model::{Inputs, load_text};
+    use crate::plan::{BackendMap, PlanOptions, Refused, plan};
+    use crate::syntax::Pos;
+
+    /// The rules `lists` refuses (inline carrier) for route a/x created on day `x` and b/y on
+    /// day `y`, each one rule on `/` with a 2,500-byte header value (two such entries do not
+    /// fit one 4094-byte list), both older than the Gateway they share (day 9).
+    fn refused(x: u32, y: u32) -> Vec<String> {
+        let v = "v".repeat(2500);
+        let mut yaml = "kind: Gateway\nmetadata: {name: gw, namespace: g, creationTimestamp: \"2026-01-09T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned();
+        for (ns, name, day) in [("a", "x", x), ("b", "y", y)] {
+            yaml += &format!(
+                "---\nkind: HTTPRoute\nmetadata: {{name: {name}, namespace: {ns}, creationTimestamp: \"2026-01-0{day}T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: g}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}, headers: [{{name: x-v, value: {v}}}]}}]\n"
+            );
+        }
+        let mut inputs = Inputs::default();
+        load_text(Path::new("t.yaml"), &yaml, &mut inputs).unwrap();
+        let backends = BackendMap::new();
+        let mut opts = PlanOptions::new(&backends);
+        opts.list_word = Some(Pos::Literal);
+        let p = plan(&inputs, &opts);
+        let rules = p.refused.iter().filter_map(|(r, _)| match r {
+            Refused::Rule(id) => Some(id.to_string()),
+            _ => None,
+        });
+        rules.collect()
+    }
+
+    /// Behind a newer shared Gateway, the newer of two routes is refused, whichever it is
+    /// ([`super::Ages::attached`]). Before, both were as old as the Gateway and the tie went by
+    /// namespace/name: b/y was refused in both orders (fails on gf with x newer).
+    #[test]
+    fn list_ties_behind_a_newer_gateway_go_newest_first() {
+        assert_eq!(refused(1, 2), ["b/y rule 0"]);
+        assert_eq!(refused(2, 1), ["a/x rule 0"]);
+    }
 }
