@@ -19,7 +19,7 @@ use super::ids::{Ages, ListenerId, RouteId, RuleId};
 use super::listeners::Listener;
 use super::merge::ServerAt;
 use super::status::RouteNode;
-use super::types::{Candidate, Loc, PathKind, PortPlan};
+use super::types::{Candidate, Kept, Loc, PathKind, PortPlan};
 
 /// An object a budget refuses: left out of the configuration as NGINX's refusal of it would
 /// leave it out (a listener: `Programmed: False`; a route: not served, `Accepted: False`).
@@ -362,6 +362,9 @@ struct Inline<'a> {
 impl<'a> Inline<'a> {
     fn of(ports: &'a [PortPlan], ages: &Ages, out: &Out<'_>) -> Inline<'a> {
         let mut m = Inline::default();
+        // With an inline carrier `out` holds `words::lists`' refusals: each location's kept
+        // candidates are its written list's, so this walk is bounded by what is written.
+        let mut kept = Kept::default();
         for (pi, p) in ports.iter().enumerate() {
             for (si, s) in p.servers.iter().enumerate() {
                 if s.listener.as_ref().is_some_and(|l| out.listeners.contains(l)) {
@@ -383,7 +386,7 @@ impl<'a> Inline<'a> {
                     m.locs.push((server, ((pi, si), li)));
                     m.loc_on.push(l.loc == Loc::Prefix("/".into()));
                     m.held.push(0);
-                    for c in l.candidates().filter(|c| !out.rule(&c.id)) {
+                    for c in kept.of(l, |c| !out.rule(&c.id)) {
                         m.age(&c.id.route, ages.attached(&c.id.route, gateway));
                         let t = m.touches.entry(&c.id.route).or_default().entry(at).or_default();
                         t.charge += regexes(&c.entry).map(|p| regex_charge(p.len())).sum::<usize>();

@@ -138,6 +138,37 @@ impl Segment {
     }
 }
 
+/// The candidates of locations that a walk still keeps, each run (shared by the locations
+/// that hold it) filtered in full once and then only for what it kept: `keep` may only turn
+/// false over the walk (refusals grow), so a run kept to k candidates costs k per location
+/// after its first, not its length. A walk over lists capped in bytes (inline carriers) is then
+/// bounded by what can be written, plus each run once.
+#[derive(Default)]
+pub struct Kept {
+    runs: std::collections::HashMap<(usize, usize, usize), Vec<usize>>,
+    /// Candidates looked at (tests bound it: counted, never timed).
+    pub walked: usize,
+}
+
+impl Kept {
+    /// Location `l`'s candidates that `keep` keeps, in precedence order.
+    pub fn of<'l>(
+        &mut self,
+        l: &'l LocationPlan,
+        mut keep: impl FnMut(&Candidate) -> bool,
+    ) -> Vec<&'l Candidate> {
+        let mut out = Vec::new();
+        for s in &l.segments {
+            let all = s.candidates();
+            let kept = self.runs.entry(s.id()).or_insert_with(|| (0..all.len()).collect());
+            self.walked += kept.len();
+            kept.retain(|&i| keep(&all[i]));
+            out.extend(kept.iter().map(|&i| &all[i]));
+        }
+        out
+    }
+}
+
 impl PartialEq for Segment {
     fn eq(&self, other: &Segment) -> bool {
         self.candidates() == other.candidates()

@@ -24,7 +24,7 @@ use crate::syntax::{
 
 use super::budget::{Out, Refused};
 use super::ids::{Ages, RuleId};
-use super::types::{Candidate, Loc, PortPlan, RulePlan, ServerPlan, Target};
+use super::types::{Candidate, Kept, Loc, PortPlan, RulePlan, ServerPlan, Target};
 
 const HOSTNAME_FIELD: &str =
     "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
@@ -280,7 +280,19 @@ pub(super) fn lists(
     pos: Pos,
     before: &[(Refused, String)],
 ) -> Vec<(Refused, String)> {
+    lists_walked(ports, ages, pos, before).0
+}
+
+/// [`lists`], and the candidates it looked at ([`Kept`]: a rule refused is not looked at
+/// again in the runs that held it, so the walk is bounded by what the lists can hold).
+fn lists_walked(
+    ports: &[PortPlan],
+    ages: &Ages,
+    pos: Pos,
+    before: &[(Refused, String)],
+) -> (Vec<(Refused, String)>, usize) {
     let refused = Out::of(before);
+    let mut kept = Kept::default();
     let mut gone: BTreeSet<RuleId> = BTreeSet::new();
     let mut bytes: HashMap<*const Candidate, usize> = HashMap::new();
     let mut out = Vec::new();
@@ -296,11 +308,8 @@ pub(super) fn lists(
                 }
                 // (age, rule, entry bytes and its comma) of the entries written.
                 let mut entries: Vec<((usize, usize), &RuleId, usize)> = Vec::new();
-                for c in l.candidates() {
+                for c in kept.of(l, |c| !gone.contains(&c.id) && !refused.rule(&c.id)) {
                     let id = &c.id;
-                    if gone.contains(id) || refused.rule(id) {
-                        continue;
-                    }
                     let n = *bytes.entry(c as *const Candidate).or_insert_with(|| entry(c, pos));
                     entries.push((ages.attached(&id.route, gateway), id, n + 1));
                 }
@@ -323,7 +332,7 @@ pub(super) fn lists(
             }
         }
     }
-    out
+    (out, kept.walked)
 }
 
 /// The bytes of candidate `c`'s entry in a list word at `pos`, as the writer writes them
@@ -381,6 +390,40 @@ mod tests {
             _ => None,
         });
         rules.collect()
+    }
+
+    /// (candidates the list judging looked at, candidates the lists hold) for `n` routes of
+    /// a regex path and `n` of a plain prefix on one hostless listener: every location's list
+    /// holds every regex candidate (n x 2n in all), about 100 of which fit one list.
+    fn walked(n: usize) -> (usize, usize) {
+        let mut yaml = "kind: Gateway\nmetadata: {name: gw, namespace: a}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP}]\n".to_owned();
+        for k in 0..n {
+            yaml += &format!(
+                "---\nkind: HTTPRoute\nmetadata: {{name: p{k}, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /p{k}}}}}]\n---\nkind: HTTPRoute\nmetadata: {{name: q{k}, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: RegularExpression, value: \"/q{k}/[a-z]+\"}}}}]\n"
+            );
+        }
+        let mut inputs = Inputs::default();
+        load_text(Path::new("t.yaml"), &yaml, &mut inputs).unwrap();
+        let backends = BackendMap::new();
+        let mut opts = PlanOptions::new(&backends);
+        (opts.regex_memory_per_tenant, opts.regex_memory_total) = (usize::MAX, usize::MAX);
+        let p = plan(&inputs, &opts);
+        assert!(p.refused.is_empty(), "{:?}", p.refused);
+        let (refused, walked) = super::lists_walked(&p.ports, &p.ages, Pos::Literal, &[]);
+        assert!(refused.len() > n / 2, "{n}: {} refused", refused.len());
+        let locations = p.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.locations);
+        (walked, locations.map(|l| l.len()).sum())
+    }
+
+    /// The list judging looks at each run in full once, then only at what is still kept
+    /// (`Kept`): at 2n routes about twice the work at n, while the candidates of all lists
+    /// (what the walk looked at before, each location's in full) are about 4x.
+    #[test]
+    fn the_list_walk_is_linear_while_the_lists_candidates_are_quadratic() {
+        let ((w1, all1), (w2, all2)) = (walked(100), walked(200));
+        eprintln!("walked {w1} -> {w2}, lists {all1} -> {all2}");
+        assert!(all2 > 3 * all1, "{all1} -> {all2}");
+        assert!(w2 <= 2 * w1 + w1 / 10, "{w1} -> {w2} (lists: {all1} -> {all2})");
     }
 
     /// Behind a newer shared Gateway, the newer of two routes is refused, whichever it is
