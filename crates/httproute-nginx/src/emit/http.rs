@@ -700,8 +700,8 @@ impl<'p> Pass<'p> {
                         vec![d("set").var("match_key").code(key).into(), d("http_matches").into()]
                     })
                 }
-                // A list too long for one word is the carrier's (an option), and it holds
-                // every route of the location: the run's error, with the advice.
+                // The list is one word, judged in the plan (`plan/words.rs` lists: a rule that
+                // does not fit is refused there), so the writer never meets one too long.
                 Carrier::Inline => list_text(skip, loc)?.map(|text| {
                     vec![
                         d("http_matches")
