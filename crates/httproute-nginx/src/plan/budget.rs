@@ -514,11 +514,9 @@ fn makes(loc: &Loc, c: &Candidate) -> bool {
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
-    use std::path::Path;
 
     use super::{Inline, Out};
-    use crate::model::{Inputs, load_text};
-    use crate::plan::{BackendMap, PlanOptions, plan};
+    use crate::plan::plan_yaml;
 
     /// Tenant a's route (a regex path and two prefixes) on a Gateway that admits every
     /// namespace, and `n` newer routes of tenant b, each a plain prefix `/bK` on a's host name.
@@ -541,12 +539,7 @@ mod tests {
     /// The charges of `yaml`'s routes, and the model's size (route-location pairs and
     /// route-server pairs it holds).
     fn charges_of(yaml: &str) -> (BTreeMap<String, usize>, usize) {
-        let mut inputs = Inputs::default();
-        load_text(Path::new("t.yaml"), yaml, &mut inputs).unwrap();
-        let backends = BackendMap::new();
-        let mut opts = PlanOptions::new(&backends);
-        opts.regex_per_location = true;
-        let p = plan(&inputs, &opts);
+        let p = plan_yaml(yaml, |o| o.regex_per_location = true);
         let mut m = Inline::of(&p.ports, &p.ages, &Out::default());
         let size = m.touches.values().map(BTreeMap::len).sum::<usize>()
             + m.brings.values().map(BTreeSet::len).sum::<usize>();
@@ -591,14 +584,11 @@ mod tests {
                 "---\nkind: HTTPRoute\nmetadata: {{name: r{k:02}, namespace: a, creationTimestamp: \"2026-01-01T00:00:{k:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /p{k}}}, headers: [{{name: x-v, value: {v}}}]}}]\n"
             );
         }
-        let mut inputs = Inputs::default();
-        load_text(Path::new("t.yaml"), &y, &mut inputs).unwrap();
-        let backends = BackendMap::new();
-        let mut opts = PlanOptions::new(&backends);
-        opts.regex_per_location = true;
-        opts.list_word = Some(crate::syntax::Pos::Literal);
-        (opts.regex_memory_per_tenant, opts.regex_memory_total) = (total, total);
-        let p = plan(&inputs, &opts);
+        let p = plan_yaml(&y, |o| {
+            o.regex_per_location = true;
+            o.list_word = Some(crate::syntax::Pos::Literal);
+            (o.regex_memory_per_tenant, o.regex_memory_total) = (total, total);
+        });
         let refused: BTreeSet<String> = p
             .refused
             .iter()

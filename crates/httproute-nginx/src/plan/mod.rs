@@ -271,3 +271,14 @@ fn routes_by_age(inputs: &Inputs) -> (Vec<&HttpRoute>, Vec<usize>) {
     }
     (routes, ages)
 }
+
+/// The plan of manifests `yaml` with the default options changed by `edit` (unit tests).
+#[cfg(test)]
+pub(crate) fn plan_yaml(yaml: &str, edit: impl FnOnce(&mut PlanOptions<'_>)) -> Plan {
+    let mut inputs = Inputs::default();
+    crate::model::load_text(std::path::Path::new("t.yaml"), yaml, &mut inputs).unwrap();
+    let backends = BackendMap::new();
+    let mut opts = PlanOptions::new(&backends);
+    edit(&mut opts);
+    plan(&inputs, &opts)
+}

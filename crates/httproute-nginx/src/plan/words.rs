@@ -362,10 +362,8 @@ fn list_refused(loc: &Loc, host: Option<&str>, port: u16, bytes: usize) -> Strin
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
 
-    use crate::model::{Inputs, load_text};
-    use crate::plan::{BackendMap, PlanOptions, Refused, plan};
+    use crate::plan::{Refused, plan_yaml};
     use crate::syntax::Pos;
 
     /// The rules `lists` refuses (inline carrier) for route a/x created on day `x` and b/y on
@@ -379,12 +377,7 @@ mod tests {
                 "---\nkind: HTTPRoute\nmetadata: {{name: {name}, namespace: {ns}, creationTimestamp: \"2026-01-0{day}T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: g}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}, headers: [{{name: x-v, value: {v}}}]}}]\n"
             );
         }
-        let mut inputs = Inputs::default();
-        load_text(Path::new("t.yaml"), &yaml, &mut inputs).unwrap();
-        let backends = BackendMap::new();
-        let mut opts = PlanOptions::new(&backends);
-        opts.list_word = Some(Pos::Literal);
-        let p = plan(&inputs, &opts);
+        let p = plan_yaml(&yaml, |o| o.list_word = Some(Pos::Literal));
         let rules = p.refused.iter().filter_map(|(r, _)| match r {
             Refused::Rule(id) => Some(id.to_string()),
             _ => None,
@@ -402,12 +395,9 @@ mod tests {
                 "---\nkind: HTTPRoute\nmetadata: {{name: p{k}, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /p{k}}}}}]\n---\nkind: HTTPRoute\nmetadata: {{name: q{k}, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: RegularExpression, value: \"/q{k}/[a-z]+\"}}}}]\n"
             );
         }
-        let mut inputs = Inputs::default();
-        load_text(Path::new("t.yaml"), &yaml, &mut inputs).unwrap();
-        let backends = BackendMap::new();
-        let mut opts = PlanOptions::new(&backends);
-        (opts.regex_memory_per_tenant, opts.regex_memory_total) = (usize::MAX, usize::MAX);
-        let p = plan(&inputs, &opts);
+        let p = plan_yaml(&yaml, |o| {
+            (o.regex_memory_per_tenant, o.regex_memory_total) = (usize::MAX, usize::MAX);
+        });
         assert!(p.refused.is_empty(), "{:?}", p.refused);
         let (refused, walked) = super::lists_walked(&p.ports, &p.ages, Pos::Literal, &[]);
         assert!(refused.len() > n / 2, "{n}: {} refused", refused.len());
