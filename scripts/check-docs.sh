@@ -2,7 +2,7 @@
 # The docs cannot name what does not exist: every `FILE::TEST` docs/RELIABILITY.md and
 # docs/ARCHITECTURE.md name is a file of this checkout holding `fn TEST`, every script they
 # name exists, docs/ARCHITECTURE.md's map names every source file of src/ and crates/*/src, and
-# README.md has a section for every directive of src/conf/directives.rs.
+# README.md has a section for every directive of src/conf/directives.rs, in at most 500 lines.
 # Cheap (grep only), run by scripts/test.sh, so the tables cannot rot.
 #   scripts/check-docs.sh [DOC...]   default: docs/RELIABILITY.md docs/ARCHITECTURE.md
 set -euo pipefail
@@ -35,4 +35,6 @@ fi
 while read -r d; do
   grep -qx "### $d" README.md || { echo "README.md has no section \"### $d\" (a directive of src/conf/directives.rs)" >&2; fail=1; }
 done < <(grep -oE 'ngx_string!\("[a-z_]+"\)' src/conf/directives.rs | sed -E 's/.*\("([a-z_]+)"\)/\1/' | sort -u)
+readme=$(wc -l < README.md)
+[ "$readme" -le 500 ] || { echo "README.md has $readme lines (at most 500: detail goes to docs/ or crates/httproute-nginx/README.md)" >&2; fail=1; }
 exit "$fail"
