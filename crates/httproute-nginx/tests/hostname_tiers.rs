@@ -12,6 +12,7 @@ mod common;
 
 use httproute_nginx::explain::{Request, explain_request};
 use httproute_nginx::{BackendMap, plan_for};
+use manifest_gen::objects::{self, Set};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
@@ -43,36 +44,41 @@ fn route() -> impl Strategy<Value = Route> {
 }
 
 fn yaml(listener: Option<&str>, routes: &[Route]) -> String {
-    let host = listener.map_or(String::new(), |h| format!(", hostname: \"{h}\""));
-    let mut y = format!(
-        "kind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  listeners:\n  - \
-         {{name: http, port: 80, protocol: HTTP{host}}}\n---\n"
-    );
+    let ns = Some("default");
+    let mut docs =
+        vec![objects::gateway(ns, "gw", vec![objects::listener("http", 80, listener, None)])];
     for (i, r) in routes.iter().enumerate() {
-        let hosts: Vec<String> = r.hosts.iter().map(|&h| format!("\"{}\"", NAMES[h])).collect();
-        y += &format!(
-            "kind: HTTPRoute\nmetadata: {{name: r{i}, namespace: default, creationTimestamp: \
-             \"2024-01-01T00:{i:02}:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: \
-             [{}]\n  rules:\n",
-            hosts.join(", ")
+        let hosts: Vec<String> = r.hosts.iter().map(|&h| NAMES[h].to_owned()).collect();
+        let rules = r
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(ri, rule)| {
+                let matches = rule
+                    .iter()
+                    .map(|&(p, h, get)| {
+                        let (kind, value) = PATHS[p];
+                        let header =
+                            h.map(|h| vec![objects::header("Exact", "x-h", &h.to_string())]);
+                        objects::path_match(kind, value)
+                            .set_some("headers", header)
+                            .set_some("method", get.then_some("GET"))
+                    })
+                    .collect();
+                objects::rule(
+                    matches,
+                    vec![],
+                    vec![objects::backend(&format!("r{i}-{ri}"), 80, None)],
+                )
+            })
+            .collect();
+        let parents = vec![objects::parent("gw", None, None)];
+        docs.push(
+            objects::http_route(ns, &format!("r{i}"), parents, &hosts, rules)
+                .set("metadata.creationTimestamp", format!("2024-01-01T00:{i:02}:00Z")),
         );
-        for (ri, rule) in r.rules.iter().enumerate() {
-            y += "  - matches:\n";
-            for &(p, h, get) in rule {
-                let (kind, value) = PATHS[p];
-                y += &format!("    - path: {{type: {kind}, value: \"{value}\"}}\n");
-                if let Some(h) = h {
-                    y += &format!("      headers: [{{name: x-h, value: \"{h}\"}}]\n");
-                }
-                if get {
-                    y += "      method: GET\n";
-                }
-            }
-            y += &format!("    backendRefs: [{{name: r{i}-{ri}, port: 80}}]\n");
-        }
-        y += "---\n";
     }
-    y
+    objects::file(&docs)
 }
 
 /// Whether `pattern` (a Gateway API hostname) matches request host `host`.

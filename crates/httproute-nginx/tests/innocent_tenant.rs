@@ -34,9 +34,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use base64::Engine as _;
 use httproute_nginx::conf::Stmt;
 use httproute_nginx::{BackendMap, Options, generate_all};
+use manifest_gen::objects::{self, Set};
 use proptest::prelude::*;
 
 fn opts() -> Options {
@@ -308,59 +308,37 @@ fn tenant_b_objects(
     refs: &[(String, u16, u32, Option<String>)],
     core: &Core,
 ) -> Vec<String> {
-    let (ns, gw, route) = (n.ns, n.gw, n.route);
-    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
-    let refs: Vec<String> = refs
+    let (ns, gw, route) = (Some(n.ns), n.gw, n.route);
+    let tls = format!("{gw}-tls");
+    let refs = refs
         .iter()
-        .map(|(name, port, weight, ns)| {
-            let ns = ns.as_ref().map(|n| format!(", namespace: {n}")).unwrap_or_default();
-            format!("{{name: {name}, port: {port}, weight: {weight}{ns}}}")
+        .map(|(name, port, weight, to)| {
+            objects::backend(name, *port, Some(*weight)).set_some("namespace", to.as_deref())
         })
         .collect();
-    let mut docs = vec![
-        format!(
-            "kind: Gateway\nmetadata: {{name: {gw}-tls, namespace: {ns}, creationTimestamp: {}}}\nspec:\n  listeners: [{{name: https, port: 18443, protocol: HTTPS, hostname: b.test, tls: {{certificateRefs: [{{name: b-cert}}]}}}}]\n",
-            q(n.age)
-        ),
-        format!(
-            "kind: Secret\nmetadata: {{name: b-cert, namespace: {ns}}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: \"{}\", tls.key: \"{}\"}}\n",
-            b64(&secret.0),
-            b64(&secret.1)
-        ),
-        format!(
-            "kind: HTTPRoute\nmetadata: {{name: {route}-refs, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: {gw}}}, {{name: {gw}-tls}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /refs}}}}]\n    backendRefs: [{}]\n",
-            refs.join(", ")
-        ),
-    ];
-    match &core.external {
-        Some(name) => docs.push(format!(
-            "kind: Service\nmetadata: {{name: u, namespace: {ns}}}\nspec: {{type: ExternalName, externalName: {}, ports: [{{port: {}}}]}}\n",
-            q(name),
-            core.port
-        )),
-        None => docs.push(format!(
-            "kind: Service\nmetadata: {{name: u, namespace: {ns}}}\nspec: {{ports: [{{port: {}}}]}}\n",
-            core.port
-        )),
-    }
-    for (i, (kind, addresses, port)) in core.slices.iter().enumerate() {
+    let rule = objects::rule(vec![objects::path_match("PathPrefix", "/refs")], vec![], refs);
+    let parents = vec![objects::parent(gw, None, None), objects::parent(&tls, None, None)];
+    let docs = [
+        objects::gateway(
+            ns,
+            &tls,
+            vec![objects::listener("https", 18443, Some("b.test"), Some("b-cert"))],
+        )
+        .set("metadata.creationTimestamp", n.age),
+        objects::tls_secret(ns, "b-cert", &secret.0, &secret.1),
+        objects::http_route(ns, &format!("{route}-refs"), parents, &[], vec![rule]),
+        objects::service(ns, "u", core.port, core.external.as_deref()),
+    ]
+    .into_iter()
+    .chain(core.slices.iter().enumerate().map(|(i, (kind, addresses, port))| {
         let endpoints = match addresses {
-            None => "null".to_owned(),
-            Some(a) => format!(
-                "[{{addresses: [{}], conditions: {{ready: true}}}}]",
-                a.iter().map(|a| q(a)).collect::<Vec<_>>().join(", ")
-            ),
+            None => serde_json::Value::Null,
+            Some(a) => serde_json::json!([objects::endpoint(a, Some(true))]),
         };
-        docs.push(format!(
-            "kind: EndpointSlice\napiVersion: discovery.k8s.io/v1\nmetadata: {{name: u-{i}, namespace: {ns}, labels: {{kubernetes.io/service-name: u}}}}\naddressType: {kind}\nendpoints: {endpoints}\nports: [{{port: {port}}}]\n"
-        ));
-    }
-    if core.grant {
-        docs.push(format!(
-            "kind: ReferenceGrant\napiVersion: gateway.networking.k8s.io/v1beta1\nmetadata: {{name: to-a, namespace: {ns}}}\nspec:\n  from: [{{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: a}}]\n  to: [{{group: \"\", kind: Service}}]\n"
-        ));
-    }
-    docs
+        objects::endpoint_slice(ns, &format!("u-{i}"), "u", kind, endpoints, *port)
+    }))
+    .chain(core.grant.then(|| objects::service_grant(ns, "to-a", "HTTPRoute", "a", None)));
+    docs.map(|d| format!("{d}\n")).collect()
 }
 
 /// The variables a word names (`$name`, `${name}`).

@@ -9,7 +9,8 @@ mod common;
 
 use httproute_nginx::emit::{Tree, emit_with};
 use httproute_nginx::plan::{DroppedUnit, Refused};
-use httproute_nginx::{BackendMap, conf_reader};
+use httproute_nginx::{BackendMap, Carrier, Options, conf_reader};
+use manifest_gen::grammar::Input;
 use proptest::prelude::*;
 
 /// Tenant a's route (/a) and tenant b's rule whose field `field` is `value` (a JSON string:
@@ -111,6 +112,40 @@ proptest! {
                 _ => prop_assert!(matches!(&d.unit, DroppedUnit::Rule(_)), "{:?}", d),
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The fuzz target's manifest sets (`manifest_gen::grammar`, fuzz/fuzz_targets/generate.rs),
+    /// drawn from proptest's bytes: whatever the loader takes is planned and written in one
+    /// pass, never an error, and NGINX's tokenizer (`conf_reader`, written apart from the
+    /// writer) reads back exactly the directives the writer meant. Shrinking the bytes
+    /// shrinks the set (lists end where the bytes do).
+    #[test]
+    fn the_fuzz_grammars_sets_are_written_in_one_pass_and_read_back_as_written(
+        bytes in prop::collection::vec(any::<u8>(), 0..4096)
+    ) {
+        let input = Input::from_bytes(&bytes);
+        let text = manifest_gen::grammar::manifests(&input);
+        let mut inputs = httproute_nginx::model::Inputs::default();
+        if httproute_nginx::model::load_text(std::path::Path::new("g.yaml"), &text, &mut inputs).is_err() {
+            return Ok(());
+        }
+        let mut backends = BackendMap::new();
+        backends.insert("default/svc:80".into(), "127.0.0.1:9".into());
+        let opts = Options {
+            carrier: [Carrier::Preload, Carrier::Inline, Carrier::Variable][usize::from(input.carrier % 3)],
+            experimental: true,
+            allow_external_name: input.carrier >= 128,
+            ..common::options()
+        };
+        let plan = httproute_nginx::plan_for(&inputs, &backends, &opts);
+        let out = httproute_nginx::emit::emit(&plan, &opts).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(out.work.passes, 1, "{:?}", out.work);
+        let read = conf_reader::read(&out.nginx_conf).map_err(TestCaseError::fail)?;
+        prop_assert!(read == out.tree, "{}", out.nginx_conf);
     }
 }
 

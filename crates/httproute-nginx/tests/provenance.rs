@@ -38,8 +38,10 @@ use std::path::Path;
 
 use httproute_nginx::BackendMap;
 use httproute_nginx::emit::{Output, Tree, Unit, emit_dropping};
+use manifest_gen::objects::{self, Set};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use serde_json::{Value, json};
 
 #[derive(Debug, Clone)]
 struct Listener {
@@ -101,11 +103,11 @@ fn port(n: usize, k: usize) -> u16 {
 /// Tenant `n`'s manifests. Two listeners on one port never both lack a host name, nor have
 /// the same one.
 fn manifests(n: usize, t: &Tenant) -> String {
-    manifests_with(n, t, |_| "[{name: gw}]".to_owned())
+    manifests_with(n, t, |_| vec![objects::parent("gw", None, None)])
 }
 
-/// [`manifests`], route `i`'s parentRefs `parent_refs(i)` (a YAML flow list).
-fn manifests_with(n: usize, t: &Tenant, parent_refs: impl Fn(usize) -> String) -> String {
+/// [`manifests`], route `i`'s parentRefs `parent_refs(i)`.
+fn manifests_with(n: usize, t: &Tenant, parent_refs: impl Fn(usize) -> Vec<Value>) -> String {
     let ns = format!("tenant{n}");
     let mut listeners = Vec::new();
     let mut taken: Vec<(usize, Option<usize>)> = Vec::new();
@@ -118,18 +120,11 @@ fn manifests_with(n: usize, t: &Tenant, parent_refs: impl Fn(usize) -> String) -
             continue;
         }
         taken.push((l.port, hostname));
-        let host = hostname.map(|h| format!(", hostname: l{h}.{ns}.test")).unwrap_or_default();
-        let protocol =
-            if t.tls[l.port] { "HTTPS, tls: {certificateRefs: [{name: cert}]}" } else { "HTTP" };
-        listeners.push(format!(
-            "  - {{name: l{j}, port: {}, protocol: {protocol}{host}}}\n",
-            port(n, l.port)
-        ));
+        let host = hostname.map(|h| format!("l{h}.{ns}.test"));
+        let cert = t.tls[l.port].then_some("cert");
+        listeners.push(objects::listener(&format!("l{j}"), port(n, l.port), host.as_deref(), cert));
     }
-    let mut out = format!(
-        "kind: Gateway\nmetadata: {{name: gw, namespace: {ns}}}\nspec:\n  listeners:\n{}---\n",
-        listeners.concat()
-    );
+    let mut docs = vec![objects::gateway(Some(&ns), "gw", listeners)];
     for (i, r) in t.routes.iter().enumerate() {
         let hosts: Vec<String> = r
             .hosts
@@ -137,43 +132,40 @@ fn manifests_with(n: usize, t: &Tenant, parent_refs: impl Fn(usize) -> String) -
             .map(|h| match h {
                 0 => format!("h{i}.{ns}.test"),
                 1 => format!("l1.{ns}.test"),
-                _ => format!("\"*.{ns}.test\""),
+                _ => format!("*.{ns}.test"),
             })
             .collect();
-        let hostnames = if hosts.is_empty() {
-            String::new()
-        } else {
-            format!("  hostnames: [{}]\n", hosts.join(", "))
-        };
-        let mut rules = String::new();
-        for (ri, rule) in r.rules.iter().enumerate() {
-            let headers = if rule.header { ", headers: [{name: x-t, value: \"1\"}]" } else { "" };
-            rules += &format!(
-                "  - matches: [{{path: {{type: PathPrefix, value: /{ns}/r{i}/p{ri}}}{headers}}}]\n"
-            );
-            if rule.redirect {
-                rules += &format!(
-                    "    filters:\n    - type: RequestRedirect\n      requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: /{ns}/moved}}, statusCode: 302}}\n"
-                );
-                continue;
-            }
-            rules += "    backendRefs:\n";
-            for b in &rule.backends {
-                rules += &format!("    - {{name: s{}, port: 80, weight: {}", b.service, b.weight);
-                if b.filter {
-                    rules += &format!(
-                        ", filters: [{{type: RequestHeaderModifier, requestHeaderModifier: {{set: [{{name: x-b, value: {ns}}}]}}}}]"
-                    );
-                }
-                rules += "}\n";
-            }
-        }
-        out += &format!(
-            "kind: HTTPRoute\nmetadata: {{name: r{i}, namespace: {ns}}}\nspec:\n  parentRefs: {}\n{hostnames}  rules:\n{rules}---\n",
-            parent_refs(i)
-        );
+        let rules =
+            r.rules.iter().enumerate().map(|(ri, rule)| tenant_rule(&ns, i, ri, rule)).collect();
+        docs.push(objects::http_route(Some(&ns), &format!("r{i}"), parent_refs(i), &hosts, rules));
     }
-    out
+    objects::file(&docs)
+}
+
+/// Rule `ri` of tenant `ns`'s route `i`.
+fn tenant_rule(ns: &str, i: usize, ri: usize, rule: &Rule) -> Value {
+    let header = rule.header.then(|| vec![objects::header("Exact", "x-t", "1")]);
+    let matches = vec![
+        objects::path_match("PathPrefix", &format!("/{ns}/r{i}/p{ri}")).set_some("headers", header),
+    ];
+    if rule.redirect {
+        let to = json!({"path": {"type": "ReplaceFullPath", "replaceFullPath": format!("/{ns}/moved")},
+            "statusCode": 302});
+        return objects::rule(matches, vec![objects::filter("RequestRedirect", to)], vec![]);
+    }
+    let backends = rule
+        .backends
+        .iter()
+        .map(|b| {
+            let filter = b.filter.then(|| {
+                let set = json!({"set": [{"name": "x-b", "value": ns}]});
+                vec![objects::filter("RequestHeaderModifier", set)]
+            });
+            objects::backend(&format!("s{}", b.service), 80, Some(b.weight))
+                .set_some("filters", filter)
+        })
+        .collect();
+    objects::rule(matches, vec![], backends)
 }
 
 /// The words of tenant `n` a line of its objects holds.
@@ -541,12 +533,13 @@ fn each_kind_left_out_has_its_condition() {
 
 /// Route `i` of tenant `n`'s parentRefs for choice `c`: the Gateway; its listener l0; l0 and
 /// l1, one parentRef each; l1 and the tenant's second port.
-fn parent_refs(n: usize, c: usize) -> String {
+fn parent_refs(n: usize, c: usize) -> Vec<Value> {
+    let l = |section| objects::parent("gw", None, Some(section));
     match c {
-        0 => "[{name: gw}]".to_owned(),
-        1 => "[{name: gw, sectionName: l0}]".to_owned(),
-        2 => "[{name: gw, sectionName: l0}, {name: gw, sectionName: l1}]".to_owned(),
-        _ => format!("[{{name: gw, sectionName: l1}}, {{name: gw, port: {}}}]", port(n, 1)),
+        0 => vec![objects::parent("gw", None, None)],
+        1 => vec![l("l0")],
+        2 => vec![l("l0"), l("l1")],
+        _ => vec![l("l1"), objects::parent("gw", None, None).set("port", port(n, 1))],
     }
 }
 

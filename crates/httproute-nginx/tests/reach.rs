@@ -11,6 +11,7 @@ use common::inputs;
 
 use httproute_nginx::BackendMap;
 use httproute_nginx::plan::{ConditionType, Plan, PlanOptions, Reason, Target, plan};
+use manifest_gen::objects;
 use proptest::prelude::*;
 
 const GW: &str = "kind: Gateway\nmetadata: {name: gw, namespace: default}\nspec:\n  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n---\n";
@@ -280,17 +281,17 @@ proptest! {
             1..4,
         )
     ) {
-        let mut yaml = format!(
+        let ns = Some("default");
+        let mut docs = vec![objects::service(ns, "s", 80, None)];
+        for (i, (kind, addrs)) in slices.iter().enumerate() {
+            let endpoints = serde_json::json!([objects::endpoint(addrs, None)]);
+            docs.push(objects::endpoint_slice(ns, &format!("s-{i}"), "s", kind, endpoints, 8080));
+        }
+        let yaml = format!(
             "{GW}{}{}",
             route("HTTPRoute", "default", "{name: s, port: 80}"),
-            service("default", "s", "{ports: [{port: 80}]}")
+            objects::file(&docs)
         );
-        for (i, (kind, addrs)) in slices.iter().enumerate() {
-            let list = addrs.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ");
-            yaml += &slice("default", "s", &format!("s-{i}"), &format!(
-                "addressType: {kind}\nendpoints: [{{addresses: [{list}]}}]\nports: [{{port: 8080}}]"
-            ));
-        }
         let p = plan_of(&yaml, false);
         for t in targets(&p) {
             let Target::Upstream { servers, .. } = t else { continue };
