@@ -221,30 +221,11 @@ fn without_service_objects_backends_are_resolved_per_request() {
     assert_eq!(status(&gw, "/a").0, 502);
 }
 
-/// A self-signed certificate for `NAME`, as a kubernetes.io/tls Secret (base64 PEM).
-fn tls_secret(secret: &str, name: &str) -> String {
+/// A self-signed certificate for `NAME`, as a kubernetes.io/tls Secret.
+fn self_signed_secret(secret: &str, name: &str) -> String {
     let (crt, key) = common::self_signed(name, name);
-    let b64 = |p: &PathBuf| {
-        let out = std::process::Command::new("base64").arg("-w0").arg(p).output().unwrap();
-        String::from_utf8(out.stdout).unwrap()
-    };
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {secret}}}\ntype: kubernetes.io/tls\n\
-         data: {{tls.crt: {}, tls.key: {}}}\n---\n",
-        b64(&crt),
-        b64(&key)
-    )
-}
-
-/// `curl -k` over TLS with SNI `host`: the status, or None when the handshake fails.
-fn https_status(port: u16, host: &str) -> Option<u16> {
-    let out = std::process::Command::new("curl")
-        .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--resolve"])
-        .arg(format!("{host}:{port}:127.0.0.1"))
-        .arg(format!("https://{host}:{port}/"))
-        .output()
-        .expect("run curl");
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).parse().ok()).flatten()
+    let read = |p: PathBuf| std::fs::read_to_string(p).unwrap();
+    common::tls_secret(secret, &read(crt), &read(key))
 }
 
 #[test]
@@ -260,7 +241,7 @@ fn a_listener_whose_secret_is_missing_refuses_handshakes_and_the_others_serve() 
          - {{name: bad, port: {port}, protocol: HTTPS, hostname: bad.test, tls: {{certificateRefs: [{{name: cert-manager-will-make-it}}]}}}}\n---\n\
          apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: r}}\nspec:\n  \
          parentRefs: [{{name: gw}}]\n  rules:\n  - backendRefs: [{{name: web, port: {pod_port}}}]\n---\n{}",
-        tls_secret("good-cert", "good.test")
+        self_signed_secret("good-cert", "good.test")
     );
     let (_gw, warnings) = gateway("tls", &yaml, port, vec![format!("127.0.0.1:{dns}")]);
     for want in [
@@ -270,9 +251,9 @@ fn a_listener_whose_secret_is_missing_refuses_handshakes_and_the_others_serve() 
     ] {
         assert!(warnings.iter().any(|w| w == want), "{want}\n{warnings:#?}");
     }
-    assert_eq!(https_status(port, "good.test"), Some(200));
-    assert_eq!(https_status(port, "bad.test"), None);
-    assert_eq!(https_status(port, "good.test"), Some(200));
+    assert_eq!(common::https_status(port, "good.test", "/"), Some(200));
+    assert_eq!(common::https_status(port, "bad.test", "/"), None);
+    assert_eq!(common::https_status(port, "good.test", "/"), Some(200));
 }
 
 /// A network namespace this test makes, with a veth pair to it: the host end

@@ -71,15 +71,10 @@ fn conf(shim: &Server, h2_port: u16) -> String {
             set $epp_port "";
             http_matches_epp {url};
         }}
-        location /_internal {{
-            internal;
-            if ($epp_none) {{
-                return 200 "no endpoint, args=[$args]\n";
-            }}
-            proxy_pass http://$inference_workload_endpoint;
-        }}
+        {internal}
     }}
-"#
+"#,
+        internal = common::EPP_INTERNAL
     )
 }
 

@@ -14,6 +14,22 @@ use common::epp_shim::{Mode, Server};
 use common::fake_epp::Fake;
 use common::{Nginx, Resp};
 
+/// `/keep`: a gRPC call to `fake`, then the request to `upstream` over a kept-alive connection.
+fn keep(fake: &str, upstream: &str) -> String {
+    format!(
+        r#"location /keep {{
+            set $epp_internal_path /_keep;
+            http_matches_epp grpc://{fake};
+        }}
+        location /_keep {{
+            internal;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_pass http://{upstream};
+        }}"#
+    )
+}
+
 /// The pool `a`, `b` and `dead` (nothing listens), behind both modes.
 fn conf(fake: &Fake, shim: &Server, a: &Server, b: &Server, dead: u16) -> String {
     format!(
@@ -49,16 +65,7 @@ fn conf(fake: &Fake, shim: &Server, a: &Server, b: &Server, dead: u16) -> String
             proxy_next_upstream error;
             proxy_pass http://pool;
         }}
-        location /keep {{
-            set $epp_internal_path /_keep;
-            http_matches_epp grpc://{fake};
-        }}
-        location /_keep {{
-            internal;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_pass http://pool;
-        }}
+        {keep}
         location /_first {{
             internal;
             proxy_pass http://$inference_workload_endpoint;
@@ -66,6 +73,7 @@ fn conf(fake: &Fake, shim: &Server, a: &Server, b: &Server, dead: u16) -> String
     }}
 "#,
         fake = fake.addr,
+        keep = keep(&fake.addr, "pool"),
         shim = shim.url(),
         a = a.endpoint(),
         b = b.endpoint(),
@@ -200,19 +208,10 @@ fn a_stale_keepalive_connection_retries_the_same_endpoint() {
     }}
     server {{
         listen 127.0.0.1:{{PORT}};
-        location /keep {{
-            set $epp_internal_path /_keep;
-            http_matches_epp grpc://{fake};
-        }}
-        location /_keep {{
-            internal;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_pass http://one;
-        }}
+        {keep}
     }}
 "#,
-        fake = fake.addr,
+        keep = keep(&fake.addr, "one"),
     );
     let n = Nginx::start("epp-endpoints-stale", &conf, &[]);
     for _ in 0..3 {

@@ -53,15 +53,10 @@ fn conf_h2(fake: &Fake, dead: u16, h2: u16) -> String {
             set $epp_internal_path /_internal;
             http_matches_epp grpc://127.0.0.1:{dead};
         }}
-        location /_internal {{
-            internal;
-            if ($epp_none) {{
-                return 200 "no endpoint, args=[$args]\n";
-            }}
-            proxy_pass http://$inference_workload_endpoint;
-        }}
+        {internal}
     }}
 "#,
+        internal = common::EPP_INTERNAL,
         fake = fake.addr
     )
 }
@@ -557,13 +552,10 @@ fn grpcs_to_the_epp_is_verified_and_a_wrong_ca_fails_open() {
         {verified}
         {wrong}
         {opted_out}
-        location /_internal {{
-            internal;
-            if ($epp_none) {{ return 200 "no endpoint, args=[$args]\n"; }}
-            proxy_pass http://$inference_workload_endpoint;
-        }}
+        {internal}
     }}
 "#,
+        internal = common::EPP_INTERNAL,
         fake = fake.addr,
         verified = location("/infer", "ca", ""),
         wrong = location("/wrongca", "other", ""),
@@ -627,15 +619,10 @@ fn conf_both(shim: &Server, fake: &Fake, dead: u16) -> String {
         location /g {{ http_matches_epp grpc://{fake}; }}
         location /down-s {{ http_matches_epp http://127.0.0.1:{dead}; }}
         location /down-g {{ http_matches_epp grpc://127.0.0.1:{dead}; }}
-        location /_internal {{
-            internal;
-            if ($epp_none) {{
-                return 200 "no endpoint, args=[$args]\n";
-            }}
-            proxy_pass http://$inference_workload_endpoint;
-        }}
+        {internal}
     }}
 "#,
+        internal = common::EPP_INTERNAL,
         shim = shim.url(),
         fake = fake.addr
     )

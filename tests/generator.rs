@@ -33,19 +33,8 @@ const BACKENDS: [&str; 19] = [
 fn manifests(port: u16, tls_port: u16) -> String {
     // The HTTPS listener's certificate, as a kubernetes.io/tls Secret among the manifests.
     let (crt, key) = certificate();
-    let indent = |path: &str| {
-        std::fs::read_to_string(path)
-            .unwrap()
-            .lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    };
-    let secret = format!(
-        "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: secure-cert, namespace: default}}\n\
-         type: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}---\n",
-        indent(&crt),
-        indent(&key)
-    );
+    let read = |path: &str| std::fs::read_to_string(path).unwrap();
+    let secret = common::tls_secret("secure-cert", &read(&crt), &read(&key));
     secret
         + &format!(
             r#"
@@ -231,24 +220,6 @@ fn certificate() -> (String, String) {
     (crt.display().to_string(), key.display().to_string())
 }
 
-/// `curl -k` to https://HOST:PORT/PATH with SNI HOST and, if given, another Host header:
-/// (status, body), or None when the TLS handshake fails.
-fn https(port: u16, sni: &str, host: Option<&str>, path: &str) -> Option<(u16, String)> {
-    let mut c = std::process::Command::new("curl");
-    c.args(["-sk", "-o", "-", "-w", "\n%{http_code}", "--max-time", "10", "--resolve"])
-        .arg(format!("{sni}:{port}:127.0.0.1"));
-    if let Some(h) = host {
-        c.arg("-H").arg(format!("Host: {h}"));
-    }
-    let out = c.arg(format!("https://{sni}:{port}{path}")).output().expect("run curl");
-    if !out.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n')?;
-    Some((code.parse().ok()?, body.to_owned()))
-}
-
 fn gateway(carrier: Carrier, map: &BackendMap, port: u16, tls_port: u16) -> Nginx {
     let src = Prefix::scratch("manifests");
     std::fs::create_dir_all(&src).unwrap();
@@ -390,18 +361,18 @@ fn generated_configurations_route_as_the_gateway_api_says() {
         // HTTPS listener: routed by SNI and Host; a Host that selects another server than the
         // SNI did is 421; a name no HTTPS listener serves gets no TLS handshake.
         assert_eq!(
-            https(tls_port, "a.secure.test", None, "/x?y=1"),
+            common::https(tls_port, "a.secure.test", None, "/x?y=1"),
             Some((200, "secure /x?y=1\n".into()))
         );
         assert_eq!(
-            https(tls_port, "a.secure.test", Some("b.secure.test"), "/").map(|r| r.0),
+            common::https(tls_port, "a.secure.test", Some("b.secure.test"), "/").map(|r| r.0),
             Some(200)
         );
         assert_eq!(
-            https(tls_port, "a.secure.test", Some("cafe.test"), "/coffee").map(|r| r.0),
+            common::https(tls_port, "a.secure.test", Some("cafe.test"), "/coffee").map(|r| r.0),
             Some(421)
         );
-        assert_eq!(https(tls_port, "other.test", None, "/"), None);
+        assert_eq!(common::https(tls_port, "other.test", None, "/"), None);
         // weights 3:1 (and 0): 1,000 requests, each share within 5 points of its target.
         let mut seen: BTreeMap<String, u32> = BTreeMap::new();
         for _ in 0..1000 {

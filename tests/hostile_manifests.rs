@@ -256,27 +256,6 @@ fn pem(name: &str) -> (String, String) {
     (std::fs::read_to_string(crt).unwrap(), std::fs::read_to_string(key).unwrap())
 }
 
-fn secret(name: &str, crt: &str, key: &str) -> String {
-    let indent = |t: &str| t.lines().map(|l| format!("    {l}\n")).collect::<String>();
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}}}\ntype: kubernetes.io/tls\n\
-         stringData:\n  tls.crt: |\n{}  tls.key: |\n{}---\n",
-        if crt.is_empty() { "    \n".to_owned() } else { indent(crt) },
-        indent(key)
-    )
-}
-
-/// `curl -k` with SNI and Host `host`: the status, or None when the handshake fails.
-fn https_status(port: u16, host: &str) -> Option<u16> {
-    let out = std::process::Command::new("curl")
-        .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--resolve"])
-        .arg(format!("{host}:{port}:127.0.0.1"))
-        .arg(format!("https://{host}:{port}/good/x"))
-        .output()
-        .expect("run curl");
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).parse().ok()).flatten()
-}
-
 #[test]
 fn a_bad_certificate_costs_only_its_listener() {
     let (_svc, map) = services(&["good"]);
@@ -294,14 +273,14 @@ fn a_bad_certificate_costs_only_its_listener() {
     );
     let yaml = listeners
         + &good_route()
-        + &secret("good-cert", &good_crt, &good_key)
-        + &secret("empty-cert", "", &good_key)
-        + &secret(
+        + &common::tls_secret("good-cert", &good_crt, &good_key)
+        + &common::tls_secret("empty-cert", "", &good_key)
+        + &common::tls_secret(
             "garbage-cert",
             "-----BEGIN CERTIFICATE-----\nZ2FyYmFnZQ==\n-----END CERTIFICATE-----\n",
             &good_key,
         )
-        + &secret("mismatch-cert", &good_crt, &other_key);
+        + &common::tls_secret("mismatch-cert", &good_crt, &other_key);
     let (n, warnings) = serve("certificates", &yaml, port, &map);
     for (listener, why) in [
         ("empty", "tls.crt has no CERTIFICATE block"),
@@ -315,10 +294,10 @@ fn a_bad_certificate_costs_only_its_listener() {
     }
     // The plain listener and the good TLS listener serve; the bad ones refuse handshakes.
     still_serves(&n);
-    assert_eq!(https_status(tls_port, "good.test"), Some(200));
+    assert_eq!(common::https_status(tls_port, "good.test", "/good/x"), Some(200));
     for host in ["empty.test", "garbage.test", "mismatch.test"] {
-        assert_eq!(https_status(tls_port, host), None, "{host}");
+        assert_eq!(common::https_status(tls_port, host, "/good/x"), None, "{host}");
     }
-    assert_eq!(https_status(tls_port, "good.test"), Some(200));
+    assert_eq!(common::https_status(tls_port, "good.test", "/good/x"), Some(200));
     n.finish();
 }

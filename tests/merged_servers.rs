@@ -14,13 +14,6 @@ use httproute_nginx::BackendMap;
 const BACKENDS: [&str; 4] = ["api", "beta", "web", "secure"];
 
 fn manifests(http: &[u16], https: &[u16], crt: &str, key: &str) -> String {
-    let indent = |path: &str| {
-        std::fs::read_to_string(path)
-            .unwrap()
-            .lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    };
     let mut listeners = String::new();
     for (i, p) in http.iter().enumerate() {
         listeners.push_str(&format!("  - {{name: http{i}, port: {p}, protocol: HTTP}}\n"));
@@ -31,13 +24,10 @@ fn manifests(http: &[u16], https: &[u16], crt: &str, key: &str) -> String {
              tls: {{certificateRefs: [{{name: secure-cert}}]}}}}\n"
         ));
     }
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{name: secure-cert, namespace: default}}\n\
-         type: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}---\n",
-        indent(crt),
-        indent(key)
-    ) + &format!(
-        r#"
+    let read = |path: &str| std::fs::read_to_string(path).unwrap();
+    common::tls_secret("secure-cert", &read(crt), &read(key))
+        + &format!(
+            r#"
 kind: Gateway
 metadata: {{name: gw}}
 spec:
@@ -81,7 +71,7 @@ spec:
   rules:
   - backendRefs: [{{name: secure, port: 80}}]
 "#
-    )
+        )
 }
 
 /// A plain NGINX whose servers say their names, and the gateway's ports (all distinct).
@@ -115,24 +105,6 @@ fn get(port: u16, host: &str, path: &str, headers: &[(&str, &str)]) -> (u16, Str
         _ => String::new(),
     };
     (status, what)
-}
-
-/// `curl -k` https://SNI:PORT/ with another Host header if given: the status and backend, or
-/// None when the handshake fails.
-fn https(port: u16, sni: &str, host: Option<&str>) -> Option<(u16, String)> {
-    let mut c = std::process::Command::new("curl");
-    c.args(["-sk", "-o", "-", "-w", "\n%{http_code}", "--max-time", "10", "--resolve"])
-        .arg(format!("{sni}:{port}:127.0.0.1"));
-    if let Some(h) = host {
-        c.arg("-H").arg(format!("Host: {h}"));
-    }
-    let out = c.arg(format!("https://{sni}:{port}/")).output().expect("run curl");
-    if !out.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n')?;
-    Some((code.parse().ok()?, body.split(' ').next().unwrap_or("").to_owned()))
 }
 
 /// The `server` blocks of a configuration that name `server_name`, each as its `listen` lines.
@@ -195,11 +167,23 @@ fn a_server_on_several_ports_answers_the_same_on_each() {
         assert_eq!(get(p, "nothing.test", "/api", &[]).0, 404, "port {p}");
     }
     for &p in tls {
-        assert_eq!(https(p, "a.secure.test", None), Some((200, "secure".into())), "port {p}");
+        let first_word = |r: (u16, String)| (r.0, r.1.split(' ').next().unwrap_or("").to_owned());
+        assert_eq!(
+            common::https(p, "a.secure.test", None, "/").map(first_word),
+            Some((200, "secure".into())),
+            "port {p}"
+        );
         // The SNI check still holds on every port: Host names another server, 421.
-        assert_eq!(https(p, "a.secure.test", Some("b.secure.test")).map(|r| r.0), Some(421));
+        assert_eq!(
+            common::https(p, "a.secure.test", Some("b.secure.test"), "/").map(|r| r.0),
+            Some(421)
+        );
         // Another name of the listener: its server, which has no route for it.
-        assert_eq!(https(p, "b.secure.test", None).map(|r| r.0), Some(404), "port {p}");
+        assert_eq!(
+            common::https(p, "b.secure.test", None, "/").map(|r| r.0),
+            Some(404),
+            "port {p}"
+        );
     }
     n.finish();
     backend.finish();

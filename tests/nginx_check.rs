@@ -179,17 +179,6 @@ fn a_refusal_of_the_run_s_own_line_or_past_the_bound_leaves_the_output_as_it_was
     assert!(beside.is_empty(), "{beside:?}");
 }
 
-/// A `kubernetes.io/tls` Secret in namespace default.
-fn secret(name: &str, crt: &str, key: &str) -> String {
-    let indent = |t: &str| t.lines().map(|l| format!("    {l}\n")).collect::<String>();
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\ntype: kubernetes.io/tls\n\
-         stringData:\n  tls.crt: |\n{}  tls.key: |\n{}---\n",
-        indent(crt),
-        indent(key)
-    )
-}
-
 /// A certificate for `host` that NGINX refuses: signed with SHA-1 by a CA, which OpenSSL 3
 /// rates below any security level ("ca md too weak"). The generator's certificate check
 /// refuses it too now; the test puts it in the plan after that check, as a check the
@@ -201,17 +190,6 @@ fn sha1_signed(host: &str) -> (String, String) {
     common::certs::leaf(&dir, "ca", "leaf", host, "sha1");
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
     (read("leaf.crt"), read("leaf.key"))
-}
-
-/// `curl -k` with SNI and Host `host` for `path`: the status, or None when the handshake fails.
-fn https_status(port: u16, host: &str, path: &str) -> Option<u16> {
-    let out = std::process::Command::new("curl")
-        .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--resolve"])
-        .arg(format!("{host}:{port}:127.0.0.1"))
-        .arg(format!("https://{host}:{port}{path}"))
-        .output()
-        .expect("run curl");
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).parse().ok()).flatten()
 }
 
 /// A refusal NGINX names no line for, of a tenant's file: a certificate NGINX cannot load
@@ -242,8 +220,8 @@ fn a_certificate_nginx_refuses_costs_only_its_secret() {
         redirect_route("a", "a.test", "/a"),
         redirect_route("g", "good.test", "/g"),
         redirect_route("w", "weak.test", "/w"),
-        secret("good-cert", &good_crt, &good_key),
-        secret("weak-cert", &fine_crt, &fine_key),
+        common::tls_secret("good-cert", &good_crt, &good_key),
+        common::tls_secret("weak-cert", &fine_crt, &fine_key),
     );
     let mut inputs = httproute_nginx::model::Inputs::default();
     httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
@@ -291,8 +269,16 @@ fn a_certificate_nginx_refuses_costs_only_its_secret() {
     assert!(ok, "{text}");
     let n = p.start();
     assert_eq!(get(&n, "a.test", "/a"), 302, "the plain listener's route answers");
-    assert_eq!(https_status(tls_port, "good.test", "/g"), Some(302), "the good Secret serves");
-    assert_eq!(https_status(tls_port, "weak.test", "/w"), None, "the refused one shakes no hands");
+    assert_eq!(
+        common::https_status(tls_port, "good.test", "/g"),
+        Some(302),
+        "the good Secret serves"
+    );
+    assert_eq!(
+        common::https_status(tls_port, "weak.test", "/w"),
+        None,
+        "the refused one shakes no hands"
+    );
     n.finish();
 }
 
@@ -653,7 +639,7 @@ fn a_secret_the_check_passes_loads_in_nginx_whatever_its_pem_framing() {
     let n = p.start();
     for name in variants {
         let host = format!("{name}.pem.test");
-        assert_eq!(https_status(tls_port, &host, "/p"), Some(302), "{name} serves");
+        assert_eq!(common::https_status(tls_port, &host, "/p"), Some(302), "{name} serves");
     }
     n.finish();
 }

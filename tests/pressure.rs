@@ -155,18 +155,19 @@ fn a_pattern_over_its_bound_is_a_malformed_entry() {
     let _ = std::fs::remove_dir_all(&p.dir);
 }
 
-/// `$http_matches` compiled at request time within the bound: over it, that request is a 500
-/// with an `[error]`, and the worker keeps serving.
-#[test]
-fn a_request_time_compile_over_the_bound_is_a_500() {
-    let conf = r#"
-        http_matches_max_memory 256k pattern=1m;
-        server {
+/// A server whose `/v` compiles the request's `x-list` header (`$http_matches`) and redirects to `/ok`.
+const VAR_SERVER: &str = r#"server {
           listen 127.0.0.1:{PORT};
           large_client_header_buffers 4 32k;
           location /ok { internal; return 200 "ok\n"; }
           location = /v { set $http_matches $http_x_list; http_matches; }
         }"#;
+
+/// `$http_matches` compiled at request time within the bound: over it, that request is a 500
+/// with an `[error]`, and the worker keeps serving.
+#[test]
+fn a_request_time_compile_over_the_bound_is_a_500() {
+    let conf = &format!("http_matches_max_memory 256k pattern=1m;\n{VAR_SERVER}");
     let n = Nginx::start("pressure-var", conf, &[]);
     let small = r#"[{"any":true,"redirectPath":"/ok"}]"#;
     assert_eq!(n.get("/v", &[("x-list", small)]).body, "ok\n");
@@ -416,14 +417,7 @@ fn a_reload_swept_across_the_automaton_build_never_kills_the_master() {
 /// of memory result is never cached).
 #[test]
 fn a_request_time_compile_without_the_reserve_is_a_500_and_the_worker_lives() {
-    let conf = r#"
-        http_matches_max_memory 64m;
-        server {
-          listen 127.0.0.1:{PORT};
-          large_client_header_buffers 4 32k;
-          location /ok { internal; return 200 "ok\n"; }
-          location = /v { set $http_matches $http_x_list; http_matches; }
-        }"#;
+    let conf = &format!("http_matches_max_memory 64m;\n{VAR_SERVER}");
     // The worker runs as root, as the test does: prlimit on another user's process needs
     // CAP_SYS_RESOURCE, which a container may not give.
     let n = Nginx::start_keeping_bodies("pressure-no-reserve", conf);

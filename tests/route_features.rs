@@ -56,56 +56,65 @@ fn header<'a>(head: &'a [String], name: &str) -> Option<&'a str> {
     })
 }
 
-/// A WebSocket backend: answers the upgrade with 101, then echoes each text frame it gets
-/// back as "echo: TEXT". Without `Upgrade: websocket` and `Connection: upgrade` it answers 400.
-fn websocket_backend() -> u16 {
+/// A backend on a port of its own: each connection on a thread of its own, answered by
+/// `answer` from its request head's lines (a reader past the head, the writer). Its port.
+fn backend(
+    answer: impl Fn(Vec<String>, BufReader<TcpStream>, TcpStream) + Clone + Send + 'static,
+) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for conn in l.incoming().flatten() {
+            let answer = answer.clone();
             std::thread::spawn(move || {
                 let mut r = BufReader::new(conn.try_clone().unwrap());
-                let mut w = conn;
                 let head = read_head(&mut r);
-                let upgrade =
-                    header(&head, "upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
-                let connection = header(&head, "connection")
-                    .is_some_and(|v| v.to_ascii_lowercase().contains("upgrade"));
-                if !(upgrade && connection) {
-                    let _ = w.write_all(
-                        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\nConnection: close\r\n\r\nno upgrade\n",
-                    );
-                    return;
-                }
-                let _ = w.write_all(
-                    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
-                );
-                // Frames: FIN+text, masked payload (< 126 bytes) from the client.
-                loop {
-                    let mut h = [0u8; 2];
-                    if r.read_exact(&mut h).is_err() {
-                        return;
-                    }
-                    let len = usize::from(h[1] & 0x7f);
-                    let mut mask = [0u8; 4];
-                    let mut data = vec![0u8; len];
-                    if r.read_exact(&mut mask).is_err() || r.read_exact(&mut data).is_err() {
-                        return;
-                    }
-                    for (i, b) in data.iter_mut().enumerate() {
-                        *b ^= mask[i % 4];
-                    }
-                    let reply = format!("echo: {}", String::from_utf8_lossy(&data));
-                    let mut frame = vec![0x81, reply.len() as u8];
-                    frame.extend_from_slice(reply.as_bytes());
-                    if w.write_all(&frame).is_err() {
-                        return;
-                    }
-                }
+                answer(head, r, conn)
             });
         }
     });
     port
+}
+
+/// A WebSocket backend: answers the upgrade with 101, then echoes each text frame it gets
+/// back as "echo: TEXT". Without `Upgrade: websocket` and `Connection: upgrade` it answers 400.
+fn websocket_backend() -> u16 {
+    backend(|head, mut r, mut w| {
+        let upgrade = header(&head, "upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+        let connection =
+            header(&head, "connection").is_some_and(|v| v.to_ascii_lowercase().contains("upgrade"));
+        if !(upgrade && connection) {
+            let _ = w.write_all(
+                        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\nConnection: close\r\n\r\nno upgrade\n",
+                    );
+            return;
+        }
+        let _ = w.write_all(
+                    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+                );
+        // Frames: FIN+text, masked payload (< 126 bytes) from the client.
+        loop {
+            let mut h = [0u8; 2];
+            if r.read_exact(&mut h).is_err() {
+                return;
+            }
+            let len = usize::from(h[1] & 0x7f);
+            let mut mask = [0u8; 4];
+            let mut data = vec![0u8; len];
+            if r.read_exact(&mut mask).is_err() || r.read_exact(&mut data).is_err() {
+                return;
+            }
+            for (i, b) in data.iter_mut().enumerate() {
+                *b ^= mask[i % 4];
+            }
+            let reply = format!("echo: {}", String::from_utf8_lossy(&data));
+            let mut frame = vec![0x81, reply.len() as u8];
+            frame.extend_from_slice(reply.as_bytes());
+            if w.write_all(&frame).is_err() {
+                return;
+            }
+        }
+    })
 }
 
 /// A client frame: FIN+text, masked.
@@ -153,29 +162,17 @@ fn websocket_upgrades_reach_the_backend_and_messages_flow_both_ways() {
 /// A backend that holds every request until `gate` opens, then answers 200 "slow"; it
 /// reports each request line on `arrived` as the request comes in.
 fn held_backend(gate: Arc<(Mutex<bool>, Condvar)>, arrived: mpsc::Sender<String>) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in l.incoming().flatten() {
-            let (gate, arrived) = (gate.clone(), arrived.clone());
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(conn.try_clone().unwrap());
-                let mut w = conn;
-                let head = read_head(&mut r);
-                let _ = arrived.send(head.first().cloned().unwrap_or_default());
-                let (open, cv) = &*gate;
-                let mut g = open.lock().unwrap();
-                while !*g {
-                    g = cv.wait(g).unwrap();
-                }
-                drop(g);
-                let _ = w.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nslow\n",
-                );
-            });
+    backend(move |head, _, mut w| {
+        let _ = arrived.send(head.first().cloned().unwrap_or_default());
+        let (open, cv) = &*gate;
+        let mut g = open.lock().unwrap();
+        while !*g {
+            g = cv.wait(g).unwrap();
         }
-    });
-    port
+        drop(g);
+        let _ =
+            w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nslow\n");
+    })
 }
 
 /// Ordered by events, not timed: the backend holds every request until the test opens its
@@ -214,29 +211,20 @@ fn a_backend_slower_than_the_rule_timeout_answers_504() {
 
 /// A backend that answers 200 with its name and the `x-` headers it got, sorted.
 fn echo_backend(name: &'static str) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(conn.try_clone().unwrap());
-                let mut w = conn;
-                let mut got: Vec<String> = read_head(&mut r)
-                    .into_iter()
-                    .filter(|l| l.to_ascii_lowercase().starts_with("x-"))
-                    .map(|l| l.to_ascii_lowercase())
-                    .collect();
-                got.sort();
-                let body = format!("{name} {}\n", got.join(" "));
-                let _ = write!(
-                    w,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    port
+    backend(move |head, _, mut w| {
+        let mut got: Vec<String> = head
+            .into_iter()
+            .filter(|l| l.to_ascii_lowercase().starts_with("x-"))
+            .map(|l| l.to_ascii_lowercase())
+            .collect();
+        got.sort();
+        let body = format!("{name} {}\n", got.join(" "));
+        let _ = write!(
+            w,
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    })
 }
 
 #[test]

@@ -395,6 +395,46 @@ impl Drop for Nginx {
     }
 }
 
+/// A `kubernetes.io/tls` Secret of namespace default holding these PEM texts, as a document
+/// of a manifest file (`---` after it).
+pub fn tls_secret(name: &str, crt: &str, key: &str) -> String {
+    let secret =
+        manifest_gen::objects::tls_secret(Some("default"), name, crt.as_bytes(), key.as_bytes());
+    manifest_gen::objects::file([&secret])
+}
+
+/// The location the EPP tests' calls redirect to (`$epp_internal_path /_internal`): "no
+/// endpoint, args=[ARGS]" when the call found none (`$epp_none`, a `map` of the test's), else
+/// the request proxied to the endpoint.
+pub const EPP_INTERNAL: &str = r#"location /_internal {
+            internal;
+            if ($epp_none) { return 200 "no endpoint, args=[$args]\n"; }
+            proxy_pass http://$inference_workload_endpoint;
+        }"#;
+
+/// `curl -k` to https://SNI:PORT/PATH through 127.0.0.1, SNI `sni`, the Host header `host` if
+/// given (else `sni`): (status, body), or None when the TLS handshake fails.
+pub fn https(port: u16, sni: &str, host: Option<&str>, path: &str) -> Option<(u16, String)> {
+    let mut c = Command::new("curl");
+    c.args(["-sk", "-o", "-", "-w", "\n%{http_code}", "--max-time", "10", "--resolve"])
+        .arg(format!("{sni}:{port}:127.0.0.1"));
+    if let Some(h) = host {
+        c.arg("-H").arg(format!("Host: {h}"));
+    }
+    let out = c.arg(format!("https://{sni}:{port}{path}")).output().expect("run curl");
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n')?;
+    Some((code.parse().ok()?, body.to_owned()))
+}
+
+/// [`https`]'s status alone, SNI and Host `host`.
+pub fn https_status(port: u16, host: &str, path: &str) -> Option<u16> {
+    https(port, host, None, path).map(|(status, _)| status)
+}
+
 /// The pid of the newest worker, from its "start worker process N" notice (which the master
 /// writes after the fork: the worker may answer before it is there).
 pub fn worker_pid(n: &Nginx) -> u32 {
