@@ -24,6 +24,43 @@ use tonic::codegen::{BoxFuture, Service, http};
 use tonic::server::NamedService;
 use tonic::{Status, Streaming};
 
+/// The bins' command line (`fake-epp`, `fake-shim`): `--flag value` pairs; an odd count prints
+/// `usage` and exits 2 (as [`usage`]).
+pub fn flags(usage_line: &str) -> Vec<(String, String)> {
+    let mut args = std::env::args().skip(1);
+    let mut out = Vec::new();
+    while let Some(flag) = args.next() {
+        let value = args.next().unwrap_or_else(|| usage(usage_line));
+        out.push((flag, value));
+    }
+    out
+}
+
+/// `usage: LINE` on stderr, exit 2.
+pub fn usage(line: &str) -> ! {
+    eprintln!("usage: {line}");
+    std::process::exit(2)
+}
+
+/// The bins' `main`: a 2-thread runtime, a listener bound to `listen`, `ready ADDR` printed
+/// once it accepts connections (what the tests and scripts wait for), then `serve` on it.
+pub fn run_ready<F: std::future::Future<Output = ()>>(
+    listen: &str,
+    serve: impl FnOnce(tokio::net::TcpListener) -> F,
+) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen).await.expect("bind --listen");
+        println!("ready {}", listener.local_addr().expect("the bound address"));
+        let _ = std::io::stdout().flush();
+        serve(listener).await
+    });
+}
+
 /// gRPC messages as their bytes, both ways.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RawCodec;

@@ -2,42 +2,27 @@
 //! Endpoint Picker (see `epp_proto::fake`). Prints `ready ADDR` once it accepts connections.
 //! Modes: header, body, metadata, immediate, grpc-error, malformed, slow.
 
-use std::io::Write;
 use std::sync::atomic::Ordering;
 
 use tokio_stream::StreamExt;
 
-use epp_proto::fake::{Config, Fake, Mode};
+use epp_proto::fake::{self, Config, Fake, Mode};
 
-fn usage() -> ! {
-    eprintln!("usage: fake-epp --listen ADDR --mode MODE --endpoint IP:PORT [--record FILE]");
-    std::process::exit(2)
-}
+const USAGE: &str = "fake-epp --listen ADDR --mode MODE --endpoint IP:PORT [--record FILE]";
 
 fn main() {
     let mut listen = "127.0.0.1:0".to_string();
     let mut config = Config { mode: Mode::Header, endpoint: "127.0.0.1:1".into(), record: None };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().unwrap_or_else(|| usage());
+    for (flag, value) in fake::flags(USAGE) {
         match flag.as_str() {
             "--listen" => listen = value,
-            "--mode" => config.mode = Mode::parse(&value).unwrap_or_else(|| usage()),
+            "--mode" => config.mode = Mode::parse(&value).unwrap_or_else(|| fake::usage(USAGE)),
             "--endpoint" => config.endpoint = value,
             "--record" => config.record = Some(value.into()),
-            _ => usage(),
+            _ => fake::usage(USAGE),
         }
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&listen).await.expect("bind --listen");
-        let addr = listener.local_addr().expect("the bound address");
-        println!("ready {addr}");
-        let _ = std::io::stdout().flush();
+    fake::run_ready(&listen, |listener| async move {
         let fake = Fake::new(config);
         let connections = fake.connections();
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(move |c| {

@@ -7,11 +7,9 @@
 //! 200 with `X-Gateway-Destination-Endpoint` when the headers response set it, the
 //! `ImmediateResponse`'s status and body when there was one, 502 when the call failed.
 
-use std::io::Write;
-
 use envoy_types::pb::envoy::config::core::v3::{HeaderMap, HeaderValue};
 use envoy_types::pb::envoy::service::ext_proc::v3 as pb;
-use epp_proto::fake::RawCodec;
+use epp_proto::fake::{self, RawCodec};
 use pb::processing_request::Request as Req;
 use pb::processing_response::Response as Resp;
 use prost::Message;
@@ -26,23 +24,12 @@ const MAX_HEAD: usize = 1 << 20;
 const MAX_BODY: usize = 64 << 20;
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let listen = match (args.next().as_deref(), args.next(), args.next()) {
-        (Some("--listen"), Some(addr), None) => addr,
-        _ => {
-            eprintln!("usage: fake-shim --listen ADDR");
-            std::process::exit(2)
-        }
+    let usage = "fake-shim --listen ADDR";
+    let listen = match fake::flags(usage).as_slice() {
+        [(flag, addr)] if flag == "--listen" => addr.clone(),
+        _ => fake::usage(usage),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&listen).await.expect("bind --listen");
-        println!("ready {}", listener.local_addr().expect("the bound address"));
-        let _ = std::io::stdout().flush();
+    fake::run_ready(&listen, |listener| async move {
         while let Ok((conn, _)) = listener.accept().await {
             let _ = conn.set_nodelay(true); // as Go's net/http
             tokio::spawn(serve(conn));
