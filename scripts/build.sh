@@ -24,18 +24,9 @@ if [ "${1:-}" = --system ]; then
   # (only) on a copy, with the package's own flags, so the bindings match /usr/sbin/nginx.
   src=$root/target/system/nginx-src
   if [ ! -f "$src/objs/ngx_auto_config.h" ] || [ /usr/share/nginx/src/conf_flags -nt "$src/objs/ngx_auto_config.h" ]; then
-    rm -rf "$src"
-    mkdir -p "$src"
-    cp -a /usr/share/nginx/src/. "$src/"
-    (
-      cd "$src"
-      # shellcheck disable=SC1091
-      . ./conf_flags
-      ./configure --with-cc-opt="$(dpkg-buildflags --get CFLAGS) -fPIC $(dpkg-buildflags --get CPPFLAGS)" \
-        --with-ld-opt="$(dpkg-buildflags --get LDFLAGS) -fPIC" \
-        "${NGX_CONF_FLAGS[@]}" --builddir="$src/objs" >"$src/configure.log" 2>&1 \
-        || { cat "$src/configure.log" >&2; exit 1; }
-    )
+    # shellcheck source=scripts/lib/debian-nginx.sh
+    . scripts/lib/debian-nginx.sh
+    debian_configure "$src" --builddir="$src/objs"
   fi
   export NGINX_BUILD_DIR=$src/objs
   export NGINX_BINARY=${NGINX_BINARY:-/usr/sbin/nginx}

@@ -26,6 +26,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+from procs import measured_commit  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 WORK = ROOT / "target" / "bench"
 NGINX = os.environ.get("BENCH_NGINX", "/usr/sbin/nginx")
@@ -613,11 +616,6 @@ def fmt_i(x):
     return f"{x:,.0f}"
 
 
-
-def measured_commit():
-    """The commit the figures are measured on (docs/BENCHMARKS.md names one for every figure)."""
-    r = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True)
-    return r.stdout.strip() or "unknown"
 
 def report(results, load):
     floor = results.get("floor: return 200", {})

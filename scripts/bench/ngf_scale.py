@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
-from procs import children  # noqa: E402
+from procs import children, measured_commit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 WORK = ROOT / "target" / "ngf-scale"
@@ -365,11 +365,6 @@ def smib(kib):
     return f"{kib / 1024:+.1f}"
 
 
-
-def measured_commit():
-    """The commit the figures are measured on (docs/BENCHMARKS.md names one for every figure)."""
-    r = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True)
-    return r.stdout.strip() or "unknown"
 
 def report(results, sizes):
     nginx_v = subprocess.run([NGINX, "-v"], capture_output=True, text=True).stderr.strip()

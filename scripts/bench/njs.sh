@@ -21,18 +21,12 @@ njs_build() {
   scripts/install-deps.sh nginx-dev libpcre2-dev libssl-dev zlib1g-dev libxml2-dev libxslt1-dev >&2
   rm -rf "$out"
   mkdir -p "$out"
-  cp -a /usr/share/nginx/src/. "$out/ngx"
-  (
-    cd "$out/ngx"
-    # shellcheck disable=SC1091
-    . ./conf_flags
-    ./configure --with-cc-opt="$(dpkg-buildflags --get CFLAGS) -fPIC $(dpkg-buildflags --get CPPFLAGS)" \
-      --with-ld-opt="$(dpkg-buildflags --get LDFLAGS) -fPIC" "${NGX_CONF_FLAGS[@]}" \
-      --add-dynamic-module="$src/nginx" >"$out/configure.log" 2>&1 \
-      || { cat "$out/configure.log" >&2; exit 1; }
-    # Debian's tree has no top-level Makefile.
-    make -j2 -f objs/Makefile modules >"$out/make.log" 2>&1 || { tail -50 "$out/make.log" >&2; exit 1; }
-  )
+  # shellcheck source=scripts/lib/debian-nginx.sh
+  . scripts/lib/debian-nginx.sh
+  debian_configure "$out/ngx" --add-dynamic-module="$src/nginx"
+  # Debian's tree has no top-level Makefile.
+  (cd "$out/ngx" && make -j2 -f objs/Makefile modules >"$out/make.log" 2>&1) \
+    || { tail -50 "$out/make.log" >&2; exit 1; }
   strip --strip-debug "$out/ngx/objs/ngx_http_js_module.so"
   echo "$out/ngx/objs/ngx_http_js_module.so"
 }

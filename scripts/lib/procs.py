@@ -1,5 +1,7 @@
-"""What the measurement scripts read of NGINX's processes in /proc."""
+"""What the measurement scripts share: NGINX's processes as /proc shows them, the commit measured."""
 import os
+import subprocess
+from pathlib import Path
 
 
 def children(parent):
@@ -12,3 +14,10 @@ def children(parent):
         except (OSError, IndexError, ValueError):
             pass
     return sorted(out)
+
+
+def measured_commit():
+    """The commit the figures are measured on (docs/BENCHMARKS.md names one for every figure)."""
+    root = Path(__file__).resolve().parent.parent.parent
+    r = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
