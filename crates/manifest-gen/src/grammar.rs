@@ -340,6 +340,28 @@ fn filter(f: &Filter) -> Value {
     }
 }
 
+/// `name`'s text when the CRDs take it as an object name (a lowercase RFC 1123 subdomain),
+/// else `otherwise()`.
+fn object_name(name: &S, otherwise: impl FnOnce() -> String) -> String {
+    valid_name(name).unwrap_or_else(otherwise)
+}
+
+/// `name`'s text when it is a lowercase RFC 1123 subdomain (`*.` before it too when
+/// `wildcard`), as the CRDs take names, section names and host names.
+fn valid(text: String, wildcard: bool) -> Option<String> {
+    let rest = if wildcard { text.strip_prefix("*.").unwrap_or(&text) } else { &text };
+    let ok = !rest.is_empty()
+        && text.len() <= 253
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    ok.then_some(text)
+}
+
+fn valid_name(name: &S) -> Option<String> {
+    valid(name.get(), false)
+}
+
 /// The Gateway `gw` and its listeners (at least one).
 fn gateway_of(input: &Input) -> Value {
     let mut listeners: Vec<Value> = input
@@ -350,15 +372,7 @@ fn gateway_of(input: &Input) -> Value {
         .map(|(i, l)| {
             // A listener name the Gateway CRD refuses stops the run (the Gateway is the
             // operator's): such a name is replaced, so that the routes are reached.
-            let name = Some(l.name.get())
-                .filter(|n| {
-                    !n.is_empty()
-                        && n.len() <= 253
-                        && n.bytes().all(|b| {
-                            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
-                        })
-                })
-                .unwrap_or_else(|| format!("l{i}"));
+            let name = object_name(&l.name, || format!("l{i}"));
             let port = if l.port > 60000 { l.port } else { l.port % 4 + 8080 };
             let v = listener(&name, port, None, None)
                 .set_some("hostname", l.hostname.as_ref().map(S::get));
@@ -419,7 +433,7 @@ fn rule_of<'a>(r: &Rule, extras: &mut impl Iterator<Item = &'a BackendExtra>) ->
         r.filters.iter().take(4).map(filter).collect(),
         backends,
     )
-    .set_some("name", r.name.as_ref().map(S::get))
+    .set_some("name", r.name.as_ref().and_then(valid_name))
     .set_some("timeouts", r.timeout.as_ref().map(|t| json!({"request": t.get()})))
 }
 
@@ -427,12 +441,23 @@ fn rule_of<'a>(r: &Rule, extras: &mut impl Iterator<Item = &'a BackendExtra>) ->
 pub fn manifests(input: &Input) -> String {
     let mut extras = input.backend_refs.iter();
     let mut docs = vec![gateway_of(input)];
-    for r in input.routes.iter().take(4) {
+    for (i, r) in input.routes.iter().take(4).enumerate() {
         let rules: Vec<Value> = r.rules.iter().take(4).map(|x| rule_of(x, &mut extras)).collect();
-        let parent = parent("gw", None, r.section.as_ref().map(S::get).as_deref());
-        let route = http_route(None, &r.name.get(), vec![parent], &strings(&r.hostnames), rules)
-            .set("spec.hostnames", strings(&r.hostnames))
-            .set_some("metadata.creationTimestamp", r.created.as_ref().map(S::get));
+        let parent = parent("gw", None, r.section.as_ref().and_then(valid_name).as_deref());
+        // What the CRDs refuse of the route's own fields (its name, a creationTimestamp, which
+        // the API server sets, a sectionName, host names) would refuse the whole route before
+        // its rules are written: a name is replaced, the others left out when invalid, so
+        // that the rules' hostile values are reached (the loader's refusals of those fields:
+        // crates/httproute-nginx/tests/validation.rs).
+        let name = object_name(&r.name, || format!("r{i}"));
+        let created = r.created.as_ref().map(S::get).filter(|c| {
+            !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit() || b"-:.TZ+".contains(&b))
+        });
+        let hostnames: Vec<String> =
+            r.hostnames.iter().take(4).filter_map(|h| valid(h.get(), true)).collect();
+        let route = http_route(None, &name, vec![parent], &hostnames, rules)
+            .set("spec.hostnames", hostnames.clone())
+            .set_some("metadata.creationTimestamp", created);
         docs.push(route);
     }
     docs.extend(core_objects(input));
