@@ -8,7 +8,6 @@
 mod common;
 
 use std::net::UdpSocket;
-use std::path::PathBuf;
 
 use common::{Nginx, Prefix, free_ports};
 use httproute_nginx::BackendMap;
@@ -221,13 +220,6 @@ fn without_service_objects_backends_are_resolved_per_request() {
     assert_eq!(status(&gw, "/a").0, 502);
 }
 
-/// A self-signed certificate for `NAME`, as a kubernetes.io/tls Secret.
-fn self_signed_secret(secret: &str, name: &str) -> String {
-    let (crt, key) = common::self_signed(name, name);
-    let read = |p: PathBuf| std::fs::read_to_string(p).unwrap();
-    common::tls_secret(secret, &read(crt), &read(key))
-}
-
 #[test]
 fn a_listener_whose_secret_is_missing_refuses_handshakes_and_the_others_serve() {
     let ports = free_ports(2);
@@ -241,7 +233,7 @@ fn a_listener_whose_secret_is_missing_refuses_handshakes_and_the_others_serve() 
          - {{name: bad, port: {port}, protocol: HTTPS, hostname: bad.test, tls: {{certificateRefs: [{{name: cert-manager-will-make-it}}]}}}}\n---\n\
          apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: r}}\nspec:\n  \
          parentRefs: [{{name: gw}}]\n  rules:\n  - backendRefs: [{{name: web, port: {pod_port}}}]\n---\n{}",
-        self_signed_secret("good-cert", "good.test")
+        common::self_signed_secret("good-cert", "good.test", "good.test")
     );
     let (_gw, warnings) = gateway("tls", &yaml, port, vec![format!("127.0.0.1:{dns}")]);
     for want in [

@@ -32,9 +32,7 @@ const BACKENDS: [&str; 19] = [
 
 fn manifests(port: u16, tls_port: u16) -> String {
     // The HTTPS listener's certificate, as a kubernetes.io/tls Secret among the manifests.
-    let (crt, key) = certificate();
-    let read = |path: &str| std::fs::read_to_string(path).unwrap();
-    let secret = common::tls_secret("secure-cert", &read(&crt), &read(&key));
+    let secret = common::self_signed_secret("secure-cert", "secure.test", "*.secure.test");
     secret
         + &format!(
             r#"
@@ -212,12 +210,6 @@ fn backends() -> (Nginx, BackendMap, u16, u16) {
     let (ok, text) = p.test();
     assert!(ok, "{text}");
     (p.start(), map, ports[BACKENDS.len() + 1], ports[BACKENDS.len() + 2])
-}
-
-/// A self-signed certificate for `*.secure.test`, as (cert, key) paths.
-fn certificate() -> (String, String) {
-    let (crt, key) = common::self_signed("secure.test", "*.secure.test");
-    (crt.display().to_string(), key.display().to_string())
 }
 
 fn gateway(carrier: Carrier, map: &BackendMap, port: u16, tls_port: u16) -> Nginx {

@@ -13,7 +13,7 @@ use httproute_nginx::BackendMap;
 
 const BACKENDS: [&str; 4] = ["api", "beta", "web", "secure"];
 
-fn manifests(http: &[u16], https: &[u16], crt: &str, key: &str) -> String {
+fn manifests(http: &[u16], https: &[u16]) -> String {
     let mut listeners = String::new();
     for (i, p) in http.iter().enumerate() {
         listeners.push_str(&format!("  - {{name: http{i}, port: {p}, protocol: HTTP}}\n"));
@@ -24,8 +24,7 @@ fn manifests(http: &[u16], https: &[u16], crt: &str, key: &str) -> String {
              tls: {{certificateRefs: [{{name: secure-cert}}]}}}}\n"
         ));
     }
-    let read = |path: &str| std::fs::read_to_string(path).unwrap();
-    common::tls_secret("secure-cert", &read(crt), &read(key))
+    common::self_signed_secret("secure-cert", "secure.test", "*.secure.test")
         + &format!(
             r#"
 kind: Gateway
@@ -130,8 +129,7 @@ fn a_server_on_several_ports_answers_the_same_on_each() {
     ports[..3].sort_unstable();
     ports[3..].sort_unstable();
     let (http, tls) = (&ports[..3], &ports[3..]);
-    let (crt, key) = common::self_signed("secure.test", "*.secure.test");
-    let yaml = manifests(http, tls, &crt.display().to_string(), &key.display().to_string());
+    let yaml = manifests(http, tls);
     let opts = common::generator_options();
     let (prefix, warnings) = common::generated("merged", &yaml, http[0], &map, &opts);
     assert!(warnings.is_empty(), "{warnings:?}");

@@ -403,6 +403,14 @@ pub fn tls_secret(name: &str, crt: &str, key: &str) -> String {
     manifest_gen::objects::file([&secret])
 }
 
+/// [`tls_secret`] `name` of a new self-signed certificate ([`certs::self_signed`]: `cn`,
+/// `san`).
+pub fn self_signed_secret(name: &str, cn: &str, san: &str) -> String {
+    let (crt, key) = certs::self_signed(cn, san);
+    let read = |p: PathBuf| std::fs::read_to_string(p).expect("a certificate file");
+    tls_secret(name, &read(crt), &read(key))
+}
+
 /// The location the EPP tests' calls redirect to (`$epp_internal_path /_internal`): "no
 /// endpoint, args=[ARGS]" when the call found none (`$epp_none`, a `map` of the test's), else
 /// the request proxied to the endpoint.
