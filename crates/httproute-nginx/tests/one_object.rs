@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use httproute_nginx::conf::Stmt;
 use httproute_nginx::plan::ConditionType;
 use httproute_nginx::{BackendMap, Options};
+use manifest_gen::objects::{self, Set};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -30,28 +31,21 @@ fn opts() -> Options {
 }
 
 fn service(ns: &str, name: &str) -> Value {
-    json!({"kind": "Service", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns},
-           "spec": {"ports": [{"port": 80, "targetPort": 8080}]}})
+    objects::service(Some(ns), name, 80, None).set("spec.ports.0.targetPort", 8080)
 }
 
 fn slice(ns: &str, name: &str, ip: &str) -> Value {
-    json!({"kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
-           "metadata": {"name": format!("{name}-1"), "namespace": ns,
-                        "labels": {"kubernetes.io/service-name": name}},
-           "addressType": "IPv4",
-           "endpoints": [{"addresses": [ip], "conditions": {"ready": true}}],
-           "ports": [{"port": 8080}]})
+    let endpoints = json!([objects::endpoint(&[ip.to_owned()], Some(true))]);
+    objects::endpoint_slice(Some(ns), &format!("{name}-1"), name, "IPv4", endpoints, 8080)
 }
 
 fn gateway(ns: &str, port: u16) -> Value {
-    json!({"kind": "Gateway", "apiVersion": "gateway.networking.k8s.io/v1",
-           "metadata": {"name": "gw", "namespace": ns},
-           "spec": {"gatewayClassName": "nginx",
-                    "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}]}})
+    objects::gateway(Some(ns), "gw", vec![objects::listener("http", port, None, None)])
+        .set("spec.gatewayClassName", "nginx")
 }
 
 /// Tenant a's objects (never mutated), then tenant b's.
-fn objects() -> (Vec<Value>, Vec<Value>) {
+fn tenant_objects() -> (Vec<Value>, Vec<Value>) {
     let a = vec![
         gateway("a", 18080),
         json!({"kind": "HTTPRoute", "apiVersion": "gateway.networking.k8s.io/v1",
@@ -95,11 +89,7 @@ fn objects() -> (Vec<Value>, Vec<Value>) {
         service("b", "t"),
         slice("b", "s", "10.0.1.1"),
         slice("b", "t", "10.0.1.2"),
-        json!({"kind": "ReferenceGrant", "apiVersion": "gateway.networking.k8s.io/v1beta1",
-               "metadata": {"name": "to-a", "namespace": "b"},
-               "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute",
-                                  "namespace": "a"}],
-                        "to": [{"group": "", "kind": "Service"}]}}),
+        objects::service_grant(Some("b"), "to-a", "HTTPRoute", "a", None),
         json!({"kind": "Namespace", "apiVersion": "v1",
                "metadata": {"name": "b", "labels": {"team": "b"}}}),
     ];
@@ -377,7 +367,7 @@ fn cases() -> u32 {
 
 #[test]
 fn the_base_input_serves_every_match_of_both_tenants() {
-    let (a, b) = objects();
+    let (a, b) = tenant_objects();
     let base = run(&[a, b].concat()).unwrap();
     assert!(base.said.is_empty(), "{:?}", base.said);
     let want: BTreeSet<(String, usize, usize)> =
@@ -398,7 +388,7 @@ proptest! {
         node in any::<prop::sample::Index>(),
         op in op(),
     ) {
-        let (a, b) = objects();
+        let (a, b) = tenant_objects();
         static BASE: std::sync::OnceLock<Run> = std::sync::OnceLock::new();
         let base = BASE.get_or_init(|| run(&[a.clone(), b.clone()].concat()).unwrap());
         let oi = which.index(b.len());
@@ -439,7 +429,7 @@ proptest! {
 /// (before, any Service anywhere made a's reference `BackendNotFound`, a 500).
 #[test]
 fn a_namespace_without_services_resolves_the_same_whatever_another_gives() {
-    let (a, b) = objects();
+    let (a, b) = tenant_objects();
     let a: Vec<Value> = a
         .into_iter()
         .filter(|o| !matches!(o["kind"].as_str(), Some("Service" | "EndpointSlice")))
