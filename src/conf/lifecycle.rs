@@ -131,7 +131,9 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     }
     // The workers fork from this process: they inherit the setting of its thread.
     route_match::regex_cache::set_capacity(mcf.regex_cache_size);
-    crate::epp::postconfiguration(cf, &mut mcf.epp);
+    if !crate::epp::postconfiguration(cf, &mut mcf.epp) {
+        return Status::NGX_ERROR;
+    }
     mcf.epp.endpoints = crate::epp::endpoints::postconfiguration(cf);
     if !mcf.used {
         return Status::NGX_OK;

@@ -73,23 +73,6 @@ pub(crate) unsafe fn set_endpoint(
     }
 }
 
-/// The call's answer as the in-memory subrequest holds it (`sr->out`; empty: none).
-///
-/// # Safety
-/// `sr` must be the call being finalized; the bytes live in its pool.
-pub(crate) unsafe fn output<'a>(sr: *mut ngx_http_request_t) -> &'a [u8] {
-    // SAFETY: `sr->out->buf` is the memory filter's one temporary buffer, holding `last - pos`
-    // initialized bytes from `pos` on (`max(0)` guards the subtraction anyway).
-    unsafe {
-        let out = (*sr).out;
-        if out.is_null() || (*out).buf.is_null() || (*(*out).buf).pos.is_null() {
-            return &[];
-        }
-        let b = &*(*out).buf;
-        core::slice::from_raw_parts(b.pos, b.last.offset_from(b.pos).max(0) as usize)
-    }
-}
-
 /// A request header line over static `name`, `lower` (its lowercase) and `value`: NGINX's
 /// proxies only read request header lines, never write them.
 pub(crate) fn line(name: &'static [u8], lower: &'static [u8], value: ngx_str_t) -> ngx_table_elt_t {

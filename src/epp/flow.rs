@@ -8,7 +8,7 @@
 //! [`super::grpc`]; what the operator sees: README (`http_matches_epp`).
 
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use ngx::ffi::{
     NGX_DONE, NGX_ERROR, NGX_HTTP_CLIENT_CLOSED_REQUEST, NGX_HTTP_INTERNAL_SERVER_ERROR,
@@ -24,7 +24,7 @@ use ngx::ngx_log_error;
 use crate::epp::check::install_headers;
 use crate::epp::grpc;
 use crate::epp::shim;
-use crate::util::{escape, var};
+use crate::util::{emerg, escape, var};
 use crate::{HttpMatchesModule, guard};
 
 pub(crate) const VAR_HOST: &str = "epp_host";
@@ -56,7 +56,7 @@ pub(crate) struct Ctx {
     path: ngx_str_t,
     /// The client's connection had an error when the call started.
     error_before: bool,
-    /// The answer's body did not fit in memory (`subrequest_output_buffer_size`).
+    /// The shim's answer did not fit in memory (`subrequest_output_buffer_size`).
     pub(crate) cut: bool,
     /// The call speaks the EPP protocol (`grpc://`, see `epp::grpc`), and what its answer
     /// means (in the request's pool; null: no answer).
@@ -70,19 +70,16 @@ pub(crate) struct Ctx {
 /// The body filter after ours (`ngx_http_output_body_filter_pt`, as a number; 0: none).
 static NEXT_BODY_FILTER: AtomicUsize = AtomicUsize::new(0);
 
-/// [`body_filter`] is in NGINX's chain: a gRPC call's answer is read there.
-static FILTERED: AtomicBool = AtomicBool::new(false);
-
-/// Puts [`body_filter`] on top of NGINX's body filter chain, when this module's
-/// postconfiguration runs after the postpone filter's: every build does (cargo's .so is
-/// appended to the module list; the addon `config` declares a filter module, placed after
-/// NGINX's filters when linked in and before `ngx_http_copy_filter_module` when dynamic).
-/// A module list in another order leaves the call's answer capped at
-/// subrequest_output_buffer_size (see `grpc::read_answer`).
+/// Puts [`body_filter`] on top of NGINX's body filter chain (a gRPC call's answer is read
+/// there, as it arrives); `false`, with an `[emerg]`, when this module's postconfiguration
+/// does not run after the postpone filter's (it would put the filter under it). Every build
+/// runs it after: cargo's .so is appended to the module list by `load_module`; the addon
+/// `config` declares a filter module, placed after NGINX's filters when linked in and before
+/// `ngx_http_copy_filter_module` when dynamic.
 ///
 /// # Safety
 /// Only from the http block's postconfiguration.
-pub(crate) unsafe fn register_filter(cf: *mut ngx_conf_t) {
+pub(crate) unsafe fn register_filter(cf: *mut ngx_conf_t) -> bool {
     // SAFETY: during configuration `cf->cycle->modules` is the null-terminated module list;
     // the chain's head is NGINX's global, set by each filter's postconfiguration in turn.
     unsafe {
@@ -96,14 +93,18 @@ pub(crate) unsafe fn register_filter(cf: *mut ngx_conf_t) {
                 _ => {}
             }
         }
-        FILTERED.store(false, Ordering::Relaxed);
         if !matches!((postpone, ours), (Some(p), Some(o)) if p < o) {
-            return;
+            let what = "http_matches_epp grpc://: ngx_http_matches_module must load after \
+                        ngx_http_postpone_filter_module (its body filter reads the EPP's answer): \
+                        load it with load_module, or build it with its own config \
+                        (--add-module or --add-dynamic-module), which places it after NGINX's \
+                        filters";
+            return emerg(cf, false, format_args!("{what}"));
         }
         let next = ngx::ffi::ngx_http_top_body_filter.map_or(0, |f| f as usize);
         NEXT_BODY_FILTER.store(next, Ordering::Relaxed);
-        FILTERED.store(true, Ordering::Relaxed);
         ngx::ffi::ngx_http_top_body_filter = Some(body_filter);
+        true
     }
 }
 
@@ -394,19 +395,18 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         let first = !ctx.done;
         let u = (*sr).upstream;
         let c = (*sr).connection;
-        // A gRPC answer read by the body filter never fills the in-memory buffer.
-        let filtered = ctx.grpc && FILTERED.load(Ordering::Relaxed);
-        let cut = !filtered && (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc);
+        // A gRPC answer is read by the body filter: it never fills the in-memory buffer.
+        let cut = !ctx.grpc && (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc);
         if first && !u.is_null() && (*u).headers_in.status_n != 0 {
             if !ctx.grpc {
                 shim::record(sr, &mut ctx.shim);
             } else {
                 // An empty context slot (NGINX clears a request's contexts on an internal
-                // redirect) still reads the answer, with a fresh decoder.
+                // redirect): the body filter did not read the answer.
                 let call = get_ctx(sr);
                 let decoder =
                     if call.is_null() { core::ptr::null_mut() } else { (*call).prepared.decoder };
-                ctx.outcome = grpc::read_answer(sr, cut, decoder);
+                ctx.outcome = grpc::read_answer(sr, decoder);
             }
         }
         ctx.done = true;
@@ -527,7 +527,7 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
             );
         } else if ctx.grpc {
             forget(r, mcf.epp.content_length);
-            if let Some(rc) = grpc::conclude(r, (ctx.outcome, ctx.rc, ctx.cut), mcf.epp.endpoint) {
+            if let Some(rc) = grpc::conclude(r, (ctx.outcome, ctx.rc), mcf.epp.endpoint) {
                 return rc;
             }
         } else {

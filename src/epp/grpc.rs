@@ -339,42 +339,38 @@ pub(crate) unsafe fn consume(mut chain: *mut ngx_chain_t) {
 }
 
 /// Decodes the call's answer (the first finalization of a subrequest with an upstream status)
-/// from what [`swallow`] fed `decoder`, kept in the request's pool. An answer `cut` at
-/// subrequest_output_buffer_size (only when the body filter is not in NGINX's chain, see
-/// `epp::register_filter`) keeps what its messages held whole gave
-/// ([`epp_proto::Decoder::cut`]).
+/// from what [`swallow`] fed `decoder`, kept in the request's pool.
 ///
 /// # Safety
 /// `sr` must be the call being finalized, its upstream non-null; `decoder` its
-/// [`Prepared::decoder`].
+/// [`Prepared::decoder`] (null: the call lost its context).
 pub(crate) unsafe fn read_answer(
     sr: *mut ngx_http_request_t,
-    cut: bool,
     decoder: *mut Option<Decoder>,
 ) -> *mut Outcome {
     // SAFETY: the upstream's header lists (zeroed with the upstream, initialized before its
-    // status line is read: `field` may read them) and the in-memory output buffer (`pos..last` initialized) are
-    // NGINX's, alive with the request's pool; the decoder lives in it.
+    // status line is read: `field` may read them) are NGINX's, alive with the request's pool;
+    // the decoder lives in it.
     unsafe {
         let u = (*sr).upstream;
         let status = (*u).headers_in.status_n;
         let taken = if decoder.is_null() { None } else { (*decoder).take() };
-        let outcome = if status != 200 {
-            Outcome::NoEndpoint(format!("HTTP status {status} from the EndpointPicker"))
-        } else {
-            let mut decoder = taken.unwrap_or_else(|| Decoder::new(MAX_MESSAGE));
-            decoder.feed(crate::epp::check::output(sr));
-            if cut {
-                return keep((*sr).pool, decoder.cut());
+        let outcome = match taken {
+            _ if status != 200 => {
+                Outcome::NoEndpoint(format!("HTTP status {status} from the EndpointPicker"))
             }
-            let h = &(*u).headers_in;
-            let (code, message) = match field(&h.trailers, b"grpc-status") {
-                Some(code) => (Some(code), field(&h.trailers, b"grpc-message")),
-                None => (field(&h.headers, b"grpc-status"), field(&h.headers, b"grpc-message")),
-            };
-            let message = epp_proto::grpc_message(message.unwrap_or_default());
-            let code = code.and_then(|c| core::str::from_utf8(c).ok()?.parse::<u32>().ok());
-            decoder.finish(code.map(|c| (c, message.as_str())))
+            // A panic in the body filter, or a call moved off its location.
+            None => Outcome::NoEndpoint("the answer was not read".to_owned()),
+            Some(decoder) => {
+                let h = &(*u).headers_in;
+                let (code, message) = match field(&h.trailers, b"grpc-status") {
+                    Some(code) => (Some(code), field(&h.trailers, b"grpc-message")),
+                    None => (field(&h.headers, b"grpc-status"), field(&h.headers, b"grpc-message")),
+                };
+                let message = epp_proto::grpc_message(message.unwrap_or_default());
+                let code = code.and_then(|c| core::str::from_utf8(c).ok()?.parse::<u32>().ok());
+                decoder.finish(code.map(|c| (c, message.as_str())))
+            }
         };
         keep((*sr).pool, outcome)
     }
@@ -412,10 +408,10 @@ pub(crate) unsafe fn keep<T>(pool: *mut ngx_pool_t, value: T) -> *mut T {
 ///
 /// # Safety
 /// `r` must be the client's request, its call done: `outcome` its answer (null: none), `rc` the
-/// first failing code the call was finalized with, `cut` its answer did not fit in memory.
+/// first failing code the call was finalized with.
 pub(crate) unsafe fn conclude(
     r: *mut ngx_http_request_t,
-    (outcome, rc, cut): (*mut Outcome, ngx_int_t, bool),
+    (outcome, rc): (*mut Outcome, ngx_int_t),
     index: ngx_uint_t,
 ) -> Option<ngx_int_t> {
     // SAFETY: the outcome lives in the request's pool (see `read_answer`).
@@ -453,11 +449,6 @@ pub(crate) unsafe fn conclude(
                 }
                 return Some(answer(r, *status, headers, body));
             }
-            Some(Outcome::NoEndpoint(s)) if cut => format!(
-                "the EndpointPicker's answer is longer than subrequest_output_buffer_size: {}; \
-                 no endpoint",
-                why(s)
-            ),
             Some(Outcome::NoEndpoint(s)) => {
                 format!("no endpoint from the EndpointPicker: {}", why(s))
             }

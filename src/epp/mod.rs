@@ -85,6 +85,7 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
         // SAFETY: the http main conf of this module exists while a location is parsed.
         if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
             mcf.epp.used = true;
+            mcf.epp.grpc |= grpc;
             mcf.epp.endpoint = index;
         }
         NGX_CONF_OK
@@ -279,16 +280,20 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> bool {
 }
 
 /// The indexes of `$epp_host`, `$epp_port`, `$epp_internal_path` when some directive declares
-/// them (an undeclared one is "missing" at run time, as in epp.js, not a load failure).
-pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) {
+/// them (an undeclared one is "missing" at run time, as in epp.js, not a load failure), and
+/// the gRPC call's body filter; `false`: the load is refused (logged).
+pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) -> bool {
     if !epp.used {
-        return;
+        return true;
     }
     // SAFETY: postconfiguration of the http block.
-    unsafe { register_filter(cf) };
+    if epp.grpc && !unsafe { register_filter(cf) } {
+        return false;
+    }
     let index = |name| variables::declared_index(cf, name);
     epp.host = index(VAR_HOST);
     epp.port = index(VAR_PORT);
     epp.path = index(VAR_PATH);
     epp.content_length = variables::variable_index(cf, "content_length");
+    true
 }

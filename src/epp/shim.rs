@@ -7,7 +7,7 @@ use ngx::ffi::{
 };
 use ngx::ngx_log_error;
 
-use crate::epp::check::{line, output, set_endpoint};
+use crate::epp::check::{line, set_endpoint};
 use crate::util::{Lines, escape, pool_str};
 
 const ENDPOINT_HEADER: &[u8] = b"x-gateway-destination-endpoint";
@@ -141,5 +141,22 @@ pub(crate) unsafe fn conclude(
                  upstream error above); body: \"\""
             );
         }
+    }
+}
+
+/// The shim's answer as the in-memory subrequest holds it (`sr->out`; empty: none).
+///
+/// # Safety
+/// `sr` must be the call being finalized; the bytes live in its pool.
+unsafe fn output<'a>(sr: *mut ngx_http_request_t) -> &'a [u8] {
+    // SAFETY: `sr->out->buf` is the memory filter's one temporary buffer, holding `last - pos`
+    // initialized bytes from `pos` on (`max(0)` guards the subtraction anyway).
+    unsafe {
+        let out = (*sr).out;
+        if out.is_null() || (*out).buf.is_null() || (*(*out).buf).pos.is_null() {
+            return &[];
+        }
+        let b = &*(*out).buf;
+        core::slice::from_raw_parts(b.pos, b.last.offset_from(b.pos).max(0) as usize)
     }
 }

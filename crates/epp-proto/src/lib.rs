@@ -389,21 +389,6 @@ impl Decoder {
         }
     }
 
-    /// The outcome of a stream cut short (its end and trailers never read): what needs no
-    /// trailers, an `ImmediateResponse` or a destination read before the cut (as Envoy applies
-    /// a response when it arrives), else why there is none. The frame left incomplete is
-    /// ignored.
-    pub fn cut(self) -> Outcome {
-        match (self.end, self.endpoint) {
-            (Some(end), _) => end,
-            (None, Some(endpoint)) => Outcome::Endpoint(endpoint),
-            (None, None) => Outcome::NoEndpoint(format!(
-                "the answer was cut after {} messages, none with a {DESTINATION}",
-                self.messages
-            )),
-        }
-    }
-
     fn copy(&mut self, bytes: &[u8]) {
         self.work += bytes.len();
         self.frame.extend_from_slice(bytes);

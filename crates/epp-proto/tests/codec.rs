@@ -483,39 +483,6 @@ proptest! {
     }
 }
 
-/// A stream cut anywhere (an answer longer than NGINX keeps in memory): the destination or
-/// the `ImmediateResponse` read whole before the cut is the outcome; before that, none.
-#[test]
-fn a_cut_stream_keeps_what_was_read_whole() {
-    let headers =
-        frame(&response(Response::RequestHeaders(mutation(DESTINATION, "10.0.0.1:1", true))));
-    // The echoed body: a body response as long as a 16 KB prompt.
-    let echo =
-        frame(&response(Response::RequestBody(mutation("x-pad", &"p".repeat(16 << 10), true))));
-    let stream = [headers.clone(), echo].concat();
-    for at in 0..=stream.len() {
-        let mut d = Decoder::new(MAX_MESSAGE);
-        d.feed(&stream[..at]);
-        let got = d.cut();
-        if at >= headers.len() {
-            assert_eq!(got, Outcome::Endpoint("10.0.0.1:1".into()), "cut at {at}");
-        } else {
-            assert!(
-                matches!(&got, Outcome::NoEndpoint(r) if r.contains("0 messages")),
-                "{at}: {got:?}"
-            );
-        }
-    }
-    let immediate = msg::ImmediateResponse {
-        status: Some(msg::HttpStatus { code: 429 }),
-        ..Default::default()
-    };
-    let stream = [frame(&response(Response::ImmediateResponse(immediate))), headers].concat();
-    let mut d = Decoder::new(MAX_MESSAGE);
-    d.feed(&stream[..stream.len() - 1]);
-    assert!(matches!(d.cut(), Outcome::Immediate { status: 429, .. }));
-}
-
 #[test]
 fn a_stream_past_its_budget_is_not_read_on_and_gives_no_endpoint() {
     let dest =
