@@ -85,13 +85,19 @@ pub(crate) fn directive(cf: *mut ngx_conf_t, body: impl FnOnce() -> ConfResult) 
     conf_caught(cf, body).unwrap_or(NGX_CONF_ERROR)
 }
 
-/// A directive handler's prologue, under [`directive`]: `body` gets the module's conf
-/// the directive writes (a `T`: checked against the command's `conf` offset) and the
-/// directive's arguments (`[0]` its name).
+/// What NGINX prints after a directive's name for one given twice (then "in FILE:LINE"); its
+/// own slot setters return the same text.
+pub(crate) const DUPLICATE: &core::ffi::CStr = c"is duplicate";
+
+/// A directive handler's prologue, under [`directive`]: [`DUPLICATE`] when `set` says the
+/// module's conf the directive writes (a `T`: checked against the command's `conf` offset)
+/// already has its value, else `body` gets that conf and the directive's arguments (`[0]` its
+/// name).
 pub(crate) fn slot<T: Level>(
     cf: *mut ngx_conf_t,
     cmd: *mut ngx_command_t,
     conf: *mut core::ffi::c_void,
+    set: impl FnOnce(&T) -> bool,
     body: impl FnOnce(&mut T, &[ngx_str_t]) -> ConfResult,
 ) -> ConfResult {
     directive(cf, || {
@@ -104,6 +110,9 @@ pub(crate) fn slot<T: Level>(
             }
             (&mut *conf.cast::<T>(), conf_args(cf))
         };
+        if set(slot) {
+            return DUPLICATE.as_ptr().cast_mut();
+        }
         body(slot, args)
     })
 }

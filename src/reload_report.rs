@@ -94,10 +94,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_reload_report(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::slot(cf, cmd, conf, |_: &mut MainConf, args| {
-        if !LOADING.load(Ordering::SeqCst).is_null() {
-            return c"is duplicate".as_ptr().cast_mut();
-        }
+    let set = |_: &MainConf| !LOADING.load(Ordering::SeqCst).is_null();
+    guard::slot(cf, cmd, conf, set, |_, args| {
         let (Some(path), Some(generation)) = (args.get(1), args.get(2)) else {
             return NGX_CONF_ERROR;
         };

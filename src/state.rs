@@ -47,6 +47,8 @@ pub struct MainConf {
     pub(crate) compiled_memory: usize,
     /// Something was compiled already: a later `http_matches_max_memory` is refused.
     pub(crate) compiled_any: bool,
+    /// `http_matches_max_memory` was given (a second one is a duplicate).
+    pub(crate) memory_set: bool,
     /// `http_matches_regex_cache`: bytes of regex results a worker keeps.
     pub regex_cache_size: usize,
     /// Inline lists whose `@name` redirect paths are checked once every server's named
@@ -99,6 +101,7 @@ impl Default for MainConf {
             max_pattern_memory: route_match::DEFAULT_PATTERN_MEMORY,
             compiled_memory: 0,
             compiled_any: false,
+            memory_set: false,
             regex_cache_size: NGX_CONF_UNSET_SIZE,
             named_checks: Vec::new(),
             prefork: NGX_CONF_UNSET as ngx_flag_t,

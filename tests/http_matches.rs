@@ -455,6 +455,49 @@ fn nginx_t_inline_json_error_names_file_and_line() {
     assert!(out.contains("\"http_matches\" directive is duplicate"), "{out}");
 }
 
+/// Every directive of the module given twice is refused as NGINX refuses its own: `"NAME"
+/// directive is duplicate in FILE:LINE`, the line of the second.
+#[test]
+fn nginx_t_every_directive_given_twice_is_duplicate_at_its_line() {
+    let file = ("matches.json", r#"{"k":[{"any":true,"redirectPath":"/a"}]}"#);
+    let cases = [
+        ("http", "http_matches_load matches.json"),
+        ("location", "http_matches"),
+        ("location", "http_matches_strict on"),
+        ("server", "http_matches_fallback \"\""),
+        ("location", "http_matches_regex_budget 100"),
+        ("http", "http_matches_max_memory 64m"),
+        ("http", "http_matches_regex_cache 1m"),
+        ("http", "http_matches_var_max_size 16k"),
+        ("http", "http_matches_var_cache 1m"),
+        ("http", "http_matches_prefork off"),
+        ("location", "http_matches_epp"),
+        ("upstream", "http_matches_epp_endpoints"),
+        ("http", "http_matches_reload_report logs/r.report 1"),
+    ];
+    for (level, d) in cases {
+        let twice = format!("{d};\n{d}; # second\n");
+        let body = match level {
+            "http" => format!("{twice}server {{ listen 127.0.0.1:{{PORT}}; }}"),
+            "server" => format!("server {{ listen 127.0.0.1:{{PORT}};\n{twice}}}"),
+            "location" => {
+                format!("server {{ listen 127.0.0.1:{{PORT}}; location / {{\n{twice}}} }}")
+            }
+            _ => format!(
+                "upstream u {{ server 127.0.0.1:1;\n{twice}}}\nserver {{ listen 127.0.0.1:{{PORT}}; }}"
+            ),
+        };
+        let (ok, out, p) = config_test("t-twice", &body, &[file]);
+        let name = d.split(' ').next().unwrap_or_default();
+        let want = format!(
+            "\"{name}\" directive is duplicate in {}/conf/nginx.conf:{}",
+            p.dir.display(),
+            line_of(&p, "# second")
+        );
+        assert!(!ok && logged(&out, "emerg", &want), "{d}: want {want}\n{out}");
+    }
+}
+
 // ---- reload ------------------------------------------------------------------------------
 
 #[test]

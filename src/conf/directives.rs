@@ -175,10 +175,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_load(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::slot(cf, cmd, conf, |mcf: &mut MainConf, args| {
-        if mcf.file.is_some() {
-            return c"is duplicate".as_ptr().cast_mut();
-        }
+    let set = |m: &MainConf| m.file.is_some();
+    guard::slot(cf, cmd, conf, set, |mcf, args| {
         let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
         let [path] = rest[..] else {
             return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches_load: expected one FILE"));
@@ -230,10 +228,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::slot(cf, cmd, conf, |lcf: &mut LocConf, args| {
-        if lcf.enabled {
-            return c"is duplicate".as_ptr().cast_mut();
-        }
+    let set = |l: &LocConf| l.enabled;
+    guard::slot(cf, cmd, conf, set, |lcf, args| {
         let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
         lcf.enabled = true;
         crate::prefork::mark_used();
@@ -337,10 +333,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_fallback(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::slot(cf, cmd, conf, |scf: &mut SrvConf, args| {
-        if scf.fallback.is_some() {
-            return c"is duplicate".as_ptr().cast_mut();
-        }
+    let set = |s: &SrvConf| s.fallback.is_some();
+    guard::slot(cf, cmd, conf, set, |scf, args| {
         let Some(name) = args.get(1) else { return NGX_CONF_ERROR };
         if !route_match::vhost::valid_fallback_name(name.as_bytes()) {
             let name = crate::util::escape(name.as_bytes(), 256);
@@ -381,7 +375,9 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_max_memory(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::slot(cf, cmd, conf, |mcf: &mut MainConf, args| {
+    let set = |m: &MainConf| m.memory_set;
+    guard::slot(cf, cmd, conf, set, |mcf, args| {
+        mcf.memory_set = true;
         if mcf.compiled_any {
             let what = "http_matches_max_memory must come before http_matches_load and every \
                         inline http_matches list (they are compiled where they stand)";
@@ -422,10 +418,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_regex_budget(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::slot(cf, cmd, conf, |lcf: &mut LocConf, args| {
-        if lcf.regex_budget != NGX_CONF_UNSET_UINT {
-            return c"is duplicate".as_ptr().cast_mut();
-        }
+    let set = |l: &LocConf| l.regex_budget != NGX_CONF_UNSET_UINT;
+    guard::slot(cf, cmd, conf, set, |lcf, args| {
         let v = args.get(1).map_or(&b""[..], |a| a.as_bytes());
         if v == b"off" {
             lcf.regex_budget = 0;

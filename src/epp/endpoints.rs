@@ -46,10 +46,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp_endpoints(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::slot(cf, cmd, conf, |scf: &mut SrvConf, _args| {
-        if scf.epp_endpoints.is_some() {
-            return c"is duplicate".as_ptr().cast_mut();
-        }
+    let set = |s: &SrvConf| s.epp_endpoints.is_some();
+    guard::slot(cf, cmd, conf, set, |scf, _args| {
         // SAFETY: the directive only stands in an `upstream` block (NGX_HTTP_UPS_CONF), whose
         // context holds the upstream module's server conf of that block.
         let Some(uscf) = NgxHttpUpstreamModule::server_conf_mut(unsafe { &*cf }) else {

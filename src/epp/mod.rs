@@ -41,10 +41,8 @@ pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> ConfResult {
-    guard::slot(cf, cmd, conf, |lcf: &mut LocConf, args| {
-        if lcf.epp_proxy.is_some() {
-            return c"is duplicate".as_ptr().cast_mut();
-        }
+    let set = |l: &LocConf| l.epp_proxy.is_some();
+    guard::slot(cf, cmd, conf, set, |lcf, args| {
         if let Some(why) = not_here(cf, lcf) {
             return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches_epp: {why}"));
         }
@@ -165,7 +163,7 @@ unsafe fn proxy_command(
 ) -> Result<(), ConfResult> {
     // SAFETY: as the caller's.
     match unsafe { run_command(cf, module, name, values) }? {
-        Err(why) if !(set_before && why == c"is duplicate") => {
+        Err(why) if !(set_before && why == guard::DUPLICATE) => {
             let what = format_args!("http_matches_epp: {} {}", text(name), why.to_string_lossy());
             Err(emerg(cf, NGX_CONF_ERROR, what))
         }
