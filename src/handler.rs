@@ -220,7 +220,8 @@ fn log_lookup(
     c: &cache::Entry,
     lookup: &Lookup,
 ) {
-    let (n, cost, fp) = (value.len(), c.cost, fingerprint(value));
+    // The fingerprint only for a line written: a hit (nearly every request) hashes nothing.
+    let (n, cost, fp) = (value.len(), c.cost, || fingerprint(value));
     match lookup {
         Lookup::Hit => return,
         Lookup::Compiled { evicted, values, bytes } => {
@@ -228,8 +229,9 @@ fn log_lookup(
                 NGX_LOG_INFO,
                 log,
                 "http_matches: compiled a $http_matches value of {n} bytes ({cost} bytes counted, \
-                 fingerprint {fp:016x}); {evicted} evicted, the cache holds {values} values, \
-                 {bytes} bytes"
+                 fingerprint {:016x}); {evicted} evicted, the cache holds {values} values, \
+                 {bytes} bytes",
+                fp()
             );
         }
         // Refused for memory: the 500 that follows says so.
@@ -240,8 +242,9 @@ fn log_lookup(
                 log,
                 "http_matches: a $http_matches value of {n} bytes compiles to {cost} bytes, more \
                  than http_matches_var_cache ({}): compiled for this request only (fingerprint \
-                 {fp:016x})",
-                mcf.var_cache_size
+                 {:016x})",
+                mcf.var_cache_size,
+                fp()
             );
         }
     }
@@ -266,12 +269,7 @@ unsafe fn evaluate<'l>(
     let req = unsafe { &*r };
     // SAFETY: every request has a connection with a log.
     let log = unsafe { (*req.connection).log };
-    // One budget per request: what its earlier evaluations (other locations, other servers
-    // before a fallback) charged is spent (issue #46).
-    let budget = (lcf.regex_budget > 0)
-        // SAFETY: `r` is valid (see above).
-        .then(|| (lcf.regex_budget as u64).saturating_sub(unsafe { charged(r) }));
-    let view = View { r: req, log, budget };
+    let view = View { r: req, log, budget: lcf.regex_budget as u64 };
     let Some(index) = mcf.var_work else { return Ok(list.evaluate(&view)) };
     // Another type over the same view (`Forward`), so that the counted evaluation is
     // instantiated apart from `evaluate::<View>` and leaves the inlining of the common path as
@@ -633,7 +631,8 @@ fn client_value(req: &ngx_http_request_t, value: &[u8]) -> bool {
 struct View<'r> {
     r: &'r ngx_http_request_t,
     log: *mut ngx_log_t,
-    budget: Option<u64>,
+    /// `http_matches_regex_budget` (0: off).
+    budget: u64,
 }
 
 impl RequestView for View<'_> {
@@ -658,11 +657,15 @@ impl RequestView for View<'_> {
             escape(pattern.as_bytes(), 128)
         );
     }
+    /// One budget per request: what its earlier evaluations (other locations, other servers
+    /// before a fallback) charged is spent (issue #46). Asked only by a list with regexes.
     fn regex_budget(&self) -> Option<u64> {
-        self.budget
+        // SAFETY: the request is valid while it is evaluated.
+        let charged = || unsafe { charged(core::ptr::from_ref(self.r).cast_mut()) };
+        (self.budget > 0).then(|| self.budget.saturating_sub(charged()))
     }
     fn regex_charged(&self, units: u64) {
-        if self.budget.is_some() && units > 0 {
+        if self.budget > 0 && units > 0 {
             // SAFETY: the request is valid while it is evaluated; its pool outlives it.
             unsafe { charge(core::ptr::from_ref(self.r).cast_mut(), units) };
         }
