@@ -660,14 +660,18 @@ impl RequestView for View<'_> {
     /// One budget per request: what its earlier evaluations (other locations, other servers
     /// before a fallback) charged is spent (issue #46). Asked only by a list with regexes.
     fn regex_budget(&self) -> Option<u64> {
-        // SAFETY: the request is valid while it is evaluated.
-        let charged = || unsafe { charged(core::ptr::from_ref(self.r).cast_mut()) };
+        // SAFETY: the request is valid while it is evaluated; the cell is null or a live u64
+        // of its pool.
+        let charged = || unsafe { charged_cell(self.r, false).as_ref().copied().unwrap_or(0) };
         (self.budget > 0).then(|| self.budget.saturating_sub(charged()))
     }
     fn regex_charged(&self, units: u64) {
-        if self.budget > 0 && units > 0 {
-            // SAFETY: the request is valid while it is evaluated; its pool outlives it.
-            unsafe { charge(core::ptr::from_ref(self.r).cast_mut(), units) };
+        if self.budget == 0 || units == 0 {
+            return;
+        }
+        // SAFETY: as above; null: out of memory, not counted.
+        if let Some(cell) = unsafe { charged_cell(self.r, true).as_mut() } {
+            *cell = cell.saturating_add(units);
         }
     }
 }
@@ -681,11 +685,11 @@ unsafe extern "C" fn charged_tag(_data: *mut core::ffi::c_void) {}
 ///
 /// # Safety
 /// `r` must be a valid request.
-unsafe fn charged_cell(r: *mut ngx_http_request_t, create: bool) -> *mut u64 {
+unsafe fn charged_cell(r: &ngx_http_request_t, create: bool) -> *mut u64 {
     // SAFETY: the pool's cleanup list is NGINX's, each entry alive with the pool; the entry
     // tagged by `charged_tag` was made below with room for one u64.
     unsafe {
-        let pool = (*r).pool;
+        let pool = r.pool;
         let mut c = (*pool).cleanup;
         while !c.is_null() {
             if (*c).handler.map(|f| f as *const () as usize)
@@ -706,23 +710,5 @@ unsafe fn charged_cell(r: *mut ngx_http_request_t, create: bool) -> *mut u64 {
         let cell = (*c).data.cast::<u64>();
         cell.write(0);
         cell
-    }
-}
-
-/// # Safety
-/// `r` must be a valid request.
-unsafe fn charged(r: *mut ngx_http_request_t) -> u64 {
-    // SAFETY: as the caller's; the cell is null or a live u64 of the pool.
-    unsafe { charged_cell(r, false).as_ref().copied().unwrap_or(0) }
-}
-
-/// # Safety
-/// `r` must be a valid request.
-unsafe fn charge(r: *mut ngx_http_request_t, units: u64) {
-    // SAFETY: as the caller's; the cell is null (out of memory: not counted) or a live u64.
-    unsafe {
-        if let Some(cell) = charged_cell(r, true).as_mut() {
-            *cell = cell.saturating_add(units);
-        }
     }
 }

@@ -62,7 +62,7 @@ pub(crate) struct Ctx {
     /// means (in the request's pool; null: no answer).
     grpc: bool,
     pub(crate) outcome: *mut epp_proto::Outcome,
-    /// In a gRPC call: what `grpc::install` makes of it once it reached its
+    /// In a gRPC call: what `grpc::reached` makes of it once it reached its
     /// location (until then it has the client's method and lines, for its rewrite phases).
     prepared: grpc::Prepared,
 }

@@ -217,7 +217,7 @@ pub(crate) unsafe fn prepare(r: *mut ngx_http_request_t) -> Result<Prepared, Str
         let (bufs, total) = request_chain(r)?;
         let body = ngx_pcalloc((*r).pool, core::mem::size_of::<ngx_http_request_body_t>())
             as *mut ngx_http_request_body_t;
-        // Two lines: the call's list (`content-type`), then `te` (see `install`).
+        // Two lines: the call's list (`content-type`), then `te` (see `reached`).
         let lines = ngx_palloc((*r).pool, 2 * size_of::<ngx_table_elt_t>()) as *mut ngx_table_elt_t;
         let budget = epp_proto::answer_budget(total);
         let decoder = keep((*r).pool, Some(Decoder::with_budget(MAX_MESSAGE, budget)));
@@ -232,17 +232,20 @@ pub(crate) unsafe fn prepare(r: *mut ngx_http_request_t) -> Result<Prepared, Str
     }
 }
 
-/// Makes `sr` the call: its own body and header list, `te: trailers` (which NGINX's gRPC
-/// proxy forwards from `headers_in.te`), no length, method POST. Cannot fail. Done in its
-/// content handler, not at creation: the phases before (server `if`, `set`) see the
-/// client's method and lines, as the parent did, and compute the variables they share
-/// with it from the same input.
+/// The call reached the location: it becomes the call (its own body and header list,
+/// `te: trailers`, which NGINX's gRPC proxy forwards from `headers_in.te`, no length, method
+/// POST), and its URI the stream's method path (`grpc_pass` has no URI part: `:path` is the
+/// request's URI). Cannot fail. Done in its content handler, not at creation: the phases
+/// before (server `if`, `set`) see the client's method and lines, as the parent did, and
+/// compute the variables they share with it from the same input.
 ///
 /// # Safety
 /// `sr` must be the subrequest in its content handler, `p` from [`prepare`] for its parent.
-unsafe fn install(sr: *mut ngx_http_request_t, p: &Prepared) {
+pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t, p: &Prepared) {
+    let path = epp_proto::GRPC_PATH;
     // SAFETY: the subrequest is NGINX's, its upstream not yet created; everything set lives
-    // in the pool.
+    // in the pool, or is a read-only static (the gRPC proxy only reads `r->uri`; the
+    // location was already found).
     unsafe {
         (*sr).request_body = p.body;
         (*sr).headers_in.content_length = core::ptr::null_mut();
@@ -251,20 +254,6 @@ unsafe fn install(sr: *mut ngx_http_request_t, p: &Prepared) {
         (*sr).method = NGX_HTTP_POST as ngx_uint_t;
         (*sr).method_name = ngx_str_t { len: 4, data: c"POST".as_ptr().cast::<u8>().cast_mut() };
         crate::epp::check::install_headers(sr, (p.lines, 1));
-    }
-}
-
-/// The call reached the location: it becomes the call ([`install`]), and its URI the
-/// stream's method path (`grpc_pass` has no URI part: `:path` is the request's URI).
-///
-/// # Safety
-/// `sr` must be the subrequest in its content handler, `p` its [`Prepared`].
-pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t, p: &Prepared) {
-    let path = epp_proto::GRPC_PATH;
-    // SAFETY: a read-only static: the gRPC proxy only reads `r->uri`; the location was
-    // already found.
-    unsafe {
-        install(sr, p);
         (*sr).uri = ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() };
         (*sr).set_valid_unparsed_uri(0);
     }
