@@ -83,8 +83,15 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
             dropped.iter().any(|d| matches!(&d.unit, DroppedUnit::Listener(x) if x == l))
         })
     };
-    let route_gone = |r: &crate::plan::RouteId| {
-        dropped.iter().any(|d| matches!(&d.unit, DroppedUnit::Route(x) if x == r))
+    // A route left out of server `s`: itself, or its attachment to `s`'s Gateway.
+    let route_gone = |s: &crate::plan::ServerPlan, r: &crate::plan::RouteId| {
+        dropped.iter().any(|d| match &d.unit {
+            DroppedUnit::Route(x) => x == r,
+            DroppedUnit::Attachment { route, gateway } => {
+                route == r && s.listener.as_ref().is_some_and(|l| l.gateway_id() == *gateway)
+            }
+            _ => false,
+        })
     };
     let any_listener = dropped.iter().any(|d| matches!(d.unit, DroppedUnit::Listener(_)));
     let mut changed = false;
@@ -93,7 +100,8 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
             !any_listener || p.servers.iter().any(|s| s.listener.is_some() && !listener_gone(s));
         let before = p.servers.len();
         p.servers.retain(|s| {
-            !listener_gone(s) && (s.brought_by.is_empty() || !s.brought_by.iter().all(route_gone))
+            !listener_gone(s)
+                && (s.brought_by.is_empty() || !s.brought_by.iter().all(|r| route_gone(s, r)))
         });
         changed |= !alive || p.servers.len() != before;
         alive
@@ -106,11 +114,24 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
             DroppedUnit::Match { rule, index } => *rule == c.id && *index == c.match_index,
             DroppedUnit::Rule(rule) => *rule == c.id,
             DroppedUnit::Route(route) => *route == c.id.route,
-            DroppedUnit::BackendShare { .. } | DroppedUnit::Listener(_) => false,
+            DroppedUnit::BackendShare { .. }
+            | DroppedUnit::Attachment { .. }
+            | DroppedUnit::Listener(_) => false,
         })
     };
     for server in plan.ports.iter_mut().flat_map(|p| &mut p.servers) {
-        server.retain_candidates(|c| !gone(c));
+        let detached: Vec<&crate::plan::RouteId> = dropped
+            .iter()
+            .filter_map(|d| match &d.unit {
+                DroppedUnit::Attachment { route, gateway }
+                    if server.listener.as_ref().is_some_and(|l| l.gateway_id() == *gateway) =>
+                {
+                    Some(route)
+                }
+                _ => None,
+            })
+            .collect();
+        server.retain_candidates(|c| !gone(c) && !detached.contains(&&c.id.route));
         for rule in &mut server.rules {
             let shares: Vec<usize> = dropped
                 .iter()

@@ -344,6 +344,9 @@ fn age(plan: &Plan, unit: &Unit) -> usize {
     match unit {
         Unit::Rule(rule) | Unit::BackendShare { rule, .. } => plan.ages.route(&rule.route),
         Unit::Route(route) => plan.ages.route(route),
+        Unit::Attachment { route, gateway } => {
+            plan.ages.attached(route, plan.ages.gateway(gateway)).0
+        }
         Unit::Listener(l) => plan.ages.listener(l),
         Unit::Location((pi, si), li) => plan
             .ports

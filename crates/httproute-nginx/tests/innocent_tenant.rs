@@ -1219,3 +1219,90 @@ proptest! {
         prop_assert!(written <= copies * charge, "{written} > {} x {charge}\n{}", copies, g.output.nginx_conf);
     }
 }
+
+/// Tenant a's route R (created after a's Gateway, before b's) with a regex path, attached to
+/// a's Gateway and, through a second parentRef, to `listeners` listeners of tenant b's newer
+/// Gateway (port 18081, one host name each, `h0` the first's, every namespace admitted);
+/// `None`: no b at all.
+fn shared_route_docs(listeners: Option<usize>, h0: &str) -> Vec<String> {
+    let mut docs = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test}]\n".to_owned(),
+        "kind: HTTPRoute\nmetadata: {name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}, {name: gw, namespace: b}]\n  rules:\n  - matches: [{path: {type: RegularExpression, value: \"/v[0-9]+/.*\"}}, {path: {type: PathPrefix, value: /}}]\n    backendRefs: [{name: s, port: 80}]\n".to_owned(),
+    ];
+    if let Some(n) = listeners {
+        let ls: Vec<String> = (0..n)
+            .map(|k| if k == 0 { h0.to_owned() } else { format!("h{k}.b.test") })
+            .enumerate()
+            .map(|(k, h)| format!("{{name: l{k}, port: 18081, protocol: HTTP, hostname: {h}, allowedRoutes: {{namespaces: {{from: All}}}}}}"))
+            .collect();
+        docs.push(format!(
+            "kind: Gateway\nmetadata: {{name: gw, namespace: b, creationTimestamp: \"2026-01-03T00:00:00Z\"}}\nspec:\n  listeners: [{}]\n",
+            ls.join(", ")
+        ));
+    }
+    docs
+}
+
+/// The text of the server block of `conf` whose `server_name` is `host`.
+fn server_text<'c>(conf: &'c str, host: &str) -> &'c str {
+    let name = format!("server_name {host};");
+    let at = conf.find(&name).unwrap_or_else(|| panic!("no {host}: {conf}"));
+    let start = conf[..at].rfind("server {").unwrap();
+    let end = at + conf[at..].find("\n    }\n").unwrap_or_else(|| panic!("{conf}"));
+    &conf[start..end]
+}
+
+/// `--carrier inline`, review rv-gf HIGH-2: a route is admitted to the regex memory budget per
+/// Gateway it attaches to (the unit its copies are made for), at that attachment's age
+/// (`Ages::attached`). Tenant a's route R (a regex path, `location /`) is attached to a's
+/// Gateway and to tenant b's newer Gateway of 40 listeners, whose 40 servers would hold 40
+/// copies of it, against a total of 8 copies: R keeps routing on a's Gateway (a's server
+/// block byte for byte the one without b's Gateway), only its attachment to b's Gateway is
+/// refused (that parentRef `Accepted: False` naming the budget, a's parentRef accepted) and
+/// no copy is written in b's servers; the same when b's first listener is a.test on its port
+/// (a server alike a's but for the route refused there, written apart). Before, R was one
+/// unit at its oldest attachment's age carrying all 41 copies: refused everywhere, a's server
+/// left without it.
+#[test]
+fn a_newer_gateway_of_many_listeners_refuses_only_my_route_s_attachment_to_it() {
+    let pattern = "/v[0-9]+/.*";
+    let copy = httproute_nginx::limits::regex_charge(format!("^(?:{pattern})").len());
+    let mut o = opts();
+    o.carrier = httproute_nginx::Carrier::Inline;
+    (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (8 * copy, 8 * copy);
+    let run = |tag: &str, listeners: Option<usize>, h0: &str| {
+        let dir = dir_with(tag, &shared_route_docs(listeners, h0).join("---\n"));
+        generate_all(&[dir], &backends(), &o).unwrap()
+    };
+    let alone = run("attach-alone", None, "");
+    for h0 in ["h0.b.test", "a.test"] {
+        let g = run("attach-shared", Some(40), h0);
+        shared_route_refused_on_b_alone(&alone, &g, h0);
+    }
+}
+
+fn shared_route_refused_on_b_alone(
+    alone: &httproute_nginx::Generated,
+    g: &httproute_nginx::Generated,
+    h0: &str,
+) {
+    let pattern = "/v[0-9]+/.*";
+    let conf = &g.output.nginx_conf;
+    let mine = server_text(conf, "a.test");
+    assert!(mine.contains(pattern), "{conf}");
+    assert_eq!(mine, server_text(&alone.output.nginx_conf, "a.test"));
+    assert_eq!(conf.matches(pattern).count(), 1, "{conf}");
+    assert!(server_text(conf, "h1.b.test").contains("return 404"), "{conf}");
+    if h0 == "a.test" {
+        assert_eq!(conf.matches("server_name a.test;").count(), 2, "{conf}");
+    }
+    let r = g.status.routes.iter().find(|r| r.id.to_string() == "a/r").unwrap();
+    let accepted = |gw_ns: Option<&str>| {
+        let (_, cs) = r.parents.iter().find(|(p, _)| p.namespace.as_deref() == gw_ns).unwrap();
+        cs.iter().find(|c| c.kind == httproute_nginx::plan::ConditionType::Accepted).unwrap()
+    };
+    assert!(accepted(None).ok, "{:?}", r.parents);
+    let to_b = accepted(Some("b"));
+    assert!(!to_b.ok && to_b.message.contains("budget: regex memory"), "{:?}", r.parents);
+    nginx_t(&format!("attach-shared-{h0}"), &g.output);
+}

@@ -8,7 +8,7 @@ use crate::plan::{Candidate, Entry, Loc, Plan, RuleId, RulePlan, ServerAt, Serve
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
 use super::options::{Carrier, Options, Output, Streams, Tree};
-use super::state::{HOSTNAME_FIELD, Http, PATH_FIELD, Skip, Unit, d, empty, quoted};
+use super::state::{HOSTNAME_FIELD, Http, In, PATH_FIELD, Skip, Unit, d, empty, quoted};
 use super::tls::{certificate_files, tls_server};
 
 /// One pass of [`emit_with`] without the objects of `skip`: the output, or (when a word of
@@ -241,7 +241,7 @@ impl<'p> Pass<'p> {
             .flat_map(|(_, l)| &l.segments)
             .filter(|s| seen.insert(s.id()))
             .flat_map(|s| s.candidates())
-            .filter(|c| !skip.rule(&c.id))
+            .filter(|c| !skip.at(server).candidate(c))
             .map(|c| c.rule)
             .collect();
         for ri in used {
@@ -408,9 +408,10 @@ fn dropped_listener(skip: &Skip, s: &ServerPlan) -> bool {
     s.listener.as_ref().is_some_and(|l| skip.listeners.contains(l))
 }
 
-/// A server only routes' hostnames bring, all of those routes left out.
+/// A server only routes' hostnames bring, all of those routes left out (of it).
 fn unbrought(skip: &Skip, s: &ServerPlan) -> bool {
-    !s.brought_by.is_empty() && s.brought_by.iter().all(|r| skip.routes.contains(r))
+    let off = skip.at(s);
+    !s.brought_by.is_empty() && s.brought_by.iter().all(|r| off.route(r))
 }
 
 /// Who brings the name of servers `ss` (merged servers, alike but for their listeners: one
@@ -419,13 +420,8 @@ fn unbrought(skip: &Skip, s: &ServerPlan) -> bool {
 fn name_units(skip: &Skip, ss: &[&ServerPlan]) -> Vec<Unit> {
     let Some(s) = ss.first().filter(|s| s.hostname.is_some()) else { return Vec::new() };
     if !s.brought_by.is_empty() {
-        return s
-            .brought_by
-            .iter()
-            .filter(|r| !skip.routes.contains(*r))
-            .cloned()
-            .map(Unit::Route)
-            .collect();
+        let off = skip.at(s);
+        return s.brought_by.iter().filter(|r| !off.route(r)).cloned().map(Unit::Route).collect();
     }
     ss.iter().filter_map(|s| s.listener.clone()).map(Unit::Listener).collect()
 }
@@ -682,6 +678,7 @@ impl<'p> Pass<'p> {
         let (plan, skip) = (self.plan, self.skip);
         let port = &plan.ports[pi];
         let server = &port.servers[si];
+        let off = skip.at(server);
         for (li, loc) in server.locations.iter().enumerate() {
             if skip.locations.contains(&((pi, si), li)) {
                 continue;
@@ -696,13 +693,13 @@ impl<'p> Pass<'p> {
             let inner = match self.opts.carrier {
                 // Runs shared by locations written once, lists as includes of them.
                 Carrier::Preload => {
-                    self.lists.key(&loc.segments, &|c: &Candidate| !skip.rule(&c.id))?.map(|key| {
+                    self.lists.key(&loc.segments, &|c: &Candidate| !off.candidate(c))?.map(|key| {
                         vec![d("set").var("match_key").code(key).into(), d("http_matches").into()]
                     })
                 }
                 // The list is one word, judged in the plan (`plan/words.rs` lists: a rule that
                 // does not fit is refused there), so the writer never meets one too long.
-                Carrier::Inline => list_text(skip, loc)?.map(|text| {
+                Carrier::Inline => list_text(off, loc)?.map(|text| {
                     vec![
                         d("http_matches")
                             .arg(Arg::data(field(), text).single_quoted())
@@ -712,7 +709,7 @@ impl<'p> Pass<'p> {
                 }),
                 // `set` would read a `$` of a regex as a variable: the writer spells it
                 // `${httproute_dollar}`.
-                Carrier::Variable => list_text(skip, loc)?.map(|text| {
+                Carrier::Variable => list_text(off, loc)?.map(|text| {
                     vec![
                         d("set")
                             .var("http_matches")
@@ -734,11 +731,11 @@ impl<'p> Pass<'p> {
     }
 }
 
-/// The whole list of location `loc` without the rules of `skip`, for a carrier that writes it
-/// in place (`None`: empty).
-fn list_text(skip: &Skip, loc: &crate::plan::LocationPlan) -> Result<Option<String>, String> {
+/// The whole list of location `loc` without what its server leaves out (`off`), for a carrier
+/// that writes it in place (`None`: empty).
+fn list_text(off: In<'_>, loc: &crate::plan::LocationPlan) -> Result<Option<String>, String> {
     let list: Vec<&Entry> =
-        loc.candidates().filter(|c| !skip.rule(&c.id)).map(|c| &c.entry).collect();
+        loc.candidates().filter(|c| !off.candidate(c)).map(|c| &c.entry).collect();
     if list.is_empty() {
         return Ok(None);
     }

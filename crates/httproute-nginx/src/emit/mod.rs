@@ -71,6 +71,9 @@ fn budget_drops(plan: &Plan) -> impl Iterator<Item = (Unit, String)> + '_ {
             (Unit::BackendShare { rule: rule.clone(), index: *index }, why.clone())
         }
         Refused::Location(at, li) => (Unit::Location(*at, *li), why.clone()),
+        Refused::Attachment { route, gateway } => {
+            (Unit::Attachment { route: route.clone(), gateway: gateway.clone() }, why.clone())
+        }
     })
 }
 
@@ -179,6 +182,16 @@ impl LeftOut {
                 Unit::Location(at, li) => {
                     if self.skip.locations.insert((at, li)) {
                         self.location(plan, (at, li), &why);
+                    }
+                }
+                Unit::Attachment { route, gateway } => {
+                    let routes = self.skip.attachments.entry(gateway.clone()).or_default();
+                    if routes.insert(route.clone()) {
+                        self.warnings.push(format!(
+                            "{route}: {why}; the route is not served through Gateway {gateway}"
+                        ));
+                        let unit = DroppedUnit::Attachment { route, gateway };
+                        self.drop(unit, Reason::NotAllowedByListeners, why);
                     }
                 }
             }

@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::conf::{Arg, Directive, Node, Provenance};
-use crate::plan::{ListenerId, RouteId, RuleId, RulePlan, ServerAt};
+use crate::plan::{
+    Candidate, GatewayId, ListenerId, RouteId, RuleId, RulePlan, ServerAt, ServerPlan,
+};
 
 /// A tenant's object that directives are written for: what a word of them NGINX cannot take
 /// (or a line of them `nginx -t` refuses) leaves out (see [`emit_with`]), the smallest that
@@ -39,6 +41,9 @@ pub enum Unit {
     /// A route: the `server_name` (and SNI check) of a server only its hostnames bring. Left
     /// out, none of its rules is served and such servers are not written.
     Route(RouteId),
+    /// A route in the servers of one Gateway's listeners: left out, it is not served there
+    /// (nor are the servers only it brings there), and is kept in every other server.
+    Attachment { route: RouteId, gateway: GatewayId },
 }
 
 impl Unit {
@@ -49,8 +54,9 @@ impl Unit {
             Unit::BackendShare { .. } => 0,
             Unit::Location(..) => 1,
             Unit::Rule(_) => 2,
-            Unit::Route(_) => 3,
-            Unit::Listener(_) => 4,
+            Unit::Attachment { .. } => 3,
+            Unit::Route(_) => 4,
+            Unit::Listener(_) => 5,
         }
     }
 
@@ -65,6 +71,7 @@ impl Unit {
             (Unit::BackendShare { rule, .. } | Unit::Rule(rule), Unit::Route(r)) => {
                 rule.route == *r
             }
+            (Unit::Attachment { route, .. }, Unit::Route(r)) => route == r,
             _ => false,
         }
     }
@@ -79,12 +86,46 @@ pub(super) struct Skip {
     pub(super) shares: BTreeSet<(RuleId, usize)>,
     pub(super) listeners: BTreeSet<ListenerId>,
     pub(super) routes: BTreeSet<RouteId>,
+    /// Routes left out of the servers of a Gateway's listeners ([`Unit::Attachment`]).
+    pub(super) attachments: BTreeMap<GatewayId, BTreeSet<RouteId>>,
 }
+
+/// No route is left out of a server.
+static NONE: BTreeSet<RouteId> = BTreeSet::new();
 
 impl Skip {
     /// Whether the rule is left out (itself or its route).
     pub(super) fn rule(&self, id: &RuleId) -> bool {
         self.rules.contains(id) || self.routes.contains(&id.route)
+    }
+
+    /// What server `s` leaves out: a route's rules and attachments there ([`In`]).
+    pub(super) fn at<'s>(&'s self, s: &ServerPlan) -> In<'s> {
+        let detached = match (&s.listener, self.attachments.is_empty()) {
+            (Some(l), false) => self.attachments.get(&l.gateway_id()).unwrap_or(&NONE),
+            _ => &NONE,
+        };
+        In { skip: self, detached }
+    }
+}
+
+/// What one server leaves out: the units of [`Skip`], and the routes whose attachment to its
+/// listener's Gateway is left out.
+#[derive(Clone, Copy)]
+pub(super) struct In<'s> {
+    skip: &'s Skip,
+    detached: &'s BTreeSet<RouteId>,
+}
+
+impl In<'_> {
+    /// Route `r` is not served in this server.
+    pub(super) fn route(&self, r: &RouteId) -> bool {
+        self.skip.routes.contains(r) || self.detached.contains(r)
+    }
+
+    /// Candidate `c` is not served in this server (its rule, its route or its attachment).
+    pub(super) fn candidate(&self, c: &Candidate) -> bool {
+        self.skip.rule(&c.id) || self.detached.contains(&c.id.route)
     }
 }
 

@@ -15,11 +15,11 @@ use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget, regex_charge};
 
 use super::attach::{Attachment, set_refused};
 use super::entry::{Entry, REGEX_CONDITION};
-use super::ids::{Ages, ListenerId, RouteId, RuleId};
+use super::ids::{Ages, GatewayId, ListenerId, RouteId, RuleId};
 use super::listeners::Listener;
 use super::merge::ServerAt;
 use super::status::RouteNode;
-use super::types::{Candidate, Kept, Loc, PathKind, PortPlan};
+use super::types::{Candidate, Kept, Loc, PathKind, PortPlan, ServerPlan};
 
 /// An object a budget refuses: left out of the configuration as NGINX's refusal of it would
 /// leave it out (a listener: `Programmed: False`; a route: not served, `Accepted: False`).
@@ -27,6 +27,12 @@ use super::types::{Candidate, Kept, Loc, PathKind, PortPlan};
 pub enum Refused {
     Listener(ListenerId),
     Route(RouteId),
+    /// A route's attachment to a Gateway: the route is not served in the servers of that
+    /// Gateway's listeners (that parentRef `Accepted: False`), and is kept everywhere else.
+    Attachment {
+        route: RouteId,
+        gateway: GatewayId,
+    },
     /// A rule (a word of its filters, mirrors: `plan/words.rs`).
     Rule(RuleId),
     /// A backendRef's share of its rule (`index` among the rule's `backendRefs`).
@@ -205,7 +211,8 @@ fn regexes(e: &Entry) -> impl Iterator<Item = &str> {
 /// ([`Ages::attached`]: the later of it and its listener's Gateway, then its own), while their
 /// namespace's charges stay within `per_tenant` and all namespaces' within `total` (`--regex-memory-per-tenant`,
 /// `--regex-memory-total`); a route past either is refused (`Accepted: False`), so a newer
-/// tenant never takes an older one's share. Routes `before` refused are not counted.
+/// tenant never takes an older one's share (inline: a route's attachment to one Gateway, the
+/// copies made for it, at its own age: [`Via`]). Routes `before` refused are not counted.
 pub(super) fn regex_memory(
     ports: &[PortPlan],
     ages: &Ages,
@@ -309,7 +316,8 @@ impl<'a> Out<'a> {
                 Refused::Route(r) => _ = out.routes.insert(r),
                 Refused::Rule(r) => _ = out.rules.insert(r),
                 Refused::Location(at, li) => _ = out.locations.insert((*at, *li)),
-                Refused::Share { .. } => {}
+                // No budget after the regex memory's, which alone refuses attachments.
+                Refused::Share { .. } | Refused::Attachment { .. } => {}
             }
         }
         out
@@ -343,7 +351,8 @@ struct Touch {
 /// newer routes add. A location left with its copies but none of the routes that make it is
 /// refused (not written: its paths' requests take the longest prefix location left, whose
 /// list is the same without them). The work is the locations' candidates (what the lists
-/// hold) and each route's servers, never routes x locations of a server.
+/// hold) and each route's servers, never routes x locations of a server. The unit admitted
+/// is a route through one Gateway ([`Via`]): its copies in that Gateway's servers.
 #[derive(Default)]
 struct Inline<'a> {
     /// Per location: its server (an index into `server_on`) and place.
@@ -354,10 +363,21 @@ struct Inline<'a> {
     loc_on: Vec<bool>,
     /// The charges of the admitted routes' copies each location holds (written or not yet).
     held: Vec<usize>,
-    touches: BTreeMap<&'a RouteId, BTreeMap<usize, Touch>>,
-    /// The servers each route brings (a host name of its own).
-    brings: BTreeMap<&'a RouteId, BTreeSet<usize>>,
-    ages: BTreeMap<&'a RouteId, (usize, usize)>,
+    touches: BTreeMap<Via<'a>, BTreeMap<usize, Touch>>,
+    /// The servers each unit brings (a host name of its route's own).
+    brings: BTreeMap<Via<'a>, BTreeSet<usize>>,
+    ages: BTreeMap<Via<'a>, (usize, usize)>,
+}
+
+/// What the inline budget admits or refuses: a route through one Gateway (namespace, name),
+/// whose listeners' servers hold the copies of the route made for it (`None`: a server of no
+/// listener), as old as [`Ages::attached`] to that Gateway. So a newer Gateway the route also
+/// attaches to is charged to that attachment alone, never to the route's older ones.
+type Via<'a> = (&'a RouteId, Option<(&'a str, &'a str)>);
+
+/// Route `r` through the Gateway of server `s`'s listener.
+fn via<'a>(r: &'a RouteId, s: &'a ServerPlan) -> Via<'a> {
+    (r, s.listener.as_ref().map(|l| (l.namespace.as_str(), l.gateway.as_str())))
 }
 
 impl<'a> Inline<'a> {
@@ -378,8 +398,8 @@ impl<'a> Inline<'a> {
                 m.server_on.push(s.brought_by.is_empty());
                 m.dormant.push(0);
                 for r in s.brought_by.iter().filter(|r| !out.routes.contains(r)) {
-                    m.age(r, ages.attached(r, gateway));
-                    m.brings.entry(r).or_default().insert(server);
+                    m.age(via(r, s), ages.attached(r, gateway));
+                    m.brings.entry(via(r, s)).or_default().insert(server);
                 }
                 for (li, l) in s.locations.iter().enumerate() {
                     if out.locations.contains(&((pi, si), li)) {
@@ -390,13 +410,14 @@ impl<'a> Inline<'a> {
                     m.loc_on.push(l.loc == Loc::Prefix("/".into()));
                     m.held.push(0);
                     for c in kept.of(l, |c| !out.rule(&c.id)) {
-                        m.age(&c.id.route, ages.attached(&c.id.route, gateway));
+                        m.age(via(&c.id.route, s), ages.attached(&c.id.route, gateway));
                         let list = *bytes.entry(c as *const Candidate).or_insert_with(|| {
                             let regex: usize =
                                 regexes(&c.entry).map(|p| regex_charge(p.len())).sum();
                             regex.saturating_add(list_charge(c))
                         });
-                        let t = m.touches.entry(&c.id.route).or_default().entry(at).or_default();
+                        let t = m.touches.entry(via(&c.id.route, s)).or_default();
+                        let t = t.entry(at).or_default();
                         t.charge = t.charge.saturating_add(list);
                         t.makes_location |= makes(&l.loc, c);
                     }
@@ -406,27 +427,27 @@ impl<'a> Inline<'a> {
         m
     }
 
-    fn age(&mut self, r: &'a RouteId, age: (usize, usize)) {
+    fn age(&mut self, r: Via<'a>, age: (usize, usize)) {
         let a = self.ages.entry(r).or_insert((usize::MAX, 0));
         *a = (*a).min(age);
     }
 
-    fn oldest_first(&self) -> Vec<&'a RouteId> {
-        let mut order: Vec<((usize, usize), &'a RouteId)> =
+    fn oldest_first(&self) -> Vec<Via<'a>> {
+        let mut order: Vec<((usize, usize), Via<'a>)> =
             self.ages.iter().map(|(&r, &a)| (a, r)).collect();
         order.sort();
         order.into_iter().map(|(_, r)| r).collect()
     }
 
-    /// The servers route `id` would make written.
-    fn turns_on(&self, id: &RouteId) -> BTreeSet<usize> {
-        let brings = self.brings.get(id).into_iter().flatten();
+    /// The servers unit `id` would make written.
+    fn turns_on(&self, id: Via<'a>) -> BTreeSet<usize> {
+        let brings = self.brings.get(&id).into_iter().flatten();
         brings.copied().filter(|&s| !self.server_on[s]).collect()
     }
 
-    /// Route `id` admitted: what it makes is written, its copies held.
-    fn commit(&mut self, id: &RouteId) {
-        for (&l, t) in self.touches.get(id).into_iter().flatten() {
+    /// Unit `id` admitted: what it makes is written, its copies held.
+    fn commit(&mut self, id: Via<'a>) {
+        for (&l, t) in self.touches.get(&id).into_iter().flatten() {
             let s = self.locs[l].0;
             if !self.loc_on[l] && t.makes_location {
                 self.loc_on[l] = true;
@@ -442,12 +463,12 @@ impl<'a> Inline<'a> {
         }
     }
 
-    /// What admitting route `id` adds: its copies in the locations written with it, and the
-    /// admitted routes' copies in the locations and servers it makes written.
-    fn cost(&self, id: &RouteId) -> usize {
+    /// What admitting unit `id` adds: its copies in the locations written with it, and the
+    /// admitted units' copies in the locations and servers it makes written.
+    fn cost(&self, id: Via<'a>) -> usize {
         let on = self.turns_on(id);
         let mut cost: usize = on.iter().map(|&s| self.dormant[s]).sum();
-        for (&l, t) in self.touches.get(id).into_iter().flatten() {
+        for (&l, t) in self.touches.get(&id).into_iter().flatten() {
             let s = self.locs[l].0;
             if !(self.server_on[s] || on.contains(&s)) || !(self.loc_on[l] || t.makes_location) {
                 continue;
@@ -462,19 +483,29 @@ impl<'a> Inline<'a> {
         cost
     }
 
-    /// Routes oldest first within `budget`: the routes refused, then the locations left with
-    /// copies but none of their makers.
+    /// Units oldest first within `budget`: the attachments refused (each alone, the route's
+    /// others kept), then the locations left with copies but none of their makers.
     fn admit(mut self, mut budget: Budget<'a>) -> Vec<(Refused, String)> {
         let mut out = Vec::new();
         for id in self.oldest_first() {
             let cost = self.cost(id);
-            match budget.take(
-                id,
-                cost,
-                "regex conditions, list bytes and the locations it adds (inline)",
-            ) {
+            let (route, refused) = match id {
+                (r, Some((namespace, name))) => {
+                    let gateway = GatewayId { namespace: namespace.into(), name: name.into() };
+                    (r, Refused::Attachment { route: r.clone(), gateway })
+                }
+                (r, None) => (r, Refused::Route(r.clone())),
+            };
+            let what = match &refused {
+                Refused::Attachment { gateway, .. } => format!(
+                    "regex conditions, list bytes and the locations it adds through Gateway \
+                     {gateway} (inline)"
+                ),
+                _ => "regex conditions, list bytes and the locations it adds (inline)".into(),
+            };
+            match budget.take(route, cost, &what) {
                 Ok(()) => self.commit(id),
-                Err(why) => out.push((Refused::Route(id.clone()), why)),
+                Err(why) => out.push((refused, why)),
             }
         }
         for (l, &(s, (at, li))) in self.locs.iter().enumerate() {
@@ -545,7 +576,7 @@ mod tests {
             + m.brings.values().map(BTreeSet::len).sum::<usize>();
         let mut out = BTreeMap::new();
         for id in m.oldest_first() {
-            out.insert(id.to_string(), m.cost(id));
+            *out.entry(id.0.to_string()).or_default() += m.cost(id);
             m.commit(id);
         }
         (out, size)
@@ -593,7 +624,9 @@ mod tests {
             .refused
             .iter()
             .filter_map(|(r, _)| match r {
-                super::Refused::Route(id) => Some(id.to_string()),
+                super::Refused::Route(id) | super::Refused::Attachment { route: id, .. } => {
+                    Some(id.to_string())
+                }
                 _ => None,
             })
             .collect();

@@ -38,6 +38,26 @@ impl fmt::Display for ListenerId {
     }
 }
 
+impl ListenerId {
+    /// Its Gateway.
+    pub fn gateway_id(&self) -> GatewayId {
+        GatewayId { namespace: self.namespace.clone(), name: self.gateway.clone() }
+    }
+}
+
+/// A Gateway: shown as `namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GatewayId {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl fmt::Display for GatewayId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
 /// What kind of route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RouteKind {
@@ -153,6 +173,12 @@ impl Ages {
     /// A listener's place: its Gateway's (an unknown one counts as the newest).
     pub fn listener(&self, id: &ListenerId) -> usize {
         let key = (id.namespace.clone(), id.gateway.clone());
+        self.gateways.get(&key).copied().unwrap_or(usize::MAX)
+    }
+
+    /// A Gateway's place (an unknown one counts as the newest).
+    pub fn gateway(&self, id: &GatewayId) -> usize {
+        let key = (id.namespace.clone(), id.name.clone());
         self.gateways.get(&key).copied().unwrap_or(usize::MAX)
     }
 }

@@ -27,6 +27,12 @@ pub struct Merged {
 impl Merged {
     /// The merging of the servers of `ports` (`Plan::merged`).
     pub fn of(ports: &[PortPlan]) -> Merged {
+        Merged::keeping_apart(ports, |_| false)
+    }
+
+    /// [`Merged::of`], but the servers `apart` says are written for their own port alone (a
+    /// Gateway's whose servers leave out a route other servers alike keep).
+    pub fn keeping_apart(ports: &[PortPlan], apart: impl Fn(&ServerPlan) -> bool) -> Merged {
         use std::collections::HashMap;
         use std::hash::{Hash as _, Hasher as _};
         // Over TLS: ports with the same host names (their SNI maps are the same).
@@ -68,6 +74,10 @@ impl Merged {
             ports.iter().map(|p| p.servers.iter().map(|_| None).collect()).collect();
         for (pi, port) in ports.iter().enumerate() {
             for (si, server) in port.servers.iter().enumerate() {
+                if apart(server) {
+                    members[pi][si] = Some(vec![(pi, si)]);
+                    continue;
+                }
                 // What tells servers apart cheaply; `alike` decides.
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 (port.tls, port.http2, port.tls.then_some(hosts[pi]), pinned(port, server))

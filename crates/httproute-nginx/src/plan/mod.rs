@@ -53,7 +53,7 @@ mod words;
 
 pub use budget::Refused;
 pub use entry::{Entry, INTERNAL_PREFIX};
-pub use ids::{Ages, ListenerId, RouteId, RouteKind, RuleId};
+pub use ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId};
 pub use merge::{Merged, ServerAt};
 pub use rules::retry_tries;
 pub use status::{
@@ -220,10 +220,10 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     warnings.sort();
     warnings.dedup();
     let secrets = listeners::secrets(inputs, &listeners);
-    // 7. Servers the same on several ports.
-    let merged = Merged::of(&ports);
-    // 8. What NGINX cannot take or tenants cannot share.
+    // 7. What NGINX cannot take or tenants cannot share.
     let refused = refusals(&ports, &ages, opts);
+    // 8. Servers the same on several ports.
+    let merged = merged(&ports, &refused);
     Plan {
         ports,
         warnings,
@@ -255,6 +255,22 @@ fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Ref
     let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
     refused.extend(budget::regex_memory(ports, ages, &refused, regex));
     refused
+}
+
+/// Servers the same on several ports, written once ([`Merged`]); but the servers of a Gateway
+/// that leaves out a route's attachment ([`Refused::Attachment`]) are written for their own
+/// ports (a server alike of another Gateway keeps the route).
+fn merged(ports: &[PortPlan], refused: &[(Refused, String)]) -> Merged {
+    let detached: BTreeSet<(&str, &str)> = refused
+        .iter()
+        .filter_map(|(r, _)| match r {
+            Refused::Attachment { gateway, .. } => Some((&*gateway.namespace, &*gateway.name)),
+            _ => None,
+        })
+        .collect();
+    Merged::keeping_apart(ports, |s| {
+        s.listener.as_ref().is_some_and(|l| detached.contains(&(&*l.namespace, &*l.gateway)))
+    })
 }
 
 /// The routes by namespace/name, and each one's place by age: older first, then

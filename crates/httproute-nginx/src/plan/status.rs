@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::ParentRef;
 
-use super::ids::{ListenerId, RouteId, RouteKind, RuleId};
+use super::ids::{GatewayId, ListenerId, RouteId, RouteKind, RuleId};
 
 /// A condition's `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +120,11 @@ pub enum DroppedUnit {
     },
     Rule(RuleId),
     Route(RouteId),
+    /// A route in the servers of one Gateway's listeners (its parentRefs to that Gateway).
+    Attachment {
+        route: RouteId,
+        gateway: GatewayId,
+    },
     Listener(ListenerId),
 }
 
@@ -130,14 +135,16 @@ impl DroppedUnit {
             DroppedUnit::Match { rule, .. }
             | DroppedUnit::BackendShare { rule, .. }
             | DroppedUnit::Rule(rule) => Some(rule),
-            DroppedUnit::Route(_) | DroppedUnit::Listener(_) => None,
+            DroppedUnit::Route(_) | DroppedUnit::Attachment { .. } | DroppedUnit::Listener(_) => {
+                None
+            }
         }
     }
 
     /// The route the unit is, or is inside (`None` for a listener).
     pub fn route(&self) -> Option<&RouteId> {
         match self {
-            DroppedUnit::Route(r) => Some(r),
+            DroppedUnit::Route(r) | DroppedUnit::Attachment { route: r, .. } => Some(r),
             DroppedUnit::Listener(_) => None,
             _ => self.rule().map(|r| &r.route),
         }
@@ -165,6 +172,9 @@ impl std::fmt::Display for Dropped {
             }
             DroppedUnit::Rule(rule) => write!(f, "{rule}: ")?,
             DroppedUnit::Route(route) => write!(f, "{route}: ")?,
+            DroppedUnit::Attachment { route, gateway } => {
+                write!(f, "{route}: through Gateway {gateway}: ")?
+            }
             DroppedUnit::Listener(l) => write!(f, "{l}: ")?,
         }
         f.write_str(&self.message)
@@ -435,6 +445,31 @@ fn parents_without_listeners(status: &mut Status, dropped: &[Dropped]) {
     }
 }
 
+/// The route parentRefs to a Gateway whose attachment is left out ([`DroppedUnit::Attachment`]:
+/// the inline regex budget): `Accepted: False` with the unit's reason and why, as a budget
+/// refuses a route on a listener before the configuration is made (`budget::http2_ports`).
+/// The route's other parentRefs are as they were.
+fn parents_refused(status: &mut Status, dropped: &[Dropped]) {
+    for d in dropped {
+        let DroppedUnit::Attachment { route, gateway } = &d.unit else { continue };
+        for r in status.routes.iter_mut().filter(|r| r.id == *route) {
+            for ((p, conditions), attached) in r.parents.iter_mut().zip(&mut r.attached) {
+                let pns = p.namespace.as_deref().unwrap_or(&route.namespace);
+                let kind = p.kind.as_deref().unwrap_or("Gateway");
+                if kind != "Gateway" || pns != gateway.namespace || p.name != gateway.name {
+                    continue;
+                }
+                attached.clear();
+                let c = Condition::no(ConditionType::Accepted, d.reason, d.message.clone());
+                match conditions.iter_mut().find(|c| c.kind == ConditionType::Accepted) {
+                    Some(o) => *o = c,
+                    None => conditions.insert(0, c),
+                }
+            }
+        }
+    }
+}
+
 /// The rules of every server of the plan, for [`dropped_from_configuration`]: each rule's
 /// match count and the matches planning skipped (`RulePlan::skipped_matches`).
 pub(super) fn rule_outcomes<'a>(
@@ -497,6 +532,7 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
         }
     }
     parents_without_listeners(status, dropped);
+    parents_refused(status, dropped);
     for route in &mut status.routes {
         let outcomes = status.rules.get(&route.id);
         let lost = Lost::of(&route.id, outcomes, dropped);
@@ -618,7 +654,7 @@ impl<'d> Lost<'d> {
                 DroppedUnit::Route(_) => {
                     lost.route.get_or_insert(d);
                 }
-                DroppedUnit::Listener(_) => {}
+                DroppedUnit::Attachment { .. } | DroppedUnit::Listener(_) => {}
             }
         }
         lost
