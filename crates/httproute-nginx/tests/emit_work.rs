@@ -85,3 +85,38 @@ fn dropped_paths_and_rules_cost_work_linear_in_the_tenant() {
     // The candidates looked at are those of the left-out locations: one each.
     assert_eq!(two.work.candidates, 2 * 80);
 }
+
+/// (candidates the inline lists' writing looked at, candidates the lists hold) for `n` routes
+/// of a regex path and `n` of a plain prefix on one hostless listener, `--carrier inline`:
+/// every location's list holds every regex candidate (n x 2n in all), about 100 of which fit
+/// one list word (`words::lists` refuses the newer rules).
+fn inline_listed(n: usize) -> (usize, usize) {
+    let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: a}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP}]\n".to_owned();
+    for k in 0..n {
+        y += &format!(
+            "---\nkind: HTTPRoute\nmetadata: {{name: p{k}, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /p{k}}}}}]\n---\nkind: HTTPRoute\nmetadata: {{name: q{k}, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: RegularExpression, value: \"/q{k}/[a-z]+\"}}}}]\n"
+        );
+    }
+    let mut inputs = Inputs::default();
+    load_text(Path::new("a.yaml"), &y, &mut inputs).unwrap();
+    let backends = BackendMap::new();
+    let mut o = Options { carrier: httproute_nginx::Carrier::Inline, ..opts() };
+    (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (usize::MAX, usize::MAX);
+    let plan = plan(&inputs, &httproute_nginx::plan_options(&o, &backends));
+    assert!(plan.refused.len() > n / 2, "{n}: {} refused", plan.refused.len());
+    let out = httproute_nginx::emit::emit(&plan, &o).unwrap();
+    let locations = plan.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.locations);
+    (out.work.listed, locations.map(|l| l.len()).sum())
+}
+
+/// `--carrier inline` writes each location's list in place: each run of candidates is looked
+/// at in full once, then only for what it kept (`plan::Kept`), so at 2n routes about twice the
+/// work at n, while the candidates of all lists (what the walk looked at before: each
+/// location's in full) are about 4x.
+#[test]
+fn inline_lists_are_written_in_work_linear_in_the_routes() {
+    let ((w1, all1), (w2, all2)) = (inline_listed(100), inline_listed(200));
+    eprintln!("listed {w1} -> {w2}, lists {all1} -> {all2}");
+    assert!(all2 > 3 * all1, "{all1} -> {all2}");
+    assert!(w2 <= 2 * w1 + w1 / 10, "{w1} -> {w2} (lists: {all1} -> {all2})");
+}

@@ -4,7 +4,9 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 
 use crate::conf::{Arg, Directive, Node, Provenance, Rendered, Stmt, Writer, code, data};
-use crate::plan::{Candidate, Entry, Loc, Plan, RuleId, RulePlan, ServerAt, ServerPlan, Target};
+use crate::plan::{
+    Candidate, Entry, Kept, Loc, LocationPlan, Plan, RuleId, RulePlan, ServerAt, ServerPlan, Target,
+};
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
 use super::options::{Carrier, Options, Output, Streams, Tree};
@@ -69,6 +71,8 @@ struct Pass<'p> {
     /// Streamed: where each server's text goes once written (its text and line owners are
     /// not kept).
     scratch: Option<&'p mut std::fs::File>,
+    /// Candidates looked at to write lists in place ([`super::Work::listed`]).
+    listed: usize,
 }
 
 impl<'p> Pass<'p> {
@@ -96,6 +100,7 @@ impl<'p> Pass<'p> {
             server_tree: Vec::new(),
             port_listeners: vec![None; plan.ports.len()],
             scratch: None,
+            listed: 0,
         }
     }
 
@@ -340,7 +345,7 @@ impl<'p> Pass<'p> {
             files: secret_files(plan, opts),
             warnings,
             dropped: Vec::new(),
-            work: Default::default(),
+            work: super::Work { listed: self.listed, ..Default::default() },
             lines: rendered.lines,
             units: std::mem::take(&mut http.units),
             sharers: std::mem::take(&mut http.sharers),
@@ -679,6 +684,8 @@ impl<'p> Pass<'p> {
         let port = &plan.ports[pi];
         let server = &port.servers[si];
         let off = skip.at(server);
+        // Lists written in place: each run looked at in full once, then for what it kept.
+        let mut kept = Kept::default();
         for (li, loc) in server.locations.iter().enumerate() {
             if skip.locations.contains(&((pi, si), li)) {
                 continue;
@@ -699,7 +706,7 @@ impl<'p> Pass<'p> {
                 }
                 // The list is one word, judged in the plan (`plan/words.rs` lists: a rule that
                 // does not fit is refused there), so the writer never meets one too long.
-                Carrier::Inline => list_text(off, loc)?.map(|text| {
+                Carrier::Inline => list_text(off, loc, &mut kept)?.map(|text| {
                     vec![
                         d("http_matches")
                             .arg(Arg::data(field(), text).single_quoted())
@@ -709,7 +716,7 @@ impl<'p> Pass<'p> {
                 }),
                 // `set` would read a `$` of a regex as a variable: the writer spells it
                 // `${httproute_dollar}`.
-                Carrier::Variable => list_text(off, loc)?.map(|text| {
+                Carrier::Variable => list_text(off, loc, &mut kept)?.map(|text| {
                     vec![
                         d("set")
                             .var("http_matches")
@@ -727,15 +734,17 @@ impl<'p> Pass<'p> {
             });
             body.push(head.inline(inner).into());
         }
+        self.listed += kept.walked;
         Ok(())
     }
 }
 
 /// The whole list of location `loc` without what its server leaves out (`off`), for a carrier
-/// that writes it in place (`None`: empty).
-fn list_text(off: In<'_>, loc: &crate::plan::LocationPlan) -> Result<Option<String>, String> {
+/// that writes it in place (`None`: empty). `kept` is the server's: a run's candidates left
+/// out are looked at once, not once per location that holds the run ([`Kept`]).
+fn list_text(off: In<'_>, loc: &LocationPlan, kept: &mut Kept) -> Result<Option<String>, String> {
     let list: Vec<&Entry> =
-        loc.candidates().filter(|c| !off.candidate(c)).map(|c| &c.entry).collect();
+        kept.of(loc, |c| !off.candidate(c)).into_iter().map(|c| &c.entry).collect();
     if list.is_empty() {
         return Ok(None);
     }

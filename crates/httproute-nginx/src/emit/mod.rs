@@ -123,6 +123,7 @@ fn emit_left_out(
     left.warnings.append(&mut out.warnings);
     out.warnings = left.warnings;
     out.dropped = left.dropped;
+    left.work.listed = out.work.listed;
     out.work = left.work;
     Ok(out)
 }

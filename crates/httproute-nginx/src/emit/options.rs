@@ -122,6 +122,8 @@ pub struct Work {
     pub units: usize,
     /// Candidates of left-out locations looked at to find their matches.
     pub candidates: usize,
+    /// Candidates looked at to write the lists in place (`--carrier inline`, `variable`).
+    pub listed: usize,
 }
 
 /// Whether [`Output::tree`] is made (tests and the fuzz target compare it with the text read

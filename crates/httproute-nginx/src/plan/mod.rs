@@ -62,8 +62,9 @@ pub use status::{
 };
 pub(crate) use types::wildcard_covers;
 pub use types::{
-    Backend, BackendMap, Candidate, Capabilities, HTTP2_DIRECTIVE, Loc, LocationPlan, Modifier,
-    PathKind, Pool, PortPlan, RulePlan, Segment, ServerPlan, SortKey, Target, normalize_prefix,
+    Backend, BackendMap, Candidate, Capabilities, HTTP2_DIRECTIVE, Kept, Loc, LocationPlan,
+    Modifier, PathKind, Pool, PortPlan, RulePlan, Segment, ServerPlan, SortKey, Target,
+    normalize_prefix,
 };
 pub use words::refusals as word_refusals;
 
