@@ -9,7 +9,7 @@ use crate::plan::{
 };
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
-use super::options::{Carrier, Options, Output, Streams, Tree};
+use super::options::{Carrier, Options, Output, Streams, Tree, Work};
 use super::state::{HOSTNAME_FIELD, Http, In, PATH_FIELD, Skip, Unit, d, empty, quoted};
 use super::tls::{certificate_files, tls_server};
 
@@ -71,7 +71,7 @@ struct Pass<'p> {
     /// Streamed: where each server's text goes once written (its text and line owners are
     /// not kept).
     scratch: Option<&'p mut std::fs::File>,
-    /// Candidates looked at to write lists in place ([`super::Work::listed`]).
+    /// Candidates looked at to write lists in place ([`Work::listed`]).
     listed: usize,
 }
 
@@ -345,7 +345,7 @@ impl<'p> Pass<'p> {
             files: secret_files(plan, opts),
             warnings,
             dropped: Vec::new(),
-            work: super::Work { listed: self.listed, ..Default::default() },
+            work: Work { listed: self.listed, ..Default::default() },
             lines: rendered.lines,
             units: std::mem::take(&mut http.units),
             sharers: std::mem::take(&mut http.sharers),
