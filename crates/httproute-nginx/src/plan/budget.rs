@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget, regex_charge};
 
 use super::attach::{Attachment, set_refused};
-use super::entry::{Entry, REGEX_CONDITION};
+use super::entry::{Entry, REGEX_CONDITION, Sizes};
 use super::ids::{Ages, GatewayId, ListenerId, RouteId, RuleId};
 use super::listeners::Listener;
 use super::merge::ServerAt;
@@ -218,10 +218,11 @@ pub(super) fn regex_memory(
     ages: &Ages,
     before: &[(Refused, String)],
     (per_tenant, total, per_location): (usize, usize, bool),
+    sizes: &mut Sizes,
 ) -> Vec<(Refused, String)> {
     let budget = Budget { per_tenant, total, used: BTreeMap::new(), all: 0 };
     match per_location {
-        true => Inline::of(ports, ages, &Out::of(before)).admit(budget),
+        true => Inline::of(ports, ages, &Out::of(before), sizes).admit(budget),
         false => per_namespace(ports, ages, before, budget),
     }
 }
@@ -381,7 +382,7 @@ fn via<'a>(r: &'a RouteId, s: &'a ServerPlan) -> Via<'a> {
 }
 
 impl<'a> Inline<'a> {
-    fn of(ports: &'a [PortPlan], ages: &Ages, out: &Out<'_>) -> Inline<'a> {
+    fn of(ports: &'a [PortPlan], ages: &Ages, out: &Out<'_>, sizes: &mut Sizes) -> Inline<'a> {
         let mut m = Inline::default();
         // With an inline carrier `out` holds `words::lists`' refusals: each location's kept
         // candidates are its written list's, so this walk is bounded by what is written.
@@ -414,7 +415,7 @@ impl<'a> Inline<'a> {
                         let list = *bytes.entry(c as *const Candidate).or_insert_with(|| {
                             let regex: usize =
                                 regexes(&c.entry).map(|p| regex_charge(p.len())).sum();
-                            regex.saturating_add(list_charge(c))
+                            regex.saturating_add(list_charge(sizes.of(&c.entry).0))
                         });
                         let t = m.touches.entry(via(&c.id.route, s)).or_default();
                         let t = t.entry(at).or_default();
@@ -520,12 +521,13 @@ impl<'a> Inline<'a> {
     }
 }
 
-/// What one copy of candidate `c`'s entry in an inline list may take in the module while its
+/// What one copy of an entry whose JSON is `json` bytes ([`Sizes`], measured once with the
+/// list words'; `None`: not serializable) in an inline list may take in the module while its
 /// list is parsed and compiled: its JSON and a comma, and its share of the list's `[]` (2 bytes
 /// in all), at [`route_match::LIST_BYTES_PER_JSON_BYTE`] each. So the lists' memory is charged
 /// too, to the route that makes each copy exist, against the same total.
-fn list_charge(c: &Candidate) -> usize {
-    let json = serde_json::to_string(&c.entry).map_or(usize::MAX / 2, |j| j.len());
+fn list_charge(json: Option<usize>) -> usize {
+    let json = json.unwrap_or(usize::MAX / 2);
     json.saturating_add(2).saturating_mul(route_match::LIST_BYTES_PER_JSON_BYTE)
 }
 
@@ -571,7 +573,8 @@ mod tests {
     /// route-server pairs it holds).
     fn charges_of(yaml: &str) -> (BTreeMap<String, usize>, usize) {
         let p = plan_yaml(yaml, |o| o.regex_per_location = true);
-        let mut m = Inline::of(&p.ports, &p.ages, &Out::default());
+        let mut sizes = crate::plan::entry::Sizes::new(None);
+        let mut m = Inline::of(&p.ports, &p.ages, &Out::default(), &mut sizes);
         let size = m.touches.values().map(BTreeMap::len).sum::<usize>()
             + m.brings.values().map(BTreeSet::len).sum::<usize>();
         let mut out = BTreeMap::new();

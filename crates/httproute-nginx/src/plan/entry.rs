@@ -1,7 +1,11 @@
 //! The match-list entry of a candidate, as the module reads it (`matches.json`, `http_matches`):
 //! one type, serialised one way, written by emit and evaluated by explain.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
+
+use crate::syntax::{Arg, Pos};
 
 /// One entry of a location's match list. Fields serialise in this order (alphabetical, as the
 /// lists have always been written), each left out when empty.
@@ -24,6 +28,34 @@ pub struct Entry {
     /// The internal location of the rule: `INTERNAL_PREFIX` and the rule's slot in its server.
     #[serde(rename = "redirectPath")]
     pub redirect_path: String,
+}
+
+/// Each entry's JSON measured once, by the entry's address (a candidate holds its own), for
+/// every judge of its size: `words::lists` (its bytes in a list word at `pos`, the list word's
+/// place) and `budget::list_charge` (its JSON's bytes, as the module parses them).
+pub(super) struct Sizes {
+    pos: Option<Pos>,
+    of: HashMap<*const Entry, (Option<usize>, Option<usize>)>,
+}
+
+impl Sizes {
+    /// Sizes of entries written in list words at `pos` (`None`: no list word).
+    pub(super) fn new(pos: Option<Pos>) -> Sizes {
+        Sizes { pos, of: HashMap::new() }
+    }
+
+    /// Entry `e`'s (JSON bytes, bytes in a list word at `pos` less its quotes), serialized
+    /// once; `None` where it cannot be serialized or written.
+    pub(super) fn of(&mut self, e: &Entry) -> (Option<usize>, Option<usize>) {
+        let pos = self.pos;
+        *self.of.entry(e as *const Entry).or_insert_with(|| {
+            let Ok(json) = serde_json::to_string(e) else { return (None, None) };
+            let n = json.len();
+            let a = Arg::data("a match list entry", json).single_quoted();
+            let word = pos.and_then(|pos| crate::syntax::word(&a, pos, &mut false).ok());
+            (Some(n), word.map(|(written, _)| written.len() - 2))
+        })
+    }
 }
 
 fn is_false(b: &bool) -> bool {

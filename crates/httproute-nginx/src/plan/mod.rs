@@ -248,13 +248,15 @@ fn rule_outcomes(ports: &[PortPlan]) -> impl Iterator<Item = (&RuleId, usize, &[
 /// what tenants share, newest first.
 fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Refused, String)> {
     let mut refused = words::refusals(ports);
-    if let Some(pos) = opts.list_word {
-        refused.extend(words::lists(ports, ages, pos, &refused));
+    // Each entry's JSON measured once, for the list words and the inline list charge.
+    let mut sizes = entry::Sizes::new(opts.list_word);
+    if opts.list_word.is_some() {
+        refused.extend(words::lists(ports, ages, &refused, &mut sizes));
     }
     refused.extend(budget::listening_sockets(ports, ages, opts.worker_connections));
     refused.extend(budget::server_names(ports, ages, &refused));
     let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
-    refused.extend(budget::regex_memory(ports, ages, &refused, regex));
+    refused.extend(budget::regex_memory(ports, ages, &refused, regex, &mut sizes));
     refused
 }
 

@@ -14,7 +14,7 @@
 //! name, a certificate's directory), the most the generator writes there is assumed.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use crate::limits::FIXED_BUCKET_HEADER;
 use crate::model::{Cors, HeaderModifier, PathModifier};
@@ -23,8 +23,9 @@ use crate::syntax::{
 };
 
 use super::budget::{Out, Refused};
+use super::entry::Sizes;
 use super::ids::{Ages, RuleId};
-use super::types::{Candidate, Kept, Loc, PortPlan, RulePlan, ServerPlan, Target};
+use super::types::{Kept, Loc, PortPlan, RulePlan, ServerPlan, Target};
 
 const HOSTNAME_FIELD: &str =
     "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
@@ -273,14 +274,15 @@ fn target(t: &Target) -> Result<(), String> {
 /// older one. Units `before` refused are not in the lists. Each entry's bytes are the
 /// writer's (its own word less the quotes: quoting and `$` are per character), the word is
 /// the entries, their commas, `[]` and the quotes; each candidate is measured once, whatever
-/// the number of locations that hold it.
+/// the number of locations that hold it (`sizes`, made with the list word's place and shared
+/// with the regex budget's list charge).
 pub(super) fn lists(
     ports: &[PortPlan],
     ages: &Ages,
-    pos: Pos,
     before: &[(Refused, String)],
+    sizes: &mut Sizes,
 ) -> Vec<(Refused, String)> {
-    lists_walked(ports, ages, pos, before).0
+    lists_walked(ports, ages, before, sizes).0
 }
 
 /// [`lists`], and the candidates it looked at ([`Kept`]: a rule refused is not looked at
@@ -288,13 +290,12 @@ pub(super) fn lists(
 fn lists_walked(
     ports: &[PortPlan],
     ages: &Ages,
-    pos: Pos,
     before: &[(Refused, String)],
+    sizes: &mut Sizes,
 ) -> (Vec<(Refused, String)>, usize) {
     let refused = Out::of(before);
     let mut kept = Kept::default();
     let mut gone: BTreeSet<RuleId> = BTreeSet::new();
-    let mut bytes: HashMap<*const Candidate, usize> = HashMap::new();
     let mut out = Vec::new();
     for (pi, p) in ports.iter().enumerate() {
         for (si, s) in p.servers.iter().enumerate() {
@@ -310,7 +311,8 @@ fn lists_walked(
                 let mut entries: Vec<((usize, usize), &RuleId, usize)> = Vec::new();
                 for c in kept.of(l, |c| !gone.contains(&c.id) && !refused.rule(&c.id)) {
                     let id = &c.id;
-                    let n = *bytes.entry(c as *const Candidate).or_insert_with(|| entry(c, pos));
+                    // Past [`MAX_WORD`] alone (or not written): [`MAX_WORD`], which no list holds.
+                    let n = sizes.of(&c.entry).1.unwrap_or(MAX_WORD);
                     entries.push((ages.attached(&id.route, gateway), id, n + 1));
                 }
                 entries.sort();
@@ -333,17 +335,6 @@ fn lists_walked(
         }
     }
     (out, kept.walked)
-}
-
-/// The bytes of candidate `c`'s entry in a list word at `pos`, as the writer writes them
-/// (past [`MAX_WORD`] alone: [`MAX_WORD`], which no list holds).
-fn entry(c: &Candidate, pos: Pos) -> usize {
-    let Ok(json) = serde_json::to_string(&c.entry) else { return MAX_WORD };
-    let a = Arg::data("a match list entry", json).single_quoted();
-    match crate::syntax::word(&a, pos, &mut false) {
-        Ok((written, _)) => written.len() - 2,
-        Err(_) => MAX_WORD,
-    }
 }
 
 fn list_refused(loc: &Loc, host: Option<&str>, port: u16, bytes: usize) -> String {
@@ -399,7 +390,8 @@ mod tests {
             (o.regex_memory_per_tenant, o.regex_memory_total) = (usize::MAX, usize::MAX);
         });
         assert!(p.refused.is_empty(), "{:?}", p.refused);
-        let (refused, walked) = super::lists_walked(&p.ports, &p.ages, Pos::Literal, &[]);
+        let mut sizes = super::Sizes::new(Some(Pos::Literal));
+        let (refused, walked) = super::lists_walked(&p.ports, &p.ages, &[], &mut sizes);
         assert!(refused.len() > n / 2, "{n}: {} refused", refused.len());
         let locations = p.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.locations);
         (walked, locations.map(|l| l.len()).sum())
