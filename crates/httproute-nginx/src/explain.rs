@@ -88,7 +88,7 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
         dropped.iter().any(|d| match &d.unit {
             DroppedUnit::Route(x) => x == r,
             DroppedUnit::Attachment { route, gateway } => {
-                route == r && s.listener.as_ref().is_some_and(|l| l.gateway_id() == *gateway)
+                route == r && s.listener.as_ref().is_some_and(|l| l.gateway_id() == **gateway)
             }
             _ => false,
         })
@@ -124,7 +124,7 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
             .iter()
             .filter_map(|d| match &d.unit {
                 DroppedUnit::Attachment { route, gateway }
-                    if server.listener.as_ref().is_some_and(|l| l.gateway_id() == *gateway) =>
+                    if server.listener.as_ref().is_some_and(|l| l.gateway_id() == **gateway) =>
                 {
                     Some(route)
                 }

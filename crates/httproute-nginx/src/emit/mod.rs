@@ -186,7 +186,7 @@ impl LeftOut {
                     }
                 }
                 Unit::Attachment { route, gateway } => {
-                    let routes = self.skip.attachments.entry(gateway.clone()).or_default();
+                    let routes = self.skip.attachments.entry((*gateway).clone()).or_default();
                     if routes.insert(route.clone()) {
                         self.warnings.push(format!(
                             "{route}: {why}; the route is not served through Gateway {gateway}"

@@ -43,7 +43,7 @@ pub enum Unit {
     Route(RouteId),
     /// A route in the servers of one Gateway's listeners: left out, it is not served there
     /// (nor are the servers only it brings there), and is kept in every other server.
-    Attachment { route: RouteId, gateway: GatewayId },
+    Attachment { route: RouteId, gateway: Box<GatewayId> },
 }
 
 impl Unit {

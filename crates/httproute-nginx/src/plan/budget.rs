@@ -31,7 +31,8 @@ pub enum Refused {
     /// Gateway's listeners (that parentRef `Accepted: False`), and is kept everywhere else.
     Attachment {
         route: RouteId,
-        gateway: GatewayId,
+        // Boxed: a refusal of each kind is as small as before (a set of one holds 11).
+        gateway: Box<GatewayId>,
     },
     /// A rule (a word of its filters, mirrors: `plan/words.rs`).
     Rule(RuleId),
@@ -493,7 +494,7 @@ impl<'a> Inline<'a> {
             let (route, refused) = match id {
                 (r, Some((namespace, name))) => {
                     let gateway = GatewayId { namespace: namespace.into(), name: name.into() };
-                    (r, Refused::Attachment { route: r.clone(), gateway })
+                    (r, Refused::Attachment { route: r.clone(), gateway: Box::new(gateway) })
                 }
                 (r, None) => (r, Refused::Route(r.clone())),
             };

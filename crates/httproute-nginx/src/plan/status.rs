@@ -123,7 +123,7 @@ pub enum DroppedUnit {
     /// A route in the servers of one Gateway's listeners (its parentRefs to that Gateway).
     Attachment {
         route: RouteId,
-        gateway: GatewayId,
+        gateway: Box<GatewayId>,
     },
     Listener(ListenerId),
 }
