@@ -36,13 +36,30 @@ pub(super) struct RouteRules {
 /// as long as planning keeps the route's rules (every route's, until the last server).
 type Served = (usize, usize, u8, (usize, usize), Option<Box<Candidate>>);
 
+/// Whether each regular expression compiles (why not, if not), by pattern: each distinct
+/// pattern is compiled once per plan, however many matches of however many routes hold it.
+#[derive(Default)]
+pub(super) struct Compiled(HashMap<String, Result<(), String>>);
+
+impl Compiled {
+    fn check(&mut self, pattern: &str) -> Result<(), String> {
+        if let Some(known) = self.0.get(pattern) {
+            return known.clone();
+        }
+        let known = route_match::Pattern::new(pattern).map(drop);
+        self.0.insert(pattern.to_owned(), known.clone());
+        known
+    }
+}
+
 /// Route `r`'s [`RouteRules`]: each rule planned, each match checked and its regexes
-/// compiled once, whatever the number of servers it serves. A skipped match is recorded on its
-/// rule.
+/// compiled once (`compiled`), whatever the number of servers it serves. A skipped match is
+/// recorded on its rule.
 pub(super) fn route_rules(
     r: &HttpRoute,
     resolved: &super::references::ResolvedRoute,
     experimental: bool,
+    compiled: &mut Compiled,
     warnings: &mut Vec<String>,
 ) -> RouteRules {
     let route = RouteId::of(r);
@@ -54,7 +71,8 @@ pub(super) fn route_rules(
             super::rules::rule_plan(&route, ri, rule, refs, r.grpc, experimental, warnings);
         for (mi, mat) in rule.matches.iter().enumerate() {
             let before = warnings.len();
-            let Some(c) = candidate(&route, ri, mi, mat, ri, &None, false, warnings) else {
+            let Some(c) = candidate(&route, ri, mi, mat, ri, &None, Some(compiled), warnings)
+            else {
                 // Recorded on the rule for its route's status (plan/status.rs).
                 let why = warnings.get(before).cloned().unwrap_or_default();
                 plan.skipped_matches.push((mi, why));
@@ -110,7 +128,7 @@ pub(super) fn add_route(
                 &r.spec.rules[ri].matches[mi],
                 slot,
                 hostname,
-                true,
+                None,
                 &mut checked,
             ),
         };
@@ -133,7 +151,7 @@ pub(super) fn add_route(
 }
 
 /// Match `mi` of rule `ri` (in slot `rule` of its server) as a candidate, or a warning;
-/// `compiled`: its regexes are known to compile (it was checked before), not compiled again.
+/// `compiled`: `None` when its regexes are known to compile (it was checked before).
 #[allow(clippy::too_many_arguments)]
 fn candidate(
     route: &RouteId,
@@ -142,7 +160,7 @@ fn candidate(
     m: &Match,
     rule: usize,
     hostname: &Option<String>,
-    compiled: bool,
+    compiled: Option<&mut Compiled>,
     warnings: &mut Vec<String>,
 ) -> Option<Candidate> {
     let (path_kind, path, condition) = match usable(m, compiled) {
@@ -170,9 +188,12 @@ fn candidate(
 
 /// A match's path kind, path and the regex condition the module checks, or why no request
 /// can match it (to follow the match's place in a warning). Regexes are compiled as the
-/// module compiles them (unless `compiled`), so that a bad one is a warning here rather than
-/// a list the module refuses.
-fn usable(m: &Match, compiled: bool) -> Result<(PathKind, String, Option<String>), String> {
+/// module compiles them (unless `compiled` is `None`: known to compile), so that a bad one is
+/// a warning here rather than a list the module refuses.
+fn usable(
+    m: &Match,
+    mut compiled: Option<&mut Compiled>,
+) -> Result<(PathKind, String, Option<String>), String> {
     let value = &m.path.value;
     // NGINX matches locations against the decoded path: `/my%20path` is `/my path`.
     let decoded = || {
@@ -184,8 +205,8 @@ fn usable(m: &Match, compiled: bool) -> Result<(PathKind, String, Option<String>
         "PathPrefix" => (PathKind::Prefix, normalize_prefix(&decoded()?), None),
         "RegularExpression" => {
             let anchored = format!("{REGEX_CONDITION}^(?:{value})");
-            if !compiled {
-                route_match::Pattern::new(&anchored[REGEX_CONDITION.len()..]).map_err(|e| {
+            if let Some(compiled) = compiled.as_deref_mut() {
+                compiled.check(&anchored[REGEX_CONDITION.len()..]).map_err(|e| {
                     format!(": path regular expression {value:?} does not compile ({e})")
                 })?;
             }
@@ -198,9 +219,9 @@ fn usable(m: &Match, compiled: bool) -> Result<(PathKind, String, Option<String>
     }
     for (kind, list) in [("headers", &m.headers), ("queryParams", &m.query_params)] {
         for (i, h) in list.iter().enumerate() {
-            if !compiled
+            if let Some(compiled) = compiled.as_deref_mut()
                 && h.kind == "RegularExpression"
-                && let Err(e) = route_match::Pattern::new(&h.value)
+                && let Err(e) = compiled.check(&h.value)
             {
                 let v = &h.value;
                 return Err(format!(

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use super::attach::{Attachment, PortListeners};
 use super::ids::RouteId;
 use super::listeners::Listener;
-use super::precedence::{RouteRules, add_route, locations, route_rules};
+use super::precedence::{Compiled, RouteRules, add_route, locations, route_rules};
 use super::status::{Http2Loss, Shadowed};
 use super::types::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
 
@@ -111,6 +111,7 @@ pub(super) fn ports(
     let mut out = Vec::new();
     // Each route's rules and matches, by the route's address.
     let mut planned: HashMap<usize, RouteRules> = HashMap::new();
+    let mut compiled = Compiled::default();
     for (port, on_port) in on_port {
         let mut servers = Vec::new();
         for h in std::mem::take(names.get_mut(&port).expect("every port has names")) {
@@ -135,7 +136,7 @@ pub(super) fn ports(
                     // Planned once per route, whatever the servers it serves.
                     let key = std::ptr::from_ref(a.route) as usize;
                     let rules = planned.entry(key).or_insert_with(|| {
-                        route_rules(a.route, a.resolved, experimental, warnings)
+                        route_rules(a.route, a.resolved, experimental, &mut compiled, warnings)
                     });
                     add_route(a.route, rules, a.age, e, &mut server, &mut candidates);
                 }
