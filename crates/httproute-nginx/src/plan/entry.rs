@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::syntax::{Arg, Pos};
+use crate::model::ValueMatch;
 
 /// One entry of a location's match list. Fields serialise in this order (alphabetical, as the
 /// lists have always been written), each left out when empty.
@@ -25,9 +26,10 @@ pub struct Entry {
     /// `RegularExpression:^(?:PATTERN)`, for a regex path match.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// The internal location of the rule: `INTERNAL_PREFIX` and the rule's slot in its server.
-    #[serde(rename = "redirectPath")]
-    pub redirect_path: String,
+    /// The rule's slot in its server; written as the rule's internal location,
+    /// `redirectPath`: `INTERNAL_PREFIX` and the slot (made as it is written, not held).
+    #[serde(rename = "redirectPath", serialize_with = "redirect_path")]
+    pub slot: usize,
 }
 
 /// Each entry's JSON measured once, by the entry's address (a candidate holds its own), for
@@ -66,9 +68,9 @@ fn is_false(b: &bool) -> bool {
 /// The path of a rule's internal location is this and the rule's number.
 pub const INTERNAL_PREFIX: &str = "/_httproute-internal/";
 
-/// The internal location of rule slot `rule`: what an entry's `redirectPath` names.
-pub(super) fn redirect_path(rule: usize) -> String {
-    format!("{INTERNAL_PREFIX}{rule}")
+/// The internal location of rule slot `slot`: what an entry's `redirectPath` names.
+fn redirect_path<S: serde::Serializer>(slot: &usize, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!("{INTERNAL_PREFIX}{slot}"))
 }
 
 pub(super) const REGEX_CONDITION: &str = "RegularExpression:";
@@ -80,18 +82,17 @@ impl Entry {
         rule: usize,
         path: Option<String>,
         method: Option<&String>,
-        headers: &[(String, String, String)],
-        params: &[(String, String, String)],
+        headers: &[&ValueMatch],
+        params: &[&ValueMatch],
     ) -> Entry {
-        let redirect_path = redirect_path(rule);
         let any = path.is_none() && method.is_none() && headers.is_empty() && params.is_empty();
         Entry {
             any,
-            headers: headers.iter().map(|(n, t, v)| format!("{n}:{t}:{v}")).collect(),
+            headers: headers.iter().map(|h| format!("{}:{}:{}", h.name, h.kind, h.value)).collect(),
             method: method.cloned(),
-            params: params.iter().map(|(n, t, v)| format!("{n}={t}={v}")).collect(),
+            params: params.iter().map(|q| format!("{}={}={}", q.name, q.kind, q.value)).collect(),
             path,
-            redirect_path,
+            slot: rule,
         }
     }
 }

@@ -85,21 +85,43 @@ impl fmt::Display for RouteKind {
     }
 }
 
-/// A route. Shown as `namespace/name` (the kind is said separately where it matters).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RouteId {
+/// A route. Shown as `namespace/name` (the kind is said separately where it matters). Its
+/// names are held once ([`RouteName`], shared): every rule and candidate of the route holds a
+/// pointer, not a copy (50,000 routes x 3 rules held 12 name copies a route).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RouteId(std::sync::Arc<RouteName>);
+
+/// What a [`RouteId`] names.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RouteName {
     pub kind: RouteKind,
     pub namespace: String,
     pub name: String,
 }
 
 impl RouteId {
+    pub fn new(kind: RouteKind, namespace: String, name: String) -> RouteId {
+        RouteId(std::sync::Arc::new(RouteName { kind, namespace, name }))
+    }
+
     pub fn of(r: &crate::model::HttpRoute) -> RouteId {
-        RouteId {
-            kind: RouteKind::of(r.grpc),
-            namespace: r.metadata.namespace.clone(),
-            name: r.metadata.name.clone(),
-        }
+        let m = &r.metadata;
+        RouteId::new(RouteKind::of(r.grpc), m.namespace.clone(), m.name.clone())
+    }
+}
+
+impl std::ops::Deref for RouteId {
+    type Target = RouteName;
+    fn deref(&self) -> &RouteName {
+        &self.0
+    }
+}
+
+impl fmt::Debug for RouteId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let RouteName { kind, namespace, name } = &*self.0;
+        let mut d = f.debug_struct("RouteId");
+        d.field("kind", kind).field("namespace", namespace).field("name", name).finish()
     }
 }
 

@@ -99,12 +99,12 @@ pub(super) fn add_route(
     r: &HttpRoute,
     planned: &mut RouteRules,
     age: usize,
-    hostname: &Option<String>,
+    hostname: &Option<Arc<str>>,
     server: &mut ServerPlan,
     candidates: &mut Vec<Candidate>,
 ) {
     let route = RouteId::of(r);
-    let (nonwild, chars) = host_rank(hostname);
+    let (nonwild, chars) = host_rank(hostname.as_deref());
     let first_slot = server.rules.len();
     server.rules.extend(planned.rules.iter().cloned());
     // Checked by route_rules: nothing is warned about again.
@@ -116,7 +116,7 @@ pub(super) fn add_route(
             Some(mut c) => {
                 if c.rule != slot {
                     c.rule = slot;
-                    c.entry.redirect_path = super::entry::redirect_path(slot);
+                    c.entry.slot = slot;
                 }
                 c.route_hostname.clone_from(hostname);
                 Some(*c)
@@ -159,7 +159,7 @@ fn candidate(
     mi: usize,
     m: &Match,
     rule: usize,
-    hostname: &Option<String>,
+    hostname: &Option<Arc<str>>,
     compiled: Option<&mut Compiled>,
     warnings: &mut Vec<String>,
 ) -> Option<Candidate> {
@@ -234,11 +234,11 @@ fn usable(
 }
 
 /// The first of each name in `list` (names the same by `same`): name, type, value.
-fn firsts(list: &[ValueMatch], same: impl Fn(&str, &str) -> bool) -> Vec<(String, String, String)> {
-    let mut out: Vec<(String, String, String)> = Vec::new();
+fn firsts(list: &[ValueMatch], same: impl Fn(&str, &str) -> bool) -> Vec<&ValueMatch> {
+    let mut out: Vec<&ValueMatch> = Vec::new();
     for h in list {
-        if !out.iter().any(|(n, _, _)| same(n, &h.name)) {
-            out.push((h.name.clone(), h.kind.clone(), h.value.clone()));
+        if !out.iter().any(|o| same(&o.name, &h.name)) {
+            out.push(h);
         }
     }
     out

@@ -22,7 +22,7 @@ pub(super) fn block(c: &Candidate) -> ((usize, usize), u8, &str) {
         PathKind::Regex => (1, ""),
         PathKind::Prefix => (2, c.path.as_str()),
     };
-    (host_rank(&c.route_hostname), kind, path)
+    (host_rank(c.route_hostname.as_deref()), kind, path)
 }
 
 /// The list of the blocks `taken` (indexes into `blocks`, each block in precedence order and

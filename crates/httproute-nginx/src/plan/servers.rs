@@ -129,16 +129,17 @@ pub(super) fn ports(
                 fallback: best.and_then(|li| fallback(&listeners[li], &h)),
             };
             let mut candidates = Vec::new();
+            // One copy of the name for the server's candidates.
+            let shared = h.as_deref().map(std::sync::Arc::<str>::from);
             if let Some(li) = best {
                 for &ai in attached[li].for_host(&h) {
                     let a = &attachments[ai];
-                    let e = &h;
                     // Planned once per route, whatever the servers it serves.
                     let key = std::ptr::from_ref(a.route) as usize;
                     let rules = planned.entry(key).or_insert_with(|| {
                         route_rules(a.route, a.resolved, experimental, &mut compiled, warnings)
                     });
-                    add_route(a.route, rules, a.age, e, &mut server, &mut candidates);
+                    add_route(a.route, rules, a.age, &shared, &mut server, &mut candidates);
                 }
             }
             server.locations = locations(candidates);

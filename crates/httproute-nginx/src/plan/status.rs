@@ -301,7 +301,7 @@ pub(super) fn routes(
             })
             .collect();
         status.routes.push(RouteStatus {
-            id: RouteId { kind, namespace: r.namespace.clone(), name: r.name.clone() },
+            id: RouteId::new(kind, r.namespace.clone(), r.name.clone()),
             attached: vec![BTreeSet::new(); r.parent_refs.len()],
             parents,
         });

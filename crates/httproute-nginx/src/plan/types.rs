@@ -217,7 +217,8 @@ pub struct Candidate {
     pub path_kind: PathKind,
     /// The decoded path (normalized for a prefix), or the pattern as written for a regex.
     pub path: String,
-    pub route_hostname: Option<String>,
+    /// The hostname of its server (one copy, shared by the server's candidates).
+    pub route_hostname: Option<Arc<str>>,
     /// Its match-list entry: the method, the headers and query parameters (names
     /// de-duplicated, headers case-insensitively, first kept) and the compiled-and-checked
     /// regex path condition. The candidate holds them there alone.
@@ -362,7 +363,7 @@ pub fn normalize_prefix(v: &str) -> String {
 }
 
 /// (characters of a non-wildcard hostname, characters of the hostname); `None`: any host.
-pub(super) fn host_rank(e: &Option<String>) -> (usize, usize) {
+pub(super) fn host_rank(e: Option<&str>) -> (usize, usize) {
     match e {
         None => (0, 0),
         Some(e) if e.starts_with('*') => (0, e.len()),
