@@ -81,7 +81,7 @@ impl Entry {
     pub(super) fn new(
         rule: usize,
         path: Option<String>,
-        method: Option<&String>,
+        method: Option<&str>,
         headers: &[&ValueMatch],
         params: &[&ValueMatch],
     ) -> Entry {
@@ -89,7 +89,7 @@ impl Entry {
         Entry {
             any,
             headers: headers.iter().map(|h| format!("{}:{}:{}", h.name, h.kind, h.value)).collect(),
-            method: method.cloned(),
+            method: method.map(str::to_owned),
             params: params.iter().map(|q| format!("{}={}={}", q.name, q.kind, q.value)).collect(),
             path,
             slot: rule,

@@ -173,7 +173,7 @@ fn candidate(
     };
     let headers = firsts(&m.headers, |a, b| a.eq_ignore_ascii_case(b));
     let params = firsts(&m.query_params, |a, b| a == b);
-    let entry = Entry::new(rule, condition, m.method.as_ref(), &headers, &params);
+    let entry = Entry::new(rule, condition, m.method.as_deref(), &headers, &params);
     Some(Candidate {
         rule,
         id: RuleId { route: route.clone(), index: ri },

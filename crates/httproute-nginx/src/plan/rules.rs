@@ -29,7 +29,7 @@ pub(super) fn rule_plan(
             ));
             None
         }
-        r => r.clone().map(Box::new),
+        r => r.clone(),
     };
     let request_headers = modifier(&rule.filters, Kind::Request, &at, warnings);
     let response_headers = modifier(&rule.filters, Kind::Response, &at, warnings);
@@ -52,7 +52,7 @@ pub(super) fn rule_plan(
         cors: rule.filters.iter().find_map(|f| f.cors.clone()).map(Box::new),
         grpc,
         retry,
-        timeout_ms: rule.timeouts.as_ref().and_then(timeout_ms),
+        timeout_ms: rule.timeouts.as_deref().and_then(timeout_ms),
     }
 }
 
