@@ -133,17 +133,18 @@ pub(super) fn add_route(
             ),
         };
         let Some(mut c) = c else { continue };
+        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
         c.key = (
-            Reverse(nonwild),
-            Reverse(chars),
+            Reverse(n(nonwild)),
+            Reverse(n(chars)),
             rank,
-            Reverse(path_chars),
+            Reverse((n(path_chars.0), n(path_chars.1))),
             c.entry.method.is_none(),
-            Reverse(c.entry.headers.len()),
-            Reverse(c.entry.params.len()),
-            age,
-            ri,
-            mi,
+            Reverse(n(c.entry.headers.len())),
+            Reverse(n(c.entry.params.len())),
+            n(age),
+            n(ri),
+            n(mi),
         );
         candidates.push(c);
     }

@@ -80,6 +80,28 @@ pub(super) fn shadowed(listeners: &[Listener], attachments: &[Attachment<'_>]) -
     out
 }
 
+/// Each listener's attachments by hostname, and how many servers each route (by address) is
+/// to be added to.
+fn attached<'a>(
+    listeners: &[Listener],
+    attachments: &'a [Attachment<'_>],
+) -> (Vec<Attached<'a>>, HashMap<usize, usize>) {
+    let mut attached: Vec<Attached<'_>> =
+        (0..listeners.len()).map(|_| Attached::default()).collect();
+    let mut uses: HashMap<usize, usize> = HashMap::new();
+    for (i, a) in attachments.iter().enumerate() {
+        let at = &mut attached[a.listener];
+        for h in &a.hostnames {
+            let list = at.by_name.entry(h).or_default();
+            if list.last() != Some(&i) {
+                list.push(i);
+                *uses.entry(std::ptr::from_ref(a.route) as usize).or_default() += 1;
+            }
+        }
+    }
+    (attached, uses)
+}
+
 /// Every port of the served listeners with its servers.
 pub(super) fn ports(
     listeners: &[Listener],
@@ -88,17 +110,10 @@ pub(super) fn ports(
     experimental: bool,
     warnings: &mut Vec<String>,
 ) -> (Vec<PortPlan>, Http2Loss) {
-    let mut attached: Vec<Attached<'_>> =
-        (0..listeners.len()).map(|_| Attached::default()).collect();
-    for (i, a) in attachments.iter().enumerate() {
-        let at = &mut attached[a.listener];
-        for h in &a.hostnames {
-            let list = at.by_name.entry(h).or_default();
-            if list.last() != Some(&i) {
-                list.push(i);
-            }
-        }
-    }
+    let (attached, mut uses) = attached(listeners, attachments);
+    // Each route's rules and matches, by the route's address, planned at its first server and
+    // freed after its last (`uses`).
+    let mut planned: HashMap<usize, RouteRules> = HashMap::new();
     let mut on_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, l) in listeners.iter().enumerate() {
         on_port.entry(l.port).or_default().push(i);
@@ -109,8 +124,6 @@ pub(super) fn ports(
     let mut brought = brought(listeners, &by_port, attachments);
     let mut loss = Http2Loss::default();
     let mut out = Vec::new();
-    // Each route's rules and matches, by the route's address.
-    let mut planned: HashMap<usize, RouteRules> = HashMap::new();
     let mut compiled = Compiled::default();
     for (port, on_port) in on_port {
         let mut servers = Vec::new();
@@ -140,6 +153,12 @@ pub(super) fn ports(
                         route_rules(a.route, a.resolved, experimental, &mut compiled, warnings)
                     });
                     add_route(a.route, rules, a.age, &shared, &mut server, &mut candidates);
+                    if let Some(left) = uses.get_mut(&key) {
+                        *left -= 1;
+                        if *left == 0 {
+                            planned.remove(&key);
+                        }
+                    }
                 }
             }
             server.locations = locations(candidates);

@@ -432,21 +432,23 @@ impl PathKind {
     }
 }
 
-/// Gateway API precedence; the smallest key wins.
+/// Gateway API precedence; the smallest key wins. Counts in 32 bits (40 bytes a candidate,
+/// not 80): the CRDs bound each far below (a hostname 253 characters, a path 1,024, 16
+/// headers, 16 rules, 64 matches), and a route's place below 2^32 routes.
 pub type SortKey = (
-    Reverse<usize>, // characters of the matching non-wildcard route hostname
-    Reverse<usize>, // characters of the matching route hostname
-    u8,             // path type: Exact, RegularExpression, PathPrefix (PathKind::rank)
+    Reverse<u32>, // characters of the matching non-wildcard route hostname
+    Reverse<u32>, // characters of the matching route hostname
+    u8,           // path type: Exact, RegularExpression, PathPrefix (PathKind::rank)
     // Path characters (of the pattern, for a regex), 0; for a GRPCRoute, whose precedence
     // counts the characters of the matched service, then method, instead of path type and
     // length: whether the match names a service, a method (see `Match::grpc_names`).
-    Reverse<(usize, usize)>,
-    bool,           // no method
-    Reverse<usize>, // header matches
-    Reverse<usize>, // query param matches
+    Reverse<(u32, u32)>,
+    bool,         // no method
+    Reverse<u32>, // header matches
+    Reverse<u32>, // query param matches
     // The route's place by creationTimestamp, as an instant (none: oldest), then the
     // `"{namespace}/{name}"` string.
-    usize,
-    usize, // rule index
-    usize, // match index
+    u32,
+    u32, // rule index
+    u32, // match index
 );
