@@ -8,28 +8,13 @@ use serde_json::Value;
 
 use super::syntax::path_char;
 
-/// A word of a set the CRD closes (a match type, a method): one of [`Word::KNOWN`] is not
-/// copied (50,000 routes of three rules held nine copies of `Exact` and the like a route);
-/// another is kept as written, for the error that refuses it.
+/// A word of a set the CRD closes (a match type, a method): one the CRD allows is not copied
+/// (50,000 routes of three rules held nine copies of `Exact` and the like a route); another
+/// is kept as written, for the error that refuses it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Word(Cow<'static, str>);
 
 impl Word {
-    const KNOWN: [&'static str; 12] = [
-        "Exact",
-        "PathPrefix",
-        "RegularExpression",
-        "GET",
-        "HEAD",
-        "POST",
-        "PUT",
-        "DELETE",
-        "CONNECT",
-        "OPTIONS",
-        "TRACE",
-        "PATCH",
-    ];
-
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -37,26 +22,27 @@ impl Word {
 
 impl From<&str> for Word {
     fn from(s: &str) -> Word {
-        Word(match Word::KNOWN.iter().find(|k| **k == s) {
-            Some(k) => Cow::Borrowed(k),
-            None => Cow::Owned(s.to_owned()),
-        })
+        const KNOWN: [&str; 12] = [
+            "Exact",
+            "PathPrefix",
+            "RegularExpression",
+            "GET",
+            "HEAD",
+            "POST",
+            "PUT",
+            "DELETE",
+            "CONNECT",
+            "OPTIONS",
+            "TRACE",
+            "PATCH",
+        ];
+        Word(KNOWN.iter().find(|k| **k == s).map_or_else(|| s.to_owned().into(), |k| (*k).into()))
     }
 }
 
 impl<'de> Deserialize<'de> for Word {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Word, D::Error> {
-        struct Text;
-        impl serde::de::Visitor<'_> for Text {
-            type Value = Word;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Word, E> {
-                Ok(Word::from(s))
-            }
-        }
-        d.deserialize_str(Text)
+        Ok(Word::from(&*<Cow<'de, str>>::deserialize(d)?))
     }
 }
 
@@ -75,13 +61,13 @@ impl PartialEq<&str> for Word {
 
 impl std::fmt::Debug for Word {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&*self.0, f)
+        self.0.fmt(f)
     }
 }
 
 impl std::fmt::Display for Word {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        self.0.fmt(f)
     }
 }
 

@@ -88,7 +88,7 @@ impl fmt::Display for RouteKind {
 /// A route. Shown as `namespace/name` (the kind is said separately where it matters). Its
 /// names are held once ([`RouteName`], shared): every rule and candidate of the route holds a
 /// pointer, not a copy (50,000 routes x 3 rules held 12 name copies a route).
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RouteId(std::sync::Arc<RouteName>);
 
 /// What a [`RouteId`] names.
@@ -114,14 +114,6 @@ impl std::ops::Deref for RouteId {
     type Target = RouteName;
     fn deref(&self) -> &RouteName {
         &self.0
-    }
-}
-
-impl fmt::Debug for RouteId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let RouteName { kind, namespace, name } = &*self.0;
-        let mut d = f.debug_struct("RouteId");
-        d.field("kind", kind).field("namespace", namespace).field("name", name).finish()
     }
 }
 
