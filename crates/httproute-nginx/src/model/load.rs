@@ -658,16 +658,10 @@ pub(crate) fn note(inputs: &mut Inputs, what: String, at: &Place) {
     inputs.unsupported.entry(what).or_insert_with(|| at.to_string());
 }
 
-/// `v` as a `T`, or the error naming its field. Read once plainly; only an object that does
-/// not read is read again with its path tracked (the same error, now with the field): the
-/// tracking doubled the typing of every object.
 pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     v: &Value,
     here: &dyn Fn(String, String) -> InputError,
 ) -> Result<T, InputError> {
-    if let Ok(t) = T::deserialize(v) {
-        return Ok(t);
-    }
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { String::new() } else { path };

@@ -41,8 +41,19 @@ impl From<&str> for Word {
 }
 
 impl<'de> Deserialize<'de> for Word {
+    /// As a `String` reads (the same errors), without a copy of a known word.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Word, D::Error> {
-        Ok(Word::from(&*<Cow<'de, str>>::deserialize(d)?))
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = Word;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Word, E> {
+                Ok(Word::from(s))
+            }
+        }
+        d.deserialize_str(Text)
     }
 }
 
