@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::syntax::{Arg, Pos};
 use crate::model::ValueMatch;
+use crate::syntax::{Arg, Pos};
 
 /// One entry of a location's match list. Fields serialise in this order (alphabetical, as the
 /// lists have always been written), each left out when empty.
