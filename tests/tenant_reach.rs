@@ -176,3 +176,42 @@ fn each_tenant_object_costs_only_itself_and_reaches_nothing_it_may_not() {
     gw.finish();
     pods.finish();
 }
+
+/// Issue #45 against a real NGINX: tenant b's newer Gateway on a's port, with listeners for
+/// a.test and `*.w.test` and no route, does not take those names from a's older routes on a's
+/// catch-all listener: a.test and x.w.test still reach a's pod. Before, b's more specific
+/// listeners took both names (listener isolation across Gateways) and they answered 404.
+#[test]
+fn a_newer_gateway_takes_no_hostname_an_older_route_serves() {
+    let (pods, map, port) = pods();
+    let a_route = |name: &str, host: &str| {
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: a, creationTimestamp: \
+             '2026-01-01T00:00:01Z'}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: \
+             ['{host}']\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /a}}}}]\n    \
+             backendRefs: [{{name: web, port: 80}}]\n---\n"
+        )
+    };
+    let mut yaml = format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: a, creationTimestamp: \
+         '2026-01-01T00:00:00Z'}}\nspec:\n  listeners: [{{name: http, port: {port}, protocol: \
+         HTTP}}]\n---\n"
+    );
+    yaml += &a_route("r", "a.test");
+    yaml += &a_route("w", "*.w.test");
+    yaml += &format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: b, creationTimestamp: \
+         '2026-01-03T00:00:00Z'}}\nspec:\n  listeners:\n  - {{name: l, port: {port}, protocol: \
+         HTTP, hostname: a.test}}\n  - {{name: w, port: {port}, protocol: HTTP, hostname: \
+         '*.w.test'}}\n---\n"
+    );
+    let opts = common::generator_options();
+    let (p, warnings) = common::generated("newer-gateway", &yaml, port, &map, &opts);
+    let gw = p.start();
+    for host in ["a.test", "x.w.test"] {
+        let (s, b) = get(&gw, host, "/a");
+        assert_eq!((s, b.as_str()), (200, "a/web\n"), "{host}\n{warnings:#?}");
+    }
+    gw.finish();
+    pods.finish();
+}

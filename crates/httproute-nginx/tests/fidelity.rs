@@ -190,17 +190,24 @@ proptest! {
                         c.kind == kind && c.ok == ok && c.reason == Reason::HostnameConflict
                     })
                 };
-                prop_assert_eq!(has(ConditionType::Conflicted, true), shadowed, "{:?}", g);
+                // The most specific listener for x.test (`*.test` over none; of equally specific
+                // ones the oldest Gateway's) loses it to the oldest Gateway's route (issue #45):
+                // Conflicted, still accepted.
+                let mut same: Vec<&Gw> = gws.iter().filter(|o| o.3 == oldest.3).collect();
+                same.sort_by_key(|o| conflict_key(o));
+                let specific = same.iter().find(|o| o.4).unwrap_or(&same[0]);
+                let taken = *specific == g && *specific != same[0];
+                prop_assert_eq!(has(ConditionType::Conflicted, true), shadowed || taken, "{:?}", g);
                 prop_assert_eq!(has(ConditionType::Accepted, false), shadowed, "{:?}", g);
             }
-            // x.test is served by the routes of the most specific accepted listener (`*.test`
-            // over none), and of equally specific ones the oldest Gateway's.
+            // x.test is served by the routes of the oldest accepted Gateway (each has a route
+            // for it: the name is that Gateway's), through its listener.
             let accepted: Vec<&Gw> = {
                 let mut a: Vec<&Gw> = gws.iter().filter(|g| g.3 == oldest.3).collect();
                 a.sort_by_key(|g| conflict_key(g));
                 a
             };
-            let winner = accepted.iter().find(|g| g.4).unwrap_or(&accepted[0]);
+            let winner = accepted[0];
             let server = p.ports[0]
                 .servers
                 .iter()

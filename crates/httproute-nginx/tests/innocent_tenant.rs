@@ -1306,3 +1306,105 @@ fn shared_route_refused_on_b_alone(
     assert!(!to_b.ok && to_b.message.contains("budget: regex memory"), "{:?}", r.parents);
     nginx_t(&format!("attach-shared-{h0}"), &g.output);
 }
+
+/// Tenant a (namespace `a`): a Gateway with a catch-all listener on port 18080 and a route
+/// with hostname `host` on it; tenant b: a Gateway two days newer, a listener on that port
+/// with hostname `listener`, no route.
+fn port_sharing_tenants(host: &str, listener: &str) -> (Vec<String>, Vec<String>) {
+    let a = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP}]\n".to_owned(),
+        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  hostnames: [{}]\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n", q(host)),
+    ];
+    let b = vec![format!(
+        "kind: Gateway\nmetadata: {{name: gw, namespace: b, creationTimestamp: \"2026-01-03T00:00:00Z\"}}\nspec:\n  listeners: [{{name: l, port: 18080, protocol: HTTP, hostname: {}}}]\n",
+        q(listener)
+    )];
+    (a, b)
+}
+
+/// The server blocks of `conf` served by a listener of Gateway `gw` (`namespace/name`), as
+/// written.
+fn servers_of<'c>(conf: &'c str, gw: &str) -> Vec<&'c str> {
+    let mark = format!("# listener {gw}/");
+    conf.split("\n    server {")
+        .skip(1)
+        .map(|s| s.split("\n    }").next().unwrap())
+        .filter(|s| s.contains(&mark))
+        .collect()
+}
+
+/// Tenant a's servers alone and with b's Gateway, and the run with b's.
+fn with_and_without_b(host: &str, listener: &str) -> (String, httproute_nginx::Generated) {
+    let (a, b) = port_sharing_tenants(host, listener);
+    let tag = format!("port-share-{}", host.replace('*', "w"));
+    let alone =
+        generate_all(&[dir_with(&tag, &file_of(&a, vec![], 0, true))], &backends(), &opts())
+            .unwrap();
+    let g =
+        generate_all(&[dir_with(&tag, &file_of(&a, b, 0, false))], &backends(), &opts()).unwrap();
+    nginx_t(&tag, &g.output);
+    (alone.output.nginx_conf, g)
+}
+
+/// b's listener's `Conflicted: True` message, which names a's Gateway and route.
+fn conflicted(g: &httproute_nginx::Generated) -> String {
+    let l = g.status.listeners.iter().find(|l| l.id.to_string() == "b/gw/l").unwrap();
+    let c = l.conditions.iter().find(|c| c.reason.to_string() == "HostnameConflict");
+    c.filter(|c| c.ok).map(|c| c.message.clone()).unwrap_or_default()
+}
+
+/// Issue #45: tenant b's newer Gateway, with a listener for a.test and no route, does not
+/// take a.test from a's older route on the shared port: a's servers are byte-identical with
+/// and without b's Gateway, and b's listener is `Conflicted`, naming a's route. Before, b's
+/// more specific listener took a.test (listener isolation across Gateways): a.test was 404.
+#[test]
+fn a_newer_gateway_s_listener_never_takes_my_route_s_hostname() {
+    let (alone, g) = with_and_without_b("a.test", "a.test");
+    let conf = &g.output.nginx_conf;
+    assert_eq!(servers_of(&alone, "a/gw"), servers_of(conf, "a/gw"), "{conf}");
+    assert!(servers_of(conf, "b/gw").is_empty(), "{conf}");
+    assert!(
+        conflicted(&g).contains("a.test on port 18080: Gateway a/gw's route a/r"),
+        "{:?}",
+        g.warnings
+    );
+}
+
+/// The wildcard shape: b's newer `*.test` listener does not take `*.test` from a's older
+/// route on a's catch-all listener.
+#[test]
+fn a_newer_gateway_s_wildcard_listener_never_takes_my_wildcard_route() {
+    let (alone, g) = with_and_without_b("*.test", "*.test");
+    let conf = &g.output.nginx_conf;
+    assert_eq!(servers_of(&alone, "a/gw"), servers_of(conf, "a/gw"), "{conf}");
+    assert!(servers_of(conf, "b/gw").is_empty(), "{conf}");
+    assert!(
+        conflicted(&g).contains("*.test on port 18080: Gateway a/gw's route a/r"),
+        "{:?}",
+        g.warnings
+    );
+}
+
+/// b's newer `*.test` listener vs a's route for x.test: x.test stays a's; `*.test`, which no
+/// route serves, is b's, so a's x.test server no longer falls back to it (it goes on to the
+/// port's default server, a's, as before b: only that word differs).
+#[test]
+fn a_newer_gateway_s_wildcard_listener_never_takes_my_exact_route() {
+    let (alone, g) = with_and_without_b("x.test", "*.test");
+    let conf = &g.output.nginx_conf;
+    let no_fallback = |conf: &str| -> Vec<String> {
+        let keep = |l: &&str| !l.contains("http_matches_fallback");
+        let s = servers_of(conf, "a/gw");
+        s.iter().map(|s| s.lines().filter(keep).collect::<Vec<_>>().join("\n")).collect()
+    };
+    assert_eq!(no_fallback(&alone), no_fallback(conf), "{conf}");
+    let x = servers_of(conf, "a/gw").into_iter().find(|s| s.contains("server_name x.test;"));
+    assert!(x.is_some_and(|x| x.contains("http_matches_fallback \"\";")), "{conf}");
+    let b = servers_of(conf, "b/gw");
+    assert!(b.len() == 1 && b[0].contains("server_name *.test;"), "{conf}");
+    assert!(
+        conflicted(&g).contains("x.test on port 18080: Gateway a/gw's route a/r"),
+        "{:?}",
+        g.warnings
+    );
+}

@@ -370,11 +370,6 @@ impl<'a> PortListeners<'a> {
         index
     }
 
-    /// Whether a listener of the port has hostname `h` exactly.
-    pub(super) fn has(&self, h: &str) -> bool {
-        self.by_name.contains_key(h)
-    }
-
     /// The most specific listener of the port for hostname `h` (listener isolation); of
     /// equally specific ones, the first in `listeners`' order (oldest Gateway first, see
     /// `listeners`): the exact name, else the longest wildcard covering it (the suffixes of

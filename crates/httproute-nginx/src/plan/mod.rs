@@ -201,8 +201,9 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     for a in &attachments {
         status.listeners[listeners[a.listener].status].attached_routes += 1;
     }
-    let shadowed = servers::shadowed(&listeners, &attachments);
+    let (shadowed, taken) = servers::shadowed(&listeners, &attachments);
     status::shadowed_hostnames(&mut nodes, &shadowed, &mut warnings);
+    status::taken_hostnames(&mut status, &taken, &mut warnings);
     // The routes' status in the making: not kept through the servers unless asked.
     drop((!opts.status).then(|| std::mem::take(&mut nodes)));
     // 4.-6. Servers, their rules and locations in precedence order, on the target NGINX.

@@ -9,7 +9,7 @@ use super::attach::{Attachment, PortListeners};
 use super::ids::RouteId;
 use super::listeners::Listener;
 use super::precedence::{Compiled, RouteRules, add_route, locations, route_rules};
-use super::status::{Http2Loss, Shadowed};
+use super::status::{Http2Loss, Shadowed, Taken};
 use super::types::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
 
 /// The attachments of one listener, by the hostname they serve there (each of an
@@ -35,49 +35,157 @@ impl Attached<'_> {
 ///
 /// Gateway API gives a request's routes of the most specific hostname precedence over the
 /// wildcard ones, and those over the routes of no hostname; so a server holds its own
-/// hostname's routes alone and the rest are a lookup away, not a copy each. Every server that
-/// name reaches on the port is the listener's own: a wildcard server covering `h` of another
-/// listener would be the more specific listener of `h` itself. The name depends on `h` and the
-/// listener alone, not on which other routes there are.
-fn fallback(listener: &Listener, h: &Option<String>) -> Option<Option<String>> {
+/// hostname's routes alone and the rest are a lookup away, not a copy each. A less specific
+/// name whose server is another Gateway's (it holds that name: [`Serving`]) is passed over,
+/// and past the port's default server the request ends here: a request never falls back
+/// into another Gateway's routes.
+fn fallback(serving: &Serving<'_>, li: usize, h: &Option<String>) -> Option<Option<String>> {
+    let listener = &serving.listeners[li];
     let h = h.as_deref()?;
     if listener.hostname.as_deref() == Some(h) {
         return None;
     }
+    let mut next = parent(h);
+    while serving.best(listener.port, &next).is_some_and(|i| !serving.same_gateway(i, li)) {
+        next = parent(next.as_deref()?);
+    }
+    Some(next)
+}
+
+/// Each group's listeners, indexed by hostname.
+fn index<K: Eq + std::hash::Hash>(
+    listeners: &[Listener],
+    groups: HashMap<K, Vec<usize>>,
+) -> HashMap<K, PortListeners<'_>> {
+    groups.into_iter().map(|(k, ls)| (k, PortListeners::of(listeners, &ls))).collect()
+}
+
+/// The next less specific name of `h`: `*.b.c` of `a.b.c` and of `*.a.b.c`; `None` (every
+/// host) of a name of one label.
+fn parent(h: &str) -> Option<String> {
     let name = h.strip_prefix("*.").unwrap_or(h);
     let parent = name.split_once('.').map(|(_, rest)| format!("*.{rest}"));
     debug_assert!(parent.as_deref().is_none_or(|p| wildcard_covers(p, h)));
-    Some(parent)
+    parent
+}
+
+/// Which listener serves each name of each port, decided once: a name routes serve (exact or
+/// wildcard; none: every host) belongs to the oldest Gateway with a route attached there that
+/// serves it (Gateway API's conflict order: the listeners are in it), and within that Gateway
+/// to its most specific listener (listener isolation). A name no route serves belongs to the
+/// most specific listener of the port (of equally specific ones, the oldest Gateway's). So a
+/// newer Gateway's listener never takes a name an older Gateway's routes serve there.
+pub(super) struct Serving<'a> {
+    listeners: &'a [Listener],
+    attachments: &'a [Attachment<'a>],
+    /// The listeners of each port.
+    by_port: HashMap<u16, PortListeners<'a>>,
+    /// The listeners of each port and Gateway (namespace, name).
+    by_gateway: HashMap<(u16, &'a str, &'a str), PortListeners<'a>>,
+    /// Each (port, name) routes serve: the first attachment of the oldest Gateway serving it.
+    holder: HashMap<(u16, Option<&'a str>), usize>,
+}
+
+impl<'a> Serving<'a> {
+    pub(super) fn of(listeners: &'a [Listener], attachments: &'a [Attachment<'a>]) -> Self {
+        let mut on_port: HashMap<u16, Vec<usize>> = HashMap::new();
+        let mut on_gateway: HashMap<(u16, &str, &str), Vec<usize>> = HashMap::new();
+        for (i, l) in listeners.iter().enumerate() {
+            on_port.entry(l.port).or_default().push(i);
+            on_gateway.entry((l.port, &l.id.namespace, &l.id.gateway)).or_default().push(i);
+        }
+        let mut holder: HashMap<(u16, Option<&str>), usize> = HashMap::new();
+        for (ai, a) in attachments.iter().enumerate() {
+            for h in &a.hostnames {
+                let held = holder.entry((listeners[a.listener].port, h.as_deref())).or_insert(ai);
+                // Listeners are in Gateway order, oldest first.
+                if a.listener < attachments[*held].listener {
+                    *held = ai;
+                }
+            }
+        }
+        Serving {
+            listeners,
+            attachments,
+            by_port: index(listeners, on_port),
+            by_gateway: index(listeners, on_gateway),
+            holder,
+        }
+    }
+
+    /// Whether listeners `i` and `j` are of one Gateway.
+    fn same_gateway(&self, i: usize, j: usize) -> bool {
+        let (a, b) = (&self.listeners[i].id, &self.listeners[j].id);
+        (&a.namespace, &a.gateway) == (&b.namespace, &b.gateway)
+    }
+
+    /// The listener that serves `h` on `port`, if any.
+    pub(super) fn best(&self, port: u16, h: &Option<String>) -> Option<usize> {
+        let Some(&li) = self.holder_listener(port, h) else {
+            return self.by_port.get(&port)?.best(h);
+        };
+        let id = &self.listeners[li].id;
+        self.by_gateway[&(port, id.namespace.as_str(), id.gateway.as_str())].best(h)
+    }
+
+    /// Which older Gateway's route holds `h` on `port`, if it is not listener `li`'s Gateway.
+    fn held_by(&self, port: u16, h: &Option<String>, li: usize) -> Option<String> {
+        let a = &self.attachments[*self.holder.get(&(port, h.as_deref()))?];
+        let g = &self.listeners[a.listener].id;
+        (!self.same_gateway(a.listener, li)).then(|| {
+            format!(
+                "Gateway {}/{}'s route {} serves it there (the oldest Gateway whose routes do)",
+                g.namespace,
+                g.gateway,
+                RouteId::of(a.route)
+            )
+        })
+    }
+
+    /// The listener of the attachment that holds `h` on `port`, if routes serve it.
+    fn holder_listener(&self, port: u16, h: &Option<String>) -> Option<&usize> {
+        self.holder.get(&(port, h.as_deref())).map(|&ai| &self.attachments[ai].listener)
+    }
 }
 
 /// Every exact hostname of every attachment that its listener does not serve
-/// ([`Shadowed`]), in attachment order: one lookup per hostname, as [`ports`] makes per
-/// server.
-pub(super) fn shadowed(listeners: &[Listener], attachments: &[Attachment<'_>]) -> Vec<Shadowed> {
-    let mut on_port: HashMap<u16, Vec<usize>> = HashMap::new();
-    for (i, l) in listeners.iter().enumerate() {
-        on_port.entry(l.port).or_default().push(i);
-    }
-    let by_port: HashMap<u16, PortListeners<'_>> =
-        on_port.iter().map(|(&p, ls)| (p, PortListeners::of(listeners, ls))).collect();
+/// ([`Shadowed`]), in attachment order, and every listener that would serve a name but for
+/// an older Gateway's routes serving it ([`Taken`]): one lookup per hostname, as [`ports`]
+/// makes per server.
+pub(super) fn shadowed(
+    listeners: &[Listener],
+    attachments: &[Attachment<'_>],
+) -> (Vec<Shadowed>, Vec<Taken>) {
+    let serving = Serving::of(listeners, attachments);
     let mut out = Vec::new();
     for a in attachments {
         let l = &listeners[a.listener];
         for h in &a.hostnames {
             let Some(name) = h.as_deref().filter(|h| !h.starts_with('*')) else { continue };
-            match by_port[&l.port].best(h) {
+            match serving.best(l.port, h) {
                 Some(best) if best != a.listener => out.push(Shadowed {
                     node: a.node,
                     listener: l.id.clone(),
                     port: l.port,
                     hostname: name.to_owned(),
                     by: listeners[best].id.clone(),
+                    held: serving.held_by(l.port, h, a.listener),
                 }),
                 _ => {}
             }
         }
     }
-    out
+    let mut taken: Vec<Taken> = Vec::new();
+    for &(port, h) in serving.holder.keys() {
+        let h = h.map(str::to_owned);
+        let Some(li) = serving.by_port.get(&port).and_then(|p| p.best(&h)) else { continue };
+        if let Some(held) = serving.held_by(port, &h, li) {
+            let l = &listeners[li];
+            taken.push(Taken { status: l.status, listener: l.id.clone(), port, hostname: h, held });
+        }
+    }
+    taken.sort_by(|x, y| (x.status, &x.hostname).cmp(&(y.status, &y.hostname)));
+    (out, taken)
 }
 
 /// Each listener's attachments by hostname, and how many servers each route (by address) is
@@ -118,17 +226,16 @@ pub(super) fn ports(
     for (i, l) in listeners.iter().enumerate() {
         on_port.entry(l.port).or_default().push(i);
     }
-    let by_port: HashMap<u16, PortListeners<'_>> =
-        on_port.iter().map(|(&p, ls)| (p, PortListeners::of(listeners, ls))).collect();
+    let serving = Serving::of(listeners, attachments);
     let mut names = names(listeners, &on_port, attachments);
-    let mut brought = brought(listeners, &by_port, attachments);
+    let mut brought = brought(&serving, attachments);
     let mut loss = Http2Loss::default();
     let mut out = Vec::new();
     let mut compiled = Compiled::default();
     for (port, on_port) in on_port {
         let mut servers = Vec::new();
         for h in std::mem::take(names.get_mut(&port).expect("every port has names")) {
-            let best = by_port[&port].best(&h);
+            let best = serving.best(port, &h);
             let mut server = ServerPlan {
                 hostname: h.clone(),
                 listener: best.map(|i| listeners[i].id.clone()),
@@ -139,7 +246,7 @@ pub(super) fn ports(
                     .unwrap_or_default(),
                 locations: Vec::new(),
                 rules: Vec::new(),
-                fallback: best.and_then(|li| fallback(&listeners[li], &h)),
+                fallback: best.and_then(|li| fallback(&serving, li, &h)),
             };
             let mut candidates = Vec::new();
             // One copy of the name for the server's candidates.
@@ -195,17 +302,18 @@ fn names(
     names
 }
 
-/// The names only routes bring, and the routes that bring each.
+/// The names only routes bring (not the hostname of the listener serving them), and the
+/// routes that bring each.
 fn brought(
-    listeners: &[Listener],
-    by_port: &HashMap<u16, PortListeners<'_>>,
+    serving: &Serving<'_>,
     attachments: &[Attachment<'_>],
 ) -> BTreeMap<(u16, Option<String>), BTreeSet<RouteId>> {
     let mut brought: BTreeMap<(u16, Option<String>), BTreeSet<RouteId>> = BTreeMap::new();
     for a in attachments {
-        let port = listeners[a.listener].port;
+        let port = serving.listeners[a.listener].port;
         for h in a.hostnames.iter().filter(|h| h.is_some()) {
-            if !h.as_deref().is_some_and(|h| by_port[&port].has(h)) {
+            let best = serving.best(port, h).map(|i| &serving.listeners[i].hostname);
+            if best != Some(h) {
                 brought.entry((port, h.clone())).or_default().insert(RouteId::of(a.route));
             }
         }

@@ -319,6 +319,43 @@ pub(super) struct Shadowed {
     pub port: u16,
     pub hostname: String,
     pub by: ListenerId,
+    /// Which older Gateway's route holds the name, if another Gateway's.
+    pub held: Option<String>,
+}
+
+/// A name a listener would serve by listener isolation that an older Gateway's routes serve
+/// on its port (`servers::Serving`): its server is that Gateway's.
+pub(super) struct Taken {
+    /// The listener's entry in `Status::listeners`.
+    pub status: usize,
+    pub listener: ListenerId,
+    pub port: u16,
+    pub hostname: Option<String>,
+    /// Which Gateway's route holds it.
+    pub held: String,
+}
+
+/// Listeners that lose names to an older Gateway's routes ([`Taken`]): `Conflicted: True,
+/// HostnameConflict` naming each name and its holder, and a warning each.
+pub(super) fn taken_hostnames(status: &mut Status, taken: &[Taken], warnings: &mut Vec<String>) {
+    for t in taken {
+        let name = t.hostname.as_deref().unwrap_or("(every host)");
+        let what = format!("hostname {name} on port {}: {}", t.port, t.held);
+        warnings.push(format!("listener {}: {what}; not served by it", t.listener));
+        let conditions = &mut status.listeners[t.status].conditions;
+        match conditions.iter_mut().find(|c| c.kind == ConditionType::Conflicted) {
+            Some(c) => {
+                c.message.push_str("; ");
+                c.message.push_str(&what);
+            }
+            None => conditions.push(Condition {
+                kind: ConditionType::Conflicted,
+                ok: true,
+                reason: Reason::HostnameConflict,
+                message: what,
+            }),
+        }
+    }
 }
 
 /// Route hostnames another listener serves ([`Shadowed`], found by `servers::shadowed`): a warning each,
@@ -332,11 +369,14 @@ pub(super) fn shadowed_hostnames(
 ) {
     for s in shadowed {
         let route = &mut nodes[s.node];
-        let what = format!(
+        let mut what = format!(
             "hostname {} on port {} is served by listener {}, not listener {}: no request for \
              it reaches the route there",
             s.hostname, s.port, s.by, s.listener
         );
+        if let Some(held) = &s.held {
+            what.push_str(&format!(" ({held})"));
+        }
         warnings.push(format!("{} {}: {what}", route.id.kind.as_str(), route.id));
         for ((_, conditions), attached) in route.parents.iter_mut().zip(&route.attached) {
             if !attached.contains(&s.listener) {
