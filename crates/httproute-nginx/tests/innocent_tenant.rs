@@ -1408,3 +1408,70 @@ fn a_newer_gateway_s_wildcard_listener_never_takes_my_exact_route() {
         g.warnings
     );
 }
+
+/// A tenant on port 18080 for the age property: (listener hostname: 0 none, 1 a.test, 2
+/// `*.test`, 3 x.test; route hostname: the same, 0: `*.test`; creation second).
+type PortTenant = (u8, u8, u32);
+
+fn port_tenant_docs(ns: &str, (listener, route, age): PortTenant) -> Vec<String> {
+    let names = ["*.test", "a.test", "*.test", "x.test"];
+    let host = match listener {
+        0 => String::new(),
+        l => format!(", hostname: {}", q(names[usize::from(l)])),
+    };
+    let ts = format!("2026-01-01T00:{:02}:{:02}Z", age / 60 % 60, age % 60);
+    vec![
+        format!(
+            "kind: Gateway\nmetadata: {{name: gw, namespace: {ns}, creationTimestamp: \"{ts}\"}}\nspec:\n  listeners: [{{name: l, port: 18080, protocol: HTTP{host}}}]\n"
+        ),
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: r, namespace: {ns}, creationTimestamp: \"{ts}\"}}\nspec:\n  hostnames: [{}]\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /{ns}}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            q(names[usize::from(route)])
+        ),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// Issue #45, any ages and hostnames: tenant a's Gateway is the oldest on port 18080; b's
+    /// and c's newer Gateways (any listener hostname, a route each) never change a server of
+    /// a that serves a's route (its `http_matches_fallback` aside), and no server of a falls
+    /// back to a name another Gateway's listener serves.
+    #[test]
+    fn newer_gateways_of_any_age_never_take_my_served_names(
+        a in (0u8..4, 0u8..4),
+        others in prop::collection::vec((0u8..4, 0u8..4, 1u32..3000), 1..3),
+    ) {
+        let mine = port_tenant_docs("a", (a.0, a.1, 0));
+        let mut theirs = Vec::new();
+        for (i, t) in others.iter().enumerate() {
+            theirs.extend(port_tenant_docs(["b", "c"][i], *t));
+        }
+        let alone = generate_all(&[dir_with("ages-a", &file_of(&mine, vec![], 0, true))], &backends(), &opts()).unwrap();
+        let g = generate_all(&[dir_with("ages", &file_of(&mine, theirs, 0, false))], &backends(), &opts()).unwrap();
+        let conf = &g.output.nginx_conf;
+        // Where a request none of a's routes answers goes (404 either way) may be written
+        // differently: the fallback line, and the empty location only a fallback needs.
+        let strip = |s: &str| {
+            let keep = |l: &&str| {
+                !l.contains("http_matches_fallback")
+                    && !l.ends_with("{ http_matches []; }")
+                    && !l.ends_with("{ return 404; }")
+            };
+            s.lines().filter(keep).collect::<Vec<_>>().join("\n")
+        };
+        let after: Vec<String> = servers_of(conf, "a/gw").into_iter().map(strip).collect();
+        for s in servers_of(&alone.output.nginx_conf, "a/gw").into_iter().filter(|s| s.contains("$match_key")) {
+            prop_assert!(after.contains(&strip(s)), "{s}\n{conf}");
+        }
+        let others_names: Vec<&str> = servers_of(conf, "b/gw").into_iter().chain(servers_of(conf, "c/gw"))
+            .filter_map(|s| s.lines().find_map(|l| l.trim().strip_prefix("server_name ")))
+            .collect();
+        for s in servers_of(conf, "a/gw") {
+            if let Some(f) = s.lines().find_map(|l| l.trim().strip_prefix("http_matches_fallback ")) {
+                prop_assert!(!others_names.contains(&f), "{f}\n{conf}");
+            }
+        }
+    }
+}
