@@ -2,14 +2,15 @@
 //! decided it, computed from the same plan the configuration is generated from, with the same
 //! matching engine the module runs.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use route_match::{Outcome, RequestView, Syntax};
 
 use crate::nginx_request;
 use crate::plan::{
-    Candidate, Entry, INTERNAL_PREFIX, Loc, LocationPlan, PathKind, Plan, PortPlan, Reason,
-    RulePlan, ServerPlan, Target, wildcard_covers,
+    Candidate, Entry, GatewayId, INTERNAL_PREFIX, Loc, LocationPlan, PathKind, Plan, PortPlan,
+    Reason, RouteId, RulePlan, ServerPlan, Target, wildcard_covers,
 };
 
 /// A request as a client sends it.
@@ -107,7 +108,7 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
         alive
     });
     if changed {
-        plan.merged = crate::plan::Merged::of(&plan.ports);
+        plan.remerge();
     }
     let gone = |c: &crate::plan::Candidate| {
         dropped.iter().any(|d| match &d.unit {
@@ -119,19 +120,18 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
             | DroppedUnit::Listener(_) => false,
         })
     };
+    // The routes left out of each Gateway's servers, looked up per server, then per candidate.
+    let mut detached: BTreeMap<GatewayId, BTreeSet<&RouteId>> = BTreeMap::new();
+    for d in dropped {
+        if let DroppedUnit::Attachment { route, gateway } = &d.unit {
+            detached.entry((**gateway).clone()).or_default().insert(route);
+        }
+    }
+    let none = BTreeSet::new();
     for server in plan.ports.iter_mut().flat_map(|p| &mut p.servers) {
-        let detached: Vec<&crate::plan::RouteId> = dropped
-            .iter()
-            .filter_map(|d| match &d.unit {
-                DroppedUnit::Attachment { route, gateway }
-                    if server.listener.as_ref().is_some_and(|l| l.gateway_id() == **gateway) =>
-                {
-                    Some(route)
-                }
-                _ => None,
-            })
-            .collect();
-        server.retain_candidates(|c| !gone(c) && !detached.contains(&&c.id.route));
+        let off = server.listener.as_ref().and_then(|l| detached.get(&l.gateway_id()));
+        let off = off.unwrap_or(&none);
+        server.retain_candidates(|c| !gone(c) && !off.contains(&c.id.route));
         for rule in &mut server.rules {
             let shares: Vec<usize> = dropped
                 .iter()

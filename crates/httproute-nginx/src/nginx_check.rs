@@ -398,7 +398,7 @@ pub fn drop_secret(plan: &mut Plan, secret: &str, why: &str) -> Vec<String> {
             None => listeners.push((l.clone(), left)),
         }
     }
-    plan.merged = crate::plan::Merged::of(&plan.ports);
+    plan.remerge();
     let refs = format!("tls.certificateRefs: Secret {secret}: {why}");
     let mut warnings = Vec::new();
     for (id, left) in listeners {

@@ -1475,3 +1475,166 @@ proptest! {
         }
     }
 }
+
+/// Tenant a's route a/r (one rule: PathPrefix /m and a header regex; with `second`, a rule
+/// for /n too) on a's Gateway and on b's newer 40-listener Gateway (and through a parentRef
+/// to a Gateway b does not have, `gw2`), and b's newer route b/q
+/// (PathPrefix /) on b's Gateway.
+fn detached_location_docs(second: bool) -> String {
+    let mut docs = shared_route_docs(Some(40), "h0.b.test");
+    let rules = if second {
+        "  - matches: [{path: {type: PathPrefix, value: /n}}]\n    backendRefs: [{name: s, port: 80}]\n"
+    } else {
+        ""
+    };
+    docs[1] = format!(
+        "kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  parentRefs: [{{name: gw}}, {{name: gw, namespace: b}}, {{name: gw2, namespace: b}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /m}}, headers: [{{type: RegularExpression, name: x-v, value: \"v[0-9]+\"}}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n{rules}"
+    );
+    docs.push("kind: HTTPRoute\nmetadata: {name: q, namespace: b, creationTimestamp: \"2026-01-04T00:00:00Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /}}]\n    backendRefs: [{name: s, port: 80}]\n".to_owned());
+    docs.join("---\n")
+}
+
+/// Review rv-ga HIGH: a/r's attachment to b's newer Gateway is refused (40 copies over
+/// `--regex-memory-per-tenant 600000`), which leaves b's `location /m` (made by a/r alone)
+/// refused in b's servers. That location's matches are not a/r's loss: a/r is not served
+/// there anyway (its attachment says so). So a.test keeps `location = "/m"` with a/r's list,
+/// a/r's parentRef to a's Gateway stays `Accepted: True` with no `PartiallyInvalid` (also
+/// with a second rule), explain answers a.test /m with a/r, the parentRef that names no
+/// Gateway (`gw2`) keeps `NoMatchingParent`, and b's listeners count b/q
+/// alone in `attachedRoutes`. Before: the match recorded as dropped, status `Accepted:
+/// False` "no rule is left to serve", explain 404; and b's listeners counting a/r.
+#[test]
+fn a_location_refused_where_my_attachment_is_refused_is_not_my_loss() {
+    use httproute_nginx::plan::{ConditionType, Reason};
+    let mut o = opts();
+    o.carrier = httproute_nginx::Carrier::Inline;
+    o.global.regex_memory_per_tenant = 600_000;
+    for second in [false, true] {
+        let dir = dir_with("detached-location", &detached_location_docs(second));
+        let g = generate_all(std::slice::from_ref(&dir), &backends(), &o).unwrap();
+        let conf = &g.output.nginx_conf;
+        let mine = server_text(conf, "a.test");
+        assert!(mine.contains("location = \"/m\"") && mine.contains("x-v"), "{conf}");
+        let r = g.status.routes.iter().find(|r| r.id.to_string() == "a/r").unwrap();
+        let on = |ns: Option<&str>, section: Option<&str>| {
+            let (_, cs) = r
+                .parents
+                .iter()
+                .find(|(p, _)| p.namespace.as_deref() == ns && p.section_name.as_deref() == section)
+                .unwrap();
+            cs
+        };
+        let to_b = on(Some("b"), None).iter().find(|c| c.kind == ConditionType::Accepted);
+        assert!(to_b.is_some_and(|c| !c.ok && c.message.contains("budget")), "{:?}", r.parents);
+        for c in on(None, None) {
+            assert!(c.ok && c.kind != ConditionType::PartiallyInvalid, "{:?}", r.parents);
+        }
+        let gw2 = r
+            .parents
+            .iter()
+            .find(|(p, _)| p.name == "gw2")
+            .unwrap()
+            .1
+            .iter()
+            .find(|c| c.kind == ConditionType::Accepted);
+        assert!(gw2.is_some_and(|c| c.reason == Reason::NoMatchingParent), "{:?}", r.parents);
+        for l in g.status.listeners.iter().filter(|l| l.id.namespace == "b") {
+            assert_eq!(l.attached_routes, 1, "{l:?}");
+        }
+        let model = httproute_nginx::model::load(&[dir]).unwrap();
+        let plan = httproute_nginx::explain::plan_as_served(&model, &backends(), &o).unwrap();
+        let req = httproute_nginx::explain::Request {
+            port: Some(18080),
+            method: "GET".into(),
+            host: "a.test".into(),
+            path: "/m".into(),
+            headers: vec![("x-v".into(), "v1".into())],
+            query: String::new(),
+        };
+        let (text, status) = httproute_nginx::explain::explain(&plan, &req);
+        assert!(status == 200 && text.contains("a/r rule 0"), "{status} {text}");
+    }
+}
+
+/// The blocks of `conf` whose `server_name` is `host`.
+fn servers_named<'c>(conf: &'c str, host: &str) -> Vec<&'c str> {
+    let name = format!("server_name {host};");
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = conf[from..].find(&name).map(|k| k + from) {
+        let start = conf[..at].rfind("server {").unwrap();
+        let end = at + conf[at..].find("\n    }\n").unwrap();
+        out.push(&conf[start..end]);
+        from = end;
+    }
+    out
+}
+
+/// a's Gateway: l1 (18080) and l2 (18082) both a.test (one server block for both ports), and
+/// l3 (18083) b.test admitting every namespace; a/r on a.test; with `b`, b's newer route b/q on
+/// l3 with 12 regex paths.
+fn shared_gateway_docs(b: bool) -> String {
+    let mut docs = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners:\n  - {name: l1, port: 18080, protocol: HTTP, hostname: a.test}\n  - {name: l2, port: 18082, protocol: HTTP, hostname: a.test}\n  - {name: l3, port: 18083, protocol: HTTP, hostname: b.test, allowedRoutes: {namespaces: {from: All}}}\n".to_owned(),
+        "kind: HTTPRoute\nmetadata: {name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [a.test]\n  rules:\n  - matches: [{path: {type: RegularExpression, value: \"/v[0-9]+/.*\"}}, {path: {type: PathPrefix, value: /}}]\n    backendRefs: [{name: s, port: 80}]\n".to_owned(),
+    ];
+    if b {
+        let matches: Vec<String> = (0..12)
+            .map(|k| format!("{{path: {{type: RegularExpression, value: \"/q{k}/[0-9]+\"}}}}"))
+            .collect();
+        docs.push(format!(
+            "kind: HTTPRoute\nmetadata: {{name: q, namespace: b, creationTimestamp: \"2026-01-03T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a, sectionName: l3}}]\n  rules:\n  - matches: [{}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            matches.join(", ")
+        ));
+    }
+    docs.join("---\n")
+}
+
+/// Review rv-ga MED: b/q's attachment to a's Gateway is refused (12 regexes over b's own
+/// budget of 8): a's a.test server block (one for ports 18080 and 18082) is byte-identical
+/// with and without b/q. Before, every server of a Gateway with a refused attachment was kept
+/// apart: a's one block became two.
+#[test]
+fn a_refused_attachment_of_a_newer_tenant_does_not_split_my_server_blocks() {
+    let copy = httproute_nginx::limits::regex_charge("^(?:/q0/[0-9]+)".len());
+    let mut o = opts();
+    o.carrier = httproute_nginx::Carrier::Inline;
+    o.global.regex_memory_per_tenant = 8 * copy;
+    let run = |b: bool| {
+        let dir = dir_with("split", &shared_gateway_docs(b));
+        generate_all(&[dir], &backends(), &o).unwrap()
+    };
+    let (alone, with_b) = (run(false), run(true));
+    let q = with_b.status.routes.iter().find(|r| r.id.to_string() == "b/q").unwrap();
+    assert!(
+        q.parents.iter().flat_map(|(_, cs)| cs).any(|c| !c.ok && c.message.contains("budget")),
+        "{:?}",
+        q.parents
+    );
+    let mine = servers_named(&alone.output.nginx_conf, "a.test");
+    assert_eq!(mine.len(), 1, "{}", alone.output.nginx_conf);
+    assert_eq!(servers_named(&with_b.output.nginx_conf, "a.test"), mine);
+    nginx_t("split", &with_b.output);
+}
+
+/// Review rv-ga MED: a Secret `nginx -t` refuses (`nginx_check::drop_secret`) merges the
+/// servers again as planning does (`Plan::remerge`): a's a.test on 18080 and b's a.test
+/// listener on 18081, where a/r's attachment is refused, stay two server blocks. Before,
+/// `Merged::of` merged them: a/r served through b's Gateway.
+#[test]
+fn a_refused_secret_keeps_servers_apart_that_leave_out_an_attachment() {
+    let mut o = opts();
+    o.carrier = httproute_nginx::Carrier::Inline;
+    let copy = httproute_nginx::limits::regex_charge("^(?:/v[0-9]+/.*)".len());
+    (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (8 * copy, 8 * copy);
+    let dir = dir_with("secret-remerge", &shared_route_docs(Some(40), "a.test").join("---\n"));
+    let model = httproute_nginx::model::load(&[dir]).unwrap();
+    let mut plan = httproute_nginx::plan_for(&model, &backends(), &o);
+    let count = |plan: &httproute_nginx::plan::Plan| {
+        let out = httproute_nginx::emit::emit(plan, &o).unwrap();
+        out.nginx_conf.matches("server_name a.test;").count()
+    };
+    assert_eq!(count(&plan), 2);
+    httproute_nginx::nginx_check::drop_secret(&mut plan, "a/none", "refused");
+    assert_eq!(count(&plan), 2);
+}

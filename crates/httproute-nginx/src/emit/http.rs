@@ -234,6 +234,7 @@ impl<'p> Pass<'p> {
         let port = &self.plan.ports[pi];
         let server = self.at(&(pi, si));
         let skip = self.skip;
+        let off = skip.at(server);
         let mut mirror_locs = Vec::new();
         // The rules of the candidates served: each run looked at once, whatever the number
         // of locations holding it.
@@ -246,7 +247,7 @@ impl<'p> Pass<'p> {
             .flat_map(|(_, l)| &l.segments)
             .filter(|s| seen.insert(s.id()))
             .flat_map(|s| s.candidates())
-            .filter(|c| !skip.at(server).candidate(c))
+            .filter(|c| !off.candidate(c))
             .map(|c| c.rule)
             .collect();
         for ri in used {

@@ -142,7 +142,10 @@ struct LeftOut {
 
 impl LeftOut {
     /// Leaves out each unit of `units` (once), with its reason.
+    /// A location's units go last: its matches are recorded only for the routes served in its
+    /// server (not those left out there, by route, rule or attachment).
     fn add(&mut self, plan: &Plan, units: impl IntoIterator<Item = (Unit, String)>) {
+        let mut locations = Vec::new();
         for (unit, why) in units {
             match unit {
                 Unit::Rule(id) => {
@@ -180,11 +183,7 @@ impl LeftOut {
                         self.drop(DroppedUnit::Route(id), Reason::UnsupportedValue, why);
                     }
                 }
-                Unit::Location(at, li) => {
-                    if self.skip.locations.insert((at, li)) {
-                        self.location(plan, (at, li), &why);
-                    }
-                }
+                Unit::Location(at, li) => locations.push((at, li, why)),
                 Unit::Attachment { route, gateway } => {
                     let routes = self.skip.attachments.entry((*gateway).clone()).or_default();
                     if routes.insert(route.clone()) {
@@ -197,24 +196,33 @@ impl LeftOut {
                 }
             }
         }
+        for (at, li, why) in locations {
+            if self.skip.locations.insert((at, li)) {
+                self.location(plan, (at, li), &why);
+            }
+        }
     }
 
     fn drop(&mut self, unit: DroppedUnit, reason: Reason, message: String) {
         self.dropped.push(Dropped { unit, reason, message });
     }
 
-    /// The matches whose path is location `li` of server `(pi, si)`'s, left out.
+    /// The matches whose path is location `li` of server `(pi, si)`'s, left out: those of the
+    /// routes served in that server (a route whose attachment to its Gateway is left out is
+    /// not, and is said with its attachment).
     fn location(&mut self, plan: &Plan, ((pi, si), li): (ServerAt, usize), why: &str) {
-        let loc = &plan.ports[pi].servers[si].locations[li];
+        let server = &plan.ports[pi].servers[si];
+        let loc = &server.locations[li];
         let path = match &loc.loc {
             Loc::Exact(p) | Loc::Prefix(p) => p.trim_end_matches('/'),
         };
         self.work.candidates += loc.len();
+        let off = self.skip.at(server);
         for c in loc.candidates() {
             let unit = DroppedUnit::Match { rule: c.id.clone(), index: c.match_index };
             // A match of a rule already left out is said with its rule.
             if c.path_kind != PathKind::Regex
-                && !self.skip.rule(&c.id)
+                && !off.candidate(c)
                 && c.path.trim_end_matches('/') == path
                 && !self.dropped_matches.contains(&unit)
             {
@@ -223,7 +231,8 @@ impl LeftOut {
                     c.id, c.match_index
                 ));
                 self.dropped_matches.insert(unit.clone());
-                self.drop(unit, Reason::UnsupportedValue, why.to_owned());
+                let message = why.to_owned();
+                self.dropped.push(Dropped { unit, reason: Reason::UnsupportedValue, message });
             }
         }
     }

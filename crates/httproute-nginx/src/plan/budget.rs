@@ -368,7 +368,7 @@ struct Inline<'a> {
     touches: BTreeMap<Via<'a>, BTreeMap<usize, Touch>>,
     /// The servers each unit brings (a host name of its route's own).
     brings: BTreeMap<Via<'a>, BTreeSet<usize>>,
-    ages: BTreeMap<Via<'a>, (usize, usize)>,
+    ages: BTreeMap<Via<'a>, (usize, usize, usize)>,
 }
 
 /// What the inline budget admits or refuses: a route through one Gateway (namespace, name),
@@ -400,7 +400,7 @@ impl<'a> Inline<'a> {
                 m.server_on.push(s.brought_by.is_empty());
                 m.dormant.push(0);
                 for r in s.brought_by.iter().filter(|r| !out.routes.contains(r)) {
-                    m.age(via(r, s), ages.attached(r, gateway));
+                    m.age(via(r, s), ages.attached(r, gateway), gateway);
                     m.brings.entry(via(r, s)).or_default().insert(server);
                 }
                 for (li, l) in s.locations.iter().enumerate() {
@@ -412,7 +412,7 @@ impl<'a> Inline<'a> {
                     m.loc_on.push(l.loc == Loc::Prefix("/".into()));
                     m.held.push(0);
                     for c in kept.of(l, |c| !out.rule(&c.id)) {
-                        m.age(via(&c.id.route, s), ages.attached(&c.id.route, gateway));
+                        m.age(via(&c.id.route, s), ages.attached(&c.id.route, gateway), gateway);
                         let list = *bytes.entry(c as *const Candidate).or_insert_with(|| {
                             let regex: usize =
                                 regexes(&c.entry).map(|p| regex_charge(p.len())).sum();
@@ -429,13 +429,16 @@ impl<'a> Inline<'a> {
         m
     }
 
-    fn age(&mut self, r: Via<'a>, age: (usize, usize)) {
-        let a = self.ages.entry(r).or_insert((usize::MAX, 0));
-        *a = (*a).min(age);
+    /// Unit `r`'s place: [`Ages::attached`], then its Gateway's own (`gateway`), so that of
+    /// one route's attachments, all to Gateways older than it, the older Gateway's goes first
+    /// (then the Gateway's namespace/name, in [`Via`]).
+    fn age(&mut self, r: Via<'a>, (attached, own): (usize, usize), gateway: usize) {
+        let a = self.ages.entry(r).or_insert((usize::MAX, 0, 0));
+        *a = (*a).min((attached, own, gateway));
     }
 
     fn oldest_first(&self) -> Vec<Via<'a>> {
-        let mut order: Vec<((usize, usize), Via<'a>)> =
+        let mut order: Vec<((usize, usize, usize), Via<'a>)> =
             self.ages.iter().map(|(&r, &a)| (a, r)).collect();
         order.sort();
         order.into_iter().map(|(_, r)| r).collect()
@@ -645,6 +648,46 @@ mod tests {
             .map(|c| (serde_json::to_string(&c.entry).unwrap().len() + 2) * 192)
             .sum();
         assert!(written <= total, "{written} > {total} ({} kept)", kept.len());
+    }
+
+    /// Review rv-ga MED: one route's attachments to two Gateways both older than it tie on
+    /// [`crate::plan::Ages::attached`]; the older Gateway's goes first, not the one whose
+    /// namespace/name sorts first. team-x/r (day 5) on team-x/gw (day 1, one listener) and
+    /// gateway-system/gw (day 2, 6 listeners), a budget for the larger of the two but not
+    /// both: the route keeps its own older Gateway, its attachment to gateway-system/gw is
+    /// refused. Before: gateway-system/gw's admitted first, team-x/r refused on team-x/gw.
+    #[test]
+    fn of_one_route_s_attachments_the_older_gateway_s_goes_first() {
+        let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: team-x, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP, hostname: x.test}]\n---\nkind: HTTPRoute\nmetadata: {name: r, namespace: team-x, creationTimestamp: \"2026-01-05T00:00:00Z\"}\nspec:\n  parentRefs: [{name: gw}, {name: gw, namespace: gateway-system}]\n  rules:\n  - matches: [{path: {type: RegularExpression, value: \"/v[0-9]+/.*\"}}]\n---\n".to_owned();
+        let ls: Vec<String> = (0..6)
+            .map(|k| format!("{{name: l{k}, port: 80, protocol: HTTP, hostname: h{k}.test, allowedRoutes: {{namespaces: {{from: All}}}}}}"))
+            .collect();
+        y += &format!(
+            "kind: Gateway\nmetadata: {{name: gw, namespace: gateway-system, creationTimestamp: \"2026-01-02T00:00:00Z\"}}\nspec:\n  listeners: [{}]\n",
+            ls.join(", ")
+        );
+        let p = plan_yaml(&y, |o| o.regex_per_location = true);
+        let mut sizes = crate::plan::entry::Sizes::new(None);
+        let m = Inline::of(&p.ports, &p.ages, &Out::default(), &mut sizes);
+        let cost = |ns: &str| {
+            let id = m.ages.keys().find(|v| v.1.is_some_and(|g| g.0 == ns)).unwrap();
+            m.cost(*id)
+        };
+        let (mine, shared) = (cost("team-x"), cost("gateway-system"));
+        assert!(mine < shared, "{mine} {shared}");
+        let p = plan_yaml(&y, |o| {
+            o.regex_per_location = true;
+            (o.regex_memory_per_tenant, o.regex_memory_total) = (shared, shared);
+        });
+        let refused: Vec<String> = p
+            .refused
+            .iter()
+            .map(|(r, _)| match r {
+                super::Refused::Attachment { route, gateway } => format!("{route} via {gateway}"),
+                r => format!("{r:?}"),
+            })
+            .collect();
+        assert_eq!(refused, ["team-x/r via gateway-system/gw"]);
     }
 
     /// The older route's charge is its own copies (`location /`, `= /a`, `/a/`: 3), the same

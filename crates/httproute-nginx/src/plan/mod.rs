@@ -136,8 +136,8 @@ pub struct Plan {
     pub status: Status,
     /// The NGINX the plan is for.
     pub capabilities: Capabilities,
-    /// Which servers are written once for several ports ([`Merged::of`] the ports; a caller
-    /// that changes `ports` computes it again).
+    /// Which servers are written once for several ports ([`Plan::remerge`]; a caller that
+    /// changes `ports` calls it again).
     pub merged: Merged,
     /// The Gateways' and routes' conflict order (the `nginx -t` net's victims, newest first).
     pub ages: Ages,
@@ -146,6 +146,14 @@ pub struct Plan {
     pub refused: Vec<(Refused, String)>,
     /// What planning took (tests bound it against the input: no timing).
     pub work: Work,
+}
+
+impl Plan {
+    /// [`Plan::merged`] again, after a caller changed `ports`: servers that leave out a
+    /// route's attachment still kept apart.
+    pub fn remerge(&mut self) {
+        self.merged = merged(&self.ports, &self.refused);
+    }
 }
 
 /// The work of [`plan`], counted.
@@ -261,19 +269,29 @@ fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Ref
     refused
 }
 
-/// Servers the same on several ports, written once ([`Merged`]); but the servers of a Gateway
-/// that leaves out a route's attachment ([`Refused::Attachment`]) are written for their own
-/// ports (a server alike of another Gateway keeps the route).
+/// Servers the same on several ports, written once ([`Merged`]); but a server of a Gateway
+/// that leaves out a route's attachment ([`Refused::Attachment`]) and that holds that route
+/// (its rules or the names it brings) is written for its own port (a server alike of another
+/// Gateway keeps the route). Every other server merges as it would without the refusal, so
+/// a newer tenant's refused attachment never changes another tenant's server blocks.
 fn merged(ports: &[PortPlan], refused: &[(Refused, String)]) -> Merged {
-    let detached: BTreeSet<(&str, &str)> = refused
-        .iter()
-        .filter_map(|(r, _)| match r {
-            Refused::Attachment { gateway, .. } => Some((&*gateway.namespace, &*gateway.name)),
-            _ => None,
-        })
-        .collect();
+    let mut detached: BTreeMap<(&str, &str), BTreeSet<&RouteId>> = BTreeMap::new();
+    for (r, _) in refused {
+        if let Refused::Attachment { route, gateway } = r {
+            detached.entry((&*gateway.namespace, &*gateway.name)).or_default().insert(route);
+        }
+    }
+    if detached.is_empty() {
+        return Merged::of(ports);
+    }
     Merged::keeping_apart(ports, |s| {
-        s.listener.as_ref().is_some_and(|l| detached.contains(&(&*l.namespace, &*l.gateway)))
+        let Some(routes) =
+            s.listener.as_ref().and_then(|l| detached.get(&(&*l.namespace, &*l.gateway)))
+        else {
+            return false;
+        };
+        s.brought_by.iter().any(|r| routes.contains(r))
+            || s.rules.iter().any(|rule| routes.contains(&rule.id.route))
     })
 }
 

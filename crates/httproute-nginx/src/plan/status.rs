@@ -487,25 +487,48 @@ fn parents_without_listeners(status: &mut Status, dropped: &[Dropped]) {
 
 /// The route parentRefs to a Gateway whose attachment is left out ([`DroppedUnit::Attachment`]:
 /// the inline regex budget): `Accepted: False` with the unit's reason and why, as a budget
-/// refuses a route on a listener before the configuration is made (`budget::http2_ports`).
-/// The route's other parentRefs are as they were.
+/// refuses a route on a listener before the configuration is made (`budget::http2_ports`),
+/// and the route no longer counted in those listeners' `attachedRoutes`. A parentRef that
+/// attached to no listener keeps its own condition (`NoMatchingParent`, ...); the route's
+/// other parentRefs are as they were. One walk of the routes, the refusals looked up by route.
 fn parents_refused(status: &mut Status, dropped: &[Dropped]) {
+    let mut refused: BTreeMap<&RouteId, Vec<(&GatewayId, &Dropped)>> = BTreeMap::new();
     for d in dropped {
-        let DroppedUnit::Attachment { route, gateway } = &d.unit else { continue };
-        for r in status.routes.iter_mut().filter(|r| r.id == *route) {
-            for ((p, conditions), attached) in r.parents.iter_mut().zip(&mut r.attached) {
-                let pns = p.namespace.as_deref().unwrap_or(&route.namespace);
-                let kind = p.kind.as_deref().unwrap_or("Gateway");
-                if kind != "Gateway" || pns != gateway.namespace || p.name != gateway.name {
-                    continue;
-                }
-                attached.clear();
-                let c = Condition::no(ConditionType::Accepted, d.reason, d.message.clone());
-                match conditions.iter_mut().find(|c| c.kind == ConditionType::Accepted) {
-                    Some(o) => *o = c,
-                    None => conditions.insert(0, c),
-                }
+        if let DroppedUnit::Attachment { route, gateway } = &d.unit {
+            refused.entry(route).or_default().push((gateway, d));
+        }
+    }
+    if refused.is_empty() {
+        return;
+    }
+    let mut detached: BTreeMap<ListenerId, usize> = BTreeMap::new();
+    for r in &mut status.routes {
+        let Some(gateways) = refused.get(&r.id) else { continue };
+        let mut off: BTreeSet<ListenerId> = BTreeSet::new();
+        for ((p, conditions), attached) in r.parents.iter_mut().zip(&mut r.attached) {
+            let pns = p.namespace.as_deref().unwrap_or(&r.id.namespace);
+            let kind = p.kind.as_deref().unwrap_or("Gateway");
+            let to = |g: &&(&GatewayId, &Dropped)| g.0.namespace == pns && g.0.name == p.name;
+            let Some((_, d)) = gateways.iter().find(to).filter(|_| kind == "Gateway") else {
+                continue;
+            };
+            if attached.is_empty() {
+                continue;
             }
+            off.append(attached);
+            let c = Condition::no(ConditionType::Accepted, d.reason, d.message.clone());
+            match conditions.iter_mut().find(|c| c.kind == ConditionType::Accepted) {
+                Some(o) => *o = c,
+                None => conditions.insert(0, c),
+            }
+        }
+        for l in off {
+            *detached.entry(l).or_default() += 1;
+        }
+    }
+    for l in &mut status.listeners {
+        if let Some(n) = detached.get(&l.id) {
+            l.attached_routes = l.attached_routes.saturating_sub(*n);
         }
     }
 }
