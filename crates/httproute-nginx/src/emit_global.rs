@@ -51,6 +51,9 @@ pub struct Global {
     pub regex_memory_per_tenant: usize,
     /// Bytes all namespaces' regex conditions may take together (`--regex-memory-total`).
     pub regex_memory_total: usize,
+    /// Bytes of the module's memory one namespace's match lists may hold
+    /// (`--list-memory-per-tenant`; the list memory budget, `plan/list_bytes.rs`).
+    pub list_memory_per_tenant: usize,
     /// `--module-max-memory`: the module's `http_matches_max_memory`, written; `None`: not
     /// written (the module's 128 MiB).
     pub module_max_memory: Option<usize>,
@@ -73,6 +76,7 @@ impl Default for Global {
             generation: None,
             regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
             regex_memory_total: crate::limits::DEFAULT_REGEX_MEMORY_TOTAL,
+            list_memory_per_tenant: crate::limits::DEFAULT_LIST_MEMORY_PER_TENANT,
             module_max_memory: None,
             epp_shim: None,
         }

@@ -178,6 +178,8 @@ pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanO
         worker_connections: opts.global.worker_connections,
         regex_memory_per_tenant: opts.global.regex_memory_per_tenant,
         regex_memory_total: opts.global.regex_memory_total,
+        module_max_memory: opts.global.module_max_memory.unwrap_or(limits::MODULE_MAX_MEMORY),
+        list_memory_per_tenant: opts.global.list_memory_per_tenant,
         regex_per_location: opts.carrier == Carrier::Inline,
         status: true,
         list_word: match opts.carrier {

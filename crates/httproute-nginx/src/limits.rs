@@ -48,6 +48,10 @@ pub const fn regex_memory_room(module_max_memory: usize) -> usize {
 /// What one namespace's regex conditions may take by default (`--regex-memory-per-tenant`):
 /// a quarter of [`DEFAULT_REGEX_MEMORY_TOTAL`], 240 patterns at the most each may compile to.
 pub const DEFAULT_REGEX_MEMORY_PER_TENANT: usize = DEFAULT_REGEX_MEMORY_TOTAL / 4;
+/// What one namespace's match lists may hold by default (`--list-memory-per-tenant`): half
+/// of what the lists of all tenants may hold beside the default regex total and one list's
+/// parse (`plan::ListLimits`: 48 MiB of the 128 MiB).
+pub const DEFAULT_LIST_MEMORY_PER_TENANT: usize = 24 * 1024 * 1024;
 
 /// The most one distinct regex condition of `len` bytes holds in the module: PCRE2's code
 /// and JIT code (at most `DEFAULT_PATTERN_MEMORY`, a pattern past it is a malformed entry

@@ -124,6 +124,12 @@ struct Process {
     /// rest is the lists' own); default 64 MiB.
     #[arg(long, default_value_t = httproute_nginx::limits::DEFAULT_REGEX_MEMORY_TOTAL)]
     regex_memory_total: usize,
+    /// Bytes of the module's memory the match lists of one namespace may hold (each byte of
+    /// their JSON counted at 2, each list at 512; all namespaces together: what
+    /// --module-max-memory leaves beside --regex-memory-total and an eighth for the list being
+    /// parsed, 48 MiB by default); a newer route past it is refused. Default 24 MiB.
+    #[arg(long, default_value_t = httproute_nginx::limits::DEFAULT_LIST_MEMORY_PER_TENANT)]
+    list_memory_per_tenant: usize,
     /// The module's `http_matches_max_memory` in bytes, written to the configuration (not
     /// written by default: the module's 128 MiB).
     #[arg(long)]
@@ -288,6 +294,7 @@ fn options(p: Planning, w: Written) -> Options {
         generation: None,
         regex_memory_per_tenant: process.regex_memory_per_tenant,
         regex_memory_total: process.regex_memory_total,
+        list_memory_per_tenant: process.list_memory_per_tenant,
         module_max_memory: process.module_max_memory,
         epp_shim: process.epp_shim,
     };

@@ -1053,12 +1053,13 @@ fn the_operator_sizes_the_regex_total() {
 
 /// `--carrier inline` compiles a location's list where it is written, so every location of a
 /// server holds a copy of its regex conditions. Tenant a's route (its regex path in its 4
-/// locations) on a listener that admits every namespace, a per-tenant budget of 8 copies, and
+/// locations) on a listener that admits every namespace, a per-tenant budget of 6 copies, and
 /// tenant b's `n` newer routes, each a plain prefix `/bK` on a.test (2 locations each): b pays
-/// for the copies its locations hold (and their list bytes), so its m oldest fit, the same m
-/// at n = 4 and 40, and the rest are refused (their locations not written); a's route stays
-/// Accepted whatever n is, and the copies written are the copies charged (4 + 2 x m). Before, a's route was charged every copy and refused from
-/// n = 4 (4 + 8 copies past 6): a newcomer evicted the incumbent.
+/// for the copies its locations hold (regex conditions only: the lists' bytes are the list
+/// budget's), so its 3 oldest fit, at n = 4 and 40, and the rest are refused (their locations
+/// not written); a's route stays Accepted whatever n is, and the copies written are the copies
+/// charged (4 + 2 x 3). Before, a's route was charged every copy and refused from n = 4
+/// (4 + 8 copies past 6): a newcomer evicted the incumbent.
 #[test]
 fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
     let a_all: Vec<String> = tenant_a()
@@ -1079,9 +1080,8 @@ fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
     let copy = httproute_nginx::limits::regex_charge(format!("^(?:{pattern})").len());
     let mut o = opts();
     o.carrier = httproute_nginx::Carrier::Inline;
-    // a's 4 copies and its entries' list bytes (about 6 copies' worth) fit, with room left.
-    o.global.regex_memory_per_tenant = 8 * copy;
-    let mut fit = None;
+    // a's 4 copies fit, and 3 of b's routes (2 copies each).
+    o.global.regex_memory_per_tenant = 6 * copy;
     for n in [4usize, 40] {
         let b: Vec<String> = (0..n)
             .map(|k| {
@@ -1098,7 +1098,7 @@ fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
             refused_for(&g, "budget: regex memory").into_iter().collect();
         // b's oldest m fit, whatever n is; a's route is never refused.
         let m = (0..n).take_while(|k| !refused.contains(&format!("b/r{k}"))).count();
-        assert!((1..4).contains(&m) && *fit.get_or_insert(m) == m, "n = {n}: {refused:?}");
+        assert_eq!(m, 3, "n = {n}: {refused:?}");
         let want = (m..n).map(|k| format!("b/r{k}")).collect();
         assert_eq!(refused, want, "n = {n}: {:?}", g.warnings);
         let conf = &g.output.nginx_conf;
@@ -1637,4 +1637,179 @@ fn a_refused_secret_keeps_servers_apart_that_leave_out_an_attachment() {
     assert_eq!(count(&plan), 2);
     httproute_nginx::nginx_check::drop_secret(&mut plan, "a/none", "refused");
     assert_eq!(count(&plan), 2);
+}
+
+/// Tenant b's routes `r0`..: each one match on `path(r)` with 16 headers of 4,096-byte values
+/// (the CRD's longest: 65 KB of JSON an entry), dated one second apart after b's Gateway.
+fn long_value_routes(routes: usize, path: impl Fn(usize) -> String) -> Vec<String> {
+    let mut b = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned(),
+    ];
+    for r in 0..routes {
+        let headers: Vec<String> = (0..16)
+            .map(|h| format!("{{name: x-h{h}, value: \"{r}-{h}-{}\"}}", "v".repeat(4090)))
+            .collect();
+        b.push(format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{r}, namespace: b, creationTimestamp: \"2026-01-02T00:{:02}:{:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: {}}}, headers: [{}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            r / 60,
+            r % 60,
+            path(r),
+            headers.join(", ")
+        ));
+    }
+    b
+}
+
+/// What the module may take for `matches.json` (`plan/list_bytes.rs`'s model): its lists'
+/// resident bytes, the parse of its longest list, and the regex conditions' charge; and the
+/// longest list's parse.
+fn module_memory(matches: &str) -> (usize, usize) {
+    let file: serde_json::Map<String, serde_json::Value> = serde_json::from_str(matches).unwrap();
+    let longest = file.values().map(|l| httproute_nginx::plan::list_peak(l.to_string().len()));
+    let longest = longest.max().unwrap_or(0);
+    let regex: usize = written_patterns(matches, "")
+        .iter()
+        .map(|p| httproute_nginx::limits::regex_charge(p.len()))
+        .sum();
+    let resident = matches.len() * route_match::LIST_RESIDENT_BYTES_PER_JSON_BYTE
+        + route_match::LIST_RESIDENT_BYTES_PER_LIST;
+    (resident + longest + regex, longest)
+}
+
+/// Budget: list memory, one list (issue #45). Tenant b's 10 newer routes on one path, each a
+/// match of 16 headers of 4,096 bytes (CRD-valid): one run of 657 KB of JSON, which the
+/// module may take 148 MB to parse and compile, past its 128 MiB: `nginx -t` refused the
+/// configuration for every tenant. Now b's oldest route fits the eighth one list may take
+/// (16 MiB), its 9 newer ones are refused naming the budget, a's view is unchanged, and the
+/// model of the module's memory is within 128 MiB. Before, none was refused.
+#[test]
+fn one_long_list_of_a_newer_tenant_is_cut_to_what_one_list_may_take() {
+    let (base, mine, g) = views(long_value_routes(10, |_| "/x".into()), 3, true);
+    assert_eq!(base, mine);
+    let refused = refused_for(&g, "budget: list memory");
+    assert_eq!(refused, (1..10).map(|r| format!("b/r{r}")).collect::<Vec<_>>(), "{:?}", g.warnings);
+    let (all, longest) = module_memory(&g.output.matches_json);
+    let limits = httproute_nginx::plan::ListLimits::of(
+        httproute_nginx::limits::MODULE_MAX_MEMORY,
+        httproute_nginx::limits::DEFAULT_REGEX_MEMORY_TOTAL,
+        httproute_nginx::limits::DEFAULT_LIST_MEMORY_PER_TENANT,
+    );
+    assert!(longest <= limits.one_list, "{longest}");
+    assert!(all <= httproute_nginx::limits::MODULE_MAX_MEMORY, "{all}");
+    assert!(g.output.matches_json.contains(":Exact:0-0-vvv"), "b/r0 is served");
+    nginx_t("one-list", &g.output);
+}
+
+/// Budget: list memory, per tenant (`--list-memory-per-tenant`, here 1 MiB). Tenant b's 40
+/// newer routes, each such a match on a path of its own (2.6 MB of JSON, each byte counted at
+/// 2 and each list at 512): its 7 oldest fill its share, the newest are refused (a contiguous
+/// newest tail), a's view is unchanged and b's written entries hold at most the share. Before,
+/// none was refused.
+#[test]
+fn many_long_lists_of_a_newer_tenant_stay_within_its_share() {
+    let share = 1 << 20;
+    let mut o = opts();
+    o.global.list_memory_per_tenant = share;
+    let a = tenant_a();
+    let run = |tag: &str, b: Vec<String>| {
+        let dir = dir_with(tag, &file_of(&a, b, 7, false));
+        generate_all(&[dir], &backends(), &o).unwrap()
+    };
+    let base = run("lists-base", vec![]);
+    let g = run("lists-share", long_value_routes(40, |r| format!("/p{r}")));
+    let view = |g: &httproute_nginx::Generated| {
+        tenant_a_view(&g.output.nginx_conf, &g.output.matches_json)
+    };
+    assert_eq!(view(&base), view(&g));
+    let refused: std::collections::BTreeSet<String> =
+        refused_for(&g, "budget: list memory").into_iter().collect();
+    let m = 40 - refused.len();
+    // Each route ~131 KB at 2 per byte of its 65 KB entry (and its key and list): 7 fit
+    // the 1 MiB share, an eighth would not.
+    assert_eq!(m, 7, "{refused:?}");
+    assert_eq!(refused, (m..40).map(|r| format!("b/r{r}")).collect());
+    let kept = g.output.matches_json.split("\"x-h0:Exact:").count() - 1;
+    assert_eq!(kept, m, "each kept route's entry written once");
+    let written = m * 65_000 * route_match::LIST_RESIDENT_BYTES_PER_JSON_BYTE;
+    assert!(written <= share, "{m} kept");
+    nginx_t("per-tenant-lists", &g.output);
+}
+
+/// Budget: list memory, merged servers (HIGH-1). Tenant b's 10 routes of long lists on `/x`
+/// attached to two Gateways of its own: an older one on port 30001 and a newer one on 30000,
+/// whose servers are the same (merged: written once, at port 30000's place). At
+/// `worker_connections 4` (two sockets) the newer Gateway's listener is refused, so the
+/// server is written for port 30001 alone. Before, the list budget skipped the group (its
+/// first member's listener refused, the other member not first): none refused, and `nginx -t`
+/// refused the configuration (one list past the module's memory). Now its lists are counted
+/// once for the members left: b/r1..r9 refused, as on one Gateway.
+#[test]
+fn a_merged_server_is_charged_for_the_members_it_is_written_for() {
+    let mut b = long_value_routes(10, |_| "/x".into());
+    b[0] = "kind: Gateway\nmetadata: {name: gw-old, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 30001, protocol: HTTP}]\n".to_owned();
+    b.push("kind: Gateway\nmetadata: {name: gw-new, namespace: b, creationTimestamp: \"2026-01-01T00:00:02Z\"}\nspec:\n  listeners: [{name: http, port: 30000, protocol: HTTP}]\n".to_owned());
+    for r in &mut b[1..] {
+        *r = r.replace("parentRefs: [{name: gw}]", "parentRefs: [{name: gw-old}, {name: gw-new}]");
+    }
+    let mut o = opts();
+    o.global.worker_connections = 4;
+    let dir = dir_with("merged", &file_of(&tenant_a(), b, 3, true));
+    let g = generate_all(&[dir], &backends(), &o).unwrap();
+    assert!(g.output.nginx_conf.contains("30001") && !g.output.nginx_conf.contains(":30000"));
+    let refused = refused_for(&g, "budget: list memory");
+    assert_eq!(refused, (1..10).map(|r| format!("b/r{r}")).collect::<Vec<_>>(), "{:?}", g.warnings);
+    nginx_t("merged", &g.output);
+}
+
+/// Tenant b's `n` newer routes on its own Gateway, each a prefix `/pK` with a 200-byte
+/// header value (no regex anywhere).
+fn plain_header_routes(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|r| format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{r}, namespace: b, creationTimestamp: \"2026-01-02T00:00:{:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /p{r}}}, headers: [{{name: x-v, value: \"{r}-{}\"}}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            r % 60,
+            "v".repeat(200)
+        ))
+        .collect()
+}
+
+/// Tenant b's Gateway of [`plain_header_routes`].
+fn plain_gateway() -> String {
+    "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned()
+}
+
+/// `--carrier inline` with no regex anywhere (MED-2): b's 40 routes against a 16 KiB list
+/// share and a 16 KiB regex share. Each list copy is charged once, by the list budget: the
+/// newest are refused naming "budget: list memory", none naming the regex budget. Before, the
+/// regex budget also charged each copy's list bytes: routes refused "budget: regex memory".
+#[test]
+fn inline_lists_are_charged_by_the_list_budget_alone() {
+    let mut o = opts();
+    o.carrier = httproute_nginx::Carrier::Inline;
+    (o.global.regex_memory_per_tenant, o.global.list_memory_per_tenant) = (16 << 10, 16 << 10);
+    let mut b = vec![plain_gateway()];
+    b.extend(plain_header_routes(40));
+    let dir = dir_with("inline-lists", &file_of(&[], b, 1, true));
+    let g = generate_all(&[dir], &backends(), &o).unwrap();
+    assert_eq!(refused_for(&g, "budget: regex memory"), Vec::<String>::new());
+    let refused = refused_for(&g, "budget: list memory");
+    assert!(!refused.is_empty() && refused.len() < 40, "{refused:?}");
+    nginx_t("inline-lists", &g.output);
+}
+
+/// `--carrier variable` (MED-1): the module compiles a location's list per request (`set
+/// $http_matches`), nothing at load and no matches.json, so the list budget does not apply:
+/// b's 40 routes all kept at a 4 KiB list share. Before, the preload model refused them.
+#[test]
+fn variable_lists_are_not_charged_as_loaded() {
+    let mut o = opts();
+    o.carrier = httproute_nginx::Carrier::Variable;
+    o.global.list_memory_per_tenant = 4 << 10;
+    let mut b = vec![plain_gateway()];
+    b.extend(plain_header_routes(40));
+    let dir = dir_with("variable-lists", &file_of(&tenant_a(), b, 1, true));
+    let g = generate_all(&[dir], &backends(), &o).unwrap();
+    assert_eq!(refused_for(&g, "budget: list memory"), Vec::<String>::new());
+    assert!(g.output.nginx_conf.matches("set $http_matches").count() >= 40);
+    nginx_t("variable-lists", &g.output);
 }

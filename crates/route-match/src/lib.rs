@@ -51,6 +51,27 @@ pub use pattern::{ATTEMPT_MAX_CHARGE, DEFAULT_PATTERN_MEMORY, MATCH_LIMIT, PROBE
 /// an unknown field, ~143 bytes per byte.
 pub const LIST_BYTES_PER_JSON_BYTE: usize = 192;
 
+/// The most the compiled lists hold per byte of their JSON, past [`LIST_RESIDENT_BYTES_PER_LIST`]
+/// per list (each key of a file, each inline list) and besides their regex conditions' own
+/// memory (PCRE2's code, the prefilter's share: bounded per pattern apart), as the module
+/// counts them against `http_matches_max_memory`: once compiled (the scope's bytes, or
+/// `memory()`, whichever is more), and while a file is compiled besides the list being parsed
+/// (its [`LIST_BYTES_PER_JSON_BYTE`] estimate: the first pass's keys and the arrays sized from
+/// them are alive through the second pass). The generator budgets the lists' memory with
+/// them. Measured worst (`tests/resident.rs`, the shapes the generator writes): 1.65 per byte
+/// past 512 a list.
+pub const LIST_RESIDENT_BYTES_PER_JSON_BYTE: usize = 2;
+/// What each list (a key of `matches.json`: ~430 bytes at the file's peak, its part of the
+/// first pass's set of keys; an inline list: its list, store and their headers, ~300-420
+/// bytes) holds besides its entries.
+pub const LIST_RESIDENT_BYTES_PER_LIST: usize = 512;
+/// What each include of a list of includes (`{"include":"<key>"}`, 48 bytes of JSON in a
+/// generated file) holds once compiled, instead of [`LIST_RESIDENT_BYTES_PER_JSON_BYTE`] per
+/// byte of it: a file of many long lists of includes peaks at ~4.2 bytes per byte of its
+/// JSON while compiled, 167 bytes an include past the rest of the model measured
+/// (`tests/resident.rs` `lists_of_includes_are_within_the_model`: 1 to 600 includes a list).
+pub const LIST_RESIDENT_BYTES_PER_INCLUDE: usize = 256;
+
 /// Parses and compiles one match list (a JSON array), e.g. an inline `http_matches` argument or
 /// a `$http_matches` value.
 pub fn compile_list(json: &[u8], syntax: Syntax) -> Result<CompiledList, ParseError> {

@@ -5,7 +5,8 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::conf::{Arg, Directive, Node, Provenance, Rendered, Stmt, Writer, code, data};
 use crate::plan::{
-    Candidate, Entry, Kept, Loc, LocationPlan, Plan, RuleId, RulePlan, ServerAt, ServerPlan, Target,
+    Candidate, Entry, Kept, Loc, LocationPlan, Merged, Plan, RuleId, RulePlan, ServerAt,
+    ServerPlan, Target,
 };
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
@@ -77,14 +78,7 @@ struct Pass<'p> {
 
 impl<'p> Pass<'p> {
     fn new(plan: &'p Plan, opts: &'p Options, tree: Tree, skip: &'p Skip) -> Pass<'p> {
-        let alive = plan
-            .ports
-            .iter()
-            .map(|p| {
-                skip.listeners.is_empty()
-                    || p.servers.iter().any(|s| s.listener.is_some() && !dropped_listener(skip, s))
-            })
-            .collect();
+        let alive = Merged::listened(&plan.ports, &|l| skip.listeners.contains(l));
         Pass {
             plan,
             opts,
@@ -128,21 +122,27 @@ impl<'p> Pass<'p> {
     /// ports whose listener is left out, and the server of the members left.
     fn server(&mut self, (pi, si): ServerAt, all_members: &[ServerAt]) -> Result<(), String> {
         let server = self.at(&(pi, si));
-        let (mut members, mut orphans) = (Vec::new(), Vec::new());
-        for m in all_members.iter().filter(|m| self.alive[m.0]) {
-            match dropped_listener(self.skip, self.at(m)) {
-                false => members.push(*m),
-                // The catch-all of a port whose listener is left out while others keep the
-                // port: a server of no listener (404, or no TLS handshake).
-                true if server.hostname.is_none() => orphans.push(*m),
-                true => {}
-            }
-        }
+        // The catch-all of a port whose listener is left out while others keep the port: a
+        // server of no listener (404, or no TLS handshake).
+        let orphans: Vec<ServerAt> = all_members
+            .iter()
+            .filter(|m| self.alive[m.0] && dropped_listener(self.skip, self.at(m)))
+            .filter(|_| server.hostname.is_none())
+            .copied()
+            .collect();
         if !orphans.is_empty() {
             let body = self.orphan_body((pi, si), &orphans);
             self.push_server(body)?;
         }
-        if members.is_empty() || unbrought(self.skip, server) {
+        // The plan's budgets count the same servers (`Merged::written_for`).
+        let skip = self.skip;
+        let members = self.plan.merged.written_for(
+            (&self.plan.ports, &self.alive),
+            (pi, si),
+            &|l| skip.listeners.contains(l),
+            &|r| skip.routes.contains(r),
+        );
+        if members.is_empty() {
             return Ok(());
         }
         let (mut body, falls_back) = self.server_head((pi, si), &members);

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget, regex_charge};
 
 use super::attach::{Attachment, set_refused};
-use super::entry::{Entry, REGEX_CONDITION, Sizes};
+use super::entry::{Entry, REGEX_CONDITION};
 use super::ids::{Ages, GatewayId, ListenerId, RouteId, RuleId};
 use super::listeners::Listener;
 use super::merge::ServerAt;
@@ -219,11 +219,10 @@ pub(super) fn regex_memory(
     ages: &Ages,
     before: &[(Refused, String)],
     (per_tenant, total, per_location): (usize, usize, bool),
-    sizes: &mut Sizes,
 ) -> Vec<(Refused, String)> {
     let budget = Budget { per_tenant, total, used: BTreeMap::new(), all: 0 };
     match per_location {
-        true => Inline::of(ports, ages, &Out::of(before), sizes).admit(budget),
+        true => Inline::of(ports, ages, &Out::of(before)).admit(budget),
         false => per_namespace(ports, ages, before, budget),
     }
 }
@@ -304,7 +303,7 @@ fn per_namespace<'a>(
 #[derive(Default)]
 pub(super) struct Out<'a> {
     pub(super) listeners: BTreeSet<&'a ListenerId>,
-    routes: BTreeSet<&'a RouteId>,
+    pub(super) routes: BTreeSet<&'a RouteId>,
     rules: BTreeSet<&'a RuleId>,
     pub(super) locations: BTreeSet<(ServerAt, usize)>,
 }
@@ -335,7 +334,7 @@ impl<'a> Out<'a> {
 #[derive(Default, Clone, Copy)]
 struct Touch {
     /// What its entries there take in the module: their regex conditions ([`regex_charge`]
-    /// each) and their list bytes ([`list_charge`]).
+    /// each; their lists' bytes are `plan/list_bytes.rs`'s).
     charge: usize,
     /// One of its paths makes the location (`location = P` or `location P/` for its path P).
     makes_location: bool,
@@ -343,7 +342,7 @@ struct Touch {
 
 /// `--carrier inline`: every written location compiles its own list, so a route's regex
 /// conditions are compiled once per location that holds them, and a location holds every
-/// regex candidate of its server; each copy is also its list's bytes ([`list_charge`]). A location is written while its server is (a listener's, or
+/// regex candidate of its server. A location is written while its server is (a listener's, or
 /// one of the routes that bring its name is served) and, but for `location /`, one of the
 /// routes whose path makes it is. Each compiled copy is charged to the route that makes it
 /// exist, the newest of: the route whose regex it is, the oldest served route that brings the
@@ -383,7 +382,7 @@ fn via<'a>(r: &'a RouteId, s: &'a ServerPlan) -> Via<'a> {
 }
 
 impl<'a> Inline<'a> {
-    fn of(ports: &'a [PortPlan], ages: &Ages, out: &Out<'_>, sizes: &mut Sizes) -> Inline<'a> {
+    fn of(ports: &'a [PortPlan], ages: &Ages, out: &Out<'_>) -> Inline<'a> {
         let mut m = Inline::default();
         // With an inline carrier `out` holds `words::lists`' refusals: each location's kept
         // candidates are its written list's, so this walk is bounded by what is written.
@@ -414,9 +413,7 @@ impl<'a> Inline<'a> {
                     for c in kept.of(l, |c| !out.rule(&c.id)) {
                         m.age(via(&c.id.route, s), ages.attached(&c.id.route, gateway), gateway);
                         let list = *bytes.entry(c as *const Candidate).or_insert_with(|| {
-                            let regex: usize =
-                                regexes(&c.entry).map(|p| regex_charge(p.len())).sum();
-                            regex.saturating_add(list_charge(sizes.of(&c.entry).0))
+                            regexes(&c.entry).map(|p| regex_charge(p.len())).sum()
                         });
                         let t = m.touches.entry(via(&c.id.route, s)).or_default();
                         let t = t.entry(at).or_default();
@@ -503,10 +500,10 @@ impl<'a> Inline<'a> {
             };
             let what = match &refused {
                 Refused::Attachment { gateway, .. } => format!(
-                    "regex conditions, list bytes and the locations it adds through Gateway \
-                     {gateway} (inline)"
+                    "regex conditions and the locations it adds through Gateway {gateway} \
+                     (inline)"
                 ),
-                _ => "regex conditions, list bytes and the locations it adds (inline)".into(),
+                _ => "regex conditions and the locations it adds (inline)".into(),
             };
             match budget.take(route, cost, &what) {
                 Ok(()) => self.commit(id),
@@ -525,19 +522,9 @@ impl<'a> Inline<'a> {
     }
 }
 
-/// What one copy of an entry whose JSON is `json` bytes ([`Sizes`], measured once with the
-/// list words'; `None`: not serializable) in an inline list may take in the module while its
-/// list is parsed and compiled: its JSON and a comma, and its share of the list's `[]` (2 bytes
-/// in all), at [`route_match::LIST_BYTES_PER_JSON_BYTE`] each. So the lists' memory is charged
-/// too, to the route that makes each copy exist, against the same total.
-fn list_charge(json: Option<usize>) -> usize {
-    let json = json.unwrap_or(usize::MAX / 2);
-    json.saturating_add(2).saturating_mul(route_match::LIST_BYTES_PER_JSON_BYTE)
-}
-
 /// Candidate `c`'s path makes location `loc` (`precedence::locations`): an exact path its
 /// `location =`, a prefix P (not `/`) both `location = P` and `location P/`.
-fn makes(loc: &Loc, c: &Candidate) -> bool {
+pub(super) fn makes(loc: &Loc, c: &Candidate) -> bool {
     match (loc, c.path_kind) {
         (Loc::Exact(x), PathKind::Exact) => *x == c.path,
         (Loc::Exact(x), PathKind::Prefix) => c.path != "/" && *x == c.path,
@@ -577,8 +564,7 @@ mod tests {
     /// route-server pairs it holds).
     fn charges_of(yaml: &str) -> (BTreeMap<String, usize>, usize) {
         let p = plan_yaml(yaml, |o| o.regex_per_location = true);
-        let mut sizes = crate::plan::entry::Sizes::new(None);
-        let mut m = Inline::of(&p.ports, &p.ages, &Out::default(), &mut sizes);
+        let mut m = Inline::of(&p.ports, &p.ages, &Out::default());
         let size = m.touches.values().map(BTreeMap::len).sum::<usize>()
             + m.brings.values().map(BTreeSet::len).sum::<usize>();
         let mut out = BTreeMap::new();
@@ -607,49 +593,6 @@ mod tests {
         assert!(at_2n <= 2 * at_n + 8, "{at_n} -> {at_2n}");
     }
 
-    /// With `--carrier inline` the lists' bytes are charged too (HIGH-1): 40 routes, each a
-    /// 1,000-byte header match on its own prefix (two written copies: `= /pK`, `/pK/`), against
-    /// a total of 8 MiB: the oldest are kept, the newest refused, and the kept routes' copies'
-    /// JSON at the module's per-byte factor stays within the total. Before, list bytes were
-    /// charged to no one: all 40 kept, about twice the total.
-    #[test]
-    fn inline_list_bytes_are_charged_to_their_makers_within_the_total() {
-        let total = 8 << 20;
-        let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: a}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP}]\n".to_owned();
-        let v = "v".repeat(1000);
-        for k in 0..40 {
-            y += &format!(
-                "---\nkind: HTTPRoute\nmetadata: {{name: r{k:02}, namespace: a, creationTimestamp: \"2026-01-01T00:00:{k:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /p{k}}}, headers: [{{name: x-v, value: {v}}}]}}]\n"
-            );
-        }
-        let p = plan_yaml(&y, |o| {
-            o.regex_per_location = true;
-            o.list_word = Some(crate::syntax::Pos::Literal);
-            (o.regex_memory_per_tenant, o.regex_memory_total) = (total, total);
-        });
-        let refused: BTreeSet<String> = p
-            .refused
-            .iter()
-            .filter_map(|(r, _)| match r {
-                super::Refused::Route(id) | super::Refused::Attachment { route: id, .. } => {
-                    Some(id.to_string())
-                }
-                _ => None,
-            })
-            .collect();
-        let kept: BTreeSet<String> = (0..40).map(|k| format!("a/r{k:02}")).collect();
-        let kept: BTreeSet<&String> = kept.iter().filter(|r| !refused.contains(*r)).collect();
-        assert!(!refused.is_empty() && !kept.is_empty(), "{refused:?}");
-        assert!(kept.iter().all(|k| refused.iter().all(|r| *k < r)), "{kept:?} {refused:?}");
-        let locations = p.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.locations);
-        let candidates = locations.flat_map(|l| l.candidates());
-        let written: usize = candidates
-            .filter(|c| !refused.contains(&c.id.route.to_string()))
-            .map(|c| (serde_json::to_string(&c.entry).unwrap().len() + 2) * 192)
-            .sum();
-        assert!(written <= total, "{written} > {total} ({} kept)", kept.len());
-    }
-
     /// Review rv-ga MED: one route's attachments to two Gateways both older than it tie on
     /// [`crate::plan::Ages::attached`]; the older Gateway's goes first, not the one whose
     /// namespace/name sorts first. team-x/r (day 5) on team-x/gw (day 1, one listener) and
@@ -667,8 +610,7 @@ mod tests {
             ls.join(", ")
         );
         let p = plan_yaml(&y, |o| o.regex_per_location = true);
-        let mut sizes = crate::plan::entry::Sizes::new(None);
-        let m = Inline::of(&p.ports, &p.ages, &Out::default(), &mut sizes);
+        let m = Inline::of(&p.ports, &p.ages, &Out::default());
         let cost = |ns: &str| {
             let id = m.ages.keys().find(|v| v.1.is_some_and(|g| g.0 == ns)).unwrap();
             m.cost(*id)
@@ -692,8 +634,9 @@ mod tests {
 
     /// The older route's charge is its own copies (`location /`, `= /a`, `/a/`: 3), the same
     /// with n and 2n newer plain paths on its host name; the newer routes pay for the copies
-    /// their locations hold (2 each: `= /bK`, `/bK/`), so theirs doubles with n.
-    /// (Each copy's list bytes included, [`super::list_charge`].)
+    /// their locations hold (2 each: `= /bK`, `/bK/`), so theirs doubles with n. Regex
+    /// conditions alone: the lists' bytes are `plan/list_bytes.rs`'s (before, each copy's
+    /// list bytes were charged here too, and again there).
     #[test]
     fn an_older_inline_regex_route_is_charged_the_same_at_n_and_2n_newer_paths() {
         let copy = crate::limits::regex_charge("^(?:/v[0-9]+/.*)".len());
@@ -701,13 +644,8 @@ mod tests {
             c.iter().filter(|(k, _)| k.starts_with("b/")).map(|(_, v)| v).sum()
         };
         let (alone, n, twice) = (charges(0), charges(16), charges(32));
-        // Its 3 regex copies and its entries' list bytes there ([`super::list_charge`]).
-        assert!(alone["a/r"] > 3 * copy, "{alone:?}");
-        assert_eq!(n["a/r"], alone["a/r"]);
-        assert_eq!(twice["a/r"], alone["a/r"]);
-        assert!(b(&n) > 16 * 2 * copy, "{n:?}");
-        // Doubles, but for the list bytes of names and paths one digit longer (`/b16`).
-        let digit = 4 * route_match::LIST_BYTES_PER_JSON_BYTE;
-        assert!((2 * b(&n)..=2 * b(&n) + 32 * digit).contains(&b(&twice)), "{n:?} {twice:?}");
+        assert_eq!(alone["a/r"], 3 * copy, "{alone:?}");
+        assert_eq!((n["a/r"], twice["a/r"]), (alone["a/r"], alone["a/r"]));
+        assert_eq!((b(&n), b(&twice)), (16 * 2 * copy, 32 * 2 * copy), "{n:?} {twice:?}");
     }
 }

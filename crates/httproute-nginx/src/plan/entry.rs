@@ -33,8 +33,8 @@ pub struct Entry {
 }
 
 /// Each entry's JSON measured once, by the entry's address (a candidate holds its own), for
-/// every judge of its size: `words::lists` (its bytes in a list word at `pos`, the list word's
-/// place) and `budget::list_charge` (its JSON's bytes, as the module parses them).
+/// `words::lists` (its bytes in a list word at `pos`, the list word's place), however many
+/// lists hold it.
 pub(super) struct Sizes {
     pos: Option<Pos>,
     of: HashMap<*const Entry, (Option<usize>, Option<usize>)>,

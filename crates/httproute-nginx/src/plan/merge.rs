@@ -1,6 +1,7 @@
 //! Server merging: servers that are the same on several ports are written once, with a
 //! `listen` per port (emit writes what this decides).
 
+use super::ids::{ListenerId, RouteId};
 use super::types::{Loc, PortPlan, ServerPlan};
 
 /// A server of the plan: (index of its port, index in the port's servers).
@@ -117,6 +118,38 @@ impl Merged {
     /// it is written with an earlier port.
     pub fn members(&self, pi: usize, si: usize) -> Option<&[ServerAt]> {
         self.members[pi][si].as_deref()
+    }
+
+    /// The members server `(pi, si)` is written for when the listeners `dropped` and the
+    /// routes `gone` are left out: those on a listened port ([`Merged::listened`]) whose own
+    /// listener is kept. Emit writes the first member's server for them, once; the budgets
+    /// count it once. Empty: not written here (an earlier port's, no member left, or every
+    /// route bringing its name left out).
+    pub fn written_for(
+        &self,
+        (ports, listened): (&[PortPlan], &[bool]),
+        (pi, si): ServerAt,
+        dropped: &dyn Fn(&ListenerId) -> bool,
+        gone: &dyn Fn(&RouteId) -> bool,
+    ) -> Vec<ServerAt> {
+        let Some(all) = self.members(pi, si) else { return Vec::new() };
+        let s = &ports[pi].servers[si];
+        if !s.brought_by.is_empty() && s.brought_by.iter().all(gone) {
+            return Vec::new();
+        }
+        let kept = |&(p, i): &ServerAt| {
+            listened[p] && !ports[p].servers[i].listener.as_ref().is_some_and(dropped)
+        };
+        all.iter().copied().filter(kept).collect()
+    }
+
+    /// Per port, whether it is listened on when the listeners `dropped` are left out: all
+    /// are when none is, else those with a listener kept.
+    pub fn listened(ports: &[PortPlan], dropped: &dyn Fn(&ListenerId) -> bool) -> Vec<bool> {
+        let kept = |s: &ServerPlan| !s.listener.as_ref().is_some_and(dropped);
+        let none = ports.iter().flat_map(|p| &p.servers).all(kept);
+        let listened = |p: &PortPlan| p.servers.iter().any(|s| s.listener.is_some() && kept(s));
+        ports.iter().map(|p| none || listened(p)).collect()
     }
 
     /// Whether some server is written for port `pi` (first of its group).

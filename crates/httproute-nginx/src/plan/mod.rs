@@ -15,7 +15,7 @@
 //! | precedence (candidates and their sort key, locations) | `plan/precedence.rs` |
 //! | status (condition types and reasons, listener and route conditions) | `plan/status.rs` |
 //! | server merging (servers the same on several ports, written once) | `plan/merge.rs` |
-//! | budgets (what tenants share in NGINX: objects over theirs refused, newest first) | `plan/budget.rs` |
+//! | budgets (what tenants share in NGINX: objects over theirs refused, newest first) | `plan/budget.rs`, `plan/list_bytes.rs` (the match lists' memory) |
 //!
 //! and `plan/ids.rs` (typed listener, route and rule ids), `plan/entry.rs` (the match-list entry
 //! emit writes and explain evaluates), `plan/types.rs` (the plan's nodes: ports, servers,
@@ -27,7 +27,7 @@
 //! `types` imports `entry`, `ids`, `status`; `segments` (a location's list as runs of the
 //! server's blocks) only `types`; then `listeners`, `backends`, `rules`, `attach`,
 //! `precedence`, `servers` each import only those before them, `merge` only `types`, and `budget`
-//! `ids`, `entry`, `types`, `status`, `listeners` and `attach`. No file imports this one; this one runs them in order.
+//! `ids`, `entry`, `types`, `status`, `listeners` and `attach`, `list_bytes` `budget`, `ids` and `types`. No file imports this one; this one runs them in order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -40,6 +40,7 @@ mod entry;
 mod grants;
 mod ids;
 mod inference;
+mod list_bytes;
 mod listeners;
 mod merge;
 mod precedence;
@@ -54,6 +55,7 @@ mod words;
 pub use budget::Refused;
 pub use entry::{Entry, INTERNAL_PREFIX};
 pub use ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId};
+pub use list_bytes::{Limits as ListLimits, peak as list_peak};
 pub use merge::{Merged, ServerAt};
 pub use rules::retry_tries;
 pub use status::{
@@ -93,6 +95,13 @@ pub struct PlanOptions<'a> {
     pub regex_memory_per_tenant: usize,
     /// Bytes all namespaces' regex conditions may take together.
     pub regex_memory_total: usize,
+    /// The module's `http_matches_max_memory` (`--module-max-memory`, else the module's
+    /// 128 MiB): the regex total, the lists and one list's parse share it
+    /// (`plan/list_bytes.rs`).
+    pub module_max_memory: usize,
+    /// Bytes of it one namespace's match lists may hold (`--list-memory-per-tenant`;
+    /// `list_bytes::list_memory`).
+    pub list_memory_per_tenant: usize,
     /// Each location compiles the patterns of its own list (`--carrier inline`): the regex
     /// budget charges a pattern once per location that holds it, not once per namespace.
     pub regex_per_location: bool,
@@ -118,6 +127,8 @@ impl<'a> PlanOptions<'a> {
             worker_connections: crate::emit_global::Global::default().worker_connections,
             regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
             regex_memory_total: crate::limits::DEFAULT_REGEX_MEMORY_TOTAL,
+            module_max_memory: crate::limits::MODULE_MAX_MEMORY,
+            list_memory_per_tenant: crate::limits::DEFAULT_LIST_MEMORY_PER_TENANT,
             regex_per_location: false,
             status: true,
             list_word: None,
@@ -257,7 +268,7 @@ fn rule_outcomes(ports: &[PortPlan]) -> impl Iterator<Item = (&RuleId, usize, &[
 /// what tenants share, newest first.
 fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Refused, String)> {
     let mut refused = words::refusals(ports);
-    // Each entry's JSON measured once, for the list words and the inline list charge.
+    // Each entry's JSON measured once, for the list words.
     let mut sizes = entry::Sizes::new(opts.list_word);
     if opts.list_word.is_some() {
         refused.extend(words::lists(ports, ages, &refused, &mut sizes));
@@ -265,7 +276,22 @@ fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Ref
     refused.extend(budget::listening_sockets(ports, ages, opts.worker_connections));
     refused.extend(budget::server_names(ports, ages, &refused));
     let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
-    refused.extend(budget::regex_memory(ports, ages, &refused, regex, &mut sizes));
+    refused.extend(budget::regex_memory(ports, ages, &refused, regex));
+    // Servers the same on several ports as they will be written: only the inline regex
+    // budget above keeps servers apart (an attachment refused), the list budget refuses
+    // routes, so `plan` merges the same way after it.
+    let merged = merged(ports, &refused);
+    let lists = list_bytes::Limits::of(
+        opts.module_max_memory,
+        opts.regex_memory_total,
+        opts.list_memory_per_tenant,
+    );
+    // `--carrier variable` compiles each list per request (`set $http_matches`): nothing at
+    // load, no matches.json.
+    if opts.regex_per_location || opts.list_word.is_none() {
+        let inline = opts.regex_per_location;
+        refused.extend(list_bytes::list_memory((ports, &merged), ages, &refused, lists, inline));
+    }
     refused
 }
 

@@ -1,0 +1,546 @@
+//! List memory: the module compiles every match list of the configuration (each key of
+//! `matches.json`, or each inline list) within `http_matches_max_memory`, and refuses the whole
+//! configuration when one does not fit: a list of L bytes of JSON must find
+//! `L x LIST_BYTES_PER_JSON_BYTE` (and a key per two bytes, its warnings) left beside what the
+//! lists compiled before it hold. So the plan budgets them, newest first, as the other
+//! budgets (`plan/budget.rs`):
+//!
+//! - the module's memory is the regex conditions' (`--regex-memory-total`), the lists'
+//!   (at most [`LIST_RESIDENT_BYTES_PER_JSON_BYTE`] per byte of their JSON, and
+//!   [`LIST_RESIDENT_BYTES_PER_LIST`] per compiled list), and the parse of the list being
+//!   compiled ([`Limits::one_list`]: an eighth of it): the lists' total is what the other two
+//!   leave, and each namespace's share of it at most `--list-memory-per-tenant`;
+//! - a route is charged what it adds, admitted oldest first ([`Ages::attached`]): its
+//!   entries' bytes (with a key each, preloaded; in every written location that holds them,
+//!   inline), and what the locations its paths make hold (their lists of includes, or their
+//!   whole inline lists); so an older route's charge never grows with what newer routes add;
+//! - one preloaded list (a run of entries under its key) must fit [`Limits::one_list`]; an
+//!   inline list is one nginx.conf word (`plan/words.rs`: at most 4,094 bytes), whose parse
+//!   fits by construction.
+//!
+//! A route past either is refused (`Accepted: False`, "budget: list memory"). The walk is
+//! each run once and each location's runs once (the lists written), never routes x locations.
+
+use std::collections::{BTreeMap, HashMap};
+
+use route_match::{
+    LIST_BYTES_PER_JSON_BYTE, LIST_RESIDENT_BYTES_PER_INCLUDE as PER_INCLUDE,
+    LIST_RESIDENT_BYTES_PER_JSON_BYTE as RESIDENT, LIST_RESIDENT_BYTES_PER_LIST as PER_LIST,
+};
+
+use super::budget::{Out, Refused, makes};
+use super::ids::{Ages, ListenerId, RouteId};
+use super::merge::{Merged, ServerAt};
+use super::types::{Candidate, Loc, LocationPlan, PortPlan};
+
+/// A `matches.json` key as written, with its punctuation (`"e` and 32 hex digits, `":`, `,`).
+const KEY: usize = 40;
+/// An include of a run in a location's list (`{"include":"e` and 32 hex digits `"},`).
+const INCLUDE: usize = 48;
+/// What a compile keeps besides a list's estimate: the refusal's room (4,096 bytes), the next
+/// key twice, the file's read buffer (at most 64 KiB).
+const SLACK: usize = 4096 + 2 * KEY + 64 * 1024;
+
+/// The list-memory budgets, from the module's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes one namespace's lists may hold (at most `total`).
+    pub per_tenant: usize,
+    /// Bytes all namespaces' lists may hold: the module's memory less the regex total, one
+    /// list's parse and the file's own [`LIST_RESIDENT_BYTES_PER_LIST`].
+    pub total: usize,
+    /// Bytes one list's parse and compile may take ([`peak`]): an eighth of the module's memory.
+    pub one_list: usize,
+}
+
+impl Limits {
+    /// The budgets in `module_max_memory` beside `regex_total` (at most three quarters of it,
+    /// `--regex-memory-total`'s check), `per_tenant` at most.
+    pub fn of(module_max_memory: usize, regex_total: usize, per_tenant: usize) -> Limits {
+        let one_list = module_max_memory / 8;
+        let regex_total = regex_total.min(crate::limits::regex_memory_room(module_max_memory));
+        let total = module_max_memory
+            .saturating_sub(regex_total)
+            .saturating_sub(one_list)
+            .saturating_sub(PER_LIST);
+        Limits { per_tenant: per_tenant.min(total), total, one_list }
+    }
+}
+
+/// The most a preloaded list of `json` bytes takes while it is parsed and compiled
+/// (`route_match`'s `list_estimate` under a key, and [`SLACK`]).
+pub fn peak(json: usize) -> usize {
+    let warnings = (json / 2 + 1).saturating_mul(KEY + 32);
+    json.saturating_mul(LIST_BYTES_PER_JSON_BYTE).saturating_add(warnings).saturating_add(SLACK)
+}
+
+/// A run of entries (a key of `matches.json`; inline, a part of each list holding it).
+#[derive(Default)]
+struct Run {
+    /// JSON bytes of its admitted entries (each with its comma).
+    bytes: usize,
+    /// How many lists holding it are written.
+    made: u32,
+    /// Its lists: a range of `Model::run_lists`.
+    lists: (u32, u32),
+}
+
+/// A location's list.
+#[derive(Default)]
+struct List {
+    /// Its runs: a range of `Model::list_runs`.
+    runs: (u32, u32),
+    /// Written: `location /`, or one of the admitted routes' paths makes it.
+    made: bool,
+    /// Inline: its own bytes were charged.
+    paid: bool,
+    /// Runs it holds with admitted entries.
+    live: u32,
+    /// Its location: (server, index).
+    place: (ServerAt, usize),
+}
+
+/// The model, built from the plan: flat arrays (a few words per entry, run and list).
+#[derive(Default)]
+struct Model<'a> {
+    inline: bool,
+    ids: HashMap<&'a RouteId, u32>,
+    /// Each route's age (oldest place it comes with) and id.
+    routes: Vec<((usize, usize), &'a RouteId)>,
+    /// (route, run, JSON bytes) of each entry, sorted.
+    entries: Vec<(u32, u32, u32)>,
+    /// (route, list) its paths make, sorted.
+    makes: Vec<(u32, u32)>,
+    runs: Vec<Run>,
+    run_lists: Vec<u32>,
+    lists: Vec<List>,
+    list_runs: Vec<u32>,
+}
+
+/// A server's runs met so far: [`super::types::Segment::id`] -> run.
+type RunIds = HashMap<(usize, usize, usize), u32>;
+
+/// A list of `k` includes under its key: its JSON bytes and what it holds compiled (its key's
+/// JSON at [`RESIDENT`], each include at [`PER_INCLUDE`], not [`RESIDENT`] per byte: a file
+/// of many lists of includes peaks at ~4.2 per byte); none for one run (its own key).
+fn includes(k: u32) -> (usize, usize) {
+    match k {
+        0 | 1 => (0, 0),
+        k => (KEY + k as usize * INCLUDE, KEY * RESIDENT + k as usize * PER_INCLUDE),
+    }
+}
+
+/// The routes whose lists do not fit, newest first refused (see the module's doc).
+pub(super) fn list_memory(
+    (ports, merged): (&[PortPlan], &Merged),
+    ages: &Ages,
+    before: &[(Refused, String)],
+    limits: Limits,
+    inline: bool,
+) -> Vec<(Refused, String)> {
+    let mut m = Model::of((ports, merged), ages, &Out::of(before), inline);
+    let mut order: Vec<((usize, usize), u32)> =
+        m.routes.iter().enumerate().map(|(i, &(age, _))| (age, i as u32)).collect();
+    order.sort();
+    let mut used: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut all = 0usize;
+    let mut out = Vec::new();
+    for (_, r) in order {
+        let id = m.routes[r as usize].1;
+        let (cost, longest) = m.cost(r);
+        let tenant = used.entry(id.namespace.as_str()).or_default();
+        let why = if !inline && peak(longest) > limits.one_list {
+            format!(
+                "route {id} would make a match list of {longest} bytes of JSON, which may take \
+                 {} bytes of the module's http_matches_max_memory to parse and compile, past \
+                 the {} one list may take (budget: list memory)",
+                peak(longest),
+                limits.one_list
+            )
+        } else if *tenant + cost > limits.per_tenant || all + cost > limits.total {
+            format!(
+                "route {id}'s match lists may hold {cost} bytes of the module's \
+                 http_matches_max_memory, past what is left of namespace {}'s {} or of all \
+                 namespaces' {} beside older routes (budget: list memory)",
+                id.namespace, limits.per_tenant, limits.total
+            )
+        } else {
+            *tenant += cost;
+            all += cost;
+            m.commit(r);
+            continue;
+        };
+        out.push((Refused::Route(id.clone()), why));
+    }
+    out.extend(m.unpaid());
+    out
+}
+
+impl<'a> Model<'a> {
+    /// The model of the servers written (one of each group [`Merged`] writes once).
+    fn of(
+        (ports, merged): (&'a [PortPlan], &Merged),
+        ages: &Ages,
+        out: &Out<'_>,
+        inline: bool,
+    ) -> Model<'a> {
+        let mut m = Model { inline, ..Model::default() };
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        let dropped = |l: &ListenerId| out.listeners.contains(l);
+        let listened = Merged::listened(ports, &dropped);
+        for (pi, p) in ports.iter().enumerate() {
+            for (si, s) in p.servers.iter().enumerate() {
+                // Written once for its members left (emit's own predicate), as old as the
+                // oldest of their listeners.
+                let members = merged.written_for((ports, &listened), (pi, si), &dropped, &|r| {
+                    out.routes.contains(r)
+                });
+                let listener = |&(p, i): &ServerAt| ports[p].servers[i].listener.as_ref();
+                let gateway = members.iter().map(|m| listener(m).map_or(0, |l| ages.listener(l)));
+                let Some(gateway) = gateway.min() else { continue };
+                let mut runs = RunIds::new();
+                for (li, l) in s.locations.iter().enumerate() {
+                    if !out.locations.contains(&((pi, si), li)) {
+                        m.location((l, ((pi, si), li)), (&mut runs, &mut pairs), |c| {
+                            (!out.rule(&c.id)).then(|| ages.attached(&c.id.route, gateway))
+                        });
+                    }
+                }
+            }
+        }
+        m.entries.sort_unstable();
+        m.makes.sort_unstable();
+        m.makes.dedup();
+        pairs.sort_unstable();
+        m.run_lists = pairs.iter().map(|&(_, l)| l).collect();
+        let mut at = 0;
+        for (r, run) in m.runs.iter_mut().enumerate() {
+            let end = at + pairs[at..].partition_point(|&(pr, _)| pr as usize == r);
+            run.lists = (at as u32, end as u32);
+            at = end;
+        }
+        m
+    }
+
+    /// Location `l` of a server whose runs so far are `runs` (with the (run, list) `pairs`);
+    /// `kept`: a candidate's age, if it is not refused. A run's entries are read once (where
+    /// it is first met), and a location's makers among the runs of its own path (a run is
+    /// one path: whether it makes the location is its first candidate's).
+    fn location(
+        &mut self,
+        (l, place): (&'a LocationPlan, (ServerAt, usize)),
+        (runs, pairs): (&mut RunIds, &mut Vec<(u32, u32)>),
+        kept: impl Fn(&Candidate) -> Option<(usize, usize)>,
+    ) {
+        let at = self.lists.len() as u32;
+        let root = l.loc == Loc::Prefix("/".into());
+        let start = self.list_runs.len() as u32;
+        for seg in &l.segments {
+            let first = !runs.contains_key(&seg.id());
+            let run = *runs.entry(seg.id()).or_insert(self.runs.len() as u32);
+            if first {
+                self.runs.push(Run::default());
+            }
+            pairs.push((run, at));
+            self.runs[run as usize].made += u32::from(root);
+            self.list_runs.push(run);
+            let making = seg.candidates().first().is_some_and(|c| makes(&l.loc, c));
+            if !(first || making) {
+                continue;
+            }
+            for c in seg.candidates() {
+                let Some(age) = kept(c) else { continue };
+                let next = self.routes.len() as u32;
+                let r = *self.ids.entry(&c.id.route).or_insert(next);
+                if r == next {
+                    self.routes.push((age, &c.id.route));
+                }
+                let a = &mut self.routes[r as usize].0;
+                *a = (*a).min(age);
+                if making {
+                    self.makes.push((r, at));
+                }
+                if first {
+                    let json = serde_json::to_string(&c.entry)
+                        .map_or(u32::MAX / 4, |j| u32::try_from(j.len()).unwrap_or(u32::MAX / 4));
+                    self.entries.push((r, run, json + 1));
+                }
+            }
+        }
+        let end = self.list_runs.len() as u32;
+        self.lists.push(List { runs: (start, end), made: root, place, ..List::default() });
+    }
+
+    /// The locations left with admitted entries but none of the routes whose paths make
+    /// them, whose lists were charged to no one (inline: any; preloaded: a list of includes,
+    /// two runs or more): not written, as the regex budget's (their paths' requests take the
+    /// longest prefix location left, whose list is the same without them).
+    fn unpaid(&self) -> Vec<(Refused, String)> {
+        let least = if self.inline { 1 } else { 2 };
+        let unpaid = self.lists.iter().filter(|l| !l.made && l.live >= least);
+        let why = "every route whose path makes this location is refused, and its list would \
+                   hold other routes' entries charged to no one (budget: list memory)";
+        unpaid.map(|l| (Refused::Location(l.place.0, l.place.1), why.to_owned())).collect()
+    }
+
+    fn run_lists(&self, run: u32) -> &[u32] {
+        let (a, b) = self.runs[run as usize].lists;
+        &self.run_lists[a as usize..b as usize]
+    }
+
+    fn list_runs(&self, list: u32) -> &[u32] {
+        let (a, b) = self.lists[list as usize].runs;
+        &self.list_runs[a as usize..b as usize]
+    }
+
+    /// Route `r`'s entries by run (JSON bytes each), and the lists its paths newly make.
+    fn brings(&self, r: u32) -> (Vec<(u32, usize)>, Vec<u32>) {
+        let at = self.entries.partition_point(|e| e.0 < r);
+        let mut adds: Vec<(u32, usize)> = Vec::new();
+        for &(_, run, b) in self.entries[at..].iter().take_while(|e| e.0 == r) {
+            match adds.last_mut() {
+                Some((last, bytes)) if *last == run => *bytes += b as usize,
+                _ => adds.push((run, b as usize)),
+            }
+        }
+        let at = self.makes.partition_point(|e| e.0 < r);
+        let makes = self.makes[at..].iter().take_while(|e| e.0 == r).map(|e| e.1);
+        (adds, makes.filter(|&l| !self.lists[l as usize].made).collect())
+    }
+
+    /// What admitting route `r` adds to the lists (bytes of the module's memory), and the
+    /// longest run it adds to (bytes of JSON).
+    fn cost(&self, r: u32) -> (usize, usize) {
+        let (adds, new) = self.brings(r);
+        let run = |run: u32| &self.runs[run as usize];
+        let mut longest = adds.iter().map(|&(k, b)| run(k).bytes + b + 2).max().unwrap_or(0);
+        let made = |l: u32| self.lists[l as usize].made || new.binary_search(&l).is_ok();
+        let (mut json, mut lists, mut held) = (0usize, 0usize, 0usize);
+        if self.inline {
+            // (`json`, `lists`: what it adds.)
+            // Its entries in every written list holding them; the lists it makes, whole.
+            let mut fresh: Vec<u32> = new.clone();
+            for &(k, b) in &adds {
+                let holding = self.run_lists(k).iter().copied().filter(|&l| made(l));
+                fresh.extend(holding.filter(|&l| !self.lists[l as usize].paid));
+                let copies = run(k).made as usize
+                    + self.run_lists(k).iter().filter(|l| new.binary_search(l).is_ok()).count();
+                json = json.saturating_add(b.saturating_mul(copies));
+            }
+            for &l in &new {
+                json += self.list_runs(l).iter().map(|&k| run(k).bytes).sum::<usize>();
+            }
+            fresh.sort_unstable();
+            fresh.dedup();
+            lists += fresh.len();
+        } else {
+            // Its entries under their keys; the lists of includes it makes or grows.
+            let live: Vec<u32> = adds.iter().map(|a| a.0).filter(|&k| run(k).bytes == 0).collect();
+            json += adds.iter().map(|a| a.1).sum::<usize>() + live.len() * KEY;
+            lists += live.len();
+            let mut grown: Vec<u32> = new.clone();
+            for &k in &live {
+                grown.extend(self.run_lists(k).iter().copied().filter(|&l| made(l)));
+            }
+            grown.sort_unstable();
+            for g in grown.chunk_by(|a, b| a == b) {
+                let l = &self.lists[g[0] as usize];
+                let added = g.len() as u32 - u32::from(new.binary_search(&g[0]).is_ok());
+                let before = if l.made { includes(l.live) } else { (0, 0) };
+                let after = includes(l.live + added);
+                // A list of includes is one list to parse too (`peak`).
+                longest = longest.max(after.0);
+                held += after.1 - before.1;
+                lists += usize::from(before.0 == 0 && after.0 > 0);
+            }
+        }
+        let cost = json.saturating_mul(RESIDENT).saturating_add(lists.saturating_mul(PER_LIST));
+        let cost = cost.saturating_add(held);
+        (cost, longest)
+    }
+
+    /// Route `r` admitted: its entries are in their runs, the lists it makes written.
+    fn commit(&mut self, r: u32) {
+        let (adds, new) = self.brings(r);
+        for &l in &new {
+            self.lists[l as usize].made = true;
+            self.lists[l as usize].paid = true;
+            for i in self.lists[l as usize].runs.0..self.lists[l as usize].runs.1 {
+                let k = self.list_runs[i as usize];
+                self.runs[k as usize].made += 1;
+            }
+        }
+        for (k, b) in adds {
+            let (a, e) = self.runs[k as usize].lists;
+            for &l in &self.run_lists[a as usize..e as usize] {
+                let list = &mut self.lists[l as usize];
+                list.live += u32::from(self.runs[k as usize].bytes == 0);
+                list.paid |= list.made;
+            }
+            self.runs[k as usize].bytes += b;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::{Model, Out};
+    use crate::plan::plan_yaml;
+
+    /// Each route's charge, admitted oldest first with no budget: tenant a's route (`/`, `/a`
+    /// and a header match) on a Gateway that admits every namespace, and `n` newer routes of
+    /// tenant b, each a plain prefix `/bK` on a's host name.
+    fn charges(n: usize, inline: bool) -> Vec<(String, usize)> {
+        let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP, hostname: a.test, allowedRoutes: {namespaces: {from: All}}}]\n---\nkind: HTTPRoute\nmetadata: {name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /a}, headers: [{name: x, value: y}]}, {path: {type: PathPrefix, value: /}}]\n".to_owned();
+        for k in 0..n {
+            y += &format!(
+                "---\nkind: HTTPRoute\nmetadata: {{name: r{k}, namespace: b, creationTimestamp: \"2026-01-02T00:00:{:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /b{k}}}}}]\n",
+                k % 60
+            );
+        }
+        let p = plan_yaml(&y, |o| o.regex_per_location = inline);
+        let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Out::default(), inline);
+        let mut order: Vec<_> =
+            (0..m.routes.len() as u32).map(|r| (m.routes[r as usize].0, r)).collect();
+        order.sort();
+        let mut out = Vec::new();
+        for (_, r) in order {
+            out.push((m.routes[r as usize].1.to_string(), m.cost(r).0));
+            m.commit(r);
+        }
+        out
+    }
+
+    /// The older route's charge is the same with 0, 16 and 32 newer paths on its host name
+    /// (their lists of includes, or inline their copies of a's `/` entry, are theirs), and the
+    /// newer routes' charges about double from 16 to 32: each pays its own.
+    #[test]
+    fn an_older_route_is_charged_the_same_at_n_and_2n_newer_paths() {
+        for inline in [false, true] {
+            let (alone, n, twice) = (charges(0, inline), charges(16, inline), charges(32, inline));
+            assert_eq!(alone[0].0, "a/r");
+            assert_eq!((n[0].1, twice[0].1), (alone[0].1, alone[0].1), "inline {inline}");
+            let b = |c: &[(String, usize)]| c[1..].iter().map(|x| x.1).sum::<usize>();
+            assert!(
+                b(&n) > 0 && (2 * b(&n) - b(&n) / 8..=2 * b(&n) + b(&n) / 8).contains(&b(&twice)),
+                "inline {inline}: {n:?} {twice:?}"
+            );
+        }
+    }
+
+    /// With `--carrier inline` the lists' bytes are charged too (`--list-memory-per-tenant`): 40 routes, each a
+    /// 1,000-byte header match on its own prefix (two written copies: `= /pK`, `/pK/`), against
+    /// a total of 128 KiB: the oldest are kept, the newest refused, and the kept routes' copies'
+    /// JSON at the module's resident factor stays within the total. Before, list bytes were
+    /// charged to no one: all 40 kept, about twice the total.
+    #[test]
+    fn inline_list_bytes_are_charged_to_their_makers_within_the_total() {
+        let total = 128 << 10;
+        let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: a}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP}]\n".to_owned();
+        let v = "v".repeat(1000);
+        for k in 0..40 {
+            y += &format!(
+                "---\nkind: HTTPRoute\nmetadata: {{name: r{k:02}, namespace: a, creationTimestamp: \"2026-01-01T00:00:{k:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /p{k}}}, headers: [{{name: x-v, value: {v}}}]}}]\n"
+            );
+        }
+        let p = plan_yaml(&y, |o| {
+            o.regex_per_location = true;
+            o.list_word = Some(crate::syntax::Pos::Literal);
+            o.list_memory_per_tenant = total;
+        });
+        let refused: BTreeSet<String> = p
+            .refused
+            .iter()
+            .filter_map(|(r, _)| match r {
+                crate::plan::Refused::Route(id) => Some(id.to_string()),
+                _ => None,
+            })
+            .collect();
+        let kept: BTreeSet<String> = (0..40).map(|k| format!("a/r{k:02}")).collect();
+        let kept: BTreeSet<&String> = kept.iter().filter(|r| !refused.contains(*r)).collect();
+        assert!(!refused.is_empty() && !kept.is_empty(), "{refused:?}");
+        assert!(p.refused.iter().all(|(_, why)| why.contains("budget: list memory")), "{p:?}");
+        assert!(kept.iter().all(|k| refused.iter().all(|r| *k < r)), "{kept:?} {refused:?}");
+        let locations = p.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.locations);
+        let candidates = locations.flat_map(|l| l.candidates());
+        let written: usize = candidates
+            .filter(|c| !refused.contains(&c.id.route.to_string()))
+            .map(|c| {
+                (serde_json::to_string(&c.entry).unwrap().len() + 2)
+                    * route_match::LIST_RESIDENT_BYTES_PER_JSON_BYTE
+            })
+            .sum();
+        assert!(written <= total, "{written} > {total} ({} kept)", kept.len());
+    }
+
+    /// `--carrier inline`: a location whose makers are all refused still holds an older
+    /// route's copy (tenant a's `/`) charged to no one, so it is refused too (not written):
+    /// b's 10 routes of a 1,000-byte header on `/bK`, a's host name, a 16 KiB share; each
+    /// refused route's two locations (`= /bK`, `/bK/`) are refused. Before, they were written
+    /// with a's copies, uncharged.
+    #[test]
+    fn locations_whose_makers_are_refused_are_not_written_uncharged() {
+        let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP, hostname: a.test, allowedRoutes: {namespaces: {from: All}}}]\n---\nkind: HTTPRoute\nmetadata: {name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /}}]\n".to_owned();
+        let v = "v".repeat(1000);
+        for k in 0..10 {
+            y += &format!(
+                "---\nkind: HTTPRoute\nmetadata: {{name: r{k}, namespace: b, creationTimestamp: \"2026-01-02T00:00:{k:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /b{k}}}, headers: [{{name: x-v, value: {v}}}]}}]\n"
+            );
+        }
+        let p = plan_yaml(&y, |o| {
+            o.regex_per_location = true;
+            o.list_word = Some(crate::syntax::Pos::Literal);
+            o.list_memory_per_tenant = 16 << 10;
+        });
+        let (mut routes, mut places) = (BTreeSet::new(), BTreeSet::new());
+        for (r, _) in &p.refused {
+            match r {
+                crate::plan::Refused::Route(id) => _ = routes.insert(id.name.clone()),
+                crate::plan::Refused::Location(at, li) => {
+                    _ = places
+                        .insert(format!("{:?}", p.ports[at.0].servers[at.1].locations[*li].loc))
+                }
+                _ => {}
+            }
+        }
+        assert!(!routes.is_empty() && routes.len() < 10, "{routes:?}");
+        let expected: BTreeSet<String> = routes
+            .iter()
+            .flat_map(|r| {
+                let k = r.trim_start_matches('r');
+                [format!("Exact(\"/b{k}\")"), format!("Prefix(\"/b{k}/\")")]
+            })
+            .collect();
+        assert_eq!(places, expected);
+    }
+
+    /// Preloaded lists of includes (HIGH-2 of gb's review): tenant b's 40 routes on nested
+    /// prefixes `/d`, `/d/d`, ... (the deepest locations' lists include 40 runs): the newest
+    /// route is charged its lists' includes at `LIST_RESIDENT_BYTES_PER_INCLUDE` each, and its
+    /// longest list (for the one-list parse) is its list of includes, 40 x 48 bytes of JSON.
+    /// Before, an include was charged 96 bytes and the longest list was its one-entry run.
+    #[test]
+    fn lists_of_includes_are_charged_per_include_and_parsed_as_one_list() {
+        let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP}]\n".to_owned();
+        for k in 1..=40 {
+            y += &format!(
+                "---\nkind: HTTPRoute\nmetadata: {{name: r{k:02}, namespace: b, creationTimestamp: \"2026-01-02T00:00:{k:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: {}}}}}]\n",
+                "/d".repeat(k)
+            );
+        }
+        let p = plan_yaml(&y, |_| {});
+        let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Out::default(), false);
+        let mut order: Vec<_> =
+            (0..m.routes.len() as u32).map(|r| (m.routes[r as usize].0, r)).collect();
+        order.sort();
+        let mut last = (0, 0);
+        for (_, r) in order {
+            last = m.cost(r);
+            m.commit(r);
+        }
+        assert!(last.1 >= 40 * super::INCLUDE, "{last:?}");
+        assert!(last.0 >= 40 * route_match::LIST_RESIDENT_BYTES_PER_INCLUDE, "{last:?}");
+    }
+}
