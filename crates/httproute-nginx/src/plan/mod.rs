@@ -177,11 +177,7 @@ pub struct Work {
 
 /// The plan of `inputs`: the one planning generate, explain and status share.
 pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
-    let mut warnings = Vec::new();
-    for (what, at) in &inputs.unsupported {
-        warnings.push(format!("{what} is not supported yet and was ignored (first in {at})"));
-    }
-    warnings.extend(inputs.warnings.iter().cloned());
+    let mut warnings = input_warnings(inputs);
     let mut status = Status::default();
     let grants = grants::Grants::of(&inputs.grants);
     // 1. Listeners and their certificates.
@@ -256,6 +252,15 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         refused,
         work: Work { endpoints: endpoints.made() },
     }
+}
+
+/// The loader's warnings, after one for each kind of thing it met but does not support.
+fn input_warnings(inputs: &Inputs) -> Vec<String> {
+    let unsupported = inputs
+        .unsupported
+        .iter()
+        .map(|(what, at)| format!("{what} is not supported yet and was ignored (first in {at})"));
+    unsupported.chain(inputs.warnings.iter().cloned()).collect()
 }
 
 /// Each written rule's id, its match count and the matches it skipped (for its status).
