@@ -622,21 +622,19 @@ fn a_copy_of_my_route_written_first_changes_nothing_of_mine() {
     nginx_t("copy", &g.output);
 }
 
+/// Tenant a's objects with its listener admitting routes of every namespace.
+fn tenant_a_admitting_all() -> Vec<String> {
+    let all = "hostname: a.test, allowedRoutes: {namespaces: {from: All}}}";
+    tenant_a().into_iter().map(|d| d.replace("hostname: a.test}", all)).collect()
+}
+
 /// A listener that admits other namespaces' routes (`allowedRoutes.namespaces.from: All`)
 /// takes tenant b's route without host names into every host it serves: a's server changes,
 /// by the listener owner's choice (docs/RELIABILITY.md). With the default (`Same`), the same
 /// route is refused (the property above sets it in about half the cases).
 #[test]
 fn a_listener_that_admits_other_namespaces_takes_their_routes() {
-    let a_all = tenant_a()
-        .into_iter()
-        .map(|d| {
-            d.replace(
-                "hostname: a.test}",
-                "hostname: a.test, allowedRoutes: {namespaces: {from: All}}}",
-            )
-        })
-        .collect::<Vec<_>>();
+    let a_all = tenant_a_admitting_all();
     assert!(a_all[0].contains("from: All"));
     let n = Names {
         ns: "b",
@@ -1062,14 +1060,10 @@ fn the_operator_sizes_the_regex_total() {
 /// (4 + 8 copies past 6): a newcomer evicted the incumbent.
 #[test]
 fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
-    let a_all: Vec<String> = tenant_a()
+    let a_all: Vec<String> = tenant_a_admitting_all()
         .into_iter()
         .map(|d| {
             d.replace(
-                "hostname: a.test}",
-                "hostname: a.test, allowedRoutes: {namespaces: {from: All}}}",
-            )
-            .replace(
                 "{name: r, namespace: a}",
                 "{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}",
             )
@@ -1117,15 +1111,7 @@ fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
 /// writer met the word and the run failed for every tenant.
 #[test]
 fn a_match_too_long_for_an_inline_list_costs_only_its_rule() {
-    let a_all: Vec<String> = tenant_a()
-        .into_iter()
-        .map(|d| {
-            d.replace(
-                "hostname: a.test}",
-                "hostname: a.test, allowedRoutes: {namespaces: {from: All}}}",
-            )
-        })
-        .collect();
+    let a_all = tenant_a_admitting_all();
     let long = "v".repeat(4096);
     let b = format!(
         "kind: HTTPRoute\nmetadata: {{name: r, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /b}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n  - matches: [{{headers: [{{name: x-long, value: {long}}}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n"
