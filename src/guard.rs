@@ -89,31 +89,37 @@ pub(crate) fn directive(cf: *mut ngx_conf_t, body: impl FnOnce() -> ConfResult) 
 /// own slot setters return the same text.
 pub(crate) const DUPLICATE: &core::ffi::CStr = c"is duplicate";
 
-/// A directive handler's prologue, under [`directive`]: [`DUPLICATE`] when `set` says the
-/// module's conf the directive writes (a `T`: checked against the command's `conf` offset)
-/// already has its value, else `body` gets that conf and the directive's arguments (`[0]` its
-/// name).
-pub(crate) fn slot<T: Level>(
+/// One directive of this module, pointed to by its command's `post` (a `static`, paired with
+/// its `T` by `conf::directives`): `given` says the conf already has the directive's value
+/// (then [`DUPLICATE`]), `set` sets it from the directive's arguments (`[0]` its name).
+pub(crate) struct Slot<T> {
+    pub(crate) given: fn(&T) -> bool,
+    pub(crate) set: fn(*mut ngx_conf_t, &mut T, &[ngx_str_t]) -> ConfResult,
+}
+
+/// NGINX's handler of every [`Slot`] directive, under [`directive`]: the command's [`Slot`]
+/// runs on the module's conf the directive writes (a `T`: checked against the command's
+/// `conf` offset).
+pub(crate) unsafe extern "C" fn slot<T: Level>(
     cf: *mut ngx_conf_t,
     cmd: *mut ngx_command_t,
     conf: *mut core::ffi::c_void,
-    set: impl FnOnce(&T) -> bool,
-    body: impl FnOnce(&mut T, &[ngx_str_t]) -> ConfResult,
 ) -> ConfResult {
     directive(cf, || {
         // SAFETY: NGINX calls a directive handler with its command, its context and the conf
         // structure its `conf` offset names, created by this module's `create_*_conf`: a `T`,
-        // as checked; `cf->args` is alive until the handler returns, as is `body`'s borrow.
-        let (slot, args) = unsafe {
-            if (*cmd).conf != T::OFFSET || conf.is_null() {
+        // as checked; `post` is the `Slot<T>` `conf::directives` paired with `slot::<T>`, a
+        // static; `cf->args` is alive until the handler returns, as is `set`'s borrow.
+        let (s, slot, args) = unsafe {
+            if (*cmd).conf != T::OFFSET || conf.is_null() || (*cmd).post.is_null() {
                 return NGX_CONF_ERROR;
             }
-            (&mut *conf.cast::<T>(), conf_args(cf))
+            (&*(*cmd).post.cast::<Slot<T>>(), &mut *conf.cast::<T>(), conf_args(cf))
         };
-        if set(slot) {
+        if (s.given)(slot) {
             return DUPLICATE.as_ptr().cast_mut();
         }
-        body(slot, args)
+        (s.set)(cf, slot, args)
     })
 }
 

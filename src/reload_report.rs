@@ -10,18 +10,18 @@
 //! of a cycle never taken writes "refused"; the cleanup of a taken cycle (a later reload, the
 //! exit) writes nothing. `nginx -t` and `nginx -s` parse the file too and write nothing.
 
-use core::ffi::c_void;
 use core::ptr::null_mut;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use std::path::PathBuf;
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Pool};
-use ngx::ffi::{NGX_LOG_ALERT, NGX_PROCESS_SIGNALLER, ngx_command_t, ngx_conf_t};
+use ngx::ffi::{NGX_LOG_ALERT, NGX_PROCESS_SIGNALLER, ngx_conf_t, ngx_str_t};
 use ngx::ngx_log_error;
 
+use crate::ConfResult;
+use crate::guard::Slot;
 use crate::state::MainConf;
 use crate::util::text;
-use crate::{ConfResult, guard};
 
 /// The report of the configuration being loaded: set by the directive, cleared when the load
 /// is taken (`init_module`) or its pool destroyed. The master loads one configuration at a
@@ -89,52 +89,47 @@ impl Drop for Report {
 }
 
 /// `http_matches_reload_report PATH GENERATION` (http level, once).
-pub(crate) unsafe extern "C" fn cmd_http_matches_reload_report(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> ConfResult {
-    let set = |_: &MainConf| !LOADING.load(Ordering::SeqCst).is_null();
-    guard::slot(cf, cmd, conf, set, |_, args| {
-        let (Some(path), Some(generation)) = (args.get(1), args.get(2)) else {
-            return NGX_CONF_ERROR;
-        };
-        let generation = generation.as_bytes();
-        if generation.is_empty()
-            || generation.len() > MAX_GENERATION
-            || !generation.iter().all(|b| b.is_ascii_graphic())
-        {
-            return c"takes a GENERATION of 1-64 printable characters without spaces"
-                .as_ptr()
-                .cast_mut();
-        }
-        let mut name = *path;
-        // SAFETY: resolves `name` against the prefix (`-p`), allocating the result in the
-        // cycle pool; `name` points at the argument, alive here.
-        if unsafe { ngx::ffi::ngx_conf_full_name((*cf).cycle, &mut name, 0) }
-            != ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t
-        {
-            return NGX_CONF_ERROR;
-        }
-        let path = PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
-            name.as_bytes(),
-        ));
-        // SAFETY: NGINX sets both while it reads its command line, before any configuration.
-        let active = unsafe {
-            ngx::ffi::ngx_test_config == 0
-                && ngx::ffi::ngx_process != NGX_PROCESS_SIGNALLER as ngx::ffi::ngx_uint_t
-        };
-        let report =
-            Report { path, generation: text(generation).into_owned(), active, taken: false };
-        // SAFETY: `cf->pool` is the new cycle's pool: `allocate` registers a cleanup that
-        // drops the report when that pool is destroyed (a failed load, or the cycle's end).
-        let p = unsafe { Pool::from_ngx_pool((*cf).pool).allocate(report) };
-        if p.is_null() {
-            return NGX_CONF_ERROR;
-        }
-        LOADING.store(p, Ordering::SeqCst);
-        NGX_CONF_OK
-    })
+pub(crate) static RELOAD_REPORT: Slot<MainConf> =
+    Slot { given: |_| !LOADING.load(Ordering::SeqCst).is_null(), set: reload_report };
+
+fn reload_report(cf: *mut ngx_conf_t, _: &mut MainConf, args: &[ngx_str_t]) -> ConfResult {
+    let (Some(path), Some(generation)) = (args.get(1), args.get(2)) else {
+        return NGX_CONF_ERROR;
+    };
+    let generation = generation.as_bytes();
+    if generation.is_empty()
+        || generation.len() > MAX_GENERATION
+        || !generation.iter().all(|b| b.is_ascii_graphic())
+    {
+        return c"takes a GENERATION of 1-64 printable characters without spaces"
+            .as_ptr()
+            .cast_mut();
+    }
+    let mut name = *path;
+    // SAFETY: resolves `name` against the prefix (`-p`), allocating the result in the
+    // cycle pool; `name` points at the argument, alive here.
+    if unsafe { ngx::ffi::ngx_conf_full_name((*cf).cycle, &mut name, 0) }
+        != ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t
+    {
+        return NGX_CONF_ERROR;
+    }
+    let path = PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+        name.as_bytes(),
+    ));
+    // SAFETY: NGINX sets both while it reads its command line, before any configuration.
+    let active = unsafe {
+        ngx::ffi::ngx_test_config == 0
+            && ngx::ffi::ngx_process != NGX_PROCESS_SIGNALLER as ngx::ffi::ngx_uint_t
+    };
+    let report = Report { path, generation: text(generation).into_owned(), active, taken: false };
+    // SAFETY: `cf->pool` is the new cycle's pool: `allocate` registers a cleanup that
+    // drops the report when that pool is destroyed (a failed load, or the cycle's end).
+    let p = unsafe { Pool::from_ngx_pool((*cf).pool).allocate(report) };
+    if p.is_null() {
+        return NGX_CONF_ERROR;
+    }
+    LOADING.store(p, Ordering::SeqCst);
+    NGX_CONF_OK
 }
 
 /// This load is taken: called at the end of the module's `init_module` (NGINX calls

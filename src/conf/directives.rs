@@ -10,9 +10,9 @@ use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
     NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE2, NGX_CONF_TAKE12,
     NGX_HTTP_LIF_CONF, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
-    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_HTTP_SRV_CONF_OFFSET, NGX_LOG_WARN,
-    ngx_command_t, ngx_conf_full_name, ngx_conf_set_flag_slot, ngx_conf_set_size_slot, ngx_conf_t,
-    ngx_int_t, ngx_parse_size, ngx_str_t, ngx_uint_t,
+    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_HTTP_UPS_CONF, NGX_LOG_WARN, ngx_command_t,
+    ngx_conf_full_name, ngx_conf_set_flag_slot, ngx_conf_set_size_slot, ngx_conf_t, ngx_int_t,
+    ngx_parse_size, ngx_str_t, ngx_uint_t,
 };
 use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
@@ -20,11 +20,14 @@ use ngx::http::{
 use ngx::{ngx_conf_log_error, ngx_string};
 use route_match::{Bounds, FileError, Syntax};
 
+use crate::epp::{EPP, endpoints::ENDPOINTS};
+use crate::guard::{self, Slot};
+use crate::reload_report::RELOAD_REPORT;
 use crate::state::{
-    DEFAULT_REGEX_BUDGET, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf,
+    DEFAULT_REGEX_BUDGET, Level, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf,
 };
 use crate::util::{conf_where, emerg, text};
-use crate::{ConfResult, HttpMatchesModule, guard, handler};
+use crate::{ConfResult, HttpMatchesModule, handler};
 
 /// A directive handler as `ngx_command_t` holds it.
 type SetFn = unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
@@ -49,13 +52,17 @@ const fn directive(
     }
 }
 
-/// A directive with a handler of this module (which finds its field itself).
-const fn handler(name: ngx_str_t, type_: u32, set: SetFn, conf: ngx_uint_t) -> ngx_command_t {
-    directive(name, type_, set, conf, 0)
+/// A directive of this module's own, its [`Slot`] `s` run by [`guard::slot`] on the conf of
+/// its level `T` (the command's `conf` offset and `post`).
+const fn slot<T: Level>(name: ngx_str_t, type_: u32, s: &'static Slot<T>) -> ngx_command_t {
+    let post = core::ptr::from_ref(s).cast_mut().cast();
+    ngx_command_t { post, ..directive(name, type_, guard::slot::<T>, T::OFFSET, 0) }
 }
 
-/// An `on|off` directive stored by `ngx_conf_set_flag_slot` into the field at `offset`.
-const fn flag(name: ngx_str_t, contexts: u32, conf: ngx_uint_t, offset: usize) -> ngx_command_t {
+/// An `on|off` directive stored by `ngx_conf_set_flag_slot` into the location conf's field at
+/// `offset`.
+const fn flag(name: ngx_str_t, contexts: u32, offset: usize) -> ngx_command_t {
+    let conf = NGX_HTTP_LOC_CONF_OFFSET;
     directive(name, contexts | NGX_CONF_FLAG, ngx_conf_set_flag_slot, conf, offset)
 }
 
@@ -68,46 +75,22 @@ const fn main_size(name: ngx_str_t, offset: usize) -> ngx_command_t {
 
 /// The `http` block only.
 const MAIN: u32 = NGX_HTTP_MAIN_CONF;
+/// `location` blocks only.
+const LOC: u32 = NGX_HTTP_LOC_CONF;
 /// `http`, `server` and `location`.
-const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
+const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | LOC;
 
 pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
-    handler(
-        ngx_string!("http_matches_load"),
-        MAIN | NGX_CONF_TAKE12,
-        cmd_http_matches_load,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-    ),
-    handler(
+    slot(ngx_string!("http_matches_load"), MAIN | NGX_CONF_TAKE12, &LOAD),
+    slot(
         ngx_string!("http_matches"),
-        NGX_HTTP_LOC_CONF | NGX_HTTP_LIF_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE12,
-        cmd_http_matches,
-        NGX_HTTP_LOC_CONF_OFFSET,
+        LOC | NGX_HTTP_LIF_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE12,
+        &MATCHES,
     ),
-    flag(
-        ngx_string!("http_matches_strict"),
-        ANY_LEVEL,
-        NGX_HTTP_LOC_CONF_OFFSET,
-        offset_of!(LocConf, strict),
-    ),
-    handler(
-        ngx_string!("http_matches_fallback"),
-        NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
-        cmd_http_matches_fallback,
-        NGX_HTTP_SRV_CONF_OFFSET,
-    ),
-    handler(
-        ngx_string!("http_matches_regex_budget"),
-        ANY_LEVEL | NGX_CONF_TAKE1,
-        cmd_http_matches_regex_budget,
-        NGX_HTTP_LOC_CONF_OFFSET,
-    ),
-    handler(
-        ngx_string!("http_matches_max_memory"),
-        MAIN | NGX_CONF_TAKE12,
-        cmd_http_matches_max_memory,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-    ),
+    flag(ngx_string!("http_matches_strict"), ANY_LEVEL, offset_of!(LocConf, strict)),
+    slot(ngx_string!("http_matches_fallback"), NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1, &FALLBACK),
+    slot(ngx_string!("http_matches_regex_budget"), ANY_LEVEL | NGX_CONF_TAKE1, &REGEX_BUDGET),
+    slot(ngx_string!("http_matches_max_memory"), MAIN | NGX_CONF_TAKE12, &MAX_MEMORY),
     main_size(ngx_string!("http_matches_regex_cache"), offset_of!(MainConf, regex_cache_size)),
     main_size(ngx_string!("http_matches_var_max_size"), offset_of!(MainConf, var_max_size)),
     main_size(ngx_string!("http_matches_var_cache"), offset_of!(MainConf, var_cache_size)),
@@ -119,26 +102,15 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
         offset_of!(MainConf, prefork),
     ),
     // http_matches_epp (issue #32; see src/epp).
-    handler(
-        ngx_string!("http_matches_epp"),
-        NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1,
-        crate::epp::cmd_http_matches_epp,
-        NGX_HTTP_LOC_CONF_OFFSET,
-    ),
+    slot(ngx_string!("http_matches_epp"), LOC | NGX_CONF_NOARGS | NGX_CONF_TAKE1, &EPP),
     // http_matches_epp_endpoints (issue #47; see src/epp/endpoints.rs).
-    handler(
+    slot(
         ngx_string!("http_matches_epp_endpoints"),
-        ngx::ffi::NGX_HTTP_UPS_CONF | NGX_CONF_NOARGS,
-        crate::epp::endpoints::cmd_http_matches_epp_endpoints,
-        NGX_HTTP_SRV_CONF_OFFSET,
+        NGX_HTTP_UPS_CONF | NGX_CONF_NOARGS,
+        &ENDPOINTS,
     ),
     // The master's verdict on each configuration load (issue #45; see src/reload_report.rs).
-    handler(
-        ngx_string!("http_matches_reload_report"),
-        MAIN | NGX_CONF_TAKE2,
-        crate::reload_report::cmd_http_matches_reload_report,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-    ),
+    slot(ngx_string!("http_matches_reload_report"), MAIN | NGX_CONF_TAKE2, &RELOAD_REPORT),
     ngx_command_t::empty(),
 ];
 
@@ -170,103 +142,92 @@ fn split_syntax(args: &[ngx_str_t]) -> Result<(Syntax, Vec<&[u8]>), String> {
 }
 
 /// `http_matches_load FILE [syntax=auto|typed|untyped];`
-pub(crate) unsafe extern "C" fn cmd_http_matches_load(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> ConfResult {
-    let set = |m: &MainConf| m.file.is_some();
-    guard::slot(cf, cmd, conf, set, |mcf, args| {
-        let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
-        let [path] = rest[..] else {
-            return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches_load: expected one FILE"));
-        };
-        let mut name = ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() };
-        // SAFETY: `ngx_conf_full_name` resolves `name` against the configuration prefix,
-        // allocating the result in the cycle pool; `name` points at the argument, alive here.
-        if unsafe { ngx_conf_full_name((*cf).cycle, &mut name, 1) } != ngx::ffi::NGX_OK as ngx_int_t
-        {
-            return NGX_CONF_ERROR;
+static LOAD: Slot<MainConf> = Slot { given: |m| m.file.is_some(), set: load };
+
+fn load(cf: *mut ngx_conf_t, mcf: &mut MainConf, args: &[ngx_str_t]) -> ConfResult {
+    let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
+    let [path] = rest[..] else {
+        return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches_load: expected one FILE"));
+    };
+    let mut name = ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() };
+    // SAFETY: `ngx_conf_full_name` resolves `name` against the configuration prefix,
+    // allocating the result in the cycle pool; `name` points at the argument, alive here.
+    if unsafe { ngx_conf_full_name((*cf).cycle, &mut name, 1) } != ngx::ffi::NGX_OK as ngx_int_t {
+        return NGX_CONF_ERROR;
+    }
+    let file_name = text(name.as_bytes()).into_owned();
+    mcf.compiled_any = true;
+    crate::prefork::mark_used();
+    let bounds = mcf.bounds();
+    let compiled = route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds);
+    let file = match compiled {
+        Ok(file) => file,
+        Err(e) => {
+            let why = match e {
+                FileError::Io(e) => format!("cannot read \"{file_name}\": {e}"),
+                FileError::Memory(e) => format!(
+                    "cannot compile \"{file_name}\": {e} (http_matches_max_memory {}; {} \
+                     bytes already taken by lists compiled before it)",
+                    size_text(mcf.max_memory),
+                    mcf.compiled_memory
+                ),
+                e => format!("invalid \"{file_name}\": {e}"),
+            };
+            return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches: {why}"));
         }
-        let file_name = text(name.as_bytes()).into_owned();
-        mcf.compiled_any = true;
-        crate::prefork::mark_used();
-        let bounds = mcf.bounds();
-        let compiled = route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds);
-        let file = match compiled {
-            Ok(file) => file,
-            Err(e) => {
-                let why = match e {
-                    FileError::Io(e) => format!("cannot read \"{file_name}\": {e}"),
-                    FileError::Memory(e) => format!(
-                        "cannot compile \"{file_name}\": {e} (http_matches_max_memory {}; {} \
-                         bytes already taken by lists compiled before it)",
-                        size_text(mcf.max_memory),
-                        mcf.compiled_memory
-                    ),
-                    e => format!("invalid \"{file_name}\": {e}"),
-                };
-                return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches: {why}"));
-            }
-        };
-        for n in &file.notices {
-            ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: \"{}\": {n}", file_name);
-        }
-        mcf.compiled_memory += file.memory();
-        mcf.file_warnings = file.warnings.clone();
-        mcf.file = Some(Arc::new(file));
-        mcf.file_name = file_name;
-        // SAFETY: called from a directive handler.
-        mcf.file_where = unsafe { conf_where(cf) };
-        NGX_CONF_OK
-    })
+    };
+    for n in &file.notices {
+        ngx_conf_log_error!(NGX_LOG_WARN, cf, "http_matches: \"{}\": {n}", file_name);
+    }
+    mcf.compiled_memory += file.memory();
+    mcf.file_warnings = file.warnings.clone();
+    mcf.file = Some(Arc::new(file));
+    mcf.file_name = file_name;
+    // SAFETY: called from a directive handler.
+    mcf.file_where = unsafe { conf_where(cf) };
+    NGX_CONF_OK
 }
 
 /// `http_matches [JSON_LIST] [syntax=auto|typed|untyped];`
-pub(crate) unsafe extern "C" fn cmd_http_matches(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> ConfResult {
-    let set = |l: &LocConf| l.enabled;
-    guard::slot(cf, cmd, conf, set, |lcf, args| {
-        let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
-        lcf.enabled = true;
-        crate::prefork::mark_used();
-        lcf.var_syntax = syntax;
-        // SAFETY: as below, the http main conf of this module exists while parsing.
-        let main = HttpMatchesModule::main_conf_mut(unsafe { &*cf });
-        let bounds = main.as_ref().map_or_else(Bounds::default, |m| m.bounds());
-        if let Some(m) = main {
-            m.compiled_any |= !rest.is_empty();
-        }
-        match rest[..] {
-            [] => {}
-            // `[]`: a list with no entry, so never a winner (a server's catch-all under
-            // `http_matches_fallback`). The engine compiles no empty list; none is needed.
-            [json] if is_empty_list(json) => lcf.inline_empty = true,
-            [json] => {
-                if compile_inline(cf, lcf, json, syntax, bounds) != NGX_CONF_OK {
-                    return NGX_CONF_ERROR;
-                }
-            }
-            _ => {
-                let what = "http_matches: expected at most one match list (a JSON array)";
-                return emerg(cf, NGX_CONF_ERROR, format_args!("{what}"));
+static MATCHES: Slot<LocConf> = Slot { given: |l| l.enabled, set: matches };
+
+fn matches(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfResult {
+    let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
+    lcf.enabled = true;
+    crate::prefork::mark_used();
+    lcf.var_syntax = syntax;
+    // SAFETY: as below, the http main conf of this module exists while parsing.
+    let main = HttpMatchesModule::main_conf_mut(unsafe { &*cf });
+    let bounds = main.as_ref().map_or_else(Bounds::default, |m| m.bounds());
+    if let Some(m) = main {
+        m.compiled_any |= !rest.is_empty();
+    }
+    match rest[..] {
+        [] => {}
+        // `[]`: a list with no entry, so never a winner (a server's catch-all under
+        // `http_matches_fallback`). The engine compiles no empty list; none is needed.
+        [json] if is_empty_list(json) => lcf.inline_empty = true,
+        [json] => {
+            if compile_inline(cf, lcf, json, syntax, bounds) != NGX_CONF_OK {
+                return NGX_CONF_ERROR;
             }
         }
-        // SAFETY: `cf` is parsing a location (or `if`) block, so the core module's location
-        // conf exists; we only set its content handler, as `proxy_pass` or `return` do.
-        match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
-            Some(clcf) => clcf.handler = Some(handler::content_handler),
-            None => return NGX_CONF_ERROR,
+        _ => {
+            let what = "http_matches: expected at most one match list (a JSON array)";
+            return emerg(cf, NGX_CONF_ERROR, format_args!("{what}"));
         }
-        // SAFETY: as above, the http main conf of this module exists while parsing.
-        if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
-            mcf.used = true;
-        }
-        NGX_CONF_OK
-    })
+    }
+    // SAFETY: `cf` is parsing a location (or `if`) block, so the core module's location
+    // conf exists; we only set its content handler, as `proxy_pass` or `return` do.
+    match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
+        Some(clcf) => clcf.handler = Some(handler::content_handler),
+        None => return NGX_CONF_ERROR,
+    }
+    // SAFETY: as above, the http main conf of this module exists while parsing.
+    if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
+        mcf.used = true;
+    }
+    NGX_CONF_OK
 }
 
 /// Compiles the inline list `json` of `http_matches` into `lcf`, its `@name` redirect paths
@@ -328,31 +289,25 @@ fn is_empty_list(json: &[u8]) -> bool {
 }
 
 /// `http_matches_fallback server_name;`
-pub(crate) unsafe extern "C" fn cmd_http_matches_fallback(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> ConfResult {
-    let set = |s: &SrvConf| s.fallback.is_some();
-    guard::slot(cf, cmd, conf, set, |scf, args| {
-        let Some(name) = args.get(1) else { return NGX_CONF_ERROR };
-        if !route_match::vhost::valid_fallback_name(name.as_bytes()) {
-            let name = crate::util::escape(name.as_bytes(), 256);
-            let what = format_args!(
-                "http_matches_fallback: \"{name}\" is not a host name, \"*.\" and a host name, or \"\""
-            );
-            return emerg(cf, NGX_CONF_ERROR, what);
-        }
-        scf.fallback = Some(name.as_bytes().to_vec());
-        scf.fallback_name = name.as_bytes().to_ascii_lowercase();
-        // SAFETY: ngx_hash_key only reads `len` bytes of the name.
-        scf.fallback_key = unsafe {
-            ngx::ffi::ngx_hash_key(scf.fallback_name.as_mut_ptr(), scf.fallback_name.len())
-        };
-        // SAFETY: called from a directive handler.
-        scf.fallback_where = unsafe { conf_where(cf) };
-        NGX_CONF_OK
-    })
+static FALLBACK: Slot<SrvConf> = Slot { given: |s| s.fallback.is_some(), set: fallback };
+
+fn fallback(cf: *mut ngx_conf_t, scf: &mut SrvConf, args: &[ngx_str_t]) -> ConfResult {
+    let Some(name) = args.get(1) else { return NGX_CONF_ERROR };
+    if !route_match::vhost::valid_fallback_name(name.as_bytes()) {
+        let name = crate::util::escape(name.as_bytes(), 256);
+        let what = format_args!(
+            "http_matches_fallback: \"{name}\" is not a host name, \"*.\" and a host name, or \"\""
+        );
+        return emerg(cf, NGX_CONF_ERROR, what);
+    }
+    scf.fallback = Some(name.as_bytes().to_vec());
+    scf.fallback_name = name.as_bytes().to_ascii_lowercase();
+    // SAFETY: ngx_hash_key only reads `len` bytes of the name.
+    scf.fallback_key =
+        unsafe { ngx::ffi::ngx_hash_key(scf.fallback_name.as_mut_ptr(), scf.fallback_name.len()) };
+    // SAFETY: called from a directive handler.
+    scf.fallback_where = unsafe { conf_where(cf) };
+    NGX_CONF_OK
 }
 
 /// A bound for log lines: bytes, or `off`.
@@ -370,88 +325,79 @@ fn parse_size(v: &[u8]) -> Option<usize> {
 }
 
 /// `http_matches_max_memory size [pattern=size];`
-pub(crate) unsafe extern "C" fn cmd_http_matches_max_memory(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> ConfResult {
-    let set = |m: &MainConf| m.memory_set;
-    guard::slot(cf, cmd, conf, set, |mcf, args| {
-        mcf.memory_set = true;
-        if mcf.compiled_any {
-            let what = "http_matches_max_memory must come before http_matches_load and every \
-                        inline http_matches list (they are compiled where they stand)";
-            return emerg(cf, NGX_CONF_ERROR, format_args!("{what}"));
+static MAX_MEMORY: Slot<MainConf> = Slot { given: |m| m.memory_set, set: max_memory };
+
+fn max_memory(cf: *mut ngx_conf_t, mcf: &mut MainConf, args: &[ngx_str_t]) -> ConfResult {
+    mcf.memory_set = true;
+    if mcf.compiled_any {
+        let what = "http_matches_max_memory must come before http_matches_load and every \
+                    inline http_matches list (they are compiled where they stand)";
+        return emerg(cf, NGX_CONF_ERROR, format_args!("{what}"));
+    }
+    for (i, a) in args.iter().enumerate().skip(1) {
+        let v = a.as_bytes();
+        let (value, is_pattern) = match v.strip_prefix(b"pattern=") {
+            Some(p) => (p, true),
+            None => (v, false),
+        };
+        let size = match (value, i, is_pattern) {
+            (b"off", 1, false) => Some(usize::MAX),
+            (_, 1, false) | (_, 2.., true) => parse_size(value).filter(|n| *n > 0),
+            _ => None,
+        };
+        let Some(size) = size else {
+            let what = format_args!(
+                "http_matches_max_memory: invalid \"{}\": expected a size (or off), then \
+                 optionally pattern=size",
+                text(v)
+            );
+            return emerg(cf, NGX_CONF_ERROR, what);
+        };
+        if is_pattern {
+            mcf.max_pattern_memory = size;
+        } else {
+            mcf.max_memory = size;
         }
-        for (i, a) in args.iter().enumerate().skip(1) {
-            let v = a.as_bytes();
-            let (value, is_pattern) = match v.strip_prefix(b"pattern=") {
-                Some(p) => (p, true),
-                None => (v, false),
-            };
-            let size = match (value, i, is_pattern) {
-                (b"off", 1, false) => Some(usize::MAX),
-                (_, 1, false) | (_, 2.., true) => parse_size(value).filter(|n| *n > 0),
-                _ => None,
-            };
-            let Some(size) = size else {
-                let what = format_args!(
-                    "http_matches_max_memory: invalid \"{}\": expected a size (or off), then \
-                     optionally pattern=size",
-                    text(v)
-                );
-                return emerg(cf, NGX_CONF_ERROR, what);
-            };
-            if is_pattern {
-                mcf.max_pattern_memory = size;
-            } else {
-                mcf.max_memory = size;
-            }
-        }
-        NGX_CONF_OK
-    })
+    }
+    NGX_CONF_OK
 }
 
 /// `http_matches_regex_budget steps | off;`
-pub(crate) unsafe extern "C" fn cmd_http_matches_regex_budget(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> ConfResult {
-    let set = |l: &LocConf| l.regex_budget != NGX_CONF_UNSET_UINT;
-    guard::slot(cf, cmd, conf, set, |lcf, args| {
-        let v = args.get(1).map_or(&b""[..], |a| a.as_bytes());
-        if v == b"off" {
-            lcf.regex_budget = 0;
+static REGEX_BUDGET: Slot<LocConf> =
+    Slot { given: |l| l.regex_budget != NGX_CONF_UNSET_UINT, set: regex_budget };
+
+fn regex_budget(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfResult {
+    let v = args.get(1).map_or(&b""[..], |a| a.as_bytes());
+    if v == b"off" {
+        lcf.regex_budget = 0;
+        return NGX_CONF_OK;
+    }
+    if let Some(n) = core::str::from_utf8(v).ok().and_then(|s| s.parse::<ngx_uint_t>().ok()) {
+        if n != NGX_CONF_UNSET_UINT {
+            lcf.regex_budget = n;
             return NGX_CONF_OK;
         }
-        if let Some(n) = core::str::from_utf8(v).ok().and_then(|s| s.parse::<ngx_uint_t>().ok()) {
-            if n != NGX_CONF_UNSET_UINT {
-                lcf.regex_budget = n;
-                return NGX_CONF_OK;
-            }
-        }
-        let time_unit = v.iter().rposition(u8::is_ascii_digit).is_some_and(|i| {
-            matches!(&v[i + 1..], b"ms" | b"s" | b"m" | b"h" | b"d" | b"w" | b"M" | b"y")
-        });
-        if time_unit {
-            // The old syntax (a time): still loads, with the default work budget.
-            ngx_conf_log_error!(
-                NGX_LOG_WARN,
-                cf,
-                "http_matches_regex_budget \"{}\": the budget is now a count of PCRE2 match \
-                 steps, not a time (the answer must not depend on the machine's speed); the \
-                 default of {} steps applies",
-                text(v),
-                DEFAULT_REGEX_BUDGET
-            );
-            lcf.regex_budget = DEFAULT_REGEX_BUDGET;
-            return NGX_CONF_OK;
-        }
-        let what = format_args!(
-            "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",
-            text(v)
+    }
+    let time_unit = v.iter().rposition(u8::is_ascii_digit).is_some_and(|i| {
+        matches!(&v[i + 1..], b"ms" | b"s" | b"m" | b"h" | b"d" | b"w" | b"M" | b"y")
+    });
+    if time_unit {
+        // The old syntax (a time): still loads, with the default work budget.
+        ngx_conf_log_error!(
+            NGX_LOG_WARN,
+            cf,
+            "http_matches_regex_budget \"{}\": the budget is now a count of PCRE2 match \
+             steps, not a time (the answer must not depend on the machine's speed); the \
+             default of {} steps applies",
+            text(v),
+            DEFAULT_REGEX_BUDGET
         );
-        emerg(cf, NGX_CONF_ERROR, what)
-    })
+        lcf.regex_budget = DEFAULT_REGEX_BUDGET;
+        return NGX_CONF_OK;
+    }
+    let what = format_args!(
+        "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",
+        text(v)
+    );
+    emerg(cf, NGX_CONF_ERROR, what)
 }

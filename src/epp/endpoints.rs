@@ -13,7 +13,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Status};
 use ngx::ffi::{
     AF_INET, AF_INET6, NGX_BUSY, NGX_ERROR, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN, NGX_OK,
-    ngx_command_t, ngx_conf_t, ngx_http_request_t, ngx_http_upstream_init_round_robin,
+    ngx_conf_t, ngx_http_request_t, ngx_http_upstream_init_round_robin,
     ngx_http_upstream_rr_peers_t, ngx_http_upstream_srv_conf_t, ngx_int_t, ngx_palloc, ngx_pcalloc,
     ngx_peer_connection_t, ngx_str_t, ngx_uint_t, sockaddr, sockaddr_in, sockaddr_in6,
 };
@@ -22,9 +22,10 @@ use ngx::ngx_log_error;
 
 use epp_proto::endpoints::{choose, room};
 
+use crate::guard::{self, Slot};
 use crate::state::{EndpointPeer as Peer, EndpointPool as Pool, SrvConf};
 use crate::util::{array, conf_where, emerg, escape, text, var};
-use crate::{ConfResult, HttpMatchesModule, guard, variables};
+use crate::{ConfResult, HttpMatchesModule, variables};
 
 /// The variable with the EPP's whole (checked) list.
 pub(crate) const VAR_ENDPOINTS: &str = "inference_workload_endpoints";
@@ -41,35 +42,31 @@ struct Tries {
 }
 
 /// `http_matches_epp_endpoints;` (upstream block).
-pub(crate) unsafe extern "C" fn cmd_http_matches_epp_endpoints(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> ConfResult {
-    let set = |s: &SrvConf| s.epp_endpoints.is_some();
-    guard::slot(cf, cmd, conf, set, |scf, _args| {
-        // SAFETY: the directive only stands in an `upstream` block (NGX_HTTP_UPS_CONF), whose
-        // context holds the upstream module's server conf of that block.
-        let Some(uscf) = NgxHttpUpstreamModule::server_conf_mut(unsafe { &*cf }) else {
-            return NGX_CONF_ERROR;
-        };
-        if uscf.peer.init_upstream.is_some() {
-            let what = "http_matches_epp_endpoints must come before keepalive and instead of any \
-                        other load balancing method (hash, ip_hash, least_conn, random, ...)";
-            return emerg(cf, NGX_CONF_ERROR, format_args!("{what}"));
-        }
-        uscf.peer.init_upstream = Some(init_upstream);
-        scf.epp_endpoints = Some(Box::new(Pool {
-            name: text(uscf.host.as_bytes()).into_owned(),
-            // SAFETY: called from a directive handler.
-            at: unsafe { conf_where(cf) },
-            peers: Vec::new(),
-            index: HashMap::new(),
-            rr_init_peer: None,
-            var: 0,
-        }));
-        NGX_CONF_OK
-    })
+pub(crate) static ENDPOINTS: Slot<SrvConf> =
+    Slot { given: |s| s.epp_endpoints.is_some(), set: endpoints };
+
+fn endpoints(cf: *mut ngx_conf_t, scf: &mut SrvConf, _args: &[ngx_str_t]) -> ConfResult {
+    // SAFETY: the directive only stands in an `upstream` block (NGX_HTTP_UPS_CONF), whose
+    // context holds the upstream module's server conf of that block.
+    let Some(uscf) = NgxHttpUpstreamModule::server_conf_mut(unsafe { &*cf }) else {
+        return NGX_CONF_ERROR;
+    };
+    if uscf.peer.init_upstream.is_some() {
+        let what = "http_matches_epp_endpoints must come before keepalive and instead of any \
+                    other load balancing method (hash, ip_hash, least_conn, random, ...)";
+        return emerg(cf, NGX_CONF_ERROR, format_args!("{what}"));
+    }
+    uscf.peer.init_upstream = Some(init_upstream);
+    scf.epp_endpoints = Some(Box::new(Pool {
+        name: text(uscf.host.as_bytes()).into_owned(),
+        // SAFETY: called from a directive handler.
+        at: unsafe { conf_where(cf) },
+        peers: Vec::new(),
+        index: HashMap::new(),
+        rr_init_peer: None,
+        var: 0,
+    }));
+    NGX_CONF_OK
 }
 
 /// `init_upstream`: round robin's, then the allowed set from the peers it built.

@@ -14,11 +14,11 @@ mod flow;
 pub(crate) mod grpc;
 mod shim;
 
-use core::ffi::{CStr, c_char, c_void};
+use core::ffi::{CStr, c_char};
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
-    NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, ngx_array_t, ngx_command_t, ngx_conf_t,
+    NGX_HTTP_VAR_CHANGEABLE, NGX_HTTP_VAR_NOCACHEABLE, ngx_array_t, ngx_conf_t,
     ngx_http_conf_ctx_t, ngx_http_handler_pt, ngx_http_request_t, ngx_int_t, ngx_palloc, ngx_str_t,
     ngx_uint_t,
 };
@@ -27,67 +27,63 @@ use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use epp_proto::destination::Mode;
 
 use crate::epp::flow::{VAR_HOST, VAR_PATH, VAR_PORT, content_handler, register_filter};
+use crate::guard::{self, Slot};
 use crate::state::{EppVars, LocConf};
 use crate::util::{emerg, modules, pool_str, text};
-use crate::{ConfResult, HttpMatchesModule, guard, variables};
+use crate::{ConfResult, HttpMatchesModule, variables};
 
 /// The shim NGF runs beside NGINX (epp.js's `SHIM_URI`).
 const DEFAULT_URL: &str = "http://127.0.0.1:54800";
 const VAR_ENDPOINT: &str = "inference_workload_endpoint";
 
 /// `http_matches_epp [URL];`
-pub(crate) unsafe extern "C" fn cmd_http_matches_epp(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> ConfResult {
-    let set = |l: &LocConf| l.epp_proxy.is_some();
-    guard::slot(cf, cmd, conf, set, |lcf, args| {
-        if let Some(why) = not_here(cf, lcf) {
-            return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches_epp: {why}"));
+pub(crate) static EPP: Slot<LocConf> = Slot { given: |l| l.epp_proxy.is_some(), set: epp };
+
+fn epp(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfResult {
+    if let Some(why) = not_here(cf, lcf) {
+        return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches_epp: {why}"));
+    }
+    let url = args.get(1).map_or(DEFAULT_URL.as_bytes(), |a| a.as_bytes());
+    let mode = match epp_proto::destination::check_url(url) {
+        Ok(mode) => mode,
+        Err(e) => {
+            let what = format_args!("http_matches_epp: invalid URL \"{}\": {e}", text(url));
+            return emerg(cf, NGX_CONF_ERROR, what);
         }
-        let url = args.get(1).map_or(DEFAULT_URL.as_bytes(), |a| a.as_bytes());
-        let mode = match epp_proto::destination::check_url(url) {
-            Ok(mode) => mode,
-            Err(e) => {
-                let what = format_args!("http_matches_epp: invalid URL \"{}\": {e}", text(url));
-                return emerg(cf, NGX_CONF_ERROR, what);
-            }
-        };
-        let grpc = mode != Mode::Shim;
-        // SAFETY: in a directive handler, `cf` parses this location.
-        let proxy = match unsafe { proxy_pass(cf, url, mode) } {
-            Ok(h) => h,
-            Err(rc) => return rc,
-        };
-        lcf.epp_proxy = Some(proxy);
-        lcf.epp_grpc = grpc;
-        // SAFETY: in a directive handler, `cf` is parsing a file.
-        lcf.epp_where = unsafe { crate::util::conf_where(cf) };
-        // SAFETY: `cf` parses a location block: the core module's location conf exists; we
-        // only set its content handler, as `proxy_pass` did just before.
-        match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
-            Some(clcf) => {
-                clcf.handler = Some(content_handler);
-                lcf.epp_handler = clcf.handler.map(|f| f as usize);
-                // proxy_pass turns on the 301 to "NAME/" for a location NAME ending in "/":
-                // this location is not the proxy's, and epp.js never redirected.
-                clcf.set_auto_redirect(0);
-            }
-            None => return NGX_CONF_ERROR,
+    };
+    let grpc = mode != Mode::Shim;
+    // SAFETY: in a directive handler, `cf` parses this location.
+    let proxy = match unsafe { proxy_pass(cf, url, mode) } {
+        Ok(h) => h,
+        Err(rc) => return rc,
+    };
+    lcf.epp_proxy = Some(proxy);
+    lcf.epp_grpc = grpc;
+    // SAFETY: in a directive handler, `cf` is parsing a file.
+    lcf.epp_where = unsafe { crate::util::conf_where(cf) };
+    // SAFETY: `cf` parses a location block: the core module's location conf exists; we
+    // only set its content handler, as `proxy_pass` did just before.
+    match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
+        Some(clcf) => {
+            clcf.handler = Some(content_handler);
+            lcf.epp_handler = clcf.handler.map(|f| f as usize);
+            // proxy_pass turns on the 301 to "NAME/" for a location NAME ending in "/":
+            // this location is not the proxy's, and epp.js never redirected.
+            clcf.set_auto_redirect(0);
         }
-        // Registered in preconfiguration.
-        let Some(index) = variables::variable_index(cf, VAR_ENDPOINT) else {
-            return NGX_CONF_ERROR;
-        };
-        // SAFETY: the http main conf of this module exists while a location is parsed.
-        if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
-            mcf.epp.used = true;
-            mcf.epp.grpc |= grpc;
-            mcf.epp.endpoint = index;
-        }
-        NGX_CONF_OK
-    })
+        None => return NGX_CONF_ERROR,
+    }
+    // Registered in preconfiguration.
+    let Some(index) = variables::variable_index(cf, VAR_ENDPOINT) else {
+        return NGX_CONF_ERROR;
+    };
+    // SAFETY: the http main conf of this module exists while a location is parsed.
+    if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
+        mcf.epp.used = true;
+        mcf.epp.grpc |= grpc;
+        mcf.epp.endpoint = index;
+    }
+    NGX_CONF_OK
 }
 
 /// Why `http_matches_epp` may not stand in the location `cf` parses, if so.
