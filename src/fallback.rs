@@ -96,25 +96,14 @@ fn server_label(s: &Server) -> String {
 /// `false` when that fails the configuration (each problem an `[emerg]` at its directive).
 /// Linear in the servers' names times their sockets.
 pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
-    // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context; each server
-    // of the core main conf is a live core server conf.
-    let cscfs = unsafe {
-        match NgxHttpCoreModule::main_conf(&*cf) {
-            Some(cmcf) => array::<*const ngx_http_core_srv_conf_t>(&cmcf.servers),
-            None => return true,
-        }
-    };
+    // SAFETY: called from postconfiguration.
+    let (servers, sockets) = unsafe { servers_and_sockets(cf) };
     // SAFETY: each `cscf` is a live core server conf; its `ctx->srv_conf` holds this module's
     // server conf, created by `create_srv_conf`, alive with the configuration. No other
     // reference to it is held while this runs.
     let conf_of = |cscf: *const ngx_http_core_srv_conf_t| unsafe {
         HttpMatchesModule::server_conf_mut(&*cscf)
     };
-    if !cscfs.iter().any(|&c| conf_of(c).is_some_and(|s| s.fallback.is_some())) {
-        return true;
-    }
-    // SAFETY: called from postconfiguration.
-    let (servers, sockets) = unsafe { servers_and_sockets(cf) };
     // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
     let log = unsafe { (*cf).log };
     // Each server's fallback name, lowercased at the directive (`None`: no directive).
@@ -122,6 +111,9 @@ pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
         .iter()
         .map(|s| conf_of(s.cscf).filter(|c| c.fallback.is_some()).map(|c| c.fallback_name.clone()))
         .collect();
+    if fallbacks.iter().all(Option::is_none) {
+        return true;
+    }
     let at_of = |i: usize| conf_of(servers[i].cscf).map(|c| c.fallback_where.clone());
     let mut ok = true;
     // The servers each server's fallback reaches, over all its sockets, in socket order.
@@ -269,30 +261,21 @@ pub(crate) unsafe fn socket_server(
 ///
 /// # Safety
 /// `r` must be a valid request; `target` a core server conf of its configuration.
-#[cfg(ngx_feature = "http_ssl")]
+/// Without the SSL module no connection is TLS.
 pub(crate) unsafe fn verifies_clients(
     r: *const ngx_http_request_t,
     target: *const ngx_http_core_srv_conf_t,
 ) -> bool {
+    #[cfg(ngx_feature = "http_ssl")]
     // SAFETY: see the function's contract: `r->connection` is the request's connection (a
     // stream's copy for HTTP/2, with the TLS connection's `ssl`); `target`'s `ctx` holds its
     // server confs, the SSL module's among them, merged at load.
     unsafe {
-        if (*(*r).connection).ssl.is_null() {
-            return false;
+        if !(*(*r).connection).ssl.is_null() {
+            let ssl = ngx::http::NgxHttpSslModule::server_conf(&*target);
+            return ssl.is_some_and(|s| s.verify != 0);
         }
-        ngx::http::NgxHttpSslModule::server_conf(&*target).is_some_and(|s| s.verify != 0)
     }
-}
-
-/// Without the SSL module no connection is TLS.
-///
-/// # Safety
-/// None needed; the signature matches the one above.
-#[cfg(not(ngx_feature = "http_ssl"))]
-pub(crate) unsafe fn verifies_clients(
-    _r: *const ngx_http_request_t,
-    _target: *const ngx_http_core_srv_conf_t,
-) -> bool {
+    let _ = (r, target);
     false
 }

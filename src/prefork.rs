@@ -73,13 +73,9 @@ pub(crate) unsafe extern "C" fn set_prefork(
 ) -> *mut core::ffi::c_char {
     #[cfg(not(all(feature = "glibc-heap", target_env = "gnu")))]
     {
-        // SAFETY: NGINX calls a directive's handler with `cf->args` holding its name and, for
-        // an NGX_CONF_FLAG directive, exactly one argument.
-        let on = unsafe {
-            let args = (*(*cf).args).elts as *const ngx::ffi::ngx_str_t;
-            (*args.add(1)).as_bytes().eq_ignore_ascii_case(b"on")
-        };
-        if on {
+        // SAFETY: NGINX calls a directive's handler with `cf->args` holding its arguments.
+        let args = unsafe { crate::util::conf_args(cf) };
+        if args.get(1).is_some_and(|a| a.as_bytes().eq_ignore_ascii_case(b"on")) {
             return c"is not available: the module was built without the cargo feature \"glibc-heap\" (glibc only)"
                 .as_ptr()
                 .cast_mut();

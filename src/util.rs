@@ -116,49 +116,27 @@ pub(crate) fn escape(bytes: &[u8], max: usize) -> String {
 }
 
 /// Every line of an NGINX header list in order, but those NGINX ignores (`hash == 0`).
-pub(crate) struct Lines<'r> {
-    part: Option<&'r ngx_list_part_t>,
-    i: usize,
-}
-
-impl<'r> Lines<'r> {
-    /// # Safety
-    /// `list` must be an initialized NGINX list of `ngx_table_elt_t` (each part's `elts`
-    /// holding `nelts` of them, `next` null or another part), alive for `'r`; a zeroed list
-    /// (no element, no next part) is one.
-    pub(crate) unsafe fn of(list: &'r ngx_list_t) -> Self {
-        Lines { part: Some(&list.part), i: 0 }
-    }
-}
-
-impl<'r> Iterator for Lines<'r> {
-    type Item = &'r ngx_table_elt_t;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let part = self.part?;
-            if self.i >= part.nelts {
-                // SAFETY: `next` is null or the next part of the same list, alive as long as
-                // the list ([`Lines::of`]'s contract).
-                self.part = unsafe { part.next.as_ref() };
-                self.i = 0;
-                continue;
-            }
-            // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t ([`Lines::of`]).
-            let h = unsafe { &*(part.elts as *const ngx_table_elt_t).add(self.i) };
-            self.i += 1;
-            if h.hash != 0 {
-                return Some(h);
-            }
-        }
-    }
+///
+/// # Safety
+/// `list` must be an initialized NGINX list of `ngx_table_elt_t` (each part's `elts` holding
+/// `nelts` of them, `next` null or another part), alive for `'r`; a zeroed list (no element,
+/// no next part) is one.
+pub(crate) unsafe fn lines<'r>(list: &'r ngx_list_t) -> impl Iterator<Item = &'r ngx_table_elt_t> {
+    // SAFETY: `next` is null or the next part of the same list, alive as long as it.
+    let parts = core::iter::successors(Some(&list.part), |p| unsafe { p.next.as_ref() });
+    let elts = |p: &'r ngx_list_part_t| match p.elts.cast::<ngx_table_elt_t>() {
+        e if e.is_null() => &[][..],
+        // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t (the contract).
+        e => unsafe { core::slice::from_raw_parts(e, p.nelts) },
+    };
+    parts.flat_map(elts).filter(|h| h.hash != 0)
 }
 
 /// The request's header lines (`r->headers_in.headers`) as (name, value), in arrival order.
 pub(crate) fn header_lines(r: &ngx_http_request_t) -> impl Iterator<Item = (&[u8], &[u8])> {
     // SAFETY: a request is allocated zeroed and NGINX initializes its header list before
     // reading the first header line; its elements live in the request's pool.
-    unsafe { Lines::of(&r.headers_in.headers) }.map(|h| (h.key.as_bytes(), h.value.as_bytes()))
+    unsafe { lines(&r.headers_in.headers) }.map(|h| (h.key.as_bytes(), h.value.as_bytes()))
 }
 
 /// Every module of the cycle being configured, with its name, in the list's order (the order

@@ -1,13 +1,13 @@
 //! Lifecycle hooks: the start and end of a configuration load (with the load-time memory
 //! guard), `init_module` and `exit_process`.
 
-use ngx::core::{NGX_CONF_ERROR, Status};
+use ngx::core::Status;
 use ngx::ffi::{ngx_conf_t, ngx_cycle_t};
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
 
 use super::named::check_named_locations;
-use super::report::report;
+use super::report::{ENTRY_500, report};
 use crate::HttpMatchesModule;
 use crate::state::{EXITING, release_free_memory};
 use crate::util::emerg;
@@ -49,7 +49,14 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     // A configuration load begins (master): the heap held since the last fork serves it.
     crate::prefork::release();
     crate::guard::install_panic_hook();
-    if !begin_memory_guard() {
+    // The allocator's reserve is held from here to [`end_memory_guard`]: an allocation that
+    // fails anywhere in this module's part of the load (a compile, a directive handler, a
+    // merge, the checks of postconfiguration) is rescued and refuses the load there, instead
+    // of aborting the master (`alloc_meter`). When the system cannot give the reserve now, the
+    // load is refused before anything of the module allocates (without the reserve, any
+    // allocation that fails would abort the master: a reload swept across address-space
+    // limits found one in the file's read buffer).
+    if !alloc_meter::begin_load() {
         let what = "http_matches: out of memory while loading the configuration: the system \
                     refused the module's 16 MiB reserve (an address-space limit?); the \
                     configuration is not loaded";
@@ -69,18 +76,7 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     Status::NGX_OK
 }
 
-/// The allocator's reserve is held from here to [`end_memory_guard`]: an allocation that
-/// fails anywhere in this module's part of the load (a compile, a directive handler, a merge,
-/// the checks of postconfiguration) is rescued and refuses the load there, instead of
-/// aborting the master (`alloc_meter`). `false` when the system cannot give the
-/// reserve now: the load is refused before anything of the module allocates (without the
-/// reserve, any allocation that fails would abort the master: a reload swept across
-/// address-space limits found one in the file's read buffer).
-fn begin_memory_guard() -> bool {
-    alloc_meter::begin_load()
-}
-
-/// The last checkpoint of the load: an allocation failed since [`begin_memory_guard`] (and
+/// The last checkpoint of the load: an allocation failed since `preconfiguration` (and
 /// was rescued by the reserve) fails it with an `[emerg]`; the reserve is given back either
 /// way, so no process forked after the load keeps it.
 fn end_memory_guard(cf: *mut ngx_conf_t, status: Status) -> Status {
@@ -117,7 +113,7 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     let strict = HttpMatchesModule::location_conf(cf_ref).is_some_and(|l| l.strict == 1);
     let Some(mcf) = HttpMatchesModule::main_conf_mut(cf_ref) else { return Status::NGX_ERROR };
     let warnings = core::mem::take(&mut mcf.file_warnings);
-    if report(cf, &warnings, &mcf.file_where, strict) == NGX_CONF_ERROR {
+    if !report(cf, &warnings, &mcf.file_where, strict, ENTRY_500) {
         return Status::NGX_ERROR;
     }
     if !check_named_locations(cf, mcf, strict) {
@@ -134,7 +130,6 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     if !crate::epp::postconfiguration(cf, &mut mcf.epp) {
         return Status::NGX_ERROR;
     }
-    mcf.epp.endpoints = crate::epp::endpoints::postconfiguration(cf);
     if !mcf.used {
         return Status::NGX_OK;
     }

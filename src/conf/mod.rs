@@ -23,7 +23,7 @@ mod lifecycle;
 mod named;
 mod report;
 
-use report::report;
+use report::{ENTRY_500, report};
 
 pub(crate) use directives::NGX_HTTP_MATCHES_COMMANDS;
 pub(crate) use lifecycle::{exit_process, init_module, postconfiguration, preconfiguration};
@@ -93,6 +93,7 @@ pub(crate) fn merge_loc_conf(
             return NGX_CONF_ERROR;
         }
         let warnings = core::mem::take(&mut conf.pending);
-        report(cf, &warnings, &conf.pending_where, conf.strict == 1)
+        let ok = report(cf, &warnings, &conf.pending_where, conf.strict == 1, ENTRY_500);
+        if ok { NGX_CONF_OK } else { NGX_CONF_ERROR }
     })
 }

@@ -1,14 +1,13 @@
 //! The `@name` redirect paths of the compiled lists, checked against every server's named
 //! locations once they are known (postconfiguration).
 
-use ngx::core::NGX_CONF_OK;
 use ngx::ffi::{ngx_conf_t, ngx_http_core_loc_conf_t, ngx_http_core_srv_conf_t};
 use ngx::http::{HttpModuleMainConf, NgxHttpCoreModule};
 use route_match::Warning;
 
-use super::report::report_as;
+use super::report::report;
 use crate::state::MainConf;
-use crate::util::text;
+use crate::util::{array, text};
 
 /// The named locations (`@name`) of every server, per server.
 ///
@@ -23,15 +22,7 @@ unsafe fn named_locations(
     // each `named_locations` is null or a null-terminated array of core loc conf pointers.
     unsafe {
         let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return out };
-        let servers = &cmcf.servers;
-        if servers.nelts == 0 || servers.elts.is_null() {
-            return out;
-        }
-        let servers = core::slice::from_raw_parts(
-            servers.elts as *const *const ngx_http_core_srv_conf_t,
-            servers.nelts,
-        );
-        for &cscf in servers {
+        for &cscf in array::<*const ngx_http_core_srv_conf_t>(&cmcf.servers) {
             let mut names = Vec::new();
             let mut p = (*cscf).named_locations;
             while !p.is_null() && !(*p).is_null() {
@@ -83,7 +74,7 @@ pub(super) fn check_named_locations(
             .collect();
         // SAFETY: `c.loc` is a location conf in the configuration pool, merged by now.
         let strict = unsafe { (*c.loc).strict == 1 };
-        ok &= report_as(cf, &missing, &c.at, strict, WINS) == NGX_CONF_OK;
+        ok &= report(cf, &missing, &c.at, strict, WINS);
     }
     if let Some(file) = &mcf.file {
         let mut missing: Vec<Warning> = Vec::new();
@@ -97,7 +88,7 @@ pub(super) fn check_named_locations(
             }
         }
         missing.sort_by(|a, b| (&a.key, a.entry).cmp(&(&b.key, b.entry)));
-        ok &= report_as(cf, &missing, &mcf.file_where, file_strict, WINS) == NGX_CONF_OK;
+        ok &= report(cf, &missing, &mcf.file_where, file_strict, WINS);
     }
     ok
 }

@@ -8,14 +8,14 @@
 
 use core::ffi::c_void;
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Status};
 use ngx::ffi::{
-    AF_INET, AF_INET6, NGX_BUSY, NGX_ERROR, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN, NGX_OK,
-    ngx_conf_t, ngx_http_request_t, ngx_http_upstream_init_round_robin,
-    ngx_http_upstream_rr_peers_t, ngx_http_upstream_srv_conf_t, ngx_int_t, ngx_palloc, ngx_pcalloc,
-    ngx_peer_connection_t, ngx_str_t, ngx_uint_t, sockaddr, sockaddr_in, sockaddr_in6,
+    NGX_BUSY, NGX_ERROR, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN, NGX_OK, ngx_conf_t,
+    ngx_http_request_t, ngx_http_upstream_init_round_robin, ngx_http_upstream_rr_peers_t,
+    ngx_http_upstream_srv_conf_t, ngx_int_t, ngx_palloc, ngx_pcalloc, ngx_peer_connection_t,
+    ngx_str_t, ngx_uint_t,
 };
 use ngx::http::{HttpModuleMainConf, HttpModuleServerConf, NgxHttpUpstreamModule};
 use ngx::ngx_log_error;
@@ -129,7 +129,10 @@ unsafe fn index_peers(
             }
             let mut p = l.peer;
             while let Some(peer) = p.as_mut() {
-                if let Some(addr) = socket_addr(peer.sockaddr).filter(|_| peer.down == 0) {
+                // The address as NGINX wrote it (`ngx_sock_ntop`: `ip:port`, `[ipv6]:port`, or
+                // `unix:path`, which is not kept).
+                let addr = text(peer.name.as_bytes()).parse::<SocketAddr>().ok();
+                if let Some(addr) = addr.filter(|_| peer.down == 0) {
                     let i = pool.peers.len() as u32;
                     if let std::collections::hash_map::Entry::Vacant(e) = pool.index.entry(addr) {
                         e.insert(i);
@@ -146,29 +149,6 @@ unsafe fn index_peers(
         }
     }
     pool.peers.is_empty().then(|| "no server of the block is an ip:port address that is up".into())
-}
-
-/// An IPv4 or IPv6 socket address (`None` for `unix:`).
-///
-/// # Safety
-/// `sa` is null or a socket address of its family's size.
-unsafe fn socket_addr(sa: *const sockaddr) -> Option<SocketAddr> {
-    // SAFETY: the family says which structure `sa` is.
-    unsafe {
-        match u32::from(sa.as_ref()?.sa_family) {
-            AF_INET => {
-                let s = &*sa.cast::<sockaddr_in>();
-                let ip = Ipv4Addr::from(u32::from_be(s.sin_addr.s_addr));
-                Some(SocketAddr::new(IpAddr::V4(ip), u16::from_be(s.sin_port)))
-            }
-            AF_INET6 => {
-                let s = &*sa.cast::<sockaddr_in6>();
-                let bytes = core::ptr::from_ref(&s.sin6_addr).cast::<[u8; 16]>().read();
-                Some(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(bytes)), u16::from_be(s.sin6_port)))
-            }
-            _ => None,
-        }
-    }
 }
 
 /// `init_peer`: round robin's; then, when the EPP's list names servers of the block, those
@@ -365,9 +345,4 @@ pub(crate) fn check_blocks(cf: *mut ngx_conf_t) -> bool {
         }
     }
     true
-}
-
-/// Resolves the index of `$inference_workload_endpoints` (postconfiguration).
-pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Option<ngx_uint_t> {
-    variables::variable_index(cf, VAR_ENDPOINTS)
 }

@@ -124,7 +124,7 @@ unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_cha
             {
                 // Nothing more is read: the call ends with what was decoded, its output
                 // consumed (else the gRPC proxy waits for its buffer forever).
-                grpc::consume(chain);
+                grpc::consume(chain, |_| ());
                 if (*decoder).is_some() && !(*r).upstream.is_null() {
                     *decoder = None;
                     (*(*r).upstream).length = 0;

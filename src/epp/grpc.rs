@@ -19,7 +19,7 @@ use ngx::ngx_log_error;
 use epp_proto::{Decoder, MAX_MESSAGE, Outcome, Piece};
 
 use crate::epp::check::line;
-use crate::util::{Lines, escape, header_lines, pool_str};
+use crate::util::{escape, header_lines, lines, pool_str};
 
 /// Bytes of an EPP's reason shown in an `[error]` line.
 const REASON_SHOWN: usize = 512;
@@ -114,7 +114,8 @@ unsafe fn slice_buf(
     len: usize,
 ) -> *mut ngx_buf_t {
     // SAFETY: a zeroed ngx_buf_t is an empty buffer; the fields set describe memory inside
-    // the segment (`offset + len` within its length, by `body_pieces`) or a range of its file.
+    // the segment (`offset + len` within its length: by `body_pieces`, or a whole pool copy) or a
+    // range of its file.
     unsafe {
         let b = ngx_pcalloc((*r).pool, core::mem::size_of::<ngx_buf_t>()) as *mut ngx_buf_t;
         if b.is_null() {
@@ -262,10 +263,10 @@ pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t, p: &Prepared) {
 /// The value of header `name` in `list`, if any.
 ///
 /// # Safety
-/// `list` must be an initialized NGINX list of `ngx_table_elt_t` ([`Lines::of`]).
+/// `list` must be an initialized NGINX list of `ngx_table_elt_t` ([`lines`]).
 unsafe fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
     // SAFETY: the caller's contract.
-    unsafe { Lines::of(list) }
+    unsafe { lines(list) }
         .find(|h| h.key.as_bytes().eq_ignore_ascii_case(name))
         .map(|h| h.value.as_bytes())
 }
@@ -291,35 +292,27 @@ pub(crate) unsafe fn swallow(
         let u = (*sr).upstream;
         let answer = !u.is_null() && (*u).headers_in.status_n == 200;
         let mut decoder = if answer { (*decoder).as_mut() } else { None };
-        let mut cl = chain;
-        while !cl.is_null() {
-            let b = (*cl).buf;
-            if !b.is_null() && (*b).in_file() == 0 && !(*b).pos.is_null() {
-                let len = (*b).last.offset_from((*b).pos).max(0) as usize;
-                if let Some(d) = decoder.as_deref_mut() {
-                    d.feed(core::slice::from_raw_parts((*b).pos, len));
-                }
-            }
-            cl = (*cl).next;
-        }
-        consume(chain);
+        consume(chain, |bytes| decoder.as_deref_mut().map_or((), |d| d.feed(bytes)));
         if !u.is_null() && decoder.is_none_or(|d| d.done()) {
             (*u).length = 0;
         }
     }
 }
 
-/// Marks every memory buffer of `chain` as read (`pos = last`): the gRPC proxy reuses them
-/// only once they are.
+/// Marks every memory buffer of `chain` as read (`pos = last`), after `read` saw its bytes:
+/// the gRPC proxy reuses them only once they are.
 ///
 /// # Safety
 /// `chain` must be NGINX's output chain (null: none).
-pub(crate) unsafe fn consume(mut chain: *mut ngx_chain_t) {
-    // SAFETY: the chain's links and buffers are NGINX's; only `pos` is moved, within the buffer.
+pub(crate) unsafe fn consume(mut chain: *mut ngx_chain_t, mut read: impl FnMut(&[u8])) {
+    // SAFETY: the chain's links and buffers are NGINX's (`pos..last` initialized memory of a
+    // buffer not in a file); only `pos` is moved, within the buffer.
     unsafe {
         while !chain.is_null() {
             let b = (*chain).buf;
             if !b.is_null() && (*b).in_file() == 0 && !(*b).pos.is_null() {
+                let len = (*b).last.offset_from((*b).pos).max(0) as usize;
+                read(core::slice::from_raw_parts((*b).pos, len));
                 (*b).pos = (*b).last;
             }
             chain = (*chain).next;
@@ -508,11 +501,11 @@ unsafe fn answer(
     // as the last.
     unsafe {
         // Everything allocated before anything is set or sent.
-        let pool = (*r).pool;
-        let b = ngx_pcalloc(pool, core::mem::size_of::<ngx_buf_t>()) as *mut ngx_buf_t;
-        let Some(data) = pool_str(pool, body).filter(|_| !b.is_null()) else {
+        let Some(data) = pool_str((*r).pool, body) else { return fail };
+        let b = slice_buf(r, Segment::Memory(data.data), 0, data.len);
+        if b.is_null() {
             return fail;
-        };
+        }
         if !set_headers(r, status, headers, body.len()) {
             // NGINX's 500 page keeps the output header list: none of the EPP's lines on it.
             ngx_http_clean_header(r);
@@ -525,11 +518,6 @@ unsafe fn answer(
         if body.is_empty() {
             return ngx_http_send_special(r, NGX_HTTP_LAST as ngx_uint_t);
         }
-        (*b).start = data.data;
-        (*b).pos = data.data;
-        (*b).last = data.data.add(data.len);
-        (*b).end = (*b).last;
-        (*b).set_memory(1);
         (*b).set_last_buf(1);
         (*b).set_last_in_chain(1);
         let mut out = ngx_chain_t { buf: b, next: core::ptr::null_mut() };

@@ -274,8 +274,8 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> bool {
 }
 
 /// The indexes of `$epp_host`, `$epp_port`, `$epp_internal_path` when some directive declares
-/// them (an undeclared one is "missing" at run time, as in epp.js, not a load failure), and
-/// the gRPC call's body filter; `false`: the load is refused (logged).
+/// them (an undeclared one is "missing" at run time, as in epp.js, not a load failure), those
+/// it sets, and the gRPC call's body filter; `false`: the load is refused (logged).
 pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) -> bool {
     if !epp.used {
         return true;
@@ -289,5 +289,6 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) -> bool 
     epp.port = index(VAR_PORT);
     epp.path = index(VAR_PATH);
     epp.content_length = variables::variable_index(cf, "content_length");
+    epp.endpoints = variables::variable_index(cf, endpoints::VAR_ENDPOINTS);
     true
 }

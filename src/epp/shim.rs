@@ -8,7 +8,7 @@ use ngx::ffi::{
 use ngx::ngx_log_error;
 
 use crate::epp::check::{line, set_endpoint};
-use crate::util::{Lines, escape, pool_str};
+use crate::util::{escape, lines, pool_str};
 
 const ENDPOINT_HEADER: &[u8] = b"x-gateway-destination-endpoint";
 const HOST_HEADER: &[u8] = b"X-EPP-Host";
@@ -41,12 +41,12 @@ pub(crate) unsafe fn headers(
     host: ngx_str_t,
     port: ngx_str_t,
 ) -> Option<(*mut ngx_table_elt_t, usize)> {
-    // SAFETY: the client's header list is initialized (`Lines::of`: a request's is); the new array
+    // SAFETY: the client's header list is initialized (`lines`: a request's is); the new array
     // is allocated for all of them plus two and lives in the request's pool; all-zero bytes
     // are a valid ngx_table_elt_t (integers, null pointers, empty strings); the statics the
     // two added lines point at are never written (see above).
     unsafe {
-        let mut lines: Vec<ngx_table_elt_t> = Lines::of(&(*r).headers_in.headers)
+        let mut lines: Vec<ngx_table_elt_t> = lines(&(*r).headers_in.headers)
             .filter(|h| {
                 let name = h.key.as_bytes();
                 !name.eq_ignore_ascii_case(HOST_HEADER) && !name.eq_ignore_ascii_case(PORT_HEADER)
@@ -71,16 +71,14 @@ pub(crate) unsafe fn headers(
 /// `sr` must be the call being finalized, its upstream non-null.
 pub(crate) unsafe fn record(sr: *mut ngx_http_request_t, a: &mut Answer) {
     // SAFETY: the upstream's header list (zeroed with the upstream, initialized before its
-    // status line is read: `Lines::of` may walk it) and the call's output are NGINX's, alive
+    // status line is read: `lines` may walk it) and the call's output are NGINX's, alive
     // with the request's pool; the copies go to the same pool.
     unsafe {
         let pool = (*sr).pool;
         let headers = &(*(*sr).upstream).headers_in.headers;
         a.status = (*(*sr).upstream).headers_in.status_n;
         let mut joined: Vec<u8> = Vec::new();
-        for h in
-            Lines::of(headers).filter(|h| h.key.as_bytes().eq_ignore_ascii_case(ENDPOINT_HEADER))
-        {
+        for h in lines(headers).filter(|h| h.key.as_bytes().eq_ignore_ascii_case(ENDPOINT_HEADER)) {
             if !joined.is_empty() {
                 joined.extend_from_slice(b", ");
             }
