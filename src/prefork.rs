@@ -167,21 +167,11 @@ unsafe extern "C" {
 }
 
 /// glibc's `struct mallinfo2` (glibc >= 2.33: `size_t` fields; `mallinfo`'s `int` fields
-/// overflow past 2 GiB). Only `fordblks` and `keepcost` (the top chunk's size) are read.
+/// overflow past 2 GiB): `arena`, `ordblks`, `smblks`, `hblks`, `hblkhd`, `usmblks`,
+/// `fsmblks`, `uordblks`, `fordblks` (`[8]`) and `keepcost` (`[9]`, the top chunk's size).
 #[cfg(all(feature = "glibc-heap", target_env = "gnu"))]
 #[repr(C)]
-struct MallInfo2 {
-    arena: usize,
-    ordblks: usize,
-    smblks: usize,
-    hblks: usize,
-    hblkhd: usize,
-    usmblks: usize,
-    fsmblks: usize,
-    uordblks: usize,
-    fordblks: usize,
-    keepcost: usize,
-}
+struct MallInfo2([usize; 10]);
 
 /// The first fork after a load: NGINX's master has freed the old configuration by now (at the
 /// end of `ngx_init_cycle`, before it starts the new workers), so what the old compiled lists
@@ -221,7 +211,7 @@ const MAX_TAKEN: usize = 1 << 30;
 unsafe fn fill() {
     // SAFETY: sbrk(0) only reads the break; mallinfo2 only reads malloc's statistics.
     let (brk, info) = unsafe { (sbrk(0) as usize, mallinfo2()) };
-    let (top, free_bytes) = (info.keepcost, info.fordblks);
+    let (top, free_bytes) = (info.0[9], info.0[8]);
     // Never more than the free memory the heap reports (the top chunk excluded).
     let limit = free_bytes.saturating_sub(top).min(MAX_TAKEN);
     // Chunks at or above this address come from the top chunk (or a heap grown past it).

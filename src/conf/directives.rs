@@ -114,31 +114,27 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
     ngx_command_t::empty(),
 ];
 
-/// A directive's arguments (`args`, from [`guard::slot`]), split into the `syntax=` option and
-/// the others; `None` (logged) when `syntax=` is wrong.
+/// A directive's arguments (`args`, `[0]` its name), split into the `syntax=` option and the
+/// others; `None` (logged) when `syntax=` is wrong.
 fn directive_args(cf: *mut ngx_conf_t, args: &[ngx_str_t]) -> Option<(Syntax, Vec<&[u8]>)> {
-    match split_syntax(args.get(1..).unwrap_or_default()) {
-        Ok(v) => Some(v),
-        Err(e) => emerg(cf, None, format_args!("http_matches: {e}")),
-    }
-}
-
-/// Splits directive arguments into the `syntax=` option and the others.
-fn split_syntax(args: &[ngx_str_t]) -> Result<(Syntax, Vec<&[u8]>), String> {
     let mut syntax = Syntax::Auto;
     let mut rest = Vec::new();
-    for a in args {
-        match a.as_bytes().strip_prefix(b"syntax=") {
-            Some(v) => {
-                syntax =
-                    core::str::from_utf8(v).ok().and_then(Syntax::from_name).ok_or_else(|| {
-                        format!("invalid \"syntax={}\": use auto, typed or untyped", text(v))
-                    })?;
-            }
-            None => rest.push(a.as_bytes()),
-        }
+    for a in args.get(1..).unwrap_or_default() {
+        let Some(v) = a.as_bytes().strip_prefix(b"syntax=") else {
+            rest.push(a.as_bytes());
+            continue;
+        };
+        let Some(s) = core::str::from_utf8(v).ok().and_then(Syntax::from_name) else {
+            let what = "use auto, typed or untyped";
+            return emerg(
+                cf,
+                None,
+                format_args!("http_matches: invalid \"syntax={}\": {what}", text(v)),
+            );
+        };
+        syntax = s;
     }
-    Ok((syntax, rest))
+    Some((syntax, rest))
 }
 
 /// `http_matches_load FILE [syntax=auto|typed|untyped];`

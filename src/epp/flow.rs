@@ -7,7 +7,7 @@
 //! that the client's request goes on. The protocol's own parts: [`super::shim`],
 //! [`super::grpc`]; what the operator sees: README (`http_matches_epp`).
 
-use core::ffi::c_void;
+use core::ffi::{CStr, c_void};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use ngx::ffi::{
@@ -85,14 +85,9 @@ pub(crate) unsafe fn register_filter(cf: *mut ngx_conf_t) -> bool {
     unsafe {
         // Positions in the list (the order postconfigurations run in), not `index`es (a
         // dynamic module takes the first free one).
-        let (mut postpone, mut ours) = (None, None);
-        for (at, (n, _)) in crate::util::modules(cf).enumerate() {
-            match n {
-                _ if n == c"ngx_http_postpone_filter_module" => postpone = Some(at),
-                _ if n == c"ngx_http_matches_module" => ours = Some(at),
-                _ => {}
-            }
-        }
+        let at = |name: &CStr| crate::util::modules(cf).position(|(n, _)| n == name);
+        let (postpone, ours) =
+            (at(c"ngx_http_postpone_filter_module"), at(c"ngx_http_matches_module"));
         if !matches!((postpone, ours), (Some(p), Some(o)) if p < o) {
             let what = "http_matches_epp grpc://: ngx_http_matches_module must load after \
                         ngx_http_postpone_filter_module (its body filter reads the EPP's answer): \
