@@ -146,7 +146,8 @@ unsafe fn proxy_pass(
 
 /// Runs `module`'s command `name` with `values` for the location being parsed; the message
 /// it returned is logged after its name (as NGINX would) and fails the directive, but "is
-/// duplicate" when `set_before` (the operator's own value stays).
+/// duplicate" when `set_before` (the operator's own value stays). `Err` when it failed (and
+/// logged why) or could not be run.
 ///
 /// # Safety
 /// Only from a directive handler of a location block.
@@ -157,28 +158,6 @@ unsafe fn proxy_command(
     values: &[&[u8]],
     set_before: bool,
 ) -> Result<(), ConfResult> {
-    // SAFETY: as the caller's.
-    match unsafe { run_command(cf, module, name, values) }? {
-        Err(why) if !(set_before && why == guard::DUPLICATE) => {
-            let what = format_args!("http_matches_epp: {} {}", text(name), why.to_string_lossy());
-            Err(emerg(cf, NGX_CONF_ERROR, what))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Runs `module`'s command `name` with `values` for the location being parsed: `Ok(Err(why))`
-/// with the message the command returned (a static string of NGINX's), `Err` when it failed
-/// and logged why itself or it could not be run.
-///
-/// # Safety
-/// Only from a directive handler of a location block.
-unsafe fn run_command(
-    cf: *mut ngx_conf_t,
-    module: &CStr,
-    name: &[u8],
-    values: &[&[u8]],
-) -> Result<Result<(), &'static CStr>, ConfResult> {
     // SAFETY: during configuration `cf->cycle->modules` is the null-terminated array of
     // every module; each has a NUL-terminated `name` and a `commands` array ending with an
     // entry whose name is empty. `cf->ctx` is the location's ngx_http_conf_ctx_t, whose
@@ -188,7 +167,7 @@ unsafe fn run_command(
         let module_name = module.to_string_lossy();
         let Some((_, proxy)) = modules(cf).find(|(n, _)| *n == module) else {
             let what = format_args!("http_matches_epp: NGINX is built without {module_name}");
-            return emerg(cf, Err(NGX_CONF_ERROR), what);
+            return Err(emerg(cf, NGX_CONF_ERROR, what));
         };
         let mut cmd = (*proxy).commands;
         while (*cmd).name.len != 0 && (*cmd).name.as_bytes() != name {
@@ -196,7 +175,7 @@ unsafe fn run_command(
         }
         let Some(set) = (*cmd).set.filter(|_| (*cmd).name.len != 0) else {
             let what = format_args!("http_matches_epp: no {} in {module_name}", text(name));
-            return emerg(cf, Err(NGX_CONF_ERROR), what);
+            return Err(emerg(cf, NGX_CONF_ERROR, what));
         };
         let ctx = (*cf).ctx as *mut ngx_http_conf_ctx_t;
         let plcf = *(*ctx).loc_conf.add((*proxy).ctx_index);
@@ -226,14 +205,18 @@ unsafe fn run_command(
         let rc = set(cf, cmd, plcf);
         (*cf).args = saved;
         if rc == NGX_CONF_OK {
-            Ok(Ok(()))
+            return Ok(());
         } else if rc == NGX_CONF_ERROR {
-            Err(NGX_CONF_ERROR)
-        } else {
-            // A message the caller (NGINX) would print after the directive's name: a static
-            // C string of the command's.
-            Ok(Err(CStr::from_ptr(rc as *const c_char)))
+            return Err(NGX_CONF_ERROR);
         }
+        // A message the caller (NGINX) would print after the directive's name: a static C
+        // string of the command's.
+        let why = CStr::from_ptr(rc as *const c_char);
+        if set_before && why == guard::DUPLICATE {
+            return Ok(());
+        }
+        let what = format_args!("http_matches_epp: {} {}", text(name), why.to_string_lossy());
+        Err(emerg(cf, NGX_CONF_ERROR, what))
     }
 }
 
