@@ -201,14 +201,6 @@ pub struct SrvConf {
     pub(crate) epp_endpoints: Option<Box<EndpointPool>>,
 }
 
-/// One `server` address of the block: what a try connects to (configuration memory, alive as
-/// long as the cycle).
-pub(crate) struct EndpointPeer {
-    pub(crate) sockaddr: *mut ngx::ffi::sockaddr,
-    pub(crate) socklen: ngx::ffi::socklen_t,
-    pub(crate) name: *mut ngx::ffi::ngx_str_t,
-}
-
 /// `http_matches_epp_endpoints`'s block state, built by the directive and its
 /// `init_upstream` (see `epp::endpoints`).
 pub(crate) struct EndpointPool {
@@ -216,7 +208,9 @@ pub(crate) struct EndpointPool {
     pub(crate) name: String,
     /// "file:line" of the directive.
     pub(crate) at: String,
-    pub(crate) peers: Vec<EndpointPeer>,
+    /// The block's `server` addresses, round robin's peers (configuration memory, alive as
+    /// long as the cycle): what a try connects to.
+    pub(crate) peers: Vec<*mut ngx::ffi::ngx_http_upstream_rr_peer_t>,
     /// Address -> index in `peers`: the allowed set.
     pub(crate) index: std::collections::HashMap<std::net::SocketAddr, u32>,
     /// Round robin's per-request init (the fallback, and what every request starts with).

@@ -192,11 +192,12 @@ fn matches(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfRe
     lcf.enabled = true;
     crate::prefork::mark_used();
     lcf.var_syntax = syntax;
-    // SAFETY: as below, the http main conf of this module exists while parsing.
+    // SAFETY: the http main conf of this module exists while parsing.
     let main = HttpMatchesModule::main_conf_mut(unsafe { &*cf });
     let bounds = main.as_ref().map_or_else(Bounds::default, |m| m.bounds());
     if let Some(m) = main {
         m.compiled_any |= !rest.is_empty();
+        m.used = true;
     }
     match rest[..] {
         [] => {}
@@ -218,10 +219,6 @@ fn matches(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfRe
     match NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) {
         Some(clcf) => clcf.handler = Some(handler::content_handler),
         None => return NGX_CONF_ERROR,
-    }
-    // SAFETY: as above, the http main conf of this module exists while parsing.
-    if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
-        mcf.used = true;
     }
     NGX_CONF_OK
 }

@@ -93,18 +93,12 @@ fn end_memory_guard(cf: *mut ngx_conf_t, status: Status) -> Status {
 /// variables the handler reads; ends the memory guard of the load.
 pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     let status = postconfiguration_checks(cf);
-    want_prefork(cf);
-    end_memory_guard(cf, status)
-}
-
-/// `http_matches_prefork on`: the fill runs at the next fork (`init_module` arms it); and the
-/// workers' JIT allowance, what `http_matches_max_memory` leaves (see `prefork`).
-fn want_prefork(cf: *mut ngx_conf_t) {
+    // `http_matches_prefork on`: the fill runs at the next fork (`init_module` arms it); and
+    // the workers' JIT allowance, what `http_matches_max_memory` leaves (see `prefork`).
     // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
     let mcf = HttpMatchesModule::main_conf(unsafe { &*cf });
-    let on = mcf.is_some_and(|m| m.prefork == 1);
-    let left = mcf.map_or(0, |m| m.max_memory.saturating_sub(m.compiled_memory));
-    crate::prefork::want(on, left);
+    crate::prefork::want(mcf.is_some_and(|m| m.prefork == 1), mcf.map_or(0, |m| m.bounds().memory));
+    end_memory_guard(cf, status)
 }
 
 fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {

@@ -23,7 +23,7 @@ use ngx::ngx_log_error;
 use epp_proto::endpoints::{choose, room};
 
 use crate::guard::{self, Slot};
-use crate::state::{EndpointPeer as Peer, EndpointPool as Pool, SrvConf};
+use crate::state::{EndpointPool as Pool, SrvConf};
 use crate::util::{array, conf_where, emerg, escape, text, var};
 use crate::{ConfResult, HttpMatchesModule, variables};
 
@@ -136,11 +136,7 @@ unsafe fn index_peers(
                     let i = pool.peers.len() as u32;
                     if let std::collections::hash_map::Entry::Vacant(e) = pool.index.entry(addr) {
                         e.insert(i);
-                        pool.peers.push(Peer {
-                            sockaddr: peer.sockaddr,
-                            socklen: peer.socklen,
-                            name: &raw mut peer.name,
-                        });
+                        pool.peers.push(p);
                     }
                 }
                 p = peer.next;
@@ -255,7 +251,7 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
 /// give-back closed one cached connection.
 unsafe extern "C" fn get_peer(pc: *mut ngx_peer_connection_t, data: *mut c_void) -> ngx_int_t {
     // SAFETY: `data` is the request's `Tries` (use_list); `order` holds `n` indexes of
-    // `pool.peers`. Nothing here can panic.
+    // `pool.peers`, round robin's peers, alive with the cycle. Nothing here can panic.
     unsafe {
         let t = &mut *data.cast::<Tries>();
         let pc = &mut *pc;
@@ -268,10 +264,10 @@ unsafe extern "C" fn get_peer(pc: *mut ngx_peer_connection_t, data: *mut c_void)
         }
         let i = *t.order.add(t.next) as usize;
         t.next += 1;
-        let Some(peer) = (&*t.pool).peers.get(i) else { return NGX_BUSY as ngx_int_t };
-        pc.sockaddr = peer.sockaddr;
-        pc.socklen = peer.socklen;
-        pc.name = peer.name;
+        let Some(&peer) = (&*t.pool).peers.get(i) else { return NGX_BUSY as ngx_int_t };
+        pc.sockaddr = (*peer).sockaddr;
+        pc.socklen = (*peer).socklen;
+        pc.name = &raw mut (*peer).name;
         pc.connection = core::ptr::null_mut();
         pc.set_cached(0);
     }
