@@ -137,7 +137,6 @@ pub(crate) fn report_jit_refusals(log: *mut ngx::ffi::ngx_log_t) {
 /// [`want`]: a load refused after postconfiguration must not change the running one's).
 pub(crate) fn arm() {
     pcre2_bounded::set_jit_allowance(JIT_ROOM.load(Ordering::Relaxed));
-    #[cfg(unix)]
     if USED.load(Ordering::Relaxed) {
         static REGISTER: std::sync::Once = std::sync::Once::new();
         REGISTER.call_once(|| {
@@ -149,7 +148,6 @@ pub(crate) fn arm() {
     }
 }
 
-#[cfg(unix)]
 unsafe extern "C" {
     fn pthread_atfork(
         prepare: Option<unsafe extern "C" fn()>,
@@ -178,7 +176,6 @@ struct MallInfo2([usize; 10]);
 /// held is free here, and not before. It is given back: PCRE2's JIT chunks that hold no code
 /// (the one left by the load's JIT-size measurements; NGINX's own `pcre_jit` code is not
 /// touched), and, unless the fill takes them, the free pages of the heap (`malloc_trim`).
-#[cfg(unix)]
 unsafe extern "C" fn before_fork() {
     if ARMED.swap(false, Ordering::Relaxed) {
         // Nothing may unwind out of a fork handler; a failed fill only costs memory.

@@ -203,6 +203,7 @@ pub struct SrvConf {
 
 /// `http_matches_epp_endpoints`'s block state, built by the directive and its
 /// `init_upstream` (see `epp::endpoints`).
+#[derive(Default)]
 pub(crate) struct EndpointPool {
     /// The block's name, for log lines.
     pub(crate) name: String,

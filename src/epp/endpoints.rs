@@ -7,7 +7,6 @@
 //! levels: README (`http_matches_epp_endpoints`).
 
 use core::ffi::c_void;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK, Status};
@@ -61,10 +60,7 @@ fn endpoints(cf: *mut ngx_conf_t, scf: &mut SrvConf, _args: &[ngx_str_t]) -> Con
         name: text(uscf.host.as_bytes()).into_owned(),
         // SAFETY: called from a directive handler.
         at: unsafe { conf_where(cf) },
-        peers: Vec::new(),
-        index: HashMap::new(),
-        rr_init_peer: None,
-        var: 0,
+        ..Pool::default()
     }));
     NGX_CONF_OK
 }

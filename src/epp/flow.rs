@@ -181,7 +181,6 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     // SAFETY: see `content_handler`; every pointer below comes from NGINX for this request
     // and lives in its pool.
     unsafe {
-        let log = (*(*r).connection).log;
         let (Some(lcf), Some(mcf)) =
             (HttpMatchesModule::location_conf(&*r), HttpMatchesModule::main_conf(&*r))
         else {
@@ -205,7 +204,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                 grpc::reached(r, &(*ctx).prepared);
                 forget(r, mcf.epp.content_length);
             }
-            (*r).args = ngx_str_t { len: 0, data: core::ptr::null_mut() };
+            (*r).args = EMPTY;
             (*r).set_valid_location(0);
             return proxy(r);
         }
@@ -221,14 +220,12 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                 .map(|(n, _)| format!("${n}"))
                 .collect::<Vec<_>>();
         if !missing.is_empty() {
-            ngx_log_error!(
-                NGX_LOG_ERR,
-                log,
-                "http_matches_epp: missing required variable{} {} (unset or empty in this location)",
-                if missing.len() > 1 { "s" } else { "" },
-                missing.join(" and ")
+            let s = if missing.len() > 1 { "s" } else { "" };
+            let what = "(unset or empty in this location)";
+            return fail(
+                r,
+                &format!("missing required variable{s} {} {what}", missing.join(" and ")),
             );
-            return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
         }
         let ctx = ngx_pcalloc((*r).pool, core::mem::size_of::<Ctx>()) as *mut Ctx;
         if ctx.is_null() {
