@@ -49,7 +49,7 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     // A configuration load begins (master): the heap held since the last fork serves it.
     crate::prefork::release();
     crate::guard::install_panic_hook();
-    // The allocator's reserve is held from here to [`end_memory_guard`]: an allocation that
+    // The allocator's reserve is held from here to the end of `postconfiguration`: an allocation that
     // fails anywhere in this module's part of the load (a compile, a directive handler, a
     // merge, the checks of postconfiguration) is rescued and refuses the load there, instead
     // of aborting the master (`alloc_meter`). When the system cannot give the reserve now, the
@@ -76,19 +76,6 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     Status::NGX_OK
 }
 
-/// The last checkpoint of the load: an allocation failed since `preconfiguration` (and
-/// was rescued by the reserve) fails it with an `[emerg]`; the reserve is given back either
-/// way, so no process forked after the load keeps it.
-fn end_memory_guard(cf: *mut ngx_conf_t, status: Status) -> Status {
-    if alloc_meter::end_load() {
-        let what = "http_matches: out of memory while loading the configuration: the system \
-                    refused an allocation (an address-space limit?); the configuration is not \
-                    loaded";
-        return emerg(cf, Status::NGX_ERROR, format_args!("{what}"));
-    }
-    status
-}
-
 /// Reports the file's malformed entries (strictness of the http level) and resolves the
 /// variables the handler reads; ends the memory guard of the load.
 pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
@@ -98,7 +85,16 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
     let mcf = HttpMatchesModule::main_conf(unsafe { &*cf });
     crate::prefork::want(mcf.is_some_and(|m| m.prefork == 1), mcf.map_or(0, |m| m.bounds().memory));
-    end_memory_guard(cf, status)
+    // The last checkpoint of the load: an allocation failed since `preconfiguration` (and
+    // was rescued by the reserve) fails it with an `[emerg]`; the reserve is given back either
+    // way, so no process forked after the load keeps it.
+    if alloc_meter::end_load() {
+        let what = "http_matches: out of memory while loading the configuration: the system \
+                    refused an allocation (an address-space limit?); the configuration is not \
+                    loaded";
+        return emerg(cf, Status::NGX_ERROR, format_args!("{what}"));
+    }
+    status
 }
 
 fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {

@@ -191,19 +191,18 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
     let (n, m) = (pool.peers.len(), room(list, pool.peers.len()));
     let bytes = n.div_ceil(8);
     // SAFETY: allocations from the request's live pool (`ngx_palloc` aligns to NGX_ALIGNMENT,
-    // enough for `Tries` and u32), checked for null below; `seen` is zeroed by ngx_pcalloc,
-    // `out` zeroed here, `tries` written whole before use.
+    // enough for `Tries` and u32), checked for null below; `seen` and `out` are zeroed by
+    // ngx_pcalloc, `tries` written whole before use.
     let (tries, out, seen) = unsafe {
         let tries = ngx_palloc(rp, core::mem::size_of::<Tries>()).cast::<Tries>();
-        let out = ngx_palloc(rp, m * 4).cast::<u32>();
+        let out = ngx_pcalloc(rp, m * 4).cast::<u32>();
         let seen = ngx_pcalloc(rp, bytes).cast::<u8>();
         if tries.is_null() || out.is_null() || seen.is_null() {
             return NGX_ERROR as ngx_int_t;
         }
-        out.write_bytes(0, m);
         (tries, out, core::slice::from_raw_parts_mut(seen, bytes))
     };
-    // SAFETY: `out` holds `m` u32, zeroed just above.
+    // SAFETY: `out` holds `m` u32, zeroed by ngx_pcalloc.
     let out_slice = unsafe { core::slice::from_raw_parts_mut(out, m) };
     let c = choose(list, n, |a| pool.index.get(a).copied(), out_slice, seen);
     if let Some(first) = &c.first {

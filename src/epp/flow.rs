@@ -28,9 +28,7 @@ use crate::util::{emerg, escape, var};
 use crate::{HttpMatchesModule, guard};
 
 pub(crate) const VAR_HOST: &str = "epp_host";
-
 pub(crate) const VAR_PORT: &str = "epp_port";
-
 pub(crate) const VAR_PATH: &str = "epp_internal_path";
 
 /// An empty string (no data).

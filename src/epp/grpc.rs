@@ -74,7 +74,7 @@ unsafe fn segments(r: *mut ngx_http_request_t) -> (Vec<Segment>, Vec<usize>) {
 /// # Safety
 /// `r` must be the client's request.
 unsafe fn pseudo_headers<'r>(r: *mut ngx_http_request_t) -> Vec<(&'r [u8], &'r [u8])> {
-    // SAFETY: the request's strings and its `Host` line live as long as it.
+    // SAFETY: the request's strings, its `Host` line and its connection live as long as it.
     unsafe {
         let path = if (*r).unparsed_uri.len > 0 { &(*r).unparsed_uri } else { &(*r).uri };
         let mut out =
@@ -83,23 +83,15 @@ unsafe fn pseudo_headers<'r>(r: *mut ngx_http_request_t) -> Vec<(&'r [u8], &'r [
         if !host.is_null() {
             out.push((b":authority", (*host).value.as_bytes()));
         }
-        out.push((b":scheme", scheme(r)));
+        // `https` on a TLS connection (an HTTP/2 stream's copy carries `ssl`), else `http`
+        // (always, without the SSL module).
+        #[cfg(ngx_feature = "http_ssl")]
+        let tls = !(*(*r).connection).ssl.is_null();
+        #[cfg(not(ngx_feature = "http_ssl"))]
+        let tls = false;
+        out.push((b":scheme", if tls { b"https" } else { b"http" }));
         out
     }
-}
-
-/// `https` on a TLS connection, else `http` (always, without the SSL module).
-///
-/// # Safety
-/// `r` must be a valid request.
-unsafe fn scheme(r: *mut ngx_http_request_t) -> &'static [u8] {
-    #[cfg(ngx_feature = "http_ssl")]
-    // SAFETY: every request has a connection (an HTTP/2 stream's copy carries `ssl`).
-    if unsafe { !(*(*r).connection).ssl.is_null() } {
-        return b"https";
-    }
-    let _ = r;
-    b"http"
 }
 
 /// A buffer in the pool over `pos..pos+len` (read-only memory), or over the range
