@@ -96,14 +96,26 @@ fn server_label(s: &Server) -> String {
 /// `false` when that fails the configuration (each problem an `[emerg]` at its directive).
 /// Linear in the servers' names times their sockets.
 pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
-    // SAFETY: called from postconfiguration.
-    let (servers, sockets) = unsafe { servers_and_sockets(cf) };
+    // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context; each server
+    // of the core main conf is a live core server conf.
+    let cscfs = unsafe {
+        match NgxHttpCoreModule::main_conf(&*cf) {
+            Some(cmcf) => array::<*const ngx_http_core_srv_conf_t>(&cmcf.servers),
+            None => return true,
+        }
+    };
     // SAFETY: each `cscf` is a live core server conf; its `ctx->srv_conf` holds this module's
     // server conf, created by `create_srv_conf`, alive with the configuration. No other
     // reference to it is held while this runs.
     let conf_of = |cscf: *const ngx_http_core_srv_conf_t| unsafe {
         HttpMatchesModule::server_conf_mut(&*cscf)
     };
+    // Most configurations set no fallback: no server list or socket map is built for them.
+    if !cscfs.iter().any(|&c| conf_of(c).is_some_and(|s| s.fallback.is_some())) {
+        return true;
+    }
+    // SAFETY: called from postconfiguration.
+    let (servers, sockets) = unsafe { servers_and_sockets(cf) };
     // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
     let log = unsafe { (*cf).log };
     // Each server's fallback name, lowercased at the directive (`None`: no directive).
@@ -111,9 +123,6 @@ pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
         .iter()
         .map(|s| conf_of(s.cscf).filter(|c| c.fallback.is_some()).map(|c| c.fallback_name.clone()))
         .collect();
-    if fallbacks.iter().all(Option::is_none) {
-        return true;
-    }
     let at_of = |i: usize| conf_of(servers[i].cscf).map(|c| c.fallback_where.clone());
     let mut ok = true;
     // The servers each server's fallback reaches, over all its sockets, in socket order.
@@ -261,7 +270,6 @@ pub(crate) unsafe fn socket_server(
 ///
 /// # Safety
 /// `r` must be a valid request; `target` a core server conf of its configuration.
-/// Without the SSL module no connection is TLS.
 pub(crate) unsafe fn verifies_clients(
     r: *const ngx_http_request_t,
     target: *const ngx_http_core_srv_conf_t,
@@ -276,6 +284,7 @@ pub(crate) unsafe fn verifies_clients(
             return ssl.is_some_and(|s| s.verify != 0);
         }
     }
+    // Without the SSL module no connection is TLS.
     let _ = (r, target);
     false
 }

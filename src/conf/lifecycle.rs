@@ -49,13 +49,13 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     // A configuration load begins (master): the heap held since the last fork serves it.
     crate::prefork::release();
     crate::guard::install_panic_hook();
-    // The allocator's reserve is held from here to the end of `postconfiguration`: an allocation that
-    // fails anywhere in this module's part of the load (a compile, a directive handler, a
-    // merge, the checks of postconfiguration) is rescued and refuses the load there, instead
-    // of aborting the master (`alloc_meter`). When the system cannot give the reserve now, the
-    // load is refused before anything of the module allocates (without the reserve, any
-    // allocation that fails would abort the master: a reload swept across address-space
-    // limits found one in the file's read buffer).
+    // The allocator's reserve is held from here to the end of `postconfiguration`: an
+    // allocation that fails anywhere in this module's part of the load (a compile, a
+    // directive handler, a merge, the checks of postconfiguration) is rescued and refuses the
+    // load there, instead of aborting the master (`alloc_meter`). When the system cannot give
+    // the reserve now, the load is refused before anything of the module allocates (without
+    // the reserve, any allocation that fails would abort the master: a reload swept across
+    // address-space limits found one in the file's read buffer).
     if !alloc_meter::begin_load() {
         let what = "http_matches: out of memory while loading the configuration: the system \
                     refused the module's 16 MiB reserve (an address-space limit?); the \
