@@ -28,6 +28,17 @@ pub enum Part {
     RegexData { field: Cow<'static, str>, text: String },
 }
 
+impl Part {
+    /// The bytes it writes unescaped (a variable's with its `${}`): a word's capacity.
+    fn len(&self) -> usize {
+        match self {
+            Part::Code(c) => c.len(),
+            Part::Var(v) | Part::BracedVar(v) => v.len() + 3,
+            Part::Data { text, .. } | Part::RegexData { text, .. } => text.len(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Style {
     /// Bare when it can be, else in double quotes.
@@ -226,6 +237,10 @@ pub fn unwritable(c: char) -> bool {
 
 /// Rejects what NGINX's parser cannot read back as data: see [`unwritable`].
 fn check_bytes(field: &str, text: &str) -> Result<(), String> {
+    // An ASCII control character is one byte of UTF-8 and no part of another character.
+    if !text.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+        return Ok(());
+    }
     if let Some(c) = text.chars().find(|&c| unwritable(c)) {
         return Err(format!(
             "{field}: {:?} holds the control character U+{:04X}, which nginx.conf cannot hold \
@@ -256,7 +271,7 @@ pub fn is_var_name(n: &str) -> bool {
 /// The one function that decides how a word is written: its text in nginx.conf and the
 /// value NGINX's parser reads from it.
 pub fn word(a: &Arg, pos: Pos, dollar: &mut bool) -> Result<(String, String), String> {
-    let mut value = String::new();
+    let mut value = String::with_capacity(a.parts.iter().map(Part::len).sum());
     let mut field: Option<&str> = None;
     // A variable's `${...}` is fine in a bare word; any other space, `;`, brace, `#`,
     // quote or backslash needs quotes.
@@ -352,6 +367,11 @@ fn data_into(
             }
             _ => {}
         }
+    }
+    if !regex && !(pos == Pos::Variables && text.contains('$')) {
+        // Nothing escaped: the text as it is.
+        value.push_str(text);
+        return Ok(());
     }
     for c in text.chars() {
         if regex && !(c.is_ascii_alphanumeric() || c == '/' || c == '-') {

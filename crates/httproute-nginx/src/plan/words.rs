@@ -165,6 +165,10 @@ fn rule(r: &RulePlan) -> Result<(), String> {
 fn headers(r: &RulePlan, req: &HeaderModifier, resp: &HeaderModifier) -> Result<(), String> {
     let f = |name: &str| -> Field { format!("{}: {name}", r.id).into() };
     for (m, kind) in [(req, "RequestHeaderModifier"), (resp, "ResponseHeaderModifier")] {
+        // No words: no field names formatted (most rules have no header filter).
+        if m.set.is_empty() && m.add.is_empty() && m.remove.is_empty() {
+            continue;
+        }
         let (name_f, value_f) =
             (f(&format!("{kind} header name")), f(&format!("{kind} header value")));
         for n in m.set.iter().chain(&m.add).map(|h| &h.name).chain(&m.remove) {
