@@ -404,7 +404,9 @@ impl Writer {
     ) -> Result<Stmt, String> {
         let name = d.name();
         let n = d.words.len();
-        let mut words = Vec::with_capacity(n);
+        // The words of the tree (none when only the text is made).
+        let tree = !self.text_only;
+        let mut words = Vec::with_capacity(if tree { n } else { 0 });
         for (i, a) in d.words.iter().enumerate() {
             if i > 0 {
                 self.text.push(' ');
@@ -422,17 +424,19 @@ impl Writer {
             };
             if d.condition && i == 1 {
                 self.text.push('(');
-                words.push(format!("({value}"));
-            } else {
+                if tree {
+                    words.push(format!("({value}"));
+                }
+            } else if tree {
                 words.push(value);
             }
             self.text.push_str(&written);
             if d.condition && i == n - 1 {
                 self.text.push(')');
                 // After a quoted word, `)` is a word of its own; else it ends the word.
-                if written.ends_with(['"', '\'']) && written.len() > 1 {
+                if tree && written.ends_with(['"', '\'']) && written.len() > 1 {
                     words.push(")".to_owned());
-                } else {
+                } else if tree {
                     words.last_mut().expect("a word").push(')');
                 }
             }

@@ -662,6 +662,10 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     v: &Value,
     here: &dyn Fn(String, String) -> InputError,
 ) -> Result<T, InputError> {
+    // The path of an error is tracked only once there is one: the same value read again.
+    if let Ok(t) = T::deserialize(v) {
+        return Ok(t);
+    }
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { String::new() } else { path };
