@@ -25,12 +25,13 @@ pub fn key_of(text: &str, includes: bool, full: bool) -> String {
 
 /// [`key_of`] the text whose SHA-256 is `digest`.
 fn key_of_digest(digest: &[u8; 32], includes: bool, full: bool) -> String {
-    use std::fmt::Write as _;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = if full { &digest[..] } else { &digest[..16] };
     let mut key = String::with_capacity(1 + 2 * bytes.len());
     key.push(if includes { 'i' } else { 'e' });
     for b in bytes {
-        let _ = write!(key, "{b:02x}");
+        key.push(char::from(HEX[usize::from(b >> 4)]));
+        key.push(char::from(HEX[usize::from(b & 15)]));
     }
     key
 }

@@ -279,7 +279,13 @@ pub fn word(a: &Arg, pos: Pos, dollar: &mut bool) -> Result<(String, String), St
     for (k, p) in a.parts.iter().enumerate() {
         match p {
             Part::Code(c) => {
-                if c.chars().any(char::is_control) {
+                // ASCII text: its bytes are its characters.
+                let control = if c.is_ascii() {
+                    c.bytes().any(|b| b.is_ascii_control())
+                } else {
+                    c.chars().any(char::is_control)
+                };
+                if control {
                     return Err(format!("generator bug: a control character in {c:?}"));
                 }
                 needs |= needs_quotes(c);
@@ -320,7 +326,7 @@ pub fn word(a: &Arg, pos: Pos, dollar: &mut bool) -> Result<(String, String), St
     }
     let written = match a.style {
         // A bare `${...}` is fine for NGINX, but crossplane reads on past its `}`: quoted.
-        Style::Auto if !needs && !value.is_empty() && !value.contains("${") => value.clone(),
+        Style::Auto if !needs && !value.is_empty() && !braced(&value) => value.clone(),
         Style::Auto | Style::Double => quote(&value, '"'),
         Style::Single => quote(&value, '\''),
     };
@@ -387,10 +393,21 @@ fn data_into(
     Ok(())
 }
 
+/// Whether `v` holds `${` (most words hold no `$` at all: one byte search).
+fn braced(v: &str) -> bool {
+    v.contains('$') && v.contains("${")
+}
+
 /// `v` in quotes `q`, with `\` and `q` escaped and a tab written `\t`.
 fn quote(v: &str, q: char) -> String {
     let mut s = String::with_capacity(v.len() + 2);
     s.push(q);
+    if !v.bytes().any(|b| b == b'\t' || b == b'\\' || char::from(b) == q) {
+        // Nothing to escape (`q` is ASCII: a byte of its own in UTF-8).
+        s.push_str(v);
+        s.push(q);
+        return s;
+    }
     for c in v.chars() {
         if c == '\t' {
             s.push_str("\\t");
