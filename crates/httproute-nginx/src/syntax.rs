@@ -374,7 +374,7 @@ fn data_into(
             _ => {}
         }
     }
-    if !regex && !(pos == Pos::Variables && text.contains('$')) {
+    if !(regex || (pos == Pos::Variables && text.contains('$'))) {
         // Nothing escaped: the text as it is.
         value.push_str(text);
         return Ok(());
