@@ -155,8 +155,9 @@ enum Command {
         /// and the check is run again, at most 16 times (a line several objects bring leaves
         /// them all out at once, one retry). A refusal without a
         /// line is mapped too: a Secret's certificate or key file named in it leaves out that
-        /// Secret (its listener's condition), any other is bisected in scratch checks. A
-        /// refusal of the run's own lines, or past that bound, exits 1 and leaves DIR as it was.
+        /// Secret (its listener's condition); any other leaves out the newest tenant's objects
+        /// newer than every other tenant's, once. A refusal of the run's own lines, a second
+        /// one naming no line, or past that bound, exits 1 and leaves DIR as it was.
         #[arg(long = "nginx")]
         nginx: Option<PathBuf>,
     },

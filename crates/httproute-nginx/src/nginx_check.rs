@@ -20,19 +20,18 @@
 //!   Secret, left out of the plan ([`drop_secret`]: its listeners' `ResolvedRefs` say why, a
 //!   server left without a certificate refuses the handshake);
 //! - any other refusal naming no line (a line `nginx.conf:0`; not a server-name hash, which the
-//!   plan budgets: `plan/budget.rs`): a gap
-//!   in the model, logged as such; the newest objects first (Gateway API's conflict order:
-//!   creationTimestamp, then namespace/name; never the written order) whose absence makes it
-//!   load, found by bisection in scratch checks, `3 + ceil(log2 n)` of them for n objects
-//!   (and at most [`SHARED_TRIES`] for a line it shares)
-//!   ([`MAX_CHECKS`] bounds all checks of a run; [`Run::bisect`]). A refusal that stays with
-//!   every tenant object left out is the run's own.
+//!   plan budgets: `plan/budget.rs`): a gap in the model, logged as such (a warning). One
+//!   decision, no search: the objects of the newest object's tenant (namespace) that are newer
+//!   than every other tenant's object written (Gateway API's conflict order: creationTimestamp,
+//!   then namespace/name; never the written order) are left out at once
+//!   ([`newest_tenant_suffix`]), and the configuration is checked once more. A second such
+//!   refusal fails the run: an older tenant's object is never left out for one.
 //!
 //! Each retry leaves out at least one more object than the ones before (all the sharers of a
 //! refused line at once: one retry however many they are), and there are at most
 //! [`MAX_RETRIES`], so the loop ends. A line of the run's own (options, the generator's text),
-//! an object already left out, a refusal that stays without any tenant object, or a bound
-//! reached is an error of the run: the output directory is not touched.
+//! an object already left out, a refusal naming no line after the newest tenant's objects are
+//! left out, or the bound reached is an error of the run: the output directory is not touched.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -103,23 +102,14 @@ pub fn nginx_test(nginx: &Path, dir: &Path) -> Result<(), String> {
 pub struct Checked {
     pub output: Output,
     /// The objects left out because NGINX refused a line of theirs (or, for a refusal without
-    /// a line, because leaving them out made it load), each with why.
+    /// a line, the newest tenant's objects newer than every other's), each with why.
     pub refused: Vec<(Unit, String)>,
     /// The TLS Secrets (`namespace/name`) left out because NGINX could not load their files,
     /// each with why (their listeners have the condition: [`drop_secret`]).
     pub refused_secrets: Vec<(String, String)>,
-    /// How many times `nginx -t` ran (at most [`MAX_CHECKS`]).
+    /// How many times `nginx -t` ran (at most [`MAX_RETRIES`] + 1).
     pub checks: usize,
 }
-
-/// How many times one run may run `nginx -t`: the checks of the objects left out
-/// ([`MAX_RETRIES`] and the one that loads) and the scratch checks that find the object of a
-/// refusal NGINX names no line for (`1 + log2` of the objects written, each time).
-pub const MAX_CHECKS: usize = 64;
-
-/// How many lines the unit found by bisection shares with newer units are tried, each with all
-/// its sharers left out, before the newer units are all left out ([`Run::bisect`]).
-pub const SHARED_TRIES: usize = 4;
 
 /// Writes the configuration of `plan`, checks it with `nginx` in a scratch directory beside
 /// `out_dir` (removed afterwards) and, while NGINX refuses a tenant object, leaves that object
@@ -168,11 +158,6 @@ impl Run<'_> {
 
     /// `nginx -t` on `output`, written in the scratch directory.
     fn check(&mut self, output: &Output) -> Result<Checking, String> {
-        if self.checks >= MAX_CHECKS {
-            return self.give_up(format!(
-                "{MAX_CHECKS} checks with nginx -t already, the most one run makes"
-            ));
-        }
         self.checks += 1;
         let _ = std::fs::remove_dir_all(self.scratch);
         crate::output::write_dir(self.scratch, output)
@@ -189,17 +174,38 @@ impl Run<'_> {
         })
     }
 
+    /// Every object that brings `line`: all of them at once (the line stays while one is
+    /// left), none that does not. `Err` for the run's own line or an object left out already.
+    fn line_units(
+        &self,
+        output: &Output,
+        drops: &[(Unit, String)],
+        line: usize,
+        complaint: &str,
+    ) -> Result<Vec<Unit>, String> {
+        let units = output.units_at_line(line);
+        if units.is_empty() {
+            return self.give_up(format!("{complaint} (nginx.conf line {line}, the run's own)"));
+        }
+        if units.iter().any(|unit| drops.iter().any(|(u, _)| unit.within(u))) {
+            return self.give_up(format!(
+                "{complaint} (nginx.conf line {line}, of an object already left out)"
+            ));
+        }
+        Ok(units.into_iter().cloned().collect())
+    }
+
     fn check_loop(&mut self, plan: &mut Plan) -> Result<Checked, String> {
         let mut drops: Vec<(Unit, String)> = Vec::new();
         let mut secrets: Vec<(String, String)> = Vec::new();
         let mut warnings: Vec<String> = Vec::new();
         // Each leaves out at least one object more than the ones before (the units a line
-        // names are none left out already, a Secret left out is not written again, the
-        // bisection's candidates are none left out), so the loop ends; MAX_RETRIES bounds it.
-        // How many objects one retry leaves out needs no bound of its own: they are the
-        // sharers of one line, units of this output, and a retry costs one pass and one check
-        // however many they are.
+        // names are none left out already, a Secret left out is not written again, the newest
+        // tenant's objects are none left out, and only once), so the loop ends; MAX_RETRIES
+        // bounds it (NGINX names one refusal a check: one object, or one line's sharers, as
+        // many as they are for one pass and one check).
         let mut retries = 0;
+        let mut gap = false;
         loop {
             let mut output = emit_dropping(plan, self.opts, self.tree, &drops)?;
             let refusal = match self.check(&output)? {
@@ -229,133 +235,77 @@ impl Run<'_> {
             }
             retries += 1;
             if let Some(line) = refusal.line {
-                // Every object that brings the line: all of them at once (the line stays
-                // while one is left), none that does not.
-                let units = output.units_at_line(line);
-                if units.is_empty() {
-                    return self
-                        .give_up(format!("{complaint} (nginx.conf line {line}, the run's own)"));
-                }
-                if units.iter().any(|unit| drops.iter().any(|(u, _)| unit.within(u))) {
-                    return self.give_up(format!(
-                        "{complaint} (nginx.conf line {line}, of an object already left out)"
-                    ));
-                }
+                let units = self.line_units(&output, &drops, line, &complaint)?;
                 let why = escape_message(&complaint);
-                drops.extend(units.into_iter().map(|u| (u.clone(), why.clone())));
+                drops.extend(units.into_iter().map(|u| (u, why.clone())));
             } else if let Some(secret) = secret_named(&refusal.message, plan, self.opts) {
                 // A certificate or key file NGINX could not load: the writer knows whose it is.
                 let why = escape_message(&complaint);
                 warnings.extend(drop_secret(plan, &secret, &why));
                 secrets.push((secret, why));
             } else {
-                // No line and no file of a tenant's: the object whose absence makes it load.
-                let why = escape_message(&format!(
-                    "{complaint} (NGINX names no line; the configuration loads without it)"
+                // No line and no file of a tenant's: a gap in the model, decided at once.
+                let units = newest_tenant_suffix(plan, &output, &drops);
+                if gap || units.is_empty() {
+                    return self.give_up(format!(
+                        "{complaint} (no line of nginx.conf named, and it stays with the newest \
+                         tenant's objects left out: a gap in the model or the run's own)"
+                    ));
+                }
+                gap = true;
+                warnings.push(format!(
+                    "gap in the model: {complaint} (no line named); {} objects of the newest \
+                     tenant, newer than every other tenant's, are left out",
+                    units.len()
                 ));
-                let units = self.bisect(plan, &drops, &output, &refusal)?;
+                let why = escape_message(&format!(
+                    "{complaint} (NGINX names no line; the newest tenant's objects are left out)"
+                ));
                 drops.extend(units.into_iter().map(|u| (u, why.clone())));
             }
         }
     }
-
-    /// The objects of a refusal NGINX names no line for, found by scratch checks. The
-    /// candidates are the distinct units of `output` not already left out, newest object first
-    /// (Gateway API's conflict order, [`crate::plan::Ages`]; a location is as new as the
-    /// newest route it holds), the smallest kind first within one object ([`Unit::rank`]).
-    /// Halving finds the least `k` for which leaving out `c[..k]` (the `k` newest) makes the
-    /// refusal go: `1 + ceil(log2 n)` checks. Then smaller answers within `c[..k]` are tried,
-    /// one check each: `c[k-1]` alone, the units of its object among `c[..k]`, the sharers of
-    /// each line it shares with units of `c[..k]` only (at most [`SHARED_TRIES`]; as a refusal
-    /// naming the line would drop them); the first whose absence makes it go is the answer,
-    /// else `c[..k]`. The absence of `c[..k-1]` (every newer unit) did not make it go, so an
-    /// older tenant's object is left out only when no newer ones' absence helps, and no unit
-    /// is chosen by the order it is written in.
-    /// `Err` when leaving out every candidate does not make it go (the run's own).
-    fn bisect(
-        &mut self,
-        plan: &Plan,
-        drops: &[(Unit, String)],
-        output: &Output,
-        refusal: &Refusal,
-    ) -> Result<Vec<Unit>, String> {
-        let mut seen = std::collections::HashSet::new();
-        let mut candidates: Vec<&Unit> = output
-            .all_units()
-            .filter(|u| !drops.iter().any(|(d, _)| u.within(d)))
-            .filter(|u| seen.insert(*u))
-            .collect();
-        candidates.sort_by_key(|u| (std::cmp::Reverse(age(plan, u)), u.rank()));
-        let complaint = format!("nginx -t: {}", refusal.message);
-        let persists_without = |run: &mut Self, units: &[&Unit]| -> Result<bool, String> {
-            let mut trial = drops.to_vec();
-            trial.extend(units.iter().map(|u| ((*u).clone(), "bisect".to_owned())));
-            let output = emit_dropping(plan, run.opts, Tree::Drop, &trial)?;
-            Ok(match run.check(&output)? {
-                Checking::Refused(r) => r == *refusal,
-                Checking::Loads | Checking::Unreadable(_) => false,
-            })
-        };
-        // persists(lo) (none left out: it is the refusal seen), !persists(hi).
-        let (mut lo, mut hi) = (0, candidates.len());
-        if hi == 0 || persists_without(self, &candidates)? {
-            return self.give_up(format!(
-                "{complaint} (no line of nginx.conf named, and it stays without any tenant \
-                 object: the run's own)"
-            ));
-        }
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if persists_without(self, &candidates[..mid])? {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        // Smaller answers within c[..k], each of which the absence of c[..k-1] (every newer
-        // unit) did not make: c[k-1] alone, its object's units, the sharers of a line of its.
-        let last = candidates[hi - 1];
-        let found = age(plan, last);
-        let own: Vec<&Unit> =
-            candidates[..hi].iter().copied().filter(|u| age(plan, u) == found).collect();
-        let newer: std::collections::HashSet<&Unit> = candidates[..hi].iter().copied().collect();
-        let shared = output
-            .sharers
-            .iter()
-            .filter_map(|(o, rest)| {
-                let first = output.units.get(*o as usize)?;
-                Some(std::iter::once(first).chain(rest).collect::<Vec<&Unit>>())
-            })
-            .filter(|g| g.contains(&last) && g.iter().all(|u| newer.contains(u)))
-            .take(SHARED_TRIES);
-        let tries = std::iter::once(vec![last]).chain(std::iter::once(own)).chain(shared);
-        for group in tries {
-            if group.len() < hi && !persists_without(self, &group)? {
-                return Ok(group.into_iter().cloned().collect());
-            }
-        }
-        Ok(candidates[..hi].iter().map(|u| (*u).clone()).collect())
-    }
 }
 
-/// A unit's place in the conflict order: its route's or its Gateway's; a match location's is
-/// the newest route's among the ones it holds.
-fn age(plan: &Plan, unit: &Unit) -> usize {
+/// The objects a refusal naming no line leaves out: those of the newest object's tenant
+/// (namespace) that are newer than every other tenant's object `output` still writes, in
+/// Gateway API's conflict order ([`crate::plan::Ages`]), each as the unit that leaves all of
+/// it out (a route; a Gateway's listeners). Never an object of another tenant, never one
+/// chosen by the order it is written in; one pass over the units. Empty when no tenant object
+/// is left, or when the newest is as old as another tenant's (unknown ages).
+fn newest_tenant_suffix(plan: &Plan, output: &Output, drops: &[(Unit, String)]) -> Vec<Unit> {
+    let mut objects: std::collections::HashMap<Unit, (usize, String)> = Default::default();
+    for unit in output.all_units().filter(|u| !drops.iter().any(|(d, _)| u.within(d))) {
+        objects.extend(objects_of(plan, unit));
+    }
+    let Some((_, tenant)) = objects.values().max().cloned() else { return Vec::new() };
+    let older = objects.values().filter(|(_, ns)| *ns != tenant).map(|(age, _)| *age).max();
+    let mut suffix: Vec<(usize, Unit)> = objects
+        .into_iter()
+        .filter(|(_, (age, ns))| *ns == tenant && older.is_none_or(|o| *age > o))
+        .map(|(unit, (age, _))| (age, unit))
+        .collect();
+    suffix.sort_by_key(|(age, unit)| (std::cmp::Reverse(*age), format!("{unit:?}")));
+    suffix.into_iter().map(|(_, unit)| unit).collect()
+}
+
+/// The tenant objects `unit` is written for, each as the unit that leaves it all out, with its
+/// place in the conflict order and its namespace: a route (for its rules, shares,
+/// attachments; for a match location, each route it holds) or a listener (its Gateway's).
+fn objects_of(plan: &Plan, unit: &Unit) -> Vec<(Unit, (usize, String))> {
+    let route = |r: &crate::plan::RouteId| {
+        (Unit::Route(r.clone()), (plan.ages.route(r), r.namespace.clone()))
+    };
     match unit {
-        Unit::Rule(rule) | Unit::BackendShare { rule, .. } => plan.ages.route(&rule.route),
-        Unit::Route(route) => plan.ages.route(route),
-        Unit::Attachment { route, gateway } => {
-            plan.ages.attached(route, plan.ages.gateway(gateway)).0
-        }
-        Unit::Listener(l) => plan.ages.listener(l),
+        Unit::Rule(rule) | Unit::BackendShare { rule, .. } => vec![route(&rule.route)],
+        Unit::Route(r) | Unit::Attachment { route: r, .. } => vec![route(r)],
+        Unit::Listener(l) => vec![(unit.clone(), (plan.ages.listener(l), l.namespace.clone()))],
         Unit::Location((pi, si), li) => plan
             .ports
             .get(*pi)
             .and_then(|p| p.servers.get(*si))
             .and_then(|s| s.locations.get(*li))
-            .map_or(usize::MAX, |loc| {
-                loc.candidates().map(|c| plan.ages.route(&c.id.route)).max().unwrap_or(0)
-            }),
+            .map_or(Vec::new(), |loc| loc.candidates().map(|c| route(&c.id.route)).collect()),
     }
 }
 

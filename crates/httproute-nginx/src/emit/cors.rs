@@ -21,19 +21,7 @@ impl Http {
         if !self.defined.contains(&origin) {
             self.cors_n += 1;
         }
-        let mut entries = vec![entry_of(Arg::code("default"), empty())];
-        for o in &c.allow_origins {
-            let key = if o == "*" {
-                Arg::code("~.").quoted()
-            } else {
-                let mut parts = vec![code("~*^")];
-                parts.extend(origin_regex(o, field(rule, "CORS allowOrigins[]")));
-                parts.push(code("$"));
-                Arg::parts(parts).quoted()
-            };
-            entries.push(entry_of(key, Arg::var("http_origin")));
-        }
-        self.push_map(&origin, d("map").var("http_origin").var(origin.clone()).block(entries));
+        self.cors_origin_map(c, rule, &origin);
         let creds = c.allow_credentials == Some(true);
         // `$httproute_cors_TAG_X`, X: m allowMethods, h allowHeaders, e exposeHeaders, a maxAge,
         // c allowCredentials (one letter: NGINX's default variables hash holds 46 bytes).
@@ -72,41 +60,75 @@ impl Http {
         let expose = list(&c.expose_headers, None, "CORS exposeHeaders").map(|v| gated("e", v));
         let max_age = gated("a", Arg::code(c.max_age.unwrap_or(5).to_string()));
         let credentials = creds.then(|| gated("c", Arg::code("true")));
-        let header = |name: &'static str, v: &Option<String>| -> Option<Node> {
-            v.as_ref().map(|v| d("add_header").code(name).var(v.clone()).code("always").into())
-        };
-        let common = || -> Vec<Node> {
-            let mut c: Vec<Node> = vec![
-                d("add_header")
-                    .code("Access-Control-Allow-Origin")
-                    .var(origin.clone())
-                    .code("always")
-                    .into(),
-            ];
-            c.extend(header("Access-Control-Allow-Credentials", &credentials));
-            c.extend(header("Access-Control-Expose-Headers", &expose));
-            c.push(d("add_header").code("Vary").code("Origin").code("always").into());
-            c
-        };
-        let mut preflight = common();
-        preflight.extend(header("Access-Control-Allow-Methods", &methods));
-        preflight.extend(header("Access-Control-Allow-Headers", &headers));
-        preflight.push(
-            d("add_header").code("Access-Control-Max-Age").var(max_age).code("always").into(),
-        );
-        preflight.push(d("return").code("204").into());
-        let mut out: Vec<Node> =
-            vec![Directive::if_("httproute_preflight", None).inline(preflight).into()];
-        out.extend(common());
-        for h in [
-            "Access-Control-Allow-Origin",
-            "Access-Control-Allow-Credentials",
-            "Access-Control-Expose-Headers",
-        ] {
-            out.push(d("proxy_hide_header").code(h).into());
-        }
-        out
+        cors_headers(&CorsVars { origin, credentials, expose, methods, headers, max_age })
     }
+
+    /// `map $http_origin $ORIGIN`: the request's Origin when an `allowOrigins` entry matches
+    /// it, else empty.
+    fn cors_origin_map(&mut self, c: &crate::model::Cors, rule: &RulePlan, origin: &str) {
+        let mut entries = vec![entry_of(Arg::code("default"), empty())];
+        for o in &c.allow_origins {
+            let key = if o == "*" {
+                Arg::code("~.").quoted()
+            } else {
+                let mut parts = vec![code("~*^")];
+                parts.extend(origin_regex(o, field(rule, "CORS allowOrigins[]")));
+                parts.push(code("$"));
+                Arg::parts(parts).quoted()
+            };
+            entries.push(entry_of(key, Arg::var("http_origin")));
+        }
+        self.push_map(origin, d("map").var("http_origin").var(origin.to_owned()).block(entries));
+    }
+}
+
+/// The variables a CORS filter's headers take their values from (`None`: not written).
+struct CorsVars {
+    origin: String,
+    credentials: Option<String>,
+    expose: Option<String>,
+    methods: Option<String>,
+    headers: Option<String>,
+    max_age: String,
+}
+
+/// A CORS filter's headers: the preflight's `if` block answering 204, the headers of every
+/// other answer, and the backend's own Access-Control-* headers hidden.
+fn cors_headers(v: &CorsVars) -> Vec<Node> {
+    let header = |name: &'static str, v: &Option<String>| -> Option<Node> {
+        v.as_ref().map(|v| d("add_header").code(name).var(v.clone()).code("always").into())
+    };
+    let common = || -> Vec<Node> {
+        let mut c: Vec<Node> = vec![
+            d("add_header")
+                .code("Access-Control-Allow-Origin")
+                .var(v.origin.clone())
+                .code("always")
+                .into(),
+        ];
+        c.extend(header("Access-Control-Allow-Credentials", &v.credentials));
+        c.extend(header("Access-Control-Expose-Headers", &v.expose));
+        c.push(d("add_header").code("Vary").code("Origin").code("always").into());
+        c
+    };
+    let mut preflight = common();
+    preflight.extend(header("Access-Control-Allow-Methods", &v.methods));
+    preflight.extend(header("Access-Control-Allow-Headers", &v.headers));
+    preflight.push(
+        d("add_header").code("Access-Control-Max-Age").var(v.max_age.clone()).code("always").into(),
+    );
+    preflight.push(d("return").code("204").into());
+    let mut out: Vec<Node> =
+        vec![Directive::if_("httproute_preflight", None).inline(preflight).into()];
+    out.extend(common());
+    for h in [
+        "Access-Control-Allow-Origin",
+        "Access-Control-Allow-Credentials",
+        "Access-Control-Expose-Headers",
+    ] {
+        out.push(d("proxy_hide_header").code(h).into());
+    }
+    out
 }
 
 /// An `allowOrigins` entry as a PCRE (matched case-insensitively against the whole Origin):

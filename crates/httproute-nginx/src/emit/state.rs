@@ -47,19 +47,6 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// How small the unit is, for the bisection's order (smallest first): a share, a match's
-    /// location, a rule, a route, a listener.
-    pub fn rank(&self) -> u8 {
-        match self {
-            Unit::BackendShare { .. } => 0,
-            Unit::Location(..) => 1,
-            Unit::Rule(_) => 2,
-            Unit::Attachment { .. } => 3,
-            Unit::Route(_) => 4,
-            Unit::Listener(_) => 5,
-        }
-    }
-
     /// Whether leaving out `other` leaves this unit out too (it is `other`, or a part of it:
     /// a share of a rule left out, a rule or share of a route left out).
     pub fn within(&self, other: &Unit) -> bool {
