@@ -419,6 +419,32 @@ fn an_older_tenant_s_object_is_never_left_out_by_a_refusal_naming_no_line() {
     assert_eq!(std::fs::read_to_string(out_dir.join("nginx.conf")).unwrap(), "kept");
 }
 
+/// With one tenant alone written (the Gateway and its routes in one namespace), a refusal
+/// naming no line leaves nothing out: leaving out all of it would install an empty
+/// configuration; the run fails and the current one stays. (Before this rule, the newest
+/// tenant's suffix was every object it had: a configuration that serves nothing.)
+#[test]
+fn a_refusal_naming_no_line_with_one_tenant_alone_fails_the_run() {
+    let port = free_port();
+    let mut yaml = gateway(port);
+    for i in 0..3 {
+        yaml += &redirect_route(&format!("r{i}"), &format!("r{i}.test"), "/p");
+    }
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
+    let opts = common::generator_options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let out_dir = Prefix::scratch("check-alone-kept");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("nginx.conf"), "kept").unwrap();
+    let nginx = refusing_nginx("alone", "/to-r1", false);
+    let e = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
+        .err()
+        .expect("the run fails: one tenant alone is never left out whole");
+    assert!(e.contains("one tenant alone is written"), "{e}");
+    assert_eq!(std::fs::read_to_string(out_dir.join("nginx.conf")).unwrap(), "kept");
+}
+
 /// A `nginx` that refuses a configuration holding `marker` with `[emerg] MESSAGE in
 /// FILE:LINE`, LINE the first line holding it (as NGINX names the line it refuses), and
 /// runs the real one otherwise.

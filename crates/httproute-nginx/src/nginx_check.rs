@@ -25,7 +25,8 @@
 //!   than every other tenant's object written (Gateway API's conflict order: creationTimestamp,
 //!   then namespace/name; never the written order) are left out at once
 //!   ([`newest_tenant_suffix`]), and the configuration is checked once more. A second such
-//!   refusal fails the run: an older tenant's object is never left out for one.
+//!   refusal fails the run: an older tenant's object is never left out for one. With one
+//!   tenant alone written the run fails at once (all of it left out would serve nothing).
 //!
 //! Each retry leaves out at least one more object than the ones before (all the sharers of a
 //! refused line at once: one retry however many they are), and there are at most
@@ -249,7 +250,8 @@ impl Run<'_> {
                 if gap || units.is_empty() {
                     return self.give_up(format!(
                         "{complaint} (no line of nginx.conf named, and it stays with the newest \
-                         tenant's objects left out: a gap in the model or the run's own)"
+                         tenant's objects left out, or one tenant alone is written: a gap in \
+                         the model or the run's own)"
                     ));
                 }
                 gap = true;
@@ -271,18 +273,24 @@ impl Run<'_> {
 /// (namespace) that are newer than every other tenant's object `output` still writes, in
 /// Gateway API's conflict order ([`crate::plan::Ages`]), each as the unit that leaves all of
 /// it out (a route; a Gateway's listeners). Never an object of another tenant, never one
-/// chosen by the order it is written in; one pass over the units. Empty when no tenant object
-/// is left, or when the newest is as old as another tenant's (unknown ages).
+/// chosen by the order it is written in; one pass over the units. Empty (the run fails) when
+/// no tenant object is left, when one tenant alone is written, or when the newest is as old as
+/// another tenant's (unknown ages).
 fn newest_tenant_suffix(plan: &Plan, output: &Output, drops: &[(Unit, String)]) -> Vec<Unit> {
     let mut objects: std::collections::HashMap<Unit, (usize, String)> = Default::default();
     for unit in output.all_units().filter(|u| !drops.iter().any(|(d, _)| u.within(d))) {
         objects.extend(objects_of(plan, unit));
     }
     let Some((_, tenant)) = objects.values().max().cloned() else { return Vec::new() };
-    let older = objects.values().filter(|(_, ns)| *ns != tenant).map(|(age, _)| *age).max();
+    // With one tenant written there is no one to protect: leaving out all of it would install
+    // an empty configuration, so the run fails and the current one stays.
+    let Some(older) = objects.values().filter(|(_, ns)| *ns != tenant).map(|(age, _)| *age).max()
+    else {
+        return Vec::new();
+    };
     let mut suffix: Vec<(usize, Unit)> = objects
         .into_iter()
-        .filter(|(_, (age, ns))| *ns == tenant && older.is_none_or(|o| *age > o))
+        .filter(|(_, (age, ns))| *ns == tenant && *age > older)
         .map(|(unit, (age, _))| (age, unit))
         .collect();
     suffix.sort_by_key(|(age, unit)| (std::cmp::Reverse(*age), format!("{unit:?}")));
