@@ -1795,3 +1795,96 @@ fn variable_lists_are_not_charged_as_loaded() {
     assert!(g.output.nginx_conf.matches("set $http_matches").count() >= 40);
     nginx_t("variable-lists", &g.output);
 }
+
+/// Tenant a's route R (a 1,500-byte header match on `/`) on a's Gateway (a.test, port 18080)
+/// and, through a second parentRef, on tenant b's newer Gateway (port 18081, every namespace
+/// admitted), where b's route (older than R, so first at b's Gateway's age) holds a 3,000-byte
+/// entry on `/`; `b`: whether b's objects are there.
+fn shared_list_docs(b: bool) -> String {
+    let mut docs = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test}]\n".to_owned(),
+        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  parentRefs: [{{name: gw}}, {{name: gw, namespace: b}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}, headers: [{{name: x-a, value: {}}}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n", "a".repeat(1500)),
+    ];
+    if b {
+        docs.push("kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-03T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 18081, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned());
+        docs.push(format!("kind: HTTPRoute\nmetadata: {{name: big, namespace: b, creationTimestamp: \"2025-12-31T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}, headers: [{{name: x-b, value: {}}}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n", "b".repeat(3000)));
+    }
+    docs.join("---\n")
+}
+
+/// The Accepted condition of route `id`'s parentRef to the Gateway in namespace `gw_ns`
+/// (`None`: the route's own).
+fn accepted<'g>(
+    g: &'g httproute_nginx::Generated,
+    id: &str,
+    gw_ns: Option<&str>,
+) -> &'g httproute_nginx::plan::Condition {
+    let r = g.status.routes.iter().find(|r| r.id.to_string() == id).unwrap();
+    let (_, cs) = r.parents.iter().find(|(p, _)| p.namespace.as_deref() == gw_ns).unwrap();
+    cs.iter().find(|c| c.kind == httproute_nginx::plan::ConditionType::Accepted).unwrap()
+}
+
+/// Brief gu 1 (#45): an inline list (one nginx.conf word, at most 4,094 bytes) refuses the
+/// unit (route, Gateway) as the regex budget does. R's copy does not fit beside b's older
+/// route's entry in b's newer Gateway's list: only R's attachment to b's Gateway is refused
+/// (that parentRef `Accepted: False` naming the 4,094 bytes), R keeps serving on a's Gateway
+/// and a's server block is byte for byte the one without b. Before, R's rule was refused
+/// everywhere: a's server lost it.
+#[test]
+fn a_newer_gateway_s_full_inline_list_refuses_only_my_route_s_attachment_to_it() {
+    for carrier in [httproute_nginx::Carrier::Inline, httproute_nginx::Carrier::Variable] {
+        let mut o = opts();
+        o.carrier = carrier;
+        let run = |tag: &str, b: bool| {
+            let dir = dir_with(&format!("{tag}-{carrier:?}"), &shared_list_docs(b));
+            generate_all(&[dir], &backends(), &o).unwrap()
+        };
+        let (alone, g) = (run("list-alone", false), run("list-shared", true));
+        let (conf, before) = (&g.output.nginx_conf, &alone.output.nginx_conf);
+        assert!(server_text(before, "a.test").contains(&"a".repeat(1500)), "{before}");
+        assert_eq!(server_text(conf, "a.test"), server_text(before, "a.test"), "{conf}");
+        assert_eq!(conf.matches(&"a".repeat(1500)).count(), 1, "{conf}");
+        assert!(conf.contains(&"b".repeat(3000)), "{conf}");
+        assert!(accepted(&g, "a/r", None).ok, "{:?}", g.status.routes);
+        let to_b = accepted(&g, "a/r", Some("b"));
+        assert!(!to_b.ok && to_b.message.contains("4094"), "{to_b:?}");
+        nginx_t(&format!("list-shared-{carrier:?}"), &g.output);
+    }
+}
+
+/// Brief gu 1 (#45): the server-name budget refuses the unit (route, Gateway) too. Tenant
+/// a's route R (host names a.test and N, a 253-byte name) on a's Gateway (a.test: R brings
+/// no name there) and on tenant b's newer catch-all Gateway, where b's 16 older routes fill
+/// NGINX's server-name hash with 256 names that hash as N does: only R's attachment to b's
+/// Gateway is refused (its parentRef naming the budget), a's server block is byte for byte
+/// the one without b. Before, R was refused everywhere.
+#[test]
+fn a_newer_gateway_s_full_name_hash_refuses_only_my_route_s_attachment_to_it() {
+    let names = colliding_names(257);
+    let a = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test}]\n".to_owned(),
+        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  parentRefs: [{{name: gw}}, {{name: gw, namespace: b}}]\n  hostnames: [a.test, {}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", q(&names[256])),
+    ];
+    let mut b = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-03T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned(),
+    ];
+    for (i, hosts) in names[..256].chunks(16).enumerate() {
+        let hosts: Vec<String> = hosts.iter().map(|h| q(h)).collect();
+        b.push(format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{i:02}, namespace: b, creationTimestamp: \"2025-12-31T00:00:{i:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n",
+            hosts.join(", ")
+        ));
+    }
+    let run = |tag: &str, b: &[String]| {
+        let dir = dir_with(tag, &file_of(&a, b.to_vec(), 0, true));
+        generate_all(&[dir], &backends(), &opts()).unwrap()
+    };
+    let (alone, g) = (run("names-alone", &[]), run("names-shared", &b));
+    let (conf, before) = (&g.output.nginx_conf, &alone.output.nginx_conf);
+    assert!(server_names_build(conf), "server names hash not built");
+    assert_eq!(server_text(conf, "a.test"), server_text(before, "a.test"), "{conf}");
+    assert!(accepted(&g, "a/r", None).ok, "{:?}", g.status.routes);
+    let to_b = accepted(&g, "a/r", Some("b"));
+    assert!(!to_b.ok && to_b.message.contains("budget: server-name hash"), "{to_b:?}");
+    nginx_t("names-shared", &g.output);
+}

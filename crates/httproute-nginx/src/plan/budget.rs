@@ -46,8 +46,8 @@ pub enum Refused {
 }
 
 /// The objects whose server names NGINX's hashes cannot hold beside older objects' names, with
-/// why. Each name is owned by the routes that alone bring it (a name that is no listener's),
-/// else by its listeners; it is as old as its oldest owner (a route: [`Ages::attached`]; a
+/// why. Each name is owned by the routes that alone bring it (a name that is no listener's;
+/// each through the server's Gateway, [`unit`]), else by its listeners; it is as old as its oldest owner (a route: [`Ages::attached`]; a
 /// listener: its Gateway, before its routes). Names are admitted oldest first
 /// ([`NameBudget`]: names crafted to share a bucket fill it at most to NGINX's limit); a name
 /// that does not fit refuses its owners, and the names of owners already refused are not
@@ -57,6 +57,7 @@ pub(super) fn server_names(
     ages: &Ages,
     before: &[(Refused, String)],
 ) -> Vec<(Refused, String)> {
+    let multi = multi_gateway(ports);
     let mut names: BTreeMap<&str, ((usize, usize), BTreeSet<Refused>)> = BTreeMap::new();
     for s in ports.iter().flat_map(|p| &p.servers) {
         let Some(h) = s.hostname.as_deref() else { continue };
@@ -67,7 +68,7 @@ pub(super) fn server_names(
         } else {
             // A route's name comes with it through its listener ([`Ages::attached`]).
             let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
-            let route = |r: &RouteId| (ages.attached(r, gateway), Refused::Route(r.clone()));
+            let route = |r: &RouteId| (ages.attached(r, gateway), unit(r, s, &multi));
             s.brought_by.iter().map(route).collect()
         };
         let e = names.entry(h).or_insert(((usize::MAX, usize::MAX), BTreeSet::new()));
@@ -83,7 +84,13 @@ pub(super) fn server_names(
     let mut refused: BTreeSet<Refused> = before.iter().map(|(r, _)| r.clone()).collect();
     let mut out = Vec::new();
     for (_, h, owners) in order {
-        if (!owners.is_empty() && owners.iter().all(|o| refused.contains(o))) || budget.admit(h) {
+        let gone = |o: &Refused| match o {
+            Refused::Attachment { route, .. } => {
+                refused.contains(o) || refused.contains(&Refused::Route(route.clone()))
+            }
+            o => refused.contains(o),
+        };
+        if (!owners.is_empty() && owners.iter().all(gone)) || budget.admit(h) {
             continue;
         }
         let why = format!(
@@ -98,6 +105,32 @@ pub(super) fn server_names(
         }
     }
     out
+}
+
+/// The routes served in the servers of more than one Gateway (their rules or the names they
+/// bring there).
+pub(super) fn multi_gateway(ports: &[PortPlan]) -> BTreeSet<&RouteId> {
+    let mut first: BTreeMap<&RouteId, (&str, &str)> = BTreeMap::new();
+    let mut multi = BTreeSet::new();
+    for s in ports.iter().flat_map(|p| &p.servers) {
+        let Some(g) = gateway_of(s) else { continue };
+        for r in s.brought_by.iter().chain(s.rules.iter().map(|r| &r.id.route)) {
+            if *first.entry(r).or_insert(g) != g {
+                multi.insert(r);
+            }
+        }
+    }
+    multi
+}
+
+/// What refuses route `r`'s share of server `s` (a rule of it, a name it brings): its
+/// attachment to `s`'s Gateway if it is served through others too (`multi`:
+/// [`multi_gateway`]), so its older attachments keep serving; else the route.
+pub(super) fn unit(r: &RouteId, s: &ServerPlan, multi: &BTreeSet<&RouteId>) -> Refused {
+    match gateway_of(s) {
+        Some(g) if multi.contains(r) => attachment(r, g),
+        _ => Refused::Route(r.clone()),
+    }
 }
 
 /// Listening sockets: every worker opens a connection of its `worker_connections` for each
@@ -305,6 +338,8 @@ pub(super) struct Out<'a> {
     pub(super) listeners: BTreeSet<&'a ListenerId>,
     pub(super) routes: BTreeSet<&'a RouteId>,
     rules: BTreeSet<&'a RuleId>,
+    /// Routes left out of one Gateway's servers ([`Refused::Attachment`]).
+    attachments: BTreeSet<(&'a RouteId, (&'a str, &'a str))>,
     pub(super) locations: BTreeSet<(ServerAt, usize)>,
 }
 
@@ -317,8 +352,11 @@ impl<'a> Out<'a> {
                 Refused::Route(r) => _ = out.routes.insert(r),
                 Refused::Rule(r) => _ = out.rules.insert(r),
                 Refused::Location(at, li) => _ = out.locations.insert((*at, *li)),
-                // No budget after the regex memory's, which alone refuses attachments.
-                Refused::Share { .. } | Refused::Attachment { .. } => {}
+                Refused::Attachment { route, gateway } => {
+                    _ = out.attachments.insert((route, (&gateway.namespace, &gateway.name)))
+                }
+                // A share's refusal takes nothing from the lists nor the names.
+                Refused::Share { .. } => {}
             }
         }
         out
@@ -328,6 +366,28 @@ impl<'a> Out<'a> {
     pub(super) fn rule(&self, id: &RuleId) -> bool {
         self.rules.contains(id) || self.routes.contains(&id.route)
     }
+
+    /// Route `r` is refused in server `s` (everywhere, or through `s`'s Gateway).
+    pub(super) fn route_in(&self, r: &RouteId, s: &ServerPlan) -> bool {
+        self.routes.contains(r) || gateway_of(s).is_some_and(|g| self.attachments.contains(&(r, g)))
+    }
+
+    /// Candidate `c` of server `s` is written: its rule, its route and its route's attachment
+    /// to `s`'s Gateway are kept.
+    pub(super) fn kept(&self, c: &Candidate, s: &ServerPlan) -> bool {
+        !self.rule(&c.id) && !self.route_in(&c.id.route, s)
+    }
+}
+
+/// The Gateway (namespace, name) of server `s`'s listener, if it has one.
+pub(super) fn gateway_of(s: &ServerPlan) -> Option<(&str, &str)> {
+    s.listener.as_ref().map(|l| (l.namespace.as_str(), l.gateway.as_str()))
+}
+
+/// Refusal of route `r` in the servers of Gateway `g` (namespace, name).
+pub(super) fn attachment(r: &RouteId, (namespace, name): (&str, &str)) -> Refused {
+    let gateway = Box::new(GatewayId { namespace: namespace.into(), name: name.into() });
+    Refused::Attachment { route: r.clone(), gateway }
 }
 
 /// A route's part in a location, with `--carrier inline`.
@@ -378,7 +438,7 @@ type Via<'a> = (&'a RouteId, Option<(&'a str, &'a str)>);
 
 /// Route `r` through the Gateway of server `s`'s listener.
 fn via<'a>(r: &'a RouteId, s: &'a ServerPlan) -> Via<'a> {
-    (r, s.listener.as_ref().map(|l| (l.namespace.as_str(), l.gateway.as_str())))
+    (r, gateway_of(s))
 }
 
 impl<'a> Inline<'a> {
@@ -398,7 +458,7 @@ impl<'a> Inline<'a> {
                 let server = m.server_on.len();
                 m.server_on.push(s.brought_by.is_empty());
                 m.dormant.push(0);
-                for r in s.brought_by.iter().filter(|r| !out.routes.contains(r)) {
+                for r in s.brought_by.iter().filter(|r| !out.route_in(r, s)) {
                     m.age(via(r, s), ages.attached(r, gateway), gateway);
                     m.brings.entry(via(r, s)).or_default().insert(server);
                 }
@@ -410,7 +470,7 @@ impl<'a> Inline<'a> {
                     m.locs.push((server, ((pi, si), li)));
                     m.loc_on.push(l.loc == Loc::Prefix("/".into()));
                     m.held.push(0);
-                    for c in kept.of(l, |c| !out.rule(&c.id)) {
+                    for c in kept.of(l, |c| out.kept(c, s)) {
                         m.age(via(&c.id.route, s), ages.attached(&c.id.route, gateway), gateway);
                         let list = *bytes.entry(c as *const Candidate).or_insert_with(|| {
                             regexes(&c.entry).map(|p| regex_charge(p.len())).sum()
@@ -492,10 +552,7 @@ impl<'a> Inline<'a> {
         for id in self.oldest_first() {
             let cost = self.cost(id);
             let (route, refused) = match id {
-                (r, Some((namespace, name))) => {
-                    let gateway = GatewayId { namespace: namespace.into(), name: name.into() };
-                    (r, Refused::Attachment { route: r.clone(), gateway: Box::new(gateway) })
-                }
+                (r, Some(g)) => (r, attachment(r, g)),
                 (r, None) => (r, Refused::Route(r.clone())),
             };
             let what = match &refused {

@@ -1,8 +1,6 @@
 //! The match-list entry of a candidate, as the module reads it (`matches.json`, `http_matches`):
 //! one type, serialised one way, written by emit and evaluated by explain.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use crate::model::ValueMatch;
@@ -32,32 +30,13 @@ pub struct Entry {
     pub slot: usize,
 }
 
-/// Each entry's JSON measured once, by the entry's address (a candidate holds its own), for
-/// `words::lists` (its bytes in a list word at `pos`, the list word's place), however many
-/// lists hold it.
-pub(super) struct Sizes {
-    pos: Option<Pos>,
-    of: HashMap<*const Entry, (Option<usize>, Option<usize>)>,
-}
-
-impl Sizes {
-    /// Sizes of entries written in list words at `pos` (`None`: no list word).
-    pub(super) fn new(pos: Option<Pos>) -> Sizes {
-        Sizes { pos, of: HashMap::new() }
-    }
-
-    /// Entry `e`'s (JSON bytes, bytes in a list word at `pos` less its quotes), serialized
-    /// once; `None` where it cannot be serialized or written.
-    pub(super) fn of(&mut self, e: &Entry) -> (Option<usize>, Option<usize>) {
-        let pos = self.pos;
-        *self.of.entry(e as *const Entry).or_insert_with(|| {
-            let Ok(json) = serde_json::to_string(e) else { return (None, None) };
-            let n = json.len();
-            let a = Arg::data("a match list entry", json).single_quoted();
-            let word = pos.and_then(|pos| crate::syntax::word(&a, pos, &mut false).ok());
-            (Some(n), word.map(|(written, _)| written.len() - 2))
-        })
-    }
+/// Entry `e`'s bytes in a list word at `pos` (its JSON as the writer quotes it, less the
+/// quotes); `None` where it cannot be serialized or written.
+pub(super) fn word_bytes(e: &Entry, pos: Pos) -> Option<usize> {
+    let json = serde_json::to_string(e).ok()?;
+    let a = Arg::data("a match list entry", json).single_quoted();
+    let (written, _) = crate::syntax::word(&a, pos, &mut false).ok()?;
+    Some(written.len() - 2)
 }
 
 fn is_false(b: &bool) -> bool {

@@ -202,7 +202,7 @@ impl<'a> Model<'a> {
                 for (li, l) in s.locations.iter().enumerate() {
                     if !out.locations.contains(&((pi, si), li)) {
                         m.location((l, ((pi, si), li)), (&mut runs, &mut pairs), |c| {
-                            (!out.rule(&c.id)).then(|| ages.attached(&c.id.route, gateway))
+                            out.kept(c, s).then(|| ages.attached(&c.id.route, gateway))
                         });
                     }
                 }

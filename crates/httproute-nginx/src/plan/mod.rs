@@ -273,18 +273,16 @@ fn rule_outcomes(ports: &[PortPlan]) -> impl Iterator<Item = (&RuleId, usize, &[
 /// what tenants share, newest first.
 fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Refused, String)> {
     let mut refused = words::refusals(ports);
-    // Each entry's JSON measured once, for the list words.
-    let mut sizes = entry::Sizes::new(opts.list_word);
-    if opts.list_word.is_some() {
-        refused.extend(words::lists(ports, ages, &refused, &mut sizes));
+    if let Some(pos) = opts.list_word {
+        refused.extend(words::lists(ports, ages, &refused, pos));
     }
     refused.extend(budget::listening_sockets(ports, ages, opts.worker_connections));
     refused.extend(budget::server_names(ports, ages, &refused));
     let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
     refused.extend(budget::regex_memory(ports, ages, &refused, regex));
-    // Servers the same on several ports as they will be written: only the inline regex
-    // budget above keeps servers apart (an attachment refused), the list budget refuses
-    // routes, so `plan` merges the same way after it.
+    // Servers the same on several ports as they will be written: the budgets above keep
+    // servers apart (an attachment refused), the list budget refuses routes, so `plan`
+    // merges the same way after it.
     let merged = merged(ports, &refused);
     let lists = list_bytes::Limits::of(
         opts.module_max_memory,

@@ -14,7 +14,7 @@
 //! name, a certificate's directory), the most the generator writes there is assumed.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::limits::FIXED_BUCKET_HEADER;
 use crate::model::{Cors, HeaderModifier, PathModifier};
@@ -22,10 +22,10 @@ use crate::syntax::{
     Arg, MAX_WORD, Part, Pos, braced_var, check_word, code, data, is_var_name, regex_data, var,
 };
 
-use super::budget::{Out, Refused};
-use super::entry::Sizes;
-use super::ids::{Ages, RuleId};
-use super::types::{Kept, Loc, PortPlan, RulePlan, ServerPlan, Target};
+use super::budget::{self, Out, Refused, gateway_of};
+use super::entry::word_bytes;
+use super::ids::{Ages, RouteId, RuleId};
+use super::types::{Candidate, Kept, Loc, LocationPlan, PortPlan, RulePlan, ServerPlan, Target};
 
 const HOSTNAME_FIELD: &str =
     "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
@@ -272,21 +272,89 @@ fn target(t: &Target) -> Result<(), String> {
 /// With `--carrier inline` or `variable` a location's whole list is one word, single-quoted
 /// (`http_matches '[...]'` at `pos` [`Pos::Literal`]; `set $http_matches '[...]'` at
 /// [`Pos::Variables`], a `$` spelled `${httproute_dollar}`). Its rules are admitted oldest
-/// first ([`Ages::attached`], then the rule id) while the word
+/// first ([`Ages::attached`] to the server's Gateway, then the rule id) while the word
 /// stays within NGINX's [`MAX_WORD`]; a rule whose entries do not fit beside older rules' is
-/// refused (everywhere: the other lists only get shorter), so a newer rule never refuses an
-/// older one. Units `before` refused are not in the lists. Each entry's bytes are the
+/// refused: its route's attachment to that Gateway when the route is served through other
+/// Gateways too (`budget::multi_gateway`: its older attachments keep serving), else the rule
+/// (everywhere: the other lists only get shorter). So a newer rule or Gateway never refuses
+/// an older one. Units `before` refused are not in the lists. Each entry's bytes are the
 /// writer's (its own word less the quotes: quoting and `$` are per character), the word is
 /// the entries, their commas, `[]` and the quotes; each candidate is measured once, whatever
-/// the number of locations that hold it (`sizes`, made with the list word's place and shared
-/// with the regex budget's list charge).
+/// the number of locations that hold it.
 pub(super) fn lists(
     ports: &[PortPlan],
     ages: &Ages,
     before: &[(Refused, String)],
-    sizes: &mut Sizes,
+    pos: Pos,
 ) -> Vec<(Refused, String)> {
-    lists_walked(ports, ages, before, sizes).0
+    lists_walked(ports, ages, before, pos).0
+}
+
+/// The list units refused so far (`gone`, by kind), and each candidate's bytes in a list word.
+struct Lists<'a> {
+    pos: Pos,
+    multi: BTreeSet<&'a RouteId>,
+    rules: HashSet<&'a RuleId>,
+    attachments: HashSet<(&'a RouteId, (&'a str, &'a str))>,
+    bytes: HashMap<*const Candidate, usize>,
+    out: Vec<(Refused, String)>,
+}
+
+impl<'a> Lists<'a> {
+    /// Candidate `c` of a server of Gateway `g` was refused by a list.
+    fn gone(&self, c: &'a Candidate, g: Option<(&'a str, &'a str)>) -> bool {
+        self.rules.contains(&c.id)
+            || g.is_some_and(|g| self.attachments.contains(&(&c.id.route, g)))
+    }
+
+    /// Candidate `c`'s bytes in a list word, and its comma ([`MAX_WORD`], which no list
+    /// holds, past it alone or not written).
+    fn bytes(&mut self, c: &Candidate) -> usize {
+        let pos = self.pos;
+        let n = self.bytes.entry(c as *const Candidate);
+        *n.or_insert_with(|| word_bytes(&c.entry, pos).unwrap_or(MAX_WORD)) + 1
+    }
+
+    /// Location `l` of server `s` (at `at`), whose Gateway is at place `gateway`: its kept
+    /// candidates admitted oldest first, the units of those that do not fit refused.
+    fn location(
+        &mut self,
+        (s, l, at): (&'a ServerPlan, &'a LocationPlan, (u16, &Out<'_>)),
+        (ages, gateway): (&Ages, usize),
+        kept: &mut Kept,
+    ) {
+        let (port, refused) = at;
+        let g = gateway_of(s);
+        // (age, rule, entry bytes and its comma) of the entries written.
+        let mut entries: Vec<((usize, usize), &'a RuleId, usize)> = Vec::new();
+        for c in kept.of(l, |c| refused.kept(c, s) && !self.gone(c, g)) {
+            entries.push((ages.attached(&c.id.route, gateway), &c.id, self.bytes(c)));
+        }
+        entries.sort();
+        // The quotes, `[` and `]`, less the comma the first entry does not have.
+        let mut used = 3;
+        for rule in entries.chunk_by(|x, y| x.1 == y.1) {
+            let id = rule[0].1;
+            let cost: usize = rule.iter().map(|e| e.2).sum();
+            let route_gone = g.is_some_and(|g| self.attachments.contains(&(&id.route, g)));
+            if route_gone || used + cost <= MAX_WORD {
+                used += if route_gone { 0 } else { cost };
+                continue;
+            }
+            let why = list_refused(&l.loc, s.hostname.as_deref(), port, used + cost);
+            let unit = match g {
+                Some(g) if self.multi.contains(&id.route) => {
+                    self.attachments.insert((&id.route, g));
+                    budget::attachment(&id.route, g)
+                }
+                _ => {
+                    self.rules.insert(id);
+                    Refused::Rule(id.clone())
+                }
+            };
+            self.out.push((unit, why));
+        }
+    }
 }
 
 /// [`lists`], and the candidates it looked at ([`Kept`]: a rule refused is not looked at
@@ -295,12 +363,18 @@ fn lists_walked(
     ports: &[PortPlan],
     ages: &Ages,
     before: &[(Refused, String)],
-    sizes: &mut Sizes,
+    pos: Pos,
 ) -> (Vec<(Refused, String)>, usize) {
     let refused = Out::of(before);
     let mut kept = Kept::default();
-    let mut gone: BTreeSet<RuleId> = BTreeSet::new();
-    let mut out = Vec::new();
+    let mut w = Lists {
+        pos,
+        multi: budget::multi_gateway(ports),
+        rules: HashSet::new(),
+        attachments: HashSet::new(),
+        bytes: HashMap::new(),
+        out: Vec::new(),
+    };
     for (pi, p) in ports.iter().enumerate() {
         for (si, s) in p.servers.iter().enumerate() {
             if s.listener.as_ref().is_some_and(|l| refused.listeners.contains(l)) {
@@ -308,37 +382,13 @@ fn lists_walked(
             }
             let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
             for (li, l) in s.locations.iter().enumerate() {
-                if refused.locations.contains(&((pi, si), li)) {
-                    continue;
-                }
-                // (age, rule, entry bytes and its comma) of the entries written.
-                let mut entries: Vec<((usize, usize), &RuleId, usize)> = Vec::new();
-                for c in kept.of(l, |c| !gone.contains(&c.id) && !refused.rule(&c.id)) {
-                    let id = &c.id;
-                    // Past [`MAX_WORD`] alone (or not written): [`MAX_WORD`], which no list holds.
-                    let n = sizes.of(&c.entry).1.unwrap_or(MAX_WORD);
-                    entries.push((ages.attached(&id.route, gateway), id, n + 1));
-                }
-                entries.sort();
-                // The quotes, `[` and `]`, less the comma the first entry does not have.
-                let mut used = 3;
-                let mut at = 0;
-                while at < entries.len() {
-                    let rule = entries[at].1;
-                    let end = at + entries[at..].iter().take_while(|e| e.1 == rule).count();
-                    let cost: usize = entries[at..end].iter().map(|e| e.2).sum();
-                    if used + cost <= MAX_WORD {
-                        used += cost;
-                    } else if gone.insert(rule.clone()) {
-                        let why = list_refused(&l.loc, s.hostname.as_deref(), p.port, used + cost);
-                        out.push((Refused::Rule(rule.clone()), why));
-                    }
-                    at = end;
+                if !refused.locations.contains(&((pi, si), li)) {
+                    w.location((s, l, (p.port, &refused)), (ages, gateway), &mut kept);
                 }
             }
         }
     }
-    (out, kept.walked)
+    (w.out, kept.walked)
 }
 
 fn list_refused(loc: &Loc, host: Option<&str>, port: u16, bytes: usize) -> String {
@@ -394,8 +444,7 @@ mod tests {
             (o.regex_memory_per_tenant, o.regex_memory_total) = (usize::MAX, usize::MAX);
         });
         assert!(p.refused.is_empty(), "{:?}", p.refused);
-        let mut sizes = super::Sizes::new(Some(Pos::Literal));
-        let (refused, walked) = super::lists_walked(&p.ports, &p.ages, &[], &mut sizes);
+        let (refused, walked) = super::lists_walked(&p.ports, &p.ages, &[], Pos::Literal);
         assert!(refused.len() > n / 2, "{n}: {} refused", refused.len());
         let locations = p.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.locations);
         (walked, locations.map(|l| l.len()).sum())
