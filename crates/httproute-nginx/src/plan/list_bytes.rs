@@ -13,7 +13,9 @@
 //! - a route is charged what it adds, admitted oldest first ([`Ages::attached`]): its
 //!   entries' bytes (with a key each, preloaded; in every written location that holds them,
 //!   inline), and what the locations its paths make hold (their lists of includes, or their
-//!   whole inline lists); so an older route's charge never grows with what newer routes add;
+//!   whole inline lists; a block's pieces, cut by another route's candidates, are its one run,
+//!   each extra piece's key, list and includes the newest cutter's); so an older route's charge
+//!   never grows with what newer routes add;
 //! - one preloaded list (a run of entries under its key) must fit [`Limits::one_list`]; an
 //!   inline list is one nginx.conf word (`plan/words.rs`: at most 4,094 bytes), whose parse
 //!   fits by construction.
@@ -31,7 +33,7 @@ use route_match::{
 use super::budget::{Out, Refused, makes};
 use super::ids::{Ages, ListenerId, RouteId};
 use super::merge::{Merged, ServerAt};
-use super::types::{Candidate, Loc, LocationPlan, PortPlan};
+use super::types::{Candidate, Loc, LocationPlan, PortPlan, Segment};
 
 /// A `matches.json` key as written, with its punctuation (`"e` and 32 hex digits, `":`, `,`).
 const KEY: usize = 40;
@@ -111,14 +113,22 @@ struct Model<'a> {
     entries: Vec<(u32, u32, u32)>,
     /// (route, list) its paths make, sorted.
     makes: Vec<(u32, u32)>,
+    /// (route, run) of each extra piece of a block (its own key, list and includes), charged
+    /// to the newest route whose candidates cut it off ([`Model::location`]), sorted.
+    cuts: Vec<(u32, u32)>,
     runs: Vec<Run>,
     run_lists: Vec<u32>,
     lists: Vec<List>,
     list_runs: Vec<u32>,
 }
 
-/// A server's runs met so far: [`super::types::Segment::id`] -> run.
-type RunIds = HashMap<(usize, usize, usize), u32>;
+/// A server's runs met so far: [`Segment::id`] -> run, and each block's run (the pieces of a
+/// block are its one run: [`Model::location`]).
+#[derive(Default)]
+struct RunIds {
+    pieces: HashMap<(usize, usize, usize), u32>,
+    blocks: HashMap<usize, u32>,
+}
 
 /// A list of `k` includes under its key: its JSON bytes and what it holds compiled (its key's
 /// JSON at [`RESIDENT`], each include at [`PER_INCLUDE`], not [`RESIDENT`] per byte: a file
@@ -198,7 +208,7 @@ impl<'a> Model<'a> {
                 let listener = |&(p, i): &ServerAt| ports[p].servers[i].listener.as_ref();
                 let gateway = members.iter().map(|m| listener(m).map_or(0, |l| ages.listener(l)));
                 let Some(gateway) = gateway.min() else { continue };
-                let mut runs = RunIds::new();
+                let mut runs = RunIds::default();
                 for (li, l) in s.locations.iter().enumerate() {
                     if !out.locations.contains(&((pi, si), li)) {
                         m.location((l, ((pi, si), li)), (&mut runs, &mut pairs), |c| {
@@ -211,6 +221,7 @@ impl<'a> Model<'a> {
         m.entries.sort_unstable();
         m.makes.sort_unstable();
         m.makes.dedup();
+        m.cuts.sort_unstable();
         pairs.sort_unstable();
         m.run_lists = pairs.iter().map(|&(_, l)| l).collect();
         let mut at = 0;
@@ -235,28 +246,31 @@ impl<'a> Model<'a> {
         let at = self.lists.len() as u32;
         let root = l.loc == Loc::Prefix("/".into());
         let start = self.list_runs.len() as u32;
+        let mut before: Option<&Segment> = None;
         for seg in &l.segments {
-            let first = !runs.contains_key(&seg.id());
-            let run = *runs.entry(seg.id()).or_insert(self.runs.len() as u32);
-            if first {
+            let (id, next) = (seg.id(), self.runs.len() as u32);
+            let first = !runs.pieces.contains_key(&id);
+            let run =
+                *runs.pieces.entry(id).or_insert_with(|| *runs.blocks.entry(id.0).or_insert(next));
+            if run == next {
                 self.runs.push(Run::default());
             }
-            pairs.push((run, at));
-            self.runs[run as usize].made += u32::from(root);
-            self.list_runs.push(run);
+            // A block's piece after its first (`segments::runs`: candidates of another block
+            // come between) is in the list with it: its entries are the block's run, its own
+            // key, list and includes the cut's, charged to the newest route before it.
+            let (piece, prev) = (seg.range.start > 0, before.replace(seg));
+            if !piece {
+                pairs.push((run, at));
+                self.runs[run as usize].made += u32::from(root);
+                self.list_runs.push(run);
+            }
             let making = seg.candidates().first().is_some_and(|c| makes(&l.loc, c));
             if !(first || making) {
                 continue;
             }
             for c in seg.candidates() {
                 let Some(age) = kept(c) else { continue };
-                let next = self.routes.len() as u32;
-                let r = *self.ids.entry(&c.id.route).or_insert(next);
-                if r == next {
-                    self.routes.push((age, &c.id.route));
-                }
-                let a = &mut self.routes[r as usize].0;
-                *a = (*a).min(age);
+                let r = self.route(&c.id.route, age);
                 if making {
                     self.makes.push((r, at));
                 }
@@ -266,9 +280,38 @@ impl<'a> Model<'a> {
                     self.entries.push((r, run, json + 1));
                 }
             }
+            if piece && first {
+                // None kept before it: its own newest route's, as any run's.
+                let q =
+                    prev.and_then(|b| self.newest(b, &kept)).or_else(|| self.newest(seg, &kept));
+                self.cuts.extend(q.map(|q| (q, run)));
+            }
         }
         let end = self.list_runs.len() as u32;
         self.lists.push(List { runs: (start, end), made: root, place, ..List::default() });
+    }
+
+    /// Route `id`'s number, as old as `age` at the most.
+    fn route(&mut self, id: &'a RouteId, age: (usize, usize)) -> u32 {
+        let next = self.routes.len() as u32;
+        let r = *self.ids.entry(id).or_insert(next);
+        if r == next {
+            self.routes.push((age, id));
+        }
+        let a = &mut self.routes[r as usize].0;
+        *a = (*a).min(age);
+        r
+    }
+
+    /// The newest route of run `seg`'s kept candidates (met before: numbered).
+    fn newest(
+        &self,
+        seg: &Segment,
+        kept: &impl Fn(&Candidate) -> Option<(usize, usize)>,
+    ) -> Option<u32> {
+        let aged = seg.candidates().iter().filter_map(|c| Some((kept(c)?, &c.id.route)));
+        let (_, id) = aged.max()?;
+        self.ids.get(id).copied()
     }
 
     /// The locations left with admitted entries but none of the routes whose paths make
@@ -355,8 +398,20 @@ impl<'a> Model<'a> {
             }
         }
         let cost = json.saturating_mul(RESIDENT).saturating_add(lists.saturating_mul(PER_LIST));
-        let cost = cost.saturating_add(held);
+        let cost = cost.saturating_add(held).saturating_add(self.cuts_of(r));
         (cost, longest)
+    }
+
+    /// What the pieces route `r` cuts off hold (preloaded: each its key, its list and an
+    /// include in every list holding its block; inline lists have no keys).
+    fn cuts_of(&self, r: u32) -> usize {
+        if self.inline {
+            return 0;
+        }
+        let at = self.cuts.partition_point(|c| c.0 < r);
+        let cuts = self.cuts[at..].iter().take_while(|c| c.0 == r);
+        let piece = |k: u32| KEY * RESIDENT + PER_LIST + self.run_lists(k).len() * PER_INCLUDE;
+        cuts.map(|&(_, k)| piece(k)).sum()
     }
 
     /// Route `r` admitted: its entries are in their runs, the lists it makes written.
@@ -400,7 +455,12 @@ mod tests {
                 k % 60
             );
         }
-        let p = plan_yaml(&y, |o| o.regex_per_location = inline);
+        charges_of(&y, inline)
+    }
+
+    /// Each route of `y`'s charge, admitted oldest first with no budget.
+    fn charges_of(y: &str, inline: bool) -> Vec<(String, usize)> {
+        let p = plan_yaml(y, |o| o.regex_per_location = inline);
         let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Out::default(), inline);
         let mut order: Vec<_> =
             (0..m.routes.len() as u32).map(|r| (m.routes[r as usize].0, r)).collect();
@@ -428,6 +488,29 @@ mod tests {
                 "inline {inline}: {n:?} {twice:?}"
             );
         }
+    }
+
+    /// rv-gb MED-3: tenant a's GRPCRoute (two rules on method a.S/M, one with two headers),
+    /// and tenant b's newer one (a regex service and method, one header) on a's listener: b's
+    /// candidate sorts between a's two, so `= /a.S/M`'s list holds a's block in two pieces,
+    /// each its own key. a's charge is the same with and without b (the piece is b's cut,
+    /// charged to b); b's is more than alone. Before, a paid the piece's key, list and
+    /// include.
+    #[test]
+    fn a_newer_grpc_route_pays_for_the_pieces_it_cuts_an_older_block_into() {
+        let a = "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP, hostname: a.test, allowedRoutes: {namespaces: {from: All}}}]\n---\nkind: GRPCRoute\nmetadata: {name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{method: {service: a.S, method: M}, headers: [{name: x, value: \"1\"}, {name: y, value: \"2\"}]}]\n  - matches: [{method: {service: a.S, method: M}}]\n";
+        let b = "---\nkind: GRPCRoute\nmetadata: {name: r, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}\nspec:\n  parentRefs: [{name: gw, namespace: a}]\n  rules:\n  - matches: [{method: {type: RegularExpression, service: \"b[.]S\", method: \"M.*\"}, headers: [{name: z, value: \"3\"}]}]\n";
+        let both = format!("{a}{b}");
+        let p = plan_yaml(&both, |_| {});
+        let segments = p.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.locations);
+        let cut = segments.flat_map(|l| &l.segments).any(|s| s.range.start > 0);
+        assert!(cut, "no block in pieces: {:?}", p.ports);
+        let (alone, with_b) = (charges_of(a, false), charges_of(&both, false));
+        assert_eq!(alone.len(), 1);
+        assert_eq!(with_b[0], alone[0], "{with_b:?}");
+        let gateway = a.split("---\n").next().unwrap();
+        let b_alone = charges_of(&format!("{gateway}{b}"), false);
+        assert!(with_b[1].1 > b_alone[0].1, "{with_b:?} {b_alone:?}");
     }
 
     /// With `--carrier inline` the lists' bytes are charged too (`--list-memory-per-tenant`): 40 routes, each a
