@@ -1888,3 +1888,36 @@ fn a_newer_gateway_s_full_name_hash_refuses_only_my_route_s_attachment_to_it() {
     assert!(!to_b.ok && to_b.message.contains("budget: server-name hash"), "{to_b:?}");
     nginx_t("names-shared", &g.output);
 }
+
+/// rv-ga LOW-5: R of [`shared_route_docs`] with its parentRef to b's Gateway by port 18081
+/// and a third, to b's Gateway's port 18082 (no listener there: it attaches nowhere), while the regex budget refuses R's
+/// attachment to b's Gateway: that parentRef keeps `NoMatchingParent`, the one attached to
+/// b's listeners says the budget. Fails with the check `attached.is_empty()` of
+/// `status::parents_refused` taken out (both then say the budget).
+#[test]
+fn a_parent_ref_attached_nowhere_keeps_no_matching_parent_beside_a_refused_attachment() {
+    let copy = httproute_nginx::limits::regex_charge("^(?:/v[0-9]+/.*)".len());
+    let mut o = opts();
+    o.carrier = httproute_nginx::Carrier::Inline;
+    (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (8 * copy, 8 * copy);
+    let refs = "parentRefs: [{name: gw}, {name: gw, namespace: b}]";
+    // Two refs to one parent name a sectionName or port each (the CRD's rule).
+    let three = "parentRefs: [{name: gw}, {name: gw, namespace: b, port: 18081}, {name: gw, namespace: b, port: 18082}]";
+    let docs = shared_route_docs(Some(40), "h0.b.test").join("---\n");
+    assert!(docs.contains(refs));
+    let dir = dir_with("nowhere", &docs.replace(refs, three));
+    let g = generate_all(&[dir], &backends(), &o).unwrap();
+    let r = g.status.routes.iter().find(|r| r.id.to_string() == "a/r").unwrap();
+    let of = |port: u16| {
+        let to_b = |p: &httproute_nginx::model::ParentRef| {
+            p.namespace.as_deref() == Some("b") && p.port == Some(port)
+        };
+        let (_, cs) = r.parents.iter().find(|(p, _)| to_b(p)).unwrap();
+        cs.iter().find(|c| c.kind == httproute_nginx::plan::ConditionType::Accepted).unwrap()
+    };
+    let (refused, nowhere) = (of(18081), of(18082));
+    assert!(!refused.ok && refused.message.contains("budget: regex memory"), "{refused:?}");
+    let no_parent = httproute_nginx::plan::Reason::NoMatchingParent;
+    assert!(!nowhere.ok && nowhere.reason == no_parent, "{nowhere:?}");
+    assert!(accepted(&g, "a/r", None).ok, "{:?}", r.parents);
+}
