@@ -509,13 +509,21 @@ fn file_of(a: &[String], mut b: Vec<String>, order: u64, a_first: bool) -> Strin
 
 /// Tenant a's view alone, and with `b`'s documents.
 fn views(b: Vec<String>, order: u64, a_first: bool) -> (View, View, httproute_nginx::Generated) {
+    views_with(b, order, a_first, &opts())
+}
+
+/// [`views`] with options `o`.
+fn views_with(
+    b: Vec<String>,
+    order: u64,
+    a_first: bool,
+    o: &Options,
+) -> (View, View, httproute_nginx::Generated) {
     let a = tenant_a();
     let base =
-        generate_all(&[dir_with("base", &file_of(&a, vec![], 0, true))], &backends(), &opts())
-            .unwrap();
-    let g =
-        generate_all(&[dir_with("mutated", &file_of(&a, b, order, a_first))], &backends(), &opts())
-            .unwrap();
+        generate_all(&[dir_with("base", &file_of(&a, vec![], 0, true))], &backends(), o).unwrap();
+    let g = generate_all(&[dir_with("mutated", &file_of(&a, b, order, a_first))], &backends(), o)
+        .unwrap();
     (
         tenant_a_view(&base.output.nginx_conf, &base.output.matches_json),
         tenant_a_view(&g.output.nginx_conf, &g.output.matches_json),
@@ -1920,4 +1928,80 @@ fn a_parent_ref_attached_nowhere_keeps_no_matching_parent_beside_a_refused_attac
     let no_parent = httproute_nginx::plan::Reason::NoMatchingParent;
     assert!(!nowhere.ok && nowhere.reason == no_parent, "{nowhere:?}");
     assert!(accepted(&g, "a/r", None).ok, "{:?}", r.parents);
+}
+
+/// Tenant b's routes of long lists, each (age in seconds, depth of its path `/d/d...`, length
+/// of its header values, matches): nested paths make lists of includes, long values long runs.
+fn long_list_routes() -> impl Strategy<Value = Vec<(u32, usize, usize, usize)>> {
+    prop::collection::vec((0u32..100_000, 1usize..24, 0usize..=4096, 1usize..17), 1..24)
+}
+
+/// Tenant b's Gateway (port 18081, newer than a's) and its routes of long lists.
+fn long_list_docs(routes: &[(u32, usize, usize, usize)]) -> Vec<String> {
+    let mut docs = vec!["kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned()];
+    for (k, &(age, depth, len, matches)) in routes.iter().enumerate() {
+        let path = "/d".repeat(depth);
+        let m: Vec<String> = (0..matches)
+            .map(|i| format!("{{path: {{type: PathPrefix, value: {path}}}, headers: [{{name: x-{i}, value: {}}}]}}", q(&"v".repeat(len))))
+            .collect();
+        let (day, second) = (age / 86_400, age % 86_400);
+        docs.push(format!(
+            "kind: HTTPRoute\nmetadata: {{name: l{k}, namespace: b, creationTimestamp: \"2025-{:02}-{:02}T{:02}:{:02}:{:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            1 + day / 28,
+            1 + day % 28,
+            second / 3600,
+            second / 60 % 60,
+            second % 60,
+            m.join(", ")
+        ));
+    }
+    docs
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// Brief gu 4 (#45): the list budget under a small `--module-max-memory` (2 or 4 MiB, the
+    /// regex budgets a quarter and a half of it), any carrier: tenant b's routes of long
+    /// lists and lists of includes (any number, depth, value length, age) change nothing of
+    /// a's, refuse only b's objects, and NGINX loads the output (`nginx -t`, where given:
+    /// "no combination of CRD-valid tenant objects makes NGINX refuse the configuration").
+    #[test]
+    fn long_lists_of_another_tenant_under_a_small_module_memory_leave_nginx_loading(
+        routes in long_list_routes(),
+        mib in prop::sample::select(vec![2usize, 4]),
+        carrier in prop::sample::select(vec![
+            httproute_nginx::Carrier::Preload,
+            httproute_nginx::Carrier::Inline,
+            httproute_nginx::Carrier::Variable,
+        ]),
+        order in any::<u64>(),
+    ) {
+        let mut o = opts();
+        o.carrier = carrier;
+        let max = mib << 20;
+        o.global.module_max_memory = Some(max);
+        (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (max / 4, max / 2);
+        let b = long_list_docs(&routes);
+        let g = if carrier == httproute_nginx::Carrier::Preload {
+            let (base, mine, g) = views_with(b, order, true, &o);
+            prop_assert_eq!(base, mine);
+            g
+        } else {
+            // No keys to follow: a's server block is its lists.
+            let a = tenant_a();
+            let run = |tag: &str, b: Vec<String>| {
+                let dir = dir_with(tag, &file_of(&a, b, order, true));
+                generate_all(&[dir], &backends(), &o).unwrap()
+            };
+            let (base, g) = (run("long-base", vec![]), run("long-mutated", b));
+            let mine = server_text(&g.output.nginx_conf, "a.test");
+            prop_assert_eq!(server_text(&base.output.nginx_conf, "a.test"), mine);
+            g
+        };
+        for d in &g.output.dropped {
+            prop_assert_eq!(d.unit.route().map(|r| r.namespace.as_str()), Some("b"));
+        }
+        nginx_t("long-lists", &g.output);
+    }
 }
