@@ -100,10 +100,7 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
         let alive =
             !any_listener || p.servers.iter().any(|s| s.listener.is_some() && !listener_gone(s));
         let before = p.servers.len();
-        p.servers.retain(|s| {
-            !listener_gone(s)
-                && (s.brought_by.is_empty() || !s.brought_by.iter().all(|r| route_gone(s, r)))
-        });
+        p.servers.retain(|s| !listener_gone(s) && !s.unbrought(|r| route_gone(s, r)));
         changed |= !alive || p.servers.len() != before;
         alive
     });

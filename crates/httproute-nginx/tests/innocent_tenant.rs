@@ -1868,15 +1868,29 @@ fn a_newer_gateway_s_full_inline_list_refuses_only_my_route_s_attachment_to_it()
 /// the one without b. Before, R was refused everywhere.
 #[test]
 fn a_newer_gateway_s_full_name_hash_refuses_only_my_route_s_attachment_to_it() {
-    let names = colliding_names(257);
+    names_hash_refuses_only_the_attachment("names", 256);
+}
+
+/// rv-gu HIGH-1: as above with b's 247 names (15 routes of 16, one of 7), so none of b's
+/// own is refused and only R's attachment is: server N (R's name on b's port) is not
+/// written, and NGINX builds the hash (the model and `nginx -t`). Before, emit chose servers
+/// by refused routes only: `server_name N` was written, 248 names in one bucket.
+#[test]
+fn a_refused_attachment_s_server_name_is_not_written() {
+    names_hash_refuses_only_the_attachment("names-247", 247);
+}
+
+/// R of the tests above beside b's `n` older colliding names (16 per route).
+fn names_hash_refuses_only_the_attachment(tag: &str, n: usize) {
+    let names = colliding_names(n + 1);
     let a = vec![
         "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test}]\n".to_owned(),
-        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  parentRefs: [{{name: gw}}, {{name: gw, namespace: b}}]\n  hostnames: [a.test, {}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", q(&names[256])),
+        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  parentRefs: [{{name: gw}}, {{name: gw, namespace: b}}]\n  hostnames: [a.test, {}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", q(&names[n])),
     ];
     let mut b = vec![
         "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-03T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned(),
     ];
-    for (i, hosts) in names[..256].chunks(16).enumerate() {
+    for (i, hosts) in names[..n].chunks(16).enumerate() {
         let hosts: Vec<String> = hosts.iter().map(|h| q(h)).collect();
         b.push(format!(
             "kind: HTTPRoute\nmetadata: {{name: r{i:02}, namespace: b, creationTimestamp: \"2025-12-31T00:00:{i:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n",
@@ -1887,14 +1901,15 @@ fn a_newer_gateway_s_full_name_hash_refuses_only_my_route_s_attachment_to_it() {
         let dir = dir_with(tag, &file_of(&a, b.to_vec(), 0, true));
         generate_all(&[dir], &backends(), &opts()).unwrap()
     };
-    let (alone, g) = (run("names-alone", &[]), run("names-shared", &b));
+    let (alone, g) = (run(&format!("{tag}-alone"), &[]), run(&format!("{tag}-shared"), &b));
     let (conf, before) = (&g.output.nginx_conf, &alone.output.nginx_conf);
     assert!(server_names_build(conf), "server names hash not built");
+    assert!(!conf.contains(&format!("server_name {}", names[n])), "{conf}");
     assert_eq!(server_text(conf, "a.test"), server_text(before, "a.test"), "{conf}");
     assert!(accepted(&g, "a/r", None).ok, "{:?}", g.status.routes);
     let to_b = accepted(&g, "a/r", Some("b"));
     assert!(!to_b.ok && to_b.message.contains("budget: server-name hash"), "{to_b:?}");
-    nginx_t("names-shared", &g.output);
+    nginx_t(&format!("{tag}-shared"), &g.output);
 }
 
 /// rv-ga LOW-5: R of [`shared_route_docs`] with its parentRef to b's Gateway by port 18081

@@ -140,7 +140,7 @@ impl<'p> Pass<'p> {
             (&self.plan.ports, &self.alive),
             (pi, si),
             &|l| skip.listeners.contains(l),
-            &|r| skip.routes.contains(r),
+            &|s, r| skip.at(s).route(r),
         );
         if members.is_empty() {
             return Ok(());
@@ -417,7 +417,7 @@ fn dropped_listener(skip: &Skip, s: &ServerPlan) -> bool {
 /// A server only routes' hostnames bring, all of those routes left out (of it).
 fn unbrought(skip: &Skip, s: &ServerPlan) -> bool {
     let off = skip.at(s);
-    !s.brought_by.is_empty() && s.brought_by.iter().all(|r| off.route(r))
+    s.unbrought(|r| off.route(r))
 }
 
 /// Who brings the name of servers `ss` (merged servers, alike but for their listeners: one

@@ -202,9 +202,10 @@ impl<'a> Model<'a> {
             for (si, s) in p.servers.iter().enumerate() {
                 // Written once for its members left (emit's own predicate), as old as the
                 // oldest of their listeners.
-                let members = merged.written_for((ports, &listened), (pi, si), &dropped, &|r| {
-                    out.routes.contains(r)
-                });
+                let members =
+                    merged.written_for((ports, &listened), (pi, si), &dropped, &|s, r| {
+                        out.route_in(r, s)
+                    });
                 let listener = |&(p, i): &ServerAt| ports[p].servers[i].listener.as_ref();
                 let gateway = members.iter().map(|m| listener(m).map_or(0, |l| ages.listener(l)));
                 let Some(gateway) = gateway.min() else { continue };

@@ -120,8 +120,9 @@ impl Merged {
         self.members[pi][si].as_deref()
     }
 
-    /// The members server `(pi, si)` is written for when the listeners `dropped` and the
-    /// routes `gone` are left out: those on a listened port ([`Merged::listened`]) whose own
+    /// The members server `(pi, si)` is written for when the listeners `dropped` are left
+    /// out and `gone(s, r)` says route `r` is left out of server `s` (everywhere, or its
+    /// attachment to `s`'s Gateway: the one predicate of emit, the budgets and explain): those on a listened port ([`Merged::listened`]) whose own
     /// listener is kept. Emit writes the first member's server for them, once; the budgets
     /// count it once. Empty: not written here (an earlier port's, no member left, or every
     /// route bringing its name left out).
@@ -130,11 +131,11 @@ impl Merged {
         (ports, listened): (&[PortPlan], &[bool]),
         (pi, si): ServerAt,
         dropped: &dyn Fn(&ListenerId) -> bool,
-        gone: &dyn Fn(&RouteId) -> bool,
+        gone: &dyn Fn(&ServerPlan, &RouteId) -> bool,
     ) -> Vec<ServerAt> {
         let Some(all) = self.members(pi, si) else { return Vec::new() };
         let s = &ports[pi].servers[si];
-        if !s.brought_by.is_empty() && s.brought_by.iter().all(gone) {
+        if s.unbrought(|r| gone(s, r)) {
             return Vec::new();
         }
         let kept = |&(p, i): &ServerAt| {

@@ -176,6 +176,12 @@ impl PartialEq for Segment {
 }
 
 impl ServerPlan {
+    /// Only routes' hostnames bring this server's name, and `gone(r)` says each of them is
+    /// left out of it (itself, or its attachment to this server's Gateway): not written.
+    pub fn unbrought(&self, gone: impl Fn(&super::ids::RouteId) -> bool) -> bool {
+        !self.brought_by.is_empty() && self.brought_by.iter().all(gone)
+    }
+
     /// Keeps, in every location, only the candidates `keep` takes (what explain does with the
     /// matches the writer left out). Each block is filtered once and stays shared, so the
     /// cost is the server's candidates and runs, not their product.
