@@ -13,9 +13,11 @@
 //! - a route is charged what it adds, admitted oldest first ([`Ages::attached`]): its
 //!   entries' bytes (with a key each, preloaded; in every written location that holds them,
 //!   inline), and what the locations its paths make hold (their lists of includes, or their
-//!   whole inline lists; a block's pieces, cut by another route's candidates, are its one run,
-//!   each extra piece's key, list and includes the newest cutter's); so an older route's charge
-//!   never grows with what newer routes add;
+//!   whole inline lists); a block's entries are charged once, its pieces (cut by another
+//!   block's candidates, in some locations) are its one run, and each piece that is not the
+//!   whole block (its key, list, includes and a copy of its entries) is the newest's of the
+//!   block's routes and the cutters'; so an older route's charge never grows with what newer
+//!   routes add;
 //! - one preloaded list (a run of entries under its key) must fit [`Limits::one_list`]; an
 //!   inline list is one nginx.conf word (`plan/words.rs`: at most 4,094 bytes), whose parse
 //!   fits by construction.
@@ -113,9 +115,15 @@ struct Model<'a> {
     entries: Vec<(u32, u32, u32)>,
     /// (route, list) its paths make, sorted.
     makes: Vec<(u32, u32)>,
-    /// (route, run) of each extra piece of a block (its own key, list and includes), charged
-    /// to the newest route whose candidates cut it off ([`Model::location`]), sorted.
-    cuts: Vec<(u32, u32)>,
+    /// (route, run, JSON bytes) of each piece of a block that is not the whole block (its own
+    /// key, list, includes and a copy of its entries), charged to the newest of the block's
+    /// routes and the routes that cut it ([`Model::location`]), sorted.
+    cuts: Vec<(u32, u32, u32)>,
+    /// The cuts met, before every route's age is known: (the newest route of the block and
+    /// of the runs cutting it, the block's run, the piece's JSON bytes).
+    cut_by: Vec<([Option<&'a RouteId>; 3], u32, u32)>,
+    /// (list, run) of each piece of a block after its first (the list's include of it).
+    list_pieces: Vec<(u32, u32)>,
     runs: Vec<Run>,
     run_lists: Vec<u32>,
     lists: Vec<List>,
@@ -138,6 +146,20 @@ fn includes(k: u32) -> (usize, usize) {
         0 | 1 => (0, 0),
         k => (KEY + k as usize * INCLUDE, KEY * RESIDENT + k as usize * PER_INCLUDE),
     }
+}
+
+/// An entry's JSON bytes in a list, with its comma.
+fn json(c: &Candidate) -> u32 {
+    let json = serde_json::to_string(&c.entry).map(|j| j.len());
+    json.map_or(u32::MAX / 4, |j| u32::try_from(j).unwrap_or(u32::MAX / 4)).saturating_add(1)
+}
+
+/// The newest route of candidates `cs`' kept ones.
+fn newest<'c>(
+    cs: &'c [Candidate],
+    kept: &impl Fn(&Candidate) -> Option<(usize, usize)>,
+) -> Option<&'c RouteId> {
+    cs.iter().filter_map(|c| Some((kept(c)?, &c.id.route))).max().map(|(_, id)| id)
 }
 
 /// The routes whose lists do not fit, newest first refused (see the module's doc).
@@ -222,6 +244,7 @@ impl<'a> Model<'a> {
         m.entries.sort_unstable();
         m.makes.sort_unstable();
         m.makes.dedup();
+        m.cuts = std::mem::take(&mut m.cut_by).into_iter().filter_map(|c| m.cut(c)).collect();
         m.cuts.sort_unstable();
         pairs.sort_unstable();
         m.run_lists = pairs.iter().map(|&(_, l)| l).collect();
@@ -235,9 +258,10 @@ impl<'a> Model<'a> {
     }
 
     /// Location `l` of a server whose runs so far are `runs` (with the (run, list) `pairs`);
-    /// `kept`: a candidate's age, if it is not refused. A run's entries are read once (where
-    /// it is first met), and a location's makers among the runs of its own path (a run is
-    /// one path: whether it makes the location is its first candidate's).
+    /// `kept`: a candidate's age, if it is not refused. A block's entries are read once (in
+    /// the location where it is first met: there it is whole, in one piece or more), and a
+    /// location's makers among the runs of its own path (a run is one path: whether it makes
+    /// the location is its first candidate's).
     fn location(
         &mut self,
         (l, place): (&'a LocationPlan, (ServerAt, usize)),
@@ -247,8 +271,7 @@ impl<'a> Model<'a> {
         let at = self.lists.len() as u32;
         let root = l.loc == Loc::Prefix("/".into());
         let start = self.list_runs.len() as u32;
-        let mut before: Option<&Segment> = None;
-        for seg in &l.segments {
+        for (i, seg) in l.segments.iter().enumerate() {
             let (id, next) = (seg.id(), self.runs.len() as u32);
             let first = !runs.pieces.contains_key(&id);
             let run =
@@ -256,40 +279,63 @@ impl<'a> Model<'a> {
             if run == next {
                 self.runs.push(Run::default());
             }
-            // A block's piece after its first (`segments::runs`: candidates of another block
-            // come between) is in the list with it: its entries are the block's run, its own
-            // key, list and includes the cut's, charged to the newest route before it.
-            let (piece, prev) = (seg.range.start > 0, before.replace(seg));
-            if !piece {
+            // A block's pieces (`segments::runs`: candidates of another block come between)
+            // are its one run in the list; each after the first an include of its own.
+            if seg.range.start == 0 {
                 pairs.push((run, at));
                 self.runs[run as usize].made += u32::from(root);
                 self.list_runs.push(run);
+            } else {
+                self.list_pieces.push((at, run));
+            }
+            if first && seg.range.len() < seg.block.len() {
+                self.cut_at(&l.segments, i, run, &kept);
             }
             let making = seg.candidates().first().is_some_and(|c| makes(&l.loc, c));
-            if !(first || making) {
-                continue;
-            }
-            for c in seg.candidates() {
+            let fresh = first;
+            for c in seg.candidates().iter().filter(|_| fresh || making) {
                 let Some(age) = kept(c) else { continue };
                 let r = self.route(&c.id.route, age);
                 if making {
                     self.makes.push((r, at));
                 }
-                if first {
-                    let json = serde_json::to_string(&c.entry)
-                        .map_or(u32::MAX / 4, |j| u32::try_from(j.len()).unwrap_or(u32::MAX / 4));
-                    self.entries.push((r, run, json + 1));
+                if fresh {
+                    self.entries.push((r, run, json(c)));
                 }
-            }
-            if piece && first {
-                // None kept before it: its own newest route's, as any run's.
-                let q =
-                    prev.and_then(|b| self.newest(b, &kept)).or_else(|| self.newest(seg, &kept));
-                self.cuts.extend(q.map(|q| (q, run)));
             }
         }
         let end = self.list_runs.len() as u32;
         self.lists.push(List { runs: (start, end), made: root, place, ..List::default() });
+    }
+
+    /// Piece `i` of `segments`, first met, is not its whole block: its cutters are the runs
+    /// beside it that come between the block's pieces (before it unless it starts the block,
+    /// after it unless it ends it).
+    fn cut_at(
+        &mut self,
+        segments: &'a [Segment],
+        i: usize,
+        run: u32,
+        kept: &impl Fn(&Candidate) -> Option<(usize, usize)>,
+    ) {
+        let seg = &segments[i];
+        let before = (seg.range.start > 0).then(|| i.checked_sub(1)).flatten();
+        let after = (seg.range.end < seg.block.len()).then_some(i + 1);
+        let cutter = |j: Option<usize>| newest(segments.get(j?)?.candidates(), kept);
+        let who = [None, cutter(before), cutter(after)];
+        let json = seg.candidates().iter().filter(|c| kept(c).is_some()).map(json).sum();
+        self.cut_by.push((who, run, json));
+    }
+
+    /// A cut met, charged to the newest of its routes (numbered by now: each is kept in a
+    /// run of this server).
+    fn cut(
+        &self,
+        (who, run, json): ([Option<&'a RouteId>; 3], u32, u32),
+    ) -> Option<(u32, u32, u32)> {
+        let r = who.iter().flatten().filter_map(|id| self.ids.get(id).copied());
+        let newest = r.max_by_key(|&r| (self.routes[r as usize].0, r))?;
+        Some((newest, run, json))
     }
 
     /// Route `id`'s number, as old as `age` at the most.
@@ -304,24 +350,19 @@ impl<'a> Model<'a> {
         r
     }
 
-    /// The newest route of run `seg`'s kept candidates (met before: numbered).
-    fn newest(
-        &self,
-        seg: &Segment,
-        kept: &impl Fn(&Candidate) -> Option<(usize, usize)>,
-    ) -> Option<u32> {
-        let aged = seg.candidates().iter().filter_map(|c| Some((kept(c)?, &c.id.route)));
-        let (_, id) = aged.max()?;
-        self.ids.get(id).copied()
-    }
-
     /// The locations left with admitted entries but none of the routes whose paths make
     /// them, whose lists were charged to no one (inline: any; preloaded: a list of includes,
     /// two runs or more): not written, as the regex budget's (their paths' requests take the
     /// longest prefix location left, whose list is the same without them).
     fn unpaid(&self) -> Vec<(Refused, String)> {
         let least = if self.inline { 1 } else { 2 };
-        let unpaid = self.lists.iter().filter(|l| !l.made && l.live >= least);
+        let mut pieces = self.list_pieces.iter().peekable();
+        let mut live = |at: usize, l: &List| {
+            let mine = std::iter::from_fn(|| pieces.next_if(|p| p.0 as usize == at));
+            l.live + mine.filter(|p| self.runs[p.1 as usize].bytes > 0).count() as u32
+        };
+        let lists = self.lists.iter().enumerate();
+        let unpaid = lists.filter(|&(at, l)| live(at, l) >= least && !l.made).map(|(_, l)| l);
         let why = "every route whose path makes this location is refused, and its list would \
                    hold other routes' entries charged to no one (budget: list memory)";
         unpaid.map(|l| (Refused::Location(l.place.0, l.place.1), why.to_owned())).collect()
@@ -403,16 +444,20 @@ impl<'a> Model<'a> {
         (cost, longest)
     }
 
-    /// What the pieces route `r` cuts off hold (preloaded: each its key, its list and an
-    /// include in every list holding its block; inline lists have no keys).
+    /// What the pieces charged to route `r` hold (preloaded: each its key and a copy of its
+    /// entries, its list and an include in every list holding its block; inline lists have
+    /// no keys).
     fn cuts_of(&self, r: u32) -> usize {
         if self.inline {
             return 0;
         }
         let at = self.cuts.partition_point(|c| c.0 < r);
         let cuts = self.cuts[at..].iter().take_while(|c| c.0 == r);
-        let piece = |k: u32| KEY * RESIDENT + PER_LIST + self.run_lists(k).len() * PER_INCLUDE;
-        cuts.map(|&(_, k)| piece(k)).sum()
+        let piece = |k: u32, json: u32| {
+            let keyed = (KEY + json as usize) * RESIDENT + PER_LIST;
+            keyed + self.run_lists(k).len() * PER_INCLUDE
+        };
+        cuts.map(|&(_, k, json)| piece(k, json)).sum()
     }
 
     /// Route `r` admitted: its entries are in their runs, the lists it makes written.
@@ -512,6 +557,47 @@ mod tests {
         let gateway = a.split("---\n").next().unwrap();
         let b_alone = charges_of(&format!("{gateway}{b}"), false);
         assert!(with_b[1].1 > b_alone[0].1, "{with_b:?} {b_alone:?}");
+    }
+
+    /// Tenant a's Gateway (admitting every namespace) and older GRPCRoute: two regex rules
+    /// (service and method named, two headers and none), a block that any exact method
+    /// of a's listener with one header cuts in two.
+    const A_REGEX: &str = "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP, hostname: a.test, allowedRoutes: {namespaces: {from: All}}}]\n---\nkind: GRPCRoute\nmetadata: {name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{method: {type: RegularExpression, service: \"a[.]S\", method: \"M.*\"}, headers: [{name: x, value: \"1\"}, {name: y, value: \"2\"}]}]\n  - matches: [{method: {type: RegularExpression, service: \"a[.]S\", method: \"N.*\"}}]\n";
+
+    /// Tenant b's newer GRPCRoute on a's listener: exact b.S/M with one header of `len` bytes.
+    fn b_exact(len: usize) -> String {
+        format!(
+            "---\nkind: GRPCRoute\nmetadata: {{name: r, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a}}]\n  rules:\n  - matches: [{{method: {{service: b.S, method: M}}, headers: [{{name: z, value: \"{}\"}}]}}]\n",
+            "v".repeat(len)
+        )
+    }
+
+    /// Whether some location of `p` holds a block in pieces.
+    fn cut(p: &crate::plan::Plan) -> bool {
+        let locations = p.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.locations);
+        locations.flat_map(|l| &l.segments).any(|s| s.range.len() < s.block.len())
+    }
+
+    /// rv-gu MED-4: b's `= /b.S/M` (made by b alone) holds a's block in two pieces around
+    /// b's run; b refused by the list budget (its 2,000-byte header past its share, a's
+    /// charge), the location is refused too: it would hold a's two pieces, a list of
+    /// includes charged to no one. Before (912c824), pieces were not counted: written.
+    #[test]
+    fn a_location_whose_makers_are_refused_is_not_written_with_another_s_pieces() {
+        let y = format!("{A_REGEX}{}", b_exact(2000));
+        let a = charges_of(&y, false)[0].1;
+        let p = plan_yaml(&y, |o| o.list_memory_per_tenant = a);
+        assert!(cut(&p), "no block in pieces: {:?}", p.ports);
+        let refused = |what: &str| p.refused.iter().any(|(r, _)| format!("{r:?}").contains(what));
+        assert!(refused("\"b\"") && !refused("\"a\""), "{:?}", p.refused);
+        let exact = p.refused.iter().any(|(r, _)| match r {
+            crate::plan::Refused::Location(at, li) => {
+                p.ports[at.0].servers[at.1].locations[*li].loc
+                    == crate::plan::Loc::Exact("/b.S/M".into())
+            }
+            _ => false,
+        });
+        assert!(exact, "{:?}", p.refused);
     }
 
     /// With `--carrier inline` the lists' bytes are charged too (`--list-memory-per-tenant`): 40 routes, each a
