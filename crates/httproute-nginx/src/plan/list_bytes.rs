@@ -322,7 +322,7 @@ impl<'a> Model<'a> {
         let before = (seg.range.start > 0).then(|| i.checked_sub(1)).flatten();
         let after = (seg.range.end < seg.block.len()).then_some(i + 1);
         let cutter = |j: Option<usize>| newest(segments.get(j?)?.candidates(), kept);
-        let who = [None, cutter(before), cutter(after)];
+        let who = [newest(&seg.block, kept), cutter(before), cutter(after)];
         let json = seg.candidates().iter().filter(|c| kept(c).is_some()).map(json).sum();
         self.cut_by.push((who, run, json));
     }
@@ -598,6 +598,22 @@ mod tests {
             _ => false,
         });
         assert!(exact, "{:?}", p.refused);
+    }
+
+    /// rv-gu HIGH-2: the ages of [`a_newer_grpc_route_pays_for_the_pieces_it_cuts_an_older_block_into`]
+    /// swapped: o (older, its own Gateway admitting every namespace) a regex method of b.S
+    /// with one header; n (newer, on o's Gateway) the two rules on a.S/M. n's block is cut by
+    /// o's candidate in `= /a.S/M`: the piece is n's (the newer), o's charge the same with and
+    /// without n. Before, the piece was charged to the route before it: o.
+    #[test]
+    fn a_cut_is_charged_to_the_newer_of_the_cut_block_and_the_cutter() {
+        let o = "kind: Gateway\nmetadata: {name: gw, namespace: o, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP, hostname: a.test, allowedRoutes: {namespaces: {from: All}}}]\n---\nkind: GRPCRoute\nmetadata: {name: r, namespace: o, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{method: {type: RegularExpression, service: \"b[.]S\", method: \"M.*\"}, headers: [{name: z, value: \"3\"}]}]\n";
+        let n = "---\nkind: GRPCRoute\nmetadata: {name: r, namespace: n, creationTimestamp: \"2026-01-02T00:00:00Z\"}\nspec:\n  parentRefs: [{name: gw, namespace: o}]\n  rules:\n  - matches: [{method: {service: a.S, method: M}, headers: [{name: x, value: \"1\"}, {name: y, value: \"2\"}]}]\n  - matches: [{method: {service: a.S, method: M}}]\n";
+        let both = format!("{o}{n}");
+        assert!(cut(&plan_yaml(&both, |_| {})));
+        let (alone, with_n) = (charges_of(o, false), charges_of(&both, false));
+        assert_eq!(alone.len(), 1);
+        assert_eq!(with_n[0], alone[0], "{with_n:?}");
     }
 
     /// With `--carrier inline` the lists' bytes are charged too (`--list-memory-per-tenant`): 40 routes, each a
