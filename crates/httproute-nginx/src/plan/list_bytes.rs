@@ -270,7 +270,7 @@ impl<'a> Model<'a> {
     ) {
         let at = self.lists.len() as u32;
         let root = l.loc == Loc::Prefix("/".into());
-        let start = self.list_runs.len() as u32;
+        let (start, born) = (self.list_runs.len() as u32, self.runs.len() as u32);
         for (i, seg) in l.segments.iter().enumerate() {
             let (id, next) = (seg.id(), self.runs.len() as u32);
             let first = !runs.pieces.contains_key(&id);
@@ -292,7 +292,7 @@ impl<'a> Model<'a> {
                 self.cut_at(&l.segments, i, run, &kept);
             }
             let making = seg.candidates().first().is_some_and(|c| makes(&l.loc, c));
-            let fresh = first;
+            let fresh = run >= born;
             for c in seg.candidates().iter().filter(|_| fresh || making) {
                 let Some(age) = kept(c) else { continue };
                 let r = self.route(&c.id.route, age);
@@ -598,6 +598,17 @@ mod tests {
             _ => false,
         });
         assert!(exact, "{:?}", p.refused);
+    }
+
+    /// rv-gu HIGH-3: a's block is whole in `location /` and in two pieces in b's `= /b.S/M`:
+    /// its entries are charged to a once (a's charge the same with and without b), the
+    /// pieces' keys and copies to b. Before, each piece re-read a's entries into a's charge.
+    #[test]
+    fn a_block_whole_in_one_location_and_cut_in_another_is_charged_once_to_its_owner() {
+        let both = format!("{A_REGEX}{}", b_exact(1));
+        assert!(cut(&plan_yaml(&both, |_| {})));
+        let (alone, with_b) = (charges_of(A_REGEX, false), charges_of(&both, false));
+        assert_eq!(with_b[0], alone[0], "{with_b:?}");
     }
 
     /// rv-gu HIGH-2: the ages of [`a_newer_grpc_route_pays_for_the_pieces_it_cuts_an_older_block_into`]
