@@ -2020,3 +2020,117 @@ proptest! {
         nginx_t("long-lists", &g.output);
     }
 }
+
+/// A route of tenant b for [`shared_lists_docs`]: (age in seconds after a's, GRPC, depth of
+/// its path or regex method, header value length, matches, headers, parents: 0 its own
+/// Gateway, 1 a's, 2 both; colliding names (first, count), a.test among them).
+type CutRoute = (u32, bool, usize, usize, usize, usize, u8, (usize, usize), bool);
+
+fn cut_routes() -> impl Strategy<Value = Vec<CutRoute>> {
+    let route = (
+        (0u32..100_000, any::<bool>(), 1usize..24, 0usize..=2048, 1usize..9, 0usize..=16),
+        (0u8..3, (0usize..280, 0usize..=16), any::<bool>()),
+    );
+    let flat = |((a, g, d, l, m, h), (p, n, t)): ((u32, bool, usize, usize, usize, usize), _)| {
+        (a, g, d, l, m, h, p, n, t)
+    };
+    prop::collection::vec(route.prop_map(flat), 1..24)
+}
+
+/// Tenant a (its Gateway admitting every namespace, an HTTPRoute on h.a.test and a GRPCRoute
+/// on a.test of a regex and an exact method that b's methods cut) and tenant b's newer Gateway and `routes`.
+fn shared_lists_docs(routes: &[CutRoute]) -> (Vec<String>, Vec<String>) {
+    let mut a = tenant_a_admitting_all();
+    // a's HTTPRoute on a listener of its own (h.a.test): a host name is one kind's.
+    let h = "{name: h, port: 18080, protocol: HTTP, hostname: h.a.test, allowedRoutes: {namespaces: {from: All}}}";
+    a[0] = a[0].replace("}}}]", &format!("}}}}}}, {h}]"));
+    a[1] = a[1]
+        .replace("namespace: a}", "namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}")
+        .replace("[{name: gw}]", "[{name: gw, sectionName: h}]");
+    assert!(a[0].contains("h.a.test") && a[1].contains("sectionName: h"), "{a:?}");
+    a.push("kind: GRPCRoute\nmetadata: {name: g, namespace: a, creationTimestamp: \"2026-01-01T00:00:02Z\"}\nspec:\n  parentRefs: [{name: gw, sectionName: http}]\n  rules:\n  - matches: [{method: {type: RegularExpression, service: \"a[.]S\", method: \"M.*\"}, headers: [{name: x, value: \"1\"}, {name: y, value: \"2\"}]}]\n    backendRefs: [{name: s, port: 80}]\n  - matches: [{method: {service: a.S, method: M}}]\n    backendRefs: [{name: s, port: 80}]\n".to_owned());
+    let names = colliding_names(296);
+    let mut b = vec!["kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned()];
+    for (k, &(age, grpc, depth, len, matches, headers, parents, (first, n), a_test)) in
+        routes.iter().enumerate()
+    {
+        let value = q(&"v".repeat(len));
+        let hs: Vec<String> =
+            (0..headers).map(|i| format!("{{name: x-{i}, value: {value}}}")).collect();
+        let hs = hs.join(", ");
+        let m: Vec<String> = (0..matches)
+            .map(|i| match (grpc, i % 2) {
+                (true, 0) => format!("{{method: {{type: RegularExpression, service: \"s{depth}[.]S\", method: \"M{i}.*\"}}, headers: [{hs}]}}"),
+                (true, _) => format!("{{method: {{service: a.S, method: M}}, headers: [{hs}]}}"),
+                (false, _) => format!("{{path: {{type: PathPrefix, value: {}}}, headers: [{hs}]}}", "/d".repeat(depth)),
+            })
+            .collect();
+        let mut hosts: Vec<String> = names[first..first + n].iter().map(|h| q(h)).collect();
+        if a_test && hosts.len() < 16 {
+            hosts.push("a.test".into());
+        }
+        let hosts = if hosts.is_empty() {
+            String::new()
+        } else {
+            format!("  hostnames: [{}]\n", hosts.join(", "))
+        };
+        let refs = [
+            "[{name: gw}]",
+            "[{name: gw, namespace: a}]",
+            "[{name: gw}, {name: gw, namespace: a}]",
+        ];
+        let (day, second) = (2 + age / 86_400, age % 86_400);
+        b.push(format!(
+            "kind: {}\nmetadata: {{name: l{k}, namespace: b, creationTimestamp: \"2026-01-{day:02}T{:02}:{:02}:{:02}Z\"}}\nspec:\n  parentRefs: {}\n{hosts}  rules:\n  - matches: [{}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            if grpc { "GRPCRoute" } else { "HTTPRoute" },
+            second / 3600,
+            second / 60 % 60,
+            second % 60,
+            refs[parents as usize],
+            m.join(", ")
+        ));
+    }
+    (a, b)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// rv-gu MED-5: [`long_lists_of_another_tenant_under_a_small_module_memory_leave_nginx_loading`]
+    /// where it can hurt: b's routes (HTTP long lists, GRPC regex and exact methods with 0-16
+    /// headers that cut a's blocks, colliding 253-byte host names) on a's shared Gateway, on
+    /// b's own, or both. a's routes stay accepted, only b's units are refused, NGINX's
+    /// server-name hash builds (the generator's own model, always) and `nginx -t` loads it
+    /// (where given).
+    #[test]
+    fn shared_gateways_grpc_cuts_and_colliding_names_of_another_tenant_leave_nginx_loading(
+        routes in cut_routes(),
+        mib in prop::sample::select(vec![2usize, 4]),
+        carrier in prop::sample::select(vec![
+            httproute_nginx::Carrier::Preload,
+            httproute_nginx::Carrier::Inline,
+            httproute_nginx::Carrier::Variable,
+        ]),
+        order in any::<u64>(),
+    ) {
+        let mut o = opts();
+        o.carrier = carrier;
+        let max = mib << 20;
+        o.global.module_max_memory = Some(max);
+        (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (max / 4, max / 2);
+        let (a, b) = shared_lists_docs(&routes);
+        let dir = dir_with("shared-lists", &file_of(&a, b, order, true));
+        let g = generate_all(&[dir], &backends(), &o).unwrap();
+        for id in ["a/r", "a/g"] {
+            // a's own parentRefs (one each).
+            let c = accepted(&g, id, None);
+            prop_assert!(c.ok, "{}: {:?}", id, c);
+        }
+        for d in &g.output.dropped {
+            let ns = d.unit.route().map(|r| r.namespace.as_str());
+            prop_assert!(ns != Some("a"), "{:?}", d);
+        }
+        prop_assert!(server_names_build(&g.output.nginx_conf), "server names hash not built");
+        nginx_t("shared-lists", &g.output);
+    }
+}
