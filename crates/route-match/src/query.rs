@@ -30,8 +30,23 @@ const SPECIAL: [bool; 256] = {
     t
 };
 
+/// Bytes of decoded text and spilled pairs a thread keeps for its next query (the largest
+/// query it decoded, up to this): a query with escapes or more than [`INLINE`] pairs then
+/// allocates nothing per request (issue #46: no heap allocation per request in NGINX).
+const KEEP: usize = 64 << 10;
+
+/// Decoded text and spilled pairs of a query.
+type Buffers = (Vec<u8>, Vec<(Span, Span)>);
+
+std::thread_local! {
+    /// The buffers of the last query that needed them, empty, for the next one.
+    static SCRATCH: core::cell::Cell<Buffers> =
+        const { core::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
 /// A decoded query string. A segment without `%` or `+` is borrowed from the raw query; only
-/// the others are decoded into `buf`. A short query allocates nothing.
+/// the others are decoded into `buf`. A query of at most [`INLINE`] pairs without escapes
+/// touches no buffer; the others borrow the thread's ([`SCRATCH`]) and give it back.
 #[derive(Debug)]
 pub(crate) struct Params<'q> {
     raw: &'q [u8],
@@ -42,6 +57,29 @@ pub(crate) struct Params<'q> {
     /// SORT_FROM or more (see `sorted`), so the first of equal names is still the first
     /// occurrence.
     spill: Vec<(Span, Span)>,
+    /// `buf` and `spill` are the thread's [`SCRATCH`], given back on drop.
+    scratch: bool,
+}
+
+impl Drop for Params<'_> {
+    fn drop(&mut self) {
+        if !self.scratch {
+            return;
+        }
+        let (mut buf, mut spill) =
+            (core::mem::take(&mut self.buf), core::mem::take(&mut self.spill));
+        buf.clear();
+        spill.clear();
+        let keep = |bytes: usize| bytes <= KEEP;
+        if !keep(buf.capacity()) {
+            buf = Vec::new();
+        }
+        if !keep(spill.capacity() * core::mem::size_of::<(Span, Span)>()) {
+            spill = Vec::new();
+        }
+        // A thread that is exiting has no scratch left: the buffers are freed here.
+        let _ = SCRATCH.try_with(|s| s.set((buf, spill)));
+    }
 }
 
 impl<'q> Params<'q> {
@@ -50,15 +88,30 @@ impl<'q> Params<'q> {
         self.n.max(self.spill.len())
     }
 
-    /// Heap bytes held (decoded bytes and the spilled pairs).
+    /// Heap bytes this query uses (decoded bytes and the spilled pairs).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.buf.capacity() + self.spill.capacity() * core::mem::size_of::<(Span, Span)>()
+        self.buf.len() + self.spill.len() * core::mem::size_of::<(Span, Span)>()
+    }
+
+    /// Takes the thread's buffers, once, before the first byte or pair goes to the heap.
+    #[inline(never)]
+    fn take_scratch(&mut self) {
+        if !self.scratch {
+            self.scratch = true;
+            (self.buf, self.spill) = SCRATCH.try_with(|s| s.take()).unwrap_or_default();
+        }
     }
 
     pub(crate) fn parse(raw: &'q [u8]) -> Params<'q> {
         let raw = &raw[..raw.len().min((DECODED - 1) as usize)];
-        let mut p =
-            Params { raw, buf: Vec::new(), inline: Default::default(), n: 0, spill: Vec::new() };
+        let mut p = Params {
+            raw,
+            buf: Vec::new(),
+            inline: Default::default(),
+            n: 0,
+            spill: Vec::new(),
+            scratch: false,
+        };
         // One pass: segment start, its first `=`, and whether name or value needs decoding.
         // Ordinary bytes are skipped by a table lookup each.
         let (mut start, mut eq, mut escaped_name, mut escaped_value) = (0, None, false, false);
@@ -108,6 +161,7 @@ impl<'q> Params<'q> {
             self.n += 1;
         } else {
             if self.spill.is_empty() {
+                self.take_scratch();
                 self.spill.extend_from_slice(&self.inline);
             }
             self.spill.push(item);
@@ -136,6 +190,7 @@ impl<'q> Params<'q> {
     /// Decodes raw[start..end] into `buf`.
     #[inline(never)]
     fn decode(&mut self, start: usize, end: usize) -> Span {
+        self.take_scratch();
         let s = &self.raw[start..end];
         let start = self.buf.len();
         let mut i = 0;
