@@ -620,11 +620,20 @@ fn variable_slots(req: &ngx_http_request_t) -> &[ngx::ffi::ngx_variable_value_t]
 /// Whether `value` is what a client sent as `Matches:` (what `$http_matches` reads in a
 /// location where no `set` ran, if something evaluated it before us).
 fn client_value(req: &ngx_http_request_t, value: &[u8]) -> bool {
-    let lines: Vec<&[u8]> = header_lines(req)
-        .filter(|(name, _)| name.len() == 7 && name.eq_ignore_ascii_case(b"matches"))
-        .map(|(_, v)| v)
-        .collect();
-    lines.contains(&value) || (lines.len() > 1 && lines.join(&b", "[..]) == value)
+    let lines = || {
+        header_lines(req)
+            .filter(|(name, _)| name.len() == 7 && name.eq_ignore_ascii_case(b"matches"))
+            .map(|(_, v)| v)
+    };
+    let mut n = 0;
+    for line in lines() {
+        if line == value {
+            return true;
+        }
+        n += 1;
+    }
+    // Several lines: `$http_matches` reads them joined by ", " (only then a copy).
+    n > 1 && lines().collect::<Vec<_>>().join(&b", "[..]) == value
 }
 
 /// The request as the engine sees it: borrowed NGINX memory, no copies.
