@@ -36,82 +36,82 @@ const SPECIAL: [bool; 256] = {
 const KEEP: usize = 64 << 10;
 
 /// Decoded text and spilled pairs of a query.
-type Buffers = (Vec<u8>, Vec<(Span, Span)>);
+#[derive(Debug, Default)]
+struct Buffers {
+    buf: Vec<u8>,
+    spill: Vec<(Span, Span)>,
+}
 
 std::thread_local! {
     /// The buffers of the last query that needed them, empty, for the next one.
-    static SCRATCH: core::cell::Cell<Buffers> =
-        const { core::cell::Cell::new((Vec::new(), Vec::new())) };
+    static SCRATCH: core::cell::Cell<Option<Box<Buffers>>> = const { core::cell::Cell::new(None) };
 }
 
 /// A decoded query string. A segment without `%` or `+` is borrowed from the raw query; only
 /// the others are decoded into `buf`. A query of at most [`INLINE`] pairs without escapes
 /// touches no buffer; the others borrow the thread's ([`SCRATCH`]) and give it back.
+/// The buffers are one pointer (the first query of a thread that needs them allocates them),
+/// so that a `Params` is small enough to move without a `memcpy` call (issue #46).
 #[derive(Debug)]
 pub(crate) struct Params<'q> {
     raw: &'q [u8],
-    buf: Vec<u8>,
     inline: [(Span, Span); INLINE],
     n: usize,
-    /// Every pair, once there are more than INLINE; stably sorted by name when there are
-    /// SORT_FROM or more (see `sorted`), so the first of equal names is still the first
-    /// occurrence.
-    spill: Vec<(Span, Span)>,
-    /// `buf` and `spill` are the thread's [`SCRATCH`], given back on drop.
-    scratch: bool,
+    /// `buf`: decoded text; `spill`: every pair, once there are more than INLINE, stably
+    /// sorted by name when there are SORT_FROM or more (see `sorted`), so the first of equal
+    /// names is still the first occurrence.
+    heap: Option<Box<Buffers>>,
 }
+
+// Moved by value into the evaluation's `OnceCell`: at 144 bytes each move was a `memcpy` call
+// (~35 instructions, twice per request with a param condition).
+const _: () = assert!(core::mem::size_of::<Params<'_>>() <= 96);
 
 impl Drop for Params<'_> {
     fn drop(&mut self) {
-        if !self.scratch {
-            return;
-        }
-        let (mut buf, mut spill) =
-            (core::mem::take(&mut self.buf), core::mem::take(&mut self.spill));
-        buf.clear();
-        spill.clear();
+        let Some(mut h) = self.heap.take() else { return };
+        h.buf.clear();
+        h.spill.clear();
         let keep = |bytes: usize| bytes <= KEEP;
-        if !keep(buf.capacity()) {
-            buf = Vec::new();
+        if !keep(h.buf.capacity()) {
+            h.buf = Vec::new();
         }
-        if !keep(spill.capacity() * core::mem::size_of::<(Span, Span)>()) {
-            spill = Vec::new();
+        if !keep(h.spill.capacity() * core::mem::size_of::<(Span, Span)>()) {
+            h.spill = Vec::new();
         }
         // A thread that is exiting has no scratch left: the buffers are freed here.
-        let _ = SCRATCH.try_with(|s| s.set((buf, spill)));
+        let _ = SCRATCH.try_with(|s| s.set(Some(h)));
     }
 }
 
 impl<'q> Params<'q> {
     /// Number of (name, value) pairs.
     pub(crate) fn len(&self) -> usize {
-        self.n.max(self.spill.len())
+        self.n.max(self.spill().len())
     }
 
     /// Heap bytes this query uses (decoded bytes and the spilled pairs).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.buf.len() + self.spill.len() * core::mem::size_of::<(Span, Span)>()
+        let buf = self.heap.as_ref().map_or(0, |h| h.buf.len());
+        buf + core::mem::size_of_val(self.spill())
+    }
+
+    /// The spilled pairs (empty while they fit `inline`).
+    fn spill(&self) -> &[(Span, Span)] {
+        self.heap.as_ref().map_or(&[][..], |h| &h.spill)
     }
 
     /// Takes the thread's buffers, once, before the first byte or pair goes to the heap.
     #[inline(never)]
-    fn take_scratch(&mut self) {
-        if !self.scratch {
-            self.scratch = true;
-            (self.buf, self.spill) = SCRATCH.try_with(|s| s.take()).unwrap_or_default();
-        }
+    fn take_scratch(&mut self) -> &mut Buffers {
+        self.heap.get_or_insert_with(|| {
+            SCRATCH.try_with(|s| s.take()).ok().flatten().unwrap_or_default()
+        })
     }
 
     pub(crate) fn parse(raw: &'q [u8]) -> Params<'q> {
         let raw = &raw[..raw.len().min((DECODED - 1) as usize)];
-        let mut p = Params {
-            raw,
-            buf: Vec::new(),
-            inline: Default::default(),
-            n: 0,
-            spill: Vec::new(),
-            scratch: false,
-        };
+        let mut p = Params { raw, inline: Default::default(), n: 0, heap: None };
         // One pass: segment start, its first `=`, and whether name or value needs decoding.
         // Ordinary bytes are skipped by a table lookup each.
         let (mut start, mut eq, mut escaped_name, mut escaped_value) = (0, None, false, false);
@@ -143,38 +143,49 @@ impl<'q> Params<'q> {
             i += 1;
         }
         if p.sorted() {
-            let mut spill = core::mem::take(&mut p.spill);
+            let mut spill =
+                p.heap.as_mut().map(|h| core::mem::take(&mut h.spill)).unwrap_or_default();
             spill.sort_by(|a, b| p.bytes(&a.0).cmp(p.bytes(&b.0)));
-            p.spill = spill;
+            if let Some(h) = &mut p.heap {
+                h.spill = spill;
+            }
         }
         p
     }
 
     /// Whether lookups use the sorted index (many pairs) rather than a scan in query order.
     fn sorted(&self) -> bool {
-        self.spill.len() >= SORT_FROM
+        self.spill().len() >= SORT_FROM
     }
 
     fn push(&mut self, item: (Span, Span)) {
-        if self.spill.is_empty() && self.n < INLINE {
+        if self.n < INLINE && self.spill().is_empty() {
             self.inline[self.n] = item;
             self.n += 1;
         } else {
-            if self.spill.is_empty() {
-                self.take_scratch();
-                self.spill.extend_from_slice(&self.inline);
+            let inline = self.inline;
+            let h = self.take_scratch();
+            if h.spill.is_empty() {
+                h.spill.extend_from_slice(&inline);
             }
-            self.spill.push(item);
+            h.spill.push(item);
         }
     }
 
     fn items(&self) -> &[(Span, Span)] {
-        if self.spill.is_empty() { &self.inline[..self.n] } else { &self.spill }
+        match &self.heap {
+            Some(h) if !h.spill.is_empty() => &h.spill,
+            _ => &self.inline[..self.n],
+        }
     }
 
     fn bytes(&self, s: &Span) -> &[u8] {
         let r = s.start as usize..(s.end & !DECODED) as usize;
-        if s.end & DECODED != 0 { &self.buf[r] } else { &self.raw[r] }
+        if s.end & DECODED != 0 {
+            self.heap.as_ref().and_then(|h| h.buf.get(r)).unwrap_or_default()
+        } else {
+            &self.raw[r]
+        }
     }
 
     /// The span of raw[start..end], decoded into `buf` first if `escaped`.
@@ -190,28 +201,28 @@ impl<'q> Params<'q> {
     /// Decodes raw[start..end] into `buf`.
     #[inline(never)]
     fn decode(&mut self, start: usize, end: usize) -> Span {
-        self.take_scratch();
         let s = &self.raw[start..end];
-        let start = self.buf.len();
+        let buf = &mut self.take_scratch().buf;
+        let start = buf.len();
         let mut i = 0;
         while i < s.len() {
             let b = s[i];
             match b {
-                b'+' => self.buf.push(b' '),
+                b'+' => buf.push(b' '),
                 b'%' => match (s.get(i + 1).and_then(hex), s.get(i + 2).and_then(hex)) {
                     (Some(h), Some(l)) => {
-                        self.buf.push(h << 4 | l);
+                        buf.push(h << 4 | l);
                         i += 3;
                         continue;
                     }
-                    _ => self.buf.push(b'%'),
+                    _ => buf.push(b'%'),
                 },
-                _ => self.buf.push(b),
+                _ => buf.push(b),
             }
             i += 1;
         }
         // A decoded string is never longer than its raw form, so it fits the same bound.
-        Span { start: start as u32, end: self.buf.len() as u32 | DECODED }
+        Span { start: start as u32, end: buf.len() as u32 | DECODED }
     }
 
     /// The value of the first occurrence of `name`, if any.
