@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 
 use libyaml_safer::{EventData, Mark, Parser, ScalarStyle};
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 /// The deepest nesting accepted, in collections (block and flow alike, aliases expanded).
@@ -279,13 +280,16 @@ impl<F: FnMut(Part)> Reader<'_, F> {
                     }
                 });
             }
-            Some(Frame::Map(m, key, _)) => {
-                let k = key.take().unwrap_or_default();
-                if m.contains_key(&k) {
+            Some(Frame::Map(m, key, _)) => match m.entry(key.take().unwrap_or_default()) {
+                // One search of the map per key.
+                Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+                Entry::Occupied(e) => {
+                    let k = e.key();
                     return fail(format!("invalid YAML/JSON: duplicate key {k:?} at {}", pos(at)));
                 }
-                m.insert(k, v);
-            }
+            },
         }
         Ok(())
     }
