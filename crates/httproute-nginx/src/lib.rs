@@ -262,10 +262,8 @@ fn generate_all_by(
 ) -> Result<Generated, String> {
     let option_warnings = check_options(opts, backends)?;
     let model = model::load(inputs).map_err(|e| e.to_string())?;
-    let mut plan =
-        plan::plan(&model, &plan::PlanOptions { status, ..plan_options(opts, backends) });
-    // The plan holds what it needs: the manifests' memory is free for the configuration.
-    drop(model);
+    // The plan takes the manifests: their routes are freed before the servers are planned.
+    let mut plan = plan::plan(model, &plan::PlanOptions { status, ..plan_options(opts, backends) });
     if !status {
         plan.status = plan::Status::default();
     }

@@ -28,7 +28,7 @@ fn a_real_pair_where_the_string_and_the_pair_disagree() {
         )
     };
     let p = plan(
-        &inputs(&format!("{gw}{}{}", route("a", "b-c"), route("a-b", "c"))),
+        inputs(&format!("{gw}{}{}", route("a", "b-c"), route("a-b", "c"))),
         &PlanOptions::new(&BackendMap::new()),
     );
     let server = &p.ports[0].servers[0];
@@ -51,7 +51,7 @@ proptest! {
         for (ns, name) in &names {
             yaml += &format!("kind: HTTPRoute\nmetadata: {{name: {name}, namespace: {ns}, creationTimestamp: \"2024-01-01T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: gw}}]\n  rules: [{{matches: [{{path: {{type: PathPrefix, value: /x}}}}]}}]\n---\n");
         }
-        let p = plan(&inputs(&yaml), &PlanOptions::new(&BackendMap::new()));
+        let p = plan(inputs(&yaml), &PlanOptions::new(&BackendMap::new()));
         let mut want: Vec<String> = names.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
         want.sort();
         let server = &p.ports[0].servers[0];
@@ -168,7 +168,7 @@ proptest! {
         let shuffled = docs.concat();
         let mut outputs = Vec::new();
         for yaml in [&forward, &shuffled] {
-            let p = plan(&inputs(yaml), &PlanOptions::new(&BackendMap::new()));
+            let p = plan(inputs(yaml), &PlanOptions::new(&BackendMap::new()));
             for g in &gws {
                 let l = p
                     .status
@@ -299,7 +299,7 @@ proptest! {
         ),
     ) {
         let gws: Vec<Shared> = gws.into_iter().map(|(ns, (d, h))| (ns, d, h)).collect();
-        let p = plan(&inputs(&shared_port_doc(&gws, &routes)), &PlanOptions::new(&BackendMap::new()));
+        let p = plan(inputs(&shared_port_doc(&gws, &routes)), &PlanOptions::new(&BackendMap::new()));
         for r in &p.status.routes {
             let i: usize = r.id.name[1..].parse().unwrap();
             for ((_, conditions), attached) in r.parents.iter().zip(&r.attached) {

@@ -181,7 +181,7 @@ fn endpoints_are_resolved_once_per_pool_and_service_however_many_references() {
     let mut backends = BackendMap::new();
     backends.insert("default/epp:9002".into(), "127.0.0.1:9002".into());
     let work = |n: usize, e: usize| {
-        let p = plan(&common::inputs(&many_refs(n, e)), &PlanOptions::new(&backends));
+        let p = plan(common::inputs(&many_refs(n, e)), &PlanOptions::new(&backends));
         let targets: Vec<Target> = (p.ports.iter())
             .flat_map(|p| &p.servers)
             .flat_map(|s| &s.rules)

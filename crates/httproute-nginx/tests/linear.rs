@@ -73,7 +73,7 @@ fn plan_routes(routes: &[(bool, Vec<String>)]) -> Plan {
             i % 60
         );
     }
-    plan(&inputs(&yaml), &PlanOptions::new(&BackendMap::new()))
+    plan(inputs(&yaml), &PlanOptions::new(&BackendMap::new()))
 }
 
 fn lost(p: &Plan, n: usize) -> Vec<bool> {
@@ -157,7 +157,7 @@ fn the_regex_budget_charges_each_inline_copy() {
         let mut opts = PlanOptions::new(&backends);
         opts.regex_memory_per_tenant = 3 * httproute_nginx::limits::regex_charge(64);
         opts.regex_per_location = per_location;
-        let p = plan(&inputs(&yaml), &opts);
+        let p = plan(inputs(&yaml), &opts);
         !p.refused.is_empty()
     };
     assert!(!refused(2, true));

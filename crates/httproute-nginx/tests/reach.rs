@@ -25,7 +25,7 @@ fn route(kind: &str, ns: &str, backend: &str) -> String {
 fn plan_of(yaml: &str, allow_external_name: bool) -> Plan {
     let backends = BackendMap::new();
     let opts = PlanOptions { allow_external_name, ..PlanOptions::new(&backends) };
-    plan(&inputs(yaml), &opts)
+    plan(inputs(yaml), &opts)
 }
 
 /// Every backend target of every rule of every server.

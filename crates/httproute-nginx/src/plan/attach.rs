@@ -13,13 +13,12 @@ use super::status::{Condition, ConditionType, Reason, RouteNode};
 use super::types::wildcard_covers;
 
 /// A route attached to a listener, with the hostnames it serves there.
-pub(super) struct Attachment<'a> {
+pub(super) struct Attachment {
     pub listener: usize,
-    /// Its route's node (an index into the nodes [`attach`] returns).
+    /// Its route's node: an index into the nodes [`attach`] returns, one per route in the
+    /// order of the routes it was given (so also the route's index there).
     pub node: usize,
-    pub route: &'a HttpRoute,
-    /// Its references, resolved once.
-    pub resolved: &'a ResolvedRoute,
+    pub route: RouteId,
     /// The route's place by age: creationTimestamp, then the `"{namespace}/{name}"` string (see
     /// `precedence::SortKey`).
     pub age: usize,
@@ -121,14 +120,14 @@ impl Missed {
 /// Attaches every route (sorted by namespace/name) to the listeners its parentRefs name and
 /// that accept it, and gives each route its node (`Accepted` per parentRef, `ResolvedRefs`),
 /// one per route, in order. `ages[i]`: the place of `routes[i]` by age.
-pub(super) fn attach<'a>(
-    inputs: &'a Inputs,
-    routes: &[&'a HttpRoute],
-    resolved: &'a [ResolvedRoute],
+pub(super) fn attach(
+    inputs: &Inputs,
+    routes: &[&HttpRoute],
+    resolved: &[ResolvedRoute],
     ages: &[usize],
     listeners: &[Listener],
     warnings: &mut Vec<String>,
-) -> (Vec<Attachment<'a>>, Vec<RouteNode>) {
+) -> (Vec<Attachment>, Vec<RouteNode>) {
     // The listeners of each Gateway (namespace, name), in input order.
     let mut of_gateway: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
     for (li, l) in listeners.iter().enumerate() {
@@ -139,6 +138,7 @@ pub(super) fn attach<'a>(
     for ((r, &age), refs) in routes.iter().zip(ages).zip(resolved) {
         let ns = &r.metadata.namespace;
         let kind = RouteKind::of(r.grpc);
+        let id = RouteId::of(r);
         let mut parents = Vec::new();
         // Beside `parents`: the listeners each parentRef attaches to.
         let mut attached_to = Vec::new();
@@ -175,8 +175,7 @@ pub(super) fn attach<'a>(
                 attachments.push(Attachment {
                     listener: li,
                     node: nodes.len(),
-                    route: r,
-                    resolved: refs,
+                    route: id.clone(),
                     age,
                     hostnames,
                 });
@@ -189,7 +188,7 @@ pub(super) fn attach<'a>(
             attached_to.push(here);
         }
         let attached = attached_to.iter().any(|h| !h.is_empty());
-        nodes.push(RouteNode { id: RouteId::of(r), parents, attached: attached_to });
+        nodes.push(RouteNode { id, parents, attached: attached_to });
         if !attached {
             warnings.push(format!(
                 "{kind} {ns}/{}: attaches to no listener (parentRefs, sectionName, port or \
@@ -207,24 +206,25 @@ pub(super) fn attach<'a>(
 /// that Gateway, on its node), with one warning naming the oldest route it meets.
 pub(super) fn reject_kind_conflicts(
     listeners: &[Listener],
-    attachments: &mut Vec<Attachment<'_>>,
+    attachments: &mut Vec<Attachment>,
     nodes: &mut [RouteNode],
     warnings: &mut Vec<String>,
 ) {
+    let grpc = |a: &Attachment| a.route.kind == RouteKind::Grpc;
     let mut tables: HashMap<(usize, bool), Oldest<'_>> = HashMap::new();
     for (i, a) in attachments.iter().enumerate() {
-        tables.entry((a.listener, a.route.grpc)).or_default().add(&a.hostnames, (a.age, i));
+        tables.entry((a.listener, grpc(a))).or_default().add(&a.hostnames, (a.age, i));
     }
     // Each attachment that meets an older one of the other kind loses there: one warning each.
     let mut losers: Vec<(usize, usize, String)> = Vec::new();
     let mut lost: HashSet<usize> = HashSet::new();
     for (i, a) in attachments.iter().enumerate() {
-        let Some(t) = tables.get(&(a.listener, !a.route.grpc)) else { continue };
+        let Some(t) = tables.get(&(a.listener, !grpc(a))) else { continue };
         let Some((age, w)) = t.meeting(&a.hostnames) else { continue };
         if age >= a.age {
             continue;
         }
-        let (win_id, lose_id) = (RouteId::of(attachments[w].route), RouteId::of(a.route));
+        let (win_id, lose_id) = (&attachments[w].route, &a.route);
         let why = format!(
             "{} {lose_id} has hostnames in common with the older {} {win_id} on listener {}: \
              only that one is accepted there",

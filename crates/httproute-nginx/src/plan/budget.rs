@@ -15,7 +15,7 @@ use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget, regex_charge};
 
 use super::attach::{Attachment, set_refused};
 use super::entry::{Entry, REGEX_CONDITION};
-use super::ids::{Ages, GatewayId, ListenerId, RouteId, RuleId};
+use super::ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId};
 use super::listeners::Listener;
 use super::merge::ServerAt;
 use super::status::RouteNode;
@@ -176,17 +176,17 @@ pub(super) fn listening_sockets(
 /// one of its GRPCRoutes is kept (its owner opted in, so later ones may join).
 pub(super) fn http2_ports(
     listeners: &[Listener],
-    attachments: &mut Vec<Attachment<'_>>,
+    attachments: &mut Vec<Attachment>,
     nodes: &mut [RouteNode],
     ages: &Ages,
     warnings: &mut Vec<String>,
 ) {
     let mut grpc: Vec<usize> =
-        (0..attachments.len()).filter(|&i| attachments[i].route.grpc).collect();
+        (0..attachments.len()).filter(|&i| attachments[i].route.kind == RouteKind::Grpc).collect();
     if grpc.is_empty() {
         return;
     }
-    let age = |i: usize| ages.route(&RouteId::of(attachments[i].route));
+    let age = |i: usize| ages.route(&attachments[i].route);
     grpc.sort_by_key(|&i| (age(i), i));
     let mut on_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, l) in listeners.iter().enumerate() {
@@ -209,7 +209,7 @@ pub(super) fn http2_ports(
                 serves.insert(attachments[i].listener);
             }
             Some(m) => {
-                let id = RouteId::of(attachments[i].route);
+                let id = &attachments[i].route;
                 let why = format!(
                     "GRPCRoute {id} would turn HTTP/2 on for every server of port {}, where the \
                      older listener {} of another namespace serves HTTP/1.1 only (budget: HTTP/2 \

@@ -175,8 +175,51 @@ pub struct Work {
     pub endpoints: usize,
 }
 
-/// The plan of `inputs`: the one planning generate, explain and status share.
-pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
+/// The manifests a plan is made from: owned, their routes are freed once the routes' rules
+/// are planned, before the servers (the command's run: memory is the plan, not the plan and
+/// the model); borrowed, the caller keeps them.
+pub enum Model<'a> {
+    Owned(Box<Inputs>),
+    Borrowed(&'a Inputs),
+}
+
+impl From<Inputs> for Model<'_> {
+    fn from(inputs: Inputs) -> Self {
+        Model::Owned(Box::new(inputs))
+    }
+}
+
+impl<'a> From<&'a Inputs> for Model<'a> {
+    fn from(inputs: &'a Inputs) -> Self {
+        Model::Borrowed(inputs)
+    }
+}
+
+/// The plan of `model`: the one planning generate, explain and status share.
+pub fn plan<'a>(model: impl Into<Model<'a>>, opts: &PlanOptions<'_>) -> Plan {
+    match model.into() {
+        Model::Owned(mut inputs) => {
+            let ages = Ages::of(&inputs);
+            // The routes apart from the rest (what listeners, status and secrets read).
+            let routes = std::mem::take(&mut inputs.routes);
+            plan_from(&inputs, ages, Some(routes), opts)
+        }
+        Model::Borrowed(inputs) => plan_from(inputs, Ages::of(inputs), None, opts),
+    }
+}
+
+/// [`plan`] of `inputs` with their routes: `owned` (freed once every route's rules are
+/// planned, before the servers) or else `inputs.routes`.
+fn plan_from(
+    inputs: &Inputs,
+    ages: Ages,
+    mut owned: Option<Vec<HttpRoute>>,
+    opts: &PlanOptions<'_>,
+) -> Plan {
+    // Owned routes in the order planning takes them, so that each is freed once planned.
+    if let Some(owned) = &mut owned {
+        owned.sort_by(by_name);
+    }
     let mut warnings = input_warnings(inputs);
     let mut status = Status::default();
     let grants = grants::Grants::of(&inputs.grants);
@@ -184,55 +227,43 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
     let listeners =
         listeners::listeners(inputs, &grants, &opts.given_certificates, &mut status, &mut warnings);
     // 2. Routes in order: by namespace/name, and their places by age.
-    let (routes, route_ages) = routes_by_age(inputs);
-    let slices = backends::slices_by_service(inputs);
-    let given = backends::given(inputs);
-    let labeled = backends::slices_by_label(inputs);
-    let endpoints = backends::Endpoints::default();
-    let refs = backends::Refs {
-        grpc: false,
-        backends: opts.backends,
-        grants: &grants,
-        services: &inputs.services,
-        given: &given,
-        slices: &slices,
-        refused_services: &inputs.refused_services,
-        refused_slices: &inputs.refused_slices,
-        allow_external_name: opts.allow_external_name,
-        pools: &inputs.inference_pools,
-        labeled: &labeled,
-        endpoints: &endpoints,
-    };
+    let all = owned.as_deref().unwrap_or(&inputs.routes);
+    let (order, route_ages) = routes_by_age(all);
+    let routes: Vec<&HttpRoute> = order.iter().map(|&i| &all[i]).collect();
     // 3. Every reference of every route, resolved once for the route's own kind; then
     // attachment, with each route's ResolvedRefs read from its resolved node.
-    let resolved: Vec<references::ResolvedRoute> =
-        routes.iter().map(|r| references::resolve_route(r, &refs)).collect();
+    let (resolved, endpoints) = resolve_all(inputs, &routes, &grants, opts);
     // Each route's outcome is carried on its node until the status is made from it.
     let (mut attachments, mut nodes) =
         attach::attach(inputs, &routes, &resolved, &route_ages, &listeners, &mut warnings);
     attach::reject_kind_conflicts(&listeners, &mut attachments, &mut nodes, &mut warnings);
-    let ages = Ages::of(inputs);
     budget::http2_ports(&listeners, &mut attachments, &mut nodes, &ages, &mut warnings);
     for a in &attachments {
         status.listeners[listeners[a.listener].status].attached_routes += 1;
     }
-    let (shadowed, taken) = servers::shadowed(&listeners, &attachments);
+    let (shadowed, taken, served) = servers::shadowed(&listeners, &attachments);
     status::shadowed_hostnames(&mut nodes, &shadowed, &mut warnings);
     status::taken_hostnames(&mut status, &taken, &mut warnings);
     // The routes' status in the making: not kept through the servers unless asked.
     drop((!opts.status).then(|| std::mem::take(&mut nodes)));
-    // 4.-6. Servers, their rules and locations in precedence order, on the target NGINX.
-    let (ports, loss) = servers::ports(
-        &listeners,
-        &attachments,
-        &opts.capabilities,
-        opts.experimental,
-        &mut warnings,
-    );
+    // 4. The rules of each route a server takes, once; then the model's routes and their
+    // references are no longer read (an owned model's are freed here).
+    let mut ids = vec![None; routes.len()];
+    for (a, _) in attachments.iter().zip(served).filter(|(_, served)| *served) {
+        ids[a.node].get_or_insert_with(|| a.route.clone());
+    }
+    let rules = (ids, resolved, opts.experimental);
+    let planned = match owned {
+        // Sorted already: `order` is the identity.
+        Some(owned) => rules_of(owned, rules, &mut warnings),
+        None => rules_of(order.iter().map(|&i| &inputs.routes[i]), rules, &mut warnings),
+    };
+    // 5.-6. Servers and their locations in precedence order, on the target NGINX.
+    let (ports, loss) =
+        servers::ports(&listeners, &attachments, planned, &opts.capabilities, &mut warnings);
     status::grpc_not_served(&mut nodes, &loss, opts.capabilities.version);
     status::routes(nodes, inputs, &mut status, &mut warnings);
-    drop(attachments); // nor are the attachments and references kept through the budgets
-    drop(resolved);
+    drop(attachments); // nor are the attachments kept through the budgets
     status::rule_outcomes(&mut status, rule_outcomes(&ports).filter(|_| opts.status));
     warnings.sort();
     warnings.dedup();
@@ -250,8 +281,55 @@ pub fn plan(inputs: &Inputs, opts: &PlanOptions<'_>) -> Plan {
         merged,
         ages,
         refused,
-        work: Work { endpoints: endpoints.made() },
+        work: Work { endpoints },
     }
+}
+
+/// Every reference of every route, resolved once for the route's own kind, and the endpoint
+/// addresses that took ([`Work::endpoints`]).
+fn resolve_all(
+    inputs: &Inputs,
+    routes: &[&HttpRoute],
+    grants: &grants::Grants<'_>,
+    opts: &PlanOptions<'_>,
+) -> (Vec<references::ResolvedRoute>, usize) {
+    let slices = backends::slices_by_service(inputs);
+    let given = backends::given(inputs);
+    let labeled = backends::slices_by_label(inputs);
+    let endpoints = backends::Endpoints::default();
+    let refs = backends::Refs {
+        grpc: false,
+        backends: opts.backends,
+        grants,
+        services: &inputs.services,
+        given: &given,
+        slices: &slices,
+        refused_services: &inputs.refused_services,
+        refused_slices: &inputs.refused_slices,
+        allow_external_name: opts.allow_external_name,
+        pools: &inputs.inference_pools,
+        labeled: &labeled,
+        endpoints: &endpoints,
+    };
+    let resolved = routes.iter().map(|r| references::resolve_route(r, &refs)).collect();
+    (resolved, endpoints.made())
+}
+
+/// The rules and matches of each route with an id (by node; another route's are empty), each
+/// planned once, whatever the servers it serves; each route and its references are dropped
+/// once planned (an owned route is freed).
+fn rules_of<R: std::borrow::Borrow<HttpRoute>>(
+    routes: impl IntoIterator<Item = R>,
+    (ids, resolved, experimental): (Vec<Option<RouteId>>, Vec<references::ResolvedRoute>, bool),
+    warnings: &mut Vec<String>,
+) -> Vec<precedence::RouteRules> {
+    let mut compiled = precedence::Compiled::default();
+    let routes = routes.into_iter().zip(resolved).zip(ids);
+    let rules = routes.map(|((r, refs), id)| {
+        let Some(id) = id else { return precedence::RouteRules::default() };
+        precedence::route_rules(r.borrow(), &id, &refs, experimental, &mut compiled, warnings)
+    });
+    rules.collect()
 }
 
 /// The loader's warnings, after one for each kind of thing it met but does not support.
@@ -324,19 +402,22 @@ fn merged(ports: &[PortPlan], refused: &[(Refused, String)]) -> Merged {
     })
 }
 
-/// The routes by namespace/name, and each one's place by age: older first, then
-/// "alphabetical order by {namespace}/{name}" (the last tie-breakers of precedence).
-fn routes_by_age(inputs: &Inputs) -> (Vec<&HttpRoute>, Vec<usize>) {
-    let mut routes: Vec<&HttpRoute> = inputs.routes.iter().collect();
-    routes.sort_by(|a, b| {
-        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
-    });
-    let metas: Vec<_> = routes.iter().map(|r| &r.metadata).collect();
-    let mut ages = vec![0; routes.len()];
+/// The routes by namespace/name (indexes of `all`), and each one's place by age: older first,
+/// then "alphabetical order by {namespace}/{name}" (the last tie-breakers of precedence).
+fn routes_by_age(all: &[HttpRoute]) -> (Vec<usize>, Vec<usize>) {
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by(|&a, &b| by_name(&all[a], &all[b]));
+    let metas: Vec<_> = order.iter().map(|&i| &all[i].metadata).collect();
+    let mut ages = vec![0; order.len()];
     for (age, i) in ids::oldest_first(&metas).into_iter().enumerate() {
         ages[i] = age;
     }
-    (routes, ages)
+    (order, ages)
+}
+
+/// Routes by namespace/name.
+fn by_name(a: &HttpRoute, b: &HttpRoute) -> std::cmp::Ordering {
+    (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
 }
 
 /// The plan of manifests `yaml` with the default options changed by `edit` (unit tests).

@@ -23,18 +23,17 @@ fn ancestors(p: &str) -> impl Iterator<Item = &str> {
 
 /// A route's rules and matches, checked once and shared by every server the route lands on:
 /// its rule plans, and the matches that can be served (rule, match, the path type's rank and
-/// path characters of their sort key, and the candidate as first built, which the first
-/// server takes). Each later server builds its own candidates from these ([`add_route`])
-/// without compiling their regexes again.
+/// path characters of their sort key, and the candidate as built). Each server the route
+/// serves takes a copy of them ([`add_route`]), its last one the candidates themselves: the
+/// model is not needed to make them again.
+#[derive(Clone, Default)]
 pub(super) struct RouteRules {
     rules: Vec<Arc<RulePlan>>,
     matches: Vec<Served>,
 }
 
 /// A match that can be served: (rule, match, rank, path characters, the candidate as built).
-/// Boxed: once the first server takes it, the slot is a pointer, not a candidate's size, for
-/// as long as planning keeps the route's rules (every route's, until the last server).
-type Served = (usize, usize, u8, (usize, usize), Option<Box<Candidate>>);
+type Served = (usize, usize, u8, (usize, usize), Candidate);
 
 /// Whether each regular expression compiles (why not, if not), by pattern: each distinct
 /// pattern is compiled once per plan, however many matches of however many routes hold it.
@@ -57,22 +56,21 @@ impl Compiled {
 /// recorded on its rule.
 pub(super) fn route_rules(
     r: &HttpRoute,
+    route: &RouteId,
     resolved: &super::references::ResolvedRoute,
     experimental: bool,
     compiled: &mut Compiled,
     warnings: &mut Vec<String>,
 ) -> RouteRules {
-    let route = RouteId::of(r);
     let mut rules = Vec::with_capacity(r.spec.rules.len());
     let mut matches = Vec::new();
     for (ri, rule) in r.spec.rules.iter().enumerate() {
         let refs = &resolved.rules[ri];
         let mut plan =
-            super::rules::rule_plan(&route, ri, rule, refs, r.grpc, experimental, warnings);
+            super::rules::rule_plan(route, ri, rule, refs, r.grpc, experimental, warnings);
         for (mi, mat) in rule.matches.iter().enumerate() {
             let before = warnings.len();
-            let Some(c) = candidate(&route, ri, mi, mat, ri, &None, Some(compiled), warnings)
-            else {
+            let Some(c) = candidate(route, ri, mi, mat, compiled, warnings) else {
                 // Recorded on the rule for its route's status (plan/status.rs).
                 let why = warnings.get(before).cloned().unwrap_or_default();
                 plan.skipped_matches.push((mi, why));
@@ -85,54 +83,34 @@ pub(super) fn route_rules(
                 }
                 (false, _) => (c.path_kind.rank(), (c.path.len(), 0)),
             };
-            matches.push((ri, mi, rank, path_chars, Some(Box::new(c))));
+            matches.push((ri, mi, rank, path_chars, c));
         }
         rules.push(Arc::new(plan));
     }
     RouteRules { rules, matches }
 }
 
-/// Route `r`'s rules (planned once, shared: `planned`) into `server.rules` and its matches
+/// A route's rules (planned once, shared: `planned`) into `server.rules` and its matches
 /// into `candidates`, for requests to route hostname `hostname` (after intersection with the
-/// listener's). `age`: the route's place by age.
+/// listener's). `age`: the route's place by age. `planned` is taken, and the route's
+/// candidates moved, by its last server (it is left empty); the others copy them.
 pub(super) fn add_route(
-    r: &HttpRoute,
     planned: &mut RouteRules,
+    last: bool,
     age: usize,
     hostname: &Option<Arc<str>>,
     server: &mut ServerPlan,
     candidates: &mut Vec<Candidate>,
 ) {
-    let route = RouteId::of(r);
     let (nonwild, chars) = host_rank(hostname.as_deref());
     let first_slot = server.rules.len();
-    server.rules.extend(planned.rules.iter().cloned());
-    // Checked by route_rules: nothing is warned about again.
-    let mut checked = Vec::new();
-    for (ri, mi, rank, path_chars, first) in &mut planned.matches {
-        let (ri, mi, rank, path_chars) = (*ri, *mi, *rank, *path_chars);
+    let planned = if last { std::mem::take(planned) } else { planned.clone() };
+    server.rules.extend(planned.rules);
+    for (ri, mi, rank, path_chars, mut c) in planned.matches {
         let slot = first_slot + ri;
-        let c = match first.take() {
-            Some(mut c) => {
-                if c.rule != slot {
-                    c.rule = slot;
-                    c.entry.slot = slot;
-                }
-                c.route_hostname.clone_from(hostname);
-                Some(*c)
-            }
-            None => candidate(
-                &route,
-                ri,
-                mi,
-                &r.spec.rules[ri].matches[mi],
-                slot,
-                hostname,
-                None,
-                &mut checked,
-            ),
-        };
-        let Some(mut c) = c else { continue };
+        c.rule = slot;
+        c.entry.slot = slot;
+        c.route_hostname.clone_from(hostname);
         let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
         c.key = (
             Reverse(n(nonwild)),
@@ -148,20 +126,16 @@ pub(super) fn add_route(
         );
         candidates.push(c);
     }
-    debug_assert!(checked.is_empty(), "{checked:?}");
 }
 
-/// Match `mi` of rule `ri` (in slot `rule` of its server) as a candidate, or a warning;
-/// `compiled`: `None` when its regexes are known to compile (it was checked before).
-#[allow(clippy::too_many_arguments)]
+/// Match `mi` of rule `ri` as a candidate (in slot `ri` of no server, for no hostname:
+/// [`add_route`] places it), or a warning.
 fn candidate(
     route: &RouteId,
     ri: usize,
     mi: usize,
     m: &Match,
-    rule: usize,
-    hostname: &Option<Arc<str>>,
-    compiled: Option<&mut Compiled>,
+    compiled: &mut Compiled,
     warnings: &mut Vec<String>,
 ) -> Option<Candidate> {
     let (path_kind, path, condition) = match usable(m, compiled) {
@@ -174,14 +148,14 @@ fn candidate(
     };
     let headers = firsts(&m.headers, |a, b| a.eq_ignore_ascii_case(b));
     let params = firsts(&m.query_params, |a, b| a == b);
-    let entry = Entry::new(rule, condition, m.method.as_deref(), &headers, &params);
+    let entry = Entry::new(ri, condition, m.method.as_deref(), &headers, &params);
     Some(Candidate {
-        rule,
+        rule: ri,
         id: RuleId { route: route.clone(), index: ri },
         match_index: mi,
         path_kind,
         path,
-        route_hostname: hostname.clone(),
+        route_hostname: None,
         entry,
         key: Default::default(),
     })
@@ -189,11 +163,11 @@ fn candidate(
 
 /// A match's path kind, path and the regex condition the module checks, or why no request
 /// can match it (to follow the match's place in a warning). Regexes are compiled as the
-/// module compiles them (unless `compiled` is `None`: known to compile), so that a bad one is
-/// a warning here rather than a list the module refuses.
+/// module compiles them, so that a bad one is a warning here rather than a list the module
+/// refuses.
 fn usable(
     m: &Match,
-    mut compiled: Option<&mut Compiled>,
+    compiled: &mut Compiled,
 ) -> Result<(PathKind, String, Option<String>), String> {
     let value = &m.path.value;
     // NGINX matches locations against the decoded path: `/my%20path` is `/my path`.
@@ -206,11 +180,9 @@ fn usable(
         "PathPrefix" => (PathKind::Prefix, normalize_prefix(&decoded()?), None),
         "RegularExpression" => {
             let anchored = format!("{REGEX_CONDITION}^(?:{value})");
-            if let Some(compiled) = compiled.as_deref_mut() {
-                compiled.check(&anchored[REGEX_CONDITION.len()..]).map_err(|e| {
-                    format!(": path regular expression {value:?} does not compile ({e})")
-                })?;
-            }
+            compiled.check(&anchored[REGEX_CONDITION.len()..]).map_err(|e| {
+                format!(": path regular expression {value:?} does not compile ({e})")
+            })?;
             (PathKind::Regex, value.clone(), Some(anchored))
         }
         _ => return Err(format!(": path type {} is not supported yet", m.path.kind)),
@@ -220,8 +192,7 @@ fn usable(
     }
     for (kind, list) in [("headers", &m.headers), ("queryParams", &m.query_params)] {
         for (i, h) in list.iter().enumerate() {
-            if let Some(compiled) = compiled.as_deref_mut()
-                && h.kind == "RegularExpression"
+            if h.kind == "RegularExpression"
                 && let Err(e) = compiled.check(&h.value)
             {
                 let v = &h.value;

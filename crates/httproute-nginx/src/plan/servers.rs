@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use super::attach::{Attachment, PortListeners};
 use super::ids::RouteId;
 use super::listeners::Listener;
-use super::precedence::{Compiled, RouteRules, add_route, locations, route_rules};
+use super::precedence::{RouteRules, add_route, locations};
 use super::status::{Http2Loss, Shadowed, Taken};
 use super::types::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
 
@@ -77,7 +77,7 @@ fn parent(h: &str) -> Option<String> {
 /// newer Gateway's listener never takes a name an older Gateway's routes serve there.
 pub(super) struct Serving<'a> {
     listeners: &'a [Listener],
-    attachments: &'a [Attachment<'a>],
+    attachments: &'a [Attachment],
     /// The listeners of each port.
     by_port: HashMap<u16, PortListeners<'a>>,
     /// The listeners of each port and Gateway (namespace, name).
@@ -87,7 +87,7 @@ pub(super) struct Serving<'a> {
 }
 
 impl<'a> Serving<'a> {
-    pub(super) fn of(listeners: &'a [Listener], attachments: &'a [Attachment<'a>]) -> Self {
+    pub(super) fn of(listeners: &'a [Listener], attachments: &'a [Attachment]) -> Self {
         let mut on_port: HashMap<u16, Vec<usize>> = HashMap::new();
         let mut on_gateway: HashMap<(u16, &str, &str), Vec<usize>> = HashMap::new();
         for (i, l) in listeners.iter().enumerate() {
@@ -135,9 +135,7 @@ impl<'a> Serving<'a> {
         (!self.same_gateway(a.listener, li)).then(|| {
             format!(
                 "Gateway {}/{}'s route {} serves it there (the oldest Gateway whose routes do)",
-                g.namespace,
-                g.gateway,
-                RouteId::of(a.route)
+                g.namespace, g.gateway, a.route
             )
         })
     }
@@ -149,18 +147,21 @@ impl<'a> Serving<'a> {
 }
 
 /// Every exact hostname of every attachment that its listener does not serve
-/// ([`Shadowed`]), in attachment order, and every listener that would serve a name but for
-/// an older Gateway's routes serving it ([`Taken`]): one lookup per hostname, as [`ports`]
-/// makes per server.
+/// ([`Shadowed`]), in attachment order, every listener that would serve a name but for
+/// an older Gateway's routes serving it ([`Taken`]), and whether a server of [`ports`] takes
+/// each attachment (its listener serves one of its hostnames): one lookup per hostname, as
+/// [`ports`] makes per server.
 pub(super) fn shadowed(
     listeners: &[Listener],
-    attachments: &[Attachment<'_>],
-) -> (Vec<Shadowed>, Vec<Taken>) {
+    attachments: &[Attachment],
+) -> (Vec<Shadowed>, Vec<Taken>, Vec<bool>) {
     let serving = Serving::of(listeners, attachments);
     let mut out = Vec::new();
-    for a in attachments {
+    let mut served = vec![false; attachments.len()];
+    for (a, served) in attachments.iter().zip(&mut served) {
         let l = &listeners[a.listener];
         for h in &a.hostnames {
+            *served |= serving.best(l.port, h) == Some(a.listener);
             let Some(name) = h.as_deref().filter(|h| !h.starts_with('*')) else { continue };
             match serving.best(l.port, h) {
                 Some(best) if best != a.listener => out.push(Shadowed {
@@ -185,43 +186,42 @@ pub(super) fn shadowed(
         }
     }
     taken.sort_by(|x, y| (x.status, &x.hostname).cmp(&(y.status, &y.hostname)));
-    (out, taken)
+    (out, taken, served)
 }
 
-/// Each listener's attachments by hostname, and how many servers each route (by address) is
-/// to be added to.
+/// Each listener's attachments by hostname, and how many servers each route (by node) is to
+/// be added to.
 fn attached<'a>(
     listeners: &[Listener],
-    attachments: &'a [Attachment<'_>],
-) -> (Vec<Attached<'a>>, HashMap<usize, usize>) {
+    attachments: &'a [Attachment],
+    routes: usize,
+) -> (Vec<Attached<'a>>, Vec<usize>) {
     let mut attached: Vec<Attached<'_>> =
         (0..listeners.len()).map(|_| Attached::default()).collect();
-    let mut uses: HashMap<usize, usize> = HashMap::new();
+    let mut uses = vec![0; routes];
     for (i, a) in attachments.iter().enumerate() {
         let at = &mut attached[a.listener];
         for h in &a.hostnames {
             let list = at.by_name.entry(h).or_default();
             if list.last() != Some(&i) {
                 list.push(i);
-                *uses.entry(std::ptr::from_ref(a.route) as usize).or_default() += 1;
+                uses[a.node] += 1;
             }
         }
     }
     (attached, uses)
 }
 
-/// Every port of the served listeners with its servers.
+/// Every port of the served listeners with its servers; `planned`: each attached route's
+/// rules and matches, by node, each freed at the route's last server.
 pub(super) fn ports(
     listeners: &[Listener],
-    attachments: &[Attachment<'_>],
+    attachments: &[Attachment],
+    mut planned: Vec<RouteRules>,
     capabilities: &Capabilities,
-    experimental: bool,
     warnings: &mut Vec<String>,
 ) -> (Vec<PortPlan>, Http2Loss) {
-    let (attached, mut uses) = attached(listeners, attachments);
-    // Each route's rules and matches, by the route's address, planned at its first server and
-    // freed after its last (`uses`).
-    let mut planned: HashMap<usize, RouteRules> = HashMap::new();
+    let (attached, mut uses) = attached(listeners, attachments, planned.len());
     let mut on_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, l) in listeners.iter().enumerate() {
         on_port.entry(l.port).or_default().push(i);
@@ -231,7 +231,6 @@ pub(super) fn ports(
     let mut brought = brought(&serving, attachments);
     let mut loss = Http2Loss::default();
     let mut out = Vec::new();
-    let mut compiled = Compiled::default();
     for (port, on_port) in on_port {
         let mut servers = Vec::new();
         for h in std::mem::take(names.get_mut(&port).expect("every port has names")) {
@@ -251,22 +250,11 @@ pub(super) fn ports(
             let mut candidates = Vec::new();
             // One copy of the name for the server's candidates.
             let shared = h.as_deref().map(std::sync::Arc::<str>::from);
-            if let Some(li) = best {
-                for &ai in attached[li].for_host(&h) {
-                    let a = &attachments[ai];
-                    // Planned once per route, whatever the servers it serves.
-                    let key = std::ptr::from_ref(a.route) as usize;
-                    let rules = planned.entry(key).or_insert_with(|| {
-                        route_rules(a.route, a.resolved, experimental, &mut compiled, warnings)
-                    });
-                    add_route(a.route, rules, a.age, &shared, &mut server, &mut candidates);
-                    if let Some(left) = uses.get_mut(&key) {
-                        *left -= 1;
-                        if *left == 0 {
-                            planned.remove(&key);
-                        }
-                    }
-                }
+            for &ai in best.map_or(&[][..], |li| attached[li].for_host(&h)) {
+                let a = &attachments[ai];
+                uses[a.node] -= 1;
+                let (rules, last) = (&mut planned[a.node], uses[a.node] == 0);
+                add_route(rules, last, a.age, &shared, &mut server, &mut candidates);
             }
             server.locations = locations(candidates);
             servers.push(server);
@@ -283,7 +271,7 @@ pub(super) fn ports(
 fn names(
     listeners: &[Listener],
     on_port: &BTreeMap<u16, Vec<usize>>,
-    attachments: &[Attachment<'_>],
+    attachments: &[Attachment],
 ) -> BTreeMap<u16, BTreeSet<Option<String>>> {
     let mut names: BTreeMap<u16, BTreeSet<Option<String>>> = BTreeMap::new();
     for (&port, ls) in on_port {
@@ -306,7 +294,7 @@ fn names(
 /// routes that bring each.
 fn brought(
     serving: &Serving<'_>,
-    attachments: &[Attachment<'_>],
+    attachments: &[Attachment],
 ) -> BTreeMap<(u16, Option<String>), BTreeSet<RouteId>> {
     let mut brought: BTreeMap<(u16, Option<String>), BTreeSet<RouteId>> = BTreeMap::new();
     for a in attachments {
@@ -314,7 +302,7 @@ fn brought(
         for h in a.hostnames.iter().filter(|h| h.is_some()) {
             let best = serving.best(port, h).map(|i| &serving.listeners[i].hostname);
             if best != Some(h) {
-                brought.entry((port, h.clone())).or_default().insert(RouteId::of(a.route));
+                brought.entry((port, h.clone())).or_default().insert(a.route.clone());
             }
         }
     }
