@@ -150,14 +150,10 @@ enum Command {
         #[command(flatten)]
         writing: Writing,
         /// Check the output with this NGINX binary (`NGINX -t`, in a scratch directory beside
-        /// DIR) before DIR is written. A directive of a tenant's object that NGINX refuses
-        /// leaves that object (its rule, or its match) out, with a condition in the status,
-        /// and the check is run again, at most 16 times (a line several objects bring leaves
-        /// them all out at once, one retry). A refusal without a
-        /// line is mapped too: a Secret's certificate or key file named in it leaves out that
-        /// Secret (its listener's condition); any other leaves out the newest tenant's objects
-        /// newer than every other tenant's, once. A refusal of the run's own lines, a second
-        /// one naming no line, or past that bound, exits 1 and leaves DIR as it was.
+        /// DIR) before DIR is written: the tenant objects NGINX refuses (by the line, or the
+        /// Secret's file, it names; without either, the newest tenant's objects newer than
+        /// every other tenant's, once) are left out with a condition and the check runs again,
+        /// at most 16 times. Any other refusal exits 1 and leaves DIR as it was.
         #[arg(long = "nginx")]
         nginx: Option<PathBuf>,
     },
@@ -328,7 +324,7 @@ fn stage(w: Writing, check: Option<&Path>) -> Result<Run, String> {
     let (staged, generated) =
         httproute_nginx::apply::stage(&output, &input.files, &map, opts, status.is_some(), check)?;
     for w in &generated.warnings {
-        eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));
+        say(&format!("warning: {w}"));
     }
     let status = status.map(|f| (f, httproute_nginx::status::yaml(&generated.status)));
     Ok(Run { staged, status, dir: output })
@@ -337,24 +333,19 @@ fn stage(w: Writing, check: Option<&Path>) -> Result<Run, String> {
 /// [`stage`], or `None` when the run is refused: then the error, and that nothing was
 /// written (the directory and the status file are as the last run left them), are on stderr.
 fn stage_or_refuse(w: Writing, check: Option<&Path>) -> Option<Run> {
-    let dir = w.output.display().to_string();
-    let status = and_status_file(w.status.as_deref());
-    match stage(w, check) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            eprintln!("httproute-nginx: error: {}", httproute_nginx::escape_message(&e));
-            refused(&dir, &status);
-            None
-        }
+    let (dir, status) = (w.output.display().to_string(), and_status_file(w.status.as_deref()));
+    let e = stage(w, check).map_err(|e| say(&format!("error: {e}"))).ok();
+    if e.is_none() {
+        say(&format!(
+            "the run is refused, nothing was written: {dir}{status} are as the last run left them"
+        ));
     }
+    e
 }
 
-/// Says on stderr that a run wrote nothing.
-fn refused(dir: &str, status: &str) {
-    let m = format!(
-        "the run is refused, nothing was written: {dir}{status} are as the last run left them"
-    );
-    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
+/// `httproute-nginx: M` on stderr, escaped.
+fn say(m: &str) {
+    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(m));
 }
 
 /// Writes the status file by a rename (a reader sees the old file or the new one).
@@ -443,7 +434,13 @@ fn apply(writing: Writing, nginx: &Path, reload_wait: u64) -> Result<ExitCode, S
                 kept.display()
             )
         }
-        Applied::PortHeld { kept, held } => return Ok(port_held(&dir, &kept, &held)),
+        Applied::PortHeld { kept, held } => format!(
+            "error: the new configuration listens on a port another process holds (the running \
+             NGINX would refuse every reload): {held}; nothing changed, {}/nginx.conf is as the \
+             last run left it; the refused one is kept as {}",
+            dir.display(),
+            kept.display()
+        ),
         Applied::NotRunning => {
             write_status(status)?;
             eprintln!(
@@ -459,7 +456,7 @@ fn apply(writing: Writing, nginx: &Path, reload_wait: u64) -> Result<ExitCode, S
             return Ok(ExitCode::SUCCESS);
         }
     };
-    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
+    say(&m);
     Ok(ExitCode::FAILURE)
 }
 
@@ -486,7 +483,7 @@ fn explained_plan(
     };
     warnings.append(&mut plan.warnings);
     for w in &warnings {
-        eprintln!("httproute-nginx: warning: {}", httproute_nginx::escape_message(w));
+        say(&format!("warning: {w}"));
     }
     Ok(plan)
 }
@@ -495,21 +492,8 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("httproute-nginx: error: {}", httproute_nginx::escape_message(&e));
+            say(&format!("error: {e}"));
             ExitCode::FAILURE
         }
     }
-}
-
-/// `apply`'s refusal of a configuration that listens on a port another process holds.
-fn port_held(dir: &std::path::Path, kept: &std::path::Path, held: &str) -> ExitCode {
-    let m = format!(
-        "error: the new configuration listens on a port another process holds (the running \
-         NGINX would refuse every reload): {held}; nothing changed, {}/nginx.conf is as the last \
-         run left it; the refused one is kept as {}",
-        dir.display(),
-        kept.display()
-    );
-    eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(&m));
-    ExitCode::FAILURE
 }

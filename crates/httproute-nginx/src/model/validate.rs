@@ -3,6 +3,14 @@
 use super::syntax::path_char;
 use super::types::*;
 
+/// A field path and what is wrong with it.
+type Check = Result<(), (String, String)>;
+
+/// `Err((field, why))`.
+fn bad<T>(field: impl Into<String>, why: impl Into<String>) -> Result<T, (String, String)> {
+    Err((field.into(), why.into()))
+}
+
 /// CRD checks of a GRPCRoute that its conversion does not make as HTTPRoute checks.
 pub(crate) fn validate_grpc(r: &GrpcRoute) -> Check {
     at_most(&r.spec.rules, 16, || "spec.rules".into(), "rules")?;
@@ -13,33 +21,24 @@ pub(crate) fn validate_grpc(r: &GrpcRoute) -> Check {
             let at = format!("spec.rules[{ri}].matches[{mi}]");
             if let Some(mm) = &m.method {
                 if !matches!(mm.kind.as_str(), "Exact" | "RegularExpression") {
-                    return Err((
-                        format!("{at}.method.type"),
-                        format!("unknown type {:?}", mm.kind),
-                    ));
+                    return bad(format!("{at}.method.type"), format!("unknown type {:?}", mm.kind));
                 }
                 let given = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.is_empty());
                 if !given(&mm.service) && !given(&mm.method) {
-                    return Err((
-                        format!("{at}.method"),
-                        "one of service and method must be set".into(),
-                    ));
+                    return bad(format!("{at}.method"), "one of service and method must be set");
                 }
                 for (field, v) in [("service", &mm.service), ("method", &mm.method)] {
                     let Some(v) = v else { continue };
                     if v.len() > 1024 {
-                        return Err((
-                            format!("{at}.method.{field}"),
-                            "longer than 1024 characters".into(),
-                        ));
+                        return bad(format!("{at}.method.{field}"), "longer than 1024 characters");
                     }
                     if mm.kind == "Exact"
                         && let Some(c) = v.chars().find(|c| *c == '/' || !path_char(*c))
                     {
-                        return Err((
+                        return bad(
                             format!("{at}.method.{field}"),
                             format!("{v:?} has the character {c:?}"),
-                        ));
+                        );
                     }
                 }
             }
@@ -47,16 +46,13 @@ pub(crate) fn validate_grpc(r: &GrpcRoute) -> Check {
             for (hi, h) in m.headers.iter().enumerate() {
                 header_name(&h.name).map_err(|e| (format!("{at}.headers[{hi}].name"), e))?;
                 if h.value.is_empty() || h.value.len() > 4096 {
-                    return Err((
-                        format!("{at}.headers[{hi}].value"),
-                        "length must be 1-4096".into(),
-                    ));
+                    return bad(format!("{at}.headers[{hi}].value"), "length must be 1-4096");
                 }
                 if !matches!(h.kind.as_str(), "Exact" | "RegularExpression") {
-                    return Err((
+                    return bad(
                         format!("{at}.headers[{hi}].type"),
                         format!("unknown match type {:?}", h.kind),
-                    ));
+                    );
                 }
             }
         }
@@ -94,7 +90,7 @@ pub(crate) fn validate_cors(c: &Cors) -> Check {
     ] {
         at_most(list, max, || field.into(), "entries")?;
         if field != "exposeHeaders" && list.len() > 1 && list.iter().any(|v| v == "*") {
-            return Err((field.into(), "\"*\" must be the only entry".into()));
+            return bad(field, "\"*\" must be the only entry");
         }
         for (i, v) in list.iter().enumerate() {
             let ok = match field {
@@ -103,12 +99,12 @@ pub(crate) fn validate_cors(c: &Cors) -> Check {
                 _ => header_name(v).is_ok(),
             };
             if !ok {
-                return Err((format!("{field}[{i}]"), format!("invalid value {v:?}")));
+                return bad(format!("{field}[{i}]"), format!("invalid value {v:?}"));
             }
         }
     }
     if c.max_age == Some(0) {
-        return Err(("maxAge".into(), "must be at least 1".into()));
+        return bad("maxAge", "must be at least 1");
     }
     Ok(())
 }
@@ -117,20 +113,20 @@ pub(crate) fn validate_allowed(a: &AllowedRoutes) -> Check {
     match a.namespaces.from.as_str() {
         "Same" | "All" => {}
         "Selector" if a.namespaces.selector.is_none() => {
-            return Err(("namespaces.selector".into(), "from: Selector needs a selector".into()));
+            return bad("namespaces.selector", "from: Selector needs a selector");
         }
         "Selector" => {}
-        f => return Err(("namespaces.from".into(), format!("unknown value {f:?}"))),
+        f => return bad("namespaces.from", format!("unknown value {f:?}")),
     }
     let exprs = a.namespaces.selector.iter().flat_map(|s| s.match_expressions.iter());
     for (i, e) in exprs.enumerate() {
         let field = format!("namespaces.selector.matchExpressions[{i}]");
         match e.operator.as_str() {
             "In" | "NotIn" if e.values.is_empty() => {
-                return Err((field + ".values", format!("{} needs values", e.operator)));
+                return bad(field + ".values", format!("{} needs values", e.operator));
             }
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            op => return Err((field + ".operator", format!("unknown operator {op:?}"))),
+            op => return bad(field + ".operator", format!("unknown operator {op:?}")),
         }
     }
     Ok(())
@@ -143,40 +139,39 @@ pub(crate) fn validate_gateway(g: &Gateway) -> Check {
     validate_meta(&g.metadata)?;
     let ls = &g.spec.listeners;
     if ls.is_empty() || ls.len() > 64 {
-        return Err(("spec.listeners".into(), "must have 1-64 listeners".into()));
+        return bad("spec.listeners", "must have 1-64 listeners");
     }
     for (i, l) in ls.iter().enumerate() {
         let at = format!("spec.listeners[{i}]");
         section_name(&l.name).map_err(|e| (format!("{at}.name"), e))?;
         if ls[..i].iter().any(|o| o.name == l.name) {
-            return Err((
+            return bad(
                 format!("{at}.name"),
                 format!("{:?}: listener names must be unique", l.name),
-            ));
+            );
         }
         if let Some(h) = &l.hostname
             && !valid_hostname(h)
         {
-            return Err((
+            return bad(
                 format!("{at}.hostname"),
                 format!("invalid hostname {h:?} (lowercase DNS labels, optionally after \"*.\")"),
-            ));
+            );
         }
         if l.port == 0 {
-            return Err((format!("{at}.port"), "must be 1-65535".into()));
+            return bad(format!("{at}.port"), "must be 1-65535");
         }
         let same = |o: &&Listener| {
             o.port == l.port && o.protocol == l.protocol && o.hostname == l.hostname
         };
         if let Some(o) = ls[..i].iter().find(same) {
-            return Err((
-                "spec.listeners".into(),
+            return bad(
+                "spec.listeners",
                 format!(
-                    "Combination of port, protocol and hostname must be unique for each listener \
-                     (listeners {:?} and {:?})",
+                    "Combination of port, protocol and hostname must be unique for each listener (listeners {:?} and {:?})",
                     o.name, l.name
                 ),
-            ));
+            );
         }
         for (ci, c) in l.tls.iter().flat_map(|t| t.certificate_refs.iter()).enumerate() {
             let at = format!("{at}.tls.certificateRefs[{ci}]");
@@ -193,13 +188,13 @@ pub(crate) fn validate_gateway(g: &Gateway) -> Check {
 /// namespace (an RFC 1123 label); a creationTimestamp was parsed as RFC 3339 already.
 pub(crate) fn validate_meta(m: &Meta) -> Check {
     if !is_dns_subdomain(&m.name) {
-        return Err((
-            "metadata.name".into(),
+        return bad(
+            "metadata.name",
             format!(
                 "{:?} is not a valid name (lowercase RFC 1123 subdomain, at most 253 characters)",
                 m.name
             ),
-        ));
+        );
     }
     namespace(&m.namespace).map_err(|e| ("metadata.namespace".into(), e))
 }
@@ -231,7 +226,7 @@ fn namespace(n: &str) -> Result<(), String> {
 
 /// A port the CRDs allow (`PortNumber` with its minimum 1).
 fn port(p: Option<u16>, field: impl Fn() -> String) -> Check {
-    if p == Some(0) { Err((field(), "must be 1-65535".into())) } else { Ok(()) }
+    if p == Some(0) { bad(field(), "must be 1-65535") } else { Ok(()) }
 }
 
 /// The pattern of `SectionName` and of Kubernetes object names (RFC 1123 subdomain):
@@ -274,13 +269,10 @@ fn validate_object_ref(r: &ObjectRef, at: &str) -> Check {
     port(r.port, || format!("{at}.port"))
 }
 
-/// A field path and what is wrong with it.
-type Check = Result<(), (String, String)>;
-
 /// `field` holds at most `max` items.
 fn at_most<T>(list: &[T], max: usize, field: impl Fn() -> String, what: &str) -> Check {
     if list.len() > max {
-        return Err((field(), format!("at most {max} {what}")));
+        return bad(field(), format!("at most {max} {what}"));
     }
     Ok(())
 }
@@ -290,7 +282,7 @@ fn validate_hostnames(hostnames: &[String]) -> Check {
     at_most(hostnames, 16, || "spec.hostnames".into(), "hostnames")?;
     for (i, h) in hostnames.iter().enumerate() {
         if !valid_hostname(h) {
-            return Err((format!("spec.hostnames[{i}]"), format!("invalid hostname {h:?}")));
+            return bad(format!("spec.hostnames[{i}]"), format!("invalid hostname {h:?}"));
         }
     }
     Ok(())
@@ -302,7 +294,7 @@ pub(crate) fn validate_route(r: &HttpRoute) -> Check {
     let s = &r.spec;
     validate_parents(&s.parent_refs)?;
     if s.rules.len() > 16 {
-        return Err(("spec.rules".into(), format!("{} rules; at most 16", s.rules.len())));
+        return bad("spec.rules", format!("{} rules; at most 16", s.rules.len()));
     }
     validate_hostnames(&s.hostnames)?;
     for (ri, rule) in s.rules.iter().enumerate() {
@@ -310,10 +302,10 @@ pub(crate) fn validate_route(r: &HttpRoute) -> Check {
         if let Some(n) = &rule.name {
             section_name(n).map_err(|e| (format!("{at}.name"), e))?;
             if s.rules[..ri].iter().any(|o| o.name.as_ref() == Some(n)) {
-                return Err((
+                return bad(
                     format!("{at}.name"),
                     format!("{n:?}: rule names must be unique within the route"),
-                ));
+                );
             }
         }
         for (bi, b) in rule.backend_refs.iter().enumerate() {
@@ -342,13 +334,13 @@ fn validate_rule_filters(rule: &Rule, at: &str) -> Check {
     at_most(&rule.filters, 16, || format!("{at}.filters"), "filters")?;
     let count = |kind: &str| rule.filters.iter().filter(|f| f.kind == kind).count();
     if count("RequestRedirect") > 0 && count("URLRewrite") > 0 {
-        return Err((
+        return bad(
             format!("{at}.filters"),
-            "RequestRedirect and URLRewrite cannot both be used in one rule".into(),
-        ));
+            "RequestRedirect and URLRewrite cannot both be used in one rule",
+        );
     }
     if count("CORS") > 1 {
-        return Err((format!("{at}.filters"), "at most one CORS filter".into()));
+        return bad(format!("{at}.filters"), "at most one CORS filter");
     }
     for (fi, f) in rule.filters.iter().enumerate() {
         validate_rule_filter(rule, f, &format!("{at}.filters[{fi}]"))?;
@@ -405,13 +397,13 @@ fn validate_rule_filter(rule: &Rule, f: &Filter, at: &str) -> Check {
 /// A `RequestRedirect`: scheme, status code, hostname and port.
 fn validate_redirect(r: &RequestRedirect, at: &str) -> Check {
     if let Some(sc) = r.scheme.as_deref().filter(|s| !matches!(*s, "http" | "https")) {
-        return Err((format!("{at}.scheme"), format!("{sc:?}: use http or https")));
+        return bad(format!("{at}.scheme"), format!("{sc:?}: use http or https"));
     }
     if !matches!(r.status_code, 301 | 302 | 303 | 307 | 308) {
-        return Err((
+        return bad(
             format!("{at}.statusCode"),
             format!("{} is not a redirect status", r.status_code),
-        ));
+        );
     }
     precise_hostname(r.hostname.as_deref(), || at.to_string())?;
     port(r.port, || format!("{at}.port"))
@@ -423,7 +415,7 @@ fn validate_mirror(m: &RequestMirror, at: &str) -> Check {
     let bad_fraction =
         m.fraction.as_ref().is_some_and(|f| f.denominator == 0 || f.numerator > f.denominator);
     if m.percent.is_some_and(|p| p > 100) || bad_fraction {
-        return Err((at.into(), "percent must be 0-100, a fraction at most 1".into()));
+        return bad(at, "percent must be 0-100, a fraction at most 1");
     }
     Ok(())
 }
@@ -436,18 +428,18 @@ fn validate_path_modifier(rule: &Rule, p: &PathModifier, field: String) -> Check
             // The CRD's own rule: the prefix to replace must be unambiguous.
             let one_prefix = rule.matches.len() == 1 && rule.matches[0].path.kind == "PathPrefix";
             if !one_prefix {
-                return Err((
+                return bad(
                     field,
-                    "ReplacePrefixMatch needs exactly one match, of type PathPrefix".into(),
-                ));
+                    "ReplacePrefixMatch needs exactly one match, of type PathPrefix",
+                );
             }
             (&p.replace_prefix_match, format!("{field}.replacePrefixMatch"))
         }
-        k => return Err((format!("{field}.type"), format!("unknown path modifier {k:?}"))),
+        k => return bad(format!("{field}.type"), format!("unknown path modifier {k:?}")),
     };
-    let Some(v) = value else { return Err((field, "required".into())) };
+    let Some(v) = value else { return bad(field, "required") };
     if v.len() > 1024 {
-        return Err((field, "longer than 1024 characters".into()));
+        return bad(field, "longer than 1024 characters");
     }
     Ok(())
 }
@@ -474,18 +466,18 @@ fn validate_modifier_at(m: &HeaderModifier, at: &str, field: &str) -> Check {
 fn validate_match(m: &Match, at: &str) -> Check {
     match m.path.kind.as_str() {
         "Exact" | "PathPrefix" | "RegularExpression" => {}
-        k => return Err((format!("{at}.path.type"), format!("unknown path type {k:?}"))),
+        k => return bad(format!("{at}.path.type"), format!("unknown path type {k:?}")),
     }
     let v = &m.path.value;
     if v.len() > 1024 {
-        return Err((format!("{at}.path.value"), "longer than 1024 characters".into()));
+        return bad(format!("{at}.path.value"), "longer than 1024 characters");
     }
     if m.path.kind != "RegularExpression" {
         if !v.starts_with('/') {
-            return Err((format!("{at}.path.value"), format!("{v:?} must start with /")));
+            return bad(format!("{at}.path.value"), format!("{v:?} must start with /"));
         }
         if let Some(why) = path_problem(v) {
-            return Err((format!("{at}.path.value"), format!("{v:?} {why}")));
+            return bad(format!("{at}.path.value"), format!("{v:?} {why}"));
         }
     }
     for (kind, list, name_max, value_max) in
@@ -499,7 +491,7 @@ fn validate_match(m: &Match, at: &str) -> Check {
     if let Some(method) = &m.method
         && !is_method(method)
     {
-        return Err((format!("{at}.method"), format!("unknown method {method:?}")));
+        return bad(format!("{at}.method"), format!("unknown method {method:?}"));
     }
     Ok(())
 }
@@ -513,18 +505,18 @@ fn validate_value_match(
     value_max: usize,
 ) -> Check {
     if !matches!(h.kind.as_str(), "Exact" | "RegularExpression") {
-        return Err((format!("{f}.type"), format!("unknown match type {:?}", h.kind)));
+        return bad(format!("{f}.type"), format!("unknown match type {:?}", h.kind));
     }
     if h.name.is_empty() || h.name.len() > name_max {
-        return Err((format!("{f}.name"), format!("length must be 1-{name_max}")));
+        return bad(format!("{f}.name"), format!("length must be 1-{name_max}"));
     }
     // Query parameter names are `HTTPHeaderName`s too.
     if !h.name.bytes().all(header_token) {
         let what = if kind == "headers" { "header" } else { "query parameter" };
-        return Err((format!("{f}.name"), format!("invalid {what} name {:?}", h.name)));
+        return bad(format!("{f}.name"), format!("invalid {what} name {:?}", h.name));
     }
     if h.value.is_empty() || h.value.len() > value_max {
-        return Err((format!("{f}.value"), format!("length must be 1-{value_max}")));
+        return bad(format!("{f}.value"), format!("length must be 1-{value_max}"));
     }
     Ok(())
 }
@@ -532,15 +524,15 @@ fn validate_value_match(
 /// A rule's `retry`: codes 400-599, at least one attempt, a backoff duration.
 fn validate_retry(r: &Retry, at: &str) -> Check {
     if let Some(c) = r.codes.iter().find(|c| !(400..=599).contains(*c)) {
-        return Err((format!("{at}.codes"), format!("{c} is not a status code 400-599")));
+        return bad(format!("{at}.codes"), format!("{c} is not a status code 400-599"));
     }
     if r.attempts == Some(0) {
-        return Err((format!("{at}.attempts"), "must be at least 1".into()));
+        return bad(format!("{at}.attempts"), "must be at least 1");
     }
     if let Some(b) = &r.backoff
         && duration_ms(b).is_none()
     {
-        return Err((format!("{at}.backoff"), format!("{b:?} is not a duration")));
+        return bad(format!("{at}.backoff"), format!("{b:?} is not a duration"));
     }
     Ok(())
 }
@@ -562,10 +554,7 @@ fn validate_timeouts(t: &Timeouts, at: &str) -> Check {
         && request != 0
         && (backend == 0 || backend > request)
     {
-        return Err((
-            format!("{at}.backendRequest"),
-            "must not be greater than timeouts.request".into(),
-        ));
+        return bad(format!("{at}.backendRequest"), "must not be greater than timeouts.request");
     }
     Ok(())
 }
@@ -577,12 +566,12 @@ fn validate_backend_filters(b: &BackendRef, at: &str) -> Check {
         let fat = format!("{at}.filters[{fi}]");
         let Some((field, m)) = modifier_of(f, &fat)? else { continue };
         if b.filters[..fi].iter().any(|o| o.kind == f.kind) {
-            return Err((fat, format!("at most one {} per backendRef", f.kind)));
+            return bad(fat, format!("at most one {} per backendRef", f.kind));
         }
         validate_modifier_at(m, &fat, field)?;
     }
     if b.weight > 1_000_000 {
-        return Err((format!("{at}.weight"), "at most 1000000".into()));
+        return bad(format!("{at}.weight"), "at most 1000000");
     }
     Ok(())
 }
@@ -595,7 +584,7 @@ pub(crate) fn header_token(b: u8) -> bool {
 pub(crate) fn precise_hostname(h: Option<&str>, at: impl Fn() -> String) -> Check {
     match h {
         Some(h) if !valid_hostname(h) || h.starts_with('*') => {
-            Err((format!("{}.hostname", at()), format!("invalid hostname {h:?}")))
+            bad(format!("{}.hostname", at()), format!("invalid hostname {h:?}"))
         }
         _ => Ok(()),
     }
@@ -607,10 +596,10 @@ pub(crate) fn validate_modifier(m: &HeaderModifier) -> Check {
         for (i, h) in list.iter().enumerate() {
             header_name(&h.name).map_err(|e| (format!("{kind}[{i}].name"), e))?;
             if h.value.len() > 4096 {
-                return Err((format!("{kind}[{i}].value"), "longer than 4096 characters".into()));
+                return bad(format!("{kind}[{i}].value"), "longer than 4096 characters");
             }
             if list[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&h.name)) {
-                return Err((format!("{kind}[{i}].name"), format!("{:?} appears twice", h.name)));
+                return bad(format!("{kind}[{i}].name"), format!("{:?} appears twice", h.name));
             }
         }
     }

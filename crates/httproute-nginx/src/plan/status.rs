@@ -7,76 +7,57 @@ use crate::model::ParentRef;
 
 use super::ids::{GatewayId, ListenerId, RouteId, RouteKind, RuleId};
 
-/// A condition's `type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConditionType {
-    Accepted,
-    Programmed,
-    ResolvedRefs,
-    /// A route some of whose rules are left out (Gateway API's `PartiallyInvalid`, status
-    /// True, reason UnsupportedValue, a message starting "Dropped Rule").
-    PartiallyInvalid,
-    /// A listener another listener's port and hostname already claim (status True, reason
-    /// HostnameConflict).
-    Conflicted,
+/// Unit enums whose `as_str` is the variant's name (a condition's `type` or `reason`).
+macro_rules! named {
+    ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $v:ident,)* }) => {
+        $(#[$m])* pub enum $name { $($(#[$vm])* $v,)* }
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$v => stringify!($v),)* }
+            }
+        }
+    };
 }
 
-impl ConditionType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConditionType::Accepted => "Accepted",
-            ConditionType::Programmed => "Programmed",
-            ConditionType::ResolvedRefs => "ResolvedRefs",
-            ConditionType::PartiallyInvalid => "PartiallyInvalid",
-            ConditionType::Conflicted => "Conflicted",
-        }
+named! {
+    /// A condition's `type`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ConditionType {
+        Accepted,
+        Programmed,
+        ResolvedRefs,
+        /// A route some of whose rules are left out (Gateway API's `PartiallyInvalid`, status
+        /// True, reason UnsupportedValue, a message starting "Dropped Rule").
+        PartiallyInvalid,
+        /// A listener another listener's port and hostname already claim (status True, reason
+        /// HostnameConflict).
+        Conflicted,
     }
 }
 
-/// A condition's `reason` (and, for a backend that cannot serve, why: see
-/// `Backend::problem`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    Accepted,
-    Programmed,
-    ResolvedRefs,
-    Invalid,
-    NoMatchingParent,
-    NotAllowedByListeners,
-    NoMatchingListenerHostname,
-    UnsupportedValue,
-    UnsupportedProtocol,
-    PortUnavailable,
-    HostnameConflict,
-    InvalidCertificateRef,
-    RefNotPermitted,
-    InvalidKind,
-    BackendNotFound,
-    /// Only a backend's problem, never in a condition: a Service without ready endpoints
-    /// resolves (its share answers 503); explain says why.
-    NoReadyEndpoints,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Accepted => "Accepted",
-            Reason::Programmed => "Programmed",
-            Reason::ResolvedRefs => "ResolvedRefs",
-            Reason::Invalid => "Invalid",
-            Reason::NoMatchingParent => "NoMatchingParent",
-            Reason::NotAllowedByListeners => "NotAllowedByListeners",
-            Reason::NoMatchingListenerHostname => "NoMatchingListenerHostname",
-            Reason::UnsupportedValue => "UnsupportedValue",
-            Reason::UnsupportedProtocol => "UnsupportedProtocol",
-            Reason::PortUnavailable => "PortUnavailable",
-            Reason::HostnameConflict => "HostnameConflict",
-            Reason::InvalidCertificateRef => "InvalidCertificateRef",
-            Reason::RefNotPermitted => "RefNotPermitted",
-            Reason::InvalidKind => "InvalidKind",
-            Reason::BackendNotFound => "BackendNotFound",
-            Reason::NoReadyEndpoints => "NoReadyEndpoints",
-        }
+named! {
+    /// A condition's `reason` (and, for a backend that cannot serve, why: see
+    /// `Backend::problem`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Reason {
+        Accepted,
+        Programmed,
+        ResolvedRefs,
+        Invalid,
+        NoMatchingParent,
+        NotAllowedByListeners,
+        NoMatchingListenerHostname,
+        UnsupportedValue,
+        UnsupportedProtocol,
+        PortUnavailable,
+        HostnameConflict,
+        InvalidCertificateRef,
+        RefNotPermitted,
+        InvalidKind,
+        BackendNotFound,
+        /// Only a backend's problem, never in a condition: a Service without ready endpoints
+        /// resolves (its share answers 503); explain says why.
+        NoReadyEndpoints,
     }
 }
 
@@ -93,6 +74,19 @@ pub struct Condition {
     pub ok: bool,
     pub reason: Reason,
     pub message: String,
+}
+
+/// The `Accepted: True` condition among `cs`, if any.
+fn accepted_ok(cs: &mut [Condition]) -> Option<&mut Condition> {
+    cs.iter_mut().find(|c| c.kind == ConditionType::Accepted && c.ok)
+}
+
+/// An input error's "field: message" (or the message alone).
+fn field_message(e: &crate::model::InputError) -> String {
+    match e.field.as_str() {
+        "" => e.message.clone(),
+        f => format!("{f}: {}", e.message),
+    }
 }
 
 impl Condition {
@@ -266,10 +260,7 @@ pub(super) fn routes(
         attached: n.attached,
     }));
     for g in inputs.refused.iter().filter(|g| g.kind == "Gateway" && !g.name.is_empty()) {
-        let why = match g.error.field.as_str() {
-            "" => g.error.message.clone(),
-            f => format!("{f}: {}", g.error.message),
-        };
+        let why = field_message(&g.error);
         status.refused_gateways.push(RefusedGateway {
             namespace: g.namespace.clone(),
             name: g.name.clone(),
@@ -287,10 +278,7 @@ pub(super) fn routes(
         let kind = RouteKind::of(r.grpc);
         let name = format!("{}/{}", r.namespace.escape_debug(), r.name.escape_debug());
         warnings.push(format!("{kind} {name} is not served: {}", r.error));
-        let why = match r.error.field.as_str() {
-            "" => r.error.message.clone(),
-            f => format!("{f}: {}", r.error.message),
-        };
+        let why = field_message(&r.error);
         let parents = r
             .parent_refs
             .iter()
@@ -382,9 +370,7 @@ pub(super) fn shadowed_hostnames(
             if !attached.contains(&s.listener) {
                 continue;
             }
-            if let Some(c) =
-                conditions.iter_mut().find(|c| c.kind == ConditionType::Accepted && c.ok)
-            {
+            if let Some(c) = accepted_ok(conditions) {
                 if !c.message.is_empty() {
                     c.message.push_str("; ");
                 }
@@ -409,9 +395,7 @@ pub(super) fn grpc_not_served(nodes: &mut [RouteNode], loss: &Http2Loss, version
             continue;
         };
         for (_, conditions) in &mut route.parents {
-            if let Some(c) =
-                conditions.iter_mut().find(|c| c.kind == ConditionType::Accepted && c.ok)
-            {
+            if let Some(c) = accepted_ok(conditions) {
                 *c = Condition::no(
                     ConditionType::Accepted,
                     Reason::UnsupportedValue,
@@ -428,29 +412,13 @@ pub(super) fn grpc_not_served(nodes: &mut [RouteNode], loss: &Http2Loss, version
     }
 }
 
-/// The route parentRefs every listener of which ([`RouteStatus::attached`]) is among the
-/// listeners `dropped` leaves out: `Accepted: False, NoMatchingParent`, the message naming
-/// each of those listeners and why it is left out. A parentRef that keeps one listener stays
-/// as it is (an `Accepted: True` condition has no message here to note a loss in), and so does
-/// every parentRef of no listener left out, and every other condition.
-///
-/// The reason: Gateway API's route reasons for `Accepted: False` are NotAllowedByListeners
-/// (a listener's `allowedRoutes` refuses the route), NoMatchingListenerHostname (no hostname
-/// in common), NoMatchingParent (no listener of the parent matches the parentRef: a
-/// `sectionName` or `port` that names none) and UnsupportedValue (a value of the route the
-/// implementation does not support). The route is not at fault here, nor refused by the
-/// listener's criteria: the listeners it matched are not in the configuration, so, as
-/// served, the parent has no listener the parentRef matches (the spec: a route is Accepted
-/// when at least one of its rules is implemented by the Gateway; none is, through this
-/// parent). NoMatchingParent is that case; NGF says `InvalidListener`, a reason of its own
-/// the spec does not have.
-///
-/// A listener whose certificate Secret NGINX refuses (`nginx_check::drop_secret`) is not left
-/// out: it is written and refuses the TLS handshake, as a listener the generator's own
-/// certificate check leaves without a certificate, whose routes stay accepted (attachment
-/// depends on `allowedRoutes` and parentRefs alone; the spec: a route's availability is also
-/// subject to its listener's status, which says `Programmed: False`). So the route's status
-/// does not depend on which of the two checks found the certificate wanting.
+/// The route parentRefs all of whose listeners ([`RouteStatus::attached`]) `dropped` leaves
+/// out: `Accepted: False, NoMatchingParent`, naming each listener and why. Why that reason:
+/// as served, the parent has no listener the parentRef matches (the route is not at fault, as
+/// UnsupportedValue would say; NGF's `InvalidListener` is not in the spec). A parentRef that
+/// keeps a listener, and every other condition, stay as they are. A listener whose Secret
+/// NGINX refuses (`nginx_check::drop_secret`) is not left out: it refuses the handshake and
+/// its routes stay accepted, as when the generator's own certificate check refuses it.
 fn parents_without_listeners(status: &mut Status, dropped: &[Dropped]) {
     let gone: BTreeMap<&ListenerId, &Dropped> = dropped
         .iter()
@@ -467,10 +435,7 @@ fn parents_without_listeners(status: &mut Status, dropped: &[Dropped]) {
             if attached.is_empty() || !attached.iter().all(|l| gone.contains_key(l)) {
                 continue;
             }
-            let Some(c) = conditions.iter_mut().find(|c| c.kind == ConditionType::Accepted && c.ok)
-            else {
-                continue;
-            };
+            let Some(c) = accepted_ok(conditions) else { continue };
             let why = attached
                 .iter()
                 .map(|l| format!("listener {l}: {}", gone[l].message))
@@ -561,28 +526,15 @@ fn skipped_reason(rule: &RuleId, mi: usize, warning: &str) -> String {
     rest.strip_suffix("; match skipped").unwrap_or(rest).to_owned()
 }
 
-/// The conditions of what is left out of each route, after the configuration is written:
-/// the units of `dropped` (those NGINX cannot take a word of, or `nginx -t` refused,
-/// `crate::emit::Output::dropped`) and the matches planning skipped ([`Status::rules`]).
-///
-/// - A backendRef share left out (its requests answer 500, the others keep their weights):
-///   `ResolvedRefs: False` on each parentRef, with the reason and "rules[N].backendRefs[M]:
-///   why" (Gateway API: a reference that cannot be used is `ResolvedRefs: False` and its
-///   requests get 500); the rule still serves, so nothing else changes.
-/// - A route some of whose rules or matches are left out, with a rule left
-///   that serves: `PartiallyInvalid: True, UnsupportedValue` on each accepted parentRef, one
-///   condition whose message says "Dropped Rule N: why" for each (Gateway API's words for a
-///   route whose invalid rules are dropped; a match is the closest it has: "Dropped Rule N:
-///   match M: ..."); `Accepted` stays as it is.
-/// - A route none of whose rules serves any more (the route dropped, every rule dropped, or
-///   each of its matches is): `Accepted: False` with the dropped unit's reason and the same
-///   message in place of `Accepted: True` (Gateway API: PartiallyInvalid needs a valid rule
-///   left; a route with none is not accepted).
-/// - A listener dropped: `Programmed: False, Invalid` with why, in place of `Programmed: True`;
-///   and each route parentRef all of whose listeners are dropped: `Accepted: False,
-///   NoMatchingParent` naming them ([`parents_without_listeners`]). That comes first: such a
-///   parentRef says that, and gets no `PartiallyInvalid` (nothing of the route is served
-///   through it); the route's own units show on its other parentRefs.
+/// The conditions of what is left out of each route after the configuration is written
+/// (`dropped`: `crate::emit::Output::dropped`) and of the matches planning skipped
+/// ([`Status::rules`]), in Gateway API's words:
+/// - a backendRef share left out (it answers 500): `ResolvedRefs: False` on each parentRef;
+/// - rules or matches left out, a rule left that serves: `PartiallyInvalid: True,
+///   UnsupportedValue`, "Dropped Rule N: [match M: ]why" ("Accepted" stays);
+/// - no rule left that serves: `Accepted: False` with the unit's reason and message;
+/// - a listener left out: its `Programmed: False`, and first the parentRefs it leaves with no
+///   listener ([`parents_without_listeners`]), which get no `PartiallyInvalid`.
 pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
     for d in dropped {
         let DroppedUnit::Listener(id) = &d.unit else { continue };
