@@ -67,6 +67,39 @@ fn checked(plan: &mut Plan, opts: &Options, out_dir: &Path) -> Result<Output, St
     nginx_check::emit_checked(plan, opts, Tree::Keep, &nginx_binary(), out_dir).map(|c| c.output)
 }
 
+/// The plan of `yaml` with the tests' options, and those options.
+fn plan_of(yaml: &str) -> (Plan, Options) {
+    let mut inputs = httproute_nginx::model::Inputs::default();
+    httproute_nginx::model::load_text(Path::new("a.yaml"), yaml, &mut inputs).unwrap();
+    let opts = common::generator_options();
+    (httproute_nginx::plan_for(&inputs, &backends(), &opts), opts)
+}
+
+/// A checked run that fails: its error; the output directory's nginx.conf is as it was.
+fn refused_run(plan: &mut Plan, opts: &Options, nginx: &Path, tag: &str) -> String {
+    let out_dir = Prefix::scratch(tag);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("nginx.conf"), "kept").unwrap();
+    let e = nginx_check::emit_checked(plan, opts, Tree::Keep, nginx, &out_dir)
+        .err()
+        .expect("the run fails");
+    assert!(e.contains("is left as it was"), "{e}");
+    assert_eq!(std::fs::read_to_string(out_dir.join("nginx.conf")).unwrap(), "kept");
+    e
+}
+
+/// An executable `nginx` script of `body` (after `#!/bin/sh`); `-t -q -p PREFIX/ -c
+/// nginx.conf`: `$4nginx.conf` is the file checked, `$REAL` the real NGINX.
+fn script_nginx(tag: &str, body: &str) -> std::path::PathBuf {
+    let dir = Prefix::scratch(&format!("check-{tag}-bin"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("nginx");
+    let real = nginx_binary().display().to_string();
+    std::fs::write(&bin, format!("#!/bin/sh\n{}\n", body.replace("$REAL", &real))).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
 fn get(n: &common::Nginx, host: &str, path: &str) -> u16 {
     n.raw(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
         .expect("request")
@@ -288,23 +321,17 @@ fn a_certificate_nginx_refuses_costs_only_its_secret() {
 /// generator cannot map it to a line or a file, so it finds the object by leaving out half the
 /// objects in scratch checks. `always`: it refuses every configuration.
 fn refusing_nginx(tag: &str, marker: &str, always: bool) -> std::path::PathBuf {
-    let dir = Prefix::scratch(&format!("check-{tag}-bin"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let bin = dir.join("nginx");
     let refuse = "echo 'nginx: [emerg] could not build variables_hash, you should increase \
                   variables_hash_bucket_size: 64' >&2; exit 1";
-    let script = if always {
-        format!("#!/bin/sh\n{refuse}\n")
-    } else {
-        // `-t -q -p PREFIX/ -c nginx.conf`: the prefix is the fourth argument.
-        format!(
-            "#!/bin/sh\nif grep -q -- '{marker}' \"$4nginx.conf\"; then {refuse}; fi\nexec {} \"$@\"\n",
-            nginx_binary().display()
-        )
-    };
-    std::fs::write(&bin, script).unwrap();
-    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    bin
+    script_nginx(
+        tag,
+        &match always {
+            true => refuse.to_owned(),
+            false => format!(
+                "if grep -q -- '{marker}' \"$4nginx.conf\"; then {refuse}; fi\nexec $REAL \"$@\""
+            ),
+        },
+    )
 }
 
 /// The Gateway `gw` of namespace default on `port`, dated 2019 (older than every route),
@@ -342,14 +369,9 @@ fn two_tenants(port: u16, a_poison: &str, b_newest: &str) -> String {
 fn a_refusal_without_a_line_leaves_out_the_newest_tenant_s_suffix_and_checks_once_more() {
     let port = free_port();
     let yaml = two_tenants(port, "a1", "poison");
-    let mut inputs = httproute_nginx::model::Inputs::default();
-    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
-    let opts = common::generator_options();
-    let plan = || httproute_nginx::plan_for(&inputs, &backends(), &opts);
-
+    let (mut p, opts) = plan_of(&yaml);
     let out_dir = Prefix::scratch("check-gap-out");
     let nginx = refusing_nginx("gap", "/to-poison", false);
-    let mut p = plan();
     let c = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir)
         .expect("a configuration that loads");
     assert_eq!(c.checks, 2, "one check, one decision, one check more");
@@ -384,15 +406,9 @@ fn a_refusal_without_a_line_leaves_out_the_newest_tenant_s_suffix_and_checks_onc
     server.finish();
 
     // Refused whatever is left out: the run fails after one decision; the directory stays.
-    let out_dir = Prefix::scratch("check-gap-kept");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    std::fs::write(out_dir.join("nginx.conf"), "kept").unwrap();
     let always = refusing_nginx("always", "", true);
-    let e = nginx_check::emit_checked(&mut plan(), &opts, Tree::Keep, &always, &out_dir)
-        .err()
-        .expect("refused");
-    assert!(e.contains("a gap in the model") && e.contains("is left as it was"), "{e}");
-    assert_eq!(std::fs::read_to_string(out_dir.join("nginx.conf")).unwrap(), "kept");
+    let e = refused_run(&mut plan_of(&yaml).0, &opts, &always, "check-gap-kept");
+    assert!(e.contains("a gap in the model"), "{e}");
 }
 
 /// #45 point 3: a refusal naming no line that an older tenant's object causes (a's a1,
@@ -402,21 +418,13 @@ fn a_refusal_without_a_line_leaves_out_the_newest_tenant_s_suffix_and_checks_onc
 #[test]
 fn an_older_tenant_s_object_is_never_left_out_by_a_refusal_naming_no_line() {
     let port = free_port();
-    let yaml = two_tenants(port, "poison", "b1");
-    let mut inputs = httproute_nginx::model::Inputs::default();
-    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
-    let opts = common::generator_options();
-    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
-    let out_dir = Prefix::scratch("check-older-kept");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    std::fs::write(out_dir.join("nginx.conf"), "kept").unwrap();
+    let (mut plan, opts) = plan_of(&two_tenants(port, "poison", "b1"));
     let nginx = refusing_nginx("older", "/to-poison", false);
-    let e = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
-        .err()
-        .expect("the run fails: no older tenant's object is left out");
-    assert!(e.contains("could not build variables_hash"), "{e}");
-    assert!(e.contains("a gap in the model") && e.contains("is left as it was"), "{e}");
-    assert_eq!(std::fs::read_to_string(out_dir.join("nginx.conf")).unwrap(), "kept");
+    let e = refused_run(&mut plan, &opts, &nginx, "check-older-kept");
+    assert!(
+        e.contains("could not build variables_hash") && e.contains("a gap in the model"),
+        "{e}"
+    );
 }
 
 /// With one tenant alone written (the Gateway and its routes in one namespace), a refusal
@@ -430,36 +438,65 @@ fn a_refusal_naming_no_line_with_one_tenant_alone_fails_the_run() {
     for i in 0..3 {
         yaml += &redirect_route(&format!("r{i}"), &format!("r{i}.test"), "/p");
     }
-    let mut inputs = httproute_nginx::model::Inputs::default();
-    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
-    let opts = common::generator_options();
-    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
-    let out_dir = Prefix::scratch("check-alone-kept");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    std::fs::write(out_dir.join("nginx.conf"), "kept").unwrap();
+    let (mut plan, opts) = plan_of(&yaml);
     let nginx = refusing_nginx("alone", "/to-r1", false);
-    let e = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
-        .err()
-        .expect("the run fails: one tenant alone is never left out whole");
+    let e = refused_run(&mut plan, &opts, &nginx, "check-alone-kept");
     assert!(e.contains("one tenant alone is written"), "{e}");
-    assert_eq!(std::fs::read_to_string(out_dir.join("nginx.conf")).unwrap(), "kept");
+}
+
+/// Tenants are the namespaces whose routes are written: a platform Gateway in a namespace of
+/// its own is no tenant. With one app namespace, a refusal naming no line fails the run (the
+/// current configuration stays); with two, the newest app's routes are left out, never the
+/// platform's Gateway, however new. Before, the Gateway counted as a second tenant: the one
+/// app lost every route (and the configuration served nothing), or, the Gateway being the
+/// newest object, the Gateway itself was left out and every app with it.
+#[test]
+fn a_platform_gateway_in_a_namespace_of_its_own_is_no_tenant() {
+    let port = free_port();
+    let platform = |created: &str| {
+        dated_gateway(port)
+            .replace("namespace: default,", "namespace: infra,")
+            .replace("2019-01-01T00:00:00Z", created)
+    };
+    let route = |ns: &str, name: &str, created: &str| {
+        dated_route(ns, name, created, &format!("{name}.test"), "/p")
+            .replace("namespace: default}]", "namespace: infra}]")
+    };
+    let mut yaml = platform("2019-01-01T00:00:00Z");
+    for (i, d) in ["2020", "2021", "2022"].iter().enumerate() {
+        yaml += &route("app", &format!("r{i}"), &format!("{d}-01-01T00:00:00Z"));
+    }
+    let (mut plan, opts) = plan_of(&yaml);
+    let nginx = refusing_nginx("platform", "/to-r1", false);
+    let e = refused_run(&mut plan, &opts, &nginx, "check-platform-kept");
+    assert!(e.contains("one tenant alone is written"), "{e}");
+
+    let mut yaml = platform("2025-01-01T00:00:00Z");
+    yaml += &route("a", "a0", "2020-01-01T00:00:00Z");
+    yaml += &route("b", "b0", "2021-01-01T00:00:00Z");
+    let (mut plan, opts) = plan_of(&yaml);
+    let nginx = refusing_nginx("platform-new", "/to-b0", false);
+    let out_dir = Prefix::scratch("check-platform-out");
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    let dropped: Vec<String> = c.output.dropped.iter().map(|d| format!("{:?}", d.unit)).collect();
+    assert!(
+        dropped.len() == 1
+            && matches!(&c.output.dropped[0].unit, DroppedUnit::Route(r) if r.name == "b0"),
+        "{dropped:?}"
+    );
 }
 
 /// A `nginx` that refuses a configuration holding `marker` with `[emerg] MESSAGE in
 /// FILE:LINE`, LINE the first line holding it (as NGINX names the line it refuses), and
 /// runs the real one otherwise.
 fn refusing_line_nginx(tag: &str, marker: &str, message: &str) -> std::path::PathBuf {
-    let dir = Prefix::scratch(&format!("check-{tag}-bin"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let bin = dir.join("nginx");
-    // `-t -q -p PREFIX/ -c nginx.conf`: the prefix is the fourth argument.
-    let script = format!(
-        "#!/bin/sh\nline=$(grep -n -F -- '{marker}' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] {message} in $4nginx.conf:$line\" >&2; exit 1; fi\nexec {} \"$@\"\n",
-        nginx_binary().display()
-    );
-    std::fs::write(&bin, script).unwrap();
-    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    bin
+    script_nginx(
+        tag,
+        &format!(
+            "line=$(grep -n -F -- '{marker}' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] {message} in $4nginx.conf:$line\" >&2; exit 1; fi\nexec $REAL \"$@\"",
+        ),
+    )
 }
 
 /// A backend that answers every request 200 with its `name`, counting them.
@@ -720,20 +757,12 @@ fn a_refusal_without_a_line_leaves_out_the_newest_object_not_the_first_written()
     yaml += &dated_route("a", "old", "2020-01-01T00:00:00Z", "a.test", "/p");
     yaml += &dated_route("b", "mid", "2022-01-01T00:00:00Z", "b.test", "/p");
     yaml += &dated_route("c", "new", "2024-01-01T00:00:00Z", "c.test", "/p");
-    let mut inputs = httproute_nginx::model::Inputs::default();
-    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
-    let opts = common::generator_options();
-    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
-    let dir = Prefix::scratch("check-newest-bin");
-    std::fs::create_dir_all(&dir).unwrap();
-    let nginx = dir.join("nginx");
-    let script = format!(
-        "#!/bin/sh\nif grep -q -- /to-old \"$4nginx.conf\" && grep -q -- /to-new \"$4nginx.conf\"; \
-         then echo 'nginx: [emerg] could not build variables_hash' >&2; exit 1; fi\nexec {} \"$@\"\n",
-        nginx_binary().display()
+    let (mut plan, opts) = plan_of(&yaml);
+    let nginx = script_nginx(
+        "newest",
+        "if grep -q -- /to-old \"$4nginx.conf\" && grep -q -- /to-new \"$4nginx.conf\"; \
+         then echo 'nginx: [emerg] could not build variables_hash' >&2; exit 1; fi\nexec $REAL \"$@\"",
     );
-    std::fs::write(&nginx, script).unwrap();
-    std::fs::set_permissions(&nginx, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out_dir = Prefix::scratch("check-newest-out");
     let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
         .expect("a configuration that loads");

@@ -100,11 +100,10 @@ pub fn check_and_reload(
     }
     let generation = staged.generation().ok_or("a configuration without a generation")?;
     let report = dir.join(REPORT);
-    match std::fs::remove_file(&report) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(format!("{}: {e}", report.display()));
-        }
-        _ => {}
+    if let Err(e) = std::fs::remove_file(&report)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(format!("{}: {e}", report.display()));
     }
     let committed = staged.commit_undoable().map_err(|e| e.to_string())?;
     let (ok, said) = run_nginx(nginx, dir, Path::new("nginx.conf"), &["-s", "reload"])?;

@@ -1,26 +1,12 @@
 //! A typed writer for nginx.conf: the only way the generator produces configuration text.
 //!
 //! A configuration is a tree of [`Node`]s: directives (whose words are [`Arg`]s, the first one
-//! the directive's name), blocks, comments and blank lines. Every word goes through one
-//! function, [`Writer::word`], which decides how it is written:
-//!
-//! - bytes from the manifests or the command line are [`Part::Data`]: a byte NGINX's parser
-//!   cannot take as data even quoted (a control character, NUL) is an error naming the field;
-//!   a word with a space, `;`, `{`, `}`, `#`, a quote or a backslash is quoted, with `\` and the
-//!   quote escaped, so it stays one word;
-//! - a `$` of data is written so that NGINX never expands it: in a word NGINX compiles with
-//!   variables (see [`takes_variables`]) as `${httproute_dollar}`, a variable the `geo` block
-//!   [`DOLLAR_GEO`] defines as a literal `$` (geo values are not compiled; NGINX has no escape
-//!   for `$`); elsewhere (a location's path, a map's key, a regex) it stays as it is;
-//! - variables are [`Part::Var`], written only by the generator: data never becomes one;
-//! - a data word whose first bytes would change what the directive means (a `map` key named
-//!   `default` or starting with `~`, a location path starting with `~`, `=` or `@`, a server
-//!   name starting with `~`) is escaped (map keys) or an error.
-//!
-//! Comments are escaped: control characters and `\` become `\xNN` / `\\`, so a comment is always
-//! one line. Rendering also returns the tree of words as NGINX's parser will read it back
-//! ([`Stmt`]), which the tests and the fuzz target compare with an independent reader
-//! ([`crate::conf_reader`]).
+//! the directive's name), blocks, comments and blank lines. Every word is written by
+//! `syntax::word` (quoting, a data `$` never a variable: [`DOLLAR_GEO`], words that would change
+//! what a directive means escaped or refused); variables are written only by the generator.
+//! Comments are escaped onto one line. Rendering also returns the tree of words as NGINX's
+//! parser will read it back ([`Stmt`]), which the tests and the fuzz target compare with an
+//! independent reader ([`crate::conf_reader`]), and each line's owner ([`Rendered::lines`]).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -230,24 +216,19 @@ pub struct Writer {
 
 impl Writer {
     pub fn render(nodes: &[Node]) -> Result<Rendered, String> {
-        let mut w = Writer::default();
-        let tree = w.nodes(nodes, BlockKind::Directives, 0)?;
-        w.end_lines();
-        Ok(Rendered { text: w.text, tree, dollar: w.dollar, refused: w.refused, lines: w.lines })
+        Writer::stream(false).whole(nodes)
     }
 
     /// [`Writer::render`] without the tree: what a generator run writes to disk.
     pub fn render_text(nodes: &[Node]) -> Result<Rendered, String> {
-        let mut w = Writer { text_only: true, ..Writer::default() };
-        w.nodes(nodes, BlockKind::Directives, 0)?;
-        w.end_lines();
-        Ok(Rendered {
-            text: w.text,
-            tree: Vec::new(),
-            dollar: w.dollar,
-            refused: w.refused,
-            lines: w.lines,
-        })
+        Writer::stream(true).whole(nodes)
+    }
+
+    fn whole(mut self, nodes: &[Node]) -> Result<Rendered, String> {
+        let tree = self.nodes(nodes, BlockKind::Directives, 0)?;
+        self.end_lines();
+        let (text, dollar, refused, lines) = (self.text, self.dollar, self.refused, self.lines);
+        Ok(Rendered { text, tree, dollar, refused, lines })
     }
 
     /// A writer of blocks one at a time at `depth` ([`Writer::push`]), so each block's nodes
@@ -284,8 +265,7 @@ impl Writer {
         depth: usize,
         tree: &mut Vec<Stmt>,
     ) -> Result<(), String> {
-        let stmts = self.nodes(nodes, BlockKind::Directives, depth)?;
-        tree.extend(stmts);
+        tree.extend(self.nodes(nodes, BlockKind::Directives, depth)?);
         Ok(())
     }
 

@@ -344,21 +344,19 @@ pub fn hash_directives<'a>(
     let longest = names.clone().map(str::len).max().unwrap_or(0);
     // What a configuration with a name over 32 bytes always wrote.
     let bucket = if longest > 32 { (longest + 32).next_power_of_two().max(128) } else { 0 };
-    match server_names(names, bucket) {
-        Some(s) => {
-            out.push(dir("server_names_hash_bucket_size", s.bucket_size));
-            out.push(dir("server_names_hash_max_size", s.max_size));
+    let hashes = [
+        (
+            ("server_names_hash_bucket_size", "server_names_hash_max_size"),
+            server_names(names, bucket),
+        ),
+        (("map_hash_bucket_size", "map_hash_max_size"), map_hostnames(sni, bucket)),
+    ];
+    for ((b, m), sizes) in hashes {
+        match sizes {
+            Some(s) => out.extend([dir(b, s.bucket_size), dir(m, s.max_size)]),
+            None if bucket > 0 => out.push(dir(b, bucket)),
+            None => {}
         }
-        None if bucket > 0 => out.push(dir("server_names_hash_bucket_size", bucket)),
-        None => {}
-    }
-    match map_hostnames(sni, bucket) {
-        Some(s) => {
-            out.push(dir("map_hash_bucket_size", s.bucket_size));
-            out.push(dir("map_hash_max_size", s.max_size));
-        }
-        None if bucket > 0 => out.push(dir("map_hash_bucket_size", bucket)),
-        None => {}
     }
     if let Some(s) = variables(variables_defined, LONGEST_VARIABLE) {
         out.push(dir("variables_hash_bucket_size", s.bucket_size));

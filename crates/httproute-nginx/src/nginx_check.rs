@@ -1,38 +1,21 @@
-//! `generate --nginx PATH`: the configuration checked by the NGINX that will run it.
+//! `generate --nginx PATH`: the configuration checked by the NGINX that will run it
+//! (`PATH -t` in a scratch directory beside the output directory). A refusal is mapped to the
+//! tenant objects it comes from, those are left out with NGINX's complaint as their reason,
+//! and the configuration is written and checked again:
 //!
-//! The output is written to a scratch directory beside the output directory and tested with
-//! `PATH -t -p SCRATCH/ -c nginx.conf` (the output's own `load_module` line loads the module).
-//! When NGINX refuses it, the refusal is mapped to the tenant object it comes from, that
-//! object is left out with NGINX's complaint as its reason, and the configuration is written
-//! and tested again:
+//! - naming a line: every object that brings it ([`Output::units_at_line`]), each as the
+//!   smallest [`Unit`] that holds the line (a backendRef's share, a match, a rule, a route, a
+//!   listener), all at once;
+//! - naming a certificate or key file the writer wrote for a Secret: that Secret
+//!   ([`drop_secret`]);
+//! - naming neither: a gap in the model, logged as such. One decision, no search: the objects
+//!   of the newest tenant that are newer than every other tenant's (Gateway API's conflict
+//!   order, never the written order) are left out once ([`newest_tenant_suffix`]); a second
+//!   such refusal, or one tenant alone, fails the run.
 //!
-//! - a refusal naming a line (`in FILE:LINE`): the directive written there and the object it
-//!   was written for ([`Output::units_at_line`], from the writer's provenance: all the objects
-//!   that bring it, for a line several share, each left out with the complaint), left out by
-//!   [`emit_dropping`]: the smallest unit that holds the line ([`Unit`]): a backendRef's share
-//!   (its `upstream`, its `split_clients` entry: the share answers 500, the route's
-//!   `ResolvedRefs` is False), a match's location or a rule (the route's `PartiallyInvalid`,
-//!   or `Accepted: False` when nothing of it is left), a route (a server name only its
-//!   hostnames bring: `Accepted: False`), a listener (its `listen`, certificates, its own
-//!   server name: `Programmed: False`, the other listeners keep serving);
-//! - a refusal naming no line that quotes a certificate or key file the writer wrote for a
-//!   Secret (`SSL_CTX_use_certificate("...")`, `cannot load certificate key "..."`): that
-//!   Secret, left out of the plan ([`drop_secret`]: its listeners' `ResolvedRefs` say why, a
-//!   server left without a certificate refuses the handshake);
-//! - any other refusal naming no line (a line `nginx.conf:0`; not a server-name hash, which the
-//!   plan budgets: `plan/budget.rs`): a gap in the model, logged as such (a warning). One
-//!   decision, no search: the objects of the newest object's tenant (namespace) that are newer
-//!   than every other tenant's object written (Gateway API's conflict order: creationTimestamp,
-//!   then namespace/name; never the written order) are left out at once
-//!   ([`newest_tenant_suffix`]), and the configuration is checked once more. A second such
-//!   refusal fails the run: an older tenant's object is never left out for one. With one
-//!   tenant alone written the run fails at once (all of it left out would serve nothing).
-//!
-//! Each retry leaves out at least one more object than the ones before (all the sharers of a
-//! refused line at once: one retry however many they are), and there are at most
-//! [`MAX_RETRIES`], so the loop ends. A line of the run's own (options, the generator's text),
-//! an object already left out, a refusal naming no line after the newest tenant's objects are
-//! left out, or the bound reached is an error of the run: the output directory is not touched.
+//! Each retry leaves out at least one more object, at most [`MAX_RETRIES`] times. The run's
+//! own line, an object already left out, or the bound reached is an error of the run: the
+//! output directory is not touched.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -141,14 +124,6 @@ struct Run<'a> {
     checks: usize,
 }
 
-/// The first refusal of a configuration, as NGINX said it.
-enum Checking {
-    Loads,
-    Refused(Refusal),
-    /// NGINX said nothing this module reads as a refusal.
-    Unreadable(String),
-}
-
 impl Run<'_> {
     fn give_up<T>(&self, why: String) -> Result<T, String> {
         Err(format!(
@@ -157,22 +132,23 @@ impl Run<'_> {
         ))
     }
 
-    /// `nginx -t` on `output`, written in the scratch directory.
-    fn check(&mut self, output: &Output) -> Result<Checking, String> {
+    /// `nginx -t` on `output`, written in the scratch directory: `None` when it loads; `Err`
+    /// when NGINX said nothing read as a refusal.
+    fn check(&mut self, output: &Output) -> Result<Option<Refusal>, String> {
         self.checks += 1;
         let _ = std::fs::remove_dir_all(self.scratch);
         crate::output::write_dir(self.scratch, output)
             .map_err(|e| format!("{}: {e}", self.scratch.display()))?;
         link_relative_module(&self.opts.module, self.out_dir, self.scratch);
         let stderr = match nginx_test(self.nginx, self.scratch) {
-            Ok(()) => return Ok(Checking::Loads),
+            Ok(()) => return Ok(None),
             Err(stderr) => stderr,
         };
         let conf = format!("{}nginx.conf", prefix(self.scratch));
-        Ok(match parse_refusal(&stderr, &conf) {
-            Some(r) => Checking::Refused(r),
-            None => Checking::Unreadable(stderr),
-        })
+        match parse_refusal(&stderr, &conf) {
+            Some(r) => Ok(Some(r)),
+            None => self.give_up(format!("{:?}", stderr.trim())),
+        }
     }
 
     /// Every object that brings `line`: all of them at once (the line stays while one is
@@ -209,21 +185,10 @@ impl Run<'_> {
         let mut gap = false;
         loop {
             let mut output = emit_dropping(plan, self.opts, self.tree, &drops)?;
-            let refusal = match self.check(&output)? {
-                Checking::Loads => {
-                    output.warnings.append(&mut warnings);
-                    let checks = self.checks;
-                    return Ok(Checked {
-                        output,
-                        refused: drops,
-                        refused_secrets: secrets,
-                        checks,
-                    });
-                }
-                Checking::Refused(r) => r,
-                Checking::Unreadable(stderr) => {
-                    return self.give_up(format!("{:?}", stderr.trim()));
-                }
+            let Some(refusal) = self.check(&output)? else {
+                output.warnings.append(&mut warnings);
+                let (refused, refused_secrets, checks) = (drops, secrets, self.checks);
+                return Ok(Checked { output, refused, refused_secrets, checks });
             };
             let complaint = format!("nginx -t: {}", refusal.message);
             if retries >= MAX_RETRIES {
@@ -269,18 +234,26 @@ impl Run<'_> {
     }
 }
 
-/// The objects a refusal naming no line leaves out: those of the newest object's tenant
-/// (namespace) that are newer than every other tenant's object `output` still writes, in
-/// Gateway API's conflict order ([`crate::plan::Ages`]), each as the unit that leaves all of
-/// it out (a route; a Gateway's listeners). Never an object of another tenant, never one
-/// chosen by the order it is written in; one pass over the units. Empty (the run fails) when
-/// no tenant object is left, when one tenant alone is written, or when the newest is as old as
-/// another tenant's (unknown ages).
+/// The objects a refusal naming no line leaves out: those of the newest object's tenant that
+/// are newer than every other tenant's object `output` still writes, in Gateway API's
+/// conflict order ([`crate::plan::Ages`]), each as the unit that leaves all of it out (a
+/// route; a Gateway's listeners). A tenant is a namespace whose routes are written: a
+/// Gateway of a namespace with none (the platform's) is no tenant, neither left out nor
+/// protecting one. Empty (the run fails) when one tenant alone is written, or when the newest
+/// is as old as another tenant's (unknown ages).
 fn newest_tenant_suffix(plan: &Plan, output: &Output, drops: &[(Unit, String)]) -> Vec<Unit> {
     let mut objects: std::collections::HashMap<Unit, (usize, String)> = Default::default();
     for unit in output.all_units().filter(|u| !drops.iter().any(|(d, _)| u.within(d))) {
         objects.extend(objects_of(plan, unit));
     }
+    let tenants: std::collections::HashSet<String> = objects
+        .keys()
+        .filter_map(|u| match u {
+            Unit::Route(r) => Some(r.namespace.clone()),
+            _ => None,
+        })
+        .collect();
+    objects.retain(|_, (_, ns)| tenants.contains(ns));
     let Some((_, tenant)) = objects.values().max().cloned() else { return Vec::new() };
     // With one tenant written there is no one to protect: leaving out all of it would install
     // an empty configuration, so the run fails and the current one stays.

@@ -1,25 +1,16 @@
 //! Writing a configuration into its directory so that the NGINX running from it can be
 //! reloaded at any moment, and is never given half of one configuration and half of another.
 //!
-//! The directory (`-o DIR`, NGINX's prefix `nginx -p DIR -c nginx.conf`):
+//! The directory (`-o DIR`, NGINX's prefix): `nginx.conf`, replaced by a rename as the last
+//! step; `generations/N/`, the files configuration N names (`matches.json`, `certs/`), written
+//! whole before its nginx.conf is renamed into place and never changed after (the one before
+//! the current is kept, a reload may be reading it; older ones are removed); `logs/`, `tmp/`:
+//! NGINX's own, created when missing and never touched.
 //!
-//! - `nginx.conf`: the configuration; a new one is written beside it and renamed over it, as
-//!   the last step, so a reload reads the old file or the new one, whole;
-//! - `generations/N/`: the files of configuration N (`matches.json`, `certs/`), which its
-//!   nginx.conf names (`http_matches_load generations/N/matches.json`). A generation is
-//!   written completely before its nginx.conf is renamed into place and never changed after,
-//!   so a reload that reads nginx.conf N reads N's lists and certificates, even if another
-//!   run writes N+1 meanwhile. The generation before the current one is kept (a reload may be
-//!   reading it), older ones are removed;
-//! - `logs/`, `tmp/`: NGINX's own (pid file, logs, temp files). Created when missing, never
-//!   removed, replaced or written to.
-//!
-//! [`Reservation`] takes the next generation number before the configuration is made (its
-//! nginx.conf names it), [`Reservation::stage`] writes everything but nginx.conf's rename
-//! (`nginx -t` can check the staged file: [`Staged::conf`]), [`Staged::commit`] renames.
-//! Dropping either before the commit removes what it wrote. One run at a time per directory:
-//! [`Reservation::take`] holds an exclusive `flock` on `DIR/.lock` until the run's end (its
-//! [`Staged`] or [`Committed`] dropped); a second run is refused while it is held.
+//! [`Reservation::take`] locks DIR (`flock` on `DIR/.lock`, one run at a time) and takes the
+//! next generation number; [`Reservation::stage`] writes everything but nginx.conf's rename
+//! ([`Staged::conf`], for `nginx -t`), [`Staged::commit`] renames. Dropping either before the
+//! commit removes what it wrote.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -83,22 +74,15 @@ impl Reservation {
 
     /// Writes `out` (made with [`Reservation::files_dir`]) except the final rename: the
     /// generation's files, and nginx.conf beside the current one.
-    pub fn stage(mut self, out: &Output) -> std::io::Result<Staged> {
-        let files_dir = self.files_dir();
-        if !out.matches_file.starts_with(&format!("{files_dir}/")) {
-            return Err(std::io::Error::other(format!(
-                "generator bug: the configuration reads {}, not from {files_dir}",
-                out.matches_file
-            )));
-        }
-        let mut staged = stage(&self.dir, out, Some(self.number))?;
-        self.done = true;
-        staged.lock = self.lock.take();
-        Ok(staged)
+    pub fn stage(self, out: &Output) -> std::io::Result<Staged> {
+        let write = |s: Streams<'_>| {
+            s.conf.write_all(out.nginx_conf.as_bytes())?;
+            s.matches.write_all(out.matches_json.as_bytes()).map(|()| out)
+        };
+        let write = |s: Streams<'_>| write(s).map_err(|e| e.to_string());
+        Ok(self.stage_streamed(write, |o| *o).map_err(std::io::Error::other)?.0)
     }
-}
 
-impl Reservation {
     /// [`Reservation::stage`] of a configuration written as it is made: `write` gets the
     /// streams of nginx.conf and matches.json and a scratch file, all in the generation's
     /// directory (removed with it if anything fails), and `output` says which [`Output`] of
@@ -298,21 +282,15 @@ impl Drop for Committed {
     }
 }
 
-/// Writes `out` into `dir` and puts it in place ([`Reservation`] for a configuration that names
-/// a generation, else its files are each replaced by a rename next to nginx.conf). The runtime
-/// directories are created when missing and never touched.
+/// Writes `out` into `dir` and puts it in place, the flat layout (no generations: its files
+/// each replaced by a rename next to nginx.conf). The runtime directories are created when
+/// missing and never touched.
 pub fn write_dir(dir: &Path, out: &Output) -> std::io::Result<()> {
-    stage(dir, out, None)?.commit()
-}
-
-/// Everything of `out` but nginx.conf's rename.
-fn stage(dir: &Path, out: &Output, generation: Option<u64>) -> std::io::Result<Staged> {
-    std::fs::create_dir_all(dir)?;
     for d in RUNTIME_DIRS {
         std::fs::create_dir_all(dir.join(d))?;
     }
     let conf = dir.join(format!(".nginx.conf.new-{}", std::process::id()));
-    let staged = Staged { dir: dir.to_owned(), conf, generation, done: false, lock: None };
+    let staged = Staged { dir: dir.to_owned(), conf, generation: None, done: false, lock: None };
     replace(&dir.join(&out.matches_file), out.matches_json.as_bytes(), false)?;
     for (rel, bytes) in &out.files {
         replace(&dir.join(rel), bytes, true)?;
@@ -322,7 +300,7 @@ fn stage(dir: &Path, out: &Output, generation: Option<u64>) -> std::io::Result<S
     }
     let _ = std::fs::remove_file(&staged.conf);
     write_new(&staged.conf, out.nginx_conf.as_bytes(), false)?;
-    Ok(staged)
+    staged.commit()
 }
 
 /// `path` with `bytes`, by a rename of a file written and synced beside it (mode 0600 when

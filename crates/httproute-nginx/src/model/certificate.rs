@@ -190,27 +190,25 @@ mod tests {
 
     /// The same, with these `openssl req` key options.
     fn self_signed_with(key: &[&str]) -> (Vec<u8>, Vec<u8>) {
+        let dir = scratch("self");
+        let out =
+            ["-nodes", "-days", "2", "-subj", "/CN=t.test", "-keyout", "k.pem", "-out", "c.pem"];
+        openssl(&dir, &[&["req", "-x509"][..], key, &out].concat());
+        let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+        let pair = (read("c.pem"), read("k.pem"));
+        let _ = std::fs::remove_dir_all(&dir);
+        pair
+    }
+
+    /// A scratch directory of this test thread's.
+    fn scratch(tag: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!(
-            "hr-cert-{}-{:?}",
+            "hr-cert-{tag}-{}-{:?}",
             std::process::id(),
             std::thread::current().id()
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let ok = Command::new("openssl")
-            .args(["req", "-x509"])
-            .args(key)
-            .args(["-nodes", "-days", "2", "-subj", "/CN=t.test", "-keyout"])
-            .arg(dir.join("k.pem"))
-            .arg("-out")
-            .arg(dir.join("c.pem"))
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        let pair =
-            (std::fs::read(dir.join("c.pem")).unwrap(), std::fs::read(dir.join("k.pem")).unwrap());
-        let _ = std::fs::remove_dir_all(&dir);
-        pair
+        dir
     }
 
     #[test]
@@ -286,12 +284,7 @@ mod tests {
 
     /// A leaf signed by a CA with the digest `md`: (leaf crt, leaf key, CA crt).
     fn ca_signed(md: &str) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
-        let dir = std::env::temp_dir().join(format!(
-            "hr-cert-ca-{md}-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch(&format!("ca-{md}"));
         let rsa = ["-newkey", "rsa:2048", "-nodes"];
         openssl(
             &dir,

@@ -201,13 +201,12 @@ pub(crate) fn validate_meta(m: &Meta) -> Check {
 
 /// A Gateway API `SectionName`: listener names, rule names, a parentRef's `sectionName`.
 pub(crate) fn section_name(n: &str) -> Result<(), String> {
-    if is_dns_subdomain(n) {
-        Ok(())
-    } else {
-        Err(format!(
+    let why = || {
+        format!(
             "{n:?} is not a valid name (lowercase letters, digits, \"-\" and \".\", at most 253)"
-        ))
-    }
+        )
+    };
+    is_dns_subdomain(n).then_some(()).ok_or_else(why)
 }
 
 /// A Gateway API `ObjectName`: 1-253 characters.
@@ -217,11 +216,8 @@ fn object_name(n: &str) -> Result<(), String> {
 
 /// A Gateway API `Namespace`: an RFC 1123 label.
 fn namespace(n: &str) -> Result<(), String> {
-    if is_dns_label(n) {
-        Ok(())
-    } else {
-        Err(format!("{n:?} is not a valid namespace (lowercase RFC 1123 label)"))
-    }
+    let why = || format!("{n:?} is not a valid namespace (lowercase RFC 1123 label)");
+    is_dns_label(n).then_some(()).ok_or_else(why)
 }
 
 /// A port the CRDs allow (`PortNumber` with its minimum 1).
