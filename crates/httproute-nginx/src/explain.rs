@@ -2,15 +2,15 @@
 //! decided it, computed from the same plan the configuration is generated from, with the same
 //! matching engine the module runs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use route_match::{Outcome, RequestView, Syntax};
 
 use crate::nginx_request;
 use crate::plan::{
-    Candidate, Entry, GatewayId, INTERNAL_PREFIX, Loc, LocationPlan, PathKind, Plan, PortPlan,
-    Reason, RouteId, RulePlan, ServerPlan, Target, wildcard_covers,
+    Candidate, Entry, INTERNAL_PREFIX, Left, Loc, LocationPlan, PathKind, Plan, PortPlan, Reason,
+    RulePlan, ServerPlan, Target, wildcard_covers,
 };
 
 /// A request as a client sends it.
@@ -75,73 +75,51 @@ pub struct Explanation {
 /// only dropped routes bring, so their hosts reach the port's other servers (a wildcard, the
 /// catch-all); a port with none of its listeners left is not listened on.
 pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
-    use crate::plan::DroppedUnit;
+    use crate::plan::{DroppedUnit, Refused};
     if dropped.is_empty() {
         return;
     }
-    let listener_gone = |s: &crate::plan::ServerPlan| {
-        s.listener.as_ref().is_some_and(|l| {
-            dropped.iter().any(|d| matches!(&d.unit, DroppedUnit::Listener(x) if x == l))
-        })
-    };
-    // A route left out of server `s`: itself, or its attachment to `s`'s Gateway.
-    let route_gone = |s: &crate::plan::ServerPlan, r: &crate::plan::RouteId| {
-        dropped.iter().any(|d| match &d.unit {
-            DroppedUnit::Route(x) => x == r,
+    // What the writer left out, read through the plan's one predicate (`Left`); the matches
+    // left out (their locations') on the side.
+    let mut left = Left::default();
+    let mut matches = BTreeSet::new();
+    for d in dropped {
+        match d.unit.clone() {
+            DroppedUnit::Match { rule, index } => _ = matches.insert((rule, index)),
+            DroppedUnit::BackendShare { rule, index } => _ = left.shares.insert((rule, index)),
+            DroppedUnit::Rule(id) => _ = left.add(&Refused::Rule(id)),
+            DroppedUnit::Route(id) => _ = left.add(&Refused::Route(id)),
             DroppedUnit::Attachment { route, gateway } => {
-                route == r && s.listener.as_ref().is_some_and(|l| l.gateway_id() == **gateway)
+                _ = left.add(&Refused::Attachment { route, gateway })
             }
-            _ => false,
-        })
-    };
-    let any_listener = dropped.iter().any(|d| matches!(d.unit, DroppedUnit::Listener(_)));
+            DroppedUnit::Listener(id) => _ = left.add(&Refused::Listener(id)),
+        }
+    }
+    let any_listener = !left.listeners.is_empty();
     let mut changed = false;
     plan.ports.retain_mut(|p| {
         let alive =
-            !any_listener || p.servers.iter().any(|s| s.listener.is_some() && !listener_gone(s));
+            !any_listener || p.servers.iter().any(|s| s.listener.is_some() && !left.listener_of(s));
         let before = p.servers.len();
-        p.servers.retain(|s| !listener_gone(s) && !s.unbrought(|r| route_gone(s, r)));
+        p.servers.retain(|s| left.written(s));
         changed |= !alive || p.servers.len() != before;
         alive
     });
     if changed {
         plan.remerge();
     }
-    let gone = |c: &crate::plan::Candidate| {
-        dropped.iter().any(|d| match &d.unit {
-            DroppedUnit::Match { rule, index } => *rule == c.id && *index == c.match_index,
-            DroppedUnit::Rule(rule) => *rule == c.id,
-            DroppedUnit::Route(route) => *route == c.id.route,
-            DroppedUnit::BackendShare { .. }
-            | DroppedUnit::Attachment { .. }
-            | DroppedUnit::Listener(_) => false,
-        })
-    };
-    // The routes left out of each Gateway's servers, looked up per server, then per candidate.
-    let mut detached: BTreeMap<GatewayId, BTreeSet<&RouteId>> = BTreeMap::new();
-    for d in dropped {
-        if let DroppedUnit::Attachment { route, gateway } = &d.unit {
-            detached.entry((**gateway).clone()).or_default().insert(route);
-        }
-    }
-    let none = BTreeSet::new();
     for server in plan.ports.iter_mut().flat_map(|p| &mut p.servers) {
-        let off = server.listener.as_ref().and_then(|l| detached.get(&l.gateway_id()));
-        let off = off.unwrap_or(&none);
-        server.retain_candidates(|c| !gone(c) && !off.contains(&c.id.route));
+        let off = left.at(server);
+        server.retain_candidates(|c| {
+            !off.candidate(c) && !matches.contains(&(c.id.clone(), c.match_index))
+        });
         for rule in &mut server.rules {
-            let shares: Vec<usize> = dropped
-                .iter()
-                .filter_map(|d| match &d.unit {
-                    DroppedUnit::BackendShare { rule: r, index } if *r == rule.id => Some(*index),
-                    _ => None,
-                })
-                .collect();
-            if shares.is_empty() {
+            if !left.shares.iter().any(|(r, _)| *r == rule.id) {
                 continue;
             }
+            let id = rule.id.clone();
             for b in &mut std::sync::Arc::make_mut(rule).backends {
-                if shares.contains(&b.index) {
+                if left.shares.contains(&(id.clone(), b.index)) {
                     b.target = crate::plan::Target::Status(500);
                 }
             }

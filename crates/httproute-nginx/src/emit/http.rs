@@ -108,7 +108,7 @@ impl<'p> Pass<'p> {
         let port = &self.plan.ports[pi];
         let mut names: Vec<(&str, Option<Provenance>)> = Vec::new();
         for s in &port.servers {
-            if !self.alive[pi] || dropped_listener(self.skip, s) || unbrought(self.skip, s) {
+            if !self.alive[pi] || !self.skip.written(s) {
                 continue;
             }
             if let Some(h) = s.hostname.as_deref() {
@@ -126,7 +126,7 @@ impl<'p> Pass<'p> {
         // server of no listener (404, or no TLS handshake).
         let orphans: Vec<ServerAt> = all_members
             .iter()
-            .filter(|m| self.alive[m.0] && dropped_listener(self.skip, self.at(m)))
+            .filter(|m| self.alive[m.0] && self.skip.listener_of(self.at(m)))
             .filter(|_| server.hostname.is_none())
             .copied()
             .collect();
@@ -136,12 +136,10 @@ impl<'p> Pass<'p> {
         }
         // The plan's budgets count the same servers (`Merged::written_for`).
         let skip = self.skip;
-        let members = self.plan.merged.written_for(
-            (&self.plan.ports, &self.alive),
-            (pi, si),
-            &|l| skip.listeners.contains(l),
-            &|s, r| skip.at(s).route(r),
-        );
+        let members =
+            self.plan
+                .merged
+                .written_for((&self.plan.ports, &self.alive), (pi, si), &|s| skip.written(s));
         if members.is_empty() {
             return Ok(());
         }
@@ -296,7 +294,7 @@ impl<'p> Pass<'p> {
         let names = |tls: bool| -> Vec<&str> {
             let ports = plan.ports.iter().enumerate().filter(|(pi, p)| alive[*pi] && p.tls >= tls);
             let servers = ports.flat_map(|(_, p)| &p.servers);
-            let written = servers.filter(|s| !dropped_listener(skip, s) && !unbrought(skip, s));
+            let written = servers.filter(|s| skip.written(s));
             written.filter_map(|s| s.hostname.as_deref()).collect()
         };
         let names = (names(false), names(true));
@@ -407,17 +405,6 @@ fn secret_files(plan: &Plan, opts: &Options) -> std::collections::BTreeMap<Strin
             [(crt_path, crt.clone()), (key_path, key.clone())]
         })
         .collect()
-}
-
-/// A server whose listener is left out.
-fn dropped_listener(skip: &Skip, s: &ServerPlan) -> bool {
-    s.listener.as_ref().is_some_and(|l| skip.listeners.contains(l))
-}
-
-/// A server only routes' hostnames bring, all of those routes left out (of it).
-fn unbrought(skip: &Skip, s: &ServerPlan) -> bool {
-    let off = skip.at(s);
-    s.unbrought(|r| off.route(r))
 }
 
 /// Who brings the name of servers `ss` (merged servers, alike but for their listeners: one
@@ -650,7 +637,7 @@ impl<'p> Pass<'p> {
                 .at(m)
                 .listener
                 .as_ref()
-                .filter(|_| server.hostname.is_some() && !dropped_listener(skip, self.at(m)));
+                .filter(|_| server.hostname.is_some() && !skip.listener_of(self.at(m)));
             let http = &mut self.http;
             let from = match own {
                 Some(l) => Some(http.unit(Unit::Listener(l.clone()))),
@@ -659,7 +646,7 @@ impl<'p> Pass<'p> {
                         member_port
                             .servers
                             .iter()
-                            .filter(|s| !dropped_listener(skip, s))
+                            .filter(|s| !skip.listener_of(s))
                             .filter_map(|s| s.listener.clone())
                             .map(Unit::Listener),
                     )

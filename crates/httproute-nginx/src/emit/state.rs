@@ -5,9 +5,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::conf::{Arg, Directive, Node, Provenance};
-use crate::plan::{
-    Candidate, GatewayId, ListenerId, RouteId, RuleId, RulePlan, ServerAt, ServerPlan,
-};
+use crate::plan::{GatewayId, ListenerId, RouteId, RuleId, RulePlan, ServerAt};
 
 /// A tenant's object that directives are written for: what a word of them NGINX cannot take
 /// (or a line of them `nginx -t` refuses) leaves out (see [`emit_with`]), the smallest that
@@ -64,57 +62,10 @@ impl Unit {
     }
 }
 
-/// What a configuration leaves out.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Skip {
-    pub(super) rules: BTreeSet<RuleId>,
-    pub(super) locations: BTreeSet<(ServerAt, usize)>,
-    /// Backend shares: (rule, index among its backendRefs).
-    pub(super) shares: BTreeSet<(RuleId, usize)>,
-    pub(super) listeners: BTreeSet<ListenerId>,
-    pub(super) routes: BTreeSet<RouteId>,
-    /// Routes left out of the servers of a Gateway's listeners ([`Unit::Attachment`]).
-    pub(super) attachments: BTreeMap<GatewayId, BTreeSet<RouteId>>,
-}
-
-/// No route is left out of a server.
-static NONE: BTreeSet<RouteId> = BTreeSet::new();
-
-impl Skip {
-    /// Whether the rule is left out (itself or its route).
-    pub(super) fn rule(&self, id: &RuleId) -> bool {
-        self.rules.contains(id) || self.routes.contains(&id.route)
-    }
-
-    /// What server `s` leaves out: a route's rules and attachments there ([`In`]).
-    pub(super) fn at<'s>(&'s self, s: &ServerPlan) -> In<'s> {
-        let detached = match (&s.listener, self.attachments.is_empty()) {
-            (Some(l), false) => self.attachments.get(&l.gateway_id()).unwrap_or(&NONE),
-            _ => &NONE,
-        };
-        In { skip: self, detached }
-    }
-}
-
-/// What one server leaves out: the units of [`Skip`], and the routes whose attachment to its
-/// listener's Gateway is left out.
-#[derive(Clone, Copy)]
-pub(super) struct In<'s> {
-    skip: &'s Skip,
-    detached: &'s BTreeSet<RouteId>,
-}
-
-impl In<'_> {
-    /// Route `r` is not served in this server.
-    pub(super) fn route(&self, r: &RouteId) -> bool {
-        self.skip.routes.contains(r) || self.detached.contains(r)
-    }
-
-    /// Candidate `c` is not served in this server (its rule, its route or its attachment).
-    pub(super) fn candidate(&self, c: &Candidate) -> bool {
-        self.skip.rule(&c.id) || self.detached.contains(&c.id.route)
-    }
-}
+/// What a configuration leaves out: the plan's refusals and NGINX's, read through the plan's
+/// one predicate ([`crate::plan::Left`]).
+pub(super) type Skip = crate::plan::Left;
+pub(super) use crate::plan::In;
 
 pub(super) fn d(name: &'static str) -> Directive {
     Directive::new(name)

@@ -81,16 +81,10 @@ pub(super) fn server_names(
         names.into_iter().map(|(h, (age, owners))| (age, h, owners)).collect();
     order.sort();
     let mut budget = NameBudget::default();
-    let mut refused: BTreeSet<Refused> = before.iter().map(|(r, _)| r.clone()).collect();
+    let mut left = Left::of(before);
     let mut out = Vec::new();
     for (_, h, owners) in order {
-        let gone = |o: &Refused| match o {
-            Refused::Attachment { route, .. } => {
-                refused.contains(o) || refused.contains(&Refused::Route(route.clone()))
-            }
-            o => refused.contains(o),
-        };
-        if (!owners.is_empty() && owners.iter().all(gone)) || budget.admit(h) {
+        if (!owners.is_empty() && owners.iter().all(|o| left.refuses(o))) || budget.admit(h) {
             continue;
         }
         let why = format!(
@@ -99,7 +93,8 @@ pub(super) fn server_names(
              buckets; budget: server-name hash)"
         );
         for o in owners {
-            if refused.insert(o.clone()) {
+            if !left.refuses(&o) {
+                left.add(&o);
                 out.push((o, why.clone()));
             }
         }
@@ -255,7 +250,7 @@ pub(super) fn regex_memory(
 ) -> Vec<(Refused, String)> {
     let budget = Budget { per_tenant, total, used: BTreeMap::new(), all: 0 };
     match per_location {
-        true => Inline::of(ports, ages, &Out::of(before)).admit(budget),
+        true => Inline::of(ports, ages, &Left::of(before)).admit(budget),
         false => per_namespace(ports, ages, before, budget),
     }
 }
@@ -332,50 +327,113 @@ fn per_namespace<'a>(
     out
 }
 
-/// The units refused before a budget, by kind.
-#[derive(Default)]
-pub(super) struct Out<'a> {
-    pub(super) listeners: BTreeSet<&'a ListenerId>,
-    pub(super) routes: BTreeSet<&'a RouteId>,
-    rules: BTreeSet<&'a RuleId>,
-    /// Routes left out of one Gateway's servers ([`Refused::Attachment`]).
-    attachments: BTreeSet<(&'a RouteId, (&'a str, &'a str))>,
-    pub(super) locations: BTreeSet<(ServerAt, usize)>,
+/// What the plan leaves out, by kind: the one place that decides whether route R (through
+/// Gateway G) is written in server S ([`Left::at`], [`In::route`]), which candidates a server
+/// writes ([`In::candidate`]) and which servers are written ([`Left::written`]). The budgets
+/// read it as they refuse (each refusal added as it is made), emit reads it (the plan's
+/// refusals and NGINX's), and explain (what the writer left out).
+#[derive(Debug, Default, Clone)]
+pub struct Left {
+    pub listeners: BTreeSet<ListenerId>,
+    pub routes: BTreeSet<RouteId>,
+    pub rules: BTreeSet<RuleId>,
+    /// Backend shares: (rule, index among its backendRefs).
+    pub shares: BTreeSet<(RuleId, usize)>,
+    /// Routes left out of the servers of a Gateway's listeners ([`Refused::Attachment`]).
+    pub attachments: BTreeMap<GatewayId, BTreeSet<RouteId>>,
+    pub locations: BTreeSet<(ServerAt, usize)>,
 }
 
-impl<'a> Out<'a> {
-    pub(super) fn of(before: &'a [(Refused, String)]) -> Out<'a> {
-        let mut out = Out::default();
-        for (r, _) in before {
-            match r {
-                Refused::Listener(l) => _ = out.listeners.insert(l),
-                Refused::Route(r) => _ = out.routes.insert(r),
-                Refused::Rule(r) => _ = out.rules.insert(r),
-                Refused::Location(at, li) => _ = out.locations.insert((*at, *li)),
-                Refused::Attachment { route, gateway } => {
-                    _ = out.attachments.insert((route, (&gateway.namespace, &gateway.name)))
-                }
-                // A share's refusal takes nothing from the lists nor the names.
-                Refused::Share { .. } => {}
-            }
+/// No route is left out of a server.
+static NONE: BTreeSet<RouteId> = BTreeSet::new();
+
+impl Left {
+    pub fn of<'r>(refused: impl IntoIterator<Item = &'r (Refused, String)>) -> Left {
+        let mut left = Left::default();
+        for (r, _) in refused {
+            left.add(r);
         }
-        out
+        left
     }
 
-    /// Rule `id` is refused, or its route.
-    pub(super) fn rule(&self, id: &RuleId) -> bool {
+    /// Leaves `r` out; whether it was not already (itself: a unit within one left out is
+    /// still added).
+    pub fn add(&mut self, r: &Refused) -> bool {
+        match r {
+            Refused::Listener(l) => self.listeners.insert(l.clone()),
+            Refused::Route(r) => self.routes.insert(r.clone()),
+            Refused::Rule(r) => self.rules.insert(r.clone()),
+            Refused::Share { rule, index } => self.shares.insert((rule.clone(), *index)),
+            Refused::Location(at, li) => self.locations.insert((*at, *li)),
+            Refused::Attachment { route, gateway } => {
+                self.attachments.entry((**gateway).clone()).or_default().insert(route.clone())
+            }
+        }
+    }
+
+    /// Whether `r` is left out, itself or within a unit left out (a rule or attachment of a
+    /// route left out, a share of a rule left out).
+    pub fn refuses(&self, r: &Refused) -> bool {
+        match r {
+            Refused::Listener(l) => self.listeners.contains(l),
+            Refused::Route(r) => self.routes.contains(r),
+            Refused::Rule(r) => self.rule(r),
+            Refused::Share { rule, index } => {
+                self.rule(rule) || self.shares.contains(&(rule.clone(), *index))
+            }
+            Refused::Location(at, li) => self.locations.contains(&(*at, *li)),
+            Refused::Attachment { route, gateway } => {
+                self.routes.contains(route)
+                    || self.attachments.get(gateway).is_some_and(|a| a.contains(route))
+            }
+        }
+    }
+
+    /// Rule `id` is left out, or its route.
+    pub fn rule(&self, id: &RuleId) -> bool {
         self.rules.contains(id) || self.routes.contains(&id.route)
     }
 
-    /// Route `r` is refused in server `s` (everywhere, or through `s`'s Gateway).
-    pub(super) fn route_in(&self, r: &RouteId, s: &ServerPlan) -> bool {
-        self.routes.contains(r) || gateway_of(s).is_some_and(|g| self.attachments.contains(&(r, g)))
+    /// Server `s`'s listener is left out.
+    pub fn listener_of(&self, s: &ServerPlan) -> bool {
+        s.listener.as_ref().is_some_and(|l| self.listeners.contains(l))
     }
 
-    /// Candidate `c` of server `s` is written: its rule, its route and its route's attachment
-    /// to `s`'s Gateway are kept.
-    pub(super) fn kept(&self, c: &Candidate, s: &ServerPlan) -> bool {
-        !self.rule(&c.id) && !self.route_in(&c.id.route, s)
+    /// What server `s` leaves out ([`In`]).
+    pub fn at(&self, s: &ServerPlan) -> In<'_> {
+        let detached = match (&s.listener, self.attachments.is_empty()) {
+            (Some(l), false) => self.attachments.get(&l.gateway_id()).unwrap_or(&NONE),
+            _ => &NONE,
+        };
+        In { left: self, detached }
+    }
+
+    /// Server `s` is written (but for merging): its listener is kept, and if only routes'
+    /// hostnames bring its name, one of them is written in it.
+    pub fn written(&self, s: &ServerPlan) -> bool {
+        let off = self.at(s);
+        !self.listener_of(s)
+            && (s.brought_by.is_empty() || !s.brought_by.iter().all(|r| off.route(r)))
+    }
+}
+
+/// What one server leaves out: the units of [`Left`], and the routes whose attachment to its
+/// listener's Gateway is left out.
+#[derive(Clone, Copy)]
+pub struct In<'s> {
+    left: &'s Left,
+    detached: &'s BTreeSet<RouteId>,
+}
+
+impl In<'_> {
+    /// Route `r` is not written in this server (itself, or its attachment to its Gateway).
+    pub fn route(&self, r: &RouteId) -> bool {
+        self.left.routes.contains(r) || self.detached.contains(r)
+    }
+
+    /// Candidate `c` is not written in this server (its rule, its route or its attachment).
+    pub fn candidate(&self, c: &Candidate) -> bool {
+        self.left.rule(&c.id) || self.detached.contains(&c.id.route)
     }
 }
 
@@ -442,7 +500,7 @@ fn via<'a>(r: &'a RouteId, s: &'a ServerPlan) -> Via<'a> {
 }
 
 impl<'a> Inline<'a> {
-    fn of(ports: &'a [PortPlan], ages: &Ages, out: &Out<'_>) -> Inline<'a> {
+    fn of(ports: &'a [PortPlan], ages: &Ages, left: &Left) -> Inline<'a> {
         let mut m = Inline::default();
         // With an inline carrier `out` holds `words::lists`' refusals: each location's kept
         // candidates are its written list's, so this walk is bounded by what is written.
@@ -451,26 +509,27 @@ impl<'a> Inline<'a> {
         let mut bytes: std::collections::HashMap<*const Candidate, usize> = Default::default();
         for (pi, p) in ports.iter().enumerate() {
             for (si, s) in p.servers.iter().enumerate() {
-                if s.listener.as_ref().is_some_and(|l| out.listeners.contains(l)) {
+                if left.listener_of(s) {
                     continue;
                 }
+                let off = left.at(s);
                 let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
                 let server = m.server_on.len();
                 m.server_on.push(s.brought_by.is_empty());
                 m.dormant.push(0);
-                for r in s.brought_by.iter().filter(|r| !out.route_in(r, s)) {
+                for r in s.brought_by.iter().filter(|r| !off.route(r)) {
                     m.age(via(r, s), ages.attached(r, gateway), gateway);
                     m.brings.entry(via(r, s)).or_default().insert(server);
                 }
                 for (li, l) in s.locations.iter().enumerate() {
-                    if out.locations.contains(&((pi, si), li)) {
+                    if left.locations.contains(&((pi, si), li)) {
                         continue;
                     }
                     let at = m.locs.len();
                     m.locs.push((server, ((pi, si), li)));
                     m.loc_on.push(l.loc == Loc::Prefix("/".into()));
                     m.held.push(0);
-                    for c in kept.of(l, |c| out.kept(c, s)) {
+                    for c in kept.of(l, |c| !off.candidate(c)) {
                         m.age(via(&c.id.route, s), ages.attached(&c.id.route, gateway), gateway);
                         let list = *bytes.entry(c as *const Candidate).or_insert_with(|| {
                             regexes(&c.entry).map(|p| regex_charge(p.len())).sum()
@@ -596,7 +655,7 @@ pub(super) fn makes(loc: &Loc, c: &Candidate) -> bool {
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
-    use super::{Inline, Out};
+    use super::{Inline, Left};
     use crate::plan::plan_yaml;
 
     /// Tenant a's route (a regex path and two prefixes) on a Gateway that admits every
@@ -621,7 +680,7 @@ mod tests {
     /// route-server pairs it holds).
     fn charges_of(yaml: &str) -> (BTreeMap<String, usize>, usize) {
         let p = plan_yaml(yaml, |o| o.regex_per_location = true);
-        let mut m = Inline::of(&p.ports, &p.ages, &Out::default());
+        let mut m = Inline::of(&p.ports, &p.ages, &Left::default());
         let size = m.touches.values().map(BTreeMap::len).sum::<usize>()
             + m.brings.values().map(BTreeSet::len).sum::<usize>();
         let mut out = BTreeMap::new();
@@ -667,7 +726,7 @@ mod tests {
             ls.join(", ")
         );
         let p = plan_yaml(&y, |o| o.regex_per_location = true);
-        let m = Inline::of(&p.ports, &p.ages, &Out::default());
+        let m = Inline::of(&p.ports, &p.ages, &Left::default());
         let cost = |ns: &str| {
             let id = m.ages.keys().find(|v| v.1.is_some_and(|g| g.0 == ns)).unwrap();
             m.cost(*id)

@@ -32,8 +32,8 @@ use route_match::{
     LIST_RESIDENT_BYTES_PER_JSON_BYTE as RESIDENT, LIST_RESIDENT_BYTES_PER_LIST as PER_LIST,
 };
 
-use super::budget::{Out, Refused, makes};
-use super::ids::{Ages, ListenerId, RouteId};
+use super::budget::{Left, Refused, makes};
+use super::ids::{Ages, RouteId};
 use super::merge::{Merged, ServerAt};
 use super::types::{Candidate, Loc, LocationPlan, PortPlan, Segment};
 
@@ -170,7 +170,7 @@ pub(super) fn list_memory(
     limits: Limits,
     inline: bool,
 ) -> Vec<(Refused, String)> {
-    let mut m = Model::of((ports, merged), ages, &Out::of(before), inline);
+    let mut m = Model::of((ports, merged), ages, &Left::of(before), inline);
     let mut order: Vec<((usize, usize), u32)> =
         m.routes.iter().enumerate().map(|(i, &(age, _))| (age, i as u32)).collect();
     order.sort();
@@ -213,29 +213,26 @@ impl<'a> Model<'a> {
     fn of(
         (ports, merged): (&'a [PortPlan], &Merged),
         ages: &Ages,
-        out: &Out<'_>,
+        left: &Left,
         inline: bool,
     ) -> Model<'a> {
         let mut m = Model { inline, ..Model::default() };
         let mut pairs: Vec<(u32, u32)> = Vec::new();
-        let dropped = |l: &ListenerId| out.listeners.contains(l);
-        let listened = Merged::listened(ports, &dropped);
+        let listened = Merged::listened(ports, &|l| left.listeners.contains(l));
         for (pi, p) in ports.iter().enumerate() {
             for (si, s) in p.servers.iter().enumerate() {
                 // Written once for its members left (emit's own predicate), as old as the
                 // oldest of their listeners.
                 let members =
-                    merged.written_for((ports, &listened), (pi, si), &dropped, &|s, r| {
-                        out.route_in(r, s)
-                    });
+                    merged.written_for((ports, &listened), (pi, si), &|s| left.written(s));
                 let listener = |&(p, i): &ServerAt| ports[p].servers[i].listener.as_ref();
                 let gateway = members.iter().map(|m| listener(m).map_or(0, |l| ages.listener(l)));
                 let Some(gateway) = gateway.min() else { continue };
-                let mut runs = RunIds::default();
+                let (mut runs, off) = (RunIds::default(), left.at(s));
                 for (li, l) in s.locations.iter().enumerate() {
-                    if !out.locations.contains(&((pi, si), li)) {
+                    if !left.locations.contains(&((pi, si), li)) {
                         m.location((l, ((pi, si), li)), (&mut runs, &mut pairs), |c| {
-                            out.kept(c, s).then(|| ages.attached(&c.id.route, gateway))
+                            (!off.candidate(c)).then(|| ages.attached(&c.id.route, gateway))
                         });
                     }
                 }
@@ -487,7 +484,7 @@ impl<'a> Model<'a> {
 mod tests {
     use std::collections::BTreeSet;
 
-    use super::{Model, Out};
+    use super::{Left, Model};
     use crate::plan::plan_yaml;
 
     /// Each route's charge, admitted oldest first with no budget: tenant a's route (`/`, `/a`
@@ -507,7 +504,7 @@ mod tests {
     /// Each route of `y`'s charge, admitted oldest first with no budget.
     fn charges_of(y: &str, inline: bool) -> Vec<(String, usize)> {
         let p = plan_yaml(y, |o| o.regex_per_location = inline);
-        let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Out::default(), inline);
+        let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Left::default(), inline);
         let mut order: Vec<_> =
             (0..m.routes.len() as u32).map(|r| (m.routes[r as usize].0, r)).collect();
         order.sort();
@@ -728,7 +725,7 @@ mod tests {
             );
         }
         let p = plan_yaml(&y, |_| {});
-        let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Out::default(), false);
+        let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Left::default(), false);
         let mut order: Vec<_> =
             (0..m.routes.len() as u32).map(|r| (m.routes[r as usize].0, r)).collect();
         order.sort();

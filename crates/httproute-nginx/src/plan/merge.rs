@@ -1,7 +1,7 @@
 //! Server merging: servers that are the same on several ports are written once, with a
 //! `listen` per port (emit writes what this decides).
 
-use super::ids::{ListenerId, RouteId};
+use super::ids::ListenerId;
 use super::types::{Loc, PortPlan, ServerPlan};
 
 /// A server of the plan: (index of its port, index in the port's servers).
@@ -120,27 +120,19 @@ impl Merged {
         self.members[pi][si].as_deref()
     }
 
-    /// The members server `(pi, si)` is written for when the listeners `dropped` are left
-    /// out and `gone(s, r)` says route `r` is left out of server `s` (everywhere, or its
-    /// attachment to `s`'s Gateway: the one predicate of emit, the budgets and explain): those on a listened port ([`Merged::listened`]) whose own
-    /// listener is kept. Emit writes the first member's server for them, once; the budgets
-    /// count it once. Empty: not written here (an earlier port's, no member left, or every
-    /// route bringing its name left out).
+    /// The members server `(pi, si)` is written for, those on a listened port
+    /// ([`Merged::listened`]) that `written` keeps (`Left::written`: the one predicate of
+    /// emit, the budgets and explain). Emit writes the first member's server for them, once;
+    /// the budgets count it once. Empty: not written here (an earlier port's, or no member
+    /// left).
     pub fn written_for(
         &self,
         (ports, listened): (&[PortPlan], &[bool]),
         (pi, si): ServerAt,
-        dropped: &dyn Fn(&ListenerId) -> bool,
-        gone: &dyn Fn(&ServerPlan, &RouteId) -> bool,
+        written: &dyn Fn(&ServerPlan) -> bool,
     ) -> Vec<ServerAt> {
         let Some(all) = self.members(pi, si) else { return Vec::new() };
-        let s = &ports[pi].servers[si];
-        if s.unbrought(|r| gone(s, r)) {
-            return Vec::new();
-        }
-        let kept = |&(p, i): &ServerAt| {
-            listened[p] && !ports[p].servers[i].listener.as_ref().is_some_and(dropped)
-        };
+        let kept = |&(p, i): &ServerAt| listened[p] && written(&ports[p].servers[i]);
         all.iter().copied().filter(kept).collect()
     }
 

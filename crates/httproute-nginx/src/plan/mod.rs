@@ -52,7 +52,7 @@ mod status;
 mod types;
 mod words;
 
-pub use budget::Refused;
+pub use budget::{In, Left, Refused};
 pub use entry::{Entry, INTERNAL_PREFIX};
 pub use ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId};
 pub use list_bytes::{Limits as ListLimits, peak as list_peak};

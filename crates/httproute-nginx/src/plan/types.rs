@@ -155,15 +155,24 @@ impl Kept {
     pub fn of<'l>(
         &mut self,
         l: &'l LocationPlan,
-        mut keep: impl FnMut(&Candidate) -> bool,
+        keep: impl FnMut(&Candidate) -> bool,
     ) -> Vec<&'l Candidate> {
+        self.places(l, keep).into_iter().map(|(s, i)| &s.candidates()[i]).collect()
+    }
+
+    /// [`Kept::of`], each candidate as its run and its index there.
+    pub fn places<'l>(
+        &mut self,
+        l: &'l LocationPlan,
+        mut keep: impl FnMut(&Candidate) -> bool,
+    ) -> Vec<(&'l Segment, usize)> {
         let mut out = Vec::new();
         for s in &l.segments {
             let all = s.candidates();
             let kept = self.runs.entry(s.id()).or_insert_with(|| (0..all.len()).collect());
             self.walked += kept.len();
             kept.retain(|&i| keep(&all[i]));
-            out.extend(kept.iter().map(|&i| &all[i]));
+            out.extend(kept.iter().map(|&i| (s, i)));
         }
         out
     }
@@ -176,12 +185,6 @@ impl PartialEq for Segment {
 }
 
 impl ServerPlan {
-    /// Only routes' hostnames bring this server's name, and `gone(r)` says each of them is
-    /// left out of it (itself, or its attachment to this server's Gateway): not written.
-    pub fn unbrought(&self, gone: impl Fn(&super::ids::RouteId) -> bool) -> bool {
-        !self.brought_by.is_empty() && self.brought_by.iter().all(gone)
-    }
-
     /// Keeps, in every location, only the candidates `keep` takes (what explain does with the
     /// matches the writer left out). Each block is filtered once and stays shared, so the
     /// cost is the server's candidates and runs, not their product.

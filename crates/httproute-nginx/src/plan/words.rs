@@ -22,10 +22,10 @@ use crate::syntax::{
     Arg, MAX_WORD, Part, Pos, braced_var, check_word, code, data, is_var_name, regex_data, var,
 };
 
-use super::budget::{self, Out, Refused, gateway_of};
+use super::budget::{self, Left, Refused};
 use super::entry::word_bytes;
 use super::ids::{Ages, RouteId, RuleId};
-use super::types::{Candidate, Kept, Loc, LocationPlan, PortPlan, RulePlan, ServerPlan, Target};
+use super::types::{Kept, Loc, LocationPlan, PortPlan, RulePlan, Segment, ServerPlan, Target};
 
 const HOSTNAME_FIELD: &str =
     "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
@@ -290,45 +290,42 @@ pub(super) fn lists(
     lists_walked(ports, ages, before, pos).0
 }
 
-/// The list units refused so far (`gone`, by kind), and each candidate's bytes in a list word.
+/// The lists' walk: what is left out so far (the units `before` refused and those refused
+/// here), and each candidate's bytes in a list word, by its place in its block (the block's
+/// entries measured once, whatever the locations that hold it).
 struct Lists<'a> {
     pos: Pos,
     multi: BTreeSet<&'a RouteId>,
-    rules: HashSet<&'a RuleId>,
-    attachments: HashSet<(&'a RouteId, (&'a str, &'a str))>,
-    bytes: HashMap<*const Candidate, usize>,
+    left: Left,
+    bytes: HashMap<usize, Vec<Option<usize>>>,
     out: Vec<(Refused, String)>,
 }
 
 impl<'a> Lists<'a> {
-    /// Candidate `c` of a server of Gateway `g` was refused by a list.
-    fn gone(&self, c: &'a Candidate, g: Option<(&'a str, &'a str)>) -> bool {
-        self.rules.contains(&c.id)
-            || g.is_some_and(|g| self.attachments.contains(&(&c.id.route, g)))
+    /// The bytes of candidate `i` of run `run` in a list word, and its comma ([`MAX_WORD`],
+    /// which no list holds, past it alone or not written).
+    fn bytes(&mut self, run: &Segment, i: usize) -> usize {
+        let block = self.bytes.entry(run.id().0).or_insert_with(|| vec![None; run.block.len()]);
+        let at = run.range.start + i;
+        let n = *block[at]
+            .get_or_insert_with(|| word_bytes(&run.block[at].entry, self.pos).unwrap_or(MAX_WORD));
+        n + 1
     }
 
-    /// Candidate `c`'s bytes in a list word, and its comma ([`MAX_WORD`], which no list
-    /// holds, past it alone or not written).
-    fn bytes(&mut self, c: &Candidate) -> usize {
-        let pos = self.pos;
-        let n = self.bytes.entry(c as *const Candidate);
-        *n.or_insert_with(|| word_bytes(&c.entry, pos).unwrap_or(MAX_WORD)) + 1
-    }
-
-    /// Location `l` of server `s` (at `at`), whose Gateway is at place `gateway`: its kept
-    /// candidates admitted oldest first, the units of those that do not fit refused.
+    /// Location `l` of server `s`, whose Gateway is at place `gateway`: its kept candidates
+    /// admitted oldest first, the units of those that do not fit refused.
     fn location(
         &mut self,
-        (s, l, at): (&'a ServerPlan, &'a LocationPlan, (u16, &Out<'_>)),
+        (s, l, port): (&'a ServerPlan, &'a LocationPlan, u16),
         (ages, gateway): (&Ages, usize),
         kept: &mut Kept,
     ) {
-        let (port, refused) = at;
-        let g = gateway_of(s);
         // (age, rule, entry bytes and its comma) of the entries written.
         let mut entries: Vec<((usize, usize), &'a RuleId, usize)> = Vec::new();
-        for c in kept.of(l, |c| refused.kept(c, s) && !self.gone(c, g)) {
-            entries.push((ages.attached(&c.id.route, gateway), &c.id, self.bytes(c)));
+        let off = self.left.at(s);
+        for (run, i) in kept.places(l, |c| !off.candidate(c)) {
+            let c = &run.candidates()[i];
+            entries.push((ages.attached(&c.id.route, gateway), &c.id, self.bytes(run, i)));
         }
         entries.sort();
         // The quotes, `[` and `]`, less the comma the first entry does not have.
@@ -336,22 +333,18 @@ impl<'a> Lists<'a> {
         for rule in entries.chunk_by(|x, y| x.1 == y.1) {
             let id = rule[0].1;
             let cost: usize = rule.iter().map(|e| e.2).sum();
-            let route_gone = g.is_some_and(|g| self.attachments.contains(&(&id.route, g)));
-            if route_gone || used + cost <= MAX_WORD {
-                used += if route_gone { 0 } else { cost };
+            // Refused here through an earlier rule of its route: not written.
+            let gone = self.left.at(s).route(&id.route);
+            if gone || used + cost <= MAX_WORD {
+                used += if gone { 0 } else { cost };
                 continue;
             }
             let why = list_refused(&l.loc, s.hostname.as_deref(), port, used + cost);
-            let unit = match g {
-                Some(g) if self.multi.contains(&id.route) => {
-                    self.attachments.insert((&id.route, g));
-                    budget::attachment(&id.route, g)
-                }
-                _ => {
-                    self.rules.insert(id);
-                    Refused::Rule(id.clone())
-                }
+            let unit = match budget::unit(&id.route, s, &self.multi) {
+                Refused::Route(_) => Refused::Rule(id.clone()),
+                unit => unit,
             };
+            self.left.add(&unit);
             self.out.push((unit, why));
         }
     }
@@ -365,25 +358,19 @@ fn lists_walked(
     before: &[(Refused, String)],
     pos: Pos,
 ) -> (Vec<(Refused, String)>, usize) {
-    let refused = Out::of(before);
     let mut kept = Kept::default();
-    let mut w = Lists {
-        pos,
-        multi: budget::multi_gateway(ports),
-        rules: HashSet::new(),
-        attachments: HashSet::new(),
-        bytes: HashMap::new(),
-        out: Vec::new(),
-    };
+    let left = Left::of(before);
+    let multi = budget::multi_gateway(ports);
+    let mut w = Lists { pos, multi, left, bytes: HashMap::new(), out: Vec::new() };
     for (pi, p) in ports.iter().enumerate() {
         for (si, s) in p.servers.iter().enumerate() {
-            if s.listener.as_ref().is_some_and(|l| refused.listeners.contains(l)) {
+            if w.left.listener_of(s) {
                 continue;
             }
             let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
             for (li, l) in s.locations.iter().enumerate() {
-                if !refused.locations.contains(&((pi, si), li)) {
-                    w.location((s, l, (p.port, &refused)), (ages, gateway), &mut kept);
+                if !w.left.locations.contains(&((pi, si), li)) {
+                    w.location((s, l, p.port), (ages, gateway), &mut kept);
                 }
             }
         }
@@ -400,7 +387,7 @@ fn list_refused(loc: &Loc, host: Option<&str>, port: u16, bytes: usize) -> Strin
         "its matches would make the list of location {eq}{p:?} of server {} port {port} \
          {bytes} bytes, one nginx.conf word beside older rules' entries; NGINX takes at most \
          {MAX_WORD} (a list is one word with --carrier inline or variable: use --carrier \
-         preload)",
+         preload; budget: list word)",
         host.unwrap_or("_")
     )
 }
