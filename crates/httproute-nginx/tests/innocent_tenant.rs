@@ -1945,6 +1945,59 @@ fn a_parent_ref_attached_nowhere_keeps_no_matching_parent_beside_a_refused_attac
     assert!(accepted(&g, "a/r", None).ok, "{:?}", r.parents);
 }
 
+/// Options of `carrier` under a module memory of `mib` MiB, the regex budgets a quarter (per
+/// tenant) and a half (all tenants) of it.
+fn small_memory_opts(carrier: httproute_nginx::Carrier, mib: usize) -> Options {
+    let mut o = opts();
+    o.carrier = carrier;
+    let max = mib << 20;
+    o.global.module_max_memory = Some(max);
+    (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (max / 4, max / 2);
+    o
+}
+
+/// Tenant a's Gateway (every namespace admitted) and GRPCRoute: two regex methods of a.S
+/// (two headers, none) and the exact method b.S/M with three headers; `b`: tenant b's newer
+/// GRPCRoute on a's listener, four matches of b.S/M with one 4,000-byte header each.
+fn cutter_docs(b: bool) -> String {
+    let mut docs = vec![
+        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned(),
+        "kind: GRPCRoute\nmetadata: {name: g, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{method: {type: RegularExpression, service: \"a[.]S\", method: \"M.*\"}, headers: [{name: x, value: \"1\"}, {name: y, value: \"2\"}]}]\n    backendRefs: [{name: s, port: 80}]\n  - matches: [{method: {type: RegularExpression, service: \"a[.]S\", method: \"N.*\"}}]\n    backendRefs: [{name: s, port: 80}]\n  - matches: [{method: {service: b.S, method: M}, headers: [{name: p, value: \"1\"}, {name: q, value: \"1\"}, {name: r, value: \"1\"}]}]\n    backendRefs: [{name: s, port: 80}]\n".to_owned(),
+    ];
+    if b {
+        let m = format!(
+            "{{method: {{service: b.S, method: M}}, headers: [{{name: z, value: {}}}]}}",
+            q(&"v".repeat(4000))
+        );
+        docs.push(format!(
+            "kind: GRPCRoute\nmetadata: {{name: r, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a}}]\n  rules:\n  - matches: [{}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            [m.as_str(); 4].join(", ")
+        ));
+    }
+    docs.join("---\n")
+}
+
+/// Brief gr: b's route cuts a's regex block in `= /b.S/M` (b's candidates come between a's
+/// two), and the list budget refuses it (a 16 KiB share; b's entries take more): the cut
+/// goes with it, so a's server block (its lists' keys) is byte for byte the one without b,
+/// and NGINX loads the output. Before, the pieces b cut stayed (three keys where a's list is
+/// one run), uncharged.
+#[test]
+fn a_refused_cutter_cuts_nothing_of_mine() {
+    let mut o = small_memory_opts(httproute_nginx::Carrier::Preload, 128);
+    o.global.list_memory_per_tenant = 16 << 10;
+    let run = |tag: &str, b: bool| {
+        generate_all(&[dir_with(tag, &cutter_docs(b))], &backends(), &o).unwrap()
+    };
+    let (alone, g) = (run("cutter-alone", false), run("cutter-refused", true));
+    assert_eq!(refused_for(&alone, "budget: list memory"), Vec::<String>::new());
+    assert_eq!(refused_for(&g, "budget: list memory"), ["b/r"]);
+    let (conf, before) = (&g.output.nginx_conf, &alone.output.nginx_conf);
+    assert_eq!(server_text(conf, "a.test"), server_text(before, "a.test"));
+    assert_eq!(g.output.matches_json, alone.output.matches_json);
+    nginx_t("cutter-refused", &g.output);
+}
+
 /// Tenant b's routes of long lists, each (age in seconds, depth of its path `/d/d...`, length
 /// of its header values, matches): nested paths make lists of includes, long values long runs.
 fn long_list_routes() -> impl Strategy<Value = Vec<(u32, usize, usize, usize)>> {
@@ -1992,11 +2045,7 @@ proptest! {
         ]),
         order in any::<u64>(),
     ) {
-        let mut o = opts();
-        o.carrier = carrier;
-        let max = mib << 20;
-        o.global.module_max_memory = Some(max);
-        (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (max / 4, max / 2);
+        let o = small_memory_opts(carrier, mib);
         let b = long_list_docs(&routes);
         let g = if carrier == httproute_nginx::Carrier::Preload {
             let (base, mine, g) = views_with(b, order, true, &o);
@@ -2113,11 +2162,7 @@ proptest! {
         ]),
         order in any::<u64>(),
     ) {
-        let mut o = opts();
-        o.carrier = carrier;
-        let max = mib << 20;
-        o.global.module_max_memory = Some(max);
-        (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (max / 4, max / 2);
+        let o = small_memory_opts(carrier, mib);
         let (a, b) = shared_lists_docs(&routes);
         let dir = dir_with("shared-lists", &file_of(&a, b, order, true));
         let g = generate_all(&[dir], &backends(), &o).unwrap();

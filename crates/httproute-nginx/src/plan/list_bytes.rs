@@ -120,8 +120,8 @@ struct Model<'a> {
     /// routes and the routes that cut it ([`Model::location`]), sorted.
     cuts: Vec<(u32, u32, u32)>,
     /// The cuts met, before every route's age is known: (the newest route of the block and
-    /// of the runs cutting it, the block's run, the piece's JSON bytes).
-    cut_by: Vec<([Option<&'a RouteId>; 3], u32, u32)>,
+    /// of the runs cutting it, the block's run, the piece's JSON bytes, the block).
+    cut_by: Vec<([Option<&'a RouteId>; 3], u32, u32, usize)>,
     /// (list, run) of each piece of a block after its first (the list's include of it).
     list_pieces: Vec<(u32, u32)>,
     runs: Vec<Run>,
@@ -136,6 +136,8 @@ struct Model<'a> {
 struct RunIds {
     pieces: HashMap<(usize, usize, usize), u32>,
     blocks: HashMap<usize, u32>,
+    /// The blocks met whole in some list.
+    whole: std::collections::HashSet<usize>,
 }
 
 /// A list of `k` includes under its key: its JSON bytes and what it holds compiled (its key's
@@ -228,12 +230,19 @@ impl<'a> Model<'a> {
                 let listener = |&(p, i): &ServerAt| ports[p].servers[i].listener.as_ref();
                 let gateway = members.iter().map(|m| listener(m).map_or(0, |l| ages.listener(l)));
                 let Some(gateway) = gateway.min() else { continue };
-                let (mut runs, off) = (RunIds::default(), left.at(s));
+                let (mut runs, off, cuts) = (RunIds::default(), left.at(s), m.cut_by.len());
                 for (li, l) in s.locations.iter().enumerate() {
                     if !left.locations.contains(&((pi, si), li)) {
                         m.location((l, ((pi, si), li)), (&mut runs, &mut pairs), |c| {
                             (!off.candidate(c)).then(|| ages.attached(&c.id.route, gateway))
                         });
+                    }
+                }
+                // A block whole in no list of the server: its pieces are its one copy, whose
+                // entries its run holds (charged once); a cut adds only its keys.
+                for cut in &mut m.cut_by[cuts..] {
+                    if !runs.whole.contains(&cut.3) {
+                        cut.2 = 0;
                     }
                 }
             }
@@ -270,6 +279,9 @@ impl<'a> Model<'a> {
         let (start, born) = (self.list_runs.len() as u32, self.runs.len() as u32);
         for (i, seg) in l.segments.iter().enumerate() {
             let (id, next) = (seg.id(), self.runs.len() as u32);
+            if seg.range.len() == seg.block.len() {
+                runs.whole.insert(id.0);
+            }
             let first = !runs.pieces.contains_key(&id);
             let run =
                 *runs.pieces.entry(id).or_insert_with(|| *runs.blocks.entry(id.0).or_insert(next));
@@ -321,14 +333,14 @@ impl<'a> Model<'a> {
         let cutter = |j: Option<usize>| newest(segments.get(j?)?.candidates(), kept);
         let who = [newest(&seg.block, kept), cutter(before), cutter(after)];
         let json = seg.candidates().iter().filter(|c| kept(c).is_some()).map(json).sum();
-        self.cut_by.push((who, run, json));
+        self.cut_by.push((who, run, json, seg.id().0));
     }
 
     /// A cut met, charged to the newest of its routes (numbered by now: each is kept in a
     /// run of this server).
     fn cut(
         &self,
-        (who, run, json): ([Option<&'a RouteId>; 3], u32, u32),
+        (who, run, json, _): ([Option<&'a RouteId>; 3], u32, u32, usize),
     ) -> Option<(u32, u32, u32)> {
         let r = who.iter().flatten().filter_map(|id| self.ids.get(id).copied());
         let newest = r.max_by_key(|&r| (self.routes[r as usize].0, r))?;
@@ -485,7 +497,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::{Left, Model};
-    use crate::plan::plan_yaml;
+    use crate::plan::{PathKind, plan_yaml};
 
     /// Each route's charge, admitted oldest first with no budget: tenant a's route (`/`, `/a`
     /// and a header match) on a Gateway that admits every namespace, and `n` newer routes of
@@ -606,6 +618,37 @@ mod tests {
         assert!(cut(&plan_yaml(&both, |_| {})));
         let (alone, with_b) = (charges_of(A_REGEX, false), charges_of(&both, false));
         assert_eq!(with_b[0], alone[0], "{with_b:?}");
+    }
+
+    /// Brief gr: A_REGEX with a's own exact method b.S/M (three headers, one of `len` bytes)
+    /// and b's (one header): b's candidate comes between a's regex candidates, which come
+    /// between a's exact one and b's, so `= /b.S/M`'s exact block is in two pieces and whole
+    /// in no list: its pieces are its one copy, whose entries a and b pay once each. b's
+    /// charge is the same whatever the length of a's entry. Before, b paid a copy of a's
+    /// piece (its key and its entries).
+    #[test]
+    fn a_block_whole_in_no_list_is_not_charged_a_copy_of_its_pieces() {
+        let y = |len: usize| {
+            let mine = format!(
+                "  - matches: [{{method: {{service: b.S, method: M}}, headers: [{{name: p, value: \"{}\"}}, {{name: q, value: \"1\"}}, {{name: r, value: \"1\"}}]}}]\n",
+                "v".repeat(len)
+            );
+            format!("{A_REGEX}{mine}{}", b_exact(1))
+        };
+        let p = plan_yaml(&y(1), |_| {});
+        let l = p.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.locations);
+        let exact = l.clone().find(|l| l.loc == crate::plan::Loc::Exact("/b.S/M".into())).unwrap();
+        let block = |s: &crate::plan::Segment| s.candidates()[0].path_kind;
+        let pieces: Vec<_> =
+            exact.segments.iter().filter(|s| block(s) == PathKind::Exact).collect();
+        assert_eq!(pieces.len(), 2, "{:?}", exact.segments);
+        let whole = l.flat_map(|l| &l.segments).any(|s| {
+            block(s) == PathKind::Exact && s.range.len() == s.block.len() && s.block.len() == 2
+        });
+        assert!(!whole);
+        let (short, long) = (charges_of(&y(1), false), charges_of(&y(2000), false));
+        assert_eq!(short.last().unwrap().0, "b/r");
+        assert_eq!(short.last(), long.last(), "{short:?} {long:?}");
     }
 
     /// rv-gu HIGH-2: the ages of [`a_newer_grpc_route_pays_for_the_pieces_it_cuts_an_older_block_into`]
