@@ -41,6 +41,12 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 WRK_SECONDS = int(os.environ.get("BENCH_WRK_SECONDS", "2"))
 SIZES = [10, 100, 1000, 10000]
 PORT = int(os.environ.get("BENCH_PORT", "18480"))
+# BENCH_LAYOUTS=N: the `$http_matches` carrier rows and the native rows they are compared with
+# run under N heap layouts (an extra environment variable of 0, 24, ..., 24 * (N - 1) bytes moves
+# where glibc finds NGINX's request pool: ~220 instructions per request); their instr/req is the
+# median over the layouts, with its range.
+LAYOUTS = int(os.environ.get("BENCH_LAYOUTS", "1"))
+PAD = 0  # bytes of BENCH_PAD in the environment of the callgrind runs (the heap layout)
 
 # The NGF blog example: header version=v2 -> v2, query TEST=v2 -> v2, else v1.
 BLOG_TYPED = [
@@ -180,6 +186,10 @@ class Scenario:
         self.files = files or {}
         self.njs, self.heavy, self.http_extra = njs, heavy, http_extra
         self.n, self.winner, self.kind = n, winner, kind
+        # Measured under every heap layout (BENCH_LAYOUTS): the `$http_matches` carriers and
+        # the native rows they are compared with.
+        self.layouts = (group.startswith("native") and not name.startswith("floor")) or (
+            "$http_matches" in name and group == "blog")
 
 
 def scenarios():
@@ -193,6 +203,13 @@ def scenarios():
     for kind, req in BLOG_REQUESTS.items():
         out.append(Scenario(f"native internal redirect, {kind} request", "native-same",
                             "rewrite ^ /internal/v1 last;", req, kind=kind))
+    # What a `$http_matches` carrier pays NGINX for its `set` alone: the same literal in a
+    # variable, no module.
+    for kind, req in BLOG_REQUESTS.items():
+        out.append(Scenario(f"native set $x '<list>' + internal redirect, {kind} request",
+                            "native-set",
+                            f"set $x {nginx_literal(js(BLOG_UNTYPED))}; rewrite ^ /internal/v1 last;",
+                            req, kind=kind))
     map_http = (
         "map $http_version $route_h { v2 /internal/v2; default \"\"; }\n"
         "map $arg_TEST $route_q { v2 /internal/v2; default \"\"; }\n"
@@ -403,7 +420,8 @@ def callgrind_run(prefix, drive):
     out = prefix / "callgrind.out"
     p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                           NGINX, "-p", f"{prefix}/", "-c", "conf/nginx.conf"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=dict(os.environ, BENCH_PAD="x" * PAD))
     try:
         # Patience, not a deadline: under callgrind on a busy machine the 10,000-entry list
         # may outlast 120 s; an NGINX that refused its configuration ends the wait.
@@ -433,6 +451,32 @@ def instructions(s, prefix):
     a = callgrind_total(s, n1, prefix)
     b = callgrind_total(s, n2, prefix)
     return (b - a) / (n2 - n1)
+
+
+def pads(s):
+    """The BENCH_PAD sizes `s` is measured under: one per heap layout (BENCH_LAYOUTS)."""
+    return [24 * i for i in range(LAYOUTS)] if s.layouts and LAYOUTS > 1 else [0]
+
+
+def over_layouts(s, prefix, modules=None):
+    """Instructions per request of `s` under each of its layouts ([`pads`]); with `modules`,
+    one list per module, the modules alternating within each layout."""
+    global PAD, MODULE
+    kept = MODULE
+    out = [[] for _ in modules or [MODULE]]
+    try:
+        for PAD in pads(s):
+            for i, module in enumerate(modules or [MODULE]):
+                MODULE = module
+                out[i].append(instructions(s, prefix))
+    finally:
+        PAD, MODULE = 0, kept
+    return out if modules else out[0]
+
+
+def summary(figures):
+    """{"instr": median, "layouts": figures} of one scenario's per-layout figures."""
+    return {"instr": statistics.median(figures), "layouts": figures}
 
 
 def wrk(s, prefix):
@@ -567,8 +611,10 @@ def main():
 
     print(f"== instructions per request (callgrind), {len(all_s)} scenarios", flush=True)
     for s in all_s:
-        results[s.name]["instr"] = instructions(s, prefix)
-        print(f"  {s.name:55s} {results[s.name]['instr']:>14,.0f}", flush=True)
+        results[s.name].update(summary(over_layouts(s, prefix)))
+        spread = results[s.name]["layouts"]
+        spread = f"  ({min(spread):,.0f}-{max(spread):,.0f})" if len(spread) > 1 else ""
+        print(f"  {s.name:55s} {results[s.name]['instr']:>14,.0f}{spread}", flush=True)
 
     print(f"== wrk: {ROUNDS} rounds x {WRK_SECONDS}s, interleaved", flush=True)
     samples = {s.name: [] for s in all_s}
@@ -597,26 +643,35 @@ def main():
 
 def compare(all_s, prefix, before):
     """BENCH_COMPARE=/path/to/other.so: instructions per request of each scenario with that
-    module and with BENCH_MODULE, alternating in one run (callgrind only, no wrk)."""
-    global MODULE
+    module and with BENCH_MODULE, alternating in one run (callgrind only, no wrk); under
+    BENCH_LAYOUTS, one line per layout and one of their medians."""
+    global MODULE, PAD
     after = MODULE
     print(f"== instructions per request (callgrind): before {before}, after {after}", flush=True)
     print(f"  {'scenario':55s} {'before':>10s} {'after':>10s} {'after/before':>12s}", flush=True)
     rows = []
     for s in all_s:
-        figures = []
-        for module in (before, after):
-            MODULE = module
-            try:
-                figures.append(instructions(s, prefix))
-            except RuntimeError as e:
-                # A scenario one module does not serve (a wrong answer): no figure for it.
-                print(f"  {s.name}: {Path(module).name}: {e}", flush=True)
-                figures.append(float("nan"))
-        MODULE = after
-        rows.append((s.name, *figures))
-        b, a = figures
-        print(f"  {s.name:55s} {b:>10,.0f} {a:>10,.0f} {a / b:>12.3f}", flush=True)
+        per_layout = []
+        for PAD in pads(s):
+            figures = []
+            for module in (before, after):
+                MODULE = module
+                try:
+                    figures.append(instructions(s, prefix))
+                except RuntimeError as e:
+                    # A scenario one module does not serve (a wrong answer): no figure for it.
+                    print(f"  {s.name}: {Path(module).name}: {e}", flush=True)
+                    figures.append(float("nan"))
+            MODULE = after
+            per_layout.append(figures)
+            b, a = figures
+            name = f"{s.name} [+{PAD} B]" if len(pads(s)) > 1 else s.name
+            print(f"  {name:55s} {b:>10,.0f} {a:>10,.0f} {a / b:>12.3f}", flush=True)
+        PAD = 0
+        b, a = (statistics.median(f[i] for f in per_layout) for i in (0, 1))
+        if len(per_layout) > 1:
+            print(f"  {s.name + ' [median]':55s} {b:>10,.0f} {a:>10,.0f} {a / b:>12.3f}", flush=True)
+        rows.append((s.name, b, a, per_layout))
     (WORK / "compare.json").write_text(json.dumps(rows, indent=1))
 
 
@@ -647,6 +702,9 @@ def report(results, load):
         "- **req/s** and **p99**: wrk, 32 connections, NGINX (1 worker) on CPU 0 and wrk on CPU 1,",
         f"  {ROUNDS} interleaved rounds of {WRK_SECONDS} s, medians. Noisy; compare rows of one run only.",
         "- ratios: to the native internal redirect (instructions) and to the floor (`return 200`).",
+        f"- heap layouts: {LAYOUTS} (`BENCH_LAYOUTS`); a row with a range ran under each (an extra",
+        "  environment variable of 0, 24, ... bytes): median instr/req (min-max), and the median",
+        "  (min-max) of its ratios to the native redirect of the same layout.",
         "",
         "| scenario | instr/req | vs native redirect | req/s | vs floor | p99 (us) |",
         "|---|---:|---:|---:|---:|---:|",
@@ -654,7 +712,16 @@ def report(results, load):
     for name, r in results.items():
         vs_native = r["instr"] / native["instr"] if native.get("instr") else float("nan")
         vs_floor = r["rps"] / floor["rps"] if floor.get("rps") else float("nan")
-        lines.append(f"| {name} | {fmt_i(r['instr'])} | {vs_native:.2f}x | {fmt_i(r['rps'])} | "
+        instr, ratio = fmt_i(r["instr"]), f"{vs_native:.2f}x"
+        figs, base = r.get("layouts", []), native.get("layouts", [])
+        if len(figs) > 1:
+            instr += f" ({fmt_i(min(figs))}-{fmt_i(max(figs))})"
+            if len(base) == len(figs):
+                # Each layout against the native redirect's figure in the same layout.
+                ratios = [a / b for a, b in zip(figs, base)]
+                ratio = (f"{statistics.median(ratios):.3f}x "
+                         f"({min(ratios):.3f}-{max(ratios):.3f})")
+        lines.append(f"| {name} | {instr} | {ratio} | {fmt_i(r['rps'])} | "
                      f"{vs_floor:.2f} | {r['p99_us']:.0f} |")
     lines += ["", "## Targets", ""]
     lines += targets(results)
@@ -684,7 +751,10 @@ def report(results, load):
               "github.com/nginx/njs) builds one for Debian's NGINX instead; with neither, Debian's",
               "own njs (0.7.9 on Debian 12) runs.",
               "Without the two `NJS_*` variables the njs rows are skipped. `BENCH_ROUNDS`,",
-              "`BENCH_WRK_SECONDS` and `BENCH_ONLY=<regex of scenario names>` adjust the run.", ""]
+              "`BENCH_WRK_SECONDS` and `BENCH_ONLY=<regex of scenario names>` adjust the run;",
+              "`BENCH_LAYOUTS=8` runs the `$http_matches` carrier rows and the native rows they are",
+              "compared with under 8 heap layouts (their median and range: comparable across runs).",
+              ""]
     # The NGF-shaped section is scripts/bench/ngf-scale.sh's, and what follows it (the generator's
     # scale) is written by hand from scripts/bench/generator-scale.sh: both kept as they are.
     doc = ROOT / "docs" / "BENCHMARKS.md"
