@@ -3,7 +3,7 @@
 //! The common path (method and header conditions) allocates nothing. The query string is
 //! decoded at most once per request, and only when an entry with a param condition is reached.
 
-use core::cell::{Cell, OnceCell, RefCell};
+use core::cell::{Cell, RefCell};
 use core::fmt;
 use std::sync::Arc;
 
@@ -173,7 +173,9 @@ const _: () = assert!(core::mem::size_of::<MatchList>() <= 32);
 struct Ctx<'r, R: ?Sized, const C: bool> {
     req: &'r R,
     store: &'r Store,
-    params: OnceCell<Params<'r>>,
+    /// The query, decoded in place at the first param condition (`parsed`).
+    params: RefCell<Params<'r>>,
+    parsed: Cell<bool>,
     /// `None` for a list without regex conditions: nothing asks for it there.
     rx: Option<&'r Regexes>,
     /// Work units charged so far (see [`Work`]): regex steps and every client-driven loop.
@@ -250,7 +252,16 @@ impl Regexes {
 
 impl<'r, R: RequestView + ?Sized, const C: bool> Ctx<'r, R, C> {
     fn new(req: &'r R, store: &'r Store, rx: Option<&'r Regexes>) -> Self {
-        Ctx { req, store, params: OnceCell::new(), rx, used: Cell::new(0), state: Cell::new(0) }
+        let params = RefCell::new(Params::new());
+        Ctx {
+            req,
+            store,
+            params,
+            parsed: Cell::new(false),
+            rx,
+            used: Cell::new(0),
+            state: Cell::new(0),
+        }
     }
 
     /// Charges `units` of work to the evaluation.
@@ -287,7 +298,7 @@ impl<'r, R: RequestView + ?Sized, const C: bool> Ctx<'r, R, C> {
                 rx.memo.borrow().as_ref().map_or(0, Memo::heap_bytes),
             ),
         };
-        let params = self.params.get().map_or(0, Params::heap_bytes);
+        let params = self.params.borrow().heap_bytes();
         Work {
             attempts,
             regex_steps: steps,
@@ -453,13 +464,19 @@ impl<'r, R: RequestView + ?Sized, const C: bool> Ctx<'r, R, C> {
         false
     }
 
-    fn params(&self) -> &Params<'r> {
-        self.params.get_or_init(|| {
-            let p = Params::parse(self.req.query());
-            // The decode: one unit per parameter and per 64 bytes.
-            self.charge(p.len() as u64 + self.req.query().len() as u64 / 64);
-            p
-        })
+    /// The decoded query (decoded now at the first call).
+    fn params(&self) -> core::cell::Ref<'_, Params<'r>> {
+        if !self.parsed.get() {
+            // No `Ref` exists before the first decode: the only mutable borrow.
+            let mut p = self.params.borrow_mut();
+            p.fill(self.req.query());
+            self.parsed.set(true);
+            if C {
+                // The decode: one unit per parameter and per 64 bytes.
+                self.charge(p.len() as u64 + self.req.query().len() as u64 / 64);
+            }
+        }
+        self.params.borrow()
     }
 
     fn param_holds(&self, c: &Cond, entry: usize) -> bool {

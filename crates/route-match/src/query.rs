@@ -51,7 +51,8 @@ std::thread_local! {
 /// the others are decoded into `buf`. A query of at most [`INLINE`] pairs without escapes
 /// touches no buffer; the others borrow the thread's ([`SCRATCH`]) and give it back.
 /// The buffers are one pointer (the first query of a thread that needs them allocates them),
-/// so that a `Params` is small enough to move without a `memcpy` call (issue #46).
+/// so that a `Params` is small; an evaluation makes one empty and fills it in place
+/// ([`Params::fill`]), never moving it (issue #46).
 #[derive(Debug)]
 pub(crate) struct Params<'q> {
     raw: &'q [u8],
@@ -59,29 +60,39 @@ pub(crate) struct Params<'q> {
     n: usize,
     /// `buf`: decoded text; `spill`: every pair, once there are more than INLINE, stably
     /// sorted by name when there are SORT_FROM or more (see `sorted`), so the first of equal
-    /// names is still the first occurrence.
+    /// names is still the first occurrence. `None` while the query has neither: then every
+    /// span lies in `raw`.
     heap: Option<Box<Buffers>>,
 }
 
-// Moved by value into the evaluation's `OnceCell`: at 144 bytes each move was a `memcpy` call
-// (~35 instructions, twice per request with a param condition).
+// Made in every evaluation (empty): small enough for a few stores.
 const _: () = assert!(core::mem::size_of::<Params<'_>>() <= 96);
 
 impl Drop for Params<'_> {
+    #[inline]
     fn drop(&mut self) {
-        let Some(mut h) = self.heap.take() else { return };
-        h.buf.clear();
-        h.spill.clear();
-        let keep = |bytes: usize| bytes <= KEEP;
-        if !keep(h.buf.capacity()) {
-            h.buf = Vec::new();
+        if let Some(h) = self.heap.take() {
+            give_back(h);
         }
-        if !keep(h.spill.capacity() * core::mem::size_of::<(Span, Span)>()) {
-            h.spill = Vec::new();
-        }
-        // A thread that is exiting has no scratch left: the buffers are freed here.
-        let _ = SCRATCH.try_with(|s| s.set(Some(h)));
     }
+}
+
+/// Empties the buffers of a query and keeps them for the thread's next one (up to [`KEEP`]
+/// bytes each).
+#[cold]
+#[inline(never)]
+fn give_back(mut h: Box<Buffers>) {
+    h.buf.clear();
+    h.spill.clear();
+    let keep = |bytes: usize| bytes <= KEEP;
+    if !keep(h.buf.capacity()) {
+        h.buf = Vec::new();
+    }
+    if !keep(h.spill.capacity() * core::mem::size_of::<(Span, Span)>()) {
+        h.spill = Vec::new();
+    }
+    // A thread that is exiting has no scratch left: the buffers are freed here.
+    let _ = SCRATCH.try_with(|s| s.set(Some(h)));
 }
 
 impl<'q> Params<'q> {
@@ -109,9 +120,25 @@ impl<'q> Params<'q> {
         })
     }
 
+    /// An empty query: nothing decoded yet (see [`Params::fill`]).
+    #[inline]
+    pub(crate) fn new() -> Params<'q> {
+        Params { raw: &[], inline: Default::default(), n: 0, heap: None }
+    }
+
+    #[cfg(test)]
     pub(crate) fn parse(raw: &'q [u8]) -> Params<'q> {
+        let mut p = Params::new();
+        p.fill(raw);
+        p
+    }
+
+    /// Decodes `raw` into this empty query ([`Params::new`]), in place.
+    pub(crate) fn fill(&mut self, raw: &'q [u8]) {
+        debug_assert!(self.n == 0 && self.heap.is_none());
         let raw = &raw[..raw.len().min((DECODED - 1) as usize)];
-        let mut p = Params { raw, inline: Default::default(), n: 0, heap: None };
+        self.raw = raw;
+        let p = self;
         // One pass: segment start, its first `=`, and whether name or value needs decoding.
         // Ordinary bytes are skipped by a table lookup each.
         let (mut start, mut eq, mut escaped_name, mut escaped_value) = (0, None, false, false);
@@ -150,7 +177,6 @@ impl<'q> Params<'q> {
                 h.spill = spill;
             }
         }
-        p
     }
 
     /// Whether lookups use the sorted index (many pairs) rather than a scan in query order.
@@ -226,7 +252,20 @@ impl<'q> Params<'q> {
     }
 
     /// The value of the first occurrence of `name`, if any.
+    #[inline(always)]
     pub(crate) fn first(&self, name: &[u8]) -> Option<&[u8]> {
+        if self.heap.is_some() {
+            return self.first_buffered(name);
+        }
+        // At most INLINE pairs, none decoded: a scan of spans in `raw`.
+        let raw = |s: &Span| self.raw.get(s.start as usize..s.end as usize).unwrap_or_default();
+        let pairs = self.inline.get(..self.n).unwrap_or_default();
+        pairs.iter().find(|(n, _)| crate::bytes::eq(raw(n), name)).map(|(_, v)| raw(v))
+    }
+
+    /// [`Params::first`] of a query with decoded or spilled pairs.
+    #[inline(never)]
+    fn first_buffered(&self, name: &[u8]) -> Option<&[u8]> {
         let items = self.items();
         let found = if self.sorted() {
             let i = items.partition_point(|(n, _)| self.bytes(n) < name);
