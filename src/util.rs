@@ -121,15 +121,40 @@ pub(crate) fn escape(bytes: &[u8], max: usize) -> String {
 /// `list` must be an initialized NGINX list of `ngx_table_elt_t` (each part's `elts` holding
 /// `nelts` of them, `next` null or another part), alive for `'r`; a zeroed list (no element,
 /// no next part) is one.
-pub(crate) unsafe fn lines<'r>(list: &'r ngx_list_t) -> impl Iterator<Item = &'r ngx_table_elt_t> {
-    // SAFETY: `next` is null or the next part of the same list, alive as long as it.
-    let parts = core::iter::successors(Some(&list.part), |p| unsafe { p.next.as_ref() });
-    let elts = |p: &'r ngx_list_part_t| match p.elts.cast::<ngx_table_elt_t>() {
-        e if e.is_null() => &[][..],
-        // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t (the contract).
-        e => unsafe { core::slice::from_raw_parts(e, p.nelts) },
-    };
-    parts.flat_map(elts).filter(|h| h.hash != 0)
+pub(crate) unsafe fn lines<'r>(list: &'r ngx_list_t) -> Lines<'r> {
+    Lines { part: Some(&list.part), i: 0 }
+}
+
+/// The iterator of [`lines`]: a part and the index of its next element (a walk of two words:
+/// the request path scans the header lines twice, issue #46).
+pub(crate) struct Lines<'r> {
+    part: Option<&'r ngx_list_part_t>,
+    i: usize,
+}
+
+impl<'r> Iterator for Lines<'r> {
+    type Item = &'r ngx_table_elt_t;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'r ngx_table_elt_t> {
+        loop {
+            let p = self.part?;
+            let elts = p.elts.cast::<ngx_table_elt_t>();
+            if self.i < p.nelts && !elts.is_null() {
+                // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t, alive for `'r`
+                // (`lines`' contract).
+                let h = unsafe { &*elts.add(self.i) };
+                self.i += 1;
+                if h.hash != 0 {
+                    return Some(h);
+                }
+                continue;
+            }
+            // SAFETY: `next` is null or the next part of the same list, alive as long as it.
+            self.part = unsafe { p.next.as_ref() };
+            self.i = 0;
+        }
+    }
 }
 
 /// The request's header lines (`r->headers_in.headers`) as (name, value), in arrival order.
