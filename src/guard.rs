@@ -48,17 +48,28 @@ pub(crate) fn describe(payload: &(dyn Any + Send)) -> String {
 
 /// Runs `body`; a panic is logged at `level` on `log` ("internal error (panic: ..., at
 /// file:line)" then `then`) and gives `None`: the caller ends its callback as it can.
+#[inline(always)]
 pub(crate) fn caught<T>(
     log: *mut ngx_log_t,
     level: u32,
     then: &str,
     body: impl FnOnce() -> T,
 ) -> Option<T> {
-    let payload = catch_unwind(AssertUnwindSafe(body)).map_err(|p| describe(&*p));
-    if let Err(why) = &payload {
-        ngx_log_error!(level, log, "http_matches: internal error (panic: {why}){then}");
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(value) => Some(value),
+        Err(payload) => {
+            log_panic(log, level, then, payload);
+            None
+        }
     }
-    payload.ok()
+}
+
+/// [`caught`]'s line for a panic, out of the line of every entry point.
+#[cold]
+#[inline(never)]
+fn log_panic(log: *mut ngx_log_t, level: u32, then: &str, payload: Box<dyn Any + Send>) {
+    let why = describe(&*payload);
+    ngx_log_error!(level, log, "http_matches: internal error (panic: {why}){then}");
 }
 
 /// Runs a request handler body; a panic answers 500 and logs an `[alert]`.
