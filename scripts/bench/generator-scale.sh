@@ -423,7 +423,7 @@ vg=$(command -v valgrind.bin || command -v valgrind) || fail "valgrind is not in
 instructions() {
   "$vg" --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$gen" generate -f "$work/$1" \
     --backends "$work/$1.backends" -o "$work/$1.out" --module "$module" \
-    --listen-address 127.0.0.1 "${fit[@]}" >"$work/$1.vg" 2>&1 || { cat "$work/$1.vg" >&2; fail "$1 under valgrind"; }
+    --listen-address 127.0.0.1 --status "$work/$1.status" "${fit[@]}" >"$work/$1.vg" 2>&1 || { cat "$work/$1.vg" >&2; fail "$1 under valgrind"; }
   local ir
   ir=$(sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' "$work/$1.vg" | tr -d ,)
   [ -n "$ir" ] || { cat "$work/$1.vg" >&2; fail "$1: no instruction count"; }
@@ -433,7 +433,7 @@ instructions() {
     || fail "$1: the granted Service is not written" ;; esac
   case $1 in hosts-*) grep -q 'server_name h0.scale.test' "$work/$1.out/nginx.conf" \
     || fail "$1: the listener's server is not written" ;; esac
-  rm -rf "${work:?}/$1" "$work/$1.out" "$work/$1.vg"
+  rm -rf "${work:?}/$1" "$work/$1.out" "$work/$1.vg" "$work/$1.status"
 }
 printf '%-10s %8s %16s %16s %16s %8s\n' shape n "1 route" "n routes" "2n routes" ratio
 # counted SHAPE N: the row of SHAPE at N and 2N routes, the ratio asserted. The three runs
@@ -471,7 +471,7 @@ echo "== 8. $list_routes routes in one kind: List (YAML), three shapes (issue #4
 # one: one rule each on 500 hostnames (the routes of 3); three: three rules of a path, a
 # header and a regex query parameter match; hostnames: one rule each, a hostname each.
 printf '%-10s %12s %12s %12s %10s %10s\n' shape input nginx.conf matches seconds "peak MiB"
-for shape in hosts hosts3 hostsall; do
+for shape in hosts1 hosts3 hostsall; do
   LIST=${LIST:-yaml} inputs "$shape" "$list_routes" "$work/list8-$shape"
   generate "list8-$shape"
   g_secs=$secs g_kib=$kib
@@ -483,6 +483,6 @@ for shape in hosts hosts3 hostsall; do
     "$((kib / 1024))"
   rm -rf "$work/list8-$shape" "$out"
 done
-echo "(shapes: hosts, one rule on 500 hostnames; hosts3, three rules with header/query matches; hostsall, a hostname per route)"
+echo "(shapes: hosts1, one rule on 500 hostnames; hosts3, three rules with header/query matches; hostsall, a hostname per route)"
 fi
 echo "generator-scale: ok"
