@@ -35,7 +35,7 @@ pub struct Reservation {
     /// `dir` did not exist before: a run that writes nothing leaves none.
     fresh: bool,
     /// `DIR/.lock`, locked: passed on to [`Staged`], then [`Committed`].
-    lock: Option<std::fs::File>,
+    lock: Option<Lock>,
 }
 
 impl Reservation {
@@ -157,7 +157,7 @@ pub struct Staged {
     generation: Option<u64>,
     done: bool,
     /// The directory's lock ([`Reservation::take`]), released when this is dropped.
-    lock: Option<std::fs::File>,
+    lock: Option<Lock>,
 }
 
 impl Staged {
@@ -235,7 +235,7 @@ pub struct Committed {
     generation: Option<u64>,
     done: bool,
     /// The directory's lock, held until the run ends (kept or rolled back).
-    _lock: Option<std::fs::File>,
+    _lock: Option<Lock>,
 }
 
 impl Committed {
@@ -355,8 +355,8 @@ fn generations(root: &Path) -> std::io::Result<Vec<u64>> {
 
 /// `dir`'s [`LOCK`], created if missing and locked (`flock`, exclusive): `WouldBlock` while
 /// another run holds it, or when the file was removed (a run that created `dir` and wrote
-/// nothing) after this one opened it. Released when the file is closed, or the process dies.
-fn lock(dir: &Path) -> std::io::Result<std::fs::File> {
+/// nothing) after this one opened it. Released when the [`Lock`] is dropped, or the process dies.
+fn lock(dir: &Path) -> std::io::Result<Lock> {
     use std::os::unix::fs::MetadataExt as _;
     let path = dir.join(LOCK);
     let busy = || {
@@ -373,7 +373,18 @@ fn lock(dir: &Path) -> std::io::Result<std::fs::File> {
     if (held.dev(), held.ino()) != (named.dev(), named.ino()) {
         return Err(busy());
     }
-    Ok(file)
+    Ok(Lock(file))
+}
+
+/// A held [`lock`]: unlocked when dropped, before its file is closed. A child process being
+/// started (`nginx -t`, openssl) holds a copy of every descriptor until it execs; closing ours
+/// alone would leave the lock held through that copy, and the next run refused.
+struct Lock(std::fs::File);
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(&self.0, rustix::fs::FlockOperation::Unlock);
+    }
 }
 
 /// What a run killed before its commit left in `dir` (SIGKILL: no destructor ran), removed by
@@ -630,6 +641,24 @@ mod tests {
         std::fs::remove_dir_all(&check).unwrap();
         assert_eq!(Reservation::take(&dir).unwrap().number(), 3);
         assert_eq!(names(&dir.join("generations")), ["1", "2"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A run's lock is released when the run ends even while a copy of its descriptor lives
+    /// on (a child process another thread is starting holds one until it execs). Before, the
+    /// lock went with the last descriptor: the next run was refused ("held by another run"),
+    /// which failed these tests now and then beside the certificate tests' openssl children.
+    #[test]
+    fn a_lock_is_released_while_a_copy_of_its_descriptor_lives() {
+        let dir = scratch("lock-copy");
+        let r = Reservation::take(&dir).unwrap();
+        let out = output(Some(&r.files_dir()), "");
+        let staged = r.stage(&out).unwrap();
+        let copy = staged.lock.as_ref().map(|l| l.0.try_clone().unwrap());
+        staged.commit().unwrap();
+        let next = Reservation::take(&dir);
+        assert!(next.is_ok(), "{:?}", next.err());
+        drop((next, copy));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
