@@ -62,16 +62,58 @@ pub struct Lists<'a> {
     key_of_run: HashMap<(usize, usize, usize), Option<Key>>,
 }
 
+/// A piece of a block: its candidates `block[range]`.
+struct Run<'a> {
+    block: &'a [Candidate],
+    range: std::ops::Range<usize>,
+}
+
+impl Run<'_> {
+    /// As [`Segment::id`]: the block by address, and the piece.
+    fn id(&self) -> (usize, usize, usize) {
+        (self.block.as_ptr() as usize, self.range.start, self.range.end)
+    }
+}
+
+/// The runs `live` (a location's runs that serve some candidate, in order) with consecutive
+/// pieces of one block joined. A location holds each block whole (`plan/segments.rs`), so
+/// what lies between two pieces of a block, and before its first or after its last piece
+/// that serves, serves none: a joined piece reaches back to the previous one of its block
+/// (its start: 0) and the last one to the block's end. So a block no written candidate cuts
+/// is one run, the whole block, the same in every location: each looked at once per server.
+fn joined(live: Vec<Run<'_>>) -> Vec<Run<'_>> {
+    let mut out: Vec<Run<'_>> = Vec::with_capacity(live.len());
+    // By block: where its previous piece ended, and that piece's place in `out`.
+    let mut last: HashMap<usize, (usize, usize)> = HashMap::new();
+    for r in live {
+        let at = r.block.as_ptr() as usize;
+        match out.last_mut() {
+            Some(prev) if prev.block.as_ptr() as usize == at => prev.range.end = r.range.end,
+            _ => {
+                let start = last.get(&at).map_or(0, |&(end, _)| end);
+                out.push(Run { block: r.block, range: start..r.range.end });
+            }
+        }
+        last.insert(at, (r.range.end, out.len() - 1));
+    }
+    for (_, i) in last.into_values() {
+        out[i].range.end = out[i].block.len();
+    }
+    out
+}
+
 impl<'a> Lists<'a> {
     /// The key of the list of a location whose candidates are the runs `segments`, of which
     /// those `served` takes are written (`None`: it serves none). Each run is looked at once,
-    /// whatever the number of locations holding it.
+    /// whatever the number of locations holding it. Runs serving none are left out, and the
+    /// pieces of one block they separated are one run again ([`joined`]): what is written
+    /// depends on what is served, never on a cut by a candidate not written.
     pub fn key(
         &mut self,
         segments: &'a [Segment],
         served: &dyn Fn(&Candidate) -> bool,
     ) -> Result<Option<String>, String> {
-        let mut live: Vec<&'a Segment> = Vec::with_capacity(segments.len());
+        let mut live: Vec<Run<'a>> = Vec::with_capacity(segments.len());
         for s in segments {
             let serves = match self.key_of_run.get(&s.id()) {
                 Some(k) => k.is_some(),
@@ -84,9 +126,10 @@ impl<'a> Lists<'a> {
                 }
             };
             if serves {
-                live.push(s);
+                live.push(Run { block: s.block(), range: s.range.clone() });
             }
         }
+        let live = joined(live);
         if let [only] = &live[..] {
             return self.run(only, served).map(|k| Some(k.to_string()));
         }
@@ -112,16 +155,15 @@ impl<'a> Lists<'a> {
     }
 
     /// The key of one run that serves some candidate, written once.
-    fn run(
-        &mut self,
-        run: &'a Segment,
-        served: &dyn Fn(&Candidate) -> bool,
-    ) -> Result<Key, String> {
+    fn run(&mut self, run: &Run<'a>, served: &dyn Fn(&Candidate) -> bool) -> Result<Key, String> {
         if let Some(Some(k)) = self.key_of_run.get(&run.id()) {
             return Ok(k.clone());
         }
-        let items: Vec<Item<'a>> =
-            run.candidates().iter().filter(|c| served(c)).map(|c| Item::Entry(&c.entry)).collect();
+        let items: Vec<Item<'a>> = run.block[run.range.clone()]
+            .iter()
+            .filter(|c| served(c))
+            .map(|c| Item::Entry(&c.entry))
+            .collect();
         if items.is_empty() {
             return Err("generator bug: an empty run".into());
         }

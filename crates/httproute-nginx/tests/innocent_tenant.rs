@@ -1998,6 +1998,36 @@ fn a_refused_cutter_cuts_nothing_of_mine() {
     nginx_t("cutter-refused", &g.output);
 }
 
+/// Review of gr, H1: b's refused GRPCRoute also has a regex candidate inside a's regex block,
+/// so the dead pieces it leaves in `= /b.S/M` do not touch (E R E R E R: a's two regex
+/// candidates come apart by b's): a's list there is still one run (the block's candidates
+/// that are written, one key) and a's server text and matches.json are the ones without b.
+#[test]
+fn a_refused_cutter_with_a_candidate_inside_my_block_cuts_nothing_of_mine() {
+    let mut o = small_memory_opts(httproute_nginx::Carrier::Preload, 128);
+    o.global.list_memory_per_tenant = 16 << 10;
+    let v = q(&"v".repeat(4000));
+    let h = |n: usize| {
+        let hs: Vec<String> = (0..n).map(|i| format!("{{name: z{i}, value: {v}}}")).collect();
+        hs.join(", ")
+    };
+    let b = format!(
+        "kind: GRPCRoute\nmetadata: {{name: r, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a}}]\n  rules:\n  - matches: [{{method: {{service: b.S, method: M}}, headers: [{}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n  - matches: [{{method: {{type: RegularExpression, service: \"b[.]S\", method: \"M.*\"}}, headers: [{}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n  - matches: [{{method: {{service: b.S, method: M}}, headers: [{}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+        h(2),
+        h(2),
+        h(1)
+    );
+    let alone = generate_all(&[dir_with("gap-alone", &cutter_docs(false))], &backends(), &o);
+    let docs = format!("{}---\n{b}", cutter_docs(false));
+    let g = generate_all(&[dir_with("gap-refused", &docs)], &backends(), &o).unwrap();
+    let alone = alone.unwrap();
+    assert_eq!(refused_for(&g, "budget: list memory"), ["b/r"]);
+    let (conf, before) = (&g.output.nginx_conf, &alone.output.nginx_conf);
+    assert_eq!(server_text(conf, "a.test"), server_text(before, "a.test"));
+    assert_eq!(g.output.matches_json, alone.output.matches_json);
+    nginx_t("gap-refused", &g.output);
+}
+
 /// Tenant b's routes of long lists, each (age in seconds, depth of its path `/d/d...`, length
 /// of its header values, matches): nested paths make lists of includes, long values long runs.
 fn long_list_routes() -> impl Strategy<Value = Vec<(u32, usize, usize, usize)>> {

@@ -19,7 +19,7 @@ use super::ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId};
 use super::listeners::Listener;
 use super::merge::ServerAt;
 use super::status::RouteNode;
-use super::types::{Candidate, Kept, Loc, LocationPlan, PathKind, PortPlan, Segment, ServerPlan};
+use super::types::{Candidate, Kept, Loc, PathKind, PortPlan, ServerPlan};
 
 /// An object a budget refuses: left out of the configuration as NGINX's refusal of it would
 /// leave it out (a listener: `Programmed: False`; a route: not served, `Accepted: False`).
@@ -125,38 +125,6 @@ pub(super) fn unit(r: &RouteId, s: &ServerPlan, multi: &BTreeSet<&RouteId>) -> R
     match gateway_of(s) {
         Some(g) if multi.contains(r) => attachment(r, g),
         _ => Refused::Route(r.clone()),
-    }
-}
-
-/// After the refusals: the runs of each written location as its server writes them. A run
-/// none of whose candidates is written in its server (a refused cutter) is taken out, and
-/// the pieces of one block it separated are one run again: a refused route cuts nothing
-/// (`plan/list_bytes.rs` charges a cut to the newest route of the block and its cutters).
-pub(super) fn uncut(ports: &mut [PortPlan], left: &Left) {
-    let cut = |l: &LocationPlan| l.segments.iter().any(|g| g.range.len() < g.block.len());
-    for (pi, p) in ports.iter_mut().enumerate() {
-        for (si, s) in p.servers.iter_mut().enumerate() {
-            let off = left.at(s);
-            for (li, l) in s.locations.iter_mut().enumerate() {
-                if !cut(l) || left.locations.contains(&((pi, si), li)) {
-                    continue;
-                }
-                let mut runs: Vec<Segment> = Vec::with_capacity(l.segments.len());
-                for g in std::mem::take(&mut l.segments) {
-                    match runs.last_mut() {
-                        _ if g.candidates().iter().all(|c| off.candidate(c)) => {}
-                        Some(last)
-                            if std::sync::Arc::ptr_eq(&last.block, &g.block)
-                                && last.range.end == g.range.start =>
-                        {
-                            last.range.end = g.range.end
-                        }
-                        _ => runs.push(g),
-                    }
-                }
-                l.segments = runs;
-            }
-        }
     }
 }
 

@@ -259,7 +259,7 @@ fn plan_from(
         None => rules_of(order.iter().map(|&i| &inputs.routes[i]), rules, &mut warnings),
     };
     // 5.-6. Servers and their locations in precedence order, on the target NGINX.
-    let (mut ports, loss) =
+    let (ports, loss) =
         servers::ports(&listeners, &attachments, planned, &opts.capabilities, &mut warnings);
     status::grpc_not_served(&mut nodes, &loss, opts.capabilities.version);
     status::routes(nodes, inputs, &mut status, &mut warnings);
@@ -270,7 +270,6 @@ fn plan_from(
     let secrets = listeners::secrets(inputs, &listeners);
     // 7. What NGINX cannot take or tenants cannot share.
     let refused = refusals(&ports, &ages, opts);
-    budget::uncut(&mut ports, &Left::of(&refused));
     // 8. Servers the same on several ports.
     let merged = merged(&ports, &refused);
     Plan {

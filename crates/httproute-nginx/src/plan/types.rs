@@ -123,12 +123,17 @@ impl LocationPlan {
 #[derive(Debug, Clone)]
 pub struct Segment {
     pub(super) block: Arc<[Candidate]>,
-    pub(super) range: std::ops::Range<usize>,
+    pub range: std::ops::Range<usize>,
 }
 
 impl Segment {
     pub fn candidates(&self) -> &[Candidate] {
         &self.block[self.range.clone()]
+    }
+
+    /// The whole block this run is a piece of (`range` within it).
+    pub fn block(&self) -> &[Candidate] {
+        &self.block
     }
 
     /// What tells runs apart: the same in every location that holds this run (its block, by
