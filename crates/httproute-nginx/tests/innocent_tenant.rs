@@ -2028,6 +2028,73 @@ fn a_refused_cutter_with_a_candidate_inside_my_block_cuts_nothing_of_mine() {
     nginx_t("gap-refused", &g.output);
 }
 
+/// Review of gr, M3: the preloaded regex budget reads what is left out before it (as every
+/// budget does). Tenant b's older route r1 (a regex path) attaches only to its newer Gateway,
+/// whose listener the socket budget refuses (`worker_connections 2`: one socket), so r1 is
+/// written nowhere; b's newer route r2 (another regex) on the older Gateway fits b's regex
+/// share alone. Before, r1's regex was charged: r2 refused "budget: regex memory".
+#[test]
+fn a_route_written_nowhere_takes_no_regex_memory() {
+    let pattern = |c: char| format!("/{c}{}", "[0-9]".repeat(20));
+    let mut o = opts();
+    o.global.worker_connections = 2;
+    let one = httproute_nginx::limits::regex_charge(pattern('a').len() + 64);
+    o.global.regex_memory_per_tenant = one;
+    let route = |name: &str, gw: &str, at: u32, c: char| {
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: b, creationTimestamp: \"2026-01-01T00:00:{at:02}Z\"}}\nspec:\n  parentRefs: [{{name: {gw}}}]\n  rules:\n  - matches: [{{path: {{type: RegularExpression, value: \"{}\"}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            pattern(c)
+        )
+    };
+    let docs = [
+        "kind: Gateway\nmetadata: {name: gw-old, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 30001, protocol: HTTP}]\n".to_owned(),
+        "kind: Gateway\nmetadata: {name: gw-new, namespace: b, creationTimestamp: \"2026-01-01T00:00:02Z\"}\nspec:\n  listeners: [{name: http, port: 30000, protocol: HTTP}]\n".to_owned(),
+        route("r1", "gw-new", 3, 'a'),
+        route("r2", "gw-old", 4, 'b'),
+    ];
+    let g =
+        generate_all(&[dir_with("regex-nowhere", &docs.join("---\n"))], &backends(), &o).unwrap();
+    assert!(g.output.nginx_conf.contains("30001") && !g.output.nginx_conf.contains(":30000"));
+    assert_eq!(refused_for(&g, "budget: regex memory"), Vec::<String>::new(), "{:?}", g.warnings);
+    nginx_t("regex-nowhere", &g.output);
+}
+
+/// Review of gr, L1: names brought to servers whose listener is refused are in no hash.
+/// Tenant b's older routes bring 240 names of one NGINX hash (`colliding_names`) to its newer
+/// Gateway, whose listener the socket budget refuses (`worker_connections 2`: one socket);
+/// its newest route brings the other 16 to the older Gateway: they fit (16 of the 247 a
+/// bucket holds). Before, the 240 unwritten names were counted: the newest route refused
+/// "budget: server-name hash".
+#[test]
+fn names_of_a_refused_listener_take_no_room_in_the_name_hash() {
+    let names = colliding_names(256);
+    let mut o = opts();
+    o.global.worker_connections = 2;
+    let mut docs = vec![
+        "kind: Gateway\nmetadata: {name: gw-old, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 30001, protocol: HTTP}]\n".to_owned(),
+        "kind: Gateway\nmetadata: {name: gw-new, namespace: b, creationTimestamp: \"2026-01-01T00:00:02Z\"}\nspec:\n  listeners: [{name: http, port: 30000, protocol: HTTP}]\n".to_owned(),
+    ];
+    for (i, hosts) in names.chunks(16).enumerate() {
+        let hosts: Vec<String> = hosts.iter().map(|h| q(h)).collect();
+        let gw = if i == 15 { "gw-old" } else { "gw-new" };
+        docs.push(format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{i:02}, namespace: b, creationTimestamp: \"2026-01-02T00:00:{i:02}Z\"}}\nspec:\n  parentRefs: [{{name: {gw}}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n",
+            hosts.join(", ")
+        ));
+    }
+    let g =
+        generate_all(&[dir_with("names-nowhere", &docs.join("---\n"))], &backends(), &o).unwrap();
+    assert!(g.output.nginx_conf.contains("30001") && !g.output.nginx_conf.contains(":30000"));
+    assert_eq!(
+        refused_for(&g, "budget: server-name hash"),
+        Vec::<String>::new(),
+        "{:?}",
+        g.warnings
+    );
+    assert!(server_names_build(&g.output.nginx_conf), "server names hash not built");
+    nginx_t("names-nowhere", &g.output);
+}
+
 /// Tenant b's routes of long lists, each (age in seconds, depth of its path `/d/d...`, length
 /// of its header values, matches): nested paths make lists of includes, long values long runs.
 fn long_list_routes() -> impl Strategy<Value = Vec<(u32, usize, usize, usize)>> {

@@ -59,7 +59,9 @@ pub(super) fn server_names(
 ) -> Vec<(Refused, String)> {
     let multi = multi_gateway(ports);
     let mut names: BTreeMap<&str, ((usize, usize), BTreeSet<Refused>)> = BTreeMap::new();
-    for s in ports.iter().flat_map(|p| &p.servers) {
+    let mut left = Left::of(before);
+    // A server whose listener is left out is not written: its names are in no hash.
+    for s in ports.iter().flat_map(|p| &p.servers).filter(|s| !left.listener_of(s)) {
         let Some(h) = s.hostname.as_deref() else { continue };
         let owners: Vec<((usize, usize), Refused)> = if s.brought_by.is_empty() {
             // A listener is as old as its Gateway, before any route attached to it.
@@ -81,7 +83,6 @@ pub(super) fn server_names(
         names.into_iter().map(|(h, (age, owners))| (age, h, owners)).collect();
     order.sort();
     let mut budget = NameBudget::default();
-    let mut left = Left::of(before);
     let mut out = Vec::new();
     for (_, h, owners) in order {
         if (!owners.is_empty() && owners.iter().all(|o| left.refuses(o))) || budget.admit(h) {
@@ -289,13 +290,18 @@ fn per_namespace<'a>(
     before: &[(Refused, String)],
     mut budget: Budget<'a>,
 ) -> Vec<(Refused, String)> {
-    // Each route's age and distinct patterns.
+    // Each route's age and distinct patterns, in what is written ([`Left`], as
+    // [`Inline::of`]): a route's candidates left out of a server are not compiled there.
+    let left = Left::of(before);
     let mut routes: BTreeMap<&RouteId, ((usize, usize), BTreeSet<&str>)> = BTreeMap::new();
-    for s in ports.iter().flat_map(|p| &p.servers) {
-        let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
-        let mut seen = std::collections::HashSet::new();
-        for run in s.locations.iter().flat_map(|l| &l.segments).filter(|r| seen.insert(r.id())) {
-            for c in run.candidates() {
+    for (pi, p) in ports.iter().enumerate() {
+        for (si, s) in p.servers.iter().enumerate().filter(|(_, s)| !left.listener_of(s)) {
+            let (off, gateway) = (left.at(s), s.listener.as_ref().map_or(0, |l| ages.listener(l)));
+            let mut seen = std::collections::HashSet::new();
+            let locations = s.locations.iter().enumerate();
+            let written = locations.filter(|(li, _)| !left.locations.contains(&((pi, si), *li)));
+            let runs = written.flat_map(|(_, l)| &l.segments).filter(|r| seen.insert(r.id()));
+            for c in runs.flat_map(|r| r.candidates()).filter(|c| !off.candidate(c)) {
                 let r = routes.entry(&c.id.route).or_insert(((usize::MAX, 0), BTreeSet::new()));
                 r.0 = r.0.min(ages.attached(&c.id.route, gateway));
                 r.1.extend(regexes(&c.entry));
@@ -308,14 +314,10 @@ fn per_namespace<'a>(
         .map(|(r, (a, p))| (a, r, p))
         .collect();
     order.sort();
-    let refused: BTreeSet<&Refused> = before.iter().map(|(r, _)| r).collect();
     let mut have: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut out = Vec::new();
     for (_, id, patterns) in order {
         let route = Refused::Route(id.clone());
-        if refused.contains(&route) {
-            continue;
-        }
         let have = have.entry(id.namespace.as_str()).or_default();
         let new: Vec<&str> = patterns.into_iter().filter(|p| !have.contains(p)).collect();
         let cost = new.iter().map(|p| regex_charge(p.len())).sum();
