@@ -353,22 +353,31 @@ impl<'a> Lists<'a> {
 /// [`lists`], and the candidates it looked at ([`Kept`]: a rule refused is not looked at
 /// again in the runs that held it, so the walk is bounded by what the lists can hold). The
 /// attachments refused counted as used space in the lists walked before them: judged again
-/// without them (at most twice the walk).
+/// without them, until a walk refuses no new attachment (a fixed point: the attachments
+/// refused only grow, so at most one walk more than there are attachments, and one walk more
+/// in all when none is refused).
 fn lists_walked(
     ports: &[PortPlan],
     ages: &Ages,
     before: &[(Refused, String)],
     pos: Pos,
 ) -> (Vec<(Refused, String)>, usize) {
-    let (first, walked) = walk(ports, ages, before, pos);
-    let detached = first.iter().filter(|(r, _)| matches!(r, Refused::Attachment { .. }));
-    let detached: Vec<(Refused, String)> = detached.cloned().collect();
-    if detached.is_empty() {
-        return (first, walked);
+    let (mut out, mut walked) = walk(ports, ages, before, pos);
+    let mut detached: Vec<(Refused, String)> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    loop {
+        // The walk leaves out what it is given: a refused attachment is new (else: no loop).
+        let new = out.iter().filter(|(r, _)| matches!(r, Refused::Attachment { .. }));
+        let new: Vec<(Refused, String)> =
+            new.filter(|(r, _)| seen.insert(r.clone())).cloned().collect();
+        if new.is_empty() {
+            return (detached.into_iter().chain(out).collect(), walked);
+        }
+        detached.extend(new);
+        let again: Vec<(Refused, String)> = before.iter().chain(&detached).cloned().collect();
+        let (next, more) = walk(ports, ages, &again, pos);
+        (out, walked) = (next, walked + more);
     }
-    let again: Vec<(Refused, String)> = before.iter().chain(&detached).cloned().collect();
-    let (second, more) = walk(ports, ages, &again, pos);
-    (detached.into_iter().chain(second).collect(), walked + more)
 }
 
 /// One walk of the lists, the units `before` refused left out.
