@@ -353,9 +353,9 @@ impl<'a> Lists<'a> {
 /// [`lists`], and the candidates it looked at ([`Kept`]: a rule refused is not looked at
 /// again in the runs that held it, so the walk is bounded by what the lists can hold). The
 /// attachments refused counted as used space in the lists walked before them: judged again
-/// without them, until a walk refuses no new attachment (a fixed point: the attachments
-/// refused only grow, so at most one walk more than there are attachments, and one walk more
-/// in all when none is refused).
+/// without them, until a walk refuses no new attachment or after [`WALKS`] walks (one walk in
+/// all when none is refused). Space a refused attachment still holds after the last walk only
+/// refuses what is newer than it: never an older tenant's rule.
 fn lists_walked(
     ports: &[PortPlan],
     ages: &Ages,
@@ -365,20 +365,25 @@ fn lists_walked(
     let (mut out, mut walked) = walk(ports, ages, before, pos);
     let mut detached: Vec<(Refused, String)> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    loop {
+    for walks in 1.. {
         // The walk leaves out what it is given: a refused attachment is new (else: no loop).
         let new = out.iter().filter(|(r, _)| matches!(r, Refused::Attachment { .. }));
         let new: Vec<(Refused, String)> =
             new.filter(|(r, _)| seen.insert(r.clone())).cloned().collect();
-        if new.is_empty() {
-            return (detached.into_iter().chain(out).collect(), walked);
+        if new.is_empty() || walks == WALKS {
+            break;
         }
         detached.extend(new);
         let again: Vec<(Refused, String)> = before.iter().chain(&detached).cloned().collect();
         let (next, more) = walk(ports, ages, &again, pos);
         (out, walked) = (next, walked + more);
     }
+    (detached.into_iter().chain(out).collect(), walked)
 }
+
+/// The most walks of the lists in [`lists_walked`]: the work stays linear in the lists
+/// (a chain of refusals, each freeing space that refuses a newer attachment, is cut there).
+const WALKS: usize = 4;
 
 /// One walk of the lists, the units `before` refused left out.
 fn walk(
