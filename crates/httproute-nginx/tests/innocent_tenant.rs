@@ -1984,18 +1984,30 @@ fn cutter_docs(b: bool) -> String {
 /// one run), uncharged.
 #[test]
 fn a_refused_cutter_cuts_nothing_of_mine() {
-    let mut o = small_memory_opts(httproute_nginx::Carrier::Preload, 128);
-    o.global.list_memory_per_tenant = 16 << 10;
+    let o = cutter_opts();
     let run = |tag: &str, b: bool| {
         generate_all(&[dir_with(tag, &cutter_docs(b))], &backends(), &o).unwrap()
     };
     let (alone, g) = (run("cutter-alone", false), run("cutter-refused", true));
     assert_eq!(refused_for(&alone, "budget: list memory"), Vec::<String>::new());
     assert_eq!(refused_for(&g, "budget: list memory"), ["b/r"]);
+    a_as_alone("cutter-refused", &alone, &g);
+}
+
+/// A list budget small enough to refuse b's cutter in the tests below.
+fn cutter_opts() -> Options {
+    let mut o = small_memory_opts(httproute_nginx::Carrier::Preload, 128);
+    o.global.list_memory_per_tenant = 16 << 10;
+    o
+}
+
+/// Tenant a's server text and matches.json in `g` are the ones of the run without b, and NGINX
+/// loads `g`'s configuration.
+fn a_as_alone(tag: &str, alone: &httproute_nginx::Generated, g: &httproute_nginx::Generated) {
     let (conf, before) = (&g.output.nginx_conf, &alone.output.nginx_conf);
     assert_eq!(server_text(conf, "a.test"), server_text(before, "a.test"));
     assert_eq!(g.output.matches_json, alone.output.matches_json);
-    nginx_t("cutter-refused", &g.output);
+    nginx_t(tag, &g.output);
 }
 
 /// Review of gr, H1: b's refused GRPCRoute also has a regex candidate inside a's regex block,
@@ -2004,8 +2016,7 @@ fn a_refused_cutter_cuts_nothing_of_mine() {
 /// that are written, one key) and a's server text and matches.json are the ones without b.
 #[test]
 fn a_refused_cutter_with_a_candidate_inside_my_block_cuts_nothing_of_mine() {
-    let mut o = small_memory_opts(httproute_nginx::Carrier::Preload, 128);
-    o.global.list_memory_per_tenant = 16 << 10;
+    let o = cutter_opts();
     let v = q(&"v".repeat(4000));
     let h = |n: usize| {
         let hs: Vec<String> = (0..n).map(|i| format!("{{name: z{i}, value: {v}}}")).collect();
@@ -2022,10 +2033,7 @@ fn a_refused_cutter_with_a_candidate_inside_my_block_cuts_nothing_of_mine() {
     let g = generate_all(&[dir_with("gap-refused", &docs)], &backends(), &o).unwrap();
     let alone = alone.unwrap();
     assert_eq!(refused_for(&g, "budget: list memory"), ["b/r"]);
-    let (conf, before) = (&g.output.nginx_conf, &alone.output.nginx_conf);
-    assert_eq!(server_text(conf, "a.test"), server_text(before, "a.test"));
-    assert_eq!(g.output.matches_json, alone.output.matches_json);
-    nginx_t("gap-refused", &g.output);
+    a_as_alone("gap-refused", &alone, &g);
 }
 
 /// Review of gr, M3: the preloaded regex budget reads what is left out before it (as every
