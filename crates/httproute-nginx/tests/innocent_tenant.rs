@@ -1945,6 +1945,12 @@ fn a_parent_ref_attached_nowhere_keeps_no_matching_parent_beside_a_refused_attac
     assert!(accepted(&g, "a/r", None).ok, "{:?}", r.parents);
 }
 
+/// Any of the three carriers (how a location's list reaches the module).
+fn any_carrier() -> impl Strategy<Value = httproute_nginx::Carrier> {
+    use httproute_nginx::Carrier::{Inline, Preload, Variable};
+    prop::sample::select(vec![Preload, Inline, Variable])
+}
+
 /// Options of `carrier` under a module memory of `mib` MiB, the regex budgets a quarter (per
 /// tenant) and a half (all tenants) of it.
 fn small_memory_opts(carrier: httproute_nginx::Carrier, mib: usize) -> Options {
@@ -2143,11 +2149,7 @@ proptest! {
     fn long_lists_of_another_tenant_under_a_small_module_memory_leave_nginx_loading(
         routes in long_list_routes(),
         mib in prop::sample::select(vec![2usize, 4]),
-        carrier in prop::sample::select(vec![
-            httproute_nginx::Carrier::Preload,
-            httproute_nginx::Carrier::Inline,
-            httproute_nginx::Carrier::Variable,
-        ]),
+        carrier in any_carrier(),
         order in any::<u64>(),
     ) {
         let o = small_memory_opts(carrier, mib);
@@ -2260,11 +2262,7 @@ proptest! {
     fn shared_gateways_grpc_cuts_and_colliding_names_of_another_tenant_leave_nginx_loading(
         routes in cut_routes(),
         mib in prop::sample::select(vec![2usize, 4]),
-        carrier in prop::sample::select(vec![
-            httproute_nginx::Carrier::Preload,
-            httproute_nginx::Carrier::Inline,
-            httproute_nginx::Carrier::Variable,
-        ]),
+        carrier in any_carrier(),
         order in any::<u64>(),
     ) {
         let o = small_memory_opts(carrier, mib);
