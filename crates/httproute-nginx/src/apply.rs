@@ -10,13 +10,15 @@ use crate::{BackendMap, Generated, Options};
 
 /// Generates from `inputs` into a new generation of `dir` (its files written, nginx.conf
 /// staged beside the current one, nothing in place yet). `opts.global.files_dir` is set to the
-/// generation's. On an error nothing of the run is left in `dir`.
+/// generation's. On an error nothing of the run is left in `dir`. With `status`, the status
+/// ([`crate::status::write`]) is written to it; unchecked, before the configuration is written
+/// and freed then, so the run never holds both.
 pub fn stage(
     dir: &Path,
     inputs: &[PathBuf],
     backends: &BackendMap,
     mut opts: Options,
-    status: bool,
+    status: Option<&mut dyn std::io::Write>,
     check: Option<&Path>,
 ) -> Result<(Staged, Generated), String> {
     let in_dir = |e: std::io::Error| format!("{}: {e}", dir.display());
@@ -31,7 +33,11 @@ pub fn stage(
             |g: &Generated| &g.output,
         );
     };
-    let generated = crate::generate_checked(inputs, backends, &opts, tree, status, nginx, dir)?;
+    let generated =
+        crate::generate_checked(inputs, backends, &opts, tree, status.is_some(), nginx, dir)?;
+    if let Some(out) = status {
+        crate::status::write(&generated.status, out)?;
+    }
     let staged = reservation.stage(&generated.output).map_err(in_dir)?;
     Ok((staged, generated))
 }

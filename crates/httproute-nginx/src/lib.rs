@@ -194,7 +194,8 @@ pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanO
 pub struct Generated {
     /// The configuration.
     pub output: Output,
-    /// The conditions a controller would set (`--status`: [`status::yaml`]).
+    /// The conditions a controller would set (`--status`: [`status::yaml`]); empty from
+    /// [`generate_streamed`], which writes them before the configuration.
     pub status: plan::Status,
     /// Warnings: the options', the plan's, then the configuration's.
     pub warnings: Vec<String>,
@@ -223,15 +224,25 @@ pub fn generate_all_with(
 }
 
 /// [`generate_all_with`] without the tree, nginx.conf and matches.json written to `streams`
-/// as they are made ([`emit::emit_streamed`]): [`Generated::output`]'s texts are empty.
+/// as they are made ([`emit::emit_streamed`]): [`Generated::output`]'s texts are empty. The
+/// status, with `status`, is written there before the configuration (and not returned).
 pub fn generate_streamed(
     inputs: &[PathBuf],
     backends: &BackendMap,
     opts: &Options,
-    status: bool,
+    status: Option<&mut dyn std::io::Write>,
     streams: emit::Streams<'_>,
 ) -> Result<Generated, String> {
-    generate_all_by(inputs, backends, opts, status, |plan| emit::emit_streamed(plan, opts, streams))
+    generate_all_by(inputs, backends, opts, status.is_some(), |plan| {
+        // What is left out is decided before the configuration is written: the status is
+        // complete then, written and freed before the writing.
+        let mut conditions = std::mem::take(&mut plan.status);
+        emit::emit_streamed(plan, opts, streams, move |dropped| {
+            let Some(out) = status else { return Ok(()) };
+            plan::dropped_from_configuration(&mut conditions, dropped);
+            status::write(&conditions, out)
+        })
+    })
 }
 
 /// [`generate_all_with`], the configuration checked by the NGINX binary `nginx` (see

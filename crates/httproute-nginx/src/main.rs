@@ -311,8 +311,8 @@ fn options(p: Planning, w: Written) -> Options {
 /// A `generate` or `apply` run up to its configuration staged in DIR (not yet in place).
 struct Run {
     staged: httproute_nginx::output::Staged,
-    /// The status file and its text, written once the configuration is in place.
-    status: Option<(PathBuf, String)>,
+    /// The status file's next content, put in place once the configuration is.
+    status: Option<httproute_nginx::output::Pending>,
     dir: PathBuf,
 }
 
@@ -321,12 +321,18 @@ fn stage(w: Writing, check: Option<&Path>) -> Result<Run, String> {
     let Writing { input, planning, output, written, status } = w;
     let map = backends(&input)?;
     let opts = options(planning, written);
+    let mut status = status
+        .map(|f| {
+            httproute_nginx::output::Pending::create(&f, false)
+                .map_err(|e| format!("{}: {e}", f.display()))
+        })
+        .transpose()?;
+    let out = status.as_mut().map(|p| p.writer());
     let (staged, generated) =
-        httproute_nginx::apply::stage(&output, &input.files, &map, opts, status.is_some(), check)?;
+        httproute_nginx::apply::stage(&output, &input.files, &map, opts, out, check)?;
     for w in &generated.warnings {
         say(&format!("warning: {w}"));
     }
-    let status = status.map(|f| (f, httproute_nginx::status::yaml(&generated.status)));
     Ok(Run { staged, status, dir: output })
 }
 
@@ -348,13 +354,11 @@ fn say(m: &str) {
     eprintln!("httproute-nginx: {}", httproute_nginx::escape_message(m));
 }
 
-/// Writes the status file by a rename (a reader sees the old file or the new one).
-fn write_status(status: Option<(PathBuf, String)>) -> Result<(), String> {
-    if let Some((f, yaml)) = status {
-        httproute_nginx::output::replace(&f, yaml.as_bytes(), false)
-            .map_err(|e| format!("{}: {e}", f.display()))?;
-    }
-    Ok(())
+/// Puts the status file in place by a rename (a reader sees the old file or the new one).
+fn write_status(status: Option<httproute_nginx::output::Pending>) -> Result<(), String> {
+    let Some(p) = status else { return Ok(()) };
+    let f = p.path().display().to_string();
+    p.commit().map_err(|e| format!("{f}: {e}"))
 }
 
 fn run(cli: Cli) -> Result<ExitCode, String> {
@@ -410,7 +414,7 @@ fn apply(writing: Writing, nginx: &Path, reload_wait: u64) -> Result<ExitCode, S
         return Ok(ExitCode::FAILURE);
     };
     let wait = std::time::Duration::from_secs(reload_wait);
-    let s = and_status_file(status.as_ref().map(|(f, _)| f.as_path()));
+    let s = and_status_file(status.as_ref().map(|p| p.path()));
     let m = match check_and_reload(staged, &dir, nginx, wait)? {
         Applied::Rejected { kept, nginx_said } => {
             eprint!("{nginx_said}");

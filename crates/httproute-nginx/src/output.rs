@@ -306,16 +306,63 @@ pub fn write_dir(dir: &Path, out: &Output) -> std::io::Result<()> {
 /// `path` with `bytes`, by a rename of a file written and synced beside it (mode 0600 when
 /// `private`: keys).
 pub fn replace(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
-    let parent = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = parent.join(format!(".{name}.new-{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    if let Err(e) = write_new(&tmp, bytes, private).and_then(|()| std::fs::rename(&tmp, path)) {
+    let mut p = Pending::create(path, private)?;
+    p.writer().write_all(bytes)?;
+    p.commit()
+}
+
+/// A file's next content, written beside it (`.NAME.new-PID`) as it is made, and put in its
+/// place by a rename once [`Pending::commit`] is called: a reader sees the old file or the
+/// new one. Dropped before that, the new content is removed and the file stays as it was.
+pub struct Pending {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl Pending {
+    /// The next content of `path` (mode 0600 when `private`), empty so far.
+    pub fn create(path: &Path, private: bool) -> std::io::Result<Pending> {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent)?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = parent.join(format!(".{name}.new-{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
-        return Err(e);
+        let file = Some(std::io::BufWriter::new(new_file(&tmp, private)?));
+        Ok(Pending { path: path.to_owned(), tmp, file })
     }
-    Ok(())
+
+    /// The file it replaces.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where the content is written.
+    pub fn writer(&mut self) -> &mut dyn std::io::Write {
+        self.file.as_mut().expect("a Pending file is open until it is committed")
+    }
+
+    /// Syncs the content and puts it in place.
+    pub fn commit(mut self) -> std::io::Result<()> {
+        let Some(file) = self.file.take() else { return Ok(()) };
+        let done = file
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.sync_all())
+            .and_then(|()| std::fs::rename(&self.tmp, &self.path));
+        if done.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        done
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// A new file (refused if it exists), written and synced.

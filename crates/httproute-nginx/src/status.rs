@@ -22,9 +22,16 @@ const GROUP: &str = "gateway.networking.k8s.io";
 const KINDS: [Kind; 2] =
     [Kind { group: GROUP, kind: "HTTPRoute" }, Kind { group: GROUP, kind: "GRPCRoute" }];
 
-/// The status of everything the plan saw, as YAML: the Gateways with listeners (in input
-/// order), the Gateways refused as a whole, then the routes.
+/// The status of everything the plan saw, as YAML ([`write`]).
 pub fn yaml(status: &Status) -> String {
+    let mut text = Vec::new();
+    write(status, &mut text).map_or(String::new(), |()| String::from_utf8(text).unwrap_or_default())
+}
+
+/// Writes the status of everything the plan saw to `out` as YAML, as it is serialized (no
+/// text of the whole file is held): the Gateways with listeners (in input order), the Gateways
+/// refused as a whole, then the routes.
+pub fn write(status: &Status, out: &mut dyn std::io::Write) -> Result<(), String> {
     let mut index: HashMap<(&str, &str), usize> = HashMap::new();
     let mut gateways: Vec<Object<GatewayStatus>> = Vec::new();
     for l in &status.listeners {
@@ -51,7 +58,7 @@ pub fn yaml(status: &Status) -> String {
         Item::Route(Object::new(r.id.kind.as_str(), &r.id.name, &r.id.namespace, status))
     }));
     let list = List { api_version: "v1", items, kind: "List" };
-    serde_yaml_ng::to_string(&list).unwrap_or_default()
+    serde_yaml_ng::to_writer(out, &list).map_err(|e| e.to_string())
 }
 
 /// A Gateway's conditions: `Programmed` when one of its listeners is.

@@ -122,6 +122,9 @@ fn generate_keeps_runtime_files_and_a_refused_run_writes_nothing() {
     assert_eq!(read(&d.status()), status);
     assert_eq!(names(&out.join("generations")), ["3", "4"]);
     assert_eq!(names(&out), [".lock", "generations", "logs", "nginx.conf", "tmp"]);
+    // The status's next content, written beside it as the run went, is gone with the run.
+    let beside = names(d.status().parent().unwrap());
+    assert!(!beside.iter().any(|n| n.starts_with(".status.yaml")), "{beside:?}");
 }
 
 #[test]

@@ -90,15 +90,21 @@ pub fn emit_dropping(
     tree: Tree,
     drops: &[(Unit, String)],
 ) -> Result<Output, String> {
-    emit_left_out(plan, opts, tree, drops, None)
+    emit_left_out(plan, opts, tree, drops, None, |_| Ok(()))
 }
 
 /// [`emit_with`] without the tree, nginx.conf and matches.json written to `streams` as they
 /// are made, byte for byte the texts [`emit_with`] returns: beyond the plan, emit then holds
 /// one server's nodes and text at a time, the lists' keys (not their text) and the `http`
 /// block's own parts. The output's texts and line owners ([`Output::lines`]) are empty.
-pub fn emit_streamed(plan: &Plan, opts: &Options, streams: Streams<'_>) -> Result<Output, String> {
-    emit_left_out(plan, opts, Tree::Drop, &[], Some(streams))
+/// `before` is given what is left out ([`Output::dropped`]) before anything is written.
+pub fn emit_streamed(
+    plan: &Plan,
+    opts: &Options,
+    streams: Streams<'_>,
+    before: impl FnOnce(&[Dropped]) -> Result<(), String>,
+) -> Result<Output, String> {
+    emit_left_out(plan, opts, Tree::Drop, &[], Some(streams), before)
 }
 
 /// [`emit_dropping`], streamed when `streams` is given ([`emit_streamed`]).
@@ -108,9 +114,11 @@ fn emit_left_out(
     tree: Tree,
     drops: &[(Unit, String)],
     streams: Option<Streams<'_>>,
+    before: impl FnOnce(&[Dropped]) -> Result<(), String>,
 ) -> Result<Output, String> {
     let mut left = LeftOut::default();
     left.add(plan, budget_drops(plan).chain(drops.iter().cloned()));
+    before(&left.dropped)?;
     let (out, refused, _) = emit_pass(plan, opts, tree, &left.skip, streams)?;
     let Some(mut out) = out else {
         return Err(format!(

@@ -2,7 +2,7 @@
 //! `allowedRoutes`, hostname intersection), ReferenceGrants, and the one kind a listener
 //! accepts for hostnames a GRPCRoute and an HTTPRoute share.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{AllowedRoutes, HttpRoute, Inputs, ParentRef};
 
@@ -148,7 +148,7 @@ pub(super) fn attach(
             }
             let gw_ns = p.namespace.as_deref().unwrap_or(ns);
             let mut missed = Missed::default();
-            let mut here = BTreeSet::new();
+            let mut here = Vec::new();
             let of_parent = of_gateway.get(&(gw_ns, p.name.as_str())).map_or(&[][..], |v| v);
             for &li in of_parent {
                 let l = &listeners[li];
@@ -171,7 +171,7 @@ pub(super) fn attach(
                     missed.hosts = true;
                     continue;
                 }
-                here.insert(l.id.clone());
+                here.push(l.id.clone());
                 attachments.push(Attachment {
                     listener: li,
                     node: nodes.len(),
@@ -185,6 +185,7 @@ pub(super) fn attach(
                 true => missed.condition(&format!("{gw_ns}/{}", p.name)),
             };
             parents.push((p.clone(), vec![accepted, refs.condition.clone()]));
+            here.sort();
             attached_to.push(here);
         }
         let attached = attached_to.iter().any(|h| !h.is_empty());
@@ -327,7 +328,7 @@ pub(super) fn set_refused(node: &mut RouteNode, l: &ListenerId, why: &str) {
     for ((p, conditions), attached) in node.parents.iter_mut().zip(&mut node.attached) {
         let pns = p.namespace.as_deref().unwrap_or(&node.id.namespace);
         if pns == l.namespace && p.name == l.gateway {
-            attached.remove(l);
+            attached.retain(|a| a != l);
             conditions[0] = Condition::no(
                 ConditionType::Accepted,
                 Reason::NotAllowedByListeners,

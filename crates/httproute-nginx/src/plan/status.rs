@@ -186,7 +186,7 @@ pub struct Status {
     /// which planning skipped, with the warning ([`rule_outcomes`]); what
     /// [`dropped_from_configuration`] reads to say what is dropped, and whether anything of
     /// the route is left.
-    pub rules: BTreeMap<RouteId, BTreeMap<usize, RuleOutcome>>,
+    pub rules: BTreeMap<RouteId, RuleOutcomes>,
     /// The Gateways refused as a whole (their CRD refuses them: `Inputs::refused`), in input
     /// order: `Accepted: False, Invalid` and `Programmed: False, Invalid`, no listeners.
     pub refused_gateways: Vec<RefusedGateway>,
@@ -199,6 +199,10 @@ pub struct RefusedGateway {
     pub name: String,
     pub conditions: Vec<Condition>,
 }
+
+/// What became of the rules of a served route: (rule index, outcome), by index. A `Vec`, not a
+/// map: a route has a few rules, and a map's node would be most of its status's bytes.
+pub type RuleOutcomes = Vec<(usize, RuleOutcome)>;
 
 /// What became of one rule of a served route.
 #[derive(Debug, Default, Clone)]
@@ -220,11 +224,12 @@ pub struct ListenerStatus {
 pub struct RouteStatus {
     pub id: RouteId,
     pub parents: Vec<(ParentRef, Vec<Condition>)>,
-    /// Beside `parents`, one set each: the listeners that parentRef attached to (its
-    /// `Accepted: True`), as attachment left them. Empty for a parentRef attached nowhere.
-    /// What [`dropped_from_configuration`] reads to tell a parentRef whose listeners are all
-    /// left out of the configuration.
-    pub attached: Vec<BTreeSet<ListenerId>>,
+    /// Beside `parents`, one list each (sorted, no listener twice): the listeners that
+    /// parentRef attached to (its `Accepted: True`), as attachment left them. Empty for a
+    /// parentRef attached nowhere. What [`dropped_from_configuration`] reads to tell a
+    /// parentRef whose listeners are all left out of the configuration. Lists, not sets: a
+    /// set's node of a few listeners would be most of the route's status.
+    pub attached: Vec<Vec<ListenerId>>,
 }
 
 /// A route's node in the graph: what attachment made of each of its parentRefs (`Accepted`,
@@ -236,7 +241,7 @@ pub(super) struct RouteNode {
     pub id: RouteId,
     pub parents: Vec<(ParentRef, Vec<Condition>)>,
     /// Beside `parents`: the listeners each parentRef attached to ([`RouteStatus::attached`]).
-    pub attached: Vec<BTreeSet<ListenerId>>,
+    pub attached: Vec<Vec<ListenerId>>,
 }
 
 /// What the ports lost to the target NGINX: (GRPCRoutes not served on some port, and those
@@ -290,7 +295,7 @@ pub(super) fn routes(
             .collect();
         status.routes.push(RouteStatus {
             id: RouteId::new(kind, r.namespace.clone(), r.name.clone()),
-            attached: vec![BTreeSet::new(); r.parent_refs.len()],
+            attached: vec![Vec::new(); r.parent_refs.len()],
             parents,
         });
     }
@@ -480,7 +485,7 @@ fn parents_refused(status: &mut Status, dropped: &[Dropped]) {
             if attached.is_empty() {
                 continue;
             }
-            off.append(attached);
+            off.extend(attached.drain(..));
             let c = Condition::no(ConditionType::Accepted, d.reason, d.message.clone());
             match conditions.iter_mut().find(|c| c.kind == ConditionType::Accepted) {
                 Some(o) => *o = c,
@@ -505,8 +510,12 @@ pub(super) fn rule_outcomes<'a>(
     rules: impl Iterator<Item = (&'a RuleId, usize, &'a [(usize, String)])>,
 ) {
     for (id, match_count, skipped_matches) in rules {
-        let o = status.rules.entry(id.route.clone()).or_default();
-        let o = o.entry(id.index).or_default();
+        let rules = status.rules.entry(id.route.clone()).or_default();
+        let at = rules.binary_search_by_key(&id.index, |(i, _)| *i).unwrap_or_else(|at| {
+            rules.insert(at, (id.index, RuleOutcome::default()));
+            at
+        });
+        let o = &mut rules[at].1;
         o.matches = match_count;
         for (mi, why) in skipped_matches {
             o.skipped.entry(*mi).or_insert_with(|| skipped_reason(id, *mi, why));
@@ -629,11 +638,7 @@ struct Lost<'d> {
 }
 
 impl<'d> Lost<'d> {
-    fn of(
-        route: &RouteId,
-        outcomes: Option<&BTreeMap<usize, RuleOutcome>>,
-        dropped: &'d [Dropped],
-    ) -> Self {
+    fn of(route: &RouteId, outcomes: Option<&RuleOutcomes>, dropped: &'d [Dropped]) -> Self {
         let mut lost = Lost {
             messages: Vec::new(),
             matches: BTreeMap::new(),
