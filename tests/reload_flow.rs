@@ -148,7 +148,7 @@ fn regenerate_and_reload_under_traffic() {
 
     // Round 0: generate, start.
     write_round(BACKENDS[0], false);
-    let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
+    let (staged, _) = stage(&dir, &inputs, &map, opts(), None, None).expect("generate");
     staged.commit().unwrap();
     let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
     let pid_file = dir.join("logs/nginx.pid");
@@ -205,14 +205,14 @@ fn regenerate_and_reload_under_traffic() {
                 "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners: [{name: http, port: 80\n",
             )
             .unwrap();
-            let e = stage(&dir, &inputs, &map, opts(), false, None).err().expect("refused");
+            let e = stage(&dir, &inputs, &map, opts(), None, None).err().expect("refused");
             assert!(e.contains("routes.yaml"), "round {round}: {e}");
             // A configuration nginx -t refuses (a module that is not there): apply keeps the
             // one in place.
             write_round(current, false);
             let bad =
                 Options { module: "/nonexistent/ngx_http_matches_module.so".into(), ..opts() };
-            let (staged, _) = stage(&dir, &inputs, &map, bad, false, None).expect("generated");
+            let (staged, _) = stage(&dir, &inputs, &map, bad, None, None).expect("generated");
             match check_and_reload(staged, &dir, &nginx_bin, patience()).unwrap() {
                 Applied::Rejected { kept, nginx_said } => {
                     assert!(nginx_said.contains("nonexistent"), "{nginx_said}");
@@ -228,8 +228,7 @@ fn regenerate_and_reload_under_traffic() {
         let next = if broken { current } else { BACKENDS[round % BACKENDS.len()] };
         allowed.lock().unwrap().moving = vec![current, next];
         write_round(next, broken);
-        let (staged, generated) =
-            stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
+        let (staged, generated) = stage(&dir, &inputs, &map, opts(), None, None).expect("generate");
         if broken {
             let w = generated.warnings.join("\n");
             assert!(w.contains("typo"), "round {round}: the bad route is not refused: {w}");
@@ -361,7 +360,7 @@ fn a_reload_the_master_refuses_is_put_back() {
         std::fs::write(&inputs[0], y).unwrap();
     };
     write(BACKENDS[0], None);
-    let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
+    let (staged, _) = stage(&dir, &inputs, &map, opts(), None, None).expect("generate");
     staged.commit().unwrap();
     let gateway = Prefix::existing(dir.clone(), "nginx.conf", port).start();
     wait_until("the gateway", || get(port, "/moving/").is_ok_and(|(s, _)| s == 200));
@@ -369,7 +368,7 @@ fn a_reload_the_master_refuses_is_put_back() {
 
     // b1 for /moving, and a listener on the port held.
     write(BACKENDS[1], Some(taken));
-    let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
+    let (staged, _) = stage(&dir, &inputs, &map, opts(), None, None).expect("generate");
     match check_and_reload(staged, &dir, &nginx_bin, patience()).expect("apply") {
         Applied::PortHeld { kept, held } => {
             assert!(held.contains(&format!("port 127.0.0.1:{taken} ")), "{held}");
@@ -384,7 +383,7 @@ fn a_reload_the_master_refuses_is_put_back() {
 
     // The next good change reloads and answers.
     write(BACKENDS[1], None);
-    let (staged, _) = stage(&dir, &inputs, &map, opts(), false, None).expect("generate");
+    let (staged, _) = stage(&dir, &inputs, &map, opts(), None, None).expect("generate");
     assert_eq!(check_and_reload(staged, &dir, &nginx_bin, patience()), Ok(Applied::Reloaded));
     wait_until("/moving answered by b1", || {
         get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == "b1")
@@ -465,7 +464,7 @@ fn a_reload_verdict_no_client_can_forge() {
     let stage_with = |backend: &str, key: &str| {
         std::fs::write(&inputs[0], manifests(port, backend, false)).unwrap();
         let (staged, _) =
-            stage(&dir, &inputs, &map, common::generator_options(), false, None).expect("generate");
+            stage(&dir, &inputs, &map, common::generator_options(), None, None).expect("generate");
         let extra = format!(
             "    limit_req_zone {key} zone=gv_zone:1m rate=1000r/s;\n    server {{ listen \
              127.0.0.1:{forge_port}; root {}/nothing; }}",
