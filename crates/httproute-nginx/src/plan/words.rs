@@ -5,7 +5,7 @@
 //! writer writes a word: a bare one is never longer). A word NGINX cannot take (a control
 //! character, past 4,094 bytes, a path or a server name it would read otherwise, a GRPCRoute
 //! header name past the grpc module's fixed hash bucket) refuses the smallest unit that holds
-//! it ([`Refused`]): a backendRef's share for its target or its own filters, a rule for its
+//! it ([`Unit`]): a backendRef's share for its target or its own filters, a rule for its
 //! filters and mirrors, a match's location for its path, the owners of a server name
 //! (its routes, else its listener) and a listener for its certificates. So the writer never
 //! meets a tenant word it refuses.
@@ -22,7 +22,7 @@ use crate::syntax::{
     Arg, MAX_WORD, Part, Pos, braced_var, check_word, code, data, is_var_name, regex_data, var,
 };
 
-use super::budget::{self, Left, Refused};
+use super::budget::{self, Left, Unit};
 use super::entry::word_bytes;
 use super::ids::{Ages, RouteId, RuleId};
 use super::types::{Kept, Loc, LocationPlan, PortPlan, RulePlan, Segment, ServerPlan, Target};
@@ -44,10 +44,10 @@ fn word(pos: Pos, parts: Vec<Part>) -> Result<(), String> {
 
 /// The units the plan's words refuse, each with the writer's reason, in the plan's order (a
 /// caller that changes a plan's `ports` asks again: [`super::Plan::refused`]).
-pub fn refusals(ports: &[PortPlan]) -> Vec<(Refused, String)> {
+pub fn refusals(ports: &[PortPlan]) -> Vec<(Unit, String)> {
     let mut out = Vec::new();
-    let mut seen: BTreeSet<Refused> = BTreeSet::new();
-    let mut push = |r: Refused, why: String, out: &mut Vec<(Refused, String)>| {
+    let mut seen: BTreeSet<Unit> = BTreeSet::new();
+    let mut push = |r: Unit, why: String, out: &mut Vec<(Unit, String)>| {
         if seen.insert(r.clone()) {
             out.push((r, why));
         }
@@ -63,23 +63,23 @@ pub fn refusals(ports: &[PortPlan]) -> Vec<(Refused, String)> {
             if let Some(l) = &s.listener
                 && let Err(why) = certificates(s)
             {
-                push(Refused::Listener(l.clone()), why, &mut out);
+                push(Unit::Listener(l.clone()), why, &mut out);
             }
             for (li, l) in s.locations.iter().enumerate() {
                 let (Loc::Exact(path) | Loc::Prefix(path)) = &l.loc;
                 if let Err(why) = word(Pos::LocationPath, vec![data(PATH_FIELD, path.clone())]) {
-                    push(Refused::Location((pi, si), li), why, &mut out);
+                    push(Unit::Location((pi, si), li), why, &mut out);
                 }
             }
             for r in s.rules.iter().filter(|r| rules.insert(r.id.clone())) {
                 if let Err(why) = rule(r) {
-                    push(Refused::Rule(r.id.clone()), why, &mut out);
+                    push(Unit::Rule(r.id.clone()), why, &mut out);
                     continue;
                 }
                 for b in &r.backends {
                     let filters = headers(r, &b.request_headers, &b.response_headers);
                     if let Err(why) = filters.and_then(|()| target(&b.target)) {
-                        let share = Refused::Share { rule: r.id.clone(), index: b.index };
+                        let share = Unit::BackendShare { rule: r.id.clone(), index: b.index };
                         push(share, why, &mut out);
                     }
                 }
@@ -90,11 +90,11 @@ pub fn refusals(ports: &[PortPlan]) -> Vec<(Refused, String)> {
 }
 
 /// Who a server's name is written for: the routes that alone bring it, else its listener.
-fn name_owners(s: &ServerPlan) -> BTreeSet<Refused> {
+fn name_owners(s: &ServerPlan) -> BTreeSet<Unit> {
     if s.brought_by.is_empty() {
-        s.listener.iter().cloned().map(Refused::Listener).collect()
+        s.listener.iter().cloned().map(Unit::Listener).collect()
     } else {
-        s.brought_by.iter().cloned().map(Refused::Route).collect()
+        s.brought_by.iter().cloned().map(Unit::Route).collect()
     }
 }
 
@@ -284,9 +284,9 @@ fn target(t: &Target) -> Result<(), String> {
 pub(super) fn lists(
     ports: &[PortPlan],
     ages: &Ages,
-    before: &[(Refused, String)],
+    before: &[(Unit, String)],
     pos: Pos,
-) -> Vec<(Refused, String)> {
+) -> Vec<(Unit, String)> {
     lists_walked(ports, ages, before, pos).0
 }
 
@@ -298,7 +298,7 @@ struct Lists<'a> {
     multi: BTreeSet<&'a RouteId>,
     left: Left,
     bytes: HashMap<usize, Vec<Option<usize>>>,
-    out: Vec<(Refused, String)>,
+    out: Vec<(Unit, String)>,
 }
 
 impl<'a> Lists<'a> {
@@ -341,7 +341,7 @@ impl<'a> Lists<'a> {
             }
             let why = list_refused(&l.loc, s.hostname.as_deref(), port, used + cost);
             let unit = match budget::unit(&id.route, s, &self.multi) {
-                Refused::Route(_) => Refused::Rule(id.clone()),
+                Unit::Route(_) => Unit::Rule(id.clone()),
                 unit => unit,
             };
             self.left.add(&unit);
@@ -359,22 +359,22 @@ impl<'a> Lists<'a> {
 fn lists_walked(
     ports: &[PortPlan],
     ages: &Ages,
-    before: &[(Refused, String)],
+    before: &[(Unit, String)],
     pos: Pos,
-) -> (Vec<(Refused, String)>, usize) {
+) -> (Vec<(Unit, String)>, usize) {
     let (mut out, mut walked) = walk(ports, ages, before, pos);
-    let mut detached: Vec<(Refused, String)> = Vec::new();
+    let mut detached: Vec<(Unit, String)> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for walks in 1.. {
         // The walk leaves out what it is given: a refused attachment is new (else: no loop).
-        let new = out.iter().filter(|(r, _)| matches!(r, Refused::Attachment { .. }));
-        let new: Vec<(Refused, String)> =
+        let new = out.iter().filter(|(r, _)| matches!(r, Unit::Attachment { .. }));
+        let new: Vec<(Unit, String)> =
             new.filter(|(r, _)| seen.insert(r.clone())).cloned().collect();
         if new.is_empty() || walks == WALKS {
             break;
         }
         detached.extend(new);
-        let again: Vec<(Refused, String)> = before.iter().chain(&detached).cloned().collect();
+        let again: Vec<(Unit, String)> = before.iter().chain(&detached).cloned().collect();
         let (next, more) = walk(ports, ages, &again, pos);
         (out, walked) = (next, walked + more);
     }
@@ -389,9 +389,9 @@ const WALKS: usize = 4;
 fn walk(
     ports: &[PortPlan],
     ages: &Ages,
-    before: &[(Refused, String)],
+    before: &[(Unit, String)],
     pos: Pos,
-) -> (Vec<(Refused, String)>, usize) {
+) -> (Vec<(Unit, String)>, usize) {
     let mut kept = Kept::default();
     let left = Left::of(before);
     let multi = budget::multi_gateway(ports);
@@ -429,7 +429,7 @@ fn list_refused(loc: &Loc, host: Option<&str>, port: u16, bytes: usize) -> Strin
 #[cfg(test)]
 mod tests {
 
-    use crate::plan::{Refused, plan_yaml};
+    use crate::plan::{Unit, plan_yaml};
     use crate::syntax::Pos;
 
     /// The rules `lists` refuses (inline carrier) for route a/x created on day `x` and b/y on
@@ -445,7 +445,7 @@ mod tests {
         }
         let p = plan_yaml(&yaml, |o| o.list_word = Some(Pos::Literal));
         let rules = p.refused.iter().filter_map(|(r, _)| match r {
-            Refused::Rule(id) => Some(id.to_string()),
+            Unit::Rule(id) => Some(id.to_string()),
             _ => None,
         });
         rules.collect()
