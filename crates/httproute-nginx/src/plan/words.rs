@@ -515,6 +515,79 @@ mod tests {
         assert!(refused[0].starts_with("Attachment") && refused[0].contains("\"r\""));
     }
 
+    /// Review L3: a two-level cascade. Gateway g/gw's listeners l0..l3 (ports 80..83, walked
+    /// in that order), inline lists of 4,094 bytes, routes on `/` with one header of 1,500
+    /// (`a1`, `a2`: also on o/gw) or 3,000 bytes, older first p, a1, x, a2, y. Walk 1: y does
+    /// not fit l0 beside a2, x not l1 beside a1, a1 not l3 beside p (its attachment to g/gw
+    /// refused). Walk 2, a1 detached: x fits l1, and in l2 a2 no longer fits beside it (a2's
+    /// attachment refused). Walk 3, a2 detached too: y fits l0. The result is the fixed point
+    /// (walked until no new attachment is refused): both attachments, no rule.
+    #[test]
+    fn a_two_level_cascade_of_walks_ends_at_the_fixed_point() {
+        let gw = |ns: &str, ls: &str| {
+            format!(
+                "kind: Gateway\nmetadata: {{name: gw, namespace: {ns}, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  listeners: [{ls}]\n"
+            )
+        };
+        let listener = |k: u16| {
+            format!(
+                "{{name: l{k}, port: {}, protocol: HTTP, hostname: h{k}.test, allowedRoutes: {{namespaces: {{from: All}}}}}}",
+                80 + k
+            )
+        };
+        let route = |name: &str, day: u32, ls: &[u16], len: usize| {
+            let mut refs: Vec<String> = ls
+                .iter()
+                .map(|k| format!("{{name: gw, namespace: g, sectionName: l{k}}}"))
+                .collect();
+            if len == 1500 {
+                refs.push("{name: gw, namespace: o}".into());
+            }
+            format!(
+                "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: t, creationTimestamp: \"2026-01-0{day}T00:00:00Z\"}}\nspec:\n  parentRefs: [{}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}, headers: [{{name: x-v, value: {}}}]}}]\n",
+                refs.join(", "),
+                "v".repeat(len)
+            )
+        };
+        let ls: Vec<String> = (0..4).map(listener).collect();
+        let yaml = [
+            gw("g", &ls.join(", ")),
+            gw(
+                "o",
+                "{name: l, port: 90, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
+            ),
+            route("p", 2, &[3], 3000),
+            route("a1", 3, &[1, 3], 1500),
+            route("x", 4, &[1, 2], 3000),
+            route("a2", 5, &[0, 2], 1500),
+            route("y", 6, &[0], 3000),
+        ]
+        .join("---\n");
+        let p = plan_yaml(&yaml, |o| o.list_word = Some(Pos::Literal));
+        let show = |us: &[(Unit, String)]| -> Vec<String> {
+            let mut v: Vec<String> = us.iter().map(|(u, _)| format!("{u:?}")).collect();
+            v.sort();
+            v
+        };
+        // The fixed point: walked until a walk refuses no new attachment.
+        let mut detached: Vec<(Unit, String)> = Vec::new();
+        let fixed = loop {
+            let (out, _) = super::walk(&p.ports, &p.ages, &detached, Pos::Literal);
+            let attachment = |u: &Unit| matches!(u, Unit::Attachment { .. });
+            let new: Vec<_> = out.iter().filter(|(u, _)| attachment(u)).cloned().collect();
+            if new.is_empty() {
+                break [detached, out].concat();
+            }
+            detached.extend(new);
+        };
+        let (walked, _) = super::lists_walked(&p.ports, &p.ages, &[], Pos::Literal);
+        assert_eq!(show(&walked), show(&fixed));
+        let refused = show(&p.refused);
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        let named = |r: &str| refused.iter().any(|u| u.starts_with("Attachment") && u.contains(r));
+        assert!(named("\"a1\"") && named("\"a2\""), "{refused:?}");
+    }
+
     /// Behind a newer shared Gateway, the newer of two routes is refused, whichever it is
     /// ([`super::Ages::attached`]). Before, both were as old as the Gateway and the tie went by
     /// namespace/name: b/y was refused in both orders (fails on gf with x newer).
