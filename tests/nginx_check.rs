@@ -13,7 +13,7 @@ use std::path::Path;
 
 use common::{Prefix, free_port, nginx_binary};
 use httproute_nginx::emit::{Output, Tree};
-use httproute_nginx::plan::{ConditionType, DroppedUnit, Plan, Reason, Unit};
+use httproute_nginx::plan::{ConditionType, DroppedUnit, Plan, Reason};
 use httproute_nginx::{BackendMap, Options, nginx_check};
 
 fn gateway(port: u16) -> String {
@@ -63,7 +63,7 @@ fn unchecked_timeouts(yaml: &str) -> Plan {
     plan
 }
 
-fn checked(plan: &Plan, opts: &Options, out_dir: &Path) -> Result<Output, String> {
+fn checked(plan: &mut Plan, opts: &Options, out_dir: &Path) -> Result<Output, String> {
     nginx_check::emit_checked(plan, opts, Tree::Keep, &nginx_binary(), out_dir).map(|c| c.output)
 }
 
@@ -76,7 +76,7 @@ fn plan_of(yaml: &str) -> (Plan, Options) {
 }
 
 /// A checked run that fails: its error; the output directory's nginx.conf is as it was.
-fn refused_run(plan: &Plan, opts: &Options, nginx: &Path, tag: &str) -> String {
+fn refused_run(plan: &mut Plan, opts: &Options, nginx: &Path, tag: &str) -> String {
     let out_dir = Prefix::scratch(tag);
     std::fs::create_dir_all(&out_dir).unwrap();
     std::fs::write(out_dir.join("nginx.conf"), "kept").unwrap();
@@ -127,7 +127,7 @@ fn a_tenant_line_nginx_refuses_drops_its_rule_and_the_rest_loads() {
     assert!(!ok && text.contains("invalid value"), "{text}");
 
     let out_dir = Prefix::scratch("check-out");
-    let out = checked(&plan, &opts, &out_dir).expect("a configuration that loads");
+    let out = checked(&mut plan, &opts, &out_dir).expect("a configuration that loads");
     let dropped: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
     assert!(
@@ -183,7 +183,7 @@ fn a_refusal_of_the_run_s_own_line_or_past_the_bound_leaves_the_output_as_it_was
     let plan =
         unchecked_timeouts(&format!("{}{}", gateway(port), redirect_route("a", "a.test", "/a")));
     let opts = Options { module: "/nonexistent/m.so".into(), ..common::generator_options() };
-    let e = checked(&plan, &opts, &out_dir).err().expect("refused");
+    let e = checked(&mut plan, &opts, &out_dir).err().expect("refused");
     assert!(e.contains("the run's own") && e.contains("is left as it was"), "{e}");
 
     // One more refused object than a run leaves out: each is left out in turn, then the run
@@ -197,9 +197,9 @@ fn a_refusal_of_the_run_s_own_line_or_past_the_bound_leaves_the_output_as_it_was
         yaml
     };
     let opts = common::generator_options();
-    let e = checked(&unchecked_timeouts(&routes(n)), &opts, &out_dir).err().expect("refused");
+    let e = checked(&mut unchecked_timeouts(&routes(n)), &opts, &out_dir).err().expect("refused");
     assert!(e.contains(&format!("{} objects are left out", n - 1)), "{e}");
-    let out = checked(&unchecked_timeouts(&routes(n - 1)), &opts, &out_dir).expect("loads");
+    let out = checked(&mut unchecked_timeouts(&routes(n - 1)), &opts, &out_dir).expect("loads");
     assert_eq!(out.dropped.len(), n - 1);
 
     // The output directory is as it was, and no scratch directory is left beside it.
@@ -226,13 +226,11 @@ fn sha1_signed(host: &str) -> (String, String) {
 }
 
 /// A refusal NGINX names no line for, of a tenant's file: a certificate NGINX cannot load
-/// (`SSL_CTX_use_certificate("PATH") failed`) is read as a refusal of the lines that quote
-/// it, whose units are the listeners that bring them: the weak listener alone is left out
-/// (`Programmed: False`, naming NGINX's complaint) and refuses the handshake, every other
-/// listener serves. Before, `nginx_check::drop_secret` took the Secret out of the plan (the
-/// listener kept, `ResolvedRefs: False`), a second way of leaving an object out.
+/// (`SSL_CTX_use_certificate("PATH") failed`) is mapped by its path to the Secret it was
+/// written for, and that Secret alone is left out: its listener has the condition and refuses
+/// the handshake, every other listener serves.
 #[test]
-fn a_certificate_nginx_refuses_costs_only_its_listener() {
+fn a_certificate_nginx_refuses_costs_only_its_secret() {
     let ports = common::free_ports(2);
     let (port, tls_port) = (ports[0], ports[1]);
     let (good_crt, good_key) = {
@@ -273,22 +271,26 @@ fn a_certificate_nginx_refuses_costs_only_its_listener() {
     assert!(!ok && text.contains("ca md too weak"), "{text}");
 
     let out_dir = Prefix::scratch("check-cert-out");
-    let c = nginx_check::emit_checked(&plan, &opts, Tree::Keep, &nginx_binary(), &out_dir)
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx_binary(), &out_dir)
         .expect("a configuration that loads");
-    assert_eq!(c.checks, 2, "one refusal, mapped by its path to its lines: no scratch checks");
-    let [(Unit::Listener(l), why)] = &c.refused[..] else { panic!("{:?}", c.refused) };
-    assert!(l.name == "weak" && why.contains("ca md too weak"), "{:?}", c.refused);
-    let w = "listener default/gw/weak: nginx -t: ";
+    assert_eq!(c.checks, 2, "one refusal, mapped by its path: no scratch checks");
+    assert!(c.refused.is_empty() && c.output.dropped.is_empty(), "{:?}", c.refused);
+    let secrets: Vec<&str> = c.refused_secrets.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(secrets, ["default/weak-cert"]);
+    assert!(c.refused_secrets[0].1.contains("ca md too weak"), "{:?}", c.refused_secrets);
+    assert!(!c.output.files.keys().any(|f| f.contains("weak-cert")), "{:?}", c.output.files.keys());
+    let w = "listener default/gw/weak: tls.certificateRefs: Secret default/weak-cert: nginx -t: ";
     assert!(c.output.warnings.iter().any(|x| x.starts_with(w)), "{:#?}", c.output.warnings);
-    // Only the weak listener's status changed, and it names why.
-    httproute_nginx::plan::dropped_from_configuration(&mut plan.status, &c.output.dropped);
+    // Only the weak listener's status changed.
     for l in &plan.status.listeners {
         let bad: Vec<_> = l.conditions.iter().filter(|c| !c.ok).collect();
         if l.id.name == "weak" {
+            let refs = l.conditions.iter().find(|c| c.kind == ConditionType::ResolvedRefs).unwrap();
+            assert!(!refs.ok && refs.reason == Reason::InvalidCertificateRef, "{refs:?}");
+            assert!(refs.message.contains("ca md too weak"), "{refs:?}");
             let programmed =
                 l.conditions.iter().find(|c| c.kind == ConditionType::Programmed).unwrap();
-            assert!(!programmed.ok && programmed.reason == Reason::Invalid, "{programmed:?}");
-            assert!(programmed.message.contains("ca md too weak"), "{programmed:?}");
+            assert!(!programmed.ok, "{programmed:?}");
         } else {
             assert!(bad.is_empty(), "{}: {bad:?}", l.id);
         }
@@ -370,7 +372,7 @@ fn a_refusal_without_a_line_leaves_out_the_newest_tenant_s_suffix_and_checks_onc
     let (mut p, opts) = plan_of(&yaml);
     let out_dir = Prefix::scratch("check-gap-out");
     let nginx = refusing_nginx("gap", "/to-poison", false);
-    let c = nginx_check::emit_checked(&p, &opts, Tree::Keep, &nginx, &out_dir)
+    let c = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir)
         .expect("a configuration that loads");
     assert_eq!(c.checks, 2, "one check, one decision, one check more");
     let mut dropped: Vec<String> =
@@ -405,7 +407,7 @@ fn a_refusal_without_a_line_leaves_out_the_newest_tenant_s_suffix_and_checks_onc
 
     // Refused whatever is left out: the run fails after one decision; the directory stays.
     let always = refusing_nginx("always", "", true);
-    let e = refused_run(&plan_of(&yaml).0, &opts, &always, "check-gap-kept");
+    let e = refused_run(&mut plan_of(&yaml).0, &opts, &always, "check-gap-kept");
     assert!(e.contains("a gap in the model"), "{e}");
 }
 
@@ -418,7 +420,7 @@ fn an_older_tenant_s_object_is_never_left_out_by_a_refusal_naming_no_line() {
     let port = free_port();
     let (plan, opts) = plan_of(&two_tenants(port, "poison", "b1"));
     let nginx = refusing_nginx("older", "/to-poison", false);
-    let e = refused_run(&plan, &opts, &nginx, "check-older-kept");
+    let e = refused_run(&mut plan, &opts, &nginx, "check-older-kept");
     assert!(
         e.contains("could not build variables_hash") && e.contains("a gap in the model"),
         "{e}"
@@ -438,7 +440,7 @@ fn a_refusal_naming_no_line_with_one_tenant_alone_fails_the_run() {
     }
     let (plan, opts) = plan_of(&yaml);
     let nginx = refusing_nginx("alone", "/to-r1", false);
-    let e = refused_run(&plan, &opts, &nginx, "check-alone-kept");
+    let e = refused_run(&mut plan, &opts, &nginx, "check-alone-kept");
     assert!(e.contains("one tenant alone is written"), "{e}");
 }
 
@@ -466,7 +468,7 @@ fn a_platform_gateway_in_a_namespace_of_its_own_is_no_tenant() {
     }
     let (plan, opts) = plan_of(&yaml);
     let nginx = refusing_nginx("platform", "/to-r1", false);
-    let e = refused_run(&plan, &opts, &nginx, "check-platform-kept");
+    let e = refused_run(&mut plan, &opts, &nginx, "check-platform-kept");
     assert!(e.contains("one tenant alone is written"), "{e}");
 
     let mut yaml = platform("2025-01-01T00:00:00Z");
@@ -475,7 +477,7 @@ fn a_platform_gateway_in_a_namespace_of_its_own_is_no_tenant() {
     let (plan, opts) = plan_of(&yaml);
     let nginx = refusing_nginx("platform-new", "/to-b0", false);
     let out_dir = Prefix::scratch("check-platform-out");
-    let c = nginx_check::emit_checked(&plan, &opts, Tree::Keep, &nginx, &out_dir)
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
         .expect("a configuration that loads");
     let dropped: Vec<String> = c.output.dropped.iter().map(|d| format!("{:?}", d.unit)).collect();
     assert!(
@@ -550,7 +552,7 @@ fn a_refused_share_line_drops_only_that_share() {
         &format!("host not found in upstream \"{t_address}\""),
     );
     let out_dir = Prefix::scratch("check-share-out");
-    let c = nginx_check::emit_checked(&plan, &opts, Tree::Keep, &nginx, &out_dir)
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
         .expect("a configuration that loads");
     let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
@@ -634,7 +636,7 @@ fn a_refused_listener_line_drops_only_that_listener() {
     let mut p = plan();
     let nginx = refusing_line_nginx("listener-line", &marker, "bind() refused");
     let out_dir = Prefix::scratch("check-listener-line-out");
-    let c = nginx_check::emit_checked(&p, &opts, Tree::Keep, &nginx, &out_dir)
+    let c = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir)
         .expect("a configuration that loads");
     is_b(&c);
 
@@ -762,7 +764,7 @@ fn a_refusal_without_a_line_leaves_out_the_newest_object_not_the_first_written()
          then echo 'nginx: [emerg] could not build variables_hash' >&2; exit 1; fi\nexec $REAL \"$@\"",
     );
     let out_dir = Prefix::scratch("check-newest-out");
-    let c = nginx_check::emit_checked(&plan, &opts, Tree::Keep, &nginx, &out_dir)
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
         .expect("a configuration that loads");
     let owners: Vec<String> = c
         .output

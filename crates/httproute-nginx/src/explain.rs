@@ -145,7 +145,7 @@ pub fn plan_as_served(
 /// [`plan_as_served`], the configuration checked by the NGINX binary `nginx` as `generate
 /// --nginx` checks it ([`crate::nginx_check::emit_checked`], in a scratch directory under the
 /// system's temporary one): what NGINX refuses is taken away too (a listener's servers, a
-/// route's, a rule's), so that explain does not answer a host
+/// route's, a rule's; a Secret NGINX cannot load), so that explain does not answer a host
 /// from a server `generate --nginx` left out. `Err` when no configuration that loads comes
 /// of it (as `generate --nginx` fails).
 pub fn plan_as_checked(
@@ -165,7 +165,7 @@ pub fn plan_as_checked(
     };
     made.map_err(|e| format!("{}: {e}", private.display()))?;
     let checked = crate::nginx_check::emit_checked(
-        &plan,
+        &mut plan,
         opts,
         crate::emit::Tree::Drop,
         nginx,

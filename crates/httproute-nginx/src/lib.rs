@@ -258,7 +258,7 @@ fn generate_all_by(
     backends: &BackendMap,
     opts: &Options,
     status: bool,
-    emit: impl FnOnce(&plan::Plan) -> Result<Output, String>,
+    emit: impl FnOnce(&mut plan::Plan) -> Result<Output, String>,
 ) -> Result<Generated, String> {
     let option_warnings = check_options(opts, backends)?;
     let model = model::load(inputs).map_err(|e| e.to_string())?;
@@ -267,7 +267,7 @@ fn generate_all_by(
     if !status {
         plan.status = plan::Status::default();
     }
-    let mut output = emit(&plan)?;
+    let mut output = emit(&mut plan)?;
     plan::dropped_from_configuration(&mut plan.status, &output.dropped);
     let mut warnings = option_warnings;
     warnings.append(&mut plan.warnings);

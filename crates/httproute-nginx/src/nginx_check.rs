@@ -6,9 +6,8 @@
 //! - naming a line: every object that brings it ([`Output::units_at_line`]), each as the
 //!   smallest [`Unit`] that holds the line (a backendRef's share, a match, a rule, a route, a
 //!   listener), all at once;
-//! - naming a certificate or key file the writer wrote for a tenant's Secret (NGINX names no
-//!   line then): every line that quotes it ([`certificate_lines`]), read as above (a
-//!   certificate line is its listeners': they are left out);
+//! - naming a certificate or key file the writer wrote for a Secret: that Secret
+//!   ([`drop_secret`]);
 //! - naming neither: a gap in the model, logged as such. One decision, no search: the objects
 //!   of the newest tenant that are newer than every other tenant's (Gateway API's conflict
 //!   order, never the written order) are left out once ([`newest_tenant_suffix`]); a second
@@ -89,16 +88,20 @@ pub struct Checked {
     /// The objects left out because NGINX refused a line of theirs (or, for a refusal without
     /// a line, the newest tenant's objects newer than every other's), each with why.
     pub refused: Vec<(Unit, String)>,
+    /// The TLS Secrets (`namespace/name`) left out because NGINX could not load their files,
+    /// each with why (their listeners have the condition: [`drop_secret`]).
+    pub refused_secrets: Vec<(String, String)>,
     /// How many times `nginx -t` ran (at most [`MAX_RETRIES`] + 1).
     pub checks: usize,
 }
 
 /// Writes the configuration of `plan`, checks it with `nginx` in a scratch directory beside
 /// `out_dir` (removed afterwards) and, while NGINX refuses a tenant object, leaves that object
-/// out and tries again (see the module's documentation). `Err` says why the run cannot give a
-/// configuration that loads.
+/// out and tries again (see the module's documentation). A Secret NGINX cannot load is taken
+/// out of `plan` itself ([`drop_secret`]: its listeners' status says why). `Err` says why
+/// the run cannot give a configuration that loads.
 pub fn emit_checked(
-    plan: &Plan,
+    plan: &mut Plan,
     opts: &Options,
     tree: Tree,
     nginx: &Path,
@@ -170,12 +173,13 @@ impl Run<'_> {
         Ok(units.into_iter().cloned().collect())
     }
 
-    fn check_loop(&mut self, plan: &Plan) -> Result<Checked, String> {
+    fn check_loop(&mut self, plan: &mut Plan) -> Result<Checked, String> {
         let mut drops: Vec<(Unit, String)> = Vec::new();
+        let mut secrets: Vec<(String, String)> = Vec::new();
         let mut warnings: Vec<String> = Vec::new();
         // Each leaves out at least one object more than the ones before (the units a line
-        // names are none left out already, the newest tenant's objects are none left out, and
-        // only once), so the loop ends; MAX_RETRIES
+        // names are none left out already, a Secret left out is not written again, the newest
+        // tenant's objects are none left out, and only once), so the loop ends; MAX_RETRIES
         // bounds it (NGINX names one refusal a check: one object, or one line's sharers, as
         // many as they are for one pass and one check).
         let mut retries = 0;
@@ -184,32 +188,28 @@ impl Run<'_> {
             let mut output = emit_dropping(plan, self.opts, self.tree, &drops)?;
             let Some(refusal) = self.check(&output)? else {
                 output.warnings.append(&mut warnings);
-                return Ok(Checked { output, refused: drops, checks: self.checks });
+                let (refused, refused_secrets, checks) = (drops, secrets, self.checks);
+                return Ok(Checked { output, refused, refused_secrets, checks });
             };
             let complaint = format!("nginx -t: {}", refusal.message);
             if retries >= MAX_RETRIES {
                 let at = refusal.line.map_or(String::new(), |l| format!(" (nginx.conf line {l})"));
-                let left = drops.len();
+                let left = drops.len() + secrets.len();
                 return self.give_up(format!(
                     "{complaint}{at}; {left} objects are left out already in {retries} retries, \
                      the most one run makes"
                 ));
             }
             retries += 1;
-            let lines = match refusal.line {
-                Some(line) => vec![line],
-                None => certificate_lines(&refusal.message, &output, plan, self.opts),
-            };
-            if !lines.is_empty() {
-                // A certificate's lines (one per server that names it): their units, once.
-                let mut units = Vec::new();
-                for line in lines {
-                    units.extend(self.line_units(&output, &drops, line, &complaint)?);
-                }
-                let mut seen = std::collections::HashSet::new();
-                units.retain(|u| seen.insert(u.clone()));
+            if let Some(line) = refusal.line {
+                let units = self.line_units(&output, &drops, line, &complaint)?;
                 let why = escape_message(&complaint);
                 drops.extend(units.into_iter().map(|u| (u, why.clone())));
+            } else if let Some(secret) = secret_named(&refusal.message, plan, self.opts) {
+                // A certificate or key file NGINX could not load: the writer knows whose it is.
+                let why = escape_message(&complaint);
+                warnings.extend(drop_secret(plan, &secret, &why));
+                secrets.push((secret, why));
             } else {
                 // No line and no file of a tenant's: a gap in the model, decided at once.
                 let units = newest_tenant_suffix(plan, &output, &drops);
@@ -292,29 +292,69 @@ fn objects_of(plan: &Plan, unit: &Unit) -> Vec<(Unit, (usize, String))> {
     }
 }
 
-/// The lines of `output`'s nginx.conf that quote the certificate or key file of the tenant
-/// Secret `message` names: NGINX names no line when it cannot load one, and quotes its full
-/// path (`cannot load certificate "PREFIX/generations/N/certs/NS_NAME.crt"`,
+/// The tenant Secret whose certificate or key file `message` names (NGINX quotes the full
+/// path: `cannot load certificate "PREFIX/generations/N/certs/NS_NAME.crt"`,
 /// `SSL_CTX_use_PrivateKey("...key") failed`). Files given with `--certificate` are the
 /// operator's: never a tenant's.
-fn certificate_lines(message: &str, output: &Output, plan: &Plan, opts: &Options) -> Vec<usize> {
-    let quotes =
-        |f: &str| message.contains(&format!("/{f}\"")) || message.contains(&format!("\"{f}\""));
-    let tenant = |s: &&String| !opts.certificates.contains_key(*s);
-    let Some(secret) = plan.secrets.keys().filter(tenant).find(|s| {
-        let (crt, key) = certificate_files(opts, s);
-        quotes(&crt) || quotes(&key)
-    }) else {
-        return Vec::new();
-    };
-    let (crt, key) = certificate_files(opts, secret);
-    let lines = output.nginx_conf.lines().enumerate();
-    let quoted = lines.filter(|(_, l)| {
-        let l = l.trim_start();
-        l.starts_with("ssl_certificate")
-            && [&crt, &key].iter().any(|f| l.contains(&format!("\"{f}\"")))
-    });
-    quoted.map(|(i, _)| i + 1).collect()
+fn secret_named(message: &str, plan: &Plan, opts: &Options) -> Option<String> {
+    plan.secrets
+        .keys()
+        .filter(|s| !opts.certificates.contains_key(*s))
+        .find(|s| {
+            let (crt, key) = certificate_files(opts, s);
+            [crt, key].iter().any(|f| {
+                message.contains(&format!("/{f}\"")) || message.contains(&format!("\"{f}\""))
+            })
+        })
+        .cloned()
+}
+
+/// Leaves the Secret `secret` (`namespace/name`) out of `plan` because NGINX could not load
+/// it (`why`), as the certificate check leaves out one it refuses: its files are not written,
+/// the servers that named it lose it (a server left with none refuses the TLS handshake), and
+/// each listener of those servers gets `ResolvedRefs: False, InvalidCertificateRef` (and
+/// `Programmed: False` when it has no certificate left). The warnings to print.
+pub fn drop_secret(plan: &mut Plan, secret: &str, why: &str) -> Vec<String> {
+    use crate::plan::{Condition, ConditionType, ListenerId, Reason};
+    plan.secrets.remove(secret);
+    // The listeners of the servers that named it, and whether each keeps a certificate.
+    let mut listeners: Vec<(ListenerId, bool)> = Vec::new();
+    for server in plan.ports.iter_mut().flat_map(|p| p.servers.iter_mut()) {
+        if !server.certificates.iter().any(|c| c == secret) {
+            continue;
+        }
+        server.certificates.retain(|c| c != secret);
+        let Some(l) = &server.listener else { continue };
+        let left = !server.certificates.is_empty();
+        match listeners.iter_mut().find(|(id, _)| id == l) {
+            Some((_, any)) => *any |= left,
+            None => listeners.push((l.clone(), left)),
+        }
+    }
+    plan.remerge();
+    let refs = format!("tls.certificateRefs: Secret {secret}: {why}");
+    let mut warnings = Vec::new();
+    for (id, left) in listeners {
+        warnings.push(format!("listener {id}: {refs}; ignored"));
+        if !left {
+            warnings.push(format!(
+                "listener {id}: no usable certificate; its hosts refuse the TLS handshake"
+            ));
+        }
+        let Some(st) = plan.status.listeners.iter_mut().find(|l| l.id == id) else { continue };
+        for c in &mut st.conditions {
+            if c.kind == ConditionType::ResolvedRefs && c.ok {
+                *c = Condition::no(c.kind, Reason::InvalidCertificateRef, refs.clone());
+            } else if c.kind == ConditionType::Programmed && c.ok && !left {
+                *c = Condition::no(
+                    c.kind,
+                    Reason::Invalid,
+                    "no usable certificate: its hosts refuse the TLS handshake".to_owned(),
+                );
+            }
+        }
+    }
+    warnings
 }
 
 /// The `-p` NGINX is given for `dir`.

@@ -1607,12 +1607,12 @@ fn a_refused_attachment_of_a_newer_tenant_does_not_split_my_server_blocks() {
     nginx_t("split", &with_b.output);
 }
 
-/// Review rv-ga MED: the servers merged again after a caller changed the plan's ports
-/// (`Plan::remerge`, as explain's `without_dropped` does) are merged as planning does: a's
-/// a.test on 18080 and b's a.test listener on 18081, where a/r's attachment is refused, stay
-/// two server blocks. Before, `Merged::of` merged them: a/r served through b's Gateway.
+/// Review rv-ga MED: a Secret `nginx -t` refuses (`nginx_check::drop_secret`) merges the
+/// servers again as planning does (`Plan::remerge`): a's a.test on 18080 and b's a.test
+/// listener on 18081, where a/r's attachment is refused, stay two server blocks. Before,
+/// `Merged::of` merged them: a/r served through b's Gateway.
 #[test]
-fn merging_again_keeps_servers_apart_that_leave_out_an_attachment() {
+fn a_refused_secret_keeps_servers_apart_that_leave_out_an_attachment() {
     let mut o = opts();
     o.carrier = httproute_nginx::Carrier::Inline;
     let copy = httproute_nginx::limits::regex_charge("^(?:/v[0-9]+/.*)".len());
@@ -1625,7 +1625,7 @@ fn merging_again_keeps_servers_apart_that_leave_out_an_attachment() {
         out.nginx_conf.matches("server_name a.test;").count()
     };
     assert_eq!(count(&plan), 2);
-    plan.remerge();
+    httproute_nginx::nginx_check::drop_secret(&mut plan, "a/none", "refused");
     assert_eq!(count(&plan), 2);
 }
 

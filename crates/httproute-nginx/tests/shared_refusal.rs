@@ -79,14 +79,14 @@ fn backends() -> BackendMap {
 fn run(n: usize, tag: &str) -> (Result<nginx_check::Checked, String>, httproute_nginx::plan::Plan) {
     let inputs = common::inputs(&manifests(n));
     let opts = common::options();
-    let plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
     let nginx = refusing_line_nginx(
         tag,
         &format!("server {S_ADDRESS}"),
         &format!("host not found in upstream \"{S_ADDRESS}\""),
     );
     let out_dir = scratch(&format!("{tag}-out"));
-    let c = nginx_check::emit_checked(&plan, &opts, Tree::Drop, &nginx, &out_dir);
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir);
     let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
     (c, plan)
 }
@@ -174,10 +174,10 @@ fn one_retry_whatever_the_number_of_sharers() {
 fn one_share_left_out(tag: &str, sharers: usize, marker: &str, namespace: &str, name: &str) {
     let inputs = common::inputs(&manifests(sharers));
     let opts = common::options();
-    let plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
     let nginx = refusing_line_nginx(tag, marker, "host not found in upstream");
     let out_dir = scratch(&format!("{tag}-out"));
-    let c = nginx_check::emit_checked(&plan, &opts, Tree::Drop, &nginx, &out_dir).unwrap();
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir).unwrap();
     let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
     let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
@@ -229,10 +229,10 @@ fn a_line_less_refusal_of_a_shared_line_leaves_out_its_sharers_at_once() {
     let n = MAX_RETRIES + 4;
     let inputs = common::inputs(&manifests(n));
     let opts = common::options();
-    let plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
+    let mut plan = httproute_nginx::plan_for(&inputs, &backends(), &opts);
     let nginx = refusing_nginx("gap", &format!("server {S_ADDRESS}"));
     let out_dir = scratch("gap-out");
-    let c = nginx_check::emit_checked(&plan, &opts, Tree::Drop, &nginx, &out_dir)
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir)
         .expect("a configuration that loads");
     let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
     assert_eq!(c.checks, 2, "one decision, one check more");
@@ -298,7 +298,7 @@ fn routes_left_with_no_listener_are_not_accepted() {
     assert!(out.nginx_conf.contains(marker), "{}", out.nginx_conf);
     let nginx = refusing_line_nginx("listeners", marker, "bind() to 0.0.0.0:20010 failed");
     let out_dir = scratch("listeners-out");
-    let c = nginx_check::emit_checked(&plan, &opts, Tree::Drop, &nginx, &out_dir)
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir)
         .expect("a configuration that loads");
     let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
     assert_eq!(c.checks, 2, "one refusal, its two listeners left out at once");
@@ -460,11 +460,11 @@ fn every_line_naming_a_backend_is_its_share_s() {
 fn a_refused_line_of_the_only_backend_leaves_the_rule_served() {
     let inputs = common::inputs(&layouts_manifests());
     let opts = common::options();
-    let plan = httproute_nginx::plan_for(&inputs, &layouts_backends(), &opts);
+    let mut plan = httproute_nginx::plan_for(&inputs, &layouts_backends(), &opts);
     let marker = "server 10.9.0.1:80";
     let nginx = refusing_line_nginx("only", marker, "host not found in upstream");
     let out_dir = scratch("only-out");
-    let c = nginx_check::emit_checked(&plan, &opts, Tree::Drop, &nginx, &out_dir)
+    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Drop, &nginx, &out_dir)
         .expect("a configuration that loads");
     let _ = std::fs::remove_dir_all(nginx.parent().unwrap());
     let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();

@@ -416,7 +416,9 @@ pub(super) fn grpc_not_served(nodes: &mut [RouteNode], loss: &Http2Loss, version
 /// out: `Accepted: False, NoMatchingParent`, naming each listener and why. Why that reason:
 /// as served, the parent has no listener the parentRef matches (the route is not at fault, as
 /// UnsupportedValue would say; NGF's `InvalidListener` is not in the spec). A parentRef that
-/// keeps a listener, and every other condition, stay as they are.
+/// keeps a listener, and every other condition, stay as they are. A listener whose Secret
+/// NGINX refuses (`nginx_check::drop_secret`) is not left out: it refuses the handshake and
+/// its routes stay accepted, as when the generator's own certificate check refuses it.
 fn parents_without_listeners(status: &mut Status, dropped: &[Dropped]) {
     let gone: BTreeMap<&ListenerId, &Dropped> = dropped
         .iter()
