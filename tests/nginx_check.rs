@@ -180,7 +180,7 @@ fn a_refusal_of_the_run_s_own_line_or_past_the_bound_leaves_the_output_as_it_was
     std::fs::write(out_dir.join("previous"), "kept").unwrap();
 
     // The run's own line: the module the output's load_module names is not there.
-    let plan =
+    let mut plan =
         unchecked_timeouts(&format!("{}{}", gateway(port), redirect_route("a", "a.test", "/a")));
     let opts = Options { module: "/nonexistent/m.so".into(), ..common::generator_options() };
     let e = checked(&mut plan, &opts, &out_dir).err().expect("refused");
@@ -418,7 +418,7 @@ fn a_refusal_without_a_line_leaves_out_the_newest_tenant_s_suffix_and_checks_onc
 #[test]
 fn an_older_tenant_s_object_is_never_left_out_by_a_refusal_naming_no_line() {
     let port = free_port();
-    let (plan, opts) = plan_of(&two_tenants(port, "poison", "b1"));
+    let (mut plan, opts) = plan_of(&two_tenants(port, "poison", "b1"));
     let nginx = refusing_nginx("older", "/to-poison", false);
     let e = refused_run(&mut plan, &opts, &nginx, "check-older-kept");
     assert!(
@@ -438,7 +438,7 @@ fn a_refusal_naming_no_line_with_one_tenant_alone_fails_the_run() {
     for i in 0..3 {
         yaml += &redirect_route(&format!("r{i}"), &format!("r{i}.test"), "/p");
     }
-    let (plan, opts) = plan_of(&yaml);
+    let (mut plan, opts) = plan_of(&yaml);
     let nginx = refusing_nginx("alone", "/to-r1", false);
     let e = refused_run(&mut plan, &opts, &nginx, "check-alone-kept");
     assert!(e.contains("one tenant alone is written"), "{e}");
@@ -466,7 +466,7 @@ fn a_platform_gateway_in_a_namespace_of_its_own_is_no_tenant() {
     for (i, d) in ["2020", "2021", "2022"].iter().enumerate() {
         yaml += &route("app", &format!("r{i}"), &format!("{d}-01-01T00:00:00Z"));
     }
-    let (plan, opts) = plan_of(&yaml);
+    let (mut plan, opts) = plan_of(&yaml);
     let nginx = refusing_nginx("platform", "/to-r1", false);
     let e = refused_run(&mut plan, &opts, &nginx, "check-platform-kept");
     assert!(e.contains("one tenant alone is written"), "{e}");
@@ -474,7 +474,7 @@ fn a_platform_gateway_in_a_namespace_of_its_own_is_no_tenant() {
     let mut yaml = platform("2025-01-01T00:00:00Z");
     yaml += &route("a", "a0", "2020-01-01T00:00:00Z");
     yaml += &route("b", "b0", "2021-01-01T00:00:00Z");
-    let (plan, opts) = plan_of(&yaml);
+    let (mut plan, opts) = plan_of(&yaml);
     let nginx = refusing_nginx("platform-new", "/to-b0", false);
     let out_dir = Prefix::scratch("check-platform-out");
     let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
@@ -757,7 +757,7 @@ fn a_refusal_without_a_line_leaves_out_the_newest_object_not_the_first_written()
     yaml += &dated_route("a", "old", "2020-01-01T00:00:00Z", "a.test", "/p");
     yaml += &dated_route("b", "mid", "2022-01-01T00:00:00Z", "b.test", "/p");
     yaml += &dated_route("c", "new", "2024-01-01T00:00:00Z", "c.test", "/p");
-    let (plan, opts) = plan_of(&yaml);
+    let (mut plan, opts) = plan_of(&yaml);
     let nginx = script_nginx(
         "newest",
         "if grep -q -- /to-old \"$4nginx.conf\" && grep -q -- /to-new \"$4nginx.conf\"; \

@@ -65,7 +65,7 @@ pub struct ServerPlan {
     pub certificates: Vec<String>,
     /// The routes whose hostnames alone brought this server (a name that is neither a
     /// listener's of the port nor the catch-all), sorted; empty otherwise. The writer gives
-    /// its name to them (`plan::Unit::Route`): with all of them left out, the server is not
+    /// its name to them (`emit::Unit::Route`): with all of them left out, the server is not
     /// written.
     pub brought_by: Vec<super::ids::RouteId>,
     /// The locations of the routes attached with this hostname itself (exactly; a wildcard
