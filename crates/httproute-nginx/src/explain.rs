@@ -75,7 +75,7 @@ pub struct Explanation {
 /// only dropped routes bring, so their hosts reach the port's other servers (a wildcard, the
 /// catch-all); a port with none of its listeners left is not listened on.
 pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
-    use crate::plan::{DroppedUnit, Refused};
+    use crate::plan::{DroppedUnit, Unit};
     if dropped.is_empty() {
         return;
     }
@@ -87,12 +87,12 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
         match d.unit.clone() {
             DroppedUnit::Match { rule, index } => _ = matches.insert((rule, index)),
             DroppedUnit::BackendShare { rule, index } => _ = left.shares.insert((rule, index)),
-            DroppedUnit::Rule(id) => _ = left.add(&Refused::Rule(id)),
-            DroppedUnit::Route(id) => _ = left.add(&Refused::Route(id)),
+            DroppedUnit::Rule(id) => _ = left.add(&Unit::Rule(id)),
+            DroppedUnit::Route(id) => _ = left.add(&Unit::Route(id)),
             DroppedUnit::Attachment { route, gateway } => {
-                _ = left.add(&Refused::Attachment { route, gateway })
+                _ = left.add(&Unit::Attachment { route, gateway })
             }
-            DroppedUnit::Listener(id) => _ = left.add(&Refused::Listener(id)),
+            DroppedUnit::Listener(id) => _ = left.add(&Unit::Listener(id)),
         }
     }
     let any_listener = !left.listeners.is_empty();

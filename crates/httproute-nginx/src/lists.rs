@@ -102,6 +102,18 @@ fn joined(live: Vec<Run<'_>>) -> Vec<Run<'_>> {
     out
 }
 
+/// Each block `segments` holds, whole: its pieces follow one another from its start to its
+/// end (`plan/segments.rs`), so every list cuts a block only where another block's candidate
+/// comes between, and [`joined`] may join its live pieces across the ones left out.
+fn whole_blocks(segments: &[Segment]) -> bool {
+    let mut next: HashMap<usize, (usize, usize)> = HashMap::new();
+    let follow = segments.iter().all(|s| {
+        let (end, _) = next.entry(s.id().0).or_insert((0, s.block().len()));
+        std::mem::replace(end, s.range.end) == s.range.start
+    });
+    follow && next.values().all(|(end, len)| end == len)
+}
+
 impl<'a> Lists<'a> {
     /// The key of the list of a location whose candidates are the runs `segments`, of which
     /// those `served` takes are written (`None`: it serves none). Each run is looked at once,
@@ -113,6 +125,7 @@ impl<'a> Lists<'a> {
         segments: &'a [Segment],
         served: &dyn Fn(&Candidate) -> bool,
     ) -> Result<Option<String>, String> {
+        debug_assert!(whole_blocks(segments), "a location holds each block whole");
         let mut live: Vec<Run<'a>> = Vec::with_capacity(segments.len());
         for s in segments {
             let serves = match self.key_of_run.get(&s.id()) {

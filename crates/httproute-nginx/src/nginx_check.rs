@@ -23,7 +23,7 @@ use std::process::Command;
 use crate::emit::Options;
 use crate::emit::{Output, Tree, Unit, certificate_files, emit_dropping};
 use crate::message::escape_message;
-use crate::plan::Plan;
+use crate::plan::{Left, Plan};
 
 /// How many times NGINX's refusals may leave objects out in one run before it gives up: each
 /// retry leaves out the object of one refusal, or all the objects that bring a line it names
@@ -164,7 +164,8 @@ impl Run<'_> {
         if units.is_empty() {
             return self.give_up(format!("{complaint} (nginx.conf line {line}, the run's own)"));
         }
-        if units.iter().any(|unit| drops.iter().any(|(u, _)| unit.within(u))) {
+        let left = Left::of(drops);
+        if units.iter().any(|unit| left.refuses(unit)) {
             return self.give_up(format!(
                 "{complaint} (nginx.conf line {line}, of an object already left out)"
             ));
@@ -243,7 +244,8 @@ impl Run<'_> {
 /// is as old as another tenant's (unknown ages).
 fn newest_tenant_suffix(plan: &Plan, output: &Output, drops: &[(Unit, String)]) -> Vec<Unit> {
     let mut objects: std::collections::HashMap<Unit, (usize, String)> = Default::default();
-    for unit in output.all_units().filter(|u| !drops.iter().any(|(d, _)| u.within(d))) {
+    let left = Left::of(drops);
+    for unit in output.all_units().filter(|u| !left.refuses(u)) {
         objects.extend(objects_of(plan, unit));
     }
     let tenants: std::collections::HashSet<String> = objects

@@ -244,7 +244,7 @@ fn the_pools_proxy_location_is_its_shares() {
         .collect();
     assert_eq!(lines.len(), 4);
     for line in lines {
-        let unit = out.unit_at_line(line).map(|u| format!("{u:?}"));
+        let unit = out.units_at_line(line).first().map(|u| format!("{u:?}"));
         assert!(unit.as_deref().is_some_and(|u| u.starts_with("BackendShare")), "{line}: {unit:?}");
     }
 }

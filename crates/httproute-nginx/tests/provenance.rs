@@ -468,7 +468,7 @@ fn each_kind_left_out_has_its_condition() {
     // The units of the lines holding these words.
     let unit_of = |out: &Output, word: &str| -> Unit {
         let line = out.nginx_conf.lines().position(|l| l.contains(word)).expect(word);
-        out.unit_at_line(line + 1).cloned().expect(word)
+        out.units_at_line(line + 1)[0].clone()
     };
     let share = unit_of(&out, "server 10.9.1.1:80");
     let route = unit_of(&out, "server_name only-r.test");

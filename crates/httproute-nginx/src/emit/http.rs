@@ -14,18 +14,17 @@ use super::options::{Carrier, Options, Output, Streams, Tree, Work};
 use super::state::{HOSTNAME_FIELD, Http, In, PATH_FIELD, Skip, Unit, d, empty, quoted};
 use super::tls::{certificate_files, tls_server};
 
-/// One pass of [`emit_with`] without the objects of `skip`: the output, or (when a word of
-/// some tenant object cannot be written) none, the refused words by object and the objects.
-/// With `streams`, each server's text goes to the scratch file as soon as it is written, and
+/// One pass of [`emit_with`] without the objects of `skip`. What is left out is decided
+/// before it (the plan's refusals, NGINX's given): a word refused while writing is a bug of
+/// the generator, an error. With `streams`, each server's text goes to the scratch file as soon as it is written, and
 /// nginx.conf and matches.json to their streams at the end (the output's texts stay empty).
-#[allow(clippy::type_complexity)]
 pub(super) fn emit_pass(
     plan: &Plan,
     opts: &Options,
     tree: Tree,
     skip: &Skip,
     streams: Option<Streams<'_>>,
-) -> Result<(Option<Output>, Vec<(u32, String)>, Vec<Unit>), String> {
+) -> Result<Output, String> {
     let (scratch, ends) = match streams {
         Some(Streams { conf, matches, scratch }) => (Some(scratch), Some((conf, matches))),
         None => (None, None),
@@ -277,12 +276,7 @@ impl<'p> Pass<'p> {
 
     /// The `http` block around the servers written, the main context around it, and the
     /// output; or the words refused.
-    #[allow(clippy::type_complexity)]
-    fn finish(
-        mut self,
-        tree: Tree,
-        ends: Option<Ends<'_>>,
-    ) -> Result<(Option<Output>, Vec<(u32, String)>, Vec<Unit>), String> {
+    fn finish(mut self, tree: Tree, ends: Option<Ends<'_>>) -> Result<Output, String> {
         let (plan, opts, http) = (self.plan, self.opts, &mut self.http);
         let render = match tree {
             Tree::Keep => Writer::render,
@@ -323,9 +317,12 @@ impl<'p> Pass<'p> {
                 None
             }
         };
-        if !rendered.refused.is_empty() || !http.refused.is_empty() {
-            let (each, units) = refusals(http, rendered.refused);
-            return Ok((None, each, units));
+        if !rendered.refused.is_empty() {
+            return Err(format!(
+                "generator bug: a configuration word NGINX cannot take, not decided before \
+                 writing: {:?}",
+                rendered.refused
+            ));
         }
         let matches_json = match streamed {
             Some((scratch, (conf, matches))) => {
@@ -336,7 +333,7 @@ impl<'p> Pass<'p> {
             }
             None => self.lists.json()?,
         };
-        let out = Output {
+        Ok(Output {
             nginx_conf: rendered.text,
             tree: rendered.tree,
             matches_json,
@@ -348,8 +345,7 @@ impl<'p> Pass<'p> {
             lines: rendered.lines,
             units: std::mem::take(&mut http.units),
             sharers: std::mem::take(&mut http.sharers),
-        };
-        Ok((Some(out), Vec::new(), Vec::new()))
+        })
     }
 }
 
@@ -375,23 +371,6 @@ fn write_around(
     std::io::copy(scratch, &mut out).map_err(io)?;
     out.write_all(b"}\n").map_err(io)?;
     out.flush().map_err(io)
-}
-
-/// The words refused in a pass (the limits passed, then the writer's), each for every unit
-/// that brings its line (a word of a line several units bring is refused for each of them).
-fn refusals(http: &mut Http, mut rendered: Vec<(u32, String)>) -> (Vec<(u32, String)>, Vec<Unit>) {
-    let mut refused = std::mem::take(&mut http.refused);
-    refused.append(&mut rendered);
-    let mut units = std::mem::take(&mut http.units);
-    let mut each = Vec::with_capacity(refused.len());
-    for (o, why) in refused {
-        for u in http.sharers.get(&o).into_iter().flatten() {
-            units.push(u.clone());
-            each.push(((units.len() - 1) as u32, why.clone()));
-        }
-        each.push((o, why));
-    }
-    (each, units)
 }
 
 /// Secrets that came with the manifests, where tls_server expects them (unless the command
@@ -434,8 +413,7 @@ fn without(rule: &RulePlan, shares: &std::collections::BTreeSet<(RuleId, usize)>
 impl Http {
     /// What `write` writes (into the server's `out`, its mirrors' locations `mirror_locs`,
     /// the maps and split_clients) written for unit `u`: every directive without a provenance
-    /// of its own gets `u`'s, and the limits `write` found passed (`over_limit`) are
-    /// refused for `u`.
+    /// of its own gets `u`'s.
     pub(super) fn written_for(
         &mut self,
         u: Unit,
@@ -446,11 +424,6 @@ impl Http {
         let from = self.unit(u);
         let at = (out.len(), mirror_locs.len(), self.maps.len(), self.splits.len());
         write(self, out, mirror_locs)?;
-        if let Provenance::Object(o) = from {
-            for why in std::mem::take(&mut self.over_limit) {
-                self.refused.push((o, why));
-            }
-        }
         for n in out[at.0..]
             .iter_mut()
             .chain(&mut mirror_locs[at.1..])

@@ -37,7 +37,7 @@ pub use upstream::basis_points;
 
 use std::collections::HashSet;
 
-use crate::plan::{Dropped, DroppedUnit, Loc, PathKind, Plan, Reason, Refused, RuleId, ServerAt};
+use crate::plan::{Dropped, DroppedUnit, Loc, PathKind, Plan, Reason, RuleId, ServerAt};
 
 use http::emit_pass;
 use state::Skip;
@@ -59,22 +59,6 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
 /// own words (options, the generator's text) are an error.
 pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
     emit_dropping(plan, opts, tree, &[])
-}
-
-/// The objects the plan's budgets refuse ([`Plan::refused`]), as units left out.
-fn budget_drops(plan: &Plan) -> impl Iterator<Item = (Unit, String)> + '_ {
-    plan.refused.iter().map(|(r, why)| match r {
-        Refused::Listener(id) => (Unit::Listener(id.clone()), why.clone()),
-        Refused::Route(id) => (Unit::Route(id.clone()), why.clone()),
-        Refused::Rule(id) => (Unit::Rule(id.clone()), why.clone()),
-        Refused::Share { rule, index } => {
-            (Unit::BackendShare { rule: rule.clone(), index: *index }, why.clone())
-        }
-        Refused::Location(at, li) => (Unit::Location(*at, *li), why.clone()),
-        Refused::Attachment { route, gateway } => {
-            (Unit::Attachment { route: route.clone(), gateway: gateway.clone() }, why.clone())
-        }
-    })
 }
 
 /// [`emit_with`], with the units of `drops` left out from the start, each with its reason (as
@@ -117,16 +101,9 @@ fn emit_left_out(
     before: impl FnOnce(&[Dropped]) -> Result<(), String>,
 ) -> Result<Output, String> {
     let mut left = LeftOut::default();
-    left.add(plan, budget_drops(plan).chain(drops.iter().cloned()));
+    left.add(plan, plan.refused.iter().chain(drops).cloned());
     before(&left.dropped)?;
-    let (out, refused, _) = emit_pass(plan, opts, tree, &left.skip, streams)?;
-    let Some(mut out) = out else {
-        return Err(format!(
-            "generator bug: a configuration word NGINX cannot take, not decided before writing: \
-             {refused:?}"
-        ));
-    };
-    left.work.passes = 1;
+    let mut out = emit_pass(plan, opts, tree, &left.skip, streams)?;
     left.work.units += out.all_units().count();
     left.warnings.append(&mut out.warnings);
     out.warnings = left.warnings;
@@ -155,64 +132,49 @@ impl LeftOut {
     fn add(&mut self, plan: &Plan, units: impl IntoIterator<Item = (Unit, String)>) {
         let mut locations = Vec::new();
         for (unit, why) in units {
-            match unit {
+            if !self.skip.add(&unit) {
+                continue;
+            }
+            let (said, unit, reason, why) = match unit {
+                Unit::Location(at, li) => {
+                    locations.push(((at, li), why));
+                    continue;
+                }
                 Unit::Rule(id) => {
                     // The rule's fields are named after it (`field`): said once.
                     let why = strip(&why, &id);
-                    if self.skip.rules.insert(id.clone()) {
-                        self.warnings.push(format!("{id}: {why}; the rule is not served"));
-                        self.drop(DroppedUnit::Rule(id), Reason::UnsupportedValue, why);
-                    }
+                    let said = format!("{id}: {why}; the rule is not served");
+                    (said, DroppedUnit::Rule(id), Reason::UnsupportedValue, why)
                 }
                 Unit::BackendShare { rule, index } => {
                     let why = strip(&why, &rule);
-                    if self.skip.shares.insert((rule.clone(), index)) {
-                        self.warnings.push(format!(
-                            "{rule}: backendRefs[{index}]: {why}; its share of requests answers \
-                             500"
-                        ));
-                        self.drop(
-                            DroppedUnit::BackendShare { rule, index },
-                            Reason::UnsupportedValue,
-                            why,
-                        );
-                    }
+                    let said = format!(
+                        "{rule}: backendRefs[{index}]: {why}; its share of requests answers 500"
+                    );
+                    (said, DroppedUnit::BackendShare { rule, index }, Reason::UnsupportedValue, why)
                 }
                 Unit::Listener(id) => {
-                    if self.skip.listeners.insert(id.clone()) {
-                        self.warnings
-                            .push(format!("listener {id}: {why}; the listener is not programmed"));
-                        self.drop(DroppedUnit::Listener(id), Reason::Invalid, why);
-                    }
+                    let said = format!("listener {id}: {why}; the listener is not programmed");
+                    (said, DroppedUnit::Listener(id), Reason::Invalid, why)
                 }
                 Unit::Route(id) => {
-                    if self.skip.routes.insert(id.clone()) {
-                        self.warnings.push(format!("{id}: {why}; the route is not served"));
-                        self.drop(DroppedUnit::Route(id), Reason::UnsupportedValue, why);
-                    }
+                    let said = format!("{id}: {why}; the route is not served");
+                    (said, DroppedUnit::Route(id), Reason::UnsupportedValue, why)
                 }
-                Unit::Location(at, li) => locations.push((at, li, why)),
                 Unit::Attachment { route, gateway } => {
-                    let routes = self.skip.attachments.entry((*gateway).clone()).or_default();
-                    if routes.insert(route.clone()) {
-                        self.warnings.push(format!(
-                            "{route}: {why}; the route is not served through Gateway {gateway}"
-                        ));
-                        let unit = DroppedUnit::Attachment { route, gateway };
-                        self.drop(unit, Reason::NotAllowedByListeners, why);
-                    }
+                    let said = format!(
+                        "{route}: {why}; the route is not served through Gateway {gateway}"
+                    );
+                    let unit = DroppedUnit::Attachment { route, gateway };
+                    (said, unit, Reason::NotAllowedByListeners, why)
                 }
-            }
+            };
+            self.warnings.push(said);
+            self.dropped.push(Dropped { unit, reason, message: why });
         }
-        for (at, li, why) in locations {
-            if self.skip.locations.insert((at, li)) {
-                self.location(plan, (at, li), &why);
-            }
+        for (at, why) in locations {
+            self.location(plan, at, &why);
         }
-    }
-
-    fn drop(&mut self, unit: DroppedUnit, reason: Reason, message: String) {
-        self.dropped.push(Dropped { unit, reason, message });
     }
 
     /// The matches whose path is location `li` of server `(pi, si)`'s, left out: those of the

@@ -86,16 +86,6 @@ pub struct Output {
 }
 
 impl Output {
-    /// The first tenant object whose directive line `line` (1-based, NGINX's `in FILE:LINE`)
-    /// of `nginx_conf` holds ([`Output::units_at_line`]: all of them); `None` for the run's
-    /// own lines.
-    pub fn unit_at_line(&self, line: usize) -> Option<&Unit> {
-        match Rendered::owner_of_line(&self.lines, line)? {
-            Provenance::Object(o) => self.units.get(o as usize),
-            Provenance::Run => None,
-        }
-    }
-
     /// Every tenant object that brings line `line` (1-based) of `nginx_conf`, in the order
     /// written: one for most lines, several for a line they share (the line goes only when all
     /// of them are left out); empty for the run's own lines.
@@ -116,8 +106,6 @@ impl Output {
 /// The work of [`super::emit_with`], counted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Work {
-    /// Passes of the writer: one.
-    pub passes: usize,
     /// Tenant objects written for ([`Provenance::Object`]s).
     pub units: usize,
     /// Candidates of left-out locations looked at to find their matches.

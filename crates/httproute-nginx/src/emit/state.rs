@@ -5,62 +5,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::conf::{Arg, Directive, Node, Provenance};
-use crate::plan::{GatewayId, ListenerId, RouteId, RuleId, RulePlan, ServerAt};
-
-/// A tenant's object that directives are written for: what a word of them NGINX cannot take
-/// (or a line of them `nginx -t` refuses) leaves out (see [`emit_with`]), the smallest that
-/// holds the line.
-///
-/// Which unit a line belongs to: the innermost directive on it that has a unit of its own
-/// (a directive without one has its block's). A unit given to a directive inside another's
-/// block is a part of the outer one (a backendRef's `split_clients` entry inside its rule's
-/// `split_clients`, a listener's `listen` inside a server): leaving out the inner unit removes
-/// (or, for a share, rewrites) its own lines only, leaving out the outer one removes the block
-/// with them. A line that several units bring (an `upstream` that several backendRefs name, a
-/// server name that several routes' hostnames bring, or merged servers' listeners, the
-/// `listen` of a port's catch-all that every listener left on the port keeps) is recorded for
-/// all of them ([`Http::shared`], [`super::Output::units_at_line`]): the line goes when all of
-/// them are left out, and stays while one is, so a refusal of it leaves them all out at once
-/// and no unit that does not bring it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Unit {
-    /// A rule: its internal locations, and the maps and split_clients written for it.
-    Rule(RuleId),
-    /// The location of a match path: (port, server, location) in the plan.
-    Location(ServerAt, usize),
-    /// One backendRef of a rule (`index` among its `backendRefs`): the `upstream` written for
-    /// it, its `split_clients` entry, its own location (backends with filters of their own).
-    /// Left out, its share of the rule's requests answers 500 (the others keep theirs).
-    BackendShare { rule: RuleId, index: usize },
-    /// A listener: its `listen` lines, its certificates, and the `server_name` and SNI check of
-    /// a server named by its hostname. Left out, its servers are not written (its port's
-    /// catch-all answers 404 when other listeners keep the port).
-    Listener(ListenerId),
-    /// A route: the `server_name` (and SNI check) of a server only its hostnames bring. Left
-    /// out, none of its rules is served and such servers are not written.
-    Route(RouteId),
-    /// A route in the servers of one Gateway's listeners: left out, it is not served there
-    /// (nor are the servers only it brings there), and is kept in every other server.
-    Attachment { route: RouteId, gateway: Box<GatewayId> },
-}
-
-impl Unit {
-    /// Whether leaving out `other` leaves this unit out too (it is `other`, or a part of it:
-    /// a share of a rule left out, a rule or share of a route left out).
-    pub fn within(&self, other: &Unit) -> bool {
-        if self == other {
-            return true;
-        }
-        match (self, other) {
-            (Unit::BackendShare { rule, .. }, Unit::Rule(r)) => rule == r,
-            (Unit::BackendShare { rule, .. } | Unit::Rule(rule), Unit::Route(r)) => {
-                rule.route == *r
-            }
-            (Unit::Attachment { route, .. }, Unit::Route(r)) => route == r,
-            _ => false,
-        }
-    }
-}
+pub use crate::plan::Unit;
+use crate::plan::{RuleId, RulePlan};
 
 /// What a configuration leaves out: the plan's refusals and NGINX's, read through the plan's
 /// one predicate ([`crate::plan::Left`]).
@@ -137,10 +83,6 @@ pub(super) struct Http {
     /// For an object number whose lines several units bring ([`Http::shared`]): the units
     /// after the first (`units[o]`).
     pub(super) sharers: BTreeMap<u32, Vec<Unit>>,
-    /// Limits of NGINX the rule being written passes (no directive can raise them): why.
-    pub(super) over_limit: Vec<String>,
-    /// Such rules: (their provenance number, why).
-    pub(super) refused: Vec<(u32, String)>,
     /// The tag of the rule being written ([`rule_tag`]) and how many variables it has named.
     pub(super) var_tag: String,
     pub(super) var_n: usize,
@@ -184,16 +126,17 @@ pub(super) fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
 
 impl Http {
     /// Rule `id`'s variables are named from here on ([`Http::var`]). A tag already given to
-    /// another rule (two names with one SHA-256, cut to 128 bits) refuses this rule.
-    pub(super) fn begin_rule(&mut self, id: &RuleId) {
+    /// another rule (two names with one SHA-256, cut to 128 bits) is an error of the run.
+    pub(super) fn begin_rule(&mut self, id: &RuleId) -> Result<(), String> {
         let (text, tag, rest) = rule_tag(id);
         if *self.tags.entry(tag).or_insert(rest) != rest {
-            self.over_limit.push(format!(
+            return Err(format!(
                 "{id}: the names of its variables would be another rule's (a SHA-256 collision)"
             ));
         }
         self.var_tag = text;
         self.var_n = 0;
+        Ok(())
     }
 
     /// The next variable of kind `what` of the rule being written: `httproute_WHAT_TAG_N`.

@@ -21,27 +21,45 @@ use super::merge::ServerAt;
 use super::status::RouteNode;
 use super::types::{Candidate, Kept, Loc, PathKind, PortPlan, ServerPlan};
 
-/// An object a budget refuses: left out of the configuration as NGINX's refusal of it would
-/// leave it out (a listener: `Programmed: False`; a route: not served, `Accepted: False`).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Refused {
+/// A tenant's object, the smallest that holds what is left out: what a budget refuses (as
+/// NGINX's refusal of it would), what a word NGINX cannot take (`plan/words.rs`) or a line
+/// `nginx -t` refuses (`crate::nginx_check`) leaves out, and what emit writes each directive
+/// for (its provenance).
+///
+/// Which unit a line belongs to: the innermost directive on it that has a unit of its own
+/// (a directive without one has its block's). A unit given to a directive inside another's
+/// block is a part of the outer one (a share's `split_clients` entry inside its rule's
+/// `split_clients`, a listener's `listen` inside a server): leaving out the inner unit removes
+/// (or, for a share, rewrites) its own lines only, leaving out the outer one removes the block
+/// with them. A line that several units bring (an `upstream` that several backendRefs name, a
+/// server name that several routes' hostnames bring, merged servers' listeners, the `listen`
+/// of a port's catch-all that every listener left on the port keeps) is recorded for all of
+/// them (`emit::Output::units_at_line`): the line goes when all of them are left out, and
+/// stays while one is, so a refusal of it leaves them all out at once and no unit that does
+/// not bring it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Unit {
+    /// A listener: its `listen` lines, its certificates, and the `server_name` and SNI check of
+    /// a server named by its hostname. Left out, its servers are not written (its port's
+    /// catch-all answers 404 when other listeners keep the port): `Programmed: False`.
     Listener(ListenerId),
+    /// A route: the `server_name` (and SNI check) of a server only its hostnames bring. Left
+    /// out, none of its rules is served and such servers are not written (`Accepted: False`).
     Route(RouteId),
     /// A route's attachment to a Gateway: the route is not served in the servers of that
     /// Gateway's listeners (that parentRef `Accepted: False`), and is kept everywhere else.
     Attachment {
         route: RouteId,
-        // Boxed: a refusal of each kind is as small as before (a set of one holds 11).
+        // Boxed: a unit of each kind is as small as before (a set of one holds 11).
         gateway: Box<GatewayId>,
     },
-    /// A rule (a word of its filters, mirrors: `plan/words.rs`).
+    /// A rule: its internal locations, and the maps and split_clients written for it.
     Rule(RuleId),
-    /// A backendRef's share of its rule (`index` among the rule's `backendRefs`).
-    Share {
-        rule: RuleId,
-        index: usize,
-    },
-    /// The location of a match path: (port, server, location).
+    /// One backendRef of a rule (`index` among its `backendRefs`): the `upstream` written for
+    /// it, its `split_clients` entry, its own location (backends with filters of their own).
+    /// Left out, its share of the rule's requests answers 500 (the others keep theirs).
+    BackendShare { rule: RuleId, index: usize },
+    /// The location of a match path: (port, server, location) in the plan.
     Location(ServerAt, usize),
 }
 
@@ -55,17 +73,17 @@ pub enum Refused {
 pub(super) fn server_names(
     ports: &[PortPlan],
     ages: &Ages,
-    before: &[(Refused, String)],
-) -> Vec<(Refused, String)> {
+    before: &[(Unit, String)],
+) -> Vec<(Unit, String)> {
     let multi = multi_gateway(ports);
-    let mut names: BTreeMap<&str, ((usize, usize), BTreeSet<Refused>)> = BTreeMap::new();
+    let mut names: BTreeMap<&str, ((usize, usize), BTreeSet<Unit>)> = BTreeMap::new();
     let mut left = Left::of(before);
     // A server whose listener is left out is not written: its names are in no hash.
     for s in ports.iter().flat_map(|p| &p.servers).filter(|s| !left.listener_of(s)) {
         let Some(h) = s.hostname.as_deref() else { continue };
-        let owners: Vec<((usize, usize), Refused)> = if s.brought_by.is_empty() {
+        let owners: Vec<((usize, usize), Unit)> = if s.brought_by.is_empty() {
             // A listener is as old as its Gateway, before any route attached to it.
-            let listener = |l: &ListenerId| ((ages.listener(l), 0), Refused::Listener(l.clone()));
+            let listener = |l: &ListenerId| ((ages.listener(l), 0), Unit::Listener(l.clone()));
             s.listener.iter().map(listener).collect()
         } else {
             // A route's name comes with it through its listener ([`Ages::attached`]).
@@ -79,7 +97,7 @@ pub(super) fn server_names(
             e.1.insert(o);
         }
     }
-    let mut order: Vec<((usize, usize), &str, BTreeSet<Refused>)> =
+    let mut order: Vec<((usize, usize), &str, BTreeSet<Unit>)> =
         names.into_iter().map(|(h, (age, owners))| (age, h, owners)).collect();
     order.sort();
     let mut budget = NameBudget::default();
@@ -122,10 +140,10 @@ pub(super) fn multi_gateway(ports: &[PortPlan]) -> BTreeSet<&RouteId> {
 /// What refuses route `r`'s share of server `s` (a rule of it, a name it brings): its
 /// attachment to `s`'s Gateway if it is served through others too (`multi`:
 /// [`multi_gateway`]), so its older attachments keep serving; else the route.
-pub(super) fn unit(r: &RouteId, s: &ServerPlan, multi: &BTreeSet<&RouteId>) -> Refused {
+pub(super) fn unit(r: &RouteId, s: &ServerPlan, multi: &BTreeSet<&RouteId>) -> Unit {
     match gateway_of(s) {
         Some(g) if multi.contains(r) => attachment(r, g),
-        _ => Refused::Route(r.clone()),
+        _ => Unit::Route(r.clone()),
     }
 }
 
@@ -139,7 +157,7 @@ pub(super) fn listening_sockets(
     ports: &[PortPlan],
     ages: &Ages,
     worker_connections: u32,
-) -> Vec<(Refused, String)> {
+) -> Vec<(Unit, String)> {
     let budget = worker_connections as usize / 2;
     let mut listeners: Vec<(usize, &ListenerId, u16)> = ports
         .iter()
@@ -158,7 +176,7 @@ pub(super) fn listening_sockets(
             "listener {l} would open port {port} past the {budget} listening sockets of \
              worker_connections {worker_connections} (half of them; budget: listening sockets)"
         );
-        out.push((Refused::Listener(l.clone()), why));
+        out.push((Unit::Listener(l.clone()), why));
     }
     out
 }
@@ -246,9 +264,9 @@ fn regexes(e: &Entry) -> impl Iterator<Item = &str> {
 pub(super) fn regex_memory(
     ports: &[PortPlan],
     ages: &Ages,
-    before: &[(Refused, String)],
+    before: &[(Unit, String)],
     (per_tenant, total, per_location): (usize, usize, bool),
-) -> Vec<(Refused, String)> {
+) -> Vec<(Unit, String)> {
     let budget = Budget { per_tenant, total, used: BTreeMap::new(), all: 0 };
     match per_location {
         true => Inline::of(ports, ages, &Left::of(before)).admit(budget),
@@ -287,9 +305,9 @@ impl<'a> Budget<'a> {
 fn per_namespace<'a>(
     ports: &'a [PortPlan],
     ages: &Ages,
-    before: &[(Refused, String)],
+    before: &[(Unit, String)],
     mut budget: Budget<'a>,
-) -> Vec<(Refused, String)> {
+) -> Vec<(Unit, String)> {
     // Each route's age and distinct patterns, in what is written ([`Left`], as
     // [`Inline::of`]): a route's candidates left out of a server are not compiled there.
     let left = Left::of(before);
@@ -317,7 +335,7 @@ fn per_namespace<'a>(
     let mut have: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut out = Vec::new();
     for (_, id, patterns) in order {
-        let route = Refused::Route(id.clone());
+        let route = Unit::Route(id.clone());
         let have = have.entry(id.namespace.as_str()).or_default();
         let new: Vec<&str> = patterns.into_iter().filter(|p| !have.contains(p)).collect();
         let cost = new.iter().map(|p| regex_charge(p.len())).sum();
@@ -341,7 +359,7 @@ pub struct Left {
     pub rules: BTreeSet<RuleId>,
     /// Backend shares: (rule, index among its backendRefs).
     pub shares: BTreeSet<(RuleId, usize)>,
-    /// Routes left out of the servers of a Gateway's listeners ([`Refused::Attachment`]).
+    /// Routes left out of the servers of a Gateway's listeners ([`Unit::Attachment`]).
     pub attachments: BTreeMap<GatewayId, BTreeSet<RouteId>>,
     pub locations: BTreeSet<(ServerAt, usize)>,
 }
@@ -350,7 +368,7 @@ pub struct Left {
 static NONE: BTreeSet<RouteId> = BTreeSet::new();
 
 impl Left {
-    pub fn of<'r>(refused: impl IntoIterator<Item = &'r (Refused, String)>) -> Left {
+    pub fn of<'r>(refused: impl IntoIterator<Item = &'r (Unit, String)>) -> Left {
         let mut left = Left::default();
         for (r, _) in refused {
             left.add(r);
@@ -360,14 +378,14 @@ impl Left {
 
     /// Leaves `r` out; whether it was not already (itself: a unit within one left out is
     /// still added).
-    pub fn add(&mut self, r: &Refused) -> bool {
+    pub fn add(&mut self, r: &Unit) -> bool {
         match r {
-            Refused::Listener(l) => self.listeners.insert(l.clone()),
-            Refused::Route(r) => self.routes.insert(r.clone()),
-            Refused::Rule(r) => self.rules.insert(r.clone()),
-            Refused::Share { rule, index } => self.shares.insert((rule.clone(), *index)),
-            Refused::Location(at, li) => self.locations.insert((*at, *li)),
-            Refused::Attachment { route, gateway } => {
+            Unit::Listener(l) => self.listeners.insert(l.clone()),
+            Unit::Route(r) => self.routes.insert(r.clone()),
+            Unit::Rule(r) => self.rules.insert(r.clone()),
+            Unit::BackendShare { rule, index } => self.shares.insert((rule.clone(), *index)),
+            Unit::Location(at, li) => self.locations.insert((*at, *li)),
+            Unit::Attachment { route, gateway } => {
                 self.attachments.entry((**gateway).clone()).or_default().insert(route.clone())
             }
         }
@@ -375,16 +393,16 @@ impl Left {
 
     /// Whether `r` is left out, itself or within a unit left out (a rule or attachment of a
     /// route left out, a share of a rule left out).
-    pub fn refuses(&self, r: &Refused) -> bool {
+    pub fn refuses(&self, r: &Unit) -> bool {
         match r {
-            Refused::Listener(l) => self.listeners.contains(l),
-            Refused::Route(r) => self.routes.contains(r),
-            Refused::Rule(r) => self.rule(r),
-            Refused::Share { rule, index } => {
+            Unit::Listener(l) => self.listeners.contains(l),
+            Unit::Route(r) => self.routes.contains(r),
+            Unit::Rule(r) => self.rule(r),
+            Unit::BackendShare { rule, index } => {
                 self.rule(rule) || self.shares.contains(&(rule.clone(), *index))
             }
-            Refused::Location(at, li) => self.locations.contains(&(*at, *li)),
-            Refused::Attachment { route, gateway } => {
+            Unit::Location(at, li) => self.locations.contains(&(*at, *li)),
+            Unit::Attachment { route, gateway } => {
                 self.routes.contains(route)
                     || self.attachments.get(gateway).is_some_and(|a| a.contains(route))
             }
@@ -445,9 +463,9 @@ pub(super) fn gateway_of(s: &ServerPlan) -> Option<(&str, &str)> {
 }
 
 /// Refusal of route `r` in the servers of Gateway `g` (namespace, name).
-pub(super) fn attachment(r: &RouteId, (namespace, name): (&str, &str)) -> Refused {
+pub(super) fn attachment(r: &RouteId, (namespace, name): (&str, &str)) -> Unit {
     let gateway = Box::new(GatewayId { namespace: namespace.into(), name: name.into() });
-    Refused::Attachment { route: r.clone(), gateway }
+    Unit::Attachment { route: r.clone(), gateway }
 }
 
 /// A route's part in a location, with `--carrier inline`.
@@ -608,16 +626,16 @@ impl<'a> Inline<'a> {
 
     /// Units oldest first within `budget`: the attachments refused (each alone, the route's
     /// others kept), then the locations left with copies but none of their makers.
-    fn admit(mut self, mut budget: Budget<'a>) -> Vec<(Refused, String)> {
+    fn admit(mut self, mut budget: Budget<'a>) -> Vec<(Unit, String)> {
         let mut out = Vec::new();
         for id in self.oldest_first() {
             let cost = self.cost(id);
             let (route, refused) = match id {
                 (r, Some(g)) => (r, attachment(r, g)),
-                (r, None) => (r, Refused::Route(r.clone())),
+                (r, None) => (r, Unit::Route(r.clone())),
             };
             let what = match &refused {
-                Refused::Attachment { gateway, .. } => format!(
+                Unit::Attachment { gateway, .. } => format!(
                     "regex conditions and the locations it adds through Gateway {gateway} \
                      (inline)"
                 ),
@@ -633,7 +651,7 @@ impl<'a> Inline<'a> {
                 let why = "every route whose path makes this location is refused, and with \
                            --carrier inline it would compile the regex conditions of others \
                            (budget: regex memory)";
-                out.push((Refused::Location(at, li), why.to_owned()));
+                out.push((Unit::Location(at, li), why.to_owned()));
             }
         }
         out
@@ -743,7 +761,7 @@ mod tests {
             .refused
             .iter()
             .map(|(r, _)| match r {
-                super::Refused::Attachment { route, gateway } => format!("{route} via {gateway}"),
+                super::Unit::Attachment { route, gateway } => format!("{route} via {gateway}"),
                 r => format!("{r:?}"),
             })
             .collect();

@@ -32,7 +32,7 @@ use route_match::{
     LIST_RESIDENT_BYTES_PER_JSON_BYTE as RESIDENT, LIST_RESIDENT_BYTES_PER_LIST as PER_LIST,
 };
 
-use super::budget::{Left, Refused, makes};
+use super::budget::{Left, Unit, makes};
 use super::ids::{Ages, RouteId};
 use super::merge::{Merged, ServerAt};
 use super::types::{Candidate, Loc, LocationPlan, PortPlan, Segment};
@@ -168,10 +168,10 @@ fn newest<'c>(
 pub(super) fn list_memory(
     (ports, merged): (&[PortPlan], &Merged),
     ages: &Ages,
-    before: &[(Refused, String)],
+    before: &[(Unit, String)],
     limits: Limits,
     inline: bool,
-) -> Vec<(Refused, String)> {
+) -> Vec<(Unit, String)> {
     let mut m = Model::of((ports, merged), ages, &Left::of(before), inline);
     let mut order: Vec<((usize, usize), u32)> =
         m.routes.iter().enumerate().map(|(i, &(age, _))| (age, i as u32)).collect();
@@ -204,7 +204,7 @@ pub(super) fn list_memory(
             m.commit(r);
             continue;
         };
-        out.push((Refused::Route(id.clone()), why));
+        out.push((Unit::Route(id.clone()), why));
     }
     out.extend(m.unpaid());
     out
@@ -363,7 +363,7 @@ impl<'a> Model<'a> {
     /// them, whose lists were charged to no one (inline: any; preloaded: a list of includes,
     /// two runs or more): not written, as the regex budget's (their paths' requests take the
     /// longest prefix location left, whose list is the same without them).
-    fn unpaid(&self) -> Vec<(Refused, String)> {
+    fn unpaid(&self) -> Vec<(Unit, String)> {
         let least = if self.inline { 1 } else { 2 };
         let mut pieces = self.list_pieces.iter().peekable();
         let mut live = |at: usize, l: &List| {
@@ -374,7 +374,7 @@ impl<'a> Model<'a> {
         let unpaid = lists.filter(|&(at, l)| live(at, l) >= least && !l.made).map(|(_, l)| l);
         let why = "every route whose path makes this location is refused, and its list would \
                    hold other routes' entries charged to no one (budget: list memory)";
-        unpaid.map(|l| (Refused::Location(l.place.0, l.place.1), why.to_owned())).collect()
+        unpaid.map(|l| (Unit::Location(l.place.0, l.place.1), why.to_owned())).collect()
     }
 
     fn run_lists(&self, run: u32) -> &[u32] {
@@ -600,7 +600,7 @@ mod tests {
         let refused = |what: &str| p.refused.iter().any(|(r, _)| format!("{r:?}").contains(what));
         assert!(refused("\"b\"") && !refused("\"a\""), "{:?}", p.refused);
         let exact = p.refused.iter().any(|(r, _)| match r {
-            crate::plan::Refused::Location(at, li) => {
+            crate::plan::Unit::Location(at, li) => {
                 p.ports[at.0].servers[at.1].locations[*li].loc
                     == crate::plan::Loc::Exact("/b.S/M".into())
             }
@@ -691,7 +691,7 @@ mod tests {
             .refused
             .iter()
             .filter_map(|(r, _)| match r {
-                crate::plan::Refused::Route(id) => Some(id.to_string()),
+                crate::plan::Unit::Route(id) => Some(id.to_string()),
                 _ => None,
             })
             .collect();
@@ -734,8 +734,8 @@ mod tests {
         let (mut routes, mut places) = (BTreeSet::new(), BTreeSet::new());
         for (r, _) in &p.refused {
             match r {
-                crate::plan::Refused::Route(id) => _ = routes.insert(id.name.clone()),
-                crate::plan::Refused::Location(at, li) => {
+                crate::plan::Unit::Route(id) => _ = routes.insert(id.name.clone()),
+                crate::plan::Unit::Location(at, li) => {
                     _ = places
                         .insert(format!("{:?}", p.ports[at.0].servers[at.1].locations[*li].loc))
                 }

@@ -52,7 +52,7 @@ mod status;
 mod types;
 mod words;
 
-pub use budget::{In, Left, Refused};
+pub use budget::{In, Left, Unit};
 pub use entry::{Entry, INTERNAL_PREFIX};
 pub use ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId};
 pub use list_bytes::{Limits as ListLimits, peak as list_peak};
@@ -154,7 +154,7 @@ pub struct Plan {
     pub ages: Ages,
     /// The objects over a budget of what tenants share in NGINX (`plan/budget.rs`), with why:
     /// left out of the configuration from the start.
-    pub refused: Vec<(Refused, String)>,
+    pub refused: Vec<(Unit, String)>,
     /// What planning took (tests bound it against the input: no timing).
     pub work: Work,
 }
@@ -349,7 +349,7 @@ fn rule_outcomes(ports: &[PortPlan]) -> impl Iterator<Item = (&RuleId, usize, &[
 
 /// The words NGINX cannot take (`plan/words.rs`), then the budgets: what does not fit of
 /// what tenants share, newest first.
-fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Refused, String)> {
+fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Unit, String)> {
     let mut refused = words::refusals(ports);
     if let Some(pos) = opts.list_word {
         refused.extend(words::lists(ports, ages, &refused, pos));
@@ -377,14 +377,14 @@ fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Ref
 }
 
 /// Servers the same on several ports, written once ([`Merged`]); but a server of a Gateway
-/// that leaves out a route's attachment ([`Refused::Attachment`]) and that holds that route
+/// that leaves out a route's attachment ([`Unit::Attachment`]) and that holds that route
 /// (its rules or the names it brings) is written for its own port (a server alike of another
 /// Gateway keeps the route). Every other server merges as it would without the refusal, so
 /// a newer tenant's refused attachment never changes another tenant's server blocks.
-fn merged(ports: &[PortPlan], refused: &[(Refused, String)]) -> Merged {
+fn merged(ports: &[PortPlan], refused: &[(Unit, String)]) -> Merged {
     let mut detached: BTreeMap<(&str, &str), BTreeSet<&RouteId>> = BTreeMap::new();
     for (r, _) in refused {
-        if let Refused::Attachment { route, gateway } = r {
+        if let Unit::Attachment { route, gateway } = r {
             detached.entry((&*gateway.namespace, &*gateway.name)).or_default().insert(route);
         }
     }

@@ -5,7 +5,7 @@
 //! writer writes a word: a bare one is never longer). A word NGINX cannot take (a control
 //! character, past 4,094 bytes, a path or a server name it would read otherwise, a GRPCRoute
 //! header name past the grpc module's fixed hash bucket) refuses the smallest unit that holds
-//! it ([`Refused`]): a backendRef's share for its target or its own filters, a rule for its
+//! it ([`Unit`]): a backendRef's share for its target or its own filters, a rule for its
 //! filters and mirrors, a match's location for its path, the owners of a server name
 //! (its routes, else its listener) and a listener for its certificates. So the writer never
 //! meets a tenant word it refuses.
@@ -22,7 +22,7 @@ use crate::syntax::{
     Arg, MAX_WORD, Part, Pos, braced_var, check_word, code, data, is_var_name, regex_data, var,
 };
 
-use super::budget::{self, Left, Refused};
+use super::budget::{self, Left, Unit};
 use super::entry::word_bytes;
 use super::ids::{Ages, RouteId, RuleId};
 use super::types::{Kept, Loc, LocationPlan, PortPlan, RulePlan, Segment, ServerPlan, Target};
@@ -44,10 +44,10 @@ fn word(pos: Pos, parts: Vec<Part>) -> Result<(), String> {
 
 /// The units the plan's words refuse, each with the writer's reason, in the plan's order (a
 /// caller that changes a plan's `ports` asks again: [`super::Plan::refused`]).
-pub fn refusals(ports: &[PortPlan]) -> Vec<(Refused, String)> {
+pub fn refusals(ports: &[PortPlan]) -> Vec<(Unit, String)> {
     let mut out = Vec::new();
-    let mut seen: BTreeSet<Refused> = BTreeSet::new();
-    let mut push = |r: Refused, why: String, out: &mut Vec<(Refused, String)>| {
+    let mut seen: BTreeSet<Unit> = BTreeSet::new();
+    let mut push = |r: Unit, why: String, out: &mut Vec<(Unit, String)>| {
         if seen.insert(r.clone()) {
             out.push((r, why));
         }
@@ -63,23 +63,23 @@ pub fn refusals(ports: &[PortPlan]) -> Vec<(Refused, String)> {
             if let Some(l) = &s.listener
                 && let Err(why) = certificates(s)
             {
-                push(Refused::Listener(l.clone()), why, &mut out);
+                push(Unit::Listener(l.clone()), why, &mut out);
             }
             for (li, l) in s.locations.iter().enumerate() {
                 let (Loc::Exact(path) | Loc::Prefix(path)) = &l.loc;
                 if let Err(why) = word(Pos::LocationPath, vec![data(PATH_FIELD, path.clone())]) {
-                    push(Refused::Location((pi, si), li), why, &mut out);
+                    push(Unit::Location((pi, si), li), why, &mut out);
                 }
             }
             for r in s.rules.iter().filter(|r| rules.insert(r.id.clone())) {
                 if let Err(why) = rule(r) {
-                    push(Refused::Rule(r.id.clone()), why, &mut out);
+                    push(Unit::Rule(r.id.clone()), why, &mut out);
                     continue;
                 }
                 for b in &r.backends {
                     let filters = headers(r, &b.request_headers, &b.response_headers);
                     if let Err(why) = filters.and_then(|()| target(&b.target)) {
-                        let share = Refused::Share { rule: r.id.clone(), index: b.index };
+                        let share = Unit::BackendShare { rule: r.id.clone(), index: b.index };
                         push(share, why, &mut out);
                     }
                 }
@@ -90,11 +90,11 @@ pub fn refusals(ports: &[PortPlan]) -> Vec<(Refused, String)> {
 }
 
 /// Who a server's name is written for: the routes that alone bring it, else its listener.
-fn name_owners(s: &ServerPlan) -> BTreeSet<Refused> {
+fn name_owners(s: &ServerPlan) -> BTreeSet<Unit> {
     if s.brought_by.is_empty() {
-        s.listener.iter().cloned().map(Refused::Listener).collect()
+        s.listener.iter().cloned().map(Unit::Listener).collect()
     } else {
-        s.brought_by.iter().cloned().map(Refused::Route).collect()
+        s.brought_by.iter().cloned().map(Unit::Route).collect()
     }
 }
 
@@ -284,9 +284,9 @@ fn target(t: &Target) -> Result<(), String> {
 pub(super) fn lists(
     ports: &[PortPlan],
     ages: &Ages,
-    before: &[(Refused, String)],
+    before: &[(Unit, String)],
     pos: Pos,
-) -> Vec<(Refused, String)> {
+) -> Vec<(Unit, String)> {
     lists_walked(ports, ages, before, pos).0
 }
 
@@ -298,7 +298,7 @@ struct Lists<'a> {
     multi: BTreeSet<&'a RouteId>,
     left: Left,
     bytes: HashMap<usize, Vec<Option<usize>>>,
-    out: Vec<(Refused, String)>,
+    out: Vec<(Unit, String)>,
 }
 
 impl<'a> Lists<'a> {
@@ -341,7 +341,7 @@ impl<'a> Lists<'a> {
             }
             let why = list_refused(&l.loc, s.hostname.as_deref(), port, used + cost);
             let unit = match budget::unit(&id.route, s, &self.multi) {
-                Refused::Route(_) => Refused::Rule(id.clone()),
+                Unit::Route(_) => Unit::Rule(id.clone()),
                 unit => unit,
             };
             self.left.add(&unit);
@@ -359,22 +359,22 @@ impl<'a> Lists<'a> {
 fn lists_walked(
     ports: &[PortPlan],
     ages: &Ages,
-    before: &[(Refused, String)],
+    before: &[(Unit, String)],
     pos: Pos,
-) -> (Vec<(Refused, String)>, usize) {
+) -> (Vec<(Unit, String)>, usize) {
     let (mut out, mut walked) = walk(ports, ages, before, pos);
-    let mut detached: Vec<(Refused, String)> = Vec::new();
+    let mut detached: Vec<(Unit, String)> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for walks in 1.. {
         // The walk leaves out what it is given: a refused attachment is new (else: no loop).
-        let new = out.iter().filter(|(r, _)| matches!(r, Refused::Attachment { .. }));
-        let new: Vec<(Refused, String)> =
+        let new = out.iter().filter(|(r, _)| matches!(r, Unit::Attachment { .. }));
+        let new: Vec<(Unit, String)> =
             new.filter(|(r, _)| seen.insert(r.clone())).cloned().collect();
         if new.is_empty() || walks == WALKS {
             break;
         }
         detached.extend(new);
-        let again: Vec<(Refused, String)> = before.iter().chain(&detached).cloned().collect();
+        let again: Vec<(Unit, String)> = before.iter().chain(&detached).cloned().collect();
         let (next, more) = walk(ports, ages, &again, pos);
         (out, walked) = (next, walked + more);
     }
@@ -389,9 +389,9 @@ const WALKS: usize = 4;
 fn walk(
     ports: &[PortPlan],
     ages: &Ages,
-    before: &[(Refused, String)],
+    before: &[(Unit, String)],
     pos: Pos,
-) -> (Vec<(Refused, String)>, usize) {
+) -> (Vec<(Unit, String)>, usize) {
     let mut kept = Kept::default();
     let left = Left::of(before);
     let multi = budget::multi_gateway(ports);
@@ -429,7 +429,7 @@ fn list_refused(loc: &Loc, host: Option<&str>, port: u16, bytes: usize) -> Strin
 #[cfg(test)]
 mod tests {
 
-    use crate::plan::{Refused, plan_yaml};
+    use crate::plan::{Unit, plan_yaml};
     use crate::syntax::Pos;
 
     /// The rules `lists` refuses (inline carrier) for route a/x created on day `x` and b/y on
@@ -445,7 +445,7 @@ mod tests {
         }
         let p = plan_yaml(&yaml, |o| o.list_word = Some(Pos::Literal));
         let rules = p.refused.iter().filter_map(|(r, _)| match r {
-            Refused::Rule(id) => Some(id.to_string()),
+            Unit::Rule(id) => Some(id.to_string()),
             _ => None,
         });
         rules.collect()
@@ -513,6 +513,79 @@ mod tests {
         let refused: Vec<String> = p.refused.iter().map(|(r, _)| format!("{r:?}")).collect();
         assert_eq!(refused.len(), 1, "{refused:?}");
         assert!(refused[0].starts_with("Attachment") && refused[0].contains("\"r\""));
+    }
+
+    /// Review L3: a two-level cascade. Gateway g/gw's listeners l0..l3 (ports 80..83, walked
+    /// in that order), inline lists of 4,094 bytes, routes on `/` with one header of 1,500
+    /// (`a1`, `a2`: also on o/gw) or 3,000 bytes, older first p, a1, x, a2, y. Walk 1: y does
+    /// not fit l0 beside a2, x not l1 beside a1, a1 not l3 beside p (its attachment to g/gw
+    /// refused). Walk 2, a1 detached: x fits l1, and in l2 a2 no longer fits beside it (a2's
+    /// attachment refused). Walk 3, a2 detached too: y fits l0. The result is the fixed point
+    /// (walked until no new attachment is refused): both attachments, no rule.
+    #[test]
+    fn a_two_level_cascade_of_walks_ends_at_the_fixed_point() {
+        let gw = |ns: &str, ls: &str| {
+            format!(
+                "kind: Gateway\nmetadata: {{name: gw, namespace: {ns}, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  listeners: [{ls}]\n"
+            )
+        };
+        let listener = |k: u16| {
+            format!(
+                "{{name: l{k}, port: {}, protocol: HTTP, hostname: h{k}.test, allowedRoutes: {{namespaces: {{from: All}}}}}}",
+                80 + k
+            )
+        };
+        let route = |name: &str, day: u32, ls: &[u16], len: usize| {
+            let mut refs: Vec<String> = ls
+                .iter()
+                .map(|k| format!("{{name: gw, namespace: g, sectionName: l{k}}}"))
+                .collect();
+            if len == 1500 {
+                refs.push("{name: gw, namespace: o}".into());
+            }
+            format!(
+                "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: t, creationTimestamp: \"2026-01-0{day}T00:00:00Z\"}}\nspec:\n  parentRefs: [{}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}, headers: [{{name: x-v, value: {}}}]}}]\n",
+                refs.join(", "),
+                "v".repeat(len)
+            )
+        };
+        let ls: Vec<String> = (0..4).map(listener).collect();
+        let yaml = [
+            gw("g", &ls.join(", ")),
+            gw(
+                "o",
+                "{name: l, port: 90, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
+            ),
+            route("p", 2, &[3], 3000),
+            route("a1", 3, &[1, 3], 1500),
+            route("x", 4, &[1, 2], 3000),
+            route("a2", 5, &[0, 2], 1500),
+            route("y", 6, &[0], 3000),
+        ]
+        .join("---\n");
+        let p = plan_yaml(&yaml, |o| o.list_word = Some(Pos::Literal));
+        let show = |us: &[(Unit, String)]| -> Vec<String> {
+            let mut v: Vec<String> = us.iter().map(|(u, _)| format!("{u:?}")).collect();
+            v.sort();
+            v
+        };
+        // The fixed point: walked until a walk refuses no new attachment.
+        let mut detached: Vec<(Unit, String)> = Vec::new();
+        let fixed = loop {
+            let (out, _) = super::walk(&p.ports, &p.ages, &detached, Pos::Literal);
+            let attachment = |u: &Unit| matches!(u, Unit::Attachment { .. });
+            let new: Vec<_> = out.iter().filter(|(u, _)| attachment(u)).cloned().collect();
+            if new.is_empty() {
+                break [detached, out].concat();
+            }
+            detached.extend(new);
+        };
+        let (walked, _) = super::lists_walked(&p.ports, &p.ages, &[], Pos::Literal);
+        assert_eq!(show(&walked), show(&fixed));
+        let refused = show(&p.refused);
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        let named = |r: &str| refused.iter().any(|u| u.starts_with("Attachment") && u.contains(r));
+        assert!(named("\"a1\"") && named("\"a2\""), "{refused:?}");
     }
 
     /// Behind a newer shared Gateway, the newer of two routes is refused, whichever it is
