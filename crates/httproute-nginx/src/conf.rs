@@ -15,7 +15,7 @@ pub use crate::syntax::{
     Arg, BlockKind, DOLLAR_VAR, MAX_WORD, Part, Pos, braced_var, check_word, code, data,
     is_var_name, regex_data, unwritable, var,
 };
-use crate::syntax::{position, word};
+use crate::syntax::{position, word_to};
 
 /// Defines `$httproute_dollar` as `$`: geo values are not compiled as complex values.
 pub fn dollar_geo() -> Node {
@@ -212,6 +212,8 @@ pub struct Writer {
     lines: Vec<Option<Provenance>>,
     /// The owner of the line being written.
     line_owner: Option<Provenance>,
+    /// The value of the word being written ([`word_to`]'s buffer, reused).
+    value: String,
 }
 
 impl Writer {
@@ -366,11 +368,13 @@ impl Writer {
 
     /// A word NGINX cannot take: recorded for the tenant object it came from (rendering goes
     /// on with `""` in its place), or the run's error.
-    fn refuse(&mut self, why: String) -> Result<(String, String), String> {
+    fn refuse(&mut self, why: String) -> Result<(), String> {
         match self.provenance.last() {
             Some(Provenance::Object(o)) => {
                 self.refused.push((*o, why));
-                Ok(("\"\"".to_owned(), String::new()))
+                self.text.push_str("\"\"");
+                self.value.clear();
+                Ok(())
             }
             Some(Provenance::Run) | None => Err(why),
         }
@@ -398,23 +402,26 @@ impl Writer {
             } else {
                 position(parent, name, i, n)
             };
-            let (written, value) = match word(a, pos, &mut self.dollar) {
-                Ok(w) => w,
-                Err(why) => self.refuse(why)?,
-            };
             if d.condition && i == 1 {
                 self.text.push('(');
+            }
+            let start = self.text.len();
+            if let Err(why) = word_to(a, pos, &mut self.dollar, &mut self.value, &mut self.text) {
+                self.refuse(why)?;
+            }
+            if d.condition && i == 1 {
                 if tree {
-                    words.push(format!("({value}"));
+                    words.push(format!("({}", self.value));
                 }
             } else if tree {
-                words.push(value);
+                words.push(self.value.clone());
             }
-            self.text.push_str(&written);
             if d.condition && i == n - 1 {
-                self.text.push(')');
                 // After a quoted word, `)` is a word of its own; else it ends the word.
-                if tree && written.ends_with(['"', '\'']) && written.len() > 1 {
+                let written = &self.text[start..];
+                let own = written.ends_with(['"', '\'']) && written.len() > 1;
+                self.text.push(')');
+                if tree && own {
                     words.push(")".to_owned());
                 } else if tree {
                     words.last_mut().expect("a word").push(')');

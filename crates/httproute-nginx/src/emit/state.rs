@@ -165,7 +165,7 @@ pub(super) fn rule_tag(id: &RuleId) -> (String, u128, u128) {
 
 /// SHA-256 of `text` in base 36, 25 characters, with the digest's first and last 128 bits.
 fn tag_parts(text: &str) -> (String, u128, u128) {
-    let digest = openssl::sha::sha256(text.as_bytes());
+    let digest = crate::lists::sha256(text.as_bytes());
     let half = |b: &[u8]| u128::from_be_bytes(b.try_into().expect("16 bytes"));
     let (first, last) = (half(&digest[..16]), half(&digest[16..]));
     let mut n = first;
