@@ -234,11 +234,41 @@ pub fn check_word(a: &Arg, pos: Pos) -> Result<(), String> {
     })
 }
 
+/// What a byte of a word asks for ([`classes`]): quotes to stay one word of data (a space,
+/// tab, `;`, brace, `#`, quote or backslash).
+const QUOTE: u8 = 1;
+/// An ASCII control character but the tab ([`unwritable`]).
+const CONTROL: u8 = 2;
+/// The tab (a control character in the generator's own text).
+const TAB: u8 = 4;
+/// A byte of a character above U+007F.
+const WIDE: u8 = 8;
+
+/// [`QUOTE`], [`CONTROL`], [`TAB`], [`WIDE`] of each byte.
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = match b as u8 {
+            b' ' | b';' | b'{' | b'}' | b'#' | b'"' | b'\'' | b'\\' => QUOTE,
+            b'\t' => QUOTE | TAB,
+            0..=0x1f | 0x7f => CONTROL,
+            0x80.. => WIDE,
+            _ => 0,
+        };
+        b += 1;
+    }
+    t
+};
+
+/// The classes of `v`'s bytes, together: one pass over a word.
+fn classes(v: &str) -> u8 {
+    v.bytes().fold(0, |c, b| c | CLASS[usize::from(b)])
+}
+
 /// Characters that make a word need quotes to stay one word of data.
-fn needs_quotes(v: &str) -> bool {
-    v.is_empty()
-        || v.bytes()
-            .any(|b| matches!(b, b' ' | b'\t' | b';' | b'{' | b'}' | b'#' | b'"' | b'\'' | b'\\'))
+fn needs_quotes(v: &str, classes: u8) -> bool {
+    v.is_empty() || classes & QUOTE != 0
 }
 
 /// Whether NGINX's parser cannot take byte-for-byte what `c` is as data: the ASCII control
@@ -252,9 +282,9 @@ pub fn unwritable(c: char) -> bool {
 }
 
 /// Rejects what NGINX's parser cannot read back as data: see [`unwritable`].
-fn check_bytes(field: &str, text: &str) -> Result<(), String> {
+fn check_bytes(field: &str, text: &str, classes: u8) -> Result<(), String> {
     // An ASCII control character is one byte of UTF-8 and no part of another character.
-    if !text.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+    if classes & CONTROL == 0 {
         return Ok(());
     }
     if let Some(c) = text.chars().find(|&c| unwritable(c)) {
@@ -311,15 +341,16 @@ pub fn word_to(
         match p {
             Part::Code(c) => {
                 // ASCII text: its bytes are its characters.
-                let control = if c.is_ascii() {
-                    c.bytes().any(|b| b.is_ascii_control())
+                let k = classes(c);
+                let control = if k & WIDE == 0 {
+                    k & (CONTROL | TAB) != 0
                 } else {
                     c.chars().any(char::is_control)
                 };
                 if control {
                     return Err(format!("generator bug: a control character in {c:?}"));
                 }
-                needs |= needs_quotes(c);
+                needs |= needs_quotes(c, k);
                 value.push_str(c);
             }
             Part::Var(v) | Part::BracedVar(v) => {
@@ -345,9 +376,10 @@ pub fn word_to(
                 }
             }
             Part::Data { field: f, text } | Part::RegexData { field: f, text } => {
-                check_bytes(f, text)?;
+                let k = classes(text);
+                check_bytes(f, text, k)?;
                 field.get_or_insert(f);
-                needs |= needs_quotes(text) || matches!(p, Part::RegexData { .. });
+                needs |= needs_quotes(text, k) || matches!(p, Part::RegexData { .. });
                 let regex = matches!(p, Part::RegexData { .. });
                 let first = value.is_empty();
                 data_into(value, f, text, regex, pos, first, dollar)?;

@@ -141,8 +141,10 @@ pub(super) struct Http {
     pub(super) over_limit: Vec<String>,
     /// Such rules: (their provenance number, why).
     pub(super) refused: Vec<(u32, String)>,
-    /// The tag of the rule being written ([`rule_tag`]) and how many variables it has named.
-    pub(super) var_tag: String,
+    /// The rule being written ([`Http::begin_rule`]), its tag ([`rule_tag`]) once made (when
+    /// it first names a variable: most rules name none) and how many variables it has named.
+    pub(super) var_rule: Option<RuleId>,
+    pub(super) var_tag: Option<String>,
     pub(super) var_n: usize,
     /// The tags given ([`rule_tag`]'s first 128 bits of a rule's SHA-256), each with the last
     /// 128 bits of its rule's: two rules with one tag differ there (or have one SHA-256).
@@ -183,23 +185,36 @@ pub(super) fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
 }
 
 impl Http {
-    /// Rule `id`'s variables are named from here on ([`Http::var`]). A tag already given to
-    /// another rule (two names with one SHA-256, cut to 128 bits) refuses this rule.
+    /// Rule `id`'s variables are named from here on ([`Http::var`]).
     pub(super) fn begin_rule(&mut self, id: &RuleId) {
+        self.var_rule = Some(id.clone());
+        self.var_tag = None;
+        self.var_n = 0;
+    }
+
+    /// The tag of the rule being written, made when it first names a variable. A tag already
+    /// given to another rule's variables (two names with one SHA-256, cut to 128 bits) refuses
+    /// this rule.
+    pub(super) fn tag(&mut self) -> String {
+        if let Some(t) = &self.var_tag {
+            return t.clone();
+        }
+        let Some(id) = &self.var_rule else { return String::new() };
         let (text, tag, rest) = rule_tag(id);
         if *self.tags.entry(tag).or_insert(rest) != rest {
             self.over_limit.push(format!(
                 "{id}: the names of its variables would be another rule's (a SHA-256 collision)"
             ));
         }
-        self.var_tag = text;
-        self.var_n = 0;
+        self.var_tag = Some(text.clone());
+        text
     }
 
     /// The next variable of kind `what` of the rule being written: `httproute_WHAT_TAG_N`.
     pub(super) fn var(&mut self, what: &str) -> String {
+        let tag = self.tag();
         self.var_n += 1;
-        format!("httproute_{what}_{}_{}", self.var_tag, self.var_n - 1)
+        format!("httproute_{what}_{tag}_{}", self.var_n - 1)
     }
 
     /// The provenance of directives written for `u`.
