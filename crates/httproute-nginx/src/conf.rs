@@ -60,7 +60,10 @@ pub enum Provenance {
 
 impl Directive {
     pub fn new(name: &'static str) -> Directive {
-        Directive { words: vec![Arg::code(name)], condition: false, block: None, provenance: None }
+        // Room for the words most directives have (grown, a second allocation).
+        let mut words = Vec::with_capacity(3);
+        words.push(Arg::code(name));
+        Directive { words, condition: false, block: None, provenance: None }
     }
     /// An entry whose first word is not a directive name (a `map` key).
     pub fn entry(first: Arg) -> Directive {
@@ -443,7 +446,10 @@ impl Writer {
                         );
                     };
                     self.text.push(' ');
-                    inner.push(self.directive(child, b.kind, depth)?);
+                    let stmt = self.directive(child, b.kind, depth)?;
+                    if tree {
+                        inner.push(stmt);
+                    }
                 }
                 self.text.push_str(" }");
                 Some(inner)

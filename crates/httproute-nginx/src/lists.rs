@@ -92,7 +92,12 @@ impl Run<'_> {
 /// that serves, serves none: a joined piece reaches back to the previous one of its block
 /// (its start: 0) and the last one to the block's end. So a block no written candidate cuts
 /// is one run, the whole block, the same in every location: each looked at once per server.
-fn joined(live: Vec<Run<'_>>) -> Vec<Run<'_>> {
+fn joined(mut live: Vec<Run<'_>>) -> Vec<Run<'_>> {
+    if let [one] = &mut live[..] {
+        // Most locations: one run, its whole block.
+        one.range = 0..one.block.len();
+        return live;
+    }
     let mut out: Vec<Run<'_>> = Vec::with_capacity(live.len());
     // By block: where its previous piece ended, and that piece's place in `out`.
     let mut last: HashMap<usize, (usize, usize)> = HashMap::new();
