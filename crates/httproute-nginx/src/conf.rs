@@ -436,24 +436,7 @@ impl Writer {
                 self.text.push(';');
                 None
             }
-            Some(b) if b.inline => {
-                self.text.push_str(" {");
-                let mut inner = Vec::new();
-                for node in &b.nodes {
-                    let Node::Directive(child) = node else {
-                        return Err(
-                            "generator bug: a comment or blank line in a block on one line".into(),
-                        );
-                    };
-                    self.text.push(' ');
-                    let stmt = self.directive(child, b.kind, depth)?;
-                    if tree {
-                        inner.push(stmt);
-                    }
-                }
-                self.text.push_str(" }");
-                Some(inner)
-            }
+            Some(b) if b.inline => Some(self.inline(b, depth)?),
             Some(b) => {
                 self.text.push_str(" {");
                 self.newline();
@@ -465,6 +448,24 @@ impl Writer {
             }
         };
         Ok(Stmt { words, block })
+    }
+
+    /// A block on one line: `{ a; b; }`.
+    fn inline(&mut self, b: &Block, depth: usize) -> Result<Vec<Stmt>, String> {
+        self.text.push_str(" {");
+        let mut inner = Vec::new();
+        for node in &b.nodes {
+            let Node::Directive(child) = node else {
+                return Err("generator bug: a comment or blank line in a block on one line".into());
+            };
+            self.text.push(' ');
+            let stmt = self.directive(child, b.kind, depth)?;
+            if !self.text_only {
+                inner.push(stmt);
+            }
+        }
+        self.text.push_str(" }");
+        Ok(inner)
     }
 }
 

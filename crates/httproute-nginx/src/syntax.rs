@@ -388,8 +388,20 @@ pub fn word_to(
             }
         }
     }
+    written_to(value, a.style, needs, field, out)
+}
+
+/// Word `value` written in `style` (`needs`: quotes) to `out`, unless it passes [`MAX_WORD`]
+/// (`field`: the first field of data it holds).
+fn written_to(
+    value: &str,
+    style: Style,
+    needs: bool,
+    field: Option<&str>,
+    out: &mut String,
+) -> Result<(), String> {
     let start = out.len();
-    match a.style {
+    match style {
         // A bare `${...}` is fine for NGINX, but crossplane reads on past its `}`: quoted.
         Style::Auto if !needs && !value.is_empty() && !braced(value) => out.push_str(value),
         Style::Auto | Style::Double => quote(value, '"', out),
