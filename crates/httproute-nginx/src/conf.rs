@@ -15,7 +15,7 @@ pub use crate::syntax::{
     Arg, BlockKind, DOLLAR_VAR, MAX_WORD, Part, Pos, braced_var, check_word, code, data,
     is_var_name, regex_data, unwritable, var,
 };
-use crate::syntax::{position, word};
+use crate::syntax::{position, word_to};
 
 /// Defines `$httproute_dollar` as `$`: geo values are not compiled as complex values.
 pub fn dollar_geo() -> Node {
@@ -60,7 +60,10 @@ pub enum Provenance {
 
 impl Directive {
     pub fn new(name: &'static str) -> Directive {
-        Directive { words: vec![Arg::code(name)], condition: false, block: None, provenance: None }
+        // Room for the words most directives have (grown, a second allocation).
+        let mut words = Vec::with_capacity(3);
+        words.push(Arg::code(name));
+        Directive { words, condition: false, block: None, provenance: None }
     }
     /// An entry whose first word is not a directive name (a `map` key).
     pub fn entry(first: Arg) -> Directive {
@@ -212,6 +215,8 @@ pub struct Writer {
     lines: Vec<Option<Provenance>>,
     /// The owner of the line being written.
     line_owner: Option<Provenance>,
+    /// The value of the word being written ([`word_to`]'s buffer, reused).
+    value: String,
 }
 
 impl Writer {
@@ -366,11 +371,13 @@ impl Writer {
 
     /// A word NGINX cannot take: recorded for the tenant object it came from (rendering goes
     /// on with `""` in its place), or the run's error.
-    fn refuse(&mut self, why: String) -> Result<(String, String), String> {
+    fn refuse(&mut self, why: String) -> Result<(), String> {
         match self.provenance.last() {
             Some(Provenance::Object(o)) => {
                 self.refused.push((*o, why));
-                Ok(("\"\"".to_owned(), String::new()))
+                self.text.push_str("\"\"");
+                self.value.clear();
+                Ok(())
             }
             Some(Provenance::Run) | None => Err(why),
         }
@@ -398,23 +405,26 @@ impl Writer {
             } else {
                 position(parent, name, i, n)
             };
-            let (written, value) = match word(a, pos, &mut self.dollar) {
-                Ok(w) => w,
-                Err(why) => self.refuse(why)?,
-            };
             if d.condition && i == 1 {
                 self.text.push('(');
+            }
+            let start = self.text.len();
+            if let Err(why) = word_to(a, pos, &mut self.dollar, &mut self.value, &mut self.text) {
+                self.refuse(why)?;
+            }
+            if d.condition && i == 1 {
                 if tree {
-                    words.push(format!("({value}"));
+                    words.push(format!("({}", self.value));
                 }
             } else if tree {
-                words.push(value);
+                words.push(self.value.clone());
             }
-            self.text.push_str(&written);
             if d.condition && i == n - 1 {
-                self.text.push(')');
                 // After a quoted word, `)` is a word of its own; else it ends the word.
-                if tree && written.ends_with(['"', '\'']) && written.len() > 1 {
+                let written = &self.text[start..];
+                let own = written.ends_with(['"', '\'']) && written.len() > 1;
+                self.text.push(')');
+                if tree && own {
                     words.push(")".to_owned());
                 } else if tree {
                     words.last_mut().expect("a word").push(')');
@@ -426,21 +436,7 @@ impl Writer {
                 self.text.push(';');
                 None
             }
-            Some(b) if b.inline => {
-                self.text.push_str(" {");
-                let mut inner = Vec::new();
-                for node in &b.nodes {
-                    let Node::Directive(child) = node else {
-                        return Err(
-                            "generator bug: a comment or blank line in a block on one line".into(),
-                        );
-                    };
-                    self.text.push(' ');
-                    inner.push(self.directive(child, b.kind, depth)?);
-                }
-                self.text.push_str(" }");
-                Some(inner)
-            }
+            Some(b) if b.inline => Some(self.inline(b, depth)?),
             Some(b) => {
                 self.text.push_str(" {");
                 self.newline();
@@ -452,6 +448,24 @@ impl Writer {
             }
         };
         Ok(Stmt { words, block })
+    }
+
+    /// A block on one line: `{ a; b; }`.
+    fn inline(&mut self, b: &Block, depth: usize) -> Result<Vec<Stmt>, String> {
+        self.text.push_str(" {");
+        let mut inner = Vec::new();
+        for node in &b.nodes {
+            let Node::Directive(child) = node else {
+                return Err("generator bug: a comment or blank line in a block on one line".into());
+            };
+            self.text.push(' ');
+            let stmt = self.directive(child, b.kind, depth)?;
+            if !self.text_only {
+                inner.push(stmt);
+            }
+        }
+        self.text.push_str(" }");
+        Ok(inner)
     }
 }
 

@@ -20,7 +20,16 @@ use crate::plan::{Candidate, Entry, Segment};
 /// The key of a list whose JSON is `text`: `i` for a list of includes, `e` for one of match
 /// entries, then the SHA-256 of `text` in hex, its first 128 bits (`full`: all of it).
 pub fn key_of(text: &str, includes: bool, full: bool) -> String {
-    key_of_digest(&openssl::sha::sha256(text.as_bytes()), includes, full)
+    key_of_digest(&sha256(text.as_bytes()), includes, full)
+}
+
+/// The SHA-256 of `bytes`: OpenSSL's context, not its one-call `SHA256()`, which since
+/// OpenSSL 3 looks the algorithm up on every call (~5,000 instructions, more than digesting a
+/// rule's name or a list).
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    let mut h = openssl::sha::Sha256::new();
+    h.update(bytes);
+    h.finish()
 }
 
 /// [`key_of`] the text whose SHA-256 is `digest`.
@@ -60,6 +69,8 @@ pub struct Lists<'a> {
     /// A run already looked at, by [`Segment::id`] (the same candidates in the same order,
     /// whichever location holds it): its key, `None` when it serves none.
     key_of_run: HashMap<(usize, usize, usize), Option<Key>>,
+    /// The text of the list being digested ([`Lists::text`]).
+    buf: Vec<u8>,
 }
 
 /// A piece of a block: its candidates `block[range]`.
@@ -81,7 +92,12 @@ impl Run<'_> {
 /// that serves, serves none: a joined piece reaches back to the previous one of its block
 /// (its start: 0) and the last one to the block's end. So a block no written candidate cuts
 /// is one run, the whole block, the same in every location: each looked at once per server.
-fn joined(live: Vec<Run<'_>>) -> Vec<Run<'_>> {
+fn joined(mut live: Vec<Run<'_>>) -> Vec<Run<'_>> {
+    if let [one] = &mut live[..] {
+        // Most locations: one run, its whole block.
+        one.range = 0..one.block.len();
+        return live;
+    }
     let mut out: Vec<Run<'_>> = Vec::with_capacity(live.len());
     // By block: where its previous piece ended, and that piece's place in `out`.
     let mut last: HashMap<usize, (usize, usize)> = HashMap::new();
@@ -187,8 +203,10 @@ impl<'a> Lists<'a> {
 
     /// The key of a list with these items ([`key_of`] its text), written once.
     fn text(&mut self, items: Vec<Item<'a>>) -> Result<Key, String> {
-        let text = serde_json::to_string(&items).map_err(|e| e.to_string())?;
-        let digest = openssl::sha::sha256(text.as_bytes());
+        // The text in one buffer for all lists (only its digest is kept).
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, &items).map_err(|e| e.to_string())?;
+        let digest = sha256(&self.buf);
         if let Some(k) = self.by_digest.get(&digest) {
             return Ok(k.clone());
         }

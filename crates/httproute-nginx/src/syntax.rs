@@ -28,17 +28,6 @@ pub enum Part {
     RegexData { field: Cow<'static, str>, text: String },
 }
 
-impl Part {
-    /// The bytes it writes unescaped (a variable's with its `${}`): a word's capacity.
-    fn len(&self) -> usize {
-        match self {
-            Part::Code(c) => c.len(),
-            Part::Var(v) | Part::BracedVar(v) => v.len() + 3,
-            Part::Data { text, .. } | Part::RegexData { text, .. } => text.len(),
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Style {
     /// Bare when it can be, else in double quotes.
@@ -50,25 +39,45 @@ enum Style {
 /// A word of a directive.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Arg {
-    parts: Vec<Part>,
+    parts: Parts,
     style: Style,
 }
 
-impl Arg {
-    pub fn code(s: impl Into<Cow<'static, str>>) -> Arg {
-        Arg { parts: vec![Part::Code(s.into())], style: Style::Auto }
-    }
-    pub fn var(name: impl Into<Cow<'static, str>>) -> Arg {
-        Arg { parts: vec![Part::Var(name.into())], style: Style::Auto }
-    }
-    pub fn data(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Arg {
-        Arg {
-            parts: vec![Part::Data { field: field.into(), text: text.into() }],
-            style: Style::Auto,
+/// A word's parts: most words are one, held without an allocation of their own.
+#[derive(Debug, Clone, PartialEq)]
+enum Parts {
+    One(Part),
+    Many(Vec<Part>),
+}
+
+impl Parts {
+    fn as_slice(&self) -> &[Part] {
+        match self {
+            Parts::One(p) => std::slice::from_ref(p),
+            Parts::Many(v) => v,
         }
     }
-    pub fn parts(parts: Vec<Part>) -> Arg {
-        Arg { parts, style: Style::Auto }
+}
+
+impl Arg {
+    fn one(p: Part) -> Arg {
+        Arg { parts: Parts::One(p), style: Style::Auto }
+    }
+    pub fn code(s: impl Into<Cow<'static, str>>) -> Arg {
+        Arg::one(Part::Code(s.into()))
+    }
+    pub fn var(name: impl Into<Cow<'static, str>>) -> Arg {
+        Arg::one(Part::Var(name.into()))
+    }
+    pub fn data(field: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Arg {
+        Arg::one(Part::Data { field: field.into(), text: text.into() })
+    }
+    pub fn parts(mut parts: Vec<Part>) -> Arg {
+        match parts.len() {
+            // One part is held as [`Arg::code`] and the others hold it (`==` compares them).
+            1 => Arg::one(parts.remove(0)),
+            _ => Arg { parts: Parts::Many(parts), style: Style::Auto },
+        }
     }
     /// The generator's text, when that is all the word is (a directive's name, an operator).
     pub(crate) fn as_code(&self) -> Option<&str> {
@@ -215,14 +224,51 @@ pub(crate) fn position(parent: BlockKind, name: Option<&str>, i: usize, n: usize
 /// server name it would read otherwise). The one judge of words: `crate::plan`'s validator
 /// asks it for every tenant word before anything is written.
 pub fn check_word(a: &Arg, pos: Pos) -> Result<(), String> {
-    word(a, pos, &mut false).map(drop)
+    thread_local! {
+        /// [`word_to`]'s buffers, reused: the plan asks of every tenant word.
+        static BUFFERS: std::cell::RefCell<(String, String)> = Default::default();
+    }
+    BUFFERS.with_borrow_mut(|(value, out)| {
+        out.clear();
+        word_to(a, pos, &mut false, value, out)
+    })
+}
+
+/// What a byte of a word asks for ([`classes`]): quotes to stay one word of data (a space,
+/// tab, `;`, brace, `#`, quote or backslash).
+const QUOTE: u8 = 1;
+/// An ASCII control character but the tab ([`unwritable`]).
+const CONTROL: u8 = 2;
+/// The tab (a control character in the generator's own text).
+const TAB: u8 = 4;
+/// A byte of a character above U+007F.
+const WIDE: u8 = 8;
+
+/// [`QUOTE`], [`CONTROL`], [`TAB`], [`WIDE`] of each byte.
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = match b as u8 {
+            b' ' | b';' | b'{' | b'}' | b'#' | b'"' | b'\'' | b'\\' => QUOTE,
+            b'\t' => QUOTE | TAB,
+            0..=0x1f | 0x7f => CONTROL,
+            0x80.. => WIDE,
+            _ => 0,
+        };
+        b += 1;
+    }
+    t
+};
+
+/// The classes of `v`'s bytes, together: one pass over a word.
+fn classes(v: &str) -> u8 {
+    v.bytes().fold(0, |c, b| c | CLASS[usize::from(b)])
 }
 
 /// Characters that make a word need quotes to stay one word of data.
-fn needs_quotes(v: &str) -> bool {
-    v.is_empty()
-        || v.bytes()
-            .any(|b| matches!(b, b' ' | b'\t' | b';' | b'{' | b'}' | b'#' | b'"' | b'\'' | b'\\'))
+fn needs_quotes(v: &str, classes: u8) -> bool {
+    v.is_empty() || classes & QUOTE != 0
 }
 
 /// Whether NGINX's parser cannot take byte-for-byte what `c` is as data: the ASCII control
@@ -236,9 +282,9 @@ pub fn unwritable(c: char) -> bool {
 }
 
 /// Rejects what NGINX's parser cannot read back as data: see [`unwritable`].
-fn check_bytes(field: &str, text: &str) -> Result<(), String> {
+fn check_bytes(field: &str, text: &str, classes: u8) -> Result<(), String> {
     // An ASCII control character is one byte of UTF-8 and no part of another character.
-    if !text.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+    if classes & CONTROL == 0 {
         return Ok(());
     }
     if let Some(c) = text.chars().find(|&c| unwritable(c)) {
@@ -269,26 +315,42 @@ pub fn is_var_name(n: &str) -> bool {
 }
 
 /// The one function that decides how a word is written: its text in nginx.conf and the
-/// value NGINX's parser reads from it.
+/// value NGINX's parser reads from it ([`word_to`] into new strings).
 pub fn word(a: &Arg, pos: Pos, dollar: &mut bool) -> Result<(String, String), String> {
-    let mut value = String::with_capacity(a.parts.iter().map(Part::len).sum());
+    let (mut written, mut value) = (String::new(), String::new());
+    word_to(a, pos, dollar, &mut value, &mut written)?;
+    Ok((written, value))
+}
+
+/// [`word`], its text appended to `out` (nothing appended on an error) and its value in
+/// `value` (cleared first): the writer's buffers, so a word costs no allocation of its own.
+pub fn word_to(
+    a: &Arg,
+    pos: Pos,
+    dollar: &mut bool,
+    value: &mut String,
+    out: &mut String,
+) -> Result<(), String> {
+    value.clear();
     let mut field: Option<&str> = None;
     // A variable's `${...}` is fine in a bare word; any other space, `;`, brace, `#`,
     // quote or backslash needs quotes.
-    let mut needs = a.parts.is_empty();
-    for (k, p) in a.parts.iter().enumerate() {
+    let parts = a.parts.as_slice();
+    let mut needs = parts.is_empty();
+    for (k, p) in parts.iter().enumerate() {
         match p {
             Part::Code(c) => {
                 // ASCII text: its bytes are its characters.
-                let control = if c.is_ascii() {
-                    c.bytes().any(|b| b.is_ascii_control())
+                let k = classes(c);
+                let control = if k & WIDE == 0 {
+                    k & (CONTROL | TAB) != 0
                 } else {
                     c.chars().any(char::is_control)
                 };
                 if control {
                     return Err(format!("generator bug: a control character in {c:?}"));
                 }
-                needs |= needs_quotes(c);
+                needs |= needs_quotes(c, k);
                 value.push_str(c);
             }
             Part::Var(v) | Part::BracedVar(v) => {
@@ -296,7 +358,7 @@ pub fn word(a: &Arg, pos: Pos, dollar: &mut bool) -> Result<(String, String), St
                     return Err(format!("generator bug: invalid variable name {v:?}"));
                 }
                 // `$a` followed by a name character would read a longer name.
-                let next_is_name = a.parts.get(k + 1).is_some_and(|n| {
+                let next_is_name = parts.get(k + 1).is_some_and(|n| {
                     let first = match n {
                         Part::Code(c) => c.chars().next(),
                         Part::Var(_) | Part::BracedVar(_) => Some('$'),
@@ -306,38 +368,54 @@ pub fn word(a: &Arg, pos: Pos, dollar: &mut bool) -> Result<(String, String), St
                     };
                     first.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
                 });
-                if next_is_name || matches!(p, Part::BracedVar(_)) {
-                    let _ = write!(value, "${{{v}}}");
-                } else {
-                    let _ = write!(value, "${v}");
+                let braces = next_is_name || matches!(p, Part::BracedVar(_));
+                value.push_str(if braces { "${" } else { "$" });
+                value.push_str(v);
+                if braces {
+                    value.push('}');
                 }
             }
             Part::Data { field: f, text } | Part::RegexData { field: f, text } => {
-                check_bytes(f, text)?;
+                let k = classes(text);
+                check_bytes(f, text, k)?;
                 field.get_or_insert(f);
-                needs |= needs_quotes(text) || matches!(p, Part::RegexData { .. });
+                needs |= needs_quotes(text, k) || matches!(p, Part::RegexData { .. });
                 let regex = matches!(p, Part::RegexData { .. });
                 let first = value.is_empty();
-                data_into(&mut value, f, text, regex, pos, first, dollar)?;
+                data_into(value, f, text, regex, pos, first, dollar)?;
                 // A map key's leading `\`.
                 needs |= value.starts_with('\\');
             }
         }
     }
-    let written = match a.style {
+    written_to(value, a.style, needs, field, out)
+}
+
+/// Word `value` written in `style` (`needs`: quotes) to `out`, unless it passes [`MAX_WORD`]
+/// (`field`: the first field of data it holds).
+fn written_to(
+    value: &str,
+    style: Style,
+    needs: bool,
+    field: Option<&str>,
+    out: &mut String,
+) -> Result<(), String> {
+    let start = out.len();
+    match style {
         // A bare `${...}` is fine for NGINX, but crossplane reads on past its `}`: quoted.
-        Style::Auto if !needs && !value.is_empty() && !braced(&value) => value.clone(),
-        Style::Auto | Style::Double => quote(&value, '"'),
-        Style::Single => quote(&value, '\''),
-    };
-    if written.len() > MAX_WORD {
+        Style::Auto if !needs && !value.is_empty() && !braced(value) => out.push_str(value),
+        Style::Auto | Style::Double => quote(value, '"', out),
+        Style::Single => quote(value, '\'', out),
+    }
+    let written = out.len() - start;
+    if written > MAX_WORD {
+        out.truncate(start);
         return Err(format!(
-            "{}: {} bytes in one nginx.conf word; NGINX takes at most {MAX_WORD}",
+            "{}: {written} bytes in one nginx.conf word; NGINX takes at most {MAX_WORD}",
             field.unwrap_or("generated text"),
-            written.len()
         ));
     }
-    Ok((written, value))
+    Ok(())
 }
 
 /// Appends data `text` to the value of a word at `pos`.
@@ -398,15 +476,15 @@ fn braced(v: &str) -> bool {
     v.contains('$') && v.contains("${")
 }
 
-/// `v` in quotes `q`, with `\` and `q` escaped and a tab written `\t`.
-fn quote(v: &str, q: char) -> String {
-    let mut s = String::with_capacity(v.len() + 2);
+/// `v` in quotes `q`, with `\` and `q` escaped and a tab written `\t`, appended to `s`.
+fn quote(v: &str, q: char, s: &mut String) {
+    s.reserve(v.len() + 2);
     s.push(q);
     if !v.bytes().any(|b| b == b'\t' || b == b'\\' || char::from(b) == q) {
         // Nothing to escape (`q` is ASCII: a byte of its own in UTF-8).
         s.push_str(v);
         s.push(q);
-        return s;
+        return;
     }
     for c in v.chars() {
         if c == '\t' {
@@ -419,5 +497,4 @@ fn quote(v: &str, q: char) -> String {
         s.push(c);
     }
     s.push(q);
-    s
 }

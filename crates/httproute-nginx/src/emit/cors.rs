@@ -17,7 +17,7 @@ impl Http {
     pub(super) fn cors(&mut self, c: &crate::model::Cors, rule: &RulePlan) -> Vec<Node> {
         self.preflight = true;
         // One CORS filter a rule: named by the rule's tag alone.
-        let origin = format!("httproute_cors_{}", self.var_tag);
+        let origin = format!("httproute_cors_{}", self.tag());
         if !self.defined.contains(&origin) {
             self.cors_n += 1;
         }

@@ -266,7 +266,8 @@ impl<'p> Pass<'p> {
                 body,
                 &mut mirror_locs,
                 |http, out, mirror_locs| {
-                    http.rule_location((port.port, port.tls), ri, rule, out, mirror_locs)
+                    http.rule_location((port.port, port.tls), ri, rule, out, mirror_locs)?;
+                    http.collision.take().map_or(Ok(()), Err)
                 },
             )?;
         }

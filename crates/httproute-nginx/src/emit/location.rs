@@ -27,7 +27,7 @@ impl Http {
     ) -> Result<(), String> {
         let name = rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
         out.push(Node::Comment(format!("{}{name}", rule.id)));
-        self.begin_rule(&rule.id)?;
+        self.begin_rule(&rule.id);
         let (rule, retry) = self.retried(rule);
         let rule = rule.as_ref();
         let loc = || d("location").code("=").code(format!("{INTERNAL_PREFIX}{ri}"));

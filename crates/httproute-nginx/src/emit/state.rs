@@ -83,8 +83,13 @@ pub(super) struct Http {
     /// For an object number whose lines several units bring ([`Http::shared`]): the units
     /// after the first (`units[o]`).
     pub(super) sharers: BTreeMap<u32, Vec<Unit>>,
-    /// The tag of the rule being written ([`rule_tag`]) and how many variables it has named.
-    pub(super) var_tag: String,
+    /// The rule being written ([`Http::begin_rule`]), its tag ([`rule_tag`]) once made (when
+    /// it first names a variable: most rules name none) and how many variables it has named.
+    pub(super) var_rule: Option<RuleId>,
+    pub(super) var_tag: Option<String>,
+    /// A tag that was already another rule's, found while the rule was written: an error of
+    /// the run once the rule is written ([`Http::tag`]).
+    pub(super) collision: Option<String>,
     pub(super) var_n: usize,
     /// The tags given ([`rule_tag`]'s first 128 bits of a rule's SHA-256), each with the last
     /// 128 bits of its rule's: two rules with one tag differ there (or have one SHA-256).
@@ -107,7 +112,7 @@ pub(super) fn rule_tag(id: &RuleId) -> (String, u128, u128) {
 
 /// SHA-256 of `text` in base 36, 25 characters, with the digest's first and last 128 bits.
 fn tag_parts(text: &str) -> (String, u128, u128) {
-    let digest = openssl::sha::sha256(text.as_bytes());
+    let digest = crate::lists::sha256(text.as_bytes());
     let half = |b: &[u8]| u128::from_be_bytes(b.try_into().expect("16 bytes"));
     let (first, last) = (half(&digest[..16]), half(&digest[16..]));
     let mut n = first;
@@ -125,24 +130,36 @@ pub(super) fn field(rule: &RulePlan, f: &str) -> Cow<'static, str> {
 }
 
 impl Http {
-    /// Rule `id`'s variables are named from here on ([`Http::var`]). A tag already given to
-    /// another rule (two names with one SHA-256, cut to 128 bits) is an error of the run.
-    pub(super) fn begin_rule(&mut self, id: &RuleId) -> Result<(), String> {
+    /// Rule `id`'s variables are named from here on ([`Http::var`]).
+    pub(super) fn begin_rule(&mut self, id: &RuleId) {
+        self.var_rule = Some(id.clone());
+        self.var_tag = None;
+        self.var_n = 0;
+    }
+
+    /// The tag of the rule being written, made when it first names a variable. A tag already
+    /// given to another rule's variables (two names with one SHA-256, cut to 128 bits) is an
+    /// error of the run ([`Http::collision`]).
+    pub(super) fn tag(&mut self) -> String {
+        if let Some(t) = &self.var_tag {
+            return t.clone();
+        }
+        let Some(id) = &self.var_rule else { return String::new() };
         let (text, tag, rest) = rule_tag(id);
         if *self.tags.entry(tag).or_insert(rest) != rest {
-            return Err(format!(
+            self.collision = Some(format!(
                 "{id}: the names of its variables would be another rule's (a SHA-256 collision)"
             ));
         }
-        self.var_tag = text;
-        self.var_n = 0;
-        Ok(())
+        self.var_tag = Some(text.clone());
+        text
     }
 
     /// The next variable of kind `what` of the rule being written: `httproute_WHAT_TAG_N`.
     pub(super) fn var(&mut self, what: &str) -> String {
+        let tag = self.tag();
         self.var_n += 1;
-        format!("httproute_{what}_{}_{}", self.var_tag, self.var_n - 1)
+        format!("httproute_{what}_{tag}_{}", self.var_n - 1)
     }
 
     /// The provenance of directives written for `u`.

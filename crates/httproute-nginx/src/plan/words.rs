@@ -53,6 +53,8 @@ pub fn refusals(ports: &[PortPlan]) -> Vec<(Unit, String)> {
         }
     };
     let mut rules = HashSet::new();
+    // The upstreams whose words were taken: one upstream serves many rules.
+    let mut upstreams = HashSet::new();
     for (pi, p) in ports.iter().enumerate() {
         for (si, s) in p.servers.iter().enumerate() {
             if let Err(why) = server_name(s) {
@@ -78,7 +80,8 @@ pub fn refusals(ports: &[PortPlan]) -> Vec<(Unit, String)> {
                 }
                 for b in &r.backends {
                     let filters = headers(r, &b.request_headers, &b.response_headers);
-                    if let Err(why) = filters.and_then(|()| target(&b.target)) {
+                    let target = filters.and_then(|()| target_once(&b.target, &mut upstreams));
+                    if let Err(why) = target {
                         let share = Unit::BackendShare { rule: r.id.clone(), index: b.index };
                         push(share, why, &mut out);
                     }
@@ -237,6 +240,20 @@ fn cors(c: &Cors, f: &dyn Fn(&str) -> Field) -> Result<(), String> {
 /// Where a share or a mirror goes: an upstream's name (its block, and after `proxy_pass`'s
 /// scheme) and addresses, an address resolved per request, an InferencePool's upstream and its
 /// picker (whose name the writer puts in the generator's text of `http_matches_epp`).
+/// [`target`], an upstream's words judged once (`taken`: the upstreams they fit).
+fn target_once<'a>(
+    t: &'a Target,
+    taken: &mut HashSet<(&'a str, &'a [String])>,
+) -> Result<(), String> {
+    let Target::Upstream { name, servers } = t else { return target(t) };
+    let key = (name.as_str(), &servers[..]);
+    if !taken.contains(&key) {
+        target(t)?;
+        taken.insert(key);
+    }
+    Ok(())
+}
+
 fn target(t: &Target) -> Result<(), String> {
     let name = |n: &String| data("backend upstream name", n.clone());
     let upstream = |n: &String, servers: &[String]| -> Result<(), String> {
