@@ -48,8 +48,9 @@ pub use pattern::{ATTEMPT_MAX_CHARGE, DEFAULT_PATTERN_MEMORY, MATCH_LIMIT, PROBE
 /// (the fields the compile reads: no JSON tree is built), the strings, conditions and regex
 /// code of the compiled form, a malformed value as its warning shows it. A list whose
 /// estimate does not fit in what is left of its bound is refused before it is parsed.
-/// Measured worst (`tests/parse_estimate.rs`, `the_factor_covers_every_shape`): 14.6, 3,000
-/// NGF-shaped entries (a regex and an exact header, a param, a method; PCRE2's code counted).
+/// Measured worst (`tests/parse_estimate.rs`, `the_factor_covers_every_shape`, with the other
+/// two constants as they are; each constant keeps a third more): 13.7, 3,000 NGF-shaped
+/// entries (a regex and an exact header, a param, a method; PCRE2's code counted).
 /// It was 192 while serde_json's tree of the whole list was built first (~143 per byte for
 /// one-key objects nested in an unknown field), which refused a 1.35 MB list of 10,000 such
 /// entries under the default 128 MiB.
@@ -57,12 +58,12 @@ pub const LIST_BYTES_PER_JSON_BYTE: usize = 18;
 
 /// The most a list's parse and compile allocate per element (an entry, or an include, counted
 /// by a first pass before the list is parsed): its compiled entry, its slots in the index
-/// arrays, one warning and its message. Measured worst: 222, a list of `0`s (each a malformed
+/// arrays, one warning and its message. Measured worst: 182, a list of `0`s (each a malformed
 /// entry and a warning, 2 bytes of JSON).
 pub const LIST_BYTES_PER_ENTRY: usize = 240;
 
 /// What a list's parse and compile may allocate besides its bytes and elements: the first
-/// sizes of the compiled form's tables, one regex's analysis. Measured worst: 7,805, one
+/// sizes of the compiled form's tables, one regex's analysis. Measured worst: 8,079, one
 /// NGF-shaped entry.
 pub const LIST_BYTES_PER_PARSE: usize = 10_752;
 
