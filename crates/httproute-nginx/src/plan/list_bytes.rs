@@ -550,7 +550,7 @@ mod tests {
             slot: 0,
         };
         assert_eq!(serde_json::to_string(&e).unwrap().len() + 1, super::ELEMENT);
-        assert!(super::INCLUDE > super::ELEMENT);
+        const { assert!(super::INCLUDE > super::ELEMENT) };
     }
 
     #[test]
