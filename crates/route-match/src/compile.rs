@@ -274,10 +274,11 @@ impl std::error::Error for FileError {}
 ///
 /// Memory: every array of the compiled form is sized once from the first pass, fallibly, and
 /// only if it fits in what is left of the bound; each list is estimated from its length (the
-/// first pass's) before it is parsed, and refused unparsed when its parse and compile may not
-/// fit ([`list_estimate`]); the scope is checked at every list and (through the reader) every
-/// 64 KiB of JSON; what cannot be made fallible (serde_json's tree of one list, the growth of
-/// a few small vectors) is bounded by those checks and covered by the allocator's reserve.
+/// first pass's, and its elements) before it is parsed, and refused unparsed when its parse
+/// and compile may not fit ([`list_estimate`]); the scope is checked at every list, every
+/// entry and (through the reader) every 64 KiB of JSON; what cannot be made fallible (one
+/// entry as parsed, the growth of a few small vectors) is bounded by those checks and covered
+/// by the allocator's reserve.
 ///
 /// `fence` is the second pass's reader's, when it reads a stream (a file whose text may change
 /// between the passes): each list is read only as far as its first-pass length.
@@ -290,8 +291,8 @@ pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     fence: Option<&parse::Fence>,
     open: impl FnOnce() -> std::io::Result<serde_json::Deserializer<R>>,
 ) -> Result<CompiledFile, FileError> {
-    // The first pass only looked at strings and counted: the lists are now compiled one by
-    // one as they are parsed, never all held as JSON trees, into arrays sized once.
+    // The first pass only looked at strings and counted: the entries are now compiled one by
+    // one as they are parsed, never held as JSON trees, into arrays sized once.
     check_survey(scope, &mut survey)?;
     // The first key, and its copy for the duplicate check, are allocated by the parse before
     // the first list can be estimated: room for the longest key twice is kept here, and
