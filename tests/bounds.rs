@@ -220,3 +220,31 @@ fn a_subrequest_does_not_overwrite_the_main_requests_choice() {
     assert_eq!(log.trim(), "/t/main /t/main 1", "{log}");
     n.finish();
 }
+
+/// Issue #46: a `matches.json` of one list of 10,000 NGF-shaped entries (a regex and an exact
+/// header, a param, a method each: ~1.35 MB) loads under the default `http_matches_max_memory`
+/// (128 MiB) and routes a request to its last entry. Before, the list's estimate (192 bytes
+/// per byte of JSON, serde_json's tree) was over the limit: `nginx` refused the file.
+#[test]
+fn a_list_of_10000_entries_loads_under_the_default_memory() {
+    let entries: Vec<String> = (0..10_000)
+        .map(|i| {
+            format!(
+                r#"{{"headers":["x-v:RegularExpression:^v{i}\\.[0-9]+$","x-t:Exact:t{i}"],"params":["q=Exact={i}"],"method":"GET","redirectPath":"/t/p{i}"}}"#
+            )
+        })
+        .collect();
+    let json = format!(r#"{{"k":[{}]}}"#, entries.join(","));
+    assert!(json.len() > 1_300_000, "{}", json.len());
+    let body = r#"
+        http_matches_load m.json;
+        server {
+          listen 127.0.0.1:{PORT};
+          location /t/ { internal; return 200 "$uri\n"; }
+          location = /m { set $match_key k; http_matches; }
+        }"#;
+    let n = Nginx::start("ten-thousand", body, &[("m.json", &json)]);
+    let r = n.get("/m?q=9999", &[("x-v", "v9999.1"), ("x-t", "t9999")]);
+    assert_eq!((r.status, r.body.as_str()), (200, "/t/p9999\n"));
+    n.finish();
+}

@@ -127,24 +127,27 @@ fn many_and_long_host_names_build_nginx_s_hashes() {
 }
 
 /// Budget: list memory (issue #45), against the module. Tenant `default`'s route on a.test,
-/// and tenant b's 10 newer routes on b.test (a newer Gateway on the same port), each one
-/// match on `/x` of 16 headers with 4,096-byte values (CRD-valid): one list of 657 KB of JSON,
-/// which the module may take 148 MB to parse, past its 128 MiB. Before, `nginx -t` refused the
-/// whole configuration ("the compiled lists need more memory than allowed"), a's route with
-/// it; now b's 9 newer routes are left out, NGINX loads and a's route is served.
+/// and tenant b's 120 newer routes on b.test (a newer Gateway on the same port), each one
+/// match on `/x` of 16 headers with 4,096-byte values (CRD-valid): one list of 7.9 MB of
+/// JSON, which the module may take 142 MB to parse (18 per byte, issue #46; 10 such routes
+/// were past it at 192), past its 128 MiB. Before, `nginx -t` refused the whole
+/// configuration ("the compiled lists need more memory than allowed"), a's route with it;
+/// now b's newer routes past the one-list budget are left out, NGINX loads and a's route is
+/// served.
 #[test]
 fn a_newer_tenant_s_long_list_leaves_nginx_loading() {
     let port = free_port();
     let mut yaml = format!(
         "kind: Gateway\nmetadata: {{name: gw, namespace: default, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  listeners: [{{name: http, port: {port}, protocol: HTTP, hostname: a.test}}]\n---\nkind: HTTPRoute\nmetadata: {{name: r, namespace: default, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /a}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n---\nkind: Gateway\nmetadata: {{name: gw, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}}\nspec:\n  listeners: [{{name: http, port: {port}, protocol: HTTP, hostname: b.test}}]\n---\n"
     );
-    for r in 0..10 {
+    for r in 0..120 {
         let headers: Vec<String> = (0..16)
             .map(|h| format!("{{name: x-h{h}, value: \"{r}-{h}-{}\"}}", "v".repeat(4090)))
             .collect();
         yaml += &format!(
-            "kind: HTTPRoute\nmetadata: {{name: r{r}, namespace: b, creationTimestamp: \"2026-01-02T00:00:{:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /x}}, headers: [{}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n---\n",
-            r + 1,
+            "kind: HTTPRoute\nmetadata: {{name: r{r}, namespace: b, creationTimestamp: \"2026-01-02T00:{:02}:{:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /x}}, headers: [{}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n---\n",
+            (r + 1) / 60,
+            (r + 1) % 60,
             headers.join(", ")
         );
     }

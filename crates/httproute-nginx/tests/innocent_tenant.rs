@@ -1666,18 +1666,24 @@ fn module_memory(matches: &str) -> (usize, usize) {
     (resident + longest + regex, longest)
 }
 
-/// Budget: list memory, one list (issue #45). Tenant b's 10 newer routes on one path, each a
-/// match of 16 headers of 4,096 bytes (CRD-valid): one run of 657 KB of JSON, which the
-/// module may take 148 MB to parse and compile, past its 128 MiB: `nginx -t` refused the
-/// configuration for every tenant. Now b's oldest route fits the eighth one list may take
-/// (16 MiB), its 9 newer ones are refused naming the budget, a's view is unchanged, and the
-/// model of the module's memory is within 128 MiB. Before, none was refused.
+/// Budget: list memory, one list (issue #45). Tenant b's 30 newer routes on one path, each a
+/// match of 16 headers of 4,096 bytes (CRD-valid): one run of 2 MB of JSON, which the module
+/// may take 36 MB to parse and compile (18 per byte, issue #46; it was 192 per byte, when
+/// 10 such routes were past its 128 MiB). Now b's 10 oldest routes fit the eighth one list
+/// may take (16 MiB; at 192 per byte, its oldest alone), its 20 newer ones are refused naming
+/// the budget, a's view is unchanged, and the model of the module's memory is within 128 MiB.
+/// Before (#45), none was refused.
 #[test]
 fn one_long_list_of_a_newer_tenant_is_cut_to_what_one_list_may_take() {
-    let (base, mine, g) = views(long_value_routes(10, |_| "/x".into()), 3, true);
+    let (base, mine, g) = views(long_value_routes(30, |_| "/x".into()), 3, true);
     assert_eq!(base, mine);
     let refused = refused_for(&g, "budget: list memory");
-    assert_eq!(refused, (1..10).map(|r| format!("b/r{r}")).collect::<Vec<_>>(), "{:?}", g.warnings);
+    assert_eq!(
+        refused,
+        (10..30).map(|r| format!("b/r{r}")).collect::<Vec<_>>(),
+        "{:?}",
+        g.warnings
+    );
     let (all, longest) = module_memory(&g.output.matches_json);
     let limits = httproute_nginx::plan::ListLimits::of(
         httproute_nginx::limits::MODULE_MAX_MEMORY,
@@ -1725,17 +1731,17 @@ fn many_long_lists_of_a_newer_tenant_stay_within_its_share() {
     nginx_t("per-tenant-lists", &g.output);
 }
 
-/// Budget: list memory, merged servers (HIGH-1). Tenant b's 10 routes of long lists on `/x`
+/// Budget: list memory, merged servers (HIGH-1). Tenant b's 30 routes of long lists on `/x`
 /// attached to two Gateways of its own: an older one on port 30001 and a newer one on 30000,
 /// whose servers are the same (merged: written once, at port 30000's place). At
 /// `worker_connections 4` (two sockets) the newer Gateway's listener is refused, so the
 /// server is written for port 30001 alone. Before, the list budget skipped the group (its
 /// first member's listener refused, the other member not first): none refused, and `nginx -t`
 /// refused the configuration (one list past the module's memory). Now its lists are counted
-/// once for the members left: b/r1..r9 refused, as on one Gateway.
+/// once for the members left: b/r10..r29 refused, as on one Gateway.
 #[test]
 fn a_merged_server_is_charged_for_the_members_it_is_written_for() {
-    let mut b = long_value_routes(10, |_| "/x".into());
+    let mut b = long_value_routes(30, |_| "/x".into());
     b[0] = "kind: Gateway\nmetadata: {name: gw-old, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 30001, protocol: HTTP}]\n".to_owned();
     b.push("kind: Gateway\nmetadata: {name: gw-new, namespace: b, creationTimestamp: \"2026-01-01T00:00:02Z\"}\nspec:\n  listeners: [{name: http, port: 30000, protocol: HTTP}]\n".to_owned());
     for r in &mut b[1..] {
@@ -1747,7 +1753,12 @@ fn a_merged_server_is_charged_for_the_members_it_is_written_for() {
     let g = generate_all(&[dir], &backends(), &o).unwrap();
     assert!(g.output.nginx_conf.contains("30001") && !g.output.nginx_conf.contains(":30000"));
     let refused = refused_for(&g, "budget: list memory");
-    assert_eq!(refused, (1..10).map(|r| format!("b/r{r}")).collect::<Vec<_>>(), "{:?}", g.warnings);
+    assert_eq!(
+        refused,
+        (10..30).map(|r| format!("b/r{r}")).collect::<Vec<_>>(),
+        "{:?}",
+        g.warnings
+    );
     nginx_t("merged", &g.output);
 }
 

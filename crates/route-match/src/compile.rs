@@ -11,13 +11,12 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use alloc_meter::{Exhausted, Scope};
-use serde_json::{Map, Value};
 
 use crate::eval::MatchList;
 use crate::include::Slot;
 use crate::index;
 use crate::parse::{
-    self, ParseError, Parsed, RawList, Syntax, is_match_type, is_typed_string, key_path,
+    self, Fields, Got, ParseError, Parsed, RawEntry, Syntax, is_match_type, key_path,
 };
 use crate::store::{
     Body, Builder, Cond, Entry, Item, PathCond, Run, Span, Store, Table, Test, extend_or_mark,
@@ -182,41 +181,62 @@ pub(crate) fn compile_list(
     // Before anything is allocated: without the reserve nothing may be (every caller, at load
     // or per request, comes through here or the file entries below).
     scope.check().map_err(|e| ParseError::memory(memory_error(e, "parsing the list")))?;
-    // Estimated before it is parsed: serde_json's tree (alive while the entries compile) and
-    // the entries' compiled form take at most LIST_BYTES_PER_JSON_BYTE per byte of JSON, all
-    // allocated before the checkpoint after the parse. So a list refused for its size never
-    // goes over the limit on its way to the refusal.
-    let estimate = json.len().saturating_mul(crate::LIST_BYTES_PER_JSON_BYTE);
-    let room = alloc_meter::room();
-    if estimate > room {
-        return Err(ParseError::memory(format!(
-            "the compiled lists need more memory than allowed: the list's {} bytes of JSON may \
-             take up to {estimate} bytes to parse and compile, more than the {room} bytes left \
-             of the limit of {} bytes; not parsed",
+    // Estimated before it is parsed (see `list_estimate`): by its bytes first, which bound
+    // the first walk too (it copies an escaped string, one at a time), then with its entries,
+    // which the walk counts. So a list refused for its size never goes over the limit on its
+    // way to the refusal.
+    let refused = |entries: Option<usize>, estimate: usize, room: usize| {
+        let counted = entries.map_or_else(String::new, |n| format!(" ({n} entries)"));
+        ParseError::memory(format!(
+            "the compiled lists need more memory than allowed: the list's {} bytes of JSON{counted} \
+             may take up to {estimate} bytes to parse and compile, more than the {room} bytes \
+             left of the limit of {} bytes; not parsed",
             json.len(),
             scope.limit()
-        )));
+        ))
+    };
+    let (bytes, room) = (list_estimate(json.len(), 0, 0), alloc_meter::room());
+    if bytes > room {
+        return Err(refused(None, bytes, room));
     }
-    let raw = parse::parse_list(json);
-    scope.check().map_err(|e| ParseError::memory(memory_error(e, "parsing the list")))?;
-    let raw = raw?;
-    let typed = resolve_syntax(syntax, std::slice::from_ref(&raw));
+    // A first walk over the list, which allocates nothing: the entries are compiled as they
+    // are parsed, so the syntax is known before the first, and the arrays are sized once.
+    let survey = parse::list_survey(json);
+    let estimate = list_estimate(json.len(), survey.entries, 0);
+    if estimate > room {
+        return Err(refused(Some(survey.entries), estimate, room));
+    }
+    let typed = match syntax {
+        Syntax::Typed => true,
+        Syntax::Untyped => false,
+        Syntax::Auto => survey.typed,
+    };
     let mut c = Compiler::new(typed, bounds);
+    c.left = survey.entries;
+    // Refused only by the system (it is within the estimate): the first entry stops then.
+    c.b.no_memory = c.b.reserve(&survey).is_err();
     let mut warnings = Vec::new();
-    let (entries, index) = c.list(&raw, None, &mut warnings);
-    drop(raw);
-    let notices = c.notices(None);
-    let failed = scope
-        .check()
-        .err()
-        .or(c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() }));
-    if let Some(e) = failed {
+    let parsed = parse::parse_list(json, &mut |_, i, e| c.push(i, &e, None, &mut warnings));
+    let failed = |c: &Compiler| {
+        let no_memory = c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
         let during = c.b.spent_in.unwrap_or("compiling the list");
-        return Err(ParseError::memory(memory_error(e, during)));
+        scope.check().err().or(no_memory).map(|e| ParseError::memory(memory_error(e, during)))
+    };
+    if let Some(e) = failed(&c) {
+        return Err(e);
+    }
+    parsed?;
+    let entries = c.b.run(0, c.b.entries.len());
+    let index = index::build(&mut c.b, entries);
+    let notices = c.notices(None);
+    if let Some(e) = failed(&c) {
+        return Err(e);
     }
     if c.b.too_large {
         return Err(ParseError::too_large());
     }
+    // Room for a warning an element may have been made: only the warnings are kept.
+    warnings.shrink_to_fit();
     let list = MatchList::new(Arc::new(c.b.finish()), entries, index);
     if let Err(e) = scope.check() {
         return Err(ParseError::memory(memory_error(e, "compiling the list")));
@@ -254,10 +274,11 @@ impl std::error::Error for FileError {}
 ///
 /// Memory: every array of the compiled form is sized once from the first pass, fallibly, and
 /// only if it fits in what is left of the bound; each list is estimated from its length (the
-/// first pass's) before it is parsed, and refused unparsed when its parse and compile may not
-/// fit ([`list_estimate`]); the scope is checked at every list and (through the reader) every
-/// 64 KiB of JSON; what cannot be made fallible (serde_json's tree of one list, the growth of
-/// a few small vectors) is bounded by those checks and covered by the allocator's reserve.
+/// first pass's, and its elements) before it is parsed, and refused unparsed when its parse
+/// and compile may not fit ([`list_estimate`]); the scope is checked at every list, every
+/// entry and (through the reader) every 64 KiB of JSON; what cannot be made fallible (one
+/// entry as parsed, the growth of a few small vectors) is bounded by those checks and covered
+/// by the allocator's reserve.
 ///
 /// `fence` is the second pass's reader's, when it reads a stream (a file whose text may change
 /// between the passes): each list is read only as far as its first-pass length.
@@ -270,8 +291,8 @@ pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     fence: Option<&parse::Fence>,
     open: impl FnOnce() -> std::io::Result<serde_json::Deserializer<R>>,
 ) -> Result<CompiledFile, FileError> {
-    // The first pass only looked at strings and counted: the lists are now compiled one by
-    // one as they are parsed, never all held as JSON trees, into arrays sized once.
+    // The first pass only looked at strings and counted: the entries are now compiled one by
+    // one as they are parsed, never held as JSON trees, into arrays sized once.
     check_survey(scope, &mut survey)?;
     // The first key, and its copy for the duplicate check, are allocated by the parse before
     // the first list can be estimated: room for the longest key twice is kept here, and
@@ -284,26 +305,30 @@ pub(crate) fn compile_file_from<'de, R: serde_json::de::Read<'de>>(
     if let Some(fence) = fence {
         fence.set(survey.lead);
     }
-    let mut gate = Gate {
+    let gate = Gate {
         lengths: &survey.lengths,
+        elements: &survey.elements,
         number: 0,
         next_key,
         stream: fence.is_some(),
         fenced: None,
         refused: None,
         limit: scope.limit(),
+        counted: 0,
+        grown: None,
     };
     let room = |n| alloc_meter::may_grow(n);
-    let parsed = parse::parse_file_with(
-        de,
-        &survey.names,
-        &room,
-        fence,
-        &mut |key| gate.before(key),
-        &mut |key, list| pass.add(key, list),
-    );
+    let mut second = Second { gate, pass: &mut pass };
+    let parsed = parse::parse_file_with(de, &survey.names, &room, fence, &mut second);
+    let gate = second.gate;
     if let Some(fence) = fence {
         fence_errors(scope, fence, gate.fenced)?;
+    }
+    if let Some(at) = gate.grown {
+        return Err(FileError::Io(std::io::Error::other(format!(
+            "the file changed while it was read: the list under {at} has more entries than \
+             when the first pass read it; not compiled"
+        ))));
     }
     let no_memory = pass.c.b.no_memory.then_some(Exhausted::OutOfMemory { used: scope.used() });
     if let Some(e) = pass.failed.as_ref().map(|(e, _)| *e).or(scope.check().err()).or(no_memory) {
@@ -382,12 +407,53 @@ fn fence_errors(
     Ok(())
 }
 
-/// Which lists the second pass parses: each is estimated before it is parsed (serde_json's
-/// tree is built whole, with no checkpoint inside), from its first-pass length, and refused
-/// unparsed, with why, when the estimate does not fit.
+/// The second pass: each list let through by the gate, its entries compiled as they are read.
+struct Second<'g, 'p, 's> {
+    gate: Gate<'g>,
+    pass: &'p mut FilePass<'s>,
+}
+
+impl parse::Lists for Second<'_, '_, '_> {
+    fn before(&mut self, key: &str) -> Option<u64> {
+        // The compile stopped: so does the parse, at this list.
+        if !self.pass.begin(key) {
+            return None;
+        }
+        let length = self.gate.before(key);
+        self.pass.c.left = self.gate.counted;
+        length
+    }
+
+    fn entry(&mut self, key: &str, i: usize, entry: RawEntry) -> bool {
+        // More elements than the first pass counted (and estimated the list by): the text
+        // changed between the passes.
+        if i >= self.gate.counted {
+            self.gate.grown = Some(key_path(Some(key)));
+            return false;
+        }
+        let pass = &mut *self.pass;
+        let pushed = pass.failed.is_none() && pass.c.push(i, &entry, Some(key), &mut pass.warnings);
+        if !pushed {
+            // Stopped: why, and where.
+            pass.checkpoint(key);
+        }
+        pushed
+    }
+
+    fn list(&mut self, key: String, list: Parsed) {
+        self.pass.add(key, list);
+    }
+}
+
+/// Which lists the second pass parses: each is estimated before it is parsed (its entries
+/// are compiled as they are read, with a checkpoint at each, but one entry may be the whole
+/// list), from its first-pass length, and refused unparsed, with why, when the estimate does
+/// not fit.
 struct Gate<'a> {
     /// Each list's length in bytes of JSON, from the first pass, in file order.
     lengths: &'a [u32],
+    /// Each list's elements, from the first pass (as long as `lengths`).
+    elements: &'a [u32],
     /// Lists seen so far.
     number: usize,
     /// Room kept for the next key (see `compile_file_from`).
@@ -400,15 +466,22 @@ struct Gate<'a> {
     /// Why a list was refused.
     refused: Option<String>,
     limit: usize,
+    /// The elements of the list being parsed, from the first pass.
+    counted: usize,
+    /// The list (its path) that had more elements than the first pass counted.
+    grown: Option<String>,
 }
 
 impl Gate<'_> {
     /// The length up to which the list under `key` is read; `None`: refused.
     fn before(&mut self, key: &str) -> Option<u64> {
         let length = self.lengths.get(self.number).map(|&l| l as usize);
+        let elements = self.elements.get(self.number).map_or(0, |&n| n as usize);
+        self.counted = elements;
         self.number += 1;
-        let estimate = length
-            .map_or(usize::MAX, |l| list_estimate(l, key.len()).saturating_add(self.next_key));
+        let estimate = length.map_or(usize::MAX, |l| {
+            list_estimate(l, elements, key.len()).saturating_add(self.next_key)
+        });
         let room = alloc_meter::room();
         if let Some(l) = length.filter(|_| estimate <= room) {
             if self.stream {
@@ -453,6 +526,8 @@ struct FilePass<'s> {
     notices: Vec<Warning>,
     /// Why the compile stops, and what it was doing when the scope was found spent.
     failed: Option<(Exhausted, String)>,
+    /// Where the list being parsed begins: its first warning, entry and condition.
+    first: (usize, usize, usize),
 }
 
 impl<'s> FilePass<'s> {
@@ -500,6 +575,7 @@ impl<'s> FilePass<'s> {
             warnings: Vec::new(),
             notices: Vec::new(),
             failed: None,
+            first: (0, 0, 0),
         };
         if pass.seen.try_reserve(keys).is_err()
             || pass.lists.try_reserve_exact(keys).is_err()
@@ -510,22 +586,37 @@ impl<'s> FilePass<'s> {
         Ok(pass)
     }
 
-    /// The list under `key`, as the parse gives it: compiled (or found identical to an earlier
-    /// one), or kept for later as a list of includes.
-    fn add(&mut self, key: String, list: Parsed) {
+    /// Before the list under `key` is parsed: where it begins; `false` when the compile
+    /// stopped (the scope spent, or an allocation refused), which stops the parse.
+    fn begin(&mut self, key: &str) -> bool {
+        self.first = (self.warnings.len(), self.c.b.entries.len(), self.c.b.conds.len());
+        self.checkpoint(key)
+    }
+
+    /// Whether the compile goes on: else why it stops, compiling the list under `key`.
+    fn checkpoint(&mut self, key: &str) -> bool {
         if self.failed.is_some() {
-            return;
+            return false;
         }
         let no_memory =
             self.c.b.no_memory.then_some(Exhausted::OutOfMemory { used: self.scope.used() });
         if let Some(e) = self.scope.check().err().or(no_memory) {
-            let at = parse::key_path(Some(&key));
+            let at = parse::key_path(Some(key));
             self.failed = Some((e, format!("compiling the list under the key {at}")));
-            // The reader stops the parse at its next buffer.
+            return false;
+        }
+        true
+    }
+
+    /// The list under `key`, as the parse gives it: its entries (compiled as they were read)
+    /// indexed (or found identical to an earlier list's), or kept for later as a list of
+    /// includes.
+    fn add(&mut self, key: String, list: Parsed) {
+        if !self.checkpoint(&key) {
             return;
         }
-        let list = match list {
-            Parsed::Entries(list) => list,
+        match list {
+            Parsed::Entries(_) => {}
             Parsed::Includes(targets) => {
                 let span = self.c.b.intern(&key);
                 let number = self.c.b.index(self.composites.len());
@@ -535,19 +626,19 @@ impl<'s> FilePass<'s> {
                 return;
             }
         };
-        let Some(number) = self.compile(&key, &list) else { return };
+        let Some(number) = self.compile(&key) else { return };
         let span = self.c.b.intern(&key);
         let number = self.c.b.index(number);
         extend_or_mark(&mut self.c.b.no_memory, &mut self.keys, [(span, Slot::Plain(number))]);
     }
 
-    /// Compiles the entries of the list under `key`; the number of the distinct list they
-    /// are (an earlier one when identical); `None`: out of memory.
-    fn compile(&mut self, key: &str, list: &RawList) -> Option<usize> {
+    /// Indexes the entries of the list under `key` (compiled since [`FilePass::begin`]); the
+    /// number of the distinct list they are (an earlier one when identical); `None`: out of
+    /// memory.
+    fn compile(&mut self, key: &str) -> Option<usize> {
         let c = &mut self.c;
-        let (first_warning, first_entry, first_cond) =
-            (self.warnings.len(), c.b.entries.len(), c.b.conds.len());
-        let entries = c.entries(list, Some(key), &mut self.warnings);
+        let (first_warning, first_entry, first_cond) = self.first;
+        let entries = c.b.run(first_entry, c.b.entries.len());
         let shape = c.shape_hash(entries);
         let earlier = self.seen.get(&shape).into_iter().flatten().find(|(n, _)| {
             self.lists.get(*n).is_some_and(|(other, _)| c.same_entries(*other, entries))
@@ -579,8 +670,11 @@ impl<'s> FilePass<'s> {
 
     /// Resolves the includes and builds the table of keys and the compiled file.
     fn finish(self) -> Result<CompiledFile, FileError> {
-        let FilePass { mut c, scope, seen, lists, keys, composites, warnings, notices, .. } = self;
+        let FilePass { mut c, scope, seen, lists, keys, composites, mut warnings, notices, .. } =
+            self;
         drop(seen);
+        // Room for a warning an element may have been made: only the warnings are kept.
+        warnings.shrink_to_fit();
         // What resolving the includes and finishing the lists allocate, sized by the file (its
         // keys, lists and include elements): checked before it is made.
         let finish = finish_estimate(keys.len(), lists.len(), &composites);
@@ -661,34 +755,18 @@ pub(crate) fn finish_estimate(keys: usize, lists: usize, composites: &[Vec<Strin
         .saturating_add(lists.saturating_mul(size_of::<MatchList>()))
 }
 
-/// The most a file's list of `length` bytes of JSON under a key of `key` bytes may allocate
-/// from the moment it is parsed to the checkpoint after it is compiled: what a single list
-/// may ([`crate::LIST_BYTES_PER_JSON_BYTE`] per byte), plus a copy of the key in each of its
-/// warnings (at most one entry per two bytes of JSON, each warned about at most once with
-/// a key: "no redirectPath", or a malformed entry).
-pub(crate) fn list_estimate(length: usize, key: usize) -> usize {
-    let warnings = (length / 2 + 1).saturating_mul(key.saturating_add(32));
-    length.saturating_mul(crate::LIST_BYTES_PER_JSON_BYTE).saturating_add(warnings)
-}
-
-/// Decides typed/untyped for a whole source (contract section 3).
-fn resolve_syntax<'a>(syntax: Syntax, lists: impl IntoIterator<Item = &'a RawList>) -> bool {
-    match syntax {
-        Syntax::Typed => true,
-        Syntax::Untyped => false,
-        Syntax::Auto => lists.into_iter().flatten().any(|entry| {
-            let strings = |field: &str, sep: char| -> bool {
-                entry
-                    .get(field)
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .any(|s| is_typed_string(s, sep))
-            };
-            strings("headers", ':') || strings("params", '=')
-        }),
-    }
+/// The most a list of `length` bytes of JSON and `elements` elements (entries or includes,
+/// the first pass's count), under a key of `key` bytes (0: a single list), may allocate from
+/// the moment it is parsed to the checkpoint after it is compiled:
+/// [`crate::LIST_BYTES_PER_JSON_BYTE`] per byte, [`crate::LIST_BYTES_PER_ENTRY`] per element
+/// and a copy of the key in its warning (each element is warned about at most once: "no
+/// redirectPath", or a malformed entry), and [`crate::LIST_BYTES_PER_PARSE`].
+pub(crate) fn list_estimate(length: usize, elements: usize, key: usize) -> usize {
+    let per_element = crate::LIST_BYTES_PER_ENTRY.saturating_add(key);
+    length
+        .saturating_mul(crate::LIST_BYTES_PER_JSON_BYTE)
+        .saturating_add(elements.saturating_mul(per_element))
+        .saturating_add(crate::LIST_BYTES_PER_PARSE)
 }
 
 /// An entry as content: kind, path, method (or the reason it is invalid), redirect path, and
@@ -697,6 +775,8 @@ type Shape<'a> = (u8, Option<PathCond>, Option<Span>, Option<Span>, &'a [Cond], 
 
 struct Compiler {
     typed: bool,
+    /// Elements of the list being compiled still to come (the first pass's count).
+    left: usize,
     /// The compiled form being filled: strings, patterns and redirect paths are shared
     /// across the source.
     b: Builder,
@@ -706,7 +786,7 @@ impl Compiler {
     fn new(typed: bool, bounds: Bounds) -> Compiler {
         let mut b = Builder::default();
         b.pattern_max = bounds.pattern;
-        Compiler { typed, b }
+        Compiler { typed, left: 0, b }
     }
 
     /// A notice per regex group of the last list indexed that was left without its automaton.
@@ -737,17 +817,6 @@ impl Compiler {
             .collect()
     }
 
-    /// Compiles one list into the builder: its entries and its index.
-    fn list(
-        &mut self,
-        raw: &RawList,
-        key: Option<&str>,
-        warnings: &mut Vec<Warning>,
-    ) -> (Run, Option<u32>) {
-        let entries = self.entries(raw, key, warnings);
-        (entries, index::build(&mut self.b, entries))
-    }
-
     /// What the entries of `r` are, with the runs of conditions they point to resolved.
     fn shape(&self, r: Run) -> impl Iterator<Item = Shape<'_>> {
         let conds = |r: Run| self.b.conds.get(r.range()).unwrap_or_default();
@@ -773,34 +842,43 @@ impl Compiler {
         self.shape(a).eq(self.shape(b))
     }
 
-    /// Compiles the entries of one list into the builder.
-    fn entries(&mut self, raw: &RawList, key: Option<&str>, warnings: &mut Vec<Warning>) -> Run {
-        let start = self.b.entries.len();
-        for (i, v) in raw.iter().enumerate() {
-            // A checkpoint per entry: once an allocation failed (the allocator's reserve is
-            // being spent) or the bound was passed, nothing more is compiled, so what is
-            // allocated after the failure is one entry's worth, not the rest of the list.
-            if self.b.no_memory || alloc_meter::spent() {
+    /// Compiles the `i`th entry of a list (under `key`) into the builder; `false` when out of
+    /// memory, which stops the parse: a checkpoint per entry, so that once an allocation
+    /// failed (the allocator's reserve is being spent) or the bound was passed, nothing more
+    /// is parsed or compiled, and what is allocated after the failure is one entry's worth.
+    fn push(
+        &mut self,
+        i: usize,
+        raw: &RawEntry,
+        key: Option<&str>,
+        warnings: &mut Vec<Warning>,
+    ) -> bool {
+        if self.b.no_memory || alloc_meter::spent() {
+            self.b.no_memory = true;
+            return false;
+        }
+        let (entry, problems) = self.entry(raw);
+        self.left = self.left.saturating_sub(1);
+        // At most one warning an element: at the first that finds the warnings full, room for
+        // this one and one per element left in the list, exactly (what the list's estimate
+        // counts), so they are never grown by doubling (three times their size at once).
+        let want = problems.len().saturating_add(self.left);
+        if !problems.is_empty() && warnings.len() == warnings.capacity() {
+            let bytes = (warnings.len() + want).saturating_mul(core::mem::size_of::<Warning>());
+            if !alloc_meter::may_grow(bytes) || warnings.try_reserve_exact(want).is_err() {
                 self.b.no_memory = true;
-                break;
-            }
-            let (entry, problems) = self.entry(v);
-            // Sized by the first pass; grown (checked) only for a file that changed since.
-            // The warnings of the whole source are one `Vec`: its doubling is made in one go,
-            // sized by every list before this one, not by this list's estimate; checked first.
-            let problems = problems.into_iter().map(|message| Warning {
-                key: key.map(str::to_owned),
-                also: 0,
-                entry: i,
-                message,
-            });
-            if !(extend_or_mark(&mut self.b.no_memory, &mut self.b.entries, [entry])
-                && extend_or_mark(&mut self.b.no_memory, warnings, problems))
-            {
-                break;
+                return false;
             }
         }
-        self.b.run(start, self.b.entries.len())
+        // Sized by the first pass; grown (checked) only for a file that changed since.
+        let problems = problems.into_iter().map(|message| Warning {
+            key: key.map(str::to_owned),
+            also: 0,
+            entry: i,
+            message,
+        });
+        extend_or_mark(&mut self.b.no_memory, &mut self.b.entries, [entry])
+            && extend_or_mark(&mut self.b.no_memory, warnings, problems)
     }
 
     fn invalid(&mut self, reason: String) -> (Entry, Vec<String>) {
@@ -810,9 +888,10 @@ impl Compiler {
 
     /// Compiles one entry. Problems that make it unusable make it `Invalid`; the others (a
     /// missing redirectPath) are only reported, since they matter only if the entry wins.
-    fn entry(&mut self, v: &Value) -> (Entry, Vec<String>) {
-        let Some(obj) = v.as_object() else {
-            return self.invalid(format!("entry is not a JSON object: {v}"));
+    fn entry(&mut self, v: &RawEntry) -> (Entry, Vec<String>) {
+        let obj = match v {
+            RawEntry::Object(obj) => obj,
+            RawEntry::Other(v) => return self.invalid(format!("entry is not a JSON object: {v}")),
         };
         let redirect = match redirect_path(obj) {
             Ok(r) => r,
@@ -830,31 +909,31 @@ impl Compiler {
         (Entry { body, redirect }, problems)
     }
 
-    fn body(&mut self, obj: &Map<String, Value>) -> Result<Body, String> {
-        match obj.get("any") {
-            None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+    fn body(&mut self, obj: &Fields) -> Result<Body, String> {
+        match &obj.any {
+            Got::Null | Got::Bool(false) => {}
             // Like njs: `any` wins before any other field is looked at.
-            Some(Value::Bool(true)) => return Ok(Body::Any),
-            Some(other) => return Err(format!("\"any\" must be a boolean, not {other}")),
+            Got::Bool(true) => return Ok(Body::Any),
+            other => return Err(format!("\"any\" must be a boolean, not {other}")),
         }
-        let method = match obj.get("method") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(m)) if m.is_empty() => None,
-            Some(Value::String(m)) => Some(self.b.intern(m)),
-            Some(other) => return Err(format!("\"method\" must be a string, not {other}")),
+        let method = match &obj.method {
+            Got::Null => None,
+            Got::Str(m) if m.is_empty() => None,
+            Got::Str(m) => Some(self.b.intern(m)),
+            other => return Err(format!("\"method\" must be a string, not {other}")),
         };
-        let path = match obj.get("path") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(p)) => Some(self.path(p)?),
-            Some(other) => return Err(format!("\"path\" must be a string, not {other}")),
+        let path = match &obj.path {
+            Got::Null => None,
+            Got::Str(p) => Some(self.path(p)?),
+            other => return Err(format!("\"path\" must be a string, not {other}")),
         };
         // Every condition is checked before any is stored: an invalid entry stores none.
-        let headers = strings(obj, "headers")?
-            .into_iter()
+        let headers = strings(&obj.headers, "headers")?
+            .iter()
             .map(|s| self.header(s))
             .collect::<Result<Vec<_>, _>>()?;
-        let params = strings(obj, "params")?
-            .into_iter()
+        let params = strings(&obj.params, "params")?
+            .iter()
             .map(|s| self.param(s))
             .collect::<Result<Vec<_>, _>>()?;
         if !try_room(&mut self.b.conds, headers.len() + params.len()) {
@@ -946,11 +1025,11 @@ impl Compiler {
     }
 }
 
-fn redirect_path(obj: &Map<String, Value>) -> Result<Option<&str>, String> {
-    match obj.get("redirectPath") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(p)) if p.is_empty() => Ok(None),
-        Some(Value::String(p)) => {
+fn redirect_path(obj: &Fields) -> Result<Option<&str>, String> {
+    match &obj.redirect {
+        Got::Null => Ok(None),
+        Got::Str(p) if p.is_empty() => Ok(None),
+        Got::Str(p) => {
             if !(p.starts_with('/') || (p.starts_with('@') && p.len() > 1)) {
                 return Err(format!(
                     "redirectPath \"{p}\" must start with \"/\" (a URI) or \"@\" (a named location)"
@@ -963,19 +1042,17 @@ fn redirect_path(obj: &Map<String, Value>) -> Result<Option<&str>, String> {
             }
             Ok(Some(p.as_str()))
         }
-        Some(other) => Err(format!("\"redirectPath\" must be a string, not {other}")),
+        other => Err(format!("\"redirectPath\" must be a string, not {other}")),
     }
 }
 
 /// An optional array of strings; `null` counts as absent.
-fn strings<'v>(obj: &'v Map<String, Value>, field: &str) -> Result<Vec<&'v str>, String> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().ok_or_else(|| format!("\"{field}\" has a non-string item {v}")))
-            .collect(),
-        Some(other) => Err(format!("\"{field}\" must be an array of strings, not {other}")),
+fn strings<'v>(got: &'v Got, field: &str) -> Result<&'v [String], String> {
+    match got {
+        Got::Null => Ok(&[]),
+        Got::Strings(items) => Ok(items),
+        Got::BadItem(v) => Err(format!("\"{field}\" has a non-string item {v}")),
+        other => Err(format!("\"{field}\" must be an array of strings, not {other}")),
     }
 }
 
@@ -1007,6 +1084,26 @@ mod tests {
                 assert_eq!(got, want, "{key:?} {start:?}");
             }
         }
+    }
+
+    use crate::parse::is_typed_string;
+    use serde_json::Value;
+
+    /// The rule on a list's JSON tree (contract section 3): some string of an entry's
+    /// `headers` (or `params`) array is typed.
+    fn tree_is_typed(list: &Value) -> bool {
+        list.as_array().into_iter().flatten().any(|entry| {
+            let strings = |field: &str, sep: char| -> bool {
+                entry
+                    .get(field)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .any(|s| is_typed_string(s, sep))
+            };
+            strings("headers", ':') || strings("params", '=')
+        })
     }
 
     fn field() -> impl Strategy<Value = String> {
@@ -1046,10 +1143,15 @@ mod tests {
                 format!("\"k{k}\":[{}]", es.join(","))
             }).collect();
             let json = format!("{{{}}}", body.join(","));
-            let tree = parse::parse_file(json.as_bytes()).unwrap();
-            let want = resolve_syntax(Syntax::Auto, tree.iter().map(|(_, l)| l));
+            let tree: serde_json::Map<String, Value> = serde_json::from_str(&json).unwrap();
+            let want = tree.values().any(tree_is_typed);
             let got = parse::file_is_typed(serde_json::Deserializer::from_slice(json.as_bytes()));
             prop_assert_eq!(got, want, "{}", json);
+            // And a single list's walk, list by list.
+            for list in tree.values() {
+                let one = parse::list_survey(list.to_string().as_bytes()).typed;
+                prop_assert_eq!(one, tree_is_typed(list), "{}", list);
+            }
         }
     }
 }

@@ -43,20 +43,36 @@ pub use include::{flatten, flatten_text};
 pub use parse::{INCLUDE, ParseError, Syntax};
 pub use pattern::{ATTEMPT_MAX_CHARGE, DEFAULT_PATTERN_MEMORY, MATCH_LIMIT, PROBES, Pattern};
 
-/// The most a list's parse and compile allocate at once per byte of its JSON (serde_json's
-/// tree, which is alive while the entries are compiled, plus their compiled form; PCRE2's
-/// code and the prefilter's automaton are bounded apart, refused or estimated against what is
-/// left). A list whose JSON times this does not fit in what is left of its bound is refused
-/// before it is parsed. Measured worst (`tests/parse_estimate.rs`): one-key objects nested in
-/// an unknown field, ~143 bytes per byte.
-pub const LIST_BYTES_PER_JSON_BYTE: usize = 192;
+/// The most a list's parse and compile allocate at once per byte of its JSON, besides
+/// [`LIST_BYTES_PER_ENTRY`] per element and [`LIST_BYTES_PER_PARSE`]: the entry being parsed
+/// (the fields the compile reads: no JSON tree is built), the strings, conditions and regex
+/// code of the compiled form, a malformed value as its warning shows it. A list whose
+/// estimate does not fit in what is left of its bound is refused before it is parsed.
+/// Measured worst (`tests/parse_estimate.rs`, `the_factor_covers_every_shape`, with the other
+/// two constants as they are; each constant keeps a third more): 13.7, 3,000 NGF-shaped
+/// entries (a regex and an exact header, a param, a method; PCRE2's code counted).
+/// It was 192 while serde_json's tree of the whole list was built first (~143 per byte for
+/// one-key objects nested in an unknown field), which refused a 1.35 MB list of 10,000 such
+/// entries under the default 128 MiB.
+pub const LIST_BYTES_PER_JSON_BYTE: usize = 18;
+
+/// The most a list's parse and compile allocate per element (an entry, or an include, counted
+/// by a first pass before the list is parsed): its compiled entry, its slots in the index
+/// arrays, one warning and its message. Measured worst: 182, a list of `0`s (each a malformed
+/// entry and a warning, 2 bytes of JSON).
+pub const LIST_BYTES_PER_ENTRY: usize = 240;
+
+/// What a list's parse and compile may allocate besides its bytes and elements: the first
+/// sizes of the compiled form's tables, one regex's analysis. Measured worst: 8,079, one
+/// NGF-shaped entry.
+pub const LIST_BYTES_PER_PARSE: usize = 10_752;
 
 /// The most the compiled lists hold per byte of their JSON, past [`LIST_RESIDENT_BYTES_PER_LIST`]
 /// per list (each key of a file, each inline list) and besides their regex conditions' own
 /// memory (PCRE2's code, the prefilter's share: bounded per pattern apart), as the module
 /// counts them against `http_matches_max_memory`: once compiled (the scope's bytes, or
 /// `memory()`, whichever is more), and while a file is compiled besides the list being parsed
-/// (its [`LIST_BYTES_PER_JSON_BYTE`] estimate: the first pass's keys and the arrays sized from
+/// (its estimate, [`LIST_BYTES_PER_JSON_BYTE`] and the rest: the first pass's keys and the arrays sized from
 /// them are alive through the second pass). The generator budgets the lists' memory with
 /// them. Measured worst (`tests/resident.rs`, the shapes the generator writes): 1.65 per byte
 /// past 512 a list.

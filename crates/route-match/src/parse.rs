@@ -2,8 +2,10 @@
 //!
 //! The shape (an array of entries, or an object of key -> array) is checked while
 //! deserializing, so serde_json attaches the line and column of the offending token to the
-//! error. Entries themselves are kept as `serde_json::Value`: a malformed entry is not a parse
-//! error but an entry that fails when reached (see `compile`).
+//! error. Each entry is parsed into the fields the compile reads ([`RawEntry`]: unknown fields
+//! skipped, a value of the wrong type only shown) and handed over at once, never as a JSON tree
+//! of its list: a malformed entry is not a parse error but an entry that fails when reached
+//! (see `compile`).
 
 use core::cell::Cell;
 use core::fmt;
@@ -139,31 +141,60 @@ pub(crate) fn key_shown(k: &str) -> String {
 /// The most bytes of a key a message shows.
 pub(crate) const KEY_SHOWN: usize = 64;
 
-/// One list's entries, still as JSON values.
-pub(crate) type RawList = Vec<Value>;
-
-pub(crate) fn parse_list(json: &[u8]) -> Result<RawList, ParseError> {
+/// Parses one list (a JSON array), handing each match entry to `entry` as soon as it is read
+/// (`false` stops the parse: the compile ran out of memory); the number of entries.
+pub(crate) fn parse_list(
+    json: &[u8],
+    entry: &mut dyn FnMut(Option<&str>, usize, RawEntry) -> bool,
+) -> Result<usize, ParseError> {
     let mut de = serde_json::Deserializer::from_slice(json);
-    let list = ListSeed { key: None, keys: None }.deserialize(&mut de)?;
+    let list = ListSeed { key: None, keys: None, entry }.deserialize(&mut de)?;
     de.end()?;
     match list {
-        Parsed::Entries(list) => Ok(list),
+        Parsed::Entries(n) => Ok(n),
         // The seed refuses includes without the keys of a file.
         Parsed::Includes(_) => Err(ParseError::io(&std::io::Error::other("include in a list"))),
     }
 }
 
-/// Parses a whole file, handing each (key, list) to `each` as soon as it is read, so that only
-/// one list's JSON tree is alive at a time (a file of 100,000 entries would otherwise hold
-/// ~160 MB of trees at once, and leave the heap that fragmented).
+/// The first pass over one list: what a file's [`survey`] finds, from the list's depth (its
+/// syntax, entries, conditions and bytes of strings), so that its entries are compiled as
+/// they are parsed, into arrays sized once. Allocates nothing (strings are borrowed from
+/// `json`, or copied one at a time when escaped). Syntax errors count as untyped: the real
+/// parse reports them.
+pub(crate) fn list_survey(json: &[u8]) -> Survey {
+    let (pos, room) = (|| 0, |_| true);
+    let counts = Counts::new(&pos, &room);
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let typed = Detect { depth: 1, sep: None, counts: &counts }.deserialize(&mut de);
+    Survey {
+        typed: typed.unwrap_or(false),
+        entries: counts.entries.get(),
+        conditions: counts.conditions.get(),
+        bytes: counts.bytes.get(),
+        ..Survey::default()
+    }
+}
+
+/// What the second pass of a file tells its compile, list by list.
+pub(crate) trait Lists {
+    /// Asked before the list under `key` is parsed: `None` stops the parse there (an error,
+    /// which the caller replaces by its own reason); else the most bytes the list may take,
+    /// which the fence (the reader's, for a stream) holds the read to while it is parsed.
+    fn before(&mut self, key: &str) -> Option<u64>;
+    /// The `i`th element of the list under `key`, a match entry, as soon as it is read:
+    /// `false` stops the parse (out of memory).
+    fn entry(&mut self, key: &str, i: usize, entry: RawEntry) -> bool;
+    /// The list under `key` was read whole.
+    fn list(&mut self, key: String, list: Parsed);
+}
+
+/// Parses a whole file, handing each entry of each list to `lists` as soon as it is read, so
+/// that no more than one entry is alive as parsed (a list is never held as a JSON tree: a
+/// tree took up to ~143 bytes per byte of its JSON).
 ///
 /// `keys` (from the [`survey`] of the same file) is what an include is checked against: the
 /// position of a bad include is then the parser's own.
-///
-/// `before` is asked before each list is parsed, with its key: `None` stops the parse there
-/// (an error, which the caller replaces by its own reason), before the list's tree is built;
-/// else the most bytes the list may take, which `fence` (the reader's, for a stream) holds
-/// the read to while the list is parsed.
 ///
 /// `room(n)` is asked before the set of keys read (for duplicates) grows by up to `n` bytes:
 /// `false` stops the parse (an error; the caller reports its memory).
@@ -172,10 +203,9 @@ pub(crate) fn parse_file_with<'de, R: serde_json::de::Read<'de>>(
     keys: &Keys,
     room: &dyn Fn(usize) -> bool,
     fence: Option<&Fence>,
-    before: &mut dyn FnMut(&str) -> Option<u64>,
-    each: &mut dyn FnMut(String, Parsed),
+    lists: &mut dyn Lists,
 ) -> Result<(), ParseError> {
-    (&mut de).deserialize_map(FileVisitor { keys, room, fence, before, each })?;
+    (&mut de).deserialize_map(FileVisitor { keys, room, fence, lists })?;
     de.end()?;
     Ok(())
 }
@@ -183,25 +213,375 @@ pub(crate) fn parse_file_with<'de, R: serde_json::de::Read<'de>>(
 /// One list of a file as parsed: match entries, or includes of other lists (never both).
 #[derive(Debug)]
 pub(crate) enum Parsed {
-    /// Match entries, still as JSON values.
-    Entries(RawList),
+    /// This many match entries (each handed over as it was read).
+    Entries(usize),
     /// `{"include": KEY}` elements: the keys, in order. Each is a key of the same file whose
     /// list has no includes of its own (checked while parsing, when the survey was complete).
     Includes(Vec<String>),
 }
 
 #[cfg(test)]
-pub(crate) fn parse_file(json: &[u8]) -> Result<Vec<(String, RawList)>, ParseError> {
-    let mut out = Vec::new();
+pub(crate) fn parse_file(json: &[u8]) -> Result<Vec<(String, Parsed)>, ParseError> {
+    struct All(Vec<(String, Parsed)>);
+    impl Lists for All {
+        fn before(&mut self, _: &str) -> Option<u64> {
+            Some(u64::MAX)
+        }
+        fn entry(&mut self, _: &str, _: usize, _: RawEntry) -> bool {
+            true
+        }
+        fn list(&mut self, key: String, list: Parsed) {
+            self.0.push((key, list));
+        }
+    }
+    let mut all = All(Vec::new());
     let keys = survey(serde_json::Deserializer::from_slice(json), &|| 0, &|_| true).names;
     let de = serde_json::Deserializer::from_slice(json);
-    parse_file_with(de, &keys, &|_| true, None, &mut |_| Some(u64::MAX), &mut |k, l| match l {
-        Parsed::Entries(l) => out.push((k, l)),
-        Parsed::Includes(i) => {
-            out.push((k, i.into_iter().map(|k| serde_json::json!({ INCLUDE: k })).collect()))
+    parse_file_with(de, &keys, &|_| true, None, &mut all)?;
+    Ok(all.0)
+}
+
+/// One element of a list as parsed: an object's fields the compile reads (each as its last
+/// occurrence left it, as in a JSON object; other fields skipped, unallocated), or any other
+/// value, as messages show it.
+#[derive(Debug)]
+pub(crate) enum RawEntry {
+    /// A JSON object.
+    Object(Box<Fields>),
+    /// Anything else, shown (see [`Got`]).
+    Other(String),
+}
+
+/// The fields of an entry the compile reads; absent is `null`.
+#[derive(Debug, Default)]
+pub(crate) struct Fields {
+    pub(crate) any: Got,
+    pub(crate) method: Got,
+    pub(crate) path: Got,
+    pub(crate) redirect: Got,
+    /// [`Got::Strings`] when an array of strings.
+    pub(crate) headers: Got,
+    pub(crate) params: Got,
+    /// `include` (absent: `None`, unlike `null`).
+    pub(crate) include: Option<Got>,
+    /// A field other than `include` (an include element has none).
+    pub(crate) others: bool,
+}
+
+/// A field's value as parsed: what the compile accepts, kept; anything else only as
+/// `serde_json::Value`'s `Display` shows it (for the entry's warning), written while it is
+/// parsed ([`Show`]), never built as a tree.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) enum Got {
+    /// `null` (or absent).
+    #[default]
+    Null,
+    Bool(bool),
+    Str(String),
+    /// An array of strings (`headers`, `params`).
+    Strings(Vec<String>),
+    /// An array (`headers`, `params`) with a non-string item: the first, shown.
+    BadItem(String),
+    /// Any other value, shown.
+    Shown(String),
+}
+
+impl fmt::Display for Got {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Got::Null => f.write_str("null"),
+            Got::Bool(b) => write!(f, "{b}"),
+            Got::Str(s) => f.write_str(&serde_json::to_string(s).unwrap_or_default()),
+            Got::Strings(v) => f.write_str(&serde_json::to_string(v).unwrap_or_default()),
+            Got::BadItem(s) | Got::Shown(s) => f.write_str(s),
         }
-    })?;
-    Ok(out)
+    }
+}
+
+/// Parses an element of a list.
+struct EntrySeed;
+
+impl<'de> DeserializeSeed<'de> for EntrySeed {
+    type Value = RawEntry;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawEntry, D::Error> {
+        d.deserialize_any(EntryVisitor)
+    }
+}
+
+struct EntryVisitor;
+
+/// The fields the compile reads.
+#[derive(Clone, Copy)]
+enum Name {
+    Any,
+    Method,
+    Path,
+    Redirect,
+    Headers,
+    Params,
+    Include,
+    Other,
+}
+
+impl<'de> de::Deserialize<'de> for Name {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
+        d.deserialize_identifier(NameVisitor)
+    }
+}
+
+struct NameVisitor;
+
+impl Visitor<'_> for NameVisitor {
+    type Value = Name;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Name, E> {
+        Ok(match v {
+            "any" => Name::Any,
+            "method" => Name::Method,
+            "path" => Name::Path,
+            "redirectPath" => Name::Redirect,
+            "headers" => Name::Headers,
+            "params" => Name::Params,
+            INCLUDE => Name::Include,
+            _ => Name::Other,
+        })
+    }
+}
+
+/// Forwards a visitor's scalars to [`GotVisitor`] (`$v`), the value being `$wrap`ped.
+macro_rules! scalars {
+    ($v:expr, $wrap:expr) => {
+        fn visit_bool<E: de::Error>(self, b: bool) -> Result<Self::Value, E> {
+            $v.visit_bool(b).map($wrap)
+        }
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<Self::Value, E> {
+            $v.visit_i64(n).map($wrap)
+        }
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<Self::Value, E> {
+            $v.visit_u64(n).map($wrap)
+        }
+        fn visit_f64<E: de::Error>(self, n: f64) -> Result<Self::Value, E> {
+            $v.visit_f64(n).map($wrap)
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+            $v.visit_str(s).map($wrap)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            $v.visit_unit().map($wrap)
+        }
+    };
+}
+
+impl<'de> Visitor<'de> for EntryVisitor {
+    type Value = RawEntry;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a match entry")
+    }
+
+    scalars!(GotVisitor { strings: false }, |g: Got| RawEntry::Other(g.to_string()));
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RawEntry, A::Error> {
+        GotVisitor { strings: false }.visit_seq(seq).map(|g| RawEntry::Other(g.to_string()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEntry, A::Error> {
+        let mut f = Box::<Fields>::default();
+        let any = GotVisitor { strings: false };
+        while let Some(name) = map.next_key::<Name>()? {
+            f.others |= !matches!(name, Name::Include);
+            let strings = GotVisitor { strings: true };
+            match name {
+                Name::Any => f.any = map.next_value_seed(any)?,
+                Name::Method => f.method = map.next_value_seed(any)?,
+                Name::Path => f.path = map.next_value_seed(any)?,
+                Name::Redirect => f.redirect = map.next_value_seed(any)?,
+                Name::Headers => f.headers = map.next_value_seed(strings)?,
+                Name::Params => f.params = map.next_value_seed(strings)?,
+                Name::Include => f.include = Some(map.next_value_seed(any)?),
+                Name::Other => _ = map.next_value::<de::IgnoredAny>()?,
+            }
+        }
+        Ok(RawEntry::Object(f))
+    }
+}
+
+/// Parses a field's value into a [`Got`]: arrays of strings kept when `strings`.
+#[derive(Clone, Copy)]
+struct GotVisitor {
+    strings: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for GotVisitor {
+    type Value = Got;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Got, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// `value` shown, as `Value`'s `Display` would.
+fn shown(value: &impl serde::Serialize) -> Got {
+    Got::Shown(serde_json::to_string(value).unwrap_or_default())
+}
+
+impl<'de> Visitor<'de> for GotVisitor {
+    type Value = Got;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Got, E> {
+        Ok(Got::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Got, E> {
+        Ok(shown(&n))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Got, E> {
+        Ok(shown(&n))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Got, E> {
+        // As `Value` keeps it (a float JSON cannot hold is `null`).
+        Ok(shown(&serde_json::Number::from_f64(n)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Got, E> {
+        Ok(Got::Str(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Got, E> {
+        Ok(Got::Str(s))
+    }
+    fn visit_unit<E>(self) -> Result<Got, E> {
+        Ok(Got::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Got, A::Error> {
+        if !self.strings {
+            let mut out = Vec::new();
+            Show { out: &mut out }.visit_seq(seq)?;
+            return Ok(Got::Shown(String::from_utf8(out).unwrap_or_default()));
+        }
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(GotVisitor { strings: false })? {
+            match item {
+                Got::Str(s) => items.push(s),
+                // The first item that is not a string is what the warning shows; the rest is
+                // only read.
+                other => {
+                    while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                    return Ok(Got::BadItem(other.to_string()));
+                }
+            }
+        }
+        Ok(Got::Strings(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Got, A::Error> {
+        let mut out = Vec::new();
+        Show { out: &mut out }.visit_map(map)?;
+        Ok(Got::Shown(String::from_utf8(out).unwrap_or_default()))
+    }
+}
+
+/// Writes a value as `serde_json::Value`'s `Display` shows it (compact; an object's keys in
+/// byte order, a key written twice with its last value) while it is parsed: a few words per
+/// object member besides the text, where a tree took up to ~143 bytes per byte of JSON.
+struct Show<'o> {
+    out: &'o mut Vec<u8>,
+}
+
+impl<'de> DeserializeSeed<'de> for Show<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Show<'_> {
+    fn write(self, value: &impl serde::Serialize) {
+        // Writing into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut *self.out, value);
+    }
+}
+
+impl<'de> Visitor<'de> for Show<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<(), E> {
+        self.write(&b);
+        Ok(())
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<(), E> {
+        self.write(&n);
+        Ok(())
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<(), E> {
+        self.write(&n);
+        Ok(())
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<(), E> {
+        self.write(&serde_json::Number::from_f64(n));
+        Ok(())
+    }
+    fn visit_str<E>(self, s: &str) -> Result<(), E> {
+        self.write(&s);
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.out.push(b'[');
+        for n in 0usize.. {
+            let at = self.out.len();
+            if n > 0 {
+                self.out.push(b',');
+            }
+            if seq.next_element_seed(Show { out: self.out })?.is_none() {
+                self.out.truncate(at);
+                break;
+            }
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        // Each member written as read (`"key":value`), its raw key apart; then the members
+        // sorted by raw key (stable: of a key written twice the last is kept) and written
+        // again in that order over the first writing.
+        let start = self.out.len();
+        let (mut raw, mut members) = (Vec::new(), Vec::new());
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let at = self.out.len();
+            let _ = serde_json::to_writer(&mut *self.out, &key);
+            self.out.push(b':');
+            map.next_value_seed(Show { out: self.out })?;
+            members.push((raw.len()..raw.len() + key.len(), at..self.out.len()));
+            raw.extend_from_slice(key.as_bytes());
+        }
+        let key = |r: &core::ops::Range<usize>| raw.get(r.clone()).unwrap_or_default();
+        members.sort_by(|a, b| key(&a.0).cmp(key(&b.0)));
+        let mut sorted = vec![b'{'];
+        for (i, (k, text)) in members.iter().enumerate() {
+            if members.get(i + 1).is_some_and(|(next, _)| key(next) == key(k)) {
+                continue;
+            }
+            if sorted.len() > 1 {
+                sorted.push(b',');
+            }
+            sorted.extend_from_slice(self.out.get(text.clone()).unwrap_or_default());
+        }
+        sorted.push(b'}');
+        self.out.truncate(start);
+        self.out.extend_from_slice(&sorted);
+        Ok(())
+    }
 }
 
 /// The field of an include element: `{"include": "KEY"}` stands for the entries of the list
@@ -285,6 +665,9 @@ pub(crate) struct Survey {
     /// it. Shorter than `keys` only if the memory for it was refused (those lists are then
     /// not compiled).
     pub(crate) lengths: Vec<u32>,
+    /// The elements of each list (entries or includes; as long as `lengths`): what the compile
+    /// estimates a list by besides its bytes.
+    pub(crate) elements: Vec<u32>,
     /// The walk ended because the set of keys would not fit in what is left (see [`survey`]).
     pub(crate) out_of_memory: bool,
     /// ... and it was the system that refused the memory (an address-space limit), not the
@@ -488,22 +871,7 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
     pos: &dyn Fn() -> u64,
     room: &dyn Fn(usize) -> bool,
 ) -> Survey {
-    let counts = Counts {
-        entries: Cell::new(0),
-        conditions: Cell::new(0),
-        keys: Cell::new(0),
-        bytes: Cell::new(0),
-        keys_seen: Default::default(),
-        current: Default::default(),
-        lengths: Default::default(),
-        pos,
-        room,
-        out_of_memory: Cell::new(false),
-        system_refused: Cell::new(false),
-        longest_key: Cell::new(0),
-        lead: Cell::new(None),
-        string_file: Cell::new(false),
-    };
+    let counts = Counts::new(pos, room);
     let walked = Detect { depth: 0, sep: None, counts: &counts }.deserialize(&mut de);
     let lead = counts.lead.get().unwrap_or_else(pos);
     let out_of_memory = counts.out_of_memory.get();
@@ -522,6 +890,7 @@ pub(crate) fn survey<'de, R: serde_json::de::Read<'de>>(
         keys: counts.keys.get(),
         bytes: counts.bytes.get(),
         lengths: counts.lengths.into_inner(),
+        elements: counts.elements.into_inner(),
         out_of_memory,
         system_refused: counts.system_refused.get(),
         longest_key: counts.longest_key.get(),
@@ -540,6 +909,8 @@ struct Counts<'p> {
     current: core::cell::RefCell<String>,
     /// See [`Survey::lengths`].
     lengths: core::cell::RefCell<Vec<u32>>,
+    /// See [`Survey::elements`].
+    elements: core::cell::RefCell<Vec<u32>>,
     pos: &'p dyn Fn() -> u64,
     room: &'p dyn Fn(usize) -> bool,
     out_of_memory: Cell<bool>,
@@ -549,6 +920,28 @@ struct Counts<'p> {
     lead: Cell<Option<u64>>,
     /// The top-level value is a string (refused, see [`Survey::string_file`]).
     string_file: Cell<bool>,
+}
+
+impl<'p> Counts<'p> {
+    fn new(pos: &'p dyn Fn() -> u64, room: &'p dyn Fn(usize) -> bool) -> Self {
+        Counts {
+            entries: Cell::new(0),
+            conditions: Cell::new(0),
+            keys: Cell::new(0),
+            bytes: Cell::new(0),
+            keys_seen: Default::default(),
+            current: Default::default(),
+            lengths: Default::default(),
+            elements: Default::default(),
+            pos,
+            room,
+            out_of_memory: Cell::new(false),
+            system_refused: Cell::new(false),
+            longest_key: Cell::new(0),
+            lead: Cell::new(None),
+            string_file: Cell::new(false),
+        }
+    }
 }
 
 /// Walks any JSON; at depth 3 (file -> list -> entry -> field), the strings of a `headers` or
@@ -620,7 +1013,7 @@ impl<'de> Visitor<'de> for Detect<'_, '_> {
                 _ => None,
             };
             let next = Detect { depth: self.depth.saturating_add(1), sep, counts: self.counts };
-            let start = (self.counts.pos)();
+            let (start, first) = ((self.counts.pos)(), self.counts.entries.get());
             let f = map.next_value_seed(next);
             if self.depth == 0 {
                 // Recorded before a syntax error inside the list ends the walk, too: the real
@@ -628,10 +1021,16 @@ impl<'de> Visitor<'de> for Detect<'_, '_> {
                 // what was read up to the error, and it can report the error's position.
                 let len = (self.counts.pos)().saturating_sub(start);
                 let mut lengths = self.counts.lengths.borrow_mut();
+                let mut elements = self.counts.elements.borrow_mut();
+                let n = self.counts.entries.get().saturating_sub(first);
                 // Fallible: without the room, this list and those after it have no length
                 // (and are refused unparsed).
-                if lengths.len() + 1 == self.counts.keys.get() && lengths.try_reserve(1).is_ok() {
+                if lengths.len() + 1 == self.counts.keys.get()
+                    && lengths.try_reserve(1).is_ok()
+                    && elements.try_reserve(1).is_ok()
+                {
                     lengths.push(u32::try_from(len).unwrap_or(u32::MAX));
+                    elements.push(u32::try_from(n).unwrap_or(u32::MAX));
                 }
             }
             let f = f?;
@@ -696,27 +1095,23 @@ struct ListSeed<'a> {
     key: Option<&'a str>,
     /// The file's keys (`None`: a single list, where includes are refused).
     keys: Option<&'a Keys>,
+    /// Each match entry, as it is read (see [`Lists::entry`]).
+    entry: &'a mut dyn FnMut(Option<&str>, usize, RawEntry) -> bool,
 }
 
 impl<'de> DeserializeSeed<'de> for ListSeed<'_> {
     type Value = Parsed;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Parsed, D::Error> {
-        d.deserialize_any(ListVisitor { key: self.key, keys: self.keys })
+        d.deserialize_any(self)
     }
 }
 
-struct ListVisitor<'a> {
-    key: Option<&'a str>,
-    keys: Option<&'a Keys>,
-}
-
-impl ListVisitor<'_> {
+impl ListSeed<'_> {
     /// The key of an include element, or why it is not one that can be (`Ok(None)`: `v` is a
     /// match entry).
-    fn include(&self, v: &Value, i: usize) -> Result<Option<String>, String> {
-        let Some(target) = v.as_object().and_then(|o| o.get(INCLUDE).map(|t| (o, t))) else {
-            return Ok(None);
-        };
+    fn include(&self, v: &RawEntry, i: usize) -> Result<Option<String>, String> {
+        let RawEntry::Object(fields) = v else { return Ok(None) };
+        let Some(target) = &fields.include else { return Ok(None) };
         let at = format!("{}[{i}]", key_path(self.key));
         let Some(keys) = self.keys else {
             return Err(format!(
@@ -724,13 +1119,12 @@ impl ListVisitor<'_> {
                  another list of that file)"
             ));
         };
-        let (obj, target) = target;
-        if obj.len() != 1 {
+        if fields.others {
             return Err(format!(
                 "{at}: an include element has one field, \"{INCLUDE}\", and no other"
             ));
         }
-        let Some(target) = target.as_str() else {
+        let Got::Str(target) = target else {
             return Err(format!(
                 "{at}.{INCLUDE} must be a string (a key of this file), not {target}"
             ));
@@ -742,7 +1136,7 @@ impl ListVisitor<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for ListVisitor<'_> {
+impl<'de> Visitor<'de> for ListSeed<'_> {
     type Value = Parsed;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -750,28 +1144,34 @@ impl<'de> Visitor<'de> for ListVisitor<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Parsed, A::Error> {
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(4));
+        let mut entries = 0;
         let mut includes: Vec<String> = Vec::new();
-        while let Some(v) = seq.next_element::<Value>()? {
-            let i = out.len() + includes.len();
+        while let Some(v) = seq.next_element_seed(EntrySeed)? {
+            let i = entries + includes.len();
             match self.include(&v, i).map_err(de::Error::custom)? {
                 Some(target) => includes.push(target),
-                None => out.push(v),
+                None if includes.is_empty() => {
+                    if !(self.entry)(self.key, i, v) {
+                        return Err(de::Error::custom("out of memory"));
+                    }
+                    entries += 1;
+                }
+                None => entries += 1,
             }
-            if !(out.is_empty() || includes.is_empty()) {
+            if entries > 0 && !includes.is_empty() {
                 return Err(de::Error::custom(format_args!(
                     "{}[{i}]: a list with includes holds only includes, no match entries",
                     key_path(self.key)
                 )));
             }
         }
-        if out.is_empty() && includes.is_empty() {
+        if entries == 0 && includes.is_empty() {
             return Err(de::Error::custom(format_args!(
                 "the match list at {} is empty",
                 key_path(self.key)
             )));
         }
-        Ok(if includes.is_empty() { Parsed::Entries(out) } else { Parsed::Includes(includes) })
+        Ok(if includes.is_empty() { Parsed::Entries(entries) } else { Parsed::Includes(includes) })
     }
 }
 
@@ -782,8 +1182,7 @@ struct FileVisitor<'a> {
     keys: &'a Keys,
     room: &'a dyn Fn(usize) -> bool,
     fence: Option<&'a Fence>,
-    before: &'a mut dyn FnMut(&str) -> Option<u64>,
-    each: &'a mut dyn FnMut(String, Parsed),
+    lists: &'a mut dyn Lists,
 }
 
 impl<'de> Visitor<'de> for FileVisitor<'_> {
@@ -817,13 +1216,16 @@ impl<'de> Visitor<'de> for FileVisitor<'_> {
                     key_path(Some(&key))
                 )));
             }
-            let Some(len) = (self.before)(&key) else {
+            let Some(len) = self.lists.before(&key) else {
                 return Err(de::Error::custom("the parse was stopped before this list"));
             };
             if let Some(fence) = self.fence {
                 fence.set(len);
             }
-            let list = map.next_value_seed(ListSeed { key: Some(&key), keys: Some(self.keys) });
+            let lists = &mut *self.lists;
+            let entry = &mut |key: Option<&str>, i, e| lists.entry(key.unwrap_or_default(), i, e);
+            let list =
+                map.next_value_seed(ListSeed { key: Some(&key), keys: Some(self.keys), entry });
             // Lifted once the list is read, or found wrong (serde_json reads on to the map's
             // end after an error), unless it was the fence that stopped it: the read then
             // stays stopped.
@@ -831,7 +1233,7 @@ impl<'de> Visitor<'de> for FileVisitor<'_> {
                 fence.lift();
             }
             let list = list?;
-            (self.each)(key, list);
+            self.lists.list(key, list);
         }
         Ok(())
     }
@@ -843,14 +1245,14 @@ mod tests {
 
     #[test]
     fn syntax_error_has_position() {
-        let e = parse_list(b"[\n {\"any\": true},\n]").unwrap_err();
+        let e = parse_list(b"[\n {\"any\": true},\n]", &mut |_, _, _| true).unwrap_err();
         assert_eq!((e.line(), e.column()), (3, 1));
         assert_eq!(e.message(), "trailing comma");
     }
 
     #[test]
     fn list_must_be_an_array() {
-        let e = parse_list(br#"{"a": 1}"#).unwrap_err();
+        let e = parse_list(br#"{"a": 1}"#, &mut |_, _, _| true).unwrap_err();
         assert_eq!(e.message(), "invalid type: map, expected an array of match entries at $");
         assert_eq!(e.line(), 1);
     }
@@ -878,9 +1280,77 @@ mod tests {
         assert_eq!(e.message(), "duplicate match key at $[\"k\"]");
     }
 
+    /// Any JSON value, written with what shows differently: keys repeated and out of order,
+    /// escapes, numbers of every kind.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let leaf = prop::sample::select(vec![
+            "null",
+            "true",
+            "false",
+            "0",
+            "-0",
+            "-0.0",
+            "1.50",
+            "1e3",
+            "-12",
+            "0.1e-2",
+            "18446744073709551615",
+            "-9223372036854775808",
+            "18446744073709551616",
+            r#""""#,
+            r#""a\u0000\"\\\/b""#,
+            r#""\ud83d\ude00 é""#,
+            r#""\t\u001f""#,
+        ])
+        .prop_map(str::to_owned);
+        let key = prop::sample::select(vec![
+            r#""b""#, r#""a""#, r#""\n""#, r#""A""#, r#""é""#, r#""a ""#,
+        ]);
+        leaf.prop_recursive(4, 32, 5, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec((key.clone(), inner), 0..5).prop_map(|v| {
+                    let m: Vec<String> = v.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                    format!("{{{}}}", m.join(" , "))
+                }),
+            ]
+        })
+    }
+
+    /// The one entry of `[json]`.
+    fn one(json: &str) -> RawEntry {
+        let mut got = None;
+        parse_list(format!("[{json}]").as_bytes(), &mut |_, _, e| got.replace(e).is_none())
+            .unwrap();
+        got.unwrap()
+    }
+
+    proptest::proptest! {
+        /// A value the compile does not take is shown as `serde_json::Value` shows it (the
+        /// warnings' text of a tree), though no tree of it is built.
+        #[test]
+        fn values_are_shown_as_a_tree_shows_them(v in any_json()) {
+            let want = serde_json::from_str::<Value>(&v).unwrap().to_string();
+            match one(&v) {
+                RawEntry::Other(shown) => proptest::prop_assert_eq!(&shown, &want),
+                RawEntry::Object(_) => proptest::prop_assert!(v.starts_with('{'), "{}", v),
+            }
+            let RawEntry::Object(f) = one(&format!(r#"{{"any":{v},"x":{v}}}"#)) else { panic!() };
+            proptest::prop_assert_eq!(f.any.to_string(), want.clone());
+            let RawEntry::Object(f) = one(&format!(r#"{{"headers":["a",{v},{v}]}}"#)) else {
+                panic!()
+            };
+            if !v.starts_with('"') {
+                proptest::prop_assert_eq!(f.headers, Got::BadItem(want));
+            }
+        }
+    }
+
     #[test]
     fn trailing_garbage_is_an_error() {
-        assert!(parse_list(b"[{}] x").is_err());
+        assert!(parse_list(b"[{}] x", &mut |_, _, _| true).is_err());
         assert!(parse_file(b"{} {}").is_err());
     }
 }

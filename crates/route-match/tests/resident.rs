@@ -150,7 +150,7 @@ fn file(shape: u8, keys: usize, count: usize, n: usize) -> (String, usize) {
 }
 
 /// The worst file: what its compile holds at its peak besides the list being parsed (its
-/// estimate, `list_estimate`: 192 per byte and a 33-byte key per two bytes, and the room the
+/// estimate, `list_estimate`: per byte, and per element with a 33-byte key, and the room the
 /// compile keeps: 4,096 bytes and the next key twice), per byte of the file's JSON. The first
 /// pass's set of keys and the arrays sized from it are alive through the second pass, so
 /// this is more than what the file keeps once compiled.
@@ -171,7 +171,9 @@ fn worst_file() -> (f64, String) {
                 |f| f.memory(),
             );
             let largest = list(shape, count, n, 0).0.len() + 4 * count;
-            let estimate = largest * route_match::LIST_BYTES_PER_JSON_BYTE + (largest / 2 + 1) * 65;
+            let estimate = largest * route_match::LIST_BYTES_PER_JSON_BYTE
+                + count.max(2) * (route_match::LIST_BYTES_PER_ENTRY + 33)
+                + route_match::LIST_BYTES_PER_PARSE;
             let held = r.max(peak.saturating_sub(estimate + 4096 + 66));
             let f = factor(held, regex, keys + keys / 2, json.len());
             if std::env::var("RESIDENT_SHOW").is_ok() {
@@ -252,8 +254,9 @@ fn lists_of_includes_are_within_the_model() {
                 );
                 // The longest list: the list of includes (or a one-entry run).
                 let largest = (includes * 49 + 2).max(200);
-                let estimate =
-                    largest * route_match::LIST_BYTES_PER_JSON_BYTE + (largest / 2 + 1) * 65;
+                let estimate = largest * route_match::LIST_BYTES_PER_JSON_BYTE
+                    + includes.max(1) * (route_match::LIST_BYTES_PER_ENTRY + 33)
+                    + route_match::LIST_BYTES_PER_PARSE;
                 let held = r.max(peak.saturating_sub(estimate + 4096 + 66)).saturating_sub(regex);
                 let base = (json.len() - all * 48) * LIST_RESIDENT_BYTES_PER_JSON_BYTE
                     + (runs + lists) * LIST_RESIDENT_BYTES_PER_LIST;

@@ -1,8 +1,8 @@
 //! List memory: the module compiles every match list of the configuration (each key of
 //! `matches.json`, or each inline list) within `http_matches_max_memory`, and refuses the whole
 //! configuration when one does not fit: a list of L bytes of JSON must find
-//! `L x LIST_BYTES_PER_JSON_BYTE` (and a key per two bytes, its warnings) left beside what the
-//! lists compiled before it hold. So the plan budgets them, newest first, as the other
+//! `L x LIST_BYTES_PER_JSON_BYTE`, `LIST_BYTES_PER_ENTRY` (and a key, its warning's) per
+//! element and `LIST_BYTES_PER_PARSE` left beside what the lists compiled before it hold. So the plan budgets them, newest first, as the other
 //! budgets (`plan/budget.rs`):
 //!
 //! - the module's memory is the regex conditions' (`--regex-memory-total`), the lists'
@@ -28,8 +28,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use route_match::{
-    LIST_BYTES_PER_JSON_BYTE, LIST_RESIDENT_BYTES_PER_INCLUDE as PER_INCLUDE,
-    LIST_RESIDENT_BYTES_PER_JSON_BYTE as RESIDENT, LIST_RESIDENT_BYTES_PER_LIST as PER_LIST,
+    LIST_BYTES_PER_ENTRY, LIST_BYTES_PER_JSON_BYTE, LIST_BYTES_PER_PARSE,
+    LIST_RESIDENT_BYTES_PER_INCLUDE as PER_INCLUDE, LIST_RESIDENT_BYTES_PER_JSON_BYTE as RESIDENT,
+    LIST_RESIDENT_BYTES_PER_LIST as PER_LIST,
 };
 
 use super::budget::{Left, Unit, makes};
@@ -41,6 +42,10 @@ use super::types::{Candidate, Loc, LocationPlan, PortPlan, Segment};
 const KEY: usize = 40;
 /// An include of a run in a location's list (`{"include":"e` and 32 hex digits `"},`).
 const INCLUDE: usize = 48;
+/// The shortest element of a list written: an entry of no condition, its `redirectPath` the
+/// first slot's (`{"redirectPath":"/_httproute-internal/0"}`), with its comma. A list of `L`
+/// bytes has at most `L / ELEMENT + 1` elements.
+const ELEMENT: usize = 42;
 /// What a compile keeps besides a list's estimate: the refusal's room (4,096 bytes), the next
 /// key twice, the file's read buffer (at most 64 KiB).
 const SLACK: usize = 4096 + 2 * KEY + 64 * 1024;
@@ -72,10 +77,12 @@ impl Limits {
 }
 
 /// The most a preloaded list of `json` bytes takes while it is parsed and compiled
-/// (`route_match`'s `list_estimate` under a key, and [`SLACK`]).
+/// (`route_match`'s `list_estimate` under a key, its elements at most one per [`ELEMENT`]
+/// bytes, and [`SLACK`]).
 pub fn peak(json: usize) -> usize {
-    let warnings = (json / 2 + 1).saturating_mul(KEY + 32);
-    json.saturating_mul(LIST_BYTES_PER_JSON_BYTE).saturating_add(warnings).saturating_add(SLACK)
+    let elements = (json / ELEMENT + 1).saturating_mul(LIST_BYTES_PER_ENTRY + KEY);
+    (json.saturating_mul(LIST_BYTES_PER_JSON_BYTE).saturating_add(elements))
+        .saturating_add(LIST_BYTES_PER_PARSE + SLACK)
 }
 
 /// A run of entries (a key of `matches.json`; inline, a part of each list holding it).
@@ -531,6 +538,21 @@ mod tests {
     /// The older route's charge is the same with 0, 16 and 32 newer paths on its host name
     /// (their lists of includes, or inline their copies of a's `/` entry, are theirs), and the
     /// newer routes' charges about double from 16 to 32: each pays its own.
+    /// [`super::ELEMENT`] is the shortest element written: an entry of no condition, first slot.
+    #[test]
+    fn the_shortest_element_is_an_entry_of_no_condition() {
+        let e = crate::plan::Entry {
+            any: false,
+            headers: Vec::new(),
+            method: None,
+            params: Vec::new(),
+            path: None,
+            slot: 0,
+        };
+        assert_eq!(serde_json::to_string(&e).unwrap().len() + 1, super::ELEMENT);
+        const { assert!(super::INCLUDE > super::ELEMENT) };
+    }
+
     #[test]
     fn an_older_route_is_charged_the_same_at_n_and_2n_newer_paths() {
         for inline in [false, true] {
