@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the engine and the generator with libFuzzer, on stable Rust.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]    default: 60 s each of `parse`, `evaluate` and `generate`
+#   scripts/fuzz.sh [SECONDS] [TARGET...]    default: 60 s each of `parse`, `evaluate`, `generate` and `json`
 # cargo-fuzz needs nightly only for its sanitizer flag; the coverage instrumentation it adds
 # (SanitizerCoverage through -C passes / -C llvm-args) is stable, so this builds the fuzz crate
 # with those flags directly. No AddressSanitizer: the engine has no unsafe code
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(parse evaluate generate)
+[ ${#targets[@]} -gt 0 ] || targets=(parse evaluate generate json)
 
 triple=$(rustc -vV | sed -n 's/^host: //p')
 # --target keeps these flags off build scripts and proc macros (as cargo-fuzz does).
