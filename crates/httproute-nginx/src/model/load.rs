@@ -234,36 +234,40 @@ pub(crate) fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError
     }
 }
 
-/// Parses one file's text (YAML documents; JSON is YAML) and adds its objects.
+/// Parses one file's text (YAML documents; JSON is YAML, read by [`super::json`]'s fast path
+/// when it reads alike) and adds its objects.
 ///
 /// One document at a time, so that only one is held as a tree, and the items of a `List` one
 /// at a time (see [`super::yaml`]). An invalid document is reported before any object's error
 /// (as if every document were read first): after an object's error the rest is still parsed,
 /// not used.
 pub fn load_text(file: &Path, text: &str, inputs: &mut Inputs) -> Result<(), InputError> {
-    let input = std::io::BufReader::with_capacity(super::yaml::INPUT_BUFFER, text.as_bytes());
+    let input = std::io::Cursor::new(text.as_bytes());
+    let input = std::io::BufReader::with_capacity(super::yaml::INPUT_BUFFER, input);
     load_from(file, input, text.len() as u64, inputs)
 }
 
 /// [`load_text`] from a reader of `bytes` bytes.
 fn load_from(
     file: &Path,
-    input: impl std::io::BufRead,
+    input: impl std::io::BufRead + std::io::Seek,
     bytes: u64,
     inputs: &mut Inputs,
 ) -> Result<(), InputError> {
     // The items of the document being read, kept apart until its `kind` (which kubectl writes
-    // after `items`) says whether it is a List.
+    // after `items`) says whether it is a List, or until the JSON path gives up (`None`) and
+    // the file is read again.
     let mut staged: Option<Inputs> = None;
-    let read = super::yaml::read_from(input, bytes, |part| match part {
-        Part::Item { document, index, value } => {
+    let read = super::json::read_from(input, bytes, |part| match part {
+        None => staged = None,
+        Some(Part::Item { document, index, value }) => {
             let stage = staged.get_or_insert_with(Default::default);
             let here = Place::item(file, document, index);
             if first(&here, &value, stage, Some(&inputs.seen)) {
                 object(&here, value, stage);
             }
         }
-        Part::Document { document, mut value, streamed } => {
+        Some(Part::Document { document, mut value, streamed }) => {
             let stage = staged.take();
             if value.is_null() {
                 return;

@@ -6,6 +6,7 @@
 mod certificate;
 mod core;
 mod inference;
+mod json;
 mod load;
 mod parent_refs;
 mod syntax;
@@ -18,6 +19,7 @@ pub use core::{special_ip, unusable_ip};
 pub use inference::{
     INFERENCE_GROUP, InferencePool, InferencePoolSpec, PickerRef, PoolPort, PoolSelector,
 };
+pub use json::{KEY_SPAN, read as read_json};
 pub use load::{InputError, Inputs, Place, Refused, RejectedRoute, load, load_text};
 pub use types::*;
 pub use validate::{decoded_path, is_dns_label, is_dns_subdomain, is_host_name, valid_hostname};
