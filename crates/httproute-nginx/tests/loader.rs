@@ -358,3 +358,19 @@ fn characters_across_the_parsers_input_buffer_are_read_whole() {
     }
     assert!(read_yaml("k: \"\u{1}\"\n", |_| {}).is_err());
 }
+
+/// Input on which libyaml-safer 0.3 panics (found by the `json` fuzz target) is a refusal of
+/// the file, with a message, never a crash of the run (main 4762b21: `generate` panicked).
+#[test]
+fn input_the_parser_gives_up_on_is_refused_not_a_crash() {
+    for text in ["[!a,]", "{\"a\": \"x\\", "|\n \n !:\n !:\n !"] {
+        let mut inputs = Inputs::default();
+        let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            load_text(Path::new("p.yaml"), text, &mut inputs)
+        }));
+        let Ok(result) = got else { panic!("{text:?}: the loader panicked") };
+        if let Err(e) = result {
+            assert!(e.to_string().contains("p.yaml"), "{text:?}: {e}");
+        }
+    }
+}

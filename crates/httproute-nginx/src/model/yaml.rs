@@ -116,9 +116,18 @@ pub fn read_from<R: std::io::BufRead>(
         work: Work::default(),
         sink: &mut sink,
     };
-    match run(input, &mut r) {
-        Ok(()) => Ok(r.work),
-        Err(e) => Err(ReadError { work: r.work, ..e }),
+    // libyaml-safer 0.3 panics on some malformed input (`[!a,]`, a text ending in a quoted
+    // `\`; found by fuzz/fuzz_targets/json.rs): a refusal of the file, never a crash.
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(input, &mut r)));
+    let document = r.document;
+    match ran {
+        Ok(Ok(())) => Ok(r.work),
+        Ok(Err(e)) => Err(ReadError { work: r.work, ..e }),
+        Err(_) => Err(ReadError {
+            document,
+            message: "not valid YAML (the parser gave up on it)".to_owned(),
+            work: r.work,
+        }),
     }
 }
 
