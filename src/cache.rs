@@ -18,12 +18,13 @@
 //! '<literal>'` or a `map`'s constant value lies at the same address on every request, and a
 //! copy in the request's pool usually does too. A stale hint costs a miss of the hint only: the
 //! bytes are always compared. An NGINX worker runs handlers on one thread, so the cache is
-//! thread-local.
+//! thread-local. Before all of this, a location asks its own last value ([`Kept`]), which
+//! skips the thread-local cache and the request's header scan.
 
 use core::hash::{BuildHasher, Hash, Hasher};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::hash::RandomState;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use quick_cache::{Equivalent, Lifecycle, Weighter};
 use route_match::{Bounds, CompiledList, ParseError, Syntax};
@@ -43,6 +44,40 @@ pub(crate) struct Entry {
     pub(crate) compiled: Result<CompiledList, String>,
     /// Bytes this entry accounts for: the value, its compiled list and [`SLOT`].
     pub(crate) cost: usize,
+}
+
+/// A location's last value the cache took: its (address, length) and a weak reference to its
+/// entry. The cache stays the entry's only owner, so `http_matches_var_cache` bounds the lists
+/// whatever the locations keep: an evicted entry leaves a location only its `Rc` allocation
+/// (the value and compiled list are freed), one per location. A `set $http_matches
+/// '<literal>'` lies at the same address on every request, and so, in a steady layout, does a
+/// copy in the request's pool.
+#[derive(Default)]
+pub(crate) struct Kept {
+    at: Cell<(usize, usize)>,
+    entry: Cell<Weak<Entry>>,
+}
+
+impl Kept {
+    /// The entry of `value` when it is this location's last value, still in the cache: the
+    /// same address and length, and the same bytes (compared, as another request's memory may
+    /// hold other bytes there).
+    #[inline]
+    pub(crate) fn get(&self, value: &[u8]) -> Option<Rc<Entry>> {
+        if self.at.get() != (value.as_ptr() as usize, value.len()) {
+            return None;
+        }
+        let weak = self.entry.take();
+        let entry = weak.upgrade();
+        self.entry.set(weak);
+        entry.filter(|e| *e.source == *value)
+    }
+
+    /// Keeps `entry`, which the cache holds, as this location's last value.
+    pub(crate) fn keep(&self, value: &[u8], entry: &Rc<Entry>) {
+        self.at.set((value.as_ptr() as usize, value.len()));
+        self.entry.set(Rc::downgrade(entry));
+    }
 }
 
 /// A cached value: its SipHash (under the worker's keys), its syntax and its bytes. Its `Hash`
@@ -259,7 +294,7 @@ pub(crate) fn get(
 /// `Drop`): freeing them would only dirty shared pages. They stay reachable from [`LEFT`].
 pub(crate) fn forget_all() {
     if let Some(cache) = CACHE.with(|c| c.borrow_mut().take()) {
-        crate::state::leave_reachable(&LEFT, cache);
+        crate::util::leave_reachable(&LEFT, cache);
     }
 }
 

@@ -143,7 +143,10 @@ unsafe fn choose<'a>(
         );
         return Err(fail(log, what));
     };
-    let entry = from_variable(req, lcf, mcf, value)?;
+    let entry = match lcf.var_kept.get(value) {
+        Some(entry) => entry,
+        None => from_variable(req, lcf, mcf, value)?,
+    };
     match &held.insert(entry).compiled {
         Ok(compiled) => Ok((&compiled.list, Source::Variable)),
         Err(e) => {
@@ -209,6 +212,9 @@ fn from_variable(
     let bounds = route_match::Bounds { memory: mcf.max_memory, pattern: mcf.max_pattern_memory };
     let (c, lookup) = cache::get(lcf.var_syntax, value, mcf.var_cache_size, bounds);
     log_lookup(log, mcf, value, &c, &lookup);
+    if !matches!(lookup, Lookup::Uncached) {
+        lcf.var_kept.keep(value, &c);
+    }
     Ok(c)
 }
 

@@ -153,11 +153,11 @@ impl Drop for MainConf {
     /// In a worker that is exiting, the compiled lists are left as they are: freeing them
     /// would write to (and so copy) every page of the heap they share with the master and
     /// the other workers, moments before the process is gone anyway. They stay reachable
-    /// (see [`leave_reachable`]), so a leak checker reports only what is really lost.
+    /// (see [`crate::util::leave_reachable`]), so a leak checker reports only what is really lost.
     fn drop(&mut self) {
         if EXITING.load(Ordering::Relaxed) {
             if let Some(file) = self.file.take() {
-                leave_reachable(&LEFT, file);
+                crate::util::leave_reachable(&LEFT, file);
             }
         } else if self.file.take().is_some() {
             // The master, after a reload: the old lists were just freed. Give their pages back
@@ -172,15 +172,6 @@ pub(crate) static EXITING: AtomicBool = AtomicBool::new(false);
 
 /// The compiled lists an exiting worker leaves unfreed (see `Drop for MainConf`).
 static LEFT: AtomicPtr<Arc<CompiledFile>> = AtomicPtr::new(core::ptr::null_mut());
-
-/// Leaves `value` allocated for the rest of the process, pointed to from `slot`, a static:
-/// valgrind's leak check finds it reachable, since the module stays mapped after NGINX's
-/// dlclose (linked `-z nodelete`, build.rs). The swap reads `slot` and `black_box` uses what
-/// it read: a static only ever written is deleted by LTO, store and all (then the value was
-/// "definitely lost", scripts/bench/memcheck.sh).
-pub(crate) fn leave_reachable<T>(slot: &AtomicPtr<T>, value: T) {
-    core::hint::black_box(slot.swap(Box::into_raw(Box::new(value)), Ordering::Relaxed));
-}
 
 /// Server level state: `http_matches_fallback`.
 #[derive(Default)]
@@ -250,6 +241,9 @@ pub struct LocConf {
     pub(crate) epp_handler: Option<usize>,
     /// `http_matches_epp grpc://...`: the call speaks the EPP protocol (see `epp::grpc`).
     pub(crate) epp_grpc: bool,
+    /// The last `$http_matches` value of this location the worker's cache took (see
+    /// `cache::Kept`: a weak reference, the cache stays the list's only owner).
+    pub(crate) var_kept: crate::cache::Kept,
 }
 
 impl Default for LocConf {
@@ -267,6 +261,7 @@ impl Default for LocConf {
             epp_where: String::new(),
             epp_handler: None,
             epp_grpc: false,
+            var_kept: crate::cache::Kept::default(),
         }
     }
 }

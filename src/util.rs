@@ -89,6 +89,17 @@ pub(crate) unsafe fn redirect_keeping_args(
     }
 }
 
+/// Leaves `value` allocated for the rest of the process, pointed to from `slot`, a static:
+/// valgrind's leak check finds it reachable, since the module stays mapped after NGINX's
+/// dlclose (linked `-z nodelete`, build.rs). The swap reads `slot` and `black_box` uses what
+/// it read: a static only ever written is deleted by LTO, store and all (then the value was
+/// "definitely lost", scripts/bench/memcheck.sh).
+pub(crate) fn leave_reachable<T>(slot: &core::sync::atomic::AtomicPtr<T>, value: T) {
+    core::hint::black_box(
+        slot.swap(Box::into_raw(Box::new(value)), core::sync::atomic::Ordering::Relaxed),
+    );
+}
+
 /// Lossy text for log messages.
 pub(crate) fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(bytes)

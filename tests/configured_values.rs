@@ -211,3 +211,43 @@ fn a_walk_past_the_cache_cannot_evict_the_hot_list() {
     }
     n.finish();
 }
+
+/// A location keeps its last `$http_matches` value only as long as the worker's cache does: in a
+/// cache that holds one list (~740 bytes counted), the one-off values between two rounds evict
+/// the configured literal, and the next round compiles it again (once: its second request finds
+/// it kept), served right every time, the cache never over its bytes. Before (the location held
+/// the literal's list itself, past the cache's bound), it was compiled once in all.
+#[test]
+fn a_configured_literal_evicted_from_the_cache_is_compiled_again_and_served_right() {
+    const BUDGET: usize = 2_000;
+    let body = format!(
+        "http_matches_var_cache {BUDGET};
+         server {{
+           listen 127.0.0.1:{{PORT}};
+           location /t/ {{ internal; return 200 \"$uri entry=$matches_entry\\n\"; }}
+           location = /literal {{ set $http_matches '{lit}'; http_matches; }}
+           location = /h {{ set $http_matches $http_x_list; http_matches; }}
+         }}",
+        lit = list_of("lit", 0)
+    );
+    let n = Nginx::start("configured-literal", &body, &[]);
+    for round in 0..3 {
+        for _ in 0..2 {
+            let r = n.get("/literal", &[("x-k", "0")]);
+            assert_eq!((r.status, r.body.as_str()), (200, "/t/lith0 entry=0\n"), "round {round}");
+        }
+        for k in 10 * round..10 * round + 3 {
+            let r = n.get("/h", &[("x-list", &list_of("c", k)), ("x-k", &k.to_string())]);
+            let want = format!("/t/ch{k} entry=0\n");
+            assert_eq!((r.status, r.body.as_str()), (200, want.as_str()), "{round} {k}");
+        }
+    }
+    let log = n.error_log();
+    let lines = compile_lines(&log);
+    let literal = fingerprint(lines[0]).unwrap();
+    let compiles = lines.iter().filter(|l| l.contains(literal)).count();
+    assert!(lines.iter().any(|l| figures(l).0 > 0), "nothing was evicted");
+    assert!(lines.iter().all(|l| figures(l).1 <= BUDGET), "over the cache's bytes");
+    assert_eq!(compiles, 3, "the literal was compiled {compiles} times in 3 rounds");
+    n.finish();
+}

@@ -30,7 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
 from procs import measured_commit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-WORK = ROOT / "target" / "bench"
+# BENCH_WORK=/path: the run's work directory (NGINX's prefix, results.json, compare.json), so
+# that two runs at once do not share one (each also needs its own BENCH_PORT). Its path's
+# length is part of the heap layout: compare figures measured with the same one.
+WORK = Path(os.environ.get("BENCH_WORK") or ROOT / "target" / "bench").resolve()
 NGINX = os.environ.get("BENCH_NGINX", "/usr/sbin/nginx")
 MODULE = os.environ["BENCH_MODULE"]
 NJS_MODULE = os.environ.get("NJS_MODULE") or "/usr/lib/nginx/modules/ngx_http_js_module.so"
@@ -754,6 +757,8 @@ def report(results, load):
               "`BENCH_WRK_SECONDS` and `BENCH_ONLY=<regex of scenario names>` adjust the run;",
               "`BENCH_LAYOUTS=8` runs the `$http_matches` carrier rows and the native rows they are",
               "compared with under 8 heap layouts (their median and range: comparable across runs).",
+              "Two runs at once need each its own `BENCH_WORK=<directory>` (default `target/bench`)",
+              "and `BENCH_PORT`.",
               ""]
     # The NGF-shaped section is scripts/bench/ngf-scale.sh's, and what follows it (the generator's
     # scale) is written by hand from scripts/bench/generator-scale.sh: both kept as they are.
