@@ -272,3 +272,28 @@ proptest! {
         same(&text);
     }
 }
+
+/// A JSON file given as a pipe (`-f /dev/stdin`, a FIFO) cannot be read again: a doubt in it
+/// (here a non-ASCII byte in one object's annotation) must not fail the run. Review rv: the
+/// JSON path rewound the input and the run was refused with "Illegal seek".
+#[test]
+fn a_piped_json_file_with_a_doubt_is_read_by_the_yaml_path() {
+    let dir = std::env::temp_dir().join(format!("json-input-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("routes.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let labelled = "\"generation\": 1, \"labels\": {\"a\": \"café\"},";
+    let text = kubectl_list(3).replacen("\"generation\": 1,", labelled, 1);
+    assert!(!text.is_ascii());
+    let writer = {
+        let (fifo, text) = (fifo.clone(), text.clone());
+        std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+    };
+    let inputs = httproute_nginx::model::load(std::slice::from_ref(&fifo));
+    writer.join().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let inputs = inputs.map_err(|e| e.to_string()).unwrap();
+    assert_eq!(inputs.routes.len() + inputs.rejected.len(), 3);
+}

@@ -9,6 +9,7 @@
 //! that YAML could read the text otherwise, the sink is told (`None`: drop what it has
 //! staged) and the file is read again by the YAML path from its start, whose values,
 //! errors and messages are then the result. Nothing the JSON path reads is ever an error.
+//! Input that cannot be read again (a pipe: `-f /dev/stdin`) takes the YAML path alone.
 //!
 //! Doubts, each where YAML reads valid JSON otherwise or refuses it: invalid JSON (YAML may
 //! read it as flow YAML), text after the value; a byte that is not printable ASCII, tabs
@@ -41,7 +42,9 @@ pub fn read_from<R: BufRead + Seek>(
     bytes: u64,
     mut sink: impl FnMut(Option<Part>),
 ) -> Result<Work, ReadError> {
-    if opens_json(&mut input) {
+    // Only input that can be read again (a file, a text; not a pipe): a doubt reads it again
+    // from the start.
+    if input.stream_position().is_ok() && opens_json(&mut input) {
         if let Some(work) = json(&mut input, &mut |p| sink(Some(p))) {
             return Ok(work);
         }
