@@ -116,18 +116,9 @@ pub fn read_from<R: std::io::BufRead>(
         work: Work::default(),
         sink: &mut sink,
     };
-    // libyaml-safer 0.3 panics on some malformed input (`[!a,]`, a text ending in a quoted
-    // `\`; found by fuzz/fuzz_targets/json.rs): a refusal of the file, never a crash.
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(input, &mut r)));
-    let document = r.document;
-    match ran {
-        Ok(Ok(())) => Ok(r.work),
-        Ok(Err(e)) => Err(ReadError { work: r.work, ..e }),
-        Err(_) => Err(ReadError {
-            document,
-            message: "not valid YAML (the parser gave up on it)".to_owned(),
-            work: r.work,
-        }),
+    match run(input, &mut r) {
+        Ok(()) => Ok(r.work),
+        Err(e) => Err(ReadError { work: r.work, ..e }),
     }
 }
 
@@ -143,9 +134,18 @@ fn run<R: std::io::BufRead, F: FnMut(Part)>(
     parser.set_input(input);
     let mut next_document = 0;
     loop {
-        let event = parser.parse().map_err(|e| {
-            error(r.document.or(Some(next_document)), format!("invalid YAML/JSON: {e}"))
-        })?;
+        // libyaml-safer 0.3 panics on some malformed input (`[!a,]`, a text ending in a
+        // quoted `\`; found by fuzz/fuzz_targets/json.rs): a refusal of the file, never a
+        // crash. Only the parser's own call is caught.
+        let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parser.parse()));
+        let document = r.document.or(Some(next_document));
+        let event = match parsed {
+            Ok(event) => event.map_err(|e| error(document, format!("invalid YAML/JSON: {e}")))?,
+            Err(_) => {
+                let why = "invalid YAML/JSON: the parser gave up on it".to_owned();
+                return Err(error(document, why));
+            }
+        };
         r.work.events += 1;
         let at = event.start_mark;
         match event.data {
