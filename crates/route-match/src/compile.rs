@@ -928,14 +928,17 @@ impl Compiler {
             other => return Err(format!("\"path\" must be a string, not {other}")),
         };
         // Every condition is checked before any is stored: an invalid entry stores none.
-        let headers = strings(&obj.headers, "headers")?
-            .iter()
-            .map(|s| self.header(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        let params = strings(&obj.params, "params")?
-            .iter()
-            .map(|s| self.param(s))
-            .collect::<Result<Vec<_>, _>>()?;
+        // Sized once (a collect of `Result`s grows by doubling: up to twice the room).
+        let hs = strings(&obj.headers, "headers")?;
+        let mut headers = Vec::with_capacity(hs.len());
+        for s in hs {
+            headers.push(self.header(s)?);
+        }
+        let ps = strings(&obj.params, "params")?;
+        let mut params = Vec::with_capacity(ps.len());
+        for s in ps {
+            params.push(self.param(s)?);
+        }
         if !try_room(&mut self.b.conds, headers.len() + params.len()) {
             self.b.no_memory = true;
             return Err("out of memory".to_owned());

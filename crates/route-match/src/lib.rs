@@ -50,7 +50,9 @@ pub use pattern::{ATTEMPT_MAX_CHARGE, DEFAULT_PATTERN_MEMORY, MATCH_LIMIT, PROBE
 /// estimate does not fit in what is left of its bound is refused before it is parsed.
 /// Measured worst (`tests/parse_estimate.rs`, `the_factor_covers_every_shape`, with the other
 /// two constants as they are; each constant keeps a third more): 13.7, 3,000 NGF-shaped
-/// entries (a regex and an exact header, a param, a method; PCRE2's code counted).
+/// entries (a regex and an exact header, a param, a method; PCRE2's code counted); 15.7, one
+/// entry of 2^k + 1 short conditions (`conditions_just_past_a_doubling_are_within_the_estimate`:
+/// 19.0 while its condition lists grew by doubling).
 /// It was 192 while serde_json's tree of the whole list was built first (~143 per byte for
 /// one-key objects nested in an unknown field), which refused a 1.35 MB list of 10,000 such
 /// entries under the default 128 MiB.

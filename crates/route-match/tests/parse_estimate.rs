@@ -729,3 +729,23 @@ fn a_list_of_10000_ngf_entries_compiles_under_the_default_limit() {
     let req = Req::new("GET").h("x-v", "v9999.1").h("x-t", "t9999").q("q=9999");
     assert_eq!(show(c.list.evaluate(&req)), "-> /p9999");
 }
+
+/// An entry of 2^k + 1 short conditions, just past a doubling of every list that grows by
+/// doubling: within the estimate (review rv: ~19 bytes a byte when the condition lists grew
+/// by doubling, past the 18 the estimate allows).
+#[test]
+fn conditions_just_past_a_doubling_are_within_the_estimate() {
+    use route_match::LIST_BYTES_PER_PARSE as C;
+    use route_match::{LIST_BYTES_PER_ENTRY as B, LIST_BYTES_PER_JSON_BYTE as A};
+    for n in [1025usize, 2049, 4097, 8193] {
+        for field in ["headers", "params"] {
+            let conds = vec![if field == "headers" { "\"a:b\"" } else { "\"a=b\"" }; n];
+            let json = format!(r#"[{{"{field}":[{}],"redirectPath":"/x"}}]"#, conds.join(","));
+            let (r, peak) = compile_peak(&json, usize::MAX);
+            r.unwrap();
+            let estimate = C + json.len() * A + B;
+            eprintln!("{field} x{n}: {peak} B, {:.1} a byte", peak as f64 / json.len() as f64);
+            assert!(peak <= estimate, "{field} x{n}: {peak} B, the estimate {estimate} B");
+        }
+    }
+}
