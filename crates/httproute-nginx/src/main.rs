@@ -326,6 +326,7 @@ fn stage(w: Writing, check: Option<&Path>) -> Result<Run, String> {
     let opts = options(planning, written);
     let mut status = status
         .map(|f| {
+            httproute_nginx::output::remove_abandoned(&f);
             httproute_nginx::output::Pending::create(&f, false)
                 .map_err(|e| format!("{}: {e}", f.display()))
         })

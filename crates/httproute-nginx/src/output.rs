@@ -316,20 +316,19 @@ pub fn replace(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> 
 /// new one. Dropped before that, the new content is removed and the file stays as it was.
 pub struct Pending {
     path: PathBuf,
-    tmp: PathBuf,
-    file: Option<std::io::BufWriter<std::fs::File>>,
+    file: std::io::BufWriter<std::fs::File>,
+    tmp: Scratch,
 }
 
 impl Pending {
     /// The next content of `path` (mode 0600 when `private`), empty so far.
     pub fn create(path: &Path, private: bool) -> std::io::Result<Pending> {
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let (parent, prefix) = pending_prefix(path);
         std::fs::create_dir_all(parent)?;
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = parent.join(format!(".{name}.new-{}", std::process::id()));
+        let tmp = parent.join(format!("{prefix}{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
-        let file = Some(std::io::BufWriter::new(new_file(&tmp, private)?));
-        Ok(Pending { path: path.to_owned(), tmp, file })
+        let file = std::io::BufWriter::new(new_file(&tmp, private)?);
+        Ok(Pending { path: path.to_owned(), file, tmp: Scratch { path: tmp, kept: false } })
     }
 
     /// The file it replaces.
@@ -339,28 +338,54 @@ impl Pending {
 
     /// Where the content is written.
     pub fn writer(&mut self) -> &mut dyn std::io::Write {
-        self.file.as_mut().expect("a Pending file is open until it is committed")
+        &mut self.file
     }
 
     /// Syncs the content and puts it in place.
-    pub fn commit(mut self) -> std::io::Result<()> {
-        let Some(file) = self.file.take() else { return Ok(()) };
-        let done = file
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .and_then(|f| f.sync_all())
-            .and_then(|()| std::fs::rename(&self.tmp, &self.path));
-        if done.is_err() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-        done
+    pub fn commit(self) -> std::io::Result<()> {
+        let Pending { path, file, mut tmp } = self;
+        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp.path, path)?;
+        tmp.kept = true;
+        Ok(())
     }
 }
 
-impl Drop for Pending {
+/// A file removed when dropped, unless kept.
+struct Scratch {
+    path: PathBuf,
+    kept: bool,
+}
+
+impl Drop for Scratch {
     fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// `path`'s directory and the prefix of its [`Pending`] contents there (`.NAME.new-`).
+fn pending_prefix(path: &Path) -> (&Path, String) {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    (parent, format!(".{name}.new-"))
+}
+
+/// Removes the [`Pending`] contents of `path` that runs killed before their commit left beside
+/// it (SIGKILL: no destructor ran): `.NAME.new-PID` of a PID no process has. A live run's is
+/// its own, whatever directory it writes (no lock covers a status file).
+pub fn remove_abandoned(path: &Path) {
+    let (parent, prefix) = pending_prefix(path);
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let pid = name.to_str().and_then(|n| n.strip_prefix(&prefix));
+        let pid =
+            pid.filter(|p| p.bytes().all(|b| b.is_ascii_digit())).and_then(|p| p.parse().ok());
+        let Some(pid) = pid.and_then(rustix::process::Pid::from_raw) else { continue };
+        if rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH) {
+            let _ = std::fs::remove_file(e.path());
         }
     }
 }

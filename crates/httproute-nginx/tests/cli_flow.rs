@@ -127,6 +127,25 @@ fn generate_keeps_runtime_files_and_a_refused_run_writes_nothing() {
     assert!(!beside.iter().any(|n| n.starts_with(".status.yaml")), "{beside:?}");
 }
 
+/// The status's next content that a run killed before its commit left beside the status file
+/// (`.status.yaml.new-PID`, no process PID) is removed by the next run; a live run's is not.
+#[test]
+fn a_killed_run_s_status_content_is_removed_by_the_next_run() {
+    let d = Dirs::new("killed");
+    d.input(&format!("{GW}{}", route("b1")));
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let beside = |pid: u32| d.root.join(format!(".status.yaml.new-{pid}"));
+    for pid in [dead, std::process::id()] {
+        std::fs::write(beside(pid), "a killed run's\n").unwrap();
+    }
+    assert_eq!(d.run("generate", &[]), (Some(0), String::new()));
+    assert!(!beside(dead).exists());
+    assert_eq!(read(&beside(std::process::id())), "a killed run's\n");
+    assert!(read(&d.status()).contains("kind: HTTPRoute"));
+}
+
 #[test]
 fn apply_checks_before_it_replaces() {
     let d = Dirs::new("apply");
