@@ -83,8 +83,14 @@ const A_RULES: &str = "  rules:\n  - matches: [{path: {type: PathPrefix, value: 
 /// only: the default `allowedRoutes`; created at 2026-01-01T00:00:00Z) and route.
 fn tenant_a() -> Vec<String> {
     vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test}]\n".to_owned(),
-        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n{A_RULES}"),
+        common::gateway(
+            "a/gw",
+            "2026-01-01T00:00:00Z",
+            "{name: http, port: 18080, protocol: HTTP, hostname: a.test}",
+        ),
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: r, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n{A_RULES}"
+        ),
     ]
 }
 
@@ -170,13 +176,8 @@ fn tenant_b(
             h.map(|h| format!(", hostname: {}", q(h))).unwrap_or_default()
         ),
     };
-    let age = n.age;
     let mut docs = vec![
-        format!(
-            "kind: Gateway\nmetadata: {{name: {gw}, namespace: {ns}, creationTimestamp: {}}}\nspec:\n  listeners: [{{name: http, port: {}, protocol: HTTP}}{shared}]\n",
-            q(age),
-            n.port
-        ),
+        common::gateway(&format!("{ns}/{gw}"), n.age, &(common::http(n.port) + &shared)),
         format!(
             "kind: HTTPRoute\nmetadata: {{name: {route}, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: {gw}}}]\n{}  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /b}}}}]\n    filters:\n    - type: RequestHeaderModifier\n      requestHeaderModifier: {{set: [{{name: {hn}, value: {}}}]}}\n    - type: ResponseHeaderModifier\n      responseHeaderModifier: {{set: [{{name: {hn}, value: {}}}]}}\n    backendRefs: [{{name: s, port: 80, weight: {}}}, {{name: t, port: 80, weight: {}}}]\n  - matches: [{{path: {{type: Exact, value: /r}}}}]\n    filters:\n    - type: RequestRedirect\n      requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: {}}}}}\n  - matches: [{{path: {{type: PathPrefix, value: /c}}}}]\n    filters:\n    - type: CORS\n      cors: {{allowOrigins: [\"https://b.test\"], allowHeaders: [{}]}}\n    backendRefs: [{{name: s, port: 80}}]\n",
             hostnames(n.hosts),
@@ -733,9 +734,7 @@ fn server_names_build(conf: &str) -> bool {
 #[test]
 fn names_crafted_to_collide_in_nginx_s_hash_cost_only_their_owner() {
     let names = colliding_names(256);
-    let mut b = vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned(),
-    ];
+    let mut b = vec![common::gateway("b/gw", "2026-01-01T00:00:01Z", &common::http(18081))];
     for (i, hosts) in names.chunks(16).enumerate() {
         let hosts: Vec<String> = hosts.iter().map(|h| q(h)).collect();
         b.push(format!(
@@ -774,7 +773,7 @@ fn names_crafted_to_collide_in_nginx_s_hash_cost_only_their_owner() {
 fn a_grpc_route_on_my_port_leaves_my_servers_http1() {
     let b = |port: u16| {
         vec![
-            format!("kind: Gateway\nmetadata: {{name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  listeners: [{{name: http, port: {port}, protocol: HTTP, hostname: b.test}}]\n"),
+            common::gateway("b/gw", "2026-01-01T00:00:01Z", &format!("{{name: http, port: {port}, protocol: HTTP, hostname: b.test}}")),
             "kind: GRPCRoute\nmetadata: {name: g, namespace: b}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: s, port: 80}]\n".to_owned(),
         ]
     };
@@ -812,9 +811,14 @@ fn colliding_undated_routes(name: &str, ns: &str, gw_meta: &str) {
     let names = colliding_names(256);
     let hosts = |hs: &[String]| hs.iter().map(|h| q(h)).collect::<Vec<_>>().join(", ");
     let mut docs = vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18082, protocol: HTTP}]\n".to_owned(),
-        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(&names[..16])),
-        format!("kind: Gateway\nmetadata: {{name: gw, namespace: {ns}{gw_meta}}}\nspec:\n  listeners: [{{name: http, port: 18081, protocol: HTTP}}]\n"),
+        common::gateway("a/gw", "2026-01-01T00:00:00Z", &common::http(18082)),
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n",
+            hosts(&names[..16])
+        ),
+        format!(
+            "kind: Gateway\nmetadata: {{name: gw, namespace: {ns}{gw_meta}}}\nspec:\n  listeners: [{{name: http, port: 18081, protocol: HTTP}}]\n"
+        ),
     ];
     for (i, hs) in names[16..].chunks(16).enumerate() {
         docs.push(format!("kind: HTTPRoute\nmetadata: {{name: r{i:02}, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", hosts(hs)));
@@ -850,11 +854,8 @@ fn many_ports_of_a_newer_tenant_leave_workers_connections() {
             let ls: Vec<String> = (0..60)
                 .map(|i| format!("{{name: l{i:02}, port: {}, protocol: HTTP}}", 20000 + g * 60 + i))
                 .collect();
-            format!(
-                "kind: Gateway\nmetadata: {{name: gw{g}, namespace: b, creationTimestamp: \"2026-01-01T00:00:{:02}Z\"}}\nspec:\n  listeners: [{}]\n",
-                g + 1,
-                ls.join(", ")
-            )
+            let created = format!("2026-01-01T00:00:{:02}Z", g + 1);
+            common::gateway(&format!("b/gw{g}"), &created, &ls.join(", "))
         })
         .collect();
     let (base, mine, g) = views(b, 5, false);
@@ -891,9 +892,9 @@ fn an_undated_gateway_and_routes_do_not_evict_my_dated_names() {
 /// Tenant b's routes `r0`..: each `rules` rules of one match with a regex path and 16 regex
 /// headers, every pattern distinct, dated one second apart after b's Gateway (port 18081).
 fn regex_routes(namespace: &str, routes: usize, rules: usize) -> Vec<String> {
-    let mut b = vec![format!(
-        "kind: Gateway\nmetadata: {{name: gw, namespace: {namespace}, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  listeners: [{{name: http, port: 18081, protocol: HTTP}}]\n"
-    )];
+    let gw =
+        common::gateway(&format!("{namespace}/gw"), "2026-01-01T00:00:01Z", &common::http(18081));
+    let mut b = vec![gw];
     for r in 0..routes {
         let rules: Vec<String> = (0..rules)
             .map(|k| {
@@ -1179,7 +1180,7 @@ proptest! {
         routes in shared_listener_routes(),
         copies in 1usize..12,
     ) {
-        let mut docs = vec!["kind: Gateway\nmetadata: {name: gw, namespace: t0, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned()];
+        let mut docs = vec![common::gateway("t0/gw", "2026-01-01T00:00:00Z", "{name: http, port: 18080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}")];
         for (i, (ns, hosts, paths, age)) in routes.iter().enumerate() {
             let hosts: Vec<&str> =
                 [(1, "a.test"), (2, "b.test"), (4, "\"*.test\"")].iter().filter(|(b, _)| hosts & b != 0).map(|(_, h)| *h).collect();
@@ -1220,7 +1221,7 @@ proptest! {
 /// `None`: no b at all.
 fn shared_route_docs(listeners: Option<usize>, h0: &str) -> Vec<String> {
     let mut docs = vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test}]\n".to_owned(),
+        common::gateway("a/gw", "2026-01-01T00:00:00Z", "{name: http, port: 18080, protocol: HTTP, hostname: a.test}"),
         "kind: HTTPRoute\nmetadata: {name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}, {name: gw, namespace: b}]\n  rules:\n  - matches: [{path: {type: RegularExpression, value: \"/v[0-9]+/.*\"}}, {path: {type: PathPrefix, value: /}}]\n    backendRefs: [{name: s, port: 80}]\n".to_owned(),
     ];
     if let Some(n) = listeners {
@@ -1229,10 +1230,7 @@ fn shared_route_docs(listeners: Option<usize>, h0: &str) -> Vec<String> {
             .enumerate()
             .map(|(k, h)| format!("{{name: l{k}, port: 18081, protocol: HTTP, hostname: {h}, allowedRoutes: {{namespaces: {{from: All}}}}}}"))
             .collect();
-        docs.push(format!(
-            "kind: Gateway\nmetadata: {{name: gw, namespace: b, creationTimestamp: \"2026-01-03T00:00:00Z\"}}\nspec:\n  listeners: [{}]\n",
-            ls.join(", ")
-        ));
+        docs.push(common::gateway("b/gw", "2026-01-03T00:00:00Z", &ls.join(", ")));
     }
     docs
 }
@@ -1306,13 +1304,14 @@ fn shared_route_refused_on_b_alone(
 /// with hostname `listener`, no route.
 fn port_sharing_tenants(host: &str, listener: &str) -> (Vec<String>, Vec<String>) {
     let a = vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP}]\n".to_owned(),
-        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  hostnames: [{}]\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n", q(host)),
+        common::gateway("a/gw", "2026-01-01T00:00:00Z", &common::http(18080)),
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  hostnames: [{}]\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            q(host)
+        ),
     ];
-    let b = vec![format!(
-        "kind: Gateway\nmetadata: {{name: gw, namespace: b, creationTimestamp: \"2026-01-03T00:00:00Z\"}}\nspec:\n  listeners: [{{name: l, port: 18080, protocol: HTTP, hostname: {}}}]\n",
-        q(listener)
-    )];
+    let l = format!("{{name: l, port: 18080, protocol: HTTP, hostname: {}}}", q(listener));
+    let b = vec![common::gateway("b/gw", "2026-01-03T00:00:00Z", &l)];
     (a, b)
 }
 
@@ -1411,8 +1410,10 @@ fn port_tenant_docs(ns: &str, (listener, route, age): PortTenant) -> Vec<String>
     };
     let ts = format!("2026-01-01T00:{:02}:{:02}Z", age / 60 % 60, age % 60);
     vec![
-        format!(
-            "kind: Gateway\nmetadata: {{name: gw, namespace: {ns}, creationTimestamp: \"{ts}\"}}\nspec:\n  listeners: [{{name: l, port: 18080, protocol: HTTP{host}}}]\n"
+        common::gateway(
+            &format!("{ns}/gw"),
+            &ts,
+            &format!("{{name: l, port: 18080, protocol: HTTP{host}}}"),
         ),
         format!(
             "kind: HTTPRoute\nmetadata: {{name: r, namespace: {ns}, creationTimestamp: \"{ts}\"}}\nspec:\n  hostnames: [{}]\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /{ns}}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
@@ -1632,9 +1633,7 @@ fn a_refused_secret_keeps_servers_apart_that_leave_out_an_attachment() {
 /// Tenant b's routes `r0`..: each one match on `path(r)` with 16 headers of 4,096-byte values
 /// (the CRD's longest: 65 KB of JSON an entry), dated one second apart after b's Gateway.
 fn long_value_routes(routes: usize, path: impl Fn(usize) -> String) -> Vec<String> {
-    let mut b = vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned(),
-    ];
+    let mut b = vec![common::gateway("b/gw", "2026-01-01T00:00:01Z", &common::http(18081))];
     for r in 0..routes {
         let headers: Vec<String> = (0..16)
             .map(|h| format!("{{name: x-h{h}, value: \"{r}-{h}-{}\"}}", "v".repeat(4090)))
@@ -1742,8 +1741,8 @@ fn many_long_lists_of_a_newer_tenant_stay_within_its_share() {
 #[test]
 fn a_merged_server_is_charged_for_the_members_it_is_written_for() {
     let mut b = long_value_routes(30, |_| "/x".into());
-    b[0] = "kind: Gateway\nmetadata: {name: gw-old, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 30001, protocol: HTTP}]\n".to_owned();
-    b.push("kind: Gateway\nmetadata: {name: gw-new, namespace: b, creationTimestamp: \"2026-01-01T00:00:02Z\"}\nspec:\n  listeners: [{name: http, port: 30000, protocol: HTTP}]\n".to_owned());
+    b[0] = common::gateway("b/gw-old", "2026-01-01T00:00:01Z", &common::http(30001));
+    b.push(common::gateway("b/gw-new", "2026-01-01T00:00:02Z", &common::http(30000)));
     for r in &mut b[1..] {
         *r = r.replace("parentRefs: [{name: gw}]", "parentRefs: [{name: gw-old}, {name: gw-new}]");
     }
@@ -1776,7 +1775,7 @@ fn plain_header_routes(n: usize) -> Vec<String> {
 
 /// Tenant b's Gateway of [`plain_header_routes`].
 fn plain_gateway() -> String {
-    "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned()
+    common::gateway("b/gw", "2026-01-01T00:00:01Z", &common::http(18081))
 }
 
 /// `--carrier inline` with no regex anywhere (MED-2): b's 40 routes against a 16 KiB list
@@ -1821,11 +1820,22 @@ fn variable_lists_are_not_charged_as_loaded() {
 /// entry on `/`; `b`: whether b's objects are there.
 fn shared_list_docs(b: bool) -> String {
     let mut docs = vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test}]\n".to_owned(),
-        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  parentRefs: [{{name: gw}}, {{name: gw, namespace: b}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}, headers: [{{name: x-a, value: {}}}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n", "a".repeat(1500)),
+        common::gateway(
+            "a/gw",
+            "2026-01-01T00:00:00Z",
+            "{name: http, port: 18080, protocol: HTTP, hostname: a.test}",
+        ),
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  parentRefs: [{{name: gw}}, {{name: gw, namespace: b}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}, headers: [{{name: x-a, value: {}}}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            "a".repeat(1500)
+        ),
     ];
     if b {
-        docs.push("kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-03T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 18081, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned());
+        docs.push(common::gateway(
+            "b/gw",
+            "2026-01-03T00:00:00Z",
+            "{name: l, port: 18081, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
+        ));
         docs.push(format!("kind: HTTPRoute\nmetadata: {{name: big, namespace: b, creationTimestamp: \"2025-12-31T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /}}, headers: [{{name: x-b, value: {}}}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n", "b".repeat(3000)));
     }
     docs.join("---\n")
@@ -1895,12 +1905,21 @@ fn a_refused_attachment_s_server_name_is_not_written() {
 fn names_hash_refuses_only_the_attachment(tag: &str, n: usize) {
     let names = colliding_names(n + 1);
     let a = vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test}]\n".to_owned(),
-        format!("kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  parentRefs: [{{name: gw}}, {{name: gw, namespace: b}}]\n  hostnames: [a.test, {}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n", q(&names[n])),
+        common::gateway(
+            "a/gw",
+            "2026-01-01T00:00:00Z",
+            "{name: http, port: 18080, protocol: HTTP, hostname: a.test}",
+        ),
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}}\nspec:\n  parentRefs: [{{name: gw}}, {{name: gw, namespace: b}}]\n  hostnames: [a.test, {}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n",
+            q(&names[n])
+        ),
     ];
-    let mut b = vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-03T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned(),
-    ];
+    let mut b = vec![common::gateway(
+        "b/gw",
+        "2026-01-03T00:00:00Z",
+        "{name: http, port: 18081, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
+    )];
     for (i, hosts) in names[..n].chunks(16).enumerate() {
         let hosts: Vec<String> = hosts.iter().map(|h| q(h)).collect();
         b.push(format!(
@@ -1978,7 +1997,7 @@ fn small_memory_opts(carrier: httproute_nginx::Carrier, mib: usize) -> Options {
 /// GRPCRoute on a's listener, four matches of b.S/M with one 4,000-byte header each.
 fn cutter_docs(b: bool) -> String {
     let mut docs = vec![
-        "kind: Gateway\nmetadata: {name: gw, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18080, protocol: HTTP, hostname: a.test, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned(),
+        common::gateway("a/gw", "2026-01-01T00:00:00Z", "{name: http, port: 18080, protocol: HTTP, hostname: a.test, allowedRoutes: {namespaces: {from: All}}}"),
         "kind: GRPCRoute\nmetadata: {name: g, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{method: {type: RegularExpression, service: \"a[.]S\", method: \"M.*\"}, headers: [{name: x, value: \"1\"}, {name: y, value: \"2\"}]}]\n    backendRefs: [{name: s, port: 80}]\n  - matches: [{method: {type: RegularExpression, service: \"a[.]S\", method: \"N.*\"}}]\n    backendRefs: [{name: s, port: 80}]\n  - matches: [{method: {service: b.S, method: M}, headers: [{name: p, value: \"1\"}, {name: q, value: \"1\"}, {name: r, value: \"1\"}]}]\n    backendRefs: [{name: s, port: 80}]\n".to_owned(),
     ];
     if b {
@@ -2072,8 +2091,8 @@ fn a_route_written_nowhere_takes_no_regex_memory() {
         )
     };
     let docs = [
-        "kind: Gateway\nmetadata: {name: gw-old, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 30001, protocol: HTTP}]\n".to_owned(),
-        "kind: Gateway\nmetadata: {name: gw-new, namespace: b, creationTimestamp: \"2026-01-01T00:00:02Z\"}\nspec:\n  listeners: [{name: http, port: 30000, protocol: HTTP}]\n".to_owned(),
+        common::gateway("b/gw-old", "2026-01-01T00:00:01Z", &common::http(30001)),
+        common::gateway("b/gw-new", "2026-01-01T00:00:02Z", &common::http(30000)),
         route("r1", "gw-new", 3, 'a'),
         route("r2", "gw-old", 4, 'b'),
     ];
@@ -2096,8 +2115,8 @@ fn names_of_a_refused_listener_take_no_room_in_the_name_hash() {
     let mut o = opts();
     o.global.worker_connections = 2;
     let mut docs = vec![
-        "kind: Gateway\nmetadata: {name: gw-old, namespace: b, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  listeners: [{name: http, port: 30001, protocol: HTTP}]\n".to_owned(),
-        "kind: Gateway\nmetadata: {name: gw-new, namespace: b, creationTimestamp: \"2026-01-01T00:00:02Z\"}\nspec:\n  listeners: [{name: http, port: 30000, protocol: HTTP}]\n".to_owned(),
+        common::gateway("b/gw-old", "2026-01-01T00:00:01Z", &common::http(30001)),
+        common::gateway("b/gw-new", "2026-01-01T00:00:02Z", &common::http(30000)),
     ];
     for (i, hosts) in names.chunks(16).enumerate() {
         let hosts: Vec<String> = hosts.iter().map(|h| q(h)).collect();
@@ -2128,7 +2147,7 @@ fn long_list_routes() -> impl Strategy<Value = Vec<(u32, usize, usize, usize)>> 
 
 /// Tenant b's Gateway (port 18081, newer than a's) and its routes of long lists.
 fn long_list_docs(routes: &[(u32, usize, usize, usize)]) -> Vec<String> {
-    let mut docs = vec!["kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP}]\n".to_owned()];
+    let mut docs = vec![common::gateway("b/gw", "2026-01-02T00:00:00Z", &common::http(18081))];
     for (k, &(age, depth, len, matches)) in routes.iter().enumerate() {
         let path = "/d".repeat(depth);
         let m: Vec<String> = (0..matches)
@@ -2217,7 +2236,11 @@ fn shared_lists_docs(routes: &[CutRoute]) -> (Vec<String>, Vec<String>) {
     assert!(a[0].contains("h.a.test") && a[1].contains("sectionName: h"), "{a:?}");
     a.push("kind: GRPCRoute\nmetadata: {name: g, namespace: a, creationTimestamp: \"2026-01-01T00:00:02Z\"}\nspec:\n  parentRefs: [{name: gw, sectionName: http}]\n  rules:\n  - matches: [{method: {type: RegularExpression, service: \"a[.]S\", method: \"M.*\"}, headers: [{name: x, value: \"1\"}, {name: y, value: \"2\"}]}]\n    backendRefs: [{name: s, port: 80}]\n  - matches: [{method: {service: a.S, method: M}}]\n    backendRefs: [{name: s, port: 80}]\n".to_owned());
     let names = colliding_names(296);
-    let mut b = vec!["kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-02T00:00:00Z\"}\nspec:\n  listeners: [{name: http, port: 18081, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n".to_owned()];
+    let mut b = vec![common::gateway(
+        "b/gw",
+        "2026-01-02T00:00:00Z",
+        "{name: http, port: 18081, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
+    )];
     for (k, &(age, grpc, depth, len, matches, headers, parents, (first, n), a_test)) in
         routes.iter().enumerate()
     {

@@ -71,3 +71,18 @@ pub fn explain_get(plan: &httproute_nginx::plan::Plan, port: u16, host: &str) ->
     };
     httproute_nginx::explain::explain(plan, &req)
 }
+
+/// A Gateway document: `id` (`namespace/name`) created at `created` (RFC 3339), with
+/// `listeners` (the flow sequence's items: [`http`] or e.g. `{name: l, port: 80, protocol: HTTP}`).
+pub fn gateway(id: &str, created: &str, listeners: &str) -> String {
+    let (namespace, name) = id.split_once('/').expect("namespace/name");
+    format!(
+        "kind: Gateway\nmetadata: {{name: {name}, namespace: {namespace}, creationTimestamp: \
+         \"{created}\"}}\nspec:\n  listeners: [{listeners}]\n"
+    )
+}
+
+/// A plain HTTP listener named `http` on `port`.
+pub fn http(port: u16) -> String {
+    format!("{{name: http, port: {port}, protocol: HTTP}}")
+}
