@@ -510,6 +510,19 @@ fn a_file_changed_between_the_passes_stays_within_the_limit() {
     assert!(e.contains("the file changed while it was read: the list under $[\"k\"]"), "{e}");
 }
 
+/// A file whose list under `k` has more entries in the second pass than the first counted, in
+/// no more bytes (so the fence is not passed): the list was estimated by its first-pass
+/// entries, so it is refused, saying why, not compiled with the entries it has now.
+#[test]
+fn a_list_with_more_entries_in_the_same_bytes_is_refused() {
+    let a = r#"{"k":[{"redirectPath":"/p12345678"}]}"#;
+    let b = r#"{"k":[{"a":0},{"redirectPath":"/p"}]}"#;
+    assert_eq!(a.len(), b.len());
+    let (r, _) = changed_peak(a, b, 1 << 20);
+    let e = r.unwrap_err();
+    assert!(e.contains("the list under $[\"k\"] has more entries than when the first"), "{e}");
+}
+
 /// A list of `n` entries of `shape` (see [`entry`]).
 fn changing_list(shape: u8, n: usize) -> String {
     list(&vec![(shape, 3); n.max(1)])
