@@ -123,24 +123,14 @@ pub enum DroppedUnit {
 }
 
 impl DroppedUnit {
-    /// The rule the unit is, or is inside (`None` for a route or a listener).
-    pub fn rule(&self) -> Option<&RuleId> {
-        match self {
-            DroppedUnit::Match { rule, .. }
-            | DroppedUnit::BackendShare { rule, .. }
-            | DroppedUnit::Rule(rule) => Some(rule),
-            DroppedUnit::Route(_) | DroppedUnit::Attachment { .. } | DroppedUnit::Listener(_) => {
-                None
-            }
-        }
-    }
-
     /// The route the unit is, or is inside (`None` for a listener).
     pub fn route(&self) -> Option<&RouteId> {
         match self {
+            DroppedUnit::Match { rule, .. }
+            | DroppedUnit::BackendShare { rule, .. }
+            | DroppedUnit::Rule(rule) => Some(&rule.route),
             DroppedUnit::Route(r) | DroppedUnit::Attachment { route: r, .. } => Some(r),
             DroppedUnit::Listener(_) => None,
-            _ => self.rule().map(|r| &r.route),
         }
     }
 }
