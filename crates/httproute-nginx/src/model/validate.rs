@@ -572,6 +572,7 @@ fn validate_backend_filters(b: &BackendRef, at: &str) -> Check {
     Ok(())
 }
 
+/// RFC 9110 token characters: what a header name is made of.
 pub(crate) fn header_token(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
@@ -611,7 +612,7 @@ pub(crate) fn header_name(n: &str) -> Result<(), String> {
     if n.is_empty() || n.len() > 256 {
         return Err("length must be 1-256".into());
     }
-    match n.chars().find(|c| !(c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(*c))) {
+    match n.chars().find(|c| !u8::try_from(*c).is_ok_and(header_token)) {
         Some(c) => Err(format!("{n:?} has the character {c:?}")),
         None => Ok(()),
     }
