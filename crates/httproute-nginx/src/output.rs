@@ -316,8 +316,9 @@ pub fn replace(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> 
 /// new one. Dropped before that, the new content is removed and the file stays as it was.
 pub struct Pending {
     path: PathBuf,
+    tmp: PathBuf,
     file: std::io::BufWriter<std::fs::File>,
-    tmp: Scratch,
+    done: bool,
 }
 
 impl Pending {
@@ -328,7 +329,7 @@ impl Pending {
         let tmp = parent.join(format!("{prefix}{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
         let file = std::io::BufWriter::new(new_file(&tmp, private)?);
-        Ok(Pending { path: path.to_owned(), file, tmp: Scratch { path: tmp, kept: false } })
+        Ok(Pending { path: path.to_owned(), tmp, file, done: false })
     }
 
     /// The file it replaces.
@@ -342,25 +343,19 @@ impl Pending {
     }
 
     /// Syncs the content and puts it in place.
-    pub fn commit(self) -> std::io::Result<()> {
-        let Pending { path, file, mut tmp } = self;
-        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp.path, path)?;
-        tmp.kept = true;
+    pub fn commit(mut self) -> std::io::Result<()> {
+        self.file.flush()?;
+        self.file.get_ref().sync_all()?;
+        std::fs::rename(&self.tmp, &self.path)?;
+        self.done = true;
         Ok(())
     }
 }
 
-/// A file removed when dropped, unless kept.
-struct Scratch {
-    path: PathBuf,
-    kept: bool,
-}
-
-impl Drop for Scratch {
+impl Drop for Pending {
     fn drop(&mut self) {
-        if !self.kept {
-            let _ = std::fs::remove_file(&self.path);
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
         }
     }
 }
@@ -377,17 +372,7 @@ fn pending_prefix(path: &Path) -> (&Path, String) {
 /// its own, whatever directory it writes (no lock covers a status file).
 pub fn remove_abandoned(path: &Path) {
     let (parent, prefix) = pending_prefix(path);
-    let Ok(entries) = std::fs::read_dir(parent) else { return };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let pid = name.to_str().and_then(|n| n.strip_prefix(&prefix));
-        let pid =
-            pid.filter(|p| p.bytes().all(|b| b.is_ascii_digit())).and_then(|p| p.parse().ok());
-        let Some(pid) = pid.and_then(rustix::process::Pid::from_raw) else { continue };
-        if rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH) {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    remove_pid_named(parent, &[&prefix], false);
 }
 
 /// A new file (refused if it exists), written and synced.
@@ -469,7 +454,7 @@ impl Drop for Lock {
 /// names: one listing of `dir`, `dir/generations` and `dir`'s parent, nginx.conf's first 64 KiB.
 fn remove_killed(dir: &Path) {
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    remove_pid_named(parent, &[&check_prefix(dir)]);
+    remove_pid_named(parent, &[&check_prefix(dir)], true);
     let named = match std::fs::File::open(dir.join("nginx.conf")) {
         Ok(f) => {
             let mut head = Vec::new();
@@ -486,7 +471,7 @@ fn remove_killed(dir: &Path) {
     for n in generations(&root).unwrap_or_default().into_iter().filter(|n| Some(*n) > named) {
         let _ = std::fs::remove_dir_all(root.join(n.to_string()));
     }
-    remove_pid_named(dir, &[".nginx.conf.new-", ".nginx.conf.previous-"]);
+    remove_pid_named(dir, &[".nginx.conf.new-", ".nginx.conf.previous-"], true);
 }
 
 /// The prefix of the `nginx -t` scratch directories of `dir`'s runs, beside it
@@ -496,13 +481,20 @@ pub fn check_prefix(dir: &Path) -> String {
     format!(".{name}.check-")
 }
 
-/// Removes the entries of `dir` named one of `prefixes` then a process id (digits).
-fn remove_pid_named(dir: &Path, prefixes: &[&str]) {
+/// Removes the entries of `dir` named one of `prefixes` then a process id (digits): every one
+/// (`live_too`: under `dir`'s lock, no live run's is there), or those of a PID no process has.
+fn remove_pid_named(dir: &Path, prefixes: &[&str], live_too: bool) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
+    // No process has the PID (`kill(PID, 0)`: ESRCH).
+    let dead = |p: &str| {
+        let pid = p.parse().ok().and_then(rustix::process::Pid::from_raw);
+        pid.is_some_and(|p| rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH))
+    };
     for e in entries.flatten() {
         let name = e.file_name();
         let pid = prefixes.iter().find_map(|p| name.to_str()?.strip_prefix(p));
-        if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+        let pid = pid.filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        if pid.is_some_and(|p| live_too || dead(p)) {
             let path = e.path();
             let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
         }
