@@ -407,9 +407,38 @@ fn tenant_a_view(conf: &str, matches: &str) -> View {
         .cloned()
         .collect();
     assert_eq!(servers.len(), 1, "{conf}");
-    // The http-level blocks a's server reaches, to a fixed point.
-    let mut words: Vec<&str> = Vec::new();
+    let http = reached(body, &servers);
+    // The lists: the keys a's locations set, and what those include.
+    let file: serde_json::Map<String, serde_json::Value> = serde_json::from_str(matches).unwrap();
+    let mut keys: Vec<String> = Vec::new();
     for s in &servers {
+        for l in s.block.iter().flatten() {
+            for d in l.block.iter().flatten() {
+                if d.words.len() == 3 && d.words[..2] == ["set", "$match_key"] {
+                    keys.push(d.words[2].clone());
+                }
+            }
+        }
+    }
+    assert!(!keys.is_empty(), "{conf}");
+    let mut lists = BTreeMap::new();
+    while let Some(k) = keys.pop() {
+        let list = file.get(&k).unwrap_or_else(|| panic!("no list {k}")).clone();
+        for e in list.as_array().unwrap() {
+            if let Some(i) = e.get("include").and_then(|i| i.as_str()) {
+                keys.push(i.to_owned());
+            }
+        }
+        lists.insert(k, list);
+    }
+    View { servers, http, lists }
+}
+
+/// The http-level blocks of `body` that `servers` reach (maps, split_clients, geo by their
+/// variable; upstreams by name), to a fixed point.
+fn reached(body: &[Stmt], servers: &[Stmt]) -> Vec<Stmt> {
+    let mut words: Vec<&str> = Vec::new();
+    for s in servers {
         all_words(s, &mut words);
     }
     let mut taken = vec![false; body.len()];
@@ -446,32 +475,7 @@ fn tenant_a_view(conf: &str, matches: &str) -> View {
             all_words(&body[i], &mut words);
         }
     }
-    let http: Vec<Stmt> =
-        body.iter().zip(&taken).filter(|(_, t)| **t).map(|(s, _)| s.clone()).collect();
-    // The lists: the keys a's locations set, and what those include.
-    let file: serde_json::Map<String, serde_json::Value> = serde_json::from_str(matches).unwrap();
-    let mut keys: Vec<String> = Vec::new();
-    for s in &servers {
-        for l in s.block.iter().flatten() {
-            for d in l.block.iter().flatten() {
-                if d.words.len() == 3 && d.words[..2] == ["set", "$match_key"] {
-                    keys.push(d.words[2].clone());
-                }
-            }
-        }
-    }
-    assert!(!keys.is_empty(), "{conf}");
-    let mut lists = BTreeMap::new();
-    while let Some(k) = keys.pop() {
-        let list = file.get(&k).unwrap_or_else(|| panic!("no list {k}")).clone();
-        for e in list.as_array().unwrap() {
-            if let Some(i) = e.get("include").and_then(|i| i.as_str()) {
-                keys.push(i.to_owned());
-            }
-        }
-        lists.insert(k, list);
-    }
-    View { servers, http, lists }
+    body.iter().zip(&taken).filter(|(_, t)| **t).map(|(s, _)| s.clone()).collect()
 }
 
 fn dir_with(tag: &str, yaml: &str) -> PathBuf {
