@@ -142,6 +142,13 @@ impl<'a> Lists<'a> {
         served: &dyn Fn(&Candidate) -> bool,
     ) -> Result<Option<String>, String> {
         debug_assert!(whole_blocks(segments), "a location holds each block whole");
+        if let [s] = segments
+            && let Some(k) = self.key_of_run.get(&s.id())
+        {
+            // One block looked at before (the other location of a PathPrefix rule, the same
+            // run in another server): whole, so its run is the segment.
+            return Ok(k.as_deref().map(String::from));
+        }
         let mut live: Vec<Run<'a>> = Vec::with_capacity(segments.len());
         for s in segments {
             let serves = match self.key_of_run.get(&s.id()) {
@@ -160,14 +167,14 @@ impl<'a> Lists<'a> {
         }
         let live = joined(live);
         if let [only] = &live[..] {
-            return self.run(only, served).map(|k| Some(k.to_string()));
+            return self.run(only, served).map(|k| Some(String::from(&*k)));
         }
         if live.is_empty() {
             return Ok(None);
         }
         let mut items = Vec::with_capacity(live.len());
         for s in &live {
-            let include = self.run(s, served)?.to_string();
+            let include = String::from(&*self.run(s, served)?);
             items.push(Item::Include { include });
         }
         let out = self.text(items)?;
@@ -180,7 +187,7 @@ impl<'a> Lists<'a> {
                 .map(|c| &c.entry)
                 .collect::<Vec<_>>()
         );
-        Ok(Some(out.to_string()))
+        Ok(Some(String::from(&*out)))
     }
 
     /// The key of one run that serves some candidate, written once.

@@ -332,6 +332,16 @@ pub fn word_to(
     out: &mut String,
 ) -> Result<(), String> {
     value.clear();
+    if let Some((sigil, text)) = bare(a)
+        && sigil.len() + text.len() <= MAX_WORD
+    {
+        // Most words: a directive's name, an operator, a key, a variable.
+        value.push_str(sigil);
+        value.push_str(text);
+        out.push_str(sigil);
+        out.push_str(text);
+        return Ok(());
+    }
     let mut field: Option<&str> = None;
     // A variable's `${...}` is fine in a bare word; any other space, `;`, brace, `#`,
     // quote or backslash needs quotes.
@@ -389,6 +399,20 @@ pub fn word_to(
         }
     }
     written_to(value, a.style, needs, field, out)
+}
+
+/// A lone word of the generator's that is written as it is, as `$` or nothing and its text:
+/// [`word_to`] without its walk over parts (a word to quote, check or escape is not one).
+fn bare(a: &Arg) -> Option<(&'static str, &str)> {
+    match (&a.parts, a.style) {
+        (Parts::One(Part::Code(c)), Style::Auto)
+            if !c.is_empty() && classes(c) == 0 && !c.contains('$') =>
+        {
+            Some(("", c))
+        }
+        (Parts::One(Part::Var(v)), Style::Auto) if is_var_name(v) => Some(("$", v)),
+        _ => None,
+    }
 }
 
 /// Word `value` written in `style` (`needs`: quotes) to `out`, unless it passes [`MAX_WORD`]
