@@ -243,8 +243,10 @@ const CONTROL: u8 = 2;
 const TAB: u8 = 4;
 /// A byte of a character above U+007F.
 const WIDE: u8 = 8;
+/// `$`: a variable's in the generator's text, escaped in data where NGINX reads variables.
+const DOLLAR: u8 = 16;
 
-/// [`QUOTE`], [`CONTROL`], [`TAB`], [`WIDE`] of each byte.
+/// [`QUOTE`], [`CONTROL`], [`TAB`], [`WIDE`], [`DOLLAR`] of each byte.
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut b = 0;
@@ -254,6 +256,7 @@ static CLASS: [u8; 256] = {
             b'\t' => QUOTE | TAB,
             0..=0x1f | 0x7f => CONTROL,
             0x80.. => WIDE,
+            b'$' => DOLLAR,
             _ => 0,
         };
         b += 1;
@@ -405,9 +408,7 @@ pub fn word_to(
 /// [`word_to`] without its walk over parts (a word to quote, check or escape is not one).
 fn bare(a: &Arg) -> Option<(&'static str, &str)> {
     match (&a.parts, a.style) {
-        (Parts::One(Part::Code(c)), Style::Auto)
-            if !c.is_empty() && classes(c) == 0 && !c.contains('$') =>
-        {
+        (Parts::One(Part::Code(c)), Style::Auto) if !c.is_empty() && classes(c) == 0 => {
             Some(("", c))
         }
         (Parts::One(Part::Var(v)), Style::Auto) if is_var_name(v) => Some(("$", v)),
