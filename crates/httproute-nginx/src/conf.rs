@@ -181,12 +181,17 @@ impl Rendered {
 /// Longest comment text: NGINX reads a comment through its 4 KiB word buffer too.
 pub const MAX_COMMENT: usize = 240;
 
-/// The text of a comment: control characters and `\` escaped, so it stays on its line, and
-/// cut at [`MAX_COMMENT`] bytes.
-pub fn comment_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len().min(MAX_COMMENT));
+/// The text of comment `s` appended to `out`: control characters and `\` escaped, so it
+/// stays on its line, and cut at [`MAX_COMMENT`] bytes.
+fn comment_into(s: &str, out: &mut String) {
+    if s.len() <= MAX_COMMENT && s.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'\\') {
+        // Printable ASCII but `\`, short enough (most comments): as it is.
+        out.push_str(s);
+        return;
+    }
+    let start = out.len();
     for c in s.chars() {
-        if out.len() >= MAX_COMMENT {
+        if out.len() - start >= MAX_COMMENT {
             out.push_str("...");
             break;
         }
@@ -198,7 +203,6 @@ pub fn comment_text(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 /// The writer: renders nodes into text and the tree NGINX will read.
@@ -329,7 +333,8 @@ impl Writer {
                 Node::Blank => self.newline(),
                 Node::Comment(c) => {
                     self.indent(depth);
-                    let _ = write!(self.text, "# {}", comment_text(c));
+                    self.text.push_str("# ");
+                    comment_into(c, &mut self.text);
                     self.newline();
                 }
                 Node::Directive(d) => {

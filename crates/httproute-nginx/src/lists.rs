@@ -56,16 +56,14 @@ pub enum Item<'a> {
 /// A list's key, held once by the maps that name it.
 type Key = Rc<str>;
 
-/// The lists written so far, by key. A list's items borrow the plan's entries and its text is
-/// not kept (only its SHA-256): the text is made again when
+/// The lists written so far, by key, each with the SHA-256 of its text: texts with one
+/// SHA-256 are taken as the same text (finding two is a second preimage of SHA-256). A list's
+/// items borrow the plan's entries and its text is not kept: the text is made again when
 /// matches.json is written ([`Lists::write_json`]), so what the lists hold beyond the plan is
-/// a key and a pointer per item.
+/// a key, a digest and a pointer per item.
 #[derive(Default)]
 pub struct Lists<'a> {
-    matches: BTreeMap<Key, Vec<Item<'a>>>,
-    /// The key of each text written, by the text's SHA-256: texts with one SHA-256 are taken
-    /// as the same text (finding two is a second preimage of SHA-256).
-    by_digest: HashMap<[u8; 32], Key>,
+    matches: BTreeMap<Key, ([u8; 32], Vec<Item<'a>>)>,
     /// A run already looked at, by [`Segment::id`] (the same candidates in the same order,
     /// whichever location holds it): its key, `None` when it serves none.
     key_of_run: HashMap<(usize, usize, usize), Option<Key>>,
@@ -142,6 +140,13 @@ impl<'a> Lists<'a> {
         served: &dyn Fn(&Candidate) -> bool,
     ) -> Result<Option<String>, String> {
         debug_assert!(whole_blocks(segments), "a location holds each block whole");
+        if let [s] = segments
+            && let Some(k) = self.key_of_run.get(&s.id())
+        {
+            // One block looked at before (the other location of a PathPrefix rule, the same
+            // run in another server): whole, so its run is the segment.
+            return Ok(k.as_deref().map(String::from));
+        }
         let mut live: Vec<Run<'a>> = Vec::with_capacity(segments.len());
         for s in segments {
             let serves = match self.key_of_run.get(&s.id()) {
@@ -160,14 +165,14 @@ impl<'a> Lists<'a> {
         }
         let live = joined(live);
         if let [only] = &live[..] {
-            return self.run(only, served).map(|k| Some(k.to_string()));
+            return self.run(only, served).map(|k| Some(String::from(&*k)));
         }
         if live.is_empty() {
             return Ok(None);
         }
         let mut items = Vec::with_capacity(live.len());
         for s in &live {
-            let include = self.run(s, served)?.to_string();
+            let include = String::from(&*self.run(s, served)?);
             items.push(Item::Include { include });
         }
         let out = self.text(items)?;
@@ -180,7 +185,7 @@ impl<'a> Lists<'a> {
                 .map(|c| &c.entry)
                 .collect::<Vec<_>>()
         );
-        Ok(Some(out.to_string()))
+        Ok(Some(String::from(&*out)))
     }
 
     /// The key of one run that serves some candidate, written once.
@@ -207,31 +212,30 @@ impl<'a> Lists<'a> {
         self.buf.clear();
         serde_json::to_writer(&mut self.buf, &items).map_err(|e| e.to_string())?;
         let digest = sha256(&self.buf);
-        if let Some(k) = self.by_digest.get(&digest) {
-            return Ok(k.clone());
-        }
         let includes = matches!(items.first(), Some(Item::Include { .. }));
-        let mut key = key_of_digest(&digest, includes, false);
-        if self.matches.contains_key(key.as_str()) {
-            // Another text with the same 128 bits: this one is written under all 256. Which
-            // of the two gets the long key depends on the order they are written in, but
-            // making a text collide with a given one (another tenant's) is a second preimage
-            // of SHA-256 cut to 128 bits.
-            key = key_of_digest(&digest, includes, true);
-            if self.matches.contains_key(key.as_str()) {
-                return Err("generator bug: two match lists with one SHA-256".into());
+        for full in [false, true] {
+            let key = key_of_digest(&digest, includes, full);
+            match self.matches.get_key_value(key.as_str()) {
+                Some((k, (d, _))) if *d == digest => return Ok(k.clone()),
+                // Another text with the same 128 bits: this one is written under all 256.
+                // Which of the two gets the long key depends on the order they are written
+                // in, but making a text collide with a given one (another tenant's) is a
+                // second preimage of SHA-256 cut to 128 bits.
+                Some(_) => {}
+                None => {
+                    let key: Key = key.into();
+                    self.matches.insert(key.clone(), (digest, items));
+                    return Ok(key);
+                }
             }
         }
-        let key: Key = key.into();
-        self.matches.insert(key.clone(), items);
-        self.by_digest.insert(digest, key.clone());
-        Ok(key)
+        Err("generator bug: two match lists with one SHA-256".into())
     }
 
     /// The entries of the list under `key`, includes expanded.
     fn expanded(&self, key: &str) -> Vec<&'a Entry> {
         let mut out = Vec::new();
-        for item in self.matches.get(key).into_iter().flatten() {
+        for item in self.matches.get(key).into_iter().flat_map(|(_, items)| items) {
             match item {
                 Item::Entry(e) => out.push(*e),
                 Item::Include { include } => out.extend(self.expanded(include)),
@@ -253,7 +257,7 @@ impl<'a> Lists<'a> {
         // As serde_json writes a map of strings to lists: `{"KEY":LIST,...}`.
         let err = |e: &dyn std::fmt::Display| e.to_string();
         w.write_all(b"{").map_err(|e| err(&e))?;
-        for (i, (key, items)) in self.matches.iter().enumerate() {
+        for (i, (key, (_, items))) in self.matches.iter().enumerate() {
             if i > 0 {
                 w.write_all(b",").map_err(|e| err(&e))?;
             }

@@ -243,8 +243,10 @@ const CONTROL: u8 = 2;
 const TAB: u8 = 4;
 /// A byte of a character above U+007F.
 const WIDE: u8 = 8;
+/// `$`: a variable's in the generator's text, escaped in data where NGINX reads variables.
+const DOLLAR: u8 = 16;
 
-/// [`QUOTE`], [`CONTROL`], [`TAB`], [`WIDE`] of each byte.
+/// [`QUOTE`], [`CONTROL`], [`TAB`], [`WIDE`], [`DOLLAR`] of each byte.
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut b = 0;
@@ -254,6 +256,7 @@ static CLASS: [u8; 256] = {
             b'\t' => QUOTE | TAB,
             0..=0x1f | 0x7f => CONTROL,
             0x80.. => WIDE,
+            b'$' => DOLLAR,
             _ => 0,
         };
         b += 1;
@@ -332,6 +335,16 @@ pub fn word_to(
     out: &mut String,
 ) -> Result<(), String> {
     value.clear();
+    if let Some((sigil, text)) = bare(a)
+        && sigil.len() + text.len() <= MAX_WORD
+    {
+        // Most words: a directive's name, an operator, a key, a variable.
+        value.push_str(sigil);
+        value.push_str(text);
+        out.push_str(sigil);
+        out.push_str(text);
+        return Ok(());
+    }
     let mut field: Option<&str> = None;
     // A variable's `${...}` is fine in a bare word; any other space, `;`, brace, `#`,
     // quote or backslash needs quotes.
@@ -389,6 +402,18 @@ pub fn word_to(
         }
     }
     written_to(value, a.style, needs, field, out)
+}
+
+/// A lone word of the generator's that is written as it is, as `$` or nothing and its text:
+/// [`word_to`] without its walk over parts (a word to quote, check or escape is not one).
+fn bare(a: &Arg) -> Option<(&'static str, &str)> {
+    match (&a.parts, a.style) {
+        (Parts::One(Part::Code(c)), Style::Auto) if !c.is_empty() && classes(c) == 0 => {
+            Some(("", c))
+        }
+        (Parts::One(Part::Var(v)), Style::Auto) if is_var_name(v) => Some(("$", v)),
+        _ => None,
+    }
 }
 
 /// Word `value` written in `style` (`needs`: quotes) to `out`, unless it passes [`MAX_WORD`]

@@ -173,7 +173,8 @@ fn run_peak(shape: Shape, n: usize, status: Option<&mut dyn std::io::Write>) -> 
 /// 2n routes (within 5%), and at most a bound per shape: one rule a route 2,750 B, a hostname
 /// each 2,850 B, three rules of a header and a regex query match 4,700 B (section 8 of
 /// scripts/bench/generator-scale.sh measures the peak RSS at 50,000 routes, the allocator's
-/// overhead and the List's reading on top). Measured 2,488, 2,579 and 4,365 B; 3,008, 3,099
+/// overhead and the List's reading on top). Measured 2,488, 2,579 and 4,166 B (4,226 B, three
+/// rules, while the lists were also kept by their digest: main 8b7aad0); 3,008, 3,099
 /// and 4,650 B while a route's status held a `BTreeSet` of listeners a parentRef and a
 /// `BTreeMap` of its rules (main 4762b21). While the plan borrowed the model (alive through
 /// the servers; main 498136f), the same runs peaked at 3,022 B (one rule), 3,352 B (a
