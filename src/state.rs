@@ -54,9 +54,6 @@ pub struct MainConf {
     /// Inline lists whose `@name` redirect paths are checked once every server's named
     /// locations are known (postconfiguration).
     pub(crate) named_checks: Vec<NamedCheck>,
-    /// `http_matches_prefork`: fill the master's free heap before its workers fork (off
-    /// unless set; see `prefork`).
-    pub prefork: ngx_flag_t,
     /// `http_matches_epp`'s variables (see `epp`).
     pub(crate) epp: EppVars,
 }
@@ -104,7 +101,6 @@ impl Default for MainConf {
             memory_set: false,
             regex_cache_size: NGX_CONF_UNSET_SIZE,
             named_checks: Vec::new(),
-            prefork: NGX_CONF_UNSET as ngx_flag_t,
             epp: EppVars::default(),
         }
     }

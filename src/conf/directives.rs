@@ -80,7 +80,7 @@ const LOC: u32 = NGX_HTTP_LOC_CONF;
 /// `http`, `server` and `location`.
 const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | LOC;
 
-pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
+pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
     slot(ngx_string!("http_matches_load"), MAIN | NGX_CONF_TAKE12, &LOAD),
     slot(
         ngx_string!("http_matches"),
@@ -94,13 +94,6 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
     main_size(ngx_string!("http_matches_regex_cache"), offset_of!(MainConf, regex_cache_size)),
     main_size(ngx_string!("http_matches_var_max_size"), offset_of!(MainConf, var_max_size)),
     main_size(ngx_string!("http_matches_var_cache"), offset_of!(MainConf, var_cache_size)),
-    directive(
-        ngx_string!("http_matches_prefork"),
-        MAIN | NGX_CONF_FLAG,
-        crate::prefork::set_prefork,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-        offset_of!(MainConf, prefork),
-    ),
     // http_matches_epp (issue #32; see src/epp).
     slot(ngx_string!("http_matches_epp"), LOC | NGX_CONF_NOARGS | NGX_CONF_TAKE1, &EPP),
     // http_matches_epp_endpoints (issue #47; see src/epp/endpoints.rs).

@@ -80,11 +80,10 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
 /// variables the handler reads; ends the memory guard of the load.
 pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     let status = postconfiguration_checks(cf);
-    // `http_matches_prefork on`: the fill runs at the next fork (`init_module` arms it); and
-    // the workers' JIT allowance, what `http_matches_max_memory` leaves (see `prefork`).
+    // The workers' JIT allowance: what `http_matches_max_memory` leaves (see `prefork`).
     // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
     let mcf = HttpMatchesModule::main_conf(unsafe { &*cf });
-    crate::prefork::want(mcf.is_some_and(|m| m.prefork == 1), mcf.map_or(0, |m| m.bounds().memory));
+    crate::prefork::want(mcf.map_or(0, |m| m.bounds().memory));
     // The last checkpoint of the load: an allocation failed since `preconfiguration` (and
     // was rescued by the reserve) fails it with an `[emerg]`; the reserve is given back either
     // way, so no process forked after the load keeps it.
