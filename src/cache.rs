@@ -187,14 +187,6 @@ impl Cache {
     }
 }
 
-fn slot(syntax: Syntax) -> u8 {
-    match syntax {
-        Syntax::Auto => 0,
-        Syntax::Typed => 1,
-        Syntax::Untyped => 2,
-    }
-}
-
 /// The hint slot of (address, length, syntax): a multiplicative hash of the three.
 fn hint_slot(at: usize, len: usize, syntax: u8) -> usize {
     let mixed = (at as u64) ^ (len as u64).rotate_left(32) ^ u64::from(syntax);
@@ -234,7 +226,7 @@ pub(crate) fn get(
             // The first request, or a reload in a single process that changed the budget.
             other => other.insert(Cache::new(budget)),
         };
-        let s = slot(syntax);
+        let s = syntax as u8;
         let (at, len) = (value.as_ptr() as usize, value.len());
         let h = hint_slot(at, len, s);
         let hint = c.hints[h];

@@ -23,9 +23,7 @@ use route_match::{Bounds, FileError, Syntax};
 use crate::epp::{EPP, endpoints::ENDPOINTS};
 use crate::guard::{self, Slot};
 use crate::reload_report::RELOAD_REPORT;
-use crate::state::{
-    DEFAULT_REGEX_BUDGET, Level, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf,
-};
+use crate::state::{Level, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf};
 use crate::util::{conf_where, emerg, text};
 use crate::{ConfResult, HttpMatchesModule, handler};
 
@@ -363,23 +361,6 @@ fn regex_budget(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> C
             lcf.regex_budget = n;
             return NGX_CONF_OK;
         }
-    }
-    let time_unit = v.iter().rposition(u8::is_ascii_digit).is_some_and(|i| {
-        matches!(&v[i + 1..], b"ms" | b"s" | b"m" | b"h" | b"d" | b"w" | b"M" | b"y")
-    });
-    if time_unit {
-        // The old syntax (a time): still loads, with the default work budget.
-        ngx_conf_log_error!(
-            NGX_LOG_WARN,
-            cf,
-            "http_matches_regex_budget \"{}\": the budget is now a count of PCRE2 match \
-             steps, not a time (the answer must not depend on the machine's speed); the \
-             default of {} steps applies",
-            text(v),
-            DEFAULT_REGEX_BUDGET
-        );
-        lcf.regex_budget = DEFAULT_REGEX_BUDGET;
-        return NGX_CONF_OK;
     }
     let what = format_args!(
         "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",
