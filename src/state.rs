@@ -148,15 +148,11 @@ impl Drop for MainConf {
     /// would write to (and so copy) every page of the heap they share with the master and
     /// the other workers, moments before the process is gone anyway. They stay reachable
     /// (see [`crate::util::leave_reachable`]), so a leak checker reports only what is really lost.
+    /// (In the master, after a reload, the pages of the lists freed here are given back at the
+    /// fork of the new workers: `prefork`.)
     fn drop(&mut self) {
-        if EXITING.load(Ordering::Relaxed) {
-            if let Some(file) = self.file.take() {
-                crate::util::leave_reachable(&LEFT, file);
-            }
-        } else if self.file.take().is_some() {
-            // The master, after a reload: the old lists were just freed. Give their pages back
-            // now, before the new workers fork.
-            release_free_memory();
+        if let Some(file) = self.file.take().filter(|_| EXITING.load(Ordering::Relaxed)) {
+            crate::util::leave_reachable(&LEFT, file);
         }
     }
 }
@@ -257,22 +253,6 @@ impl Default for LocConf {
             epp_grpc: false,
             var_kept: crate::cache::Kept::default(),
         }
-    }
-}
-
-#[cfg(target_env = "gnu")]
-unsafe extern "C" {
-    fn malloc_trim(pad: usize) -> core::ffi::c_int;
-}
-
-/// Compiling a large file leaves much freed heap behind (the parsed JSON tree); give it back
-/// to the system before the workers fork, so it does not count in every worker's memory.
-pub(crate) fn release_free_memory() {
-    // SAFETY: glibc's malloc_trim only returns free heap pages to the system; it does not
-    // touch memory that is in use.
-    #[cfg(target_env = "gnu")]
-    unsafe {
-        malloc_trim(0);
     }
 }
 

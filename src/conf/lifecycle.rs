@@ -9,7 +9,7 @@ use ngx::ngx_log_error;
 use super::named::check_named_locations;
 use super::report::{ENTRY_500, report};
 use crate::HttpMatchesModule;
-use crate::state::{EXITING, release_free_memory};
+use crate::state::EXITING;
 use crate::util::emerg;
 
 /// `init_module`: once per configuration load (start and reload, not `nginx -t`), the version
@@ -110,9 +110,6 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     }
     if !crate::fallback::resolve(cf) || !crate::epp::endpoints::check_blocks(cf) {
         return Status::NGX_ERROR;
-    }
-    if mcf.file.is_some() {
-        release_free_memory();
     }
     // The workers fork from this process: they inherit the setting of its thread.
     route_match::regex_cache::set_capacity(mcf.regex_cache_size);
