@@ -604,10 +604,7 @@ unsafe fn store_variable(r: *mut ngx_http_request_t, index: ngx_uint_t, value: n
 /// A short fingerprint of a `$http_matches` value for log lines (the value itself may come
 /// from a client and is not logged whole).
 fn fingerprint(value: &[u8]) -> u64 {
-    use core::hash::{BuildHasher, Hasher};
-    let mut h = rustc_hash::FxBuildHasher.build_hasher();
-    h.write(value);
-    h.finish()
+    core::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, value)
 }
 
 /// `$http_matches` as its own definition gives it (a `map`), where no `set` ran; `None` when

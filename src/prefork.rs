@@ -30,15 +30,11 @@ pub(crate) fn release() {
     USED.store(false, Ordering::Relaxed);
 }
 
-/// The configuration being loaded uses the module (a directive handler says so).
-pub(crate) fn mark_used() {
-    USED.store(true, Ordering::Relaxed);
-}
-
-/// `http_matches_max_memory` leaves `left` bytes after the compiled lists of the configuration
-/// being loaded. Those lists count their patterns' JIT code, not made yet
-/// (`pcre2_bounded::deferred_jit_bytes`): a worker may make that and what is left, no more.
-pub(crate) fn want(left: usize) {
+/// The configuration being loaded `used` the module, and `http_matches_max_memory` leaves
+/// `left` bytes after its compiled lists. Those lists count their patterns' JIT code, not made
+/// yet (`pcre2_bounded::deferred_jit_bytes`): a worker may make that and what is left, no more.
+pub(crate) fn want(left: usize, used: bool) {
+    USED.store(used, Ordering::Relaxed);
     JIT_ROOM.store(left.saturating_add(pcre2_bounded::deferred_jit_bytes()), Ordering::Relaxed);
 }
 

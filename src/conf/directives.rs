@@ -144,7 +144,6 @@ fn load(cf: *mut ngx_conf_t, mcf: &mut MainConf, args: &[ngx_str_t]) -> ConfResu
     }
     let file_name = text(name.as_bytes()).into_owned();
     mcf.compiled_any = true;
-    crate::prefork::mark_used();
     let bounds = mcf.bounds();
     let compiled = route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds);
     let file = match compiled {
@@ -181,7 +180,6 @@ static MATCHES: Slot<LocConf> = Slot { given: |l| l.enabled, set: matches };
 fn matches(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfResult {
     let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
     lcf.enabled = true;
-    crate::prefork::mark_used();
     lcf.var_syntax = syntax;
     // SAFETY: the http main conf of this module exists while parsing.
     let main = HttpMatchesModule::main_conf_mut(unsafe { &*cf });

@@ -83,7 +83,10 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     // The workers' JIT allowance: what `http_matches_max_memory` leaves (see `prefork`).
     // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
     let mcf = HttpMatchesModule::main_conf(unsafe { &*cf });
-    crate::prefork::want(mcf.map_or(0, |m| m.bounds().memory));
+    crate::prefork::want(
+        mcf.map_or(0, |m| m.bounds().memory),
+        mcf.is_some_and(|m| m.used || m.file.is_some()),
+    );
     // The last checkpoint of the load: an allocation failed since `preconfiguration` (and
     // was rescued by the reserve) fails it with an `[emerg]`; the reserve is given back either
     // way, so no process forked after the load keeps it.
