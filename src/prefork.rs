@@ -104,12 +104,7 @@ unsafe extern "C" fn before_fork() {
         // Nothing may unwind out of a fork handler; a failure here only costs memory.
         let _ = std::panic::catch_unwind(|| {
             pcre2_bounded::free_unused_jit_memory();
-            // SAFETY: glibc's malloc_trim only returns free heap pages to the system; it does
-            // not touch memory that is in use.
-            #[cfg(target_env = "gnu")]
-            unsafe {
-                malloc_trim(0)
-            };
+            trim();
         });
     }
 }
@@ -117,4 +112,14 @@ unsafe extern "C" fn before_fork() {
 #[cfg(target_env = "gnu")]
 unsafe extern "C" {
     fn malloc_trim(pad: usize) -> core::ffi::c_int;
+}
+
+/// Gives the heap's free pages back to the system (glibc's `malloc_trim`; elsewhere nothing).
+pub(crate) fn trim() {
+    // SAFETY: glibc's malloc_trim only returns free heap pages to the system; it does not
+    // touch memory that is in use.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        malloc_trim(0);
+    }
 }

@@ -148,11 +148,15 @@ impl Drop for MainConf {
     /// would write to (and so copy) every page of the heap they share with the master and
     /// the other workers, moments before the process is gone anyway. They stay reachable
     /// (see [`crate::util::leave_reachable`]), so a leak checker reports only what is really lost.
-    /// (In the master, after a reload, the pages of the lists freed here are given back at the
-    /// fork of the new workers: `prefork`.)
     fn drop(&mut self) {
-        if let Some(file) = self.file.take().filter(|_| EXITING.load(Ordering::Relaxed)) {
-            crate::util::leave_reachable(&LEFT, file);
+        if EXITING.load(Ordering::Relaxed) {
+            if let Some(file) = self.file.take() {
+                crate::util::leave_reachable(&LEFT, file);
+            }
+        } else if self.file.take().is_some() {
+            // The master, after a reload: the old lists were just freed. Give their pages back
+            // now, before "start worker processes" is logged and the new workers fork.
+            crate::prefork::trim();
         }
     }
 }
