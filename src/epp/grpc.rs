@@ -284,32 +284,27 @@ pub(crate) unsafe fn swallow(
         let u = (*sr).upstream;
         let answer = !u.is_null() && (*u).headers_in.status_n == 200;
         let mut decoder = if answer { (*decoder).as_mut() } else { None };
-        consume(chain, |bytes, _| decoder.as_deref_mut().map_or((), |d| d.feed(bytes)));
+        consume(chain, |bytes| decoder.as_deref_mut().map_or((), |d| d.feed(bytes)));
         if !u.is_null() && decoder.is_none_or(|d| d.done()) {
             (*u).length = 0;
         }
     }
 }
 
-/// Marks every buffer of `chain` as read (`pos = last`; a temp-file range: `file_pos =
-/// file_last`), after `read` saw its bytes in memory (none for a file range) and its length:
-/// the proxies reuse them only once they are.
+/// Marks every memory buffer of `chain` as read (`pos = last`), after `read` saw its bytes:
+/// the gRPC proxy reuses them only once they are.
 ///
 /// # Safety
 /// `chain` must be NGINX's output chain (null: none).
-pub(crate) unsafe fn consume(mut chain: *mut ngx_chain_t, mut read: impl FnMut(&[u8], usize)) {
+pub(crate) unsafe fn consume(mut chain: *mut ngx_chain_t, mut read: impl FnMut(&[u8])) {
     // SAFETY: the chain's links and buffers are NGINX's (`pos..last` initialized memory of a
-    // buffer not in a file); only `pos` and `file_pos` are moved, within the buffer.
+    // buffer not in a file); only `pos` is moved, within the buffer.
     unsafe {
         while !chain.is_null() {
             let b = (*chain).buf;
-            if !b.is_null() && (*b).in_file() != 0 {
-                read(&[], ((*b).file_last - (*b).file_pos).max(0) as usize);
-                (*b).file_pos = (*b).file_last;
-                (*b).pos = (*b).last;
-            } else if !b.is_null() && !(*b).pos.is_null() {
+            if !b.is_null() && (*b).in_file() == 0 && !(*b).pos.is_null() {
                 let len = (*b).last.offset_from((*b).pos).max(0) as usize;
-                read(core::slice::from_raw_parts((*b).pos, len), len);
+                read(core::slice::from_raw_parts((*b).pos, len));
                 (*b).pos = (*b).last;
             }
             chain = (*chain).next;

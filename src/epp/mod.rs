@@ -80,6 +80,7 @@ fn epp(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfResult
     // SAFETY: the http main conf of this module exists while a location is parsed.
     if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
         mcf.epp.used = true;
+        mcf.epp.grpc |= grpc;
         mcf.epp.endpoint = index;
     }
     NGX_CONF_OK
@@ -257,13 +258,13 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> bool {
 
 /// The indexes of `$epp_host`, `$epp_port`, `$epp_internal_path` when some directive declares
 /// them (an undeclared one is "missing" at run time, as in epp.js, not a load failure), those
-/// it sets, and the calls' body filter; `false`: the load is refused (logged).
+/// it sets, and the gRPC call's body filter; `false`: the load is refused (logged).
 pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) -> bool {
     if !epp.used {
         return true;
     }
     // SAFETY: postconfiguration of the http block.
-    if !unsafe { register_filter(cf) } {
+    if epp.grpc && !unsafe { register_filter(cf) } {
         return false;
     }
     let index = |name| variables::declared_index(cf, name);
