@@ -12,8 +12,7 @@
 //! requests use. A value whose compiled form does not fit is compiled for its request and not
 //! kept. Keys are hashed with SipHash (std's `RandomState`: values may carry client bytes).
 //!
-//! A hit costs no hash of the value: the last value served is asked first, by (syntax, address,
-//! length), its bytes compared; then a table of [`HINTS`] slots maps the value's (address,
+//! A hit costs no hash of the value: a table of [`HINTS`] slots maps the value's (address,
 //! length, syntax) to its SipHash, and the cache compares the bytes. A `set $http_matches
 //! '<literal>'` or a `map`'s constant value lies at the same address on every request, and a
 //! copy in the request's pool usually does too. A stale hint costs a miss of the hint only: the
@@ -158,11 +157,6 @@ struct Cache {
     budget: usize,
     keys: RandomState,
     hints: Box<[Hint; HINTS]>,
-    /// The last value served, at its (syntax, address, length): asked first, its bytes
-    /// compared. A location's literal is the same bytes at the same address on every request.
-    /// A run of hits here counts as one use for the policy; it keeps at most one evicted entry
-    /// alive past the budget.
-    last: Option<(u8, usize, usize, Rc<Entry>)>,
 }
 
 /// Bytes a ghost (the hash of a recently evicted value) takes in the cache: its slab entry and
@@ -189,16 +183,7 @@ impl Cache {
             budget,
             keys: RandomState::new(),
             hints: Box::new([Hint::default(); HINTS]),
-            last: None,
         }
-    }
-}
-
-fn slot(syntax: Syntax) -> u8 {
-    match syntax {
-        Syntax::Auto => 0,
-        Syntax::Typed => 1,
-        Syntax::Untyped => 2,
     }
 }
 
@@ -241,14 +226,8 @@ pub(crate) fn get(
             // The first request, or a reload in a single process that changed the budget.
             other => other.insert(Cache::new(budget)),
         };
-        let s = slot(syntax);
+        let s = syntax as u8;
         let (at, len) = (value.as_ptr() as usize, value.len());
-        if let Some((ls, la, ll, hit)) = &c.last
-            && (*ls, *la, *ll) == (s, at, len)
-            && *hit.source == *value
-        {
-            return (hit.clone(), Lookup::Hit);
-        }
         let h = hint_slot(at, len, s);
         let hint = c.hints[h];
         let mut found = None;
@@ -261,7 +240,6 @@ pub(crate) fn get(
             found = c.values.get(&Probe { hash, syntax: s, value }).cloned();
         }
         if let Some(hit) = found {
-            c.last = Some((s, at, len, hit.clone()));
             return (hit, Lookup::Hit);
         }
         let compiled = route_match::compile_list_within(value, syntax, bounds);
@@ -284,7 +262,6 @@ pub(crate) fn get(
         if Rc::strong_count(&entry) == 1 {
             return (entry, Lookup::Uncached);
         }
-        c.last = Some((s, at, len, entry.clone()));
         let (values, bytes) = (c.values.len(), c.values.weight() as usize);
         (entry, Lookup::Compiled { evicted, values, bytes })
     })

@@ -13,7 +13,7 @@ use ngx::{ngx_conf_log_error, ngx_log_error};
 
 use crate::ConfResult;
 use crate::state::Level;
-use crate::util::conf_args;
+use crate::util::array;
 
 thread_local! {
     /// Where the last panic happened ("file:line"), recorded by the panic hook.
@@ -120,12 +120,13 @@ pub(crate) unsafe extern "C" fn slot<T: Level>(
         // SAFETY: NGINX calls a directive handler with its command, its context and the conf
         // structure its `conf` offset names, created by this module's `create_*_conf`: a `T`,
         // as checked; `post` is the `Slot<T>` `conf::directives` paired with `slot::<T>`, a
-        // static; `cf->args` is alive until the handler returns, as is `set`'s borrow.
+        // static; `cf->args` (an array of `ngx_str_t`) is alive until the handler returns, as
+        // is `set`'s borrow.
         let (s, slot, args) = unsafe {
             if (*cmd).conf != T::OFFSET || conf.is_null() || (*cmd).post.is_null() {
                 return NGX_CONF_ERROR;
             }
-            (&*(*cmd).post.cast::<Slot<T>>(), &mut *conf.cast::<T>(), conf_args(cf))
+            (&*(*cmd).post.cast::<Slot<T>>(), &mut *conf.cast::<T>(), array(&*(*cf).args))
         };
         if (s.given)(slot) {
             return DUPLICATE.as_ptr().cast_mut();

@@ -155,7 +155,8 @@ unsafe fn choose<'a>(
     }
 }
 
-/// A value stored by `set` in this request (never a getter's fallback; see `client_value`).
+/// The value in this request's slot of variable `index` (stored by `set` or by this module;
+/// never a getter's fallback, see `client_value`).
 fn set_value(req: &ngx_http_request_t, index: Option<ngx_uint_t>) -> Option<&[u8]> {
     // SAFETY: `index` came from ngx_http_get_variable_index for this configuration, so it is
     // within `r->variables`, which has one slot per indexed variable.
@@ -405,9 +406,7 @@ unsafe fn count_fallback(r: *mut ngx_http_request_t) -> Result<(), ngx_int_t> {
         if !core::ptr::eq((*r).main, r) {
             return Ok(());
         }
-        let before = variable_slots(&*r)
-            .get(index)
-            .and_then(var::get)
+        let before = set_value(&*r, Some(index))
             .and_then(|v| core::str::from_utf8(v).ok()?.parse::<usize>().ok())
             .unwrap_or(0);
         let Some(value) = number((*r).pool, before.saturating_add(1)) else {
@@ -605,10 +604,7 @@ unsafe fn store_variable(r: *mut ngx_http_request_t, index: ngx_uint_t, value: n
 /// A short fingerprint of a `$http_matches` value for log lines (the value itself may come
 /// from a client and is not logged whole).
 fn fingerprint(value: &[u8]) -> u64 {
-    use core::hash::{BuildHasher, Hasher};
-    let mut h = rustc_hash::FxBuildHasher.build_hasher();
-    h.write(value);
-    h.finish()
+    core::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, value)
 }
 
 /// `$http_matches` as its own definition gives it (a `map`), where no `set` ran; `None` when
@@ -620,19 +616,6 @@ fn defined_value<'r>(r: *mut ngx_http_request_t, mcf: &MainConf) -> Option<&'r [
     // SAFETY: `r` is the valid request being handled and the index an indexed variable of its
     // configuration.
     unsafe { var::evaluated(r, mcf.http_matches?) }
-}
-
-/// The request's indexed variable slots (`r->variables`; a value is there once evaluated).
-fn variable_slots(req: &ngx_http_request_t) -> &[ngx::ffi::ngx_variable_value_t] {
-    let n = NgxHttpCoreModule::main_conf(req).map_or(0, |cmcf| cmcf.variables.nelts);
-    if req.variables.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: `r->variables` has one slot per indexed variable of the configuration
-        // (ngx_http_create_request allocates `cmcf->variables.nelts` of them), alive as long
-        // as the request; null only before the request is set up.
-        unsafe { core::slice::from_raw_parts(req.variables, n) }
-    }
 }
 
 /// Whether `value` is what a client sent as `Matches:` (what `$http_matches` reads in a

@@ -45,18 +45,6 @@ impl HttpModule for HttpMatchesModule {
     unsafe extern "C" fn postconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
         guard::conf_status(cf, || conf::postconfiguration(cf))
     }
-
-    unsafe extern "C" fn init_main_conf(cf: *mut ngx_conf_t, conf: *mut c_void) -> ConfResult {
-        conf::init_main_conf(cf, conf)
-    }
-
-    unsafe extern "C" fn merge_loc_conf(
-        cf: *mut ngx_conf_t,
-        prev: *mut c_void,
-        conf: *mut c_void,
-    ) -> ConfResult {
-        conf::merge_loc_conf(cf, prev, conf)
-    }
 }
 
 // SAFETY: the main conf of this module is always created by `HttpModule::create_main_conf`
@@ -81,11 +69,11 @@ static NGX_HTTP_MATCHES_MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
     preconfiguration: Some(HttpMatchesModule::preconfiguration),
     postconfiguration: Some(HttpMatchesModule::postconfiguration),
     create_main_conf: Some(HttpMatchesModule::create_main_conf),
-    init_main_conf: Some(HttpMatchesModule::init_main_conf),
+    init_main_conf: Some(conf::init_main_conf),
     create_srv_conf: Some(HttpMatchesModule::create_srv_conf),
     merge_srv_conf: None,
     create_loc_conf: Some(HttpMatchesModule::create_loc_conf),
-    merge_loc_conf: Some(HttpMatchesModule::merge_loc_conf),
+    merge_loc_conf: Some(conf::merge_loc_conf),
 };
 
 /// The module object `load_module` finds through `ngx_modules`.

@@ -54,9 +54,6 @@ pub struct MainConf {
     /// Inline lists whose `@name` redirect paths are checked once every server's named
     /// locations are known (postconfiguration).
     pub(crate) named_checks: Vec<NamedCheck>,
-    /// `http_matches_prefork`: fill the master's free heap before its workers fork (off
-    /// unless set; see `prefork`).
-    pub prefork: ngx_flag_t,
     /// `http_matches_epp`'s variables (see `epp`).
     pub(crate) epp: EppVars,
 }
@@ -104,7 +101,6 @@ impl Default for MainConf {
             memory_set: false,
             regex_cache_size: NGX_CONF_UNSET_SIZE,
             named_checks: Vec::new(),
-            prefork: NGX_CONF_UNSET as ngx_flag_t,
             epp: EppVars::default(),
         }
     }
@@ -161,8 +157,8 @@ impl Drop for MainConf {
             }
         } else if self.file.take().is_some() {
             // The master, after a reload: the old lists were just freed. Give their pages back
-            // now, before the new workers fork.
-            release_free_memory();
+            // now, before "start worker processes" is logged and the new workers fork.
+            crate::prefork::trim();
         }
     }
 }
@@ -263,22 +259,6 @@ impl Default for LocConf {
             epp_grpc: false,
             var_kept: crate::cache::Kept::default(),
         }
-    }
-}
-
-#[cfg(target_env = "gnu")]
-unsafe extern "C" {
-    fn malloc_trim(pad: usize) -> core::ffi::c_int;
-}
-
-/// Compiling a large file leaves much freed heap behind (the parsed JSON tree); give it back
-/// to the system before the workers fork, so it does not count in every worker's memory.
-pub(crate) fn release_free_memory() {
-    // SAFETY: glibc's malloc_trim only returns free heap pages to the system; it does not
-    // touch memory that is in use.
-    #[cfg(target_env = "gnu")]
-    unsafe {
-        malloc_trim(0);
     }
 }
 

@@ -17,16 +17,6 @@ pub(crate) unsafe fn array<'a, T>(a: &ngx::ffi::ngx_array_t) -> &'a [T] {
     unsafe { core::slice::from_raw_parts(a.elts as *const T, a.nelts) }
 }
 
-/// The arguments of the directive being parsed (`[0]` is the directive name).
-///
-/// # Safety
-/// `cf` must be the configuration context NGINX passed to a directive handler.
-pub(crate) unsafe fn conf_args<'a>(cf: *mut ngx_conf_t) -> &'a [ngx_str_t] {
-    // SAFETY: during a directive handler `cf->args` is an array of `ngx_str_t`, alive until
-    // the handler returns (the caller's lifetime).
-    unsafe { array(&*(*cf).args) }
-}
-
 /// Logs `what` at `[emerg]` (with the configuration's file:line while parsing one) and
 /// gives `failed`, the caller's way to fail the load.
 pub(crate) fn emerg<T>(cf: *mut ngx_conf_t, failed: T, what: core::fmt::Arguments<'_>) -> T {

@@ -4,7 +4,8 @@
 use ngx::core::Status;
 use ngx::ffi::{
     ngx_conf_t, ngx_hash_key_t, ngx_http_add_variable, ngx_http_get_variable_index,
-    ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_uint_t,
+    ngx_http_get_variable_pt, ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_str_t,
+    ngx_uint_t,
 };
 use ngx::http::{HttpModuleMainConf, NgxHttpCoreModule};
 
@@ -103,7 +104,12 @@ pub(crate) fn variable_index(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint
 }
 
 /// Registers `name` with `flags`, its getter `get` answering until a handler stores a value.
-pub(crate) fn add(cf: *mut ngx_conf_t, name: &str, flags: ngx_uint_t, get: Getter) -> bool {
+pub(crate) fn add(
+    cf: *mut ngx_conf_t,
+    name: &str,
+    flags: ngx_uint_t,
+    get: ngx_http_get_variable_pt,
+) -> bool {
     let mut n = ngx_str_t { len: name.len(), data: name.as_ptr().cast_mut() };
     // SAFETY: `ngx_http_add_variable` copies the name into the configuration pool.
     let v = unsafe { ngx_http_add_variable(cf, &mut n, flags) };
@@ -111,16 +117,9 @@ pub(crate) fn add(cf: *mut ngx_conf_t, name: &str, flags: ngx_uint_t, get: Gette
         return false;
     }
     // SAFETY: `v` is the variable NGINX just created; we set its getter.
-    unsafe { (*v).get_handler = Some(get) };
+    unsafe { (*v).get_handler = get };
     true
 }
-
-/// A variable's getter as NGINX calls it.
-pub(crate) type Getter = unsafe extern "C" fn(
-    *mut ngx_http_request_t,
-    *mut ngx_http_variable_value_t,
-    usize,
-) -> ngx_int_t;
 
 /// Registers `$matches_redirect`, `$matches_entry`, `$http_matches_work` and
 /// `$matches_fallback` before the configuration is parsed, so `log_format` and friends can
@@ -128,7 +127,7 @@ pub(crate) type Getter = unsafe extern "C" fn(
 pub(crate) fn register(cf: *mut ngx_conf_t) -> bool {
     [VAR_REDIRECT, VAR_ENTRY, VAR_WORK, VAR_FALLBACK]
         .into_iter()
-        .all(|name| add(cf, name, 0, variable_not_set))
+        .all(|name| add(cf, name, 0, Some(variable_not_set)))
 }
 
 /// The index of `name` when some directive (`set`, `map`, ...) declares it: asking NGINX for

@@ -470,7 +470,6 @@ fn nginx_t_every_directive_given_twice_is_duplicate_at_its_line() {
         ("http", "http_matches_regex_cache 1m"),
         ("http", "http_matches_var_max_size 16k"),
         ("http", "http_matches_var_cache 1m"),
-        ("http", "http_matches_prefork off"),
         ("location", "http_matches_epp"),
         ("upstream", "http_matches_epp_endpoints"),
         ("http", "http_matches_reload_report logs/r.report 1"),
@@ -591,17 +590,6 @@ fn the_version_is_logged_once_per_load_and_not_by_nginx_t() {
     n.wait_log(&want, 1);
     n.hup();
     n.wait_log(&want, 2);
-}
-
-/// `http_matches_prefork on` needs the fill, which reads glibc's heap: a build without the
-/// cargo feature `glibc-heap` (the default) refuses it at load, naming the feature; `off`
-/// loads. Before, the default build took `on` (and filled the heap on glibc).
-#[test]
-fn nginx_t_prefork_on_needs_the_glibc_heap_feature() {
-    let (ok, out, _) = config_test("t-prefork-off", "http_matches_prefork off;", &[]);
-    assert!(ok, "{out}");
-    let (ok, out, _) = config_test("t-prefork-on", "http_matches_prefork on;", &[]);
-    assert!(!ok && logged(&out, "emerg", "\"glibc-heap\""), "{out}");
 }
 
 /// `$matches_entry` is the winner's index in decimal at every width: one digit, two (a

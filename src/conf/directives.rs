@@ -23,9 +23,7 @@ use route_match::{Bounds, FileError, Syntax};
 use crate::epp::{EPP, endpoints::ENDPOINTS};
 use crate::guard::{self, Slot};
 use crate::reload_report::RELOAD_REPORT;
-use crate::state::{
-    DEFAULT_REGEX_BUDGET, Level, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf,
-};
+use crate::state::{Level, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf};
 use crate::util::{conf_where, emerg, text};
 use crate::{ConfResult, HttpMatchesModule, handler};
 
@@ -80,7 +78,7 @@ const LOC: u32 = NGX_HTTP_LOC_CONF;
 /// `http`, `server` and `location`.
 const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | LOC;
 
-pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
+pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
     slot(ngx_string!("http_matches_load"), MAIN | NGX_CONF_TAKE12, &LOAD),
     slot(
         ngx_string!("http_matches"),
@@ -94,13 +92,6 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 14] = [
     main_size(ngx_string!("http_matches_regex_cache"), offset_of!(MainConf, regex_cache_size)),
     main_size(ngx_string!("http_matches_var_max_size"), offset_of!(MainConf, var_max_size)),
     main_size(ngx_string!("http_matches_var_cache"), offset_of!(MainConf, var_cache_size)),
-    directive(
-        ngx_string!("http_matches_prefork"),
-        MAIN | NGX_CONF_FLAG,
-        crate::prefork::set_prefork,
-        NGX_HTTP_MAIN_CONF_OFFSET,
-        offset_of!(MainConf, prefork),
-    ),
     // http_matches_epp (issue #32; see src/epp).
     slot(ngx_string!("http_matches_epp"), LOC | NGX_CONF_NOARGS | NGX_CONF_TAKE1, &EPP),
     // http_matches_epp_endpoints (issue #47; see src/epp/endpoints.rs).
@@ -153,7 +144,6 @@ fn load(cf: *mut ngx_conf_t, mcf: &mut MainConf, args: &[ngx_str_t]) -> ConfResu
     }
     let file_name = text(name.as_bytes()).into_owned();
     mcf.compiled_any = true;
-    crate::prefork::mark_used();
     let bounds = mcf.bounds();
     let compiled = route_match::compile_file_at_within(file_name.as_ref(), syntax, bounds);
     let file = match compiled {
@@ -190,7 +180,6 @@ static MATCHES: Slot<LocConf> = Slot { given: |l| l.enabled, set: matches };
 fn matches(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfResult {
     let Some((syntax, rest)) = directive_args(cf, args) else { return NGX_CONF_ERROR };
     lcf.enabled = true;
-    crate::prefork::mark_used();
     lcf.var_syntax = syntax;
     // SAFETY: the http main conf of this module exists while parsing.
     let main = HttpMatchesModule::main_conf_mut(unsafe { &*cf });
@@ -370,23 +359,6 @@ fn regex_budget(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> C
             lcf.regex_budget = n;
             return NGX_CONF_OK;
         }
-    }
-    let time_unit = v.iter().rposition(u8::is_ascii_digit).is_some_and(|i| {
-        matches!(&v[i + 1..], b"ms" | b"s" | b"m" | b"h" | b"d" | b"w" | b"M" | b"y")
-    });
-    if time_unit {
-        // The old syntax (a time): still loads, with the default work budget.
-        ngx_conf_log_error!(
-            NGX_LOG_WARN,
-            cf,
-            "http_matches_regex_budget \"{}\": the budget is now a count of PCRE2 match \
-             steps, not a time (the answer must not depend on the machine's speed); the \
-             default of {} steps applies",
-            text(v),
-            DEFAULT_REGEX_BUDGET
-        );
-        lcf.regex_budget = DEFAULT_REGEX_BUDGET;
-        return NGX_CONF_OK;
     }
     let what = format_args!(
         "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",

@@ -9,7 +9,7 @@ use ngx::ngx_log_error;
 use super::named::check_named_locations;
 use super::report::{ENTRY_500, report};
 use crate::HttpMatchesModule;
-use crate::state::{EXITING, release_free_memory};
+use crate::state::EXITING;
 use crate::util::emerg;
 
 /// `init_module`: once per configuration load (start and reload, not `nginx -t`), the version
@@ -80,11 +80,13 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
 /// variables the handler reads; ends the memory guard of the load.
 pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
     let status = postconfiguration_checks(cf);
-    // `http_matches_prefork on`: the fill runs at the next fork (`init_module` arms it); and
-    // the workers' JIT allowance, what `http_matches_max_memory` leaves (see `prefork`).
+    // The workers' JIT allowance: what `http_matches_max_memory` leaves (see `prefork`).
     // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context.
     let mcf = HttpMatchesModule::main_conf(unsafe { &*cf });
-    crate::prefork::want(mcf.is_some_and(|m| m.prefork == 1), mcf.map_or(0, |m| m.bounds().memory));
+    crate::prefork::want(
+        mcf.map_or(0, |m| m.bounds().memory),
+        mcf.is_some_and(|m| m.used || m.file.is_some()),
+    );
     // The last checkpoint of the load: an allocation failed since `preconfiguration` (and
     // was rescued by the reserve) fails it with an `[emerg]`; the reserve is given back either
     // way, so no process forked after the load keeps it.
@@ -111,9 +113,6 @@ fn postconfiguration_checks(cf: *mut ngx_conf_t) -> Status {
     }
     if !crate::fallback::resolve(cf) || !crate::epp::endpoints::check_blocks(cf) {
         return Status::NGX_ERROR;
-    }
-    if mcf.file.is_some() {
-        release_free_memory();
     }
     // The workers fork from this process: they inherit the setting of its thread.
     route_match::regex_cache::set_capacity(mcf.regex_cache_size);

@@ -29,7 +29,10 @@ pub(crate) use directives::NGX_HTTP_MATCHES_COMMANDS;
 pub(crate) use lifecycle::{exit_process, init_module, postconfiguration, preconfiguration};
 
 /// `init_main_conf`: defaults of the http-level directives that were not given.
-pub(crate) fn init_main_conf(cf: *mut ngx_conf_t, conf: *mut c_void) -> ConfResult {
+pub(crate) unsafe extern "C" fn init_main_conf(
+    cf: *mut ngx_conf_t,
+    conf: *mut c_void,
+) -> ConfResult {
     guard::directive(cf, || {
         // SAFETY: NGINX passes this module's main conf, created by `create_main_conf`.
         let mcf = unsafe { &mut *(conf as *mut MainConf) };
@@ -67,7 +70,7 @@ impl Merge for LocConf {
 
 /// `merge_loc_conf`: [`Merge`], then what needs the configuration context: `http_matches_epp`
 /// in `if` blocks, its checks, and the inline list's malformed entries.
-pub(crate) fn merge_loc_conf(
+pub(crate) unsafe extern "C" fn merge_loc_conf(
     cf: *mut ngx_conf_t,
     prev: *mut c_void,
     conf: *mut c_void,

@@ -293,7 +293,7 @@ unsafe extern "C" fn save_session(_pc: *mut ngx_peer_connection_t, _data: *mut c
 
 /// Registers `$inference_workload_endpoints` (not changeable: only `http_matches_epp` sets it).
 pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> bool {
-    variables::add(cf, VAR_ENDPOINTS, 0, variables::empty)
+    variables::add(cf, VAR_ENDPOINTS, 0, Some(variables::empty))
 }
 
 /// Sets `$inference_workload_endpoints` to the EPP's whole checked `list` (pool memory of

@@ -253,7 +253,7 @@ pub(crate) fn merge_check(
 /// `js_var`). Changeable, so that a `js_var` or `set` of the same name still loads.
 pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> bool {
     let flags = NGX_HTTP_VAR_CHANGEABLE | NGX_HTTP_VAR_NOCACHEABLE;
-    variables::add(cf, VAR_ENDPOINT, flags as ngx_uint_t, variables::empty)
+    variables::add(cf, VAR_ENDPOINT, flags as ngx_uint_t, Some(variables::empty))
 }
 
 /// The indexes of `$epp_host`, `$epp_port`, `$epp_internal_path` when some directive declares
