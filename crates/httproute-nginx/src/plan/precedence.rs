@@ -226,13 +226,15 @@ pub(super) fn locations(mut candidates: Vec<Candidate>) -> Vec<LocationPlan> {
     locs.insert(Loc::Prefix("/".into()));
     // The block of each candidate (in precedence order within each), and the blocks of each
     // path type and value.
-    let mut exact: HashMap<String, Vec<usize>> = HashMap::new();
-    let mut prefix: HashMap<String, Vec<usize>> = HashMap::new();
+    // (Sized once: a block or path per candidate at the most.)
+    let n = candidates.len();
+    let mut exact: HashMap<String, Vec<usize>> = HashMap::with_capacity(n);
+    let mut prefix: HashMap<String, Vec<usize>> = HashMap::with_capacity(n);
     let mut regex: Vec<usize> = Vec::new();
-    let mut of: Vec<usize> = Vec::with_capacity(candidates.len());
+    let mut of: Vec<usize> = Vec::with_capacity(n);
     let mut count = 0;
     {
-        let mut index: HashMap<((usize, usize), u8, &str), usize> = HashMap::new();
+        let mut index: HashMap<((usize, usize), u8, &str), usize> = HashMap::with_capacity(n);
         for c in &candidates {
             let b = *index.entry(block(c)).or_insert_with(|| {
                 count += 1;
