@@ -252,7 +252,7 @@ pub(super) fn locations(mut candidates: Vec<Candidate>) -> Vec<LocationPlan> {
                 }
                 PathKind::Prefix if c.path != "/" => {
                     locs.insert(Loc::Exact(c.path.clone()));
-                    locs.insert(Loc::Prefix(format!("{}/", c.path)));
+                    locs.insert(Loc::Prefix([&*c.path, "/"].concat()));
                 }
                 // Requests no other location takes reach `location /`.
                 PathKind::Prefix | PathKind::Regex => {}
