@@ -36,7 +36,7 @@ use route_match::{
 };
 
 use super::budget::{Left, Unit, makes};
-use super::ids::{Ages, RouteId};
+use super::ids::{Ages, RouteId, RouteName};
 use super::merge::{Merged, ServerAt};
 use super::types::{Candidate, Loc, LocationPlan, PortPlan, Segment};
 
@@ -118,6 +118,9 @@ struct List {
 struct Model<'a> {
     inline: bool,
     ids: HashMap<&'a RouteId, u32>,
+    /// [`Model::ids`] by the address of the name (a route's candidates share one): looked up
+    /// by its text once per address.
+    by_name: FxHashMap<*const RouteName, u32>,
     /// Each route's age (oldest place it comes with) and id.
     routes: Vec<((usize, usize), &'a RouteId)>,
     /// (route, run, JSON bytes) of each entry, sorted.
@@ -371,7 +374,8 @@ impl<'a> Model<'a> {
     /// Route `id`'s number, as old as `age` at the most.
     fn route(&mut self, id: &'a RouteId, age: (usize, usize)) -> u32 {
         let next = self.routes.len() as u32;
-        let r = *self.ids.entry(id).or_insert(next);
+        let ids = &mut self.ids;
+        let r = *self.by_name.entry(&**id).or_insert_with(|| *ids.entry(id).or_insert(next));
         if r == next {
             self.routes.push((age, id));
         }
