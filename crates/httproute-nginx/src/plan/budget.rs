@@ -9,7 +9,7 @@
 //! | HTTP/2 per port (`http2 on` in every server of a port with a GRPCRoute) | [`http2_ports`] |
 //! | regex memory (the module's `http_matches_max_memory`) | [`regex_memory`] |
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget, regex_charge};
 
@@ -124,14 +124,17 @@ pub(super) fn server_names(
 /// The routes served in the servers of more than one Gateway (their rules or the names they
 /// bring there).
 pub(super) fn multi_gateway(ports: &[PortPlan]) -> BTreeSet<&RouteId> {
-    let mut first: BTreeMap<&RouteId, (&str, &str)> = BTreeMap::new();
+    let mut first: HashMap<&RouteId, (&str, &str)> = HashMap::new();
     let mut multi = BTreeSet::new();
     for s in ports.iter().flat_map(|p| &p.servers) {
         let Some(g) = gateway_of(s) else { continue };
+        let mut last = None;
         for r in s.brought_by.iter().chain(s.rules.iter().map(|r| &r.id.route)) {
-            if *first.entry(r).or_insert(g) != g {
+            // A route's rules are side by side: its first one is looked up.
+            if last != Some(r) && *first.entry(r).or_insert(g) != g {
                 multi.insert(r);
             }
+            last = Some(r);
         }
     }
     multi
@@ -247,8 +250,18 @@ pub(super) fn http2_ports(
 fn regexes(e: &Entry) -> impl Iterator<Item = &str> {
     let path = e.path.as_deref().and_then(|p| p.strip_prefix(REGEX_CONDITION));
     path.into_iter()
-        .chain(e.headers.iter().filter_map(|h| Some(h.split_once(":RegularExpression:")?.1)))
-        .chain(e.params.iter().filter_map(|q| Some(q.split_once("=RegularExpression=")?.1)))
+        .chain(e.headers.iter().filter_map(|h| after(h, ":RegularExpression:")))
+        .chain(e.params.iter().filter_map(|q| after(q, "=RegularExpression=")))
+}
+
+/// What follows the first `sep` in `s` (`s.split_once(sep)`'s second part), found by `sep`'s
+/// first byte: a condition is a few bytes, shorter than building a substring searcher. At most
+/// `sep.len()` bytes compared per byte of `s`.
+fn after<'s>(s: &'s str, sep: &str) -> Option<&'s str> {
+    let (b, first) = (s.as_bytes(), *sep.as_bytes().first()?);
+    let mut at = (0..b.len()).filter(|&i| b[i] == first);
+    let i = at.find(|&i| b[i..].starts_with(sep.as_bytes()))?;
+    s.get(i + sep.len()..)
 }
 
 /// Regex memory: the module compiles every list of the configuration within
@@ -311,11 +324,13 @@ fn per_namespace<'a>(
     // Each route's age and distinct patterns, in what is written ([`Left`], as
     // [`Inline::of`]): a route's candidates left out of a server are not compiled there.
     let left = Left::of(before);
-    let mut routes: BTreeMap<&RouteId, ((usize, usize), BTreeSet<&str>)> = BTreeMap::new();
+    // (Sorted below: the map's order is not read.)
+    let mut routes: HashMap<&RouteId, ((usize, usize), BTreeSet<&str>)> = HashMap::new();
     for (pi, p) in ports.iter().enumerate() {
         for (si, s) in p.servers.iter().enumerate().filter(|(_, s)| !left.listener_of(s)) {
             let (off, gateway) = (left.at(s), s.listener.as_ref().map_or(0, |l| ages.listener(l)));
-            let mut seen = std::collections::HashSet::new();
+            // Runs by their blocks' addresses (no tenant's choice: a fast hasher).
+            let mut seen = rustc_hash::FxHashSet::default();
             let locations = s.locations.iter().enumerate();
             let written = locations.filter(|(li, _)| !left.locations.contains(&((pi, si), *li)));
             let runs = written.flat_map(|(_, l)| &l.segments).filter(|r| seen.insert(r.id()));
@@ -526,7 +541,7 @@ impl<'a> Inline<'a> {
         // candidates are its written list's, so this walk is bounded by what is written.
         let mut kept = Kept::default();
         // Each candidate's charge per copy, computed once whatever the locations that hold it.
-        let mut bytes: std::collections::HashMap<*const Candidate, usize> = Default::default();
+        let mut bytes: rustc_hash::FxHashMap<*const Candidate, usize> = Default::default();
         for (pi, p) in ports.iter().enumerate() {
             for (si, s) in p.servers.iter().enumerate() {
                 if left.listener_of(s) {

@@ -54,6 +54,11 @@ fn redirect_path<S: serde::Serializer>(slot: &usize, s: S) -> Result<S::Ok, S::E
 
 pub(super) const REGEX_CONDITION: &str = "RegularExpression:";
 
+/// `NAME`, `TYPE` and `VALUE` of `m` joined by `sep` (one allocation, no formatting).
+fn condition(m: &ValueMatch, sep: &str) -> String {
+    [&*m.name, sep, &*m.kind, sep, &*m.value].concat()
+}
+
 impl Entry {
     /// The entry of a candidate of rule slot `rule` with these conditions; `path`: the
     /// regex path condition, if any.
@@ -67,9 +72,9 @@ impl Entry {
         let any = path.is_none() && method.is_none() && headers.is_empty() && params.is_empty();
         Entry {
             any,
-            headers: headers.iter().map(|h| format!("{}:{}:{}", h.name, h.kind, h.value)).collect(),
+            headers: headers.iter().map(|h| condition(h, ":")).collect(),
             method: method.map(str::to_owned),
-            params: params.iter().map(|q| format!("{}={}={}", q.name, q.kind, q.value)).collect(),
+            params: params.iter().map(|q| condition(q, "=")).collect(),
             path,
             slot: rule,
         }

@@ -27,6 +27,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use rustc_hash::FxHashMap;
+
 use route_match::{
     LIST_BYTES_PER_ENTRY, LIST_BYTES_PER_JSON_BYTE, LIST_BYTES_PER_PARSE,
     LIST_RESIDENT_BYTES_PER_INCLUDE as PER_INCLUDE, LIST_RESIDENT_BYTES_PER_JSON_BYTE as RESIDENT,
@@ -34,7 +36,7 @@ use route_match::{
 };
 
 use super::budget::{Left, Unit, makes};
-use super::ids::{Ages, RouteId};
+use super::ids::{Ages, RouteId, RouteName};
 use super::merge::{Merged, ServerAt};
 use super::types::{Candidate, Loc, LocationPlan, PortPlan, Segment};
 
@@ -116,6 +118,9 @@ struct List {
 struct Model<'a> {
     inline: bool,
     ids: HashMap<&'a RouteId, u32>,
+    /// [`Model::ids`] by the address of the name (a route's candidates share one): looked up
+    /// by its text once per address.
+    by_name: FxHashMap<*const RouteName, u32>,
     /// Each route's age (oldest place it comes with) and id.
     routes: Vec<((usize, usize), &'a RouteId)>,
     /// (route, run, JSON bytes) of each entry, sorted.
@@ -138,13 +143,14 @@ struct Model<'a> {
 }
 
 /// A server's runs met so far: [`Segment::id`] -> run, and each block's run (the pieces of a
-/// block are its one run: [`Model::location`]).
+/// block are its one run: [`Model::location`]). Keyed by the blocks' addresses, which no
+/// tenant chooses: a fast hasher.
 #[derive(Default)]
 struct RunIds {
-    pieces: HashMap<(usize, usize, usize), u32>,
-    blocks: HashMap<usize, u32>,
+    pieces: FxHashMap<(usize, usize, usize), u32>,
+    blocks: FxHashMap<usize, u32>,
     /// The blocks met whole in some list.
-    whole: std::collections::HashSet<usize>,
+    whole: rustc_hash::FxHashSet<usize>,
 }
 
 /// A list of `k` includes under its key: its JSON bytes and what it holds compiled (its key's
@@ -157,9 +163,20 @@ fn includes(k: u32) -> (usize, usize) {
     }
 }
 
-/// An entry's JSON bytes in a list, with its comma.
+/// An entry's JSON bytes in a list, with its comma: counted as written, not kept.
 fn json(c: &Candidate) -> u32 {
-    let json = serde_json::to_string(&c.entry).map(|j| j.len());
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    let json = serde_json::to_writer(&mut n, &c.entry).map(|()| n.0);
     json.map_or(u32::MAX / 4, |j| u32::try_from(j).unwrap_or(u32::MAX / 4)).saturating_add(1)
 }
 
@@ -357,7 +374,8 @@ impl<'a> Model<'a> {
     /// Route `id`'s number, as old as `age` at the most.
     fn route(&mut self, id: &'a RouteId, age: (usize, usize)) -> u32 {
         let next = self.routes.len() as u32;
-        let r = *self.ids.entry(id).or_insert(next);
+        let ids = &mut self.ids;
+        let r = *self.by_name.entry(&**id).or_insert_with(|| *ids.entry(id).or_insert(next));
         if r == next {
             self.routes.push((age, id));
         }

@@ -25,6 +25,27 @@ pub struct Merged {
     members: Vec<Vec<Option<Vec<ServerAt>>>>,
 }
 
+/// What tells servers apart cheaply (their port's `shape`, its pin, names, locations and rules);
+/// `alike` decides.
+fn sketch(shape: (bool, bool, Option<usize>), pinned: Option<u16>, server: &ServerPlan) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (shape, pinned).hash(&mut h);
+    (&server.hostname, &server.certificates, &server.fallback).hash(&mut h);
+    (server.locations.len(), server.rules.len()).hash(&mut h);
+    for l in &server.locations {
+        match &l.loc {
+            Loc::Exact(p) => (0u8, p).hash(&mut h),
+            Loc::Prefix(p) => (1u8, p).hash(&mut h),
+        }
+        l.len().hash(&mut h);
+    }
+    for r in &server.rules {
+        (&r.id, r.backends.len()).hash(&mut h);
+    }
+    h.finish()
+}
+
 impl Merged {
     /// The merging of the servers of `ports` (`Plan::merged`).
     pub fn of(ports: &[PortPlan]) -> Merged {
@@ -35,7 +56,6 @@ impl Merged {
     /// Gateway's whose servers leave out a route other servers alike keep).
     pub fn keeping_apart(ports: &[PortPlan], apart: impl Fn(&ServerPlan) -> bool) -> Merged {
         use std::collections::HashMap;
-        use std::hash::{Hash as _, Hasher as _};
         // Over TLS: ports with the same host names (their SNI maps are the same).
         let mut host_sets: HashMap<Vec<Option<&str>>, usize> = HashMap::new();
         let hosts: Vec<usize> = ports
@@ -70,32 +90,23 @@ impl Merged {
                 && a.locations == b.locations
                 && a.rules == b.rules
         };
+        // A port's servers have names of their own: a name on one port alone is one server.
+        let mut named: HashMap<Option<&str>, usize> = HashMap::new();
+        for s in ports.iter().flat_map(|p| &p.servers) {
+            *named.entry(s.hostname.as_deref()).or_default() += 1;
+        }
         let mut buckets: HashMap<u64, Vec<ServerAt>> = HashMap::new();
         let mut members: Vec<Vec<Option<Vec<ServerAt>>>> =
             ports.iter().map(|p| p.servers.iter().map(|_| None).collect()).collect();
         for (pi, port) in ports.iter().enumerate() {
             for (si, server) in port.servers.iter().enumerate() {
-                if apart(server) {
+                if named[&server.hostname.as_deref()] == 1 || apart(server) {
                     members[pi][si] = Some(vec![(pi, si)]);
                     continue;
                 }
-                // What tells servers apart cheaply; `alike` decides.
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                (port.tls, port.http2, port.tls.then_some(hosts[pi]), pinned(port, server))
-                    .hash(&mut h);
-                (&server.hostname, &server.certificates, &server.fallback).hash(&mut h);
-                (server.locations.len(), server.rules.len()).hash(&mut h);
-                for l in &server.locations {
-                    match &l.loc {
-                        Loc::Exact(p) => (0u8, p).hash(&mut h),
-                        Loc::Prefix(p) => (1u8, p).hash(&mut h),
-                    }
-                    l.len().hash(&mut h);
-                }
-                for r in &server.rules {
-                    (&r.id, r.backends.len()).hash(&mut h);
-                }
-                let bucket = buckets.entry(h.finish()).or_default();
+                let shape = (port.tls, port.http2, port.tls.then_some(hosts[pi]));
+                let bucket =
+                    buckets.entry(sketch(shape, pinned(port, server), server)).or_default();
                 let first = bucket
                     .iter()
                     .copied()

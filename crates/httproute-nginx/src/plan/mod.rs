@@ -268,10 +268,8 @@ fn plan_from(
     warnings.sort();
     warnings.dedup();
     let secrets = listeners::secrets(inputs, &listeners);
-    // 7. What NGINX cannot take or tenants cannot share.
-    let refused = refusals(&ports, &ages, opts);
-    // 8. Servers the same on several ports.
-    let merged = merged(&ports, &refused);
+    // 7. What NGINX cannot take or tenants cannot share; 8. servers the same on several ports.
+    let (refused, merged) = refusals(&ports, &ages, opts);
     Plan {
         ports,
         warnings,
@@ -348,8 +346,12 @@ fn rule_outcomes(ports: &[PortPlan]) -> impl Iterator<Item = (&RuleId, usize, &[
 }
 
 /// The words NGINX cannot take (`plan/words.rs`), then the budgets: what does not fit of
-/// what tenants share, newest first.
-fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Unit, String)> {
+/// what tenants share, newest first; and the servers merged as they will be written.
+fn refusals(
+    ports: &[PortPlan],
+    ages: &Ages,
+    opts: &PlanOptions<'_>,
+) -> (Vec<(Unit, String)>, Merged) {
     let mut refused = words::refusals(ports);
     if let Some(pos) = opts.list_word {
         refused.extend(words::lists(ports, ages, &refused, pos));
@@ -359,8 +361,8 @@ fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Uni
     let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
     refused.extend(budget::regex_memory(ports, ages, &refused, regex));
     // Servers the same on several ports as they will be written: the budgets above keep
-    // servers apart (an attachment refused), the list budget refuses routes, so `plan`
-    // merges the same way after it.
+    // servers apart (an attachment refused); the list budget refuses routes and locations
+    // alone, which [`merged`] does not read, so this is the plan's merging.
     let merged = merged(ports, &refused);
     let lists = list_bytes::Limits::of(
         opts.module_max_memory,
@@ -371,9 +373,11 @@ fn refusals(ports: &[PortPlan], ages: &Ages, opts: &PlanOptions<'_>) -> Vec<(Uni
     // load, no matches.json.
     if opts.regex_per_location || opts.list_word.is_none() {
         let inline = opts.regex_per_location;
-        refused.extend(list_bytes::list_memory((ports, &merged), ages, &refused, lists, inline));
+        let listed = list_bytes::list_memory((ports, &merged), ages, &refused, lists, inline);
+        debug_assert!(listed.iter().all(|(u, _)| matches!(u, Unit::Route(_) | Unit::Location(..))));
+        refused.extend(listed);
     }
-    refused
+    (refused, merged)
 }
 
 /// Servers the same on several ports, written once ([`Merged`]); but a server of a Gateway

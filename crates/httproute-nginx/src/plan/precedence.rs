@@ -3,7 +3,7 @@
 //! request reaching it (fallback to shorter prefixes, regexes everywhere).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::model::{HttpRoute, Match, ValueMatch};
@@ -222,17 +222,17 @@ fn firsts(list: &[ValueMatch], same: impl Fn(&str, &str) -> bool) -> Vec<&ValueM
 /// the candidates and the locations, not with their product.
 pub(super) fn locations(mut candidates: Vec<Candidate>) -> Vec<LocationPlan> {
     candidates.sort_by_key(|c| c.key);
-    let mut locs: BTreeSet<Loc> = BTreeSet::new();
-    locs.insert(Loc::Prefix("/".into()));
     // The block of each candidate (in precedence order within each), and the blocks of each
     // path type and value.
-    let mut exact: HashMap<String, Vec<usize>> = HashMap::new();
-    let mut prefix: HashMap<String, Vec<usize>> = HashMap::new();
+    // (Sized once: a block or path per candidate at the most.)
+    let n = candidates.len();
+    let mut exact: HashMap<String, Vec<usize>> = HashMap::with_capacity(n);
+    let mut prefix: HashMap<String, Vec<usize>> = HashMap::with_capacity(n);
     let mut regex: Vec<usize> = Vec::new();
-    let mut of: Vec<usize> = Vec::with_capacity(candidates.len());
+    let mut of: Vec<usize> = Vec::with_capacity(n);
     let mut count = 0;
     {
-        let mut index: HashMap<((usize, usize), u8, &str), usize> = HashMap::new();
+        let mut index: HashMap<((usize, usize), u8, &str), usize> = HashMap::with_capacity(n);
         for c in &candidates {
             let b = *index.entry(block(c)).or_insert_with(|| {
                 count += 1;
@@ -244,19 +244,17 @@ pub(super) fn locations(mut candidates: Vec<Candidate>) -> Vec<LocationPlan> {
                 count - 1
             });
             of.push(b);
-            match c.path_kind {
-                PathKind::Exact => {
-                    locs.insert(Loc::Exact(c.path.clone()));
-                }
-                PathKind::Prefix if c.path != "/" => {
-                    locs.insert(Loc::Exact(c.path.clone()));
-                    locs.insert(Loc::Prefix(format!("{}/", c.path)));
-                }
-                // Requests no other location takes reach `location /`.
-                PathKind::Prefix | PathKind::Regex => {}
-            }
         }
     }
+    // `location /`, each exact path's, each prefix's own and its subtree's, once each, in
+    // order. Requests no other location takes (a regex path's) reach `location /`.
+    let mut locs = vec![Loc::Prefix("/".into())];
+    locs.extend(exact.keys().cloned().map(Loc::Exact));
+    for p in prefix.keys().filter(|p| *p != "/") {
+        locs.extend([Loc::Exact(p.clone()), Loc::Prefix([p.as_str(), "/"].concat())]);
+    }
+    locs.sort_unstable();
+    locs.dedup();
     let mut blocks: Vec<Vec<Candidate>> = (0..count).map(|_| Vec::new()).collect();
     for (c, b) in candidates.into_iter().zip(of) {
         blocks[b].push(c);

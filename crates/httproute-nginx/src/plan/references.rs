@@ -19,6 +19,12 @@ fn resolve_ref(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
 /// for it): the stages after this one (the route's `ResolvedRefs` condition, each rule's
 /// backends and mirrors on every server it is written for) read this node and resolve
 /// nothing again.
+/// Whether references `a` and `b` name the same object (every field).
+fn same(a: &ObjectRef, b: &ObjectRef) -> bool {
+    (&a.name, &a.namespace, a.port, &a.kind, &a.group)
+        == (&b.name, &b.namespace, b.port, &b.kind, &b.group)
+}
+
 pub(super) struct ResolvedRoute {
     /// Per rule: each backendRef's outcome (weight 0 too), in order, and each
     /// RequestMirror filter's, in order.
@@ -37,21 +43,24 @@ pub(super) struct ResolvedRule {
 pub(super) fn resolve_route(r: &HttpRoute, refs: &Refs<'_>) -> ResolvedRoute {
     let refs = &Refs { grpc: r.grpc, ..*refs };
     let ns = &r.metadata.namespace;
+    // A reference the same as the one before (a route's rules often share their backend) is
+    // resolved once: resolving is a function of the reference, the route's namespace and kind.
+    let mut last: Option<(ObjectRef, Resolved)> = None;
+    let mut resolve = |o: &ObjectRef| match &last {
+        Some((l, known)) if same(l, o) => known.clone(),
+        _ => last.insert((o.clone(), resolve_ref(o, ns, refs))).1.clone(),
+    };
     let rules: Vec<ResolvedRule> = r
         .spec
         .rules
         .iter()
         .map(|rule| ResolvedRule {
-            backends: rule
-                .backend_refs
-                .iter()
-                .map(|b| resolve_ref(&b.object(), ns, refs))
-                .collect(),
+            backends: rule.backend_refs.iter().map(|b| resolve(&b.object())).collect(),
             mirrors: rule
                 .filters
                 .iter()
                 .filter_map(|f| f.request_mirror.as_ref())
-                .map(|m| resolve_ref(&m.backend_ref, ns, refs))
+                .map(|m| resolve(&m.backend_ref))
                 .collect(),
         })
         .collect();

@@ -161,9 +161,10 @@ pub(super) fn shadowed(
     for (a, served) in attachments.iter().zip(&mut served) {
         let l = &listeners[a.listener];
         for h in &a.hostnames {
-            *served |= serving.best(l.port, h) == Some(a.listener);
+            let best = serving.best(l.port, h);
+            *served |= best == Some(a.listener);
             let Some(name) = h.as_deref().filter(|h| !h.starts_with('*')) else { continue };
-            match serving.best(l.port, h) {
+            match best {
                 Some(best) if best != a.listener => out.push(Shadowed {
                     node: a.node,
                     listener: l.id.clone(),

@@ -52,7 +52,8 @@ pub fn refusals(ports: &[PortPlan]) -> Vec<(Unit, String)> {
             out.push((r, why));
         }
     };
-    let mut rules = HashSet::new();
+    // Servers share a route's rule plans ([`RulePlan`] behind an `Arc`): each judged once.
+    let mut rules = rustc_hash::FxHashSet::default();
     // The upstreams whose words were taken: one upstream serves many rules.
     let mut upstreams = HashSet::new();
     for (pi, p) in ports.iter().enumerate() {
@@ -73,7 +74,7 @@ pub fn refusals(ports: &[PortPlan]) -> Vec<(Unit, String)> {
                     push(Unit::Location((pi, si), li), why, &mut out);
                 }
             }
-            for r in s.rules.iter().filter(|r| rules.insert(r.id.clone())) {
+            for r in s.rules.iter().filter(|r| rules.insert(std::sync::Arc::as_ptr(r))) {
                 if let Err(why) = rule(r) {
                     push(Unit::Rule(r.id.clone()), why, &mut out);
                     continue;
