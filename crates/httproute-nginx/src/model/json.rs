@@ -134,44 +134,33 @@ impl<R: BufRead> Read for Scan<R> {
 
 impl<R> Scan<R> {
     /// Checks `buf` (read from `self.at` on) and collapses its white space in place: how many
-    /// bytes are kept, `None` on a doubt.
+    /// bytes are kept, `None` on a doubt. One pass, byte by byte (no copy per run), white
+    /// space outside strings (most of a List's bytes: its indentation) 8 bytes at a time.
     fn scan(&mut self, buf: &mut [u8]) -> Option<usize> {
-        let printable = |ok, &b: &u8| ok & matches!(b, b' '..=b'~' | b'\n' | b'\r');
-        if !buf.iter().fold(true, printable) {
-            return None;
-        }
         let (mut r, mut w) = (0, 0);
-        while r < buf.len() {
-            let rest = &buf[r..];
-            let run = match self.lex {
-                Lex::In => rest.iter().position(|&b| b == b'"' || b == b'\\'),
-                Lex::Out => {
-                    rest.iter().position(|&b| matches!(b, b'"' | b':' | b' ' | b'\n' | b'\r'))
-                }
-                Lex::Escape | Lex::Hex(..) => Some(0),
-            }
-            .unwrap_or(rest.len());
-            if run > 0 {
-                buf.copy_within(r..r + run, w);
-                (r, w, self.space) = (r + run, w + run, false);
-                continue;
-            }
-            let blank = |b: &u8| matches!(b, b' ' | b'\n' | b'\r');
-            if matches!(self.lex, Lex::Out) && blank(&rest[0]) {
-                let len = rest.iter().position(|b| !blank(b)).unwrap_or(rest.len());
-                self.broken |= rest[..len].iter().any(|&b| b != b' ');
+        while let Some(&b) = buf.get(r) {
+            if matches!(self.lex, Lex::Out) && matches!(b, b' ' | b'\n' | b'\r') {
+                self.broken |= b != b' ';
+                r += 1 + spaces(&buf[r + 1..]);
                 if !self.space {
                     buf[w] = b' ';
                     w += 1;
                 }
-                (r, self.space) = (r + len, true);
+                self.space = true;
                 continue;
             }
-            if !self.byte(buf[r], self.at + r as u64) {
+            if !matches!(b, b' '..=b'~' | b'\n' | b'\r') || !self.byte(b, self.at + r as u64) {
                 return None;
             }
-            buf[w] = buf[r];
+            buf[w] = b;
             (r, w, self.space) = (r + 1, w + 1, false);
+            if matches!(self.lex, Lex::In) {
+                // A string's bytes up to its `"` or a `\`, in a loop of their own.
+                while let Some(&b @ (b' '..=b'!' | b'#'..=b'[' | b']'..=b'~')) = buf.get(r) {
+                    buf[w] = b;
+                    (r, w) = (r + 1, w + 1);
+                }
+            }
         }
         Some(w)
     }
@@ -203,6 +192,12 @@ impl<R> Scan<R> {
         };
         true
     }
+}
+
+/// How many spaces `s` starts with, 8 at a time (a List's indentation is most of its bytes).
+fn spaces(s: &[u8]) -> usize {
+    let eights = s.chunks_exact(8).take_while(|c| *c == b"        ").count() * 8;
+    eights + s[eights..].iter().take_while(|&&b| b == b' ').count()
 }
 
 /// What the values are built with: the sink for items, the work, the open collections.

@@ -1,10 +1,50 @@
 //! The CRD checks the generator relies on: enums, patterns, CEL rules and length limits.
 
+use std::fmt;
+
 use super::syntax::path_char;
 use super::types::*;
 
 /// A field path and what is wrong with it.
 type Check = Result<(), (String, String)>;
+
+/// A field path, written out only when a check fails: `{parent}.{name}`, then `[{index}]`.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    parent: Option<&'a At<'a>>,
+    name: &'a str,
+    index: Option<usize>,
+}
+
+impl<'a> At<'a> {
+    /// `{name}[{i}]` at the root.
+    fn root(name: &'a str, i: usize) -> Self {
+        At { parent: None, name, index: Some(i) }
+    }
+
+    /// `{self}.{name}`.
+    fn field(&'a self, name: &'a str) -> Self {
+        At { parent: Some(self), name, index: None }
+    }
+
+    /// `{self}.{name}[{i}]`.
+    fn item(&'a self, name: &'a str, i: usize) -> Self {
+        At { parent: Some(self), name, index: Some(i) }
+    }
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = self.parent {
+            write!(f, "{p}.")?;
+        }
+        f.write_str(self.name)?;
+        match self.index {
+            Some(i) => write!(f, "[{i}]"),
+            None => Ok(()),
+        }
+    }
+}
 
 /// `Err((field, why))`.
 fn bad<T>(field: impl Into<String>, why: impl Into<String>) -> Result<T, (String, String)> {
@@ -16,9 +56,10 @@ pub(crate) fn validate_grpc(r: &GrpcRoute) -> Check {
     at_most(&r.spec.rules, 16, || "spec.rules".into(), "rules")?;
     validate_hostnames(&r.spec.hostnames)?;
     for (ri, rule) in r.spec.rules.iter().enumerate() {
-        at_most(&rule.matches, 64, || format!("spec.rules[{ri}].matches"), "matches")?;
+        let rule_at = At::root("spec.rules", ri);
+        at_most(&rule.matches, 64, || format!("{rule_at}.matches"), "matches")?;
         for (mi, m) in rule.matches.iter().enumerate() {
-            let at = format!("spec.rules[{ri}].matches[{mi}]");
+            let at = rule_at.item("matches", mi);
             if let Some(mm) = &m.method {
                 if !matches!(mm.kind.as_str(), "Exact" | "RegularExpression") {
                     return bad(format!("{at}.method.type"), format!("unknown type {:?}", mm.kind));
@@ -243,7 +284,7 @@ pub fn is_dns_subdomain(s: &str) -> bool {
 fn validate_parents(refs: &[ParentRef]) -> Check {
     at_most(refs, 32, || "spec.parentRefs".into(), "entries")?;
     for (i, p) in refs.iter().enumerate() {
-        let at = format!("spec.parentRefs[{i}]");
+        let at = At::root("spec.parentRefs", i);
         object_name(&p.name).map_err(|e| (format!("{at}.name"), e))?;
         if let Some(ns) = &p.namespace {
             namespace(ns).map_err(|e| (format!("{at}.namespace"), e))?;
@@ -256,13 +297,13 @@ fn validate_parents(refs: &[ParentRef]) -> Check {
     Ok(())
 }
 
-/// A backend reference: name, namespace, port.
-fn validate_object_ref(r: &ObjectRef, at: &str) -> Check {
-    object_name(&r.name).map_err(|e| (format!("{at}.name"), e))?;
-    if let Some(ns) = &r.namespace {
+/// A backend reference's name, namespace and port.
+fn validate_object_ref(name: &str, ns: Option<&str>, p: Option<u16>, at: At) -> Check {
+    object_name(name).map_err(|e| (format!("{at}.name"), e))?;
+    if let Some(ns) = ns {
         namespace(ns).map_err(|e| (format!("{at}.namespace"), e))?;
     }
-    port(r.port, || format!("{at}.port"))
+    port(p, || format!("{at}.port"))
 }
 
 /// `field` holds at most `max` items.
@@ -294,7 +335,7 @@ pub(crate) fn validate_route(r: &HttpRoute) -> Check {
     }
     validate_hostnames(&s.hostnames)?;
     for (ri, rule) in s.rules.iter().enumerate() {
-        let at = format!("spec.rules[{ri}]");
+        let at = At::root("spec.rules", ri);
         if let Some(n) = &rule.name {
             section_name(n).map_err(|e| (format!("{at}.name"), e))?;
             if s.rules[..ri].iter().any(|o| o.name.as_ref() == Some(n)) {
@@ -305,28 +346,29 @@ pub(crate) fn validate_route(r: &HttpRoute) -> Check {
             }
         }
         for (bi, b) in rule.backend_refs.iter().enumerate() {
-            validate_object_ref(&b.object(), &format!("{at}.backendRefs[{bi}]"))?;
+            let (ns, p) = (b.namespace.as_deref(), b.port);
+            validate_object_ref(&b.name, ns, p, at.item("backendRefs", bi))?;
         }
-        validate_rule_filters(rule, &at)?;
+        validate_rule_filters(rule, at)?;
         at_most(&rule.matches, 64, || format!("{at}.matches"), "matches")?;
         for (mi, m) in rule.matches.iter().enumerate() {
-            validate_match(m, &format!("{at}.matches[{mi}]"))?;
+            validate_match(m, at.item("matches", mi))?;
         }
         if let Some(r) = &rule.retry {
-            validate_retry(r, &format!("{at}.retry"))?;
+            validate_retry(r, at.field("retry"))?;
         }
         if let Some(t) = &rule.timeouts {
-            validate_timeouts(t, &format!("{at}.timeouts"))?;
+            validate_timeouts(t, at.field("timeouts"))?;
         }
         for (bi, b) in rule.backend_refs.iter().enumerate() {
-            validate_backend_filters(b, &format!("{at}.backendRefs[{bi}]"))?;
+            validate_backend_filters(b, at.item("backendRefs", bi))?;
         }
     }
     Ok(())
 }
 
 /// A rule's `filters`: counts, the combinations the CRD refuses, then each filter.
-fn validate_rule_filters(rule: &Rule, at: &str) -> Check {
+fn validate_rule_filters(rule: &Rule, at: At) -> Check {
     at_most(&rule.filters, 16, || format!("{at}.filters"), "filters")?;
     let count = |kind: &str| rule.filters.iter().filter(|f| f.kind == kind).count();
     if count("RequestRedirect") > 0 && count("URLRewrite") > 0 {
@@ -339,7 +381,7 @@ fn validate_rule_filters(rule: &Rule, at: &str) -> Check {
         return bad(format!("{at}.filters"), "at most one CORS filter");
     }
     for (fi, f) in rule.filters.iter().enumerate() {
-        validate_rule_filter(rule, f, &format!("{at}.filters[{fi}]"))?;
+        validate_rule_filter(rule, f, at.item("filters", fi))?;
     }
     Ok(())
 }
@@ -347,7 +389,7 @@ fn validate_rule_filters(rule: &Rule, at: &str) -> Check {
 /// The field `field` of a filter of type `kind`, required for that type.
 fn required<'a, T>(
     v: &'a Option<T>,
-    at: &str,
+    at: At,
     field: &str,
     kind: &str,
 ) -> Result<&'a T, (String, String)> {
@@ -355,7 +397,7 @@ fn required<'a, T>(
 }
 
 /// One filter of a rule, by its type.
-fn validate_rule_filter(rule: &Rule, f: &Filter, at: &str) -> Check {
+fn validate_rule_filter(rule: &Rule, f: &Filter, at: At) -> Check {
     let path = match f.kind.as_str() {
         "CORS" => {
             let c = required(&f.cors, at, "cors", "CORS")?;
@@ -364,17 +406,17 @@ fn validate_rule_filter(rule: &Rule, f: &Filter, at: &str) -> Check {
         }
         "RequestRedirect" => {
             let r = required(&f.request_redirect, at, "requestRedirect", "RequestRedirect")?;
-            validate_redirect(r, &format!("{at}.requestRedirect"))?;
-            r.path.as_ref().map(|p| (p, format!("{at}.requestRedirect.path")))
+            validate_redirect(r, at.field("requestRedirect"))?;
+            r.path.as_ref().map(|p| (p, "requestRedirect"))
         }
         "URLRewrite" => {
             let r = required(&f.url_rewrite, at, "urlRewrite", "URLRewrite")?;
             precise_hostname(r.hostname.as_deref(), || format!("{at}.urlRewrite"))?;
-            r.path.as_ref().map(|p| (p, format!("{at}.urlRewrite.path")))
+            r.path.as_ref().map(|p| (p, "urlRewrite"))
         }
         "RequestMirror" => {
             let m = required(&f.request_mirror, at, "requestMirror", "RequestMirror")?;
-            validate_mirror(m, &format!("{at}.requestMirror"))?;
+            validate_mirror(m, at.field("requestMirror"))?;
             None
         }
         _ => {
@@ -385,13 +427,13 @@ fn validate_rule_filter(rule: &Rule, f: &Filter, at: &str) -> Check {
         }
     };
     match path {
-        Some((p, field)) => validate_path_modifier(rule, p, field),
+        Some((p, field)) => validate_path_modifier(rule, p, at.field(field).field("path")),
         None => Ok(()),
     }
 }
 
 /// A `RequestRedirect`: scheme, status code, hostname and port.
-fn validate_redirect(r: &RequestRedirect, at: &str) -> Check {
+fn validate_redirect(r: &RequestRedirect, at: At) -> Check {
     if let Some(sc) = r.scheme.as_deref().filter(|s| !matches!(*s, "http" | "https")) {
         return bad(format!("{at}.scheme"), format!("{sc:?}: use http or https"));
     }
@@ -406,36 +448,37 @@ fn validate_redirect(r: &RequestRedirect, at: &str) -> Check {
 }
 
 /// A `RequestMirror`: its backend and a share of at most all requests.
-fn validate_mirror(m: &RequestMirror, at: &str) -> Check {
-    validate_object_ref(&m.backend_ref, &format!("{at}.backendRef"))?;
+fn validate_mirror(m: &RequestMirror, at: At) -> Check {
+    let r = &m.backend_ref;
+    validate_object_ref(&r.name, r.namespace.as_deref(), r.port, at.field("backendRef"))?;
     let bad_fraction =
         m.fraction.as_ref().is_some_and(|f| f.denominator == 0 || f.numerator > f.denominator);
     if m.percent.is_some_and(|p| p > 100) || bad_fraction {
-        return bad(at, "percent must be 0-100, a fraction at most 1");
+        return bad(at.to_string(), "percent must be 0-100, a fraction at most 1");
     }
     Ok(())
 }
 
 /// A redirect's or rewrite's `path`, at `field`.
-fn validate_path_modifier(rule: &Rule, p: &PathModifier, field: String) -> Check {
+fn validate_path_modifier(rule: &Rule, p: &PathModifier, at: At) -> Check {
     let (value, field) = match p.kind.as_str() {
-        "ReplaceFullPath" => (&p.replace_full_path, format!("{field}.replaceFullPath")),
+        "ReplaceFullPath" => (&p.replace_full_path, at.field("replaceFullPath")),
         "ReplacePrefixMatch" => {
             // The CRD's own rule: the prefix to replace must be unambiguous.
             let one_prefix = rule.matches.len() == 1 && rule.matches[0].path.kind == "PathPrefix";
             if !one_prefix {
                 return bad(
-                    field,
+                    at.to_string(),
                     "ReplacePrefixMatch needs exactly one match, of type PathPrefix",
                 );
             }
-            (&p.replace_prefix_match, format!("{field}.replacePrefixMatch"))
+            (&p.replace_prefix_match, at.field("replacePrefixMatch"))
         }
-        k => return bad(format!("{field}.type"), format!("unknown path modifier {k:?}")),
+        k => return bad(format!("{at}.type"), format!("unknown path modifier {k:?}")),
     };
-    let Some(v) = value else { return bad(field, "required") };
+    let Some(v) = value else { return bad(field.to_string(), "required") };
     if v.len() > 1024 {
-        return bad(field, "longer than 1024 characters");
+        return bad(field.to_string(), "longer than 1024 characters");
     }
     Ok(())
 }
@@ -443,7 +486,7 @@ fn validate_path_modifier(rule: &Rule, p: &PathModifier, field: String) -> Check
 /// A header modifier filter's field name and modifier (required), or `None` for other types.
 fn modifier_of<'a>(
     f: &'a Filter,
-    at: &str,
+    at: At,
 ) -> Result<Option<(&'static str, &'a HeaderModifier)>, (String, String)> {
     let (field, m) = match f.kind.as_str() {
         "RequestHeaderModifier" => ("requestHeaderModifier", &f.request_header_modifier),
@@ -454,12 +497,12 @@ fn modifier_of<'a>(
 }
 
 /// A header modifier's entries, at `{at}.{field}`.
-fn validate_modifier_at(m: &HeaderModifier, at: &str, field: &str) -> Check {
+fn validate_modifier_at(m: &HeaderModifier, at: At, field: &str) -> Check {
     validate_modifier(m).map_err(|(f, msg)| (format!("{at}.{field}.{f}"), msg))
 }
 
 /// One entry of a rule's `matches`: path, headers, query parameters and method.
-fn validate_match(m: &Match, at: &str) -> Check {
+fn validate_match(m: &Match, at: At) -> Check {
     match m.path.kind.as_str() {
         "Exact" | "PathPrefix" | "RegularExpression" => {}
         k => return bad(format!("{at}.path.type"), format!("unknown path type {k:?}")),
@@ -481,7 +524,7 @@ fn validate_match(m: &Match, at: &str) -> Check {
     {
         at_most(list, 16, || format!("{at}.{kind}"), "entries")?;
         for (i, h) in list.iter().enumerate() {
-            validate_value_match(h, &format!("{at}.{kind}[{i}]"), kind, name_max, value_max)?;
+            validate_value_match(h, at.item(kind, i), kind, name_max, value_max)?;
         }
     }
     if let Some(method) = &m.method
@@ -495,7 +538,7 @@ fn validate_match(m: &Match, at: &str) -> Check {
 /// A header or query parameter match: type, name and value lengths.
 fn validate_value_match(
     h: &ValueMatch,
-    f: &str,
+    f: At,
     kind: &str,
     name_max: usize,
     value_max: usize,
@@ -518,7 +561,7 @@ fn validate_value_match(
 }
 
 /// A rule's `retry`: codes 400-599, at least one attempt, a backoff duration.
-fn validate_retry(r: &Retry, at: &str) -> Check {
+fn validate_retry(r: &Retry, at: At) -> Check {
     if let Some(c) = r.codes.iter().find(|c| !(400..=599).contains(*c)) {
         return bad(format!("{at}.codes"), format!("{c} is not a status code 400-599"));
     }
@@ -534,7 +577,7 @@ fn validate_retry(r: &Retry, at: &str) -> Check {
 }
 
 /// A rule's `timeouts`: durations, the backend request within the request.
-fn validate_timeouts(t: &Timeouts, at: &str) -> Check {
+fn validate_timeouts(t: &Timeouts, at: At) -> Check {
     let mut ms = [None, None];
     for (i, (field, v)) in
         [("request", &t.request), ("backendRequest", &t.backend_request)].iter().enumerate()
@@ -556,15 +599,15 @@ fn validate_timeouts(t: &Timeouts, at: &str) -> Check {
 }
 
 /// A backendRef's filters (header modifiers, one of each type) and weight.
-fn validate_backend_filters(b: &BackendRef, at: &str) -> Check {
+fn validate_backend_filters(b: &BackendRef, at: At) -> Check {
     at_most(&b.filters, 16, || format!("{at}.filters"), "filters")?;
     for (fi, f) in b.filters.iter().enumerate() {
-        let fat = format!("{at}.filters[{fi}]");
-        let Some((field, m)) = modifier_of(f, &fat)? else { continue };
+        let fat = at.item("filters", fi);
+        let Some((field, m)) = modifier_of(f, fat)? else { continue };
         if b.filters[..fi].iter().any(|o| o.kind == f.kind) {
-            return bad(fat, format!("at most one {} per backendRef", f.kind));
+            return bad(fat.to_string(), format!("at most one {} per backendRef", f.kind));
         }
-        validate_modifier_at(m, &fat, field)?;
+        validate_modifier_at(m, fat, field)?;
     }
     if b.weight > 1_000_000 {
         return bad(format!("{at}.weight"), "at most 1000000");
@@ -624,9 +667,19 @@ pub(crate) fn header_name(n: &str) -> Result<(), String> {
 /// `#`, or a final `/.` or `/..`.
 pub(crate) fn path_problem(v: &str) -> Option<String> {
     let b = v.as_bytes();
+    // Whether "//", "/./" and "/../" occur, found in the same pass; reported in this order.
+    let mut has = [false; 3];
     let mut i = 0;
     while i < b.len() {
         let c = b[i] as char;
+        if c == '/' {
+            let rest = &b[i + 1..];
+            has = [
+                has[0] || rest.starts_with(b"/"),
+                has[1] || rest.starts_with(b"./"),
+                has[2] || rest.starts_with(b"../"),
+            ];
+        }
         if c == '%' {
             let hex = b.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit));
             let Some(hex) = hex else {
@@ -644,10 +697,8 @@ pub(crate) fn path_problem(v: &str) -> Option<String> {
         }
         i += 1;
     }
-    for (bad, what) in [("//", "\"//\""), ("/./", "\"/./\""), ("/../", "\"/../\"")] {
-        if v.contains(bad) {
-            return Some(format!("has {what}"));
-        }
+    if let Some((_, what)) = has.iter().zip(["\"//\"", "\"/./\"", "\"/../\""]).find(|(h, _)| **h) {
+        return Some(format!("has {what}"));
     }
     if v.ends_with("/.") || v.ends_with("/..") {
         return Some("ends with a \".\" or \"..\" segment".into());
