@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# NGINX's own test suite (nginx-tests) run twice against one NGINX: without the module, then
-# with it loaded through TEST_NGINX_GLOBALS. Fails when a test that passes without the module
+# NGINX's own test suite (nginx-tests) run twice against one NGINX at once: without the module,
+# and with it loaded through TEST_NGINX_GLOBALS. Fails when a test that passes without the module
 # fails with it (or a file that passed fails, or its tests go missing); reports files, tests,
 # skips and failures of both runs and every difference (scripts/lib/suite-compare.py).
 #   scripts/nginx-suite.sh MODULE.so NGINX
@@ -67,27 +67,18 @@ cd "$scratch/nginx-tests"
 # shellcheck disable=SC2086
 files=(${SUITE_FILES:-*.t})
 cd "$root"
-# The run without the module depends only on NGINX, the suite and who runs it: kept, and
-# reused while those are unchanged (a file that then differs runs again both ways, below).
-cache=$root/target/nginx-suite-base
-key=$( (id -u; echo "${files[*]}"; sha256sum "$nginx" scripts/lib/tap-record.pl
-  cd "$tests" && find . -type f ! -path './.git/*' -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
-if [ -f "$cache/$key.tsv" ]; then
-  cp "$cache/$key.tsv" "$out/base.tsv"
-  echo "nginx-suite: base: the run of this NGINX and suite kept in $cache/$key.tsv"
-  run with "$load" "${files[@]}"
-else
-  # Both runs at once (a clean checkout, as in CI, has no kept run): each waits on timers and
-  # sockets far more than it computes (~90 CPU seconds in ~165 s here), so side by side they
-  # take the time of one, and both see the same load.
-  run base "" "${files[@]}" &
-  base=$!
-  run with "$load" "${files[@]}" &
-  with=$!
-  wait "$base"
-  wait "$with"
-  rm -rf "$cache" && mkdir -p "$cache" && cp "$out/base.tsv" "$cache/$key.tsv"
-fi
+# Both runs at once: each waits on timers and sockets far more than it computes (~90 CPU
+# seconds in ~165 s here), so side by side they take the time of one, and both see the same
+# load. A test that fails with the module and passes without it is run again alone, both
+# ways, below.
+run base "" "${files[@]}" &
+base=$!
+run with "$load" "${files[@]}" &
+with=$!
+rc=0
+wait "$base" || rc=$?
+wait "$with" || rc=$?
+[ "$rc" -eq 0 ] || exit "$rc"
 
 if python3 scripts/lib/suite-compare.py "$out/base.tsv" "$out/with.tsv" "$out/broken" | tee "$out/compare.txt"; then
   exit 0
