@@ -143,8 +143,8 @@ impl<'a> Lists<'a> {
         if let [s] = segments
             && let Some(k) = self.key_of_run.get(&s.id())
         {
-            // One block looked at before (the other location of a PathPrefix rule, the same
-            // run in another server): whole, so its run is the segment.
+            // One block looked at before (the other location of a PathPrefix rule; blocks are
+            // a server's own): whole, so its run is the segment.
             return Ok(k.as_deref().map(String::from));
         }
         let mut live: Vec<Run<'a>> = Vec::with_capacity(segments.len());

@@ -328,7 +328,10 @@ impl Pending {
         std::fs::create_dir_all(parent)?;
         let tmp = parent.join(format!("{prefix}{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
-        let file = std::io::BufWriter::new(new_file(&tmp, private)?);
+        let file = new_file(&tmp, private)?;
+        // Held until the process ends: the run is alive (see `remove_abandoned`).
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+        let file = std::io::BufWriter::new(file);
         Ok(Pending { path: path.to_owned(), tmp, file, done: false })
     }
 
@@ -368,11 +371,24 @@ fn pending_prefix(path: &Path) -> (&Path, String) {
 }
 
 /// Removes the [`Pending`] contents of `path` that runs killed before their commit left beside
-/// it (SIGKILL: no destructor ran): `.NAME.new-PID` of a PID no process has. A live run's is
-/// its own, whatever directory it writes (no lock covers a status file).
+/// it (SIGKILL: no destructor ran): the files `.NAME.new-PID` no process holds locked. A live
+/// run holds its own (`flock`, which, unlike a PID, any process sharing the directory sees).
 pub fn remove_abandoned(path: &Path) {
     let (parent, prefix) = pending_prefix(path);
-    remove_pid_named(parent, &[&prefix], false);
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let pid = name.to_str().and_then(|n| n.strip_prefix(&prefix));
+        if !pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            || !e.file_type().is_ok_and(|t| t.is_file())
+        {
+            continue;
+        }
+        let Ok(f) = std::fs::File::open(e.path()) else { continue };
+        if rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// A new file (refused if it exists), written and synced.
@@ -454,7 +470,7 @@ impl Drop for Lock {
 /// names: one listing of `dir`, `dir/generations` and `dir`'s parent, nginx.conf's first 64 KiB.
 fn remove_killed(dir: &Path) {
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    remove_pid_named(parent, &[&check_prefix(dir)], true);
+    remove_pid_named(parent, &[&check_prefix(dir)]);
     let named = match std::fs::File::open(dir.join("nginx.conf")) {
         Ok(f) => {
             let mut head = Vec::new();
@@ -471,7 +487,7 @@ fn remove_killed(dir: &Path) {
     for n in generations(&root).unwrap_or_default().into_iter().filter(|n| Some(*n) > named) {
         let _ = std::fs::remove_dir_all(root.join(n.to_string()));
     }
-    remove_pid_named(dir, &[".nginx.conf.new-", ".nginx.conf.previous-"], true);
+    remove_pid_named(dir, &[".nginx.conf.new-", ".nginx.conf.previous-"]);
 }
 
 /// The prefix of the `nginx -t` scratch directories of `dir`'s runs, beside it
@@ -481,20 +497,13 @@ pub fn check_prefix(dir: &Path) -> String {
     format!(".{name}.check-")
 }
 
-/// Removes the entries of `dir` named one of `prefixes` then a process id (digits): every one
-/// (`live_too`: under `dir`'s lock, no live run's is there), or those of a PID no process has.
-fn remove_pid_named(dir: &Path, prefixes: &[&str], live_too: bool) {
+/// Removes the entries of `dir` named one of `prefixes` then a process id (digits).
+fn remove_pid_named(dir: &Path, prefixes: &[&str]) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
-    // No process has the PID (`kill(PID, 0)`: ESRCH).
-    let dead = |p: &str| {
-        let pid = p.parse().ok().and_then(rustix::process::Pid::from_raw);
-        pid.is_some_and(|p| rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH))
-    };
     for e in entries.flatten() {
         let name = e.file_name();
         let pid = prefixes.iter().find_map(|p| name.to_str()?.strip_prefix(p));
-        let pid = pid.filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-        if pid.is_some_and(|p| live_too || dead(p)) {
+        if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
             let path = e.path();
             let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
         }

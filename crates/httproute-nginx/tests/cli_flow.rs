@@ -133,16 +133,18 @@ fn generate_keeps_runtime_files_and_a_refused_run_writes_nothing() {
 fn a_killed_run_s_status_content_is_removed_by_the_next_run() {
     let d = Dirs::new("killed");
     d.input(&format!("{GW}{}", route("b1")));
-    let mut child = Command::new("true").spawn().unwrap();
-    let dead = child.id();
-    child.wait().unwrap();
     let beside = |pid: u32| d.root.join(format!(".status.yaml.new-{pid}"));
-    for pid in [dead, std::process::id()] {
-        std::fs::write(beside(pid), "a killed run's\n").unwrap();
+    let (killed, live) = (beside(1_000_001), beside(1_000_002));
+    for f in [&killed, &live] {
+        std::fs::write(f, "a run's\n").unwrap();
     }
+    // A live run holds its file locked, whatever its PID is here (a run in another PID
+    // namespace sharing the directory has a PID this one cannot see).
+    let held = std::fs::File::open(&live).unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
     assert_eq!(d.run("generate", &[]), (Some(0), String::new()));
-    assert!(!beside(dead).exists());
-    assert_eq!(read(&beside(std::process::id())), "a killed run's\n");
+    assert!(!killed.exists());
+    assert_eq!(read(&live), "a run's\n");
     assert!(read(&d.status()).contains("kind: HTTPRoute"));
 }
 
