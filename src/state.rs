@@ -61,10 +61,8 @@ pub struct MainConf {
 /// The variables `http_matches_epp` reads and sets: indexes resolved at load.
 #[derive(Default)]
 pub(crate) struct EppVars {
-    /// Some location uses `http_matches_epp`; some with `grpc://` (its answer needs the body
-    /// filter).
+    /// Some location uses `http_matches_epp` (its answers need the body filter).
     pub(crate) used: bool,
-    pub(crate) grpc: bool,
     /// `$epp_host`, `$epp_port`, `$epp_internal_path`, when some directive declares them.
     pub(crate) host: Option<ngx_uint_t>,
     pub(crate) port: Option<ngx_uint_t>,

@@ -367,15 +367,64 @@ fn a_shim_that_is_down_or_answers_too_much_still_redirects() {
     assert_eq!(errors(&log, "no answer from the EndpointPicker shim (status: 502"), 1, "{log}");
     n.finish();
 
-    // An answer longer than subrequest_output_buffer_size: NGINX refuses it in memory, and
-    // the client's request goes on (NGINX alone would end the client's connection).
+    // An answer far longer than subrequest_output_buffer_size: read as it arrives, its first
+    // 256 bytes kept, the call ended there; the client's request goes on.
     let shim = Server::shim(Mode::Status(500, "e".repeat(64 * 1024)));
     let n = start("epp-big", &conf(&shim, common::free_port()));
     let r = send(&n, "GET", "/infer?y", &[], b"");
     assert_eq!((r.status, r.body.as_str()), (200, "no endpoint, args=[y]\n"), "{}", n.error_log());
     let log = n.error_log();
-    assert!(log.contains("too big subrequest response"), "{log}");
-    assert_eq!(errors(&log, "status: 500; body: \"\" (the answer's body is longer than"), 1);
+    assert!(!log.contains("too big subrequest response"), "{log}");
+    let shown = format!("status: 500; body: \"{}...(more)\"", "e".repeat(256));
+    assert_eq!(errors(&log, &shown), 1, "{log}");
+    n.finish();
+}
+
+#[test]
+fn a_shims_long_answer_is_not_read_past_the_shown_bytes() {
+    // The shim (here NGINX itself) answers 500 with a body of 64 MB (a sparse file as its
+    // error page): the call stops once the 256 bytes shown are in. What the shim sent is
+    // logged to the error log ($bytes_sent) once its answer ends.
+    let dir = std::env::temp_dir().join(format!("epp-shim-500-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = 64usize << 20;
+    std::fs::File::create(dir.join("big")).unwrap().set_len(big as u64).unwrap();
+    let (shim, d) = (common::free_port(), dir.display());
+    let body = format!(
+        r#"
+    map $inference_workload_endpoint $epp_none {{ "" 1; default 0; }}
+    log_format shim "shim-sent=$bytes_sent.";
+    server {{
+        listen 127.0.0.1:{shim};
+        access_log logs/error.log shim;
+        location / {{ error_page 500 /big; return 500; }}
+        location = /big {{ internal; root {d}; }}
+    }}
+    server {{
+        listen 127.0.0.1:{{PORT}};
+        location /infer {{
+            set $epp_internal_path /_internal;
+            set $epp_host epp.default.svc;
+            set $epp_port 9002;
+            http_matches_epp http://127.0.0.1:{shim};
+        }}
+        {internal}
+    }}
+"#,
+        internal = common::EPP_INTERNAL
+    );
+    let n = start("epp-shim-500", &body);
+    let r = send(&n, "GET", "/infer?q=5", &[], b"");
+    assert_eq!((r.status, r.body.as_str()), (200, "no endpoint, args=[q=5]\n"), "{r:?}");
+    n.wait_log("shim-sent=", 1);
+    let log = n.error_log();
+    let sent: usize =
+        log.split("shim-sent=").nth(1).unwrap().split('.').next().unwrap().parse().unwrap();
+    // Before: the whole 64 MB read. Now what the sockets held when the call ended.
+    assert!(sent < big / 2, "the shim sent {sent} bytes");
+    let shown = format!("status: 500; body: \"{}...(more)\"", "\\x00".repeat(256));
+    assert_eq!(errors(&log, &shown), 1, "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
     n.finish();
 }
 
@@ -414,6 +463,9 @@ fn the_url_is_checked_at_load() {
             "proxy_pass http://127.0.0.1:1; http_matches_epp;",
             "http_matches_epp: proxy_pass is duplicate",
         ),
+        // The call is unbuffered (its answer is not read past the bytes shown).
+        ("proxy_buffering on; http_matches_epp;", "http_matches_epp: proxy_buffering is duplicate"),
+        ("http_matches_epp; proxy_buffering on;", "\"proxy_buffering\" directive is duplicate"),
     ] {
         let body = format!("server {{ listen 127.0.0.1:{{PORT}}; location /e {{ {inner} }} }}");
         let (ok, out) = common::Prefix::new("epp-handler", &body, &[]).test();

@@ -2,9 +2,10 @@
 //! client's body read, an in-memory, waited subrequest to the request's own URI (served by
 //! the location's saved proxy or gRPC handler, with the client's body), its answer recorded
 //! ([`call_done`], once even when NGINX finalizes it twice), the client's request resumed and
-//! redirected to `$epp_internal_path`, whatever the answer. A call failing with `NGX_ERROR`
-//! (its answer too big for memory, a connection lost) is recorded, then finished as done so
-//! that the client's request goes on. The protocol's own parts: [`super::shim`],
+//! redirected to `$epp_internal_path`, whatever the answer. The call's output never reaches
+//! the in-memory buffer: [`body_filter`] reads and consumes it as it arrives, so no answer is
+//! too big for memory, and ends the unbuffered call once it has what it keeps. A call failing with `NGX_ERROR` (a connection lost) is recorded, then
+//! finished as done so that the client's request goes on. The protocol's own parts: [`super::shim`],
 //! [`super::grpc`]; what the operator sees: README (`http_matches_epp`).
 
 use core::ffi::{CStr, c_void};
@@ -18,7 +19,7 @@ use ngx::ffi::{
     ngx_http_request_t, ngx_http_subrequest, ngx_int_t, ngx_palloc, ngx_pcalloc, ngx_str_t,
     ngx_table_elt_t, ngx_uint_t,
 };
-use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
+use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
 
 use crate::epp::check::install_headers;
@@ -52,10 +53,8 @@ pub(crate) struct Ctx {
     shim: shim::Answer,
     /// `$epp_internal_path`, read when the request arrived.
     path: ngx_str_t,
-    /// The client's connection had an error when the call started.
-    error_before: bool,
-    /// The shim's answer did not fit in memory (`subrequest_output_buffer_size`).
-    pub(crate) cut: bool,
+    /// In the client's request: the call (null until it is made).
+    sr: *mut ngx_http_request_t,
     /// The call speaks the EPP protocol (`grpc://`, see `epp::grpc`), and what its answer
     /// means (in the request's pool; null: no answer).
     grpc: bool,
@@ -68,8 +67,8 @@ pub(crate) struct Ctx {
 /// The body filter after ours (`ngx_http_output_body_filter_pt`, as a number; 0: none).
 static NEXT_BODY_FILTER: AtomicUsize = AtomicUsize::new(0);
 
-/// Puts [`body_filter`] on top of NGINX's body filter chain (a gRPC call's answer is read
-/// there, as it arrives); `false`, with an `[emerg]`, when this module's postconfiguration
+/// Puts [`body_filter`] on top of NGINX's body filter chain (the call's answer is read there,
+/// as it arrives); `false`, with an `[emerg]`, when this module's postconfiguration
 /// does not run after the postpone filter's (it would put the filter under it). Every build
 /// runs it after: cargo's .so is appended to the module list by `load_module`; the addon
 /// `config` declares a filter module, placed after NGINX's filters when linked in and before
@@ -87,7 +86,7 @@ pub(crate) unsafe fn register_filter(cf: *mut ngx_conf_t) -> bool {
         let (postpone, ours) =
             (at(c"ngx_http_postpone_filter_module"), at(c"ngx_http_matches_module"));
         if !matches!((postpone, ours), (Some(p), Some(o)) if p < o) {
-            let what = "http_matches_epp grpc://: ngx_http_matches_module must load after \
+            let what = "http_matches_epp: ngx_http_matches_module must load after \
                         ngx_http_postpone_filter_module (its body filter reads the EPP's answer): \
                         load it with load_module, or build it with its own config \
                         (--add-module or --add-dynamic-module), which places it after NGINX's \
@@ -101,12 +100,24 @@ pub(crate) unsafe fn register_filter(cf: *mut ngx_conf_t) -> bool {
     }
 }
 
-/// The body filter: a gRPC call's output is its answer, consumed by
-/// [`grpc::swallow`]; everything else goes on down the chain.
+/// The body filter: a call's output is its answer, consumed here (a shim's: its first bytes
+/// kept, [`shim::Answer::feed`], the call ended once more came: `u->length = 0` stops the
+/// unbuffered proxy) or by [`grpc::swallow`]; everything else goes on down the chain.
 unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_chain_t) -> ngx_int_t {
-    // SAFETY: NGINX calls body filters with a valid request; its module context slot is null
-    // or this module's `Ctx` (only this file sets it).
+    // SAFETY: NGINX calls body filters with a valid request; a module context slot is null
+    // or this module's `Ctx` (only this file sets it); `r->parent` is null or a live request.
+    // The client's context names its call (`sr`), whichever location answers it.
     unsafe {
+        let parent =
+            if (*r).parent.is_null() { core::ptr::null_mut() } else { get_ctx((*r).parent) };
+        if !parent.is_null() && core::ptr::eq((*parent).sr, r) && !(*parent).grpc {
+            let mut more = false;
+            grpc::consume(chain, |bytes| more = (*parent).shim.feed(bytes));
+            if more && !(*r).upstream.is_null() {
+                (*(*r).upstream).length = 0;
+            }
+            return NGX_OK as ngx_int_t;
+        }
         let ctx = get_ctx(r);
         if !ctx.is_null() && !(*ctx).call.is_null() && !(*ctx).prepared.decoder.is_null() {
             let decoder = (*ctx).prepared.decoder;
@@ -292,7 +303,6 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         }
         ps.write(ngx_http_post_subrequest_t { handler: Some(call_done), data: ctx.cast() });
         (*call).call = ctx;
-        (*ctx).error_before = (*(*r).connection).error() != 0;
         // Everything that can fail comes before ngx_http_subrequest: once it returned, the
         // subrequest is posted and must run under a live parent, so no error path follows.
         let call_of = if HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc) {
@@ -323,6 +333,7 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
             return fail(r, "could not create the subrequest to the endpoint picker shim");
         }
         *(*sr).ctx.add(module_index()) = call.cast();
+        (*ctx).sr = sr;
         match call_of {
             Call::Grpc(prepared) => ((*ctx).grpc, (*call).prepared) = (true, prepared),
             Call::Shim(lines) => {
@@ -384,9 +395,6 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         // first finalization's upstream, and the parent is resumed once.
         let first = !ctx.done;
         let u = (*sr).upstream;
-        let c = (*sr).connection;
-        // A gRPC answer is read by the body filter: it never fills the in-memory buffer.
-        let cut = !ctx.grpc && (*c).error() != 0 && !ctx.error_before && too_big_for_memory(sr, rc);
         if first && !u.is_null() && (*u).headers_in.status_n != 0 {
             if !ctx.grpc {
                 shim::record(sr, &mut ctx.shim);
@@ -403,70 +411,10 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         if first {
             (*(*sr).parent).write_event_handler = Some(resume);
         }
-        // An in-memory subrequest never writes to the client, so NGINX's output filter marks
-        // the client's connection (`c->error`) when the memory filter refuses an answer longer
-        // than subrequest_output_buffer_size. Only that case, seen positively, is cleared: the
-        // call failed, the client's request goes on. A client that went away (HTTP/1 EOF, an
-        // HTTP/2 RST_STREAM that sets only `fc->error`) finalizes the call with 499 (or 408):
-        // never cleared, NGINX terminates the client's request as it would without us.
-        // SAFETY (of clearing it): the subrequest shares the client's connection; `c->error`
-        // was 0 when the call started (`error_before`), the client's events show no end or
-        // error, and nothing was written to the client (an in-memory subrequest has no
-        // output to it), so the flag set by the memory filter's refusal is the only reason
-        // it is 1; clearing it lets the client's request go on, as after any failed call.
-        if cut {
-            (*c).set_error(0);
-            ctx.cut = true;
-            return NGX_OK as ngx_int_t;
-        }
-        if rc == NGX_ERROR as ngx_int_t && (*c).error() == 0 {
+        if rc == NGX_ERROR as ngx_int_t && (*(*sr).connection).error() == 0 {
             return NGX_OK as ngx_int_t;
         }
         rc
-    }
-}
-
-/// Whether the subrequest's failure is the memory filter refusing the answer: finalized with
-/// `NGX_ERROR` (or 0) while the client's connection shows no end or error on either side,
-/// and the answer's declared length exceeds `subrequest_output_buffer_size` (no buffer made)
-/// or the buffer it was being copied into has less room left than one upstream buffer.
-///
-/// # Safety
-/// `sr` must be the subrequest being finalized.
-unsafe fn too_big_for_memory(sr: *mut ngx_http_request_t, rc: ngx_int_t) -> bool {
-    if rc != 0 && rc != NGX_ERROR as ngx_int_t {
-        // 499 (client closed), 408 (client timed out) and every HTTP status.
-        return false;
-    }
-    // SAFETY: the subrequest, its connection's events, its upstream (with its configuration)
-    // and its in-memory output buffer are NGINX's, alive while it is finalized; only read.
-    unsafe {
-        let c = (*sr).connection;
-        let quiet = |ev: *mut ngx::ffi::ngx_event_t| {
-            ev.is_null() || ((*ev).eof() == 0 && (*ev).error() == 0)
-        };
-        if !quiet((*c).read) || !quiet((*c).write) {
-            return false;
-        }
-        let u = (*sr).upstream;
-        if u.is_null() || (*u).headers_in.status_n == 0 {
-            return false;
-        }
-        let Some(clcf) = NgxHttpCoreModule::location_conf(&*sr) else { return false };
-        let limit = clcf.subrequest_output_buffer_size;
-        let out = (*sr).out;
-        if out.is_null() || (*out).buf.is_null() {
-            let declared = (*sr).headers_out.content_length_n;
-            return declared >= 0 && declared as usize > limit;
-        }
-        let b = &*(*out).buf;
-        let room = b.end.offset_from(b.last).max(0) as usize;
-        let chunk = if (*u).conf.is_null() {
-            0
-        } else {
-            (*(*u).conf).buffer_size.max((*(*u).conf).bufs.size)
-        };
-        room == 0 || room < chunk
     }
 }
 
@@ -521,7 +469,7 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
                 return rc;
             }
         } else {
-            shim::conclude(r, &ctx.shim, (ctx.rc, ctx.cut), mcf.epp.endpoint);
+            shim::conclude(r, &ctx.shim, ctx.rc, mcf.epp.endpoint);
         }
         redirect(r, ctx.path)
     }

@@ -292,7 +292,7 @@ pub(crate) unsafe fn swallow(
 }
 
 /// Marks every memory buffer of `chain` as read (`pos = last`), after `read` saw its bytes:
-/// the gRPC proxy reuses them only once they are.
+/// the proxies reuse them only once they are (both calls are unbuffered: no temp file).
 ///
 /// # Safety
 /// `chain` must be NGINX's output chain (null: none).

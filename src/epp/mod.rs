@@ -80,7 +80,6 @@ fn epp(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfResult
     // SAFETY: the http main conf of this module exists while a location is parsed.
     if let Some(mcf) = HttpMatchesModule::main_conf_mut(unsafe { &*cf }) {
         mcf.epp.used = true;
-        mcf.epp.grpc |= grpc;
         mcf.epp.endpoint = index;
     }
     NGX_CONF_OK
@@ -132,7 +131,12 @@ unsafe fn proxy_pass(
     unsafe {
         proxy_command(cf, module, pass, &[url], false)?;
         proxy_command(cf, module, ignore, &IGNORED, false)?;
-        if mode == (Mode::Grpc { tls: true }) {
+        if mode == Mode::Shim {
+            // Unbuffered, as the gRPC proxy always is: the body filter ends the call once it
+            // has the bytes it shows (`u->length = 0`, which the buffered event pipe ignores).
+            // An operator's own `proxy_buffering`, before or after, is refused ("is duplicate").
+            proxy_command(cf, module, b"proxy_buffering", &[b"off"], false)?;
+        } else if mode == (Mode::Grpc { tls: true }) {
             // The EPP's certificate is verified (NGINX's default is off: a man in the middle
             // would name any destination). An operator's own `grpc_ssl_verify` before the
             // directive stays: NGINX answers "is duplicate", taken as already set.
@@ -258,13 +262,13 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> bool {
 
 /// The indexes of `$epp_host`, `$epp_port`, `$epp_internal_path` when some directive declares
 /// them (an undeclared one is "missing" at run time, as in epp.js, not a load failure), those
-/// it sets, and the gRPC call's body filter; `false`: the load is refused (logged).
+/// it sets, and the calls' body filter; `false`: the load is refused (logged).
 pub(crate) fn postconfiguration(cf: *mut ngx_conf_t, epp: &mut EppVars) -> bool {
     if !epp.used {
         return true;
     }
     // SAFETY: postconfiguration of the http block.
-    if epp.grpc && !unsafe { register_filter(cf) } {
+    if !unsafe { register_filter(cf) } {
         return false;
     }
     let index = |name| variables::declared_index(cf, name);

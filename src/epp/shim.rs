@@ -16,15 +16,29 @@ const PORT_HEADER: &[u8] = b"X-EPP-Port";
 /// Bytes of the shim's answer body shown in an `[error]` line.
 const BODY_SHOWN: usize = 256;
 
-/// What the shim answered (pool copies, zeroed: no answer).
+/// What the shim answered (in the client's request context, zeroed: no answer).
 pub(crate) struct Answer {
     /// The shim's status (0: no answer).
     status: ngx_uint_t,
-    /// `X-Gateway-Destination-Endpoint` lines of the answer, joined with `, ` (len 0: none).
+    /// `X-Gateway-Destination-Endpoint` lines of the answer, joined with `, ` (a pool copy;
+    /// len 0: none).
     endpoint: ngx_str_t,
-    /// The start of the answer's body (at most `BODY_SHOWN + 1` bytes) and its length.
-    body: ngx_str_t,
-    body_len: usize,
+    /// The start of the answer's body, fed by the call's body filter as the body arrives
+    /// ([`Answer::feed`]), and whether more came: nothing past the shown bytes is read.
+    body: [u8; BODY_SHOWN],
+    shown: usize,
+    more: bool,
+}
+
+impl Answer {
+    /// A piece of the answer's body; `true` once more came than is shown (the call stops).
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> bool {
+        let n = bytes.len().min(BODY_SHOWN - self.shown);
+        self.body[self.shown..self.shown + n].copy_from_slice(&bytes[..n]);
+        self.shown += n;
+        self.more |= bytes.len() > n;
+        self.more
+    }
 }
 
 /// The header lines of the call, in the client request's pool: the client's lines (but its
@@ -65,14 +79,15 @@ pub(crate) unsafe fn headers(
     }
 }
 
-/// Records the shim's answer (the first finalization of the call, with an upstream status).
+/// Records the shim's status and endpoint lines (the first finalization of the call, with an
+/// upstream status).
 ///
 /// # Safety
 /// `sr` must be the call being finalized, its upstream non-null.
 pub(crate) unsafe fn record(sr: *mut ngx_http_request_t, a: &mut Answer) {
     // SAFETY: the upstream's header list (zeroed with the upstream, initialized before its
-    // status line is read: `lines` may walk it) and the call's output are NGINX's, alive
-    // with the request's pool; the copies go to the same pool.
+    // status line is read: `lines` may walk it) is NGINX's, alive with the request's pool;
+    // the copy goes to the same pool.
     unsafe {
         let pool = (*sr).pool;
         let headers = &(*(*sr).upstream).headers_in.headers;
@@ -84,24 +99,21 @@ pub(crate) unsafe fn record(sr: *mut ngx_http_request_t, a: &mut Answer) {
             }
             joined.extend_from_slice(h.value.as_bytes());
         }
-        let body = output(sr);
-        let shown = &body[..body.len().min(BODY_SHOWN + 1)];
-        if let (Some(e), Some(b)) = (pool_str(pool, &joined), pool_str(pool, shown)) {
-            (a.endpoint, a.body, a.body_len) = (e, b, body.len());
+        if let Some(e) = pool_str(pool, &joined) {
+            a.endpoint = e;
         }
     }
 }
 
 /// The client's request resumes: sets `$inference_workload_endpoint` (variable `index`) from
-/// the answer, or logs why not (`rc`: the call's first failing code; `cut`: its answer was
-/// longer than subrequest_output_buffer_size).
+/// the answer, or logs why not (`rc`: the call's first failing code).
 ///
 /// # Safety
 /// `r` must be the client's request, `a` its call's answer.
 pub(crate) unsafe fn conclude(
     r: *mut ngx_http_request_t,
     a: &Answer,
-    (rc, cut): (ngx_int_t, bool),
+    rc: ngx_int_t,
     index: ngx_uint_t,
 ) {
     // SAFETY: the answer's strings live in the request's pool.
@@ -110,26 +122,16 @@ pub(crate) unsafe fn conclude(
         if a.status == 200 && a.endpoint.len > 0 {
             set_endpoint(r, index, a.endpoint);
         } else if a.status != 0 {
-            let body = a.body.as_bytes();
-            let more = if a.body_len > BODY_SHOWN {
-                format!("...({} bytes)", a.body_len)
-            } else {
-                String::new()
-            };
-            let cut = if cut {
-                " (the answer's body is longer than subrequest_output_buffer_size: not read)"
-            } else if rc != 0 {
-                " (the answer failed: see the error above)"
-            } else {
-                ""
-            };
+            let body = &a.body[..a.shown];
+            let more = if a.more { "...(more)" } else { "" };
+            let failed = if rc != 0 { " (the answer failed: see the error above)" } else { "" };
             ngx_log_error!(
                 NGX_LOG_ERR,
                 log,
                 "http_matches_epp: could not get specific inference endpoint from EndpointPicker; \
-                 status: {}; body: \"{}{more}\"{cut}",
+                 status: {}; body: \"{}{more}\"{failed}",
                 a.status,
-                escape(&body[..body.len().min(BODY_SHOWN)], BODY_SHOWN)
+                escape(body, BODY_SHOWN)
             );
         } else {
             ngx_log_error!(
@@ -139,22 +141,5 @@ pub(crate) unsafe fn conclude(
                  upstream error above); body: \"\""
             );
         }
-    }
-}
-
-/// The shim's answer as the in-memory subrequest holds it (`sr->out`; empty: none).
-///
-/// # Safety
-/// `sr` must be the call being finalized; the bytes live in its pool.
-unsafe fn output<'a>(sr: *mut ngx_http_request_t) -> &'a [u8] {
-    // SAFETY: `sr->out->buf` is the memory filter's one temporary buffer, holding `last - pos`
-    // initialized bytes from `pos` on (`max(0)` guards the subtraction anyway).
-    unsafe {
-        let out = (*sr).out;
-        if out.is_null() || (*out).buf.is_null() || (*(*out).buf).pos.is_null() {
-            return &[];
-        }
-        let b = &*(*out).buf;
-        core::slice::from_raw_parts(b.pos, b.last.offset_from(b.pos).max(0) as usize)
     }
 }
