@@ -13,7 +13,7 @@ use std::path::Path;
 
 use common::{Prefix, free_port, nginx_binary};
 use httproute_nginx::emit::{Output, Tree};
-use httproute_nginx::plan::{ConditionType, DroppedUnit, Plan, Reason};
+use httproute_nginx::plan::{ConditionType, Plan, Reason, Unit};
 use httproute_nginx::{BackendMap, Options, nginx_check};
 
 fn gateway(port: u16) -> String {
@@ -135,7 +135,7 @@ fn a_tenant_line_nginx_refuses_drops_its_rule_and_the_rest_loads() {
         "{dropped:?}"
     );
     assert!(
-        matches!(&out.dropped[0].unit, DroppedUnit::Rule(r) if r.route.name == "b" && r.index == 0),
+        matches!(&out.dropped[0].unit, Unit::Rule(r) if r.route.name == "b" && r.index == 0),
         "{dropped:?}"
     );
     assert!(out.warnings.iter().any(|w| w.contains("invalid value")), "{:?}", out.warnings);
@@ -481,8 +481,7 @@ fn a_platform_gateway_in_a_namespace_of_its_own_is_no_tenant() {
         .expect("a configuration that loads");
     let dropped: Vec<String> = c.output.dropped.iter().map(|d| format!("{:?}", d.unit)).collect();
     assert!(
-        dropped.len() == 1
-            && matches!(&c.output.dropped[0].unit, DroppedUnit::Route(r) if r.name == "b0"),
+        dropped.len() == 1 && matches!(&c.output.dropped[0].unit, Unit::Route(r) if r.name == "b0"),
         "{dropped:?}"
     );
 }
@@ -558,7 +557,7 @@ fn a_refused_share_line_drops_only_that_share() {
     assert_eq!(dropped.len(), 1, "{dropped:?}");
     assert!(
         matches!(&c.output.dropped[0].unit,
-            DroppedUnit::BackendShare { rule, index: 1 } if rule.route.name == "w" && rule.index == 0),
+            Unit::BackendShare { rule, index: 1 } if rule.route.name == "w" && rule.index == 0),
         "{dropped:?}"
     );
     assert!(dropped[0].contains("host not found in upstream"), "{dropped:?}");
@@ -626,7 +625,7 @@ fn a_refused_listener_line_drops_only_that_listener() {
         let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
         assert_eq!(dropped.len(), 1, "{dropped:?}");
         assert!(
-            matches!(&c.output.dropped[0].unit, DroppedUnit::Listener(l) if l.name == "b"),
+            matches!(&c.output.dropped[0].unit, Unit::Listener(l) if l.name == "b"),
             "{dropped:?}"
         );
         assert!(!c.output.nginx_conf.contains(&marker), "{}", c.output.nginx_conf);

@@ -2,7 +2,6 @@
 //! decided it, computed from the same plan the configuration is generated from, with the same
 //! matching engine the module runs.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use route_match::{Outcome, RequestView, Syntax};
@@ -75,25 +74,13 @@ pub struct Explanation {
 /// only dropped routes bring, so their hosts reach the port's other servers (a wildcard, the
 /// catch-all); a port with none of its listeners left is not listened on.
 pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
-    use crate::plan::{DroppedUnit, Unit};
     if dropped.is_empty() {
         return;
     }
-    // What the writer left out, read through the plan's one predicate (`Left`); the matches
-    // left out (their locations') on the side.
+    // What the writer left out, read through the plan's one predicate (`Left`).
     let mut left = Left::default();
-    let mut matches = BTreeSet::new();
     for d in dropped {
-        match d.unit.clone() {
-            DroppedUnit::Match { rule, index } => _ = matches.insert((rule, index)),
-            DroppedUnit::BackendShare { rule, index } => _ = left.shares.insert((rule, index)),
-            DroppedUnit::Rule(id) => _ = left.add(&Unit::Rule(id)),
-            DroppedUnit::Route(id) => _ = left.add(&Unit::Route(id)),
-            DroppedUnit::Attachment { route, gateway } => {
-                _ = left.add(&Unit::Attachment { route, gateway })
-            }
-            DroppedUnit::Listener(id) => _ = left.add(&Unit::Listener(id)),
-        }
+        left.add(&d.unit);
     }
     let any_listener = !left.listeners.is_empty();
     let mut changed = false;
@@ -110,9 +97,7 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
     }
     for server in plan.ports.iter_mut().flat_map(|p| &mut p.servers) {
         let off = left.at(server);
-        server.retain_candidates(|c| {
-            !off.candidate(c) && !matches.contains(&(c.id.clone(), c.match_index))
-        });
+        server.retain_candidates(|c| !off.candidate(c));
         for rule in &mut server.rules {
             if !left.shares.iter().any(|(r, _)| *r == rule.id) {
                 continue;

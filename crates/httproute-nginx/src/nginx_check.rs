@@ -280,7 +280,9 @@ fn objects_of(plan: &Plan, unit: &Unit) -> Vec<(Unit, (usize, String))> {
         (Unit::Route(r.clone()), (plan.ages.route(r), r.namespace.clone()))
     };
     match unit {
-        Unit::Rule(rule) | Unit::BackendShare { rule, .. } => vec![route(&rule.route)],
+        Unit::Rule(rule) | Unit::BackendShare { rule, .. } | Unit::Match { rule, .. } => {
+            vec![route(&rule.route)]
+        }
         Unit::Route(r) | Unit::Attachment { route: r, .. } => vec![route(r)],
         Unit::Listener(l) => vec![(unit.clone(), (plan.ages.listener(l), l.namespace.clone()))],
         Unit::Location((pi, si), li) => plan

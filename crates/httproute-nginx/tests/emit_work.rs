@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use httproute_nginx::model::{Inputs, load_text};
-use httproute_nginx::plan::{DroppedUnit, Loc, PlanOptions, plan};
+use httproute_nginx::plan::{Loc, PlanOptions, Unit, plan};
 use httproute_nginx::{BackendMap, Options};
 
 fn opts() -> Options {
@@ -65,8 +65,7 @@ fn dropped_paths_and_rules_cost_work_linear_in_the_tenant() {
     let (one, two) = (emitted(40), emitted(80));
     for (out, n) in [(&one, 40), (&two, 80)] {
         // Every bad path's match and every redirect rule left out, once each.
-        let matches =
-            out.dropped.iter().filter(|d| matches!(d.unit, DroppedUnit::Match { .. })).count();
+        let matches = out.dropped.iter().filter(|d| matches!(d.unit, Unit::Match { .. })).count();
         let rules = out.dropped.len() - matches;
         assert_eq!((matches, rules), (2 * n, n), "{:?}", out.dropped);
         assert!(out.dropped.iter().all(|d| d.unit.route().unwrap().namespace == "b"));

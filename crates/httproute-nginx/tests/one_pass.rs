@@ -8,7 +8,7 @@
 mod common;
 
 use httproute_nginx::emit::{Tree, emit_with};
-use httproute_nginx::plan::{Condition, ConditionType, DroppedUnit, Unit};
+use httproute_nginx::plan::{Condition, ConditionType, Unit};
 use httproute_nginx::{BackendMap, Carrier, Options, conf_reader};
 use manifest_gen::grammar::Input;
 use proptest::prelude::*;
@@ -107,8 +107,8 @@ proptest! {
             prop_assert_eq!(&d.unit.route().unwrap().namespace, "b", "{:?}", d);
             // The smallest unit: the rule for its filter's value, the share for an address.
             match field {
-                4 | 7 => prop_assert!(matches!(&d.unit, DroppedUnit::BackendShare { index: 1, .. }), "{:?}", d),
-                _ => prop_assert!(matches!(&d.unit, DroppedUnit::Rule(_)), "{:?}", d),
+                4 | 7 => prop_assert!(matches!(&d.unit, Unit::BackendShare { index: 1, .. }), "{:?}", d),
+                _ => prop_assert!(matches!(&d.unit, Unit::Rule(_)), "{:?}", d),
             }
         }
     }
@@ -193,7 +193,7 @@ fn a_refused_word_is_decided_before_the_one_pass() {
     let plan = httproute_nginx::plan_for(&inputs, &backends, &opts);
     let out = emit_with(&plan, &opts, Tree::Drop).unwrap();
     assert_eq!(out.dropped.len(), 1, "{:?}", out.dropped);
-    assert!(matches!(&out.dropped[0].unit, DroppedUnit::Rule(r) if r.route.name == "b"));
+    assert!(matches!(&out.dropped[0].unit, Unit::Rule(r) if r.route.name == "b"));
     assert!(out.dropped[0].message.contains("bytes in one nginx.conf word"), "{:?}", out.dropped);
     assert!(plan.refused.iter().any(|(r, _)| matches!(r, Unit::Rule(id) if id.route.name == "b")));
 }

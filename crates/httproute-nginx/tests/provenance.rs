@@ -454,7 +454,7 @@ fn every_tenant_line_has_a_unit_whose_removal_removes_only_it() {
 /// False` with the reason and no server for its name; a listener's `Programmed: False`.
 #[test]
 fn each_kind_left_out_has_its_condition() {
-    use httproute_nginx::plan::{ConditionType, DroppedUnit};
+    use httproute_nginx::plan::ConditionType;
     let yaml = "kind: Gateway\nmetadata: {name: gw, namespace: n}\nspec:\n  listeners:\n  - {name: a, port: 20000, protocol: HTTP}\n  - {name: b, port: 20001, protocol: HTTP, hostname: b.test}\n---\nkind: HTTPRoute\nmetadata: {name: r, namespace: n}\nspec:\n  parentRefs: [{name: gw, sectionName: a}]\n  hostnames: [only-r.test]\n  rules:\n  - backendRefs: [{name: s0, port: 80}, {name: s1, port: 80}]\n---\nkind: HTTPRoute\nmetadata: {name: q, namespace: n}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: s0, port: 80}]\n";
     let mut inputs = httproute_nginx::model::Inputs::default();
     httproute_nginx::model::load_text(Path::new("k.yaml"), yaml, &mut inputs).unwrap();
@@ -497,7 +497,7 @@ fn each_kind_left_out_has_its_condition() {
     };
 
     let (out, status) = conditions(&share);
-    assert!(matches!(out.dropped[0].unit, DroppedUnit::BackendShare { index: 1, .. }));
+    assert!(matches!(out.dropped[0].unit, Unit::BackendShare { index: 1, .. }));
     assert!(!out.nginx_conf.contains("10.9.1.1"), "{}", out.nginx_conf);
     assert!(out.nginx_conf.contains("10.9.0.1"), "{}", out.nginx_conf);
     let r = route_conditions(&status, "r");

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use httproute_nginx::BackendMap;
 use httproute_nginx::emit::{Tree, Unit};
 use httproute_nginx::nginx_check::{self, MAX_RETRIES};
-use httproute_nginx::plan::{ConditionType, DroppedUnit, Reason};
+use httproute_nginx::plan::{ConditionType, Reason};
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("hr-shared-{name}-{}", std::process::id()));
@@ -126,7 +126,7 @@ fn more_sharers_than_retries_are_left_out_in_one_retry() {
     assert_eq!(c.output.dropped.len(), n, "{:?}", c.output.dropped);
     for d in &c.output.dropped {
         assert!(
-            matches!(&d.unit, DroppedUnit::BackendShare { rule, index: 0 }
+            matches!(&d.unit, Unit::BackendShare { rule, index: 0 }
                 if rule.route.namespace == "shared" && rule.route.name.starts_with('r')),
             "{d}"
         );
@@ -182,7 +182,7 @@ fn one_share_left_out(tag: &str, sharers: usize, marker: &str, namespace: &str, 
     let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
     assert!(
-        matches!(&c.output.dropped[0].unit, DroppedUnit::BackendShare { rule, .. }
+        matches!(&c.output.dropped[0].unit, Unit::BackendShare { rule, .. }
             if rule.route.namespace == namespace && rule.route.name == name),
         "{dropped:?}"
     );
@@ -240,8 +240,8 @@ fn a_line_less_refusal_of_a_shared_line_leaves_out_its_sharers_at_once() {
     assert_eq!(c.output.dropped.len(), n + 2, "{:?}", c.output.dropped);
     for d in &c.output.dropped {
         let shared = match &d.unit {
-            DroppedUnit::Route(r) => r.namespace == "shared",
-            DroppedUnit::Listener(l) => l.namespace == "shared",
+            Unit::Route(r) => r.namespace == "shared",
+            Unit::Listener(l) => l.namespace == "shared",
             _ => false,
         };
         assert!(shared, "{d}");
@@ -261,7 +261,7 @@ fn an_unwritable_word_of_a_shared_line_leaves_out_its_sharers_in_one_pass() {
     let plan = httproute_nginx::plan_for(&inputs, &b, &opts);
     let out = httproute_nginx::emit::emit_with(&plan, &opts, Tree::Drop).unwrap();
     assert_eq!(out.dropped.len(), n, "{:?}", out.dropped);
-    assert!(out.dropped.iter().all(|d| matches!(&d.unit, DroppedUnit::BackendShare { rule, .. }
+    assert!(out.dropped.iter().all(|d| matches!(&d.unit, Unit::BackendShare { rule, .. }
         if rule.route.name.starts_with('r'))));
     assert!(out.nginx_conf.contains("server 10.7.0.2:80"), "{}", out.nginx_conf);
 }
@@ -307,7 +307,7 @@ fn routes_left_with_no_listener_are_not_accepted() {
         .dropped
         .iter()
         .map(|d| match &d.unit {
-            DroppedUnit::Listener(l) => l.to_string(),
+            Unit::Listener(l) => l.to_string(),
             u => panic!("{u:?}"),
         })
         .collect();
@@ -380,7 +380,7 @@ fn routes_left_with_no_listener_are_not_accepted() {
     let mut p = httproute_nginx::plan_for(&inputs, &b, &opts);
     let id = p.status.listeners.iter().find(|l| l.id.name == "x").unwrap().id.clone();
     let d = httproute_nginx::plan::Dropped {
-        unit: DroppedUnit::Listener(id),
+        unit: Unit::Listener(id),
         reason: Reason::Invalid,
         message: "nginx -t: a\nb\u{2028}c".into(),
     };
@@ -470,7 +470,7 @@ fn a_refused_line_of_the_only_backend_leaves_the_rule_served() {
     let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
     assert!(
-        matches!(&c.output.dropped[0].unit, DroppedUnit::BackendShare { rule, index: 0 }
+        matches!(&c.output.dropped[0].unit, Unit::BackendShare { rule, index: 0 }
             if rule.route.name == "one"),
         "{dropped:?}"
     );

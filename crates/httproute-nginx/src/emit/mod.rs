@@ -37,7 +37,7 @@ pub use upstream::basis_points;
 
 use std::collections::HashSet;
 
-use crate::plan::{Dropped, DroppedUnit, Loc, PathKind, Plan, Reason, RuleId, ServerAt};
+use crate::plan::{Dropped, Loc, PathKind, Plan, Reason, RuleId, ServerAt};
 
 use http::emit_pass;
 use state::Skip;
@@ -119,8 +119,9 @@ struct LeftOut {
     skip: Skip,
     dropped: Vec<Dropped>,
     // The matches among `dropped`: looked up per candidate of a dropped location, so a hash
-    // set, not a scan of `dropped`.
-    dropped_matches: HashSet<DroppedUnit>,
+    // set, not a scan of `dropped`. Not in `skip`: that would take them out of the locations
+    // of longer prefixes too, which still write them.
+    dropped_matches: HashSet<Unit>,
     warnings: Vec<String>,
     work: Work,
 }
@@ -132,49 +133,53 @@ impl LeftOut {
     fn add(&mut self, plan: &Plan, units: impl IntoIterator<Item = (Unit, String)>) {
         let mut locations = Vec::new();
         for (unit, why) in units {
-            if !self.skip.add(&unit) {
-                continue;
+            match unit {
+                _ if !self.skip.add(&unit) => {}
+                Unit::Location(at, li) => locations.push(((at, li), why)),
+                unit => self.say(unit, why),
             }
-            let (said, unit, reason, why) = match unit {
-                Unit::Location(at, li) => {
-                    locations.push(((at, li), why));
-                    continue;
-                }
-                Unit::Rule(id) => {
-                    // The rule's fields are named after it (`field`): said once.
-                    let why = strip(&why, &id);
-                    let said = format!("{id}: {why}; the rule is not served");
-                    (said, DroppedUnit::Rule(id), Reason::UnsupportedValue, why)
-                }
-                Unit::BackendShare { rule, index } => {
-                    let why = strip(&why, &rule);
-                    let said = format!(
-                        "{rule}: backendRefs[{index}]: {why}; its share of requests answers 500"
-                    );
-                    (said, DroppedUnit::BackendShare { rule, index }, Reason::UnsupportedValue, why)
-                }
-                Unit::Listener(id) => {
-                    let said = format!("listener {id}: {why}; the listener is not programmed");
-                    (said, DroppedUnit::Listener(id), Reason::Invalid, why)
-                }
-                Unit::Route(id) => {
-                    let said = format!("{id}: {why}; the route is not served");
-                    (said, DroppedUnit::Route(id), Reason::UnsupportedValue, why)
-                }
-                Unit::Attachment { route, gateway } => {
-                    let said = format!(
-                        "{route}: {why}; the route is not served through Gateway {gateway}"
-                    );
-                    let unit = DroppedUnit::Attachment { route, gateway };
-                    (said, unit, Reason::NotAllowedByListeners, why)
-                }
-            };
-            self.warnings.push(said);
-            self.dropped.push(Dropped { unit, reason, message: why });
         }
         for (at, why) in locations {
             self.location(plan, at, &why);
         }
+    }
+
+    /// Records `unit` left out: its warning and its [`Dropped`].
+    fn say(&mut self, unit: Unit, why: String) {
+        let (said, reason, why) = match &unit {
+            // The rule's fields are named after it (`field`): said once.
+            Unit::Rule(id) => {
+                let why = strip(&why, id);
+                (format!("{id}: {why}; the rule is not served"), Reason::UnsupportedValue, why)
+            }
+            Unit::BackendShare { rule, index } => {
+                let why = strip(&why, rule);
+                let said = format!(
+                    "{rule}: backendRefs[{index}]: {why}; its share of requests answers 500"
+                );
+                (said, Reason::UnsupportedValue, why)
+            }
+            Unit::Match { rule, index } => {
+                let said = format!("{rule} match {index}: {why}; the match is not served");
+                (said, Reason::UnsupportedValue, why)
+            }
+            Unit::Listener(id) => {
+                let said = format!("listener {id}: {why}; the listener is not programmed");
+                (said, Reason::Invalid, why)
+            }
+            Unit::Route(id) => {
+                (format!("{id}: {why}; the route is not served"), Reason::UnsupportedValue, why)
+            }
+            Unit::Attachment { route, gateway } => {
+                let said =
+                    format!("{route}: {why}; the route is not served through Gateway {gateway}");
+                (said, Reason::NotAllowedByListeners, why)
+            }
+            // `add` says a location as its matches.
+            Unit::Location(..) => return,
+        };
+        self.warnings.push(said);
+        self.dropped.push(Dropped { unit, reason, message: why });
     }
 
     /// The matches whose path is location `li` of server `(pi, si)`'s, left out: those of the
@@ -188,22 +193,20 @@ impl LeftOut {
         };
         self.work.candidates += loc.len();
         let off = self.skip.at(server);
+        let mut matches = Vec::new();
         for c in loc.candidates() {
-            let unit = DroppedUnit::Match { rule: c.id.clone(), index: c.match_index };
+            let unit = Unit::Match { rule: c.id.clone(), index: c.match_index };
             // A match of a rule already left out is said with its rule.
             if c.path_kind != PathKind::Regex
                 && !off.candidate(c)
                 && c.path.trim_end_matches('/') == path
-                && !self.dropped_matches.contains(&unit)
+                && self.dropped_matches.insert(unit.clone())
             {
-                self.warnings.push(format!(
-                    "{} match {}: {why}; the match is not served",
-                    c.id, c.match_index
-                ));
-                self.dropped_matches.insert(unit.clone());
-                let message = why.to_owned();
-                self.dropped.push(Dropped { unit, reason: Reason::UnsupportedValue, message });
+                matches.push(unit);
             }
+        }
+        for unit in matches {
+            self.say(unit, why.to_owned());
         }
     }
 }

@@ -15,53 +15,11 @@ use crate::limits::{ADMIT_ROOM, FALLBACK_SIZE, NameBudget, regex_charge};
 
 use super::attach::{Attachment, set_refused};
 use super::entry::{Entry, REGEX_CONDITION};
-use super::ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId};
+use super::ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId, Unit};
 use super::listeners::Listener;
 use super::merge::ServerAt;
 use super::status::RouteNode;
 use super::types::{Candidate, Kept, Loc, PathKind, PortPlan, ServerPlan};
-
-/// A tenant's object, the smallest that holds what is left out: what a budget refuses (as
-/// NGINX's refusal of it would), what a word NGINX cannot take (`plan/words.rs`) or a line
-/// `nginx -t` refuses (`crate::nginx_check`) leaves out, and what emit writes each directive
-/// for (its provenance).
-///
-/// Which unit a line belongs to: the innermost directive on it that has a unit of its own
-/// (a directive without one has its block's). A unit given to a directive inside another's
-/// block is a part of the outer one (a share's `split_clients` entry inside its rule's
-/// `split_clients`, a listener's `listen` inside a server): leaving out the inner unit removes
-/// (or, for a share, rewrites) its own lines only, leaving out the outer one removes the block
-/// with them. A line that several units bring (an `upstream` that several backendRefs name, a
-/// server name that several routes' hostnames bring, merged servers' listeners, the `listen`
-/// of a port's catch-all that every listener left on the port keeps) is recorded for all of
-/// them (`emit::Output::units_at_line`): the line goes when all of them are left out, and
-/// stays while one is, so a refusal of it leaves them all out at once and no unit that does
-/// not bring it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Unit {
-    /// A listener: its `listen` lines, its certificates, and the `server_name` and SNI check of
-    /// a server named by its hostname. Left out, its servers are not written (its port's
-    /// catch-all answers 404 when other listeners keep the port): `Programmed: False`.
-    Listener(ListenerId),
-    /// A route: the `server_name` (and SNI check) of a server only its hostnames bring. Left
-    /// out, none of its rules is served and such servers are not written (`Accepted: False`).
-    Route(RouteId),
-    /// A route's attachment to a Gateway: the route is not served in the servers of that
-    /// Gateway's listeners (that parentRef `Accepted: False`), and is kept everywhere else.
-    Attachment {
-        route: RouteId,
-        // Boxed: a unit of each kind is as small as before (a set of one holds 11).
-        gateway: Box<GatewayId>,
-    },
-    /// A rule: its internal locations, and the maps and split_clients written for it.
-    Rule(RuleId),
-    /// One backendRef of a rule (`index` among its `backendRefs`): the `upstream` written for
-    /// it, its `split_clients` entry, its own location (backends with filters of their own).
-    /// Left out, its share of the rule's requests answers 500 (the others keep theirs).
-    BackendShare { rule: RuleId, index: usize },
-    /// The location of a match path: (port, server, location) in the plan.
-    Location(ServerAt, usize),
-}
 
 /// The objects whose server names NGINX's hashes cannot hold beside older objects' names, with
 /// why. Each name is owned by the routes that alone bring it (a name that is no listener's;
@@ -377,6 +335,8 @@ pub struct Left {
     /// Routes left out of the servers of a Gateway's listeners ([`Unit::Attachment`]).
     pub attachments: BTreeMap<GatewayId, BTreeSet<RouteId>>,
     pub locations: BTreeSet<(ServerAt, usize)>,
+    /// Matches: rule, indexes among its `matches` ([`Unit::Match`]).
+    pub matches: BTreeMap<RuleId, BTreeSet<usize>>,
 }
 
 /// No route is left out of a server.
@@ -400,6 +360,9 @@ impl Left {
             Unit::Rule(r) => self.rules.insert(r.clone()),
             Unit::BackendShare { rule, index } => self.shares.insert((rule.clone(), *index)),
             Unit::Location(at, li) => self.locations.insert((*at, *li)),
+            Unit::Match { rule, index } => {
+                self.matches.entry(rule.clone()).or_default().insert(*index)
+            }
             Unit::Attachment { route, gateway } => {
                 self.attachments.entry((**gateway).clone()).or_default().insert(route.clone())
             }
@@ -407,7 +370,7 @@ impl Left {
     }
 
     /// Whether `r` is left out, itself or within a unit left out (a rule or attachment of a
-    /// route left out, a share of a rule left out).
+    /// route left out, a share or match of a rule left out).
     pub fn refuses(&self, r: &Unit) -> bool {
         match r {
             Unit::Listener(l) => self.listeners.contains(l),
@@ -417,6 +380,7 @@ impl Left {
                 self.rule(rule) || self.shares.contains(&(rule.clone(), *index))
             }
             Unit::Location(at, li) => self.locations.contains(&(*at, *li)),
+            Unit::Match { rule, index } => self.rule(rule) || self.is_match(rule, *index),
             Unit::Attachment { route, gateway } => {
                 self.routes.contains(route)
                     || self.attachments.get(gateway).is_some_and(|a| a.contains(route))
@@ -427,6 +391,11 @@ impl Left {
     /// Rule `id` is left out, or its route.
     pub fn rule(&self, id: &RuleId) -> bool {
         self.rules.contains(id) || self.routes.contains(&id.route)
+    }
+
+    /// Match `index` of rule `id` is left out itself.
+    fn is_match(&self, id: &RuleId, index: usize) -> bool {
+        self.matches.get(id).is_some_and(|m| m.contains(&index))
     }
 
     /// Server `s`'s listener is left out.
@@ -466,9 +435,11 @@ impl In<'_> {
         self.left.routes.contains(r) || self.detached.contains(r)
     }
 
-    /// Candidate `c` is not written in this server (its rule, its route or its attachment).
+    /// Candidate `c` is not written in this server (its match, rule, route or attachment).
     pub fn candidate(&self, c: &Candidate) -> bool {
-        self.left.rule(&c.id) || self.detached.contains(&c.id.route)
+        self.left.rule(&c.id)
+            || self.detached.contains(&c.id.route)
+            || self.left.is_match(&c.id, c.match_index)
     }
 }
 

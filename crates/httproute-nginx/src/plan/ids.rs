@@ -196,3 +196,62 @@ impl Ages {
         self.gateways.get(&key).copied().unwrap_or(usize::MAX)
     }
 }
+
+/// A tenant's object, the smallest that holds what is left out: what a budget refuses (as
+/// NGINX's refusal of it would), what a word NGINX cannot take (`plan/words.rs`) or a line
+/// `nginx -t` refuses (`crate::nginx_check`) leaves out, and what emit writes each directive
+/// for (its provenance).
+///
+/// Which unit a line belongs to: the innermost directive on it that has a unit of its own
+/// (a directive without one has its block's). A unit given to a directive inside another's
+/// block is a part of the outer one (a share's `split_clients` entry inside its rule's
+/// `split_clients`, a listener's `listen` inside a server): leaving out the inner unit removes
+/// (or, for a share, rewrites) its own lines only, leaving out the outer one removes the block
+/// with them. A line that several units bring (an `upstream` that several backendRefs name, a
+/// server name that several routes' hostnames bring, merged servers' listeners, the `listen`
+/// of a port's catch-all that every listener left on the port keeps) is recorded for all of
+/// them (`emit::Output::units_at_line`): the line goes when all of them are left out, and
+/// stays while one is, so a refusal of it leaves them all out at once and no unit that does
+/// not bring it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Unit {
+    /// A listener: its `listen` lines, its certificates, and the `server_name` and SNI check of
+    /// a server named by its hostname. Left out, its servers are not written (its port's
+    /// catch-all answers 404 when other listeners keep the port): `Programmed: False`.
+    Listener(ListenerId),
+    /// A route: the `server_name` (and SNI check) of a server only its hostnames bring. Left
+    /// out, none of its rules is served and such servers are not written (`Accepted: False`).
+    Route(RouteId),
+    /// A route's attachment to a Gateway: the route is not served in the servers of that
+    /// Gateway's listeners (that parentRef `Accepted: False`), and is kept everywhere else.
+    Attachment {
+        route: RouteId,
+        // Boxed: a unit of each kind is as small as before (a set of one holds 11).
+        gateway: Box<GatewayId>,
+    },
+    /// A rule: its internal locations, and the maps and split_clients written for it.
+    Rule(RuleId),
+    /// One backendRef of a rule (`index` among its `backendRefs`): the `upstream` written for
+    /// it, its `split_clients` entry, its own location (backends with filters of their own).
+    /// Left out, its share of the rule's requests answers 500 (the others keep theirs).
+    BackendShare { rule: RuleId, index: usize },
+    /// `rules[rule.index].matches[index]`: left out by the writer, from the location its path
+    /// makes (`emit`: the matches of a location left out), or read back by explain.
+    Match { rule: RuleId, index: usize },
+    /// The location of a match path: (port, server, location) in the plan (`ServerAt`,
+    /// index).
+    Location((usize, usize), usize),
+}
+
+impl Unit {
+    /// The route the unit is, or is inside (`None` for a listener or a location).
+    pub fn route(&self) -> Option<&RouteId> {
+        match self {
+            Unit::Match { rule, .. } | Unit::BackendShare { rule, .. } | Unit::Rule(rule) => {
+                Some(&rule.route)
+            }
+            Unit::Route(r) | Unit::Attachment { route: r, .. } => Some(r),
+            Unit::Listener(_) | Unit::Location(..) => None,
+        }
+    }
+}

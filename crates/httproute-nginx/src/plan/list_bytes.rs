@@ -35,8 +35,8 @@ use route_match::{
     LIST_RESIDENT_BYTES_PER_LIST as PER_LIST,
 };
 
-use super::budget::{Left, Unit, makes};
-use super::ids::{Ages, RouteId, RouteName};
+use super::budget::{Left, makes};
+use super::ids::{Ages, RouteId, RouteName, Unit};
 use super::merge::{Merged, ServerAt};
 use super::types::{Candidate, Loc, LocationPlan, PortPlan, Segment};
 

@@ -52,15 +52,15 @@ mod status;
 mod types;
 mod words;
 
-pub use budget::{In, Left, Unit};
+pub use budget::{In, Left};
 pub use entry::{Entry, INTERNAL_PREFIX};
-pub use ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId};
+pub use ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId, Unit};
 pub use list_bytes::{Limits as ListLimits, peak as list_peak};
 pub use merge::{Merged, ServerAt};
 pub use rules::retry_tries;
 pub use status::{
-    Condition, ConditionType, Dropped, DroppedUnit, ListenerStatus, Reason, RefusedGateway,
-    RouteStatus, Status, dropped_from_configuration,
+    Condition, ConditionType, Dropped, ListenerStatus, Reason, RefusedGateway, RouteStatus, Status,
+    dropped_from_configuration,
 };
 pub(crate) use types::wildcard_covers;
 pub use types::{

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::ParentRef;
 
-use super::ids::{GatewayId, ListenerId, RouteId, RouteKind, RuleId};
+use super::ids::{GatewayId, ListenerId, RouteId, RouteKind, RuleId, Unit};
 
 /// Unit enums whose `as_str` is the variant's name (a condition's `type` or `reason`).
 macro_rules! named {
@@ -98,49 +98,14 @@ impl Condition {
     }
 }
 
-/// The smallest part of a tenant's object a failure leaves out (the unit a [`Dropped`]
-/// names): a match of a rule, one backendRef's share of a rule, a rule, a route, a listener.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DroppedUnit {
-    /// `rules[rule.index].matches[index]`.
-    Match {
-        rule: RuleId,
-        index: usize,
-    },
-    /// `rules[rule.index].backendRefs[index]`: its share answers 500 instead.
-    BackendShare {
-        rule: RuleId,
-        index: usize,
-    },
-    Rule(RuleId),
-    Route(RouteId),
-    /// A route in the servers of one Gateway's listeners (its parentRefs to that Gateway).
-    Attachment {
-        route: RouteId,
-        gateway: Box<GatewayId>,
-    },
-    Listener(ListenerId),
-}
-
-impl DroppedUnit {
-    /// The route the unit is, or is inside (`None` for a listener).
-    pub fn route(&self) -> Option<&RouteId> {
-        match self {
-            DroppedUnit::Match { rule, .. }
-            | DroppedUnit::BackendShare { rule, .. }
-            | DroppedUnit::Rule(rule) => Some(&rule.route),
-            DroppedUnit::Route(r) | DroppedUnit::Attachment { route: r, .. } => Some(r),
-            DroppedUnit::Listener(_) => None,
-        }
-    }
-}
-
 /// A unit left out of the configuration after planning (a word NGINX cannot take, a line
-/// `nginx -t` refused): which, the reason of its condition and what was wrong (the message
-/// names neither the unit nor the route: [`Dropped`]'s `Display` and the status do).
+/// `nginx -t` refused): which (the smallest part of a tenant's object: a match, a backendRef's
+/// share, a rule, a route, an attachment, a listener; a location is said as its matches), the
+/// reason of its condition and what was wrong (the message names neither the unit nor the
+/// route: [`Dropped`]'s `Display` and the status do).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
-    pub unit: DroppedUnit,
+    pub unit: Unit,
     pub reason: Reason,
     pub message: String,
 }
@@ -150,16 +115,16 @@ impl std::fmt::Display for Dropped {
     /// `LISTENER: MESSAGE`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.unit {
-            DroppedUnit::Match { rule, index } => write!(f, "{rule}: match {index}: ")?,
-            DroppedUnit::BackendShare { rule, index } => {
-                write!(f, "{rule}: backendRefs[{index}]: ")?
-            }
-            DroppedUnit::Rule(rule) => write!(f, "{rule}: ")?,
-            DroppedUnit::Route(route) => write!(f, "{route}: ")?,
-            DroppedUnit::Attachment { route, gateway } => {
+            Unit::Match { rule, index } => write!(f, "{rule}: match {index}: ")?,
+            Unit::BackendShare { rule, index } => write!(f, "{rule}: backendRefs[{index}]: ")?,
+            Unit::Rule(rule) => write!(f, "{rule}: ")?,
+            Unit::Route(route) => write!(f, "{route}: ")?,
+            Unit::Attachment { route, gateway } => {
                 write!(f, "{route}: through Gateway {gateway}: ")?
             }
-            DroppedUnit::Listener(l) => write!(f, "{l}: ")?,
+            Unit::Listener(l) => write!(f, "{l}: ")?,
+            // The writer says a location's matches, not the location.
+            Unit::Location(..) => {}
         }
         f.write_str(&self.message)
     }
@@ -418,7 +383,7 @@ fn parents_without_listeners(status: &mut Status, dropped: &[Dropped]) {
     let gone: BTreeMap<&ListenerId, &Dropped> = dropped
         .iter()
         .filter_map(|d| match &d.unit {
-            DroppedUnit::Listener(id) => Some((id, d)),
+            Unit::Listener(id) => Some((id, d)),
             _ => None,
         })
         .collect();
@@ -445,7 +410,7 @@ fn parents_without_listeners(status: &mut Status, dropped: &[Dropped]) {
     }
 }
 
-/// The route parentRefs to a Gateway whose attachment is left out ([`DroppedUnit::Attachment`]:
+/// The route parentRefs to a Gateway whose attachment is left out ([`Unit::Attachment`]:
 /// the inline regex budget): `Accepted: False` with the unit's reason and why, as a budget
 /// refuses a route on a listener before the configuration is made (`budget::http2_ports`),
 /// and the route no longer counted in those listeners' `attachedRoutes`. A parentRef that
@@ -454,7 +419,7 @@ fn parents_without_listeners(status: &mut Status, dropped: &[Dropped]) {
 fn parents_refused(status: &mut Status, dropped: &[Dropped]) {
     let mut refused: BTreeMap<&RouteId, Vec<(&GatewayId, &Dropped)>> = BTreeMap::new();
     for d in dropped {
-        if let DroppedUnit::Attachment { route, gateway } = &d.unit {
+        if let Unit::Attachment { route, gateway } = &d.unit {
             refused.entry(route).or_default().push((gateway, d));
         }
     }
@@ -536,7 +501,7 @@ fn skipped_reason(rule: &RuleId, mi: usize, warning: &str) -> String {
 ///   listener ([`parents_without_listeners`]), which get no `PartiallyInvalid`.
 pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
     for d in dropped {
-        let DroppedUnit::Listener(id) = &d.unit else { continue };
+        let Unit::Listener(id) = &d.unit else { continue };
         for l in status.listeners.iter_mut().filter(|l| l.id == *id) {
             for c in &mut l.conditions {
                 if c.kind == ConditionType::Programmed && c.ok {
@@ -646,25 +611,25 @@ impl<'d> Lost<'d> {
         for d in dropped.iter().filter(|d| d.unit.route() == Some(route)) {
             let why = &d.message;
             match &d.unit {
-                DroppedUnit::Match { rule, index } => {
+                Unit::Match { rule, index } => {
                     let ri = rule.index;
                     lost.messages.push((ri, format!("Dropped Rule {ri}: match {index}: {why}")));
                     lost.matches.entry(ri).or_default().insert(*index);
                 }
-                DroppedUnit::BackendShare { rule, index } => {
+                Unit::BackendShare { rule, index } => {
                     let share = format!("rules[{}].backendRefs[{index}]: {why}", rule.index);
                     lost.shares.push((d.reason, share));
                 }
-                DroppedUnit::Rule(rule) => {
+                Unit::Rule(rule) => {
                     lost.messages.push((rule.index, format!("Dropped Rule {}: {why}", rule.index)));
                     if lost.rules.insert(rule.index) && lost.rules.len() == 1 {
                         lost.reason = d.reason;
                     }
                 }
-                DroppedUnit::Route(_) => {
+                Unit::Route(_) => {
                     lost.route.get_or_insert(d);
                 }
-                DroppedUnit::Attachment { .. } | DroppedUnit::Listener(_) => {}
+                Unit::Attachment { .. } | Unit::Listener(_) | Unit::Location(..) => {}
             }
         }
         lost

@@ -22,9 +22,9 @@ use crate::syntax::{
     Arg, MAX_WORD, Part, Pos, braced_var, check_word, code, data, is_var_name, regex_data, var,
 };
 
-use super::budget::{self, Left, Unit};
+use super::budget::{self, Left};
 use super::entry::word_bytes;
-use super::ids::{Ages, RouteId, RuleId};
+use super::ids::{Ages, RouteId, RuleId, Unit};
 use super::types::{Kept, Loc, LocationPlan, PortPlan, RulePlan, Segment, ServerPlan, Target};
 
 const HOSTNAME_FIELD: &str =
