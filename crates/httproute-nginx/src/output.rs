@@ -375,15 +375,7 @@ fn pending_prefix(path: &Path) -> (&Path, String) {
 /// run holds its own (`flock`, which, unlike a PID, any process sharing the directory sees).
 pub fn remove_abandoned(path: &Path) {
     let (parent, prefix) = pending_prefix(path);
-    let Ok(entries) = std::fs::read_dir(parent) else { return };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let pid = name.to_str().and_then(|n| n.strip_prefix(&prefix));
-        if !pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            || !e.file_type().is_ok_and(|t| t.is_file())
-        {
-            continue;
-        }
+    for e in pid_named(parent, &[&prefix]).filter(|e| e.file_type().is_ok_and(|t| t.is_file())) {
         let Ok(f) = std::fs::File::open(e.path()) else { continue };
         if rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok() {
             let _ = std::fs::remove_file(e.path());
@@ -497,16 +489,24 @@ pub fn check_prefix(dir: &Path) -> String {
     format!(".{name}.check-")
 }
 
-/// Removes the entries of `dir` named one of `prefixes` then a process id (digits).
-fn remove_pid_named(dir: &Path, prefixes: &[&str]) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
+/// The entries of `dir` named one of `prefixes` then a process id (digits).
+fn pid_named<'a>(
+    dir: &Path,
+    prefixes: &'a [&str],
+) -> impl Iterator<Item = std::fs::DirEntry> + use<'a> {
+    let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    entries.filter(move |e| {
         let name = e.file_name();
         let pid = prefixes.iter().find_map(|p| name.to_str()?.strip_prefix(p));
-        if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
-            let path = e.path();
-            let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
-        }
+        pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// Removes the entries of `dir` named one of `prefixes` then a process id (digits).
+fn remove_pid_named(dir: &Path, prefixes: &[&str]) {
+    for e in pid_named(dir, prefixes) {
+        let path = e.path();
+        let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
     }
 }
 
