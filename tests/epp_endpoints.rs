@@ -93,7 +93,7 @@ fn setup(name: &str) -> Setup {
     let (a, b) = (Server::echo(), Server::echo());
     let shim = Server::shim(Mode::NoEndpoint);
     let fake = Fake::start(name, &a.endpoint());
-    let dead = common::free_port();
+    let dead = common::DEAD_PORT;
     let n = Nginx::start(name, &conf(&fake, &shim, &a, &b, dead), &[]);
     Setup { n, shim, a, b, dead, _fake: fake }
 }

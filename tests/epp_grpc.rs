@@ -115,7 +115,7 @@ fn names(record: &serde_json::Value) -> Vec<String> {
 fn the_destination_reaches_the_backend_for_every_body_shape_over_few_connections() {
     let echo = Server::echo();
     let fake = Fake::start("epp-grpc-dest", &echo.endpoint());
-    let n = start("epp-grpc-dest", &conf(&fake, common::free_port()));
+    let n = start("epp-grpc-dest", &conf(&fake, common::DEAD_PORT));
     // 0 B, the destination in the headers response.
     let r = send(&n, "/infer/a?x=1", "header", &[], b"");
     assert_eq!(r.status, 200, "{r:?}\n{}", n.error_log());
@@ -188,7 +188,7 @@ fn the_destination_reaches_the_backend_for_every_body_shape_over_few_connections
 fn an_immediate_response_answers_the_client_and_failures_redirect_with_no_endpoint() {
     let echo = Server::echo();
     let fake = Fake::start("epp-grpc-fail", &echo.endpoint());
-    let n = start("epp-grpc-fail", &conf(&fake, common::free_port()));
+    let n = start("epp-grpc-fail", &conf(&fake, common::DEAD_PORT));
     let r = send(&n, "/infer?q=1", "immediate", &[], b"");
     assert_eq!(r.status, 429, "{r:?}\n{}", n.error_log());
     assert!(r.head.to_ascii_lowercase().contains("\r\nx-fake-epp: shed"), "{}", r.head);
@@ -258,7 +258,7 @@ fn http2_clients_get_the_same_call_and_the_same_immediate_answer() {
     let echo = Server::echo();
     let fake = Fake::start("epp-grpc-h2", &echo.endpoint());
     let h2 = common::free_port();
-    let n = start("epp-grpc-h2", &conf_h2(&fake, common::free_port(), h2));
+    let n = start("epp-grpc-h2", &conf_h2(&fake, common::DEAD_PORT, h2));
     let (head, _) = curl_h2(&format!("http://127.0.0.1:{h2}/infer?h=2"), "body", Some("h2 body"));
     assert!(head.starts_with("HTTP/2 200"), "{head}\n{}", n.error_log());
     let got = echo.take();
@@ -381,7 +381,7 @@ fn the_calls_rewrite_phases_see_the_clients_lines_and_leave_its_variables_alone(
 fn start_echo(name: &str) -> (Server, Fake, Nginx) {
     let echo = Server::echo();
     let fake = Fake::start(name, &echo.endpoint());
-    let n = start(name, &conf(&fake, common::free_port()));
+    let n = start(name, &conf(&fake, common::DEAD_PORT));
     (echo, fake, n)
 }
 
@@ -637,7 +637,7 @@ fn the_shim_and_grpc_modes_answer_every_shared_case_alike() {
     let echo = Server::echo();
     let shim = Server::shim(ShimMode::NoEndpoint);
     let fake = Fake::start("epp-both", &echo.endpoint());
-    let n = start("epp-both", &conf_both(&shim, &fake, common::free_port()));
+    let n = start("epp-both", &conf_both(&shim, &fake, common::DEAD_PORT));
     let e = echo.endpoint();
     let body = pattern(3000);
     // (case, the shim's answer, the fake's mode and destination, the client's body, the

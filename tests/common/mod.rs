@@ -151,6 +151,12 @@ pub fn preamble(fill: &[(&str, &str)]) -> String {
     text
 }
 
+/// A port nothing accepts on, for an endpoint that must refuse: below the ephemeral range
+/// (32768-60999 on Linux), so neither another test's listener (they bind port 0) nor NGINX's
+/// own connection to it (a TCP self-connect, when the kernel picks the same port as the
+/// connection's source) can answer. A port from [`free_port`] can be either, later.
+pub const DEAD_PORT: u16 = 9;
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port()
 }
