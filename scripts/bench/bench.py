@@ -784,6 +784,10 @@ def engine_rows():
     return rows
 
 
+def verdict(met):
+    return "met" if met else "**not met**"
+
+
 def targets(results):
     out = []
     native = results.get("native internal redirect", {}).get("instr")
@@ -793,7 +797,8 @@ def targets(results):
     if native and mod_blog:
         worst = max(r["instr"] for r in mod_blog.values())
         out.append(f"- 3 rules, any carrier: worst {fmt_i(worst)} instr/req = "
-                   f"{worst / native:.2f}x the native internal redirect (target <= 1.10x).")
+                   f"{worst / native:.2f}x the native internal redirect (target <= 1.10x: "
+                   f"{verdict(worst / native <= 1.10)}).")
     same = {r["kind"]: r["instr"] for r in results.values()
             if r["group"] == "native-same" and r.get("instr")}
     paired = [(r["instr"] / same[r["kind"]], n) for n, r in mod_blog.items() if r.get("kind") in same]
@@ -826,22 +831,27 @@ def targets(results):
         worst = min(r["rps"] for r in mod_blog.values())
         out.append(f"- throughput, unpaired: the module's slowest median is {worst / m * 100:.0f}% "
                    f"of the median of the `map` rows (noisier: different moments of the run).")
+    # Issue #46's bars for the long lists are against the native redirect, like the carriers'.
+    for name, label, bar in (
+            ("module, 1000 entries, winner last", "1,000 entries, winner last", 1.2),
+            ("module, 1000 regex entries with literals, winner last",
+             "1,000 regex entries with literals, winner last", 2),
+            ("module, 1000 mixed regex entries, winner last",
+             "1,000 mixed regex entries (tenants, versions, user agents, `(?i)` regions, hex ids), "
+             "winner last", 2)):
+        instr = results.get(name, {}).get("instr")
+        if instr and native:
+            out.append(f"- {label}: {fmt_i(instr)} instr/req = {instr / native:.2f}x the native "
+                       f"internal redirect (target <= {bar}x: {verdict(instr / native <= bar)}).")
+    # The map carriers against NGINX's own `map` routing of the same rule, layout by layout.
+    maps = {r["kind"]: r for n, r in results.items() if n.startswith("native map")}
+    for name, r in mod_blog.items():
+        mp = maps.get(r.get("kind"))
+        if " map, " in name and mp and len(r.get("layouts", [])) == len(mp.get("layouts", [])):
+            ratios = [a / b for a, b in zip(r["layouts"], mp["layouts"])]
+            out.append(f"- {name}: {statistics.median(ratios):.3f}x ({min(ratios):.3f}-"
+                       f"{max(ratios):.3f}) native `map` routing of the same rule.")
     m1000 = results.get("module, 1000 entries, winner last", {}).get("instr")
-    if m1000 and mod_blog:
-        worst = max(r["instr"] for r in mod_blog.values())
-        out.append(f"- 1,000 entries, winner last: {fmt_i(m1000)} instr/req = {m1000 / worst:.2f}x "
-                   f"the 3-rule figure (target <= 3x).")
-    r1000 = results.get("module, 1000 regex entries with literals, winner last", {}).get("instr")
-    if r1000 and mod_blog:
-        worst = max(r["instr"] for r in mod_blog.values())
-        out.append(f"- 1,000 regex entries with literals, winner last: {fmt_i(r1000)} instr/req = "
-                   f"{r1000 / worst:.2f}x the 3-rule figure (target <= 2x).")
-    mixed = results.get("module, 1000 mixed regex entries, winner last", {}).get("instr")
-    if mixed and mod_blog:
-        worst = max(r["instr"] for r in mod_blog.values())
-        out.append(f"- 1,000 mixed regex entries (tenants, versions, user agents, `(?i)` regions, hex "
-                   f"ids), winner last: {fmt_i(mixed)} instr/req = {mixed / worst:.2f}x the 3-rule "
-                   f"figure (target <= 2x).")
     n1000 = results.get("njs, 1000 entries, winner last", {}).get("instr")
     if m1000 and n1000:
         out.append(f"- 1,000 entries, winner last, vs njs: {n1000 / m1000:.0f}x fewer instructions "

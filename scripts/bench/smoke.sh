@@ -40,7 +40,7 @@ smoke engine-callgrind EVAL_LOOP=target/ci/examples/eval_loop N1=10 N2=110 \
   scripts/bench/engine-callgrind.sh header mixed_1000
 smoke h2-regex-cpu N=20 scripts/bench/h2-regex-cpu.sh
 smoke jit-workers LISTS=20 scripts/bench/jit-workers.sh
-smoke reload-memory LISTS=100 RELOADS=1 scripts/bench/reload-memory.sh
+smoke reload-memory LISTS=100 RELOADS=2 TRAFFIC=1 scripts/bench/reload-memory.sh
 smoke rss-drift REQUESTS=2000 WARMUP_SECONDS=2 scripts/bench/rss-drift.sh
 smoke soak DURATION=5 scripts/bench/soak.sh
 smoke valgrind-routing ROUTING_LIST_N=50 scripts/bench/valgrind-routing.sh
