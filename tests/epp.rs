@@ -645,13 +645,32 @@ fn the_shims_answer_is_checked_before_it_is_used() {
             "{mode:?}"
         );
     }
-    // An interim answer and then nothing: never taken as the shim's answer.
-    shim.set_mode(Mode::Raw(
-        format!("HTTP/1.1 103 Early Hints\r\nX-Gateway-Destination-Endpoint: {e}\r\n\r\n")
-            .into_bytes(),
-    ));
-    let r = send(&n, "GET", "/infer?q", &[], b"");
-    assert_eq!((r.status, r.body.as_str()), (200, "no endpoint, args=[q]\n"), "{r:?}");
+    // An interim answer (100, 102, 103) and then nothing, or a 103 and then a 200 with an
+    // endpoint: NGINX 1.28's proxy takes the interim answer as the final one, and the module
+    // takes no endpoint from a non-200 answer, so the request takes the no-endpoint path (the
+    // 200 after it is that answer's body, never read as headers).
+    let interim = |status: &str, then: &str| {
+        let head = format!("HTTP/1.1 {status}\r\nX-Gateway-Destination-Endpoint: {e}\r\n\r\n");
+        Mode::Raw([head.as_str(), then].concat().into_bytes())
+    };
+    let final_200 = format!("HTTP/1.1 200 OK\r\nX-Gateway-Destination-Endpoint: {e}\r\n\r\n");
+    for (code, mode) in [
+        (100, interim("100 Continue", "")),
+        (102, interim("102 Processing", "")),
+        (103, interim("103 Early Hints", "")),
+        (103, interim("103 Early Hints", &final_200)),
+    ] {
+        shim.set_mode(mode.clone());
+        let before = errors(&n.error_log(), &format!("status: {code};"));
+        let r = send(&n, "GET", "/infer?q", &[], b"");
+        assert_eq!(
+            (r.status, r.body.as_str()),
+            (200, "no endpoint, args=[q]\n"),
+            "{mode:?}: {r:?}"
+        );
+        let log = n.error_log();
+        assert_eq!(errors(&log, &format!("status: {code};")), before + 1, "{mode:?}: {log}");
+    }
     assert_eq!(echo.total(), 3);
     n.finish();
 }

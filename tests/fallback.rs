@@ -819,6 +819,10 @@ fn the_regex_budget_is_one_per_request_across_fallbacks() {
         let n = Nginx::start("fallback-budget", &servers(budget), &[]);
         let r = host_get(&n, "s1.test", "/a", &[("x-v", "zzz")]);
         assert!(r.body.starts_with(lands), "budget {budget}: {r:?}\n{}", n.error_log());
+        // $http_matches_work is stored (its index found in the core module's `variables`).
+        if lands == "s2-target" {
+            assert_eq!(r.body, "s2-target work=[1/2/5]\n", "budget {budget}");
+        }
         let spent = n.error_log().contains("regex budget of the request");
         assert_eq!(spent, budget == "8", "budget {budget}: {}", n.error_log());
         n.finish();

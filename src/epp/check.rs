@@ -65,8 +65,9 @@ pub(crate) unsafe fn set_endpoint(
                     NGX_LOG_ERR,
                     log,
                     "http_matches_epp: the EndpointPicker's X-Gateway-Destination-Endpoint \"{}\" \
-                     is not an ip:port list ({why}); no endpoint",
-                    escape(list, 256)
+                     is not an ip:port list ({}); no endpoint",
+                    escape(list, 256),
+                    epp_proto::endpoints::Refusal::NotIpPort(why)
                 );
             }
         }

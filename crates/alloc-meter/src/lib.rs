@@ -1,6 +1,7 @@
 //! One meter for the memory a configuration load (or a `$http_matches` compile) allocates:
-//! the Rust allocations of the NGINX module (through its `#[global_allocator]`, `src/alloc.rs`,
-//! which calls [`add`], [`sub`] and [`rescue`]) and PCRE2's own (through `pcre2-bounded`'s
+//! the Rust allocations of the NGINX module (through its `#[global_allocator]`,
+//! `pcre2_bounded::Metered` in `crates/pcre2-bounded/src/global.rs`, which `src/lib.rs` installs
+//! and which calls [`add`], [`sub`] and [`rescue`]) and PCRE2's own (through `pcre2-bounded`'s
 //! general context, which calls [`fits`], [`add`], [`sub`] and [`note_failure`]).
 //!
 //! Rust aborts the process when an allocation fails (`handle_alloc_error`), and a global

@@ -5,8 +5,6 @@
 use core::ops::Range;
 use std::net::SocketAddr;
 
-use crate::endpoints::Refusal;
-
 /// What an `http_matches_epp` URL selects: the shim (`http://`, `https://`) or the EPP
 /// protocol over NGINX's gRPC proxy (`grpc://`, `grpcs://`: `tls`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,17 +62,17 @@ pub fn address(one: &[u8]) -> Option<SocketAddr> {
 /// preference, spaces and tabs around each allowed (several header lines come joined as one
 /// list). Where the first (preferred) element is in `list` (`proxy_pass
 /// http://$inference_workload_endpoint` takes one address), or the first element that is not
-/// `ip:port` (every one must be).
-pub fn first(list: &[u8]) -> Result<Range<usize>, Refusal<'_>> {
+/// `ip:port` (every one must be), trimmed: what `endpoints::Refusal::NotIpPort` shows.
+pub fn first(list: &[u8]) -> Result<Range<usize>, &[u8]> {
     let mut first = None;
     for item in list.split(|&b| b == b',') {
         let one = trim(item);
         if address(one).is_none() {
-            return Err(Refusal::NotIpPort(one));
+            return Err(one);
         }
         // `one` is a subslice of `list`: its offset is the distance between their starts.
         let at = one.as_ptr() as usize - list.as_ptr() as usize;
         first.get_or_insert(at..at + one.len());
     }
-    first.ok_or(Refusal::NotIpPort(list))
+    first.ok_or(list)
 }

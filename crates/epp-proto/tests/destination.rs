@@ -50,11 +50,11 @@ fn the_first_element_is_preferred_and_every_one_must_be_an_address() {
         .into_iter()
         .chain([&b"10.0.0.1:80\r\n"[..], b"\x0c10.0.0.1:80"])
     {
-        assert!(matches!(first(bad), Err(Refusal::NotIpPort(_))), "{}", bad.escape_ascii());
+        assert!(first(bad).is_err(), "{}", bad.escape_ascii());
     }
-    let e = first(b"10.0.0.1:80, unix:/run/x.sock").unwrap_err();
-    assert_eq!(e.to_string(), "\"unix:/run/x.sock\" is not ip:port");
-    assert_eq!(first(b"10.0.0.1:80, ,").unwrap_err().to_string(), "an empty element");
+    let shown = |list: &[u8]| Refusal::NotIpPort(first(list).unwrap_err()).to_string();
+    assert_eq!(shown(b"10.0.0.1:80, unix:/run/x.sock"), "\"unix:/run/x.sock\" is not ip:port");
+    assert_eq!(shown(b"10.0.0.1:80, ,"), "an empty element");
 }
 
 proptest! {

@@ -6,6 +6,8 @@
 //!   hpack_comma             `^v[0-9]+$`, 7 lines of one 4 KB `va,va,...` value (HPACK refs)
 //!   joined_cookie           `^(a+)+$`, one 11.7 KB cookie line (3 joined 3.9 KB cookies),
 //!                           the regex result cache on (1 MiB, the module's default)
+//!   short_repeat            `^(a+)+$` on a 25-byte header value (a cache hit on a short
+//!                           subject each time, the regex result cache on)
 //!   names_1700              1,700 header lines against a list indexed on 100 header names
 //!   attempts_17000          17 regex entries on 1,001 distinct subjects (a line and its comma
 //!                           elements), each attempt 1 step; the 18th entry wins
@@ -72,6 +74,14 @@ fn main() {
             let lines =
                 vec![("host".to_owned(), "bench".to_owned()), ("cookie".to_owned(), joined)];
             run(&l, &req(lines), n);
+        }
+        "short_repeat" => {
+            let l = list(
+                r#"[{"headers":["x:RegularExpression:^(a+)+$"],"redirectPath":"/x"},
+                    {"any":true,"redirectPath":"/any"}]"#,
+            );
+            let value = format!("{}!", "a".repeat(24));
+            run(&l, &req(vec![("host".into(), "bench".into()), ("x".into(), value)]), n);
         }
         "names_1700" => {
             let entries: Vec<String> = (0..100)

@@ -9,22 +9,28 @@
 //! the routing.
 //!
 //! Only attempts that needed more than the first probe are stored and looked up (see
-//! `Pattern::attempt`): the common path never hashes a subject. The cache is bounded in bytes
-//! ([`set_capacity`]; 0, the default, turns it off) and in records ([`MAX_RECORDS`]), and
-//! evicts the least recently used record.
+//! `Pattern::attempt`): the common path never hashes a subject. The store is quick_cache's
+//! S3-FIFO (the `$http_matches` cache's too): a new record enters a small queue and reaches the
+//! main one only when asked for again, so a stream of one-off subjects cannot evict the ones a
+//! client repeats. It is bounded in bytes ([`set_capacity`]; 0, the default, turns it off):
+//! each record weighs its subject and [`OVERHEAD`], and at least 1/[`MAX_RECORDS`] of the
+//! capacity, so it is bounded in records too; quick_cache's ghosts (hashes of recently evicted
+//! records) are taken from the capacity first.
 //!
-//! Keys are the pattern's process-unique id and the subject. A subject up to [`MAX_SUBJECT`]
-//! bytes is kept in its slot, so a hash collision (which a client can aim for) is only a miss
-//! that replaces the slot, never a wrong answer, and never a long probe chain. A longer one
-//! (NGINX joins HTTP/2 `cookie` fields into one line: three HPACK references to a 3.9 KB
-//! cookie make an 11.7 KB subject) is kept as its length and a 128-bit digest keyed with this
-//! thread's random keys (two SipHash-1-3 of the std library), which a client cannot aim a
-//! collision at: the record costs the same bytes whatever the subject's length.
+//! Keys are the pattern's process-unique id and the subject, hashed with this thread's random
+//! SipHash-1-3 keys (std's `RandomState`), so a client cannot aim collisions at the table; a
+//! lookup compares the bytes, so a collision is never a wrong answer. A subject up to
+//! [`MAX_SUBJECT`] bytes is kept in its record. A longer one (NGINX joins HTTP/2 `cookie`
+//! fields into one line: three HPACK references to a 3.9 KB cookie make an 11.7 KB subject)
+//! is kept as its length and a 128-bit digest under two more keys, which a client cannot aim a
+//! collision at either: the record costs the same bytes whatever the subject's length.
 
 use core::cell::{Cell, RefCell};
-use core::hash::Hasher;
+use core::hash::{BuildHasher, Hash, Hasher};
+use std::hash::RandomState;
 
-use rustc_hash::{FxHashMap, FxHasher};
+use quick_cache::{Equivalent, Weighter};
+use rustc_hash::FxBuildHasher;
 
 use pcre2_bounded::MatchError;
 
@@ -44,60 +50,138 @@ pub(crate) enum End {
     GaveUp(MatchError),
 }
 
-/// The longest subject whose attempts are cached.
 /// The longest subject kept in its record; longer ones are kept as a keyed digest.
 pub const MAX_SUBJECT: usize = 8 * 1024;
 
 /// The most records the cache holds, whatever its capacity in bytes.
 pub const MAX_RECORDS: usize = 1 << 16;
 
-/// Bytes a record accounts for besides its subject (the slot, the map entry).
-const OVERHEAD: usize = 96;
+/// Bytes a record accounts for besides its subject: its entry in quick_cache's slab (88 bytes,
+/// twice: the slab is a `Vec` that grows by doubling) and its table slot
+/// (`the_cache_holds_its_bytes_and_records` checks it against quick_cache's own count).
+pub const OVERHEAD: usize = 192;
 
-const NONE: u32 = u32::MAX;
+/// Bytes a ghost (the hash of an evicted record) takes: an entry and a table slot, as a record.
+const GHOST: usize = OVERHEAD;
 
-struct Slot {
+/// A record's key: the pattern, the subject's length and either its bytes or its digest, and
+/// the keyed hash of all of it (the table hashes that `u64` only).
+struct Key {
+    hash: u64,
     pattern: u64,
+    len: usize,
+    digest: [u64; 2],
     /// The subject, or empty for one longer than `MAX_SUBJECT` (then `digest` names it).
     subject: Box<[u8]>,
-    len: usize,
-    digest: u128,
-    record: Record,
-    /// Neighbours in recency order (indexes into `slots`).
-    newer: u32,
-    older: u32,
-    hash: u64,
 }
 
-#[derive(Default)]
+/// A lookup of the subject the request holds, without copying it.
+struct Probe<'a> {
+    hash: u64,
+    pattern: u64,
+    digest: [u64; 2],
+    subject: &'a [u8],
+}
+
+impl Probe<'_> {
+    fn kept(&self) -> &[u8] {
+        if self.subject.len() <= MAX_SUBJECT { self.subject } else { &[] }
+    }
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl Hash for Probe<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, o: &Self) -> bool {
+        (self.hash, self.pattern, self.len, self.digest) == (o.hash, o.pattern, o.len, o.digest)
+            && self.subject == o.subject
+    }
+}
+
+impl Eq for Key {}
+
+impl Equivalent<Key> for Probe<'_> {
+    fn equivalent(&self, k: &Key) -> bool {
+        (self.hash, self.pattern, self.subject.len(), self.digest)
+            == (k.hash, k.pattern, k.len, k.digest)
+            && *self.kept() == *k.subject
+    }
+}
+
+/// A record's bytes: its kept subject and [`OVERHEAD`], at least `floor`
+/// (capacity / [`MAX_RECORDS`]).
+#[derive(Clone)]
+struct Cost {
+    floor: u64,
+}
+
+impl Weighter<Key, Record> for Cost {
+    fn weight(&self, key: &Key, _: &Record) -> u64 {
+        ((key.subject.len() + OVERHEAD) as u64).max(self.floor)
+    }
+}
+
 struct Cache {
-    by_hash: FxHashMap<u64, u32>,
-    slots: Vec<Slot>,
-    /// Indexes of slots evicted and free for reuse.
-    free: Vec<u32>,
-    newest: Option<u32>,
-    oldest: Option<u32>,
-    bytes: usize,
+    records: quick_cache::unsync::Cache<Key, Record, Cost, FxBuildHasher>,
+    /// The thread's keys: the table's hash, and the two halves of a long subject's digest.
+    keys: [RandomState; 3],
+}
+
+impl Cache {
+    /// A cache of `capacity` bytes: one ghost for every 2 KiB (a tenth of the bytes), their
+    /// bytes taken first.
+    fn new(capacity: usize) -> Cache {
+        let ghosts = (capacity / 2048).clamp(16, MAX_RECORDS);
+        let weight = capacity.saturating_sub(ghosts * GHOST).max(1) as u64;
+        let cost = Cost { floor: (capacity / MAX_RECORDS) as u64 };
+        // quick_cache keeps half its estimated item count as ghosts; nothing is allocated ahead.
+        let records = quick_cache::unsync::Cache::with(
+            2 * ghosts,
+            weight,
+            cost,
+            FxBuildHasher,
+            Default::default(),
+        );
+        Cache { records, keys: [RandomState::new(), RandomState::new(), RandomState::new()] }
+    }
+
+    /// The lookup key of (pattern, subject).
+    fn probe<'a>(&self, pattern: u64, subject: &'a [u8]) -> Probe<'a> {
+        let [table, a, b] = &self.keys;
+        let (kept, digest) = match subject.len() <= MAX_SUBJECT {
+            true => (subject, [0; 2]),
+            false => (&[][..], [a.hash_one(subject), b.hash_one(subject)]),
+        };
+        // The length and digest are compared, not hashed: a short subject's bytes or a long
+        // one's digest name it.
+        let hash = if kept.len() == subject.len() {
+            table.hash_one((pattern, kept))
+        } else {
+            table.hash_one((pattern, digest))
+        };
+        Probe { hash, pattern, digest, subject }
+    }
 }
 
 thread_local! {
-    static KEYS: (std::hash::RandomState, std::hash::RandomState) =
-        (std::hash::RandomState::new(), std::hash::RandomState::new());
-    static CAPACITY: Cell<usize> = const { Cell::new(0) };
-    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+    static CACHE: RefCell<Option<Cache>> = const { RefCell::new(None) };
     static STATS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
-/// Sets the bytes this thread's cache may hold (0 turns it off and empties it).
+/// Sets the bytes this thread's cache may hold (0 turns it off and empties it; another
+/// capacity starts it empty).
 pub fn set_capacity(bytes: usize) {
-    CAPACITY.with(|c| c.set(bytes));
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        while c.bytes > bytes && c.evict() {}
-        if bytes == 0 {
-            *c = Cache::default();
-        }
-    });
+    CACHE.with(|c| *c.borrow_mut() = (bytes > 0).then(|| Cache::new(bytes)));
 }
 
 /// (hits, misses) of this thread's cache since it started: for tests and benchmarks.
@@ -105,56 +189,12 @@ pub fn stats() -> (u64, u64) {
     STATS.with(Cell::get)
 }
 
-fn key_hash(pattern: u64, subject: &[u8]) -> u64 {
-    let mut h = FxHasher::default();
-    h.write_u64(pattern);
-    h.write(subject);
-    h.finish()
-}
-
-/// The keyed digest of a long subject (0 for a short one, which its slot keeps).
-fn digest(subject: &[u8]) -> u128 {
-    use core::hash::BuildHasher;
-    if subject.len() <= MAX_SUBJECT {
-        return 0;
-    }
-    KEYS.with(|(a, b)| {
-        let (x, y) = (a.hash_one(subject), b.hash_one(subject));
-        u128::from(x) << 64 | u128::from(y)
-    })
-}
-
-/// The key's hash: of the subject's bytes, or of its digest for a long one.
-fn slot_hash(pattern: u64, subject: &[u8], digest: u128) -> u64 {
-    if digest == 0 { key_hash(pattern, subject) } else { key_hash(pattern, &digest.to_ne_bytes()) }
-}
-
-fn cost(subject: &[u8]) -> usize {
-    if subject.len() > MAX_SUBJECT { 16 + OVERHEAD } else { subject.len() + OVERHEAD }
-}
-
 pub(crate) fn get(pattern: u64, subject: &[u8]) -> Option<Record> {
-    if CAPACITY.with(Cell::get) == 0 {
-        return None;
-    }
     let found = CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        let digest = digest(subject);
-        let hash = slot_hash(pattern, subject, digest);
-        let i = *c.by_hash.get(&hash)?;
-        let slot = c.slots.get(i as usize)?;
-        if slot.pattern != pattern
-            || slot.len != subject.len()
-            || slot.digest != digest
-            || (digest == 0 && *slot.subject != *subject)
-        {
-            return None;
-        }
-        let record = slot.record;
-        c.unlink(i);
-        c.push_newest(i);
-        Some(record)
-    });
+        let c = c.borrow();
+        let c = c.as_ref()?;
+        Some(c.records.get(&c.probe(pattern, subject)).copied())
+    })?;
     STATS.with(|s| {
         let (h, m) = s.get();
         s.set(if found.is_some() { (h + 1, m) } else { (h, m + 1) });
@@ -163,94 +203,20 @@ pub(crate) fn get(pattern: u64, subject: &[u8]) -> Option<Record> {
 }
 
 pub(crate) fn put(pattern: u64, subject: &[u8], record: Record) {
-    let capacity = CAPACITY.with(Cell::get);
-    if cost(subject) > capacity {
-        return;
-    }
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let digest = digest(subject);
-        let hash = slot_hash(pattern, subject, digest);
-        if let Some(&old) = c.by_hash.get(&hash) {
-            c.remove(old);
-        }
-        while (c.bytes + cost(subject) > capacity || c.by_hash.len() >= MAX_RECORDS) && c.evict() {}
-        let kept: Box<[u8]> = if digest == 0 { subject.into() } else { Box::default() };
-        let slot = Slot {
+        let Some(c) = c.as_mut() else { return };
+        let p = c.probe(pattern, subject);
+        let key = Key {
+            hash: p.hash,
             pattern,
-            subject: kept,
             len: subject.len(),
-            digest,
-            record,
-            newer: NONE,
-            older: NONE,
-            hash,
+            digest: p.digest,
+            subject: p.kept().into(),
         };
-        let i = match c.free.pop() {
-            Some(i) => {
-                c.slots[i as usize] = slot;
-                i
-            }
-            None => {
-                c.slots.push(slot);
-                (c.slots.len() - 1) as u32
-            }
-        };
-        c.by_hash.insert(hash, i);
-        c.bytes += cost(subject);
-        c.push_newest(i);
+        // quick_cache refuses a record heavier than its capacity allows.
+        c.records.insert(key, record);
     });
-}
-
-impl Cache {
-    fn unlink(&mut self, i: u32) {
-        let (newer, older) = {
-            let s = &self.slots[i as usize];
-            (s.newer, s.older)
-        };
-        match newer {
-            NONE => self.newest = (older != NONE).then_some(older),
-            n => self.slots[n as usize].older = older,
-        }
-        match older {
-            NONE => self.oldest = (newer != NONE).then_some(newer),
-            o => self.slots[o as usize].newer = newer,
-        }
-        let s = &mut self.slots[i as usize];
-        s.newer = NONE;
-        s.older = NONE;
-    }
-
-    fn push_newest(&mut self, i: u32) {
-        match self.newest {
-            Some(n) => {
-                self.slots[n as usize].newer = i;
-                self.slots[i as usize].older = n;
-            }
-            None => self.oldest = Some(i),
-        }
-        self.newest = Some(i);
-    }
-
-    fn remove(&mut self, i: u32) {
-        self.unlink(i);
-        let s = &mut self.slots[i as usize];
-        let (hash, subject) = (s.hash, core::mem::take(&mut s.subject));
-        self.bytes -= if s.digest != 0 { 16 + OVERHEAD } else { subject.len() + OVERHEAD };
-        self.by_hash.remove(&hash);
-        self.free.push(i);
-    }
-
-    /// Evicts the least recently used record; `false` when empty.
-    fn evict(&mut self) -> bool {
-        match self.oldest {
-            Some(i) => {
-                self.remove(i);
-                true
-            }
-            None => false,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -261,23 +227,31 @@ mod tests {
         Record { last: 3, end: End::Matched(m) }
     }
 
+    /// quick_cache's own count of its entries (twice: its slab is a `Vec` that grows by
+    /// doubling, and quick_cache counts the entries in use) and table, and the subjects kept.
+    fn bytes() -> usize {
+        CACHE.with(|c| {
+            let c = c.borrow();
+            let c = c.as_ref().unwrap();
+            let kept: usize = c.records.iter().map(|(k, _)| k.subject.len()).sum();
+            let used = c.records.memory_used();
+            2 * used.entries + used.map + kept
+        })
+    }
+
     #[test]
-    fn bounded_in_bytes_and_least_recently_used_goes_first() {
-        set_capacity(3 * (100 + OVERHEAD));
-        let s = |c: u8| vec![c; 100];
-        put(1, &s(b'a'), rec(true));
-        put(1, &s(b'b'), rec(false));
-        put(1, &s(b'c'), rec(true));
-        assert_eq!(get(1, &s(b'a')), Some(rec(true)));
-        // `b` is now the oldest: a fourth record evicts it.
-        put(1, &s(b'd'), rec(false));
-        assert_eq!(get(1, &s(b'b')), None);
-        assert_eq!(get(1, &s(b'a')), Some(rec(true)));
-        assert_eq!(get(1, &s(b'c')), Some(rec(true)));
-        assert_eq!(get(1, &s(b'd')), Some(rec(false)));
+    fn a_repeated_subject_stays_and_long_ones_are_kept_by_digest() {
+        set_capacity(64 * 1024);
+        let s = |c: u8, i: usize| [vec![c; 100], i.to_le_bytes().to_vec()].concat();
+        put(1, &s(b'a', 0), rec(true));
+        assert_eq!(get(1, &s(b'a', 0)), Some(rec(true)));
         // Another pattern, the same subject: another key.
-        assert_eq!(get(2, &s(b'a')), None);
-        CACHE.with(|c| assert!(c.borrow().bytes <= 3 * (100 + OVERHEAD)));
+        assert_eq!(get(2, &s(b'a', 0)), None);
+        // A stream of one-off subjects, ten times what fits, does not evict the repeated one.
+        for i in 1..6000 {
+            put(1, &s(b'b', i), rec(false));
+            assert_eq!(get(1, &s(b'a', 0)), Some(rec(true)), "{i}");
+        }
         // Long subjects are kept by digest, at a fixed cost: another long subject, or the same
         // one for another pattern, is another key.
         let long = vec![b'x'; 3 * MAX_SUBJECT];
@@ -287,8 +261,31 @@ mod tests {
         other[2 * MAX_SUBJECT] = b'y';
         assert_eq!(get(1, &other), None);
         assert_eq!(get(2, &long), None);
-        CACHE.with(|c| assert!(c.borrow().bytes <= 3 * (100 + OVERHEAD)));
         set_capacity(0);
-        assert_eq!(get(1, &s(b'a')), None);
+        assert_eq!(get(1, &s(b'a', 0)), None);
+    }
+
+    /// The cache's memory, as quick_cache counts its entries and table plus the subjects kept,
+    /// stays within the capacity whatever the subjects' lengths; and the record count within
+    /// [`MAX_RECORDS`] whatever the capacity.
+    #[test]
+    fn the_cache_holds_its_bytes_and_records() {
+        for (capacity, len) in
+            [(1 << 20, 0), (1 << 20, 40), (1 << 20, 3000), (1 << 20, 20_000), (64 << 10, 8)]
+        {
+            set_capacity(capacity);
+            for i in 0..50_000usize {
+                let subject = [vec![b'v'; len], i.to_le_bytes().to_vec()].concat();
+                put(1, &subject, rec(true));
+            }
+            assert!(bytes() <= capacity, "{capacity} {len}: {}", bytes());
+        }
+        set_capacity(64 << 20);
+        for i in 0..(MAX_RECORDS + 5000) {
+            put(1, &i.to_le_bytes(), rec(true));
+        }
+        let n = CACHE.with(|c| c.borrow().as_ref().unwrap().records.len());
+        assert!(n <= MAX_RECORDS, "{n}");
+        set_capacity(0);
     }
 }
