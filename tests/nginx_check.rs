@@ -1,11 +1,14 @@
-//! `generate --nginx`: the output checked by a real NGINX (the vendored one), what it refuses
-//! of a tenant's object left out with a condition, the innocent routes served.
+//! `generate --nginx`: the output checked by a real NGINX (the vendored one). A refusal is a gap
+//! in the model: a Secret whose file NGINX names is left out; any other refusal, whatever line
+//! it names, leaves out the newest tenant's objects newer than every other tenant's, once,
+//! with a condition, and the older tenants are served.
 //!
 //! The input NGINX refuses and the generator's own checks miss is made here by leaving one
 //! check out: a rule's timeout past what NGINX's time parser takes (`u64::MAX` ms; the CRD's
 //! duration pattern bounds real timeouts to 366,096,438,999 ms, which NGINX takes), set in
 //! the plan after validation. NGINX refuses its line ("proxy_connect_timeout" directive
-//! invalid value); unchecked, that stops every listener; checked, that rule alone is left out.
+//! invalid value); unchecked, that stops every listener; checked, the newest tenant's objects
+//! are left out.
 
 mod common;
 
@@ -106,15 +109,30 @@ fn get(n: &common::Nginx, host: &str, path: &str) -> u16 {
         .status
 }
 
+/// `doc` (one object of namespace default naming Gateway gw) in `namespace`, created at
+/// `created` (RFC 3339), its parentRef naming gw of namespace default.
+fn dated(doc: String, namespace: &str, created: &str) -> String {
+    doc.replacen(
+        "namespace: default}",
+        &format!("namespace: {namespace}, creationTimestamp: \"{created}\"}}"),
+        1,
+    )
+    .replace("parentRefs: [{name: gw}]", "parentRefs: [{name: gw, namespace: default}]")
+}
+
+/// A line NGINX refuses (b's timeout) leaves out the newest tenant's objects newer than every
+/// other tenant's (b's route), with NGINX's complaint in its status; the older tenant a, on
+/// b's host too, is served. With one tenant alone, the same refusal fails the run and the
+/// output directory stays as it was.
 #[test]
-fn a_tenant_line_nginx_refuses_drops_its_rule_and_the_rest_loads() {
+fn a_refused_line_leaves_out_the_newest_tenant_and_the_rest_loads() {
     let port = free_port();
     let yaml = format!(
         "{}{}{}{}",
-        gateway(port),
-        redirect_route("a", "a.test", "/a"),
-        timed_route("b", "b.test", "/t"),
-        redirect_route("c", "b.test", "/c"),
+        dated_gateway(port),
+        dated(redirect_route("a", "a.test", "/a"), "a", "2020-01-01T00:00:00Z"),
+        dated(timed_route("b", "b.test", "/t"), "b", "2022-01-01T00:00:00Z"),
+        dated(redirect_route("c", "b.test", "/c"), "a", "2021-01-01T00:00:00Z"),
     );
     let mut plan = unchecked_timeouts(&yaml);
     let opts = common::generator_options();
@@ -130,34 +148,22 @@ fn a_tenant_line_nginx_refuses_drops_its_rule_and_the_rest_loads() {
     let out = checked(&mut plan, &opts, &out_dir).expect("a configuration that loads");
     let dropped: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
-    assert!(
-        dropped[0].contains("\"proxy_connect_timeout\" directive invalid value"),
-        "{dropped:?}"
-    );
-    assert!(
-        matches!(&out.dropped[0].unit, Unit::Rule(r) if r.route.name == "b" && r.index == 0),
-        "{dropped:?}"
-    );
-    assert!(out.warnings.iter().any(|w| w.contains("invalid value")), "{:?}", out.warnings);
-    // The status says why, on b's parentRef, and only there: its one rule is gone, so it is
-    // not accepted (plan/status.rs dropped_from_configuration).
+    assert!(matches!(&out.dropped[0].unit, Unit::Route(r) if r.name == "b"), "{dropped:?}");
+    assert!(out.warnings.iter().any(|w| w.starts_with("gap in the model")), "{:?}", out.warnings);
+    // The status says why, on b's parentRef, and only there.
     httproute_nginx::plan::dropped_from_configuration(&mut plan.status, &out.dropped);
     for route in &plan.status.routes {
         let conditions: Vec<_> = route.parents.iter().flat_map(|(_, cs)| cs).collect();
         let accepted: Vec<_> =
             conditions.iter().filter(|c| c.kind == ConditionType::Accepted).collect();
         assert_eq!(accepted.len(), 1, "{}: {conditions:?}", route.id.name);
-        let partial = conditions.iter().any(|c| c.kind == ConditionType::PartiallyInvalid);
-        assert!(!partial, "{}: {conditions:?}", route.id.name);
+        let a = accepted[0];
         if route.id.name == "b" {
-            let a = accepted[0];
             assert!(!a.ok && a.reason == Reason::UnsupportedValue, "{a:?}");
-            assert!(
-                a.message.starts_with("no rule is left to serve: Dropped Rule 0: nginx -t: "),
-                "{a:?}"
-            );
+            assert!(a.message.starts_with("nginx -t: \"proxy_connect_timeout\""), "{a:?}");
+            assert!(a.message.contains("invalid value"), "{a:?}");
         } else {
-            assert!(accepted[0].ok, "{}: {conditions:?}", route.id.name);
+            assert!(a.ok, "{}: {conditions:?}", route.id.name);
         }
     }
 
@@ -166,41 +172,101 @@ fn a_tenant_line_nginx_refuses_drops_its_rule_and_the_rest_loads() {
     let (ok, text) = p.test();
     assert!(ok, "{text}");
     let n = p.start();
-    assert_eq!(get(&n, "a.test", "/a"), 302, "the innocent route answers");
-    assert_eq!(get(&n, "b.test", "/c"), 302, "the same host's other route answers");
-    assert_eq!(get(&n, "b.test", "/t"), 404, "the refused rule is left out");
+    assert_eq!(get(&n, "a.test", "/a"), 302, "the older tenant answers");
+    assert_eq!(get(&n, "b.test", "/c"), 302, "the older tenant's route on b's host answers");
+    assert_eq!(get(&n, "b.test", "/t"), 404, "the newest tenant's route is left out");
     n.finish();
+
+    // One tenant alone (every object in namespace default): the run fails, nothing is left out.
+    let yaml = format!(
+        "{}{}{}",
+        gateway(port),
+        redirect_route("a", "a.test", "/a"),
+        timed_route("b", "b.test", "/t")
+    );
+    let e = refused_run(&mut unchecked_timeouts(&yaml), &opts, &nginx_binary(), "check-alone");
+    assert!(e.contains("invalid value") && e.contains("one tenant alone is written"), "{e}");
 }
 
+/// The class #45 names: NGINX names a line of an older tenant's object (a1's redirect) that a
+/// newer tenant's object makes it refuse (here: while b's route `poison` is written). a1 is
+/// not left out, nor anything of tenant a: b's objects newer than a's are, and the
+/// configuration loads and serves a1. Before, the line's owner (a1's rule) was left out and
+/// b's routes kept.
+#[test]
+fn a_line_of_an_older_tenant_never_costs_it_its_object() {
+    let port = free_port();
+    let (mut p, opts) = plan_of(&two_tenants(port, "a1", "poison"));
+    let nginx = script_nginx(
+        "older-line",
+        "if grep -q -- /to-poison \"$4nginx.conf\"; then line=$(grep -n -F -- /to-a1 \"$4nginx.conf\" | head -n 1 | cut -d: -f1); if [ -n \"$line\" ]; then echo \"nginx: [emerg] invalid value in $4nginx.conf:$line\" >&2; exit 1; fi; fi\nexec $REAL \"$@\"",
+    );
+    let out_dir = Prefix::scratch("check-older-line-out");
+    let c = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir)
+        .expect("a configuration that loads");
+    let mut dropped: Vec<String> = (c.output.dropped.iter())
+        .map(|d| d.unit.route().map_or(d.to_string(), ToString::to_string))
+        .collect();
+    dropped.sort();
+    assert_eq!(dropped, ["b/b-last", "b/poison"], "{:?}", c.output.dropped);
+    httproute_nginx::write_dir(&out_dir, &c.output).unwrap();
+    let server = Prefix::existing(out_dir, "nginx.conf", port).start();
+    assert_eq!(get(&server, "a1.test", "/p"), 302, "the older tenant's route answers");
+    assert_eq!(get(&server, "b1.test", "/p"), 404, "the newest tenant's is left out");
+    server.finish();
+}
+
+/// A refusal of the run's own line (the module load_module names is not there) with one tenant
+/// fails the run; more Secrets NGINX refuses than a run leaves out fail it too, one fewer are
+/// all left out and it loads. The output directory is as it was, and no scratch directory is
+/// left beside it.
 #[test]
 fn a_refusal_of_the_run_s_own_line_or_past_the_bound_leaves_the_output_as_it_was() {
-    let port = free_port();
+    let ports = common::free_ports(2);
+    let (port, tls_port) = (ports[0], ports[1]);
     let out_dir = Prefix::scratch("check-run-out");
     std::fs::create_dir_all(&out_dir).unwrap();
     std::fs::write(out_dir.join("previous"), "kept").unwrap();
 
-    // The run's own line: the module the output's load_module names is not there.
     let mut plan =
         unchecked_timeouts(&format!("{}{}", gateway(port), redirect_route("a", "a.test", "/a")));
     let opts = Options { module: "/nonexistent/m.so".into(), ..common::generator_options() };
     let e = checked(&mut plan, &opts, &out_dir).err().expect("refused");
-    assert!(e.contains("the run's own") && e.contains("is left as it was"), "{e}");
+    assert!(e.contains("one tenant alone") && e.contains("is left as it was"), "{e}");
 
-    // One more refused object than a run leaves out: each is left out in turn, then the run
-    // gives up; one fewer: all are left out, and it loads.
-    let n = nginx_check::MAX_RETRIES + 1;
-    let routes = |k: usize| -> String {
-        let mut yaml = gateway(port);
-        for i in 0..k {
-            yaml += &timed_route(&format!("b{i}"), &format!("b{i}.test"), "/t");
-        }
-        yaml
+    // k TLS listeners, each with a Secret of its own; NGINX refuses the first certificate
+    // file written, naming it.
+    let (crt, key) = {
+        let (c, k) = common::self_signed("s.test", "*.s.test");
+        (std::fs::read_to_string(c).unwrap(), std::fs::read_to_string(k).unwrap())
     };
-    let opts = common::generator_options();
-    let e = checked(&mut unchecked_timeouts(&routes(n)), &opts, &out_dir).err().expect("refused");
-    assert!(e.contains(&format!("{} objects are left out", n - 1)), "{e}");
-    let out = checked(&mut unchecked_timeouts(&routes(n - 1)), &opts, &out_dir).expect("loads");
-    assert_eq!(out.dropped.len(), n - 1);
+    let secrets = |k: usize| -> (Plan, Options) {
+        let mut yaml = format!(
+            "kind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  listeners:\n  - {{name: http, port: {port}, protocol: HTTP}}\n"
+        );
+        for i in 0..k {
+            yaml += &format!(
+                "  - {{name: l{i}, port: {tls_port}, protocol: HTTPS, hostname: h{i}.s.test, tls: {{certificateRefs: [{{name: c{i}}}]}}}}\n"
+            );
+        }
+        yaml += "---\n";
+        for i in 0..k {
+            yaml += &common::tls_secret(&format!("c{i}"), &crt, &key);
+        }
+        plan_of(&yaml)
+    };
+    let nginx = script_nginx(
+        "certs",
+        "f=$(grep -o 'certs/[^\";]*[.]crt' \"$4nginx.conf\" | head -n 1)\nif [ -n \"$f\" ]; then echo \"nginx: [emerg] cannot load certificate \\\"$4$f\\\": refused\" >&2; exit 1; fi\nexit 0",
+    );
+    let n = nginx_check::MAX_RETRIES + 1;
+    let (mut p, opts) = secrets(n);
+    let e = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir).err();
+    let e = e.expect("refused");
+    assert!(e.contains(&format!("{} Secrets are left out already", n - 1)), "{e}");
+    let (mut p, opts) = secrets(n - 1);
+    let c = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir).expect("loads");
+    assert_eq!((c.refused_secrets.len(), c.checks), (n - 1, n));
 
     // The output directory is as it was, and no scratch directory is left beside it.
     assert_eq!(std::fs::read_to_string(out_dir.join("previous")).unwrap(), "kept");
@@ -380,7 +446,7 @@ fn a_refusal_without_a_line_leaves_out_the_newest_tenant_s_suffix_and_checks_onc
     dropped.sort();
     assert_eq!(dropped, ["b/b-last", "b/poison"], "{:?}", c.output.dropped);
     assert!(c.output.dropped.iter().all(|d| d.message.contains("could not build variables_hash")
-        && d.message.contains("NGINX names no line")));
+        && d.message.contains("a gap in the model")));
     let gap = c.output.warnings.iter().filter(|w| w.starts_with("gap in the model")).count();
     assert_eq!(gap, 1, "{:?}", c.output.warnings);
     httproute_nginx::plan::dropped_from_configuration(&mut p.status, &c.output.dropped);
@@ -486,189 +552,6 @@ fn a_platform_gateway_in_a_namespace_of_its_own_is_no_tenant() {
     );
 }
 
-/// A `nginx` that refuses a configuration holding `marker` with `[emerg] MESSAGE in
-/// FILE:LINE`, LINE the first line holding it (as NGINX names the line it refuses), and
-/// runs the real one otherwise.
-fn refusing_line_nginx(tag: &str, marker: &str, message: &str) -> std::path::PathBuf {
-    script_nginx(
-        tag,
-        &format!(
-            "line=$(grep -n -F -- '{marker}' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] {message} in $4nginx.conf:$line\" >&2; exit 1; fi\nexec $REAL \"$@\"",
-        ),
-    )
-}
-
-/// A backend that answers every request 200 with its `name`, counting them.
-fn named_backend(name: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::{Read as _, Write as _};
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = hits.clone();
-    std::thread::spawn(move || {
-        for mut conn in l.incoming().flatten() {
-            let mut head = Vec::new();
-            let mut b = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut b).is_ok_and(|n| n == 1) {
-                head.push(b[0]);
-            }
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{name}",
-                name.len()
-            );
-        }
-    });
-    (port, hits)
-}
-
-/// A refused line of one backendRef's `upstream` (NGINX's "host not found in upstream")
-/// leaves out that backendRef's share alone: its requests answer 500, the rule's other
-/// backend still gets its own, the route stays accepted with `ResolvedRefs: False` saying
-/// why, and nothing else is left out.
-#[test]
-fn a_refused_share_line_drops_only_that_share() {
-    let port = free_port();
-    let (s_port, s_hits) = named_backend("s");
-    let (t_port, t_hits) = named_backend("t");
-    let yaml = format!(
-        "{}kind: HTTPRoute\nmetadata: {{name: w, namespace: default}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [w.test]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /w}}}}]\n    backendRefs: [{{name: s, port: 80}}, {{name: t, port: 80}}]\n---\n{}",
-        gateway(port),
-        redirect_route("other", "o.test", "/o"),
-    );
-    let mut b = BackendMap::new();
-    b.insert("default/s:80".into(), format!("127.0.0.1:{s_port}"));
-    b.insert("default/t:80".into(), format!("127.0.0.1:{t_port}"));
-    let mut inputs = httproute_nginx::model::Inputs::default();
-    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
-    let opts = common::generator_options();
-    let mut plan = httproute_nginx::plan_for(&inputs, &b, &opts);
-    let t_address = format!("127.0.0.1:{t_port}");
-    let nginx = refusing_line_nginx(
-        "share",
-        &t_address,
-        &format!("host not found in upstream \"{t_address}\""),
-    );
-    let out_dir = Prefix::scratch("check-share-out");
-    let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)
-        .expect("a configuration that loads");
-    let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
-    assert_eq!(dropped.len(), 1, "{dropped:?}");
-    assert!(
-        matches!(&c.output.dropped[0].unit,
-            Unit::BackendShare { rule, index: 1 } if rule.route.name == "w" && rule.index == 0),
-        "{dropped:?}"
-    );
-    assert!(dropped[0].contains("host not found in upstream"), "{dropped:?}");
-    assert!(!c.output.nginx_conf.contains(&t_address), "{}", c.output.nginx_conf);
-    httproute_nginx::plan::dropped_from_configuration(&mut plan.status, &c.output.dropped);
-    for route in &plan.status.routes {
-        let conditions: Vec<_> = route.parents.iter().flat_map(|(_, cs)| cs).collect();
-        let of = |k: ConditionType| conditions.iter().find(|c| c.kind == k).unwrap();
-        assert!(of(ConditionType::Accepted).ok, "{}: {conditions:?}", route.id.name);
-        assert!(
-            !conditions.iter().any(|c| c.kind == ConditionType::PartiallyInvalid),
-            "{}: {conditions:?}",
-            route.id.name
-        );
-        let refs = of(ConditionType::ResolvedRefs);
-        if route.id.name == "w" {
-            assert!(!refs.ok && refs.reason == Reason::UnsupportedValue, "{refs:?}");
-            assert!(
-                refs.message.starts_with("rules[0].backendRefs[1]: nginx -t: host not found"),
-                "{refs:?}"
-            );
-        } else {
-            assert!(refs.ok, "{}: {refs:?}", route.id.name);
-        }
-    }
-
-    httproute_nginx::write_dir(&out_dir, &c.output).unwrap();
-    let p = Prefix::existing(out_dir, "nginx.conf", port);
-    let (ok, text) = p.test();
-    assert!(ok, "{text}");
-    let n = p.start();
-    // Half the requests are s's share (by $request_id), half the left-out share's (500).
-    let mut statuses = std::collections::BTreeMap::new();
-    for _ in 0..64 {
-        let r = n.raw(b"GET /w HTTP/1.0\r\nHost: w.test\r\n\r\n").expect("request");
-        if r.status == 200 {
-            assert_eq!(r.body, "s", "{r:?}");
-        }
-        *statuses.entry(r.status).or_insert(0) += 1;
-    }
-    assert_eq!(statuses.keys().copied().collect::<Vec<u16>>(), [200, 500], "{statuses:?}");
-    assert_eq!(s_hits.load(std::sync::atomic::Ordering::SeqCst), statuses[&200]);
-    assert_eq!(t_hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the share left out");
-    assert_eq!(get(&n, "o.test", "/o"), 302, "the other route answers");
-    n.finish();
-}
-
-/// A refused line of one listener (its `listen`) leaves out that listener alone: it is not programmed
-/// (`Programmed: False`), its port is not listened on, and the Gateway's other listener still
-/// answers for the same route.
-#[test]
-fn a_refused_listener_line_drops_only_that_listener() {
-    let ports = common::free_ports(2);
-    let (a, b) = (ports[0], ports[1]);
-    let yaml = format!(
-        "kind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  listeners:\n  - {{name: a, port: {a}, protocol: HTTP}}\n  - {{name: b, port: {b}, protocol: HTTP}}\n---\n{}",
-        redirect_route("r", "r.test", "/x"),
-    );
-    let mut inputs = httproute_nginx::model::Inputs::default();
-    httproute_nginx::model::load_text(Path::new("a.yaml"), &yaml, &mut inputs).unwrap();
-    let opts = common::generator_options();
-    let plan = || httproute_nginx::plan_for(&inputs, &backends(), &opts);
-    let marker = format!("listen 127.0.0.1:{b} ");
-    let is_b = |c: &nginx_check::Checked| {
-        let dropped: Vec<String> = c.output.dropped.iter().map(ToString::to_string).collect();
-        assert_eq!(dropped.len(), 1, "{dropped:?}");
-        assert!(
-            matches!(&c.output.dropped[0].unit, Unit::Listener(l) if l.name == "b"),
-            "{dropped:?}"
-        );
-        assert!(!c.output.nginx_conf.contains(&marker), "{}", c.output.nginx_conf);
-    };
-
-    // NGINX names the line: that line's listener.
-    let mut p = plan();
-    let nginx = refusing_line_nginx("listener-line", &marker, "bind() refused");
-    let out_dir = Prefix::scratch("check-listener-line-out");
-    let c = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir)
-        .expect("a configuration that loads");
-    is_b(&c);
-
-    httproute_nginx::plan::dropped_from_configuration(&mut p.status, &c.output.dropped);
-    for l in &p.status.listeners {
-        let programmed = l.conditions.iter().find(|c| c.kind == ConditionType::Programmed).unwrap();
-        assert_eq!(programmed.ok, l.id.name == "a", "{}: {programmed:?}", l.id.name);
-        if l.id.name == "b" {
-            assert_eq!(programmed.reason, Reason::Invalid, "{programmed:?}");
-            assert!(programmed.message.contains("bind() refused"), "{programmed:?}");
-        }
-    }
-    let accepted = p.status.routes[0]
-        .parents
-        .iter()
-        .flat_map(|(_, cs)| cs)
-        .find(|c| c.kind == ConditionType::Accepted)
-        .unwrap();
-    assert!(accepted.ok, "{accepted:?}");
-
-    httproute_nginx::write_dir(&out_dir, &c.output).unwrap();
-    let prefix = Prefix::existing(out_dir, "nginx.conf", a);
-    let (ok, text) = prefix.test();
-    assert!(ok, "{text}");
-    let n = prefix.start();
-    assert_eq!(get(&n, "r.test", "/x"), 302, "the other listener answers");
-    assert!(
-        std::net::TcpStream::connect(("127.0.0.1", b)).is_err(),
-        "the listener left out is not listened on"
-    );
-    n.finish();
-}
-
 /// A Secret given as the exact bytes `crt`, `key` (YAML double-quoted strings).
 fn exact_secret(name: &str, crt: &str, key: &str) -> String {
     format!(
@@ -736,13 +619,7 @@ fn a_secret_the_check_passes_loads_in_nginx_whatever_its_pem_framing() {
 
 /// A route of `namespace` created at `created` (RFC 3339) redirecting `path` on `host`.
 fn dated_route(namespace: &str, name: &str, created: &str, host: &str, path: &str) -> String {
-    redirect_route(name, host, path)
-        .replacen(
-            "namespace: default}",
-            &format!("namespace: {namespace}, creationTimestamp: \"{created}\"}}"),
-            1,
-        )
-        .replace("parentRefs: [{name: gw}]", "parentRefs: [{name: gw, namespace: default}]")
+    dated(redirect_route(name, host, path), namespace, created)
 }
 
 /// A refusal NGINX names no line for that two tenants' objects make together (a hash both

@@ -6,7 +6,9 @@
 //! what a directive means escaped or refused); variables are written only by the generator.
 //! Comments are escaped onto one line. Rendering also returns the tree of words as NGINX's
 //! parser will read it back ([`Stmt`]), which the tests and the fuzz target compare with an
-//! independent reader ([`crate::conf_reader`]), and each line's owner ([`Rendered::lines`]).
+//! independent reader ([`crate::conf_reader`]). A word NGINX cannot take is an error of the
+//! run: tenant words are judged before anything is written (`plan/words.rs`), so the writer
+//! meeting one is a bug of the generator.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -42,20 +44,6 @@ pub struct Directive {
     /// `if (...)`: the words after the name are a condition in parentheses.
     condition: bool,
     block: Option<Block>,
-    /// The object it was written for (its block's directives inherit it): `None`, the
-    /// enclosing directive's.
-    provenance: Option<Provenance>,
-}
-
-/// Where a directive comes from, for what a word NGINX cannot take costs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Provenance {
-    /// The generator or the operator (options): an unwritable word is an error of the run.
-    Run,
-    /// A tenant's object, by the caller's number for it: an unwritable word in it is recorded
-    /// in [`Rendered::refused`] and rendering goes on (the caller decides what to leave out
-    /// from these before it writes: `crate::emit`'s `decide`).
-    Object(u32),
 }
 
 impl Directive {
@@ -63,21 +51,11 @@ impl Directive {
         // Room for the words most directives have (grown, a second allocation).
         let mut words = Vec::with_capacity(3);
         words.push(Arg::code(name));
-        Directive { words, condition: false, block: None, provenance: None }
+        Directive { words, condition: false, block: None }
     }
     /// An entry whose first word is not a directive name (a `map` key).
     pub fn entry(first: Arg) -> Directive {
-        Directive { words: vec![first], condition: false, block: None, provenance: None }
-    }
-    /// Written for `p` (with everything in its block, unless a directive there says
-    /// otherwise).
-    pub fn from(mut self, p: Provenance) -> Directive {
-        self.provenance = Some(p);
-        self
-    }
-    /// Sets the provenance of a directive that has none.
-    pub fn set_provenance_if_none(&mut self, p: Provenance) {
-        self.provenance.get_or_insert(p);
+        Directive { words: vec![first], condition: false, block: None }
     }
     /// `if (VAR OP OPERAND) { ... }`, or `if (VAR) { ... }` without an operator.
     pub fn if_(
@@ -160,22 +138,6 @@ pub struct Rendered {
     pub tree: Vec<Stmt>,
     /// Some data `$` was written as `${httproute_dollar}`: [`dollar_geo`] must be defined.
     pub dollar: bool,
-    /// Words of tenant objects ([`Provenance::Object`]) NGINX cannot take: (object, why), in
-    /// the order met. Not empty: `text` holds `""` in their place and must not be used.
-    pub refused: Vec<(u32, String)>,
-    /// The owner of each line of `text` (index 0 is line 1): the provenance of the innermost
-    /// directive written on it (a block's closing `}` is its directive's), `None` for a line
-    /// of no directive's or of one without provenance (the run's). NGINX names the line of
-    /// a directive it refuses (`in FILE:LINE`): [`Rendered::owner_of_line`] says whose it is.
-    pub lines: Vec<Option<Provenance>>,
-}
-
-impl Rendered {
-    /// Whose directive line `line` (1-based, as NGINX counts) of the text holds: `None` for
-    /// the run's own lines and for a line past the end.
-    pub fn owner_of_line(lines: &[Option<Provenance>], line: usize) -> Option<Provenance> {
-        lines.get(line.checked_sub(1)?).copied().flatten()
-    }
 }
 
 /// Longest comment text: NGINX reads a comment through its 4 KiB word buffer too.
@@ -210,15 +172,8 @@ fn comment_into(s: &str, out: &mut String) {
 pub struct Writer {
     text: String,
     dollar: bool,
-    /// The provenance of the directives being written, innermost last.
-    provenance: Vec<Provenance>,
-    refused: Vec<(u32, String)>,
     /// Only the text: [`Rendered::tree`] stays empty (it costs more memory than the text).
     text_only: bool,
-    /// [`Rendered::lines`] of the lines ended so far.
-    lines: Vec<Option<Provenance>>,
-    /// The owner of the line being written.
-    line_owner: Option<Provenance>,
     /// The value of the word being written ([`word_to`]'s buffer, reused).
     value: String,
 }
@@ -235,9 +190,7 @@ impl Writer {
 
     fn whole(mut self, nodes: &[Node]) -> Result<Rendered, String> {
         let tree = self.nodes(nodes, BlockKind::Directives, 0)?;
-        self.end_lines();
-        let (text, dollar, refused, lines) = (self.text, self.dollar, self.refused, self.lines);
-        Ok(Rendered { text, tree, dollar, refused, lines })
+        Ok(Rendered { text: self.text, tree, dollar: self.dollar })
     }
 
     /// A writer of blocks one at a time at `depth` ([`Writer::push`]), so each block's nodes
@@ -247,19 +200,12 @@ impl Writer {
         Writer { text_only, ..Writer::default() }
     }
 
-    /// Writes the text pushed so far to `out` and forgets it, with its lines' owners (a
-    /// streamed configuration is not checked by `nginx -t` line by line): the writer then
-    /// holds one block at a time.
+    /// Writes the text pushed so far to `out` and forgets it: the writer then holds one block
+    /// at a time.
     pub fn drain_to(&mut self, out: &mut dyn std::io::Write) -> Result<(), String> {
         out.write_all(self.text.as_bytes()).map_err(|e| e.to_string())?;
         self.text.clear();
-        self.lines.clear();
         Ok(())
-    }
-
-    /// The words refused so far (each with its provenance number).
-    pub fn refused(&self) -> &[(u32, String)] {
-        &self.refused
     }
 
     /// Some data `$` was written as `${httproute_dollar}` so far ([`Rendered::dollar`]).
@@ -279,46 +225,24 @@ impl Writer {
     }
 
     /// What was pushed, as the last lines of the last block of `outer` (before its closing
-    /// `}`, which must end `outer`'s text): its text, line owners, refusals and tree (`tree`,
-    /// the pushed statements) join `outer`'s. The text is moved, not copied: `outer`'s goes in
-    /// front of it.
+    /// `}`, which must end `outer`'s text): its text and tree (`tree`, the pushed statements)
+    /// join `outer`'s. The text is moved, not copied: `outer`'s goes in front of it.
     pub fn close_into(mut self, outer: &mut Rendered, tree: Vec<Stmt>) -> Result<(), String> {
-        self.end_lines();
         let Some(head) = outer.text.strip_suffix("}\n") else {
             return Err("generator bug: the outer block does not end the text".into());
         };
-        let close = outer.lines.pop().flatten();
         self.text.insert_str(0, head);
         self.text.push_str("}\n");
         outer.text = self.text;
-        self.lines.splice(0..0, std::mem::take(&mut outer.lines));
-        self.lines.push(close);
-        outer.lines = self.lines;
         outer.dollar |= self.dollar;
-        outer.refused.append(&mut self.refused);
         if let Some(Stmt { block: Some(inner), .. }) = outer.tree.last_mut() {
             inner.extend(tree);
         }
         Ok(())
     }
 
-    /// Ends the line being written: `\n` and its owner.
     fn newline(&mut self) {
         self.text.push('\n');
-        self.lines.push(self.line_owner.take());
-    }
-
-    /// The owner of a last line without `\n`, if any.
-    fn end_lines(&mut self) {
-        if !self.text.is_empty() && !self.text.ends_with('\n') {
-            self.lines.push(self.line_owner.take());
-        }
-    }
-
-    /// The line being written holds a directive of the current provenance (the innermost
-    /// met on a line wins).
-    fn owns_line(&mut self) {
-        self.line_owner = self.provenance.last().copied().filter(|p| *p != Provenance::Run);
     }
 
     fn nodes(
@@ -339,7 +263,7 @@ impl Writer {
                 }
                 Node::Directive(d) => {
                     self.indent(depth);
-                    let stmt = self.directive(d, kind, depth)?;
+                    let stmt = self.directive_words(d, kind, depth)?;
                     if !self.text_only {
                         tree.push(stmt);
                     }
@@ -356,38 +280,8 @@ impl Writer {
         }
     }
 
-    /// One directive, without its line's indentation and end, under its provenance.
-    fn directive(
-        &mut self,
-        d: &Directive,
-        parent: BlockKind,
-        depth: usize,
-    ) -> Result<Stmt, String> {
-        if let Some(p) = d.provenance {
-            self.provenance.push(p);
-        }
-        self.owns_line();
-        let stmt = self.directive_words(d, parent, depth);
-        if d.provenance.is_some() {
-            self.provenance.pop();
-        }
-        stmt
-    }
-
-    /// A word NGINX cannot take: recorded for the tenant object it came from (rendering goes
-    /// on with `""` in its place), or the run's error.
-    fn refuse(&mut self, why: String) -> Result<(), String> {
-        match self.provenance.last() {
-            Some(Provenance::Object(o)) => {
-                self.refused.push((*o, why));
-                self.text.push_str("\"\"");
-                self.value.clear();
-                Ok(())
-            }
-            Some(Provenance::Run) | None => Err(why),
-        }
-    }
-
+    /// One directive, without its line's indentation and end. A word NGINX cannot take is an
+    /// error.
     fn directive_words(
         &mut self,
         d: &Directive,
@@ -414,9 +308,7 @@ impl Writer {
                 self.text.push('(');
             }
             let start = self.text.len();
-            if let Err(why) = word_to(a, pos, &mut self.dollar, &mut self.value, &mut self.text) {
-                self.refuse(why)?;
-            }
+            word_to(a, pos, &mut self.dollar, &mut self.value, &mut self.text)?;
             if d.condition && i == 1 {
                 if tree {
                     words.push(format!("({}", self.value));
@@ -447,7 +339,6 @@ impl Writer {
                 self.newline();
                 let inner = self.nodes(&b.nodes, b.kind, depth + 1)?;
                 self.indent(depth);
-                self.owns_line();
                 self.text.push('}');
                 Some(inner)
             }
@@ -464,7 +355,7 @@ impl Writer {
                 return Err("generator bug: a comment or blank line in a block on one line".into());
             };
             self.text.push(' ');
-            let stmt = self.directive(child, b.kind, depth)?;
+            let stmt = self.directive_words(child, b.kind, depth)?;
             if !self.text_only {
                 inner.push(stmt);
             }
@@ -544,125 +435,33 @@ mod tests {
         }
     }
 
-    /// A word a tenant object's directive cannot hold is that object's, wherever it is in the
-    /// object's block; the same word outside any object, or under [`Provenance::Run`] inside
-    /// one, is the run's error.
+    /// A word NGINX cannot take is an error of the run wherever it is (inside a block, on a
+    /// block's one line): nothing is written in its place.
     #[test]
-    fn refused_words_are_their_objects() {
+    fn an_unwritable_word_in_a_block_is_an_error() {
         let long = "x".repeat(MAX_WORD + 1);
         let bad = |f: &'static str| Directive::new("add_header").data(f, "a\nb").into();
-        let nodes: Vec<Node> = vec![
-            Directive::new("location")
-                .code("/a")
-                .block(vec![
-                    Directive::new("return").code("200").into(),
-                    Directive::new("if")
-                        .block(vec![bad("inner"), Directive::new("x").data("long", long).into()])
-                        .into(),
-                ])
-                .from(Provenance::Object(7))
-                .into(),
-            Directive::new("location")
-                .code("/b")
-                .block(vec![bad("other")])
-                .from(Provenance::Object(9))
-                .into(),
-            Directive::new("ok").code("1").into(),
-        ];
-        let r = Writer::render(&nodes).unwrap();
-        let owners: Vec<u32> = r.refused.iter().map(|(o, _)| *o).collect();
-        assert_eq!(owners, [7, 7, 9], "{:?}", r.refused);
-        assert!(r.refused[0].1.starts_with("inner: "), "{:?}", r.refused);
-        assert!(r.refused[1].1.starts_with("long: "), "{:?}", r.refused);
-        assert!(Writer::render(&[bad("f")]).is_err());
-        let run = Directive::new("location")
-            .code("/c")
-            .block(vec![Directive::new("x").data("f", "a\0").from(Provenance::Run).into()])
-            .from(Provenance::Object(1));
-        assert!(Writer::render(&[run.into()]).is_err());
-    }
-
-    /// Every line's owner is the provenance of the innermost directive on it, as NGINX will
-    /// name the line: blocks on several lines, blocks on one line, closing braces, comments
-    /// and the run's own directives (no owner).
-    #[test]
-    fn each_line_is_owned_by_the_innermost_directive_on_it() {
-        let o = Provenance::Object;
-        let nodes: Vec<Node> = vec![
-            Node::Comment("top".into()),
-            Directive::new("http")
-                .block(vec![
-                    Directive::new("a").into(),
-                    Node::Blank,
-                    Directive::new("server")
-                        .block(vec![
-                            Directive::new("location")
-                                .code("/x")
-                                .inline(vec![Directive::new("return").code("404").into()])
-                                .from(o(3))
-                                .into(),
-                            Directive::new("location")
-                                .code("/y")
-                                .block(vec![
-                                    Directive::new("b").into(),
-                                    Directive::new("c").from(Provenance::Run).into(),
-                                    Directive::new("d").from(o(5)).into(),
-                                ])
-                                .from(o(4))
-                                .into(),
-                        ])
-                        .into(),
-                ])
-                .into(),
-        ];
-        for r in [Writer::render(&nodes).unwrap(), Writer::render_text(&nodes).unwrap()] {
-            let lines: Vec<&str> = r.text.lines().collect();
-            assert_eq!(r.lines.len(), lines.len(), "{}", r.text);
-            let owners: Vec<(&str, Option<Provenance>)> = lines
-                .iter()
-                .enumerate()
-                .map(|(i, l)| (l.trim(), Rendered::owner_of_line(&r.lines, i + 1)))
-                .collect();
-            assert_eq!(
-                owners,
-                [
-                    ("# top", None),
-                    ("http {", None),
-                    ("a;", None),
-                    ("", None),
-                    ("server {", None),
-                    ("location /x { return 404; }", Some(o(3))),
-                    ("location /y {", Some(o(4))),
-                    ("b;", Some(o(4))),
-                    ("c;", None),
-                    ("d;", Some(o(5))),
-                    ("}", Some(o(4))),
-                    ("}", None),
-                    ("}", None),
-                ]
-            );
-            assert_eq!(Rendered::owner_of_line(&r.lines, 0), None);
-            assert_eq!(Rendered::owner_of_line(&r.lines, lines.len() + 1), None);
-        }
+        let inner = |n: Node| Directive::new("location").code("/a").block(vec![n]).into();
+        let e = Writer::render(&[inner(bad("inner"))]).unwrap_err();
+        assert!(e.starts_with("inner: "), "{e}");
+        let e = Writer::render_text(&[inner(Directive::new("x").data("long", long).into())]);
+        assert!(e.unwrap_err().starts_with("long: "));
+        let one_line = Directive::new("location").code("/c").inline(vec![bad("f")]);
+        assert!(Writer::render(&[one_line.into()]).is_err());
     }
 
     /// Blocks written one at a time into an outer block ([`Writer::stream`]) give what one
-    /// render of the whole tree gives: text, line owners, tree, refusals, `$`.
+    /// render of the whole tree gives: text, tree, `$`.
     #[test]
     fn streamed_blocks_are_the_whole_render() {
-        let o = Provenance::Object;
-        let server = |i: u32, bad: &str| -> Vec<Node> {
+        let server = |i: u32, value: &str| -> Vec<Node> {
             vec![
                 Node::Blank,
                 Directive::new("server")
                     .block(vec![
-                        Directive::new("listen").code("80").from(o(i)).into(),
+                        Directive::new("listen").code("80").into(),
                         Node::Comment(format!("server {i}")),
-                        Directive::new("add_header")
-                            .code("x")
-                            .data("f", bad.to_owned())
-                            .from(o(i + 1))
-                            .into(),
+                        Directive::new("add_header").code("x").data("f", value.to_owned()).into(),
                     ])
                     .into(),
             ]
@@ -675,7 +474,7 @@ mod tests {
                     .into(),
             ]
         };
-        let servers = [server(1, "x"), server(3, "a\nb"), server(5, "$y")];
+        let servers = [server(1, "x"), server(3, "a b"), server(5, "$y")];
         for text_only in [false, true] {
             let render = if text_only { Writer::render_text } else { Writer::render };
             let whole = render(&top(servers.concat())).unwrap();
@@ -688,9 +487,7 @@ mod tests {
             let mut outer = render(&top(Vec::new())).unwrap();
             w.close_into(&mut outer, tree).unwrap();
             assert_eq!(outer.text, whole.text);
-            assert_eq!(outer.lines, whole.lines);
             assert_eq!(outer.tree, whole.tree);
-            assert_eq!(outer.refused, whole.refused);
             assert_eq!(outer.dollar, whole.dollar);
         }
     }

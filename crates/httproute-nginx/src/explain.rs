@@ -66,8 +66,8 @@ pub struct Explanation {
 }
 
 /// The plan as the configuration written from it serves: the rules and matches the writer
-/// left out (`crate::emit::Output::dropped`: a word NGINX cannot take, a line `nginx -t`
-/// refused) are taken out of every location's candidates, so that explain does not name a
+/// left out (`crate::emit::Output::dropped`: a word NGINX cannot take, a budget, a refusal of
+/// `nginx -t`) are taken out of every location's candidates, so that explain does not name a
 /// rule that is not served. A whole rule (or route) loses every match; a match, itself; a
 /// backendRef share answers 500. Servers the writer leaves out are taken out as NGINX will not
 /// have them (as `emit`'s `http` block decides): a dropped listener's servers, and a server

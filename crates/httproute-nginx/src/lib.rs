@@ -246,8 +246,8 @@ pub fn generate_streamed(
 }
 
 /// [`generate_all_with`], the configuration checked by the NGINX binary `nginx` (see
-/// [`nginx_check`]): what it refuses of a tenant object is left out, with a condition, until
-/// the configuration loads. `out_dir` is where the output will be written (the check runs
+/// [`nginx_check`]): when it refuses, a Secret it names, else the newest tenant's objects,
+/// are left out, with a condition, until the configuration loads. `out_dir` is where the output will be written (the check runs
 /// beside it).
 pub fn generate_checked(
     inputs: &[PathBuf],

@@ -153,10 +153,10 @@ enum Command {
         #[command(flatten)]
         writing: Writing,
         /// Check the output with this NGINX binary (`NGINX -t`, in a scratch directory beside
-        /// DIR) before DIR is written: the tenant objects NGINX refuses (by the line, or the
-        /// Secret's file, it names; without either, the newest tenant's objects newer than
-        /// every other tenant's, once) are left out with a condition and the check runs again,
-        /// at most 16 times. Any other refusal exits 1 and leaves DIR as it was.
+        /// DIR) before DIR is written: when NGINX refuses, the Secret whose file it names (at
+        /// most 16), else the newest tenant's objects newer than every other tenant's (once),
+        /// are left out with a condition and the check runs again. Any other refusal exits 1
+        /// and leaves DIR as it was.
         #[arg(long = "nginx")]
         nginx: Option<PathBuf>,
     },
@@ -206,7 +206,8 @@ enum Command {
         #[arg(long = "query")]
         query: Vec<String>,
         /// The nginx binary `generate --nginx` checks with: explain answers from what is left
-        /// when it has left out what NGINX refuses (a listener, a route, a rule, a Secret).
+        /// when it has left out what NGINX's refusals leave out (a Secret, the newest tenant's
+        /// routes and listeners).
         #[arg(long = "nginx")]
         nginx: Option<PathBuf>,
         #[command(flatten)]

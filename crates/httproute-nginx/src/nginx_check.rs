@@ -1,33 +1,31 @@
 //! `generate --nginx PATH`: the configuration checked by the NGINX that will run it
-//! (`PATH -t` in a scratch directory beside the output directory). A refusal is mapped to the
-//! tenant objects it comes from, those are left out with NGINX's complaint as their reason,
-//! and the configuration is written and checked again:
+//! (`PATH -t` in a scratch directory beside the output directory). The plan decides every
+//! outcome, so a refusal is a gap in the model (a bug, logged as such). Two rules, each
+//! decided from the plan, never from the written order or the line NGINX names:
 //!
-//! - naming a line: every object that brings it ([`Output::units_at_line`]), each as the
-//!   smallest [`Unit`] that holds the line (a backendRef's share, a match, a rule, a route, a
-//!   listener), all at once;
-//! - naming a certificate or key file the writer wrote for a Secret: that Secret
-//!   ([`drop_secret`]);
-//! - naming neither: a gap in the model, logged as such. One decision, no search: the objects
-//!   of the newest tenant that are newer than every other tenant's (Gateway API's conflict
-//!   order, never the written order) are left out once ([`newest_tenant_suffix`]); a second
-//!   such refusal, or one tenant alone, fails the run.
+//! - a refusal naming a certificate or key file the writer wrote for a Secret: that Secret is
+//!   left out ([`drop_secret`]: NGINX names the file, one Secret owns it, and loading it does
+//!   not depend on other tenants), at most [`MAX_RETRIES`] times;
+//! - any other: the objects of the newest tenant that are newer than every other tenant's
+//!   (Gateway API's conflict order: [`newest_tenant_suffix`]) are left out, once. A line
+//!   NGINX names may be an older tenant's whose object a newer tenant's breaks: that older
+//!   object is never left out. A second such refusal, one tenant alone, or nothing newer
+//!   than the others fails the run.
 //!
-//! Each retry leaves out at least one more object, at most [`MAX_RETRIES`] times. The run's
-//! own line, an object already left out, or the bound reached is an error of the run: the
-//! output directory is not touched.
+//! What is left out becomes the plan's refusals (each with NGINX's complaint: the status
+//! conditions say it), and the configuration is written and checked again. A run that fails
+//! leaves the output directory untouched.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::emit::Options;
-use crate::emit::{Output, Tree, Unit, certificate_files, emit_dropping};
+use crate::emit::{Output, Tree, certificate_files, emit_with};
 use crate::message::escape_message;
-use crate::plan::{Left, Plan};
+use crate::plan::{Left, Plan, Unit};
 
-/// How many times NGINX's refusals may leave objects out in one run before it gives up: each
-/// retry leaves out the object of one refusal, or all the objects that bring a line it names
-/// (a line they share), at least one more than before.
+/// How many Secrets NGINX's refusals may leave out in one run before it gives up (the
+/// newest tenant's objects are left out once more at the most).
 pub const MAX_RETRIES: usize = 16;
 
 /// What NGINX said when it refused a configuration.
@@ -36,7 +34,8 @@ pub struct Refusal {
     /// The message of its first `[emerg]` (or `[alert]`, `[crit]`) line, without the
     /// `in FILE:LINE` at its end when FILE is the configuration checked.
     pub message: String,
-    /// The line of the configuration checked the message names, if it names one.
+    /// The line of the configuration checked the message names, if it names one (said in the
+    /// warning and the error, for the operator: no rule reads it).
     pub line: Option<usize>,
 }
 
@@ -85,21 +84,21 @@ pub fn nginx_test(nginx: &Path, dir: &Path) -> Result<(), String> {
 /// What a checked run made: the output that loads and what NGINX's refusals left out.
 pub struct Checked {
     pub output: Output,
-    /// The objects left out because NGINX refused a line of theirs (or, for a refusal without
-    /// a line, the newest tenant's objects newer than every other's), each with why.
+    /// The objects left out because NGINX refused the configuration (the newest tenant's
+    /// objects newer than every other's: [`newest_tenant_suffix`]), each with why.
     pub refused: Vec<(Unit, String)>,
     /// The TLS Secrets (`namespace/name`) left out because NGINX could not load their files,
     /// each with why (their listeners have the condition: [`drop_secret`]).
     pub refused_secrets: Vec<(String, String)>,
-    /// How many times `nginx -t` ran (at most [`MAX_RETRIES`] + 1).
+    /// How many times `nginx -t` ran (at most [`MAX_RETRIES`] + 2).
     pub checks: usize,
 }
 
 /// Writes the configuration of `plan`, checks it with `nginx` in a scratch directory beside
-/// `out_dir` (removed afterwards) and, while NGINX refuses a tenant object, leaves that object
-/// out and tries again (see the module's documentation). A Secret NGINX cannot load is taken
-/// out of `plan` itself ([`drop_secret`]: its listeners' status says why). `Err` says why
-/// the run cannot give a configuration that loads.
+/// `out_dir` (removed afterwards) and, while NGINX refuses it, leaves objects out of `plan`
+/// and tries again (see the module's documentation): a Secret ([`drop_secret`]: its
+/// listeners' status says why), or the newest tenant's objects (added to [`Plan::refused`]).
+/// `Err` says why the run cannot give a configuration that loads.
 pub fn emit_checked(
     plan: &mut Plan,
     opts: &Options,
@@ -151,102 +150,84 @@ impl Run<'_> {
         }
     }
 
-    /// Every object that brings `line`: all of them at once (the line stays while one is
-    /// left), none that does not. `Err` for the run's own line or an object left out already.
-    fn line_units(
-        &self,
-        output: &Output,
-        drops: &[(Unit, String)],
-        line: usize,
-        complaint: &str,
-    ) -> Result<Vec<Unit>, String> {
-        let units = output.units_at_line(line);
-        if units.is_empty() {
-            return self.give_up(format!("{complaint} (nginx.conf line {line}, the run's own)"));
-        }
-        let left = Left::of(drops);
-        if units.iter().any(|unit| left.refuses(unit)) {
-            return self.give_up(format!(
-                "{complaint} (nginx.conf line {line}, of an object already left out)"
-            ));
-        }
-        Ok(units.into_iter().cloned().collect())
-    }
-
     fn check_loop(&mut self, plan: &mut Plan) -> Result<Checked, String> {
-        let mut drops: Vec<(Unit, String)> = Vec::new();
+        let mut refused: Vec<(Unit, String)> = Vec::new();
         let mut secrets: Vec<(String, String)> = Vec::new();
         let mut warnings: Vec<String> = Vec::new();
-        // Each leaves out at least one object more than the ones before (the units a line
-        // names are none left out already, a Secret left out is not written again, the newest
-        // tenant's objects are none left out, and only once), so the loop ends; MAX_RETRIES
-        // bounds it (NGINX names one refusal a check: one object, or one line's sharers, as
-        // many as they are for one pass and one check).
-        let mut retries = 0;
-        let mut gap = false;
+        // Each retry leaves out at least one object more (a Secret left out is not written
+        // again; the newest tenant's objects are none left out, and only once), so the loop
+        // ends: MAX_RETRIES + 2 checks at the most.
         loop {
-            let mut output = emit_dropping(plan, self.opts, self.tree, &drops)?;
+            let mut output = emit_with(plan, self.opts, self.tree)?;
             let Some(refusal) = self.check(&output)? else {
                 output.warnings.append(&mut warnings);
-                let (refused, refused_secrets, checks) = (drops, secrets, self.checks);
+                let (refused_secrets, checks) = (secrets, self.checks);
                 return Ok(Checked { output, refused, refused_secrets, checks });
             };
             let complaint = format!("nginx -t: {}", refusal.message);
-            if retries >= MAX_RETRIES {
-                let at = refusal.line.map_or(String::new(), |l| format!(" (nginx.conf line {l})"));
-                let left = drops.len() + secrets.len();
-                return self.give_up(format!(
-                    "{complaint}{at}; {left} objects are left out already in {retries} retries, \
-                     the most one run makes"
-                ));
-            }
-            retries += 1;
-            if let Some(line) = refusal.line {
-                let units = self.line_units(&output, &drops, line, &complaint)?;
-                let why = escape_message(&complaint);
-                drops.extend(units.into_iter().map(|u| (u, why.clone())));
-            } else if let Some(secret) = secret_named(&refusal.message, plan, self.opts) {
+            let at = refusal.line.map_or(String::new(), |l| format!(" (nginx.conf line {l})"));
+            if let Some(secret) = secret_named(&refusal.message, plan, self.opts) {
+                if secrets.len() >= MAX_RETRIES {
+                    return self.give_up(format!(
+                        "{complaint}{at}; {MAX_RETRIES} Secrets are left out already, the most \
+                         one run leaves out"
+                    ));
+                }
                 // A certificate or key file NGINX could not load: the writer knows whose it is.
                 let why = escape_message(&complaint);
                 warnings.extend(drop_secret(plan, &secret, &why));
                 secrets.push((secret, why));
-            } else {
-                // No line and no file of a tenant's: a gap in the model, decided at once.
-                let units = newest_tenant_suffix(plan, &output, &drops);
-                if gap || units.is_empty() {
-                    return self.give_up(format!(
-                        "{complaint} (no line of nginx.conf named, and it stays with the newest \
-                         tenant's objects left out, or one tenant alone is written: a gap in \
-                         the model or the run's own)"
-                    ));
-                }
-                gap = true;
-                warnings.push(format!(
-                    "gap in the model: {complaint} (no line named); {} objects of the newest \
-                     tenant, newer than every other tenant's, are left out",
-                    units.len()
-                ));
-                let why = escape_message(&format!(
-                    "{complaint} (NGINX names no line; the newest tenant's objects are left out)"
-                ));
-                drops.extend(units.into_iter().map(|u| (u, why.clone())));
+                continue;
             }
+            // A gap in the model, decided at once: never an older tenant's object.
+            if !refused.is_empty() {
+                return self.give_up(format!(
+                    "{complaint}{at}: it stays with the newest tenant's objects left out (a gap \
+                     in the model, or the run's own)"
+                ));
+            }
+            let units = newest_tenant_suffix(plan);
+            if units.is_empty() {
+                return self.give_up(format!(
+                    "{complaint}{at}: one tenant alone is written, or none newer than every \
+                     other (a gap in the model, or the run's own)"
+                ));
+            }
+            warnings.push(format!(
+                "gap in the model: {complaint}{at}; {} objects of the newest tenant, newer than \
+                 every other tenant's, are left out",
+                units.len()
+            ));
+            let why = escape_message(&format!(
+                "{complaint} (a gap in the model: the newest tenant's objects are left out)"
+            ));
+            refused = units.into_iter().map(|u| (u, why.clone())).collect();
+            plan.refused.extend(refused.iter().cloned());
         }
     }
 }
 
-/// The objects a refusal naming no line leaves out: those of the newest object's tenant that
-/// are newer than every other tenant's object `output` still writes, in Gateway API's
-/// conflict order ([`crate::plan::Ages`]), each as the unit that leaves all of it out (a
-/// route; a Gateway's listeners). A tenant is a namespace whose routes are written: a
-/// Gateway of a namespace with none (the platform's) is no tenant, neither left out nor
-/// protecting one. Empty (the run fails) when one tenant alone is written, or when the newest
-/// is as old as another tenant's (unknown ages).
-fn newest_tenant_suffix(plan: &Plan, output: &Output, drops: &[(Unit, String)]) -> Vec<Unit> {
+/// The objects a refusal that is not a Secret's leaves out: those of the newest object's
+/// tenant that are newer than every other tenant's object the plan writes (its servers' routes
+/// and listeners, but what [`Plan::refused`] leaves out), in Gateway API's conflict order
+/// ([`crate::plan::Ages`]), each as the unit that leaves all of it out (a route; a Gateway's
+/// listener). A tenant is a namespace whose routes are written: a Gateway of a namespace with
+/// none (the platform's) is no tenant, neither left out nor protecting one. Empty (the run
+/// fails) when one tenant alone is written, or when the newest is as old as another tenant's
+/// (unknown ages).
+fn newest_tenant_suffix(plan: &Plan) -> Vec<Unit> {
+    let left = Left::of(&plan.refused);
     let mut objects: std::collections::HashMap<Unit, (usize, String)> = Default::default();
-    let left = Left::of(drops);
-    for unit in output.all_units().filter(|u| !left.refuses(u)) {
-        objects.extend(objects_of(plan, unit));
+    let written = plan.ports.iter().flat_map(|p| &p.servers).filter(|s| left.written(s));
+    for s in written {
+        if let Some(l) = &s.listener {
+            objects.insert(Unit::Listener(l.clone()), (plan.ages.listener(l), l.namespace.clone()));
+        }
+        let off = left.at(s);
+        let rules = s.rules.iter().filter(|r| !left.rule(&r.id)).map(|r| &r.id.route);
+        for r in s.brought_by.iter().chain(rules).filter(|r| !off.route(r)) {
+            objects.insert(Unit::Route(r.clone()), (plan.ages.route(r), r.namespace.clone()));
+        }
     }
     let tenants: std::collections::HashSet<String> = objects
         .keys()
@@ -270,28 +251,6 @@ fn newest_tenant_suffix(plan: &Plan, output: &Output, drops: &[(Unit, String)]) 
         .collect();
     suffix.sort_by_key(|(age, unit)| (std::cmp::Reverse(*age), format!("{unit:?}")));
     suffix.into_iter().map(|(_, unit)| unit).collect()
-}
-
-/// The tenant objects `unit` is written for, each as the unit that leaves it all out, with its
-/// place in the conflict order and its namespace: a route (for its rules, shares,
-/// attachments; for a match location, each route it holds) or a listener (its Gateway's).
-fn objects_of(plan: &Plan, unit: &Unit) -> Vec<(Unit, (usize, String))> {
-    let route = |r: &crate::plan::RouteId| {
-        (Unit::Route(r.clone()), (plan.ages.route(r), r.namespace.clone()))
-    };
-    match unit {
-        Unit::Rule(rule) | Unit::BackendShare { rule, .. } | Unit::Match { rule, .. } => {
-            vec![route(&rule.route)]
-        }
-        Unit::Route(r) | Unit::Attachment { route: r, .. } => vec![route(r)],
-        Unit::Listener(l) => vec![(unit.clone(), (plan.ages.listener(l), l.namespace.clone()))],
-        Unit::Location((pi, si), li) => plan
-            .ports
-            .get(*pi)
-            .and_then(|p| p.servers.get(*si))
-            .and_then(|s| s.locations.get(*li))
-            .map_or(Vec::new(), |loc| loc.candidates().map(|c| route(&c.id.route)).collect()),
-    }
 }
 
 /// The tenant Secret whose certificate or key file `message` names (NGINX quotes the full

@@ -552,9 +552,6 @@ mod tests {
             warnings: Vec::new(),
             dropped: Vec::new(),
             work: Default::default(),
-            lines: Vec::new(),
-            units: Vec::new(),
-            sharers: Default::default(),
         }
     }
 

@@ -216,14 +216,20 @@ fn explain_does_not_name_a_rule_the_configuration_leaves_out() {
     assert_eq!(status, 302, "{text}");
 }
 
-/// Two listeners (8080, 8081) and a route attached only to 8081's, in `dir`; a fake NGINX
-/// there that refuses the first line holding `refused`; and `explain` for rb.test on port
-/// 8081 with `extra` options: (stdout, stderr).
+/// Two tenants, each a Gateway with one listener and a route: a (2020) on 8080, b (2021, the
+/// newest) on 8081, in `dir`; a fake NGINX there that refuses the first line holding
+/// `refused`; and `explain` for rb.test on port 8081 with `extra` options: (stdout, stderr).
 fn explain_beside_a_refusing_nginx(
     dir: &str,
     refused: &str,
 ) -> (PathBuf, PathBuf, impl Fn(&[&std::ffi::OsStr]) -> (String, String)) {
-    let yaml = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: a, port: 8080, protocol: HTTP}\n  - {name: b, port: 8081, protocol: HTTP}\n---\nkind: HTTPRoute\nmetadata: {name: rb}\nspec:\n  parentRefs: [{name: gw, sectionName: b}]\n  rules:\n  - filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplaceFullPath, replaceFullPath: /to-rb}}}]\n";
+    let tenant = |ns: &str, port: u16, year: u32| {
+        format!(
+            "kind: Gateway\nmetadata: {{name: gw, namespace: {ns}, creationTimestamp: \"{year}-01-01T00:00:00Z\"}}\nspec:\n  listeners:\n  - {{name: {ns}, port: {port}, protocol: HTTP}}\n---\nkind: HTTPRoute\nmetadata: {{name: r{ns}, namespace: {ns}, creationTimestamp: \"{year}-01-01T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - filters: [{{type: RequestRedirect, requestRedirect: {{path: {{type: ReplaceFullPath, replaceFullPath: /to-r{ns}}}}}}}]\n---\n"
+        )
+    };
+    let yaml = tenant("a", 8080, 2020) + &tenant("b", 8081, 2021);
+    let yaml = yaml.as_str();
     let dir = manifests(dir, yaml);
     let nginx = dir.join("nginx");
     std::fs::write(
@@ -248,7 +254,7 @@ fn explain_beside_a_refusing_nginx(
 }
 
 /// `explain --nginx` checks the configuration generate writes with the same options: a fake
-/// NGINX refusing `listen 127.0.0.2:8081` refuses the listener only when explain is given
+/// NGINX refusing `listen 127.0.0.2:8081` refuses tenant b (the newest) only when explain is given
 /// `--listen-address 127.0.0.2` (before, explain had no such option and checked `listen 8081`).
 #[test]
 fn the_explain_command_checks_with_the_writing_options() {
@@ -256,25 +262,25 @@ fn the_explain_command_checks_with_the_writing_options() {
         explain_beside_a_refusing_nginx("nginx-writing-options", "listen 127.0.0.2:8081");
     let check = ["--nginx".as_ref(), nginx.as_os_str()];
     let (text, _) = run(&check);
-    assert!(text.contains("default/rb rule 0") && text.ends_with("=> 302\n"), "{text}");
+    assert!(text.contains("b/rb rule 0") && text.ends_with("=> 302\n"), "{text}");
     let (text, warnings) =
         run(&[&check[..], &["--listen-address".as_ref(), "127.0.0.2".as_ref()]].concat());
     assert!(text.ends_with("=> 0\n"), "{text}");
-    assert!(warnings.contains("listener default/gw/b: nginx -t: bind() refused"), "{warnings}");
+    assert!(warnings.contains("listener b/gw/b: nginx -t: bind() refused"), "{warnings}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `explain --nginx`: answers from what `generate --nginx` leaves when NGINX refuses a
-/// listener's line (a fake NGINX refusing port 8081's `listen`): the listener's port is not
-/// listened on, the route attached only there is not answered from its old server; without
-/// `--nginx`, explain does not know of the refusal.
+/// `explain --nginx`: answers from what `generate --nginx` leaves when NGINX refuses (a fake
+/// NGINX refusing port 8081's `listen`: the newest tenant b's listener and route are left
+/// out): the listener's port is not listened on, its route is not answered from its old
+/// server; without `--nginx`, explain does not know of the refusal.
 #[test]
 fn the_explain_command_answers_without_what_nginx_refuses() {
     let (dir, nginx, run) = explain_beside_a_refusing_nginx("nginx-refuses", "listen 8081");
     let (text, _) = run(&[]);
-    assert!(text.contains("default/rb rule 0") && text.ends_with("=> 302\n"), "{text}");
+    assert!(text.contains("b/rb rule 0") && text.ends_with("=> 302\n"), "{text}");
     let (text, warnings) = run(&["--nginx".as_ref(), nginx.as_os_str()]);
     assert!(text.ends_with("=> 0\n"), "{text}");
-    assert!(warnings.contains("listener default/gw/b: nginx -t: bind() refused"), "{warnings}");
+    assert!(warnings.contains("listener b/gw/b: nginx -t: bind() refused"), "{warnings}");
     let _ = std::fs::remove_dir_all(&dir);
 }

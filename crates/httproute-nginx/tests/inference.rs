@@ -232,19 +232,3 @@ fn the_epp_shim_url_is_checked_at_argument_parse() {
         assert!(e.starts_with("--epp-shim"), "{e}");
     }
 }
-
-/// The pool's proxy location is its backendRef share's, as the picker's location is: left
-/// out with the share (NGINX refusing a line of it leaves out that share, not the run).
-#[test]
-fn the_pools_proxy_location_is_its_shares() {
-    let out = run().output;
-    let lines: Vec<usize> = (out.nginx_conf.lines().enumerate())
-        .filter(|(_, l)| l.contains("-inference { internal;"))
-        .map(|(i, _)| i + 1)
-        .collect();
-    assert_eq!(lines.len(), 4);
-    for line in lines {
-        let unit = out.units_at_line(line).first().map(|u| format!("{u:?}"));
-        assert!(unit.as_deref().is_some_and(|u| u.starts_with("BackendShare")), "{line}: {unit:?}");
-    }
-}

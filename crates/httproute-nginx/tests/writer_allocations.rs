@@ -6,7 +6,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use httproute_nginx::conf::{Arg, Directive, Node, Provenance, Writer, code, data, var};
+use httproute_nginx::conf::{Arg, Directive, Node, Writer, code, data, var};
 
 /// The system allocator, counting this thread's allocations.
 struct Counting;
@@ -34,7 +34,7 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOC: Counting = Counting;
 
 /// `n` locations as emit writes a rule's: words of the generator, variables, data bare and
-/// quoted (a space), one of several parts, each location a tenant object's.
+/// quoted (a space), one of several parts.
 fn locations(n: usize) -> Vec<Node> {
     (0..n)
         .map(|i| {
@@ -48,7 +48,6 @@ fn locations(n: usize) -> Vec<Node> {
                     Directive::new("add_header").data("name", "x-a").data("value", "b c").into(),
                     Directive::new("proxy_pass").arg(pass).into(),
                 ])
-                .from(Provenance::Object(u32::try_from(i).unwrap()))
                 .into()
         })
         .collect()
@@ -60,7 +59,7 @@ fn allocations(n: usize) -> usize {
     let before = COUNT.with(Cell::get);
     let text = Writer::render_text(&nodes).unwrap();
     let spent = COUNT.with(Cell::get) - before;
-    assert_eq!(text.lines.len(), n);
+    assert_eq!(text.text.lines().count(), n);
     assert!(
         text.text.contains("location = \"/svc-1/v 0\" { internal; proxy_set_header Host $host;")
     );

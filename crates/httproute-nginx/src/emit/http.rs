@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 
-use crate::conf::{Arg, Directive, Node, Provenance, Rendered, Stmt, Writer, code, data};
+use crate::conf::{Arg, Node, Rendered, Stmt, Writer, code, data};
 use crate::plan::{
     Candidate, Entry, Kept, Loc, LocationPlan, Merged, Plan, RuleId, RulePlan, ServerAt,
     ServerPlan, Target,
@@ -11,7 +11,7 @@ use crate::plan::{
 
 use super::maps::{preflight_map, raw_path_map, upgrade_map};
 use super::options::{Carrier, Options, Output, Streams, Tree, Work};
-use super::state::{HOSTNAME_FIELD, Http, In, PATH_FIELD, Skip, Unit, d, empty, quoted};
+use super::state::{HOSTNAME_FIELD, Http, In, PATH_FIELD, Skip, d, empty, quoted};
 use super::tls::{certificate_files, tls_server};
 
 /// One pass of [`emit_with`] without the objects of `skip`. What is left out is decided
@@ -30,7 +30,6 @@ pub(super) fn emit_pass(
         None => (None, None),
     };
     let mut pass = Pass::new(plan, opts, tree, skip);
-    pass.http.keep_units = scratch.is_none();
     pass.scratch = scratch;
     for (pi, port) in plan.ports.iter().enumerate() {
         // A port whose servers are all written with an earlier port's needs no map of its own.
@@ -65,11 +64,7 @@ struct Pass<'p> {
     /// plan's and one server's.
     servers: Writer,
     server_tree: Vec<Stmt>,
-    /// The listeners left on each port (whose `listen` of servers of no listener of their
-    /// own, and of the catch-all, stays while one of them is left), made once per port.
-    port_listeners: Vec<Option<Option<Provenance>>>,
-    /// Streamed: where each server's text goes once written (its text and line owners are
-    /// not kept).
+    /// Streamed: where each server's text goes once written (its text is not kept).
     scratch: Option<&'p mut std::fs::File>,
     /// Candidates looked at to write lists in place ([`Work::listed`]).
     listed: usize,
@@ -91,7 +86,6 @@ impl<'p> Pass<'p> {
             lists: crate::lists::Lists::default(),
             servers: Writer::stream(tree == Tree::Drop),
             server_tree: Vec::new(),
-            port_listeners: vec![None; plan.ports.len()],
             scratch: None,
             listed: 0,
         }
@@ -101,19 +95,12 @@ impl<'p> Pass<'p> {
         &self.plan.ports[mp].servers[ms]
     }
 
-    /// The SNI map of TLS port `pi`: the names of the servers written for it, each its
-    /// owner's.
+    /// The SNI map of TLS port `pi`: the names of the servers written for it.
     fn sni_map(&mut self, pi: usize) {
         let port = &self.plan.ports[pi];
-        let mut names: Vec<(&str, Option<Provenance>)> = Vec::new();
-        for s in &port.servers {
-            if !self.alive[pi] || !self.skip.written(s) {
-                continue;
-            }
-            if let Some(h) = s.hostname.as_deref() {
-                names.push((h, self.http.shared(name_units(self.skip, &[s]))));
-            }
-        }
+        let alive = self.alive[pi];
+        let written = port.servers.iter().filter(|s| alive && self.skip.written(s));
+        let names: Vec<&str> = written.filter_map(|s| s.hostname.as_deref()).collect();
         self.http.sni_map(port.port, names);
     }
 
@@ -180,16 +167,10 @@ impl<'p> Pass<'p> {
         let server = self.at(&(pi, si));
         // Merged servers are alike but for their listeners: one name and one set of
         // certificates for the members left, which all bring them.
-        let member_plans: Vec<&ServerPlan> = members.iter().map(|m| self.at(m)).collect();
-        let name_from = self.http.shared(name_units(self.skip, &member_plans));
-        let named = |d: Directive| match name_from {
-            Some(p) => d.from(p),
-            None => d,
-        };
         let mut body: Vec<Node> = self.listen_lines((pi, si), members);
         match &server.hostname {
             None => body.push(d("server_name").arg(empty()).into()),
-            Some(h) => body.push(named(d("server_name").data(HOSTNAME_FIELD, h.clone())).into()),
+            Some(h) => body.push(d("server_name").data(HOSTNAME_FIELD, h.clone()).into()),
         }
         if port.http2 && self.plan.capabilities.http2_directive {
             // gRPC: HTTP/2 by ALPN over TLS, or with prior knowledge (h2c) on a plain port,
@@ -200,7 +181,7 @@ impl<'p> Pass<'p> {
         // less specific hostname of its listener (the name's words are the server's own).
         let fallback = server.fallback.as_ref().map(|f| match f {
             None => d("http_matches_fallback").arg(empty()),
-            Some(w) => named(d("http_matches_fallback").data(HOSTNAME_FIELD, w.clone())),
+            Some(w) => d("http_matches_fallback").data(HOSTNAME_FIELD, w.clone()),
         });
         let falls_back = fallback.is_some();
         body.extend(fallback.map(Node::from));
@@ -216,11 +197,8 @@ impl<'p> Pass<'p> {
         }
         body.extend(comments.into_iter().map(Node::Comment));
         if port.tls {
-            // The members' certificates are the same: their listeners all bring them.
-            let certs_from = self
-                .http
-                .shared(member_plans.iter().filter_map(|s| s.listener.clone()).map(Unit::Listener));
-            tls_server(port.port, server, self.opts, (certs_from, name_from), &mut body);
+            // Merged servers' certificates are the same.
+            tls_server(port.port, server, self.opts, &mut body);
         }
         (body, falls_back)
     }
@@ -261,22 +239,15 @@ impl<'p> Pass<'p> {
             } else {
                 rule
             };
-            self.http.written_for(
-                Unit::Rule(rule.id.clone()),
-                body,
-                &mut mirror_locs,
-                |http, out, mirror_locs| {
-                    http.rule_location((port.port, port.tls), ri, rule, out, mirror_locs)?;
-                    http.collision.take().map_or(Ok(()), Err)
-                },
-            )?;
+            self.http.rule_location((port.port, port.tls), ri, rule, body, &mut mirror_locs)?;
+            self.http.collision.take().map_or(Ok(()), Err)?;
         }
         body.append(&mut mirror_locs);
         Ok(())
     }
 
     /// The `http` block around the servers written, the main context around it, and the
-    /// output; or the words refused.
+    /// output.
     fn finish(mut self, tree: Tree, ends: Option<Ends<'_>>) -> Result<Output, String> {
         let (plan, opts, http) = (self.plan, self.opts, &mut self.http);
         let render = match tree {
@@ -309,22 +280,12 @@ impl<'p> Pass<'p> {
         }
         drop(nodes);
         let streamed = match (self.scratch, ends) {
-            (Some(scratch), Some(ends)) => {
-                rendered.refused.extend_from_slice(self.servers.refused());
-                Some((scratch, ends))
-            }
+            (Some(scratch), Some(ends)) => Some((scratch, ends)),
             _ => {
                 self.servers.close_into(&mut rendered, self.server_tree)?;
                 None
             }
         };
-        if !rendered.refused.is_empty() {
-            return Err(format!(
-                "generator bug: a configuration word NGINX cannot take, not decided before \
-                 writing: {:?}",
-                rendered.refused
-            ));
-        }
         let matches_json = match streamed {
             Some((scratch, (conf, matches))) => {
                 write_around(&rendered.text, scratch, conf)?;
@@ -343,9 +304,6 @@ impl<'p> Pass<'p> {
             warnings,
             dropped: Vec::new(),
             work: Work { listed: self.listed, ..Default::default() },
-            lines: rendered.lines,
-            units: std::mem::take(&mut http.units),
-            sharers: std::mem::take(&mut http.sharers),
         })
     }
 }
@@ -387,18 +345,6 @@ fn secret_files(plan: &Plan, opts: &Options) -> std::collections::BTreeMap<Strin
         .collect()
 }
 
-/// Who brings the name of servers `ss` (merged servers, alike but for their listeners: one
-/// `server_name`, SNI check and SNI map entry for all): every route left that brings it, else
-/// their listeners (the listeners' hostname); none for the catch-all (the run's).
-fn name_units(skip: &Skip, ss: &[&ServerPlan]) -> Vec<Unit> {
-    let Some(s) = ss.first().filter(|s| s.hostname.is_some()) else { return Vec::new() };
-    if !s.brought_by.is_empty() {
-        let off = skip.at(s);
-        return s.brought_by.iter().filter(|r| !off.route(r)).cloned().map(Unit::Route).collect();
-    }
-    ss.iter().filter_map(|s| s.listener.clone()).map(Unit::Listener).collect()
-}
-
 /// `rule` with the backendRefs of `shares` answering 500 (their requests; the other shares
 /// keep their weights).
 fn without(rule: &RulePlan, shares: &std::collections::BTreeSet<(RuleId, usize)>) -> RulePlan {
@@ -409,34 +355,6 @@ fn without(rule: &RulePlan, shares: &std::collections::BTreeSet<(RuleId, usize)>
         }
     }
     r
-}
-
-impl Http {
-    /// What `write` writes (into the server's `out`, its mirrors' locations `mirror_locs`,
-    /// the maps and split_clients) written for unit `u`: every directive without a provenance
-    /// of its own gets `u`'s.
-    pub(super) fn written_for(
-        &mut self,
-        u: Unit,
-        out: &mut Vec<Node>,
-        mirror_locs: &mut Vec<Node>,
-        write: impl FnOnce(&mut Http, &mut Vec<Node>, &mut Vec<Node>) -> Result<(), String>,
-    ) -> Result<(), String> {
-        let from = self.unit(u);
-        let at = (out.len(), mirror_locs.len(), self.maps.len(), self.splits.len());
-        write(self, out, mirror_locs)?;
-        for n in out[at.0..]
-            .iter_mut()
-            .chain(&mut mirror_locs[at.1..])
-            .chain(&mut self.maps[at.2..])
-            .chain(&mut self.splits[at.3..])
-        {
-            if let Node::Directive(d) = n {
-                d.set_provenance_if_none(from);
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The `http` block's lines before its servers: temp paths, the lists' file, hash sizes, the
@@ -510,7 +428,7 @@ fn http_preamble(
     (inner, dollar_at)
 }
 
-/// The `upstream` blocks, each written for every backendRef share that named it.
+/// The `upstream` blocks.
 fn upstream_blocks(opts: &Options, http: &mut Http) -> Vec<Node> {
     let upstreams = std::mem::take(&mut http.upstreams);
     let mut inner = Vec::new();
@@ -530,26 +448,9 @@ fn upstream_blocks(opts: &Options, http: &mut Http) -> Vec<Node> {
             entries.push(s.into());
         }
         inner.push(Node::Blank);
-        // The operator's (`--keepalive`), whoever the upstream is written for.
-        entries.extend(crate::emit_global::upstream_tail(&opts.global).map(|mut n| {
-            if let Node::Directive(d) = &mut n {
-                d.set_provenance_if_none(Provenance::Run);
-            }
-            n
-        }));
-        let mut block = d("upstream").data("backend upstream name", up.clone()).block(entries);
-        // Written for every backendRef share that named it.
-        let owners: Vec<Unit> = http
-            .upstream_owner
-            .get(up)
-            .into_iter()
-            .flatten()
-            .flat_map(|p| http.units_of(*p))
-            .collect();
-        if let Some(p) = http.shared(owners) {
-            block = block.from(p);
-        }
-        inner.push(block.into());
+        // The operator's (`--keepalive`).
+        entries.extend(crate::emit_global::upstream_tail(&opts.global));
+        inner.push(d("upstream").data("backend upstream name", up.clone()).block(entries).into());
     }
     inner
 }
@@ -573,11 +474,9 @@ fn main_context(opts: &Options, inner: Vec<Node>) -> Vec<Node> {
 
 impl<'p> Pass<'p> {
     /// The `listen` lines of server `at` (written at its first port) for its `members` left:
-    /// each member listener's own line for a server of a host name; for a server of no
-    /// listener and for the catch-all, a line every listener left on the member's port brings
-    /// (`port_listeners`, made once per port).
-    fn listen_lines(&mut self, (pi, si): ServerAt, members: &[ServerAt]) -> Vec<Node> {
-        let (plan, skip) = (self.plan, self.skip);
+    /// one per member's port.
+    fn listen_lines(&self, (pi, si): ServerAt, members: &[ServerAt]) -> Vec<Node> {
+        let plan = self.plan;
         let port = &plan.ports[pi];
         let server = &port.servers[si];
         let legacy_http2 = !plan.capabilities.http2_directive;
@@ -603,32 +502,6 @@ impl<'p> Pass<'p> {
             if server.hostname.is_none() {
                 listen = listen.code("default_server");
             }
-            // The member's listener's line for a server of a host name; for a server of no
-            // listener and for the catch-all (written as a 404 one when its listener is left
-            // out), every listener left on the port: the port is listened on for them, until
-            // the last is left out.
-            let own = self
-                .at(m)
-                .listener
-                .as_ref()
-                .filter(|_| server.hostname.is_some() && !skip.listener_of(self.at(m)));
-            let http = &mut self.http;
-            let from = match own {
-                Some(l) => Some(http.unit(Unit::Listener(l.clone()))),
-                None => *self.port_listeners[m.0].get_or_insert_with(|| {
-                    http.shared(
-                        member_port
-                            .servers
-                            .iter()
-                            .filter(|s| !skip.listener_of(s))
-                            .filter_map(|s| s.listener.clone())
-                            .map(Unit::Listener),
-                    )
-                }),
-            };
-            if let Some(p) = from {
-                listen = listen.from(p);
-            }
             lines.push(listen.into());
         }
         lines
@@ -652,12 +525,10 @@ impl<'p> Pass<'p> {
             if skip.locations.contains(&((pi, si), li)) {
                 continue;
             }
-            let from = self.http.unit(Unit::Location((pi, si), li));
             let head = match &loc.loc {
                 Loc::Exact(p) => d("location").code("=").arg(quoted(PATH_FIELD, p.clone())),
                 Loc::Prefix(p) => d("location").arg(quoted(PATH_FIELD, p.clone())),
-            }
-            .from(from);
+            };
             let field = || list_field(&loc.loc, server.hostname.as_deref(), port.port);
             let inner = match self.opts.carrier {
                 // Runs shared by locations written once, lists as includes of them.
@@ -669,12 +540,7 @@ impl<'p> Pass<'p> {
                 // The list is one word, judged in the plan (`plan/words.rs` lists: a rule that
                 // does not fit is refused there), so the writer never meets one too long.
                 Carrier::Inline => list_text(off, loc, &mut kept)?.map(|text| {
-                    vec![
-                        d("http_matches")
-                            .arg(Arg::data(field(), text).single_quoted())
-                            .from(Provenance::Run)
-                            .into(),
-                    ]
+                    vec![d("http_matches").arg(Arg::data(field(), text).single_quoted()).into()]
                 }),
                 // `set` would read a `$` of a regex as a variable: the writer spells it
                 // `${httproute_dollar}`.
@@ -683,7 +549,6 @@ impl<'p> Pass<'p> {
                         d("set")
                             .var("http_matches")
                             .arg(Arg::data(field(), text).single_quoted())
-                            .from(Provenance::Run)
                             .into(),
                         d("http_matches").into(),
                     ]

@@ -51,7 +51,7 @@ impl Http {
             return self.inference_backend(out, base, rule, only, p);
         }
         let shares = (0..rule.backends.len())
-            .map(|k| (Arg::code(format!("b{k}")), rule.backends[k].weight, None))
+            .map(|k| (Arg::code(format!("b{k}")), rule.backends[k].weight))
             .collect();
         let v = self.split(shares);
         let to = Arg::parts(vec![code(format!("{base}-")), var(v)]);
@@ -75,19 +75,15 @@ impl Http {
         p: &Proxied<'_>,
     ) -> Result<(), String> {
         let (set, uri, mirrors) = (p.set, p.uri, p.mirrors);
-        let from = self.share(rule, b);
-        let mut loc = d("location").code("=").code(path.clone());
-        if let Some(p) = from {
-            loc = loc.from(p);
-        }
+        let loc = d("location").code("=").code(path.clone());
         let Target::Inference(pool) = &b.target else {
-            return self.backend_location(out, loc, rule, b, from, p);
+            return self.backend_location(out, loc, rule, b, p);
         };
         let inner = format!("{path}-inference");
         let picker = match &pool.picker {
             // Through the shim, the picker's upstream is not written (the shim dials it).
             Target::Upstream { name, servers } if self.epp_shim.is_none() => {
-                self.upstream(name, servers, from);
+                self.upstreams.insert(name.clone(), servers.clone());
                 name.clone()
             }
             Target::Upstream { name, .. } => name.clone(),
@@ -102,18 +98,14 @@ impl Http {
         let (req, resp) = rule.backend_filters(b);
         let proxy = self.proxy(rule, &req, &resp)?;
         let mut body: Vec<Node> = vec![d("internal").into()];
-        let endpoint = self.pool_endpoint(pool, from, &mut body);
+        let endpoint = self.pool_endpoint(pool, &mut body);
         body.extend(set.iter().cloned());
         body.extend(proxy);
         body.extend(mirrors.iter().cloned());
         let mut parts = vec![code("http://"), endpoint];
         parts.extend(uri.iter().cloned());
         body.push(d("proxy_pass").arg(Arg::parts(parts)).into());
-        let mut inner = d("location").code("=").code(inner);
-        if let Some(p) = from {
-            inner = inner.from(p);
-        }
-        out.push(inner.inline(body).into());
+        out.push(d("location").code("=").code(inner).inline(body).into());
         Ok(())
     }
 
@@ -142,17 +134,12 @@ impl Http {
     /// pool's round robin). FailClose first answers 500 when the picker gave no endpoint list
     /// (`$inference_workload_endpoints` empty, the `if` into `body`). No tenant address is a
     /// key of any NGINX hash: the module checks the list against the block's servers.
-    fn pool_endpoint(
-        &mut self,
-        pool: &Pool,
-        from: Option<crate::conf::Provenance>,
-        body: &mut Vec<Node>,
-    ) -> Part {
+    fn pool_endpoint(&mut self, pool: &Pool, body: &mut Vec<Node>) -> Part {
         if !pool.fail_open {
             let none = Directive::if_(ENDPOINTS.to_owned(), Some(("=", empty())));
             body.push(none.inline(vec![d("return").code("500").into()]).into());
         }
-        self.upstream(&pool.upstream, &pool.servers, from);
+        self.upstreams.insert(pool.upstream.clone(), pool.servers.clone());
         self.epp_pools.insert(pool.upstream.clone());
         data("InferencePool upstream name", pool.upstream.clone())
     }

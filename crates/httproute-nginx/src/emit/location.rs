@@ -2,21 +2,17 @@
 //! weights and mirrors.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
-use crate::conf::{
-    Arg, Directive, Node, Part, Provenance, braced_var, code, data, regex_data, var,
-};
+use crate::conf::{Arg, Directive, Node, Part, braced_var, code, data, regex_data, var};
 use crate::model::{HeaderModifier, PathModifier, RequestRedirect};
 use crate::plan::{INTERNAL_PREFIX, RulePlan, Target};
 
-use super::state::{Http, Unit, d, empty, entry_of, field, quoted};
+use super::state::{Http, d, empty, entry_of, field, quoted};
 use super::upstream::percent;
 
 impl Http {
     /// The internal location of rule `ri` (a redirect, a 500, or a proxy with its filters and
-    /// weights), and its mirrors' locations into `mirror_locs` (written for the rule with
-    /// [`Http::written_for`]).
+    /// weights), and its mirrors' locations into `mirror_locs`.
     pub(super) fn rule_location(
         &mut self,
         listener: (u16, bool),
@@ -83,8 +79,7 @@ impl Http {
         if let [only] = &rule.backends[..] {
             // The rule's location (its filters are on the same line): the share has its
             // upstream.
-            let from = self.share(rule, only);
-            return self.backend_location(out, loc(), rule, only, from, &proxied);
+            return self.backend_location(out, loc(), rule, only, &proxied);
         }
         self.split_location(rule, &proxied, out)
     }
@@ -144,7 +139,7 @@ impl Http {
         if share <= 0.0 {
             return None;
         }
-        let (set_backend, host) = self.destination(target, None)?;
+        let (set_backend, host) = self.destination(target)?;
         let path = format!("{INTERNAL_PREFIX}mirror-{ri}-{k}");
         let mirror = d("mirror").code(path.clone()).into();
         let mut inner: Vec<Node> = vec![d("internal").into()];
@@ -199,15 +194,13 @@ impl Http {
         out: &mut Vec<Node>,
     ) -> Result<(), String> {
         let ri = p.ri;
-        let froms: Vec<Option<Provenance>> =
-            rule.backends.iter().map(|b| self.share(rule, b)).collect();
         // The entries name the locations (the rule's): a share left out keeps its entry, its
         // location answers 500.
-        let shares: Vec<(Arg, u32, Option<Provenance>)> = rule
+        let shares: Vec<(Arg, u32)> = rule
             .backends
             .iter()
             .enumerate()
-            .map(|(k, b)| (Arg::code(format!("b{k}")), b.weight, None))
+            .map(|(k, b)| (Arg::code(format!("b{k}")), b.weight))
             .collect();
         let v = self.split(shares);
         out.push(
@@ -224,13 +217,10 @@ impl Http {
                 ])
                 .into(),
         );
-        for (k, (b, from)) in rule.backends.iter().zip(froms).enumerate() {
-            // The backendRef's own location: its share's (it exists for it alone).
-            let mut loc = d("location").code("=").code(format!("{INTERNAL_PREFIX}{ri}-b{k}"));
-            if let Some(p) = from {
-                loc = loc.from(p);
-            }
-            self.backend_location(out, loc, rule, b, from, p)?;
+        for (k, b) in rule.backends.iter().enumerate() {
+            // The backendRef's own location.
+            let loc = d("location").code("=").code(format!("{INTERNAL_PREFIX}{ri}-b{k}"));
+            self.backend_location(out, loc, rule, b, p)?;
         }
         Ok(())
     }
@@ -247,14 +237,13 @@ impl Http {
         let mut proxy = self.proxy(rule, &rule.request_headers, &rule.response_headers)?;
         proxy.extend(p.mirrors.iter().cloned());
         let mut unavailable = false;
-        let shares: Vec<(Arg, u32, Option<Provenance>)> = rule
+        let shares: Vec<(Arg, u32)> = rule
             .backends
             .iter()
             .map(|b| {
-                let from = self.share(rule, b);
                 let value = match &b.target {
                     Target::Upstream { name, servers } => {
-                        self.upstream(name, servers, from);
+                        self.upstreams.insert(name.clone(), servers.clone());
                         Arg::data("backend upstream name", name.clone())
                     }
                     Target::Resolve(addr) => {
@@ -267,7 +256,7 @@ impl Http {
                     }
                     Target::Status(_) | Target::Inference(_) => empty(),
                 };
-                (value, b.weight, from)
+                (value, b.weight)
             })
             .collect();
         let v = self.split(shares);
@@ -300,11 +289,10 @@ impl Http {
         loc: Directive,
         rule: &RulePlan,
         b: &crate::plan::Backend,
-        from: Option<Provenance>,
         p: &Proxied<'_>,
     ) -> Result<(), String> {
         let (set, uri, mirrors) = (p.set, p.uri, p.mirrors);
-        match self.destination(&b.target, from) {
+        match self.destination(&b.target) {
             Some((set_backend, host)) => {
                 let (req, resp) = rule.backend_filters(b);
                 let proxy = self.proxy(rule, &req, &resp)?;
@@ -339,32 +327,6 @@ impl Http {
             }
         }
         Ok(())
-    }
-
-    /// The provenance of what is written for backendRef `b` of `rule` alone
-    /// ([`Unit::BackendShare`]); `None` for a share that answers a status (nothing of the
-    /// backendRef's is written: its lines are the rule's).
-    pub(super) fn share(
-        &mut self,
-        rule: &RulePlan,
-        b: &crate::plan::Backend,
-    ) -> Option<Provenance> {
-        (!matches!(b.target, Target::Status(_)))
-            .then(|| self.unit(Unit::BackendShare { rule: rule.id.clone(), index: b.index }))
-    }
-
-    /// The `upstream` `name` of `servers` is written, for `from` among the others that name it.
-    pub(super) fn upstream(
-        &mut self,
-        name: &str,
-        servers: &Arc<[String]>,
-        from: Option<Provenance>,
-    ) {
-        self.upstreams.insert(name.to_owned(), servers.clone());
-        // Owners are looked up only where units are kept (a streamed pass keeps none).
-        if let Some(p) = from.filter(|_| self.keep_units) {
-            self.upstream_owner.entry(name.to_owned()).or_default().push(p);
-        }
     }
 
     /// `retry`: `proxy_next_upstream` on the codes NGINX can retry on, with `tries` attempts
@@ -405,14 +367,10 @@ impl Http {
     /// for a name resolved per request a variable holding it (NGINX resolves a `proxy_pass`
     /// host given through a variable when a request needs it, with `resolver`). `None` for a
     /// status.
-    fn destination(
-        &mut self,
-        t: &Target,
-        from: Option<Provenance>,
-    ) -> Option<(Option<Node>, Part)> {
+    fn destination(&mut self, t: &Target) -> Option<(Option<Node>, Part)> {
         match t {
             Target::Upstream { name, servers } => {
-                self.upstream(name, servers, from);
+                self.upstreams.insert(name.clone(), servers.clone());
                 Some((None, data("backend upstream name", name.clone())))
             }
             Target::Resolve(addr) => {

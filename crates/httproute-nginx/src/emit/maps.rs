@@ -1,6 +1,6 @@
 //! The `map` blocks of the `http` block that are not a rule's own.
 
-use crate::conf::{Arg, Directive, Node, Provenance, code, var};
+use crate::conf::{Arg, Directive, Node, code, var};
 
 use super::state::{HOSTNAME_FIELD, Http, d, empty, entry_of, quoted};
 
@@ -19,21 +19,15 @@ impl Http {
     /// `$httproute_sni_PORT`: the `server_name` NGINX picks for the TLS handshake's SNI on an
     /// HTTPS port (`$httproute_sni_name_PORT`; empty once the request fell back) (`hostnames` gives NGINX's own order: exact, then the longest wildcard), `-` for
     /// an SNI no server names, empty without SNI.
-    /// `names`: the port's servers' names written, each with its owner's provenance (its
-    /// listener's, or a route's: see `http::emit_pass`).
-    pub(super) fn sni_map(&mut self, port: u16, names: Vec<(&str, Option<Provenance>)>) {
+    /// `names`: the port's servers' names written.
+    pub(super) fn sni_map(&mut self, port: u16, names: Vec<&str>) {
         let mut entries: Vec<Node> = vec![
             d("hostnames").into(),
             entry_of(Arg::code("default"), Arg::code("-").quoted()),
             entry_of(empty(), empty()),
         ];
-        for (h, from) in names {
-            let mut e =
-                Directive::entry(Arg::data(HOSTNAME_FIELD, h)).arg(quoted(HOSTNAME_FIELD, h));
-            if let Some(p) = from {
-                e = e.from(p);
-            }
-            entries.push(e.into());
+        for h in names {
+            entries.push(entry_of(Arg::data(HOSTNAME_FIELD, h), quoted(HOSTNAME_FIELD, h)));
         }
         let name = format!("httproute_sni_name_{port}");
         self.push_map(&name, d("map").var("ssl_server_name").var(name.clone()).block(entries));

@@ -5,7 +5,7 @@
 //! Emit writes what the plan decided (servers merged over ports, header filters merged,
 //! retries expanded: see [`crate::plan`]). One file per NGINX block:
 //! - this file: [`emit_with`]: what is left out (the plan's refusals: its budgets and the
-//!   tenant words NGINX cannot take, `plan/words.rs`; NGINX's refusals given), then one pass
+//!   tenant words NGINX cannot take, `plan/words.rs`; NGINX's, `crate::nginx_check`), then one pass
 //!   that writes the rest;
 //! - `options`: the options and the output; `state`: the writer's state during a pass and the
 //!   helpers of every block;
@@ -16,8 +16,7 @@
 //! - `cors`: a rule's CORS filter (its maps and headers);
 //! - `tls`: an HTTPS server's certificates and SNI check.
 //!
-//! Imports go one way: `state` imports no other file here, `options` only `state` (the
-//! output names the objects written for); `upstream`, `maps`,
+//! Imports go one way: `state` and `options` import no other file here; `upstream`, `maps`,
 //! `tls`, `cors` import those; `location` imports `state` and `upstream`; `http` imports
 //! the blocks; this file imports `http`, `options` and `state`, and none imports it.
 
@@ -35,13 +34,11 @@ pub use crate::limits::FIXED_BUCKET_HEADER;
 pub use options::{Carrier, Options, Output, Streams, Tree, Work};
 pub use upstream::basis_points;
 
-use std::collections::HashSet;
-
 use crate::plan::{Dropped, Loc, PathKind, Plan, Reason, RuleId, ServerAt};
 
+pub use crate::plan::Unit;
 use http::emit_pass;
 use state::Skip;
-pub use state::Unit;
 pub use tls::certificate_files;
 
 pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
@@ -50,61 +47,41 @@ pub fn emit(plan: &Plan, opts: &Options) -> Result<Output, String> {
 
 /// [`emit`], with or without [`Output::tree`].
 ///
-/// A tenant object's failure is confined to it: every directive is written with the object it
-/// comes from ([`Provenance`], the smallest [`Unit`] that holds it), and a word NGINX cannot
-/// take (a control character, a word past its 4,094 bytes) leaves out that object (a
-/// backendRef's share, the match's location, the rule, the route, the listener), with a
-/// warning and [`Output::dropped`]. What is left out is decided before the configuration is
-/// written (`plan/words.rs`, [`Plan::refused`]); the configuration is then written once. Only the run's
-/// own words (options, the generator's text) are an error.
+/// A tenant object's failure is confined to it: what is left out is decided before the
+/// configuration is written ([`Plan::refused`]: a word NGINX cannot take, `plan/words.rs`,
+/// leaves out the smallest [`Unit`] that holds it; a budget; NGINX's refusal,
+/// `crate::nginx_check`), each with a warning and [`Output::dropped`]; the configuration is
+/// then written once. A word refused while writing is a bug of the generator: an error.
 pub fn emit_with(plan: &Plan, opts: &Options, tree: Tree) -> Result<Output, String> {
-    emit_dropping(plan, opts, tree, &[])
-}
-
-/// [`emit_with`], with the units of `drops` left out from the start, each with its reason (as
-/// a word NGINX cannot take leaves out its unit): what NGINX refused in an earlier output
-/// (`crate::nginx_check`).
-///
-/// One pass writes the configuration: what it leaves out is decided before it (the plan's
-/// refusals, then `drops`), so a word refused while writing is a bug of the generator, never
-/// a tenant's.
-pub fn emit_dropping(
-    plan: &Plan,
-    opts: &Options,
-    tree: Tree,
-    drops: &[(Unit, String)],
-) -> Result<Output, String> {
-    emit_left_out(plan, opts, tree, drops, None, |_| Ok(()))
+    emit_left_out(plan, opts, tree, None, |_| Ok(()))
 }
 
 /// [`emit_with`] without the tree, nginx.conf and matches.json written to `streams` as they
 /// are made, byte for byte the texts [`emit_with`] returns: beyond the plan, emit then holds
 /// one server's nodes and text at a time, the lists' keys (not their text) and the `http`
-/// block's own parts. The output's texts and line owners ([`Output::lines`]) are empty.
-/// `before` is given what is left out ([`Output::dropped`]) before anything is written.
+/// block's own parts. The output's texts are empty. `before` is given what is left out
+/// ([`Output::dropped`]) before anything is written.
 pub fn emit_streamed(
     plan: &Plan,
     opts: &Options,
     streams: Streams<'_>,
     before: impl FnOnce(&[Dropped]) -> Result<(), String>,
 ) -> Result<Output, String> {
-    emit_left_out(plan, opts, Tree::Drop, &[], Some(streams), before)
+    emit_left_out(plan, opts, Tree::Drop, Some(streams), before)
 }
 
-/// [`emit_dropping`], streamed when `streams` is given ([`emit_streamed`]).
+/// [`emit_with`], streamed when `streams` is given ([`emit_streamed`]).
 fn emit_left_out(
     plan: &Plan,
     opts: &Options,
     tree: Tree,
-    drops: &[(Unit, String)],
     streams: Option<Streams<'_>>,
     before: impl FnOnce(&[Dropped]) -> Result<(), String>,
 ) -> Result<Output, String> {
     let mut left = LeftOut::default();
-    left.add(plan, plan.refused.iter().chain(drops).cloned());
+    left.add(plan, plan.refused.iter().cloned());
     before(&left.dropped)?;
     let mut out = emit_pass(plan, opts, tree, &left.skip, streams)?;
-    left.work.units += out.all_units().count();
     left.warnings.append(&mut out.warnings);
     out.warnings = left.warnings;
     out.dropped = left.dropped;
@@ -118,10 +95,6 @@ fn emit_left_out(
 struct LeftOut {
     skip: Skip,
     dropped: Vec<Dropped>,
-    // The matches among `dropped`: looked up per candidate of a dropped location, so a hash
-    // set, not a scan of `dropped`. Not in `skip`: that would take them out of the locations
-    // of longer prefixes too, which still write them.
-    dropped_matches: HashSet<Unit>,
     warnings: Vec<String>,
     work: Work,
 }
@@ -184,7 +157,12 @@ impl LeftOut {
 
     /// The matches whose path is location `li` of server `(pi, si)`'s, left out: those of the
     /// routes served in that server (a route whose attachment to its Gateway is left out is
-    /// not, and is said with its attachment).
+    /// not, and is said with its attachment). Each goes into `skip`, so no location lists it:
+    /// the locations of longer prefixes that hold it have paths that start with this one's,
+    /// which `plan/words.rs` refuses too (a control character, no leading `/` or a word too
+    /// long there is one in every longer path), and a location a budget refuses has no match
+    /// of its own left (every route whose path makes it is refused), so the status says what
+    /// NGINX serves.
     fn location(&mut self, plan: &Plan, ((pi, si), li): (ServerAt, usize), why: &str) {
         let server = &plan.ports[pi].servers[si];
         let loc = &server.locations[li];
@@ -193,20 +171,17 @@ impl LeftOut {
         };
         self.work.candidates += loc.len();
         let off = self.skip.at(server);
-        let mut matches = Vec::new();
-        for c in loc.candidates() {
-            let unit = Unit::Match { rule: c.id.clone(), index: c.match_index };
-            // A match of a rule already left out is said with its rule.
-            if c.path_kind != PathKind::Regex
-                && !off.candidate(c)
-                && c.path.trim_end_matches('/') == path
-                && self.dropped_matches.insert(unit.clone())
-            {
-                matches.push(unit);
-            }
-        }
+        // A match of a rule already left out is said with its rule.
+        let matches: Vec<Unit> = loc
+            .candidates()
+            .filter(|c| c.path_kind != PathKind::Regex && !off.candidate(c))
+            .filter(|c| c.path.trim_end_matches('/') == path)
+            .map(|c| Unit::Match { rule: c.id.clone(), index: c.match_index })
+            .collect();
         for unit in matches {
-            self.say(unit, why.to_owned());
+            if self.skip.add(&unit) {
+                self.say(unit, why.to_owned());
+            }
         }
     }
 }

@@ -2,10 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::conf::{Provenance, Rendered, Stmt};
+use crate::conf::Stmt;
 use crate::plan::Dropped;
-
-use super::state::Unit;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Carrier {
@@ -64,50 +62,18 @@ pub struct Output {
     pub files: BTreeMap<String, Vec<u8>>,
     /// What the configuration cannot do (on top of the plan's warnings).
     pub warnings: Vec<String>,
-    /// Rules and matches left out because NGINX cannot take a word written from them (or
-    /// `nginx -t` refused a line of theirs), each the unit, its reason and why.
+    /// What is left out (the plan's refusals: a word NGINX cannot take, a budget, NGINX's
+    /// refusal in `crate::nginx_check`), each the unit, its reason and why.
     /// [`crate::plan::Status`] gets a condition for each
     /// ([`crate::plan::dropped_from_configuration`]).
     pub dropped: Vec<Dropped>,
     /// What writing it took (tests bound it against the input: no timing).
     pub work: Work,
-    /// The owner of each line of `nginx_conf` ([`crate::conf::Rendered::lines`]): an index
-    /// into `units`, or `None` for the run's own lines.
-    pub lines: Vec<Option<Provenance>>,
-    /// The tenant objects the configuration's directives were written for, by their
-    /// [`Provenance::Object`] number: what NGINX refuses on a line leaves out its owner
-    /// ([`super::emit_dropping`], `crate::nginx_check`).
-    pub units: Vec<Unit>,
-    /// For an object number whose lines several units bring (an `upstream` several
-    /// backendRefs name, a server name several routes bring, the `listen` every listener left
-    /// on a port keeps): the units after the first (`units[o]`). The line goes when all of
-    /// them are left out, and stays while one is.
-    pub sharers: BTreeMap<u32, Vec<Unit>>,
-}
-
-impl Output {
-    /// Every tenant object that brings line `line` (1-based) of `nginx_conf`, in the order
-    /// written: one for most lines, several for a line they share (the line goes only when all
-    /// of them are left out); empty for the run's own lines.
-    pub fn units_at_line(&self, line: usize) -> Vec<&Unit> {
-        let Some(Provenance::Object(o)) = Rendered::owner_of_line(&self.lines, line) else {
-            return Vec::new();
-        };
-        let first = self.units.get(o as usize);
-        first.into_iter().chain(self.sharers.get(&o).into_iter().flatten()).collect()
-    }
-
-    /// Every unit the output records, with repeats: [`Output::units`] and the sharers.
-    pub fn all_units(&self) -> impl Iterator<Item = &Unit> {
-        self.units.iter().chain(self.sharers.values().flatten())
-    }
 }
 
 /// The work of [`super::emit_with`], counted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Work {
-    /// Tenant objects written for ([`Provenance::Object`]s).
-    pub units: usize,
     /// Candidates of left-out locations looked at to find their matches.
     pub candidates: usize,
     /// Candidates looked at to write the lists in place (`--carrier inline`, `variable`).

@@ -1,11 +1,10 @@
 //! The writer's state while one pass writes the configuration (the `http` block's
-//! collections, the tenant objects written for) and the small helpers every block uses.
+//! collections) and the small helpers every block uses.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::conf::{Arg, Directive, Node, Provenance};
-pub use crate::plan::Unit;
+use crate::conf::{Arg, Directive, Node};
 use crate::plan::{RuleId, RulePlan};
 
 /// What a configuration leaves out: the plan's refusals and NGINX's, read through the plan's
@@ -40,9 +39,6 @@ pub(super) const HOSTNAME_FIELD: &str =
 #[derive(Default)]
 pub(super) struct Http {
     pub(super) upstreams: BTreeMap<String, std::sync::Arc<[String]>>,
-    /// The backendRef shares each upstream is written for: every one that named it, in the
-    /// order met (a share written in several servers appears once per server).
-    pub(super) upstream_owner: HashMap<String, Vec<Provenance>>,
     /// Upstreams of retried rules: `max_fails=0` on each server.
     pub(super) no_fail: BTreeSet<String>,
     /// Upstreams of FailOpen InferencePools: `http_matches_epp_endpoints;` first.
@@ -72,17 +68,6 @@ pub(super) struct Http {
     pub(super) raw_path: bool,
     /// The longest header name of a `proxy_set_header`.
     pub(super) longest_header: usize,
-    /// The tenant objects directives are written for, by their [`Provenance::Object`] number
-    /// (empty when not [`Http::keep_units`]).
-    pub(super) units: Vec<Unit>,
-    /// The object numbers given so far.
-    pub(super) unit_n: u32,
-    /// Keep [`Http::units`] and [`Http::sharers`]: what a line or a word refused is looked up
-    /// in (a streamed configuration is not: its objects are only numbered).
-    pub(super) keep_units: bool,
-    /// For an object number whose lines several units bring ([`Http::shared`]): the units
-    /// after the first (`units[o]`).
-    pub(super) sharers: BTreeMap<u32, Vec<Unit>>,
     /// The rule being written ([`Http::begin_rule`]), its tag ([`rule_tag`]) once made (when
     /// it first names a variable: most rules name none) and how many variables it has named.
     pub(super) var_rule: Option<RuleId>,
@@ -160,47 +145,5 @@ impl Http {
         let tag = self.tag();
         self.var_n += 1;
         format!("httproute_{what}_{tag}_{}", self.var_n - 1)
-    }
-
-    /// The provenance of directives written for `u`.
-    pub(super) fn unit(&mut self, u: Unit) -> Provenance {
-        if self.keep_units {
-            self.units.push(u);
-        }
-        self.unit_n += 1;
-        Provenance::Object(self.unit_n - 1)
-    }
-
-    /// The provenance of directives that all of `us` bring (a line that goes only when every
-    /// one of them is left out): a new object number, its unit the first of `us`, the others
-    /// its [`Http::sharers`] (repeats removed, the order kept). `None` when `us` is empty.
-    pub(super) fn shared(&mut self, us: impl IntoIterator<Item = Unit>) -> Option<Provenance> {
-        // Repeats found by hashing: a line many units bring (one host's location shared by
-        // every route) would otherwise cost the square of their number.
-        let mut us = us.into_iter();
-        if !self.keep_units {
-            return us.next().map(|u| self.unit(u));
-        }
-        let mut seen: HashSet<Unit> = HashSet::new();
-        let mut all: Vec<Unit> = Vec::new();
-        for u in us {
-            if seen.insert(u.clone()) {
-                all.push(u);
-            }
-        }
-        let mut all = all.into_iter();
-        let p = self.unit(all.next()?);
-        let rest: Vec<Unit> = all.collect();
-        if let (Provenance::Object(o), false) = (p, rest.is_empty()) {
-            self.sharers.insert(o, rest);
-        }
-        Some(p)
-    }
-
-    /// The units of provenance `p`: its unit and its sharers ([`Http::shared`]).
-    pub(super) fn units_of(&self, p: Provenance) -> Vec<Unit> {
-        let Provenance::Object(o) = p else { return Vec::new() };
-        let first = self.units.get(o as usize).cloned();
-        first.into_iter().chain(self.sharers.get(&o).into_iter().flatten().cloned()).collect()
     }
 }

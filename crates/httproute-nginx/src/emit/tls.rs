@@ -1,6 +1,6 @@
 //! An HTTPS server's certificates, and the SNI check of listener isolation.
 
-use crate::conf::{Arg, Directive, Node, Provenance, code, regex_data};
+use crate::conf::{Arg, Directive, Node, code, regex_data};
 use crate::plan::ServerPlan;
 
 use super::options::Options;
@@ -9,40 +9,20 @@ use super::state::{HOSTNAME_FIELD, d, quoted};
 /// Certificates of an HTTPS server, and the Gateway API's listener isolation for TLS: a
 /// request whose Host selects another server than its SNI did answers 421 (Misdirected
 /// Request).
-///
-/// `from`: the provenance of the certificate lines (the listeners of the merged servers, which
-/// all bring them) and of the SNI check (the server name's owners: see `http::emit_pass`).
-pub(super) fn tls_server(
-    port: u16,
-    server: &ServerPlan,
-    opts: &Options,
-    from: (Option<Provenance>, Option<Provenance>),
-    out: &mut Vec<Node>,
-) {
-    let (certs_from, name_from) = from;
-    let of = |d: Directive, p: Option<Provenance>| match p {
-        Some(p) => d.from(p),
-        None => d,
-    };
+pub(super) fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &mut Vec<Node>) {
     if server.certificates.is_empty() {
-        out.push(of(d("ssl_reject_handshake").code("on"), certs_from).into());
+        out.push(d("ssl_reject_handshake").code("on").into());
     }
     for c in &server.certificates {
         let (crt, key) =
             opts.certificates.get(c).cloned().unwrap_or_else(|| certificate_files(opts, c));
         out.push(
-            of(
-                d("ssl_certificate").arg(quoted("certificate file (--certificate, Secret)", crt)),
-                certs_from,
-            )
-            .into(),
+            d("ssl_certificate")
+                .arg(quoted("certificate file (--certificate, Secret)", crt))
+                .into(),
         );
         out.push(
-            of(
-                d("ssl_certificate_key").arg(quoted("key file (--certificate, Secret)", key)),
-                certs_from,
-            )
-            .into(),
+            d("ssl_certificate_key").arg(quoted("key file (--certificate, Secret)", key)).into(),
         );
     }
     // This server's own SNI value(s): its name, or for the catch-all, none or an unknown one.
@@ -52,12 +32,9 @@ pub(super) fn tls_server(
     };
     let re = Arg::parts(vec![code("^(|"), own, code(")$")]).quoted();
     out.push(
-        of(
-            Directive::if_(format!("httproute_sni_{port}"), Some(("!~", re)))
-                .inline(vec![d("return").code("421").into()]),
-            name_from,
-        )
-        .into(),
+        Directive::if_(format!("httproute_sni_{port}"), Some(("!~", re)))
+            .inline(vec![d("return").code("421").into()])
+            .into(),
     );
 }
 

@@ -1,6 +1,6 @@
 //! `split_clients`: shares of backends and mirrors in NGINX's steps.
 
-use crate::conf::{Arg, Node, Provenance};
+use crate::conf::{Arg, Node};
 
 use super::state::{Http, d};
 use crate::conf::Directive;
@@ -22,17 +22,16 @@ impl Http {
     }
 
     /// A `split_clients` on `$request_id` giving each value its share of the weights: its
-    /// variable. Shares are written in NGINX's steps of 0.01% ([`basis_points`]). An entry
-    /// with a provenance is written for it (a backendRef's: `Unit::BackendShare`).
-    pub(super) fn split(&mut self, shares: Vec<(Arg, u32, Option<Provenance>)>) -> String {
+    /// variable. Shares are written in NGINX's steps of 0.01% ([`basis_points`]).
+    pub(super) fn split(&mut self, shares: Vec<(Arg, u32)>) -> String {
         let v = self.split_var();
         // A zero weight gets no requests (the plan leaves such backendRefs out already).
-        let shares: Vec<_> = shares.into_iter().filter(|(_, w, _)| *w > 0).collect();
+        let shares: Vec<_> = shares.into_iter().filter(|(_, w)| *w > 0).collect();
         let last = shares.len().saturating_sub(1);
-        let weights: Vec<u32> = shares.iter().map(|(_, w, _)| *w).collect();
+        let weights: Vec<u32> = shares.iter().map(|(_, w)| *w).collect();
         let bp = basis_points(&weights);
         let mut entries = Vec::new();
-        for (i, (value, _, from)) in shares.into_iter().enumerate() {
+        for (i, (value, _)) in shares.into_iter().enumerate() {
             let key = if i == last {
                 Arg::code("*")
             } else if bp[i] > 0 {
@@ -40,11 +39,7 @@ impl Http {
             } else {
                 continue;
             };
-            let mut e = Directive::entry(key).arg(value);
-            if let Some(p) = from {
-                e = e.from(p);
-            }
-            entries.push(e.into());
+            entries.push(Directive::entry(key).arg(value).into());
         }
         self.push_split(
             &v,

@@ -197,22 +197,11 @@ impl Ages {
     }
 }
 
-/// A tenant's object, the smallest that holds what is left out: what a budget refuses (as
-/// NGINX's refusal of it would), what a word NGINX cannot take (`plan/words.rs`) or a line
-/// `nginx -t` refuses (`crate::nginx_check`) leaves out, and what emit writes each directive
-/// for (its provenance).
-///
-/// Which unit a line belongs to: the innermost directive on it that has a unit of its own
-/// (a directive without one has its block's). A unit given to a directive inside another's
-/// block is a part of the outer one (a share's `split_clients` entry inside its rule's
-/// `split_clients`, a listener's `listen` inside a server): leaving out the inner unit removes
-/// (or, for a share, rewrites) its own lines only, leaving out the outer one removes the block
-/// with them. A line that several units bring (an `upstream` that several backendRefs name, a
-/// server name that several routes' hostnames bring, merged servers' listeners, the `listen`
-/// of a port's catch-all that every listener left on the port keeps) is recorded for all of
-/// them (`emit::Output::units_at_line`): the line goes when all of them are left out, and
-/// stays while one is, so a refusal of it leaves them all out at once and no unit that does
-/// not bring it.
+/// A tenant's object, the smallest that holds what is left out: what a budget refuses, what a
+/// word NGINX cannot take (`plan/words.rs`) leaves out, and what `nginx -t`'s refusal leaves
+/// out (`crate::nginx_check`: the newest tenant's routes and listeners). Leaving out an inner
+/// unit (a share of a rule, a match) removes (or, for a share, rewrites) its own part only;
+/// leaving out the outer one removes it with its parts.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Unit {
     /// A listener: its `listen` lines, its certificates, and the `server_name` and SNI check of

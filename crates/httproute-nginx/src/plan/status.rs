@@ -98,8 +98,8 @@ impl Condition {
     }
 }
 
-/// A unit left out of the configuration after planning (a word NGINX cannot take, a line
-/// `nginx -t` refused): which (the smallest part of a tenant's object: a match, a backendRef's
+/// A unit left out of the configuration (a word NGINX cannot take, a budget, a refusal of
+/// `nginx -t`): which (the smallest part of a tenant's object: a match, a backendRef's
 /// share, a rule, a route, an attachment, a listener; a location is said as its matches), the
 /// reason of its condition and what was wrong (the message names neither the unit nor the
 /// route: [`Dropped`]'s `Display` and the status do).

@@ -1,43 +1,24 @@
-//! Provenance (issue #29, "every node carries its own conditions"): for generated
-//! multi-tenant inputs (tenants `tenant0`..`tenant2`, each a namespace with its own Gateway,
-//! ports, host names, Services and routes), every line of nginx.conf that comes from a tenant
-//! object has the units the writer records for it ([`Output::units_at_line`]): one for most
-//! lines, all of those that bring it for a line several share (an `upstream` two backendRefs
-//! name, a server name two routes bring, the `listen` of a port's catch-all that every
-//! listener left on the port keeps, merged servers' name and certificates).
+//! What is left out of the configuration (a route, a listener, a backendRef's share: the
+//! plan's refusals, which `generate --nginx` adds the newest tenant's routes and listeners
+//! to when NGINX refuses) has its condition, and the status of every other object stays.
 //!
-//! - Leaving one unit out through the public emit API ([`emit_dropping`]) removes its own lines
-//!   (it has no line any more, and fewer lines of the tenants carry their text) and leaves
-//!   the lines it shares to the others, recorded for them alone.
-//! - For every set of units a line is recorded for: all of them left out, the line is gone;
-//!   all but one, it is still there, recorded for that one alone (the recorded set is the set
-//!   of units whose absence removes the line).
-//! - Every line of every other tenant (its servers, locations, upstreams, `split_clients` and
-//!   `map` entries) stays exactly as it was.
+//! - `each_kind_left_out_has_its_condition`: a share, a route, a listener, each left out.
+//! - `a_parent_ref_is_accepted_iff_a_listener_it_attached_to_is_left`: for generated tenants
+//!   whose routes name the Gateway, a listener, two, or a listener and a port, every listener
+//!   left out alone and a generated set of them: a route parentRef that was Accepted is
+//!   Accepted iff a listener it attached to is left; a route accepted through none is not
+//!   written; every other condition, and every other tenant's status, stays as it was.
 //!
-//! A line comes from a tenant object when it holds one of the tenant's words: its namespace
-//! (in host names, paths, upstream names, certificate files), its backend addresses
-//! (`10.N.`), its ports. The cases are deterministic (proptest's fixed seed and no wall
-//! clock); `HTTPROUTE_PROVENANCE_CASES=N` runs N (default 256). Each case leaves out the
-//! first and the last unit of each kind met, one at a time, and every set of sharers (of more
-//! than 3, all but the first and all but the last kept).
-//!
-//! Listeners left out (`a_parent_ref_is_accepted_iff_a_listener_it_attached_to_is_left`): for
-//! generated tenants whose routes name the Gateway, a listener, two, or a listener and a port,
-//! every listener left out alone and a generated set of them: a route parentRef that was
-//! Accepted is Accepted iff a listener it attached to is left; a route accepted through none
-//! has no line; every other condition, and every other tenant's status, stays as it was.
-//!
-//! Only the variants' `Debug` names are read (no variant is matched here; `Unit::Listener` is
-//! made, to leave a listener out).
+//! The cases are deterministic (proptest's fixed seed and no wall clock);
+//! `HTTPROUTE_LEFT_OUT_CASES=N` runs N (default 256).
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use httproute_nginx::BackendMap;
-use httproute_nginx::emit::{Output, Tree, Unit, emit_dropping};
+use httproute_nginx::emit::{Output, Tree, Unit, emit_with};
+use httproute_nginx::plan::{ConditionType, Plan, Reason};
 use manifest_gen::objects::{self, Set};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -100,13 +81,8 @@ fn port(n: usize, k: usize) -> u16 {
     20000 + 100 * n as u16 + k as u16
 }
 
-/// Tenant `n`'s manifests. Two listeners on one port never both lack a host name, nor have
-/// the same one.
-fn manifests(n: usize, t: &Tenant) -> String {
-    manifests_with(n, t, |_| vec![objects::parent("gw", None, None)])
-}
-
-/// [`manifests`], route `i`'s parentRefs `parent_refs(i)`.
+/// Tenant `n`'s manifests, route `i`'s parentRefs `parent_refs(i)`. Two listeners on one port
+/// never both lack a host name, nor have the same one.
 fn manifests_with(n: usize, t: &Tenant, parent_refs: impl Fn(usize) -> Vec<Value>) -> String {
     let ns = format!("tenant{n}");
     let mut listeners = Vec::new();
@@ -168,105 +144,6 @@ fn tenant_rule(ns: &str, i: usize, ri: usize, rule: &Rule) -> Value {
     objects::rule(matches, vec![], backends)
 }
 
-/// The words of tenant `n` a line of its objects holds.
-fn words(n: usize) -> Vec<String> {
-    vec![
-        format!("tenant{n}"),
-        format!("10.{}.", n + 1),
-        format!(" {}", port(n, 0)),
-        format!(" {}", port(n, 1)),
-    ]
-}
-
-/// Which tenants' words the line holds.
-fn tenants_of(line: &str, tenants: usize) -> Vec<usize> {
-    (0..tenants).filter(|&n| words(n).iter().any(|w| line.contains(w.as_str()))).collect()
-}
-
-/// The line's text and the units recorded for it ([`Output::units_at_line`]: several for a
-/// line they share), for every line of `out` (1-based lines, as NGINX counts).
-fn owned(out: &Output) -> Vec<(String, Vec<Unit>)> {
-    out.nginx_conf
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (l.to_owned(), out.units_at_line(i + 1).into_iter().cloned().collect()))
-        .collect()
-}
-
-/// A unit's kind and what it names, as its `Debug` says (no variant is named here: see the
-/// module's documentation).
-fn kind(u: &Unit) -> String {
-    let d = format!("{u:?}");
-    d.split(|c: char| !c.is_alphanumeric()).next().unwrap_or_default().to_owned()
-}
-
-/// Whether `u` is `dropped` or a part of it (a share of its rule, a rule or share of its
-/// route), from their `Debug`.
-fn within(u: &Unit, dropped: &Unit) -> bool {
-    if u == dropped {
-        return true;
-    }
-    let (du, dd) = (format!("{u:?}"), format!("{dropped:?}"));
-    match kind(dropped).as_str() {
-        // `Rule(RuleId { route: .., index: N })` is inside the share's `rule: RuleId { .. }`.
-        "Rule" => kind(u) == "BackendShare" && du.contains(&dd["Rule(".len()..dd.len() - 1]),
-        "Route" => {
-            matches!(kind(u).as_str(), "BackendShare" | "Rule")
-                && du.contains(&dd["Route(".len()..dd.len() - 1])
-        }
-        _ => false,
-    }
-}
-
-type Lines = [(String, Vec<Unit>)];
-
-/// The tenants units are of: those their `Debug` names, else those whose words the lines
-/// recorded for them hold.
-fn unit_tenants(us: &[Unit], lines: &Lines, tenants: usize) -> Vec<usize> {
-    let mut of: Vec<usize> = Vec::new();
-    for u in us {
-        let d = format!("{u:?}");
-        let named: Vec<usize> =
-            (0..tenants).filter(|n| d.contains(&format!("\"tenant{n}\""))).collect();
-        if !named.is_empty() {
-            of.extend(named);
-            continue;
-        }
-        of.extend(
-            lines.iter().filter(|(_, o)| o.contains(u)).flat_map(|(l, _)| tenants_of(l, tenants)),
-        );
-    }
-    of.sort_unstable();
-    of.dedup();
-    of
-}
-
-/// Tenant `n`'s lines, in order: those with its words or recorded for a unit of its.
-fn lines_of(lines: &Lines, n: usize, tenants: usize) -> Vec<String> {
-    lines
-        .iter()
-        .filter(|(l, o)| {
-            tenants_of(l, tenants).contains(&n)
-                || o.iter().any(|u| format!("{u:?}").contains(&format!("\"tenant{n}\"")))
-        })
-        .map(|(l, _)| l.clone())
-        .collect()
-}
-
-/// How many lines of `ls` have the text `text` and some unit.
-fn tenant_count(ls: &Lines, text: &str) -> usize {
-    ls.iter().filter(|(l, o)| l == text && !o.is_empty()).count()
-}
-
-/// What is met, for the check that the cases reach every kind.
-#[derive(Default)]
-struct Met {
-    /// Units left out alone, by kind.
-    kinds: BTreeMap<String, usize>,
-    /// Lines several units share, by the kind of their units.
-    shared: BTreeMap<String, usize>,
-}
-
 /// The manifests `yaml` of `tenants` tenants loaded, with each tenant's backends (s0 and s1
 /// have addresses, upstreams; s2 is resolved per request) and certificate files.
 fn load(
@@ -290,163 +167,24 @@ fn load(
     Ok((inputs, backends, opts))
 }
 
-fn check(tenants: &[Tenant], met: &mut Met) -> Result<(), TestCaseError> {
-    let yaml: String = tenants.iter().enumerate().map(|(n, t)| manifests(n, t)).collect();
-    let (inputs, backends, opts) = load(&yaml, tenants.len())?;
-    let plan = httproute_nginx::plan_for(&inputs, &backends, &opts);
-    let out = emit_dropping(&plan, &opts, Tree::Drop, &[]).map_err(TestCaseError::fail)?;
-    let lines = owned(&out);
-    let t = tenants.len();
-    let emit_without = |us: &[Unit]| -> Result<Vec<(String, Vec<Unit>)>, TestCaseError> {
-        let drops: Vec<(Unit, String)> =
-            us.iter().map(|u| (u.clone(), "left out".into())).collect();
-        let after = emit_dropping(&plan, &opts, Tree::Drop, &drops)
-            .map_err(|e| TestCaseError::fail(format!("{us:?}: {e}")))?;
-        Ok(owned(&after))
-    };
-    // The other tenants' lines are as they were.
-    let others_unchanged = |us: &[Unit], after: &Lines| -> Result<(), TestCaseError> {
-        let of = unit_tenants(us, &lines, t);
-        for m in (0..t).filter(|m| !of.contains(m)) {
-            prop_assert_eq!(
-                lines_of(&lines, m, t),
-                lines_of(after, m, t),
-                "{:?} (tenants {:?}) left out changed tenant{}'s lines",
-                us,
-                of,
-                m
-            );
-        }
-        Ok(())
-    };
-
-    // Every line with a tenant's words has a unit; a line's units are all of one tenant.
-    for (i, (l, o)) in lines.iter().enumerate() {
-        let text = l.trim();
-        if text.starts_with('#') || text.is_empty() || tenants_of(l, t).is_empty() {
-            continue;
-        }
-        prop_assert!(!o.is_empty(), "line {}: {l:?} has no unit\n{}", i + 1, out.nginx_conf);
-        prop_assert!(unit_tenants(o, &lines, t).len() <= 1, "line {}: {l:?}: {o:?}", i + 1);
-    }
-
-    // The distinct units recorded for lines, in the order met.
-    let mut units: Vec<Unit> = Vec::new();
-    for u in lines.iter().flat_map(|(_, o)| o) {
-        if !units.contains(u) {
-            units.push(u.clone());
-        }
-    }
-    // Of each kind, the first and the last met (short in CI: every kind, not every unit).
-    let mut picked: Vec<&Unit> = Vec::new();
-    for k in units.iter().map(kind) {
-        let of_kind = || units.iter().filter(|u| kind(u) == k);
-        for u in [of_kind().next(), of_kind().next_back()].into_iter().flatten() {
-            if !picked.contains(&u) {
-                picked.push(u);
-            }
-        }
-    }
-    for u in picked {
-        *met.kinds.entry(kind(u)).or_default() += 1;
-        let after = emit_without(std::slice::from_ref(u))?;
-        // The unit (and what is inside it) has no line any more.
-        for (l, o) in &after {
-            prop_assert!(!o.iter().any(|o| within(o, u)), "{u:?} left out still has {l:?}");
-        }
-        // Its own lines are gone; the lines it shares stay, for the others that bring them.
-        for (l, o) in lines.iter().filter(|(_, o)| o.contains(u)) {
-            if o.len() == 1 {
-                prop_assert!(
-                    tenant_count(&after, l) < tenant_count(&lines, l),
-                    "{u:?} left out: its line {l:?} stays"
-                );
-            } else {
-                let rest: Vec<Unit> = o.iter().filter(|o| *o != u).cloned().collect();
-                prop_assert!(
-                    after.iter().any(|(al, ao)| al == l && *ao == rest),
-                    "{u:?} left out: its shared line {l:?} is not the others' ({rest:?})"
-                );
-            }
-        }
-        others_unchanged(std::slice::from_ref(u), &after)?;
-    }
-
-    // Every line several units share: the units recorded are those whose absence removes it.
-    // All of them left out, it is gone; all but one, it stays, that one's alone. Each set of
-    // sharers once; of more than 3, all but the first and all but the last.
-    let mut sets: Vec<&Vec<Unit>> = Vec::new();
-    for (_, o) in &lines {
-        if o.len() > 1 && !sets.contains(&o) {
-            sets.push(o);
-        }
-    }
-    for set in sets {
-        *met.shared.entry(kind(&set[0])).or_default() += 1;
-        let texts: Vec<&String> = lines.iter().filter(|(_, o)| o == set).map(|(l, _)| l).collect();
-        let after = emit_without(set)?;
-        for l in &texts {
-            prop_assert!(
-                tenant_count(&after, l) < tenant_count(&lines, l),
-                "{set:?} all left out: their line {l:?} stays"
-            );
-        }
-        for (l, o) in &after {
-            prop_assert!(
-                !o.iter().any(|o| set.iter().any(|u| within(o, u))),
-                "{set:?} left out: {o:?} still has {l:?}"
-            );
-        }
-        others_unchanged(set, &after)?;
-        let kept: Vec<usize> =
-            if set.len() <= 3 { (0..set.len()).collect() } else { vec![0, set.len() - 1] };
-        for k in kept {
-            let rest: Vec<Unit> =
-                set.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, u)| u.clone()).collect();
-            let after = emit_without(&rest)?;
-            for l in &texts {
-                prop_assert!(
-                    after.iter().any(|(al, ao)| al == *l && *ao == [set[k].clone()]),
-                    "{set:?} but {:?} left out: their line {l:?} is not its alone",
-                    set[k]
-                );
-            }
-            others_unchanged(&rest, &after)?;
-        }
-    }
-    Ok(())
-}
-
-/// A runner of `HTTPROUTE_PROVENANCE_CASES` cases (default 256) from a fixed seed: the same
+/// A runner of `HTTPROUTE_LEFT_OUT_CASES` cases (default 256) from a fixed seed: the same
 /// cases every run.
 fn seeded_runner(seed: u8) -> TestRunner {
-    let cases = std::env::var("HTTPROUTE_PROVENANCE_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
+    let cases =
+        std::env::var("HTTPROUTE_LEFT_OUT_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256);
     let config = Config { cases, failure_persistence: None, ..Config::default() };
     TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]))
 }
 
-#[test]
-fn every_tenant_line_has_a_unit_whose_removal_removes_only_it() {
-    let mut runner = seeded_runner(29);
-    let met = std::cell::RefCell::new(Met::default());
-    let result = runner.run(&prop::collection::vec(tenant(), 2..4), |tenants| {
-        check(&tenants, &mut met.borrow_mut())
-    });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
-    // The cases reach every kind of unit, and lines shared by every kind that shares.
-    let met = met.into_inner();
-    for k in ["BackendShare", "Location", "Rule", "Route", "Listener"] {
-        assert!(met.kinds.contains_key(k), "no {k} unit met: {:?}", met.kinds);
-    }
-    for k in ["BackendShare", "Route", "Listener"] {
-        assert!(met.shared.contains_key(k), "no line shared by {k}s met: {:?}", met.shared);
-    }
-    eprintln!("units left out, by kind: {:?}; shared lines, by kind: {:?}", met.kinds, met.shared);
+/// `plan`'s configuration with `us` left out as `generate --nginx` leaves them out (the
+/// plan's refusals), each with `why`.
+fn without(
+    plan: &mut Plan,
+    opts: &httproute_nginx::Options,
+    us: impl IntoIterator<Item = (Unit, String)>,
+) -> Result<Output, String> {
+    plan.refused.extend(us);
+    emit_with(plan, opts, Tree::Drop)
 }
 
 /// Each new kind left out, and the condition on its node: a share's route `ResolvedRefs:
@@ -454,7 +192,6 @@ fn every_tenant_line_has_a_unit_whose_removal_removes_only_it() {
 /// False` with the reason and no server for its name; a listener's `Programmed: False`.
 #[test]
 fn each_kind_left_out_has_its_condition() {
-    use httproute_nginx::plan::ConditionType;
     let yaml = "kind: Gateway\nmetadata: {name: gw, namespace: n}\nspec:\n  listeners:\n  - {name: a, port: 20000, protocol: HTTP}\n  - {name: b, port: 20001, protocol: HTTP, hostname: b.test}\n---\nkind: HTTPRoute\nmetadata: {name: r, namespace: n}\nspec:\n  parentRefs: [{name: gw, sectionName: a}]\n  hostnames: [only-r.test]\n  rules:\n  - backendRefs: [{name: s0, port: 80}, {name: s1, port: 80}]\n---\nkind: HTTPRoute\nmetadata: {name: q, namespace: n}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: s0, port: 80}]\n";
     let mut inputs = httproute_nginx::model::Inputs::default();
     httproute_nginx::model::load_text(Path::new("k.yaml"), yaml, &mut inputs).unwrap();
@@ -464,25 +201,18 @@ fn each_kind_left_out_has_its_condition() {
     let opts = common::options();
     let plan = || httproute_nginx::plan_for(&inputs, &backends, &opts);
     let p = plan();
-    let out = emit_dropping(&p, &opts, Tree::Drop, &[]).unwrap();
-    // The units of the lines holding these words.
-    let unit_of = |out: &Output, word: &str| -> Unit {
-        let line = out.nginx_conf.lines().position(|l| l.contains(word)).expect(word);
-        out.units_at_line(line + 1)[0].clone()
-    };
-    let share = unit_of(&out, "server 10.9.1.1:80");
-    let route = unit_of(&out, "server_name only-r.test");
-    let listener = unit_of(&out, "listen 20001");
-    assert_eq!(kind(&share), "BackendShare", "{share:?}");
-    assert_eq!(kind(&route), "Route", "{route:?}");
-    assert_eq!(kind(&listener), "Listener", "{listener:?}");
+    let r = p.status.routes.iter().find(|r| r.id.name == "r").unwrap().id.clone();
+    let rule = httproute_nginx::plan::RuleId { route: r.clone(), index: 0 };
+    let share = Unit::BackendShare { rule, index: 1 };
+    let route = Unit::Route(r);
+    let b = p.status.listeners.iter().find(|l| l.id.name == "b").unwrap().id.clone();
+    let listener = Unit::Listener(b);
 
     // The plan as served after the drop answers a request as NGINX would (explain).
     let served = std::cell::RefCell::new(plan());
     let conditions = |u: &Unit| {
         let mut p = plan();
-        let out =
-            emit_dropping(&p, &opts, Tree::Drop, &[(u.clone(), "nginx -t: no".into())]).unwrap();
+        let out = without(&mut p, &opts, [(u.clone(), "nginx -t: no".into())]).unwrap();
         assert_eq!(out.dropped.len(), 1, "{:?}", out.dropped);
         httproute_nginx::plan::dropped_from_configuration(&mut p.status, &out.dropped);
         let mut as_served = plan();
@@ -563,7 +293,7 @@ fn check_listeners(
     mask: &[bool],
     met: &mut ListenersMet,
 ) -> Result<(), TestCaseError> {
-    use httproute_nginx::plan::{ConditionType, ListenerId, Reason, Status};
+    use httproute_nginx::plan::{ListenerId, Status};
     let yaml: String = tenants
         .iter()
         .enumerate()
@@ -572,21 +302,22 @@ fn check_listeners(
     let (inputs, backends, opts) = load(&yaml, tenants.len())?;
     let run = |gone: &[&ListenerId]| -> Result<(Output, Status), TestCaseError> {
         let mut p = httproute_nginx::plan_for(&inputs, &backends, &opts);
-        let drops: Vec<(Unit, String)> = gone
+        let drops = gone
             .iter()
-            .map(|l| (Unit::Listener((*l).clone()), format!("nginx -t: refused {}", l.name)))
-            .collect();
-        let out = emit_dropping(&p, &opts, Tree::Drop, &drops).map_err(TestCaseError::fail)?;
+            .map(|l| (Unit::Listener((*l).clone()), format!("nginx -t: refused {}", l.name)));
+        let out = without(&mut p, &opts, drops).map_err(TestCaseError::fail)?;
         httproute_nginx::plan::dropped_from_configuration(&mut p.status, &out.dropped);
         Ok((out, p.status))
     };
-    let (out0, base) = run(&[])?;
-    // The listeners the configuration has (a unit of their own).
+    let (_, base) = run(&[])?;
+    // The listeners the configuration has (a server of their own).
+    let planned = httproute_nginx::plan_for(&inputs, &backends, &opts);
+    let servers: Vec<_> = planned.ports.iter().flat_map(|p| &p.servers).collect();
     let listeners: Vec<&ListenerId> = base
         .listeners
         .iter()
         .map(|l| &l.id)
-        .filter(|id| out0.all_units().any(|u| *u == Unit::Listener((*id).clone())))
+        .filter(|id| servers.iter().any(|s| s.listener.as_ref() == Some(*id)))
         .collect();
     let mut sets: Vec<Vec<&ListenerId>> = listeners.iter().map(|l| vec![*l]).collect();
     sets.push(listeners.iter().zip(mask).filter(|(_, m)| **m).map(|(l, _)| *l).collect());
@@ -595,7 +326,6 @@ fn check_listeners(
     };
     for gone in sets.iter().filter(|s| !s.is_empty()) {
         let (out, st) = run(gone)?;
-        let lines = owned(&out);
         prop_assert_eq!(st.listeners.len(), base.listeners.len());
         for (l, l0) in st.listeners.iter().zip(&base.listeners) {
             if gone.contains(&&l.id) {
@@ -662,18 +392,18 @@ fn check_listeners(
                 prop_assert_eq!(others(cs), others(cs0));
             }
             // A route accepted before and through no parentRef now is not in the
-            // configuration: no line of its rules, shares or own server name.
+            // configuration: none of its paths (`/NS/rI/...`, its own) or own host name.
             if r0.parents.iter().any(|(_, cs)| accepted(cs))
                 && !r.parents.iter().any(|(_, cs)| accepted(cs))
             {
-                let me = format!("namespace: {:?}, name: {:?}", r.id.namespace, r.id.name);
-                for (l, o) in &lines {
+                let path = format!("/{}/{}/", r.id.namespace, r.id.name);
+                let host = format!(" h{}.{}.test", &r.id.name[1..], r.id.namespace);
+                for l in out.nginx_conf.lines() {
                     prop_assert!(
-                        !o.iter().any(|u| format!("{u:?}").contains(&me)),
-                        "{} accepted nowhere, still written: {:?} ({:?})",
+                        !l.contains(&path) && !l.contains(&host),
+                        "{} accepted nowhere, still written: {:?}",
                         r.id,
-                        l,
-                        o
+                        l
                     );
                 }
             }
@@ -683,7 +413,7 @@ fn check_listeners(
 }
 
 /// Listeners left out of the configuration (a refused `listen`, certificate or own server
-/// name): see [`check_listeners`]. `HTTPROUTE_PROVENANCE_CASES=N` runs N cases (default 256).
+/// name): see [`check_listeners`]. `HTTPROUTE_LEFT_OUT_CASES=N` runs N cases (default 256).
 #[test]
 fn a_parent_ref_is_accepted_iff_a_listener_it_attached_to_is_left() {
     let mut runner = seeded_runner(30);
@@ -702,4 +432,165 @@ fn a_parent_ref_is_accepted_iff_a_listener_it_attached_to_is_left() {
     let met = met.into_inner();
     assert!(met.lost > 0 && met.kept > 0, "lost {}, kept {}", met.lost, met.kept);
     eprintln!("parentRefs left with no listener: {}; keeping one: {}", met.lost, met.kept);
+}
+
+/// Tenant a's Gateway: listeners x and y on port 20010 (host names x.a.test, y.a.test), z on
+/// 20011; its routes attach to x alone (rx), to port 20010's two (rxy), to all three (rall),
+/// to x and to z through one parentRef each (two). Tenant b's Gateway and route o.
+const LISTENERS: &str = "kind: Gateway\nmetadata: {name: gw, namespace: a}\nspec:\n  listeners:\n  - {name: x, port: 20010, protocol: HTTP, hostname: x.a.test}\n  - {name: y, port: 20010, protocol: HTTP, hostname: y.a.test}\n  - {name: z, port: 20011, protocol: HTTP}\n---\nkind: Gateway\nmetadata: {name: gw, namespace: b}\nspec:\n  listeners: [{name: http, port: 20012, protocol: HTTP}]\n---\nkind: HTTPRoute\nmetadata: {name: rx, namespace: a}\nspec:\n  parentRefs: [{name: gw, sectionName: x}]\n  rules: [{backendRefs: [{name: s, port: 80}]}]\n---\nkind: HTTPRoute\nmetadata: {name: rxy, namespace: a}\nspec:\n  parentRefs: [{name: gw, port: 20010}]\n  rules: [{backendRefs: [{name: s, port: 80}]}]\n---\nkind: HTTPRoute\nmetadata: {name: rall, namespace: a}\nspec:\n  parentRefs: [{name: gw}]\n  rules: [{backendRefs: [{name: s, port: 80}]}]\n---\nkind: HTTPRoute\nmetadata: {name: two, namespace: a}\nspec:\n  parentRefs: [{name: gw, sectionName: x}, {name: gw, sectionName: z}]\n  rules: [{backendRefs: [{name: s, port: 80}]}]\n---\nkind: HTTPRoute\nmetadata: {name: o, namespace: b}\nspec:\n  parentRefs: [{name: gw}]\n  rules: [{backendRefs: [{name: t, port: 80}]}]\n";
+
+/// Port 20010's two listeners left out (as a refusal of `nginx -t` leaves out the newest
+/// tenant's listeners): each route parentRef every listener of which is among them is
+/// `Accepted: False, NoMatchingParent`, naming them and NGINX's complaint; a parentRef that
+/// keeps a listener (z) stays accepted, and so does everything of listener z and of tenant b.
+#[test]
+fn routes_left_with_no_listener_are_not_accepted() {
+    use httproute_nginx::plan::Status;
+    let inputs = common::inputs(LISTENERS);
+    let mut b = BackendMap::new();
+    b.insert("a/s:80".into(), "10.7.0.1:80".into());
+    b.insert("b/t:80".into(), "10.8.0.1:80".into());
+    let opts = common::options();
+    let mut plan = httproute_nginx::plan_for(&inputs, &b, &opts);
+    // The status as it is when NGINX refuses nothing.
+    let before = |status: &Status, name: &str| {
+        let r = status.routes.iter().find(|r| r.id.name == name).unwrap();
+        format!("{:?}", r.parents)
+    };
+    let mut unrefused = httproute_nginx::plan_for(&inputs, &b, &opts);
+    let out = httproute_nginx::emit::emit_with(&unrefused, &opts, Tree::Drop).unwrap();
+    assert!(out.dropped.is_empty(), "{:?}", out.dropped);
+    httproute_nginx::plan::dropped_from_configuration(&mut unrefused.status, &out.dropped);
+    assert!(out.nginx_conf.contains("listen 20010 default_server"), "{}", out.nginx_conf);
+    let complaint = "nginx -t: bind() to 0.0.0.0:20010 failed";
+    let x_y = plan.status.listeners.iter().filter(|l| l.id.namespace == "a" && l.id.name != "z");
+    let x_y: Vec<(Unit, String)> =
+        x_y.map(|l| (Unit::Listener(l.id.clone()), complaint.to_owned())).collect();
+    let out = without(&mut plan, &opts, x_y).unwrap();
+    let gone: Vec<String> = out
+        .dropped
+        .iter()
+        .map(|d| match &d.unit {
+            Unit::Listener(l) => l.to_string(),
+            u => panic!("{u:?}"),
+        })
+        .collect();
+    assert_eq!(gone, ["a/gw/x", "a/gw/y"]);
+    assert!(!out.nginx_conf.contains("listen 20010"), "{}", out.nginx_conf);
+    httproute_nginx::plan::dropped_from_configuration(&mut plan.status, &out.dropped);
+    let accepted = |name: &str| -> Vec<(bool, Reason, String)> {
+        let r = plan.status.routes.iter().find(|r| r.id.name == name).unwrap();
+        r.parents
+            .iter()
+            .map(|(_, cs)| {
+                let c = cs.iter().find(|c| c.kind == ConditionType::Accepted).unwrap();
+                (c.ok, c.reason, c.message.clone())
+            })
+            .collect()
+    };
+    let lost = |listeners: &[&str]| {
+        let why: Vec<String> =
+            listeners.iter().map(|l| format!("listener {l}: {complaint}")).collect();
+        (
+            false,
+            Reason::NoMatchingParent,
+            format!("no listener it attached to is in the configuration: {}", why.join("; ")),
+        )
+    };
+    let kept = (true, Reason::Accepted, String::new());
+    assert_eq!(accepted("rx"), [lost(&["a/gw/x"])]);
+    assert_eq!(accepted("rxy"), [lost(&["a/gw/x", "a/gw/y"])]);
+    assert_eq!(accepted("rall"), std::slice::from_ref(&kept));
+    assert_eq!(accepted("two"), [lost(&["a/gw/x"]), kept]);
+    // Everything else as it was: the routes that keep a listener, tenant b's route, the
+    // listeners left, and every condition but the lost parentRefs' `Accepted`.
+    for name in ["rall", "o"] {
+        assert_eq!(before(&plan.status, name), before(&unrefused.status, name), "{name}");
+    }
+    for (l, l0) in plan.status.listeners.iter().zip(&unrefused.status.listeners) {
+        let programmed = l.conditions.iter().find(|c| c.kind == ConditionType::Programmed).unwrap();
+        if ["x", "y"].contains(&l.id.name.as_str()) && l.id.namespace == "a" {
+            assert!(!programmed.ok && programmed.message == complaint, "{programmed:?}");
+        } else {
+            assert_eq!(l.conditions, l0.conditions, "{}", l.id);
+        }
+    }
+    for (r, r0) in plan.status.routes.iter().zip(&unrefused.status.routes) {
+        for ((_, cs), (_, cs0)) in r.parents.iter().zip(&r0.parents) {
+            let rest = |cs: &[httproute_nginx::plan::Condition]| {
+                cs.iter().filter(|c| c.kind != ConditionType::Accepted).cloned().collect::<Vec<_>>()
+            };
+            assert_eq!(rest(cs), rest(cs0), "{}", r.id);
+        }
+    }
+    // explain answers as the configuration written: port 20010 is not listened on (rx's host
+    // is not answered from its old server), port 20011 still serves rall and two.
+    let answer = common::explain_get;
+    let mut served = httproute_nginx::plan_for(&inputs, &b, &opts);
+    assert_eq!(answer(&served, 20010, "x.a.test").1, 200, "before: rx's host is served");
+    httproute_nginx::explain::without_dropped(&mut served, &out.dropped);
+    let (text, code) = answer(&served, 20010, "x.a.test");
+    assert_eq!(code, 0, "{text}");
+    let (text, code) = answer(&served, 20011, "z.test");
+    assert!(code == 200 && text.contains("a/rall"), "{code}: {text}");
+    // The status file carries it.
+    let yaml = httproute_nginx::status::yaml(&plan.status);
+    assert!(
+        yaml.contains("message: 'no listener it attached to is in the configuration: listener a/gw/x: nginx -t: bind()"),
+        "{yaml}"
+    );
+    // A complaint's control characters are written as escapes there, as every message's.
+    let mut p = httproute_nginx::plan_for(&inputs, &b, &opts);
+    let id = p.status.listeners.iter().find(|l| l.id.name == "x").unwrap().id.clone();
+    let d = httproute_nginx::plan::Dropped {
+        unit: Unit::Listener(id),
+        reason: Reason::Invalid,
+        message: "nginx -t: a\nb\u{2028}c".into(),
+    };
+    httproute_nginx::plan::dropped_from_configuration(&mut p.status, &[d]);
+    let yaml = httproute_nginx::status::yaml(&p.status);
+    assert!(yaml.contains("configuration: listener a/gw/x: nginx -t: a\\nb\\u{2028}c'"), "{yaml}");
+}
+
+/// The locations of a path NGINX cannot take left out (`plan/words.rs` refuses `= /p` and
+/// `/p/`: the path is in both): the matches whose path makes them are said not served, and
+/// no list serves them, not even the list of a longer prefix's location (`/p/q/`, which
+/// `plan/words.rs` refuses too for a path it refuses, and which lists `/p`'s match when it is
+/// written): the status and the configuration agree. Before, the match was said not served
+/// and stayed in `/p/q/`'s list.
+#[test]
+fn a_match_said_not_served_is_in_no_list() {
+    let yaml = "kind: Gateway\nmetadata: {name: gw, namespace: n}\nspec:\n  listeners: [{name: a, port: 20000, protocol: HTTP}]\n---\nkind: HTTPRoute\nmetadata: {name: r1, namespace: n}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /p}, headers: [{name: x-r1, value: 'yes'}]}]\n    backendRefs: [{name: s0, port: 80}]\n---\nkind: HTTPRoute\nmetadata: {name: r2, namespace: n}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /p/q}}]\n    backendRefs: [{name: s0, port: 80}]\n";
+    let inputs = common::inputs(yaml);
+    let mut backends = BackendMap::new();
+    backends.insert("n/s0:80".into(), "10.9.0.1:80".into());
+    for carrier in [httproute_nginx::Carrier::Preload, httproute_nginx::Carrier::Inline] {
+        let opts = httproute_nginx::Options { carrier, ..common::options() };
+        let mut plan = httproute_nginx::plan_for(&inputs, &backends, &opts);
+        let mut refused = Vec::new();
+        for (pi, port) in plan.ports.iter().enumerate() {
+            for (si, s) in port.servers.iter().enumerate() {
+                for (li, l) in s.locations.iter().enumerate() {
+                    let (httproute_nginx::plan::Loc::Exact(p)
+                    | httproute_nginx::plan::Loc::Prefix(p)) = &l.loc;
+                    if p.trim_end_matches('/') == "/p" {
+                        refused.push((Unit::Location((pi, si), li), "unwritable".to_owned()));
+                    }
+                }
+            }
+        }
+        assert_eq!(refused.len(), 2, "{carrier:?}");
+        let before = emit_with(&plan, &opts, Tree::Drop).unwrap();
+        let listed = |o: &Output| o.nginx_conf.contains("x-r1") || o.matches_json.contains("x-r1");
+        assert!(listed(&before), "{carrier:?}: the match is listed before");
+        let out = without(&mut plan, &opts, refused).unwrap();
+        let said: Vec<String> = out.dropped.iter().map(ToString::to_string).collect();
+        assert!(
+            matches!(&out.dropped[..], [d] if matches!(&d.unit, Unit::Match { rule, index: 0 }
+                if rule.route.name == "r1")),
+            "{carrier:?}: {said:?}"
+        );
+        assert!(!listed(&out), "{carrier:?}: said not served, still listed\n{}", out.nginx_conf);
+        assert!(out.nginx_conf.contains("location \"/p/q/\""), "{}", out.nginx_conf);
+    }
 }
