@@ -34,7 +34,9 @@ pub use crate::limits::FIXED_BUCKET_HEADER;
 pub use options::{Carrier, Options, Output, Streams, Tree, Work};
 pub use upstream::basis_points;
 
-use crate::plan::{Dropped, Loc, PathKind, Plan, Reason, RuleId, ServerAt};
+use std::collections::HashSet;
+
+use crate::plan::{Dropped, PathKind, Plan, Reason, RuleId, ServerAt, makes};
 
 pub use crate::plan::Unit;
 use http::emit_pass;
@@ -95,6 +97,8 @@ fn emit_left_out(
 struct LeftOut {
     skip: Skip,
     dropped: Vec<Dropped>,
+    // The matches said with a left-out location, once each. Not in `skip`: see `location`.
+    said_matches: HashSet<Unit>,
     warnings: Vec<String>,
     work: Work,
 }
@@ -155,31 +159,29 @@ impl LeftOut {
         self.dropped.push(Dropped { unit, reason, message: why });
     }
 
-    /// The matches whose path is location `li` of server `(pi, si)`'s, left out: those of the
-    /// routes served in that server (a route whose attachment to its Gateway is left out is
-    /// not, and is said with its attachment). Each goes into `skip`, so no location lists it:
-    /// the locations of longer prefixes that hold it have paths that start with this one's,
-    /// which `plan/words.rs` refuses too (a control character, no leading `/` or a word too
-    /// long there is one in every longer path), and a location a budget refuses has no match
-    /// of its own left (every route whose path makes it is refused), so the status says what
-    /// NGINX serves.
+    /// The matches that make location `li` of server `(pi, si)` ([`makes`], as the plan
+    /// makes locations), said left out: those of the routes served in that server (a route
+    /// whose attachment to its Gateway is left out is not, and is said with its attachment).
+    /// Not put in `skip`, which is keyed by rule, not by server: a location a budget refuses
+    /// is made only by refused routes (so none is said here), and a path `plan/words.rs`
+    /// refuses is refused in every longer path that holds its matches, so these matches are
+    /// in no location NGINX serves whether skipped or not, and a shorter path that does not
+    /// make the location (another tenant's `PathPrefix /api` beside `Exact /api/`) is never
+    /// taken for one that does.
     fn location(&mut self, plan: &Plan, ((pi, si), li): (ServerAt, usize), why: &str) {
         let server = &plan.ports[pi].servers[si];
         let loc = &server.locations[li];
-        let path = match &loc.loc {
-            Loc::Exact(p) | Loc::Prefix(p) => p.trim_end_matches('/'),
-        };
         self.work.candidates += loc.len();
         let off = self.skip.at(server);
         // A match of a rule already left out is said with its rule.
         let matches: Vec<Unit> = loc
             .candidates()
             .filter(|c| c.path_kind != PathKind::Regex && !off.candidate(c))
-            .filter(|c| c.path.trim_end_matches('/') == path)
+            .filter(|c| makes(&loc.loc, c))
             .map(|c| Unit::Match { rule: c.id.clone(), index: c.match_index })
             .collect();
         for unit in matches {
-            if self.skip.add(&unit) {
+            if self.said_matches.insert(unit.clone()) {
                 self.say(unit, why.to_owned());
             }
         }

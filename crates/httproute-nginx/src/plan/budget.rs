@@ -646,7 +646,7 @@ impl<'a> Inline<'a> {
 
 /// Candidate `c`'s path makes location `loc` (`precedence::locations`): an exact path its
 /// `location =`, a prefix P (not `/`) both `location = P` and `location P/`.
-pub(super) fn makes(loc: &Loc, c: &Candidate) -> bool {
+pub fn makes(loc: &Loc, c: &Candidate) -> bool {
     match (loc, c.path_kind) {
         (Loc::Exact(x), PathKind::Exact) => *x == c.path,
         (Loc::Exact(x), PathKind::Prefix) => c.path != "/" && *x == c.path,

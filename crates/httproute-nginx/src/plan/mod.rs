@@ -52,7 +52,7 @@ mod status;
 mod types;
 mod words;
 
-pub use budget::{In, Left};
+pub use budget::{In, Left, makes};
 pub use entry::{Entry, INTERNAL_PREFIX};
 pub use ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId, Unit};
 pub use list_bytes::{Limits as ListLimits, peak as list_peak};
