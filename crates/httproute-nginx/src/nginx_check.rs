@@ -47,6 +47,12 @@ pub fn parse_refusal(stderr: &str, conf: &str) -> Option<Refusal> {
         .lines()
         .find(|l| ["[emerg]", "[alert]", "[crit]"].iter().any(|level| l.contains(level)))?;
     let message = line.split_once("] ").map_or(line, |(_, m)| m).trim_end();
+    // NGINX may put the process's `PID#TID: ` first (Debian's 1.22 does on stderr): not part
+    // of the complaint, and it would make the status differ from run to run.
+    let message = message
+        .split_once(": ")
+        .filter(|(p, _)| p.split_once('#').is_some_and(|(a, b)| digits(a) && digits(b)))
+        .map_or(message, |(_, m)| m);
     let at = message.rsplit_once(':').and_then(|(before, n)| {
         let n: usize = n.parse().ok()?;
         let text = before.strip_suffix(conf)?.strip_suffix(" in ")?;
@@ -56,6 +62,11 @@ pub fn parse_refusal(stderr: &str, conf: &str) -> Option<Refusal> {
         Some((text, n)) => Refusal { message: text.to_owned(), line: Some(n) },
         None => Refusal { message: message.to_owned(), line: None },
     })
+}
+
+/// Whether `s` is one or more ASCII digits.
+fn digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Runs `nginx -t` on the configuration in `dir` (`nginx.conf` there): `Ok` when it loads,
@@ -381,5 +392,15 @@ mod tests {
         assert_eq!(r.line, None);
         assert!(r.message.starts_with("could not build server_names_hash"), "{r:?}");
         assert_eq!(parse_refusal("nginx: [warn] x in /t/x in y:1/nginx.conf:1\n", conf), None);
+        // The `PID#TID: ` Debian's 1.22 writes first is not the complaint's.
+        let r = parse_refusal(
+            "nginx: [emerg] 13416#13416: \"proxy_connect_timeout\" directive invalid value in \
+             /t/x in y:1/nginx.conf:9\n",
+            conf,
+        );
+        let message = "\"proxy_connect_timeout\" directive invalid value".to_owned();
+        assert_eq!(r, Some(Refusal { message, line: Some(9) }));
+        let r = parse_refusal("nginx: [emerg] 12#a: b\n", conf).unwrap();
+        assert_eq!(r.message, "12#a: b");
     }
 }
