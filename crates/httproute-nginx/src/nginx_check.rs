@@ -190,6 +190,12 @@ impl Run<'_> {
                 secrets.push((secret, why));
                 continue;
             }
+            // The machine's (no memory, files or space): no object caused it, none is left out.
+            if let Some(errno) = machine_errno(&refusal.message) {
+                return self.give_up(format!(
+                    "{complaint}{at}: the machine's ({errno}), no object's; try again"
+                ));
+            }
             // A gap in the model, decided at once: never an older tenant's object.
             if !refused.is_empty() {
                 return self.give_up(format!(
@@ -264,21 +270,60 @@ fn newest_tenant_suffix(plan: &Plan) -> Vec<Unit> {
     suffix.into_iter().map(|(_, unit)| unit).collect()
 }
 
-/// The tenant Secret whose certificate or key file `message` names (NGINX quotes the full
-/// path: `cannot load certificate "PREFIX/generations/N/certs/NS_NAME.crt"`,
-/// `SSL_CTX_use_PrivateKey("...key") failed`). Files given with `--certificate` are the
-/// operator's: never a tenant's.
+/// The tenant Secret whose certificate or key file NGINX could not load, by `message`: one of
+/// NGINX's certificate-loading complaints (`cannot load certificate "PATH": ...`,
+/// `SSL_CTX_use_PrivateKey("PATH") failed`, ...; `ngx_event_openssl.c`), whose quoted PATH is a
+/// Secret's file whole (`PREFIX/.../certs/NS_NAME.crt`). Any other message names no Secret, even
+/// when a tenant's value echoed in it looks like one's path. Files given with `--certificate`
+/// are the operator's: never a tenant's.
 fn secret_named(message: &str, plan: &Plan, opts: &Options) -> Option<String> {
+    let path = file_not_loaded(message)?;
+    let is = |f: &String| {
+        path.strip_suffix(f.as_str()).is_some_and(|d| d.is_empty() || d.ends_with('/'))
+    };
     plan.secrets
         .keys()
         .filter(|s| !opts.certificates.contains_key(*s))
         .find(|s| {
             let (crt, key) = certificate_files(opts, s);
-            [crt, key].iter().any(|f| {
-                message.contains(&format!("/{f}\"")) || message.contains(&format!("\"{f}\""))
-            })
+            is(&crt) || is(&key)
         })
         .cloned()
+}
+
+/// The errno of a refusal the machine caused, not the configuration: NGINX writes a system
+/// call's error as `failed (N: TEXT)`, and out of memory (ENOMEM), of file descriptors
+/// (ENFILE, EMFILE), of space (ENOSPC) or of processes (EAGAIN) say nothing of any object:
+/// leaving out the newest tenant's for them would cost it its routes for a moment's shortage.
+fn machine_errno(message: &str) -> Option<&'static str> {
+    const MACHINE: [(&str, &str); 5] =
+        [("11", "EAGAIN"), ("12", "ENOMEM"), ("23", "ENFILE"), ("24", "EMFILE"), ("28", "ENOSPC")];
+    // NGINX's own ending: a tenant's value it echoes is quoted, and never ends the message.
+    let (_, after) = message.strip_suffix(')')?.rsplit_once(" failed (")?;
+    let (n, text) = after.split_once(": ")?;
+    if text.contains(['"', '(', ')']) {
+        return None;
+    }
+    MACHINE.iter().find(|(code, _)| *code == n).map(|(_, name)| *name)
+}
+
+/// The file NGINX's certificate-loading complaint `message` names, whole: the quoted PATH of
+/// `cannot load certificate "PATH": ...`, `SSL_CTX_use_PrivateKey("PATH") failed` and the like
+/// (`ngx_event_openssl.c`); `None` for any other message.
+fn file_not_loaded(message: &str) -> Option<&str> {
+    const LOADING: [&str; 9] = [
+        "cannot load certificate \"",
+        "cannot load certificate key \"",
+        "SSL_CTX_use_certificate(\"",
+        "SSL_CTX_set0_chain(\"",
+        "SSL_CTX_add_extra_chain_cert(\"",
+        "SSL_CTX_use_PrivateKey(\"",
+        "SSL_use_certificate(\"",
+        "SSL_set0_chain(\"",
+        "SSL_use_PrivateKey(\"",
+    ];
+    let quoted = LOADING.iter().find_map(|p| message.strip_prefix(p))?;
+    quoted.split_once('"').map(|(path, _)| path)
 }
 
 /// Leaves the Secret `secret` (`namespace/name`) out of `plan` because NGINX could not load
@@ -402,5 +447,50 @@ mod tests {
         assert_eq!(r, Some(Refusal { message, line: Some(9) }));
         let r = parse_refusal("nginx: [emerg] 12#a: b\n", conf).unwrap();
         assert_eq!(r.message, "12#a: b");
+    }
+
+    /// Review 12's M2: only NGINX's certificate-loading complaints name a file, and their
+    /// quoted path whole; a tenant's value NGINX echoes in another message names none.
+    #[test]
+    fn only_a_certificate_loading_complaint_names_a_file() {
+        let f = "/p/generations/3/certs/t_c.crt";
+        let named = |m: &str| file_not_loaded(m).map(str::to_owned);
+        for m in [
+            format!("cannot load certificate \"{f}\": PEM_read_bio_X509_AUX() failed"),
+            format!("cannot load certificate key \"{f}\": PEM_read_bio_PrivateKey() failed"),
+            format!("SSL_CTX_use_certificate(\"{f}\") failed (SSL: error:0A00018F:ca md too weak)"),
+            format!("SSL_CTX_use_PrivateKey(\"{f}\") failed"),
+        ] {
+            assert_eq!(named(&m).as_deref(), Some(f), "{m}");
+        }
+        // The same path echoed by a message that loads no certificate (a tenant's hostname,
+        // path or header value quoted back), or not first: no file.
+        for m in [
+            format!("invalid server name \"{f}\""),
+            format!("unknown directive \"x\" near cannot load certificate \"{f}\""),
+            format!("duplicate location \"/{f}\""),
+            format!("SSL_CTX_use_certificate(\"{f}"),
+        ] {
+            assert_eq!(named(&m), None, "{m}");
+        }
+    }
+
+    /// Review 12's M4: a refusal the machine caused names no object.
+    #[test]
+    fn a_machine_s_shortage_is_no_object_s_refusal() {
+        let m = |s: &str| machine_errno(s);
+        assert_eq!(
+            m("open() \"/p/logs/error.log\" failed (24: Too many open files)"),
+            Some("EMFILE")
+        );
+        assert_eq!(m("malloc(4096) failed (12: Cannot allocate memory)"), Some("ENOMEM"));
+        assert_eq!(m("write() to \"/p/x\" failed (28: No space left on device)"), Some("ENOSPC"));
+        // The configuration's: a file that is not there, a bad value, a name NGINX refuses.
+        assert_eq!(m("open() \"/p/certs/a.crt\" failed (2: No such file or directory)"), None);
+        assert_eq!(m("invalid number of arguments in \"listen\" directive"), None);
+        // A tenant's value that says it, echoed: quoted, and not NGINX's ending.
+        assert_eq!(m("host not found in upstream \"a failed (12: b)\""), None);
+        assert_eq!(m("open() \"/p/a failed (12: b)\" failed (2: No such file or directory)"), None);
+        assert_eq!(m("unknown \"x\" failed (12: \"y\")"), None);
     }
 }
