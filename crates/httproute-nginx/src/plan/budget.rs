@@ -1,13 +1,17 @@
-//! What tenants share in NGINX, budgeted before anything is written: an object whose share
-//! does not fit is refused, newest first (Gateway API's conflict order, [`Ages`]), so a newer
-//! object never evicts an older one, and NGINX never refuses the configuration for it.
+//! What tenants share in NGINX, budgeted before anything is written: one line per resource,
+//! decided in this order, each oldest first (Gateway API's conflict order, [`Ages`]) and
+//! seeing what the lines above refused ([`Refusals`]). An object whose share does not fit is
+//! refused with a condition naming the budget, so a newer object never evicts an older one,
+//! and NGINX never refuses the configuration for it.
 //!
-//! | resource | rule |
-//! |----------|------|
-//! | server names in NGINX's hashes (`server_names_hash`, the SNI maps) | [`server_names`] |
-//! | listening sockets (one per port, in every worker, against `worker_connections`) | [`listening_sockets`] |
-//! | HTTP/2 per port (`http2 on` in every server of a port with a GRPCRoute) | [`http2_ports`] |
-//! | regex memory (the module's `http_matches_max_memory`) | [`regex_memory`] |
+//! | budget | charged to | limit | per tenant | rule |
+//! |--------|------------|-------|------------|------|
+//! | HTTP/2 per port | a GRPCRoute's attachment | a port's older listeners of other namespaces | - | [`http2_ports`] (at attachment) |
+//! | list word | a rule (or its attachment) | NGINX's word, per location | - | `words::lists` |
+//! | listening sockets | a listener | half of `worker_connections` | - | [`listening_sockets`] |
+//! | server-name hash | a name's owners | a bucket at NGINX's fallback size | - | [`server_names`] |
+//! | regex memory | a route (inline: per Gateway) | `--regex-memory-total` | `--regex-memory-per-tenant` ([`Share`]) | [`regex_memory`] |
+//! | list memory | a route | what the module's memory leaves | `--list-memory-per-tenant` ([`Share`]) | `list_bytes::list_memory` |
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -19,7 +23,7 @@ use super::ids::{Ages, GatewayId, ListenerId, RouteId, RouteKind, RuleId, Unit};
 use super::listeners::Listener;
 use super::merge::ServerAt;
 use super::status::RouteNode;
-use super::types::{Candidate, Kept, Loc, PathKind, PortPlan, ServerPlan};
+use super::types::{Candidate, Kept, Loc, LocationPlan, PathKind, PortPlan, ServerPlan};
 
 /// The objects whose server names NGINX's hashes cannot hold beside older objects' names, with
 /// why. Each name is owned by the routes that alone bring it (a name that is no listener's;
@@ -28,16 +32,11 @@ use super::types::{Candidate, Kept, Loc, PathKind, PortPlan, ServerPlan};
 /// ([`NameBudget`]: names crafted to share a bucket fill it at most to NGINX's limit); a name
 /// that does not fit refuses its owners, and the names of owners already refused are not
 /// counted (they are not written).
-pub(super) fn server_names(
-    ports: &[PortPlan],
-    ages: &Ages,
-    before: &[(Unit, String)],
-) -> Vec<(Unit, String)> {
+pub(super) fn server_names(ports: &[PortPlan], ages: &Ages, refusals: &mut Refusals) {
     let multi = multi_gateway(ports);
     let mut names: BTreeMap<&str, ((usize, usize), BTreeSet<Unit>)> = BTreeMap::new();
-    let mut left = Left::of(before);
     // A server whose listener is left out is not written: its names are in no hash.
-    for s in ports.iter().flat_map(|p| &p.servers).filter(|s| !left.listener_of(s)) {
+    for s in ports.iter().flat_map(|p| &p.servers).filter(|s| !refusals.left.listener_of(s)) {
         let Some(h) = s.hostname.as_deref() else { continue };
         let owners: Vec<((usize, usize), Unit)> = if s.brought_by.is_empty() {
             // A listener is as old as its Gateway, before any route attached to it.
@@ -59,8 +58,8 @@ pub(super) fn server_names(
         names.into_iter().map(|(h, (age, owners))| (age, h, owners)).collect();
     order.sort();
     let mut budget = NameBudget::default();
-    let mut out = Vec::new();
     for (_, h, owners) in order {
+        let left = &refusals.left;
         if (!owners.is_empty() && owners.iter().all(|o| left.refuses(o))) || budget.admit(h) {
             continue;
         }
@@ -70,13 +69,11 @@ pub(super) fn server_names(
              buckets; budget: server-name hash)"
         );
         for o in owners {
-            if !left.refuses(&o) {
-                left.add(&o);
-                out.push((o, why.clone()));
+            if !refusals.left.refuses(&o) {
+                refusals.push(o, why.clone());
             }
         }
     }
-    out
 }
 
 /// The routes served in the servers of more than one Gateway (their rules or the names they
@@ -118,7 +115,8 @@ pub(super) fn listening_sockets(
     ports: &[PortPlan],
     ages: &Ages,
     worker_connections: u32,
-) -> Vec<(Unit, String)> {
+    refusals: &mut Refusals,
+) {
     let budget = worker_connections as usize / 2;
     let mut listeners: Vec<(usize, &ListenerId, u16)> = ports
         .iter()
@@ -128,7 +126,6 @@ pub(super) fn listening_sockets(
     listeners.sort();
     listeners.dedup();
     let mut open: BTreeSet<u16> = BTreeSet::new();
-    let mut out = Vec::new();
     for (_, l, port) in listeners {
         if open.contains(&port) || open.len() < budget && open.insert(port) {
             continue;
@@ -137,9 +134,8 @@ pub(super) fn listening_sockets(
             "listener {l} would open port {port} past the {budget} listening sockets of \
              worker_connections {worker_connections} (half of them; budget: listening sockets)"
         );
-        out.push((Unit::Listener(l.clone()), why));
+        refusals.push(Unit::Listener(l.clone()), why);
     }
-    out
 }
 
 /// HTTP/2 per port: `http2 on` is written in every server of a port that serves a GRPCRoute
@@ -231,31 +227,41 @@ fn after<'s>(s: &'s str, sep: &str) -> Option<&'s str> {
 /// namespace's charges stay within `per_tenant` and all namespaces' within `total` (`--regex-memory-per-tenant`,
 /// `--regex-memory-total`); a route past either is refused (`Accepted: False`), so a newer
 /// tenant never takes an older one's share (inline: a route's attachment to one Gateway, the
-/// copies made for it, at its own age: [`Via`]). Routes `before` refused are not counted.
+/// copies made for it, at its own age: [`Via`]). Units refused before are not counted.
 pub(super) fn regex_memory(
     ports: &[PortPlan],
     ages: &Ages,
-    before: &[(Unit, String)],
+    refusals: &mut Refusals,
     (per_tenant, total, per_location): (usize, usize, bool),
-) -> Vec<(Unit, String)> {
-    let budget = Budget { per_tenant, total, used: BTreeMap::new(), all: 0 };
-    match per_location {
-        true => Inline::of(ports, ages, &Left::of(before)).admit(budget),
-        false => per_namespace(ports, ages, before, budget),
-    }
+) {
+    let budget = Share::new("regex memory", per_tenant, total);
+    let left = &refusals.left;
+    let refused = match per_location {
+        true => Inline::of(ports, ages, left).admit(budget),
+        false => per_namespace(ports, ages, left, budget),
+    };
+    refusals.extend(refused);
 }
 
-/// What is left of the regex memory budgets.
-struct Budget<'a> {
+/// A resource shared by namespaces, taken oldest first: each namespace's charges within
+/// `per_tenant`, all namespaces' within `total` (the regex and list memory budgets).
+pub(super) struct Share<'a> {
+    /// Its name in a refusal ("budget: ...").
+    name: &'static str,
     per_tenant: usize,
     total: usize,
     used: BTreeMap<&'a str, usize>,
     all: usize,
 }
 
-impl<'a> Budget<'a> {
-    /// Takes `cost` for route `id` if it fits its namespace's and the total, else says why not.
-    fn take(&mut self, id: &'a RouteId, cost: usize, what: &str) -> Result<(), String> {
+impl<'a> Share<'a> {
+    pub(super) fn new(name: &'static str, per_tenant: usize, total: usize) -> Share<'a> {
+        Share { name, per_tenant, total, used: BTreeMap::new(), all: 0 }
+    }
+
+    /// Takes `cost` for route `id` if it fits its namespace's and the total, else says why
+    /// not (`what`: what of the route takes it, with the verb).
+    pub(super) fn take(&mut self, id: &'a RouteId, cost: usize, what: &str) -> Result<(), String> {
         let used = self.used.entry(id.namespace.as_str()).or_default();
         if *used + cost <= self.per_tenant && self.all + cost <= self.total {
             *used += cost;
@@ -263,10 +269,10 @@ impl<'a> Budget<'a> {
             return Ok(());
         }
         Err(format!(
-            "route {id}'s {what} may take {cost} bytes of the module's http_matches_max_memory, \
-             past what is left of namespace {}'s {} or of all namespaces' {} beside older \
-             routes (budget: regex memory)",
-            id.namespace, self.per_tenant, self.total
+            "route {id}'s {what} {cost} bytes of the module's http_matches_max_memory, past \
+             what is left of namespace {}'s {} or of all namespaces' {} beside older routes \
+             (budget: {})",
+            id.namespace, self.per_tenant, self.total, self.name
         ))
     }
 }
@@ -276,23 +282,20 @@ impl<'a> Budget<'a> {
 fn per_namespace<'a>(
     ports: &'a [PortPlan],
     ages: &Ages,
-    before: &[(Unit, String)],
-    mut budget: Budget<'a>,
+    left: &Left,
+    mut budget: Share<'a>,
 ) -> Vec<(Unit, String)> {
     // Each route's age and distinct patterns, in what is written ([`Left`], as
     // [`Inline::of`]): a route's candidates left out of a server are not compiled there.
-    let left = Left::of(before);
     // (Sorted below: the map's order is not read.)
     let mut routes: HashMap<&RouteId, ((usize, usize), BTreeSet<&str>)> = HashMap::new();
-    for (pi, p) in ports.iter().enumerate() {
-        for (si, s) in p.servers.iter().enumerate().filter(|(_, s)| !left.listener_of(s)) {
-            let (off, gateway) = (left.at(s), s.listener.as_ref().map_or(0, |l| ages.listener(l)));
-            // Runs by their blocks' addresses (no tenant's choice: a fast hasher).
-            let mut seen = rustc_hash::FxHashSet::default();
-            let locations = s.locations.iter().enumerate();
-            let written = locations.filter(|(li, _)| !left.locations.contains(&((pi, si), *li)));
-            let runs = written.flat_map(|(_, l)| &l.segments).filter(|r| seen.insert(r.id()));
-            for c in runs.flat_map(|r| r.candidates()).filter(|c| !off.candidate(c)) {
+    for (at, s, gateway) in left.servers(ports, ages) {
+        let off = left.at(s);
+        // Runs by their blocks' addresses (no tenant's choice: a fast hasher).
+        let mut seen = rustc_hash::FxHashSet::default();
+        let runs = left.locations_of(at, s).flat_map(|(_, l)| &l.segments);
+        for c in runs.filter(|r| seen.insert(r.id())).flat_map(|r| r.candidates()) {
+            if !off.candidate(c) {
                 let r = routes.entry(&c.id.route).or_insert(((usize::MAX, 0), BTreeSet::new()));
                 r.0 = r.0.min(ages.attached(&c.id.route, gateway));
                 r.1.extend(regexes(&c.entry));
@@ -312,7 +315,7 @@ fn per_namespace<'a>(
         let have = have.entry(id.namespace.as_str()).or_default();
         let new: Vec<&str> = patterns.into_iter().filter(|p| !have.contains(p)).collect();
         let cost = new.iter().map(|p| regex_charge(p.len())).sum();
-        match budget.take(id, cost, &format!("{} new regex conditions", new.len())) {
+        match budget.take(id, cost, &format!("{} new regex conditions may take", new.len())) {
             Ok(()) => have.extend(new),
             Err(why) => out.push((route, why)),
         }
@@ -337,6 +340,25 @@ pub struct Left {
     pub locations: BTreeSet<(ServerAt, usize)>,
     /// Matches: rule, indexes among its `matches` ([`Unit::Match`]).
     pub matches: BTreeMap<RuleId, BTreeSet<usize>>,
+}
+
+/// The plan's refusals so far, in order, with why, and what they leave out ([`Left`]): each
+/// budget reads what those decided before it refused, and adds its own.
+#[derive(Default)]
+pub(super) struct Refusals {
+    pub(super) list: Vec<(Unit, String)>,
+    pub(super) left: Left,
+}
+
+impl Refusals {
+    pub(super) fn push(&mut self, unit: Unit, why: String) {
+        self.left.add(&unit);
+        self.list.push((unit, why));
+    }
+
+    pub(super) fn extend(&mut self, refused: Vec<(Unit, String)>) {
+        refused.into_iter().for_each(|(unit, why)| self.push(unit, why));
+    }
 }
 
 /// No route is left out of a server.
@@ -396,6 +418,31 @@ impl Left {
     /// Match `index` of rule `id` is left out itself.
     fn is_match(&self, id: &RuleId, index: usize) -> bool {
         self.matches.get(id).is_some_and(|m| m.contains(&index))
+    }
+
+    /// The servers whose listener is kept, each with its place and its Gateway's age (0: no
+    /// listener).
+    pub(super) fn servers<'p>(
+        &self,
+        ports: &'p [PortPlan],
+        ages: &Ages,
+    ) -> impl Iterator<Item = (ServerAt, &'p ServerPlan, usize)> {
+        let servers = ports
+            .iter()
+            .enumerate()
+            .flat_map(|(pi, p)| p.servers.iter().enumerate().map(move |(si, s)| ((pi, si), s)));
+        let kept = servers.filter(|(_, s)| !self.listener_of(s));
+        kept.map(|(at, s)| (at, s, s.listener.as_ref().map_or(0, |l| ages.listener(l))))
+    }
+
+    /// The locations of server `s` (at place `at`) not left out, with their index.
+    pub(super) fn locations_of<'p>(
+        &self,
+        at: ServerAt,
+        s: &'p ServerPlan,
+    ) -> impl Iterator<Item = (usize, &'p LocationPlan)> {
+        let locations = s.locations.iter().enumerate();
+        locations.filter(move |(li, _)| !self.locations.contains(&(at, *li)))
     }
 
     /// Server `s`'s listener is left out.
@@ -513,38 +560,29 @@ impl<'a> Inline<'a> {
         let mut kept = Kept::default();
         // Each candidate's charge per copy, computed once whatever the locations that hold it.
         let mut bytes: rustc_hash::FxHashMap<*const Candidate, usize> = Default::default();
-        for (pi, p) in ports.iter().enumerate() {
-            for (si, s) in p.servers.iter().enumerate() {
-                if left.listener_of(s) {
-                    continue;
-                }
-                let off = left.at(s);
-                let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
-                let server = m.server_on.len();
-                m.server_on.push(s.brought_by.is_empty());
-                m.dormant.push(0);
-                for r in s.brought_by.iter().filter(|r| !off.route(r)) {
-                    m.age(via(r, s), ages.attached(r, gateway), gateway);
-                    m.brings.entry(via(r, s)).or_default().insert(server);
-                }
-                for (li, l) in s.locations.iter().enumerate() {
-                    if left.locations.contains(&((pi, si), li)) {
-                        continue;
-                    }
-                    let at = m.locs.len();
-                    m.locs.push((server, ((pi, si), li)));
-                    m.loc_on.push(l.loc == Loc::Prefix("/".into()));
-                    m.held.push(0);
-                    for c in kept.of(l, |c| !off.candidate(c)) {
-                        m.age(via(&c.id.route, s), ages.attached(&c.id.route, gateway), gateway);
-                        let list = *bytes.entry(c as *const Candidate).or_insert_with(|| {
-                            regexes(&c.entry).map(|p| regex_charge(p.len())).sum()
-                        });
-                        let t = m.touches.entry(via(&c.id.route, s)).or_default();
-                        let t = t.entry(at).or_default();
-                        t.charge = t.charge.saturating_add(list);
-                        t.makes_location |= makes(&l.loc, c);
-                    }
+        for (place, s, gateway) in left.servers(ports, ages) {
+            let off = left.at(s);
+            let server = m.server_on.len();
+            m.server_on.push(s.brought_by.is_empty());
+            m.dormant.push(0);
+            for r in s.brought_by.iter().filter(|r| !off.route(r)) {
+                m.age(via(r, s), ages.attached(r, gateway), gateway);
+                m.brings.entry(via(r, s)).or_default().insert(server);
+            }
+            for (li, l) in left.locations_of(place, s) {
+                let at = m.locs.len();
+                m.locs.push((server, (place, li)));
+                m.loc_on.push(l.loc == Loc::Prefix("/".into()));
+                m.held.push(0);
+                for c in kept.of(l, |c| !off.candidate(c)) {
+                    m.age(via(&c.id.route, s), ages.attached(&c.id.route, gateway), gateway);
+                    let list = *bytes
+                        .entry(c as *const Candidate)
+                        .or_insert_with(|| regexes(&c.entry).map(|p| regex_charge(p.len())).sum());
+                    let t = m.touches.entry(via(&c.id.route, s)).or_default();
+                    let t = t.entry(at).or_default();
+                    t.charge = t.charge.saturating_add(list);
+                    t.makes_location |= makes(&l.loc, c);
                 }
             }
         }
@@ -612,7 +650,7 @@ impl<'a> Inline<'a> {
 
     /// Units oldest first within `budget`: the attachments refused (each alone, the route's
     /// others kept), then the locations left with copies but none of their makers.
-    fn admit(mut self, mut budget: Budget<'a>) -> Vec<(Unit, String)> {
+    fn admit(mut self, mut budget: Share<'a>) -> Vec<(Unit, String)> {
         let mut out = Vec::new();
         for id in self.oldest_first() {
             let cost = self.cost(id);
@@ -623,9 +661,9 @@ impl<'a> Inline<'a> {
             let what = match &refused {
                 Unit::Attachment { gateway, .. } => format!(
                     "regex conditions and the locations it adds through Gateway {gateway} \
-                     (inline)"
+                     (inline) may take"
                 ),
-                _ => "regex conditions and the locations it adds (inline)".into(),
+                _ => "regex conditions and the locations it adds (inline) may take".into(),
             };
             match budget.take(route, cost, &what) {
                 Ok(()) => self.commit(id),

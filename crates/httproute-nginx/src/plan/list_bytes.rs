@@ -25,7 +25,7 @@
 //! A route past either is refused (`Accepted: False`, "budget: list memory"). The walk is
 //! each run once and each location's runs once (the lists written), never routes x locations.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
 
@@ -35,7 +35,7 @@ use route_match::{
     LIST_RESIDENT_BYTES_PER_LIST as PER_LIST,
 };
 
-use super::budget::{Left, makes};
+use super::budget::{Left, Share, makes};
 use super::ids::{Ages, RouteId, RouteName, Unit};
 use super::merge::{Merged, ServerAt};
 use super::types::{Candidate, Loc, LocationPlan, PortPlan, Segment};
@@ -192,43 +192,34 @@ fn newest<'c>(
 pub(super) fn list_memory(
     (ports, merged): (&[PortPlan], &Merged),
     ages: &Ages,
-    before: &[(Unit, String)],
+    left: &Left,
     limits: Limits,
     inline: bool,
 ) -> Vec<(Unit, String)> {
-    let mut m = Model::of((ports, merged), ages, &Left::of(before), inline);
+    let mut m = Model::of((ports, merged), ages, left, inline);
     let mut order: Vec<((usize, usize), u32)> =
         m.routes.iter().enumerate().map(|(i, &(age, _))| (age, i as u32)).collect();
     order.sort();
-    let mut used: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut all = 0usize;
+    let mut share = Share::new("list memory", limits.per_tenant, limits.total);
     let mut out = Vec::new();
     for (_, r) in order {
         let id = m.routes[r as usize].1;
         let (cost, longest) = m.cost(r);
-        let tenant = used.entry(id.namespace.as_str()).or_default();
-        let why = if !inline && peak(longest) > limits.one_list {
-            format!(
+        let fits = if !inline && peak(longest) > limits.one_list {
+            Err(format!(
                 "route {id} would make a match list of {longest} bytes of JSON, which may take \
                  {} bytes of the module's http_matches_max_memory to parse and compile, past \
                  the {} one list may take (budget: list memory)",
                 peak(longest),
                 limits.one_list
-            )
-        } else if *tenant + cost > limits.per_tenant || all + cost > limits.total {
-            format!(
-                "route {id}'s match lists may hold {cost} bytes of the module's \
-                 http_matches_max_memory, past what is left of namespace {}'s {} or of all \
-                 namespaces' {} beside older routes (budget: list memory)",
-                id.namespace, limits.per_tenant, limits.total
-            )
+            ))
         } else {
-            *tenant += cost;
-            all += cost;
-            m.commit(r);
-            continue;
+            share.take(id, cost, "match lists may hold")
         };
-        out.push((Unit::Route(id.clone()), why));
+        match fits {
+            Ok(()) => m.commit(r),
+            Err(why) => out.push((Unit::Route(id.clone()), why)),
+        }
     }
     out.extend(m.unpaid());
     out
@@ -255,12 +246,10 @@ impl<'a> Model<'a> {
                 let gateway = members.iter().map(|m| listener(m).map_or(0, |l| ages.listener(l)));
                 let Some(gateway) = gateway.min() else { continue };
                 let (mut runs, off, cuts) = (RunIds::default(), left.at(s), m.cut_by.len());
-                for (li, l) in s.locations.iter().enumerate() {
-                    if !left.locations.contains(&((pi, si), li)) {
-                        m.location((l, ((pi, si), li)), (&mut runs, &mut pairs), |c| {
-                            (!off.candidate(c)).then(|| ages.attached(&c.id.route, gateway))
-                        });
-                    }
+                for (li, l) in left.locations_of((pi, si), s) {
+                    m.location((l, ((pi, si), li)), (&mut runs, &mut pairs), |c| {
+                        (!off.candidate(c)).then(|| ages.attached(&c.id.route, gateway))
+                    });
                 }
                 // A block whole in no list of the server: its pieces are its one copy, whose
                 // entries its run holds (charged once); a cut adds only its keys.

@@ -352,18 +352,19 @@ fn refusals(
     ages: &Ages,
     opts: &PlanOptions<'_>,
 ) -> (Vec<(Unit, String)>, Merged) {
-    let mut refused = words::refusals(ports);
+    let mut refused = budget::Refusals::default();
+    refused.extend(words::refusals(ports));
     if let Some(pos) = opts.list_word {
-        refused.extend(words::lists(ports, ages, &refused, pos));
+        refused.extend(words::lists(ports, ages, &refused.list, pos));
     }
-    refused.extend(budget::listening_sockets(ports, ages, opts.worker_connections));
-    refused.extend(budget::server_names(ports, ages, &refused));
+    budget::listening_sockets(ports, ages, opts.worker_connections, &mut refused);
+    budget::server_names(ports, ages, &mut refused);
     let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
-    refused.extend(budget::regex_memory(ports, ages, &refused, regex));
+    budget::regex_memory(ports, ages, &mut refused, regex);
     // Servers the same on several ports as they will be written: the budgets above keep
     // servers apart (an attachment refused); the list budget refuses routes and locations
     // alone, which [`merged`] does not read, so this is the plan's merging.
-    let merged = merged(ports, &refused);
+    let merged = merged(ports, &refused.list);
     let lists = list_bytes::Limits::of(
         opts.module_max_memory,
         opts.regex_memory_total,
@@ -373,11 +374,11 @@ fn refusals(
     // load, no matches.json.
     if opts.regex_per_location || opts.list_word.is_none() {
         let inline = opts.regex_per_location;
-        let listed = list_bytes::list_memory((ports, &merged), ages, &refused, lists, inline);
+        let listed = list_bytes::list_memory((ports, &merged), ages, &refused.left, lists, inline);
         debug_assert!(listed.iter().all(|(u, _)| matches!(u, Unit::Route(_) | Unit::Location(..))));
         refused.extend(listed);
     }
-    (refused, merged)
+    (refused.list, merged)
 }
 
 /// Servers the same on several ports, written once ([`Merged`]); but a server of a Gateway

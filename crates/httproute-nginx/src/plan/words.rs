@@ -411,20 +411,13 @@ fn walk(
     pos: Pos,
 ) -> (Vec<(Unit, String)>, usize) {
     let mut kept = Kept::default();
-    let left = Left::of(before);
+    // The walk refuses rules and attachments: the servers and locations written stay these.
+    let written = Left::of(before);
     let multi = budget::multi_gateway(ports);
-    let mut w = Lists { pos, multi, left, bytes: HashMap::new(), out: Vec::new() };
-    for (pi, p) in ports.iter().enumerate() {
-        for (si, s) in p.servers.iter().enumerate() {
-            if w.left.listener_of(s) {
-                continue;
-            }
-            let gateway = s.listener.as_ref().map_or(0, |l| ages.listener(l));
-            for (li, l) in s.locations.iter().enumerate() {
-                if !w.left.locations.contains(&((pi, si), li)) {
-                    w.location((s, l, p.port), (ages, gateway), &mut kept);
-                }
-            }
+    let mut w = Lists { pos, multi, left: written.clone(), bytes: HashMap::new(), out: Vec::new() };
+    for (at, s, gateway) in written.servers(ports, ages) {
+        for (_, l) in written.locations_of(at, s) {
+            w.location((s, l, ports[at.0].port), (ages, gateway), &mut kept);
         }
     }
     (w.out, kept.walked)
