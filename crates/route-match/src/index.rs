@@ -436,7 +436,9 @@ fn groups(b: &mut Builder, groups: &Groups) -> Run {
 /// the request repeats) is taken once; lists past the first `CAP` are gathered into one sorted
 /// set at the first `next`, so the work follows the postings the request names, never the list.
 pub(crate) struct Candidates<'a> {
-    lists: [&'a [u32]; CAP],
+    /// The first `len` are `Some`: `None` is all zero bits, so making the array is one fill
+    /// (with `&[]`, a dangling pointer, it was 64 stores: issue #46).
+    lists: [Option<&'a [u32]>; CAP],
     len: usize,
     next_min: u32,
     /// Postings of the lists past `CAP` (sorted and deduplicated at the first `next`), and
@@ -452,7 +454,7 @@ const CAP: usize = 32;
 impl<'a> Candidates<'a> {
     pub(crate) fn new() -> Self {
         Candidates {
-            lists: [&[]; CAP],
+            lists: [None; CAP],
             len: 0,
             next_min: 0,
             more: Vec::new(),
@@ -465,11 +467,12 @@ impl<'a> Candidates<'a> {
     /// past `CAP` (work for the caller to charge).
     pub(crate) fn push(&mut self, list: &'a [u32]) -> usize {
         let id = (list.as_ptr(), list.len());
-        if list.is_empty() || self.lists[..self.len].iter().any(|l| (l.as_ptr(), l.len()) == id) {
+        let same = |l: &Option<&[u32]>| l.is_some_and(|l| (l.as_ptr(), l.len()) == id);
+        if list.is_empty() || self.lists[..self.len].iter().any(same) {
             return 0;
         }
         if self.len < CAP {
-            self.lists[self.len] = list;
+            self.lists[self.len] = Some(list);
             self.len += 1;
             return 0;
         }
@@ -493,7 +496,7 @@ impl Iterator for Candidates<'_> {
     /// The smallest entry index not yet returned.
     fn next(&mut self) -> Option<usize> {
         let mut min: Option<u32> = None;
-        for list in &mut self.lists[..self.len] {
+        for list in self.lists[..self.len].iter_mut().flatten() {
             // Drop what was already returned (the same entry can sit in several lists): each
             // list is sorted and was at or past the last answer, so that is its head at most.
             while let Some((&head, rest)) = list.split_first() {
