@@ -21,80 +21,68 @@ use ngx::ngx_log_error;
 
 use crate::HttpMatchesModule;
 use crate::util::{array, text};
-use route_match::vhost::{Names, longest_walks};
+use route_match::vhost::{Refusal, Socket, fallback_targets};
 
 /// The most servers one request may pass through by `http_matches_fallback` (the first
 /// included): a host name of 253 characters has at most 127 labels, so a server per exact
 /// name and per wildcard of a listener, and the catch-all, fit.
 const MAX_FALLBACK_CHAIN: usize = 128;
 
-/// One server as `http_matches_fallback` sees it.
-struct Server {
-    cscf: *const ngx_http_core_srv_conf_t,
-    /// Its `server_name`s as NGINX stored them (lowercased; `""` when it has none), without
-    /// regular expressions.
-    names: Vec<Vec<u8>>,
-}
-
-/// A listen socket as `http_matches_fallback` sees it.
-struct Socket {
-    /// `addr:port`.
-    text: String,
-    /// Its servers (indexes), in the order NGINX adds their names to its hash.
-    servers: Vec<usize>,
-    /// Its default server (`listen ... default_server`, else its first), by index.
-    default_server: Option<usize>,
-}
-
-/// Every server in configuration order, with its names, and each listen socket.
+/// Every server in configuration order (its core conf, and its `server_name`s as NGINX stored
+/// them, lowercased, `""` when it has none, without regular expressions), and each listen
+/// socket (`addr:port`, its servers).
 ///
 /// # Safety
 /// Only from postconfiguration: the core main conf, its servers (with `server_names`, merged)
 /// and `ports` (filled by `listen` while parsing; consumed by ngx_http_optimize_servers only
 /// after postconfiguration) are alive.
-unsafe fn servers_and_sockets(cf: *mut ngx_conf_t) -> (Vec<Server>, Vec<Socket>) {
-    let mut servers = Vec::new();
-    let mut sockets = Vec::new();
+unsafe fn servers_and_sockets(cf: *mut ngx_conf_t) -> (Servers, Sockets) {
+    let (mut cscfs, mut names, mut sockets) = (Vec::new(), Vec::new(), (Vec::new(), Vec::new()));
     // SAFETY: see the function's contract. `servers` is an array of core srv conf pointers;
     // each `server_names` an array of ngx_http_server_name_t; `ports` null or an array of
     // ngx_http_conf_port_t, each `addrs` an array of ngx_http_conf_addr_t, each `servers` an
     // array of core srv conf pointers (the same objects as `cmcf->servers`).
     unsafe {
-        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return (servers, sockets) };
+        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else {
+            return ((cscfs, names), sockets);
+        };
         for &cscf in array::<*const ngx_http_core_srv_conf_t>(&cmcf.servers) {
-            let names = array::<ngx_http_server_name_t>(&(*cscf).server_names)
-                .iter()
-                .filter(|n| n.regex.is_null())
-                .map(|n| n.name.as_bytes().to_ascii_lowercase())
-                .collect();
-            servers.push(Server { cscf, names });
+            names.push(
+                array::<ngx_http_server_name_t>(&(*cscf).server_names)
+                    .iter()
+                    .filter(|n| n.regex.is_null())
+                    .map(|n| n.name.as_bytes().to_ascii_lowercase())
+                    .collect(),
+            );
+            cscfs.push(cscf);
         }
         let index: HashMap<*const ngx_http_core_srv_conf_t, usize> =
-            servers.iter().enumerate().map(|(i, s)| (s.cscf, i)).collect();
-        let Some(ports) = cmcf.ports.as_ref() else { return (servers, sockets) };
+            cscfs.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+        let Some(ports) = cmcf.ports.as_ref() else { return ((cscfs, names), sockets) };
         for port in array::<ngx_http_conf_port_t>(ports) {
             for addr in array::<ngx_http_conf_addr_t>(&port.addrs) {
                 let on = array::<*const ngx_http_core_srv_conf_t>(&addr.servers);
-                sockets.push(Socket {
-                    text: text(addr.opt.addr_text.as_bytes()).into_owned(),
+                let socket = Socket {
                     servers: on.iter().filter_map(|c| index.get(c).copied()).collect(),
                     default_server: index.get(&addr.default_server.cast_const()).copied(),
-                });
+                };
+                sockets.0.push(text(addr.opt.addr_text.as_bytes()).into_owned());
+                sockets.1.push(socket);
             }
         }
     }
-    (servers, sockets)
+    ((cscfs, names), sockets)
 }
 
-/// A server for messages: its first name, quoted.
-fn server_label(s: &Server) -> String {
-    format!("\"{}\"", text(s.names.first().map_or(&b""[..], |n| n)))
-}
+/// Each server's core conf and names, in configuration order.
+type Servers = (Vec<*const ngx_http_core_srv_conf_t>, Vec<Vec<Vec<u8>>>);
+/// Each listen socket's `addr:port`, and the socket.
+type Sockets = (Vec<String>, Vec<Socket>);
 
 /// Resolves every server's fallback name on each of its sockets and checks the graph of
-/// those targets (see the module comment); on success each `SrvConf` records its targets.
-/// `false` when that fails the configuration (each problem an `[emerg]` at its directive).
-/// Linear in the servers' names times their sockets.
+/// those targets (see the module comment, `route_match::vhost::fallback_targets`); on success
+/// each `SrvConf` records its targets. `false` when that fails the configuration (each
+/// problem an `[emerg]` at its directive).
 pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
     // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context; each server
     // of the core main conf is a live core server conf.
@@ -115,106 +103,61 @@ pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
         return true;
     }
     // SAFETY: called from postconfiguration.
-    let (servers, sockets) = unsafe { servers_and_sockets(cf) };
-    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
-    let log = unsafe { (*cf).log };
+    let ((servers, names), (socket_names, sockets)) = unsafe { servers_and_sockets(cf) };
     // Each server's fallback name, lowercased at the directive (`None`: no directive).
     let fallbacks: Vec<Option<Vec<u8>>> = servers
         .iter()
-        .map(|s| conf_of(s.cscf).filter(|c| c.fallback.is_some()).map(|c| c.fallback_name.clone()))
+        .map(|&s| conf_of(s).filter(|c| c.fallback.is_some()).map(|c| c.fallback_name.clone()))
         .collect();
-    let at_of = |i: usize| conf_of(servers[i].cscf).map(|c| c.fallback_where.clone());
-    let mut ok = true;
-    // The servers each server's fallback reaches, over all its sockets, in socket order.
-    let mut targets: Vec<Vec<usize>> = vec![Vec::new(); servers.len()];
-    let mut refused = vec![false; servers.len()];
-    for socket in &sockets {
-        if !socket.servers.iter().any(|&i| fallbacks[i].is_some()) {
-            continue;
-        }
-        let mut names = Names::default();
-        for &i in &socket.servers {
-            for n in &servers[i].names {
-                names.add(n, i);
+    match fallback_targets(&names, &sockets, &fallbacks, MAX_FALLBACK_CHAIN) {
+        Ok(targets) => {
+            for (&s, t) in servers.iter().zip(&targets) {
+                let Some(c) = conf_of(s).filter(|c| c.fallback.is_some()) else { continue };
+                c.fallback_targets = t.iter().map(|&t| servers[t]).collect();
             }
+            true
         }
-        for &i in &socket.servers {
-            let Some(name) = &fallbacks[i] else { continue };
-            match names.find(name).or(socket.default_server) {
-                Some(t) if t == i => {
-                    if !std::mem::replace(&mut refused[i], true) {
-                        ngx_log_error!(
-                            NGX_LOG_EMERG,
-                            log,
-                            "http_matches_fallback: \"{}\" names this server itself on {} in {}",
-                            // As written.
-                            text(
-                                conf_of(servers[i].cscf)
-                                    .and_then(|c| c.fallback.as_deref())
-                                    .unwrap_or_default()
-                            ),
-                            socket.text,
-                            at_of(i).unwrap_or_default()
-                        );
-                    }
-                    ok = false;
-                }
-                Some(t) if !targets[i].contains(&t) => targets[i].push(t),
-                _ => {}
+        Err(refusals) => {
+            let at_of = |i: usize| conf_of(servers[i]).map(|c| c.fallback_where.clone());
+            let label =
+                |i: usize| format!("\"{}\"", text(names[i].first().map_or(&b""[..], |n| n)));
+            // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
+            let log = unsafe { (*cf).log };
+            for r in refusals {
+                let at = |i| at_of(i).unwrap_or_default();
+                let what = match r {
+                    Refusal::Itself { server: i, socket } => format!(
+                        "\"{}\" names this server itself on {} in {}",
+                        // As written.
+                        text(
+                            conf_of(servers[i])
+                                .and_then(|c| c.fallback.as_deref())
+                                .unwrap_or_default()
+                        ),
+                        socket_names[socket],
+                        at(i)
+                    ),
+                    Refusal::Cycle(cycle) => format!(
+                        "the fallbacks form a cycle: {} in {}",
+                        cycle
+                            .iter()
+                            .chain(&cycle[..1])
+                            .map(|&i| label(i))
+                            .collect::<Vec<_>>()
+                            .join(" -> "),
+                        at(cycle[0])
+                    ),
+                    Refusal::TooLong { server: i, depth } => format!(
+                        "a request may pass through {depth} servers from {} (at most \
+                         {MAX_FALLBACK_CHAIN}) in {}",
+                        label(i),
+                        at(i)
+                    ),
+                };
+                ngx_log_error!(NGX_LOG_EMERG, log, "http_matches_fallback: {what}");
             }
-        }
-    }
-    if ok {
-        ok = check_chains(&servers, &targets, |i| at_of(i).unwrap_or_default(), log);
-    }
-    if ok {
-        for (s, t) in servers.iter().zip(&targets) {
-            let Some(c) = conf_of(s.cscf).filter(|c| c.fallback.is_some()) else { continue };
-            c.fallback_targets = t.iter().map(|&t| servers[t].cscf).collect();
-        }
-    }
-    ok
-}
-
-/// Every walk of `targets` must end within [`MAX_FALLBACK_CHAIN`] servers: a cycle is said
-/// once, at the directive of its first server in configuration order, starting there; else
-/// the first server (in configuration order) whose longest walk is too long is said.
-fn check_chains(
-    servers: &[Server],
-    targets: &[Vec<usize>],
-    at_of: impl Fn(usize) -> String,
-    log: *mut ngx::ffi::ngx_log_t,
-) -> bool {
-    match longest_walks(targets) {
-        Err(cycle) => {
-            let first = cycle.iter().enumerate().min_by_key(|&(_, &c)| c).map_or(0, |(k, _)| k);
-            let path: Vec<String> = (0..=cycle.len())
-                .map(|k| server_label(&servers[cycle[(first + k) % cycle.len()]]))
-                .collect();
-            ngx_log_error!(
-                NGX_LOG_EMERG,
-                log,
-                "http_matches_fallback: the fallbacks form a cycle: {} in {}",
-                path.join(" -> "),
-                at_of(cycle[first])
-            );
             false
         }
-        Ok(depth) => match (0..servers.len()).find(|&i| depth[i] > MAX_FALLBACK_CHAIN) {
-            Some(i) => {
-                ngx_log_error!(
-                    NGX_LOG_EMERG,
-                    log,
-                    "http_matches_fallback: a request may pass through {} servers from {} (at \
-                     most {MAX_FALLBACK_CHAIN}) in {}",
-                    depth[i],
-                    server_label(&servers[i]),
-                    at_of(i)
-                );
-                false
-            }
-            None => true,
-        },
     }
 }
 

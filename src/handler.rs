@@ -21,9 +21,9 @@ use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
 };
 use ngx::{ngx_log_debug_mask, ngx_log_error};
+use route_match::var_cache::{self as cache, Lookup};
 use route_match::{MatchList, Outcome, RequestView};
 
-use crate::cache::{self, Lookup};
 use crate::state::{LocConf, MainConf};
 use crate::util::{escape, header_lines, lines, pool_str, var};
 use crate::{HttpMatchesModule, guard};
@@ -227,33 +227,12 @@ fn log_lookup(
     c: &cache::Entry,
     lookup: &Lookup,
 ) {
-    // The fingerprint only for a line written: a hit (nearly every request) hashes nothing.
-    let (n, cost, fp) = (value.len(), c.cost, || fingerprint(value));
-    match lookup {
-        Lookup::Hit => return,
-        Lookup::Compiled { evicted, values, bytes } => {
-            ngx_log_error!(
-                NGX_LOG_INFO,
-                log,
-                "http_matches: compiled a $http_matches value of {n} bytes ({cost} bytes counted, \
-                 fingerprint {:016x}); {evicted} evicted, the cache holds {values} values, \
-                 {bytes} bytes",
-                fp()
-            );
-        }
-        // Refused for memory: the 500 that follows says so.
-        Lookup::Uncached if c.compiled.is_err() => {}
-        Lookup::Uncached => {
-            ngx_log_error!(
-                NGX_LOG_WARN,
-                log,
-                "http_matches: a $http_matches value of {n} bytes compiles to {cost} bytes, more \
-                 than http_matches_var_cache ({}): compiled for this request only (fingerprint \
-                 {:016x})",
-                mcf.var_cache_size,
-                fp()
-            );
-        }
+    if matches!(lookup, Lookup::Hit) {
+        return;
+    }
+    if let Some((warn, line)) = lookup.log_line(value, c, mcf.var_cache_size) {
+        let level = if warn { NGX_LOG_WARN } else { NGX_LOG_INFO };
+        ngx_log_error!(level, log, "http_matches: {line}");
     }
     for w in c.compiled.iter().flat_map(|compiled| &compiled.warnings) {
         let w = escape(w.to_string().as_bytes(), 256);
@@ -543,33 +522,20 @@ unsafe fn store_work(
     Ok(())
 }
 
-/// "00" to "99", two digits each: `$matches_entry` below 100 without an allocation.
-static TWO_DIGITS: [u8; 200] = {
-    let mut t = [0u8; 200];
-    let mut i = 0;
-    while i < 100 {
-        t[2 * i] = b'0' + (i / 10) as u8;
-        t[2 * i + 1] = b'0' + (i % 10) as u8;
-        i += 1;
-    }
-    t
-};
-
-/// The decimal text of `n` for a variable: below 100 from [`TWO_DIGITS`] (a static of the
-/// module, alive while it is loaded; NGINX only reads a variable's value), else a copy in
-/// `pool`; `None`: out of memory.
+/// The decimal text of `n` for a variable: below 100 a static of the module (alive while it
+/// is loaded; NGINX only reads a variable's value), else a copy in `pool`; `None`: out of
+/// memory.
 ///
 /// # Safety
 /// `pool` must be a live NGINX pool.
 #[inline]
 unsafe fn number(pool: *mut ngx::ffi::ngx_pool_t, n: usize) -> Option<ngx_str_t> {
-    if n < 100 {
+    match route_match::small_decimal(n) {
         // Inline, without the copy's frame (issue #46: the call cost ~30 instructions).
-        let (at, len) = if n < 10 { (2 * n + 1, 1) } else { (2 * n, 2) };
-        return Some(ngx_str_t { len, data: TWO_DIGITS[at..].as_ptr().cast_mut() });
+        Some(d) => Some(ngx_str_t { len: d.len(), data: d.as_ptr().cast_mut() }),
+        // SAFETY: the caller's `pool`.
+        None => unsafe { number_copy(pool, n) },
     }
-    // SAFETY: the caller's `pool`.
-    unsafe { number_copy(pool, n) }
 }
 
 /// [`number`] from 100 on: the digits copied into `pool`.
@@ -579,14 +545,8 @@ unsafe fn number(pool: *mut ngx::ffi::ngx_pool_t, n: usize) -> Option<ngx_str_t>
 #[cold]
 #[inline(never)]
 unsafe fn number_copy(pool: *mut ngx::ffi::ngx_pool_t, n: usize) -> Option<ngx_str_t> {
-    let (mut digits, mut i, mut rest) = ([0u8; 20], 20, n);
-    while rest > 0 {
-        i -= 1;
-        digits[i] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-    }
     // SAFETY: the caller's `pool`; the digits are copied into it.
-    unsafe { pool_str(pool, &digits[i..]) }
+    unsafe { pool_str(pool, route_match::decimal(n, &mut [0; 20])) }
 }
 
 /// Sets an indexed variable's value for the rest of the request (it survives the internal
@@ -599,12 +559,6 @@ unsafe fn store_variable(r: *mut ngx_http_request_t, index: ngx_uint_t, value: n
     unsafe {
         var::set(&mut *(*r).variables.add(index), value.data, value.len);
     }
-}
-
-/// A short fingerprint of a `$http_matches` value for log lines (the value itself may come
-/// from a client and is not logged whole).
-fn fingerprint(value: &[u8]) -> u64 {
-    core::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, value)
 }
 
 /// `$http_matches` as its own definition gives it (a `map`), where no `set` ran; `None` when
@@ -629,15 +583,7 @@ fn client_value(req: &ngx_http_request_t, value: &[u8]) -> bool {
             .filter(|h| h.key.len == 7 && h.key.as_bytes().eq_ignore_ascii_case(b"matches"))
             .map(|h| h.value.as_bytes())
     };
-    let mut n = 0;
-    for line in matches() {
-        if line == value {
-            return true;
-        }
-        n += 1;
-    }
-    // Several lines: `$http_matches` reads them joined by ", " (only then a copy).
-    n > 1 && matches().collect::<Vec<_>>().join(&b", "[..]) == value
+    cache::is_client_value(matches, value)
 }
 
 /// The request as the engine sees it: borrowed NGINX memory, no copies.

@@ -14,7 +14,6 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf};
 
-mod cache;
 mod conf;
 mod epp;
 mod fallback;

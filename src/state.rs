@@ -237,7 +237,7 @@ pub struct LocConf {
     pub(crate) epp_grpc: bool,
     /// The last `$http_matches` value of this location the worker's cache took (see
     /// `cache::Kept`: a weak reference, the cache stays the list's only owner).
-    pub(crate) var_kept: crate::cache::Kept,
+    pub(crate) var_kept: route_match::var_cache::Kept,
 }
 
 impl Default for LocConf {
@@ -255,7 +255,7 @@ impl Default for LocConf {
             epp_where: String::new(),
             epp_handler: None,
             epp_grpc: false,
-            var_kept: crate::cache::Kept::default(),
+            var_kept: route_match::var_cache::Kept::default(),
         }
     }
 }

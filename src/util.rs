@@ -95,26 +95,7 @@ pub(crate) fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(bytes)
 }
 
-/// Bytes that may come from a client, made safe for one log line: printable ASCII stays
-/// (a backslash is doubled), every other byte is `\xHH`, and at most `max` bytes are
-/// shown, followed by how many there were.
-pub(crate) fn escape(bytes: &[u8], max: usize) -> String {
-    use core::fmt::Write;
-    let mut out = String::with_capacity(bytes.len().min(max) + 16);
-    for &b in bytes.iter().take(max) {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            0x20..=0x7e => out.push(char::from(b)),
-            _ => {
-                let _ = write!(out, "\\x{b:02x}");
-            }
-        }
-    }
-    if bytes.len() > max {
-        let _ = write!(out, "...({} bytes)", bytes.len());
-    }
-    out
-}
+pub(crate) use route_match::escape;
 
 /// Every line of an NGINX header list in order, but those NGINX ignores (`hash == 0`).
 ///

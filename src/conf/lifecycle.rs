@@ -40,7 +40,7 @@ pub(crate) unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx::ffi
 pub(crate) unsafe extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
     EXITING.store(true, core::sync::atomic::Ordering::Relaxed);
     // Nothing to log from here if it failed: the worker is on its way out either way.
-    let _ = std::panic::catch_unwind(crate::cache::forget_all);
+    let _ = std::panic::catch_unwind(route_match::var_cache::forget_all);
 }
 
 /// Registers `$matches_redirect` and `$matches_entry` before the configuration is parsed, so

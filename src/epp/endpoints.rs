@@ -205,10 +205,7 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
     // SAFETY: `out` holds `m` u32, zeroed by ngx_pcalloc.
     let out_slice = unsafe { core::slice::from_raw_parts_mut(out, m) };
     let c = choose(list, n, |a| pool.index.get(a).copied(), out_slice, seen);
-    if let Some(first) = &c.first {
-        let more =
-            if c.refused > 1 { format!(" (and {} more)", c.refused - 1) } else { String::new() };
-        let then = if c.kept == 0 { "round robin".to_owned() } else { format!("{} tries", c.kept) };
+    if let Some(refused) = c.refusals() {
         // One line per request: [warn] for the EPP's stale view (outside the block, repeated,
         // too long), [error] for a malformed list.
         let level = if c.malformed { NGX_LOG_ERR } else { NGX_LOG_WARN };
@@ -216,7 +213,7 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
             level,
             log,
             "http_matches_epp_endpoints: upstream \"{}\": refused from the EndpointPicker's \
-             list \"{}\": {first}{more}; {then}",
+             list \"{}\": {refused}",
             pool.name,
             escape(list, 256)
         );

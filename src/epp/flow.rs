@@ -101,7 +101,7 @@ pub(crate) unsafe fn register_filter(cf: *mut ngx_conf_t) -> bool {
 }
 
 /// The body filter: a call's output is its answer, consumed here (a shim's: its first bytes
-/// kept, [`shim::Answer::feed`], the call ended once more came: `u->length = 0` stops the
+/// kept, `epp_proto::destination::BodyHead`, the call ended once more came: `u->length = 0` stops the
 /// unbuffered proxy) or by [`grpc::swallow`]; everything else goes on down the chain.
 unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_chain_t) -> ngx_int_t {
     // SAFETY: NGINX calls body filters with a valid request; a module context slot is null
@@ -112,7 +112,7 @@ unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_cha
             if (*r).parent.is_null() { core::ptr::null_mut() } else { get_ctx((*r).parent) };
         if !parent.is_null() && core::ptr::eq((*parent).sr, r) && !(*parent).grpc {
             let mut more = false;
-            grpc::consume(chain, |bytes| more = (*parent).shim.feed(bytes));
+            grpc::consume(chain, |bytes| more = (*parent).shim.body.feed(bytes));
             if more && !(*r).upstream.is_null() {
                 (*(*r).upstream).length = 0;
             }

@@ -326,26 +326,14 @@ pub(crate) unsafe fn read_answer(
     // status line is read: `field` may read them) are NGINX's, alive with the request's pool;
     // the decoder lives in it.
     unsafe {
-        let u = (*sr).upstream;
-        let status = (*u).headers_in.status_n;
+        let h = &(*(*sr).upstream).headers_in;
         let taken = if decoder.is_null() { None } else { (*decoder).take() };
-        let outcome = match taken {
-            _ if status != 200 => {
-                Outcome::NoEndpoint(format!("HTTP status {status} from the EndpointPicker"))
-            }
-            // A panic in the body filter, or a call moved off its location.
-            None => Outcome::NoEndpoint("the answer was not read".to_owned()),
-            Some(decoder) => {
-                let h = &(*u).headers_in;
-                let (code, message) = match field(&h.trailers, b"grpc-status") {
-                    Some(code) => (Some(code), field(&h.trailers, b"grpc-message")),
-                    None => (field(&h.headers, b"grpc-status"), field(&h.headers, b"grpc-message")),
-                };
-                let message = epp_proto::grpc_message(message.unwrap_or_default());
-                let code = code.and_then(|c| core::str::from_utf8(c).ok()?.parse::<u32>().ok());
-                decoder.finish(code.map(|c| (c, message.as_str())))
-            }
+        let lines = match field(&h.trailers, b"grpc-status") {
+            Some(code) => (Some(code), field(&h.trailers, b"grpc-message")),
+            None => (field(&h.headers, b"grpc-status"), field(&h.headers, b"grpc-message")),
         };
+        // Not read: a panic in the body filter, or a call moved off its location.
+        let outcome = epp_proto::answer_outcome(h.status_n, taken, lines);
         keep((*sr).pool, outcome)
     }
 }

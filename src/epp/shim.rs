@@ -7,14 +7,14 @@ use ngx::ffi::{
 };
 use ngx::ngx_log_error;
 
+use epp_proto::DESTINATION;
+use epp_proto::destination::{BODY_SHOWN, BodyHead, joined};
+
 use crate::epp::check::{line, set_endpoint};
 use crate::util::{escape, lines, pool_str};
 
-const ENDPOINT_HEADER: &[u8] = b"x-gateway-destination-endpoint";
 const HOST_HEADER: &[u8] = b"X-EPP-Host";
 const PORT_HEADER: &[u8] = b"X-EPP-Port";
-/// Bytes of the shim's answer body shown in an `[error]` line.
-const BODY_SHOWN: usize = 256;
 
 /// What the shim answered (in the client's request context, zeroed: no answer).
 pub(crate) struct Answer {
@@ -23,22 +23,8 @@ pub(crate) struct Answer {
     /// `X-Gateway-Destination-Endpoint` lines of the answer, joined with `, ` (a pool copy;
     /// len 0: none).
     endpoint: ngx_str_t,
-    /// The start of the answer's body, fed by the call's body filter as the body arrives
-    /// ([`Answer::feed`]), and whether more came: nothing past the shown bytes is read.
-    body: [u8; BODY_SHOWN],
-    shown: usize,
-    more: bool,
-}
-
-impl Answer {
-    /// A piece of the answer's body; `true` once more came than is shown (the call stops).
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> bool {
-        let n = bytes.len().min(BODY_SHOWN - self.shown);
-        self.body[self.shown..self.shown + n].copy_from_slice(&bytes[..n]);
-        self.shown += n;
-        self.more |= bytes.len() > n;
-        self.more
-    }
+    /// The start of the answer's body, fed by the call's body filter as the body arrives.
+    pub(crate) body: BodyHead,
 }
 
 /// The header lines of the call, in the client request's pool: the client's lines (but its
@@ -92,14 +78,9 @@ pub(crate) unsafe fn record(sr: *mut ngx_http_request_t, a: &mut Answer) {
         let pool = (*sr).pool;
         let headers = &(*(*sr).upstream).headers_in.headers;
         a.status = (*(*sr).upstream).headers_in.status_n;
-        let mut joined: Vec<u8> = Vec::new();
-        for h in lines(headers).filter(|h| h.key.as_bytes().eq_ignore_ascii_case(ENDPOINT_HEADER)) {
-            if !joined.is_empty() {
-                joined.extend_from_slice(b", ");
-            }
-            joined.extend_from_slice(h.value.as_bytes());
-        }
-        if let Some(e) = pool_str(pool, &joined) {
+        let endpoint = lines(headers)
+            .filter(|h| h.key.as_bytes().eq_ignore_ascii_case(DESTINATION.as_bytes()));
+        if let Some(e) = pool_str(pool, &joined(endpoint.map(|h| h.value.as_bytes()))) {
             a.endpoint = e;
         }
     }
@@ -122,8 +103,8 @@ pub(crate) unsafe fn conclude(
         if a.status == 200 && a.endpoint.len > 0 {
             set_endpoint(r, index, a.endpoint);
         } else if a.status != 0 {
-            let body = &a.body[..a.shown];
-            let more = if a.more { "...(more)" } else { "" };
+            let (body, more) = a.body.shown();
+            let more = if more { "...(more)" } else { "" };
             let failed = if rc != 0 { " (the answer failed: see the error above)" } else { "" };
             ngx_log_error!(
                 NGX_LOG_ERR,

@@ -1,9 +1,58 @@
 //! The rules both `http_matches_epp` modes and `http_matches_epp_endpoints` apply to what they
 //! are given, pure: the directive's URL ([`check_url`]), an element of the EPP's destination
-//! list ([`address`]) and the list's preferred element ([`first`]). No NGINX, no I/O.
+//! list ([`address`]) and the list's preferred element ([`first`]); and what the shim mode
+//! keeps of the shim's answer ([`joined`], [`BodyHead`]). No NGINX, no I/O.
 
 use core::ops::Range;
 use std::net::SocketAddr;
+
+/// Bytes of the shim's answer body kept, and shown in an `[error]` line.
+pub const BODY_SHOWN: usize = 256;
+
+/// The start of the shim's answer body, fed as the body arrives ([`BodyHead::feed`]): its first
+/// [`BODY_SHOWN`] bytes, and whether more came (nothing past them is read). All-zero bytes
+/// are an empty one.
+#[derive(Debug)]
+pub struct BodyHead {
+    body: [u8; BODY_SHOWN],
+    shown: usize,
+    more: bool,
+}
+
+impl Default for BodyHead {
+    fn default() -> Self {
+        BodyHead { body: [0; BODY_SHOWN], shown: 0, more: false }
+    }
+}
+
+impl BodyHead {
+    /// A piece of the body; `true` once more came than is kept (the call may stop).
+    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+        let n = bytes.len().min(BODY_SHOWN - self.shown);
+        self.body[self.shown..self.shown + n].copy_from_slice(&bytes[..n]);
+        self.shown += n;
+        self.more |= bytes.len() > n;
+        self.more
+    }
+
+    /// The bytes kept, and whether more came.
+    pub fn shown(&self) -> (&[u8], bool) {
+        (&self.body[..self.shown], self.more)
+    }
+}
+
+/// The values of an answer's destination lines (`X-Gateway-Destination-Endpoint`, several
+/// allowed), joined with `, ` as one list.
+pub fn joined<'a>(values: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        if !out.is_empty() {
+            out.extend_from_slice(b", ");
+        }
+        out.extend_from_slice(v);
+    }
+    out
+}
 
 /// What an `http_matches_epp` URL selects: the shim (`http://`, `https://`) or the EPP
 /// protocol over NGINX's gRPC proxy (`grpc://`, `grpcs://`: `tls`).

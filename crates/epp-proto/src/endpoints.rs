@@ -31,6 +31,19 @@ pub struct Choice<'a> {
     pub malformed: bool,
 }
 
+impl Choice<'_> {
+    /// What a log line says of the refused elements: the first, how many more, then what the
+    /// request does (its tries, or round robin); `None` when none was refused.
+    pub fn refusals(&self) -> Option<String> {
+        let first = self.first.as_ref()?;
+        let n = self.refused.saturating_sub(1);
+        let more = if n > 0 { format!(" (and {n} more)") } else { String::new() };
+        let then =
+            if self.kept == 0 { "round robin".to_owned() } else { format!("{} tries", self.kept) };
+        Some(format!("{first}{more}; {then}"))
+    }
+}
+
 /// How many tries a list can give a block of `n` addresses: its elements among the first
 /// `n` + [`SLACK`], at most `n` (the length of [`choose`]'s `out`). Reads only those
 /// elements' bytes.

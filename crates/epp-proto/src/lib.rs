@@ -440,6 +440,26 @@ pub fn decode(body: &[u8], limit: usize, status: Option<(u32, &str)>) -> Outcome
     decoder.finish(status)
 }
 
+/// What a finished call answered: its HTTP `status` (an answer of the EPP only with 200), the
+/// decoder its body was fed to (`None`: the body was not read), and its `grpc-status` and
+/// `grpc-message` lines as sent (from the trailers, or from the headers of a trailers-only
+/// answer).
+pub fn answer_outcome(
+    status: usize,
+    decoder: Option<Decoder>,
+    (code, message): (Option<&[u8]>, Option<&[u8]>),
+) -> Outcome {
+    let Some(decoder) = decoder.filter(|_| status == 200) else {
+        return Outcome::NoEndpoint(match status {
+            200 => "the answer was not read".to_owned(),
+            _ => format!("HTTP status {status} from the EndpointPicker"),
+        });
+    };
+    let message = grpc_message(message.unwrap_or_default());
+    let code = code.and_then(|c| core::str::from_utf8(c).ok()?.parse::<u32>().ok());
+    decoder.finish(code.map(|c| (c, message.as_str())))
+}
+
 /// A header's value: `raw_value` when set, else `value` (as Envoy applies a mutation).
 fn header_bytes(header: &HeaderValue) -> &[u8] {
     if header.raw_value.is_empty() { header.value.as_bytes() } else { &header.raw_value }

@@ -5,8 +5,8 @@
 use epp_proto::msg::{self, Kind, ProcessingRequest, Request, Response};
 use epp_proto::{
     BodyPrefix, DESTINATION, Decoder, FRAME_PREFIX, MAX_BODY_CHUNK, MAX_MESSAGE, Outcome, Piece,
-    answer_budget, body_pieces, body_pieces_in, decode, encode_body, encode_headers, grpc_message,
-    response_header_ok,
+    answer_budget, answer_outcome, body_pieces, body_pieces_in, decode, encode_body,
+    encode_headers, grpc_message, response_header_ok,
 };
 use proptest::prelude::*;
 use prost::Message;
@@ -164,6 +164,27 @@ fn the_destination_from_headers_body_or_metadata() {
         Outcome::NoEndpoint("grpc-status 14: no capacity".into())
     );
     assert!(matches!(decode(&headers, MAX_MESSAGE, None), Outcome::NoEndpoint(_)));
+}
+
+#[test]
+fn a_finished_call_s_outcome_from_its_status_its_body_and_its_grpc_status() {
+    let fed = |bytes: &[u8]| {
+        let mut d = Decoder::new(MAX_MESSAGE);
+        d.feed(bytes);
+        Some(d)
+    };
+    let answer = frame(&metadata("10.0.0.4:8000"));
+    let endpoint = Outcome::Endpoint("10.0.0.4:8000".into());
+    assert_eq!(answer_outcome(200, fed(&answer), (Some(b"0"), None)), endpoint);
+    // Not the EPP's answer: whatever its body.
+    let no = |o: Outcome, what: &str| matches!(o, Outcome::NoEndpoint(r) if r.contains(what));
+    assert!(no(answer_outcome(502, fed(&answer), (Some(b"0"), None)), "HTTP status 502"));
+    assert!(no(answer_outcome(200, None, (Some(b"0"), None)), "not read"));
+    // The grpc-status as sent, its message percent-decoded.
+    let failed = answer_outcome(200, fed(&answer), (Some(b"14"), Some(b"no%20pods")));
+    assert!(no(failed, "grpc-status 14: no pods"));
+    assert!(no(answer_outcome(200, fed(&answer), (Some(b"x"), None)), "no grpc-status"));
+    assert!(no(answer_outcome(200, fed(&answer), (None, None)), "no grpc-status"));
 }
 
 #[test]

@@ -1,9 +1,26 @@
 //! `destination`: the directive's URL, the destination list's elements and its preferred one,
 //! as both `http_matches_epp` modes and `http_matches_epp_endpoints` read them.
 
-use epp_proto::destination::{Mode, address, check_url, first};
+use epp_proto::destination::{BODY_SHOWN, BodyHead, Mode, address, check_url, first, joined};
 use epp_proto::endpoints::{Refusal, choose};
 use proptest::prelude::*;
+
+#[test]
+fn the_shim_s_answer_kept_its_lines_joined_its_body_s_head_bounded() {
+    let lines: [&[u8]; 3] = [b"10.0.0.1:80", b"", b"10.0.0.2:80"];
+    assert_eq!(joined(lines[..1].iter().copied()), b"10.0.0.1:80");
+    assert_eq!(joined(lines.iter().copied()), b"10.0.0.1:80, , 10.0.0.2:80");
+    assert_eq!(joined(core::iter::empty()), b"");
+    let mut head = BodyHead::default();
+    assert!(!head.feed(b"no "));
+    assert!(!head.feed(&[b'x'; BODY_SHOWN - 3]));
+    assert_eq!(head.shown().0.len(), BODY_SHOWN);
+    assert!(!head.shown().1);
+    assert!(head.feed(b"y"));
+    assert!(head.feed(b""));
+    let (shown, more) = head.shown();
+    assert!(shown.starts_with(b"no xx") && shown.len() == BODY_SHOWN && more);
+}
 
 #[test]
 fn a_url_selects_its_mode_and_has_no_path_query_or_variable() {

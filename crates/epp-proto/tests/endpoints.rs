@@ -108,8 +108,17 @@ fn each_refusal_is_named() {
     let c = choose(b"x\n:1,10.0.0.1:80", 2, |a| pool.get(a).copied(), &mut out, &mut [0u8; 1]);
     assert_eq!(c.first.unwrap().to_string(), "\"x\\n:1\" is not ip:port");
     let c = choose(b"10.0.0.3:80,a,b", 2, |a| pool.get(a).copied(), &mut out, &mut [0u8; 1]);
+    assert_eq!(
+        c.refusals().unwrap(),
+        "10.0.0.3:80 is not a server of the block (and 2 more); round robin"
+    );
     assert_eq!(c.first.unwrap().to_string(), "10.0.0.3:80 is not a server of the block");
     assert_eq!(c.refused, 3);
+    let c =
+        choose(b"10.0.0.2:80, 10.0.0.2:80", 2, |a| pool.get(a).copied(), &mut out, &mut [0u8; 1]);
+    assert_eq!(c.refusals().unwrap(), "10.0.0.2:80 is repeated; 1 tries");
+    let c = choose(b"10.0.0.1:80", 2, |a| pool.get(a).copied(), &mut out, &mut [0u8; 1]);
+    assert_eq!(c.refusals(), None);
 }
 
 /// A few refused elements (a stale or outside address, a repeat) do not hide a member after

@@ -288,9 +288,9 @@ fn every_crate_s_files_import_in_one_direction() {
         graphs.insert(root.strip_prefix(&ws).unwrap().to_string_lossy().into_owned(), edges);
     }
     // The search sees imports at all, in each shape of crate: the module's handler names its
-    // cache, the engine's store its patterns, epp-proto's endpoint list the destination rules.
+    // fallback, the engine's store its patterns, epp-proto's endpoint list the destination rules.
     for (src, from, to) in [
-        ("src", "handler", "cache"),
+        ("src", "handler", "fallback"),
         ("crates/route-match/src", "store", "pattern"),
         ("crates/epp-proto/src", "endpoints", "destination"),
     ] {

@@ -1,6 +1,7 @@
 //! Byte-string equality for the short strings of the request path (header names, values,
 //! keys, param names): most are under 16 bytes, where a call to `memcmp` (what `==` on slices
-//! becomes) costs more than the comparison itself.
+//! becomes) costs more than the comparison itself. And [`escape`]: such bytes made safe for
+//! one log line.
 
 /// `a == b`, without a library call for strings of up to 16 bytes.
 #[inline]
@@ -36,6 +37,63 @@ pub(crate) fn malloc_size(size: usize) -> usize {
     ((size + 8).div_ceil(16) * 16).max(32)
 }
 
+/// "00" to "99", two digits each: [`small_decimal`]'s table.
+static TWO_DIGITS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// The decimal text of `n` below 100, a static (no allocation, no copy: the module's
+/// `$matches_entry`); `None` from 100 on ([`decimal`]).
+#[inline]
+pub fn small_decimal(n: usize) -> Option<&'static [u8]> {
+    if n >= 100 {
+        return None;
+    }
+    let (at, len) = if n < 10 { (2 * n + 1, 1) } else { (2 * n, 2) };
+    Some(&TWO_DIGITS[at..at + len])
+}
+
+/// The decimal text of `n`, written at the end of `buf`.
+pub fn decimal(n: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let (mut i, mut rest) = (buf.len(), n);
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// Bytes that may come from a client, made safe for one log line: printable ASCII stays
+/// (a backslash is doubled), every other byte is `\xHH`, and at most `max` bytes are
+/// shown, followed by how many there were.
+pub fn escape(bytes: &[u8], max: usize) -> String {
+    use core::fmt::Write;
+    let mut out = String::with_capacity(bytes.len().min(max) + 16);
+    for &b in bytes.iter().take(max) {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => {
+                let _ = write!(out, "\\x{b:02x}");
+            }
+        }
+    }
+    if bytes.len() > max {
+        let _ = write!(out, "...({} bytes)", bytes.len());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::eq;
@@ -64,5 +122,22 @@ mod tests {
         ) {
             proptest::prop_assert_eq!(eq(&a, &b), a == b);
         }
+    }
+
+    #[test]
+    fn decimals_small_and_large() {
+        for n in [0, 7, 10, 42, 99, 100, 12_345, usize::MAX] {
+            let want = n.to_string();
+            assert_eq!(super::decimal(n, &mut [0; 20]), want.as_bytes());
+            let small = super::small_decimal(n);
+            assert_eq!(small, (n < 100).then_some(want.as_bytes()));
+        }
+    }
+
+    #[test]
+    fn escape_keeps_printable_ascii_and_bounds_the_rest() {
+        assert_eq!(super::escape(b"a b\\c", 16), "a b\\\\c");
+        assert_eq!(super::escape(b"\n\xff\"", 16), "\\x0a\\xff\"");
+        assert_eq!(super::escape(b"abcdef", 3), "abc...(6 bytes)");
     }
 }

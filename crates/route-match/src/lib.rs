@@ -35,8 +35,10 @@ mod prefilter;
 mod query;
 pub mod regex_cache;
 mod store;
+pub mod var_cache;
 pub mod vhost;
 
+pub use bytes::{decimal, escape, small_decimal};
 pub use compile::{Bounds, CompiledFile, CompiledList, FileError, Warning};
 pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, Forward, MatchList, Outcome, RequestView, Work};
 pub use include::{flatten, flatten_text};

@@ -122,6 +122,91 @@ pub fn longest_walks(targets: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
     Ok(depth)
 }
 
+/// A listen socket as `http_matches_fallback` sees it.
+#[derive(Debug, Default)]
+pub struct Socket {
+    /// Its servers (indexes), in the order NGINX adds their names to its hash.
+    pub servers: Vec<usize>,
+    /// Its default server (`listen ... default_server`, else its first).
+    pub default_server: Option<usize>,
+}
+
+/// Why a configuration's fallbacks are refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Server `server`'s fallback names `server` itself on socket `socket` (said once per
+    /// server, on its first such socket).
+    Itself {
+        /// The server.
+        server: usize,
+        /// The socket.
+        socket: usize,
+    },
+    /// The fallbacks form a cycle: its servers in walk order, starting at the first in
+    /// configuration order.
+    Cycle(Vec<usize>),
+    /// A request may pass through `depth` servers from `server` (the first such in
+    /// configuration order), more than allowed.
+    TooLong {
+        /// The server.
+        server: usize,
+        /// The servers of its longest walk.
+        depth: usize,
+    },
+}
+
+/// The servers each server's fallback reaches, over all its sockets, in socket order:
+/// `fallbacks[i]` (lowercased; `None`: no fallback) looked up on each socket of server `i`
+/// among the names (`names[j]`: server `j`'s, lowercased, no regular expression) of that
+/// socket's servers, else its default server. Refused: a server that reaches itself, else a
+/// cycle, else a walk through more than `max_chain` servers. Linear in the servers' names
+/// times their sockets.
+pub fn fallback_targets(
+    names: &[Vec<Vec<u8>>],
+    sockets: &[Socket],
+    fallbacks: &[Option<Vec<u8>>],
+    max_chain: usize,
+) -> Result<Vec<Vec<usize>>, Vec<Refusal>> {
+    let mut targets: Vec<Vec<usize>> = vec![Vec::new(); names.len()];
+    let (mut refused, mut said) = (Vec::new(), vec![false; names.len()]);
+    for (k, socket) in sockets.iter().enumerate() {
+        if !socket.servers.iter().any(|&i| fallbacks[i].is_some()) {
+            continue;
+        }
+        let mut on = Names::default();
+        for &i in &socket.servers {
+            for n in &names[i] {
+                on.add(n, i);
+            }
+        }
+        for &i in &socket.servers {
+            let Some(name) = &fallbacks[i] else { continue };
+            let found = on.find(name).or(socket.default_server);
+            if found == Some(i) {
+                if !std::mem::replace(&mut said[i], true) {
+                    refused.push(Refusal::Itself { server: i, socket: k });
+                }
+            } else if let Some(t) = found.filter(|t| !targets[i].contains(t)) {
+                targets[i].push(t);
+            }
+        }
+    }
+    if !refused.is_empty() {
+        return Err(refused);
+    }
+    match longest_walks(&targets) {
+        Err(mut cycle) => {
+            let first = cycle.iter().enumerate().min_by_key(|&(_, &c)| c).map_or(0, |(k, _)| k);
+            cycle.rotate_left(first);
+            Err(vec![Refusal::Cycle(cycle)])
+        }
+        Ok(depth) => match (0..names.len()).find(|&i| depth[i] > max_chain) {
+            Some(server) => Err(vec![Refusal::TooLong { server, depth: depth[server] }]),
+            None => Ok(targets),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +281,39 @@ mod tests {
         let g: Vec<Vec<usize>> =
             (0..100_000).map(|i| if i + 1 < 100_000 { vec![i + 1] } else { vec![] }).collect();
         assert_eq!(longest_walks(&g).map(|d| d[0]), Ok(100_000));
+    }
+
+    fn socket(servers: &[usize], default_server: usize) -> Socket {
+        Socket { servers: servers.to_vec(), default_server: Some(default_server) }
+    }
+
+    fn owned(names: &[&[&str]]) -> Vec<Vec<Vec<u8>>> {
+        names.iter().map(|n| n.iter().map(|s| s.as_bytes().to_vec()).collect()).collect()
+    }
+
+    #[test]
+    fn fallbacks_resolve_per_socket_and_their_graph_is_checked() {
+        let names = owned(&[&["a.example"], &["b.example"], &["c.example"]]);
+        let to = |s: &str| Some(s.as_bytes().to_vec());
+        // 0 -> b on both sockets; on the second, b is not there: the default server (2).
+        let sockets = [socket(&[0, 1, 2], 0), socket(&[0, 2], 2)];
+        let fallbacks = [to("b.example"), None, None];
+        let got = fallback_targets(&names, &sockets, &fallbacks, 128);
+        assert_eq!(got, Ok(vec![vec![1, 2], vec![], vec![]]));
+        // Itself, said once per server though it holds on two sockets.
+        let sockets = [socket(&[0, 1], 0), socket(&[0], 0)];
+        let fallbacks = [to("a.example"), None, None];
+        let got = fallback_targets(&names, &sockets, &fallbacks, 128);
+        assert_eq!(got, Err(vec![Refusal::Itself { server: 0, socket: 0 }]));
+        // A cycle, from its first server in configuration order: 2 -> 1 -> 2 said as 1 -> 2.
+        let sockets = [socket(&[0, 1, 2], 0)];
+        let fallbacks = [None, to("c.example"), to("b.example")];
+        let got = fallback_targets(&names, &sockets, &fallbacks, 128);
+        assert_eq!(got, Err(vec![Refusal::Cycle(vec![1, 2])]));
+        // 0 -> 1 -> 2: three servers, over a bound of two.
+        let fallbacks = [to("b.example"), to("c.example"), None];
+        let got = fallback_targets(&names, &sockets, &fallbacks, 2);
+        assert_eq!(got, Err(vec![Refusal::TooLong { server: 0, depth: 3 }]));
+        assert!(fallback_targets(&names, &sockets, &fallbacks, 3).is_ok());
     }
 }

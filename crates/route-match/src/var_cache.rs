@@ -1,10 +1,11 @@
-//! Per-worker cache of compiled `$http_matches` values (blog-era NGF), kept by content.
+//! Per-worker cache of compiled `$http_matches` values (blog-era NGF), kept by content: the
+//! NGINX module's, with no NGINX type in it (it asks [`get`] with the value's bytes).
 //!
 //! A value is parsed and compiled at most once per worker per distinct (syntax, value) while it
 //! stays in the cache. `$http_matches` is only ever set by the configuration (`set`, `map`: a
 //! client's `Matches:` header is refused), so its distinct values are the configuration's, unless
 //! an operator pastes request data into one. The cache is bounded in bytes
-//! (`http_matches_var_cache`: each value, its compiled list as [`route_match::MatchList::memory`]
+//! (`http_matches_var_cache`: each value, its compiled list as [`crate::MatchList::memory`]
 //! counts it, and [`SLOT`] for the cache's own bookkeeping), which also bounds the count. Its
 //! policy is quick_cache's S3-FIFO: a new value enters a small queue and reaches the main one only
 //! when it is asked for again (while in that queue, or while its hash is among the ghosts of
@@ -25,8 +26,9 @@ use std::cell::{Cell, RefCell};
 use std::hash::RandomState;
 use std::rc::{Rc, Weak};
 
+use crate::compile::{Bounds, CompiledList};
+use crate::parse::{ParseError, Syntax};
 use quick_cache::{Equivalent, Lifecycle, Weighter};
-use route_match::{Bounds, CompiledList, ParseError, Syntax};
 use rustc_hash::FxBuildHasher;
 
 /// Slots of the address hint table (a power of two; a few KiB per worker).
@@ -37,12 +39,13 @@ const HINTS: usize = 256;
 const SLOT: usize = core::mem::size_of::<Key>() + 64;
 
 /// A compiled value (or why it could not be used).
-pub(crate) struct Entry {
+pub struct Entry {
     /// The value (shared with its key).
     source: Rc<[u8]>,
-    pub(crate) compiled: Result<CompiledList, String>,
+    /// The compiled list, or the value's refusal as text.
+    pub compiled: Result<CompiledList, String>,
     /// Bytes this entry accounts for: the value, its compiled list and [`SLOT`].
-    pub(crate) cost: usize,
+    pub cost: usize,
 }
 
 /// A location's last value the cache took: its (address, length) and a weak reference to its
@@ -52,7 +55,7 @@ pub(crate) struct Entry {
 /// '<literal>'` lies at the same address on every request, and so, in a steady layout, does a
 /// copy in the request's pool.
 #[derive(Default)]
-pub(crate) struct Kept {
+pub struct Kept {
     at: Cell<(usize, usize)>,
     entry: Cell<Weak<Entry>>,
 }
@@ -62,7 +65,7 @@ impl Kept {
     /// same address and length, and the same bytes (compared, as another request's memory may
     /// hold other bytes there).
     #[inline]
-    pub(crate) fn get(&self, value: &[u8]) -> Option<Rc<Entry>> {
+    pub fn get(&self, value: &[u8]) -> Option<Rc<Entry>> {
         if self.at.get() != (value.as_ptr() as usize, value.len()) {
             return None;
         }
@@ -73,7 +76,7 @@ impl Kept {
     }
 
     /// Keeps `entry`, which the cache holds, as this location's last value.
-    pub(crate) fn keep(&self, value: &[u8], entry: &Rc<Entry>) {
+    pub fn keep(&self, value: &[u8], entry: &Rc<Entry>) {
         self.at.set((value.as_ptr() as usize, value.len()));
         self.entry.set(Rc::downgrade(entry));
     }
@@ -198,27 +201,58 @@ thread_local! {
 }
 
 /// What a lookup did, for logging.
-pub(crate) enum Lookup {
+pub enum Lookup {
+    /// Found in the cache.
     Hit,
     /// Compiled now and kept, after evicting `evicted` values; the cache then holds `values`
     /// values, `bytes` bytes.
     Compiled {
+        /// Values evicted to make room.
         evicted: usize,
+        /// Values the cache holds now.
         values: usize,
+        /// Bytes the cache holds now.
         bytes: usize,
     },
     /// Compiled now, not kept: larger than the cache takes.
     Uncached,
 }
 
+impl Lookup {
+    /// The log line of this lookup of `value` (`entry` its result, `budget`
+    /// `http_matches_var_cache`), and whether it is a warning: `None` for a hit, and for a
+    /// value refused for memory (the request's error says so). The value may come from a
+    /// client: only its length and [`fingerprint`] are said (hashed only for a line written).
+    pub fn log_line(&self, value: &[u8], entry: &Entry, budget: usize) -> Option<(bool, String)> {
+        let (n, cost) = (value.len(), entry.cost);
+        match self {
+            Lookup::Hit => None,
+            Lookup::Compiled { evicted, values, bytes } => Some((
+                false,
+                format!(
+                    "compiled a $http_matches value of {n} bytes ({cost} bytes counted, \
+                     fingerprint {:016x}); {evicted} evicted, the cache holds {values} values, \
+                     {bytes} bytes",
+                    fingerprint(value)
+                ),
+            )),
+            Lookup::Uncached if entry.compiled.is_err() => None,
+            Lookup::Uncached => Some((
+                true,
+                format!(
+                    "a $http_matches value of {n} bytes compiles to {cost} bytes, more than \
+                     http_matches_var_cache ({budget}): compiled for this request only \
+                     (fingerprint {:016x})",
+                    fingerprint(value)
+                ),
+            )),
+        }
+    }
+}
+
 /// The compiled form of `value`, compiling it on first sight (charged to this request: the
 /// compile runs under `bounds`). `budget`: `http_matches_var_cache`.
-pub(crate) fn get(
-    syntax: Syntax,
-    value: &[u8],
-    budget: usize,
-    bounds: Bounds,
-) -> (Rc<Entry>, Lookup) {
+pub fn get(syntax: Syntax, value: &[u8], budget: usize, bounds: Bounds) -> (Rc<Entry>, Lookup) {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let c = match &mut *c {
@@ -242,7 +276,7 @@ pub(crate) fn get(
         if let Some(hit) = found {
             return (hit, Lookup::Hit);
         }
-        let compiled = route_match::compile_list_within(value, syntax, bounds);
+        let compiled = crate::compile::compile_list(value, syntax, bounds);
         // Out of memory says nothing about the value: never remembered.
         let transient = compiled.as_ref().is_err_and(ParseError::is_memory);
         let compiled = compiled.map_err(|e| e.to_string());
@@ -267,14 +301,148 @@ pub(crate) fn get(
     })
 }
 
-/// Leaves every cached value allocated, for a worker that is exiting (see `MainConf`'s
-/// `Drop`): freeing them would only dirty shared pages. They stay reachable from [`LEFT`].
-pub(crate) fn forget_all() {
+/// Leaves every cached value allocated, for a worker that is exiting (the module's `MainConf`
+/// `Drop` does the same with the loaded file): freeing them would only dirty shared pages.
+/// They stay reachable from [`LEFT`] (a leak checker finds them reachable: the module stays
+/// mapped after NGINX's dlclose). The swap's result goes through `black_box`: a static only
+/// ever written is deleted by LTO, store and all.
+pub fn forget_all() {
     if let Some(cache) = CACHE.with(|c| c.borrow_mut().take()) {
-        crate::util::leave_reachable(&LEFT, cache);
+        let kept = Box::into_raw(Box::new(cache));
+        core::hint::black_box(LEFT.swap(kept, core::sync::atomic::Ordering::Relaxed));
     }
 }
 
 /// The cache an exiting worker leaves unfreed.
 static LEFT: core::sync::atomic::AtomicPtr<Cache> =
     core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+/// Whether `value` is what a client sent as `Matches:` (`lines()`: the request's lines of
+/// that name, in order): one of them, or, for several, all of them joined by ", " (as NGINX's
+/// `$http_matches` reads them; only then a copy).
+pub fn is_client_value<'a, I: Iterator<Item = &'a [u8]>>(
+    lines: impl Fn() -> I,
+    value: &[u8],
+) -> bool {
+    let mut n = 0;
+    for line in lines() {
+        if line == value {
+            return true;
+        }
+        n += 1;
+    }
+    n > 1 && lines().collect::<Vec<_>>().join(&b", "[..]) == value
+}
+
+/// A short fingerprint of a value for log lines (the value itself may come from a client and
+/// is not logged whole).
+pub fn fingerprint(value: &[u8]) -> u64 {
+    FxBuildHasher.hash_one(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUDGET: usize = 1 << 20;
+
+    fn list(n: usize) -> Vec<u8> {
+        format!(r#"[{{"redirectPath":"/r{n}","headers":["x-v:Exact:{n}"]}}]"#).into_bytes()
+    }
+
+    fn lookup(value: &[u8], budget: usize) -> (Rc<Entry>, Lookup) {
+        get(Syntax::Auto, value, budget, Bounds::default())
+    }
+
+    #[test]
+    fn a_value_is_compiled_once_and_found_by_content_at_any_address() {
+        let v = list(1);
+        let (first, l) = lookup(&v, BUDGET);
+        assert!(matches!(l, Lookup::Compiled { evicted: 0, values: 1, .. }));
+        assert!(first.compiled.is_ok());
+        let (warn, line) = l.log_line(&v, &first, BUDGET).unwrap();
+        assert!(!warn && line.contains("0 evicted, the cache holds 1 values"));
+        assert!(Lookup::Hit.log_line(&v, &first, BUDGET).is_none());
+        let (again, l) = lookup(&v, BUDGET);
+        assert!(matches!(l, Lookup::Hit) && Rc::ptr_eq(&first, &again));
+        // Another copy (another address: the hint misses) is the same value.
+        let copy = v.clone();
+        let (by_content, l) = lookup(&copy, BUDGET);
+        assert!(matches!(l, Lookup::Hit) && Rc::ptr_eq(&first, &by_content));
+        // The same bytes under another syntax are another value.
+        let (other, l) = get(Syntax::Typed, &v, BUDGET, Bounds::default());
+        assert!(matches!(l, Lookup::Compiled { .. }) && !Rc::ptr_eq(&first, &other));
+    }
+
+    #[test]
+    fn a_refused_value_is_kept_with_its_reason() {
+        let (e, l) = lookup(b"[{", BUDGET);
+        assert!(matches!(l, Lookup::Compiled { .. }) && e.compiled.is_err());
+        assert!(matches!(lookup(b"[{", BUDGET).1, Lookup::Hit));
+    }
+
+    #[test]
+    fn a_value_over_the_budget_is_compiled_for_its_request_only() {
+        let v = list(2);
+        let (e, l) = lookup(&v, 64);
+        assert!(matches!(l, Lookup::Uncached) && e.compiled.is_ok() && e.cost > 64);
+        let (warn, line) = l.log_line(&v, &e, 64).unwrap();
+        let fp = format!("(fingerprint {:016x})", fingerprint(&v));
+        assert!(
+            warn && line.contains("more than http_matches_var_cache (64)") && line.ends_with(&fp)
+        );
+        assert!(matches!(lookup(&v, 64).1, Lookup::Uncached));
+    }
+
+    #[test]
+    fn the_cache_never_holds_more_bytes_than_its_budget() {
+        let budget = 64 * 1024;
+        let mut evicted_any = false;
+        for n in 0..2_000 {
+            if let (_, Lookup::Compiled { evicted, bytes, .. }) = lookup(&list(n), budget) {
+                assert!(bytes <= budget, "{bytes} > {budget}");
+                evicted_any |= evicted > 0;
+            }
+        }
+        assert!(evicted_any);
+    }
+
+    #[test]
+    fn a_location_s_kept_value_needs_its_address_its_bytes_and_the_cache() {
+        let kept = Kept::default();
+        let mut v = list(3);
+        assert!(kept.get(&v).is_none());
+        let (e, _) = lookup(&v, BUDGET);
+        kept.keep(&v, &e);
+        assert!(kept.get(&v).is_some_and(|k| Rc::ptr_eq(&k, &e)));
+        // The same bytes elsewhere: not this location's last value (the cache finds it).
+        assert!(kept.get(&v.clone()).is_none());
+        // Other bytes at the same address and length.
+        let last = v.len() - 3;
+        v[last] = b'4';
+        assert!(kept.get(&v).is_none());
+        // Once the cache drops the entry (a new budget makes a new cache), the location keeps
+        // nothing of it.
+        drop(e);
+        let _ = lookup(&list(9), BUDGET / 2);
+        v[last] = b'3';
+        assert!(kept.get(&v).is_none());
+    }
+
+    #[test]
+    fn a_client_value_is_one_of_its_lines_or_all_of_them_joined() {
+        let lines: [&[u8]; 2] = [b"[1]", b"[2]"];
+        let all = || lines.iter().copied();
+        assert!(is_client_value(all, b"[2]"));
+        assert!(is_client_value(all, b"[1], [2]"));
+        assert!(!is_client_value(all, b"[1],[2]"));
+        assert!(!is_client_value(|| lines[..1].iter().copied(), b"[1], [2]"));
+        assert!(!is_client_value(|| [].iter().copied(), b""));
+    }
+
+    #[test]
+    fn fingerprints_tell_values_apart() {
+        assert_eq!(fingerprint(b"a"), fingerprint(b"a"));
+        assert_ne!(fingerprint(b"a"), fingerprint(b"b"));
+    }
+}
