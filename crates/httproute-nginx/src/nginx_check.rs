@@ -190,12 +190,6 @@ impl Run<'_> {
                 secrets.push((secret, why));
                 continue;
             }
-            // The machine's (no memory, files or space): no object caused it, none is left out.
-            if let Some(errno) = machine_errno(&refusal.message) {
-                return self.give_up(format!(
-                    "{complaint}{at}: the machine's ({errno}), no object's; try again"
-                ));
-            }
             // A gap in the model, decided at once: never an older tenant's object.
             if !refused.is_empty() {
                 return self.give_up(format!(
@@ -289,22 +283,6 @@ fn secret_named(message: &str, plan: &Plan, opts: &Options) -> Option<String> {
             is(&crt) || is(&key)
         })
         .cloned()
-}
-
-/// The errno of a refusal the machine caused, not the configuration: NGINX writes a system
-/// call's error as `failed (N: TEXT)`, and out of memory (ENOMEM), of file descriptors
-/// (ENFILE, EMFILE), of space (ENOSPC) or of processes (EAGAIN) say nothing of any object:
-/// leaving out the newest tenant's for them would cost it its routes for a moment's shortage.
-fn machine_errno(message: &str) -> Option<&'static str> {
-    const MACHINE: [(&str, &str); 5] =
-        [("11", "EAGAIN"), ("12", "ENOMEM"), ("23", "ENFILE"), ("24", "EMFILE"), ("28", "ENOSPC")];
-    // NGINX's own ending: a tenant's value it echoes is quoted, and never ends the message.
-    let (_, after) = message.strip_suffix(')')?.rsplit_once(" failed (")?;
-    let (n, text) = after.split_once(": ")?;
-    if text.contains(['"', '(', ')']) {
-        return None;
-    }
-    MACHINE.iter().find(|(code, _)| *code == n).map(|(_, name)| *name)
 }
 
 /// The file NGINX's certificate-loading complaint `message` names, whole: the quoted PATH of
@@ -473,24 +451,5 @@ mod tests {
         ] {
             assert_eq!(named(&m), None, "{m}");
         }
-    }
-
-    /// Review 12's M4: a refusal the machine caused names no object.
-    #[test]
-    fn a_machine_s_shortage_is_no_object_s_refusal() {
-        let m = |s: &str| machine_errno(s);
-        assert_eq!(
-            m("open() \"/p/logs/error.log\" failed (24: Too many open files)"),
-            Some("EMFILE")
-        );
-        assert_eq!(m("malloc(4096) failed (12: Cannot allocate memory)"), Some("ENOMEM"));
-        assert_eq!(m("write() to \"/p/x\" failed (28: No space left on device)"), Some("ENOSPC"));
-        // The configuration's: a file that is not there, a bad value, a name NGINX refuses.
-        assert_eq!(m("open() \"/p/certs/a.crt\" failed (2: No such file or directory)"), None);
-        assert_eq!(m("invalid number of arguments in \"listen\" directive"), None);
-        // A tenant's value that says it, echoed: quoted, and not NGINX's ending.
-        assert_eq!(m("host not found in upstream \"a failed (12: b)\""), None);
-        assert_eq!(m("open() \"/p/a failed (12: b)\" failed (2: No such file or directory)"), None);
-        assert_eq!(m("unknown \"x\" failed (12: \"y\")"), None);
     }
 }
