@@ -36,6 +36,9 @@ pub struct Global {
     pub worker_processes: Workers,
     /// `worker_connections` (1-65535, as NGF's NginxProxy `workerConnections`).
     pub worker_connections: u32,
+    /// `--open-files`: the open-file limit (`RLIMIT_NOFILE`, soft) NGINX's master and `nginx
+    /// -t` run with; they open every listening socket (the listening sockets budget).
+    pub open_files: u32,
     pub access_log: AccessLog,
     /// `keepalive N` in every `upstream`: idle connections to the backends each worker
     /// keeps; 0 writes none (a new connection per request).
@@ -62,6 +65,10 @@ pub struct Global {
     pub epp_shim: Option<String>,
 }
 
+/// The open-file limit a process starts with on Linux (the soft `RLIMIT_NOFILE`, systemd's
+/// default for a service too): what NGINX's master can count on unless the operator says more.
+pub const DEFAULT_OPEN_FILES: u32 = 1024;
+
 /// Idle connections per upstream and worker by default: NGF's default (`keepalive 16`).
 pub const DEFAULT_KEEPALIVE: u32 = 16;
 
@@ -70,6 +77,7 @@ impl Default for Global {
         Global {
             worker_processes: Workers::Auto,
             worker_connections: 1024,
+            open_files: DEFAULT_OPEN_FILES,
             access_log: AccessLog::Path("logs/access.log".into()),
             keepalive: DEFAULT_KEEPALIVE,
             files_dir: None,

@@ -176,6 +176,7 @@ pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanO
         experimental: opts.experimental,
         allow_external_name: opts.allow_external_name,
         worker_connections: opts.global.worker_connections,
+        open_files: opts.global.open_files,
         regex_memory_per_tenant: opts.global.regex_memory_per_tenant,
         regex_memory_total: opts.global.regex_memory_total,
         module_max_memory: opts.global.module_max_memory.unwrap_or(limits::MODULE_MAX_MEMORY),

@@ -110,6 +110,12 @@ struct Process {
     #[arg(long, default_value_t = 1024,
           value_parser = clap::value_parser!(u32).range(1..=65535))]
     worker_connections: u32,
+    /// The open-file limit (soft `RLIMIT_NOFILE`) NGINX's master and `nginx -t` run with
+    /// (systemd's `LimitNOFILE`): they open every listening socket, so at most half of it
+    /// are written, as of `--worker-connections`.
+    #[arg(long, default_value_t = httproute_nginx::emit_global::DEFAULT_OPEN_FILES,
+          value_parser = clap::value_parser!(u32).range(64..=16777216))]
+    open_files: u32,
     /// The access log: a file (relative to DIR unless absolute) or `off`.
     #[arg(long, default_value = "logs/access.log")]
     access_log: String,
@@ -289,6 +295,7 @@ fn options(p: Planning, w: Written) -> Options {
     let global = httproute_nginx::emit_global::Global {
         worker_processes: process.worker_processes,
         worker_connections: process.worker_connections,
+        open_files: process.open_files,
         access_log: httproute_nginx::emit_global::parse_access_log(&process.access_log),
         keepalive: process.upstream_keepalive,
         files_dir: None,

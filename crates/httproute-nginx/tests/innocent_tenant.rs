@@ -853,7 +853,34 @@ fn listen_sockets(conf: &str) -> std::collections::BTreeSet<&str> {
 /// Gateway's listeners are `Programmed: False` naming the budget, a's view is unchanged.
 #[test]
 fn many_ports_of_a_newer_tenant_leave_workers_connections() {
-    let b: Vec<String> = (0..10)
+    let (base, mine, g) = views(many_ports(), 5, false);
+    assert_eq!(base, mine);
+    assert_eq!(g.output.nginx_conf.matches("worker_connections 1024;").count(), 1);
+    oldest_512_sockets("sockets", &g);
+}
+
+/// Review 13: `nginx -t` and the master open every listening socket within their open-file
+/// limit, whatever `worker_connections` says. At `worker_connections 4096` (2,048 sockets)
+/// b's 600 ports were all written, and a master (or `nginx -t`) with Linux's 1,024 open files
+/// fails: "socket() failed (24: Too many open files)". Now half of `--open-files` (1,024 by
+/// default) bounds them too; `--open-files 4096` admits all 601.
+#[test]
+fn many_ports_of_a_newer_tenant_fit_the_master_s_open_files() {
+    let mut o = opts();
+    o.global.worker_connections = 4096;
+    let (base, mine, g) = views_with(many_ports(), 5, false, &o);
+    assert_eq!(base, mine);
+    assert_eq!(g.output.nginx_conf.matches("worker_connections 4096;").count(), 1);
+    oldest_512_sockets("open-files", &g);
+    o.global.open_files = 4096;
+    let (base, mine, g) = views_with(many_ports(), 5, false, &o);
+    assert_eq!(base, mine);
+    assert_eq!(listen_sockets(&g.output.nginx_conf).len(), 601);
+}
+
+/// Tenant b's 10 Gateways of 60 listeners each, 600 distinct ports, a second apart.
+fn many_ports() -> Vec<String> {
+    (0..10)
         .map(|g| {
             let ls: Vec<String> = (0..60)
                 .map(|i| format!("{{name: l{i:02}, port: {}, protocol: HTTP}}", 20000 + g * 60 + i))
@@ -861,10 +888,11 @@ fn many_ports_of_a_newer_tenant_leave_workers_connections() {
             let created = format!("2026-01-01T00:00:{:02}Z", g + 1);
             common::gateway(&format!("b/gw{g}"), &created, &ls.join(", "))
         })
-        .collect();
-    let (base, mine, g) = views(b, 5, false);
-    assert_eq!(base, mine);
-    assert_eq!(g.output.nginx_conf.matches("worker_connections 1024;").count(), 1);
+        .collect()
+}
+
+/// 512 sockets written, a's among them; b's newest 89 listeners refused naming the budget.
+fn oldest_512_sockets(tag: &str, g: &httproute_nginx::Generated) {
     let sockets = listen_sockets(&g.output.nginx_conf);
     assert_eq!(sockets.len(), 512);
     assert!(sockets.contains("127.0.0.1:18080"));
@@ -881,7 +909,7 @@ fn many_ports_of_a_newer_tenant_leave_workers_connections() {
     assert_eq!(gone.len(), 89, "{gone:?}");
     assert!(gone.iter().all(|l| l.starts_with("b/gw9/") || l.starts_with("b/gw8/")), "{gone:?}");
     assert!(gone.contains(&"b/gw8/l31".to_owned()) && !gone.contains(&"b/gw8/l30".to_owned()));
-    nginx_t("sockets", &g.output);
+    nginx_t(tag, &g.output);
 }
 
 /// Conflict order (issue #45): an object without `creationTimestamp` counts as newer than

@@ -8,7 +8,7 @@
 //! |--------|------------|-------|------------|------|
 //! | HTTP/2 per port | a GRPCRoute's attachment | a port's older listeners of other namespaces | - | [`http2_ports`] (at attachment) |
 //! | list word | a rule (or its attachment) | NGINX's word, per location | - | `words::lists` |
-//! | listening sockets | a listener | half of `worker_connections` | - | [`listening_sockets`] |
+//! | listening sockets | a listener | half of `worker_connections` or of `--open-files`, the smaller | - | [`listening_sockets`] |
 //! | server-name hash | a name's owners | a bucket at NGINX's fallback size | - | [`server_names`] |
 //! | regex memory | a route (inline: per Gateway) | `--regex-memory-total` | `--regex-memory-per-tenant` ([`Share`]) | [`regex_memory`] |
 //! | list memory | a route | what the module's memory leaves | `--list-memory-per-tenant` ([`Share`]) | `list_bytes::list_memory` |
@@ -109,15 +109,19 @@ pub(super) fn unit(r: &RouteId, s: &ServerPlan, multi: &BTreeSet<&RouteId>) -> U
 /// listen address (one per port: the listen address, if any, is the run's), and a worker
 /// that cannot exits at start (`ngx_event_process_init`: "worker_connections are not
 /// enough") while `nginx -t` passes. At most half of them are sockets (the rest: clients
-/// and upstreams). Listeners are admitted oldest first; one whose port would be a new
-/// socket past that is refused (`Programmed: False`), so its port is not listened on.
+/// and upstreams). The master opens every one, and `nginx -t` too (`ngx_open_listening_sockets`),
+/// within their open-file limit (`open_files`): past it they fail (`socket() failed (24: Too
+/// many open files)`), so at most half of that too. Listeners are admitted oldest first; one
+/// whose port would be a new socket past the smaller is refused (`Programmed: False`), so its
+/// port is not listened on.
 pub(super) fn listening_sockets(
     ports: &[PortPlan],
     ages: &Ages,
     worker_connections: u32,
+    open_files: u32,
     refusals: &mut Refusals,
 ) {
-    let budget = worker_connections as usize / 2;
+    let budget = worker_connections.min(open_files) as usize / 2;
     let mut listeners: Vec<(usize, &ListenerId, u16)> = ports
         .iter()
         .flat_map(|p| p.servers.iter().filter_map(move |s| Some((s.listener.as_ref()?, p.port))))
@@ -132,7 +136,8 @@ pub(super) fn listening_sockets(
         }
         let why = format!(
             "listener {l} would open port {port} past the {budget} listening sockets of \
-             worker_connections {worker_connections} (half of them; budget: listening sockets)"
+             worker_connections {worker_connections} and {open_files} open files (half of the \
+             smaller; budget: listening sockets)"
         );
         refusals.push(Unit::Listener(l.clone()), why);
     }

@@ -90,6 +90,8 @@ pub struct PlanOptions<'a> {
     /// `worker_connections` the configuration is written with: the listening sockets budget
     /// (`budget::listening_sockets`) is half of it.
     pub worker_connections: u32,
+    /// The master's open-file limit (`--open-files`): the budget is half of the smaller.
+    pub open_files: u32,
     /// Bytes of `http_matches_max_memory` one namespace's regex conditions may take
     /// (`budget::regex_memory`).
     pub regex_memory_per_tenant: usize,
@@ -125,6 +127,7 @@ impl<'a> PlanOptions<'a> {
             experimental: false,
             allow_external_name: false,
             worker_connections: crate::emit_global::Global::default().worker_connections,
+            open_files: crate::emit_global::DEFAULT_OPEN_FILES,
             regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
             regex_memory_total: crate::limits::DEFAULT_REGEX_MEMORY_TOTAL,
             module_max_memory: crate::limits::MODULE_MAX_MEMORY,
@@ -357,7 +360,7 @@ fn refusals(
     if let Some(pos) = opts.list_word {
         refused.extend(words::lists(ports, ages, &refused.list, pos));
     }
-    budget::listening_sockets(ports, ages, opts.worker_connections, &mut refused);
+    budget::listening_sockets(ports, ages, opts.worker_connections, opts.open_files, &mut refused);
     budget::server_names(ports, ages, &mut refused);
     let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
     budget::regex_memory(ports, ages, &mut refused, regex);
