@@ -46,14 +46,10 @@ pub struct PoolPort {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PickerRef {
-    #[serde(default)]
     pub group: Option<String>,
-    #[serde(default)]
     pub kind: Option<String>,
     pub name: String,
-    #[serde(default)]
     pub port: Option<PoolPort>,
-    #[serde(default)]
     pub failure_mode: Option<String>,
 }
 

@@ -166,11 +166,9 @@ pub struct Listener {
     pub name: String,
     pub port: u16,
     pub protocol: String,
-    #[serde(default)]
     pub hostname: Option<String>,
     #[serde(default)]
     pub allowed_routes: AllowedRoutes,
-    #[serde(default)]
     pub tls: Option<ListenerTls>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -193,7 +191,6 @@ fn default_tls_mode() -> String {
 #[derive(Debug, Clone, Deserialize)]
 pub struct SecretRef {
     pub name: String,
-    #[serde(default)]
     pub namespace: Option<String>,
     #[serde(default = "default_secret_kind")]
     pub kind: String,
@@ -212,7 +209,6 @@ pub struct AllowedRoutes {
     #[serde(default)]
     pub namespaces: RouteNamespaces,
     /// `None`: the protocol's default kinds (HTTPRoute for HTTP).
-    #[serde(default)]
     pub kinds: Option<Vec<RouteGroupKind>>,
 }
 
@@ -221,7 +217,6 @@ pub struct RouteNamespaces {
     /// `Same`, `All` or `Selector`.
     #[serde(default = "default_from")]
     pub from: String,
-    #[serde(default)]
     pub selector: Option<LabelSelector>,
 }
 
@@ -249,10 +244,9 @@ fn default_gateway_group() -> String {
 /// A Kubernetes label selector: every `matchLabels` pair and every expression must hold.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
+#[serde(default)]
 pub struct LabelSelector {
-    #[serde(default)]
     pub match_labels: BTreeMap<String, String>,
-    #[serde(default)]
     pub match_expressions: Vec<LabelExpression>,
 }
 
@@ -305,7 +299,6 @@ pub struct GrantFrom {
 pub struct GrantTo {
     pub group: String,
     pub kind: String,
-    #[serde(default)]
     pub name: Option<String>,
 }
 
@@ -359,7 +352,6 @@ pub struct ServiceSpec {
     /// `ClusterIP` (default), `NodePort`, `LoadBalancer` or `ExternalName`.
     #[serde(rename = "type", default)]
     pub kind: Option<String>,
-    #[serde(default)]
     pub external_name: Option<String>,
     #[serde(default, deserialize_with = "null_default")]
     pub ports: Vec<ServicePort>,
@@ -368,15 +360,12 @@ pub struct ServiceSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServicePort {
-    #[serde(default)]
     pub name: Option<String>,
     pub port: u16,
     /// A number or the name of a container port; defaults to `port`.
-    #[serde(default)]
     pub target_port: Option<Value>,
     /// What the backend speaks on this port: `kubernetes.io/ws`, `kubernetes.io/wss`,
     /// `kubernetes.io/h2c`, ... (GEP-1911).
-    #[serde(default)]
     pub app_protocol: Option<String>,
 }
 
@@ -392,7 +381,6 @@ pub struct EndpointSlice {
     #[serde(default, deserialize_with = "null_default")]
     pub endpoints: Vec<Endpoint>,
     /// `null` (not empty) means "all ports" in the API; no port then.
-    #[serde(default)]
     pub ports: Option<Vec<EndpointPort>>,
 }
 
@@ -407,16 +395,13 @@ pub struct Endpoint {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct EndpointConditions {
     /// `None`: unknown, which consumers are to read as ready.
-    #[serde(default)]
     pub ready: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct EndpointPort {
-    #[serde(default)]
     pub name: Option<String>,
     /// An int32 the API server does not range-check: only 1-65535 is usable.
-    #[serde(default)]
     pub port: Option<i64>,
 }
 
@@ -449,19 +434,16 @@ pub struct GrpcRoute {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(default)]
 pub struct GrpcRouteSpec {
-    #[serde(default)]
     pub parent_refs: Vec<ParentRef>,
-    #[serde(default)]
     pub hostnames: Vec<String>,
-    #[serde(default)]
     pub rules: Vec<GrpcRule>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GrpcRule {
-    #[serde(default)]
     pub name: Option<String>,
     #[serde(default)]
     pub matches: Vec<GrpcMatch>,
@@ -475,7 +457,6 @@ pub struct GrpcRule {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct GrpcMatch {
-    #[serde(default)]
     pub method: Option<GrpcMethodMatch>,
     #[serde(default)]
     pub headers: Vec<ValueMatch>,
@@ -485,9 +466,7 @@ pub struct GrpcMatch {
 pub struct GrpcMethodMatch {
     #[serde(rename = "type", default = "default_value_type")]
     pub kind: Word,
-    #[serde(default)]
     pub service: Option<String>,
-    #[serde(default)]
     pub method: Option<String>,
 }
 
@@ -611,22 +590,16 @@ pub(crate) fn default_rules() -> Vec<Rule> {
 #[serde(rename_all = "camelCase")]
 pub struct ParentRef {
     pub name: String,
-    #[serde(default)]
     pub namespace: Option<String>,
-    #[serde(default)]
     pub section_name: Option<String>,
-    #[serde(default)]
     pub port: Option<u16>,
-    #[serde(default)]
     pub kind: Option<String>,
-    #[serde(default)]
     pub group: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Rule {
-    #[serde(default)]
     pub name: Option<String>,
     #[serde(default = "default_matches")]
     pub matches: Vec<Match>,
@@ -635,10 +608,8 @@ pub struct Rule {
     #[serde(default)]
     pub filters: Vec<Filter>,
     // Boxed, as seldom given: each rule of the model holds a pointer, not their fields.
-    #[serde(default)]
     pub timeouts: Option<Box<Timeouts>>,
     /// Experimental: used only with `--experimental`.
-    #[serde(default)]
     pub retry: Option<Box<Retry>>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -649,9 +620,7 @@ pub struct Rule {
 pub struct Retry {
     #[serde(default)]
     pub codes: Vec<u16>,
-    #[serde(default)]
     pub attempts: Option<u32>,
-    #[serde(default)]
     pub backoff: Option<String>,
 }
 
@@ -659,9 +628,7 @@ pub struct Retry {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Timeouts {
-    #[serde(default)]
     pub request: Option<String>,
-    #[serde(default)]
     pub backend_request: Option<String>,
 }
 
@@ -699,17 +666,12 @@ pub fn duration_ms(v: &str) -> Option<u64> {
 pub struct Filter {
     #[serde(rename = "type")]
     pub kind: String,
-    #[serde(default)]
     pub request_header_modifier: Option<HeaderModifier>,
-    #[serde(default)]
     pub response_header_modifier: Option<HeaderModifier>,
-    #[serde(default)]
     pub request_redirect: Option<RequestRedirect>,
     #[serde(default, rename = "urlRewrite")]
     pub url_rewrite: Option<UrlRewrite>,
-    #[serde(default)]
     pub request_mirror: Option<RequestMirror>,
-    #[serde(default)]
     pub cors: Option<Cors>,
 }
 
@@ -717,19 +679,14 @@ pub struct Filter {
 /// the others.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[serde(default)]
 pub struct Cors {
-    #[serde(default)]
     pub allow_origins: Vec<String>,
-    #[serde(default)]
     pub allow_credentials: Option<bool>,
-    #[serde(default)]
     pub allow_methods: Vec<String>,
-    #[serde(default)]
     pub allow_headers: Vec<String>,
-    #[serde(default)]
     pub expose_headers: Vec<String>,
     /// Seconds a browser may cache a preflight answer (default 5).
-    #[serde(default)]
     pub max_age: Option<u32>,
 }
 
@@ -739,22 +696,16 @@ pub struct Cors {
 #[serde(rename_all = "camelCase")]
 pub struct RequestMirror {
     pub backend_ref: ObjectRef,
-    #[serde(default)]
     pub percent: Option<u32>,
-    #[serde(default)]
     pub fraction: Option<Fraction>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ObjectRef {
     pub name: String,
-    #[serde(default)]
     pub namespace: Option<String>,
-    #[serde(default)]
     pub port: Option<u16>,
-    #[serde(default)]
     pub kind: Option<String>,
-    #[serde(default)]
     pub group: Option<String>,
 }
 
@@ -783,13 +734,9 @@ impl RequestMirror {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestRedirect {
-    #[serde(default)]
     pub scheme: Option<String>,
-    #[serde(default)]
     pub hostname: Option<String>,
-    #[serde(default)]
     pub path: Option<PathModifier>,
-    #[serde(default)]
     pub port: Option<u16>,
     #[serde(default = "default_redirect_status")]
     pub status_code: u16,
@@ -801,9 +748,7 @@ fn default_redirect_status() -> u16 {
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct UrlRewrite {
-    #[serde(default)]
     pub hostname: Option<String>,
-    #[serde(default)]
     pub path: Option<PathModifier>,
 }
 
@@ -813,9 +758,7 @@ pub struct UrlRewrite {
 pub struct PathModifier {
     #[serde(rename = "type")]
     pub kind: String,
-    #[serde(default)]
     pub replace_full_path: Option<String>,
-    #[serde(default)]
     pub replace_prefix_match: Option<String>,
 }
 
@@ -848,12 +791,10 @@ impl PathModifier {
 }
 
 #[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
 pub struct HeaderModifier {
-    #[serde(default)]
     pub set: Vec<HeaderValue>,
-    #[serde(default)]
     pub add: Vec<HeaderValue>,
-    #[serde(default)]
     pub remove: Vec<String>,
 }
 
@@ -876,7 +817,6 @@ pub struct Match {
     pub headers: Vec<ValueMatch>,
     #[serde(default)]
     pub query_params: Vec<ValueMatch>,
-    #[serde(default)]
     pub method: Option<Word>,
     /// A GRPCRoute's match: whether it names a service, a method. GRPCRoute precedence counts
     /// the characters of the service, then of the method, a match matches; every match that
@@ -924,15 +864,11 @@ pub(crate) fn default_value_type() -> Word {
 #[serde(rename_all = "camelCase")]
 pub struct BackendRef {
     pub name: String,
-    #[serde(default)]
     pub namespace: Option<String>,
-    #[serde(default)]
     pub port: Option<u16>,
     #[serde(default = "default_weight")]
     pub weight: u32,
-    #[serde(default)]
     pub kind: Option<String>,
-    #[serde(default)]
     pub group: Option<String>,
     /// Filters for this backend's share only (header modifiers are supported).
     #[serde(default)]
