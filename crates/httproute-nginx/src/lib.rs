@@ -202,29 +202,16 @@ pub struct Generated {
     pub warnings: Vec<String>,
 }
 
-/// Manifests to configuration, status and warnings.
+/// Manifests to configuration (with [`Output::tree`]), status and warnings.
 pub fn generate_all(
     inputs: &[PathBuf],
     backends: &BackendMap,
     opts: &Options,
 ) -> Result<Generated, String> {
-    generate_all_with(inputs, backends, opts, emit::Tree::Keep, true)
+    generate_all_by(inputs, backends, opts, true, |p| emit::emit_with(p, opts, emit::Tree::Keep))
 }
 
-/// [`generate_all`], with or without [`Output::tree`] (the command writes only the text), and
-/// with or without the status (without: [`Generated::status`] is empty, and its memory is free
-/// before the configuration is written).
-pub fn generate_all_with(
-    inputs: &[PathBuf],
-    backends: &BackendMap,
-    opts: &Options,
-    tree: emit::Tree,
-    status: bool,
-) -> Result<Generated, String> {
-    generate_all_by(inputs, backends, opts, status, |plan| emit::emit_with(plan, opts, tree))
-}
-
-/// [`generate_all_with`] without the tree, nginx.conf and matches.json written to `streams`
+/// [`generate_all`] without the tree, nginx.conf and matches.json written to `streams`
 /// as they are made ([`emit::emit_streamed`]): [`Generated::output`]'s texts are empty. The
 /// status, with `status`, is written there before the configuration (and not returned).
 pub fn generate_streamed(
@@ -246,10 +233,11 @@ pub fn generate_streamed(
     })
 }
 
-/// [`generate_all_with`], the configuration checked by the NGINX binary `nginx` (see
-/// [`nginx_check`]): when it refuses, a Secret it names, else the newest tenant's objects,
-/// are left out, with a condition, until the configuration loads. `out_dir` is where the output will be written (the check runs
-/// beside it).
+/// [`generate_all`] with or without [`Output::tree`] and the status, the configuration
+/// checked by the NGINX binary `nginx` (see [`nginx_check`]): when it refuses, a Secret it
+/// names, else the newest tenant's objects, are left out, with a condition, until the
+/// configuration loads. `out_dir` is where the output will be written (the check runs beside
+/// it).
 pub fn generate_checked(
     inputs: &[PathBuf],
     backends: &BackendMap,

@@ -12,6 +12,11 @@ pub const MAX_WORD: usize = 4094;
 /// The variable that holds a literal `$`.
 pub const DOLLAR_VAR: &str = "httproute_dollar";
 
+/// The fields a location's path and a server's name come from (in the errors of their words).
+pub const PATH_FIELD: &str = "HTTPRoute spec.rules[].matches[].path.value";
+pub const HOSTNAME_FIELD: &str =
+    "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
+
 /// One piece of a word.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Part {

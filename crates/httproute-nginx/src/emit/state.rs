@@ -30,10 +30,7 @@ pub(super) fn quoted(field: impl Into<Cow<'static, str>>, text: impl Into<String
     Arg::data(field, text).quoted()
 }
 
-/// Where the path of a location comes from.
-pub(super) const PATH_FIELD: &str = "HTTPRoute spec.rules[].matches[].path.value";
-pub(super) const HOSTNAME_FIELD: &str =
-    "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
+pub(super) use crate::syntax::{HOSTNAME_FIELD, PATH_FIELD};
 
 /// What the `http` block collects while the servers are written.
 #[derive(Default)]

@@ -19,7 +19,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use crate::limits::FIXED_BUCKET_HEADER;
 use crate::model::{Cors, HeaderModifier, PathModifier};
 use crate::syntax::{
-    Arg, MAX_WORD, Part, Pos, braced_var, check_word, code, data, is_var_name, regex_data, var,
+    Arg, HOSTNAME_FIELD, MAX_WORD, PATH_FIELD, Part, Pos, braced_var, check_word, code, data,
+    is_var_name, regex_data, var,
 };
 
 use super::budget::{self, Left};
@@ -27,9 +28,6 @@ use super::entry::word_bytes;
 use super::ids::{Ages, RouteId, RuleId, Unit};
 use super::types::{Kept, Loc, LocationPlan, PortPlan, RulePlan, Segment, ServerPlan, Target};
 
-const HOSTNAME_FIELD: &str =
-    "hostname (HTTPRoute spec.hostnames[], Gateway spec.listeners[].hostname)";
-const PATH_FIELD: &str = "HTTPRoute spec.rules[].matches[].path.value";
 /// What `proxy_pass` writes after an upstream's name at the most.
 const URI: &str = "$httproute_path$is_args$args";
 /// Room for the directory of a Secret's certificate file (`--dir`, the operator's).
