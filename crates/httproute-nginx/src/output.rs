@@ -135,8 +135,8 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if !self.done {
+            remove_generation(&self.dir, Some(self.number));
             let root = self.dir.join(GENERATIONS);
-            let _ = std::fs::remove_dir_all(root.join(self.number.to_string()));
             if self.fresh {
                 // Not recursive: only what this run made, and only if nothing else is there
                 // (the lock while held: a run that opened it meanwhile finds it gone, [`lock`]).
@@ -206,14 +206,8 @@ impl Staged {
         let to = self.dir.join("nginx.conf.rejected");
         std::fs::rename(&self.conf, &to)?;
         self.done = true;
-        self.remove_generation();
+        remove_generation(&self.dir, self.generation);
         Ok(to)
-    }
-
-    fn remove_generation(&self) {
-        if let Some(n) = self.generation {
-            let _ = std::fs::remove_dir_all(self.dir.join(GENERATIONS).join(n.to_string()));
-        }
     }
 }
 
@@ -221,7 +215,7 @@ impl Drop for Staged {
     fn drop(&mut self) {
         if !self.done {
             let _ = std::fs::remove_file(&self.conf);
-            self.remove_generation();
+            remove_generation(&self.dir, self.generation);
         }
     }
 }
@@ -260,9 +254,7 @@ impl Committed {
         }
         self.done = true;
         sync_dir(&self.dir);
-        if let Some(n) = self.generation {
-            let _ = std::fs::remove_dir_all(self.dir.join(GENERATIONS).join(n.to_string()));
-        }
+        remove_generation(&self.dir, self.generation);
         Ok(rejected)
     }
 
@@ -400,6 +392,13 @@ fn new_file(path: &Path, private: bool) -> std::io::Result<std::fs::File> {
         std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
     }
     o.open(path)
+}
+
+/// Removes generation `n` of `dir` (none: nothing), with what it holds.
+fn remove_generation(dir: &Path, n: Option<u64>) {
+    if let Some(n) = n {
+        let _ = std::fs::remove_dir_all(dir.join(GENERATIONS).join(n.to_string()));
+    }
 }
 
 /// Syncs a directory's entries (renames in it) where the platform allows it.

@@ -861,7 +861,6 @@ pub(crate) fn default_value_type() -> Word {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct BackendRef {
     pub name: String,
     pub namespace: Option<String>,

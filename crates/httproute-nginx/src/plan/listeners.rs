@@ -105,7 +105,7 @@ fn skipped(id: ListenerId, (reason, why): Skip, status: &mut Status, warnings: &
     warnings.push(format!("listener {id}: {why}; skipped"));
     let mut conditions = vec![Condition::no(Accepted, reason, why.clone())];
     if reason == Reason::HostnameConflict {
-        conditions.push(Condition { kind: Conflicted, ok: true, reason, message: why });
+        conditions.push(Condition::yes_for(Conflicted, reason, why));
     }
     conditions.push(Condition::no(Programmed, Reason::Invalid, "not accepted".into()));
     status.listeners.push(ListenerStatus { id, attached_routes: 0, conditions });

@@ -91,7 +91,11 @@ fn field_message(e: &crate::model::InputError) -> String {
 
 impl Condition {
     pub fn yes(kind: ConditionType, reason: Reason) -> Condition {
-        Condition { kind, ok: true, reason, message: String::new() }
+        Condition::yes_for(kind, reason, String::new())
+    }
+    /// Status True, with a message (a condition that is True when something is wrong).
+    pub fn yes_for(kind: ConditionType, reason: Reason, message: String) -> Condition {
+        Condition { kind, ok: true, reason, message }
     }
     pub fn no(kind: ConditionType, reason: Reason, message: String) -> Condition {
         Condition { kind, ok: false, reason, message }
@@ -290,19 +294,8 @@ pub(super) fn taken_hostnames(status: &mut Status, taken: &[Taken], warnings: &m
         let name = t.hostname.as_deref().unwrap_or("(every host)");
         let what = format!("hostname {name} on port {}: {}", t.port, t.held);
         warnings.push(format!("listener {}: {what}; not served by it", t.listener));
-        let conditions = &mut status.listeners[t.status].conditions;
-        match conditions.iter_mut().find(|c| c.kind == ConditionType::Conflicted) {
-            Some(c) => {
-                c.message.push_str("; ");
-                c.message.push_str(&what);
-            }
-            None => conditions.push(Condition {
-                kind: ConditionType::Conflicted,
-                ok: true,
-                reason: Reason::HostnameConflict,
-                message: what,
-            }),
-        }
+        let c = Condition::yes_for(ConditionType::Conflicted, Reason::HostnameConflict, what);
+        add_to(&mut status.listeners[t.status].conditions, c, |_| false);
     }
 }
 
@@ -544,12 +537,11 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
                 conditions[i] = Condition::no(ConditionType::Accepted, reason, message);
                 continue;
             }
-            let partially = Condition {
-                kind: ConditionType::PartiallyInvalid,
-                ok: true,
-                reason: Reason::UnsupportedValue,
-                message: message.clone(),
-            };
+            let partially = Condition::yes_for(
+                ConditionType::PartiallyInvalid,
+                Reason::UnsupportedValue,
+                message.clone(),
+            );
             add_to(conditions, partially, |_| false);
         }
     }
