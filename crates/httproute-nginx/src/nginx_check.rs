@@ -5,7 +5,8 @@
 //!
 //! - a refusal naming a certificate or key file the writer wrote for a Secret: that Secret is
 //!   left out ([`drop_secret`]: NGINX names the file, one Secret owns it, and loading it does
-//!   not depend on other tenants), at most [`MAX_RETRIES`] times;
+//!   not depend on other tenants), at most [`MAX_RETRIES`] times, unless OpenSSL says the
+//!   machine failed to open or read it ([`machine_failed`]): then the run fails;
 //! - any other: the objects of the newest tenant that are newer than every other tenant's
 //!   (Gateway API's conflict order: [`newest_tenant_suffix`]) are left out, once. A line
 //!   NGINX names may be an older tenant's whose object a newer tenant's breaks: that older
@@ -177,6 +178,12 @@ impl Run<'_> {
             };
             let complaint = format!("nginx -t: {}", refusal.message);
             let at = refusal.line.map_or(String::new(), |l| format!(" (nginx.conf line {l})"));
+            if machine_failed(&refusal.message) {
+                return self.give_up(format!(
+                    "{complaint}{at}: the machine, not the Secret (OpenSSL could not open or read \
+                     a file the writer wrote): no Secret is left out for it"
+                ));
+            }
             if let Some(secret) = secret_named(&refusal.message, plan, self.opts) {
                 if secrets.len() >= MAX_RETRIES {
                     return self.give_up(format!(
@@ -271,7 +278,7 @@ fn newest_tenant_suffix(plan: &Plan) -> Vec<Unit> {
 /// when a tenant's value echoed in it looks like one's path. Files given with `--certificate`
 /// are the operator's: never a tenant's.
 fn secret_named(message: &str, plan: &Plan, opts: &Options) -> Option<String> {
-    let path = file_not_loaded(message)?;
+    let (path, _) = file_not_loaded(message)?;
     let is = |f: &String| {
         path.strip_suffix(f.as_str()).is_some_and(|d| d.is_empty() || d.ends_with('/'))
     };
@@ -285,10 +292,24 @@ fn secret_named(message: &str, plan: &Plan, opts: &Options) -> Option<String> {
         .cloned()
 }
 
-/// The file NGINX's certificate-loading complaint `message` names, whole: the quoted PATH of
-/// `cannot load certificate "PATH": ...`, `SSL_CTX_use_PrivateKey("PATH") failed` and the like
-/// (`ngx_event_openssl.c`); `None` for any other message.
-fn file_not_loaded(message: &str) -> Option<&str> {
+/// Whether NGINX's certificate-loading complaint `message` blames the machine, not the file's
+/// bytes: OpenSSL's `system library` error (opening or reading the file failed: too many open
+/// files, no memory, I/O) or a `malloc failure`, in the `(SSL: ...)` after the quoted path.
+/// No tenant writes that text: the path is the writer's own file, of a Secret's DNS-label
+/// name. Such a refusal is no Secret's, and the run fails (review 13).
+fn machine_failed(message: &str) -> bool {
+    file_not_loaded(message).is_some_and(|(_, after)| {
+        after.split_once("(SSL: ").is_some_and(|(_, ssl)| {
+            ssl.contains(":system library:") || ssl.contains(":malloc failure")
+        })
+    })
+}
+
+/// The file NGINX's certificate-loading complaint `message` names, whole, and the text after
+/// it: the quoted PATH of `cannot load certificate "PATH": ...`,
+/// `SSL_CTX_use_PrivateKey("PATH") failed` and the like (`ngx_event_openssl.c`); `None` for any
+/// other message.
+fn file_not_loaded(message: &str) -> Option<(&str, &str)> {
     const LOADING: [&str; 9] = [
         "cannot load certificate \"",
         "cannot load certificate key \"",
@@ -301,7 +322,7 @@ fn file_not_loaded(message: &str) -> Option<&str> {
         "SSL_use_PrivateKey(\"",
     ];
     let quoted = LOADING.iter().find_map(|p| message.strip_prefix(p))?;
-    quoted.split_once('"').map(|(path, _)| path)
+    quoted.split_once('"')
 }
 
 /// Leaves the Secret `secret` (`namespace/name`) out of `plan` because NGINX could not load
@@ -432,7 +453,7 @@ mod tests {
     #[test]
     fn only_a_certificate_loading_complaint_names_a_file() {
         let f = "/p/generations/3/certs/t_c.crt";
-        let named = |m: &str| file_not_loaded(m).map(str::to_owned);
+        let named = |m: &str| file_not_loaded(m).map(|(path, _)| path.to_owned());
         for m in [
             format!("cannot load certificate \"{f}\": PEM_read_bio_X509_AUX() failed"),
             format!("cannot load certificate key \"{f}\": PEM_read_bio_PrivateKey() failed"),
@@ -450,6 +471,34 @@ mod tests {
             format!("SSL_CTX_use_certificate(\"{f}"),
         ] {
             assert_eq!(named(&m), None, "{m}");
+        }
+    }
+
+    /// OpenSSL's own reason after the quoted path tells the machine's failure (as NGINX 1.28
+    /// with OpenSSL 3 prints it under `ulimit -n 5`) from the file's; the same words anywhere
+    /// else (a message that loads no certificate) do not.
+    #[test]
+    fn a_system_library_error_loading_a_certificate_is_the_machine_s() {
+        let f = "/p/generations/3/certs/t_c.crt";
+        let emfile = format!(
+            "cannot load certificate \"{f}\": BIO_new_file() failed (SSL: error:80000018:system \
+             library::Too many open files:calling fopen({f}, r) error:10080002:BIO routines::system lib)"
+        );
+        let malloc = format!(
+            "cannot load certificate key \"{f}\": PEM_read_bio_PrivateKey() failed (SSL: \
+             error:0A0C0100:SSL routines::malloc failure)"
+        );
+        assert!(machine_failed(&emfile) && machine_failed(&malloc));
+        for m in [
+            format!(
+                "cannot load certificate \"{f}\": PEM_read_bio_X509_AUX() failed (SSL: error:0480006C:PEM routines::no start line)"
+            ),
+            format!(
+                "SSL_CTX_use_certificate(\"{f}\") failed (SSL: error:0A00018F:SSL routines::ee key too small)"
+            ),
+            format!("invalid server name \"x (SSL: error:80000018:system library::\""),
+        ] {
+            assert!(!machine_failed(&m), "{m}");
         }
     }
 }
