@@ -31,7 +31,7 @@ check: ## format and clippy
 	scripts/ci-cargo.sh clippy --all-targets -- -D warnings
 
 unit: ## the engine and generator tests (no NGINX), `ci` profile
-	scripts/ci-cargo.sh test
+	cargo test --profile ci
 
 test: ## everything on the vendored NGINX 1.28: format, clippy, unit, end-to-end, harness (scripts/test.sh)
 	scripts/test.sh

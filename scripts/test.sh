@@ -40,18 +40,22 @@ bin=$PWD/target/ci
 
 field() { sed -n "s/^$1=//p" | tail -n 1; }
 
-# e2e MODULE NGINX [--test NAME...]: the root crate's end-to-end tests (every tests/*.rs, or
-# the files named).
+# root_tests: --test NAME for each of the root crate's end-to-end test files (tests/*.rs).
+root_tests() {
+  local f
+  for f in tests/*.rs; do printf -- '--test %s ' "$(basename "$f" .rs)"; done
+}
+
+# e2e MODULE NGINX [ARGS...]: `cargo test` (scripts/ci-cargo.sh: the whole workspace, so the
+# engine tests too, unless ARGS narrow it, e.g. $(root_tests)) with the end-to-end tests
+# against MODULE in NGINX.
 e2e() {
-  local module=$1 nginx=$2 f
+  local module=$1 nginx=$2
   shift 2
-  if [ $# -eq 0 ]; then
-    for f in tests/*.rs; do set -- "$@" --test "$(basename "$f" .rs)"; done
-  fi
   # sed, not head: head would close the pipe early and SIGPIPE (exit 141) would fail the
   # script under pipefail.
   "$nginx" -V 2>&1 | sed -n 1p
-  step "end-to-end tests: $module in $nginx (umask 077)"
+  step "tests (the end-to-end ones: $module in $nginx; umask 077)"
   # The generator command (tests/reload_flow.rs) and the fake EPP (tests/epp_grpc_proxy.rs:
   # tonic + envoy-types), built from this checkout with the test binaries.
   scripts/ci-cargo.sh test --no-run
@@ -119,7 +123,8 @@ case "$mode" in
   --system)
     step "module build for Debian's NGINX"
     out=$(scripts/build.sh --system)
-    e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
+    # shellcheck disable=SC2046
+    e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)" $(root_tests)
     ;;
   --package)
     step "Debian packages"
@@ -159,7 +164,8 @@ YAML
       || { echo "FAIL: the packaged generator did not write for the installed NGINX" >&2; exit 1; }
     /usr/sbin/nginx -t -p "$gen/out/" -c nginx.conf
     rm -rf "$gen"
-    e2e /usr/lib/nginx/modules/ngx_http_matches_module.so /usr/sbin/nginx
+    # shellcheck disable=SC2046
+    e2e /usr/lib/nginx/modules/ngx_http_matches_module.so /usr/sbin/nginx $(root_tests)
     # The harness loads every module Debian's NGINX was configured with as dynamic
     # (`nginx -V`) from TEST_NGINX_MODULES: install the ones missing, purge them after.
     extra=()
@@ -233,8 +239,9 @@ YAML
     module=$(echo "$out" | field module) nginx=$(echo "$out" | field nginx)
     step "clippy (with the fake EPP: tonic, envoy-types)"
     scripts/ci-cargo.sh clippy --all-targets -- -D warnings
-    step "engine tests (no NGINX), and the fake EPP against epp-proto's codec"
-    scripts/ci-cargo.sh test
+    # Every test of the workspace at once: the engine's (no NGINX), the fake EPP's against
+    # epp-proto's codec, and the end-to-end tests on the module and NGINX just built.
+    e2e "$module" "$nginx"
     step "the nginx.conf writer read back by crossplane (scripts/conf-roundtrip.sh)"
     scripts/conf-roundtrip.sh
     step "fuzz smoke: 15 s of each libFuzzer target (scripts/fuzz.sh)"
@@ -243,7 +250,6 @@ YAML
     scripts/bench/smoke.sh
     step "nginx -t on 200 configurations of the generator fuzz corpus (scripts/fuzz-nginx-t.sh)"
     scripts/fuzz-nginx-t.sh 200
-    e2e "$module" "$nginx"
     harness "$module" "$nginx"
     step "panic containment (a module built --features panic-test, in target/panic)"
     # Against the NGINX tree just built, so target/panic does not build NGINX a second time;
