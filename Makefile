@@ -28,7 +28,7 @@ run: ## NGINX with the module on the NGF example, a few requests (scripts/run.sh
 
 check: ## format and clippy
 	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets --release -- -D warnings
+	scripts/ci-cargo.sh clippy --all-targets -- -D warnings
 
 unit: ## the engine and generator tests (no NGINX), `ci` profile
 	cargo test --profile ci

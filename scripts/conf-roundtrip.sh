@@ -12,6 +12,6 @@ if ! "$venv/bin/python" -c 'import crossplane' 2>/dev/null; then
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-CONF_TREE_DIR=$dir cargo test -q --profile ci -p httproute-nginx --test generate \
+CONF_TREE_DIR=$dir scripts/ci-cargo.sh test -q --test generate \
   trees_for_the_crossplane_round_trip >&2
 "$venv/bin/python" tests/conf_roundtrip.py "$dir"

@@ -30,45 +30,35 @@ step "dependencies"
 scripts/install-deps.sh
 # One value for every cargo call, or nginx-sys rebuilds NGINX between them.
 export NGX_CONFIGURE_ARGS=${NGX_CONFIGURE_ARGS:---with-debug}
-# Test binaries, and the commands the tests run, are built with the `ci` profile (Cargo.toml:
-# release without LTO, in target/ci); the module .so and the NGINX the tests load are built
-# with `release` (scripts/build.sh), as they ship.
-ci=(--profile ci)
+# The test binaries, and the commands the tests run, are built by scripts/ci-cargo.sh: one
+# selection and one NGINX tree for every call, so no step rebuilds another's crates. The
+# module .so and the NGINX the tests load are built with `release` (scripts/build.sh), as
+# they ship.
+# shellcheck source=scripts/lib/built.sh
+. scripts/lib/built.sh
 bin=$PWD/target/ci
 
 field() { sed -n "s/^$1=//p" | tail -n 1; }
 
-# vendored_tree: NGINX_SOURCE_DIR=... NGINX_BUILD_DIR=... of the vendored NGINX that
-# scripts/build.sh built (its objs/ and the source it was configured from, as nginx-src
-# records it), so that another profile or target directory binds to it instead of building
-# NGINX a second time. The same in every mode, so no mode rebuilds another's test binaries.
-vendored_tree() {
-  local objs src
-  objs=$(dirname "$(scripts/build.sh | field nginx)")
-  src=$(sed -n '1s/^"\([^"]*\)".*/\1/p' "$objs/last-build-info" 2>/dev/null || true)
-  if [ -n "$src" ] && [ -f "$src/src/core/nginx.h" ] && [ -f "$objs/ngx_auto_config.h" ]; then
-    echo "NGINX_SOURCE_DIR=$src NGINX_BUILD_DIR=$objs"
-  fi
+# root_tests: --test NAME for each of the root crate's end-to-end test files (tests/*.rs).
+root_tests() {
+  local f
+  for f in tests/*.rs; do printf -- '--test %s ' "$(basename "$f" .rs)"; done
 }
 
-# e2e MODULE NGINX [--test NAME...]: the root crate's end-to-end tests (all of them, or the
-# files named).
+# e2e MODULE NGINX [ARGS...]: `cargo test` (scripts/ci-cargo.sh: the whole workspace, so the
+# engine tests too, unless ARGS narrow it, e.g. $(root_tests)) with the end-to-end tests
+# against MODULE in NGINX.
 e2e() {
   local module=$1 nginx=$2
   shift 2
   # sed, not head: head would close the pipe early and SIGPIPE (exit 141) would fail the
   # script under pipefail.
   "$nginx" -V 2>&1 | sed -n 1p
-  step "end-to-end tests: $module in $nginx (umask 077)"
-  # umask 077 and a 0700 scratch root (tests/common): whatever the tests write is readable by
-  # root alone, so a test that needs NGINX's worker user to read a file of the checkout
-  # fails here, as it would for a user whose checkout is private.
-  # The generator command some tests run (tests/reload_flow.rs), built from this checkout.
-  cargo build "${ci[@]}" -p httproute-nginx --bin httproute-nginx
-  # tests/epp_grpc_proxy.rs's EPP (tonic + envoy-types, feature fake).
-  cargo build "${ci[@]}" -p epp-proto --features fake --bin fake-epp
-  local tree
-  tree=$(vendored_tree)
+  step "tests (the end-to-end ones: $module in $nginx; umask 077)"
+  # The generator command (tests/reload_flow.rs) and the fake EPP (tests/epp_grpc_proxy.rs:
+  # tonic + envoy-types), built from this checkout with the test binaries.
+  scripts/ci-cargo.sh test --no-run
   # tests/epp_njs.rs's njs side (NGF's epp.js on njs 1.0.1 for Debian's NGINX), from the
   # shared/ folder beside the checkout. .ci/run exports NGX_MATCHES_REQUIRE_NJS=1, so in CI a
   # missing njs side fails the test instead of skipping it; elsewhere it skips, loudly.
@@ -78,10 +68,9 @@ e2e() {
     njs+=(NGX_MATCHES_NJS_MODULE="$shared/njs-1.0.1/ngx_http_js_module.so"
       NGX_MATCHES_EPP_JS="$shared/reference/ngf/epp.js")
   fi
-  # shellcheck disable=SC2086
-  (umask 077 && env "${njs[@]}" $tree NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx \
-    HTTPROUTE_NGINX_BIN=$bin/httproute-nginx FAKE_EPP_BIN=$bin/fake-epp \
-    cargo test -p ngx-http-matches "${ci[@]}" "$@")
+  (umask 077 && env "${njs[@]}" NGX_MATCHES_MODULE="$module" NGX_MATCHES_NGINX="$nginx" \
+    HTTPROUTE_NGINX_BIN="$bin/httproute-nginx" FAKE_EPP_BIN="$bin/fake-epp" \
+    scripts/ci-cargo.sh test "$@")
 }
 
 # nginx-tests, the NGINX test harness (not on any registry): NGINX_TESTS_DIR when set (and it
@@ -122,7 +111,7 @@ harness() {
   [ -z "$module" ] || globals="load_module $(realpath "$module");"
   [ "$(id -u)" -ne 0 ] || globals="$globals user root;"
   # t/http_matches_epp_grpc.t's EPP (tonic + envoy-types, feature fake).
-  cargo build "${ci[@]}" -p epp-proto --features fake --bin fake-epp
+  scripts/ci-cargo.sh test --no-run
   # TEST_NGINX_MATCHES_REQUIRED: a file that would skip for want of the module fails instead.
   env TEST_NGINX_BINARY="$nginx" TEST_NGINX_GLOBALS="$globals" TEST_NGINX_MATCHES_REQUIRED=1 \
     TEST_NGINX_FAKE_EPP="$bin/fake-epp" "$@" prove -j2 -I "$nginx_tests/lib" t/
@@ -134,7 +123,8 @@ case "$mode" in
   --system)
     step "module build for Debian's NGINX"
     out=$(scripts/build.sh --system)
-    e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
+    # shellcheck disable=SC2046
+    e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)" $(root_tests)
     ;;
   --package)
     step "Debian packages"
@@ -174,7 +164,8 @@ YAML
       || { echo "FAIL: the packaged generator did not write for the installed NGINX" >&2; exit 1; }
     /usr/sbin/nginx -t -p "$gen/out/" -c nginx.conf
     rm -rf "$gen"
-    e2e /usr/lib/nginx/modules/ngx_http_matches_module.so /usr/sbin/nginx
+    # shellcheck disable=SC2046
+    e2e /usr/lib/nginx/modules/ngx_http_matches_module.so /usr/sbin/nginx $(root_tests)
     # The harness loads every module Debian's NGINX was configured with as dynamic
     # (`nginx -V`) from TEST_NGINX_MODULES: install the ones missing, purge them after.
     extra=()
@@ -240,34 +231,34 @@ YAML
     cargo fmt --all -- --check
     step "the docs name only tests and files that exist (scripts/check-docs.sh)"
     scripts/check-docs.sh
-    step "clippy"
-    cargo clippy --workspace --all-targets --release -- -D warnings
-    step "engine tests (no NGINX)"
-    cargo test "${ci[@]}"
-    step "the fake EPP (tonic, envoy-types) agrees with epp-proto's codec; fake-shim dials it per request"
-    cargo clippy -p epp-proto --features fake --all-targets --release -- -D warnings
-    cargo test "${ci[@]}" -p epp-proto --features fake --test fake_agrees --test fake_shim
+    # First, so that every later build binds to this NGINX instead of compiling its own
+    # (scripts/ci-cargo.sh).
+    step "module build (vendored NGINX)"
+    out=$(scripts/build.sh)
+    echo "$out" | tail -n 2
+    module=$(echo "$out" | field module) nginx=$(echo "$out" | field nginx)
+    step "clippy (with the fake EPP: tonic, envoy-types)"
+    scripts/ci-cargo.sh clippy --all-targets -- -D warnings
+    # Every test of the workspace at once: the engine's (no NGINX), the fake EPP's against
+    # epp-proto's codec, and the end-to-end tests on the module and NGINX just built.
+    e2e "$module" "$nginx"
     step "the nginx.conf writer read back by crossplane (scripts/conf-roundtrip.sh)"
     scripts/conf-roundtrip.sh
     step "fuzz smoke: 15 s of each libFuzzer target (scripts/fuzz.sh)"
     scripts/fuzz.sh 15
-    step "module build (vendored NGINX)"
-    out=$(scripts/build.sh)
-    echo "$out" | tail -n 2
     step "every measurement script at tiny sizes (scripts/bench/smoke.sh)"
     scripts/bench/smoke.sh
     step "nginx -t on 200 configurations of the generator fuzz corpus (scripts/fuzz-nginx-t.sh)"
     scripts/fuzz-nginx-t.sh 200
-    e2e "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
-    harness "$(echo "$out" | field module)" "$(echo "$out" | field nginx)"
+    harness "$module" "$nginx"
     step "panic containment (a module built --features panic-test, in target/panic)"
-    # Against the NGINX tree just built, so target/panic does not build NGINX a second time.
+    # Against the NGINX tree just built, so target/panic does not build NGINX a second time;
+    # the `ci` profile, as the other test builds (no link-time optimisation).
     # shellcheck disable=SC2046
     env $(vendored_tree) CARGO_TARGET_DIR=$PWD/target/panic \
-      cargo build -p ngx-http-matches --release --features panic-test
-    # shellcheck disable=SC2046
-    env $(vendored_tree) NGX_MATCHES_PANIC_MODULE=$PWD/target/panic/release/libngx_http_matches.so \
-      NGX_MATCHES_NGINX=$(echo "$out" | field nginx) cargo test -p ngx-http-matches "${ci[@]}" --test panic -- --ignored
+      cargo build -p ngx-http-matches --profile ci --features panic-test
+    NGX_MATCHES_PANIC_MODULE=$PWD/target/panic/ci/libngx_http_matches.so NGX_MATCHES_NGINX=$nginx \
+      scripts/ci-cargo.sh test --test panic -- --ignored
     ;;
   *)
     echo "usage: scripts/test.sh [--system | --addon | --package | --static | --nginx-suite]" >&2

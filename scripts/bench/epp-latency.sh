@@ -12,7 +12,7 @@ scripts/install-deps.sh wrk
 # shellcheck source=scripts/lib/built.sh
 . scripts/lib/built.sh
 build_module >/dev/null
-cargo build -q --profile ci -p epp-proto --features fake --bin fake-epp --bin fake-shim
+scripts/ci-cargo.sh test -q --no-run
 BENCH_MODULE=$module BENCH_NGINX=$nginx BENCH_PORT=${BENCH_PORT:-18490} \
   FAKE_EPP=$PWD/target/ci/fake-epp FAKE_SHIM=$PWD/target/ci/fake-shim \
   exec /usr/bin/python3 scripts/bench/epp_latency.py

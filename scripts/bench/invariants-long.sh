@@ -42,7 +42,7 @@ build_module
 export NGX_MATCHES_NGINX=$nginx NGX_MATCHES_MODULE=$module
 # test_binary NAME: builds the test NAME of httproute-nginx and prints its executable.
 test_binary() {
-  cargo test -q --profile ci -p httproute-nginx --test "$1" --no-run --message-format=json 2>>"$log/build.log" \
+  scripts/ci-cargo.sh test -q --test "$1" --no-run --message-format=json 2>>"$log/build.log" \
     | python3 -c 'import json, sys
 for l in sys.stdin:
     m = json.loads(l)

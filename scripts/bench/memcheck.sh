@@ -26,7 +26,7 @@ export NGX_MATCHES_MODULE=$module NGX_MATCHES_NGINX=$nginx
 started=$(date +%s)
 tests=()
 for t in ${MEMCHECK_TESTS:-http_matches hostile generator example}; do tests+=(--test "$t"); done
-cargo test -p ngx-http-matches --profile ci "${tests[@]}" -- --test-threads=2
+scripts/ci-cargo.sh test "${tests[@]}" -- --test-threads=2
 echo "suite under memcheck: $(( $(date +%s) - started )) s" | tee "$logs/summary"
 python3 - "$logs" <<'PY' | tee -a "$logs/summary"
 import glob, re, sys

@@ -33,8 +33,9 @@ smoke() { # NAME VAR=VALUE... COMMAND...: one script, its output kept in target/
 }
 only=("$@")
 mkdir -p target/smoke
-cargo build -q --profile ci -p route-match --example eval_loop
-cargo build -q --profile ci -p httproute-nginx --bin httproute-nginx
+# The test build's binaries (scripts/ci-cargo.sh: shared with scripts/test.sh's).
+scripts/ci-cargo.sh test -q --no-run
+scripts/ci-cargo.sh test -q --no-run --example eval_loop
 smoke generator-scale GEN=target/ci/httproute-nginx scripts/bench/generator-scale.sh --quick
 smoke engine-callgrind EVAL_LOOP=target/ci/examples/eval_loop N1=10 N2=110 \
   scripts/bench/engine-callgrind.sh header mixed_1000
