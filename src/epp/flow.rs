@@ -223,9 +223,10 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         // The gRPC mode names the EPP itself: only the redirect's path is needed.
         let unset = [(VAR_HOST, mcf.epp.host), (VAR_PORT, mcf.epp.port), (VAR_PATH, mcf.epp.path)]
             .into_iter()
+            .filter(|(n, _)| !lcf.epp_grpc || *n == VAR_PATH)
             .filter_map(|(n, i)| value_of(r, i).is_none().then_some(n))
             .collect::<Vec<_>>();
-        if let Some(why) = verdict::missing(lcf.epp_grpc, &unset) {
+        if let Some(why) = verdict::missing(&unset) {
             return fail(r, &why);
         }
         let ctx = ngx_pcalloc((*r).pool, core::mem::size_of::<Ctx>()) as *mut Ctx;

@@ -82,15 +82,14 @@ pub fn verdict<'a>(
     })
 }
 
-/// Why the client's request cannot be served, if so: the variables the
-/// framing needs among those `unset` (or empty).
-pub fn missing(grpc: bool, unset: &[&str]) -> Option<String> {
-    let names: Vec<String> =
-        unset.iter().filter(|n| !grpc || **n == VAR_PATH).map(|n| format!("${n}")).collect();
+/// Why the client's request cannot be served, if so: the variables its framing needs that
+/// are `unset` (or empty; the gRPC framing needs only [`VAR_PATH`], and reads no other).
+pub fn missing(unset: &[&str]) -> Option<String> {
+    let names: Vec<String> = unset.iter().map(|n| format!("${n}")).collect();
     let s = if names.len() > 1 { "s" } else { "" };
     let what = "(unset or empty in this location)";
-    (!names.is_empty())
-        .then(|| format!("missing required variable{s} {} {what}", names.join(" and ")))
+    let names = names.join(" and ");
+    (!unset.is_empty()).then(|| format!("missing required variable{s} {names} {what}"))
 }
 
 /// Why `$epp_internal_path` (`path`, as evaluated) cannot be the redirect's target, if so.

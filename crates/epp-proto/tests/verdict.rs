@@ -96,17 +96,16 @@ fn an_immediate_response_is_answered_whole() {
 }
 
 #[test]
-fn missing_variables_are_named_the_shim_needs_all_three() {
-    assert_eq!(missing(false, &[]), None);
+fn missing_variables_are_named() {
+    assert_eq!(missing(&[]), None);
     assert_eq!(
-        missing(false, &["epp_host", "epp_internal_path"]).as_deref(),
+        missing(&["epp_host", "epp_internal_path"]).as_deref(),
         Some(
             "missing required variables $epp_host and $epp_internal_path (unset or empty in this location)"
         )
     );
-    assert_eq!(missing(true, &["epp_host", "epp_port"]), None);
     assert_eq!(
-        missing(true, &["epp_port", "epp_internal_path"]).as_deref(),
+        missing(&["epp_internal_path"]).as_deref(),
         Some("missing required variable $epp_internal_path (unset or empty in this location)")
     );
 }
