@@ -6,7 +6,7 @@
 //! falls back to each port's own server ([`socket_server`]). At load, the same choice is made
 //! for every socket of every server ([`route_match::vhost::Names`]), and the servers each one may
 //! reach are recorded; `nginx -t` refuses a server that reaches itself, a cycle over those
-//! (any socket), and a chain longer than [`MAX_FALLBACK_CHAIN`]. At request time a target
+//! (any socket), and a chain longer than [`MAX_CHAIN`]. At request time a target
 //! that is not among the recorded ones answers 500: a request's walk is a path of that
 //! checked graph, bounded whatever the lookup finds.
 
@@ -21,63 +21,68 @@ use ngx::ngx_log_error;
 
 use crate::HttpMatchesModule;
 use crate::util::{array, text};
-use route_match::vhost::{Refusal, Socket, fallback_targets};
+use route_match::vhost::{Socket, fallback_targets};
 
 /// The most servers one request may pass through by `http_matches_fallback` (the first
 /// included): a host name of 253 characters has at most 127 labels, so a server per exact
 /// name and per wildcard of a listener, and the catch-all, fit.
-const MAX_FALLBACK_CHAIN: usize = 128;
+const MAX_CHAIN: usize = 128;
 
-/// Every server in configuration order (its core conf, and its `server_name`s as NGINX stored
-/// them, lowercased, `""` when it has none, without regular expressions), and each listen
-/// socket (`addr:port`, its servers).
+/// Every server in configuration order: its core conf, and its `server_name`s as NGINX stored
+/// them (lowercased, `""` when it has none, without regular expressions).
+#[derive(Default)]
+struct Servers {
+    confs: Vec<*const ngx_http_core_srv_conf_t>,
+    names: Vec<Vec<Vec<u8>>>,
+}
+
+/// Every listen socket: its `addr:port`, and its servers.
+#[derive(Default)]
+struct Sockets {
+    names: Vec<String>,
+    sockets: Vec<Socket>,
+}
+
+/// The servers and the listen sockets of the http block.
 ///
 /// # Safety
 /// Only from postconfiguration: the core main conf, its servers (with `server_names`, merged)
 /// and `ports` (filled by `listen` while parsing; consumed by ngx_http_optimize_servers only
 /// after postconfiguration) are alive.
 unsafe fn servers_and_sockets(cf: *mut ngx_conf_t) -> (Servers, Sockets) {
-    let (mut cscfs, mut names, mut sockets) = (Vec::new(), Vec::new(), (Vec::new(), Vec::new()));
+    let (mut servers, mut sockets) = (Servers::default(), Sockets::default());
     // SAFETY: see the function's contract. `servers` is an array of core srv conf pointers;
     // each `server_names` an array of ngx_http_server_name_t; `ports` null or an array of
     // ngx_http_conf_port_t, each `addrs` an array of ngx_http_conf_addr_t, each `servers` an
     // array of core srv conf pointers (the same objects as `cmcf->servers`).
     unsafe {
-        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else {
-            return ((cscfs, names), sockets);
-        };
+        let Some(cmcf) = NgxHttpCoreModule::main_conf(&*cf) else { return (servers, sockets) };
         for &cscf in array::<*const ngx_http_core_srv_conf_t>(&cmcf.servers) {
-            names.push(
+            servers.names.push(
                 array::<ngx_http_server_name_t>(&(*cscf).server_names)
                     .iter()
                     .filter(|n| n.regex.is_null())
                     .map(|n| n.name.as_bytes().to_ascii_lowercase())
                     .collect(),
             );
-            cscfs.push(cscf);
+            servers.confs.push(cscf);
         }
         let index: HashMap<*const ngx_http_core_srv_conf_t, usize> =
-            cscfs.iter().enumerate().map(|(i, &c)| (c, i)).collect();
-        let Some(ports) = cmcf.ports.as_ref() else { return ((cscfs, names), sockets) };
+            servers.confs.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+        let Some(ports) = cmcf.ports.as_ref() else { return (servers, sockets) };
         for port in array::<ngx_http_conf_port_t>(ports) {
             for addr in array::<ngx_http_conf_addr_t>(&port.addrs) {
                 let on = array::<*const ngx_http_core_srv_conf_t>(&addr.servers);
-                let socket = Socket {
+                sockets.names.push(text(addr.opt.addr_text.as_bytes()).into_owned());
+                sockets.sockets.push(Socket {
                     servers: on.iter().filter_map(|c| index.get(c).copied()).collect(),
                     default_server: index.get(&addr.default_server.cast_const()).copied(),
-                };
-                sockets.0.push(text(addr.opt.addr_text.as_bytes()).into_owned());
-                sockets.1.push(socket);
+                });
             }
         }
     }
-    ((cscfs, names), sockets)
+    (servers, sockets)
 }
-
-/// Each server's core conf and names, in configuration order.
-type Servers = (Vec<*const ngx_http_core_srv_conf_t>, Vec<Vec<Vec<u8>>>);
-/// Each listen socket's `addr:port`, and the socket.
-type Sockets = (Vec<String>, Vec<Socket>);
 
 /// Resolves every server's fallback name on each of its sockets and checks the graph of
 /// those targets (see the module comment, `route_match::vhost::fallback_targets`); on success
@@ -96,69 +101,39 @@ pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
     // server conf, created by `create_srv_conf`, alive with the configuration. No other
     // reference to it is held while this runs.
     let conf_of = |cscf: *const ngx_http_core_srv_conf_t| unsafe {
-        HttpMatchesModule::server_conf_mut(&*cscf)
+        HttpMatchesModule::server_conf_mut(&*cscf).filter(|c| c.fallback.is_some())
     };
     // Most configurations set no fallback: no server list or socket map is built for them.
-    if !cscfs.iter().any(|&c| conf_of(c).is_some_and(|s| s.fallback.is_some())) {
+    if !cscfs.iter().any(|&c| conf_of(c).is_some()) {
         return true;
     }
     // SAFETY: called from postconfiguration.
-    let ((servers, names), (socket_names, sockets)) = unsafe { servers_and_sockets(cf) };
+    let (servers, sockets) = unsafe { servers_and_sockets(cf) };
     // Each server's fallback name, lowercased at the directive (`None`: no directive).
-    let fallbacks: Vec<Option<Vec<u8>>> = servers
-        .iter()
-        .map(|&s| conf_of(s).filter(|c| c.fallback.is_some()).map(|c| c.fallback_name.clone()))
-        .collect();
-    match fallback_targets(&names, &sockets, &fallbacks, MAX_FALLBACK_CHAIN) {
+    let fallbacks: Vec<Option<Vec<u8>>> =
+        servers.confs.iter().map(|&s| conf_of(s).map(|c| c.fallback_name.clone())).collect();
+    let refusals = match fallback_targets(&servers.names, &sockets.sockets, &fallbacks, MAX_CHAIN) {
         Ok(targets) => {
-            for (&s, t) in servers.iter().zip(&targets) {
-                let Some(c) = conf_of(s).filter(|c| c.fallback.is_some()) else { continue };
-                c.fallback_targets = t.iter().map(|&t| servers[t]).collect();
+            for (&s, t) in servers.confs.iter().zip(&targets) {
+                if let Some(c) = conf_of(s) {
+                    c.fallback_targets = t.iter().map(|&t| servers.confs[t]).collect();
+                }
             }
-            true
+            return true;
         }
-        Err(refusals) => {
-            let at_of = |i: usize| conf_of(servers[i]).map(|c| c.fallback_where.clone());
-            let label =
-                |i: usize| format!("\"{}\"", text(names[i].first().map_or(&b""[..], |n| n)));
-            // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
-            let log = unsafe { (*cf).log };
-            for r in refusals {
-                let at = |i| at_of(i).unwrap_or_default();
-                let what = match r {
-                    Refusal::Itself { server: i, socket } => format!(
-                        "\"{}\" names this server itself on {} in {}",
-                        // As written.
-                        text(
-                            conf_of(servers[i])
-                                .and_then(|c| c.fallback.as_deref())
-                                .unwrap_or_default()
-                        ),
-                        socket_names[socket],
-                        at(i)
-                    ),
-                    Refusal::Cycle(cycle) => format!(
-                        "the fallbacks form a cycle: {} in {}",
-                        cycle
-                            .iter()
-                            .chain(&cycle[..1])
-                            .map(|&i| label(i))
-                            .collect::<Vec<_>>()
-                            .join(" -> "),
-                        at(cycle[0])
-                    ),
-                    Refusal::TooLong { server: i, depth } => format!(
-                        "a request may pass through {depth} servers from {} (at most \
-                         {MAX_FALLBACK_CHAIN}) in {}",
-                        label(i),
-                        at(i)
-                    ),
-                };
-                ngx_log_error!(NGX_LOG_EMERG, log, "http_matches_fallback: {what}");
-            }
-            false
-        }
+        Err(refusals) => refusals,
+    };
+    let conf = |i: usize| servers.confs.get(i).and_then(|&s| conf_of(s));
+    // As written.
+    let written = |i| text(conf(i).and_then(|c| c.fallback.as_deref()).unwrap_or_default()).into();
+    let at = |i| conf(i).map(|c| c.fallback_where.clone()).unwrap_or_default();
+    // SAFETY: NGINX passes a valid configuration context whose log outlives the call.
+    let log = unsafe { (*cf).log };
+    for r in refusals {
+        let what = r.text(&servers.names, &sockets.names, written, at, MAX_CHAIN);
+        ngx_log_error!(NGX_LOG_EMERG, log, "http_matches_fallback: {what}");
     }
+    false
 }
 
 /// The server NGINX picks for `scf`'s fallback name on the socket `r` arrived on: its server

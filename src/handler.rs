@@ -230,8 +230,8 @@ fn log_lookup(
     if matches!(lookup, Lookup::Hit) {
         return;
     }
-    if let Some((warn, line)) = lookup.log_line(value, c, mcf.var_cache_size) {
-        let level = if warn { NGX_LOG_WARN } else { NGX_LOG_INFO };
+    if let Some(line) = lookup.log_line(value, c, mcf.var_cache_size) {
+        let level = if line.warn { NGX_LOG_WARN } else { NGX_LOG_INFO };
         ngx_log_error!(level, log, "http_matches: {line}");
     }
     for w in c.compiled.iter().flat_map(|compiled| &compiled.warnings) {

@@ -22,15 +22,15 @@ use ngx::ffi::{
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
 
-use crate::epp::check::install_headers;
-use crate::epp::grpc;
-use crate::epp::shim;
-use crate::util::{emerg, escape, var};
-use crate::{HttpMatchesModule, guard};
+use epp_proto::Outcome;
+use epp_proto::destination::BodyHead;
+use epp_proto::verdict::{self, Answer, VAR_HOST, VAR_PATH, VAR_PORT, Verdict};
 
-pub(crate) const VAR_HOST: &str = "epp_host";
-pub(crate) const VAR_PORT: &str = "epp_port";
-pub(crate) const VAR_PATH: &str = "epp_internal_path";
+use crate::epp::check::{install_headers, set_endpoint};
+use crate::epp::grpc::{self, keep};
+use crate::epp::shim;
+use crate::util::{emerg, escape, pool_str, var};
+use crate::{HttpMatchesModule, guard};
 
 /// An empty string (no data).
 const EMPTY: ngx_str_t = ngx_str_t { len: 0, data: core::ptr::null_mut() };
@@ -48,17 +48,17 @@ pub(crate) struct Ctx {
     /// The subrequest is finished (the post-subrequest handler ran).
     done: bool,
     /// The first failing code the subrequest was finalized with (0 if none).
-    pub(crate) rc: ngx_int_t,
-    /// The shim's answer (shim mode).
-    shim: shim::Answer,
+    rc: ngx_int_t,
+    /// The call's answer, either framing (in the request's pool; null: none).
+    answer: *mut Answer,
+    /// The start of a shim's answer body, fed by [`body_filter`] as it arrives.
+    body: BodyHead,
     /// `$epp_internal_path`, read when the request arrived.
     path: ngx_str_t,
     /// In the client's request: the call (null until it is made).
     sr: *mut ngx_http_request_t,
-    /// The call speaks the EPP protocol (`grpc://`, see `epp::grpc`), and what its answer
-    /// means (in the request's pool; null: no answer).
+    /// The call speaks the EPP protocol (`grpc://`, see `epp::grpc`), not the shim's.
     grpc: bool,
-    pub(crate) outcome: *mut epp_proto::Outcome,
     /// In a gRPC call: what `grpc::reached` makes of it once it reached its
     /// location (until then it has the client's method and lines, for its rewrite phases).
     prepared: grpc::Prepared,
@@ -112,7 +112,7 @@ unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_cha
             if (*r).parent.is_null() { core::ptr::null_mut() } else { get_ctx((*r).parent) };
         if !parent.is_null() && core::ptr::eq((*parent).sr, r) && !(*parent).grpc {
             let mut more = false;
-            grpc::consume(chain, |bytes| more = (*parent).shim.body.feed(bytes));
+            grpc::consume(chain, |bytes| more = (*parent).body.feed(bytes));
             if more && !(*r).upstream.is_null() {
                 (*(*r).upstream).length = 0;
             }
@@ -221,20 +221,13 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             return fail(r, "the content handler ran twice for one request");
         }
         // The gRPC mode names the EPP itself: only the redirect's path is needed.
-        let missing =
-            [(VAR_HOST, mcf.epp.host), (VAR_PORT, mcf.epp.port), (VAR_PATH, mcf.epp.path)]
-                .into_iter()
-                .filter(|(n, _)| !lcf.epp_grpc || *n == VAR_PATH)
-                .filter(|(_, i)| value_of(r, *i).is_none())
-                .map(|(n, _)| format!("${n}"))
-                .collect::<Vec<_>>();
-        if !missing.is_empty() {
-            let s = if missing.len() > 1 { "s" } else { "" };
-            let what = "(unset or empty in this location)";
-            return fail(
-                r,
-                &format!("missing required variable{s} {} {what}", missing.join(" and ")),
-            );
+        let unset = [(VAR_HOST, mcf.epp.host), (VAR_PORT, mcf.epp.port), (VAR_PATH, mcf.epp.path)]
+            .into_iter()
+            .filter(|(n, _)| !lcf.epp_grpc || *n == VAR_PATH)
+            .filter_map(|(n, i)| value_of(r, i).is_none().then_some(n))
+            .collect::<Vec<_>>();
+        if let Some(why) = verdict::missing(&unset) {
+            return fail(r, &why);
         }
         let ctx = ngx_pcalloc((*r).pool, core::mem::size_of::<Ctx>()) as *mut Ctx;
         if ctx.is_null() {
@@ -310,8 +303,8 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
                 Ok(prepared) => Call::Grpc(prepared),
                 Err(why) => {
                     // No call: the redirect still happens, with no endpoint and one [error].
-                    let why = epp_proto::Outcome::NoEndpoint(format!("no call: {why}"));
-                    (*ctx).outcome = grpc::keep(pool, why);
+                    let why = Outcome::NoEndpoint(format!("no call: {why}"));
+                    (*ctx).answer = keep(pool, Answer::Grpc(why));
                     ((*ctx).done, (*ctx).reached, (*ctx).grpc) = (true, true, true);
                     return finish(r, &*ctx);
                 }
@@ -396,16 +389,17 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         let first = !ctx.done;
         let u = (*sr).upstream;
         if first && !u.is_null() && (*u).headers_in.status_n != 0 {
-            if !ctx.grpc {
-                shim::record(sr, &mut ctx.shim);
-            } else {
+            let answer = if ctx.grpc {
                 // An empty context slot (NGINX clears a request's contexts on an internal
                 // redirect): the body filter did not read the answer.
                 let call = get_ctx(sr);
                 let decoder =
                     if call.is_null() { core::ptr::null_mut() } else { (*call).prepared.decoder };
-                ctx.outcome = grpc::read_answer(sr, decoder);
-            }
+                Answer::Grpc(grpc::read_answer(sr, decoder))
+            } else {
+                shim::read_answer(sr)
+            };
+            ctx.answer = keep((*sr).pool, answer);
         }
         ctx.done = true;
         if first {
@@ -463,13 +457,25 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
                  (another location answers that URI), the shim was not asked",
                 escape((*r).uri.as_bytes(), 128)
             );
-        } else if ctx.grpc {
-            forget(r, mcf.epp.content_length);
-            if let Some(rc) = grpc::conclude(r, (ctx.outcome, ctx.rc), mcf.epp.endpoint) {
-                return rc;
-            }
         } else {
-            shim::conclude(r, &ctx.shim, ctx.rc, mcf.epp.endpoint);
+            if ctx.grpc {
+                forget(r, mcf.epp.content_length);
+            }
+            let answer = ctx.answer.as_ref();
+            match verdict::verdict(answer, ctx.grpc, ctx.rc, &ctx.body, escape) {
+                Verdict::Endpoint(list) => {
+                    let Some(list) = pool_str((*r).pool, list) else {
+                        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+                    };
+                    set_endpoint(r, mcf.epp.endpoint, list);
+                }
+                Verdict::Immediate { status, headers, body, dropped } => {
+                    return grpc::answer(r, status, headers, body, dropped);
+                }
+                Verdict::Error(why) => {
+                    ngx_log_error!(NGX_LOG_ERR, log, "http_matches_epp: {why}");
+                }
+            }
         }
         redirect(r, ctx.path)
     }
@@ -482,19 +488,9 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
 unsafe fn redirect(r: *mut ngx_http_request_t, path: ngx_str_t) -> ngx_int_t {
     // SAFETY: the request and its strings are NGINX's; the redirect copies what it keeps.
     unsafe {
-        let bytes = path.as_bytes();
-        if bytes.is_empty() {
-            return fail(r, "missing required variable $epp_internal_path");
+        match verdict::bad_path(path.as_bytes(), escape) {
+            Some(why) => fail(r, &why),
+            None => crate::util::redirect_keeping_args(r, path),
         }
-        if bytes.contains(&b'?') {
-            return fail(
-                r,
-                &format!(
-                    "$epp_internal_path \"{}\" has a query string; the client's is kept",
-                    escape(bytes, 128)
-                ),
-            );
-        }
-        crate::util::redirect_keeping_args(r, path)
     }
 }

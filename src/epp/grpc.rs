@@ -4,25 +4,23 @@
 //! them, then the client's lines) and the client's body framed in place (buffers or temp-file
 //! ranges, never copied), method POST to `epp_proto::GRPC_PATH`. The answer is fed to a
 //! bounded `epp_proto::Decoder` by the call's body filter as it arrives ([`swallow`]: one
-//! message held, never past `epp_proto::answer_budget`); [`conclude`] sets the variable, or
-//! answers an `ImmediateResponse`, or logs one `[error]` and redirects.
+//! message held, never past `epp_proto::answer_budget`) and decoded ([`read_answer`]); the
+//! flow acts on it as on the shim's (`epp_proto::verdict`), answering an `ImmediateResponse`
+//! here ([`answer`]).
 
 use ngx::ffi::{
-    NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_ERR,
-    NGX_LOG_INFO, NGX_LOG_WARN, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_http_clean_header,
-    ngx_http_output_filter, ngx_http_request_body_t, ngx_http_request_t, ngx_http_send_header,
-    ngx_http_send_special, ngx_int_t, ngx_list_push, ngx_list_t, ngx_palloc, ngx_pcalloc,
-    ngx_pool_cleanup_add, ngx_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_INFO,
+    NGX_LOG_WARN, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_http_clean_header, ngx_http_output_filter,
+    ngx_http_request_body_t, ngx_http_request_t, ngx_http_send_header, ngx_http_send_special,
+    ngx_int_t, ngx_list_push, ngx_list_t, ngx_palloc, ngx_pcalloc, ngx_pool_cleanup_add,
+    ngx_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::ngx_log_error;
 
 use epp_proto::{Decoder, MAX_MESSAGE, Outcome, Piece};
 
 use crate::epp::check::line;
-use crate::util::{escape, header_lines, lines, pool_str};
-
-/// Bytes of an EPP's reason shown in an `[error]` line.
-const REASON_SHOWN: usize = 512;
+use crate::util::{header_lines, lines, pool_str};
 
 /// What the subrequest needs, all in the client request's pool, made before it exists (so
 /// that nothing can fail once it is posted); all null (zeroed): not a gRPC call.
@@ -313,7 +311,7 @@ pub(crate) unsafe fn consume(mut chain: *mut ngx_chain_t, mut read: impl FnMut(&
 }
 
 /// Decodes the call's answer (the first finalization of a subrequest with an upstream status)
-/// from what [`swallow`] fed `decoder`, kept in the request's pool.
+/// from what [`swallow`] fed `decoder`.
 ///
 /// # Safety
 /// `sr` must be the call being finalized, its upstream non-null; `decoder` its
@@ -321,7 +319,7 @@ pub(crate) unsafe fn consume(mut chain: *mut ngx_chain_t, mut read: impl FnMut(&
 pub(crate) unsafe fn read_answer(
     sr: *mut ngx_http_request_t,
     decoder: *mut Option<Decoder>,
-) -> *mut Outcome {
+) -> Outcome {
     // SAFETY: the upstream's header lists (zeroed with the upstream, initialized before its
     // status line is read: `field` may read them) are NGINX's, alive with the request's pool;
     // the decoder lives in it.
@@ -333,8 +331,7 @@ pub(crate) unsafe fn read_answer(
             None => (field(&h.headers, b"grpc-status"), field(&h.headers, b"grpc-message")),
         };
         // Not read: a panic in the body filter, or a call moved off its location.
-        let outcome = epp_proto::answer_outcome(h.status_n, taken, lines);
-        keep((*sr).pool, outcome)
+        epp_proto::answer_outcome(h.status_n, taken, lines)
     }
 }
 
@@ -362,64 +359,6 @@ pub(crate) unsafe fn keep<T>(pool: *mut ngx_pool_t, value: T) -> *mut T {
         at.write(value);
         (*cln).handler = Some(drop_value::<T>);
         at
-    }
-}
-
-/// The client's request resumes: sets the variable, or logs why not; `Some(rc)` when the
-/// client was answered (an `ImmediateResponse`), `None` to redirect.
-///
-/// # Safety
-/// `r` must be the client's request, its call done: `outcome` its answer (null: none), `rc` the
-/// first failing code the call was finalized with.
-pub(crate) unsafe fn conclude(
-    r: *mut ngx_http_request_t,
-    (outcome, rc): (*mut Outcome, ngx_int_t),
-    index: ngx_uint_t,
-) -> Option<ngx_int_t> {
-    // SAFETY: the outcome lives in the request's pool (see `read_answer`).
-    unsafe {
-        let log = (*(*r).connection).log;
-        let why = |s: &str| escape(s.as_bytes(), REASON_SHOWN);
-        let error = match outcome.as_ref() {
-            None => format!(
-                "no answer from the EndpointPicker (status: {}, see the upstream error \
-                 above); no endpoint",
-                rc
-            ),
-            Some(Outcome::Endpoint(e)) => {
-                let Some(s) = pool_str((*r).pool, e.as_bytes()) else {
-                    return Some(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
-                };
-                crate::epp::check::set_endpoint(r, index, s);
-                return None;
-            }
-            Some(Outcome::Immediate { status, headers, body, dropped }) => {
-                ngx_log_error!(
-                    NGX_LOG_INFO,
-                    log,
-                    "http_matches_epp: the EndpointPicker answered the request: {status}"
-                );
-                if *dropped > 0 {
-                    ngx_log_error!(
-                        NGX_LOG_WARN,
-                        log,
-                        "http_matches_epp: the EndpointPicker's immediate response has {dropped} \
-                         header lines past {} lines or {} bytes: not sent",
-                        epp_proto::msg::IMMEDIATE_LINES,
-                        epp_proto::msg::IMMEDIATE_HEADER_BYTES
-                    );
-                }
-                return Some(answer(r, *status, headers, body));
-            }
-            Some(Outcome::NoEndpoint(s)) => {
-                format!("no endpoint from the EndpointPicker: {}", why(s))
-            }
-            Some(Outcome::Malformed(s)) => {
-                format!("the EndpointPicker's answer is malformed: {}; no endpoint", why(s))
-            }
-        };
-        ngx_log_error!(NGX_LOG_ERR, log, "http_matches_epp: {error}");
-        None
     }
 }
 
@@ -466,20 +405,35 @@ unsafe fn set_headers(
     }
 }
 
-/// Answers the client with an `ImmediateResponse`: its status, headers and body.
+/// Answers the client with an `ImmediateResponse`: its status, headers and body (`dropped`:
+/// its header lines past the decoder's bounds, logged).
 ///
 /// # Safety
 /// `r` must be the client's request, nothing sent to it yet.
-unsafe fn answer(
+pub(crate) unsafe fn answer(
     r: *mut ngx_http_request_t,
     status: u16,
     headers: &[(String, Vec<u8>)],
     body: &[u8],
+    dropped: usize,
 ) -> ngx_int_t {
     let fail = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     // SAFETY: the request's output headers and pool; the body buffer is a pool copy, marked
     // as the last.
     unsafe {
+        let log = (*(*r).connection).log;
+        let what = "http_matches_epp: the EndpointPicker answered the request";
+        ngx_log_error!(NGX_LOG_INFO, log, "{what}: {status}");
+        if dropped > 0 {
+            ngx_log_error!(
+                NGX_LOG_WARN,
+                log,
+                "http_matches_epp: the EndpointPicker's immediate response has {dropped} header \
+                 lines past {} lines or {} bytes: not sent",
+                epp_proto::msg::IMMEDIATE_LINES,
+                epp_proto::msg::IMMEDIATE_HEADER_BYTES
+            );
+        }
         // Everything allocated before anything is set or sent.
         let Some(data) = pool_str((*r).pool, body) else { return fail };
         let b = slice_buf(r, Segment::Memory(data.data), 0, data.len);

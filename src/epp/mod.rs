@@ -25,8 +25,9 @@ use ngx::ffi::{
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 
 use epp_proto::destination::Mode;
+use epp_proto::verdict::{VAR_HOST, VAR_PATH, VAR_PORT};
 
-use crate::epp::flow::{VAR_HOST, VAR_PATH, VAR_PORT, content_handler, register_filter};
+use crate::epp::flow::{content_handler, register_filter};
 use crate::guard::{self, Slot};
 use crate::state::{EppVars, LocConf};
 use crate::util::{emerg, modules, pool_str, text};

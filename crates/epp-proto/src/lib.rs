@@ -15,6 +15,7 @@
 pub mod destination;
 pub mod endpoints;
 pub mod msg;
+pub mod verdict;
 
 use msg::{HeaderMutation, HeaderValue, Kind, ProcessingResponse, Response};
 use prost::Message;

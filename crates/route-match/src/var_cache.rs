@@ -220,32 +220,53 @@ pub enum Lookup {
 
 impl Lookup {
     /// The log line of this lookup of `value` (`entry` its result, `budget`
-    /// `http_matches_var_cache`), and whether it is a warning: `None` for a hit, and for a
-    /// value refused for memory (the request's error says so). The value may come from a
-    /// client: only its length and [`fingerprint`] are said (hashed only for a line written).
-    pub fn log_line(&self, value: &[u8], entry: &Entry, budget: usize) -> Option<(bool, String)> {
-        let (n, cost) = (value.len(), entry.cost);
-        match self {
-            Lookup::Hit => None,
-            Lookup::Compiled { evicted, values, bytes } => Some((
-                false,
-                format!(
-                    "compiled a $http_matches value of {n} bytes ({cost} bytes counted, \
-                     fingerprint {:016x}); {evicted} evicted, the cache holds {values} values, \
-                     {bytes} bytes",
-                    fingerprint(value)
-                ),
-            )),
-            Lookup::Uncached if entry.compiled.is_err() => None,
-            Lookup::Uncached => Some((
-                true,
-                format!(
-                    "a $http_matches value of {n} bytes compiles to {cost} bytes, more than \
-                     http_matches_var_cache ({budget}): compiled for this request only \
-                     (fingerprint {:016x})",
-                    fingerprint(value)
-                ),
-            )),
+    /// `http_matches_var_cache`): `None` for a hit, and for a value refused for memory (the
+    /// request's error says so). Nothing is formatted (nor the value hashed) until the line is
+    /// written ([`LogLine`]'s `Display`), so a level that is off costs nothing.
+    pub fn log_line<'a>(
+        &'a self,
+        value: &'a [u8],
+        entry: &Entry,
+        budget: usize,
+    ) -> Option<LogLine<'a>> {
+        let warn = match self {
+            Lookup::Hit => return None,
+            Lookup::Uncached if entry.compiled.is_err() => return None,
+            Lookup::Compiled { .. } => false,
+            Lookup::Uncached => true,
+        };
+        Some(LogLine { lookup: self, value, cost: entry.cost, budget, warn })
+    }
+}
+
+/// A lookup's log line ([`Lookup::log_line`]). The value may come from a client: only its
+/// length and [`fingerprint`] are said.
+pub struct LogLine<'a> {
+    lookup: &'a Lookup,
+    value: &'a [u8],
+    cost: usize,
+    budget: usize,
+    /// A warning (a value over the cache's budget), else an info line.
+    pub warn: bool,
+}
+
+impl core::fmt::Display for LogLine<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (n, cost, budget, fp) =
+            (self.value.len(), self.cost, self.budget, fingerprint(self.value));
+        match self.lookup {
+            Lookup::Compiled { evicted, values, bytes } => write!(
+                f,
+                "compiled a $http_matches value of {n} bytes ({cost} bytes counted, \
+                 fingerprint {fp:016x}); {evicted} evicted, the cache holds {values} values, \
+                 {bytes} bytes"
+            ),
+            _ => write!(
+                f,
+                "a $http_matches value of {n} bytes compiles to {cost} bytes, more than \
+                 http_matches_var_cache ({budget}): compiled for this request only \
+                 (fingerprint {fp:016x})"
+            ),
         }
     }
 }
@@ -360,7 +381,8 @@ mod tests {
         let (first, l) = lookup(&v, BUDGET);
         assert!(matches!(l, Lookup::Compiled { evicted: 0, values: 1, .. }));
         assert!(first.compiled.is_ok());
-        let (warn, line) = l.log_line(&v, &first, BUDGET).unwrap();
+        let line = l.log_line(&v, &first, BUDGET).unwrap();
+        let (warn, line) = (line.warn, line.to_string());
         assert!(!warn && line.contains("0 evicted, the cache holds 1 values"));
         assert!(Lookup::Hit.log_line(&v, &first, BUDGET).is_none());
         let (again, l) = lookup(&v, BUDGET);
@@ -386,7 +408,8 @@ mod tests {
         let v = list(2);
         let (e, l) = lookup(&v, 64);
         assert!(matches!(l, Lookup::Uncached) && e.compiled.is_ok() && e.cost > 64);
-        let (warn, line) = l.log_line(&v, &e, 64).unwrap();
+        let line = l.log_line(&v, &e, 64).unwrap();
+        let (warn, line) = (line.warn, line.to_string());
         let fp = format!("(fingerprint {:016x})", fingerprint(&v));
         assert!(
             warn && line.contains("more than http_matches_var_cache (64)") && line.ends_with(&fp)

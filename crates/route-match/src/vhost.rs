@@ -155,6 +155,45 @@ pub enum Refusal {
     },
 }
 
+impl Refusal {
+    /// The `[emerg]` text of this refusal (after `http_matches_fallback: `): `names` as given
+    /// to [`fallback_targets`] (a server's first name labels it), `sockets` each socket's
+    /// `addr:port`, `written(i)` server `i`'s fallback as written, `at(i)` where its
+    /// directive stands, `max_chain` as given.
+    pub fn text(
+        &self,
+        names: &[Vec<Vec<u8>>],
+        sockets: &[String],
+        written: impl Fn(usize) -> String,
+        at: impl Fn(usize) -> String,
+        max_chain: usize,
+    ) -> String {
+        let first = |i: usize| names.get(i).and_then(|n| n.first()).map_or(&b""[..], |n| n);
+        let label = |i: usize| format!("\"{}\"", String::from_utf8_lossy(first(i)));
+        match self {
+            Refusal::Itself { server: i, socket } => format!(
+                "\"{}\" names this server itself on {} in {}",
+                written(*i),
+                sockets.get(*socket).map_or("", |s| s),
+                at(*i)
+            ),
+            Refusal::Cycle(cycle) => {
+                let walk = cycle.iter().chain(cycle.first()).map(|&i| label(i));
+                let at = cycle.first().map(|&i| at(i)).unwrap_or_default();
+                format!(
+                    "the fallbacks form a cycle: {} in {at}",
+                    walk.collect::<Vec<_>>().join(" -> ")
+                )
+            }
+            Refusal::TooLong { server: i, depth } => format!(
+                "a request may pass through {depth} servers from {} (at most {max_chain}) in {}",
+                label(*i),
+                at(*i)
+            ),
+        }
+    }
+}
+
 /// The servers each server's fallback reaches, over all its sockets, in socket order:
 /// `fallbacks[i]` (lowercased; `None`: no fallback) looked up on each socket of server `i`
 /// among the names (`names[j]`: server `j`'s, lowercased, no regular expression) of that
@@ -315,5 +354,26 @@ mod tests {
         let got = fallback_targets(&names, &sockets, &fallbacks, 2);
         assert_eq!(got, Err(vec![Refusal::TooLong { server: 0, depth: 3 }]));
         assert!(fallback_targets(&names, &sockets, &fallbacks, 3).is_ok());
+    }
+
+    #[test]
+    fn each_refusal_says_its_servers_socket_and_place() {
+        let names = owned(&[&["a.example", "x"], &["b.example"], &[]]);
+        let sockets = ["127.0.0.1:80".to_owned()];
+        let written = |i: usize| format!("Name{i}");
+        let at = |i: usize| format!("f.conf:{i}");
+        let text = |r: Refusal| r.text(&names, &sockets, written, at, 9);
+        assert_eq!(
+            text(Refusal::Itself { server: 1, socket: 0 }),
+            "\"Name1\" names this server itself on 127.0.0.1:80 in f.conf:1"
+        );
+        assert_eq!(
+            text(Refusal::Cycle(vec![0, 1, 2])),
+            "the fallbacks form a cycle: \"a.example\" -> \"b.example\" -> \"\" -> \"a.example\" in f.conf:0"
+        );
+        assert_eq!(
+            text(Refusal::TooLong { server: 1, depth: 12 }),
+            "a request may pass through 12 servers from \"b.example\" (at most 9) in f.conf:1"
+        );
     }
 }
