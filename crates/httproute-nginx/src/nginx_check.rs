@@ -496,7 +496,7 @@ mod tests {
             format!(
                 "SSL_CTX_use_certificate(\"{f}\") failed (SSL: error:0A00018F:SSL routines::ee key too small)"
             ),
-            format!("invalid server name \"x (SSL: error:80000018:system library::\""),
+            format!("invalid server name \"{f} (SSL: error:80000018:system library::\""),
         ] {
             assert!(!machine_failed(&m), "{m}");
         }
