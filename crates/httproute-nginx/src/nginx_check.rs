@@ -42,12 +42,13 @@ pub struct Refusal {
 
 /// The first error of `nginx -t`'s output (its stderr) on the configuration file `conf`, as
 /// NGINX names it (`-p`'s prefix and `-c`'s name): the message and the line of `conf` it
-/// names. A message that names another file, or none, has no line.
+/// names. A message that names another file, or none, has no line. An error is a line NGINX
+/// starts with `nginx: [emerg] ` (or `[alert]`, `[crit]`): the same words inside another line
+/// (a tenant's value echoed in a `[warn]`) are none.
 pub fn parse_refusal(stderr: &str, conf: &str) -> Option<Refusal> {
-    let line = stderr
-        .lines()
-        .find(|l| ["[emerg]", "[alert]", "[crit]"].iter().any(|level| l.contains(level)))?;
-    let message = line.split_once("] ").map_or(line, |(_, m)| m).trim_end();
+    const ERRORS: [&str; 3] = ["nginx: [emerg] ", "nginx: [alert] ", "nginx: [crit] "];
+    let message =
+        stderr.lines().find_map(|l| ERRORS.iter().find_map(|e| l.strip_prefix(e)))?.trim_end();
     // NGINX may put the process's `PID#TID: ` first (Debian's 1.22 does on stderr): not part
     // of the complaint, and it would make the status differ from run to run.
     let message = message
@@ -446,6 +447,15 @@ mod tests {
         assert_eq!(r, Some(Refusal { message, line: Some(9) }));
         let r = parse_refusal("nginx: [emerg] 12#a: b\n", conf).unwrap();
         assert_eq!(r.message, "12#a: b");
+        // Review 13: an error's words inside another line (a tenant's value NGINX echoes in a
+        // warning) are not the error; the line NGINX starts with its level is.
+        let r = parse_refusal(
+            "nginx: [warn] x \"[emerg] cannot load certificate \"/p/certs/v_c.crt\": a\"\n\
+             nginx: [emerg] bad in /t/x in y:1/nginx.conf:3\n",
+            conf,
+        );
+        assert_eq!(r, Some(Refusal { message: "bad".into(), line: Some(3) }));
+        assert_eq!(parse_refusal("nginx: [warn] [emerg] x\n", conf), None);
     }
 
     /// Review 12's M2: only NGINX's certificate-loading complaints name a file, and their
