@@ -569,8 +569,20 @@ fn the_report_follows_no_link() {
     std::os::unix::fs::symlink(&other, &report).unwrap();
     gateway.prefix.write_conf(&body(2));
     gateway.hup();
-    wait_until("the reload's report", || read(&report) == "2 took\n");
+    // On a failure, what the report says and NGINX's log (an intermittent wait in vain, twice,
+    // each time beside another heavy job: its cause is not known yet).
+    let says = || format!("the reload's report (it says {:?})", read(&report));
+    wait_until(gateway.with_log(LazyText(&says)), || read(&report) == "2 took\n");
     assert_eq!((read(&victim), read(&other)), ("victim\n".to_owned(), "other\n".to_owned()));
     assert!(std::fs::symlink_metadata(&report).unwrap().file_type().is_file());
     gateway.finish();
+}
+
+/// A text made when it is shown (a wait's message is formatted only when the wait fails).
+struct LazyText<'a>(&'a dyn Fn() -> String);
+
+impl std::fmt::Display for LazyText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&(self.0)())
+    }
 }
