@@ -56,6 +56,9 @@ e2e() {
   # script under pipefail.
   "$nginx" -V 2>&1 | sed -n 1p
   step "tests (the end-to-end ones: $module in $nginx; umask 077)"
+  # umask 077 and a 0700 scratch root (tests/common): whatever the tests write is readable by
+  # root alone, so a test that needs NGINX's worker user to read a file of the checkout
+  # fails here, as it would for a user whose checkout is private.
   # The generator command (tests/reload_flow.rs) and the fake EPP (tests/epp_grpc_proxy.rs:
   # tonic + envoy-types), built from this checkout with the test binaries.
   scripts/ci-cargo.sh test --no-run
