@@ -199,7 +199,8 @@ impl Refusal {
 /// among the names (`names[j]`: server `j`'s, lowercased, no regular expression) of that
 /// socket's servers, else its default server. Refused: a server that reaches itself, else a
 /// cycle, else a walk through more than `max_chain` servers. Linear in the servers' names
-/// times their sockets.
+/// times their sockets. Total: a server past `fallbacks` has no fallback, one past `names` (a
+/// socket's index out of range) none of either and no targets.
 pub fn fallback_targets(
     names: &[Vec<Vec<u8>>],
     sockets: &[Socket],
@@ -208,19 +209,20 @@ pub fn fallback_targets(
 ) -> Result<Vec<Vec<usize>>, Vec<Refusal>> {
     let mut targets: Vec<Vec<usize>> = vec![Vec::new(); names.len()];
     let (mut refused, mut said) = (Vec::new(), vec![false; names.len()]);
+    let fallback = |i: usize| fallbacks.get(i).and_then(Option::as_ref);
     for (k, socket) in sockets.iter().enumerate() {
-        if !socket.servers.iter().any(|&i| fallbacks[i].is_some()) {
+        if !socket.servers.iter().any(|&i| fallback(i).is_some()) {
             continue;
         }
         let mut on = Names::default();
         for &i in &socket.servers {
-            for n in &names[i] {
+            for n in names.get(i).into_iter().flatten() {
                 on.add(n, i);
             }
         }
-        for &i in &socket.servers {
-            let Some(name) = &fallbacks[i] else { continue };
-            let found = on.find(name).or(socket.default_server);
+        for &i in socket.servers.iter().filter(|&&i| i < names.len()) {
+            let Some(name) = fallback(i) else { continue };
+            let found = on.find(name).or(socket.default_server).filter(|&t| t < names.len());
             if found == Some(i) {
                 if !std::mem::replace(&mut said[i], true) {
                     refused.push(Refusal::Itself { server: i, socket: k });
@@ -354,6 +356,13 @@ mod tests {
         let got = fallback_targets(&names, &sockets, &fallbacks, 2);
         assert_eq!(got, Err(vec![Refusal::TooLong { server: 0, depth: 3 }]));
         assert!(fallback_targets(&names, &sockets, &fallbacks, 3).is_ok());
+        // Total (review 13): fewer fallbacks than servers, a socket's server or default past
+        // the servers: no panic, the missing ones have no fallback and reach nothing.
+        let sockets = [socket(&[0, 1, 7], 9)];
+        let got = fallback_targets(&names, &sockets, &[to("zz.example")], 128);
+        assert_eq!(got, Ok(vec![vec![], vec![], vec![]]));
+        let got = fallback_targets(&names, &sockets, &[None, None, None, to("a.example")], 128);
+        assert_eq!(got, Ok(vec![vec![], vec![], vec![]]));
     }
 
     #[test]
