@@ -199,7 +199,7 @@ fn a_line_of_an_older_tenant_never_costs_it_its_object() {
     let (mut p, opts) = plan_of(&two_tenants(port, "a1", "poison"));
     let nginx = script_nginx(
         "older-line",
-        "if grep -q -- /to-poison \"$4nginx.conf\"; then line=$(grep -n -F -- /to-a1 \"$4nginx.conf\" | head -n 1 | cut -d: -f1); if [ -n \"$line\" ]; then echo \"nginx: [emerg] invalid value in $4nginx.conf:$line\" >&2; exit 1; fi; fi\nexec $REAL \"$@\"",
+        "if grep -q -- /to-poison \"$4nginx.conf\"; then line=$(grep -n -F -- /to-a1 \"$4nginx.conf\" | head -n 1 | cut -d: -f1); if [ -n \"$line\" ]; then echo \"2026/12/07 10:24:05 [emerg] 1#1: invalid value in $4nginx.conf:$line\" >&2; exit 1; fi; fi\nexec $REAL \"$@\"",
     );
     let out_dir = Prefix::scratch("check-older-line-out");
     let c = nginx_check::emit_checked(&mut p, &opts, Tree::Keep, &nginx, &out_dir)
@@ -257,7 +257,7 @@ fn a_refusal_of_the_run_s_own_line_or_past_the_bound_leaves_the_output_as_it_was
     };
     let nginx = script_nginx(
         "certs",
-        "f=$(grep -o 'certs/[^\";]*[.]crt' \"$4nginx.conf\" | head -n 1)\nif [ -n \"$f\" ]; then echo \"nginx: [emerg] cannot load certificate \\\"$4$f\\\": refused\" >&2; exit 1; fi\nexit 0",
+        "f=$(grep -o 'certs/[^\";]*[.]crt' \"$4nginx.conf\" | head -n 1)\nif [ -n \"$f\" ]; then echo \"2026/12/07 10:24:05 [emerg] 1#1: cannot load certificate \\\"$4$f\\\": refused\" >&2; exit 1; fi\nexit 0",
     );
     let n = nginx_check::MAX_RETRIES + 1;
     let (mut p, opts) = secrets(n);
@@ -403,7 +403,7 @@ fn a_machine_out_of_open_files_loading_a_certificate_leaves_no_secret_out() {
     let nginx = script_nginx(
         "emfile",
         "f=$4$(grep -o 'certs/[^\";]*[.]crt' \"$4nginx.conf\" | head -n 1)\n\
-         if [ \"$f\" != \"$4\" ]; then echo \"nginx: [emerg] cannot load certificate \\\"$f\\\": \
+         if [ \"$f\" != \"$4\" ]; then echo \"2026/12/07 10:24:05 [emerg] 1#1: cannot load certificate \\\"$f\\\": \
          BIO_new_file() failed (SSL: error:80000018:system library::Too many open files:calling \
          fopen($f, r) error:10080002:BIO routines::system lib)\" >&2; exit 1; fi\nexec $REAL \"$@\"",
     );
@@ -424,7 +424,7 @@ fn a_machine_out_of_open_files_loading_a_certificate_leaves_no_secret_out() {
 /// generator cannot map it to a line or a file, so it finds the object by leaving out half the
 /// objects in scratch checks. `always`: it refuses every configuration.
 fn refusing_nginx(tag: &str, marker: &str, always: bool) -> std::path::PathBuf {
-    let refuse = "echo 'nginx: [emerg] could not build variables_hash, you should increase \
+    let refuse = "echo '2026/12/07 10:24:05 [emerg] 1#1: could not build variables_hash, you should increase \
                   variables_hash_bucket_size: 64' >&2; exit 1";
     script_nginx(
         tag,
@@ -674,7 +674,7 @@ fn a_refusal_without_a_line_leaves_out_the_newest_object_not_the_first_written()
     let nginx = script_nginx(
         "newest",
         "if grep -q -- /to-old \"$4nginx.conf\" && grep -q -- /to-new \"$4nginx.conf\"; \
-         then echo 'nginx: [emerg] could not build variables_hash' >&2; exit 1; fi\nexec $REAL \"$@\"",
+         then echo '2026/12/07 10:24:05 [emerg] 1#1: could not build variables_hash' >&2; exit 1; fi\nexec $REAL \"$@\"",
     );
     let out_dir = Prefix::scratch("check-newest-out");
     let c = nginx_check::emit_checked(&mut plan, &opts, Tree::Keep, &nginx, &out_dir)

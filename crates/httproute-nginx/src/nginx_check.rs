@@ -40,21 +40,16 @@ pub struct Refusal {
     pub line: Option<usize>,
 }
 
-/// The first error of `nginx -t`'s output (its stderr) on the configuration file `conf`, as
-/// NGINX names it (`-p`'s prefix and `-c`'s name): the message and the line of `conf` it
-/// names. A message that names another file, or none, has no line. An error is a line NGINX
-/// starts with `nginx: [emerg] ` (or `[alert]`, `[crit]`): the same words inside another line
-/// (a tenant's value echoed in a `[warn]`) are none.
+/// The first error of `nginx -t -e stderr`'s output (its stderr) on the configuration file
+/// `conf`, as NGINX names it (`-p`'s prefix and `-c`'s name): the message and the line of
+/// `conf` it names. A message that names another file, or none, has no line. With `-e stderr`
+/// NGINX writes every message one way, whatever its version and build (without it, where the
+/// compiled-in log opens decides between two: 1.28 in CI and Debian's 1.22 differed): an
+/// error is a line that starts `YYYY/MM/DD HH:MM:SS [emerg] PID#TID: ` (or `[alert]`,
+/// `[crit]`); the same words inside another line (a tenant's value echoed in a `[warn]`) are
+/// none.
 pub fn parse_refusal(stderr: &str, conf: &str) -> Option<Refusal> {
-    const ERRORS: [&str; 3] = ["nginx: [emerg] ", "nginx: [alert] ", "nginx: [crit] "];
-    let message =
-        stderr.lines().find_map(|l| ERRORS.iter().find_map(|e| l.strip_prefix(e)))?.trim_end();
-    // NGINX may put the process's `PID#TID: ` first (Debian's 1.22 does on stderr): not part
-    // of the complaint, and it would make the status differ from run to run.
-    let message = message
-        .split_once(": ")
-        .filter(|(p, _)| p.split_once('#').is_some_and(|(a, b)| digits(a) && digits(b)))
-        .map_or(message, |(_, m)| m);
+    let message = stderr.lines().find_map(error_message)?.trim_end();
     let at = message.rsplit_once(':').and_then(|(before, n)| {
         let n: usize = n.parse().ok()?;
         let text = before.strip_suffix(conf)?.strip_suffix(" in ")?;
@@ -66,6 +61,21 @@ pub fn parse_refusal(stderr: &str, conf: &str) -> Option<Refusal> {
     })
 }
 
+/// The message of `line` when NGINX wrote it as an error: after its time, level and
+/// `PID#TID: ` (which would make the status differ from run to run).
+fn error_message(line: &str) -> Option<&str> {
+    let (time, rest) = line.split_at_checked(19)?;
+    let shape = time.bytes().zip(b"0000/00/00 00:00:00").all(|(b, s)| match s {
+        b'0' => b.is_ascii_digit(),
+        s => b == *s,
+    });
+    let rest = rest.strip_prefix(' ').filter(|_| shape)?;
+    let rest = ["[emerg] ", "[alert] ", "[crit] "].iter().find_map(|l| rest.strip_prefix(l))?;
+    let (pid, message) = rest.split_once(": ")?;
+    let (p, t) = pid.split_once('#')?;
+    (digits(p) && digits(t)).then_some(message)
+}
+
 /// Whether `s` is one or more ASCII digits.
 fn digits(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
@@ -74,13 +84,11 @@ fn digits(s: &str) -> bool {
 /// Runs `nginx -t` on the configuration in `dir` (`nginx.conf` there): `Ok` when it loads,
 /// else NGINX's output.
 pub fn nginx_test(nginx: &Path, dir: &Path) -> Result<(), String> {
+    // `-e stderr` last: a test's fake NGINX reads the prefix as `$4`.
     let out = Command::new(nginx)
-        .arg("-t")
-        .arg("-q")
-        .arg("-p")
+        .args(["-t", "-q", "-p"])
         .arg(prefix(dir))
-        .arg("-c")
-        .arg("nginx.conf")
+        .args(["-c", "nginx.conf", "-e", "stderr"])
         .output()
         .map_err(|e| format!("--nginx {}: {e}", nginx.display()))?;
     if out.status.success() {
@@ -410,52 +418,50 @@ fn link_relative_module(module: &str, out_dir: &Path, scratch: &Path) {
 mod tests {
     use super::*;
 
+    /// A line as `nginx -t -e stderr` writes it.
+    fn said(level: &str, message: &str) -> String {
+        format!("2026/12/07 10:24:05 [{level}] 13416#13416: {message}\n")
+    }
+
     #[test]
     fn refusals_are_read_with_their_line() {
         let conf = "/tmp/d/nginx.conf";
-        let r = parse_refusal(
-            "nginx: [warn] something else in /tmp/d/nginx.conf:3\nnginx: [emerg] duplicate \
-             location \"/_x/0\" in /tmp/d/nginx.conf:37\nnginx: configuration file \
-             /tmp/d/nginx.conf test failed\n",
-            conf,
-        )
-        .unwrap();
+        let out = said("warn", "something else in /tmp/d/nginx.conf:3")
+            + &said("emerg", "duplicate location \"/_x/0\" in /tmp/d/nginx.conf:37")
+            + "nginx: configuration file /tmp/d/nginx.conf test failed\n";
+        let r = parse_refusal(&out, conf).unwrap();
         assert_eq!(r, Refusal { message: "duplicate location \"/_x/0\"".into(), line: Some(37) });
         // " in " and ":" in the message and in the path.
         let conf = "/t/x in y:1/nginx.conf";
-        let r = parse_refusal("nginx: [emerg] bad \"a in b:4\" in /t/x in y:1/nginx.conf:5", conf);
+        let r = parse_refusal(&said("crit", "bad \"a in b:4\" in /t/x in y:1/nginx.conf:5"), conf);
         assert_eq!(r, Some(Refusal { message: "bad \"a in b:4\"".into(), line: Some(5) }));
         // Another file's line is not one of the configuration's.
-        let r = parse_refusal("nginx: [emerg] bad in /etc/other.conf:5", conf).unwrap();
+        let r = parse_refusal(&said("alert", "bad in /etc/other.conf:5"), conf).unwrap();
         assert_eq!(r.line, None);
-        let r = parse_refusal(
-            "nginx: [emerg] could not build server_names_hash, you should increase \
-             server_names_hash_bucket_size: 64\n",
-            conf,
-        )
-        .unwrap();
-        assert_eq!(r.line, None);
-        assert!(r.message.starts_with("could not build server_names_hash"), "{r:?}");
-        assert_eq!(parse_refusal("nginx: [warn] x in /t/x in y:1/nginx.conf:1\n", conf), None);
-        // The `PID#TID: ` Debian's 1.22 writes first is not the complaint's.
-        let r = parse_refusal(
-            "nginx: [emerg] 13416#13416: \"proxy_connect_timeout\" directive invalid value in \
-             /t/x in y:1/nginx.conf:9\n",
-            conf,
-        );
-        let message = "\"proxy_connect_timeout\" directive invalid value".to_owned();
-        assert_eq!(r, Some(Refusal { message, line: Some(9) }));
-        let r = parse_refusal("nginx: [emerg] 12#a: b\n", conf).unwrap();
-        assert_eq!(r.message, "12#a: b");
+        let hash = "could not build server_names_hash, you should increase \
+                    server_names_hash_bucket_size: 64";
+        let r = parse_refusal(&said("emerg", hash), conf).unwrap();
+        assert_eq!(r, Refusal { message: hash.into(), line: None });
+        assert_eq!(parse_refusal(&said("warn", "x in /t/x in y:1/nginx.conf:1"), conf), None);
+        // Only NGINX's own shape is an error: its time, level and `PID#TID: `.
+        for not in [
+            "nginx: [emerg] bad in /t/x in y:1/nginx.conf:3\n",
+            "2026/12/07 10:24:05 [emerg] bad\n",
+            "2026/12/07 10:24:05 [emerg] 12#a: bad\n",
+            "2026-12-07 10:24:05 [emerg] 1#1: bad\n",
+            " 2026/12/07 10:24:05 [emerg] 1#1: bad\n",
+            "2026/12/07 10:24:0",
+            "",
+        ] {
+            assert_eq!(parse_refusal(not, conf), None, "{not:?}");
+        }
         // Review 13: an error's words inside another line (a tenant's value NGINX echoes in a
         // warning) are not the error; the line NGINX starts with its level is.
-        let r = parse_refusal(
-            "nginx: [warn] x \"[emerg] cannot load certificate \"/p/certs/v_c.crt\": a\"\n\
-             nginx: [emerg] bad in /t/x in y:1/nginx.conf:3\n",
-            conf,
-        );
+        let echoed = said("emerg", "cannot load certificate \"/p/certs/v_c.crt\": a");
+        let out = said("warn", &format!("x \"{}\"", echoed.trim_end()))
+            + &said("emerg", "bad in /t/x in y:1/nginx.conf:3");
+        let r = parse_refusal(&out, conf);
         assert_eq!(r, Some(Refusal { message: "bad".into(), line: Some(3) }));
-        assert_eq!(parse_refusal("nginx: [warn] [emerg] x\n", conf), None);
     }
 
     /// Review 12's M2: only NGINX's certificate-loading complaints name a file, and their

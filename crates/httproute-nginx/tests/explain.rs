@@ -234,7 +234,7 @@ fn explain_beside_a_refusing_nginx(
     let nginx = dir.join("nginx");
     std::fs::write(
         &nginx,
-        format!("#!/bin/sh\nline=$(grep -n -F -- '{refused}' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] bind() refused in $4nginx.conf:$line\" >&2; exit 1; fi\nexit 0\n"),
+        format!("#!/bin/sh\nline=$(grep -n -F -- '{refused}' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"2026/12/07 10:24:05 [emerg] 1#1: bind() refused in $4nginx.conf:$line\" >&2; exit 1; fi\nexit 0\n"),
     )
     .unwrap();
     std::fs::set_permissions(&nginx, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();

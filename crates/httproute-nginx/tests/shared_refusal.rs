@@ -34,7 +34,7 @@ fn refusing_line_nginx(tag: &str, marker: &str, message: &str) -> PathBuf {
     let bin = dir.join("nginx");
     // `-t -q -p PREFIX/ -c nginx.conf`: the prefix is the fourth argument.
     let script = format!(
-        "#!/bin/sh\necho run >> '{}/runs'\nline=$(grep -n -F -- '{marker}' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"nginx: [emerg] {message} in $4nginx.conf:$line\" >&2; exit 1; fi\nexit 0\n",
+        "#!/bin/sh\necho run >> '{}/runs'\nline=$(grep -n -F -- '{marker}' \"$4nginx.conf\" | head -n 1 | cut -d: -f1)\nif [ -n \"$line\" ]; then echo \"2026/12/07 10:24:05 [emerg] 1#1: {message} in $4nginx.conf:$line\" >&2; exit 1; fi\nexit 0\n",
         dir.display()
     );
     std::fs::write(&bin, script).unwrap();
@@ -98,7 +98,7 @@ fn refusing_nginx(tag: &str, marker: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     let bin = dir.join("nginx");
     let script = format!(
-        "#!/bin/sh\nif grep -q -F -- '{marker}' \"$4nginx.conf\"; then echo 'nginx: [emerg] could not build variables_hash, you should increase variables_hash_bucket_size: 64' >&2; exit 1; fi\nexit 0\n"
+        "#!/bin/sh\nif grep -q -F -- '{marker}' \"$4nginx.conf\"; then echo '2026/12/07 10:24:05 [emerg] 1#1: could not build variables_hash, you should increase variables_hash_bucket_size: 64' >&2; exit 1; fi\nexit 0\n"
     );
     std::fs::write(&bin, script).unwrap();
     std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -163,7 +163,7 @@ fn a_line_of_the_older_tenant_costs_it_nothing() {
     std::fs::create_dir_all(&dir).unwrap();
     let nginx = dir.join("nginx");
     let script = format!(
-        "#!/bin/sh\nif grep -q -F -- 'server {S_ADDRESS}' \"$4nginx.conf\"; then line=$(grep -n -F -- 'server 10.8.0.1:80' \"$4nginx.conf\" | head -n 1 | cut -d: -f1); if [ -n \"$line\" ]; then echo \"nginx: [emerg] upstream refused in $4nginx.conf:$line\" >&2; exit 1; fi; fi\nexit 0\n"
+        "#!/bin/sh\nif grep -q -F -- 'server {S_ADDRESS}' \"$4nginx.conf\"; then line=$(grep -n -F -- 'server 10.8.0.1:80' \"$4nginx.conf\" | head -n 1 | cut -d: -f1); if [ -n \"$line\" ]; then echo \"2026/12/07 10:24:05 [emerg] 1#1: upstream refused in $4nginx.conf:$line\" >&2; exit 1; fi; fi\nexit 0\n"
     );
     std::fs::write(&nginx, script).unwrap();
     std::fs::set_permissions(&nginx, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
