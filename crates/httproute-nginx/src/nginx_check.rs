@@ -42,12 +42,12 @@ pub struct Refusal {
 
 /// The first error of `nginx -t -e stderr`'s output (its stderr) on the configuration file
 /// `conf`, as NGINX names it (`-p`'s prefix and `-c`'s name): the message and the line of
-/// `conf` it names. A message that names another file, or none, has no line. With `-e stderr`
-/// NGINX writes every message one way, whatever its version and build (without it, where the
-/// compiled-in log opens decides between two: 1.28 in CI and Debian's 1.22 differed): an
-/// error is a line that starts `YYYY/MM/DD HH:MM:SS [emerg] PID#TID: ` (or `[alert]`,
-/// `[crit]`); the same words inside another line (a tenant's value echoed in a `[warn]`) are
-/// none.
+/// `conf` it names. A message that names another file, or none, has no line. An error is a
+/// line NGINX starts with its level `[emerg]` (or `[alert]`, `[crit]`), in one of the two
+/// forms it writes on stderr: `YYYY/MM/DD HH:MM:SS [emerg] PID#TID: ` while its log is stderr
+/// (`-e stderr`: while it reads the configuration, whatever its version and build), and
+/// `nginx: [emerg] ` once the configuration's own `error_log` is open (binding its sockets).
+/// The same words inside another line (a tenant's value echoed in a `[warn]`) are none.
 pub fn parse_refusal(stderr: &str, conf: &str) -> Option<Refusal> {
     let message = stderr.lines().find_map(error_message)?.trim_end();
     let at = message.rsplit_once(':').and_then(|(before, n)| {
@@ -61,19 +61,27 @@ pub fn parse_refusal(stderr: &str, conf: &str) -> Option<Refusal> {
     })
 }
 
-/// The message of `line` when NGINX wrote it as an error: after its time, level and
-/// `PID#TID: ` (which would make the status differ from run to run).
+/// The message of `line` when NGINX wrote it as an error: after its level, and in the
+/// timestamped form after the time and the `PID#TID: ` (which would make the status differ
+/// from run to run).
 fn error_message(line: &str) -> Option<&str> {
+    if let Some(rest) = line.strip_prefix("nginx: ") {
+        return after_level(rest);
+    }
     let (time, rest) = line.split_at_checked(19)?;
     let shape = time.bytes().zip(b"0000/00/00 00:00:00").all(|(b, s)| match s {
         b'0' => b.is_ascii_digit(),
         s => b == *s,
     });
-    let rest = rest.strip_prefix(' ').filter(|_| shape)?;
-    let rest = ["[emerg] ", "[alert] ", "[crit] "].iter().find_map(|l| rest.strip_prefix(l))?;
+    let rest = after_level(rest.strip_prefix(' ').filter(|_| shape)?)?;
     let (pid, message) = rest.split_once(": ")?;
     let (p, t) = pid.split_once('#')?;
     (digits(p) && digits(t)).then_some(message)
+}
+
+/// `s` after the error level it starts with.
+fn after_level(s: &str) -> Option<&str> {
+    ["[emerg] ", "[alert] ", "[crit] "].iter().find_map(|l| s.strip_prefix(l))
 }
 
 /// Whether `s` is one or more ASCII digits.
@@ -444,8 +452,15 @@ mod tests {
         assert_eq!(r, Refusal { message: hash.into(), line: None });
         assert_eq!(parse_refusal(&said("warn", "x in /t/x in y:1/nginx.conf:1"), conf), None);
         // Only NGINX's own shape is an error: its time, level and `PID#TID: `.
+        // The form NGINX writes once the configuration's own error log is open.
+        let r = parse_refusal("nginx: [emerg] bind() to 10.0.0.1:80 failed (99: x)\n", conf);
+        assert_eq!(
+            r,
+            Some(Refusal { message: "bind() to 10.0.0.1:80 failed (99: x)".into(), line: None })
+        );
         for not in [
-            "nginx: [emerg] bad in /t/x in y:1/nginx.conf:3\n",
+            "nginx: [warn] bad in /t/x in y:1/nginx.conf:3\n",
+            "nginx:  [emerg] bad\n",
             "2026/12/07 10:24:05 [emerg] bad\n",
             "2026/12/07 10:24:05 [emerg] 12#a: bad\n",
             "2026-12-07 10:24:05 [emerg] 1#1: bad\n",
