@@ -121,15 +121,13 @@ pub(crate) const DEFAULT_REGEX_CACHE_SIZE: usize = 1024 * 1024;
 /// `NGX_CONF_UNSET_UINT`.
 pub(crate) const NGX_CONF_UNSET_UINT: ngx_uint_t = ngx_uint_t::MAX;
 
-/// The `@name` redirect paths of one inline list, to be checked against the named locations
-/// of the server the list is in.
+/// An inline list with `@name` redirect paths, to be checked against the named locations of
+/// the server it is in.
 pub(crate) struct NamedCheck {
     pub(crate) server: *const ngx_http_core_srv_conf_t,
-    /// The location's conf (pool-allocated, alive for the cycle): strictness is read from it
-    /// once merged.
+    /// The location's conf (pool-allocated, alive for the cycle): its list, where it stands,
+    /// and its strictness once merged.
     pub(crate) loc: *const LocConf,
-    pub(crate) names: Vec<(usize, String)>,
-    pub(crate) at: String,
 }
 
 impl MainConf {

@@ -238,12 +238,6 @@ fn compile_inline(
     };
     // SAFETY: called from a directive handler.
     lcf.pending_where = unsafe { conf_where(cf) };
-    let names: Vec<(usize, String)> = c
-        .list
-        .redirects()
-        .filter(|(_, p)| p.starts_with('@'))
-        .map(|(i, p)| (i, p.to_owned()))
-        .collect();
     // SAFETY: `cf` is parsing a location inside a server block, so the core module's server
     // conf of that server and this module's main conf exist (and live for the cycle).
     let cf_ref = unsafe { &*cf };
@@ -251,9 +245,8 @@ fn compile_inline(
         NgxHttpCoreModule::server_conf(cf_ref).map_or(core::ptr::null(), core::ptr::from_ref);
     if let Some(mcf) = HttpMatchesModule::main_conf_mut(cf_ref) {
         mcf.compiled_memory += c.list.memory();
-        if !names.is_empty() {
-            let (loc, at) = (core::ptr::from_ref(lcf), lcf.pending_where.clone());
-            mcf.named_checks.push(NamedCheck { server, loc, names, at });
+        if c.list.redirects().any(|(_, p)| p.starts_with('@')) {
+            mcf.named_checks.push(NamedCheck { server, loc: core::ptr::from_ref(lcf) });
         }
     }
     for n in &c.notices {
@@ -350,19 +343,17 @@ static REGEX_BUDGET: Slot<LocConf> =
 
 fn regex_budget(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfResult {
     let v = args.get(1).map_or(&b""[..], |a| a.as_bytes());
-    if v == b"off" {
-        lcf.regex_budget = 0;
-        return NGX_CONF_OK;
-    }
-    if let Some(n) = core::str::from_utf8(v).ok().and_then(|s| s.parse::<ngx_uint_t>().ok()) {
-        if n != NGX_CONF_UNSET_UINT {
-            lcf.regex_budget = n;
-            return NGX_CONF_OK;
-        }
-    }
-    let what = format_args!(
-        "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",
-        text(v)
-    );
-    emerg(cf, NGX_CONF_ERROR, what)
+    let n = match v {
+        b"off" => Some(0),
+        _ => core::str::from_utf8(v).ok().and_then(|s| s.parse::<ngx_uint_t>().ok()),
+    };
+    let Some(n) = n.filter(|&n| n != NGX_CONF_UNSET_UINT) else {
+        let what = format_args!(
+            "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",
+            text(v)
+        );
+        return emerg(cf, NGX_CONF_ERROR, what);
+    };
+    lcf.regex_budget = n;
+    NGX_CONF_OK
 }

@@ -29,7 +29,7 @@ use epp_proto::verdict::{self, Answer, VAR_HOST, VAR_PATH, VAR_PORT, Verdict};
 use crate::epp::check::{install_headers, set_endpoint};
 use crate::epp::grpc::{self, keep};
 use crate::epp::shim;
-use crate::util::{emerg, escape, pool_str, var};
+use crate::util::{emerg, escape, log, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 
 /// An empty string (no data).
@@ -248,9 +248,8 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
 /// # Safety
 /// `r` must be a valid request.
 unsafe fn fail(r: *mut ngx_http_request_t, why: &str) -> ngx_int_t {
-    // SAFETY: every request has a connection with a log.
-    let log = unsafe { (*(*r).connection).log };
-    ngx_log_error!(NGX_LOG_ERR, log, "http_matches_epp: {why}");
+    // SAFETY: see the contract.
+    ngx_log_error!(NGX_LOG_ERR, log(unsafe { &*r }), "http_matches_epp: {why}");
     NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
 }
 
@@ -437,9 +436,10 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
 /// # Safety
 /// `r` must be the client's request, its subrequest done and recorded in `ctx`.
 unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
-    // SAFETY: as in `resume`; the context's strings live in the request's pool.
+    // SAFETY: as in `resume`; the context's strings live in the request's pool (the redirect
+    // copies what it keeps).
     unsafe {
-        let log = (*(*r).connection).log;
+        let log = log(&*r);
         let Some(mcf) = HttpMatchesModule::main_conf(&*r) else {
             return fail(r, "module configuration is missing");
         };
@@ -477,20 +477,10 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
                 }
             }
         }
-        redirect(r, ctx.path)
-    }
-}
-
-/// The redirect to `$epp_internal_path` (`path`), with the client's query string.
-///
-/// # Safety
-/// `r` must be the client's request; `path` lives in its pool.
-unsafe fn redirect(r: *mut ngx_http_request_t, path: ngx_str_t) -> ngx_int_t {
-    // SAFETY: the request and its strings are NGINX's; the redirect copies what it keeps.
-    unsafe {
-        match verdict::bad_path(path.as_bytes(), escape) {
+        // The redirect to `$epp_internal_path`, with the client's query string.
+        match verdict::bad_path(ctx.path.as_bytes(), escape) {
             Some(why) => fail(r, &why),
-            None => crate::util::redirect_keeping_args(r, path),
+            None => crate::util::redirect_keeping_args(r, ctx.path),
         }
     }
 }

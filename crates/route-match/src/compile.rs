@@ -50,6 +50,29 @@ impl fmt::Display for Warning {
     }
 }
 
+impl MatchList {
+    /// A warning for each `@name` redirect path that `defined` does not hold (the load's check
+    /// against the named locations), "redirectPath "@x" names a location that {nowhere}",
+    /// under the list's `key` (a file's list) or none (an inline list).
+    pub fn unknown_named(
+        &self,
+        key: Option<&[u8]>,
+        defined: impl Fn(&[u8]) -> bool,
+        nowhere: &str,
+    ) -> Vec<Warning> {
+        let key = key.map(|k| String::from_utf8_lossy(k).into_owned());
+        self.redirects()
+            .filter(|(_, p)| p.starts_with('@') && !defined(p.as_bytes()))
+            .map(|(entry, p)| Warning {
+                key: key.clone(),
+                also: 0,
+                entry,
+                message: format!("redirectPath \"{p}\" names a location that {nowhere}"),
+            })
+            .collect()
+    }
+}
+
 /// One compiled list and what was wrong with its entries.
 #[derive(Debug)]
 pub struct CompiledList {
