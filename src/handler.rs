@@ -24,7 +24,7 @@ use ngx::{ngx_log_debug_mask, ngx_log_error};
 use route_match::var_cache::{self as cache, Lookup};
 use route_match::{MatchList, Outcome, RequestView};
 
-use crate::state::{LocConf, MainConf};
+use crate::state::{DEFAULT_REGEX_BUDGET, LocConf, MainConf};
 use crate::util::{escape, header_lines, lines, log, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 
@@ -251,7 +251,8 @@ unsafe fn evaluate<'l>(
     // SAFETY: the caller guarantees `r`.
     let req = unsafe { &*r };
     let log = log(req);
-    let view = View { r: req, log, budget: lcf.regex_budget as u64 };
+    let budget = lcf.regex_budget.unwrap_or(DEFAULT_REGEX_BUDGET) as u64;
+    let view = View { r: req, log, budget };
     let Some(index) = mcf.var_work else { return Ok(list.evaluate(&view)) };
     // Another type over the same view (`Forward`), so that the counted evaluation is
     // instantiated apart from `evaluate::<View>` and leaves the inlining of the common path as

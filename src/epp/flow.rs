@@ -17,7 +17,7 @@ use ngx::ffi::{
     NGX_LOG_ALERT, NGX_LOG_ERR, NGX_OK, ngx_chain_t, ngx_conf_t, ngx_http_finalize_request,
     ngx_http_post_subrequest_t, ngx_http_read_client_request_body, ngx_http_request_empty_handler,
     ngx_http_request_t, ngx_http_subrequest, ngx_int_t, ngx_palloc, ngx_pcalloc, ngx_str_t,
-    ngx_table_elt_t, ngx_uint_t,
+    ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
@@ -265,13 +265,6 @@ unsafe extern "C" fn body_read(r: *mut ngx_http_request_t) {
     });
 }
 
-/// The call to make, prepared before the subrequest exists: the shim's header lines, or the
-/// EPP protocol's request.
-enum Call {
-    Shim((*mut ngx_table_elt_t, usize)),
-    Grpc(grpc::Prepared),
-}
-
 /// # Safety
 /// `r` must be the client's request of an `http_matches_epp` location, its body read.
 unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -296,10 +289,11 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         ps.write(ngx_http_post_subrequest_t { handler: Some(call_done), data: ctx.cast() });
         (*call).call = ctx;
         // Everything that can fail comes before ngx_http_subrequest: once it returned, the
-        // subrequest is posted and must run under a live parent, so no error path follows.
-        let call_of = if HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc) {
+        // subrequest is posted and must run under a live parent, so no error path follows. The
+        // call is prepared: the EPP protocol's request, or the shim's header lines.
+        let shim_lines = if HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc) {
             match grpc::prepare(r) {
-                Ok(prepared) => Call::Grpc(prepared),
+                Ok(prepared) => ((*ctx).grpc, (*call).prepared) = (true, prepared),
                 Err(why) => {
                     // No call: the redirect still happens, with no endpoint and one [error].
                     let why = Outcome::NoEndpoint(format!("no call: {why}"));
@@ -308,13 +302,14 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
                     return finish(r, &*ctx);
                 }
             }
+            None
         } else {
             let host = value_of(r, mcf.epp.host).unwrap_or(EMPTY);
             let port = value_of(r, mcf.epp.port).unwrap_or(EMPTY);
             let Some(lines) = shim::headers(r, host, port) else {
                 return fail(r, "out of memory");
             };
-            Call::Shim(lines)
+            Some(lines)
         };
         let mut sr: *mut ngx_http_request_t = core::ptr::null_mut();
         let mut uri = (*r).uri;
@@ -326,13 +321,10 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         }
         *(*sr).ctx.add(module_index()) = call.cast();
         (*ctx).sr = sr;
-        match call_of {
-            Call::Grpc(prepared) => ((*ctx).grpc, (*call).prepared) = (true, prepared),
-            Call::Shim(lines) => {
-                (*sr).method = (*r).method;
-                (*sr).method_name = (*r).method_name;
-                install_headers(sr, lines);
-            }
+        if let Some(lines) = shim_lines {
+            (*sr).method = (*r).method;
+            (*sr).method_name = (*r).method_name;
+            install_headers(sr, lines);
         }
         NGX_OK as ngx_int_t
     }

@@ -292,6 +292,27 @@ impl fmt::Display for FileError {
 
 impl std::error::Error for FileError {}
 
+impl FileError {
+    /// What the module's `[emerg]` line says of `file` (`max`: `http_matches_max_memory`,
+    /// `taken`: the bytes the lists compiled before it hold).
+    pub fn describe(&self, file: &str, max: usize, taken: usize) -> String {
+        match self {
+            FileError::Io(e) => format!("cannot read \"{file}\": {e}"),
+            FileError::Memory(e) => format!(
+                "cannot compile \"{file}\": {e} (http_matches_max_memory {}; {taken} bytes \
+                 already taken by lists compiled before it)",
+                bound_text(max)
+            ),
+            e => format!("invalid \"{file}\": {e}"),
+        }
+    }
+}
+
+/// A memory bound as log lines show it: bytes, or `off` (`usize::MAX`).
+pub fn bound_text(n: usize) -> String {
+    if n == usize::MAX { "off".to_owned() } else { n.to_string() }
+}
+
 /// Compiles a file from its first pass (`survey`) and the deserializer `open` returns for the
 /// second, which allocates `reader` bytes (its read buffer) when it is opened.
 ///
