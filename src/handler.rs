@@ -130,16 +130,8 @@ unsafe fn choose<'a>(
         return Ok((list, Source::Key { key, file: &mcf.file_name }));
     }
     let Some(value) = set_value(req, mcf.http_matches).or_else(|| defined_value(r, mcf)) else {
-        let key_state = match (&mcf.file, mcf.match_key) {
-            (None, _) => "no http_matches_load",
-            (Some(_), None) => "$match_key is never set",
-            (Some(_), Some(_)) => "$match_key is not set or empty here",
-        };
-        let what = format_args!(
-            "no match list for this request: no inline list, {key_state}, and $http_matches is \
-             not set here"
-        );
-        return Err(fail(log, what));
+        let why = cache::no_list(mcf.file.is_some(), mcf.match_key.is_some());
+        return Err(fail(log, format_args!("{why}")));
     };
     let entry = match lcf.var_kept.get(value) {
         Some(entry) => entry,
@@ -194,18 +186,9 @@ fn from_variable(
 ) -> Result<Rc<cache::Entry>, ngx_int_t> {
     let log = log(req);
     // With a definition of its own (`map`), the variable never reads the request header.
-    if !mcf.http_matches_getter && client_value(req, value) {
-        let what = "$http_matches holds the client's \"Matches\" request header, not a list set \
-                    in the configuration; refused";
-        return Err(fail(log, format_args!("{what}")));
-    }
-    if value.len() > mcf.var_max_size {
-        let (n, max, shown) = (value.len(), mcf.var_max_size, escape(value, 64));
-        let what = format_args!(
-            "$http_matches is {n} bytes, more than http_matches_var_max_size ({max}); refused: \
-             \"{shown}\""
-        );
-        return Err(fail(log, what));
+    let client = !mcf.http_matches_getter && client_value(req, value);
+    if let Some(why) = cache::refusal(value, client, mcf.var_max_size) {
+        return Err(fail(log, format_args!("{why}")));
     }
     let bounds = route_match::Bounds { memory: mcf.max_memory, pattern: mcf.max_pattern_memory };
     let (c, lookup) = cache::get(lcf.var_syntax, value, mcf.var_cache_size, bounds);
