@@ -35,13 +35,9 @@ pub(crate) fn install_panic_hook() {
 }
 
 pub(crate) fn describe(payload: &(dyn Any + Send)) -> String {
-    let message = if let Some(s) = payload.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "(no message)"
-    };
+    let message = (payload.downcast_ref::<&str>().copied())
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)");
     let at = PANIC_AT.with(|p| core::mem::take(&mut *p.borrow_mut()));
     if at.is_empty() { message.to_owned() } else { format!("{message}, at {at}") }
 }

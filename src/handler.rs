@@ -24,8 +24,8 @@ use ngx::{ngx_log_debug_mask, ngx_log_error};
 use route_match::var_cache::{self as cache, Lookup};
 use route_match::{MatchList, Outcome, RequestView};
 
-use crate::state::{LocConf, MainConf};
-use crate::util::{escape, header_lines, lines, pool_str, var};
+use crate::state::{DEFAULT_REGEX_BUDGET, LocConf, MainConf};
+use crate::util::{escape, header_lines, lines, log, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 
 /// Where in the loaded file the last `$match_key` was found: most locations ask for one key
@@ -67,8 +67,7 @@ fn fail(log: *mut ngx_log_t, args: fmt::Arguments<'_>) -> ngx_int_t {
 unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     // SAFETY: see `content_handler`.
     let req = unsafe { &*r };
-    // SAFETY: every request has a connection with a log.
-    let log = unsafe { (*req.connection).log };
+    let log = log(req);
     let (Some(lcf), Some(mcf)) =
         (HttpMatchesModule::location_conf(req), HttpMatchesModule::main_conf(req))
     else {
@@ -114,8 +113,7 @@ unsafe fn choose<'a>(
 ) -> Result<(&'a MatchList, Source<'a>), ngx_int_t> {
     // SAFETY: the caller guarantees `r`; the request outlives this call's borrows.
     let req: &'a ngx_http_request_t = unsafe { &*r };
-    // SAFETY: every request has a connection with a log.
-    let log = unsafe { (*req.connection).log };
+    let log = log(req);
     if let Some(inline) = &lcf.inline {
         return Ok((inline, Source::Inline));
     }
@@ -132,16 +130,8 @@ unsafe fn choose<'a>(
         return Ok((list, Source::Key { key, file: &mcf.file_name }));
     }
     let Some(value) = set_value(req, mcf.http_matches).or_else(|| defined_value(r, mcf)) else {
-        let key_state = match (&mcf.file, mcf.match_key) {
-            (None, _) => "no http_matches_load",
-            (Some(_), None) => "$match_key is never set",
-            (Some(_), Some(_)) => "$match_key is not set or empty here",
-        };
-        let what = format_args!(
-            "no match list for this request: no inline list, {key_state}, and $http_matches is \
-             not set here"
-        );
-        return Err(fail(log, what));
+        let why = cache::no_list(mcf.file.is_some(), mcf.match_key.is_some());
+        return Err(fail(log, format_args!("{why}")));
     };
     let entry = match lcf.var_kept.get(value) {
         Some(entry) => entry,
@@ -194,21 +184,11 @@ fn from_variable(
     mcf: &MainConf,
     value: &[u8],
 ) -> Result<Rc<cache::Entry>, ngx_int_t> {
-    // SAFETY: every request has a connection with a log.
-    let log = unsafe { (*req.connection).log };
+    let log = log(req);
     // With a definition of its own (`map`), the variable never reads the request header.
-    if !mcf.http_matches_getter && client_value(req, value) {
-        let what = "$http_matches holds the client's \"Matches\" request header, not a list set \
-                    in the configuration; refused";
-        return Err(fail(log, format_args!("{what}")));
-    }
-    if value.len() > mcf.var_max_size {
-        let (n, max, shown) = (value.len(), mcf.var_max_size, escape(value, 64));
-        let what = format_args!(
-            "$http_matches is {n} bytes, more than http_matches_var_max_size ({max}); refused: \
-             \"{shown}\""
-        );
-        return Err(fail(log, what));
+    let client = !mcf.http_matches_getter && client_value(req, value);
+    if let Some(why) = cache::refusal(value, client, mcf.var_max_size) {
+        return Err(fail(log, format_args!("{why}")));
     }
     let bounds = route_match::Bounds { memory: mcf.max_memory, pattern: mcf.max_pattern_memory };
     let (c, lookup) = cache::get(lcf.var_syntax, value, mcf.var_cache_size, bounds);
@@ -253,9 +233,9 @@ unsafe fn evaluate<'l>(
 ) -> Result<Outcome<'l>, ngx_int_t> {
     // SAFETY: the caller guarantees `r`.
     let req = unsafe { &*r };
-    // SAFETY: every request has a connection with a log.
-    let log = unsafe { (*req.connection).log };
-    let view = View { r: req, log, budget: lcf.regex_budget as u64 };
+    let log = log(req);
+    let budget = lcf.regex_budget.unwrap_or(DEFAULT_REGEX_BUDGET) as u64;
+    let view = View { r: req, log, budget };
     let Some(index) = mcf.var_work else { return Ok(list.evaluate(&view)) };
     // Another type over the same view (`Forward`), so that the counted evaluation is
     // instantiated apart from `evaluate::<View>` and leaves the inlining of the common path as
@@ -279,8 +259,8 @@ unsafe fn act(
     source: &Source<'_>,
     outcome: Outcome<'_>,
 ) -> ngx_int_t {
-    // SAFETY: every request has a connection with a log.
-    let log = unsafe { (*(*r).connection).log };
+    // SAFETY: the caller guarantees `r`.
+    let log = log(unsafe { &*r });
     match outcome {
         Outcome::Redirect { entry, path } => {
             ngx_log_debug_mask!(
@@ -313,8 +293,8 @@ unsafe fn act(
 /// # Safety
 /// `r` must be a valid request in the content phase, with no outstanding references into it.
 unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx_int_t {
-    // SAFETY: every request has a connection with a log.
-    let log = unsafe { (*(*r).connection).log };
+    // SAFETY: the caller guarantees `r`.
+    let log = log(unsafe { &*r });
     // SAFETY: the caller guarantees `r`; `r->srv_conf` is its current server's confs.
     let scf = HttpMatchesModule::server_conf(unsafe { &*r });
     match scf.filter(|s| !s.fallback_targets.is_empty()) {
@@ -323,13 +303,13 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
             NGX_HTTP_NOT_FOUND as ngx_int_t
         }
         Some(s) => {
+            let (name, at) =
+                (escape(s.fallback.as_deref().unwrap_or_default(), 256), &s.fallback_where);
             ngx_log_debug_mask!(
                 DebugMask::Http,
                 log,
-                "http_matches: {what}, falls back to the server \"{}\" (http_matches_fallback \
-                 in {})",
-                escape(s.fallback.as_deref().unwrap_or_default(), 256),
-                s.fallback_where
+                "http_matches: {what}, falls back to the server \"{name}\" (http_matches_fallback \
+                 in {at})"
             );
             // SAFETY: the caller guarantees `r`; `s` is its current server's conf.
             let target = unsafe { crate::fallback::socket_server(r, s) };
@@ -339,10 +319,8 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
                 return fail(
                     log,
                     format_args!(
-                        "http_matches_fallback: \"{}\" (in {}) resolves on this socket to a \
-                         server the configuration check did not",
-                        escape(s.fallback.as_deref().unwrap_or_default(), 256),
-                        s.fallback_where
+                        "http_matches_fallback: \"{name}\" (in {at}) resolves on this socket to a \
+                         server the configuration check did not"
                     ),
                 );
             }
@@ -351,11 +329,9 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
                 ngx_log_error!(
                     NGX_LOG_INFO,
                     log,
-                    "http_matches_fallback: \"{}\" (in {}) reaches a server that verifies \
+                    "http_matches_fallback: \"{name}\" (in {at}) reaches a server that verifies \
                      client certificates (ssl_verify_client), which this connection was not \
-                     negotiated for: 421",
-                    escape(s.fallback.as_deref().unwrap_or_default(), 256),
-                    s.fallback_where
+                     negotiated for: 421"
                 );
                 return NGX_HTTP_MISDIRECTED_REQUEST as ngx_int_t;
             }
@@ -380,20 +356,13 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
 unsafe fn count_fallback(r: *mut ngx_http_request_t) -> Result<(), ngx_int_t> {
     // SAFETY: the caller guarantees `r`; the copy lives in its pool, as long as the request.
     unsafe {
-        let Some(mcf) = HttpMatchesModule::main_conf(&*r) else { return Ok(()) };
-        let Some(index) = mcf.var_fallback else { return Ok(()) };
-        if !core::ptr::eq((*r).main, r) {
-            return Ok(());
-        }
+        let index = HttpMatchesModule::main_conf(&*r).and_then(|m| m.var_fallback);
+        let Some(index) = index.filter(|_| core::ptr::eq((*r).main, r)) else { return Ok(()) };
         let before = set_value(&*r, Some(index))
             .and_then(|v| core::str::from_utf8(v).ok()?.parse::<usize>().ok())
             .unwrap_or(0);
-        let Some(value) = number((*r).pool, before.saturating_add(1)) else {
-            return Err(fail((*(*r).connection).log, format_args!("out of memory")));
-        };
-        store_variable(r, index, value);
+        store(r, index, number((*r).pool, before.saturating_add(1)))
     }
-    Ok(())
 }
 
 /// `http_matches_fallback`: the request continues in the `target` server as if that server
@@ -476,22 +445,21 @@ unsafe fn redirect(
     // valid for the URI and the variables; a stable `path` outlives it too. NGINX treats
     // `r->uri` data as read-only.
     unsafe {
-        let log = (*(*r).connection).log;
         let uri = if stable {
             Some(ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() })
         } else {
             pool_str((*r).pool, path.as_bytes())
         };
-        let Some(uri) = uri else { return fail(log, format_args!("out of memory")) };
+        let Some(uri) = uri else { return fail(log(&*r), format_args!("out of memory")) };
         // `r->variables` of a subrequest is its parent's array: a subrequest (SSI, mirror,
         // auth_request, ...) through an `http_matches` location must not overwrite what the
         // main request chose, so only the main request records its choice.
         if core::ptr::eq((*r).main, r) {
-            let Some(entry_str) = number((*r).pool, entry) else {
-                return fail(log, format_args!("out of memory"));
-            };
-            store_variable(r, mcf.var_redirect, uri);
-            store_variable(r, mcf.var_entry, entry_str);
+            let stored = store(r, mcf.var_redirect, Some(uri))
+                .and_then(|()| store(r, mcf.var_entry, number((*r).pool, entry)));
+            if let Err(rc) = stored {
+                return rc;
+            }
         }
         crate::util::redirect_keeping_args(r, uri)
     }
@@ -514,12 +482,8 @@ unsafe fn store_work(
             return Ok(());
         }
         let text = format!("{}/{}/{}", work.attempts, work.regex_steps, work.units);
-        let Some(s) = pool_str((*r).pool, text.as_bytes()) else {
-            return Err(fail((*(*r).connection).log, format_args!("out of memory")));
-        };
-        store_variable(r, index, s);
+        store(r, index, pool_str((*r).pool, text.as_bytes()))
     }
-    Ok(())
 }
 
 /// The decimal text of `n` for a variable: below 100 a static of the module (alive while it
@@ -550,15 +514,21 @@ unsafe fn number_copy(pool: *mut ngx::ffi::ngx_pool_t, n: usize) -> Option<ngx_s
 }
 
 /// Sets an indexed variable's value for the rest of the request (it survives the internal
-/// redirect: `r->variables` is kept).
+/// redirect: `r->variables` is kept); `None` (out of memory): a 500, logged.
 ///
 /// # Safety
 /// `index` must be an indexed variable of this configuration and `value` live as long as `r`.
-unsafe fn store_variable(r: *mut ngx_http_request_t, index: ngx_uint_t, value: ngx_str_t) {
+unsafe fn store(
+    r: *mut ngx_http_request_t,
+    index: ngx_uint_t,
+    value: Option<ngx_str_t>,
+) -> Result<(), ngx_int_t> {
     // SAFETY: see the function's contract.
     unsafe {
-        var::set(&mut *(*r).variables.add(index), value.data, value.len);
+        let Some(v) = value else { return Err(fail(log(&*r), format_args!("out of memory"))) };
+        var::set(&mut *(*r).variables.add(index), v.data, v.len);
     }
+    Ok(())
 }
 
 /// `$http_matches` as its own definition gives it (a `map`), where no `set` ran; `None` when

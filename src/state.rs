@@ -118,18 +118,14 @@ pub(crate) const DEFAULT_REGEX_BUDGET: ngx_uint_t = route_match::DEFAULT_REGEX_B
 pub(crate) const DEFAULT_MAX_MEMORY: usize = 128 * 1024 * 1024;
 /// `http_matches_regex_cache` unless set.
 pub(crate) const DEFAULT_REGEX_CACHE_SIZE: usize = 1024 * 1024;
-/// `NGX_CONF_UNSET_UINT`.
-pub(crate) const NGX_CONF_UNSET_UINT: ngx_uint_t = ngx_uint_t::MAX;
 
-/// The `@name` redirect paths of one inline list, to be checked against the named locations
-/// of the server the list is in.
+/// An inline list with `@name` redirect paths, to be checked against the named locations of
+/// the server it is in.
 pub(crate) struct NamedCheck {
     pub(crate) server: *const ngx_http_core_srv_conf_t,
-    /// The location's conf (pool-allocated, alive for the cycle): strictness is read from it
-    /// once merged.
+    /// The location's conf (pool-allocated, alive for the cycle): its list, where it stands,
+    /// and its strictness once merged.
     pub(crate) loc: *const LocConf,
-    pub(crate) names: Vec<(usize, String)>,
-    pub(crate) at: String,
 }
 
 impl MainConf {
@@ -217,9 +213,9 @@ pub struct LocConf {
     pub(crate) inline_empty: bool,
     /// `syntax=` for `$http_matches` values.
     pub(crate) var_syntax: Syntax,
-    /// `http_matches_regex_budget`, in match steps (0: no budget); `NGX_CONF_UNSET_UINT`
-    /// until set or merged.
-    pub regex_budget: ngx_uint_t,
+    /// `http_matches_regex_budget`, in match steps (0: no budget); `None` where no level sets
+    /// it (then [`DEFAULT_REGEX_BUDGET`]).
+    pub regex_budget: Option<ngx_uint_t>,
     /// Malformed entries of the inline list and where the directive stands: reported at merge,
     /// when `http_matches_strict` is known.
     pub(crate) pending: Vec<Warning>,
@@ -248,7 +244,7 @@ impl Default for LocConf {
             inline: None,
             inline_empty: false,
             var_syntax: Syntax::Auto,
-            regex_budget: NGX_CONF_UNSET_UINT,
+            regex_budget: None,
             pending: Vec::new(),
             pending_where: String::new(),
             epp_proxy: None,

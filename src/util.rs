@@ -17,6 +17,12 @@ pub(crate) unsafe fn array<'a, T>(a: &ngx::ffi::ngx_array_t) -> &'a [T] {
     unsafe { core::slice::from_raw_parts(a.elts as *const T, a.nelts) }
 }
 
+/// The request's log.
+pub(crate) fn log(r: &ngx_http_request_t) -> *mut ngx::ffi::ngx_log_t {
+    // SAFETY: every request has a connection with a log, alive as long as the request.
+    unsafe { (*r.connection).log }
+}
+
 /// Logs `what` at `[emerg]` (with the configuration's file:line while parsing one) and
 /// gives `failed`, the caller's way to fail the load.
 pub(crate) fn emerg<T>(cf: *mut ngx_conf_t, failed: T, what: core::fmt::Arguments<'_>) -> T {

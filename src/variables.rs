@@ -81,18 +81,11 @@ fn has_getter(cf: *mut ngx_conf_t, name: &str) -> bool {
 fn indexed_variable(cf: *mut ngx_conf_t, name: &str) -> Option<ngx_uint_t> {
     // SAFETY: during postconfiguration the core main conf and its `variables` array (of
     // ngx_http_variable_t, one per indexed variable, in index order) are alive.
-    unsafe {
+    let vars = unsafe {
         let cmcf = NgxHttpCoreModule::main_conf(&*cf)?;
-        let vars = &cmcf.variables;
-        if vars.nelts == 0 || vars.elts.is_null() {
-            return None;
-        }
-        let vars = core::slice::from_raw_parts(
-            vars.elts as *const ngx::ffi::ngx_http_variable_t,
-            vars.nelts,
-        );
-        vars.iter().position(|v| v.name.as_bytes() == name.as_bytes())
-    }
+        crate::util::array::<ngx::ffi::ngx_http_variable_t>(&cmcf.variables)
+    };
+    vars.iter().position(|v| v.name.as_bytes() == name.as_bytes())
 }
 
 /// The index of variable `name` (an error when nothing declares or registers it).

@@ -18,12 +18,12 @@ use ngx::http::{
     HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
 };
 use ngx::{ngx_conf_log_error, ngx_string};
-use route_match::{Bounds, FileError, Syntax};
+use route_match::{Bounds, Syntax};
 
 use crate::epp::{EPP, endpoints::ENDPOINTS};
 use crate::guard::{self, Slot};
 use crate::reload_report::RELOAD_REPORT;
-use crate::state::{Level, LocConf, MainConf, NGX_CONF_UNSET_UINT, NamedCheck, SrvConf};
+use crate::state::{Level, LocConf, MainConf, NamedCheck, SrvConf};
 use crate::util::{conf_where, emerg, text};
 use crate::{ConfResult, HttpMatchesModule, handler};
 
@@ -106,26 +106,12 @@ pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [
 ];
 
 /// A directive's arguments (`args`, `[0]` its name), split into the `syntax=` option and the
-/// others; `None` (logged) when `syntax=` is wrong.
+/// others (`route_match::split_syntax`); `None` (logged) when `syntax=` is wrong.
 fn directive_args(cf: *mut ngx_conf_t, args: &[ngx_str_t]) -> Option<(Syntax, Vec<&[u8]>)> {
-    let mut syntax = Syntax::Auto;
-    let mut rest = Vec::new();
-    for a in args.get(1..).unwrap_or_default() {
-        let Some(v) = a.as_bytes().strip_prefix(b"syntax=") else {
-            rest.push(a.as_bytes());
-            continue;
-        };
-        let Some(s) = core::str::from_utf8(v).ok().and_then(Syntax::from_name) else {
-            let what = "use auto, typed or untyped";
-            return emerg(
-                cf,
-                None,
-                format_args!("http_matches: invalid \"syntax={}\": {what}", text(v)),
-            );
-        };
-        syntax = s;
-    }
-    Some((syntax, rest))
+    let args = args.get(1..).unwrap_or_default().iter().map(|a| a.as_bytes());
+    route_match::split_syntax(args)
+        .map_err(|why| emerg(cf, (), format_args!("http_matches: {why}")))
+        .ok()
 }
 
 /// `http_matches_load FILE [syntax=auto|typed|untyped];`
@@ -149,16 +135,7 @@ fn load(cf: *mut ngx_conf_t, mcf: &mut MainConf, args: &[ngx_str_t]) -> ConfResu
     let file = match compiled {
         Ok(file) => file,
         Err(e) => {
-            let why = match e {
-                FileError::Io(e) => format!("cannot read \"{file_name}\": {e}"),
-                FileError::Memory(e) => format!(
-                    "cannot compile \"{file_name}\": {e} (http_matches_max_memory {}; {} \
-                     bytes already taken by lists compiled before it)",
-                    size_text(mcf.max_memory),
-                    mcf.compiled_memory
-                ),
-                e => format!("invalid \"{file_name}\": {e}"),
-            };
+            let why = e.describe(&file_name, mcf.max_memory, mcf.compiled_memory);
             return emerg(cf, NGX_CONF_ERROR, format_args!("http_matches: {why}"));
         }
     };
@@ -192,7 +169,7 @@ fn matches(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfRe
         [] => {}
         // `[]`: a list with no entry, so never a winner (a server's catch-all under
         // `http_matches_fallback`). The engine compiles no empty list; none is needed.
-        [json] if is_empty_list(json) => lcf.inline_empty = true,
+        [json] if route_match::is_empty_list(json) => lcf.inline_empty = true,
         [json] => {
             if compile_inline(cf, lcf, json, syntax, bounds) != NGX_CONF_OK {
                 return NGX_CONF_ERROR;
@@ -224,7 +201,7 @@ fn compile_inline(
     let c = match route_match::compile_list_within(json, syntax, bounds) {
         Ok(c) => c,
         Err(e) if e.is_memory() => {
-            let left = size_text(bounds.memory);
+            let left = route_match::bound_text(bounds.memory);
             let what = format_args!(
                 "http_matches: cannot compile the inline match list: {e} (http_matches_max_memory \
                  {left} left for it)"
@@ -238,12 +215,6 @@ fn compile_inline(
     };
     // SAFETY: called from a directive handler.
     lcf.pending_where = unsafe { conf_where(cf) };
-    let names: Vec<(usize, String)> = c
-        .list
-        .redirects()
-        .filter(|(_, p)| p.starts_with('@'))
-        .map(|(i, p)| (i, p.to_owned()))
-        .collect();
     // SAFETY: `cf` is parsing a location inside a server block, so the core module's server
     // conf of that server and this module's main conf exist (and live for the cycle).
     let cf_ref = unsafe { &*cf };
@@ -251,9 +222,8 @@ fn compile_inline(
         NgxHttpCoreModule::server_conf(cf_ref).map_or(core::ptr::null(), core::ptr::from_ref);
     if let Some(mcf) = HttpMatchesModule::main_conf_mut(cf_ref) {
         mcf.compiled_memory += c.list.memory();
-        if !names.is_empty() {
-            let (loc, at) = (core::ptr::from_ref(lcf), lcf.pending_where.clone());
-            mcf.named_checks.push(NamedCheck { server, loc, names, at });
+        if c.list.redirects().any(|(_, p)| p.starts_with('@')) {
+            mcf.named_checks.push(NamedCheck { server, loc: core::ptr::from_ref(lcf) });
         }
     }
     for n in &c.notices {
@@ -262,12 +232,6 @@ fn compile_inline(
     lcf.inline = Some(Arc::new(c.list));
     lcf.pending = c.warnings;
     NGX_CONF_OK
-}
-
-/// Whether an inline argument is the empty JSON array (`[]`, JSON whitespace allowed inside).
-fn is_empty_list(json: &[u8]) -> bool {
-    let rest = json.iter().filter(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-    rest.eq(b"[]".iter())
 }
 
 /// `http_matches_fallback server_name;`
@@ -292,11 +256,6 @@ fn fallback(cf: *mut ngx_conf_t, scf: &mut SrvConf, args: &[ngx_str_t]) -> ConfR
     NGX_CONF_OK
 }
 
-/// A bound for log lines: bytes, or `off`.
-fn size_text(n: usize) -> String {
-    if n == usize::MAX { "off".to_owned() } else { n.to_string() }
-}
-
 /// A size in NGINX's own grammar (`ngx_parse_size`: a number with an optional `k` or `m`,
 /// either case), the one `ngx_conf_set_size_slot` uses for every other size directive.
 fn parse_size(v: &[u8]) -> Option<usize> {
@@ -316,29 +275,19 @@ fn max_memory(cf: *mut ngx_conf_t, mcf: &mut MainConf, args: &[ngx_str_t]) -> Co
                     inline http_matches list (they are compiled where they stand)";
         return emerg(cf, NGX_CONF_ERROR, format_args!("{what}"));
     }
-    for (i, a) in args.iter().enumerate().skip(1) {
-        let v = a.as_bytes();
-        let (value, is_pattern) = match v.strip_prefix(b"pattern=") {
-            Some(p) => (p, true),
-            None => (v, false),
-        };
-        let size = match (value, i, is_pattern) {
-            (b"off", 1, false) => Some(usize::MAX),
-            (_, 1, false) | (_, 2.., true) => parse_size(value).filter(|n| *n > 0),
-            _ => None,
-        };
-        let Some(size) = size else {
+    let args: Vec<&[u8]> = args.iter().skip(1).map(|a| a.as_bytes()).collect();
+    match route_match::memory_args(&args, parse_size) {
+        Ok((all, pattern)) => {
+            mcf.max_memory = all;
+            mcf.max_pattern_memory = pattern.unwrap_or(mcf.max_pattern_memory);
+        }
+        Err(v) => {
             let what = format_args!(
                 "http_matches_max_memory: invalid \"{}\": expected a size (or off), then \
                  optionally pattern=size",
                 text(v)
             );
             return emerg(cf, NGX_CONF_ERROR, what);
-        };
-        if is_pattern {
-            mcf.max_pattern_memory = size;
-        } else {
-            mcf.max_memory = size;
         }
     }
     NGX_CONF_OK
@@ -346,23 +295,21 @@ fn max_memory(cf: *mut ngx_conf_t, mcf: &mut MainConf, args: &[ngx_str_t]) -> Co
 
 /// `http_matches_regex_budget steps | off;`
 static REGEX_BUDGET: Slot<LocConf> =
-    Slot { given: |l| l.regex_budget != NGX_CONF_UNSET_UINT, set: regex_budget };
+    Slot { given: |l| l.regex_budget.is_some(), set: regex_budget };
 
 fn regex_budget(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfResult {
     let v = args.get(1).map_or(&b""[..], |a| a.as_bytes());
-    if v == b"off" {
-        lcf.regex_budget = 0;
-        return NGX_CONF_OK;
-    }
-    if let Some(n) = core::str::from_utf8(v).ok().and_then(|s| s.parse::<ngx_uint_t>().ok()) {
-        if n != NGX_CONF_UNSET_UINT {
-            lcf.regex_budget = n;
-            return NGX_CONF_OK;
-        }
-    }
-    let what = format_args!(
-        "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",
-        text(v)
-    );
-    emerg(cf, NGX_CONF_ERROR, what)
+    let n = match v {
+        b"off" => Some(0),
+        _ => core::str::from_utf8(v).ok().and_then(|s| s.parse::<ngx_uint_t>().ok()),
+    };
+    let Some(n) = n else {
+        let what = format_args!(
+            "http_matches_regex_budget: invalid \"{}\": expected a number of match steps or off",
+            text(v)
+        );
+        return emerg(cf, NGX_CONF_ERROR, what);
+    };
+    lcf.regex_budget = Some(n);
+    NGX_CONF_OK
 }

@@ -13,8 +13,8 @@ use ngx::http::{HttpModuleLocationConf, Merge, MergeConfigError, NgxHttpCoreModu
 use ngx::ngx_log_error;
 
 use crate::state::{
-    DEFAULT_REGEX_BUDGET, DEFAULT_REGEX_CACHE_SIZE, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE,
-    LocConf, MainConf, NGX_CONF_UNSET_SIZE, NGX_CONF_UNSET_UINT,
+    DEFAULT_REGEX_CACHE_SIZE, DEFAULT_VAR_CACHE_SIZE, DEFAULT_VAR_MAX_SIZE, LocConf, MainConf,
+    NGX_CONF_UNSET_SIZE,
 };
 use crate::{ConfResult, guard};
 
@@ -50,13 +50,7 @@ impl Merge for LocConf {
         if self.strict == NGX_CONF_UNSET as ngx_flag_t {
             self.strict = if prev.strict == NGX_CONF_UNSET as ngx_flag_t { 0 } else { prev.strict };
         }
-        if self.regex_budget == NGX_CONF_UNSET_UINT {
-            self.regex_budget = if prev.regex_budget == NGX_CONF_UNSET_UINT {
-                DEFAULT_REGEX_BUDGET
-            } else {
-                prev.regex_budget
-            };
-        }
+        self.regex_budget = self.regex_budget.or(prev.regex_budget);
         // An inline list is inherited like other directives (this is what makes `http_matches`
         // work inside `if` blocks of its location).
         if self.inline.is_none() && !self.enabled {

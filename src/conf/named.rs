@@ -7,7 +7,7 @@ use route_match::Warning;
 
 use super::report::report;
 use crate::state::MainConf;
-use crate::util::{array, text};
+use crate::util::array;
 
 /// The named locations (`@name`) of every server, per server.
 ///
@@ -51,42 +51,23 @@ pub(super) fn check_named_locations(
     }
     // SAFETY: called from postconfiguration.
     let servers = unsafe { named_locations(cf) };
-    let warning = |key: Option<&[u8]>, entry: usize, message: String| Warning {
-        key: key.map(|k| text(k).into_owned()),
-        also: 0,
-        entry,
-        message,
-    };
     const WINS: &str = "a request that it wins answers 500";
     let mut ok = true;
     for c in &checks {
         let names = servers.iter().find(|(s, _)| core::ptr::eq(*s, c.server)).map(|(_, n)| n);
-        let missing: Vec<Warning> = c
-            .names
-            .iter()
-            .filter(|(_, name)| !names.is_some_and(|n| n.iter().any(|n| n == name.as_bytes())))
-            .map(|(entry, name)| {
-                let what = format!(
-                    "redirectPath \"{name}\" names a location that this server does not define"
-                );
-                warning(None, *entry, what)
-            })
-            .collect();
+        let defined = |p: &[u8]| names.is_some_and(|n| n.iter().any(|n| n == p));
         // SAFETY: `c.loc` is a location conf in the configuration pool, merged by now.
-        let strict = unsafe { (*c.loc).strict == 1 };
-        ok &= report(cf, &missing, &c.at, strict, WINS);
+        let loc = unsafe { &*c.loc };
+        let Some(list) = &loc.inline else { continue };
+        let missing = list.unknown_named(None, defined, "this server does not define");
+        ok &= report(cf, &missing, &loc.pending_where, loc.strict == 1, WINS);
     }
     if let Some(file) = &mcf.file {
-        let mut missing: Vec<Warning> = Vec::new();
-        for (key, list) in file.iter() {
-            for (entry, path) in list.redirects().filter(|(_, p)| p.starts_with('@')) {
-                if !servers.iter().any(|(_, n)| n.iter().any(|n| n == path.as_bytes())) {
-                    let what =
-                        format!("redirectPath \"{path}\" names a location that no server defines");
-                    missing.push(warning(Some(key), entry, what));
-                }
-            }
-        }
+        let defined = |p: &[u8]| servers.iter().any(|(_, n)| n.iter().any(|n| n == p));
+        let mut missing: Vec<Warning> = file
+            .iter()
+            .flat_map(|(key, list)| list.unknown_named(Some(key), defined, "no server defines"))
+            .collect();
         missing.sort_by(|a, b| (&a.key, a.entry).cmp(&(&b.key, b.entry)));
         ok &= report(cf, &missing, &mcf.file_where, file_strict, WINS);
     }

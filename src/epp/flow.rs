@@ -17,7 +17,7 @@ use ngx::ffi::{
     NGX_LOG_ALERT, NGX_LOG_ERR, NGX_OK, ngx_chain_t, ngx_conf_t, ngx_http_finalize_request,
     ngx_http_post_subrequest_t, ngx_http_read_client_request_body, ngx_http_request_empty_handler,
     ngx_http_request_t, ngx_http_subrequest, ngx_int_t, ngx_palloc, ngx_pcalloc, ngx_str_t,
-    ngx_table_elt_t, ngx_uint_t,
+    ngx_uint_t,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
@@ -29,7 +29,7 @@ use epp_proto::verdict::{self, Answer, VAR_HOST, VAR_PATH, VAR_PORT, Verdict};
 use crate::epp::check::{install_headers, set_endpoint};
 use crate::epp::grpc::{self, keep};
 use crate::epp::shim;
-use crate::util::{emerg, escape, pool_str, var};
+use crate::util::{emerg, escape, log, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 
 /// An empty string (no data).
@@ -248,9 +248,8 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
 /// # Safety
 /// `r` must be a valid request.
 unsafe fn fail(r: *mut ngx_http_request_t, why: &str) -> ngx_int_t {
-    // SAFETY: every request has a connection with a log.
-    let log = unsafe { (*(*r).connection).log };
-    ngx_log_error!(NGX_LOG_ERR, log, "http_matches_epp: {why}");
+    // SAFETY: see the contract.
+    ngx_log_error!(NGX_LOG_ERR, log(unsafe { &*r }), "http_matches_epp: {why}");
     NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
 }
 
@@ -264,13 +263,6 @@ unsafe extern "C" fn body_read(r: *mut ngx_http_request_t) {
             unsafe { ngx_http_finalize_request(r, rc) };
         }
     });
-}
-
-/// The call to make, prepared before the subrequest exists: the shim's header lines, or the
-/// EPP protocol's request.
-enum Call {
-    Shim((*mut ngx_table_elt_t, usize)),
-    Grpc(grpc::Prepared),
 }
 
 /// # Safety
@@ -297,10 +289,11 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         ps.write(ngx_http_post_subrequest_t { handler: Some(call_done), data: ctx.cast() });
         (*call).call = ctx;
         // Everything that can fail comes before ngx_http_subrequest: once it returned, the
-        // subrequest is posted and must run under a live parent, so no error path follows.
-        let call_of = if HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc) {
+        // subrequest is posted and must run under a live parent, so no error path follows. The
+        // call is prepared: the EPP protocol's request, or the shim's header lines.
+        let shim_lines = if HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc) {
             match grpc::prepare(r) {
-                Ok(prepared) => Call::Grpc(prepared),
+                Ok(prepared) => ((*ctx).grpc, (*call).prepared) = (true, prepared),
                 Err(why) => {
                     // No call: the redirect still happens, with no endpoint and one [error].
                     let why = Outcome::NoEndpoint(format!("no call: {why}"));
@@ -309,13 +302,14 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
                     return finish(r, &*ctx);
                 }
             }
+            None
         } else {
             let host = value_of(r, mcf.epp.host).unwrap_or(EMPTY);
             let port = value_of(r, mcf.epp.port).unwrap_or(EMPTY);
             let Some(lines) = shim::headers(r, host, port) else {
                 return fail(r, "out of memory");
             };
-            Call::Shim(lines)
+            Some(lines)
         };
         let mut sr: *mut ngx_http_request_t = core::ptr::null_mut();
         let mut uri = (*r).uri;
@@ -327,13 +321,10 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         }
         *(*sr).ctx.add(module_index()) = call.cast();
         (*ctx).sr = sr;
-        match call_of {
-            Call::Grpc(prepared) => ((*ctx).grpc, (*call).prepared) = (true, prepared),
-            Call::Shim(lines) => {
-                (*sr).method = (*r).method;
-                (*sr).method_name = (*r).method_name;
-                install_headers(sr, lines);
-            }
+        if let Some(lines) = shim_lines {
+            (*sr).method = (*r).method;
+            (*sr).method_name = (*r).method_name;
+            install_headers(sr, lines);
         }
         NGX_OK as ngx_int_t
     }
@@ -437,9 +428,10 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
 /// # Safety
 /// `r` must be the client's request, its subrequest done and recorded in `ctx`.
 unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
-    // SAFETY: as in `resume`; the context's strings live in the request's pool.
+    // SAFETY: as in `resume`; the context's strings live in the request's pool (the redirect
+    // copies what it keeps).
     unsafe {
-        let log = (*(*r).connection).log;
+        let log = log(&*r);
         let Some(mcf) = HttpMatchesModule::main_conf(&*r) else {
             return fail(r, "module configuration is missing");
         };
@@ -477,20 +469,10 @@ unsafe fn finish(r: *mut ngx_http_request_t, ctx: &Ctx) -> ngx_int_t {
                 }
             }
         }
-        redirect(r, ctx.path)
-    }
-}
-
-/// The redirect to `$epp_internal_path` (`path`), with the client's query string.
-///
-/// # Safety
-/// `r` must be the client's request; `path` lives in its pool.
-unsafe fn redirect(r: *mut ngx_http_request_t, path: ngx_str_t) -> ngx_int_t {
-    // SAFETY: the request and its strings are NGINX's; the redirect copies what it keeps.
-    unsafe {
-        match verdict::bad_path(path.as_bytes(), escape) {
+        // The redirect to `$epp_internal_path`, with the client's query string.
+        match verdict::bad_path(ctx.path.as_bytes(), escape) {
             Some(why) => fail(r, &why),
-            None => crate::util::redirect_keeping_args(r, path),
+            None => crate::util::redirect_keeping_args(r, ctx.path),
         }
     }
 }

@@ -10,14 +10,14 @@
 
 use ngx::ffi::{
     NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_INFO,
-    NGX_LOG_WARN, NGX_OK, ngx_buf_t, ngx_chain_t, ngx_http_clean_header, ngx_http_output_filter,
-    ngx_http_request_body_t, ngx_http_request_t, ngx_http_send_header, ngx_http_send_special,
-    ngx_int_t, ngx_list_push, ngx_list_t, ngx_palloc, ngx_pcalloc, ngx_pool_cleanup_add,
+    NGX_LOG_WARN, NGX_OK, ngx_alloc_chain_link, ngx_buf_t, ngx_chain_t, ngx_http_clean_header,
+    ngx_http_output_filter, ngx_http_request_body_t, ngx_http_request_t, ngx_http_send_header,
+    ngx_http_send_special, ngx_int_t, ngx_list_push, ngx_palloc, ngx_pcalloc, ngx_pool_cleanup_add,
     ngx_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
 };
 use ngx::ngx_log_error;
 
-use epp_proto::{Decoder, MAX_MESSAGE, Outcome, Piece};
+use epp_proto::{Decoder, MAX_MESSAGE, Outcome, Span};
 
 use crate::epp::check::line;
 use crate::util::{header_lines, lines, pool_str};
@@ -26,8 +26,8 @@ use crate::util::{header_lines, lines, pool_str};
 /// that nothing can fail once it is posted); all null (zeroed): not a gRPC call.
 pub(crate) struct Prepared {
     body: *mut ngx_http_request_body_t,
+    /// Two lines: the call's list (`content-type`), then `te` (see [`reached`]).
     lines: *mut ngx_table_elt_t,
-    te: *mut ngx_table_elt_t,
     /// The answer's decoder (taken by [`read_answer`]), fed by [`swallow`].
     pub(crate) decoder: *mut Option<Decoder>,
 }
@@ -104,7 +104,7 @@ unsafe fn slice_buf(
     len: usize,
 ) -> *mut ngx_buf_t {
     // SAFETY: a zeroed ngx_buf_t is an empty buffer; the fields set describe memory inside
-    // the segment (`offset + len` within its length: by `body_pieces`, or a whole pool copy) or a
+    // the segment (`offset + len` within its length: by `request_stream`, or a whole pool copy) or a
     // range of its file.
     unsafe {
         let b = ngx_pcalloc((*r).pool, core::mem::size_of::<ngx_buf_t>()) as *mut ngx_buf_t;
@@ -130,8 +130,8 @@ unsafe fn slice_buf(
     }
 }
 
-/// The request stream's bufs: the headers message, then the body's messages, and the body's
-/// length. `Err`: why not.
+/// The request stream's chain (`epp_proto::request_stream`: the headers message, then the
+/// body's messages, the body's bytes where they lie) and the body's length. `Err`: why not.
 ///
 /// # Safety
 /// `r` must be the client's request, its body read.
@@ -140,62 +140,25 @@ unsafe fn request_chain(r: *mut ngx_http_request_t) -> Result<(*mut ngx_chain_t,
     // and link is allocated in its pool.
     unsafe {
         let (segs, lens) = segments(r);
-        let total: usize = lens.iter().sum();
-        let mut lines = pseudo_headers(r);
-        // `:authority` carries the Host line, as Envoy sends it.
-        lines.extend(header_lines(&*r).filter(|(n, _)| !n.eq_ignore_ascii_case(b"host")));
-        let mut bytes = Vec::new();
-        epp_proto::encode_headers(lines, total == 0, &mut bytes).map_err(|e| {
-            format!(
-                "the request's header lines make a message of {} bytes, over {MAX_MESSAGE}",
-                e.0
-            )
-        })?;
-        let pieces = epp_proto::body_pieces(&lens);
-        // Every prefix after the headers message, in one pool block.
-        let head = bytes.len();
-        for piece in &pieces {
-            if let Piece::Prefix(p) = piece {
-                bytes.extend_from_slice(p.as_bytes());
-            }
-        }
+        let lines = pseudo_headers(r).into_iter().chain(header_lines(&*r));
+        let stream = epp_proto::request_stream(lines, &lens).map_err(|e| e.to_string())?;
         let oom = || "out of memory".to_owned();
-        let mem = pool_str((*r).pool, &bytes).ok_or_else(oom)?;
-        let mut at = head;
-        let mut chain: Vec<*mut ngx_buf_t> = Vec::with_capacity(pieces.len() + 1);
-        chain.push(slice_buf(r, Segment::Memory(mem.data), 0, head));
-        for piece in pieces {
-            chain.push(match piece {
-                Piece::Prefix(p) => {
-                    let n = p.as_bytes().len();
-                    at += n;
-                    slice_buf(r, Segment::Memory(mem.data), at - n, n)
-                }
-                Piece::Slice { segment, offset, len } => slice_buf(r, segs[segment], offset, len),
-            });
+        let own = pool_str((*r).pool, &stream.own).ok_or_else(oom)?;
+        let mut chain: *mut ngx_chain_t = core::ptr::null_mut();
+        for span in stream.spans.iter().rev() {
+            let b = match *span {
+                Span::Own { offset, len } => slice_buf(r, Segment::Memory(own.data), offset, len),
+                Span::Slice { segment, offset, len } => slice_buf(r, segs[segment], offset, len),
+            };
+            let cl = ngx_alloc_chain_link((*r).pool);
+            if b.is_null() || cl.is_null() {
+                return Err(oom());
+            }
+            cl.write(ngx_chain_t { buf: b, next: chain });
+            chain = cl;
         }
-        Ok((link(r, &chain).ok_or_else(oom)?, total))
+        Ok((chain, lens.iter().sum()))
     }
-}
-
-/// Links `bufs` into a chain in the pool; `None` if one is null or out of memory.
-///
-/// # Safety
-/// `r` must be valid; `bufs` pool buffers of it.
-unsafe fn link(r: *mut ngx_http_request_t, bufs: &[*mut ngx_buf_t]) -> Option<*mut ngx_chain_t> {
-    let size = core::mem::size_of::<ngx_chain_t>();
-    let mut next: *mut ngx_chain_t = core::ptr::null_mut();
-    for &b in bufs.iter().rev() {
-        // SAFETY: a pool allocation of one chain link, filled before use.
-        let cl = unsafe { ngx_pcalloc((*r).pool, size) } as *mut ngx_chain_t;
-        if b.is_null() || cl.is_null() {
-            return None;
-        }
-        // SAFETY: `cl` was just allocated.
-        unsafe { cl.write(ngx_chain_t { buf: b, next }) };
-        next = cl;
-    }
-    Some(next)
 }
 
 /// Everything the call needs, before the subrequest exists. `Err`: why there is no call.
@@ -208,7 +171,6 @@ pub(crate) unsafe fn prepare(r: *mut ngx_http_request_t) -> Result<Prepared, Str
         let (bufs, total) = request_chain(r)?;
         let body = ngx_pcalloc((*r).pool, core::mem::size_of::<ngx_http_request_body_t>())
             as *mut ngx_http_request_body_t;
-        // Two lines: the call's list (`content-type`), then `te` (see `reached`).
         let lines = ngx_palloc((*r).pool, 2 * size_of::<ngx_table_elt_t>()) as *mut ngx_table_elt_t;
         let budget = epp_proto::answer_budget(total);
         let decoder = keep((*r).pool, Some(Decoder::with_budget(MAX_MESSAGE, budget)));
@@ -219,7 +181,7 @@ pub(crate) unsafe fn prepare(r: *mut ngx_http_request_t) -> Result<Prepared, Str
         lines.write(line(b"Content-Type", b"content-type", text(b"application/grpc")));
         lines.add(1).write(line(b"TE", b"te", text(b"trailers")));
         (*body).bufs = bufs;
-        Ok(Prepared { body, lines, te: lines.add(1), decoder })
+        Ok(Prepared { body, lines, decoder })
     }
 }
 
@@ -241,24 +203,13 @@ pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t, p: &Prepared) {
         (*sr).request_body = p.body;
         (*sr).headers_in.content_length = core::ptr::null_mut();
         (*sr).headers_in.content_length_n = -1;
-        (*sr).headers_in.te = p.te;
+        (*sr).headers_in.te = p.lines.add(1);
         (*sr).method = NGX_HTTP_POST as ngx_uint_t;
         (*sr).method_name = ngx_str_t { len: 4, data: c"POST".as_ptr().cast::<u8>().cast_mut() };
         crate::epp::check::install_headers(sr, (p.lines, 1));
         (*sr).uri = ngx_str_t { len: path.len(), data: path.as_ptr().cast_mut() };
         (*sr).set_valid_unparsed_uri(0);
     }
-}
-
-/// The value of header `name` in `list`, if any.
-///
-/// # Safety
-/// `list` must be an initialized NGINX list of `ngx_table_elt_t` ([`lines`]).
-unsafe fn field<'a>(list: &'a ngx_list_t, name: &[u8]) -> Option<&'a [u8]> {
-    // SAFETY: the caller's contract.
-    unsafe { lines(list) }
-        .find(|h| h.key.as_bytes().eq_ignore_ascii_case(name))
-        .map(|h| h.value.as_bytes())
 }
 
 /// The call's body filter: every piece of the call's output is consumed here, never passed
@@ -326,9 +277,14 @@ pub(crate) unsafe fn read_answer(
     unsafe {
         let h = &(*(*sr).upstream).headers_in;
         let taken = if decoder.is_null() { None } else { (*decoder).take() };
-        let lines = match field(&h.trailers, b"grpc-status") {
-            Some(code) => (Some(code), field(&h.trailers, b"grpc-message")),
-            None => (field(&h.headers, b"grpc-status"), field(&h.headers, b"grpc-message")),
+        let field = |trailers: bool, name: &[u8]| {
+            let list = if trailers { &h.trailers } else { &h.headers };
+            (lines(list).find(|h| h.key.as_bytes().eq_ignore_ascii_case(name)))
+                .map(|h| h.value.as_bytes())
+        };
+        let lines = match field(true, b"grpc-status") {
+            Some(code) => (Some(code), field(true, b"grpc-message")),
+            None => (field(false, b"grpc-status"), field(false, b"grpc-message")),
         };
         // Not read: a panic in the body filter, or a call moved off its location.
         epp_proto::answer_outcome(h.status_n, taken, lines)

@@ -101,20 +101,9 @@ fn not_here(cf: *mut ngx_conf_t, lcf: &LocConf) -> Option<&'static str> {
     )
 }
 
-/// The shim answer's headers the proxy would act on, ignored on the call (issue #46): the
-/// answer only names an endpoint, it never moves the call or tunes the client's answer.
-const IGNORED: [&[u8]; 5] = [
-    b"X-Accel-Redirect",
-    b"X-Accel-Expires",
-    b"X-Accel-Limit-Rate",
-    b"X-Accel-Buffering",
-    b"X-Accel-Charset",
-];
-
-/// Runs the proxy module's `proxy_pass URL` handler for the location being parsed, then its
-/// `proxy_ignore_headers` with [`IGNORED`] (a bitmask: ORed with the operator's own), and
-/// returns the content handler `proxy_pass` installed; with `grpc`, the gRPC module's
-/// `grpc_pass` and `grpc_ignore_headers`.
+/// Runs the proxy module's directives `mode` needs for the location being parsed
+/// (`epp_proto::destination::Mode::commands`: `proxy_pass URL` or `grpc_pass`, the ignored
+/// headers, ...) and returns the content handler the pass installed.
 ///
 /// # Safety
 /// Only from a directive handler of a location block.
@@ -123,25 +112,10 @@ unsafe fn proxy_pass(
     url: &[u8],
     mode: Mode,
 ) -> Result<unsafe extern "C" fn(*mut ngx_http_request_t) -> ngx_int_t, ConfResult> {
-    let (module, pass, ignore) = if mode != Mode::Shim {
-        (c"ngx_http_grpc_module", &b"grpc_pass"[..], &b"grpc_ignore_headers"[..])
-    } else {
-        (c"ngx_http_proxy_module", &b"proxy_pass"[..], &b"proxy_ignore_headers"[..])
-    };
     // SAFETY: as the caller's.
     unsafe {
-        proxy_command(cf, module, pass, &[url], false)?;
-        proxy_command(cf, module, ignore, &IGNORED, false)?;
-        if mode == Mode::Shim {
-            // Unbuffered, as the gRPC proxy always is: the body filter ends the call once it
-            // has the bytes it shows (`u->length = 0`, which the buffered event pipe ignores).
-            // An operator's own `proxy_buffering`, before or after, is refused ("is duplicate").
-            proxy_command(cf, module, b"proxy_buffering", &[b"off"], false)?;
-        } else if mode == (Mode::Grpc { tls: true }) {
-            // The EPP's certificate is verified (NGINX's default is off: a man in the middle
-            // would name any destination). An operator's own `grpc_ssl_verify` before the
-            // directive stays: NGINX answers "is duplicate", taken as already set.
-            proxy_command(cf, module, b"grpc_ssl_verify", &[b"on"], true)?;
+        for c in mode.commands(url) {
+            proxy_command(cf, mode.module(), c.name, &c.values, c.kept)?;
         }
         let handler: ngx_http_handler_pt =
             NgxHttpCoreModule::location_conf_mut(&*cf).and_then(|clcf| clcf.handler);

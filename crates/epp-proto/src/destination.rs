@@ -54,6 +54,59 @@ pub fn joined<'a>(values: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
     out
 }
 
+/// The shim answer's headers the proxy would act on, ignored on the call (issue #46): the
+/// answer only names an endpoint, it never moves the call or tunes the client's answer.
+pub const IGNORED: [&[u8]; 5] = [
+    b"X-Accel-Redirect",
+    b"X-Accel-Expires",
+    b"X-Accel-Limit-Rate",
+    b"X-Accel-Buffering",
+    b"X-Accel-Charset",
+];
+
+/// A directive of the proxy module a [`Mode`] runs for the `http_matches_epp` location: its
+/// name and values, and whether an operator's own one given before stays (NGINX's "is
+/// duplicate" taken as already set).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command<'a> {
+    pub name: &'static [u8],
+    pub values: Vec<&'a [u8]>,
+    pub kept: bool,
+}
+
+impl Mode {
+    /// The NGINX module that makes the call.
+    pub fn module(self) -> &'static core::ffi::CStr {
+        match self {
+            Mode::Shim => c"ngx_http_proxy_module",
+            Mode::Grpc { .. } => c"ngx_http_grpc_module",
+        }
+    }
+
+    /// The directives the mode runs, in order: the pass to `url`, the ignored headers
+    /// ([`IGNORED`]), then the shim's `proxy_buffering off` (unbuffered, as the gRPC proxy
+    /// always is: the body filter ends the call once it has the bytes it shows, `u->length = 0`,
+    /// which the buffered event pipe ignores; an operator's own is refused as a duplicate) or,
+    /// over TLS, `grpc_ssl_verify on` (NGINX's default is off: a man in the middle would name
+    /// any destination; an operator's own before the directive stays).
+    pub fn commands(self, url: &[u8]) -> Vec<Command<'_>> {
+        let c =
+            |name, values: &[&'static [u8]], kept| Command { name, values: values.to_vec(), kept };
+        let (pass, ignore): (&'static [u8], &'static [u8]) = match self {
+            Mode::Shim => (b"proxy_pass", b"proxy_ignore_headers"),
+            Mode::Grpc { .. } => (b"grpc_pass", b"grpc_ignore_headers"),
+        };
+        let mut out = vec![Command { name: pass, values: vec![url], kept: false }];
+        out.push(c(ignore, &IGNORED, false));
+        match self {
+            Mode::Shim => out.push(c(b"proxy_buffering", &[b"off"], false)),
+            Mode::Grpc { tls: true } => out.push(c(b"grpc_ssl_verify", &[b"on"], true)),
+            Mode::Grpc { tls: false } => {}
+        }
+        out
+    }
+}
+
 /// What an `http_matches_epp` URL selects: the shim (`http://`, `https://`) or the EPP
 /// protocol over NGINX's gRPC proxy (`grpc://`, `grpcs://`: `tls`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -47,6 +47,13 @@ pub fn answer_budget(body: usize) -> usize {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TooLarge(pub usize);
 
+impl core::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let n = self.0;
+        write!(f, "the request's header lines make a message of {n} bytes, over {MAX_MESSAGE}")
+    }
+}
+
 /// Appends the `request_headers` frame: each (name, value) as a `HeaderValue` with the name
 /// lowercased (ASCII; bytes that are not UTF-8 replaced, as a protobuf string must be UTF-8) and
 /// the value as `raw_value`, as Envoy sends them. The caller puts the pseudo-headers Envoy sends
@@ -228,6 +235,47 @@ pub fn body_pieces_in(segments: &[usize], chunk: usize) -> Vec<Piece> {
         }
     }
     out
+}
+
+/// A range of a [`RequestStream`], in the order sent: bytes of its own (`own`), or a range of
+/// one of the body's segments, sent where it lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    Own { offset: usize, len: usize },
+    Slice { segment: usize, offset: usize, len: usize },
+}
+
+/// A call's whole request stream: the `request_headers` message, then the body's
+/// `request_body` messages ([`body_pieces`]). Every byte of its own is in `own` (the headers
+/// message, then each message's prefix); the body's bytes stay where they lie.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestStream {
+    pub own: Vec<u8>,
+    pub spans: Vec<Span>,
+}
+
+/// The request stream of a request with the header lines `lines` (the pseudo-headers first;
+/// a `Host` line is left out: `:authority` carries it, as Envoy sends it) and a body made of
+/// `segments` (their lengths, in order; none or all empty: the headers message ends the stream).
+pub fn request_stream<'a>(
+    lines: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    segments: &[usize],
+) -> Result<RequestStream, TooLarge> {
+    let mut own = Vec::new();
+    let lines = lines.into_iter().filter(|(n, _)| !n.eq_ignore_ascii_case(b"host"));
+    encode_headers(lines, segments.iter().all(|&l| l == 0), &mut own)?;
+    let mut spans = vec![Span::Own { offset: 0, len: own.len() }];
+    for piece in body_pieces(segments) {
+        spans.push(match piece {
+            Piece::Prefix(p) => {
+                let (offset, len) = (own.len(), p.as_bytes().len());
+                own.extend_from_slice(p.as_bytes());
+                Span::Own { offset, len }
+            }
+            Piece::Slice { segment, offset, len } => Span::Slice { segment, offset, len },
+        });
+    }
+    Ok(RequestStream { own, spans })
 }
 
 fn varint_len(v: usize) -> usize {

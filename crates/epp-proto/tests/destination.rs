@@ -1,7 +1,9 @@
 //! `destination`: the directive's URL, the destination list's elements and its preferred one,
 //! as both `http_matches_epp` modes and `http_matches_epp_endpoints` read them.
 
-use epp_proto::destination::{BODY_SHOWN, BodyHead, Mode, address, check_url, first, joined};
+use epp_proto::destination::{
+    BODY_SHOWN, BodyHead, IGNORED, Mode, address, check_url, first, joined,
+};
 use epp_proto::endpoints::{Refusal, choose};
 use proptest::prelude::*;
 
@@ -110,4 +112,33 @@ proptest! {
             Err(_) => prop_assert!(c.malformed),
         }
     }
+}
+
+#[test]
+fn each_mode_runs_its_proxys_pass_then_ignores_the_shims_redirects() {
+    let names = |mode: Mode| -> Vec<(String, Vec<String>, bool)> {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let c = mode.commands(b"URL");
+        c.iter()
+            .map(|c| (text(c.name), c.values.iter().map(|v| text(v)).collect(), c.kept))
+            .collect()
+    };
+    let ignored: Vec<String> = IGNORED.iter().map(|h| String::from_utf8_lossy(h).into()).collect();
+    assert!(ignored.contains(&"X-Accel-Redirect".to_owned()), "{ignored:?}");
+    let shim = names(Mode::Shim);
+    assert_eq!(Mode::Shim.module(), c"ngx_http_proxy_module");
+    assert_eq!(shim[0], ("proxy_pass".into(), vec!["URL".into()], false));
+    assert_eq!(shim[1], ("proxy_ignore_headers".into(), ignored.clone(), false));
+    // Unbuffered, an operator's own refused.
+    assert_eq!(shim[2], ("proxy_buffering".into(), vec!["off".into()], false));
+    assert_eq!(shim.len(), 3);
+    let grpc = names(Mode::Grpc { tls: false });
+    assert_eq!(Mode::Grpc { tls: true }.module(), c"ngx_http_grpc_module");
+    assert_eq!(grpc[0], ("grpc_pass".into(), vec!["URL".into()], false));
+    assert_eq!(grpc[1], ("grpc_ignore_headers".into(), ignored, false));
+    assert_eq!(grpc.len(), 2);
+    // Over TLS the EPP's certificate is verified, an operator's own setting kept.
+    let tls = names(Mode::Grpc { tls: true });
+    assert_eq!(tls[..2], grpc[..]);
+    assert_eq!(tls[2], ("grpc_ssl_verify".into(), vec!["on".into()], true));
 }

@@ -50,6 +50,29 @@ impl fmt::Display for Warning {
     }
 }
 
+impl MatchList {
+    /// A warning for each `@name` redirect path that `defined` does not hold (the load's check
+    /// against the named locations), "redirectPath "@x" names a location that {nowhere}",
+    /// under the list's `key` (a file's list) or none (an inline list).
+    pub fn unknown_named(
+        &self,
+        key: Option<&[u8]>,
+        defined: impl Fn(&[u8]) -> bool,
+        nowhere: &str,
+    ) -> Vec<Warning> {
+        let key = key.map(|k| String::from_utf8_lossy(k).into_owned());
+        self.redirects()
+            .filter(|(_, p)| p.starts_with('@') && !defined(p.as_bytes()))
+            .map(|(entry, p)| Warning {
+                key: key.clone(),
+                also: 0,
+                entry,
+                message: format!("redirectPath \"{p}\" names a location that {nowhere}"),
+            })
+            .collect()
+    }
+}
+
 /// One compiled list and what was wrong with its entries.
 #[derive(Debug)]
 pub struct CompiledList {
@@ -268,6 +291,27 @@ impl fmt::Display for FileError {
 }
 
 impl std::error::Error for FileError {}
+
+impl FileError {
+    /// What the module's `[emerg]` line says of `file` (`max`: `http_matches_max_memory`,
+    /// `taken`: the bytes the lists compiled before it hold).
+    pub fn describe(&self, file: &str, max: usize, taken: usize) -> String {
+        match self {
+            FileError::Io(e) => format!("cannot read \"{file}\": {e}"),
+            FileError::Memory(e) => format!(
+                "cannot compile \"{file}\": {e} (http_matches_max_memory {}; {taken} bytes \
+                 already taken by lists compiled before it)",
+                bound_text(max)
+            ),
+            e => format!("invalid \"{file}\": {e}"),
+        }
+    }
+}
+
+/// A memory bound as log lines show it: bytes, or `off` (`usize::MAX`).
+pub fn bound_text(n: usize) -> String {
+    if n == usize::MAX { "off".to_owned() } else { n.to_string() }
+}
 
 /// Compiles a file from its first pass (`survey`) and the deserializer `open` returns for the
 /// second, which allocates `reader` bytes (its read buffer) when it is opened.

@@ -355,6 +355,39 @@ pub fn is_client_value<'a, I: Iterator<Item = &'a [u8]>>(
     n > 1 && lines().collect::<Vec<_>>().join(&b", "[..]) == value
 }
 
+/// Why a `$http_matches` value is refused before it is compiled, if it is: it is the client's
+/// `Matches:` header (`client`, [`is_client_value`]), or longer than `max`
+/// (`http_matches_var_max_size`).
+pub fn refusal(value: &[u8], client: bool, max: usize) -> Option<String> {
+    if client {
+        let what = "$http_matches holds the client's \"Matches\" request header, not a list set \
+                    in the configuration; refused";
+        return Some(what.to_owned());
+    }
+    let n = value.len();
+    (n > max).then(|| {
+        let shown = crate::escape(value, 64);
+        format!(
+            "$http_matches is {n} bytes, more than http_matches_var_max_size ({max}); refused: \
+             \"{shown}\""
+        )
+    })
+}
+
+/// Why a location of `http_matches` has no list for a request: no inline list, the loaded file
+/// (`file`) and `$match_key` (`key`: some directive sets it) as they are, no `$http_matches`.
+pub fn no_list(file: bool, key: bool) -> String {
+    let key_state = match (file, key) {
+        (false, _) => "no http_matches_load",
+        (true, false) => "$match_key is never set",
+        (true, true) => "$match_key is not set or empty here",
+    };
+    format!(
+        "no match list for this request: no inline list, {key_state}, and $http_matches is not \
+         set here"
+    )
+}
+
 /// A short fingerprint of a value for log lines (the value itself may come from a client and
 /// is not logged whole).
 pub fn fingerprint(value: &[u8]) -> u64 {
