@@ -2135,6 +2135,45 @@ fn a_route_written_nowhere_takes_no_regex_memory() {
     nginx_t("regex-nowhere", &g.output);
 }
 
+/// Brief gfold (#45): the module's memory is one walk, oldest route first, that charges a
+/// route's regex conditions and its lists together and refuses it whole. Tenant b's older
+/// route r1 (a regex path and five 4,000-byte headers) is past b's 16 KiB list share; tenant a's
+/// newer route r2 (another regex) fits the regex total (room for one pattern) once r1's
+/// regex is not charged: r1 refused "budget: list memory", r2 kept, nothing refused "budget:
+/// regex memory". Before (427b80c), the regex walk ran first and kept r1's pattern charged
+/// although the list walk refused r1: r2 was refused "budget: regex memory".
+#[test]
+fn a_route_the_list_budget_refuses_takes_no_regex_memory() {
+    let pattern = |c: char| format!("/{c}{}", "[0-9]".repeat(20));
+    let mut o = opts();
+    let one = httproute_nginx::limits::regex_charge(pattern('a').len() + 64);
+    (o.global.regex_memory_per_tenant, o.global.regex_memory_total) = (one, one);
+    o.global.list_memory_per_tenant = 16 << 10;
+    let route = |ns: &str, at: u32, c: char, headers: usize| {
+        let h: Vec<String> =
+            (0..headers).map(|i| format!("{{name: x-{i}, value: {}}}", "v".repeat(4000))).collect();
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{at}, namespace: {ns}, creationTimestamp: \"2026-01-01T00:00:{at:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw, namespace: a}}]\n  rules:\n  - matches: [{{path: {{type: RegularExpression, value: \"{}\"}}, headers: [{}]}}]\n    backendRefs: [{{name: s, port: 80}}]\n",
+            pattern(c),
+            h.join(", ")
+        )
+    };
+    let docs = [
+        common::gateway(
+            "a/gw",
+            "2026-01-01T00:00:00Z",
+            "{name: l, port: 18080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
+        ),
+        route("b", 1, 'a', 5),
+        route("a", 2, 'b', 0),
+    ];
+    let g = generate_all(&[dir_with("regex-list", &docs.join("---\n"))], &backends(), &o).unwrap();
+    assert_eq!(refused_for(&g, "budget: list memory"), ["b/r1"], "{:?}", g.warnings);
+    assert_eq!(refused_for(&g, "budget: regex memory"), Vec::<String>::new(), "{:?}", g.warnings);
+    assert!(g.output.matches_json.contains(&pattern('b')), "{}", g.output.matches_json);
+    nginx_t("regex-list", &g.output);
+}
+
 /// Review of gr, L1: names brought to servers whose listener is refused are in no hash.
 /// Tenant b's older routes bring 240 names of one NGINX hash (`colliding_names`) to its newer
 /// Gateway, whose listener the socket budget refuses (`worker_connections 2`: one socket);

@@ -10,8 +10,8 @@
 //! | list word | a rule (or its attachment) | NGINX's word, per location | - | `words::lists` |
 //! | listening sockets | a listener | half of `worker_connections` or of `--open-files`, the smaller | - | [`listening_sockets`] |
 //! | server-name hash | a name's owners | a bucket at NGINX's fallback size | - | [`server_names`] |
-//! | regex memory | a route (inline: per Gateway) | `--regex-memory-total` | `--regex-memory-per-tenant` ([`Share`]) | [`regex_memory`] |
-//! | list memory | a route | what the module's memory leaves | `--list-memory-per-tenant` ([`Share`]) | `list_bytes::list_memory` |
+//! | regex memory, inline | a route's attachment to a Gateway | `--regex-memory-total` | `--regex-memory-per-tenant` ([`Share`]) | [`inline_regex_memory`] |
+//! | regex and list memory | a route, whole | `--regex-memory-total`; what the module's memory leaves | `--regex-memory-per-tenant`; `--list-memory-per-tenant` ([`Share`] each) | `list_bytes::memory` (one walk) |
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -206,7 +206,7 @@ pub(super) fn http2_ports(
 }
 
 /// The patterns of an entry's regex conditions (its path, headers and query parameters).
-fn regexes(e: &Entry) -> impl Iterator<Item = &str> {
+pub(super) fn regexes(e: &Entry) -> impl Iterator<Item = &str> {
     let path = e.path.as_deref().and_then(|p| p.strip_prefix(REGEX_CONDITION));
     path.into_iter()
         .chain(e.headers.iter().filter_map(|h| after(h, ":RegularExpression:")))
@@ -223,28 +223,25 @@ fn after<'s>(s: &'s str, sep: &str) -> Option<&'s str> {
     s.get(i + sep.len()..)
 }
 
-/// Regex memory: the module compiles every list of the configuration within
-/// `http_matches_max_memory` (128 MiB unless set), and refuses the whole configuration when they
-/// do not fit. Each distinct regex condition of a namespace is counted at the most it may hold
-/// ([`regex_charge`]: about 64 KiB), or with `--carrier inline` (`per_location`) each copy a
-/// written location compiles ([`Inline`]); routes are admitted oldest first
-/// ([`Ages::attached`]: the later of it and its listener's Gateway, then its own), while their
-/// namespace's charges stay within `per_tenant` and all namespaces' within `total` (`--regex-memory-per-tenant`,
-/// `--regex-memory-total`); a route past either is refused (`Accepted: False`), so a newer
-/// tenant never takes an older one's share (inline: a route's attachment to one Gateway, the
-/// copies made for it, at its own age: [`Via`]). Units refused before are not counted.
-pub(super) fn regex_memory(
+/// Regex memory with `--carrier inline`: the module compiles every list of the configuration
+/// within `http_matches_max_memory` (128 MiB unless set), and refuses the whole configuration
+/// when they do not fit. Each copy of a regex condition a written location compiles is
+/// counted at the most it may hold ([`regex_charge`]: about 64 KiB; [`Inline`]); units are
+/// admitted oldest first (a route's attachment to one Gateway, the copies made for it, at
+/// [`Ages::attached`], then its Gateway's own: [`Via`]), while their namespace's charges stay
+/// within `per_tenant` and all namespaces' within `total` (`--regex-memory-per-tenant`,
+/// `--regex-memory-total`); a unit past either is refused (`Accepted: False` on that
+/// parentRef), so a newer tenant never takes an older one's share. Units refused before are
+/// not counted. (Preloaded and per request, a pattern is compiled once per namespace: charged
+/// with the lists, in one walk of whole routes, `list_bytes::memory`.)
+pub(super) fn inline_regex_memory(
     ports: &[PortPlan],
     ages: &Ages,
     refusals: &mut Refusals,
-    (per_tenant, total, per_location): (usize, usize, bool),
+    (per_tenant, total): (usize, usize),
 ) {
     let budget = Share::new("regex memory", per_tenant, total);
-    let left = &refusals.left;
-    let refused = match per_location {
-        true => Inline::of(ports, ages, left).admit(budget),
-        false => per_namespace(ports, ages, left, budget),
-    };
+    let refused = Inline::of(ports, ages, &refusals.left).admit(budget);
     refusals.extend(refused);
 }
 
@@ -267,10 +264,19 @@ impl<'a> Share<'a> {
     /// Takes `cost` for route `id` if it fits its namespace's and the total, else says why
     /// not (`what`: what of the route takes it, with the verb).
     pub(super) fn take(&mut self, id: &'a RouteId, cost: usize, what: &str) -> Result<(), String> {
-        let used = self.used.entry(id.namespace.as_str()).or_default();
-        if *used + cost <= self.per_tenant && self.all + cost <= self.total {
-            *used += cost;
-            self.all += cost;
+        self.fits(id, cost, what)?;
+        *self.used.entry(id.namespace.as_str()).or_default() += cost;
+        self.all += cost;
+        Ok(())
+    }
+
+    /// Whether `cost` for route `id` fits its namespace's and the total (taking nothing),
+    /// else why not, as [`Share::take`].
+    pub(super) fn fits(&self, id: &RouteId, cost: usize, what: &str) -> Result<(), String> {
+        let used = self.used.get(id.namespace.as_str()).copied().unwrap_or(0);
+        if used.saturating_add(cost) <= self.per_tenant
+            && self.all.saturating_add(cost) <= self.total
+        {
             return Ok(());
         }
         Err(format!(
@@ -280,52 +286,6 @@ impl<'a> Share<'a> {
             id.namespace, self.per_tenant, self.total, self.name
         ))
     }
-}
-
-/// Preloaded lists: a pattern is compiled once per namespace, and charged to the oldest route
-/// of its namespace that has it.
-fn per_namespace<'a>(
-    ports: &'a [PortPlan],
-    ages: &Ages,
-    left: &Left,
-    mut budget: Share<'a>,
-) -> Vec<(Unit, String)> {
-    // Each route's age and distinct patterns, in what is written ([`Left`], as
-    // [`Inline::of`]): a route's candidates left out of a server are not compiled there.
-    // (Sorted below: the map's order is not read.)
-    let mut routes: HashMap<&RouteId, ((usize, usize), BTreeSet<&str>)> = HashMap::new();
-    for (at, s, gateway) in left.servers(ports, ages) {
-        let off = left.at(s);
-        // Runs by their blocks' addresses (no tenant's choice: a fast hasher).
-        let mut seen = rustc_hash::FxHashSet::default();
-        let runs = left.locations_of(at, s).flat_map(|(_, l)| &l.segments);
-        for c in runs.filter(|r| seen.insert(r.id())).flat_map(|r| r.candidates()) {
-            if !off.candidate(c) {
-                let r = routes.entry(&c.id.route).or_insert(((usize::MAX, 0), BTreeSet::new()));
-                r.0 = r.0.min(ages.attached(&c.id.route, gateway));
-                r.1.extend(regexes(&c.entry));
-            }
-        }
-    }
-    let mut order: Vec<((usize, usize), &RouteId, BTreeSet<&str>)> = routes
-        .into_iter()
-        .filter(|(_, (_, p))| !p.is_empty())
-        .map(|(r, (a, p))| (a, r, p))
-        .collect();
-    order.sort();
-    let mut have: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    let mut out = Vec::new();
-    for (_, id, patterns) in order {
-        let route = Unit::Route(id.clone());
-        let have = have.entry(id.namespace.as_str()).or_default();
-        let new: Vec<&str> = patterns.into_iter().filter(|p| !have.contains(p)).collect();
-        let cost = new.iter().map(|p| regex_charge(p.len())).sum();
-        match budget.take(id, cost, &format!("{} new regex conditions may take", new.len())) {
-            Ok(()) => have.extend(new),
-            Err(why) => out.push((route, why)),
-        }
-    }
-    out
 }
 
 /// What the plan leaves out, by kind: the one place that decides whether route R (through

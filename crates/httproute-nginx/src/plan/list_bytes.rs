@@ -1,10 +1,16 @@
-//! List memory: the module compiles every match list of the configuration (each key of
-//! `matches.json`, or each inline list) within `http_matches_max_memory`, and refuses the whole
-//! configuration when one does not fit: a list of L bytes of JSON must find
-//! `L x LIST_BYTES_PER_JSON_BYTE`, `LIST_BYTES_PER_ENTRY` (and a key, its warning's) per
-//! element and `LIST_BYTES_PER_PARSE` left beside what the lists compiled before it hold. So the plan budgets them, newest first, as the other
-//! budgets (`plan/budget.rs`):
+//! The module's memory: the module compiles every match list of the configuration (each key
+//! of `matches.json`, or each inline list) and its regex conditions within
+//! `http_matches_max_memory`, and refuses the whole configuration when one does not fit: a
+//! list of L bytes of JSON must find `L x LIST_BYTES_PER_JSON_BYTE`, `LIST_BYTES_PER_ENTRY`
+//! (and a key, its warning's) per element and `LIST_BYTES_PER_PARSE` left beside what the
+//! lists compiled before it hold. So the plan budgets them in one walk of whole routes, newest
+//! first refused, as the other budgets (`plan/budget.rs`):
 //!
+//! - a route's regex conditions: each pattern once per namespace (preloaded, or compiled per
+//!   request with `--carrier variable`), at the most it may hold (`limits::regex_charge`),
+//!   charged to the oldest admitted route of the namespace that has it, within
+//!   `--regex-memory-per-tenant` and `--regex-memory-total` ("budget: regex memory";
+//!   inline, each location compiles its own copies: `budget::inline_regex_memory`, before);
 //! - the module's memory is the regex conditions' (`--regex-memory-total`), the lists'
 //!   (at most [`LIST_RESIDENT_BYTES_PER_JSON_BYTE`] per byte of their JSON, and
 //!   [`LIST_RESIDENT_BYTES_PER_LIST`] per compiled list), and the parse of the list being
@@ -22,20 +28,23 @@
 //!   inline list is one nginx.conf word (`plan/words.rs`: at most 4,094 bytes), whose parse
 //!   fits by construction.
 //!
-//! A route past either is refused (`Accepted: False`, "budget: list memory"). The walk is
-//! each run once and each location's runs once (the lists written), never routes x locations.
+//! A route past any of them is refused whole (`Accepted: False`, naming the budget: its regex
+//! conditions and its lists are charged together or not at all, so a route refused takes no
+//! room from a newer one). The walk is each run once and each location's runs once (the lists
+//! written), never routes x locations.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rustc_hash::FxHashMap;
 
+use crate::limits::regex_charge;
 use route_match::{
     LIST_BYTES_PER_ENTRY, LIST_BYTES_PER_JSON_BYTE, LIST_BYTES_PER_PARSE,
     LIST_RESIDENT_BYTES_PER_INCLUDE as PER_INCLUDE, LIST_RESIDENT_BYTES_PER_JSON_BYTE as RESIDENT,
     LIST_RESIDENT_BYTES_PER_LIST as PER_LIST,
 };
 
-use super::budget::{Left, Share, makes};
+use super::budget::{Left, Share, makes, regexes};
 use super::ids::{Ages, RouteId, RouteName, Unit};
 use super::merge::{Merged, ServerAt};
 use super::types::{Candidate, Loc, LocationPlan, PortPlan, Segment};
@@ -51,6 +60,20 @@ const ELEMENT: usize = 42;
 /// What a compile keeps besides a list's estimate: the refusal's room (4,096 bytes), the next
 /// key twice, the file's read buffer (at most 64 KiB).
 const SLACK: usize = 4096 + 2 * KEY + 64 * 1024;
+
+/// What the module compiles at load, by carrier: which of the walk's charges apply.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Carrier {
+    /// `matches.json`: its lists, and their patterns once per namespace.
+    #[default]
+    Preload,
+    /// Each location's own list (`--carrier inline`): the lists; their patterns are
+    /// `budget::inline_regex_memory`'s.
+    Inline,
+    /// `set $http_matches` (`--carrier variable`): lists compiled per request, not charged;
+    /// their patterns once per namespace.
+    Variable,
+}
 
 /// The list-memory budgets, from the module's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +139,7 @@ struct List {
 /// The model, built from the plan: flat arrays (a few words per entry, run and list).
 #[derive(Default)]
 struct Model<'a> {
-    inline: bool,
+    carrier: Carrier,
     ids: HashMap<&'a RouteId, u32>,
     /// [`Model::ids`] by the address of the name (a route's candidates share one): looked up
     /// by its text once per address.
@@ -125,6 +148,9 @@ struct Model<'a> {
     routes: Vec<((usize, usize), &'a RouteId)>,
     /// (route, run, JSON bytes) of each entry, sorted.
     entries: Vec<(u32, u32, u32)>,
+    /// (route, pattern) of each regex condition of its entries, sorted, once each (not
+    /// inline: its copies are `budget::inline_regex_memory`'s).
+    patterns: Vec<(u32, &'a str)>,
     /// (route, list) its paths make, sorted.
     makes: Vec<(u32, u32)>,
     /// (route, run, JSON bytes) of each piece of a block that is not the whole block (its own
@@ -188,52 +214,87 @@ fn newest<'c>(
     cs.iter().filter_map(|c| Some((kept(c)?, &c.id.route))).max().map(|(_, id)| id)
 }
 
-/// The routes whose lists do not fit, newest first refused (see the module's doc).
-pub(super) fn list_memory(
+/// The budgets the walk charges: the lists' ([`Limits`]), and the regex conditions' (per
+/// tenant, total), each a [`Share`]; the patterns each namespace has compiled.
+struct Shares<'a> {
+    lists: Share<'a>,
+    regex: Share<'a>,
+    one_list: usize,
+    have: BTreeMap<&'a str, BTreeSet<&'a str>>,
+}
+
+/// The routes whose regex conditions or lists do not fit, newest first refused (see the
+/// module's doc); `regex`: `--regex-memory-per-tenant`, `--regex-memory-total`.
+pub(super) fn memory(
     (ports, merged): (&[PortPlan], &Merged),
     ages: &Ages,
     left: &Left,
-    limits: Limits,
-    inline: bool,
+    (limits, (per_tenant, total)): (Limits, (usize, usize)),
+    carrier: Carrier,
 ) -> Vec<(Unit, String)> {
-    let mut m = Model::of((ports, merged), ages, left, inline);
+    let mut m = Model::of((ports, merged), ages, left, carrier);
     let mut order: Vec<((usize, usize), u32)> =
         m.routes.iter().enumerate().map(|(i, &(age, _))| (age, i as u32)).collect();
     order.sort();
-    let mut share = Share::new("list memory", limits.per_tenant, limits.total);
+    let mut shares = Shares {
+        lists: Share::new("list memory", limits.per_tenant, limits.total),
+        regex: Share::new("regex memory", per_tenant, total),
+        one_list: limits.one_list,
+        have: BTreeMap::new(),
+    };
     let mut out = Vec::new();
     for (_, r) in order {
-        let id = m.routes[r as usize].1;
-        let (cost, longest) = m.cost(r);
-        let fits = if !inline && peak(longest) > limits.one_list {
-            Err(format!(
-                "route {id} would make a match list of {longest} bytes of JSON, which may take \
-                 {} bytes of the module's http_matches_max_memory to parse and compile, past \
-                 the {} one list may take (budget: list memory)",
-                peak(longest),
-                limits.one_list
-            ))
-        } else {
-            share.take(id, cost, "match lists may hold")
-        };
-        match fits {
+        match m.take(r, &mut shares) {
             Ok(()) => m.commit(r),
-            Err(why) => out.push((Unit::Route(id.clone()), why)),
+            Err(why) => out.push((Unit::Route(m.routes[r as usize].1.clone()), why)),
         }
     }
-    out.extend(m.unpaid());
+    if carrier != Carrier::Variable {
+        out.extend(m.unpaid());
+    }
     out
 }
 
 impl<'a> Model<'a> {
+    /// Route `r`'s regex conditions new to its namespace and what it adds to the lists,
+    /// taken from `shares` if all fit, else (nothing taken) why not: the regex budget first,
+    /// then one list's parse, then the lists' share.
+    fn take(&self, r: u32, shares: &mut Shares<'a>) -> Result<(), String> {
+        let id = self.routes[r as usize].1;
+        let have = shares.have.entry(id.namespace.as_str()).or_default();
+        let at = self.patterns.partition_point(|p| p.0 < r);
+        let mine = self.patterns[at..].iter().take_while(|p| p.0 == r).map(|p| p.1);
+        let new: Vec<&'a str> = mine.filter(|p| !have.contains(p)).collect();
+        let regex = new.iter().map(|p| regex_charge(p.len())).sum();
+        let what = format!("{} new regex conditions may take", new.len());
+        shares.regex.fits(id, regex, &what)?;
+        let (cost, longest) = match self.carrier {
+            Carrier::Variable => (0, 0),
+            _ => self.cost(r),
+        };
+        if self.carrier == Carrier::Preload && peak(longest) > shares.one_list {
+            return Err(format!(
+                "route {id} would make a match list of {longest} bytes of JSON, which may take \
+                 {} bytes of the module's http_matches_max_memory to parse and compile, past \
+                 the {} one list may take (budget: list memory)",
+                peak(longest),
+                shares.one_list
+            ));
+        }
+        shares.lists.take(id, cost, "match lists may hold")?;
+        shares.regex.take(id, regex, &what)?;
+        have.extend(new);
+        Ok(())
+    }
+
     /// The model of the servers written (one of each group [`Merged`] writes once).
     fn of(
         (ports, merged): (&'a [PortPlan], &Merged),
         ages: &Ages,
         left: &Left,
-        inline: bool,
+        carrier: Carrier,
     ) -> Model<'a> {
-        let mut m = Model { inline, ..Model::default() };
+        let mut m = Model { carrier, ..Model::default() };
         let mut pairs: Vec<(u32, u32)> = Vec::new();
         let listened = Merged::listened(ports, &|l| left.listeners.contains(l));
         for (pi, p) in ports.iter().enumerate() {
@@ -261,6 +322,8 @@ impl<'a> Model<'a> {
             }
         }
         m.entries.sort_unstable();
+        m.patterns.sort_unstable();
+        m.patterns.dedup();
         m.makes.sort_unstable();
         m.makes.dedup();
         m.cuts = std::mem::take(&mut m.cut_by).into_iter().filter_map(|c| m.cut(c)).collect();
@@ -323,6 +386,9 @@ impl<'a> Model<'a> {
                 }
                 if fresh {
                     self.entries.push((r, run, json(c)));
+                    if self.carrier != Carrier::Inline {
+                        self.patterns.extend(regexes(&c.entry).map(|p| (r, p)));
+                    }
                 }
             }
         }
@@ -378,7 +444,7 @@ impl<'a> Model<'a> {
     /// two runs or more): not written, as the regex budget's (their paths' requests take the
     /// longest prefix location left, whose list is the same without them).
     fn unpaid(&self) -> Vec<(Unit, String)> {
-        let least = if self.inline { 1 } else { 2 };
+        let least = if self.carrier == Carrier::Inline { 1 } else { 2 };
         let mut pieces = self.list_pieces.iter().peekable();
         let mut live = |at: usize, l: &List| {
             let mine = std::iter::from_fn(|| pieces.next_if(|p| p.0 as usize == at));
@@ -424,7 +490,7 @@ impl<'a> Model<'a> {
         let mut longest = adds.iter().map(|&(k, b)| run(k).bytes + b + 2).max().unwrap_or(0);
         let made = |l: u32| self.lists[l as usize].made || new.binary_search(&l).is_ok();
         let (mut json, mut lists, mut held) = (0usize, 0usize, 0usize);
-        if self.inline {
+        if self.carrier == Carrier::Inline {
             // (`json`, `lists`: what it adds.)
             // Its entries in every written list holding them; the lists it makes, whole.
             let mut fresh: Vec<u32> = new.clone();
@@ -471,7 +537,7 @@ impl<'a> Model<'a> {
     /// entries, its list and an include in every list holding its block; inline lists have
     /// no keys).
     fn cuts_of(&self, r: u32) -> usize {
-        if self.inline {
+        if self.carrier == Carrier::Inline {
             return 0;
         }
         let at = self.cuts.partition_point(|c| c.0 < r);
@@ -510,7 +576,7 @@ impl<'a> Model<'a> {
 mod tests {
     use std::collections::BTreeSet;
 
-    use super::{Left, Model};
+    use super::{Carrier, Left, Model};
     use crate::plan::{PathKind, plan_yaml};
 
     /// Each route's charge, admitted oldest first with no budget: tenant a's route (`/`, `/a`
@@ -530,7 +596,8 @@ mod tests {
     /// Each route of `y`'s charge, admitted oldest first with no budget.
     fn charges_of(y: &str, inline: bool) -> Vec<(String, usize)> {
         let p = plan_yaml(y, |o| o.regex_per_location = inline);
-        let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Left::default(), inline);
+        let carrier = if inline { Carrier::Inline } else { Carrier::Preload };
+        let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Left::default(), carrier);
         let mut order: Vec<_> =
             (0..m.routes.len() as u32).map(|r| (m.routes[r as usize].0, r)).collect();
         order.sort();
@@ -782,6 +849,35 @@ mod tests {
         assert_eq!(places, expected);
     }
 
+    /// `--carrier variable` compiles each list per request: its lists are not charged (a
+    /// 1 KiB list share refuses nothing), its patterns are, once per namespace, oldest route
+    /// first: b's three routes, r0 and r1 of one pattern and r2 of another, a regex share of
+    /// one pattern: r2 refused "budget: regex memory" alone.
+    #[test]
+    fn variable_lists_charge_their_patterns_alone() {
+        let pattern = |c: char| format!("/{c}{}", "[0-9]".repeat(20));
+        let mut y = "kind: Gateway\nmetadata: {name: gw, namespace: b, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  listeners: [{name: l, port: 80, protocol: HTTP}]\n".to_owned();
+        for (k, c) in ['a', 'a', 'b'].into_iter().enumerate() {
+            y += &format!(
+                "---\nkind: HTTPRoute\nmetadata: {{name: r{k}, namespace: b, creationTimestamp: \"2026-01-02T00:00:{k:02}Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: RegularExpression, value: \"{}\"}}, headers: [{{name: x, value: \"{}\"}}]}}]\n",
+                pattern(c),
+                "v".repeat(1000)
+            );
+        }
+        let p = plan_yaml(&y, |o| {
+            o.list_word = Some(crate::syntax::Pos::Variables);
+            o.regex_memory_per_tenant = crate::limits::regex_charge(pattern('a').len() + 64);
+            o.list_memory_per_tenant = 1 << 10;
+        });
+        let refused: Vec<(String, bool)> = p
+            .refused
+            .iter()
+            .map(|(r, why)| (format!("{r:?}"), why.contains("budget: regex memory")))
+            .collect();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0].0.contains("\"r2\"") && refused[0].1, "{refused:?}");
+    }
+
     /// Preloaded lists of includes (HIGH-2 of gb's review): tenant b's 40 routes on nested
     /// prefixes `/d`, `/d/d`, ... (the deepest locations' lists include 40 runs): the newest
     /// route is charged its lists' includes at `LIST_RESIDENT_BYTES_PER_INCLUDE` each, and its
@@ -797,7 +893,7 @@ mod tests {
             );
         }
         let p = plan_yaml(&y, |_| {});
-        let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Left::default(), false);
+        let mut m = Model::of((&p.ports, &p.merged), &p.ages, &Left::default(), Carrier::Preload);
         let mut order: Vec<_> =
             (0..m.routes.len() as u32).map(|r| (m.routes[r as usize].0, r)).collect();
         order.sort();

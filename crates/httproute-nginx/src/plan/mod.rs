@@ -15,7 +15,7 @@
 //! | precedence (candidates and their sort key, locations) | `plan/precedence.rs` |
 //! | status (condition types and reasons, listener and route conditions) | `plan/status.rs` |
 //! | server merging (servers the same on several ports, written once) | `plan/merge.rs` |
-//! | budgets (what tenants share in NGINX: objects over theirs refused, newest first) | `plan/budget.rs`, `plan/list_bytes.rs` (the match lists' memory) |
+//! | budgets (what tenants share in NGINX: objects over theirs refused, newest first) | `plan/budget.rs`, `plan/list_bytes.rs` (the module's memory: match lists and regex conditions, one walk) |
 //!
 //! and `plan/ids.rs` (typed listener, route and rule ids), `plan/entry.rs` (the match-list entry
 //! emit writes and explain evaluates), `plan/types.rs` (the plan's nodes: ports, servers,
@@ -93,7 +93,7 @@ pub struct PlanOptions<'a> {
     /// The master's open-file limit (`--open-files`): the budget is half of the smaller.
     pub open_files: u32,
     /// Bytes of `http_matches_max_memory` one namespace's regex conditions may take
-    /// (`budget::regex_memory`).
+    /// (`list_bytes::memory`; inline, `budget::inline_regex_memory`).
     pub regex_memory_per_tenant: usize,
     /// Bytes all namespaces' regex conditions may take together.
     pub regex_memory_total: usize,
@@ -102,7 +102,7 @@ pub struct PlanOptions<'a> {
     /// (`plan/list_bytes.rs`).
     pub module_max_memory: usize,
     /// Bytes of it one namespace's match lists may hold (`--list-memory-per-tenant`;
-    /// `list_bytes::list_memory`).
+    /// `list_bytes::memory`).
     pub list_memory_per_tenant: usize,
     /// Each location compiles the patterns of its own list (`--carrier inline`): the regex
     /// budget charges a pattern once per location that holds it, not once per namespace.
@@ -362,10 +362,12 @@ fn refusals(
     }
     budget::listening_sockets(ports, ages, opts.worker_connections, opts.open_files, &mut refused);
     budget::server_names(ports, ages, &mut refused);
-    let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total, opts.regex_per_location);
-    budget::regex_memory(ports, ages, &mut refused, regex);
+    let regex = (opts.regex_memory_per_tenant, opts.regex_memory_total);
+    if opts.regex_per_location {
+        budget::inline_regex_memory(ports, ages, &mut refused, regex);
+    }
     // Servers the same on several ports as they will be written: the budgets above keep
-    // servers apart (an attachment refused); the list budget refuses routes and locations
+    // servers apart (an attachment refused); the memory walk refuses routes and locations
     // alone, which [`merged`] does not read, so this is the plan's merging.
     let merged = merged(ports, &refused.list);
     let lists = list_bytes::Limits::of(
@@ -373,14 +375,17 @@ fn refusals(
         opts.regex_memory_total,
         opts.list_memory_per_tenant,
     );
-    // `--carrier variable` compiles each list per request (`set $http_matches`): nothing at
-    // load, no matches.json.
-    if opts.regex_per_location || opts.list_word.is_none() {
-        let inline = opts.regex_per_location;
-        let listed = list_bytes::list_memory((ports, &merged), ages, &refused.left, lists, inline);
-        debug_assert!(listed.iter().all(|(u, _)| matches!(u, Unit::Route(_) | Unit::Location(..))));
-        refused.extend(listed);
-    }
+    // `--carrier variable` compiles each list per request (`set $http_matches`): no list at
+    // load, no matches.json; its patterns are charged all the same.
+    let carrier = match (opts.regex_per_location, opts.list_word) {
+        (true, _) => list_bytes::Carrier::Inline,
+        (false, None) => list_bytes::Carrier::Preload,
+        (false, Some(_)) => list_bytes::Carrier::Variable,
+    };
+    let memory = (lists, regex);
+    let listed = list_bytes::memory((ports, &merged), ages, &refused.left, memory, carrier);
+    debug_assert!(listed.iter().all(|(u, _)| matches!(u, Unit::Route(_) | Unit::Location(..))));
+    refused.extend(listed);
     (refused.list, merged)
 }
 
