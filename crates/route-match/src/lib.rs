@@ -25,6 +25,7 @@
 
 mod bytes;
 mod compile;
+mod directive;
 mod eval;
 mod file;
 mod include;
@@ -40,6 +41,7 @@ pub mod vhost;
 
 pub use bytes::{decimal, escape, small_decimal};
 pub use compile::{Bounds, CompiledFile, CompiledList, FileError, Warning, bound_text};
+pub use directive::{is_empty_list, memory_args, split_syntax};
 pub use eval::{DEFAULT_REGEX_BUDGET, EvalError, Forward, MatchList, Outcome, RequestView, Work};
 pub use include::{flatten, flatten_text};
 pub use parse::{INCLUDE, ParseError, Syntax};
@@ -91,55 +93,6 @@ pub const LIST_RESIDENT_BYTES_PER_LIST: usize = 512;
 /// JSON while compiled, 167 bytes an include past the rest of the model measured
 /// (`tests/resident.rs` `lists_of_includes_are_within_the_model`: 1 to 600 includes a list).
 pub const LIST_RESIDENT_BYTES_PER_INCLUDE: usize = 256;
-
-/// A directive's arguments (after its name) split into its `syntax=` option (`Auto` when
-/// none, the last one when several) and the others; `Err`: why a `syntax=` is refused.
-pub fn split_syntax<'a>(
-    args: impl IntoIterator<Item = &'a [u8]>,
-) -> Result<(Syntax, Vec<&'a [u8]>), String> {
-    let mut syntax = Syntax::Auto;
-    let mut rest = Vec::new();
-    for a in args {
-        let Some(v) = a.strip_prefix(b"syntax=") else {
-            rest.push(a);
-            continue;
-        };
-        let Some(s) = core::str::from_utf8(v).ok().and_then(Syntax::from_name) else {
-            let v = String::from_utf8_lossy(v);
-            return Err(format!("invalid \"syntax={v}\": use auto, typed or untyped"));
-        };
-        syntax = s;
-    }
-    Ok((syntax, rest))
-}
-
-/// `http_matches_max_memory SIZE [pattern=SIZE]`'s arguments (after its name): the bound of
-/// the configuration's lists (`off`: `usize::MAX`) and, if given, one pattern's; `size` reads
-/// a size (NGINX's grammar), none of 0. `Err`: the first argument refused.
-pub fn memory_args<'a>(
-    args: &[&'a [u8]],
-    size: impl Fn(&[u8]) -> Option<usize>,
-) -> Result<(usize, Option<usize>), &'a [u8]> {
-    let size = |v| size(v).filter(|&n| n > 0);
-    let (all, pattern) = match *args {
-        [all] => (all, None),
-        [all, pattern] => (all, Some(pattern)),
-        _ => return Err(args.get(2).copied().unwrap_or_default()),
-    };
-    let all = if all == b"off" { usize::MAX } else { size(all).ok_or(all)? };
-    let pattern = match pattern {
-        Some(v) => Some(v.strip_prefix(b"pattern=").and_then(size).ok_or(v)?),
-        None => None,
-    };
-    Ok((all, pattern))
-}
-
-/// Whether a directive's inline list is the empty JSON array (`[]`, JSON whitespace allowed
-/// inside): no entry, never a winner (no list is compiled for it).
-pub fn is_empty_list(json: &[u8]) -> bool {
-    let rest = json.iter().filter(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-    rest.eq(b"[]".iter())
-}
 
 /// Parses and compiles one match list (a JSON array), e.g. an inline `http_matches` argument or
 /// a `$http_matches` value.
