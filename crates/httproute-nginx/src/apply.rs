@@ -76,11 +76,12 @@ pub const ERROR_LOG: &str = "logs/error.log";
 
 /// `nginx -t` on the staged configuration; if it passes, and every TCP address it adds can
 /// be bound ([`held_ports`]), the configuration is put in place, [`REPORT`] removed, the
-/// NGINX running from `dir` told to reload (`nginx -s reload`), and its report on the staged
-/// generation awaited ([`wait_report`]): when the master refuses the new configuration, the one
-/// it keeps serving is put back in place. `Err`: nginx could not be run, a file could not be
-/// renamed, or no report named the generation within `wait` (the new configuration is then in
-/// place, since the master may still take it).
+/// NGINX running from `dir` told to reload (`nginx -s reload`, once its master has started its
+/// workers: [`forks_workers`]), and its report on the staged generation awaited
+/// ([`wait_report`]): when the master refuses the new configuration, the one it keeps serving
+/// is put back in place. `Err`: nginx could not be run, a file could not be renamed, the master
+/// started no worker within `wait` (nothing changed), or no report named the generation within
+/// `wait` (the new configuration is then in place, since the master may still take it).
 pub fn check_and_reload(
     staged: Staged,
     dir: &Path,
@@ -97,6 +98,14 @@ pub fn check_and_reload(
         staged.commit().map_err(|e| e.to_string())?;
         return Ok(Applied::NotRunning);
     };
+    if !forks_workers(master, wait) {
+        return Err(format!(
+            "the master (pid {master}) has started no worker process within {} s: it acts on a \
+             reload only once it has (a signal caught before waits for the next one); nothing \
+             changed",
+            wait.as_secs()
+        ));
+    }
     let current = std::fs::read_to_string(dir.join("nginx.conf")).unwrap_or_default();
     let new = std::fs::read_to_string(staged.conf()).map_err(|e| e.to_string())?;
     let held = held_ports(&current, &new);
@@ -228,6 +237,25 @@ pub fn running_master(dir: &Path) -> Option<u32> {
     let pid: u32 = text.trim().parse().ok()?;
     let proc = Path::new("/proc");
     (!proc.is_dir() || proc.join(pid.to_string()).exists()).then_some(pid)
+}
+
+/// Whether the master `pid` has forked its workers, looked at every 20 ms for at most `wait`.
+/// NGINX's master blocks signals, forks its workers, then waits for a signal: a reload signal
+/// caught before it blocked them (just after it wrote its pid file) is acted on only at the
+/// next signal. `true` where Linux lists no children (a kernel without them, no such process).
+fn forks_workers(pid: u32, wait: Duration) -> bool {
+    let children = format!("/proc/{pid}/task/{pid}/children");
+    let start = Instant::now();
+    loop {
+        match std::fs::read_to_string(&children) {
+            Ok(c) if c.trim().is_empty() => {}
+            _ => return true,
+        }
+        if start.elapsed() >= wait {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// `nginx -p DIR/ -c CONF ARGS`: (success, what it printed).

@@ -227,12 +227,30 @@ fn apply_verifies_the_reload_and_puts_back_what_the_master_keeps() {
     let out = d.out();
     d.input(&format!("{GW}{}", route("b1")));
     assert_eq!(d.run("generate", &[]).0, Some(0));
-    // A process standing for the running master (no children: only its log lines answer).
-    let mut master = Command::new("sleep").arg("300").spawn().unwrap();
-    std::fs::write(out.join("logs/nginx.pid"), format!("{}\n", master.id())).unwrap();
-    std::fs::write(out.join("logs/error.log"), "an earlier [emerg] of another run\n").unwrap();
+    // A process standing for the running master: no children yet, as a master that has not
+    // blocked signals (it forks its workers after), so apply signals nothing and changes nothing.
+    let take = reloading_nginx(&d, "take", "took");
     let (conf, status) = (read(&out.join("nginx.conf")), read(&d.status()));
     d.input(&format!("{GW}{}", route("b2")));
+    let mut starting = Command::new("sleep").arg("300").spawn().unwrap();
+    std::fs::write(out.join("logs/nginx.pid"), format!("{}\n", starting.id())).unwrap();
+    let (code, err) = d.run("apply", &["--nginx", take.to_str().unwrap(), "--reload-wait", "1"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("has started no worker process within 1 s"), "{err}");
+    assert!(!out.join(httproute_nginx::apply::REPORT).exists(), "the reload was signalled");
+    assert_eq!((read(&out.join("nginx.conf")), read(&d.status())), (conf.clone(), status.clone()));
+    assert_eq!(names(&out.join("generations")), ["1"]);
+    starting.kill().unwrap();
+    starting.wait().unwrap();
+    // The master, with a worker (a child that ends with it: its stdin closed); only its log
+    // lines answer.
+    let mut master = Command::new("sh")
+        .args(["-c", "sleep 300 & read _; kill $!"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::fs::write(out.join("logs/nginx.pid"), format!("{}\n", master.id())).unwrap();
+    std::fs::write(out.join("logs/error.log"), "an earlier [emerg] of another run\n").unwrap();
 
     // The master reports it refused it (nginx -t passed: a port another process holds), while
     // the log says "start worker process" with its pid.
@@ -260,7 +278,6 @@ fn apply_verifies_the_reload_and_puts_back_what_the_master_keeps() {
 
     // It starts new workers: in place, the status written, nothing left beside nginx.conf.
     std::fs::write(d.status(), "old\n").unwrap();
-    let take = reloading_nginx(&d, "take", "took");
     let (code, err) = d.run("apply", &["--nginx", take.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{err}");
     assert!(read(&out.join("nginx.conf")).contains("127.0.0.1:10"));
@@ -269,7 +286,7 @@ fn apply_verifies_the_reload_and_puts_back_what_the_master_keeps() {
         names(&out),
         [".lock", "generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]
     );
-    master.kill().unwrap();
+    drop(master.stdin.take());
     master.wait().unwrap();
 }
 
