@@ -571,7 +571,7 @@ fn the_report_follows_no_link() {
     gateway.hup();
     // On a failure, what the report says and NGINX's log. (It waited in vain twice, beside
     // heavy jobs: the HUP had come before the master blocked signals, so NGINX acted on it
-    // only at a next signal that never came; `Prefix::start` now waits for the workers.)
+    // only at a next signal that never came; `Prefix::start` now waits until it takes signals.)
     let says = || format!("the reload's report (it says {:?})", read(&report));
     wait_until(gateway.with_log(LazyText(&says)), || read(&report) == "2 took\n");
     assert_eq!((read(&victim), read(&other)), ("victim\n".to_owned(), "other\n".to_owned()));

@@ -246,18 +246,15 @@ impl Prefix {
         let child =
             command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start nginx");
         let n = Nginx { prefix: self, child: Some(child) };
-        // Ready for a signal once the master forked a worker. Listening is not enough: NGINX
-        // opens its sockets before it installs its signal handlers (a SIGHUP then ends it). Nor
-        // is the pid file, written after them: the master blocks signals only later, at the
-        // top of its cycle, which begins with sigsuspend, so a SIGHUP or SIGTERM caught before
-        // that waits for the next signal to be acted on. It forks the workers after blocking.
+        // Started once its master takes signals. Listening is not enough: NGINX opens its
+        // sockets before it installs its signal handlers (a SIGHUP then ends it). Nor is the
+        // pid file, written after them: the master blocks signals later, and a SIGHUP or
+        // SIGTERM caught before that waits for the next signal (`apply::takes_signals`).
         let id = n.child.as_ref().map(Child::id);
         let (pid, pid_file) = (id.map(|i| format!("{i}\n")), n.prefix.dir.join("logs/nginx.pid"));
-        let children = id.map(|i| format!("/proc/{i}/task/{i}/children"));
-        let forked = || children.as_ref().and_then(|c| std::fs::read_to_string(c).ok());
         wait_until(n.with_log("nginx to start"), || {
             std::fs::read_to_string(&pid_file).ok() == pid
-                && forked().is_some_and(|c| !c.trim().is_empty())
+                && id.is_some_and(httproute_nginx::apply::takes_signals)
                 && TcpStream::connect(("127.0.0.1", n.prefix.port)).is_ok()
         });
         n

@@ -76,12 +76,12 @@ pub const ERROR_LOG: &str = "logs/error.log";
 
 /// `nginx -t` on the staged configuration; if it passes, and every TCP address it adds can
 /// be bound ([`held_ports`]), the configuration is put in place, [`REPORT`] removed, the
-/// NGINX running from `dir` told to reload (`nginx -s reload`, once its master has started its
-/// workers: [`forks_workers`]), and its report on the staged generation awaited
-/// ([`wait_report`]): when the master refuses the new configuration, the one it keeps serving
-/// is put back in place. `Err`: nginx could not be run, a file could not be renamed, the master
-/// started no worker within `wait` (nothing changed), or no report named the generation within
-/// `wait` (the new configuration is then in place, since the master may still take it).
+/// NGINX running from `dir` told to reload (`nginx -s reload`, once its master takes signals:
+/// [`takes_signals`]), and its report on the staged generation awaited ([`wait_report`]): when
+/// the master refuses the new configuration, the one it keeps serving is put back in place.
+/// `Err`: nginx could not be run, a file could not be renamed, the master took no signals
+/// within `wait` (nothing changed), or no report named the generation within `wait` (the new
+/// configuration is then in place, since the master may still take it).
 pub fn check_and_reload(
     staged: Staged,
     dir: &Path,
@@ -98,11 +98,12 @@ pub fn check_and_reload(
         staged.commit().map_err(|e| e.to_string())?;
         return Ok(Applied::NotRunning);
     };
-    if !forks_workers(master, wait) {
+    if !master_ready(master, wait) {
         return Err(format!(
-            "the master (pid {master}) has started no worker process within {} s: it acts on a \
-             reload only once it has (a signal caught before waits for the next one); nothing \
-             changed",
+            "the master (pid {master}) took no signals within {} s: NGINX's master acts on a \
+             reload once it has blocked signals and started its workers (a signal caught before \
+             waits for the next one); NGINX without a master process is not reloaded by apply; \
+             nothing changed",
             wait.as_secs()
         ));
     }
@@ -239,23 +240,32 @@ pub fn running_master(dir: &Path) -> Option<u32> {
     (!proc.is_dir() || proc.join(pid.to_string()).exists()).then_some(pid)
 }
 
-/// Whether the master `pid` has forked its workers, looked at every 20 ms for at most `wait`.
-/// NGINX's master blocks signals, forks its workers, then waits for a signal: a reload signal
-/// caught before it blocked them (just after it wrote its pid file) is acted on only at the
-/// next signal. `true` where Linux lists no children (a kernel without them, no such process).
-fn forks_workers(pid: u32, wait: Duration) -> bool {
-    let children = format!("/proc/{pid}/task/{pid}/children");
+/// Whether the NGINX master `pid` acts on a signal now. The master installs its signal
+/// handlers and writes its pid file in `main()`, then blocks signals, takes the title `nginx:
+/// master process`, forks its workers and waits for a signal: a reload signal caught before
+/// the block is acted on only at the next signal. So: the master's title, or a child (under
+/// valgrind the title does not show); `true` where Linux tells neither (`hidepid`, a kernel
+/// that lists no children). NGINX without a master process (`master_process off`) has neither.
+pub fn takes_signals(pid: u32) -> bool {
+    let title = std::fs::read(format!("/proc/{pid}/cmdline"));
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+    match (title, children) {
+        (Ok(t), _) if t.starts_with(b"nginx: master process") => true,
+        (_, Ok(c)) => !c.trim().is_empty(),
+        _ => true,
+    }
+}
+
+/// [`takes_signals`], looked at every 20 ms for at most `wait`.
+fn master_ready(pid: u32, wait: Duration) -> bool {
     let start = Instant::now();
-    loop {
-        match std::fs::read_to_string(&children) {
-            Ok(c) if c.trim().is_empty() => {}
-            _ => return true,
-        }
+    while !takes_signals(pid) {
         if start.elapsed() >= wait {
             return false;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    true
 }
 
 /// `nginx -p DIR/ -c CONF ARGS`: (success, what it printed).
