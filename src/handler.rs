@@ -303,13 +303,16 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
             NGX_HTTP_NOT_FOUND as ngx_int_t
         }
         Some(s) => {
+            // Escaped only where a line is written (the macros check the level first): a
+            // fallback without debug logging allocates nothing here.
             let (name, at) =
-                (escape(s.fallback.as_deref().unwrap_or_default(), 256), &s.fallback_where);
+                (|| escape(s.fallback.as_deref().unwrap_or_default(), 256), &s.fallback_where);
             ngx_log_debug_mask!(
                 DebugMask::Http,
                 log,
-                "http_matches: {what}, falls back to the server \"{name}\" (http_matches_fallback \
-                 in {at})"
+                "http_matches: {what}, falls back to the server \"{}\" (http_matches_fallback \
+                 in {at})",
+                name()
             );
             // SAFETY: the caller guarantees `r`; `s` is its current server's conf.
             let target = unsafe { crate::fallback::socket_server(r, s) };
@@ -319,8 +322,9 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
                 return fail(
                     log,
                     format_args!(
-                        "http_matches_fallback: \"{name}\" (in {at}) resolves on this socket to a \
-                         server the configuration check did not"
+                        "http_matches_fallback: \"{}\" (in {at}) resolves on this socket to a \
+                         server the configuration check did not",
+                        name()
                     ),
                 );
             }
@@ -329,9 +333,10 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
                 ngx_log_error!(
                     NGX_LOG_INFO,
                     log,
-                    "http_matches_fallback: \"{name}\" (in {at}) reaches a server that verifies \
+                    "http_matches_fallback: \"{}\" (in {at}) reaches a server that verifies \
                      client certificates (ssl_verify_client), which this connection was not \
-                     negotiated for: 421"
+                     negotiated for: 421",
+                    name()
                 );
                 return NGX_HTTP_MISDIRECTED_REQUEST as ngx_int_t;
             }
