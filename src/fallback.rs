@@ -1,14 +1,9 @@
-//! `http_matches_fallback`: where a request with no winner goes, per listen socket.
-//!
-//! At request time the target is NGINX's own choice for the fallback name on the socket the
-//! request arrived on (its server names hash: the exact name, else the longest `*.`/`.`
-//! wildcard, else the socket's default server), so a server that listens on several ports
-//! falls back to each port's own server ([`socket_server`]). At load, the same choice is made
-//! for every socket of every server ([`route_match::vhost::Names`]), and the servers each one may
-//! reach are recorded; `nginx -t` refuses a server that reaches itself, a cycle over those
-//! (any socket), and a chain longer than [`MAX_CHAIN`]. At request time a target
-//! that is not among the recorded ones answers 500: a request's walk is a path of that
-//! checked graph, bounded whatever the lookup finds.
+//! `http_matches_fallback`: where a request with no winner goes, per listen socket. At
+//! request time the target is NGINX's own choice for the name on the request's socket (exact
+//! name, longest wildcard, else the default server: [`socket_server`]). At load the same choice
+//! is made for every socket of every server ([`route_match::vhost::Names`]) and recorded;
+//! `nginx -t` refuses self-reach, cycles and chains past [`MAX_CHAIN`]. A target outside the
+//! record answers 500: a walk is a path of the checked graph.
 
 use std::collections::HashMap;
 
@@ -24,8 +19,7 @@ use crate::util::{array, text};
 use route_match::vhost::{Socket, fallback_targets};
 
 /// The most servers one request may pass through by `http_matches_fallback` (the first
-/// included): a host name of 253 characters has at most 127 labels, so a server per exact
-/// name and per wildcard of a listener, and the catch-all, fit.
+/// included): a server per label of a 253-character name (127), and the catch-all, fit.
 const MAX_CHAIN: usize = 128;
 
 /// Every server in configuration order: its core conf, and its `server_name`s as NGINX stored
@@ -46,9 +40,8 @@ struct Sockets {
 /// The servers and the listen sockets of the http block.
 ///
 /// # Safety
-/// Only from postconfiguration: the core main conf, its servers (with `server_names`, merged)
-/// and `ports` (filled by `listen` while parsing; consumed by ngx_http_optimize_servers only
-/// after postconfiguration) are alive.
+/// Only from postconfiguration: the core main conf, its merged servers and `ports` (consumed
+/// by ngx_http_optimize_servers only after it) are alive.
 unsafe fn servers_and_sockets(cf: *mut ngx_conf_t) -> (Servers, Sockets) {
     let (mut servers, mut sockets) = (Servers::default(), Sockets::default());
     // SAFETY: see the function's contract. `servers` is an array of core srv conf pointers;
@@ -84,10 +77,9 @@ unsafe fn servers_and_sockets(cf: *mut ngx_conf_t) -> (Servers, Sockets) {
     (servers, sockets)
 }
 
-/// Resolves every server's fallback name on each of its sockets and checks the graph of
-/// those targets (see the module comment, `route_match::vhost::fallback_targets`); on success
-/// each `SrvConf` records its targets. `false` when that fails the configuration (each
-/// problem an `[emerg]` at its directive).
+/// Resolves every server's fallback name on each of its sockets and checks the graph
+/// (`route_match::vhost::fallback_targets`): each `SrvConf` records its targets, or `false`
+/// fails the load (each problem an `[emerg]` at its directive).
 pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
     // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context; each server
     // of the core main conf is a live core server conf.
@@ -136,10 +128,8 @@ pub(crate) fn resolve(cf: *mut ngx_conf_t) -> bool {
     false
 }
 
-/// The server NGINX picks for `scf`'s fallback name on the socket `r` arrived on: its server
-/// names hash (exact, then the `*.`/`.` wildcards; not the trailing wildcards or regular
-/// expressions, as at load), else the socket's default server. Null when the request has no
-/// socket configuration.
+/// The server NGINX picks for `scf`'s fallback name on `r`'s socket: its names hash (exact,
+/// then `*.`/`.` wildcards; as at load), else the default server. Null without a socket conf.
 ///
 /// # Safety
 /// `r` must be a valid request; `scf` its current server's conf, resolved at load.
@@ -148,11 +138,9 @@ pub(crate) unsafe fn socket_server(
     scf: &crate::SrvConf,
 ) -> *const ngx_http_core_srv_conf_t {
     let name = &scf.fallback_name;
-    // SAFETY: see the function's contract: `r->main` is the main request, alive at least as
-    // long as `r`; its `http_connection` is the connection's (or its stream's copy: a
-    // subrequest's own is null), its `addr_conf` the socket's configuration of this cycle,
-    // whose hashes NGINX built from the servers' names (lowercased, as `name` is) and only
-    // reads. The hash functions read `len` bytes of the name and return a core server conf
+    // SAFETY: `r->main` outlives `r`; its `http_connection` (a subrequest's own is null)
+    // holds the socket's `addr_conf` of this cycle, whose hashes NGINX built from lowercased
+    // names and only reads; the hash functions read `len` bytes and return a core server conf
     // or null.
     unsafe {
         let hc = (*(*r).main).http_connection;
@@ -180,11 +168,8 @@ pub(crate) unsafe fn socket_server(
     }
 }
 
-/// Whether the request is on a TLS connection and `target` asks for client certificates
-/// (`ssl_verify_client`): NGINX checks a client's certificate against the server its `Host`
-/// (or SNI) picks, and answers 421 to a `Host` whose server verifies on a connection
-/// negotiated for another name. A fallback is a server the client did not name: it must not
-/// enter one that verifies (the handshake and the certificate check were another server's).
+/// Whether the request is on TLS and `target` verifies client certificates: a fallback is a
+/// server the client did not name, so, as NGINX for such a `Host`, it is refused (421).
 ///
 /// # Safety
 /// `r` must be a valid request; `target` a core server conf of its configuration.

@@ -20,9 +20,8 @@ thread_local! {
     static PANIC_AT: core::cell::RefCell<String> = const { core::cell::RefCell::new(String::new()) };
 }
 
-/// Replaces Rust's default panic hook (which prints to stderr, NGINX's error log of the
-/// master, with no time or level) by one that only records where the panic happened: every
-/// entry point catches panics and logs them once, through NGINX, with that place.
+/// Replaces Rust's panic hook (stderr, no time or level) by one that records where the panic
+/// happened: every entry point logs it once, through NGINX.
 pub(crate) fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -96,28 +95,24 @@ pub(crate) fn directive(cf: *mut ngx_conf_t, body: impl FnOnce() -> ConfResult) 
 /// own slot setters return the same text.
 pub(crate) const DUPLICATE: &core::ffi::CStr = c"is duplicate";
 
-/// One directive of this module, pointed to by its command's `post` (a `static`, paired with
-/// its `T` by `conf::directives`): `given` says the conf already has the directive's value
-/// (then [`DUPLICATE`]), `set` sets it from the directive's arguments (`[0]` its name).
+/// One directive of this module (a `static` its command's `post` points at): `given`, the
+/// conf has its value already ([`DUPLICATE`]); `set`, from its arguments (`[0]` its name).
 pub(crate) struct Slot<T> {
     pub(crate) given: fn(&T) -> bool,
     pub(crate) set: fn(*mut ngx_conf_t, &mut T, &[ngx_str_t]) -> ConfResult,
 }
 
-/// NGINX's handler of every [`Slot`] directive, under [`directive`]: the command's [`Slot`]
-/// runs on the module's conf the directive writes (a `T`: checked against the command's
-/// `conf` offset).
+/// NGINX's handler of every [`Slot`] directive, under [`directive`], on the conf it writes
+/// (a `T`, checked against the command's `conf` offset).
 pub(crate) unsafe extern "C" fn slot<T: Level>(
     cf: *mut ngx_conf_t,
     cmd: *mut ngx_command_t,
     conf: *mut core::ffi::c_void,
 ) -> ConfResult {
     directive(cf, || {
-        // SAFETY: NGINX calls a directive handler with its command, its context and the conf
-        // structure its `conf` offset names, created by this module's `create_*_conf`: a `T`,
-        // as checked; `post` is the `Slot<T>` `conf::directives` paired with `slot::<T>`, a
-        // static; `cf->args` (an array of `ngx_str_t`) is alive until the handler returns, as
-        // is `set`'s borrow.
+        // SAFETY: NGINX passes the command, its context and the conf its `conf` offset names
+        // (a `T` of this module's `create_*_conf`, as checked); `post` is the static
+        // `Slot<T>` paired with `slot::<T>`; `cf->args` lives until the handler returns.
         let (s, slot, args) = unsafe {
             if (*cmd).conf != T::OFFSET || conf.is_null() || (*cmd).post.is_null() {
                 return NGX_CONF_ERROR;

@@ -1,11 +1,8 @@
-//! The content handler of locations with `http_matches`.
-//!
-//! Per request: pick the list (inline, `$match_key` in the loaded file, or a cached
-//! `$http_matches` value), evaluate it over the request as NGINX stored it (no copies), then
-//! internally redirect to the winner with the request's own `r->args`, answer 404 through
-//! NGINX's special responses (or continue in the server `http_matches_fallback` names; 421 when
-//! that server verifies client certificates on a TLS connection negotiated for another), or 500
-//! with one `[error]` line that says what was wrong.
+//! The content handler of locations with `http_matches`: choose the list (inline, `$match_key`
+//! in the loaded file, or a cached `$http_matches` value), evaluate it over the request as
+//! NGINX stored it (no copies), act: the internal redirect to the winner keeping `r->args`, 404
+//! or `http_matches_fallback` (421 where the target verifies client certificates), or 500 with
+//! one `[error]` line.
 
 use core::fmt;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -28,9 +25,8 @@ use crate::state::{DEFAULT_REGEX_BUDGET, LocConf, MainConf};
 use crate::util::{escape, header_lines, lines, log, pool_str, var};
 use crate::{HttpMatchesModule, guard};
 
-/// Where in the loaded file the last `$match_key` was found: most locations ask for one key
-/// on every request (`CompiledFile::get_hinted` checks it, so any value is safe). One word
-/// per worker process (a thread-local would cost a `__tls_get_addr` call in a loaded module).
+/// Where in the loaded file the last `$match_key` was found (`CompiledFile::get_hinted` checks
+/// it, so any value is safe): one word per worker, not a thread-local (`__tls_get_addr`).
 static KEY_HINT: AtomicU32 = AtomicU32::new(0);
 
 pub(crate) unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -99,9 +95,8 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     unsafe { act(r, mcf, list, &source, outcome) }
 }
 
-/// The list of this request and where it came from (inline, `$match_key` in the loaded file,
-/// or a cached `$http_matches` value, held in `held`), with the variable slots looked at for
-/// a configured original of `$http_matches`; `Err`: the answer (a 500, logged).
+/// The request's list and where it came from (a `$http_matches` value's entry held in
+/// `held`); `Err`: the answer (a 500, logged).
 ///
 /// # Safety
 /// `r` must be a valid request of a location with `http_matches`.
@@ -154,8 +149,7 @@ fn set_value(req: &ngx_http_request_t, index: Option<ngx_uint_t>) -> Option<&[u8
     var::get(slot)
 }
 
-/// `$match_key` as NGINX evaluates it: a `set` value, or what a `map`, `geo` or any other
-/// definition gives (evaluated now if nothing did before).
+/// `$match_key` as NGINX evaluates it (a `set` value, or its definition's, evaluated now).
 ///
 /// # Safety
 /// `r` must be a valid request; the value lives as long as it.
@@ -166,9 +160,8 @@ unsafe fn match_key<'r>(r: *mut ngx_http_request_t, mcf: &MainConf) -> Option<&'
     if let Some(v) = set_value(req, Some(index)) {
         return Some(v);
     }
-    // Not evaluated yet. When `set $http_matches` ran here, this location uses that carrier:
-    // asking for `$match_key` would only run `set`'s getter of an unset variable, which logs
-    // "using uninitialized variable" on every request.
+    // Where `set $http_matches` ran, that is the carrier: evaluating an unset `$match_key`
+    // would log "using uninitialized variable" on every request.
     if set_value(req, mcf.http_matches).is_some() {
         return None;
     }
@@ -177,7 +170,7 @@ unsafe fn match_key<'r>(r: *mut ngx_http_request_t, mcf: &MainConf) -> Option<&'
 }
 
 /// The compiled list of a `$http_matches` value from the worker's cache (compiled now when
-/// missing); `Err`: the value is refused (a 500, logged).
+/// missing); `Err`: refused (a 500, logged).
 fn from_variable(
     req: &ngx_http_request_t,
     lcf: &LocConf,
@@ -237,18 +230,15 @@ unsafe fn evaluate<'l>(
     let budget = lcf.regex_budget.unwrap_or(DEFAULT_REGEX_BUDGET) as u64;
     let view = View { r: req, log, budget };
     let Some(index) = mcf.var_work else { return Ok(list.evaluate(&view)) };
-    // Another type over the same view (`Forward`), so that the counted evaluation is
-    // instantiated apart from `evaluate::<View>` and leaves the inlining of the common path as
-    // it was (with both on `View`, the module's regex path cost ~290 more instructions per
-    // request under callgrind).
+    // `Forward`: the counted evaluation instantiated apart, so the common path's inlining is
+    // unchanged (with both on `View`, ~290 more instructions per regex request, callgrind).
     let (outcome, work) = list.evaluate_work(&route_match::Forward::new(&view));
     // SAFETY: `r` is valid and `index` is an indexed variable of its configuration.
     unsafe { store_work(r, index, work) }?;
     Ok(outcome)
 }
 
-/// Acts on the outcome: the internal redirect to the winner, no winner (404 or a fallback),
-/// or a 500 for an error.
+/// Acts on the outcome: the redirect to the winner, no winner (404 or a fallback), or 500.
 ///
 /// # Safety
 /// `r` must be a valid request in the content phase, with no outstanding references into it.
@@ -269,9 +259,8 @@ unsafe fn act(
                 "http_matches: {source}: entry {entry} of {} wins, redirect to \"{path}\"",
                 list.len()
             );
-            // Inline and file lists live as long as the configuration cycle, which outlives
-            // every request it serves; a `$http_matches` list lives in the worker's cache,
-            // which may drop it while the request still runs, so its path is copied.
+            // Inline and file lists outlive every request of their cycle; the worker's cache
+            // may drop a `$http_matches` list while the request runs: its path is copied.
             let stable = !matches!(source, Source::Variable);
             // SAFETY: the caller guarantees `r`; `path` outlives the request when `stable`.
             unsafe { redirect(r, mcf, path, entry, stable) }
@@ -285,10 +274,8 @@ unsafe fn act(
     }
 }
 
-/// No entry wins: 404 through NGINX's special responses, or, when the request's current server
-/// has `http_matches_fallback`, the request continues in the target server.
-///
-/// `what` (the list and why it has no winner) begins the debug line of the decision.
+/// No entry wins: 404, or, when the current server has `http_matches_fallback`, the request
+/// continues in the target server. `what` (the list, why no winner) begins the debug line.
 ///
 /// # Safety
 /// `r` must be a valid request in the content phase, with no outstanding references into it.
@@ -303,8 +290,7 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
             NGX_HTTP_NOT_FOUND as ngx_int_t
         }
         Some(s) => {
-            // Escaped only where a line is written (the macros check the level first): a
-            // fallback without debug logging allocates nothing here.
+            // Escaped only where a line is written (the macros check the level first).
             let (name, at) =
                 (|| escape(s.fallback.as_deref().unwrap_or_default(), 256), &s.fallback_where);
             ngx_log_debug_mask!(
@@ -351,10 +337,9 @@ unsafe fn no_winner(r: *mut ngx_http_request_t, what: fmt::Arguments<'_>) -> ngx
     }
 }
 
-/// `$matches_fallback`, one more: the servers the request fell back through (main request
-/// only, like `$matches_entry`; a subrequest reads its main request's). It survives the
-/// fallback and later redirects (`r->variables` is kept), so a server-level check the server
-/// fallen back to runs again (the generator's TLS check of listener isolation) can tell.
+/// `$matches_fallback`, one more: the servers the main request fell back through. It survives
+/// fallbacks and redirects (`r->variables` is kept), so a server-level check that runs again
+/// in the target (the generator's TLS check of listener isolation) can tell.
 ///
 /// # Safety
 /// `r` must be a valid request with no outstanding references into it.
@@ -370,12 +355,9 @@ unsafe fn count_fallback(r: *mut ngx_http_request_t) -> Result<(), ngx_int_t> {
     }
 }
 
-/// `http_matches_fallback`: the request continues in the `target` server as if that server
-/// had received it: the same `r->uri` and `r->args`, module contexts cleared, from its server
-/// rewrite phase (ngx_http_internal_redirect, then ngx_http_handler for an internal request),
-/// except that the main request is not made internal (an `internal` location of the target
-/// stays out of a client's reach) and `r->uri_changes` is not spent (the configuration refuses
-/// cycles and chains of more than 128 servers).
+/// `http_matches_fallback`: the request continues in `target` as if it had received it
+/// (ngx_http_internal_redirect, then ngx_http_handler from the server rewrite phase), but the
+/// main request is not made internal and `r->uri_changes` is not spent (the load bounds walks).
 ///
 /// # Safety
 /// `r` must be a valid request in the content phase, with no outstanding references into it;
@@ -395,10 +377,8 @@ unsafe fn fall_back(
         let Some(cmcf) = NgxHttpCoreModule::main_conf(&*r) else {
             return fail(log, format_args!("core module configuration is missing"));
         };
-        // From the server rewrite phase, as for a request the target received: its
-        // server-level `return`, `rewrite` and `if` apply (a server that refuses everything
-        // refuses a fallback too). A check that must not run twice tells a request that fell
-        // back by `$matches_fallback` (the generator's TLS check of listener isolation).
+        // From the server rewrite phase: the target's server-level `return`, `rewrite`, `if`
+        // apply (a check that must not run twice reads `$matches_fallback`).
         let server_rewrite = cmcf.phase_engine.server_rewrite_index as ngx_int_t;
         (*r).srv_conf = (*target.ctx).srv_conf;
         (*r).loc_conf = (*target.ctx).loc_conf;
@@ -412,9 +392,8 @@ unsafe fn fall_back(
         let main = (*r).main;
         (*main).set_count((*main).count() + 1);
         // A fallback is the client's request: the target's `internal` locations stay out of
-        // its reach even when this server came to the list by an internal redirect
-        // (`try_files ... @name`, `error_page`), where `r->internal` is set but the URI may
-        // still be the client's. A subrequest's URI is the configuration's: it stays internal.
+        // reach even after an internal redirect here (`try_files ... @name`, `error_page`). A
+        // subrequest's URI is the configuration's: it stays internal.
         if core::ptr::eq((*r).main, r) {
             (*r).set_internal(0);
         }
@@ -456,9 +435,8 @@ unsafe fn redirect(
             pool_str((*r).pool, path.as_bytes())
         };
         let Some(uri) = uri else { return fail(log(&*r), format_args!("out of memory")) };
-        // `r->variables` of a subrequest is its parent's array: a subrequest (SSI, mirror,
-        // auth_request, ...) through an `http_matches` location must not overwrite what the
-        // main request chose, so only the main request records its choice.
+        // A subrequest (SSI, mirror, auth_request) shares its parent's `r->variables`: only
+        // the main request records its choice.
         if core::ptr::eq((*r).main, r) {
             let stored = store(r, mcf.var_redirect, Some(uri))
                 .and_then(|()| store(r, mcf.var_entry, number((*r).pool, entry)));
@@ -491,9 +469,8 @@ unsafe fn store_work(
     }
 }
 
-/// The decimal text of `n` for a variable: below 100 a static of the module (alive while it
-/// is loaded; NGINX only reads a variable's value), else a copy in `pool`; `None`: out of
-/// memory.
+/// The decimal text of `n` for a variable: below 100 a static of the module (NGINX only reads
+/// it), else a copy in `pool`; `None`: out of memory.
 ///
 /// # Safety
 /// `pool` must be a live NGINX pool.
@@ -518,8 +495,8 @@ unsafe fn number_copy(pool: *mut ngx::ffi::ngx_pool_t, n: usize) -> Option<ngx_s
     unsafe { pool_str(pool, route_match::decimal(n, &mut [0; 20])) }
 }
 
-/// Sets an indexed variable's value for the rest of the request (it survives the internal
-/// redirect: `r->variables` is kept); `None` (out of memory): a 500, logged.
+/// Sets an indexed variable for the rest of the request (`r->variables` survives redirects);
+/// `None` (out of memory): a 500, logged.
 ///
 /// # Safety
 /// `index` must be an indexed variable of this configuration and `value` live as long as `r`.
@@ -536,8 +513,8 @@ unsafe fn store(
     Ok(())
 }
 
-/// `$http_matches` as its own definition gives it (a `map`), where no `set` ran; `None` when
-/// the variable has no definition of its own (NGINX would read the `Matches:` header).
+/// `$http_matches` as its own definition (a `map`) gives it; `None` without one (NGINX would
+/// read the `Matches:` header).
 fn defined_value<'r>(r: *mut ngx_http_request_t, mcf: &MainConf) -> Option<&'r [u8]> {
     if !mcf.http_matches_getter {
         return None;
@@ -547,8 +524,7 @@ fn defined_value<'r>(r: *mut ngx_http_request_t, mcf: &MainConf) -> Option<&'r [
     unsafe { var::evaluated(r, mcf.http_matches?) }
 }
 
-/// Whether `value` is what a client sent as `Matches:` (what `$http_matches` reads in a
-/// location where no `set` ran, if something evaluated it before us).
+/// Whether `value` is what a client sent as `Matches:` (`$http_matches` where no `set` ran).
 fn client_value(req: &ngx_http_request_t, value: &[u8]) -> bool {
     // The name's length first: the other lines cost no slice (issue #46).
     let matches = || {
@@ -591,8 +567,8 @@ impl RequestView for View<'_> {
             escape(pattern.as_bytes(), 128)
         );
     }
-    /// One budget per request: what its earlier evaluations (other locations, other servers
-    /// before a fallback) charged is spent (issue #46). Asked only by a list with regexes.
+    /// One budget per request: what its earlier evaluations (redirects, fallbacks) charged is
+    /// spent. Asked only by a list with regexes.
     fn regex_budget(&self) -> Option<u64> {
         // SAFETY: the request is valid while it is evaluated; the cell is null or a live u64
         // of its pool.
@@ -610,12 +586,11 @@ impl RequestView for View<'_> {
     }
 }
 
-/// The handler of the pool cleanup that holds the units a request's evaluations charged: it
-/// does nothing, it marks the entry (found by its address, `charged`).
+/// The (empty) handler that tags the pool cleanup entry holding the request's charged units.
 unsafe extern "C" fn charged_tag(_data: *mut core::ffi::c_void) {}
 
-/// The units the request's evaluations charged so far: kept in its pool (shared by its
-/// subrequests), which a fallback's or a redirect's clearing of module contexts leaves alone.
+/// The units the request's evaluations charged so far, in its pool (shared by subrequests,
+/// untouched when a fallback or redirect clears module contexts; realip's idiom).
 ///
 /// # Safety
 /// `r` must be a valid request.

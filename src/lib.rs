@@ -1,10 +1,7 @@
-//! `ngx_http_matches_module`: NGF's HTTPRoute header/query/method matching as a native NGINX
-//! module, a drop-in for `httpmatches.js`.
-//!
-//! This crate is the thin glue between NGINX and the `route-match` engine: directives, the
-//! content handler, variables. Unsafe code lives here and in `crates/pcre2-bounded` (the glue
-//! to PCRE2) only, each block with a `SAFETY:` comment. Every function NGINX calls is wrapped in [`guard`]: a Rust panic becomes a
-//! logged error (`[alert]` + 500 for requests, `[emerg]` for configuration), never a dead worker.
+//! `ngx_http_matches_module`: NGF's HTTPRoute matching (`httpmatches.js`) and endpoint picker
+//! (`epp.js`) as a native NGINX module: the glue between NGINX and the engine crates. Unsafe
+//! code lives here and in `crates/pcre2-bounded`, each block with a `SAFETY:` comment; every
+//! function NGINX calls is wrapped in [`guard`] (a panic: `[alert]` + 500, or `[emerg]`).
 
 use core::ffi::{c_char, c_void};
 use core::ptr::{addr_of, addr_of_mut};

@@ -1,24 +1,17 @@
-//! What the first fork after a configuration load gives back, and the workers' JIT code.
-//!
-//! At that fork (a `pthread_atfork` prepare handler, armed by `init_module` for a load that
-//! uses the module: the first worker's on a reload, NGINX's fork into the background at start
-//! with `daemon on`) the memory the old configuration left free is given back
-//! ([`before_fork`]): PCRE2's unused JIT chunks and, on glibc, the heap's free pages
-//! (`malloc_trim`), so that they are not copied into every worker.
-//!
-//! No JIT code in the master (issue #30): a load compiles its patterns without JIT code
-//! (`pcre2_bounded::defer_jit`, [`release`]), measuring each one's JIT size on a copy freed at
-//! once; a worker JIT-compiles a pattern at its first match ([`init_process`]) within the
-//! allowance the load leaves ([`want`], [`arm`]), else the interpreter and a `[warn]`
-//! ([`report_jit_refusals`]).
+//! What the first fork after a load gives back, and the workers' JIT code. At that fork (a
+//! `pthread_atfork` handler armed by `init_module`) the memory the old configuration left free
+//! is given back ([`before_fork`]: PCRE2's unused JIT chunks, glibc's free heap pages), not
+//! copied into every worker. No JIT code in the master: a load compiles without it
+//! ([`release`]), measuring its size; a worker JIT-compiles a pattern at its first match
+//! ([`init_process`]) within the allowance the load leaves ([`want`], [`arm`]), else the
+//! interpreter and a `[warn]` ([`report_jit_refusals`]).
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Set by `init_module` in the master; taken by the first fork after it.
 static ARMED: AtomicBool = AtomicBool::new(false);
-/// The configuration being loaded has an `http_matches` or `http_matches_load` directive.
-/// A configuration that only loads the module (the Debian package enables it for every
-/// NGINX) leaves NGINX's heap alone.
+/// The configuration being loaded uses the module (one that only loads it, as the Debian
+/// package does for every NGINX, leaves NGINX's heap alone).
 static USED: AtomicBool = AtomicBool::new(false);
 /// The JIT allowance of the configuration being loaded (see [`want`]), applied by [`arm`].
 static JIT_ROOM: AtomicUsize = AtomicUsize::new(usize::MAX);
@@ -38,9 +31,8 @@ pub(crate) fn want(left: usize, used: bool) {
     JIT_ROOM.store(left.saturating_add(pcre2_bounded::deferred_jit_bytes()), Ordering::Relaxed);
 }
 
-/// `init_process`: a worker (or a cache process) keeps the JIT code it makes, so patterns
-/// compiled here (`$http_matches` values) are JIT-compiled when compiled, counted in their
-/// compile's bound, and the configuration's at their first match, within the allowance.
+/// `init_process`: a worker keeps the JIT code it makes (`$http_matches` values' at compile,
+/// counted in its bound; the configuration's at first match, within the allowance).
 pub(crate) unsafe extern "C" fn init_process(
     _cycle: *mut ngx::ffi::ngx_cycle_t,
 ) -> ngx::ffi::ngx_int_t {
@@ -70,9 +62,8 @@ pub(crate) fn report_jit_refusals(log: *mut ngx::ffi::ngx_log_t) {
     }
 }
 
-/// Arms the next fork's handler (in the master, after a configuration load that uses the
-/// module): it gives back the memory the old configuration left free. The load's JIT allowance becomes the one its workers inherit (here, not at
-/// [`want`]: a load refused after postconfiguration must not change the running one's).
+/// Arms the next fork's handler (the master, after a load that uses the module), and makes
+/// the load's JIT allowance the workers' (not at [`want`]: a refused load changes nothing).
 pub(crate) fn arm() {
     pcre2_bounded::set_jit_allowance(JIT_ROOM.load(Ordering::Relaxed));
     if USED.load(Ordering::Relaxed) {
@@ -94,11 +85,9 @@ unsafe extern "C" {
     ) -> core::ffi::c_int;
 }
 
-/// The first fork after a load: NGINX's master has freed the old configuration by now (at the
-/// end of `ngx_init_cycle`, before it starts the new workers), so what the old compiled lists
-/// held is free here, and not before. It is given back: PCRE2's JIT chunks that hold no code
-/// (the one left by the load's JIT-size measurements; NGINX's own `pcre_jit` code is not
-/// touched), and the free pages of the heap (`malloc_trim`).
+/// The first fork after a load: the old configuration is freed by now (end of
+/// `ngx_init_cycle`), so its memory is given back: PCRE2's JIT chunks that hold no code (not
+/// NGINX's own `pcre_jit` code), and the heap's free pages (`malloc_trim`).
 unsafe extern "C" fn before_fork() {
     if ARMED.swap(false, Ordering::Relaxed) {
         // Nothing may unwind out of a fork handler; a failure here only costs memory.

@@ -1,14 +1,9 @@
-//! `http_matches_reload_report PATH GENERATION;`: the master writes, for each configuration it
-//! loads (start and reload), whether it took it: `GENERATION took` or `GENERATION refused`,
-//! one line in PATH (a temporary file renamed over it). `httproute-nginx apply` reads a
-//! reload's verdict there: only the master writes the file, no client can.
-//!
-//! The model (`ngx_init_cycle`): the directive registers a cleanup on the new cycle's pool.
-//! Every way a load can fail after that (the rest of the file, files, shared memory, listening
-//! sockets) destroys the pool, which runs the cleanup; `init_module` runs only after every
-//! step that can fail, and marks the cycle taken. So: `init_module` writes "took"; a cleanup
-//! of a cycle never taken writes "refused"; the cleanup of a taken cycle (a later reload, the
-//! exit) writes nothing. `nginx -t` and `nginx -s` parse the file too and write nothing.
+//! `http_matches_reload_report PATH GENERATION;`: for each configuration the master loads, one
+//! line `GENERATION took` or `GENERATION refused` in PATH (renamed over it), which
+//! `httproute-nginx apply` reads: no client can write it. The model (`ngx_init_cycle`): a
+//! cleanup on the new cycle's pool runs on every failure after the directive; `init_module`
+//! runs after every step that can fail. So `init_module` writes "took", the cleanup of a cycle
+//! never taken "refused", a taken cycle's nothing; `nginx -t` and `nginx -s` write nothing.
 
 use core::ptr::null_mut;
 use core::sync::atomic::{AtomicPtr, Ordering};

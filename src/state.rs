@@ -1,6 +1,5 @@
-//! The module's configuration state (`http {}` and location level), shared by the directive
-//! handlers (`conf`) and the request handler (`handler`), which both depend on this module
-//! and not on each other.
+//! The module's configuration state, shared by the directives (`conf`) and the handlers,
+//! which depend on it and not on each other.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -23,9 +22,8 @@ pub struct MainConf {
     /// Indexes of `$match_key` and `$http_matches`, when some `set` declares them.
     pub(crate) match_key: Option<ngx_uint_t>,
     pub(crate) http_matches: Option<ngx_uint_t>,
-    /// `$http_matches` has a definition with a getter (`map $x $http_matches { ... }`): the
-    /// handler evaluates it where no `set` ran, and its value never comes from the
-    /// `Matches:` request header.
+    /// `$http_matches` has a definition with a getter (a `map`): evaluated where no `set` ran,
+    /// never the `Matches:` request header.
     pub(crate) http_matches_getter: bool,
     /// Indexes of `$matches_redirect` and `$matches_entry`.
     pub(crate) var_redirect: ngx_uint_t,
@@ -112,9 +110,8 @@ pub(crate) const DEFAULT_VAR_MAX_SIZE: usize = 16 * 1024;
 pub(crate) const DEFAULT_VAR_CACHE_SIZE: usize = 32 * 1024 * 1024;
 /// `http_matches_regex_budget` unless set: match steps (see route_match::DEFAULT_REGEX_BUDGET).
 pub(crate) const DEFAULT_REGEX_BUDGET: ngx_uint_t = route_match::DEFAULT_REGEX_BUDGET as ngx_uint_t;
-/// `http_matches_max_memory` unless set: NGF-shaped configurations of 10,000 routes compile
-/// to a few MiB (docs/BENCHMARKS.md), so this is far above them, and low enough that a
-/// hostile file cannot take the master past a few hundred MiB.
+/// `http_matches_max_memory` unless set: far above NGF's 10,000 routes (a few MiB), low
+/// enough that a hostile file cannot take the master past a few hundred MiB.
 pub(crate) const DEFAULT_MAX_MEMORY: usize = 128 * 1024 * 1024;
 /// `http_matches_regex_cache` unless set.
 pub(crate) const DEFAULT_REGEX_CACHE_SIZE: usize = 1024 * 1024;
@@ -140,18 +137,15 @@ impl MainConf {
 }
 
 impl Drop for MainConf {
-    /// In a worker that is exiting, the compiled lists are left as they are: freeing them
-    /// would write to (and so copy) every page of the heap they share with the master and
-    /// the other workers, moments before the process is gone anyway. They stay reachable
-    /// (see [`crate::util::leave_reachable`]), so a leak checker reports only what is really lost.
+    /// An exiting worker leaves the compiled lists (freeing them would copy every heap page
+    /// shared with the master), reachable ([`crate::util::leave_reachable`]).
     fn drop(&mut self) {
         if EXITING.load(Ordering::Relaxed) {
             if let Some(file) = self.file.take() {
                 crate::util::leave_reachable(&LEFT, file);
             }
         } else if self.file.take().is_some() {
-            // The master, after a reload: the old lists were just freed. Give their pages back
-            // now, before "start worker processes" is logged and the new workers fork.
+            // The master, after a reload: give the old lists' pages back before the fork.
             crate::prefork::trim();
         }
     }
@@ -170,12 +164,10 @@ pub struct SrvConf {
     pub(crate) fallback: Option<Vec<u8>>,
     /// Where the directive stands ("file:line"), for the checks of postconfiguration.
     pub(crate) fallback_where: String,
-    /// The servers a request with no winner may continue in (one per socket at most),
-    /// resolved in postconfiguration (core server confs of this configuration, alive as long
-    /// as it); empty: none. At request time the socket's own is looked up and must be one.
+    /// The servers a request with no winner may continue in (one per socket at most, core
+    /// server confs resolved in postconfiguration); empty: none.
     pub(crate) fallback_targets: Vec<*const ngx_http_core_srv_conf_t>,
-    /// The name, lowercased, and its `ngx_hash_key` (both set by the directive), for the
-    /// lookups at load and at request time.
+    /// The name, lowercased, and its `ngx_hash_key`, for the lookups.
     pub(crate) fallback_name: Vec<u8>,
     pub(crate) fallback_key: ngx::ffi::ngx_uint_t,
     /// `http_matches_epp_endpoints` (an `upstream` block; see `epp_endpoints`).
@@ -190,8 +182,7 @@ pub(crate) struct EndpointPool {
     pub(crate) name: String,
     /// "file:line" of the directive.
     pub(crate) at: String,
-    /// The block's `server` addresses, round robin's peers (configuration memory, alive as
-    /// long as the cycle): what a try connects to.
+    /// The block's `server` addresses, round robin's peers (alive with the cycle).
     pub(crate) peers: Vec<*mut ngx::ffi::ngx_http_upstream_rr_peer_t>,
     /// Address -> index in `peers`: the allowed set.
     pub(crate) index: std::collections::HashMap<std::net::SocketAddr, u32>,
@@ -220,19 +211,15 @@ pub struct LocConf {
     /// when `http_matches_strict` is known.
     pub(crate) pending: Vec<Warning>,
     pub(crate) pending_where: String,
-    /// `http_matches_epp`: the proxy module's content handler it configured for the shim
-    /// (inherited by the location's `if` blocks only).
+    /// `http_matches_epp`: the proxy's content handler (inherited by `if` blocks only).
     pub(crate) epp_proxy: ngx::ffi::ngx_http_handler_pt,
-    /// "file:line" of this location's own `http_matches_epp` (empty when inherited or none),
-    /// for the checks at merge.
+    /// "file:line" of this location's own `http_matches_epp` (empty when inherited or none).
     pub(crate) epp_where: String,
-    /// The address of the content handler `http_matches_epp` installed here, for the check
-    /// at merge that no later directive replaced it.
+    /// The content handler `http_matches_epp` installed, checked at merge as not replaced.
     pub(crate) epp_handler: Option<usize>,
     /// `http_matches_epp grpc://...`: the call speaks the EPP protocol (see `epp::grpc`).
     pub(crate) epp_grpc: bool,
-    /// The last `$http_matches` value of this location the worker's cache took (see
-    /// `cache::Kept`: a weak reference, the cache stays the list's only owner).
+    /// The last `$http_matches` value of this location the worker's cache took (weak).
     pub(crate) var_kept: route_match::var_cache::Kept,
 }
 

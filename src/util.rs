@@ -85,11 +85,9 @@ pub(crate) unsafe fn redirect_keeping_args(
     }
 }
 
-/// Leaves `value` allocated for the rest of the process, pointed to from `slot`, a static:
-/// valgrind's leak check finds it reachable, since the module stays mapped after NGINX's
-/// dlclose (linked `-z nodelete`, build.rs). The swap reads `slot` and `black_box` uses what
-/// it read: a static only ever written is deleted by LTO, store and all (then the value was
-/// "definitely lost", scripts/bench/memcheck.sh).
+/// Leaves `value` allocated for the rest of the process, reachable from the static `slot`
+/// (the module stays mapped: `-z nodelete`, build.rs). `black_box` uses what the swap read:
+/// LTO deletes a static only ever written, and valgrind then calls the value lost.
 pub(crate) fn leave_reachable<T>(slot: &core::sync::atomic::AtomicPtr<T>, value: T) {
     core::hint::black_box(
         slot.swap(Box::into_raw(Box::new(value)), core::sync::atomic::Ordering::Relaxed),
@@ -113,8 +111,7 @@ pub(crate) unsafe fn lines<'r>(list: &'r ngx_list_t) -> Lines<'r> {
     Lines { part: Some(&list.part), i: 0 }
 }
 
-/// The iterator of [`lines`]: a part and the index of its next element (a walk of two words:
-/// the request path scans the header lines twice, issue #46).
+/// The iterator of [`lines`]: a part and the index of its next element.
 pub(crate) struct Lines<'r> {
     part: Option<&'r ngx_list_part_t>,
     i: usize,
@@ -152,8 +149,7 @@ pub(crate) fn header_lines(r: &ngx_http_request_t) -> impl Iterator<Item = (&[u8
     unsafe { lines(&r.headers_in.headers) }.map(|h| (h.key.as_bytes(), h.value.as_bytes()))
 }
 
-/// Every module of the cycle being configured, with its name, in the list's order (the order
-/// their hooks run in).
+/// Every module of the cycle being configured, with its name, in the order their hooks run.
 ///
 /// # Safety
 /// During configuration: `cf->cycle->modules` is the null-terminated array of every module,
@@ -178,13 +174,10 @@ pub(crate) unsafe fn modules<'a>(
     })
 }
 
-/// `ngx_variable_value_t` without bindgen's bitfield accessors.
-///
-/// The struct starts with one 32-bit word of bitfields: `len:28, valid:1, no_cacheable:1,
-/// not_found:1, escape:1`. bindgen's generated getters and setters move one bit per loop
-/// iteration: storing one value through them cost ~480 instructions, about 1,000 per
-/// redirected request (callgrind), more than all the matching. These read and write the word
-/// at once. [`layout_ok`] compares them with bindgen's accessors and is checked at load.
+/// `ngx_variable_value_t`'s first word (`len:28, valid:1, no_cacheable:1, not_found:1,
+/// escape:1`) read and written at once: bindgen's accessors move a bit per loop iteration,
+/// ~1,000 instructions per redirected request (callgrind). [`layout_ok`], checked at load,
+/// compares them with bindgen's.
 pub(crate) mod var {
     use ngx::ffi::ngx_variable_value_t;
 

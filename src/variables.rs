@@ -59,11 +59,9 @@ fn declared_variable(
     }
 }
 
-/// Whether the declared variable `name` has a definition of its own: a `map`, `geo`,
-/// `split_clients`, `js_set`, ... gives it a getter. `set` alone declares it weak
-/// (ngx_http_rewrite_module, `NGX_HTTP_VAR_WEAK`): NGINX then replaces its getter by the
-/// prefix variable's when it initializes the variables, after postconfiguration, so that a
-/// `$http_...` name reads the request header of that name where no `set` ran.
+/// Whether the declared variable `name` has a definition of its own (a `map`, `geo`, `js_set`
+/// getter); `set` alone declares it weak (`NGX_HTTP_VAR_WEAK`), and a `$http_...` name then
+/// reads the request header where no `set` ran.
 fn has_getter(cf: *mut ngx_conf_t, name: &str) -> bool {
     match declared_variable(cf, name) {
         Some(v) if !v.is_null() => {

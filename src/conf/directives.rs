@@ -167,8 +167,7 @@ fn matches(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfRe
     }
     match rest[..] {
         [] => {}
-        // `[]`: a list with no entry, so never a winner (a server's catch-all under
-        // `http_matches_fallback`). The engine compiles no empty list; none is needed.
+        // `[]`: never a winner (a catch-all under `http_matches_fallback`); nothing compiled.
         [json] if route_match::is_empty_list(json) => lcf.inline_empty = true,
         [json] => {
             if compile_inline(cf, lcf, json, syntax, bounds) != NGX_CONF_OK {
@@ -189,8 +188,7 @@ fn matches(cf: *mut ngx_conf_t, lcf: &mut LocConf, args: &[ngx_str_t]) -> ConfRe
     NGX_CONF_OK
 }
 
-/// Compiles the inline list `json` of `http_matches` into `lcf`, its `@name` redirect paths
-/// kept for the check of postconfiguration.
+/// Compiles the inline list `json` into `lcf`, its `@name` paths kept for postconfiguration.
 fn compile_inline(
     cf: *mut ngx_conf_t,
     lcf: &mut LocConf,
@@ -256,8 +254,7 @@ fn fallback(cf: *mut ngx_conf_t, scf: &mut SrvConf, args: &[ngx_str_t]) -> ConfR
     NGX_CONF_OK
 }
 
-/// A size in NGINX's own grammar (`ngx_parse_size`: a number with an optional `k` or `m`,
-/// either case), the one `ngx_conf_set_size_slot` uses for every other size directive.
+/// A size in NGINX's own grammar (`ngx_parse_size`, as `ngx_conf_set_size_slot`).
 fn parse_size(v: &[u8]) -> Option<usize> {
     let mut s = ngx_str_t { len: v.len(), data: v.as_ptr().cast_mut() };
     // SAFETY: `s` describes `v`'s bytes, alive for the call; `ngx_parse_size` only reads them.

@@ -43,19 +43,15 @@ pub(crate) unsafe extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
     let _ = std::panic::catch_unwind(route_match::var_cache::forget_all);
 }
 
-/// Registers `$matches_redirect` and `$matches_entry` before the configuration is parsed, so
-/// `log_format` and friends can name them.
+/// Registers the variables before the configuration is parsed (`log_format` may name them).
 pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     // A configuration load begins (master): the heap held since the last fork serves it.
     crate::prefork::release();
     crate::guard::install_panic_hook();
-    // The allocator's reserve is held from here to the end of `postconfiguration`: an
-    // allocation that fails anywhere in this module's part of the load (a compile, a
-    // directive handler, a merge, the checks of postconfiguration) is rescued and refuses the
-    // load there, instead of aborting the master (`alloc_meter`). When the system cannot give
-    // the reserve now, the load is refused before anything of the module allocates (without
-    // the reserve, any allocation that fails would abort the master: a reload swept across
-    // address-space limits found one in the file's read buffer).
+    // The allocator's reserve is held until the end of `postconfiguration`: an allocation of
+    // the module's part of the load that fails is rescued and refuses the load, instead of
+    // aborting the master (`alloc_meter`). Without a reserve now, the load is refused before
+    // the module allocates anything.
     if !alloc_meter::begin_load() {
         let what = "http_matches: out of memory while loading the configuration: the system \
                     refused the module's 16 MiB reserve (an address-space limit?); the \
@@ -87,9 +83,8 @@ pub(crate) fn postconfiguration(cf: *mut ngx_conf_t) -> Status {
         mcf.map_or(0, |m| m.bounds().memory),
         mcf.is_some_and(|m| m.used || m.file.is_some()),
     );
-    // The last checkpoint of the load: an allocation failed since `preconfiguration` (and
-    // was rescued by the reserve) fails it with an `[emerg]`; the reserve is given back either
-    // way, so no process forked after the load keeps it.
+    // The last checkpoint: an allocation rescued since `preconfiguration` fails the load with
+    // an `[emerg]`; the reserve is given back either way (no forked process keeps it).
     if alloc_meter::end_load() {
         let what = "http_matches: out of memory while loading the configuration: the system \
                     refused an allocation (an address-space limit?); the configuration is not \

@@ -1,9 +1,6 @@
-//! Configuration: directives and everything decided at load time (the conf structures
-//! themselves are in `state`).
-//!
-//! Lists from `http_matches_load` and inline `http_matches` arguments are parsed and compiled
-//! here, in the master, while NGINX reads its configuration: never per request, never per
-//! worker (a `$http_matches` value is compiled by a worker, once per distinct value: `cache`). Problems surface at `nginx -t` in NGINX's own style.
+//! Configuration: directives and everything decided at load (the structures are `state`'s).
+//! Lists are compiled here, in the master, never per request (a `$http_matches` value: once per
+//! distinct value in a worker); problems surface at `nginx -t` in NGINX's style.
 
 use core::ffi::c_void;
 
@@ -51,8 +48,7 @@ impl Merge for LocConf {
             self.strict = if prev.strict == NGX_CONF_UNSET as ngx_flag_t { 0 } else { prev.strict };
         }
         self.regex_budget = self.regex_budget.or(prev.regex_budget);
-        // An inline list is inherited like other directives (this is what makes `http_matches`
-        // work inside `if` blocks of its location).
+        // Inherited like other directives (so `http_matches` works in `if` blocks).
         if self.inline.is_none() && !self.enabled {
             self.inline = prev.inline.clone();
             self.inline_empty = prev.inline_empty;
@@ -74,9 +70,8 @@ pub(crate) unsafe extern "C" fn merge_loc_conf(
         // `create_loc_conf`; they are distinct objects.
         let (prev, conf) = unsafe { (&*(prev as *const LocConf), &mut *(conf as *mut LocConf)) };
         let _ = conf.merge(prev);
-        // `http_matches_epp`'s proxy handler goes into the `if` blocks of its location (blocks
-        // with no name): there the content handler stays ours (an `if` block sets none) and
-        // the proxy module inherits its upstream the same way.
+        // `http_matches_epp`'s proxy handler goes into its location's `if` blocks, where the
+        // content handler stays ours and the proxy inherits its upstream.
         // SAFETY: during the merge `cf->ctx` holds the child location's confs.
         let clcf = NgxHttpCoreModule::location_conf(unsafe { &*cf });
         if conf.epp_proxy.is_none() && clcf.is_some_and(|c| c.noname() != 0) {

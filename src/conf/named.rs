@@ -36,10 +36,9 @@ unsafe fn named_locations(
     out
 }
 
-/// `@name` redirect paths that no server defines (the file's lists: any server; an inline
-/// list: its own server, as `ngx_http_named_location` looks there) are a `[warn]` at load,
-/// or an `[emerg]` under `http_matches_strict on`. Returns `false` when that fails the
-/// configuration.
+/// `@name` redirect paths no server defines (an inline list's: its own server, where
+/// `ngx_http_named_location` looks) are a `[warn]`, or under `http_matches_strict on` an
+/// `[emerg]` (`false`: the load fails).
 pub(super) fn check_named_locations(
     cf: *mut ngx_conf_t,
     mcf: &mut MainConf,

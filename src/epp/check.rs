@@ -1,7 +1,5 @@
-//! What both `http_matches_epp` modes (the shim, `shim`; gRPC, `grpc`) do to the call and
-//! with its answer: the call's own header list, and `$inference_workload_endpoint` set from
-//! the answer's endpoint list (checked: every element `ip:port`, the first one used).
-//! Imports neither mode, so the two import it in one direction.
+//! What both `http_matches_epp` modes do to the call (its own header list) and with its answer
+//! (`$inference_workload_endpoint`: every element `ip:port`, the first one used).
 
 use ngx::ffi::{
     NGX_LOG_ERR, NGX_LOG_INFO, ngx_hash_key, ngx_http_request_t, ngx_list_part_t, ngx_str_t,
@@ -77,9 +75,8 @@ pub(crate) unsafe fn set_endpoint(
 /// A request header line over static `name`, `lower` (its lowercase) and `value`: NGINX's
 /// proxies only read request header lines, never write them.
 pub(crate) fn line(name: &'static [u8], lower: &'static [u8], value: ngx_str_t) -> ngx_table_elt_t {
-    // SAFETY: all-zero bytes are a valid ngx_table_elt_t (integers, null pointers, empty
-    // strings): zeroed, then filled (NGINX 1.23 added `next`, which Debian's 1.22 lacks; null,
-    // as for a line ngx_list_push'ed).
+    // SAFETY: all-zero bytes are a valid ngx_table_elt_t, then filled (`next`, since NGINX
+    // 1.23, stays null as for a line ngx_list_push'ed).
     let mut h: ngx_table_elt_t = unsafe { core::mem::zeroed() };
     // SAFETY: ngx_hash_key reads `lower.len()` bytes of `lower`.
     h.hash = unsafe { ngx_hash_key(lower.as_ptr().cast_mut(), lower.len()) };

@@ -1,10 +1,7 @@
-//! `http_matches_epp_endpoints;` (issue #47 item 2), in an `upstream` block: the EPP's list
-//! (`$inference_workload_endpoints`, set by [`crate::epp::check`]) becomes the request's
-//! tries in its order, so `proxy_next_upstream` walks the protocol's fallbacks. Only the
-//! block's own `server` addresses are kept (indexed once per load: no SSRF through the EPP);
-//! per request at most the block's size + 4 elements are read and one bit per address held
-//! (`epp_proto::endpoints::choose`); none kept: the block's round robin. Behaviour and log
-//! levels: README (`http_matches_epp_endpoints`).
+//! `http_matches_epp_endpoints;` (an `upstream` block): the EPP's list
+//! (`$inference_workload_endpoints`) becomes the request's tries in order, for
+//! `proxy_next_upstream`. Only the block's own addresses are kept (no SSRF through the EPP),
+//! at most its size + 4 elements read (`epp_proto::endpoints::choose`); none: round robin.
 
 use core::ffi::c_void;
 use std::net::SocketAddr;
@@ -186,8 +183,7 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
         );
         return NGX_OK as ngx_int_t;
     }
-    // Memory per request: `m` tries (min(block, elements read), 4 bytes each) and one bit
-    // per address of the block (bytes: no alignment needed beyond the pool's).
+    // Per request: `m` tries (min(block, elements read), 4 bytes each), a bit per address.
     let (n, m) = (pool.peers.len(), room(list, pool.peers.len()));
     let bytes = n.div_ceil(8);
     // SAFETY: allocations from the request's live pool (`ngx_palloc` aligns to NGX_ALIGNMENT,
@@ -237,10 +233,8 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
     NGX_OK as ngx_int_t
 }
 
-/// The next try of the list. After an error on a cached (keepalive) connection NGINX gives
-/// the try back (`u->peer.tries++` in ngx_http_upstream_next, only then): that try is the
-/// same element again, on a new connection, as round robin's one server. Bounded: each
-/// give-back closed one cached connection.
+/// The next try of the list. A try NGINX gives back after an error on a cached connection
+/// (`u->peer.tries++`) is the same element again on a new one (bounded: each closed one).
 unsafe extern "C" fn get_peer(pc: *mut ngx_peer_connection_t, data: *mut c_void) -> ngx_int_t {
     // SAFETY: `data` is the request's `Tries` (use_list); `order` holds `n` indexes of
     // `pool.peers`, round robin's peers, alive with the cycle. Nothing here can panic.
@@ -307,10 +301,8 @@ pub(crate) unsafe fn set_list(r: *mut ngx_http_request_t, list: ngx_str_t) {
     unsafe { var::set(&mut *(*r).variables.add(i), list.data, list.len) };
 }
 
-/// Whether every block with the directive kept it: a later `hash`, `least_conn`, ... replaces
-/// the block's balancer (NGINX only warns "load balancing method redefined"), and then the
-/// directive would do nothing; refused with its file:line (postconfiguration, after every
-/// block's init_upstream ran).
+/// Whether every block with the directive kept it (a later `hash`, `least_conn`, ... replaces
+/// it with only a warning); refused with its file:line (after every `init_upstream` ran).
 pub(crate) fn check_blocks(cf: *mut ngx_conf_t) -> bool {
     // SAFETY: postconfiguration runs with `cf->ctx` = the http block's context, which holds
     // the upstream module's main conf; its `upstreams` array holds the blocks' confs.

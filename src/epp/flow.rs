@@ -1,12 +1,9 @@
-//! The call both `http_matches_epp` modes make, one path, as `auth_request` does: the
-//! client's body read, an in-memory, waited subrequest to the request's own URI (served by
-//! the location's saved proxy or gRPC handler, with the client's body), its answer recorded
-//! ([`call_done`], once even when NGINX finalizes it twice), the client's request resumed and
-//! redirected to `$epp_internal_path`, whatever the answer. The call's output never reaches
-//! the in-memory buffer: [`body_filter`] reads and consumes it as it arrives, so no answer is
-//! too big for memory, and ends the unbuffered call once it has what it keeps. A call failing with `NGX_ERROR` (a connection lost) is recorded, then
-//! finished as done so that the client's request goes on. The protocol's own parts: [`super::shim`],
-//! [`super::grpc`]; what the operator sees: README (`http_matches_epp`).
+//! The call both `http_matches_epp` modes make, as `auth_request` does: the client's body
+//! read, a waited subrequest to the request's own URI (served by the location's saved proxy or
+//! gRPC handler), its answer recorded ([`call_done`], once even when NGINX finalizes it twice),
+//! the client's request resumed and redirected to `$epp_internal_path` whatever the answer.
+//! [`body_filter`] consumes the call's output as it arrives (no answer is too big) and ends the
+//! call once it has what it keeps. Mode steps: [`super::shim`], [`super::grpc`]; README.
 
 use core::ffi::{CStr, c_void};
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -35,15 +32,13 @@ use crate::{HttpMatchesModule, guard};
 /// An empty string (no data).
 const EMPTY: ngx_str_t = ngx_str_t { len: 0, data: core::ptr::null_mut() };
 
-/// The request context of this module, in `r->ctx` (pool memory, zeroed at creation).
-/// The client's request has one (`call` null); the subrequest to the shim has one whose
-/// `call` points at the client's.
+/// The module's request context (`r->ctx`, pool memory, zeroed): the client's (`call` null)
+/// and its call's (`call` points at the client's).
 #[repr(C)]
 pub(crate) struct Ctx {
     /// In the subrequest: the client request's context.
     call: *mut Ctx,
-    /// The subrequest reached this location's handler (it could land elsewhere if the URI
-    /// maps to another location, e.g. from a named location).
+    /// The subrequest reached this location's handler (its URI may map elsewhere).
     reached: bool,
     /// The subrequest is finished (the post-subrequest handler ran).
     done: bool,
@@ -59,20 +54,16 @@ pub(crate) struct Ctx {
     sr: *mut ngx_http_request_t,
     /// The call speaks the EPP protocol (`grpc://`, see `epp::grpc`), not the shim's.
     grpc: bool,
-    /// In a gRPC call: what `grpc::reached` makes of it once it reached its
-    /// location (until then it has the client's method and lines, for its rewrite phases).
+    /// In a gRPC call: what `grpc::reached` installs once it reached its location.
     prepared: grpc::Prepared,
 }
 
 /// The body filter after ours (`ngx_http_output_body_filter_pt`, as a number; 0: none).
 static NEXT_BODY_FILTER: AtomicUsize = AtomicUsize::new(0);
 
-/// Puts [`body_filter`] on top of NGINX's body filter chain (the call's answer is read there,
-/// as it arrives); `false`, with an `[emerg]`, when this module's postconfiguration
-/// does not run after the postpone filter's (it would put the filter under it). Every build
-/// runs it after: cargo's .so is appended to the module list by `load_module`; the addon
-/// `config` declares a filter module, placed after NGINX's filters when linked in and before
-/// `ngx_http_copy_filter_module` when dynamic.
+/// Puts [`body_filter`] on top of NGINX's body filter chain; `false`, with an `[emerg]`, when
+/// this module's postconfiguration does not run after the postpone filter's (every build runs
+/// it after: `load_module` appends the .so; the addon `config` declares a filter module).
 ///
 /// # Safety
 /// Only from the http block's postconfiguration.
@@ -100,9 +91,9 @@ pub(crate) unsafe fn register_filter(cf: *mut ngx_conf_t) -> bool {
     }
 }
 
-/// The body filter: a call's output is its answer, consumed here (a shim's: its first bytes
-/// kept, `epp_proto::destination::BodyHead`, the call ended once more came: `u->length = 0` stops the
-/// unbuffered proxy) or by [`grpc::swallow`]; everything else goes on down the chain.
+/// The body filter: a call's output is consumed here (a shim's first bytes kept in `BodyHead`,
+/// then `u->length = 0` stops the unbuffered proxy) or by [`grpc::swallow`]; anything else
+/// goes on down the chain.
 unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_chain_t) -> ngx_int_t {
     // SAFETY: NGINX calls body filters with a valid request; a module context slot is null
     // or this module's `Ctx` (only this file sets it); `r->parent` is null or a live request.
@@ -126,8 +117,8 @@ unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_cha
             if guard::caught(log, NGX_LOG_ALERT, then, || grpc::swallow(r, decoder, chain))
                 .is_none()
             {
-                // Nothing more is read: the call ends with what was decoded, its output
-                // consumed (else the gRPC proxy waits for its buffer forever).
+                // The call ends with what was decoded, its output consumed (else the gRPC
+                // proxy waits for its buffer forever).
                 grpc::consume(chain, |_| ());
                 if (*decoder).is_some() && !(*r).upstream.is_null() {
                     *decoder = None;
@@ -148,10 +139,8 @@ unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_cha
     }
 }
 
-/// Forgets the cached value of variable `index` (a subrequest shares its parent's): the
-/// gRPC proxy's `Content-Length: $content_length` reads only non-cacheable variables anew,
-/// so a `$content_length` the client's request evaluated would frame the call with the
-/// client's length; after the call, the client's request computes its own again.
+/// Forgets the cached value of variable `index` (shared with the call): the gRPC proxy's
+/// `Content-Length: $content_length` must not frame the call with the client's length.
 ///
 /// # Safety
 /// `r` must be a valid request; `index` an indexed variable of its configuration.
@@ -166,8 +155,7 @@ unsafe fn forget(r: *mut ngx_http_request_t, index: Option<ngx_uint_t>) {
     }
 }
 
-/// The content handler of locations with `http_matches_epp` (both for the client's request and
-/// for the subrequest to the shim).
+/// The content handler of `http_matches_epp` locations (the client's request and its call).
 pub(crate) unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     // SAFETY: NGINX calls content handlers with a valid request.
     guard::request(r, || unsafe { handle(r) })
@@ -201,13 +189,10 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             // The subrequest to the shim: the proxy asks "/" with no query.
             (*(*ctx).call).reached = true;
             if lcf.epp_grpc != (*(*ctx).call).grpc {
-                // The call landed in a location of the other mode (the parent's URI maps
-                // elsewhere): its request would be the wrong protocol's.
                 return fail(r, "the call landed in a location of the other mode (shim / grpc://)");
             }
-            // The URI points at a read-only static: NGINX's proxy reads `r->uri` to build the
-            // request line (a location without a URI part: the URI as is) and never writes
-            // it; the location was already found, so no later phase matches it again.
+            // A read-only static: the proxy only reads `r->uri` for the request line, and the
+            // location was already found.
             (*r).uri = ngx_str_t { len: 1, data: c"/".as_ptr().cast::<u8>().cast_mut() };
             if lcf.epp_grpc {
                 grpc::reached(r, &(*ctx).prepared);
@@ -288,9 +273,8 @@ unsafe fn start_call(r: *mut ngx_http_request_t) -> ngx_int_t {
         }
         ps.write(ngx_http_post_subrequest_t { handler: Some(call_done), data: ctx.cast() });
         (*call).call = ctx;
-        // Everything that can fail comes before ngx_http_subrequest: once it returned, the
-        // subrequest is posted and must run under a live parent, so no error path follows. The
-        // call is prepared: the EPP protocol's request, or the shim's header lines.
+        // Everything that can fail comes before ngx_http_subrequest: once posted, the call must
+        // run under a live parent. Prepared: the EPP protocol's request, or the shim's lines.
         let shim_lines = if HttpMatchesModule::location_conf(&*r).is_some_and(|l| l.epp_grpc) {
             match grpc::prepare(r) {
                 Ok(prepared) => ((*ctx).grpc, (*call).prepared) = (true, prepared),
@@ -340,9 +324,9 @@ unsafe fn value_of(r: *mut ngx_http_request_t, index: Option<ngx_uint_t>) -> Opt
     Some(ngx_str_t { len: bytes.len(), data: bytes.as_ptr().cast_mut() })
 }
 
-/// The post-subrequest handler: records the shim's answer in the client request's context,
-/// and has the client's request resume in [`resume`]. Called each time NGINX finalizes the
-/// subrequest (an error code first, then the special response's own finalization).
+/// The post-subrequest handler: records the answer in the client's context and has it resume
+/// in [`resume`]. Called at each finalization of the call (an error code, then its special
+/// response's).
 unsafe extern "C" fn call_done(
     sr: *mut ngx_http_request_t,
     data: *mut c_void,
@@ -374,15 +358,12 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         if failed && ctx.rc == 0 {
             ctx.rc = rc;
         }
-        // NGINX may finalize the subrequest more than once (an error code, then the special
-        // response's own finalization, which may run another handler): the answer is the
-        // first finalization's upstream, and the parent is resumed once.
+        // The answer is the first finalization's upstream; the parent is resumed once.
         let first = !ctx.done;
         let u = (*sr).upstream;
         if first && !u.is_null() && (*u).headers_in.status_n != 0 {
             let answer = if ctx.grpc {
-                // An empty context slot (NGINX clears a request's contexts on an internal
-                // redirect): the body filter did not read the answer.
+                // An empty slot (an internal redirect cleared it): nothing was read.
                 let call = get_ctx(sr);
                 let decoder =
                     if call.is_null() { core::ptr::null_mut() } else { (*call).prepared.decoder };
@@ -403,8 +384,7 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
     }
 }
 
-/// The client's request resumes once the subrequest is done: sets the variable or logs why
-/// not, then redirects.
+/// The client's request resumes once its call is done: [`finish`].
 unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
     guard::finalizing(r, || {
         // SAFETY: NGINX calls the write event handler with a valid request.

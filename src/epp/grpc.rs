@@ -1,12 +1,8 @@
-//! `http_matches_epp grpc://ADDRESS;` (issue #47): the Endpoint Picker protocol (`epp_proto`)
-//! through NGINX's gRPC proxy, in [`super::flow`]'s path. The call ([`prepare`], [`reached`])
-//! gets a body of its own: the `request_headers` message (pseudo-headers as Envoy sends
-//! them, then the client's lines) and the client's body framed in place (buffers or temp-file
-//! ranges, never copied), method POST to `epp_proto::GRPC_PATH`. The answer is fed to a
-//! bounded `epp_proto::Decoder` by the call's body filter as it arrives ([`swallow`]: one
-//! message held, never past `epp_proto::answer_budget`) and decoded ([`read_answer`]); the
-//! flow acts on it as on the shim's (`epp_proto::verdict`), answering an `ImmediateResponse`
-//! here ([`answer`]).
+//! `http_matches_epp grpc://ADDRESS;`: the Endpoint Picker protocol (`epp_proto`) through
+//! NGINX's gRPC proxy, in [`super::flow`]'s path. The call ([`prepare`], [`reached`]) is a POST
+//! of the `request_headers` message and the client's body framed in place (buffers or temp-file
+//! ranges, never copied); its answer feeds a bounded `epp_proto::Decoder` as it arrives
+//! ([`swallow`], [`read_answer`]); an `ImmediateResponse` is answered here ([`answer`]).
 
 use ngx::ffi::{
     NGX_ERROR, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_LAST, NGX_HTTP_POST, NGX_LOG_INFO,
@@ -185,20 +181,16 @@ pub(crate) unsafe fn prepare(r: *mut ngx_http_request_t) -> Result<Prepared, Str
     }
 }
 
-/// The call reached the location: it becomes the call (its own body and header list,
-/// `te: trailers`, which NGINX's gRPC proxy forwards from `headers_in.te`, no length, method
-/// POST), and its URI the stream's method path (`grpc_pass` has no URI part: `:path` is the
-/// request's URI). Cannot fail. Done in its content handler, not at creation: the phases
-/// before (server `if`, `set`) see the client's method and lines, as the parent did, and
-/// compute the variables they share with it from the same input.
+/// The call reached the location: its own body and lines (`te: trailers`, forwarded from
+/// `headers_in.te`), no length, POST to `epp_proto::GRPC_PATH`. Cannot fail. Not at creation:
+/// the phases before see the client's method and lines, as the parent did.
 ///
 /// # Safety
 /// `sr` must be the subrequest in its content handler, `p` from [`prepare`] for its parent.
 pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t, p: &Prepared) {
     let path = epp_proto::GRPC_PATH;
-    // SAFETY: the subrequest is NGINX's, its upstream not yet created; everything set lives
-    // in the pool, or is a read-only static (the gRPC proxy only reads `r->uri`; the
-    // location was already found).
+    // SAFETY: the subrequest's upstream is not created yet; everything set lives in the pool
+    // or is a read-only static (the gRPC proxy only reads `r->uri`).
     unsafe {
         (*sr).request_body = p.body;
         (*sr).headers_in.content_length = core::ptr::null_mut();
@@ -212,13 +204,10 @@ pub(crate) unsafe fn reached(sr: *mut ngx_http_request_t, p: &Prepared) {
     }
 }
 
-/// The call's body filter: every piece of the call's output is consumed here, never passed
-/// on (the in-memory subrequest's buffer stays unused); an answer of the EPP (status 200) is
-/// fed to `decoder` first. The upstream is told the answer ended (`u->length = 0`: it
-/// finalizes the call once this output is consumed, the connection to the EPP not kept) when
-/// nothing more of it is read: past the decoder's budget, once it has its outcome (an
-/// `ImmediateResponse`, a malformed frame), or on the first piece of an answer that is not
-/// the EPP's (a status other than 200: a proxy's error page, whatever its length).
+/// The call's body filter: its output is consumed here, never passed on; an EPP answer (200)
+/// is fed to `decoder` first. `u->length = 0` ends the call (its connection not kept) once
+/// nothing more is read: past the decoder's budget, once it has its outcome, or at once for an
+/// answer that is not the EPP's (another status: a proxy's error page).
 ///
 /// # Safety
 /// `sr` must be a gRPC call, `decoder` its [`Prepared::decoder`], `chain` NGINX's output chain.
@@ -261,8 +250,7 @@ pub(crate) unsafe fn consume(mut chain: *mut ngx_chain_t, mut read: impl FnMut(&
     }
 }
 
-/// Decodes the call's answer (the first finalization of a subrequest with an upstream status)
-/// from what [`swallow`] fed `decoder`.
+/// Decodes the call's answer from what [`swallow`] fed `decoder`.
 ///
 /// # Safety
 /// `sr` must be the call being finalized, its upstream non-null; `decoder` its
@@ -271,9 +259,8 @@ pub(crate) unsafe fn read_answer(
     sr: *mut ngx_http_request_t,
     decoder: *mut Option<Decoder>,
 ) -> Outcome {
-    // SAFETY: the upstream's header lists (zeroed with the upstream, initialized before its
-    // status line is read: `field` may read them) are NGINX's, alive with the request's pool;
-    // the decoder lives in it.
+    // SAFETY: the upstream's header lists (initialized before its status line is read) and
+    // the decoder live in the request's pool.
     unsafe {
         let h = &(*(*sr).upstream).headers_in;
         let taken = if decoder.is_null() { None } else { (*decoder).take() };
@@ -291,9 +278,8 @@ pub(crate) unsafe fn read_answer(
     }
 }
 
-/// `value` moved into `pool`, dropped when the pool is destroyed; null when out of memory
-/// (ngx 0.5's `Pool::allocate` writes through the null pointer then). For an `Outcome` or a
-/// decoder: word-aligned.
+/// `value` moved into `pool`, dropped with it; null when out of memory (ngx 0.5's
+/// `Pool::allocate` would write through the null pointer).
 ///
 /// # Safety
 /// `pool` must be a live pool; `T` at most word-aligned, its drop not panicking.

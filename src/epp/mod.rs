@@ -1,12 +1,8 @@
-//! `http_matches_epp [URL];`: NGF's `epp.js` (`js_content epp.getEndpoint`) as a directive
-//! (behaviour and failures: README). The directive runs the proxy module's own `proxy_pass
-//! URL` (or `grpc_pass`) for its location at configuration time, keeps the content handler it
-//! installed and installs [`flow::content_handler`], which serves the client's request by a
-//! subrequest to the same URI (it comes back to this location) and that subrequest with the
-//! saved handler: no extra location, every `proxy_*` / `grpc_*` directive of the location
-//! tunes the call (timeouts, keepalive, buffers, TLS). NGINX callbacks written out, not the
-//! `ngx` crate's async support (ngx 0.5 has no subrequest primitive): no runtime, no task
-//! allocation. The call's path: [`flow`]; the modes' own steps: [`shim`], [`grpc`].
+//! `http_matches_epp [URL];`: NGF's `epp.js` as a directive (README). It runs the proxy's own
+//! `proxy_pass URL` (or `grpc_pass`) for its location, keeps the handler that installed and
+//! installs [`flow::content_handler`]: the client's request makes a subrequest to its own URI,
+//! served by the saved handler, so every `proxy_*` / `grpc_*` directive of the location tunes
+//! the call. NGINX callbacks, no async runtime. The path: [`flow`]; modes: [`shim`], [`grpc`].
 
 pub(crate) mod check;
 pub(crate) mod endpoints;
@@ -93,17 +89,14 @@ fn not_here(cf: *mut ngx_conf_t, lcf: &LocConf) -> Option<&'static str> {
     }
     // SAFETY: `cf` parses a location block: the core module's location conf exists.
     let named = NgxHttpCoreModule::location_conf(unsafe { &*cf }).is_some_and(|c| c.named() != 0);
-    // The call is a subrequest to the request's URI: from a named location it lands in another
-    // location, and the shim is never asked.
     named.then_some(
         "not allowed in a named location (the call to the shim is a subrequest to the \
          request's URI, which never comes back to a named location)",
     )
 }
 
-/// Runs the proxy module's directives `mode` needs for the location being parsed
-/// (`epp_proto::destination::Mode::commands`: `proxy_pass URL` or `grpc_pass`, the ignored
-/// headers, ...) and returns the content handler the pass installed.
+/// Runs the proxy module's directives `mode` needs here (`Mode::commands`) and returns the
+/// content handler the pass installed.
 ///
 /// # Safety
 /// Only from a directive handler of a location block.
@@ -123,10 +116,9 @@ unsafe fn proxy_pass(
     }
 }
 
-/// Runs `module`'s command `name` with `values` for the location being parsed; the message
-/// it returned is logged after its name (as NGINX would) and fails the directive, but "is
-/// duplicate" when `set_before` (the operator's own value stays). `Err` when it failed (and
-/// logged why) or could not be run.
+/// Runs `module`'s command `name` with `values` here; a message it returns fails the directive
+/// (logged after its name, as NGINX would), but "is duplicate" when `set_before` (the
+/// operator's value stays).
 ///
 /// # Safety
 /// Only from a directive handler of a location block.
@@ -199,11 +191,8 @@ unsafe fn proxy_command(
     }
 }
 
-/// At merge, for a location with its own `http_matches_epp`: `None` if the location is
-/// fine, else why not. Another content handler set after ours (`http_matches`, `js_content`,
-/// `grpc_pass`, `empty_gif`, ...) would serve the client's request instead of the call; and a
-/// `limit_except` block gets the proxy's own handler from the proxy's merge, which would send
-/// the client's request straight to the shim.
+/// At merge, for a location with its own `http_matches_epp`: why it cannot work, if so: a
+/// content handler set after ours, or `limit_except` (whose block gets the proxy's handler).
 pub(crate) fn merge_check(
     clcf: &ngx::ffi::ngx_http_core_loc_conf_t,
     lcf: &LocConf,
@@ -211,8 +200,7 @@ pub(crate) fn merge_check(
     if lcf.epp_where.is_empty() || clcf.noname() != 0 {
         return None;
     }
-    // The address we stored at the directive, compared as a number: did another directive
-    // overwrite it (the same value read back, not two addresses of one function)?
+    // Compared as the number stored at the directive, not two addresses of one function.
     if clcf.handler.map(|f| f as usize) != lcf.epp_handler {
         return Some(
             "another directive of this location (http_matches, proxy_pass, js_content, \

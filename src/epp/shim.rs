@@ -14,12 +14,9 @@ use crate::util::lines;
 const HOST_HEADER: &[u8] = b"X-EPP-Host";
 const PORT_HEADER: &[u8] = b"X-EPP-Port";
 
-/// The header lines of the call, in the client request's pool: the client's lines (but its
-/// `X-EPP-Host` and `X-EPP-Port`), then `X-EPP-Host: host` and `X-EPP-Port: port`. `None`: out
-/// of memory. The elements point at the client's names and values (alive with its request)
-/// and, for the two added lines, at the read-only statics `HOST_HEADER` / `PORT_HEADER` and
-/// their lowercase literals: NGINX's proxy only reads `key`, `lowcase_key` and `value` of
-/// request header lines, never writes them.
+/// The call's header lines, in the client request's pool: the client's (but `X-EPP-Host` and
+/// `X-EPP-Port`), then `X-EPP-Host: host` and `X-EPP-Port: port`, pointing at the client's
+/// strings and read-only statics (the proxy never writes request lines). `None`: out of memory.
 ///
 /// # Safety
 /// `r` must be the client's request.
@@ -52,14 +49,13 @@ pub(crate) unsafe fn headers(
     }
 }
 
-/// The shim's status and endpoint lines (the first finalization of the call, with an
-/// upstream status).
+/// The shim's status and endpoint lines.
 ///
 /// # Safety
 /// `sr` must be the call being finalized, its upstream non-null.
 pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t) -> Answer {
-    // SAFETY: the upstream's header list (zeroed with the upstream, initialized before its
-    // status line is read: `lines` may walk it) is NGINX's, alive with the request's pool.
+    // SAFETY: the upstream's header list (initialized before its status line is read) lives
+    // in the request's pool.
     unsafe {
         let h = &(*(*sr).upstream).headers_in;
         let endpoint = lines(&h.headers)
