@@ -265,7 +265,7 @@ impl<'a> Model<'a> {
         let at = self.patterns.partition_point(|p| p.0 < r);
         let mine = self.patterns[at..].iter().take_while(|p| p.0 == r).map(|p| p.1);
         let new: Vec<&'a str> = mine.filter(|p| !have.contains(p)).collect();
-        let regex = new.iter().map(|p| regex_charge(p.len())).sum();
+        let regex = new.iter().fold(0usize, |a, p| a.saturating_add(regex_charge(p.len())));
         let what = format!("{} new regex conditions may take", new.len());
         shares.regex.fits(id, regex, &what)?;
         let (cost, longest) = match self.carrier {
