@@ -221,6 +221,26 @@ set -- $(sed -n 's/^ *http_matches_reload_report \\(.*\\) \\(.*\\);$/\\1 \\2/p' 
     bin
 }
 
+/// A stand-in process, killed and reaped when dropped: an assertion that fails before the
+/// end of its test leaves no `sleep 300` behind.
+struct Stand(std::process::Child);
+
+impl Stand {
+    fn spawn(c: &mut Command) -> Stand {
+        Stand(c.spawn().unwrap())
+    }
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Stand {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn apply_verifies_the_reload_and_puts_back_what_the_master_keeps() {
     let d = Dirs::new("reload");
@@ -232,7 +252,7 @@ fn apply_verifies_the_reload_and_puts_back_what_the_master_keeps() {
     let take = reloading_nginx(&d, "take", "took");
     let (conf, status) = (read(&out.join("nginx.conf")), read(&d.status()));
     d.input(&format!("{GW}{}", route("b2")));
-    let mut starting = Command::new("sleep").arg("300").spawn().unwrap();
+    let starting = Stand::spawn(Command::new("sleep").arg("300"));
     std::fs::write(out.join("logs/nginx.pid"), format!("{}\n", starting.id())).unwrap();
     let (code, err) = d.run("apply", &["--nginx", take.to_str().unwrap(), "--reload-wait", "1"]);
     assert_eq!(code, Some(1), "{err}");
@@ -240,14 +260,12 @@ fn apply_verifies_the_reload_and_puts_back_what_the_master_keeps() {
     assert!(!out.join(httproute_nginx::apply::REPORT).exists(), "the reload was signalled");
     assert_eq!((read(&out.join("nginx.conf")), read(&d.status())), (conf.clone(), status.clone()));
     assert_eq!(names(&out.join("generations")), ["1"]);
-    starting.kill().unwrap();
-    starting.wait().unwrap();
+    drop(starting);
     // The master: its title (no worker, as when every worker exited and none was respawned);
     // only its log lines answer.
-    let mut master = Command::new("bash")
-        .args(["-c", "exec -a 'nginx: master process' sleep 300"])
-        .spawn()
-        .unwrap();
+    let master = Stand::spawn(
+        Command::new("bash").args(["-c", "exec -a 'nginx: master process' sleep 300"]),
+    );
     std::fs::write(out.join("logs/nginx.pid"), format!("{}\n", master.id())).unwrap();
     std::fs::write(out.join("logs/error.log"), "an earlier [emerg] of another run\n").unwrap();
 
@@ -285,8 +303,7 @@ fn apply_verifies_the_reload_and_puts_back_what_the_master_keeps() {
         names(&out),
         [".lock", "generations", "logs", "nginx.conf", "nginx.conf.rejected", "tmp"]
     );
-    master.kill().unwrap();
-    master.wait().unwrap();
+    drop(master);
 }
 
 #[test]

@@ -146,7 +146,7 @@ struct Model<'a> {
     by_name: FxHashMap<*const RouteName, u32>,
     /// Each route's age (oldest place it comes with) and id.
     routes: Vec<((usize, usize), &'a RouteId)>,
-    /// (route, run, JSON bytes) of each entry, sorted.
+    /// (route, run, JSON bytes) of each entry, sorted (none with `--carrier variable`).
     entries: Vec<(u32, u32, u32)>,
     /// (route, pattern) of each regex condition of its entries, sorted, once each (not
     /// inline: its copies are `budget::inline_regex_memory`'s).
@@ -155,7 +155,8 @@ struct Model<'a> {
     makes: Vec<(u32, u32)>,
     /// (route, run, JSON bytes) of each piece of a block that is not the whole block (its own
     /// key, list, includes and a copy of its entries), charged to the newest of the block's
-    /// routes and the routes that cut it ([`Model::location`]), sorted.
+    /// routes and the routes that cut it ([`Model::location`]), sorted (none with
+    /// `--carrier variable`).
     cuts: Vec<(u32, u32, u32)>,
     /// The cuts met, before every route's age is known: (the newest route of the block and
     /// of the runs cutting it, the block's run, the piece's JSON bytes, the block).
@@ -265,7 +266,7 @@ impl<'a> Model<'a> {
         let at = self.patterns.partition_point(|p| p.0 < r);
         let mine = self.patterns[at..].iter().take_while(|p| p.0 == r).map(|p| p.1);
         let new: Vec<&'a str> = mine.filter(|p| !have.contains(p)).collect();
-        let regex = new.iter().map(|p| regex_charge(p.len())).sum();
+        let regex = new.iter().fold(0usize, |a, p| a.saturating_add(regex_charge(p.len())));
         let what = format!("{} new regex conditions may take", new.len());
         shares.regex.fits(id, regex, &what)?;
         let (cost, longest) = match self.carrier {
@@ -353,6 +354,9 @@ impl<'a> Model<'a> {
         let at = self.lists.len() as u32;
         let root = l.loc == Loc::Prefix("/".into());
         let (start, born) = (self.list_runs.len() as u32, self.runs.len() as u32);
+        // `--carrier variable` charges no list (`memory`): its entries' JSON and its pieces
+        // are not counted.
+        let lists = self.carrier != Carrier::Variable;
         for (i, seg) in l.segments.iter().enumerate() {
             let (id, next) = (seg.id(), self.runs.len() as u32);
             if seg.range.len() == seg.block.len() {
@@ -373,7 +377,7 @@ impl<'a> Model<'a> {
             } else {
                 self.list_pieces.push((at, run));
             }
-            if first && seg.range.len() < seg.block.len() {
+            if lists && first && seg.range.len() < seg.block.len() {
                 self.cut_at(&l.segments, i, run, &kept);
             }
             let making = seg.candidates().first().is_some_and(|c| makes(&l.loc, c));
@@ -385,7 +389,9 @@ impl<'a> Model<'a> {
                     self.makes.push((r, at));
                 }
                 if fresh {
-                    self.entries.push((r, run, json(c)));
+                    if lists {
+                        self.entries.push((r, run, json(c)));
+                    }
                     if self.carrier != Carrier::Inline {
                         self.patterns.extend(regexes(&c.entry).map(|p| (r, p)));
                     }
@@ -876,6 +882,21 @@ mod tests {
             .collect();
         assert_eq!(refused.len(), 1, "{refused:?}");
         assert!(refused[0].0.contains("\"r2\"") && refused[0].1, "{refused:?}");
+    }
+
+    /// `--carrier variable` charges no list: its model counts no entry's JSON and no piece,
+    /// its patterns all the same (a's two regex methods, a's block cut by b's candidate).
+    /// Before, each entry's JSON was written to a counter and each piece's summed, unread.
+    #[test]
+    fn a_variable_model_counts_no_json() {
+        let y = format!("{A_REGEX}{}", b_exact(1));
+        let p = plan_yaml(&y, |o| o.list_word = Some(crate::syntax::Pos::Variables));
+        assert!(cut(&p));
+        let m = Model::of((&p.ports, &p.merged), &p.ages, &Left::default(), Carrier::Variable);
+        assert_eq!((m.entries.len(), m.cuts.len()), (0, 0));
+        assert!(m.patterns.len() >= 2, "{:?}", m.patterns);
+        let m = Model::of((&p.ports, &p.merged), &p.ages, &Left::default(), Carrier::Preload);
+        assert!(!m.entries.is_empty() && !m.cuts.is_empty());
     }
 
     /// Preloaded lists of includes (HIGH-2 of gb's review): tenant b's 40 routes on nested
