@@ -830,9 +830,12 @@ def targets(results):
                if r["group"] == "native" and r.get("kind") and "rps" in r]
     mod_blog = {n: r for n, r in results.items() if n.startswith("module") and r["group"] == "blog"}
     njs_blog = {n: r for n, r in results.items() if n.startswith("njs") and r["group"] == "blog"}
-    if native and mod_blog:
-        worst = max(r["instr"] for r in mod_blog.values())
-        out.append(f"- 3 rules, any carrier: worst {fmt_i(worst)} instr/req = "
+    # The carriers whose list comes through an NGINX `map` pay for the map too: they are judged
+    # against NGINX's own `map` routing of the same rule (below), the others here.
+    plain = [r["instr"] for n, r in mod_blog.items() if " map, " not in n]
+    if native and plain:
+        worst = max(plain)
+        out.append(f"- 3 rules, any carrier but the map ones: worst {fmt_i(worst)} instr/req = "
                    f"{worst / native:.2f}x the native internal redirect (target <= 1.10x: "
                    f"{verdict(worst / native <= 1.10)}).")
     same = {r["kind"]: r["instr"] for r in results.values()
@@ -903,7 +906,8 @@ def targets(results):
         if " map, " in name and mp and len(r.get("layouts", [])) == len(mp.get("layouts", [])):
             ratios = [a / b for a, b in zip(r["layouts"], mp["layouts"])]
             out.append(f"- {name}: {statistics.median(ratios):.3f}x ({min(ratios):.3f}-"
-                       f"{max(ratios):.3f}) native `map` routing of the same rule.")
+                       f"{max(ratios):.3f}) native `map` routing of the same rule (target <= "
+                       f"1.10x: {verdict(max(ratios) <= 1.10)}).")
     m1000 = results.get("module, 1000 entries, winner last", {}).get("instr")
     n1000 = results.get("njs, 1000 entries, winner last", {}).get("instr")
     if m1000 and n1000:
