@@ -448,8 +448,8 @@ unsafe fn redirect(
     }
 }
 
-/// Stores `$http_matches_work`: "attempts/regex steps/units" of this evaluation (see
-/// `route_match::Work`), for the main request only, like `$matches_entry`.
+/// Stores `$http_matches_work` ("attempts/regex steps/units", `route_match::Work`), main
+/// request only.
 ///
 /// # Safety
 /// `r` must be a valid request with no outstanding references into it, and `index` an indexed
@@ -459,7 +459,7 @@ unsafe fn store_work(
     index: ngx_uint_t,
     work: route_match::Work,
 ) -> Result<(), ngx_int_t> {
-    // SAFETY: the caller guarantees `r`; the copy lives in its pool, as long as the request.
+    // SAFETY: the caller guarantees `r`; the copy lives in its pool.
     unsafe {
         if !core::ptr::eq((*r).main, r) {
             return Ok(());

@@ -92,10 +92,8 @@ pub static mut ngx_http_matches_module: ngx_module_t = ngx_module_t {
 #[cfg(feature = "export-modules")]
 ngx::ngx_modules!(ngx_http_matches_module);
 
-/// Every Rust allocation of the module is counted (the memory bounds of a configuration
-/// load), and one that fails becomes an error at the compiler's next checkpoint instead of an
-/// abort of the master (see `alloc_meter`). NGINX's own allocations are not
-/// affected: it calls the C library directly.
+/// The module's Rust allocations, counted (a load's memory bounds); one that fails becomes an
+/// error at the next checkpoint, not an abort (`alloc_meter`). NGINX's own are not affected.
 #[global_allocator]
 static ALLOCATOR: pcre2_bounded::Metered = pcre2_bounded::Metered;
 

@@ -1,10 +1,10 @@
-//! What the first fork after a load gives back, and the workers' JIT code. At that fork (a
-//! `pthread_atfork` handler armed by `init_module`) the memory the old configuration left free
-//! is given back ([`before_fork`]: PCRE2's unused JIT chunks, glibc's free heap pages), not
-//! copied into every worker. No JIT code in the master: a load compiles without it
-//! ([`release`]), measuring its size; a worker JIT-compiles a pattern at its first match
-//! ([`init_process`]) within the allowance the load leaves ([`want`], [`arm`]), else the
-//! interpreter and a `[warn]` ([`report_jit_refusals`]).
+//! What the first fork after a load gives back, and the workers' JIT code. At that fork (the
+//! first worker's on a reload, the daemon's at start: a `pthread_atfork` handler) the old
+//! configuration's free memory is given back ([`before_fork`]: PCRE2's unused JIT chunks,
+//! glibc's free heap pages), not copied into every worker. No JIT code in the master: a load
+//! compiles without it ([`release`]), measuring its size; a worker JIT-compiles a pattern at its
+//! first match ([`init_process`]) within the allowance the load leaves ([`want`], [`arm`]), else
+//! the interpreter and a `[warn]` ([`report_jit_refusals`]).
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -31,8 +31,9 @@ pub(crate) fn want(left: usize, used: bool) {
     JIT_ROOM.store(left.saturating_add(pcre2_bounded::deferred_jit_bytes()), Ordering::Relaxed);
 }
 
-/// `init_process`: a worker keeps the JIT code it makes (`$http_matches` values' at compile,
-/// counted in its bound; the configuration's at first match, within the allowance).
+/// `init_process`: a worker (or cache process) keeps the JIT code it makes (`$http_matches`
+/// values' at compile, counted in its bound; the configuration's at first match, within the
+/// allowance).
 pub(crate) unsafe extern "C" fn init_process(
     _cycle: *mut ngx::ffi::ngx_cycle_t,
 ) -> ngx::ffi::ngx_int_t {

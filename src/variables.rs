@@ -60,8 +60,8 @@ fn declared_variable(
 }
 
 /// Whether the declared variable `name` has a definition of its own (a `map`, `geo`, `js_set`
-/// getter); `set` alone declares it weak (`NGX_HTTP_VAR_WEAK`), and a `$http_...` name then
-/// reads the request header where no `set` ran.
+/// getter). `set` alone declares it weak (`NGX_HTTP_VAR_WEAK`): after postconfiguration NGINX
+/// gives it the prefix variable's getter, and `$http_...` reads the header where no `set` ran.
 fn has_getter(cf: *mut ngx_conf_t, name: &str) -> bool {
     match declared_variable(cf, name) {
         Some(v) if !v.is_null() => {

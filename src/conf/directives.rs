@@ -30,9 +30,8 @@ use crate::{ConfResult, HttpMatchesModule, handler};
 /// A directive handler as `ngx_command_t` holds it.
 type SetFn = unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
 
-/// One entry of the directive table: `name`, where it may stand and its arguments (`type_`),
-/// its handler, which configuration it writes (`conf`: `NGX_HTTP_*_CONF_OFFSET`) and the
-/// field's offset in it (for NGINX's own slot setters; 0 for ours).
+/// One entry of the directive table: `name`, its contexts and arguments (`type_`), its handler,
+/// the conf it writes (`NGX_HTTP_*_CONF_OFFSET`) and the field's offset (NGINX's slot setters).
 const fn directive(
     name: ngx_str_t,
     type_: u32,
@@ -50,32 +49,26 @@ const fn directive(
     }
 }
 
-/// A directive of this module's own, its [`Slot`] `s` run by [`guard::slot`] on the conf of
-/// its level `T` (the command's `conf` offset and `post`).
+/// A directive of this module's own: its [`Slot`] `s` run by [`guard::slot`] on its level `T`.
 const fn slot<T: Level>(name: ngx_str_t, type_: u32, s: &'static Slot<T>) -> ngx_command_t {
     let post = core::ptr::from_ref(s).cast_mut().cast();
     ngx_command_t { post, ..directive(name, type_, guard::slot::<T>, T::OFFSET, 0) }
 }
 
-/// An `on|off` directive stored by `ngx_conf_set_flag_slot` into the location conf's field at
-/// `offset`.
+/// An `on|off` directive: `ngx_conf_set_flag_slot` into the location conf's field at `offset`.
 const fn flag(name: ngx_str_t, contexts: u32, offset: usize) -> ngx_command_t {
     let conf = NGX_HTTP_LOC_CONF_OFFSET;
     directive(name, contexts | NGX_CONF_FLAG, ngx_conf_set_flag_slot, conf, offset)
 }
 
-/// An `http`-level size directive (`16k`, `32m`) stored by `ngx_conf_set_size_slot` into
-/// the main conf's field at `offset`.
+/// An `http`-level size (`16k`, `32m`): `ngx_conf_set_size_slot` into the main conf's field.
 const fn main_size(name: ngx_str_t, offset: usize) -> ngx_command_t {
     let (type_, conf) = (MAIN | NGX_CONF_TAKE1, NGX_HTTP_MAIN_CONF_OFFSET);
     directive(name, type_, ngx_conf_set_size_slot, conf, offset)
 }
 
-/// The `http` block only.
 const MAIN: u32 = NGX_HTTP_MAIN_CONF;
-/// `location` blocks only.
 const LOC: u32 = NGX_HTTP_LOC_CONF;
-/// `http`, `server` and `location`.
 const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | LOC;
 
 pub(crate) static mut NGX_HTTP_MATCHES_COMMANDS: [ngx_command_t; 13] = [

@@ -51,7 +51,8 @@ pub(crate) fn preconfiguration(cf: *mut ngx_conf_t) -> Status {
     // The allocator's reserve is held until the end of `postconfiguration`: an allocation of
     // the module's part of the load that fails is rescued and refuses the load, instead of
     // aborting the master (`alloc_meter`). Without a reserve now, the load is refused before
-    // the module allocates anything.
+    // the module allocates anything (a reload swept across address-space limits once aborted
+    // in the file's read buffer).
     if !alloc_meter::begin_load() {
         let what = "http_matches: out of memory while loading the configuration: the system \
                     refused the module's 16 MiB reserve (an address-space limit?); the \

@@ -1,5 +1,4 @@
-//! The `@name` redirect paths of the compiled lists, checked against every server's named
-//! locations once they are known (postconfiguration).
+//! The lists' `@name` redirect paths, checked against the servers' named locations.
 
 use ngx::ffi::{ngx_conf_t, ngx_http_core_loc_conf_t, ngx_http_core_srv_conf_t};
 use ngx::http::{HttpModuleMainConf, NgxHttpCoreModule};

@@ -8,8 +8,7 @@ use route_match::Warning;
 /// What a malformed entry does at run time.
 pub(super) const ENTRY_500: &str = "the entry answers 500 when a request reaches it";
 
-/// Logs `warnings`: `[warn]`, saying what happens at run time (`consequence`), or `[emerg]`
-/// when strict; `false` when that fails the configuration.
+/// Logs `warnings`: `[warn]` with their `consequence`, or `[emerg]` when strict (`false`).
 pub(super) fn report(
     cf: *mut ngx_conf_t,
     warnings: &[Warning],

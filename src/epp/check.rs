@@ -75,8 +75,8 @@ pub(crate) unsafe fn set_endpoint(
 /// A request header line over static `name`, `lower` (its lowercase) and `value`: NGINX's
 /// proxies only read request header lines, never write them.
 pub(crate) fn line(name: &'static [u8], lower: &'static [u8], value: ngx_str_t) -> ngx_table_elt_t {
-    // SAFETY: all-zero bytes are a valid ngx_table_elt_t, then filled (`next`, since NGINX
-    // 1.23, stays null as for a line ngx_list_push'ed).
+    // SAFETY: all-zero bytes are a valid ngx_table_elt_t (integers, null pointers, empty
+    // strings); zeroed, not a literal: Debian's 1.22 lacks `next` (null, as ngx_list_push'ed).
     let mut h: ngx_table_elt_t = unsafe { core::mem::zeroed() };
     // SAFETY: ngx_hash_key reads `lower.len()` bytes of `lower`.
     h.hash = unsafe { ngx_hash_key(lower.as_ptr().cast_mut(), lower.len()) };

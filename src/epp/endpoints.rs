@@ -233,8 +233,9 @@ unsafe fn use_list(r: *mut ngx_http_request_t, pool: &Pool, list: &[u8]) -> ngx_
     NGX_OK as ngx_int_t
 }
 
-/// The next try of the list. A try NGINX gives back after an error on a cached connection
-/// (`u->peer.tries++`) is the same element again on a new one (bounded: each closed one).
+/// The next try of the list. A try NGINX gives back (`u->peer.tries++`, only after an error on
+/// a cached connection) is the same element again, on a new connection: bounded, each give-back
+/// closed one cached connection.
 unsafe extern "C" fn get_peer(pc: *mut ngx_peer_connection_t, data: *mut c_void) -> ngx_int_t {
     // SAFETY: `data` is the request's `Tries` (use_list); `order` holds `n` indexes of
     // `pool.peers`, round robin's peers, alive with the cycle. Nothing here can panic.

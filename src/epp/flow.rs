@@ -140,7 +140,8 @@ unsafe extern "C" fn body_filter(r: *mut ngx_http_request_t, chain: *mut ngx_cha
 }
 
 /// Forgets the cached value of variable `index` (shared with the call): the gRPC proxy's
-/// `Content-Length: $content_length` must not frame the call with the client's length.
+/// `Content-Length: $content_length` re-reads only non-cacheable variables and must not frame
+/// the call with the client's length; after the call the client's computes its own again.
 ///
 /// # Safety
 /// `r` must be a valid request; `index` an indexed variable of its configuration.
@@ -377,6 +378,8 @@ unsafe fn record(sr: *mut ngx_http_request_t, ctx: &mut Ctx, rc: ngx_int_t) -> n
         if first {
             (*(*sr).parent).write_event_handler = Some(resume);
         }
+        // A call lost with `NGX_ERROR` (its upstream connection, not the client's) is recorded,
+        // then finished as done so that the client's request goes on.
         if rc == NGX_ERROR as ngx_int_t && (*(*sr).connection).error() == 0 {
             return NGX_OK as ngx_int_t;
         }

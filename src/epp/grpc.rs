@@ -253,14 +253,14 @@ pub(crate) unsafe fn consume(mut chain: *mut ngx_chain_t, mut read: impl FnMut(&
 /// Decodes the call's answer from what [`swallow`] fed `decoder`.
 ///
 /// # Safety
-/// `sr` must be the call being finalized, its upstream non-null; `decoder` its
-/// [`Prepared::decoder`] (null: the call lost its context).
+/// `sr` must be the call being finalized, its upstream non-null with a status (`status_n`);
+/// `decoder` its [`Prepared::decoder`] (null: the call lost its context).
 pub(crate) unsafe fn read_answer(
     sr: *mut ngx_http_request_t,
     decoder: *mut Option<Decoder>,
 ) -> Outcome {
-    // SAFETY: the upstream's header lists (initialized before its status line is read) and
-    // the decoder live in the request's pool.
+    // SAFETY: the upstream's header lists (zeroed with it, initialized before its status line
+    // was read) and the decoder live in the request's pool.
     unsafe {
         let h = &(*(*sr).upstream).headers_in;
         let taken = if decoder.is_null() { None } else { (*decoder).take() };

@@ -2,7 +2,8 @@
 //! `proxy_pass URL` (or `grpc_pass`) for its location, keeps the handler that installed and
 //! installs [`flow::content_handler`]: the client's request makes a subrequest to its own URI,
 //! served by the saved handler, so every `proxy_*` / `grpc_*` directive of the location tunes
-//! the call. NGINX callbacks, no async runtime. The path: [`flow`]; modes: [`shim`], [`grpc`].
+//! the call. NGINX callbacks (ngx 0.5 has no subrequest primitive), no async runtime. The path:
+//! [`flow`]; the modes: [`shim`], [`grpc`].
 
 pub(crate) mod check;
 pub(crate) mod endpoints;

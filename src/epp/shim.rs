@@ -52,10 +52,10 @@ pub(crate) unsafe fn headers(
 /// The shim's status and endpoint lines.
 ///
 /// # Safety
-/// `sr` must be the call being finalized, its upstream non-null.
+/// `sr` must be the call being finalized, its upstream non-null with a status (`status_n`).
 pub(crate) unsafe fn read_answer(sr: *mut ngx_http_request_t) -> Answer {
-    // SAFETY: the upstream's header list (initialized before its status line is read) lives
-    // in the request's pool.
+    // SAFETY: the upstream's header list (zeroed with the upstream, initialized before its
+    // status line was read) lives in the request's pool.
     unsafe {
         let h = &(*(*sr).upstream).headers_in;
         let endpoint = lines(&h.headers)
