@@ -823,6 +823,12 @@ def verdict(met):
     return "met" if met else "**not met**"
 
 
+# Issue #46's bars judged against the native redirect of the same request.
+SAME_REQUEST_BARS = {"module, 1000 entries, winner last": 1.2,
+                     "module, 1000 regex entries with literals, winner last": 2,
+                     "module, 1000 mixed regex entries, winner last": 2}
+
+
 def targets(results):
     out = []
     native = results.get("native internal redirect", {}).get("instr")
@@ -830,26 +836,29 @@ def targets(results):
                if r["group"] == "native" and r.get("kind") and "rps" in r]
     mod_blog = {n: r for n, r in results.items() if n.startswith("module") and r["group"] == "blog"}
     njs_blog = {n: r for n, r in results.items() if n.startswith("njs") and r["group"] == "blog"}
-    # The carriers whose list comes through an NGINX `map` pay for the map too: they are judged
-    # against NGINX's own `map` routing of the same rule (below), the others here.
+    # Every carrier against the bare redirect; then without the carriers whose list comes
+    # through an NGINX `map`, which pay for the map too (each is also compared with NGINX's own
+    # `map` routing of the same rule, below). Which of the two is their bar is the filer's.
     plain = [r["instr"] for n, r in mod_blog.items() if " map, " not in n]
-    if native and plain:
-        worst = max(plain)
-        out.append(f"- 3 rules, any carrier but the map ones: worst {fmt_i(worst)} instr/req = "
-                   f"{worst / native:.2f}x the native internal redirect (target <= 1.10x: "
-                   f"{verdict(worst / native <= 1.10)}).")
+    for label, figures in (("any carrier", [r["instr"] for r in mod_blog.values()]),
+                           ("any carrier but the map ones", plain)):
+        if native and figures:
+            worst = max(figures)
+            out.append(f"- 3 rules, {label}: worst {fmt_i(worst)} instr/req = "
+                       f"{worst / native:.2f}x the native internal redirect (target <= 1.10x: "
+                       f"{verdict(worst / native <= 1.10)}).")
     same = {r["kind"]: r["instr"] for r in results.values()
             if r["group"] == "native-same" and r.get("instr")}
     paired = [(r["instr"] / same[r["kind"]], n) for n, r in mod_blog.items() if r.get("kind") in same]
     if paired:
         worst, name = max(paired)
         out.append(f"- 3 rules, each against a native internal redirect of the same request: "
-                   f"worst {worst:.2f}x ({name}; target <= 1.10x).")
+                   f"worst {worst:.2f}x ({name}; target <= 1.10x: {verdict(worst <= 1.10)}).")
     if mod_blog and njs_blog:
         best_njs = min(r["instr"] for r in njs_blog.values())
         worst = max(r["instr"] for r in mod_blog.values())
         out.append(f"- 3 rules vs njs: njs needs at least {best_njs / worst:.1f}x the instructions "
-                   f"of the module's worst carrier (target >= 6x).")
+                   f"of the module's worst carrier (target >= 6x: {verdict(best_njs / worst >= 6)}).")
     if map_rps and mod_blog:
         # Paired by round: each round runs every scenario once, back to back, so the ratio of
         # two scenarios in the same round cancels most of the machine's drift. Per carrier and
@@ -865,7 +874,7 @@ def targets(results):
             worst_ratio, worst_name = min(paired)
             out.append(f"- throughput, 3 rules: worst module scenario ({worst_name}) reaches "
                        f"{worst_ratio * 100:.0f}% of native `map` routing for the same rule, median "
-                       f"of per-round ratios (target >= 95%).")
+                       f"of per-round ratios (target >= 95%: {verdict(worst_ratio >= 0.95)}).")
         m = statistics.median(map_rps)
         worst = min(r["rps"] for r in mod_blog.values())
         out.append(f"- throughput, unpaired: the module's slowest median is {worst / m * 100:.0f}% "
@@ -878,7 +887,7 @@ def targets(results):
             continue
         line = (f"- {name}: {fmt_i(r['instr'])} instr/req = {r['instr'] / same:.3f}x the native "
                 f"internal redirect of the same request ({fmt_i(same)})")
-        bar = 2 if r["group"] == "regex" else 1.2 if (r["n"], r["winner"]) == (1000, "last") else None
+        bar = SAME_REQUEST_BARS.get(name)
         if bar:
             line += f" (target <= {bar}x: {verdict(r['instr'] / same <= bar)})"
         if native:
@@ -912,7 +921,7 @@ def targets(results):
     n1000 = results.get("njs, 1000 entries, winner last", {}).get("instr")
     if m1000 and n1000:
         out.append(f"- 1,000 entries, winner last, vs njs: {n1000 / m1000:.0f}x fewer instructions "
-                   f"(target >= 500x).")
+                   f"(target >= 500x: {verdict(n1000 / m1000 >= 500)}).")
     return out
 
 

@@ -49,10 +49,10 @@ smoke memcheck MEMCHECK_TESTS=example scripts/bench/memcheck.sh
 smoke invariants-long GEN=target/ci/httproute-nginx scripts/bench/invariants-long.sh
 smoke ngf-scale "${njs[@]}" BENCH_GENERATOR=$PWD/target/ci/httproute-nginx NGF_SCALE_SIZES=10 \
   scripts/bench/ngf-scale.sh
-# One native row of each kind (plain, same request, long request, map), and a module row with
-# its same-request row, so that every path of the report's Targets runs.
+# One native row of each kind (plain, same request, long request, map) and the module rows
+# compared with them (a carrier, a map carrier, a long list), so the report's Targets run.
 smoke bench BENCH_SKIP_ENGINE=1 BENCH_ROUNDS=1 BENCH_WRK_SECONDS=1 \
-  BENCH_ONLY='^(floor: return 200|native internal redirect(, (header request|long request v=0))?|native map, header rule wins|module, 10 entries, winner first)$' \
+  BENCH_ONLY='^(floor: return 200|native internal redirect(, (header request|long request v=0))?|native map, header rule wins|module inline, header rule wins|module \$http_matches from a map, header rule wins|module, 10 entries, winner first)$' \
   scripts/bench/bench.sh
 smoke epp-latency N=5 ROUNDS=1 RUN_SECONDS=1 scripts/bench/epp-latency.sh
 echo "smoke: every measurement script ran"
