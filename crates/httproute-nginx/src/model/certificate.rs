@@ -100,6 +100,7 @@ pub fn check(crt: &[u8], key: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
     if !leaf.public_eq(&pkey) {
         return Err("tls.key is not the key of the certificate in tls.crt".into());
     }
+    signs_tls(&leaf).map_err(|why| format!("tls.crt: {why}"))?;
     for (i, c) in chain.iter().enumerate() {
         let k = c.public_key().map_err(|e| {
             format!("tls.crt: block {}: its public key does not parse ({})", i + 1, first(&e))
@@ -153,6 +154,26 @@ fn pem(label: &str, der: &[u8]) -> String {
     }
     out.push_str(&format!("-----END {label}-----\n"));
     out
+}
+
+/// Whether a certificate's key is of a type TLS authenticates with: OpenSSL's
+/// `SSL_CTX_use_certificate` takes RSA, RSA-PSS, DSA, EC, Ed25519 and Ed448 keys and fails
+/// NGINX's `ssl_certificate` on any other ("unknown certificate type"): X25519 and X448 keys
+/// only agree on secrets, DH keys too, and a CA may still sign a certificate for one.
+fn signs_tls(key: &PKey<Public>) -> Result<(), String> {
+    let id = key.id();
+    let known = [Id::RSA, Id::RSA_PSS, Id::DSA, Id::EC, Id::ED25519, Id::ED448];
+    if known.contains(&id) {
+        return Ok(());
+    }
+    let name = [(Id::X25519, "X25519"), (Id::X448, "X448"), (Id::DH, "DH"), (Id::DHX, "DHX")]
+        .into_iter()
+        .find(|(k, _)| *k == id)
+        .map_or_else(|| format!("OpenSSL key type {}", id.as_raw()), |(_, n)| n.to_owned());
+    Err(format!(
+        "its key is {name}, which cannot sign a TLS handshake (NGINX's ssl_certificate takes \
+         RSA, RSA-PSS, DSA, EC, Ed25519 and Ed448 keys)"
+    ))
 }
 
 /// The key strength OpenSSL's default security level on Debian and most distributions (level
@@ -324,6 +345,28 @@ mod tests {
         let out = (read("l.crt"), read("l.key"), read("ca.crt"));
         let _ = std::fs::remove_dir_all(&dir);
         out
+    }
+
+    #[test]
+    fn a_certificate_for_a_key_that_cannot_sign_is_refused_as_nginx_refuses_it() {
+        // An Ed25519 CA signs a certificate for an X25519 key: it parses, and tls.key is its
+        // key, but NGINX fails it ("unknown certificate type").
+        let dir = scratch("x25519");
+        let run = |args: &str| openssl(&dir, &args.split(' ').collect::<Vec<_>>());
+        run("genpkey -algorithm ed25519 -out ca.key");
+        run("req -x509 -new -key ca.key -subj /CN=ca -days 2 -out ca.crt");
+        run("genpkey -algorithm x25519 -out x.key");
+        run("pkey -in x.key -pubout -out x.pub");
+        run("req -new -key ca.key -subj /CN=t.test -out x.csr");
+        run("x509 -req -in x.csr -CA ca.crt -CAkey ca.key -force_pubkey x.pub -days 2 -out x.crt");
+        let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+        let e = check(&read("x.crt"), &read("x.key")).unwrap_err();
+        assert!(e.starts_with("tls.crt: its key is X25519, which cannot sign"), "{e}");
+        // Ed25519 itself signs: its certificate passes.
+        run("req -new -key ca.key -subj /CN=t.test -out e.csr");
+        run("x509 -req -in e.csr -CA ca.crt -CAkey ca.key -days 2 -out e.crt");
+        assert!(check(&read("e.crt"), &read("ca.key")).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
