@@ -227,6 +227,7 @@ fn gateway(carrier: Carrier, map: &BackendMap, port: u16, tls_port: u16) -> Ngin
         nginx_version: common::nginx_version(),
         allow_external_name: false,
         global: Default::default(),
+        port_unavailable: None,
     };
     let (generated, warnings) = httproute_nginx::generate(&[src], map, &opts).expect("generate");
     assert!(warnings.is_empty(), "{warnings:?}");

@@ -332,9 +332,12 @@ fn regenerate_and_reload_under_traffic() {
     backend.finish();
 }
 
-/// `nginx -t` does not bind the ports (a port in use passes it), the reload does: a new listener
-/// on a port another process holds is refused before it is installed (apply binds each new
-/// port), the old generation keeps serving, and the next change without it reloads.
+/// `nginx -t` does not bind the ports (a port in use passes it), the reload does. As `apply`
+/// plans (its probe of the ports: `apply::port_probe`), a new listener on a port another
+/// process holds is refused (`PortUnavailable`) and the rest of the change reloads: one
+/// tenant's listener never stops another's change. Planned without the probe (the library's
+/// `stage` alone), the configuration is refused before it is installed (`held_ports`, the net
+/// behind it) and the old generation keeps serving.
 #[test]
 fn a_reload_the_master_refuses_is_put_back() {
     let ports = free_ports(BACKENDS.len() + 3);
@@ -381,9 +384,14 @@ fn a_reload_the_master_refuses_is_put_back() {
     assert_eq!(generations.len(), 1, "{generations:?}");
     assert_eq!(get(port, "/moving/").unwrap(), (200, "b0".to_owned()), "the old one serves");
 
-    // The next good change reloads and answers.
-    write(BACKENDS[1], None);
-    let (staged, _) = stage(&dir, &inputs, &map, opts(), None, None).expect("generate");
+    // The same change as apply plans it: the listener on the held port is refused, the rest
+    // reloads and answers.
+    let probe = httproute_nginx::apply::port_probe(&dir, Some("127.0.0.1"));
+    let with_probe = Options { port_unavailable: Some(probe), ..opts() };
+    let (staged, generated) = stage(&dir, &inputs, &map, with_probe, None, None).expect("generate");
+    let refused = format!("listener default/gw/taken: port {taken} is held by another process");
+    assert!(generated.warnings.iter().any(|w| w.starts_with(&refused)), "{:?}", generated.warnings);
+    assert!(!read(staged.conf()).contains(&format!("127.0.0.1:{taken}")));
     assert_eq!(check_and_reload(staged, &dir, &nginx_bin, patience()), Ok(Applied::Reloaded));
     wait_until("/moving answered by b1", || {
         get(port, "/moving/z").is_ok_and(|(s, b)| s == 200 && b == "b1")

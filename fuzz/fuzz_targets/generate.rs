@@ -127,6 +127,7 @@ fuzz_target!(|input: Input| {
         // Both reach policies: ExternalName refused (the default) and followed.
         allow_external_name: input.carrier >= 128,
         global: Default::default(),
+        port_unavailable: None,
     };
     let plan =
         httproute_nginx::plan::plan(&inputs, &httproute_nginx::plan_options(&opts, &backends));

@@ -486,6 +486,7 @@ pub fn generator_options() -> httproute_nginx::Options {
         nginx_version: nginx_version(),
         allow_external_name: false,
         global: Default::default(),
+        port_unavailable: None,
     }
 }
 

@@ -188,6 +188,26 @@ pub fn wait_report(report: &Path, generation: u64, wait: Duration) -> Reload {
     }
 }
 
+/// Why a listener on `port` could not be served from `dir`, if it could not: the address
+/// (`--listen-address`, else every address) is not one the configuration in place listens on
+/// (its master holds those) and cannot be bound now: another process holds it, and the master
+/// would refuse every reload. Planning refuses its listeners (`PortUnavailable`), so one
+/// tenant's listener never stops another's change; [`held_ports`] stays the net behind it.
+pub fn port_probe(dir: &Path, listen_address: Option<&str>) -> crate::plan::PortProbe {
+    let current = std::fs::read_to_string(dir.join("nginx.conf")).unwrap_or_default();
+    let held: std::collections::BTreeSet<String> =
+        tcp_listens(&current).into_iter().map(|(a, _)| a).collect();
+    let host = listen_address.unwrap_or("0.0.0.0").to_owned();
+    crate::plan::PortProbe(std::sync::Arc::new(move |port| {
+        let addr = format!("{host}:{port}");
+        if held.contains(&addr) {
+            return None;
+        }
+        let e = std::net::TcpListener::bind(addr.as_str()).err()?;
+        Some(format!("port {port} is held by another process ({addr}: {e})"))
+    }))
+}
+
 /// The TCP addresses `new` listens on that `current` does not (the running master holds
 /// those it listens on) and that cannot be bound now, each with its `listen` directive and
 /// the error. A bound address is released at once.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use httproute_nginx::plan::PortProbe;
 use httproute_nginx::{BackendMap, Carrier, Options, explain, parse_backend, read_backends};
 
 #[derive(Parser)]
@@ -316,6 +317,7 @@ fn options(p: Planning, w: Written) -> Options {
         nginx_version: p.nginx_version,
         allow_external_name: p.allow_external_name,
         global,
+        port_unavailable: None,
     }
 }
 
@@ -327,11 +329,12 @@ struct Run {
     dir: PathBuf,
 }
 
-/// Generates and stages the configuration ([`httproute_nginx::apply::stage`]).
-fn stage(w: Writing, check: Option<&Path>) -> Result<Run, String> {
+/// Generates and stages the configuration ([`httproute_nginx::apply::stage`]); `apply`
+/// passes its probe of the ports another process holds ([`httproute_nginx::apply::port_probe`]).
+fn stage(w: Writing, check: Option<&Path>, probe: Option<PortProbe>) -> Result<Run, String> {
     let Writing { input, planning, output, written, status } = w;
     let map = backends(&input)?;
-    let opts = options(planning, written);
+    let opts = Options { port_unavailable: probe, ..options(planning, written) };
     let mut status = status
         .map(|f| {
             httproute_nginx::output::remove_abandoned(&f);
@@ -350,9 +353,9 @@ fn stage(w: Writing, check: Option<&Path>) -> Result<Run, String> {
 
 /// [`stage`], or `None` when the run is refused: then the error, and that nothing was
 /// written (the directory and the status file are as the last run left them), are on stderr.
-fn stage_or_refuse(w: Writing, check: Option<&Path>) -> Option<Run> {
+fn stage_or_refuse(w: Writing, check: Option<&Path>, probe: Option<PortProbe>) -> Option<Run> {
     let (dir, status) = (w.output.display().to_string(), and_status_file(w.status.as_deref()));
-    let e = stage(w, check).map_err(|e| say(&format!("error: {e}"))).ok();
+    let e = stage(w, check, probe).map_err(|e| say(&format!("error: {e}"))).ok();
     if e.is_none() {
         say(&format!(
             "the run is refused, nothing was written: {dir}{status} are as the last run left them"
@@ -376,7 +379,7 @@ fn write_status(status: Option<httproute_nginx::output::Pending>) -> Result<(), 
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Generate { writing, nginx } => {
-            let Some(Run { staged, status, .. }) = stage_or_refuse(writing, nginx.as_deref())
+            let Some(Run { staged, status, .. }) = stage_or_refuse(writing, nginx.as_deref(), None)
             else {
                 return Ok(ExitCode::FAILURE);
             };
@@ -421,8 +424,10 @@ fn and_status_file(status: Option<&Path>) -> String {
 /// `apply`: stage, `nginx -t`, reload the running NGINX; the status file is written only
 /// when the new configuration serves (or will, once NGINX starts).
 fn apply(writing: Writing, nginx: &Path, reload_wait: u64) -> Result<ExitCode, String> {
-    use httproute_nginx::apply::{Applied, check_and_reload};
-    let Some(Run { staged, status, dir }) = stage_or_refuse(writing, Some(nginx)) else {
+    use httproute_nginx::apply::{Applied, check_and_reload, port_probe};
+    let probe = port_probe(&writing.output, writing.written.listen_address.as_deref());
+    let Some(Run { staged, status, dir }) = stage_or_refuse(writing, Some(nginx), Some(probe))
+    else {
         return Ok(ExitCode::FAILURE);
     };
     let wait = std::time::Duration::from_secs(reload_wait);

@@ -38,6 +38,8 @@ pub struct Options {
     /// Workers, access log, upstream keepalive, where nginx.conf's files live
     /// ([`crate::emit_global`]).
     pub global: crate::emit_global::Global,
+    /// Ports another process holds (`apply`'s probe; planning's `PlanOptions::port_unavailable`).
+    pub port_unavailable: Option<crate::plan::PortProbe>,
 }
 
 /// Where [`super::emit_streamed`] writes: nginx.conf, matches.json, and a scratch file that

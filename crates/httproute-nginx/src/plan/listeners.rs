@@ -26,7 +26,8 @@ pub(super) struct Listener {
 type Skip = (Reason, String);
 
 /// Every listener of every Gateway: those that can be served, and the status of all of them.
-/// `given`: the Secrets with files of their own (`--certificate`).
+/// `opts`: the Secrets with files of their own (`--certificate`) and the ports another
+/// process holds (each asked once).
 ///
 /// Gateways are taken oldest first (`creationTimestamp`; none counts as the newest), then by
 /// the `"{namespace}/{name}"` string: Gateway API's order for conflicts, so the Gateway that
@@ -36,12 +37,21 @@ type Skip = (Reason, String);
 pub(super) fn listeners(
     inputs: &Inputs,
     grants: &Grants<'_>,
-    given: &BTreeSet<String>,
+    opts: &super::PlanOptions<'_>,
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) -> Vec<Listener> {
+    let given = &opts.given_certificates;
     let mut listeners: Vec<Listener> = Vec::new();
     let mut owners = Owners::default();
+    let mut held: BTreeMap<u16, Option<String>> = BTreeMap::new();
+    let mut free = |port: u16| match &opts.port_unavailable {
+        Some(probe) => match held.entry(port).or_insert_with(|| (probe.0)(port)) {
+            Some(why) => Err((Reason::PortUnavailable, why.clone())),
+            None => Ok(()),
+        },
+        None => Ok(()),
+    };
     let metas: Vec<_> = inputs.gateways.iter().map(|g| &g.metadata).collect();
     for g in oldest_first(&metas).into_iter().map(|i| &inputs.gateways[i]) {
         for l in &g.spec.listeners {
@@ -50,8 +60,8 @@ pub(super) fn listeners(
                 gateway: g.metadata.name.clone(),
                 name: l.name.clone(),
             };
-            let tls = match tls_of(l).and_then(|tls| owners.taken(&listeners, l, tls).map(|_| tls))
-            {
+            let usable = tls_of(l).and_then(|tls| owners.taken(&listeners, l, tls).map(|_| tls));
+            let tls = match usable.and_then(|tls| free(l.port).map(|()| tls)) {
                 Ok(tls) => tls,
                 Err(skip) => {
                     skipped(id, skip, status, warnings);

@@ -70,11 +70,25 @@ pub use types::{
 };
 pub use words::refusals as word_refusals;
 
+/// Why a port cannot be listened on, if it cannot: `apply`'s probe of the machine
+/// ([`crate::apply::port_probe`]).
+#[derive(Clone)]
+pub struct PortProbe(pub std::sync::Arc<dyn Fn(u16) -> Option<String> + Send + Sync>);
+
+impl std::fmt::Debug for PortProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PortProbe")
+    }
+}
+
 /// Everything besides the manifests that decides a plan: generate and explain pass the same.
 #[derive(Debug, Clone)]
 pub struct PlanOptions<'a> {
     /// `--backend` / `--backends`.
     pub backends: &'a BackendMap,
+    /// Ports another process holds (`apply`): their listeners are refused, `PortUnavailable`;
+    /// `None`: every port is taken as free (`generate` may run on another machine).
+    pub port_unavailable: Option<PortProbe>,
     /// TLS Secrets (`namespace/name`) with files of their own (`--certificate`) besides those
     /// among the inputs; a listener's certificate that is neither is left out (its hosts
     /// refuse the handshake if it has no other), with a warning.
@@ -122,6 +136,7 @@ impl<'a> PlanOptions<'a> {
     pub fn new(backends: &'a BackendMap) -> PlanOptions<'a> {
         PlanOptions {
             backends,
+            port_unavailable: None,
             given_certificates: BTreeSet::new(),
             capabilities: Capabilities::default(),
             experimental: false,
@@ -227,8 +242,7 @@ fn plan_from(
     let mut status = Status::default();
     let grants = grants::Grants::of(&inputs.grants);
     // 1. Listeners and their certificates.
-    let listeners =
-        listeners::listeners(inputs, &grants, &opts.given_certificates, &mut status, &mut warnings);
+    let listeners = listeners::listeners(inputs, &grants, opts, &mut status, &mut warnings);
     // 2. Routes in order: by namespace/name, and their places by age.
     let all = owned.as_deref().unwrap_or(&inputs.routes);
     let (order, route_ages) = routes_by_age(all);

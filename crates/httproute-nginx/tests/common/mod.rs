@@ -24,6 +24,7 @@ pub fn options() -> Options {
         nginx_version: (1, 28, 0),
         allow_external_name: false,
         global: Default::default(),
+        port_unavailable: None,
     }
 }
 
