@@ -209,6 +209,89 @@ fn endpoints_are_resolved_once_per_pool_and_service_however_many_references() {
     assert_eq!(work(20, 100), 1 + 2 * 100);
 }
 
+/// Tenant `a`'s pool, then tenant `b`'s `n` pools that all select one label over `n`
+/// EndpointSlices of one address each, newer, each the backend of a route of `b`.
+fn shared_selector(n: usize) -> String {
+    let mut yaml = String::from(
+        "kind: Gateway\nmetadata: {name: gw, namespace: default}\nspec:\n  \
+         listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]\n---\n",
+    );
+    let pool = |ns: &str, name: &str, t: &str| {
+        format!(
+            "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\n\
+             metadata: {{name: {name}, namespace: {ns}, creationTimestamp: \"{t}\"}}\nspec:\n  \
+             selector: {{matchLabels: {{app: x}}}}\n  targetPorts: [{{number: 8000}}]\n  \
+             endpointPickerRef: {{name: epp, port: {{number: 9002}}}}\n---\n"
+        )
+    };
+    let slice = |ns: &str, i: usize| {
+        format!(
+            "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+             metadata: {{name: s{i}, namespace: {ns}, labels: {{app: x}}}}\n\
+             addressType: IPv4\nports: [{{name: \"\", port: 8080}}]\n\
+             endpoints: [{{addresses: [10.{}.{}.1]}}]\n---\n",
+            i / 250,
+            i % 250
+        )
+    };
+    let route = |ns: &str, i: usize, pool: &str| {
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: r{i}, namespace: {ns}}}\nspec:\n  \
+             parentRefs: [{{name: gw, namespace: default}}]\n  hostnames: [{ns}{i}.example]\n  \
+             rules:\n  - backendRefs:\n    \
+             - {{group: inference.networking.k8s.io, kind: InferencePool, name: {pool}}}\n---\n"
+        )
+    };
+    yaml += &(pool("a", "mine", "2026-01-01T00:00:00Z") + &slice("a", 0) + &route("a", 0, "mine"));
+    for i in 0..n {
+        yaml += &(pool("b", &format!("p{i}"), "2026-02-01T00:00:00Z") + &slice("b", i));
+        yaml += &route("b", i, &format!("p{i}"));
+    }
+    yaml
+}
+
+/// InferencePools that share a selector cost their namespace what they write, within its
+/// budget (`limits::POOL_UNITS_PER_TENANT`, here 2,000 units): a red team's `n` pools over `n`
+/// slices wrote n x n addresses (400: 5.3 MB of nginx.conf, 800: 20.8 MB). The addresses
+/// resolved stay within the budget at n and 2n, the newer pools past it are refused with the
+/// budget named, and the older tenant's pool is written as it was alone.
+#[test]
+fn pools_sharing_a_selector_cost_their_namespace_its_budget_at_most() {
+    use httproute_nginx::plan::{PlanOptions, Target, plan};
+    let mut backends = BackendMap::new();
+    backends.insert("a/epp:9002".into(), "127.0.0.1:9002".into());
+    backends.insert("b/epp:9002".into(), "127.0.0.1:9003".into());
+    let budget = 2_000;
+    let run = |n: usize| {
+        let opts = PlanOptions { pool_units_per_tenant: budget, ..PlanOptions::new(&backends) };
+        let p = plan(common::inputs(&shared_selector(n)), &opts);
+        let mut written = std::collections::BTreeMap::new();
+        for r in p.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.rules) {
+            for b in &r.backends {
+                if let Target::Inference(pool) = &b.target {
+                    written.insert(pool.id.clone(), pool.servers.len());
+                }
+            }
+        }
+        let refused = p.warnings.iter().filter(|w| w.contains("budget: pool endpoints")).count();
+        (p.work.endpoints, written, refused)
+    };
+    for n in [100, 200] {
+        let (addresses, written, refused) = run(n);
+        assert_eq!(written.get("a/mine"), Some(&1), "tenant a's pool, as alone");
+        let b: usize = written.iter().filter(|(id, _)| id.starts_with("b/")).map(|(_, s)| s).sum();
+        assert!(b <= budget, "tenant b's pools wrote {b} addresses at n = {n}");
+        assert!(addresses <= 2 * budget + 2, "{addresses} addresses resolved at n = {n}");
+        assert!(refused > 0 && written.len() + refused >= n, "n {n}: {written:?} {refused}");
+    }
+    // Within the budget the shape is what it was: n x n addresses.
+    let (_, written, _) = run(10);
+    assert_eq!(
+        written.iter().filter(|(id, _)| id.starts_with("b/")).map(|(_, s)| s).sum::<usize>(),
+        100
+    );
+}
+
 /// `--epp-shim` is checked when the arguments are read: a URL the module's `http_matches_epp`
 /// takes (scheme, host, port), never a word that would break or add to nginx.conf.
 #[test]

@@ -36,6 +36,8 @@ pub(super) struct Refs<'a> {
     /// (`plan/inference.rs`).
     pub pools: &'a BTreeMap<String, InferencePool>,
     pub labeled: &'a Labeled<'a>,
+    /// Pools refused for their namespace's budget (`inference::admit`), with why.
+    pub refused_pools: &'a BTreeMap<String, String>,
     /// Each Service port's and pool's endpoints, resolved once ([`Endpoints`]).
     pub endpoints: &'a Endpoints,
 }

@@ -11,13 +11,13 @@
 //! resolved as a GRPCRoute's backend: `--backend` or its ready endpoints, never a name NGINX
 //! resolves when it loads (one it cannot resolve fails `nginx -t` for every tenant).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{INFERENCE_GROUP, ObjectRef};
+use crate::model::{INFERENCE_GROUP, InferencePool, Inputs, ObjectRef};
 
 use super::backends::{Labeled, Refs, Resolved, ready_ips, resolve};
 use super::grants::POOL_KIND;
-use super::ids::RouteKind;
+use super::ids::{RouteKind, oldest_first};
 use super::status::Reason;
 use super::types::{Pool, Target};
 
@@ -49,13 +49,11 @@ pub(super) fn resolve_pool(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved
     let Some(pool) = refs.pools.get(&id) else {
         return Err((Reason::BackendNotFound, format!("InferencePool {id} does not exist")));
     };
-    // `--backend NS/POOL:PORT=HOST:PORT` for its target ports, as for a Service; else slices.
-    let servers = refs.endpoints.of(&format!("InferencePool {id}"), || {
-        let given: Vec<String> = (pool.spec.target_ports.iter())
-            .filter_map(|p| refs.backends.get(&format!("{id}:{}", p.number)).cloned())
-            .collect();
-        if given.is_empty() { pool_endpoints(pool, refs.labeled) } else { given }
-    });
+    if let Some(why) = refs.refused_pools.get(&id) {
+        return Err((Reason::BackendNotFound, format!("InferencePool {id}: {why}")));
+    }
+    // Resolved by `admit`, oldest pool first.
+    let servers = refs.endpoints.of(&endpoints_key(&id), Vec::new);
     if servers.is_empty() {
         return Ok((Target::Status(503), false));
     }
@@ -108,21 +106,85 @@ pub(super) fn resolve_pool(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved
     Ok((Target::Inference(Box::new(pool)), false))
 }
 
-/// `address:port` of each ready address of the pool's EndpointSlices with each target port.
-fn pool_endpoints(pool: &crate::model::InferencePool, labeled: &Labeled<'_>) -> Vec<String> {
+fn endpoints_key(id: &str) -> String {
+    format!("InferencePool {id}")
+}
+
+/// Every InferencePool's endpoints, resolved into `refs.endpoints` oldest pool first
+/// (`creationTimestamp`, then namespace/name) within its namespace's budget of `per_tenant`
+/// units: a slice and each of its endpoints looked at, each address taken (pools that share a
+/// selector wrote pools x slices addresses). A pool past what is left is refused (returned,
+/// with why) and spends the rest, so a namespace's pools cost its budget and one slice each at
+/// the most; never an older pool, never another namespace's. `--backend NS/POOL:PORT=HOST:PORT`
+/// for its target ports gives the endpoints instead, as for a Service (not charged).
+pub(super) fn admit(
+    inputs: &Inputs,
+    refs: &Refs<'_>,
+    per_tenant: usize,
+) -> BTreeMap<String, String> {
+    let pools: Vec<(&String, &InferencePool)> = inputs.inference_pools.iter().collect();
+    let metas: Vec<_> = pools.iter().map(|(_, p)| &p.metadata).collect();
+    let mut left: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut refused = BTreeMap::new();
+    for (id, pool) in oldest_first(&metas).into_iter().map(|i| pools[i]) {
+        let given: Vec<String> = (pool.spec.target_ports.iter())
+            .filter_map(|p| refs.backends.get(&format!("{id}:{}", p.number)).cloned())
+            .collect();
+        if !given.is_empty() {
+            refs.endpoints.of(&endpoints_key(id), || given);
+            continue;
+        }
+        let left = left.entry(pool.metadata.namespace.as_str()).or_insert(per_tenant);
+        match pool_endpoints(pool, refs.labeled, *left) {
+            Ok((servers, units)) => {
+                *left -= units;
+                refs.endpoints.of(&endpoints_key(id), || servers);
+            }
+            Err(_) => {
+                let why = format!(
+                    "budget: pool endpoints: its EndpointSlices and addresses pass what is left of \
+                     the {per_tenant} units namespace {} may take (older pools first)",
+                    pool.metadata.namespace
+                );
+                *left = 0;
+                refused.insert(id.clone(), why);
+            }
+        }
+    }
+    refused
+}
+
+/// `address:port` of each ready address of the pool's EndpointSlices with each target port,
+/// and the units that took (a slice looked at and each of its endpoints, each ready address
+/// with each target port); `Err` past `limit` units.
+fn pool_endpoints(
+    pool: &InferencePool,
+    labeled: &Labeled<'_>,
+    limit: usize,
+) -> Result<(Vec<String>, usize), usize> {
     let labels = &pool.spec.selector.match_labels;
-    let Some((k, v)) = labels.iter().next() else { return Vec::new() };
+    let Some((k, v)) = labels.iter().next() else { return Ok((Vec::new(), 0)) };
     let ns = pool.metadata.namespace.as_str();
     let slices = labeled.get(&(ns, k.as_str(), v.as_str())).map_or(&[][..], |s| s);
-    let mut out = BTreeSet::new();
-    for slice in
-        slices.iter().filter(|s| labels.iter().all(|(k, v)| s.metadata.labels.get(k) == Some(v)))
-    {
+    let (mut out, mut units) = (BTreeSet::new(), 0usize);
+    for slice in slices {
+        // Its endpoints are read when its labels hold.
+        units += 1 + slice.endpoints.len();
+        if units > limit {
+            return Err(units);
+        }
+        if !labels.iter().all(|(k, v)| slice.metadata.labels.get(k) == Some(v)) {
+            continue;
+        }
         for ip in ready_ips(slice) {
             for p in &pool.spec.target_ports {
+                units += 1;
+                if units > limit {
+                    return Err(units);
+                }
                 out.insert(std::net::SocketAddr::new(ip, p.number).to_string());
             }
         }
     }
-    out.into_iter().collect()
+    Ok((out.into_iter().collect(), units))
 }

@@ -86,6 +86,9 @@ impl std::fmt::Debug for PortProbe {
 pub struct PlanOptions<'a> {
     /// `--backend` / `--backends`.
     pub backends: &'a BackendMap,
+    /// Units one namespace's InferencePools may take (`inference::admit`: a slice looked at,
+    /// an address written).
+    pub pool_units_per_tenant: usize,
     /// Ports another process holds (`apply`): their listeners are refused, `PortUnavailable`;
     /// `None`: every port is taken as free (`generate` may run on another machine).
     pub port_unavailable: Option<PortProbe>,
@@ -136,6 +139,7 @@ impl<'a> PlanOptions<'a> {
     pub fn new(backends: &'a BackendMap) -> PlanOptions<'a> {
         PlanOptions {
             backends,
+            pool_units_per_tenant: crate::limits::POOL_UNITS_PER_TENANT,
             port_unavailable: None,
             given_certificates: BTreeSet::new(),
             capabilities: Capabilities::default(),
@@ -312,6 +316,7 @@ fn resolve_all(
     let given = backends::given(inputs);
     let labeled = backends::slices_by_label(inputs);
     let endpoints = backends::Endpoints::default();
+    let none = BTreeMap::new();
     let refs = backends::Refs {
         grpc: false,
         backends: opts.backends,
@@ -324,8 +329,11 @@ fn resolve_all(
         allow_external_name: opts.allow_external_name,
         pools: &inputs.inference_pools,
         labeled: &labeled,
+        refused_pools: &none,
         endpoints: &endpoints,
     };
+    let refused_pools = inference::admit(inputs, &refs, opts.pool_units_per_tenant);
+    let refs = backends::Refs { refused_pools: &refused_pools, ..refs };
     let resolved = routes.iter().map(|r| references::resolve_route(r, &refs)).collect();
     (resolved, endpoints.made())
 }
