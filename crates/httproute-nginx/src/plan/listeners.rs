@@ -8,6 +8,7 @@ use crate::model::{AllowedRoutes, Inputs};
 use super::grants::Grants;
 use super::ids::{ListenerId, oldest_first};
 use super::status::{Condition, ConditionType, ListenerStatus, Reason, Status};
+use super::types::PortProbe;
 
 /// A listener that is served.
 pub(super) struct Listener {
@@ -26,7 +27,7 @@ pub(super) struct Listener {
 type Skip = (Reason, String);
 
 /// Every listener of every Gateway: those that can be served, and the status of all of them.
-/// `opts`: the Secrets with files of their own (`--certificate`) and the ports another
+/// `given`: the Secrets with files of their own (`--certificate`); `probe`: the ports another
 /// process holds (each asked once).
 ///
 /// Gateways are taken oldest first (`creationTimestamp`; none counts as the newest), then by
@@ -37,15 +38,14 @@ type Skip = (Reason, String);
 pub(super) fn listeners(
     inputs: &Inputs,
     grants: &Grants<'_>,
-    opts: &super::PlanOptions<'_>,
+    (given, probe): (&BTreeSet<String>, Option<&PortProbe>),
     status: &mut Status,
     warnings: &mut Vec<String>,
 ) -> Vec<Listener> {
-    let given = &opts.given_certificates;
     let mut listeners: Vec<Listener> = Vec::new();
     let mut owners = Owners::default();
     let mut held: BTreeMap<u16, Option<String>> = BTreeMap::new();
-    let mut free = |port: u16| match &opts.port_unavailable {
+    let mut free = |port: u16| match probe {
         Some(probe) => match held.entry(port).or_insert_with(|| (probe.0)(port)) {
             Some(why) => Err((Reason::PortUnavailable, why.clone())),
             None => Ok(()),

@@ -65,21 +65,10 @@ pub use status::{
 pub(crate) use types::wildcard_covers;
 pub use types::{
     Backend, BackendMap, Candidate, Capabilities, HTTP2_DIRECTIVE, Kept, Loc, LocationPlan,
-    Modifier, PathKind, Pool, PortPlan, RulePlan, Segment, ServerPlan, SortKey, Target,
+    Modifier, PathKind, Pool, PortPlan, PortProbe, RulePlan, Segment, ServerPlan, SortKey, Target,
     normalize_prefix,
 };
 pub use words::refusals as word_refusals;
-
-/// Why a port cannot be listened on, if it cannot: `apply`'s probe of the machine
-/// ([`crate::apply::port_probe`]).
-#[derive(Clone)]
-pub struct PortProbe(pub std::sync::Arc<dyn Fn(u16) -> Option<String> + Send + Sync>);
-
-impl std::fmt::Debug for PortProbe {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PortProbe")
-    }
-}
 
 /// Everything besides the manifests that decides a plan: generate and explain pass the same.
 #[derive(Debug, Clone)]
@@ -246,7 +235,9 @@ fn plan_from(
     let mut status = Status::default();
     let grants = grants::Grants::of(&inputs.grants);
     // 1. Listeners and their certificates.
-    let listeners = listeners::listeners(inputs, &grants, opts, &mut status, &mut warnings);
+    let (given, probe) = (&opts.given_certificates, opts.port_unavailable.as_ref());
+    let listeners =
+        listeners::listeners(inputs, &grants, (given, probe), &mut status, &mut warnings);
     // 2. Routes in order: by namespace/name, and their places by age.
     let all = owned.as_deref().unwrap_or(&inputs.routes);
     let (order, route_ages) = routes_by_age(all);

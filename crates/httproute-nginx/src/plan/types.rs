@@ -466,3 +466,14 @@ pub type SortKey = (
     u32, // rule index
     u32, // match index
 );
+
+/// Why a port cannot be listened on, if it cannot: `apply`'s probe of the machine
+/// ([`crate::apply::port_probe`]).
+#[derive(Clone)]
+pub struct PortProbe(pub std::sync::Arc<dyn Fn(u16) -> Option<String> + Send + Sync>);
+
+impl std::fmt::Debug for PortProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PortProbe")
+    }
+}
