@@ -188,23 +188,31 @@ pub fn wait_report(report: &Path, generation: u64, wait: Duration) -> Reload {
     }
 }
 
-/// Why a listener on `port` could not be served from `dir`, if it could not: the address
-/// (`--listen-address`, else every address) is not one the configuration in place listens on
-/// (its master holds those) and cannot be bound now: another process holds it, and the master
-/// would refuse every reload. Planning refuses its listeners (`PortUnavailable`), so one
-/// tenant's listener never stops another's change; [`held_ports`] stays the net behind it.
+/// Why a listener on `port` could not be served from `dir`, when that is certain: the address
+/// (`--listen-address`; none or `*`: every IPv4 address) is IPv4, no `listen` of the
+/// configuration in place uses the port (its master holds those), and binding it fails with
+/// "address in use": another process holds it, and the master would refuse every reload.
+/// Planning refuses its listeners (`PortUnavailable`), so one tenant's listener never stops
+/// another's change. Anything less certain (IPv6, a name, another error, a port the
+/// configuration in place uses at any address) is left to [`held_ports`], the net behind it.
+/// `dir`'s nginx.conf is read at the first question, inside the run's lock.
 pub fn port_probe(dir: &Path, listen_address: Option<&str>) -> crate::plan::PortProbe {
-    let current = std::fs::read_to_string(dir.join("nginx.conf")).unwrap_or_default();
-    let held: std::collections::BTreeSet<String> =
-        tcp_listens(&current).into_iter().map(|(a, _)| a).collect();
-    let host = listen_address.unwrap_or("0.0.0.0").to_owned();
+    let conf = dir.join("nginx.conf");
+    let host = listen_address.filter(|a| *a != "*").unwrap_or("0.0.0.0").to_owned();
+    let in_use = std::sync::OnceLock::<std::collections::BTreeSet<u16>>::new();
     crate::plan::PortProbe(std::sync::Arc::new(move |port| {
-        let addr = format!("{host}:{port}");
-        if held.contains(&addr) {
+        let ip: std::net::Ipv4Addr = host.parse().ok()?;
+        let used = in_use.get_or_init(|| {
+            let text = std::fs::read_to_string(&conf).unwrap_or_default();
+            let port_of = |a: &str| a.rsplit_once(':')?.1.parse::<u16>().ok();
+            tcp_listens(&text).iter().filter_map(|(a, _)| port_of(a)).collect()
+        });
+        if used.contains(&port) {
             return None;
         }
-        let e = std::net::TcpListener::bind(addr.as_str()).err()?;
-        Some(format!("port {port} is held by another process ({addr}: {e})"))
+        let e = std::net::TcpListener::bind((ip, port)).err()?;
+        (e.kind() == std::io::ErrorKind::AddrInUse)
+            .then(|| format!("port {port} is held by another process ({ip}:{port}: {e})"))
     }))
 }
 
@@ -310,7 +318,39 @@ fn run_nginx(
 
 #[cfg(test)]
 mod tests {
-    use super::tcp_listens;
+    use super::{port_probe, tcp_listens};
+
+    /// The probe refuses a port only when it is certain another process holds it: an IPv4
+    /// address (none and `*` are every one) in use, on a port the configuration in place does
+    /// not listen on at any address. IPv6, names and free ports are left to the net.
+    #[test]
+    fn the_probe_names_only_ports_another_process_holds() {
+        let holder = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let held = holder.local_addr().unwrap().port();
+        let free = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let free_port = free.local_addr().unwrap().port();
+        drop(free);
+        let dir = std::env::temp_dir().join(format!("probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ask = |address: Option<&str>, port| (port_probe(&dir, address).0)(port);
+        for address in [Some("127.0.0.1"), Some("*"), None] {
+            let why = ask(address, held).unwrap_or_else(|| panic!("{address:?}"));
+            assert!(why.starts_with(&format!("port {held} is held by another process")), "{why}");
+            assert_eq!(ask(address, free_port), None, "{address:?}");
+        }
+        assert_eq!(ask(Some("[::1]"), held), None, "IPv6: left to the net");
+        assert_eq!(ask(Some("localhost"), held), None, "a name: left to the net");
+        // The configuration in place listens on the port (at another address): its master
+        // may hold it; left to the net.
+        std::fs::write(
+            dir.join("nginx.conf"),
+            format!("http {{ server {{ listen 10.9.9.9:{held}; }} }}\n"),
+        )
+        .unwrap();
+        assert_eq!(ask(Some("127.0.0.1"), held), None);
+        let _ = std::fs::remove_dir_all(&dir);
+        drop(holder);
+    }
 
     /// The addresses are the ones NGINX reads: several directives on a line, quotes, comments,
     /// `*:PORT`, a `map`'s key that spells `listen`, `unix:` left out.

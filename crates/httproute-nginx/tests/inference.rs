@@ -276,13 +276,21 @@ fn pools_sharing_a_selector_cost_their_namespace_its_budget_at_most() {
         let refused = p.warnings.iter().filter(|w| w.contains("budget: pool endpoints")).count();
         (p.work.endpoints, written, refused)
     };
-    for n in [100, 200] {
+    // A pool over n one-address slices takes 3n units (a slice, its address, the address
+    // taken): the budget admits 2,000 / 3n of tenant b's pools, the oldest (here: equal
+    // timestamps, then namespace/name), and refuses the others with it named.
+    for (n, admitted) in [
+        (100, ["b/p0", "b/p1", "b/p10", "b/p11", "b/p12", "b/p13"].as_slice()),
+        (200, &["b/p0", "b/p1", "b/p10"]),
+    ] {
         let (addresses, written, refused) = run(n);
         assert_eq!(written.get("a/mine"), Some(&1), "tenant a's pool, as alone");
-        let b: usize = written.iter().filter(|(id, _)| id.starts_with("b/")).map(|(_, s)| s).sum();
-        assert!(b <= budget, "tenant b's pools wrote {b} addresses at n = {n}");
-        assert!(addresses <= 2 * budget + 2, "{addresses} addresses resolved at n = {n}");
-        assert!(refused > 0 && written.len() + refused >= n, "n {n}: {written:?} {refused}");
+        let b: Vec<&str> =
+            written.keys().filter(|id| id.starts_with("b/")).map(String::as_str).collect();
+        assert_eq!(b, admitted, "n = {n}");
+        assert!(written.iter().filter(|(id, _)| id.starts_with("b/")).all(|(_, &s)| s == n));
+        assert_eq!(refused, n - admitted.len(), "n = {n}");
+        assert!(addresses <= budget + 3, "{addresses} addresses resolved at n = {n}");
     }
     // Within the budget the shape is what it was: n x n addresses.
     let (_, written, _) = run(10);

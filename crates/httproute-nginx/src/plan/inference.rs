@@ -112,11 +112,13 @@ fn endpoints_key(id: &str) -> String {
 
 /// Every InferencePool's endpoints, resolved into `refs.endpoints` oldest pool first
 /// (`creationTimestamp`, then namespace/name) within its namespace's budget of `per_tenant`
-/// units: a slice and each of its endpoints looked at, each address taken (pools that share a
-/// selector wrote pools x slices addresses). A pool past what is left is refused (returned,
-/// with why) and spends the rest, so a namespace's pools cost its budget and one slice each at
-/// the most; never an older pool, never another namespace's. `--backend NS/POOL:PORT=HOST:PORT`
-/// for its target ports gives the endpoints instead, as for a Service (not charged).
+/// units: a slice and each address of its endpoints looked at, each address taken (pools that
+/// share a selector wrote pools x slices addresses). A pool past what is left is refused
+/// (returned, with why) and spends the rest, so a namespace's pools cost its budget and one
+/// slice each at the most; never an older pool, never another namespace's (a pool is its own
+/// namespace's, whoever refers to it; one no route refers to spends its budget too).
+/// `--backend NS/POOL:PORT=HOST:PORT` for its target ports gives the endpoints instead, as for
+/// a Service (not charged).
 pub(super) fn admit(
     inputs: &Inputs,
     refs: &Refs<'_>,
@@ -155,8 +157,8 @@ pub(super) fn admit(
 }
 
 /// `address:port` of each ready address of the pool's EndpointSlices with each target port,
-/// and the units that took (a slice looked at and each of its endpoints, each ready address
-/// with each target port); `Err` past `limit` units.
+/// and the units that took (a slice looked at and each address of its endpoints, each ready
+/// address with each target port); `Err` past `limit` units.
 fn pool_endpoints(
     pool: &InferencePool,
     labeled: &Labeled<'_>,
@@ -168,8 +170,8 @@ fn pool_endpoints(
     let slices = labeled.get(&(ns, k.as_str(), v.as_str())).map_or(&[][..], |s| s);
     let (mut out, mut units) = (BTreeSet::new(), 0usize);
     for slice in slices {
-        // Its endpoints are read when its labels hold.
-        units += 1 + slice.endpoints.len();
+        // Its endpoints' addresses are read when its labels hold.
+        units += 1 + slice.endpoints.iter().map(|e| e.addresses.len()).sum::<usize>();
         if units > limit {
             return Err(units);
         }
