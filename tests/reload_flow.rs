@@ -388,7 +388,14 @@ fn a_reload_the_master_refuses_is_put_back() {
     // reloads and answers.
     let probe = httproute_nginx::apply::port_probe(&dir, Some("127.0.0.1"));
     let with_probe = Options { port_unavailable: Some(probe), ..opts() };
-    let (staged, generated) = stage(&dir, &inputs, &map, with_probe, None, None).expect("generate");
+    let mut status = Vec::new();
+    let (staged, generated) =
+        stage(&dir, &inputs, &map, with_probe, Some(&mut status), None).expect("generate");
+    // The listener's status (a controller would set it): not accepted, the port unavailable.
+    let status = String::from_utf8(status).unwrap();
+    let listener = status.split("- attachedRoutes:").find(|l| l.contains("name: taken\n"));
+    let refused = "reason: PortUnavailable\n        status: 'False'\n        type: Accepted";
+    assert!(listener.is_some_and(|l| l.contains(refused)), "{status}");
     let refused = format!("listener default/gw/taken: port {taken} is held by another process");
     assert!(generated.warnings.iter().any(|w| w.starts_with(&refused)), "{:?}", generated.warnings);
     assert!(!read(staged.conf()).contains(&format!("127.0.0.1:{taken}")));

@@ -300,6 +300,65 @@ fn pools_sharing_a_selector_cost_their_namespace_its_budget_at_most() {
     );
 }
 
+/// The pool budget's decisions follow the pools' age, not the documents' order, and a pool is
+/// its own namespace's to pay for, whoever refers to it: tenant b's older pool `old` (given
+/// last, and last by name) is admitted before its newer ones, and tenant c's routes referring to b's pools (by a
+/// ReferenceGrant) change nothing of c's own budget nor of which of b's are admitted.
+#[test]
+fn the_pool_budget_follows_age_and_the_pool_s_own_namespace() {
+    use httproute_nginx::plan::{PlanOptions, Target, plan};
+    let mut backends = BackendMap::new();
+    backends.insert("a/epp:9002".into(), "127.0.0.1:9002".into());
+    backends.insert("b/epp:9002".into(), "127.0.0.1:9003".into());
+    // b's pools p0..p9 (2026-02), then b's `zold` (2026-01-15) last in the file: each takes
+    // 3 x 10 = 30 units, so a budget of 100 admits three.
+    let mut yaml = shared_selector(10);
+    yaml += "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\n\
+             metadata: {name: zold, namespace: b, creationTimestamp: \"2026-01-15T00:00:00Z\"}\n\
+             spec:\n  selector: {matchLabels: {app: x}}\n  targetPorts: [{number: 8000}]\n  \
+             endpointPickerRef: {name: epp, port: {number: 9002}}\n---\n\
+             kind: HTTPRoute\nmetadata: {name: rold, namespace: b}\nspec:\n  \
+             parentRefs: [{name: gw, namespace: default}]\n  hostnames: [bold.example]\n  \
+             rules:\n  - backendRefs:\n    \
+             - {group: inference.networking.k8s.io, kind: InferencePool, name: zold}\n---\n";
+    let admitted = |yaml: &str| {
+        let opts = PlanOptions { pool_units_per_tenant: 100, ..PlanOptions::new(&backends) };
+        let p = plan(common::inputs(yaml), &opts);
+        let mut ids = std::collections::BTreeSet::new();
+        for r in p.ports.iter().flat_map(|p| &p.servers).flat_map(|s| &s.rules) {
+            for b in &r.backends {
+                if let Target::Inference(pool) = &b.target {
+                    ids.insert(pool.id.clone());
+                }
+            }
+        }
+        ids
+    };
+    let want: std::collections::BTreeSet<String> =
+        ["a/mine", "b/p0", "b/p1", "b/zold"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(admitted(&yaml), want);
+    // The documents in reverse order: the same decisions.
+    let mut reversed: Vec<&str> = yaml.split("---\n").filter(|d| !d.trim().is_empty()).collect();
+    reversed.reverse();
+    assert_eq!(admitted(&(reversed.join("---\n") + "---\n")), want);
+    // Tenant c refers to every pool of b (granted): b's admissions and a's are unchanged, and
+    // c's references to b's refused pools are refused with b's budget named.
+    let mut with_c = yaml.clone();
+    with_c += "kind: ReferenceGrant\napiVersion: gateway.networking.k8s.io/v1beta1\n\
+               metadata: {name: c-uses-pools, namespace: b}\nspec:\n  \
+               from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: c}]\n  \
+               to: [{group: inference.networking.k8s.io, kind: InferencePool}]\n---\n";
+    for i in 0..10 {
+        with_c += &format!(
+            "kind: HTTPRoute\nmetadata: {{name: c{i}, namespace: c}}\nspec:\n  \
+             parentRefs: [{{name: gw, namespace: default}}]\n  hostnames: [c{i}.example]\n  \
+             rules:\n  - backendRefs:\n    \
+             - {{group: inference.networking.k8s.io, kind: InferencePool, name: p{i}, namespace: b}}\n---\n"
+        );
+    }
+    assert_eq!(admitted(&with_c), want);
+}
+
 /// `--epp-shim` is checked when the arguments are read: a URL the module's `http_matches_epp`
 /// takes (scheme, host, port), never a word that would break or add to nginx.conf.
 #[test]
