@@ -469,7 +469,7 @@ unsafe fn store_work(
     }
 }
 
-/// The decimal text of `n` for a variable: below 100 a static of the module (NGINX only reads
+/// The decimal text of `n` for a variable: below 10,000 a static of the module (NGINX only reads
 /// it), else a copy in `pool`; `None`: out of memory.
 ///
 /// # Safety
@@ -484,7 +484,7 @@ unsafe fn number(pool: *mut ngx::ffi::ngx_pool_t, n: usize) -> Option<ngx_str_t>
     }
 }
 
-/// [`number`] from 100 on: the digits copied into `pool`.
+/// [`number`] from 10,000 on: the digits copied into `pool`.
 ///
 /// # Safety
 /// `pool` must be a live NGINX pool.

@@ -37,27 +37,33 @@ pub(crate) fn malloc_size(size: usize) -> usize {
     ((size + 8).div_ceil(16) * 16).max(32)
 }
 
-/// "00" to "99", two digits each: [`small_decimal`]'s table.
-static TWO_DIGITS: [u8; 200] = {
-    let mut t = [0u8; 200];
+/// "0000" to "9999", four digits each: [`small_decimal`]'s table (40 KB of read-only data in
+/// the module, shared by every worker).
+static FOUR_DIGITS: [u8; 40_000] = {
+    let mut t = [0u8; 40_000];
     let mut i = 0;
-    while i < 100 {
-        t[2 * i] = b'0' + (i / 10) as u8;
-        t[2 * i + 1] = b'0' + (i % 10) as u8;
+    while i < 10_000 {
+        t[4 * i] = b'0' + (i / 1000) as u8;
+        t[4 * i + 1] = b'0' + (i / 100 % 10) as u8;
+        t[4 * i + 2] = b'0' + (i / 10 % 10) as u8;
+        t[4 * i + 3] = b'0' + (i % 10) as u8;
         i += 1;
     }
     t
 };
 
-/// The decimal text of `n` below 100, a static (no allocation, no copy: the module's
-/// `$matches_entry`); `None` from 100 on ([`decimal`]).
+/// The decimal text of `n` below 10,000, a static (no allocation, no copy: the module's
+/// `$matches_entry`); `None` from 10,000 on ([`decimal`]).
 #[inline]
 pub fn small_decimal(n: usize) -> Option<&'static [u8]> {
-    if n >= 100 {
-        return None;
-    }
-    let (at, len) = if n < 10 { (2 * n + 1, 1) } else { (2 * n, 2) };
-    Some(&TWO_DIGITS[at..at + len])
+    let digits = match n {
+        0..10 => 1,
+        10..100 => 2,
+        100..1000 => 3,
+        1000..10_000 => 4,
+        _ => return None,
+    };
+    FOUR_DIGITS.get(4 * n + 4 - digits..4 * n + 4)
 }
 
 /// The decimal text of `n`, written at the end of `buf`.
@@ -126,11 +132,11 @@ mod tests {
 
     #[test]
     fn decimals_small_and_large() {
-        for n in [0, 7, 10, 42, 99, 100, 12_345, usize::MAX] {
+        for n in [0, 7, 10, 42, 99, 100, 999, 1000, 9999, 10_000, 12_345, usize::MAX] {
             let want = n.to_string();
             assert_eq!(super::decimal(n, &mut [0; 20]), want.as_bytes());
             let small = super::small_decimal(n);
-            assert_eq!(small, (n < 100).then_some(want.as_bytes()));
+            assert_eq!(small, (n < 10_000).then_some(want.as_bytes()));
         }
     }
 
