@@ -783,12 +783,13 @@ fn finish_lists(
 /// a file of `keys` keys, `lists` lists of entries and the lists of includes `composites`: the
 /// resolver's map of keys (a hash table up to ~2.3x its length; 3x counted) and its copies of
 /// each list of includes (twice: the targets, and the distinct ones kept), the key table's
-/// slots (twice, while they grow), and one `MatchList` per list and per include element.
+/// slots and their tags (twice, while they grow), and one `MatchList` per list and per include element.
 pub(crate) fn finish_estimate(keys: usize, lists: usize, composites: &[Vec<String>]) -> usize {
     use core::mem::size_of;
     let parts: usize = composites.iter().map(Vec::len).sum();
-    let per_key =
-        3 * (size_of::<(&[u8], Slot)>() + 1) + size_of::<u32>() + 2 * 2 * 2 * size_of::<u32>();
+    let per_key = 3 * (size_of::<(&[u8], Slot)>() + 1)
+        + size_of::<u32>()
+        + 2 * 2 * 2 * (size_of::<u32>() + 1);
     let per_composite = 2 * size_of::<Vec<u32>>()
         + 3 * (size_of::<(&[u32], u32)>() + 1)
         + size_of::<u32>()

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::index::Candidates;
+use crate::index::{Candidates, Held};
 use crate::pattern::{Pattern, Verdict};
 use crate::query::Params;
-use crate::store::{Body, Cond, Entry, Index, PathCond, Run, Store, Test, malloc_size};
+use crate::store::{Body, Cond, Entry, Index, PathCond, Run, Span, Store, Test, malloc_size};
 
 /// What the evaluator needs to know about a request. All of it is raw bytes, as NGINX stored
 /// them; nothing needs to be valid UTF-8.
@@ -790,10 +790,10 @@ impl Hits {
 fn header_table<R: RequestView + ?Sized, const C: bool>(
     store: &Store,
     index: &Index,
-    headers: &[(crate::store::Span, crate::store::Table)],
+    headers: &[(Span, crate::store::Table)],
     name: &[u8],
     cx: &Ctx<'_, R, C>,
-) -> Option<crate::store::Table> {
+) -> Option<(Span, crate::store::Table)> {
     if index.header_names.is_empty() {
         // Fewer than `NAME_TABLE_FROM` names: a unit per name compared. The groups' names are
         // lower case, as most clients send them: a word compare first (issue #46: the byte
@@ -805,7 +805,7 @@ fn header_table<R: RequestView + ?Sized, const C: bool>(
                 let n = store.bytes(*n);
                 n.len() == name.len() && same_name(name, n)
             })
-            .map(|g| g.1);
+            .copied();
     }
     cx.charge(1);
     let mut lower = [0u8; crate::index::NAME_TABLE_MAX];
@@ -814,7 +814,7 @@ fn header_table<R: RequestView + ?Sized, const C: bool>(
         *l = b.to_ascii_lowercase();
     }
     let item = store.lookup(index.header_names, lower)?;
-    store.groups.get(item.value.start as usize).map(|g| g.1)
+    store.groups.get(item.value.start as usize).copied()
 }
 
 /// Whether a value holds a comma: short values (most) a word at a time, long ones with
@@ -1084,17 +1084,18 @@ impl MatchList {
         self.segments().any(|(_, part)| part.index != NO_INDEX)
     }
 
-    /// Evaluates the given entries in the order given (ascending) until one decides.
+    /// Evaluates the candidates in their order (ascending) until one decides; the condition
+    /// the index found a candidate by is not tested again.
     #[inline(always)]
     fn first_of<R: RequestView + ?Sized, const C: bool>(
         &self,
-        order: impl Iterator<Item = usize>,
+        candidates: &mut Candidates<'_>,
         cx: &Ctx<'_, R, C>,
     ) -> Outcome<'_> {
         let entries = self.entries();
-        for i in order {
+        while let Some(i) = candidates.next() {
             let Some(e) = entries.get(i) else { break };
-            if self.decides(i, e, cx) {
+            if self.decides(i, e, cx, candidates.held()) {
                 return self.decision(i, e);
             }
         }
@@ -1108,20 +1109,22 @@ impl MatchList {
         cx: &Ctx<'_, R, C>,
     ) -> Outcome<'_> {
         for (i, e) in self.entries().iter().enumerate() {
-            if self.decides(i, e, cx) {
+            if self.decides(i, e, cx, Held::Nothing) {
                 return self.decision(i, e);
             }
         }
         Outcome::NoMatch
     }
 
-    /// Whether entry `i` decides the evaluation: it is satisfied, or malformed.
+    /// Whether entry `i` decides the evaluation: it is satisfied, or malformed. `held`: a
+    /// condition the request is known to satisfy (from the index), not tested again.
     #[inline(always)]
     fn decides<R: RequestView + ?Sized, const C: bool>(
         &self,
         i: usize,
         e: &Entry,
         cx: &Ctx<'_, R, C>,
+        held: Held,
     ) -> bool {
         let Body::When { path, method, headers, params } = e.body else { return true };
         if let Some(m) = method
@@ -1135,12 +1138,12 @@ impl MatchList {
             return false;
         }
         for h in self.conds(headers) {
-            if !cx.header_holds(h, i) {
+            if !held.covers(h, true) && !cx.header_holds(h, i) {
                 return false;
             }
         }
         for p in self.conds(params) {
-            if !cx.param_holds(p, i) {
+            if !held.covers(p, false) && !cx.param_holds(p, i) {
                 return false;
             }
         }
@@ -1177,19 +1180,27 @@ impl MatchList {
     ) {
         // Regex-only entries whose needed literals the request's values contain.
         let groups = self.store.regex_groups.get(index.regex.range()).unwrap_or_default();
-        if !groups.is_empty() {
+        let hits: &[u32] = if groups.is_empty() {
+            &[]
+        } else {
             self.regex_hits(groups, cx, hits);
-        }
-        cx.state.set(cx.state.get() + hits.more.capacity() * 4);
-        cx.charge(hits.more.len() as u64);
-        let hits = hits.sorted();
+            cx.state.set(cx.state.get() + hits.more.capacity() * 4);
+            cx.charge(hits.more.len() as u64);
+            hits.sorted()
+        };
         let store = &*self.store;
-        let mut push = |list| cx.charge(c.push(list) as u64);
-        push(store.postings(index.rest));
+        let mut push = |list, held| cx.charge(c.push(list, held) as u64);
+        // The lookups below test what `header_holds` / `param_holds` test, so an entry found
+        // by its key need not test it again. Not for an empty key (the parser refuses empty
+        // exact values; an empty param value would never hold).
+        let held = |key: Span, kind: fn(Span, Span) -> Held, name: Span| {
+            if key.is_empty() { Held::Nothing } else { kind(name, key) }
+        };
+        push(store.postings(index.rest), Held::Nothing);
         let method = cx.req.method();
         let methods = store.items.get(index.methods.range()).unwrap_or_default();
         if let Some(item) = methods.iter().find(|m| store.bytes(m.key) == method) {
-            push(store.postings(item.value));
+            push(store.postings(item.value), Held::Nothing);
         }
         let groups = |r: Run| store.groups.get(r.range()).unwrap_or_default();
         let headers = groups(index.headers);
@@ -1197,7 +1208,7 @@ impl MatchList {
             let mut lines = 0u64;
             for (name, value) in cx.req.headers() {
                 lines += 1;
-                let Some(table) = header_table(store, index, headers, name, cx) else {
+                let Some((name, table)) = header_table(store, index, headers, name, cx) else {
                     continue;
                 };
                 if value.is_empty() {
@@ -1206,7 +1217,7 @@ impl MatchList {
                 // The value's lookup: one unit per 64 bytes hashed.
                 cx.charge(1 + value.len() as u64 / 64);
                 if let Some(item) = store.lookup(table, value) {
-                    push(store.postings(item.value));
+                    push(store.postings(item.value), held(item.key, Held::Header, name));
                 }
                 // `has_comma`: a short value without memchr's set-up (~50 instructions).
                 if has_comma(value) {
@@ -1214,7 +1225,7 @@ impl MatchList {
                     for el in value.split(|&b| b == b',').map(trim_ows) {
                         cx.charge(1);
                         if let Some(item) = store.lookup(table, el) {
-                            push(store.postings(item.value));
+                            push(store.postings(item.value), held(item.key, Held::Header, name));
                         }
                     }
                 }
@@ -1228,11 +1239,11 @@ impl MatchList {
                 cx.charge(1);
                 let found = query.first(store.bytes(*name)).and_then(|v| store.lookup(*table, v));
                 if let Some(item) = found {
-                    push(store.postings(item.value));
+                    push(store.postings(item.value), held(item.key, Held::Param, *name));
                 }
             }
         }
-        push(hits);
+        push(hits, Held::Nothing);
     }
 
     /// The entries of the regex groups whose literals occur in the request's values of each

@@ -432,6 +432,30 @@ fn groups(b: &mut Builder, groups: &Groups) -> Run {
     b.run(start, b.groups.len())
 }
 
+/// The exact condition the entries of a candidate list are filed under (header or param
+/// name, value), when the request was found to satisfy it by the lookup that gave the list:
+/// those entries need not test it again. `Nothing` for the other lists (the rest, regex hits,
+/// a method's, a key with an empty value, the lists gathered past `CAP`).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Held {
+    #[default]
+    Nothing,
+    Header(Span, Span),
+    Param(Span, Span),
+}
+
+impl Held {
+    /// Whether `c` (a header condition if `header`, else a param condition) is the one held.
+    #[inline(always)]
+    pub(crate) fn covers(self, c: &Cond, header: bool) -> bool {
+        match (self, c.test) {
+            (Held::Header(name, value), Test::Exact(v)) => header && name == c.name && value == v,
+            (Held::Param(name, value), Test::Exact(v)) => !header && name == c.name && value == v,
+            _ => false,
+        }
+    }
+}
+
 /// The candidate lists of one request, merged in ascending order. A list pushed again (a key
 /// the request repeats) is taken once; lists past the first `CAP` are gathered into one sorted
 /// set at the first `next`, so the work follows the postings the request names, never the list.
@@ -439,8 +463,12 @@ pub(crate) struct Candidates<'a> {
     /// The first `len` are `Some`: `None` is all zero bits, so making the array is one fill
     /// (with `&[]`, a dangling pointer, it was 64 stores: issue #46).
     lists: [Option<&'a [u32]>; CAP],
+    /// What each of those lists' entries are known to satisfy.
+    held: [Held; CAP],
     len: usize,
     next_min: u32,
+    /// What the entry `next` returned last is known to satisfy.
+    current: Held,
     /// Postings of the lists past `CAP` (sorted and deduplicated at the first `next`), and
     /// how far they were returned.
     more: Vec<u32>,
@@ -449,23 +477,25 @@ pub(crate) struct Candidates<'a> {
 }
 
 /// How many posting lists one request merges directly (the rest are gathered).
-const CAP: usize = 32;
+const CAP: usize = 8;
 
 impl<'a> Candidates<'a> {
     pub(crate) fn new() -> Self {
         Candidates {
             lists: [None; CAP],
+            held: [Held::Nothing; CAP],
             len: 0,
             next_min: 0,
+            current: Held::Nothing,
             more: Vec::new(),
             more_at: usize::MAX,
             more_lists: rustc_hash::FxHashSet::default(),
         }
     }
 
-    /// Adds a list (once, however often it is pushed); returns the postings newly gathered
-    /// past `CAP` (work for the caller to charge).
-    pub(crate) fn push(&mut self, list: &'a [u32]) -> usize {
+    /// Adds a list (once, however often it is pushed) whose entries are known to satisfy
+    /// `held`; returns the postings newly gathered past `CAP` (work for the caller to charge).
+    pub(crate) fn push(&mut self, list: &'a [u32], held: Held) -> usize {
         let id = (list.as_ptr(), list.len());
         let same = |l: &Option<&[u32]>| l.is_some_and(|l| (l.as_ptr(), l.len()) == id);
         if list.is_empty() || self.lists[..self.len].iter().any(same) {
@@ -473,6 +503,7 @@ impl<'a> Candidates<'a> {
         }
         if self.len < CAP {
             self.lists[self.len] = Some(list);
+            self.held[self.len] = held;
             self.len += 1;
             return 0;
         }
@@ -482,6 +513,11 @@ impl<'a> Candidates<'a> {
         }
         self.more.extend_from_slice(list);
         list.len()
+    }
+
+    /// What the entry [`Iterator::next`] returned last is known to satisfy.
+    pub(crate) fn held(&self) -> Held {
+        self.current
     }
 
     /// Heap bytes held (for the per-request state figure).
@@ -496,31 +532,41 @@ impl Iterator for Candidates<'_> {
     /// The smallest entry index not yet returned.
     fn next(&mut self) -> Option<usize> {
         let mut min: Option<u32> = None;
-        for list in self.lists[..self.len].iter_mut().flatten() {
+        // An entry sits in one keyed list at most; found in two lists, nothing is held.
+        let mut held = Held::Nothing;
+        for (list, h) in self.lists[..self.len].iter_mut().zip(&self.held) {
+            let Some(list) = list else { continue };
             // Drop what was already returned (the same entry can sit in several lists): each
             // list is sorted and was at or past the last answer, so that is its head at most.
             while let Some((&head, rest)) = list.split_first() {
                 if head >= self.next_min {
-                    min = Some(min.map_or(head, |m| m.min(head)));
+                    match min {
+                        Some(m) if m < head => {}
+                        Some(m) if m == head => held = Held::Nothing,
+                        _ => (min, held) = (Some(head), *h),
+                    }
                     break;
                 }
                 *list = rest;
             }
         }
-        if self.more_at == usize::MAX {
+        if self.more_at == usize::MAX && !self.more.is_empty() {
             self.more.sort_unstable();
             self.more.dedup();
             self.more_at = 0;
         }
         while let Some(&head) = self.more.get(self.more_at) {
             if head >= self.next_min {
-                min = Some(min.map_or(head, |m| m.min(head)));
+                if min.is_none_or(|m| head <= m) {
+                    (min, held) = (Some(head), Held::Nothing);
+                }
                 break;
             }
             self.more_at += 1;
         }
         let m = min?;
         self.next_min = m + 1;
+        self.current = held;
         Some(m as usize)
     }
 }

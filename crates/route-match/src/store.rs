@@ -27,6 +27,12 @@ pub(crate) struct Span {
     len: u32,
 }
 
+impl Span {
+    pub(crate) fn is_empty(self) -> bool {
+        self.len == 0
+    }
+}
+
 /// A range of one of the arrays (entries, conditions, postings, slots, index groups).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Run {
@@ -70,7 +76,8 @@ pub(crate) struct Item {
 }
 
 /// An open-addressing hash table over a run of items: `slots` (a power of two of them) hold
-/// item indexes, `EMPTY` where free.
+/// item indexes, `EMPTY` where free; beside each, in `tags`, a byte of its key's hash (never
+/// 0; 0 where free), so that a probe past another key compares no key.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Table {
     slots: Run,
@@ -79,9 +86,19 @@ pub(crate) struct Table {
 const EMPTY: u32 = u32::MAX;
 
 fn hash(b: &[u8]) -> usize {
+    full_hash(b) as usize
+}
+
+fn full_hash(b: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write(b);
-    h.finish() as usize
+    h.finish()
+}
+
+/// The byte of `h` a table keeps beside a slot (its top bits: the slot is chosen by the low
+/// ones); never 0, which marks a free slot.
+fn tag(h: u64) -> u8 {
+    (h >> 56) as u8 | 1
 }
 
 /// Everything compiled from one source.
@@ -93,6 +110,7 @@ pub(crate) struct Store {
     pub(crate) patterns: Box<[Pattern]>,
     pub(crate) postings: Box<[u32]>,
     slots: Box<[u32]>,
+    tags: Box<[u8]>,
     pub(crate) items: Box<[Item]>,
     pub(crate) groups: Box<[(Span, Table)]>,
     pub(crate) indexes: Box<[Index]>,
@@ -176,13 +194,21 @@ impl Store {
     /// Where in `items` the item whose key is `key` is, if the table has one.
     pub(crate) fn lookup_index(&self, t: Table, key: &[u8]) -> Option<usize> {
         let slots = self.slots.get(t.slots.range())?;
+        let tags = self.tags.get(t.slots.range())?;
         let mask = slots.len().checked_sub(1)?;
-        let mut at = hash(key) & mask;
-        // At most half full, so an empty slot ends every probe.
+        let h = full_hash(key);
+        let (mut at, want) = (h as usize & mask, tag(h));
+        // At most half full, so a free slot ends every probe.
         for _ in 0..slots.len() {
-            let i = *slots.get(at)? as usize;
-            if crate::bytes::eq(self.bytes(self.items.get(i)?.key), key) {
-                return Some(i);
+            match *tags.get(at)? {
+                0 => return None,
+                t if t == want => {
+                    let i = *slots.get(at)? as usize;
+                    if crate::bytes::eq(self.bytes(self.items.get(i)?.key), key) {
+                        return Some(i);
+                    }
+                }
+                _ => {}
             }
             at = (at + 1) & mask;
         }
@@ -201,6 +227,7 @@ impl Store {
             + self.patterns.iter().map(Pattern::memory).sum::<usize>()
             + block(size_of_val(&*self.postings))
             + block(size_of_val(&*self.slots))
+            + block(size_of_val(&*self.tags))
             + block(size_of_val(&*self.items))
             + block(size_of_val(&*self.groups))
             + block(size_of_val(&*self.indexes))
@@ -236,6 +263,7 @@ pub(crate) struct Builder {
     pattern_ids: rustc_hash::FxHashMap<Span, u32>,
     pub(crate) postings: Vec<u32>,
     slots: Vec<u32>,
+    tags: Vec<u8>,
     pub(crate) items: Vec<Item>,
     pub(crate) groups: Vec<(Span, Table)>,
     pub(crate) indexes: Vec<Index>,
@@ -430,18 +458,21 @@ impl Builder {
         let n = self.items.len() - first;
         let size = (n * 2).next_power_of_two().max(2);
         let start = self.slots.len();
-        if !try_room(&mut self.slots, size) {
+        if !(try_room(&mut self.slots, size) && try_room(&mut self.tags, size)) {
             self.no_memory = true;
             return Table::default();
         }
         self.slots.resize(start + size, EMPTY);
+        self.tags.resize(start + size, 0);
         for i in first..self.items.len() {
             let key = self.items[i].key;
-            let mut at = hash(self.text(key)) & (size - 1);
+            let h = full_hash(self.text(key));
+            let mut at = h as usize & (size - 1);
             while self.slots[start + at] != EMPTY {
                 at = (at + 1) & (size - 1);
             }
             self.slots[start + at] = self.index(i);
+            self.tags[start + at] = tag(h);
         }
         Table { slots: self.run(start, start + size) }
     }
@@ -455,6 +486,7 @@ impl Builder {
             patterns: self.patterns.into_boxed_slice(),
             postings: self.postings.into_boxed_slice(),
             slots: self.slots.into_boxed_slice(),
+            tags: self.tags.into_boxed_slice(),
             items: self.items.into_boxed_slice(),
             groups: self.groups.into_boxed_slice(),
             indexes: self.indexes.into_boxed_slice(),

@@ -11,7 +11,9 @@ use route_match::{Syntax, compile_list};
 const METHODS: [&str; 3] = ["GET", "POST", "HEAD"];
 const NAMES: [&str; 3] = ["x-a", "X-B", "v"];
 /// `\u{212A}` (KELVIN SIGN) is what PCRE2's `(?i)k` also matches.
-const VALUES: [&str; 7] = ["1", "2", "a b", "1,2", "a]", "xAy", "\u{212A}y"];
+/// The empty value too: an exact condition on it is a malformed entry, an empty header
+/// element or param value in a request matches no key.
+const VALUES: [&str; 8] = ["1", "2", "a b", "1,2", "a]", "xAy", "\u{212A}y", ""];
 /// Regex conditions: with literals the prefilter uses (`^[12]`, `2`, `b$`, `a.b`, `.*,2`,
 /// caseless `(?i)A` and `(?i)ky`, whose `k` has a non-ASCII partner), length bounds
 /// (`^[12]$`), and ones it must leave alone (a nested class, `.`).
@@ -112,4 +114,36 @@ fn more_posting_lists_than_the_index_holds_falls_back_to_the_scan() {
     assert_eq!(common::show(list.evaluate(&req)), "-> /r0");
     let req = Req::new("GET").h("x", "v7, v39");
     assert_eq!(common::show(list.evaluate(&req)), "-> /r7");
+}
+
+#[test]
+fn the_key_the_index_found_a_candidate_by_is_not_tested_again() {
+    // 16 entries keyed by `x-tenant` (each value once), each also needing `x-env: prod`. The
+    // request's `x-env` line comes first, then `n` other lines, then the winner's key. The
+    // index's pass visits every line (a unit for the line, one for the one indexed name it is
+    // compared with); the winner's `x-env` costs one line. Testing its key again would visit
+    // the n + 2 lines once more: 3 units per other line instead of 2.
+    let body: Vec<String> = (0..16)
+        .map(|i| {
+            format!(
+                r#"{{"headers":["x-tenant:Exact:t{i}","x-env:Exact:prod"],"redirectPath":"/r{i}"}}"#
+            )
+        })
+        .collect();
+    let list =
+        compile_list(format!("[{}]", body.join(",")).as_bytes(), Syntax::Typed).unwrap().list;
+    assert!(list.is_indexed());
+    let units = |n: usize| {
+        let mut req = Req::new("GET").h("x-env", "prod");
+        for k in 0..n {
+            req = req.h(&format!("x-other-{k}"), "v");
+        }
+        let req = req.h("X-Tenant", "t15");
+        let (outcome, work) = list.evaluate_work(&req);
+        assert_eq!(outcome, list.evaluate_linear(&req));
+        assert_eq!(common::show(outcome), "-> /r15");
+        work.units
+    };
+    let (n, two_n) = (units(40), units(80));
+    assert_eq!(two_n - n, 2 * 40, "units at 40 other lines: {n}, at 80: {two_n}");
 }
