@@ -108,13 +108,13 @@ pub(crate) use route_match::escape;
 /// `nelts` of them, `next` null or another part), alive for `'r`; a zeroed list (no element,
 /// no next part) is one.
 pub(crate) unsafe fn lines<'r>(list: &'r ngx_list_t) -> Lines<'r> {
-    Lines { part: Some(&list.part), i: 0 }
+    Lines { elts: [].iter(), next: Some(&list.part) }
 }
 
-/// The iterator of [`lines`]: a part and the index of its next element.
+/// The iterator of [`lines`]: the elements of the current part, and the part after it.
 pub(crate) struct Lines<'r> {
-    part: Option<&'r ngx_list_part_t>,
-    i: usize,
+    elts: core::slice::Iter<'r, ngx_table_elt_t>,
+    next: Option<&'r ngx_list_part_t>,
 }
 
 impl<'r> Iterator for Lines<'r> {
@@ -123,21 +123,23 @@ impl<'r> Iterator for Lines<'r> {
     #[inline]
     fn next(&mut self) -> Option<&'r ngx_table_elt_t> {
         loop {
-            let p = self.part?;
-            let elts = p.elts.cast::<ngx_table_elt_t>();
-            if self.i < p.nelts && !elts.is_null() {
-                // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t, alive for `'r`
-                // (`lines`' contract).
-                let h = unsafe { &*elts.add(self.i) };
-                self.i += 1;
+            if let Some(h) = self.elts.next() {
                 if h.hash != 0 {
                     return Some(h);
                 }
                 continue;
             }
+            let p = self.next?;
+            let elts = p.elts.cast::<ngx_table_elt_t>();
+            self.elts = if p.nelts == 0 || elts.is_null() {
+                [].iter()
+            } else {
+                // SAFETY: `elts` holds `nelts` initialized ngx_table_elt_t, alive for `'r`
+                // (`lines`' contract).
+                unsafe { core::slice::from_raw_parts(elts, p.nelts) }.iter()
+            };
             // SAFETY: `next` is null or the next part of the same list, alive as long as it.
-            self.part = unsafe { p.next.as_ref() };
-            self.i = 0;
+            self.next = unsafe { p.next.as_ref() };
         }
     }
 }

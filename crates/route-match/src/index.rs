@@ -515,6 +515,15 @@ impl<'a> Candidates<'a> {
         list.len()
     }
 
+    /// The one list, and what its entries are known to satisfy, when only one was pushed
+    /// (most requests): its entries in order, with no merge.
+    pub(crate) fn single(&self) -> Option<(&'a [u32], Held)> {
+        match (self.len, self.lists[0]) {
+            (1, Some(list)) if self.more.is_empty() => Some((list, self.held[0])),
+            _ => None,
+        }
+    }
+
     /// What the entry [`Iterator::next`] returned last is known to satisfy.
     pub(crate) fn held(&self) -> Held {
         self.current
