@@ -59,8 +59,9 @@ pub enum Applied {
     /// reload` printed.
     ReloadRefused { kept: PathBuf, nginx_said: String },
     /// `nginx -t` passed, but the new configuration listens on a TCP address the running
-    /// master does not hold and this process cannot bind (another process holds it): the
-    /// master would refuse every reload, so nothing changed; the refused file is kept here.
+    /// master does not hold and another process holds ([`held_ports`]: an IPv4 address whose
+    /// bind fails with "address in use"): the master would refuse every reload, so nothing
+    /// changed; the refused file is kept here.
     PortHeld { kept: PathBuf, held: String },
 }
 
@@ -211,14 +212,20 @@ pub fn port_probe(dir: &Path, listen_address: Option<&str>) -> crate::plan::Port
             return None;
         }
         let e = std::net::TcpListener::bind((ip, port)).err()?;
-        (e.kind() == std::io::ErrorKind::AddrInUse)
+        held_by_another(e.kind())
             .then(|| format!("port {port} is held by another process ({ip}:{port}: {e})"))
     }))
 }
 
 /// The TCP addresses `new` listens on that `current` does not (the running master holds
-/// those it listens on) and that cannot be bound now, each with its `listen` directive and
-/// the error. A bound address is released at once.
+/// those it listens on) and that another process holds, each with its `listen` directive and
+/// the error: the reload would fail for every tenant. Only what is certain ([`port_probe`]'s
+/// rule): an IPv4 address whose bind fails with "address in use" ([`held_by_another`]). Any
+/// other error (EACCES, as `apply` run unprivileged beside a root master meets on a port below
+/// 1024; EADDRNOTAVAIL), a name (resolved here, maybe not as NGINX resolves it) and IPv6
+/// (bound here dual-stack, where NGINX binds `[::]` with `ipv6only=on`: an IPv4 holder of the
+/// port is no conflict for it) are left to the reload, whose refusal puts the configuration in
+/// place back. A bound address is released at once.
 pub fn held_ports(current: &str, new: &str) -> Vec<String> {
     let old: std::collections::BTreeSet<String> =
         tcp_listens(current).into_iter().map(|(a, _)| a).collect();
@@ -227,10 +234,19 @@ pub fn held_ports(current: &str, new: &str) -> Vec<String> {
         .into_iter()
         .filter(|(a, _)| !old.contains(a) && seen.insert(a.clone()))
         .filter_map(|(a, listen)| {
-            let e = std::net::TcpListener::bind(a.as_str()).err()?;
-            Some(format!("port {a} (nginx.conf's `{listen}`, a Gateway listener's): {e}"))
+            let ip: std::net::SocketAddrV4 = a.parse().ok()?;
+            let e = std::net::TcpListener::bind(ip).err()?;
+            held_by_another(e.kind())
+                .then(|| format!("port {a} (nginx.conf's `{listen}`, a Gateway listener's): {e}"))
         })
         .collect()
+}
+
+/// Whether a bind of a new `listen` address that failed with `error` is certain to fail the
+/// reload: "address in use", another process holds it. Any other error may be this process's
+/// alone (EACCES: `apply` without the master's privileges) and is left to the reload.
+pub fn held_by_another(error: std::io::ErrorKind) -> bool {
+    error == std::io::ErrorKind::AddrInUse
 }
 
 /// The TCP addresses of the `listen` directives of `text`'s servers, as NGINX reads the file
@@ -318,7 +334,8 @@ fn run_nginx(
 
 #[cfg(test)]
 mod tests {
-    use super::{port_probe, tcp_listens};
+    use super::{held_by_another, held_ports, port_probe, tcp_listens};
+    use std::io::ErrorKind;
 
     /// The probe refuses a port only when it is certain another process holds it: an IPv4
     /// address (none and `*` are every one) in use, on a port the configuration in place does
@@ -349,6 +366,45 @@ mod tests {
         .unwrap();
         assert_eq!(ask(Some("127.0.0.1"), held), None);
         let _ = std::fs::remove_dir_all(&dir);
+        drop(holder);
+    }
+
+    /// A bind error refuses the change only when another process holds the address: EACCES
+    /// (`apply` unprivileged beside a root master, a listener below port 1024) and the rest
+    /// are left to the reload, which puts the configuration in place back when it fails.
+    #[test]
+    fn only_an_address_in_use_is_held() {
+        assert!(held_by_another(ErrorKind::AddrInUse));
+        for other in [ErrorKind::PermissionDenied, ErrorKind::AddrNotAvailable, ErrorKind::Other] {
+            assert!(!held_by_another(other), "{other:?}");
+        }
+    }
+
+    /// `held_ports` names a new IPv4 address another process holds, and leaves to the reload
+    /// an address it cannot bind for another reason (192.0.2.1, TEST-NET-1, is no address of
+    /// this machine: EADDRNOTAVAIL), a name and IPv6; an address the configuration in place
+    /// listens on is its master's.
+    #[test]
+    fn held_ports_names_only_addresses_another_process_holds() {
+        let holder = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let held = holder.local_addr().unwrap().port();
+        let not_here = std::net::TcpListener::bind(("192.0.2.1", held)).unwrap_err();
+        assert_eq!(not_here.kind(), ErrorKind::AddrNotAvailable, "192.0.2.1 is local here");
+        let conf = |listens: &[String]| {
+            let lines: String = listens.iter().map(|l| format!("listen {l}; ")).collect();
+            format!("http {{ server {{ {lines}}} }}\n")
+        };
+        let new = conf(&[
+            format!("127.0.0.1:{held}"),
+            format!("192.0.2.1:{held}"),
+            format!("localhost:{held}"),
+            format!("[::1]:{held}"),
+        ]);
+        let got = held_ports("", &new);
+        assert_eq!(got.len(), 1, "{got:?}");
+        let named = format!("port 127.0.0.1:{held} (nginx.conf's `listen 127.0.0.1:{held}`");
+        assert!(got[0].starts_with(&named), "{got:?}");
+        assert_eq!(held_ports(&conf(&[format!("127.0.0.1:{held}")]), &new), Vec::<String>::new());
         drop(holder);
     }
 
