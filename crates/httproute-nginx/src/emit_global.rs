@@ -57,6 +57,9 @@ pub struct Global {
     /// Bytes of the module's memory one namespace's match lists may hold
     /// (`--list-memory-per-tenant`; the list memory budget, `plan/list_bytes.rs`).
     pub list_memory_per_tenant: usize,
+    /// Units one namespace's InferencePools may take (`--pool-units-per-tenant`; the pool
+    /// endpoints budget, `plan::inference::admit`, `PlanOptions::pool_units_per_tenant`).
+    pub pool_units_per_tenant: usize,
     /// `--module-max-memory`: the module's `http_matches_max_memory`, written; `None`: not
     /// written (the module's 128 MiB).
     pub module_max_memory: Option<usize>,
@@ -85,6 +88,7 @@ impl Default for Global {
             regex_memory_per_tenant: crate::limits::DEFAULT_REGEX_MEMORY_PER_TENANT,
             regex_memory_total: crate::limits::DEFAULT_REGEX_MEMORY_TOTAL,
             list_memory_per_tenant: crate::limits::DEFAULT_LIST_MEMORY_PER_TENANT,
+            pool_units_per_tenant: crate::limits::POOL_UNITS_PER_TENANT,
             module_max_memory: None,
             epp_shim: None,
         }

@@ -171,7 +171,7 @@ pub fn check_options(opts: &Options, backends: &BackendMap) -> Result<Vec<String
 pub fn plan_options<'a>(opts: &Options, backends: &'a BackendMap) -> plan::PlanOptions<'a> {
     plan::PlanOptions {
         backends,
-        pool_units_per_tenant: limits::POOL_UNITS_PER_TENANT,
+        pool_units_per_tenant: opts.global.pool_units_per_tenant,
         port_unavailable: opts.port_unavailable.clone(),
         given_certificates: opts.certificates.keys().cloned().collect(),
         capabilities: plan::Capabilities::of_nginx(opts.nginx_version),

@@ -53,7 +53,8 @@ pub const DEFAULT_REGEX_MEMORY_PER_TENANT: usize = DEFAULT_REGEX_MEMORY_TOTAL / 
 /// parse (`plan::ListLimits`: 48 MiB of the 128 MiB).
 pub const DEFAULT_LIST_MEMORY_PER_TENANT: usize = 24 * 1024 * 1024;
 
-/// Units one namespace's InferencePools may take (`plan::inference::admit`): an EndpointSlice
+/// Units one namespace's InferencePools may take by default (`plan::inference::admit`,
+/// `--pool-units-per-tenant`): an EndpointSlice
 /// looked at and an address written are a unit each. Pools sharing a selector wrote pools x
 /// slices addresses (400 pools over 400 one-address slices: 5.3 MB of nginx.conf, 800: 20.8
 /// MB); 8 pools of 1,000 endpoints on 8 ports each take about 64,000.

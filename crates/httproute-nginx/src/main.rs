@@ -140,6 +140,12 @@ struct Process {
     /// parsed, 48 MiB by default); a newer route past it is refused. Default 24 MiB.
     #[arg(long, default_value_t = httproute_nginx::limits::DEFAULT_LIST_MEMORY_PER_TENANT)]
     list_memory_per_tenant: usize,
+    /// Units one namespace's InferencePools may take: each EndpointSlice their selectors
+    /// read and each address of its endpoints, each address written with each target port; a
+    /// newer pool past what is left is refused (its backendRefs `BackendNotFound`), older
+    /// pools first. Default 262144.
+    #[arg(long, default_value_t = httproute_nginx::limits::POOL_UNITS_PER_TENANT)]
+    pool_units_per_tenant: usize,
     /// The module's `http_matches_max_memory` in bytes, written to the configuration (not
     /// written by default: the module's 128 MiB).
     #[arg(long)]
@@ -304,6 +310,7 @@ fn options(p: Planning, w: Written) -> Options {
         regex_memory_per_tenant: process.regex_memory_per_tenant,
         regex_memory_total: process.regex_memory_total,
         list_memory_per_tenant: process.list_memory_per_tenant,
+        pool_units_per_tenant: process.pool_units_per_tenant,
         module_max_memory: process.module_max_memory,
         epp_shim: process.epp_shim,
     };

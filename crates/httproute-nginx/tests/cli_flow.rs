@@ -348,3 +348,57 @@ fn process_options_reach_nginx_conf_and_bad_ones_are_refused() {
         assert!(err.contains(says), "{bad:?}: {err}");
     }
 }
+
+/// `--pool-units-per-tenant` is the pool endpoints budget of `generate` and `apply`: tenant
+/// default's older pool `old` (one slice of one address: 3 units) and newer pool `new` (one
+/// slice of three addresses: 7 units) are both written by default; at 8 units the newer is
+/// refused ("budget: pool endpoints", its route's backendRef `BackendNotFound`) and the older
+/// written; at 2 both are.
+#[test]
+fn the_pool_units_option_decides_which_pool_is_refused() {
+    let d = Dirs::new("pool-units");
+    let out = d.out();
+    let pool = |name: &str, month: u32, addresses: &str| {
+        format!(
+            "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\n\
+             metadata: {{name: {name}, namespace: default, creationTimestamp: \"2026-{month:02}-01T00:00:00Z\"}}\n\
+             spec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  targetPorts: [{{number: 8000}}]\n  \
+             endpointPickerRef: {{name: epp, port: {{number: 9002}}}}\n---\n\
+             apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+             metadata: {{name: s-{name}, namespace: default, labels: {{app: {name}}}}}\n\
+             addressType: IPv4\nports: [{{name: \"\", port: 8000}}]\n\
+             endpoints: [{{addresses: [{addresses}]}}]\n---\n\
+             kind: HTTPRoute\nmetadata: {{name: r-{name}, namespace: default}}\nspec:\n  \
+             parentRefs: [{{name: gw}}]\n  hostnames: [{name}.example]\n  rules:\n  \
+             - backendRefs: [{{group: inference.networking.k8s.io, kind: InferencePool, name: {name}}}]\n---\n"
+        )
+    };
+    let old = pool("old", 1, "10.0.0.1");
+    d.input(&format!("{GW}{old}{}", pool("new", 2, "10.0.1.1, 10.0.1.2, 10.0.1.3")));
+    let epp = ["--backend", "default/epp:9002=127.0.0.1:9002"];
+    let written = |command: &str, args: &[&str]| {
+        let (code, err) = d.run(command, &[&epp[..], args].concat());
+        assert_eq!(code, Some(0), "{command} {args:?}: {err}");
+        let conf = read(&out.join("nginx.conf"));
+        let status = read(&d.status());
+        let pools: Vec<&str> = ["old", "new"]
+            .into_iter()
+            .filter(|p| conf.contains(&format!("upstream default_{p}_pool ")))
+            .collect();
+        let refused: Vec<&str> = ["old", "new"]
+            .into_iter()
+            .filter(|p| {
+                status.contains(&format!("InferencePool default/{p}: budget: pool endpoints"))
+            })
+            .collect();
+        (pools, refused)
+    };
+    let none: [&str; 0] = [];
+    assert_eq!(written("generate", &[]), (vec!["old", "new"], none.to_vec()));
+    let newer = ["--pool-units-per-tenant", "8"];
+    let apply = [&["--nginx", "true"][..], &newer].concat();
+    assert_eq!(written("apply", &apply), (vec!["old"], vec!["new"]));
+    let both = ["--pool-units-per-tenant", "2"];
+    assert_eq!(written("generate", &both), (none.to_vec(), vec!["old", "new"]));
+    assert_eq!(written("generate", &newer), (vec!["old"], vec!["new"]));
+}

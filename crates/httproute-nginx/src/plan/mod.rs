@@ -76,7 +76,7 @@ pub struct PlanOptions<'a> {
     /// `--backend` / `--backends`.
     pub backends: &'a BackendMap,
     /// Units one namespace's InferencePools may take (`inference::admit`: a slice looked at,
-    /// an address written).
+    /// an address written; `--pool-units-per-tenant`).
     pub pool_units_per_tenant: usize,
     /// Ports another process holds (`apply`): their listeners are refused, `PortUnavailable`;
     /// `None`: every port is taken as free (`generate` may run on another machine).
