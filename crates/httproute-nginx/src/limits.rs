@@ -65,9 +65,11 @@ pub const POOL_UNITS_PER_TENANT: usize = 256 * 1024;
 /// that holds nothing), its text (twice: the pattern and the interned string), and its
 /// share of the prefilter's automaton (`nfa_estimate`: 80 bytes per literal byte, a literal
 /// is at most the pattern, and two dense rows of 1,024 bytes). An upper bound on every
-/// machine, whatever PCRE2 compiles the pattern to.
+/// machine, whatever PCRE2 compiles the pattern to. Saturating: a charge past `usize::MAX`
+/// (a long pattern on a 32-bit `usize`) is `usize::MAX`, past every budget, never a small
+/// number that wrapped around.
 pub fn regex_charge(len: usize) -> usize {
-    route_match::DEFAULT_PATTERN_MEMORY + len.saturating_mul(96) + 4096
+    len.saturating_mul(96).saturating_add(route_match::DEFAULT_PATTERN_MEMORY).saturating_add(4096)
 }
 
 /// The longest header name a hash with NGINX's fixed 64-byte buckets holds (the grpc module's
@@ -375,6 +377,20 @@ pub fn hash_directives<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The charge saturates: at the extreme lengths (`usize::MAX`, and the longest whose
+    /// `x 96` still fits, where the additions would overflow) it is `usize::MAX`, so no
+    /// budget admits the pattern; it never decreases with the length.
+    #[test]
+    fn the_regex_charge_saturates_at_the_extreme() {
+        let widest = usize::MAX / 96;
+        for len in [usize::MAX, widest, widest - 1] {
+            assert_eq!(regex_charge(len), usize::MAX, "{len}");
+        }
+        assert_eq!(regex_charge(0), route_match::DEFAULT_PATTERN_MEMORY + 4096);
+        let lens = [0, 1, 64, widest - 100, widest - 99, widest, usize::MAX];
+        assert!(lens.windows(2).all(|w| regex_charge(w[0]) <= regex_charge(w[1])));
+    }
 
     #[test]
     fn the_hash_is_nginx_s() {
