@@ -53,7 +53,14 @@ pub(super) fn resolve_pool(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved
         return Err((Reason::BackendNotFound, format!("InferencePool {id}: {why}")));
     }
     // Resolved by `admit`, oldest pool first.
-    let servers = refs.endpoints.of(&endpoints_key(&id), Vec::new);
+    let servers = refs.endpoints.of(&endpoints_key(&id), || {
+        debug_assert!(
+            false,
+            "InferencePool {id}: not resolved by `admit`, which walks the same pools and resolves \
+             every one it does not refuse; none here would answer 503 silently"
+        );
+        Vec::new()
+    });
     if servers.is_empty() {
         return Ok((Target::Status(503), false));
     }
