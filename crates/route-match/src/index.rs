@@ -7,7 +7,8 @@
 //! with the entries that have no key (`any`, regex-only, malformed). Only those candidates are
 //! evaluated, in ascending order, so the first satisfied candidate is the first satisfied entry
 //! of the list and a malformed entry is still reached exactly when the linear scan would reach
-//! it. Built at compile time; the lookups allocate nothing.
+//! it. The lookup that found a candidate tested its key as the evaluation would ([`Held`]):
+//! the key is not tested again. Built at compile time; the lookups allocate nothing.
 
 use rustc_hash::FxHashMap as HashMap;
 
