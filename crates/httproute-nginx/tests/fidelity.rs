@@ -125,10 +125,11 @@ fn gateway_doc((ns, name, day, https, wild): &Gw) -> String {
     } else {
         ("HTTP", "")
     };
-    // A route of its own, for x.test: which listener a request for x.test reaches decides
-    // which of these routes answers.
+    // A route of its own, for x.test, older than every Gateway (so each attachment's age is
+    // its Gateway's): which listener a request for x.test reaches decides which of these
+    // routes answers.
     format!(
-        "kind: Gateway\nmetadata: {{name: {name}, namespace: {ns}{ts}}}\nspec:\n  listeners: [{{name: l, port: 80, protocol: {protocol}{host}{tls}}}]\n---\nkind: HTTPRoute\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  parentRefs: [{{name: {name}}}]\n  hostnames: [x.test]\n  rules: [{{matches: [{{path: {{type: PathPrefix, value: /{ns}-{name}}}}}]}}]\n---\n"
+        "kind: Gateway\nmetadata: {{name: {name}, namespace: {ns}{ts}}}\nspec:\n  listeners: [{{name: l, port: 80, protocol: {protocol}{host}{tls}}}]\n---\nkind: HTTPRoute\nmetadata: {{name: {name}, namespace: {ns}, creationTimestamp: \"2023-12-31T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: {name}}}]\n  hostnames: [x.test]\n  rules: [{{matches: [{{path: {{type: PathPrefix, value: /{ns}-{name}}}}}]}}]\n---\n"
     )
 }
 

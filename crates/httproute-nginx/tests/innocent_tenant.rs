@@ -1387,6 +1387,40 @@ fn a_newer_gateway_s_listener_never_takes_my_route_s_hostname() {
     b_s_listener_takes_nothing("a.test");
 }
 
+/// A red team's finding (issue #45): an operator's catch-all Gateway, older than a's, admits
+/// every namespace; a's Gateway has a listener for foo.a.test, with a's route. b's route for
+/// foo.a.test on the catch-all, newer than a's route, does not take foo.a.test: a's servers
+/// are byte-identical with and without it, and the catch-all writes no server for the name.
+/// Before, a name went to the oldest Gateway with a route serving it, whatever the route's
+/// age: b's backend answered foo.a.test.
+#[test]
+fn a_newer_route_on_an_older_gateway_never_takes_my_hostname() {
+    let route = |id: &str, created: &str, parent: &str| {
+        let (namespace, name) = id.split_once('/').unwrap();
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: {namespace}, creationTimestamp: \"{created}\"}}\nspec:\n  hostnames: [foo.a.test]\n  parentRefs: [{parent}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n"
+        )
+    };
+    let all = "{name: http, port: 18080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}";
+    let foo = "{name: http, port: 18080, protocol: HTTP, hostname: foo.a.test}";
+    let a = vec![
+        common::gateway("infra/gw", "2026-01-01T00:00:00Z", all),
+        common::gateway("a/gw", "2026-01-02T00:00:00Z", foo),
+        route("a/r", "2026-01-03T00:00:00Z", "{name: gw}"),
+    ];
+    let b = vec![route("b/r", "2026-06-01T00:00:00Z", "{name: gw, namespace: infra}")];
+    let tag = "newer-route-older-gateway";
+    let alone = generate_all(&[dir_with(tag, &file_of(&a, vec![], 0, true))], &backends(), &opts())
+        .unwrap();
+    let g =
+        generate_all(&[dir_with(tag, &file_of(&a, b, 0, false))], &backends(), &opts()).unwrap();
+    let conf = &g.output.nginx_conf;
+    assert_eq!(servers_of(&alone.output.nginx_conf, "a/gw"), servers_of(conf, "a/gw"), "{conf}");
+    let taken = servers_of(conf, "infra/gw").iter().any(|s| s.contains("server_name foo.a.test;"));
+    assert!(!taken, "{conf}");
+    nginx_t(tag, &g.output);
+}
+
 /// With b's newer listener for `name` (and no route), a's servers for `name` (its route's
 /// hostname) are byte-identical to a run without b, b writes no server, and b's listener is
 /// `Conflicted`, naming a's route.

@@ -253,7 +253,9 @@ fn plan_from(
     for a in &attachments {
         status.listeners[listeners[a.listener].status].attached_routes += 1;
     }
-    let (shadowed, taken, served) = servers::shadowed(&listeners, &attachments);
+    // Which listener serves each name of each port, decided once for both.
+    let serving = servers::Serving::of(&listeners, &attachments, &ages);
+    let (shadowed, taken, served) = servers::shadowed(&listeners, &attachments, &serving);
     status::shadowed_hostnames(&mut nodes, &shadowed, &mut warnings);
     status::taken_hostnames(&mut status, &taken, &mut warnings);
     // The routes' status in the making: not kept through the servers unless asked.
@@ -271,10 +273,17 @@ fn plan_from(
         None => rules_of(order.iter().map(|&i| &inputs.routes[i]), rules, &mut warnings),
     };
     // 5.-6. Servers and their locations in precedence order, on the target NGINX.
-    let (ports, loss) =
-        servers::ports(&listeners, &attachments, planned, &opts.capabilities, &mut warnings);
+    let (ports, loss) = servers::ports(
+        &listeners,
+        &attachments,
+        &serving,
+        planned,
+        &opts.capabilities,
+        &mut warnings,
+    );
     status::grpc_not_served(&mut nodes, &loss, opts.capabilities.version);
     status::routes(nodes, inputs, &mut status, &mut warnings);
+    drop(serving);
     drop(attachments); // nor are the attachments kept through the budgets
     status::rule_outcomes(&mut status, rule_outcomes(&ports).filter(|_| opts.status));
     warnings.sort();

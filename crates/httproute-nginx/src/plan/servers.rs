@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::attach::{Attachment, PortListeners};
-use super::ids::RouteId;
+use super::ids::{Ages, RouteId};
 use super::listeners::Listener;
 use super::precedence::{RouteRules, add_route, locations};
 use super::status::{Http2Loss, Shadowed, Taken};
@@ -70,11 +70,13 @@ fn parent(h: &str) -> Option<String> {
 }
 
 /// Which listener serves each name of each port, decided once: a name routes serve (exact or
-/// wildcard; none: every host) belongs to the oldest Gateway with a route attached there that
-/// serves it (Gateway API's conflict order: the listeners are in it), and within that Gateway
-/// to its most specific listener (listener isolation). A name no route serves belongs to the
-/// most specific listener of the port (of equally specific ones, the oldest Gateway's). So a
-/// newer Gateway's listener never takes a name an older Gateway's routes serve there.
+/// wildcard; none: every host) belongs to the Gateway of the attachment that has served it
+/// longest (Gateway API's conflict order on [`Ages::attached`]: the later of the route's and
+/// its Gateway's creation; ties to the older Gateway), and within that Gateway to its most
+/// specific listener (listener isolation). A name no route serves belongs to the most
+/// specific listener of the port (of equally specific ones, the oldest Gateway's). So neither
+/// a newer Gateway's listener nor a newer route on an older Gateway takes a name an older
+/// attachment serves there.
 pub(super) struct Serving<'a> {
     listeners: &'a [Listener],
     attachments: &'a [Attachment],
@@ -82,24 +84,34 @@ pub(super) struct Serving<'a> {
     by_port: HashMap<u16, PortListeners<'a>>,
     /// The listeners of each port and Gateway (namespace, name).
     by_gateway: HashMap<(u16, &'a str, &'a str), PortListeners<'a>>,
-    /// Each (port, name) routes serve: the first attachment of the oldest Gateway serving it.
+    /// Each (port, name) routes serve: the oldest attachment serving it.
     holder: HashMap<(u16, Option<&'a str>), usize>,
 }
 
 impl<'a> Serving<'a> {
-    pub(super) fn of(listeners: &'a [Listener], attachments: &'a [Attachment]) -> Self {
+    pub(super) fn of(
+        listeners: &'a [Listener],
+        attachments: &'a [Attachment],
+        ages: &Ages,
+    ) -> Self {
         let mut on_port: HashMap<u16, Vec<usize>> = HashMap::new();
         let mut on_gateway: HashMap<(u16, &str, &str), Vec<usize>> = HashMap::new();
         for (i, l) in listeners.iter().enumerate() {
             on_port.entry(l.port).or_default().push(i);
             on_gateway.entry((l.port, &l.id.namespace, &l.id.gateway)).or_default().push(i);
         }
+        // Each attachment's place: its age, then its listener's (listeners are in Gateway
+        // order, oldest first).
+        let gateway: Vec<usize> = listeners.iter().map(|l| ages.listener(&l.id)).collect();
+        let place: Vec<_> = attachments
+            .iter()
+            .map(|a| (ages.attached(&a.route, gateway[a.listener]), a.listener))
+            .collect();
         let mut holder: HashMap<(u16, Option<&str>), usize> = HashMap::new();
         for (ai, a) in attachments.iter().enumerate() {
             for h in &a.hostnames {
                 let held = holder.entry((listeners[a.listener].port, h.as_deref())).or_insert(ai);
-                // Listeners are in Gateway order, oldest first.
-                if a.listener < attachments[*held].listener {
+                if place[ai] < place[*held] {
                     *held = ai;
                 }
             }
@@ -134,7 +146,7 @@ impl<'a> Serving<'a> {
         let g = &self.listeners[a.listener].id;
         (!self.same_gateway(a.listener, li)).then(|| {
             format!(
-                "Gateway {}/{}'s route {} serves it there (the oldest Gateway whose routes do)",
+                "Gateway {}/{}'s route {} serves it there (the attachment that has served it longest)",
                 g.namespace, g.gateway, a.route
             )
         })
@@ -154,8 +166,8 @@ impl<'a> Serving<'a> {
 pub(super) fn shadowed(
     listeners: &[Listener],
     attachments: &[Attachment],
+    serving: &Serving<'_>,
 ) -> (Vec<Shadowed>, Vec<Taken>, Vec<bool>) {
-    let serving = Serving::of(listeners, attachments);
     let mut out = Vec::new();
     let mut served = vec![false; attachments.len()];
     for (a, served) in attachments.iter().zip(&mut served) {
@@ -218,6 +230,7 @@ fn attached<'a>(
 pub(super) fn ports(
     listeners: &[Listener],
     attachments: &[Attachment],
+    serving: &Serving<'_>,
     mut planned: Vec<RouteRules>,
     capabilities: &Capabilities,
     warnings: &mut Vec<String>,
@@ -227,9 +240,8 @@ pub(super) fn ports(
     for (i, l) in listeners.iter().enumerate() {
         on_port.entry(l.port).or_default().push(i);
     }
-    let serving = Serving::of(listeners, attachments);
     let mut names = names(listeners, &on_port, attachments);
-    let mut brought = brought(&serving, attachments);
+    let mut brought = brought(serving, attachments);
     let mut loss = Http2Loss::default();
     let mut out = Vec::new();
     for (port, on_port) in on_port {
@@ -246,7 +258,7 @@ pub(super) fn ports(
                     .unwrap_or_default(),
                 locations: Vec::new(),
                 rules: Vec::new(),
-                fallback: best.and_then(|li| fallback(&serving, li, &h)),
+                fallback: best.and_then(|li| fallback(serving, li, &h)),
             };
             let mut candidates = Vec::new();
             // One copy of the name for the server's candidates.
