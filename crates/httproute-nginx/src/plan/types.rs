@@ -460,7 +460,7 @@ pub type SortKey = (
     bool,         // no method
     Reverse<u32>, // header matches
     Reverse<u32>, // query param matches
-    // The route's place by creationTimestamp, as an instant (none: oldest), then the
+    // The route's place by creationTimestamp, as an instant (none: newest), then the
     // `"{namespace}/{name}"` string.
     u32,
     u32, // rule index
