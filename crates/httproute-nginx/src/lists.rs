@@ -9,10 +9,11 @@
 //! location's key and what it names depend only on its own list, never on other servers,
 //! other tenants or the order things are written in (issue #29, the innocent tenant).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::rc::Rc;
 
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::plan::{Candidate, Entry, Segment};
@@ -65,8 +66,9 @@ type Key = Rc<str>;
 pub struct Lists<'a> {
     matches: BTreeMap<Key, ([u8; 32], Vec<Item<'a>>)>,
     /// A run already looked at, by [`Segment::id`] (the same candidates in the same order,
-    /// whichever location holds it): its key, `None` when it serves none.
-    key_of_run: HashMap<(usize, usize, usize), Option<Key>>,
+    /// whichever location holds it): its key, `None` when it serves none. Keyed by an address
+    /// and indexes, never a tenant's text: the fast hasher.
+    key_of_run: FxHashMap<(usize, usize, usize), Option<Key>>,
     /// The text of the list being digested ([`Lists::text`]).
     buf: Vec<u8>,
 }
@@ -98,7 +100,7 @@ fn joined(mut live: Vec<Run<'_>>) -> Vec<Run<'_>> {
     }
     let mut out: Vec<Run<'_>> = Vec::with_capacity(live.len());
     // By block: where its previous piece ended, and that piece's place in `out`.
-    let mut last: HashMap<usize, (usize, usize)> = HashMap::new();
+    let mut last: FxHashMap<usize, (usize, usize)> = FxHashMap::default();
     for r in live {
         let at = r.block.as_ptr() as usize;
         match out.last_mut() {
@@ -120,7 +122,7 @@ fn joined(mut live: Vec<Run<'_>>) -> Vec<Run<'_>> {
 /// end (`plan/segments.rs`), so every list cuts a block only where another block's candidate
 /// comes between, and [`joined`] may join its live pieces across the ones left out.
 fn whole_blocks(segments: &[Segment]) -> bool {
-    let mut next: HashMap<usize, (usize, usize)> = HashMap::new();
+    let mut next: FxHashMap<usize, (usize, usize)> = FxHashMap::default();
     let follow = segments.iter().all(|s| {
         let (end, _) = next.entry(s.id().0).or_insert((0, s.block().len()));
         std::mem::replace(end, s.range.end) == s.range.start

@@ -2,7 +2,7 @@
 //! `allowedRoutes`, hostname intersection), ReferenceGrants, and the one kind a listener
 //! accepts for hostnames a GRPCRoute and an HTTPRoute share.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use crate::model::{AllowedRoutes, HttpRoute, Inputs, ParentRef};
 
@@ -212,13 +212,14 @@ pub(super) fn reject_kind_conflicts(
     warnings: &mut Vec<String>,
 ) {
     let grpc = |a: &Attachment| a.route.kind == RouteKind::Grpc;
-    let mut tables: HashMap<(usize, bool), Oldest<'_>> = HashMap::new();
+    // By listener index and kind, attachments by index: the fast hasher.
+    let mut tables: rustc_hash::FxHashMap<(usize, bool), Oldest<'_>> = Default::default();
     for (i, a) in attachments.iter().enumerate() {
         tables.entry((a.listener, grpc(a))).or_default().add(&a.hostnames, (a.age, i));
     }
     // Each attachment that meets an older one of the other kind loses there: one warning each.
     let mut losers: Vec<(usize, usize, String)> = Vec::new();
-    let mut lost: HashSet<usize> = HashSet::new();
+    let mut lost: rustc_hash::FxHashSet<usize> = Default::default();
     for (i, a) in attachments.iter().enumerate() {
         let Some(t) = tables.get(&(a.listener, !grpc(a))) else { continue };
         let Some((age, w)) = t.meeting(&a.hostnames) else { continue };

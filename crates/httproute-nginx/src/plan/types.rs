@@ -150,7 +150,8 @@ impl Segment {
 /// bounded by what can be written, plus each run once.
 #[derive(Default)]
 pub struct Kept {
-    runs: std::collections::HashMap<(usize, usize, usize), Vec<usize>>,
+    /// By [`Segment::id`] (an address and indexes: the fast hasher).
+    runs: rustc_hash::FxHashMap<(usize, usize, usize), Vec<usize>>,
     /// Candidates looked at (tests bound it: counted, never timed).
     pub walked: usize,
 }
@@ -194,9 +195,10 @@ impl ServerPlan {
     /// matches the writer left out). Each block is filtered once and stays shared, so the
     /// cost is the server's candidates and runs, not their product.
     pub fn retain_candidates(&mut self, mut keep: impl FnMut(&Candidate) -> bool) {
-        use std::collections::HashMap;
-        // Per block: the kept block, and how many were kept before each place.
-        let mut kept: HashMap<usize, (Arc<[Candidate]>, Vec<usize>)> = HashMap::new();
+        // Per block (by address: the fast hasher): the kept block, and how many were kept
+        // before each place.
+        let mut kept: rustc_hash::FxHashMap<usize, (Arc<[Candidate]>, Vec<usize>)> =
+            Default::default();
         for loc in &mut self.locations {
             for s in &mut loc.segments {
                 let (block, before) = kept.entry(s.id().0).or_insert_with(|| {

@@ -14,7 +14,7 @@
 //! name, a certificate's directory), the most the generator writes there is assumed.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use crate::limits::FIXED_BUCKET_HEADER;
 use crate::model::{Cors, HeaderModifier, PathModifier};
@@ -313,7 +313,7 @@ struct Lists<'a> {
     pos: Pos,
     multi: BTreeSet<&'a RouteId>,
     left: Left,
-    bytes: HashMap<usize, Vec<Option<usize>>>,
+    bytes: rustc_hash::FxHashMap<usize, Vec<Option<usize>>>,
     out: Vec<(Unit, String)>,
 }
 
@@ -412,7 +412,8 @@ fn walk(
     // The walk refuses rules and attachments: the servers and locations written stay these.
     let written = Left::of(before);
     let multi = budget::multi_gateway(ports);
-    let mut w = Lists { pos, multi, left: written.clone(), bytes: HashMap::new(), out: Vec::new() };
+    let mut w =
+        Lists { pos, multi, left: written.clone(), bytes: Default::default(), out: Vec::new() };
     for (at, s, gateway) in written.servers(ports, ages) {
         for (_, l) in written.locations_of(at, s) {
             w.location((s, l, ports[at.0].port), (ages, gateway), &mut kept);
