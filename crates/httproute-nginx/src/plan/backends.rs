@@ -125,6 +125,21 @@ pub(super) type Unusable = (Reason, String);
 /// namespace, one that is not among them does not exist ([`Given`]: per namespace).
 ///
 /// Also whether the backend speaks TLS (`appProtocol: kubernetes.io/wss` or `https`).
+/// The upstream of a Service's port: `NAMESPACE_NAME_PORT`, each character but ASCII letters,
+/// digits, `_` and `-` as `_`. Into one buffer of its size (a `format!` then a collect of
+/// its characters was most of a reference's resolution).
+fn upstream_name(namespace: &str, name: &str, port: u16) -> String {
+    let port = port.to_string();
+    let mut out = String::with_capacity(namespace.len() + name.len() + port.len() + 2);
+    for part in [namespace, "_", name, "_", &port] {
+        out.extend(
+            part.chars()
+                .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }),
+        );
+    }
+    out
+}
+
 pub(super) fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
     let (kind, group, name, port) =
         (r.kind.as_deref(), r.group.as_deref(), r.name.as_str(), r.port);
@@ -147,12 +162,7 @@ pub(super) fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
         return Err((Reason::UnsupportedValue, "a Service reference needs a port".to_owned()));
     };
     let key = format!("{bns}/{name}:{port}");
-    let upstream = || -> String {
-        format!("{bns}_{name}_{port}")
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
-            .collect()
-    };
+    let upstream = || upstream_name(bns, name, port);
     if let Some(address) = refs.backends.get(&key) {
         let servers = refs.endpoints.of(&key, || vec![address.clone()]);
         return Ok((Target::Upstream { name: upstream(), servers }, false));
