@@ -842,6 +842,39 @@ fn timeouts_bound_every_phase_of_the_backend_exchange() {
     assert!(e.to_string().ends_with("must not be greater than timeouts.request"), "{e}");
 }
 
+/// A red team's finding (issue #45): HTTPRoute c (x.test), then GRPCRoute b (x.test,
+/// y.test), then HTTPRoute a (y.test), on one listener. b loses the listener to the older c;
+/// a, which meets only b there, is then accepted: a route detached there takes nothing from a
+/// newer one. Before, a lost y.test to b too, and y.test answered 404 for everyone.
+#[test]
+fn a_route_that_lost_a_kind_conflict_takes_no_hostname_from_a_newer_one() {
+    let route = |kind: &str, name: &str, ts: &str, hosts: &str| {
+        format!(
+            "kind: {kind}\nmetadata: {{name: {name}, creationTimestamp: \"{ts}\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{hosts}]\n  rules:\n  - backendRefs: [{{name: h, port: 80}}]\n---\n"
+        )
+    };
+    let yaml = format!(
+        "{GW}{}{}{}",
+        route("HTTPRoute", "a", "2024-01-03T00:00:00Z", "y.test"),
+        route("GRPCRoute", "b", "2024-01-02T00:00:00Z", "x.test, y.test"),
+        route("HTTPRoute", "c", "2024-01-01T00:00:00Z", "x.test"),
+    );
+    let p = yaml_plan(&yaml);
+    let routes = |h: &str| -> Vec<String> {
+        let s = p.ports[0].servers.iter().find(|s| s.hostname.as_deref() == Some(h));
+        let mut r: Vec<String> =
+            s.into_iter().flat_map(|s| &s.rules).map(|r| r.id.route.to_string()).collect();
+        r.dedup();
+        r
+    };
+    assert_eq!(routes("x.test"), ["default/c"]);
+    assert_eq!(routes("y.test"), ["default/a"]);
+    let lost = |w: &&String| w.contains("only that one is accepted");
+    let losers: Vec<&String> = p.warnings.iter().filter(lost).collect();
+    assert_eq!(losers.len(), 1, "{losers:?}");
+    assert!(losers[0].starts_with("GRPCRoute default/b"), "{losers:?}");
+}
+
 #[test]
 fn grpc_routes_become_paths_and_conflicts_with_http_routes_keep_the_older() {
     let grpc = |name: &str, ts: &str, host: &str| {

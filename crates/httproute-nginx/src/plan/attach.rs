@@ -204,7 +204,9 @@ pub(super) fn attach(
 /// A GRPCRoute and an HTTPRoute attached to one listener with hostnames in common: the spec
 /// accepts exactly one of them there, the older (then the first by `"{namespace}/{name}"`).
 /// The other is detached from that listener (`Accepted: False, NotAllowedByListeners` for
-/// that Gateway, on its node), with one warning naming the oldest route it meets.
+/// that Gateway, on its node), with one warning naming the oldest route it meets. Decided
+/// oldest first, against the routes accepted so far: a route detached there takes no
+/// hostname from a newer one.
 pub(super) fn reject_kind_conflicts(
     listeners: &[Listener],
     attachments: &mut Vec<Attachment>,
@@ -212,20 +214,21 @@ pub(super) fn reject_kind_conflicts(
     warnings: &mut Vec<String>,
 ) {
     let grpc = |a: &Attachment| a.route.kind == RouteKind::Grpc;
-    // By listener index and kind, attachments by index: the fast hasher.
+    // By listener index and kind, the accepted attachments by index: the fast hasher.
     let mut tables: rustc_hash::FxHashMap<(usize, bool), Oldest<'_>> = Default::default();
-    for (i, a) in attachments.iter().enumerate() {
-        tables.entry((a.listener, grpc(a))).or_default().add(&a.hostnames, (a.age, i));
-    }
-    // Each attachment that meets an older one of the other kind loses there: one warning each.
+    let mut order: Vec<usize> = (0..attachments.len()).collect();
+    order.sort_by_key(|&i| (attachments[i].age, i));
+    // Each attachment that meets an older accepted one of the other kind loses there: one
+    // warning each.
     let mut losers: Vec<(usize, usize, String)> = Vec::new();
     let mut lost: rustc_hash::FxHashSet<usize> = Default::default();
-    for (i, a) in attachments.iter().enumerate() {
-        let Some(t) = tables.get(&(a.listener, !grpc(a))) else { continue };
-        let Some((age, w)) = t.meeting(&a.hostnames) else { continue };
-        if age >= a.age {
+    for i in order {
+        let a = &attachments[i];
+        let met = tables.get(&(a.listener, !grpc(a))).and_then(|t| t.meeting(&a.hostnames));
+        let Some((_, w)) = met.filter(|(age, _)| *age < a.age) else {
+            tables.entry((a.listener, grpc(a))).or_default().add(&a.hostnames, (a.age, i));
             continue;
-        }
+        };
         let (win_id, lose_id) = (&attachments[w].route, &a.route);
         let why = format!(
             "{} {lose_id} has hostnames in common with the older {} {win_id} on listener {}: \
