@@ -1,7 +1,7 @@
 //! Status: the conditions a Gateway API controller would set on listeners and on each
 //! route's parentRefs, as typed values (`crate::status` writes them as YAML).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::model::ParentRef;
 
@@ -505,9 +505,17 @@ pub fn dropped_from_configuration(status: &mut Status, dropped: &[Dropped]) {
     }
     parents_without_listeners(status, dropped);
     parents_refused(status, dropped);
+    // Each route's units, in the order left out: one pass, not one per route.
+    let mut by_route: HashMap<&RouteId, Vec<&Dropped>> = HashMap::new();
+    for d in dropped {
+        if let Some(route) = d.unit.route() {
+            by_route.entry(route).or_default().push(d);
+        }
+    }
     for route in &mut status.routes {
         let outcomes = status.rules.get(&route.id);
-        let lost = Lost::of(&route.id, outcomes, dropped);
+        let own = by_route.get(&route.id).map_or(&[][..], Vec::as_slice);
+        let lost = Lost::of(outcomes, own);
         if let Some((share_reason, _)) = lost.shares.first() {
             let message = lost.shares.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>();
             shares_unresolved(route, *share_reason, &message.join("; "));
@@ -585,7 +593,8 @@ struct Lost<'d> {
 }
 
 impl<'d> Lost<'d> {
-    fn of(route: &RouteId, outcomes: Option<&RuleOutcomes>, dropped: &'d [Dropped]) -> Self {
+    /// The route's rule outcomes and its own units left out (`dropped`).
+    fn of(outcomes: Option<&RuleOutcomes>, dropped: &[&'d Dropped]) -> Self {
         let mut lost = Lost {
             messages: Vec::new(),
             matches: BTreeMap::new(),
@@ -600,7 +609,7 @@ impl<'d> Lost<'d> {
                 lost.matches.entry(*ri).or_default().insert(*mi);
             }
         }
-        for d in dropped.iter().filter(|d| d.unit.route() == Some(route)) {
+        for &d in dropped {
             let why = &d.message;
             match &d.unit {
                 Unit::Match { rule, index } => {
