@@ -178,9 +178,11 @@ fn each_tenant_object_costs_only_itself_and_reaches_nothing_it_may_not() {
 }
 
 /// Issue #45 against a real NGINX: tenant b's newer Gateway on a's port, with listeners for
-/// a.test and `*.w.test` and no route, does not take those names from a's older routes on a's
-/// catch-all listener: a.test and x.w.test still reach a's pod. Before, b's more specific
-/// listeners took both names (listener isolation across Gateways) and they answered 404.
+/// a.test, `*.w.test` and y.w.test and a route for z.w.test, does not take those names from
+/// a's older routes on a's catch-all listener (a.test, `*.w.test`): a.test, x.w.test,
+/// y.w.test and z.w.test still reach a's pod. Before, b's more specific listeners took the
+/// names (listener isolation across Gateways) and they answered 404; then, until an older
+/// wildcard route held the names under it, y.w.test 404 and z.w.test b's route.
 #[test]
 fn a_newer_gateway_takes_no_hostname_an_older_route_serves() {
     let (pods, map, port) = pods();
@@ -203,12 +205,15 @@ fn a_newer_gateway_takes_no_hostname_an_older_route_serves() {
         "kind: Gateway\nmetadata: {{name: gw, namespace: b, creationTimestamp: \
          '2026-01-03T00:00:00Z'}}\nspec:\n  listeners:\n  - {{name: l, port: {port}, protocol: \
          HTTP, hostname: a.test}}\n  - {{name: w, port: {port}, protocol: HTTP, hostname: \
-         '*.w.test'}}\n---\n"
+         '*.w.test'}}\n  - {{name: y, port: {port}, protocol: HTTP, hostname: y.w.test}}\n---\n"
     );
+    yaml += "kind: HTTPRoute\nmetadata: {name: z, namespace: b, creationTimestamp: \
+             '2026-01-04T00:00:00Z'}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: \
+             [z.w.test]\n  rules:\n  - backendRefs: [{name: web, port: 80}]\n---\n";
     let opts = common::generator_options();
     let (p, warnings) = common::generated("newer-gateway", &yaml, port, &map, &opts);
     let gw = p.start();
-    for host in ["a.test", "x.w.test"] {
+    for host in ["a.test", "x.w.test", "y.w.test", "z.w.test"] {
         let (s, b) = get(&gw, host, "/a");
         assert_eq!((s, b.as_str()), (200, "a/web\n"), "{host}\n{warnings:#?}");
     }

@@ -80,7 +80,8 @@ fn header_name() -> impl Strategy<Value = String> {
 const A_RULES: &str = "  rules:\n  - matches: [{path: {type: PathPrefix, value: /a}, headers: [{name: x-a, value: \"1\"}]}]\n    filters:\n    - type: RequestHeaderModifier\n      requestHeaderModifier: {set: [{name: x-set, value: a}], add: [{name: x-add, value: b}]}\n    backendRefs: [{name: s, port: 80, weight: 3}, {name: t, port: 80, weight: 1}]\n  - matches: [{path: {type: Exact, value: /r}}]\n    filters:\n    - type: RequestRedirect\n      requestRedirect: {path: {type: ReplaceFullPath, replaceFullPath: /elsewhere}}\n  - matches: [{path: {type: RegularExpression, value: \"/v[0-9]+/.*\"}}, {path: {type: PathPrefix, value: /}}]\n    backendRefs: [{name: s, port: 80}]\n";
 
 /// Tenant a: its Gateway (one listener, port 18080, host a.test, routes of its own namespace
-/// only: the default `allowedRoutes`; created at 2026-01-01T00:00:00Z) and route.
+/// only: the default `allowedRoutes`) and route, both created at 2026-01-01T00:00:00Z: older
+/// than b's routes (undated: the newest), so a's attachment holds what it serves.
 fn tenant_a() -> Vec<String> {
     vec![
         common::gateway(
@@ -89,7 +90,7 @@ fn tenant_a() -> Vec<String> {
             "{name: http, port: 18080, protocol: HTTP, hostname: a.test}",
         ),
         format!(
-            "kind: HTTPRoute\nmetadata: {{name: r, namespace: a}}\nspec:\n  parentRefs: [{{name: gw}}]\n{A_RULES}"
+            "kind: HTTPRoute\nmetadata: {{name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n{A_RULES}"
         ),
     ]
 }
@@ -1421,6 +1422,74 @@ fn a_newer_route_on_an_older_gateway_never_takes_my_hostname() {
     nginx_t(tag, &g.output);
 }
 
+/// Which route answers GET `host` `path` on port 18080 of the configuration `docs` make:
+/// explain's text and status, from the plan the configuration is written from.
+fn answer(tag: &str, docs: &[String], host: &str, path: &str) -> (String, u16) {
+    let dir = dir_with(tag, &file_of(docs, vec![], 0, true));
+    let model = httproute_nginx::model::load(&[dir]).unwrap();
+    let plan = httproute_nginx::explain::plan_as_served(&model, &backends(), &opts()).unwrap();
+    let req = httproute_nginx::explain::Request {
+        port: Some(18080),
+        method: "GET".into(),
+        host: host.into(),
+        path: path.into(),
+        headers: Vec::new(),
+        query: String::new(),
+    };
+    httproute_nginx::explain::explain(&plan, &req)
+}
+
+/// The red team's second HIGH (issue #45): an operator's catch-all Gateway, older than a's,
+/// admits every namespace; a's Gateway has a `*.a.test` listener with a's route. b's route
+/// for bar.a.test, newer than a's route, on the catch-all (or on b's own newer Gateway with a
+/// `bar.a.test` listener, with or without that route) does not take bar.a.test: a's route
+/// still answers it, no other Gateway writes a server for it, and b's attachment is refused
+/// naming a's route. Before, the holder was looked up by the exact name alone: b's route was
+/// the only one naming bar.a.test, so its Gateway served it (b's backend answered a's host).
+#[test]
+fn a_newer_route_never_takes_a_name_under_my_older_wildcard() {
+    let route = |id: &str, created: &str, host: &str, parent: &str| {
+        let (namespace, name) = id.split_once('/').unwrap();
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: {namespace}, creationTimestamp: \"{created}\"}}\nspec:\n  hostnames: [{}]\n  parentRefs: [{parent}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n",
+            q(host)
+        )
+    };
+    let all = "{name: http, port: 18080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}";
+    let wild = "{name: http, port: 18080, protocol: HTTP, hostname: \"*.a.test\"}";
+    let bar = "{name: l, port: 18080, protocol: HTTP, hostname: bar.a.test}";
+    let a = vec![
+        common::gateway("infra/gw", "2026-01-01T00:00:00Z", all),
+        common::gateway("a/gw", "2026-01-02T00:00:00Z", wild),
+        route("a/r", "2026-01-03T00:00:00Z", "*.a.test", "{name: gw}"),
+    ];
+    let b_gateway = common::gateway("b/gw", "2026-06-01T00:00:00Z", bar);
+    let b_route = |parent: &str| route("b/r", "2026-06-02T00:00:00Z", "bar.a.test", parent);
+    let shapes = [
+        ("catch-all", vec![b_route("{name: gw, namespace: infra}")]),
+        ("own-listener", vec![b_gateway.clone(), b_route("{name: gw}")]),
+        ("empty-listener", vec![b_gateway.clone()]),
+    ];
+    let (alone, status) = answer("wild-alone", &a, "bar.a.test", "/");
+    assert!(status == 200 && alone.contains("a/r rule 0"), "{status} {alone}");
+    for (tag, b) in shapes {
+        let docs: Vec<String> = a.iter().chain(&b).cloned().collect();
+        let (text, status) = answer(tag, &docs, "bar.a.test", "/");
+        assert!(status == 200 && text.contains("a/r rule 0"), "{tag}: {status} {text}");
+        let dir = dir_with(tag, &file_of(&docs, vec![], 0, true));
+        let g = generate_all(&[dir], &backends(), &opts()).unwrap();
+        let conf = &g.output.nginx_conf;
+        for gw in ["infra/gw", "b/gw"] {
+            let taken = servers_of(conf, gw).iter().any(|s| s.contains("server_name bar.a.test;"));
+            assert!(!taken, "{tag}: {conf}");
+        }
+        let held = "Gateway a/gw's route a/r serves it there";
+        let said = g.warnings.iter().any(|w| w.contains("bar.a.test") && w.contains(held));
+        assert!(said, "{tag}: {:?}", g.warnings);
+        nginx_t(tag, &g.output);
+    }
+}
+
 /// With b's newer listener for `name` (and no route), a's servers for `name` (its route's
 /// hostname) are byte-identical to a run without b, b writes no server, and b's listener is
 /// `Conflicted`, naming a's route.
@@ -1493,8 +1562,9 @@ proptest! {
 
     /// Issue #45, any ages and hostnames: tenant a's Gateway is the oldest on port 18080; b's
     /// and c's newer Gateways (any listener hostname, a route each) never change a server of
-    /// a that serves a's route (its `http_matches_fallback` aside), and no server of a falls
-    /// back to a name another Gateway's listener serves.
+    /// a that serves a's route (its `http_matches_fallback` aside), no server of a falls back
+    /// to a name another Gateway's listener serves, and every host a's route answered alone it
+    /// still answers.
     #[test]
     fn newer_gateways_of_any_age_never_take_my_served_names(
         a in (0u8..4, 0u8..4),
@@ -1506,7 +1576,7 @@ proptest! {
             theirs.extend(port_tenant_docs(["b", "c"][i], *t));
         }
         let alone = generate_all(&[dir_with("ages-a", &file_of(&mine, vec![], 0, true))], &backends(), &opts()).unwrap();
-        let g = generate_all(&[dir_with("ages", &file_of(&mine, theirs, 0, false))], &backends(), &opts()).unwrap();
+        let g = generate_all(&[dir_with("ages", &file_of(&mine, theirs.clone(), 0, false))], &backends(), &opts()).unwrap();
         let conf = &g.output.nginx_conf;
         // Where a request none of a's routes answers goes (404 either way) may be written
         // differently: the fallback line, and the empty location only a fallback needs.
@@ -1528,6 +1598,16 @@ proptest! {
         for s in servers_of(conf, "a/gw") {
             if let Some(f) = s.lines().find_map(|l| l.trim().strip_prefix("http_matches_fallback ")) {
                 prop_assert!(!others_names.contains(&f), "{f}\n{conf}");
+            }
+        }
+        // And every host a's route answered alone, it answers still (whatever names the newer
+        // routes and listeners give: under a's wildcard too).
+        let all: Vec<String> = mine.iter().chain(&theirs).cloned().collect();
+        for host in ["a.test", "x.test", "y.test"] {
+            let (before, _) = answer("ages-a", &mine, host, "/a");
+            if before.contains("a/r rule 0") {
+                let (after, status) = answer("ages", &all, host, "/a");
+                prop_assert!(status == 200 && after.contains("a/r rule 0"), "{host}: {after}\n{conf}");
             }
         }
     }

@@ -69,14 +69,17 @@ fn parent(h: &str) -> Option<String> {
     parent
 }
 
-/// Which listener serves each name of each port, decided once: a name routes serve (exact or
-/// wildcard; none: every host) belongs to the Gateway of the attachment that has served it
-/// longest (Gateway API's conflict order on [`Ages::attached`]: the later of the route's and
-/// its Gateway's creation; ties to the older Gateway), and within that Gateway to its most
-/// specific listener (listener isolation). A name no route serves belongs to the most
-/// specific listener of the port (of equally specific ones, the oldest Gateway's). So neither
-/// a newer Gateway's listener nor a newer route on an older Gateway takes a name an older
-/// attachment serves there.
+/// Which listener serves each name of each port, decided once. A name is held by the
+/// attachment that has served it longest (Gateway API's conflict order on [`Ages::attached`]:
+/// the later of the route's and its Gateway's creation; ties to the older Gateway) among those
+/// whose hostname is the name or a wildcard covering it (`*.a.test` serves `x.a.test` and
+/// `*.b.a.test`); the name belongs to that attachment's Gateway, and within it to its most
+/// specific listener (listener isolation); which route of that Gateway answers is Gateway API's
+/// precedence there. A name no such attachment serves belongs to the most specific listener of
+/// the port (of equally specific ones, the oldest Gateway's). So neither a newer Gateway's
+/// listener nor a newer route on an older Gateway takes a host an older attachment serves
+/// there. A route of no hostname (on a listener of none) holds the catch-all alone: it serves
+/// what no other name of the port does, so it holds no name.
 pub(super) struct Serving<'a> {
     listeners: &'a [Listener],
     attachments: &'a [Attachment],
@@ -84,8 +87,13 @@ pub(super) struct Serving<'a> {
     by_port: HashMap<u16, PortListeners<'a>>,
     /// The listeners of each port and Gateway (namespace, name).
     by_gateway: HashMap<(u16, &'a str, &'a str), PortListeners<'a>>,
-    /// Each (port, name) routes serve: the oldest attachment serving it.
-    holder: HashMap<(u16, Option<&'a str>), usize>,
+    /// Each (port, name) routes serve as written: the oldest attachment serving it.
+    exact: HashMap<(u16, Option<&'a str>), usize>,
+    /// Each (port, wildcard suffix: `.a.test` of `*.a.test`): the oldest attachment serving
+    /// that wildcard.
+    wild: HashMap<(u16, &'a str), usize>,
+    /// Each attachment's place in the conflict order (smaller: older).
+    place: Vec<((usize, usize), usize)>,
 }
 
 impl<'a> Serving<'a> {
@@ -107,12 +115,19 @@ impl<'a> Serving<'a> {
             .iter()
             .map(|a| (ages.attached(&a.route, gateway[a.listener]), a.listener))
             .collect();
-        let mut holder: HashMap<(u16, Option<&str>), usize> = HashMap::new();
+        let mut exact: HashMap<(u16, Option<&str>), usize> = HashMap::new();
+        let mut wild: HashMap<(u16, &str), usize> = HashMap::new();
+        let older = |held: &mut usize, ai: usize| {
+            if place[ai] < place[*held] {
+                *held = ai;
+            }
+        };
         for (ai, a) in attachments.iter().enumerate() {
+            let port = listeners[a.listener].port;
             for h in &a.hostnames {
-                let held = holder.entry((listeners[a.listener].port, h.as_deref())).or_insert(ai);
-                if place[ai] < place[*held] {
-                    *held = ai;
+                older(exact.entry((port, h.as_deref())).or_insert(ai), ai);
+                if let Some(suffix) = h.as_deref().and_then(|h| h.strip_prefix('*')) {
+                    older(wild.entry((port, suffix)).or_insert(ai), ai);
                 }
             }
         }
@@ -121,8 +136,23 @@ impl<'a> Serving<'a> {
             attachments,
             by_port: index(listeners, on_port),
             by_gateway: index(listeners, on_gateway),
-            holder,
+            exact,
+            wild,
+            place,
         }
+    }
+
+    /// The attachment that holds `h` on `port`, if any serves it: of those serving `h` as
+    /// written or a wildcard covering it (the suffixes of `h` from a dot past its first
+    /// character), the oldest.
+    fn holder(&self, port: u16, h: Option<&str>) -> Option<usize> {
+        let exact = self.exact.get(&(port, h)).copied();
+        let Some(h) = h else { return exact };
+        let covering = h.match_indices('.').filter(|&(at, _)| at > 0);
+        covering
+            .filter_map(|(at, _)| self.wild.get(&(port, &h[at..])).copied())
+            .chain(exact)
+            .min_by_key(|&ai| self.place[ai])
     }
 
     /// Whether listeners `i` and `j` are of one Gateway.
@@ -133,16 +163,16 @@ impl<'a> Serving<'a> {
 
     /// The listener that serves `h` on `port`, if any.
     pub(super) fn best(&self, port: u16, h: &Option<String>) -> Option<usize> {
-        let Some(&li) = self.holder_listener(port, h) else {
+        let Some(ai) = self.holder(port, h.as_deref()) else {
             return self.by_port.get(&port)?.best(h);
         };
-        let id = &self.listeners[li].id;
+        let id = &self.listeners[self.attachments[ai].listener].id;
         self.by_gateway[&(port, id.namespace.as_str(), id.gateway.as_str())].best(h)
     }
 
     /// Which older Gateway's route holds `h` on `port`, if it is not listener `li`'s Gateway.
     fn held_by(&self, port: u16, h: &Option<String>, li: usize) -> Option<String> {
-        let a = &self.attachments[*self.holder.get(&(port, h.as_deref()))?];
+        let a = &self.attachments[self.holder(port, h.as_deref())?];
         let g = &self.listeners[a.listener].id;
         (!self.same_gateway(a.listener, li)).then(|| {
             format!(
@@ -150,11 +180,6 @@ impl<'a> Serving<'a> {
                 g.namespace, g.gateway, a.route
             )
         })
-    }
-
-    /// The listener of the attachment that holds `h` on `port`, if routes serve it.
-    fn holder_listener(&self, port: u16, h: &Option<String>) -> Option<&usize> {
-        self.holder.get(&(port, h.as_deref())).map(|&ai| &self.attachments[ai].listener)
     }
 }
 
@@ -190,7 +215,11 @@ pub(super) fn shadowed(
         }
     }
     let mut taken: Vec<Taken> = Vec::new();
-    for &(port, h) in serving.holder.keys() {
+    // The names routes serve, and the listeners' own (an older wildcard route may hold one).
+    let listed = listeners.iter().map(|l| (l.port, l.hostname.as_deref()));
+    let names: BTreeSet<(u16, Option<&str>)> =
+        serving.exact.keys().copied().chain(listed).collect();
+    for (port, h) in names {
         let h = h.map(str::to_owned);
         let Some(li) = serving.by_port.get(&port).and_then(|p| p.best(&h)) else { continue };
         if let Some(held) = serving.held_by(port, &h, li) {
