@@ -1490,6 +1490,74 @@ fn a_newer_route_never_takes_a_name_under_my_older_wildcard() {
     }
 }
 
+/// The red team of the wildcard holder (issue #45): a's Gateway has one listener of no
+/// hostname and a route of none, which answers every host of the port. b's newer Gateway
+/// with a bare `*.a.test` listener (or a route of its own there) takes no host from it:
+/// x.a.test is a's route's still. Before, a route of no hostname held no name, and b's more
+/// specific listener took x.a.test (404, or b's route).
+#[test]
+fn a_newer_gateway_takes_no_host_from_my_catch_all_route() {
+    let a = vec![
+        common::gateway("a/gw", "2026-01-01T00:00:00Z", &common::http(18080)),
+        "kind: HTTPRoute\nmetadata: {name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: s, port: 80}]\n".to_owned(),
+    ];
+    let b_gw = common::gateway(
+        "b/gw",
+        "2026-06-01T00:00:00Z",
+        "{name: l, port: 18080, protocol: HTTP, hostname: \"*.a.test\"}",
+    );
+    let b_route = "kind: HTTPRoute\nmetadata: {name: r, namespace: b, creationTimestamp: \"2026-06-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: s, port: 80}]\n".to_owned();
+    for (tag, b) in [("bare", vec![b_gw.clone()]), ("routed", vec![b_gw.clone(), b_route])] {
+        let docs: Vec<String> = a.iter().chain(&b).cloned().collect();
+        let (text, status) = answer(tag, &docs, "x.a.test", "/");
+        assert!(status == 200 && text.contains("a/r rule 0"), "{tag}: {status} {text}");
+    }
+}
+
+/// The red team of the wildcard holder (issue #45): a's Gateway has a catch-all listener l1
+/// with a route of no hostname and a `*.a.test` listener l2 with a route for foo.a.test /foo.
+/// b's newer route for `*.a.test` on b's `*.test` listener holds `*.a.test` (a's listener
+/// serves no route of that name); a request for foo.a.test that a/r2 does not answer still
+/// ends in l2 (404), never in l1's route. Before, foo.a.test fell back past `*.a.test`, to
+/// a's catch-all server: l1's route answered a host of l2 (listener isolation broken).
+#[test]
+fn a_fallback_never_leaves_its_listener() {
+    let route = |id: &str, created: &str, host: Option<&str>, parent: &str, path: &str| {
+        let (namespace, name) = id.split_once('/').unwrap();
+        let hosts = host.map(|h| format!("  hostnames: [{}]\n", q(h))).unwrap_or_default();
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: {namespace}, creationTimestamp: \"{created}\"}}\nspec:\n{hosts}  parentRefs: [{parent}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: {path}}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n"
+        )
+    };
+    let a_listeners = "{name: l1, port: 18080, protocol: HTTP}, {name: l2, port: 18080, protocol: HTTP, hostname: \"*.a.test\"}";
+    let a = vec![
+        common::gateway("a/gw", "2026-01-01T00:00:00Z", a_listeners),
+        route("a/r1", "2026-01-01T00:00:01Z", None, "{name: gw, sectionName: l1}", "/"),
+        route(
+            "a/r2",
+            "2026-01-01T00:00:02Z",
+            Some("foo.a.test"),
+            "{name: gw, sectionName: l2}",
+            "/foo",
+        ),
+    ];
+    let b = vec![
+        common::gateway(
+            "b/gw",
+            "2026-06-01T00:00:00Z",
+            "{name: l, port: 18080, protocol: HTTP, hostname: \"*.test\"}",
+        ),
+        route("b/r", "2026-06-01T00:00:01Z", Some("*.a.test"), "{name: gw}", "/"),
+    ];
+    let all: Vec<String> = a.iter().chain(&b).cloned().collect();
+    for (tag, docs) in [("isolation-a", &a), ("isolation", &all)] {
+        let (text, status) = answer(tag, docs, "foo.a.test", "/zzz");
+        assert!(status == 404 && !text.contains("a/r1"), "{tag}: {status} {text}");
+        let (text, status) = answer(tag, docs, "foo.a.test", "/foo");
+        assert!(status == 200 && text.contains("a/r2 rule 0"), "{tag}: {status} {text}");
+    }
+}
+
 /// With b's newer listener for `name` (and no route), a's servers for `name` (its route's
 /// hostname) are byte-identical to a run without b, b writes no server, and b's listener is
 /// `Conflicted`, naming a's route.
@@ -1509,19 +1577,15 @@ fn a_newer_gateway_s_wildcard_listener_never_takes_my_wildcard_route() {
     b_s_listener_takes_nothing("*.test");
 }
 
-/// b's newer `*.test` listener vs a's route for x.test: x.test stays a's; `*.test`, which no
-/// route serves, is b's, so a's x.test server no longer falls back to it (it goes on to the
-/// port's default server, a's, as before b: only that word differs).
+/// b's newer `*.test` listener vs a's route for x.test: x.test stays a's, and a's servers are
+/// byte-identical to a run without b: `*.test`, which no route serves, is b's, and a's x.test
+/// server falls back to the port's default server, a's, with b as without (before, its
+/// `http_matches_fallback` named `*.test` without b, "" with b).
 #[test]
 fn a_newer_gateway_s_wildcard_listener_never_takes_my_exact_route() {
     let (alone, g) = with_and_without_b("x.test", "*.test");
     let conf = &g.output.nginx_conf;
-    let no_fallback = |conf: &str| -> Vec<String> {
-        let keep = |l: &&str| !l.contains("http_matches_fallback");
-        let s = servers_of(conf, "a/gw");
-        s.iter().map(|s| s.lines().filter(keep).collect::<Vec<_>>().join("\n")).collect()
-    };
-    assert_eq!(no_fallback(&alone), no_fallback(conf), "{conf}");
+    assert_eq!(servers_of(&alone, "a/gw"), servers_of(conf, "a/gw"), "{conf}");
     let x = servers_of(conf, "a/gw").into_iter().find(|s| s.contains("server_name x.test;"));
     assert!(x.is_some_and(|x| x.contains("http_matches_fallback \"\";")), "{conf}");
     let b = servers_of(conf, "b/gw");
@@ -1579,7 +1643,9 @@ proptest! {
         let g = generate_all(&[dir_with("ages", &file_of(&mine, theirs.clone(), 0, false))], &backends(), &opts()).unwrap();
         let conf = &g.output.nginx_conf;
         // Where a request none of a's routes answers goes (404 either way) may be written
-        // differently: the fallback line, and the empty location only a fallback needs.
+        // differently: the fallback line, and the empty location only a fallback needs (a
+        // newer route through a less specific listener takes a name a's listener serves no
+        // route of: README, "On a port several Gateways share").
         let strip = |s: &str| {
             let keep = |l: &&str| {
                 !l.contains("http_matches_fallback")

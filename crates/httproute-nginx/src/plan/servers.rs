@@ -27,29 +27,68 @@ impl Attached<'_> {
     }
 }
 
-/// Where a request to server `h` of `listener` goes when none of `h`'s routes answers it:
-/// the name of the next less specific hostname, as NGINX looks up a `Host` header (its
-/// server if written; else the longest wildcard server covering it, else the port's default
-/// server). `None`: the server of the listener's own hostname, which nothing less specific of
-/// the same listener serves.
+/// Where a request to a server goes when none of its routes answers it
+/// (`http_matches_fallback`), for the servers of one port, each name walked once per
+/// listener.
 ///
 /// Gateway API gives a request's routes of the most specific hostname precedence over the
 /// wildcard ones, and those over the routes of no hostname; so a server holds its own
-/// hostname's routes alone and the rest are a lookup away, not a copy each. A less specific
-/// name whose server is another Gateway's (it holds that name: [`Serving`]) is passed over,
-/// and past the port's default server the request ends here: a request never falls back
-/// into another Gateway's routes.
-fn fallback(serving: &Serving<'_>, li: usize, h: &Option<String>) -> Option<Option<String>> {
-    let listener = &serving.listeners[li];
-    let h = h.as_deref()?;
-    if listener.hostname.as_deref() == Some(h) {
-        return None;
+/// hostname's routes alone and the rest are a lookup away, not a copy each: the next less
+/// specific server of the port, as NGINX looks up a `Host` header (its server if written;
+/// else the longest wildcard server covering it, else the port's default server). The walk
+/// stays within the listener (listener isolation: past its own hostname the request ends
+/// there); a name no server has is passed over (NGINX would, so the word does not change when
+/// another Gateway writes a server of that name), and so is one another Gateway holds
+/// ([`Serving`]): a request never falls back into another Gateway's routes.
+struct Fallbacks<'s, 'a> {
+    serving: &'s Serving<'a>,
+    names: &'s BTreeSet<Option<String>>,
+    /// Each (listener, name) walked: where a walk reaching it ends.
+    memo: HashMap<(usize, Option<String>), Option<Option<String>>>,
+}
+
+impl Fallbacks<'_, '_> {
+    /// The fallback of server `h` of listener `li`: `None` for none (the server of the
+    /// listener's own hostname, or nothing less specific of the listener and its Gateway).
+    fn of(&mut self, li: usize, h: &Option<String>) -> Option<Option<String>> {
+        let own = self.serving.listeners[li].hostname.as_deref();
+        let h = h.as_deref().filter(|&h| own != Some(h))?;
+        let mut walked = Vec::new();
+        let mut next = parent(h);
+        let end = loop {
+            if let Some(end) = self.memo.get(&(li, next.clone())) {
+                break end.clone();
+            }
+            if let Some(end) = self.ends_at(li, &next) {
+                break end;
+            }
+            walked.push(next.clone());
+            match next.as_deref() {
+                Some(n) => next = parent(n),
+                None => break None,
+            }
+        };
+        for name in walked {
+            self.memo.insert((li, name), end.clone());
+        }
+        end
     }
-    let mut next = parent(h);
-    while serving.best(listener.port, &next).is_some_and(|i| !serving.same_gateway(i, li)) {
-        next = parent(next.as_deref()?);
+
+    /// Whether the walk of listener `li` ends at `name`: with it (a server of the listener's
+    /// Gateway), with nothing (outside the listener's hostname), or goes on (`None`).
+    fn ends_at(&self, li: usize, name: &Option<String>) -> Option<Option<Option<String>>> {
+        let listener = &self.serving.listeners[li];
+        if let Some(own) = listener.hostname.as_deref() {
+            let inside = name.as_deref().is_some_and(|n| n == own || wildcard_covers(own, n));
+            if !inside {
+                return Some(None);
+            }
+        }
+        let port = listener.port;
+        let other = |i: usize| !self.serving.same_gateway(i, li);
+        let taken = self.serving.best(port, name).is_some_and(other);
+        (self.names.contains(name) && !taken).then(|| Some(name.clone()))
     }
-    Some(next)
 }
 
 /// Each group's listeners, indexed by hostname.
@@ -78,8 +117,8 @@ fn parent(h: &str) -> Option<String> {
 /// precedence there. A name no such attachment serves belongs to the most specific listener of
 /// the port (of equally specific ones, the oldest Gateway's). So neither a newer Gateway's
 /// listener nor a newer route on an older Gateway takes a host an older attachment serves
-/// there. A route of no hostname (on a listener of none) holds the catch-all alone: it serves
-/// what no other name of the port does, so it holds no name.
+/// there. A route of no hostname on a listener of none serves every name of the port, and so
+/// holds every name no older attachment serves: a newer Gateway on the port gets none of it.
 pub(super) struct Serving<'a> {
     listeners: &'a [Listener],
     attachments: &'a [Attachment],
@@ -143,15 +182,17 @@ impl<'a> Serving<'a> {
     }
 
     /// The attachment that holds `h` on `port`, if any serves it: of those serving `h` as
-    /// written or a wildcard covering it (the suffixes of `h` from a dot past its first
-    /// character), the oldest.
+    /// written, a wildcard covering it (the suffixes of `h` from a dot past its first
+    /// character) or every name, the oldest.
     fn holder(&self, port: u16, h: Option<&str>) -> Option<usize> {
         let exact = self.exact.get(&(port, h)).copied();
         let Some(h) = h else { return exact };
+        let every = self.exact.get(&(port, None)).copied();
         let covering = h.match_indices('.').filter(|&(at, _)| at > 0);
         covering
             .filter_map(|(at, _)| self.wild.get(&(port, &h[at..])).copied())
             .chain(exact)
+            .chain(every)
             .min_by_key(|&ai| self.place[ai])
     }
 
@@ -275,7 +316,9 @@ pub(super) fn ports(
     let mut out = Vec::new();
     for (port, on_port) in on_port {
         let mut servers = Vec::new();
-        for h in std::mem::take(names.get_mut(&port).expect("every port has names")) {
+        let on_port_names = std::mem::take(names.get_mut(&port).expect("every port has names"));
+        let mut fallbacks = Fallbacks { serving, names: &on_port_names, memo: HashMap::new() };
+        for h in on_port_names.iter().cloned() {
             let best = serving.best(port, &h);
             let mut server = ServerPlan {
                 hostname: h.clone(),
@@ -287,7 +330,7 @@ pub(super) fn ports(
                     .unwrap_or_default(),
                 locations: Vec::new(),
                 rules: Vec::new(),
-                fallback: best.and_then(|li| fallback(serving, li, &h)),
+                fallback: best.and_then(|li| fallbacks.of(li, &h)),
             };
             let mut candidates = Vec::new();
             // One copy of the name for the server's candidates.
