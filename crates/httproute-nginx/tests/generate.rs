@@ -1156,3 +1156,19 @@ fn a_redirect_on_port_443_names_no_port() {
     assert!(conf.contains("return 302 \"$scheme://b.test:8443$request_uri\";"), "{conf}");
     assert!(!conf.contains(":443"), "{conf}");
 }
+
+/// A GRPCRoute's rule and match warnings name its kind: they said "HTTPRoute" for every route.
+#[test]
+fn a_grpc_routes_warnings_say_grpc_route() {
+    let yaml = format!(
+        "{GW}kind: GRPCRoute\nmetadata: {{name: g}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{method: {{type: RegularExpression, service: \"(\"}}}}, {{method: {{service: a.B}}}}]\n    backendRefs: [{{name: no-port}}]\n---\n"
+    );
+    let p = yaml_plan(&yaml);
+    for want in [
+        "GRPCRoute default/g rules[0].matches[0]: path regular expression ",
+        "GRPCRoute default/g rules[0].backendRefs[0]: a Service reference needs a port",
+    ] {
+        assert!(p.warnings.iter().any(|w| w.starts_with(want)), "{want}\n{:#?}", p.warnings);
+    }
+    assert!(!p.warnings.iter().any(|w| w.contains("HTTPRoute")), "{:#?}", p.warnings);
+}

@@ -141,8 +141,8 @@ fn candidate(
     let (path_kind, path, condition) = match usable(m, compiled) {
         Ok(p) => p,
         Err(why) => {
-            warnings
-                .push(format!("HTTPRoute {route} rules[{ri}].matches[{mi}]{why}; match skipped"));
+            let kind = route.kind;
+            warnings.push(format!("{kind} {route} rules[{ri}].matches[{mi}]{why}; match skipped"));
             return None;
         }
     };

@@ -20,7 +20,7 @@ pub(super) fn rule_plan(
     experimental: bool,
     warnings: &mut Vec<String>,
 ) -> RulePlan {
-    let at = || format!("HTTPRoute {route} rules[{ri}]");
+    let at = || format!("{} {route} rules[{ri}]", route.kind);
     let retry = match &rule.retry {
         Some(_) if !experimental => {
             warnings.push(format!(
