@@ -313,3 +313,35 @@ proptest! {
         }
     }
 }
+
+/// A backendRef's `group` names the core group as `""` (or leaves it out): `core`, the name
+/// some write for it, is no group of the API, and a Service of any group but `""` is not a
+/// Service. Such a reference is refused (`ResolvedRefs: False, InvalidKind`) with a message
+/// that names the group; it said `kind "Service" is not a Service`.
+#[test]
+fn a_backend_ref_of_another_group_is_refused_for_its_group() {
+    for (backend, want) in [
+        ("{name: s, port: 80, group: core}", "group \"core\" is not the core group (\"\")"),
+        (
+            "{name: s, port: 80, group: apps, kind: Service}",
+            "group \"apps\" is not the core group (\"\")",
+        ),
+        (
+            "{name: s, port: 80, group: \"\", kind: ConfigMap}",
+            "kind \"ConfigMap\" is not a Service",
+        ),
+    ] {
+        let p = plan_of(&format!("{GW}{}", route("HTTPRoute", "default", backend)), false);
+        assert_eq!(targets(&p), vec![Target::Status(500)], "{backend}");
+        let (ok, reason, why) = resolved(&p);
+        assert!(!ok && reason == Reason::InvalidKind, "{backend}: {reason:?} {why}");
+        assert!(why.ends_with(want), "{backend}: {why}");
+        let warning = format!("HTTPRoute default/r rules[0].backendRefs[0]: {want};");
+        assert!(p.warnings.iter().any(|w| w.starts_with(&warning)), "{warning}\n{:#?}", p.warnings);
+    }
+    // The core group as "" or left out: the Service is used.
+    for backend in ["{name: s, port: 80, group: \"\"}", "{name: s, port: 80}"] {
+        let p = plan_of(&format!("{GW}{}", route("HTTPRoute", "default", backend)), false);
+        assert!(resolved(&p).0, "{backend}: {:?}", resolved(&p));
+    }
+}

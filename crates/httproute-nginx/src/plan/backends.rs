@@ -144,11 +144,12 @@ pub(super) fn resolve(r: &ObjectRef, ns: &str, refs: &Refs<'_>) -> Resolved {
     let (kind, group, name, port) =
         (r.kind.as_deref(), r.group.as_deref(), r.name.as_str(), r.port);
     let bns = r.namespace.as_deref().unwrap_or(ns);
-    if !matches!(kind, None | Some("Service")) || !matches!(group, None | Some("")) {
-        return Err((
-            Reason::InvalidKind,
-            format!("kind {:?} is not a Service", kind.unwrap_or("")),
-        ));
+    // Gateway API spells the core group "" (or leaves it out); `core` is no group of the API.
+    if let Some(kind) = kind.filter(|k| *k != "Service") {
+        return Err((Reason::InvalidKind, format!("kind {kind:?} is not a Service")));
+    }
+    if let Some(group) = group.filter(|g| !g.is_empty()) {
+        return Err((Reason::InvalidKind, format!("group {group:?} is not the core group (\"\")")));
     }
     // The grant is for the route's own kind: one for HTTPRoutes does not admit a GRPCRoute.
     let kind = RouteKind::of(refs.grpc).as_str();
