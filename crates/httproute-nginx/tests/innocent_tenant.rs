@@ -1099,7 +1099,7 @@ fn the_operator_sizes_the_regex_total() {
 /// budget's), so its 3 oldest fit, at n = 4 and 40, and the rest are refused (their locations
 /// not written); a's route stays Accepted whatever n is, and the copies written are the copies
 /// charged (4 + 2 x 3). Before, a's route was charged every copy and refused from n = 4
-/// (4 + 8 copies past 6): a newcomer evicted the incumbent.
+/// (4 + 8 copies past 6): a newer object evicted an older one.
 #[test]
 fn plain_paths_of_a_newer_tenant_never_evict_my_inline_regex_route() {
     let a_all: Vec<String> = tenant_a_admitting_all()
