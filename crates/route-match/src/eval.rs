@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 
 use crate::index::{Candidates, Held};
 use crate::pattern::{Pattern, Verdict};
-use crate::query::Params;
+use crate::query::{Params, Raw, first_raw};
 use crate::store::{Body, Cond, Entry, Index, PathCond, Run, Span, Store, Test, malloc_size};
 
 /// What the evaluator needs to know about a request. All of it is raw bytes, as NGINX stored
@@ -176,6 +176,9 @@ struct Ctx<'r, R: ?Sized, const C: bool> {
     /// The query, decoded in place at the first param condition (`parsed`).
     params: RefCell<Params<'r>>,
     parsed: Cell<bool>,
+    /// The raw query was scanned once for a lone param condition (`param_holds`): the next
+    /// one decodes it, so the query is read at most twice whatever the candidates.
+    scanned: Cell<bool>,
     /// `None` for a list without regex conditions: nothing asks for it there.
     rx: Option<&'r Regexes>,
     /// Work units charged so far (see [`Work`]): regex steps and every client-driven loop.
@@ -258,6 +261,7 @@ impl<'r, R: RequestView + ?Sized, const C: bool> Ctx<'r, R, C> {
             store,
             params,
             parsed: Cell::new(false),
+            scanned: Cell::new(false),
             rx,
             used: Cell::new(0),
             state: Cell::new(0),
@@ -479,16 +483,37 @@ impl<'r, R: RequestView + ?Sized, const C: bool> Ctx<'r, R, C> {
         self.params.borrow()
     }
 
-    fn param_holds(&self, c: &Cond, entry: usize) -> bool {
+    /// `lone`: the entry's only param condition. The first such condition of an evaluation,
+    /// before the query is decoded, reads its value off the raw query ([`first_raw`]): a
+    /// request with one param needs no decode. Any other condition decodes the query once.
+    fn param_holds(&self, c: &Cond, entry: usize, lone: bool) -> bool {
         // One lookup (a binary search or a short scan of the decoded names).
         self.charge(1);
-        match self.params().first(self.store.bytes(c.name)) {
-            None | Some([]) => false,
-            Some(v) => match c.test {
+        let name = self.store.bytes(c.name);
+        if lone && !self.parsed.get() && !self.scanned.replace(true) {
+            let (found, segments) = first_raw(self.req.query(), name);
+            // The scan: one unit per segment visited, as the decode charges.
+            self.charge(segments);
+            match found {
+                Raw::Found(v) => return self.param_test(c, v, entry),
+                Raw::Absent => return false,
+                Raw::Escaped => {}
+            }
+        }
+        match self.params().first(name) {
+            None => false,
+            Some(v) => self.param_test(c, v, entry),
+        }
+    }
+
+    /// Whether `v`, the value of `c`'s param, holds `c` (empty counts as absent).
+    #[inline(always)]
+    fn param_test(&self, c: &Cond, v: &[u8], entry: usize) -> bool {
+        !v.is_empty()
+            && match c.test {
                 Test::Exact(want) => crate::bytes::eq(self.store.bytes(want), v),
                 Test::Regex(p) => self.pattern(p).is_some_and(|p| self.regex(p, v, entry)),
-            },
-        }
+            }
     }
 }
 
@@ -996,6 +1021,8 @@ impl MatchList {
         // Always with regex state, also for a regex-free list: the reference for both.
         let rx = Regexes::new(req.regex_budget());
         let cx = Ctx::<_, true>::new(req, &self.store, Some(&rx));
+        // The reference decodes the query for every param condition: no raw scan.
+        cx.scanned.set(true);
         let outcome = match self.parts {
             Some(_) => self.first_of_parts(&cx, true),
             None => self.first_of_all(&cx),
@@ -1151,8 +1178,9 @@ impl MatchList {
                 return false;
             }
         }
+        let lone = params.len() == 1;
         for p in self.conds(params) {
-            if !held.covers(p, false) && !cx.param_holds(p, i) {
+            if !held.covers(p, false) && !cx.param_holds(p, i, lone) {
                 return false;
             }
         }

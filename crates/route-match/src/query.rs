@@ -277,6 +277,56 @@ impl<'q> Params<'q> {
     }
 }
 
+/// What [`first_raw`] found for a name in the raw query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Raw<'q> {
+    /// The value of the name's first occurrence, which needs no decoding.
+    Found(&'q [u8]),
+    /// The name does not occur.
+    Absent,
+    /// A name before it, or its value, needs decoding: only [`Params::fill`] can tell.
+    Escaped,
+}
+
+/// [`Params::first`] read off the raw query, without decoding it (one lone param condition
+/// needs no more), when no segment up to the name's first occurrence has `%` or `+` in its
+/// name and its value has neither; with the segments visited (the work of the scan).
+#[inline(always)]
+pub(crate) fn first_raw<'q>(raw: &'q [u8], name: &[u8]) -> (Raw<'q>, u64) {
+    let mut rest = &raw[..raw.len().min((DECODED - 1) as usize)];
+    let mut segments = 0;
+    while !rest.is_empty() {
+        // The segment's name: up to its first `=`, `&`, `%` or `+`.
+        let n = rest.iter().position(|&b| SPECIAL[b as usize]).unwrap_or(rest.len());
+        let (head, tail) = rest.split_at(n);
+        let (value, next) = match tail.split_first() {
+            Some((b'%' | b'+', _)) => return (Raw::Escaped, segments + 1),
+            // An empty segment (`&&`) is none.
+            Some((b'&', next)) if n == 0 => {
+                rest = next;
+                continue;
+            }
+            // No `=`: the value is empty.
+            Some((b'&', next)) => (&[][..], next),
+            None => (&[][..], &[][..]),
+            Some((_, tail)) => {
+                let m = tail.iter().position(|&b| b == b'&').unwrap_or(tail.len());
+                let (value, next) = tail.split_at(m);
+                (value, next.get(1..).unwrap_or_default())
+            }
+        };
+        segments += 1;
+        if crate::bytes::eq(head, name) {
+            if value.iter().any(|&b| b == b'%' || b == b'+') {
+                return (Raw::Escaped, segments);
+            }
+            return (Raw::Found(value), segments);
+        }
+        rest = next;
+    }
+    (Raw::Absent, segments)
+}
+
 fn hex(b: &u8) -> Option<u8> {
     match b {
         b'0'..=b'9' => Some(b - b'0'),
@@ -360,6 +410,21 @@ mod tests {
         ) {
             let p = Params::parse(&raw);
             proptest::prop_assert_eq!(p.first(&name).map(<[u8]>::to_vec), reference(&raw, &name));
+        }
+
+        #[test]
+        fn the_raw_scan_agrees_with_the_decode_when_it_answers(
+            raw in proptest::collection::vec(proptest::sample::select(b"ab=&%+2f1".to_vec()), 0..120),
+            name in proptest::collection::vec(proptest::sample::select(b"ab=".to_vec()), 0..3),
+        ) {
+            let (found, segments) = first_raw(&raw, &name);
+            let decoded = reference(&raw, &name);
+            match found {
+                Raw::Found(v) => proptest::prop_assert_eq!(Some(v.to_vec()), decoded),
+                Raw::Absent => proptest::prop_assert_eq!(None, decoded),
+                Raw::Escaped => proptest::prop_assert!(raw.iter().any(|b| b"%+".contains(b))),
+            }
+            proptest::prop_assert!(segments <= Params::parse(&raw).len() as u64 + 1);
         }
     }
 }

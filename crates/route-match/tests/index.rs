@@ -147,3 +147,41 @@ fn the_key_the_index_found_a_candidate_by_is_not_tested_again() {
     let (n, two_n) = (units(40), units(80));
     assert_eq!(two_n - n, 2 * 40, "units at 40 other lines: {n}, at 80: {two_n}");
 }
+
+#[test]
+fn a_lone_param_condition_reads_the_raw_query_up_to_its_name() {
+    // 16 entries keyed by `x-tenant`, each also needing its one param `v`. The query has the
+    // winner's `v` first, then `n` other params: the raw scan stops at `v` (a decode would
+    // charge a unit per param). Escapes in the name or value decode the query as before.
+    let body: Vec<String> = (0..16)
+        .map(|i| {
+            format!(r#"{{"headers":["x-tenant:Exact:t{i}"],"params":["v=Exact={i}"],"redirectPath":"/r{i}"}}"#)
+        })
+        .collect();
+    let list =
+        compile_list(format!("[{}]", body.join(",")).as_bytes(), Syntax::Typed).unwrap().list;
+    assert!(list.is_indexed());
+    let run = |query: &str| {
+        let req = Req::new("GET").h("x-tenant", "t15").q(query);
+        let (outcome, work) = list.evaluate_work(&req);
+        assert_eq!(outcome, list.evaluate_linear(&req), "{query}");
+        (common::show(outcome), work.units)
+    };
+    let others = |n: usize| (0..n).map(|k| format!("p{k}=x")).collect::<Vec<_>>().join("&");
+    let (n, two_n) = (run(&format!("v=15&{}", others(40))), run(&format!("v=15&{}", others(80))));
+    assert_eq!(n.0, "-> /r15");
+    assert_eq!(n, two_n, "units at 40 other params: {}, at 80: {}", n.1, two_n.1);
+    for (query, want) in [
+        ("a=1&v=15", "-> /r15"),
+        ("v=1%35", "-> /r15"),
+        ("%76=15", "-> /r15"),
+        ("a+b=1&v=15", "-> /r15"),
+        ("v=&v=15", "404"),
+        ("v&v=15", "404"),
+        ("&&v=15&", "-> /r15"),
+        ("v=15+", "404"),
+        ("x=1", "404"),
+    ] {
+        assert_eq!(run(query).0, want, "{query}");
+    }
+}
