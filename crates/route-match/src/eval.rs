@@ -844,7 +844,18 @@ fn header_table<R: RequestView + ?Sized, const C: bool>(
 
 /// Whether a value holds a comma: short values (most) a word at a time, long ones with
 /// memchr (whose set-up costs more than a short value's bytes).
+#[inline(always)]
 fn has_comma(value: &[u8]) -> bool {
+    // A few bytes (most values of an index's names): a loop of its own, no call.
+    if value.len() <= 8 {
+        return value.contains(&b',');
+    }
+    has_comma_words(value)
+}
+
+/// [`has_comma`] of a value of more than 8 bytes.
+#[inline(never)]
+fn has_comma_words(value: &[u8]) -> bool {
     if value.len() >= 64 {
         return memchr::memchr(b',', value).is_some();
     }
@@ -1097,7 +1108,8 @@ impl MatchList {
         index: &Index,
         cx: &Ctx<'_, R, C>,
     ) -> Outcome<'_> {
-        let mut hits = Hits::new();
+        // Made only for a list with regex groups (`candidates`).
+        let mut hits = None;
         let mut candidates = Candidates::new();
         self.candidates(index, cx, &mut hits, &mut candidates);
         let outcome = self.first_of(&mut candidates, cx);
@@ -1212,7 +1224,7 @@ impl MatchList {
         &'s self,
         index: &Index,
         cx: &'s Ctx<'_, R, C>,
-        hits: &'s mut Hits,
+        hits: &'s mut Option<Hits>,
         c: &mut Candidates<'s>,
     ) {
         // Regex-only entries whose needed literals the request's values contain.
@@ -1220,6 +1232,7 @@ impl MatchList {
         let hits: &[u32] = if groups.is_empty() {
             &[]
         } else {
+            let hits = hits.insert(Hits::new());
             self.regex_hits(groups, cx, hits);
             cx.state.set(cx.state.get() + hits.more.capacity() * 4);
             cx.charge(hits.more.len() as u64);

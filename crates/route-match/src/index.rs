@@ -496,10 +496,20 @@ impl<'a> Candidates<'a> {
 
     /// Adds a list (once, however often it is pushed) whose entries are known to satisfy
     /// `held`; returns the postings newly gathered past `CAP` (work for the caller to charge).
+    #[inline(always)]
     pub(crate) fn push(&mut self, list: &'a [u32], held: Held) -> usize {
+        // An empty list (the rest, the regex hits of most lists) without a call.
+        if list.is_empty() {
+            return 0;
+        }
+        self.push_list(list, held)
+    }
+
+    #[inline(never)]
+    fn push_list(&mut self, list: &'a [u32], held: Held) -> usize {
         let id = (list.as_ptr(), list.len());
         let same = |l: &Option<&[u32]>| l.is_some_and(|l| (l.as_ptr(), l.len()) == id);
-        if list.is_empty() || self.lists[..self.len].iter().any(same) {
+        if self.lists[..self.len].iter().any(same) {
             return 0;
         }
         if self.len < CAP {
