@@ -1132,15 +1132,6 @@ impl MatchList {
         cx: &Ctx<'_, R, C>,
     ) -> Outcome<'_> {
         let entries = self.entries();
-        if let Some((list, held)) = candidates.single() {
-            for &i in list {
-                let Some(e) = entries.get(i as usize) else { break };
-                if self.decides(i as usize, e, cx, held) {
-                    return self.decision(i as usize, e);
-                }
-            }
-            return Outcome::NoMatch;
-        }
         while let Some(i) = candidates.next() {
             let Some(e) = entries.get(i) else { break };
             if self.decides(i, e, cx, candidates.held()) {

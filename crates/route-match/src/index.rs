@@ -526,15 +526,6 @@ impl<'a> Candidates<'a> {
         list.len()
     }
 
-    /// The one list, and what its entries are known to satisfy, when only one was pushed
-    /// (most requests): its entries in order, with no merge.
-    pub(crate) fn single(&self) -> Option<(&'a [u32], Held)> {
-        match (self.len, self.lists[0]) {
-            (1, Some(list)) if self.more.is_empty() => Some((list, self.held[0])),
-            _ => None,
-        }
-    }
-
     /// What the entry [`Iterator::next`] returned last is known to satisfy.
     pub(crate) fn held(&self) -> Held {
         self.current
@@ -550,7 +541,24 @@ impl Iterator for Candidates<'_> {
     type Item = usize;
 
     /// The smallest entry index not yet returned.
+    #[inline(always)]
     fn next(&mut self) -> Option<usize> {
+        if self.len == 1 && self.more.is_empty() {
+            // One list (most requests): its entries in order (sorted, each once), no merge.
+            let list = self.lists[0].as_mut()?;
+            let (&head, rest) = list.split_first()?;
+            *list = rest;
+            self.current = self.held[0];
+            return Some(head as usize);
+        }
+        self.merged()
+    }
+}
+
+impl Candidates<'_> {
+    /// [`Iterator::next`] of several lists: the smallest head past the last answer.
+    #[inline(never)]
+    fn merged(&mut self) -> Option<usize> {
         let mut min: Option<u32> = None;
         // An entry sits in one keyed list at most; found in two lists, nothing is held.
         let mut held = Held::Nothing;
