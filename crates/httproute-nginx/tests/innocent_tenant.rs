@@ -1497,7 +1497,7 @@ fn a_newer_route_never_takes_a_name_under_my_older_wildcard() {
 /// specific listener took x.a.test (404, or b's route).
 #[test]
 fn a_newer_gateway_takes_no_host_from_my_catch_all_route() {
-    let a = vec![
+    let a = [
         common::gateway("a/gw", "2026-01-01T00:00:00Z", &common::http(18080)),
         "kind: HTTPRoute\nmetadata: {name: r, namespace: a, creationTimestamp: \"2026-01-01T00:00:01Z\"}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: s, port: 80}]\n".to_owned(),
     ];

@@ -318,8 +318,8 @@ pub(super) fn ports(
         let mut servers = Vec::new();
         let on_port_names = std::mem::take(names.get_mut(&port).expect("every port has names"));
         let mut fallbacks = Fallbacks { serving, names: &on_port_names, memo: HashMap::new() };
-        for h in on_port_names.iter().cloned() {
-            let best = serving.best(port, &h);
+        for h in &on_port_names {
+            let best = serving.best(port, h);
             let mut server = ServerPlan {
                 hostname: h.clone(),
                 listener: best.map(|i| listeners[i].id.clone()),
@@ -330,12 +330,12 @@ pub(super) fn ports(
                     .unwrap_or_default(),
                 locations: Vec::new(),
                 rules: Vec::new(),
-                fallback: best.and_then(|li| fallbacks.of(li, &h)),
+                fallback: best.and_then(|li| fallbacks.of(li, h)),
             };
             let mut candidates = Vec::new();
             // One copy of the name for the server's candidates.
             let shared = h.as_deref().map(std::sync::Arc::<str>::from);
-            for &ai in best.map_or(&[][..], |li| attached[li].for_host(&h)) {
+            for &ai in best.map_or(&[][..], |li| attached[li].for_host(h)) {
                 let a = &attachments[ai];
                 uses[a.node] -= 1;
                 let (rules, last) = (&mut planned[a.node], uses[a.node] == 0);
