@@ -3,14 +3,14 @@
 //! with the routes attached there; and whether a port speaks HTTP/2, as far as the target
 //! NGINX can.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::attach::{Attachment, PortListeners};
 use super::ids::{Ages, RouteId};
 use super::listeners::Listener;
 use super::precedence::{RouteRules, add_route, locations};
 use super::status::{Http2Loss, Shadowed, Taken};
-use super::types::{Capabilities, PortPlan, ServerPlan, wildcard_covers};
+use super::types::{Capabilities, PortPlan, ServerPlan};
 
 /// The attachments of one listener, by the hostname they serve there (each of an
 /// attachment's hostnames): a server takes the attachments of its own name alone; the less
@@ -42,52 +42,65 @@ impl Attached<'_> {
 /// ([`Serving`]): a request never falls back into another Gateway's routes.
 struct Fallbacks<'s, 'a> {
     serving: &'s Serving<'a>,
-    names: &'s BTreeSet<Option<String>>,
-    /// Each (listener, name) walked: where a walk reaching it ends.
-    memo: HashMap<(usize, Option<String>), Option<Option<String>>>,
+    /// The port's wildcard servers, by suffix (`.a.test` of `*.a.test`).
+    wild: HashSet<&'s str>,
+    /// Each (listener, suffix walked; "" for every host): where a walk reaching it ends.
+    memo: HashMap<(usize, &'s str), Option<Option<String>>>,
 }
 
-impl Fallbacks<'_, '_> {
+impl<'s> Fallbacks<'s, '_> {
+    fn new<'a>(serving: &'s Serving<'a>, names: &'s BTreeSet<Option<String>>) -> Fallbacks<'s, 'a> {
+        let wild = names.iter().filter_map(|n| n.as_deref()?.strip_prefix('*')).collect();
+        Fallbacks { serving, wild, memo: HashMap::new() }
+    }
+
     /// The fallback of server `h` of listener `li`: `None` for none (the server of the
     /// listener's own hostname, or nothing less specific of the listener and its Gateway).
-    fn of(&mut self, li: usize, h: &Option<String>) -> Option<Option<String>> {
+    fn of(&mut self, li: usize, h: &'s Option<String>) -> Option<Option<String>> {
         let own = self.serving.listeners[li].hostname.as_deref();
         let h = h.as_deref().filter(|&h| own != Some(h))?;
-        let mut walked = Vec::new();
-        let mut next = parent(h);
-        let end = loop {
-            if let Some(end) = self.memo.get(&(li, next.clone())) {
-                break end.clone();
+        // The less specific names of `h`, most specific first, as suffixes of it: the
+        // wildcards (`.b.c`, `.c` of `a.b.c` and of `*.a.b.c`), then every host ("").
+        let body = h.strip_prefix('*').unwrap_or(h);
+        let wildcards =
+            body.match_indices('.').filter(|&(at, _)| at > 0).map(|(at, _)| &body[at..]);
+        let (mut walked, mut end) = (Vec::new(), None);
+        for suffix in wildcards.chain([""]) {
+            if let Some(known) = self.memo.get(&(li, suffix)) {
+                end = known.clone();
+                break;
             }
-            if let Some(end) = self.ends_at(li, &next) {
-                break end;
+            walked.push(suffix);
+            if let Some(ends) = self.ends_at(li, suffix) {
+                end = ends;
+                break;
             }
-            walked.push(next.clone());
-            match next.as_deref() {
-                Some(n) => next = parent(n),
-                None => break None,
-            }
-        };
-        for name in walked {
-            self.memo.insert((li, name), end.clone());
+        }
+        for suffix in walked {
+            self.memo.insert((li, suffix), end.clone());
         }
         end
     }
 
-    /// Whether the walk of listener `li` ends at `name`: with it (a server of the listener's
-    /// Gateway), with nothing (outside the listener's hostname), or goes on (`None`).
-    fn ends_at(&self, li: usize, name: &Option<String>) -> Option<Option<Option<String>>> {
+    /// Whether the walk of listener `li` ends at wildcard `suffix` ("": every host): with
+    /// its server (one of the listener's Gateway), with nothing (outside the listener's
+    /// hostname), or goes on (`None`).
+    fn ends_at(&self, li: usize, suffix: &str) -> Option<Option<Option<String>>> {
         let listener = &self.serving.listeners[li];
         if let Some(own) = listener.hostname.as_deref() {
-            let inside = name.as_deref().is_some_and(|n| n == own || wildcard_covers(own, n));
-            if !inside {
+            // Only a wildcard listener covers a less specific name: its own or a longer one.
+            if !own.strip_prefix('*').is_some_and(|own| suffix.ends_with(own)) {
                 return Some(None);
             }
         }
-        let port = listener.port;
+        let name = match suffix {
+            "" => None,
+            _ if self.wild.contains(suffix) => Some(format!("*{suffix}")),
+            _ => return None,
+        };
         let other = |i: usize| !self.serving.same_gateway(i, li);
-        let taken = self.serving.best(port, name).is_some_and(other);
-        (self.names.contains(name) && !taken).then(|| Some(name.clone()))
+        let taken = self.serving.best(listener.port, &name).is_some_and(other);
+        (!taken).then_some(Some(name))
     }
 }
 
@@ -97,15 +110,6 @@ fn index<K: Eq + std::hash::Hash>(
     groups: HashMap<K, Vec<usize>>,
 ) -> HashMap<K, PortListeners<'_>> {
     groups.into_iter().map(|(k, ls)| (k, PortListeners::of(listeners, &ls))).collect()
-}
-
-/// The next less specific name of `h`: `*.b.c` of `a.b.c` and of `*.a.b.c`; `None` (every
-/// host) of a name of one label.
-fn parent(h: &str) -> Option<String> {
-    let name = h.strip_prefix("*.").unwrap_or(h);
-    let parent = name.split_once('.').map(|(_, rest)| format!("*.{rest}"));
-    debug_assert!(parent.as_deref().is_none_or(|p| wildcard_covers(p, h)));
-    parent
 }
 
 /// Which listener serves each name of each port, decided once. A name is held by the
@@ -317,7 +321,7 @@ pub(super) fn ports(
     for (port, on_port) in on_port {
         let mut servers = Vec::new();
         let on_port_names = std::mem::take(names.get_mut(&port).expect("every port has names"));
-        let mut fallbacks = Fallbacks { serving, names: &on_port_names, memo: HashMap::new() };
+        let mut fallbacks = Fallbacks::new(serving, &on_port_names);
         for h in &on_port_names {
             let best = serving.best(port, h);
             let mut server = ServerPlan {
