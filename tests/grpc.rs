@@ -100,7 +100,7 @@ spec:
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
-metadata: {{name: web}}
+metadata: {{name: web, creationTimestamp: "2020-01-01T00:00:00Z"}}
 spec:
   parentRefs: [{{name: gw}}]
   hostnames: [web.test]
@@ -190,7 +190,7 @@ spec:
     backendRefs: [{{name: blue, port: 80}}]
 ---
 kind: HTTPRoute
-metadata: {{name: web}}
+metadata: {{name: web, creationTimestamp: "2020-01-01T00:00:00Z"}}
 spec:
   parentRefs: [{{name: gw, sectionName: h}}]
   rules:

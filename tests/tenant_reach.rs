@@ -220,3 +220,46 @@ fn a_newer_gateway_takes_no_hostname_an_older_route_serves() {
     gw.finish();
     pods.finish();
 }
+
+/// Listener isolation over TLS is per listener, not per server (red team, issue #45): tenant
+/// b's newer Gateway with an HTTPS listener for foo.a.test, a name a's older `*.a.test`
+/// listener and route hold on a's port, brings a server of that name onto a's listener. A
+/// connection whose SNI chose it may still carry any host of a's listener (a browser
+/// coalesces HTTP/2 connections of one certificate): SNI foo.a.test with Host bar.a.test
+/// reaches a's pod, as it did without b's Gateway. Before, each server checked the SNI
+/// against its own name and answered 421. A host of no listener of a's is still refused.
+#[test]
+fn a_newer_gateway_s_listener_does_not_split_my_tls_connections() {
+    let (pods, map, port) = pods();
+    let gateway = |name: &str, day: u8, host: &str| {
+        format!(
+            "kind: Gateway\nmetadata: {{name: {name}, namespace: default, creationTimestamp: \
+             '2026-01-0{day}T00:00:00Z'}}\nspec:\n  listeners:\n  - {{name: tls, port: {port}, \
+             protocol: HTTPS, hostname: '{host}', allowedRoutes: {{namespaces: {{from: All}}}}, \
+             tls: {{certificateRefs: [{{name: {name}-cert}}]}}}}\n---\n"
+        )
+    };
+    let mut yaml = common::self_signed_secret("ga-cert", "a.test", "*.a.test");
+    yaml += &common::self_signed_secret("gb-cert", "foo.a.test", "foo.a.test");
+    yaml += &gateway("ga", 1, "*.a.test");
+    yaml += "kind: HTTPRoute\nmetadata: {name: w, namespace: a, creationTimestamp: \
+             '2026-01-02T00:00:00Z'}\nspec:\n  parentRefs: [{name: ga, namespace: default}]\n  \
+             hostnames: ['*.a.test']\n  rules:\n  - backendRefs: [{name: web, port: 80}]\n---\n";
+    let (p, _) = common::generated("tls-alone", &yaml, port, &map, &common::generator_options());
+    let alone = p.start();
+    let a_pod = Some((200, "a/web\n".to_owned()));
+    assert_eq!(common::https(port, "foo.a.test", Some("bar.a.test"), "/"), a_pod);
+    alone.finish();
+    yaml += &gateway("gb", 3, "foo.a.test");
+    let (p, warnings) = common::generated("tls-b", &yaml, port, &map, &common::generator_options());
+    let gw = p.start();
+    for (sni, host) in
+        [("foo.a.test", "bar.a.test"), ("foo.a.test", "foo.a.test"), ("bar.a.test", "foo.a.test")]
+    {
+        assert_eq!(common::https(port, sni, Some(host), "/"), a_pod, "{sni} {host}\n{warnings:#?}");
+    }
+    // No listener of a's serves other.test: the catch-all's check still holds.
+    assert_eq!(common::https(port, "foo.a.test", Some("other.test"), "/").map(|r| r.0), Some(421));
+    gw.finish();
+    pods.finish();
+}

@@ -263,8 +263,8 @@ fn request_line(req: &Request, out: &mut String) -> Result<(nginx_request::Targe
     Ok((target, host))
 }
 
-/// The server NGINX picks for `host`, and listener isolation over TLS: a request for another
-/// server than its SNI chose is misdirected.
+/// The server NGINX picks for `host`, and listener isolation over TLS: a request for a server
+/// of another listener than its SNI chose is misdirected.
 fn server_for<'p>(
     port: &'p PortPlan,
     host: &str,
@@ -281,10 +281,10 @@ fn server_for<'p>(
         server.hostname.as_deref().unwrap_or("(default)"),
         server.listener.as_ref().map_or("no listener: 404".to_owned(), |l| format!("listener {l}"))
     );
-    if sni_server.is_some_and(|s| !std::ptr::eq(s, server)) {
+    if sni_server.is_some_and(|s| s.listener_hostname != server.listener_hostname) {
         let _ = writeln!(
             out,
-            "   the SNI chose another server ({}): 421 Misdirected Request",
+            "   the SNI chose another listener's server ({}): 421 Misdirected Request",
             sni_server.and_then(|s| s.hostname.as_deref()).unwrap_or("(default)")
         );
         return Err(421);
@@ -442,6 +442,15 @@ fn serve(
         rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default(),
         c.match_index
     );
+    if !rule.grpc && !port.http1 {
+        let _ = writeln!(
+            out,
+            "5. not served: an HTTPRoute, and this NGINX speaks HTTP/2 alone on port {} \
+             (an older GRPCRoute's; it cannot speak both before 1.25.1; see the warnings)",
+            port.port
+        );
+        return Err(0);
+    }
     if rule.grpc && !port.http2 {
         let _ = writeln!(
             out,

@@ -38,7 +38,7 @@ fn manifests(name: &str, yaml: &str) -> PathBuf {
 }
 
 /// A GRPCRoute and an HTTPRoute on one plain port (listeners of their own hostnames).
-const GRPC_BESIDE_HTTP: &str = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: web, port: 8080, protocol: HTTP, hostname: web.test}\n  - {name: grpc, port: 8080, protocol: HTTP, hostname: grpc.test}\n---\nkind: HTTPRoute\nmetadata: {name: web}\nspec: {parentRefs: [{name: gw, sectionName: web}], rules: [{matches: [{path: {value: /web}}], backendRefs: [{name: web, port: 80}]}]}\n---\nkind: GRPCRoute\nmetadata: {name: echo}\nspec: {parentRefs: [{name: gw, sectionName: grpc}], rules: [{matches: [{method: {service: a.B}}], backendRefs: [{name: g, port: 80}]}]}\n";
+const GRPC_BESIDE_HTTP: &str = "kind: Gateway\nmetadata: {name: gw}\nspec:\n  listeners:\n  - {name: web, port: 8080, protocol: HTTP, hostname: web.test}\n  - {name: grpc, port: 8080, protocol: HTTP, hostname: grpc.test}\n---\nkind: HTTPRoute\nmetadata: {name: web, creationTimestamp: \"2020-01-01T00:00:00Z\"}\nspec: {parentRefs: [{name: gw, sectionName: web}], rules: [{matches: [{path: {value: /web}}], backendRefs: [{name: web, port: 80}]}]}\n---\nkind: GRPCRoute\nmetadata: {name: echo}\nspec: {parentRefs: [{name: gw, sectionName: grpc}], rules: [{matches: [{method: {service: a.B}}], backendRefs: [{name: g, port: 80}]}]}\n";
 
 #[test]
 fn explain_plans_for_the_nginx_version_as_generate_does() {

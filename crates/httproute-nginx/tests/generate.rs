@@ -1001,7 +1001,7 @@ fn grpc_before_nginx_1_25_1_uses_listen_http2_and_never_on_a_port_with_http_rout
         kind: GRPCRoute\nmetadata: {name: tls-grpc}\nspec:\n  \
         parentRefs: [{name: gw, sectionName: tls}]\n  hostnames: [g.test]\n  \
         rules: [{matches: [{method: {service: a.B}}]}]\n---\n\
-        kind: HTTPRoute\nmetadata: {name: web}\nspec:\n  \
+        kind: HTTPRoute\nmetadata: {name: web, creationTimestamp: \"2020-01-01T00:00:00Z\"}\nspec:\n  \
         parentRefs: [{name: gw, sectionName: mixed}, {name: gw, sectionName: tls}]\n  \
         hostnames: [w.test]\n  rules: [{backendRefs: []}]\n";
     let dir = std::env::temp_dir().join(format!("hr-legacy-h2-{}", std::process::id()));

@@ -800,6 +800,71 @@ fn a_grpc_route_on_my_port_leaves_my_servers_http1() {
     assert!(g.output.nginx_conf.contains("http2 on"), "{}", g.output.nginx_conf);
 }
 
+/// Before NGINX 1.25.1 a plain port speaks HTTP/1.1 or HTTP/2 (prior knowledge), not both
+/// (red team, issue #45): the oldest route served there decides. Tenant a's older GRPCRoute
+/// keeps a's port HTTP/2 when b's newer Gateway on that port brings an HTTPRoute: b's route
+/// is refused (`Accepted: False`, naming the port) and a's calls are still served, by the
+/// plan and by explain. Before, any HTTPRoute on the port turned it HTTP/1.1 and refused a's
+/// GRPCRoute. (b's newer GRPCRoute beside a's HTTP/1.1 is the HTTP/2 budget's, above.)
+#[test]
+fn a_newer_http_route_never_turns_my_grpc_port_off_before_1_25_1() {
+    let old = Options { nginx_version: (1, 22, 1), ..opts() };
+    let listener =
+        |host: &str| format!("{{name: http, port: 18080, protocol: HTTP, hostname: {host}}}");
+    let route = |kind: &str, ns: &str, host: &str, created: &str| {
+        format!(
+            "kind: {kind}\nmetadata: {{name: r, namespace: {ns}, creationTimestamp: \"{created}\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{host}]\n  rules:\n  - backendRefs: [{{name: s, port: 80}}]\n"
+        )
+    };
+    let a = vec![
+        common::gateway("a/gw", "2026-01-01T00:00:00Z", &listener("a.test")),
+        route("GRPCRoute", "a", "a.test", "2026-01-01T00:00:01Z"),
+    ];
+    let b = vec![
+        common::gateway("b/gw", "2026-01-02T00:00:00Z", &listener("b.test")),
+        route("HTTPRoute", "b", "b.test", "2026-01-02T00:00:01Z"),
+    ];
+    let call = |plan: &httproute_nginx::plan::Plan, host: &str, grpc: bool| {
+        let content_type = if grpc { "application/grpc" } else { "text/plain" };
+        let req = httproute_nginx::explain::Request {
+            port: Some(18080),
+            method: "POST".into(),
+            host: host.into(),
+            path: "/a.B/C".into(),
+            headers: vec![("content-type".into(), content_type.into())],
+            query: String::new(),
+        };
+        httproute_nginx::explain::explain(plan, &req)
+    };
+    for with_b in [false, true] {
+        let docs = if with_b { [a.clone(), b.clone()].concat() } else { a.clone() };
+        let dir = dir_with("legacy-h2", &file_of(&docs, vec![], 0, true));
+        let g = generate_all(std::slice::from_ref(&dir), &backends(), &old).unwrap();
+        let conf = &g.output.nginx_conf;
+        assert!(conf.contains("listen 127.0.0.1:18080 http2"), "with b: {with_b}\n{conf}");
+        let accepted = |id: &str| {
+            let r = g.status.routes.iter().find(|r| r.id.to_string() == id).unwrap();
+            let conditions = r.parents.iter().flat_map(|(_, cs)| cs);
+            let c = conditions
+                .clone()
+                .find(|c| c.kind == httproute_nginx::plan::ConditionType::Accepted);
+            (c.unwrap().ok, conditions.map(|c| c.message.clone()).collect::<Vec<_>>().join("; "))
+        };
+        assert!(accepted("a/r").0, "{:?}", g.warnings);
+        let model = httproute_nginx::model::load(&[dir]).unwrap();
+        let plan = httproute_nginx::explain::plan_as_served(&model, &backends(), &old).unwrap();
+        let (text, status) = call(&plan, "a.test", true);
+        assert_eq!(status, 200, "with b: {with_b}\n{text}");
+        if with_b {
+            let (ok, why) = accepted("b/r");
+            assert!(!ok && why.contains("cannot serve HTTP/1.1 beside cleartext HTTP/2"), "{why}");
+            let (text, status) = call(&plan, "b.test", false);
+            assert_eq!(status, 0, "{text}");
+            assert!(text.contains("not served: an HTTPRoute"), "{text}");
+        }
+    }
+}
+
 /// The same budget when tenant b's routes carry no `creationTimestamp` (which would count as
 /// the oldest): a route's names come with the later of the route and its Gateway, so a's
 /// older route keeps its 16 colliding names and only b's routes are refused. Before that
@@ -1487,6 +1552,45 @@ fn a_newer_route_never_takes_a_name_under_my_older_wildcard() {
         let said = g.warnings.iter().any(|w| w.contains("bar.a.test") && w.contains(held));
         assert!(said, "{tag}: {:?}", g.warnings);
         nginx_t(tag, &g.output);
+    }
+}
+
+/// The red team's same-age tie (issue #45): a's route attaches to a's own Gateway (a listener
+/// for a.test) and to an operator's older catch-all Gateway; the route is newer than both, so
+/// both attachments have served a.test as long. The tie goes to the more specific listener,
+/// a's own: b's route for a.test on the catch-all (a longer path prefix) does not merge into
+/// a's host there. Before, the tie went to the older Gateway, and b's route answered
+/// a.test/a/b by precedence on the catch-all.
+#[test]
+fn my_route_on_my_own_listener_and_a_shared_one_keeps_my_host_mine() {
+    let route = |id: &str, created: &str, path: &str, parents: &str| {
+        let (namespace, name) = id.split_once('/').unwrap();
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: {namespace}, creationTimestamp: \"{created}\"}}\nspec:\n  hostnames: [a.test]\n  parentRefs: [{parents}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: {path}}}}}]\n    backendRefs: [{{name: s, port: 80}}]\n"
+        )
+    };
+    let all = "{name: http, port: 18080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}";
+    let own = "{name: http, port: 18080, protocol: HTTP, hostname: a.test}";
+    let a = vec![
+        common::gateway("infra/gw", "2026-01-01T00:00:00Z", all),
+        common::gateway("a/gw", "2026-01-02T00:00:00Z", own),
+        route("a/r", "2026-01-03T00:00:00Z", "/a", "{name: gw}, {name: gw, namespace: infra}"),
+    ];
+    let (alone, status) = answer("tie-alone", &a, "a.test", "/a/b");
+    assert!(status == 200 && alone.contains("a/r rule 0"), "{status} {alone}");
+    let b = route("b/r", "2026-06-01T00:00:00Z", "/a/b", "{name: gw, namespace: infra}");
+    for b_first in [false, true] {
+        let docs: Vec<String> = if b_first {
+            [vec![b.clone()], a.clone()].concat()
+        } else {
+            [a.clone(), vec![b.clone()]].concat()
+        };
+        let (text, status) = answer("tie", &docs, "a.test", "/a/b");
+        assert!(
+            status == 200 && text.contains("a/r rule 0"),
+            "b first: {b_first}: {status} {text}"
+        );
+        assert!(text.contains("listener a/gw/http"), "{text}");
     }
 }
 

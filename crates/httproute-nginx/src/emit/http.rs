@@ -100,7 +100,9 @@ impl<'p> Pass<'p> {
         let port = &self.plan.ports[pi];
         let alive = self.alive[pi];
         let written = port.servers.iter().filter(|s| alive && self.skip.written(s));
-        let names: Vec<&str> = written.filter_map(|s| s.hostname.as_deref()).collect();
+        let tag = |s: &'p ServerPlan| s.listener_hostname.as_deref().unwrap_or("-");
+        let names: Vec<(&str, &str)> =
+            written.filter_map(|s| Some((s.hostname.as_deref()?, tag(s)))).collect();
         self.http.sni_map(port.port, names);
     }
 

@@ -16,18 +16,19 @@ impl Http {
         self.maps.push(m.into());
     }
 
-    /// `$httproute_sni_PORT`: the `server_name` NGINX picks for the TLS handshake's SNI on an
-    /// HTTPS port (`$httproute_sni_name_PORT`; empty once the request fell back) (`hostnames` gives NGINX's own order: exact, then the longest wildcard), `-` for
-    /// an SNI no server names, empty without SNI.
-    /// `names`: the port's servers' names written.
-    pub(super) fn sni_map(&mut self, port: u16, names: Vec<&str>) {
+    /// `$httproute_sni_PORT`: the tag of the listener whose server NGINX picks for the TLS
+    /// handshake's SNI on an HTTPS port (`$httproute_sni_name_PORT`, `hostnames` giving
+    /// NGINX's own order: exact, then the longest wildcard; empty once the request fell
+    /// back): the listener's hostname, `-` for one of none or an SNI no server names, empty
+    /// without SNI. `names`: the port's servers' names written, with their tags.
+    pub(super) fn sni_map(&mut self, port: u16, names: Vec<(&str, &str)>) {
         let mut entries: Vec<Node> = vec![
             d("hostnames").into(),
             entry_of(Arg::code("default"), Arg::code("-").quoted()),
             entry_of(empty(), empty()),
         ];
-        for h in names {
-            entries.push(entry_of(Arg::data(HOSTNAME_FIELD, h), quoted(HOSTNAME_FIELD, h)));
+        for (h, tag) in names {
+            entries.push(entry_of(Arg::data(HOSTNAME_FIELD, h), quoted(HOSTNAME_FIELD, tag)));
         }
         let name = format!("httproute_sni_name_{port}");
         self.push_map(&name, d("map").var("ssl_server_name").var(name.clone()).block(entries));

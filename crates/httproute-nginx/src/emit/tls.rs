@@ -7,8 +7,8 @@ use super::options::Options;
 use super::state::{HOSTNAME_FIELD, d, quoted};
 
 /// Certificates of an HTTPS server, and the Gateway API's listener isolation for TLS: a
-/// request whose Host selects another server than its SNI did answers 421 (Misdirected
-/// Request).
+/// request whose Host selects a server of another listener than its SNI did answers 421
+/// (Misdirected Request); one of the same listener (a coalesced HTTP/2 connection) is served.
 pub(super) fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &mut Vec<Node>) {
     if server.certificates.is_empty() {
         out.push(d("ssl_reject_handshake").code("on").into());
@@ -25,8 +25,9 @@ pub(super) fn tls_server(port: u16, server: &ServerPlan, opts: &Options, out: &m
             d("ssl_certificate_key").arg(quoted("key file (--certificate, Secret)", key)).into(),
         );
     }
-    // This server's own SNI value(s): its name, or for the catch-all, none or an unknown one.
-    let own = match &server.hostname {
+    // This server's listener's tag (its hostname; `-` for one of none, or no listener: the
+    // catch-all's, which an unknown SNI gets), or no SNI.
+    let own = match &server.listener_hostname {
         Some(h) => regex_data(HOSTNAME_FIELD, h.clone()),
         None => code("-"),
     };

@@ -12,7 +12,8 @@ pub type ServerAt = (usize, usize);
 /// Two servers of different ports are one when everything written in them is the same: the
 /// host name, the certificates, the locations with their lists and the rules. Their ports
 /// must also be alike: both HTTP or both HTTPS, the same HTTP/2 setting, and, over TLS, the
-/// same host names (emit's SNI check of an HTTPS server reads the map of the first port). A server
+/// same host names of the same listener hostnames (emit's SNI check of an HTTPS server reads
+/// the map of the first port). A server
 /// with a RequestRedirect to the listener's own port (no port, no scheme) stays on its port.
 /// Servers that fall back to the same name are one: the module looks the name up on the socket
 /// a request came in on, so each port's own server of that name answers there.
@@ -56,13 +57,18 @@ impl Merged {
     /// Gateway's whose servers leave out a route other servers alike keep).
     pub fn keeping_apart(ports: &[PortPlan], apart: impl Fn(&ServerPlan) -> bool) -> Merged {
         use std::collections::HashMap;
-        // Over TLS: ports with the same host names (their SNI maps are the same).
-        let mut host_sets: HashMap<Vec<Option<&str>>, usize> = HashMap::new();
+        // Over TLS: ports with the same host names, each of the same listener hostname (their
+        // SNI maps are the same).
+        type Tagged<'a> = Vec<(Option<&'a str>, Option<&'a str>)>;
+        let mut host_sets: HashMap<Tagged<'_>, usize> = HashMap::new();
         let hosts: Vec<usize> = ports
             .iter()
             .map(|p| {
-                let set: Vec<Option<&str>> =
-                    p.servers.iter().map(|s| s.hostname.as_deref()).collect();
+                let set: Tagged<'_> = p
+                    .servers
+                    .iter()
+                    .map(|s| (s.hostname.as_deref(), s.listener_hostname.as_deref()))
+                    .collect();
                 let n = host_sets.len();
                 *host_sets.entry(set).or_insert(n)
             })

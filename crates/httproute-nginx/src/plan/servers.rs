@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::attach::{Attachment, PortListeners};
-use super::ids::{Ages, RouteId};
+use super::ids::{Ages, RouteId, RouteKind};
 use super::listeners::Listener;
 use super::precedence::{RouteRules, add_route, locations};
 use super::status::{Http2Loss, Shadowed, Taken};
@@ -112,9 +112,20 @@ fn index<K: Eq + std::hash::Hash>(
     groups.into_iter().map(|(k, ls)| (k, PortListeners::of(listeners, &ls))).collect()
 }
 
+/// How specific a listener's hostname is, smaller first: a name, a wildcard (the longer the
+/// more specific), none.
+fn specificity(l: &Listener) -> usize {
+    match l.hostname.as_deref() {
+        Some(h) if !h.starts_with('*') => 0,
+        Some(w) => 1 + 256usize.saturating_sub(w.len()),
+        None => usize::MAX,
+    }
+}
+
 /// Which listener serves each name of each port, decided once. A name is held by the
 /// attachment that has served it longest (Gateway API's conflict order on [`Ages::attached`]:
-/// the later of the route's and its Gateway's creation; ties to the older Gateway) among those
+/// the later of the route's and its Gateway's creation; ties to the more specific listener,
+/// then the older Gateway) among those
 /// whose hostname is the name or a wildcard covering it (`*.a.test` serves `x.a.test` and
 /// `*.b.a.test`); the name belongs to that attachment's Gateway, and within it to its most
 /// specific listener (listener isolation); which route of that Gateway answers is Gateway API's
@@ -136,7 +147,7 @@ pub(super) struct Serving<'a> {
     /// that wildcard.
     wild: HashMap<(u16, &'a str), usize>,
     /// Each attachment's place in the conflict order (smaller: older).
-    place: Vec<((usize, usize), usize)>,
+    place: Vec<((usize, usize), usize, usize)>,
 }
 
 impl<'a> Serving<'a> {
@@ -151,12 +162,17 @@ impl<'a> Serving<'a> {
             on_port.entry(l.port).or_default().push(i);
             on_gateway.entry((l.port, &l.id.namespace, &l.id.gateway)).or_default().push(i);
         }
-        // Each attachment's place: its age, then its listener's (listeners are in Gateway
-        // order, oldest first).
+        // Each attachment's place: its age; of one route's attachments of the same age (a
+        // route newer than the Gateways it attaches to), the most specific listener's (a
+        // Gateway's own listener for the name before a shared catch-all); then the listener's
+        // (listeners are in Gateway order, oldest first).
         let gateway: Vec<usize> = listeners.iter().map(|l| ages.listener(&l.id)).collect();
         let place: Vec<_> = attachments
             .iter()
-            .map(|a| (ages.attached(&a.route, gateway[a.listener]), a.listener))
+            .map(|a| {
+                let l = a.listener;
+                (ages.attached(&a.route, gateway[l]), specificity(&listeners[l]), l)
+            })
             .collect();
         let mut exact: HashMap<(u16, Option<&str>), usize> = HashMap::new();
         let mut wild: HashMap<(u16, &str), usize> = HashMap::new();
@@ -322,11 +338,14 @@ pub(super) fn ports(
         let mut servers = Vec::new();
         let on_port_names = std::mem::take(names.get_mut(&port).expect("every port has names"));
         let mut fallbacks = Fallbacks::new(serving, &on_port_names);
+        // The oldest attachment served on the port (`Serving::place`, attachment).
+        let mut oldest = None;
         for h in &on_port_names {
             let best = serving.best(port, h);
             let mut server = ServerPlan {
                 hostname: h.clone(),
                 listener: best.map(|i| listeners[i].id.clone()),
+                listener_hostname: best.and_then(|i| listeners[i].hostname.clone()),
                 certificates: best.map(|i| listeners[i].certificates.clone()).unwrap_or_default(),
                 brought_by: brought
                     .remove(&(port, h.clone()))
@@ -340,6 +359,8 @@ pub(super) fn ports(
             // One copy of the name for the server's candidates.
             let shared = h.as_deref().map(std::sync::Arc::<str>::from);
             for &ai in best.map_or(&[][..], |li| attached[li].for_host(h)) {
+                let here = (serving.place[ai], ai);
+                oldest = Some(oldest.map_or(here, |o: (_, usize)| o.min(here)));
                 let a = &attachments[ai];
                 uses[a.node] -= 1;
                 let (rules, last) = (&mut planned[a.node], uses[a.node] == 0);
@@ -349,8 +370,10 @@ pub(super) fn ports(
             servers.push(server);
         }
         let tls = on_port.iter().any(|&i| listeners[i].tls);
-        let http2 = http2(port, tls, &servers, capabilities, &mut loss, warnings);
-        out.push(PortPlan { port, tls, http2, servers });
+        let oldest = oldest.map(|(_, ai)| &attachments[ai].route);
+        let speaks = Speaks { port, tls, oldest };
+        let (http1, http2) = speaks.decide(&servers, capabilities, &mut loss, warnings);
+        out.push(PortPlan { port, tls, http2, http1, servers });
     }
     (out, loss)
 }
@@ -398,42 +421,56 @@ fn brought(
     brought
 }
 
-/// Whether a port speaks HTTP/2 (it serves a GRPCRoute: h2c with prior knowledge on a plain
-/// port, ALPN over TLS). Before NGINX 1.25.1 there is no `http2` directive: HTTP/2 is a
-/// `listen` parameter, and on a plain port it makes the port speak only HTTP/2 with prior
-/// knowledge. So a plain port that serves GRPCRoutes and HTTP/1.1 routes together keeps
-/// HTTP/1.1: its GRPCRoutes cannot be served there (a warning; `loss` records them).
-fn http2(
+/// A port, for [`Speaks::decide`]: its number, whether it is HTTPS, and the route of its
+/// oldest attachment served (`Serving::place`).
+struct Speaks<'r> {
     port: u16,
     tls: bool,
-    servers: &[ServerPlan],
-    capabilities: &Capabilities,
-    loss: &mut Http2Loss,
-    warnings: &mut Vec<String>,
-) -> bool {
-    let rules = || servers.iter().flat_map(|s| s.rules.iter());
-    let grpc: BTreeSet<&RouteId> = rules().filter(|r| r.grpc).map(|r| &r.id.route).collect();
-    if grpc.is_empty() {
-        return false;
+    oldest: Option<&'r RouteId>,
+}
+
+impl Speaks<'_> {
+    /// Whether the port speaks HTTP/1.1 and HTTP/2 (HTTP/2 when it serves a GRPCRoute: h2c
+    /// with prior knowledge on a plain port, ALPN over TLS). Before NGINX 1.25.1 there is no
+    /// `http2` directive: HTTP/2 is a `listen` parameter, and on a plain port it makes the port
+    /// speak HTTP/2 alone. So a plain port that serves GRPCRoutes and HTTPRoutes together
+    /// speaks the protocol of its oldest route there (a newer route never turns it), and the
+    /// routes of the other kind are not served there (a warning; `loss` records them, and the
+    /// routes served on every port where they are not lost).
+    fn decide(
+        &self,
+        servers: &[ServerPlan],
+        capabilities: &Capabilities,
+        loss: &mut Http2Loss,
+        warnings: &mut Vec<String>,
+    ) -> (bool, bool) {
+        let rules = || servers.iter().flat_map(|s| s.rules.iter());
+        let any_grpc = rules().any(|r| r.grpc);
+        let legacy_plain = !capabilities.http2_directive && !self.tls;
+        if !legacy_plain || !any_grpc || rules().all(|r| r.grpc) {
+            if !capabilities.http2_directive {
+                loss.1.extend(rules().map(|r| r.id.route.clone()));
+            }
+            return (!(legacy_plain && any_grpc), any_grpc);
+        }
+        let h2 = self.oldest.is_some_and(|r| r.kind == RouteKind::Grpc);
+        let lost: BTreeSet<&RouteId> =
+            rules().filter(|r| r.grpc != h2).map(|r| &r.id.route).collect();
+        loss.1.extend(rules().filter(|r| r.grpc == h2).map(|r| r.id.route.clone()));
+        let (a, b, c) = capabilities.version;
+        let (kind, holds) = if h2 { ("HTTPRoutes", "HTTP/2") } else { ("GRPCRoutes", "HTTP/1.1") };
+        let names: BTreeSet<String> = lost.iter().map(ToString::to_string).collect();
+        warnings.push(format!(
+            "port {}: NGINX {a}.{b}.{c} cannot serve HTTP/1.1 and cleartext HTTP/2 (gRPC) on one \
+             port (1.25.1 can): the {kind} {} are not served there (its oldest route, {}, holds \
+             it for {holds}); give them a listener of their own or a TLS one",
+            self.port,
+            names.into_iter().collect::<Vec<_>>().join(", "),
+            self.oldest.map_or_else(String::new, ToString::to_string),
+        ));
+        for route in lost {
+            loss.0.entry(route.clone()).or_default().insert(self.port);
+        }
+        (!h2, h2)
     }
-    if capabilities.http2_directive || tls || rules().all(|r| r.grpc) {
-        loss.1.extend(grpc.into_iter().cloned());
-        return true;
-    }
-    let (a, b, c) = capabilities.version;
-    warnings.push(format!(
-        "port {port}: NGINX {a}.{b}.{c} cannot serve HTTP/1.1 and cleartext HTTP/2 (gRPC) on one \
-         port (1.25.1 can): the GRPCRoutes {} are not served there; give them a listener of \
-         their own or a TLS one",
-        grpc.iter()
-            .map(ToString::to_string)
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    for route in grpc {
-        loss.0.entry(route.clone()).or_default().insert(port);
-    }
-    false
 }

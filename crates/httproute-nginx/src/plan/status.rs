@@ -203,8 +203,8 @@ pub(super) struct RouteNode {
     pub attached: Vec<Vec<ListenerId>>,
 }
 
-/// What the ports lost to the target NGINX: (GRPCRoutes not served on some port, and those
-/// ports; GRPCRoutes served on some port).
+/// What the ports lost to the target NGINX before 1.25.1: (routes not served on some port,
+/// and those ports; routes served on some port).
 pub(super) type Http2Loss = (BTreeMap<RouteId, BTreeSet<u16>>, BTreeSet<RouteId>);
 
 /// The one place route statuses are made: every route's node as the planning steps left it,
@@ -333,19 +333,21 @@ pub(super) fn shadowed_hostnames(
     }
 }
 
-/// GRPCRoutes the target NGINX cannot serve on some port and serves on no other
-/// (see `servers::http2`): their nodes' `Accepted` conditions become `False, UnsupportedValue`.
+/// Routes the target NGINX cannot serve on some port (a GRPCRoute beside an older HTTPRoute,
+/// or the other way round, on a plain port before 1.25.1: `servers::Speaks`) and serves on no
+/// other: their nodes' `Accepted` conditions become `False, UnsupportedValue`.
 pub(super) fn grpc_not_served(nodes: &mut [RouteNode], loss: &Http2Loss, version: (u32, u32, u32)) {
     let (lost, kept) = loss;
     if lost.is_empty() {
         return;
     }
     for route in nodes {
-        let Some(ports) = lost
-            .get(&route.id)
-            .filter(|_| route.id.kind == RouteKind::Grpc && !kept.contains(&route.id))
-        else {
+        let Some(ports) = lost.get(&route.id).filter(|_| !kept.contains(&route.id)) else {
             continue;
+        };
+        let (speaks, beside) = match route.id.kind {
+            RouteKind::Grpc => ("cleartext HTTP/2", "HTTP/1.1"),
+            RouteKind::Http => ("HTTP/1.1", "cleartext HTTP/2 (an older GRPCRoute's)"),
         };
         for (_, conditions) in &mut route.parents {
             if let Some(c) = accepted_ok(conditions) {
@@ -353,7 +355,7 @@ pub(super) fn grpc_not_served(nodes: &mut [RouteNode], loss: &Http2Loss, version
                     ConditionType::Accepted,
                     Reason::UnsupportedValue,
                     format!(
-                        "NGINX {}.{}.{} cannot serve cleartext HTTP/2 beside HTTP/1.1 on port {}",
+                        "NGINX {}.{}.{} cannot serve {speaks} beside {beside} on port {}",
                         version.0,
                         version.1,
                         version.2,

@@ -51,6 +51,9 @@ pub struct PortPlan {
     /// A GRPCRoute is served on the port: HTTP/2 (h2c with prior knowledge on a plain port,
     /// ALPN over TLS) besides HTTP/1.1 (see `servers::http2` for NGINX before 1.25.1).
     pub http2: bool,
+    /// The port speaks HTTP/1.1: always, but before NGINX 1.25.1 on a plain port whose oldest
+    /// route is a GRPCRoute (HTTP/2 alone there; `servers::http2`).
+    pub http1: bool,
     pub servers: Vec<ServerPlan>,
 }
 
@@ -60,6 +63,11 @@ pub struct ServerPlan {
     pub hostname: Option<String>,
     /// The listener serving this hostname, if any.
     pub listener: Option<ListenerId>,
+    /// That listener's hostname (`None`: it has none, or no listener serves this name). On an
+    /// HTTPS port, the tag of listener isolation: a connection whose SNI chose a server of a
+    /// listener carries any host of that listener (they share its certificates), none of
+    /// another's.
+    pub listener_hostname: Option<String>,
     /// On an HTTPS port: the listener's certificates, as `namespace/name` of Secrets (empty:
     /// the TLS handshake is refused for this name).
     pub certificates: Vec<String>,
