@@ -88,6 +88,11 @@ pub fn without_dropped(plan: &mut Plan, dropped: &[crate::plan::Dropped]) {
         let alive =
             !any_listener || p.servers.iter().any(|s| s.listener.is_some() && !left.listener_of(s));
         let before = p.servers.len();
+        let written = |s: &ServerPlan| left.written(s);
+        let fallbacks: Vec<_> = p.servers.iter().map(|s| p.fallback_written(s, &written)).collect();
+        for (s, fallback) in p.servers.iter_mut().zip(fallbacks) {
+            s.fallback = fallback;
+        }
         p.servers.retain(|s| left.written(s));
         changed |= !alive || p.servers.len() != before;
         alive
@@ -442,20 +447,17 @@ fn serve(
         rule.rule_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default(),
         c.match_index
     );
-    if !rule.grpc && !port.http1 {
+    // Before 1.25.1 a plain port speaks one of the two: its oldest route's (see the warnings).
+    let unserved = match rule.grpc {
+        true if !port.http2 => Some("a GRPCRoute, and this NGINX does not speak HTTP/2"),
+        false if !port.http1 => Some("an HTTPRoute, and this NGINX speaks HTTP/2 alone"),
+        _ => None,
+    };
+    if let Some(why) = unserved {
         let _ = writeln!(
             out,
-            "5. not served: an HTTPRoute, and this NGINX speaks HTTP/2 alone on port {} \
-             (an older GRPCRoute's; it cannot speak both before 1.25.1; see the warnings)",
-            port.port
-        );
-        return Err(0);
-    }
-    if rule.grpc && !port.http2 {
-        let _ = writeln!(
-            out,
-            "5. not served: a GRPCRoute, and this NGINX does not speak HTTP/2 on port {} \
-             (it cannot beside HTTP/1.1 before 1.25.1; see the warnings)",
+            "5. not served: {why} on port {} (it cannot speak both before 1.25.1; see the \
+             warnings)",
             port.port
         );
         return Err(0);

@@ -1555,6 +1555,73 @@ fn a_newer_route_never_takes_a_name_under_my_older_wildcard() {
     }
 }
 
+/// A fallback never names a server that is not written (red team, issue #45): a's route for
+/// `*.a.test` is left out (over a's own regex budget), so no server of that name is written;
+/// a's foo.a.test server fell back to `*.a.test` all the same, and NGINX, which looks a name
+/// it does not have up as a host, took b's newer `*.test` server: b's backend answered
+/// foo.a.test/y. Now the fallback passes over the server left out to its own (the
+/// catch-all of a's listener): 404 as without b, by explain and in the written server.
+#[test]
+fn a_fallback_never_names_a_server_left_out() {
+    let route = |id: &str, created: &str, host: &str, rules: &str| {
+        let (namespace, name) = id.split_once('/').unwrap();
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: {namespace}, creationTimestamp: \"{created}\"}}\nspec:\n  hostnames: [{}]\n  parentRefs: [{{name: gw}}]\n  rules:\n{rules}",
+            q(host)
+        )
+    };
+    let backend = "    backendRefs: [{name: s, port: 80}]\n";
+    let regex = |p: &str| format!("{{path: {{type: RegularExpression, value: \"{p}\"}}}}");
+    let wild_rules = format!("  - matches: [{}, {}]\n{backend}", regex("/r1.*"), regex("/r2.*"));
+    let a = vec![
+        common::gateway("a/gw", "2026-01-01T00:00:00Z", "{name: any, port: 18080, protocol: HTTP}"),
+        route(
+            "a/exact",
+            "2026-01-02T00:00:00Z",
+            "foo.a.test",
+            &format!("  - matches: [{{path: {{type: PathPrefix, value: /x}}}}]\n{backend}"),
+        ),
+        route("a/wild", "2026-01-03T00:00:00Z", "*.a.test", &wild_rules),
+    ];
+    let b = vec![
+        common::gateway(
+            "b/gw",
+            "2026-01-04T00:00:00Z",
+            "{name: w, port: 18080, protocol: HTTP, hostname: \"*.test\"}",
+        ),
+        route(
+            "b/r",
+            "2026-01-05T00:00:00Z",
+            "*.test",
+            &format!("  - matches: [{{path: {{type: PathPrefix, value: /}}}}]\n{backend}"),
+        ),
+    ];
+    let mut o = opts();
+    o.global.regex_memory_per_tenant = 70_000;
+    for with_b in [false, true] {
+        let docs = if with_b { [a.clone(), b.clone()].concat() } else { a.clone() };
+        let dir = dir_with("fallback-left-out", &file_of(&docs, vec![], 0, true));
+        let g = generate_all(std::slice::from_ref(&dir), &backends(), &o).unwrap();
+        assert!(refused_for(&g, "regex").iter().any(|r| r.contains("a/wild")), "{:?}", g.warnings);
+        let conf = &g.output.nginx_conf;
+        let foo = server_text(conf, "foo.a.test");
+        assert!(foo.contains("http_matches_fallback \"\";"), "with b: {with_b}\n{foo}");
+        let model = httproute_nginx::model::load(&[dir]).unwrap();
+        let plan = httproute_nginx::explain::plan_as_served(&model, &backends(), &o).unwrap();
+        let req = httproute_nginx::explain::Request {
+            port: Some(18080),
+            method: "GET".into(),
+            host: "foo.a.test".into(),
+            path: "/y".into(),
+            headers: Vec::new(),
+            query: String::new(),
+        };
+        let (text, status) = httproute_nginx::explain::explain(&plan, &req);
+        assert_eq!(status, 404, "with b: {with_b}\n{text}");
+        nginx_t("fallback-left-out", &g.output);
+    }
+}
+
 /// The red team's same-age tie (issue #45): a's route attaches to a's own Gateway (a listener
 /// for a.test) and to an operator's older catch-all Gateway; the route is newer than both, so
 /// both attachments have served a.test as long. The tie goes to the more specific listener,

@@ -181,9 +181,10 @@ impl<'p> Pass<'p> {
         }
         // Requests none of this server's routes answers go on in the server of the next
         // less specific hostname of its listener (the name's words are the server's own).
-        let fallback = server.fallback.as_ref().map(|f| match f {
+        let written = |t: &ServerPlan| self.skip.written(t);
+        let fallback = port.fallback_written(server, &written).map(|f| match f {
             None => d("http_matches_fallback").arg(empty()),
-            Some(w) => d("http_matches_fallback").data(HOSTNAME_FIELD, w.clone()),
+            Some(w) => d("http_matches_fallback").data(HOSTNAME_FIELD, w),
         });
         let falls_back = fallback.is_some();
         body.extend(fallback.map(Node::from));

@@ -49,12 +49,41 @@ pub struct PortPlan {
     /// HTTPS (TLS terminated here) rather than HTTP.
     pub tls: bool,
     /// A GRPCRoute is served on the port: HTTP/2 (h2c with prior knowledge on a plain port,
-    /// ALPN over TLS) besides HTTP/1.1 (see `servers::http2` for NGINX before 1.25.1).
+    /// ALPN over TLS) besides HTTP/1.1 (see `servers::Speaks` for NGINX before 1.25.1).
     pub http2: bool,
     /// The port speaks HTTP/1.1: always, but before NGINX 1.25.1 on a plain port whose oldest
-    /// route is a GRPCRoute (HTTP/2 alone there; `servers::http2`).
+    /// route is a GRPCRoute (HTTP/2 alone there; `servers::Speaks`).
     pub http1: bool,
+    /// In name order (the catch-all first).
     pub servers: Vec<ServerPlan>,
+}
+
+impl PortPlan {
+    /// Where the requests none of server `s`'s routes answers go ([`ServerPlan::fallback`]),
+    /// passing over the servers `written` leaves out (a name only left-out routes bring) to
+    /// their own fallbacks: a fallback names a server, and NGINX would look a name it does
+    /// not have up as a host, which another Gateway's wildcard may cover. Each hop is a less
+    /// specific name of the same listener's Gateway, as the plan's.
+    pub fn fallback_written(
+        &self,
+        s: &ServerPlan,
+        written: &dyn Fn(&ServerPlan) -> bool,
+    ) -> Option<Option<String>> {
+        let mut fallback = s.fallback.clone()?;
+        while let Some(t) = fallback.as_deref().and_then(|n| self.server(n)) {
+            if written(t) {
+                break;
+            }
+            fallback = t.fallback.clone()?;
+        }
+        Some(fallback)
+    }
+
+    /// The server named `name`, if the port has one.
+    fn server(&self, name: &str) -> Option<&ServerPlan> {
+        let at = self.servers.binary_search_by(|s| s.hostname.as_deref().cmp(&Some(name)));
+        at.ok().map(|i| &self.servers[i])
+    }
 }
 
 #[derive(Debug)]
