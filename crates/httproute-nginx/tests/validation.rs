@@ -175,6 +175,22 @@ fn route_fields_the_crd_refuses_leave_the_route_out() {
     // GRPCRoutes as well.
     let text = "kind: GRPCRoute\nmetadata: {name: g}\nspec:\n  parentRefs: [{name: gw}]\n  rules:\n  - name: \"x;y\"\n";
     assert!(rejected(text).starts_with("spec.rules[0].name: \"x;y\" is not a valid name"));
+    // HTTPRoute's filters that the GRPCRoute CRD's enum leaves out are refused, not applied.
+    for filter in [
+        "{type: URLRewrite, urlRewrite: {hostname: x.test}}",
+        "{type: RequestRedirect, requestRedirect: {hostname: x.test}}",
+        "{type: CORS, cors: {allowOrigins: [\"*\"]}}",
+    ] {
+        let text = format!(
+            "kind: GRPCRoute\nmetadata: {{name: g}}\nspec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - filters: [{{type: RequestHeaderModifier, requestHeaderModifier: {{set: [{{name: x, value: y}}]}}}}, {filter}]\n"
+        );
+        let got = rejected(&text);
+        assert!(
+            got.starts_with("spec.rules[0].filters[1].type: ")
+                && got.contains("is not a GRPCRoute filter type"),
+            "{got}"
+        );
+    }
     // The CRD allows `$` and the other token characters in header names: accepted.
     let ok = route(
         "",

@@ -57,6 +57,14 @@ pub(crate) fn validate_grpc(r: &GrpcRoute) -> Check {
     validate_hostnames(&r.spec.hostnames)?;
     for (ri, rule) in r.spec.rules.iter().enumerate() {
         let rule_at = At::root("spec.rules", ri);
+        // HTTPRoute's filters the GRPCRoute CRD's enum leaves out (and that would be applied).
+        let http_only = ["RequestRedirect", "URLRewrite", "CORS"];
+        if let Some(fi) = rule.filters.iter().position(|f| http_only.contains(&f.kind.as_str())) {
+            return bad(
+                format!("{}.type", rule_at.item("filters", fi)),
+                format!("{:?} is not a GRPCRoute filter type", rule.filters[fi].kind),
+            );
+        }
         at_most(&rule.matches, 64, || format!("{rule_at}.matches"), "matches")?;
         for (mi, m) in rule.matches.iter().enumerate() {
             let at = rule_at.item("matches", mi);
