@@ -171,10 +171,18 @@ fn a_server_on_several_ports_answers_the_same_on_each() {
             Some((200, "secure".into())),
             "port {p}"
         );
-        // The SNI check still holds on every port: Host names another server, 421.
+        // The SNI check still holds on every port: Host names a server of another listener
+        // (the catch-all, of none), 421; another name of the SNI's listener is served (its
+        // `*.secure.test` server, which has no route for it: 404).
+        assert_eq!(
+            common::https(p, "a.secure.test", Some("nothing.test"), "/").map(|r| r.0),
+            Some(421),
+            "port {p}"
+        );
         assert_eq!(
             common::https(p, "a.secure.test", Some("b.secure.test"), "/").map(|r| r.0),
-            Some(421)
+            Some(404),
+            "port {p}"
         );
         // Another name of the listener: its server, which has no route for it.
         assert_eq!(
