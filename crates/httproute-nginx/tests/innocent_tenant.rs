@@ -826,15 +826,7 @@ fn a_newer_http_route_never_turns_my_grpc_port_off_before_1_25_1() {
     ];
     let call = |plan: &httproute_nginx::plan::Plan, host: &str, grpc: bool| {
         let content_type = if grpc { "application/grpc" } else { "text/plain" };
-        let req = httproute_nginx::explain::Request {
-            port: Some(18080),
-            method: "POST".into(),
-            host: host.into(),
-            path: "/a.B/C".into(),
-            headers: vec![("content-type".into(), content_type.into())],
-            query: String::new(),
-        };
-        httproute_nginx::explain::explain(plan, &req)
+        ask(plan, ("POST", host, "/a.B/C"), &[("content-type", content_type)])
     };
     for with_b in [false, true] {
         let docs = if with_b { [a.clone(), b.clone()].concat() } else { a.clone() };
@@ -1493,15 +1485,24 @@ fn answer(tag: &str, docs: &[String], host: &str, path: &str) -> (String, u16) {
     let dir = dir_with(tag, &file_of(docs, vec![], 0, true));
     let model = httproute_nginx::model::load(&[dir]).unwrap();
     let plan = httproute_nginx::explain::plan_as_served(&model, &backends(), &opts()).unwrap();
+    ask(&plan, ("GET", host, path), &[])
+}
+
+/// Explain's answer from `plan` to `method host path` on port 18080 with `headers`.
+fn ask(
+    plan: &httproute_nginx::plan::Plan,
+    (method, host, path): (&str, &str, &str),
+    headers: &[(&str, &str)],
+) -> (String, u16) {
     let req = httproute_nginx::explain::Request {
         port: Some(18080),
-        method: "GET".into(),
+        method: method.into(),
         host: host.into(),
         path: path.into(),
-        headers: Vec::new(),
+        headers: headers.iter().map(|&(n, v)| (n.into(), v.into())).collect(),
         query: String::new(),
     };
-    httproute_nginx::explain::explain(&plan, &req)
+    httproute_nginx::explain::explain(plan, &req)
 }
 
 /// The red team's second HIGH (issue #45): an operator's catch-all Gateway, older than a's,
@@ -1608,15 +1609,7 @@ fn a_fallback_never_names_a_server_left_out() {
         assert!(foo.contains("http_matches_fallback \"\";"), "with b: {with_b}\n{foo}");
         let model = httproute_nginx::model::load(&[dir]).unwrap();
         let plan = httproute_nginx::explain::plan_as_served(&model, &backends(), &o).unwrap();
-        let req = httproute_nginx::explain::Request {
-            port: Some(18080),
-            method: "GET".into(),
-            host: "foo.a.test".into(),
-            path: "/y".into(),
-            headers: Vec::new(),
-            query: String::new(),
-        };
-        let (text, status) = httproute_nginx::explain::explain(&plan, &req);
+        let (text, status) = ask(&plan, ("GET", "foo.a.test", "/y"), &[]);
         assert_eq!(status, 404, "with b: {with_b}\n{text}");
         nginx_t("fallback-left-out", &g.output);
     }

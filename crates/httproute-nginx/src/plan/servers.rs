@@ -122,18 +122,18 @@ fn specificity(l: &Listener) -> usize {
     }
 }
 
-/// Which listener serves each name of each port, decided once. A name is held by the
-/// attachment that has served it longest (Gateway API's conflict order on [`Ages::attached`]:
-/// the later of the route's and its Gateway's creation; ties to the more specific listener,
-/// then the older Gateway) among those
-/// whose hostname is the name or a wildcard covering it (`*.a.test` serves `x.a.test` and
-/// `*.b.a.test`); the name belongs to that attachment's Gateway, and within it to its most
-/// specific listener (listener isolation); which route of that Gateway answers is Gateway API's
-/// precedence there. A name no such attachment serves belongs to the most specific listener of
-/// the port (of equally specific ones, the oldest Gateway's). So neither a newer Gateway's
-/// listener nor a newer route on an older Gateway takes a host an older attachment serves
-/// there. A route of no hostname on a listener of none serves every name of the port, and so
-/// holds every name no older attachment serves: a newer Gateway on the port gets none of it.
+/// Which listener serves each name of each port, decided once. A name is held by the attachment
+/// that has served it longest (Gateway API's conflict order on [`Ages::attached`]: the later of
+/// the route's and its Gateway's creation; ties to the more specific listener, then the older
+/// Gateway) among those whose hostname is the name or a wildcard covering it (`*.a.test` serves
+/// `x.a.test` and `*.b.a.test`); the name belongs to that attachment's Gateway, and within it
+/// to its most specific listener (listener isolation); which route of that Gateway answers is
+/// Gateway API's precedence there. A name no such attachment serves belongs to the most
+/// specific listener of the port (of equally specific ones, the oldest Gateway's). So neither a
+/// newer Gateway's listener nor a newer route on an older Gateway takes a host an older
+/// attachment serves there. A route of no hostname on a listener of none serves every name of
+/// the port, and so holds every name no older attachment serves: a newer Gateway on the port
+/// gets none of it.
 pub(super) struct Serving<'a> {
     listeners: &'a [Listener],
     attachments: &'a [Attachment],
