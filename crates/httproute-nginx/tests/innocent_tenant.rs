@@ -826,7 +826,7 @@ fn a_newer_http_route_never_turns_my_grpc_port_off_before_1_25_1() {
     ];
     let call = |plan: &httproute_nginx::plan::Plan, host: &str, grpc: bool| {
         let content_type = if grpc { "application/grpc" } else { "text/plain" };
-        ask(plan, ("POST", host, "/a.B/C"), &[("content-type", content_type)])
+        ask(plan, (18080, "POST", host, "/a.B/C"), &[("content-type", content_type)])
     };
     for with_b in [false, true] {
         let docs = if with_b { [a.clone(), b.clone()].concat() } else { a.clone() };
@@ -1485,17 +1485,17 @@ fn answer(tag: &str, docs: &[String], host: &str, path: &str) -> (String, u16) {
     let dir = dir_with(tag, &file_of(docs, vec![], 0, true));
     let model = httproute_nginx::model::load(&[dir]).unwrap();
     let plan = httproute_nginx::explain::plan_as_served(&model, &backends(), &opts()).unwrap();
-    ask(&plan, ("GET", host, path), &[])
+    ask(&plan, (18080, "GET", host, path), &[])
 }
 
-/// Explain's answer from `plan` to `method host path` on port 18080 with `headers`.
+/// Explain's answer from `plan` to `method host path` on `port` with `headers`.
 fn ask(
     plan: &httproute_nginx::plan::Plan,
-    (method, host, path): (&str, &str, &str),
+    (port, method, host, path): (u16, &str, &str, &str),
     headers: &[(&str, &str)],
 ) -> (String, u16) {
     let req = httproute_nginx::explain::Request {
-        port: Some(18080),
+        port: Some(port),
         method: method.into(),
         host: host.into(),
         path: path.into(),
@@ -1609,10 +1609,62 @@ fn a_fallback_never_names_a_server_left_out() {
         assert!(foo.contains("http_matches_fallback \"\";"), "with b: {with_b}\n{foo}");
         let model = httproute_nginx::model::load(&[dir]).unwrap();
         let plan = httproute_nginx::explain::plan_as_served(&model, &backends(), &o).unwrap();
-        let (text, status) = ask(&plan, ("GET", "foo.a.test", "/y"), &[]);
+        let (text, status) = ask(&plan, (18080, "GET", "foo.a.test", "/y"), &[]);
         assert_eq!(status, 404, "with b: {with_b}\n{text}");
         nginx_t("fallback-left-out", &g.output);
     }
+}
+
+/// The same for a server written once for several ports (red team, issue #45): a's foo.a.test
+/// route is on two listeners of no hostname (18080, 18081), a's `*.a.test` routes one on each,
+/// the one on 18081 left out (a's regex budget); b's newer Gateway has `*.test` on 18081. The
+/// server of foo.a.test, the same on both ports, fell back to `*.a.test` on both: on 18081 b's
+/// server answered. Now a server is written once per fallback: `*.a.test` on 18080, the
+/// catch-all on 18081 (404 there, as explain says).
+#[test]
+fn a_merged_server_falls_back_on_each_port_as_its_own() {
+    let route = |name: &str, created: &str, host: &str, section: &str, rules: &str| {
+        format!(
+            "kind: HTTPRoute\nmetadata: {{name: {name}, namespace: a, creationTimestamp: \"{created}\"}}\nspec:\n  hostnames: [{}]\n  parentRefs: [{{name: gw{section}}}]\n  rules:\n{rules}",
+            q(host)
+        )
+    };
+    let backend = "    backendRefs: [{name: s, port: 80}]\n";
+    let regex = |p: &str| format!("{{path: {{type: RegularExpression, value: \"{p}\"}}}}");
+    let any = format!("  - matches: [{{path: {{type: PathPrefix, value: /}}}}]\n{backend}");
+    let docs = vec![
+        common::gateway("a/gw", "2026-01-01T00:00:00Z", "{name: p1, port: 18080, protocol: HTTP}, {name: p2, port: 18081, protocol: HTTP}"),
+        route("exact", "2026-01-02T00:00:00Z", "foo.a.test", "", &format!("  - matches: [{{path: {{type: PathPrefix, value: /x}}}}]\n{backend}")),
+        route("wild1", "2026-01-02T00:00:01Z", "*.a.test", ", sectionName: p1", &any),
+        route("wild2", "2026-01-03T00:00:00Z", "*.a.test", ", sectionName: p2", &format!("  - matches: [{}, {}]\n{backend}", regex("/r1.*"), regex("/r2.*"))),
+        common::gateway("b/gw", "2026-01-04T00:00:00Z", "{name: w, port: 18081, protocol: HTTP, hostname: \"*.test\"}"),
+        "kind: HTTPRoute\nmetadata: {name: r, namespace: b, creationTimestamp: \"2026-01-05T00:00:00Z\"}\nspec:\n  hostnames: [\"*.test\"]\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: s, port: 80}]\n".to_owned(),
+    ];
+    let mut o = opts();
+    o.global.regex_memory_per_tenant = 70_000;
+    let dir = dir_with("merged-fallback", &file_of(&docs, vec![], 0, true));
+    let g = generate_all(std::slice::from_ref(&dir), &backends(), &o).unwrap();
+    assert!(refused_for(&g, "regex").iter().any(|r| r.contains("a/wild2")), "{:?}", g.warnings);
+    let conf = &g.output.nginx_conf;
+    let foo: Vec<&str> =
+        conf.split("server {").filter(|s| s.contains("server_name foo.a.test;")).collect();
+    let falls = |port: u16, to: &str| {
+        foo.iter().any(|s| {
+            s.contains(&format!("listen 127.0.0.1:{port};"))
+                && s.contains(&format!("http_matches_fallback {to};"))
+        })
+    };
+    assert!(falls(18080, "*.a.test") && falls(18081, "\"\""), "{conf}");
+    let model = httproute_nginx::model::load(&[dir]).unwrap();
+    let plan = httproute_nginx::explain::plan_as_served(&model, &backends(), &o).unwrap();
+    for (port, want) in [(18080, 200), (18081, 404)] {
+        let (text, status) = ask(&plan, (port, "GET", "foo.a.test", "/y"), &[]);
+        assert_eq!(status, want, "port {port}\n{text}");
+        if want == 200 {
+            assert!(text.contains("a/wild1"), "{text}");
+        }
+    }
+    nginx_t("merged-fallback", &g.output);
 }
 
 /// The red team's same-age tie (issue #45): a's route attaches to a's own Gateway (a listener

@@ -128,13 +128,31 @@ impl<'p> Pass<'p> {
             self.plan
                 .merged
                 .written_for((&self.plan.ports, &self.alive), (pi, si), &|s| skip.written(s));
-        if members.is_empty() {
-            return Ok(());
+        // Written once per fallback: the module looks its name up on the request's port, and a
+        // server left out on one port alone changes where it leads there.
+        for (fallback, group) in self.by_fallback(&members) {
+            let at = group[0];
+            let (mut body, falls_back) = self.server_head(at, &group, fallback);
+            self.match_locations(at, falls_back, &mut body)?;
+            self.rule_locations(at, &mut body)?;
+            self.push_server(body)?;
         }
-        let (mut body, falls_back) = self.server_head((pi, si), &members);
-        self.match_locations((pi, si), falls_back, &mut body)?;
-        self.rule_locations((pi, si), &mut body)?;
-        self.push_server(body)
+        Ok(())
+    }
+
+    /// `members` by their written fallbacks ([`crate::plan::PortPlan::fallback_written`], each on its own
+    /// port), in the order of their first members.
+    fn by_fallback(&self, members: &[ServerAt]) -> Vec<(Option<Option<String>>, Vec<ServerAt>)> {
+        let written = |s: &ServerPlan| self.skip.written(s);
+        let mut groups: Vec<(Option<Option<String>>, Vec<ServerAt>)> = Vec::new();
+        for &m in members {
+            let fallback = self.plan.ports[m.0].fallback_written(self.at(&m), &written);
+            match groups.iter_mut().find(|(f, _)| *f == fallback) {
+                Some((_, group)) => group.push(m),
+                None => groups.push((fallback, vec![m])),
+            }
+        }
+        groups
     }
 
     fn push_server(&mut self, body: Vec<Node>) -> Result<(), String> {
@@ -162,9 +180,14 @@ impl<'p> Pass<'p> {
         body
     }
 
-    /// A server's lines before its locations (`listen`, names, HTTP/2, fallback, comments,
+    /// A server's lines before its locations (`listen`, names, HTTP/2, `fallback`, comments,
     /// TLS), and whether it falls back to another server.
-    fn server_head(&mut self, (pi, si): ServerAt, members: &[ServerAt]) -> (Vec<Node>, bool) {
+    fn server_head(
+        &mut self,
+        (pi, si): ServerAt,
+        members: &[ServerAt],
+        fallback: Option<Option<String>>,
+    ) -> (Vec<Node>, bool) {
         let port = &self.plan.ports[pi];
         let server = self.at(&(pi, si));
         // Merged servers are alike but for their listeners: one name and one set of
@@ -181,8 +204,7 @@ impl<'p> Pass<'p> {
         }
         // Requests none of this server's routes answers go on in the server of the next
         // less specific hostname of its listener (the name's words are the server's own).
-        let written = |t: &ServerPlan| self.skip.written(t);
-        let fallback = port.fallback_written(server, &written).map(|f| match f {
+        let fallback = fallback.map(|f| match f {
             None => d("http_matches_fallback").arg(empty()),
             Some(w) => d("http_matches_fallback").data(HOSTNAME_FIELD, w),
         });
